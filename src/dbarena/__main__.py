@@ -1,0 +1,3 @@
+from dbarena.cli import main
+
+main()

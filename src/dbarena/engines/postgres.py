@@ -1,0 +1,402 @@
+"""PostgreSQL: a throwaway instance from the machine's own binaries, or an existing server.
+
+The throwaway instance lives in a fresh temporary directory, listens on 127.0.0.1 and
+a private socket directory only, uses a random password that is never printed or
+stored (clients get it through a private passfile), and is always stopped and
+removed: on success, on error, on Ctrl-C and on SIGTERM (unless --keep).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import psycopg
+
+from dbarena import execute
+from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
+
+ENGINE = "postgres"
+INSTALL_HINT = "install them with `apt-get install postgresql postgresql-contrib`"
+
+_VERSION = re.compile(r"\(PostgreSQL\) (?P<major>\d+)(?:\.(?P<minor>\d+))?")
+
+
+@dataclass(frozen=True)
+class PgBinaries:
+    bindir: Path
+    version: tuple[int, int]
+    version_line: str
+
+    def path(self, name: str) -> Path:
+        return self.bindir / name
+
+
+def _is_exe(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def candidate_bindirs(path_env: str | None = None) -> list[Path]:
+    """Directories that may hold PostgreSQL server binaries, in search order:
+    pg_config --bindir, Debian/Ubuntu and RHEL install trees, then PATH."""
+    dirs: list[Path] = []
+    pg_config = shutil.which("pg_config", path=path_env)
+    if pg_config:
+        with contextlib.suppress(ToolMissing):
+            done = execute.run([pg_config, "--bindir"], timeout=30)
+            if done.returncode == 0 and done.stdout.strip():
+                dirs.append(Path(done.stdout.strip()))
+    for pattern in ("/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/usr/local/pgsql/bin"):
+        dirs.extend(Path(p) for p in sorted(glob.glob(pattern)))
+    for entry in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        if entry:
+            dirs.append(Path(entry))
+    seen: set[Path] = set()
+    unique = []
+    for d in dirs:
+        key = d.resolve() if d.exists() else d
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return unique
+
+
+def parse_version(line: str) -> tuple[int, int] | None:
+    """'postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)' -> (15, 18)."""
+    m = _VERSION.search(line)
+    if m is None:
+        return None
+    return int(m["major"]), int(m["minor"] or 0)
+
+
+def find_server_binaries(bindir: Path | None = None) -> PgBinaries:
+    """The newest PostgreSQL installation with initdb, postgres and pgbench."""
+    dirs = [bindir] if bindir is not None else candidate_bindirs()
+    found: list[PgBinaries] = []
+    for d in dirs:
+        if not all(_is_exe(d / n) for n in ("initdb", "postgres")):
+            continue
+        line = execute.version_line(d / "postgres")
+        version = parse_version(line)
+        if version is not None:
+            found.append(PgBinaries(d, version, line))
+    if not found:
+        where = f"in {bindir}" if bindir is not None else "(looked at pg_config, /usr/lib/postgresql/*/bin and PATH)"
+        raise ToolMissing(f"no PostgreSQL server binaries (initdb, postgres) found {where}: {INSTALL_HINT}")
+    return max(found, key=lambda b: b.version)
+
+
+def find_client(name: str, bindir: Path | None = None) -> Path:
+    """A client tool (pgbench, psql): from bindir, else the newest install, else PATH."""
+    dirs = [bindir] if bindir is not None else candidate_bindirs()
+    versioned = []
+    for d in dirs:
+        if _is_exe(d / name):
+            line = execute.version_line(d / name)
+            versioned.append((parse_version(line) or (0, 0), d / name))
+    if not versioned:
+        raise ToolMissing(f"{name} not found: {INSTALL_HINT}")
+    # Newest version wins; among equals, the first found (pg_config's bindir).
+    return max(versioned, key=lambda v: v[0])[1]
+
+
+@dataclass
+class PgTarget:
+    """A PostgreSQL server to benchmark. `url` never holds a password."""
+
+    url: str
+    description: str
+    server_version: str
+    pgbench: Path
+    throwaway: bool
+    passfile: Path | None = None
+    data_dir: Path | None = None
+    log_path: Path | None = None
+    process: object | None = field(default=None, repr=False)
+    engine: str = ENGINE
+
+    def client_env(self) -> dict:
+        env = dict(os.environ)
+        if self.passfile is not None:
+            # Our own instance: its private passfile, and nothing the user's
+            # environment might set for other servers.
+            env.pop("PGPASSWORD", None)
+            env["PGPASSFILE"] = str(self.passfile)
+        return env
+
+    def tool(self, name: str) -> Path:
+        if name == "pgbench":
+            return self.pgbench
+        raise ToolMissing(f"{name} is not a PostgreSQL client tool dbarena knows")
+
+    def problem(self) -> str | None:
+        """Why the server is gone, if it is our instance and it died."""
+        proc = self.process
+        if proc is None or proc.poll() is None:
+            return None
+        return f"PostgreSQL server exited with status {proc.returncode}: {_log_reason(self.log_path)}"
+
+    def connect(self, dbname: str | None = None) -> psycopg.Connection:
+        return _connect(self.url, passfile=self.passfile, dbname=dbname)
+
+    def keep_note(self) -> str:
+        return (
+            f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
+            f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
+            f"remove with: kill {self.process.pid} && rm -rf {self.data_dir.parent}"
+        )
+
+
+def _log_reason(log_path: Path | None) -> str:
+    """The most telling line of a server log: its last FATAL/PANIC, else its last line."""
+    if log_path is None or not log_path.exists():
+        return "no server log"
+    lines = log_path.read_text(errors="replace").splitlines()
+    for line in reversed(lines):
+        if "FATAL:" in line or "PANIC:" in line:
+            return line.strip()
+    return lines[-1].strip() if lines else "empty server log"
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _connect(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10):
+    kwargs = {"connect_timeout": timeout, "autocommit": True}
+    if passfile is not None:
+        kwargs["passfile"] = str(passfile)
+    if dbname is not None:
+        kwargs["dbname"] = dbname
+    return psycopg.connect(url, **kwargs)
+
+
+# ---------------------------------------------------------------- external target
+
+
+def check_target_url(url: str) -> str:
+    """Validate a --target URL; refuse one that carries a password."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise UsageError(f"--target {url!r}: expected postgresql://user@host:port/dbname")
+    if parts.password is not None or "password" in parse_qs(parts.query):
+        raise UsageError(
+            "--target must not contain a password (it would show in process lists and logs): "
+            "put it in PGPASSWORD or ~/.pgpass"
+        )
+    if not parts.hostname:
+        raise UsageError(f"--target {url!r}: no host name")
+    try:
+        parts.port
+    except ValueError:
+        raise UsageError(f"--target {url!r}: the port is not a number") from None
+    return url
+
+
+@contextlib.contextmanager
+def external(url: str, bindir: Path | None = None) -> Iterator[PgTarget]:
+    """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq)."""
+    url = check_target_url(url)
+    pgbench = find_client("pgbench", bindir)
+    try:
+        with _connect(url) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+    except psycopg.Error as exc:
+        raise ConnectionFailed(
+            f"cannot connect to {url}: {_one_line(exc)} "
+            "(check host, port and user; the password comes from PGPASSWORD or ~/.pgpass)"
+        ) from None
+    yield PgTarget(url=url, description=url, server_version=version, pgbench=pgbench, throwaway=False)
+
+
+# ---------------------------------------------------------------- throwaway instance
+
+
+def _unprivileged_user() -> str | None:
+    """PostgreSQL refuses to run as root: as root, run it as 'postgres' (or 'nobody')."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return name
+    raise EnvironmentProblem("running as root, but there is no 'postgres' or 'nobody' user to run PostgreSQL as")
+
+
+def _check_reachable(path: Path, user: str | None) -> None:
+    """Every parent of path must be searchable by user, or initdb fails obscurely."""
+    if user is None:
+        return
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            raise EnvironmentProblem(
+                f"the temporary directory {path.parent} is not reachable by user {user!r} "
+                f"({parent} is mode {stat.filemode(mode)}): set TMPDIR to a directory others can enter, e.g. /tmp"
+            )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _quote_setting(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def known_settings(binaries: PgBinaries, user: str | None) -> set[str]:
+    """Names of every server setting, from `postgres --describe-config`."""
+    done = execute.run([binaries.path("postgres"), "--describe-config"], user=user, timeout=60)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"postgres --describe-config failed: {done.stderr.strip()}")
+    return {line.split("\t", 1)[0].lower() for line in done.stdout.splitlines() if line}
+
+
+def _shielded_cleanup():
+    """Ignore Ctrl-C and SIGTERM while tearing down, so a second Ctrl-C cannot leave
+    a half-removed instance behind. Only possible in the main thread."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def shield():
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+
+    return shield()
+
+
+def _stop_server(proc) -> None:
+    # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
+    # If that hangs, SIGQUIT (immediate), then SIGKILL the whole process group.
+    if proc.poll() is None:
+        execute.stop(proc, grace_s=30, first_signal=signal.SIGINT)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def throwaway(
+    *,
+    settings: dict[str, str] | None = None,
+    max_connections: int = 100,
+    bindir: Path | None = None,
+    keep: bool = False,
+    ready_timeout_s: float = 60,
+) -> Iterator[PgTarget]:
+    """A fresh PostgreSQL cluster for the duration of the with-block."""
+    settings = dict(settings or {})
+    binaries = find_server_binaries(bindir)
+    pgbench = find_client("pgbench", binaries.bindir)
+    user = _unprivileged_user()
+    if settings:
+        unknown = sorted(set(k.lower() for k in settings) - known_settings(binaries, user))
+        if unknown:
+            raise UsageError(f"--pg-setting: unknown PostgreSQL setting(s): {', '.join(unknown)}")
+
+    top = Path(tempfile.mkdtemp(prefix="dbarena-pg-"))
+    proc = None
+    target = None
+    try:
+        _check_reachable(top, user)
+        data, sock = top / "data", top / "socket"
+        sock.mkdir()
+        pwfile, passfile, log_path = top / "pwfile", top / "pgpass", top / "server.log"
+        password = secrets.token_urlsafe(24)
+        for path, text in ((pwfile, password + "\n"), (passfile, f"127.0.0.1:*:*:dbarena:{password}\n")):
+            path.touch(mode=0o600)
+            path.write_text(text)
+        if user is not None:
+            pw = pwd.getpwnam(user)
+            for path in (top, sock, pwfile):
+                os.chown(path, pw.pw_uid, pw.pw_gid)
+        auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
+        done = execute.run(
+            [binaries.path("initdb"), "-D", data, "-U", "dbarena", f"--pwfile={pwfile}",
+             f"--auth={auth}", "-E", "UTF8", "--no-locale", "--no-sync"],
+            user=user, timeout=300,
+        )
+        pwfile.unlink()
+        if done.returncode != 0:
+            raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
+
+        for attempt in range(3):
+            port = free_port()
+            conf = {
+                "listen_addresses": "127.0.0.1",
+                "port": str(port),
+                "unix_socket_directories": str(sock),
+                "max_connections": str(max_connections),
+                **settings,
+            }
+            # Appended last, so these win over initdb's defaults.
+            with open(data / "postgresql.conf", "a") as f:
+                f.write("\n# dbarena\n")
+                f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
+            proc = execute.spawn([binaries.path("postgres"), "-D", data], log_path=log_path, user=user)
+            url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
+            version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
+            if version is not None:
+                break
+            if "could not bind" not in _log_reason(log_path) or attempt == 2:
+                raise EnvironmentProblem(f"PostgreSQL did not start: {_log_reason(log_path)}")
+        with _connect(url, passfile=passfile) as conn:
+            conn.execute("CREATE DATABASE dbarena")
+        url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"
+        target = PgTarget(
+            url=url,
+            description=f"throwaway PostgreSQL {version} at 127.0.0.1:{port}",
+            server_version=version,
+            pgbench=pgbench,
+            throwaway=True,
+            passfile=passfile,
+            data_dir=data,
+            log_path=log_path,
+            process=proc,
+        )
+        yield target
+    finally:
+        if keep and target is not None and proc is not None and proc.poll() is None:
+            pass  # the caller prints target.keep_note()
+        else:
+            with _shielded_cleanup():
+                if proc is not None:
+                    _stop_server(proc)
+                shutil.rmtree(top, ignore_errors=True)
+
+
+def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
+    """Server version once it accepts connections; None if it exited first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return None
+        try:
+            with _connect(url, passfile=passfile, timeout=5) as conn:
+                return conn.execute("SHOW server_version").fetchone()[0]
+        except psycopg.OperationalError:
+            time.sleep(0.1)
+    execute.stop(proc)
+    raise EnvironmentProblem(f"PostgreSQL did not accept connections within {timeout_s:.0f} s: {_log_reason(log_path)}")

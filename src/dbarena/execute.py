@@ -1,0 +1,157 @@
+"""The one place that starts subprocesses.
+
+Everything dbarena runs (initdb, postgres, pgbench ...) goes through `run` (wait for
+it, capture its output verbatim) or `spawn` (a long-running server). Both can drop
+privileges to another user, because PostgreSQL refuses to run as root.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from dbarena.errors import ToolMissing
+
+LineCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int | None  # None when killed on timeout
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    timed_out: bool = False
+
+
+def _as_user(user: str | None) -> dict:
+    """Popen keyword arguments that run the child as `user` (only when we are root)."""
+    if user is None or os.geteuid() != 0:
+        return {}
+    pw = pwd.getpwnam(user)
+    return {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
+
+
+def _pump(stream, sink: list[str], callback: LineCallback | None) -> None:
+    # Bytes in, decoded line by line without newline translation, so the stored
+    # output is the tool's output byte for byte (for UTF-8 text).
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        sink.append(line)
+        if callback is not None:
+            callback(line)
+    stream.close()
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: dict | None = None,
+    timeout: float | None = None,
+    user: str | None = None,
+    cwd: str | Path | None = None,
+    on_stdout_line: LineCallback | None = None,
+    on_stderr_line: LineCallback | None = None,
+) -> Completed:
+    """Run argv to completion and capture both streams.
+
+    The child is always gone when this returns or raises: on timeout, Ctrl-C or any
+    exception it is terminated, then killed.
+    """
+    argv = tuple(str(a) for a in argv)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            **_as_user(user),
+        )
+    except FileNotFoundError as exc:
+        raise ToolMissing(f"{argv[0]} not found") from exc
+    out: list[str] = []
+    err: list[str] = []
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, out, on_stdout_line), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, err, on_stderr_line), daemon=True),
+    ]
+    for t in pumps:
+        t.start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            stop(proc, grace_s=5)
+    finally:
+        if proc.poll() is None:
+            stop(proc, grace_s=5)
+        for t in pumps:
+            t.join(timeout=5)
+    return Completed(
+        argv=argv,
+        returncode=None if timed_out else proc.returncode,
+        stdout="".join(out),
+        stderr="".join(err),
+        elapsed_s=time.monotonic() - started,
+        timed_out=timed_out,
+    )
+
+
+def spawn(
+    argv: Sequence[str], *, log_path: Path, env: dict | None = None, user: str | None = None
+) -> subprocess.Popen:
+    """Start a server in the background, its output appended to log_path.
+
+    It gets a session of its own so that a Ctrl-C at the terminal reaches dbarena
+    only; dbarena then shuts the server down in order.
+    """
+    argv = tuple(str(a) for a in argv)
+    with open(log_path, "ab") as log:
+        try:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                **_as_user(user),
+            )
+        except FileNotFoundError as exc:
+            raise ToolMissing(f"{argv[0]} not found") from exc
+
+
+def stop(proc: subprocess.Popen, *, grace_s: float = 10, first_signal: int = signal.SIGTERM) -> int | None:
+    """Signal proc, wait up to grace_s, then SIGKILL. Returns its exit status."""
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        proc.send_signal(first_signal)
+        return proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    except ProcessLookupError:
+        return proc.wait()
+
+
+def version_line(binary: str | Path) -> str:
+    """First line of `binary --version`, stripped (e.g. 'pgbench (PostgreSQL) 15.18')."""
+    done = run([str(binary), "--version"], timeout=30)
+    text = (done.stdout or done.stderr).strip()
+    if done.returncode != 0 or not text:
+        raise ToolMissing(f"{binary} --version failed: {text or 'no output'}")
+    return text.splitlines()[0]

@@ -1,0 +1,1 @@
+"""Rendering only: results in, text out."""

@@ -1,0 +1,126 @@
+"""The sweep: for each point, build the command, run it, parse it, store it.
+
+Stages, in order: prepare each tool's dataset once (pgbench -i), then every point.
+Each finished point is committed to the store before the next starts, so a crash,
+Ctrl-C or SIGTERM loses at most the point in flight. A failed point is stored with
+its reason and the sweep goes on, unless fail_fast.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from dbarena import execute
+from dbarena.errors import EnvironmentProblem, ParseError
+from dbarena.model import PointResult, PointSpec, Sample
+from dbarena.store import Store, now_utc
+from dbarena.workloads import WORKLOADS
+
+
+class Reporter(Protocol):
+    """What the sweep tells its audience (a terminal progress bar, or nobody)."""
+
+    def stage(self, text: str) -> None: ...
+    def point_started(self, index: int, spec: PointSpec) -> None: ...
+    def sample(self, spec: PointSpec, sample: Sample) -> None: ...
+    def point_finished(self, index: int, result: PointResult) -> None: ...
+
+
+class SilentReporter:
+    def stage(self, text: str) -> None:
+        pass
+
+    def point_started(self, index: int, spec: PointSpec) -> None:
+        pass
+
+    def sample(self, spec: PointSpec, sample: Sample) -> None:
+        pass
+
+    def point_finished(self, index: int, result: PointResult) -> None:
+        pass
+
+
+def point_timeout_s(duration_s: int) -> float:
+    # Generous: pgbench vacuums before it starts the clock, and a loaded 2-core
+    # machine can be slow to connect many clients. Past this, the point is hung.
+    return duration_s * 3 + 300
+
+
+def _failure_reason(done: execute.Completed, problem: str | None) -> str:
+    if done.timed_out:
+        reason = f"{done.argv[0]} did not finish within {done.elapsed_s:.0f} s and was killed"
+    else:
+        lines = [l.strip() for l in done.stderr.splitlines() if l.strip() and not l.startswith("progress:")]
+        tail = " | ".join(lines[-2:]) if lines else "no error output"
+        reason = f"exit status {done.returncode}: {tail}"
+    return f"{reason}; {problem}" if problem else reason
+
+
+def prepare(target, tool, scale: int, reporter: Reporter) -> None:
+    """Create the tool's dataset once per run (pgbench -i -s SCALE)."""
+    reporter.stage(f"initialising the {tool.TOOL} dataset (scale {scale})")
+    argv = tool.prepare_argv(str(target.tool(tool.TOOL)), target.url, scale)
+    done = execute.run(argv, env=target.client_env(), timeout=24 * 3600)
+    if done.returncode != 0:
+        lines = [l for l in done.stderr.splitlines() if l.strip()]
+        raise EnvironmentProblem(
+            f"{tool.TOOL} could not initialise its dataset: {lines[-1] if lines else 'exit status ' + str(done.returncode)}"
+        )
+
+
+def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
+    workload = WORKLOADS[spec.workload]
+    tool = workload.tool
+    argv = tool.point_argv(str(target.tool(tool.TOOL)), target.url, spec, workload.mode_args)
+
+    def on_stderr(line: str) -> None:
+        try:
+            sample = tool.parse_progress_line(line)
+        except ParseError:
+            return  # the final parse reports it, with the line number
+        if sample is not None:
+            reporter.sample(spec, sample)
+
+    started = now_utc()
+    done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s), on_stderr_line=on_stderr)
+    ended = now_utc()
+    common = dict(
+        spec=spec, started_at=started, ended_at=ended, command=done.argv,
+        exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr,
+    )
+    if done.returncode != 0:
+        return PointResult(status="failed", error=_failure_reason(done, target.problem()),
+                           samples=tool.read_samples(done.stdout, done.stderr), **common)
+    try:
+        measurement, samples = tool.read(done.stdout, done.stderr)
+    except ParseError as exc:
+        return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr), **common)
+    return PointResult(status="ok", measurement=measurement, samples=samples, **common)
+
+
+def run_sweep(
+    *,
+    target,
+    plan: Sequence[PointSpec],
+    store: Store,
+    run_id: int,
+    reporter: Reporter,
+    fail_fast: bool = False,
+    init: bool = True,
+) -> list[PointResult]:
+    """Run every point of the plan in order; return the results, each already stored."""
+    prepared: set[str] = set()
+    results: list[PointResult] = []
+    for index, spec in enumerate(plan):
+        tool = WORKLOADS[spec.workload].tool
+        if init and tool.TOOL not in prepared:
+            prepare(target, tool, spec.scale, reporter)
+            prepared.add(tool.TOOL)
+        reporter.point_started(index, spec)
+        result = run_point(target, spec, reporter)
+        store.add_point(run_id, result)
+        results.append(result)
+        reporter.point_finished(index, result)
+        if fail_fast and not result.ok:
+            break
+    return results

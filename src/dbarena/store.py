@@ -1,0 +1,234 @@
+"""The results store: one SQLite file, a versioned schema, raw output kept verbatim.
+
+Migrations are numbered SQL scripts applied in order; `PRAGMA user_version` holds
+the version reached and `schema_migrations` records when each was applied. A store
+written by a newer dbarena is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dbarena.errors import StoreError
+from dbarena.model import PointResult, RunInfo
+
+MIGRATIONS: list[str] = [
+    # 1: runs, points and their per-second samples.
+    """
+    CREATE TABLE runs (
+        id              INTEGER PRIMARY KEY,
+        label           TEXT NOT NULL,
+        host            TEXT NOT NULL,
+        engine          TEXT NOT NULL,
+        target          TEXT NOT NULL,
+        server_version  TEXT,
+        tool_versions   TEXT NOT NULL,   -- JSON object: tool -> version line
+        options         TEXT NOT NULL,   -- JSON object: the options used, no secrets
+        host_facts      TEXT NOT NULL,   -- JSON object
+        dbarena_version TEXT NOT NULL,
+        started_at      TEXT NOT NULL,   -- UTC, ISO 8601
+        ended_at        TEXT,
+        status          TEXT NOT NULL    -- running | finished | interrupted | failed
+    );
+    CREATE TABLE points (
+        id                     INTEGER PRIMARY KEY,
+        run_id                 INTEGER NOT NULL REFERENCES runs(id),
+        engine                 TEXT NOT NULL,
+        workload               TEXT NOT NULL,
+        threads                INTEGER NOT NULL,
+        clients                INTEGER NOT NULL,
+        duration_s             INTEGER NOT NULL,
+        scale                  INTEGER,
+        status                 TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        error                  TEXT,
+        started_at             TEXT NOT NULL,
+        ended_at               TEXT NOT NULL,
+        command                TEXT NOT NULL,  -- JSON array, no secrets
+        exit_code              INTEGER,
+        tps                    REAL,
+        transactions           INTEGER,
+        failed_transactions    INTEGER,
+        retried_transactions   INTEGER,
+        retries                INTEGER,
+        latency_avg_ms         REAL,
+        latency_stddev_ms      REAL,
+        initial_connection_ms  REAL,
+        details                TEXT NOT NULL DEFAULT '{}',  -- JSON: tool-specific facts
+        stdout                 TEXT NOT NULL,
+        stderr                 TEXT NOT NULL
+    );
+    CREATE INDEX points_run ON points(run_id);
+    CREATE TABLE samples (
+        point_id           INTEGER NOT NULL REFERENCES points(id),
+        second             REAL NOT NULL,
+        tps                REAL NOT NULL,
+        latency_ms         REAL,
+        latency_stddev_ms  REAL,
+        failed             INTEGER,
+        lag_ms             REAL,
+        skipped            INTEGER,
+        retried            INTEGER,
+        retries            INTEGER
+    );
+    CREATE INDEX samples_point ON samples(point_id);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_MEASUREMENT_COLUMNS = (
+    "tps", "transactions", "failed_transactions", "retried_transactions", "retries",
+    "latency_avg_ms", "latency_stddev_ms", "initial_connection_ms",
+)
+_SAMPLE_COLUMNS = (
+    "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
+)
+
+
+def _utc(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise StoreError(f"store {self.path}: directory {self.path.parent} does not exist")
+        try:
+            self.db = sqlite3.connect(self.path)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        current = self.version
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema version {current}, newer than this dbarena "
+                f"understands ({SCHEMA_VERSION}): upgrade dbarena"
+            )
+        for number in range(current + 1, SCHEMA_VERSION + 1):
+            # executescript commits first; each migration is then one transaction.
+            self.db.executescript(
+                "BEGIN;\n"
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);\n"
+                + MIGRATIONS[number - 1]
+                + f"\nINSERT INTO schema_migrations VALUES ({number}, '{_utc(now_utc())}');"
+                + f"\nPRAGMA user_version = {number};\nCOMMIT;"
+            )
+
+    # ------------------------------------------------------------------ writing
+
+    def begin_run(self, run: RunInfo) -> int:
+        from dbarena import __version__
+
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
+                " host_facts, dbarena_version, started_at, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
+                (
+                    run.label, run.host, run.engine, run.target, run.server_version,
+                    json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
+                    json.dumps(run.host_facts, sort_keys=True), __version__, _utc(run.started_at),
+                ),
+            )
+        return cur.lastrowid
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _utc(now_utc()), run_id))
+
+    def add_point(self, run_id: int, result: PointResult) -> int:
+        """Store one finished point and its samples, committed at once."""
+        m = result.measurement
+        values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
+        spec = result.spec
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, error,"
+                " started_at, ended_at, command, exit_code, details, stdout, stderr, "
+                + ", ".join(_MEASUREMENT_COLUMNS)
+                + ") VALUES (" + ", ".join("?" * (16 + len(_MEASUREMENT_COLUMNS))) + ")",
+                (
+                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.scale,
+                    result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
+                    json.dumps(list(result.command)), result.exit_code,
+                    json.dumps(m.details if m is not None else {}, sort_keys=True),
+                    result.stdout, result.stderr,
+                    *values.values(),
+                ),
+            )
+            point_id = cur.lastrowid
+            self.db.executemany(
+                f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
+                [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
+            )
+        return point_id
+
+    # ------------------------------------------------------------------ reading
+
+    def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = ()) -> list[dict]:
+        """Stored points with their run's label, host and target, oldest first."""
+        where, args = [], []
+        if run_id is not None:
+            where.append("p.run_id = ?")
+            args.append(run_id)
+        if labels:
+            where.append(f"r.label IN ({', '.join('?' * len(labels))})")
+            args.extend(labels)
+        sql = (
+            "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
+            " p.threads, p.clients, p.duration_s, p.scale, p.status, p.error, p.started_at, p.ended_at, "
+            + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
+            + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
+            " FROM points p JOIN runs r ON r.id = p.run_id"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY p.id"
+        )
+        cur = self.db.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def samples(self, point_id: int) -> list[dict]:
+        cur = self.db.execute(
+            f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples WHERE point_id = ? ORDER BY second", (point_id,)
+        )
+        return [dict(zip(_SAMPLE_COLUMNS, row)) for row in cur.fetchall()]
+
+    def run(self, run_id: int) -> dict | None:
+        cur = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        record = dict(zip([d[0] for d in cur.description], row))
+        for key in ("tool_versions", "options", "host_facts"):
+            record[key] = json.loads(record[key])
+        return record
+
+    def raw_output(self, point_id: int) -> tuple[str, str]:
+        row = self.db.execute("SELECT stdout, stderr FROM points WHERE id = ?", (point_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no point {point_id} in {self.path}")
+        return row

@@ -1,0 +1,314 @@
+"""pgbench: command lines and the output parser. Pure functions, no I/O.
+
+The parser reads pgbench 9.3 to 18. The summary format changed over the years:
+- 9.5 and older: `latency average: X ms` (colon); 9.6 on: `latency average = X ms`;
+- 9.6 on: `<builtin: ...>` transaction types;
+- 14 on: a `pgbench (14.0)` banner, `initial connection time = X ms` and a single
+  `tps = X (without initial connection time)` instead of including/excluding lines;
+- 15 on: `maximum number of tries`, `number of failed transactions`, retries, and
+  progress lines that end in `, N failed` (plus `, N retried, N retries` when
+  --max-tries is not 1).
+A line that starts like a known field but whose value cannot be read raises
+ParseError naming the line; a field the version does not print stays None.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from dbarena.errors import ParseError
+from dbarena.model import Measurement, PointSpec, Sample
+
+TOOL = "pgbench"
+
+# pgbench prints "nan"/"-nan" for the latency of an interval without a finished
+# transaction (before 13 it divided by zero); such a value becomes None.
+_NUM = r"-?(?:\d+(?:\.\d+)?|nan|inf)"
+
+_PROGRESS = re.compile(
+    rf"^progress: (?P<second>\d+(?:\.\d+)?) s, (?P<tps>{_NUM}) tps, "
+    rf"lat (?P<lat>{_NUM}) ms stddev (?P<stddev>{_NUM})"
+    r"(?:, (?P<failed>\d+) failed)?"
+    rf"(?:, lag (?P<lag>{_NUM}) ms)?"
+    r"(?:, (?P<skipped>\d+) skipped)?"
+    r"(?:, (?P<retried>\d+) retried, (?P<retries>\d+) retries)?$",
+    re.IGNORECASE,
+)
+
+_BANNER = re.compile(r"^pgbench \((?P<version>\d[\w.~-]*)(?P<rest>.*)\)$")
+_BANNER_SERVER = re.compile(r", server (?P<server>.+)$")
+
+_PCT = r"\((?P<pct>\d+(?:\.\d+)?) ?%\)"
+
+# prefix -> anchored pattern for the whole line. A line that starts with a prefix
+# must match its pattern, or the output is not what we think it is.
+_SUMMARY: dict[str, re.Pattern] = {
+    "transaction type:": re.compile(r"^transaction type: (?P<v>.+)$"),
+    "scaling factor:": re.compile(r"^scaling factor: (?P<v>\d+)$"),
+    "query mode:": re.compile(r"^query mode: (?P<v>\w+)$"),
+    "number of clients:": re.compile(r"^number of clients: (?P<v>\d+)$"),
+    "number of threads:": re.compile(r"^number of threads: (?P<v>\d+)$"),
+    "maximum number of tries:": re.compile(r"^maximum number of tries: (?P<v>\d+)$"),
+    "duration:": re.compile(r"^duration: (?P<v>\d+) s$"),
+    "number of transactions per client:": re.compile(r"^number of transactions per client: (?P<v>\d+)$"),
+    "number of transactions actually processed:": re.compile(
+        r"^number of transactions actually processed: (?P<v>\d+)(?:/(?P<planned>\d+))?$"
+    ),
+    "number of failed transactions:": re.compile(rf"^number of failed transactions: (?P<v>\d+) {_PCT}$"),
+    "number of serialization failures:": re.compile(rf"^number of serialization failures: (?P<v>\d+) {_PCT}$"),
+    "number of deadlock failures:": re.compile(rf"^number of deadlock failures: (?P<v>\d+) {_PCT}$"),
+    "number of transactions retried:": re.compile(rf"^number of transactions retried: (?P<v>\d+) {_PCT}$"),
+    "total number of retries:": re.compile(r"^total number of retries: (?P<v>\d+)$"),
+    "number of transactions skipped:": re.compile(rf"^number of transactions skipped: (?P<v>\d+) {_PCT}$"),
+    "latency average": re.compile(r"^latency average(?: =|:) (?P<v>\d+(?:\.\d+)?) ms$"),
+    "latency stddev": re.compile(r"^latency stddev(?: =|:) (?P<v>\d+(?:\.\d+)?) ms$"),
+    "initial connection time": re.compile(r"^initial connection time = (?P<v>\d+(?:\.\d+)?) ms$"),
+    "average connection time": re.compile(r"^average connection time = (?P<v>\d+(?:\.\d+)?) ms$"),
+    "tps =": re.compile(
+        r"^tps = (?P<v>\d+(?:\.\d+)?) \((?P<basis>without initial connection time|"
+        r"excluding connections establishing|including connections establishing|"
+        r"including reconnection times)\)$"
+    ),
+}
+
+_FIELD_NAMES = {
+    "transaction type:": "transaction_type",
+    "scaling factor:": "scale",
+    "query mode:": "query_mode",
+    "number of clients:": "clients",
+    "number of threads:": "threads",
+    "maximum number of tries:": "max_tries",
+    "duration:": "duration_s",
+    "number of transactions per client:": "transactions_per_client",
+    "number of transactions actually processed:": "transactions",
+    "number of failed transactions:": "failed_transactions",
+    "number of serialization failures:": "serialization_failures",
+    "number of deadlock failures:": "deadlock_failures",
+    "number of transactions retried:": "retried_transactions",
+    "total number of retries:": "retries",
+    "number of transactions skipped:": "skipped_transactions",
+    "latency average": "latency_avg_ms",
+    "latency stddev": "latency_stddev_ms",
+    "initial connection time": "initial_connection_ms",
+    "average connection time": "average_connection_ms",
+}
+
+_INT_FIELDS = {
+    "scale", "clients", "threads", "max_tries", "duration_s", "transactions_per_client",
+    "transactions", "failed_transactions", "serialization_failures", "deadlock_failures",
+    "retried_transactions", "retries", "skipped_transactions",
+}
+
+
+@dataclass(frozen=True)
+class PgbenchReport:
+    """Everything pgbench printed about one run, as it printed it."""
+
+    tps: float
+    tps_basis: str  # which tps line: "without initial connection time", ...
+    transactions: int
+    version: str | None = None
+    server_version: str | None = None
+    transaction_type: str | None = None
+    scale: int | None = None
+    query_mode: str | None = None
+    clients: int | None = None
+    threads: int | None = None
+    max_tries: int | None = None
+    duration_s: int | None = None
+    transactions_per_client: int | None = None
+    transactions_planned: int | None = None
+    failed_transactions: int | None = None
+    serialization_failures: int | None = None
+    deadlock_failures: int | None = None
+    retried_transactions: int | None = None
+    retries: int | None = None
+    skipped_transactions: int | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+    initial_connection_ms: float | None = None
+    average_connection_ms: float | None = None
+    tps_including_connections: float | None = None
+    samples: tuple[Sample, ...] = field(default=())
+
+    def to_measurement(self) -> Measurement:
+        details = {
+            k: getattr(self, k)
+            for k in (
+                "version", "server_version", "transaction_type", "scale", "query_mode",
+                "clients", "threads", "max_tries", "duration_s", "tps_basis",
+                "tps_including_connections", "serialization_failures",
+                "deadlock_failures", "skipped_transactions", "average_connection_ms",
+            )
+            if getattr(self, k) is not None
+        }
+        return Measurement(
+            tps=self.tps,
+            transactions=self.transactions,
+            failed_transactions=self.failed_transactions,
+            retried_transactions=self.retried_transactions,
+            retries=self.retries,
+            latency_avg_ms=self.latency_avg_ms,
+            latency_stddev_ms=self.latency_stddev_ms,
+            initial_connection_ms=self.initial_connection_ms,
+            details=details,
+        )
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    value = float(text)
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
+    """A `-P` progress line as a Sample; None for a line that is not one."""
+    line = line.rstrip("\r\n")
+    if not line.startswith("progress: "):
+        return None
+    m = _PROGRESS.match(line)
+    if m is None:
+        raise ParseError(TOOL, "unreadable progress line", lineno, line)
+    g = m.groupdict()
+    tps = _number(g["tps"])
+    if tps is None:
+        raise ParseError(TOOL, "progress line without a tps figure", lineno, line)
+    return Sample(
+        second=float(g["second"]),
+        tps=tps,
+        latency_ms=_number(g["lat"]),
+        latency_stddev_ms=_number(g["stddev"]),
+        failed=int(g["failed"]) if g["failed"] is not None else None,
+        lag_ms=_number(g["lag"]),
+        skipped=int(g["skipped"]) if g["skipped"] is not None else None,
+        retried=int(g["retried"]) if g["retried"] is not None else None,
+        retries=int(g["retries"]) if g["retries"] is not None else None,
+    )
+
+
+def parse_progress(text: str) -> tuple[Sample, ...]:
+    """Every progress line in text (pgbench writes them to stderr)."""
+    samples = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        sample = parse_progress_line(line, lineno)
+        if sample is not None:
+            samples.append(sample)
+    return tuple(samples)
+
+
+def _summary_prefix(line: str) -> str | None:
+    for prefix in _SUMMARY:
+        if line.startswith(prefix):
+            return prefix
+    return None
+
+
+def parse(stdout: str, stderr: str = "") -> PgbenchReport:
+    """Read a finished pgbench run. stdout has the summary; progress lines may be in
+    either stream (a terminal capture interleaves them), so both are searched.
+
+    Raises ParseError when a known field is unreadable or the run's tps or
+    transaction count is missing (pgbench did not finish).
+    """
+    values: dict = {}
+    tps_by_basis: dict[str, float] = {}
+    samples: list[Sample] = []
+    for stream_text in (stdout, stderr):
+        for lineno, raw in enumerate(stream_text.splitlines(), start=1):
+            line = raw.rstrip("\r")
+            sample = parse_progress_line(line, lineno)
+            if sample is not None:
+                samples.append(sample)
+                continue
+            banner = _BANNER.match(line)
+            if banner:
+                values["version"] = banner["version"]
+                server = _BANNER_SERVER.search(banner["rest"])
+                if server:
+                    values["server_version"] = server["server"]
+                continue
+            prefix = _summary_prefix(line)
+            if prefix is None:
+                continue  # vacuum notes, warnings, per-statement latencies ...
+            m = _SUMMARY[prefix].match(line)
+            if m is None:
+                raise ParseError(TOOL, f"unreadable '{prefix.rstrip(':= ')}' line", lineno, line)
+            if prefix == "tps =":
+                tps_by_basis[m["basis"]] = float(m["v"])
+                continue
+            name = _FIELD_NAMES[prefix]
+            if name in _INT_FIELDS:
+                values[name] = int(m["v"])
+            elif name == "transaction_type" or name == "query_mode":
+                values[name] = m["v"]
+            else:
+                values[name] = float(m["v"])
+            if name == "transactions" and m["planned"] is not None:
+                values["transactions_planned"] = int(m["planned"])
+
+    if "transactions" not in values:
+        raise ParseError(TOOL, "no 'number of transactions actually processed' line (did pgbench finish?)")
+    # The tps that excludes connection set-up is the benchmark's figure; with -C
+    # (a new connection per transaction) pgbench prints only the including one.
+    for basis in (
+        "without initial connection time",
+        "excluding connections establishing",
+        "including reconnection times",
+    ):
+        if basis in tps_by_basis:
+            break
+    else:
+        raise ParseError(TOOL, "no 'tps = ... (without initial connection time)' line (did pgbench finish?)")
+    return PgbenchReport(
+        tps=tps_by_basis[basis],
+        tps_basis=basis,
+        tps_including_connections=tps_by_basis.get("including connections establishing"),
+        samples=tuple(samples),
+        **values,
+    )
+
+
+def read(stdout: str, stderr: str) -> tuple[Measurement, tuple[Sample, ...]]:
+    """A finished point's figures and its per-second series."""
+    report = parse(stdout, stderr)
+    return report.to_measurement(), report.samples
+
+
+def prepare_argv(binary: str, url: str, scale: int) -> list[str]:
+    """`pgbench -i`: (re)create the pgbench tables at the given scale, quietly.
+
+    `url` is a libpq connection URI without a password; pgbench takes it in place
+    of the database name.
+    """
+    return [binary, "-i", "-q", "-s", str(scale), url]
+
+
+def point_argv(binary: str, url: str, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+    """One point: -j threads, -c clients, -T seconds, and a progress line every second."""
+    return [
+        binary,
+        "-j", str(spec.threads),
+        "-c", str(spec.clients),
+        "-T", str(spec.duration_s),
+        "-P", "1",
+        *mode_args,
+        url,
+    ]
+
+
+def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
+    """The per-second series of a run that failed; what cannot be read is skipped,
+    because the failure itself is the point's result."""
+    samples = []
+    for line in (stdout + stderr).splitlines():
+        try:
+            sample = parse_progress_line(line)
+        except ParseError:
+            continue
+        if sample is not None:
+            samples.append(sample)
+    return tuple(samples)
