@@ -6,9 +6,7 @@ exit status of errors.ExitStatus; no traceback.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -136,8 +134,6 @@ def run(engine, target, workload_names, levels, clients_per_thread, duration, sc
         settings = {"max_connections": str(max(100, max_clients + 10)), **pg_settings}
         opened = module.throwaway(settings=settings, bindir=pg_bindir, keep=keep)
 
-    err.print(f"[dim]{len(points)} points: {', '.join(w.name for w in chosen)} at threads "
-              f"{', '.join(map(str, levels))}, {duration} s each[/]")
     store_path = store.resolve()
     run_id = None
     results = []
@@ -145,6 +141,8 @@ def run(engine, target, workload_names, levels, clients_per_thread, duration, sc
         try:
             with opened as tgt:
                 err.print(f"[dim]target: {tgt.description}[/]")
+                err.print(f"[dim]{len(points)} points: {', '.join(w.name for w in chosen)} at threads "
+                          f"{', '.join(map(str, levels))}, {duration} s each[/]")
                 tool_versions = {t.TOOL: version_line(tgt.tool(t.TOOL)) for t in {w.tool for w in chosen}}
                 run_id = db.begin_run(RunInfo(
                     label=label, host=facts["hostname"], engine=engine, target=tgt.url,

@@ -166,9 +166,12 @@ def _log_reason(log_path: Path | None) -> str:
     if log_path is None or not log_path.exists():
         return "no server log"
     lines = log_path.read_text(errors="replace").splitlines()
-    for line in reversed(lines):
-        if "FATAL:" in line or "PANIC:" in line:
-            return line.strip()
+    for i in range(len(lines) - 1, -1, -1):
+        if "FATAL:" in lines[i] or "PANIC:" in lines[i]:
+            # "configuration file ... contains errors" follows the line that says which.
+            if "contains errors" in lines[i] and i > 0:
+                return f"{lines[i - 1].strip()} ({lines[i].strip()})"
+            return lines[i].strip()
     return lines[-1].strip() if lines else "empty server log"
 
 
@@ -360,8 +363,11 @@ def throwaway(
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             if version is not None:
                 break
-            if "could not bind" not in _log_reason(log_path) or attempt == 2:
-                raise EnvironmentProblem(f"PostgreSQL did not start: {_log_reason(log_path)}")
+            reason = _log_reason(log_path)
+            if "contains errors" in reason and settings:
+                raise UsageError(f"--pg-setting: PostgreSQL refused a setting: {reason}")
+            if "could not bind" not in reason or attempt == 2:
+                raise EnvironmentProblem(f"PostgreSQL did not start: {reason}")
         with _connect(url, passfile=passfile) as conn:
             conn.execute("CREATE DATABASE dbarena")
         url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"

@@ -1,0 +1,52 @@
+"""Helpers for end-to-end tests: run the real CLI in a subprocess, with a private
+TMPDIR so that leftovers (directories, server processes) can be checked for."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def public_tmp():
+    """A TMPDIR that the unprivileged 'postgres' user can enter (pytest's own
+    tmp_path lives under a 0700 directory when run as root)."""
+    path = Path(tempfile.mkdtemp(prefix="dbarena-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that contain text (e.g. a data directory)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and str(os.getpid()) != pid:
+            found.append(f"{pid}: {cmdline}")
+    return found
+
+
+def cli_env(tmpdir: Path, **extra) -> dict:
+    env = dict(os.environ)
+    env.pop("PGPASSWORD", None)
+    env.pop("DBARENA_STORE", None)
+    env["TMPDIR"] = str(tmpdir)
+    env.update(extra)
+    return env
+
+
+def dbarena(*args: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dbarena", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)

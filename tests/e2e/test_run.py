@@ -1,0 +1,177 @@
+"""`dbarena run` end to end: a real throwaway PostgreSQL, real pgbench, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import cli_env, dbarena, processes_mentioning
+
+pytestmark = pytest.mark.e2e
+
+REQUIRED_JSON_KEYS = {
+    "run_id", "label", "host", "engine", "workload", "threads", "clients", "duration_s", "status", "error",
+    "tps", "latency_avg_ms", "latency_stddev_ms", "transactions", "failed_transactions",
+}
+
+
+def _assert_nothing_left(tmpdir):
+    assert processes_mentioning(str(tmpdir)) == []
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_run_two_workloads_two_levels(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2",
+                   "--duration", "2", "--scale", "1", "--store", str(store), "--label", "e2e",
+                   env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    assert f"Results stored in {store}" in done.stdout
+    assert "pgbench-select-only" in done.stdout  # the final table
+    _assert_nothing_left(public_tmp)
+
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    run = db.execute("SELECT * FROM runs").fetchone()
+    assert run["status"] == "finished" and run["label"] == "e2e" and run["ended_at"]
+    assert run["server_version"].startswith(tuple("123456789"))
+    assert "pgbench" in json.loads(run["tool_versions"])
+    assert run["target"].startswith("postgresql://dbarena@127.0.0.1:")
+    points = db.execute("SELECT * FROM points ORDER BY id").fetchall()
+    assert [(p["workload"], p["threads"], p["clients"]) for p in points] == [
+        ("pgbench-tpcb", 1, 2), ("pgbench-tpcb", 2, 4),
+        ("pgbench-select-only", 1, 2), ("pgbench-select-only", 2, 4),
+    ]
+    for p in points:
+        assert p["status"] == "ok", p["error"]
+        assert p["tps"] > 0 and p["transactions"] > 0 and p["latency_avg_ms"] > 0
+        # Equal to what pgbench printed, read from the stored raw output independently.
+        printed = re.search(r"^tps = ([\d.]+) \(without initial connection time\)$", p["stdout"], re.M)
+        assert p["tps"] == float(printed[1])
+        printed_tx = re.search(r"^number of transactions actually processed: (\d+)$", p["stdout"], re.M)
+        assert p["transactions"] == int(printed_tx[1])
+        assert "progress: 1.0 s" in p["stderr"]
+        command = json.loads(p["command"])
+        assert command[command.index("-j") + 1] == str(p["threads"]) and "-P" in command
+        n_samples = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (p["id"],)).fetchone()[0]
+        assert n_samples == p["stderr"].count("progress: ") >= 1
+
+    listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
+    assert listed.returncode == 0
+    rows = json.loads(listed.stdout)
+    assert len(rows) == 4 and REQUIRED_JSON_KEYS <= set(rows[0])
+    assert {r["label"] for r in rows} == {"e2e"} and {r["engine"] for r in rows} == {"postgres"}
+    table = dbarena("results", "--store", str(store), env=cli_env(public_tmp))
+    assert table.returncode == 0 and "pgbench-tpcb" in table.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--threads", "0"], "'0' is not a positive whole number"),
+        (["--threads", "-3"], "'-3' is not a positive whole number"),
+        (["--threads", "abc"], "'abc' is not a positive whole number"),
+        (["--workload", "nope"], "unknown workload 'nope'"),
+        (["--duration", "-5"], "--duration"),
+        (["--duration", "0"], "--duration"),
+        (["--clients-per-thread", "0"], "--clients-per-thread"),
+        (["--pg-setting", "shared_buffers"], "is not NAME=VALUE"),
+        (["--pg-setting", "no_such_setting=1"], "unknown PostgreSQL setting(s): no_such_setting"),
+        (["--pg-setting", "shared_buffers=lots", "--threads", "1", "--duration", "1"], 'invalid value for parameter "shared_buffers"'),
+        (["--target", "postgresql://u:hunter2@127.0.0.1/db"], "must not contain a password"),
+        (["--target", "mysql://u@127.0.0.1/db"], "expected postgresql://"),
+        (["--target", "postgresql://u@127.0.0.1/db", "--pg-setting", "work_mem=1MB"], "throwaway instance only"),
+        (["--no-such-option"], "No such option"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(args, message, public_tmp, tmp_path):
+    done = dbarena("run", *args, "--store", str(tmp_path / "r.db"), env=cli_env(public_tmp))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: ")
+    assert message in done.stderr
+    assert "hunter2" not in done.stderr
+    _assert_nothing_left(public_tmp)
+
+
+def test_missing_binaries_exit_3(public_tmp, tmp_path):
+    done = dbarena("run", "--pg-bindir", str(tmp_path), "--store", str(tmp_path / "r.db"), env=cli_env(public_tmp))
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and "apt-get install postgresql" in done.stderr
+
+
+def test_unreachable_target_exit_3(public_tmp, tmp_path):
+    done = dbarena("run", "--target", "postgresql://nobody@127.0.0.1:1/db", "--store", str(tmp_path / "r.db"),
+                   env=cli_env(public_tmp))
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and "cannot connect to postgresql://nobody@127.0.0.1:1/db" in done.stderr
+    assert not (tmp_path / "r.db").exists() or sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+def test_results_without_a_store_exit_2(public_tmp, tmp_path):
+    done = dbarena("results", "--store", str(tmp_path / "none.db"), env=cli_env(public_tmp))
+    assert done.returncode == 2 and "no results store" in done.stderr
+
+
+def _wait_for_line(proc, needle: str, timeout: float = 120) -> list[str]:
+    """Read proc's stderr until a line contains needle; return the lines read."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    raise AssertionError(f"never saw {needle!r} in: {''.join(lines)}")
+
+
+def _start(args, env):
+    # A session of its own, so the test can signal the whole group as a terminal would.
+    return subprocess.Popen([sys.executable, "-m", "dbarena", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_ctrl_c_keeps_finished_points_and_removes_the_instance(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    proc = _start(["run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2", "--duration", "2",
+                   "--scale", "1", "--store", str(store)], cli_env(public_tmp))
+    _wait_for_line(proc, "ok     pgbench-tpcb threads=1")
+    time.sleep(1.0)  # into the second point
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "finished point(s) kept" in err and "Traceback" not in err
+    _assert_nothing_left(public_tmp)
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    statuses = [s for (s,) in db.execute("SELECT status FROM points")]
+    assert 1 <= len(statuses) < 4 and set(statuses) == {"ok"}
+
+
+def test_server_death_fails_the_point_and_the_sweep_goes_on(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3",
+                   "--scale", "1", "--store", str(store)], cli_env(public_tmp))
+    _wait_for_line(proc, "ok     pgbench-select-only threads=1")
+    time.sleep(1.0)
+    postmasters = [line.split(":")[0] for line in processes_mentioning(str(public_tmp)) if " -D " in line]
+    assert postmasters, processes_mentioning(str(public_tmp))
+    os.kill(int(postmasters[0]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    _assert_nothing_left(public_tmp)
+    db = sqlite3.connect(store)
+    rows = db.execute("SELECT threads, status, error FROM points ORDER BY id").fetchall()
+    assert [(t, s) for t, s, _ in rows] == [(1, "ok"), (2, "failed")]
+    assert "PostgreSQL server exited" in rows[1][2]
+    assert db.execute("SELECT status FROM runs").fetchall() == [("finished",)]

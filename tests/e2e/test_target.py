@@ -1,0 +1,65 @@
+"""`dbarena run --target URL` against an existing server (one the test starts with
+dbarena's own throwaway instance), with passwords from PGPASSWORD and ~/.pgpass."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import cli_env, dbarena
+from dbarena.engines import postgres
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server():
+    with postgres.throwaway(settings={"max_connections": "20"}) as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        yield target, password
+
+
+def test_target_with_password_from_pgpassword(server, public_tmp, tmp_path):
+    target, password = server
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--target", target.url, "--workload", "pgbench-simple-update", "--threads", "1",
+                   "--duration", "1", "--scale", "1", "--store", str(store), env=cli_env(public_tmp, PGPASSWORD=password))
+    assert done.returncode == 0, done.stderr
+    assert password not in done.stdout + done.stderr
+    assert password.encode() not in store.read_bytes()
+    row = sqlite3.connect(store).execute("SELECT target, options FROM runs").fetchone()
+    assert row[0] == target.url and json.loads(row[1])["target"] == target.url
+    listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
+    assert json.loads(listed.stdout)[0]["status"] == "ok" and password not in listed.stdout
+
+
+def test_target_with_password_from_pgpass_and_no_init(server, public_tmp, tmp_path):
+    target, password = server
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".pgpass").write_text(f"127.0.0.1:*:*:dbarena:{password}\n")
+    (home / ".pgpass").chmod(0o600)
+    env = cli_env(public_tmp, HOME=str(home))
+    env.pop("PGPASSFILE", None)
+    # The dataset from the previous test (or a fresh one) is reused: init it once.
+    first = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
+                    "--duration", "1", "--scale", "1", "--store", str(tmp_path / "a.db"), env=env)
+    assert first.returncode == 0, first.stderr
+    again = dbarena("run", "--target", target.url, "--no-init", "--workload", "pgbench-select-only",
+                    "--threads", "1", "--duration", "1", "--store", str(tmp_path / "b.db"), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "initialising" not in again.stderr
+
+
+def test_refused_password_exit_3_and_never_shown(server, public_tmp, tmp_path):
+    target, _ = server
+    wrong = "not-the-password-3f9a"
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--target", target.url, "--store", str(store), env=cli_env(public_tmp, PGPASSWORD=wrong))
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1
+    assert "password authentication failed" in done.stderr and "PGPASSWORD" in done.stderr
+    assert wrong not in done.stdout + done.stderr
+    assert not store.exists() or wrong.encode() not in store.read_bytes()

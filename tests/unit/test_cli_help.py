@@ -1,0 +1,25 @@
+"""Every command has help text, and --help works on each (sqlite-utils' habit)."""
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from dbarena.cli import cli
+
+
+def _commands(group, prefix=()):
+    for name, cmd in group.commands.items():
+        yield prefix + (name,), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, prefix + (name,))
+
+
+@pytest.mark.parametrize("path, cmd", list(_commands(cli)), ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_every_command_has_help(path, cmd):
+    assert cmd.help and cmd.help.strip()
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+    for param in cmd.params:
+        if isinstance(param, click.Option) and param.name != "help":
+            assert param.help, f"{' '.join(path)} {param.opts[0]} has no help"

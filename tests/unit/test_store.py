@@ -1,0 +1,74 @@
+import sqlite3
+from datetime import datetime, timezone
+
+import pytest
+
+from dbarena.errors import StoreError
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
+from dbarena.store import SCHEMA_VERSION, Store
+
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=3, scale=1)
+
+
+def _run_info():
+    return RunInfo(label="box-a", host="box-a", engine="postgres", target="postgresql://x@127.0.0.1:1/db",
+                   started_at=T0, server_version="15.18", tool_versions={"pgbench": "pgbench 15.18"},
+                   options={"duration_s": 3}, host_facts={"hardware_threads": 2})
+
+
+def test_new_store_is_at_the_latest_schema(tmp_path):
+    with Store(tmp_path / "r.db") as db:
+        assert db.version == SCHEMA_VERSION
+        applied = db.db.execute("SELECT version FROM schema_migrations").fetchall()
+        assert [v for (v,) in applied] == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_point_and_samples_round_trip_verbatim(tmp_path):
+    raw_out = "pgbench (15.18)\r\ntps = 1.5 (without initial connection time)\n"
+    with Store(tmp_path / "r.db") as db:
+        run_id = db.begin_run(_run_info())
+        ok = PointResult(
+            spec=SPEC, status="ok", started_at=T0, ended_at=T0, command=("pgbench", "-T", "3"), exit_code=0,
+            stdout=raw_out, stderr="progress: 1.0 s, 1.0 tps, lat 1.000 ms stddev nan\n",
+            measurement=Measurement(tps=1.5, transactions=3, failed_transactions=None, latency_avg_ms=2.0),
+            samples=(Sample(second=1.0, tps=1.0, latency_ms=1.0), Sample(second=2.0, tps=2.0)),
+        )
+        failed = PointResult(spec=SPEC, status="failed", started_at=T0, ended_at=T0, command=("pgbench",),
+                             exit_code=2, stdout="", stderr="boom\n", error="exit status 2: boom")
+        p1 = db.add_point(run_id, ok)
+        db.add_point(run_id, failed)
+        db.finish_run(run_id, "finished")
+    with Store(tmp_path / "r.db") as db:  # reopened: committed, not cached
+        rows = db.points()
+        assert [r["status"] for r in rows] == ["ok", "failed"]
+        assert rows[0]["tps"] == 1.5 and rows[0]["failed_transactions"] is None
+        assert rows[0]["samples"] == 2 and rows[1]["tps"] is None
+        assert rows[1]["error"] == "exit status 2: boom"
+        assert db.raw_output(p1) == (raw_out, ok.stderr)
+        assert [s["latency_ms"] for s in db.samples(p1)] == [1.0, None]
+        run = db.run(run_id)
+        assert run["status"] == "finished" and run["tool_versions"] == {"pgbench": "pgbench 15.18"}
+        assert db.points(labels=("other",)) == []
+
+
+def test_store_from_a_newer_dbarena_is_refused(tmp_path):
+    path = tmp_path / "r.db"
+    Store(path).close()
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        Store(tmp_path / "nope" / "r.db")
+
+
+def test_not_a_database_is_a_clear_error(tmp_path):
+    path = tmp_path / "r.db"
+    path.write_text("this is not sqlite, it is a text file that is long enough " * 20)
+    with pytest.raises(StoreError):
+        Store(path)
