@@ -83,7 +83,7 @@ class TerminalReporter:
 
 def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
     """Stored points (Store.points rows) as a table."""
-    table = Table(title=title)
+    table = Table(title=title, title_justify="left")
     for name, justify in (
         ("run", "right"), ("label", "left"), ("workload", "left"), ("threads", "right"),
         ("clients", "right"), ("tps", "right"), ("lat avg ms", "right"), ("lat stddev ms", "right"),
