@@ -31,7 +31,7 @@ from dbarena import execute
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 
 ENGINE = "postgres"
-INSTALL_HINT = "install them with `apt-get install postgresql postgresql-contrib`"
+INSTALL_HINT = "install PostgreSQL with `apt-get install postgresql postgresql-contrib`"
 
 _VERSION = re.compile(r"\(PostgreSQL\) (?P<major>\d+)(?:\.(?P<minor>\d+))?")
 
