@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from dbarena import __version__, engines, hostinfo, plan, runner, workloads
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
@@ -63,111 +64,156 @@ def _names(ctx, param, value):
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dbarena")
 def cli():
-    """Benchmark PostgreSQL across machines and settings; store and compare every result.
+    """Benchmark PostgreSQL and MySQL/MariaDB across machines and settings; store every result.
 
     Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every
     concurrency level of this machine), then `dbarena results`.
     """
 
 
+def _engine_list(ctx, param, value):
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    for name in names:
+        engines.get(name)  # UsageError for an unknown one
+    return list(dict.fromkeys(names))
+
+
 @cli.command()
-@click.option("--engine", type=click.Choice(sorted(engines.ENGINES)), default="postgres", show_default=True,
-              help="Database engine to benchmark.")
-@click.option("--target", metavar="URL",
-              help="Benchmark an existing server, e.g. postgresql://user@host:5432/db, instead of a throwaway "
-                   "instance. The password comes from PGPASSWORD or ~/.pgpass, never from the URL. "
-                   "Its pgbench tables are dropped and recreated unless --no-init.")
+@click.option("--engine", "engine_names", callback=_engine_list, metavar="LIST",
+              help=f"Engines to benchmark, comma-separated ({', '.join(engines.ENGINES)}); the same plan runs on each "
+                   "[default: the engines of --target, else postgres].")
+@click.option("--target", "targets", multiple=True, metavar="URL",
+              help="Benchmark an existing server instead of a throwaway instance (repeatable, one per engine): "
+                   "postgresql://user@host:5432/db (password from PGPASSWORD or ~/.pgpass) or "
+                   "mysql://user@host:3306/db (password from MYSQL_PWD or ~/.my.cnf); never a password in the URL. "
+                   "pgbench tables are dropped and recreated unless --no-init.")
 @click.option("--workload", "workload_names", callback=_names, metavar="LIST",
-              help=f"Comma-separated workloads [default: all of the engine's: {', '.join(workloads.WORKLOADS)}].")
+              help=f"Comma-separated workloads ({', '.join(workloads.WORKLOADS)}) "
+                   "[default: postgres: the pgbench ones; mysql: the sysbench ones and mysqlslap].")
 @click.option("--threads", "levels", callback=_levels, metavar="LIST",
               help="Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of this machine's "
                    f"{hostinfo.hardware_threads()} hardware threads].")
 @click.option("--clients-per-thread", type=click.IntRange(min=1), default=2, show_default=True,
-              help="pgbench clients per thread (-c = threads x this).")
+              help="pgbench clients per thread (-c = threads x this); sysbench and mysqlslap use one per thread.")
 @click.option("--duration", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Seconds per point.")
+              help="Seconds per point (pgbench, sysbench; mysqlslap runs a number of queries instead).")
 @click.option("--scale", type=click.IntRange(min=1), default=10, show_default=True,
               help="pgbench scale factor (100,000 accounts rows each); initialised once per run.")
+@click.option("--tables", type=click.IntRange(min=1), default=4, show_default=True,
+              help="sysbench tables; prepared once per run and engine.")
+@click.option("--table-size", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="sysbench rows per table (the studies used 1000000 and 10000000).")
+@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+              help="mysqlslap --iterations.")
+@click.option("--number-of-queries", type=click.IntRange(min=1), default=100000, show_default=True,
+              help="mysqlslap --number-of-queries (in total over all clients).")
 @click.option("--no-init", is_flag=True,
-              help="Reuse the dataset already in the target instead of initialising it.")
+              help="Reuse the datasets already in the target instead of preparing them.")
 @click.option("--pg-setting", "pg_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
               help="PostgreSQL setting for the throwaway instance (repeatable).")
+@click.option("--mysql-setting", "mysql_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
+              help="MySQL/MariaDB server variable for the throwaway instance (repeatable).")
 @click.option("--pg-bindir", type=click.Path(file_okay=False, path_type=Path),
               help="Use the PostgreSQL binaries in this directory [default: the newest installed].")
 @click.option("--label", help="Name for this run's results, e.g. the machine type [default: the host name].")
 @store_option
-@click.option("--keep", is_flag=True, help="Leave the throwaway instance running and its directory in place.")
+@click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
-def run(engine, target, workload_names, levels, clients_per_thread, duration, scale, no_init,
-        pg_settings, pg_bindir, label, store, keep, fail_fast):
+def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
+        iterations, number_of_queries, no_init, pg_settings, mysql_settings, pg_bindir, label, store, keep,
+        fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option, 3 missing
     binaries or unreachable target, 130 interrupted (finished points are kept).
     """
     # Everything the user could get wrong is checked before anything starts.
-    chosen = workloads.resolve(workload_names or workloads.default_names(engine), engine)
-    if target is not None:
-        engines.get(engine).check_target_url(target)
-        if pg_settings:
-            raise UsageError("--pg-setting applies to the throwaway instance only, not to --target")
-        if keep:
-            raise UsageError("--keep applies to the throwaway instance only, not to --target")
+    target_of: dict[str, str] = {}
+    for url in targets:
+        engine = engines.engine_of_url(url)
+        if engine in target_of:
+            raise UsageError(f"two --target URLs for engine {engine!r}; give one per engine")
+        target_of[engine] = engines.get(engine).check_target_url(url)
+    engine_names = engine_names or list(target_of) or ["postgres"]
+    for engine in target_of:
+        if engine not in engine_names:
+            raise UsageError(f"--target {target_of[engine]} is a {engine} server, but --engine does not include {engine}")
+    settings_of = {"postgres": pg_settings, "mysql": mysql_settings}
+    for engine, option in (("postgres", "--pg-setting"), ("mysql", "--mysql-setting")):
+        if settings_of[engine] and (engine in target_of or engine not in engine_names):
+            raise UsageError(f"{option} applies to a throwaway {engine} instance only")
+    if keep and len(target_of) == len(engine_names):
+        raise UsageError("--keep applies to throwaway instances only, not to --target")
     levels = levels or plan.default_levels(hostinfo.hardware_threads())
-    points = plan.build(engine=engine, workloads=[w.name for w in chosen], levels=levels,
-                        clients_per_thread=clients_per_thread, duration_s=duration, scale=scale)
+    params = {"scale": scale, "tables": tables, "table_size": table_size, "iterations": iterations,
+              "queries": number_of_queries}
+    plans = {}
+    for engine in engine_names:
+        chosen = workloads.resolve(workload_names or workloads.default_names(engine), engine)
+        plans[engine] = plan.build(engine=engine, workloads=chosen, levels=levels,
+                                   clients_per_thread=clients_per_thread, duration_s=duration, params=params)
     facts = hostinfo.host_facts()
     label = label or facts["hostname"]
     options = {
-        "engine": engine, "target": target or "throwaway", "workloads": [w.name for w in chosen],
-        "threads": levels, "clients_per_thread": clients_per_thread, "duration_s": duration,
-        "scale": scale, "init": not no_init, "pg_settings": pg_settings, "fail_fast": fail_fast,
+        "engines": engine_names, "targets": target_of, "workloads": workload_names, "threads": levels,
+        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "init": not no_init,
+        "pg_settings": pg_settings, "mysql_settings": mysql_settings, "fail_fast": fail_fast,
     }
     out = terminal.console()
     err = terminal.console(stderr=True)
-
-    module = engines.get(engine)
-    if target is not None:
-        opened = module.external(target, bindir=pg_bindir)
-    else:
-        max_clients = max(p.clients for p in points)
-        settings = {"max_connections": str(max(100, max_clients + 10)), **pg_settings}
-        opened = module.throwaway(settings=settings, bindir=pg_bindir, keep=keep)
-
     store_path = store.resolve()
-    run_id = None
     results = []
+    run_ids = []
     with Store(store_path) as db:
-        try:
-            with opened as tgt:
-                err.print(f"[dim]target: {tgt.description}[/]")
-                err.print(f"[dim]{len(points)} points: {', '.join(w.name for w in chosen)} at threads "
-                          f"{', '.join(map(str, levels))}, {duration} s each[/]")
-                tool_versions = {t.TOOL: version_line(tgt.tool(t.TOOL)) for t in {w.tool for w in chosen}}
-                run_id = db.begin_run(RunInfo(
-                    label=label, host=facts["hostname"], engine=engine, target=tgt.url,
-                    started_at=now_utc(), server_version=tgt.server_version,
-                    tool_versions=tool_versions, options=options, host_facts=facts,
-                ))
-                with terminal.TerminalReporter(err, points) as reporter:
-                    results = runner.run_sweep(target=tgt, plan=points, store=db, run_id=run_id,
-                                               reporter=reporter, fail_fast=fail_fast, init=not no_init)
-                db.finish_run(run_id, "finished")
-                if keep and tgt.throwaway:
-                    err.print(tgt.keep_note(), markup=False)
-        except (KeyboardInterrupt, Interrupted) as exc:
-            if run_id is not None:
-                db.finish_run(run_id, "interrupted")
-            stored = len(db.points(run_id=run_id)) if run_id is not None else 0
-            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}", markup=False)
-            raise SystemExit(ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED)
-        except BaseException:
-            if run_id is not None:
-                db.finish_run(run_id, "failed")
-            raise
-        out.print(terminal.points_table(db.points(run_id=run_id), title=f"run {run_id}: {label}"))
+        for engine in engine_names:
+            points = plans[engine]
+            module = engines.get(engine)
+            if engine in target_of:
+                opened = module.external(target_of[engine], bindir=pg_bindir if engine == "postgres" else None)
+            else:
+                max_clients = max(p.clients for p in points)
+                settings = {"max_connections": str(max(151, max_clients + 10)), **settings_of[engine]}
+                opened = module.throwaway(settings=settings, bindir=pg_bindir if engine == "postgres" else None,
+                                          keep=keep)
+            run_id = None
+            try:
+                with opened as tgt:
+                    err.print(f"[dim]target: {escape(tgt.description)}[/]")
+                    names = list(dict.fromkeys(p.workload for p in points))
+                    err.print(f"[dim]{len(points)} points: {', '.join(names)} at threads "
+                              f"{', '.join(map(str, levels))}, {duration} s each[/]")
+                    tools = {workloads.WORKLOADS[n].tool.TOOL for n in names}
+                    tool_versions = {t: version_line(tgt.tool(t)) for t in sorted(tools)}
+                    run_id = db.begin_run(RunInfo(
+                        label=label, host=facts["hostname"], engine=engine, target=tgt.url,
+                        started_at=now_utc(), server_version=tgt.server_version,
+                        tool_versions=tool_versions, options=options, host_facts=facts,
+                    ))
+                    run_ids.append(run_id)
+                    with terminal.TerminalReporter(err, points) as reporter:
+                        results += runner.run_sweep(target=tgt, plan=points, store=db, run_id=run_id,
+                                                    reporter=reporter, fail_fast=fail_fast, init=not no_init)
+                    db.finish_run(run_id, "finished")
+                    if keep and tgt.throwaway:
+                        err.print(tgt.keep_note(), markup=False, soft_wrap=True)
+            except (KeyboardInterrupt, Interrupted) as exc:
+                if run_id is not None:
+                    db.finish_run(run_id, "interrupted")
+                stored = sum(len(db.points(run_id=r)) for r in run_ids)
+                err.print(f"interrupted: {stored} finished point(s) kept in {store_path}", markup=False)
+                raise SystemExit(ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED)
+            except BaseException:
+                if run_id is not None:
+                    db.finish_run(run_id, "failed")
+                raise
+            if fail_fast and any(not r.ok for r in results):
+                break
+        rows = [row for r in run_ids for row in db.points(run_id=r)]
+        out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, run_ids))}"))
     failed = sum(not r.ok for r in results)
-    out.print(f"Results stored in {store_path} (run {run_id}); show them with: "
+    out.print(f"Results stored in {store_path} (run {', '.join(map(str, run_ids))}); show them with: "
               f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
     if failed:
         err.print(f"{failed} point(s) failed; see the status column", markup=False)

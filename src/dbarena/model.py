@@ -11,10 +11,14 @@ from datetime import datetime
 
 @dataclass(frozen=True)
 class Sample:
-    """One interval report of a benchmark tool (pgbench -P 1: one per second).
+    """One interval report of a benchmark tool (pgbench -P 1, sysbench
+    --report-interval=1: one per second).
 
-    `second` is the tool's elapsed time at the end of the interval. A latency the
-    tool printed as NaN (an interval without a finished transaction) is None.
+    `second` is the tool's elapsed time at the end of the interval. A figure the
+    tool does not print is None; a latency printed as NaN (an interval without a
+    finished transaction) is None too. pgbench prints the interval's average
+    latency (`latency_ms`); sysbench prints one percentile of it
+    (`latency_pct_ms`, at `latency_percentile`).
     """
 
     second: float
@@ -26,37 +30,87 @@ class Sample:
     skipped: int | None = None
     retried: int | None = None
     retries: int | None = None
+    threads: int | None = None
+    qps: float | None = None
+    reads_per_s: float | None = None
+    writes_per_s: float | None = None
+    other_per_s: float | None = None
+    latency_percentile: float | None = None
+    latency_pct_ms: float | None = None
+    errors_per_s: float | None = None
+    reconnects_per_s: float | None = None
 
 
 @dataclass(frozen=True)
 class Measurement:
     """The figures of one finished point, tool-independent.
 
-    A figure the tool (or its version) does not print is None, never 0.
-    `details` keeps tool-specific facts (transaction type, query mode ...).
+    A figure the tool (or its version) does not print is None, never 0: mysqlslap
+    has no transactions (tps None) but queries per second; pgbench has no
+    percentiles. `details` keeps tool-specific facts (transaction type, query
+    mode, the latency histogram ...).
     """
 
-    tps: float
-    transactions: int
+    tps: float | None = None
+    transactions: int | None = None
+    qps: float | None = None
+    queries: int | None = None
     failed_transactions: int | None = None
     retried_transactions: int | None = None
     retries: int | None = None
+    errors: int | None = None
+    reconnects: int | None = None
     latency_avg_ms: float | None = None
     latency_stddev_ms: float | None = None
+    latency_min_ms: float | None = None
+    latency_max_ms: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_p99_ms: float | None = None
     initial_connection_ms: float | None = None
+    # mysqlslap: seconds to run all queries, over its --iterations.
+    run_avg_s: float | None = None
+    run_min_s: float | None = None
+    run_max_s: float | None = None
     details: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class PointSpec:
-    """One point of a sweep: which workload, at which concurrency, for how long."""
+    """One point of a sweep: which workload, at which concurrency, for how long.
+
+    `params` are the tool's dataset and run parameters (pgbench: scale; sysbench:
+    tables, table_size; mysqlslap: iterations, queries), as sorted pairs so that
+    the spec stays hashable.
+    """
 
     engine: str
     workload: str
     threads: int
     clients: int
     duration_s: int
-    scale: int
+    params: tuple[tuple[str, int], ...] = ()
+
+    def param(self, name: str) -> int:
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(f"{self.workload} point has no parameter {name!r}")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How client tools reach a target. Never holds a password: that lives in the
+    environment (PGPASSWORD / PGPASSFILE) or in private option files named here."""
+
+    engine: str
+    host: str
+    port: int
+    user: str
+    dbname: str
+    url: str
+    sysbench_config: str | None = None  # a sysbench --config-file with the password
+    mysql_defaults_file: str | None = None  # a [client] option file with the password
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from dbarena.errors import UsageError
 from dbarena.model import PointSpec
+from dbarena.workloads import Workload
 
 # Study A's levels: 1 and 2 threads, then these shares of the hardware threads,
 # rounded down (128 threads -> 1 2 25 51 76 102 126).
@@ -36,23 +37,24 @@ def parse_levels(text: str) -> list[int]:
 def build(
     *,
     engine: str,
-    workloads: Iterable[str],
+    workloads: Iterable[Workload],
     levels: Iterable[int],
     clients_per_thread: int,
     duration_s: int,
-    scale: int,
+    params: dict[str, int],
 ) -> list[PointSpec]:
-    """Every workload at every level, workload by workload, levels ascending."""
+    """Every workload at every level, workload by workload, levels ascending.
+
+    pgbench gets `clients_per_thread` clients per thread (-j T -c C); sysbench and
+    mysqlslap run one client per thread. Each point carries the parameters its
+    tool reads (its PARAMS) out of `params`.
+    """
     levels = sorted(levels)
-    return [
-        PointSpec(
-            engine=engine,
-            workload=w,
-            threads=t,
-            clients=t * clients_per_thread,
-            duration_s=duration_s,
-            scale=scale,
-        )
-        for w in workloads
-        for t in levels
-    ]
+    points = []
+    for w in workloads:
+        own = tuple(sorted((k, params[k]) for k in w.tool.PARAMS))
+        for t in levels:
+            clients = t * clients_per_thread if w.multiplies_clients else t
+            points.append(PointSpec(engine=engine, workload=w.name, threads=t, clients=clients,
+                                    duration_s=duration_s, params=own))
+    return points

@@ -56,24 +56,44 @@ def _failure_reason(done: execute.Completed, problem: str | None) -> str:
     return f"{reason}; {problem}" if problem else reason
 
 
-def prepare(target, tool, scale: int, reporter: Reporter) -> None:
-    """Create the tool's dataset once per run (pgbench -i -s SCALE)."""
-    reporter.stage(f"initialising the {tool.TOOL} dataset (scale {scale})")
-    argv = tool.prepare_argv(str(target.tool(tool.TOOL)), target.url, scale)
+def _binary(target, tool) -> str:
+    return str(target.tool(tool.TOOL))
+
+
+def prepare(target, tool, spec: PointSpec, reporter: Reporter) -> None:
+    """Create the tool's dataset once per run and target (pgbench -i, sysbench prepare)."""
+    argv = tool.prepare_argv(_binary(target, tool), target.conn, spec)
+    if argv is None:
+        return
+    described = ", ".join(f"{k} {v}" for k, v in spec.params)
+    reporter.stage(f"preparing the {tool.TOOL} dataset on {target.engine} ({described})")
     done = execute.run(argv, env=target.client_env(), timeout=24 * 3600)
     if done.returncode != 0:
-        lines = [l for l in done.stderr.splitlines() if l.strip()]
+        lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
         raise EnvironmentProblem(
-            f"{tool.TOOL} could not initialise its dataset: {lines[-1] if lines else 'exit status ' + str(done.returncode)}"
+            f"{tool.TOOL} could not prepare its dataset: {lines[-1] if lines else 'exit status ' + str(done.returncode)}"
         )
+
+
+def cleanup(target, tool, spec: PointSpec, reporter: Reporter) -> None:
+    """Drop what prepare created (sysbench cleanup). Best effort: the results are
+    already stored, and a throwaway instance is removed anyway."""
+    argv = tool.cleanup_argv(_binary(target, tool), target.conn, spec)
+    if argv is None:
+        return
+    reporter.stage(f"cleaning up the {tool.TOOL} dataset on {target.engine}")
+    done = execute.run(argv, env=target.client_env(), timeout=3600)
+    if done.returncode != 0:
+        lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
+        reporter.stage(f"{tool.TOOL} cleanup failed: {lines[-1] if lines else done.returncode}")
 
 
 def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
     workload = WORKLOADS[spec.workload]
     tool = workload.tool
-    argv = tool.point_argv(str(target.tool(tool.TOOL)), target.url, spec, workload.mode_args)
+    argv = tool.point_argv(_binary(target, tool), target.conn, spec, workload.mode_args)
 
-    def on_stderr(line: str) -> None:
+    def on_line(line: str) -> None:
         try:
             sample = tool.parse_progress_line(line)
         except ParseError:
@@ -82,7 +102,9 @@ def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
             reporter.sample(spec, sample)
 
     started = now_utc()
-    done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s), on_stderr_line=on_stderr)
+    # pgbench reports progress on stderr, sysbench on stdout.
+    done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s),
+                       on_stdout_line=on_line, on_stderr_line=on_line)
     ended = now_utc()
     common = dict(
         spec=spec, started_at=started, ended_at=ended, command=done.argv,
@@ -92,7 +114,7 @@ def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
         return PointResult(status="failed", error=_failure_reason(done, target.problem()),
                            samples=tool.read_samples(done.stdout, done.stderr), **common)
     try:
-        measurement, samples = tool.read(done.stdout, done.stderr)
+        measurement, samples = tool.read(done.stdout, done.stderr, spec)
     except ParseError as exc:
         return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr), **common)
     return PointResult(status="ok", measurement=measurement, samples=samples, **common)
@@ -108,19 +130,35 @@ def run_sweep(
     fail_fast: bool = False,
     init: bool = True,
 ) -> list[PointResult]:
-    """Run every point of the plan in order; return the results, each already stored."""
-    prepared: set[str] = set()
+    """Run every point of the plan in order; return the results, each already stored.
+
+    Each tool's dataset is prepared before its first point and cleaned up after
+    the last point (not after Ctrl-C: leaving then should be quick).
+    """
+    prepared: dict[str, PointSpec] = {}
     results: list[PointResult] = []
-    for index, spec in enumerate(plan):
-        tool = WORKLOADS[spec.workload].tool
-        if init and tool.TOOL not in prepared:
-            prepare(target, tool, spec.scale, reporter)
-            prepared.add(tool.TOOL)
-        reporter.point_started(index, spec)
-        result = run_point(target, spec, reporter)
-        store.add_point(run_id, result)
-        results.append(result)
-        reporter.point_finished(index, result)
-        if fail_fast and not result.ok:
-            break
+    try:
+        for index, spec in enumerate(plan):
+            tool = WORKLOADS[spec.workload].tool
+            if init and tool.TOOL not in prepared:
+                prepare(target, tool, spec, reporter)
+                prepared[tool.TOOL] = spec
+            reporter.point_started(index, spec)
+            result = run_point(target, spec, reporter)
+            store.add_point(run_id, result)
+            results.append(result)
+            reporter.point_finished(index, result)
+            if fail_fast and not result.ok:
+                break
+    except Exception:
+        _cleanup_all(target, prepared, reporter)
+        raise
+    _cleanup_all(target, prepared, reporter)
     return results
+
+
+def _cleanup_all(target, prepared: dict[str, PointSpec], reporter: Reporter) -> None:
+    if target.throwaway:
+        return  # the whole instance goes away
+    for spec in prepared.values():
+        cleanup(target, WORKLOADS[spec.workload].tool, spec, reporter)

@@ -76,16 +76,46 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX samples_point ON samples(point_id);
     """,
+    # 2: sysbench and mysqlslap figures, tool parameters, sysbench interval columns.
+    """
+    ALTER TABLE points ADD COLUMN params TEXT NOT NULL DEFAULT '{}';  -- JSON: tables, table_size ...
+    ALTER TABLE points ADD COLUMN qps REAL;
+    ALTER TABLE points ADD COLUMN queries INTEGER;
+    ALTER TABLE points ADD COLUMN errors INTEGER;
+    ALTER TABLE points ADD COLUMN reconnects INTEGER;
+    ALTER TABLE points ADD COLUMN latency_min_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_max_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p50_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p95_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p99_ms REAL;
+    ALTER TABLE points ADD COLUMN run_avg_s REAL;
+    ALTER TABLE points ADD COLUMN run_min_s REAL;
+    ALTER TABLE points ADD COLUMN run_max_s REAL;
+    UPDATE points SET params = json_object('scale', scale) WHERE scale IS NOT NULL;
+    ALTER TABLE samples ADD COLUMN threads INTEGER;
+    ALTER TABLE samples ADD COLUMN qps REAL;
+    ALTER TABLE samples ADD COLUMN reads_per_s REAL;
+    ALTER TABLE samples ADD COLUMN writes_per_s REAL;
+    ALTER TABLE samples ADD COLUMN other_per_s REAL;
+    ALTER TABLE samples ADD COLUMN latency_percentile REAL;
+    ALTER TABLE samples ADD COLUMN latency_pct_ms REAL;
+    ALTER TABLE samples ADD COLUMN errors_per_s REAL;
+    ALTER TABLE samples ADD COLUMN reconnects_per_s REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _MEASUREMENT_COLUMNS = (
-    "tps", "transactions", "failed_transactions", "retried_transactions", "retries",
-    "latency_avg_ms", "latency_stddev_ms", "initial_connection_ms",
+    "tps", "transactions", "qps", "queries", "failed_transactions", "retried_transactions", "retries",
+    "errors", "reconnects", "latency_avg_ms", "latency_stddev_ms", "latency_min_ms", "latency_max_ms",
+    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
+    "run_avg_s", "run_min_s", "run_max_s",
 )
 _SAMPLE_COLUMNS = (
     "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
+    "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
+    "errors_per_s", "reconnects_per_s",
 )
 
 
@@ -166,13 +196,15 @@ class Store:
         values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
         spec = result.spec
         with self.db:
+            params = dict(spec.params)
             cur = self.db.execute(
-                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, error,"
-                " started_at, ended_at, command, exit_code, details, stdout, stderr, "
+                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, params, status,"
+                " error, started_at, ended_at, command, exit_code, details, stdout, stderr, "
                 + ", ".join(_MEASUREMENT_COLUMNS)
-                + ") VALUES (" + ", ".join("?" * (16 + len(_MEASUREMENT_COLUMNS))) + ")",
+                + ") VALUES (" + ", ".join("?" * (17 + len(_MEASUREMENT_COLUMNS))) + ")",
                 (
-                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.scale,
+                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s,
+                    params.get("scale"), json.dumps(params, sort_keys=True),
                     result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
                     json.dumps(list(result.command)), result.exit_code,
                     json.dumps(m.details if m is not None else {}, sort_keys=True),
@@ -200,7 +232,7 @@ class Store:
             args.extend(labels)
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
-            " p.threads, p.clients, p.duration_s, p.scale, p.status, p.error, p.started_at, p.ended_at, "
+            " p.threads, p.clients, p.duration_s, p.scale, p.params, p.status, p.error, p.started_at, p.ended_at, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
             " FROM points p JOIN runs r ON r.id = p.run_id"
@@ -209,7 +241,10 @@ class Store:
         )
         cur = self.db.execute(sql, args)
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row)) for row in cur.fetchall()]
+        for row in rows:
+            row["params"] = json.loads(row["params"])
+        return rows
 
     def samples(self, point_id: int) -> list[dict]:
         cur = self.db.execute(

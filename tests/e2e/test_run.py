@@ -83,12 +83,21 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
         (["--duration", "-5"], "--duration"),
         (["--duration", "0"], "--duration"),
         (["--clients-per-thread", "0"], "--clients-per-thread"),
+        (["--tables", "0"], "--tables"),
+        (["--table-size", "-1"], "--table-size"),
         (["--pg-setting", "shared_buffers"], "is not NAME=VALUE"),
         (["--pg-setting", "no_such_setting=1"], "unknown PostgreSQL setting(s): no_such_setting"),
         (["--pg-setting", "shared_buffers=lots", "--threads", "1", "--duration", "1"], 'invalid value for parameter "shared_buffers"'),
         (["--target", "postgresql://u:hunter2@127.0.0.1/db"], "must not contain a password"),
-        (["--target", "mysql://u@127.0.0.1/db"], "expected postgresql://"),
-        (["--target", "postgresql://u@127.0.0.1/db", "--pg-setting", "work_mem=1MB"], "throwaway instance only"),
+        (["--target", "ftp://u@127.0.0.1/db"], "expected postgresql://user@host:port/db or mysql://"),
+        (["--target", "mysql://u:hunter2@127.0.0.1/db"], "must not contain a password"),
+        (["--target", "postgresql://u@127.0.0.1/db", "--pg-setting", "work_mem=1MB"], "throwaway postgres instance only"),
+        (["--mysql-setting", "max_connections=10"], "throwaway mysql instance only"),
+        (["--engine", "postgres,oracle"], "unknown engine 'oracle'"),
+        (["--engine", "mysql", "--workload", "pgbench-tpcb"], "cannot run on engine 'mysql'"),
+        (["--engine", "postgres", "--workload", "mysqlslap"], "cannot run on engine 'postgres'"),
+        (["--engine", "postgres", "--target", "mysql://u@127.0.0.1/db"], "does not include mysql"),
+        (["--engine", "mysql", "--mysql-setting", "no_such_variable=1", "--threads", "1"], "unknown variable"),
         (["--no-such-option"], "No such option"),
     ],
 )
@@ -145,7 +154,7 @@ def test_ctrl_c_keeps_finished_points_and_removes_the_instance(public_tmp, tmp_p
     store = tmp_path / "r.db"
     proc = _start(["run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2", "--duration", "2",
                    "--scale", "1", "--store", str(store)], cli_env(public_tmp))
-    _wait_for_line(proc, "ok     pgbench-tpcb threads=1")
+    _wait_for_line(proc, "ok     postgres pgbench-tpcb threads=1")
     time.sleep(1.0)  # into the second point
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -162,7 +171,7 @@ def test_server_death_fails_the_point_and_the_sweep_goes_on(public_tmp, tmp_path
     store = tmp_path / "r.db"
     proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3",
                    "--scale", "1", "--store", str(store)], cli_env(public_tmp))
-    _wait_for_line(proc, "ok     pgbench-select-only threads=1")
+    _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     time.sleep(1.0)
     postmasters = [line.split(":")[0] for line in processes_mentioning(str(public_tmp)) if " -D " in line]
     assert postmasters, processes_mentioning(str(public_tmp))

@@ -30,7 +30,7 @@ def test_target_with_password_from_pgpassword(server, public_tmp, tmp_path):
     assert password not in done.stdout + done.stderr
     assert password.encode() not in store.read_bytes()
     row = sqlite3.connect(store).execute("SELECT target, options FROM runs").fetchone()
-    assert row[0] == target.url and json.loads(row[1])["target"] == target.url
+    assert row[0] == target.url and json.loads(row[1])["targets"] == {"postgres": target.url}
     listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
     assert json.loads(listed.stdout)[0]["status"] == "ok" and password not in listed.stdout
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbarena.errors import ParseError
-from dbarena.model import PointSpec
+from dbarena.model import Connection, PointSpec
 from dbarena.workloads import pgbench
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "pgbench"
@@ -365,9 +365,11 @@ def test_random_text_only_ever_raises_parse_error(text):
 
 
 def test_command_lines():
-    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=4, clients=8, duration_s=60, scale=10)
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=4, clients=8, duration_s=60,
+                     params=(("scale", 10),))
     url = "postgresql://bench@127.0.0.1:5432/db"
-    assert pgbench.point_argv("pgbench", url, spec, ["-S"]) == [
+    conn = Connection(engine="postgres", host="127.0.0.1", port=5432, user="bench", dbname="db", url=url)
+    assert pgbench.point_argv("pgbench", conn, spec, ["-S"]) == [
         "pgbench", "-j", "4", "-c", "8", "-T", "60", "-P", "1", "-S", url,
     ]
-    assert pgbench.prepare_argv("pgbench", url, 10) == ["pgbench", "-i", "-q", "-s", "10", url]
+    assert pgbench.prepare_argv("pgbench", conn, spec) == ["pgbench", "-i", "-q", "-s", "10", url]

@@ -1,6 +1,6 @@
 import pytest
 
-from dbarena import plan
+from dbarena import plan, workloads
 from dbarena.errors import UsageError
 
 
@@ -30,10 +30,28 @@ def test_parse_levels_rejects(text):
         plan.parse_levels(text)
 
 
-def test_build_multiplies_clients_and_orders_by_workload():
-    points = plan.build(engine="postgres", workloads=["a", "b"], levels=[4, 1], clients_per_thread=2,
-                        duration_s=5, scale=3)
+def test_build_multiplies_clients_for_pgbench_only_and_orders_by_workload():
+    chosen = workloads.resolve(["pgbench-tpcb", "sysbench-read-only"], "postgres")
+    params = {"scale": 3, "tables": 2, "table_size": 100, "iterations": 1, "queries": 10}
+    points = plan.build(engine="postgres", workloads=chosen, levels=[4, 1], clients_per_thread=2,
+                        duration_s=5, params=params)
     assert [(p.workload, p.threads, p.clients) for p in points] == [
-        ("a", 1, 2), ("a", 4, 8), ("b", 1, 2), ("b", 4, 8),
+        ("pgbench-tpcb", 1, 2), ("pgbench-tpcb", 4, 8), ("sysbench-read-only", 1, 1), ("sysbench-read-only", 4, 4),
     ]
-    assert {(p.duration_s, p.scale, p.engine) for p in points} == {(5, 3, "postgres")}
+    assert points[0].params == (("scale", 3),)
+    assert points[2].params == (("table_size", 100), ("tables", 2))
+    assert {(p.duration_s, p.engine) for p in points} == {(5, "postgres")}
+
+
+@pytest.mark.parametrize("engine, names", [
+    ("postgres", ["pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update"]),
+    ("mysql", ["sysbench-read-only", "sysbench-write-only", "sysbench-read-write", "mysqlslap"]),
+])
+def test_default_workloads(engine, names):
+    assert workloads.default_names(engine) == names
+
+
+@pytest.mark.parametrize("name, engine", [("pgbench-tpcb", "mysql"), ("mysqlslap", "postgres")])
+def test_a_workload_the_engine_cannot_run_is_a_usage_error(name, engine):
+    with pytest.raises(UsageError, match="cannot run on engine"):
+        workloads.resolve([name], engine)

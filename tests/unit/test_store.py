@@ -5,10 +5,11 @@ import pytest
 
 from dbarena.errors import StoreError
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
-from dbarena.store import SCHEMA_VERSION, Store
+from dbarena import store as store_module
+from dbarena.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
-SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=3, scale=1)
+SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=3, params=(("scale", 1),))
 
 
 def _run_info():
@@ -72,3 +73,26 @@ def test_not_a_database_is_a_clear_error(tmp_path):
     path.write_text("this is not sqlite, it is a text file that is long enough " * 20)
     with pytest.raises(StoreError):
         Store(path)
+
+
+def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    # A store as the first release wrote it: schema 1 only, one pgbench point.
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 1)
+    with Store(path) as db:
+        assert db.version == 1
+        run_id = db.db.execute(
+            "INSERT INTO runs (label, host, engine, target, tool_versions, options, host_facts, dbarena_version,"
+            " started_at, status) VALUES ('old', 'h', 'postgres', 't', '{}', '{}', '{}', '0.1.0', 'x', 'finished')"
+        ).lastrowid
+        db.db.execute(
+            "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, started_at,"
+            " ended_at, command, tps, stdout, stderr) VALUES (?, 'postgres', 'pgbench-tpcb', 1, 2, 60, 10, 'ok',"
+            " 'x', 'x', '[]', 123.5, 'raw', '')", (run_id,))
+        db.db.commit()
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(MIGRATIONS))
+    with Store(path) as db:
+        assert db.version == len(MIGRATIONS)
+        (row,) = db.points()
+        assert row["tps"] == 123.5 and row["qps"] is None and row["params"] == {"scale": 10}
+        assert db.raw_output(row["point_id"]) == ("raw", "")

@@ -11,13 +11,10 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import pwd
 import re
 import secrets
 import shutil
 import signal
-import socket
-import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -28,7 +25,9 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 
 from dbarena import execute
+from dbarena.engines import instance
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
+from dbarena.model import Connection
 
 ENGINE = "postgres"
 INSTALL_HINT = "install PostgreSQL with `apt-get install postgresql postgresql-contrib`"
@@ -114,20 +113,33 @@ def find_client(name: str, bindir: Path | None = None) -> Path:
     return max(versioned, key=lambda v: v[0])[1]
 
 
+def _connection(url: str) -> Connection:
+    parts = urlsplit(url)
+    return Connection(
+        engine=ENGINE, host=parts.hostname or "localhost", port=parts.port or 5432,
+        user=parts.username or os.environ.get("PGUSER") or "postgres",
+        dbname=parts.path.lstrip("/") or parts.username or "postgres", url=url,
+    )
+
+
 @dataclass
 class PgTarget:
-    """A PostgreSQL server to benchmark. `url` never holds a password."""
+    """A PostgreSQL server to benchmark. Its connection never holds a password."""
 
-    url: str
+    conn: Connection
     description: str
     server_version: str
-    pgbench: Path
     throwaway: bool
     passfile: Path | None = None
     data_dir: Path | None = None
     log_path: Path | None = None
     process: object | None = field(default=None, repr=False)
+    bindir: Path | None = None
     engine: str = ENGINE
+
+    @property
+    def url(self) -> str:
+        return self.conn.url
 
     def client_env(self) -> dict:
         env = dict(os.environ)
@@ -139,9 +151,7 @@ class PgTarget:
         return env
 
     def tool(self, name: str) -> Path:
-        if name == "pgbench":
-            return self.pgbench
-        raise ToolMissing(f"{name} is not a PostgreSQL client tool dbarena knows")
+        return client_tool(name, self.bindir)
 
     def problem(self) -> str | None:
         """Why the server is gone, if it is our instance and it died."""
@@ -149,9 +159,6 @@ class PgTarget:
         if proc is None or proc.poll() is None:
             return None
         return f"PostgreSQL server exited with status {proc.returncode}: {_log_reason(self.log_path)}"
-
-    def connect(self, dbname: str | None = None) -> psycopg.Connection:
-        return _connect(self.url, passfile=self.passfile, dbname=dbname)
 
     def keep_note(self) -> str:
         return (
@@ -161,18 +168,25 @@ class PgTarget:
         )
 
 
+def client_tool(name: str, bindir: Path | None) -> Path:
+    """pgbench from the PostgreSQL installation; other tools (sysbench) from PATH."""
+    if name == "pgbench":
+        return find_client("pgbench", bindir)
+    found = shutil.which(name)
+    if found is None:
+        raise ToolMissing(f"{name} not found: install it with `apt-get install {name}`")
+    return Path(found)
+
+
 def _log_reason(log_path: Path | None) -> str:
-    """The most telling line of a server log: its last FATAL/PANIC, else its last line."""
-    if log_path is None or not log_path.exists():
-        return "no server log"
-    lines = log_path.read_text(errors="replace").splitlines()
-    for i in range(len(lines) - 1, -1, -1):
-        if "FATAL:" in lines[i] or "PANIC:" in lines[i]:
-            # "configuration file ... contains errors" follows the line that says which.
-            if "contains errors" in lines[i] and i > 0:
-                return f"{lines[i - 1].strip()} ({lines[i].strip()})"
-            return lines[i].strip()
-    return lines[-1].strip() if lines else "empty server log"
+    """The server log's last FATAL/PANIC; for a bad setting, the line that names it."""
+    reason = instance.log_reason(log_path, ("FATAL:", "PANIC:"))
+    if "contains errors" in reason and log_path is not None:
+        lines = [l.strip() for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
+        i = lines.index(reason)
+        if i > 0:
+            return f"{lines[i - 1]} ({reason})"
+    return reason
 
 
 def _one_line(exc: Exception) -> str:
@@ -214,7 +228,7 @@ def check_target_url(url: str) -> str:
 def external(url: str, bindir: Path | None = None) -> Iterator[PgTarget]:
     """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq)."""
     url = check_target_url(url)
-    pgbench = find_client("pgbench", bindir)
+    find_client("pgbench", bindir)  # fail now, not at the first point
     try:
         with _connect(url) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
@@ -223,40 +237,10 @@ def external(url: str, bindir: Path | None = None) -> Iterator[PgTarget]:
             f"cannot connect to {url}: {_one_line(exc)} "
             "(check host, port and user; the password comes from PGPASSWORD or ~/.pgpass)"
         ) from None
-    yield PgTarget(url=url, description=url, server_version=version, pgbench=pgbench, throwaway=False)
+    yield PgTarget(conn=_connection(url), description=url, server_version=version, throwaway=False, bindir=bindir)
 
 
 # ---------------------------------------------------------------- throwaway instance
-
-
-def _unprivileged_user() -> str | None:
-    """PostgreSQL refuses to run as root: as root, run it as 'postgres' (or 'nobody')."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        with contextlib.suppress(KeyError):
-            pwd.getpwnam(name)
-            return name
-    raise EnvironmentProblem("running as root, but there is no 'postgres' or 'nobody' user to run PostgreSQL as")
-
-
-def _check_reachable(path: Path, user: str | None) -> None:
-    """Every parent of path must be searchable by user, or initdb fails obscurely."""
-    if user is None:
-        return
-    for parent in path.parents:
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            raise EnvironmentProblem(
-                f"the temporary directory {path.parent} is not reachable by user {user!r} "
-                f"({parent} is mode {stat.filemode(mode)}): set TMPDIR to a directory others can enter, e.g. /tmp"
-            )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _quote_setting(value: str) -> str:
@@ -271,35 +255,6 @@ def known_settings(binaries: PgBinaries, user: str | None) -> set[str]:
     return {line.split("\t", 1)[0].lower() for line in done.stdout.splitlines() if line}
 
 
-def _shielded_cleanup():
-    """Ignore Ctrl-C and SIGTERM while tearing down, so a second Ctrl-C cannot leave
-    a half-removed instance behind. Only possible in the main thread."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return contextlib.nullcontext()
-
-    @contextlib.contextmanager
-    def shield():
-        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, handler in old.items():
-                signal.signal(s, handler)
-
-    return shield()
-
-
-def _stop_server(proc) -> None:
-    # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
-    # If that hangs, SIGQUIT (immediate), then SIGKILL the whole process group.
-    if proc.poll() is None:
-        execute.stop(proc, grace_s=30, first_signal=signal.SIGINT)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 @contextlib.contextmanager
 def throwaway(
     *,
@@ -312,8 +267,8 @@ def throwaway(
     """A fresh PostgreSQL cluster for the duration of the with-block."""
     settings = dict(settings or {})
     binaries = find_server_binaries(bindir)
-    pgbench = find_client("pgbench", binaries.bindir)
-    user = _unprivileged_user()
+    find_client("pgbench", binaries.bindir)  # fail now, not at the first point
+    user = instance.unprivileged_user("postgres")
     if settings:
         unknown = sorted(set(k.lower() for k in settings) - known_settings(binaries, user))
         if unknown:
@@ -323,18 +278,14 @@ def throwaway(
     proc = None
     target = None
     try:
-        _check_reachable(top, user)
+        instance.check_reachable(top, user)
         data, sock = top / "data", top / "socket"
         sock.mkdir()
         pwfile, passfile, log_path = top / "pwfile", top / "pgpass", top / "server.log"
         password = secrets.token_urlsafe(24)
-        for path, text in ((pwfile, password + "\n"), (passfile, f"127.0.0.1:*:*:dbarena:{password}\n")):
-            path.touch(mode=0o600)
-            path.write_text(text)
-        if user is not None:
-            pw = pwd.getpwnam(user)
-            for path in (top, sock, pwfile):
-                os.chown(path, pw.pw_uid, pw.pw_gid)
+        instance.private_file(pwfile, password + "\n")
+        instance.private_file(passfile, f"127.0.0.1:*:*:dbarena:{password}\n")
+        instance.give_to(user, top, sock, pwfile)
         auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
         done = execute.run(
             [binaries.path("initdb"), "-D", data, "-U", "dbarena", f"--pwfile={pwfile}",
@@ -346,7 +297,7 @@ def throwaway(
             raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
 
         for attempt in range(3):
-            port = free_port()
+            port = instance.free_port()
             conf = {
                 "listen_addresses": "127.0.0.1",
                 "port": str(port),
@@ -372,10 +323,10 @@ def throwaway(
             conn.execute("CREATE DATABASE dbarena")
         url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"
         target = PgTarget(
-            url=url,
+            conn=_connection(url),
             description=f"throwaway PostgreSQL {version} at 127.0.0.1:{port}",
             server_version=version,
-            pgbench=pgbench,
+            bindir=binaries.bindir,
             throwaway=True,
             passfile=passfile,
             data_dir=data,
@@ -387,9 +338,10 @@ def throwaway(
         if keep and target is not None and proc is not None and proc.poll() is None:
             pass  # the caller prints target.keep_note()
         else:
-            with _shielded_cleanup():
+            with instance.shielded():
                 if proc is not None:
-                    _stop_server(proc)
+                    # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
+                    instance.stop_server(proc, first_signal=signal.SIGINT)
                 shutil.rmtree(top, ignore_errors=True)
 
 

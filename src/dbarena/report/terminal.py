@@ -30,12 +30,22 @@ def _fmt(value, digits: int = 2) -> str:
 
 def point_line(result: PointResult) -> str:
     spec = result.spec
-    head = f"{spec.workload} threads={spec.threads} clients={spec.clients}"
-    if result.ok:
-        m = result.measurement
-        lat = f", latency avg {m.latency_avg_ms:.3f} ms" if m.latency_avg_ms is not None else ""
-        return f"[green]ok[/]     {escape(head)}: {m.tps:,.1f} tps{lat}"
-    return f"[red]failed[/] {escape(head)}: {escape(result.error or '')}"
+    head = f"{spec.engine} {spec.workload} threads={spec.threads} clients={spec.clients}"
+    if not result.ok:
+        return f"[red]failed[/] {escape(head)}: {escape(result.error or '')}"
+    m = result.measurement
+    figures = []
+    if m.tps is not None:
+        figures.append(f"{m.tps:,.1f} tps")
+    if m.qps is not None:
+        figures.append(f"{m.qps:,.1f} qps")
+    if m.latency_avg_ms is not None:
+        figures.append(f"latency avg {m.latency_avg_ms:.3f} ms")
+    if m.latency_p95_ms is not None:
+        figures.append(f"p95 {m.latency_p95_ms:.3f} ms")
+    if m.run_avg_s is not None:
+        figures.append(f"{m.run_avg_s:.3f} s for all queries")
+    return f"[green]ok[/]     {escape(head)}: {', '.join(figures)}"
 
 
 class TerminalReporter:
@@ -85,16 +95,18 @@ def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
     """Stored points (Store.points rows) as a table."""
     table = Table(title=title, title_justify="left")
     for name, justify in (
-        ("run", "right"), ("label", "left"), ("workload", "left"), ("threads", "right"),
-        ("clients", "right"), ("tps", "right"), ("lat avg ms", "right"), ("lat stddev ms", "right"),
-        ("transactions", "right"), ("failed tx", "right"), ("status", "left"),
+        ("run", "right"), ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
+        ("clients", "right"), ("tps", "right"), ("qps", "right"), ("lat avg ms", "right"),
+        ("lat p95 ms", "right"), ("lat stddev ms", "right"), ("transactions", "right"),
+        ("failed tx", "right"), ("errors", "right"), ("status", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
         status = "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
         table.add_row(
-            str(r["run_id"]), escape(r["label"]), r["workload"], str(r["threads"]), str(r["clients"]),
-            _fmt(r["tps"]), _fmt(r["latency_avg_ms"], 3), _fmt(r["latency_stddev_ms"], 3),
-            _fmt(r["transactions"]), _fmt(r["failed_transactions"]), status,
+            str(r["run_id"]), escape(r["label"]), r["engine"], r["workload"], str(r["threads"]), str(r["clients"]),
+            _fmt(r["tps"]), _fmt(r["qps"]), _fmt(r["latency_avg_ms"], 3), _fmt(r["latency_p95_ms"], 3),
+            _fmt(r["latency_stddev_ms"], 3), _fmt(r["transactions"]), _fmt(r["failed_transactions"]),
+            _fmt(r["errors"]), status,
         )
     return table

@@ -1,9 +1,12 @@
 """Workloads: a name, the engines it runs on, and the tool module that builds its
-command line and parses its output.
+command lines and parses its output.
 
-A tool module (pgbench.py ...) holds pure functions only: `prepare_argv`,
-`point_argv` and `read` (raw output -> Measurement and Samples). Adding a workload
-means one entry in WORKLOADS; adding a tool, one module next to pgbench.py.
+A tool module (pgbench.py, sysbench.py, mysqlslap.py) holds pure functions with
+one interface: TOOL, PARAMS (the PointSpec.params it reads), `prepare_argv` and
+`cleanup_argv` (the dataset, once per run and target; None when not needed),
+`point_argv`, `read` (raw output -> Measurement and Samples), `read_samples` and
+`parse_progress_line`. Adding a workload means one entry in WORKLOADS; adding a
+tool, one module next to these.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from dbarena.errors import UsageError
-from dbarena.workloads import pgbench
+from dbarena.workloads import mysqlslap, pgbench, sysbench
+
+PG, MY = "postgres", "mysql"
 
 
 @dataclass(frozen=True)
@@ -22,14 +27,21 @@ class Workload:
     tool: ModuleType
     mode_args: tuple[str, ...]
     description: str
+    default_on: tuple[str, ...]  # engines whose default plan includes it
+    multiplies_clients: bool = False  # clients = threads x --clients-per-thread (pgbench)
 
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
-        Workload("pgbench-tpcb", ("postgres",), pgbench, (), "pgbench's built-in TPC-B-like script"),
-        Workload("pgbench-select-only", ("postgres",), pgbench, ("-S",), "pgbench -S: one primary-key SELECT"),
-        Workload("pgbench-simple-update", ("postgres",), pgbench, ("-N",), "pgbench -N: TPC-B without the hot branch/teller updates"),
+        Workload("pgbench-tpcb", (PG,), pgbench, (), "pgbench's built-in TPC-B-like script", (PG,), True),
+        Workload("pgbench-select-only", (PG,), pgbench, ("-S",), "pgbench -S: one primary-key SELECT", (PG,), True),
+        Workload("pgbench-simple-update", (PG,), pgbench, ("-N",),
+                 "pgbench -N: TPC-B without the hot branch/teller updates", (PG,), True),
+        Workload("sysbench-read-only", (PG, MY), sysbench, ("oltp_read_only",), "sysbench oltp_read_only", (MY,)),
+        Workload("sysbench-write-only", (PG, MY), sysbench, ("oltp_write_only",), "sysbench oltp_write_only", (MY,)),
+        Workload("sysbench-read-write", (PG, MY), sysbench, ("oltp_read_write",), "sysbench oltp_read_write", (MY,)),
+        Workload("mysqlslap", (MY,), mysqlslap, (), "mysqlslap --auto-generate-sql", (MY,)),
     )
 }
 
@@ -43,11 +55,13 @@ def resolve(names: list[str], engine: str) -> list[Workload]:
             raise UsageError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
         workload = WORKLOADS[name]
         if engine not in workload.engines:
-            raise UsageError(f"workload {name!r} cannot run on engine {engine!r} (it runs on: {', '.join(workload.engines)})")
+            raise UsageError(
+                f"workload {name!r} cannot run on engine {engine!r} (it runs on: {', '.join(workload.engines)})"
+            )
         if workload not in chosen:
             chosen.append(workload)
     return chosen
 
 
 def default_names(engine: str) -> list[str]:
-    return [w.name for w in WORKLOADS.values() if engine in w.engines]
+    return [w.name for w in WORKLOADS.values() if engine in w.default_on]

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from dbarena.errors import ParseError
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Connection, Measurement, PointSpec, Sample
 
 TOOL = "pgbench"
+PARAMS = ("scale",)  # the PointSpec.params this tool reads
 
 # pgbench prints "nan"/"-nan" for the latency of an interval without a finished
 # transaction (before 13 it divided by zero); such a value becomes None.
@@ -272,22 +273,27 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
     )
 
 
-def read(stdout: str, stderr: str) -> tuple[Measurement, tuple[Sample, ...]]:
+def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measurement, tuple[Sample, ...]]:
     """A finished point's figures and its per-second series."""
     report = parse(stdout, stderr)
     return report.to_measurement(), report.samples
 
 
-def prepare_argv(binary: str, url: str, scale: int) -> list[str]:
-    """`pgbench -i`: (re)create the pgbench tables at the given scale, quietly.
+def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
+    """`pgbench -i`: (re)create the pgbench tables at the point's scale, quietly.
 
-    `url` is a libpq connection URI without a password; pgbench takes it in place
-    of the database name.
+    pgbench takes the connection URI (never with a password) in place of the
+    database name; the password comes from PGPASSWORD or a passfile.
     """
-    return [binary, "-i", "-q", "-s", str(scale), url]
+    return [binary, "-i", "-q", "-s", str(spec.param("scale")), conn.url]
 
 
-def point_argv(binary: str, url: str, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> None:
+    """pgbench's tables stay (the next run can reuse them with --no-init)."""
+    return None
+
+
+def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
     """One point: -j threads, -c clients, -T seconds, and a progress line every second."""
     return [
         binary,
@@ -296,7 +302,7 @@ def point_argv(binary: str, url: str, spec: PointSpec, mode_args: Sequence[str])
         "-T", str(spec.duration_s),
         "-P", "1",
         *mode_args,
-        url,
+        conn.url,
     ]
 
 

@@ -1,0 +1,100 @@
+"""What every throwaway database instance needs, whatever the engine: a private
+directory the server's unprivileged user can reach, a free loopback port, private
+files for client passwords, and a teardown that a second Ctrl-C cannot interrupt."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import signal
+import socket
+import stat
+import threading
+from pathlib import Path
+
+from dbarena import execute
+from dbarena.errors import EnvironmentProblem
+
+
+def unprivileged_user(preferred: str) -> str | None:
+    """Database servers refuse to run as root: as root, run them as `preferred`
+    (e.g. 'postgres', 'mysql') or 'nobody'. None when we are not root."""
+    if os.geteuid() != 0:
+        return None
+    for name in (preferred, "nobody"):
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return name
+    raise EnvironmentProblem(f"running as root, but there is no {preferred!r} or 'nobody' user to run the server as")
+
+
+def give_to(user: str | None, *paths: Path) -> None:
+    if user is None:
+        return
+    pw = pwd.getpwnam(user)
+    for path in paths:
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def check_reachable(path: Path, user: str | None) -> None:
+    """Every parent of path must be searchable by user, or the server fails obscurely."""
+    if user is None:
+        return
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            raise EnvironmentProblem(
+                f"the temporary directory {path.parent} is not reachable by user {user!r} "
+                f"({parent} is mode {stat.filemode(mode)}): set TMPDIR to a directory others can enter, e.g. /tmp"
+            )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def private_file(path: Path, text: str) -> Path:
+    """A file only its owner can read (passwords for client tools)."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+    return path
+
+
+@contextlib.contextmanager
+def shielded():
+    """Ignore Ctrl-C and SIGTERM while tearing down, so that a second Ctrl-C cannot
+    leave a half-removed instance behind. Signals can only be set in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> None:
+    """Ask the server to shut down with first_signal; if it hangs, SIGKILL its whole
+    process group (it was spawned as a session leader, so that holds its children)."""
+    if proc.poll() is None:
+        execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def log_reason(log_path: Path | None, markers: tuple[str, ...]) -> str:
+    """The most telling line of a server log: the last line holding one of markers,
+    else the last line."""
+    if log_path is None or not log_path.exists():
+        return "no server log"
+    lines = [l.strip() for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if any(m in lines[i] for m in markers):
+            return lines[i]
+    return lines[-1] if lines else "empty server log"

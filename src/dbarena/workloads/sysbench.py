@@ -1,0 +1,309 @@
+"""sysbench OLTP: command lines and the output parser. Pure functions, no I/O.
+
+Reads sysbench 1.0.x and 1.1 (`SQL statistics`, `Latency (ms)`, 1.1's `Throughput`
+section, `[ 1s ] thds: ...` interval lines) and the legacy 0.5 / 0.4 formats
+(`OLTP test statistics`, `response time` / `per-request statistics`, `[   2s]
+threads: ...` interval lines). With `--histogram=on` sysbench prints the latency
+distribution of the whole run; p50, p95 and p99 are computed from it the way
+sysbench computes its own single percentile (the first bucket at which the
+cumulative count reaches the share), so our p95 equals the one it prints.
+A line that starts like a known field but cannot be read raises ParseError naming
+the line; a figure the version does not print stays None.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from dbarena.errors import ParseError
+from dbarena.model import Connection, Measurement, PointSpec, Sample
+
+TOOL = "sysbench"
+PARAMS = ("tables", "table_size")
+
+_N = r"-?\d+(?:\.\d+)?"
+
+_INTERVAL = re.compile(
+    rf"^\[ *(?P<second>{_N})s \] thds: (?P<threads>\d+) tps: (?P<tps>{_N}) qps: (?P<qps>{_N}) "
+    rf"\(r/w/o: (?P<r>{_N})/(?P<w>{_N})/(?P<o>{_N})\) lat \(ms,(?P<pct>{_N})%\): (?P<lat>{_N}) "
+    rf"err/s:? (?P<err>{_N}) reconn/s: (?P<reconn>{_N})$"
+)
+_INTERVAL_05 = re.compile(
+    rf"^\[ *(?P<second>{_N})s\] threads: (?P<threads>\d+), tps: (?P<tps>{_N}), reads: (?P<r>{_N}), "
+    rf"writes: (?P<w>{_N}), response time: (?P<lat>{_N})ms \((?P<pct>{_N})%\), errors: (?P<err>{_N}), "
+    rf"reconnects: +(?P<reconn>{_N})$"
+)
+_BANNER = re.compile(r"^sysbench (?P<version>\d+\.\d+(?:\.\d+)?)\b")
+_THREADS = re.compile(r"^Number of threads: (?P<v>\d+)$")
+_REPORT_EVERY = re.compile(r"^Report intermediate results every (?P<v>\d+) second\(s\)$")
+_HIST_HEADER = "Latency histogram (values are in milliseconds)"
+_HIST_ROW = re.compile(rf"^ *(?P<value>{_N}) \|\**\s+(?P<count>\d+)$")
+
+_COUNT_RATE = re.compile(rf"^(?P<n>\d+)\s+\((?P<rate>{_N}) per sec\.\)$")
+_SECONDS = re.compile(rf"^(?P<v>{_N})s?$")
+_MS = re.compile(rf"^(?P<v>{_N})(?:ms)?$")
+_INT = re.compile(r"^(?P<v>\d+)$")
+_PERCENTILE_KEY = re.compile(r"^(?:(?P<a>\d+)th percentile|approx\. +(?P<b>\d+) percentile)$")
+
+# "key:" (indentation stripped) -> (field name, value pattern)
+_KEYS: dict[str, tuple[str, re.Pattern]] = {
+    "read": ("reads", _INT),
+    "write": ("writes", _INT),
+    "other": ("other", _INT),
+    "total": ("queries", _INT),
+    "transactions": ("transactions", _COUNT_RATE),
+    "queries": ("queries_line", _COUNT_RATE),
+    "ignored errors": ("errors", _COUNT_RATE),
+    "reconnects": ("reconnects", _COUNT_RATE),
+    "deadlocks": ("deadlocks", _COUNT_RATE),
+    "read/write requests": ("rw_requests", _COUNT_RATE),
+    "other operations": ("other_operations", _COUNT_RATE),
+    "total time": ("total_time_s", _SECONDS),
+    "time elapsed": ("total_time_s", _SECONDS),
+    "total number of events": ("events", _INT),
+    "events/s (eps)": ("events_per_s", _SECONDS),
+    "min": ("latency_min_ms", _MS),
+    "avg": ("latency_avg_ms", _MS),
+    "max": ("latency_max_ms", _MS),
+    "sum": ("latency_sum_ms", _MS),
+}
+
+
+@dataclass(frozen=True)
+class SysbenchReport:
+    transactions: int
+    tps: float
+    version: str | None = None
+    threads: int | None = None
+    report_interval_s: int | None = None
+    reads: int | None = None
+    writes: int | None = None
+    other: int | None = None
+    queries: int | None = None
+    qps: float | None = None
+    errors: int | None = None
+    reconnects: int | None = None
+    deadlocks: int | None = None
+    total_time_s: float | None = None
+    events: int | None = None
+    latency_min_ms: float | None = None
+    latency_avg_ms: float | None = None
+    latency_max_ms: float | None = None
+    latency_sum_ms: float | None = None
+    percentile: float | None = None  # the one percentile sysbench printed (e.g. 95)
+    latency_pct_ms: float | None = None  # its value
+    histogram: tuple[tuple[float, int], ...] = ()
+    samples: tuple[Sample, ...] = field(default=())
+
+    def histogram_percentile(self, pct: float) -> float | None:
+        return histogram_percentile(self.histogram, pct)
+
+    def to_measurement(self) -> Measurement:
+        def pct(p: float) -> float | None:
+            if self.histogram:
+                return self.histogram_percentile(p)
+            # Without a histogram, only the percentile sysbench printed is known.
+            return self.latency_pct_ms if self.percentile == p else None
+
+        details = {
+            k: getattr(self, k)
+            for k in ("version", "threads", "reads", "writes", "other", "deadlocks", "total_time_s", "events",
+                      "latency_sum_ms", "percentile", "latency_pct_ms")
+            if getattr(self, k) is not None
+        }
+        if self.histogram:
+            details["histogram_ms"] = [list(row) for row in self.histogram]
+        return Measurement(
+            tps=self.tps, transactions=self.transactions, qps=self.qps, queries=self.queries,
+            errors=self.errors, reconnects=self.reconnects, latency_avg_ms=self.latency_avg_ms,
+            latency_min_ms=self.latency_min_ms, latency_max_ms=self.latency_max_ms,
+            latency_p50_ms=pct(50), latency_p95_ms=pct(95), latency_p99_ms=pct(99), details=details,
+        )
+
+
+def histogram_percentile(histogram: Sequence[tuple[float, int]], pct: float) -> float | None:
+    """The pct-th percentile of a bucketed distribution: the value of the first bucket
+    at which the cumulative count reaches pct % of all counts (sysbench's
+    sb_histogram_getpct does the same over its buckets)."""
+    total = sum(count for _, count in histogram)
+    if total == 0:
+        return None
+    need = total * pct / 100.0
+    cumulative = 0
+    for value, count in histogram:
+        cumulative += count
+        if cumulative >= need:
+            return value
+    return histogram[-1][0]
+
+
+def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
+    """An interval report line (1.0+ or 0.5 style) as a Sample; None for other lines."""
+    line = line.rstrip("\r\n")
+    if not line.startswith("["):
+        return None
+    m = _INTERVAL.match(line) or _INTERVAL_05.match(line)
+    if m is None:
+        if "thds:" in line or "threads:" in line:
+            raise ParseError(TOOL, "unreadable interval report line", lineno, line)
+        return None  # e.g. "[ 1s ] queue length: 0, concurrency: 0" with --rate
+    g = m.groupdict()
+    return Sample(
+        second=float(g["second"]),
+        threads=int(g["threads"]),
+        tps=float(g["tps"]),
+        qps=float(g["qps"]) if g.get("qps") is not None else None,
+        reads_per_s=float(g["r"]),
+        writes_per_s=float(g["w"]),
+        other_per_s=float(g["o"]) if g.get("o") is not None else None,
+        latency_percentile=float(g["pct"]),
+        latency_pct_ms=float(g["lat"]),
+        errors_per_s=float(g["err"]),
+        reconnects_per_s=float(g["reconn"]),
+    )
+
+
+def parse(stdout: str, stderr: str = "") -> SysbenchReport:
+    """Read a finished sysbench run. Raises ParseError when a known field is unreadable
+    or there is no transactions line (sysbench did not finish)."""
+    values: dict = {}
+    samples: list[Sample] = []
+    histogram: list[tuple[float, int]] = []
+    for text in (stdout, stderr):
+        in_histogram = False
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            line = raw.rstrip("\r")
+            if in_histogram:
+                if not line.strip():
+                    in_histogram = False
+                    continue
+                if line.strip().startswith("value") and "distribution" in line:
+                    continue
+                row = _HIST_ROW.match(line)
+                if row is None:
+                    raise ParseError(TOOL, "unreadable latency histogram row", lineno, line)
+                histogram.append((float(row["value"]), int(row["count"])))
+                continue
+            if line.startswith(_HIST_HEADER):
+                in_histogram = True
+                continue
+            sample = parse_progress_line(line, lineno)
+            if sample is not None:
+                samples.append(sample)
+                continue
+            for pattern, name in ((_BANNER, "version"), (_THREADS, "threads"), (_REPORT_EVERY, "report_interval_s")):
+                m = pattern.match(line)
+                if m:
+                    values[name] = m[1] if name == "version" else int(m[1])
+                    break
+            else:
+                _read_key_line(line, lineno, values)
+
+    if "transactions" not in values:
+        raise ParseError(TOOL, "no 'transactions:' line (did sysbench finish?)")
+    transactions, tps = values.pop("transactions")
+    if "queries_line" in values:
+        queries, qps = values.pop("queries_line")
+        values["queries"] = queries
+    elif "rw_requests" in values and "other_operations" in values:
+        # 0.4 / 0.5 split queries into read/write requests and other operations.
+        qps = values["rw_requests"][1] + values["other_operations"][1]
+    else:
+        qps = None
+    for name in ("rw_requests", "other_operations"):
+        values.pop(name, None)
+    for name in ("errors", "reconnects", "deadlocks"):
+        if name in values:
+            values[name] = values[name][0]
+    values.pop("events_per_s", None)
+    return SysbenchReport(
+        transactions=transactions, tps=tps, qps=qps, histogram=tuple(histogram), samples=tuple(samples), **values
+    )
+
+
+def _read_key_line(line: str, lineno: int, values: dict) -> None:
+    key, sep, rest = line.strip().partition(":")
+    if not sep:
+        return
+    value = rest.strip()
+    pct = _PERCENTILE_KEY.match(key)
+    if pct:
+        m = _MS.match(value)
+        if m is None:
+            raise ParseError(TOOL, f"unreadable '{key}' line", lineno, line)
+        values["percentile"] = float(pct["a"] or pct["b"])
+        values["latency_pct_ms"] = float(m["v"])
+        return
+    if key not in _KEYS or (key in ("min", "avg", "max", "sum") and not value):
+        return
+    name, pattern = _KEYS[key]
+    m = pattern.match(value)
+    if m is None:
+        raise ParseError(TOOL, f"unreadable '{key}' line", lineno, line)
+    if pattern is _COUNT_RATE:
+        values[name] = (int(m["n"]), float(m["rate"]))
+    elif pattern is _INT:
+        values[name] = int(m["v"])
+    else:
+        values[name] = float(m["v"])
+
+
+def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measurement, tuple[Sample, ...]]:
+    report = parse(stdout, stderr)
+    return report.to_measurement(), report.samples
+
+
+def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
+    """The interval series of a run that failed; unreadable lines are skipped."""
+    samples = []
+    for line in (stdout + stderr).splitlines():
+        try:
+            sample = parse_progress_line(line)
+        except ParseError:
+            continue
+        if sample is not None:
+            samples.append(sample)
+    return tuple(samples)
+
+
+def _common(conn: Connection, spec: PointSpec) -> list[str]:
+    driver = "mysql" if conn.engine == "mysql" else "pgsql"
+    args = [
+        f"--db-driver={driver}",
+        f"--{driver}-host={conn.host}",
+        f"--{driver}-port={conn.port}",
+        f"--{driver}-user={conn.user}",
+        f"--{driver}-db={conn.dbname}",
+        f"--tables={spec.param('tables')}",
+        f"--table-size={spec.param('table_size')}",
+    ]
+    if conn.sysbench_config:
+        # The password is in this private file, not on the command line.
+        args.insert(0, f"--config-file={conn.sysbench_config}")
+    return args
+
+
+def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
+    """Create and load the sbtest tables, one loading thread per table. The three
+    OLTP scripts share oltp_common's schema, so one prepare serves them all."""
+    return [binary, "oltp_read_write", *_common(conn, spec), f"--threads={spec.param('tables')}", "prepare"]
+
+
+def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
+    return [binary, "oltp_read_write", *_common(conn, spec), "cleanup"]
+
+
+def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+    """One point: the OLTP script (mode_args[0]) at spec.threads for spec.duration_s,
+    an interval report every second and the latency histogram at the end."""
+    return [
+        binary, *mode_args, *_common(conn, spec),
+        f"--threads={spec.threads}",
+        f"--time={spec.duration_s}",
+        "--report-interval=1",
+        "--histogram=on",
+        "--percentile=95",
+        "run",
+    ]
