@@ -1,0 +1,174 @@
+"""MySQL/MariaDB, sysbench and mysqlslap end to end: real throwaway servers, real
+tools, the real CLI; stored values checked against what the tools printed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from conftest import cli_env, dbarena, processes_mentioning
+from dbarena.engines import mysql
+
+pytestmark = pytest.mark.e2e
+
+
+def _points(store):
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    return db, db.execute("SELECT p.*, r.engine AS run_engine FROM points p JOIN runs r ON r.id = p.run_id "
+                          "ORDER BY p.id").fetchall()
+
+
+def _printed(pattern: str, text: str) -> str:
+    m = re.search(pattern, text, re.M)
+    assert m, pattern
+    return m[1]
+
+
+def test_three_sysbench_workloads_on_both_engines(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--engine", "postgres,mysql",
+                   "--workload", "sysbench-read-only,sysbench-write-only,sysbench-read-write",
+                   "--threads", "1,2", "--duration", "2", "--tables", "2", "--table-size", "1000",
+                   "--store", str(store), "--label", "both", env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+    db, points = _points(store)
+    runs = db.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    assert [r["engine"] for r in runs] == ["postgres", "mysql"]
+    assert "MariaDB" in runs[1]["server_version"] or runs[1]["server_version"][0].isdigit()
+    assert all(json.loads(r["tool_versions"])["sysbench"].startswith("sysbench ") for r in runs)
+    assert len(points) == 12
+    for p in points:
+        assert p["status"] == "ok", p["error"]
+        assert p["engine"] == p["run_engine"] and p["clients"] == p["threads"]
+        assert json.loads(p["params"]) == {"tables": 2, "table_size": 1000}
+        out = p["stdout"]
+        # Stored figures are those sysbench printed, read here independently.
+        assert p["transactions"] == int(_printed(r"^\s+transactions:\s+(\d+)", out))
+        assert p["tps"] == float(_printed(r"^\s+transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", out))
+        assert p["queries"] == int(_printed(r"^\s+queries:\s+(\d+)", out))
+        assert p["qps"] == float(_printed(r"^\s+queries:\s+\d+\s+\(([\d.]+) per sec\.\)", out))
+        assert p["errors"] == int(_printed(r"^\s+ignored errors:\s+(\d+)", out))
+        assert p["reconnects"] == int(_printed(r"^\s+reconnects:\s+(\d+)", out))
+        assert p["latency_avg_ms"] == float(_printed(r"^\s+avg:\s+([\d.]+)", out))
+        assert p["latency_p95_ms"] == pytest.approx(float(_printed(r"^\s+95th percentile:\s+([\d.]+)", out)), abs=0.0055)
+        assert p["latency_p50_ms"] <= p["latency_p95_ms"] <= p["latency_p99_ms"]
+        assert p["tps"] > 0 and p["qps"] > p["tps"]
+        n_samples = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (p["id"],)).fetchone()[0]
+        assert n_samples == len(re.findall(r"^\[ \d+s \] thds:", out, re.M)) >= 1
+        reads = [r for (r,) in db.execute("SELECT reads_per_s FROM samples WHERE point_id = ?", (p["id"],))]
+        assert (max(reads) == 0) == (p["workload"] == "sysbench-write-only")
+
+
+def test_mysqlslap_on_mariadb(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--engine", "mysql", "--workload", "mysqlslap", "--threads", "1,2",
+                   "--number-of-queries", "2000", "--iterations", "2", "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    assert processes_mentioning(str(public_tmp)) == []
+    _, points = _points(store)
+    assert [(p["threads"], p["status"]) for p in points] == [(1, "ok"), (2, "ok")]
+    for p in points:
+        out = p["stdout"]
+        avg = float(_printed(r"Average number of seconds to run all queries: ([\d.]+) seconds", out))
+        clients = int(_printed(r"Number of clients running queries: (\d+)", out))
+        per_client = int(_printed(r"Average number of queries per client: (\d+)", out))
+        assert clients == p["threads"] and clients * per_client == p["queries"] == 2000
+        assert p["run_avg_s"] == avg
+        assert p["run_min_s"] == float(_printed(r"Minimum number of seconds to run all queries: ([\d.]+)", out))
+        assert p["run_max_s"] == float(_printed(r"Maximum number of seconds to run all queries: ([\d.]+)", out))
+        assert p["qps"] == pytest.approx(2000 / avg)
+        assert p["tps"] is None and p["transactions"] is None
+        assert "--iterations=2" in json.loads(p["command"])
+
+
+@pytest.fixture(scope="module")
+def mysql_server():
+    with mysql.throwaway() as target:
+        text = Path(target.conn.mysql_defaults_file).read_text()
+        password = re.search(r'password="(.*)"', text)[1]
+        yield target, password
+
+
+def _tables(target, password):
+    with contextlib.closing(pymysql.connect(host="127.0.0.1", port=target.conn.port, user="dbarena",
+                                            password=password, database="dbarena")) as db:
+        with db.cursor() as cur:
+            cur.execute("SHOW TABLES")
+            return [t for (t,) in cur.fetchall()]
+
+
+def test_mysql_target_with_password_from_environment(mysql_server, public_tmp, tmp_path):
+    target, password = mysql_server
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--target", target.url, "--workload", "sysbench-read-write,mysqlslap", "--threads", "2",
+                   "--duration", "1", "--tables", "1", "--table-size", "500", "--number-of-queries", "500",
+                   "--store", str(store), env=cli_env(public_tmp, MYSQL_PWD=password))
+    assert done.returncode == 0, done.stderr
+    assert password not in done.stdout + done.stderr
+    assert password.encode() not in store.read_bytes()
+    _, points = _points(store)
+    assert [p["status"] for p in points] == ["ok", "ok"]
+    assert not any(password in p["command"] for p in points)
+    # sysbench's tables on somebody else's server are dropped at the end.
+    assert not [t for t in _tables(target, password) if t.startswith("sbtest")]
+    assert list(public_tmp.iterdir()) == []  # the private option files are gone
+
+
+def test_mysql_target_with_password_from_my_cnf(mysql_server, public_tmp, tmp_path):
+    target, password = mysql_server
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".my.cnf").write_text(f"[client]\npassword={password}\n")
+    done = dbarena("run", "--target", target.url, "--workload", "mysqlslap", "--threads", "1",
+                   "--number-of-queries", "200", "--store", str(tmp_path / "r.db"),
+                   env=cli_env(public_tmp, HOME=str(home)))
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("how", ["password", "port"])
+def test_mysql_target_refused_exit_3_and_password_never_shown(how, mysql_server, public_tmp, tmp_path):
+    target, password = mysql_server
+    wrong = "wrong-pw-71c2"
+    url = target.url if how == "password" else target.url.replace(f":{target.conn.port}/", ":1/")
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--target", url, "--store", str(store),
+                   env=cli_env(public_tmp, MYSQL_PWD=wrong if how == "password" else password))
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: cannot connect to mysql://")
+    assert ("Access denied" if how == "password" else "Can't connect") in done.stderr
+    for secret in (wrong, password):
+        assert secret not in done.stdout + done.stderr
+        assert not store.exists() or secret.encode() not in store.read_bytes()
+
+
+def test_ctrl_c_removes_the_mysql_instance(public_tmp, tmp_path):
+    import subprocess
+    import sys
+
+    store = tmp_path / "r.db"
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "run", "--engine", "mysql", "--workload",
+                             "sysbench-read-only", "--threads", "1,2", "--duration", "3", "--tables", "1",
+                             "--table-size", "500", "--store", str(store)], env=cli_env(public_tmp),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    seen = ""
+    while "ok     mysql sysbench-read-only threads=1" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=180)
+    assert proc.returncode == 130
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+    db, points = _points(store)
+    assert [p["status"] for p in points] == ["ok"]

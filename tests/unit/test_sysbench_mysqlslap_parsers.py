@@ -1,0 +1,308 @@
+"""sysbench and mysqlslap parsers over real outputs, byte for byte: the public corpus
+(copied from ../shared/corpus with its SOURCES.tsv: sysbench 0.4.12 to 1.1.0,
+mysqlslap 5.6 / 5.7+) and our own captures (sysbench 1.0.20 with --histogram on both
+drivers, MariaDB 10.11's mysqlslap; tests/fixtures/capture records them).
+
+Expected values were read off the text of each file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbarena.errors import ParseError
+from dbarena.model import Connection, PointSpec
+from dbarena.workloads import mysqlslap, sysbench
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+SB_CORPUS = FIXTURES / "sysbench" / "corpus"
+SB_CAPTURED = FIXTURES / "sysbench" / "captured"
+SLAP_CORPUS = FIXTURES / "mysqlslap" / "corpus"
+SLAP_CAPTURED = FIXTURES / "mysqlslap" / "captured"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+
+# file -> (version, threads, transactions, tps, queries, qps, errors, reconnects, total_time_s, events,
+#          latency min, avg, max, printed percentile, its value, interval lines)
+SB_CORPUS_EXPECTED = {
+    "sysbench-0.4.12-oltp-ro-mysql.txt": (
+        "0.4.12", 1, 212131, 3535.50, 424262, 3535.50 + 3535.50, None, None, 60.0003, 212131,
+        0.16, 0.28, 0.99, 95, 0.35, 0),
+    "sysbench-0.5-oltp-mysql-pkb.txt": (
+        "0.5", 2, 182218, 151.85, 3644360, 2733.24 + 303.69, 0, 0, 1200.0136, 182218,
+        10.49, 13.17, 210.53, 99, 17.73, 600),
+    "sysbench-0.5-oltp-ro-mysql-95pct.txt": (
+        "0.5", 128, 259812, 4258.44, 4156992, 59618.14 + 8516.88, 0, 0, 61.0111, 259812,
+        2.24, 30.05, 356.93, 95, 86.15, 30),
+    "sysbench-1.0.9-oltp-insert-mysql-pct99-systemluajit204.txt": (
+        "1.0.9", 400, 558494, 9273.20, 558494, 9273.20, 0, 0, 60.2244, 558494,
+        3.89, 43.02, 2881.01, 99, 253.35, 12),
+    "sysbench-1.0.12-oltp-rw-mysql-pkb.txt": (
+        "1.0.12", 16, 29611, 986.49, 592237, 19730.45, 1, 0, 30.0145, 29611,
+        12.38, 16.21, 115.78, 100, 116.80, 15),
+    "sysbench-1.0.20-oltp-insert-pgsql.txt": (
+        "1.0.20", 10, 127517, 12717.23, 127517, 12717.23, 0, 0, 10.0247, 127517,
+        0.09, 0.78, 31.87, 95, 1.32, 0),
+    "sysbench-1.0.20-oltp-legacy-ro-pgsql-opengauss.txt": (
+        "1.0.20", 10, 1509625, 25158.92, 1509625, 25158.92, 0, 0, 60.0021, 1509625,
+        0.15, 0.40, 11483.87, 95, 0.53, 30),
+    "sysbench-1.0.20-oltp-legacy-rw-pgsql-libpq-warning.txt": (
+        "1.0.20", 10, 14935, 248.65, 298718, 4973.34, 1, 0, 60.0551, 14935,
+        31.99, 40.17, 255.50, 95, 53.85, 30),
+    "sysbench-1.0.20-oltp-read-only-pgsql.txt": (
+        "1.0.20", 10, 12095, 1207.37, 193520, 19317.90, 0, 0, 10.0157, 12095,
+        6.42, 8.27, 25.79, 95, 9.22, 0),
+    "sysbench-1.0.20-oltp-rw-mysql-ri3-riscv-luajit.txt": (
+        "1.0.20", 64, 10349, 171.50, 206980, 3430.03, 0, 0, 60.3230, 10349,
+        240.27, 372.11, 607.57, 95, 442.73, 20),
+    "sysbench-1.0.20-oltp-rw-mysql-ri3-systemluajit.txt": (
+        "1.0.20", 10, 3671, 61.01, 73420, 1220.16, 0, 0, 60.1712, 3671,
+        19.13, 163.68, 494.14, 95, 292.60, 20),
+    "sysbench-1.0.20-oltp-rw-pgsql-high-errors.txt": (
+        "1.0.20", 40, 8359, 139.06, 176848, 2942.02, 546, 0, 60.1092, 8359,
+        2.77, 287.34, 10163.18, 95, 1903.57, 12),
+    "sysbench-1.0.20-oltp-rw-pgsql-ri30-errors.txt": (
+        "1.0.20", 8, 41545, 69.19, 831008, 1383.97, 6, 0, 600.4503, 41545,
+        4.07, 115.62, 10238.76, 95, 657.93, 20),
+    "sysbench-1.1.0-oltp-rw-pgsql.txt": (
+        "1.1.0", 24, 3640, 362.47, 58240, 5799.57, 0, 0, 10.0421, 3640,
+        14.32, 66.15, 289.20, 95, 144.97, 0),
+    "sysbench-1.1.0-oltp-rw-pgsql-debug-verbosity5.txt": (
+        "1.1.0", 24, 19616, 1959.48, 313856, 31351.75, 0, 0, 10.0108, 19616,
+        3.42, 12.24, 80.33, 95, 68.05, 0),
+}
+
+# Our captures: (transactions, tps, queries, qps, errors, total time, min, avg, max, printed p95, first interval)
+SB_CAPTURED_EXPECTED = {
+    "sysbench-1.0.20-oltp-read-only-mysql-histogram": (
+        4625, 2309.74, 74000, 36955.91, 0, 2.0020, 0.62, 0.86, 3.56, 1.64,
+        dict(second=1.0, threads=2, tps=1661.86, qps=26604.72, reads_per_s=23279.01, writes_per_s=0.0,
+             other_per_s=3325.72, latency_percentile=95.0, latency_pct_ms=1.82, errors_per_s=0.0, reconnects_per_s=0.0)),
+    "sysbench-1.0.20-oltp-read-only-pgsql-histogram": (
+        7315, 3646.57, 117040, 58345.09, 0, 2.0057, 0.49, 0.55, 4.45, 0.67,
+        dict(second=1.0, tps=3626.15, qps=58042.43, latency_pct_ms=0.68)),
+    "sysbench-1.0.20-oltp-read-write-mysql-histogram": (
+        1475, 736.56, 29500, 14731.13, 0, 2.0022, 1.12, 2.71, 10.33, 3.82,
+        dict(second=1.0, tps=795.43, qps=15922.49, reads_per_s=11148.94, writes_per_s=3181.70, other_per_s=1591.85)),
+    "sysbench-1.0.20-oltp-read-write-pgsql-histogram": (
+        2178, 1085.63, 43650, 21757.42, 5, 2.0059, 0.89, 1.84, 5.43, 2.18,
+        dict(second=1.0, tps=1150.08, errors_per_s=2.0)),
+    "sysbench-1.0.20-oltp-write-only-mysql-histogram": (
+        5442, 2717.46, 32662, 16309.72, 4, 2.0023, 0.38, 0.73, 3.96, 1.03,
+        dict(second=1.0, tps=2746.98, errors_per_s=3.0)),
+    "sysbench-1.0.20-oltp-write-only-pgsql-histogram": (
+        2943, 1468.21, 17752, 8856.14, 24, 2.0041, 0.30, 1.36, 1002.26, 0.99,
+        dict(second=1.0, tps=1826.46, errors_per_s=15.99)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SB_CORPUS_EXPECTED))
+def test_sysbench_corpus(name):
+    (version, threads, tx, tps, queries, qps, errors, reconnects, total_time, events,
+     lmin, lavg, lmax, pct, pct_value, n_intervals) = SB_CORPUS_EXPECTED[name]
+    r = sysbench.parse((SB_CORPUS / name).read_text())
+    assert (r.version, r.threads, r.transactions, r.queries, r.errors, r.reconnects, r.events) == (
+        version, threads, tx, queries, errors, reconnects, events)
+    assert r.tps == pytest.approx(tps) and r.qps == pytest.approx(qps) and r.total_time_s == pytest.approx(total_time)
+    assert (r.latency_min_ms, r.latency_avg_ms, r.latency_max_ms) == pytest.approx((lmin, lavg, lmax))
+    assert (r.percentile, r.latency_pct_ms) == (pct, pytest.approx(pct_value))
+    assert len(r.samples) == n_intervals
+    m = r.to_measurement()
+    # Without a histogram only the printed percentile is known, in its own slot.
+    slots = {50: m.latency_p50_ms, 95: m.latency_p95_ms, 99: m.latency_p99_ms}
+    for p, value in slots.items():
+        assert value == (pct_value if p == pct else None)
+
+
+def test_sysbench_05_interval_line():
+    r = sysbench.parse((SB_CORPUS / "sysbench-0.5-oltp-ro-mysql-95pct.txt").read_text())
+    s = r.samples[0]
+    assert (s.second, s.threads, s.tps, s.reads_per_s, s.writes_per_s, s.latency_pct_ms, s.latency_percentile,
+            s.errors_per_s, s.reconnects_per_s) == (2.0, 128, 3546.24, 50417.76, 0.0, 120.54, 95.0, 0.0, 0.0)
+    assert s.qps is None and s.other_per_s is None
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/corpus not beside this checkout")
+def test_sysbench_tpcc_outputs_read_too():
+    r = sysbench.parse((SHARED / "sysbench-tpcc" / "sysbench-tpcc-pgsql-summary-only-pg11.txt").read_text())
+    assert (r.transactions, r.tps, r.errors, r.queries) == (14807, 24.68, 51, 422640)
+
+
+@pytest.mark.parametrize("name", sorted(SB_CAPTURED_EXPECTED))
+def test_sysbench_captured_with_histogram(name):
+    tx, tps, queries, qps, errors, total_time, lmin, lavg, lmax, printed_p95, first = SB_CAPTURED_EXPECTED[name]
+    stdout = (SB_CAPTURED / f"{name}.stdout").read_text()
+    r = sysbench.parse(stdout, (SB_CAPTURED / f"{name}.stderr").read_text())
+    assert (r.version, r.threads, r.report_interval_s, r.transactions, r.queries, r.errors, r.reconnects) == (
+        "1.0.20", 2, 1, tx, queries, errors, 0)
+    assert (r.tps, r.qps, r.total_time_s) == pytest.approx((tps, qps, total_time))
+    assert (r.latency_min_ms, r.latency_avg_ms, r.latency_max_ms, r.latency_pct_ms) == pytest.approx(
+        (lmin, lavg, lmax, printed_p95))
+    assert len(r.samples) == 2
+    for key, value in first.items():
+        assert getattr(r.samples[0], key) == value, key
+    # The histogram holds every event of the run ...
+    assert sum(count for _, count in r.histogram) == r.events
+    assert len(r.histogram) == stdout.count(" |")
+    # ... and our p95 from it is the bucket sysbench printed as its percentile. The two
+    # prints round the same bucket value differently (histogram: 3 decimals, summary:
+    # 2), so they agree within 0.005 + 0.0005 (1.025 in one, 1.03 in the other).
+    m = r.to_measurement()
+    assert m.latency_p95_ms == pytest.approx(printed_p95, abs=0.0055)
+    assert m.latency_p50_ms <= m.latency_p95_ms <= m.latency_p99_ms <= lmax + 0.01
+    assert m.latency_p50_ms >= lmin - 0.01
+    assert m.details["histogram_ms"][0] == list(r.histogram[0])
+
+
+def test_histogram_percentile():
+    hist = [(1.0, 10), (2.0, 80), (3.0, 9), (10.0, 1)]
+    assert sysbench.histogram_percentile(hist, 5) == 1.0
+    assert sysbench.histogram_percentile(hist, 10) == 1.0  # reached exactly at the first bucket
+    assert sysbench.histogram_percentile(hist, 50) == 2.0
+    assert sysbench.histogram_percentile(hist, 95) == 3.0
+    assert sysbench.histogram_percentile(hist, 99) == 3.0
+    assert sysbench.histogram_percentile(hist, 99.5) == 10.0
+    assert sysbench.histogram_percentile([], 50) is None
+
+
+SB_GOOD = (SB_CAPTURED / "sysbench-1.0.20-oltp-read-write-mysql-histogram.stdout").read_text()
+
+
+@pytest.mark.parametrize("old, new", [
+    ("transactions:                        1475   (736.56 per sec.)", "transactions:                        lots"),
+    ("    total time:                          2.0022s", "    total time:                          two seconds"),
+    ("         95th percentile:                        3.82", "         95th percentile:                        n/a"),
+    ("[ 1s ] thds: 2 tps: 795.43", "[ 1s ] thds: 2 tps: many"),
+])
+def test_sysbench_unreadable_field_names_the_line(old, new):
+    assert old in SB_GOOD
+    broken = SB_GOOD.replace(old, new)
+    with pytest.raises(ParseError) as info:
+        sysbench.parse(broken)
+    assert info.value.line == new.split("\n")[0] or new.strip() in info.value.line
+
+
+def test_sysbench_unreadable_histogram_row():
+    row = next(l for l in SB_GOOD.splitlines() if " |" in l)
+    with pytest.raises(ParseError, match="histogram"):
+        sysbench.parse(SB_GOOD.replace(row, row.replace("|", "!")))
+
+
+def test_sysbench_without_summary_is_an_error():
+    with pytest.raises(ParseError, match="transactions"):
+        sysbench.parse(SB_GOOD.split("SQL statistics:")[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
+def test_random_text_only_ever_raises_parse_error(text):
+    for parse in (sysbench.parse, mysqlslap.parse):
+        try:
+            parse(text)
+        except ParseError:
+            pass
+        try:
+            parse(SB_GOOD[: len(text) * 7 % len(SB_GOOD)] + text)
+        except ParseError:
+            pass
+
+
+# ------------------------------------------------------------------ mysqlslap
+
+SLAP_EXPECTED = {
+    # file: [(avg, min, max, clients, queries per client, engine)]
+    "mysqlslap-5.6-engine-innodb-read-tabs-as-spaces.txt": [(8.755, 8.755, 8.755, 50, 60, "innodb")],
+    "mysqlslap-5.6-engine-innodb-write-blankline.txt": [(0.414, 0.414, 0.414, 50, 60, "innodb")],
+    "mysqlslap-5.7plus-warning-prefix-tabs.txt": [(401.446, 401.446, 401.446, 100, 100000, None)],
+}
+SLAP_CAPTURED_EXPECTED = {
+    "mysqlslap-10.11.19-MariaDB-c2-i2": None,  # read below from the file's own numbers
+    "mysqlslap-10.11.19-MariaDB-concurrency-list": [
+        (0.573, 0.557, 0.589, 1, 2000, None), (0.418, 0.405, 0.432, 2, 1000, None), (0.299, 0.292, 0.306, 4, 500, None),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SLAP_EXPECTED))
+def test_mysqlslap_corpus(name):
+    blocks = mysqlslap.parse((SLAP_CORPUS / name).read_text())
+    assert [(b.avg_s, b.min_s, b.max_s, b.clients, b.queries_per_client, b.engine) for b in blocks] == SLAP_EXPECTED[name]
+
+
+def test_mysqlslap_captured_concurrency_list():
+    name = "mysqlslap-10.11.19-MariaDB-concurrency-list"
+    blocks = mysqlslap.parse((SLAP_CAPTURED / f"{name}.stdout").read_text())
+    assert [(b.avg_s, b.min_s, b.max_s, b.clients, b.queries_per_client, b.engine) for b in blocks] == \
+        SLAP_CAPTURED_EXPECTED[name]
+    spec = PointSpec(engine="mysql", workload="mysqlslap", threads=2, clients=2, duration_s=1,
+                     params=(("iterations", 1), ("queries", 2000)))
+    m, samples = mysqlslap.read((SLAP_CAPTURED / f"{name}.stdout").read_text(), "", spec)
+    assert (m.run_avg_s, m.run_min_s, m.run_max_s, m.queries) == (0.418, 0.405, 0.432, 2000)
+    assert m.qps == pytest.approx(2000 / 0.418) and m.tps is None and samples == ()
+
+
+def test_mysqlslap_captured_single_block():
+    text = (SLAP_CAPTURED / "mysqlslap-10.11.19-MariaDB-c2-i2.stdout").read_text()
+    (block,) = mysqlslap.parse(text)
+    assert (block.clients, block.queries_per_client) == (2, 1000)
+    assert f"Average number of seconds to run all queries: {block.avg_s:.3f} seconds" in text
+    assert block.min_s <= block.avg_s <= block.max_s
+
+
+def test_mysqlslap_errors():
+    good = (SLAP_CORPUS / "mysqlslap-5.7plus-warning-prefix-tabs.txt").read_text()
+    with pytest.raises(ParseError, match="no 'Benchmark' block"):
+        mysqlslap.parse("mysqlslap: Error when connecting to server: 1045 Access denied\n")
+    with pytest.raises(ParseError) as info:
+        mysqlslap.parse(good.replace("401.446 seconds\n\tMin", "fast\n\tMin"))
+    assert info.value.lineno == 3
+    with pytest.raises(ParseError, match="without queries_per_client"):
+        mysqlslap.parse("\n".join(l for l in good.splitlines() if "per client" not in l))
+    zero = good.replace("401.446", "0.000")
+    assert mysqlslap.parse(zero)[0].qps is None  # no rate invented from a 0.000 s run
+
+
+def test_every_corpus_file_is_covered():
+    assert {p.name for p in SB_CORPUS.glob("*.txt")} == set(SB_CORPUS_EXPECTED)
+    assert {p.name for p in SLAP_CORPUS.glob("*.txt")} == set(SLAP_EXPECTED)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/corpus not beside this checkout")
+def test_fixtures_are_the_shared_corpus_byte_for_byte():
+    for tool, folder in (("sysbench", SB_CORPUS), ("mysqlslap", SLAP_CORPUS)):
+        for shared in (SHARED / tool).glob("*.txt"):
+            assert (folder / shared.name).read_bytes() == shared.read_bytes(), shared.name
+
+
+# ------------------------------------------------------------------ command lines
+
+MY = Connection(engine="mysql", host="127.0.0.1", port=3306, user="bench", dbname="db", url="mysql://bench@127.0.0.1:3306/db",
+                sysbench_config="/private/sb.cnf", mysql_defaults_file="/private/client.cnf")
+PGC = Connection(engine="postgres", host="10.0.0.5", port=5433, user="bench", dbname="db", url="postgresql://bench@10.0.0.5:5433/db")
+SPEC = PointSpec(engine="mysql", workload="sysbench-read-only", threads=8, clients=8, duration_s=30,
+                 params=(("iterations", 3), ("queries", 5000), ("table_size", 1000), ("tables", 4)))
+
+
+def test_sysbench_command_lines_keep_the_password_off_the_command_line():
+    argv = sysbench.point_argv("sysbench", MY, SPEC, ["oltp_read_only"])
+    assert argv == [
+        "sysbench", "oltp_read_only", "--config-file=/private/sb.cnf", "--db-driver=mysql",
+        "--mysql-host=127.0.0.1", "--mysql-port=3306", "--mysql-user=bench", "--mysql-db=db",
+        "--tables=4", "--table-size=1000", "--threads=8", "--time=30", "--report-interval=1",
+        "--histogram=on", "--percentile=95", "run",
+    ]
+    pg = sysbench.prepare_argv("sysbench", PGC, SPEC)
+    assert pg[:3] == ["sysbench", "oltp_read_write", "--db-driver=pgsql"] and pg[-1] == "prepare"
+    assert "--pgsql-port=5433" in pg and "--threads=4" in pg
+    assert sysbench.cleanup_argv("sysbench", PGC, SPEC)[-1] == "cleanup"
+
+
+def test_mysqlslap_command_line():
+    argv = mysqlslap.point_argv("mysqlslap", MY, SPEC, [])
+    assert argv[:2] == ["mysqlslap", "--defaults-extra-file=/private/client.cnf"]  # must come first
+    assert {"--concurrency=8", "--iterations=3", "--number-of-queries=5000", "--auto-generate-sql",
+            "--host=127.0.0.1", "--port=3306", "--user=bench"} <= set(argv)
+    assert mysqlslap.prepare_argv("mysqlslap", MY, SPEC) is None
