@@ -172,3 +172,15 @@ def test_ctrl_c_removes_the_mysql_instance(public_tmp, tmp_path):
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
     db, points = _points(store)
     assert [p["status"] for p in points] == ["ok"]
+
+
+def test_throwaway_root_cannot_log_in_without_a_password(mysql_server):
+    target, _ = mysql_server
+    sock_dir = Path(target.data_dir).parent / "socket"
+    with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+        pymysql.connect(host="127.0.0.1", port=target.conn.port, user="root", password="", connect_timeout=5)
+    with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+        pymysql.connect(unix_socket=str(sock_dir / "mysqld.sock"), user="root", password="", connect_timeout=5)
+    assert oct(sock_dir.stat().st_mode & 0o777) == "0o700"
+    for option_file in (target.conn.sysbench_config, target.conn.mysql_defaults_file):
+        assert oct(Path(option_file).stat().st_mode & 0o777) == "0o600"

@@ -20,6 +20,9 @@ pytestmark = pytest.mark.e2e
 REQUIRED_JSON_KEYS = {
     "run_id", "label", "host", "engine", "workload", "threads", "clients", "duration_s", "status", "error",
     "tps", "latency_avg_ms", "latency_stddev_ms", "transactions", "failed_transactions",
+    # added with MySQL / sysbench / mysqlslap:
+    "qps", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "errors", "reconnects",
+    "run_avg_s", "run_min_s", "run_max_s", "params",
 }
 
 

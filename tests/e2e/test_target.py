@@ -63,3 +63,17 @@ def test_refused_password_exit_3_and_never_shown(server, public_tmp, tmp_path):
     assert "password authentication failed" in done.stderr and "PGPASSWORD" in done.stderr
     assert wrong not in done.stdout + done.stderr
     assert not store.exists() or wrong.encode() not in store.read_bytes()
+
+
+def test_throwaway_postgres_requires_its_password(server, monkeypatch, tmp_path):
+    import psycopg
+
+    target, password = server
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+    for user in ("dbarena", "postgres"):
+        url = target.url.replace("dbarena@", f"{user}@", 1)
+        with pytest.raises(psycopg.OperationalError, match="password|does not exist"):
+            psycopg.connect(url, connect_timeout=5)
+    with psycopg.connect(target.url, password=password, connect_timeout=5) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)

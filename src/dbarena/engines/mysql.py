@@ -4,7 +4,7 @@ existing server (self-managed or a managed service).
 The throwaway server (MariaDB: mariadb-install-db + mariadbd; MySQL: mysqld
 --initialize-insecure) lives in a fresh temporary directory, listens on 127.0.0.1
 and a private socket only, and is always stopped and removed (unless --keep).
-Its root account is reachable only through that private socket; benchmark tools
+Once set up, its root account is locked away (see _lock_root); benchmark tools
 connect over TCP as user `dbarena`, whose random password lives in private option
 files (sysbench --config-file, mysqlslap --defaults-extra-file), never on a
 command line.
@@ -288,6 +288,7 @@ def throwaway(
                 cur.execute("CREATE USER 'dbarena'@'127.0.0.1' IDENTIFIED BY %s", (password,))
                 cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'dbarena'@'127.0.0.1'")
                 cur.execute("CREATE DATABASE dbarena")
+                _lock_root(cur)
         sb, my = _client_files(client_dir, password)
         conn = Connection(engine=ENGINE, host="127.0.0.1", port=port, user="dbarena", dbname="dbarena",
                           url=f"mysql://dbarena@127.0.0.1:{port}/dbarena",
@@ -306,6 +307,18 @@ def throwaway(
                     # SIGTERM is mysqld's normal shutdown.
                     instance.stop_server(proc, first_signal=signal.SIGTERM, grace_s=120)
                 shutil.rmtree(top, ignore_errors=True)
+
+
+def _lock_root(cur) -> None:
+    """mariadb-install-db creates root at localhost, 127.0.0.1, ::1 and the host name,
+    all without a password: anyone on the machine could log in over TCP. Drop all but
+    root@localhost and give that one a random password nobody keeps; dbarena's own
+    user has every privilege the tools need."""
+    cur.execute("SELECT host FROM mysql.user WHERE user = 'root'")
+    for (host,) in cur.fetchall():
+        if host != "localhost":
+            cur.execute("DROP USER 'root'@%s", (host,))
+    cur.execute("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (secrets.token_urlsafe(24),))
 
 
 def _wait_ready(proc, socket_path: Path, timeout_s: float, log_path: Path) -> str | None:
