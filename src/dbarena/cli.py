@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -169,14 +170,14 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
     with Store(store_path) as db:
         for engine in engine_names:
             points = plans[engine]
-            module = engines.get(engine)
+            bindir = pg_bindir if engine == "postgres" else None
             if engine in target_of:
-                opened = module.external(target_of[engine], bindir=pg_bindir if engine == "postgres" else None)
+                opened = engines.get(engine).external(target_of[engine], bindir=bindir)
             else:
-                max_clients = max(p.clients for p in points)
-                settings = {"max_connections": str(max(151, max_clients + 10)), **settings_of[engine]}
-                opened = module.throwaway(settings=settings, bindir=pg_bindir if engine == "postgres" else None,
-                                          keep=keep)
+                # Room for every client of the widest point, plus a few for dbarena itself.
+                max_connections = max(151, max(p.clients for p in points) + 10)
+                opened = engines.get(engine).throwaway(
+                    settings={"max_connections": str(max_connections), **settings_of[engine]}, bindir=bindir, keep=keep)
             run_id = None
             try:
                 with opened as tgt:
@@ -244,7 +245,7 @@ def _raise_on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> None:
-    if threading_is_main():
+    if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         status = cli.main(args=argv, prog_name="dbarena", standalone_mode=False)
@@ -257,12 +258,6 @@ def main(argv: list[str] | None = None) -> None:
     except Interrupted:
         sys.exit(ExitStatus.TERMINATED)
     sys.exit(status if isinstance(status, int) else 0)
-
-
-def threading_is_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _fail(message: str, status: int) -> None:

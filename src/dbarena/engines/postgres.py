@@ -136,6 +136,7 @@ class PgTarget:
     process: object | None = field(default=None, repr=False)
     bindir: Path | None = None
     engine: str = ENGINE
+    _tools: dict = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -151,7 +152,10 @@ class PgTarget:
         return env
 
     def tool(self, name: str) -> Path:
-        return client_tool(name, self.bindir)
+        # Found once per target: discovery runs `--version` on every candidate.
+        if name not in self._tools:
+            self._tools[name] = client_tool(name, self.bindir)
+        return self._tools[name]
 
     def problem(self) -> str | None:
         """Why the server is gone, if it is our instance and it died."""
