@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, engines, hostinfo, plan, runner, workloads
+from dbarena import __version__, analysis, engines, hostinfo, plan, runner, workloads
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.execute import version_line
 from dbarena.model import RunInfo
@@ -110,6 +110,8 @@ def _engine_list(ctx, param, value):
               help="mysqlslap --iterations.")
 @click.option("--number-of-queries", type=click.IntRange(min=1), default=100000, show_default=True,
               help="mysqlslap --number-of-queries (in total over all clients).")
+@click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run every point this many times, interleaved across points (not back to back).")
 @click.option("--no-init", is_flag=True,
               help="Reuse the datasets already in the target instead of preparing them.")
 @click.option("--pg-setting", "pg_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
@@ -123,7 +125,7 @@ def _engine_list(ctx, param, value):
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
 def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
-        iterations, number_of_queries, no_init, pg_settings, mysql_settings, pg_bindir, label, store, keep,
+        iterations, number_of_queries, repeats, no_init, pg_settings, mysql_settings, pg_bindir, label, store, keep,
         fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
@@ -154,12 +156,14 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
     for engine in engine_names:
         chosen = workloads.resolve(workload_names or workloads.default_names(engine), engine)
         plans[engine] = plan.build(engine=engine, workloads=chosen, levels=levels,
-                                   clients_per_thread=clients_per_thread, duration_s=duration, params=params)
+                                   clients_per_thread=clients_per_thread, duration_s=duration, params=params,
+                                   repeats=repeats)
     facts = hostinfo.host_facts()
     label = label or facts["hostname"]
     options = {
         "engines": engine_names, "targets": target_of, "workloads": workload_names, "threads": levels,
-        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "init": not no_init,
+        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "repeats": repeats,
+        "init": not no_init,
         "pg_settings": pg_settings, "mysql_settings": mysql_settings, "fail_fast": fail_fast,
     }
     out = terminal.console()
@@ -184,13 +188,16 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                     err.print(f"[dim]target: {escape(tgt.description)}[/]")
                     names = list(dict.fromkeys(p.workload for p in points))
                     err.print(f"[dim]{len(points)} points: {', '.join(names)} at threads "
-                              f"{', '.join(map(str, levels))}, {duration} s each[/]")
+                              f"{', '.join(map(str, levels))}, {duration} s each"
+                              f"{f', {repeats} repeats interleaved' if repeats > 1 else ''}[/]")
                     tools = {workloads.WORKLOADS[n].tool.TOOL for n in names}
                     tool_versions = {t: version_line(tgt.tool(t)) for t in sorted(tools)}
+                    tool_versions.update(engines.get(engine).client_libraries())
                     run_id = db.begin_run(RunInfo(
                         label=label, host=facts["hostname"], engine=engine, target=tgt.url,
                         started_at=now_utc(), server_version=tgt.server_version,
                         tool_versions=tool_versions, options=options, host_facts=facts,
+                        target_facts=tgt.facts(),
                     ))
                     run_ids.append(run_id)
                     with terminal.TerminalReporter(err, points) as reporter:
@@ -211,8 +218,13 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                 raise
             if fail_fast and any(not r.ok for r in results):
                 break
-        rows = [row for r in run_ids for row in db.points(run_id=r)]
+        rows = [row for r in run_ids for row in analysis.load(db, run_id=r)]
         out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, run_ids))}"))
+        if repeats > 1:
+            groups = analysis.summaries(rows)
+            out.print(terminal.summary_table(groups))
+            for line in terminal.warning_lines(groups):
+                out.print(line)
     failed = sum(not r.ok for r in results)
     out.print(f"Results stored in {store_path} (run {', '.join(map(str, run_ids))}); show them with: "
               f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
@@ -225,19 +237,70 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
 @store_option
 @click.option("--run", "run_id", type=int, help="Only this run's points.")
 @click.option("--label", "labels", multiple=True, help="Only points with this label (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of points instead of a table.")
-def results(store, run_id, labels, as_json):
-    """List stored points."""
-    if not store.exists():
-        raise UsageError(f"no results store at {store} (run `dbarena run` first, or pass --store)")
-    with Store(store) as db:
-        rows = db.points(run_id=run_id, labels=tuple(labels))
+@click.option("--summary", is_flag=True,
+              help="One line per label, engine, workload and threads over its repeats: median, mean, stdev, "
+                   "95 % interval, coefficient of variation and warnings.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def results(store, run_id, labels, summary, as_json):
+    """List stored points (or their summaries), with steady-state figures and warnings."""
+    with _open_store(store) as db:
+        rows = analysis.load(db, run_id=run_id, labels=tuple(labels))
+    if summary:
+        rows = analysis.summaries(rows)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
     elif not rows:
         click.echo("no points stored yet", err=True)
+    elif summary:
+        out = terminal.console()
+        out.print(terminal.summary_table(rows))
+        for line in terminal.warning_lines(rows):
+            out.print(line)
     else:
         terminal.console().print(terminal.points_table(rows))
+
+
+@cli.command()
+@store_option
+@click.argument("a")
+@click.argument("b")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def compare(store, a, b, as_json):
+    """Compare label B against label A at every point both measured.
+
+    The ratio is B / A of the steady-state throughput, with a 95 % interval and a
+    verdict from Welch's t-test; "not significant" means the data cannot tell them apart.
+    """
+    with _open_store(store) as db:
+        rows = analysis.load(db, labels=(a, b))
+    found = {r["label"] for r in rows}
+    for label in (a, b):
+        if label not in found:
+            raise UsageError(f"no points labelled {label!r} in {store} (see `dbarena results`)")
+    comparisons = analysis.compare_labels(rows, a, b)
+    if not comparisons:
+        raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
+    if as_json:
+        click.echo(json.dumps(comparisons, indent=2))
+    else:
+        terminal.console().print(terminal.comparison_table(comparisons))
+
+
+@cli.command("hostinfo")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def hostinfo_command(as_json):
+    """Print what dbarena records about this machine (CPU, cores vs threads, memory ...)."""
+    facts = hostinfo.host_facts()
+    if as_json:
+        click.echo(json.dumps(facts, indent=2, sort_keys=True))
+    else:
+        terminal.console().print(terminal.facts_table(facts))
+
+
+def _open_store(path: Path) -> Store:
+    if not path.exists():
+        raise UsageError(f"no results store at {path} (run `dbarena run` first, or pass --store)")
+    return Store(path)
 
 
 def _raise_on_sigterm(signum, frame):

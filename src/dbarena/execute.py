@@ -60,6 +60,7 @@ def run(
     cwd: str | Path | None = None,
     on_stdout_line: LineCallback | None = None,
     on_stderr_line: LineCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Completed:
     """Run argv to completion and capture both streams.
 
@@ -80,6 +81,8 @@ def run(
         )
     except FileNotFoundError as exc:
         raise ToolMissing(f"{argv[0]} not found") from exc
+    if on_start is not None:
+        on_start(proc.pid)  # e.g. to sample the child's CPU use
     out: list[str] = []
     err: list[str] = []
     pumps = [

@@ -90,6 +90,7 @@ class PointSpec:
     clients: int
     duration_s: int
     params: tuple[tuple[str, int], ...] = ()
+    repeat: int = 0  # 0-based; repeats are interleaved across points (--repeat)
 
     def param(self, name: str) -> int:
         for key, value in self.params:
@@ -128,6 +129,7 @@ class PointResult:
     measurement: Measurement | None = None
     samples: tuple[Sample, ...] = ()
     error: str | None = None
+    system: tuple = ()  # sysmetrics.SystemSample, one per second
 
     @property
     def ok(self) -> bool:
@@ -147,3 +149,4 @@ class RunInfo:
     tool_versions: dict
     options: dict
     host_facts: dict
+    target_facts: dict = field(default_factory=dict)

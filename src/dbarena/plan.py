@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
 from dbarena.errors import UsageError
@@ -42,8 +43,12 @@ def build(
     clients_per_thread: int,
     duration_s: int,
     params: dict[str, int],
+    repeats: int = 1,
 ) -> list[PointSpec]:
-    """Every workload at every level, workload by workload, levels ascending.
+    """Every workload at every level, workload by workload, levels ascending; with
+    repeats, the whole list again for each repeat, so that repeats of a point are
+    interleaved with the other points rather than run back to back (drift over time
+    then spreads over all points instead of masquerading as a difference).
 
     pgbench gets `clients_per_thread` clients per thread (-j T -c C); sysbench and
     mysqlslap run one client per thread. Each point carries the parameters its
@@ -57,4 +62,4 @@ def build(
             clients = t * clients_per_thread if w.multiplies_clients else t
             points.append(PointSpec(engine=engine, workload=w.name, threads=t, clients=clients,
                                     duration_s=duration_s, params=own))
-    return points
+    return [replace(p, repeat=r) for r in range(repeats) for p in points]

@@ -14,6 +14,7 @@ from dbarena import execute
 from dbarena.errors import EnvironmentProblem, ParseError
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.store import Store, now_utc
+from dbarena.sysmetrics import Sampler
 from dbarena.workloads import WORKLOADS
 
 
@@ -102,13 +103,18 @@ def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
             reporter.sample(spec, sample)
 
     started = now_utc()
-    # pgbench reports progress on stderr, sysbench on stdout.
-    done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s),
-                       on_stdout_line=on_line, on_stderr_line=on_line)
+    sampler = Sampler(server_pid=target.server_pid()).start()
+    try:
+        # pgbench reports progress on stderr, sysbench on stdout.
+        done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s),
+                           on_stdout_line=on_line, on_stderr_line=on_line,
+                           on_start=lambda pid: setattr(sampler, "loadgen_pid", pid))
+    finally:
+        system = sampler.stop()
     ended = now_utc()
     common = dict(
         spec=spec, started_at=started, ended_at=ended, command=done.argv,
-        exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr,
+        exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system,
     )
     if done.returncode != 0:
         return PointResult(status="failed", error=_failure_reason(done, target.problem()),
@@ -153,6 +159,10 @@ def run_sweep(
     except Exception:
         _cleanup_all(target, prepared, reporter)
         raise
+    if prepared:
+        # Measured before cleanup drops the tables on an external target.
+        datasets = {tool: dict(spec.params) for tool, spec in prepared.items()}
+        store.update_target_facts(run_id, {"datasets": datasets, **target.dataset_facts()})
     _cleanup_all(target, prepared, reporter)
     return results
 

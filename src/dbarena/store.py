@@ -102,6 +102,27 @@ MIGRATIONS: list[str] = [
     ALTER TABLE samples ADD COLUMN errors_per_s REAL;
     ALTER TABLE samples ADD COLUMN reconnects_per_s REAL;
     """,
+    # 3: repeats, target provenance, per-second system metrics.
+    """
+    ALTER TABLE points ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN target_facts TEXT NOT NULL DEFAULT '{}';  -- JSON: settings, checksums, dataset
+    CREATE TABLE system_samples (
+        point_id                INTEGER NOT NULL REFERENCES points(id),
+        second                  REAL NOT NULL,
+        cpu_user_pct            REAL,
+        cpu_system_pct          REAL,
+        cpu_iowait_pct          REAL,
+        cpu_steal_pct           REAL,
+        cpu_idle_pct            REAL,
+        context_switches_per_s  REAL,
+        disk_read_bytes_per_s   REAL,
+        disk_write_bytes_per_s  REAL,
+        memory_used_bytes       INTEGER,
+        server_cpu              REAL,   -- cores used by the database server's processes
+        loadgen_cpu             REAL    -- cores used by the load generator
+    );
+    CREATE INDEX system_samples_point ON system_samples(point_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -111,6 +132,11 @@ _MEASUREMENT_COLUMNS = (
     "errors", "reconnects", "latency_avg_ms", "latency_stddev_ms", "latency_min_ms", "latency_max_ms",
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
     "run_avg_s", "run_min_s", "run_max_s",
+)
+SYSTEM_COLUMNS = (
+    "second", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct",
+    "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "memory_used_bytes",
+    "server_cpu", "loadgen_cpu",
 )
 _SAMPLE_COLUMNS = (
     "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
@@ -177,14 +203,23 @@ class Store:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
-                " host_facts, dbarena_version, started_at, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
+                " host_facts, target_facts, dbarena_version, started_at, status)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?, 'running')",
                 (
                     run.label, run.host, run.engine, run.target, run.server_version,
                     json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
-                    json.dumps(run.host_facts, sort_keys=True), __version__, _utc(run.started_at),
+                    json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
+                    __version__, _utc(run.started_at),
                 ),
             )
         return cur.lastrowid
+
+    def update_target_facts(self, run_id: int, facts: dict) -> None:
+        """Merge facts learned during the run (dataset size after preparation)."""
+        current = json.loads(self.db.execute("SELECT target_facts FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+        with self.db:
+            self.db.execute("UPDATE runs SET target_facts = ? WHERE id = ?",
+                            (json.dumps({**current, **facts}, sort_keys=True), run_id))
 
     def finish_run(self, run_id: int, status: str) -> None:
         with self.db:
@@ -198,12 +233,12 @@ class Store:
         with self.db:
             params = dict(spec.params)
             cur = self.db.execute(
-                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, params, status,"
-                " error, started_at, ended_at, command, exit_code, details, stdout, stderr, "
+                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
+                " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, "
                 + ", ".join(_MEASUREMENT_COLUMNS)
-                + ") VALUES (" + ", ".join("?" * (17 + len(_MEASUREMENT_COLUMNS))) + ")",
+                + ") VALUES (" + ", ".join("?" * (18 + len(_MEASUREMENT_COLUMNS))) + ")",
                 (
-                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s,
+                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.repeat,
                     params.get("scale"), json.dumps(params, sort_keys=True),
                     result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
                     json.dumps(list(result.command)), result.exit_code,
@@ -216,6 +251,11 @@ class Store:
             self.db.executemany(
                 f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
                 [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
+            )
+            self.db.executemany(
+                f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
+                f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
+                [(point_id, *(asdict(s)[c] for c in SYSTEM_COLUMNS)) for s in result.system],
             )
         return point_id
 
@@ -232,7 +272,8 @@ class Store:
             args.extend(labels)
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
-            " p.threads, p.clients, p.duration_s, p.scale, p.params, p.status, p.error, p.started_at, p.ended_at, "
+            " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
+            " p.ended_at, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
             " FROM points p JOIN runs r ON r.id = p.run_id"
@@ -252,13 +293,23 @@ class Store:
         )
         return [dict(zip(_SAMPLE_COLUMNS, row)) for row in cur.fetchall()]
 
+    def system_samples(self, point_id: int) -> list[dict]:
+        cur = self.db.execute(
+            f"SELECT {', '.join(SYSTEM_COLUMNS)} FROM system_samples WHERE point_id = ? ORDER BY second", (point_id,)
+        )
+        return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
+
+    def runs(self) -> list[dict]:
+        ids = [i for (i,) in self.db.execute("SELECT id FROM runs ORDER BY id")]
+        return [self.run(i) for i in ids]
+
     def run(self, run_id: int) -> dict | None:
         cur = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
         row = cur.fetchone()
         if row is None:
             return None
         record = dict(zip([d[0] for d in cur.description], row))
-        for key in ("tool_versions", "options", "host_facts"):
+        for key in ("tool_versions", "options", "host_facts", "target_facts"):
             record[key] = json.loads(record[key])
         return record
 

@@ -94,6 +94,7 @@ class MyTarget:
     log_path: Path | None = None
     process: object | None = field(default=None, repr=False)
     engine: str = ENGINE
+    password: str | None = field(default=None, repr=False)  # in memory only, for provenance queries
 
     @property
     def url(self) -> str:
@@ -113,6 +114,43 @@ class MyTarget:
             return None
         return f"MySQL server exited with status {proc.returncode}: {_log_reason(self.log_path)}"
 
+    def server_pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def connect(self):
+        return pymysql.connect(host=self.conn.host, port=self.conn.port, user=self.conn.user,
+                               password=self.password or "", database=self.conn.dbname, connect_timeout=10)
+
+    def _query(self, read) -> dict:
+        # Provenance is worth having but never worth a failed benchmark.
+        try:
+            with contextlib.closing(self.connect()) as db, db.cursor() as cur:
+                return read(cur)
+        except pymysql.MySQLError as exc:
+            return {"facts_error": _one_line(exc)}
+
+    def facts(self) -> dict:
+        """Version and the server variables that decide OLTP throughput."""
+        def read(cur) -> dict:
+            cur.execute("SELECT VERSION(), @@version_comment")
+            version, comment = cur.fetchone()
+            placeholders = ", ".join(["%s"] * len(KEY_VARIABLES))
+            cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", KEY_VARIABLES)
+            variables = dict(cur.fetchall())
+            return {
+                "version_string": f"{version} ({comment})",
+                "key_variables": variables,
+                "data_checksums": variables.get("innodb_checksum_algorithm"),
+            }
+        return self._query(read)
+
+    def dataset_facts(self) -> dict:
+        def read(cur) -> dict:
+            cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables"
+                        " WHERE table_schema = DATABASE()")
+            return {"database_bytes": int(cur.fetchone()[0])}
+        return self._query(read)
+
     def keep_note(self) -> str:
         return (
             f"kept the throwaway MySQL server: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
@@ -120,6 +158,19 @@ class MyTarget:
             f"-P {self.conn.port} -u {self.conn.user} {self.conn.dbname}; "
             f"remove with: kill {self.process.pid} && rm -rf {self.data_dir.parent}"
         )
+
+
+# The variables the published MySQL studies tuned or argued about.
+KEY_VARIABLES = (
+    "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "sync_binlog", "innodb_flush_method",
+    "innodb_log_file_size", "innodb_redo_log_capacity", "innodb_io_capacity", "innodb_doublewrite",
+    "innodb_checksum_algorithm", "innodb_file_per_table", "max_connections", "log_bin", "binlog_format",
+    "transaction_isolation", "tx_isolation", "thread_handling", "table_open_cache", "performance_schema",
+)
+
+
+def client_libraries() -> dict:
+    return {"pymysql": pymysql.__version__}
 
 
 def _log_reason(log_path: Path | None) -> str:
@@ -205,7 +256,8 @@ def external(url: str, bindir: Path | None = None) -> Iterator[MyTarget]:
         conn = Connection(engine=ENGINE, host=conn_kw["host"], port=conn_kw["port"], user=conn_kw["user"],
                           dbname=conn_kw["database"], url=url,
                           sysbench_config=str(sb) if sb else None, mysql_defaults_file=str(my) if my else None)
-        yield MyTarget(conn=conn, description=url, server_version=version, throwaway=False, secrets_dir=secrets_dir)
+        yield MyTarget(conn=conn, description=url, server_version=version, throwaway=False, secrets_dir=secrets_dir,
+                       password=password)
     finally:
         shutil.rmtree(secrets_dir, ignore_errors=True)
 
@@ -296,7 +348,7 @@ def throwaway(
         flavour = "MariaDB" if binaries.mariadb else "MySQL"
         target = MyTarget(conn=conn, description=f"throwaway {flavour} {version} at 127.0.0.1:{port}",
                           server_version=version, throwaway=True, secrets_dir=client_dir, data_dir=data,
-                          log_path=log_path, process=proc)
+                          log_path=log_path, process=proc, password=password)
         yield target
     finally:
         if keep and target is not None and proc is not None and proc.poll() is None:

@@ -164,12 +164,59 @@ class PgTarget:
             return None
         return f"PostgreSQL server exited with status {proc.returncode}: {_log_reason(self.log_path)}"
 
+    def server_pid(self) -> int | None:
+        """The postmaster's pid, when the server runs here (our instance)."""
+        return self.process.pid if self.process is not None else None
+
+    def connect(self) -> psycopg.Connection:
+        return _connect(self.url, passfile=self.passfile)
+
+    def facts(self) -> dict:
+        """Provenance of the server: version, settings that differ from the defaults
+        (pg_settings where the source is not 'default'; per-connection sources left
+        out), data checksums."""
+        return _facts_or_error(self._facts)
+
+    def _facts(self) -> dict:
+        with self.connect() as conn:
+            version = conn.execute("SELECT version()").fetchone()[0]
+            rows = conn.execute(
+                "SELECT name, setting, unit, source FROM pg_settings"
+                " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
+            ).fetchall()
+            checksums = conn.execute("SHOW data_checksums").fetchone()[0]
+        return {
+            "version_string": version,
+            "non_default_settings": {name: f"{setting}{unit or ''}" for name, setting, unit, _ in rows},
+            "settings_source": {name: source for name, _, _, source in rows},
+            "data_checksums": checksums,
+        }
+
+    def dataset_facts(self) -> dict:
+        def size() -> dict:
+            with self.connect() as conn:
+                return {"database_bytes": conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]}
+        return _facts_or_error(size)
+
     def keep_note(self) -> str:
         return (
             f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
             f"remove with: kill {self.process.pid} && rm -rf {self.data_dir.parent}"
         )
+
+
+def _facts_or_error(read) -> dict:
+    # Provenance is worth having but never worth a failed benchmark.
+    try:
+        return read()
+    except psycopg.Error as exc:
+        return {"facts_error": _one_line(exc)}
+
+
+def client_libraries() -> dict:
+    version = psycopg.pq.version()
+    return {"libpq": f"{version // 10000}.{version % 10000}", "psycopg": psycopg.__version__}
 
 
 def client_tool(name: str, bindir: Path | None) -> Path:

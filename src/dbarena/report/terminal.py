@@ -91,22 +91,93 @@ class TerminalReporter:
         self.progress.console.print(point_line(result))
 
 
+def _interval(low, high, digits: int = 1) -> str:
+    if low is None or high is None:
+        return "-"
+    return f"{low:,.{digits}f} .. {high:,.{digits}f}"
+
+
+def _warnings(row: dict) -> str:
+    return "; ".join(w["code"] for w in row.get("warnings", [])) or "-"
+
+
 def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
-    """Stored points (Store.points rows) as a table."""
+    """Stored points (analysis.load rows) as a table."""
     table = Table(title=title, title_justify="left")
     for name, justify in (
         ("run", "right"), ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
-        ("clients", "right"), ("tps", "right"), ("qps", "right"), ("lat avg ms", "right"),
-        ("lat p95 ms", "right"), ("lat stddev ms", "right"), ("transactions", "right"),
-        ("failed tx", "right"), ("errors", "right"), ("status", "left"),
+        ("clients", "right"), ("rep", "right"), ("tps", "right"), ("qps", "right"), ("steady tps (95 % CI)", "right"),
+        ("lat avg ms", "right"), ("lat p95 ms", "right"), ("failed tx", "right"), ("errors", "right"),
+        ("warnings", "left"), ("status", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
         status = "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
+        steady = "-"
+        if r.get("steady_tps") is not None:
+            steady = f"{r['steady_tps']:,.1f} ({_interval(r['tps_ci_low'], r['tps_ci_high'])})"
         table.add_row(
             str(r["run_id"]), escape(r["label"]), r["engine"], r["workload"], str(r["threads"]), str(r["clients"]),
-            _fmt(r["tps"]), _fmt(r["qps"]), _fmt(r["latency_avg_ms"], 3), _fmt(r["latency_p95_ms"], 3),
-            _fmt(r["latency_stddev_ms"], 3), _fmt(r["transactions"]), _fmt(r["failed_transactions"]),
-            _fmt(r["errors"]), status,
+            str(r.get("repeat", 0) + 1), _fmt(r["tps"]), _fmt(r["qps"]), steady, _fmt(r["latency_avg_ms"], 3),
+            _fmt(r["latency_p95_ms"], 3), _fmt(r["failed_transactions"]), _fmt(r["errors"]), _warnings(r), status,
         )
+    return table
+
+
+def summary_table(rows: Iterable[dict]) -> Table:
+    """analysis.summaries rows: one per label, engine, workload and threads."""
+    table = Table(title="summary over repeats", title_justify="left")
+    for name, justify in (
+        ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"), ("metric", "left"),
+        ("n", "right"), ("median", "right"), ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
+        ("CV", "right"), ("warnings", "left"),
+    ):
+        table.add_column(name, justify=justify)
+    for r in rows:
+        table.add_row(
+            escape(r["label"]), r["engine"], r["workload"], str(r["threads"]), r["metric"],
+            f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""), _fmt(r["median"], 1),
+            _fmt(r["mean"], 1), _fmt(r["stdev"], 1), _interval(r["ci_low"], r["ci_high"]),
+            f"{r['cv']:.1%}" if r["cv"] is not None else "-", _warnings(r),
+        )
+    return table
+
+
+def warning_lines(rows: Iterable[dict]) -> list[str]:
+    """The advice behind the warning codes of a table, one line each."""
+    lines = []
+    for r in rows:
+        where = f"{r['label']} {r['engine']} {r['workload']} threads={r['threads']}"
+        lines.extend(f"{escape(where)}: [yellow]{w['code']}[/]: {escape(w['message'])}" for w in r["warnings"])
+    return lines
+
+
+def comparison_table(rows: Iterable[dict]) -> Table:
+    rows = list(rows)
+    a, b = rows[0]["a"], rows[0]["b"]
+    table = Table(title=f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)})", title_justify="left")
+    for name, justify in (
+        ("engine", "left"), ("workload", "left"), ("threads", "right"), ("metric", "left"),
+        (escape(a), "right"), (escape(b), "right"), ("ratio", "right"), ("95 % CI", "right"), ("verdict", "left"),
+    ):
+        table.add_column(name, justify=justify)
+    for r in rows:
+        table.add_row(
+            r["engine"], r["workload"], str(r["threads"]), r["metric"],
+            f"{_fmt(r['a_mean'], 1)} (n={r['a_n']})", f"{_fmt(r['b_mean'], 1)} (n={r['b_n']})",
+            f"{r['ratio']:.3f}", _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3),
+            ("[bold]" if r["significant"] else "") + escape(r["verdict"]) + ("[/]" if r["significant"] else ""),
+        )
+    return table
+
+
+def facts_table(facts: dict) -> Table:
+    table = Table(show_header=False)
+    table.add_column("fact")
+    table.add_column("value")
+    for key in sorted(facts):
+        value = facts[key]
+        if key.endswith("_bytes") and isinstance(value, int):
+            value = f"{value / 1024 ** 3:.1f} GiB"
+        table.add_row(key, escape(str(value)))
     return table

@@ -1,0 +1,109 @@
+"""Provenance, system metrics and statistics end to end: `--repeat 2` on a real
+throwaway PostgreSQL, then `results --summary`, `compare` and `hostinfo`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import cli_env, dbarena
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    public = Path(tempfile.mkdtemp(prefix="dbarena-test-", dir="/tmp"))
+    public.chmod(0o755)
+    path = tmp_path_factory.mktemp("prov") / "r.db"
+    for label, threads in (("box-a", "1,2"), ("box-b", "1")):
+        done = dbarena("run", "--workload", "pgbench-select-only", "--threads", threads, "--duration", "10",
+                       "--repeat", "2", "--scale", "1", "--label", label, "--pg-setting", "work_mem=8MB",
+                       "--store", str(path), env=cli_env(public))
+        assert done.returncode == 0, done.stderr
+        if label == "box-a":
+            assert "summary over repeats" in done.stdout
+    shutil.rmtree(public, ignore_errors=True)
+    return path
+
+
+def test_provenance_is_stored(store):
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    run = db.execute("SELECT * FROM runs WHERE label = 'box-a'").fetchone()
+    host = json.loads(run["host_facts"])
+    for key in ("cpu_model", "architecture", "sockets", "physical_cores", "hardware_threads", "threads_per_core",
+                "memory_bytes", "kernel", "distribution"):
+        assert host.get(key) not in (None, ""), key
+    target = json.loads(run["target_facts"])
+    assert target["version_string"].startswith("PostgreSQL ")
+    assert target["non_default_settings"]["work_mem"] == "8192kB"
+    assert "max_connections" in target["non_default_settings"]
+    assert target["data_checksums"] in ("on", "off")
+    assert target["datasets"] == {"pgbench": {"scale": 1}} and target["database_bytes"] > 1_000_000
+    tools = json.loads(run["tool_versions"])
+    assert tools["pgbench"].startswith("pgbench (PostgreSQL)") and tools["libpq"] and tools["psycopg"]
+
+
+def test_repeats_are_interleaved_and_system_metrics_kept(store):
+    db = sqlite3.connect(store)
+    rows = db.execute("SELECT id, threads, repeat FROM points p WHERE run_id = 1 ORDER BY id").fetchall()
+    assert [(t, r) for _, t, r in rows] == [(1, 0), (2, 0), (1, 1), (2, 1)]
+    for point_id, threads, _ in rows:
+        system = db.execute("SELECT second, cpu_user_pct, cpu_idle_pct, server_cpu, loadgen_cpu, "
+                            "context_switches_per_s FROM system_samples WHERE point_id = ?", (point_id,)).fetchall()
+        assert len(system) >= 6
+        for second, user, idle, server, loadgen, ctx in system[1:-1]:
+            assert 0 <= user <= 100 and 0 <= idle <= 100 and ctx > 0
+            assert server > 0.05 and loadgen > 0.01  # both the server and pgbench were busy
+
+
+def test_results_json_carries_steady_state_fields(store):
+    done = dbarena("results", "--store", str(store), "--json", env=cli_env("/tmp"))
+    rows = json.loads(done.stdout)
+    assert len(rows) == 6
+    for r in rows:
+        assert {"tps_ci_low", "tps_ci_high", "cv", "warnings", "steady_start_s", "steady_tps", "repeat"} <= set(r)
+        assert r["tps_ci_low"] <= r["steady_tps"] <= r["tps_ci_high"]
+        assert isinstance(r["warnings"], list)
+
+
+def test_summaries_have_intervals_across_repeats(store):
+    done = dbarena("results", "--store", str(store), "--summary", "--json", env=cli_env("/tmp"))
+    groups = json.loads(done.stdout)
+    assert {(g["label"], g["threads"]) for g in groups} == {("box-a", 1), ("box-a", 2), ("box-b", 1)}
+    for g in groups:
+        assert g["n"] == 2 and g["failed"] == 0
+        assert g["ci_low"] < g["mean"] < g["ci_high"] and g["cv"] >= 0
+        assert min(g["median"], g["mean"]) > 0
+        assert "few-repeats" in {w["code"] for w in g["warnings"]}
+    table = dbarena("results", "--store", str(store), "--summary", env=cli_env("/tmp"))
+    assert "summary over repeats" in table.stdout and "few-repeats:" in table.stdout
+
+
+def test_compare_two_labels(store):
+    done = dbarena("compare", "box-a", "box-b", "--store", str(store), "--json", env=cli_env("/tmp"))
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)  # only threads=1 is common
+    assert (row["workload"], row["threads"], row["a_n"], row["b_n"]) == ("pgbench-select-only", 1, 2, 2)
+    assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"]
+    assert 0 <= row["p_value"] <= 1
+    assert row["verdict"].startswith("not significant") or "significant" in row["verdict"]
+    table = dbarena("compare", "box-a", "box-b", "--store", str(store), env=cli_env("/tmp"))
+    assert "box-b against box-a" in table.stdout
+    missing = dbarena("compare", "box-a", "nope", "--store", str(store), env=cli_env("/tmp"))
+    assert missing.returncode == 2 and "no points labelled 'nope'" in missing.stderr
+
+
+def test_hostinfo_command():
+    done = dbarena("hostinfo", "--json", env=cli_env("/tmp"))
+    facts = json.loads(done.stdout)
+    assert facts["hardware_threads"] >= 1 and facts["physical_cores"] >= 1
+    table = dbarena("hostinfo", env=cli_env("/tmp"))
+    assert "threads_per_core" in table.stdout

@@ -1,0 +1,114 @@
+"""Host provenance readers on lscpu and /proc/cpuinfo captured from x86, ARM (Ampere
+Altra) and POWER9 machines (tests/fixtures/hostinfo/SOURCES.tsv), and the /proc
+parsers of the system-metrics sampler on this machine's own /proc captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbarena import hostinfo, sysmetrics
+
+HOST = Path(__file__).parent.parent / "fixtures" / "hostinfo"
+PROC = Path(__file__).parent.parent / "fixtures" / "proc"
+
+
+@pytest.mark.parametrize("name, want", [
+    ("x86_64-this-vm.lscpu", dict(
+        architecture="x86_64", cpu_vendor="AuthenticAMD", cpu_model="AMD EPYC", hardware_threads=2,
+        threads_per_core=1, cores_per_socket=2, sockets=1, physical_cores=2, numa_nodes=1, hypervisor="KVM",
+        virtualization_type="full", l2_cache="2 MiB (2 instances)", l3_cache="32 MiB (1 instance)")),
+    ("aarch64-ampere-altra-q80.lscpu", dict(
+        architecture="aarch64", cpu_vendor="ARM", cpu_model="Neoverse-N1", hardware_threads=80, threads_per_core=1,
+        cores_per_socket=80, sockets=1, physical_cores=80, numa_nodes=1, max_mhz=3000.0, min_mhz=1000.0,
+        l2_cache="80 MiB")),
+    # Study C's point: 128 hardware threads, but 32 cores x SMT4.
+    ("ppc64le-power9-smt4-2socket.lscpu", dict(
+        architecture="ppc64le", cpu_model="POWER9, altivec supported", hardware_threads=128, threads_per_core=4,
+        cores_per_socket=16, sockets=2, physical_cores=32, numa_nodes=6, numa_nodes_with_cpus=2, max_mhz=3800.0,
+        l3_cache="10240K")),
+    ("ppc64le-power9-powervm-lpar-smt8.lscpu", dict(
+        architecture="ppc64le", hardware_threads=128, threads_per_core=8, sockets=2, physical_cores=16,
+        hypervisor="pHyp", virtualization_type="para")),
+])
+def test_lscpu(name, want):
+    facts = hostinfo.parse_lscpu((HOST / name).read_text())
+    for key, value in want.items():
+        assert facts[key] == value, key
+
+
+@pytest.mark.parametrize("name, want", [
+    ("x86_64-this-vm.cpuinfo", dict(cpu_model="AMD EPYC", cpu_vendor="AuthenticAMD", hardware_threads=2,
+                                    physical_cores=2, sockets=1)),
+    # ARM names no model in /proc/cpuinfo: implementer 0x41 part 0xd0c is a Neoverse-N1.
+    ("aarch64-ampere-altra-grep.cpuinfo", dict(cpu_model="Neoverse-N1", cpu_vendor="ARM")),
+    ("ppc64le-power9-qemu.cpuinfo", dict(cpu_model="POWER9 (architected), altivec supported", hardware_threads=1,
+                                         current_mhz=2200.0, platform="pSeries")),
+])
+def test_cpuinfo(name, want):
+    facts = hostinfo.parse_cpuinfo((HOST / name).read_text())
+    for key, value in want.items():
+        assert facts[key] == value, key
+
+
+def test_unknown_arm_part_is_named_not_invented():
+    facts = hostinfo.parse_cpuinfo("processor\t: 0\nCPU implementer\t: 0x48\nCPU part\t: 0xd01\n")
+    assert facts["cpu_model"] == "HiSilicon part 0xd01"
+
+
+def test_every_fixture_has_a_source():
+    listed = {line.split("\t")[0] for line in (HOST / "SOURCES.tsv").read_text().splitlines()[1:]}
+    assert listed == {p.name for p in HOST.iterdir() if p.name != "SOURCES.tsv"}
+
+
+def test_meminfo_os_release_cloud_container():
+    mem = hostinfo.parse_meminfo("MemTotal:       24684084 kB\nSwapTotal:       2097148 kB\n")
+    assert mem == {"memory_bytes": 24684084 * 1024, "swap_bytes": 2097148 * 1024}
+    assert hostinfo.parse_os_release('NAME="Debian GNU/Linux"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n') == \
+        "Debian GNU/Linux 12 (bookworm)"
+    assert hostinfo.cloud_instance({"sys_vendor": "Amazon EC2", "product_name": "m6gd.8xlarge"}) == {
+        "cloud": "aws", "instance_type": "m6gd.8xlarge"}
+    assert hostinfo.cloud_instance({"sys_vendor": "Google", "product_name": "Google Compute Engine"}) == {"cloud": "gcp"}
+    assert hostinfo.cloud_instance({"sys_vendor": "QEMU", "product_name": "Standard PC"}) == {}
+    assert hostinfo.container_kind("0::/kubepods/besteffort/pod1\n", set()) == "kubernetes"
+    assert hostinfo.container_kind("0::/\n", {"/.dockerenv"}) == "docker"
+    assert hostinfo.container_kind("0::/init.scope\n", set()) is None
+
+
+def test_host_facts_of_this_machine_are_consistent():
+    facts = hostinfo.host_facts()
+    assert facts["hardware_threads"] >= 1 and facts["architecture"]
+    assert facts["physical_cores"] * facts["threads_per_core"] == facts["hardware_threads"]
+    assert facts["memory_bytes"] > 0 and facts["kernel"] and facts["hostname"]
+
+
+# ------------------------------------------------------------------ /proc parsers
+
+def test_proc_stat_and_cpu_split():
+    cpu, ctxt = sysmetrics.parse_proc_stat((PROC / "stat.txt").read_text())
+    assert set(cpu) == {"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
+    assert ctxt > 0
+    later = {k: v + {"user": 50, "system": 20, "softirq": 10, "idle": 100, "iowait": 10, "steal": 10}.get(k, 0)
+             for k, v in cpu.items()}
+    split = sysmetrics.cpu_split(cpu, later)
+    assert split == pytest.approx({"user": 25.0, "system": 15.0, "iowait": 5.0, "steal": 5.0, "idle": 50.0})
+
+
+def test_diskstats_counts_whole_disks_only():
+    text = (PROC / "diskstats.txt").read_text()
+    fields = next(l.split() for l in text.splitlines() if l.split()[2] == "vda")
+    assert sysmetrics.parse_diskstats(text, {"vda"}) == (int(fields[5]), int(fields[9]))
+    assert sysmetrics.parse_diskstats(text, set()) == (0, 0)
+
+
+def test_meminfo_used_and_pid_stat():
+    assert sysmetrics.parse_meminfo_used((PROC / "meminfo.txt").read_text()) > 0
+    # A command name with spaces and parentheses, as PostgreSQL backends set it.
+    assert sysmetrics.parse_pid_stat((PROC / "pid-stat-with-spaces.txt").read_text()) == (100, 325)
+
+
+def test_tree_ticks_follows_parents():
+    stats = {1: (0, 5), 100: (1, 10), 101: (100, 20), 102: (100, 30), 103: (102, 40), 200: (1, 1000)}
+    assert sysmetrics.tree_ticks(stats, 100) == 100
+    assert sysmetrics.tree_ticks(stats, 999) == 0
