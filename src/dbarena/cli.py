@@ -121,12 +121,15 @@ def _engine_list(ctx, param, value):
 @click.option("--pg-bindir", type=click.Path(file_okay=False, path_type=Path),
               help="Use the PostgreSQL binaries in this directory [default: the newest installed].")
 @click.option("--label", help="Name for this run's results, e.g. the machine type [default: the host name].")
+@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Hourly price of what is measured (instance, server rent / 730, managed service), "
+                   "for price/performance in `dbarena report`.")
 @store_option
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
 def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
-        iterations, number_of_queries, repeats, no_init, pg_settings, mysql_settings, pg_bindir, label, store, keep,
-        fail_fast):
+        iterations, number_of_queries, repeats, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
+        store, keep, fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option, 3 missing
@@ -197,7 +200,7 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                         label=label, host=facts["hostname"], engine=engine, target=tgt.url,
                         started_at=now_utc(), server_version=tgt.server_version,
                         tool_versions=tool_versions, options=options, host_facts=facts,
-                        target_facts=tgt.facts(),
+                        target_facts=tgt.facts(), price_per_hour=price_per_hour,
                     ))
                     run_ids.append(run_id)
                     with terminal.TerminalReporter(err, points) as reporter:
@@ -284,6 +287,72 @@ def compare(store, a, b, as_json):
         click.echo(json.dumps(comparisons, indent=2))
     else:
         terminal.console().print(terminal.comparison_table(comparisons))
+
+
+def _prices(ctx, param, values):
+    prices = {}
+    for item in values:
+        label, sep, value = item.rpartition("=")
+        try:
+            prices[label] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not LABEL=USD_PER_HOUR") from None
+        if not sep or not label or prices[label] <= 0:
+            raise click.BadParameter(f"{item!r} is not LABEL=USD_PER_HOUR with a positive price")
+    return prices
+
+
+REPORT_FORMATS = ("html", "md", "csv", "json")
+
+
+@cli.command()
+@store_option
+@click.option("--label", "labels", multiple=True, help="Labels to include, in this order (repeatable) [default: all].")
+@click.option("--baseline", help="Label the others are compared against [default: the first label].")
+@click.option("--price", "prices", multiple=True, callback=_prices, metavar="LABEL=USD_PER_HOUR",
+              help="Hourly price of a label (repeatable); overrides the one stored with `run --price-per-hour`.")
+@click.option("--at-threads", type=click.IntRange(min=1), metavar="N",
+              help="Thread level for the price comparison and the per-second chart (study E used 16).")
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write [default: dbarena-report.FORMAT]; Markdown charts go to FILE_files/.")
+def report(store, labels, baseline, prices, at_threads, fmt, output):
+    """Charts and tables to publish: throughput, latency, price/performance, per core,
+    scaling (USL), differences against a baseline, provenance."""
+    from dbarena.report import charts, data, export, html, markdown
+
+    if fmt is None:
+        suffix = output.suffix.lstrip(".").lower() if output else ""
+        fmt = {"htm": "html", "markdown": "md"}.get(suffix, suffix) if suffix in (*REPORT_FORMATS, "htm", "markdown") \
+            else "html"
+    output = output or Path(f"dbarena-report.{fmt}")
+    with _open_store(store) as db:
+        stored = {r["label"] for r in db.runs()}
+        for label in (*labels, *prices, *([baseline] if baseline else [])):
+            if label not in stored:
+                raise UsageError(f"no results labelled {label!r} in {store} (labels: {', '.join(sorted(stored))})")
+        if baseline and labels and baseline not in labels:
+            labels = (baseline, *labels)
+        rows = analysis.load(db, labels=tuple(labels))
+        if not rows:
+            raise UsageError(f"no points to report in {store}")
+        order = list(labels) or list(dict.fromkeys(r["label"] for r in rows))
+        built = data.build(rows, db.runs(), baseline=baseline, prices=prices, at_threads=at_threads, labels=order)
+        drawn = {}
+        if fmt in ("html", "md"):
+            for section in built.sections:
+                samples = {label: db.samples(info["point_id"]) for label, info in section.series.items() if info}
+                drawn[(section.engine, section.workload)] = charts.charts(section, samples)
+    if fmt == "html":
+        text = html.render(built, drawn)
+    elif fmt == "md":
+        text = markdown.render(built, drawn, output)
+    elif fmt == "csv":
+        text = export.to_csv(built)
+    else:
+        text = export.to_json(built)
+    output.write_text(text)
+    click.echo(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {', '.join(built.labels)})")
 
 
 @cli.command("hostinfo")

@@ -150,3 +150,4 @@ class RunInfo:
     options: dict
     host_facts: dict
     target_facts: dict = field(default_factory=dict)
+    price_per_hour: float | None = None  # USD per hour of what was measured

@@ -123,6 +123,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX system_samples_point ON system_samples(point_id);
     """,
+    # 4: the hourly price of what was measured (run --price-per-hour), for price/performance.
+    """
+    ALTER TABLE runs ADD COLUMN price_per_hour REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -203,13 +207,13 @@ class Store:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
-                " host_facts, target_facts, dbarena_version, started_at, status)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?, 'running')",
+                " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?, 'running', ?)",
                 (
                     run.label, run.host, run.engine, run.target, run.server_version,
                     json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
                     json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
-                    __version__, _utc(run.started_at),
+                    __version__, _utc(run.started_at), run.price_per_hour,
                 ),
             )
         return cur.lastrowid

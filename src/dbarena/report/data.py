@@ -1,0 +1,287 @@
+"""Everything a report shows, computed from the store. Pure functions; renderers only render.
+
+Figures per label x engine x workload x threads (over that point's repeats):
+- throughput: the steady-state TPS (analysis), or QPS for mysqlslap, with its interval;
+- study E's table: transactions, queries, time, average and p95 latency;
+- price/performance (study E): price per 100 TPS = hourly price / (TPS / 100), and
+  TPS per dollar-hour;
+- per core (study C): TPS per physical core and per hardware thread of the machine
+  the server ran on (throwaway instances only: a remote server's cores are unknown);
+- scaling efficiency: TPS(N) / (N x TPS(1 thread));
+- against the baseline label: ratio, 95 % interval and verdict (stats.compare).
+Per label x engine x workload:
+- study A's "points": the sum of TPS over all of the label's levels, and next to it a
+  fairer score, the geometric mean of the per-level ratios to the baseline over the
+  levels both measured;
+- the saturation point: the first level after which more threads add less than 5 %;
+- the Universal Scalability Law (Gunther, "Guerrilla Capacity Planning", 2007):
+  X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)), fitted by least squares;
+  sigma is contention, kappa coherency delay, and the throughput peaks at
+  N* = sqrt((1 - sigma) / kappa).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import OptimizeWarning, curve_fit
+
+from dbarena import analysis, stats
+
+SATURATION_GAIN = 0.05
+
+
+@dataclass
+class Section:
+    """One engine x workload: what its charts and tables show."""
+
+    engine: str
+    workload: str
+    metric: str
+    labels: list[str]
+    rows: list[dict]  # level rows of this section, label by label, threads ascending
+    ranking: list[dict]  # study A's points
+    usl: dict[str, dict]  # label -> fit
+    series: dict[str, dict]  # label -> per-second series of a chosen point
+    cheapest: dict | None = None
+
+
+@dataclass
+class Report:
+    labels: list[str]
+    baseline: str | None
+    at_threads: int | None
+    rows: list[dict]
+    sections: list[Section]
+    provenance: dict[str, dict] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ scaling
+
+
+def usl(n, lam, sigma, kappa):
+    n = np.asarray(n, dtype=float)
+    return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+
+
+def usl_fit(levels: list[int], values: list[float]) -> dict | None:
+    """Least-squares USL fit; None with fewer than 3 levels or when it does not converge."""
+    if len(levels) < 3 or min(values) <= 0:
+        return None
+    n, x = np.asarray(levels, dtype=float), np.asarray(values, dtype=float)
+    lam0 = x[0] / n[0]
+    try:
+        with warnings.catch_warnings():
+            # With 3 levels the fit is exact and scipy cannot estimate a covariance,
+            # which it warns about; the parameters themselves are fine.
+            warnings.simplefilter("ignore", OptimizeWarning)
+            (lam, sigma, kappa), _ = curve_fit(usl, n, x, p0=(lam0, 0.05, 0.001),
+                                              bounds=([0, 0, 0], [np.inf, 1, 1]), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return None
+    predicted = usl(n, lam, sigma, kappa)
+    ss_res = float(np.sum((x - predicted) ** 2))
+    ss_tot = float(np.sum((x - x.mean()) ** 2))
+    peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 1e-12 and sigma < 1 else None
+    return {
+        "lambda": float(lam), "sigma": float(sigma), "kappa": float(kappa),
+        "peak_threads": peak_n, "peak_tps": float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,
+        "r2": 1 - ss_res / ss_tot if ss_tot > 0 else None,
+    }
+
+
+def saturation(levels: list[int], values: list[float], gain: float = SATURATION_GAIN) -> int | None:
+    """The first level whose next level adds less than `gain` (relative); None if
+    throughput still grows at the last level measured."""
+    for (n, x), x_next in zip(zip(levels, values), values[1:]):
+        if x > 0 and x_next < x * (1 + gain):
+            return n
+    return None
+
+
+def geomean_ratio(values: dict[int, float], baseline: dict[int, float]) -> float | None:
+    """Geometric mean of values[N] / baseline[N] over the levels both have."""
+    common = [n for n in values if n in baseline and values[n] > 0 and baseline[n] > 0]
+    if not common:
+        return None
+    return math.exp(statistics.fmean(math.log(values[n] / baseline[n]) for n in common))
+
+
+# ------------------------------------------------------------------ assembly
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _server_is_local(run: dict) -> bool:
+    """Did the server run on the measured host (a throwaway instance)?"""
+    options = run.get("options", {})
+    if "targets" in options:
+        return run["engine"] not in options["targets"]
+    return options.get("target", "throwaway") == "throwaway"
+
+
+def label_prices(runs: list[dict], overrides: dict[str, float]) -> dict[str, float]:
+    prices: dict[str, float] = {}
+    for run in runs:  # oldest first: the newest stored price wins
+        if run.get("price_per_hour") is not None:
+            prices[run["label"]] = run["price_per_hour"]
+    prices.update(overrides)
+    return prices
+
+
+def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, float] | None = None,
+          at_threads: int | None = None, labels: list[str] | None = None) -> Report:
+    """rows: analysis.load(...) points; runs: store.runs()."""
+    prices = label_prices(runs, prices or {})
+    runs_by_id = {r["id"]: r for r in runs}
+    order = labels or list(dict.fromkeys(r["label"] for r in rows))
+    rows = [r for r in rows if r["label"] in order]
+    if baseline is None and order:
+        baseline = order[0]
+    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in analysis.summaries(rows)}
+    members: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        members[(r["label"], r["engine"], r["workload"], r["threads"])].append(r)
+
+    # Hardware of each label's machine, from its runs (a label is one machine).
+    hardware: dict[str, dict] = {}
+    for r in rows:
+        run = runs_by_id[r["run_id"]]
+        if _server_is_local(run):
+            facts = run["host_facts"]
+            hardware.setdefault(r["label"], {"physical_cores": facts.get("physical_cores"),
+                                             "hardware_threads": facts.get("hardware_threads")})
+
+    level_rows = []
+    for key, summary in summaries.items():
+        label, engine, workload, threads = key
+        ok = [m for m in members[key] if m["status"] == "ok"]
+        price = prices.get(label)
+        tps = summary["mean"] if summary["metric"] == "tps" else None
+        qps = _mean(m.get("qps") for m in ok)
+        value = summary["mean"]
+        hw = hardware.get(label, {})
+        level_rows.append({
+            "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": summary["metric"],
+            "n": summary["n"], "failed": summary["failed"],
+            "tps": tps, "tps_ci_low": summary["ci_low"] if tps is not None else None,
+            "tps_ci_high": summary["ci_high"] if tps is not None else None,
+            "qps": qps, "value": value,
+            "transactions": _mean(m.get("transactions") for m in ok),
+            "queries": _mean(m.get("queries") for m in ok),
+            "time_s": _mean(m.get("duration_s") for m in ok) if tps is not None else _mean(m.get("run_avg_s") for m in ok),
+            "latency_avg_ms": _mean(m.get("latency_avg_ms") for m in ok),
+            "latency_p95_ms": _mean(m.get("latency_p95_ms") for m in ok),
+            "price_per_hour": price,
+            "price_per_100_tps": price / (tps / 100) if price and tps else None,
+            "tps_per_dollar_hour": tps / price if price and tps else None,
+            "physical_cores": hw.get("physical_cores"), "hardware_threads": hw.get("hardware_threads"),
+            "tps_per_core": tps / hw["physical_cores"] if tps and hw.get("physical_cores") else None,
+            "tps_per_thread": tps / hw["hardware_threads"] if tps and hw.get("hardware_threads") else None,
+            "scaling_efficiency": None, "ratio_to_baseline": None, "ratio_ci_low": None, "ratio_ci_high": None,
+            "verdict": None, "warnings": [w["code"] for w in summary["warnings"]],
+            "_estimate": summary["_estimate"],
+        })
+
+    by_series: dict[tuple, dict[int, dict]] = defaultdict(dict)
+    for row in level_rows:
+        by_series[(row["label"], row["engine"], row["workload"])][row["threads"]] = row
+    for (label, engine, workload), levels in by_series.items():
+        one = levels.get(1)
+        for n, row in levels.items():
+            if one and one["value"] and row["value"] is not None:
+                row["scaling_efficiency"] = row["value"] / (n * one["value"])
+            base = by_series.get((baseline, engine, workload), {}).get(n)
+            if base and base["value"] and row["value"] is not None:
+                row["ratio_to_baseline"] = row["value"] / base["value"]
+                if label != baseline and base["_estimate"] is not None and row["_estimate"] is not None:
+                    c = stats.compare(base["_estimate"], row["_estimate"])
+                    row.update(ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high, verdict=c.verdict)
+
+    sections = []
+    for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows):
+        sec_rows = sorted((r for r in level_rows if (r["engine"], r["workload"]) == (engine, workload)),
+                          key=lambda r: (order.index(r["label"]), r["threads"]))
+        sec_labels = [l for l in order if any(r["label"] == l for r in sec_rows)]
+        ranking, fits, series = [], {}, {}
+        base_levels = {n: r["value"] for n, r in by_series.get((baseline, engine, workload), {}).items()
+                       if r["value"] is not None}
+        for label in sec_labels:
+            levels = by_series[(label, engine, workload)]
+            ns = sorted(n for n in levels if levels[n]["value"] is not None)
+            values = [levels[n]["value"] for n in ns]
+            peak_n = max(ns, key=lambda n: levels[n]["value"]) if ns else None
+            peak = levels[peak_n] if peak_n is not None else None
+            ranking.append({
+                "label": label, "sum": sum(values), "levels": ns,
+                "geomean_ratio_to_baseline": geomean_ratio({n: levels[n]["value"] for n in ns}, base_levels),
+                "saturation_threads": saturation(ns, values),
+                "peak_threads": peak_n, "peak_value": peak["value"] if peak else None,
+                "peak_tps_per_core": peak["tps_per_core"] if peak else None,
+                "peak_tps_per_thread": peak["tps_per_thread"] if peak else None,
+                "price_per_100_tps_at": levels[at_threads]["price_per_100_tps"] if at_threads in levels else None,
+            })
+            fit = usl_fit(ns, values)
+            if fit:
+                fits[label] = fit
+            series[label] = _chosen_series(rows, label, engine, workload, at_threads)
+        ranking.sort(key=lambda r: -r["sum"])
+        for rank, r in enumerate(ranking, start=1):
+            r["rank"] = rank
+        priced = [r for r in ranking if r["price_per_100_tps_at"]]
+        cheapest = None
+        if at_threads is not None and len(priced) >= 2:
+            best = min(priced, key=lambda r: r["price_per_100_tps_at"])
+            cheapest = {"label": best["label"], "threads": at_threads, "others": {
+                r["label"]: r["price_per_100_tps_at"] / best["price_per_100_tps_at"] - 1
+                for r in priced if r is not best}}
+        sections.append(Section(engine=engine, workload=workload, metric=sec_rows[0]["metric"], labels=sec_labels,
+                                rows=sec_rows, ranking=ranking, usl=fits, series=series, cheapest=cheapest))
+
+    provenance = {}
+    for run in runs:
+        if run["label"] in order:
+            provenance.setdefault(run["label"], {})[run["engine"]] = run
+    return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
+                  provenance=provenance)
+
+
+def _chosen_series(rows: list[dict], label: str, engine: str, workload: str, at_threads: int | None) -> dict:
+    """The per-second series shown for a label: its point at --at-threads, else at its
+    highest level (first repeat); samples are attached by the caller."""
+    candidates = [r for r in rows if (r["label"], r["engine"], r["workload"]) == (label, engine, workload)
+                  and r["status"] == "ok"]
+    if not candidates:
+        return {}
+    chosen = [r for r in candidates if r["threads"] == at_threads] or \
+        [r for r in candidates if r["threads"] == max(c["threads"] for c in candidates)]
+    point = min(chosen, key=lambda r: r.get("repeat", 0))
+    return {"point_id": point["point_id"], "threads": point["threads"], "steady_start_s": point.get("steady_start_s"),
+            "dips_s": point.get("dips_s", [])}
+
+
+PUBLIC_FIELDS = (
+    "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high", "qps",
+    "transactions", "queries", "time_s", "latency_avg_ms", "latency_p95_ms", "price_per_hour", "price_per_100_tps",
+    "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
+    "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict",
+)
+
+
+def public_rows(report: Report) -> list[dict]:
+    """One flat record per label x engine x workload x threads, for CSV and JSON."""
+    out = []
+    for section in report.sections:
+        for row in section.rows:
+            record = {k: row[k] for k in PUBLIC_FIELDS}
+            record["warnings"] = ";".join(row["warnings"])
+            out.append(record)
+    return out

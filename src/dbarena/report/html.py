@@ -1,0 +1,68 @@
+"""The HTML report: one self-contained file (inline CSS and SVG charts, no script,
+no network), readable on a laptop and printable. Every text from the store is escaped."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from html import escape
+
+from dbarena import __version__
+from dbarena.report.data import Report
+from dbarena.report.tables import TableSpec, provenance, section_tables
+
+# Forbids scripts and every network request: the report works offline by
+# construction, and a label like "<script>" could not run even if it slipped through.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
+       max-width: 1100px; margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05em; margin-top: 1.4em; }
+.meta { color: #555; } nav ul { columns: 2; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+table { border-collapse: collapse; font-size: 12.5px; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; vertical-align: top; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+.note { color: #555; font-size: 12px; max-width: 60em; }
+.provenance td { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
+@media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; } }
+"""
+
+
+def _table(spec: TableSpec, css: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in spec.headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in spec.rows)
+    note = f'<p class="note">{escape(spec.note)}</p>' if spec.note else ""
+    return f'<h3>{escape(spec.title)}</h3><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
+
+
+def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str:
+    """charts: (engine, workload) -> chart name -> SVG text (from report.charts)."""
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    labels = ", ".join(escape(l) for l in report.labels)
+    parts = [
+        "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>dbarena report: {labels}</title><style>{STYLE}</style></head><body>",
+        f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
+        f"{escape(report.baseline or '-')}. Price/performance at {report.at_threads or '-'} threads. "
+        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
+        "<nav><ul>",
+    ]
+    for s in report.sections:
+        parts.append(f'<li><a href="#{escape(s.engine)}-{escape(s.workload)}">{escape(s.engine)} '
+                     f"{escape(s.workload)}</a></li>")
+    parts.append('<li><a href="#provenance">Provenance</a></li></ul></nav>')
+    for s in report.sections:
+        parts.append(f'<section id="{escape(s.engine)}-{escape(s.workload)}"><h2>{escape(s.engine)} '
+                     f"{escape(s.workload)}</h2>")
+        for name, svg in charts.get((s.engine, s.workload), {}).items():
+            # SVG from matplotlib: its text nodes are XML-escaped by matplotlib itself.
+            parts.append(f'<figure class="chart chart-{name}">{svg}</figure>')
+        parts.extend(_table(t) for t in section_tables(s, report))
+        parts.append("</section>")
+    parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,40 @@
+"""The Markdown report: the same tables, charts as SVG files next to it, ready to
+paste into an article."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dbarena.report.data import Report
+from dbarena.report.tables import TableSpec, provenance, section_tables
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def _table(spec: TableSpec) -> str:
+    lines = [f"### {_cell(spec.title)}", "", "| " + " | ".join(_cell(h) or " " for h in spec.headers) + " |",
+             "|" + "|".join(":--" if i == 0 else "--:" for i in range(len(spec.headers))) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in spec.rows]
+    if spec.note:
+        lines += ["", f"_{_cell(spec.note)}_"]
+    return "\n".join(lines) + "\n"
+
+
+def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: Path) -> str:
+    """Writes the charts into `<out stem>_files/` and returns the Markdown text."""
+    folder = out.parent / f"{out.stem}_files"
+    parts = [f"# dbarena report", "",
+             f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
+             f"Price/performance at {report.at_threads or '-'} threads.", ""]
+    for s in report.sections:
+        parts += [f"## {s.engine} {s.workload}", ""]
+        for name, svg in charts.get((s.engine, s.workload), {}).items():
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{s.engine}-{s.workload}-{name}.svg"
+            path.write_text(svg)
+            parts += [f"![{s.engine} {s.workload} {name.replace('_', ' ')}]({folder.name}/{path.name})", ""]
+        parts += [_table(t) for t in section_tables(s, report)]
+    parts += ["## Provenance", "", _table(provenance(report))]
+    return "\n".join(parts)

@@ -1,0 +1,177 @@
+"""The report's tables as plain strings, shared by the HTML and Markdown renderers
+(each escapes for its own format)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbarena.report.data import Report, Section
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str | None = None
+
+
+def num(value, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{digits}f}"
+
+
+def sig(value, digits: int = 3) -> str:
+    """Significant digits, for prices that can be 0.00043 or 12.5."""
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def pct(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def interval(low, high, digits: int = 1) -> str:
+    return "-" if low is None or high is None else f"{low:,.{digits}f} .. {high:,.{digits}f}"
+
+
+def results(section: Section) -> TableSpec:
+    """Study E's table, per label: threads, transactions, queries, time, latencies."""
+    rows = []
+    for r in section.rows:
+        rows.append([
+            r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
+            num(r["latency_avg_ms"], 2), num(r["latency_p95_ms"], 2),
+            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])})" if r["tps_ci_low"] else ""),
+            num(r["qps"]), str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
+        ])
+    return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
+                                 "p95 latency (ms)", "TPS (95 % CI)", "QPS", "repeats"], rows,
+                     "TPS is the steady-state mean (warm-up excluded), averaged over repeats; transactions, queries "
+                     "and latencies are per point, averaged over repeats.")
+
+
+def ranking(section: Section, report: Report) -> TableSpec:
+    metric = section.metric.upper()
+    rows = [[
+        str(r["rank"]), r["label"], num(r["sum"]), ", ".join(map(str, r["levels"])),
+        num(r["geomean_ratio_to_baseline"], 3), str(r["saturation_threads"] or "not reached"),
+        f"{num(r['peak_value'])} at {r['peak_threads']}" if r["peak_threads"] is not None else "-",
+        num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
+    ] for r in section.ranking]
+    return TableSpec(
+        "Points and peak",
+        ["rank", "label", f"sum of {metric} over levels", "levels", f"geomean ratio to {report.baseline}",
+         "saturates at threads", f"peak {metric}", "peak per core", "peak per hardware thread"], rows,
+        f"Study A's points: the sum of {metric} over each label's own levels (labels measured at different levels "
+        f"are not comparable this way); the geometric mean of the per-level ratios to the baseline "
+        f"({report.baseline}), over the levels both measured, is the fairer score. Saturation: the first level "
+        f"after which more threads add less than 5 %.")
+
+
+def against_baseline(section: Section, report: Report) -> TableSpec | None:
+    rows = [[r["label"], str(r["threads"]), num(r["ratio_to_baseline"], 3),
+             interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), r["verdict"] or "-"]
+            for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
+    if not rows:
+        return None
+    return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "95 % CI", "verdict"],
+                     rows, "Ratio of steady-state throughput, label / baseline; the interval and the verdict "
+                           "(Welch's t-test) need repeats or per-second series on both sides.")
+
+
+def price(section: Section, report: Report) -> TableSpec | None:
+    rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), sig(r["price_per_100_tps"]),
+             num(r["tps_per_dollar_hour"], 0)]
+            for r in section.rows if r["price_per_hour"] is not None and r["tps"] is not None]
+    if not rows:
+        return None
+    note = "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better."
+    if section.cheapest:
+        c = section.cheapest
+        others = "; ".join(f"{label} costs {share:.0%} more" for label, share in c["others"].items())
+        note += f" At {c['threads']} threads {c['label']} is cheapest for the same throughput: {others}."
+    return TableSpec("Price / performance", ["label", "threads", "USD per hour", "USD per hour per 100 TPS",
+                                             "TPS per USD-hour"], rows, note)
+
+
+def per_core(section: Section) -> TableSpec | None:
+    rows = [[r["label"], str(r["threads"]), num(r["tps_per_core"]), num(r["tps_per_thread"]),
+             pct(r["scaling_efficiency"]), f"{r['physical_cores'] or '-'} / {r['hardware_threads'] or '-'}"]
+            for r in section.rows if r["tps"] is not None]
+    if not any(row[2] != "-" or row[4] != "-" for row in rows):
+        return None
+    return TableSpec("Per core and scaling", ["label", "threads", "TPS per physical core", "TPS per hardware thread",
+                                              "scaling efficiency", "cores / hardware threads"], rows,
+                     "Per core: of the machine the server ran on (throwaway instances; unknown for remote targets). "
+                     "Scaling efficiency = TPS(N) / (N x TPS(1 thread)).")
+
+
+def usl_table(section: Section) -> TableSpec | None:
+    if not section.usl:
+        return None
+    rows = [[label, num(f["sigma"], 4), num(f["kappa"], 6), num(f["lambda"], 1),
+             num(f["peak_threads"], 1) if f["peak_threads"] else "no retrograde", num(f["peak_tps"]),
+             num(f["r2"], 3)] for label, f in section.usl.items()]
+    return TableSpec("Universal Scalability Law fit", ["label", "sigma (contention)", "kappa (coherency)",
+                                                       "lambda (TPS of one thread)", "predicted peak threads",
+                                                       "predicted peak TPS", "R²"], rows,
+                     "X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)) (Gunther), least squares over the measured "
+                     "levels; peak at N* = sqrt((1 - sigma) / kappa).")
+
+
+def section_tables(section: Section, report: Report) -> list[TableSpec]:
+    return [t for t in (results(section), ranking(section, report), against_baseline(section, report),
+                        price(section, report), per_core(section), usl_table(section)) if t is not None]
+
+
+_HOST_FIELDS = (
+    ("CPU", "cpu_model"), ("vendor", "cpu_vendor"), ("architecture", "architecture"), ("sockets", "sockets"),
+    ("physical cores", "physical_cores"), ("hardware threads", "hardware_threads"),
+    ("threads per core (SMT)", "threads_per_core"), ("NUMA nodes", "numa_nodes"), ("max MHz", "max_mhz"),
+    ("governor", "frequency_governor"), ("L3 cache", "l3_cache"), ("hypervisor", "hypervisor"),
+    ("cloud", "cloud"), ("instance type", "instance_type"), ("container", "container"), ("kernel", "kernel"),
+    ("distribution", "distribution"),
+)
+
+
+def provenance(report: Report) -> TableSpec:
+    """What was measured, label by label, side by side."""
+    labels = [l for l in report.labels if l in report.provenance]
+    rows = []
+
+    def run_of(label: str) -> dict:
+        runs = report.provenance[label]
+        return runs[sorted(runs)[0]]
+
+    for title, key in _HOST_FIELDS:
+        values = [run_of(l)["host_facts"].get(key) for l in labels]
+        if any(v is not None for v in values):
+            rows.append([title] + ["-" if v is None else str(v) for v in values])
+    memory = [run_of(l)["host_facts"].get("memory_bytes") for l in labels]
+    rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if m else "-" for m in memory])
+    engines = sorted({e for l in labels for e in report.provenance[l]})
+    for engine in engines:
+        runs = [report.provenance[l].get(engine) for l in labels]
+        rows.append([f"{engine}: server"] + [(r["target_facts"].get("version_string") or r["server_version"] or "-")
+                                              if r else "-" for r in runs])
+        rows.append([f"{engine}: target"] + [r["target"] if r else "-" for r in runs])
+        rows.append([f"{engine}: data checksums"] + [str(r["target_facts"].get("data_checksums", "-")) if r else "-"
+                                                      for r in runs])
+        settings = []
+        for r in runs:
+            if not r:
+                settings.append("-")
+                continue
+            facts = r["target_facts"]
+            values = facts.get("non_default_settings") or facts.get("key_variables") or {}
+            settings.append(", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-")
+        rows.append([f"{engine}: settings"] + settings)
+        rows.append([f"{engine}: tools"] + [", ".join(f"{k} {v}" if not str(v).startswith(k) else str(v)
+                                                       for k, v in sorted(r["tool_versions"].items())) if r else "-"
+                                            for r in runs])
+        rows.append([f"{engine}: price per hour"] + [num(r.get("price_per_hour"), 4) if r else "-" for r in runs])
+    return TableSpec("Provenance", ["", *labels], rows,
+                     "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")

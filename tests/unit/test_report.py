@@ -1,0 +1,164 @@
+"""Report figures checked on a small hand-computed store, the USL fit on synthetic data,
+and the renderers (escaping, Markdown files, CSV/JSON fields)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from dbarena import analysis
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+from dbarena.report import charts, data, export, html, markdown
+from dbarena.store import Store
+
+T0 = datetime(2026, 11, 21, tzinfo=timezone.utc)
+
+# label -> (price per hour, physical cores, hardware threads, {threads: tps})
+MACHINES = {
+    "arm": (1.4464, 32, 32, {1: 1000.0, 2: 1900.0, 4: 3400.0, 8: 3500.0}),
+    "x86": (1.808, 16, 32, {1: 1100.0, 2: 2000.0, 4: 3000.0, 8: 3200.0}),
+}
+
+
+@pytest.fixture
+def store(tmp_path):
+    db = Store(tmp_path / "r.db")
+    for label, (price, cores, threads, levels) in MACHINES.items():
+        run_id = db.begin_run(RunInfo(
+            label=label, host=label, engine="postgres", target="postgresql://dbarena@127.0.0.1:1/dbarena",
+            started_at=T0, server_version="15.18", tool_versions={"pgbench": "pgbench (PostgreSQL) 15.18"},
+            options={"targets": {}}, host_facts={"physical_cores": cores, "hardware_threads": threads,
+                                                 "cpu_model": f"{label} cpu"},
+            target_facts={"non_default_settings": {"max_connections": "300"}}, price_per_hour=price))
+        for n, tps in levels.items():
+            spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=n, clients=2 * n, duration_s=60,
+                             params=(("scale", 10),))
+            db.add_point(run_id, PointResult(
+                spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",), exit_code=0, stdout="",
+                stderr="", measurement=Measurement(tps=tps, transactions=int(tps * 60), latency_avg_ms=2 * n / tps * 1000)))
+        db.finish_run(run_id, "finished")
+    yield db
+    db.close()
+
+
+def _report(store, **kw):
+    return data.build(analysis.load(store), store.runs(), **kw)
+
+
+def test_level_figures_by_hand(store):
+    report = _report(store, baseline="x86", at_threads=4)
+    rows = {(r["label"], r["threads"]): r for r in report.rows}
+    arm4, x864 = rows[("arm", 4)], rows[("x86", 4)]
+    assert arm4["tps"] == 3400.0
+    # Study E: price per 100 TPS = hourly price / (TPS / 100).
+    assert arm4["price_per_100_tps"] == pytest.approx(1.4464 / 34)
+    assert x864["price_per_100_tps"] == pytest.approx(1.808 / 30)
+    assert arm4["tps_per_dollar_hour"] == pytest.approx(3400 / 1.4464)
+    # Per core: 32 cores on arm, 16 cores x 2 threads on x86 (study B's quarrel).
+    assert arm4["tps_per_core"] == pytest.approx(3400 / 32) and arm4["tps_per_thread"] == pytest.approx(3400 / 32)
+    assert x864["tps_per_core"] == pytest.approx(3000 / 16) and x864["tps_per_thread"] == pytest.approx(3000 / 32)
+    # Scaling efficiency = TPS(N) / (N x TPS(1)).
+    assert arm4["scaling_efficiency"] == pytest.approx(3400 / (4 * 1000))
+    assert rows[("x86", 1)]["scaling_efficiency"] == pytest.approx(1.0)
+    assert arm4["ratio_to_baseline"] == pytest.approx(3400 / 3000)
+    assert rows[("x86", 2)]["ratio_to_baseline"] == pytest.approx(1.0)
+    assert arm4["verdict"] is None or "no interval" in arm4["verdict"]  # one repeat, no series: no verdict
+    assert arm4["time_s"] == 60 and arm4["transactions"] == 3400 * 60
+
+
+def test_points_ranking_geomean_saturation_and_cheapest(store):
+    report = _report(store, baseline="x86", at_threads=4)
+    (section,) = report.sections
+    ranking = {r["label"]: r for r in section.ranking}
+    assert ranking["arm"]["sum"] == pytest.approx(1000 + 1900 + 3400 + 3500)
+    assert ranking["x86"]["sum"] == pytest.approx(1100 + 2000 + 3000 + 3200)
+    assert [r["label"] for r in section.ranking] == ["arm", "x86"] and ranking["arm"]["rank"] == 1
+    want = np.exp(np.mean(np.log([1000 / 1100, 1900 / 2000, 3400 / 3000, 3500 / 3200])))
+    assert ranking["arm"]["geomean_ratio_to_baseline"] == pytest.approx(want)
+    assert ranking["x86"]["geomean_ratio_to_baseline"] == pytest.approx(1.0)
+    # arm: 3400 -> 3500 adds < 5 %; x86: 3000 -> 3200 adds 6.7 %, still growing at 8.
+    assert ranking["arm"]["saturation_threads"] == 4 and ranking["x86"]["saturation_threads"] is None
+    assert ranking["arm"]["peak_threads"] == 8 and ranking["arm"]["peak_tps_per_core"] == pytest.approx(3500 / 32)
+    cheapest = section.cheapest
+    assert cheapest["label"] == "arm" and cheapest["threads"] == 4
+    assert cheapest["others"]["x86"] == pytest.approx((1.808 / 30) / (1.4464 / 34) - 1)
+
+
+def test_price_override_and_labels_order(store):
+    report = _report(store, prices={"x86": 0.9}, labels=["x86", "arm"])
+    rows = {(r["label"], r["threads"]): r for r in report.rows}
+    assert rows[("x86", 1)]["price_per_100_tps"] == pytest.approx(0.9 / 11)
+    assert report.baseline == "x86" and report.labels == ["x86", "arm"]
+
+
+@pytest.mark.parametrize("sigma, kappa", [(0.05, 0.001), (0.02, 0.0002), (0.1, 0.0)])
+def test_usl_fit_recovers_known_parameters(sigma, kappa):
+    levels = [1, 2, 4, 8, 16, 32, 64]
+    x = list(data.usl(np.array(levels), 1000.0, sigma, kappa))
+    fit = data.usl_fit(levels, x)
+    assert fit["lambda"] == pytest.approx(1000.0, rel=1e-3)
+    assert fit["sigma"] == pytest.approx(sigma, abs=1e-4)
+    assert fit["kappa"] == pytest.approx(kappa, abs=1e-6)
+    if kappa:
+        assert fit["peak_threads"] == pytest.approx(np.sqrt((1 - sigma) / kappa), rel=1e-2)
+    else:
+        assert fit["peak_threads"] is None
+    assert fit["r2"] == pytest.approx(1.0)
+
+
+def test_usl_fit_with_noise_stays_close():
+    rng = np.random.default_rng(1)
+    levels = [1, 2, 4, 8, 16, 24, 32, 48, 64]
+    x = data.usl(np.array(levels), 5000.0, 0.03, 0.0005) * rng.normal(1, 0.01, len(levels))
+    fit = data.usl_fit(levels, list(x))
+    assert fit["sigma"] == pytest.approx(0.03, abs=0.01) and fit["kappa"] == pytest.approx(0.0005, abs=0.0002)
+
+
+def test_usl_needs_three_levels():
+    assert data.usl_fit([1, 2], [100.0, 190.0]) is None
+
+
+# ------------------------------------------------------------------ renderers
+
+
+def test_html_escapes_store_text_and_has_no_script(store):
+    store.db.execute("UPDATE runs SET label = '<script>alert(1)</script>' WHERE label = 'arm'")
+    store.db.commit()
+    report = _report(store)
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    text = html.render(report, drawn)
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert text.count("<svg") == 2  # throughput and latency (no per-second series in this store)
+    assert not re.search(r'(src|href)="(https?:)?//', text)  # no external resource
+    assert "<metadata>" not in text
+
+
+def test_markdown_writes_charts_next_to_it(store, tmp_path):
+    report = _report(store, at_threads=4)
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    out = tmp_path / "article.md"
+    text = markdown.render(report, drawn, out)
+    images = sorted(p.name for p in (tmp_path / "article_files").iterdir())
+    assert images == ["postgres-pgbench-tpcb-latency.svg", "postgres-pgbench-tpcb-throughput.svg"]
+    assert "](article_files/postgres-pgbench-tpcb-throughput.svg)" in text
+    assert "| arm | 4 |" in text and "### Price / performance" in text
+
+
+def test_csv_and_json_rows_carry_every_figure(store):
+    report = _report(store, baseline="x86", at_threads=4)
+    rows = list(csv.DictReader(io.StringIO(export.to_csv(report))))
+    required = {"label", "engine", "workload", "threads", "tps", "qps", "latency_avg_ms", "latency_p95_ms",
+                "price_per_hour", "price_per_100_tps", "tps_per_core", "scaling_efficiency", "ratio_to_baseline"}
+    assert required <= set(rows[0]) and len(rows) == 8
+    arm4 = next(r for r in rows if r["label"] == "arm" and r["threads"] == "4")
+    assert float(arm4["price_per_100_tps"]) == pytest.approx(1.4464 / 34)
+    parsed = json.loads(export.to_json(report))
+    assert required <= set(parsed["rows"][0]) and parsed["baseline"] == "x86"
+    assert parsed["sections"][0]["cheapest"]["label"] == "arm"
