@@ -25,7 +25,7 @@ def _table(spec: TableSpec) -> str:
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: Path) -> str:
     """Writes the charts into `<out stem>_files/` and returns the Markdown text."""
     folder = out.parent / f"{out.stem}_files"
-    parts = [f"# dbarena report", "",
+    parts = ["# dbarena report", "",
              f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
              f"Price/performance at {report.at_threads or '-'} threads.", ""]
     for s in report.sections:
