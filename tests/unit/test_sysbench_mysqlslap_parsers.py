@@ -161,6 +161,9 @@ def test_histogram_percentile():
     hist = [(1.0, 10), (2.0, 80), (3.0, 9), (10.0, 1)]
     assert sysbench.histogram_percentile(hist, 5) == 1.0
     assert sysbench.histogram_percentile(hist, 10) == 1.0  # reached exactly at the first bucket
+    # sysbench's rounding: 95 % of 21 events is 19.95, so the 20th event decides.
+    assert sysbench.histogram_percentile([(1.0, 19), (2.0, 1), (3.0, 1)], 95) == 2.0
+    assert sysbench.histogram_percentile([(1.0, 19), (2.0, 1), (3.0, 1)], 92.6) == 1.0  # 19.45 -> 19
     assert sysbench.histogram_percentile(hist, 50) == 2.0
     assert sysbench.histogram_percentile(hist, 95) == 3.0
     assert sysbench.histogram_percentile(hist, 99) == 3.0

@@ -13,6 +13,7 @@ the line; a figure the version does not print stays None.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -125,12 +126,12 @@ class SysbenchReport:
 
 def histogram_percentile(histogram: Sequence[tuple[float, int]], pct: float) -> float | None:
     """The pct-th percentile of a bucketed distribution: the value of the first bucket
-    at which the cumulative count reaches pct % of all counts (sysbench's
-    sb_histogram_getpct does the same over its buckets)."""
+    at which the cumulative count reaches floor(total x pct / 100 + 0.5), the rule of
+    sysbench's own sb_histogram_snapshot_get_pct."""
     total = sum(count for _, count in histogram)
     if total == 0:
         return None
-    need = total * pct / 100.0
+    need = math.floor(total * pct / 100.0 + 0.5)
     cumulative = 0
     for value, count in histogram:
         cumulative += count
