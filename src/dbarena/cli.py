@@ -6,6 +6,7 @@ exit status of errors.ExitStatus; no traceback.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, analysis, engines, hostinfo, plan, runner, workloads
+from dbarena import __version__, analysis, engines, hostinfo, importer, plan, runner, workloads
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.execute import version_line
 from dbarena.model import RunInfo
@@ -287,6 +288,71 @@ def compare(store, a, b, as_json):
         click.echo(json.dumps(comparisons, indent=2))
     else:
         terminal.console().print(terminal.comparison_table(comparisons))
+
+
+@cli.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--label", required=True, help="Label for the imported results (a CSV 'label' column overrides it).")
+@click.option("--engine", type=click.Choice(sorted(engines.ENGINES)),
+              help="Engine of runs whose output does not say (sysbench without a --db-driver command line).")
+@click.option("--tool", type=click.Choice(("auto", *importer.TOOLS)), default="auto", show_default=True,
+              help="Tool that wrote the files [default: recognised from the text].")
+@click.option("--workload", help="Workload name for runs whose output does not say which (e.g. sysbench-tpcc).")
+@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Hourly price of what was measured (a CSV 'price_per_hour' column overrides it).")
+@store_option
+def import_command(files, label, engine, tool, workload, price_per_hour, store):
+    """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
+    outputs (one run or many appended in a file, with or without the command lines
+    that produced them) and CSV files of summary rows (see the README for columns).
+
+    A line that cannot be read is reported as FILE:LINE and nothing from that file is
+    stored (exit 2); importing the same file twice adds nothing the second time.
+    """
+    failed = False
+    with Store(store.resolve()) as db:
+        for path in files:
+            raw = path.read_bytes()
+            sha256 = hashlib.sha256(raw).hexdigest()
+            try:
+                text = raw.decode("utf-8")
+                points = importer.read(path.name, text, label=label, engine=engine, tool=tool, workload=workload)
+            except UnicodeDecodeError as exc:
+                click.echo(f"dbarena: error: {path.name}: not UTF-8 text (byte {exc.start})", err=True)
+                failed = True
+                continue
+            except importer.ImportProblem as exc:
+                click.echo(f"dbarena: error: {exc}", err=True)
+                failed = True
+                continue
+            if not points:
+                click.echo(f"{path}: no benchmark run found; nothing imported")
+                continue
+            groups: dict[tuple[str, str], list] = {}
+            for p in points:
+                groups.setdefault((p.label, p.result.spec.engine), []).append(p)
+            runs = []
+            for (run_label, run_engine), members in groups.items():
+                tools = sorted({p.tool for p in members})
+                runs.append((RunInfo(
+                    label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
+                    started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version),
+                                                              None),
+                    tool_versions={t: "imported" for t in tools},
+                    options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
+                    host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
+                    or price_per_hour,
+                ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256})
+                    for p in members]))
+            run_ids = db.import_points(sha256, str(path), runs)
+            if run_ids is None:
+                click.echo(f"{path}: already imported (same content); nothing added")
+            else:
+                ok = sum(p.result.ok for p in points)
+                click.echo(f"{path}: imported {len(points)} point(s) ({ok} ok, {len(points) - ok} failed) "
+                           f"as run {', '.join(map(str, run_ids))}, label {', '.join(sorted({k[0] for k in groups}))}")
+    if failed:
+        raise SystemExit(ExitStatus.USAGE)
 
 
 def _prices(ctx, param, values):

@@ -17,16 +17,24 @@ scipy supplies only the t distribution's quantiles and tail areas.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Sequence
 
-from scipy import stats as sps
-
 CONFIDENCE = 0.95
 CV_WARN = 0.10  # pyperf's threshold: stdev >= 10 % of the mean is shaky
+
+
+@functools.cache
+def _t():
+    # scipy.stats takes 0.6 s to import: only when an interval is actually computed,
+    # not at every start of the CLI.
+    from scipy.stats import t
+
+    return t
 
 
 # ------------------------------------------------------------------ warm-up
@@ -72,7 +80,7 @@ class Estimate:
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
         if self.se is None or self.df is None or self.df < 1:
             return None
-        half = float(sps.t.ppf(0.5 + confidence / 2, self.df)) * self.se
+        half = float(_t().ppf(0.5 + confidence / 2, self.df)) * self.se
         return self.mean - half, self.mean + half
 
 
@@ -177,7 +185,7 @@ def trend(values: Sequence[float]) -> tuple[float, float] | None:
     if residual == 0 or my == 0:
         return (slope * (n - 1) / my if my else 0.0), 0.0 if slope else 1.0
     se = math.sqrt(residual / (n - 2) / sxx)
-    p = 2 * float(sps.t.sf(abs(slope / se), n - 2))
+    p = 2 * float(_t().sf(abs(slope / se), n - 2))
     return slope * (n - 1) / my, p
 
 
@@ -325,12 +333,12 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE) -> Compari
         return Comparison(ratio=ratio, ci_low=None, ci_high=None, p_value=None, significant=None,
                           verdict="no interval: needs repeats (--repeat) or per-second series on both sides")
     t, df = test
-    p = 2 * float(sps.t.sf(abs(t), df))
+    p = 2 * float(_t().sf(abs(t), df))
     # Delta method: var(log(b/a)) ~= (se_a/mean_a)^2 + (se_b/mean_b)^2.
     rel_a, rel_b = (a.se / a.mean) ** 2, (b.se / b.mean) ** 2
     se_log = math.sqrt(rel_a + rel_b)
     df_log = (rel_a + rel_b) ** 2 / ((rel_a ** 2 / a.df if a.df else 0) + (rel_b ** 2 / b.df if b.df else 0))
-    q = float(sps.t.ppf(0.5 + confidence / 2, df_log))
+    q = float(_t().ppf(0.5 + confidence / 2, df_log))
     low, high = ratio * math.exp(-q * se_log), ratio * math.exp(q * se_log)
     significant = p < 1 - confidence
     change = (ratio - 1) * 100

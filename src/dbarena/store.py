@@ -127,6 +127,17 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN price_per_hour REAL;
     """,
+    # 5: results imported from files measured elsewhere.
+    """
+    ALTER TABLE points ADD COLUMN source TEXT;  -- JSON for imported points: file, lines, sha256; NULL if measured
+    CREATE TABLE imports (
+        sha256       TEXT PRIMARY KEY,  -- of the file's content: the same file twice adds nothing
+        file         TEXT NOT NULL,
+        run_ids      TEXT NOT NULL,     -- JSON array
+        points       INTEGER NOT NULL,
+        imported_at  TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -201,21 +212,25 @@ class Store:
 
     # ------------------------------------------------------------------ writing
 
-    def begin_run(self, run: RunInfo) -> int:
+    def begin_run(self, run: RunInfo, status: str = "running") -> int:
+        with self.db:
+            return self._insert_run(run, status)
+
+    def _insert_run(self, run: RunInfo, status: str) -> int:
+        """Uncommitted: the callers own the transaction."""
         from dbarena import __version__
 
-        with self.db:
-            cur = self.db.execute(
-                "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
-                " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?, 'running', ?)",
-                (
-                    run.label, run.host, run.engine, run.target, run.server_version,
-                    json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
-                    json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
-                    __version__, _utc(run.started_at), run.price_per_hour,
-                ),
-            )
+        cur = self.db.execute(
+            "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
+            " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                run.label, run.host, run.engine, run.target, run.server_version,
+                json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
+                json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
+                __version__, _utc(run.started_at), status, run.price_per_hour,
+            ),
+        )
         return cur.lastrowid
 
     def update_target_facts(self, run_id: int, facts: dict) -> None:
@@ -231,37 +246,60 @@ class Store:
 
     def add_point(self, run_id: int, result: PointResult) -> int:
         """Store one finished point and its samples, committed at once."""
+        with self.db:
+            return self._insert_point(run_id, result)
+
+    def _insert_point(self, run_id: int, result: PointResult, source: dict | None = None) -> int:
+        """Uncommitted: the callers own the transaction."""
         m = result.measurement
         values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
         spec = result.spec
-        with self.db:
-            params = dict(spec.params)
-            cur = self.db.execute(
-                "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
-                " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, "
-                + ", ".join(_MEASUREMENT_COLUMNS)
-                + ") VALUES (" + ", ".join("?" * (18 + len(_MEASUREMENT_COLUMNS))) + ")",
-                (
-                    run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.repeat,
-                    params.get("scale"), json.dumps(params, sort_keys=True),
-                    result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
-                    json.dumps(list(result.command)), result.exit_code,
-                    json.dumps(m.details if m is not None else {}, sort_keys=True),
-                    result.stdout, result.stderr,
-                    *values.values(),
-                ),
-            )
-            point_id = cur.lastrowid
-            self.db.executemany(
-                f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
-                [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
-            )
-            self.db.executemany(
-                f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
-                f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
-                [(point_id, *(asdict(s)[c] for c in SYSTEM_COLUMNS)) for s in result.system],
-            )
+        params = dict(spec.params)
+        cur = self.db.execute(
+            "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
+            " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, source, "
+            + ", ".join(_MEASUREMENT_COLUMNS)
+            + ") VALUES (" + ", ".join("?" * (19 + len(_MEASUREMENT_COLUMNS))) + ")",
+            (
+                run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.repeat,
+                params.get("scale"), json.dumps(params, sort_keys=True),
+                result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
+                json.dumps(list(result.command)), result.exit_code,
+                json.dumps(m.details if m is not None else {}, sort_keys=True),
+                result.stdout, result.stderr, json.dumps(source, sort_keys=True) if source else None,
+                *values.values(),
+            ),
+        )
+        point_id = cur.lastrowid
+        self.db.executemany(
+            f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
+            [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
+        )
+        self.db.executemany(
+            f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
+            f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
+            [(point_id, *(asdict(s)[c] for c in SYSTEM_COLUMNS)) for s in result.system],
+        )
         return point_id
+
+    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict]]]]
+                      ) -> list[int] | None:
+        """Store one imported file's runs and points in one transaction (all or nothing).
+        None if a file with this content was imported before."""
+        with self.db:
+            if self.db.execute("SELECT 1 FROM imports WHERE sha256 = ?", (sha256,)).fetchone():
+                return None
+            run_ids, count = [], 0
+            for run, points in runs:
+                run_id = self._insert_run(run, "imported")
+                run_ids.append(run_id)
+                for result, source in points:
+                    self._insert_point(run_id, result, source)
+                    count += 1
+                self.db.execute("UPDATE runs SET ended_at = started_at WHERE id = ?", (run_id,))
+            self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
+                            (sha256, file, json.dumps(run_ids), count, _utc(now_utc())))
+        return run_ids
 
     # ------------------------------------------------------------------ reading
 
@@ -277,7 +315,7 @@ class Store:
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
-            " p.ended_at, "
+            " p.ended_at, p.source, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
             " FROM points p JOIN runs r ON r.id = p.run_id"
@@ -289,6 +327,7 @@ class Store:
         rows = [dict(zip(names, row)) for row in cur.fetchall()]
         for row in rows:
             row["params"] = json.loads(row["params"])
+            row["source"] = json.loads(row["source"]) if row["source"] else None
         return rows
 
     def samples(self, point_id: int) -> list[dict]:

@@ -1,0 +1,49 @@
+"""The importer's pure helpers: echoed command lines, options, tool recognition."""
+
+import pytest
+
+from dbarena import importer
+
+
+@pytest.mark.parametrize("line, args", [
+    ("pgbench -c 8 -j 4 -T 600 -S bench", ["-c", "8", "-j", "4", "-T", "600", "-S", "bench"]),
+    ("$ pgbench -c8 -j4 -T600 bench", ["-c8", "-j4", "-T600", "bench"]),
+    ("postgres@db1:~$ /usr/lib/postgresql/15/bin/pgbench --client=16 --jobs=8 bench",
+     ["--client=16", "--jobs=8", "bench"]),
+    ("+ sudo -u postgres pgbench -N -P 60 -T 600", ["-N", "-P", "60", "-T", "600"]),
+    ("pgbench (15.2 (Ubuntu 15.2-1.pgdg22.04+1))", None),
+    ("pgbench: error: connection to server failed", None),
+    ("progress: 6.0 s, 691.7 tps, lat 11.528 ms stddev 10.036, 0 failed", None),
+])
+def test_pgbench_command_lines(line, args):
+    assert importer._command(line, "pgbench") == args
+
+
+def test_sysbench_banner_is_not_a_command():
+    assert importer._command("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)", "sysbench") is None
+    assert importer._command("sysbench oltp_read_only --threads=8 --db-driver=pgsql run", "sysbench") == [
+        "oltp_read_only", "--threads=8", "--db-driver=pgsql", "run"]
+
+
+@pytest.mark.parametrize("args, names, value", [
+    (["-c", "8"], ("-c", "--client"), "8"),
+    (["-c8"], ("-c", "--client"), "8"),
+    (["--client=16"], ("-c", "--client"), "16"),
+    (["--client", "16"], ("-c", "--client"), "16"),
+    (["-S"], ("-c", "--client"), None),
+    (["--threads=4", "--threads=8"], ("--threads",), "8"),
+])
+def test_option(args, names, value):
+    assert importer._option(args, *names) == value
+
+
+@pytest.mark.parametrize("text, tool", [
+    ("transaction type: <builtin: TPC-B (sort of)>\n", "pgbench"),
+    ("dropping old tables...\ncreating tables...\n", "pgbench"),
+    ("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n", "sysbench"),
+    ("Benchmark\n\tAverage number of seconds to run all queries: 0.1 seconds\n", "mysqlslap"),
+    ("label,threads,tps\nbox,1,10\n", "csv"),
+    ("nothing to see\n", None),
+])
+def test_detect_tool(text, tool):
+    assert importer.detect_tool(text) == tool
