@@ -113,6 +113,9 @@ def _engine_list(ctx, param, value):
               help="mysqlslap --number-of-queries (in total over all clients).")
 @click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run every point this many times, interleaved across points (not back to back).")
+@click.option("--warmup", "warmup_s", type=click.IntRange(min=0), default=0, show_default=True, metavar="SECONDS",
+              help="Before each point, a run with the same parameters for this long (stored apart, not a result), "
+                   "then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL).")
 @click.option("--no-init", is_flag=True,
               help="Reuse the datasets already in the target instead of preparing them.")
 @click.option("--pg-setting", "pg_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
@@ -129,7 +132,7 @@ def _engine_list(ctx, param, value):
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
 def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
-        iterations, number_of_queries, repeats, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
+        iterations, number_of_queries, repeats, warmup_s, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
         store, keep, fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
@@ -166,7 +169,7 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
     label = label or facts["hostname"]
     options = {
         "engines": engine_names, "targets": target_of, "workloads": workload_names, "threads": levels,
-        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "repeats": repeats,
+        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "repeats": repeats, "warmup_s": warmup_s,
         "init": not no_init,
         "pg_settings": pg_settings, "mysql_settings": mysql_settings, "fail_fast": fail_fast,
     }
@@ -206,7 +209,8 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                     run_ids.append(run_id)
                     with terminal.TerminalReporter(err, points) as reporter:
                         results += runner.run_sweep(target=tgt, plan=points, store=db, run_id=run_id,
-                                                    reporter=reporter, fail_fast=fail_fast, init=not no_init)
+                                                    reporter=reporter, fail_fast=fail_fast, init=not no_init,
+                                                    warmup_s=warmup_s)
                     db.finish_run(run_id, "finished")
                     if keep and tgt.throwaway:
                         err.print(tgt.keep_note(), markup=False, soft_wrap=True)

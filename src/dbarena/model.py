@@ -130,6 +130,7 @@ class PointResult:
     samples: tuple[Sample, ...] = ()
     error: str | None = None
     system: tuple = ()  # sysmetrics.SystemSample, one per second
+    phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
 
     @property
     def ok(self) -> bool:

@@ -8,6 +8,7 @@ its reason and the sweep goes on, unless fail_fast.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol, Sequence
 
 from dbarena import execute
@@ -135,6 +136,7 @@ def run_sweep(
     reporter: Reporter,
     fail_fast: bool = False,
     init: bool = True,
+    warmup_s: int = 0,
 ) -> list[PointResult]:
     """Run every point of the plan in order; return the results, each already stored.
 
@@ -150,6 +152,8 @@ def run_sweep(
                 prepare(target, tool, spec, reporter)
                 prepared[tool.TOOL] = spec
             reporter.point_started(index, spec)
+            if warmup_s:
+                warm(target, spec, warmup_s, store, run_id, reporter)
             result = run_point(target, spec, reporter)
             store.add_point(run_id, result)
             results.append(result)
@@ -165,6 +169,16 @@ def run_sweep(
         store.update_target_facts(run_id, {"datasets": datasets, **target.dataset_facts()})
     _cleanup_all(target, prepared, reporter)
     return results
+
+
+def warm(target, spec: PointSpec, warmup_s: int, store: Store, run_id: int, reporter: Reporter) -> None:
+    """Study B's round: a run with the same parameters for warmup_s seconds, stored
+    apart (phase 'warmup'), then a checkpoint so that the measured run does not pay
+    for the warm-up's dirty pages."""
+    reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {warmup_s} s")
+    result = run_point(target, replace(spec, duration_s=warmup_s), SilentReporter())
+    store.add_point(run_id, replace(result, phase="warmup"))
+    target.checkpoint()
 
 
 def _cleanup_all(target, prepared: dict[str, PointSpec], reporter: Reporter) -> None:

@@ -138,6 +138,10 @@ MIGRATIONS: list[str] = [
         imported_at  TEXT NOT NULL
     );
     """,
+    # 6: warm-up runs (--warmup) are stored apart from the measured points.
+    """
+    ALTER TABLE points ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup'));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -257,16 +261,16 @@ class Store:
         params = dict(spec.params)
         cur = self.db.execute(
             "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
-            " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, source, "
+            " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, source, phase, "
             + ", ".join(_MEASUREMENT_COLUMNS)
-            + ") VALUES (" + ", ".join("?" * (19 + len(_MEASUREMENT_COLUMNS))) + ")",
+            + ") VALUES (" + ", ".join("?" * (20 + len(_MEASUREMENT_COLUMNS))) + ")",
             (
                 run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.repeat,
                 params.get("scale"), json.dumps(params, sort_keys=True),
                 result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
                 json.dumps(list(result.command)), result.exit_code,
                 json.dumps(m.details if m is not None else {}, sort_keys=True),
-                result.stdout, result.stderr, json.dumps(source, sort_keys=True) if source else None,
+                result.stdout, result.stderr, json.dumps(source, sort_keys=True) if source else None, result.phase,
                 *values.values(),
             ),
         )
@@ -303,9 +307,10 @@ class Store:
 
     # ------------------------------------------------------------------ reading
 
-    def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = ()) -> list[dict]:
-        """Stored points with their run's label, host and target, oldest first."""
-        where, args = [], []
+    def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False) -> list[dict]:
+        """Stored points with their run's label, host and target, oldest first; warm-up
+        runs (--warmup) only when asked for."""
+        where, args = ([] if warmups else ["p.phase = 'measured'"]), []
         if run_id is not None:
             where.append("p.run_id = ?")
             args.append(run_id)
@@ -315,7 +320,7 @@ class Store:
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
-            " p.ended_at, p.source, "
+            " p.ended_at, p.source, p.phase, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
             " FROM points p JOIN runs r ON r.id = p.run_id"

@@ -144,6 +144,11 @@ class MyTarget:
             }
         return self._query(read)
 
+    def checkpoint(self) -> None:
+        """MySQL's nearest to a checkpoint: close and flush all tables."""
+        with contextlib.closing(self.connect()) as db, db.cursor() as cur:
+            cur.execute("FLUSH TABLES")
+
     def dataset_facts(self) -> dict:
         def read(cur) -> dict:
             cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables"

@@ -192,6 +192,11 @@ class PgTarget:
             "data_checksums": checksums,
         }
 
+    def checkpoint(self) -> None:
+        """Write all dirty pages now (after a warm-up), as study B did before each run."""
+        with self.connect() as conn:
+            conn.execute("CHECKPOINT")
+
     def dataset_facts(self) -> dict:
         def size() -> dict:
             with self.connect() as conn:
