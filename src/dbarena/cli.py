@@ -107,6 +107,8 @@ def _engine_list(ctx, param, value):
               help="sysbench tables; prepared once per run and engine.")
 @click.option("--table-size", type=click.IntRange(min=1), default=10000, show_default=True,
               help="sysbench rows per table (the studies used 1000000 and 10000000).")
+@click.option("--warehouses", type=click.IntRange(min=1), default=1, show_default=True,
+              help="tpcc-like scale: warehouses (about 100 MB each); loaded once per run and engine.")
 @click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
               help="mysqlslap --iterations.")
 @click.option("--number-of-queries", type=click.IntRange(min=1), default=100000, show_default=True,
@@ -132,7 +134,7 @@ def _engine_list(ctx, param, value):
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
 def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
-        iterations, number_of_queries, repeats, warmup_s, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
+        warehouses, iterations, number_of_queries, repeats, warmup_s, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
         store, keep, fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
@@ -157,7 +159,8 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
     if keep and len(target_of) == len(engine_names):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     levels = levels or plan.default_levels(hostinfo.hardware_threads())
-    params = {"scale": scale, "tables": tables, "table_size": table_size, "iterations": iterations,
+    params = {"scale": scale, "tables": tables, "table_size": table_size, "warehouses": warehouses,
+              "iterations": iterations,
               "queries": number_of_queries}
     plans = {}
     for engine in engine_names:
@@ -197,7 +200,7 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                     err.print(f"[dim]{len(points)} points: {', '.join(names)} at threads "
                               f"{', '.join(map(str, levels))}, {duration} s each"
                               f"{f', {repeats} repeats interleaved' if repeats > 1 else ''}[/]")
-                    tools = {workloads.WORKLOADS[n].tool.TOOL for n in names}
+                    tools = {workloads.binary(workloads.WORKLOADS[n].tool) for n in names}
                     tool_versions = {t: version_line(tgt.tool(t)) for t in sorted(tools)}
                     tool_versions.update(engines.get(engine).client_libraries())
                     run_id = db.begin_run(RunInfo(

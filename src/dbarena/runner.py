@@ -8,6 +8,7 @@ its reason and the sweep goes on, unless fail_fast.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Protocol, Sequence
 
@@ -16,7 +17,7 @@ from dbarena.errors import EnvironmentProblem, ParseError
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.store import Store, now_utc
 from dbarena.sysmetrics import Sampler
-from dbarena.workloads import WORKLOADS
+from dbarena.workloads import WORKLOADS, binary
 
 
 class Reporter(Protocol):
@@ -59,22 +60,31 @@ def _failure_reason(done: execute.Completed, problem: str | None) -> str:
 
 
 def _binary(target, tool) -> str:
-    return str(target.tool(tool.TOOL))
+    return str(target.tool(binary(tool)))
+
+
+def _commands(argv) -> list[list[str]]:
+    """A tool's prepare step: None, one command, or a list of commands in order."""
+    if not argv:
+        return []
+    return argv if isinstance(argv[0], list) else [argv]
 
 
 def prepare(target, tool, spec: PointSpec, reporter: Reporter) -> None:
     """Create the tool's dataset once per run and target (pgbench -i, sysbench prepare)."""
-    argv = tool.prepare_argv(_binary(target, tool), target.conn, spec)
-    if argv is None:
+    commands = _commands(tool.prepare_argv(_binary(target, tool), target.conn, spec))
+    if not commands:
         return
     described = ", ".join(f"{k} {v}" for k, v in spec.params)
     reporter.stage(f"preparing the {tool.TOOL} dataset on {target.engine} ({described})")
-    done = execute.run(argv, env=target.client_env(), timeout=24 * 3600)
-    if done.returncode != 0:
-        lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
-        raise EnvironmentProblem(
-            f"{tool.TOOL} could not prepare its dataset: {lines[-1] if lines else 'exit status ' + str(done.returncode)}"
-        )
+    for argv in commands:
+        done = execute.run(argv, env=target.client_env(), timeout=24 * 3600)
+        if done.returncode != 0:
+            lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
+            raise EnvironmentProblem(
+                f"{tool.TOOL} could not prepare its dataset: "
+                f"{lines[-1] if lines else 'exit status ' + str(done.returncode)}"
+            )
 
 
 def cleanup(target, tool, spec: PointSpec, reporter: Reporter) -> None:
@@ -124,6 +134,16 @@ def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
         measurement, samples = tool.read(done.stdout, done.stderr, spec)
     except ParseError as exc:
         return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr), **common)
+    verify = getattr(tool, "verify", None)
+    if verify is not None:
+        # A run that corrupts data is not a benchmark result.
+        with contextlib.closing(target.connect()) as connection:
+            checks = verify(connection)
+        measurement = replace(measurement, details={**measurement.details, "consistency": checks})
+        broken = [f"{n} ({c['condition']}: {c['violations']} violation(s))" for n, c in checks.items() if not c["ok"]]
+        if broken:
+            return PointResult(status="failed", error=f"consistency condition(s) failed: {'; '.join(broken)}",
+                               measurement=measurement, samples=samples, **common)
     return PointResult(status="ok", measurement=measurement, samples=samples, **common)
 
 

@@ -320,7 +320,7 @@ class Store:
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
-            " p.ended_at, p.source, p.phase, "
+            " p.ended_at, p.source, p.phase, p.details, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
             " FROM points p JOIN runs r ON r.id = p.run_id"
@@ -333,6 +333,8 @@ class Store:
         for row in rows:
             row["params"] = json.loads(row["params"])
             row["source"] = json.loads(row["source"]) if row["source"] else None
+            # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
+            row["details"] = {k: v for k, v in json.loads(row["details"]).items() if k != "histogram_ms"}
         return rows
 
     def samples(self, point_id: int) -> list[dict]:

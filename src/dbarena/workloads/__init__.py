@@ -3,7 +3,9 @@ command lines and parses its output.
 
 A tool module (pgbench.py, sysbench.py, mysqlslap.py) holds pure functions with
 one interface: TOOL, PARAMS (the PointSpec.params it reads), `prepare_argv` and
-`cleanup_argv` (the dataset, once per run and target; None when not needed),
+`cleanup_argv` (the dataset, once per run and target: one command, a list of
+commands, or None), optional BINARY (the executable, when not TOOL) and `verify`
+(checks on the data after each point),
 `point_argv`, `read` (raw output -> Measurement and Samples), `read_samples` and
 `parse_progress_line`. Adding a workload means one entry in WORKLOADS; adding a
 tool, one module next to these.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from dbarena.errors import UsageError
-from dbarena.workloads import mysqlslap, pgbench, sysbench
+from dbarena.workloads import mysqlslap, pgbench, sysbench, tpcc
 
 PG, MY = "postgres", "mysql"
 
@@ -42,8 +44,14 @@ WORKLOADS: dict[str, Workload] = {
         Workload("sysbench-write-only", (PG, MY), sysbench, ("oltp_write_only",), "sysbench oltp_write_only", (MY,)),
         Workload("sysbench-read-write", (PG, MY), sysbench, ("oltp_read_write",), "sysbench oltp_read_write", (MY,)),
         Workload("mysqlslap", (MY,), mysqlslap, (), "mysqlslap --auto-generate-sql", (MY,)),
+        Workload("tpcc-like", (PG, MY), tpcc, (), "TPC-C-like mix on sysbench (tpcc_like.lua)", ()),
     )
 }
+
+
+def binary(tool: ModuleType) -> str:
+    """The executable a tool module runs (tpcc-like runs sysbench)."""
+    return getattr(tool, "BINARY", tool.TOOL)
 
 
 def resolve(names: list[str], engine: str) -> list[Workload]:

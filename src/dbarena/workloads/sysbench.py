@@ -269,7 +269,8 @@ def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
     return tuple(samples)
 
 
-def _common(conn: Connection, spec: PointSpec) -> list[str]:
+def connection_args(conn: Connection) -> list[str]:
+    """sysbench's driver options for a target (the tpcc-like workload shares them)."""
     driver = "mysql" if conn.engine == "mysql" else "pgsql"
     args = [
         f"--db-driver={driver}",
@@ -277,13 +278,15 @@ def _common(conn: Connection, spec: PointSpec) -> list[str]:
         f"--{driver}-port={conn.port}",
         f"--{driver}-user={conn.user}",
         f"--{driver}-db={conn.dbname}",
-        f"--tables={spec.param('tables')}",
-        f"--table-size={spec.param('table_size')}",
     ]
     if conn.sysbench_config:
         # The password is in this private file, not on the command line.
         args.insert(0, f"--config-file={conn.sysbench_config}")
     return args
+
+
+def _common(conn: Connection, spec: PointSpec) -> list[str]:
+    return [*connection_args(conn), f"--tables={spec.param('tables')}", f"--table-size={spec.param('table_size')}"]
 
 
 def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:

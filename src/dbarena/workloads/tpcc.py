@@ -1,0 +1,140 @@
+"""tpcc-like: dbarena's TPC-C-like workload (tpcc_like.lua) run by sysbench.
+
+Command lines and parsing are pure; `verify` runs the TPC-C consistency conditions
+1 to 4 (specification clause 3.3.2) on a database connection after a run: a run that
+corrupts data is not a benchmark result. Named "TPC-C-like", never "TPC-C": not
+audited, no pricing, no keying or think time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Sequence
+
+from dbarena.errors import ParseError
+from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.workloads import sysbench
+
+TOOL = "tpcc-like"
+BINARY = "sysbench"
+PARAMS = ("warehouses",)
+SCRIPT = Path(__file__).with_name("tpcc_like.lua")
+KINDS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
+
+_THREAD_LINE = re.compile(
+    r"^dbarena-tpcc thread=(?P<thread>\d+) rollbacks=(?P<rollbacks>\d+) (?P<kinds>(?:\w+=\d+:[\d.]+:[\d.]+ ?)+)$"
+)
+_KIND = re.compile(r"(?P<kind>\w+)=(?P<count>\d+):(?P<sum>[\d.]+):(?P<max>[\d.]+)")
+
+# Clause 3.3.2: each query counts the rows (warehouses or districts) that violate the
+# condition; 0 everywhere means consistent. Standard SQL, the same on both engines.
+CONSISTENCY = {
+    1: ("W_YTD = sum(D_YTD) of the warehouse's districts",
+        "SELECT COUNT(*) FROM warehouse w WHERE w.w_ytd <> "
+        "(SELECT SUM(d.d_ytd) FROM district d WHERE d.d_w_id = w.w_id)"),
+    2: ("D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) in each district",
+        "SELECT COUNT(*) FROM district d WHERE "
+        "d.d_next_o_id - 1 <> (SELECT MAX(o.o_id) FROM orders o WHERE o.o_w_id = d.d_w_id AND o.o_d_id = d.d_id) "
+        "OR d.d_next_o_id - 1 <> (SELECT MAX(n.no_o_id) FROM new_order n "
+        "WHERE n.no_w_id = d.d_w_id AND n.no_d_id = d.d_id)"),
+    3: ("max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER, per district",
+        "SELECT COUNT(*) FROM (SELECT MAX(no_o_id) - MIN(no_o_id) + 1 AS span, COUNT(*) AS n FROM new_order "
+        "GROUP BY no_w_id, no_d_id) t WHERE t.span <> t.n"),
+    4: ("sum(O_OL_CNT) = rows in ORDER-LINE, per district",
+        "SELECT COUNT(*) FROM (SELECT o_w_id, o_d_id, SUM(o_ol_cnt) AS s FROM orders GROUP BY o_w_id, o_d_id) o "
+        "JOIN (SELECT ol_w_id, ol_d_id, COUNT(*) AS c FROM order_line GROUP BY ol_w_id, ol_d_id) l "
+        "ON o.o_w_id = l.ol_w_id AND o.o_d_id = l.ol_d_id WHERE o.s <> l.c"),
+}
+
+
+def parse_threads(stdout: str) -> dict:
+    """Sum the per-thread lines the script prints at the end of a run."""
+    per_kind = {k: {"count": 0, "sum_ms": 0.0, "max_ms": 0.0} for k in KINDS}
+    rollbacks = threads = 0
+    for lineno, line in enumerate(stdout.splitlines(), start=1):
+        if not line.startswith("dbarena-tpcc "):
+            continue
+        m = _THREAD_LINE.match(line.rstrip())
+        if m is None:
+            raise ParseError(TOOL, "unreadable per-thread line", lineno, line)
+        threads += 1
+        rollbacks += int(m["rollbacks"])
+        for k in _KIND.finditer(m["kinds"]):
+            if k["kind"] not in per_kind:
+                raise ParseError(TOOL, f"unknown transaction type {k['kind']!r}", lineno, line)
+            s = per_kind[k["kind"]]
+            s["count"] += int(k["count"])
+            s["sum_ms"] += float(k["sum"])
+            s["max_ms"] = max(s["max_ms"], float(k["max"]))
+    if threads == 0:
+        raise ParseError(TOOL, "no 'dbarena-tpcc' per-thread lines (did the run finish?)")
+    return {"threads": threads, "rollbacks": rollbacks, "per_kind": per_kind}
+
+
+def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measurement, tuple[Sample, ...]]:
+    report = sysbench.parse(stdout, stderr)
+    threads = parse_threads(stdout)
+    total = sum(s["count"] for s in threads["per_kind"].values())
+    minutes = (report.total_time_s or 0) / 60
+    per_type = {
+        kind: {"count": s["count"], "share_pct": 100 * s["count"] / total if total else None,
+               "latency_avg_ms": s["sum_ms"] / s["count"] if s["count"] else None, "latency_max_ms": s["max_ms"]}
+        for kind, s in threads["per_kind"].items()
+    }
+    new_orders = threads["per_kind"]["new_order"]["count"] - threads["rollbacks"]
+    measurement = report.to_measurement()
+    details = {
+        **measurement.details,
+        "per_type": per_type,
+        "rollbacks": threads["rollbacks"],
+        # New-Order transactions committed per minute: the tpmC-like figure.
+        "tpm_new_order": new_orders / minutes if minutes else None,
+        "new_orders_committed": new_orders,
+    }
+    from dataclasses import replace
+
+    return replace(measurement, details=details), report.samples
+
+
+read_samples = sysbench.read_samples
+parse_progress_line = sysbench.parse_progress_line
+
+
+def _base(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
+    return [binary, str(SCRIPT), *sysbench.connection_args(conn), f"--warehouses={spec.param('warehouses')}"]
+
+
+def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[list[str]]:
+    """Three steps: schema and items; warehouses loaded in parallel; indexes."""
+    loaders = max(1, min(spec.param("warehouses"), os.cpu_count() or 1))
+    return [
+        [*_base(binary, conn, spec), "--tpcc_step=schema", "--threads=1", "prepare"],
+        [*_base(binary, conn, spec), "--tpcc_step=load", f"--threads={loaders}", "prepare"],
+        [*_base(binary, conn, spec), "--tpcc_step=index", "--threads=1", "prepare"],
+    ]
+
+
+def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
+    return [*_base(binary, conn, spec), "cleanup"]
+
+
+def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+    return [*_base(binary, conn, spec), f"--threads={spec.threads}", f"--time={spec.duration_s}",
+            "--report-interval=1", "--histogram=on", "--percentile=95", "run"]
+
+
+def verify(connection) -> dict:
+    """Consistency conditions 1-4 on an open DB-API connection (psycopg or PyMySQL)."""
+    results = {}
+    for number, (what, query) in CONSISTENCY.items():
+        cur = connection.cursor()
+        try:
+            cur.execute(query)
+            violations = int(cur.fetchone()[0])
+        finally:
+            cur.close()
+        results[str(number)] = {"condition": what, "violations": violations, "ok": violations == 0}
+    return results

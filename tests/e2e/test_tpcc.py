@@ -1,0 +1,69 @@
+"""The tpcc-like workload end to end on real throwaway PostgreSQL and MariaDB, and
+its consistency check on data a test deliberately breaks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+
+import pytest
+
+from conftest import cli_env, dbarena
+from dbarena import execute, runner
+from dbarena.engines import postgres
+from dbarena.model import PointSpec
+from dbarena.workloads import tpcc
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_tpcc_like_on_a_real_server(engine, public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--engine", engine, "--workload", "tpcc-like", "--warehouses", "1", "--threads", "1,2",
+                   "--duration", "3", "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    rows = sqlite3.connect(store).execute("SELECT status, transactions, details FROM points").fetchall()
+    assert len(rows) == 2
+    counts = {k: 0 for k in tpcc.KINDS}
+    for status, transactions, details in rows:
+        assert status == "ok"
+        d = json.loads(details)
+        assert all(c["ok"] for c in d["consistency"].values()) and set(d["consistency"]) == {"1", "2", "3", "4"}
+        assert d["tpm_new_order"] > 0 and d["new_orders_committed"] > 0
+        assert sum(t["count"] for t in d["per_type"].values()) == transactions
+        for kind, t in d["per_type"].items():
+            counts[kind] += t["count"]
+    total = sum(counts.values())
+    for kind, share in tpcc.MIX.items():
+        assert abs(100 * counts[kind] / total - share) < 4, (kind, counts)
+
+
+def test_consistency_check_fails_on_broken_data():
+    spec = PointSpec(engine="postgres", workload="tpcc-like", threads=1, clients=1, duration_s=2,
+                     params=(("warehouses", 1),))
+    with postgres.throwaway() as target:
+        binary = str(target.tool("sysbench"))
+        for argv in tpcc.prepare_argv(binary, target.conn, spec):
+            assert execute.run(argv, env=target.client_env(), timeout=600).returncode == 0
+
+        def check() -> dict:
+            with contextlib.closing(target.connect()) as conn:
+                return {n: c["violations"] for n, c in tpcc.verify(conn).items()}
+
+        assert check() == {"1": 0, "2": 0, "3": 0, "4": 0}
+        breakages = {
+            "1": "UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 3",
+            "2": "UPDATE district SET d_next_o_id = d_next_o_id + 5 WHERE d_w_id = 1 AND d_id = 4",
+            "3": "DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 5 AND no_o_id = 2500",
+            "4": "UPDATE orders SET o_ol_cnt = o_ol_cnt + 1 WHERE o_w_id = 1 AND o_d_id = 6 AND o_id = 17",
+        }
+        with target.connect() as conn:
+            for number, statement in breakages.items():
+                conn.execute(statement)
+                assert check()[number] == 1, number
+        # A benchmark run over corrupt data is not a result: the point is failed.
+        result = runner.run_point(target, spec, runner.SilentReporter())
+        assert result.status == "failed" and "consistency condition(s) failed: 1 (" in result.error
+        assert result.measurement.details["consistency"]["4"]["violations"] == 1
