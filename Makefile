@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # A short sweep on a throwaway local PostgreSQL: all three pgbench workloads at the
-# machine's default thread levels, 5 s per point; results go to ./dbarena.db.
+# machine's default thread levels, 10 s per point (long enough for an interval per point);
+# results go to ./dbarena.db.
 demo: deps $(STAMP)
-	$(VENV)/bin/dbarena run --duration 5 --scale 10
+	$(VENV)/bin/dbarena run --duration 10 --scale 10
 
 test: deps $(STAMP)
 	$(VENV)/bin/pytest -q
