@@ -130,12 +130,16 @@ def _engine_list(ctx, param, value):
 @click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
               help="Hourly price of what is measured (instance, server rent / 730, managed service), "
                    "for price/performance in `dbarena report`.")
+@click.option("--server-cores", type=click.IntRange(min=1), metavar="N",
+              help="Physical cores of a --target's server (not visible from here), for per-core figures.")
+@click.option("--server-threads", type=click.IntRange(min=1), metavar="N",
+              help="Hardware threads (vCPUs) of a --target's server, for per-thread figures.")
 @store_option
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
 def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
         warehouses, iterations, number_of_queries, repeats, warmup_s, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
-        store, keep, fail_fast):
+        server_cores, server_threads, store, keep, fail_fast):
     """Run workloads across a concurrency sweep and store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option, 3 missing
@@ -156,6 +160,9 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
     for engine, option in (("postgres", "--pg-setting"), ("mysql", "--mysql-setting")):
         if settings_of[engine] and (engine in target_of or engine not in engine_names):
             raise UsageError(f"{option} applies to a throwaway {engine} instance only")
+    if (server_cores or server_threads) and not target_of:
+        raise UsageError("--server-cores/--server-threads describe a --target's server; a throwaway instance "
+                         "runs here and is measured")
     if keep and len(target_of) == len(engine_names):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     levels = levels or plan.default_levels(hostinfo.hardware_threads())
@@ -207,7 +214,11 @@ def run(engine_names, targets, workload_names, levels, clients_per_thread, durat
                         label=label, host=facts["hostname"], engine=engine, target=tgt.url,
                         started_at=now_utc(), server_version=tgt.server_version,
                         tool_versions=tool_versions, options=options, host_facts=facts,
-                        target_facts=tgt.facts(), price_per_hour=price_per_hour,
+                        target_facts={**tgt.facts(), **({"server_physical_cores": server_cores} if server_cores
+                                                        and not tgt.throwaway else {}),
+                                      **({"server_hardware_threads": server_threads} if server_threads
+                                         and not tgt.throwaway else {})},
+                        price_per_hour=price_per_hour,
                     ))
                     run_ids.append(run_id)
                     with terminal.TerminalReporter(err, points) as reporter:

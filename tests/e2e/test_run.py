@@ -101,6 +101,7 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
         (["--engine", "postgres", "--workload", "mysqlslap"], "cannot run on engine 'postgres'"),
         (["--engine", "postgres", "--target", "mysql://u@127.0.0.1/db"], "does not include mysql"),
         (["--engine", "mysql", "--mysql-setting", "no_such_variable=1", "--threads", "1"], "unknown variable"),
+        (["--server-cores", "4"], "describe a --target's server"),
         (["--no-such-option"], "No such option"),
     ],
 )

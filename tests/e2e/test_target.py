@@ -25,12 +25,15 @@ def test_target_with_password_from_pgpassword(server, public_tmp, tmp_path):
     target, password = server
     store = tmp_path / "r.db"
     done = dbarena("run", "--target", target.url, "--workload", "pgbench-simple-update", "--threads", "1",
-                   "--duration", "1", "--scale", "1", "--store", str(store), env=cli_env(public_tmp, PGPASSWORD=password))
+                   "--duration", "1", "--scale", "1", "--server-cores", "2", "--server-threads", "4",
+                   "--store", str(store), env=cli_env(public_tmp, PGPASSWORD=password))
     assert done.returncode == 0, done.stderr
     assert password not in done.stdout + done.stderr
     assert password.encode() not in store.read_bytes()
-    row = sqlite3.connect(store).execute("SELECT target, options FROM runs").fetchone()
+    row = sqlite3.connect(store).execute("SELECT target, options, target_facts FROM runs").fetchone()
     assert row[0] == target.url and json.loads(row[1])["targets"] == {"postgres": target.url}
+    facts = json.loads(row[2])
+    assert (facts["server_physical_cores"], facts["server_hardware_threads"]) == (2, 4)
     listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
     assert json.loads(listed.stdout)[0]["status"] == "ok" and password not in listed.stdout
 

@@ -162,3 +162,17 @@ def test_csv_and_json_rows_carry_every_figure(store):
     parsed = json.loads(export.to_json(report))
     assert required <= set(parsed["rows"][0]) and parsed["baseline"] == "x86"
     assert parsed["sections"][0]["cheapest"]["label"] == "arm"
+
+
+def test_per_core_of_a_remote_server_comes_from_what_the_run_was_told(store):
+    # study E's case: a managed 4 vCPU instance on 2 cores x 2 threads.
+    store.db.execute("UPDATE runs SET options = ?, target_facts = ? WHERE label = 'x86'",
+                     (json.dumps({"targets": {"postgres": "postgresql://u@rds.example/db"}}),
+                      json.dumps({"server_physical_cores": 2, "server_hardware_threads": 4})))
+    store.db.commit()
+    rows = {(r["label"], r["threads"]): r for r in _report(store).rows}
+    assert rows[("x86", 4)]["tps_per_core"] == pytest.approx(3000 / 2)
+    assert rows[("x86", 4)]["tps_per_thread"] == pytest.approx(3000 / 4)
+    store.db.execute("UPDATE runs SET target_facts = '{}' WHERE label = 'x86'")
+    store.db.commit()
+    assert {r["tps_per_core"] for r in _report(store).rows if r["label"] == "x86"} == {None}

@@ -151,7 +151,9 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
     for r in rows:
         members[(r["label"], r["engine"], r["workload"], r["threads"])].append(r)
 
-    # Hardware of each label's machine, from its runs (a label is one machine).
+    # Hardware of each label's server, from its runs (a label is one machine): the
+    # measured host for a throwaway instance, what --server-cores/--server-threads said
+    # for a remote target.
     hardware: dict[str, dict] = {}
     for r in rows:
         run = runs_by_id[r["run_id"]]
@@ -159,6 +161,10 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             facts = run["host_facts"]
             hardware.setdefault(r["label"], {"physical_cores": facts.get("physical_cores"),
                                              "hardware_threads": facts.get("hardware_threads")})
+        elif run["target_facts"].get("server_physical_cores") or run["target_facts"].get("server_hardware_threads"):
+            facts = run["target_facts"]
+            hardware.setdefault(r["label"], {"physical_cores": facts.get("server_physical_cores"),
+                                             "hardware_threads": facts.get("server_hardware_threads")})
 
     level_rows = []
     for key, summary in summaries.items():

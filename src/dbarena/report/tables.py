@@ -105,7 +105,8 @@ def per_core(section: Section) -> TableSpec | None:
         return None
     return TableSpec("Per core and scaling", ["label", "threads", "TPS per physical core", "TPS per hardware thread",
                                               "scaling efficiency", "cores / hardware threads"], rows,
-                     "Per core: of the machine the server ran on (throwaway instances; unknown for remote targets). "
+                     "Per core: of the machine the server ran on (throwaway instances: measured; remote targets: "
+                     "as given by `run --server-cores/--server-threads`). "
                      "Scaling efficiency = TPS(N) / (N x TPS(1 thread)).")
 
 
