@@ -23,12 +23,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pymysql
 
 from dbarena import execute
-from dbarena.engines import instance
+from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.model import Connection
 
@@ -204,20 +204,8 @@ def _client_files(directory: Path, password: str) -> tuple[Path, Path]:
 
 
 def check_target_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme != "mysql":
-        raise UsageError(f"--target {url!r}: expected mysql://user@host:port/dbname")
-    if parts.password is not None or "password" in parse_qs(parts.query):
-        raise UsageError(
-            "--target must not contain a password (it would show in process lists and logs): "
-            "put it in MYSQL_PWD or the [client] section of ~/.my.cnf"
-        )
-    if not parts.hostname:
-        raise UsageError(f"--target {url!r}: no host name")
-    try:
-        parts.port
-    except ValueError:
-        raise UsageError(f"--target {url!r}: the port is not a number") from None
+    parts = target_url.check(url, schemes=("mysql",), example="mysql://user@host:port/dbname",
+                             password_from="MYSQL_PWD or the [client] section of ~/.my.cnf")
     if not parts.path.strip("/"):
         raise UsageError(f"--target {url!r}: no database name (sysbench needs one for its tables)")
     return url

@@ -20,12 +20,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import psycopg
 
 from dbarena import execute
-from dbarena.engines import instance
+from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.model import Connection
 
@@ -263,20 +263,8 @@ def _connect(url: str, *, passfile: Path | None = None, dbname: str | None = Non
 
 def check_target_url(url: str) -> str:
     """Validate a --target URL; refuse one that carries a password."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise UsageError(f"--target {url!r}: expected postgresql://user@host:port/dbname")
-    if parts.password is not None or "password" in parse_qs(parts.query):
-        raise UsageError(
-            "--target must not contain a password (it would show in process lists and logs): "
-            "put it in PGPASSWORD or ~/.pgpass"
-        )
-    if not parts.hostname:
-        raise UsageError(f"--target {url!r}: no host name")
-    try:
-        parts.port
-    except ValueError:
-        raise UsageError(f"--target {url!r}: the port is not a number") from None
+    target_url.check(url, schemes=("postgresql", "postgres"), example="postgresql://user@host:port/dbname",
+                     password_from="PGPASSWORD or ~/.pgpass")
     return url
 
 

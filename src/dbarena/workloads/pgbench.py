@@ -21,6 +21,7 @@ from typing import Sequence
 
 from dbarena.errors import ParseError
 from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.workloads import series
 
 TOOL = "pgbench"
 PARAMS = ("scale",)  # the PointSpec.params this tool reads
@@ -307,14 +308,5 @@ def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequen
 
 
 def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
-    """The per-second series of a run that failed; what cannot be read is skipped,
-    because the failure itself is the point's result."""
-    samples = []
-    for line in (stdout + stderr).splitlines():
-        try:
-            sample = parse_progress_line(line)
-        except ParseError:
-            continue
-        if sample is not None:
-            samples.append(sample)
-    return tuple(samples)
+    """The interval series of a run that failed."""
+    return series.tolerant(stdout + stderr, parse_progress_line)

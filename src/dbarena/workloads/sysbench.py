@@ -20,6 +20,7 @@ from typing import Sequence
 
 from dbarena.errors import ParseError
 from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.workloads import series
 
 TOOL = "sysbench"
 PARAMS = ("tables", "table_size")
@@ -257,16 +258,8 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
 
 
 def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
-    """The interval series of a run that failed; unreadable lines are skipped."""
-    samples = []
-    for line in (stdout + stderr).splitlines():
-        try:
-            sample = parse_progress_line(line)
-        except ParseError:
-            continue
-        if sample is not None:
-            samples.append(sample)
-    return tuple(samples)
+    """The interval series of a run that failed."""
+    return series.tolerant(stdout + stderr, parse_progress_line)
 
 
 def connection_args(conn: Connection) -> list[str]:
