@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
 import signal
 import socket
 import stat
@@ -86,6 +87,17 @@ def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> None:
         execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def release(proc, top: Path, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:
+    """The end of a throwaway instance: left running for --keep (only if it got as far
+    as running), otherwise stopped and its directory removed, shielded from Ctrl-C."""
+    if keep and proc is not None and proc.poll() is None:
+        return  # the caller prints the target's keep_note()
+    with shielded():
+        if proc is not None:
+            stop_server(proc, first_signal=first_signal, grace_s=grace_s)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def log_reason(log_path: Path | None, markers: tuple[str, ...]) -> str:

@@ -344,14 +344,8 @@ def throwaway(
                           log_path=log_path, process=proc, password=password)
         yield target
     finally:
-        if keep and target is not None and proc is not None and proc.poll() is None:
-            pass  # the caller prints target.keep_note()
-        else:
-            with instance.shielded():
-                if proc is not None:
-                    # SIGTERM is mysqld's normal shutdown.
-                    instance.stop_server(proc, first_signal=signal.SIGTERM, grace_s=120)
-                shutil.rmtree(top, ignore_errors=True)
+        # SIGTERM is mysqld's normal shutdown.
+        instance.release(proc, top, keep=keep and target is not None, first_signal=signal.SIGTERM, grace_s=120)
 
 
 def _lock_root(cur) -> None:

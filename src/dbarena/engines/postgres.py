@@ -379,14 +379,8 @@ def throwaway(
         )
         yield target
     finally:
-        if keep and target is not None and proc is not None and proc.poll() is None:
-            pass  # the caller prints target.keep_note()
-        else:
-            with instance.shielded():
-                if proc is not None:
-                    # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
-                    instance.stop_server(proc, first_signal=signal.SIGINT)
-                shutil.rmtree(top, ignore_errors=True)
+        # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
+        instance.release(proc, top, keep=keep and target is not None, first_signal=signal.SIGINT)
 
 
 def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
