@@ -89,19 +89,19 @@ def parse_lscpu(text: str) -> dict:
                       ("numa_nodes", "NUMA node(s)")):
         if _int(raw.get(key)) is not None:
             facts[name] = _int(raw[key])
-    if "cores_per_socket" not in facts and _int(raw.get("Core(s) per cluster")) is not None:
-        facts["cores_per_socket"] = _int(raw["Core(s) per cluster"]) * (_int(raw.get("Cluster(s)")) or 1)
+    if "cores_per_socket" not in facts and (per_cluster := _int(raw.get("Core(s) per cluster"))) is not None:
+        facts["cores_per_socket"] = per_cluster * (_int(raw.get("Cluster(s)")) or 1)
     if numa_with_cpus:
         facts["numa_nodes_with_cpus"] = numa_with_cpus
     for name, key in (("max_mhz", "CPU max MHz"), ("min_mhz", "CPU min MHz"), ("current_mhz", "CPU MHz")):
         if _float(raw.get(key)) is not None:
             facts[name] = _float(raw[key])
     for level in ("L2", "L3"):
-        value = raw.get(f"{level} cache") or raw.get(level)
-        if _size_bytes(value) is not None:
+        cache = raw.get(f"{level} cache") or raw.get(level)
+        if _size_bytes(cache) is not None:
             # lscpu >= 2.34 prints the sum over all instances, older ones per core or
             # per cluster: keep its words next to the number.
-            facts[f"{level.lower()}_cache"] = value
+            facts[f"{level.lower()}_cache"] = cache
     if "sockets" in facts and "cores_per_socket" in facts:
         facts["physical_cores"] = facts["sockets"] * facts["cores_per_socket"]
     elif "hardware_threads" in facts and facts.get("threads_per_core"):

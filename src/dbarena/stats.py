@@ -32,7 +32,7 @@ CV_WARN = 0.10  # pyperf's threshold: stdev >= 10 % of the mean is shaky
 def _t():
     # scipy.stats takes 0.6 s to import: only when an interval is actually computed,
     # not at every start of the CLI.
-    from scipy.stats import t
+    from scipy.stats import t  # type: ignore[import-untyped]
 
     return t
 
@@ -280,6 +280,7 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
         return Summary(n=0, failed=failed, median=None, mean=None, stdev=None, ci_low=None, ci_high=None, cv=None,
                        flags=tuple(flags))
     est = repeats(values)
+    assert est is not None  # n > 0
     stdev = statistics.stdev(values) if n > 1 else None
     mean = statistics.fmean(values)
     cv = stdev / mean if stdev is not None and mean else None
@@ -333,6 +334,7 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE) -> Compari
         return Comparison(ratio=ratio, ci_low=None, ci_high=None, p_value=None, significant=None,
                           verdict="no interval: needs repeats (--repeat) or per-second series on both sides")
     t, df = test
+    assert a.se is not None and b.se is not None  # welch() returns None without them
     p = 2 * float(_t().sf(abs(t), df))
     # Delta method: var(log(b/a)) ~= (se_a/mean_a)^2 + (se_b/mean_b)^2.
     rel_a, rel_b = (a.se / a.mean) ** 2, (b.se / b.mean) ** 2

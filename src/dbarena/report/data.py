@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
+from scipy.optimize import OptimizeWarning, curve_fit  # type: ignore[import-untyped]
 
 from dbarena import analysis, stats
 
@@ -252,7 +252,7 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
         sections.append(Section(engine=engine, workload=workload, metric=sec_rows[0]["metric"], labels=sec_labels,
                                 rows=sec_rows, ranking=ranking, usl=fits, series=series, cheapest=cheapest))
 
-    provenance = {}
+    provenance: dict[str, dict] = {}
     for run in runs:
         if run["label"] in order:
             provenance.setdefault(run["label"], {})[run["engine"]] = run

@@ -167,8 +167,8 @@ def provenance(report: Report) -> TableSpec:
                 settings.append("-")
                 continue
             facts = r["target_facts"]
-            values = facts.get("non_default_settings") or facts.get("key_variables") or {}
-            settings.append(", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-")
+            variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
+            settings.append(", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "-")
         rows.append([f"{engine}: settings"] + settings)
         rows.append([f"{engine}: tools"] + [", ".join(f"{k} {v}" if not str(v).startswith(k) else str(v)
                                                        for k, v in sorted(r["tool_versions"].items())) if r else "-"
