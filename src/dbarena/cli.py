@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, analysis, engines, hostinfo, importer, plan, runner, workloads
+from dbarena import __version__, analysis, engines, hostinfo, importer, plan, session, workloads
+from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
-from dbarena.execute import version_line
 from dbarena.model import RunInfo
 from dbarena.report import terminal
 from dbarena.store import Store, now_utc
@@ -78,181 +78,207 @@ def _engine_list(ctx, param, value):
         return None
     names = [n.strip() for n in value.split(",") if n.strip()]
     for name in names:
-        engines.get(name)  # UsageError for an unknown one
-    return list(dict.fromkeys(names))
+        engines.check_name(name)  # UsageError for an unknown one
+    return tuple(dict.fromkeys(names))
 
 
-@cli.command()
-@click.option("--engine", "engine_names", callback=_engine_list, metavar="LIST",
-              help=f"Engines to benchmark, comma-separated ({', '.join(engines.ENGINES)}); the same plan runs on each "
-                   "[default: the engines of --target, else postgres].")
-@click.option("--target", "targets", multiple=True, metavar="URL",
-              help="Benchmark an existing server instead of a throwaway instance (repeatable, one per engine): "
-                   "postgresql://user@host:5432/db (password from PGPASSWORD or ~/.pgpass) or "
-                   "mysql://user@host:3306/db (password from MYSQL_PWD or ~/.my.cnf); never a password in the URL. "
-                   "pgbench tables are dropped and recreated unless --no-init.")
-@click.option("--workload", "workload_names", callback=_names, metavar="LIST",
-              help=f"Comma-separated workloads ({', '.join(workloads.WORKLOADS)}) "
-                   "[default: postgres: the pgbench ones; mysql: the sysbench ones and mysqlslap].")
-@click.option("--threads", "levels", callback=_levels, metavar="LIST",
-              help="Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of this machine's "
-                   f"{hostinfo.hardware_threads()} hardware threads].")
-@click.option("--clients-per-thread", type=click.IntRange(min=1), default=2, show_default=True,
-              help="pgbench clients per thread (-c = threads x this); sysbench and mysqlslap use one per thread.")
-@click.option("--duration", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Seconds per point (pgbench, sysbench; mysqlslap runs a number of queries instead).")
-@click.option("--scale", type=click.IntRange(min=1), default=10, show_default=True,
-              help="pgbench scale factor (100,000 accounts rows each); initialised once per run.")
-@click.option("--tables", type=click.IntRange(min=1), default=4, show_default=True,
-              help="sysbench tables; prepared once per run and engine.")
-@click.option("--table-size", type=click.IntRange(min=1), default=10000, show_default=True,
-              help="sysbench rows per table (the studies used 1000000 and 10000000).")
-@click.option("--warehouses", type=click.IntRange(min=1), default=1, show_default=True,
-              help="tpcc-like scale: warehouses (about 100 MB each); loaded once per run and engine.")
-@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
-              help="mysqlslap --iterations.")
-@click.option("--number-of-queries", type=click.IntRange(min=1), default=100000, show_default=True,
-              help="mysqlslap --number-of-queries (in total over all clients).")
-@click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run every point this many times, interleaved across points (not back to back).")
-@click.option("--warmup", "warmup_s", type=click.IntRange(min=0), default=0, show_default=True, metavar="SECONDS",
-              help="Before each point, a run with the same parameters for this long (stored apart, not a result), "
-                   "then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL).")
-@click.option("--no-init", is_flag=True,
-              help="Reuse the datasets already in the target instead of preparing them.")
-@click.option("--pg-setting", "pg_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
-              help="PostgreSQL setting for the throwaway instance (repeatable).")
-@click.option("--mysql-setting", "mysql_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
-              help="MySQL/MariaDB server variable for the throwaway instance (repeatable).")
-@click.option("--pg-bindir", type=click.Path(file_okay=False, path_type=Path),
-              help="Use the PostgreSQL binaries in this directory [default: the newest installed].")
-@click.option("--label", help="Name for this run's results, e.g. the machine type [default: the host name].")
-@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
-              help="Hourly price of what is measured (instance, server rent / 730, managed service), "
-                   "for price/performance in `dbarena report`.")
-@click.option("--server-cores", type=click.IntRange(min=1), metavar="N",
-              help="Physical cores of a --target's server (not visible from here), for per-core figures.")
-@click.option("--server-threads", type=click.IntRange(min=1), metavar="N",
-              help="Hardware threads (vCPUs) of a --target's server, for per-thread figures.")
-@store_option
-@click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
-@click.option("--fail-fast", is_flag=True, help="Stop at the first failed point.")
-def run(engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables, table_size,
-        warehouses, iterations, number_of_queries, repeats, warmup_s, no_init, pg_settings, mysql_settings, pg_bindir, label, price_per_hour,
-        server_cores, server_threads, store, keep, fail_fast):
-    """Run workloads across a concurrency sweep and store every point.
-
-    Exit status: 0 all points ok, 1 some point failed, 2 bad option, 3 missing
-    binaries or unreachable target, 130 interrupted (finished points are kept).
-    """
-    # Everything the user could get wrong is checked before anything starts.
+def _overrides(*, engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables,
+               table_size, warehouses, iterations, number_of_queries, repeats, warmup_s, pg_settings, mysql_settings,
+               pg_bindir, mysql_flavour, label, price_per_hour, server_cores, server_threads, fail_fast, quick
+               ) -> study_mod.Overrides:
+    """The flags given (None where not given), as overrides of a study."""
     target_of: dict[str, str] = {}
     for url in targets:
         engine = engines.engine_of_url(url)
         if engine in target_of:
             raise UsageError(f"two --target URLs for engine {engine!r}; give one per engine")
-        target_of[engine] = engines.get(engine).check_target_url(url)
-    engine_names = engine_names or list(target_of) or ["postgres"]
-    for engine in target_of:
-        if engine not in engine_names:
-            raise UsageError(f"--target {target_of[engine]} is a {engine} server, but --engine does not include {engine}")
-    settings_of = {"postgres": pg_settings, "mysql": mysql_settings}
-    for engine, option in (("postgres", "--pg-setting"), ("mysql", "--mysql-setting")):
-        if settings_of[engine] and (engine in target_of or engine not in engine_names):
-            raise UsageError(f"{option} applies to a throwaway {engine} instance only")
-    if (server_cores or server_threads) and not target_of:
-        raise UsageError("--server-cores/--server-threads describe a --target's server; a throwaway instance "
-                         "runs here and is measured")
-    if keep and len(target_of) == len(engine_names):
+        target_of[engine] = engines.first(engine).check_target_url(url)
+    if engine_names is not None:
+        for engine in target_of:
+            if engine not in engine_names:
+                raise UsageError(f"--target {target_of[engine]} is a {engine} server, but --engine does not include "
+                                 f"{engine}")
+    params = {k: v for k, v in (("scale", scale), ("tables", tables), ("table_size", table_size),
+                                ("warehouses", warehouses), ("iterations", iterations),
+                                ("queries", number_of_queries)) if v is not None}
+    settings = {k: v for k, v in (("postgres", pg_settings), ("mysql", mysql_settings)) if v}
+    return study_mod.Overrides(
+        engines=engine_names, workloads=tuple(workload_names) if workload_names else None,
+        levels=tuple(levels) if levels else None, duration_s=duration, warmup_s=warmup_s, repeats=repeats,
+        clients_per_thread=clients_per_thread, params=params, settings=settings, targets=target_of,
+        flavours={"mysql": mysql_flavour} if mysql_flavour else {},
+        bindirs={"postgres": str(pg_bindir)} if pg_bindir else {}, server_cores=server_cores,
+        server_threads=server_threads, label=label, price_per_hour=price_per_hour,
+        fail_fast=True if fail_fast else None, quick=quick,
+    )
+
+
+def _make_study(study_name: str | None, overrides: study_mod.Overrides) -> study_mod.Study:
+    if study_name is None:
+        return study_mod.implicit(overrides)
+    return study_mod.apply(study_mod.load(study_name), overrides)
+
+
+def run_options(f):
+    """The options `run` and `study check` share: a study, and flags over it."""
+    for option in reversed([
+        click.option("--study", "study_name", metavar="FILE|NAME",
+                     help="A study file, or a bundled study (see `dbarena study list`). Flags given with it "
+                          "override the file's values."),
+        click.option("--quick", is_flag=True,
+                     help=f"Same shape, {study_mod.QUICK_DURATION_S} s per point and tiny datasets: a trial of the "
+                          "whole protocol in minutes."),
+        click.option("--engine", "engine_names", callback=_engine_list, metavar="LIST",
+                     help=f"Engines to benchmark, comma-separated ({', '.join(engines.ENGINES)}); with --study, "
+                          "a subset of the study's [default: the engines of --target, else postgres]."),
+        click.option("--mysql-flavour", type=click.Choice((engines.AUTO, *engines.FLAVOURS["mysql"])),
+                     help="Which MySQL-family server a throwaway instance runs: whichever is installed (auto, "
+                          "MariaDB first), mariadb or mysql [default: auto]."),
+        click.option("--target", "targets", multiple=True, metavar="URL",
+                     help="Benchmark an existing server instead of a throwaway instance (repeatable, one per engine): "
+                          "postgresql://user@host:5432/db (password from PGPASSWORD or ~/.pgpass) or "
+                          "mysql://user@host:3306/db (password from MYSQL_PWD or ~/.my.cnf); never a password in the "
+                          "URL. pgbench tables are dropped and recreated unless --no-init."),
+        click.option("--workload", "workload_names", callback=_names, metavar="LIST",
+                     help=f"Comma-separated workloads ({', '.join(workloads.WORKLOADS)}); with --study, a subset of "
+                          "the study's [default: postgres: the pgbench ones; mysql: the sysbench ones and mysqlslap]."),
+        click.option("--threads", "levels", callback=_levels, metavar="LIST",
+                     help="Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of this machine's "
+                          f"{hostinfo.hardware_threads()} hardware threads]."),
+        click.option("--clients-per-thread", type=click.IntRange(min=1),
+                     help="pgbench clients per thread (-c = threads x this) [default: 2]; sysbench and mysqlslap "
+                          "use one per thread."),
+        click.option("--duration", type=click.IntRange(min=1),
+                     help="Seconds per point [default: 60] (pgbench, sysbench; mysqlslap runs a number of queries)."),
+        click.option("--scale", type=click.IntRange(min=1), help="pgbench scale factor (100,000 accounts rows each) "
+                                                                 "[default: 10]."),
+        click.option("--tables", type=click.IntRange(min=1), help="sysbench tables [default: 4]."),
+        click.option("--table-size", type=click.IntRange(min=1),
+                     help="sysbench rows per table [default: 10000] (the studies used 1000000 and 10000000)."),
+        click.option("--warehouses", type=click.IntRange(min=1),
+                     help="tpcc-like scale: warehouses (about 100 MB each) [default: 1]."),
+        click.option("--iterations", type=click.IntRange(min=1), help="mysqlslap --iterations [default: 1]."),
+        click.option("--number-of-queries", type=click.IntRange(min=1),
+                     help="mysqlslap --number-of-queries (in total over all clients) [default: 100000]."),
+        click.option("--repeat", "repeats", type=click.IntRange(min=1),
+                     help="Run every point this many times, interleaved across points (not back to back) "
+                          "[default: 1]."),
+        click.option("--warmup", "warmup_s", type=click.IntRange(min=0), metavar="SECONDS",
+                     help="Before each point, a run with the same parameters for this long (stored apart, not a "
+                          "result), then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL) [default: 0]."),
+        click.option("--pg-setting", "pg_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
+                     help="PostgreSQL setting for the throwaway instance (repeatable)."),
+        click.option("--mysql-setting", "mysql_settings", multiple=True, callback=_settings, metavar="NAME=VALUE",
+                     help="MySQL/MariaDB server variable for the throwaway instance (repeatable)."),
+        click.option("--pg-bindir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Use the PostgreSQL binaries in this directory [default: the newest installed]."),
+        click.option("--label", help="Name for this run's results, e.g. the machine type [default: the study's, "
+                                     "else the host name]."),
+        click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="PRICE",
+                     help="Hourly price of what is measured (instance, server rent / 730, managed service), "
+                          "for price/performance in `dbarena report`."),
+        click.option("--server-cores", type=click.IntRange(min=1), metavar="N",
+                     help="Physical cores of a --target's server (not visible from here), for per-core figures."),
+        click.option("--server-threads", type=click.IntRange(min=1), metavar="N",
+                     help="Hardware threads (vCPUs) of a --target's server, for per-thread figures and \"N%\" "
+                          "levels."),
+        click.option("--fail-fast", is_flag=True, help="Stop at the first failed point."),
+    ]):
+        f = option(f)
+    return f
+
+
+def _study_from_options(kwargs: dict) -> study_mod.Study:
+    study_name = kwargs.pop("study_name")
+    return _make_study(study_name, _overrides(**kwargs))
+
+
+@cli.command()
+@run_options
+@store_option
+@click.option("--no-init", is_flag=True,
+              help="Reuse the datasets already in the target instead of preparing them.")
+@click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
+def run(store, no_init, keep, **kwargs):
+    """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
+
+    Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
+    3 missing binaries or unreachable target, 130 interrupted (finished points are kept).
+    """
+    # Everything the user could get wrong is checked before anything starts.
+    the_study = _study_from_options(kwargs)
+    if keep and all(e.target for e in the_study.engines):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
-    levels = levels or plan.default_levels(hostinfo.hardware_threads())
-    params = {"scale": scale, "tables": tables, "table_size": table_size, "warehouses": warehouses,
-              "iterations": iterations,
-              "queries": number_of_queries}
-    plans = {}
-    for engine in engine_names:
-        chosen = workloads.resolve(workload_names or workloads.default_names(engine), engine)
-        plans[engine] = plan.build(engine=engine, workloads=chosen, levels=levels,
-                                   clients_per_thread=clients_per_thread, duration_s=duration, params=params,
-                                   repeats=repeats)
-    facts = hostinfo.host_facts()
-    label = label or facts["hostname"]
-    options = {
-        "engines": engine_names, "targets": target_of, "workloads": workload_names, "threads": levels,
-        "clients_per_thread": clients_per_thread, "duration_s": duration, "params": params, "repeats": repeats, "warmup_s": warmup_s,
-        "init": not no_init,
-        "pg_settings": pg_settings, "mysql_settings": mysql_settings, "fail_fast": fail_fast,
-    }
     out = terminal.console()
     err = terminal.console(stderr=True)
     store_path = store.resolve()
-    results = []
-    run_ids = []
     with Store(store_path) as db:
-        for engine in engine_names:
-            points = plans[engine]
-            bindir = pg_bindir if engine == "postgres" else None
-            if engine in target_of:
-                opened = engines.get(engine).external(target_of[engine], bindir=bindir)
-            else:
-                # Room for every client of the widest point, plus a few for dbarena itself.
-                max_connections = max(151, max(p.clients for p in points) + 10)
-                opened = engines.get(engine).throwaway(
-                    settings={"max_connections": str(max_connections), **settings_of[engine]}, bindir=bindir, keep=keep)
-            run_id = None
-            try:
-                with opened as tgt:
-                    err.print(f"[dim]target: {escape(tgt.description)}[/]")
-                    names = list(dict.fromkeys(p.workload for p in points))
-                    err.print(f"[dim]{len(points)} points: {', '.join(names)} at threads "
-                              f"{', '.join(map(str, levels))}, {duration} s each"
-                              f"{f', {repeats} repeats interleaved' if repeats > 1 else ''}[/]")
-                    tools = {workloads.binary(workloads.WORKLOADS[n].tool) for n in names}
-                    tool_versions = {t: version_line(tgt.tool(t)) for t in sorted(tools)}
-                    tool_versions.update(engines.get(engine).client_libraries())
-                    run_id = db.begin_run(RunInfo(
-                        label=label, host=facts["hostname"], engine=engine, target=tgt.url,
-                        started_at=now_utc(), server_version=tgt.server_version,
-                        tool_versions=tool_versions, options=options, host_facts=facts,
-                        target_facts={**tgt.facts(), **({"server_physical_cores": server_cores} if server_cores
-                                                        and not tgt.throwaway else {}),
-                                      **({"server_hardware_threads": server_threads} if server_threads
-                                         and not tgt.throwaway else {})},
-                        price_per_hour=price_per_hour,
-                    ))
-                    run_ids.append(run_id)
-                    with terminal.TerminalReporter(err, points) as reporter:
-                        results += runner.run_sweep(target=tgt, plan=points, store=db, run_id=run_id,
-                                                    reporter=reporter, fail_fast=fail_fast, init=not no_init,
-                                                    warmup_s=warmup_s)
-                    db.finish_run(run_id, "finished")
-                    if keep and tgt.throwaway:
-                        err.print(tgt.keep_note(), markup=False, soft_wrap=True)
-            except (KeyboardInterrupt, Interrupted) as exc:
-                if run_id is not None:
-                    db.finish_run(run_id, "interrupted")
-                stored = sum(len(db.points(run_id=r)) for r in run_ids)
-                err.print(f"interrupted: {stored} finished point(s) kept in {store_path}", markup=False)
-                raise SystemExit(ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED)
-            except BaseException:
-                if run_id is not None:
-                    db.finish_run(run_id, "failed")
-                raise
-            if fail_fast and any(not r.ok for r in results):
-                break
-        rows = [row for r in run_ids for row in analysis.load(db, run_id=r)]
-        out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, run_ids))}"))
-        if repeats > 1:
+        reporter = terminal.TerminalReporter(err)
+        err.print(f"[dim]study {escape(the_study.name)} ({escape(the_study.source)})"
+                  f"{' --quick' if the_study.quick else ''}[/]")
+        outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init)
+        for note in outcome.notes:
+            err.print(note, markup=False, soft_wrap=True)
+        if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
+            stored = sum(len(db.points(run_id=r)) for r in outcome.run_ids)
+            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}", markup=False)
+            raise SystemExit(outcome.exit_status)
+        rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
+        label = the_study.label or hostinfo.host_facts()["hostname"]
+        out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
+        if the_study.repeats > 1 or len(the_study.variants) > 1:
             groups = analysis.summaries(rows)
             out.print(terminal.summary_table(groups))
             for line in terminal.warning_lines(groups):
                 out.print(line)
-    failed = sum(not r.ok for r in results)
-    out.print(f"Results stored in {store_path} (run {', '.join(map(str, run_ids))}); show them with: "
+    out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
               f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
-    if failed:
-        err.print(f"{failed} point(s) failed; see the status column", markup=False)
-        raise SystemExit(ExitStatus.POINTS_FAILED)
+    if outcome.failed:
+        err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
+    raise SystemExit(outcome.exit_status)
+
+
+@cli.group("study")
+def study_group():
+    """Study files: a whole benchmark protocol in one TOML file (see `dbarena study show seed-a`)."""
+
+
+@study_group.command("list")
+def study_list():
+    """The bundled studies, one line each."""
+    for name, text in study_mod.bundled().items():
+        s = study_mod.parse(text, f"bundled study {name}")
+        click.echo(f"{name:10} {s.title}")
+
+
+@study_group.command("show")
+@click.argument("name")
+def study_show(name):
+    """Print a bundled study (or a study file) as an editable, commented TOML file."""
+    text, _, _ = study_mod.read_text(name)
+    click.echo(text, nl=False)
+
+
+@study_group.command("check")
+@click.argument("file", metavar="FILE|NAME")
+@run_options
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def study_check(file, as_json, **kwargs):
+    """Check a study file and show the plan it expands to on this machine: engines,
+    workloads, levels, points, and the estimated machine time. Flags are applied as
+    `run` would apply them (lowest first: defaults < file < --quick < flags)."""
+    from dbarena import studycheck
+
+    if kwargs.get("study_name"):
+        raise UsageError("give the study as the argument of `study check`, not with --study")
+    kwargs["study_name"] = file
+    the_study = _study_from_options(kwargs)
+    session.check_settings(the_study)
+    summary = studycheck.summarise(the_study, session.expand(the_study))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(studycheck.render(summary))
 
 
 @cli.command()

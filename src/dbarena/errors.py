@@ -40,6 +40,11 @@ class ConnectionFailed(EnvironmentProblem):
     pass
 
 
+class DatabaseError(DbarenaError):
+    """The server refused a statement dbarena needed (CHECKPOINT, a verification
+    query): the point it belongs to fails with this reason; the sweep goes on."""
+
+
 class StoreError(DbarenaError):
     exit_status = ExitStatus.USAGE
 

@@ -1,8 +1,10 @@
 """The one place that starts subprocesses.
 
-Everything dbarena runs (initdb, postgres, pgbench ...) goes through `run` (wait for
-it, capture its output verbatim) or `spawn` (a long-running server). Both can drop
-privileges to another user, because PostgreSQL refuses to run as root.
+Everything dbarena runs (initdb, postgres, pgbench ...) goes through an Executor:
+`run` (wait for it, capture its output verbatim) or `spawn` (a long-running server).
+Both can drop privileges to another user, because PostgreSQL refuses to run as root.
+LocalExecutor runs them on this machine; tests drive the sweep with a fake one, and a
+later executor can run a study elsewhere, without the engines or the sweep changing.
 """
 
 from __future__ import annotations
@@ -151,10 +153,36 @@ def stop(proc: subprocess.Popen, *, grace_s: float = 10, first_signal: int = sig
         return proc.wait()
 
 
-def version_line(binary: str | Path) -> str:
+def version_line(binary: str | Path, executor: "LocalExecutor | None" = None) -> str:
     """First line of `binary --version`, stripped (e.g. 'pgbench (PostgreSQL) 15.18')."""
-    done = run([str(binary), "--version"], timeout=30)
+    done = (executor or LOCAL).run([str(binary), "--version"], timeout=30)
     text = (done.stdout or done.stderr).strip()
     if done.returncode != 0 or not text:
         raise ToolMissing(f"{binary} --version failed: {text or 'no output'}")
     return text.splitlines()[0]
+
+
+class LocalExecutor:
+    """Runs subprocesses on this machine (the interfaces.Executor of a normal run)."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict | None = None,
+        timeout: float | None = None,
+        user: str | None = None,
+        cwd: str | Path | None = None,
+        on_stdout_line: LineCallback | None = None,
+        on_stderr_line: LineCallback | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> Completed:
+        return run(argv, env=env, timeout=timeout, user=user, cwd=cwd, on_stdout_line=on_stdout_line,
+                   on_stderr_line=on_stderr_line, on_start=on_start)
+
+    def spawn(self, argv: Sequence[str], *, log_path: Path, env: dict | None = None,
+              user: str | None = None) -> subprocess.Popen:
+        return spawn(argv, log_path=log_path, env=env, user=user)
+
+
+LOCAL = LocalExecutor()

@@ -75,13 +75,19 @@ class Measurement:
     details: dict = field(default_factory=dict)
 
 
+DATASET_LIFECYCLES = ("run", "workload", "point")
+
+
 @dataclass(frozen=True)
 class PointSpec:
-    """One point of a sweep: which workload, at which concurrency, for how long.
+    """One point of a plan: which workload, at which concurrency, for how long, under
+    which variant.
 
     `params` are the tool's dataset and run parameters (pgbench: scale; sysbench:
-    tables, table_size; mysqlslap: iterations, queries), as sorted pairs so that
-    the spec stays hashable.
+    tables, table_size; mysqlslap: iterations, queries), `options` the tool options
+    the study gave (pgbench's query mode, sysbench's --skip-trx ...), both as sorted
+    pairs so that the spec stays hashable. `datasets` says when the dataset is
+    (re)created: once per run and target, around each workload, or around each point.
     """
 
     engine: str
@@ -91,6 +97,10 @@ class PointSpec:
     duration_s: int
     params: tuple[tuple[str, int], ...] = ()
     repeat: int = 0  # 0-based; repeats are interleaved across points (--repeat)
+    options: tuple[tuple[str, str], ...] = ()
+    warmup_s: int = 0
+    variant: str = ""  # "" when the study has no variants
+    datasets: str = "run"  # one of DATASET_LIFECYCLES
 
     def param(self, name: str) -> int:
         for key, value in self.params:
@@ -98,20 +108,23 @@ class PointSpec:
                 return value
         raise KeyError(f"{self.workload} point has no parameter {name!r}")
 
+    def option(self, name: str, default: str | None = None) -> str | None:
+        return dict(self.options).get(name, default)
+
 
 @dataclass(frozen=True)
 class Connection:
     """How client tools reach a target. Never holds a password: that lives in the
-    environment (PGPASSWORD / PGPASSFILE) or in private option files named here."""
+    environment (PGPASSWORD / PGPASSFILE) or in private files (interfaces.Client).
+    `protocol` is the wire protocol ("postgresql" or "mysql"): it chooses a tool's
+    driver (sysbench --db-driver), not the engine's name."""
 
-    engine: str
+    protocol: str
     host: str
     port: int
     user: str
     dbname: str
     url: str
-    sysbench_config: str | None = None  # a sysbench --config-file with the password
-    mysql_defaults_file: str | None = None  # a [client] option file with the password
 
 
 @dataclass(frozen=True)
@@ -139,7 +152,8 @@ class PointResult:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One invocation of `dbarena run`, as stored (never holds a secret)."""
+    """One target of one `dbarena run` (an engine, under one variant), as stored
+    (never holds a secret)."""
 
     label: str
     host: str
@@ -151,4 +165,19 @@ class RunInfo:
     options: dict
     host_facts: dict
     target_facts: dict = field(default_factory=dict)
-    price_per_hour: float | None = None  # USD per hour of what was measured
+    price_per_hour: float | None = None  # per hour of what was measured, in `currency`
+    currency: str | None = None
+    variant: str = ""
+    flavour: str | None = None  # postgresql, mariadb, mysql
+    study: "StudyRecord | None" = None
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """The study a run followed, as stored with it: its name, the file's text
+    (or the flags that made an implicit study) and a hash of that text."""
+
+    name: str
+    source: str
+    text: str
+    sha256: str

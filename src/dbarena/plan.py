@@ -1,13 +1,20 @@
-"""From options to the concrete list of points to run. Pure functions."""
+"""From a study to the concrete list of points to run. Pure functions.
+
+Order, outermost first: engine (each its own servers), repeat, variant, workload,
+level. Repeats and variants are interleaved as whole passes over the plan, so that
+drift over time (a warming cache, a neighbour, thermal throttling) spreads over all
+points instead of masquerading as a difference between repeats or variants.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Iterable
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
 
+from dbarena import workloads
 from dbarena.errors import UsageError
 from dbarena.model import PointSpec
-from dbarena.workloads import Workload
+from dbarena.study import EngineEntry, Level, Study
 
 # Study A's levels: 1 and 2 threads, then these shares of the hardware threads,
 # rounded down (128 threads -> 1 2 25 51 76 102 126).
@@ -16,12 +23,26 @@ SWEEP_PERCENTS = (20, 40, 60, 80, 99)
 
 def default_levels(hardware_threads: int) -> list[int]:
     """1, 2, then floor(p % of N) for p in 20, 40, 60, 80, 99; no zeros or duplicates."""
-    if hardware_threads < 1:
-        raise ValueError(f"hardware_threads must be >= 1, not {hardware_threads}")
-    # Integer arithmetic: floor(0.2 * 5) must be 1, never 0.99999.
-    levels = {1, 2} | {hardware_threads * p // 100 for p in SWEEP_PERCENTS}
-    levels.discard(0)
-    return sorted(levels)
+    return resolve_levels([1, 2, *(f"{p}%" for p in SWEEP_PERCENTS)], hardware_threads)
+
+
+def resolve_levels(levels: Iterable[Level], hardware_threads: int | None) -> list[int]:
+    """Numbers as they are, "N%" as floor(N % of the hardware threads); zeros and
+    duplicates dropped, ascending."""
+    out = set()
+    for level in levels:
+        if isinstance(level, str):
+            if hardware_threads is None:
+                raise UsageError(f"level {level!r} is a share of the server's hardware threads, which a --target "
+                                 "does not show: give server_threads (--server-threads) or levels as numbers")
+            if hardware_threads < 1:
+                raise ValueError(f"hardware_threads must be >= 1, not {hardware_threads}")
+            # Integer arithmetic: floor(0.2 * 5) must be 1, never 0.99999.
+            out.add(hardware_threads * int(level.removesuffix("%")) // 100)
+        else:
+            out.add(level)
+    out.discard(0)
+    return sorted(out)
 
 
 def parse_levels(text: str) -> list[int]:
@@ -35,31 +56,49 @@ def parse_levels(text: str) -> list[int]:
     return sorted(levels)
 
 
-def build(
-    *,
-    engine: str,
-    workloads: Iterable[Workload],
-    levels: Iterable[int],
-    clients_per_thread: int,
-    duration_s: int,
-    params: dict[str, int],
-    repeats: int = 1,
-) -> list[PointSpec]:
-    """Every workload at every level, workload by workload, levels ascending; with
-    repeats, the whole list again for each repeat, so that repeats of a point are
-    interleaved with the other points rather than run back to back (drift over time
-    then spreads over all points instead of masquerading as a difference).
+@dataclass(frozen=True)
+class EnginePlan:
+    """The points one engine runs, in order, on one server per variant."""
 
-    pgbench gets `clients_per_thread` clients per thread (-j T -c C); sysbench and
-    mysqlslap run one client per thread. Each point carries the parameters its
-    tool reads (its PARAMS) out of `params`.
-    """
-    levels = sorted(levels)
-    points = []
-    for w in workloads:
-        own = tuple(sorted((k, params[k]) for k in w.tool.PARAMS))
-        for t in levels:
-            clients = t * clients_per_thread if w.multiplies_clients else t
-            points.append(PointSpec(engine=engine, workload=w.name, threads=t, clients=clients,
-                                    duration_s=duration_s, params=own))
-    return [replace(p, repeat=r) for r in range(repeats) for p in points]
+    engine: EngineEntry
+    variants: tuple[str, ...]  # ("",) when the study has none
+    settings: dict[str, dict[str, str]]  # variant -> the server settings it runs under
+    levels: tuple[int, ...]  # every level of the engine's workloads, for display
+    points: tuple[PointSpec, ...]
+
+    @property
+    def max_clients(self) -> int:
+        return max(p.clients for p in self.points)
+
+
+def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) -> list[EnginePlan]:
+    """Every workload of every engine at each of its levels, for every variant and
+    repeat (see the module's note on order). hardware_threads(engine) is what "N%"
+    levels are a share of: this machine's for a throwaway instance, the server's
+    (as the study or --server-threads says) for a target, None if unknown."""
+    plans = []
+    for engine in study.engines:
+        entries = [w for w in study.workloads if engine.name in w.engines]
+        if not entries:
+            continue
+        threads = hardware_threads(engine)
+        one_pass: list[PointSpec] = []
+        for w in entries:
+            workload = workloads.WORKLOADS[w.workload]
+            for t in resolve_levels(w.levels, threads):
+                clients = t * w.clients_per_thread if workload.multiplies_clients else t
+                one_pass.append(PointSpec(
+                    engine=engine.name, workload=w.workload, threads=t, clients=clients, duration_s=w.duration_s,
+                    params=w.params, options=w.options, warmup_s=w.warmup_s, datasets=w.datasets,
+                ))
+        variants = tuple(v.name for v in study.variants) or ("",)
+        settings = {v.name: {**dict(engine.settings), **v.settings_for(engine.name)} for v in study.variants} \
+            or {"": dict(engine.settings)}
+        points = tuple(replace(p, repeat=r, variant=v) for r in range(study.repeats) for v in variants for p in one_pass)
+        plans.append(EnginePlan(engine=engine, variants=variants, settings=settings,
+                                levels=tuple(sorted({p.threads for p in one_pass})), points=points))
+    return plans
+
+
+def all_points(plans: Sequence[EnginePlan]) -> list[PointSpec]:
+    return [p for plan in plans for p in plan.points]

@@ -1,55 +1,59 @@
 """The sweep: for each point, build the command, run it, parse it, store it.
 
-Stages, in order: prepare each tool's dataset once (pgbench -i), then every point.
-Each finished point is committed to the store before the next starts, so a crash,
-Ctrl-C or SIGTERM loses at most the point in flight. A failed point is stored with
-its reason and the sweep goes on, unless fail_fast.
+Stages per point: prepare the dataset when its lifecycle says so (once per run and
+target, around each workload, or around each point), warm up (a same-parameter run,
+then a checkpoint), the measured run, verification, cleanup. Each finished point is
+committed to the store before the next starts, so a crash, Ctrl-C or SIGTERM loses at
+most the point in flight. A failed point (the tool failed, its output is unreadable,
+the server refused a CHECKPOINT or a verification query, the dataset could not be
+prepared) is stored with its reason and the sweep goes on, unless fail_fast.
+Every subprocess starts through the Executor, so tests drive all of this with a fake.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Mapping, Sequence
 
-from dbarena import execute
-from dbarena.errors import EnvironmentProblem, ParseError
-from dbarena.model import PointResult, PointSpec, Sample
+from dbarena import configkey
+from dbarena.errors import DatabaseError, ParseError
+from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
+from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store import Store, now_utc
 from dbarena.sysmetrics import Sampler
-from dbarena.workloads import WORKLOADS, binary
+from dbarena.workloads import WORKLOADS
 
 
-class Reporter(Protocol):
-    """What the sweep tells its audience (a terminal progress bar, or nobody)."""
+@dataclass(frozen=True)
+class Bound:
+    """A target the sweep runs on, the stored run its points belong to, and the
+    run-level part of their configuration keys (settings, variant, server version,
+    flavour, host: see configkey.build)."""
 
-    def stage(self, text: str) -> None: ...
-    def point_started(self, index: int, spec: PointSpec) -> None: ...
-    def sample(self, spec: PointSpec, sample: Sample) -> None: ...
-    def point_finished(self, index: int, result: PointResult) -> None: ...
+    target: Target
+    run_id: int
+    context: Mapping = field(default_factory=dict)
 
-
-class SilentReporter:
-    def stage(self, text: str) -> None:
-        pass
-
-    def point_started(self, index: int, spec: PointSpec) -> None:
-        pass
-
-    def sample(self, spec: PointSpec, sample: Sample) -> None:
-        pass
-
-    def point_finished(self, index: int, result: PointResult) -> None:
-        pass
+    def config(self, spec: PointSpec) -> dict:
+        tool = WORKLOADS[spec.workload].tool
+        c = self.context
+        return configkey.build(
+            engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
+            duration_s=spec.duration_s if tool.timed else None, warmup_s=spec.warmup_s, params=dict(spec.params),
+            options=dict(spec.options), settings=c.get("settings", {}), variant=spec.variant,
+            server_version=c.get("server_version"), flavour=c.get("flavour"), host=c.get("host"),
+        )
 
 
-def point_timeout_s(duration_s: int) -> float:
+def point_timeout_s(expected_s: float) -> float:
     # Generous: pgbench vacuums before it starts the clock, and a loaded 2-core
     # machine can be slow to connect many clients. Past this, the point is hung.
-    return duration_s * 3 + 300
+    return expected_s * 3 + 300
 
 
-def _failure_reason(done: execute.Completed, problem: str | None) -> str:
+def _failure_reason(done: Completed, problem: str | None) -> str:
     if done.timed_out:
         reason = f"{done.argv[0]} did not finish within {done.elapsed_s:.0f} s and was killed"
     else:
@@ -59,150 +63,258 @@ def _failure_reason(done: execute.Completed, problem: str | None) -> str:
     return f"{reason}; {problem}" if problem else reason
 
 
-def _binary(target, tool) -> str:
-    return str(target.tool(binary(tool)))
+def dataset_key(spec: PointSpec) -> tuple:
+    """What identifies a dataset on one target: the tool and its parameters."""
+    return (spec.variant, WORKLOADS[spec.workload].tool.name, spec.params)
 
 
-def _commands(argv) -> list[list[str]]:
-    """A tool's prepare step: None, one command, or a list of commands in order."""
-    if not argv:
-        return []
-    return argv if isinstance(argv[0], list) else [argv]
+def dataset_steps(plan: Sequence[PointSpec]) -> list[tuple[list, list]]:
+    """For each point, the dataset steps before and after it: ("prepare" | "cleanup",
+    spec). Pure, so the lifecycles are tested without a server.
 
-
-def prepare(target, tool, spec: PointSpec, reporter: Reporter) -> None:
-    """Create the tool's dataset once per run and target (pgbench -i, sysbench prepare)."""
-    commands = _commands(tool.prepare_argv(_binary(target, tool), target.conn, spec))
-    if not commands:
-        return
-    described = ", ".join(f"{k} {v}" for k, v in spec.params)
-    reporter.stage(f"preparing the {tool.TOOL} dataset on {target.engine} ({described})")
-    for argv in commands:
-        done = execute.run(argv, env=target.client_env(), timeout=24 * 3600)
-        if done.returncode != 0:
-            lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
-            raise EnvironmentProblem(
-                f"{tool.TOOL} could not prepare its dataset: "
-                f"{lines[-1] if lines else 'exit status ' + str(done.returncode)}"
-            )
-
-
-def cleanup(target, tool, spec: PointSpec, reporter: Reporter) -> None:
-    """Drop what prepare created (sysbench cleanup). Best effort: the results are
-    already stored, and a throwaway instance is removed anyway."""
-    argv = tool.cleanup_argv(_binary(target, tool), target.conn, spec)
-    if argv is None:
-        return
-    reporter.stage(f"cleaning up the {tool.TOOL} dataset on {target.engine}")
-    done = execute.run(argv, env=target.client_env(), timeout=3600)
-    if done.returncode != 0:
-        lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
-        reporter.stage(f"{tool.TOOL} cleanup failed: {lines[-1] if lines else done.returncode}")
-
-
-def run_point(target, spec: PointSpec, reporter: Reporter) -> PointResult:
-    workload = WORKLOADS[spec.workload]
-    tool = workload.tool
-    argv = tool.point_argv(_binary(target, tool), target.conn, spec, workload.mode_args)
-
-    def on_line(line: str) -> None:
-        try:
-            sample = tool.parse_progress_line(line)
-        except ParseError:
-            return  # the final parse reports it, with the line number
-        if sample is not None:
-            reporter.sample(spec, sample)
-
-    started = now_utc()
-    sampler = Sampler(server_pid=target.server_pid()).start()
-    try:
-        # pgbench reports progress on stderr, sysbench on stdout.
-        done = execute.run(argv, env=target.client_env(), timeout=point_timeout_s(spec.duration_s),
-                           on_stdout_line=on_line, on_stderr_line=on_line,
-                           on_start=lambda pid: setattr(sampler, "loadgen_pid", pid))
-    finally:
-        system = sampler.stop()
-    ended = now_utc()
-    common = dict(
-        spec=spec, started_at=started, ended_at=ended, command=done.argv,
-        exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system,
-    )
-    if done.returncode != 0:
-        return PointResult(status="failed", error=_failure_reason(done, target.problem()),
-                           samples=tool.read_samples(done.stdout, done.stderr), **common)
-    try:
-        measurement, samples = tool.read(done.stdout, done.stderr, spec)
-    except ParseError as exc:
-        return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr), **common)
-    verify = getattr(tool, "verify", None)
-    if verify is not None:
-        # A run that corrupts data is not a benchmark result.
-        with contextlib.closing(target.connect()) as connection:
-            checks = verify(connection)
-        measurement = replace(measurement, details={**measurement.details, "consistency": checks})
-        broken = [f"{n} ({c['condition']}: {c['violations']} violation(s))" for n, c in checks.items() if not c["ok"]]
-        if broken:
-            return PointResult(status="failed", error=f"consistency condition(s) failed: {'; '.join(broken)}",
-                               measurement=measurement, samples=samples, **common)
-    return PointResult(status="ok", measurement=measurement, samples=samples, **common)
-
-
-def run_sweep(
-    *,
-    target,
-    plan: Sequence[PointSpec],
-    store: Store,
-    run_id: int,
-    reporter: Reporter,
-    fail_fast: bool = False,
-    init: bool = True,
-    warmup_s: int = 0,
-) -> list[PointResult]:
-    """Run every point of the plan in order; return the results, each already stored.
-
-    Each tool's dataset is prepared before its first point and cleaned up after
-    the last point (not after Ctrl-C: leaving then should be quick).
+    - "run": prepared before the first point that needs it, and again (after a
+      cleanup) when a later point needs other parameters; what is left at the end is
+      cleaned up by the sweep (not on a throwaway instance, which goes away whole);
+    - "workload": prepared before each run of consecutive points of one workload
+      (one repeat, one variant), cleaned up after it;
+    - "point": prepared before and cleaned up after every point (study A's
+      prepare / run / cleanup around each sysbench test).
     """
-    prepared: dict[str, PointSpec] = {}
-    results: list[PointResult] = []
+    steps: list[tuple[list, list]] = [([], []) for _ in plan]
+    current: dict[tuple, tuple[tuple, PointSpec]] = {}  # (variant, tool) -> (dataset key, who prepared it)
+
+    def block(a: PointSpec, b: PointSpec | None) -> bool:
+        return b is not None and (a.workload, a.repeat, a.variant, a.params, a.options) == \
+            (b.workload, b.repeat, b.variant, b.params, b.options)
+
+    for i, spec in enumerate(plan):
+        key = dataset_key(spec)
+        slot = key[:2]
+        before, after = steps[i]
+        if spec.datasets == "run":
+            fresh = current.get(slot, (None,))[0] != key
+        else:
+            fresh = spec.datasets == "point" or not block(spec, plan[i - 1] if i else None)
+        if fresh:
+            if slot in current:
+                before.append(("cleanup", current.pop(slot)[1]))
+            before.append(("prepare", spec))
+            current[slot] = (key, spec)
+        if spec.datasets == "point" or (spec.datasets == "workload" and
+                                        not block(spec, plan[i + 1] if i + 1 < len(plan) else None)):
+            after.append(("cleanup", spec))
+            current.pop(slot, None)
+    return steps
+
+
+class Sweep:
+    """Runs a plan on its targets (one per variant) through an executor."""
+
+    def __init__(self, *, targets: Mapping[str, Bound], store: Store, reporter: Reporter, executor: Executor,
+                 fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0):
+        self.targets = targets
+        self.store = store
+        self.reporter = reporter
+        self.executor = executor
+        self.fail_fast = fail_fast
+        self.init = init
+        self.sample_system = sample_system
+        self.first_index = first_index
+        self.prepared: dict[tuple, PointSpec] = {}  # dataset key -> a spec that prepared it
+        self.broken: dict[tuple, str] = {}  # dataset key -> why it could not be prepared
+
+    def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
+        """Every point of the plan in order; the results, each already stored."""
+        steps = dataset_steps(plan)
+        results: list[PointResult] = []
+        try:
+            for offset, (spec, (before, after)) in enumerate(zip(plan, steps)):
+                index = self.first_index + offset
+                if self.init:
+                    for action, step_spec in before:
+                        self._dataset(action, step_spec)
+                self.reporter.point_started(index, spec)
+                result = self.point(spec)
+                bound = self.targets[spec.variant]
+                self.store.add_point(bound.run_id, result, bound.config(spec))
+                results.append(result)
+                self.reporter.point_finished(index, result)
+                if self.init:
+                    for action, step_spec in after:
+                        self._dataset(action, step_spec)
+                if self.fail_fast and not result.ok:
+                    break
+        finally:
+            self._record_datasets()
+            self._cleanup_left()
+        return results
+
+    # ------------------------------------------------------------ datasets
+
+    def _dataset(self, action: str, spec: PointSpec) -> None:
+        key = dataset_key(spec)
+        if action == "prepare":
+            self.broken.pop(key, None)
+            problem = self.prepare(spec)
+            if problem is None:
+                self.prepared[key] = spec
+            else:
+                self.broken[key] = problem
+        elif key in self.prepared:
+            self.cleanup(spec)
+            del self.prepared[key]
+
+    def _run_steps(self, spec: PointSpec, commands: list[list[str]], timeout: float) -> str | None:
+        target = self.targets[spec.variant].target
+        for argv in commands:
+            done = self.executor.run(argv, env=target.client_env(), timeout=timeout)
+            if done.returncode != 0:
+                lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
+                return lines[-1].strip() if lines else f"exit status {done.returncode}"
+        return None
+
+    def prepare(self, spec: PointSpec) -> str | None:
+        """Create the tool's dataset (pgbench -i, sysbench prepare); why not, if it failed."""
+        target = self.targets[spec.variant].target
+        tool = WORKLOADS[spec.workload].tool
+        commands = tool.prepare_argv(target.client(tool), spec)
+        if not commands:
+            return None
+        described = ", ".join(f"{k} {v}" for k, v in spec.params)
+        self.reporter.stage(f"preparing the {tool.name} dataset on {target.engine}"
+                            f"{f' ({spec.variant})' if spec.variant else ''} ({described})")
+        problem = self._run_steps(spec, commands, timeout=24 * 3600)
+        if problem is not None:
+            problem = f"{tool.name} could not prepare its dataset: {problem}"
+            self.reporter.stage(problem)
+        return problem
+
+    def cleanup(self, spec: PointSpec) -> None:
+        """Drop what prepare created (sysbench cleanup). Best effort: the results are
+        already stored."""
+        target = self.targets[spec.variant].target
+        tool = WORKLOADS[spec.workload].tool
+        commands = tool.cleanup_argv(target.client(tool), spec)
+        if not commands:
+            return
+        self.reporter.stage(f"cleaning up the {tool.name} dataset on {target.engine}")
+        problem = self._run_steps(spec, commands, timeout=3600)
+        if problem is not None:
+            self.reporter.stage(f"{tool.name} cleanup failed: {problem}")
+
+    def _record_datasets(self) -> None:
+        # Measured before the last cleanup drops the tables on an external target.
+        by_variant: dict[str, dict] = {}
+        for spec in self.prepared.values():
+            by_variant.setdefault(spec.variant, {})[WORKLOADS[spec.workload].tool.name] = dict(spec.params)
+        for variant, datasets in by_variant.items():
+            bound = self.targets[variant]
+            with contextlib.suppress(Exception):
+                self.store.update_target_facts(bound.run_id, {"datasets": datasets, **bound.target.dataset_facts()})
+
+    def _cleanup_left(self) -> None:
+        """What is still prepared at the end (after an error too): dropped, except on a
+        throwaway instance, which goes away whole."""
+        for key, spec in list(self.prepared.items()):
+            if self.init and not self.targets[spec.variant].target.throwaway:
+                self.cleanup(spec)
+            del self.prepared[key]
+
+    # ------------------------------------------------------------ points
+
+    def point(self, spec: PointSpec) -> PointResult:
+        """Warm-up (if any), the measured run, verification; a failed PointResult
+        with the reason for anything that went wrong on the way."""
+        problem = self.broken.get(dataset_key(spec)) if self.init else None
+        if problem is not None:
+            return _failed(spec, problem)
+        if spec.warmup_s:
+            problem = self.warm(spec)
+            if problem is not None:
+                return _failed(spec, problem)
+        return self.measure(spec, self.reporter)
+
+    def warm(self, spec: PointSpec) -> str | None:
+        """Study B's round: a run with the same parameters for warmup_s seconds, stored
+        apart (phase 'warmup'), then a checkpoint so that the measured run does not pay
+        for the warm-up's dirty pages. Why the point cannot go on, if it cannot."""
+        bound = self.targets[spec.variant]
+        self.reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
+        result = self.measure(replace(spec, duration_s=spec.warmup_s), None)
+        self.store.add_point(bound.run_id, replace(result, phase="warmup"), bound.config(result.spec))
+        try:
+            bound.target.checkpoint()
+        except DatabaseError as exc:
+            return f"after the warm-up: {exc}"
+        return None
+
+    def measure(self, spec: PointSpec, reporter: Reporter | None) -> PointResult:
+        bound = self.targets[spec.variant]
+        target = bound.target
+        workload = WORKLOADS[spec.workload]
+        tool = workload.tool
+        client = target.client(tool)
+        argv = tool.point_argv(client, spec, workload.mode_args)
+
+        def on_line(line: str) -> None:
+            try:
+                sample = tool.parse_progress_line(line)
+            except ParseError:
+                return  # the final parse reports it, with the line number
+            if sample is not None and reporter is not None:
+                reporter.sample(spec, sample)
+
+        started = now_utc()
+        sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None
+
+        def on_start(pid: int) -> None:
+            if sampler is not None:
+                sampler.loadgen_pid = pid
+
+        try:
+            # pgbench reports progress on stderr, sysbench on stdout.
+            done = self.executor.run(argv, env=target.client_env(), timeout=point_timeout_s(tool.estimate_s(spec)),
+                                     on_stdout_line=on_line, on_stderr_line=on_line, on_start=on_start)
+        finally:
+            system = tuple(sampler.stop()) if sampler is not None else ()
+        ended = now_utc()
+        common = dict(spec=spec, started_at=started, ended_at=ended, command=tuple(done.argv),
+                      exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system)
+        if done.returncode != 0:
+            return PointResult(status="failed", error=_failure_reason(done, target.problem()),
+                               samples=tool.read_samples(done.stdout, done.stderr), **common)  # type: ignore[arg-type]
+        try:
+            measurement, samples = tool.read(done.stdout, done.stderr, spec)
+        except ParseError as exc:
+            return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr),
+                               **common)  # type: ignore[arg-type]
+        problem, measurement = _verify(tool, target, measurement)
+        return PointResult(status="ok" if problem is None else "failed", error=problem, measurement=measurement,
+                           samples=samples, **common)  # type: ignore[arg-type]
+
+
+def _verify(tool: Tool, target: Target, measurement: Measurement) -> tuple[str | None, Measurement]:
+    """A run that corrupts data is not a benchmark result; a verification the server
+    refuses fails the point too."""
+    if not tool.verifies:
+        return None, measurement
     try:
-        for index, spec in enumerate(plan):
-            tool = WORKLOADS[spec.workload].tool
-            if init and tool.TOOL not in prepared:
-                prepare(target, tool, spec, reporter)
-                prepared[tool.TOOL] = spec
-            reporter.point_started(index, spec)
-            if warmup_s:
-                warm(target, spec, warmup_s, store, run_id, reporter)
-            result = run_point(target, spec, reporter)
-            store.add_point(run_id, result)
-            results.append(result)
-            reporter.point_finished(index, result)
-            if fail_fast and not result.ok:
-                break
-    except Exception:
-        _cleanup_all(target, prepared, reporter)
+        with contextlib.closing(target.connect()) as connection:
+            checks = tool.verify(connection)
+    except Exception as exc:  # the driver's own error classes differ per engine
+        if isinstance(exc, DatabaseError) or type(exc).__module__.split(".")[0] in ("psycopg", "pymysql"):
+            return f"verification failed: {' '.join(str(exc).split())}", measurement
         raise
-    if prepared:
-        # Measured before cleanup drops the tables on an external target.
-        datasets = {tool: dict(spec.params) for tool, spec in prepared.items()}
-        store.update_target_facts(run_id, {"datasets": datasets, **target.dataset_facts()})
-    _cleanup_all(target, prepared, reporter)
-    return results
+    if checks is None:
+        return None, measurement
+    measurement = replace(measurement, details={**measurement.details, "consistency": checks})
+    broken = [f"{n} ({c['condition']}: {c['violations']} violation(s))" for n, c in checks.items() if not c["ok"]]
+    if broken:
+        return f"consistency condition(s) failed: {'; '.join(broken)}", measurement
+    return None, measurement
 
 
-def warm(target, spec: PointSpec, warmup_s: int, store: Store, run_id: int, reporter: Reporter) -> None:
-    """Study B's round: a run with the same parameters for warmup_s seconds, stored
-    apart (phase 'warmup'), then a checkpoint so that the measured run does not pay
-    for the warm-up's dirty pages."""
-    reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {warmup_s} s")
-    result = run_point(target, replace(spec, duration_s=warmup_s), SilentReporter())
-    store.add_point(run_id, replace(result, phase="warmup"))
-    target.checkpoint()
-
-
-def _cleanup_all(target, prepared: dict[str, PointSpec], reporter: Reporter) -> None:
-    if target.throwaway:
-        return  # the whole instance goes away
-    for spec in prepared.values():
-        cleanup(target, WORKLOADS[spec.workload].tool, spec, reporter)
+def _failed(spec: PointSpec, reason: str) -> PointResult:
+    now: datetime = now_utc()
+    return PointResult(spec=spec, status="failed", started_at=now, ended_at=now, command=(), exit_code=None,
+                       stdout="", stderr="", error=reason)

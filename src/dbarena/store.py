@@ -13,6 +13,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dbarena import configkey
 from dbarena.errors import StoreError
 from dbarena.model import PointResult, RunInfo
 
@@ -142,6 +143,26 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE points ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup'));
     """,
+    # 7: studies, variants, tool options and configuration keys (filled in for older
+    # points by _backfill_config, from what they stored).
+    """
+    CREATE TABLE studies (
+        sha256  TEXT PRIMARY KEY,   -- of the text
+        name    TEXT NOT NULL,
+        source  TEXT NOT NULL,      -- the file, a bundled study, or command-line flags
+        text    TEXT NOT NULL       -- the study file (or the flags), verbatim
+    );
+    ALTER TABLE runs ADD COLUMN study_sha256 TEXT REFERENCES studies(sha256);
+    ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN flavour TEXT;      -- postgresql, mariadb, mysql
+    ALTER TABLE runs ADD COLUMN currency TEXT;     -- of price_per_hour
+    ALTER TABLE points ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+    ALTER TABLE points ADD COLUMN options TEXT NOT NULL DEFAULT '{}';  -- JSON: the study's tool options
+    ALTER TABLE points ADD COLUMN warmup_s INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE points ADD COLUMN config TEXT;      -- JSON: the configuration key (configkey.py)
+    ALTER TABLE points ADD COLUMN config_key TEXT;  -- its digest: points of one key may be pooled
+    CREATE INDEX points_config ON points(config_key);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -213,6 +234,35 @@ class Store:
                 + f"\nINSERT INTO schema_migrations VALUES ({number}, '{_utc(now_utc())}');"
                 + f"\nPRAGMA user_version = {number};\nCOMMIT;"
             )
+        if current < 7:
+            self._backfill_config()
+
+    def _backfill_config(self) -> None:
+        """Configuration keys for points stored before schema 7, from what they kept:
+        the run's options (settings, targets, --warmup), server version and host facts."""
+        rows = self.db.execute(
+            "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
+            " r.options, r.server_version, r.host_facts, r.target_facts FROM points p JOIN runs r ON r.id = p.run_id"
+            " WHERE p.config_key IS NULL"
+        ).fetchall()
+        with self.db:
+            for pid, engine, workload, threads, clients, duration_s, params, phase, options, version, host, facts \
+                    in rows:
+                options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
+                target = (options.get("targets") or {}).get(engine)
+                settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
+                key = configkey.build(
+                    engine=engine, workload=workload, threads=threads, clients=clients,
+                    # Before schema 7 mysqlslap was the one tool bounded by queries, not seconds.
+                    duration_s=None if workload == "mysqlslap" else duration_s,
+                    warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or 0),
+                    params=json.loads(params), options={}, settings=settings or {}, variant="",
+                    server_version=version, flavour=configkey.flavour_of(engine, version),
+                    host=configkey.host_identity(host, target, facts.get("server_physical_cores"),
+                                                 facts.get("server_hardware_threads")),
+                )
+                self.db.execute("UPDATE points SET config = ?, config_key = ?, warmup_s = ? WHERE id = ?",
+                                (json.dumps(key, sort_keys=True), configkey.digest(key), key["warmup_s"], pid))
 
     # ------------------------------------------------------------------ writing
 
@@ -224,17 +274,23 @@ class Store:
         """Uncommitted: the callers own the transaction."""
         from dbarena import __version__
 
+        if run.study is not None:
+            self.db.execute("INSERT OR IGNORE INTO studies (sha256, name, source, text) VALUES (?, ?, ?, ?)",
+                            (run.study.sha256, run.study.name, run.study.source, run.study.text))
         cur = self.db.execute(
             "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
-            " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour, currency, variant,"
+            " flavour, study_sha256)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run.label, run.host, run.engine, run.target, run.server_version,
                 json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
                 json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
-                __version__, _utc(run.started_at), status, run.price_per_hour,
+                __version__, _utc(run.started_at), status, run.price_per_hour, run.currency, run.variant,
+                run.flavour, run.study.sha256 if run.study is not None else None,
             ),
         )
+        assert cur.lastrowid is not None
         return cur.lastrowid
 
     def update_target_facts(self, run_id: int, facts: dict) -> None:
@@ -248,12 +304,13 @@ class Store:
         with self.db:
             self.db.execute("UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _utc(now_utc()), run_id))
 
-    def add_point(self, run_id: int, result: PointResult) -> int:
-        """Store one finished point and its samples, committed at once."""
+    def add_point(self, run_id: int, result: PointResult, config: dict | None = None) -> int:
+        """Store one finished point, its configuration key and its samples, committed at once."""
         with self.db:
-            return self._insert_point(run_id, result)
+            return self._insert_point(run_id, result, config=config)
 
-    def _insert_point(self, run_id: int, result: PointResult, source: dict | None = None) -> int:
+    def _insert_point(self, run_id: int, result: PointResult, source: dict | None = None,
+                      config: dict | None = None) -> int:
         """Uncommitted: the callers own the transaction."""
         m = result.measurement
         values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
@@ -262,8 +319,9 @@ class Store:
         cur = self.db.execute(
             "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
             " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, source, phase, "
+            " variant, options, warmup_s, config, config_key, "
             + ", ".join(_MEASUREMENT_COLUMNS)
-            + ") VALUES (" + ", ".join("?" * (20 + len(_MEASUREMENT_COLUMNS))) + ")",
+            + ") VALUES (" + ", ".join("?" * (25 + len(_MEASUREMENT_COLUMNS))) + ")",
             (
                 run_id, spec.engine, spec.workload, spec.threads, spec.clients, spec.duration_s, spec.repeat,
                 params.get("scale"), json.dumps(params, sort_keys=True),
@@ -271,6 +329,9 @@ class Store:
                 json.dumps(list(result.command)), result.exit_code,
                 json.dumps(m.details if m is not None else {}, sort_keys=True),
                 result.stdout, result.stderr, json.dumps(source, sort_keys=True) if source else None, result.phase,
+                spec.variant, json.dumps(dict(spec.options), sort_keys=True), spec.warmup_s,
+                json.dumps(config, sort_keys=True) if config is not None else None,
+                configkey.digest(config) if config is not None else None,
                 *values.values(),
             ),
         )
@@ -303,13 +364,16 @@ class Store:
                 self.db.execute("UPDATE runs SET ended_at = started_at WHERE id = ?", (run_id,))
             self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
                             (sha256, file, json.dumps(run_ids), count, _utc(now_utc())))
+        self._backfill_config()  # keys from what the import knows (no host, no settings)
         return run_ids
 
     # ------------------------------------------------------------------ reading
 
-    def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False) -> list[dict]:
-        """Stored points with their run's label, host and target, oldest first; warm-up
-        runs (--warmup) only when asked for."""
+    def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False,
+               study: str | None = None, variants: tuple[str, ...] = ()) -> list[dict]:
+        """Stored points with their run's label, host, target and study, oldest first;
+        warm-up runs (--warmup) only when asked for. `study` matches a study's name
+        or the start of its hash."""
         where, args = ([] if warmups else ["p.phase = 'measured'"]), []
         if run_id is not None:
             where.append("p.run_id = ?")
@@ -317,13 +381,20 @@ class Store:
         if labels:
             where.append(f"r.label IN ({', '.join('?' * len(labels))})")
             args.extend(labels)
+        if study is not None:
+            where.append("(st.name = ? OR st.sha256 LIKE ?)")
+            args.extend([study, f"{study}%"])
+        if variants:
+            where.append(f"p.variant IN ({', '.join('?' * len(variants))})")
+            args.extend(variants)
         sql = (
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
-            " p.ended_at, p.source, p.phase, p.details, "
+            " p.ended_at, p.source, p.phase, p.details, p.variant, p.options, p.warmup_s, p.config, p.config_key,"
+            " st.name AS study, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
-            " FROM points p JOIN runs r ON r.id = p.run_id"
+            " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN studies st ON st.sha256 = r.study_sha256"
             + (" WHERE " + " AND ".join(where) if where else "")
             + " ORDER BY p.id"
         )
@@ -332,6 +403,8 @@ class Store:
         rows = [dict(zip(names, row)) for row in cur.fetchall()]
         for row in rows:
             row["params"] = json.loads(row["params"])
+            row["options"] = json.loads(row["options"])
+            row["config"] = json.loads(row["config"]) if row["config"] else None
             row["source"] = json.loads(row["source"]) if row["source"] else None
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
             row["details"] = {k: v for k, v in json.loads(row["details"]).items() if k != "histogram_ms"}
@@ -362,6 +435,10 @@ class Store:
         for key in ("tool_versions", "options", "host_facts", "target_facts"):
             record[key] = json.loads(record[key])
         return record
+
+    def study_text(self, sha256: str) -> dict | None:
+        row = self.db.execute("SELECT name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchone()
+        return None if row is None else {"name": row[0], "source": row[1], "text": row[2], "sha256": sha256}
 
     def raw_output(self, point_id: int) -> tuple[str, str]:
         row = self.db.execute("SELECT stdout, stderr FROM points WHERE id = ?", (point_id,)).fetchone()

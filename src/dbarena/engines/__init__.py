@@ -1,34 +1,65 @@
 """Engines: where the database under test comes from.
 
-Each engine module offers `throwaway(...)` (an instance of its own, always removed),
-`external(url, ...)` (an existing server) and `check_target_url(url)`; the context
-managers yield a target with `conn` (a password-free model.Connection),
-`description`, `server_version`, `client_env()`, `tool(name)` and `problem()`.
-Adding an engine means one module and one line in ENGINES.
+An engine family (the name workloads use: postgres, mysql) has one or more flavours
+(PostgreSQL; MariaDB and MySQL), each an interfaces.Engine: a throwaway instance of
+its own from the machine's binaries, always removed, or an existing server by URL.
+Adding a flavour means one module and one line in FLAVOURS.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from dbarena.engines import mysql, postgres
+from dbarena import execute
+from dbarena.engines.mariadb import MariaDB
+from dbarena.engines.mysql import MySQL
+from dbarena.engines.postgres import PostgresEngine
 from dbarena.errors import UsageError
+from dbarena.interfaces import Engine, Executor
 
-ENGINES: dict[str, ModuleType] = {
-    postgres.ENGINE: postgres,
-    mysql.ENGINE: mysql,
+# family -> flavour -> engine; "auto" picks the first installed, in this order.
+FLAVOURS: dict[str, dict[str, Engine]] = {
+    "postgres": {"postgresql": PostgresEngine()},
+    "mysql": {"mariadb": MariaDB(), "mysql": MySQL()},
 }
+ENGINES = tuple(FLAVOURS)
+AUTO = "auto"
 
 # --target URL scheme -> engine
-SCHEMES = {"postgresql": postgres.ENGINE, "postgres": postgres.ENGINE, "mysql": mysql.ENGINE}
+SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql"}
 
 
-def get(name: str) -> ModuleType:
-    try:
-        return ENGINES[name]
-    except KeyError:
-        raise UsageError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})") from None
+def check_name(name: str) -> str:
+    if name not in FLAVOURS:
+        raise UsageError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})")
+    return name
+
+
+def check_flavour(name: str, flavour: str) -> str:
+    check_name(name)
+    if flavour != AUTO and flavour not in FLAVOURS[name]:
+        raise UsageError(f"unknown {name} flavour {flavour!r} (known: {', '.join((AUTO, *FLAVOURS[name]))})")
+    return flavour
+
+
+def first(name: str) -> Engine:
+    """The family's first flavour, for what all flavours share (URL rules, option names)
+    without looking for binaries."""
+    return next(iter(FLAVOURS[check_name(name)].values()))
+
+
+def get(name: str, flavour: str = AUTO, *, bindir: Path | None = None,
+        executor: Executor = execute.LOCAL) -> Engine:
+    """The engine of a family and flavour; for "auto", the first flavour installed
+    (or the first of all, whose throwaway() then says what to install)."""
+    flavours = FLAVOURS[check_name(name)]
+    if check_flavour(name, flavour) != AUTO:
+        return flavours[flavour]
+    for engine in flavours.values():
+        if engine.available(bindir, executor):
+            return engine
+    return next(iter(flavours.values()))
 
 
 def engine_of_url(url: str) -> str:

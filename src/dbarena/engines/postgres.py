@@ -19,14 +19,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import psycopg
 
 from dbarena import execute
 from dbarena.engines import instance, target_url
-from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
+from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
+from dbarena.interfaces import Client, Executor, Tool
 from dbarena.model import Connection
 
 ENGINE = "postgres"
@@ -49,14 +50,14 @@ def _is_exe(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def candidate_bindirs(path_env: str | None = None) -> list[Path]:
+def candidate_bindirs(path_env: str | None = None, executor: Executor = execute.LOCAL) -> list[Path]:
     """Directories that may hold PostgreSQL server binaries, in search order:
     pg_config --bindir, Debian/Ubuntu and RHEL install trees, then PATH."""
     dirs: list[Path] = []
     pg_config = shutil.which("pg_config", path=path_env)
     if pg_config:
         with contextlib.suppress(ToolMissing):
-            done = execute.run([pg_config, "--bindir"], timeout=30)
+            done = executor.run([pg_config, "--bindir"], timeout=30)
             if done.returncode == 0 and done.stdout.strip():
                 dirs.append(Path(done.stdout.strip()))
     for pattern in ("/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/usr/local/pgsql/bin"):
@@ -82,14 +83,14 @@ def parse_version(line: str) -> tuple[int, int] | None:
     return int(m["major"]), int(m["minor"] or 0)
 
 
-def find_server_binaries(bindir: Path | None = None) -> PgBinaries:
+def find_server_binaries(bindir: Path | None = None, executor: Executor = execute.LOCAL) -> PgBinaries:
     """The newest PostgreSQL installation with initdb, postgres and pgbench."""
-    dirs = [bindir] if bindir is not None else candidate_bindirs()
+    dirs = [bindir] if bindir is not None else candidate_bindirs(executor=executor)
     found: list[PgBinaries] = []
     for d in dirs:
         if not all(_is_exe(d / n) for n in ("initdb", "postgres")):
             continue
-        line = execute.version_line(d / "postgres")
+        line = execute.version_line(d / "postgres", executor)
         version = parse_version(line)
         if version is not None:
             found.append(PgBinaries(d, version, line))
@@ -99,13 +100,13 @@ def find_server_binaries(bindir: Path | None = None) -> PgBinaries:
     return max(found, key=lambda b: b.version)
 
 
-def find_client(name: str, bindir: Path | None = None) -> Path:
+def find_client(name: str, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> Path:
     """A client tool (pgbench, psql): from bindir, else the newest install, else PATH."""
-    dirs = [bindir] if bindir is not None else candidate_bindirs()
+    dirs = [bindir] if bindir is not None else candidate_bindirs(executor=executor)
     versioned = []
     for d in dirs:
         if _is_exe(d / name):
-            line = execute.version_line(d / name)
+            line = execute.version_line(d / name, executor)
             versioned.append((parse_version(line) or (0, 0), d / name))
     if not versioned:
         raise ToolMissing(f"{name} not found: {INSTALL_HINT}")
@@ -116,7 +117,7 @@ def find_client(name: str, bindir: Path | None = None) -> Path:
 def _connection(url: str) -> Connection:
     parts = urlsplit(url)
     return Connection(
-        engine=ENGINE, host=parts.hostname or "localhost", port=parts.port or 5432,
+        protocol="postgresql", host=parts.hostname or "localhost", port=parts.port or 5432,
         user=parts.username or os.environ.get("PGUSER") or "postgres",
         dbname=parts.path.lstrip("/") or parts.username or "postgres", url=url,
     )
@@ -133,9 +134,11 @@ class PgTarget:
     passfile: Path | None = None
     data_dir: Path | None = None
     log_path: Path | None = None
-    process: object | None = field(default=None, repr=False)
+    process: Any = field(default=None, repr=False)
     bindir: Path | None = None
+    executor: Executor = field(default=execute.LOCAL, repr=False)
     engine: str = ENGINE
+    flavour: str = "postgresql"
     _tools: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -154,8 +157,13 @@ class PgTarget:
     def tool(self, name: str) -> Path:
         # Found once per target: discovery runs `--version` on every candidate.
         if name not in self._tools:
-            self._tools[name] = client_tool(name, self.bindir)
+            self._tools[name] = client_tool(name, self.bindir, self.executor)
         return self._tools[name]
+
+    def client(self, tool: Tool) -> Client:
+        # libpq finds the password itself (PGPASSFILE, PGPASSWORD, ~/.pgpass), for
+        # pgbench and for sysbench's pgsql driver alike: no file of the tool's own.
+        return Client(binary=str(self.tool(tool.binary)), conn=self.conn)
 
     def problem(self) -> str | None:
         """Why the server is gone, if it is our instance and it died."""
@@ -193,9 +201,13 @@ class PgTarget:
         }
 
     def checkpoint(self) -> None:
-        """Write all dirty pages now (after a warm-up), as study B did before each run."""
-        with self.connect() as conn:
-            conn.execute("CHECKPOINT")
+        """Write all dirty pages now (after a warm-up), as study B did before each run.
+        A managed server may refuse it (PostgreSQL before 15 needs a superuser)."""
+        try:
+            with self.connect() as conn:
+                conn.execute("CHECKPOINT")
+        except psycopg.Error as exc:
+            raise DatabaseError(f"CHECKPOINT failed: {_one_line(exc)}") from None
 
     def dataset_facts(self) -> dict:
         def size() -> dict:
@@ -224,10 +236,10 @@ def client_libraries() -> dict:
     return {"libpq": f"{version // 10000}.{version % 10000}", "psycopg": psycopg.__version__}
 
 
-def client_tool(name: str, bindir: Path | None) -> Path:
+def client_tool(name: str, bindir: Path | None, executor: Executor = execute.LOCAL) -> Path:
     """pgbench from the PostgreSQL installation; other tools (sysbench) from PATH."""
     if name == "pgbench":
-        return find_client("pgbench", bindir)
+        return find_client("pgbench", bindir, executor)
     found = shutil.which(name)
     if found is None:
         raise ToolMissing(f"{name} not found: install it with `apt-get install {name}`")
@@ -269,10 +281,9 @@ def check_target_url(url: str) -> str:
 
 
 @contextlib.contextmanager
-def external(url: str, bindir: Path | None = None) -> Iterator[PgTarget]:
+def external(url: str, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> Iterator[PgTarget]:
     """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq)."""
     url = check_target_url(url)
-    find_client("pgbench", bindir)  # fail now, not at the first point
     try:
         with _connect(url) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
@@ -281,7 +292,8 @@ def external(url: str, bindir: Path | None = None) -> Iterator[PgTarget]:
             f"cannot connect to {url}: {_one_line(exc)} "
             "(check host, port and user; the password comes from PGPASSWORD or ~/.pgpass)"
         ) from None
-    yield PgTarget(conn=_connection(url), description=url, server_version=version, throwaway=False, bindir=bindir)
+    yield PgTarget(conn=_connection(url), description=url, server_version=version, throwaway=False, bindir=bindir,
+                   executor=executor)
 
 
 # ---------------------------------------------------------------- throwaway instance
@@ -291,32 +303,42 @@ def _quote_setting(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def known_settings(binaries: PgBinaries, user: str | None) -> set[str]:
+def known_settings(binaries: PgBinaries, user: str | None, executor: Executor = execute.LOCAL) -> set[str]:
     """Names of every server setting, from `postgres --describe-config`."""
-    done = execute.run([binaries.path("postgres"), "--describe-config"], user=user, timeout=60)
+    done = executor.run([binaries.path("postgres"), "--describe-config"], user=user, timeout=60)
     if done.returncode != 0:
         raise EnvironmentProblem(f"postgres --describe-config failed: {done.stderr.strip()}")
     return {line.split("\t", 1)[0].lower() for line in done.stdout.splitlines() if line}
 
 
+def check_settings(settings: Mapping[str, str], executor: Executor = execute.LOCAL,
+                   bindir: Path | None = None) -> None:
+    """A usage error for a setting name this PostgreSQL does not know (values are
+    checked by the server when it starts)."""
+    if not settings:
+        return
+    binaries = find_server_binaries(bindir, executor)
+    unknown = sorted(set(k.lower() for k in settings) - known_settings(binaries, instance.unprivileged_user("postgres"),
+                                                                       executor))
+    if unknown:
+        raise UsageError(f"--pg-setting: unknown PostgreSQL setting(s): {', '.join(unknown)}")
+
+
 @contextlib.contextmanager
 def throwaway(
     *,
-    settings: dict[str, str] | None = None,
+    settings: Mapping[str, str] | None = None,
     max_connections: int = 100,
     bindir: Path | None = None,
     keep: bool = False,
     ready_timeout_s: float = 60,
+    executor: Executor = execute.LOCAL,
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block."""
     settings = dict(settings or {})
-    binaries = find_server_binaries(bindir)
-    find_client("pgbench", binaries.bindir)  # fail now, not at the first point
+    binaries = find_server_binaries(bindir, executor)
     user = instance.unprivileged_user("postgres")
-    if settings:
-        unknown = sorted(set(k.lower() for k in settings) - known_settings(binaries, user))
-        if unknown:
-            raise UsageError(f"--pg-setting: unknown PostgreSQL setting(s): {', '.join(unknown)}")
+    check_settings(settings, executor, binaries.bindir)
 
     top = Path(tempfile.mkdtemp(prefix="dbarena-pg-"))
     proc = None
@@ -331,7 +353,7 @@ def throwaway(
         instance.private_file(passfile, f"127.0.0.1:*:*:dbarena:{password}\n")
         instance.give_to(user, top, sock, pwfile)
         auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
-        done = execute.run(
+        done = executor.run(
             [binaries.path("initdb"), "-D", data, "-U", "dbarena", f"--pwfile={pwfile}",
              f"--auth={auth}", "-E", "UTF8", "--no-locale", "--no-sync"],
             user=user, timeout=300,
@@ -353,7 +375,7 @@ def throwaway(
             with open(data / "postgresql.conf", "a") as f:
                 f.write("\n# dbarena\n")
                 f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
-            proc = execute.spawn([binaries.path("postgres"), "-D", data], log_path=log_path, user=user)
+            proc = executor.spawn([binaries.path("postgres"), "-D", data], log_path=log_path, user=user)
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             if version is not None:
@@ -376,6 +398,7 @@ def throwaway(
             data_dir=data,
             log_path=log_path,
             process=proc,
+            executor=executor,
         )
         yield target
     finally:
@@ -396,3 +419,37 @@ def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float
             time.sleep(0.1)
     execute.stop(proc)
     raise EnvironmentProblem(f"PostgreSQL did not accept connections within {timeout_s:.0f} s: {_log_reason(log_path)}")
+
+
+class PostgresEngine:
+    """PostgreSQL (interfaces.Engine): the machine's own binaries, or a server by URL."""
+
+    name = ENGINE
+    flavour = "postgresql"
+    protocol = "postgresql"
+    setting_option = "--pg-setting"
+
+    def available(self, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> bool:
+        try:
+            find_server_binaries(bindir, executor)
+        except ToolMissing:
+            return False
+        return True
+
+    def check_target_url(self, url: str) -> str:
+        return check_target_url(url)
+
+    def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None:
+        check_settings(settings, executor, bindir)
+
+    def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
+                  executor: Executor) -> contextlib.AbstractContextManager[PgTarget]:
+        return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
+                         executor=executor)
+
+    def external(self, url: str, *, bindir: Path | None, executor: Executor
+                 ) -> contextlib.AbstractContextManager[PgTarget]:
+        return external(url, bindir=bindir, executor=executor)
+
+    def client_libraries(self) -> dict:
+        return client_libraries()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,6 +31,8 @@ def _fmt(value, digits: int = 2) -> str:
 def point_line(result: PointResult) -> str:
     spec = result.spec
     head = f"{spec.engine} {spec.workload} threads={spec.threads} clients={spec.clients}"
+    if spec.variant:
+        head += f" variant={spec.variant}"
     if not result.ok:
         return f"[red]failed[/] {escape(head)}: {escape(result.error or '')}"
     m = result.measurement
@@ -49,12 +51,14 @@ def point_line(result: PointResult) -> str:
 
 
 class TerminalReporter:
-    """A progress bar with ETA over the planned seconds of the whole sweep."""
+    """A progress bar with ETA over the expected seconds of the whole plan, a line per
+    finished point (interfaces.Reporter)."""
 
-    def __init__(self, out: Console, plan: Sequence[PointSpec]):
+    def __init__(self, out: Console):
         self.out = out
-        self.plan = plan
-        self.done_s = 0
+        self.plan: Sequence[PointSpec] = ()
+        self.expected: dict[int, float] = {}
+        self.done_s = 0.0
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -64,13 +68,15 @@ class TerminalReporter:
             console=out,
             transient=True,
         )
-        self.task = self.progress.add_task("starting", total=sum(p.duration_s for p in plan) or 1)
+        self.task = self.progress.add_task("starting", total=1)
 
-    def __enter__(self) -> "TerminalReporter":
+    def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
+        self.plan = plan
+        self.expected = {i: estimate_s(p) for i, p in enumerate(plan)}
+        self.progress.update(self.task, total=sum(self.expected.values()) or 1)
         self.progress.start()
-        return self
 
-    def __exit__(self, *exc) -> None:
+    def end(self) -> None:
         self.progress.stop()
 
     def stage(self, text: str) -> None:
@@ -78,15 +84,17 @@ class TerminalReporter:
         self.progress.update(self.task, description=escape(text))
 
     def point_started(self, index: int, spec: PointSpec) -> None:
+        variant = f" [{spec.variant}]" if spec.variant else ""
         self.progress.update(
-            self.task, description=f"[{index + 1}/{len(self.plan)}] {spec.workload} threads={spec.threads}"
+            self.task,
+            description=f"[{index + 1}/{len(self.plan)}] {escape(spec.workload)} threads={spec.threads}{escape(variant)}",
         )
 
     def sample(self, spec: PointSpec, sample: Sample) -> None:
         self.progress.update(self.task, completed=self.done_s + min(sample.second, spec.duration_s))
 
     def point_finished(self, index: int, result: PointResult) -> None:
-        self.done_s += result.spec.duration_s
+        self.done_s += self.expected.get(index, result.spec.duration_s)
         self.progress.update(self.task, completed=self.done_s)
         self.progress.console.print(point_line(result))
 

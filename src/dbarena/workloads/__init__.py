@@ -1,57 +1,65 @@
-"""Workloads: a name, the engines it runs on, and the tool module that builds its
-command lines and parses its output.
+"""Workloads: a name, the engines it runs on, the tool that runs it and the tool's
+mode arguments. The one registry that `run`, `study` and `import` share.
 
-A tool module (pgbench.py, sysbench.py, mysqlslap.py) holds pure functions with
-one interface: TOOL, PARAMS (the PointSpec.params it reads), `prepare_argv` and
-`cleanup_argv` (the dataset, once per run and target: one command, a list of
-commands, or None), optional BINARY (the executable, when not TOOL) and `verify`
-(checks on the data after each point),
-`point_argv`, `read` (raw output -> Measurement and Samples), `read_samples` and
-`parse_progress_line`. Adding a workload means one entry in WORKLOADS; adding a
-tool, one module next to these.
+A tool is a module next to these (pgbench.py, sysbench.py, mysqlslap.py, tpcc.py)
+holding pure parsers and a class implementing interfaces.Tool (workloads.base has
+the defaults). Adding a tool: one module and one line in TOOLS; adding a workload of
+an existing tool (another sysbench Lua script, a pgbench built-in): one line in
+WORKLOADS.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
 
 from dbarena.errors import UsageError
+from dbarena.interfaces import Tool
 from dbarena.workloads import mysqlslap, pgbench, sysbench, tpcc
 
 PG, MY = "postgres", "mysql"
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (pgbench.TOOL_IMPL, sysbench.TOOL_IMPL, mysqlslap.TOOL_IMPL,
+                                                tpcc.TOOL_IMPL)}
 
 
 @dataclass(frozen=True)
 class Workload:
     name: str
     engines: tuple[str, ...]
-    tool: ModuleType
+    tool: Tool
     mode_args: tuple[str, ...]
     description: str
     default_on: tuple[str, ...]  # engines whose default plan includes it
-    multiplies_clients: bool = False  # clients = threads x --clients-per-thread (pgbench)
+    multiplies_clients: bool = False  # clients = threads x clients_per_thread (pgbench)
+    required_options: tuple[str, ...] = ()
 
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
-        Workload("pgbench-tpcb", (PG,), pgbench, (), "pgbench's built-in TPC-B-like script", (PG,), True),
-        Workload("pgbench-select-only", (PG,), pgbench, ("-S",), "pgbench -S: one primary-key SELECT", (PG,), True),
-        Workload("pgbench-simple-update", (PG,), pgbench, ("-N",),
+        Workload("pgbench-tpcb", (PG,), TOOLS["pgbench"], (), "pgbench's built-in TPC-B-like script", (PG,), True),
+        Workload("pgbench-select-only", (PG,), TOOLS["pgbench"], ("-S",), "pgbench -S: one primary-key SELECT",
+                 (PG,), True),
+        Workload("pgbench-simple-update", (PG,), TOOLS["pgbench"], ("-N",),
                  "pgbench -N: TPC-B without the hot branch/teller updates", (PG,), True),
-        Workload("sysbench-read-only", (PG, MY), sysbench, ("oltp_read_only",), "sysbench oltp_read_only", (MY,)),
-        Workload("sysbench-write-only", (PG, MY), sysbench, ("oltp_write_only",), "sysbench oltp_write_only", (MY,)),
-        Workload("sysbench-read-write", (PG, MY), sysbench, ("oltp_read_write",), "sysbench oltp_read_write", (MY,)),
-        Workload("mysqlslap", (MY,), mysqlslap, (), "mysqlslap --auto-generate-sql", (MY,)),
-        Workload("tpcc-like", (PG, MY), tpcc, (), "TPC-C-like mix on sysbench (tpcc_like.lua)", ()),
+        Workload("pgbench-custom", (PG,), TOOLS["pgbench"], (), "pgbench with the study's script files (option file)",
+                 (), True, ("file",)),
+        Workload("sysbench-read-only", (PG, MY), TOOLS["sysbench"], ("oltp_read_only",), "sysbench oltp_read_only",
+                 (MY,)),
+        Workload("sysbench-write-only", (PG, MY), TOOLS["sysbench"], ("oltp_write_only",),
+                 "sysbench oltp_write_only", (MY,)),
+        Workload("sysbench-read-write", (PG, MY), TOOLS["sysbench"], ("oltp_read_write",),
+                 "sysbench oltp_read_write", (MY,)),
+        Workload("mysqlslap", (MY,), TOOLS["mysqlslap"], (), "mysqlslap --auto-generate-sql", (MY,)),
+        Workload("tpcc-like", (PG, MY), TOOLS["tpcc-like"], (), "TPC-C-like mix on sysbench (tpcc_like.lua)", ()),
     )
 }
 
 
-def binary(tool: ModuleType) -> str:
-    """The executable a tool module runs (tpcc-like runs sysbench)."""
-    return getattr(tool, "BINARY", tool.TOOL)
+def get(name: str) -> Workload:
+    if name not in WORKLOADS:
+        raise UsageError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
+    return WORKLOADS[name]
 
 
 def resolve(names: list[str], engine: str) -> list[Workload]:
@@ -59,9 +67,7 @@ def resolve(names: list[str], engine: str) -> list[Workload]:
     or one the engine cannot run."""
     chosen = []
     for name in names:
-        if name not in WORKLOADS:
-            raise UsageError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
-        workload = WORKLOADS[name]
+        workload = get(name)
         if engine not in workload.engines:
             raise UsageError(
                 f"workload {name!r} cannot run on engine {engine!r} (it runs on: {', '.join(workload.engines)})"

@@ -17,11 +17,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
-from dbarena.errors import ParseError
-from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.errors import ParseError, UsageError
+from dbarena.interfaces import Client
+from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import series
+from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "pgbench"
 PARAMS = ("scale",)  # the PointSpec.params this tool reads
@@ -280,33 +283,113 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
     return report.to_measurement(), report.samples
 
 
-def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
-    """`pgbench -i`: (re)create the pgbench tables at the point's scale, quietly.
-
-    pgbench takes the connection URI (never with a password) in place of the
-    database name; the password comes from PGPASSWORD or a passfile.
-    """
-    return [binary, "-i", "-q", "-s", str(spec.param("scale")), conn.url]
+# Rows of pgbench_accounts per scale unit, and a rough loading rate for estimates.
+_LOAD_SCALE_PER_S = 8.0
 
 
-def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> None:
-    """pgbench's tables stay (the next run can reuse them with --no-init)."""
-    return None
+class Pgbench(ToolBase):
+    """pgbench: `-i` prepares the tables at the point's scale; each point runs
+    `-j T -c C -T S -P 1` and the workload's mode (-S, -N or script files)."""
+
+    name = TOOL
+    binary = "pgbench"
+    params = PARAMS
+    reserved = {
+        "client": "threads x clients_per_thread", "jobs": "the sweep's levels", "time": "duration_s",
+        "progress": "always 1 s", "scale": "the dataset's scale", "transactions": "duration_s",
+    }
+    known = {
+        "protocol": "-M: simple, extended or prepared",
+        "report-per-command": "-r: latency of every statement (true/false)",
+        "file": "-f: custom script files (a list; 'path@weight'), relative to the study file",
+        "connect": "-C: a new connection per transaction (true/false)",
+        "max-tries": "--max-tries (PostgreSQL 15+)",
+        "rate": "-R: target transactions per second",
+        "latency-limit": "-L: milliseconds",
+        "no-vacuum": "-n: no vacuum before the run (true/false)",
+    }
+    _FLAGS = {"report-per-command": "-r", "connect": "-C", "no-vacuum": "-n"}
+
+    def check_option(self, name: str, value: Any, base_dir: Path | None) -> str:
+        if name == "protocol":
+            if value not in ("simple", "extended", "prepared"):
+                raise UsageError(f"pgbench option 'protocol': expected simple, extended or prepared, not {value!r}")
+            return value
+        if name in self._FLAGS:
+            if not isinstance(value, bool):
+                raise UsageError(f"pgbench option {name!r}: expected true or false, not {value!r}")
+            return "on" if value else "off"
+        if name == "file":
+            files = [value] if isinstance(value, str) else value
+            if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+                raise UsageError("pgbench option 'file': expected a script path or a list of them")
+            resolved = []
+            for item in files:
+                path, at, weight = item.partition("@")
+                if at and not weight.isdigit():
+                    raise UsageError(f"pgbench option 'file': {item!r}: the weight after @ must be a whole number")
+                full = Path(path) if base_dir is None else (base_dir / path)
+                if not full.is_file():
+                    raise UsageError(f"pgbench option 'file': no script file {str(full)!r}")
+                resolved.append(str(full.resolve()) + (f"@{weight}" if at else ""))
+            return "\n".join(resolved)
+        text = option_value(name, value)
+        try:
+            if float(text) <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"pgbench option {name!r}: expected a positive number, not {value!r}") from None
+        return text
+
+    def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        """`pgbench -i`: (re)create the pgbench tables at the point's scale, quietly.
+
+        pgbench takes the connection URI (never with a password) in place of the
+        database name; the password comes from PGPASSWORD or a passfile.
+        """
+        return [[client.binary, "-i", "-q", "-s", str(spec.param("scale")), client.conn.url]]
+
+    def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+        """One point: -j threads, -c clients, -T seconds, a progress line every second,
+        the workload's mode and the study's options."""
+        options = dict(spec.options)
+        extra: list[str] = []
+        if "protocol" in options:
+            extra += ["-M", options["protocol"]]
+        for name, flag in self._FLAGS.items():
+            if options.get(name) == "on":
+                extra.append(flag)
+        for name, flag in (("max-tries", "--max-tries"), ("rate", "-R"), ("latency-limit", "-L")):
+            if name in options:
+                extra += [flag, options[name]]
+        for script in options.get("file", "").splitlines():
+            extra += ["-f", script]
+        return [
+            client.binary,
+            "-j", str(spec.threads),
+            "-c", str(spec.clients),
+            "-T", str(spec.duration_s),
+            "-P", "1",
+            *mode_args,
+            *extra,
+            client.conn.url,
+        ]
+
+    def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
+        return read(stdout, stderr, spec)
+
+    def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]:
+        """The interval series of a run that failed."""
+        return series.tolerant(stdout + stderr, parse_progress_line)
+
+    def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
+        return parse_progress_line(line, lineno)
+
+    def estimate_prepare_s(self, spec: PointSpec) -> float:
+        return 2 + spec.param("scale") / _LOAD_SCALE_PER_S
+
+    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
+        return {**params, "scale": 1}
 
 
-def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
-    """One point: -j threads, -c clients, -T seconds, and a progress line every second."""
-    return [
-        binary,
-        "-j", str(spec.threads),
-        "-c", str(spec.clients),
-        "-T", str(spec.duration_s),
-        "-P", "1",
-        *mode_args,
-        conn.url,
-    ]
-
-
-def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
-    """The interval series of a run that failed."""
-    return series.tolerant(stdout + stderr, parse_progress_line)
+TOOL_IMPL = Pgbench()

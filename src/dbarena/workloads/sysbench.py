@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from dbarena.errors import ParseError
-from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.interfaces import Client
+from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import series
+from dbarena.workloads.base import ToolBase
 
 TOOL = "sysbench"
 PARAMS = ("tables", "table_size")
@@ -257,14 +259,16 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
     return report.to_measurement(), report.samples
 
 
-def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
-    """The interval series of a run that failed."""
-    return series.tolerant(stdout + stderr, parse_progress_line)
+# sysbench --db-driver for each wire protocol.
+DRIVERS = {"postgresql": "pgsql", "mysql": "mysql"}
+# Rows loaded per second and table by `prepare` (one loading thread per table), for estimates.
+_LOAD_ROWS_PER_S = 100_000
 
 
-def connection_args(conn: Connection) -> list[str]:
+def connection_args(client: Client) -> list[str]:
     """sysbench's driver options for a target (the tpcc-like workload shares them)."""
-    driver = "mysql" if conn.engine == "mysql" else "pgsql"
+    conn = client.conn
+    driver = DRIVERS[conn.protocol]
     args = [
         f"--db-driver={driver}",
         f"--{driver}-host={conn.host}",
@@ -272,35 +276,93 @@ def connection_args(conn: Connection) -> list[str]:
         f"--{driver}-user={conn.user}",
         f"--{driver}-db={conn.dbname}",
     ]
-    if conn.sysbench_config:
+    if client.secret_file:
         # The password is in this private file, not on the command line.
-        args.insert(0, f"--config-file={conn.sysbench_config}")
+        args.insert(0, f"--config-file={client.secret_file}")
     return args
 
 
-def _common(conn: Connection, spec: PointSpec) -> list[str]:
-    return [*connection_args(conn), f"--tables={spec.param('tables')}", f"--table-size={spec.param('table_size')}"]
+def reserved_options() -> dict[str, str]:
+    """Options dbarena sets on every sysbench command line."""
+    reserved = {
+        "threads": "the sweep's levels", "time": "duration_s", "events": "duration_s",
+        "db-driver": "the engine", "config-file": "the target's private password file",
+        "histogram": "always on (the percentiles come from it)", "tables": "the dataset's tables",
+        "table-size": "the dataset's table_size", "table_size": "the dataset's table_size",
+    }
+    for driver in DRIVERS.values():
+        for part in ("host", "port", "user", "password", "db", "socket"):
+            reserved[f"{driver}-{part}"] = "the target"
+    return reserved
 
 
-def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
-    """Create and load the sbtest tables, one loading thread per table. The three
-    OLTP scripts share oltp_common's schema, so one prepare serves them all."""
-    return [binary, "oltp_read_write", *_common(conn, spec), f"--threads={spec.param('tables')}", "prepare"]
+def option_args(spec: PointSpec, defaults: Mapping[str, str]) -> list[str]:
+    """--name=value for the study's options over dbarena's defaults."""
+    merged = {**defaults, **dict(spec.options)}
+    return [f"--{name}={value}" for name, value in merged.items()]
 
 
-def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
-    return [binary, "oltp_read_write", *_common(conn, spec), "cleanup"]
+class Sysbench(ToolBase):
+    """sysbench OLTP: one `prepare` serves the three OLTP scripts (they share
+    oltp_common's schema); each point runs the workload's script at T threads with
+    an interval report and the latency histogram. Other --name=value options of
+    the study (--skip-trx, --percentile, --report-interval, --range-size ...) are
+    passed through."""
+
+    name = TOOL
+    binary = "sysbench"
+    params = PARAMS
+    reserved = reserved_options()
+    passthrough = True
+    defaults = {"report-interval": "1", "percentile": "95"}
+
+    def secret_file(self, protocol: str, password: str) -> str | None:
+        return f"{DRIVERS[protocol]}-password={password}\n"
+
+    def _common(self, client: Client, spec: PointSpec) -> list[str]:
+        return [*connection_args(client), f"--tables={spec.param('tables')}",
+                f"--table-size={spec.param('table_size')}"]
+
+    def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        """Create and load the sbtest tables, one loading thread per table."""
+        return [[client.binary, "oltp_read_write", *self._common(client, spec),
+                 f"--threads={spec.param('tables')}", "prepare"]]
+
+    def cleanup_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        return [[client.binary, "oltp_read_write", *self._common(client, spec), "cleanup"]]
+
+    def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+        """One point: the OLTP script (mode_args[0]) at spec.threads for spec.duration_s,
+        an interval report (every second unless the study says otherwise) and the
+        latency histogram at the end."""
+        return [
+            client.binary, *mode_args, *self._common(client, spec),
+            f"--threads={spec.threads}",
+            f"--time={spec.duration_s}",
+            "--histogram=on",
+            *option_args(spec, self.defaults),
+            "run",
+        ]
+
+    def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
+        return read(stdout, stderr, spec)
+
+    def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]:
+        return read_samples(stdout, stderr)
+
+    def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
+        return parse_progress_line(line, lineno)
+
+    def estimate_prepare_s(self, spec: PointSpec) -> float:
+        return 2 + spec.param("table_size") / _LOAD_ROWS_PER_S
+
+    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
+        return {**params, "table_size": min(params["table_size"], 1000)}
 
 
-def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
-    """One point: the OLTP script (mode_args[0]) at spec.threads for spec.duration_s,
-    an interval report every second and the latency histogram at the end."""
-    return [
-        binary, *mode_args, *_common(conn, spec),
-        f"--threads={spec.threads}",
-        f"--time={spec.duration_s}",
-        "--report-interval=1",
-        "--histogram=on",
-        "--percentile=95",
-        "run",
-    ]
+def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:
+    """The interval series of a run that failed."""
+    return series.tolerant(stdout + stderr, parse_progress_line)
+
+
+TOOL_IMPL = Sysbench()

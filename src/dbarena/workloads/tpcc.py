@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from dbarena.errors import ParseError
-from dbarena.model import Connection, Measurement, PointSpec, Sample
+from dbarena.interfaces import Client
+from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import sysbench
+from dbarena.workloads.base import ToolBase
 
 TOOL = "tpcc-like"
 BINARY = "sysbench"
@@ -99,31 +102,59 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
     return replace(measurement, details=details), report.samples
 
 
-read_samples = sysbench.read_samples
-parse_progress_line = sysbench.parse_progress_line
+class TpccLike(ToolBase):
+    """The TPC-C-like driver, run by sysbench: its connection arguments, interval
+    reports and histogram; a three-step load; the consistency checks after each point."""
 
+    name = TOOL
+    binary = BINARY
+    params = PARAMS
+    passthrough = True
+    verifies = True
+    reserved = {**sysbench.reserved_options(), "warehouses": "the dataset's warehouses",
+                "tpcc_step": "dbarena's loading steps"}
+    defaults = sysbench.Sysbench.defaults
 
-def _base(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
-    return [binary, str(SCRIPT), *sysbench.connection_args(conn), f"--warehouses={spec.param('warehouses')}"]
+    def secret_file(self, protocol: str, password: str) -> str | None:
+        return sysbench.TOOL_IMPL.secret_file(protocol, password)
 
+    def _base(self, client: Client, spec: PointSpec) -> list[str]:
+        return [client.binary, str(SCRIPT), *sysbench.connection_args(client),
+                f"--warehouses={spec.param('warehouses')}"]
 
-def prepare_argv(binary: str, conn: Connection, spec: PointSpec) -> list[list[str]]:
-    """Three steps: schema and items; warehouses loaded in parallel; indexes."""
-    loaders = max(1, min(spec.param("warehouses"), os.cpu_count() or 1))
-    return [
-        [*_base(binary, conn, spec), "--tpcc_step=schema", "--threads=1", "prepare"],
-        [*_base(binary, conn, spec), "--tpcc_step=load", f"--threads={loaders}", "prepare"],
-        [*_base(binary, conn, spec), "--tpcc_step=index", "--threads=1", "prepare"],
-    ]
+    def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        """Three steps: schema and items; warehouses loaded in parallel; indexes."""
+        loaders = max(1, min(spec.param("warehouses"), os.cpu_count() or 1))
+        return [
+            [*self._base(client, spec), "--tpcc_step=schema", "--threads=1", "prepare"],
+            [*self._base(client, spec), "--tpcc_step=load", f"--threads={loaders}", "prepare"],
+            [*self._base(client, spec), "--tpcc_step=index", "--threads=1", "prepare"],
+        ]
 
+    def cleanup_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        return [[*self._base(client, spec), "cleanup"]]
 
-def cleanup_argv(binary: str, conn: Connection, spec: PointSpec) -> list[str]:
-    return [*_base(binary, conn, spec), "cleanup"]
+    def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+        return [*self._base(client, spec), f"--threads={spec.threads}", f"--time={spec.duration_s}",
+                "--histogram=on", *sysbench.option_args(spec, self.defaults), "run"]
 
+    def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
+        return read(stdout, stderr, spec)
 
-def point_argv(binary: str, conn: Connection, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
-    return [*_base(binary, conn, spec), f"--threads={spec.threads}", f"--time={spec.duration_s}",
-            "--report-interval=1", "--histogram=on", "--percentile=95", "run"]
+    def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]:
+        return sysbench.read_samples(stdout, stderr)
+
+    def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
+        return sysbench.parse_progress_line(line, lineno)
+
+    def verify(self, connection: Any) -> dict | None:
+        return verify(connection)
+
+    def estimate_prepare_s(self, spec: PointSpec) -> float:
+        return 10 + 60 * spec.param("warehouses") / max(1, os.cpu_count() or 1)
+
+    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
+        return {**params, "warehouses": 1}
 
 
 def verify(connection) -> dict:
@@ -138,3 +169,6 @@ def verify(connection) -> dict:
             cur.close()
         results[str(number)] = {"condition": what, "violations": violations, "ok": violations == 0}
     return results
+
+
+TOOL_IMPL = TpccLike()

@@ -1,0 +1,144 @@
+"""Configuration keys: what must be equal for two points to be pooled or compared.
+
+A point's key holds everything that decides its result apart from chance: engine and
+flavour, the server's major version, the workload with its tool parameters and
+options, threads and clients, duration (for timed tools) and warm-up, the server
+settings the study applied, the variant, and the identity of the machine the server
+ran on (CPU model, hardware threads, memory; for a --target, its address and the
+cores and threads the user gave). Repeats of a point share a key; summaries never
+pool points of different keys, and comparisons match keys apart from what they are
+about (the host for a host comparison, the variant for an A/B), naming the field
+that differs otherwise. Pure functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Iterable, Mapping
+from urllib.parse import urlsplit
+
+# Fields of a key, in display order.
+FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "duration_s", "warmup_s",
+          "params", "options", "settings", "variant", "host")
+# What a comparison may be "about" and the fields it then ignores.
+ABOUT = {
+    "host": ("host",),
+    "variant": ("variant", "settings"),
+    "server": ("server_major", "flavour"),
+    "settings": ("settings",),
+}
+
+_MAJOR = re.compile(r"^(\d+)(?:\.(\d+))?")
+
+
+def server_major(version: str | None, flavour: str | None) -> str | None:
+    """'15.18 (Debian ...)' -> '15'; '10.11.6-MariaDB-0+deb12u1' -> '10.11': PostgreSQL's
+    major is one number since 10, MySQL's and MariaDB's are two."""
+    if not version:
+        return None
+    m = _MAJOR.match(version.strip())
+    if m is None:
+        return version.strip()
+    if flavour == "postgresql" and int(m[1]) >= 10:
+        return m[1]
+    return f"{m[1]}.{m[2]}" if m[2] is not None else m[1]
+
+
+def flavour_of(engine: str, version: str | None) -> str | None:
+    if engine == "postgres":
+        return "postgresql"
+    if version is None:
+        return None
+    return "mariadb" if "mariadb" in version.lower() else "mysql"
+
+
+def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None = None,
+                  server_cores: int | None = None, server_threads: int | None = None) -> dict | None:
+    """The machine the server ran on: this host for a throwaway instance; for a
+    --target, its address and what the user said of it (its CPU is not visible)."""
+    if target_url is not None:
+        parts = urlsplit(target_url)
+        return {"target": f"{parts.hostname}:{parts.port or ''}", "server_cores": server_cores,
+                "server_threads": server_threads}
+    if not host_facts:
+        return None
+    memory = host_facts.get("memory_bytes")
+    return {
+        "cpu_model": host_facts.get("cpu_model"),
+        "hardware_threads": host_facts.get("hardware_threads"),
+        # Rounded: the kernel's MemTotal moves by a few MB between boots.
+        "memory_gib": round(memory / 2 ** 30) if isinstance(memory, (int, float)) else None,
+    }
+
+
+def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
+          params: Mapping[str, Any], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
+          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None) -> dict:
+    """A point's key. duration_s is None for a tool bounded by queries (mysqlslap)."""
+    return {
+        "engine": engine,
+        "flavour": flavour,
+        "server_major": server_major(server_version, flavour),
+        "workload": workload,
+        "threads": threads,
+        "clients": clients,
+        "duration_s": duration_s,
+        "warmup_s": warmup_s,
+        "params": dict(sorted(params.items())),
+        "options": dict(sorted(options.items())),
+        # Setting names are case-insensitive in both engines.
+        "settings": {k.lower(): str(v) for k, v in sorted(settings.items())},
+        "variant": variant,
+        "host": dict(host) if host is not None else None,
+    }
+
+
+def digest(key: Mapping[str, Any]) -> str:
+    """A short, stable hash of a key (12 hex digits)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def ignoring(key: Mapping[str, Any], fields: Iterable[str]) -> dict:
+    skip = set(fields)
+    return {k: v for k, v in key.items() if k not in skip}
+
+
+def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
+    """The fields in which two keys differ, in display order; nested ones as
+    'settings.shared_buffers', 'params.scale'."""
+    skip = set(ignore)
+    out = []
+    for name in FIELDS:
+        if name in skip:
+            continue
+        x, y = a.get(name), b.get(name)
+        if x == y:
+            continue
+        if isinstance(x, dict) and isinstance(y, dict):
+            out.extend(f"{name}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k))
+        else:
+            out.append(name)
+    return out
+
+
+def describe(a: Mapping[str, Any], b: Mapping[str, Any], fields: list[str]) -> str:
+    """'params.scale 5 vs 20; duration_s 60 vs 9': what differs, with both values."""
+    parts = []
+    for f in fields:
+        head, _, sub = f.partition(".")
+        x, y = (a.get(head), b.get(head))
+        if sub:
+            x = (x or {}).get(sub)
+            y = (y or {}).get(sub)
+        parts.append(f"{f} {_short(x)} vs {_short(y)}")
+    return "; ".join(parts)
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "{}"
+    return str(value)

@@ -1,0 +1,650 @@
+"""Study files: one TOML file describes a whole benchmark study (a protocol).
+
+A study says which engines run which workloads with which tool options, over which
+concurrency levels, for how long, on which datasets, with which server settings and
+variants, how often, and what the machine costs. `load` reads a file or a bundled
+study (studies/*.toml) and checks every key against the schema below; `apply`
+layers command-line flags and --quick over it; plan.expand turns it into points.
+
+Precedence, lowest first: dbarena's defaults < the file's [sweep] and [datasets] <
+the file's [[workloads]] entry < --quick (scales the result down) < command-line
+flags (they override every workload). `study check` lists what flags and --quick
+changed.
+
+The schema (version 1):
+
+    schema = 1                      # required
+    name = "my-study"               # required; stored with every run
+    title = "one line"              # optional
+    description = "..."             # optional
+    label = "c7g.4xlarge"           # optional [default: the host name]
+
+    [sweep]                         # defaults for every workload
+    levels = [1, 2, "20%", "99%"]   # threads; "N%" of the server's hardware threads
+    duration_s = 600                # seconds per point (timed tools)
+    warmup_s = 0                    # a same-parameter run before each point, then a checkpoint
+    repeats = 1                     # every point N times, interleaved
+    clients_per_thread = 2          # pgbench -c = threads x this
+    datasets = "run"                # (re)create datasets once per "run", per "workload" or per "point"
+    fail_fast = false
+
+    [datasets]                      # tool parameters, defaults for every workload
+    scale = 10                      # pgbench -i -s
+    tables = 4                      # sysbench --tables
+    table_size = 10000              # sysbench --table-size
+    warehouses = 1                  # tpcc-like
+    iterations = 1                  # mysqlslap --iterations
+    queries = 100000                # mysqlslap --number-of-queries
+
+    [engines.postgres]              # the engines the study runs [default: postgres]
+    settings = { shared_buffers = "1GB" }
+    target = "postgresql://user@host:5432/db"   # optional: an existing server
+    server_cores = 2                # a target's cores and threads (for "N%" levels, per-core figures)
+    server_threads = 4
+    bindir = "/usr/lib/postgresql/16/bin"
+
+    [engines.mysql]
+    flavour = "auto"                # auto, mariadb or mysql
+    settings = { innodb_buffer_pool_size = "1G" }
+
+    [[workloads]]                   # one entry per workload, in running order
+    workload = "sysbench-read-only"
+    engines = ["mysql"]             # optional [default: every study engine it can run on]
+    options = { skip-trx = "on" }   # the tool's options
+    # and any [sweep] key but repeats/fail_fast, and any [datasets] key
+
+    [price]
+    per_hour = 1.4464               # or per_month = 420 (730 hours a month)
+    currency = "USD"
+
+    [variants.checksums]            # named sets of settings the same plan runs under
+    description = "..."
+    postgres = { wal_compression = "on" }
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import tomli_w
+
+from dbarena import engines, workloads
+from dbarena.errors import UsageError
+from dbarena.model import DATASET_LIFECYCLES
+
+SCHEMA_VERSION = 1
+HOURS_PER_MONTH = 730  # 365 x 24 / 12, as cloud providers bill
+
+# Tool parameters and their defaults (what `dbarena run` used before studies).
+PARAM_DEFAULTS = {"scale": 10, "tables": 4, "table_size": 10000, "warehouses": 1, "iterations": 1,
+                  "queries": 100000}
+SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
+                                  "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
+                                  "fail_fast": False}
+# --quick: seconds per point and a tiny dataset, the protocol's shape kept.
+QUICK_DURATION_S = 5
+QUICK_WARMUP_S = 2
+
+_TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
+             "price", "variants"}
+_WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
+                  "datasets", *PARAM_DEFAULTS}
+_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir"}
+_PRICE_KEYS = {"per_hour", "per_month", "currency"}
+
+
+class StudyError(UsageError):
+    """A study file that does not follow the schema: names the file and the key."""
+
+
+Level = int | str  # 4, or "20%" of the server's hardware threads
+
+
+@dataclass(frozen=True)
+class EngineEntry:
+    name: str  # postgres, mysql
+    flavour: str = engines.AUTO
+    settings: tuple[tuple[str, str], ...] = ()
+    target: str | None = None
+    server_cores: int | None = None
+    server_threads: int | None = None
+    bindir: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    workload: str
+    engines: tuple[str, ...]
+    levels: tuple[Level, ...]
+    duration_s: int
+    warmup_s: int
+    clients_per_thread: int
+    datasets: str
+    params: tuple[tuple[str, int], ...]  # the tool's parameters only
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str = ""
+    settings: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> settings
+
+    def settings_for(self, engine: str) -> dict[str, str]:
+        return dict(dict(self.settings).get(engine, ()))
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    source: str  # the file, "bundled study seed-a", or "command-line flags"
+    text: str  # the file's text, or the implicit study's TOML
+    title: str = ""
+    description: str = ""
+    label: str | None = None
+    repeats: int = 1
+    fail_fast: bool = False
+    engines: tuple[EngineEntry, ...] = ()
+    workloads: tuple[WorkloadEntry, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    price_per_hour: float | None = None
+    currency: str | None = None
+    price_basis: str | None = None  # "per hour" or "420 per month / 730 h"
+    quick: bool = False
+    changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def engine(self, name: str) -> EngineEntry:
+        return next(e for e in self.engines if e.name == name)
+
+
+# ------------------------------------------------------------------ reading
+
+
+def bundled() -> dict[str, str]:
+    """Bundled study name -> its TOML text."""
+    folder = resources.files("dbarena") / "studies"
+    return {p.name.removesuffix(".toml"): p.read_text() for p in sorted(folder.iterdir(), key=lambda p: p.name)
+            if p.name.endswith(".toml")}
+
+
+def read_text(name_or_path: str) -> tuple[str, str, Path | None]:
+    """(text, source description, directory for relative paths) of a bundled study
+    name or a file path."""
+    studies = bundled()
+    path = Path(name_or_path)
+    if path.is_file():
+        try:
+            return path.read_text(), str(path), path.resolve().parent
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StudyError(f"{path}: cannot read it: {exc}") from None
+    if name_or_path in studies:
+        return studies[name_or_path], f"bundled study {name_or_path}", None
+    raise StudyError(f"no study file {name_or_path!r} and no bundled study of that name "
+                     f"(bundled: {', '.join(studies)})")
+
+
+def load(name_or_path: str) -> Study:
+    text, source, base_dir = read_text(name_or_path)
+    return parse(text, source, base_dir)
+
+
+def parse(text: str, source: str, base_dir: Path | None = None) -> Study:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{source}: not valid TOML: {exc}") from None
+    return _Checker(source, base_dir).study(raw, text)
+
+
+class _Checker:
+    """Checks a parsed file against the schema; every error names the file and key."""
+
+    def __init__(self, source: str, base_dir: Path | None):
+        self.source = source
+        self.base_dir = base_dir
+        self.entries: tuple[EngineEntry, ...] = ()
+
+    def fail(self, key: str, message: str) -> StudyError:
+        return StudyError(f"{self.source}: {key}: {message}")
+
+    def table(self, raw: Any, key: str, allowed: Iterable[str] | None) -> dict:
+        if not isinstance(raw, dict):
+            raise self.fail(key, f"expected a table, not {_kind(raw)}")
+        if allowed is not None:
+            for k in raw:
+                if k not in allowed:
+                    raise self.fail(f"{key}.{k}" if key else k,
+                                    f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+        return raw
+
+    def int_(self, raw: Any, key: str, minimum: int = 1) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise self.fail(key, f"expected a whole number, not {_kind(raw)}")
+        if raw < minimum:
+            raise self.fail(key, f"must be at least {minimum}, not {raw}")
+        return raw
+
+    def str_(self, raw: Any, key: str) -> str:
+        if not isinstance(raw, str) or not raw.strip():
+            raise self.fail(key, f"expected a non-empty text, not {_kind(raw)}")
+        return raw
+
+    def levels(self, raw: Any, key: str) -> tuple[Level, ...]:
+        if not isinstance(raw, list):
+            raise self.fail(key, f"expected a list of thread levels, not {_kind(raw)}")
+        if not raw:
+            raise self.fail(key, "the list of levels is empty")
+        out: list[Level] = []
+        for i, item in enumerate(raw):
+            where = f"{key}[{i}]"
+            if isinstance(item, str):
+                number = item.strip().removesuffix("%")
+                if not item.strip().endswith("%") or not number.isdigit() or not 1 <= int(number) <= 1000:
+                    raise self.fail(where, f"{item!r} is neither a number of threads nor a percentage like \"20%\"")
+                out.append(f"{int(number)}%")
+            else:
+                out.append(self.int_(item, where))
+        return tuple(out)
+
+    def settings(self, raw: Any, key: str) -> tuple[tuple[str, str], ...]:
+        table = self.table(raw, key, None)
+        out = []
+        for name, value in table.items():
+            if isinstance(value, bool):
+                value = "on" if value else "off"
+            if not isinstance(value, (str, int, float)):
+                raise self.fail(f"{key}.{name}", f"expected a text or a number, not {_kind(value)}")
+            out.append((name, str(value)))
+        return tuple(sorted(out))
+
+    def study(self, raw: dict, text: str) -> Study:
+        self.table(raw, "", _TOP_KEYS)
+        if "schema" not in raw:
+            raise self.fail("schema", f"missing (this dbarena reads schema = {SCHEMA_VERSION})")
+        if raw["schema"] != SCHEMA_VERSION:
+            raise self.fail("schema", f"version {raw['schema']!r} is not one this dbarena reads ({SCHEMA_VERSION})")
+        if "name" not in raw:
+            raise self.fail("name", "missing (the study's name, stored with every run)")
+        name = self.str_(raw["name"], "name")
+        sweep = {**SWEEP_DEFAULTS, **self.table(raw.get("sweep", {}), "sweep", SWEEP_DEFAULTS)}
+        params = {**PARAM_DEFAULTS, **self.table(raw.get("datasets", {}), "datasets", PARAM_DEFAULTS)}
+        for k in PARAM_DEFAULTS:
+            self.int_(params[k], f"datasets.{k}")
+        engine_entries = self.engines(raw.get("engines", {"postgres": {}}))
+        self.entries = engine_entries
+        study_engines = tuple(e.name for e in engine_entries)
+        raw_workloads = raw.get("workloads")
+        if raw_workloads is None:
+            raw_workloads = [{"workload": w} for e in study_engines for w in workloads.default_names(e)]
+            raw_workloads = list({w["workload"]: w for w in raw_workloads}.values())
+        if not isinstance(raw_workloads, list) or not raw_workloads:
+            raise self.fail("workloads", "expected a non-empty list of [[workloads]] tables")
+        entries = [self.workload(w, f"workloads[{i}]", sweep, params, study_engines)
+                   for i, w in enumerate(raw_workloads)]
+        seen: set[tuple[str, str]] = set()
+        for i, entry in enumerate(entries):
+            for e in entry.engines:
+                if (entry.workload, e) in seen:
+                    raise self.fail(f"workloads[{i}]", f"{entry.workload} on {e} is listed twice "
+                                                       "(use [variants] to run it under other settings)")
+                seen.add((entry.workload, e))
+        for e in study_engines:
+            if not any(e in w.engines for w in entries):
+                raise self.fail(f"engines.{e}", "no workload runs on this engine")
+        price, currency, basis = self.price(raw.get("price"))
+        label = raw.get("label")
+        return Study(
+            name=name, source=self.source, text=text,
+            title=self.str_(raw["title"], "title") if "title" in raw else "",
+            description=raw.get("description", "") if isinstance(raw.get("description", ""), str)
+            else self._bad("description", "expected a text"),
+            label=self.str_(label, "label") if label is not None else None,
+            repeats=self.int_(sweep["repeats"], "sweep.repeats"),
+            fail_fast=self.bool_(sweep["fail_fast"], "sweep.fail_fast"),
+            engines=engine_entries, workloads=tuple(entries),
+            variants=self.variants(raw.get("variants", {}), study_engines),
+            price_per_hour=price, currency=currency, price_basis=basis,
+        )
+
+    def _bad(self, key: str, message: str) -> Any:
+        raise self.fail(key, message)
+
+    def bool_(self, raw: Any, key: str) -> bool:
+        if not isinstance(raw, bool):
+            raise self.fail(key, f"expected true or false, not {_kind(raw)}")
+        return raw
+
+    def engines(self, raw: Any) -> tuple[EngineEntry, ...]:
+        table = self.table(raw, "engines", engines.ENGINES)
+        if not table:
+            raise self.fail("engines", "no engine (expected [engines.postgres] and/or [engines.mysql])")
+        out = []
+        for name, body in table.items():
+            key = f"engines.{name}"
+            body = self.table(body, key, _ENGINE_KEYS)
+            flavour = body.get("flavour", engines.AUTO)
+            try:
+                engines.check_flavour(name, self.str_(flavour, f"{key}.flavour"))
+            except StudyError:
+                raise
+            except UsageError as exc:
+                raise self.fail(f"{key}.flavour", str(exc)) from None
+            target = body.get("target")
+            if target is not None:
+                try:
+                    if engines.engine_of_url(self.str_(target, f"{key}.target")) != name:
+                        raise self.fail(f"{key}.target", f"{target!r} is not a {name} URL")
+                    engines.first(name).check_target_url(target)
+                except StudyError:
+                    raise
+                except UsageError as exc:
+                    raise self.fail(f"{key}.target", str(exc)) from None
+            out.append(EngineEntry(
+                name=name, flavour=flavour, settings=self.settings(body.get("settings", {}), f"{key}.settings"),
+                target=target,
+                server_cores=self.int_(body["server_cores"], f"{key}.server_cores") if "server_cores" in body else None,
+                server_threads=self.int_(body["server_threads"], f"{key}.server_threads")
+                if "server_threads" in body else None,
+                bindir=self.str_(body["bindir"], f"{key}.bindir") if "bindir" in body else None,
+            ))
+            if target is not None and out[-1].settings:
+                raise self.fail(f"{key}.settings", "settings apply to a throwaway instance only, not to a target")
+        return tuple(out)
+
+    def workload(self, raw: Any, key: str, sweep: dict, params: dict, study_engines: tuple[str, ...]
+                 ) -> WorkloadEntry:
+        body = self.table(raw, key, _WORKLOAD_KEYS)
+        if "workload" not in body:
+            raise self.fail(f"{key}.workload", f"missing (one of: {', '.join(workloads.WORKLOADS)})")
+        name = self.str_(body["workload"], f"{key}.workload")
+        if name not in workloads.WORKLOADS:
+            raise self.fail(f"{key}.workload", f"unknown workload {name!r} (known: {', '.join(workloads.WORKLOADS)})")
+        w = workloads.WORKLOADS[name]
+        if "engines" in body:
+            listed = body["engines"]
+            if not isinstance(listed, list) or not listed or not all(isinstance(e, str) for e in listed):
+                raise self.fail(f"{key}.engines", "expected a non-empty list of engine names")
+            for e in listed:
+                if e not in study_engines:
+                    raise self.fail(f"{key}.engines", f"{e!r} is not an engine of this study "
+                                                      f"([engines] has: {', '.join(study_engines)})")
+                if e not in w.engines:
+                    raise self.fail(f"{key}.engines", f"{name} cannot run on {e} (it runs on: {', '.join(w.engines)})")
+            chosen = tuple(dict.fromkeys(listed))
+        else:
+            chosen = tuple(e for e in study_engines if e in w.engines)
+            if not chosen:
+                raise self.fail(f"{key}.workload", f"{name} runs on {', '.join(w.engines)}, "
+                                                   f"not on this study's engines ({', '.join(study_engines)})")
+        for k in PARAM_DEFAULTS:
+            if k in body and k not in w.tool.params:
+                raise self.fail(f"{key}.{k}", f"{name} has no parameter {k!r} (it reads: {', '.join(w.tool.params)})")
+        merged = {**sweep, **{k: v for k, v in body.items() if k in SWEEP_DEFAULTS}}
+        own = {k: self.int_(body.get(k, params[k]), f"{key}.{k}") for k in w.tool.params}
+        try:
+            options = w.tool.check_options(self.table(body.get("options", {}), f"{key}.options", None), self.base_dir)
+        except StudyError:
+            raise
+        except UsageError as exc:
+            raise self.fail(f"{key}.options", str(exc)) from None
+        for required in w.required_options:
+            if required not in options:
+                raise self.fail(f"{key}.options", f"{name} needs the option {required!r}")
+        datasets = merged["datasets"]
+        if datasets not in DATASET_LIFECYCLES:
+            raise self.fail(f"{key}.datasets" if "datasets" in body else "sweep.datasets",
+                            f"expected one of {', '.join(DATASET_LIFECYCLES)}, not {datasets!r}")
+        where = (lambda k: f"{key}.{k}" if k in body else f"sweep.{k}")
+        return WorkloadEntry(
+            workload=name, engines=chosen, levels=self.levels(merged["levels"], where("levels")),
+            duration_s=self.int_(merged["duration_s"], where("duration_s")),
+            warmup_s=self.int_(merged["warmup_s"], where("warmup_s"), minimum=0),
+            clients_per_thread=self.int_(merged["clients_per_thread"], where("clients_per_thread")),
+            datasets=datasets, params=tuple(sorted(own.items())), options=tuple(sorted(options.items())),
+        )
+
+    def price(self, raw: Any) -> tuple[float | None, str | None, str | None]:
+        if raw is None:
+            return None, None, None
+        body = self.table(raw, "price", _PRICE_KEYS)
+        if ("per_hour" in body) == ("per_month" in body):
+            raise self.fail("price", "give either per_hour or per_month")
+        currency = self.str_(body.get("currency", "USD"), "price.currency")
+        for k in ("per_hour", "per_month"):
+            if k in body:
+                value = body[k]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                    raise self.fail(f"price.{k}", f"expected a positive number, not {value!r}")
+                if k == "per_hour":
+                    return float(value), currency, "per hour"
+                return float(value) / HOURS_PER_MONTH, currency, f"{value:g} per month / {HOURS_PER_MONTH} h"
+        raise AssertionError("unreachable")
+
+    def variants(self, raw: Any, study_engines: tuple[str, ...]) -> tuple[Variant, ...]:
+        table = self.table(raw, "variants", None)
+        out = []
+        for name, body in table.items():
+            key = f"variants.{name}"
+            if not name.replace("-", "").replace("_", "").isalnum():
+                raise self.fail(key, "a variant name is letters, digits, - and _")
+            body = self.table(body, key, {"description", *engines.ENGINES})
+            settings = []
+            for e in engines.ENGINES:
+                if e in body:
+                    if e not in study_engines:
+                        raise self.fail(f"{key}.{e}", f"{e} is not an engine of this study")
+                    settings.append((e, self.settings(body[e], f"{key}.{e}")))
+            out.append(Variant(name=name, description=str(body.get("description", "")), settings=tuple(settings)))
+            if any(e.target for e in self.entries if dict(settings).get(e.name)):
+                raise self.fail(key, "a variant's settings apply to throwaway instances only, not to a target")
+        return tuple(out)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    return f"{value!r}"
+
+
+# ------------------------------------------------------------------ flags and --quick
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line flags given with (or instead of) a study file; None: not given."""
+
+    engines: tuple[str, ...] | None = None
+    workloads: tuple[str, ...] | None = None
+    levels: tuple[Level, ...] | None = None
+    duration_s: int | None = None
+    warmup_s: int | None = None
+    repeats: int | None = None
+    clients_per_thread: int | None = None
+    params: Mapping[str, int] = field(default_factory=dict)
+    settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings
+    targets: Mapping[str, str] = field(default_factory=dict)  # engine -> URL
+    flavours: Mapping[str, str] = field(default_factory=dict)  # engine -> flavour
+    bindirs: Mapping[str, str] = field(default_factory=dict)
+    server_cores: int | None = None
+    server_threads: int | None = None
+    label: str | None = None
+    price_per_hour: float | None = None
+    fail_fast: bool | None = None
+    quick: bool = False
+
+    def flags(self) -> dict[str, Any]:
+        """The flags given, as the implicit study of a flags-only `dbarena run` records them."""
+        out: dict[str, Any] = {}
+        for name in ("engines", "workloads", "levels", "duration_s", "warmup_s", "repeats", "clients_per_thread",
+                     "server_cores", "server_threads", "label", "price_per_hour", "fail_fast"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        for name in ("params", "settings", "targets", "flavours", "bindirs"):
+            if getattr(self, name):
+                out[name] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in getattr(self, name).items()}
+        if self.quick:
+            out["quick"] = True
+        return out
+
+
+def implicit(overrides: Overrides) -> Study:
+    """The study a flags-only `dbarena run` stands for: dbarena's defaults, the flags
+    applied over them. Its text is the equivalent study file."""
+    names = overrides.engines or tuple(overrides.targets) or ("postgres",)
+    raw: dict[str, Any] = {"schema": SCHEMA_VERSION, "name": "flags", "title": "a study made of command-line flags",
+                           "engines": {e: {} for e in names}}
+    if overrides.workloads:
+        # Every named workload on every engine that can run it; one no engine runs is an error.
+        entries = []
+        for name in overrides.workloads:
+            w = workloads.get(name)
+            chosen = [e for e in names if e in w.engines]
+            if not chosen:
+                raise UsageError(f"workload {name!r} cannot run on engine {names[0]!r} "
+                                 f"(it runs on: {', '.join(w.engines)})")
+            entries.append({"workload": name, "engines": chosen})
+        raw["workloads"] = entries
+    skeleton = _Checker("command-line flags", Path.cwd()).study(raw, "")
+    study = apply(skeleton, replace(overrides, workloads=None, engines=None))
+    body = {"schema": SCHEMA_VERSION, "name": "flags", "title": "a study made of command-line flags",
+            "flags": overrides.flags()}
+    return replace(study, text=tomli_w.dumps(_plain(body)), changes=())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def apply(study: Study, o: Overrides) -> Study:
+    """The study with --quick and then the flags applied (flags win)."""
+    changes: list[str] = []
+
+    def note(what: str, old: Any, new: Any, why: str) -> None:
+        if old != new:
+            changes.append(f"{what}: {_show(old)} -> {_show(new)} ({why})")
+
+    entries = list(study.workloads)
+    if o.engines is not None:
+        for e in o.engines:
+            engines.check_name(e)
+            if e not in {x.name for x in study.engines}:
+                raise UsageError(f"--engine {e}: the study {study.name} has no {e} engine "
+                                 f"(it has: {', '.join(x.name for x in study.engines)})")
+        entries = [replace(w, engines=tuple(e for e in w.engines if e in o.engines)) for w in entries]
+        entries = [w for w in entries if w.engines]
+        changes.append(f"engines: only {', '.join(o.engines)} (--engine)")
+    if o.workloads is not None:
+        known = {w.workload for w in entries}
+        for name in o.workloads:
+            workloads.get(name)
+            if name not in known:
+                raise UsageError(f"--workload {name}: not in the study {study.name} "
+                                 f"(it has: {', '.join(dict.fromkeys(w.workload for w in entries))})")
+        entries = [w for w in entries if w.workload in o.workloads]
+        changes.append(f"workloads: only {', '.join(o.workloads)} (--workload)")
+    if not entries:
+        raise UsageError(f"nothing left of the study {study.name} to run with these --engine/--workload flags")
+    kept_engines = {e for w in entries for e in w.engines}
+    engine_entries = [e for e in study.engines if e.name in kept_engines]
+
+    if o.quick:
+        quick = []
+        for w in entries:
+            tool = workloads.WORKLOADS[w.workload].tool
+            params = tool.quick_params(dict(w.params))
+            new = replace(w, duration_s=min(w.duration_s, QUICK_DURATION_S),
+                          warmup_s=min(w.warmup_s, QUICK_WARMUP_S), params=tuple(sorted(params.items())))
+            for k, v in params.items():
+                note(f"{w.workload} {k}", dict(w.params)[k], v, "--quick")
+            if tool.timed:
+                note(f"{w.workload} duration_s", w.duration_s, new.duration_s, "--quick")
+            note(f"{w.workload} warmup_s", w.warmup_s, new.warmup_s, "--quick")
+            quick.append(new)
+        entries = quick
+
+    flagged = []
+    for w in entries:
+        tool = workloads.WORKLOADS[w.workload].tool
+        new = w
+        for name, flag in (("levels", "--threads"), ("duration_s", "--duration"), ("warmup_s", "--warmup"),
+                           ("clients_per_thread", "--clients-per-thread")):
+            value = getattr(o, name)
+            if value is not None and not (name == "duration_s" and not tool.timed):
+                note(f"{w.workload} {name}", getattr(new, name), value, flag)
+                new = replace(new, **{name: value})
+        params = dict(new.params)
+        for k, v in o.params.items():
+            if k in params:
+                note(f"{w.workload} {k}", params[k], v, f"--{k.replace('_', '-')}")
+                params[k] = v
+        flagged.append(replace(new, params=tuple(sorted(params.items()))))
+    entries = flagged
+
+    new_engines = []
+    for e in engine_entries:
+        settings = dict(e.settings)
+        for k, v in o.settings.get(e.name, {}).items():
+            note(f"{e.name} setting {k}", settings.get(k), v, engines.first(e.name).setting_option)
+            settings[k] = v
+        target = o.targets.get(e.name, e.target)
+        note(f"{e.name} target", e.target, target, "--target")
+        if target is not None and settings:
+            raise UsageError(f"{engines.first(e.name).setting_option} applies to a throwaway {e.name} instance only")
+        flavour = o.flavours.get(e.name, e.flavour)
+        note(f"{e.name} flavour", e.flavour, flavour, f"--{e.name}-flavour")
+        cores = o.server_cores if o.server_cores is not None else e.server_cores
+        threads = o.server_threads if o.server_threads is not None else e.server_threads
+        new_engines.append(replace(e, settings=tuple(sorted(settings.items())), target=target, flavour=flavour,
+                                   server_cores=cores, server_threads=threads,
+                                   bindir=o.bindirs.get(e.name, e.bindir)))
+    for engine, option in (("postgres", "--pg-setting"), ("mysql", "--mysql-setting")):
+        if o.settings.get(engine) and engine not in kept_engines:
+            raise UsageError(f"{option} applies to a throwaway {engine} instance only")
+    if (o.server_cores or o.server_threads) and not any(e.target for e in new_engines):
+        raise UsageError("--server-cores/--server-threads describe a --target's server; a throwaway instance "
+                         "runs here and is measured")
+    for engine in o.targets:
+        if engine not in kept_engines:
+            raise UsageError(f"--target {o.targets[engine]} is a {engine} server, but --engine does not include "
+                             f"{engine}")
+
+    repeats = o.repeats if o.repeats is not None else study.repeats
+    note("repeats", study.repeats, repeats, "--repeat")
+    label = o.label if o.label is not None else study.label
+    note("label", study.label, label, "--label")
+    price, currency, basis = study.price_per_hour, study.currency, study.price_basis
+    if o.price_per_hour is not None:
+        note("price per hour", price, o.price_per_hour, "--price-per-hour")
+        price, currency, basis = o.price_per_hour, currency or "USD", "per hour"
+    return replace(study, workloads=tuple(entries), engines=tuple(new_engines), repeats=repeats, label=label,
+                   fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
+                   price_per_hour=price, currency=currency, price_basis=basis, quick=study.quick or o.quick,
+                   changes=study.changes + tuple(changes))
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)

@@ -1,0 +1,121 @@
+"""`dbarena study check`: what a study expands to on this machine, and how long it takes.
+
+Machine time is estimated per tool: timed tools run for their duration (plus the
+warm-up); mysqlslap's points are bounded by queries, estimated from an assumed rate
+(workloads/mysqlslap.py); dataset preparation from rough loading rates of each tool.
+Pure: a study and its plan in, a dict (and its text) out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from dbarena import workloads
+from dbarena.plan import EnginePlan
+from dbarena.runner import dataset_steps
+from dbarena.session import estimate_s
+from dbarena.study import Study
+
+PRECEDENCE = "defaults < study file ([sweep], [datasets] < [[workloads]]) < --quick < command-line flags"
+
+
+def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
+    engines_out = []
+    total_points = 0
+    total_s = 0.0
+    for p in plans:
+        entry = p.engine
+        per_workload: dict[str, dict] = {}
+        seconds: dict[str, float] = defaultdict(float)
+        for spec in p.points:
+            w = per_workload.setdefault(spec.workload, {
+                "workload": spec.workload, "tool": workloads.WORKLOADS[spec.workload].tool.name,
+                "levels": [], "clients": [], "duration_s": spec.duration_s,
+                "timed": workloads.WORKLOADS[spec.workload].tool.timed, "warmup_s": spec.warmup_s,
+                "params": dict(spec.params), "options": dict(spec.options), "datasets": spec.datasets, "points": 0,
+            })
+            if spec.threads not in w["levels"]:
+                w["levels"].append(spec.threads)
+                w["clients"].append(spec.clients)
+            w["points"] += 1
+            seconds[spec.workload] += estimate_s(spec)
+        prepare_s = 0.0
+        prepares = 0
+        for before, _ in dataset_steps(p.points):
+            for action, spec in before:
+                expected = workloads.WORKLOADS[spec.workload].tool.estimate_prepare_s(spec)
+                if action == "prepare" and expected > 0:
+                    prepares += 1
+                    prepare_s += expected
+        for name, w in per_workload.items():
+            w["estimated_s"] = round(seconds[name])
+        engine_s = sum(seconds.values()) + prepare_s
+        engines_out.append({
+            "engine": entry.name, "flavour": entry.flavour,
+            "server": entry.target or "throwaway instance from this machine's binaries",
+            "settings": dict(entry.settings),
+            "variants": {v: p.settings[v] for v in p.variants if v},
+            "workloads": list(per_workload.values()), "points": len(p.points),
+            "dataset_preparations": prepares, "estimated_prepare_s": round(prepare_s),
+            "estimated_s": round(engine_s),
+        })
+        total_points += len(p.points)
+        total_s += engine_s
+    return {
+        "study": study.name, "source": study.source, "title": study.title, "sha256": study.sha256,
+        "quick": study.quick, "precedence": PRECEDENCE, "changes": list(study.changes),
+        "repeats": study.repeats, "label": study.label,
+        "price": None if study.price_per_hour is None else {
+            "per_hour": study.price_per_hour, "currency": study.currency, "basis": study.price_basis},
+        "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
+    }
+
+
+def duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = seconds / 60
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{minutes / 60:.1f} h"
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = [f"study {summary['study']}: {summary['title']}".rstrip(": "),
+             f"  from {summary['source']} (sha256 {summary['sha256'][:12]}){'  --quick' if summary['quick'] else ''}",
+             f"  precedence: {summary['precedence']}"]
+    for change in summary["changes"]:
+        lines.append(f"  changed: {change}")
+    if summary["label"]:
+        lines.append(f"  label: {summary['label']}")
+    if summary["price"]:
+        price = summary["price"]
+        lines.append(f"  price: {price['per_hour']:.4f} {price['currency']} per hour ({price['basis']})")
+    lines.append(f"  repeats: {summary['repeats']} (interleaved)")
+    for e in summary["engines"]:
+        lines.append("")
+        lines.append(f"{e['engine']} ({e['flavour']}): {e['server']}")
+        if e["settings"]:
+            lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in e["settings"].items()))
+        for name, settings in e["variants"].items():
+            lines.append(f"  variant {name}: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "as above"))
+        for w in e["workloads"]:
+            params = ", ".join(f"{k} {v}" for k, v in w["params"].items())
+            options = " ".join(f"--{k}={v}" for k, v in w["options"].items())
+            per_point = f"{w['duration_s']} s each" if w["timed"] else \
+                f"bounded by queries, about {duration(w['estimated_s'] / max(1, w['points']))} each"
+            clients = "" if w["clients"] == w["levels"] else f", clients {' '.join(map(str, w['clients']))}"
+            warm = f", warm-up {w['warmup_s']} s" if w["warmup_s"] else ""
+            lines.append(
+                f"  {w['workload']}: threads {' '.join(map(str, w['levels']))}{clients}; {per_point}"
+                f"{warm}; {params or 'no dataset'}"
+                f" (datasets per {w['datasets']}){'; ' + options if options else ''}"
+                f" -> {w['points']} points, ~{duration(w['estimated_s'])}")
+        lines.append(f"  {e['points']} points; {e['dataset_preparations']} dataset preparation(s), "
+                     f"~{duration(e['estimated_prepare_s'])}; ~{duration(e['estimated_s'])} in all")
+    lines.append("")
+    lines.append(f"{summary['points']} points, estimated machine time ~{duration(summary['estimated_s'])} "
+                 "(preparation times are rough)")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""What every benchmark tool shares: defaults for the interfaces.Tool methods a tool
+does not need, and the checking of a study's tool options."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dbarena.errors import UsageError
+from dbarena.interfaces import Client
+from dbarena.model import Measurement, PointSpec, Sample
+
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def option_value(name: str, value: Any, *, true: str = "on", false: str = "off") -> str:
+    """A TOML value as the text a tool's --name=value takes."""
+    if isinstance(value, bool):
+        return true if value else false
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and value and "\n" not in value:
+        return value
+    raise UsageError(f"option {name!r}: expected a number, true/false or a one-line text, not {value!r}")
+
+
+class ToolBase:
+    """Defaults: no dataset, no secret file, no verification, options refused."""
+
+    name = ""
+    binary = ""
+    params: tuple[str, ...] = ()
+    timed = True
+    verifies = False  # checks the data after each point (verify)
+    # Options the tool's command line controls itself (connection, concurrency,
+    # duration, dataset size): a study that sets them is refused, naming the key
+    # that does it instead.
+    reserved: Mapping[str, str] = {}
+    # True: any other --name=value is passed through; False: only `known` ones.
+    passthrough = False
+    known: Mapping[str, str] = {}  # name -> what it does (for errors and the README)
+
+    def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]:
+        """Options as text, in a stable order; a UsageError naming the option otherwise."""
+        checked = {}
+        for name in sorted(options):
+            if not _OPTION_NAME.match(name):
+                raise UsageError(f"option {name!r}: not an option name (lower-case letters, digits, - and _)")
+            if name in self.reserved:
+                raise UsageError(f"option {name!r} is set by dbarena ({self.reserved[name]})")
+            if not self.passthrough and name not in self.known:
+                raise UsageError(f"unknown {self.name} option {name!r} (known: {', '.join(sorted(self.known))})")
+            checked[name] = self.check_option(name, options[name], base_dir)
+        return checked
+
+    def check_option(self, name: str, value: Any, base_dir: Path | None) -> str:
+        return option_value(name, value)
+
+    def secret_file(self, protocol: str, password: str) -> str | None:
+        return None
+
+    def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        return []
+
+    def cleanup_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
+        return []
+
+    def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
+        raise NotImplementedError
+
+    def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
+        raise NotImplementedError
+
+    def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]:
+        return ()
+
+    def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
+        return None
+
+    def verify(self, connection: Any) -> dict | None:
+        return None
+
+    def estimate_s(self, spec: PointSpec) -> float:
+        """Seconds a point is expected to take (the progress bar, `study check`)."""
+        return float(spec.duration_s)
+
+    def estimate_prepare_s(self, spec: PointSpec) -> float:
+        """Seconds the dataset's preparation is expected to take (a rough rate); 0 for
+        a tool without a dataset of its own."""
+        return 0.0
+
+    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
+        """--quick: the same parameters, scaled down to a tiny dataset."""
+        return dict(params)
