@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from dbarena import stats
+from dbarena import configkey, stats
+from dbarena.errors import UsageError
 from dbarena.store import Store
 
-GROUP_KEY = ("label", "engine", "workload", "threads")
-
+# Repeats are pooled per label and configuration key (configkey.py): a summary never
+# mixes points whose engine, workload, parameters, settings, variant, server version
+# or host differ. The other fields are carried along for display.
+GROUP_KEY = ("label", "config_key")
+SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 def _metric(row: dict) -> str:
     """The throughput figure of a point: tps, or qps for mysqlslap (no transactions)."""
@@ -39,9 +43,10 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
     return out
 
 
-def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = ()) -> list[dict]:
+def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
+         variants: tuple[str, ...] = ()) -> list[dict]:
     """Stored points with their steady-state fields."""
-    rows = store.points(run_id=run_id, labels=labels)
+    rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
     threads_of_run: dict[int, int] = {}
     for row in rows:
         if row["run_id"] not in threads_of_run:
@@ -65,10 +70,11 @@ def _value(row: dict) -> float | None:
 
 
 def summaries(rows: Iterable[dict]) -> list[dict]:
-    """One summary per (label, engine, workload, threads) over its repeats."""
+    """One summary per label and configuration key over its repeats."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
-        groups[tuple(row[k] for k in GROUP_KEY)].append(row)
+        # A point without a key (none should be) is never pooled with another.
+        groups[(row["label"], row["config_key"] or f"point {row['point_id']}")].append(row)
     out = []
     for key, members in groups.items():
         ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
@@ -84,7 +90,7 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
                     seen.add(w["code"])
                     point_flags.append(w)
         out.append({
-            **dict(zip(GROUP_KEY, key)),
+            **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
             "metric": ok[0]["metric"] if ok else members[0]["metric"],
             "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
             "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
@@ -94,23 +100,63 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
     return out
 
 
-def compare_labels(rows: Iterable[dict], a: str, b: str) -> list[dict]:
-    """b against a at every (engine, workload, threads) both have measured."""
-    by_key: dict[tuple, dict[str, dict]] = defaultdict(dict)
-    for s in summaries(rows):
-        by_key[(s["engine"], s["workload"], s["threads"])][s["label"]] = s
+def sides(rows: list[dict], a: str, b: str) -> str:
+    """What `compare A B` compares: two labels, or two variants (within each label)."""
+    labels = {r["label"] for r in rows}
+    variants = {r["variant"] for r in rows if r.get("variant")}
+    if a in labels and b in labels:
+        return "label"
+    if a in variants and b in variants:
+        return "variant"
+    for name in (a, b):
+        if name not in labels and name not in variants:
+            raise UsageError(f"no points labelled {name!r} and no variant of that name "
+                             f"(labels: {', '.join(sorted(labels)) or '-'}; variants: {', '.join(sorted(variants)) or '-'})")
+    raise UsageError(f"{a!r} and {b!r} are not both labels or both variants")
+
+
+def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> list[dict]:
+    """B against A at every configuration both measured. A and B are labels (a host
+    comparison: keys must match apart from the host) or variants (an A/B: apart
+    from the variant and its settings, within each label). `about` names more fields
+    the comparison is about (server, settings, host, variant). Where a group of A has
+    no matching group in B at its engine, workload and threads, the row says which
+    fields differ instead of giving a ratio."""
+    rows = list(rows)
+    by = sides(rows, a, b)
+    ignore = {*configkey.ABOUT["host" if by == "label" else "variant"]}
+    for field in about:
+        if field not in configkey.ABOUT:
+            raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
+        ignore.update(configkey.ABOUT[field])
+    groups = summaries(rows)
+    side_of = (lambda s: s["label"]) if by == "label" else (lambda s: s["variant"])
+    left = [s for s in groups if side_of(s) == a]
+    right = [s for s in groups if side_of(s) == b]
     out = []
-    for (engine, workload, threads), sides in sorted(by_key.items()):
-        if a not in sides or b not in sides:
+    for sa in sorted(left, key=lambda s: (s["engine"], s["workload"], s["threads"], s["label"])):
+        same_place = [sb for sb in right if (sb["engine"], sb["workload"], sb["threads"]) ==
+                      (sa["engine"], sa["workload"], sa["threads"]) and (by == "label" or sb["label"] == sa["label"])]
+        if not same_place:
             continue
-        sa, sb = sides[a], sides[b]
-        if sa["_estimate"] is None or sb["_estimate"] is None:
+        match = next((sb for sb in same_place if configkey.matches(sa["config"] or {}, sb["config"] or {}, ignore)),
+                     None)
+        base = {"engine": sa["engine"], "workload": sa["workload"], "threads": sa["threads"], "metric": sa["metric"],
+                "a": a, "b": b, "by": by, "label": sa["label"] if by == "variant" else None,
+                "a_mean": sa["mean"], "a_n": sa["n"]}
+        if match is None:
+            sb = same_place[0]
+            fields = configkey.differing(sa["config"] or {}, sb["config"] or {}, ignore)
+            out.append({**base, "b_mean": sb["mean"], "b_n": sb["n"], "ratio": None, "ratio_ci_low": None,
+                        "ratio_ci_high": None, "p_value": None, "significant": False, "differs": fields,
+                        "verdict": "not comparable: " + configkey.describe(sa["config"] or {}, sb["config"] or {},
+                                                                          fields)})
             continue
-        c = stats.compare(sa["_estimate"], sb["_estimate"])
-        out.append({
-            "engine": engine, "workload": workload, "threads": threads, "metric": sa["metric"],
-            "a": a, "b": b, "a_mean": sa["mean"], "b_mean": sb["mean"], "a_n": sa["n"], "b_n": sb["n"],
-            "ratio": c.ratio, "ratio_ci_low": c.ci_low, "ratio_ci_high": c.ci_high, "p_value": c.p_value,
-            "significant": c.significant, "verdict": c.verdict,
-        })
+        if sa["_estimate"] is None or match["_estimate"] is None:
+            continue
+        c = stats.compare(sa["_estimate"], match["_estimate"])
+        out.append({**base, "b_mean": match["mean"], "b_n": match["n"], "ratio": c.ratio, "ratio_ci_low": c.ci_low,
+                    "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
+                    "unverified": configkey.unknown(sa["config"] or {}, match["config"] or {}, ignore),
+                    "verdict": c.verdict})
     return out

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, analysis, engines, hostinfo, importer, plan, session, workloads
+from dbarena import __version__, analysis, configkey, engines, hostinfo, importer, plan, session, workloads
 from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.model import RunInfo
@@ -214,8 +214,6 @@ def run(store, no_init, keep, **kwargs):
     store_path = store.resolve()
     with Store(store_path) as db:
         reporter = terminal.TerminalReporter(err)
-        err.print(f"[dim]study {escape(the_study.name)} ({escape(the_study.source)})"
-                  f"{' --quick' if the_study.quick else ''}[/]")
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
@@ -285,20 +283,24 @@ def study_check(file, as_json, **kwargs):
 @store_option
 @click.option("--run", "run_id", type=int, help="Only this run's points.")
 @click.option("--label", "labels", multiple=True, help="Only points with this label (repeatable).")
+@click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
+@click.option("--variant", "variants", multiple=True, help="Only points of this variant (repeatable).")
 @click.option("--summary", is_flag=True,
-              help="One line per label, engine, workload and threads over its repeats: median, mean, stdev, "
-                   "95 % interval, coefficient of variation and warnings.")
+              help="One line per label and configuration over its repeats: median, mean, stdev, "
+                   "95 % interval, coefficient of variation and warnings. Points of different "
+                   "configurations (parameters, settings, variant, server version, host) are never pooled.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def results(store, run_id, labels, summary, as_json):
+def results(store, run_id, labels, study_name, variants, summary, as_json):
     """List stored points (or their summaries), with steady-state figures and warnings."""
     with _open_store(store) as db:
-        rows = analysis.load(db, run_id=run_id, labels=tuple(labels))
+        rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
     if summary:
         rows = analysis.summaries(rows)
     if as_json:
         click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
     elif not rows:
-        click.echo("no points stored yet", err=True)
+        click.echo("no points stored yet" if not (labels or study_name or variants or run_id) else
+                   "no points match", err=True)
     elif summary:
         out = terminal.console()
         out.print(terminal.summary_table(rows))
@@ -312,20 +314,22 @@ def results(store, run_id, labels, summary, as_json):
 @store_option
 @click.argument("a")
 @click.argument("b")
+@click.option("--about", "about", multiple=True, type=click.Choice(sorted(configkey.ABOUT)),
+              help="What else the comparison is about, so that keys may differ in it too (repeatable) "
+                   "[default: host for two labels, variant for two variants].")
+@click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def compare(store, a, b, as_json):
-    """Compare label B against label A at every point both measured.
+def compare(store, a, b, about, study_name, as_json):
+    """Compare B against A: two labels (hosts), or two variants of a study.
 
+    Only points whose configuration keys match apart from what the comparison is about
+    are compared; elsewhere the row names the fields that differ instead of a ratio.
     The ratio is B / A of the steady-state throughput, with a 95 % interval and a
     verdict from Welch's t-test; "not significant" means the data cannot tell them apart.
     """
     with _open_store(store) as db:
-        rows = analysis.load(db, labels=(a, b))
-    found = {r["label"] for r in rows}
-    for label in (a, b):
-        if label not in found:
-            raise UsageError(f"no points labelled {label!r} in {store} (see `dbarena results`)")
-    comparisons = analysis.compare_labels(rows, a, b)
+        rows = analysis.load(db, study=study_name)
+    comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
         raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
     if as_json:

@@ -107,20 +107,32 @@ def ignoring(key: Mapping[str, Any], fields: Iterable[str]) -> dict:
 
 def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
     """The fields in which two keys differ, in display order; nested ones as
-    'settings.shared_buffers', 'params.scale'."""
+    'settings.shared_buffers', 'params.scale'. A field one side does not know (None:
+    an imported summary without a duration, a run without host facts) is not counted
+    as differing: `unknown` lists those."""
     skip = set(ignore)
     out = []
     for name in FIELDS:
         if name in skip:
             continue
         x, y = a.get(name), b.get(name)
-        if x == y:
+        if x == y or x is None or y is None:
             continue
         if isinstance(x, dict) and isinstance(y, dict):
             out.extend(f"{name}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k))
         else:
             out.append(name)
     return out
+
+
+def unknown(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
+    """Fields that one side of a comparison does not know, so could not be checked."""
+    skip = set(ignore)
+    return [n for n in FIELDS if n not in skip and (a.get(n) is None) != (b.get(n) is None)]
+
+
+def matches(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> bool:
+    return not differing(a, b, ignore)
 
 
 def describe(a: Mapping[str, Any], b: Mapping[str, Any], fields: list[str]) -> str:

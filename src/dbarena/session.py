@@ -21,6 +21,7 @@ from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.runner import Bound, Sweep
 from dbarena.store import Store, now_utc
+from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
 
 
@@ -97,6 +98,8 @@ def check_settings(study: Study, executor: Executor = execute.LOCAL) -> None:
             try:
                 engine.check_settings(settings, executor, _bindir(entry))
             except UsageError as exc:
+                if study.source == study_mod.FLAGS_SOURCE:
+                    raise
                 raise UsageError(f"{study.source}: {key}: {exc}") from None
 
 
@@ -120,18 +123,25 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome()
     everything = plan.all_points(plans)
-    reporter.begin(everything, estimate_s)
+    begun: list[bool] = []
+
+    def begin() -> None:
+        # Once the first targets are open: nothing is shown before a start succeeds.
+        if not begun:
+            begun.append(True)
+            reporter.begin(everything, estimate_s)
     index = 0
     try:
         for engine_plan in plans:
             _run_engine(engine_plan, study=study, record=record, label=label, facts=facts, store=store,
                         executor=executor, reporter=reporter, keep=keep, init=init, outcome=outcome,
-                        first_index=index)
+                        first_index=index, begin=begin)
             index += len(engine_plan.points)
             if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
                 break
     finally:
-        reporter.end()
+        if begun:
+            reporter.end()
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
@@ -139,7 +149,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
 
 def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyRecord, label: str, facts: dict,
                 store: Store, executor: Executor, reporter: Reporter, keep: bool, init: bool, outcome: Outcome,
-                first_index: int) -> None:
+                first_index: int, begin: Callable[[], None]) -> None:
     entry = engine_plan.engine
     bindir = _bindir(entry)
     engine = engines.get(entry.name, entry.flavour, bindir=bindir, executor=executor)
@@ -171,7 +181,8 @@ def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyReco
                 context = _key_context(entry, target, settings, variant, facts)
                 bound[variant] = Bound(target=target, run_id=run_id, context=context)
             levels = ", ".join(map(str, engine_plan.levels))
-            reporter.stage(f"{len(engine_plan.points)} points on {entry.name}: "
+            begin()
+            reporter.stage(f"study {study.name}{' --quick' if study.quick else ''}: {len(engine_plan.points)} points on {entry.name}: "
                            f"{', '.join(dict.fromkeys(p.workload for p in engine_plan.points))} at threads {levels}"
                            f"{f', {study.repeats} repeats interleaved' if study.repeats > 1 else ''}"
                            f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")

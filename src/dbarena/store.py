@@ -253,8 +253,9 @@ class Store:
                 settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
                 key = configkey.build(
                     engine=engine, workload=workload, threads=threads, clients=clients,
-                    # Before schema 7 mysqlslap was the one tool bounded by queries, not seconds.
-                    duration_s=None if workload == "mysqlslap" else duration_s,
+                    # Before schema 7 mysqlslap was the one tool bounded by queries, not seconds;
+                    # an imported summary without a time has duration 0: unknown.
+                    duration_s=None if workload == "mysqlslap" or not duration_s else duration_s,
                     warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or 0),
                     params=json.loads(params), options={}, settings=settings or {}, variant="",
                     server_version=version, flavour=configkey.flavour_of(engine, version),
@@ -307,7 +308,10 @@ class Store:
     def add_point(self, run_id: int, result: PointResult, config: dict | None = None) -> int:
         """Store one finished point, its configuration key and its samples, committed at once."""
         with self.db:
-            return self._insert_point(run_id, result, config=config)
+            point_id = self._insert_point(run_id, result, config=config)
+        if config is None:
+            self._backfill_config()  # a key from what the point and its run hold
+        return point_id
 
     def _insert_point(self, run_id: int, result: PointResult, source: dict | None = None,
                       config: dict | None = None) -> int:

@@ -98,6 +98,9 @@ _ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads
 _PRICE_KEYS = {"per_hour", "per_month", "currency"}
 
 
+FLAGS_SOURCE = "command-line flags"
+
+
 class StudyError(UsageError):
     """A study file that does not follow the schema: names the file and the key."""
 
@@ -520,7 +523,15 @@ def implicit(overrides: Overrides) -> Study:
                                  f"(it runs on: {', '.join(w.engines)})")
             entries.append({"workload": name, "engines": chosen})
         raw["workloads"] = entries
-    skeleton = _Checker("command-line flags", Path.cwd()).study(raw, "")
+    if overrides.levels is None and overrides.targets and overrides.server_threads is None:
+        # A target's hardware threads are not visible: the default levels are a share
+        # of this machine's (the load generator's), as before studies existed.
+        from dbarena import hostinfo
+
+        raw["sweep"] = {"levels": [int(n) for n in dict.fromkeys(
+            max(1, hostinfo.hardware_threads() * int(str(p).removesuffix("%")) // 100) if isinstance(p, str) else p
+            for p in SWEEP_DEFAULTS["levels"])]}
+    skeleton = _Checker(FLAGS_SOURCE, Path.cwd()).study(raw, "")
     study = apply(skeleton, replace(overrides, workloads=None, engines=None))
     body = {"schema": SCHEMA_VERSION, "name": "flags", "title": "a study made of command-line flags",
             "flags": overrides.flags()}

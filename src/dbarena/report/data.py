@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit  # type: ignore[import-untyped]
 
-from dbarena import analysis, stats
+from dbarena import analysis, configkey, stats
 
 SATURATION_GAIN = 0.05
 
@@ -137,6 +137,50 @@ def label_prices(runs: list[dict], overrides: dict[str, float]) -> dict[str, flo
     return prices
 
 
+def series_labels(rows: list[dict], order: list[str], baseline: str | None, prices: dict[str, float]
+                  ) -> tuple[list[dict], list[str], str | None, dict[str, float]]:
+    """A report draws one series per label in each engine x workload section; where a
+    label holds several configurations there (variants, or runs of other parameters
+    under one label), each is a series of its own, named "label [variant]" or
+    "label [config 1a2b3c]", so that points of different configurations are never
+    pooled."""
+    def series_key(row: dict) -> str:
+        return configkey.digest(configkey.ignoring(row.get("config") or {}, ("threads", "clients")))
+
+    keys: dict[tuple, list[tuple[str, str]]] = defaultdict(list)  # (label, engine, workload) -> (variant, key)
+    for r in rows:
+        k = (r.get("variant") or "", series_key(r))
+        if k not in keys[(r["label"], r["engine"], r["workload"])]:
+            keys[(r["label"], r["engine"], r["workload"])].append(k)
+
+    def name(r: dict) -> str:
+        found = keys[(r["label"], r["engine"], r["workload"])]
+        variant, key = r.get("variant") or "", series_key(r)
+        if len(found) == 1:
+            return r["label"]
+        same_variant = [k for v, k in found if v == variant]
+        return r["label"] + (f" [{variant}]" if variant else "") + \
+            (f" [config {key[:6]}]" if len(same_variant) > 1 else "")
+
+    out = [{**r, "label": name(r), "_label": r["label"]} for r in rows]
+    new_order = list(dict.fromkeys(r["label"] for label in order for r in out if r["_label"] == label))
+    new_prices = {r["label"]: prices[r["_label"]] for r in out if r["_label"] in prices}
+    new_baseline = next((r["label"] for r in out if r["_label"] == baseline), baseline)
+    return out, new_order, new_baseline, new_prices
+
+
+def _differs(row: dict, base: dict) -> list[str]:
+    """Fields in which a row's configuration differs from the baseline's, apart from
+    what the comparison is about: the host when the labels differ, the variant (and
+    its settings) when the variants differ."""
+    ignore: set[str] = {"threads", "clients"}
+    if row["_label"] != base["_label"]:
+        ignore.update(configkey.ABOUT["host"])
+    if row["_variant"] != base["_variant"]:
+        ignore.update(configkey.ABOUT["variant"])
+    return configkey.differing(row["_config"], base["_config"], ignore)
+
+
 def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, float] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs()."""
@@ -146,7 +190,10 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
     rows = [r for r in rows if r["label"] in order]
     if baseline is None and order:
         baseline = order[0]
+    rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in analysis.summaries(rows)}
+    for s_ in summaries.values():
+        s_["_label"] = next(r["_label"] for r in rows if r["label"] == s_["label"])
     members: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         members[(r["label"], r["engine"], r["workload"], r["threads"])].append(r)
@@ -194,7 +241,8 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             "tps_per_thread": tps / hw["hardware_threads"] if tps and hw.get("hardware_threads") else None,
             "scaling_efficiency": None, "ratio_to_baseline": None, "ratio_ci_low": None, "ratio_ci_high": None,
             "verdict": None, "warnings": [w["code"] for w in summary["warnings"]],
-            "_estimate": summary["_estimate"],
+            "_estimate": summary["_estimate"], "_config": summary["config"] or {}, "_variant": summary["variant"],
+            "_label": summary["_label"],
         })
 
     by_series: dict[tuple, dict[int, dict]] = defaultdict(dict)
@@ -206,7 +254,10 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             if one and one["value"] and row["value"] is not None:
                 row["scaling_efficiency"] = row["value"] / (n * one["value"])
             base = by_series.get((baseline, engine, workload), {}).get(n)
-            if base and base["value"] and row["value"] is not None:
+            differs = _differs(row, base) if base and label != baseline else []
+            if differs:
+                row["verdict"] = "not comparable: " + ", ".join(differs)
+            elif base and base["value"] and row["value"] is not None:
                 row["ratio_to_baseline"] = row["value"] / base["value"]
                 if label != baseline and base["_estimate"] is not None and row["_estimate"] is not None:
                     c = stats.compare(base["_estimate"], row["_estimate"])
@@ -253,9 +304,12 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
                                 rows=sec_rows, ranking=ranking, usl=fits, series=series, cheapest=cheapest))
 
     provenance: dict[str, dict] = {}
-    for run in runs:
-        if run["label"] in order:
-            provenance.setdefault(run["label"], {})[run["engine"]] = run
+    origin = {r["label"]: (r["_label"], r.get("variant") or "") for r in rows}
+    for name in order:
+        label, variant = origin.get(name, (name, ""))
+        for run in runs:
+            if run["label"] == label and (run.get("variant") or "") == variant:
+                provenance.setdefault(name, {})[run["engine"]] = run
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=provenance)
 

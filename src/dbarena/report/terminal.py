@@ -133,17 +133,21 @@ def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
 
 
 def summary_table(rows: Iterable[dict]) -> Table:
-    """analysis.summaries rows: one per label, engine, workload and threads."""
-    table = Table(title="summary over repeats", title_justify="left")
+    """analysis.summaries rows: one per label and configuration key."""
+    rows = list(rows)
+    variants = any(r.get("variant") for r in rows)
+    table = Table(title="summary over repeats (one line per label and configuration)", title_justify="left")
     for name, justify in (
-        ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"), ("metric", "left"),
+        ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
+        *((("variant", "left"),) if variants else ()), ("config", "left"), ("metric", "left"),
         ("n", "right"), ("median", "right"), ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
         ("CV", "right"), ("warnings", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
         table.add_row(
-            escape(r["label"]), r["engine"], r["workload"], str(r["threads"]), r["metric"],
+            escape(r["label"]), r["engine"], r["workload"], str(r["threads"]),
+            *((escape(r.get("variant") or "-"),) if variants else ()), (r.get("config_key") or "-")[:6], r["metric"],
             f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""), _fmt(r["median"], 1),
             _fmt(r["mean"], 1), _fmt(r["stdev"], 1), _interval(r["ci_low"], r["ci_high"]),
             f"{r['cv']:.1%}" if r["cv"] is not None else "-", _warnings(r),
@@ -156,6 +160,8 @@ def warning_lines(rows: Iterable[dict]) -> list[str]:
     lines = []
     for r in rows:
         where = f"{r['label']} {r['engine']} {r['workload']} threads={r['threads']}"
+        if r.get("variant"):
+            where += f" variant={r['variant']}"
         lines.extend(f"{escape(where)}: [yellow]{w['code']}[/]: {escape(w['message'])}" for w in r["warnings"])
     return lines
 
@@ -163,17 +169,21 @@ def warning_lines(rows: Iterable[dict]) -> list[str]:
 def comparison_table(rows: Iterable[dict]) -> Table:
     rows = list(rows)
     a, b = rows[0]["a"], rows[0]["b"]
+    by_variant = rows[0].get("by") == "variant"
     table = Table(title=f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)})", title_justify="left")
     for name, justify in (
+        *((("label", "left"),) if by_variant else ()),
         ("engine", "left"), ("workload", "left"), ("threads", "right"), ("metric", "left"),
         (escape(a), "right"), (escape(b), "right"), ("ratio", "right"), ("95 % CI", "right"), ("verdict", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
         table.add_row(
+            *((escape(r.get("label") or ""),) if by_variant else ()),
             r["engine"], r["workload"], str(r["threads"]), r["metric"],
             f"{_fmt(r['a_mean'], 1)} (n={r['a_n']})", f"{_fmt(r['b_mean'], 1)} (n={r['b_n']})",
-            f"{r['ratio']:.3f}", _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3),
+            f"{r['ratio']:.3f}" if r["ratio"] is not None else "-",
+            _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3),
             ("[bold]" if r["significant"] else "") + escape(r["verdict"]) + ("[/]" if r["significant"] else ""),
         )
     return table
