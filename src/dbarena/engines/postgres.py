@@ -189,14 +189,16 @@ class PgTarget:
         with self.connect() as conn:
             version = conn.execute("SELECT version()").fetchone()[0]
             rows = conn.execute(
-                "SELECT name, setting, unit, source FROM pg_settings"
+                # current_setting() shows a value as SHOW does ('16MB'); setting || unit
+                # would glue a count of 8kB pages to its unit ('20488kB').
+                "SELECT name, current_setting(name), source FROM pg_settings"
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
             checksums = conn.execute("SHOW data_checksums").fetchone()[0]
         return {
             "version_string": version,
-            "non_default_settings": {name: f"{setting}{unit or ''}" for name, setting, unit, _ in rows},
-            "settings_source": {name: source for name, _, _, source in rows},
+            "non_default_settings": {name: value for name, value, _ in rows},
+            "settings_source": {name: source for name, _, source in rows},
             "data_checksums": checksums,
         }
 

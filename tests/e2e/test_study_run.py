@@ -1,0 +1,131 @@
+"""Studies end to end: a bundled study in one command on real PostgreSQL and MariaDB,
+variants, and points of different configurations kept apart."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import cli_env, dbarena, processes_mentioning
+
+pytestmark = pytest.mark.e2e
+
+SEED_A = {
+    "postgres": {"pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update", "sysbench-read-only",
+                 "sysbench-write-only", "sysbench-read-write"},
+    "mysql": {"sysbench-read-only", "sysbench-write-only", "sysbench-read-write", "mysqlslap"},
+}
+
+
+def test_seed_a_quick_runs_every_workload_of_study_a_in_one_command(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--study", "seed-a", "--quick", "--store", str(store), "--label", "here",
+                   env=cli_env(public_tmp), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+    db = sqlite3.connect(store)
+    stored = {}
+    for engine, workload, status, variant, key in db.execute(
+            "SELECT engine, workload, status, variant, config_key FROM points WHERE phase = 'measured'"):
+        assert status == "ok" and variant == "" and key
+        stored.setdefault(engine, set()).add(workload)
+    assert stored == SEED_A
+    # The study is stored with every run, text and hash, and can be filtered on.
+    runs = db.execute("SELECT r.engine, r.flavour, s.name, s.text FROM runs r JOIN studies s "
+                      "ON s.sha256 = r.study_sha256").fetchall()
+    assert {(e, n) for e, _, n, _ in runs} == {("postgres", "seed-a"), ("mysql", "seed-a")}
+    assert {f for _, f, _, _ in runs} == {"postgresql", "mariadb"}
+    assert all('name = "seed-a"' in text for *_, text in runs)
+    # --quick: 5 s points, mysqlslap bounded by its (scaled-down) number of queries.
+    assert {d for (d,) in db.execute("SELECT DISTINCT duration_s FROM points WHERE workload != 'mysqlslap'")} == {5}
+    slap = db.execute("SELECT params, command FROM points WHERE workload = 'mysqlslap'").fetchone()
+    assert json.loads(slap[0])["queries"] == 1000 and "--number-of-queries=1000" in json.loads(slap[1])
+    # sysbench datasets were prepared and cleaned up around every point (study A's protocol).
+    listed = dbarena("results", "--store", str(store), "--study", "seed-a", "--json", env=cli_env(public_tmp))
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)) == db.execute(
+        "SELECT COUNT(*) FROM points").fetchone()[0]
+
+
+VARIANT_STUDY = """
+schema = 1
+name = "two-variants"
+
+[sweep]
+levels = [1, 2]
+duration_s = 3
+repeats = 2
+
+[datasets]
+scale = 1
+
+[engines.postgres]
+settings = { max_connections = "50" }
+
+[[workloads]]
+workload = "pgbench-select-only"
+options = { protocol = "prepared" }
+
+[variants.small]
+postgres = { shared_buffers = "16MB" }
+
+[variants.large]
+postgres = { shared_buffers = "64MB" }
+"""
+
+
+def test_a_two_variant_study_stores_both_and_compare_gives_the_variant_ratio(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    study = tmp_path / "v.toml"
+    study.write_text(VARIANT_STUDY)
+    env = cli_env(public_tmp)
+    checked = dbarena("study", "check", str(study), env=env)
+    assert checked.returncode == 0, checked.stderr
+    assert "variant small: max_connections=50, shared_buffers=16MB" in checked.stdout
+    assert "8 points" in checked.stdout  # 2 levels x 2 variants x 2 repeats
+    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    db = sqlite3.connect(store)
+    runs = db.execute("SELECT variant, target_facts FROM runs ORDER BY id").fetchall()
+    assert [v for v, _ in runs] == ["small", "large"]
+    assert [json.loads(f)["non_default_settings"]["shared_buffers"] for _, f in runs] == ["16MB", "64MB"]
+    order = [(v, r) for v, r in db.execute("SELECT variant, repeat FROM points ORDER BY id")]
+    # Interleaved: repeat 0 of both variants, then repeat 1 of both.
+    assert order == [("small", 0)] * 2 + [("large", 0)] * 2 + [("small", 1)] * 2 + [("large", 1)] * 2
+    commands = [json.loads(c) for (c,) in db.execute("SELECT command FROM points")]
+    assert all(c[c.index("-M") + 1] == "prepared" for c in commands)
+    compared = dbarena("compare", "small", "large", "--store", str(store), "--json", env=env)
+    assert compared.returncode == 0, compared.stderr
+    rows = json.loads(compared.stdout)
+    assert [(r["threads"], r["by"], r["a_n"], r["b_n"]) for r in rows] == [(1, "variant", 2, 2), (2, "variant", 2, 2)]
+    assert all(r["ratio"] > 0 and r["ratio_ci_low"] is not None for r in rows)
+    summary = dbarena("results", "--store", str(store), "--summary", "--json", "--variant", "large", env=env)
+    groups = json.loads(summary.stdout)
+    assert {(g["variant"], g["threads"], g["n"]) for g in groups} == {("large", 1, 2), ("large", 2, 2)}
+
+
+def test_runs_of_other_parameters_are_never_pooled_or_compared(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    env = cli_env(public_tmp)
+    common = ("run", "--workload", "pgbench-select-only", "--threads", "1", "--store", str(store))
+    for args in (("--scale", "1", "--duration", "2", "--label", "a"), ("--scale", "1", "--duration", "2", "--label", "a"),
+                 ("--scale", "2", "--duration", "3", "--label", "a"), ("--scale", "2", "--duration", "3",
+                                                                        "--label", "b")):
+        done = dbarena(*common, *args, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(dbarena("results", "--store", str(store), "--summary", "--json", "--label", "a",
+                                 env=env).stdout)
+    # Label a holds two configurations: two repeats of scale 1 / 2 s, one of scale 2 / 3 s.
+    assert sorted(g["n"] for g in summary) == [1, 2]
+    assert len({g["config_key"] for g in summary}) == 2
+    compared = dbarena("compare", "a", "b", "--store", str(store), "--json", env=env)
+    assert compared.returncode == 0, compared.stderr
+    rows = json.loads(compared.stdout)
+    matched = [r for r in rows if r["ratio"] is not None]
+    refused = [r for r in rows if r["ratio"] is None]
+    assert len(matched) == 1 and matched[0]["a_n"] == 1  # only a's scale-2 / 3 s point meets b's
+    assert len(refused) == 1 and "params.scale" in refused[0]["differs"] and "duration_s" in refused[0]["differs"]
+    assert "not comparable: duration_s 2 vs 3; params.scale 1 vs 2" == refused[0]["verdict"]
+    table = dbarena("compare", "a", "b", "--store", str(store), env=env)
+    assert "not comparable" in table.stdout
