@@ -15,13 +15,15 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# A short sweep on a throwaway local PostgreSQL: all three pgbench workloads at the
-# machine's default thread levels, 10 s per point (long enough for an interval per point);
+# Study A's whole protocol (pgbench, sysbench and mysqlslap on throwaway PostgreSQL and
+# MariaDB) with --quick: the same levels and workloads, 5 s per point, tiny datasets;
 # results go to ./dbarena.db.
 demo: deps $(STAMP)
-	$(VENV)/bin/dbarena run --duration 10 --scale 10
+	$(VENV)/bin/dbarena run --study seed-a --quick
 
+# Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite.
 test: deps $(STAMP)
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
 clean:
