@@ -7,7 +7,7 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Any, Iterable
 
 from dbarena import configkey, stats
 from dbarena.errors import UsageError
@@ -26,14 +26,15 @@ def _metric(row: dict) -> str:
 
 def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_threads: int) -> dict:
     """The steady-state fields of one stored point (added to its results row)."""
-    out = {"metric": _metric(row), "steady_start_s": None, "steady_tps": None, "tps_ci_low": None,
-           "tps_ci_high": None, "cv": None, "dips_s": [], "trend_pct": None, "warnings": []}
+    out: dict[str, Any] = {"metric": _metric(row), "steady_start_s": None, "steady_tps": None, "tps_ci_low": None,
+                           "tps_ci_high": None, "cv": None, "dips_s": [], "trend_pct": None, "warnings": []}
     if row["status"] != "ok":
         return out
     series = [s["tps"] for s in samples]
     flags: list[stats.Flag] = []
     if series and row.get("tps") is not None:
         steady = stats.steady_state([s["second"] for s in samples], series, row["duration_s"])
+        assert steady is not None  # None only for an empty series
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
                    tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
         out["_steady"] = steady
@@ -50,7 +51,9 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
     threads_of_run: dict[int, int] = {}
     for row in rows:
         if row["run_id"] not in threads_of_run:
-            facts = store.run(row["run_id"])["host_facts"]
+            run = store.run(row["run_id"])
+            assert run is not None  # store.points joins each point to its run
+            facts = run["host_facts"]
             threads_of_run[row["run_id"]] = facts.get("hardware_threads") or 1
         row.update(analyse_point(row, store.samples(row["point_id"]), store.system_samples(row["point_id"]),
                                  threads_of_run[row["run_id"]]))
@@ -78,7 +81,7 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
     out = []
     for key, members in groups.items():
         ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
-        values = [_value(m) for m in ok]
+        values = [v for m in ok if (v := _value(m)) is not None]
         single = ok[0].get("_steady") if len(ok) == 1 else None
         summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single)
         # Point-level warnings that matter for the whole group (deduplicated by code).

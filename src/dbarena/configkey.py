@@ -111,7 +111,7 @@ def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] 
     an imported summary without a duration, a run without host facts) is not counted
     as differing: `unknown` lists those."""
     skip = set(ignore)
-    out = []
+    out: list[str] = []
     for name in FIELDS:
         if name in skip:
             continue

@@ -17,9 +17,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from dbarena.errors import ToolMissing
+
+if TYPE_CHECKING:
+    from dbarena.interfaces import Executor
 
 LineCallback = Callable[[str], None]
 
@@ -153,7 +156,7 @@ def stop(proc: subprocess.Popen, *, grace_s: float = 10, first_signal: int = sig
         return proc.wait()
 
 
-def version_line(binary: str | Path, executor: "LocalExecutor | None" = None) -> str:
+def version_line(binary: str | Path, executor: Executor | None = None) -> str:
     """First line of `binary --version`, stripped (e.g. 'pgbench (PostgreSQL) 15.18')."""
     done = (executor or LOCAL).run([str(binary), "--version"], timeout=30)
     text = (done.stdout or done.stderr).strip()

@@ -381,10 +381,11 @@ def read(name: str, text: str, *, label: str, engine: str | None = None, tool: s
          workload: str | None = None) -> list[ImportedPoint]:
     """Every point in one file. Raises ImportProblem naming the file and line."""
     if tool == "auto":
-        tool = detect_tool(text)
-        if tool is None:
+        detected = detect_tool(text)
+        if detected is None:
             raise ImportProblem(name, None, "cannot tell which tool wrote this (pgbench, sysbench, mysqlslap or a "
                                             "CSV with a header): pass --tool")
+        tool = detected
     if tool == "pgbench":
         if engine not in (None, "postgres"):
             raise ImportProblem(name, None, "pgbench runs are PostgreSQL runs; --engine mysql does not apply")

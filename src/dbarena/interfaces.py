@@ -19,12 +19,19 @@ LineCallback = Callable[[str], None]
 
 
 class Completed(Protocol):
-    argv: tuple[str, ...]
-    returncode: int | None
-    stdout: str
-    stderr: str
-    elapsed_s: float
-    timed_out: bool
+    # Read-only, so that a frozen dataclass (execute.Completed) satisfies it.
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def timed_out(self) -> bool: ...
 
 
 class Executor(Protocol):
@@ -112,7 +119,7 @@ class Engine(Protocol):
     protocol: str  # the wire protocol: "postgresql" or "mysql"
     setting_option: str  # the command-line option that sets a server setting
 
-    def available(self, bindir: Path | None = None, executor: Executor | None = None) -> bool: ...
+    def available(self, bindir: Path | None = None, executor: Executor = ...) -> bool: ...
     def check_target_url(self, url: str) -> str: ...
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None: ...
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None,

@@ -32,7 +32,7 @@ CV_WARN = 0.10  # pyperf's threshold: stdev >= 10 % of the mean is shaky
 def _t():
     # scipy.stats takes 0.6 s to import: only when an interval is actually computed,
     # not at every start of the CLI.
-    from scipy.stats import t  # type: ignore[import-untyped]
+    from scipy.stats import t
 
     return t
 

@@ -340,6 +340,7 @@ class Store:
             ),
         )
         point_id = cur.lastrowid
+        assert point_id is not None
         self.db.executemany(
             f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
             [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
@@ -378,7 +379,8 @@ class Store:
         """Stored points with their run's label, host, target and study, oldest first;
         warm-up runs (--warmup) only when asked for. `study` matches a study's name
         or the start of its hash."""
-        where, args = ([] if warmups else ["p.phase = 'measured'"]), []
+        where: list[str] = [] if warmups else ["p.phase = 'measured'"]
+        args: list[int | str] = []
         if run_id is not None:
             where.append("p.run_id = ?")
             args.append(run_id)
@@ -428,7 +430,7 @@ class Store:
 
     def runs(self) -> list[dict]:
         ids = [i for (i,) in self.db.execute("SELECT id FROM runs ORDER BY id")]
-        return [self.run(i) for i in ids]
+        return [r for r in map(self.run, ids) if r is not None]  # each id was just read
 
     def run(self, run_id: int) -> dict | None:
         cur = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,))

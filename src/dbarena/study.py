@@ -556,10 +556,10 @@ def apply(study: Study, o: Overrides) -> Study:
 
     entries = list(study.workloads)
     if o.engines is not None:
-        for e in o.engines:
-            engines.check_name(e)
-            if e not in {x.name for x in study.engines}:
-                raise UsageError(f"--engine {e}: the study {study.name} has no {e} engine "
+        for engine_name in o.engines:
+            engines.check_name(engine_name)
+            if engine_name not in {x.name for x in study.engines}:
+                raise UsageError(f"--engine {engine_name}: the study {study.name} has no {engine_name} engine "
                                  f"(it has: {', '.join(x.name for x in study.engines)})")
         entries = [replace(w, engines=tuple(e for e in w.engines if e in o.engines)) for w in entries]
         entries = [w for w in entries if w.engines]
@@ -614,9 +614,9 @@ def apply(study: Study, o: Overrides) -> Study:
     new_engines = []
     for e in engine_entries:
         settings = dict(e.settings)
-        for k, v in o.settings.get(e.name, {}).items():
-            note(f"{e.name} setting {k}", settings.get(k), v, engines.first(e.name).setting_option)
-            settings[k] = v
+        for setting, value in o.settings.get(e.name, {}).items():
+            note(f"{e.name} setting {setting}", settings.get(setting), value, engines.first(e.name).setting_option)
+            settings[setting] = value
         target = o.targets.get(e.name, e.target)
         note(f"{e.name} target", e.target, target, "--target")
         if target is not None and settings:

@@ -168,6 +168,7 @@ class MyTarget:
         return self._query(read)
 
     def keep_note(self) -> str:
+        assert self.data_dir is not None  # only throwaway instances are kept
         return (
             f"kept the throwaway MySQL server: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with mysql --defaults-extra-file={self.defaults_file()} -h 127.0.0.1 "
@@ -201,6 +202,14 @@ def _log_reason(log_path: Path | None) -> str:
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
+
+
+def _first(cur: pymysql.cursors.Cursor) -> Any:
+    """The first value of a query that returns one row."""
+    row = cur.fetchone()
+    if row is None:
+        raise DatabaseError("the query returned no row")
+    return row[0]
 
 
 def _client_file(directory: Path, password: str) -> Path:
@@ -288,14 +297,14 @@ class MySQLFamily:
         """An existing server; its flavour is read from its version."""
         url = check_target_url(url)
         parts = urlsplit(url)
-        conn_kw = dict(host=parts.hostname, port=parts.port or 3306, user=unquote(parts.username or "root"),
-                       database=unquote(parts.path.strip("/")))
+        conn_kw: dict[str, Any] = dict(host=parts.hostname, port=parts.port or 3306,
+                                       user=unquote(parts.username or "root"), database=unquote(parts.path.strip("/")))
         password = _password_from_environment()
         try:
             with contextlib.closing(pymysql.connect(password=password or "", connect_timeout=10, **conn_kw)) as db:
                 with db.cursor() as cur:
                     cur.execute("SELECT VERSION()")
-                    version = cur.fetchone()[0]
+                    version = _first(cur)
         except pymysql.MySQLError as exc:
             raise ConnectionFailed(
                 f"cannot connect to {url}: {_one_line(exc)} "
@@ -365,7 +374,7 @@ class MySQLFamily:
                 lines = ["[mysqld]"] + [k if v is None else f"{k} = {v}" for k, v in options.items()]
                 cnf.write_text("\n".join(lines) + "\n")
                 cnf.chmod(0o644)
-                proc = executor.spawn([binaries.server, f"--defaults-file={cnf}"], log_path=top / "stdout.log",
+                proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
                                      user=user, env=server_env)
                 version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
                 if version is not None:
@@ -375,6 +384,7 @@ class MySQLFamily:
                     raise UsageError(f"--mysql-setting: the server refused a setting: {reason}")
                 if "Address already in use" not in reason or attempt == 2:
                     raise EnvironmentProblem(f"the MySQL server did not start: {reason}")
+            assert version is not None  # each attempt either started the server or raised
 
             password = secrets.token_urlsafe(24)
             with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
@@ -419,7 +429,7 @@ def _wait_ready(proc, socket_path: Path, timeout_s: float, log_path: Path) -> st
                                                         connect_timeout=5)) as db:
                     with db.cursor() as cur:
                         cur.execute("SELECT VERSION()")
-                        return cur.fetchone()[0]
+                        return _first(cur)
             except pymysql.MySQLError:
                 pass
         time.sleep(0.1)

@@ -187,14 +187,14 @@ class PgTarget:
 
     def _facts(self) -> dict:
         with self.connect() as conn:
-            version = conn.execute("SELECT version()").fetchone()[0]
+            version = _first(conn.execute("SELECT version()"))
             rows = conn.execute(
                 # current_setting() shows a value as SHOW does ('16MB'); setting || unit
                 # would glue a count of 8kB pages to its unit ('20488kB').
                 "SELECT name, current_setting(name), source FROM pg_settings"
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
-            checksums = conn.execute("SHOW data_checksums").fetchone()[0]
+            checksums = _first(conn.execute("SHOW data_checksums"))
         return {
             "version_string": version,
             "non_default_settings": {name: value for name, value, _ in rows},
@@ -214,10 +214,11 @@ class PgTarget:
     def dataset_facts(self) -> dict:
         def size() -> dict:
             with self.connect() as conn:
-                return {"database_bytes": conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]}
+                return {"database_bytes": _first(conn.execute("SELECT pg_database_size(current_database())"))}
         return _facts_or_error(size)
 
     def keep_note(self) -> str:
+        assert self.data_dir is not None  # only throwaway instances are kept
         return (
             f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
@@ -263,8 +264,16 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+def _first(cur: psycopg.Cursor[Any]) -> Any:
+    """The first value of a query that returns one row."""
+    row = cur.fetchone()
+    if row is None:
+        raise DatabaseError("the query returned no row")
+    return row[0]
+
+
 def _connect(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10):
-    kwargs = {"connect_timeout": timeout, "autocommit": True}
+    kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True}
     if passfile is not None:
         kwargs["passfile"] = str(passfile)
     if dbname is not None:
@@ -307,7 +316,7 @@ def _quote_setting(value: str) -> str:
 
 def known_settings(binaries: PgBinaries, user: str | None, executor: Executor = execute.LOCAL) -> set[str]:
     """Names of every server setting, from `postgres --describe-config`."""
-    done = executor.run([binaries.path("postgres"), "--describe-config"], user=user, timeout=60)
+    done = executor.run([str(binaries.path("postgres")), "--describe-config"], user=user, timeout=60)
     if done.returncode != 0:
         raise EnvironmentProblem(f"postgres --describe-config failed: {done.stderr.strip()}")
     return {line.split("\t", 1)[0].lower() for line in done.stdout.splitlines() if line}
@@ -356,7 +365,7 @@ def throwaway(
         instance.give_to(user, top, sock, pwfile)
         auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
         done = executor.run(
-            [binaries.path("initdb"), "-D", data, "-U", "dbarena", f"--pwfile={pwfile}",
+            [str(binaries.path("initdb")), "-D", str(data), "-U", "dbarena", f"--pwfile={pwfile}",
              f"--auth={auth}", "-E", "UTF8", "--no-locale", "--no-sync"],
             user=user, timeout=300,
         )
@@ -377,7 +386,7 @@ def throwaway(
             with open(data / "postgresql.conf", "a") as f:
                 f.write("\n# dbarena\n")
                 f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
-            proc = executor.spawn([binaries.path("postgres"), "-D", data], log_path=log_path, user=user)
+            proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user)
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             if version is not None:
@@ -387,6 +396,7 @@ def throwaway(
                 raise UsageError(f"--pg-setting: PostgreSQL refused a setting: {reason}")
             if "could not bind" not in reason or attempt == 2:
                 raise EnvironmentProblem(f"PostgreSQL did not start: {reason}")
+        assert version is not None  # each attempt either started the server or raised
         with _connect(url, passfile=passfile) as conn:
             conn.execute("CREATE DATABASE dbarena")
         url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"

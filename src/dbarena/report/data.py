@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit  # type: ignore[import-untyped]
+from scipy.optimize import OptimizeWarning, curve_fit
 
 from dbarena import analysis, configkey, stats
 

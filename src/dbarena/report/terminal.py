@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -36,6 +36,7 @@ def point_line(result: PointResult) -> str:
     if not result.ok:
         return f"[red]failed[/] {escape(head)}: {escape(result.error or '')}"
     m = result.measurement
+    assert m is not None  # an ok point has its measurement
     figures = []
     if m.tps is not None:
         figures.append(f"{m.tps:,.1f} tps")
@@ -112,6 +113,7 @@ def _warnings(row: dict) -> str:
 def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
     """Stored points (analysis.load rows) as a table."""
     table = Table(title=title, title_justify="left")
+    justify: JustifyMethod
     for name, justify in (
         ("run", "right"), ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
         ("clients", "right"), ("rep", "right"), ("tps", "right"), ("qps", "right"), ("steady tps (95 % CI)", "right"),
@@ -157,7 +159,7 @@ def summary_table(rows: Iterable[dict]) -> Table:
 
 def warning_lines(rows: Iterable[dict]) -> list[str]:
     """The advice behind the warning codes of a table, one line each."""
-    lines = []
+    lines: list[str] = []
     for r in rows:
         where = f"{r['label']} {r['engine']} {r['workload']} threads={r['threads']}"
         if r.get("variant"):

@@ -21,7 +21,7 @@ from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "mysqlslap"
-PARAMS = ("iterations", "queries")
+PARAMS: tuple[str, ...] = ("iterations", "queries")
 # mysqlslap drops and recreates its schema: use a name no one else uses.
 SCHEMA = "dbarena_mysqlslap"
 

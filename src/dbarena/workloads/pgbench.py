@@ -27,7 +27,7 @@ from dbarena.workloads import series
 from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "pgbench"
-PARAMS = ("scale",)  # the PointSpec.params this tool reads
+PARAMS: tuple[str, ...] = ("scale",)  # the PointSpec.params this tool reads
 
 # pgbench prints "nan"/"-nan" for the latency of an interval without a finished
 # transaction (before 13 it divided by zero); such a value becomes None.

@@ -25,7 +25,7 @@ from dbarena.workloads import series
 from dbarena.workloads.base import ToolBase
 
 TOOL = "sysbench"
-PARAMS = ("tables", "table_size")
+PARAMS: tuple[str, ...] = ("tables", "table_size")
 
 _N = r"-?\d+(?:\.\d+)?"
 

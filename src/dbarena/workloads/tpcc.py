@@ -22,7 +22,7 @@ from dbarena.workloads.base import ToolBase
 
 TOOL = "tpcc-like"
 BINARY = "sysbench"
-PARAMS = ("warehouses",)
+PARAMS: tuple[str, ...] = ("warehouses",)
 SCRIPT = Path(__file__).with_name("tpcc_like.lua")
 KINDS = ("new_order", "payment", "order_status", "delivery", "stock_level")
 MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
