@@ -12,6 +12,9 @@ class MySQL(MySQLFamily):
     flavour = "mysql"
     title = "MySQL"
     server_names = ("mysqld",)
+    # Debian ships MariaDB's server as mysqld too, which is_mine() tells apart.
+    install_hint = ("install Oracle's MySQL server (its mysql-server package; Debian has none), "
+                    "or choose the mariadb flavour")
 
     def is_mine(self, version_line: str) -> bool:
         return "mariadb" not in version_line.lower()

@@ -254,6 +254,7 @@ class MySQLFamily:
     protocol = "mysql"
     setting_option = "--mysql-setting"
     server_names: tuple[str, ...] = ()
+    install_hint = INSTALL_HINT
 
     def is_mine(self, version_line: str) -> bool:
         raise NotImplementedError
@@ -273,7 +274,7 @@ class MySQLFamily:
             if self.is_mine(line):
                 return MyBinaries(server=server, install_db=self.install_db(server, bindir), version_line=line)
         where = f" in {bindir}" if bindir is not None else ""
-        raise ToolMissing(f"no {self.title} server ({', '.join(self.server_names)}) found{where}: {INSTALL_HINT}")
+        raise ToolMissing(f"no {self.title} server ({', '.join(self.server_names)}) found{where}: {self.install_hint}")
 
     def available(self, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> bool:
         try:
