@@ -234,7 +234,7 @@ class Store:
                 + f"\nINSERT INTO schema_migrations VALUES ({number}, '{_utc(now_utc())}');"
                 + f"\nPRAGMA user_version = {number};\nCOMMIT;"
             )
-        if current < 7:
+        if current < 7 <= self.version:
             self._backfill_config()
 
     def _backfill_config(self) -> None:

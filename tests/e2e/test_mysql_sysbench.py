@@ -16,7 +16,9 @@ import pymysql
 import pytest
 
 from conftest import cli_env, dbarena, processes_mentioning
-from dbarena.engines import mysql
+from dbarena import execute
+from dbarena.engines.mariadb import MariaDB
+from dbarena.workloads import mysqlslap, sysbench
 
 pytestmark = pytest.mark.e2e
 
@@ -97,9 +99,12 @@ def test_mysqlslap_on_mariadb(public_tmp, tmp_path):
 
 @pytest.fixture(scope="module")
 def mysql_server():
-    with mysql.throwaway() as target:
-        text = Path(target.conn.mysql_defaults_file).read_text()
+    with MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False,
+                             executor=execute.LOCAL) as target:
+        # The password reaches mysqlslap only through its private option file.
+        text = Path(target.client(mysqlslap.TOOL_IMPL).secret_file).read_text()
         password = re.search(r'password="(.*)"', text)[1]
+        assert password == target.password
         yield target, password
 
 
@@ -185,5 +190,8 @@ def test_throwaway_root_cannot_log_in_without_a_password(mysql_server):
     with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
         pymysql.connect(unix_socket=str(sock_dir / "mysqld.sock"), user="root", password="", connect_timeout=5)
     assert oct(sock_dir.stat().st_mode & 0o777) == "0o700"
-    for option_file in (target.conn.sysbench_config, target.conn.mysql_defaults_file):
+    option_files = [target.client(tool).secret_file for tool in (sysbench.TOOL_IMPL, mysqlslap.TOOL_IMPL)]
+    assert len(set(option_files)) == 2
+    for option_file in option_files:
         assert oct(Path(option_file).stat().st_mode & 0o777) == "0o600"
+    assert Path(option_files[0]).read_text() == f"mysql-password={target.password}\n"  # sysbench --config-file

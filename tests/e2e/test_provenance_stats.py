@@ -43,7 +43,8 @@ def test_provenance_is_stored(store):
         assert host.get(key) not in (None, ""), key
     target = json.loads(run["target_facts"])
     assert target["version_string"].startswith("PostgreSQL ")
-    assert target["non_default_settings"]["work_mem"] == "8192kB"
+    # As SHOW prints it (current_setting), not setting || unit.
+    assert target["non_default_settings"]["work_mem"] == "8MB"
     assert "max_connections" in target["non_default_settings"]
     assert target["data_checksums"] in ("on", "off")
     assert target["datasets"] == {"pgbench": {"scale": 1}} and target["database_bytes"] > 1_000_000

@@ -10,9 +10,10 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
-from dbarena import execute, runner
+from dbarena import execute, runner, session
 from dbarena.engines import postgres
-from dbarena.model import PointSpec
+from dbarena.model import PointSpec, RunInfo
+from dbarena.store import Store, now_utc
 from dbarena.workloads import tpcc
 
 pytestmark = pytest.mark.e2e
@@ -40,12 +41,12 @@ def test_tpcc_like_on_a_real_server(engine, public_tmp, tmp_path):
         assert abs(100 * counts[kind] / total - share) < 4, (kind, counts)
 
 
-def test_consistency_check_fails_on_broken_data():
+def test_consistency_check_fails_on_broken_data(tmp_path):
     spec = PointSpec(engine="postgres", workload="tpcc-like", threads=1, clients=1, duration_s=2,
                      params=(("warehouses", 1),))
     with postgres.throwaway() as target:
-        binary = str(target.tool("sysbench"))
-        for argv in tpcc.prepare_argv(binary, target.conn, spec):
+        client = target.client(tpcc.TOOL_IMPL)
+        for argv in tpcc.TOOL_IMPL.prepare_argv(client, spec):
             assert execute.run(argv, env=target.client_env(), timeout=600).returncode == 0
 
         def check() -> dict:
@@ -64,6 +65,15 @@ def test_consistency_check_fails_on_broken_data():
                 conn.execute(statement)
                 assert check()[number] == 1, number
         # A benchmark run over corrupt data is not a result: the point is failed.
-        result = runner.run_point(target, spec, runner.SilentReporter())
+        with Store(tmp_path / "r.db") as store:
+            run_id = store.begin_run(RunInfo(
+                label="t", host="h", engine="postgres", target=target.url, started_at=now_utc(),
+                server_version=target.server_version, tool_versions={}, options={}, host_facts={}))
+            sweep = runner.Sweep(targets={"": runner.Bound(target=target, run_id=run_id)}, store=store,
+                                 reporter=session.SilentReporter(), executor=execute.LOCAL, init=False,
+                                 sample_system=False)
+            (result,) = sweep.run([spec])
+            stored = store.db.execute("SELECT status, error FROM points").fetchall()
         assert result.status == "failed" and "consistency condition(s) failed: 1 (" in result.error
         assert result.measurement.details["consistency"]["4"]["violations"] == 1
+        assert stored == [("failed", result.error)]

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbarena.errors import ParseError
+from dbarena.interfaces import Client
 from dbarena.model import Connection, PointSpec
 from dbarena.workloads import pgbench
 
@@ -368,8 +369,12 @@ def test_command_lines():
     spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=4, clients=8, duration_s=60,
                      params=(("scale", 10),))
     url = "postgresql://bench@127.0.0.1:5432/db"
-    conn = Connection(engine="postgres", host="127.0.0.1", port=5432, user="bench", dbname="db", url=url)
-    assert pgbench.point_argv("pgbench", conn, spec, ["-S"]) == [
+    conn = Connection(protocol="postgresql", host="127.0.0.1", port=5432, user="bench", dbname="db", url=url)
+    client = Client(binary="pgbench", conn=conn)
+    tool = pgbench.TOOL_IMPL
+    assert tool.point_argv(client, spec, ["-S"]) == [
         "pgbench", "-j", "4", "-c", "8", "-T", "60", "-P", "1", "-S", url,
     ]
-    assert pgbench.prepare_argv("pgbench", conn, spec) == ["pgbench", "-i", "-q", "-s", "10", url]
+    assert tool.prepare_argv(client, spec) == [["pgbench", "-i", "-q", "-s", "10", url]]
+    # pgbench -i recreates its tables: nothing to clean up.
+    assert tool.cleanup_argv(client, spec) == []

@@ -5,7 +5,6 @@ import pytest
 
 from dbarena.errors import StoreError
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
-from dbarena import store as store_module
 from dbarena.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
@@ -75,24 +74,34 @@ def test_not_a_database_is_a_clear_error(tmp_path):
         Store(path)
 
 
-def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path, monkeypatch):
+def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path):
     path = tmp_path / "old.db"
-    # A store as the first release wrote it: schema 1 only, one pgbench point.
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 1)
-    with Store(path) as db:
-        assert db.version == 1
-        run_id = db.db.execute(
-            "INSERT INTO runs (label, host, engine, target, tool_versions, options, host_facts, dbarena_version,"
-            " started_at, status) VALUES ('old', 'h', 'postgres', 't', '{}', '{}', '{}', '0.1.0', 'x', 'finished')"
-        ).lastrowid
-        db.db.execute(
-            "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, started_at,"
-            " ended_at, command, tps, stdout, stderr) VALUES (?, 'postgres', 'pgbench-tpcb', 1, 2, 60, 10, 'ok',"
-            " 'x', 'x', '[]', 123.5, 'raw', '')", (run_id,))
-        db.db.commit()
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(MIGRATIONS))
+    # A store as the first release wrote it: schema 1 only, one pgbench point. Written
+    # with sqlite3 directly, as that release did (today's Store backfills configuration
+    # keys on opening, which a schema-1 store has no columns for).
+    con = sqlite3.connect(path)
+    con.executescript(
+        "BEGIN;\n"
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);\n"
+        + MIGRATIONS[0]
+        + "\nINSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00+00:00');\nPRAGMA user_version = 1;\nCOMMIT;"
+    )
+    run_id = con.execute(
+        "INSERT INTO runs (label, host, engine, target, tool_versions, options, host_facts, dbarena_version,"
+        " started_at, status) VALUES ('old', 'h', 'postgres', 't', '{}', '{}', '{}', '0.1.0', 'x', 'finished')"
+    ).lastrowid
+    con.execute(
+        "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, started_at,"
+        " ended_at, command, tps, stdout, stderr) VALUES (?, 'postgres', 'pgbench-tpcb', 1, 2, 60, 10, 'ok',"
+        " 'x', 'x', '[]', 123.5, 'raw', '')", (run_id,))
+    con.commit()
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 1
+    con.close()
     with Store(path) as db:
         assert db.version == len(MIGRATIONS)
         (row,) = db.points()
         assert row["tps"] == 123.5 and row["qps"] is None and row["params"] == {"scale": 10}
         assert db.raw_output(row["point_id"]) == ("raw", "")
+        # Schema 7 gave the old point a configuration key, from what it stored.
+        (config_key,) = db.db.execute("SELECT config_key FROM points").fetchone()
+        assert config_key

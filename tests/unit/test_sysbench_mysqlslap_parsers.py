@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbarena.errors import ParseError
+from dbarena.interfaces import Client
 from dbarena.model import Connection, PointSpec
 from dbarena.workloads import mysqlslap, sysbench
 
@@ -282,30 +283,49 @@ def test_fixtures_are_the_shared_corpus_byte_for_byte():
 
 # ------------------------------------------------------------------ command lines
 
-MY = Connection(engine="mysql", host="127.0.0.1", port=3306, user="bench", dbname="db", url="mysql://bench@127.0.0.1:3306/db",
-                sysbench_config="/private/sb.cnf", mysql_defaults_file="/private/client.cnf")
-PGC = Connection(engine="postgres", host="10.0.0.5", port=5433, user="bench", dbname="db", url="postgresql://bench@10.0.0.5:5433/db")
+MY = Connection(protocol="mysql", host="127.0.0.1", port=3306, user="bench", dbname="db",
+                url="mysql://bench@127.0.0.1:3306/db")
+PGC = Connection(protocol="postgresql", host="10.0.0.5", port=5433, user="bench", dbname="db",
+                 url="postgresql://bench@10.0.0.5:5433/db")
+SB_MY = Client(binary="sysbench", conn=MY, secret_file="/private/sb.cnf")
+SB_PG = Client(binary="sysbench", conn=PGC)  # libpq finds the password itself
+SLAP = Client(binary="mysqlslap", conn=MY, secret_file="/private/client.cnf")
 SPEC = PointSpec(engine="mysql", workload="sysbench-read-only", threads=8, clients=8, duration_s=30,
                  params=(("iterations", 3), ("queries", 5000), ("table_size", 1000), ("tables", 4)))
 
 
 def test_sysbench_command_lines_keep_the_password_off_the_command_line():
-    argv = sysbench.point_argv("sysbench", MY, SPEC, ["oltp_read_only"])
+    tool = sysbench.TOOL_IMPL
+    argv = tool.point_argv(SB_MY, SPEC, ["oltp_read_only"])
     assert argv == [
         "sysbench", "oltp_read_only", "--config-file=/private/sb.cnf", "--db-driver=mysql",
         "--mysql-host=127.0.0.1", "--mysql-port=3306", "--mysql-user=bench", "--mysql-db=db",
-        "--tables=4", "--table-size=1000", "--threads=8", "--time=30", "--report-interval=1",
-        "--histogram=on", "--percentile=95", "run",
+        "--tables=4", "--table-size=1000", "--threads=8", "--time=30", "--histogram=on",
+        "--report-interval=1", "--percentile=95", "run",
     ]
-    pg = sysbench.prepare_argv("sysbench", PGC, SPEC)
+    assert not any("password" in a for a in argv)
+    (pg,) = tool.prepare_argv(SB_PG, SPEC)
     assert pg[:3] == ["sysbench", "oltp_read_write", "--db-driver=pgsql"] and pg[-1] == "prepare"
     assert "--pgsql-port=5433" in pg and "--threads=4" in pg
-    assert sysbench.cleanup_argv("sysbench", PGC, SPEC)[-1] == "cleanup"
+    assert not any(a.startswith("--config-file") for a in pg)
+    (cleanup,) = tool.cleanup_argv(SB_PG, SPEC)
+    assert cleanup[-1] == "cleanup"
+
+
+def test_sysbench_study_options_override_the_defaults():
+    spec = PointSpec(engine="mysql", workload="sysbench-read-only", threads=8, clients=8, duration_s=30,
+                     params=(("table_size", 1000), ("tables", 4)),
+                     options=(("percentile", "99"), ("report-interval", "20"), ("skip-trx", "on")))
+    argv = sysbench.TOOL_IMPL.point_argv(SB_MY, spec, ["oltp_read_only"])
+    assert argv[-4:] == ["--report-interval=20", "--percentile=99", "--skip-trx=on", "run"]
+    assert "--report-interval=1" not in argv and "--percentile=95" not in argv
 
 
 def test_mysqlslap_command_line():
-    argv = mysqlslap.point_argv("mysqlslap", MY, SPEC, [])
+    tool = mysqlslap.TOOL_IMPL
+    argv = tool.point_argv(SLAP, SPEC, [])
     assert argv[:2] == ["mysqlslap", "--defaults-extra-file=/private/client.cnf"]  # must come first
     assert {"--concurrency=8", "--iterations=3", "--number-of-queries=5000", "--auto-generate-sql",
             "--host=127.0.0.1", "--port=3306", "--user=bench"} <= set(argv)
-    assert mysqlslap.prepare_argv("mysqlslap", MY, SPEC) is None
+    assert not any("--password" in a for a in argv)
+    assert tool.prepare_argv(SLAP, SPEC) == [] and tool.cleanup_argv(SLAP, SPEC) == []

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from dbarena.errors import ParseError
+from dbarena.interfaces import Client
 from dbarena.model import Connection, PointSpec
 from dbarena.workloads import tpcc
 
@@ -48,13 +49,15 @@ def test_missing_or_broken_per_thread_lines_are_errors():
 
 
 def test_command_lines():
-    conn = Connection(engine="mysql", host="127.0.0.1", port=3306, user="u", dbname="db", url="mysql://u@127.0.0.1/db",
-                      sysbench_config="/private/sb.cnf")
+    conn = Connection(protocol="mysql", host="127.0.0.1", port=3306, user="u", dbname="db",
+                      url="mysql://u@127.0.0.1/db")
+    client = Client(binary="sysbench", conn=conn, secret_file="/private/sb.cnf")
     spec = PointSpec(engine="mysql", workload="tpcc-like", threads=4, clients=4, duration_s=30,
                      params=(("warehouses", 2),))
-    steps = tpcc.prepare_argv("sysbench", conn, spec)
+    tool = tpcc.TOOL_IMPL
+    steps = tool.prepare_argv(client, spec)
     assert [s[-3:] for s in steps][0] == ["--tpcc_step=schema", "--threads=1", "prepare"]
     assert steps[1][-3] == "--tpcc_step=load" and steps[2][-3] == "--tpcc_step=index"
-    run = tpcc.point_argv("sysbench", conn, spec, ())
+    run = tool.point_argv(client, spec, ())
     assert run[1] == str(tpcc.SCRIPT) and "--config-file=/private/sb.cnf" in run and "--warehouses=2" in run
     assert run[-1] == "run" and "--threads=4" in run and "--time=30" in run
