@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Mapping, Sequence
 
 from dbarena import configkey
-from dbarena.errors import DatabaseError, ParseError
+from dbarena.errors import DatabaseError, Interrupted, ParseError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store import Store, now_utc
@@ -144,9 +144,14 @@ class Sweep:
                         self._dataset(action, step_spec)
                 if self.fail_fast and not result.ok:
                     break
-        finally:
+        except (KeyboardInterrupt, Interrupted):
+            raise  # leaving should be quick: a throwaway instance goes away whole anyway
+        except Exception:
             self._record_datasets()
             self._cleanup_left()
+            raise
+        self._record_datasets()
+        self._cleanup_left()
         return results
 
     # ------------------------------------------------------------ datasets

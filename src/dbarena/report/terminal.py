@@ -126,8 +126,9 @@ def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
         steady = "-"
         if r.get("steady_tps") is not None:
             steady = f"{r['steady_tps']:,.1f} ({_interval(r['tps_ci_low'], r['tps_ci_high'])})"
+        workload = r["workload"] + (f" [{r['variant']}]" if r.get("variant") else "")
         table.add_row(
-            str(r["run_id"]), escape(r["label"]), r["engine"], r["workload"], str(r["threads"]), str(r["clients"]),
+            str(r["run_id"]), escape(r["label"]), r["engine"], escape(workload), str(r["threads"]), str(r["clients"]),
             str(r.get("repeat", 0) + 1), _fmt(r["tps"]), _fmt(r["qps"]), steady, _fmt(r["latency_avg_ms"], 3),
             _fmt(r["latency_p95_ms"], 3), _fmt(r["failed_transactions"]), _fmt(r["errors"]), _warnings(r), status,
         )
