@@ -82,34 +82,31 @@ def _engine_list(ctx, param, value):
     return tuple(dict.fromkeys(names))
 
 
-def _overrides(*, engine_names, targets, workload_names, levels, clients_per_thread, duration, scale, tables,
-               table_size, warehouses, iterations, number_of_queries, repeats, warmup_s, pg_settings, mysql_settings,
-               pg_bindir, mysql_flavour, label, price_per_hour, server_cores, server_threads, fail_fast, quick
-               ) -> study_mod.Overrides:
+def _overrides(o: dict) -> study_mod.Overrides:
     """The flags given (None where not given), as overrides of a study."""
     target_of: dict[str, str] = {}
-    for url in targets:
+    for url in o["targets"]:
         engine = engines.engine_of_url(url)
         if engine in target_of:
             raise UsageError(f"two --target URLs for engine {engine!r}; give one per engine")
         target_of[engine] = engines.first(engine).check_target_url(url)
-    if engine_names is not None:
+    if o["engine_names"] is not None:
         for engine in target_of:
-            if engine not in engine_names:
+            if engine not in o["engine_names"]:
                 raise UsageError(f"--target {target_of[engine]} is a {engine} server, but --engine does not include "
                                  f"{engine}")
-    params = {k: v for k, v in (("scale", scale), ("tables", tables), ("table_size", table_size),
-                                ("warehouses", warehouses), ("iterations", iterations),
-                                ("queries", number_of_queries)) if v is not None}
-    settings = {k: v for k, v in (("postgres", pg_settings), ("mysql", mysql_settings)) if v}
+    params = {k: o[flag] for k, flag in (("scale", "scale"), ("tables", "tables"), ("table_size", "table_size"),
+                                         ("warehouses", "warehouses"), ("iterations", "iterations"),
+                                         ("queries", "number_of_queries")) if o[flag] is not None}
+    settings = {k: o[flag] for k, flag in (("postgres", "pg_settings"), ("mysql", "mysql_settings")) if o[flag]}
     return study_mod.Overrides(
-        engines=engine_names, workloads=tuple(workload_names) if workload_names else None,
-        levels=tuple(levels) if levels else None, duration_s=duration, warmup_s=warmup_s, repeats=repeats,
-        clients_per_thread=clients_per_thread, params=params, settings=settings, targets=target_of,
-        flavours={"mysql": mysql_flavour} if mysql_flavour else {},
-        bindirs={"postgres": str(pg_bindir)} if pg_bindir else {}, server_cores=server_cores,
-        server_threads=server_threads, label=label, price_per_hour=price_per_hour,
-        fail_fast=True if fail_fast else None, quick=quick,
+        engines=o["engine_names"], workloads=tuple(o["workload_names"]) if o["workload_names"] else None,
+        levels=tuple(o["levels"]) if o["levels"] else None, duration_s=o["duration"], warmup_s=o["warmup_s"],
+        repeats=o["repeats"], clients_per_thread=o["clients_per_thread"], params=params, settings=settings,
+        targets=target_of, flavours={"mysql": o["mysql_flavour"]} if o["mysql_flavour"] else {},
+        bindirs={"postgres": str(o["pg_bindir"])} if o["pg_bindir"] else {}, server_cores=o["server_cores"],
+        server_threads=o["server_threads"], label=o["label"], price_per_hour=o["price_per_hour"],
+        fail_fast=True if o["fail_fast"] else None, quick=o["quick"],
     )
 
 
@@ -190,7 +187,7 @@ def run_options(f):
 
 def _study_from_options(kwargs: dict) -> study_mod.Study:
     study_name = kwargs.pop("study_name")
-    return _make_study(study_name, _overrides(**kwargs))
+    return _make_study(study_name, _overrides(kwargs))
 
 
 @cli.command()
