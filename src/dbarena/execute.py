@@ -168,24 +168,8 @@ def version_line(binary: str | Path, executor: Executor | None = None) -> str:
 class LocalExecutor:
     """Runs subprocesses on this machine (the interfaces.Executor of a normal run)."""
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        env: dict | None = None,
-        timeout: float | None = None,
-        user: str | None = None,
-        cwd: str | Path | None = None,
-        on_stdout_line: LineCallback | None = None,
-        on_stderr_line: LineCallback | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> Completed:
-        return run(argv, env=env, timeout=timeout, user=user, cwd=cwd, on_stdout_line=on_stdout_line,
-                   on_stderr_line=on_stderr_line, on_start=on_start)
-
-    def spawn(self, argv: Sequence[str], *, log_path: Path, env: dict | None = None,
-              user: str | None = None) -> subprocess.Popen:
-        return spawn(argv, log_path=log_path, env=env, user=user)
-
+    # The module's functions are the implementation; one signature each, not two.
+    run = staticmethod(run)
+    spawn = staticmethod(spawn)
 
 LOCAL = LocalExecutor()
