@@ -97,6 +97,8 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
             "metric": ok[0]["metric"] if ok else members[0]["metric"],
             "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
             "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
+            # What the interval is: over repeats, or (one repeat) the precision of that run.
+            "interval": None if summary.ci_low is None else "within one run" if summary.within_run else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
             "_estimate": summary.estimate,
         })
@@ -122,7 +124,9 @@ def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> 
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
-    the comparison is about (server, settings, host, variant). Where a group of A has
+    the comparison is about (server, settings, host, variant). A verdict rests on the
+    variation between runs: with fewer than stats.MIN_REPEATS repeats on a side the row
+    has the ratio, `verdict` None and the reason. Where a group of A has
     no matching group in B at its engine, workload and threads, the row says which
     fields differ instead of giving a ratio."""
     rows = list(rows)
@@ -150,10 +154,10 @@ def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> 
         if match is None:
             sb = same_place[0]
             fields = configkey.differing(sa["config"] or {}, sb["config"] or {}, ignore)
+            reason = "not comparable: " + configkey.describe(sa["config"] or {}, sb["config"] or {}, fields)
             out.append({**base, "b_mean": sb["mean"], "b_n": sb["n"], "ratio": None, "ratio_ci_low": None,
                         "ratio_ci_high": None, "p_value": None, "significant": False, "differs": fields,
-                        "verdict": "not comparable: " + configkey.describe(sa["config"] or {}, sb["config"] or {},
-                                                                          fields)})
+                        "verdict": None, "reason": reason, "verdict_text": reason})
             continue
         if sa["_estimate"] is None or match["_estimate"] is None:
             continue
@@ -161,5 +165,5 @@ def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> 
         out.append({**base, "b_mean": match["mean"], "b_n": match["n"], "ratio": c.ratio, "ratio_ci_low": c.ci_low,
                     "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
                     "unverified": configkey.unknown(sa["config"] or {}, match["config"] or {}, ignore),
-                    "verdict": c.verdict})
+                    "verdict": c.verdict.value if c.verdict else None, "reason": c.reason, "verdict_text": c.text})
     return out

@@ -321,8 +321,10 @@ def compare(store, a, b, about, study_name, as_json):
 
     Only points whose configuration keys match apart from what the comparison is about
     are compared; elsewhere the row names the fields that differ instead of a ratio.
-    The ratio is B / A of the steady-state throughput, with a 95 % interval and a
-    verdict from Welch's t-test; "not significant" means the data cannot tell them apart.
+    The ratio is B / A of the steady-state throughput. With 3 or more repeats on both
+    sides it comes with a 95 % interval and a verdict from Welch's t-test on the run
+    means ("not significant": the data cannot tell them apart); with fewer, the row
+    says "no verdict" (JSON: verdict null and the reason).
     """
     with _open_store(store) as db:
         rows = analysis.load(db, study=study_name)

@@ -99,7 +99,7 @@ def test_a_two_variant_study_stores_both_and_compare_gives_the_variant_ratio(pub
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)
     assert [(r["threads"], r["by"], r["a_n"], r["b_n"]) for r in rows] == [(1, "variant", 2, 2), (2, "variant", 2, 2)]
-    assert all(r["ratio"] > 0 and r["ratio_ci_low"] is not None for r in rows)
+    assert all(r["ratio"] > 0 and r["verdict"] is None and r["reason"].startswith("no verdict: 2 repeat") for r in rows)
     summary = dbarena("results", "--store", str(store), "--summary", "--json", "--variant", "large", env=env)
     groups = json.loads(summary.stdout)
     assert {(g["variant"], g["threads"], g["n"]) for g in groups} == {("large", 1, 2), ("large", 2, 2)}
@@ -126,6 +126,7 @@ def test_runs_of_other_parameters_are_never_pooled_or_compared(public_tmp, tmp_p
     refused = [r for r in rows if r["ratio"] is None]
     assert len(matched) == 1 and matched[0]["a_n"] == 1  # only a's scale-2 / 3 s point meets b's
     assert len(refused) == 1 and "params.scale" in refused[0]["differs"] and "duration_s" in refused[0]["differs"]
-    assert "not comparable: duration_s 2 vs 3; params.scale 1 vs 2" == refused[0]["verdict"]
+    assert refused[0]["verdict"] is None
+    assert "not comparable: duration_s 2 vs 3; params.scale 1 vs 2" == refused[0]["reason"]
     table = dbarena("compare", "a", "b", "--store", str(store), env=env)
     assert "not comparable" in table.stdout

@@ -54,7 +54,7 @@ def test_welch_equals_scipy_ttest_ind():
     assert t == pytest.approx(want.statistic, rel=1e-12)
     c = stats.compare(stats.repeats(a), stats.repeats(b))
     assert c.p_value == pytest.approx(want.pvalue, rel=1e-9)
-    assert c.significant and "faster" in c.verdict
+    assert c.significant and c.verdict == stats.Verdict.FASTER and "faster (significant" in c.text
     assert c.ratio == pytest.approx(np.mean(b) / np.mean(a))
     assert c.ci_low < c.ratio < c.ci_high
 
@@ -72,13 +72,26 @@ def test_not_significant_is_said_plainly():
     a = stats.repeats([100.0, 102.0, 98.0])
     b = stats.repeats([101.0, 99.0, 102.5])
     c = stats.compare(a, b)
-    assert not c.significant and c.verdict.startswith("not significant")
+    assert not c.significant and c.verdict == stats.Verdict.NOT_SIGNIFICANT and c.text.startswith("not significant")
     assert c.ci_low < 1 < c.ci_high
 
 
-def test_single_repeats_give_no_interval_and_say_why():
-    c = stats.compare(stats.repeats([100.0]), stats.repeats([110.0]))
-    assert c.ci_low is None and c.p_value is None and "needs repeats" in c.verdict
+@pytest.mark.parametrize("a, b, n", [([100.0], [110.0], 1), ([100.0, 101.0], [150.0, 151.0, 149.0], 2)])
+def test_fewer_than_three_repeats_give_a_ratio_and_no_verdict(a, b, n):
+    c = stats.compare(stats.repeats(a), stats.repeats(b))
+    assert c.ratio == pytest.approx(np.mean(b) / np.mean(a))
+    assert c.verdict is None and not c.significant and c.ci_low is None and c.p_value is None
+    assert c.reason == c.text == f"no verdict: {n} repeat(s); needs 3"
+    assert "significant" not in c.text
+
+
+def test_a_single_runs_interval_is_marked_as_within_that_run_and_never_used_for_a_verdict():
+    rng = random.Random(1)
+    steady = stats.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
+    s = stats.summarize([steady.mean], single_run=steady)
+    assert s.within_run and s.estimate.n == 1 and s.estimate.se is None
+    other = stats.summarize([steady.mean * 1.5], single_run=steady)
+    assert stats.compare(s.estimate, other.estimate).verdict is None
 
 
 # ------------------------------------------------------------------ simulations
@@ -174,7 +187,7 @@ def test_single_repeat_takes_its_run_interval():
     rng = random.Random(1)
     steady = stats.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
     s = stats.summarize([steady.mean], single_run=steady)
-    assert (s.ci_low, s.ci_high) == (steady.ci_low, steady.ci_high)
+    assert (s.ci_low, s.ci_high) == (steady.ci_low, steady.ci_high) and s.within_run
     assert any(f.code == stats.Warning_.FEW_REPEATS for f in s.flags)
 
 

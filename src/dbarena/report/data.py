@@ -240,7 +240,8 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             "tps_per_core": tps / hw["physical_cores"] if tps and hw.get("physical_cores") else None,
             "tps_per_thread": tps / hw["hardware_threads"] if tps and hw.get("hardware_threads") else None,
             "scaling_efficiency": None, "ratio_to_baseline": None, "ratio_ci_low": None, "ratio_ci_high": None,
-            "verdict": None, "warnings": [w["code"] for w in summary["warnings"]],
+            "verdict": None, "reason": None, "verdict_text": None, "interval": summary["interval"],
+            "warnings": [w["code"] for w in summary["warnings"]],
             "_estimate": summary["_estimate"], "_config": summary["config"] or {}, "_variant": summary["variant"],
             "_label": summary["_label"],
         })
@@ -256,12 +257,13 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             base = by_series.get((baseline, engine, workload), {}).get(n)
             differs = _differs(row, base) if base and label != baseline else []
             if differs:
-                row["verdict"] = "not comparable: " + ", ".join(differs)
+                row["reason"] = row["verdict_text"] = "not comparable: " + ", ".join(differs)
             elif base and base["value"] and row["value"] is not None:
                 row["ratio_to_baseline"] = row["value"] / base["value"]
                 if label != baseline and base["_estimate"] is not None and row["_estimate"] is not None:
                     c = stats.compare(base["_estimate"], row["_estimate"])
-                    row.update(ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high, verdict=c.verdict)
+                    row.update(ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
+                               verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
 
     sections = []
     for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows):
@@ -332,7 +334,7 @@ PUBLIC_FIELDS = (
     "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high", "qps",
     "transactions", "queries", "time_s", "latency_avg_ms", "latency_p95_ms", "price_per_hour", "price_per_100_tps",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
-    "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict",
+    "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbarena import stats
 from dbarena.report.data import Report, Section
 
 
@@ -44,7 +45,8 @@ def results(section: Section) -> TableSpec:
         rows.append([
             r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
             num(r["latency_avg_ms"], 2), num(r["latency_p95_ms"], 2),
-            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])})" if r["tps_ci_low"] else ""),
+            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])}"
+                             f"{'*' if r['interval'] == 'within one run' else ''})" if r["tps_ci_low"] else ""),
             num(r["qps"]), str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
         ])
     return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
@@ -73,13 +75,13 @@ def ranking(section: Section, report: Report) -> TableSpec:
 
 def against_baseline(section: Section, report: Report) -> TableSpec | None:
     rows = [[r["label"], str(r["threads"]), num(r["ratio_to_baseline"], 3),
-             interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), r["verdict"] or "-"]
+             interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), r["verdict_text"] or "-"]
             for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
     if not rows:
         return None
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "95 % CI", "verdict"],
                      rows, "Ratio of steady-state throughput, label / baseline; the interval and the verdict "
-                           "(Welch's t-test) need repeats or per-second series on both sides.")
+                           f"(Welch's t-test on the run means) need {stats.MIN_REPEATS} repeats on both sides.")
 
 
 def price(section: Section, report: Report) -> TableSpec | None:

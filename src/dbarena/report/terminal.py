@@ -152,9 +152,14 @@ def summary_table(rows: Iterable[dict]) -> Table:
             escape(r["label"]), r["engine"], r["workload"], str(r["threads"]),
             *((escape(r.get("variant") or "-"),) if variants else ()), (r.get("config_key") or "-")[:6], r["metric"],
             f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""), _fmt(r["median"], 1),
-            _fmt(r["mean"], 1), _fmt(r["stdev"], 1), _interval(r["ci_low"], r["ci_high"]),
+            _fmt(r["mean"], 1), _fmt(r["stdev"], 1),
+            _interval(r["ci_low"], r["ci_high"]) + ("*" if r.get("interval") == "within one run" else ""),
             f"{r['cv']:.1%}" if r["cv"] is not None else "-", _warnings(r),
         )
+    if any(r.get("interval") == "within one run" for r in rows):
+        table.caption = ("* one repeat: the interval within that run (its precision), blind to run-to-run "
+                         "variation; no comparison verdict without 3 repeats")
+        table.caption_justify = "left"
     return table
 
 
@@ -187,7 +192,7 @@ def comparison_table(rows: Iterable[dict]) -> Table:
             f"{_fmt(r['a_mean'], 1)} (n={r['a_n']})", f"{_fmt(r['b_mean'], 1)} (n={r['b_n']})",
             f"{r['ratio']:.3f}" if r["ratio"] is not None else "-",
             _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3),
-            ("[bold]" if r["significant"] else "") + escape(r["verdict"]) + ("[/]" if r["significant"] else ""),
+            ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else ""),
         )
     return table
 
