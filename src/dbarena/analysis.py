@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from dbarena import configkey, stats
 from dbarena.errors import UsageError
+from dbarena.model import PointResult
 from dbarena.store import Store
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
@@ -49,12 +50,16 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
     """Stored points with their steady-state fields."""
     rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
     threads_of_run: dict[int, int] = {}
+    adaptive_run: dict[int, bool] = {}
     for row in rows:
         if row["run_id"] not in threads_of_run:
             run = store.run(row["run_id"])
             assert run is not None  # store.points joins each point to its run
             facts = run["host_facts"]
             threads_of_run[row["run_id"]] = facts.get("hardware_threads") or 1
+            adaptive_run[row["run_id"]] = bool(run["options"].get("precision"))
+        # Its number of repeats was chosen by the stopping rule (--precision).
+        row["adaptive"] = adaptive_run[row["run_id"]]
         row.update(analyse_point(row, store.samples(row["point_id"]), store.system_samples(row["point_id"]),
                                  threads_of_run[row["run_id"]]))
     return rows
@@ -72,6 +77,25 @@ def _value(row: dict) -> float | None:
     return row.get(row["metric"])
 
 
+def value(row: dict) -> float | None:
+    """A loaded point's figure, as summaries and comparisons use it (None if failed)."""
+    return _value(row) if row["status"] == "ok" else None
+
+
+def result_value(result: PointResult) -> float | None:
+    """The same figure for a point just measured, before it is read back from the
+    store: what adaptive repeats judge their precision on."""
+    m = result.measurement
+    if not result.ok or m is None:
+        return None
+    if m.tps is not None and result.samples:
+        steady = stats.steady_state([s.second for s in result.samples], [s.tps for s in result.samples],
+                                    result.spec.duration_s)
+        assert steady is not None  # the series is not empty
+        return steady.mean
+    return m.tps if m.tps is not None else m.qps
+
+
 def summaries(rows: Iterable[dict]) -> list[dict]:
     """One summary per label and configuration key over its repeats."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -83,7 +107,8 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
         ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
         values = [v for m in ok if (v := _value(m)) is not None]
         single = ok[0].get("_steady") if len(ok) == 1 else None
-        summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single)
+        summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single,
+                                  adaptive=any(m.get("adaptive") for m in ok))
         # Point-level warnings that matter for the whole group (deduplicated by code).
         seen = {f.code.value for f in summary.flags}
         point_flags = []

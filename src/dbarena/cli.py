@@ -102,12 +102,21 @@ def _overrides(o: dict) -> study_mod.Overrides:
     return study_mod.Overrides(
         engines=o["engine_names"], workloads=tuple(o["workload_names"]) if o["workload_names"] else None,
         levels=tuple(o["levels"]) if o["levels"] else None, duration_s=o["duration"], warmup_s=o["warmup_s"],
-        repeats=o["repeats"], clients_per_thread=o["clients_per_thread"], params=params, settings=settings,
+        repeats=o["repeats"], precision=o["precision"], max_repeats=o["max_repeats"], budget_s=o["budget"],
+        clients_per_thread=o["clients_per_thread"], params=params, settings=settings,
         targets=target_of, flavours={"mysql": o["mysql_flavour"]} if o["mysql_flavour"] else {},
         bindirs={"postgres": str(o["pg_bindir"])} if o["pg_bindir"] else {}, server_cores=o["server_cores"],
         server_threads=o["server_threads"], label=o["label"], price_per_hour=o["price_per_hour"],
         fail_fast=True if o["fail_fast"] else None, quick=o["quick"],
     )
+
+
+def _precision(ctx, param, value):
+    return None if value is None else study_mod.parse_precision(value)
+
+
+def _budget(ctx, param, value):
+    return None if value is None else study_mod.parse_duration(value)
 
 
 def _make_study(study_name: str | None, overrides: study_mod.Overrides) -> study_mod.Study:
@@ -160,6 +169,14 @@ def run_options(f):
         click.option("--repeat", "repeats", type=click.IntRange(min=1),
                      help="Run every point this many times, interleaved across points (not back to back) "
                           "[default: 1]."),
+        click.option("--precision", callback=_precision, metavar="PCT",
+                     help="Instead of --repeat: run the plan in rounds until the 95 % interval of each point's mean "
+                          "over runs is within +-PCT, e.g. 2% (at least 3 runs a point; see the README on how)."),
+        click.option("--max-repeats", type=click.IntRange(min=3), metavar="N",
+                     help="With --precision: at most N runs of a point [default: 10]."),
+        click.option("--budget", callback=_budget, metavar="TIME",
+                     help="With --precision: start no round past this much time, e.g. 90m or 2h; points not "
+                          "reached by then say so."),
         click.option("--warmup", "warmup_s", type=click.IntRange(min=0), metavar="SECONDS",
                      help="Before each point, a run with the same parameters for this long (stored apart, not a "
                           "result), then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL) [default: 0]."),
@@ -196,32 +213,47 @@ def _study_from_options(kwargs: dict) -> study_mod.Study:
 @click.option("--no-init", is_flag=True,
               help="Reuse the datasets already in the target instead of preparing them.")
 @click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
-def run(store, no_init, keep, **kwargs):
+@click.option("--resume", is_flag=False, flag_value="latest", metavar="[RUN]",
+              help="Continue an interrupted or partly failed run (RUN, or the latest such run in the store): its "
+                   "plan as stored, only the points not stored ok, into the same runs. Flags or --study given "
+                   "with it must describe the same plan.")
+def run(store, no_init, keep, resume, **kwargs):
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
-    3 missing binaries or unreachable target, 130 interrupted (finished points are kept).
+    3 missing binaries or unreachable target, 130 interrupted (finished points are kept;
+    `dbarena run --resume` continues).
     """
     # Everything the user could get wrong is checked before anything starts.
-    the_study = _study_from_options(kwargs)
+    store_path = store.resolve()
+    invocation = None
+    if resume is not None:
+        the_study, invocation = _resumed_study(store_path, resume, kwargs)
+    else:
+        the_study = _study_from_options(kwargs)
     if keep and all(e.target for e in the_study.engines):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     out = terminal.console()
     err = terminal.console(stderr=True)
-    store_path = store.resolve()
     with Store(store_path) as db:
         reporter = terminal.TerminalReporter(err)
-        outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init)
+        outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
+                              resume=invocation)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
         if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
             stored = sum(len(db.points(run_id=r)) for r in outcome.run_ids)
-            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}", markup=False)
+            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}; continue with: "
+                      f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
             raise SystemExit(outcome.exit_status)
         rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
         label = the_study.label or hostinfo.host_facts()["hostname"]
+        if outcome.skipped:
+            err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
         out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
-        if the_study.repeats > 1 or len(the_study.variants) > 1:
+        if outcome.precision:
+            out.print(terminal.precision_table(outcome.precision, the_study.precision))
+        if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
             groups = analysis.summaries(rows)
             out.print(terminal.summary_table(groups))
             for line in terminal.warning_lines(groups):
@@ -231,6 +263,31 @@ def run(store, no_init, keep, **kwargs):
     if outcome.failed:
         err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
     raise SystemExit(outcome.exit_status)
+
+
+def _resumed_study(store_path: Path, resume: str, kwargs: dict) -> tuple[study_mod.Study, str]:
+    """The stored plan of the run to resume, and its invocation. A study or flags given
+    with --resume must describe the same plan."""
+    if resume != "latest" and not resume.isdigit():
+        raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
+    if not store_path.is_file():
+        raise UsageError(f"--resume: no store {store_path}")
+    with Store(store_path) as db:
+        invocation, runs = session.resumable(db, None if resume == "latest" else int(resume))
+        first = runs[0]
+        record = db.study_text(first["study_sha256"]) if first["study_sha256"] else None
+    if record is None:
+        raise UsageError(f"--resume: run {first['id']} has no stored study")
+    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
+                               first["options"]["flags"])
+    study_name = kwargs.pop("study_name")
+    overrides = _overrides(kwargs)
+    if study_name is not None or overrides.flags():
+        given = _make_study(study_name, overrides)
+        changed = study_mod.differences(stored, given)
+        if changed:
+            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
+    return stored, invocation
 
 
 @cli.group("study")

@@ -170,6 +170,7 @@ class RunInfo:
     variant: str = ""
     flavour: str | None = None  # postgresql, mariadb, mysql
     study: "StudyRecord | None" = None
+    invocation: str | None = None  # the `dbarena run` it belongs to (a UUID): --resume continues them all
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from dbarena import workloads
+from dbarena import stats, workloads
 from dbarena.errors import UsageError
 from dbarena.model import PointSpec
 from dbarena.study import EngineEntry, Level, Study
@@ -94,7 +94,10 @@ def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) 
         variants = tuple(v.name for v in study.variants) or ("",)
         settings = {v.name: {**dict(engine.settings), **v.settings_for(engine.name)} for v in study.variants} \
             or {"": dict(engine.settings)}
-        points = tuple(replace(p, repeat=r, variant=v) for r in range(study.repeats) for v in variants for p in one_pass)
+        # Adaptive repeats (precision) start with the rounds every point runs (the
+        # least a verdict needs); rounds.Adaptive decides on more as results come.
+        repeats = study.repeats if study.precision is None else min(stats.MIN_REPEATS, study.max_repeats)
+        points = tuple(replace(p, repeat=r, variant=v) for r in range(repeats) for v in variants for p in one_pass)
         plans.append(EnginePlan(engine=engine, variants=variants, settings=settings,
                                 levels=tuple(sorted({p.threads for p in one_pass})), points=points))
     return plans

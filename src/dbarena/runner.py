@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from dbarena import configkey
 from dbarena.errors import DatabaseError, Interrupted, ParseError
@@ -68,9 +68,11 @@ def dataset_key(spec: PointSpec) -> tuple:
     return (spec.variant, WORKLOADS[spec.workload].tool.name, spec.params)
 
 
-def dataset_steps(plan: Sequence[PointSpec]) -> list[tuple[list, list]]:
+def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, PointSpec]] | None = None
+                  ) -> list[tuple[list, list]]:
     """For each point, the dataset steps before and after it: ("prepare" | "cleanup",
-    spec). Pure, so the lifecycles are tested without a server.
+    spec). Pure, so the lifecycles are tested without a server. `current` (updated
+    in place) carries what is prepared from one round of points to the next.
 
     - "run": prepared before the first point that needs it, and again (after a
       cleanup) when a later point needs other parameters; what is left at the end is
@@ -81,7 +83,8 @@ def dataset_steps(plan: Sequence[PointSpec]) -> list[tuple[list, list]]:
       prepare / run / cleanup around each sysbench test).
     """
     steps: list[tuple[list, list]] = [([], []) for _ in plan]
-    current: dict[tuple, tuple[tuple, PointSpec]] = {}  # (variant, tool) -> (dataset key, who prepared it)
+    if current is None:
+        current = {}  # (variant, tool) -> (dataset key, who prepared it)
 
     def block(a: PointSpec, b: PointSpec | None) -> bool:
         return b is not None and (a.workload, a.repeat, a.variant, a.params, a.options) == \
@@ -119,30 +122,44 @@ class Sweep:
         self.fail_fast = fail_fast
         self.init = init
         self.sample_system = sample_system
-        self.first_index = first_index
+        self.next_index = first_index  # of the next point, over the whole session (for the reporter)
         self.prepared: dict[tuple, PointSpec] = {}  # dataset key -> a spec that prepared it
         self.broken: dict[tuple, str] = {}  # dataset key -> why it could not be prepared
 
     def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
         """Every point of the plan in order; the results, each already stored."""
-        steps = dataset_steps(plan)
+        rounds = iter([plan])
+        return self.run_rounds(lambda finished: next(rounds, []))
+
+    def run_rounds(self, next_round: Callable[[list[PointResult]], Sequence[PointSpec]]) -> list[PointResult]:
+        """Rounds of points until next_round(results of the last round) is empty (the
+        adaptive plan of rounds.Adaptive decides each round from the one before).
+        Datasets prepared once per run stay prepared from one round to the next."""
         results: list[PointResult] = []
+        current: dict[tuple, tuple[tuple, PointSpec]] = {}
+        finished: list[PointResult] = []
         try:
-            for offset, (spec, (before, after)) in enumerate(zip(plan, steps)):
-                index = self.first_index + offset
-                if self.init:
-                    for action, step_spec in before:
-                        self._dataset(action, step_spec)
-                self.reporter.point_started(index, spec)
-                result = self.point(spec)
-                bound = self.targets[spec.variant]
-                self.store.add_point(bound.run_id, result, bound.config(spec))
-                results.append(result)
-                self.reporter.point_finished(index, result)
-                if self.init:
-                    for action, step_spec in after:
-                        self._dataset(action, step_spec)
-                if self.fail_fast and not result.ok:
+            while plan := next_round(finished):
+                finished = []
+                for spec, (before, after) in zip(plan, dataset_steps(plan, current)):
+                    index = self.next_index
+                    self.next_index += 1
+                    if self.init:
+                        for action, step_spec in before:
+                            self._dataset(action, step_spec)
+                    self.reporter.point_started(index, spec)
+                    result = self.point(spec)
+                    bound = self.targets[spec.variant]
+                    self.store.add_point(bound.run_id, result, bound.config(spec))
+                    finished.append(result)
+                    results.append(result)
+                    self.reporter.point_finished(index, result)
+                    if self.init:
+                        for action, step_spec in after:
+                            self._dataset(action, step_spec)
+                    if self.fail_fast and not result.ok:
+                        break
+                if self.fail_fast and any(not r.ok for r in finished):
                     break
         except (KeyboardInterrupt, Interrupted):
             raise  # leaving should be quick: a throwaway instance goes away whole anyway

@@ -11,11 +11,15 @@ a study, calls `run` and renders the outcome; Python code can do the same.
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
+import time
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import configkey, engines, execute, hostinfo, plan, workloads
+from dbarena import analysis, configkey, engines, execute, hostinfo, plan, rounds, workloads
 from dbarena.errors import ExitStatus, Interrupted, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -29,6 +33,9 @@ class SilentReporter:
     """A Reporter that tells nobody."""
 
     def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
+        pass
+
+    def replan(self, first_index: int, remaining: Sequence[PointSpec]) -> None:
         pass
 
     def stage(self, text: str) -> None:
@@ -55,6 +62,9 @@ class Outcome:
     results: list[PointResult] = field(default_factory=list)
     exit_status: ExitStatus = ExitStatus.OK
     notes: list[str] = field(default_factory=list)  # e.g. how to reach a --keep instance
+    invocation: str = ""
+    precision: list[rounds.PointState] = field(default_factory=list)  # adaptive repeats: where each point ended
+    skipped: int = 0  # points a --resume found stored already
 
     @property
     def failed(self) -> int:
@@ -108,12 +118,16 @@ def _bindir(entry: EngineEntry) -> Path | None:
 
 
 def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
-        keep: bool = False, init: bool = True, host_facts: dict | None = None) -> Outcome:
+        keep: bool = False, init: bool = True, host_facts: dict | None = None, resume: str | None = None,
+        clock: Callable[[], float] = time.monotonic) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
 
     Finished points are stored as they finish. Ctrl-C (KeyboardInterrupt) and
     SIGTERM (errors.Interrupted) end the run: it is marked interrupted and the
     outcome says so (130 / 143); other errors mark it failed and propagate.
+    `resume` (an invocation: see resumable) continues the runs of an earlier
+    `dbarena run` of this study: points stored ok are not run again, new points
+    join the same runs.
     """
     reporter = reporter or SilentReporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
@@ -121,7 +135,9 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     check_settings(study, executor)
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
-    outcome = Outcome()
+    outcome = Outcome(invocation=resume or str(uuid.uuid4()))
+    previous = {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
+    deadline = clock() + study.budget_s if study.budget_s is not None else None
     everything = plan.all_points(plans)
     begun: list[bool] = []
 
@@ -133,10 +149,11 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     index = 0
     try:
         for engine_plan in plans:
-            _run_engine(engine_plan, study=study, record=record, label=label, facts=facts, store=store,
-                        executor=executor, reporter=reporter, keep=keep, init=init, outcome=outcome,
-                        first_index=index, begin=begin)
-            index += len(engine_plan.points)
+            later = [p for other in plans[plans.index(engine_plan) + 1:] for p in other.points]
+            index = _run_engine(engine_plan, study=study, record=record, label=label, facts=facts, store=store,
+                                executor=executor, reporter=reporter, keep=keep, init=init, outcome=outcome,
+                                first_index=index, begin=begin, previous=previous, later=later, clock=clock,
+                                deadline=deadline)
             if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
                 break
     finally:
@@ -149,13 +166,16 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
 
 def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyRecord, label: str, facts: dict,
                 store: Store, executor: Executor, reporter: Reporter, keep: bool, init: bool, outcome: Outcome,
-                first_index: int, begin: Callable[[], None]) -> None:
+                first_index: int, begin: Callable[[], None], previous: dict[tuple[str, str], int],
+                later: list[PointSpec], clock: Callable[[], float], deadline: float | None) -> int:
+    """One engine's plan; the index of the next point of the session."""
     entry = engine_plan.engine
     bindir = _bindir(entry)
     engine = engines.get(entry.name, entry.flavour, bindir=bindir, executor=executor)
     tools = {workloads.WORKLOADS[p.workload].tool.name: workloads.WORKLOADS[p.workload].tool
              for p in engine_plan.points}
     run_ids: list[int] = []
+    next_index = first_index
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
@@ -174,21 +194,46 @@ def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyReco
                 tool_versions = {t.binary: execute.version_line(target.client(t).binary, executor)
                                  for t in tools.values()}
                 tool_versions.update(engine.client_libraries())
-                run_id = store.begin_run(_run_info(study, record, label, facts, entry, engine, target, variant,
-                                                   settings, tool_versions, init))
+                info = _run_info(study, record, label, facts, entry, engine, target, variant, settings,
+                                 tool_versions, init, outcome.invocation)
+                if (entry.name, variant) in previous:
+                    run_id = previous[(entry.name, variant)]
+                    store.reopen_run(run_id, info.options)
+                else:
+                    run_id = store.begin_run(info)
                 run_ids.append(run_id)
                 outcome.run_ids.append(run_id)
                 context = _key_context(entry, target, settings, variant, facts)
                 bound[variant] = Bound(target=target, run_id=run_id, context=context)
+            stored = _stored(store, bound, engine_plan.points) if previous else {}
             levels = ", ".join(map(str, engine_plan.levels))
             begin()
+            how = (f", repeats until +-{study.precision:.1%} (at most {study.max_repeats})" if study.precision
+                   else f", {study.repeats} repeats interleaved" if study.repeats > 1 else "")
             reporter.stage(f"study {study.name}{' --quick' if study.quick else ''}: {len(engine_plan.points)} points on {entry.name}: "
                            f"{', '.join(dict.fromkeys(p.workload for p in engine_plan.points))} at threads {levels}"
-                           f"{f', {study.repeats} repeats interleaved' if study.repeats > 1 else ''}"
+                           f"{how}"
                            f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
             sweep = Sweep(targets=bound, store=store, reporter=reporter, executor=executor,
                           fail_fast=study.fail_fast, init=init, first_index=first_index)
-            outcome.results += sweep.run(engine_plan.points)
+            if study.precision is None:
+                todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.get("ok", {})]
+                outcome.skipped += len(engine_plan.points) - len(todo)
+                if previous:
+                    reporter.replan(first_index, todo + later)
+                outcome.results += sweep.run(todo)
+            else:
+                adaptive = rounds.Adaptive(
+                    engine_plan.points, target=study.precision, max_repeats=study.max_repeats,
+                    budget_s=None if deadline is None else deadline - clock(), value=analysis.result_value,
+                    estimate_s=estimate_s, history=stored.get("states"), clock=clock,
+                    on_forecast=lambda remaining: reporter.replan(sweep.next_index, remaining + later))
+                outcome.skipped += sum(len(s.values) for s in adaptive.summary())
+                try:
+                    outcome.results += sweep.run_rounds(adaptive.next_round)
+                finally:
+                    outcome.precision += adaptive.summary()
+            next_index = sweep.next_index
             for run_id in run_ids:
                 store.finish_run(run_id, "finished")
             if keep:
@@ -201,6 +246,31 @@ def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyReco
         for run_id in run_ids:
             store.finish_run(run_id, "failed")
         raise
+    return next_index
+
+
+def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:
+    """What earlier sessions of these runs stored (--resume), matched to the plan by
+    configuration key (so a point measured under another server version or setting
+    is not taken for this one): {"ok": {(point, repeat)}, "states": {point: PointState}}."""
+    by_key: dict[str, PointSpec] = {}
+    for p in points:
+        key = rounds.base(p)
+        by_key[configkey.digest(bound[p.variant].config(key))] = key
+    ok: set[tuple[PointSpec, int]] = set()
+    states: dict[PointSpec, rounds.PointState] = {}
+    for b in bound.values():
+        for row in analysis.load(store, run_id=b.run_id):
+            spec = by_key.get(row["config_key"])
+            if spec is None:
+                continue
+            state = states.setdefault(spec, rounds.PointState(spec=spec))
+            state.next_repeat = max(state.next_repeat, row["repeat"] + 1)
+            figure = analysis.value(row)
+            if figure is not None:
+                ok.add((spec, row["repeat"]))
+                state.values.append(figure)
+    return {"ok": ok, "states": states}
 
 
 def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: str, facts: dict) -> dict:
@@ -214,7 +284,8 @@ def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: st
 
 
 def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, engine: Engine,
-              target: Target, variant: str, settings: dict, tool_versions: dict, init: bool) -> RunInfo:
+              target: Target, variant: str, settings: dict, tool_versions: dict, init: bool,
+              invocation: str) -> RunInfo:
     target_facts = target.facts()
     if not target.throwaway:
         if entry.server_cores:
@@ -224,6 +295,10 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
         "init": init, "repeats": study.repeats,
+        # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
+        "flags": dict(study.flags), "source": study.source,
+        "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
+        "owner": {"pid": os.getpid(), "host": facts.get("hostname", "")},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},
     }
@@ -231,5 +306,50 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
         label=label, host=facts.get("hostname", ""), engine=entry.name, target=target.url, started_at=now_utc(),
         server_version=target.server_version, tool_versions=tool_versions, options=options, host_facts=facts,
         target_facts=target_facts, price_per_hour=study.price_per_hour, currency=study.currency, variant=variant,
-        flavour=target.flavour, study=record,
+        flavour=target.flavour, study=record, invocation=invocation,
     )
+
+
+def _incomplete(store: Store, run: dict) -> bool:
+    if run["status"] != "finished":
+        return True
+    # A failed point that no later repeat of the same configuration and index replaced.
+    rows = store.points(run_id=run["id"])
+    ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
+    return any(r["status"] == "failed" and (r["config_key"], r["repeat"]) not in ok for r in rows)
+
+
+def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
+    """The `dbarena run` to continue (its invocation) and its stored runs: the one run
+    RUN belongs to, or the latest that did not finish every point. UsageError when
+    there is none, or when its owner is still running it."""
+    if run_id is not None:
+        run = store.run(run_id)
+        if run is None:
+            raise UsageError(f"--resume {run_id}: no run {run_id} in {store.path}")
+        if not run.get("invocation") or "flags" not in run["options"]:
+            raise UsageError(f"--resume {run_id}: run {run_id} was stored by an older dbarena (or imported) "
+                             "without its plan; it cannot be resumed")
+        invocation = run["invocation"]
+    else:
+        candidates = [r for r in reversed(store.runs()) if r.get("invocation") and "flags" in r["options"]]
+        invocation = next((r["invocation"] for r in candidates if _incomplete(store, r)), "")
+        if not invocation:
+            raise UsageError(f"--resume: no interrupted or partly failed run in {store.path}")
+    runs = store.invocation_runs(invocation)
+    for r in runs:
+        owner = r["options"].get("owner") or {}
+        if r["status"] == "running" and owner.get("host") == socket.gethostname() \
+                and owner.get("pid") and _alive(owner["pid"]):
+            raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
+    return invocation, runs
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != os.getpid()

@@ -127,14 +127,21 @@ def batch_means(series: Sequence[float], min_batches: int = 4) -> Estimate | Non
     return Estimate(mean=grand, se=se, df=k - 1, n=k)
 
 
-def repeats(values: Sequence[float]) -> Estimate | None:
-    """Mean of independent repeats with its standard error."""
+def repeats(values: Sequence[float], adaptive: bool = False) -> Estimate | None:
+    """Mean of independent repeats with its standard error. `adaptive`: their number
+    was chosen by the stopping rule (precision), which stops when the spread happens
+    to be small; the standard error then uses the rule's upper bound on the standard
+    deviation (see precision()), or comparisons of such points would call 8 to 10 %
+    of A/A pairs significant instead of at most 5 %."""
     if not values:
         return None
-    if len(values) == 1:
+    n = len(values)
+    if n == 1:
         return Estimate(mean=values[0], se=None, df=None, n=1)
-    return Estimate(mean=statistics.fmean(values), se=statistics.stdev(values) / math.sqrt(len(values)),
-                    df=len(values) - 1, n=len(values))
+    sd = statistics.stdev(values)
+    if adaptive:
+        sd *= _sigma_bound_factor(n)
+    return Estimate(mean=statistics.fmean(values), se=sd / math.sqrt(n), df=n - 1, n=n)
 
 
 # ------------------------------------------------------------------ one point's series
@@ -283,7 +290,8 @@ class Summary:
     within_run: bool = False  # ci_low/ci_high are one run's batch-means interval
 
 
-def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState | None = None) -> Summary:
+def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState | None = None,
+              adaptive: bool = False) -> Summary:
     """Repeats of one point. With one repeat, the interval shown is that run's
     batch-means interval, marked within_run: the precision of one run, not run-to-run
     variation (the few-repeats warning says so). Comparisons use `estimate`, which
@@ -296,7 +304,7 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
     if n == 0:
         return Summary(n=0, failed=failed, median=None, mean=None, stdev=None, ci_low=None, ci_high=None, cv=None,
                        flags=tuple(flags))
-    est = repeats(values)
+    est = repeats(values, adaptive=adaptive)
     assert est is not None  # n > 0
     stdev = statistics.stdev(values) if n > 1 else None
     mean = statistics.fmean(values)
@@ -412,6 +420,11 @@ class Precision:
     reached: bool
 
 
+def _sigma_bound_factor(n: int) -> float:
+    """s x this = the upper SIGMA_BOUND confidence bound on the standard deviation."""
+    return math.sqrt((n - 1) / float(_chi2().ppf(1 - SIGMA_BOUND, n - 1)))
+
+
 def _conservative_half(values: Sequence[float], confidence: float) -> float | None:
     n = len(values)
     if n < 2:
@@ -419,7 +432,7 @@ def _conservative_half(values: Sequence[float], confidence: float) -> float | No
     mean = statistics.fmean(values)
     if mean <= 0:
         return None
-    s_upper = statistics.stdev(values) * math.sqrt((n - 1) / float(_chi2().ppf(1 - SIGMA_BOUND, n - 1)))
+    s_upper = statistics.stdev(values) * _sigma_bound_factor(n)
     return float(_t().ppf(0.5 + confidence / 2, n - 1)) * s_upper / math.sqrt(n) / mean
 
 
@@ -444,7 +457,7 @@ def repeats_needed(values: Sequence[float], target: float, max_repeats: int, con
     mean = statistics.fmean(values)
     sd = statistics.stdev(values)
     for m in range(low, max_repeats + 1):
-        s_upper = sd * math.sqrt((m - 1) / float(_chi2().ppf(1 - SIGMA_BOUND, m - 1)))
+        s_upper = sd * _sigma_bound_factor(m)
         if mean > 0 and float(_t().ppf(0.5 + confidence / 2, m - 1)) * s_upper / math.sqrt(m) / mean <= target:
             return m
     return max_repeats

@@ -163,6 +163,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE points ADD COLUMN config_key TEXT;  -- its digest: points of one key may be pooled
     CREATE INDEX points_config ON points(config_key);
     """,
+    # 8: the `dbarena run` a run belongs to (one per engine and variant), for --resume.
+    """
+    ALTER TABLE runs ADD COLUMN invocation TEXT;  -- a UUID; NULL before schema 8
+    CREATE INDEX runs_invocation ON runs(invocation);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -281,14 +286,14 @@ class Store:
         cur = self.db.execute(
             "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
             " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour, currency, variant,"
-            " flavour, study_sha256)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " flavour, study_sha256, invocation)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run.label, run.host, run.engine, run.target, run.server_version,
                 json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
                 json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
                 __version__, _utc(run.started_at), status, run.price_per_hour, run.currency, run.variant,
-                run.flavour, run.study.sha256 if run.study is not None else None,
+                run.flavour, run.study.sha256 if run.study is not None else None, run.invocation,
             ),
         )
         assert cur.lastrowid is not None
@@ -300,6 +305,16 @@ class Store:
         with self.db:
             self.db.execute("UPDATE runs SET target_facts = ? WHERE id = ?",
                             (json.dumps({**current, **facts}, sort_keys=True), run_id))
+
+    def reopen_run(self, run_id: int, options: dict) -> None:
+        """A run continued by --resume: running again, with the options of this session."""
+        with self.db:
+            self.db.execute("UPDATE runs SET status = 'running', ended_at = NULL, options = ? WHERE id = ?",
+                            (json.dumps(options, sort_keys=True), run_id))
+
+    def invocation_runs(self, invocation: str) -> list[dict]:
+        ids = [i for (i,) in self.db.execute("SELECT id FROM runs WHERE invocation = ? ORDER BY id", (invocation,))]
+        return [r for r in map(self.run, ids) if r is not None]
 
     def finish_run(self, run_id: int, status: str) -> None:
         with self.db:

@@ -24,6 +24,10 @@ The schema (version 1):
     duration_s = 600                # seconds per point (timed tools)
     warmup_s = 0                    # a same-parameter run before each point, then a checkpoint
     repeats = 1                     # every point N times, interleaved
+    precision = "2%"                # instead: repeat each point (in rounds) until the 95 % interval
+                                    #   of its mean over runs is within +-2 % (at least 3 runs)
+    max_repeats = 10                # with precision: at most this many runs of a point
+    budget = "2h"                   # with precision: start no round past this machine time (s, m, h)
     clients_per_thread = 2          # pgbench -c = threads x this
     datasets = "run"                # (re)create datasets once per "run", per "workload" or per "point"
     fail_fast = false
@@ -51,7 +55,7 @@ The schema (version 1):
     workload = "sysbench-read-only"
     engines = ["mysql"]             # optional [default: every study engine it can run on]
     options = { skip-trx = "on" }   # the tool's options
-    # and any [sweep] key but repeats/fail_fast, and any [datasets] key
+    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast, and any [datasets] key
 
     [price]
     per_hour = 1.4464               # or per_month = 420 (730 hours a month)
@@ -85,7 +89,8 @@ PARAM_DEFAULTS = {"scale": 10, "tables": 4, "table_size": 10000, "warehouses": 1
                   "queries": 100000}
 SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
                                   "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
-                                  "fail_fast": False}
+                                  "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None}
+MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
@@ -103,6 +108,36 @@ FLAGS_SOURCE = "command-line flags"
 
 class StudyError(UsageError):
     """A study file that does not follow the schema: names the file and the key."""
+
+
+def parse_precision(text: str) -> float:
+    """'2%' -> 0.02 (a relative half width of the 95 % interval)."""
+    number = text.strip().removesuffix("%").strip()
+    try:
+        value = float(number) / 100
+    except ValueError:
+        value = -1.0
+    if not text.strip().endswith("%") or not 0 < value <= MAX_PRECISION:
+        raise UsageError(f"precision {text!r}: expected a percentage above 0 and at most "
+                         f"{MAX_PRECISION:.0%}, e.g. \"2%\"")
+    return value
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """'2h' -> 7200, '90m' -> 5400, '45s' or '45' -> 45 (seconds, at least 1)."""
+    body = text.strip().lower()
+    unit = _UNITS.get(body[-1:], None) if body else None
+    number = body[:-1] if unit else body
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"duration {text!r}: expected e.g. 45s, 90m or 2h")
+    return int(value)
 
 
 Level = int | str  # 4, or "20%" of the server's hardware threads
@@ -151,6 +186,9 @@ class Study:
     description: str = ""
     label: str | None = None
     repeats: int = 1
+    precision: float | None = None  # adaptive repeats: the relative half width to reach
+    max_repeats: int = 10
+    budget_s: int | None = None
     fail_fast: bool = False
     engines: tuple[EngineEntry, ...] = ()
     workloads: tuple[WorkloadEntry, ...] = ()
@@ -160,6 +198,7 @@ class Study:
     price_basis: str | None = None  # "per hour" or "420 per month / 730 h"
     quick: bool = False
     changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
+    flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
 
     @property
     def sha256(self) -> str:
@@ -312,11 +351,39 @@ class _Checker:
             else self._bad("description", "expected a text"),
             label=self.str_(label, "label") if label is not None else None,
             repeats=self.int_(sweep["repeats"], "sweep.repeats"),
+            precision=self.precision(sweep["precision"], sweep),
+            max_repeats=self.int_(sweep["max_repeats"], "sweep.max_repeats", minimum=3),
+            budget_s=self.duration(sweep["budget"], "sweep.budget") if sweep["budget"] is not None else None,
             fail_fast=self.bool_(sweep["fail_fast"], "sweep.fail_fast"),
             engines=engine_entries, workloads=tuple(entries),
             variants=self.variants(raw.get("variants", {}), study_engines),
             price_per_hour=price, currency=currency, price_basis=basis,
         )
+
+    def precision(self, raw: Any, sweep: dict) -> float | None:
+        if raw is None:
+            if sweep["budget"] is not None:
+                raise self.fail("sweep.budget", "a budget bounds adaptive repeats: give sweep.precision too")
+            return None
+        if not isinstance(raw, str):
+            raise self.fail("sweep.precision", f"expected a percentage like \"2%\", not {_kind(raw)}")
+        if sweep["repeats"] != 1:
+            raise self.fail("sweep.precision", "give either repeats (a fixed number) or precision (adaptive), "
+                                               "not both")
+        try:
+            return parse_precision(raw)
+        except UsageError as exc:
+            raise self.fail("sweep.precision", str(exc)) from None
+
+    def duration(self, raw: Any, key: str) -> int:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return self.int_(raw, key)
+        if not isinstance(raw, str):
+            raise self.fail(key, f"expected seconds or a text like \"2h\", not {_kind(raw)}")
+        try:
+            return parse_duration(raw)
+        except UsageError as exc:
+            raise self.fail(key, str(exc)) from None
 
     def _bad(self, key: str, message: str) -> Any:
         raise self.fail(key, message)
@@ -477,6 +544,9 @@ class Overrides:
     duration_s: int | None = None
     warmup_s: int | None = None
     repeats: int | None = None
+    precision: float | None = None
+    max_repeats: int | None = None
+    budget_s: int | None = None
     clients_per_thread: int | None = None
     params: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings
@@ -493,8 +563,9 @@ class Overrides:
     def flags(self) -> dict[str, Any]:
         """The flags given, as the implicit study of a flags-only `dbarena run` records them."""
         out: dict[str, Any] = {}
-        for name in ("engines", "workloads", "levels", "duration_s", "warmup_s", "repeats", "clients_per_thread",
-                     "server_cores", "server_threads", "label", "price_per_hour", "fail_fast"):
+        for name in ("engines", "workloads", "levels", "duration_s", "warmup_s", "repeats", "precision",
+                     "max_repeats", "budget_s", "clients_per_thread", "server_cores", "server_threads", "label",
+                     "price_per_hour", "fail_fast"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
@@ -504,6 +575,16 @@ class Overrides:
         if self.quick:
             out["quick"] = True
         return out
+
+    @classmethod
+    def from_flags(cls, flags: Mapping[str, Any]) -> "Overrides":
+        """The inverse of flags(): what a stored run recorded, as Overrides again."""
+        values: dict[str, Any] = {}
+        for name, value in flags.items():
+            if name not in cls.__dataclass_fields__:
+                raise UsageError(f"the stored run has a flag {name!r} this dbarena does not know")
+            values[name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
 
 
 def implicit(overrides: Overrides) -> Study:
@@ -535,7 +616,7 @@ def implicit(overrides: Overrides) -> Study:
     study = apply(skeleton, replace(overrides, workloads=None, engines=None))
     body = {"schema": SCHEMA_VERSION, "name": "flags", "title": "a study made of command-line flags",
             "flags": overrides.flags()}
-    return replace(study, text=tomli_w.dumps(_plain(body)), changes=())
+    return replace(study, text=tomli_w.dumps(_plain(body)), changes=(), flags=overrides.flags())
 
 
 def _plain(value: Any) -> Any:
@@ -641,6 +722,20 @@ def apply(study: Study, o: Overrides) -> Study:
 
     repeats = o.repeats if o.repeats is not None else study.repeats
     note("repeats", study.repeats, repeats, "--repeat")
+    precision = o.precision if o.precision is not None else study.precision
+    if o.repeats is not None and o.precision is None:
+        precision = None  # --repeat asks for a fixed number: it replaces the study's precision
+    elif o.precision is not None:
+        if o.repeats is not None:
+            raise UsageError("give either --repeat (a fixed number) or --precision (adaptive), not both")
+        repeats = 1
+    note("precision", study.precision, precision, "--precision/--repeat")
+    max_repeats = o.max_repeats if o.max_repeats is not None else study.max_repeats
+    note("max_repeats", study.max_repeats, max_repeats, "--max-repeats")
+    budget_s = o.budget_s if o.budget_s is not None else study.budget_s
+    note("budget_s", study.budget_s, budget_s, "--budget")
+    if precision is None and (o.budget_s is not None or o.max_repeats is not None):
+        raise UsageError("--budget and --max-repeats bound adaptive repeats: give --precision too")
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
     price, currency, basis = study.price_per_hour, study.currency, study.price_basis
@@ -648,6 +743,8 @@ def apply(study: Study, o: Overrides) -> Study:
         note("price per hour", price, o.price_per_hour, "--price-per-hour")
         price, currency, basis = o.price_per_hour, currency or "USD", "per hour"
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), repeats=repeats, label=label,
+                   precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
+                   flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
                    price_per_hour=price, currency=currency, price_basis=basis, quick=study.quick or o.quick,
                    changes=study.changes + tuple(changes))
@@ -659,3 +756,37 @@ def _show(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(map(str, value))
     return str(value)
+
+
+# ------------------------------------------------------------------ --resume
+
+
+def rebuild(text: str, source: str, flags: Mapping[str, Any]) -> Study:
+    """The study a stored run followed, from its text and the flags applied over it."""
+    overrides = Overrides.from_flags(flags)
+    if source == FLAGS_SOURCE:
+        return implicit(overrides)
+    path = Path(source)
+    return apply(parse(text, source, path.resolve().parent if path.is_file() else None), overrides)
+
+
+def _flat(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def differences(old: Study, new: Study) -> list[str]:
+    """What differs between two studies' files and flags, key by key ("sweep.duration_s:
+    600 -> 30"); [] when they describe the same plan."""
+    def flat(study: Study) -> dict[str, Any]:
+        out = _flat("", tomllib.loads(study.text), {})
+        out.pop("flags", None)
+        out.update(_flat("flags", _plain(dict(study.flags)), {}))
+        return out
+
+    a, b = flat(old), flat(new)
+    return [f"{k}: {_show(a.get(k))} -> {_show(b.get(k))}" for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]

@@ -162,9 +162,13 @@ class RecordingReporter:
         self.started: list[int] = []
         self.finished: list[tuple[int, str]] = []
         self.samples: list[Sample] = []
+        self.replans: list[tuple[int, int]] = []
 
     def begin(self, plan, estimate_s) -> None:
         pass
+
+    def replan(self, first_index, remaining) -> None:
+        self.replans.append((first_index, len(remaining)))
 
     def stage(self, text: str) -> None:
         self.stages.append(text)

@@ -4,6 +4,8 @@ reduced to its steady-state mean by the same code as a stored point. Seeded."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -47,12 +49,20 @@ def test_one_run_a_side_is_never_a_verdict_however_far_apart():
     assert c.verdict is None and c.ratio == pytest.approx(2.0, rel=0.1)
 
 
-def adaptive(model_cv: float, target: float, rng: np.random.Generator, max_repeats: int = 10) -> stats.Precision:
+@dataclass
+class Stopped:
+    """Where the stopping rule left a simulated point."""
+
+    values: list[float]
+    state: stats.Precision
+
+
+def adaptive(model_cv: float, target: float, rng: np.random.Generator, max_repeats: int = 10) -> Stopped:
     values = [1000.0 * (1 + model_cv * rng.standard_normal()) for _ in range(stats.MIN_REPEATS)]
     while True:
         state = stats.precision(values, target)
         if state.reached or len(values) >= max_repeats:
-            return state
+            return Stopped(values, state)
         values.append(1000.0 * (1 + model_cv * rng.standard_normal()))
 
 
@@ -64,7 +74,7 @@ def test_intervals_reached_by_adaptive_repeats_cover_the_true_mean(noise_over_ta
     target = 0.02
     reached = covered = 0
     for _ in range(2000):
-        state = adaptive(noise_over_target * target, target, rng)
+        state = adaptive(noise_over_target * target, target, rng).state
         if state.reached:
             assert state.half_width is not None and state.mean is not None and state.n >= 3
             reached += 1
@@ -80,3 +90,15 @@ def test_precision_needs_three_runs_and_forecasts_the_rest():
     assert not stats.precision(wide, 0.01).reached
     assert 3 < stats.repeats_needed(wide, 0.01, max_repeats=10) <= 10
     assert stats.repeats_needed([1000.0], 0.02, max_repeats=10) == 3
+
+
+def test_a_a_pairs_of_adaptively_repeated_points_are_called_significant_at_most_5_percent_of_the_time():
+    # Both sides stopped by the rule, which favours runs that happen to agree: their
+    # summaries use the rule's conservative spread, or 8 to 10 % of pairs would differ.
+    rng = np.random.default_rng(99)
+    found = 0
+    for _ in range(1000):
+        a = adaptive(0.01, 0.02, rng)
+        b = adaptive(0.01, 0.02, rng)
+        found += stats.compare(stats.repeats(a.values, adaptive=True), stats.repeats(b.values, adaptive=True)).significant
+    assert found / 1000 <= 0.05

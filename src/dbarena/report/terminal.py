@@ -57,7 +57,8 @@ class TerminalReporter:
 
     def __init__(self, out: Console):
         self.out = out
-        self.plan: Sequence[PointSpec] = ()
+        self.plan: list[PointSpec] = []
+        self.estimate_s: Callable[[PointSpec], float] = lambda spec: spec.duration_s
         self.expected: dict[int, float] = {}
         self.done_s = 0.0
         self.progress = Progress(
@@ -72,10 +73,18 @@ class TerminalReporter:
         self.task = self.progress.add_task("starting", total=1)
 
     def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
-        self.plan = plan
+        self.plan = list(plan)
+        self.estimate_s = estimate_s
         self.expected = {i: estimate_s(p) for i, p in enumerate(plan)}
         self.progress.update(self.task, total=sum(self.expected.values()) or 1)
         self.progress.start()
+
+    def replan(self, first_index: int, remaining: Sequence[PointSpec]) -> None:
+        # Adaptive repeats: the points still to come changed; the bar and its ETA follow.
+        self.plan = self.plan[:first_index] + list(remaining)
+        self.expected = {i: s for i, s in self.expected.items() if i < first_index}
+        self.expected.update({first_index + i: self.estimate_s(p) for i, p in enumerate(remaining)})
+        self.progress.update(self.task, total=sum(self.expected.values()) or 1)
 
     def end(self) -> None:
         self.progress.stop()
@@ -206,4 +215,23 @@ def facts_table(facts: dict) -> Table:
         if key.endswith("_bytes") and isinstance(value, int):
             value = f"{value / 1024 ** 3:.1f} GiB"
         table.add_row(key, escape(str(value)))
+    return table
+
+
+def precision_table(states: Sequence, target: float | None) -> Table:
+    """Adaptive repeats: where each point of the plan ended (rounds.PointState)."""
+    title = f"precision {f'+-{target:.1%} ' if target else ''}(95 % interval of the mean over runs, conservative)"
+    table = Table(title=title, title_justify="left")
+    variants = any(s.spec.variant for s in states)
+    for name, justify in (("engine", "left"), ("workload", "left"), ("threads", "right"),
+                          *((("variant", "left"),) if variants else ()), ("runs", "right"), ("interval", "right"),
+                          ("", "left")):
+        table.add_column(name, justify=justify)
+    for s in states:
+        table.add_row(
+            s.spec.engine, s.spec.workload, str(s.spec.threads), *((escape(s.spec.variant or "-"),) if variants else ()),
+            str(len(s.values)) + (f" (+{s.failures} failed)" if s.failures else ""),
+            f"+-{s.half_width:.1%}" if s.half_width is not None else "-",
+            "[green]reached[/]" if s.status == "reached" else f"[yellow]{escape(s.describe())}[/]",
+        )
     return table

@@ -1,0 +1,85 @@
+"""Adaptive repeats and --resume on a real throwaway PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+
+import pytest
+
+from conftest import cli_env, dbarena
+from dbarena import stats
+from test_run import _assert_nothing_left, _start, _wait_for_line
+
+pytestmark = pytest.mark.e2e
+
+
+def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
+                   "--precision", "3%", "--max-repeats", "4", "--store", str(store), env=cli_env(public_tmp),
+                   timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    _assert_nothing_left(public_tmp)
+    assert "precision +-3.0%" in done.stdout and "summary over repeats" in done.stdout
+    rows = json.loads(dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp)).stdout)
+    by_threads: dict[int, list] = {}
+    for row in sorted(rows, key=lambda r: r["repeat"]):
+        assert row["status"] == "ok"
+        by_threads.setdefault(row["threads"], []).append(row)
+    # The repeats interleave (round by round), are numbered 0.., and each point stopped
+    # exactly where the rule says: at the first run count whose interval is within 3 %,
+    # or at 4 runs.
+    order = [(r["threads"], r["repeat"]) for r in sorted(rows, key=lambda r: r["point_id"])]
+    assert order[:6] == [(1, 0), (2, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+    for threads, points in by_threads.items():
+        values = [r["steady_tps"] for r in points]
+        assert [r["repeat"] for r in points] == list(range(len(values)))
+        assert 3 <= len(values) <= 4
+        reached = [n for n in range(3, len(values) + 1) if stats.precision(values[:n], 0.03).reached]
+        if len(values) == 3:
+            assert reached == [3]
+        else:
+            assert 3 not in reached  # went on only because 3 runs were not enough
+        line = next(l for l in done.stdout.splitlines() if "pgbench-select-only" in l and f" {threads} " in l
+                    and ("reached" in l))
+        assert ("not reached (max repeats)" in line) == (not reached)
+    summary = json.loads(dbarena("results", "--store", str(store), "--summary", "--json", env=cli_env(public_tmp)).stdout)
+    assert {(g["threads"], g["n"]) for g in summary} == {(t, len(p)) for t, p in by_threads.items()}
+    assert all(g["interval"] == "between runs" for g in summary)
+
+
+def test_resume_after_ctrl_c_runs_only_what_is_missing_and_refuses_a_changed_plan(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    env = cli_env(public_tmp)
+    args = ["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
+            "--repeat", "2", "--store", str(store)]
+    proc = _start(args, env)
+    _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "dbarena run --resume" in err
+    db = sqlite3.connect(store)
+    before = db.execute("SELECT threads, repeat FROM points WHERE status = 'ok'").fetchall()
+    assert 1 <= len(before) < 4
+
+    changed = dbarena(*args[:6], "3", *args[7:], "--resume", env=env)  # --duration 3
+    assert changed.returncode == 2
+    assert changed.stderr.strip().splitlines() == [
+        "dbarena: error: --resume: the study differs from what run 1 ran: flags.duration_s: 2 -> 3"]
+
+    resumed = dbarena("run", "--resume", "--store", str(store), env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed: {len(before)} point(s) were stored already" in resumed.stderr
+    _assert_nothing_left(public_tmp)
+    after = db.execute("SELECT run_id, threads, repeat, status FROM points ORDER BY id").fetchall()
+    # Every point of the plan once, in the same run; nothing measured twice.
+    assert sorted((t, r) for _, t, r, s in after if s == "ok") == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert {run for run, *_ in after} == {1} and len(after) == 4
+    assert db.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+
+    again = dbarena("run", "--resume", "--store", str(store), env=env)
+    assert again.returncode == 2 and "no interrupted or partly failed run" in again.stderr
