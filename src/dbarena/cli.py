@@ -112,11 +112,17 @@ def _overrides(o: dict) -> study_mod.Overrides:
 
 
 def _precision(ctx, param, value):
-    return None if value is None else study_mod.parse_precision(value)
+    try:
+        return None if value is None else study_mod.parse_precision(value)
+    except UsageError as exc:
+        raise UsageError(f"--precision {exc}") from None
 
 
 def _budget(ctx, param, value):
-    return None if value is None else study_mod.parse_duration(value)
+    try:
+        return None if value is None else study_mod.parse_duration(value)
+    except UsageError as exc:
+        raise UsageError(f"--budget {exc}") from None
 
 
 def _make_study(study_name: str | None, overrides: study_mod.Overrides) -> study_mod.Study:

@@ -118,7 +118,7 @@ def parse_precision(text: str) -> float:
     except ValueError:
         value = -1.0
     if not text.strip().endswith("%") or not 0 < value <= MAX_PRECISION:
-        raise UsageError(f"precision {text!r}: expected a percentage above 0 and at most "
+        raise UsageError(f"{text!r}: expected a percentage above 0 and at most "
                          f"{MAX_PRECISION:.0%}, e.g. \"2%\"")
     return value
 
@@ -136,7 +136,7 @@ def parse_duration(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise UsageError(f"duration {text!r}: expected e.g. 45s, 90m or 2h")
+        raise UsageError(f"{text!r}: expected a time such as 45s, 90m or 2h")
     return int(value)
 
 
@@ -729,7 +729,7 @@ def apply(study: Study, o: Overrides) -> Study:
         if o.repeats is not None:
             raise UsageError("give either --repeat (a fixed number) or --precision (adaptive), not both")
         repeats = 1
-    note("precision", study.precision, precision, "--precision/--repeat")
+    note("precision", _pct(study.precision), _pct(precision), "--precision/--repeat")
     max_repeats = o.max_repeats if o.max_repeats is not None else study.max_repeats
     note("max_repeats", study.max_repeats, max_repeats, "--max-repeats")
     budget_s = o.budget_s if o.budget_s is not None else study.budget_s
@@ -748,6 +748,10 @@ def apply(study: Study, o: Overrides) -> Study:
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
                    price_per_hour=price, currency=currency, price_basis=basis, quick=study.quick or o.quick,
                    changes=study.changes + tuple(changes))
+
+
+def _pct(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1%}"
 
 
 def _show(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from dbarena import workloads
+from dbarena import stats, workloads
 from dbarena.plan import EnginePlan
 from dbarena.runner import dataset_steps
 from dbarena.session import estimate_s
@@ -66,6 +66,9 @@ def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
         "study": study.name, "source": study.source, "title": study.title, "sha256": study.sha256,
         "quick": study.quick, "precedence": PRECEDENCE, "changes": list(study.changes),
         "repeats": study.repeats, "label": study.label,
+        "precision": None if study.precision is None else {
+            "target": study.precision, "min_repeats": min(stats.MIN_REPEATS, study.max_repeats),
+            "max_repeats": study.max_repeats, "budget_s": study.budget_s},
         "price": None if study.price_per_hour is None else {
             "per_hour": study.price_per_hour, "currency": study.currency, "basis": study.price_basis},
         "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
@@ -93,7 +96,14 @@ def render(summary: dict[str, Any]) -> str:
     if summary["price"]:
         price = summary["price"]
         lines.append(f"  price: {price['per_hour']:.4f} {price['currency']} per hour ({price['basis']})")
-    lines.append(f"  repeats: {summary['repeats']} (interleaved)")
+    precision = summary["precision"]
+    if precision:
+        budget = f"; no round starts after {duration(precision['budget_s'])}" if precision["budget_s"] else ""
+        lines.append(f"  repeats: adaptive, rounds until the 95 % interval is within +-{precision['target']:.1%}: "
+                     f"{precision['min_repeats']} to {precision['max_repeats']} runs a point{budget} "
+                     f"(the plan below is the first {precision['min_repeats']} rounds)")
+    else:
+        lines.append(f"  repeats: {summary['repeats']} (interleaved)")
     for e in summary["engines"]:
         lines.append("")
         lines.append(f"{e['engine']} ({e['flavour']}): {e['server']}")
@@ -116,6 +126,7 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"  {e['points']} points; {e['dataset_preparations']} dataset preparation(s), "
                      f"~{duration(e['estimated_prepare_s'])}; ~{duration(e['estimated_s'])} in all")
     lines.append("")
-    lines.append(f"{summary['points']} points, estimated machine time ~{duration(summary['estimated_s'])} "
+    at_least = "at least " if precision else ""
+    lines.append(f"{summary['points']} points, estimated machine time {at_least}~{duration(summary['estimated_s'])} "
                  "(preparation times are rough)")
     return "\n".join(lines)

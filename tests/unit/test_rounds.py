@@ -112,3 +112,20 @@ def test_the_sweep_runs_rounds_and_keeps_a_run_long_dataset_between_them(rig):  
     assert rig.steps().count("prepare") == 1
     assert [r["repeat"] for r in rig.stored()] == [0, 0, 1, 1, 2, 2]
     assert rig.reporter.started == list(range(6))
+
+
+def test_the_progress_bar_follows_the_adaptive_plan():
+    import io
+
+    from rich.console import Console
+
+    from dbarena.report.terminal import TerminalReporter
+
+    reporter = TerminalReporter(Console(file=io.StringIO(), width=120))
+    plan = [point(1), point(2)] * 3
+    reporter.begin(plan, lambda s: 10.0)
+    total = lambda: reporter.progress.tasks[0].total  # noqa: E731
+    assert total() == 60
+    reporter.replan(4, [point(2)] * 5)  # after 4 points: point 2 needs 5 more runs
+    assert total() == 90 and len(reporter.plan) == 9
+    reporter.end()

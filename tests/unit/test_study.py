@@ -246,6 +246,14 @@ BAD = {
                                  ["workloads[0].options", "'threads'", "set by dbarena"]),
     "price-both": (HEAD + "[price]\nper_hour = 1.5\nper_month = 400\n", ["price", "either per_hour or per_month"]),
     "invalid-toml": (HEAD + "[sweep]\nduration_s = = 3\n", ["not valid TOML", "line 4"]),
+    "precision-not-a-percentage": (HEAD + "[sweep]\nprecision = 0.02\n", ["sweep.precision", "percentage"]),
+    "precision-too-wide": (HEAD + '[sweep]\nprecision = "80%"\n', ["sweep.precision", "'80%'", "at most 50%"]),
+    "precision-and-repeats": (HEAD + '[sweep]\nprecision = "2%"\nrepeats = 3\n',
+                              ["sweep.precision", "either repeats", "not both"]),
+    "budget-without-precision": (HEAD + '[sweep]\nbudget = "2h"\n', ["sweep.budget", "give sweep.precision"]),
+    "bad-budget": (HEAD + '[sweep]\nprecision = "2%"\nbudget = "2 fortnights"\n', ["sweep.budget", "90m"]),
+    "max-repeats-below-three": (HEAD + '[sweep]\nprecision = "2%"\nmax_repeats = 2\n',
+                                ["sweep.max_repeats", "at least 3"]),
 }
 
 
@@ -379,3 +387,39 @@ def test_study_check_seed_a_quick_through_the_cli():
     summary = json.loads(as_json.stdout)
     assert summary["points"] == n and summary["quick"] is True and summary["estimated_s"] > 0
     assert [e["engine"] for e in summary["engines"]] == ["postgres", "mysql"]
+
+
+# ------------------------------------------------------------------ adaptive repeats and --resume
+
+
+def test_precision_keys_and_flags():
+    s = study.parse(HEAD + '[sweep]\nprecision = "2.5%"\nmax_repeats = 6\nbudget = "90m"\n', "p.toml")
+    assert (s.precision, s.max_repeats, s.budget_s) == (0.025, 6, 5400)
+    # The plan starts with the 3 rounds every point runs.
+    assert {p.repeat for p in expand(s)["postgres"].points} == {0, 1, 2}
+    # --repeat replaces the study's precision; --precision replaces its repeats.
+    fixed = study.apply(s, Overrides(repeats=4))
+    assert (fixed.precision, fixed.budget_s, fixed.repeats) == (None, None, 4)
+    assert study.apply(study.load("seed-a"), Overrides(precision=0.05)).repeats == 1
+    with pytest.raises(study.UsageError, match="not both"):
+        study.apply(s, Overrides(repeats=3, precision=0.02))
+    with pytest.raises(study.UsageError, match="give --precision too"):
+        study.apply(study.load("seed-a"), Overrides(budget_s=60))
+    assert study.parse_duration("2h") == 7200 and study.parse_duration("45") == 45
+    assert study.parse_precision(" 0.5% ") == 0.005
+
+
+def test_a_stored_study_rebuilds_to_the_same_plan_and_changes_are_named():
+    flags = Overrides(levels=(1, 2), duration_s=30, precision=0.02, quick=True)
+    original = study.apply(study.load("seed-a"), flags)
+    stored_flags = json.loads(json.dumps(dict(original.flags)))  # as the store keeps them
+    rebuilt = study.rebuild(original.text, original.source, stored_flags)
+    assert study.differences(original, rebuilt) == []
+    assert expand(rebuilt) == expand(original)
+    other = study.apply(study.load("seed-a"), Overrides(levels=(1, 2), duration_s=20, precision=0.02, quick=True))
+    assert study.differences(original, other) == ["flags.duration_s: 30 -> 20"]
+    implicit = study.implicit(Overrides(workloads=("pgbench-select-only",), repeats=2))
+    again = study.rebuild(implicit.text, implicit.source, json.loads(json.dumps(dict(implicit.flags))))
+    assert study.differences(implicit, again) == [] and expand(again) == expand(implicit)
+    with pytest.raises(study.UsageError, match="flag 'colour'"):
+        study.rebuild(implicit.text, implicit.source, {"colour": 1})
