@@ -107,8 +107,8 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
         ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
         values = [v for m in ok if (v := _value(m)) is not None]
         single = ok[0].get("_steady") if len(ok) == 1 else None
-        summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single,
-                                  adaptive=any(m.get("adaptive") for m in ok))
+        adaptive = any(m.get("adaptive") for m in ok)
+        summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single, adaptive=adaptive)
         # Point-level warnings that matter for the whole group (deduplicated by code).
         seen = {f.code.value for f in summary.flags}
         point_flags = []
@@ -123,7 +123,8 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
             "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
             "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
             # What the interval is: over repeats, or (one repeat) the precision of that run.
-            "interval": None if summary.ci_low is None else "within one run" if summary.within_run else "between runs",
+            "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
+            "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
             "_estimate": summary.estimate,
         })

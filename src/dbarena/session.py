@@ -146,14 +146,14 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
         if not begun:
             begun.append(True)
             reporter.begin(everything, estimate_s)
+    ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
+                   reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
+                   clock=clock, deadline=deadline)
     index = 0
     try:
-        for engine_plan in plans:
-            later = [p for other in plans[plans.index(engine_plan) + 1:] for p in other.points]
-            index = _run_engine(engine_plan, study=study, record=record, label=label, facts=facts, store=store,
-                                executor=executor, reporter=reporter, keep=keep, init=init, outcome=outcome,
-                                first_index=index, begin=begin, previous=previous, later=later, clock=clock,
-                                deadline=deadline)
+        for number, engine_plan in enumerate(plans):
+            later = [p for other in plans[number + 1:] for p in other.points]
+            index = _run_engine(ctx, engine_plan, first_index=index, later=later)
             if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
                 break
     finally:
@@ -164,11 +164,31 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     return outcome
 
 
-def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyRecord, label: str, facts: dict,
-                store: Store, executor: Executor, reporter: Reporter, keep: bool, init: bool, outcome: Outcome,
-                first_index: int, begin: Callable[[], None], previous: dict[tuple[str, str], int],
-                later: list[PointSpec], clock: Callable[[], float], deadline: float | None) -> int:
-    """One engine's plan; the index of the next point of the session."""
+@dataclass
+class _Context:
+    """What every engine's part of one session shares."""
+
+    study: Study
+    record: StudyRecord
+    label: str
+    facts: dict
+    store: Store
+    executor: Executor
+    reporter: Reporter
+    keep: bool
+    init: bool
+    outcome: Outcome
+    begin: Callable[[], None]  # shows the plan, once the first targets are open
+    previous: dict[tuple[str, str], int]  # (engine, variant) -> run id, when resuming
+    clock: Callable[[], float]
+    deadline: float | None  # of the budget, on clock
+
+
+def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int, later: list[PointSpec]) -> int:
+    """One engine's plan (`later`: the points of the engines after it, for the ETA);
+    the index of the next point of the session."""
+    study, store, executor, reporter, outcome = ctx.study, ctx.store, ctx.executor, ctx.reporter, ctx.outcome
+    keep, init, previous, clock, deadline = ctx.keep, ctx.init, ctx.previous, ctx.clock, ctx.deadline
     entry = engine_plan.engine
     bindir = _bindir(entry)
     engine = engines.get(entry.name, entry.flavour, bindir=bindir, executor=executor)
@@ -194,7 +214,7 @@ def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyReco
                 tool_versions = {t.binary: execute.version_line(target.client(t).binary, executor)
                                  for t in tools.values()}
                 tool_versions.update(engine.client_libraries())
-                info = _run_info(study, record, label, facts, entry, engine, target, variant, settings,
+                info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
                                  tool_versions, init, outcome.invocation)
                 if (entry.name, variant) in previous:
                     run_id = previous[(entry.name, variant)]
@@ -203,11 +223,11 @@ def _run_engine(engine_plan: plan.EnginePlan, *, study: Study, record: StudyReco
                     run_id = store.begin_run(info)
                 run_ids.append(run_id)
                 outcome.run_ids.append(run_id)
-                context = _key_context(entry, target, settings, variant, facts)
+                context = _key_context(entry, target, settings, variant, ctx.facts)
                 bound[variant] = Bound(target=target, run_id=run_id, context=context)
             stored = _stored(store, bound, engine_plan.points) if previous else {}
             levels = ", ".join(map(str, engine_plan.levels))
-            begin()
+            ctx.begin()
             how = (f", repeats until +-{study.precision:.1%} (at most {study.max_repeats})" if study.precision
                    else f", {study.repeats} repeats interleaved" if study.repeats > 1 else "")
             reporter.stage(f"study {study.name}{' --quick' if study.quick else ''}: {len(engine_plan.points)} points on {entry.name}: "

@@ -48,7 +48,7 @@ def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public
         assert ("not reached (max repeats)" in line) == (not reached)
     summary = json.loads(dbarena("results", "--store", str(store), "--summary", "--json", env=cli_env(public_tmp)).stdout)
     assert {(g["threads"], g["n"]) for g in summary} == {(t, len(p)) for t, p in by_threads.items()}
-    assert all(g["interval"] == "between runs" for g in summary)
+    assert all(g["interval"] == "between runs, conservative (adaptive repeats)" for g in summary)
 
 
 def test_resume_after_ctrl_c_runs_only_what_is_missing_and_refuses_a_changed_plan(public_tmp, tmp_path):

@@ -125,7 +125,7 @@ def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
     justify: JustifyMethod
     for name, justify in (
         ("run", "right"), ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
-        ("clients", "right"), ("rep", "right"), ("tps", "right"), ("qps", "right"), ("steady tps (95 % CI)", "right"),
+        ("clients", "right"), ("rep", "right"), ("tps", "right"), ("qps", "right"), ("steady tps (95 % CI within the run)", "right"),
         ("lat avg ms", "right"), ("lat p95 ms", "right"), ("failed tx", "right"), ("errors", "right"),
         ("warnings", "left"), ("status", "left"),
     ):
