@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, analysis, configkey, engines, hostinfo, importer, plan, session, workloads
+from dbarena import __version__, analysis, configkey, engines, hostinfo, importer, plan, session, state, workloads
 from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.model import RunInfo
@@ -71,6 +71,8 @@ def cli():
     Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every
     concurrency level of this machine), then `dbarena results`.
     """
+    # Whatever the command: first undo what a killed dbarena left (state.py).
+    state.reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
 
 
 def _engine_list(ctx, param, value):
@@ -294,6 +296,25 @@ def _resumed_study(store_path: Path, resume: str, kwargs: dict) -> tuple[study_m
         if changed:
             raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
     return stored, invocation
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="List what would be removed; change nothing.")
+def cleanup(dry_run):
+    """Remove what dbarena runs left behind: throwaway instances kept with --keep, and
+    those of killed runs (which every command removes anyway), marking their runs
+    interrupted. Instances of runs still going are listed and left alone."""
+    say = click.echo
+    found = 0
+    for path, data in state.records():
+        if data.get("kept") or state.orphaned(data):
+            state.reap(path, data, say, dry_run=dry_run)
+            found += 1
+        else:
+            what = data.get("top") or f"run {data.get('run_id')} in {data.get('store')}"
+            say(f"in use by process {data['owner_pid']}: {what}")
+    if not found:
+        say(f"nothing to clean up (state directory {state.state_dir()})")
 
 
 @cli.group("study")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import analysis, configkey, engines, execute, hostinfo, plan, rounds, workloads
+from dbarena import analysis, configkey, engines, execute, hostinfo, plan, rounds, state, workloads
 from dbarena.errors import ExitStatus, Interrupted, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -223,6 +223,10 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                     run_id = store.begin_run(info)
                 run_ids.append(run_id)
                 outcome.run_ids.append(run_id)
+                # Recorded until the run ends here: if dbarena is killed, the next command
+                # marks it interrupted and names what it may have left on a target.
+                stack.enter_context(state.run(store.path.resolve(), run_id, None if target.throwaway else target.url,
+                                              _leftovers(target, engine_plan.points, variant)))
                 context = _key_context(entry, target, settings, variant, ctx.facts)
                 bound[variant] = Bound(target=target, run_id=run_id, context=context)
             stored = _stored(store, bound, engine_plan.points) if previous else {}
@@ -267,6 +271,34 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
             store.finish_run(run_id, "failed")
         raise
     return next_index
+
+
+def _leftovers(target: Target, points: Sequence[PointSpec], variant: str) -> list[str]:
+    """What a killed run may leave on an existing server, each with the command that
+    removes it (never run by dbarena on its own)."""
+    if target.throwaway:
+        return []
+    out: list[str] = []
+    secret = None
+    for spec in points:
+        if spec.variant != variant:
+            continue
+        tool = workloads.WORKLOADS[spec.workload].tool
+        client = target.client(tool)
+        secret = str(client.secret_file) if client.secret_file else None
+        for argv in tool.cleanup_argv(client, spec):
+            # The password file dbarena wrote is gone by then: the user supplies the password.
+            shown = " ".join(a for a in argv if not (secret and secret in a))
+            line = f"{tool.name} tables may remain; drop them with: {shown}"
+            if line not in out:
+                out.append(line)
+        if tool.name == "pgbench":
+            line = (f"pgbench tables (pgbench_*) remain, as after any run on a target; drop them with: "
+                    f"pgbench -i -I d -h {target.conn.host} -p {target.conn.port} -U {target.conn.user} "
+                    f"{target.conn.dbname}")
+            if line not in out:
+                out.append(line)
+    return out
 
 
 def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:

@@ -168,6 +168,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN invocation TEXT;  -- a UUID; NULL before schema 8
     CREATE INDEX runs_invocation ON runs(invocation);
     """,
+    # 9: why a run ended as it did (e.g. `killed`: its owner died without finishing it).
+    """
+    ALTER TABLE runs ADD COLUMN status_reason TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -309,16 +313,18 @@ class Store:
     def reopen_run(self, run_id: int, options: dict) -> None:
         """A run continued by --resume: running again, with the options of this session."""
         with self.db:
-            self.db.execute("UPDATE runs SET status = 'running', ended_at = NULL, options = ? WHERE id = ?",
+            self.db.execute("UPDATE runs SET status = 'running', status_reason = NULL, ended_at = NULL, options = ?"
+                            " WHERE id = ?",
                             (json.dumps(options, sort_keys=True), run_id))
 
     def invocation_runs(self, invocation: str) -> list[dict]:
         ids = [i for (i,) in self.db.execute("SELECT id FROM runs WHERE invocation = ? ORDER BY id", (invocation,))]
         return [r for r in map(self.run, ids) if r is not None]
 
-    def finish_run(self, run_id: int, status: str) -> None:
+    def finish_run(self, run_id: int, status: str, reason: str | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET status = ?, ended_at = ? WHERE id = ?", (status, _utc(now_utc()), run_id))
+            self.db.execute("UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
+                            (status, reason, _utc(now_utc()), run_id))
 
     def add_point(self, run_id: int, result: PointResult, config: dict | None = None) -> int:
         """Store one finished point, its configuration key and its samples, committed at once."""

@@ -11,10 +11,11 @@ import shutil
 import signal
 import socket
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
-from dbarena import execute
+from dbarena import execute, state
 from dbarena.errors import EnvironmentProblem
 
 
@@ -89,15 +90,24 @@ def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def release(proc, top: Path, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:
+def new_top(prefix: str, engine: str) -> tuple[Path, state.Record]:
+    """The instance's private directory, recorded in the state directory at once, so
+    that it is removed even if dbarena is killed (state.py)."""
+    top = Path(tempfile.mkdtemp(prefix=prefix))
+    return top, state.instance(engine, top)
+
+
+def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:
     """The end of a throwaway instance: left running for --keep (only if it got as far
     as running), otherwise stopped and its directory removed, shielded from Ctrl-C."""
     if keep and proc is not None and proc.poll() is None:
+        record.disown()  # `dbarena cleanup` lists it; nobody reaps it as an orphan
         return  # the caller prints the target's keep_note()
     with shielded():
         if proc is not None:
             stop_server(proc, first_signal=first_signal, grace_s=grace_s)
         shutil.rmtree(top, ignore_errors=True)
+        record.remove()
 
 
 def log_reason(log_path: Path | None, markers: tuple[str, ...]) -> str:

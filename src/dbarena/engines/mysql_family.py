@@ -19,7 +19,6 @@ import os
 import secrets
 import shutil
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +172,7 @@ class MyTarget:
             f"kept the throwaway MySQL server: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with mysql --defaults-extra-file={self.defaults_file()} -h 127.0.0.1 "
             f"-P {self.conn.port} -u {self.conn.user} {self.conn.dbname}; "
-            f"remove with: kill {self.process.pid} && rm -rf {self.data_dir.parent}"
+            f"remove with: dbarena cleanup (or kill {self.process.pid} && rm -rf {self.data_dir.parent})"
         )
 
 
@@ -311,7 +310,8 @@ class MySQLFamily:
                 f"cannot connect to {url}: {_one_line(exc)} "
                 "(check host, port and user; the password comes from MYSQL_PWD or ~/.my.cnf)"
             ) from None
-        secrets_dir = Path(tempfile.mkdtemp(prefix="dbarena-mysql-client-"))
+        # Password files for the tools: recorded, so that a killed dbarena leaves none behind.
+        secrets_dir, record = instance.new_top("dbarena-mysql-client-", "mysql client files")
         try:
             conn = Connection(protocol=self.protocol, host=str(conn_kw["host"]), port=int(conn_kw["port"]),
                               user=str(conn_kw["user"]), dbname=str(conn_kw["database"]), url=url)
@@ -320,6 +320,7 @@ class MySQLFamily:
                            password=password, flavour=flavour)
         finally:
             shutil.rmtree(secrets_dir, ignore_errors=True)
+            record.remove()
 
     @contextlib.contextmanager
     def throwaway(
@@ -336,7 +337,7 @@ class MySQLFamily:
         settings = dict(settings or {})
         binaries = self.find_server_binaries(bindir, executor)
         user = instance.unprivileged_user("mysql")
-        top = Path(tempfile.mkdtemp(prefix="dbarena-mysql-"))
+        top, record = instance.new_top("dbarena-mysql-", self.name)
         proc = None
         target = None
         try:
@@ -377,6 +378,7 @@ class MySQLFamily:
                 cnf.chmod(0o644)
                 proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
                                      user=user, env=server_env)
+                record.update(server_pgid=proc.pid)
                 version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
                 if version is not None:
                     break
@@ -403,7 +405,8 @@ class MySQLFamily:
             yield target
         finally:
             # SIGTERM is mysqld's normal shutdown.
-            instance.release(proc, top, keep=keep and target is not None, first_signal=signal.SIGTERM, grace_s=120)
+            instance.release(proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
+                             grace_s=120)
 
 
 def _lock_root(cur) -> None:

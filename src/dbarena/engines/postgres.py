@@ -15,7 +15,6 @@ import re
 import secrets
 import shutil
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,7 +221,7 @@ class PgTarget:
         return (
             f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
-            f"remove with: kill {self.process.pid} && rm -rf {self.data_dir.parent}"
+            f"remove with: dbarena cleanup (or kill {self.process.pid} && rm -rf {self.data_dir.parent})"
         )
 
 
@@ -351,7 +350,7 @@ def throwaway(
     user = instance.unprivileged_user("postgres")
     check_settings(settings, executor, binaries.bindir)
 
-    top = Path(tempfile.mkdtemp(prefix="dbarena-pg-"))
+    top, record = instance.new_top("dbarena-pg-", "postgres")
     proc = None
     target = None
     try:
@@ -387,6 +386,7 @@ def throwaway(
                 f.write("\n# dbarena\n")
                 f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
             proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user)
+            record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             if version is not None:
@@ -415,7 +415,7 @@ def throwaway(
         yield target
     finally:
         # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
-        instance.release(proc, top, keep=keep and target is not None, first_signal=signal.SIGINT)
+        instance.release(proc, top, record, keep=keep and target is not None, first_signal=signal.SIGINT)
 
 
 def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:

@@ -1,0 +1,248 @@
+"""What a dbarena process has started, written down where a later one can find it.
+
+Every throwaway instance and every stored run that is in progress has a record (a
+small JSON file) in the state directory: its owner (pid and the kernel's start time
+of that pid, so a recycled pid is not mistaken for the owner), the instance's
+directory and server process group, the store and run. Normal teardown removes the
+record. When the owner dies without tearing down (SIGKILL, the OOM killer, a lost
+SSH session), two things find the record:
+
+- the owner's watchdog (watchdog.py), a process of its own session that waits for
+  the owner to die and reaps within seconds;
+- failing that (the watchdog was killed too), the next dbarena command, whatever it
+  is (`reap_dead` runs before every command), and `dbarena cleanup`.
+
+Reaping stops the server's process group, removes the instance's directory, marks the
+run `interrupted` with the reason `killed` (so `run --resume` continues it), and, for
+a run on an existing server (--target), says which tables it may have left there and
+the command that drops them: dbarena never drops a user's tables on its own.
+
+Why a watchdog rather than the kernel's parent-death signal (prctl PR_SET_PDEATHSIG):
+that signal follows the thread that forked, is cleared when the server switches to
+its unprivileged user, reaches only the one process (not the postmaster's children,
+not the directories, not the store), and cannot tell the next command what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+ENV = "DBARENA_STATE_DIR"
+STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
+
+
+def state_dir() -> Path:
+    """$DBARENA_STATE_DIR, else /var/lib/dbarena as root, else ~/.local/state/dbarena."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    if os.geteuid() == 0:
+        return Path("/var/lib/dbarena")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "dbarena"
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of a process (clock ticks since boot), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def alive(pid: int | None, started: int | None) -> bool:
+    return pid is not None and start_time(pid) is not None and start_time(pid) == started
+
+
+def _records() -> Path:
+    return state_dir() / "records"
+
+
+def _write(path: Path, record: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, sort_keys=True))
+        tmp.replace(path)  # never a half-written record
+    except OSError as exc:
+        from dbarena.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"cannot write dbarena's state directory {path.parent.parent}: "
+                                 f"{exc.strerror or exc}; set {ENV} to a writable directory") from None
+
+
+@dataclass
+class Record:
+    """A record this process owns: updated as the instance or run progresses."""
+
+    path: Path
+    data: dict
+
+    def update(self, **fields) -> None:
+        self.data.update(fields)
+        _write(self.path, self.data)
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def disown(self) -> None:
+        """Left running on purpose (--keep): no owner to outlive, `dbarena cleanup` lists it."""
+        self.update(owner_pid=None, owner_start=None, kept=True)
+
+
+def _new(kind: str, **fields) -> Record:
+    me = os.getpid()
+    data = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), "created": time.time(), **fields}
+    record = Record(path=_records() / f"{kind}-{uuid.uuid4().hex}.json", data=data)
+    _write(record.path, data)
+    _Watchdog.ensure()
+    return record
+
+
+def instance(engine: str, top: Path) -> Record:
+    """A throwaway instance in `top`, recorded from its creation until the caller
+    removes the record with the directory (or disowns it: --keep). Set `server_pgid`
+    once its server runs."""
+    return _new("instance", engine=engine, top=str(top), server_pgid=None)
+
+
+@contextlib.contextmanager
+def run(store: Path, run_id: int, target: str | None, leftovers: list[str]) -> Iterator[Record]:
+    """A stored run in progress. `leftovers`: for a run on an existing server, what it
+    may leave there if killed, each with the command that removes it."""
+    record = _new("run", store=str(store), run_id=run_id, target=target, leftovers=leftovers)
+    try:
+        yield record
+    finally:
+        record.remove()
+
+
+# ------------------------------------------------------------------ reaping
+
+
+def records() -> list[tuple[Path, dict]]:
+    out: list[tuple[Path, dict]] = []
+    folder = _records()
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            out.append((path, json.loads(path.read_text())))
+    return out
+
+
+def orphaned(data: dict) -> bool:
+    """Its owner is gone (kept instances have none and are not orphans)."""
+    return not data.get("kept") and not alive(data.get("owner_pid"), data.get("owner_start"))
+
+
+def _server_of(data: dict) -> int | None:
+    """The instance's server process group, if it still runs there (its command line
+    names the instance's directory: a recycled pid is left alone)."""
+    pgid = data.get("server_pgid")
+    if not pgid:
+        return None
+    try:
+        cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    return pgid if data["top"] in cmdline else None
+
+
+def stop_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and start_time(pgid) is not None:
+            time.sleep(0.1)
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False) -> None:
+    """Undo what a dead owner left: see the module's note."""
+    owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
+    if data["kind"] == "instance":
+        pgid = _server_of(data)
+        what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
+        if dry_run:
+            say(f"would stop and remove the {what}, left by {owner}")
+            return
+        if pgid:
+            stop_group(pgid)
+        shutil.rmtree(data["top"], ignore_errors=True)
+        say(f"stopped and removed the {what}, left by {owner}")
+    else:
+        where = f"run {data['run_id']} in {data['store']}"
+        if dry_run:
+            say(f"would mark {where} interrupted (killed), left by {owner}")
+            return
+        marked = _mark_killed(Path(data["store"]), data["run_id"])
+        if marked:
+            say(f"marked {where} interrupted (killed); continue it with: "
+                f"dbarena run --resume {data['run_id']} --store {data['store']}")
+        for line in data.get("leftovers") or []:
+            say(f"{where} was killed on {data['target']}: {line}")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def _mark_killed(store_path: Path, run_id: int) -> bool:
+    from dbarena.store import Store  # only when there is something to mark
+
+    if not store_path.is_file():
+        return False
+    try:
+        with Store(store_path) as db:
+            run = db.run(run_id)
+            if run is None or run["status"] != "running":
+                return False
+            db.finish_run(run_id, "interrupted", reason="killed")
+            return True
+    except Exception:  # a store that cannot be opened now is reported by the command that uses it
+        return False
+
+
+def reap_dead(say: Callable[[str], None]) -> int:
+    """Reap every record whose owner is dead; how many."""
+    count = 0
+    for path, data in records():
+        if orphaned(data):
+            reap(path, data, say)
+            count += 1
+    return count
+
+
+# ------------------------------------------------------------------ the watchdog
+
+
+class _Watchdog:
+    """One watchdog process per dbarena process, started with its first record."""
+
+    proc: subprocess.Popen | None = None
+    pid: int | None = None  # of the process that started it (a fork must start its own)
+
+    @classmethod
+    def ensure(cls) -> None:
+        if cls.proc is not None and cls.pid == os.getpid() and cls.proc.poll() is None:
+            return
+        # The watchdog waits for EOF on its stdin: the write end is ours alone (not
+        # inherited by servers or tools), so EOF means this process is gone.
+        cls.proc = subprocess.Popen(
+            [sys.executable, "-m", "dbarena.watchdog", str(os.getpid()), str(start_time(os.getpid()))],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, ENV: str(state_dir())},
+        )
+        cls.pid = os.getpid()

@@ -1,0 +1,29 @@
+"""python -m dbarena.watchdog OWNER_PID OWNER_START: wait for the owner to end, then
+reap what it left (state.py). Started by the owner, in a session of its own, so that
+neither Ctrl-C at the terminal nor a hang-up of the owner's session reaches it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from dbarena import state
+
+
+def main() -> None:
+    owner, started = int(sys.argv[1]), int(sys.argv[2])
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    # EOF: the owner exited or was killed; its write end of this pipe closed with it.
+    while sys.stdin.buffer.read(4096):
+        pass
+    for path, data in state.records():
+        if data.get("owner_pid") == owner and data.get("owner_start") == started:
+            try:
+                state.reap(path, data, say=lambda line: None)
+            except Exception:  # the next command reaps what is left
+                continue
+
+
+if __name__ == "__main__":
+    main()

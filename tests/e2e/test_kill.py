@@ -1,0 +1,103 @@
+"""A killed dbarena leaves nothing running: SIGKILL during a point and during dataset
+preparation on a real throwaway PostgreSQL; the watchdog, the next command and
+`dbarena cleanup` (state.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, dbarena, processes_mentioning
+from test_run import _start, _wait_for_line
+
+pytestmark = pytest.mark.e2e
+
+
+def _servers(tmpdir: Path) -> list[str]:
+    return [line for line in processes_mentioning(str(tmpdir)) if "postgres" in line and " -D " in line]
+
+
+def _within(seconds: float, condition) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def _watchdog_of(pid: int) -> int:
+    out = subprocess.run(["pgrep", "-f", f"dbarena.watchdog {pid} "], capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, out
+    return int(out[0])
+
+
+@pytest.fixture
+def env(public_tmp, tmp_path):
+    # A state directory of the test's own, so that it sees only what it made.
+    return cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
+
+
+def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finishes(public_tmp, tmp_path, env):
+    store = tmp_path / "r.db"
+    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "4", "--scale", "1",
+                   "--store", str(store)], env)
+    _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
+    time.sleep(1.0)  # into the second point
+    assert _servers(public_tmp)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    # The watchdog: no server process of the run, no directory, the run marked.
+    assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
+    assert _within(5, lambda: list(public_tmp.iterdir()) == []), list(public_tmp.iterdir())
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status, status_reason FROM runs").fetchall() == [("interrupted", "killed")]
+    assert list((tmp_path / "state" / "records").iterdir()) == []
+    resumed = dbarena("run", "--resume", "--store", str(store), env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert sorted(db.execute("SELECT threads FROM points WHERE status = 'ok'").fetchall()) == [(1,), (2,)]
+
+
+def test_sigkill_of_dbarena_and_its_watchdog_during_preparation_is_reaped_by_the_next_command(
+        public_tmp, tmp_path, env):
+    store = tmp_path / "r.db"
+    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "30",
+                   "--store", str(store)], env)
+    _wait_for_line(proc, "preparing the pgbench dataset")
+    watchdog = _watchdog_of(proc.pid)
+    os.kill(watchdog, signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _servers(public_tmp)  # nobody was left to stop it
+    shown = dbarena("results", "--store", str(store), env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "dbarena: stopped and removed the postgres instance in " in shown.stderr
+    assert f"marked run 1 in {store} interrupted (killed); continue it with: dbarena run --resume 1" in shown.stderr
+    assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
+    assert list(public_tmp.iterdir()) == []
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status, status_reason FROM runs").fetchall() == [("interrupted", "killed")]
+    again = dbarena("results", "--store", str(store), env=env)
+    assert "stopped and removed" not in again.stderr  # reaped once
+
+
+def test_cleanup_lists_and_removes_a_kept_instance(public_tmp, tmp_path, env):
+    kept = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+                   "--keep", "--store", str(tmp_path / "r.db"), env=env, timeout=300)
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    assert _servers(public_tmp)
+    (top,) = list(public_tmp.iterdir())
+    listed = dbarena("cleanup", "--dry-run", env=env)
+    assert listed.returncode == 0
+    assert listed.stdout.startswith(f"would stop and remove the postgres instance in {top} (server pid ")
+    assert "left by --keep" in listed.stdout and _servers(public_tmp) and top.exists()
+    removed = dbarena("cleanup", env=env)
+    assert removed.returncode == 0 and "stopped and removed the postgres instance" in removed.stdout
+    assert _within(10, lambda: not _servers(public_tmp)) and not top.exists()
+    assert "nothing to clean up" in dbarena("cleanup", env=env).stdout
