@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from dbarena import configkey
-from dbarena.errors import DatabaseError, Interrupted, ParseError
+from dbarena import configkey, unsaved
+from dbarena.errors import DatabaseError, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store import Store, now_utc
@@ -149,8 +149,7 @@ class Sweep:
                             self._dataset(action, step_spec)
                     self.reporter.point_started(index, spec)
                     result = self.point(spec)
-                    bound = self.targets[spec.variant]
-                    self.store.add_point(bound.run_id, result, bound.config(spec))
+                    self._store(result)
                     finished.append(result)
                     results.append(result)
                     self.reporter.point_finished(index, result)
@@ -170,6 +169,17 @@ class Sweep:
         self._record_datasets()
         self._cleanup_left()
         return results
+
+    def _store(self, result: PointResult) -> None:
+        """Commit a finished point; if the store cannot take it, save it where `dbarena
+        import` can read it and stop the run with one line that says where."""
+        bound = self.targets[result.spec.variant]
+        try:
+            self.store.add_point(bound.run_id, result, bound.config(result.spec))
+        except StoreError as exc:
+            saved = unsaved.save(result, self.store.path)
+            raise StoreError(f"{exc}; the point just measured is saved in {saved} "
+                             f"(dbarena import {saved} --label LABEL --store OTHER.db)") from None
 
     # ------------------------------------------------------------ datasets
 

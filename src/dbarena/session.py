@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from dbarena import analysis, configkey, engines, execute, hostinfo, plan, rounds, state, workloads
-from dbarena.errors import ExitStatus, Interrupted, UsageError
+from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.runner import Bound, Sweep
@@ -264,11 +264,14 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
     except (KeyboardInterrupt, Interrupted) as exc:
         for run_id in run_ids:
-            store.finish_run(run_id, "interrupted")
+            with contextlib.suppress(StoreError):
+                store.finish_run(run_id, "interrupted")
         outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     except BaseException:
         for run_id in run_ids:
-            store.finish_run(run_id, "failed")
+            # A store that cannot be written says so in the error being raised.
+            with contextlib.suppress(StoreError):
+                store.finish_run(run_id, "failed")
         raise
     return next_index
 

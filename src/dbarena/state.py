@@ -171,8 +171,11 @@ def stop_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False) -> None:
-    """Undo what a dead owner left: see the module's note."""
+def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False,
+         tell_later: bool = False) -> None:
+    """Undo what a dead owner left: see the module's note. `tell_later` (the watchdog,
+    which has nobody to tell): a run's record that names tables left on a target is
+    kept, so that the next command can say so."""
     owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
     if data["kind"] == "instance":
         pgid = _server_of(data)
@@ -193,6 +196,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "
                 f"dbarena run --resume {data['run_id']} --store {data['store']}")
+        if tell_later and data.get("leftovers"):
+            return
         for line in data.get("leftovers") or []:
             say(f"{where} was killed on {data['target']}: {line}")
     with contextlib.suppress(FileNotFoundError):

@@ -7,11 +7,13 @@ written by a newer dbarena is refused rather than misread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from dbarena import configkey
 from dbarena.errors import StoreError
@@ -276,8 +278,18 @@ class Store:
 
     # ------------------------------------------------------------------ writing
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One committed transaction; a store that cannot be written (disk full,
+        read-only, locked by another writer) is a StoreError of one line."""
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"store {self.path} cannot be written: {exc}") from None
+
     def begin_run(self, run: RunInfo, status: str = "running") -> int:
-        with self.db:
+        with self._writing():
             return self._insert_run(run, status)
 
     def _insert_run(self, run: RunInfo, status: str) -> int:
@@ -306,13 +318,13 @@ class Store:
     def update_target_facts(self, run_id: int, facts: dict) -> None:
         """Merge facts learned during the run (dataset size after preparation)."""
         current = json.loads(self.db.execute("SELECT target_facts FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
-        with self.db:
+        with self._writing():
             self.db.execute("UPDATE runs SET target_facts = ? WHERE id = ?",
                             (json.dumps({**current, **facts}, sort_keys=True), run_id))
 
     def reopen_run(self, run_id: int, options: dict) -> None:
         """A run continued by --resume: running again, with the options of this session."""
-        with self.db:
+        with self._writing():
             self.db.execute("UPDATE runs SET status = 'running', status_reason = NULL, ended_at = NULL, options = ?"
                             " WHERE id = ?",
                             (json.dumps(options, sort_keys=True), run_id))
@@ -322,13 +334,14 @@ class Store:
         return [r for r in map(self.run, ids) if r is not None]
 
     def finish_run(self, run_id: int, status: str, reason: str | None = None) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
                             (status, reason, _utc(now_utc()), run_id))
 
     def add_point(self, run_id: int, result: PointResult, config: dict | None = None) -> int:
-        """Store one finished point, its configuration key and its samples, committed at once."""
-        with self.db:
+        """Store one finished point, its configuration key and its samples, committed at once.
+        StoreError (one line) when the store cannot be written: disk full, read-only, locked."""
+        with self._writing():
             point_id = self._insert_point(run_id, result, config=config)
         if config is None:
             self._backfill_config()  # a key from what the point and its run hold
@@ -377,7 +390,7 @@ class Store:
                       ) -> list[int] | None:
         """Store one imported file's runs and points in one transaction (all or nothing).
         None if a file with this content was imported before."""
-        with self.db:
+        with self._writing():
             if self.db.execute("SELECT 1 FROM imports WHERE sha256 = ?", (sha256,)).fetchone():
                 return None
             run_ids, count = [], 0

@@ -20,7 +20,7 @@ def main() -> None:
     for path, data in state.records():
         if data.get("owner_pid") == owner and data.get("owner_start") == started:
             try:
-                state.reap(path, data, say=lambda line: None)
+                state.reap(path, data, say=lambda line: None, tell_later=True)
             except Exception:  # the next command reaps what is left
                 continue
 

@@ -101,3 +101,49 @@ def test_cleanup_lists_and_removes_a_kept_instance(public_tmp, tmp_path, env):
     assert removed.returncode == 0 and "stopped and removed the postgres instance" in removed.stdout
     assert _within(10, lambda: not _servers(public_tmp)) and not top.exists()
     assert "nothing to clean up" in dbarena("cleanup", env=env).stdout
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 1 MB tmpfs the test mounts (the suite runs as root, as CI does)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs (the e2e tests run as root): {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> None:
+    """Until the file system is full (ENOSPC ends the writing, or the closing)."""
+    try:
+        with open(folder / "filler", "wb", buffering=0) as f:
+            while True:
+                f.write(b"\0" * 4096)
+    except OSError:
+        pass
+
+
+def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(public_tmp, tmp_path, env, tiny_fs):
+    store = tiny_fs / "r.db"
+    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
+                   "--store", str(store)], env)
+    _wait_for_line(proc, "study flags:")  # the run is stored; the first point is about to run
+    _fill(tiny_fs)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    lines = [l for l in err.splitlines() if l.startswith("dbarena: error:")]
+    assert len(lines) == 1 and "cannot be written" in lines[0] and "Traceback" not in err
+    assert _within(10, lambda: not _servers(public_tmp))
+    (saved,) = list(public_tmp.glob("dbarena-unsaved-*.txt"))  # beside the store there was no room
+    assert f"saved in {saved}" in lines[0]
+    other = tmp_path / "other.db"
+    imported = dbarena("import", str(saved), "--label", "rescued", "--store", str(other), env=env)
+    assert imported.returncode == 0, imported.stderr
+    row = sqlite3.connect(other).execute("SELECT workload, threads, status, tps FROM points").fetchone()
+    assert row[:3] == ("pgbench-select-only", 1, "ok") and row[3] > 0
+    assert f"{row[3]:.6f}" in saved.read_text()  # the figure pgbench printed
+    saved.unlink()
+    assert [p.name for p in public_tmp.iterdir()] == []

@@ -4,6 +4,7 @@ dbarena's own throwaway instance), with passwords from PGPASSWORD and ~/.pgpass.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -80,3 +81,36 @@ def test_throwaway_postgres_requires_its_password(server, monkeypatch, tmp_path)
             psycopg.connect(url, connect_timeout=5)
     with psycopg.connect(target.url, password=password, connect_timeout=5) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_killed_run_on_a_target_reports_its_tables_and_leaves_them(server, public_tmp, tmp_path):
+    import os
+    import signal
+    import time
+
+    import psycopg
+
+    from test_run import _start, _wait_for_line
+
+    target, password = server
+    store = tmp_path / "r.db"
+    env = cli_env(public_tmp, PGPASSWORD=password, DBARENA_STATE_DIR=str(tmp_path / "state"))
+    proc = _start(["run", "--target", target.url, "--workload", "sysbench-read-only", "--threads", "1",
+                   "--duration", "30", "--tables", "2", "--table-size", "100", "--store", str(store)], env)
+    _wait_for_line(proc, "study flags:")
+    time.sleep(3)  # prepared, into the point
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    time.sleep(2)  # let the watchdog mark the run
+    shown = dbarena("results", "--store", str(store), env=env)
+    assert shown.returncode == 0, shown.stderr
+    line = next(l for l in shown.stderr.splitlines() if "sysbench tables may remain" in l)
+    assert f"run 1 in {store} was killed on {target.url}: sysbench tables may remain; drop them with: " in line
+    assert re.search(r"drop them with: \S*sysbench oltp_read_write .*--tables=2 .*cleanup$", line), line
+    assert password not in line
+    # dbarena dropped nothing: the tables are there until the user runs that command.
+    with psycopg.connect(target.url, password=password) as conn:
+        assert conn.execute("SELECT count(*) FROM sbtest1").fetchone()[0] == 100
+        conn.execute("DROP TABLE sbtest1, sbtest2")
+    run = sqlite3.connect(store).execute("SELECT status, status_reason FROM runs").fetchone()
+    assert run == ("interrupted", "killed")

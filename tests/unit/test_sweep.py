@@ -610,3 +610,24 @@ def test_dataset_steps_mixed_lifecycles():
         ([("prepare", 2)], [("cleanup", 2)]),
         ([], []),
     ]
+
+
+def test_a_store_that_cannot_be_written_stops_the_sweep_and_the_point_is_saved_importable(rig, tmp_path):
+    from dbarena import importer
+    from dbarena.errors import StoreError
+
+    def full(*args, **kwargs):
+        raise StoreError(f"store {rig.store.path} cannot be written: database or disk is full")
+
+    rig.store.add_point = full  # the disk filled up after the run began
+    with pytest.raises(StoreError) as caught:
+        rig.sweep().run([spec("pgbench-select-only", 1), spec("pgbench-select-only", 2)])
+    message = str(caught.value)
+    assert "\n" not in message and "database or disk is full" in message
+    (saved,) = list(tmp_path.glob("dbarena-unsaved-*-postgres-pgbench-select-only-t1-r0.txt"))
+    assert f"saved in {saved} (dbarena import {saved} --label LABEL" in message
+    assert len(rig.executor.runs()) == 1  # stopped: the second point never ran
+    (point,) = importer.read(saved.name, saved.read_text(), label="x", engine="postgres", tool="auto", workload=None)
+    out, _ = _read(PG_OUT)
+    assert point.result.spec.threads == 1 and point.result.spec.workload == "pgbench-select-only"
+    assert f"{point.result.measurement.tps:.6f}" in out  # the figure pgbench printed

@@ -1,0 +1,90 @@
+"""The state records (state.py) without a server: ownership by pid and start time,
+reaping a dead owner's directory and run, --keep, and the watchdog noticing its
+owner's death."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from dbarena import state
+from dbarena.model import RunInfo
+from dbarena.store import Store
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    monkeypatch.setenv(state.ENV, str(tmp_path / "state"))
+
+
+def dead_pid() -> tuple[int, int]:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = state.start_time(child.pid)
+    child.wait()
+    return child.pid, started or 0
+
+
+def test_a_pid_is_its_owner_only_with_the_same_start_time():
+    me = os.getpid()
+    assert state.alive(me, state.start_time(me))
+    assert not state.alive(me, (state.start_time(me) or 0) + 1)  # a recycled pid is someone else
+    assert not state.alive(*dead_pid())
+
+
+def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_path):
+    top = tmp_path / "dbarena-pg-x"
+    (top / "data").mkdir(parents=True)
+    with Store(tmp_path / "r.db") as db:
+        run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t",
+                                      started_at=datetime.now(timezone.utc), server_version=None, tool_versions={},
+                                      options={}, host_facts={}))
+    pid, started = dead_pid()
+    folder = tmp_path / "state" / "records"
+    folder.mkdir(parents=True)
+    for name, record in (("instance-a", {"kind": "instance", "engine": "postgres", "top": str(top), "server_pgid": None}),
+                         ("run-b", {"kind": "run", "store": str(tmp_path / "r.db"), "run_id": run_id, "target": None,
+                                    "leftovers": []})):
+        (folder / f"{name}.json").write_text(json.dumps({**record, "owner_pid": pid, "owner_start": started}))
+    said: list[str] = []
+    assert state.reap_dead(said.append) == 2
+    assert not top.exists() and list(folder.iterdir()) == []
+    assert said[0] == f"stopped and removed the postgres instance in {top}, left by process {pid}"
+    assert said[1].startswith(f"marked run {run_id} in {tmp_path / 'r.db'} interrupted (killed)")
+    with Store(tmp_path / "r.db") as db:
+        run = db.run(run_id)
+    assert (run["status"], run["status_reason"]) == ("interrupted", "killed")
+    assert state.reap_dead(said.append) == 0
+
+
+def test_records_of_the_living_and_of_kept_instances_are_not_reaped(tmp_path):
+    mine = state.instance("postgres", tmp_path / "a")
+    kept = state.instance("postgres", tmp_path / "b")
+    kept.disown()
+    assert state.reap_dead(lambda line: None) == 0
+    assert len(state.records()) == 2
+    mine.remove()
+    kept.remove()
+
+
+def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
+    top = tmp_path / "dbarena-pg-w"
+    code = (f"import os, time; from pathlib import Path; from dbarena import state; "
+            f"Path({str(top)!r}).mkdir(); state.instance('postgres', Path({str(top)!r})); "
+            f"print('ready', flush=True); time.sleep(60)")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, state.ENV: str(tmp_path / "state")})
+    assert owner.stdout is not None and owner.stdout.readline() == "ready\n"
+    assert top.exists()
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and top.exists():
+        time.sleep(0.1)
+    assert not top.exists() and state.records() == []
