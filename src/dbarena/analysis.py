@@ -25,10 +25,17 @@ def _metric(row: dict) -> str:
     return "tps" if row.get("tps") is not None else "qps"
 
 
+# The version of what analyse_point computes: bump it when stats.py's estimators or
+# warnings change, and every store recomputes its cached figures on the next read.
+ESTIMATOR_VERSION = 1
+
+
 def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_threads: int) -> dict:
-    """The steady-state fields of one stored point (added to its results row)."""
-    out: dict[str, Any] = {"metric": _metric(row), "steady_start_s": None, "steady_tps": None, "tps_ci_low": None,
-                           "tps_ci_high": None, "cv": None, "dips_s": [], "trend_pct": None, "warnings": []}
+    """The derived fields of one stored point (added to its results row): plain JSON
+    values, cached in the store (point_derived) by estimator version."""
+    out: dict[str, Any] = {"metric": _metric(row), "samples": len(samples), "steady_start_s": None,
+                           "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
+                           "trend_pct": None, "warnings": []}
     if row["status"] != "ok":
         return out
     series = [s["tps"] for s in samples]
@@ -38,7 +45,6 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
         assert steady is not None  # None only for an empty series
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
                    tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
-        out["_steady"] = steady
         flags.extend(steady.flags)
     flags.extend(stats.loadgen_flags(system, row["threads"], hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
@@ -47,21 +53,26 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
 
 def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
          variants: tuple[str, ...] = ()) -> list[dict]:
-    """Stored points with their steady-state fields."""
+    """Stored points with their derived fields: from the cache where this estimator
+    version made them, else computed from the stored series (read in batches, not a
+    query per point) and cached."""
     rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
-    threads_of_run: dict[int, int] = {}
-    adaptive_run: dict[int, bool] = {}
+    runs = store.runs_by_id(r["run_id"] for r in rows)
+    ids = [r["point_id"] for r in rows]
+    derived = store.derived(ids, ESTIMATOR_VERSION)
+    missing = [r for r in rows if r["point_id"] not in derived]
+    if missing:
+        samples = store.series_of("samples", (r["point_id"] for r in missing))
+        system = store.series_of("system_samples", (r["point_id"] for r in missing))
+        fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
+                                              runs[r["run_id"]]["host_facts"].get("hardware_threads") or 1)
+                 for r in missing}
+        store.save_derived(fresh, ESTIMATOR_VERSION)
+        derived.update(fresh)
     for row in rows:
-        if row["run_id"] not in threads_of_run:
-            run = store.run(row["run_id"])
-            assert run is not None  # store.points joins each point to its run
-            facts = run["host_facts"]
-            threads_of_run[row["run_id"]] = facts.get("hardware_threads") or 1
-            adaptive_run[row["run_id"]] = bool(run["options"].get("precision"))
+        row.update(derived[row["point_id"]])
         # Its number of repeats was chosen by the stopping rule (--precision).
-        row["adaptive"] = adaptive_run[row["run_id"]]
-        row.update(analyse_point(row, store.samples(row["point_id"]), store.system_samples(row["point_id"]),
-                                 threads_of_run[row["run_id"]]))
+        row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
     return rows
 
 
@@ -106,9 +117,10 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
     for key, members in groups.items():
         ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
         values = [v for m in ok if (v := _value(m)) is not None]
-        single = ok[0].get("_steady") if len(ok) == 1 else None
+        within = (ok[0]["tps_ci_low"], ok[0]["tps_ci_high"]) if len(ok) == 1 and ok[0].get("tps_ci_low") is not None \
+            else None
         adaptive = any(m.get("adaptive") for m in ok)
-        summary = stats.summarize(values, failed=len(members) - len(ok), single_run=single, adaptive=adaptive)
+        summary = stats.summarize(values, failed=len(members) - len(ok), within_run=within, adaptive=adaptive)
         # Point-level warnings that matter for the whole group (deduplicated by code).
         seen = {f.code.value for f in summary.flags}
         point_flags = []

@@ -18,7 +18,7 @@
 - Adaptive repeats: a point stops once the 95 % interval of its mean over runs, computed
   with an upper confidence bound on the standard deviation (stop_rule), is within the
   precision asked; see precision().
-scipy supplies only the t and chi-square distributions' quantiles and tail areas.
+scipy.special supplies only the t and chi-square distributions' quantiles and tail areas.
 """
 
 from __future__ import annotations
@@ -35,20 +35,41 @@ MIN_REPEATS = 3  # independent runs per side before a comparison gets a verdict
 CV_WARN = 0.10  # pyperf's threshold: stdev >= 10 % of the mean is shaky
 
 
+class _T:
+    """Student's t: quantiles and upper tail areas (scipy.special's, which scipy.stats
+    uses too, at half the import time of scipy.stats: every command pays it)."""
+
+    def __init__(self):
+        from scipy.special import stdtr, stdtrit
+
+        self._cdf, self._quantile = stdtr, stdtrit
+
+    def ppf(self, q: float, df: float) -> float:
+        return float(self._quantile(df, q))
+
+    def sf(self, x: float, df: float) -> float:
+        return float(self._cdf(df, -x))
+
+
+class _Chi2:
+    def __init__(self):
+        from scipy.special import chdtri
+
+        self._upper_quantile = chdtri
+
+    def ppf(self, q: float, df: float) -> float:
+        return float(self._upper_quantile(df, 1 - q))
+
+
 @functools.cache
-def _t():
-    # scipy.stats takes 0.6 s to import: only when an interval is actually computed,
-    # not at every start of the CLI.
-    from scipy.stats import t
-
-    return t
+def _t() -> _T:
+    # Imported only when an interval is actually computed, not at every start of the CLI.
+    return _T()
 
 
 @functools.cache
-def _chi2():
-    from scipy.stats import chi2
-
-    return chi2
+def _chi2() -> _Chi2:
+    return _Chi2()
 
 
 # ------------------------------------------------------------------ warm-up
@@ -291,7 +312,7 @@ class Summary:
 
 
 def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState | None = None,
-              adaptive: bool = False) -> Summary:
+              adaptive: bool = False, within_run: tuple[float, float] | None = None) -> Summary:
     """Repeats of one point. With one repeat, the interval shown is that run's
     batch-means interval, marked within_run: the precision of one run, not run-to-run
     variation (the few-repeats warning says so). Comparisons use `estimate`, which
@@ -310,10 +331,11 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
     mean = statistics.fmean(values)
     cv = stdev / mean if stdev is not None and mean else None
     interval = est.interval()
-    within_run = False
     if n == 1 and single_run is not None and single_run.estimate is not None:
-        interval = single_run.estimate.interval()
-        within_run = interval is not None
+        within_run = single_run.estimate.interval()
+    marked = n == 1 and within_run is not None
+    if marked:
+        interval = within_run
     if n < MIN_REPEATS:
         flags.append(Flag(Warning_.FEW_REPEATS,
                           f"only {n} repeat(s): use --repeat {MIN_REPEATS} or more (or --precision) so that the "
@@ -324,7 +346,7 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
                           "throttling or noisy neighbours; lengthen --duration or add repeats"))
     return Summary(n=n, failed=failed, median=statistics.median(values), mean=mean, stdev=stdev,
                    ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None, cv=cv,
-                   flags=tuple(flags), estimate=est, within_run=within_run)
+                   flags=tuple(flags), estimate=est, within_run=marked)
 
 
 # ------------------------------------------------------------------ comparisons

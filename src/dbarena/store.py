@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from dbarena import configkey
 from dbarena.errors import StoreError
@@ -174,6 +174,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN status_reason TEXT;
     """,
+    # 10: each point's derived figures (steady state, interval, warnings), cached with the
+    # version of the estimator that computed them (analysis.ESTIMATOR_VERSION): computed
+    # from the stored series, never edited; recomputed when the estimator changes.
+    """
+    CREATE TABLE point_derived (
+        point_id   INTEGER PRIMARY KEY REFERENCES points(id),
+        estimator  INTEGER NOT NULL,
+        fields     TEXT NOT NULL    -- JSON: analysis.analyse_point's figures
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -194,6 +204,12 @@ _SAMPLE_COLUMNS = (
     "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
     "errors_per_s", "reconnects_per_s",
 )
+
+
+def _chunks(ids: list[int], size: int = 10000) -> Iterator[list[int]]:
+    # Below SQLite's limit on bound parameters (32766 since 3.32).
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size]
 
 
 def _utc(ts: datetime) -> str:
@@ -433,8 +449,7 @@ class Store:
             " p.ended_at, p.source, p.phase, p.details, p.variant, p.options, p.warmup_s, p.config, p.config_key,"
             " st.name AS study, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
-            + ", (SELECT COUNT(*) FROM samples s WHERE s.point_id = p.id) AS samples"
-            " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN studies st ON st.sha256 = r.study_sha256"
+            + " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN studies st ON st.sha256 = r.study_sha256"
             + (" WHERE " + " AND ".join(where) if where else "")
             + " ORDER BY p.id"
         )
@@ -449,6 +464,51 @@ class Store:
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
             row["details"] = {k: v for k, v in json.loads(row["details"]).items() if k != "histogram_ms"}
         return rows
+
+    def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict]:
+        """Many runs in one query (see run())."""
+        out = {}
+        for chunk in _chunks(sorted(set(run_ids))):
+            cur = self.db.execute(f"SELECT * FROM runs WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            names = [d[0] for d in cur.description]
+            for row in cur.fetchall():
+                record = dict(zip(names, row))
+                for key in ("tool_versions", "options", "host_facts", "target_facts"):
+                    record[key] = json.loads(record[key])
+                out[record["id"]] = record
+        return out
+
+    def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict]]:
+        """Per-second rows of many points in one query per chunk: table is 'samples' or
+        'system_samples'."""
+        columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
+        out: dict[int, list[dict]] = {}
+        for chunk in _chunks(sorted(set(point_ids))):
+            cur = self.db.execute(
+                f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY point_id, second", chunk)
+            for row in cur.fetchall():
+                out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
+        return out
+
+    def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict]:
+        """Cached derived figures of these points made by this estimator version."""
+        out = {}
+        for chunk in _chunks(sorted(set(point_ids))):
+            for pid, fields in self.db.execute(
+                    f"SELECT point_id, fields FROM point_derived WHERE estimator = ? AND point_id IN "
+                    f"({', '.join('?' * len(chunk))})", [estimator, *chunk]):
+                out[pid] = json.loads(fields)
+        return out
+
+    def save_derived(self, figures: dict[int, dict], estimator: int) -> None:
+        """Cache derived figures; a store that cannot be written now just stays uncached."""
+        if not figures:
+            return
+        with contextlib.suppress(sqlite3.OperationalError):
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)",
+                                    [(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
 
     def samples(self, point_id: int) -> list[dict]:
         cur = self.db.execute(

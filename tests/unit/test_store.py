@@ -1,5 +1,7 @@
+import shutil
 import sqlite3
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +45,7 @@ def test_point_and_samples_round_trip_verbatim(tmp_path):
         rows = db.points()
         assert [r["status"] for r in rows] == ["ok", "failed"]
         assert rows[0]["tps"] == 1.5 and rows[0]["failed_transactions"] is None
-        assert rows[0]["samples"] == 2 and rows[1]["tps"] is None
+        assert len(db.samples(p1)) == 2 and rows[1]["tps"] is None
         assert rows[1]["error"] == "exit status 2: boom"
         assert db.raw_output(p1) == (raw_out, ok.stderr)
         assert [s["latency_ms"] for s in db.samples(p1)] == [1.0, None]
@@ -105,3 +107,71 @@ def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path):
         # Schema 7 gave the old point a configuration key, from what it stored.
         (config_key,) = db.db.execute("SELECT config_key FROM points").fetchone()
         assert config_key
+
+
+def test_derived_figures_are_cached_by_estimator_version_and_read_in_batches(tmp_path, monkeypatch):
+    from dbarena import analysis
+
+    store = tmp_path / "r.db"
+    with Store(store) as db:
+        run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t", started_at=T0,
+                                      server_version="15", tool_versions={}, options={}, host_facts={}))
+        spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=1, clients=1, duration_s=40)
+        samples = tuple(Sample(second=float(i + 1), tps=1000.0 + (i % 7)) for i in range(40))
+        for _ in range(3):
+            db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",),
+                                             exit_code=0, stdout="", stderr="",
+                                             measurement=Measurement(tps=1003.0), samples=samples))
+    calls: list[str] = []
+    real = Store.series_of
+
+    def counted(self, table, ids):
+        calls.append(table)
+        return real(self, table, ids)
+
+    monkeypatch.setattr(Store, "series_of", counted)
+    with Store(store) as db:
+        first = analysis.load(db)
+        assert calls == ["samples", "system_samples"]  # one batch for all three points
+        assert len(first) == 3 and all(r["steady_tps"] and r["samples"] == 40 for r in first)
+        again = analysis.load(db)
+        assert calls == ["samples", "system_samples"]  # cached: no series read
+        assert [r["steady_tps"] for r in again] == [r["steady_tps"] for r in first]
+    monkeypatch.setattr(analysis, "ESTIMATOR_VERSION", analysis.ESTIMATOR_VERSION + 1)
+    with Store(store) as db:
+        analysis.load(db)
+    assert calls.count("samples") == 2  # a new estimator recomputes
+
+
+HISTORIC = sorted((Path(__file__).resolve().parent.parent / "fixtures" / "stores").glob("v*.db"),
+                  key=lambda p: int(p.stem[1:]))
+
+
+def test_there_is_a_historic_store_of_every_released_schema_version():
+    versions = [int(p.stem[1:]) for p in HISTORIC]
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) >= 9
+
+
+@pytest.mark.parametrize("path", HISTORIC, ids=lambda p: p.stem)
+def test_every_historic_store_migrates_and_reads(path, tmp_path):
+    """Stores written by each released schema (made by that version's own code: see
+    tests/fixtures/stores/README.md) open, migrate to today's and read back alike."""
+    from dbarena import analysis
+
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    before = sqlite3.connect(copy)
+    assert before.execute("PRAGMA user_version").fetchone()[0] == int(path.stem[1:])
+    counts = [before.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "points", "samples")]
+    tps = before.execute("SELECT id, tps FROM points ORDER BY id").fetchall()
+    before.close()
+    with Store(copy) as db:
+        assert db.version == SCHEMA_VERSION
+        assert [db.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "points", "samples")] \
+            == counts
+        assert db.db.execute("SELECT id, tps FROM points ORDER BY id").fetchall() == tps
+        rows = analysis.load(db)
+        assert rows and all(r["config_key"] for r in rows)
+        assert any(r["steady_tps"] for r in rows if r["samples"])
+        groups = analysis.summaries(rows)
+        assert groups and all(g["n"] >= 1 for g in groups)
