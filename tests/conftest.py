@@ -50,3 +50,15 @@ def cli_env(tmpdir: Path, **extra) -> dict:
 def dbarena(*args: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dbarena", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def store_holds(store: Path, secret: str) -> bool:
+    """Whether a store holds secret anywhere: in its file, or inside its compressed raw outputs."""
+    if not store.exists():
+        return False
+    if secret.encode() in store.read_bytes():
+        return True
+    from dbarena.store import Store
+
+    with Store(store) as db:
+        return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))

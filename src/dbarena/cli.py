@@ -21,6 +21,7 @@ from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.model import RunInfo
 from dbarena.report import terminal
+from dbarena import store as store_mod
 from dbarena.store import Store, now_utc
 
 DEFAULT_STORE = "dbarena.db"
@@ -317,6 +318,42 @@ def cleanup(dry_run):
         say(f"nothing to clean up (state directory {state.state_dir()})")
 
 
+@cli.command()
+@click.argument("others", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="STORE...")
+@store_option
+def merge(others, store):
+    """Bring other stores' runs into this one: points, per-second series, raw outputs,
+    studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
+    store is read through a migrated copy, a newer one is refused; each file is merged
+    whole or not at all."""
+    target = store.resolve()
+    with Store(target) as db:
+        for other in others:
+            runs, points = store_mod.merge(db, other)
+            click.echo(f"{other}: {runs} run(s), {points} point(s) merged into {target}"
+                       + ("" if runs else " (all its runs were here already)"))
+
+
+@cli.group("store")
+def store_group():
+    """The results store itself."""
+
+
+@store_group.command("info")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def store_info(store, as_json):
+    """Schema version, counts, size and labels of a store."""
+    with _open_store(store) as db:
+        facts = store_mod.info(db)
+    if as_json:
+        click.echo(json.dumps(facts, indent=2))
+        return
+    for key, value in facts.items():
+        shown = ", ".join(value) if isinstance(value, list) else f"{value:,}" if isinstance(value, int) else value
+        click.echo(f"{key:28} {shown}")
+
+
 @cli.group("study")
 def study_group():
     """Study files: a whole benchmark protocol in one TOML file (see `dbarena study show seed-a`)."""
@@ -371,8 +408,15 @@ def study_check(file, as_json, **kwargs):
                    "95 % interval, coefficient of variation and warnings. Points of different "
                    "configurations (parameters, settings, variant, server version, host) are never pooled.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def results(store, run_id, labels, study_name, variants, summary, as_json):
+@click.option("--raw", "raw_point", type=int, metavar="POINT",
+              help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
+def results(store, run_id, labels, study_name, variants, summary, as_json, raw_point):
     """List stored points (or their summaries), with steady-state figures and warnings."""
+    if raw_point is not None:
+        with _open_store(store) as db:
+            out, err = db.raw_output(raw_point)
+        click.echo(err + out, nl=False)
+        return
     with _open_store(store) as db:
         rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
     if summary:

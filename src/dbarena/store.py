@@ -8,8 +8,13 @@ written by a newer dbarena is refused rather than misread.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import shutil
 import sqlite3
+import tempfile
+import uuid
+import zlib
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -184,6 +189,25 @@ MIGRATIONS: list[str] = [
         fields     TEXT NOT NULL    -- JSON: analysis.analyse_point's figures
     );
     """,
+    # 11: global identities and a lean points table. Runs get a UUID (so that stores
+    # merge); host facts are kept once per host, by fingerprint; raw outputs move to a
+    # table of their own, compressed, read only when asked. (_move_hosts_and_raw
+    # fills the new tables from what older stores kept.)
+    """
+    ALTER TABLE runs ADD COLUMN uuid TEXT;   -- older runs: a UUID derived from the run (below)
+    CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
+    CREATE TABLE hosts (
+        fingerprint  TEXT PRIMARY KEY,   -- sha256 of the facts' canonical JSON
+        facts        TEXT NOT NULL       -- JSON: hostinfo.host_facts()
+    );
+    ALTER TABLE runs ADD COLUMN host_fingerprint TEXT REFERENCES hosts(fingerprint);
+    CREATE TABLE raw_outputs (
+        point_id  INTEGER PRIMARY KEY REFERENCES points(id),
+        codec     TEXT NOT NULL,   -- zlib
+        stdout    BLOB NOT NULL,
+        stderr    BLOB NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -204,6 +228,19 @@ _SAMPLE_COLUMNS = (
     "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
     "errors_per_s", "reconnects_per_s",
 )
+
+
+_RUN_NAMESPACE = uuid.UUID("6f2b8a0e-5d1c-4e8f-9a3b-2c7d4e5f6a10")  # dbarena's, for runs older than schema 11
+
+
+def _pack(text: str) -> bytes:
+    return zlib.compress(text.encode(), 6)
+
+
+def _unpack(codec: str, blob: bytes) -> str:
+    if codec != "zlib":
+        raise StoreError(f"raw output compressed with {codec!r}, which this dbarena cannot read: upgrade dbarena")
+    return zlib.decompress(blob).decode()
 
 
 def _chunks(ids: list[int], size: int = 10000) -> Iterator[list[int]]:
@@ -263,13 +300,44 @@ class Store:
             )
         if current < 7 <= self.version:
             self._backfill_config()
+        if current < 11 <= self.version:
+            self._move_hosts_and_raw()
+
+    def _move_hosts_and_raw(self) -> None:
+        """Schema 11 for rows stored before it: host facts into `hosts`, raw outputs
+        into `raw_outputs` (compressed), in one transaction."""
+        with self.db:
+            for run_id, facts, label, host, engine, target, started, variant in self.db.execute(
+                    "SELECT id, host_facts, label, host, engine, target, started_at, variant FROM runs"
+                    " WHERE host_fingerprint IS NULL").fetchall():
+                fingerprint = self._host(json.loads(facts))
+                # Derived from the run, not random: two copies of one old store migrate
+                # to the same identities, so merging both adds the runs once.
+                identity = uuid.uuid5(_RUN_NAMESPACE, json.dumps([run_id, label, host, engine, target, started,
+                                                                  variant, fingerprint]))
+                self.db.execute("UPDATE runs SET host_fingerprint = ?, host_facts = '{}', uuid = ? WHERE id = ?",
+                                (fingerprint, str(identity), run_id))
+            cur = self.db.execute("SELECT id, stdout, stderr FROM points WHERE id NOT IN "
+                                  "(SELECT point_id FROM raw_outputs)")
+            while batch := cur.fetchmany(500):
+                self.db.executemany("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
+                                    [(pid, _pack(out), _pack(err)) for pid, out, err in batch])
+            self.db.execute("UPDATE points SET stdout = '', stderr = ''")
+
+    def _host(self, facts: dict) -> str:
+        """The fingerprint of these host facts, stored once (uncommitted)."""
+        text = json.dumps(facts, sort_keys=True)
+        fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        self.db.execute("INSERT OR IGNORE INTO hosts VALUES (?, ?)", (fingerprint, text))
+        return fingerprint
 
     def _backfill_config(self) -> None:
         """Configuration keys for points stored before schema 7, from what they kept:
         the run's options (settings, targets, --warmup), server version and host facts."""
         rows = self.db.execute(
             "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
-            " r.options, r.server_version, r.host_facts, r.target_facts FROM points p JOIN runs r ON r.id = p.run_id"
+            " r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
+            " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
             " WHERE p.config_key IS NULL"
         ).fetchall()
         with self.db:
@@ -318,14 +386,15 @@ class Store:
         cur = self.db.execute(
             "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
             " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour, currency, variant,"
-            " flavour, study_sha256, invocation)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " flavour, study_sha256, invocation, uuid, host_fingerprint)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run.label, run.host, run.engine, run.target, run.server_version,
                 json.dumps(run.tool_versions, sort_keys=True), json.dumps(run.options, sort_keys=True),
-                json.dumps(run.host_facts, sort_keys=True), json.dumps(run.target_facts, sort_keys=True),
+                "{}", json.dumps(run.target_facts, sort_keys=True),
                 __version__, _utc(run.started_at), status, run.price_per_hour, run.currency, run.variant,
                 run.flavour, run.study.sha256 if run.study is not None else None, run.invocation,
+                str(uuid.uuid4()), self._host(run.host_facts),
             ),
         )
         assert cur.lastrowid is not None
@@ -382,7 +451,7 @@ class Store:
                 result.status, result.error, _utc(result.started_at), _utc(result.ended_at),
                 json.dumps(list(result.command)), result.exit_code,
                 json.dumps(m.details if m is not None else {}, sort_keys=True),
-                result.stdout, result.stderr, json.dumps(source, sort_keys=True) if source else None, result.phase,
+                "", "", json.dumps(source, sort_keys=True) if source else None, result.phase,
                 spec.variant, json.dumps(dict(spec.options), sort_keys=True), spec.warmup_s,
                 json.dumps(config, sort_keys=True) if config is not None else None,
                 configkey.digest(config) if config is not None else None,
@@ -391,6 +460,8 @@ class Store:
         )
         point_id = cur.lastrowid
         assert point_id is not None
+        self.db.execute("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
+                        (point_id, _pack(result.stdout), _pack(result.stderr)))
         self.db.executemany(
             f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
             [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
@@ -466,15 +537,13 @@ class Store:
         return rows
 
     def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict]:
-        """Many runs in one query (see run())."""
+        """Many runs in one query per chunk (see run())."""
         out = {}
         for chunk in _chunks(sorted(set(run_ids))):
-            cur = self.db.execute(f"SELECT * FROM runs WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            cur = self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)
             names = [d[0] for d in cur.description]
             for row in cur.fetchall():
-                record = dict(zip(names, row))
-                for key in ("tool_versions", "options", "host_facts", "target_facts"):
-                    record[key] = json.loads(record[key])
+                record = self._run_record(names, row)
                 out[record["id"]] = record
         return out
 
@@ -522,26 +591,125 @@ class Store:
         )
         return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
 
-    def runs(self) -> list[dict]:
-        ids = [i for (i,) in self.db.execute("SELECT id FROM runs ORDER BY id")]
-        return [r for r in map(self.run, ids) if r is not None]  # each id was just read
+    _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
+             " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
 
-    def run(self, run_id: int) -> dict | None:
-        cur = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
-        row = cur.fetchone()
-        if row is None:
-            return None
-        record = dict(zip([d[0] for d in cur.description], row))
+    @staticmethod
+    def _run_record(names: list[str], row: tuple) -> dict:
+        record = dict(zip(names, row))
+        host = record.pop("_host_facts")
+        if host is not None:
+            record["host_facts"] = host  # kept once per host since schema 11
         for key in ("tool_versions", "options", "host_facts", "target_facts"):
             record[key] = json.loads(record[key])
         return record
+
+    def runs(self) -> list[dict]:
+        cur = self.db.execute(self._RUNS + " ORDER BY r.id")
+        names = [d[0] for d in cur.description]
+        return [self._run_record(names, row) for row in cur.fetchall()]
+
+    def run(self, run_id: int) -> dict | None:
+        cur = self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,))
+        row = cur.fetchone()
+        return None if row is None else self._run_record([d[0] for d in cur.description], row)
 
     def study_text(self, sha256: str) -> dict | None:
         row = self.db.execute("SELECT name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else {"name": row[0], "source": row[1], "text": row[2], "sha256": sha256}
 
     def raw_output(self, point_id: int) -> tuple[str, str]:
-        row = self.db.execute("SELECT stdout, stderr FROM points WHERE id = ?", (point_id,)).fetchone()
+        """The tool's stdout and stderr of a point, verbatim."""
+        row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
+                              (point_id,)).fetchone()
         if row is None:
             raise StoreError(f"no point {point_id} in {self.path}")
-        return row
+        return _unpack(row[0], row[1]), _unpack(row[0], row[2])
+
+
+# ------------------------------------------------------------------ merging stores
+
+# Tables whose rows belong to a point, copied with the point's new id.
+_POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived")
+
+
+def merge(into: Store, other: Path) -> tuple[int, int]:
+    """Bring another store's runs (points, series, raw outputs, studies, hosts) into
+    `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
+    store twice adds nothing. The other store is read from a migrated copy (the file
+    itself is left as it is); a newer schema is refused. All or nothing."""
+    if not other.is_file():
+        raise StoreError(f"merge: no store {other}")
+    if other.resolve() == into.path.resolve():
+        raise StoreError(f"merge: {other} is the store being merged into")
+    with tempfile.TemporaryDirectory(prefix="dbarena-merge-") as tmp:
+        copy = Path(tmp) / "other.db"
+        shutil.copyfile(other, copy)
+        try:
+            Store(copy).close()  # migrated to this dbarena's schema (or refused)
+        except StoreError as exc:
+            raise StoreError(str(exc).replace(str(copy), str(other))) from None
+        db = into.db
+        try:
+            db.execute("ATTACH DATABASE ? AS src", (str(copy),))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"merge: {other}: {exc}") from None
+        try:
+            with into._writing():
+                return _merge_attached(db)
+        except sqlite3.DatabaseError as exc:  # a damaged file: nothing was added
+            raise StoreError(f"merge: {other}: {exc}") from None
+        finally:
+            db.execute("DETACH DATABASE src")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA main.table_info({table})")]
+
+
+def _merge_attached(db: sqlite3.Connection) -> tuple[int, int]:
+    run_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.runs").fetchone()[0]
+    point_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.points").fetchone()[0]
+    db.execute("CREATE TEMP TABLE run_map AS SELECT id AS old, id + ? AS new FROM src.runs "
+               "WHERE uuid NOT IN (SELECT uuid FROM main.runs)", (run_offset,))
+    db.execute("CREATE TEMP TABLE point_map AS SELECT p.id AS old, p.id + ? AS new, m.new AS run FROM src.points p "
+               "JOIN temp.run_map m ON m.old = p.run_id", (point_offset,))
+    try:
+        merged = "SELECT {} FROM src.runs r JOIN temp.run_map m ON m.old = r.id"
+        db.execute("INSERT OR IGNORE INTO main.studies SELECT * FROM src.studies WHERE sha256 IN "
+                   f"({merged.format('r.study_sha256')})")
+        db.execute("INSERT OR IGNORE INTO main.hosts SELECT * FROM src.hosts WHERE fingerprint IN "
+                   f"({merged.format('r.host_fingerprint')})")
+        runs = [c for c in _columns(db, "runs") if c != "id"]
+        db.execute(f"INSERT INTO main.runs (id, {', '.join(runs)}) SELECT m.new, {', '.join('r.' + c for c in runs)} "
+                   "FROM src.runs r JOIN temp.run_map m ON m.old = r.id")
+        points = [c for c in _columns(db, "points") if c not in ("id", "run_id")]
+        db.execute(f"INSERT INTO main.points (id, run_id, {', '.join(points)}) SELECT m.new, m.run, "
+                   f"{', '.join('p.' + c for c in points)} FROM src.points p JOIN temp.point_map m ON m.old = p.id")
+        for table in _POINT_TABLES:
+            rest = [c for c in _columns(db, table) if c != "point_id"]
+            db.execute(f"INSERT INTO main.{table} (point_id, {', '.join(rest)}) SELECT m.new, "
+                       f"{', '.join('t.' + c for c in rest)} FROM src.{table} t JOIN temp.point_map m ON m.old = t.point_id")
+        # Imported files stay imported once: their run ids follow the runs.
+        new_run = dict(db.execute("SELECT old, new FROM temp.run_map").fetchall())
+        for sha256, file, run_ids, count, at in db.execute("SELECT * FROM src.imports").fetchall():
+            mapped = [new_run[r] for r in json.loads(run_ids) if r in new_run]
+            if mapped:
+                db.execute("INSERT OR IGNORE INTO main.imports VALUES (?, ?, ?, ?, ?)",
+                           (sha256, file, json.dumps(mapped), count, at))
+        added = (db.execute("SELECT COUNT(*) FROM temp.run_map").fetchone()[0],
+                 db.execute("SELECT COUNT(*) FROM temp.point_map").fetchone()[0])
+    finally:
+        db.execute("DROP TABLE temp.run_map")
+        db.execute("DROP TABLE temp.point_map")
+    return added
+
+
+def info(store: Store) -> dict:
+    """What `dbarena store info` shows."""
+    counts = {t: store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+              for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}
+    raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()[0]
+    return {"path": str(store.path), "schema_version": store.version, "size_bytes": store.path.stat().st_size,
+            **counts, "raw_output_bytes_compressed": raw,
+            "labels": [l for (l,) in store.db.execute("SELECT DISTINCT label FROM runs ORDER BY label")]}

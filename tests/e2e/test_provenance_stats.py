@@ -36,8 +36,9 @@ def store(tmp_path_factory):
 def test_provenance_is_stored(store):
     db = sqlite3.connect(store)
     db.row_factory = sqlite3.Row
-    run = db.execute("SELECT * FROM runs WHERE label = 'box-a'").fetchone()
-    host = json.loads(run["host_facts"])
+    run = db.execute("SELECT r.*, h.facts FROM runs r JOIN hosts h ON h.fingerprint = r.host_fingerprint "
+                     "WHERE label = 'box-a'").fetchone()
+    host = json.loads(run["facts"])  # once per host, by fingerprint
     for key in ("cpu_model", "architecture", "sockets", "physical_cores", "hardware_threads", "threads_per_core",
                 "memory_bytes", "kernel", "distribution"):
         assert host.get(key) not in (None, ""), key
