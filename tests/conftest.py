@@ -62,3 +62,17 @@ def store_holds(store: Path, secret: str) -> bool:
 
     with Store(store) as db:
         return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))
+
+
+def with_raw(store: Path, rows) -> list[dict]:
+    """Points rows (sqlite3.Row of `points p`) as dicts with their raw stdout and stderr,
+    which the store keeps compressed in raw_outputs."""
+    from dbarena.store import Store
+
+    with Store(store) as db:
+        out = []
+        for row in rows:
+            record = dict(row)
+            record["stdout"], record["stderr"] = db.raw_output(record["id"])
+            out.append(record)
+        return out

@@ -353,7 +353,7 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,
         "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
-        "owner": {"pid": os.getpid(), "host": facts.get("hostname", "")},
+        "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": facts.get("hostname", "")},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},
     }
@@ -368,6 +368,8 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
 def _incomplete(store: Store, run: dict) -> bool:
     if run["status"] != "finished":
         return True
+    if run["options"].get("precision"):
+        return False  # adaptive: a failed run was retried under a new repeat index
     # A failed point that no later repeat of the same configuration and index replaced.
     rows = store.points(run_id=run["id"])
     ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
@@ -395,16 +397,8 @@ def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
     for r in runs:
         owner = r["options"].get("owner") or {}
         if r["status"] == "running" and owner.get("host") == socket.gethostname() \
-                and owner.get("pid") and _alive(owner["pid"]):
+                and owner.get("pid") != os.getpid() and state.alive(owner.get("pid"), owner.get("start")):
             raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
     return invocation, runs
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()

@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -64,6 +65,15 @@ def start_time(pid: int) -> int | None:
 
 def alive(pid: int | None, started: int | None) -> bool:
     return pid is not None and start_time(pid) is not None and start_time(pid) == started
+
+
+def machine() -> dict:
+    """This host and this boot: a pid means something only here, and only until reboot."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return {"hostname": socket.gethostname(), "boot_id": boot}
 
 
 def _records() -> Path:
@@ -105,7 +115,8 @@ class Record:
 
 def _new(kind: str, **fields) -> Record:
     me = os.getpid()
-    data = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), "created": time.time(), **fields}
+    data = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), **machine(), "created": time.time(),
+            **fields}
     record = Record(path=_records() / f"{kind}-{uuid.uuid4().hex}.json", data=data)
     _write(record.path, data)
     _Watchdog.ensure()
@@ -144,9 +155,21 @@ def records() -> list[tuple[Path, dict]]:
     return out
 
 
+def ours(data: dict) -> bool:
+    """Made on this host since its last boot (a state directory on a shared home must
+    not let one host reap another's runs). After a reboot nothing of it runs any more."""
+    here = machine()
+    return data.get("hostname") == here["hostname"]
+
+
 def orphaned(data: dict) -> bool:
-    """Its owner is gone (kept instances have none and are not orphans)."""
-    return not data.get("kept") and not alive(data.get("owner_pid"), data.get("owner_start"))
+    """Its owner is gone (kept instances have none and are not orphans); records of
+    another host are never judged here."""
+    if data.get("kept") or not ours(data):
+        return False
+    if data.get("boot_id") != machine()["boot_id"]:
+        return True  # rebooted since: its owner is gone
+    return not alive(data.get("owner_pid"), data.get("owner_start"))
 
 
 def _server_of(data: dict) -> int | None:
@@ -192,7 +215,7 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         if dry_run:
             say(f"would mark {where} interrupted (killed), left by {owner}")
             return
-        marked = _mark_killed(Path(data["store"]), data["run_id"])
+        marked = _mark_killed(Path(data["store"]), data["run_id"], data.get("owner_pid"))
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "
                 f"dbarena run --resume {data['run_id']} --store {data['store']}")
@@ -204,7 +227,7 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         path.unlink()
 
 
-def _mark_killed(store_path: Path, run_id: int) -> bool:
+def _mark_killed(store_path: Path, run_id: int, owner: int | None) -> bool:
     from dbarena.store import Store  # only when there is something to mark
 
     if not store_path.is_file():
@@ -214,6 +237,8 @@ def _mark_killed(store_path: Path, run_id: int) -> bool:
             run = db.run(run_id)
             if run is None or run["status"] != "running":
                 return False
+            if (run["options"].get("owner") or {}).get("pid") not in (None, owner):
+                return False  # resumed since by another process: its run now
             db.finish_run(run_id, "interrupted", reason="killed")
             return True
     except Exception:  # a store that cannot be opened now is reported by the command that uses it

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import shutil
 import sqlite3
 import tempfile
 import uuid
@@ -243,8 +242,16 @@ def _unpack(codec: str, blob: bytes) -> str:
     return zlib.decompress(blob).decode()
 
 
-def _chunks(ids: list[int], size: int = 10000) -> Iterator[list[int]]:
-    # Below SQLite's limit on bound parameters (32766 since 3.32).
+@contextlib.contextmanager
+def _busy_timeout_restored(db: sqlite3.Connection) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        db.execute("PRAGMA busy_timeout = 60000")
+
+
+def _chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
+    # Below SQLite's smallest default limit on bound parameters (999 before 3.32).
     for i in range(0, len(ids), size):
         yield ids[i:i + size]
 
@@ -263,7 +270,9 @@ class Store:
         if not self.path.parent.is_dir():
             raise StoreError(f"store {self.path}: directory {self.path.parent} does not exist")
         try:
-            self.db = sqlite3.connect(self.path)
+            # A reader (`dbarena results` during a run) may hold the file for a while:
+            # wait for it rather than stop a benchmark.
+            self.db = sqlite3.connect(self.path, timeout=60)
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -298,9 +307,12 @@ class Store:
                 + f"\nINSERT INTO schema_migrations VALUES ({number}, '{_utc(now_utc())}');"
                 + f"\nPRAGMA user_version = {number};\nCOMMIT;"
             )
-        if current < 7 <= self.version:
+        # The data steps of migrations 7 and 11, also when an earlier open was stopped
+        # half-way (each is one transaction, so it is either done or not begun).
+        if self.version >= 7 and self.db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone():
             self._backfill_config()
-        if current < 11 <= self.version:
+        if self.version >= 11 and self.db.execute(
+                "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone():
             self._move_hosts_and_raw()
 
     def _move_hosts_and_raw(self) -> None:
@@ -322,7 +334,7 @@ class Store:
             while batch := cur.fetchmany(500):
                 self.db.executemany("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
                                     [(pid, _pack(out), _pack(err)) for pid, out, err in batch])
-            self.db.execute("UPDATE points SET stdout = '', stderr = ''")
+            self.db.execute("UPDATE points SET stdout = '', stderr = '' WHERE stdout != '' OR stderr != ''")
 
     def _host(self, facts: dict) -> str:
         """The fingerprint of these host facts, stored once (uncommitted)."""
@@ -376,7 +388,7 @@ class Store:
         with self._writing():
             return self._insert_run(run, status)
 
-    def _insert_run(self, run: RunInfo, status: str) -> int:
+    def _insert_run(self, run: RunInfo, status: str, identity: str | None = None) -> int:
         """Uncommitted: the callers own the transaction."""
         from dbarena import __version__
 
@@ -394,7 +406,7 @@ class Store:
                 "{}", json.dumps(run.target_facts, sort_keys=True),
                 __version__, _utc(run.started_at), status, run.price_per_hour, run.currency, run.variant,
                 run.flavour, run.study.sha256 if run.study is not None else None, run.invocation,
-                str(uuid.uuid4()), self._host(run.host_facts),
+                identity or str(uuid.uuid4()), self._host(run.host_facts),
             ),
         )
         assert cur.lastrowid is not None
@@ -481,8 +493,10 @@ class Store:
             if self.db.execute("SELECT 1 FROM imports WHERE sha256 = ?", (sha256,)).fetchone():
                 return None
             run_ids, count = [], 0
-            for run, points in runs:
-                run_id = self._insert_run(run, "imported")
+            for position, (run, points) in enumerate(runs):
+                # From the file's content: the same file imported into two stores gives the
+                # same runs, which a merge then adds once.
+                run_id = self._insert_run(run, "imported", str(uuid.uuid5(_RUN_NAMESPACE, f"{sha256}:{position}")))
                 run_ids.append(run_id)
                 for result, source in points:
                     self._insert_point(run_id, result, source)
@@ -574,7 +588,8 @@ class Store:
         """Cache derived figures; a store that cannot be written now just stays uncached."""
         if not figures:
             return
-        with contextlib.suppress(sqlite3.OperationalError):
+        self.db.execute("PRAGMA busy_timeout = 0")  # a busy store is not worth waiting for here
+        with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)",
                                     [(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
@@ -644,11 +659,18 @@ def merge(into: Store, other: Path) -> tuple[int, int]:
         raise StoreError(f"merge: {other} is the store being merged into")
     with tempfile.TemporaryDirectory(prefix="dbarena-merge-") as tmp:
         copy = Path(tmp) / "other.db"
-        shutil.copyfile(other, copy)
         try:
+            # SQLite's online backup: a consistent copy even of a store being written.
+            with contextlib.closing(sqlite3.connect(f"file:{other}?mode=ro", uri=True, timeout=60)) as source, \
+                    contextlib.closing(sqlite3.connect(copy)) as dest:
+                source.backup(dest)
             Store(copy).close()  # migrated to this dbarena's schema (or refused)
         except StoreError as exc:
             raise StoreError(str(exc).replace(str(copy), str(other))) from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"merge: {other}: {exc}") from None
+        except OSError as exc:
+            raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
         db = into.db
         try:
             db.execute("ATTACH DATABASE ? AS src", (str(copy),))
@@ -670,8 +692,8 @@ def _columns(db: sqlite3.Connection, table: str) -> list[str]:
 def _merge_attached(db: sqlite3.Connection) -> tuple[int, int]:
     run_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.runs").fetchone()[0]
     point_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.points").fetchone()[0]
-    db.execute("CREATE TEMP TABLE run_map AS SELECT id AS old, id + ? AS new FROM src.runs "
-               "WHERE uuid NOT IN (SELECT uuid FROM main.runs)", (run_offset,))
+    db.execute("CREATE TEMP TABLE run_map AS SELECT id AS old, id + ? AS new FROM src.runs s "
+               "WHERE NOT EXISTS (SELECT 1 FROM main.runs r WHERE r.uuid = s.uuid)", (run_offset,))
     db.execute("CREATE TEMP TABLE point_map AS SELECT p.id AS old, p.id + ? AS new, m.new AS run FROM src.points p "
                "JOIN temp.run_map m ON m.old = p.run_id", (point_offset,))
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env, dbarena, with_raw
 
 pytestmark = pytest.mark.e2e
 
@@ -22,8 +22,8 @@ def _points(store, label=None):
     db = sqlite3.connect(store)
     db.row_factory = sqlite3.Row
     sql = "SELECT p.*, r.label FROM points p JOIN runs r ON r.id = p.run_id"
-    return db.execute(sql + (" WHERE r.label = ?" if label else "") + " ORDER BY p.id",
-                      (label,) if label else ()).fetchall()
+    return with_raw(store, db.execute(sql + (" WHERE r.label = ?" if label else "") + " ORDER BY p.id",
+                                      (label,) if label else ()).fetchall())
 
 
 @pytest.mark.parametrize("tool", ["pgbench", "sysbench", "mysqlslap"])

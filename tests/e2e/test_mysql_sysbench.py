@@ -15,7 +15,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning, store_holds
+from conftest import cli_env, dbarena, processes_mentioning, store_holds, with_raw
 from dbarena import execute
 from dbarena.engines.mariadb import MariaDB
 from dbarena.workloads import mysqlslap, sysbench
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.e2e
 def _points(store):
     db = sqlite3.connect(store)
     db.row_factory = sqlite3.Row
-    return db, db.execute("SELECT p.*, r.engine AS run_engine FROM points p JOIN runs r ON r.id = p.run_id "
-                          "ORDER BY p.id").fetchall()
+    return db, with_raw(store, db.execute("SELECT p.*, r.engine AS run_engine FROM points p JOIN runs r "
+                                          "ON r.id = p.run_id ORDER BY p.id").fetchall())
 
 
 def _printed(pattern: str, text: str) -> str:

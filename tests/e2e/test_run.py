@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning
+from conftest import cli_env, dbarena, processes_mentioning, with_raw
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
     assert run["server_version"].startswith(tuple("123456789"))
     assert "pgbench" in json.loads(run["tool_versions"])
     assert run["target"].startswith("postgresql://dbarena@127.0.0.1:")
-    points = db.execute("SELECT * FROM points ORDER BY id").fetchall()
+    points = with_raw(store, db.execute("SELECT * FROM points ORDER BY id").fetchall())
     assert [(p["workload"], p["threads"], p["clients"]) for p in points] == [
         ("pgbench-tpcb", 1, 2), ("pgbench-tpcb", 2, 4),
         ("pgbench-select-only", 1, 2), ("pgbench-select-only", 2, 4),

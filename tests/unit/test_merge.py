@@ -107,3 +107,27 @@ def test_a_damaged_or_newer_store_adds_nothing(tmp_path):
         assert counts(target) == before
     done = cli("merge", str(newer), "--store", str(target))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "newer" in done.stderr
+
+
+def test_the_same_file_imported_into_two_stores_merges_once(tmp_path):
+    sample = Path(__file__).resolve().parent.parent / "fixtures" / "pgbench" / "captured" / \
+        "pg15.18-select-only-S-P1.stdout"
+    for name in ("one.db", "two.db"):
+        done = cli("import", str(sample), "--label", "imported", "--engine", "postgres",
+                   "--store", str(tmp_path / name))
+        assert done.returncode == 0, done.stderr
+    with Store(tmp_path / "one.db") as db:
+        assert store_mod.merge(db, tmp_path / "two.db") == (0, 0)
+
+
+def test_a_migration_stopped_before_its_data_step_is_finished_on_the_next_open(tmp_path):
+    path = tmp_path / "half.db"
+    shutil.copy(STORES / "v9.db", path)
+    con = sqlite3.connect(path)  # schema 10 and 11 applied, the data step of 11 never ran
+    con.executescript("BEGIN;" + store_mod.MIGRATIONS[9] + store_mod.MIGRATIONS[10] + "PRAGMA user_version = 11; COMMIT;")
+    con.close()
+    with Store(path) as db:
+        assert db.db.execute("SELECT COUNT(*) FROM runs WHERE uuid IS NULL OR host_fingerprint IS NULL"
+                             ).fetchone()[0] == 0
+        point = db.points()[0]["point_id"]
+        assert db.raw_output(point)[0]

@@ -51,10 +51,14 @@ def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_pa
     for name, record in (("instance-a", {"kind": "instance", "engine": "postgres", "top": str(top), "server_pgid": None}),
                          ("run-b", {"kind": "run", "store": str(tmp_path / "r.db"), "run_id": run_id, "target": None,
                                     "leftovers": []})):
-        (folder / f"{name}.json").write_text(json.dumps({**record, "owner_pid": pid, "owner_start": started}))
+        (folder / f"{name}.json").write_text(json.dumps({**record, "owner_pid": pid, "owner_start": started,
+                                                         **state.machine()}))
+    elsewhere = {"kind": "instance", "engine": "postgres", "top": str(tmp_path / "theirs"), "server_pgid": None,
+                 "owner_pid": pid, "owner_start": started, "hostname": "another-host", "boot_id": "x"}
+    (folder / "instance-c.json").write_text(json.dumps(elsewhere))  # a shared state directory
     said: list[str] = []
     assert state.reap_dead(said.append) == 2
-    assert not top.exists() and list(folder.iterdir()) == []
+    assert not top.exists() and [p.name for p in folder.iterdir()] == ["instance-c.json"]  # not ours to judge
     assert said[0] == f"stopped and removed the postgres instance in {top}, left by process {pid}"
     assert said[1].startswith(f"marked run {run_id} in {tmp_path / 'r.db'} interrupted (killed)")
     with Store(tmp_path / "r.db") as db:
