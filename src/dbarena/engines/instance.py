@@ -94,7 +94,11 @@ def new_top(prefix: str, engine: str) -> tuple[Path, state.Record]:
     """The instance's private directory, recorded in the state directory at once, so
     that it is removed even if dbarena is killed (state.py)."""
     top = Path(tempfile.mkdtemp(prefix=prefix))
-    return top, state.instance(engine, top)
+    try:
+        return top, state.instance(engine, top)
+    except BaseException:
+        shutil.rmtree(top, ignore_errors=True)  # e.g. an unwritable state directory: nothing left behind
+        raise
 
 
 def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:
