@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from dbarena import configkey, unsaved
+from dbarena import configkey, state, unsaved
 from dbarena.errors import DatabaseError, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
@@ -35,6 +35,13 @@ class Bound:
     target: Target
     run_id: int
     context: Mapping = field(default_factory=dict)
+    record: state.Record | None = None  # the run's state record: the tool running now goes in it
+
+    def running(self, pid: int) -> None:
+        """A tool started (prepare, warm-up or point): if dbarena is killed, whoever reaps
+        the run kills it too, so it does not go on loading the server."""
+        if self.record is not None:
+            self.record.update(tool_pid=pid, tool_start=state.start_time(pid))
 
     def config(self, spec: PointSpec) -> dict:
         tool = WORKLOADS[spec.workload].tool
@@ -199,7 +206,8 @@ class Sweep:
     def _run_steps(self, spec: PointSpec, commands: list[list[str]], timeout: float) -> str | None:
         target = self.targets[spec.variant].target
         for argv in commands:
-            done = self.executor.run(argv, env=target.client_env(), timeout=timeout)
+            done = self.executor.run(argv, env=target.client_env(), timeout=timeout,
+                                     on_start=self.targets[spec.variant].running)
             if done.returncode != 0:
                 lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
                 return lines[-1].strip() if lines else f"exit status {done.returncode}"
@@ -300,6 +308,7 @@ class Sweep:
         sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None
 
         def on_start(pid: int) -> None:
+            bound.running(pid)
             if sampler is not None:
                 sampler.loadgen_pid = pid
 

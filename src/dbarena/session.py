@@ -225,10 +225,11 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 outcome.run_ids.append(run_id)
                 # Recorded until the run ends here: if dbarena is killed, the next command
                 # marks it interrupted and names what it may have left on a target.
-                stack.enter_context(state.run(store.path.resolve(), run_id, None if target.throwaway else target.url,
-                                              _leftovers(target, engine_plan.points, variant)))
+                record = stack.enter_context(state.run(store.path.resolve(), run_id,
+                                                       None if target.throwaway else target.url,
+                                                       _leftovers(target, engine_plan.points, variant)))
                 context = _key_context(entry, target, settings, variant, ctx.facts)
-                bound[variant] = Bound(target=target, run_id=run_id, context=context)
+                bound[variant] = Bound(target=target, run_id=run_id, context=context, record=record)
             stored = _stored(store, bound, engine_plan.points) if previous else {}
             levels = ", ".join(map(str, engine_plan.levels))
             ctx.begin()

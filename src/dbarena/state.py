@@ -215,6 +215,11 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         if dry_run:
             say(f"would mark {where} interrupted (killed), left by {owner}")
             return
+        tool = data.get("tool_pid")
+        if tool and alive(tool, data.get("tool_start")):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
+            say(f"stopped the load generator (pid {tool}) of {where}")
         marked = _mark_killed(Path(data["store"]), data["run_id"], data.get("owner_pid"))
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "

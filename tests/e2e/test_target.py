@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import cli_env, dbarena, store_holds
+from conftest import cli_env, dbarena, processes_mentioning, store_holds
 from dbarena.engines import postgres
 
 pytestmark = pytest.mark.e2e
@@ -99,9 +99,15 @@ def test_a_killed_run_on_a_target_reports_its_tables_and_leaves_them(server, pub
                    "--duration", "30", "--tables", "2", "--table-size", "100", "--store", str(store)], env)
     _wait_for_line(proc, "study flags:")
     time.sleep(3)  # prepared, into the point
+    load = f"--pgsql-port={target.conn.port}"
+    assert processes_mentioning(load)  # sysbench is loading the server
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    time.sleep(2)  # let the watchdog mark the run
+    deadline = time.monotonic() + 10
+    while processes_mentioning(load) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_mentioning(load)  # the watchdog stopped the load generator (30 s point)
+    time.sleep(1)  # and marked the run
     shown = dbarena("results", "--store", str(store), env=env)
     assert shown.returncode == 0, shown.stderr
     line = next(l for l in shown.stderr.splitlines() if "sysbench tables may remain" in l)
