@@ -164,15 +164,16 @@ class Sweep:
                         for action, step_spec in after:
                             self._dataset(action, step_spec)
                     if self.fail_fast and not result.ok:
-                        break
-                if self.fail_fast and any(not r.ok for r in finished):
-                    break
+                        return self._finish(results)
         except (KeyboardInterrupt, Interrupted):
             raise  # leaving should be quick: a throwaway instance goes away whole anyway
         except Exception:
             self._record_datasets()
             self._cleanup_left()
             raise
+        return self._finish(results)
+
+    def _finish(self, results: list[PointResult]) -> list[PointResult]:
         self._record_datasets()
         self._cleanup_left()
         return results

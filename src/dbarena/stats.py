@@ -447,15 +447,16 @@ def _sigma_bound_factor(n: int) -> float:
     return math.sqrt((n - 1) / float(_chi2().ppf(1 - SIGMA_BOUND, n - 1)))
 
 
+def _relative_half(mean: float, sd: float, n: int, confidence: float) -> float:
+    """Relative half width of the conservative interval of n runs with this mean and spread."""
+    return float(_t().ppf(0.5 + confidence / 2, n - 1)) * sd * _sigma_bound_factor(n) / math.sqrt(n) / mean
+
+
 def _conservative_half(values: Sequence[float], confidence: float) -> float | None:
     n = len(values)
-    if n < 2:
+    if n < 2 or statistics.fmean(values) <= 0:
         return None
-    mean = statistics.fmean(values)
-    if mean <= 0:
-        return None
-    s_upper = statistics.stdev(values) * _sigma_bound_factor(n)
-    return float(_t().ppf(0.5 + confidence / 2, n - 1)) * s_upper / math.sqrt(n) / mean
+    return _relative_half(statistics.fmean(values), statistics.stdev(values), n, confidence)
 
 
 def precision(values: Sequence[float], target: float, confidence: float = CONFIDENCE,
@@ -476,10 +477,9 @@ def repeats_needed(values: Sequence[float], target: float, max_repeats: int, con
     low = max(n, min_repeats)
     if n < 2:
         return min(low, max_repeats)
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values)
-    for m in range(low, max_repeats + 1):
-        s_upper = sd * _sigma_bound_factor(m)
-        if mean > 0 and float(_t().ppf(0.5 + confidence / 2, m - 1)) * s_upper / math.sqrt(m) / mean <= target:
-            return m
-    return max_repeats
+    mean, sd = statistics.fmean(values), statistics.stdev(values)
+    if mean <= 0:
+        return max_repeats
+    # The spread stays as observed; n grows: the first n whose interval is narrow enough.
+    return next((m for m in range(low, max_repeats + 1) if _relative_half(mean, sd, m, confidence) <= target),
+                max_repeats)
