@@ -254,6 +254,11 @@ def reap_dead(say: Callable[[str], None]) -> int:
     """Reap every record whose owner is dead; how many."""
     count = 0
     for path, data in records():
+        if data.get("kept") and not Path(data["top"]).exists():
+            # A kept instance its user removed by hand (as the keep note says they may).
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
         if orphaned(data):
             reap(path, data, say)
             count += 1

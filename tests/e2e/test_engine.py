@@ -45,7 +45,8 @@ def test_parse_version(line, version):
 
 def test_keep_leaves_a_usable_instance(public_tmp, tmp_path):
     done = dbarena("run", "--keep", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1",
-                   "--scale", "1", "--store", str(tmp_path / "r.db"), env=cli_env(public_tmp))
+                   "--scale", "1", "--store", str(tmp_path / "r.db"),
+                   env=cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")))
     try:
         assert done.returncode == 0, done.stderr
         note = re.search(r"kept the throwaway PostgreSQL: (\S+) \(pid (\d+)\)", done.stderr)

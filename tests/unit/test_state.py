@@ -68,6 +68,8 @@ def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_pa
 
 
 def test_records_of_the_living_and_of_kept_instances_are_not_reaped(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
     mine = state.instance("postgres", tmp_path / "a")
     kept = state.instance("postgres", tmp_path / "b")
     kept.disown()
@@ -75,6 +77,16 @@ def test_records_of_the_living_and_of_kept_instances_are_not_reaped(tmp_path):
     assert len(state.records()) == 2
     mine.remove()
     kept.remove()
+
+
+def test_a_kept_instance_removed_by_hand_is_forgotten_silently(tmp_path):
+    top = tmp_path / "kept"
+    top.mkdir()
+    state.instance("postgres", top).disown()
+    said: list[str] = []
+    assert state.reap_dead(said.append) == 0 and len(state.records()) == 1  # still there: kept
+    top.rmdir()  # `kill PID && rm -rf DIR`, as the keep note offers
+    assert state.reap_dead(said.append) == 0 and state.records() == [] and said == []
 
 
 def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
