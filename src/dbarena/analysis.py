@@ -58,8 +58,16 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
     query per point) and cached."""
     rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
     runs = store.runs_by_id(r["run_id"] for r in rows)
-    ids = [r["point_id"] for r in rows]
-    derived = store.derived(ids, ESTIMATOR_VERSION)
+    derived = _derived(store, rows, runs)
+    for row in rows:
+        row.update(derived[row["point_id"]])
+        # Its number of repeats was chosen by the stopping rule (--precision).
+        row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
+    return rows
+
+
+def _derived(store: Store, rows: list[dict], runs: dict[int, dict]) -> dict[int, dict]:
+    derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
     if missing:
         samples = store.series_of("samples", (r["point_id"] for r in missing))
@@ -69,11 +77,15 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
                  for r in missing}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
-    for row in rows:
-        row.update(derived[row["point_id"]])
-        # Its number of repeats was chosen by the stopping rule (--precision).
-        row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
-    return rows
+    return derived
+
+
+def derive(store: Store, run_id: int, point_ids: Iterable[int]) -> None:
+    """Compute and cache the derived figures of points just stored, so that the SQL
+    views (views.py) show their `value` without a dbarena read first."""
+    rows = store.points(run_id=run_id, warmups=True, point_ids=tuple(point_ids))
+    if rows:
+        _derived(store, rows, store.runs_by_id([run_id]))
 
 
 def public(row: dict) -> dict:

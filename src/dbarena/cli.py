@@ -21,18 +21,39 @@ from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.model import RunInfo
 from dbarena.report import terminal
-from dbarena import store as store_mod
+from dbarena import pgstore, store as store_mod
 from dbarena.store import Store, now_utc
 
 DEFAULT_STORE = "dbarena.db"
 
+class StoreLocation(click.ParamType):
+    """An SQLite file (an absolute Path), or a postgresql:// URL (checked: no password)."""
+
+    name = "FILE|URL"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Path):
+            return value.resolve()
+        if pgstore.is_url(value):
+            try:
+                return pgstore.check_url(value)
+            except UsageError as exc:
+                self.fail(str(exc).removeprefix("--store "), param, ctx)
+        if "://" in value:
+            self.fail(f"{value!r}: expected a file, or postgresql://USER@HOST[:PORT]/DATABASE", param, ctx)
+        if Path(value).is_dir():
+            self.fail(f"{value!r} is a directory", param, ctx)
+        return Path(value).resolve()
+
+
 store_option = click.option(
     "--store",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=StoreLocation(),
     default=DEFAULT_STORE,
     envvar="DBARENA_STORE",
     show_default=True,
-    help="SQLite file that holds the results (or set DBARENA_STORE).",
+    help="Where results are kept: an SQLite file, or a shared PostgreSQL database "
+         "postgresql://USER@HOST[:PORT]/DATABASE (password from PGPASSWORD or ~/.pgpass); or set DBARENA_STORE.",
 )
 
 
@@ -234,7 +255,7 @@ def run(store, no_init, keep, resume, **kwargs):
     `dbarena run --resume` continues).
     """
     # Everything the user could get wrong is checked before anything starts.
-    store_path = store.resolve()
+    store_path = store
     invocation = None
     if resume is not None:
         the_study, invocation = _resumed_study(store_path, resume, kwargs)
@@ -274,12 +295,12 @@ def run(store, no_init, keep, resume, **kwargs):
     raise SystemExit(outcome.exit_status)
 
 
-def _resumed_study(store_path: Path, resume: str, kwargs: dict) -> tuple[study_mod.Study, str]:
+def _resumed_study(store_path: Path | str, resume: str, kwargs: dict) -> tuple[study_mod.Study, str]:
     """The stored plan of the run to resume, and its invocation. A study or flags given
     with --resume must describe the same plan."""
     if resume != "latest" and not resume.isdigit():
         raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
-    if not store_path.is_file():
+    if isinstance(store_path, Path) and not store_path.is_file():
         raise UsageError(f"--resume: no store {store_path}")
     with Store(store_path) as db:
         invocation, runs = session.resumable(db, None if resume == "latest" else int(resume))
@@ -319,14 +340,14 @@ def cleanup(dry_run):
 
 
 @cli.command()
-@click.argument("others", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="STORE...")
+@click.argument("others", nargs=-1, required=True, type=StoreLocation(), metavar="STORE...")
 @store_option
 def merge(others, store):
     """Bring other stores' runs into this one: points, per-second series, raw outputs,
     studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
     store is read through a migrated copy, a newer one is refused; each file is merged
-    whole or not at all."""
-    target = store.resolve()
+    whole or not at all. Either side may be an SQLite file or a PostgreSQL URL."""
+    target = store
     with Store(target) as db:
         for other in others:
             runs, points = store_mod.merge(db, other)
@@ -485,7 +506,7 @@ def import_command(files, label, engine, tool, workload, price_per_hour, store):
     stored (exit 2); importing the same file twice adds nothing the second time.
     """
     failed = False
-    with Store(store.resolve()) as db:
+    with Store(store) as db:
         for path in files:
             raw = path.read_bytes()
             sha256 = hashlib.sha256(raw).hexdigest()
@@ -523,6 +544,8 @@ def import_command(files, label, engine, tool, workload, price_per_hour, store):
             if run_ids is None:
                 click.echo(f"{path}: already imported (same content); nothing added")
             else:
+                for run_id in run_ids:  # derived figures cached now: the SQL views show them
+                    analysis.load(db, run_id=run_id)
                 ok = sum(p.result.ok for p in points)
                 click.echo(f"{path}: imported {len(points)} point(s) ({ok} ok, {len(points) - ok} failed) "
                            f"as run {', '.join(map(str, run_ids))}, label {', '.join(sorted({k[0] for k in groups}))}")
@@ -607,8 +630,8 @@ def hostinfo_command(as_json):
         terminal.console().print(terminal.facts_table(facts))
 
 
-def _open_store(path: Path) -> Store:
-    if not path.exists():
+def _open_store(path: Path | str) -> Store:
+    if isinstance(path, Path) and not path.exists():
         raise UsageError(f"no results store at {path} (run `dbarena run` first, or pass --store)")
     return Store(path)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from dbarena import configkey, state, unsaved
+from dbarena import analysis, configkey, state, unsaved
 from dbarena.errors import DatabaseError, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
@@ -183,11 +183,15 @@ class Sweep:
         import` can read it and stop the run with one line that says where."""
         bound = self.targets[result.spec.variant]
         try:
-            self.store.add_point(bound.run_id, result, bound.config(result.spec))
+            point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
             saved = unsaved.save(result, self.store.path)
             raise StoreError(f"{exc}; the point just measured is saved in {saved} "
                              f"(dbarena import {saved} --label LABEL --store OTHER.db)") from None
+        # Cached now so that the SQL views show the point's value at once; a store that
+        # cannot take the cache right now does not stop the run (reads recompute it).
+        with contextlib.suppress(*self.store.errors):
+            analysis.derive(self.store, bound.run_id, [point_id])
 
     # ------------------------------------------------------------ datasets
 

@@ -225,7 +225,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 outcome.run_ids.append(run_id)
                 # Recorded until the run ends here: if dbarena is killed, the next command
                 # marks it interrupted and names what it may have left on a target.
-                record = stack.enter_context(state.run(store.path.resolve(), run_id,
+                record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
                                                        None if target.throwaway else target.url,
                                                        _leftovers(target, engine_plan.points, variant)))
                 context = _key_context(entry, target, settings, variant, ctx.facts)
@@ -384,7 +384,7 @@ def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
     if run_id is not None:
         run = store.run(run_id)
         if run is None:
-            raise UsageError(f"--resume {run_id}: no run {run_id} in {store.path}")
+            raise UsageError(f"--resume {run_id}: no run {run_id} in {store.location}")
         if not run.get("invocation") or "flags" not in run["options"]:
             raise UsageError(f"--resume {run_id}: run {run_id} was stored by an older dbarena (or imported) "
                              "without its plan; it cannot be resumed")
@@ -393,7 +393,7 @@ def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
         candidates = [r for r in reversed(store.runs()) if r.get("invocation") and "flags" in r["options"]]
         invocation = next((r["invocation"] for r in candidates if _incomplete(store, r)), "")
         if not invocation:
-            raise UsageError(f"--resume: no interrupted or partly failed run in {store.path}")
+            raise UsageError(f"--resume: no interrupted or partly failed run in {store.location}")
     runs = store.invocation_runs(invocation)
     for r in runs:
         owner = r["options"].get("owner") or {}

@@ -131,9 +131,10 @@ def instance(engine: str, top: Path) -> Record:
 
 
 @contextlib.contextmanager
-def run(store: Path, run_id: int, target: str | None, leftovers: list[str]) -> Iterator[Record]:
-    """A stored run in progress. `leftovers`: for a run on an existing server, what it
-    may leave there if killed, each with the command that removes it."""
+def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> Iterator[Record]:
+    """A stored run in progress in `store` (an SQLite file's absolute path, or a
+    PostgreSQL URL without password). `leftovers`: for a run on an existing server, what
+    it may leave there if killed, each with the command that removes it."""
     record = _new("run", store=str(store), run_id=run_id, target=target, leftovers=leftovers)
     try:
         yield record
@@ -220,7 +221,7 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
             say(f"stopped the load generator (pid {tool}) of {where}")
-        marked = _mark_killed(Path(data["store"]), data["run_id"], data.get("owner_pid"))
+        marked = _mark_killed(data["store"], data["run_id"], data.get("owner_pid"))
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "
                 f"dbarena run --resume {data['run_id']} --store {data['store']}")
@@ -232,13 +233,14 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         path.unlink()
 
 
-def _mark_killed(store_path: Path, run_id: int, owner: int | None) -> bool:
+def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
+    from dbarena import pgstore
     from dbarena.store import Store  # only when there is something to mark
 
-    if not store_path.is_file():
+    if not pgstore.is_url(store) and not Path(store).is_file():
         return False
     try:
-        with Store(store_path) as db:
+        with Store(store) as db:
             run = db.run(run_id)
             if run is None or run["status"] != "running":
                 return False

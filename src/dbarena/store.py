@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from dbarena import configkey
+from dbarena import configkey, pgstore, views
 from dbarena.errors import StoreError
+from dbarena.interfaces import SqlConnection
 from dbarena.model import PointResult, RunInfo
 
 MIGRATIONS: list[str] = [
@@ -207,6 +208,58 @@ MIGRATIONS: list[str] = [
         stderr    BLOB NOT NULL
     );
     """,
+    # 12: per-second series keyed by (point, second), stored in that order (WITHOUT
+    # ROWID: no row id, no second index); SQL views for dashboards (views.py).
+    """
+    CREATE TABLE samples_keyed (
+        point_id           INTEGER NOT NULL REFERENCES points(id),
+        second             REAL NOT NULL,
+        tps                REAL NOT NULL,
+        latency_ms         REAL,
+        latency_stddev_ms  REAL,
+        failed             INTEGER,
+        lag_ms             REAL,
+        skipped            INTEGER,
+        retried            INTEGER,
+        retries            INTEGER,
+        threads            INTEGER,
+        qps                REAL,
+        reads_per_s        REAL,
+        writes_per_s       REAL,
+        other_per_s        REAL,
+        latency_percentile REAL,
+        latency_pct_ms     REAL,
+        errors_per_s       REAL,
+        reconnects_per_s   REAL,
+        PRIMARY KEY (point_id, second)
+    ) WITHOUT ROWID;
+    INSERT INTO samples_keyed SELECT point_id, second, tps, latency_ms, latency_stddev_ms, failed, lag_ms, skipped,
+        retried, retries, threads, qps, reads_per_s, writes_per_s, other_per_s, latency_percentile, latency_pct_ms,
+        errors_per_s, reconnects_per_s FROM samples ORDER BY point_id, second;
+    DROP TABLE samples;
+    ALTER TABLE samples_keyed RENAME TO samples;
+    CREATE TABLE system_samples_keyed (
+        point_id                INTEGER NOT NULL REFERENCES points(id),
+        second                  REAL NOT NULL,
+        cpu_user_pct            REAL,
+        cpu_system_pct          REAL,
+        cpu_iowait_pct          REAL,
+        cpu_steal_pct           REAL,
+        cpu_idle_pct            REAL,
+        context_switches_per_s  REAL,
+        disk_read_bytes_per_s   REAL,
+        disk_write_bytes_per_s  REAL,
+        memory_used_bytes       INTEGER,
+        server_cpu              REAL,
+        loadgen_cpu             REAL,
+        PRIMARY KEY (point_id, second)
+    ) WITHOUT ROWID;
+    INSERT INTO system_samples_keyed SELECT point_id, second, cpu_user_pct, cpu_system_pct, cpu_iowait_pct,
+        cpu_steal_pct, cpu_idle_pct, context_switches_per_s, disk_read_bytes_per_s, disk_write_bytes_per_s,
+        memory_used_bytes, server_cpu, loadgen_cpu FROM system_samples ORDER BY point_id, second;
+    DROP TABLE system_samples;
+    ALTER TABLE system_samples_keyed RENAME TO system_samples;
+    """ + views.SQLITE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -256,6 +309,15 @@ def _chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
         yield ids[i:i + size]
 
 
+def _ensure_sqrt(db: sqlite3.Connection) -> None:
+    """The views use sqrt(), one of SQLite's optional math functions (on in Debian's and
+    Python's builds since 3.35); where a build lacks it, dbarena supplies its own."""
+    try:
+        db.execute("SELECT sqrt(4)")
+    except sqlite3.OperationalError:
+        db.create_function("sqrt", 1, lambda x: None if x is None else float(x) ** 0.5, deterministic=True)
+
+
 def _utc(ts: datetime) -> str:
     return ts.astimezone(timezone.utc).isoformat(timespec="seconds")
 
@@ -265,8 +327,33 @@ def now_utc() -> datetime:
 
 
 class Store:
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    """The results store: an SQLite file (a path) or a PostgreSQL database (a
+    postgresql:// URL, its password from PGPASSWORD or ~/.pgpass). Both hold the same
+    tables; the SQL below is written once, in SQLite's spelling, and pgstore.Connection
+    translates it."""
+
+    def __init__(self, location: str | Path):
+        self.postgresql = pgstore.is_url(location)
+        self.path: Path | None = None
+        self.db: SqlConnection
+        if self.postgresql:
+            url = pgstore.check_url(str(location))
+            self.location = url
+            self.errors: tuple[type[Exception], ...] = pgstore.errors()
+            self.db = pgstore.Connection(url)
+            try:
+                pgstore.migrate(self.db, SCHEMA_VERSION, _utc(now_utc()))
+                self._after_migrations()
+            except StoreError as exc:
+                self.db.close()
+                raise StoreError(f"store {url}: {exc}".replace(f"store {url}: store ", f"store {url}: ")) from None
+            except self.errors as exc:
+                self.db.close()
+                raise StoreError(f"store {url}: {pgstore._first_line(exc)}") from None
+            return
+        self.path = Path(location)
+        self.location = str(self.path)
+        self.errors = (sqlite3.OperationalError,)
         if not self.path.parent.is_dir():
             raise StoreError(f"store {self.path}: directory {self.path.parent} does not exist")
         try:
@@ -274,6 +361,7 @@ class Store:
             # wait for it rather than stop a benchmark.
             self.db = sqlite3.connect(self.path, timeout=60)
             self.db.execute("PRAGMA foreign_keys = ON")
+            _ensure_sqrt(self.db)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {self.path}: {exc}") from None
@@ -289,9 +377,12 @@ class Store:
 
     @property
     def version(self) -> int:
+        if isinstance(self.db, pgstore.Connection):
+            return pgstore.version(self.db)
         return self.db.execute("PRAGMA user_version").fetchone()[0]
 
     def _migrate(self) -> None:
+        assert isinstance(self.db, sqlite3.Connection)
         current = self.version
         if current > SCHEMA_VERSION:
             raise StoreError(
@@ -307,6 +398,9 @@ class Store:
                 + f"\nINSERT INTO schema_migrations VALUES ({number}, '{_utc(now_utc())}');"
                 + f"\nPRAGMA user_version = {number};\nCOMMIT;"
             )
+        self._after_migrations()
+
+    def _after_migrations(self) -> None:
         # The data steps of migrations 7 and 11, also when an earlier open was stopped
         # half-way (each is one transaction, so it is either done or not begun).
         if self.version >= 7 and self.db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone():
@@ -381,8 +475,17 @@ class Store:
         try:
             with self.db:
                 yield
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"store {self.path} cannot be written: {exc}") from None
+        except self.errors as exc:
+            raise StoreError(f"store {self.location} cannot be written: {pgstore._first_line(exc)}") from None
+
+    def _insert_id(self, sql: str, args: tuple) -> int:
+        """Insert one row; its new id (uncommitted)."""
+        if isinstance(self.db, pgstore.Connection):
+            return int(pgstore._scalar(self.db, sql + " RETURNING id", args))
+        assert isinstance(self.db, sqlite3.Connection)
+        cur = self.db.execute(sql, args)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     def begin_run(self, run: RunInfo, status: str = "running") -> int:
         with self._writing():
@@ -395,7 +498,7 @@ class Store:
         if run.study is not None:
             self.db.execute("INSERT OR IGNORE INTO studies (sha256, name, source, text) VALUES (?, ?, ?, ?)",
                             (run.study.sha256, run.study.name, run.study.source, run.study.text))
-        cur = self.db.execute(
+        return self._insert_id(
             "INSERT INTO runs (label, host, engine, target, server_version, tool_versions, options,"
             " host_facts, target_facts, dbarena_version, started_at, status, price_per_hour, currency, variant,"
             " flavour, study_sha256, invocation, uuid, host_fingerprint)"
@@ -409,8 +512,6 @@ class Store:
                 identity or str(uuid.uuid4()), self._host(run.host_facts),
             ),
         )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
 
     def update_target_facts(self, run_id: int, facts: dict) -> None:
         """Merge facts learned during the run (dataset size after preparation)."""
@@ -451,7 +552,7 @@ class Store:
         values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
         spec = result.spec
         params = dict(spec.params)
-        cur = self.db.execute(
+        point_id = self._insert_id(
             "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, repeat, scale, params,"
             " status, error, started_at, ended_at, command, exit_code, details, stdout, stderr, source, phase, "
             " variant, options, warmup_s, config, config_key, "
@@ -470,8 +571,6 @@ class Store:
                 *values.values(),
             ),
         )
-        point_id = cur.lastrowid
-        assert point_id is not None
         self.db.execute("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
                         (point_id, _pack(result.stdout), _pack(result.stderr)))
         self.db.executemany(
@@ -510,12 +609,16 @@ class Store:
     # ------------------------------------------------------------------ reading
 
     def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False,
-               study: str | None = None, variants: tuple[str, ...] = ()) -> list[dict]:
+               study: str | None = None, variants: tuple[str, ...] = (), point_ids: tuple[int, ...] = ()
+               ) -> list[dict]:
         """Stored points with their run's label, host, target and study, oldest first;
         warm-up runs (--warmup) only when asked for. `study` matches a study's name
-        or the start of its hash."""
+        or the start of its hash. `point_ids`: only these (at most a few hundred)."""
         where: list[str] = [] if warmups else ["p.phase = 'measured'"]
         args: list[int | str] = []
+        if point_ids:
+            where.append(f"p.id IN ({', '.join('?' * len(point_ids))})")
+            args.extend(point_ids)
         if run_id is not None:
             where.append("p.run_id = ?")
             args.append(run_id)
@@ -588,11 +691,19 @@ class Store:
         """Cache derived figures; a store that cannot be written now just stays uncached."""
         if not figures:
             return
+        rows = [(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()]
+        if isinstance(self.db, pgstore.Connection):
+            with contextlib.suppress(*self.errors), self.db:
+                self.db.executemany("INSERT INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)"
+                                    " ON CONFLICT (point_id) DO UPDATE SET estimator = excluded.estimator,"
+                                    " fields = excluded.fields", rows)
+            return
+        assert isinstance(self.db, sqlite3.Connection)
         self.db.execute("PRAGMA busy_timeout = 0")  # a busy store is not worth waiting for here
         with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)",
-                                    [(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
+                                    rows)
 
     def samples(self, point_id: int) -> list[dict]:
         cur = self.db.execute(
@@ -638,7 +749,7 @@ class Store:
         row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
                               (point_id,)).fetchone()
         if row is None:
-            raise StoreError(f"no point {point_id} in {self.path}")
+            raise StoreError(f"no point {point_id} in {self.location}")
         return _unpack(row[0], row[1]), _unpack(row[0], row[2])
 
 
@@ -648,14 +759,21 @@ class Store:
 _POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived")
 
 
-def merge(into: Store, other: Path) -> tuple[int, int]:
+def merge(into: Store, other: str | Path) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
-    store twice adds nothing. The other store is read from a migrated copy (the file
-    itself is left as it is); a newer schema is refused. All or nothing."""
+    store twice adds nothing. Either store may be SQLite or PostgreSQL. An SQLite file is
+    read from a migrated copy (the file itself is left as it is); a newer schema is
+    refused. All or nothing: one transaction."""
+    if pgstore.is_url(other):
+        if str(other) == into.location:
+            raise StoreError(f"merge: {other} is the store being merged into")
+        with Store(str(other)) as source:
+            return _merge_from(into, source, str(other))
+    other = Path(other)
     if not other.is_file():
         raise StoreError(f"merge: no store {other}")
-    if other.resolve() == into.path.resolve():
+    if into.path is not None and other.resolve() == into.path.resolve():
         raise StoreError(f"merge: {other} is the store being merged into")
     with tempfile.TemporaryDirectory(prefix="dbarena-merge-") as tmp:
         copy = Path(tmp) / "other.db"
@@ -671,6 +789,9 @@ def merge(into: Store, other: Path) -> tuple[int, int]:
             raise StoreError(f"merge: {other}: {exc}") from None
         except OSError as exc:
             raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
+        if not isinstance(into.db, sqlite3.Connection):
+            with Store(copy) as source:
+                return _merge_from(into, source, str(other))
         db = into.db
         try:
             db.execute("ATTACH DATABASE ? AS src", (str(copy),))
@@ -683,6 +804,95 @@ def merge(into: Store, other: Path) -> tuple[int, int]:
             raise StoreError(f"merge: {other}: {exc}") from None
         finally:
             db.execute("DETACH DATABASE src")
+
+
+def _merge_from(into: Store, source: Store, name: str) -> tuple[int, int]:
+    """merge() row by row, for a PostgreSQL store on either side (SQLite to SQLite goes
+    through ATTACH, in SQL alone). New ids come from the target's own sequence (or after
+    its largest id), so that writers of a shared store never collide with a merge."""
+    caught: tuple[type[Exception], ...] = (sqlite3.DatabaseError, *into.errors, *source.errors)
+    try:
+        with into._writing():
+            return _copy_runs(into, source)
+    except caught as exc:
+        raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
+
+
+def _select(store: Store, sql: str, args: Iterable = ()) -> tuple[list[str], list[tuple]]:
+    cur = store.db.execute(sql, tuple(args))
+    return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
+
+
+def _new_ids(into: Store, table: str, count: int) -> list[int]:
+    if isinstance(into.db, pgstore.Connection):
+        return pgstore.next_ids(into.db, table, count)
+    top = into.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+    return list(range(top + 1, top + 1 + count))
+
+
+def _insert_rows(into: Store, table: str, columns: list[str], rows: list[tuple], ignore: bool = False) -> None:
+    if not rows:
+        return
+    if isinstance(into.db, pgstore.Connection) and not ignore:
+        # COPY: a merged store brings hundreds of thousands of per-second rows.
+        with into.db.raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    into.db.executemany(f"INSERT {'OR IGNORE ' if ignore else ''}INTO {table} ({', '.join(columns)}) "
+                        f"VALUES ({', '.join('?' * len(columns))})", rows)
+
+
+def _copy_runs(into: Store, source: Store) -> tuple[int, int]:
+    names, runs = _select(source, "SELECT * FROM runs ORDER BY id")
+    uuid_at = names.index("uuid")
+    known: set[str] = set()
+    for chunk in _chunks([r[uuid_at] for r in runs]):
+        known.update(u for (u,) in into.db.execute(
+            f"SELECT uuid FROM runs WHERE uuid IN ({', '.join('?' * len(chunk))})", chunk))
+    runs = [r for r in runs if r[uuid_at] not in known]
+    if not runs:
+        return 0, 0
+    row_of = {n: i for i, n in enumerate(names)}
+    for table, key, column in (("studies", "sha256", "study_sha256"), ("hosts", "fingerprint", "host_fingerprint")):
+        wanted = sorted({r[row_of[column]] for r in runs if r[row_of[column]] is not None})
+        for chunk in _chunks(wanted):
+            cols, rows = _select(source, f"SELECT * FROM {table} WHERE {key} IN ({', '.join('?' * len(chunk))})",
+                                 chunk)
+            _insert_rows(into, table, cols, rows, ignore=True)
+    run_map = dict(zip((r[row_of["id"]] for r in runs), _new_ids(into, "runs", len(runs))))
+    _insert_rows(into, "runs", names, [(run_map[r[0]], *r[1:]) if names[0] == "id" else r for r in runs])
+    if names[0] != "id":
+        raise StoreError("merge: unexpected column order in runs")
+    points = 0
+    for run_chunk in _chunks(list(run_map), 50):
+        cols, rows = _select(source, f"SELECT * FROM points WHERE run_id IN ({', '.join('?' * len(run_chunk))})"
+                             " ORDER BY id", run_chunk)
+        if not rows:
+            continue
+        pid, rid = cols.index("id"), cols.index("run_id")
+        point_map = dict(zip((r[pid] for r in rows), _new_ids(into, "points", len(rows))))
+        moved = []
+        for r in rows:
+            row = list(r)
+            row[pid], row[rid] = point_map[r[pid]], run_map[r[rid]]
+            moved.append(tuple(row))
+        _insert_rows(into, "points", cols, moved)
+        points += len(moved)
+        for table in _POINT_TABLES:
+            for point_chunk in _chunks(list(point_map), 100):
+                tcols, trows = _select(source, f"SELECT * FROM {table} WHERE point_id IN "
+                                       f"({', '.join('?' * len(point_chunk))})", point_chunk)
+                at = tcols.index("point_id")
+                _insert_rows(into, table, tcols, [(*t[:at], point_map[t[at]], *t[at + 1:]) for t in trows])
+    # Imported files stay imported once: their run ids follow the runs.
+    for sha256, file, run_ids, count, at in _select(source, "SELECT sha256, file, run_ids, points, imported_at"
+                                                            " FROM imports")[1]:
+        mapped = [run_map[r] for r in json.loads(run_ids) if r in run_map]
+        if mapped:
+            into.db.execute("INSERT OR IGNORE INTO imports VALUES (?, ?, ?, ?, ?)",
+                            (sha256, file, json.dumps(mapped), count, at))
+    return len(run_map), points
 
 
 def _columns(db: sqlite3.Connection, table: str) -> list[str]:
@@ -729,9 +939,15 @@ def _merge_attached(db: sqlite3.Connection) -> tuple[int, int]:
 
 def info(store: Store) -> dict:
     """What `dbarena store info` shows."""
-    counts = {t: store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+    counts = {t: int(store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
               for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}
-    raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()[0]
-    return {"path": str(store.path), "schema_version": store.version, "size_bytes": store.path.stat().st_size,
-            **counts, "raw_output_bytes_compressed": raw,
+    raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()
+    if isinstance(store.db, pgstore.Connection):
+        size = pgstore.size_bytes(store.db)
+    else:
+        assert store.path is not None
+        size = store.path.stat().st_size
+    return {"path": store.location, "backend": "postgresql" if store.postgresql else "sqlite",
+            "schema_version": store.version, "size_bytes": size,
+            **counts, "raw_output_bytes_compressed": int(raw[0]),
             "labels": [l for (l,) in store.db.execute("SELECT DISTINCT label FROM runs ORDER BY label")]}

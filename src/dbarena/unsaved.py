@@ -20,13 +20,15 @@ def text_of(result: PointResult) -> str:
     return shown + result.stderr + ("" if result.stderr.endswith("\n") or not result.stderr else "\n") + result.stdout
 
 
-def save(result: PointResult, store_path: Path) -> Path:
-    """Write the point beside the store, else in the temporary directory, else home."""
+def save(result: PointResult, store_path: Path | None) -> Path:
+    """Write the point beside the store (an SQLite file; None for a PostgreSQL store),
+    else in the temporary directory, else home."""
     spec = result.spec
     name = (f"dbarena-unsaved-{result.ended_at:%Y%m%dT%H%M%S}-{spec.engine}-{spec.workload}-t{spec.threads}"
             f"-r{spec.repeat}.txt")
     problems = []
-    for folder in (store_path.parent, Path(tempfile.gettempdir()), Path.home()):
+    beside = [store_path.parent] if store_path is not None else []
+    for folder in (*beside, Path(tempfile.gettempdir()), Path.home()):
         path = folder / name
         try:
             path.write_text(text_of(result))

@@ -1,0 +1,121 @@
+"""SQL views of the store for dashboards (Grafana, Superset) and ad-hoc SQL, in both
+dialects with the same names and columns. The README documents them.
+
+- `v_points`: one row per measured point (warm-ups left out), with its run, study,
+  host and `value`: the figure dbarena's summaries use, i.e. the steady-state mean of the
+  per-second series where there is one (`value_source` 'steady-state mean', warm-up
+  excluded), else the tool's own printed figure ('tool'). `value` is NULL for a failed
+  point and for one whose derived figures were not computed yet (`value_source` NULL):
+  dbarena computes them when it stores a point and on every read.
+- `v_summaries`: repeats pooled per label and configuration key (never across keys):
+  n, failed, mean, sample standard deviation, cv, min, max. The interval and verdicts
+  (which need the t distribution and dbarena's rules for adaptive repeats) come from
+  `dbarena results --summary` and `dbarena compare`.
+- `v_comparisons`: every pair of labels that measured the same configuration apart
+  from the host: both means and repeat counts, ratio = b_mean / a_mean, and
+  `enough_repeats` (3 or more runs on each side, the least a verdict needs).
+- `v_samples`: the per-second series with a wall-clock `time` (start of the point plus
+  the second), for time-series panels.
+
+Views read the tables through JSON functions, which differ per dialect: hence two
+texts. A view's columns change only in a migration (which drops and recreates it).
+"""
+
+from __future__ import annotations
+
+_POINTS = """
+CREATE VIEW v_points AS
+SELECT p.id AS point_id, r.id AS run_id, r.uuid AS run_uuid, r.label, r.host, r.target, st.name AS study,
+       r.engine, r.flavour, r.server_version, p.workload, p.variant, p.threads, p.clients, p.duration_s,
+       p.warmup_s, p.repeat, p.config_key, p.config, p.status, p.error, p.started_at, p.ended_at,
+       CASE WHEN p.tps IS NOT NULL THEN 'tps' ELSE 'qps' END AS metric,
+       p.tps, p.qps, p.transactions, p.queries, p.run_avg_s,
+       p.latency_avg_ms, p.latency_p95_ms, p.latency_p99_ms, p.latency_max_ms,
+       {steady} AS steady_tps,
+       d.estimator,
+       CASE WHEN p.status <> 'ok' OR d.point_id IS NULL THEN NULL
+            ELSE COALESCE({steady}, CASE WHEN p.tps IS NOT NULL THEN p.tps ELSE p.qps END) END AS value,
+       CASE WHEN p.status <> 'ok' OR d.point_id IS NULL THEN NULL
+            WHEN {steady} IS NOT NULL THEN 'steady-state mean' ELSE 'tool' END AS value_source,
+       r.price_per_hour, r.currency,
+       {cpu_model} AS host_cpu_model, {physical_cores} AS host_physical_cores,
+       {hardware_threads} AS host_hardware_threads, {architecture} AS host_architecture
+FROM points p
+JOIN runs r ON r.id = p.run_id
+LEFT JOIN studies st ON st.sha256 = r.study_sha256
+LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint
+LEFT JOIN point_derived d ON d.point_id = p.id
+WHERE p.phase = 'measured';
+"""
+
+_SUMMARIES = """
+CREATE VIEW v_summaries AS
+SELECT label, config_key, MIN(study) AS study, MIN(engine) AS engine, MIN(flavour) AS flavour,
+       MIN(workload) AS workload, MIN(variant) AS variant, MIN(threads) AS threads, MIN(clients) AS clients,
+       MIN(metric) AS metric, COUNT(value) AS n, SUM(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed,
+       AVG(value) AS mean, {stdev} AS stdev, {stdev} / NULLIF(AVG(value), 0) AS cv,
+       MIN(value) AS min, MAX(value) AS max,
+       CASE WHEN MIN(price_per_hour) = MAX(price_per_hour) THEN MIN(price_per_hour) END AS price_per_hour,
+       CASE WHEN MIN(currency) = MAX(currency) THEN MIN(currency) END AS currency,
+       MIN(started_at) AS first_started_at, MAX(ended_at) AS last_ended_at
+FROM v_points
+GROUP BY label, config_key;
+"""
+
+_COMPARISONS = """
+CREATE VIEW v_comparisons AS
+WITH s AS (
+    SELECT label, config_key, MIN(host) AS host, {except_host} AS setting, MIN(study) AS study,
+           MIN(engine) AS engine, MIN(workload) AS workload, MIN(variant) AS variant, MIN(threads) AS threads,
+           MIN(clients) AS clients, MIN(metric) AS metric, COUNT(value) AS n, AVG(value) AS mean
+    FROM v_points WHERE value IS NOT NULL
+    GROUP BY label, config_key
+)
+SELECT a.study, a.engine, a.workload, a.variant, a.threads, a.clients, a.metric,
+       a.label AS a_label, a.host AS a_host, a.n AS a_n, a.mean AS a_mean,
+       b.label AS b_label, b.host AS b_host, b.n AS b_n, b.mean AS b_mean,
+       b.mean / NULLIF(a.mean, 0) AS ratio,
+       (a.n >= 3 AND b.n >= 3) AS enough_repeats
+FROM s a JOIN s b ON a.setting = b.setting AND a.label <> b.label;
+"""
+
+_SAMPLES = """
+CREATE VIEW v_samples AS
+SELECT s.point_id, r.label, p.workload, p.variant, p.threads, p.repeat, s.second, {time} AS time,
+       s.tps, s.qps, s.latency_ms, s.latency_pct_ms, s.latency_percentile, s.failed, s.errors_per_s
+FROM samples s
+JOIN points p ON p.id = s.point_id
+JOIN runs r ON r.id = p.run_id
+WHERE p.phase = 'measured';
+"""
+
+
+def _render(**sql: str) -> str:
+    return "".join(text.format(**sql) for text in (_POINTS, _SUMMARIES, _COMPARISONS, _SAMPLES))
+
+
+NAMES = ("v_points", "v_summaries", "v_comparisons", "v_samples")
+
+SQLITE = _render(
+    steady="json_extract(d.fields, '$.steady_tps')",
+    cpu_model="json_extract(h.facts, '$.cpu_model')",
+    physical_cores="json_extract(h.facts, '$.physical_cores')",
+    hardware_threads="json_extract(h.facts, '$.hardware_threads')",
+    architecture="json_extract(h.facts, '$.architecture')",
+    # SQLite has no stddev_samp; the textbook formula, clamped at 0 against rounding.
+    stdev="CASE WHEN COUNT(value) > 1 THEN sqrt(MAX(SUM(value * value) - SUM(value) * SUM(value) / COUNT(value), 0)"
+          " / (COUNT(value) - 1)) END",
+    except_host="json_remove(MIN(config), '$.host')",
+    time="datetime(p.started_at, '+' || s.second || ' seconds')",
+)
+
+POSTGRESQL = _render(
+    steady="(d.fields::jsonb ->> 'steady_tps')::double precision",
+    cpu_model="(h.facts::jsonb ->> 'cpu_model')",
+    physical_cores="(h.facts::jsonb ->> 'physical_cores')::integer",
+    hardware_threads="(h.facts::jsonb ->> 'hardware_threads')::integer",
+    architecture="(h.facts::jsonb ->> 'architecture')",
+    stdev="stddev_samp(value)",
+    except_host="(MIN(config)::jsonb - 'host')::text",
+    time="p.started_at::timestamptz + s.second * interval '1 second'",
+)
