@@ -274,7 +274,9 @@ def _first(cur: psycopg.Cursor[Any]) -> Any:
 def _connect(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10):
     kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True}
     if passfile is not None:
-        kwargs["passfile"] = str(passfile)
+        # Our own instance: its password given outright, because libpq prefers a
+        # PGPASSWORD in the environment (set for a --store or --target server) to a passfile.
+        kwargs["password"] = passfile.read_text().strip().rsplit(":", 1)[1]
     if dbname is not None:
         kwargs["dbname"] = dbname
     return psycopg.connect(url, **kwargs)

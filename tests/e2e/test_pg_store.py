@@ -1,0 +1,205 @@
+"""The PostgreSQL store end to end, on a real throwaway PostgreSQL that the test starts:
+a run written there, results and a report read from it, SQLite stores merged into it
+(and back out), the SQL views answering dashboard queries, two runs writing at once,
+and the password kept out of everything."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import cli_env, dbarena
+from dbarena.engines import postgres
+from dbarena.store import SCHEMA_VERSION, Store
+
+pytestmark = pytest.mark.e2e
+
+STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with postgres.throwaway(settings={"max_connections": "40"}) as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        yield target, password
+
+
+@pytest.fixture
+def database(server, request):
+    """A fresh database on the server for one test: (URL, password)."""
+    target, password = server
+    name = "results_" + request.node.name.removeprefix("test_")[:40]
+    with psycopg.connect(target.url, password=password, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    base = target.url.rsplit("/", 1)[0]
+    return f"{base}/{name}", password
+
+
+def env_for(public_tmp: Path, password: str) -> dict:
+    return cli_env(public_tmp, PGPASSWORD=password)
+
+
+def holds(url: str, password: str, secret: str) -> bool:
+    """Whether the database holds secret in any table (raw outputs decompressed)."""
+    with Store(url.replace("://", "://", 1)) as db:
+        for table in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived"):
+            for (text,) in db.db.execute(f"SELECT t::text FROM {table} t"):
+                if secret in text:
+                    return True
+        return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))
+
+
+def query(url: str, password: str, sql: str) -> list[dict]:
+    with psycopg.connect(url, password=password) as conn:
+        cur = conn.execute(sql)
+        names = [c.name for c in cur.description or []]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def test_a_run_is_written_to_postgresql_and_every_command_reads_it(database, public_tmp, tmp_path, monkeypatch):
+    url, password = database
+    env = env_for(public_tmp, password)
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
+                   "--repeat", "3", "--label", "pgstore", "--store", url, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"Results stored in {url}" in done.stdout
+    listed = json.loads(dbarena("results", "--json", "--store", url, env=env).stdout)
+    assert len(listed) == 6 and {r["status"] for r in listed} == {"ok"}
+    summary = json.loads(dbarena("results", "--summary", "--json", "--store", url, env=env).stdout)
+    assert sorted((s["threads"], s["n"]) for s in summary) == [(1, 3), (2, 3)]
+    report = dbarena("report", "-o", str(tmp_path / "r.html"), "--store", url, env=env)
+    assert report.returncode == 0, report.stderr
+    assert "pgstore" in (tmp_path / "r.html").read_text()
+    raw = dbarena("results", "--raw", str(listed[0]["point_id"]), "--store", url, env=env)
+    assert "number of transactions actually processed" in raw.stdout
+    info = json.loads(dbarena("store", "info", "--json", "--store", url, env=env).stdout)
+    assert (info["backend"], info["schema_version"], info["runs"], info["points"]) == \
+        ("postgresql", SCHEMA_VERSION, 1, 6)
+    assert info["samples"] >= 6 and info["size_bytes"] > 0
+
+    # The views answer a dashboard's queries with what `results --summary` says,
+    # without a dbarena read in between (derived figures are cached as points are stored).
+    rows = query(url, password, "SELECT threads, n, mean, stdev, value_count FROM v_summaries s, LATERAL "
+                                "(SELECT COUNT(value) AS value_count FROM v_points p WHERE p.config_key = s.config_key)"
+                                " v ORDER BY threads")
+    by_threads = {s["threads"]: s for s in summary}
+    for row in rows:
+        assert row["n"] == 3 and row["value_count"] == 3
+        assert row["mean"] == pytest.approx(by_threads[row["threads"]]["mean"], rel=1e-9)
+    series = query(url, password, "SELECT time, tps FROM v_samples ORDER BY time LIMIT 3")
+    assert series and series[0]["time"].tzinfo is not None
+
+    monkeypatch.setenv("PGPASSWORD", password)
+    assert not holds(url, password, password)
+    assert password not in done.stdout + done.stderr
+
+
+def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_tmp, tmp_path, monkeypatch):
+    url, password = database
+    env = env_for(public_tmp, password)
+    old = tmp_path / "v9.db"
+    shutil.copy(STORES / "v9.db", old)  # schema 9: migrated on the way in
+    first = dbarena("merge", str(old), "--store", url, env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == f"{old}: 3 run(s), 13 point(s) merged into {url}"
+    again = dbarena("merge", str(old), "--store", url, env=env)
+    assert again.stdout.strip().endswith("(all its runs were here already)")
+    monkeypatch.setenv("PGPASSWORD", password)
+    with Store(old) as sqlite, Store(url) as pg:
+        assert [(r["label"], r["workload"], r["threads"], r["tps"]) for r in sqlite.points()] == \
+            [(r["label"], r["workload"], r["threads"], r["tps"]) for r in pg.points()]
+        a, b = sqlite.points()[0], pg.points()[0]
+        assert sqlite.raw_output(a["point_id"]) == pg.raw_output(b["point_id"])
+        assert sqlite.samples(a["point_id"]) == pg.samples(b["point_id"])
+    # A run written directly, next to the merged ones: ids never collide.
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+                   "--label", "direct", "--store", url, env=env)
+    assert done.returncode == 0, done.stderr
+    # And out again, into a new SQLite file: the same counts.
+    back = tmp_path / "back.db"
+    out = dbarena("merge", url, "--store", str(back), env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{url}: 4 run(s), 14 point(s) merged into {back}"
+    pg_info = json.loads(dbarena("store", "info", "--json", "--store", url, env=env).stdout)
+    back_info = json.loads(dbarena("store", "info", "--json", "--store", str(back), env=env).stdout)
+    for field in ("runs", "points", "samples", "system_samples", "studies", "hosts", "labels"):
+        assert pg_info[field] == back_info[field], field
+    compared = dbarena("results", "--summary", "--json", "--store", str(back), env=env)
+    assert compared.returncode == 0, compared.stderr
+
+
+def test_two_runs_write_to_one_new_postgresql_store_at_once(database, public_tmp):
+    url, password = database
+    env = env_for(public_tmp, password)
+    import subprocess
+    import sys
+
+    args = ["--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1", "--store", url]
+    procs = [subprocess.Popen([sys.executable, "-m", "dbarena", "run", *args, "--label", f"host{i}"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL) for i in (1, 2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+    rows = query(url, password, "SELECT label, COUNT(*) AS n FROM v_points GROUP BY label ORDER BY label")
+    assert rows == [{"label": "host1", "n": 1}, {"label": "host2", "n": 1}]
+    versions = query(url, password, "SELECT version FROM schema_migrations")
+    assert versions == [{"version": SCHEMA_VERSION}]
+
+
+def test_bad_postgresql_stores_are_one_line_errors(database, server, public_tmp):
+    url, password = database
+    env = env_for(public_tmp, password)
+    with_password = url.replace("dbarena@", f"dbarena:{password}@")
+    refused = dbarena("results", "--store", with_password, env=env)
+    assert refused.returncode == 2 and "must not contain a password" in refused.stderr
+    assert password not in refused.stderr + refused.stdout
+    unreachable = dbarena("store", "info", "--store", "postgresql://dbarena@127.0.0.1:1/results", env=env)
+    assert unreachable.returncode != 0 and "cannot connect" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr and len(unreachable.stderr.strip().splitlines()) == 1
+    # A database that already has a table of that name is not dbarena's to take.
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runs (x integer)")
+    foreign = dbarena("store", "info", "--store", url, env=env)
+    assert foreign.returncode != 0 and "did not create" in foreign.stderr and "Traceback" not in foreign.stderr
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("DROP TABLE runs")
+    assert dbarena("store", "info", "--store", url, env=env).returncode == 0
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (99, 'later')")
+    newer = dbarena("results", "--store", url, env=env)
+    assert newer.returncode != 0 and "newer than this dbarena" in newer.stderr
+    assert len(newer.stderr.strip().splitlines()) == 1
+
+
+def readme_queries() -> list[str]:
+    """The example dashboard queries of the README's SQL views section."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("### SQL views", 1)[1].split("\n## ", 1)[0]
+    queries, current = [], []
+    for line in section.splitlines():
+        if line.startswith("    ") and (current or line.strip().startswith("SELECT")):
+            current.append(line.strip())
+            if line.rstrip().endswith(";"):
+                queries.append(" ".join(current))
+                current = []
+    return queries
+
+
+def test_the_readme_dashboard_queries_run(database, public_tmp):
+    url, password = database
+    env = env_for(public_tmp, password)
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+                   "--label", "m6i", "--store", url, env=env)
+    assert done.returncode == 0, done.stderr
+    queries = readme_queries()
+    assert len(queries) == 3
+    for sql in queries:
+        query(url, password, sql.replace("$__timeFilter(time)", "TRUE"))
+    levels = query(url, password, queries[0].replace("AND study = 'seed-a'", ""))
+    assert levels == [{"level": "1", "label": "m6i", "tps": pytest.approx(levels[0]["tps"])}]
