@@ -8,7 +8,6 @@ written by a newer dbarena is refused rather than misread.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import sqlite3
@@ -23,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from dbarena import configkey, pgstore, views
+from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
 from dbarena.model import PointResult, RunInfo
@@ -310,20 +310,6 @@ def _chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
     # Below SQLite's smallest default limit on bound parameters (999 before 3.32).
     for i in range(0, len(ids), size):
         yield ids[i:i + size]
-
-
-@contextlib.contextmanager
-def _bulk() -> Iterator[None]:
-    """No cyclic garbage collection while a read builds its rows: 100 k rows of dicts
-    (which hold no cycles) would otherwise set off collections that scan every object
-    made so far again and again, which more than doubles the time of a large read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _decoder(then: Callable[[Any], Any] = lambda value: value) -> Callable[[str | None], Any]:
@@ -677,7 +663,7 @@ class Store:
             + (" WHERE " + " AND ".join(where) if where else "")
             + " ORDER BY p.id"
         )
-        with _bulk():
+        with collector_paused():
             cur = self.db.execute(sql, args)
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, row)) for row in cur.fetchall()]
@@ -708,7 +694,7 @@ class Store:
         'system_samples'."""
         columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
         out: dict[int, list[dict]] = {}
-        with _bulk():
+        with collector_paused():
             for chunk in _chunks(sorted(set(point_ids))):
                 cur = self.db.execute(
                     f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
@@ -720,7 +706,7 @@ class Store:
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict]:
         """Cached derived figures of these points made by this estimator version."""
         wanted = set(point_ids)
-        with _bulk():
+        with collector_paused():
             if len(wanted) > 5000:  # most of a big store: one scan beats many IN lists
                 return {pid: orjson.loads(fields) for pid, fields in self.db.execute(
                     "SELECT point_id, fields FROM point_derived WHERE estimator = ?", (estimator,)) if pid in wanted}
@@ -905,10 +891,9 @@ def _copy_runs(into: Store, source: Store) -> tuple[int, int]:
             cols, rows = _select(source, f"SELECT * FROM {table} WHERE {key} IN ({', '.join('?' * len(chunk))})",
                                  chunk)
             _insert_rows(into, table, cols, rows, ignore=True)
-    run_map = dict(zip((r[row_of["id"]] for r in runs), _new_ids(into, "runs", len(runs))))
-    _insert_rows(into, "runs", names, [(run_map[r[0]], *r[1:]) if names[0] == "id" else r for r in runs])
-    if names[0] != "id":
-        raise StoreError("merge: unexpected column order in runs")
+    at = row_of["id"]
+    run_map = dict(zip((r[at] for r in runs), _new_ids(into, "runs", len(runs))))
+    _insert_rows(into, "runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
     points = 0
     for run_chunk in _chunks(list(run_map), 50):
         cols, rows = _select(source, f"SELECT * FROM points WHERE run_id IN ({', '.join('?' * len(run_chunk))})"

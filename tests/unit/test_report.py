@@ -176,3 +176,54 @@ def test_per_core_of_a_remote_server_comes_from_what_the_run_was_told(store):
     store.db.execute("UPDATE runs SET target_facts = '{}' WHERE label = 'x86'")
     store.db.commit()
     assert {r["tps_per_core"] for r in _report(store).rows if r["label"] == "x86"} == {None}
+
+
+# ------------------------------------------------------------------ charts
+
+
+def _many_series(n: int) -> data.Section:
+    labels = [f"m{i}" for i in range(n)]
+    rows = [{"label": label, "threads": t, "tps": 100.0 * t * (1 + i), "qps": None, "tps_ci_low": None,
+             "tps_ci_high": None, "latency_avg_ms": 1.0 + t, "latency_p95_ms": 2.0 + t}
+            for i, label in enumerate(labels) for t in (1, 2, 4)]
+    return data.Section(engine="postgres", workload="pgbench-tpcb", metric="tps", labels=labels, rows=rows,
+                        ranking=[], usl={}, series={label: {"point_id": 1, "threads": 4, "steady_start_s": 2.0,
+                                                            "dips_s": []} for label in labels})
+
+
+def test_svg_ids_are_unique_across_the_charts_of_a_page(store):
+    store.db.execute("UPDATE points SET workload = 'other' WHERE threads > 2")  # two sections, four charts
+    store.db.commit()
+    report = _report(store)
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    text = html.render(report, drawn)
+    assert text.count("<svg") == 4
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids))
+    # Every reference points at an id of the page (renamed together with it).
+    refs = set(re.findall(r'(?:url\(#|href="#)([^")]+)', text))
+    assert refs and refs <= set(ids)
+    # The same chart gives the same text.
+    assert drawn == {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+
+
+def test_a_legend_names_one_series_per_colour_and_every_line_is_drawn():
+    section = _many_series(25)
+    svg = charts.throughput(section)
+    assert svg is not None
+    assert "... and 16 more series (see the tables)" in svg
+    assert "m8<" in svg and "m9<" not in svg  # the first 9 named
+    # Every point of every series is drawn, whatever the legend says: 25 x 3 markers
+    # in the axes, 9 in the legend (tick marks are black markers too).
+    points = [u for u in re.findall(r"<use [^>]*>", svg) if "stroke: #000000" not in u]
+    assert len(points) == 25 * 3 + 9
+    latency = charts.latency(section)
+    assert latency is not None and "m8 p95<" in latency and "... and 16 more series" in latency
+    few = charts.throughput(_many_series(10))
+    assert few is not None and "m9<" in few and "more series" not in few
+
+
+def test_per_second_series_is_the_point_at_the_asked_level_else_the_highest(store):
+    for at, want in ((4, 4), (None, 8)):
+        (section,) = _report(store, at_threads=at).sections
+        assert {info["threads"] for info in section.series.values()} == {want}

@@ -1,24 +1,42 @@
 """Charts as SVG text (matplotlib, no JavaScript): inlined in the HTML report, written
-as files next to the Markdown one. Render only: figures come from report.data."""
+as files next to the Markdown one. Render only: figures come from report.data.
+
+Drawing was most of a report's time on a 10,000-point store (130 series), so:
+- each chart is laid out and drawn once: no bbox_inches="tight" (nor a layout engine),
+  which lays the whole figure out a second time to measure it, lines included; _fit
+  sets the margins from the few texts around the axes, measured without drawing;
+- one Line2D per style, not per series (_Plot);
+- a legend naming at most MAX_SERIES series, one per colour of the cycle: laying out
+  legend text and searching its "best" place among hundreds of lines were the dearest
+  parts of a draw, and beyond ten series the colours repeat, so more entries could not
+  tell the lines apart anyway. Every line is still drawn; the tables name every series;
+- no pyplot: its import and figure registry are not needed to write SVG;
+- the garbage collector paused while drawing (bulk.collector_paused).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
+import math
 import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.textpath import TextToPath
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")  # no display; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from dbarena.bulk import collector_paused
+from dbarena.report.data import Section, usl
 
-from dbarena.report.data import Section, usl  # noqa: E402
-
-_ids = itertools.count()
-
-plt.rcParams.update({
+matplotlib.rcParams.update({
     "svg.fonttype": "none",  # text stays text: smaller, selectable, searchable
     "font.size": 9,
     "axes.spines.top": False,
@@ -28,21 +46,139 @@ plt.rcParams.update({
     "figure.dpi": 100,
 })
 
+COLORS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+MAX_SERIES = len(COLORS)  # series named in a legend; more are summed up in one line
+LEGEND_ROWS = 10  # rows of a legend column: 10 entries fit in the 3.2 inch charts' axes
+WIDTH = 7.0  # inches
 
-def _svg(fig) -> str:
-    for ax in fig.axes:
-        if ax.get_xlabel() == "threads":
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25 threads
-    # A distinct salt per chart keeps element ids unique when several SVGs share a page.
-    with plt.rc_context({"svg.hashsalt": f"dbarena-{next(_ids)}"}):
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
+_text_size = TextToPath()  # measures text as the SVG writer lays it out, without a renderer
+
+
+def _axes(height: float) -> Axes:
+    return Figure(figsize=(WIDTH, height)).add_subplot()
+
+
+def _colors() -> Iterator[str]:
+    return itertools.cycle(COLORS)
+
+
+def _width(text: Text) -> float:
+    """Width of a text in points."""
+    if not text.get_text():
+        return 0.0
+    width, _, _ = _text_size.get_text_width_height_descent(text.get_text(), text.get_fontproperties(), ismath=False)
+    return float(width)
+
+
+def _fit(ax: Axes) -> None:
+    """Margins that just hold the tick labels, axis labels and title (what bbox_inches=
+    "tight" did by laying the figure out twice), in points from the measured texts. A
+    title wider than the figure is set smaller."""
+    fig = ax.figure
+    assert isinstance(fig, Figure)
+    rc = matplotlib.rcParams
+    width, height = WIDTH * 72, fig.get_size_inches()[1] * 72
+    line = rc["font.size"] * 1.2  # height of a line of tick or axis label text
+    pad = 4.0
+    ticks = rc["xtick.major.size"] + rc["xtick.major.pad"]
+    bottom = ticks + line + rc["axes.labelpad"] + line + pad
+    title = ax.title
+    title_size = title.get_fontproperties().get_size_in_points()
+    top = rc["axes.titlepad"] + title_size * 1.2 + pad
+    fig.subplots_adjust(bottom=bottom / height, top=1 - top / height)  # y ticks depend on the axes height
+    tick_width = max((_width(t) for t in ax.get_yticklabels()), default=0.0)
+    left = ticks + tick_width + rc["axes.labelpad"] + line + pad
+    right = 14.0  # half of the last x tick label
+    fig.subplots_adjust(left=left / width, right=1 - right / width)
+    # The title is centred on the axes; it may reach to `pad` of the figure's edges.
+    centre = (left + width - right) / 2
+    room = 2 * (min(centre, width - centre) - pad)
+    if _width(title) > room:
+        title.set_fontsize(title_size * room / _width(title))
+
+
+class _Plot:
+    """A chart's lines, gathered and then drawn as one Line2D per style (colour, marker,
+    dashes), the series of a style joined with NaN between them: the same picture (NaN
+    breaks a line, markers sit on every point), but a chart of 130 series makes and draws
+    ten artists, not 130, and an artist's fixed cost (creation, clipping, transforms, its
+    SVG group) far exceeds that of a few dozen points. Up to MAX_SERIES series each style
+    holds one series, drawn in label order as before. The legend names series through
+    proxy lines of the same style."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        self.lines: dict[tuple, tuple[list[float], list[float]]] = {}  # style -> x, y
+        self.entries: list[tuple[str, str, dict[str, Any]]] = []  # (series, legend text, style)
+
+    def line(self, x: Iterable[float], y: Iterable[float], legend: str | None = None, series: str | None = None,
+             **style: Any) -> None:
+        """One series' line; `legend` its legend text, `series` the name it is counted
+        under in the legend when one series has several entries (default: the text)."""
+        xs, ys = self.lines.setdefault(tuple(sorted(style.items())), ([], []))
+        if xs:
+            xs.append(math.nan)
+            ys.append(math.nan)
+        xs.extend(x)
+        ys.extend(y)
+        if legend is not None:
+            self.entries.append((series or legend, legend, style))
+
+    def draw(self) -> None:
+        for style, (xs, ys) in self.lines.items():
+            self.ax.plot(xs, ys, **dict(style))
+        self._legend()
+
+    def _legend(self) -> None:
+        """The entries of the first MAX_SERIES - 1 series and a line saying how many more
+        the chart draws, when it draws more than MAX_SERIES; columns of at most
+        LEGEND_ROWS entries."""
+        if not self.entries:
+            return
+        series = list(dict.fromkeys(name for name, _, _ in self.entries))
+        entries = [(text, style) for _, text, style in self.entries]
+        loc: Literal["best", "lower right"] = "best"
+        if len(series) > MAX_SERIES:
+            shown = set(series[:MAX_SERIES - 1])
+            entries = [(text, style) for name, text, style in self.entries if name in shown]
+            entries.append((f"... and {len(series) - len(shown)} more series (see the tables)", {"linestyle": "none"}))
+            # "best" weighs every vertex of every line against each candidate place: dear
+            # with hundreds of series, which then cover most of the axes anyway. Every
+            # chart's y axis starts at 0 and its lines run above: the lower right is the
+            # likeliest free.
+            loc = "lower right"
+        handles = [Line2D([], [], **style) for _, style in entries]
+        self.ax.legend(handles, [text for text, _ in entries], fontsize=8, loc=loc,
+                       ncols=math.ceil(len(entries) / LEGEND_ROWS))
+
+
+def _unique_ids(text: str, suffix: str) -> str:
+    """The SVG with `-suffix` appended to its group ids. matplotlib salts the ids it
+    refers to (clip paths, markers, hatches: svg.hashsalt, set per chart by _svg), but
+    its group ids (figure_1, axes_1, line2d_1 ...) are the same in every chart and would
+    clash once several charts are inlined in one HTML page. Nothing refers to a group,
+    so renaming them is enough; appended, not prepended, an id still starts with its kind.
+    (A literal-prefixed pattern: scanning a 2 MB chart for any id takes ten times longer.)"""
+    return re.sub(r'<g id="([^"]+)"', rf'<g id="\1-{suffix}"', text)
+
+
+def _svg(ax: Axes, section: Section, name: str) -> str:
+    """SVG text of the chart, its ids made unique by a key of section and chart name
+    (so the same chart gives the same text, whatever else the process draws)."""
+    fig = ax.figure
+    assert isinstance(fig, Figure)
+    if ax.get_xlabel() == "threads":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25 threads
+    _fit(ax)
+    key = "c" + hashlib.sha256(f"{section.engine}\0{section.workload}\0{name}".encode()).hexdigest()[:8]
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": key}):
+        fig.savefig(buf, format="svg")
     text = buf.getvalue()
     # Drop the XML prologue and the RDF metadata block (a timestamp and namespace
     # identifiers): smaller, and the same chart gives the same text.
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
-    return text
+    return _unique_ids(text, key)
 
 
 def _by_label(section: Section, field: str):
@@ -56,13 +192,12 @@ def throughput(section: Section) -> str | None:
     """TPS (or QPS) against threads, a line per label, 95 % bands where repeats give
     them, and the fitted USL curve dashed."""
     metric = "tps" if section.metric == "tps" else "qps"
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    drawn = False
-    for color, (label, rows) in zip(itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]),
-                                    _by_label(section, metric)):
+    ax = _axes(3.6)
+    plot = _Plot(ax)
+    for color, (label, rows) in zip(_colors(), _by_label(section, metric)):
         x = [r["threads"] for r in rows]
         y = [r[metric] for r in rows]
-        ax.plot(x, y, marker="o", color=color, label=label)
+        plot.line(x, y, label, marker="o", color=color)
         band = [(r["threads"], r["tps_ci_low"], r["tps_ci_high"]) for r in rows
                 if metric == "tps" and r["tps_ci_low"] is not None and r["tps_ci_high"] is not None]
         if len(band) >= 2:
@@ -71,56 +206,58 @@ def throughput(section: Section) -> str | None:
         fit = section.usl.get(label)
         if fit and len(x) >= 3:
             xs = np.linspace(min(x), max(x), 100)
-            ax.plot(xs, usl(xs, fit["lambda"], fit["sigma"], fit["kappa"]), linestyle="--", linewidth=0.8,
-                    color=color, alpha=0.8)
-        drawn = True
-    if not drawn:
-        plt.close(fig)
+            plot.line(xs, usl(xs, fit["lambda"], fit["sigma"], fit["kappa"]), linestyle="--", linewidth=0.8,
+                      color=color, alpha=0.8)
+    if not plot.lines:
         return None
+    plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel(metric.upper() + (" (steady state)" if metric == "tps" else ""))
     ax.set_title(f"{section.engine} {section.workload}: {metric.upper()} against threads"
                  + (" (dashed: USL fit)" if section.usl else ""))
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-    return _svg(fig)
+    return _svg(ax, section, "throughput")
 
 
 def qps(section: Section) -> str | None:
     if section.metric != "tps" or not any(r["qps"] for r in section.rows):
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    for label, rows in _by_label(section, "qps"):
-        ax.plot([r["threads"] for r in rows], [r["qps"] for r in rows], marker="o", label=label)
+    ax = _axes(3.2)
+    plot = _Plot(ax)
+    for color, (label, rows) in zip(_colors(), _by_label(section, "qps")):
+        plot.line([r["threads"] for r in rows], [r["qps"] for r in rows], label, marker="o", color=color)
+    plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel("QPS")
     ax.set_title(f"{section.engine} {section.workload}: queries per second against threads")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-    return _svg(fig)
+    return _svg(ax, section, "qps")
 
 
 def latency(section: Section) -> str | None:
     """Average (solid) and p95 (dashed) latency against threads."""
     if not any(r["latency_avg_ms"] for r in section.rows):
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    ax = _axes(3.2)
+    plot = _Plot(ax)
+    colors = _colors()
     for label in section.labels:
         rows = [r for r in section.rows if r["label"] == label]
         color = next(colors)
         avg = [(r["threads"], r["latency_avg_ms"]) for r in rows if r["latency_avg_ms"] is not None]
         p95 = [(r["threads"], r["latency_p95_ms"]) for r in rows if r["latency_p95_ms"] is not None]
         if avg:
-            ax.plot(*zip(*avg), marker="o", color=color, label=f"{label} avg")
+            x, y = zip(*avg)
+            plot.line(x, y, f"{label} avg", label, marker="o", color=color)
         if p95:
-            ax.plot(*zip(*p95), marker="s", linestyle="--", color=color, label=f"{label} p95")
+            x, y = zip(*p95)
+            plot.line(x, y, f"{label} p95", label, marker="s", linestyle="--", color=color)
+    plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel("latency (ms)")
     ax.set_title(f"{section.engine} {section.workload}: latency against threads")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-    return _svg(fig)
+    return _svg(ax, section, "latency")
 
 
 def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
@@ -128,35 +265,41 @@ def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
     dips marked."""
     if not any(samples.values()):
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    ax = _axes(3.2)
+    plot = _Plot(ax)
+    colors = _colors()
+    cuts: set[tuple[float, str]] = set()
     for label in section.labels:
         color = next(colors)
         series = samples.get(label) or []
         if not series:
             continue
         info = section.series[label]
-        ax.plot([s["second"] for s in series], [s["tps"] for s in series], color=color, linewidth=1,
-                label=f"{label} ({info['threads']} threads)")
-        if info.get("steady_start_s"):
-            ax.axvline(info["steady_start_s"], color=color, linestyle=":", linewidth=1)
+        plot.line([s["second"] for s in series], [s["tps"] for s in series], f"{label} ({info['threads']} threads)",
+                  color=color, linewidth=1)
+        cut = info.get("steady_start_s")
+        if cut and (cut, color) not in cuts:  # the same dotted line again would add nothing
+            cuts.add((cut, color))
+            ax.axvline(cut, color=color, linestyle=":", linewidth=1)
         dips = set(info.get("dips_s") or [])
         marked = [(s["second"], s["tps"]) for s in series if s["second"] in dips]
         if marked:
-            ax.plot(*zip(*marked), linestyle="none", marker="x", color="red")
+            x, y = zip(*marked)
+            plot.line(x, y, linestyle="none", marker="x", color="red", zorder=3)  # over every line
+    plot.draw()
     ax.set_xlabel("second")
     ax.set_ylabel("TPS in that second")
     ax.set_title(f"{section.engine} {section.workload}: per-second TPS (dotted: end of warm-up; x: dips)")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-    return _svg(fig)
+    return _svg(ax, section, "per_second")
 
 
 def charts(section: Section, samples: dict[str, list[dict]]) -> dict[str, str]:
     """Every chart of a section that has data: name -> SVG text."""
     out = {}
-    for name, svg in (("throughput", throughput(section)), ("qps", qps(section)), ("latency", latency(section)),
-                      ("per_second", per_second(section, samples))):
-        if svg:
-            out[name] = svg
+    with collector_paused():  # see there: drawing allocates a lot
+        for name, svg in (("throughput", throughput(section)), ("qps", qps(section)), ("latency", latency(section)),
+                          ("per_second", per_second(section, samples))):
+            if svg:
+                out[name] = svg
     return out

@@ -29,9 +29,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
 
 from dbarena import analysis, configkey, stats
+from dbarena.bulk import collector_paused
 
 SATURATION_GAIN = 0.05
 
@@ -73,6 +73,10 @@ def usl_fit(levels: list[int], values: list[float]) -> dict | None:
     """Least-squares USL fit; None with fewer than 3 levels or when it does not converge."""
     if len(levels) < 3 or min(values) <= 0:
         return None
+    # Imported here, not at the top: scipy.optimize takes about 0.4 s to import, a fifth
+    # of a report's budget, and a report whose series have fewer than 3 levels fits nothing.
+    from scipy.optimize import OptimizeWarning, curve_fit
+
     n, x = np.asarray(levels, dtype=float), np.asarray(values, dtype=float)
     lam0 = x[0] / n[0]
     try:
@@ -144,25 +148,28 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
     under one label), each is a series of its own, named "label [variant]" or
     "label [config 1a2b3c]", so that points of different configurations are never
     pooled."""
-    def series_key(row: dict) -> str:
-        return configkey.digest(configkey.ignoring(row.get("config") or {}, ("threads", "clients")))
+    # Each row's configuration digest, computed once (a digest hashes the whole
+    # configuration, and a store can hold tens of thousands of points).
+    row_keys = [configkey.digest(configkey.ignoring(r.get("config") or {}, ("threads", "clients"))) for r in rows]
+    keys: dict[tuple, dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
+    for r, key in zip(rows, row_keys):
+        keys[(r["label"], r["engine"], r["workload"])].setdefault((r.get("variant") or "", key))
 
-    keys: dict[tuple, list[tuple[str, str]]] = defaultdict(list)  # (label, engine, workload) -> (variant, key)
-    for r in rows:
-        k = (r.get("variant") or "", series_key(r))
-        if k not in keys[(r["label"], r["engine"], r["workload"])]:
-            keys[(r["label"], r["engine"], r["workload"])].append(k)
+    # How many configurations each (label, engine, workload, variant) holds.
+    per_variant: dict[tuple, int] = defaultdict(int)
+    for series, found in keys.items():
+        for variant, _ in found:
+            per_variant[(*series, variant)] += 1
 
-    def name(r: dict) -> str:
-        found = keys[(r["label"], r["engine"], r["workload"])]
-        variant, key = r.get("variant") or "", series_key(r)
-        if len(found) == 1:
+    def name(r: dict, key: str) -> str:
+        series = (r["label"], r["engine"], r["workload"])
+        variant = r.get("variant") or ""
+        if len(keys[series]) == 1:
             return r["label"]
-        same_variant = [k for v, k in found if v == variant]
         return r["label"] + (f" [{variant}]" if variant else "") + \
-            (f" [config {key[:6]}]" if len(same_variant) > 1 else "")
+            (f" [config {key[:6]}]" if per_variant[(*series, variant)] > 1 else "")
 
-    out = [{**r, "label": name(r), "_label": r["label"]} for r in rows]
+    out = [{**r, "label": name(r, key), "_label": r["label"]} for r, key in zip(rows, row_keys)]
     new_order = list(dict.fromkeys(r["label"] for label in order for r in out if r["_label"] == label))
     new_prices = {r["label"]: prices[r["_label"]] for r in out if r["_label"] in prices}
     new_baseline = next((r["label"] for r in out if r["_label"] == baseline), baseline)
@@ -184,6 +191,12 @@ def _differs(row: dict, base: dict) -> list[str]:
 def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, float] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs()."""
+    with collector_paused():
+        return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels)
+
+
+def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: dict[str, float] | None,
+           at_threads: int | None, labels: list[str] | None) -> Report:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r["id"]: r for r in runs}
     order = labels or list(dict.fromkeys(r["label"] for r in rows))
@@ -192,11 +205,15 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
         baseline = order[0]
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in analysis.summaries(rows)}
+    origin_label = {r["label"]: r["_label"] for r in rows}
     for s_ in summaries.values():
-        s_["_label"] = next(r["_label"] for r in rows if r["label"] == s_["label"])
+        s_["_label"] = origin_label[s_["label"]]
     members: dict[tuple, list[dict]] = defaultdict(list)
+    ok_series: dict[tuple, list[dict]] = defaultdict(list)  # (label, engine, workload) -> its ok points
     for r in rows:
         members[(r["label"], r["engine"], r["workload"], r["threads"])].append(r)
+        if r["status"] == "ok":
+            ok_series[(r["label"], r["engine"], r["workload"])].append(r)
 
     # Hardware of each label's server, from its runs (a label is one machine): the
     # measured host for a throwaway instance, what --server-cores/--server-threads said
@@ -291,7 +308,7 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
             fit = usl_fit(ns, values)
             if fit:
                 fits[label] = fit
-            series[label] = _chosen_series(rows, label, engine, workload, at_threads)
+            series[label] = _chosen_series(ok_series[(label, engine, workload)], at_threads)
         ranking.sort(key=lambda r: -r["sum"])
         for rank, r in enumerate(ranking, start=1):
             r["rank"] = rank
@@ -316,15 +333,13 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
                   provenance=provenance)
 
 
-def _chosen_series(rows: list[dict], label: str, engine: str, workload: str, at_threads: int | None) -> dict:
-    """The per-second series shown for a label: its point at --at-threads, else at its
-    highest level (first repeat); samples are attached by the caller."""
-    candidates = [r for r in rows if (r["label"], r["engine"], r["workload"]) == (label, engine, workload)
-                  and r["status"] == "ok"]
+def _chosen_series(candidates: list[dict], at_threads: int | None) -> dict:
+    """The per-second series shown for a label: of its ok points (candidates), the one at
+    --at-threads, else at its highest level (first repeat); samples are attached by the caller."""
     if not candidates:
         return {}
-    chosen = [r for r in candidates if r["threads"] == at_threads] or \
-        [r for r in candidates if r["threads"] == max(c["threads"] for c in candidates)]
+    top = max(c["threads"] for c in candidates)
+    chosen = [r for r in candidates if r["threads"] == at_threads] or [r for r in candidates if r["threads"] == top]
     point = min(chosen, key=lambda r: r.get("repeat", 0))
     return {"point_id": point["point_id"], "threads": point["threads"], "steady_start_s": point.get("steady_start_s"),
             "dips_s": point.get("dips_s", [])}
