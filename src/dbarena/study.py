@@ -557,6 +557,8 @@ class Overrides:
     server_threads: int | None = None
     label: str | None = None
     price_per_hour: float | None = None
+    price_per_month: float | None = None
+    currency: str | None = None
     fail_fast: bool | None = None
     quick: bool = False
 
@@ -565,7 +567,7 @@ class Overrides:
         out: dict[str, Any] = {}
         for name in ("engines", "workloads", "levels", "duration_s", "warmup_s", "repeats", "precision",
                      "max_repeats", "budget_s", "clients_per_thread", "server_cores", "server_threads", "label",
-                     "price_per_hour", "fail_fast"):
+                     "price_per_hour", "price_per_month", "currency", "fail_fast"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
@@ -739,9 +741,21 @@ def apply(study: Study, o: Overrides) -> Study:
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
     price, currency, basis = study.price_per_hour, study.currency, study.price_basis
+    if o.price_per_hour is not None and o.price_per_month is not None:
+        raise UsageError("give --price-per-hour or --price-per-month, not both")
     if o.price_per_hour is not None:
         note("price per hour", price, o.price_per_hour, "--price-per-hour")
         price, currency, basis = o.price_per_hour, currency or "USD", "per hour"
+    if o.price_per_month is not None:
+        hourly = o.price_per_month / HOURS_PER_MONTH
+        note("price per hour", price, hourly, "--price-per-month")
+        price, currency = hourly, currency or "USD"
+        basis = f"{o.price_per_month:g} per month / {HOURS_PER_MONTH} h"
+    if o.currency is not None:
+        if price is None:
+            raise UsageError("--currency names the currency of a price: give --price-per-hour or --price-per-month")
+        note("currency", currency, o.currency, "--currency")
+        currency = o.currency
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), repeats=repeats, label=label,
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
                    flags={**study.flags, **o.flags()},

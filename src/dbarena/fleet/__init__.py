@@ -1,0 +1,9 @@
+"""One study on many hosts through Ansible (`dbarena fleet`).
+
+The controller (controller.py) checks the inventory (inventory.py), builds dbarena's
+wheel, and drives the playbooks shipped here: start.yml installs what the study needs
+on each host and starts `dbarena fleet host-run` there, detached from the SSH session
+(Ansible async); status.yml reads each host's progress (host.py writes it, progress.py
+is the reporter that does); fetch.yml brings each host's store back, which is merged
+into the controller's store. dbarena opens no SSH connection of its own.
+"""

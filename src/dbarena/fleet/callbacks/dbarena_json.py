@@ -1,0 +1,53 @@
+# An Ansible stdout callback (loaded by `dbarena fleet` through ANSIBLE_CALLBACK_PLUGINS):
+# every task's result per host, and the play's stats, as one JSON document at the end.
+# ansible-core no longer ships a json callback (it moved to the ansible.posix
+# collection), and dbarena should not need a collection installed. Results of no_log
+# tasks arrive censored by Ansible before they reach a callback.
+from __future__ import annotations
+
+import json
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = """
+    name: dbarena_json
+    type: stdout
+    short_description: task results per host as one JSON document, for dbarena fleet
+    description: Every task's result per host and the stats, printed as JSON at the end.
+"""
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "dbarena_json"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tasks: list[dict] = []
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self.tasks.append({"task": {"name": task.get_name()}, "hosts": {}})
+
+    def _record(self, result, **flags):
+        if not self.tasks:
+            return
+        body = dict(result._result)
+        body.update(flags)
+        self.tasks[-1]["hosts"][result._host.get_name()] = body
+
+    def v2_runner_on_ok(self, result, **kwargs):
+        self._record(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False, **kwargs):
+        self._record(result, failed=True)
+
+    def v2_runner_on_unreachable(self, result, **kwargs):
+        self._record(result, unreachable=True)
+
+    def v2_runner_on_skipped(self, result, **kwargs):
+        self._record(result, skipped=True)
+
+    def v2_playbook_on_stats(self, stats):
+        summary = {host: stats.summarize(host) for host in sorted(stats.processed.keys())}
+        self._display.display(json.dumps({"plays": [{"tasks": self.tasks}], "stats": summary}, default=str))

@@ -1,0 +1,315 @@
+"""`dbarena fleet run` and `dbarena fleet status` on the controller: Ansible does the
+reaching (playbooks/), the hosts measure themselves (host.py), the controller waits,
+shows one line per host, fetches each host's store and merges it.
+
+A host that is unreachable or fails does not stop the others; what it stored is still
+fetched. Running the same command again continues: a host whose store holds the study
+complete is skipped, one that stopped half-way runs only what it has not stored yet,
+one still running is waited for (never started twice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from dbarena import store as store_mod
+from dbarena import workloads
+from dbarena.errors import EnvironmentProblem, UsageError
+from dbarena.fleet.inventory import Host
+from dbarena.store import Store
+from dbarena.study import Study
+
+# Terminal states of a host's run, as host.status reports them.
+FINAL = ("complete", "failed", "stopped")
+
+
+def ansible_command(name: str) -> str:
+    """An Ansible program: beside this Python (the venv `make` builds), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise EnvironmentProblem(f"{name} not found: dbarena fleet drives Ansible; install it with "
+                                 "`pip install 'dbarena[fleet]'` (make does)")
+    return found
+
+
+def packages(study: Study) -> list[str]:
+    """The Debian packages a host needs for this study (servers only for throwaway instances)."""
+    need = {"python3-venv"}
+    for engine in study.engines:
+        if engine.name == "postgres":
+            need.add("postgresql-client" if engine.target else "postgresql")
+        else:
+            need.add("mariadb-client")
+            if not engine.target:
+                need.add("mariadb-server" if engine.flavour in ("auto", "mariadb") else "mysql-server")
+    for entry in study.workloads:
+        if workloads.get(entry.workload).tool.binary == "sysbench":
+            need.add("sysbench")
+    return sorted(need)
+
+
+def project_root() -> Path:
+    import dbarena
+
+    root = Path(dbarena.__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        raise EnvironmentProblem("dbarena fleet builds the wheel the hosts install from dbarena's source tree, "
+                                 f"which is not at {root}: run it from a clone of dbarena")
+    return root
+
+
+def build_wheel(dest: Path) -> Path:
+    """dbarena's wheel, built on the controller (the hosts need no access to the repository)."""
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "-w", str(dest), str(project_root())],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wheels = sorted(dest.glob("dbarena-*.whl"))
+    if done.returncode != 0 or not wheels:
+        raise EnvironmentProblem(f"building dbarena's wheel failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return wheels[-1]
+
+
+@dataclass
+class HostState:
+    host: Host
+    status: dict = field(default_factory=lambda: {"state": "starting"})
+    unreachable_since: float | None = None
+    problem: str | None = None
+    fetched: Path | None = None
+    merged: tuple[int, int] | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status.get("state") in FINAL
+
+    def line(self) -> str:
+        s = self.status
+        state = s.get("state", "?")
+        if self.unreachable_since is not None:
+            state = "unreachable"
+        parts = [f"{self.host.name} ({self.host.label}): {state}"]
+        if s.get("planned"):
+            parts.append(f"{s.get('done', 0)}/{s['planned']} points" + (f", {s['failed']} failed" if s.get("failed")
+                                                                          else ""))
+        if state == "running" and s.get("current"):
+            parts.append(str(s["current"]))
+        if state == "running" and s.get("eta_s") is not None:
+            parts.append(f"ETA {_duration(s['eta_s'])}")
+        if s.get("skipped"):
+            parts.append("complete already, not run again")
+        if s.get("error"):
+            parts.append(str(s["error"]))
+        if self.problem:
+            parts.append(self.problem)
+        return "; ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Ansible:
+    """Runs the shipped playbooks; results come back through Ansible's json callback."""
+
+    def __init__(self, inventory: Path, workdir: Path, forks: int):
+        self.inventory = inventory
+        self.workdir = workdir
+        self.forks = forks
+        self.playbook = ansible_command("ansible-playbook")
+
+    def play(self, name: str, hosts: list[Host], extra: dict) -> dict[str, dict]:
+        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}."""
+        vars_file = self.workdir / "vars.json"
+        variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
+                     "dbarena_fleet": {h.name: {"workdir": h.workdir, "args": extra.get("args", {}).get(h.name, [])}
+                                       for h in hosts},
+                     **{k: v for k, v in extra.items() if k != "args"}}
+        vars_file.write_text(json.dumps(variables))
+        vars_file.chmod(0o600)
+        env = dict(os.environ)
+        env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
+                    "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})
+        with resources.as_file(resources.files("dbarena.fleet") / "playbooks" / name) as book, \
+                resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
+            env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
+                p for p in (str(callbacks), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")) if p)
+            done = subprocess.run([self.playbook, "-i", str(self.inventory), "-f", str(self.forks),
+                                   "-e", f"@{vars_file}", str(book)], env=env, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+        try:
+            report = json.loads(done.stdout[done.stdout.index("{"):])
+        except ValueError:
+            raise EnvironmentProblem(f"ansible-playbook {name} failed: "
+                                     f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}") from None
+        out: dict[str, dict] = {h.name: {"unreachable": False, "failed": False, "tasks": {}} for h in hosts}
+        for play in report.get("plays", []):
+            for task in play.get("tasks", []):
+                for host, result in task.get("hosts", {}).items():
+                    entry = out.setdefault(host, {"unreachable": False, "failed": False, "tasks": {}})
+                    entry["tasks"][task["task"]["name"]] = result
+                    if result.get("unreachable"):
+                        entry["unreachable"] = True
+                        entry["message"] = _first_line(result.get("msg"))
+                    elif result.get("failed"):
+                        entry["failed"] = True
+                        entry["message"] = _first_line(result.get("msg") or result.get("stderr"))
+        for host, stats in report.get("stats", {}).items():
+            if host in out and stats.get("unreachable"):
+                out[host]["unreachable"] = True
+        return out
+
+
+def _first_line(text: object) -> str:
+    return (str(text or "").strip().splitlines() or ["?"])[0][:300]
+
+
+@dataclass
+class Fleet:
+    """One `dbarena fleet run` (or `status`)."""
+
+    inventory: Path
+    hosts: list[Host]
+    say: Callable[[str], None]
+    poll_s: float = 10.0
+    unreachable_timeout_s: float = 120.0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dbarena-fleet-")))
+
+    def __post_init__(self) -> None:
+        self.states = {h.name: HostState(h) for h in self.hosts}
+        self.ansible = Ansible(self.inventory, self.workdir, forks=max(len(self.hosts), 1))
+
+    def close(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # ------------------------------------------------------------ status
+
+    def poll(self, hosts: list[Host]) -> None:
+        results = self.ansible.play("status.yml", hosts, {})
+        now = time.monotonic()
+        for h in hosts:
+            state, result = self.states[h.name], results[h.name]
+            if result["unreachable"]:
+                state.unreachable_since = state.unreachable_since or now
+                state.problem = result.get("message")
+                continue
+            state.unreachable_since, state.problem = None, None
+            task = result["tasks"].get("status", {})
+            if task.get("rc") not in (0, None) or not task.get("stdout"):
+                state.status = {"state": "idle", "error": "dbarena is not installed there yet"} \
+                    if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")) else \
+                    {"state": "idle", "error": _first_line(task.get("stderr") or task.get("msg"))}
+                continue
+            try:
+                state.status = json.loads(task["stdout"].strip().splitlines()[-1])
+            except ValueError:
+                state.status = {"state": "?", "error": _first_line(task["stdout"])}
+
+    # ------------------------------------------------------------ run
+
+    def run(self, study: Study, study_arg: str, study_file: Path | None, run_args: list[str], store: Path | str,
+            serial: bool) -> int:
+        wheel = build_wheel(self.workdir)
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        shared = isinstance(store, str)  # a PostgreSQL URL: hosts write there themselves
+        args = {h.name: self._host_args(h, f"{h.workdir}/study.toml" if study_file else study_arg, run_args,
+                                        store if isinstance(store, str) else None) for h in self.hosts}
+        groups = [[h] for h in self.hosts] if serial else [self.hosts]
+        for group in groups:
+            self.say(f"starting on {', '.join(h.name for h in group)}: packages, dbarena, the study")
+            started = self.ansible.play("start.yml", group, {
+                "args": args, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
+                "dbarena_packages": packages(study), "dbarena_study_file": str(study_file or "")})
+            for h in group:
+                result = started[h.name]
+                if result["unreachable"] or result["failed"]:
+                    state = self.states[h.name]
+                    state.status = {"state": "failed" if result["failed"] else "stopped"}
+                    state.problem = ("unreachable: " if result["unreachable"] else "start failed: ") + \
+                        str(result.get("message"))
+                    self.say(state.line())
+            self.wait([h for h in group if not self.states[h.name].problem])
+            if not shared:
+                self.fetch(group, store)  # type: ignore[arg-type]
+        return self.summary()
+
+    @staticmethod
+    def _host_args(host: Host, study_arg: str, run_args: list[str], shared_store: str | None) -> list[str]:
+        out = ["--study", study_arg, *run_args, "--label", host.label]
+        if host.price_per_month is not None:
+            out += ["--price-per-month", repr(host.price_per_month), "--currency", host.currency or "USD"]
+        elif host.price_per_hour is not None:
+            out += ["--price-per-hour", repr(host.price_per_hour), "--currency", host.currency or "USD"]
+        if shared_store is not None:
+            out += ["--store", shared_store]
+        return out
+
+    def wait(self, hosts: list[Host]) -> None:
+        """Poll until every host's run ended, or stayed unreachable too long."""
+        shown: dict[str, str] = {}
+        while True:
+            pending = [h for h in hosts if not self.states[h.name].final and not self._given_up(h)]
+            if not pending:
+                return
+            self.poll(pending)
+            for h in hosts:
+                line = self.states[h.name].line()
+                if shown.get(h.name) != line:
+                    shown[h.name] = line
+                    self.say(line)
+            if any(not self.states[h.name].final and not self._given_up(h) for h in hosts):
+                time.sleep(self.poll_s)
+
+    def _given_up(self, host: Host) -> bool:
+        since = self.states[host.name].unreachable_since
+        return since is not None and time.monotonic() - since >= self.unreachable_timeout_s
+
+    def fetch(self, hosts: list[Host], store: Path) -> None:
+        """Each reachable host's store, fetched and merged (also from a host that failed
+        half-way: what it finished is kept)."""
+        reachable = [h for h in hosts if self.states[h.name].unreachable_since is None
+                     and self.states[h.name].status.get("state") not in ("idle", "starting")]
+        if not reachable:
+            return
+        folder = self.workdir / "stores"
+        folder.mkdir(exist_ok=True)
+        results = self.ansible.play("fetch.yml", reachable, {"dbarena_fetch_dir": str(folder)})
+        with Store(store) as db:
+            for h in reachable:
+                state, result = self.states[h.name], results[h.name]
+                copy = folder / f"{h.name}.db"
+                if result["unreachable"] or result["failed"] or not copy.is_file():
+                    state.problem = f"its store could not be fetched: {result.get('message')}"
+                    continue
+                state.fetched = copy
+                state.merged = store_mod.merge(db, copy)
+
+    def summary(self) -> int:
+        """The final table; 0 when every host's study is complete, else 1."""
+        self.say("")
+        self.say(f"{'host':<16} {'label':<16} {'state':<12} {'points':>9}  merged")
+        complete = True
+        for state in self.states.values():
+            s = state.status
+            name = "unreachable" if state.unreachable_since is not None else s.get("state", "?")
+            complete &= name == "complete"
+            points = f"{s.get('done', '-')}/{s.get('planned', '-')}" if s.get("planned") else "-"
+            merged = f"{state.merged[0]} run(s), {state.merged[1]} point(s)" if state.merged else "-"
+            self.say(f"{state.host.name:<16} {state.host.label:<16} {name:<12} {points:>9}  {merged}"
+                     + (f"  ({state.problem})" if state.problem else ""))
+        return 0 if complete else 1

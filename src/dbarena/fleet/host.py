@@ -1,0 +1,169 @@
+"""What `dbarena fleet` runs on each host, in the host's working directory:
+
+- `host-run`: the study, as `dbarena run` (a child process, its output in run.log),
+  started fresh, resumed where a previous session stopped (`--resume RUN`: only what is
+  not stored yet), or skipped when the store holds it complete already. One at a time
+  (a lock): a second start while the first still runs does nothing.
+- `host-status`: where it is, as one JSON line (progress.json while it runs, status.json
+  once it ended; `stopped` when its process is gone without saying how it ended).
+- `host-snapshot`: a consistent copy of the store to fetch (SQLite's online backup).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+from dbarena import pgstore, state as state_mod
+from dbarena.fleet.progress import write_json
+
+PROGRESS = "progress.json"
+STATUS = "status.json"
+LOCK = "host-run.lock"
+OWNER = "host-run.json"  # pid and start time of the host-run holding the lock
+LOG = "run.log"
+STORE = "dbarena.db"
+SNAPSHOT = "snapshot.db"
+
+
+@contextlib.contextmanager
+def _locked(workdir: Path) -> Iterator[bool]:
+    """True when this process holds the host's run lock (no other host-run is going)."""
+    with open(workdir / LOCK, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _store_of(args: list[str], workdir: Path) -> str:
+    if "--store" in args:
+        return args[args.index("--store") + 1]
+    return str(workdir / STORE)
+
+
+def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
+    """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
+    holds the `dbarena run` these arguments describe, whole or in part."""
+    from dbarena import cli, session, study as study_mod
+    from dbarena.store import Store
+
+    if not pgstore.is_url(store) and not Path(store).is_file():
+        return "new", None
+    with cli.run.make_context("run", [a for a in args], resilient_parsing=False) as ctx:
+        params = dict(ctx.params)
+    for key in ("store", "no_init", "keep", "resume", "progress_file"):
+        params.pop(key, None)
+    given = cli._study_from_options(params)
+    with Store(store) as db:
+        seen: set[str] = set()
+        for run in reversed(db.runs()):
+            invocation = run.get("invocation")
+            if not invocation or invocation in seen or "flags" not in run["options"] or not run["study_sha256"]:
+                continue
+            seen.add(invocation)
+            record = db.study_text(run["study_sha256"])
+            if record is None:
+                continue
+            stored = study_mod.rebuild(record["text"], run["options"].get("source") or record["source"],
+                                       run["options"]["flags"])
+            if study_mod.differences(stored, given):
+                continue
+            runs = db.invocation_runs(invocation)
+            if any(session._incomplete(db, r) for r in runs):
+                return "resume", runs[0]["id"]
+            return "complete", runs[0]["id"]
+    return "new", None
+
+
+def run(workdir: Path, args: list[str]) -> int:
+    """host-run: the exit status of `dbarena run` (0 when there was nothing to do)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with _locked(workdir) as mine:
+        if not mine:
+            print("dbarena fleet: a run is going on this host already; not starting another")
+            return 0
+        started = time.time()
+        write_json(workdir / OWNER, {"pid": os.getpid(), "start": state_mod.start_time(os.getpid())})
+        (workdir / STATUS).unlink(missing_ok=True)
+        store = _store_of(args, workdir)
+        argv = [a for a in args]
+        if "--store" not in argv:
+            argv += ["--store", store]
+        try:
+            state, run_id = plan_state(store, argv)
+        except Exception as exc:  # reported through the status, where the controller reads it
+            write_json(workdir / STATUS, {"state": "failed", "exit": 2, "error": str(exc).splitlines()[0],
+                                          "updated": time.time()})
+            return 2
+        if state == "complete":
+            write_json(workdir / STATUS, {"state": "complete", "skipped": True, "run": run_id, "exit": 0,
+                                          "updated": time.time(), **_counts(workdir)})
+            return 0
+        command = [sys.executable, "-m", "dbarena", "run", *argv, "--progress-file", str(workdir / PROGRESS)]
+        if state == "resume":
+            command += ["--resume", str(run_id)]
+        with open(workdir / LOG, "a") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {state}: dbarena run {' '.join(argv)}\n")
+            log.flush()
+            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        final = "complete" if done.returncode == 0 else "failed"
+        write_json(workdir / STATUS, {"state": final, "exit": done.returncode, "resumed": state == "resume",
+                                      "started": started, "updated": time.time(), **_counts(workdir)})
+        return done.returncode
+
+
+def _counts(workdir: Path) -> dict:
+    """The last progress figures (points done / planned), if the run wrote any."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((workdir / PROGRESS).read_text())
+        return {k: data.get(k) for k in ("planned", "done", "failed")}
+    return {}
+
+
+def status(workdir: Path) -> dict:
+    """host-status: the final status if the run ended, else its progress; 'idle' before
+    any run, 'stopped' when the run's process is gone without a final status."""
+    if not workdir.is_dir():
+        return {"state": "idle"}
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((workdir / STATUS).read_text())
+    try:
+        progress = json.loads((workdir / PROGRESS).read_text())
+    except (OSError, ValueError):
+        progress = {}
+    # Not by taking the lock, even briefly: a host-run starting that moment would
+    # think another one is going and not start.
+    try:
+        owner = json.loads((workdir / OWNER).read_text())
+    except (OSError, ValueError):
+        owner = {}
+    if state_mod.alive(owner.get("pid"), owner.get("start")):
+        return {**progress, "state": "running"} if progress else {"state": "starting"}
+    return {**progress, "state": "stopped"} if progress else {"state": "idle"}
+
+
+def snapshot(workdir: Path) -> Path:
+    """host-snapshot: a consistent copy of the host's store, even while it is written."""
+    source, copy = workdir / STORE, workdir / SNAPSHOT
+    if not source.is_file():
+        raise FileNotFoundError(f"no store at {source}")
+    copy.unlink(missing_ok=True)
+    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=60)) as src, \
+            contextlib.closing(sqlite3.connect(copy)) as dest:
+        src.backup(dest)
+    os.chmod(copy, 0o600)
+    return copy

@@ -1,0 +1,123 @@
+"""An Ansible inventory, read by Ansible itself (`ansible-inventory --list`), and what
+dbarena takes from each host's variables: its label, its price, its working directory.
+
+    [fleet]
+    c7g  ansible_host=10.0.0.5  dbarena_price_per_hour=0.58
+    m6i  ansible_host=10.0.0.6  dbarena_price_per_month=420  dbarena_currency=EUR
+
+Everything is checked before anything starts: a bad inventory, `--limit` or host
+variable is one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbarena.errors import UsageError
+from dbarena.study import HOURS_PER_MONTH
+
+DEFAULT_WORKDIR = "/var/tmp/dbarena-fleet"
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str              # the inventory's name for it
+    label: str             # what its results are stored under (dbarena_label, default the name)
+    price_per_hour: float | None
+    price_per_month: float | None  # as given (price_per_hour is then it / 730)
+    currency: str | None
+    workdir: str           # where dbarena lives and works on the host
+
+
+def _number(host: str, name: str, value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise UsageError(f"inventory: host {host}: {name}={value!r} is not a number") from None
+    if not number > 0:
+        raise UsageError(f"inventory: host {host}: {name}={value!r} must be positive")
+    return number
+
+
+def host_of(name: str, variables: dict) -> Host:
+    per_hour, per_month = variables.get("dbarena_price_per_hour"), variables.get("dbarena_price_per_month")
+    if per_hour is not None and per_month is not None:
+        raise UsageError(f"inventory: host {name}: give dbarena_price_per_hour or dbarena_price_per_month, not both")
+    price = monthly = None
+    if per_hour is not None:
+        price = _number(name, "dbarena_price_per_hour", per_hour)
+    elif per_month is not None:
+        monthly = _number(name, "dbarena_price_per_month", per_month)
+        price = monthly / HOURS_PER_MONTH
+    currency = variables.get("dbarena_currency")
+    if currency is not None and not (isinstance(currency, str) and currency.strip()):
+        raise UsageError(f"inventory: host {name}: dbarena_currency={currency!r} is not a currency name")
+    label = variables.get("dbarena_label", name)
+    if not isinstance(label, str) or not label.strip():
+        raise UsageError(f"inventory: host {name}: dbarena_label={label!r} is not a label")
+    workdir = variables.get("dbarena_workdir", DEFAULT_WORKDIR)
+    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
+        raise UsageError(f"inventory: host {name}: dbarena_workdir={workdir!r} must be an absolute path")
+    return Host(name=name, label=label.strip(), price_per_hour=price,
+                price_per_month=monthly, currency=(currency or "USD").strip() if price is not None else None,
+                workdir=workdir)
+
+
+def read(listing: dict, limit: str | None) -> list[Host]:
+    """The hosts of an `ansible-inventory --list` listing that `limit` selects (names,
+    groups or shell-style patterns, comma-separated), checked."""
+    hostvars: dict = listing.get("_meta", {}).get("hostvars", {})
+    groups = {name: body for name, body in listing.items() if name != "_meta" and isinstance(body, dict)}
+
+    def members(group: str, seen: set[str]) -> list[str]:
+        if group in seen:
+            return []
+        seen.add(group)
+        body = groups.get(group, {})
+        out = list(body.get("hosts", []))
+        for child in body.get("children", []):
+            out.extend(members(child, seen))
+        return out
+
+    every = sorted(set(members("all", set())) | set(hostvars))
+    if not every:
+        raise UsageError("inventory: no hosts")
+    chosen: list[str] = []
+    for pattern in ([p.strip() for p in limit.split(",") if p.strip()] if limit else ["all"]):
+        found = members(pattern, set()) if pattern in groups else \
+            [h for h in every if fnmatch.fnmatchcase(h, pattern)]
+        if not found:
+            raise UsageError(f"--limit {pattern!r}: no such host or group in the inventory "
+                             f"(hosts: {', '.join(every)})")
+        chosen.extend(h for h in found if h not in chosen)
+    hosts = [host_of(name, hostvars.get(name, {})) for name in chosen]
+    by_label: dict[str, str] = {}
+    for h in hosts:
+        if h.label in by_label:
+            raise UsageError(f"inventory: hosts {by_label[h.label]} and {h.name} share the label {h.label!r}: "
+                             "their results could not be told apart; give one a dbarena_label")
+        by_label[h.label] = h.name
+    return hosts
+
+
+def load(path: Path, limit: str | None, ansible_inventory: str) -> list[Host]:
+    """Parse the inventory with Ansible (so that every format and plug-in it knows works)."""
+    if not path.is_file():
+        raise UsageError(f"-i {path}: no such inventory file")
+    done = subprocess.run([ansible_inventory, "-i", str(path), "--list"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    problem = next((line for line in done.stderr.splitlines() if "ERROR" in line or "WARNING" in line
+                    and "parse" in line.lower()), None)
+    if done.returncode != 0 or problem:
+        detail = (problem or done.stderr.strip().splitlines()[-1:] or ["ansible-inventory failed"])
+        raise UsageError(f"-i {path}: the inventory does not parse: "
+                         f"{(detail if isinstance(detail, str) else detail[0]).strip()}")
+    try:
+        listing = json.loads(done.stdout)
+    except ValueError:
+        raise UsageError(f"-i {path}: ansible-inventory printed no inventory") from None
+    return read(listing, limit)
