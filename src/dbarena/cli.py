@@ -725,7 +725,8 @@ def fleet_status(inventory, limit):
 
 
 @fleet_group.command("host-run", hidden=True, context_settings={"ignore_unknown_options": True})
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 def fleet_host_run(workdir, run_args):
     """On a host (started by `fleet run`): the study, started, resumed or skipped."""
@@ -735,7 +736,8 @@ def fleet_host_run(workdir, run_args):
 
 
 @fleet_group.command("host-status", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
 def fleet_host_status(workdir):
     """On a host: its run's state as one JSON line."""
     from dbarena.fleet import host
@@ -744,7 +746,8 @@ def fleet_host_status(workdir):
 
 
 @fleet_group.command("host-snapshot", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
 def fleet_host_snapshot(workdir):
     """On a host: a consistent copy of its store, to be fetched."""
     from dbarena.fleet import host
