@@ -143,6 +143,14 @@ class Host:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
 
+    def restart(self, timeout: float = 20) -> None:
+        """The host comes back: its sshd again, on the same address and port."""
+        self.kill()
+        with open(self.log, "ab") as err:
+            self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
+                                            stdout=err, stderr=err, start_new_session=True)
+        _wait_accepting(self, time.monotonic() + timeout)
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

@@ -1,0 +1,166 @@
+"""`dbarena fleet run` over real SSH and real Ansible: two "hosts" (this machine behind
+two sshd processes on 127.0.0.2 and 127.0.0.3, each with its own working directory)
+run a tiny study; their points arrive in the local store under their labels and
+prices and `report` compares them. A host that dies half-way does not stop the other,
+and a second `fleet run` completes it without re-running its finished points. Nothing
+is left running afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_mentioning
+from sshd import ansible_env, inventory, missing, sshd
+
+pytestmark = pytest.mark.e2e
+
+STUDY = """schema = 1
+name = "{name}"
+[sweep]
+levels = {levels}
+duration_s = {duration}
+repeats = 1
+[datasets]
+scale = 1
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+"""
+
+
+def _servers() -> set[str]:
+    return {line.split(":", 1)[0] for line in processes_mentioning("postgres") if " -D " in line}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """Two hosts, their inventory and environment; their dbarena installs are reused
+    by the tests of this module (a fresh virtual environment costs most of a minute)."""
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("fleet")
+    tmp.chmod(0o755)
+    before = _servers()
+    with sshd(("127.0.0.2", "127.0.0.3"), tmp) as hosts:
+        workdirs = {h.name: tmp / f"host-{h.name}" for h in hosts}
+        extra = {"alpha": {"dbarena_workdir": str(workdirs["alpha"]), "dbarena_label": "arm",
+                           "dbarena_price_per_hour": 0.58},
+                 "beta": {"dbarena_workdir": str(workdirs["beta"]), "dbarena_label": "x86",
+                          "dbarena_price_per_month": 420, "dbarena_currency": "EUR"}}
+        inv = inventory(hosts.hosts, hosts.key, tmp / "hosts.ini", workdirs=workdirs, extra_vars=extra)
+        env = ansible_env(tmp)
+        env.pop("PGPASSWORD", None)
+        yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs}
+    # Nothing left running: no sshd, no dbarena, no database server of the hosts' runs.
+    assert _wait(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+    assert _wait(20, lambda: _servers() <= before), _servers() - before
+
+
+def _wait(seconds: float, condition) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.5)
+    return condition()
+
+
+def fleet_cmd(f: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args, "-i", str(f["inventory"])],
+                          env=f["env"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def study(f: dict, name: str, levels: list[int], duration: int) -> Path:
+    path = f["tmp"] / f"{name}.toml"
+    path.write_text(STUDY.format(name=name, levels=levels, duration=duration))
+    return path
+
+
+def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_prices(fleet):
+    tiny, store = study(fleet, "tiny", [1, 2], 2), fleet["tmp"] / "all.db"
+    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(store))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "alpha (arm): complete; 2/2 points" in done.stdout and "beta (x86): complete; 2/2 points" in done.stdout
+    table = done.stdout[done.stdout.index("host "):]
+    assert "1 run(s), 2 point(s)" in table and "complete" in table
+    db = sqlite3.connect(store)
+    runs = db.execute("SELECT label, price_per_hour, currency, status FROM runs ORDER BY label").fetchall()
+    assert runs == [("arm", 0.58, "USD", "finished"), ("x86", pytest.approx(420 / 730), "EUR", "finished")]
+    assert db.execute("SELECT COUNT(*) FROM points WHERE status = 'ok' AND phase = 'measured'").fetchone()[0] == 4
+    report = subprocess.run([sys.executable, "-m", "dbarena", "report", "-o", str(fleet["tmp"] / "r.md"),
+                             "--store", str(store)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    text = (fleet["tmp"] / "r.md").read_text()
+    assert "arm" in text and "x86" in text
+    compared = subprocess.run([sys.executable, "-m", "dbarena", "compare", "arm", "x86", "--json", "--store",
+                               str(store)], capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stderr
+    assert {(c["threads"], c["verdict"]) for c in json.loads(compared.stdout)} == {(1, None), (2, None)}
+
+    # The same command again: both hosts complete, nothing run, nothing added.
+    again = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(store))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("complete already, not run again") == 2
+    assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 4
+
+    status = fleet_cmd(fleet, "status")
+    assert status.returncode == 0, status.stderr
+    assert "alpha (arm): complete; 2/2 points" in status.stdout
+
+
+def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_completes_it(fleet):
+    longer, store = study(fleet, "longer", [1, 2, 3], 3), fleet["tmp"] / "second.db"
+    beta_dir = fleet["workdirs"]["beta"]
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(fleet["inventory"]),
+                             "--study", str(longer), "--poll", "2", "--unreachable-timeout", "4",
+                             "--store", str(store)], env=fleet["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        def one_done() -> bool:
+            try:
+                progress = json.loads((beta_dir / "progress.json").read_text())
+            except (OSError, ValueError):
+                return False
+            return progress.get("done", 0) >= 1 and progress.get("planned") == 3
+        assert _wait(180, one_done), (beta_dir / "run.log").read_text() if (beta_dir / "run.log").exists() else ""
+        # beta goes away: its sshd, and the run on it (as a host that lost power would).
+        fleet["hosts"]["beta"].kill()
+        for line in processes_mentioning(str(beta_dir)):
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out + err
+    table = out[out.index("host "):]
+    # (A host's store holds every study it ran here: all of it is merged.)
+    assert any(line.startswith("alpha") and " complete " in line and "3/3" in line and "point(s)" in line
+               for line in table.splitlines()), out
+    assert any(line.startswith("beta") and "unreachable" in line for line in table.splitlines()), table
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT DISTINCT label FROM runs").fetchall() == [("arm",)]
+
+    # What beta stored before it died stays as it is; a second run adds only the rest.
+    host_store = sqlite3.connect(beta_dir / "dbarena.db")
+    kept = host_store.execute("SELECT p.threads, p.started_at FROM points p JOIN runs r ON r.id = p.run_id "
+                              "JOIN studies s ON s.sha256 = r.study_sha256 WHERE s.name = 'longer' "
+                              "AND p.status = 'ok'").fetchall()
+    host_store.close()
+    assert 1 <= len(kept) < 3
+    fleet["hosts"]["beta"].restart()
+    again = fleet_cmd(fleet, "run", "--study", str(longer), "--poll", "2", "--store", str(store))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "alpha (arm): complete; 3/3 points; complete already, not run again" in again.stdout
+    rows = db.execute("SELECT p.threads, p.started_at FROM points p JOIN runs r ON r.id = p.run_id "
+                      "JOIN studies s ON s.sha256 = r.study_sha256 WHERE s.name = 'longer' AND r.label = 'x86' "
+                      "AND p.status = 'ok' AND p.phase = 'measured'").fetchall()
+    assert sorted(t for t, _ in rows) == [1, 2, 3]
+    assert set(kept) <= set(rows)  # the points finished before the kill, not measured again
