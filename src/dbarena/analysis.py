@@ -28,6 +28,7 @@ def _metric(row: dict) -> str:
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
 ESTIMATOR_VERSION = 1
+DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
 def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_threads: int) -> dict:
@@ -69,12 +70,14 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
 def _derived(store: Store, rows: list[dict], runs: dict[int, dict]) -> dict[int, dict]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
-    if missing:
-        samples = store.series_of("samples", (r["point_id"] for r in missing))
-        system = store.series_of("system_samples", (r["point_id"] for r in missing))
+    # In batches: the series of 100 k points of 600 s would not fit in memory at once.
+    for start in range(0, len(missing), DERIVE_BATCH):
+        batch = missing[start:start + DERIVE_BATCH]
+        samples = store.series_of("samples", (r["point_id"] for r in batch))
+        system = store.series_of("system_samples", (r["point_id"] for r in batch))
         fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
                                               runs[r["run_id"]]["host_facts"].get("hardware_threads") or 1)
-                 for r in missing}
+                 for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
     return derived

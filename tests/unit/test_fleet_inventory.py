@@ -1,0 +1,128 @@
+"""What `dbarena fleet` takes from an Ansible inventory, checked before anything starts:
+labels, prices, working directories, --limit; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbarena.errors import UsageError
+from dbarena.fleet import controller, inventory
+from dbarena.fleet.progress import ProgressFile
+from dbarena.model import PointSpec
+from dbarena import study as study_mod
+
+LISTING = {
+    "_meta": {"hostvars": {
+        "c7g": {"ansible_host": "10.0.0.5", "dbarena_price_per_hour": 0.58},
+        "m6i": {"ansible_host": "10.0.0.6", "dbarena_price_per_month": "420", "dbarena_currency": "EUR"},
+        "old": {"ansible_host": "10.0.0.7", "dbarena_label": "legacy", "dbarena_workdir": "/srv/bench"},
+    }},
+    "all": {"children": ["ungrouped", "arm", "x86"]},
+    "arm": {"hosts": ["c7g"]},
+    "x86": {"hosts": ["m6i", "old"]},
+}
+
+
+def test_hosts_take_their_label_price_and_workdir_from_host_vars():
+    hosts = {h.name: h for h in inventory.read(LISTING, None)}
+    assert set(hosts) == {"c7g", "m6i", "old"}
+    assert (hosts["c7g"].label, hosts["c7g"].price_per_hour, hosts["c7g"].currency) == ("c7g", 0.58, "USD")
+    assert hosts["m6i"].price_per_month == 420 and hosts["m6i"].price_per_hour == pytest.approx(420 / 730)
+    assert hosts["m6i"].currency == "EUR"
+    assert (hosts["old"].label, hosts["old"].workdir, hosts["old"].price_per_hour) == ("legacy", "/srv/bench", None)
+    assert hosts["c7g"].workdir == inventory.DEFAULT_WORKDIR
+
+
+def test_limit_takes_names_groups_and_patterns():
+    assert [h.name for h in inventory.read(LISTING, "arm")] == ["c7g"]
+    assert [h.name for h in inventory.read(LISTING, "x86,c7g")] == ["m6i", "old", "c7g"]
+    assert [h.name for h in inventory.read(LISTING, "m*")] == ["m6i"]
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("nosuch", "--limit 'nosuch': no such host or group"),
+])
+def test_an_unknown_limit_is_refused(limit, message):
+    with pytest.raises(UsageError, match=message):
+        inventory.read(LISTING, limit)
+
+
+@pytest.mark.parametrize("hostvars, message", [
+    ({"dbarena_price_per_hour": "cheap"}, "dbarena_price_per_hour='cheap' is not a number"),
+    ({"dbarena_price_per_month": -3}, "must be positive"),
+    ({"dbarena_price_per_hour": 1, "dbarena_price_per_month": 700}, "not both"),
+    ({"dbarena_workdir": "relative/dir"}, "must be an absolute path"),
+])
+def test_bad_host_vars_are_one_line_errors(hostvars, message):
+    listing = {"_meta": {"hostvars": {"h": hostvars}}, "all": {"hosts": ["h"]}}
+    with pytest.raises(UsageError, match=message):
+        inventory.read(listing, None)
+
+
+def test_two_hosts_with_one_label_are_refused():
+    listing = {"_meta": {"hostvars": {"a": {"dbarena_label": "same"}, "b": {"dbarena_label": "same"}}},
+               "all": {"hosts": ["a", "b"]}}
+    with pytest.raises(UsageError, match="share the label 'same'"):
+        inventory.read(listing, None)
+
+
+def _fleet(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_bad_inventories_and_limits_exit_2_with_one_line_before_anything_starts(tmp_path):
+    good = tmp_path / "hosts.ini"
+    good.write_text("[fleet]\nalpha ansible_host=127.0.0.2 dbarena_price_per_hour=0.5\n")
+    cases = [
+        (["run", "-i", str(tmp_path / "none.ini"), "--study", "seed-a"], "no such inventory file"),
+        (["run", "-i", str(good), "--limit", "gamma", "--study", "seed-a"], "--limit 'gamma'"),
+        (["run", "-i", str(good), "--study", "no-such-study"], "no-such-study"),
+        (["run", "-i", str(good), "--study", "seed-a", "--", "--label", "x"], "--label is not a run option"),
+    ]
+    bad_price = tmp_path / "price.ini"
+    bad_price.write_text("[fleet]\nalpha ansible_host=127.0.0.2 dbarena_price_per_hour=cheap\n")
+    cases.append((["run", "-i", str(bad_price), "--study", "seed-a"], "is not a number"))
+    garbage = tmp_path / "garbage.ini"
+    garbage.write_text("[fleet\nthis is = not [an inventory\n")
+    cases.append((["status", "-i", str(garbage)], "-i"))
+    for args, message in cases:
+        done = _fleet(*args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_the_packages_a_study_needs_on_a_host():
+    seed_a = study_mod.load("seed-a")
+    assert controller.packages(seed_a) == ["mariadb-client", "mariadb-server", "postgresql", "python3-venv",
+                                           "sysbench"]
+
+
+def test_progress_file_counts_points_and_estimates_what_is_left(tmp_path):
+    import json
+
+    from dbarena.model import PointResult
+    from datetime import datetime, timezone
+
+    now = [1000.0]
+    path = tmp_path / "progress.json"
+    reporter = ProgressFile(path, clock=lambda: now[0])
+    plan = [PointSpec(engine="postgres", workload="pgbench-select-only", threads=t, clients=t, duration_s=60)
+            for t in (1, 2, 4)]
+    reporter.begin(plan, lambda spec: 70.0)
+    reporter.point_started(0, plan[0])
+    now[0] += 30
+    reporter.stage("running")
+    data = json.loads(path.read_text())
+    assert (data["planned"], data["done"], data["eta_s"]) == (3, 0, 180)
+    assert data["current"] == "postgres pgbench-select-only threads=1 repeat 1"
+    at = datetime.now(timezone.utc)
+    reporter.point_finished(0, PointResult(spec=plan[0], status="ok", started_at=at, ended_at=at, command=(),
+                                           exit_code=0, stdout="", stderr=""))
+    data = json.loads(path.read_text())
+    assert (data["done"], data["failed"], data["current"], data["eta_s"]) == (1, 0, None, 140)
