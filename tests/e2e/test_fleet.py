@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import sqlite3
 import subprocess
@@ -58,7 +59,9 @@ def fleet(tmp_path_factory):
                           "dbarena_price_per_month": 420, "dbarena_currency": "EUR"}}
         inv = inventory(hosts.hosts, hosts.key, tmp / "hosts.ini", workdirs=workdirs, extra_vars=extra)
         env = ansible_env(tmp)
-        env.pop("PGPASSWORD", None)
+        # A password the runs could need (a --target's, a shared store's): it reaches the
+        # hosts, and nowhere else.
+        env["PGPASSWORD"] = "fleet-" + secrets.token_hex(8)
         yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs}
     # Nothing left running: no sshd, no dbarena, no database server of the hosts' runs.
     assert _wait(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
@@ -115,6 +118,14 @@ def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_pr
     status = fleet_cmd(fleet, "status")
     assert status.returncode == 0, status.stderr
     assert "alpha (arm): complete; 2/2 points" in status.stdout
+
+    # The password is in no file here or on the hosts (stores, logs, Ansible's files).
+    password = fleet["env"]["PGPASSWORD"].encode()
+    for path in fleet["tmp"].rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert password not in path.read_bytes(), path
+    assert not (fleet["workdirs"]["alpha"] / "secrets.json").exists()
+    assert password.decode() not in done.stdout + done.stderr + again.stdout + again.stderr
 
 
 def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_completes_it(fleet):

@@ -168,7 +168,9 @@ class Ansible:
                         entry["message"] = _first_line(result.get("msg"))
                     elif result.get("failed"):
                         entry["failed"] = True
-                        entry["message"] = _first_line(result.get("msg") or result.get("stderr"))
+                        # A no_log task's result is censored: its name says what failed.
+                        entry["message"] = f"{task['task']['name']}: " + _first_line(
+                            result.get("stderr") or result.get("msg") or "see the host")
         for host, stats in report.get("stats", {}).items():
             if host in out and stats.get("unreachable"):
                 out[host]["unreachable"] = True

@@ -32,6 +32,7 @@ OWNER = "host-run.json"  # pid and start time of the host-run holding the lock
 LOG = "run.log"
 STORE = "dbarena.db"
 SNAPSHOT = "snapshot.db"
+SECRETS = "secrets.json"  # passwords from the controller (0600), for this run's environment only
 
 
 @contextlib.contextmanager
@@ -89,9 +90,23 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     return "new", None
 
 
+def _secrets(workdir: Path) -> dict[str, str]:
+    """The passwords the controller sent (PGPASSWORD, MYSQL_PWD), read once and removed."""
+    path = workdir / SECRETS
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    finally:
+        path.unlink(missing_ok=True)
+    return {k: str(v) for k, v in data.items() if k in ("PGPASSWORD", "MYSQL_PWD") and v}
+
+
 def run(workdir: Path, args: list[str]) -> int:
     """host-run: the exit status of `dbarena run` (0 when there was nothing to do)."""
     workdir.mkdir(parents=True, exist_ok=True)
+    secrets = _secrets(workdir)
+    os.environ.update(secrets)  # for the store this process opens, and the run it starts
     with _locked(workdir) as mine:
         if not mine:
             print("dbarena fleet: a run is going on this host already; not starting another")
