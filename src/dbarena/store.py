@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from dbarena import configkey, pgstore, views
+from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
@@ -676,6 +677,7 @@ class Store:
                 row["config"] = decode(row["config"] or None)
                 row["source"] = decode(row["source"] or None)
                 row["details"] = details(row["details"])
+        bulk.keep(len(rows))
         return rows
 
     def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict]:
@@ -708,8 +710,10 @@ class Store:
         wanted = set(point_ids)
         with collector_paused():
             if len(wanted) > 5000:  # most of a big store: one scan beats many IN lists
-                return {pid: orjson.loads(fields) for pid, fields in self.db.execute(
+                found = {pid: orjson.loads(fields) for pid, fields in self.db.execute(
                     "SELECT point_id, fields FROM point_derived WHERE estimator = ?", (estimator,)) if pid in wanted}
+                bulk.keep(len(found))
+                return found
             out = {}
             for chunk in _chunks(sorted(wanted)):
                 for pid, fields in self.db.execute(

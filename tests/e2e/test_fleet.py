@@ -109,8 +109,8 @@ def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_pr
     assert compared.returncode == 0, compared.stderr
     assert {(c["threads"], c["verdict"]) for c in json.loads(compared.stdout)} == {(1, None), (2, None)}
 
-    # The same command again: both hosts complete, nothing run, nothing added.
-    again = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(store))
+    # The same command again (one host after the other): both complete, nothing run or added.
+    again = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--serial", "--store", str(store))
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.count("complete already, not run again") == 2
     assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 4
