@@ -175,3 +175,34 @@ def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_comp
                       "AND p.status = 'ok' AND p.phase = 'measured'").fetchall()
     assert sorted(t for t, _ in rows) == [1, 2, 3]
     assert set(kept) <= set(rows)  # the points finished before the kill, not measured again
+
+
+def test_with_a_shared_postgresql_store_every_host_writes_there_itself(fleet):
+    from dbarena.engines import postgres
+    import psycopg
+
+    tiny = study(fleet, "shared", [1], 2)
+    with postgres.throwaway() as server:
+        password = server.passfile.read_text().strip().rsplit(":", 1)[1]
+        with psycopg.connect(server.url, password=password, autocommit=True) as admin:
+            admin.execute("CREATE DATABASE results")
+        url = server.url.rsplit("/", 1)[0] + "/results"
+        env = {**fleet["env"], "PGPASSWORD": password}
+        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(fleet["inventory"]),
+                               "--study", str(tiny), "--poll", "2", "--store", url], env=env, capture_output=True,
+                              text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stdout + done.stderr
+        with psycopg.connect(url, password=password) as conn:
+            rows = conn.execute("SELECT label, COUNT(*) FROM v_points WHERE study = 'shared' AND status = 'ok'"
+                                " GROUP BY label ORDER BY label").fetchall()
+        assert rows == [("arm", 1), ("x86", 1)]
+        # Nothing was fetched: the hosts' own stores do not hold this study.
+        for workdir in fleet["workdirs"].values():
+            local = sqlite3.connect(workdir / "dbarena.db")
+            assert local.execute("SELECT COUNT(*) FROM studies WHERE name = 'shared'").fetchone()[0] == 0
+        assert password not in done.stdout + done.stderr
+        for workdir in fleet["workdirs"].values():
+            assert not (workdir / "secrets.json").exists()
+            for path in workdir.rglob("*"):
+                if path.is_file() and not path.is_symlink() and "venv" not in path.parts:
+                    assert password.encode() not in path.read_bytes(), path
