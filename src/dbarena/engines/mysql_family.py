@@ -22,16 +22,20 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
-
-import pymysql
 
 from dbarena import execute
 from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Client, Executor, Tool
+from dbarena.lazy import lazy_import
 from dbarena.model import Connection
+
+if TYPE_CHECKING:
+    import pymysql
+else:
+    pymysql = lazy_import("pymysql")  # the driver: only a run or a --target needs it
 
 ENGINE = "mysql"
 INSTALL_HINT = "install MariaDB with `apt-get install mariadb-server mariadb-client`"

@@ -18,16 +18,20 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from urllib.parse import urlsplit
-
-import psycopg
 
 from dbarena import execute
 from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Client, Executor, Tool
+from dbarena.lazy import lazy_import
 from dbarena.model import Connection
+
+if TYPE_CHECKING:
+    import psycopg
+else:
+    psycopg = lazy_import("psycopg")  # the driver: only a run or a --target needs it
 
 ENGINE = "postgres"
 INSTALL_HINT = "install PostgreSQL with `apt-get install postgresql postgresql-contrib`"
