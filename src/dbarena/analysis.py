@@ -144,6 +144,13 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
                 if w["code"] not in seen:
                     seen.add(w["code"])
                     point_flags.append(w)
+        hosts = sorted({m["host"] for m in ok if m.get("host") and m["host"] != "imported"})
+        if len(hosts) > 1:
+            # Two machines under one label with the same CPU model, threads and memory have
+            # one configuration key: pooled, but never silently.
+            point_flags.append(stats.Flag(stats.Warning_.SEVERAL_HOSTS, (
+                f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
+                f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
         out.append({
             **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
             "metric": ok[0]["metric"] if ok else members[0]["metric"],

@@ -190,6 +190,7 @@ class Warning_(str, Enum):
     DIPS = "dips"
     TREND = "trend"
     SHORT_SERIES = "short-series"
+    SEVERAL_HOSTS = "several-hosts"
 
 
 @dataclass(frozen=True)

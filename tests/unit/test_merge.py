@@ -131,3 +131,22 @@ def test_a_migration_stopped_before_its_data_step_is_finished_on_the_next_open(t
                              ).fetchone()[0] == 0
         point = db.points()[0]["point_id"]
         assert db.raw_output(point)[0]
+
+
+def test_two_hosts_under_one_label_are_pooled_only_with_a_warning(tmp_path):
+    from dbarena import analysis
+
+    one = as_host(STORES / "v9.db", tmp_path, "box-1", "same")
+    two = as_host(STORES / "v9.db", tmp_path, "box-2", "same")
+    with Store(two) as db, db.db:
+        db.db.execute("UPDATE runs SET uuid = 'two-' || uuid")
+    with Store(tmp_path / "all.db") as db:
+        store_mod.merge(db, one)
+        store_mod.merge(db, two)
+        groups = [g for g in analysis.summaries(analysis.load(db)) if g["n"]]
+    assert groups
+    for g in groups:
+        codes = [w["code"] for w in g["warnings"]]
+        assert "several-hosts" in codes, g["warnings"]
+        message = next(w["message"] for w in g["warnings"] if w["code"] == "several-hosts")
+        assert "box-1, box-2" in message
