@@ -14,7 +14,6 @@ import sqlite3
 import tempfile
 import uuid
 import zlib
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -598,12 +597,12 @@ class Store:
                         (point_id, _pack(result.stdout), _pack(result.stderr)))
         self.db.executemany(
             f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
-            [(point_id, *(asdict(s)[c] for c in _SAMPLE_COLUMNS)) for s in result.samples],
+            [(point_id, *(getattr(s, c) for c in _SAMPLE_COLUMNS)) for s in result.samples],
         )
         self.db.executemany(
             f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
             f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
-            [(point_id, *(asdict(s)[c] for c in SYSTEM_COLUMNS)) for s in result.system],
+            [(point_id, *(getattr(s, c) for c in SYSTEM_COLUMNS)) for s in result.system],
         )
         return point_id
 

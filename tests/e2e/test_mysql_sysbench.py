@@ -161,14 +161,11 @@ def test_mysql_target_refused_exit_3_and_password_never_shown(how, mysql_server,
 
 
 def test_ctrl_c_removes_the_mysql_instance(public_tmp, tmp_path):
-    import subprocess
-    import sys
+    from test_run import _start
 
     store = tmp_path / "r.db"
-    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "run", "--engine", "mysql", "--workload",
-                             "sysbench-read-only", "--threads", "1,2", "--duration", "3", "--tables", "1",
-                             "--table-size", "500", "--store", str(store)], env=cli_env(public_tmp),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = _start(["run", "--engine", "mysql", "--workload", "sysbench-read-only", "--threads", "1,2", "--duration",
+                   "3", "--tables", "1", "--table-size", "500", "--store", str(store)], cli_env(public_tmp))
     deadline = time.monotonic() + 120
     seen = ""
     while "ok     mysql sysbench-read-only threads=1" not in seen and time.monotonic() < deadline:

@@ -148,10 +148,18 @@ def _wait_for_line(proc, needle: str, timeout: float = 120) -> list[str]:
     raise AssertionError(f"never saw {needle!r} in: {''.join(lines)}")
 
 
+def _default_sigint() -> None:
+    # As a terminal's foreground job has it: a test suite started in the background
+    # (`cmd &` in a script) passes SIGINT on ignored, and the Ctrl-C tests would
+    # send a signal the run was told to ignore.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args, env):
     # A session of its own, so the test can signal the whole group as a terminal would.
     return subprocess.Popen([sys.executable, "-m", "dbarena", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
 
 
 def test_ctrl_c_keeps_finished_points_and_removes_the_instance(public_tmp, tmp_path):
