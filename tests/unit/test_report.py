@@ -227,3 +227,13 @@ def test_per_second_series_is_the_point_at_the_asked_level_else_the_highest(stor
     for at, want in ((4, 4), (None, 8)):
         (section,) = _report(store, at_threads=at).sections
         assert {info["threads"] for info in section.series.values()} == {want}
+
+
+def test_csv_cells_carry_no_binary_noise():
+    assert export._cell(2885.7799999999997) == "2885.78"
+    assert export._cell(14431.0) == "14431"
+    assert export._cell(532.052542) == "532.052542"
+    assert export._cell(0.0) == "0"
+    assert export._cell(3e-06) == "3e-06"
+    assert export._cell(7) == 7 and export._cell("arm") == "arm" and export._cell(None) is None
+    assert export._cell(123456789.123) == "123456789.123"
