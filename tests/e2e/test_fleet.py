@@ -22,7 +22,8 @@ import pytest
 from conftest import processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 
-pytestmark = pytest.mark.e2e
+# A fresh host installs dbarena's dependencies into a virtual environment first.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 STUDY = """schema = 1
 name = "{name}"

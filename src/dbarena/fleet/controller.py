@@ -10,10 +10,12 @@ one still running is waited for (never started twice).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,10 @@ from dbarena.study import Study
 
 # Terminal states of a host's run, as host.status reports them.
 FINAL = ("complete", "failed", "stopped")
+# How long one status poll, and one fetch of the hosts' stores, may take: a connection
+# that hangs makes its host unreachable for that round instead of hanging the fleet.
+POLL_TIMEOUT_S = 120.0
+FETCH_TIMEOUT_S = 1800.0
 
 
 def ansible_command(name: str) -> str:
@@ -133,8 +139,10 @@ class Ansible:
         self.forks = forks
         self.playbook = ansible_command("ansible-playbook")
 
-    def play(self, name: str, hosts: list[Host], extra: dict) -> dict[str, dict]:
-        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}."""
+    def play(self, name: str, hosts: list[Host], extra: dict, timeout_s: float | None = None) -> dict[str, dict]:
+        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}.
+        A play that does not end within timeout_s (a connection that hangs) counts every
+        host as unreachable this time, rather than hanging the fleet."""
         vars_file = self.workdir / "vars.json"
         variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
                      "dbarena_fleet": {h.name: {"workdir": h.workdir, "args": extra.get("args", {}).get(h.name, [])}
@@ -145,13 +153,24 @@ class Ansible:
         env = dict(os.environ)
         env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
                     "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})
+        env.setdefault("ANSIBLE_TIMEOUT", "30")  # SSH connection timeout, unless the user set one
         with resources.as_file(resources.files("dbarena.fleet") / "playbooks" / name) as book, \
                 resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
             env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
                 p for p in (str(callbacks), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")) if p)
-            done = subprocess.run([self.playbook, "-i", str(self.inventory), "-f", str(self.forks),
-                                   "-e", f"@{vars_file}", str(book)], env=env, capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen([self.playbook, "-i", str(self.inventory), "-f", str(self.forks),
+                                     "-e", f"@{vars_file}", str(book)], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook and its forks
+                proc.communicate()
+                return {h.name: {"unreachable": True, "failed": False, "tasks": {},
+                                 "message": f"no answer within {timeout_s:.0f} s"} for h in hosts}
+            done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         try:
             report = json.loads(done.stdout[done.stdout.index("{"):])
         except ValueError:
@@ -202,7 +221,7 @@ class Fleet:
     # ------------------------------------------------------------ status
 
     def poll(self, hosts: list[Host]) -> None:
-        results = self.ansible.play("status.yml", hosts, {})
+        results = self.ansible.play("status.yml", hosts, {}, timeout_s=POLL_TIMEOUT_S)
         now = time.monotonic()
         for h in hosts:
             state, result = self.states[h.name], results[h.name]
@@ -290,7 +309,8 @@ class Fleet:
             return
         folder = self.workdir / "stores"
         folder.mkdir(exist_ok=True)
-        results = self.ansible.play("fetch.yml", reachable, {"dbarena_fetch_dir": str(folder)})
+        results = self.ansible.play("fetch.yml", reachable, {"dbarena_fetch_dir": str(folder)},
+                                    timeout_s=FETCH_TIMEOUT_S)
         with Store(store) as db:
             for h in reachable:
                 state, result = self.states[h.name], results[h.name]
