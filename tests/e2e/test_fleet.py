@@ -23,7 +23,7 @@ from conftest import processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 
 # A fresh host installs dbarena's dependencies into a virtual environment first.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
 
 STUDY = """schema = 1
 name = "{name}"

@@ -14,7 +14,7 @@ import pytest
 from conftest import processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet]
 
 ANSIBLE = Path(sys.executable).parent / "ansible"
 
