@@ -21,6 +21,7 @@ import pytest
 
 from conftest import processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
+from test_kill import _within
 
 # A fresh host installs dbarena's dependencies into a virtual environment first.
 pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
@@ -65,17 +66,8 @@ def fleet(tmp_path_factory):
         env["PGPASSWORD"] = "fleet-" + secrets.token_hex(8)
         yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs}
     # Nothing left running: no sshd, no dbarena, no database server of the hosts' runs.
-    assert _wait(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
-    assert _wait(20, lambda: _servers() <= before), _servers() - before
-
-
-def _wait(seconds: float, condition) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.5)
-    return condition()
+    assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+    assert _within(20, lambda: _servers() <= before), _servers() - before
 
 
 def fleet_cmd(f: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -143,7 +135,7 @@ def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_comp
             except (OSError, ValueError):
                 return False
             return progress.get("done", 0) >= 1 and progress.get("planned") == 3
-        assert _wait(180, one_done), (beta_dir / "run.log").read_text() if (beta_dir / "run.log").exists() else ""
+        assert _within(180, one_done), (beta_dir / "run.log").read_text() if (beta_dir / "run.log").exists() else ""
         # beta goes away: its sshd, and the run on it (as a host that lost power would).
         fleet["hosts"]["beta"].kill()
         for line in processes_mentioning(str(beta_dir)):
