@@ -205,6 +205,12 @@ def _config(address: str, port: int, private: Path, name: str) -> str:
         "UsePAM no",
         "StrictModes no",
         "UseDNS no",
+        # bash sources ~/.bashrc for a command run by sshd (Debian builds it so) unless
+        # SHLVL says it is nested. This machine's root .bashrc runs `pyenv rehash`, which
+        # waits 60 s for a lock that a test killing a "host" mid-login leaves behind: then
+        # every Ansible task of every later test took a minute and the fleet tests hung.
+        # The hosts' logins need nothing from an interactive shell's set-up.
+        "SetEnv SHLVL=1",
         "PrintMotd no",
         "PrintLastLog no",
         "X11Forwarding no",

@@ -126,3 +126,14 @@ def test_progress_file_counts_points_and_estimates_what_is_left(tmp_path):
                                            exit_code=0, stdout="", stderr=""))
     data = json.loads(path.read_text())
     assert (data["done"], data["failed"], data["current"], data["eta_s"]) == (1, 0, None, 140)
+
+
+def test_the_wheel_for_the_hosts_is_reproducible(tmp_path):
+    """Same source, same wheel, byte for byte: a host that has it installed is not
+    reinstalled by the next fleet run."""
+    import hashlib
+
+    first = controller.build_wheel(tmp_path / "a")
+    second = controller.build_wheel(tmp_path / "b")
+    assert first.name == second.name
+    assert hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()

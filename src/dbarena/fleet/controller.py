@@ -38,6 +38,8 @@ FINAL = ("complete", "failed", "stopped")
 # that hangs makes its host unreachable for that round instead of hanging the fleet.
 POLL_TIMEOUT_S = 120.0
 FETCH_TIMEOUT_S = 1800.0
+# Starting includes apt-get and pip installs on a fresh host: generous, but not forever.
+START_TIMEOUT_S = 3600.0
 
 
 def ansible_command(name: str) -> str:
@@ -79,10 +81,23 @@ def project_root() -> Path:
 
 
 def build_wheel(dest: Path) -> Path:
-    """dbarena's wheel, built on the controller (the hosts need no access to the repository)."""
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--disable-pip-version-check", "-w", str(dest), str(project_root())],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    """dbarena's wheel, built on the controller (the hosts need no access to the repository).
+
+    Built from a copy of the sources, so that the build's own files (build/, egg-info)
+    never land in the user's tree or race with a running dbarena; and reproducible
+    (fixed zip timestamps), so that its hash changes only with its content and a host
+    that has this very wheel installed is not reinstalled on every fleet run."""
+    root = project_root()
+    with tempfile.TemporaryDirectory(prefix="dbarena-wheel-") as tmp:
+        tree = Path(tmp) / "dbarena"
+        tree.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(root / name, tree / name)
+        shutil.copytree(root / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        env = {**os.environ, "SOURCE_DATE_EPOCH": "315532800"}  # 1980-01-01, the zip format's epoch
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                               "--disable-pip-version-check", "-w", str(dest), str(tree)],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     wheels = sorted(dest.glob("dbarena-*.whl"))
     if done.returncode != 0 or not wheels:
         raise EnvironmentProblem(f"building dbarena's wheel failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -255,7 +270,8 @@ class Fleet:
             self.say(f"starting on {', '.join(h.name for h in group)}: packages, dbarena, the study")
             started = self.ansible.play("start.yml", group, {
                 "args": args, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
-                "dbarena_packages": packages(study), "dbarena_study_file": str(study_file or "")})
+                "dbarena_packages": packages(study), "dbarena_study_file": str(study_file or "")},
+                timeout_s=START_TIMEOUT_S)
             for h in group:
                 result = started[h.name]
                 if result["unreachable"] or result["failed"]:
