@@ -13,6 +13,21 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_state_dir(tmp_path_factory):
+    """dbarena's state directory (the records of what its processes started, which the
+    next command reaps when their owner died), private to this test session: tests
+    must never reap, and so stop or migrate, what another dbarena on this machine runs
+    (a user's run, a second test session, the fleet hosts' runs of another session)."""
+    before = os.environ.get("DBARENA_STATE_DIR")
+    os.environ["DBARENA_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if before is None:
+        os.environ.pop("DBARENA_STATE_DIR", None)
+    else:
+        os.environ["DBARENA_STATE_DIR"] = before
+
+
 @pytest.fixture
 def public_tmp():
     """A TMPDIR that the unprivileged 'postgres' user can enter (pytest's own

@@ -7,9 +7,9 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from dbarena import configkey, stats
+from dbarena import configkey, latency, stats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.store import Store
@@ -163,6 +163,40 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
             "_estimate": summary.estimate,
         })
     return out
+
+
+LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
+                  "latency_max_ms")
+
+
+def pooled_latency(ok: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> dict:
+    """Latency percentiles over a group's repeats: the percentiles of their merged
+    histograms (never an average of percentiles), the mean weighted by transactions.
+    One point: its own figures. Repeats without a histogram each (imports of tools
+    that print one percentile, stores older than schema 13): no pooled percentile,
+    and `latency_pooled` says why."""
+    out: dict = dict.fromkeys(LATENCY_FIELDS)
+    out["latency_avg_ms"] = None
+    if not ok:
+        return {**out, "latency_pooled": None}
+    if len(ok) == 1:
+        return {**out, **{k: ok[0].get(k) for k in (*LATENCY_FIELDS, "latency_avg_ms")},
+                "latency_pooled": "one point"}
+    records = histograms([m["point_id"] for m in ok]) if histograms is not None else {}
+    if len(records) == len(ok):
+        pool = latency.merged(latency.Latencies.decode(records[m["point_id"]]) for m in ok)
+        assert pool is not None
+        figures = pool.percentiles_ms()
+        out.update({f"latency_{name}_ms": figures[name] for name in ("p50", "p90", "p95", "p99", "p999", "max")})
+        out["latency_avg_ms"] = pool.mean_ms
+        return {**out, "latency_pooled": f"merged histograms of {len(ok)} points"}
+    means = [(m["latency_avg_ms"], m.get("transactions") or 0) for m in ok if m.get("latency_avg_ms") is not None]
+    if len(means) == len(ok) and all(n for _, n in means):
+        out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means)
+    maxima = [m["latency_max_ms"] for m in ok if m.get("latency_max_ms") is not None]
+    out["latency_max_ms"] = max(maxima) if len(maxima) == len(ok) else None
+    return {**out, "latency_pooled": f"no percentiles: {len(ok) - len(records)} of {len(ok)} points "
+                                     "have no latency histogram to merge"}
 
 
 def sides(rows: list[dict], a: str, b: str) -> str:

@@ -134,7 +134,7 @@ def _overrides(o: dict) -> study_mod.Overrides:
         bindirs={"postgres": str(o["pg_bindir"])} if o["pg_bindir"] else {}, server_cores=o["server_cores"],
         server_threads=o["server_threads"], label=o["label"], price_per_hour=o["price_per_hour"],
         price_per_month=o["price_per_month"], currency=o["currency"],
-        fail_fast=True if o["fail_fast"] else None, quick=o["quick"],
+        fail_fast=True if o["fail_fast"] else None, latency_sampling=o["latency_sampling"], quick=o["quick"],
     )
 
 
@@ -233,6 +233,9 @@ def run_options(f):
                      help="Hardware threads (vCPUs) of a --target's server, for per-thread figures and \"N%\" "
                           "levels."),
         click.option("--fail-fast", is_flag=True, help="Stop at the first failed point."),
+        click.option("--latency-sampling", type=click.FloatRange(min=0, max=1), metavar="SHARE",
+                     help="The share of transactions pgbench logs (-l --sampling-rate) for the latency "
+                          "percentiles; 0: no per-transaction log [default: 1, every transaction]."),
     ]):
         f = option(f)
     return f
@@ -255,7 +258,9 @@ def _study_from_options(kwargs: dict) -> study_mod.Study:
                    "with it must describe the same plan.")
 @click.option("--progress-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
               help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
-def run(store, no_init, keep, resume, progress_file, **kwargs):
+@click.option("--no-system-metrics", is_flag=True, hidden=True,
+              help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
+def run(store, no_init, keep, resume, progress_file, no_system_metrics, **kwargs):
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
@@ -280,7 +285,7 @@ def run(store, no_init, keep, resume, progress_file, **kwargs):
 
             reporter = Tee(reporter, ProgressFile(progress_file))
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
-                              resume=invocation)
+                              resume=invocation, system_metrics=not no_system_metrics)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
         if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
@@ -613,7 +618,8 @@ def report(store, labels, baseline, prices, at_threads, fmt, output):
         if not rows:
             raise UsageError(f"no points to report in {store}")
         order = list(labels) or list(dict.fromkeys(r["label"] for r in rows))
-        built = data.build(rows, db.runs(), baseline=baseline, prices=prices, at_threads=at_threads, labels=order)
+        built = data.build(rows, db.runs(), baseline=baseline, prices=prices, at_threads=at_threads, labels=order,
+                           histograms=db.latency_histograms)
         drawn = {}
         if fmt in ("html", "md"):
             for section in built.sections:
@@ -693,7 +699,7 @@ def fleet_run(inventory, limit, study_name, quick, serial, poll_s, unreachable_t
     # Checked here, as a host would read it: a bad study or option starts nothing.
     with run.make_context("run", ["--study", study_name, *args], resilient_parsing=False) as ctx:
         params = dict(ctx.params)
-    for key in ("store", "no_init", "keep", "resume", "progress_file"):
+    for key in ("store", "no_init", "keep", "resume", "progress_file", "no_system_metrics"):
         params.pop(key)
     the_study = _study_from_options(params)
     study_file = Path(study_name) if Path(study_name).is_file() else None

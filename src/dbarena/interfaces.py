@@ -11,11 +11,14 @@ import subprocess
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from dbarena.model import Connection, Measurement, PointResult, PointSpec, Sample
 
 LineCallback = Callable[[str], None]
+
+if TYPE_CHECKING:
+    from dbarena.latency import Latencies
 
 
 class Completed(Protocol):
@@ -79,6 +82,11 @@ class Tool(Protocol):
     def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]: ...
     def cleanup_argv(self, client: Client, spec: PointSpec) -> list[list[str]]: ...
     def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]: ...
+    # Per-transaction latency logging (pgbench -l): the point's argv with the options
+    # that write it into log_dir (argv unchanged where the tool has no such log), and
+    # the distribution read back from there (None without one).
+    def with_latency_log(self, argv: list[str], log_dir: Path, sampling_rate: float) -> list[str]: ...
+    def read_latency_log(self, log_dir: Path, sampling_rate: float) -> "Latencies | None": ...
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]: ...
     def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]: ...
     def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None: ...

@@ -65,14 +65,19 @@ class Measurement:
     latency_min_ms: float | None = None
     latency_max_ms: float | None = None
     latency_p50_ms: float | None = None
+    latency_p90_ms: float | None = None
     latency_p95_ms: float | None = None
     latency_p99_ms: float | None = None
+    latency_p999_ms: float | None = None
     initial_connection_ms: float | None = None
     # mysqlslap: seconds to run all queries, over its --iterations.
     run_avg_s: float | None = None
     run_min_s: float | None = None
     run_max_s: float | None = None
     details: dict = field(default_factory=dict)
+    # The latency distribution the percentiles came from (latency.Latencies.encode()):
+    # pgbench's per-transaction log, sysbench's histogram. Stored apart from details.
+    latency_histogram: dict | None = None
 
 
 DATASET_LIFECYCLES = ("run", "workload", "point")

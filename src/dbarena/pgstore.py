@@ -38,7 +38,7 @@ def errors() -> tuple[type[Exception], ...]:
 # store of that version (so that one list of columns serves both and merge copies by
 # name). Columns SQLite keeps from older schemas (points.stdout/stderr and
 # runs.host_facts, empty since schema 11) are kept here too, for the same reason.
-BASE_VERSION = 12
+BASE_VERSION = 13  # stores created at 12 (by dbarena before histograms) migrate by MIGRATIONS[13]
 SCHEMA = """
 CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL);
 CREATE TABLE studies (
@@ -123,7 +123,9 @@ CREATE TABLE points (
     options                text NOT NULL DEFAULT '{}',
     warmup_s               integer NOT NULL DEFAULT 0,
     config                 text,
-    config_key             text
+    config_key             text,
+    latency_p90_ms         double precision,
+    latency_p999_ms        double precision
 );
 CREATE INDEX points_run ON points(run_id);
 CREATE INDEX points_config ON points(config_key);
@@ -183,10 +185,24 @@ CREATE TABLE raw_outputs (
     stdout    bytea NOT NULL,
     stderr    bytea NOT NULL
 );
+CREATE TABLE latency_histograms (
+    point_id  bigint PRIMARY KEY REFERENCES points(id),
+    record    text NOT NULL
+);
 """
 
-# Migrations after BASE_VERSION: number -> SQL (each paired with the SQLite one).
-MIGRATIONS: dict[int, str] = {}
+# Migrations of stores created at an older base: number -> SQL (each paired with the
+# SQLite one). A new store is created at BASE_VERSION and runs none of them.
+MIGRATIONS: dict[int, str] = {
+    13: """
+    ALTER TABLE points ADD COLUMN latency_p90_ms double precision;
+    ALTER TABLE points ADD COLUMN latency_p999_ms double precision;
+    CREATE TABLE latency_histograms (
+        point_id  bigint PRIMARY KEY REFERENCES points(id),
+        record    text NOT NULL
+    );
+    """,
+}
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
 # once must not create the schema twice.
@@ -285,7 +301,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(views.POSTGRESQL)
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
-        for number in range(current + 1, target + 1):
+        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13)
             db.raw.execute(MIGRATIONS[number])
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, applied_at))
 
@@ -295,7 +311,8 @@ def size_bytes(db: Connection) -> int:
     return int(_scalar(
         db, "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
-        " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations') AND pg_table_is_visible(c.oid)"))
+        " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
+        " 'latency_histograms') AND pg_table_is_visible(c.oid)"))
 
 
 def next_ids(db: Connection, table: str, count: int) -> list[int]:

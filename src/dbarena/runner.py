@@ -13,13 +13,18 @@ Every subprocess starts through the Executor, so tests drive all of this with a 
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from dbarena import analysis, configkey, state, unsaved
 from dbarena.errors import DatabaseError, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
+from dbarena.latency import Latencies
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store import Store, now_utc
 from dbarena.sysmetrics import Sampler
@@ -42,6 +47,12 @@ class Bound:
         the run kills it too, so it does not go on loading the server."""
         if self.record is not None:
             self.record.update(tool_pid=pid, tool_start=state.start_time(pid))
+
+    def scratch(self, path: Path | None) -> None:
+        """A directory of the point in flight (pgbench's per-transaction log), or none
+        any more: if dbarena is killed, whoever reaps the run removes it."""
+        if self.record is not None:
+            self.record.update(scratch=str(path) if path is not None else None)
 
     def config(self, spec: PointSpec) -> dict:
         tool = WORKLOADS[spec.workload].tool
@@ -121,7 +132,8 @@ class Sweep:
     """Runs a plan on its targets (one per variant) through an executor."""
 
     def __init__(self, *, targets: Mapping[str, Bound], store: Store, reporter: Reporter, executor: Executor,
-                 fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0):
+                 fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
+                 latency_sampling: float | None = 1.0):
         self.targets = targets
         self.store = store
         self.reporter = reporter
@@ -129,6 +141,9 @@ class Sweep:
         self.fail_fast = fail_fast
         self.init = init
         self.sample_system = sample_system
+        # The share of transactions a tool with a per-transaction log (pgbench -l) logs
+        # for the percentiles; None: no log.
+        self.latency_sampling = latency_sampling
         self.next_index = first_index  # of the next point, over the whole session (for the reporter)
         self.prepared: dict[tuple, PointSpec] = {}  # dataset key -> a spec that prepared it
         self.broken: dict[tuple, str] = {}  # dataset key -> why it could not be prepared
@@ -295,11 +310,29 @@ class Sweep:
 
     def measure(self, spec: PointSpec, reporter: Reporter | None) -> PointResult:
         bound = self.targets[spec.variant]
-        target = bound.target
         workload = WORKLOADS[spec.workload]
         tool = workload.tool
-        client = target.client(tool)
-        argv = tool.point_argv(client, spec, workload.mode_args)
+        argv = tool.point_argv(bound.target.client(tool), spec, workload.mode_args)
+        # The per-transaction log goes to a directory of this point's own, removed when
+        # the point ends (also on Ctrl-C and SIGTERM: finally).
+        # Its name is known before it exists, so that a Ctrl-C between its creation and
+        # the try cannot leave it behind.
+        rate = self.latency_sampling
+        log_dir = Path(tempfile.gettempdir()) / f"dbarena-txlog-{uuid.uuid4().hex[:12]}" if rate else None
+        try:
+            if log_dir is not None and rate:
+                bound.scratch(log_dir)
+                log_dir.mkdir(mode=0o700)
+                argv = tool.with_latency_log(argv, log_dir, rate)
+            return self._measure(spec, reporter, bound, tool, argv, log_dir)
+        finally:
+            if log_dir is not None:
+                shutil.rmtree(log_dir, ignore_errors=True)
+                bound.scratch(None)
+
+    def _measure(self, spec: PointSpec, reporter: Reporter | None, bound: Bound, tool: Tool, argv: list[str],
+                 log_dir: Path | None) -> PointResult:
+        target = bound.target
 
         def on_line(line: str) -> None:
             try:
@@ -331,12 +364,32 @@ class Sweep:
                                samples=tool.read_samples(done.stdout, done.stderr), **common)  # type: ignore[arg-type]
         try:
             measurement, samples = tool.read(done.stdout, done.stderr, spec)
+            if log_dir is not None and self.latency_sampling:
+                measurement = with_latencies(measurement, tool.read_latency_log(log_dir, self.latency_sampling))
         except ParseError as exc:
             return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr),
                                **common)  # type: ignore[arg-type]
         problem, measurement = _verify(tool, target, measurement)
         return PointResult(status="ok" if problem is None else "failed", error=problem, measurement=measurement,
                            samples=samples, **common)  # type: ignore[arg-type]
+
+
+def with_latencies(measurement: Measurement, latencies: Latencies | None) -> Measurement:
+    """The percentiles of a per-transaction log in a measurement, with the histogram
+    they came from; the tool's printed minimum and maximum stay where it printed
+    them (pgbench prints none: the log's exact ones fill in)."""
+    if latencies is None:
+        return measurement
+    figures = latencies.percentiles_ms()
+    return replace(
+        measurement,
+        latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"], latency_p95_ms=figures["p95"],
+        latency_p99_ms=figures["p99"], latency_p999_ms=figures["p999"],
+        latency_min_ms=measurement.latency_min_ms if measurement.latency_min_ms is not None
+        else (latencies.min_us / 1000.0 if latencies.min_us is not None else None),
+        latency_max_ms=measurement.latency_max_ms if measurement.latency_max_ms is not None else figures["max"],
+        latency_histogram=latencies.encode(),
+    )
 
 
 def _verify(tool: Tool, target: Target, measurement: Measurement) -> tuple[str | None, Measurement]:

@@ -119,7 +119,7 @@ def _bindir(entry: EngineEntry) -> Path | None:
 
 def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
         keep: bool = False, init: bool = True, host_facts: dict | None = None, resume: str | None = None,
-        clock: Callable[[], float] = time.monotonic) -> Outcome:
+        clock: Callable[[], float] = time.monotonic, system_metrics: bool = True) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
 
     Finished points are stored as they finish. Ctrl-C (KeyboardInterrupt) and
@@ -127,7 +127,8 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     outcome says so (130 / 143); other errors mark it failed and propagate.
     `resume` (an invocation: see resumable) continues the runs of an earlier
     `dbarena run` of this study: points stored ok are not run again, new points
-    join the same runs.
+    join the same runs. `system_metrics` False: no once-a-second sampling of the
+    machine's CPU, disk and memory (bench/overhead measures what it costs).
     """
     reporter = reporter or SilentReporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
@@ -148,7 +149,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
             reporter.begin(everything, estimate_s)
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
-                   clock=clock, deadline=deadline)
+                   clock=clock, deadline=deadline, system_metrics=system_metrics)
     index = 0
     try:
         for number, engine_plan in enumerate(plans):
@@ -182,6 +183,7 @@ class _Context:
     previous: dict[tuple[str, str], int]  # (engine, variant) -> run id, when resuming
     clock: Callable[[], float]
     deadline: float | None  # of the budget, on clock
+    system_metrics: bool = True
 
 
 def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int, later: list[PointSpec]) -> int:
@@ -240,7 +242,8 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                            f"{how}"
                            f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
             sweep = Sweep(targets=bound, store=store, reporter=reporter, executor=executor,
-                          fail_fast=study.fail_fast, init=init, first_index=first_index)
+                          fail_fast=study.fail_fast, init=init, first_index=first_index,
+                          latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics)
             if study.precision is None:
                 todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.get("ok", {})]
                 outcome.skipped += len(engine_plan.points) - len(todo)

@@ -221,6 +221,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
             say(f"stopped the load generator (pid {tool}) of {where}")
+        if data.get("scratch"):
+            shutil.rmtree(data["scratch"], ignore_errors=True)  # the point's per-transaction log
         marked = _mark_killed(data["store"], data["run_id"], data.get("owner_pid"))
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "

@@ -263,6 +263,17 @@ MIGRATIONS: list[str] = [
     DROP TABLE system_samples;
     ALTER TABLE system_samples_keyed RENAME TO system_samples;
     """ + views.SQLITE,
+    # 13: latency percentiles p90 and p99.9; every point's latency histogram (an HDR
+    # histogram's encoding with the exact count, sum, min and max: latency.py), so that
+    # summaries take percentiles of merged histograms.
+    """
+    ALTER TABLE points ADD COLUMN latency_p90_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p999_ms REAL;
+    CREATE TABLE latency_histograms (
+        point_id  INTEGER PRIMARY KEY REFERENCES points(id),
+        record    TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -271,7 +282,7 @@ _MEASUREMENT_COLUMNS = (
     "tps", "transactions", "qps", "queries", "failed_transactions", "retried_transactions", "retries",
     "errors", "reconnects", "latency_avg_ms", "latency_stddev_ms", "latency_min_ms", "latency_max_ms",
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
-    "run_avg_s", "run_min_s", "run_max_s",
+    "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms", "latency_p999_ms",
 )
 SYSTEM_COLUMNS = (
     "second", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct",
@@ -595,6 +606,9 @@ class Store:
         )
         self.db.execute("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
                         (point_id, _pack(result.stdout), _pack(result.stderr)))
+        if m is not None and m.latency_histogram is not None:
+            self.db.execute("INSERT INTO latency_histograms (point_id, record) VALUES (?, ?)",
+                            (point_id, json.dumps(m.latency_histogram, sort_keys=True)))
         self.db.executemany(
             f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
             [(point_id, *(getattr(s, c) for c in _SAMPLE_COLUMNS)) for s in result.samples],
@@ -739,6 +753,17 @@ class Store:
                 self.db.executemany("INSERT OR REPLACE INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)",
                                     rows)
 
+    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict]:
+        """point id -> its stored latency histogram record (latency.Latencies.decode
+        reads it); points without one are left out."""
+        out: dict[int, dict] = {}
+        for chunk in _chunks(sorted(set(point_ids))):
+            rows = self.db.execute(
+                f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
+                tuple(chunk))
+            out.update((pid, json.loads(record)) for pid, record in rows)
+        return out
+
     def samples(self, point_id: int) -> list[dict]:
         cur = self.db.execute(
             f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples WHERE point_id = ? ORDER BY second", (point_id,)
@@ -790,7 +815,7 @@ class Store:
 # ------------------------------------------------------------------ merging stores
 
 # Tables whose rows belong to a point, copied with the point's new id.
-_POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived")
+_POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms")
 
 
 def merge(into: Store, other: str | Path) -> tuple[int, int]:

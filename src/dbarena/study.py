@@ -31,6 +31,8 @@ The schema (version 1):
     clients_per_thread = 2          # pgbench -c = threads x this
     datasets = "run"                # (re)create datasets once per "run", per "workload" or per "point"
     fail_fast = false
+    latency_sampling = 1.0          # the share of transactions pgbench logs for percentiles (-l
+                                    #   --sampling-rate); false: no per-transaction log
 
     [datasets]                      # tool parameters, defaults for every workload
     scale = 10                      # pgbench -i -s
@@ -55,7 +57,8 @@ The schema (version 1):
     workload = "sysbench-read-only"
     engines = ["mysql"]             # optional [default: every study engine it can run on]
     options = { skip-trx = "on" }   # the tool's options
-    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast, and any [datasets] key
+    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast/latency_sampling,
+    # and any [datasets] key
 
     [price]
     per_hour = 1.4464               # or per_month = 420 (730 hours a month)
@@ -89,7 +92,8 @@ PARAM_DEFAULTS = {"scale": 10, "tables": 4, "table_size": 10000, "warehouses": 1
                   "queries": 100000}
 SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
                                   "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
-                                  "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None}
+                                  "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None,
+                                  "latency_sampling": 1.0}
 MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
@@ -190,6 +194,7 @@ class Study:
     max_repeats: int = 10
     budget_s: int | None = None
     fail_fast: bool = False
+    latency_sampling: float | None = 1.0  # None: no per-transaction latency log
     engines: tuple[EngineEntry, ...] = ()
     workloads: tuple[WorkloadEntry, ...] = ()
     variants: tuple[Variant, ...] = ()
@@ -355,6 +360,7 @@ class _Checker:
             max_repeats=self.int_(sweep["max_repeats"], "sweep.max_repeats", minimum=3),
             budget_s=self.duration(sweep["budget"], "sweep.budget") if sweep["budget"] is not None else None,
             fail_fast=self.bool_(sweep["fail_fast"], "sweep.fail_fast"),
+            latency_sampling=self.sampling(sweep["latency_sampling"], "sweep.latency_sampling"),
             engines=engine_entries, workloads=tuple(entries),
             variants=self.variants(raw.get("variants", {}), study_engines),
             price_per_hour=price, currency=currency, price_basis=basis,
@@ -387,6 +393,13 @@ class _Checker:
 
     def _bad(self, key: str, message: str) -> Any:
         raise self.fail(key, message)
+
+    def sampling(self, raw: Any, key: str) -> float | None:
+        if raw is False:
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw <= 1:
+            raise self.fail(key, f"expected a share of transactions above 0 and at most 1, or false, not {raw!r}")
+        return float(raw)
 
     def bool_(self, raw: Any, key: str) -> bool:
         if not isinstance(raw, bool):
@@ -560,6 +573,7 @@ class Overrides:
     price_per_month: float | None = None
     currency: str | None = None
     fail_fast: bool | None = None
+    latency_sampling: float | None = None  # 0: no per-transaction log
     quick: bool = False
 
     def flags(self) -> dict[str, Any]:
@@ -567,7 +581,7 @@ class Overrides:
         out: dict[str, Any] = {}
         for name in ("engines", "workloads", "levels", "duration_s", "warmup_s", "repeats", "precision",
                      "max_repeats", "budget_s", "clients_per_thread", "server_cores", "server_threads", "label",
-                     "price_per_hour", "price_per_month", "currency", "fail_fast"):
+                     "price_per_hour", "price_per_month", "currency", "fail_fast", "latency_sampling"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
@@ -760,6 +774,8 @@ def apply(study: Study, o: Overrides) -> Study:
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
                    flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
+                   latency_sampling=study.latency_sampling if o.latency_sampling is None else
+                   (o.latency_sampling or None),
                    price_per_hour=price, currency=currency, price_basis=basis, quick=study.quick or o.quick,
                    changes=study.changes + tuple(changes))
 

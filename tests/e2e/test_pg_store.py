@@ -203,3 +203,26 @@ def test_the_readme_dashboard_queries_run(database, public_tmp):
         query(url, password, sql.replace("$__timeFilter(time)", "TRUE"))
     levels = query(url, password, queries[0].replace("AND study = 'seed-a'", ""))
     assert levels == [{"level": "1", "label": "m6i", "tps": pytest.approx(levels[0]["tps"])}]
+
+
+def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(database, public_tmp, monkeypatch):
+    """Stores created by the dbarena before histograms (base 12) gain the columns and the
+    table, and keep what they held."""
+    url, password = database
+    monkeypatch.setenv("PGPASSWORD", password)
+    with Store(url):
+        pass
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        # what the base schema 12 was: without the two percentile columns and the table
+        conn.execute("DROP TABLE latency_histograms")
+        conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
+        conn.execute("UPDATE schema_migrations SET version = 12")
+    env = env_for(public_tmp, password)
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1",
+                   "--store", url, env=env)
+    assert done.returncode == 0, done.stderr
+    assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
+        [{"version": 12}, {"version": 13}]
+    (point,) = query(url, password, "SELECT p.latency_p90_ms, h.record FROM points p "
+                                    "JOIN latency_histograms h ON h.point_id = p.id")
+    assert point["latency_p90_ms"] > 0 and json.loads(point["record"])["count"] > 0

@@ -66,6 +66,17 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
         assert command[command.index("-j") + 1] == str(p["threads"]) and "-P" in command
         n_samples = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (p["id"],)).fetchone()[0]
         assert n_samples == p["stderr"].count("progress: ") >= 1
+        # Percentiles from pgbench's per-transaction log (written to a directory of the
+        # point's own under TMPDIR, gone afterwards: _assert_nothing_left above).
+        assert "-l" in command and "--log-prefix" in command
+        assert 0 < p["latency_p50_ms"] <= p["latency_p90_ms"] <= p["latency_p95_ms"] <= p["latency_p99_ms"] \
+            <= p["latency_p999_ms"] <= p["latency_max_ms"]
+        (record,) = db.execute("SELECT record FROM latency_histograms WHERE point_id = ?", (p["id"],)).fetchone()
+        record = json.loads(record)
+        assert record["encoding"] == "hdr-v2-base64" and record["sampling_rate"] == 1.0
+        # every transaction logged, and the log's mean is the one pgbench printed
+        assert record["count"] + sum(record["outcomes"].values()) == p["transactions"]
+        assert record["sum_us"] / record["count"] / 1000 == pytest.approx(p["latency_avg_ms"], rel=0.02)
 
     listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
     assert listed.returncode == 0

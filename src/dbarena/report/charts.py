@@ -235,7 +235,7 @@ def qps(section: Section) -> str | None:
 
 
 def latency(section: Section) -> str | None:
-    """Average (solid) and p95 (dashed) latency against threads."""
+    """Average (solid), p95 (dashed) and p99 (dotted) latency against threads."""
     if not any(r["latency_avg_ms"] for r in section.rows):
         return None
     ax = _axes(3.2)
@@ -246,12 +246,16 @@ def latency(section: Section) -> str | None:
         color = next(colors)
         avg = [(r["threads"], r["latency_avg_ms"]) for r in rows if r["latency_avg_ms"] is not None]
         p95 = [(r["threads"], r["latency_p95_ms"]) for r in rows if r["latency_p95_ms"] is not None]
+        p99 = [(r["threads"], r["latency_p99_ms"]) for r in rows if r.get("latency_p99_ms") is not None]
         if avg:
             x, y = zip(*avg)
             plot.line(x, y, f"{label} avg", label, marker="o", color=color)
         if p95:
             x, y = zip(*p95)
             plot.line(x, y, f"{label} p95", label, marker="s", linestyle="--", color=color)
+        if p99:
+            x, y = zip(*p99)
+            plot.line(x, y, f"{label} p99", label, marker="^", linestyle=":", color=color)
     plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel("latency (ms)")

@@ -2,7 +2,8 @@
 
 Figures per label x engine x workload x threads (over that point's repeats):
 - throughput: the steady-state TPS (analysis), or QPS for mysqlslap, with its interval;
-- study E's table: transactions, queries, time, average and p95 latency;
+- study E's table: transactions, queries, time, average latency and its percentiles
+  (p50, p90, p95, p99, p99.9, max: over repeats, of their merged histograms);
 - price/performance (study E): price per 100 TPS = hourly price / (TPS / 100), and
   TPS per dollar-hour;
 - per core (study C): TPS per physical core and per hardware thread of the machine
@@ -27,6 +28,7 @@ import statistics
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -189,14 +191,18 @@ def _differs(row: dict, base: dict) -> list[str]:
 
 
 def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, float] | None = None,
-          at_threads: int | None = None, labels: list[str] | None = None) -> Report:
-    """rows: analysis.load(...) points; runs: store.runs()."""
+          at_threads: int | None = None, labels: list[str] | None = None,
+          histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
+    """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
+    their latency histograms (store.latency_histograms), read per group of repeats."""
     with collector_paused():
-        return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels)
+        return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
+                      histograms=histograms)
 
 
 def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: dict[str, float] | None,
-           at_threads: int | None, labels: list[str] | None) -> Report:
+           at_threads: int | None, labels: list[str] | None,
+           histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r["id"]: r for r in runs}
     order = labels or list(dict.fromkeys(r["label"] for r in rows))
@@ -239,6 +245,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         qps = _mean(m.get("qps") for m in ok)
         value = summary["mean"]
         hw = hardware.get(label, {})
+        latencies = analysis.pooled_latency(ok, histograms)
         level_rows.append({
             "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": summary["metric"],
             "n": summary["n"], "failed": summary["failed"],
@@ -248,8 +255,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             "transactions": _mean(m.get("transactions") for m in ok),
             "queries": _mean(m.get("queries") for m in ok),
             "time_s": _mean(m.get("duration_s") for m in ok) if tps is not None else _mean(m.get("run_avg_s") for m in ok),
-            "latency_avg_ms": _mean(m.get("latency_avg_ms") for m in ok),
-            "latency_p95_ms": _mean(m.get("latency_p95_ms") for m in ok),
+            **latencies,
             "price_per_hour": price,
             "price_per_100_tps": price / (tps / 100) if price and tps else None,
             "tps_per_dollar_hour": tps / price if price and tps else None,
@@ -347,7 +353,8 @@ def _chosen_series(candidates: list[dict], at_threads: int | None) -> dict:
 
 PUBLIC_FIELDS = (
     "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high", "qps",
-    "transactions", "queries", "time_s", "latency_avg_ms", "latency_p95_ms", "price_per_hour", "price_per_100_tps",
+    "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
+    "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price_per_hour", "price_per_100_tps",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
 )

@@ -44,15 +44,19 @@ def results(section: Section) -> TableSpec:
     for r in section.rows:
         rows.append([
             r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
-            num(r["latency_avg_ms"], 2), num(r["latency_p95_ms"], 2),
+            num(r["latency_avg_ms"], 2), num(r["latency_p50_ms"], 2), num(r["latency_p95_ms"], 2),
+            num(r["latency_p99_ms"], 2), num(r["latency_p999_ms"], 2),
             num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])}"
                              f"{'*' if r['interval'] == 'within one run' else ''})" if r["tps_ci_low"] else ""),
             num(r["qps"]), str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
         ])
     return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
-                                 "p95 latency (ms)", "TPS (95 % CI)", "QPS", "repeats"], rows,
-                     "TPS is the steady-state mean (warm-up excluded), averaged over repeats; transactions, queries "
-                     "and latencies are per point, averaged over repeats.")
+                                 "p50 (ms)", "p95 (ms)", "p99 (ms)", "p99.9 (ms)", "TPS (95 % CI)", "QPS", "repeats"],
+                     rows,
+                     "TPS is the steady-state mean (warm-up excluded), averaged over repeats; transactions and "
+                     "queries are per point, averaged over repeats. Latency percentiles over repeats are those of "
+                     "their merged latency histograms (pgbench's per-transaction log, sysbench's histogram; within "
+                     "0.1 %), never averages of percentiles; '-' where a tool gives no distribution.")
 
 
 def ranking(section: Section, report: Report) -> TableSpec:

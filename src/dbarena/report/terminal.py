@@ -44,8 +44,10 @@ def point_line(result: PointResult) -> str:
         figures.append(f"{m.qps:,.1f} qps")
     if m.latency_avg_ms is not None:
         figures.append(f"latency avg {m.latency_avg_ms:.3f} ms")
-    if m.latency_p95_ms is not None:
-        figures.append(f"p95 {m.latency_p95_ms:.3f} ms")
+    shown = [(name, v) for name, v in (("p50", m.latency_p50_ms), ("p95", m.latency_p95_ms),
+                                         ("p99", m.latency_p99_ms)) if v is not None]
+    if shown:
+        figures.append(" ".join(f"{name} {v:.3f}" for name, v in shown) + " ms")
     if m.run_avg_s is not None:
         figures.append(f"{m.run_avg_s:.3f} s for all queries")
     return f"[green]ok[/]     {escape(head)}: {', '.join(figures)}"

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from dbarena.errors import UsageError
 from dbarena.interfaces import Client
+from dbarena.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample
 
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -68,6 +69,12 @@ class ToolBase:
 
     def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
         raise NotImplementedError
+
+    def with_latency_log(self, argv: list[str], log_dir: Path, sampling_rate: float) -> list[str]:
+        return argv
+
+    def read_latency_log(self, log_dir: Path, sampling_rate: float) -> Latencies | None:
+        return None
 
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
         raise NotImplementedError

@@ -22,8 +22,9 @@ from typing import Any, Mapping, Sequence
 
 from dbarena.errors import ParseError, UsageError
 from dbarena.interfaces import Client
+from dbarena.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample
-from dbarena.workloads import series
+from dbarena.workloads import pgbench_log, series
 from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "pgbench"
@@ -283,6 +284,8 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
     return report.to_measurement(), report.samples
 
 
+LOG_PREFIX = "pgbench_log"  # its files: pgbench_log.<pid>[.<thread>]
+
 # Rows of pgbench_accounts per scale unit, and a rough loading rate for estimates.
 _LOAD_SCALE_PER_S = 8.0
 
@@ -374,6 +377,23 @@ class Pgbench(ToolBase):
             *extra,
             client.conn.url,
         ]
+
+    def with_latency_log(self, argv: list[str], log_dir: Path, sampling_rate: float) -> list[str]:
+        """-l with --log-prefix into the point's own directory (one file per pgbench
+        thread), and --sampling-rate below 1. Before the connection URI, which
+        point_argv puts last."""
+        log = ["-l", "--log-prefix", str(log_dir / LOG_PREFIX)]
+        if sampling_rate < 1:
+            log += ["--sampling-rate", repr(sampling_rate)]
+        return [*argv[:-1], *log, argv[-1]]
+
+    def read_latency_log(self, log_dir: Path, sampling_rate: float) -> Latencies | None:
+        files = sorted(log_dir.glob(f"{LOG_PREFIX}.*"))
+        if not files:
+            return None
+        latencies = pgbench_log.read_files(files)
+        latencies.sampling_rate = sampling_rate
+        return latencies
 
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
         return read(stdout, stderr, spec)

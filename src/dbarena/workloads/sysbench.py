@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from dbarena.errors import ParseError
+from dbarena import latency
 from dbarena.interfaces import Client
 from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import series
@@ -105,10 +106,16 @@ class SysbenchReport:
         return histogram_percentile(self.histogram, pct)
 
     def to_measurement(self) -> Measurement:
-        def pct(p: float) -> float | None:
-            if self.histogram:
-                return self.histogram_percentile(p)
-            # Without a histogram, only the percentile sysbench printed is known.
+        # Percentiles from the printed histogram through an HDR histogram, as for
+        # pgbench's log (so that points and pools of both tools are read one way);
+        # without a histogram, only the one percentile sysbench printed is known. The
+        # printed one stays in details (percentile, latency_pct_ms).
+        latencies = latency.from_bucket_rows(self.histogram, "sysbench histogram") if self.histogram else None
+        figures = latencies.percentiles_ms() if latencies is not None else {}
+
+        def pct(name: str, p: float) -> float | None:
+            if latencies is not None:
+                return figures[name]
             return self.latency_pct_ms if self.percentile == p else None
 
         details = {
@@ -123,7 +130,9 @@ class SysbenchReport:
             tps=self.tps, transactions=self.transactions, qps=self.qps, queries=self.queries,
             errors=self.errors, reconnects=self.reconnects, latency_avg_ms=self.latency_avg_ms,
             latency_min_ms=self.latency_min_ms, latency_max_ms=self.latency_max_ms,
-            latency_p50_ms=pct(50), latency_p95_ms=pct(95), latency_p99_ms=pct(99), details=details,
+            latency_p50_ms=pct("p50", 50), latency_p90_ms=pct("p90", 90), latency_p95_ms=pct("p95", 95),
+            latency_p99_ms=pct("p99", 99), latency_p999_ms=pct("p999", 99.9), details=details,
+            latency_histogram=latencies.encode() if latencies is not None else None,
         )
 
 

@@ -1,0 +1,233 @@
+"""Latency distributions that merge: an HDR histogram per point, from pgbench's
+per-transaction logs or sysbench's printed histogram, and the percentiles of it.
+
+Why a histogram, not the values: a fast server logs tens of millions of transactions
+per point; an HDR histogram (HdrHistogram's standard, through the `hdrhistogram`
+package) holds them in a fixed ~190 kB whatever their number, with a stated relative
+precision, and two of them add up exactly. So a summary over repeats or hosts takes
+the percentiles of the merged histogram, never an average of percentiles.
+
+Values are whole microseconds from 1 us to one hour, at 3 significant digits: a
+percentile read from the histogram is within 0.1 % above the exact one (the upper edge of
+the exact value's bucket: see Latencies.percentiles_ms). The encoded form is HDR's
+own compressed V2 encoding (base64 text starting with "HISTF"), which other HDR tools
+read too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from dbarena.lazy import lazy_import
+
+hdrh_histogram = lazy_import("hdrh.histogram")
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000  # one hour
+SIGNIFICANT_DIGITS = 3
+PRECISION = 10.0 ** -SIGNIFICANT_DIGITS  # relative: 0.1 %
+ENCODING = "hdr-v2-base64"
+# The percentiles dbarena reports, as (name suffix, percentile).
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9),
+)
+
+
+def new_hdr() -> Any:  # hdrh.histogram.HdrHistogram (imported lazily)
+    return hdrh_histogram.HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass
+class Latencies:
+    """One point's (or a pool's) latency distribution.
+
+    `count` latencies were recorded; `sum_us`, `min_us` and `max_us` are exact (from
+    the values, not the buckets), so the mean is exact too. `over_range` counts
+    latencies above an hour, recorded as an hour. `outcomes` counts log lines that
+    carried no latency (pgbench: skipped, failed, serialization, deadlock).
+    `sampling_rate` is the share of transactions logged (pgbench --sampling-rate),
+    `source` says where the values came from."""
+
+    hdr: Any = field(default_factory=new_hdr, repr=False)  # hdrh.histogram.HdrHistogram
+    count: int = 0
+    sum_us: int = 0
+    min_us: int | None = None
+    max_us: int | None = None
+    over_range: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    sampling_rate: float | None = None
+    source: str = ""
+    _pending: Any = field(default=None, repr=False, compare=False)  # numpy counts per bucket index
+
+    # -------------------------------------------------------------- recording
+
+    def record_counts(self, values: Sequence[int], counts: Sequence[int]) -> None:
+        """Record each values[i] counts[i] times (whole microseconds, each > 0)."""
+        hdr = self.hdr
+        for value, n in zip(values, counts):
+            if n <= 0:
+                continue
+            v = int(value)
+            self.count += n
+            self.sum_us += v * n
+            self.min_us = v if self.min_us is None else min(self.min_us, v)
+            self.max_us = v if self.max_us is None else max(self.max_us, v)
+            if v > HIGHEST_US:
+                self.over_range += n
+                v = HIGHEST_US
+            hdr.record_value(max(v, LOWEST_US), n)
+
+    def record_array(self, values) -> None:
+        """Record a numpy array of whole microseconds (each > 0). The exact figures
+        come from the values; each value's HDR bucket is counted in numpy (a bincount
+        over the bucket indices) and reaches the histogram once per bucket when it is
+        read, so that ten million latencies cost a few array passes, not ten million
+        Python calls."""
+        import numpy as np
+
+        if len(values) == 0:
+            return
+        values = np.asarray(values, dtype=np.int64)
+        self.count += len(values)
+        self.sum_us += int(values.sum())
+        low, high = int(values.min()), int(values.max())
+        self.min_us = low if self.min_us is None else min(self.min_us, low)
+        self.max_us = high if self.max_us is None else max(self.max_us, high)
+        if high > HIGHEST_US:
+            self.over_range += int((values > HIGHEST_US).sum())
+        counts = np.bincount(bucket_index(np.clip(values, LOWEST_US, HIGHEST_US)), minlength=COUNTS_LEN)
+        if self._pending is None:
+            self._pending = counts
+        else:
+            self._pending += counts
+
+    def _flush(self) -> None:
+        """Bucket counts from record_array into the histogram."""
+        import numpy as np
+
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        hdr = self.hdr
+        for index in np.flatnonzero(pending).tolist():
+            hdr.record_value(hdr.get_value_from_index(index), int(pending[index]))
+
+    def add_outcome(self, outcome: str, n: int = 1) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + n
+
+    def merge(self, other: "Latencies") -> "Latencies":
+        """Add other into this one (in place; returns self)."""
+        if other.count:
+            self._flush()
+            other._flush()
+            self.hdr.add(other.hdr)
+            self.count += other.count
+            self.sum_us += other.sum_us
+            if other.min_us is not None:
+                self.min_us = other.min_us if self.min_us is None else min(self.min_us, other.min_us)
+            if other.max_us is not None:
+                self.max_us = other.max_us if self.max_us is None else max(self.max_us, other.max_us)
+            self.over_range += other.over_range
+        for outcome, n in other.outcomes.items():
+            self.add_outcome(outcome, n)
+        if self.sampling_rate != other.sampling_rate:
+            self.sampling_rate = None  # pooled from differently sampled logs: no one rate
+        if other.source and other.source not in self.source.split(", "):
+            self.source = ", ".join(s for s in (self.source, other.source) if s)
+        return self
+
+    # -------------------------------------------------------------- reading
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.sum_us / self.count / 1000.0 if self.count else None
+
+    def percentiles_ms(self) -> dict[str, float | None]:
+        """{"p50": ms, ..., "p999": ms, "max": ms}; None for an empty distribution.
+
+        The p-th percentile is the smallest recorded value with at least ceil(p/100 x n)
+        values at or below it (numpy's "inverted_cdf"), read from the histogram: the
+        upper edge of that value's bucket, so never below the exact value and at most
+        PRECISION above it (capped at the exact maximum). Not hdrh's own
+        get_value_at_percentile, which rounds the rank half up and so can answer a
+        value below the exact one. The maximum is the exact one."""
+        import numpy as np
+
+        names = [name for name, _ in PERCENTILES]
+        if not self.count:
+            return {**dict.fromkeys(names), "max": None}
+        self._flush()
+        hdr = self.hdr
+        cumulative = np.cumsum(np.ctypeslib.as_array(hdr.counts)[:hdr.counts_len].astype(np.int64))
+        total = int(cumulative[-1])
+        out: dict[str, float | None] = {}
+        for name, p in PERCENTILES:
+            rank = max(1, math.ceil(p / 100.0 * total - 1e-9))  # (the float product may land a hair above)
+            index = int(np.searchsorted(cumulative, rank))
+            top = hdr.get_highest_equivalent_value(hdr.get_value_from_index(index))
+            out[name] = min(top, self.max_us if self.max_us is not None else top) / 1000.0
+        out["max"] = (self.max_us or 0) / 1000.0
+        return out
+
+    # -------------------------------------------------------------- storing
+
+    def encode(self) -> dict:
+        """A JSON-able record: the HDR encoding and the exact figures beside it."""
+        self._flush()
+        return {
+            "encoding": ENCODING, "unit": "us", "significant_digits": SIGNIFICANT_DIGITS,
+            "hdr": self.hdr.encode().decode("ascii") if self.count else None,
+            "count": self.count, "sum_us": self.sum_us, "min_us": self.min_us, "max_us": self.max_us,
+            "over_range": self.over_range, "outcomes": dict(sorted(self.outcomes.items())),
+            "sampling_rate": self.sampling_rate, "source": self.source,
+        }
+
+    @classmethod
+    def decode(cls, record: Mapping) -> "Latencies":
+        if record.get("encoding") != ENCODING:
+            raise ValueError(f"latency histogram encoded as {record.get('encoding')!r}, which this dbarena "
+                             "cannot read: upgrade dbarena")
+        hdr = hdrh_histogram.HdrHistogram.decode(record["hdr"]) if record.get("hdr") else new_hdr()
+        return cls(hdr=hdr, count=int(record.get("count") or 0), sum_us=int(record.get("sum_us") or 0),
+                   min_us=record.get("min_us"), max_us=record.get("max_us"),
+                   over_range=int(record.get("over_range") or 0), outcomes=dict(record.get("outcomes") or {}),
+                   sampling_rate=record.get("sampling_rate"), source=record.get("source") or "")
+
+
+# HDR's layout for SIGNIFICANT_DIGITS and a lowest value of 1: values below
+# 2**SUB_BUCKET_BITS are their own bucket; above, bucket b (b >= 1) holds the values of
+# bit length SUB_BUCKET_BITS + b in steps of 2**b, in half as many sub-buckets.
+SUB_BUCKET_BITS = (2 * 10 ** SIGNIFICANT_DIGITS - 1).bit_length()  # 11: 2048 sub-buckets
+HALF = 1 << (SUB_BUCKET_BITS - 1)
+COUNTS_LEN = ((HIGHEST_US.bit_length() - SUB_BUCKET_BITS) + 2) * HALF
+
+
+def bucket_index(values):
+    """HDR's counts index of each value (numpy int64 array, 1 <= value <= HIGHEST_US),
+    the one hdrh's record_value uses (the tests compare them)."""
+    import numpy as np
+
+    bits = np.frexp(values)[1].astype(np.int64)  # the bit length: exact for integers below 2**53
+    b = np.maximum(bits - SUB_BUCKET_BITS, 0)
+    return np.where(b == 0, values, np.left_shift(b + 1, SUB_BUCKET_BITS - 1) + np.right_shift(values, b) - HALF)
+
+
+def merged(records: Iterable["Latencies"]) -> Latencies | None:
+    """One distribution of many (None when there is none)."""
+    out: Latencies | None = None
+    for record in records:
+        if out is None:
+            out = Latencies(source=record.source, sampling_rate=record.sampling_rate)
+        out.merge(record)
+    return out
+
+
+def from_bucket_rows(rows: Sequence[tuple[float, int]], source: str) -> Latencies:
+    """A printed histogram of (value in ms, count) rows, e.g. sysbench's
+    `--histogram=on`: each row's count recorded at its value. The tool's own bucket
+    width (sysbench: about 1.8 %) stays the limit of what is known."""
+    out = Latencies(source=source)
+    out.record_counts([max(LOWEST_US, round(value * 1000)) for value, _ in rows], [n for _, n in rows])
+    return out
