@@ -54,6 +54,7 @@ class ParseError(ValueError):
 
     def __init__(self, tool: str, message: str, lineno: int | None = None, line: str | None = None):
         self.tool = tool
+        self.reason = message
         self.lineno = lineno
         self.line = line
         where = f" at line {lineno}: {line!r}" if lineno is not None else ""

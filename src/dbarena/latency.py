@@ -50,7 +50,9 @@ class Latencies:
     `sampling_rate` is the share of transactions logged (pgbench --sampling-rate),
     `source` says where the values came from."""
 
-    hdr: Any = field(default_factory=new_hdr, repr=False)  # hdrh.histogram.HdrHistogram
+    # hdrh.histogram.HdrHistogram, made on first use: a reader makes a distribution per
+    # block of a log, most of which only ever hold bucket counts (_pending).
+    _hdr: Any = field(default=None, repr=False)
     count: int = 0
     sum_us: int = 0
     min_us: int | None = None
@@ -60,6 +62,12 @@ class Latencies:
     sampling_rate: float | None = None
     source: str = ""
     _pending: Any = field(default=None, repr=False, compare=False)  # numpy counts per bucket index
+
+    @property
+    def hdr(self) -> Any:
+        if self._hdr is None:
+            self._hdr = new_hdr()
+        return self._hdr
 
     # -------------------------------------------------------------- recording
 
@@ -120,9 +128,12 @@ class Latencies:
     def merge(self, other: "Latencies") -> "Latencies":
         """Add other into this one (in place; returns self)."""
         if other.count:
-            self._flush()
-            other._flush()
-            self.hdr.add(other.hdr)
+            # Bucket counts not yet in a histogram are added as arrays (cheap); only what
+            # is in other's histogram goes through hdrh.
+            if other._pending is not None:
+                self._pending = other._pending.copy() if self._pending is None else self._pending + other._pending
+            if other._hdr is not None and other._hdr.get_total_count():
+                self.hdr.add(other._hdr)
             self.count += other.count
             self.sum_us += other.sum_us
             if other.min_us is not None:
@@ -190,7 +201,7 @@ class Latencies:
             raise ValueError(f"latency histogram encoded as {record.get('encoding')!r}, which this dbarena "
                              "cannot read: upgrade dbarena")
         hdr = hdrh_histogram.HdrHistogram.decode(record["hdr"]) if record.get("hdr") else new_hdr()
-        return cls(hdr=hdr, count=int(record.get("count") or 0), sum_us=int(record.get("sum_us") or 0),
+        return cls(_hdr=hdr, count=int(record.get("count") or 0), sum_us=int(record.get("sum_us") or 0),
                    min_us=record.get("min_us"), max_us=record.get("max_us"),
                    over_range=int(record.get("over_range") or 0), outcomes=dict(record.get("outcomes") or {}),
                    sampling_rate=record.get("sampling_rate"), source=record.get("source") or "")
