@@ -122,8 +122,9 @@ def result_value(result: PointResult) -> float | None:
     return m.tps if m.tps is not None else m.qps
 
 
-def summaries(rows: Iterable[dict]) -> list[dict]:
-    """One summary per label and configuration key over its repeats."""
+def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> list[dict]:
+    """One summary per label and configuration key over its repeats; with `histograms`
+    (store.latency_histograms), their latency percentiles too (pooled_latency)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
@@ -160,6 +161,7 @@ def summaries(rows: Iterable[dict]) -> list[dict]:
             "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
+            **(pooled_latency(ok, histograms) if histograms is not None else {}),
             "_estimate": summary.estimate,
         })
     return out

@@ -457,8 +457,8 @@ def results(store, run_id, labels, study_name, variants, summary, as_json, raw_p
         return
     with _open_store(store) as db:
         rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
-    if summary:
-        rows = analysis.summaries(rows)
+        if summary:
+            rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:
         click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
     elif not rows:

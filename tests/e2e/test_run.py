@@ -23,6 +23,8 @@ REQUIRED_JSON_KEYS = {
     # added with MySQL / sysbench / mysqlslap:
     "qps", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "errors", "reconnects",
     "run_avg_s", "run_min_s", "run_max_s", "params",
+    # added with pgbench's per-transaction log:
+    "latency_p90_ms", "latency_p999_ms",
 }
 
 

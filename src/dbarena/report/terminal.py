@@ -155,7 +155,7 @@ def summary_table(rows: Iterable[dict]) -> Table:
         ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
         *((("variant", "left"),) if variants else ()), ("config", "left"), ("metric", "left"),
         ("n", "right"), ("median", "right"), ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
-        ("CV", "right"), ("warnings", "left"),
+        ("CV", "right"), ("p99 ms", "right"), ("warnings", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
@@ -165,7 +165,7 @@ def summary_table(rows: Iterable[dict]) -> Table:
             f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""), _fmt(r["median"], 1),
             _fmt(r["mean"], 1), _fmt(r["stdev"], 1),
             _interval(r["ci_low"], r["ci_high"]) + ("*" if r.get("interval") == "within one run" else ""),
-            f"{r['cv']:.1%}" if r["cv"] is not None else "-", _warnings(r),
+            f"{r['cv']:.1%}" if r["cv"] is not None else "-", _fmt(r.get("latency_p99_ms"), 3), _warnings(r),
         )
     if any(r.get("interval") == "within one run" for r in rows):
         table.caption = ("* one repeat: the interval within that run (its precision), blind to run-to-run "
