@@ -617,6 +617,10 @@ def report(store, labels, baseline, prices, at_threads, fmt, output):
         rows = analysis.load(db, labels=tuple(labels))
         if not rows:
             raise UsageError(f"no points to report in {store}")
+        levels = sorted({r["threads"] for r in rows})
+        if at_threads is not None and at_threads not in levels:
+            raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
+                             f"(levels: {', '.join(map(str, levels))})")
         order = list(labels) or list(dict.fromkeys(r["label"] for r in rows))
         built = data.build(rows, db.runs(), baseline=baseline, prices=prices, at_threads=at_threads, labels=order,
                            histograms=db.latency_histograms)

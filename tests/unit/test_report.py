@@ -237,3 +237,28 @@ def test_csv_cells_carry_no_binary_noise():
     assert export._cell(3e-06) == "3e-06"
     assert export._cell(7) == 7 and export._cell("arm") == "arm" and export._cell(None) is None
     assert export._cell(123456789.123) == "123456789.123"
+
+
+def test_the_level_of_the_price_verdict_is_said_and_a_level_without_data_gets_no_silent_verdict(store):
+    from dbarena.report import tables
+
+    every = _report(store)
+    assert data.at_text(every) == "Price/performance at every level; the cheapest label is named at --at-threads N."
+    (section,) = every.sections
+    assert "give it with --at-threads N" in tables.price(section, every).note
+    at16 = _report(store, at_threads=16)  # nobody measured 16 threads (the CLI refuses it: below)
+    (section,) = at16.sections
+    assert section.cheapest is None
+    assert "No verdict at 16 threads: no priced label measured that level" in tables.price(section, at16).note
+    assert data.at_text(at16) == "Cheapest label named at 16 threads (--at-threads)."
+
+
+def test_at_threads_without_a_point_at_that_level_is_one_line_exit_2(store, tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "dbarena", "report", "--store", str(store.path), "--at-threads", "128",
+                           "-o", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "dbarena: error: --at-threads 128: no point was measured at 128 threads " \
+                                  "(levels: 1, 2, 4, 8)"

@@ -339,6 +339,13 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
                   provenance=provenance)
 
 
+def at_text(report: Report) -> str:
+    """The report header's sentence about the level of the price verdict."""
+    if report.at_threads is None:
+        return "Price/performance at every level; the cheapest label is named at --at-threads N."
+    return f"Cheapest label named at {report.at_threads} threads (--at-threads)."
+
+
 def _chosen_series(candidates: list[dict], at_threads: int | None) -> dict:
     """The per-second series shown for a label: of its ok points (candidates), the one at
     --at-threads, else at its highest level (first repeat); samples are attached by the caller."""

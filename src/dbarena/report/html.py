@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from dbarena import __version__
+from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.tables import TableSpec, provenance, section_tables
 
@@ -47,7 +48,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>dbarena report: {labels}</title><style>{STYLE}</style></head><body>",
         f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
-        f"{escape(report.baseline or '-')}. Price/performance at {report.at_threads or '-'} threads. "
+        f"{escape(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
         "<nav><ul>",
     ]

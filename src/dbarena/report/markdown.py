@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.tables import TableSpec, provenance, section_tables
 
@@ -27,7 +28,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     folder = out.parent / f"{out.stem}_files"
     parts = ["# dbarena report", "",
              f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
-             f"Price/performance at {report.at_threads or '-'} threads.", ""]
+             f"{data.at_text(report)}", ""]
     for s in report.sections:
         parts += [f"## {s.engine} {s.workload}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():

@@ -99,6 +99,14 @@ def price(section: Section, report: Report) -> TableSpec | None:
         c = section.cheapest
         others = "; ".join(f"{label} costs {share:.0%} more" for label, share in c["others"].items())
         note += f" At {c['threads']} threads {c['label']} is cheapest for the same throughput: {others}."
+    elif report.at_threads is None:
+        note += " Which label is cheapest is said at one level: give it with --at-threads N."
+    else:
+        priced = sorted({r["label"] for r in section.rows if r["threads"] == report.at_threads
+                         and r["price_per_100_tps"] is not None})
+        note += (f" No verdict at {report.at_threads} threads: "
+                 + (f"only {priced[0]} has a price and a throughput there." if priced else
+                    "no priced label measured that level in this section."))
     return TableSpec("Price / performance", ["label", "threads", "USD per hour", "USD per hour per 100 TPS",
                                              "TPS per USD-hour"], rows, note)
 
