@@ -120,8 +120,11 @@ def test_usl_fit_with_noise_stays_close():
     assert fit["sigma"] == pytest.approx(0.03, abs=0.01) and fit["kappa"] == pytest.approx(0.0005, abs=0.0002)
 
 
-def test_usl_needs_three_levels():
+def test_usl_needs_five_levels_since_three_parameters_fit_three_or_four_exactly_or_nearly():
     assert data.usl_fit([1, 2], [100.0, 190.0]) is None
+    assert data.usl_fit([1, 2, 4], [100.0, 190.0, 300.0]) is None  # R² 1.000 on any three points
+    assert data.usl_fit([1, 2, 4, 8], [100.0, 190.0, 300.0, 310.0]) is None
+    assert data.usl_fit([1, 2, 4, 8, 16], [100.0, 190.0, 300.0, 310.0, 290.0]) is not None
 
 
 # ------------------------------------------------------------------ renderers

@@ -71,9 +71,15 @@ def usl(n, lam, sigma, kappa):
     return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
 
 
+# The USL has 3 parameters: through 3 levels it passes exactly (R² 1 whatever the data),
+# and 4 leave one degree of freedom. A fit is published from 5 distinct levels on.
+USL_MIN_LEVELS = 5
+
+
 def usl_fit(levels: list[int], values: list[float]) -> dict | None:
-    """Least-squares USL fit; None with fewer than 3 levels or when it does not converge."""
-    if len(levels) < 3 or min(values) <= 0:
+    """Least-squares USL fit; None with fewer than USL_MIN_LEVELS levels or when it does
+    not converge. A peak below one thread (kappa tiny against sigma) is no peak."""
+    if len(set(levels)) < USL_MIN_LEVELS or min(values) <= 0:
         return None
     # Imported here, not at the top: scipy.optimize takes about 0.4 s to import, a fifth
     # of a report's budget, and a report whose series have fewer than 3 levels fits nothing.
@@ -83,8 +89,8 @@ def usl_fit(levels: list[int], values: list[float]) -> dict | None:
     lam0 = x[0] / n[0]
     try:
         with warnings.catch_warnings():
-            # With 3 levels the fit is exact and scipy cannot estimate a covariance,
-            # which it warns about; the parameters themselves are fine.
+            # When the fit is exact scipy cannot estimate a covariance, which it warns
+            # about; the parameters themselves are fine.
             warnings.simplefilter("ignore", OptimizeWarning)
             (lam, sigma, kappa), _ = curve_fit(usl, n, x, p0=(lam0, 0.05, 0.001),
                                               bounds=([0, 0, 0], [np.inf, 1, 1]), maxfev=20000)
@@ -94,6 +100,8 @@ def usl_fit(levels: list[int], values: list[float]) -> dict | None:
     ss_res = float(np.sum((x - predicted) ** 2))
     ss_tot = float(np.sum((x - x.mean()) ** 2))
     peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 1e-12 and sigma < 1 else None
+    if peak_n is not None and peak_n < 1:
+        peak_n = None
     return {
         "lambda": float(lam), "sigma": float(sigma), "kappa": float(kappa),
         "peak_threads": peak_n, "peak_tps": float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,

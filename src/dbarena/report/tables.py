@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbarena import stats
+from dbarena.report import data
 from dbarena.report.data import Report, Section
 
 
@@ -134,7 +135,9 @@ def usl_table(section: Section) -> TableSpec | None:
                                                        "lambda (TPS of one thread)", "predicted peak threads",
                                                        "predicted peak TPS", "R²"], rows,
                      "X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)) (Gunther), least squares over the measured "
-                     "levels; peak at N* = sqrt((1 - sigma) / kappa).")
+                     f"levels; peak at N* = sqrt((1 - sigma) / kappa). Fitted only with {data.USL_MIN_LEVELS} or more "
+                     "levels (3 parameters: fewer levels fit any data); a model, not a measurement, beyond the "
+                     "levels measured.")
 
 
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
