@@ -265,3 +265,17 @@ def test_at_threads_without_a_point_at_that_level_is_one_line_exit_2(store, tmp_
     assert done.returncode == 2
     assert done.stderr.strip() == "dbarena: error: --at-threads 128: no point was measured at 128 threads " \
                                   "(levels: 1, 2, 4, 8)"
+
+
+def test_the_per_second_chart_shows_one_level_for_every_label(store):
+    # x86 did not measure 8 threads: the chart shows both labels at 4, not arm at 8 and x86 at 4
+    gone = "SELECT id FROM points WHERE threads = 8 AND run_id = (SELECT id FROM runs WHERE label = 'x86')"
+    for table in ("raw_outputs", "point_derived", "samples", "system_samples", "latency_histograms"):
+        store.db.execute(f"DELETE FROM {table} WHERE point_id IN ({gone})")
+    store.db.execute(f"DELETE FROM points WHERE id IN ({gone})")
+    store.db.commit()
+    (section,) = _report(store).sections
+    assert {label: info["threads"] for label, info in section.series.items()} == {"arm": 4, "x86": 4}
+    # asked for a level only arm has: x86 is left out of that chart rather than drawn at another level
+    (section,) = _report(store, at_threads=8).sections
+    assert section.series["arm"]["threads"] == 8 and section.series["x86"] == {}

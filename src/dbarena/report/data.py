@@ -304,6 +304,11 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         ranking, fits, series = [], {}, {}
         base_levels = {n: r["value"] for n, r in by_series.get((baseline, engine, workload), {}).items()
                        if r["value"] is not None}
+        # The per-second chart compares one level: --at-threads, else the highest level
+        # every label measured; only when the labels share none, each its own highest.
+        shared = set.intersection(*({r["threads"] for r in ok_series[(label, engine, workload)]}
+                                    for label in sec_labels)) if sec_labels else set()
+        shown_level = at_threads if at_threads is not None else (max(shared) if shared else None)
         for label in sec_labels:
             levels = by_series[(label, engine, workload)]
             ns = sorted(n for n in levels if levels[n]["value"] is not None)
@@ -322,7 +327,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             fit = usl_fit(ns, values)
             if fit:
                 fits[label] = fit
-            series[label] = _chosen_series(ok_series[(label, engine, workload)], at_threads)
+            series[label] = _chosen_series(ok_series[(label, engine, workload)], shown_level)
         ranking.sort(key=lambda r: -r["sum"])
         for rank, r in enumerate(ranking, start=1):
             r["rank"] = rank
@@ -354,13 +359,17 @@ def at_text(report: Report) -> str:
     return f"Cheapest label named at {report.at_threads} threads (--at-threads)."
 
 
-def _chosen_series(candidates: list[dict], at_threads: int | None) -> dict:
+def _chosen_series(candidates: list[dict], level: int | None) -> dict:
     """The per-second series shown for a label: of its ok points (candidates), the one at
-    --at-threads, else at its highest level (first repeat); samples are attached by the caller."""
+    `level` (first repeat; none if the label has no point there), or without a level
+    its highest; samples are attached by the caller."""
     if not candidates:
         return {}
-    top = max(c["threads"] for c in candidates)
-    chosen = [r for r in candidates if r["threads"] == at_threads] or [r for r in candidates if r["threads"] == top]
+    if level is None:
+        level = max(c["threads"] for c in candidates)
+    chosen = [r for r in candidates if r["threads"] == level]
+    if not chosen:
+        return {}
     point = min(chosen, key=lambda r: r.get("repeat", 0))
     return {"point_id": point["point_id"], "threads": point["threads"], "steady_start_s": point.get("steady_start_s"),
             "dips_s": point.get("dips_s", [])}
