@@ -4,7 +4,8 @@
 Real logs of pgbench 15, captured byte for byte with their stdout by
 tests/fixtures/pgbench-logs/capture.py (see the README there): what the reader finds
 in them must agree with what pgbench printed about the same run. The documentation
-examples of older formats come from ../shared/corpus/pgbench-logs (SOURCES.tsv).
+examples of older formats are copied from ../shared/corpus/pgbench-logs into
+tests/fixtures/pgbench-logs/corpus (with their SOURCES.tsv lines).
 Every figure compared is either read off pgbench's own output or computed here by a
 plain line-by-line reading of the file, never by the code under test.
 """
@@ -27,7 +28,7 @@ from dbarena.latency import Latencies
 from dbarena.workloads import pgbench_log
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "pgbench-logs"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "pgbench-logs"
+SHARED = LOGS / "corpus"  # copied from ../shared/corpus/pgbench-logs, with its SOURCES.tsv lines
 DOC_SKIPPED = SHARED / "DOCEXAMPLE-pg-per-transaction-log-rate-latency-limit-skipped.txt"
 DOC_HEADER = SHARED / "pg17devel-log-file-with-log-header-patch.txt"
 DOC_AGGREGATE = SHARED / "DOCEXAMPLE-pg-aggregate-interval-log.txt"
