@@ -235,7 +235,8 @@ def run_options(f):
         click.option("--fail-fast", is_flag=True, help="Stop at the first failed point."),
         click.option("--latency-sampling", type=click.FloatRange(min=0, max=1), metavar="SHARE",
                      help="The share of transactions pgbench logs (-l --sampling-rate) for the latency "
-                          "percentiles; 0: no per-transaction log [default: 1, every transaction]."),
+                          "percentiles; 1: every transaction; 0: no per-transaction log [default: 0.1, which costs about "
+                          "1 % of a CPU-bound machine where logging all costs 3.5 %]."),
     ]):
         f = option(f)
     return f

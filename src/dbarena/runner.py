@@ -133,7 +133,7 @@ class Sweep:
 
     def __init__(self, *, targets: Mapping[str, Bound], store: Store, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
-                 latency_sampling: float | None = 1.0):
+                 latency_sampling: float | None = 1.0):  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
         self.targets = targets
         self.store = store
         self.reporter = reporter

@@ -37,7 +37,7 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
     store = tmp_path / "r.db"
     done = dbarena("run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2",
                    "--duration", "2", "--scale", "1", "--store", str(store), "--label", "e2e",
-                   env=cli_env(public_tmp))
+                   "--latency-sampling", "1", env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     assert f"Results stored in {store}" in done.stdout
     assert "pgbench-select-only" in done.stdout  # the final table
