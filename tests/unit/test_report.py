@@ -221,7 +221,10 @@ def test_a_legend_names_one_series_per_colour_and_every_line_is_drawn():
     points = [u for u in re.findall(r"<use [^>]*>", svg) if "stroke: #000000" not in u]
     assert len(points) == 25 * 3 + 9
     latency = charts.latency(section)
-    assert latency is not None and "m8 p95<" in latency and "... and 16 more series" in latency
+    assert latency is not None and "m8<" in latency and "... and 16 more series" in latency
+    p95 = charts.percentile(section, "p95")
+    assert p95 is not None and "m8<" in p95 and "p95 latency against threads" in p95
+    assert charts.percentile(section, "p99") is None  # no label has a p99 here
     few = charts.throughput(_many_series(10))
     assert few is not None and "m9<" in few and "more series" not in few
 

@@ -235,33 +235,37 @@ def qps(section: Section) -> str | None:
 
 
 def latency(section: Section) -> str | None:
-    """Average (solid), p95 (dashed) and p99 (dotted) latency against threads."""
-    if not any(r["latency_avg_ms"] for r in section.rows):
+    """Average latency against threads, a line per label."""
+    return _latency_chart(section, "latency_avg_ms", "average latency", "latency")
+
+
+# The percentile charts (name, field, what): one chart each, a line per label.
+PERCENTILE_CHARTS = (("p50", "latency_p50_ms", "median (p50) latency"), ("p95", "latency_p95_ms", "p95 latency"),
+                     ("p99", "latency_p99_ms", "p99 latency"), ("p999", "latency_p999_ms", "p99.9 latency"))
+
+
+def percentile(section: Section, name: str) -> str | None:
+    """One latency percentile against threads, a line per label (over repeats: of the
+    merged histograms)."""
+    _, field, what = next(c for c in PERCENTILE_CHARTS if c[0] == name)
+    return _latency_chart(section, field, what, f"latency_{name}")
+
+
+def _latency_chart(section: Section, field: str, what: str, key: str) -> str | None:
+    if not any(r.get(field) for r in section.rows):
         return None
     ax = _axes(3.2)
     plot = _Plot(ax)
-    colors = _colors()
-    for label in section.labels:
-        rows = [r for r in section.rows if r["label"] == label]
-        color = next(colors)
-        avg = [(r["threads"], r["latency_avg_ms"]) for r in rows if r["latency_avg_ms"] is not None]
-        p95 = [(r["threads"], r["latency_p95_ms"]) for r in rows if r["latency_p95_ms"] is not None]
-        p99 = [(r["threads"], r["latency_p99_ms"]) for r in rows if r.get("latency_p99_ms") is not None]
-        if avg:
-            x, y = zip(*avg)
-            plot.line(x, y, f"{label} avg", label, marker="o", color=color)
-        if p95:
-            x, y = zip(*p95)
-            plot.line(x, y, f"{label} p95", label, marker="s", linestyle="--", color=color)
-        if p99:
-            x, y = zip(*p99)
-            plot.line(x, y, f"{label} p99", label, marker="^", linestyle=":", color=color)
+    for color, label in zip(_colors(), section.labels):
+        rows = [r for r in section.rows if r["label"] == label and r.get(field) is not None]
+        if rows:
+            plot.line([r["threads"] for r in rows], [r[field] for r in rows], label, marker="o", color=color)
     plot.draw()
     ax.set_xlabel("threads")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title(f"{section.engine} {section.workload}: latency against threads")
+    ax.set_ylabel(f"{what} (ms)")
+    ax.set_title(f"{section.engine} {section.workload}: {what} against threads")
     ax.set_ylim(bottom=0)
-    return _svg(ax, section, "latency")
+    return _svg(ax, section, key)
 
 
 def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
@@ -303,6 +307,7 @@ def charts(section: Section, samples: dict[str, list[dict]]) -> dict[str, str]:
     out = {}
     with collector_paused():  # see there: drawing allocates a lot
         for name, svg in (("throughput", throughput(section)), ("qps", qps(section)), ("latency", latency(section)),
+                          *((f"latency_{n}", percentile(section, n)) for n, _, _ in PERCENTILE_CHARTS),
                           ("per_second", per_second(section, samples))):
             if svg:
                 out[name] = svg
