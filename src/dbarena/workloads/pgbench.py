@@ -234,8 +234,9 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
             if banner:
                 values["version"] = banner["version"]
                 server = _BANNER_SERVER.search(banner["rest"])
-                if server:
-                    values["server_version"] = server["server"]
+                # pgbench names the server's version only when it differs from its own
+                # (printVersion in pgbench.c): one version means both are that version.
+                values["server_version"] = server["server"] if server else banner["version"]
                 continue
             prefix = _summary_prefix(line)
             if prefix is None:
