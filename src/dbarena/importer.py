@@ -254,8 +254,13 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
         chunk = "\n".join(lines[first - 1:last]) + "\n"
         if args is not None and args and args[-1] in ("prepare", "cleanup"):
             continue
+        fatal = re.findall(r"^FATAL: (.+)$", chunk, re.M)
         if not re.search(r"^\s+transactions:", chunk, re.M) and not re.search(r"^\[ *\d+s ?\]", chunk, re.M):
-            continue  # prepare/cleanup output, notes
+            # A run that failed before its first report (sysbench printed its run header,
+            # then FATAL) is a failed point with sysbench's reason; anything else without
+            # figures is prepare/cleanup output or notes.
+            if not (fatal and re.search(r"^Running the test with following options:", chunk, re.M)):
+                continue
         try:
             report = sysbench.parse(chunk) if re.search(r"^\s+transactions:", chunk, re.M) else None
             samples = report.samples if report else sysbench.read_samples(chunk, "")
@@ -266,8 +271,9 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
         if run_engine is None:
             raise ImportProblem(name, first, "cannot tell whether this sysbench run was on PostgreSQL or MySQL "
                                              "(no --db-driver on a command line): pass --engine")
+        printed_threads = re.search(r"^Number of threads: (\d+)$", chunk, re.M)
         threads = _int(_option(args or [], "--threads", "--num-threads"), name, first) or \
-            (report.threads if report else None) or 1
+            (report.threads if report else None) or (int(printed_threads[1]) if printed_threads else 1)
         duration = _int(_option(args or [], "--time", "--max-time"), name, first) or \
             (round(report.total_time_s) if report and report.total_time_s else 0)
         params = tuple(sorted((k, v) for k, v in (
@@ -280,6 +286,11 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
         if report is not None:
             result = PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=samples,
                                  **_common(args, "sysbench", chunk))
+        elif fatal and not samples:
+            reasons = list(dict.fromkeys(fatal))  # sysbench repeats its FATAL lines per thread
+            result = PointResult(spec=spec, status="failed", error="sysbench failed before the run started: "
+                                 + " | ".join(reasons[:1] + reasons[-1:] if len(reasons) > 1 else reasons),
+                                 samples=samples, **_common(args, "sysbench", chunk))
         else:
             result = PointResult(spec=spec, status="failed", error="no summary: the output ends before sysbench "
                                  "finished", samples=samples, **_common(args, "sysbench", chunk))

@@ -47,3 +47,16 @@ def test_option(args, names, value):
 ])
 def test_detect_tool(text, tool):
     assert importer.detect_tool(text) == tool
+
+
+def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_with_the_reason():
+    from pathlib import Path
+
+    name = "percona-thp2019-tpcc-aborted-then-run.txt"
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
+    failed, ok = importer.read(name, text, label="thp", engine="postgres")
+    assert failed.result.status == "failed" and failed.result.spec.threads == 64
+    assert failed.result.error == ("sysbench failed before the run started: Connection to database failed: could "
+                                   "not connect to server: Connection refused | Thread initialization failed!")
+    assert (failed.first_line, failed.last_line) == (1, 288)
+    assert ok.result.status == "ok" and ok.result.measurement.transactions > 0
