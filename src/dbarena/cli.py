@@ -514,14 +514,18 @@ def compare(store, a, b, about, study_name, as_json):
 @click.option("--workload", help="Workload name for runs whose output does not say which (e.g. sysbench-tpcc).")
 @click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
               help="Hourly price of what was measured (a CSV 'price_per_hour' column overrides it).")
+@click.option("--replace", is_flag=True,
+              help="Import a file imported before again, with these options: what it brought is replaced, in one "
+                   "transaction.")
 @store_option
-def import_command(files, label, engine, tool, workload, price_per_hour, store):
+def import_command(files, label, engine, tool, workload, price_per_hour, replace, store):
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
     that produced them) and CSV files of summary rows (see the README for columns).
 
     A line that cannot be read is reported as FILE:LINE and nothing from that file is
-    stored (exit 2); importing the same file twice adds nothing the second time.
+    stored (exit 2); importing the same file twice adds nothing the second time, unless
+    --replace (e.g. with the right --workload).
     """
     failed = False
     with Store(store) as db:
@@ -558,10 +562,15 @@ def import_command(files, label, engine, tool, workload, price_per_hour, store):
                     or price_per_hour,
                 ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256})
                     for p in members]))
-            run_ids = db.import_points(sha256, str(path), runs)
-            if run_ids is None:
-                click.echo(f"{path}: already imported (same content); nothing added")
+            options = json.dumps([label, engine, tool, workload, price_per_hour])
+            stored = db.import_points(sha256, str(path), runs,
+                                      replace=hashlib.sha256(options.encode()).hexdigest()[:16] if replace else None)
+            if stored is None:
+                click.echo(f"{path}: already imported (same content); nothing added (--replace imports it again)")
             else:
+                run_ids, replaced = stored
+                if replaced:
+                    click.echo(f"{path}: the {replaced} point(s) of its earlier import removed")
                 for run_id in run_ids:  # derived figures cached now: the SQL views show them
                     analysis.load(db, run_id=run_id)
                 ok = sum(p.result.ok for p in points)

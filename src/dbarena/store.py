@@ -620,18 +620,29 @@ class Store:
         )
         return point_id
 
-    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict]]]]
-                      ) -> list[int] | None:
-        """Store one imported file's runs and points in one transaction (all or nothing).
-        None if a file with this content was imported before."""
+    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict]]]],
+                      replace: str | None = None) -> tuple[list[int], int] | None:
+        """Store one imported file's runs and points in one transaction (all or nothing):
+        (run ids, points an earlier import of it brought and this one replaced). None if
+        a file with this content was imported before, unless `replace` (a digest of the
+        new import's options): then what it brought is deleted first, in the same
+        transaction, and the new runs get ids of their own."""
         with self._writing():
-            if self.db.execute("SELECT 1 FROM imports WHERE sha256 = ?", (sha256,)).fetchone():
-                return None
+            before = self.db.execute("SELECT run_ids, points FROM imports WHERE sha256 = ?", (sha256,)).fetchone()
+            replaced = 0
+            if before is not None:
+                if replace is None:
+                    return None
+                self._delete_runs(json.loads(before[0]))
+                self.db.execute("DELETE FROM imports WHERE sha256 = ?", (sha256,))
+                replaced = before[1]
             run_ids, count = [], 0
             for position, (run, points) in enumerate(runs):
                 # From the file's content: the same file imported into two stores gives the
-                # same runs, which a merge then adds once.
-                run_id = self._insert_run(run, "imported", str(uuid.uuid5(_RUN_NAMESPACE, f"{sha256}:{position}")))
+                # same runs, which a merge then adds once. A replacement is another import
+                # of the file (other options): other runs.
+                name = f"{sha256}:{position}" + (f":{replace}" if replace else "")
+                run_id = self._insert_run(run, "imported", str(uuid.uuid5(_RUN_NAMESPACE, name)))
                 run_ids.append(run_id)
                 for result, source in points:
                     self._insert_point(run_id, result, source)
@@ -640,7 +651,17 @@ class Store:
             self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
                             (sha256, file, json.dumps(run_ids), count, _utc(now_utc())))
         self._backfill_config()  # keys from what the import knows (no host, no settings)
-        return run_ids
+        return run_ids, replaced
+
+    def _delete_runs(self, run_ids: list[int]) -> None:
+        """Runs, their points and everything keyed by those points (uncommitted)."""
+        for chunk in _chunks(run_ids):
+            marks = ", ".join("?" * len(chunk))
+            for table in _POINT_TABLES:
+                self.db.execute(f"DELETE FROM {table} WHERE point_id IN (SELECT id FROM points WHERE run_id IN "
+                                f"({marks}))", tuple(chunk))
+            self.db.execute(f"DELETE FROM points WHERE run_id IN ({marks})", tuple(chunk))
+            self.db.execute(f"DELETE FROM runs WHERE id IN ({marks})", tuple(chunk))
 
     # ------------------------------------------------------------------ reading
 

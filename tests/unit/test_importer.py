@@ -60,3 +60,30 @@ def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_wi
                                    "not connect to server: Connection refused | Thread initialization failed!")
     assert (failed.first_line, failed.last_line) == (1, 288)
     assert ok.result.status == "ok" and ok.result.measurement.transactions > 0
+
+
+def test_import_replace_reimports_a_file_with_new_options_in_place_of_the_first(tmp_path):
+    import sqlite3
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
+    store = tmp_path / "s.db"
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "dbarena", "import", str(fixture), "--store", str(store), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    first = run("--label", "old")
+    assert first.returncode == 0 and "imported 3 point(s)" in first.stdout, first.stderr
+    again = run("--label", "new")
+    assert again.returncode == 0 and "already imported" in again.stdout and "--replace" in again.stdout
+    replaced = run("--label", "new", "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert "the 3 point(s) of its earlier import removed" in replaced.stdout and "imported 3 point(s)" in replaced.stdout
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT label FROM runs").fetchall() == [("new",)]
+    assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 3
+    assert db.execute("SELECT COUNT(*) FROM raw_outputs").fetchone()[0] == 3  # nothing of the first left behind
+    assert db.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == 1
