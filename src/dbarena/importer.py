@@ -187,9 +187,13 @@ def read_pgbench(name: str, text: str, label: str, workload: str | None) -> list
             (l.split(":", 1)[1].strip() for l in chunk.splitlines() if l.startswith("transaction type:")), None)
         scale = (report.scale if report and report.scale else None) or _int(_option(args or [], "-s", "--scale"),
                                                                            name, first)
+        # The query mode is part of the configuration, as `-M` is of a measured point's
+        # options (which name it only when it is not pgbench's default, simple).
+        mode = (report.query_mode if report else None) or _option(args or [], "-M", "--protocol")
         spec = PointSpec(engine="postgres", workload=workload or _pgbench_workload(args, ttype), threads=threads,
                          clients=clients, duration_s=duration or (int(samples[-1].second) if samples else 0),
-                         params=(("scale", scale),) if scale else ())
+                         params=(("scale", scale),) if scale else (),
+                         options=(("protocol", mode),) if mode and mode != "simple" else ())
         if report is not None and "Run was aborted" not in chunk:
             result = PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=report.samples,
                                  **_common(args, "pgbench", chunk))

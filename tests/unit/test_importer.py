@@ -87,3 +87,13 @@ def test_import_replace_reimports_a_file_with_new_options_in_place_of_the_first(
     assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 3
     assert db.execute("SELECT COUNT(*) FROM raw_outputs").fetchone()[0] == 3  # nothing of the first left behind
     assert db.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == 1
+
+
+def test_pgbench_query_mode_is_part_of_an_imported_points_configuration():
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parent.parent / "fixtures" / "pgbench" / "corpus"
+    (prepared,) = importer.read("p.txt", (corpus / "pg16.3-select-only-prepared-cedardb.txt").read_text(), label="x")
+    assert dict(prepared.result.spec.options) == {"protocol": "prepared"}
+    appended = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
+    assert all(p.result.spec.options == () for p in importer.read("a.txt", appended.read_text(), label="x"))
