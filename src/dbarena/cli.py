@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import signal
+import sqlite3
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -576,6 +577,8 @@ def import_command(files, label, engine, tool, workload, price_per_hour, replace
                 ok = sum(p.result.ok for p in points)
                 click.echo(f"{path}: imported {len(points)} point(s) ({ok} ok, {len(points) - ok} failed) "
                            f"as run {', '.join(map(str, run_ids))}, label {', '.join(sorted({k[0] for k in groups}))}")
+                for note, count in Counter(p.note for p in points if p.note).items():
+                    click.echo(f"{path}: {count} run(s): {note}")
     if failed:
         raise SystemExit(ExitStatus.USAGE)
 

@@ -43,6 +43,7 @@ class ImportedPoint:
     tool: str
     price_per_hour: float | None = None
     server_version: str | None = None
+    note: str | None = None  # what the import could not tell, for the user
 
 
 # ------------------------------------------------------------------ recognising
@@ -218,7 +219,14 @@ def _common(args: list[str] | None, tool: str, chunk: str) -> dict:
 _SB_ENGINES = {"pgsql": "postgres", "mysql": "mysql"}
 
 
-def _sysbench_workload(args: list[str] | None, report) -> str:
+# What sysbench's output says when no script is named: nothing about which it was.
+UNNAMED_SYSBENCH = "sysbench"
+
+
+def _sysbench_workload(args: list[str] | None) -> str | None:
+    """The workload of the script an echoed command line names; None when none is named.
+    The read/write mix sysbench printed is no substitute: oltp_point_select, the
+    random-points scripts and a TPC-C script print mixes like the standard ones'."""
     script = next((a for a in (args or []) if re.fullmatch(r"[\w./-]+\.lua|oltp_\w+|tpcc|select_random_\w+|"
                                                               r"bulk_insert", a)), None)
     if script is None and args:
@@ -231,12 +239,7 @@ def _sysbench_workload(args: list[str] | None, report) -> str:
             return named[stem]
         if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix
             return "sysbench-" + stem.replace("_", "-")
-    # No script named: guess from the read/write mix that sysbench printed.
-    if report.reads and not report.writes:
-        return "sysbench-read-only"
-    if report.writes and not report.reads:
-        return "sysbench-write-only"
-    return "sysbench-read-write" if report.reads and report.writes else "sysbench"
+    return None
 
 
 def read_sysbench(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
@@ -284,8 +287,8 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
             ("tables", _int(_option(args or [], "--tables", "--oltp-tables-count"), name, first)),
             ("table_size", _int(_option(args or [], "--table-size", "--table_size", "--oltp-table-size"), name, first)),
         ) if v is not None))
-        spec = PointSpec(engine=run_engine, workload=workload or (_sysbench_workload(args, report) if report
-                                                                   else "sysbench"),
+        named = workload or _sysbench_workload(args)
+        spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
                          threads=threads, clients=threads, duration_s=duration, params=params)
         if report is not None:
             result = PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=samples,
@@ -298,7 +301,10 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
         else:
             result = PointResult(spec=spec, status="failed", error="no summary: the output ends before sysbench "
                                  "finished", samples=samples, **_common(args, "sysbench", chunk))
-        points.append(ImportedPoint(result=result, label=label, first_line=first, last_line=last, tool="sysbench"))
+        note = None if named else (f"no sysbench script named (no command line echoed before the run): stored as "
+                                   f"workload {UNNAMED_SYSBENCH!r}; name it with --workload (and --replace)")
+        points.append(ImportedPoint(result=result, label=label, first_line=first, last_line=last, tool="sysbench",
+                                    note=note))
     return points
 
 

@@ -60,6 +60,11 @@ def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_wi
                                    "not connect to server: Connection refused | Thread initialization failed!")
     assert (failed.first_line, failed.last_line) == (1, 288)
     assert ok.result.status == "ok" and ok.result.measurement.transactions > 0
+    # No command line names the script (it was tpcc.lua): not guessed from the read/write mix.
+    assert ok.result.spec.workload == "sysbench" and "no sysbench script named" in ok.note
+    (named,) = [p for p in importer.read(name, text, label="thp", engine="postgres", workload="sysbench-tpcc")
+                if p.result.ok]
+    assert named.result.spec.workload == "sysbench-tpcc" and named.note is None
 
 
 def test_import_replace_reimports_a_file_with_new_options_in_place_of_the_first(tmp_path):
