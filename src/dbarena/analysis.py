@@ -123,8 +123,9 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> list[dict]:
-    """One summary per label and configuration key over its repeats; with `histograms`
-    (store.latency_histograms), their latency percentiles too (pooled_latency)."""
+    """One summary per label and configuration key over its repeats, with their latency
+    (pooled_latency; percentiles of several repeats need `histograms`, i.e.
+    store.latency_histograms)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
@@ -161,7 +162,7 @@ def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, 
             "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
-            **(pooled_latency(ok, histograms) if histograms is not None else {}),
+            **pooled_latency(ok, histograms),
             "_estimate": summary.estimate,
         })
     return out
@@ -172,29 +173,29 @@ LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency
 
 
 def pooled_latency(ok: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> dict:
-    """Latency percentiles over a group's repeats: the percentiles of their merged
-    histograms (never an average of percentiles), the mean weighted by transactions.
-    One point: its own figures. Repeats without a histogram each (imports of tools
-    that print one percentile, stores older than schema 13): no pooled percentile,
-    and `latency_pooled` says why."""
+    """Latency over a group's repeats. Percentiles: of their merged histograms, never an
+    average of percentiles; repeats without a histogram each (imports of tools that
+    print one percentile, stores older than schema 13) get none, and `latency_pooled`
+    says why. The average: of what the tool printed, weighted by transactions (a
+    sampled log's mean is only an estimate of it). One point: its own figures."""
     out: dict = dict.fromkeys(LATENCY_FIELDS)
-    out["latency_avg_ms"] = None
     if not ok:
-        return {**out, "latency_pooled": None}
+        return {**out, "latency_avg_ms": None, "latency_pooled": None}
     if len(ok) == 1:
         return {**out, **{k: ok[0].get(k) for k in (*LATENCY_FIELDS, "latency_avg_ms")},
                 "latency_pooled": "one point"}
+    means = [(m["latency_avg_ms"], m.get("transactions") or 0) for m in ok if m.get("latency_avg_ms") is not None]
+    weighted = len(means) == len(ok) and all(n for _, n in means)
+    out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means) if weighted else None
     records = histograms([m["point_id"] for m in ok]) if histograms is not None else {}
     if len(records) == len(ok):
         pool = latency.merged(latency.Latencies.decode(records[m["point_id"]]) for m in ok)
         assert pool is not None
         figures = pool.percentiles_ms()
         out.update({f"latency_{name}_ms": figures[name] for name in ("p50", "p90", "p95", "p99", "p999", "max")})
-        out["latency_avg_ms"] = pool.mean_ms
+        if out["latency_avg_ms"] is None:
+            out["latency_avg_ms"] = pool.mean_ms
         return {**out, "latency_pooled": f"merged histograms of {len(ok)} points"}
-    means = [(m["latency_avg_ms"], m.get("transactions") or 0) for m in ok if m.get("latency_avg_ms") is not None]
-    if len(means) == len(ok) and all(n for _, n in means):
-        out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means)
     maxima = [m["latency_max_ms"] for m in ok if m.get("latency_max_ms") is not None]
     out["latency_max_ms"] = max(maxima) if len(maxima) == len(ok) else None
     return {**out, "latency_pooled": f"no percentiles: {len(ok) - len(records)} of {len(ok)} points "

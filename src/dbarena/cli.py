@@ -303,7 +303,7 @@ def run(store, no_init, keep, resume, progress_file, no_system_metrics, **kwargs
         if outcome.precision:
             out.print(terminal.precision_table(outcome.precision, the_study.precision))
         if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
-            groups = analysis.summaries(rows)
+            groups = analysis.summaries(rows, histograms=db.latency_histograms)
             out.print(terminal.summary_table(groups))
             for line in terminal.warning_lines(groups):
                 out.print(line)

@@ -71,45 +71,38 @@ class Latencies:
 
     # -------------------------------------------------------------- recording
 
-    def record_counts(self, values: Sequence[int], counts: Sequence[int]) -> None:
-        """Record each values[i] counts[i] times (whole microseconds, each > 0)."""
-        hdr = self.hdr
-        for value, n in zip(values, counts):
-            if n <= 0:
-                continue
-            v = int(value)
-            self.count += n
-            self.sum_us += v * n
-            self.min_us = v if self.min_us is None else min(self.min_us, v)
-            self.max_us = v if self.max_us is None else max(self.max_us, v)
-            if v > HIGHEST_US:
-                self.over_range += n
-                v = HIGHEST_US
-            hdr.record_value(max(v, LOWEST_US), n)
-
-    def record_array(self, values) -> None:
-        """Record a numpy array of whole microseconds (each > 0). The exact figures
-        come from the values; each value's HDR bucket is counted in numpy (a bincount
-        over the bucket indices) and reaches the histogram once per bucket when it is
-        read, so that ten million latencies cost a few array passes, not ten million
-        Python calls."""
+    def record_counts(self, values, counts=None) -> None:
+        """Record each values[i] counts[i] times (once each without counts): whole
+        microseconds, each > 0, as a sequence or a numpy array. The exact figures come
+        from the values; each value's HDR bucket is counted in numpy (a bincount over the
+        bucket indices) and reaches the histogram once per bucket when it is read, so
+        that ten million latencies cost a few array passes, not ten million Python calls."""
         import numpy as np
 
+        values = np.asarray(values, dtype=np.int64)
+        if counts is not None:
+            counts = np.asarray(counts, dtype=np.int64)
+            values, counts = values[counts > 0], counts[counts > 0]
         if len(values) == 0:
             return
-        values = np.asarray(values, dtype=np.int64)
-        self.count += len(values)
-        self.sum_us += int(values.sum())
+        self.count += len(values) if counts is None else int(counts.sum())
+        self.sum_us += int(values.sum() if counts is None else (values * counts).sum())
         low, high = int(values.min()), int(values.max())
         self.min_us = low if self.min_us is None else min(self.min_us, low)
         self.max_us = high if self.max_us is None else max(self.max_us, high)
         if high > HIGHEST_US:
-            self.over_range += int((values > HIGHEST_US).sum())
-        counts = np.bincount(bucket_index(np.clip(values, LOWEST_US, HIGHEST_US)), minlength=COUNTS_LEN)
+            over = values > HIGHEST_US
+            self.over_range += int(over.sum() if counts is None else counts[over].sum())
+        buckets = np.bincount(bucket_index(np.clip(values, LOWEST_US, HIGHEST_US)), weights=counts,
+                              minlength=COUNTS_LEN).astype(np.int64)  # (weights give floats: exact below 2**53)
         if self._pending is None:
-            self._pending = counts
+            self._pending = buckets
         else:
-            self._pending += counts
+            self._pending += buckets
+
+    def record_array(self, values) -> None:
+        """Record every value once (a numpy array from a log reader)."""
+        self.record_counts(values)
 
     def _flush(self) -> None:
         """Bucket counts from record_array into the histogram."""

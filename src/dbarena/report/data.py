@@ -218,7 +218,8 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     if baseline is None and order:
         baseline = order[0]
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in analysis.summaries(rows)}
+    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s
+                 for s in analysis.summaries(rows, histograms=histograms)}
     origin_label = {r["label"]: r["_label"] for r in rows}
     for s_ in summaries.values():
         s_["_label"] = origin_label[s_["label"]]
@@ -253,7 +254,6 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         qps = _mean(m.get("qps") for m in ok)
         value = summary["mean"]
         hw = hardware.get(label, {})
-        latencies = analysis.pooled_latency(ok, histograms)
         level_rows.append({
             "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": summary["metric"],
             "n": summary["n"], "failed": summary["failed"],
@@ -263,7 +263,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             "transactions": _mean(m.get("transactions") for m in ok),
             "queries": _mean(m.get("queries") for m in ok),
             "time_s": _mean(m.get("duration_s") for m in ok) if tps is not None else _mean(m.get("run_avg_s") for m in ok),
-            **latencies,
+            **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled")},
             "price_per_hour": price,
             "price_per_100_tps": price / (tps / 100) if price and tps else None,
             "tps_per_dollar_hour": tps / price if price and tps else None,

@@ -105,7 +105,7 @@ def _blocks(f, out: Latencies, name: str) -> Iterator[tuple[bytes, int, int]]:
             if whole.startswith(_HEADER):
                 whole, header = whole[whole.index(b"\n") + 1:], 1
                 if not whole:
-                    yield whole, header, 6
+                    yield whole, header, 0  # no line to read: only the header so far
                     continue
             columns = _first_line_columns(whole[:whole.index(b"\n")], name, 1 + header)
         yield whole, header, columns
