@@ -135,12 +135,53 @@ def _pgbench_workload(args: list[str] | None, transaction_type: str | None) -> s
     return "pgbench-custom"
 
 
+_PERF = re.compile(r"^\s*Performance counter stats for '(?P<cmd>.+)':\s*$")
+_PERF_ELAPSED = re.compile(r"^\s*[\d.,]+ seconds time elapsed")
+_PERF_AFTER = re.compile(r"^\s*[\d.,]+ seconds (?:user|sys)\s*$")
+
+
+def _trailer(line: str, tool: str) -> list[str] | None:
+    """The command of a `perf stat` report that follows a run (Percona's THP study ran
+    every benchmark under perf stat, which names the command only after its output):
+    `Performance counter stats for './pgbench db -T 600 -c 64':`. A sysbench Lua script
+    run directly (`./tpcc.lua ... run`, sysbench in its #! line) counts as sysbench."""
+    m = _PERF.match(line)
+    if m is None:
+        return None
+    cmd = m["cmd"]
+    args = _command(cmd, tool)
+    if args is not None:
+        return args
+    if tool == "sysbench" and re.match(r"^(?:[\w./~-]*/)?[\w-]+\.lua(?:\s|$)", cmd):
+        try:
+            return shlex.split(cmd)
+        except ValueError:
+            return cmd.split()
+    return None
+
+
 def _chunks(lines: list[str], tool: str, is_end, is_continuation) -> list[tuple[int, int, list[str] | None]]:
-    """Split a file into runs: at echoed command lines, and after a finished run's
-    summary. Returns (first line, last line, command args) with 1-based lines."""
+    """Split a file into runs: at echoed command lines, after a finished run's summary,
+    and after a `perf stat` report naming the run's command (which it then gives the
+    run). Returns (first line, last line, command args) with 1-based lines."""
     chunks: list[tuple[int, int, list[str] | None]] = []
     start, args, finished, content = 1, None, False, False
+    trailer = 0  # 1: inside a perf stat report, 2: after its "seconds time elapsed"
     for i, line in enumerate(lines, start=1):
+        if trailer:
+            if trailer == 1:
+                if _PERF_ELAPSED.match(line):
+                    trailer = 2
+                continue
+            if not line.strip() or _PERF_AFTER.match(line):
+                continue
+            chunks.append((start, i - 1, args))
+            start, args, finished, content, trailer = i, None, False, False, 0
+        perf = _trailer(line, tool)
+        if perf is not None and content:
+            args = args if args is not None else perf
+            trailer = 1
+            continue
         cmd = _command(line, tool)
         if cmd is not None or (finished and line.strip() and not is_continuation(line)):
             if content or args is not None:
@@ -208,9 +249,32 @@ def read_pgbench(name: str, text: str, label: str, workload: str | None) -> list
     return points
 
 
+# A password written into an imported file (an echoed command line, a perf stat
+# trailer) is not stored: the store, its reports and exports never hold one.
+_SECRETS = (
+    (re.compile(r"(--(?:[\w-]+-)?password=)(?!\*\*\*)[^\s'\"]+"), r"\1***"),
+    (re.compile(r"\b((?:PGPASSWORD|MYSQL_PWD)=)(?!\*\*\*)[^\s'\"]+"), r"\1***"),
+    (re.compile(r"(://[^/\s:@]+:)(?!\*\*\*)[^@\s/]+@"), r"\1***@"),
+)
+
+
+def masked(text: str) -> str:
+    """The text with any password it spells out replaced by ***."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _masked_args(tool: str, args: list[str] | None) -> tuple[str, ...]:
+    out = [masked(a) for a in args or ()]
+    if tool == "mysqlslap":  # -pSECRET (a bare -p prompts, and -p SECRET is not a password)
+        out = ["-p***" if a.startswith("-p") and len(a) > 2 and a != "-p***" else a for a in out]
+    return tuple(out)
+
+
 def _common(args: list[str] | None, tool: str, chunk: str) -> dict:
-    return dict(started_at=_EPOCH, ended_at=_EPOCH, command=(tool, *(args or ())), exit_code=None, stdout=chunk,
-                stderr="")
+    return dict(started_at=_EPOCH, ended_at=_EPOCH, command=(tool, *_masked_args(tool, args)), exit_code=None,
+                stdout=masked(chunk), stderr="")
 
 
 # ------------------------------------------------------------------ sysbench
@@ -240,6 +304,24 @@ def _sysbench_workload(args: list[str] | None) -> str | None:
         if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix
             return "sysbench-" + stem.replace("_", "-")
     return None
+
+
+# Options of an echoed sysbench command line that are not part of a point's options:
+# where it connected, what params and the spec hold, and what only changes the report.
+_SB_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|db-driver|threads|num-threads|time|max-time|tables|table-size|"
+                             r"table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
+                             r"percentile|config-file|verbosity|test)$")
+
+
+def _sysbench_options(args: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """The --name=value options that shape what a sysbench run measured (--use_fk=0,
+    --trx_level=RC, --range-size ...), as a measured point's options hold them."""
+    found = {}
+    for arg in args or ():
+        m = re.fullmatch(r"--([\w-]+)=(.*)", arg)
+        if m and not _SB_NOT_OPTIONS.match(m[1]):
+            found[m[1]] = m[2]
+    return tuple(sorted(found.items()))
 
 
 def read_sysbench(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
@@ -286,10 +368,13 @@ def read_sysbench(name: str, text: str, label: str, engine: str | None, workload
         params = tuple(sorted((k, v) for k, v in (
             ("tables", _int(_option(args or [], "--tables", "--oltp-tables-count"), name, first)),
             ("table_size", _int(_option(args or [], "--table-size", "--table_size", "--oltp-table-size"), name, first)),
+            # sysbench-tpcc: warehouses per table.
+            ("scale", _int(_option(args or [], "--scale"), name, first)),
         ) if v is not None))
         named = workload or _sysbench_workload(args)
         spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
-                         threads=threads, clients=threads, duration_s=duration, params=params)
+                         threads=threads, clients=threads, duration_s=duration, params=params,
+                         options=_sysbench_options(args))
         if report is not None:
             result = PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=samples,
                                  **_common(args, "sysbench", chunk))

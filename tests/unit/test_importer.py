@@ -54,17 +54,66 @@ def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_wi
 
     name = "percona-thp2019-tpcc-aborted-then-run.txt"
     text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
-    failed, ok = importer.read(name, text, label="thp", engine="postgres")
+    # No --engine: the perf stat report after each run names its command (--db-driver=pgsql).
+    failed, ok = importer.read(name, text, label="thp")
     assert failed.result.status == "failed" and failed.result.spec.threads == 64
     assert failed.result.error == ("sysbench failed before the run started: Connection to database failed: could "
                                    "not connect to server: Connection refused | Thread initialization failed!")
     assert (failed.first_line, failed.last_line) == (1, 288)
     assert ok.result.status == "ok" and ok.result.measurement.transactions > 0
-    # No command line names the script (it was tpcc.lua): not guessed from the read/write mix.
+    assert ok.first_line == 289 and ok.result.stdout.startswith("sysbench 1.0.16")
+
+
+def test_a_perf_stat_report_after_a_run_names_its_command():
+    from pathlib import Path
+
+    name = "percona-thp2019-tpcc-aborted-then-run.txt"
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
+    for point in importer.read(name, text, label="thp"):
+        spec = point.result.spec
+        assert (spec.engine, spec.workload, spec.threads, spec.duration_s) == ("postgres", "sysbench-tpcc", 64, 600)
+        # Tables and warehouses per table are the dataset; the script's own options are
+        # part of the configuration, as a measured point's are.
+        assert dict(spec.params) == {"tables": 10, "scale": 48}
+        assert dict(spec.options) == {"trx_level": "RC", "use_fk": "0"}
+        assert point.result.command[:2] == ("sysbench", "./tpcc.lua") and point.note is None
+        assert "Performance counter stats for './tpcc.lua" in point.result.stdout
+
+
+def test_a_sysbench_run_without_a_command_line_is_not_guessed_from_its_mix():
+    from pathlib import Path
+
+    name = "percona-thp2019-tpcc-aborted-then-run.txt"
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
+    bare = "\n".join(l for l in text.splitlines() if "Performance counter stats" not in l) + "\n"
+    with pytest.raises(importer.ImportProblem, match="pass --engine"):
+        importer.read(name, bare, label="thp")
+    (ok,) = [p for p in importer.read(name, bare, label="thp", engine="postgres") if p.result.ok]
+    # It was tpcc.lua, whose read/write mix looks like oltp_read_write's: not guessed.
     assert ok.result.spec.workload == "sysbench" and "no sysbench script named" in ok.note
-    (named,) = [p for p in importer.read(name, text, label="thp", engine="postgres", workload="sysbench-tpcc")
+    (named,) = [p for p in importer.read(name, bare, label="thp", engine="postgres", workload="sysbench-tpcc")
                 if p.result.ok]
     assert named.result.spec.workload == "sysbench-tpcc" and named.note is None
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("sysbench --mysql-password=s3cr3t oltp_read_only run", "sysbench --mysql-password=*** oltp_read_only run"),
+    ("./tpcc.lua --pgsql-password= run", "./tpcc.lua --pgsql-password= run"),
+    ("pgbench -c 4 postgresql://bench:pw@10.0.0.5/db", "pgbench -c 4 postgresql://bench:***@10.0.0.5/db"),
+    ("PGPASSWORD=hunter2 pgbench -S", "PGPASSWORD=*** pgbench -S"),
+])
+def test_passwords_in_imported_text_are_masked(text, shown):
+    assert importer.masked(text) == shown
+
+
+def test_a_mysqlslap_password_on_its_command_line_is_not_stored():
+    text = ("$ mysqlslap -ubench -psecret --concurrency=4 --iterations=2\nBenchmark\n"
+            "\tAverage number of seconds to run all queries: 0.107 seconds\n"
+            "\tMinimum number of seconds to run all queries: 0.101 seconds\n"
+            "\tMaximum number of seconds to run all queries: 0.113 seconds\n"
+            "\tNumber of clients running queries: 4\n\tAverage number of queries per client: 25\n\n")
+    (point,) = importer.read("slap.txt", text, label="x")
+    assert "secret" not in " ".join(point.result.command) and "-p***" in point.result.command
 
 
 def test_import_replace_reimports_a_file_with_new_options_in_place_of_the_first(tmp_path):

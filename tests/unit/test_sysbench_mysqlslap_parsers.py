@@ -38,6 +38,9 @@ SB_CORPUS_EXPECTED = {
     "sysbench-0.5-oltp-ro-mysql-95pct.txt": (
         "0.5", 128, 259812, 4258.44, 4156992, 59618.14 + 8516.88, 0, 0, 61.0111, 259812,
         2.24, 30.05, 356.93, 95, 86.15, 30),
+    "sysbench-0.5-early-oltp-ro-mysql.txt": (
+        "0.5", 8, 1598836, 5294.13, 25581376, 74117.79 + 10588.26, None, None, 302.0018, 1598836,
+        1.25, 1.51, 3.14, 95, 1.73, 60),
     "sysbench-1.0.9-oltp-insert-mysql-pct99-systemluajit204.txt": (
         "1.0.9", 400, 558494, 9273.20, 558494, 9273.20, 0, 0, 60.2244, 558494,
         3.89, 43.02, 2881.01, 99, 253.35, 12),
@@ -124,6 +127,21 @@ def test_sysbench_05_interval_line():
     assert (s.second, s.threads, s.tps, s.reads_per_s, s.writes_per_s, s.latency_pct_ms, s.latency_percentile,
             s.errors_per_s, s.reconnects_per_s) == (2.0, 128, 3546.24, 50417.76, 0.0, 120.54, 95.0, 0.0, 0.0)
     assert s.qps is None and s.other_per_s is None
+
+
+def test_sysbench_05_early_interval_line_and_read_write_requests():
+    # 2013's 0.5: "reads/s:" and "writes/s:", no errors or reconnects (which stay None,
+    # not 0: the tool did not say).
+    r = sysbench.parse((SB_CORPUS / "sysbench-0.5-early-oltp-ro-mysql.txt").read_text())
+    s = r.samples[0]
+    assert (s.second, s.threads, s.tps, s.reads_per_s, s.writes_per_s, s.latency_pct_ms, s.latency_percentile) == (
+        5.0, 8, 5271.11, 73811.70, 0.0, 1.70, 95.0)
+    assert s.errors_per_s is None and s.reconnects_per_s is None and s.qps is None
+    assert r.samples[-1].second == 300.0
+    # The figure MariaDB's published series call QPS: read/write requests, kept beside
+    # sysbench's total (which counts BEGIN/COMMIT as "other operations").
+    m = r.to_measurement()
+    assert m.details["rw_requests_per_s"] == 74117.79 and m.qps == 84706.05
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/corpus not beside this checkout")

@@ -40,6 +40,12 @@ _INTERVAL_05 = re.compile(
     rf"writes: (?P<w>{_N}), response time: (?P<lat>{_N})ms \((?P<pct>{_N})%\), errors: (?P<err>{_N}), "
     rf"reconnects: +(?P<reconn>{_N})$"
 )
+# 0.5 as released in 2013 (MariaDB's series of that year): rates named reads/s and
+# writes/s, no errors or reconnects.
+_INTERVAL_05_EARLY = re.compile(
+    rf"^\[ *(?P<second>{_N})s\] threads: (?P<threads>\d+), tps: (?P<tps>{_N}), reads/s: (?P<r>{_N}), "
+    rf"writes/s: (?P<w>{_N}), response time: (?P<lat>{_N})ms \((?P<pct>{_N})%\)$"
+)
 _BANNER = re.compile(r"^sysbench (?P<version>\d+\.\d+(?:\.\d+)?)\b")
 _THREADS = re.compile(r"^Number of threads: (?P<v>\d+)$")
 _REPORT_EVERY = re.compile(r"^Report intermediate results every (?P<v>\d+) second\(s\)$")
@@ -99,6 +105,9 @@ class SysbenchReport:
     latency_sum_ms: float | None = None
     percentile: float | None = None  # the one percentile sysbench printed (e.g. 95)
     latency_pct_ms: float | None = None  # its value
+    # 0.4 / 0.5: "read/write requests", the queries without BEGIN/COMMIT (what MariaDB's
+    # published sysbench 0.5 series call QPS).
+    rw_requests_per_s: float | None = None
     histogram: tuple[tuple[float, int], ...] = ()
     samples: tuple[Sample, ...] = field(default=())
 
@@ -121,7 +130,7 @@ class SysbenchReport:
         details = {
             k: getattr(self, k)
             for k in ("version", "threads", "reads", "writes", "other", "deadlocks", "total_time_s", "events",
-                      "latency_sum_ms", "percentile", "latency_pct_ms")
+                      "latency_sum_ms", "percentile", "latency_pct_ms", "rw_requests_per_s")
             if getattr(self, k) is not None
         }
         if self.histogram:
@@ -153,11 +162,12 @@ def histogram_percentile(histogram: Sequence[tuple[float, int]], pct: float) -> 
 
 
 def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
-    """An interval report line (1.0+ or 0.5 style) as a Sample; None for other lines."""
+    """An interval report line (1.0+, 0.5 or early 0.5 style) as a Sample; None for other
+    lines."""
     line = line.rstrip("\r\n")
     if not line.startswith("["):
         return None
-    m = _INTERVAL.match(line) or _INTERVAL_05.match(line)
+    m = _INTERVAL.match(line) or _INTERVAL_05.match(line) or _INTERVAL_05_EARLY.match(line)
     if m is None:
         if "thds:" in line or "threads:" in line:
             raise ParseError(TOOL, "unreadable interval report line", lineno, line)
@@ -173,8 +183,8 @@ def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
         other_per_s=float(g["o"]) if g.get("o") is not None else None,
         latency_percentile=float(g["pct"]),
         latency_pct_ms=float(g["lat"]),
-        errors_per_s=float(g["err"]),
-        reconnects_per_s=float(g["reconn"]),
+        errors_per_s=float(g["err"]) if g.get("err") is not None else None,
+        reconnects_per_s=float(g["reconn"]) if g.get("reconn") is not None else None,
     )
 
 
@@ -222,9 +232,12 @@ def parse(stdout: str, stderr: str = "") -> SysbenchReport:
         values["queries"] = queries
     elif "rw_requests" in values and "other_operations" in values:
         # 0.4 / 0.5 split queries into read/write requests and other operations.
-        qps = values["rw_requests"][1] + values["other_operations"][1]
+        # Both printed to 2 decimals: so is their sum (no float noise in the store).
+        qps = round(values["rw_requests"][1] + values["other_operations"][1], 2)
     else:
         qps = None
+    if "rw_requests" in values:
+        values["rw_requests_per_s"] = values["rw_requests"][1]
     for name in ("rw_requests", "other_operations"):
         values.pop(name, None)
     for name in ("errors", "reconnects", "deadlocks"):
