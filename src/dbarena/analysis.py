@@ -6,6 +6,7 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
@@ -157,6 +158,7 @@ def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, 
             **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
             "metric": ok[0]["metric"] if ok else members[0]["metric"],
             "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
+            **_statistic(ok),
             "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
             # What the interval is: over repeats, or (one repeat) the precision of that run.
             "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
@@ -166,6 +168,25 @@ def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, 
             "_estimate": summary.estimate,
         })
     return out
+
+
+# What a summary's median and mean are over: each repeat's steady-state mean (warm-up
+# excluded, from its per-second series), or the figure the tool printed (a run without
+# a series); beside them, the median of the printed figures, the statistic published
+# studies use, so that theirs can be reproduced exactly.
+STEADY = "steady-state mean per run"
+PRINTED = "figure the tool printed per run"
+
+
+def _statistic(ok: list[dict]) -> dict:
+    steady = [m.get("steady_tps") is not None for m in ok]
+    printed = [m[m["metric"]] for m in ok if m.get(m["metric"]) is not None]
+    return {
+        "statistic": (STEADY if all(steady) else PRINTED if not any(steady) else
+                      f"mixed: {sum(steady)} steady-state mean(s), {len(steady) - sum(steady)} printed figure(s)")
+        if ok else None,
+        "printed_median": statistics.median(printed) if printed else None,
+    }
 
 
 LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",

@@ -471,17 +471,18 @@ class Store:
         return fingerprint
 
     def _backfill_config(self) -> None:
-        """Configuration keys for points stored before schema 7, from what they kept:
-        the run's options (settings, targets, --warmup), server version and host facts."""
+        """Configuration keys for points stored before schema 7 and imported ones, from
+        what they kept: the point's tool options, the run's options (settings, targets,
+        --warmup), server version and host facts."""
         rows = self.db.execute(
             "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
-            " r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
+            " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
             " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
             " WHERE p.config_key IS NULL"
         ).fetchall()
         with self.db:
-            for pid, engine, workload, threads, clients, duration_s, params, phase, options, version, host, facts \
-                    in rows:
+            for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
+                    version, host, facts in rows:
                 options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
                 target = (options.get("targets") or {}).get(engine)
                 settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
@@ -491,7 +492,10 @@ class Store:
                     # an imported summary without a time has duration 0: unknown.
                     duration_s=None if workload == "mysqlslap" or not duration_s else duration_s,
                     warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or 0),
-                    params=json.loads(params), options={}, settings=settings or {}, variant="",
+                    # The point's own tool options (an import's query mode, a sysbench
+                    # script's --options); none before schema 7.
+                    params=json.loads(params), options=json.loads(point_options or "{}"), settings=settings or {},
+                    variant=variant or "",
                     server_version=version, flavour=configkey.flavour_of(engine, version),
                     host=configkey.host_identity(host, target, facts.get("server_physical_cores"),
                                                  facts.get("server_hardware_threads")),

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dbarena import analysis
 from dbarena.model import PointResult, PointSpec, Sample
 
 
@@ -147,29 +148,42 @@ def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
 
 
 def summary_table(rows: Iterable[dict]) -> Table:
-    """analysis.summaries rows: one per label and configuration key."""
+    """analysis.summaries rows: one per label and configuration key. Where the median
+    is over steady-state means, the median of the tools' printed figures stands beside
+    it (what a published table would show)."""
     rows = list(rows)
     variants = any(r.get("variant") for r in rows)
+    printed = any(r.get("statistic") not in (None, analysis.PRINTED) for r in rows)
     table = Table(title="summary over repeats (one line per label and configuration)", title_justify="left")
     for name, justify in (
         ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
         *((("variant", "left"),) if variants else ()), ("config", "left"), ("metric", "left"),
-        ("n", "right"), ("median", "right"), ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
+        ("n", "right"), ("median", "right"), *((("printed median", "right"),) if printed else ()),
+        ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
         ("CV", "right"), ("p99 ms", "right"), ("warnings", "left"),
     ):
         table.add_column(name, justify=justify)
     for r in rows:
+        steady = r.get("statistic") not in (None, analysis.PRINTED)
         table.add_row(
             escape(r["label"]), r["engine"], r["workload"], str(r["threads"]),
             *((escape(r.get("variant") or "-"),) if variants else ()), (r.get("config_key") or "-")[:6], r["metric"],
-            f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""), _fmt(r["median"], 1),
+            f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""),
+            _fmt(r["median"], 1) + ("†" if steady else ""),
+            *((_fmt(r.get("printed_median"), 1) if steady else "=",) if printed else ()),
             _fmt(r["mean"], 1), _fmt(r["stdev"], 1),
             _interval(r["ci_low"], r["ci_high"]) + ("*" if r.get("interval") == "within one run" else ""),
             f"{r['cv']:.1%}" if r["cv"] is not None else "-", _fmt(r.get("latency_p99_ms"), 3), _warnings(r),
         )
+    captions = []
+    if printed:
+        captions.append("† median and mean of each run's steady-state mean (warm-up excluded, from its "
+                        "per-second series); 'printed median': of the figures the tool printed ('=': the same)")
     if any(r.get("interval") == "within one run" for r in rows):
-        table.caption = ("* one repeat: the interval within that run (its precision), blind to run-to-run "
-                         "variation; no comparison verdict without 3 repeats")
+        captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
+                        "variation; no comparison verdict without 3 repeats")
+    if captions:
+        table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
 
