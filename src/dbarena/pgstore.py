@@ -38,7 +38,9 @@ def errors() -> tuple[type[Exception], ...]:
 # store of that version (so that one list of columns serves both and merge copies by
 # name). Columns SQLite keeps from older schemas (points.stdout/stderr and
 # runs.host_facts, empty since schema 11) are kept here too, for the same reason.
-BASE_VERSION = 13  # stores created at 12 (by dbarena before histograms) migrate by MIGRATIONS[13]
+# Stores created at 12 (by dbarena before histograms) migrate by MIGRATIONS[13] and [14],
+# those created at 13 (before v_points showed p90 and p99.9) by MIGRATIONS[14].
+BASE_VERSION = 14
 SCHEMA = """
 CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at text NOT NULL);
 CREATE TABLE studies (
@@ -202,6 +204,7 @@ MIGRATIONS: dict[int, str] = {
         record    text NOT NULL
     );
     """,
+    14: views.DROP + views.postgresql(14),
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
@@ -298,10 +301,10 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
                 raise StoreError("the database has a table `runs` that dbarena did not create: "
                                  "use another database or schema (options=-csearch_path=...)")
             db.raw.execute(SCHEMA)
-            db.raw.execute(views.POSTGRESQL)
+            db.raw.execute(views.postgresql(BASE_VERSION))
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
-        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13)
+        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 and 14)
             db.raw.execute(MIGRATIONS[number])
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, applied_at))
 

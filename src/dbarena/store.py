@@ -262,7 +262,7 @@ MIGRATIONS: list[str] = [
         memory_used_bytes, server_cpu, loadgen_cpu FROM system_samples ORDER BY point_id, second;
     DROP TABLE system_samples;
     ALTER TABLE system_samples_keyed RENAME TO system_samples;
-    """ + views.SQLITE,
+    """ + views.sqlite(12),
     # 13: latency percentiles p90 and p99.9; every point's latency histogram (an HDR
     # histogram's encoding with the exact count, sum, min and max: latency.py), so that
     # summaries take percentiles of merged histograms.
@@ -274,6 +274,10 @@ MIGRATIONS: list[str] = [
         record    TEXT NOT NULL
     );
     """,
+    # 14: v_points shows every latency percentile a point stores, in order (p50, p90,
+    # p95, p99, p99.9): 13 added p90 and p99.9 to the table but not to the view. Its
+    # columns change, so the views are dropped and created again (views.py).
+    views.DROP + views.sqlite(14),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

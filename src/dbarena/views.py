@@ -18,7 +18,10 @@ dialects with the same names and columns. The README documents them.
   the second), for time-series panels.
 
 Views read the tables through JSON functions, which differ per dialect: hence two
-texts. A view's columns change only in a migration (which drops and recreates it).
+texts. A view's columns change only in a migration (which drops and recreates it), so
+the texts are kept per schema version (`sqlite(12)`, `postgresql(14)`): a migration's
+SQL stays what it was when it was released (a store of schema 11 still runs 12, whose
+views must not name the columns 13 adds), and a store's views match its version.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ SELECT p.id AS point_id, r.id AS run_id, r.uuid AS run_uuid, r.label, r.host, r.
        p.warmup_s, p.repeat, p.config_key, p.config, p.status, p.error, p.started_at, p.ended_at,
        CASE WHEN p.tps IS NOT NULL THEN 'tps' ELSE 'qps' END AS metric,
        p.tps, p.qps, p.transactions, p.queries, p.run_avg_s,
-       p.latency_avg_ms, p.latency_p95_ms, p.latency_p99_ms, p.latency_max_ms,
+       {latency},
        {steady} AS steady_tps,
        d.estimator,
        CASE WHEN p.status <> 'ok' OR d.point_id IS NULL THEN NULL
@@ -90,13 +93,32 @@ WHERE p.phase = 'measured';
 """
 
 
-def _render(**sql: str) -> str:
+# v_points' latency columns, by the schema version that set them. Schema 12 showed
+# p95 and p99 alone; 14 shows every percentile a point stores, p90 and p99.9 (schema 13)
+# and p50 among them, in order.
+_LATENCY = {
+    12: "p.latency_avg_ms, p.latency_p95_ms, p.latency_p99_ms, p.latency_max_ms",
+    14: "p.latency_avg_ms, p.latency_p50_ms, p.latency_p90_ms, p.latency_p95_ms, p.latency_p99_ms,\n"
+        "       p.latency_p999_ms, p.latency_max_ms",
+}
+
+
+def _render(schema: int, **sql: str) -> str:
+    set_by = [v for v in _LATENCY if v <= schema]
+    if not set_by:
+        raise ValueError(f"schema {schema} has no views (they came with schema 12)")
+    sql["latency"] = _LATENCY[max(set_by)]
     return "".join(text.format(**sql) for text in (_POINTS, _SUMMARIES, _COMPARISONS, _SAMPLES))
 
 
 NAMES = ("v_points", "v_summaries", "v_comparisons", "v_samples")
 
-SQLITE = _render(
+# Every view, dependants first (PostgreSQL refuses to drop a view another one reads), for
+# a migration that recreates them: column lists change only that way (PostgreSQL's
+# CREATE OR REPLACE VIEW can only append columns).
+DROP = "".join(f"DROP VIEW {name};\n" for name in ("v_comparisons", "v_summaries", "v_points", "v_samples"))
+
+_SQLITE = dict(
     steady="json_extract(d.fields, '$.steady_tps')",
     cpu_model="json_extract(h.facts, '$.cpu_model')",
     physical_cores="json_extract(h.facts, '$.physical_cores')",
@@ -109,7 +131,7 @@ SQLITE = _render(
     time="datetime(p.started_at, '+' || s.second || ' seconds')",
 )
 
-POSTGRESQL = _render(
+_POSTGRESQL = dict(
     steady="(d.fields::jsonb ->> 'steady_tps')::double precision",
     cpu_model="(h.facts::jsonb ->> 'cpu_model')",
     physical_cores="(h.facts::jsonb ->> 'physical_cores')::integer",
@@ -119,3 +141,13 @@ POSTGRESQL = _render(
     except_host="(MIN(config)::jsonb - 'host')::text",
     time="p.started_at::timestamptz + s.second * interval '1 second'",
 )
+
+
+def sqlite(schema: int) -> str:
+    """CREATE VIEW statements of every view as an SQLite store of this schema version has them."""
+    return _render(schema, **_SQLITE)
+
+
+def postgresql(schema: int) -> str:
+    """The same for a PostgreSQL store."""
+    return _render(schema, **_POSTGRESQL)

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from conftest import cli_env, dbarena
+from dbarena import views
 from dbarena.engines import postgres
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.store import SCHEMA_VERSION, Store
 
 pytestmark = pytest.mark.e2e
@@ -213,16 +216,57 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
     with Store(url):
         pass
     with psycopg.connect(url, password=password, autocommit=True) as conn:
-        # what the base schema 12 was: without the two percentile columns and the table
+        # what the base schema 12 was: without the two percentile columns and the table,
+        # and with its own views (today's read the columns)
+        conn.execute(views.DROP)
         conn.execute("DROP TABLE latency_histograms")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
+        conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
     env = env_for(public_tmp, password)
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1",
                    "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 12}, {"version": 13}]
-    (point,) = query(url, password, "SELECT p.latency_p90_ms, h.record FROM points p "
-                                    "JOIN latency_histograms h ON h.point_id = p.id")
-    assert point["latency_p90_ms"] > 0 and json.loads(point["record"])["count"] > 0
+        [{"version": 12}, {"version": 13}, {"version": 14}]
+    (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
+                                    "JOIN latency_histograms h ON h.point_id = p.id "
+                                    "JOIN v_points v ON v.point_id = p.id")
+    assert point["latency_p90_ms"] > 0 and point["latency_p999_ms"] > 0 and json.loads(point["record"])["count"] > 0
+
+
+def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(database, tmp_path, monkeypatch):
+    """Stores created at base 13 (views without p90 and p99.9) get today's views, with the
+    columns SQLite's have, and keep their points."""
+    url, password = database
+    monkeypatch.setenv("PGPASSWORD", password)
+    percentiles = ["latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms"]
+    figures = dict(zip(percentiles, (1.5, 2.5, 3.5, 4.5, 5.5)))
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=1, clients=1, duration_s=10)
+    t0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+
+    def add_point(db: Store) -> int:
+        run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t", started_at=t0,
+                                      server_version="15", tool_versions={}, options={}, host_facts={}))
+        return db.add_point(run_id, PointResult(
+            spec=spec, status="ok", started_at=t0, ended_at=t0, command=("pgbench",), exit_code=0, stdout="",
+            stderr="", measurement=Measurement(tps=100.0, latency_avg_ms=1.0, **figures)))
+
+    with Store(url) as db:
+        old = add_point(db)
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        # what the base schema 13 was: today's tables, the views of schema 12
+        conn.execute(views.DROP)
+        conn.execute(views.postgresql(13))
+        conn.execute("UPDATE schema_migrations SET version = 13")
+    assert "latency_p90_ms" not in query(url, password, "SELECT * FROM v_points")[0]
+    with Store(url) as db:
+        assert db.version == SCHEMA_VERSION
+        new = add_point(db)
+    assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
+        [{"version": 13}, {"version": 14}]
+    viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
+    assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
+    with Store(tmp_path / "r.db") as lite:
+        sqlite_columns = [d[0] for d in lite.db.execute("SELECT * FROM v_points LIMIT 0").description]
+    assert list(query(url, password, "SELECT * FROM v_points LIMIT 1")[0]) == sqlite_columns

@@ -170,6 +170,9 @@ def test_every_historic_store_migrates_and_reads(path, tmp_path):
         assert [db.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "points", "samples")] \
             == counts
         assert db.db.execute("SELECT id, tps FROM points ORDER BY id").fetchall() == tps
+        # The views of today's schema (12 made them, 14 made them again with p90 and p99.9).
+        shown = [d[0] for d in db.db.execute("SELECT * FROM v_points LIMIT 0").description]
+        assert {"latency_p90_ms", "latency_p999_ms"} <= set(shown)
         rows = analysis.load(db)
         assert rows and all(r["config_key"] for r in rows)
         assert any(r["steady_tps"] for r in rows if r["samples"])

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from dbarena import analysis, views
-from dbarena.store import Store
+from dbarena import store as store_mod
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+from dbarena.store import SCHEMA_VERSION, Store
 
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
@@ -43,8 +46,69 @@ def rows(db: Store, sql: str) -> list[dict]:
 
 
 def test_views_exist_in_both_dialects_with_the_same_names():
-    for name in views.NAMES:
-        assert f"CREATE VIEW {name} AS" in views.SQLITE and f"CREATE VIEW {name} AS" in views.POSTGRESQL
+    for schema in (12, SCHEMA_VERSION):
+        for name in views.NAMES:
+            assert f"CREATE VIEW {name} AS" in views.sqlite(schema)
+            assert f"CREATE VIEW {name} AS" in views.postgresql(schema)
+    with pytest.raises(ValueError):
+        views.sqlite(11)
+
+
+def test_a_released_migration_keeps_the_views_of_its_schema():
+    # Migration 12 runs in stores of schema 11 and older today still: its views may not
+    # name the columns that 13 adds, and the views it made must stay as they were.
+    assert "latency_p90_ms" not in store_mod.MIGRATIONS[11] and "latency_p50_ms" not in store_mod.MIGRATIONS[11]
+    assert views.sqlite(13) == views.sqlite(12) != views.sqlite(14)
+
+
+PERCENTILES = ["latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms"]
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+
+
+def columns(db: Store, name: str) -> list[str]:
+    return [d[0] for d in db.db.execute(f"SELECT * FROM {name} LIMIT 0").description]
+
+
+def add_point(db: Store, **latencies: float) -> int:
+    run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t", started_at=T0,
+                                  server_version="15", tool_versions={}, options={}, host_facts={}))
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=1, clients=1, duration_s=10)
+    return db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",),
+                                            exit_code=0, stdout="", stderr="",
+                                            measurement=Measurement(tps=100.0, latency_avg_ms=1.0, **latencies)))
+
+
+def test_points_view_shows_every_latency_percentile_the_points_table_holds(tmp_path):
+    with Store(tmp_path / "r.db") as db:
+        shown = [c for c in columns(db, "v_points") if c.startswith("latency_")]
+        stored = {c for c in columns(db, "points") if c.startswith("latency_p")}
+    assert shown == ["latency_avg_ms", *PERCENTILES, "latency_max_ms"]
+    assert stored == set(PERCENTILES)  # a new percentile column belongs in the view too
+
+
+def test_a_schema_13_store_migrates_to_views_with_p90_and_p999(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    # A store as dbarena wrote it at schema 13 (its views without p50, p90 and p99.9),
+    # holding a point with every percentile.
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 13)
+    figures = dict(zip(PERCENTILES, (1.5, 2.5, 3.5, 4.5, 5.5)))
+    with Store(path) as db:
+        assert db.version == 13
+        old = add_point(db, **figures)
+        assert not set(PERCENTILES[:2] + PERCENTILES[-1:]) & set(columns(db, "v_points"))
+    monkeypatch.undo()
+    with Store(path) as db:
+        assert db.version == SCHEMA_VERSION
+        assert [c for c in columns(db, "v_points") if c in PERCENTILES] == PERCENTILES
+        new = add_point(db, latency_p90_ms=7.0, latency_p999_ms=9.0)
+        viewed = rows(db, f"SELECT point_id, {', '.join(PERCENTILES)} FROM v_points ORDER BY point_id")
+        # The views that read v_points were made again with it, and still answer.
+        analysis.load(db)  # the points' values
+        assert rows(db, "SELECT n, mean FROM v_summaries") == [{"n": 2, "mean": 100.0}]
+        assert rows(db, "SELECT COUNT(*) AS n FROM v_comparisons") == [{"n": 0}]
+    assert viewed == [{"point_id": old, **figures},
+                      {"point_id": new, **dict.fromkeys(PERCENTILES), "latency_p90_ms": 7.0,
+                       "latency_p999_ms": 9.0}]
 
 
 def test_points_view_has_no_value_until_dbarena_derived_it_then_the_same(tmp_path):
