@@ -7,9 +7,9 @@ differences, handled here); SQLite stores of schema 1 to 11 already exist in the
 and migrate by `PRAGMA user_version` scripts that must keep working byte for byte;
 psycopg is already a dependency (the PostgreSQL engine uses it). Alembic would add a
 second history beside the first one for SQLite, and SQLAlchemy's import (about 0.2 s)
-would be paid by every command. A PostgreSQL store starts at the schema it is created
-with (`SCHEMA`, version `BASE_VERSION`): there are no older PostgreSQL stores to carry,
-and migrations after it come in pairs, one per dialect.
+would be paid by every command. A new PostgreSQL store is created at `BASE_VERSION`
+(`SCHEMA`); one created by an older dbarena (schema 12 or later: no PostgreSQL store is
+older) runs `MIGRATIONS` from its version on, each the PostgreSQL twin of SQLite's.
 """
 
 from __future__ import annotations
