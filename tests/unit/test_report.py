@@ -138,7 +138,7 @@ def test_html_escapes_store_text_and_has_no_script(store):
     text = html.render(report, drawn)
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
-    assert text.count("<svg") == 2  # throughput and latency (no per-second series in this store)
+    assert text.count("<svg") == 3  # throughput, bars and latency (no per-second series in this store)
     assert not re.search(r'(src|href)="(https?:)?//', text)  # no external resource
     assert "<metadata>" not in text
 
@@ -149,7 +149,8 @@ def test_markdown_writes_charts_next_to_it(store, tmp_path):
     out = tmp_path / "article.md"
     text = markdown.render(report, drawn, out)
     images = sorted(p.name for p in (tmp_path / "article_files").iterdir())
-    assert images == ["postgres-pgbench-tpcb-latency.svg", "postgres-pgbench-tpcb-throughput.svg"]
+    assert images == ["postgres-pgbench-tpcb-bars.svg", "postgres-pgbench-tpcb-latency.svg",
+                      "postgres-pgbench-tpcb-throughput.svg"]
     assert "](article_files/postgres-pgbench-tpcb-throughput.svg)" in text
     assert "| arm | 4 |" in text and "### Price / performance" in text
 
@@ -195,12 +196,12 @@ def _many_series(n: int) -> data.Section:
 
 
 def test_svg_ids_are_unique_across_the_charts_of_a_page(store):
-    store.db.execute("UPDATE points SET workload = 'other' WHERE threads > 2")  # two sections, four charts
+    store.db.execute("UPDATE points SET workload = 'other' WHERE threads > 2")  # two sections, six charts
     store.db.commit()
     report = _report(store)
     drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
     text = html.render(report, drawn)
-    assert text.count("<svg") == 4
+    assert text.count("<svg") == 6  # throughput, bars and latency, twice
     ids = re.findall(r'\bid="([^"]+)"', text)
     assert len(ids) == len(set(ids))
     # Every reference points at an id of the page (renamed together with it).
@@ -282,3 +283,64 @@ def test_the_per_second_chart_shows_one_level_for_every_label(store):
     # asked for a level only arm has: x86 is left out of that chart rather than drawn at another level
     (section,) = _report(store, at_threads=8).sections
     assert section.series["arm"]["threads"] == 8 and section.series["x86"] == {}
+
+
+def _slap_store(tmp_path) -> Store:
+    """mysqlslap on two machines: seconds to run the queries (fewer is better), by hand."""
+    db = Store(tmp_path / "slap.db")
+    for label, price, levels in (("fast", 2.0, {1: 0.5, 4: 0.2}), ("slow", 1.0, {1: 0.8, 4: 0.5})):
+        run_id = db.begin_run(RunInfo(label=label, host=label, engine="mysql", target="mysql://b@127.0.0.1:1/b",
+                                      started_at=T0, server_version="10.11.6-MariaDB", tool_versions={},
+                                      options={"targets": {}}, host_facts={}, target_facts={}, price_per_hour=price))
+        for n, seconds in levels.items():
+            for repeat in range(3):
+                spec = PointSpec(engine="mysql", workload="mysqlslap", threads=n, clients=n, duration_s=0,
+                                 params=(("iterations", 1), ("queries", 1000)), repeat=repeat)
+                took = seconds * (1 + 0.01 * (repeat - 1))
+                db.add_point(run_id, PointResult(
+                    spec=spec, status="ok", started_at=T0, ended_at=T0, command=("mysqlslap",), exit_code=0,
+                    stdout="", stderr="", measurement=Measurement(qps=1000 / took, queries=1000, run_avg_s=took,
+                                                                  run_min_s=took, run_max_s=took)))
+        db.finish_run(run_id, "finished")
+    return db
+
+
+def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path):
+    db = _slap_store(tmp_path)
+    report = data.build(analysis.load(db), db.runs(), baseline="slow", at_threads=4)
+    (section,) = report.sections
+    assert section.metric == "seconds"
+    rows = {(r["label"], r["threads"]): r for r in section.rows}
+    assert rows[("fast", 4)]["seconds"] == pytest.approx(0.2) and rows[("fast", 4)]["value"] == pytest.approx(0.2)
+    # Study A ranks mysqlslap by the fewest seconds over the levels.
+    assert [(r["label"], round(r["sum"], 6)) for r in section.ranking] == [("fast", 0.7), ("slow", 1.3)]
+    assert section.ranking[0]["peak_threads"] == 4 and section.ranking[0]["saturation_threads"] is None
+    assert section.usl == {}
+    # Below 1: faster than the baseline.
+    assert rows[("fast", 4)]["ratio_to_baseline"] == pytest.approx(0.2 / 0.5)
+    # The price of one run of the queries = hourly price x seconds / 3600.
+    assert rows[("fast", 4)]["price_per_run"] == pytest.approx(2.0 * 0.2 / 3600)
+    assert rows[("slow", 4)]["price_per_run"] == pytest.approx(1.0 * 0.5 / 3600)
+    assert section.cheapest["label"] == "fast"  # 0.000111 against 0.000139 per run
+    from dbarena.report import tables
+
+    (ranking,) = [t for t in tables.section_tables(section, report) if t.title == "Points and best"]
+    assert ranking.headers[2] == "sum of seconds over levels" and ranking.rows[0][:3] == ["1", "fast", "0.700"]
+    (price,) = [t for t in tables.section_tables(section, report) if t.title == "Price / performance"]
+    assert price.headers[-1] == "USD per run" and "cheapest per run" in price.note
+    svg = charts.throughput(section)
+    assert "seconds (lower is better)" in svg
+    assert "a bar per label" in charts.bars(section)
+    db.close()
+
+
+def test_intervals_never_go_below_zero_and_printed_tps_stands_beside_the_steady_mean(store):
+    from dbarena.report import tables
+
+    assert tables.interval(-12.5, 40.0) == "0.0 .. 40.0"
+    report = _report(store)
+    row = report.rows[0]
+    # No per-second series here: the steady-state mean is the printed figure.
+    assert row["printed_tps"] == row["tps"]
+    results = tables.results(report.sections[0])
+    assert "printed TPS" in results.headers and "printed TPS' is the figure the tool printed" in results.note

@@ -191,7 +191,7 @@ def _by_label(section: Section, field: str):
 def throughput(section: Section) -> str | None:
     """TPS (or QPS) against threads, a line per label, 95 % bands where repeats give
     them, and the fitted USL curve dashed."""
-    metric = "tps" if section.metric == "tps" else "qps"
+    metric = section.metric if section.metric in ("tps", "seconds") else "qps"
     ax = _axes(3.6)
     plot = _Plot(ax)
     for color, (label, rows) in zip(_colors(), _by_label(section, metric)):
@@ -212,15 +212,49 @@ def throughput(section: Section) -> str | None:
         return None
     plot.draw()
     ax.set_xlabel("threads")
-    ax.set_ylabel(metric.upper() + (" (steady state)" if metric == "tps" else ""))
-    ax.set_title(f"{section.engine} {section.workload}: {metric.upper()} against threads"
+    ax.set_ylabel(_axis_label(metric))
+    ax.set_title(f"{section.engine} {section.workload}: {_name(metric)} against threads"
                  + (" (dashed: USL fit)" if section.usl else ""))
     ax.set_ylim(bottom=0)
     return _svg(ax, section, "throughput")
 
 
+def _name(metric: str) -> str:
+    return "seconds to run the queries" if metric == "seconds" else metric.upper()
+
+
+def _axis_label(metric: str) -> str:
+    return {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(metric, metric.upper())
+
+
+def bars(section: Section) -> str | None:
+    """Study A's view: a group of bars per thread level, one bar per label, of the
+    tool's own figure (a bar where a label measured that level)."""
+    metric = section.metric if section.metric in ("tps", "seconds") else "qps"
+    field = "value"
+    levels = sorted({r["threads"] for r in section.rows if r[field] is not None})
+    labels = [label for label in section.labels if any(r["label"] == label and r[field] is not None
+                                                       for r in section.rows)]
+    if not levels or not labels or len(labels) > MAX_SERIES:
+        return None  # beyond one colour per label, bars cannot be told apart: the line chart stays
+    ax = _axes(3.4)
+    width = 0.8 / len(labels)
+    for i, (color, label) in enumerate(zip(_colors(), labels)):
+        values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
+        xs = [j + (i - (len(labels) - 1) / 2) * width for j, n in enumerate(levels) if n in values]
+        ax.bar(xs, [values[n] for n in levels if n in values], width=width * 0.95, color=color, label=label)
+    ax.set_xticks(range(len(levels)), [str(n) for n in levels])
+    ax.grid(axis="x", visible=False)
+    ax.set_xlabel("thread level")  # categorical: not "threads", whose axis _svg makes numeric
+    ax.set_ylabel(_axis_label(metric))
+    ax.set_title(f"{section.engine} {section.workload}: {_name(metric)} per thread level, a bar per label")
+    ax.legend(fontsize=8, ncols=math.ceil(len(labels) / LEGEND_ROWS))
+    ax.set_ylim(bottom=0)
+    return _svg(ax, section, "bars")
+
+
 def qps(section: Section) -> str | None:
-    if section.metric != "tps" or not any(r["qps"] for r in section.rows):
+    if section.metric == "qps" or not any(r["qps"] for r in section.rows):
         return None
     ax = _axes(3.2)
     plot = _Plot(ax)
@@ -306,7 +340,8 @@ def charts(section: Section, samples: dict[str, list[dict]]) -> dict[str, str]:
     """Every chart of a section that has data: name -> SVG text."""
     out = {}
     with collector_paused():  # see there: drawing allocates a lot
-        for name, svg in (("throughput", throughput(section)), ("qps", qps(section)), ("latency", latency(section)),
+        for name, svg in (("throughput", throughput(section)), ("bars", bars(section)), ("qps", qps(section)),
+                          ("latency", latency(section)),
                           *((f"latency_{n}", percentile(section, n)) for n, _, _ in PERCENTILE_CHARTS),
                           ("per_second", per_second(section, samples))):
             if svg:

@@ -4,8 +4,11 @@ Figures per label x engine x workload x threads (over that point's repeats):
 - throughput: the steady-state TPS (analysis), or QPS for mysqlslap, with its interval;
 - study E's table: transactions, queries, time, average latency and its percentiles
   (p50, p90, p95, p99, p99.9, max: over repeats, of their merged histograms);
+- each tool's own figure: throughput (higher is better), or for mysqlslap the seconds
+  it took to run its queries (lower is better: ranked ascending, priced per run);
+- the tool's printed figure beside dbarena's steady-state mean;
 - price/performance (study E): price per 100 TPS = hourly price / (TPS / 100), and
-  TPS per dollar-hour;
+  TPS per dollar-hour; mysqlslap: the price of one run of its queries;
 - per core (study C): TPS per physical core and per hardware thread of the machine
   the server ran on (throwaway instances only: a remote server's cores are unknown);
 - scaling efficiency: TPS(N) / (N x TPS(1 thread));
@@ -252,10 +255,17 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         price = prices.get(label)
         tps = summary["mean"] if summary["metric"] == "tps" else None
         qps = _mean(m.get("qps") for m in ok)
-        value = summary["mean"]
+        seconds = _mean(m.get("run_avg_s") for m in ok) if summary["metric"] != "tps" else None
+        # Each tool's own figure: mysqlslap's is the seconds it took to run its queries
+        # (lower is better), as study A publishes it; the others' their throughput.
+        metric = "seconds" if seconds is not None else summary["metric"]
+        value = seconds if metric == "seconds" else summary["mean"]
         hw = hardware.get(label, {})
         level_rows.append({
-            "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": summary["metric"],
+            "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": metric,
+            "seconds": seconds,
+            # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
+            "printed_tps": _mean(m.get("tps") for m in ok) if tps is not None else None,
             "n": summary["n"], "failed": summary["failed"],
             "tps": tps, "tps_ci_low": summary["ci_low"] if tps is not None else None,
             "tps_ci_high": summary["ci_high"] if tps is not None else None,
@@ -266,6 +276,8 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled")},
             "price_per_hour": price,
             "price_per_100_tps": price / (tps / 100) if price and tps else None,
+            # mysqlslap: what one run of its queries costs at that hourly price.
+            "price_per_run": price * seconds / 3600 if price and seconds else None,
             "tps_per_dollar_hour": tps / price if price and tps else None,
             "physical_cores": hw.get("physical_cores"), "hardware_threads": hw.get("hardware_threads"),
             "tps_per_core": tps / hw["physical_cores"] if tps and hw.get("physical_cores") else None,
@@ -309,34 +321,39 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         shared = set.intersection(*({r["threads"] for r in ok_series[(label, engine, workload)]}
                                     for label in sec_labels)) if sec_labels else set()
         shown_level = at_threads if at_threads is not None else (max(shared) if shared else None)
+        lower_is_better = sec_rows[0]["metric"] == "seconds"
+        price_field = "price_per_run" if lower_is_better else "price_per_100_tps"
         for label in sec_labels:
             levels = by_series[(label, engine, workload)]
             ns = sorted(n for n in levels if levels[n]["value"] is not None)
             values = [levels[n]["value"] for n in ns]
-            peak_n = max(ns, key=lambda n: levels[n]["value"]) if ns else None
+            pick = min if lower_is_better else max
+            peak_n = pick(ns, key=lambda n: levels[n]["value"]) if ns else None
             peak = levels[peak_n] if peak_n is not None else None
             ranking.append({
                 "label": label, "sum": sum(values), "levels": ns,
                 "geomean_ratio_to_baseline": geomean_ratio({n: levels[n]["value"] for n in ns}, base_levels),
-                "saturation_threads": saturation(ns, values),
+                # Saturation and the USL describe throughput growing with threads.
+                "saturation_threads": None if lower_is_better else saturation(ns, values),
                 "peak_threads": peak_n, "peak_value": peak["value"] if peak else None,
                 "peak_tps_per_core": peak["tps_per_core"] if peak else None,
                 "peak_tps_per_thread": peak["tps_per_thread"] if peak else None,
-                "price_per_100_tps_at": levels[at_threads]["price_per_100_tps"] if at_threads in levels else None,
+                "price_at": levels[at_threads][price_field] if at_threads in levels else None,
             })
-            fit = usl_fit(ns, values)
+            fit = None if lower_is_better else usl_fit(ns, values)
             if fit:
                 fits[label] = fit
             series[label] = _chosen_series(ok_series[(label, engine, workload)], shown_level)
-        ranking.sort(key=lambda r: -r["sum"])
+        # Study A's ranking: most throughput, or (mysqlslap) fewest seconds, over the levels.
+        ranking.sort(key=lambda r: r["sum"] if lower_is_better else -r["sum"])
         for rank, r in enumerate(ranking, start=1):
             r["rank"] = rank
-        priced = [r for r in ranking if r["price_per_100_tps_at"]]
+        priced = [r for r in ranking if r["price_at"]]
         cheapest = None
         if at_threads is not None and len(priced) >= 2:
-            best = min(priced, key=lambda r: r["price_per_100_tps_at"])
+            best = min(priced, key=lambda r: r["price_at"])
             cheapest = {"label": best["label"], "threads": at_threads, "others": {
-                r["label"]: r["price_per_100_tps_at"] / best["price_per_100_tps_at"] - 1
+                r["label"]: r["price_at"] / best["price_at"] - 1
                 for r in priced if r is not best}}
         sections.append(Section(engine=engine, workload=workload, metric=sec_rows[0]["metric"], labels=sec_labels,
                                 rows=sec_rows, ranking=ranking, usl=fits, series=series, cheapest=cheapest))
@@ -376,9 +393,10 @@ def _chosen_series(candidates: list[dict], level: int | None) -> dict:
 
 
 PUBLIC_FIELDS = (
-    "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high", "qps",
-    "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
+    "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
+    "printed_tps", "qps", "seconds", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
     "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price_per_hour", "price_per_100_tps",
+    "price_per_run",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
 )

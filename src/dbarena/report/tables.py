@@ -36,38 +36,63 @@ def pct(value) -> str:
 
 
 def interval(low, high, digits: int = 1) -> str:
-    return "-" if low is None or high is None else f"{low:,.{digits}f} .. {high:,.{digits}f}"
+    """A 95 % interval of a quantity that cannot be negative (throughput, seconds): a
+    t-interval over few repeats can reach below zero, which says only that the data
+    bound it loosely; it is shown from 0."""
+    if low is None or high is None:
+        return "-"
+    return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"
 
 
 def results(section: Section) -> TableSpec:
-    """Study E's table, per label: threads, transactions, queries, time, latencies."""
+    """Study E's table, per label: threads, transactions, queries, time, latencies; the
+    tool's own figure (mysqlslap: seconds), dbarena's steady-state TPS beside the printed."""
+    seconds = section.metric == "seconds"
     rows = []
     for r in section.rows:
+        figures = ([num(r["seconds"], 3), num(r["qps"])] if seconds else [
+            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])}"
+                             f"{'*' if r['interval'] == 'within one run' else ''})" if r["tps_ci_low"] else ""),
+            num(r["printed_tps"]), num(r["qps"])])
         rows.append([
             r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
             num(r["latency_avg_ms"], 2), num(r["latency_p50_ms"], 2), num(r["latency_p95_ms"], 2),
-            num(r["latency_p99_ms"], 2), num(r["latency_p999_ms"], 2),
-            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])}"
-                             f"{'*' if r['interval'] == 'within one run' else ''})" if r["tps_ci_low"] else ""),
-            num(r["qps"]), str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
+            num(r["latency_p99_ms"], 2), num(r["latency_p999_ms"], 2), *figures,
+            str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
         ])
+    figure_headers = ["seconds to run the queries", "QPS"] if seconds else ["TPS (95 % CI)", "printed TPS", "QPS"]
+    note = ("Seconds: mysqlslap's average time to run all its queries (lower is better), averaged over repeats; "
+            "QPS = queries / seconds." if seconds else
+            "TPS is dbarena's steady-state mean (warm-up excluded, from the per-second series), averaged over "
+            "repeats; 'printed TPS' is the figure the tool printed for the whole run (warm-up included), "
+            "averaged likewise. Transactions and queries are per point, averaged over repeats.")
     return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
-                                 "p50 (ms)", "p95 (ms)", "p99 (ms)", "p99.9 (ms)", "TPS (95 % CI)", "QPS", "repeats"],
+                                 "p50 (ms)", "p95 (ms)", "p99 (ms)", "p99.9 (ms)", *figure_headers, "repeats"],
                      rows,
-                     "TPS is the steady-state mean (warm-up excluded), averaged over repeats; transactions and "
-                     "queries are per point, averaged over repeats. Latency percentiles over repeats are those of "
-                     "their merged latency histograms (pgbench's per-transaction log, sysbench's histogram; within "
-                     "0.1 %), never averages of percentiles; '-' where a tool gives no distribution.")
+                     note + " Latency percentiles over repeats are those of their merged latency histograms "
+                     "(pgbench's per-transaction log, sysbench's histogram; within 0.1 %), never averages of "
+                     "percentiles; '-' where a tool gives no distribution.")
 
 
 def ranking(section: Section, report: Report) -> TableSpec:
-    metric = section.metric.upper()
+    seconds = section.metric == "seconds"
+    metric = "seconds" if seconds else section.metric.upper()
     rows = [[
-        str(r["rank"]), r["label"], num(r["sum"]), ", ".join(map(str, r["levels"])),
-        num(r["geomean_ratio_to_baseline"], 3), str(r["saturation_threads"] or "not reached"),
-        f"{num(r['peak_value'])} at {r['peak_threads']}" if r["peak_threads"] is not None else "-",
-        num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
+        str(r["rank"]), r["label"], num(r["sum"], 3 if seconds else 1), ", ".join(map(str, r["levels"])),
+        num(r["geomean_ratio_to_baseline"], 3),
+        *(() if seconds else (str(r["saturation_threads"] or "not reached"),)),
+        f"{num(r['peak_value'], 3 if seconds else 1)} at {r['peak_threads']}" if r["peak_threads"] is not None
+        else "-",
+        *(() if seconds else (num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]))),
     ] for r in section.ranking]
+    if seconds:
+        return TableSpec(
+            "Points and best", ["rank", "label", "sum of seconds over levels", "levels",
+                                f"geomean ratio to {report.baseline}", "fewest seconds"], rows,
+            "Study A's ranking for mysqlslap: the sum of the seconds each label took over its own levels, "
+            "fewest first (lower is better; labels measured at different levels are not comparable this way); "
+            f"the geometric mean of the per-level ratios to the baseline ({report.baseline}) over the levels both "
+            "measured is the fairer score (below 1: faster than the baseline).")
     return TableSpec(
         "Points and peak",
         ["rank", "label", f"sum of {metric} over levels", "levels", f"geomean ratio to {report.baseline}",
@@ -84,32 +109,46 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
             for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
     if not rows:
         return None
+    what = ("Ratio of seconds, label / baseline (below 1: faster); the interval and the verdict are those of "
+            "the same runs' QPS (queries / seconds)" if section.metric == "seconds" else
+            "Ratio of steady-state throughput, label / baseline; the interval and the verdict")
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "95 % CI", "verdict"],
-                     rows, "Ratio of steady-state throughput, label / baseline; the interval and the verdict "
-                           f"(Welch's t-test on the run means) need {stats.MIN_REPEATS} repeats on both sides.")
+                     rows, f"{what} (Welch's t-test on the run means) need {stats.MIN_REPEATS} repeats on both "
+                           "sides.")
 
 
 def price(section: Section, report: Report) -> TableSpec | None:
-    rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), sig(r["price_per_100_tps"]),
-             num(r["tps_per_dollar_hour"], 0)]
-            for r in section.rows if r["price_per_hour"] is not None and r["tps"] is not None]
+    seconds = section.metric == "seconds"
+    if seconds:
+        rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), num(r["seconds"], 3),
+                 sig(r["price_per_run"])]
+                for r in section.rows if r["price_per_hour"] is not None and r["seconds"] is not None]
+        note = ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs "
+                "on that machine; lower is better.")
+    else:
+        rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), sig(r["price_per_100_tps"]),
+                 num(r["tps_per_dollar_hour"], 0)]
+                for r in section.rows if r["price_per_hour"] is not None and r["tps"] is not None]
+        note = "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better."
     if not rows:
         return None
-    note = "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better."
     if section.cheapest:
         c = section.cheapest
         others = "; ".join(f"{label} costs {share:.0%} more" for label, share in c["others"].items())
-        note += f" At {c['threads']} threads {c['label']} is cheapest for the same throughput: {others}."
+        note += (f" At {c['threads']} threads {c['label']} is cheapest "
+                 f"{'per run' if seconds else 'for the same throughput'}: {others}.")
     elif report.at_threads is None:
         note += " Which label is cheapest is said at one level: give it with --at-threads N."
     else:
+        field = "price_per_run" if seconds else "price_per_100_tps"
         priced = sorted({r["label"] for r in section.rows if r["threads"] == report.at_threads
-                         and r["price_per_100_tps"] is not None})
+                         and r[field] is not None})
         note += (f" No verdict at {report.at_threads} threads: "
-                 + (f"only {priced[0]} has a price and a throughput there." if priced else
-                    "no priced label measured that level in this section."))
-    return TableSpec("Price / performance", ["label", "threads", "USD per hour", "USD per hour per 100 TPS",
-                                             "TPS per USD-hour"], rows, note)
+                 + (f"only {priced[0]} has a price and a {'time' if seconds else 'throughput'} there." if priced
+                    else "no priced label measured that level in this section."))
+    headers = (["label", "threads", "USD per hour", "seconds", "USD per run"] if seconds else
+               ["label", "threads", "USD per hour", "USD per hour per 100 TPS", "TPS per USD-hour"])
+    return TableSpec("Price / performance", headers, rows, note)
 
 
 def per_core(section: Section) -> TableSpec | None:
