@@ -584,15 +584,17 @@ def import_command(files, label, engine, tool, workload, price_per_hour, replace
 
 
 def _prices(ctx, param, values):
+    from dbarena import price
+
     prices = {}
     for item in values:
         label, sep, value = item.rpartition("=")
+        if not sep or not label:
+            raise click.BadParameter(f"{item!r} is not LABEL=PRICE (e.g. arm=0.58/h, ax41=420 EUR/month)")
         try:
-            prices[label] = float(value)
-        except ValueError:
-            raise click.BadParameter(f"{item!r} is not LABEL=USD_PER_HOUR") from None
-        if not sep or not label or prices[label] <= 0:
-            raise click.BadParameter(f"{item!r} is not LABEL=USD_PER_HOUR with a positive price")
+            prices[label] = price.parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
     return prices
 
 
@@ -603,8 +605,10 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
 @store_option
 @click.option("--label", "labels", multiple=True, help="Labels to include, in this order (repeatable) [default: all].")
 @click.option("--baseline", help="Label the others are compared against [default: the first label].")
-@click.option("--price", "prices", multiple=True, callback=_prices, metavar="LABEL=USD_PER_HOUR",
-              help="Hourly price of a label (repeatable); overrides the one stored with `run --price-per-hour`.")
+@click.option("--price", "prices", multiple=True, callback=_prices, metavar="LABEL=PRICE",
+              help="Price of a label (repeatable): per hour (0.58 or 0.58/h) or per month (420/month, 730 hours), "
+                   "in a currency (420 EUR/month; default USD); overrides the one stored with the run. Prices in "
+                   "different currencies are shown, never compared.")
 @click.option("--at-threads", type=click.IntRange(min=1), metavar="N",
               help="Thread level for the price comparison and the per-second chart (study E used 16).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")

@@ -83,6 +83,7 @@ import tomli_w
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.model import DATASET_LIFECYCLES
+from dbarena.price import HOURS_PER_MONTH
 
 SCHEMA_VERSION = 1
 # The share of transactions pgbench logs by default (bench/overhead, on this project's
@@ -90,7 +91,6 @@ SCHEMA_VERSION = 1
 # more CPU per transaction, 3.5 % of the machine; one in ten, 5 %, about 1 %). Over a
 # 60 s point at 1,000 TPS that still leaves 6,000 latencies.
 DEFAULT_LATENCY_SAMPLING = 0.1
-HOURS_PER_MONTH = 730  # 365 x 24 / 12, as cloud providers bill
 
 # Tool parameters and their defaults (what `dbarena run` used before studies).
 PARAM_DEFAULTS = {"scale": 10, "tables": 4, "table_size": 10000, "warehouses": 1, "iterations": 1,

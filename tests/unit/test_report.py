@@ -91,7 +91,9 @@ def test_points_ranking_geomean_saturation_and_cheapest(store):
 
 
 def test_price_override_and_labels_order(store):
-    report = _report(store, prices={"x86": 0.9}, labels=["x86", "arm"])
+    from dbarena.price import Price
+
+    report = _report(store, prices={"x86": Price(per_hour=0.9)}, labels=["x86", "arm"])
     rows = {(r["label"], r["threads"]): r for r in report.rows}
     assert rows[("x86", 1)]["price_per_100_tps"] == pytest.approx(0.9 / 11)
     assert report.baseline == "x86" and report.labels == ["x86", "arm"]
@@ -327,7 +329,8 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
     (ranking,) = [t for t in tables.section_tables(section, report) if t.title == "Points and best"]
     assert ranking.headers[2] == "sum of seconds over levels" and ranking.rows[0][:3] == ["1", "fast", "0.700"]
     (price,) = [t for t in tables.section_tables(section, report) if t.title == "Price / performance"]
-    assert price.headers[-1] == "USD per run" and "cheapest per run" in price.note
+    assert price.headers[-1] == "per run" and "cheapest per run" in price.note
+    assert price.rows[0][2] == "2 USD/h" and price.rows[0][-1].endswith(" USD")
     svg = charts.throughput(section)
     assert "seconds (lower is better)" in svg
     assert "a bar per label" in charts.bars(section)
@@ -344,3 +347,33 @@ def test_intervals_never_go_below_zero_and_printed_tps_stands_beside_the_steady_
     assert row["printed_tps"] == row["tps"]
     results = tables.results(report.sections[0])
     assert "printed TPS" in results.headers and "printed TPS' is the figure the tool printed" in results.note
+
+
+def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compared_across(store):
+    from dbarena import price
+    from dbarena.report import tables
+
+    assert price.parse("420 EUR/month") == price.Price(per_hour=420 / 730, currency="EUR", per_month=420)
+    assert price.parse("0.58/h") == price.Price(per_hour=0.58, currency="")
+    assert price.parse("rub1200/mo").currency == "RUB"
+    for bad in ("free", "-3/h", "0/h", "3 EUR USD/h", "3/week"):
+        with pytest.raises(ValueError):
+            price.parse(bad)
+    # Study A: monthly rents in one currency. Price per 100 TPS per hour = (rent / 730) / (TPS / 100).
+    report = _report(store, prices={"arm": price.parse("420 EUR/month"), "x86": price.parse("500EUR/month")},
+                     at_threads=4)
+    rows = {(r["label"], r["threads"]): r for r in report.rows}
+    assert rows[("arm", 4)]["price_per_100_tps"] == pytest.approx(420 / 730 / 34)
+    assert rows[("arm", 4)]["currency"] == "EUR" and rows[("arm", 4)]["price"] == "420 EUR/month"
+    (section,) = report.sections
+    assert section.cheapest["label"] == "arm"
+    table = tables.price(section, report)
+    assert table.rows[0][2] == "420 EUR/month" and table.rows[0][4].endswith(" EUR")
+    ranking = tables.ranking(section, report)
+    assert ranking.headers[-1] == "price" and {row[-1] for row in ranking.rows} == {"420 EUR/month", "500 EUR/month"}
+    # Two currencies: both shown, no cheapest named (no exchange rate is a measurement).
+    mixed = _report(store, prices={"arm": price.parse("420 EUR/month"), "x86": price.parse("1.808/h")},
+                    at_threads=4)
+    (section,) = mixed.sections
+    assert section.cheapest == {"label": None, "threads": 4, "others": {}, "currencies": ["EUR", "USD"]}
+    assert "dbarena converts no currency" in tables.price(section, mixed).note

@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 
 from dbarena import analysis, configkey, stats
+from dbarena.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 
 SATURATION_GAIN = 0.05
@@ -145,17 +146,21 @@ def _server_is_local(run: dict) -> bool:
     return options.get("target", "throwaway") == "throwaway"
 
 
-def label_prices(runs: list[dict], overrides: dict[str, float]) -> dict[str, float]:
-    prices: dict[str, float] = {}
+def label_prices(runs: list[dict], overrides: dict[str, Price]) -> dict[str, Price]:
+    """Each label's price: the newest stored with its runs, unless the report gives one."""
+    prices: dict[str, Price] = {}
     for run in runs:  # oldest first: the newest stored price wins
         if run.get("price_per_hour") is not None:
-            prices[run["label"]] = run["price_per_hour"]
-    prices.update(overrides)
+            prices[run["label"]] = Price(per_hour=run["price_per_hour"],
+                                         currency=run.get("currency") or DEFAULT_CURRENCY)
+    for label, given in overrides.items():
+        stored = prices.get(label)
+        prices[label] = with_currency(given, stored.currency if stored else None)
     return prices
 
 
-def series_labels(rows: list[dict], order: list[str], baseline: str | None, prices: dict[str, float]
-                  ) -> tuple[list[dict], list[str], str | None, dict[str, float]]:
+def series_labels(rows: list[dict], order: list[str], baseline: str | None, prices: dict[str, Price]
+                  ) -> tuple[list[dict], list[str], str | None, dict[str, Price]]:
     """A report draws one series per label in each engine x workload section; where a
     label holds several configurations there (variants, or runs of other parameters
     under one label), each is a series of its own, named "label [variant]" or
@@ -201,7 +206,7 @@ def _differs(row: dict, base: dict) -> list[str]:
     return configkey.differing(row["_config"], base["_config"], ignore)
 
 
-def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, float] | None = None,
+def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
@@ -211,7 +216,7 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
                       histograms=histograms)
 
 
-def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: dict[str, float] | None,
+def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
@@ -252,7 +257,8 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     for key, summary in summaries.items():
         label, engine, workload, threads = key
         ok = [m for m in members[key] if m["status"] == "ok"]
-        price = prices.get(label)
+        label_price = prices.get(label)
+        price = label_price.per_hour if label_price else None
         tps = summary["mean"] if summary["metric"] == "tps" else None
         qps = _mean(m.get("qps") for m in ok)
         seconds = _mean(m.get("run_avg_s") for m in ok) if summary["metric"] != "tps" else None
@@ -274,7 +280,9 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             "queries": _mean(m.get("queries") for m in ok),
             "time_s": _mean(m.get("duration_s") for m in ok) if tps is not None else _mean(m.get("run_avg_s") for m in ok),
             **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled")},
-            "price_per_hour": price,
+            "price_per_hour": price, "currency": label_price.currency if label_price else None,
+            "price_per_month": label_price.per_month if label_price else None,
+            "price": label_price.shown() if label_price else None,
             "price_per_100_tps": price / (tps / 100) if price and tps else None,
             # mysqlslap: what one run of its queries costs at that hourly price.
             "price_per_run": price * seconds / 3600 if price and seconds else None,
@@ -348,13 +356,19 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         ranking.sort(key=lambda r: r["sum"] if lower_is_better else -r["sum"])
         for rank, r in enumerate(ranking, start=1):
             r["rank"] = rank
+        for r in ranking:
+            r["price"] = prices[r["label"]].shown() if r["label"] in prices else None
         priced = [r for r in ranking if r["price_at"]]
+        currencies = sorted({prices[r["label"]].currency for r in priced})
         cheapest = None
-        if at_threads is not None and len(priced) >= 2:
+        if at_threads is not None and len(priced) >= 2 and len(currencies) == 1:
             best = min(priced, key=lambda r: r["price_at"])
             cheapest = {"label": best["label"], "threads": at_threads, "others": {
                 r["label"]: r["price_at"] / best["price_at"] - 1
                 for r in priced if r is not best}}
+        elif at_threads is not None and len(currencies) > 1:
+            # No exchange rate is a measurement: prices in two currencies are not compared.
+            cheapest = {"label": None, "threads": at_threads, "others": {}, "currencies": currencies}
         sections.append(Section(engine=engine, workload=workload, metric=sec_rows[0]["metric"], labels=sec_labels,
                                 rows=sec_rows, ranking=ranking, usl=fits, series=series, cheapest=cheapest))
 
@@ -395,8 +409,8 @@ def _chosen_series(candidates: list[dict], level: int | None) -> dict:
 PUBLIC_FIELDS = (
     "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
     "printed_tps", "qps", "seconds", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
-    "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price_per_hour", "price_per_100_tps",
-    "price_per_run",
+    "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price", "currency", "price_per_hour",
+    "price_per_month", "price_per_100_tps", "price_per_run",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
 )

@@ -77,6 +77,7 @@ def results(section: Section) -> TableSpec:
 def ranking(section: Section, report: Report) -> TableSpec:
     seconds = section.metric == "seconds"
     metric = "seconds" if seconds else section.metric.upper()
+    rent = any(r.get("price") for r in section.ranking)  # study A: the rent beside the totals
     rows = [[
         str(r["rank"]), r["label"], num(r["sum"], 3 if seconds else 1), ", ".join(map(str, r["levels"])),
         num(r["geomean_ratio_to_baseline"], 3),
@@ -84,11 +85,13 @@ def ranking(section: Section, report: Report) -> TableSpec:
         f"{num(r['peak_value'], 3 if seconds else 1)} at {r['peak_threads']}" if r["peak_threads"] is not None
         else "-",
         *(() if seconds else (num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]))),
+        *((r["price"] or "-",) if rent else ()),
     ] for r in section.ranking]
     if seconds:
         return TableSpec(
             "Points and best", ["rank", "label", "sum of seconds over levels", "levels",
-                                f"geomean ratio to {report.baseline}", "fewest seconds"], rows,
+                                f"geomean ratio to {report.baseline}", "fewest seconds",
+                                *(("price",) if rent else ())], rows,
             "Study A's ranking for mysqlslap: the sum of the seconds each label took over its own levels, "
             "fewest first (lower is better; labels measured at different levels are not comparable this way); "
             f"the geometric mean of the per-level ratios to the baseline ({report.baseline}) over the levels both "
@@ -96,7 +99,8 @@ def ranking(section: Section, report: Report) -> TableSpec:
     return TableSpec(
         "Points and peak",
         ["rank", "label", f"sum of {metric} over levels", "levels", f"geomean ratio to {report.baseline}",
-         "saturates at threads", f"peak {metric}", "peak per core", "peak per hardware thread"], rows,
+         "saturates at threads", f"peak {metric}", "peak per core", "peak per hardware thread",
+         *(("price",) if rent else ())], rows,
         f"Study A's points: the sum of {metric} over each label's own levels (labels measured at different levels "
         f"are not comparable this way); the geometric mean of the per-level ratios to the baseline "
         f"({report.baseline}), over the levels both measured, is the fairer score. Saturation: the first level "
@@ -117,23 +121,33 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
                            "sides.")
 
 
+def _money(value, currency: str | None) -> str:
+    return "-" if value is None else f"{sig(value)} {currency or ''}".rstrip()
+
+
 def price(section: Section, report: Report) -> TableSpec | None:
+    """Price/performance per level, in each label's own currency; the cheapest label is
+    named at one level (--at-threads) among prices in one currency."""
     seconds = section.metric == "seconds"
     if seconds:
-        rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), num(r["seconds"], 3),
-                 sig(r["price_per_run"])]
+        rows = [[r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
+                 _money(r["price_per_run"], r["currency"])]
                 for r in section.rows if r["price_per_hour"] is not None and r["seconds"] is not None]
         note = ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs "
                 "on that machine; lower is better.")
     else:
-        rows = [[r["label"], str(r["threads"]), sig(r["price_per_hour"], 4), sig(r["price_per_100_tps"]),
-                 num(r["tps_per_dollar_hour"], 0)]
+        rows = [[r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
+                 _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
                 for r in section.rows if r["price_per_hour"] is not None and r["tps"] is not None]
-        note = "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better."
+        note = ("Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly "
+                "price counts 730 hours a month.")
     if not rows:
         return None
-    if section.cheapest:
-        c = section.cheapest
+    c = section.cheapest
+    if c and c.get("currencies"):
+        note += (f" No cheapest label named at {c['threads']} threads: the prices are in "
+                 f"{' and '.join(c['currencies'])}, and dbarena converts no currency.")
+    elif c:
         others = "; ".join(f"{label} costs {share:.0%} more" for label, share in c["others"].items())
         note += (f" At {c['threads']} threads {c['label']} is cheapest "
                  f"{'per run' if seconds else 'for the same throughput'}: {others}.")
@@ -146,8 +160,8 @@ def price(section: Section, report: Report) -> TableSpec | None:
         note += (f" No verdict at {report.at_threads} threads: "
                  + (f"only {priced[0]} has a price and a {'time' if seconds else 'throughput'} there." if priced
                     else "no priced label measured that level in this section."))
-    headers = (["label", "threads", "USD per hour", "seconds", "USD per run"] if seconds else
-               ["label", "threads", "USD per hour", "USD per hour per 100 TPS", "TPS per USD-hour"])
+    headers = (["label", "threads", "price", "seconds", "per run"] if seconds else
+               ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
     return TableSpec("Price / performance", headers, rows, note)
 
 
@@ -229,6 +243,8 @@ def provenance(report: Report) -> TableSpec:
         rows.append([f"{engine}: tools"] + [", ".join(f"{k} {v}" if not str(v).startswith(k) else str(v)
                                                        for k, v in sorted(r["tool_versions"].items())) if r else "-"
                                             for r in runs])
-        rows.append([f"{engine}: price per hour"] + [num(r.get("price_per_hour"), 4) if r else "-" for r in runs])
+        rows.append([f"{engine}: price per hour"] + [_money(r.get("price_per_hour"), r.get("currency") or "USD")
+                                                      if r and r.get("price_per_hour") is not None else "-"
+                                                      for r in runs])
     return TableSpec("Provenance", ["", *labels], rows,
                      "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")
