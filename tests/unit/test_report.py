@@ -377,3 +377,16 @@ def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compare
     (section,) = mixed.sections
     assert section.cheapest == {"label": None, "threads": 4, "others": {}, "currencies": ["EUR", "USD"]}
     assert "dbarena converts no currency" in tables.price(section, mixed).note
+
+
+def test_the_parameters_a_reader_needs_to_run_it_again(store):
+    from dbarena.report import tables
+
+    report = _report(store)
+    table = tables.parameters(report.sections[0], report)
+    rows = {row[0]: dict(zip(table.headers, row)) for row in table.rows}
+    assert rows["arm"]["dataset"] == "scale=10" and rows["arm"]["duration per point"] == "60 s"
+    assert rows["arm"]["clients per thread"] == "2" and rows["arm"]["warm-up"] == "0 s"
+    assert rows["arm"]["tool"] == "pgbench (PostgreSQL) 15.18" and rows["arm"]["thread levels"] == "1, 2, 4, 8"
+    assert rows["x86"]["repeats"] == "1"
+    assert "scale=10" in html.render(report, {})

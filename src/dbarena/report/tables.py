@@ -193,8 +193,60 @@ def usl_table(section: Section) -> TableSpec | None:
                      "levels measured.")
 
 
+def _kv(mapping: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(mapping.items())) or "-"
+
+
+def _tool_version(report: Report, label: str, engine: str, workload: str) -> str:
+    from dbarena.workloads import WORKLOADS
+
+    known = WORKLOADS.get(workload)
+    binary = getattr(known.tool, "binary", known.tool.name) if known else workload.split("-")[0]
+    run = report.provenance.get(label, {}).get(engine)
+    version = (run or {}).get("tool_versions", {}).get(binary)
+    return str(version) if version else "-"
+
+
+def parameters(section: Section, report: Report) -> TableSpec:
+    """Everything that shapes the numbers of a section, label by label, so that a reader
+    can run it again: dataset, duration, warm-up, clients per thread, the tool's options
+    and version, the server settings applied, repeats, and what flags changed in the
+    study (e.g. --quick)."""
+    rows = []
+    for label in section.labels:
+        mine = [r for r in section.rows if r["label"] == label]
+        configs = [r["_config"] for r in mine]
+
+        def values(get) -> str:
+            found = list(dict.fromkeys(get(c) for c in configs))
+            return " | ".join(str(v) for v in found)
+
+        ratios = sorted({c["clients"] / c["threads"] for c in configs if c.get("clients") and c.get("threads")})
+        run = report.provenance.get(label, {}).get(section.engine) or {}
+        changes = [c for c in (run.get("options") or {}).get("changes", []) if c.startswith(section.workload + " ")]
+        rows.append([
+            label, values(lambda c: _kv(c.get("params") or {})),
+            values(lambda c: "bounded by queries" if c.get("duration_s") is None else f"{c['duration_s']} s"),
+            values(lambda c: f"{c.get('warmup_s') or 0} s"),
+            ", ".join(f"{r:g}" for r in ratios) or "-",
+            values(lambda c: _kv(c.get("options") or {})), values(lambda c: _kv(c.get("settings") or {})),
+            _tool_version(report, label, section.engine, section.workload),
+            ", ".join(str(r["threads"]) for r in mine),
+            ", ".join(sorted({str(r["n"]) for r in mine})),
+            "; ".join(c.split(" ", 1)[1] for c in changes) or "-",
+        ])
+    return TableSpec("Parameters", ["label", "dataset", "duration per point", "warm-up", "clients per thread",
+                                    "tool options", "server settings applied", "tool", "thread levels", "repeats",
+                                    "changed by flags"], rows,
+                     "What shapes these numbers, as stored with every point (its configuration key): the dataset's "
+                     "parameters (pgbench scale, sysbench tables x table size, mysqlslap iterations and queries), "
+                     "the tool's own options beyond dbarena's defaults, the server settings the study applied "
+                     "(the provenance lists every non-default setting), and what flags changed from the study.")
+
+
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
-    return [t for t in (results(section), ranking(section, report), against_baseline(section, report),
+    return [t for t in (parameters(section, report), results(section), ranking(section, report),
+                        against_baseline(section, report),
                         price(section, report), per_core(section), usl_table(section)) if t is not None]
 
 
