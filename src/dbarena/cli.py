@@ -448,9 +448,12 @@ def study_check(file, as_json, **kwargs):
                    "95 % interval, coefficient of variation and warnings. Points of different "
                    "configurations (parameters, settings, variant, server version, host) are never pooled.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--wide", is_flag=True, help="Every column (clients, repeat, QPS, intervals, latencies, failed "
+                                           "transactions, errors; config key, mean, stdev) [default: the columns "
+                                           "that fit a 120-column terminal].")
 @click.option("--raw", "raw_point", type=int, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
-def results(store, run_id, labels, study_name, variants, summary, as_json, raw_point):
+def results(store, run_id, labels, study_name, variants, summary, as_json, wide, raw_point):
     """List stored points (or their summaries), with steady-state figures and warnings."""
     if raw_point is not None:
         with _open_store(store) as db:
@@ -468,11 +471,11 @@ def results(store, run_id, labels, study_name, variants, summary, as_json, raw_p
                    "no points match", err=True)
     elif summary:
         out = terminal.console()
-        out.print(terminal.summary_table(rows))
+        out.print(terminal.summary_table(rows, wide=wide))
         for line in terminal.warning_lines(rows):
             out.print(line)
     else:
-        terminal.console().print(terminal.points_table(rows))
+        terminal.console().print(terminal.points_table(rows, wide=wide))
 
 
 @cli.command()

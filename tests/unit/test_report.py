@@ -390,3 +390,22 @@ def test_the_parameters_a_reader_needs_to_run_it_again(store):
     assert rows["arm"]["tool"] == "pgbench (PostgreSQL) 15.18" and rows["arm"]["thread levels"] == "1, 2, 4, 8"
     assert rows["x86"]["repeats"] == "1"
     assert "scale=10" in html.render(report, {})
+
+
+def test_results_fit_a_120_column_terminal_without_cutting_names(store):
+    from rich.console import Console
+
+    from dbarena.report import terminal
+
+    rows = analysis.load(store)
+    for r in rows:
+        r["label"] = "hetzner-ax41-nvme-" + r["label"]  # a realistic, long label
+    for table, wide_table in ((terminal.points_table(rows), terminal.points_table(rows, wide=True)),
+                              (terminal.summary_table(analysis.summaries(rows)),
+                               terminal.summary_table(analysis.summaries(rows), wide=True))):
+        out = Console(width=120, record=True, file=io.StringIO())
+        out.print(table)
+        text = out.export_text()
+        assert max(len(line) for line in text.splitlines()) <= 120
+        assert "hetzner-ax41-nvme-arm" in text and "pgbench-tpcb" in text and "…" not in text
+        assert len(wide_table.columns) > len(table.columns)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterable, Sequence
 
+from rich import box
 from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
@@ -16,8 +18,10 @@ from dbarena.model import PointResult, PointSpec, Sample
 def console(stderr: bool = False) -> Console:
     c = Console(stderr=stderr)
     if not c.is_terminal:
-        # A log file or a pipe: do not squeeze tables into 80 columns.
-        c = Console(stderr=stderr, width=200)
+        # A log file or a pipe: do not squeeze tables into 80 columns (COLUMNS, when set,
+        # says how wide).
+        columns = os.environ.get("COLUMNS", "")
+        c = Console(stderr=stderr, width=int(columns) if columns.isdigit() and int(columns) > 0 else 200)
     return c
 
 
@@ -115,69 +119,103 @@ class TerminalReporter:
 def _interval(low, high, digits: int = 1) -> str:
     if low is None or high is None:
         return "-"
-    return f"{low:,.{digits}f} .. {high:,.{digits}f}"
+    return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"  # a throughput is never below 0
 
 
 def _warnings(row: dict) -> str:
     return "; ".join(w["code"] for w in row.get("warnings", [])) or "-"
 
 
-def points_table(rows: Iterable[dict], title: str | None = None) -> Table:
-    """Stored points (analysis.load rows) as a table."""
-    table = Table(title=title, title_justify="left")
-    justify: JustifyMethod
-    for name, justify in (
-        ("run", "right"), ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
-        ("clients", "right"), ("rep", "right"), ("tps", "right"), ("qps", "right"), ("steady tps (95 % CI within the run)", "right"),
-        ("lat avg ms", "right"), ("lat p95 ms", "right"), ("failed tx", "right"), ("errors", "right"),
-        ("warnings", "left"), ("status", "left"),
-    ):
-        table.add_column(name, justify=justify)
+# A column of a results table: (header, justify, shown by default, cell). By default a
+# table fits a 120-column terminal with names unbroken; --wide shows every column.
+_Column = tuple[str, JustifyMethod, bool, Callable[[dict], str]]
+
+
+def _table(title: str | None, columns: Sequence[_Column], rows: list[dict], wide: bool) -> Table:
+    chosen = [c for c in columns if wide or c[2]]
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for header, justify, _, _ in chosen:
+        # Names are never cut or broken; warnings and errors wrap instead.
+        table.add_column(header, justify=justify, no_wrap=header in ("label", "workload", "engine"),
+                         overflow="fold")
     for r in rows:
-        status = "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
-        steady = "-"
-        if r.get("steady_tps") is not None:
-            steady = f"{r['steady_tps']:,.1f} ({_interval(r['tps_ci_low'], r['tps_ci_high'])})"
-        workload = r["workload"] + (f" [{r['variant']}]" if r.get("variant") else "")
-        table.add_row(
-            str(r["run_id"]), escape(r["label"]), r["engine"], escape(workload), str(r["threads"]), str(r["clients"]),
-            str(r.get("repeat", 0) + 1), _fmt(r["tps"]), _fmt(r["qps"]), steady, _fmt(r["latency_avg_ms"], 3),
-            _fmt(r["latency_p95_ms"], 3), _fmt(r["failed_transactions"]), _fmt(r["errors"]), _warnings(r), status,
-        )
+        table.add_row(*(cell(r) for _, _, _, cell in chosen))
     return table
 
 
-def summary_table(rows: Iterable[dict]) -> Table:
+def _steady(r: dict) -> str:
+    if r.get("steady_tps") is None:
+        return "-"
+    return f"{r['steady_tps']:,.1f}"
+
+
+def _status(r: dict) -> str:
+    return "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
+
+
+POINT_COLUMNS: tuple[_Column, ...] = (
+    ("run", "right", True, lambda r: str(r["run_id"])),
+    ("label", "left", True, lambda r: escape(r["label"])),
+    ("engine", "left", True, lambda r: r["engine"]),
+    ("workload", "left", True, lambda r: escape(r["workload"] + (f" [{r['variant']}]" if r.get("variant") else ""))),
+    ("threads", "right", True, lambda r: str(r["threads"])),
+    ("clients", "right", False, lambda r: str(r["clients"])),
+    ("rep", "right", False, lambda r: str(r.get("repeat", 0) + 1)),
+    ("printed tps", "right", True, lambda r: _fmt(r["tps"])),
+    ("qps", "right", False, lambda r: _fmt(r["qps"])),
+    ("steady tps", "right", True, _steady),
+    ("95 % CI within the run", "right", False, lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high"))),
+    ("lat avg ms", "right", False, lambda r: _fmt(r["latency_avg_ms"], 3)),
+    ("p95 ms", "right", False, lambda r: _fmt(r["latency_p95_ms"], 3)),
+    ("p99 ms", "right", True, lambda r: _fmt(r.get("latency_p99_ms"), 3)),
+    ("failed tx", "right", False, lambda r: _fmt(r["failed_transactions"])),
+    ("errors", "right", False, lambda r: _fmt(r["errors"])),
+    ("warnings", "left", True, _warnings),
+    ("status", "left", True, _status),
+)
+
+
+def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> Table:
+    """Stored points (analysis.load rows) as a table: the tool's printed figure and
+    dbarena's steady-state mean side by side."""
+    return _table(title, POINT_COLUMNS, list(rows), wide)
+
+
+def summary_table(rows: Iterable[dict], wide: bool = False) -> Table:
     """analysis.summaries rows: one per label and configuration key. Where the median
     is over steady-state means, the median of the tools' printed figures stands beside
     it (what a published table would show)."""
     rows = list(rows)
     variants = any(r.get("variant") for r in rows)
     printed = any(r.get("statistic") not in (None, analysis.PRINTED) for r in rows)
-    table = Table(title="summary over repeats (one line per label and configuration)", title_justify="left")
-    for name, justify in (
-        ("label", "left"), ("engine", "left"), ("workload", "left"), ("threads", "right"),
-        *((("variant", "left"),) if variants else ()), ("config", "left"), ("metric", "left"),
-        ("n", "right"), ("median", "right"), *((("printed median", "right"),) if printed else ()),
-        ("mean", "right"), ("stdev", "right"), ("95 % CI", "right"),
-        ("CV", "right"), ("p99 ms", "right"), ("warnings", "left"),
-    ):
-        table.add_column(name, justify=justify)
-    for r in rows:
-        steady = r.get("statistic") not in (None, analysis.PRINTED)
-        table.add_row(
-            escape(r["label"]), r["engine"], r["workload"], str(r["threads"]),
-            *((escape(r.get("variant") or "-"),) if variants else ()), (r.get("config_key") or "-")[:6], r["metric"],
-            f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else ""),
-            _fmt(r["median"], 1) + ("†" if steady else ""),
-            *((_fmt(r.get("printed_median"), 1) if steady else "=",) if printed else ()),
-            _fmt(r["mean"], 1), _fmt(r["stdev"], 1),
-            _interval(r["ci_low"], r["ci_high"]) + ("*" if r.get("interval") == "within one run" else ""),
-            f"{r['cv']:.1%}" if r["cv"] is not None else "-", _fmt(r.get("latency_p99_ms"), 3), _warnings(r),
-        )
+
+    def steady(r: dict) -> bool:
+        return r.get("statistic") not in (None, analysis.PRINTED)
+
+    columns: tuple[_Column, ...] = (
+        ("label", "left", True, lambda r: escape(r["label"])),
+        ("engine", "left", True, lambda r: r["engine"]),
+        ("workload", "left", True, lambda r: escape(r["workload"])),
+        ("threads", "right", True, lambda r: str(r["threads"])),
+        *((("variant", "left", True, lambda r: escape(r.get("variant") or "-")),) if variants else ()),
+        ("config", "left", False, lambda r: (r.get("config_key") or "-")[:6]),
+        ("metric", "left", False, lambda r: r["metric"]),
+        ("n", "right", True, lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
+        ("median", "right", True, lambda r: _fmt(r["median"], 1) + ("\u2020" if steady(r) else "")),
+        *((("printed median", "right", True,
+            lambda r: _fmt(r.get("printed_median"), 1) if steady(r) else "="),) if printed else ()),
+        ("mean", "right", False, lambda r: _fmt(r["mean"], 1)),
+        ("stdev", "right", False, lambda r: _fmt(r["stdev"], 1)),
+        ("95 % CI", "right", True, lambda r: _interval(r["ci_low"], r["ci_high"])
+         + ("*" if r.get("interval") == "within one run" else "")),
+        ("CV", "right", True, lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-"),
+        ("p99 ms", "right", True, lambda r: _fmt(r.get("latency_p99_ms"), 3)),
+        ("warnings", "left", True, _warnings),
+    )
+    table = _table("summary over repeats (one line per label and configuration)", columns, rows, wide)
     captions = []
     if printed:
-        captions.append("† median and mean of each run's steady-state mean (warm-up excluded, from its "
+        captions.append("\u2020 median and mean of each run's steady-state mean (warm-up excluded, from its "
                         "per-second series); 'printed median': of the figures the tool printed ('=': the same)")
     if any(r.get("interval") == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
