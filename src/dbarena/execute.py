@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import signal
 import subprocess
 import threading
@@ -163,6 +164,38 @@ def version_line(binary: str | Path, executor: Executor | None = None) -> str:
     if done.returncode != 0 or not text:
         raise ToolMissing(f"{binary} --version failed: {text or 'no output'}")
     return text.splitlines()[0]
+
+
+# The client libraries a tool links that decide how it talks to a server (its wire
+# protocol implementation): what provenance names beside the tool.
+CLIENT_LIBRARIES = ("libpq", "libmysqlclient", "libmariadb")
+
+
+def linked_libraries(binary: str | Path, executor: Executor | None = None) -> dict[str, str]:
+    """The client libraries `binary` links, as the dynamic linker resolves them:
+    {'libpq': 'libpq.so.5.15 (libpq5 15.18-0+deb12u1)'}; the Debian package's version
+    where dpkg knows the file. Empty when ldd cannot tell (a static binary, no ldd):
+    provenance is worth having, never worth a failed run."""
+    run = (executor or LOCAL).run
+    found: dict[str, str] = {}
+    try:
+        done = run(["ldd", str(binary)], timeout=30)
+        for line in (done.stdout or "").splitlines() if done.returncode == 0 else ():
+            m = re.match(r"^\s*(?P<name>(?P<lib>[\w+-]+)\.so[.\d]*)\s+=>\s+(?P<path>/\S+)", line)
+            if m is None or m["lib"] not in CLIENT_LIBRARIES:
+                continue
+            real = run(["readlink", "-f", m["path"]], timeout=30)
+            path = (real.stdout or "").strip() if real.returncode == 0 else m["path"]
+            found[m["lib"]] = Path(path).name
+            owner = run(["dpkg-query", "-S", path], timeout=30)
+            package = (owner.stdout or "").split(":", 1)[0].strip() if owner.returncode == 0 else ""
+            if package:
+                version = run(["dpkg-query", "-W", "-f", "${Version}", package], timeout=30)
+                if version.returncode == 0 and version.stdout.strip():
+                    found[m["lib"]] += f" ({package} {version.stdout.strip()})"
+    except Exception:  # noqa: BLE001 - no ldd or dpkg, a timeout: what was found is kept
+        pass
+    return found
 
 
 class LocalExecutor:

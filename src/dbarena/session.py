@@ -215,6 +215,11 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 # Every tool found now, not at the first point (and its version recorded).
                 tool_versions = {t.binary: execute.version_line(target.client(t).binary, executor)
                                  for t in tools.values()}
+                # The client library each tool links speaks the wire protocol the numbers
+                # went through: "pgbench libpq", "sysbench libmariadb" ...
+                for t in tools.values():
+                    for lib, text in execute.linked_libraries(target.client(t).binary, executor).items():
+                        tool_versions[f"{t.binary} {lib}"] = text
                 tool_versions.update(engine.client_libraries())
                 info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
                                  tool_versions, init, outcome.invocation)

@@ -50,7 +50,9 @@ def test_provenance_is_stored(store):
     assert target["data_checksums"] in ("on", "off")
     assert target["datasets"] == {"pgbench": {"scale": 1}} and target["database_bytes"] > 1_000_000
     tools = json.loads(run["tool_versions"])
-    assert tools["pgbench"].startswith("pgbench (PostgreSQL)") and tools["libpq"] and tools["psycopg"]
+    assert tools["pgbench"].startswith("pgbench (PostgreSQL)") and tools["psycopg libpq"] and tools["psycopg"]
+    # The libpq pgbench links, not psycopg's bundled one (which is often newer).
+    assert tools["pgbench libpq"].startswith("libpq.so.5.")
 
 
 def test_repeats_are_interleaved_and_system_metrics_kept(store):

@@ -112,3 +112,17 @@ def test_tree_ticks_follows_parents():
     stats = {1: (0, 5), 100: (1, 10), 101: (100, 20), 102: (100, 30), 103: (102, 40), 200: (1, 1000)}
     assert sysmetrics.tree_ticks(stats, 100) == 100
     assert sysmetrics.tree_ticks(stats, 999) == 0
+
+
+def test_the_client_libraries_a_tool_links_are_named_with_their_package():
+    import shutil
+
+    from dbarena import execute
+
+    sysbench = shutil.which("sysbench")
+    assert sysbench, "scripts/install-deps installs sysbench"
+    libs = execute.linked_libraries(sysbench)
+    # Debian's sysbench links both client libraries; dpkg names the package version.
+    assert libs["libpq"].startswith("libpq.so.5.") and "(libpq5 " in libs["libpq"]
+    assert libs["libmariadb"].startswith("libmariadb.so.")
+    assert execute.linked_libraries("/nonexistent/pgbench") == {}

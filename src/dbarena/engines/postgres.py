@@ -238,8 +238,11 @@ def _facts_or_error(read) -> dict:
 
 
 def client_libraries() -> dict:
+    """dbarena's own client (provenance checks, settings): psycopg and the libpq it
+    loads, which its binary wheel bundles, often a newer one than the tools link (those
+    are named per tool: execute.linked_libraries)."""
     version = psycopg.pq.version()
-    return {"libpq": f"{version // 10000}.{version % 10000}", "psycopg": psycopg.__version__}
+    return {"psycopg libpq": f"{version // 10000}.{version % 10000}", "psycopg": psycopg.__version__}
 
 
 def client_tool(name: str, bindir: Path | None, executor: Executor = execute.LOCAL) -> Path:
