@@ -409,3 +409,19 @@ def test_results_fit_a_120_column_terminal_without_cutting_names(store):
         assert max(len(line) for line in text.splitlines()) <= 120
         assert "hetzner-ax41-nvme-arm" in text and "pgbench-tpcb" in text and "…" not in text
         assert len(wide_table.columns) > len(table.columns)
+
+
+def test_provenance_says_whose_cpu_it_shows_for_a_remote_target(store):
+    import json as json_
+
+    from dbarena.report import tables
+
+    store.db.execute("UPDATE runs SET options = ? WHERE label = 'x86'",
+                     (json_.dumps({"targets": {"postgres": "postgresql://bench@10.0.0.5/db"}}),))
+    store.db.commit()
+    report = _report(store)
+    rows = {row[0]: row[1:] for row in tables.provenance(report).rows}
+    assert report.labels == ["arm", "x86"]
+    assert rows["machine described below"] == ["server and load generator (throwaway instance)",
+                                               "the load generator only: the server is a remote target"]
+    assert rows["server cores / threads"] == ["as below", "unknown (run --server-cores/--server-threads say it)"]

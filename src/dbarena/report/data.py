@@ -138,7 +138,7 @@ def _mean(values) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _server_is_local(run: dict) -> bool:
+def server_is_local(run: dict) -> bool:
     """Did the server run on the measured host (a throwaway instance)?"""
     options = run.get("options", {})
     if "targets" in options:
@@ -244,7 +244,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     hardware: dict[str, dict] = {}
     for r in rows:
         run = runs_by_id[r["run_id"]]
-        if _server_is_local(run):
+        if server_is_local(run):
             facts = run["host_facts"]
             hardware.setdefault(r["label"], {"physical_cores": facts.get("physical_cores"),
                                              "hardware_threads": facts.get("hardware_threads")})

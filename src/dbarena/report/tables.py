@@ -269,6 +269,22 @@ def provenance(report: Report) -> TableSpec:
         runs = report.provenance[label]
         return runs[sorted(runs)[0]]
 
+    # For a remote target the facts below are the load generator's (where dbarena ran):
+    # said in so many words, with what the user told of the server, or "unknown".
+    local = [data.server_is_local(run_of(l)) for l in labels]
+    rows.append(["machine described below"] + ["server and load generator (throwaway instance)" if here else
+                                                 "the load generator only: the server is a remote target"
+                                                 for here in local])
+    if not all(local):
+        def server_cpu(run: dict, here: bool) -> str:
+            if here:
+                return "as below"
+            facts = run["target_facts"]
+            cores, threads = facts.get("server_physical_cores"), facts.get("server_hardware_threads")
+            if cores is None and threads is None:
+                return "unknown (run --server-cores/--server-threads say it)"
+            return f"{cores or '-'} cores / {threads or '-'} hardware threads (as given)"
+        rows.append(["server cores / threads"] + [server_cpu(run_of(l), here) for l, here in zip(labels, local)])
     for title, key in _HOST_FIELDS:
         values = [run_of(l)["host_facts"].get(key) for l in labels]
         if any(v is not None for v in values):
