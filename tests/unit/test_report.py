@@ -425,3 +425,39 @@ def test_provenance_says_whose_cpu_it_shows_for_a_remote_target(store):
     assert rows["machine described below"] == ["server and load generator (throwaway instance)",
                                                "the load generator only: the server is a remote target"]
     assert rows["server cores / threads"] == ["as below", "unknown (run --server-cores/--server-threads say it)"]
+
+
+def test_the_tpcc_like_table_shows_the_new_order_rate_the_mix_and_latency_per_type(tmp_path):
+    from pathlib import Path
+
+    from dbarena.report import tables
+    from dbarena.workloads import tpcc
+
+    db = Store(tmp_path / "tpcc.db")
+    run_id = db.begin_run(RunInfo(label="pg", host="pg", engine="postgres", target="postgresql://b@127.0.0.1:1/b",
+                                  started_at=T0, server_version="15.18", tool_versions={}, options={"targets": {}},
+                                  host_facts={}, target_facts={}))
+    fixtures = Path(__file__).parent.parent / "fixtures" / "tpcc"
+    expected = {}
+    for n in (1, 2):
+        measurement, samples = tpcc.read((fixtures / f"sysbench-1.0.20-tpcc-like-postgres-{n}threads.stdout")
+                                         .read_text(), "")
+        expected[n] = measurement.details
+        spec = PointSpec(engine="postgres", workload="tpcc-like", threads=n, clients=n, duration_s=5,
+                         params=(("warehouses", 1),))
+        db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=("sysbench",),
+                                         exit_code=0, stdout="", stderr="", measurement=measurement,
+                                         samples=samples))
+    db.finish_run(run_id, "finished")
+    report = data.build(analysis.load(db), db.runs())
+    (section,) = report.sections
+    table = tables.tpcc(section)
+    assert table is not None and table.headers[3] == "New-Order per minute (tpmC-like)"
+    for row, n in zip(table.rows, (1, 2)):
+        assert row[1] == str(n) and row[2] == "warehouses=1"
+        assert row[3] == tables.num(expected[n]["tpm_new_order"])
+        assert row[6] == " / ".join(f"{expected[n]['per_type'][k]['share_pct']:.1f}" for k in tpcc.KINDS)
+        assert row[7] == tables.num(expected[n]["per_type"]["new_order"]["latency_avg_ms"], 2)
+    exported = export.to_csv(report)
+    assert "tpm_new_order" in exported.splitlines()[0]
+    db.close()

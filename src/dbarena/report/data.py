@@ -38,6 +38,7 @@ import numpy as np
 from dbarena import analysis, configkey, stats
 from dbarena.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
+from dbarena.workloads import tpcc
 
 SATURATION_GAIN = 0.05
 
@@ -136,6 +137,24 @@ def geomean_ratio(values: dict[int, float], baseline: dict[int, float]) -> float
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
+
+
+def _tpcc_figures(ok: list[dict]) -> dict:
+    """The TPC-C-like workload's own figures, means over repeats: New-Order transactions
+    committed per minute (the tpmC-like figure), the mix of transaction types (% of
+    all) and each type's average latency; None for other workloads."""
+    details = [m.get("details") or {} for m in ok]
+    details = [d for d in details if d.get("tpm_new_order") is not None]
+    if not details:
+        return {"tpm_new_order": None, "tpcc_mix_pct": None, "tpcc_latency_ms": None, "rollbacks": None}
+    found = {k for d in details for k in d.get("per_type", {})}
+    kinds = [k for k in tpcc.KINDS if k in found] + sorted(found - set(tpcc.KINDS))  # the specification's order
+    return {
+        "tpm_new_order": _mean(d["tpm_new_order"] for d in details),
+        "tpcc_mix_pct": {k: _mean(d["per_type"].get(k, {}).get("share_pct") for d in details) for k in kinds},
+        "tpcc_latency_ms": {k: _mean(d["per_type"].get(k, {}).get("latency_avg_ms") for d in details) for k in kinds},
+        "rollbacks": _mean(d.get("rollbacks") for d in details),
+    }
 
 
 def server_is_local(run: dict) -> bool:
@@ -272,6 +291,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             "seconds": seconds,
             # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
             "printed_tps": _mean(m.get("tps") for m in ok) if tps is not None else None,
+            **_tpcc_figures(ok),
             "n": summary["n"], "failed": summary["failed"],
             "tps": tps, "tps_ci_low": summary["ci_low"] if tps is not None else None,
             "tps_ci_high": summary["ci_high"] if tps is not None else None,
@@ -408,7 +428,7 @@ def _chosen_series(candidates: list[dict], level: int | None) -> dict:
 
 PUBLIC_FIELDS = (
     "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
-    "printed_tps", "qps", "seconds", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
+    "printed_tps", "qps", "seconds", "tpm_new_order", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
     "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price", "currency", "price_per_hour",
     "price_per_month", "price_per_100_tps", "price_per_run",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
