@@ -28,7 +28,7 @@ def _metric(row: dict) -> str:
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 1
+ESTIMATOR_VERSION = 2  # 2: the system view (machine CPU, iowait, server and load-generator CPU)
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
@@ -37,7 +37,7 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
     values, cached in the store (point_derived) by estimator version."""
     out: dict[str, Any] = {"metric": _metric(row), "samples": len(samples), "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
-                           "trend_pct": None, "warnings": []}
+                           "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
     if row["status"] != "ok":
         return out
     series = [s["tps"] for s in samples]
@@ -50,7 +50,29 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
         flags.extend(steady.flags)
     flags.extend(stats.loadgen_flags(system, row["threads"], hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
+    out.update(system_view(system, out["steady_start_s"]))
     return out
+
+
+# The system view of a point (study D's discussion of where the CPU went): means over
+# its steady state (the whole point without a series) of the 1 Hz system samples.
+SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
+
+
+def system_view(system: list[dict], steady_start_s: float | None) -> dict:
+    """Machine CPU busy % (100 - idle), iowait %, and the CPU the server's and the load
+    generator's processes used, in cores (1.0 = one hardware thread busy)."""
+    chosen = [s for s in system if steady_start_s is None or s["second"] >= steady_start_s] or system
+
+    def mean(values) -> float | None:
+        values = [v for v in values if v is not None]
+        return statistics.fmean(values) if values else None
+
+    idle = mean(s.get("cpu_idle_pct") for s in chosen)
+    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
+            "cpu_iowait_pct": mean(s.get("cpu_iowait_pct") for s in chosen),
+            "server_cpu": mean(s.get("server_cpu") for s in chosen),
+            "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
 
 
 def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,

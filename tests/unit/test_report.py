@@ -461,3 +461,38 @@ def test_the_tpcc_like_table_shows_the_new_order_rate_the_mix_and_latency_per_ty
     exported = export.to_csv(report)
     assert "tpm_new_order" in exported.splitlines()[0]
     db.close()
+
+
+def test_the_system_view_and_the_level_the_cpu_saturated_from(tmp_path):
+    from dbarena.report import tables
+    from dbarena.sysmetrics import SystemSample
+
+    db = Store(tmp_path / "sys.db")
+    run_id = db.begin_run(RunInfo(label="box", host="box", engine="postgres", target="postgresql://b@127.0.0.1:1/b",
+                                  started_at=T0, server_version="15.18", tool_versions={}, options={"targets": {}},
+                                  host_facts={"hardware_threads": 4}, target_facts={}))
+    # idle % and server cores per level: busy 40 % at 1 thread, 92 % from 4 threads.
+    for n, idle, server in ((1, 60.0, 1.0), (4, 8.0, 3.0), (8, 2.0, 3.2)):
+        spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=n, clients=n, duration_s=3)
+        system = tuple(SystemSample(second=s, cpu_user_pct=30, cpu_system_pct=10, cpu_iowait_pct=2.0 * s,
+                                    cpu_steal_pct=0, cpu_idle_pct=idle, context_switches_per_s=0,
+                                    disk_read_bytes_per_s=None, disk_write_bytes_per_s=None, memory_used_bytes=None,
+                                    server_cpu=server, loadgen_cpu=0.5) for s in (1.0, 2.0, 3.0))
+        db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",),
+                                         exit_code=0, stdout="", stderr="", measurement=Measurement(tps=100.0 * n),
+                                         system=system))
+    db.finish_run(run_id, "finished")
+    report = data.build(analysis.load(db), db.runs())
+    (section,) = report.sections
+    rows = {r["threads"]: r for r in section.rows}
+    assert rows[1]["cpu_busy_pct"] == pytest.approx(40.0) and rows[4]["cpu_busy_pct"] == pytest.approx(92.0)
+    assert rows[1]["cpu_iowait_pct"] == pytest.approx(4.0)  # the mean of 2, 4, 6
+    assert rows[8]["server_cpu"] == pytest.approx(3.2) and rows[8]["loadgen_cpu"] == pytest.approx(0.5)
+    assert section.ranking[0]["cpu_saturated_from"] == 4
+    table = tables.system(section)
+    assert table.rows[1][:6] == ["box", "4", "92", "4.0", "3.00", "0.50"]
+    assert "box: CPU saturated from 4 threads" in table.note
+    # Only the steady state counts when a series says where it starts.
+    assert analysis.system_view([{"second": 1.0, "cpu_idle_pct": 0.0}, {"second": 5.0, "cpu_idle_pct": 50.0}],
+                                steady_start_s=2.0)["cpu_busy_pct"] == 50.0
+    db.close()

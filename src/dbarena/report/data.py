@@ -123,6 +123,18 @@ def saturation(levels: list[int], values: list[float], gain: float = SATURATION_
     return None
 
 
+CPU_SATURATED_PCT = 90.0
+
+
+def cpu_saturation(rows) -> int | None:
+    """The first level at which the machine's CPU was at least 90 % busy (study D: past
+    it, more clients queue for CPU rather than add throughput); None if never."""
+    for r in rows:
+        if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT:
+            return r["threads"]
+    return None
+
+
 def geomean_ratio(values: dict[int, float], baseline: dict[int, float]) -> float | None:
     """Geometric mean of values[N] / baseline[N] over the levels both have."""
     common = [n for n in values if n in baseline and values[n] > 0 and baseline[n] > 0]
@@ -292,6 +304,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
             # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
             "printed_tps": _mean(m.get("tps") for m in ok) if tps is not None else None,
             **_tpcc_figures(ok),
+            **{k: _mean(m.get(k) for m in ok) for k in analysis.SYSTEM_FIELDS},
             "n": summary["n"], "failed": summary["failed"],
             "tps": tps, "tps_ci_low": summary["ci_low"] if tps is not None else None,
             "tps_ci_high": summary["ci_high"] if tps is not None else None,
@@ -367,6 +380,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
                 "peak_tps_per_core": peak["tps_per_core"] if peak else None,
                 "peak_tps_per_thread": peak["tps_per_thread"] if peak else None,
                 "price_at": levels[at_threads][price_field] if at_threads in levels else None,
+                "cpu_saturated_from": cpu_saturation(levels[n] for n in ns),
             })
             fit = None if lower_is_better else usl_fit(ns, values)
             if fit:
@@ -430,7 +444,8 @@ PUBLIC_FIELDS = (
     "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
     "printed_tps", "qps", "seconds", "tpm_new_order", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
     "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price", "currency", "price_per_hour",
-    "price_per_month", "price_per_100_tps", "price_per_run",
+    "price_per_month", "price_per_100_tps", "price_per_run", "cpu_busy_pct", "cpu_iowait_pct", "server_cpu",
+    "loadgen_cpu",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
 )

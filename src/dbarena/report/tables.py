@@ -265,9 +265,26 @@ def tpcc(section: Section) -> TableSpec | None:
                      "time). The mix is the share of each transaction type; latencies are per type averages.")
 
 
+def system(section: Section) -> TableSpec | None:
+    """Where the CPU went at each level (study D): the machine busy, iowait, the server's
+    and the load generator's processes, with the level the CPU saturated from."""
+    rows = [r for r in section.rows if r.get("cpu_busy_pct") is not None]
+    if not rows:
+        return None
+    body = [[r["label"], str(r["threads"]), num(r["cpu_busy_pct"], 0), num(r["cpu_iowait_pct"], 1),
+             num(r["server_cpu"], 2), num(r["loadgen_cpu"], 2), str(r["hardware_threads"] or "-")] for r in rows]
+    saturated = [f"{r['label']}: CPU saturated from {r['cpu_saturated_from']} threads" if r["cpu_saturated_from"]
+                 else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
+    return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
+                                     "load generator CPU (cores)", "hardware threads"], body,
+                     "Means over each point's steady state of the once-a-second samples, then over repeats. CPU in "
+                     "cores: 1.0 = one hardware thread busy. For a remote target the machine and the load "
+                     "generator are this host; the server's CPU is not seen. " + "; ".join(saturated) + ".")
+
+
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
     return [t for t in (parameters(section, report), results(section), tpcc(section), ranking(section, report),
-                        against_baseline(section, report),
+                        system(section), against_baseline(section, report),
                         price(section, report), per_core(section), usl_table(section)) if t is not None]
 
 
