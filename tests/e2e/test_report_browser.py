@@ -58,15 +58,25 @@ def test_report_in_headless_chromium(stored, tmp_path):
             " paths: e.querySelectorAll('path').length, lines: e.querySelectorAll('g[id^=line2d] path').length}))")
         cells = page.eval_on_selector_all("td", "els => els.map(e => e.textContent)")
         title = page.title()
+        # Hover: each point of a chart carries its exact values (an SVG <title>).
+        tips = page.eval_on_selector_all("figure.chart-throughput svg g.hover title", "els => els.map(e => e.textContent)")
+        page.hover("figure.chart-throughput svg g.hover circle")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        loaded = list(requests)
+        # A chart saved for an article: the link downloads the SVG as a file.
+        with page.expect_download() as download:
+            page.click("figure.chart-throughput a.save")
+        saved = download.value.path().read_text()
         browser.close()
+    assert any(t.startswith("box-a, 2 threads: ") and " TPS" in t for t in tips), tips
+    assert saved.startswith("<svg") and "box-a, 1 threads" in saved
     assert len(charts) >= 3  # throughput, latency, per-second
     for chart in charts:
         assert chart["w"] > 300 and chart["h"] > 150 and chart["paths"] > 5 and chart["lines"] >= 2
     assert EVIL in cells and EVIL in title  # shown as text ...
     assert dialogs == [] and page_errors == []  # ... and never run
     assert [m for m in console if m[0] == "error"] == []
-    assert requests == [out.as_uri()]  # the file itself, nothing from the network
+    assert loaded == [out.as_uri()]  # the file itself, nothing from the network
     assert (tmp_path / "report.png").stat().st_size > 20_000
 
 

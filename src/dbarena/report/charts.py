@@ -17,10 +17,12 @@ Drawing was most of a report's time on a 10,000-point store (130 series), so:
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import itertools
 import math
 import re
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -112,9 +114,11 @@ class _Plot:
         self.entries: list[tuple[str, str, dict[str, Any]]] = []  # (series, legend text, style)
 
     def line(self, x: Iterable[float], y: Iterable[float], legend: str | None = None, series: str | None = None,
-             **style: Any) -> None:
+             tips: Iterable[str] | None = None, **style: Any) -> None:
         """One series' line; `legend` its legend text, `series` the name it is counted
-        under in the legend when one series has several entries (default: the text)."""
+        under in the legend when one series has several entries (default: the text);
+        `tips` the hover text of each point."""
+        x, y = list(x), list(y)
         xs, ys = self.lines.setdefault(tuple(sorted(style.items())), ([], []))
         if xs:
             xs.append(math.nan)
@@ -123,6 +127,8 @@ class _Plot:
         ys.extend(y)
         if legend is not None:
             self.entries.append((series or legend, legend, style))
+        if tips is not None:
+            _tips(self.ax).extend(zip(x, y, tips))
 
     def draw(self) -> None:
         for style, (xs, ys) in self.lines.items():
@@ -162,6 +168,37 @@ def _unique_ids(text: str, suffix: str) -> str:
     return re.sub(r'<g id="([^"]+)"', rf'<g id="\1-{suffix}"', text)
 
 
+# Hover texts of a chart's points, by axes: added to the SVG as <title>s of invisible
+# circles, which browsers show on hover with no script (the report's CSP allows none).
+_TIPS: "weakref.WeakKeyDictionary[Axes, list[tuple[float, float, str]]]" = weakref.WeakKeyDictionary()
+MAX_TIPS = 2000  # a chart with more points gets none: its SVG would grow by ~100 bytes each
+
+
+def _tips(ax: Axes) -> list[tuple[float, float, str]]:
+    return _TIPS.setdefault(ax, [])
+
+
+def _hover_layer(ax: Axes) -> str:
+    """<circle> elements at the chart's points, each with its exact values as <title>.
+    SVG coordinates are points (72 per inch) from the top left; matplotlib's display
+    coordinates are pixels at the figure's dpi from the bottom left."""
+    tips = _TIPS.pop(ax, [])
+    if not tips or len(tips) > MAX_TIPS:
+        return ""
+    fig = ax.figure
+    assert isinstance(fig, Figure)
+    scale = 72 / fig.dpi
+    height = fig.get_size_inches()[1] * 72
+    xy = ax.transData.transform([(x, y) for x, y, _ in tips])
+    parts = ['<g class="hover" fill="#000" fill-opacity="0" stroke="none">']
+    for (px, py), (_, _, text) in zip(xy, tips):
+        if math.isfinite(px) and math.isfinite(py):
+            parts.append(f'<circle cx="{px * scale:.1f}" cy="{height - py * scale:.1f}" r="5">'
+                         f"<title>{html.escape(text)}</title></circle>")
+    parts.append("</g>")
+    return "".join(parts)
+
+
 def _svg(ax: Axes, section: Section, name: str) -> str:
     """SVG text of the chart, its ids made unique by a key of section and chart name
     (so the same chart gives the same text, whatever else the process draws)."""
@@ -178,6 +215,10 @@ def _svg(ax: Axes, section: Section, name: str) -> str:
     # Drop the XML prologue and the RDF metadata block (a timestamp and namespace
     # identifiers): smaller, and the same chart gives the same text.
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+    hover = _hover_layer(ax)
+    if hover:
+        end = text.rindex("</svg>")
+        text = text[:end] + hover + text[end:]
     return _unique_ids(text, key)
 
 
@@ -197,7 +238,7 @@ def throughput(section: Section) -> str | None:
     for color, (label, rows) in zip(_colors(), _by_label(section, metric)):
         x = [r["threads"] for r in rows]
         y = [r[metric] for r in rows]
-        plot.line(x, y, label, marker="o", color=color)
+        plot.line(x, y, label, marker="o", color=color, tips=[_tip(label, r, metric) for r in rows])
         band = [(r["threads"], r["tps_ci_low"], r["tps_ci_high"]) for r in rows
                 if metric == "tps" and r["tps_ci_low"] is not None and r["tps_ci_high"] is not None]
         if len(band) >= 2:
@@ -217,6 +258,18 @@ def throughput(section: Section) -> str | None:
                  + (" (dashed: USL fit)" if section.usl else ""))
     ax.set_ylim(bottom=0)
     return _svg(ax, section, "throughput")
+
+
+def _tip(label: str, row: dict, field: str) -> str:
+    """A point's hover text: its series, level and exact figure (with its interval)."""
+    value = row[field]
+    unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}.get(field, "ms" if field.startswith("latency") else "")
+    text = f"{label}, {row['threads']} threads: {value:,.{3 if unit in ('s', 'ms') else 1}f} {unit}".rstrip()
+    if field == "tps" and row.get("tps_ci_low") is not None and row.get("tps_ci_high") is not None:
+        text += f" (95 % CI {max(row['tps_ci_low'], 0):,.1f} .. {row['tps_ci_high']:,.1f})"
+    if row.get("n"):
+        text += f", {row['n']} repeat(s)"
+    return text
 
 
 def _name(metric: str) -> str:
@@ -242,7 +295,11 @@ def bars(section: Section) -> str | None:
     for i, (color, label) in enumerate(zip(_colors(), labels)):
         values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
         xs = [j + (i - (len(labels) - 1) / 2) * width for j, n in enumerate(levels) if n in values]
-        ax.bar(xs, [values[n] for n in levels if n in values], width=width * 0.95, color=color, label=label)
+        heights = [values[n] for n in levels if n in values]
+        ax.bar(xs, heights, width=width * 0.95, color=color, label=label)
+        by_level = {r["threads"]: r for r in section.rows if r["label"] == label}
+        _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric))
+                         for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
     ax.set_xticks(range(len(levels)), [str(n) for n in levels])
     ax.grid(axis="x", visible=False)
     ax.set_xlabel("thread level")  # categorical: not "threads", whose axis _svg makes numeric
@@ -259,7 +316,8 @@ def qps(section: Section) -> str | None:
     ax = _axes(3.2)
     plot = _Plot(ax)
     for color, (label, rows) in zip(_colors(), _by_label(section, "qps")):
-        plot.line([r["threads"] for r in rows], [r["qps"] for r in rows], label, marker="o", color=color)
+        plot.line([r["threads"] for r in rows], [r["qps"] for r in rows], label, marker="o", color=color,
+                  tips=[_tip(label, r, "qps") for r in rows])
     plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel("QPS")
@@ -293,7 +351,8 @@ def _latency_chart(section: Section, field: str, what: str, key: str) -> str | N
     for color, label in zip(_colors(), section.labels):
         rows = [r for r in section.rows if r["label"] == label and r.get(field) is not None]
         if rows:
-            plot.line([r["threads"] for r in rows], [r[field] for r in rows], label, marker="o", color=color)
+            plot.line([r["threads"] for r in rows], [r[field] for r in rows], label, marker="o", color=color,
+                      tips=[_tip(label, r, field) for r in rows])
     plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel(f"{what} (ms)")

@@ -1,8 +1,12 @@
 """The HTML report: one self-contained file (inline CSS and SVG charts, no script,
-no network), readable on a laptop and printable. Every text from the store is escaped."""
+no network), readable on a laptop and printable. Every text from the store is escaped.
+Hovering a point shows its exact values (SVG <title>s: no script needed); each chart
+has a link that saves it as an .svg file."""
 
 from __future__ import annotations
 
+import base64
+import re
 from datetime import datetime, timezone
 from html import escape
 
@@ -22,12 +26,15 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bott
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 .meta { color: #555; } nav ul { columns: 2; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 12px; } a.save { color: #555; }
+.hover circle:hover { fill-opacity: 0.25; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; vertical-align: top; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .note { color: #555; font-size: 12px; max-width: 60em; }
 .provenance td { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
-@media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; } }
+@media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; }
+               a.save { display: none; } }
 """
 
 
@@ -61,7 +68,12 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str
                      f"{escape(s.workload)}</h2>")
         for name, svg in charts.get((s.engine, s.workload), {}).items():
             # SVG from matplotlib: its text nodes are XML-escaped by matplotlib itself.
-            parts.append(f'<figure class="chart chart-{name}">{svg}</figure>')
+            # The link saves the chart as an .svg file for an article (a download, which
+            # the CSP does not forbid: it loads nothing into the page).
+            file = re.sub(r"[^\w.-]+", "_", f"{s.engine}-{s.workload}-{name}") + ".svg"
+            link = (f'<a class="save" download="{escape(file)}" href="data:image/svg+xml;base64,'
+                    f'{base64.b64encode(svg.encode()).decode()}">save as SVG</a>')
+            parts.append(f'<figure class="chart chart-{name}">{svg}<figcaption>{link}</figcaption></figure>')
         parts.extend(_table(t) for t in section_tables(s, report))
         parts.append("</section>")
     parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
