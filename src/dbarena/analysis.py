@@ -75,6 +75,12 @@ def system_view(system: list[dict], steady_start_s: float | None) -> dict:
             "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
 
 
+def effective_threads(host_facts: dict) -> int:
+    """The hardware threads a run could use: its CPU affinity and quota where recorded
+    (since hostinfo.read_usable_cpus), else the machine's."""
+    return host_facts.get("effective_hardware_threads") or host_facts.get("hardware_threads") or 1
+
+
 def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
          variants: tuple[str, ...] = ()) -> list[dict]:
     """Stored points with their derived fields: from the cache where this estimator
@@ -99,7 +105,7 @@ def _derived(store: Store, rows: list[dict], runs: dict[int, dict]) -> dict[int,
         samples = store.series_of("samples", (r["point_id"] for r in batch))
         system = store.series_of("system_samples", (r["point_id"] for r in batch))
         fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
-                                              runs[r["run_id"]]["host_facts"].get("hardware_threads") or 1)
+                                              effective_threads(runs[r["run_id"]]["host_facts"]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)

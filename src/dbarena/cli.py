@@ -183,8 +183,9 @@ def run_options(f):
                      help=f"Comma-separated workloads ({', '.join(workloads.WORKLOADS)}); with --study, a subset of "
                           "the study's [default: postgres: the pgbench ones; mysql: the sysbench ones and mysqlslap]."),
         click.option("--threads", "levels", callback=_levels, metavar="LIST",
-                     help="Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of this machine's "
-                          f"{hostinfo.hardware_threads()} hardware threads]."),
+                     help="Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of the "
+                          f"{hostinfo.hardware_threads()} hardware threads dbarena may use here (its CPU affinity "
+                          "and cgroup quota)]."),
         click.option("--clients-per-thread", type=click.IntRange(min=1),
                      help="pgbench clients per thread (-c = threads x this) [default: 2]; sysbench and mysqlslap "
                           "use one per thread."),

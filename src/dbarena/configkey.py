@@ -65,12 +65,21 @@ def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None =
     if not host_facts:
         return None
     memory = host_facts.get("memory_bytes")
-    return {
+    identity = {
         "cpu_model": host_facts.get("cpu_model"),
         "hardware_threads": host_facts.get("hardware_threads"),
         # Rounded: the kernel's MemTotal moves by a few MB between boots.
         "memory_gib": round(memory / 2 ** 30) if isinstance(memory, (int, float)) else None,
     }
+    # A run confined to some of the machine's CPUs (taskset, a cpuset, a CPU quota)
+    # measured another configuration; a run on the whole machine keeps the key it had
+    # before dbarena recorded the CPUs a run may use.
+    usable = host_facts.get("usable_hardware_threads")
+    if (usable is not None and usable < (host_facts.get("hardware_threads") or usable)) \
+            or host_facts.get("cpu_quota_cores") is not None:
+        identity["usable_cpus"] = host_facts.get("usable_cpus")
+        identity["cpu_quota_cores"] = host_facts.get("cpu_quota_cores")
+    return identity
 
 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,

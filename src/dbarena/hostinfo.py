@@ -215,9 +215,113 @@ def _read(path: str) -> str:
         return ""
 
 
+def parse_cpu_list(text: str) -> set[int]:
+    """A kernel CPU list ('0-3,8,10-11', as in cpuset.cpus or Cpus_allowed_list)."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part.strip():
+            continue
+        first, _, last = part.strip().partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def cpu_list(cpus: set[int] | list[int]) -> str:
+    """The kernel's notation for a set of CPUs: {0, 1, 2, 5} -> '0-2,5'."""
+    out: list[str] = []
+    for cpu in sorted(cpus):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == cpu - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{cpu}"
+        elif out and "-" not in out[-1] and int(out[-1]) == cpu - 1:
+            out[-1] = f"{out[-1]}-{cpu}"
+        else:
+            out.append(str(cpu))
+    return ",".join(out)
+
+
+def parse_cpu_max(text: str) -> float | None:
+    """cgroup v2's cpu.max ('200000 100000': at most 2 CPUs' time per period; 'max
+    100000': no quota) as cores, or None."""
+    fields = text.split()
+    if len(fields) != 2 or fields[0] == "max":
+        return None
+    try:
+        quota, period = int(fields[0]), int(fields[1])
+    except ValueError:
+        return None
+    return quota / period if period > 0 else None
+
+
+def cgroup_path(proc_self_cgroup: str) -> str | None:
+    """This process's cgroup v2 path ('0::/system.slice/x.service'), or None on v1."""
+    for line in proc_self_cgroup.splitlines():
+        if line.startswith("0::"):
+            return line[3:].strip() or "/"
+    return None
+
+
+def physical_cores_of(cpus: set[int], core_of: dict[int, tuple[int, int]]) -> int | None:
+    """How many physical cores the CPUs belong to: (package, core) per CPU, from sysfs
+    topology; None when the topology of one of them is unknown."""
+    if not cpus or any(c not in core_of for c in cpus):
+        return None
+    return len({core_of[c] for c in cpus})
+
+
+def usable_cpu_facts(affinity: set[int], quota_cores: float | None, core_of: dict[int, tuple[int, int]]) -> dict:
+    """What this process may actually use: the CPUs of its affinity (taskset, a cgroup
+    cpuset: the kernel narrows the affinity to the cpuset), the physical cores they
+    belong to, and the cgroup's CPU quota; `effective_hardware_threads`, what the sweep's
+    percentages, per-core figures and the load-generator warning count, is the smaller
+    of the CPUs and the quota (rounded down, at least 1)."""
+    facts: dict = {"usable_cpus": cpu_list(affinity), "usable_hardware_threads": len(affinity)}
+    cores = physical_cores_of(affinity, core_of)
+    if cores is not None:
+        facts["usable_physical_cores"] = cores
+    effective = len(affinity)
+    if quota_cores is not None:
+        facts["cpu_quota_cores"] = round(quota_cores, 3)
+        effective = max(1, min(effective, int(quota_cores)))
+    facts["effective_hardware_threads"] = effective
+    return facts
+
+
+def _topology() -> dict[int, tuple[int, int]]:
+    found = {}
+    for path in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
+        package, core = _int(_read(str(path / "physical_package_id")).strip()), _int(_read(str(path / "core_id")).strip())
+        if package is not None and core is not None:
+            found[int(path.parent.name[3:])] = (package, core)
+    return found
+
+
+def read_usable_cpus() -> dict:
+    """usable_cpu_facts for this process, read through psutil (affinity) and the cgroup
+    file system (quota: psutil has no cgroup view)."""
+    import psutil
+
+    try:
+        affinity = set(psutil.Process().cpu_affinity() or [])
+    except (AttributeError, psutil.Error, OSError):  # a platform without affinity
+        affinity = set(range(psutil.cpu_count() or 1))
+    return usable_cpu_facts(affinity or {0}, _quota_cores(), _topology())
+
+
+def _quota_cores() -> float | None:
+    path = cgroup_path(_read("/proc/self/cgroup"))
+    return parse_cpu_max(_read(f"/sys/fs/cgroup{path.rstrip('/')}/cpu.max")) if path is not None else None
+
+
 def hardware_threads() -> int:
-    """Logical CPUs of the machine (what the sweep's percentages refer to)."""
-    return os.cpu_count() or 1
+    """The hardware threads this process may use (its CPU affinity and cgroup quota):
+    what the sweep's percentages refer to; the machine's total is in host_facts. Cheap
+    (the --help text calls it): the affinity syscall psutil would make, no topology."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    quota = _quota_cores()
+    return max(1, min(usable, int(quota))) if quota is not None else usable
 
 
 def host_facts() -> dict:
@@ -231,7 +335,10 @@ def host_facts() -> dict:
         except Exception:  # provenance must never stop a benchmark
             lscpu_text = ""
     facts = {**parse_cpuinfo(_read("/proc/cpuinfo")), **parse_lscpu(lscpu_text)}
-    facts.setdefault("hardware_threads", hardware_threads())
+    facts.setdefault("hardware_threads", os.cpu_count() or 1)
+    # The machine's figures above; what this process may use beside them (taskset,
+    # cpuset, quota): a run under `taskset -c 0` on 2 threads records both.
+    facts.update(read_usable_cpus())
     facts.setdefault("architecture", platform.machine())
     if facts.get("threads_per_core") is None and facts.get("physical_cores"):
         facts["threads_per_core"] = facts["hardware_threads"] // facts["physical_cores"]

@@ -87,12 +87,15 @@ def hardware_threads_for(host_facts: dict) -> Callable[[EngineEntry], int | None
     def threads(engine: EngineEntry) -> int | None:
         if engine.target is not None:
             return engine.server_threads
-        return host_facts.get("hardware_threads") or hostinfo.hardware_threads()
+        # The CPUs this process may use (taskset, cpuset, quota), not the machine's total.
+        return host_facts.get("effective_hardware_threads") or host_facts.get("hardware_threads") \
+            or hostinfo.hardware_threads()
     return threads
 
 
 def expand(study: Study, host_facts: dict | None = None) -> list[plan.EnginePlan]:
-    return plan.expand(study, hardware_threads_for(host_facts or {"hardware_threads": hostinfo.hardware_threads()}))
+    return plan.expand(study, hardware_threads_for(host_facts or {"effective_hardware_threads":
+                                                                  hostinfo.hardware_threads()}))
 
 
 def check_settings(study: Study, executor: Executor = execute.LOCAL) -> None:

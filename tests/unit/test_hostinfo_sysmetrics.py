@@ -4,6 +4,7 @@ parsers of the system-metrics sampler on this machine's own /proc captures."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,55 @@ def test_the_client_libraries_a_tool_links_are_named_with_their_package():
     assert libs["libpq"].startswith("libpq.so.5.") and "(libpq5 " in libs["libpq"]
     assert libs["libmariadb"].startswith("libmariadb.so.")
     assert execute.linked_libraries("/nonexistent/pgbench") == {}
+
+
+def test_cpu_lists_quotas_and_cgroup_paths():
+    assert hostinfo.parse_cpu_list("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    assert hostinfo.cpu_list({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8" and hostinfo.cpu_list([3]) == "3"
+    assert hostinfo.parse_cpu_max("200000 100000\n") == 2.0
+    assert hostinfo.parse_cpu_max("150000 100000") == 1.5
+    assert hostinfo.parse_cpu_max("max 100000\n") is None and hostinfo.parse_cpu_max("") is None
+    assert hostinfo.cgroup_path("0::/system.slice/docker-1.scope\n") == "/system.slice/docker-1.scope"
+    assert hostinfo.cgroup_path("12:cpu,cpuacct:/user.slice\n") is None  # cgroup v1
+
+
+def test_the_cpus_a_run_may_use_make_its_thread_count_not_the_machines():
+    # x86 with SMT: CPUs 0-3 are cores 0-3 of package 0, CPUs 4-7 their siblings.
+    topology = {cpu: (0, cpu % 4) for cpu in range(8)}
+    whole = hostinfo.usable_cpu_facts(set(range(8)), None, topology)
+    assert whole == {"usable_cpus": "0-7", "usable_hardware_threads": 8, "usable_physical_cores": 4,
+                     "effective_hardware_threads": 8}
+    # taskset -c 0,4: one core with its sibling.
+    pinned = hostinfo.usable_cpu_facts({0, 4}, None, topology)
+    assert (pinned["usable_cpus"], pinned["usable_physical_cores"], pinned["effective_hardware_threads"]) == \
+        ("0,4", 1, 2)
+    # A container limited to 1.5 CPUs of 8: 1 thread counts.
+    quota = hostinfo.usable_cpu_facts(set(range(8)), 1.5, topology)
+    assert quota["cpu_quota_cores"] == 1.5 and quota["effective_hardware_threads"] == 1
+    assert hostinfo.usable_cpu_facts({0}, None, {})["effective_hardware_threads"] == 1  # no topology known
+
+
+def test_a_confined_run_is_another_configuration_a_whole_machine_run_keeps_its_key():
+    from dbarena import configkey
+
+    machine = {"cpu_model": "EPYC", "hardware_threads": 2, "memory_bytes": 24 * 2 ** 30}
+    before = configkey.host_identity(machine)
+    assert configkey.host_identity({**machine, "usable_cpus": "0-1", "usable_hardware_threads": 2}) == before
+    confined = configkey.host_identity({**machine, "usable_cpus": "0", "usable_hardware_threads": 1})
+    assert confined != before and confined["usable_cpus"] == "0"
+
+
+def test_taskset_narrows_what_dbarena_records_and_counts():
+    import os
+    import subprocess
+    import sys
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPUs to confine a process to one")
+    code = ("import json; from dbarena import hostinfo; f = hostinfo.host_facts(); "
+            "print(json.dumps([f['hardware_threads'], f['usable_cpus'], f['usable_hardware_threads'], "
+            "f['effective_hardware_threads'], hostinfo.hardware_threads()]))")
+    done = subprocess.run(["taskset", "-c", "1", sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    machine, cpus, usable, effective, levels_of = json.loads(done.stdout)
+    assert machine == os.cpu_count() and (cpus, usable, effective, levels_of) == ("1", 1, 1, 1)

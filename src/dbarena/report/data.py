@@ -277,8 +277,10 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         run = runs_by_id[r["run_id"]]
         if server_is_local(run):
             facts = run["host_facts"]
-            hardware.setdefault(r["label"], {"physical_cores": facts.get("physical_cores"),
-                                             "hardware_threads": facts.get("hardware_threads")})
+            # What the run could use (taskset, cpuset, quota), else the machine's.
+            hardware.setdefault(r["label"], {
+                "physical_cores": facts.get("usable_physical_cores") or facts.get("physical_cores"),
+                "hardware_threads": facts.get("effective_hardware_threads") or facts.get("hardware_threads")})
         elif run["target_facts"].get("server_physical_cores") or run["target_facts"].get("server_hardware_threads"):
             facts = run["target_facts"]
             hardware.setdefault(r["label"], {"physical_cores": facts.get("server_physical_cores"),

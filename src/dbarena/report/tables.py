@@ -291,6 +291,8 @@ def section_tables(section: Section, report: Report) -> list[TableSpec]:
 _HOST_FIELDS = (
     ("CPU", "cpu_model"), ("vendor", "cpu_vendor"), ("architecture", "architecture"), ("sockets", "sockets"),
     ("physical cores", "physical_cores"), ("hardware threads", "hardware_threads"),
+    ("CPUs the run could use", "usable_cpus"), ("their physical cores", "usable_physical_cores"),
+    ("CPU quota (cores)", "cpu_quota_cores"),
     ("threads per core (SMT)", "threads_per_core"), ("NUMA nodes", "numa_nodes"), ("max MHz", "max_mhz"),
     ("governor", "frequency_governor"), ("L3 cache", "l3_cache"), ("hypervisor", "hypervisor"),
     ("cloud", "cloud"), ("instance type", "instance_type"), ("container", "container"), ("kernel", "kernel"),
