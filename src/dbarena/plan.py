@@ -63,6 +63,7 @@ class EnginePlan:
     engine: EngineEntry
     variants: tuple[str, ...]  # ("",) when the study has none
     settings: dict[str, dict[str, str]]  # variant -> the server settings it runs under
+    cluster: dict[str, dict[str, str]]  # variant -> the cluster options its server is created with
     levels: tuple[int, ...]  # every level of the engine's workloads, for display
     points: tuple[PointSpec, ...]
 
@@ -94,11 +95,13 @@ def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) 
         variants = tuple(v.name for v in study.variants) or ("",)
         settings = {v.name: {**dict(engine.settings), **v.settings_for(engine.name)} for v in study.variants} \
             or {"": dict(engine.settings)}
+        cluster = {v.name: {**dict(engine.cluster), **v.cluster_for(engine.name)} for v in study.variants} \
+            or {"": dict(engine.cluster)}
         # Adaptive repeats (precision) start with the rounds every point runs (the
         # least a verdict needs); rounds.Adaptive decides on more as results come.
         repeats = study.repeats if study.precision is None else min(stats.MIN_REPEATS, study.max_repeats)
         points = tuple(replace(p, repeat=r, variant=v) for r in range(repeats) for v in variants for p in one_pass)
-        plans.append(EnginePlan(engine=engine, variants=variants, settings=settings,
+        plans.append(EnginePlan(engine=engine, variants=variants, settings=settings, cluster=cluster,
                                 levels=tuple(sorted({p.threads for p in one_pass})), points=points))
     return plans
 

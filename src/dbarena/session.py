@@ -206,13 +206,14 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
             bound: dict[str, Bound] = {}
             for variant in engine_plan.variants:
                 settings = engine_plan.settings[variant]
+                cluster = engine_plan.cluster.get(variant, {})
                 if entry.target is not None:
                     opened = engine.external(entry.target, bindir=bindir, executor=executor)
                 else:
                     # Room for every client of the widest point, plus a few for dbarena itself.
                     max_connections = max(151, engine_plan.max_clients + 10)
                     opened = engine.throwaway(settings=settings, max_connections=max_connections, bindir=bindir,
-                                              keep=keep, executor=executor)
+                                              keep=keep, executor=executor, cluster=cluster)
                 target = stack.enter_context(opened)
                 reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}")
                 # Every tool found now, not at the first point (and its version recorded).
@@ -225,7 +226,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                         tool_versions[f"{t.binary} {lib}"] = text
                 tool_versions.update(engine.client_libraries())
                 info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
-                                 tool_versions, init, outcome.invocation)
+                                 tool_versions, init, outcome.invocation, cluster)
                 if (entry.name, variant) in previous:
                     run_id = previous[(entry.name, variant)]
                     store.reopen_run(run_id, info.options)
@@ -238,7 +239,10 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
                                                        None if target.throwaway else target.url,
                                                        _leftovers(target, engine_plan.points, variant)))
-                context = _key_context(entry, target, settings, variant, ctx.facts)
+                # Cluster options are part of the configuration as settings are (named
+                # "cluster.NAME" in the key's settings, apart from the server's own).
+                context = _key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()}},
+                                       variant, ctx.facts)
                 bound[variant] = Bound(target=target, run_id=run_id, context=context, record=record)
             stored = _stored(store, bound, engine_plan.points) if previous else {}
             levels = ", ".join(map(str, engine_plan.levels))
@@ -352,7 +356,7 @@ def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: st
 
 def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, engine: Engine,
               target: Target, variant: str, settings: dict, tool_versions: dict, init: bool,
-              invocation: str) -> RunInfo:
+              invocation: str, cluster: dict | None = None) -> RunInfo:
     target_facts = target.facts()
     if not target.throwaway:
         if entry.server_cores:
@@ -361,6 +365,7 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
             target_facts["server_hardware_threads"] = entry.server_threads
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
+        "cluster": cluster or {},
         "init": init, "repeats": study.repeats,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,

@@ -67,6 +67,10 @@ The schema (version 1):
     [variants.checksums]            # named sets of settings the same plan runs under
     description = "..."
     postgres = { wal_compression = "on" }
+    cluster.postgres = { data_checksums = true }   # what creating the data directory decides:
+                                    #   postgres: data_checksums, wal_segsize (MB), locale, encoding;
+                                    #   mysql: innodb_page_size. Each variant gets its own server.
+                                    #   Also [engines.NAME] cluster = {...} for every variant.
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datase
              "price", "variants"}
 _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
                   "datasets", *PARAM_DEFAULTS}
-_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir"}
+_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster"}
 _PRICE_KEYS = {"per_hour", "per_month", "currency"}
 
 
@@ -161,6 +165,7 @@ class EngineEntry:
     server_cores: int | None = None
     server_threads: int | None = None
     bindir: str | None = None
+    cluster: tuple[tuple[str, str], ...] = ()  # what creating the data directory decides
 
 
 @dataclass(frozen=True)
@@ -181,9 +186,13 @@ class Variant:
     name: str
     description: str = ""
     settings: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> settings
+    cluster: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> cluster options
 
     def settings_for(self, engine: str) -> dict[str, str]:
         return dict(dict(self.settings).get(engine, ()))
+
+    def cluster_for(self, engine: str) -> dict[str, str]:
+        return dict(dict(self.cluster).get(engine, ()))
 
 
 @dataclass(frozen=True)
@@ -318,6 +327,15 @@ class _Checker:
             out.append((name, str(value)))
         return tuple(sorted(out))
 
+    def cluster(self, raw: Any, key: str, engine: str) -> tuple[tuple[str, str], ...]:
+        """Cluster options (engines' CLUSTER_OPTIONS): true/false as on/off, like settings."""
+        options = self.settings(raw, key)
+        try:
+            engines.first(engine).check_cluster(dict(options))
+        except UsageError as exc:
+            raise self.fail(key, str(exc)) from None
+        return options
+
     def study(self, raw: dict, text: str) -> Study:
         self.table(raw, "", _TOP_KEYS)
         if "schema" not in raw:
@@ -443,9 +461,13 @@ class _Checker:
                 server_threads=self.int_(body["server_threads"], f"{key}.server_threads")
                 if "server_threads" in body else None,
                 bindir=self.str_(body["bindir"], f"{key}.bindir") if "bindir" in body else None,
+                cluster=self.cluster(body.get("cluster", {}), f"{key}.cluster", name),
             ))
             if target is not None and out[-1].settings:
                 raise self.fail(f"{key}.settings", "settings apply to a throwaway instance only, not to a target")
+            if target is not None and out[-1].cluster:
+                raise self.fail(f"{key}.cluster", "cluster options apply to a throwaway instance only, not to a "
+                                                  "target (its data directory exists already)")
         return tuple(out)
 
     def workload(self, raw: Any, key: str, sweep: dict, params: dict, study_engines: tuple[str, ...]
@@ -524,16 +546,23 @@ class _Checker:
             key = f"variants.{name}"
             if not name.replace("-", "").replace("_", "").isalnum():
                 raise self.fail(key, "a variant name is letters, digits, - and _")
-            body = self.table(body, key, {"description", *engines.ENGINES})
+            body = self.table(body, key, {"description", "cluster", *engines.ENGINES})
             settings = []
             for e in engines.ENGINES:
                 if e in body:
                     if e not in study_engines:
                         raise self.fail(f"{key}.{e}", f"{e} is not an engine of this study")
                     settings.append((e, self.settings(body[e], f"{key}.{e}")))
-            out.append(Variant(name=name, description=str(body.get("description", "")), settings=tuple(settings)))
-            if any(e.target for e in self.entries if dict(settings).get(e.name)):
-                raise self.fail(key, "a variant's settings apply to throwaway instances only, not to a target")
+            cluster = []
+            for e, options in self.table(body.get("cluster", {}), f"{key}.cluster", set(engines.ENGINES)).items():
+                if e not in study_engines:
+                    raise self.fail(f"{key}.cluster.{e}", f"{e} is not an engine of this study")
+                cluster.append((e, self.cluster(options, f"{key}.cluster.{e}", e)))
+            out.append(Variant(name=name, description=str(body.get("description", "")), settings=tuple(settings),
+                               cluster=tuple(sorted(cluster))))
+            if any(e.target for e in self.entries if dict(settings).get(e.name) or dict(cluster).get(e.name)):
+                raise self.fail(key, "a variant's settings and cluster options apply to throwaway instances only, "
+                                     "not to a target")
         return tuple(out)
 
 

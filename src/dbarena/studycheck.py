@@ -56,6 +56,8 @@ def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
             "server": entry.target or "throwaway instance from this machine's binaries",
             "settings": dict(entry.settings),
             "variants": {v: p.settings[v] for v in p.variants if v},
+            # What each variant's server is created with (its own data directory).
+            "cluster": {v: p.cluster.get(v, {}) for v in p.variants if p.cluster.get(v)},
             "workloads": list(per_workload.values()), "points": len(p.points),
             "dataset_preparations": prepares, "estimated_prepare_s": round(prepare_s),
             "estimated_s": round(engine_s),
@@ -110,7 +112,11 @@ def render(summary: dict[str, Any]) -> str:
         if e["settings"]:
             lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in e["settings"].items()))
         for name, settings in e["variants"].items():
-            lines.append(f"  variant {name}: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "as above"))
+            created = ", ".join(f"{k}={v}" for k, v in e["cluster"].get(name, {}).items())
+            lines.append(f"  variant {name}: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "as above")
+                         + (f"; created with {created}" if created else ""))
+        if "" in e["cluster"]:
+            lines.append("  created with: " + ", ".join(f"{k}={v}" for k, v in e["cluster"][""].items()))
         for w in e["workloads"]:
             params = ", ".join(f"{k} {v}" for k, v in w["params"].items())
             options = " ".join(f"--{k}={v}" for k, v in w["options"].items())

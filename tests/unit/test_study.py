@@ -254,6 +254,15 @@ BAD = {
     "bad-budget": (HEAD + '[sweep]\nprecision = "2%"\nbudget = "2 fortnights"\n', ["sweep.budget", "90m"]),
     "max-repeats-below-three": (HEAD + '[sweep]\nprecision = "2%"\nmax_repeats = 2\n',
                                 ["sweep.max_repeats", "at least 3"]),
+    "unknown-cluster-option": (HEAD + '[engines.postgres]\ncluster = { checksums = true }\n',
+                               ["engines.postgres.cluster", "unknown PostgreSQL cluster option 'checksums'"]),
+    "bad-wal-segsize": (HEAD + '[variants.big]\ncluster.postgres = { wal_segsize = 48 }\n',
+                        ["variants.big.cluster.postgres", "power of 2", "'48'"]),
+    "cluster-of-a-target": (HEAD + '[engines.postgres]\ntarget = "postgresql://u@db:5432/x"\n'
+                                   'cluster = { data_checksums = true }\n',
+                            ["engines.postgres.cluster", "throwaway instance only"]),
+    "mysql-cluster-option": (HEAD + '[engines.mysql]\n[variants.small]\ncluster.mysql = { innodb_page_size = "5k" }\n',
+                             ["variants.small.cluster.mysql", "innodb_page_size", "'5k'"]),
 }
 
 
@@ -423,3 +432,31 @@ def test_a_stored_study_rebuilds_to_the_same_plan_and_changes_are_named():
     assert study.differences(implicit, again) == [] and expand(again) == expand(implicit)
     with pytest.raises(study.UsageError, match="flag 'colour'"):
         study.rebuild(implicit.text, implicit.source, {"colour": 1})
+
+
+def test_cluster_options_per_variant_reach_the_plan_and_initdb():
+    from dbarena.engines import postgres
+
+    s = study.parse(HEAD + '[engines.postgres]\ncluster = { wal_segsize = 64 }\n[[workloads]]\n'
+                           'workload = "pgbench-select-only"\n[variants.off]\ncluster.postgres = { data_checksums = false }\n'
+                           '[variants.on]\ncluster.postgres = { data_checksums = true }\n', "b.toml")
+    (p,) = plan.expand(s, lambda e: 2)
+    # Each variant its own cluster: the engine's options and the variant's.
+    assert p.cluster == {"off": {"wal_segsize": "64", "data_checksums": "off"},
+                         "on": {"wal_segsize": "64", "data_checksums": "on"}}
+    assert postgres.initdb_args(p.cluster["on"], (15, 18)) == ["-E", "UTF8", "--no-locale", "--data-checksums",
+                                                               "--wal-segsize", "64"]
+    # Off is initdb's default before 18; from 18 (on by default) it takes a flag.
+    assert "--no-data-checksums" not in postgres.initdb_args(p.cluster["off"], (15, 18))
+    assert "--no-data-checksums" in postgres.initdb_args(p.cluster["off"], (18, 1))
+    assert postgres.initdb_args({"locale": "C.UTF-8", "encoding": "LATIN1"}, (16, 4)) == [
+        "-E", "LATIN1", "--locale", "C.UTF-8"]
+
+
+def test_a_setting_that_initdb_decides_says_how_to_give_it():
+    from dbarena.engines import postgres
+    from dbarena.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"data_checksums is decided when the cluster is created.*"
+                                         r"cluster = \{ data_checksums = \.\.\. \}"):
+        postgres.check_settings({"data_checksums": "on"})

@@ -42,6 +42,12 @@ INSTALL_HINT = "install MariaDB with `apt-get install mariadb-server mariadb-cli
 _SBIN = ("/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin", "/usr/local/bin")
 
 
+
+# What creating the data directory decides (InnoDB's page size is fixed for the data
+# directory's life): option -> what it takes.
+CLUSTER_OPTIONS = {"innodb_page_size": "4k, 8k, 16k, 32k or 64k (InnoDB's page size) [default: 16k]"}
+INNODB_PAGE_SIZES = ("4k", "8k", "16k", "32k", "64k", "4096", "8192", "16384", "32768", "65536")
+
 @dataclass(frozen=True)
 class MyBinaries:
     server: Path  # mariadbd or mysqld
@@ -186,6 +192,7 @@ KEY_VARIABLES = (
     "innodb_log_file_size", "innodb_redo_log_capacity", "innodb_io_capacity", "innodb_doublewrite",
     "innodb_checksum_algorithm", "innodb_file_per_table", "max_connections", "log_bin", "binlog_format",
     "transaction_isolation", "tx_isolation", "thread_handling", "table_open_cache", "performance_schema",
+    "innodb_page_size",  # a cluster option: fixed when the data directory is created
 )
 
 
@@ -265,6 +272,13 @@ class MySQLFamily:
     def init_argv(self, binaries: MyBinaries, data: Path) -> list[str]:
         raise NotImplementedError
 
+    def check_cluster(self, cluster: Mapping[str, str]) -> None:
+        for name, value in cluster.items():
+            if name not in CLUSTER_OPTIONS:
+                raise UsageError(f"unknown {self.title} cluster option {name!r} (known: {', '.join(CLUSTER_OPTIONS)})")
+            if name == "innodb_page_size" and value.lower() not in INNODB_PAGE_SIZES:
+                raise UsageError(f"cluster option innodb_page_size: {CLUSTER_OPTIONS[name]}, not {value!r}")
+
     def install_db(self, server: Path, bindir: Path | None) -> Path | None:
         return None
 
@@ -336,9 +350,14 @@ class MySQLFamily:
         keep: bool = False,
         executor: Executor = execute.LOCAL,
         ready_timeout_s: float = 120,
+        cluster: Mapping[str, str] | None = None,
     ) -> Iterator[MyTarget]:
-        """A fresh server of this flavour for the duration of the with-block."""
-        settings = dict(settings or {})
+        """A fresh server of this flavour for the duration of the with-block; cluster
+        options go both to the data directory's initialisation and to the server's
+        configuration (InnoDB refuses to open a data directory of another page size)."""
+        cluster = dict(cluster or {})
+        self.check_cluster(cluster)
+        settings = {**dict(settings or {}), **{k.replace("_", "-"): v for k, v in cluster.items()}}
         binaries = self.find_server_binaries(bindir, executor)
         user = instance.unprivileged_user("mysql")
         top, record = instance.new_top("dbarena-mysql-", self.name)
@@ -355,7 +374,8 @@ class MySQLFamily:
             # The server writes temporary files to $TMPDIR, which its user may not own.
             server_env = dict(os.environ, TMPDIR=str(tmp))
 
-            done = executor.run(self.init_argv(binaries, data), user=user, timeout=600, cwd=top, env=server_env)
+            init = self.init_argv(binaries, data) + [f"--{k.replace('_', '-')}={v}" for k, v in cluster.items()]
+            done = executor.run(init, user=user, timeout=600, cwd=top, env=server_env)
             if done.returncode != 0:
                 lines = (done.stderr + done.stdout).strip().splitlines()
                 errors = [l for l in lines if "[ERROR]" in l]

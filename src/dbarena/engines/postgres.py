@@ -330,12 +330,61 @@ def known_settings(binaries: PgBinaries, user: str | None, executor: Executor = 
     return {line.split("\t", 1)[0].lower() for line in done.stdout.splitlines() if line}
 
 
+# What initdb decides once for a cluster's life, which no setting changes afterwards
+# (study B compares data checksums off and on): option -> what it takes. A study gives
+# them as `cluster = { data_checksums = true }` of the engine or of a variant, and each
+# variant gets its own cluster.
+CLUSTER_OPTIONS = {
+    "data_checksums": "true or false (initdb --data-checksums; PostgreSQL 18 turns them on by default)",
+    "wal_segsize": "the WAL segment size in MB, a power of 2 from 1 to 1024 (initdb --wal-segsize, 11+)",
+    "locale": "a locale, e.g. C.UTF-8 (initdb --locale) [default: none, --no-locale]",
+    "encoding": "a server encoding, e.g. UTF8 or LATIN1 (initdb -E) [default: UTF8]",
+}
+# Settings that read a cluster option: asked for as settings, they get the way to set them.
+_CLUSTER_SETTINGS = {"data_checksums": "data_checksums", "wal_segment_size": "wal_segsize",
+                     "lc_collate": "locale", "lc_ctype": "locale", "server_encoding": "encoding"}
+
+
+def check_cluster(cluster: Mapping[str, str]) -> None:
+    """A usage error for an unknown cluster option or a value initdb would refuse."""
+    for name, value in cluster.items():
+        if name not in CLUSTER_OPTIONS:
+            raise UsageError(f"unknown PostgreSQL cluster option {name!r} (known: {', '.join(CLUSTER_OPTIONS)})")
+        if name == "data_checksums" and value not in ("on", "off"):
+            raise UsageError(f"cluster option data_checksums: {CLUSTER_OPTIONS[name]}, not {value!r}")
+        if name == "wal_segsize" and (not value.isdigit() or int(value) not in [2 ** i for i in range(11)]):
+            raise UsageError(f"cluster option wal_segsize: {CLUSTER_OPTIONS[name]}, not {value!r}")
+
+
+def initdb_args(cluster: Mapping[str, str], version: tuple[int, int]) -> list[str]:
+    """initdb's options for a cluster: UTF8 without a locale unless the cluster says
+    otherwise, data checksums as asked (off before PostgreSQL 18 needs no flag, and
+    --no-data-checksums exists only from 18, where they are on by default)."""
+    args = ["-E", cluster.get("encoding", "UTF8")]
+    args += ["--locale", cluster["locale"]] if "locale" in cluster else ["--no-locale"]
+    checksums = cluster.get("data_checksums")
+    if checksums == "on":
+        args.append("--data-checksums")
+    elif checksums == "off" and version >= (18, 0):
+        args.append("--no-data-checksums")
+    if "wal_segsize" in cluster:
+        if version < (11, 0):
+            raise UsageError("cluster option wal_segsize needs PostgreSQL 11 or later")
+        args += ["--wal-segsize", cluster["wal_segsize"]]
+    return args
+
+
 def check_settings(settings: Mapping[str, str], executor: Executor = execute.LOCAL,
                    bindir: Path | None = None) -> None:
     """A usage error for a setting name this PostgreSQL does not know (values are
-    checked by the server when it starts)."""
+    checked by the server when it starts), or one that initdb decides."""
     if not settings:
         return
+    for name in settings:
+        option = _CLUSTER_SETTINGS.get(name.lower())
+        if option is not None:
+            raise UsageError(f"{name} is decided when the cluster is created, not by a setting: give it as "
+                             f"cluster = {{ {option} = ... }} in the study's [engines.postgres] or a variant")
     binaries = find_server_binaries(bindir, executor)
     unknown = sorted(set(k.lower() for k in settings) - known_settings(binaries, instance.unprivileged_user("postgres"),
                                                                        executor))
@@ -352,12 +401,17 @@ def throwaway(
     keep: bool = False,
     ready_timeout_s: float = 60,
     executor: Executor = execute.LOCAL,
+    cluster: Mapping[str, str] | None = None,
 ) -> Iterator[PgTarget]:
-    """A fresh PostgreSQL cluster for the duration of the with-block."""
+    """A fresh PostgreSQL cluster for the duration of the with-block, created with the
+    cluster options given (CLUSTER_OPTIONS)."""
     settings = dict(settings or {})
+    cluster = dict(cluster or {})
+    check_cluster(cluster)
     binaries = find_server_binaries(bindir, executor)
     user = instance.unprivileged_user("postgres")
     check_settings(settings, executor, binaries.bindir)
+    initdb_options = initdb_args(cluster, binaries.version)
 
     top, record = instance.new_top("dbarena-pg-", "postgres")
     proc = None
@@ -374,7 +428,7 @@ def throwaway(
         auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
         done = executor.run(
             [str(binaries.path("initdb")), "-D", str(data), "-U", "dbarena", f"--pwfile={pwfile}",
-             f"--auth={auth}", "-E", "UTF8", "--no-locale", "--no-sync"],
+             f"--auth={auth}", *initdb_options, "--no-sync"],
             user=user, timeout=300,
         )
         pwfile.unlink()
@@ -464,9 +518,13 @@ class PostgresEngine:
         check_settings(settings, executor, bindir)
 
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
-                  executor: Executor) -> contextlib.AbstractContextManager[PgTarget]:
+                  executor: Executor, cluster: Mapping[str, str] | None = None
+                  ) -> contextlib.AbstractContextManager[PgTarget]:
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
-                         executor=executor)
+                         executor=executor, cluster=cluster)
+
+    def check_cluster(self, cluster: Mapping[str, str]) -> None:
+        check_cluster(cluster)
 
     def external(self, url: str, *, bindir: Path | None, executor: Executor
                  ) -> contextlib.AbstractContextManager[PgTarget]:
