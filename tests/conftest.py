@@ -67,6 +67,23 @@ def dbarena(*args: str, env: dict, timeout: float = 240) -> subprocess.Completed
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def shm_segments() -> set[Path]:
+    """PostgreSQL's dynamic shared memory segments in RAM now."""
+    return set(Path("/dev/shm").glob("PostgreSQL.*"))
+
+
+def stray_segments(before: set[Path]) -> set[Path]:
+    """Segments made since `before` that no live process maps: what a killed PostgreSQL
+    leaves in RAM for good unless whoever stops it removes them."""
+    from dbarena import state
+
+    mapped: set[Path] = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            mapped |= state.shm_segments(int(proc.name))
+    return shm_segments() - before - mapped
+
+
 def store_holds(store: Path, secret: str) -> bool:
     """Whether a store holds secret anywhere: in its file, or inside its compressed raw outputs."""
     if not store.exists():

@@ -108,9 +108,15 @@ def _kill_tree(pid: int) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGSTOP)
             stopped.add(p)
+    # A real host that goes away takes its RAM with it; this one shares the test
+    # machine's: the shared memory its PostgreSQL held is removed with it.
+    from dbarena import state
+
+    segments = {seg for p in stopped for seg in state.shm_segments(p)}
     for p in stopped:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
+    state.remove_segments(segments)
 
 
 # --- hosts ------------------------------------------------------------------------------

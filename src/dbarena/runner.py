@@ -197,6 +197,7 @@ class Sweep:
         """Commit a finished point; if the store cannot take it, save it where `dbarena
         import` can read it and stop the run with one line that says where."""
         bound = self.targets[result.spec.variant]
+        bound.target.remember_shared_memory()
         try:
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:

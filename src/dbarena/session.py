@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import analysis, configkey, engines, execute, hostinfo, plan, rounds, state, workloads
+from dbarena import analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, state, workloads
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -116,6 +116,20 @@ def check_settings(study: Study, executor: Executor = execute.LOCAL) -> None:
                 raise UsageError(f"{study.source}: {key}: {exc}") from None
 
 
+def check_data_dirs(plans: Sequence[plan.EnginePlan]) -> None:
+    """Every engine's data_dir can hold its datasets (a RAM disk: also in memory), said
+    before anything starts."""
+    for p in plans:
+        entry = p.engine
+        if entry.target is not None or entry.data_dir is None:
+            continue
+        parent = datadir.resolve(entry.data_dir)
+        # The datasets of one server live side by side: each workload's, largest repeat.
+        datasets = {(workloads.WORKLOADS[s.workload].tool.name, s.params) for s in p.points}
+        need = sum(datadir.estimate_bytes(dict(params)) for _, params in datasets)
+        datadir.check_room(parent, need * len(p.variants), entry.data_dir)
+
+
 def _bindir(entry: EngineEntry) -> Path | None:
     return Path(entry.bindir) if entry.bindir else None
 
@@ -137,6 +151,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     plans = expand(study, facts)
     check_settings(study, executor)
+    check_data_dirs(plans)
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
@@ -213,7 +228,8 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                     # Room for every client of the widest point, plus a few for dbarena itself.
                     max_connections = max(151, engine_plan.max_clients + 10)
                     opened = engine.throwaway(settings=settings, max_connections=max_connections, bindir=bindir,
-                                              keep=keep, executor=executor, cluster=cluster)
+                                              keep=keep, executor=executor, cluster=cluster,
+                                              data_parent=datadir.resolve(entry.data_dir))
                 target = stack.enter_context(opened)
                 reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}")
                 # Every tool found now, not at the first point (and its version recorded).
@@ -366,6 +382,9 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
         "cluster": cluster or {},
+        # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
+        # file system, device and mount options.
+        "data_dir": datadir.facts(datadir.resolve(entry.data_dir), entry.data_dir) if target.throwaway else None,
         "init": init, "repeats": study.repeats,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,

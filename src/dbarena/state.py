@@ -186,13 +186,36 @@ def _server_of(data: dict) -> int | None:
     return pgid if data["top"] in cmdline else None
 
 
-def stop_group(pgid: int) -> None:
+def shm_segments(pid: int) -> set[Path]:
+    """The POSIX shared memory segments a process maps (/dev/shm/...: PostgreSQL's
+    dynamic shared memory, PostgreSQL.<n>). A server killed before it could shut down
+    leaves them in RAM for good; whoever kills it removes them."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return set()
+    return {Path(line.split(None, 5)[5].removesuffix(" (deleted)")) for line in maps.splitlines()
+            if len(line.split(None, 5)) == 6 and line.split(None, 5)[5].startswith("/dev/shm/")}
+
+
+def remove_segments(segments: set[Path]) -> None:
+    for segment in segments:
+        with contextlib.suppress(OSError):
+            segment.unlink()
+
+
+def stop_group(pgid: int, engine: str | None = None) -> None:
+    """Stop an orphaned server: its own shutdown first (PostgreSQL's fast shutdown,
+    SIGINT to the postmaster; mysqld's, SIGTERM), then SIGKILL of its whole process
+    group; the shared memory it still held is removed."""
+    segments = shm_segments(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
+        os.kill(pgid, signal.SIGINT if engine == "postgres" else signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline and start_time(pgid) is not None:
             time.sleep(0.1)
         os.killpg(pgid, signal.SIGKILL)
+    remove_segments(segments)
 
 
 def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False,
@@ -208,7 +231,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
             say(f"would stop and remove the {what}, left by {owner}")
             return
         if pgid:
-            stop_group(pgid)
+            stop_group(pgid, data.get("engine"))
+        remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
         shutil.rmtree(data["top"], ignore_errors=True)
         say(f"stopped and removed the {what}, left by {owner}")
     else:

@@ -48,6 +48,9 @@ The schema (version 1):
     server_cores = 2                # a target's cores and threads (for "N%" levels, per-core figures)
     server_threads = 4
     bindir = "/usr/lib/postgresql/16/bin"
+    data_dir = "tmpfs"              # where a throwaway instance keeps its data: "tmpfs" (/dev/shm, a
+                                    #   RAM disk), a path (e.g. an NVMe mount) [default: $TMPDIR]
+    cluster = { data_checksums = true }   # what creating the data directory decides (see variants)
 
     [engines.mysql]
     flavour = "auto"                # auto, mariadb or mysql
@@ -112,7 +115,8 @@ _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datase
              "price", "variants"}
 _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
                   "datasets", *PARAM_DEFAULTS}
-_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster"}
+_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
+                "data_dir"}
 _PRICE_KEYS = {"per_hour", "per_month", "currency"}
 
 
@@ -166,6 +170,7 @@ class EngineEntry:
     server_threads: int | None = None
     bindir: str | None = None
     cluster: tuple[tuple[str, str], ...] = ()  # what creating the data directory decides
+    data_dir: str | None = None  # "tmpfs" (a RAM disk), a path, or None: the temporary directory
 
 
 @dataclass(frozen=True)
@@ -462,7 +467,10 @@ class _Checker:
                 if "server_threads" in body else None,
                 bindir=self.str_(body["bindir"], f"{key}.bindir") if "bindir" in body else None,
                 cluster=self.cluster(body.get("cluster", {}), f"{key}.cluster", name),
+                data_dir=self.str_(body["data_dir"], f"{key}.data_dir") if "data_dir" in body else None,
             ))
+            if target is not None and out[-1].data_dir is not None:
+                raise self.fail(f"{key}.data_dir", "data_dir applies to a throwaway instance only, not to a target")
             if target is not None and out[-1].settings:
                 raise self.fail(f"{key}.settings", "settings apply to a throwaway instance only, not to a target")
             if target is not None and out[-1].cluster:

@@ -149,6 +149,9 @@ class FakeTarget:
         if self.checkpoint_errors:
             raise self.checkpoint_errors.pop(0)
 
+    def remember_shared_memory(self) -> None:
+        pass
+
     def dataset_facts(self) -> dict:
         return {"database_bytes": 12345}
 

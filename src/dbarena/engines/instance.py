@@ -83,17 +83,21 @@ def shielded():
 
 def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> None:
     """Ask the server to shut down with first_signal; if it hangs, SIGKILL its whole
-    process group (it was spawned as a session leader, so that holds its children)."""
+    process group (it was spawned as a session leader, so that holds its children) and
+    remove the shared memory segments it held (a killed PostgreSQL leaves them in RAM)."""
+    segments = state.shm_segments(proc.pid) if proc.poll() is None else set()
     if proc.poll() is None:
         execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+    state.remove_segments(segments)
 
 
-def new_top(prefix: str, engine: str) -> tuple[Path, state.Record]:
-    """The instance's private directory, recorded in the state directory at once, so
-    that it is removed even if dbarena is killed (state.py)."""
-    top = Path(tempfile.mkdtemp(prefix=prefix))
+def new_top(prefix: str, engine: str, parent: Path | None = None) -> tuple[Path, state.Record]:
+    """The instance's private directory (in `parent`, e.g. a RAM disk, else the
+    temporary directory), recorded in the state directory at once, so that it is
+    removed even if dbarena is killed (state.py)."""
+    top = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         return top, state.instance(engine, top)
     except BaseException:
@@ -110,6 +114,7 @@ def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: 
     with shielded():
         if proc is not None:
             stop_server(proc, first_signal=first_signal, grace_s=grace_s)
+        state.remove_segments({Path(p) for p in record.data.get("shm", ())})
         shutil.rmtree(top, ignore_errors=True)
         record.remove()
 

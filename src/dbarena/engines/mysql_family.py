@@ -160,6 +160,9 @@ class MyTarget:
             }
         return self._query(read)
 
+    def remember_shared_memory(self) -> None:
+        """InnoDB keeps no POSIX shared memory: nothing to remember."""
+
     def checkpoint(self) -> None:
         """MySQL's nearest to a checkpoint: close and flush all tables (a managed
         server may refuse it without the RELOAD privilege)."""
@@ -351,6 +354,7 @@ class MySQLFamily:
         executor: Executor = execute.LOCAL,
         ready_timeout_s: float = 120,
         cluster: Mapping[str, str] | None = None,
+        data_parent: Path | None = None,
     ) -> Iterator[MyTarget]:
         """A fresh server of this flavour for the duration of the with-block; cluster
         options go both to the data directory's initialisation and to the server's
@@ -360,7 +364,7 @@ class MySQLFamily:
         settings = {**dict(settings or {}), **{k.replace("_", "-"): v for k, v in cluster.items()}}
         binaries = self.find_server_binaries(bindir, executor)
         user = instance.unprivileged_user("mysql")
-        top, record = instance.new_top("dbarena-mysql-", self.name)
+        top, record = instance.new_top("dbarena-mysql-", self.name, data_parent)
         proc = None
         target = None
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from dbarena import execute
+from dbarena import execute, state
 from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Client, Executor, Tool
@@ -143,6 +143,24 @@ class PgTarget:
     engine: str = ENGINE
     flavour: str = "postgresql"
     _tools: dict = field(default_factory=dict, repr=False)
+    record: Any = field(default=None, repr=False)  # a throwaway's state.Record
+
+    def remember_shared_memory(self) -> None:
+        """Add the dynamic shared memory the server's processes map now to its record
+        (the statistics' segments appear while it runs, not at start), so that they are
+        removed even if it dies before it can remove them itself."""
+        if self.process is None or self.record is None or self.process.poll() is not None:
+            return
+        import psutil
+
+        try:
+            pids = [self.process.pid, *(c.pid for c in psutil.Process(self.process.pid).children(recursive=True))]
+        except psutil.Error:
+            return
+        known = set(self.record.data.get("shm", ()))
+        found = known | {str(p) for pid in pids for p in state.shm_segments(pid)}
+        if found != known:
+            self.record.update(shm=sorted(found))
 
     @property
     def url(self) -> str:
@@ -402,6 +420,7 @@ def throwaway(
     ready_timeout_s: float = 60,
     executor: Executor = execute.LOCAL,
     cluster: Mapping[str, str] | None = None,
+    data_parent: Path | None = None,
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block, created with the
     cluster options given (CLUSTER_OPTIONS)."""
@@ -413,7 +432,7 @@ def throwaway(
     check_settings(settings, executor, binaries.bindir)
     initdb_options = initdb_args(cluster, binaries.version)
 
-    top, record = instance.new_top("dbarena-pg-", "postgres")
+    top, record = instance.new_top("dbarena-pg-", "postgres", data_parent)
     proc = None
     target = None
     try:
@@ -452,6 +471,10 @@ def throwaway(
             record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
+            # The dynamic shared memory the postmaster made (/dev/shm/PostgreSQL.<n>):
+            # recorded, so that it is removed even when the server dies before it can
+            # (killed, out of memory), by release or by whoever reaps the instance.
+            record.update(shm=sorted(str(p) for p in state.shm_segments(proc.pid)))
             if version is not None:
                 break
             reason = _log_reason(log_path)
@@ -473,6 +496,7 @@ def throwaway(
             data_dir=data,
             log_path=log_path,
             process=proc,
+            record=record,
             executor=executor,
         )
         yield target
@@ -518,10 +542,10 @@ class PostgresEngine:
         check_settings(settings, executor, bindir)
 
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
-                  executor: Executor, cluster: Mapping[str, str] | None = None
+                  executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None
                   ) -> contextlib.AbstractContextManager[PgTarget]:
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
-                         executor=executor, cluster=cluster)
+                         executor=executor, cluster=cluster, data_parent=data_parent)
 
     def check_cluster(self, cluster: Mapping[str, str]) -> None:
         check_cluster(cluster)

@@ -339,6 +339,13 @@ def provenance(report: Report) -> TableSpec:
         rows.append([f"{engine}: target"] + [r["target"] if r else "-" for r in runs])
         rows.append([f"{engine}: data checksums"] + [str(r["target_facts"].get("data_checksums", "-")) if r else "-"
                                                       for r in runs])
+
+        def data_dir(r: dict | None) -> str:
+            d = ((r or {}).get("options") or {}).get("data_dir")
+            if not d:
+                return "-"
+            return f"{d.get('path')}: {d.get('fs', '?')} on {d.get('device', '?')} ({d.get('mount_options', '?')})"
+        rows.append([f"{engine}: data directory"] + [data_dir(r) for r in runs])
         settings = []
         for r in runs:
             if not r:
