@@ -184,3 +184,25 @@ def test_a_mariadb_cluster_option_creates_its_data_directory_with_it():
     with MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False, executor=execute.LOCAL,
                              cluster={"innodb_page_size": "8k"}) as target:
         assert target.facts()["key_variables"]["innodb_page_size"] == "8192"
+
+
+def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tmp_path):
+    from pathlib import Path
+
+    store = tmp_path / "r.db"
+    study = tmp_path / "ram.toml"
+    study.write_text(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"')
+                     .split("[variants.off]")[0] + '[engines.postgres]\ndata_dir = "tmpfs"\n')
+    env = cli_env(public_tmp)
+    before = set(Path("/dev/shm").iterdir())
+    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (options,) = [json.loads(o) for (o,) in sqlite3.connect(store).execute("SELECT options FROM runs")]
+    assert options["data_dir"]["choice"] == "tmpfs" and options["data_dir"]["fs"] == "tmpfs"
+    assert set(Path("/dev/shm").iterdir()) <= before  # the instance and its shared memory are gone
+    # A dataset larger than the RAM disk is refused before anything starts, in one line.
+    study.write_text(study.read_text().replace("scale = 1", "scale = 10000000"))
+    refused = dbarena("run", "--study", str(study), "--store", str(tmp_path / "other.db"), env=env)
+    assert refused.returncode == 2 and "the RAM disk has" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert not (tmp_path / "other.db").exists() or sqlite3.connect(tmp_path / "other.db").execute(
+        "SELECT COUNT(*) FROM runs").fetchone() == (0,)
