@@ -106,6 +106,7 @@ class PointSpec:
     warmup_s: int = 0
     variant: str = ""  # "" when the study has no variants
     datasets: str = "run"  # one of DATASET_LIFECYCLES
+    restore: str | None = None  # "point" / "level": the prepared dataset put back before each
 
     def param(self, name: str) -> int:
         for key, value in self.params:

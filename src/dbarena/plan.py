@@ -91,6 +91,7 @@ def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) 
                 one_pass.append(PointSpec(
                     engine=engine.name, workload=w.workload, threads=t, clients=clients, duration_s=w.duration_s,
                     params=w.params, options=w.options, warmup_s=w.warmup_s, datasets=w.datasets,
+                    restore=w.restore,
                 ))
         variants = tuple(v.name for v in study.variants) or ("",)
         settings = {v.name: {**dict(engine.settings), **v.settings_for(engine.name)} for v in study.variants} \

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from dbarena import analysis, configkey, state, unsaved
-from dbarena.errors import DatabaseError, Interrupted, ParseError, StoreError
+from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
 from dbarena.latency import Latencies
 from dbarena.model import Measurement, PointResult, PointSpec
@@ -99,6 +100,11 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
       (one repeat, one variant), cleaned up after it;
     - "point": prepared before and cleaned up after every point (study A's
       prepare / run / cleanup around each sysbench test).
+
+    With `restore` ("point" or "level"), a snapshot of the data directory follows each
+    prepare ("snapshot"), and a point that finds its dataset already prepared gets it
+    put back first ("restore"): before every point, or before the first point of each
+    level (study B restored its TPC-C data before every round).
     """
     steps: list[tuple[list, list]] = [([], []) for _ in plan]
     if current is None:
@@ -108,6 +114,7 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
         return b is not None and (a.workload, a.repeat, a.variant, a.params, a.options) == \
             (b.workload, b.repeat, b.variant, b.params, b.options)
 
+    last: dict[tuple, PointSpec] = {}  # slot -> the point that used its dataset last
     for i, spec in enumerate(plan):
         key = dataset_key(spec)
         slot = key[:2]
@@ -120,7 +127,13 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
             if slot in current:
                 before.append(("cleanup", current.pop(slot)[1]))
             before.append(("prepare", spec))
+            if spec.restore:
+                before.append(("snapshot", spec))
             current[slot] = (key, spec)
+        elif spec.restore == "point" or (spec.restore == "level" and (
+                slot not in last or last[slot].threads != spec.threads)):
+            before.append(("restore", spec))
+        last[slot] = spec
         if spec.datasets == "point" or (spec.datasets == "workload" and
                                         not block(spec, plan[i + 1] if i + 1 < len(plan) else None)):
             after.append(("cleanup", spec))
@@ -147,6 +160,7 @@ class Sweep:
         self.next_index = first_index  # of the next point, over the whole session (for the reporter)
         self.prepared: dict[tuple, PointSpec] = {}  # dataset key -> a spec that prepared it
         self.broken: dict[tuple, str] = {}  # dataset key -> why it could not be prepared
+        self.restore_s: dict[str, float] = {}  # variant -> seconds the last restore took, for its point
 
     def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
         """Every point of the plan in order; the results, each already stored."""
@@ -198,6 +212,11 @@ class Sweep:
         import` can read it and stop the run with one line that says where."""
         bound = self.targets[result.spec.variant]
         bound.target.remember_shared_memory()
+        restored = self.restore_s.pop(result.spec.variant, None)
+        if restored is not None and result.measurement is not None:
+            # Stored apart from what was measured: the point's details, not its time.
+            result = replace(result, measurement=replace(result.measurement, details={
+                **result.measurement.details, "restore_s": round(restored, 3)}))
         try:
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
@@ -213,6 +232,10 @@ class Sweep:
 
     def _dataset(self, action: str, spec: PointSpec) -> None:
         key = dataset_key(spec)
+        if action in ("snapshot", "restore"):
+            if key in self.prepared:
+                self._snapshot_or_restore(action, spec)
+            return
         if action == "prepare":
             self.broken.pop(key, None)
             problem = self.prepare(spec)
@@ -223,6 +246,29 @@ class Sweep:
         elif key in self.prepared:
             self.cleanup(spec)
             del self.prepared[key]
+
+    def _snapshot_or_restore(self, action: str, spec: PointSpec) -> None:
+        """Copy the stopped data directory aside after a prepare, or put that copy back
+        before a point; the seconds it took are shown and stored with the point, apart
+        from its measurement. A failure breaks the dataset: its points fail, with why."""
+        target = self.targets[spec.variant].target
+        started = time.monotonic()
+        try:
+            if action == "snapshot":
+                target.snapshot_data()
+            else:
+                target.restore_data()
+        except EnvironmentProblem as exc:
+            key = dataset_key(spec)
+            self.broken[key] = f"the dataset could not be {'saved' if action == 'snapshot' else 'restored'}: {exc}"
+            self.prepared.pop(key, None)
+            self.reporter.stage(self.broken[key])
+            return
+        seconds = time.monotonic() - started
+        self.reporter.stage(f"{'saved' if action == 'snapshot' else 'restored'} the prepared data directory in "
+                            f"{seconds:.1f} s")
+        if action == "restore":
+            self.restore_s[spec.variant] = seconds
 
     def _run_steps(self, spec: PointSpec, commands: list[list[str]], timeout: float) -> str | None:
         target = self.targets[spec.variant].target

@@ -30,6 +30,9 @@ The schema (version 1):
     budget = "2h"                   # with precision: start no round past this machine time (s, m, h)
     clients_per_thread = 2          # pgbench -c = threads x this
     datasets = "run"                # (re)create datasets once per "run", per "workload" or per "point"
+    restore = "point"               # put the prepared dataset back before every "point" or "level"
+                                    #   (a copy of the stopped data directory, reflinked where the file
+                                    #   system can; throwaway PostgreSQL only) [default: false]
     fail_fast = false
     latency_sampling = 0.1          # the share of transactions pgbench logs for percentiles (-l
                                     #   --sampling-rate); 1: all; false: no per-transaction log
@@ -105,7 +108,8 @@ PARAM_DEFAULTS = {"scale": 10, "tables": 4, "table_size": 10000, "warehouses": 1
 SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
                                   "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
                                   "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None,
-                                  "latency_sampling": DEFAULT_LATENCY_SAMPLING}
+                                  "latency_sampling": DEFAULT_LATENCY_SAMPLING, "restore": False}
+RESTORE_CHOICES = ("point", "level")
 MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
@@ -114,7 +118,7 @@ QUICK_WARMUP_S = 2
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
              "price", "variants"}
 _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
-                  "datasets", *PARAM_DEFAULTS}
+                  "datasets", "restore", *PARAM_DEFAULTS}
 _ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
                 "data_dir"}
 _PRICE_KEYS = {"per_hour", "per_month", "currency"}
@@ -182,6 +186,7 @@ class WorkloadEntry:
     warmup_s: int
     clients_per_thread: int
     datasets: str
+    restore: str | None  # "point" or "level": the prepared dataset put back before each; None: never
     params: tuple[tuple[str, int], ...]  # the tool's parameters only
     options: tuple[tuple[str, str], ...]
 
@@ -522,12 +527,24 @@ class _Checker:
             raise self.fail(f"{key}.datasets" if "datasets" in body else "sweep.datasets",
                             f"expected one of {', '.join(DATASET_LIFECYCLES)}, not {datasets!r}")
         where = (lambda k: f"{key}.{k}" if k in body else f"sweep.{k}")
+        restore = merged["restore"]
+        if restore is not False and restore not in RESTORE_CHOICES:
+            raise self.fail(where("restore"), f"expected \"point\", \"level\" or false, not {_kind(restore)}")
+        if restore and datasets == "point":
+            raise self.fail(where("restore"), "datasets are prepared before every point already: restore needs "
+                                              "datasets = \"run\" or \"workload\"")
+        for entry in self.entries:
+            if restore and entry.name in chosen and (entry.name != "postgres" or entry.target is not None):
+                raise self.fail(where("restore"), f"restore puts back a throwaway PostgreSQL's data directory: not "
+                                                  f"possible on {'a target' if entry.target else entry.name} "
+                                                  f"(give this workload engines = [\"postgres\"])")
         return WorkloadEntry(
             workload=name, engines=chosen, levels=self.levels(merged["levels"], where("levels")),
             duration_s=self.int_(merged["duration_s"], where("duration_s")),
             warmup_s=self.int_(merged["warmup_s"], where("warmup_s"), minimum=0),
             clients_per_thread=self.int_(merged["clients_per_thread"], where("clients_per_thread")),
             datasets=datasets, params=tuple(sorted(own.items())), options=tuple(sorted(options.items())),
+            restore=restore or None,
         )
 
     def price(self, raw: Any) -> tuple[float | None, str | None, str | None]:

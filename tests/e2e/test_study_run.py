@@ -206,3 +206,50 @@ def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tm
     assert refused.returncode == 2 and "the RAM disk has" in refused.stderr and len(refused.stderr.splitlines()) == 1
     assert not (tmp_path / "other.db").exists() or sqlite3.connect(tmp_path / "other.db").execute(
         "SELECT COUNT(*) FROM runs").fetchone() == (0,)
+
+
+RESTORE_STUDY = """
+schema = 1
+name = "restore"
+[sweep]
+levels = [1, 2]
+duration_s = 2
+restore = "point"
+[datasets]
+scale = 1
+[[workloads]]
+workload = "pgbench-tpcb"
+"""
+
+
+def test_restore_puts_the_prepared_dataset_back_before_each_point(public_tmp, tmp_path):
+    import re
+    import subprocess
+
+    store = tmp_path / "r.db"
+    study = tmp_path / "restore.toml"
+    study.write_text(RESTORE_STUDY)
+    env = cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
+    done = dbarena("run", "--study", str(study), "--store", str(store), "--keep", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "saved the prepared data directory in" in done.stderr
+    assert "restored the prepared data directory in" in done.stderr
+    kept = re.search(r"connect with PGPASSFILE=(\S+) psql '([^']+)'", done.stderr)
+    assert kept, done.stderr[-2000:]
+    try:
+        # pgbench empties pgbench_history before each run, but not the balances: they hold
+        # the deltas of every transaction since the dataset was made. Equal sums: the
+        # second point started from the prepared data, not from the first point's.
+        out = subprocess.run(["psql", kept[2], "-Atc", "SELECT sum(abalance) = (SELECT sum(delta) FROM "
+                              "pgbench_history), (SELECT count(*) FROM pgbench_history) FROM pgbench_accounts"],
+                             env={**env, "PGPASSFILE": kept[1]}, capture_output=True, text=True, check=True,
+                             timeout=60).stdout.strip()
+    finally:
+        cleaned = dbarena("cleanup", env=env)
+    same, history = out.split("|")
+    assert same == "t" and int(history) > 0, out
+    assert cleaned.returncode == 0 and "stopped and removed the postgres instance" in cleaned.stderr + cleaned.stdout
+    db = sqlite3.connect(store)
+    restored = [json.loads(d).get("restore_s") for (d,) in db.execute("SELECT details FROM points ORDER BY id")]
+    assert restored[0] is None and restored[1] > 0  # stored apart, with the point it preceded
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []

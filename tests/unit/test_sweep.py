@@ -9,6 +9,7 @@ of every stored point; and the pure runner.dataset_steps.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -152,6 +153,12 @@ class FakeTarget:
     def remember_shared_memory(self) -> None:
         pass
 
+    def snapshot_data(self) -> None:
+        self.log.append(("snapshot",))
+
+    def restore_data(self) -> None:
+        self.log.append(("restore",))
+
     def dataset_facts(self) -> dict:
         return {"database_bytes": 12345}
 
@@ -227,8 +234,8 @@ class Rig:
         point's run as script@threads."""
         out = []
         for entry in self.log:
-            if entry[0] == "checkpoint":
-                out.append("checkpoint")
+            if entry[0] in ("checkpoint", "snapshot", "restore"):
+                out.append(entry[0])
                 continue
             argv = entry[1]
             k = kind(argv)
@@ -254,14 +261,14 @@ def rig(tmp_path):
 
 
 def spec(workload: str, threads: int, *, duration_s: int = 10, warmup_s: int = 0, datasets: str = "run",
-         repeat: int = 0, variant: str = "", **params) -> PointSpec:
+         repeat: int = 0, variant: str = "", restore: str | None = None, **params) -> PointSpec:
     tool = WORKLOADS[workload].tool
     defaults = {"scale": 2, "tables": 2, "table_size": 1000, "iterations": 2, "queries": 2000, "warehouses": 1}
     chosen = {k: params.get(k, defaults[k]) for k in tool.params}
     clients = threads * 2 if WORKLOADS[workload].multiplies_clients else threads
     return PointSpec(engine="postgres", workload=workload, threads=threads, clients=clients, duration_s=duration_s,
                      params=tuple(sorted(chosen.items())), warmup_s=warmup_s, datasets=datasets, repeat=repeat,
-                     variant=variant)
+                     variant=variant, restore=restore)
 
 
 def assert_every_point_has_a_config_key(rig: Rig) -> None:
@@ -634,3 +641,23 @@ def test_a_store_that_cannot_be_written_stops_the_sweep_and_the_point_is_saved_i
     out, _ = _read(PG_OUT)
     assert point.result.spec.threads == 1 and point.result.spec.workload == "pgbench-select-only"
     assert f"{point.result.measurement.tps:.6f}" in out  # the figure pgbench printed
+
+
+def test_dataset_steps_with_restore_save_after_prepare_and_put_back_before_each_point_or_level():
+    plan = [spec("pgbench-tpcb", t, restore="point", repeat=r) for r in (0, 1) for t in (1, 2)]
+    assert _steps(plan) == [([("prepare", 0), ("snapshot", 0)], []), ([("restore", 1)], []),
+                            ([("restore", 2)], []), ([("restore", 3)], [])]
+    # "level": once per level; two points of one level in a row share the restore.
+    plan = [spec("pgbench-tpcb", t, restore="level") for t in (1, 1, 2, 2)]
+    assert _steps(plan) == [([("prepare", 0), ("snapshot", 0)], []), ([], []), ([("restore", 2)], []), ([], [])]
+
+
+def test_the_sweep_restores_the_dataset_and_stores_the_time_apart(rig):
+    plan = [spec("pgbench-tpcb", t, restore="point") for t in (1, 2)]
+    results = rig.sweep().run(plan)
+    assert all(r.ok for r in results)
+    assert rig.steps() == ["pgbench -i", "snapshot", "tpcb@1", "restore", "tpcb@2"]
+    details = [json.loads(d) for (d,) in rig.store.db.execute("SELECT details FROM points ORDER BY id")]
+    # The restore's seconds go with the point it preceded, apart from its measurement.
+    assert "restore_s" not in details[0] and details[1]["restore_s"] >= 0
+    assert any("restored the prepared data directory in" in s for s in rig.reporter.stages)

@@ -163,6 +163,12 @@ class MyTarget:
     def remember_shared_memory(self) -> None:
         """InnoDB keeps no POSIX shared memory: nothing to remember."""
 
+    def snapshot_data(self) -> None:
+        raise EnvironmentProblem("restoring a dataset is possible on a throwaway PostgreSQL only")
+
+    def restore_data(self) -> None:
+        raise EnvironmentProblem("restoring a dataset is possible on a throwaway PostgreSQL only")
+
     def checkpoint(self) -> None:
         """MySQL's nearest to a checkpoint: close and flush all tables (a managed
         server may refuse it without the RELOAD privilege)."""

@@ -18,7 +18,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from dbarena import execute, state
@@ -144,6 +144,54 @@ class PgTarget:
     flavour: str = "postgresql"
     _tools: dict = field(default_factory=dict, repr=False)
     record: Any = field(default=None, repr=False)  # a throwaway's state.Record
+    server_argv: tuple[str, ...] = ()  # how a throwaway's postmaster is started (for a restart)
+    server_user: str | None = None
+
+    def _restart(self, between: Callable[[], None]) -> None:
+        """Stop the throwaway server (fast shutdown), do `between` to its stopped data
+        directory, start it again on the same port and settings."""
+        if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
+            raise EnvironmentProblem("only a throwaway PostgreSQL's data directory can be saved and restored")
+        instance.stop_server(self.process, first_signal=signal.SIGINT)
+        between()
+        self.process = self.executor.spawn(list(self.server_argv), log_path=self.log_path or Path(os.devnull),
+                                           user=self.server_user)
+        if self.record is not None:
+            self.record.update(server_pgid=self.process.pid)
+        admin = self.conn.url.rsplit("/", 1)[0] + "/postgres"
+        assert self.passfile is not None and self.log_path is not None  # a throwaway has both
+        if _wait_ready(self.process, admin, self.passfile, self.log_path, 120) is None:
+            raise EnvironmentProblem(f"PostgreSQL did not start again: {_log_reason(self.log_path)}")
+        self.remember_shared_memory()
+
+    def _copy(self, source: Path, destination: Path) -> None:
+        # cp rather than shutil: --reflink shares the blocks where the file system can
+        # (btrfs, XFS), and -a keeps the server user's ownership and the 0700 mode.
+        done = execute.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
+        if done.returncode != 0:
+            raise EnvironmentProblem(f"copying {source}: {(done.stderr or done.stdout).strip()[-300:]}")
+
+    def snapshot_data(self) -> None:
+        """The data directory as prepared, copied aside while the server is stopped."""
+        assert self.data_dir is not None
+        data, snapshot = self.data_dir, self.data_dir.parent / "snapshot"
+
+        def save() -> None:
+            shutil.rmtree(snapshot, ignore_errors=True)
+            self._copy(data, snapshot)
+        self._restart(save)
+
+    def restore_data(self) -> None:
+        """The data directory put back as it was prepared (snapshot_data)."""
+        assert self.data_dir is not None
+        data, snapshot = self.data_dir, self.data_dir.parent / "snapshot"
+        if not snapshot.is_dir():
+            raise EnvironmentProblem("no saved data directory to restore")
+
+        def put_back() -> None:
+            shutil.rmtree(data)
+            self._copy(snapshot, data)
+        self._restart(put_back)
 
     def remember_shared_memory(self) -> None:
         """Add the dynamic shared memory the server's processes map now to its record
@@ -498,11 +546,15 @@ def throwaway(
             process=proc,
             record=record,
             executor=executor,
+            server_argv=(str(binaries.path("postgres")), "-D", str(data)),
+            server_user=user,
         )
         yield target
     finally:
-        # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit.
-        instance.release(proc, top, record, keep=keep and target is not None, first_signal=signal.SIGINT)
+        # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit. The
+        # server may have been restarted (a restored data directory): the current one.
+        instance.release(target.process if target is not None else proc, top, record,
+                         keep=keep and target is not None, first_signal=signal.SIGINT)
 
 
 def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
