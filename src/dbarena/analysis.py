@@ -75,10 +75,15 @@ def system_view(system: list[dict], steady_start_s: float | None) -> dict:
             "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
 
 
-def effective_threads(host_facts: dict) -> int:
-    """The hardware threads a run could use: its CPU affinity and quota where recorded
-    (since hostinfo.read_usable_cpus), else the machine's."""
-    return host_facts.get("effective_hardware_threads") or host_facts.get("hardware_threads") or 1
+def run_threads(run: dict) -> int:
+    """The hardware threads a run's server could use: the CPUs a [cpus] variant confined
+    it to; else the run's CPU affinity and quota where recorded (since
+    hostinfo.read_usable_cpus); else the machine's."""
+    placed = (run.get("options") or {}).get("cpus")
+    if placed and placed.get("server_threads"):
+        return int(placed["server_threads"])
+    facts = run.get("host_facts") or {}
+    return facts.get("effective_hardware_threads") or facts.get("hardware_threads") or 1
 
 
 def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
@@ -105,7 +110,7 @@ def _derived(store: Store, rows: list[dict], runs: dict[int, dict]) -> dict[int,
         samples = store.series_of("samples", (r["point_id"] for r in batch))
         system = store.series_of("system_samples", (r["point_id"] for r in batch))
         fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
-                                              effective_threads(runs[r["run_id"]]["host_facts"]))
+                                              run_threads(runs[r["run_id"]]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)

@@ -67,8 +67,10 @@ def run(
     on_stdout_line: LineCallback | None = None,
     on_stderr_line: LineCallback | None = None,
     on_start: Callable[[int], None] | None = None,
+    cpus: Sequence[int] | None = None,
 ) -> Completed:
-    """Run argv to completion and capture both streams.
+    """Run argv to completion and capture both streams; on `cpus` only, when given
+    (the CPU affinity its children inherit).
 
     The child is always gone when this returns or raises: on timeout, Ctrl-C or any
     exception it is terminated, then killed.
@@ -77,7 +79,7 @@ def run(
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv,
+            pinned(argv, cpus),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -119,8 +121,18 @@ def run(
     )
 
 
+def pinned(argv: Sequence[str], cpus: Sequence[int] | None) -> tuple[str, ...]:
+    """argv run under `taskset -c CPUS` (which execs it: the same process, the same
+    pid), or argv itself. taskset rather than a preexec_fn: this process has threads,
+    and Python's preexec_fn is not safe with threads."""
+    if not cpus:
+        return tuple(argv)
+    return ("taskset", "-c", ",".join(str(c) for c in sorted(cpus)), *argv)
+
+
 def spawn(
-    argv: Sequence[str], *, log_path: Path, env: dict | None = None, user: str | None = None
+    argv: Sequence[str], *, log_path: Path, env: dict | None = None, user: str | None = None,
+    cpus: Sequence[int] | None = None,
 ) -> subprocess.Popen:
     """Start a server in the background, its output appended to log_path.
 
@@ -131,7 +143,7 @@ def spawn(
     with open(log_path, "ab") as log:
         try:
             return subprocess.Popen(
-                argv,
+                pinned(argv, cpus),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

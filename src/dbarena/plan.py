@@ -64,6 +64,8 @@ class EnginePlan:
     variants: tuple[str, ...]  # ("",) when the study has none
     settings: dict[str, dict[str, str]]  # variant -> the server settings it runs under
     cluster: dict[str, dict[str, str]]  # variant -> the cluster options its server is created with
+    # variant -> (whole physical cores, "on"/"off" SMT) its server is confined to ([cpus])
+    placement: dict[str, tuple[int | None, str | None]]
     levels: tuple[int, ...]  # every level of the engine's workloads, for display
     points: tuple[PointSpec, ...]
 
@@ -102,7 +104,9 @@ def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) 
         # least a verdict needs); rounds.Adaptive decides on more as results come.
         repeats = study.repeats if study.precision is None else min(stats.MIN_REPEATS, study.max_repeats)
         points = tuple(replace(p, repeat=r, variant=v) for r in range(repeats) for v in variants for p in one_pass)
+        placement = {v.name: (v.cores, v.smt) for v in study.variants}
         plans.append(EnginePlan(engine=engine, variants=variants, settings=settings, cluster=cluster,
+                                placement=placement,
                                 levels=tuple(sorted({p.threads for p in one_pass})), points=points))
     return plans
 

@@ -42,6 +42,7 @@ class Bound:
     run_id: int
     context: Mapping = field(default_factory=dict)
     record: state.Record | None = None  # the run's state record: the tool running now goes in it
+    loadgen_cpus: tuple[int, ...] | None = None  # the CPUs the tools run on ([cpus]); None: any
 
     def running(self, pid: int) -> None:
         """A tool started (prepare, warm-up or point): if dbarena is killed, whoever reaps
@@ -274,7 +275,8 @@ class Sweep:
         target = self.targets[spec.variant].target
         for argv in commands:
             done = self.executor.run(argv, env=target.client_env(), timeout=timeout,
-                                     on_start=self.targets[spec.variant].running)
+                                     on_start=self.targets[spec.variant].running,
+                                     cpus=self.targets[spec.variant].loadgen_cpus)
             if done.returncode != 0:
                 lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
                 return lines[-1].strip() if lines else f"exit status {done.returncode}"
@@ -400,7 +402,8 @@ class Sweep:
         try:
             # pgbench reports progress on stderr, sysbench on stdout.
             done = self.executor.run(argv, env=target.client_env(), timeout=point_timeout_s(tool.estimate_s(spec)),
-                                     on_stdout_line=on_line, on_stderr_line=on_line, on_start=on_start)
+                                     on_stdout_line=on_line, on_stderr_line=on_line, on_start=on_start,
+                                     cpus=bound.loadgen_cpus)
         finally:
             system = tuple(sampler.stop()) if sampler is not None else ()
         ended = now_utc()

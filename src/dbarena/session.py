@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, state, workloads
+from dbarena import analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, state, topology, workloads
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -130,6 +130,64 @@ def check_data_dirs(plans: Sequence[plan.EnginePlan]) -> None:
         datadir.check_room(parent, need * len(p.variants), entry.data_dir)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a variant's server and load generator run ([cpus]): CPU numbers."""
+
+    server: tuple[int, ...]
+    loadgen: tuple[int, ...]
+    cores: int
+    smt: str | None
+    note: str = ""
+
+    def facts(self, study: Study) -> dict:
+        return {"server": hostinfo.cpu_list(set(self.server)), "server_cores": self.cores,
+                "server_threads": len(self.server), "load_generator": hostinfo.cpu_list(set(self.loadgen)),
+                "smt": self.smt, "smt_by": ("affinity (one thread per core)" if self.smt == "off" else "affinity")
+                if self.smt and study.smt_emulate else None, "note": self.note or None}
+
+    def key(self) -> dict[str, str]:
+        # Part of every point's configuration: the CPUs are what the variant is about.
+        return {"cpus.server": hostinfo.cpu_list(set(self.server)),
+                "cpus.load_generator": hostinfo.cpu_list(set(self.loadgen)),
+                **({"cpus.smt": self.smt} if self.smt else {})}
+
+
+def placements(study: Study, plans: Sequence[plan.EnginePlan]) -> dict[tuple[str, str], Placement]:
+    """The CPUs of every [cpus] variant, chosen (and refused, in one line) before
+    anything starts: N whole physical cores of the CPUs this process may use, spread
+    over the sockets; the load generator on the rest, or on the same CPUs when asked
+    or when nothing is left."""
+    wanted = [(p.engine.name, v, cores, smt) for p in plans for v, (cores, smt) in p.placement.items() if cores]
+    if not wanted:
+        return {}
+    if any(smt for *_, smt in wanted) and not study.smt_emulate:
+        control = topology.smt_control()
+        why = {"notsupported": "the kernel says notsupported (a VM, or a CPU without SMT)",
+               "notimplemented": "the kernel says notimplemented", "forceoff": "SMT is forced off at boot",
+               "unknown": f"{topology.SMT_CONTROL} is missing"}.get(control)
+        reason = (f"this machine cannot switch SMT ({why})" if why else
+                  "switching the kernel's SMT while the variants run side by side is not supported")
+        raise UsageError(f"[cpus] smt: {reason}; emulate it with [cpus] smt_emulate = true (one thread per core, "
+                         "by affinity)")
+    cpus = topology.read()
+    usable = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else {c.cpu for c in cpus}
+    out: dict[tuple[str, str], Placement] = {}
+    for engine, variant, cores, smt in wanted:
+        server = topology.whole_cores(cpus, cores, smt=smt != "off", usable=usable)
+        rest = sorted(usable - set(server))
+        note = ""
+        if study.load_generator == "same" or not rest:
+            if study.load_generator == "rest":
+                note = "no CPU left for the load generator: it shares the server's"
+            loadgen = sorted(usable)
+        else:
+            loadgen = rest
+        out[(engine, variant)] = Placement(server=tuple(server), loadgen=tuple(loadgen), cores=cores, smt=smt,
+                                           note=note)
+    return out
+
+
 def _bindir(entry: EngineEntry) -> Path | None:
     return Path(entry.bindir) if entry.bindir else None
 
@@ -152,6 +210,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     plans = expand(study, facts)
     check_settings(study, executor)
     check_data_dirs(plans)
+    where = placements(study, plans)
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
@@ -167,7 +226,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
             reporter.begin(everything, estimate_s)
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
-                   clock=clock, deadline=deadline, system_metrics=system_metrics)
+                   clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
     index = 0
     try:
         for number, engine_plan in enumerate(plans):
@@ -201,6 +260,7 @@ class _Context:
     previous: dict[tuple[str, str], int]  # (engine, variant) -> run id, when resuming
     clock: Callable[[], float]
     deadline: float | None  # of the budget, on clock
+    placements: dict[tuple[str, str], Placement] = field(default_factory=dict)  # [cpus]: (engine, variant) ->
     system_metrics: bool = True
 
 
@@ -222,6 +282,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
             for variant in engine_plan.variants:
                 settings = engine_plan.settings[variant]
                 cluster = engine_plan.cluster.get(variant, {})
+                placed = ctx.placements.get((entry.name, variant))
                 if entry.target is not None:
                     opened = engine.external(entry.target, bindir=bindir, executor=executor)
                 else:
@@ -229,9 +290,14 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                     max_connections = max(151, engine_plan.max_clients + 10)
                     opened = engine.throwaway(settings=settings, max_connections=max_connections, bindir=bindir,
                                               keep=keep, executor=executor, cluster=cluster,
-                                              data_parent=datadir.resolve(entry.data_dir))
+                                              data_parent=datadir.resolve(entry.data_dir),
+                                              cpus=placed.server if placed else None)
                 target = stack.enter_context(opened)
-                reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}")
+                reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}"
+                               + (f" on CPUs {hostinfo.cpu_list(set(placed.server))}, load generator on "
+                                  f"{hostinfo.cpu_list(set(placed.loadgen))}" if placed else ""))
+                if placed and placed.note:
+                    reporter.stage(placed.note)
                 # Every tool found now, not at the first point (and its version recorded).
                 tool_versions = {t.binary: execute.version_line(target.client(t).binary, executor)
                                  for t in tools.values()}
@@ -242,7 +308,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                         tool_versions[f"{t.binary} {lib}"] = text
                 tool_versions.update(engine.client_libraries())
                 info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
-                                 tool_versions, init, outcome.invocation, cluster)
+                                 tool_versions, init, outcome.invocation, cluster, placed)
                 if (entry.name, variant) in previous:
                     run_id = previous[(entry.name, variant)]
                     store.reopen_run(run_id, info.options)
@@ -257,9 +323,10 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                                                        _leftovers(target, engine_plan.points, variant)))
                 # Cluster options are part of the configuration as settings are (named
                 # "cluster.NAME" in the key's settings, apart from the server's own).
-                context = _key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()}},
-                                       variant, ctx.facts)
-                bound[variant] = Bound(target=target, run_id=run_id, context=context, record=record)
+                context = _key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
+                                                       **(placed.key() if placed else {})}, variant, ctx.facts)
+                bound[variant] = Bound(target=target, run_id=run_id, context=context, record=record,
+                                       loadgen_cpus=placed.loadgen if placed else None)
             stored = _stored(store, bound, engine_plan.points) if previous else {}
             levels = ", ".join(map(str, engine_plan.levels))
             ctx.begin()
@@ -372,7 +439,7 @@ def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: st
 
 def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, engine: Engine,
               target: Target, variant: str, settings: dict, tool_versions: dict, init: bool,
-              invocation: str, cluster: dict | None = None) -> RunInfo:
+              invocation: str, cluster: dict | None = None, placed: Placement | None = None) -> RunInfo:
     target_facts = target.facts()
     if not target.throwaway:
         if entry.server_cores:
@@ -382,6 +449,7 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
         "cluster": cluster or {},
+        "cpus": placed.facts(study) if placed else None,  # [cpus]: where the server and the tools ran
         # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
         # file system, device and mount options.
         "data_dir": datadir.facts(datadir.resolve(entry.data_dir), entry.data_dir) if target.throwaway else None,

@@ -70,6 +70,12 @@ The schema (version 1):
     per_hour = 1.4464               # or per_month = 420 (730 hours a month)
     currency = "USD"
 
+    [cpus]                          # study C: the server on N whole physical cores, one variant each
+    server = [1, 2, 4]              #   (spread over sockets; crossed with [variants])
+    smt = ["off", "on"]             #   optional: each count without / with the cores' SMT siblings
+    smt_emulate = true              #   SMT off by affinity (one thread per core), not the kernel's switch
+    load_generator = "rest"         #   the load generator on the other usable CPUs, or the "same" ones
+
     [variants.checksums]            # named sets of settings the same plan runs under
     description = "..."
     postgres = { wal_compression = "on" }
@@ -116,7 +122,9 @@ QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
-             "price", "variants"}
+             "price", "variants", "cpus"}
+_CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
+LOAD_GENERATOR_PLACES = ("rest", "same")
 _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
                   "datasets", "restore", *PARAM_DEFAULTS}
 _ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
@@ -197,6 +205,8 @@ class Variant:
     description: str = ""
     settings: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> settings
     cluster: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> cluster options
+    cores: int | None = None  # the server on this many whole physical cores ([cpus] server)
+    smt: str | None = None  # "on" / "off": with or without their SMT siblings ([cpus] smt)
 
     def settings_for(self, engine: str) -> dict[str, str]:
         return dict(dict(self.settings).get(engine, ()))
@@ -227,6 +237,8 @@ class Study:
     price_basis: str | None = None  # "per hour" or "420 per month / 730 h"
     quick: bool = False
     changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
+    smt_emulate: bool = False  # [cpus] smt by affinity (one thread per core), not the kernel's switch
+    load_generator: str = "rest"  # with [cpus]: the load generator on the other CPUs, or the "same"
     flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
 
     @property
@@ -395,9 +407,47 @@ class _Checker:
             fail_fast=self.bool_(sweep["fail_fast"], "sweep.fail_fast"),
             latency_sampling=self.sampling(sweep["latency_sampling"], "sweep.latency_sampling"),
             engines=engine_entries, workloads=tuple(entries),
-            variants=self.variants(raw.get("variants", {}), study_engines),
+            variants=self.cpu_axes(raw.get("cpus"), self.variants(raw.get("variants", {}), study_engines)),
             price_per_hour=price, currency=currency, price_basis=basis,
+            **self.cpu_options(raw.get("cpus")),
         )
+
+    def cpu_options(self, raw: Any) -> dict:
+        if raw is None:
+            return {}
+        body = self.table(raw, "cpus", _CPUS_KEYS)
+        place = body.get("load_generator", "rest")
+        if place not in LOAD_GENERATOR_PLACES:
+            raise self.fail("cpus.load_generator", f"expected \"rest\" or \"same\", not {_kind(place)}")
+        return {"smt_emulate": self.bool_(body.get("smt_emulate", False), "cpus.smt_emulate"),
+                "load_generator": place}
+
+    def cpu_axes(self, raw: Any, variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
+        """[cpus] server = [1, 2, 4] (whole physical cores) and smt = ["off", "on"]: one
+        variant per combination (crossed with the study's own variants), each with a
+        server of its own confined to those CPUs (study C)."""
+        if raw is None:
+            return variants
+        body = self.table(raw, "cpus", _CPUS_KEYS)
+        if any(e.target for e in self.entries):
+            raise self.fail("cpus", "a target's CPUs are not dbarena's to choose: [cpus] needs throwaway instances")
+        counts = body.get("server")
+        if not isinstance(counts, list) or not counts or any(
+                isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in counts):
+            raise self.fail("cpus.server", "expected a list of physical core counts, e.g. [1, 2, 4]")
+        modes = body.get("smt", [None])
+        if not isinstance(modes, list) or not modes or any(m not in ("on", "off", None) for m in modes):
+            raise self.fail("cpus.smt", "expected a list of \"on\" and/or \"off\"")
+        out = []
+        for v in variants or (Variant(name=""),):
+            for n in counts:
+                for mode in modes:
+                    name = "_".join(p for p in (v.name, f"{n}core{'s' if n > 1 else ''}",
+                                                f"smt-{mode}" if mode else "") if p)
+                    out.append(replace(v, name=name, cores=n, smt=mode,
+                                       description=v.description or f"the server on {n} physical core(s)"
+                                       + (f", SMT {mode}" if mode else "")))
+        return tuple(out)
 
     def precision(self, raw: Any, sweep: dict) -> float | None:
         if raw is None:

@@ -253,3 +253,47 @@ def test_restore_puts_the_prepared_dataset_back_before_each_point(public_tmp, tm
     restored = [json.loads(d).get("restore_s") for (d,) in db.execute("SELECT details FROM points ORDER BY id")]
     assert restored[0] is None and restored[1] > 0  # stored apart, with the point it preceded
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+
+
+CPUS_STUDY = """
+schema = 1
+name = "cores"
+[sweep]
+levels = [1]
+duration_s = 2
+[datasets]
+scale = 1
+[[workloads]]
+workload = "pgbench-select-only"
+[cpus]
+server = [1, 2]
+"""
+
+
+def test_a_cpus_axis_pins_each_variants_server_and_reports_per_core(public_tmp, tmp_path):
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    store = tmp_path / "r.db"
+    study = tmp_path / "cores.toml"
+    study.write_text(CPUS_STUDY)
+    env = cli_env(public_tmp)
+    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "(variant 1core) on CPUs 0, load generator on 1" in done.stderr
+    db = sqlite3.connect(store)
+    placed = {v: json.loads(o)["cpus"] for v, o in db.execute("SELECT variant, options FROM runs")}
+    assert (placed["1core"]["server"], placed["1core"]["load_generator"], placed["1core"]["server_cores"]) == \
+        ("0", "1", 1)
+    assert placed["2cores"]["server"] == "0-1" and "no CPU left" in placed["2cores"]["note"]
+    # Every point's configuration holds the CPU sets.
+    keys = {json.loads(c)["variant"]: json.loads(c)["settings"] for (c,) in db.execute("SELECT config FROM points")}
+    assert keys["1core"] == {"cpus.server": "0", "cpus.load_generator": "1"}
+    report = tmp_path / "r.json"
+    assert dbarena("report", "--store", str(store), "-o", str(report), env=env).returncode == 0
+    rows = {r["label"]: r for r in json.loads(report.read_text())["rows"]}
+    # Per core: of the cores the variant's server had, not of the machine.
+    one, two = rows["box [1core]"], rows["box [2cores]"]
+    assert one["physical_cores"] == 1 and one["tps_per_core"] == pytest.approx(one["tps"])
+    assert two["physical_cores"] == 2 and two["tps_per_core"] == pytest.approx(two["tps"] / 2)

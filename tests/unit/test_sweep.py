@@ -75,9 +75,9 @@ class FakeExecutor:
         self.rules.append((predicate, answer))
 
     def run(self, argv, *, env=None, timeout=None, user=None, cwd=None, on_stdout_line=None,
-            on_stderr_line=None, on_start=None) -> Completed:
+            on_stderr_line=None, on_start=None, cpus=None) -> Completed:
         argv = tuple(str(a) for a in argv)
-        self.calls.append({"argv": argv, "env": env, "timeout": timeout, "user": user})
+        self.calls.append({"argv": argv, "env": env, "timeout": timeout, "user": user, "cpus": cpus})
         self.log.append(("exec", argv))
         done = next((answer(argv) for predicate, answer in self.rules if predicate(argv)), None) \
             or self.default(argv)
@@ -101,7 +101,7 @@ class FakeExecutor:
             out, err = _read(SLAP_OUT)
         return Completed(argv=argv, returncode=0, stdout=out, stderr=err, elapsed_s=2.0)
 
-    def spawn(self, argv, *, log_path, env=None, user=None):
+    def spawn(self, argv, *, log_path, env=None, user=None, cpus=None):
         raise AssertionError("the sweep never starts a server")
 
     def runs(self) -> list[tuple]:

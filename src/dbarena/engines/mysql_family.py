@@ -361,6 +361,7 @@ class MySQLFamily:
         ready_timeout_s: float = 120,
         cluster: Mapping[str, str] | None = None,
         data_parent: Path | None = None,
+        cpus: Sequence[int] | None = None,
     ) -> Iterator[MyTarget]:
         """A fresh server of this flavour for the duration of the with-block; cluster
         options go both to the data directory's initialisation and to the server's
@@ -411,7 +412,7 @@ class MySQLFamily:
                 cnf.write_text("\n".join(lines) + "\n")
                 cnf.chmod(0o644)
                 proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
-                                     user=user, env=server_env)
+                                     user=user, env=server_env, cpus=cpus)
                 record.update(server_pgid=proc.pid)
                 version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
                 if version is not None:

@@ -18,7 +18,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from dbarena import execute, state
@@ -146,6 +146,7 @@ class PgTarget:
     record: Any = field(default=None, repr=False)  # a throwaway's state.Record
     server_argv: tuple[str, ...] = ()  # how a throwaway's postmaster is started (for a restart)
     server_user: str | None = None
+    server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
 
     def _restart(self, between: Callable[[], None]) -> None:
         """Stop the throwaway server (fast shutdown), do `between` to its stopped data
@@ -155,7 +156,7 @@ class PgTarget:
         instance.stop_server(self.process, first_signal=signal.SIGINT)
         between()
         self.process = self.executor.spawn(list(self.server_argv), log_path=self.log_path or Path(os.devnull),
-                                           user=self.server_user)
+                                           user=self.server_user, cpus=self.server_cpus)
         if self.record is not None:
             self.record.update(server_pgid=self.process.pid)
         admin = self.conn.url.rsplit("/", 1)[0] + "/postgres"
@@ -469,6 +470,7 @@ def throwaway(
     executor: Executor = execute.LOCAL,
     cluster: Mapping[str, str] | None = None,
     data_parent: Path | None = None,
+    cpus: Sequence[int] | None = None,
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block, created with the
     cluster options given (CLUSTER_OPTIONS)."""
@@ -515,7 +517,8 @@ def throwaway(
             with open(data / "postgresql.conf", "a") as f:
                 f.write("\n# dbarena\n")
                 f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
-            proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user)
+            proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user,
+                                  cpus=cpus)
             record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
             version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
@@ -548,6 +551,7 @@ def throwaway(
             executor=executor,
             server_argv=(str(binaries.path("postgres")), "-D", str(data)),
             server_user=user,
+            server_cpus=tuple(cpus) if cpus else None,
         )
         yield target
     finally:
@@ -594,10 +598,10 @@ class PostgresEngine:
         check_settings(settings, executor, bindir)
 
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
-                  executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None
-                  ) -> contextlib.AbstractContextManager[PgTarget]:
+                  executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None,
+                  cpus: Sequence[int] | None = None) -> contextlib.AbstractContextManager[PgTarget]:
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
-                         executor=executor, cluster=cluster, data_parent=data_parent)
+                         executor=executor, cluster=cluster, data_parent=data_parent, cpus=cpus)
 
     def check_cluster(self, cluster: Mapping[str, str]) -> None:
         check_cluster(cluster)

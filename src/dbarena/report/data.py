@@ -275,7 +275,12 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     hardware: dict[str, dict] = {}
     for r in rows:
         run = runs_by_id[r["run_id"]]
-        if server_is_local(run):
+        placed = (run.get("options") or {}).get("cpus")
+        if placed and server_is_local(run):
+            # [cpus]: the cores and threads the variant's server was confined to.
+            hardware.setdefault(r["label"], {"physical_cores": placed.get("server_cores"),
+                                             "hardware_threads": placed.get("server_threads")})
+        elif server_is_local(run):
             facts = run["host_facts"]
             # What the run could use (taskset, cpuset, quota), else the machine's.
             hardware.setdefault(r["label"], {

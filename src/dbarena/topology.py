@@ -1,0 +1,123 @@
+"""CPU topology: which hardware threads make which physical cores on which sockets, and
+which CPUs a server confined to N whole cores gets (study C: TPS against cores, one
+curve per SMT mode). Parsers and choices are pure, tested on real `lscpu -p` captures
+(tests/fixtures/topology); `read` asks this machine.
+
+A physical core is (socket, core) as lscpu numbers them: core ids repeat across sockets
+on some machines, never the pair. SMT siblings are the CPUs that share a core.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbarena import execute
+from dbarena.errors import UsageError
+
+SMT_CONTROL = Path("/sys/devices/system/cpu/smt/control")
+
+
+@dataclass(frozen=True)
+class Cpu:
+    cpu: int
+    core: int
+    socket: int
+    node: int = 0
+
+
+def parse_lscpu_p(text: str) -> list[Cpu]:
+    """`lscpu -p` (or `-p=CPU,CORE,SOCKET,NODE`): comment lines, then one line per
+    CPU. The header comment names the columns; offline CPUs have empty fields and are
+    left out."""
+    columns = ["cpu", "core", "socket", "node"]
+    cpus = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            names = [c.strip().lower() for c in line.lstrip("#").split(",")]
+            if "cpu" in names and "core" in names:
+                columns = names
+            continue
+        if not line.strip():
+            continue
+        fields = dict(zip(columns, line.split(",")))
+        try:
+            cpus.append(Cpu(cpu=int(fields["cpu"]), core=int(fields["core"]), socket=int(fields.get("socket") or 0),
+                            node=int(fields.get("node") or 0)))
+        except (KeyError, ValueError):
+            continue  # an offline CPU: no core, no socket
+    return cpus
+
+
+def cores(cpus: list[Cpu]) -> dict[tuple[int, int], list[int]]:
+    """Physical cores, (socket, core) -> its hardware threads in CPU order."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for c in sorted(cpus, key=lambda c: c.cpu):
+        out.setdefault((c.socket, c.core), []).append(c.cpu)
+    return out
+
+
+def threads_per_core(cpus: list[Cpu]) -> int:
+    found = cores(cpus)
+    return max((len(t) for t in found.values()), default=1)
+
+
+def whole_cores(cpus: list[Cpu], n: int, *, smt: bool = True, usable: set[int] | None = None,
+                avoid: frozenset[int] = frozenset()) -> list[int]:
+    """The CPUs of n whole physical cores, spread over the sockets evenly (core 1 on
+    socket 0, core 2 on socket 1, ...; study C compared cores, not sockets), each core
+    with all its SMT siblings, or only its first thread when `smt` is False (SMT off,
+    emulated by affinity). Only cores whose threads are all usable (the process's
+    affinity) count; cores holding a CPU of `avoid` (the load generator's) come last.
+    A usage error when there are fewer such cores than n."""
+    usable = set(c.cpu for c in cpus) if usable is None else usable
+    per_socket: dict[int, list[tuple[tuple[int, int], list[int]]]] = {}
+    for key, threads in cores(cpus).items():
+        if all(t in usable for t in threads):
+            per_socket.setdefault(key[0], []).append((key, threads))
+    available = sum(len(v) for v in per_socket.values())
+    if n > available:
+        raise UsageError(f"{n} physical core(s) asked for; this machine lets dbarena use {available} whole core(s)")
+    for found in per_socket.values():
+        found.sort(key=lambda item: (any(t in avoid for t in item[1]), item[1][0]))
+    picked: list[list[int]] = []
+    sockets = sorted(per_socket)
+    taken = dict.fromkeys(sockets, 0)
+    while len(picked) < n:  # n <= available: every pass over the sockets takes at least one core
+        for s in sockets:
+            if len(picked) < n and taken[s] < len(per_socket[s]):
+                picked.append(per_socket[s][taken[s]][1])
+                taken[s] += 1
+    return sorted(t for threads in picked for t in (threads if smt else threads[:1]))
+
+
+def read() -> list[Cpu]:
+    """This machine's topology from lscpu (util-linux), else from sysfs."""
+    try:
+        done = execute.run(["lscpu", "-p=CPU,CORE,SOCKET,NODE"], timeout=30, env={**os.environ, "LC_ALL": "C"})
+        if done.returncode == 0:
+            found = parse_lscpu_p(done.stdout)
+            if found:
+                return found
+    except Exception:  # noqa: BLE001 - no lscpu: sysfs below
+        pass
+    out = []
+    for path in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology")):
+        try:
+            out.append(Cpu(cpu=int(path.parent.name[3:]), core=int((path / "core_id").read_text()),
+                           socket=int((path / "physical_package_id").read_text())))
+        except (OSError, ValueError):
+            continue
+    return out or [Cpu(cpu=i, core=i, socket=0) for i in range(os.cpu_count() or 1)]
+
+
+def smt_control(text: str | None = None) -> str:
+    """The kernel's SMT switch: on, off, forceoff, notsupported (a VM, a CPU without
+    SMT) or notimplemented; "unknown" without the file."""
+    if text is None:
+        try:
+            text = SMT_CONTROL.read_text()
+        except OSError:
+            return "unknown"
+    return text.strip() or "unknown"

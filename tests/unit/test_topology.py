@@ -1,0 +1,95 @@
+"""CPU topology: parsing lscpu's per-CPU listing (this machine's capture and public ones
+in tests/fixtures/topology), choosing the CPUs of N whole cores, and the [cpus] axis of
+a study: its variants, placements and refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbarena import plan, session, study, topology
+from dbarena.errors import UsageError
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "topology"
+
+# Two sockets x 2 cores x 2 threads, Linux's usual x86 numbering: the first thread of
+# every core first (0-3), then their siblings (4-7); cores 0 and 1 on socket 0.
+TWO_SOCKETS = [topology.Cpu(cpu=c, core=(c % 4) % 2, socket=(c % 4) // 2) for c in range(8)]
+
+
+def test_this_machines_listing_parses():
+    cpus = topology.parse_lscpu_p("# The following is the parsable format\n# CPU,Core,Socket,Node\n0,0,0,0\n1,1,0,0\n")
+    assert cpus == [topology.Cpu(0, 0, 0, 0), topology.Cpu(1, 1, 0, 0)]
+    assert topology.threads_per_core(cpus) == 1
+    # An offline CPU has no core: left out.
+    assert len(topology.parse_lscpu_p("# CPU,Core,Socket,Node\n0,0,0,0\n1,,,\n")) == 1
+
+
+def test_whole_cores_spread_over_sockets_with_or_without_their_siblings():
+    assert topology.cores(TWO_SOCKETS)[(0, 0)] == [0, 4]
+    assert topology.whole_cores(TWO_SOCKETS, 1) == [0, 4]
+    assert topology.whole_cores(TWO_SOCKETS, 2) == [0, 2, 4, 6]  # a core on each socket
+    assert topology.whole_cores(TWO_SOCKETS, 2, smt=False) == [0, 2]  # SMT off by affinity
+    assert topology.whole_cores(TWO_SOCKETS, 4) == list(range(8))
+    # Only cores whose every thread the process may use (taskset -c 0-2,4-6: both cores
+    # of socket 0 whole, of socket 1 only core 0).
+    usable = {0, 1, 2, 4, 5, 6}
+    assert topology.whole_cores(TWO_SOCKETS, 3, usable=usable) == [0, 1, 2, 4, 5, 6]
+    with pytest.raises(UsageError, match=r"4 physical core\(s\) asked for; this machine lets dbarena use 3"):
+        topology.whole_cores(TWO_SOCKETS, 4, usable=usable)
+
+
+def test_smt_control():
+    assert topology.smt_control("notsupported\n") == "notsupported"
+    assert topology.smt_control("") == "unknown"
+
+
+HEAD = 'schema = 1\nname = "c"\n[sweep]\nlevels = [1]\nduration_s = 2\n[[workloads]]\nworkload = "pgbench-select-only"\n'
+
+
+def test_the_cpus_axis_makes_a_variant_per_core_count_and_smt_mode():
+    s = study.parse(HEAD + '[cpus]\nserver = [1, 2]\nsmt = ["off", "on"]\nsmt_emulate = true\n', "c.toml")
+    assert [(v.name, v.cores, v.smt) for v in s.variants] == [
+        ("1core_smt-off", 1, "off"), ("1core_smt-on", 1, "on"), ("2cores_smt-off", 2, "off"),
+        ("2cores_smt-on", 2, "on")]
+    assert s.smt_emulate and s.load_generator == "rest"
+    crossed = study.parse(HEAD + '[variants.a]\npostgres = { work_mem = "8MB" }\n[cpus]\nserver = [1]\n', "c.toml")
+    assert [(v.name, v.settings_for("postgres")) for v in crossed.variants] == [("a_1core", {"work_mem": "8MB"})]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('[cpus]\nserver = []\n', "cpus.server"),
+    ('[cpus]\nserver = [0]\n', "cpus.server"),
+    ('[cpus]\nserver = [1]\nsmt = ["maybe"]\n', "cpus.smt"),
+    ('[cpus]\nserver = [1]\nload_generator = "elsewhere"\n', "cpus.load_generator"),
+    ('[engines.postgres]\ntarget = "postgresql://u@db/x"\n[cpus]\nserver = [1]\n', "needs throwaway instances"),
+])
+def test_a_bad_cpus_table_is_one_line_naming_the_key(text, fragment):
+    with pytest.raises(study.StudyError, match=fragment.replace(".", r"\.")):
+        study.parse(HEAD + text, "c.toml")
+
+
+def test_placements_choose_the_cpus_and_put_the_load_generator_on_the_rest(monkeypatch):
+    monkeypatch.setattr(topology, "read", lambda: TWO_SOCKETS)
+    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(8)))
+    s = study.parse(HEAD + '[cpus]\nserver = [1, 4]\n', "c.toml")
+    where = session.placements(s, plan.expand(s, lambda e: 8))
+    one, four = where[("postgres", "1core")], where[("postgres", "4cores")]
+    assert (one.server, one.loadgen, one.note) == ((0, 4), (1, 2, 3, 5, 6, 7), "")
+    # Nothing left: the load generator shares the server's CPUs, and the run says so.
+    assert four.server == tuple(range(8)) and four.loadgen == tuple(range(8)) and "no CPU left" in four.note
+    assert one.key() == {"cpus.server": "0,4", "cpus.load_generator": "1-3,5-7"}
+
+
+def test_an_smt_axis_is_refused_where_the_kernel_cannot_switch_unless_emulated(monkeypatch):
+    monkeypatch.setattr(topology, "read", lambda: TWO_SOCKETS)
+    monkeypatch.setattr(topology, "smt_control", lambda text=None: "notsupported")
+    s = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\n', "c.toml")
+    with pytest.raises(UsageError, match=r"cannot switch SMT \(the kernel says notsupported.*smt_emulate = true"):
+        session.placements(s, plan.expand(s, lambda e: 8))
+    emulated = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\nsmt_emulate = true\n', "c.toml")
+    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(8)))
+    where = session.placements(emulated, plan.expand(emulated, lambda e: 8))
+    assert where[("postgres", "1core_smt-off")].server == (0,) and where[("postgres", "1core_smt-on")].server == (0, 4)
+    assert where[("postgres", "1core_smt-off")].facts(emulated)["smt_by"] == "affinity (one thread per core)"
