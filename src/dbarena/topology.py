@@ -50,6 +50,36 @@ def parse_lscpu_p(text: str) -> list[Cpu]:
     return cpus
 
 
+def parse_lscpu_e(text: str) -> list[Cpu]:
+    """`lscpu -e` (`--extended`): a header line naming the columns (CPU NODE SOCKET
+    CORE ...; A64FX names CLUSTER instead of SOCKET), then one row per CPU; an offline
+    CPU's row has "-" and is left out."""
+    lines = [l for l in text.splitlines() if l.strip()]
+    if not lines:
+        return []
+    header = [h.lower() for h in lines[0].split()]
+    socket = "socket" if "socket" in header else "cluster" if "cluster" in header else None
+    cpus = []
+    for line in lines[1:]:
+        row = dict(zip(header, line.split()))
+        try:
+            cpus.append(Cpu(cpu=int(row["cpu"]), core=int(row["core"]),
+                            socket=int(row[socket]) if socket else 0, node=int(row.get("node", "0"))))
+        except (KeyError, ValueError):
+            continue  # offline: "-"
+    return cpus
+
+
+def parse(text: str) -> list[Cpu]:
+    """Either listing: `lscpu -p` (comment lines first) or `lscpu -e` (a header row)."""
+    first = next((l for l in text.splitlines() if l.strip()), "")
+    return parse_lscpu_p(text) if first.startswith("#") or "," in first else parse_lscpu_e(text)
+
+
+def sockets(cpus: list[Cpu]) -> int:
+    return len({c.socket for c in cpus})
+
+
 def cores(cpus: list[Cpu]) -> dict[tuple[int, int], list[int]]:
     """Physical cores, (socket, core) -> its hardware threads in CPU order."""
     out: dict[tuple[int, int], list[int]] = {}

@@ -93,3 +93,50 @@ def test_an_smt_axis_is_refused_where_the_kernel_cannot_switch_unless_emulated(m
     where = session.placements(emulated, plan.expand(emulated, lambda e: 8))
     assert where[("postgres", "1core_smt-off")].server == (0,) and where[("postgres", "1core_smt-on")].server == (0, 4)
     assert where[("postgres", "1core_smt-off")].facts(emulated)["smt_by"] == "affinity (one thread per core)"
+
+
+# file -> (CPUs online, sockets, physical cores, threads per core), as SOURCES.tsv reads
+# each machine; whole_cores(2): two cores on two sockets where there are two.
+REAL = {
+    "x86_64-2socket-xeon-gold-6138-smt.lscpu-e": (80, 2, 40, 2, [0, 20, 40, 60]),
+    "x86_64-2socket-xeon-e5-2670-smt.lscpu-e": (32, 2, 16, 2, [0, 8, 16, 24]),
+    "x86_64-2socket-xeon-platinum-8360y-smt.lscpu-e": (144, 2, 72, 2, [0, 36, 72, 108]),
+    "x86_64-2socket-xeon-nehalem-dell-r710-smt.lscpu-p": (16, 2, 8, 2, [0, 1, 8, 9]),  # sockets interleave
+    "x86_64-2socket-xeon-x5670-smt.lscpu-p-cpu-core-socket": (24, 2, 12, 2, [0, 1, 12, 13]),
+    "x86_64-2socket-epyc-7451-smt.lscpu-p": (96, 2, 48, 2, [0, 24, 48, 72]),
+    "x86_64-4socket-xeon-x7550-smt.lscpu-p": (64, 4, 32, 2, [0, 1, 32, 33]),
+    "x86_64-1socket-core-i7-1165g7-smt.lscpu-p": (8, 1, 4, 2, [0, 1, 4, 5]),
+    "x86_64-1socket-core-i5-m560-smt.lscpu-p": (4, 1, 2, 2, [0, 1, 2, 3]),
+    "x86_64-1socket-epyc-milan-noctua2-login-smt.lscpu-e": (128, 1, 64, 2, [0, 1, 64, 65]),
+    "x86_64-1socket-core-i9-13900h-hybrid-smt.lscpu-e": (20, 1, 14, 2, [0, 1, 2, 3]),  # P-cores first
+    "aarch64-1socket-neoverse-n1-80c.lscpu-e": (80, 1, 80, 1, [0, 1]),
+    "aarch64-1socket-ampere-emag-32c.lscpu-p-cpu-core-socket": (32, 1, 32, 1, [0, 1]),
+    "aarch64-2socket-thunderx2-smt4.lscpu-e": (256, 2, 64, 4, [0, 32, 64, 96, 128, 160, 192, 224]),
+    "ppc64-power7-lpar-64cpu-smt4.lscpu-p": (64, 16, 16, 4, [0, 1, 2, 3, 4, 5, 6, 7]),
+    "ppc64le-2socket-power9-smt-off.lscpu-p-cpu-core-socket": (32, 2, 32, 1, [0, 64]),
+    "ppc64le-4socket-power8e-smt-off.lscpu-p-cpu-core-socket": (20, 4, 20, 1, [0, 40]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_topologies(name):
+    online, sockets, cores, per_core, two = REAL[name]
+    cpus = topology.parse((FIXTURES / name).read_text())
+    assert (len(cpus), topology.sockets(cpus), len(topology.cores(cpus)), topology.threads_per_core(cpus)) == \
+        (online, sockets, cores, per_core)
+    assert topology.whole_cores(cpus, 2) == two
+    # SMT off by affinity: one thread of each of the same cores.
+    assert len(topology.whole_cores(cpus, 2, smt=False)) == 2
+    with pytest.raises(UsageError, match=f"this machine lets dbarena use {cores} whole core"):
+        topology.whole_cores(cpus, cores + 1)
+
+
+def test_offline_cpus_are_left_out():
+    cpus = topology.parse((FIXTURES / "aarch64-a64fx-fugaku-offline-cpus.lscpu-e").read_text())
+    assert len(cpus) == 50 and not {c.cpu for c in cpus} & set(range(2, 12))
+
+
+@pytest.mark.parametrize("name, said", [("s390x-kvm-nested-guest.smt-control", "notsupported"),
+                                        ("loongarch64-kvm-guest.smt-control", "notimplemented")])
+def test_what_a_vms_kernel_says_of_smt(name, said):
+    assert topology.smt_control((FIXTURES / name).read_text()) == said
