@@ -92,7 +92,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import tomli_w
 
@@ -117,6 +117,37 @@ SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "
                                   "latency_sampling": DEFAULT_LATENCY_SAMPLING, "restore": False}
 RESTORE_CHOICES = ("point", "level")
 MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
+# --quick: the memory settings of a study tuned for a large server, capped so that its
+# throwaway instances start on a small machine (study B's shared_buffers is 32 GB).
+QUICK_MEMORY_CAPS = {"shared_buffers": "128MB", "effective_cache_size": "1GB", "max_wal_size": "1GB",
+                     "maintenance_work_mem": "64MB", "innodb_buffer_pool_size": "256M",
+                     "innodb_log_file_size": "128M", "innodb_redo_log_capacity": "256M"}
+_SIZE_UNITS = {"k": 1024, "kb": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "g": 1024 ** 3, "gb": 1024 ** 3,
+               "t": 1024 ** 4, "tb": 1024 ** 4}
+
+
+def _size_bytes(value: str) -> int | None:
+    """'32GB', '6G', '512MB' as bytes; None for a value without a unit (PostgreSQL
+    reads those in the setting's own unit: left alone)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT][bB]?)\s*", value)
+    return int(m[1]) * _SIZE_UNITS[m[2].lower()] if m else None
+
+
+def _capped(settings: tuple[tuple[str, str], ...], note: Callable[[str, Any, Any, str], None], where: str
+            ) -> tuple[tuple[str, str], ...]:
+    out = []
+    for k, v in settings:
+        cap = QUICK_MEMORY_CAPS.get(k)
+        size, limit = _size_bytes(v), _size_bytes(cap) if cap else None
+        if cap and size is not None and limit is not None and size > limit:
+            note(f"{where} {k}", v, cap, "--quick")
+            v = cap
+        out.append((k, v))
+    return tuple(out)
+
+
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
@@ -761,6 +792,7 @@ def apply(study: Study, o: Overrides) -> Study:
             changes.append(f"{what}: {_show(old)} -> {_show(new)} ({why})")
 
     entries = list(study.workloads)
+    variants = study.variants
     if o.engines is not None:
         for engine_name in o.engines:
             engines.check_name(engine_name)
@@ -798,6 +830,19 @@ def apply(study: Study, o: Overrides) -> Study:
             note(f"{w.workload} warmup_s", w.warmup_s, new.warmup_s, "--quick")
             quick.append(new)
         entries = quick
+        engine_entries = [replace(e, settings=_capped(e.settings, note, e.name)) for e in engine_entries]
+        if any(variant.cores for variant in variants):
+            # [cpus]: the core counts this machine has (study C's 4 cores on a 2-core VM: 1 and 2).
+            from dbarena import topology
+
+            available = topology.usable_cores()
+            for variant in variants:
+                if variant.cores and variant.cores > available:
+                    changes.append(f"variant {variant.name}: left out, {variant.cores} cores asked for, "
+                                   f"{available} here (--quick)")
+            variants = tuple(x for x in variants if not x.cores or x.cores <= available)
+        variants = tuple(replace(x, settings=tuple((e, _capped(pairs, note, f"variant {x.name} {e}"))
+                                                   for e, pairs in x.settings)) for x in variants)
 
     flagged = []
     for w in entries:
@@ -879,7 +924,8 @@ def apply(study: Study, o: Overrides) -> Study:
             raise UsageError("--currency names the currency of a price: give --price-per-hour or --price-per-month")
         note("currency", currency, o.currency, "--currency")
         currency = o.currency
-    return replace(study, workloads=tuple(entries), engines=tuple(new_engines), repeats=repeats, label=label,
+    return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
+                   label=label,
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
                    flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),

@@ -122,6 +122,14 @@ def whole_cores(cpus: list[Cpu], n: int, *, smt: bool = True, usable: set[int] |
     return sorted(t for threads in picked for t in (threads if smt else threads[:1]))
 
 
+def usable_cores(cpus: list[Cpu] | None = None, usable: set[int] | None = None) -> int:
+    """How many whole physical cores this process may use (its affinity)."""
+    cpus = read() if cpus is None else cpus
+    if usable is None:
+        usable = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else {c.cpu for c in cpus}
+    return sum(1 for threads in cores(cpus).values() if all(t in usable for t in threads))
+
+
 def read() -> list[Cpu]:
     """This machine's topology from lscpu (util-linux), else from sysfs."""
     try:

@@ -17,7 +17,7 @@ from dbarena.interfaces import Client
 from dbarena.model import Connection
 from dbarena.study import Overrides, StudyError
 
-BUNDLED = ("seed-a", "seed-d", "seed-e")
+BUNDLED = ("seed-a", "seed-b", "seed-c", "seed-d", "seed-e")
 TIMED = lambda name: workloads.WORKLOADS[name].tool.timed  # noqa: E731
 STUDY_A_LEVELS_AT_128 = [1, 2, 25, 51, 76, 102, 126]
 PG_WORKLOADS_A = ["pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update",
@@ -75,7 +75,8 @@ def test_every_bundled_study_parses_and_expands(name, threads):
         prepared: set[tuple] = set()
         for spec, (before, after) in zip(engine_plan.points, runner.dataset_steps(engine_plan.points)):
             for action, step in before:
-                (prepared.add if action == "prepare" else prepared.discard)(runner.dataset_key(step))
+                if action in ("prepare", "cleanup"):  # snapshot / restore keep what is prepared
+                    (prepared.add if action == "prepare" else prepared.discard)(runner.dataset_key(step))
             assert runner.dataset_key(spec) in prepared, spec
             for action, step in after:
                 prepared.discard(runner.dataset_key(step))
@@ -160,8 +161,9 @@ def test_study_e():
 # ------------------------------------------------------------------ --quick and flags
 
 
-def _shape(s: study.Study, threads: int = 128) -> dict:
-    return {e: [(p.workload, p.threads, p.clients, p.datasets, p.options) for p in engine_plan.points]
+def _shape(s: study.Study, threads: int = 128, variants: set[str] | None = None) -> dict:
+    return {e: [(p.workload, p.threads, p.clients, p.datasets, p.options, p.variant) for p in engine_plan.points
+                if variants is None or p.variant in variants]
             for e, engine_plan in expand(s, threads).items()}
 
 
@@ -172,8 +174,21 @@ def test_quick_keeps_the_shape_and_shrinks_time_and_data(name):
     assert quick.quick and not full.quick
     assert [w.levels for w in quick.workloads] == [w.levels for w in full.workloads]
     assert [(w.workload, w.engines) for w in quick.workloads] == [(w.workload, w.engines) for w in full.workloads]
-    assert quick.engines == full.engines
-    assert _shape(quick) == _shape(full)
+    # The engines are the same, but memory settings sized for a big server are capped
+    # (and listed among the changes).
+    assert [(e.name, e.flavour, e.target) for e in quick.engines] == [(e.name, e.flavour, e.target)
+                                                                       for e in full.engines]
+    for fe, qe in zip(full.engines, quick.engines):
+        for (k, v), (_, qv) in zip(fe.settings, qe.settings):
+            if v != qv:
+                assert k in study.QUICK_MEMORY_CAPS and qv == study.QUICK_MEMORY_CAPS[k]
+                assert f"{fe.name} {k}: {v} -> {qv} (--quick)" in quick.changes
+    # [cpus] variants of more cores than this machine has are left out, and said so.
+    kept = {v.name for v in quick.variants}
+    for v in full.variants:
+        if v.name not in kept:
+            assert v.cores and any(c.startswith(f"variant {v.name}: left out") for c in quick.changes)
+    assert _shape(quick) == _shape(full, variants=kept or None)
     for w in quick.workloads:
         params = dict(w.params)
         if TIMED(w.workload):
@@ -460,3 +475,12 @@ def test_a_setting_that_initdb_decides_says_how_to_give_it():
     with pytest.raises(UsageError, match=r"data_checksums is decided when the cluster is created.*"
                                          r"cluster = \{ data_checksums = \.\.\. \}"):
         postgres.check_settings({"data_checksums": "on"})
+
+
+def test_quick_caps_the_memory_a_big_servers_settings_ask_for():
+    quick = study.apply(study.load("seed-b"), Overrides(quick=True))
+    settings = dict(quick.engines[0].settings)
+    assert settings["shared_buffers"] == "128MB" and settings["effective_cache_size"] == "1GB"
+    assert settings["checkpoint_timeout"] == "1h" and settings["wal_compression"] == "on"  # the rest as the study
+    assert "postgres shared_buffers: 32GB -> 128MB (--quick)" in quick.changes
+    assert study._size_bytes("6G") == 6 * 2 ** 30 and study._size_bytes("300") is None
