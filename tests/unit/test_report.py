@@ -496,3 +496,24 @@ def test_the_system_view_and_the_level_the_cpu_saturated_from(tmp_path):
     assert analysis.system_view([{"second": 1.0, "cpu_idle_pct": 0.0}, {"second": 5.0, "cpu_idle_pct": 50.0}],
                                 steady_start_s=2.0)["cpu_busy_pct"] == 50.0
     db.close()
+
+
+def test_study_c_cores_and_smt_table_by_hand():
+    from dbarena.report import tables
+
+    def rank(label, peak, at, cores, threads):
+        return {"label": label, "peak_value": peak, "peak_threads": at, "peak_tps_per_core": peak / cores,
+                "peak_tps_per_thread": peak / threads}
+
+    section = data.Section(engine="postgres", workload="pgbench-select-only", metric="tps", labels=[], rows=[],
+                           ranking=[rank("p9 [1core_smt-off]", 20000.0, 4, 1, 1), rank("p9 [1core_smt-on]", 45000.0, 16, 1, 4),
+                                    rank("p9 [4cores_smt-off]", 70000.0, 16, 4, 4),
+                                    rank("p9 [4cores_smt-on]", 180000.0, 64, 4, 16)],
+                           usl={}, series={})
+    table = tables.cores_and_smt(section)
+    rows = {r[0]: r for r in table.rows}
+    assert rows["p9 [4cores_smt-on]"][1:] == ["4", "on", "180,000.0 at 64", "45,000.0", "11,250.0", "100%",
+                                              "+157.1 %"]  # 180000 / (4 x 45000); 180000 / 70000 - 1
+    assert rows["p9 [4cores_smt-off]"][6:] == ["88%", "-"]  # 70000 / (4 x 20000)
+    assert tables.cores_and_smt(data.Section(engine="postgres", workload="w", metric="tps", labels=[], rows=[],
+                                             ranking=[rank("box", 1.0, 1, 1, 1)], usl={}, series={})) is None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from dbarena import stats
@@ -107,8 +108,12 @@ def ranking(section: Section, report: Report) -> TableSpec:
         f"after which more threads add less than 5 %.")
 
 
+def _change(ratio) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+
+
 def against_baseline(section: Section, report: Report) -> TableSpec | None:
-    rows = [[r["label"], str(r["threads"]), num(r["ratio_to_baseline"], 3),
+    rows = [[r["label"], str(r["threads"]), num(r["ratio_to_baseline"], 3), _change(r["ratio_to_baseline"]),
              interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), r["verdict_text"] or "-"]
             for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
     if not rows:
@@ -116,7 +121,8 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
     what = ("Ratio of seconds, label / baseline (below 1: faster); the interval and the verdict are those of "
             "the same runs' QPS (queries / seconds)" if section.metric == "seconds" else
             "Ratio of steady-state throughput, label / baseline; the interval and the verdict")
-    return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "95 % CI", "verdict"],
+    return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
+                                                                   "verdict"],
                      rows, f"{what} (Welch's t-test on the run means) need {stats.MIN_REPEATS} repeats on both "
                            "sides.")
 
@@ -282,9 +288,41 @@ def system(section: Section) -> TableSpec | None:
                      "generator are this host; the server's CPU is not seen. " + "; ".join(saturated) + ".")
 
 
+_CORES = re.compile(r"^(?P<base>.*?)(?P<cores>\d+)cores?(?:_smt-(?P<smt>on|off))?\]$")
+
+
+def cores_and_smt(section: Section) -> TableSpec | None:
+    """Study C's table, for series of a [cpus] study ("label [2cores_smt-on]"): the best
+    throughput of each core count and SMT mode, per physical core and per hardware
+    thread, the scaling efficiency against one core (same SMT mode), and the gain of
+    SMT on over off (same cores)."""
+    found = {}
+    for r in section.ranking:
+        m = _CORES.match(r["label"])
+        if m and r["peak_value"] is not None:
+            found[(m["base"], int(m["cores"]), m["smt"])] = r
+    if not found or section.metric == "seconds":
+        return None
+    rows = []
+    for (base, cores, smt), r in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        one = found.get((base, 1, smt))
+        off = found.get((base, cores, "off")) if smt == "on" else None
+        rows.append([r["label"], str(cores), smt or "-", f"{num(r['peak_value'])} at {r['peak_threads']}",
+                     num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
+                     pct(r["peak_value"] / (cores * one["peak_value"])) if one and one["peak_value"] else "-",
+                     _change(r["peak_value"] / off["peak_value"]) if off and off["peak_value"] else "-"])
+    return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",
+                                      "per physical core", "per hardware thread", "scaling efficiency",
+                                      "gain of SMT on over off"], rows,
+                     "Best: the highest throughput over the sessions measured (study C's peak), per physical core "
+                     "and per hardware thread of the cores the variant's server was confined to. Scaling efficiency "
+                     "= best(N cores) / (N x best(1 core)), same SMT mode; the SMT gain compares the bests of the "
+                     "same cores with SMT on and off (off by affinity where emulated: see the provenance).")
+
+
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
     return [t for t in (parameters(section, report), results(section), tpcc(section), ranking(section, report),
-                        system(section), against_baseline(section, report),
+                        cores_and_smt(section), system(section), against_baseline(section, report),
                         price(section, report), per_core(section), usl_table(section)) if t is not None]
 
 
