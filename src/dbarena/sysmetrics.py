@@ -3,9 +3,9 @@
 Study A ran the load generator on the database host and could not tell which one ran
 out of CPU. Each second we record the machine's CPU split (user, system, iowait,
 steal, idle), context switches, disk bytes and memory in use, and the CPU used by the
-database server's processes and by the load generator, all from /proc: a few small
-file reads per second, no extra process. The parsers are pure; `Sampler` is the
-thread that reads.
+database server's processes and by the load generator, through psutil (which reads
+/proc: a few small file reads per second, no extra process). `cpu_split` and
+`tree_seconds` are pure; `Sampler` is the thread that reads.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
-CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device
+import psutil
+
 
 
 @dataclass(frozen=True)
@@ -41,23 +40,11 @@ class SystemSample:
     loadgen_cpu: float | None
 
 
-def parse_proc_stat(text: str) -> tuple[dict[str, int], int]:
-    """The aggregate 'cpu' line (ticks by state) and the 'ctxt' counter of /proc/stat."""
-    cpu: dict[str, int] = {}
-    ctxt = 0
-    for line in text.splitlines():
-        if line.startswith("cpu "):
-            names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-            cpu = dict(zip(names, (int(v) for v in line.split()[1:9])))
-        elif line.startswith("ctxt "):
-            ctxt = int(line.split()[1])
-    return cpu, ctxt
-
-
-def cpu_split(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
-    """Percent of all CPU time in each state between two /proc/stat readings.
-    (guest time is already counted in user, so it is not added again)."""
-    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+def cpu_split(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Percent of all CPU time in each state between two readings of the machine's CPU
+    times (psutil.cpu_times: user, nice, system, idle, iowait, irq, softirq, steal;
+    guest time is already counted in user, so it is not added again)."""
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if k not in ("guest", "guest_nice")}
     total = sum(delta.values()) or 1
     return {
         "user": 100.0 * (delta.get("user", 0) + delta.get("nice", 0)) / total,
@@ -68,46 +55,15 @@ def cpu_split(before: dict[str, int], after: dict[str, int]) -> dict[str, float]
     }
 
 
-def parse_diskstats(text: str, whole_disks: set[str]) -> tuple[int, int]:
-    """Sectors read and written, summed over whole disks (partitions would count twice)."""
-    read = written = 0
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 10 and fields[2] in whole_disks:
-            read += int(fields[5])
-            written += int(fields[9])
-    return read, written
-
-
-def parse_meminfo_used(text: str) -> int | None:
-    values = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        parts = value.split()
-        if parts:
-            values[key] = int(parts[0]) * 1024
-    if "MemTotal" in values and "MemAvailable" in values:
-        return values["MemTotal"] - values["MemAvailable"]
-    return None
-
-
-def parse_pid_stat(text: str) -> tuple[int, int]:
-    """(parent pid, utime + stime ticks) from /proc/<pid>/stat. The command name may
-    hold spaces and parentheses, so fields are counted after its last ')'."""
-    rest = text[text.rindex(")") + 2:].split()
-    # rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-    return int(rest[1]), int(rest[11]) + int(rest[12])
-
-
-def tree_ticks(stats: dict[int, tuple[int, int]], root: int) -> int:
-    """CPU ticks of root and all its descendants, given {pid: (ppid, ticks)}.
+def tree_seconds(stats: dict[int, tuple[int, float]], root: int) -> float:
+    """CPU seconds of root and all its descendants, given {pid: (ppid, seconds)}.
 
     By parent, not by session or process group: PostgreSQL's backends call setsid(),
-    and a server may fork helpers; mysqld's threads are already in its own ticks."""
+    and a server may fork helpers; mysqld's threads are already in its own time."""
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo = 0, [root]
+    total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
         if pid in stats:
@@ -116,14 +72,9 @@ def tree_ticks(stats: dict[int, tuple[int, int]], root: int) -> int:
     return total
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
 def _whole_disks() -> set[str]:
+    # psutil counts partitions as disks of their own: summed with their disk they would
+    # count twice. /sys/block lists the whole ones.
     try:
         names = os.listdir("/sys/block")
     except OSError:
@@ -131,25 +82,23 @@ def _whole_disks() -> set[str]:
     return {n for n in names if not n.startswith(("loop", "ram", "zram"))}
 
 
-def all_process_stats() -> dict[int, tuple[int, int]]:
+def all_process_seconds() -> dict[int, tuple[int, float]]:
+    """{pid: (parent pid, user + system CPU seconds)} of every process, in one pass."""
     stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            text = _read(f"/proc/{entry}/stat")
-            if text is None:
-                continue  # exited meanwhile
-            try:
-                stats[int(entry)] = parse_pid_stat(text)
-            except (ValueError, IndexError):
-                continue
+    for proc in psutil.process_iter(["ppid", "cpu_times"]):
+        info = proc.info
+        times = info.get("cpu_times")
+        if times is not None and info.get("ppid") is not None:  # None: it exited or is not ours to read
+            stats[proc.pid] = (info["ppid"], times.user + times.system)
     return stats
 
 
-def process_ticks(pid: int) -> int | None:
-    text = _read(f"/proc/{pid}/stat")
-    if text is None:
+def process_seconds(pid: int) -> float | None:
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
-    return parse_pid_stat(text)[1]
+    return times.user + times.system
 
 
 class Sampler:
@@ -171,15 +120,17 @@ class Sampler:
         self._disks = _whole_disks()
 
     def _snapshot(self) -> dict:
-        cpu, ctxt = parse_proc_stat(_read("/proc/stat") or "")
-        disk = _read("/proc/diskstats")
+        disks = psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
+        whole = [d for name, d in disks.items() if name in self._disks]
+        memory = psutil.virtual_memory()
         return {
             "t": self.clock(),
-            "cpu": cpu,
-            "ctxt": ctxt,
-            "disk": parse_diskstats(disk, self._disks) if disk is not None else None,
-            "server": tree_ticks(all_process_stats(), self.server_pid) if self.server_pid else None,
-            "loadgen": process_ticks(self.loadgen_pid) if self.loadgen_pid else None,
+            "cpu": psutil.cpu_times()._asdict(),
+            "ctxt": psutil.cpu_stats().ctx_switches,
+            "disk": (sum(d.read_bytes for d in whole), sum(d.write_bytes for d in whole)) if whole else None,
+            "memory": memory.total - memory.available,
+            "server": tree_seconds(all_process_seconds(), self.server_pid) if self.server_pid else None,
+            "loadgen": process_seconds(self.loadgen_pid) if self.loadgen_pid else None,
         }
 
     def _loop(self) -> None:
@@ -209,13 +160,13 @@ class Sampler:
                 cpu_user_pct=split["user"], cpu_system_pct=split["system"], cpu_iowait_pct=split["iowait"],
                 cpu_steal_pct=split["steal"], cpu_idle_pct=split["idle"],
                 context_switches_per_s=rate("ctxt"),
-                disk_read_bytes_per_s=rate("disk", 0, SECTOR_BYTES),
-                disk_write_bytes_per_s=rate("disk", 1, SECTOR_BYTES),
-                memory_used_bytes=parse_meminfo_used(_read("/proc/meminfo") or ""),
-                # Ticks of processes that exited within the second are lost: a slight
+                disk_read_bytes_per_s=rate("disk", 0),
+                disk_write_bytes_per_s=rate("disk", 1),
+                memory_used_bytes=current["memory"],
+                # The time of processes that exited within the second is lost: a slight
                 # undercount when connections close (the end of a point, or pgbench -C).
-                server_cpu=rate("server", scale=1.0 / CLK_TCK),
-                loadgen_cpu=rate("loadgen", scale=1.0 / CLK_TCK),
+                server_cpu=rate("server"),
+                loadgen_cpu=rate("loadgen"),
             ))
             previous = current
 

@@ -12,7 +12,6 @@ import pytest
 from dbarena import hostinfo, sysmetrics
 
 HOST = Path(__file__).parent.parent / "fixtures" / "hostinfo"
-PROC = Path(__file__).parent.parent / "fixtures" / "proc"
 
 
 @pytest.mark.parametrize("name, want", [
@@ -84,35 +83,44 @@ def test_host_facts_of_this_machine_are_consistent():
     assert facts["memory_bytes"] > 0 and facts["kernel"] and facts["hostname"]
 
 
-# ------------------------------------------------------------------ /proc parsers
+# ------------------------------------------------------------------ system metrics (psutil)
 
-def test_proc_stat_and_cpu_split():
-    cpu, ctxt = sysmetrics.parse_proc_stat((PROC / "stat.txt").read_text())
-    assert set(cpu) == {"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
-    assert ctxt > 0
-    later = {k: v + {"user": 50, "system": 20, "softirq": 10, "idle": 100, "iowait": 10, "steal": 10}.get(k, 0)
-             for k, v in cpu.items()}
-    split = sysmetrics.cpu_split(cpu, later)
-    assert split == pytest.approx({"user": 25.0, "system": 15.0, "iowait": 5.0, "steal": 5.0, "idle": 50.0})
-
-
-def test_diskstats_counts_whole_disks_only():
-    text = (PROC / "diskstats.txt").read_text()
-    fields = next(l.split() for l in text.splitlines() if l.split()[2] == "vda")
-    assert sysmetrics.parse_diskstats(text, {"vda"}) == (int(fields[5]), int(fields[9]))
-    assert sysmetrics.parse_diskstats(text, set()) == (0, 0)
+def test_cpu_split():
+    before = dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice"),
+                      (100.0, 5.0, 50.0, 1000.0, 20.0, 1.0, 2.0, 0.0, 7.0, 0.0)))
+    later = {k: v + {"user": 50, "system": 20, "softirq": 10, "idle": 100, "iowait": 10, "steal": 10,
+                     "guest": 30}.get(k, 0) for k, v in before.items()}
+    # guest time is inside user already: not counted twice.
+    assert sysmetrics.cpu_split(before, later) == pytest.approx(
+        {"user": 25.0, "system": 15.0, "iowait": 5.0, "steal": 5.0, "idle": 50.0})
 
 
-def test_meminfo_used_and_pid_stat():
-    assert sysmetrics.parse_meminfo_used((PROC / "meminfo.txt").read_text()) > 0
-    # A command name with spaces and parentheses, as PostgreSQL backends set it.
-    assert sysmetrics.parse_pid_stat((PROC / "pid-stat-with-spaces.txt").read_text()) == (100, 325)
+def test_tree_seconds_follows_parents():
+    stats = {1: (0, 5.0), 100: (1, 10.0), 101: (100, 20.0), 102: (100, 30.0), 103: (102, 40.0), 200: (1, 1000.0)}
+    assert sysmetrics.tree_seconds(stats, 100) == 100.0
+    assert sysmetrics.tree_seconds(stats, 999) == 0.0
 
 
-def test_tree_ticks_follows_parents():
-    stats = {1: (0, 5), 100: (1, 10), 101: (100, 20), 102: (100, 30), 103: (102, 40), 200: (1, 1000)}
-    assert sysmetrics.tree_ticks(stats, 100) == 100
-    assert sysmetrics.tree_ticks(stats, 999) == 0
+def test_the_sampler_sees_a_busy_process_tree():
+    import subprocess
+    import sys
+    import time
+
+    # A parent that does nothing and a child that spins: the tree's CPU is the child's.
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               "'import time\\nend = time.time() + 4\\nwhile time.time() < end: pass'])"])
+    try:
+        sampler = sysmetrics.Sampler(server_pid=parent.pid, interval_s=0.5).start()
+        time.sleep(2.6)
+        samples = sampler.stop()
+    finally:
+        parent.kill()
+    assert len(samples) >= 3
+    busy = [s.server_cpu for s in samples[1:]]
+    assert max(busy) > 0.5  # the spinning grandchild, in cores
+    s = samples[-1]
+    assert 0 <= s.cpu_idle_pct <= 100 and s.memory_used_bytes > 0 and s.context_switches_per_s > 0
+    assert abs(s.cpu_user_pct + s.cpu_system_pct + s.cpu_iowait_pct + s.cpu_steal_pct + s.cpu_idle_pct - 100) < 1
 
 
 def test_the_client_libraries_a_tool_links_are_named_with_their_package():
