@@ -143,14 +143,24 @@ class Placement:
     def facts(self, study: Study) -> dict:
         return {"server": hostinfo.cpu_list(set(self.server)), "server_cores": self.cores,
                 "server_threads": len(self.server), "load_generator": hostinfo.cpu_list(set(self.loadgen)),
-                "smt": self.smt, "smt_by": ("affinity (one thread per core)" if self.smt == "off" else "affinity")
-                if self.smt and study.smt_emulate else None, "note": self.note or None}
+                "smt": self.smt, "smt_by": ("affinity (one thread per core)" if self.smt == "off" else
+                                            f"affinity ({self.smt} threads per core)" if self.smt != "on" else
+                                            "affinity") if self.smt and study.smt_emulate else None,
+                "note": self.note or None}
 
     def key(self) -> dict[str, str]:
         # Part of every point's configuration: the CPUs are what the variant is about.
         return {"cpus.server": hostinfo.cpu_list(set(self.server)),
                 "cpus.load_generator": hostinfo.cpu_list(set(self.loadgen)),
                 **({"cpus.smt": self.smt} if self.smt else {})}
+
+
+def _smt_threads(smt: str | None) -> bool | int:
+    """A [cpus] smt mode as whole_cores takes it: "on" every sibling, "off" one thread
+    per core, "2", "4" ... that many threads per core (POWER's SMT modes)."""
+    if smt is None or smt == "on":
+        return True
+    return False if smt == "off" else int(smt)
 
 
 def placements(study: Study, plans: Sequence[plan.EnginePlan]) -> dict[tuple[str, str], Placement]:
@@ -174,7 +184,7 @@ def placements(study: Study, plans: Sequence[plan.EnginePlan]) -> dict[tuple[str
     usable = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else {c.cpu for c in cpus}
     out: dict[tuple[str, str], Placement] = {}
     for engine, variant, cores, smt in wanted:
-        server = topology.whole_cores(cpus, cores, smt=smt != "off", usable=usable)
+        server = topology.whole_cores(cpus, cores, smt=_smt_threads(smt), usable=usable)
         rest = sorted(usable - set(server))
         note = ""
         if study.load_generator == "same" or not rest:

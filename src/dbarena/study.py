@@ -73,6 +73,7 @@ The schema (version 1):
     [cpus]                          # study C: the server on N whole physical cores, one variant each
     server = [1, 2, 4]              #   (spread over sockets; crossed with [variants])
     smt = ["off", "on"]             #   optional: each count without / with the cores' SMT siblings
+                                    #   (or threads per core, POWER's SMT modes: [1, 2, 4, 8])
     smt_emulate = true              #   SMT off by affinity (one thread per core), not the kernel's switch
     load_generator = "rest"         #   the load generator on the other usable CPUs, or the "same" ones
 
@@ -467,8 +468,14 @@ class _Checker:
                 isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in counts):
             raise self.fail("cpus.server", "expected a list of physical core counts, e.g. [1, 2, 4]")
         modes = body.get("smt", [None])
-        if not isinstance(modes, list) or not modes or any(m not in ("on", "off", None) for m in modes):
-            raise self.fail("cpus.smt", "expected a list of \"on\" and/or \"off\"")
+        if not isinstance(modes, list) or not modes or any(
+                m not in ("on", "off", None) and not (isinstance(m, int) and not isinstance(m, bool) and 1 <= m <= 8)
+                for m in modes):
+            raise self.fail("cpus.smt", "expected a list of \"on\" and/or \"off\" (x86), or of threads per core "
+                                        "1 to 8 (POWER's SMT1, SMT2, SMT4, SMT8)")
+        if any(isinstance(m, int) for m in modes) and not (body.get("smt_emulate") is True):
+            raise self.fail("cpus.smt", "threads per core are chosen by affinity: give smt_emulate = true")
+        modes = [str(m) if isinstance(m, int) else m for m in modes]
         out = []
         for v in variants or (Variant(name=""),):
             for n in counts:

@@ -93,12 +93,13 @@ def threads_per_core(cpus: list[Cpu]) -> int:
     return max((len(t) for t in found.values()), default=1)
 
 
-def whole_cores(cpus: list[Cpu], n: int, *, smt: bool = True, usable: set[int] | None = None,
+def whole_cores(cpus: list[Cpu], n: int, *, smt: bool | int = True, usable: set[int] | None = None,
                 avoid: frozenset[int] = frozenset()) -> list[int]:
     """The CPUs of n whole physical cores, spread over the sockets evenly (core 1 on
     socket 0, core 2 on socket 1, ...; study C compared cores, not sockets), each core
     with all its SMT siblings, or only its first thread when `smt` is False (SMT off,
-    emulated by affinity). Only cores whose threads are all usable (the process's
+    emulated by affinity), or its first `smt` threads when a number (POWER's SMT1, 2,
+    4, 8: threads per core). Only cores whose threads are all usable (the process's
     affinity) count; cores holding a CPU of `avoid` (the load generator's) come last.
     A usage error when there are fewer such cores than n."""
     usable = set(c.cpu for c in cpus) if usable is None else usable
@@ -119,7 +120,16 @@ def whole_cores(cpus: list[Cpu], n: int, *, smt: bool = True, usable: set[int] |
             if len(picked) < n and taken[s] < len(per_socket[s]):
                 picked.append(per_socket[s][taken[s]][1])
                 taken[s] += 1
-    return sorted(t for threads in picked for t in (threads if smt else threads[:1]))
+    if smt is True:
+        per_core = None
+    elif smt is False:
+        per_core = 1
+    else:
+        per_core = int(smt)
+        most = min(len(threads) for threads in picked)
+        if per_core > most:
+            raise UsageError(f"SMT{per_core} asked for; these cores have {most} hardware thread(s) each")
+    return sorted(t for threads in picked for t in threads[:per_core])
 
 
 def usable_cores(cpus: list[Cpu] | None = None, usable: set[int] | None = None) -> int:

@@ -140,3 +140,21 @@ def test_offline_cpus_are_left_out():
                                         ("loongarch64-kvm-guest.smt-control", "notimplemented")])
 def test_what_a_vms_kernel_says_of_smt(name, said):
     assert topology.smt_control((FIXTURES / name).read_text()) == said
+
+
+def test_power_smt_modes_are_threads_per_core_by_affinity(monkeypatch):
+    # POWER7 under PowerVM, SMT4: CPUs 0-3 are one core.
+    power = topology.parse((FIXTURES / "ppc64-power7-lpar-64cpu-smt4.lscpu-p").read_text())
+    assert topology.whole_cores(power, 1, smt=2) == [0, 1]
+    assert topology.whole_cores(power, 2, smt=4) == [0, 1, 2, 3, 4, 5, 6, 7]
+    with pytest.raises(UsageError, match="SMT8 asked for; these cores have 4 hardware thread"):
+        topology.whole_cores(power, 1, smt=8)
+    s = study.parse(HEAD + '[cpus]\nserver = [4]\nsmt = [1, 2, 4]\nsmt_emulate = true\n', "c.toml")
+    assert [v.name for v in s.variants] == ["4cores_smt-1", "4cores_smt-2", "4cores_smt-4"]
+    monkeypatch.setattr(topology, "read", lambda: power)
+    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(64)))
+    where = session.placements(s, plan.expand(s, lambda e: 64))
+    assert len(where[("postgres", "4cores_smt-2")].server) == 8
+    assert where[("postgres", "4cores_smt-2")].facts(s)["smt_by"] == "affinity (2 threads per core)"
+    with pytest.raises(study.StudyError, match="smt_emulate = true"):
+        study.parse(HEAD + '[cpus]\nserver = [4]\nsmt = [1, 2]\n', "c.toml")
