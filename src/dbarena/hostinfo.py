@@ -16,7 +16,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from dbarena import execute
+from dbarena import execute, topology
 
 # ARM /proc/cpuinfo names no model, only implementer and part numbers (lscpu decodes
 # them, older lscpu does not). The parts one meets in database servers, from Arm's
@@ -260,39 +260,22 @@ def cgroup_path(proc_self_cgroup: str) -> str | None:
     return None
 
 
-def physical_cores_of(cpus: set[int], core_of: dict[int, tuple[int, int]]) -> int | None:
-    """How many physical cores the CPUs belong to: (package, core) per CPU, from sysfs
-    topology; None when the topology of one of them is unknown."""
-    if not cpus or any(c not in core_of for c in cpus):
-        return None
-    return len({core_of[c] for c in cpus})
-
-
-def usable_cpu_facts(affinity: set[int], quota_cores: float | None, core_of: dict[int, tuple[int, int]]) -> dict:
+def usable_cpu_facts(affinity: set[int], quota_cores: float | None, cpus: list[topology.Cpu]) -> dict:
     """What this process may actually use: the CPUs of its affinity (taskset, a cgroup
     cpuset: the kernel narrows the affinity to the cpuset), the physical cores they
     belong to, and the cgroup's CPU quota; `effective_hardware_threads`, what the sweep's
     percentages, per-core figures and the load-generator warning count, is the smaller
     of the CPUs and the quota (rounded down, at least 1)."""
     facts: dict = {"usable_cpus": cpu_list(affinity), "usable_hardware_threads": len(affinity)}
-    cores = physical_cores_of(affinity, core_of)
-    if cores is not None:
-        facts["usable_physical_cores"] = cores
+    core_of = {c.cpu: (c.socket, c.core) for c in cpus}
+    if affinity and all(c in core_of for c in affinity):  # else the topology is not known
+        facts["usable_physical_cores"] = len({core_of[c] for c in affinity})
     effective = len(affinity)
     if quota_cores is not None:
         facts["cpu_quota_cores"] = round(quota_cores, 3)
         effective = max(1, min(effective, int(quota_cores)))
     facts["effective_hardware_threads"] = effective
     return facts
-
-
-def _topology() -> dict[int, tuple[int, int]]:
-    found = {}
-    for path in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"):
-        package, core = _int(_read(str(path / "physical_package_id")).strip()), _int(_read(str(path / "core_id")).strip())
-        if package is not None and core is not None:
-            found[int(path.parent.name[3:])] = (package, core)
-    return found
 
 
 def read_usable_cpus() -> dict:
@@ -304,7 +287,7 @@ def read_usable_cpus() -> dict:
         affinity = set(psutil.Process().cpu_affinity() or [])
     except (AttributeError, psutil.Error, OSError):  # a platform without affinity
         affinity = set(range(psutil.cpu_count() or 1))
-    return usable_cpu_facts(affinity or {0}, _quota_cores(), _topology())
+    return usable_cpu_facts(affinity or {0}, _quota_cores(), topology.read_sysfs())
 
 
 def _quota_cores() -> float | None:

@@ -141,12 +141,14 @@ class Placement:
     note: str = ""
 
     def facts(self, study: Study) -> dict:
+        smt_by = None
+        if self.smt and study.smt_emulate:
+            per_core = {"off": "one thread per core", "on": "every thread of each core"}.get(
+                self.smt, f"{self.smt} threads per core")
+            smt_by = f"affinity ({per_core})"
         return {"server": hostinfo.cpu_list(set(self.server)), "server_cores": self.cores,
                 "server_threads": len(self.server), "load_generator": hostinfo.cpu_list(set(self.loadgen)),
-                "smt": self.smt, "smt_by": ("affinity (one thread per core)" if self.smt == "off" else
-                                            f"affinity ({self.smt} threads per core)" if self.smt != "on" else
-                                            "affinity") if self.smt and study.smt_emulate else None,
-                "note": self.note or None}
+                "smt": self.smt, "smt_by": smt_by, "note": self.note or None}
 
     def key(self) -> dict[str, str]:
         # Part of every point's configuration: the CPUs are what the variant is about.
@@ -286,6 +288,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
              for p in engine_plan.points}
     run_ids: list[int] = []
     next_index = first_index
+    data_parent = datadir.resolve(entry.data_dir) if entry.target is None else None
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
@@ -299,8 +302,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                     # Room for every client of the widest point, plus a few for dbarena itself.
                     max_connections = max(151, engine_plan.max_clients + 10)
                     opened = engine.throwaway(settings=settings, max_connections=max_connections, bindir=bindir,
-                                              keep=keep, executor=executor, cluster=cluster,
-                                              data_parent=datadir.resolve(entry.data_dir),
+                                              keep=keep, executor=executor, cluster=cluster, data_parent=data_parent,
                                               cpus=placed.server if placed else None)
                 target = stack.enter_context(opened)
                 reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}"
@@ -318,7 +320,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                         tool_versions[f"{t.binary} {lib}"] = text
                 tool_versions.update(engine.client_libraries())
                 info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
-                                 tool_versions, init, outcome.invocation, cluster, placed)
+                                 tool_versions, init, outcome.invocation, cluster, placed, data_parent)
                 if (entry.name, variant) in previous:
                     run_id = previous[(entry.name, variant)]
                     store.reopen_run(run_id, info.options)
@@ -449,7 +451,8 @@ def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: st
 
 def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, engine: Engine,
               target: Target, variant: str, settings: dict, tool_versions: dict, init: bool,
-              invocation: str, cluster: dict | None = None, placed: Placement | None = None) -> RunInfo:
+              invocation: str, cluster: dict | None = None, placed: Placement | None = None,
+              data_parent: Path | None = None) -> RunInfo:
     target_facts = target.facts()
     if not target.throwaway:
         if entry.server_cores:
@@ -462,7 +465,7 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
         "cpus": placed.facts(study) if placed else None,  # [cpus]: where the server and the tools ran
         # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
         # file system, device and mount options.
-        "data_dir": datadir.facts(datadir.resolve(entry.data_dir), entry.data_dir) if target.throwaway else None,
+        "data_dir": datadir.facts(data_parent, entry.data_dir) if target.throwaway else None,
         "init": init, "repeats": study.repeats,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,

@@ -89,6 +89,7 @@ The schema (version 1):
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -130,8 +131,6 @@ _SIZE_UNITS = {"k": 1024, "kb": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "g": 1024
 def _size_bytes(value: str) -> int | None:
     """'32GB', '6G', '512MB' as bytes; None for a value without a unit (PostgreSQL
     reads those in the setting's own unit: left alone)."""
-    import re
-
     m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT][bB]?)\s*", value)
     return int(m[1]) * _SIZE_UNITS[m[2].lower()] if m else None
 

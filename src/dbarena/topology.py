@@ -150,6 +150,11 @@ def read() -> list[Cpu]:
                 return found
     except Exception:  # noqa: BLE001 - no lscpu: sysfs below
         pass
+    return read_sysfs() or [Cpu(cpu=i, core=i, socket=0) for i in range(os.cpu_count() or 1)]
+
+
+def read_sysfs() -> list[Cpu]:
+    """The online CPUs' (package, core) from /sys/devices/system/cpu: no subprocess."""
     out = []
     for path in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology")):
         try:
@@ -157,7 +162,7 @@ def read() -> list[Cpu]:
                            socket=int((path / "physical_package_id").read_text())))
         except (OSError, ValueError):
             continue
-    return out or [Cpu(cpu=i, core=i, socket=0) for i in range(os.cpu_count() or 1)]
+    return out
 
 
 def smt_control(text: str | None = None) -> str:

@@ -151,13 +151,19 @@ cluster.postgres = { data_checksums = true }
 """
 
 
-def test_a_variant_pair_of_cluster_options_gets_two_clusters_and_a_ratio(public_tmp, tmp_path):
-    store = tmp_path / "r.db"
-    study = tmp_path / "b.toml"
-    study.write_text(CHECKSUMS_STUDY)
-    env = cli_env(public_tmp)
-    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
+def _run_study(text: str, tmp_path, env: dict, *flags: str):
+    """The study file written, `dbarena run --study` on it, which must succeed: (its
+    output, the store, the study file)."""
+    store, study = tmp_path / "r.db", tmp_path / "study.toml"
+    study.write_text(text)
+    done = dbarena("run", "--study", str(study), "--store", str(store), *flags, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done, store, study
+
+
+def test_a_variant_pair_of_cluster_options_gets_two_clusters_and_a_ratio(public_tmp, tmp_path):
+    env = cli_env(public_tmp)
+    done, store, _ = _run_study(CHECKSUMS_STUDY, tmp_path, env, "--label", "box")
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
     db = sqlite3.connect(store)
     runs = db.execute("SELECT variant, target_facts, options FROM runs ORDER BY id").fetchall()
@@ -189,14 +195,11 @@ def test_a_mariadb_cluster_option_creates_its_data_directory_with_it():
 def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tmp_path):
     from pathlib import Path
 
-    store = tmp_path / "r.db"
-    study = tmp_path / "ram.toml"
-    study.write_text(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"')
-                     .split("[variants.off]")[0] + '[engines.postgres]\ndata_dir = "tmpfs"\n')
     env = cli_env(public_tmp)
     before = set(Path("/dev/shm").iterdir())
-    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done, store, study = _run_study(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"')
+                                    .split("[variants.off]")[0] + '[engines.postgres]\ndata_dir = "tmpfs"\n',
+                                    tmp_path, env, "--label", "box")
     (options,) = [json.loads(o) for (o,) in sqlite3.connect(store).execute("SELECT options FROM runs")]
     assert options["data_dir"]["choice"] == "tmpfs" and options["data_dir"]["fs"] == "tmpfs"
     assert set(Path("/dev/shm").iterdir()) <= before  # the instance and its shared memory are gone
@@ -226,12 +229,8 @@ def test_restore_puts_the_prepared_dataset_back_before_each_point(public_tmp, tm
     import re
     import subprocess
 
-    store = tmp_path / "r.db"
-    study = tmp_path / "restore.toml"
-    study.write_text(RESTORE_STUDY)
     env = cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
-    done = dbarena("run", "--study", str(study), "--store", str(store), "--keep", env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done, store, _ = _run_study(RESTORE_STUDY, tmp_path, env, "--keep")
     assert "saved the prepared data directory in" in done.stderr
     assert "restored the prepared data directory in" in done.stderr
     kept = re.search(r"connect with PGPASSFILE=(\S+) psql '([^']+)'", done.stderr)
@@ -275,12 +274,8 @@ def test_a_cpus_axis_pins_each_variants_server_and_reports_per_core(public_tmp, 
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    store = tmp_path / "r.db"
-    study = tmp_path / "cores.toml"
-    study.write_text(CPUS_STUDY)
     env = cli_env(public_tmp)
-    done = dbarena("run", "--study", str(study), "--store", str(store), "--label", "box", env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done, store, _ = _run_study(CPUS_STUDY, tmp_path, env, "--label", "box")
     assert "(variant 1core) on CPUs 0, load generator on 1" in done.stderr
     db = sqlite3.connect(store)
     placed = {v: json.loads(o)["cpus"] for v, o in db.execute("SELECT variant, options FROM runs")}

@@ -149,7 +149,9 @@ def test_cpu_lists_quotas_and_cgroup_paths():
 
 def test_the_cpus_a_run_may_use_make_its_thread_count_not_the_machines():
     # x86 with SMT: CPUs 0-3 are cores 0-3 of package 0, CPUs 4-7 their siblings.
-    topology = {cpu: (0, cpu % 4) for cpu in range(8)}
+    from dbarena.topology import Cpu
+
+    topology = [Cpu(cpu=cpu, core=cpu % 4, socket=0) for cpu in range(8)]
     whole = hostinfo.usable_cpu_facts(set(range(8)), None, topology)
     assert whole == {"usable_cpus": "0-7", "usable_hardware_threads": 8, "usable_physical_cores": 4,
                      "effective_hardware_threads": 8}
@@ -160,7 +162,7 @@ def test_the_cpus_a_run_may_use_make_its_thread_count_not_the_machines():
     # A container limited to 1.5 CPUs of 8: 1 thread counts.
     quota = hostinfo.usable_cpu_facts(set(range(8)), 1.5, topology)
     assert quota["cpu_quota_cores"] == 1.5 and quota["effective_hardware_threads"] == 1
-    assert hostinfo.usable_cpu_facts({0}, None, {})["effective_hardware_threads"] == 1  # no topology known
+    assert hostinfo.usable_cpu_facts({0}, None, [])["effective_hardware_threads"] == 1  # no topology known
 
 
 def test_a_confined_run_is_another_configuration_a_whole_machine_run_keeps_its_key():

@@ -168,7 +168,7 @@ class PgTarget:
     def _copy(self, source: Path, destination: Path) -> None:
         # cp rather than shutil: --reflink shares the blocks where the file system can
         # (btrfs, XFS), and -a keeps the server user's ownership and the 0700 mode.
-        done = execute.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
+        done = self.executor.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
         if done.returncode != 0:
             raise EnvironmentProblem(f"copying {source}: {(done.stderr or done.stdout).strip()[-300:]}")
 
