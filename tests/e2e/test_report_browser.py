@@ -1,6 +1,7 @@
 """`dbarena report` from real runs, opened in a real headless Chromium (Debian's
 chromium, driven by Playwright): charts present and drawn, no console errors, no
-network requests, a label with <script> shown as text, a screenshot taken."""
+network requests, a label with <script> shown as text, a screenshot taken; a label
+hidden and shown again in every chart by its checkbox (CSS only: the page runs no script)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def stored(tmp_path_factory):
     return store
 
 
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
 def test_report_in_headless_chromium(stored, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -43,9 +48,7 @@ def test_report_in_headless_chromium(stored, tmp_path):
     assert done.returncode == 0, done.stderr
     console, requests, dialogs, page_errors = [], [], [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: console.append((m.type, m.text)))
         page.on("request", lambda r: requests.append(r.url))
@@ -80,6 +83,57 @@ def test_report_in_headless_chromium(stored, tmp_path):
     assert [m for m in console if m[0] == "error"] == []
     assert loaded == [out.as_uri()]  # the file itself, nothing from the network
     assert (tmp_path / "report.png").stat().st_size > 20_000
+
+
+# Per chart, how many of a label's elements (lines, markers, bands, bars, cuts, hover
+# points; not its legend entries) the page shows, and how many it has.
+SHOWN = """cls => [...document.querySelectorAll('figure.chart svg')].map(svg => {
+    const els = [...svg.querySelectorAll('.' + cls + ':not(.key)')];
+    // Drawn: not display: none (itself or above) and laid out; checkVisibility() says
+    // true for an SVG group hidden so.
+    const drawn = e => getComputedStyle(e).display !== 'none' && e.getClientRects().length > 0;
+    return {all: els.length, shown: els.filter(drawn).length};
+})"""
+
+
+def test_a_label_is_hidden_and_shown_again_in_every_chart(stored, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from dbarena.report.charts import label_class
+
+    out = tmp_path / "report.html"
+    done = dbarena("report", "--store", str(stored), "-o", str(out), env=cli_env("/tmp"))
+    assert done.returncode == 0, done.stderr
+    box_a, evil = label_class("box-a"), label_class(EVIL)
+    requests, page_errors = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: page_errors.append(str(e)))
+        page.goto(out.as_uri())
+        before = page.evaluate(SHOWN, box_a), page.evaluate(SHOWN, evil)
+        checkbox = page.get_by_role("checkbox", name="box-a")
+        checkbox.click()
+        assert not checkbox.is_checked()
+        hidden = page.evaluate(SHOWN, box_a), page.evaluate(SHOWN, evil)
+        key_opacity = page.eval_on_selector_all(f"figure.chart svg .{box_a}.key",
+                                                "els => els.map(e => getComputedStyle(e).opacity)")
+        page.locator("nav.toggles label", has_text="box-a").click()  # its text toggles it too
+        assert checkbox.is_checked()
+        again = page.evaluate(SHOWN, box_a), page.evaluate(SHOWN, evil)
+        browser.close()
+    charts = len(before[0])
+    assert charts >= 4  # throughput, bars, latency, per-second at least
+    # Every chart has box-a's elements, all shown; hidden, none is; shown again, all are.
+    assert all(c["all"] > 0 and c["shown"] == c["all"] for c in before[0]), before
+    assert all(c["all"] > 0 and c["shown"] == 0 for c in hidden[0]), hidden
+    assert again == before
+    # The other label is never touched.
+    assert all(c["all"] > 0 and c["shown"] == c["all"] for c in (*before[1], *hidden[1])), hidden
+    assert key_opacity and set(key_opacity) == {"0.3"}  # its legend entries dimmed, not gone
+    assert page_errors == []
+    assert requests == [out.as_uri()]  # toggling loads nothing
 
 
 def test_report_formats_from_the_cli(stored, tmp_path):

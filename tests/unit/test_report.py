@@ -8,6 +8,7 @@ import io
 import json
 import re
 from datetime import datetime, timezone
+from html import escape
 
 import numpy as np
 import pytest
@@ -143,6 +144,37 @@ def test_html_escapes_store_text_and_has_no_script(store):
     assert text.count("<svg") == 3  # throughput, bars and latency (no per-second series in this store)
     assert not re.search(r'(src|href)="(https?:)?//', text)  # no external resource
     assert "<metadata>" not in text
+
+
+def test_each_label_is_toggled_in_every_chart_by_a_css_rule_on_its_class(store):
+    evil = '"><script>alert(1)</script>'
+    store.db.execute("UPDATE runs SET label = ? WHERE label = 'arm'", (evil,))
+    store.db.commit()
+    report = _report(store)
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    text = html.render(report, drawn)
+    assert "<script" not in text and "script-src" not in html.CSP and "default-src 'none'" in html.CSP
+    classes = {label: charts.label_class(label) for label in report.labels}
+    assert all(re.fullmatch(r"lbl-[0-9a-f]{12}", c) for c in classes.values()) and len(set(classes.values())) == 2
+    style = text[text.index("<style>"):text.index("</style>")]
+    for label, cls in classes.items():
+        assert f'<input type="checkbox" id="show-{cls}" checked> {escape(label)}</label>' in text
+        assert f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}" in style
+        assert f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}" in style
+        for svg in drawn[("postgres", "pgbench-tpcb")].values():
+            # its series and hover points, and its legend entry, in each chart
+            assert f'class="{cls}"' in svg and f'<circle class="{cls}"' in svg and f'class="{cls} key"' in svg
+    # No class in the page that no toggle names; no label text in the CSS.
+    assert set(re.findall(r'class="(lbl-[0-9a-f]+)', text)) == set(classes.values())
+    assert "alert" not in style
+    # One label: nothing to toggle. Beyond MAX_TOGGLED series: the charts merge their
+    # lines per style (untagged) and the page offers no toggles.
+    assert html.toggles(["one"]) == ("", "")
+    many = [f"m{i}" for i in range(charts.MAX_TOGGLED + 1)]
+    assert html.toggles(many) == ("", "") and html.toggles(many[:-1])[0].count('type="checkbox"') == charts.MAX_TOGGLED
+    assert "lbl-" not in charts.throughput(_many_series(charts.MAX_TOGGLED + 1))
+    tagged = charts.throughput(_many_series(charts.MAX_TOGGLED))
+    assert len(set(re.findall(r'<g id="line2d-[^"]+" class="(lbl-[0-9a-f]+)"', tagged))) == charts.MAX_TOGGLED
 
 
 def test_markdown_writes_charts_next_to_it(store, tmp_path):

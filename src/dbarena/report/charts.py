@@ -12,6 +12,12 @@ Drawing was most of a report's time on a 10,000-point store (130 series), so:
   tell the lines apart anyway. Every line is still drawn; the tables name every series;
 - no pyplot: its import and figure registry are not needed to write SVG;
 - the garbage collector paused while drawing (bulk.collector_paused).
+
+Every element of a label's series (line, markers, band, fit, bars, per-second cut and
+dips, hover points) carries the class label_class(label), and its legend entry that
+class and "key": the HTML report hides a label in every chart with one CSS rule per
+label (report/html.py), no script. Up to MAX_TOGGLED series a chart; beyond, lines are
+merged per style as above and untagged (the report then offers no toggles).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import itertools
 import math
 import re
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import matplotlib
@@ -51,13 +57,54 @@ matplotlib.rcParams.update({
 COLORS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
 MAX_SERIES = len(COLORS)  # series named in a legend; more are summed up in one line
 LEGEND_ROWS = 10  # rows of a legend column: 10 entries fit in the 3.2 inch charts' axes
+# Series a chart tags for toggling (see the docstring): a line per series and style, not
+# per style. Far beyond what a reader toggles one by one; a 130-series chart drawn a line
+# per series took about 1.6 times as long (one measurement, 2 cores).
+MAX_TOGGLED = 40
 WIDTH = 7.0  # inches
 
 _text_size = TextToPath()  # measures text as the SVG writer lays it out, without a renderer
 
 
-def _axes(height: float) -> Axes:
-    return Figure(figsize=(WIDTH, height)).add_subplot()
+def _axes(height: float, section: Section) -> Axes:
+    ax = Figure(figsize=(WIDTH, height)).add_subplot()
+    if len(section.labels) <= MAX_TOGGLED:
+        _TAGS[ax] = itertools.count(1)
+    return ax
+
+
+def label_class(label: str) -> str:
+    """The class of a label's elements in every chart, and the name of its toggle in the
+    HTML report: a digest, so that whatever text a label is (quotes, spaces, "<script>")
+    the class is a valid, inert name, the same in every chart and section."""
+    return "lbl-" + hashlib.sha256(label.encode()).hexdigest()[:12]
+
+
+# Axes whose series are tagged with their label -> a counter that keeps the group ids of
+# a chart unique (matplotlib writes an artist's gid as its group's id).
+_TAGS: "weakref.WeakKeyDictionary[Axes, Iterator[int]]" = weakref.WeakKeyDictionary()
+
+
+def _tag_of(ax: Axes, label: str | None) -> str | None:
+    """The label a series of this chart is tagged with: None where the chart tags none."""
+    return label if ax in _TAGS else None
+
+
+def _tag(ax: Axes, artist: Any, label: str | None, key: bool = False) -> None:
+    """Mark an artist as the label's (key: its legend entry): a gid that _classes turns
+    into the SVG group's class. A no-op on charts that tag nothing."""
+    counter = _TAGS.get(ax)
+    if counter is not None and label is not None:
+        kind = re.sub(r"[^a-z0-9]", "", type(artist).__name__.lower())
+        artist.set_gid(f"{kind}-{label_class(label)}-{'k' if key else 's'}{next(counter)}")
+
+
+_TAGGED = re.compile(r'<g id="(?P<id>[a-z0-9]+-(?P<cls>lbl-[0-9a-f]{12})-(?P<role>[ks])\d+)"')
+
+
+def _classes(text: str) -> str:
+    """Groups tagged by _tag get their label's class (and "key" for legend entries)."""
+    return _TAGGED.sub(lambda m: f'<g id="{m["id"]}" class="{m["cls"]}{" key" if m["role"] == "k" else ""}"', text)
 
 
 def _colors() -> Iterator[str]:
@@ -106,33 +153,38 @@ class _Plot:
     ten artists, not 130, and an artist's fixed cost (creation, clipping, transforms, its
     SVG group) far exceeds that of a few dozen points. Up to MAX_SERIES series each style
     holds one series, drawn in label order as before. The legend names series through
-    proxy lines of the same style."""
+    proxy lines of the same style. On a chart that tags its series (_TAGS) the label is
+    part of the style: a line per series and style, whose group carries the label's class."""
 
     def __init__(self, ax: Axes) -> None:
         self.ax = ax
-        self.lines: dict[tuple, tuple[list[float], list[float]]] = {}  # style -> x, y
-        self.entries: list[tuple[str, str, dict[str, Any]]] = []  # (series, legend text, style)
+        # (style, tagged label) -> x, y
+        self.lines: dict[tuple[tuple, str | None], tuple[list[float], list[float]]] = {}
+        self.entries: list[tuple[str, str, dict[str, Any], str | None]] = []  # (series, text, style, label)
 
     def line(self, x: Iterable[float], y: Iterable[float], legend: str | None = None, series: str | None = None,
-             tips: Iterable[str] | None = None, **style: Any) -> None:
+             tips: Iterable[str] | None = None, label: str | None = None, **style: Any) -> None:
         """One series' line; `legend` its legend text, `series` the name it is counted
         under in the legend when one series has several entries (default: the text);
-        `tips` the hover text of each point."""
+        `tips` the hover text of each point; `label` the label it belongs to (toggled
+        with it in the HTML report)."""
         x, y = list(x), list(y)
-        xs, ys = self.lines.setdefault(tuple(sorted(style.items())), ([], []))
+        tag = _tag_of(self.ax, label)
+        xs, ys = self.lines.setdefault((tuple(sorted(style.items())), tag), ([], []))
         if xs:
             xs.append(math.nan)
             ys.append(math.nan)
         xs.extend(x)
         ys.extend(y)
         if legend is not None:
-            self.entries.append((series or legend, legend, style))
+            self.entries.append((series or legend, legend, style, tag))
         if tips is not None:
-            _tips(self.ax).extend(zip(x, y, tips))
+            _tips(self.ax).extend((px, py, text, tag) for px, py, text in zip(x, y, tips))
 
     def draw(self) -> None:
-        for style, (xs, ys) in self.lines.items():
-            self.ax.plot(xs, ys, **dict(style))
+        for (style, tag), (xs, ys) in self.lines.items():
+            (drawn,) = self.ax.plot(xs, ys, **dict(style))
+            _tag(self.ax, drawn, tag)
         self._legend()
 
     def _legend(self) -> None:
@@ -141,21 +193,30 @@ class _Plot:
         LEGEND_ROWS entries."""
         if not self.entries:
             return
-        series = list(dict.fromkeys(name for name, _, _ in self.entries))
-        entries = [(text, style) for _, text, style in self.entries]
+        series = list(dict.fromkeys(name for name, _, _, _ in self.entries))
+        entries = [(text, style, tag) for _, text, style, tag in self.entries]
         loc: Literal["best", "lower right"] = "best"
         if len(series) > MAX_SERIES:
             shown = set(series[:MAX_SERIES - 1])
-            entries = [(text, style) for name, text, style in self.entries if name in shown]
-            entries.append((f"... and {len(series) - len(shown)} more series (see the tables)", {"linestyle": "none"}))
+            entries = [(text, style, tag) for name, text, style, tag in self.entries if name in shown]
+            entries.append((f"... and {len(series) - len(shown)} more series (see the tables)", {"linestyle": "none"},
+                            None))
             # "best" weighs every vertex of every line against each candidate place: dear
             # with hundreds of series, which then cover most of the axes anyway. Every
             # chart's y axis starts at 0 and its lines run above: the lower right is the
             # likeliest free.
             loc = "lower right"
-        handles = [Line2D([], [], **style) for _, style in entries]
-        self.ax.legend(handles, [text for text, _ in entries], fontsize=8, loc=loc,
-                       ncols=math.ceil(len(entries) / LEGEND_ROWS))
+        handles = [Line2D([], [], **style) for _, style, _ in entries]
+        legend = self.ax.legend(handles, [text for text, _, _ in entries], fontsize=8, loc=loc,
+                                ncols=math.ceil(len(entries) / LEGEND_ROWS))
+        _tag_legend(self.ax, legend, [tag for _, _, tag in entries])
+
+
+def _tag_legend(ax: Axes, legend: Any, labels: Sequence[str | None]) -> None:
+    """Each legend entry (its handle and text) tagged as its label's key."""
+    for handle, text, label in zip(legend.legend_handles, legend.get_texts(), labels):
+        _tag(ax, handle, label, key=True)
+        _tag(ax, text, label, key=True)
 
 
 def _unique_ids(text: str, suffix: str) -> str:
@@ -170,11 +231,12 @@ def _unique_ids(text: str, suffix: str) -> str:
 
 # Hover texts of a chart's points, by axes: added to the SVG as <title>s of invisible
 # circles, which browsers show on hover with no script (the report's CSP allows none).
-_TIPS: "weakref.WeakKeyDictionary[Axes, list[tuple[float, float, str]]]" = weakref.WeakKeyDictionary()
+# Each point: x, y, text, and the label it is toggled with (None: untagged).
+_TIPS: "weakref.WeakKeyDictionary[Axes, list[tuple[float, float, str, str | None]]]" = weakref.WeakKeyDictionary()
 MAX_TIPS = 2000  # a chart with more points gets none: its SVG would grow by ~100 bytes each
 
 
-def _tips(ax: Axes) -> list[tuple[float, float, str]]:
+def _tips(ax: Axes) -> list[tuple[float, float, str, str | None]]:
     return _TIPS.setdefault(ax, [])
 
 
@@ -189,11 +251,12 @@ def _hover_layer(ax: Axes) -> str:
     assert isinstance(fig, Figure)
     scale = 72 / fig.dpi
     height = fig.get_size_inches()[1] * 72
-    xy = ax.transData.transform([(x, y) for x, y, _ in tips])
+    xy = ax.transData.transform([(x, y) for x, y, _, _ in tips])
     parts = ['<g class="hover" fill="#000" fill-opacity="0" stroke="none">']
-    for (px, py), (_, _, text) in zip(xy, tips):
+    for (px, py), (_, _, text, label) in zip(xy, tips):
         if math.isfinite(px) and math.isfinite(py):
-            parts.append(f'<circle cx="{px * scale:.1f}" cy="{height - py * scale:.1f}" r="5">'
+            cls = f' class="{label_class(label)}"' if label is not None else ""
+            parts.append(f'<circle{cls} cx="{px * scale:.1f}" cy="{height - py * scale:.1f}" r="5">'
                          f"<title>{html.escape(text)}</title></circle>")
     parts.append("</g>")
     return "".join(parts)
@@ -219,7 +282,7 @@ def _svg(ax: Axes, section: Section, name: str) -> str:
     if hover:
         end = text.rindex("</svg>")
         text = text[:end] + hover + text[end:]
-    return _unique_ids(text, key)
+    return _unique_ids(_classes(text), key)
 
 
 def _by_label(section: Section, field: str):
@@ -233,22 +296,22 @@ def throughput(section: Section) -> str | None:
     """TPS (or QPS) against threads, a line per label, 95 % bands where repeats give
     them, and the fitted USL curve dashed."""
     metric = section.metric if section.metric in ("tps", "seconds") else "qps"
-    ax = _axes(3.6)
+    ax = _axes(3.6, section)
     plot = _Plot(ax)
     for color, (label, rows) in zip(_colors(), _by_label(section, metric)):
         x = [r["threads"] for r in rows]
         y = [r[metric] for r in rows]
-        plot.line(x, y, label, marker="o", color=color, tips=[_tip(label, r, metric) for r in rows])
+        plot.line(x, y, label, marker="o", color=color, tips=[_tip(label, r, metric) for r in rows], label=label)
         band = [(r["threads"], r["tps_ci_low"], r["tps_ci_high"]) for r in rows
                 if metric == "tps" and r["tps_ci_low"] is not None and r["tps_ci_high"] is not None]
         if len(band) >= 2:
             bx, lo, hi = zip(*band)
-            ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0)
+            _tag(ax, ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0), label)
         fit = section.usl.get(label)
         if fit and len(x) >= 3:
             xs = np.linspace(min(x), max(x), 100)
             plot.line(xs, usl(xs, fit["lambda"], fit["sigma"], fit["kappa"]), linestyle="--", linewidth=0.8,
-                      color=color, alpha=0.8)
+                      color=color, alpha=0.8, label=label)
     if not plot.lines:
         return None
     plot.draw()
@@ -290,22 +353,23 @@ def bars(section: Section) -> str | None:
                                                        for r in section.rows)]
     if not levels or not labels or len(labels) > MAX_SERIES:
         return None  # beyond one colour per label, bars cannot be told apart: the line chart stays
-    ax = _axes(3.4)
+    ax = _axes(3.4, section)
     width = 0.8 / len(labels)
     for i, (color, label) in enumerate(zip(_colors(), labels)):
         values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
         xs = [j + (i - (len(labels) - 1) / 2) * width for j, n in enumerate(levels) if n in values]
         heights = [values[n] for n in levels if n in values]
-        ax.bar(xs, heights, width=width * 0.95, color=color, label=label)
+        for bar in ax.bar(xs, heights, width=width * 0.95, color=color, label=label):
+            _tag(ax, bar, label)
         by_level = {r["threads"]: r for r in section.rows if r["label"] == label}
-        _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric))
+        _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric), _tag_of(ax, label))
                          for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
     ax.set_xticks(range(len(levels)), [str(n) for n in levels])
     ax.grid(axis="x", visible=False)
     ax.set_xlabel("thread level")  # categorical: not "threads", whose axis _svg makes numeric
     ax.set_ylabel(_axis_label(metric))
     ax.set_title(f"{section.engine} {section.workload}: {_name(metric)} per thread level, a bar per label")
-    ax.legend(fontsize=8, ncols=math.ceil(len(labels) / LEGEND_ROWS))
+    _tag_legend(ax, ax.legend(fontsize=8, ncols=math.ceil(len(labels) / LEGEND_ROWS)), labels)
     ax.set_ylim(bottom=0)
     return _svg(ax, section, "bars")
 
@@ -313,11 +377,11 @@ def bars(section: Section) -> str | None:
 def qps(section: Section) -> str | None:
     if section.metric == "qps" or not any(r["qps"] for r in section.rows):
         return None
-    ax = _axes(3.2)
+    ax = _axes(3.2, section)
     plot = _Plot(ax)
     for color, (label, rows) in zip(_colors(), _by_label(section, "qps")):
         plot.line([r["threads"] for r in rows], [r["qps"] for r in rows], label, marker="o", color=color,
-                  tips=[_tip(label, r, "qps") for r in rows])
+                  tips=[_tip(label, r, "qps") for r in rows], label=label)
     plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel("QPS")
@@ -346,13 +410,13 @@ def percentile(section: Section, name: str) -> str | None:
 def _latency_chart(section: Section, field: str, what: str, key: str) -> str | None:
     if not any(r.get(field) for r in section.rows):
         return None
-    ax = _axes(3.2)
+    ax = _axes(3.2, section)
     plot = _Plot(ax)
     for color, label in zip(_colors(), section.labels):
         rows = [r for r in section.rows if r["label"] == label and r.get(field) is not None]
         if rows:
             plot.line([r["threads"] for r in rows], [r[field] for r in rows], label, marker="o", color=color,
-                      tips=[_tip(label, r, field) for r in rows])
+                      tips=[_tip(label, r, field) for r in rows], label=label)
     plot.draw()
     ax.set_xlabel("threads")
     ax.set_ylabel(f"{what} (ms)")
@@ -366,10 +430,10 @@ def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
     dips marked."""
     if not any(samples.values()):
         return None
-    ax = _axes(3.2)
+    ax = _axes(3.2, section)
     plot = _Plot(ax)
     colors = _colors()
-    cuts: set[tuple[float, str]] = set()
+    cuts: set[tuple[float, str, str | None]] = set()
     for label in section.labels:
         color = next(colors)
         series = samples.get(label) or []
@@ -377,16 +441,17 @@ def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
             continue
         info = section.series[label]
         plot.line([s["second"] for s in series], [s["tps"] for s in series], f"{label} ({info['threads']} threads)",
-                  color=color, linewidth=1)
+                  series=label, color=color, linewidth=1, label=label)
         cut = info.get("steady_start_s")
-        if cut and (cut, color) not in cuts:  # the same dotted line again would add nothing
-            cuts.add((cut, color))
-            ax.axvline(cut, color=color, linestyle=":", linewidth=1)
+        # The same dotted line again would add nothing, unless it is toggled with another label.
+        if cut and (cut, color, _tag_of(ax, label)) not in cuts:
+            cuts.add((cut, color, _tag_of(ax, label)))
+            _tag(ax, ax.axvline(cut, color=color, linestyle=":", linewidth=1), label)
         dips = set(info.get("dips_s") or [])
         marked = [(s["second"], s["tps"]) for s in series if s["second"] in dips]
         if marked:
             x, y = zip(*marked)
-            plot.line(x, y, linestyle="none", marker="x", color="red", zorder=3)  # over every line
+            plot.line(x, y, linestyle="none", marker="x", color="red", zorder=3, label=label)  # over every line
     plot.draw()
     ax.set_xlabel("second")
     ax.set_ylabel("TPS in that second")

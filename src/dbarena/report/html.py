@@ -1,7 +1,14 @@
 """The HTML report: one self-contained file (inline CSS and SVG charts, no script,
 no network), readable on a laptop and printable. Every text from the store is escaped.
 Hovering a point shows its exact values (SVG <title>s: no script needed); each chart
-has a link that saves it as an .svg file."""
+has a link that saves it as an .svg file.
+
+Labels can be hidden and shown again in every chart at once, with no script: a checkbox
+per label in a bar at the top of the page, and per label a CSS rule (`body:has(#show-X:
+not(:checked)) .X`) that hides the elements charts.py gave the label's class (lines,
+markers, bands, bars, hover points) and dims its legend entries. The class is a digest
+of the label (charts.label_class), so no label text reaches the CSS. A saved SVG holds
+every label: what is hidden is hidden in this page only."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from html import escape
 
 from dbarena import __version__
 from dbarena.report import data
+from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
 from dbarena.report.tables import TableSpec, provenance, section_tables
 
@@ -32,6 +40,9 @@ table { border-collapse: collapse; font-size: 12.5px; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; vertical-align: top; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .note { color: #555; font-size: 12px; max-width: 60em; }
+.toggles { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ddd;
+           padding: 0.3em 0; font-size: 13px; }
+.toggles label { margin-right: 1.2em; white-space: nowrap; cursor: pointer; }
 .provenance td { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
 @media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; }
                a.save { display: none; } }
@@ -45,18 +56,36 @@ def _table(spec: TableSpec, css: str = "") -> str:
     return f'<h3>{escape(spec.title)}</h3><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
 
 
+def toggles(labels: list[str]) -> tuple[str, str]:
+    """The bar of checkboxes that show and hide each label in every chart, and its CSS:
+    (html, css). Nothing for one label, or for more than charts.MAX_TOGGLED (whose charts
+    are not tagged)."""
+    if not 2 <= len(labels) <= MAX_TOGGLED:
+        return "", ""
+    boxes, rules = [], []
+    for label in labels:
+        cls = label_class(label)
+        boxes.append(f'<label><input type="checkbox" id="show-{cls}" checked> {escape(label)}</label>')
+        rules.append(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
+                     f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}")
+    bar = ('<nav class="toggles" aria-label="labels shown in the charts">Show in the charts: '
+           + " ".join(boxes) + "</nav>")
+    return bar, "\n".join(rules)
+
+
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str:
     """charts: (engine, workload) -> chart name -> SVG text (from report.charts)."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     labels = ", ".join(escape(l) for l in report.labels)
+    bar, rules = toggles(report.labels)
     parts = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>dbarena report: {labels}</title><style>{STYLE}</style></head><body>",
+        f"<title>dbarena report: {labels}</title><style>{STYLE}{rules}</style></head><body>",
         f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
         f"{escape(report.baseline or '-')}. {data.at_text(report)} "
-        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
+        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>", bar,
         "<nav><ul>",
     ]
     for s in report.sections:
