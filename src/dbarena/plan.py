@@ -3,7 +3,9 @@
 Order, outermost first: engine (each its own servers), repeat, variant, workload,
 level. Repeats and variants are interleaved as whole passes over the plan, so that
 drift over time (a warming cache, a neighbour, thermal throttling) spreads over all
-points instead of masquerading as a difference between repeats or variants.
+points instead of masquerading as a difference between repeats or variants. The one
+exception is the kernel's SMT switch, which is machine-wide: its modes run one after
+the other (by_smt).
 """
 
 from __future__ import annotations
@@ -109,6 +111,20 @@ def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) 
                                 placement=placement,
                                 levels=tuple(sorted({p.threads for p in one_pass})), points=points))
     return plans
+
+
+def by_smt(engine_plan: EnginePlan) -> list[tuple[str | None, EnginePlan]]:
+    """The plan cut into one part per [cpus] smt mode, in the study's order of modes:
+    the kernel's SMT switch is machine-wide, so one mode's variants run (and their
+    servers start) while the machine is in that mode. Repeats and variants stay
+    interleaved within a part; the mode is what cannot be."""
+    modes = dict.fromkeys(engine_plan.placement.get(v, (None, None))[1] for v in engine_plan.variants)
+    out = []
+    for mode in modes:
+        variants = tuple(v for v in engine_plan.variants if engine_plan.placement.get(v, (None, None))[1] == mode)
+        out.append((mode, replace(engine_plan, variants=variants,
+                                  points=tuple(p for p in engine_plan.points if p.variant in variants))))
+    return out
 
 
 def all_points(plans: Sequence[EnginePlan]) -> list[PointSpec]:

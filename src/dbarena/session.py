@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, state, topology, workloads
+from dbarena import (analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, smt, state, topology,
+                     workloads)
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -139,16 +140,12 @@ class Placement:
     cores: int
     smt: str | None
     note: str = ""
+    smt_by: str | None = None  # how the SMT mode was made: the kernel's switch, or affinity
 
-    def facts(self, study: Study) -> dict:
-        smt_by = None
-        if self.smt and study.smt_emulate:
-            per_core = {"off": "one thread per core", "on": "every thread of each core"}.get(
-                self.smt, f"{self.smt} threads per core")
-            smt_by = f"affinity ({per_core})"
+    def facts(self) -> dict:
         return {"server": hostinfo.cpu_list(set(self.server)), "server_cores": self.cores,
                 "server_threads": len(self.server), "load_generator": hostinfo.cpu_list(set(self.loadgen)),
-                "smt": self.smt, "smt_by": smt_by, "note": self.note or None}
+                "smt": self.smt, "smt_by": self.smt_by, "note": self.note or None}
 
     def key(self) -> dict[str, str]:
         # Part of every point's configuration: the CPUs are what the variant is about.
@@ -165,28 +162,36 @@ def _smt_threads(smt: str | None) -> bool | int:
     return False if smt == "off" else int(smt)
 
 
-def placements(study: Study, plans: Sequence[plan.EnginePlan]) -> dict[tuple[str, str], Placement]:
+def kernel_smt(study: Study, plans: Sequence[plan.EnginePlan]) -> bool:
+    """Whether the study's [cpus] smt axis is the kernel's switch (smt.py) rather than
+    emulated by affinity; refused in one line, before anything starts, where this
+    machine cannot switch (a VM, no root, a mode its kernel lacks)."""
+    modes = sorted({mode for p in plans for _, mode in p.placement.values() if mode})
+    if not modes or study.smt_emulate:
+        return False
+    why = smt.refusal(modes)
+    if why:
+        raise UsageError(f"[cpus] smt: {why}; emulate it with [cpus] smt_emulate = true (one thread per core, "
+                         "by affinity)")
+    return True
+
+
+def placements(study: Study, plans: Sequence[plan.EnginePlan], *, kernel: bool = False,
+               switched: bool = False) -> dict[tuple[str, str], Placement]:
     """The CPUs of every [cpus] variant, chosen (and refused, in one line) before
     anything starts: N whole physical cores of the CPUs this process may use, spread
     over the sockets; the load generator on the rest, or on the same CPUs when asked
-    or when nothing is left."""
-    wanted = [(p.engine.name, v, cores, smt) for p in plans for v, (cores, smt) in p.placement.items() if cores]
+    or when nothing is left. `kernel`: the SMT mode is the kernel's switch; once it is
+    `switched`, a core's online threads are the mode's (before, the check counts the
+    threads the mode will leave online)."""
+    wanted = [(p.engine.name, v, cores, mode) for p in plans for v, (cores, mode) in p.placement.items() if cores]
     if not wanted:
         return {}
-    if any(smt for *_, smt in wanted) and not study.smt_emulate:
-        control = topology.smt_control()
-        why = {"notsupported": "the kernel says notsupported (a VM, or a CPU without SMT)",
-               "notimplemented": "the kernel says notimplemented", "forceoff": "SMT is forced off at boot",
-               "unknown": f"{topology.SMT_CONTROL} is missing"}.get(control)
-        reason = (f"this machine cannot switch SMT ({why})" if why else
-                  "switching the kernel's SMT while the variants run side by side is not supported")
-        raise UsageError(f"[cpus] smt: {reason}; emulate it with [cpus] smt_emulate = true (one thread per core, "
-                         "by affinity)")
     cpus = topology.read()
     usable = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else {c.cpu for c in cpus}
     out: dict[tuple[str, str], Placement] = {}
-    for engine, variant, cores, smt in wanted:
-        server = topology.whole_cores(cpus, cores, smt=_smt_threads(smt), usable=usable)
+    for engine, variant, cores, mode in wanted:
+        server = topology.whole_cores(cpus, cores, smt=True if switched else _smt_threads(mode), usable=usable)
         rest = sorted(usable - set(server))
         note = ""
         if study.load_generator == "same" or not rest:
@@ -195,8 +200,14 @@ def placements(study: Study, plans: Sequence[plan.EnginePlan]) -> dict[tuple[str
             loadgen = sorted(usable)
         else:
             loadgen = rest
-        out[(engine, variant)] = Placement(server=tuple(server), loadgen=tuple(loadgen), cores=cores, smt=smt,
-                                           note=note)
+        by = None
+        if mode and kernel:
+            by = f"kernel ({smt.CONTROL})"
+        elif mode:
+            by = "affinity ({})".format({"off": "one thread per core", "on": "every thread of each core"}.get(
+                mode, f"{mode} threads per core"))
+        out[(engine, variant)] = Placement(server=tuple(server), loadgen=tuple(loadgen), cores=cores, smt=mode,
+                                           note=note, smt_by=by)
     return out
 
 
@@ -222,13 +233,17 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     plans = expand(study, facts)
     check_settings(study, executor)
     check_data_dirs(plans)
-    where = placements(study, plans)
+    switching = kernel_smt(study, plans)
+    where = placements(study, plans, kernel=switching)
+    # (SMT mode, the engine's points in it): one part per engine, or per engine and
+    # mode when the kernel switches SMT (machine-wide: one mode at a time).
+    parts = [part for p in plans for part in (plan.by_smt(p) if switching else [(None, p)])]
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
     previous = {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
     deadline = clock() + study.budget_s if study.budget_s is not None else None
-    everything = plan.all_points(plans)
+    everything = [spec for _, part in parts for spec in part.points]
     begun: list[bool] = []
 
     def begin() -> None:
@@ -241,17 +256,35 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
     index = 0
     try:
-        for number, engine_plan in enumerate(plans):
-            later = [p for other in plans[number + 1:] for p in other.points]
-            index = _run_engine(ctx, engine_plan, first_index=index, later=later)
-            if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
-                break
+        with smt.Switch() if switching else contextlib.nullcontext() as switch:
+            for number, (mode, part) in enumerate(parts):
+                if switch is not None:
+                    _switch(ctx, switch, mode, part)
+                later = [spec for _, other in parts[number + 1:] for spec in other.points]
+                index = _run_engine(ctx, part, first_index=index, later=later)
+                if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
+                    break
     finally:
         if begun:
             reporter.end()
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _switch(ctx: _Context, switch: smt.Switch, mode: str | None, part: plan.EnginePlan) -> None:
+    """The kernel's SMT set for the part's variants (or back as the machine had it,
+    for variants without a mode), then their CPUs chosen among those now online: the
+    servers start after this, with an affinity the kernel will not change under them."""
+    before = switch.mode
+    if mode is None:
+        switch.restore()
+    else:
+        switch.set(mode)
+    if switch.mode != before:
+        ctx.reporter.stage(f"SMT switched from {before} to {switch.mode} ({switch.control}); "
+                           f"CPUs online: {hostinfo.cpu_list({c.cpu for c in topology.read()})}")
+    ctx.placements.update(placements(ctx.study, [part], kernel=True, switched=True))
 
 
 @dataclass
@@ -462,7 +495,7 @@ def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry:
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
         "cluster": cluster or {},
-        "cpus": placed.facts(study) if placed else None,  # [cpus]: where the server and the tools ran
+        "cpus": placed.facts() if placed else None,  # [cpus]: where the server and the tools ran
         # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
         # file system, device and mount options.
         "data_dir": datadir.facts(data_parent, entry.data_dir) if target.throwaway else None,

@@ -1,9 +1,10 @@
 """What a dbarena process has started, written down where a later one can find it.
 
-Every throwaway instance and every stored run that is in progress has a record (a
-small JSON file) in the state directory: its owner (pid and the kernel's start time
-of that pid, so a recycled pid is not mistaken for the owner), the instance's
-directory and server process group, the store and run. Normal teardown removes the
+Every throwaway instance, every stored run that is in progress and the kernel's SMT
+switch while a study has it changed (smt.py) have a record (a small JSON file) in
+the state directory: its owner (pid and the kernel's start time of that pid, so a
+recycled pid is not mistaken for the owner), the instance's directory and server
+process group, the store and run, the switch's original state. Normal teardown removes the
 record. When the owner dies without tearing down (SIGKILL, the OOM killer, a lost
 SSH session), two things find the record:
 
@@ -12,10 +13,11 @@ SSH session), two things find the record:
 - failing that (the watchdog was killed too), the next dbarena command, whatever it
   is (`reap_dead` runs before every command), and `dbarena cleanup`.
 
-Reaping stops the server's process group, removes the instance's directory, marks the
-run `interrupted` with the reason `killed` (so `run --resume` continues it), and, for
-a run on an existing server (--target), says which tables it may have left there and
-the command that drops them: dbarena never drops a user's tables on its own.
+Reaping stops the server's process group, removes the instance's directory, sets SMT
+back as it was, marks the run `interrupted` with the reason `killed` (so `run
+--resume` continues it), and, for a run on an existing server (--target), says which
+tables it may have left there and the command that drops them: dbarena never drops
+a user's tables on its own.
 
 Why a watchdog rather than the kernel's parent-death signal (prctl PR_SET_PDEATHSIG):
 that signal follows the thread that forked, is cleared when the server switches to
@@ -130,6 +132,12 @@ def instance(engine: str, top: Path) -> Record:
     return _new("instance", engine=engine, top=str(top), server_pgid=None)
 
 
+def smt(control: str, original: str) -> Record:
+    """The kernel's SMT switch (smt.py) about to be changed from `original`: reaping
+    writes it back."""
+    return _new("smt", control=control, original=original)
+
+
 @contextlib.contextmanager
 def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> Iterator[Record]:
     """A stored run in progress in `store` (an SQLite file's absolute path, or a
@@ -235,6 +243,15 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
         shutil.rmtree(data["top"], ignore_errors=True)
         say(f"stopped and removed the {what}, left by {owner}")
+    elif data["kind"] == "smt":
+        control, original = Path(data["control"]), data["original"]
+        if dry_run:
+            say(f"would set SMT back to {original} ({control}), left switched by {owner}")
+            return
+        with contextlib.suppress(OSError):
+            if control.read_text().strip() != original:
+                control.write_text(original)
+        say(f"set SMT back to {original} ({control}), left switched by {owner}")
     else:
         where = f"run {data['run_id']} in {data['store']}"
         if dry_run:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from dbarena import stats, workloads
+from dbarena import smt, stats, workloads
 from dbarena.plan import EnginePlan
 from dbarena.runner import dataset_steps
 from dbarena.session import estimate_s
@@ -74,7 +74,19 @@ def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
         "price": None if study.price_per_hour is None else {
             "per_hour": study.price_per_hour, "currency": study.currency, "basis": study.price_basis},
         "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
+        "smt": _smt(study, plans),
     }
+
+
+def _smt(study: Study, plans: list[EnginePlan]) -> dict[str, Any] | None:
+    """The [cpus] smt axis: its modes and how they are made."""
+    modes = list(dict.fromkeys(mode for p in plans for v in p.variants for mode in [p.placement.get(v, (None, None))[1]]
+                               if mode))
+    if not modes:
+        return None
+    return {"modes": modes, "by": "affinity" if study.smt_emulate else "kernel",
+            # Said here as `run` would refuse it: this machine may not be the one it runs on.
+            "refused_here": None if study.smt_emulate else smt.refusal(modes)}
 
 
 def duration(seconds: float) -> str:
@@ -106,6 +118,13 @@ def render(summary: dict[str, Any]) -> str:
                      f"(the plan below is the first {precision['min_repeats']} rounds)")
     else:
         lines.append(f"  repeats: {summary['repeats']} (interleaved)")
+    if summary.get("smt"):
+        modes = ", ".join(summary["smt"]["modes"])
+        lines.append(f"  SMT modes {modes}: " + (
+            "emulated by affinity (threads of each core), variants interleaved" if summary["smt"]["by"] == "affinity"
+            else "the kernel's switch (root), one mode after the other, put back as it was at the end"))
+        if summary["smt"].get("refused_here"):
+            lines.append(f"  not on this machine: {summary['smt']['refused_here']} (smt_emulate = true would emulate it)")
     for e in summary["engines"]:
         lines.append("")
         lines.append(f"{e['engine']} ({e['flavour']}): {e['server']}")

@@ -292,3 +292,83 @@ def test_a_cpus_axis_pins_each_variants_server_and_reports_per_core(public_tmp, 
     one, two = rows["box [1core]"], rows["box [2cores]"]
     assert one["physical_cores"] == 1 and one["tps_per_core"] == pytest.approx(one["tps"])
     assert two["physical_cores"] == 2 and two["tps_per_core"] == pytest.approx(two["tps"] / 2)
+
+
+KERNEL_SMT_STUDY = """
+schema = 1
+name = "smt"
+[sweep]
+levels = [1]
+duration_s = 1
+[datasets]
+scale = 1
+[[workloads]]
+workload = "pgbench-select-only"
+[cpus]
+server = [1]
+smt = ["off", "on"]
+"""
+
+
+def test_an_smt_axis_on_this_vm_is_refused_in_one_line(public_tmp, tmp_path):
+    from dbarena import smt
+
+    if smt.read() != "notsupported":
+        pytest.skip(f"this machine's SMT switch says {smt.read()}, not notsupported")
+    env = cli_env(public_tmp)
+    study = tmp_path / "smt.toml"
+    study.write_text(KERNEL_SMT_STUDY)
+    refused = dbarena("run", "--study", str(study), "--store", str(tmp_path / "r.db"), env=env)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert "[cpus] smt: this machine cannot switch SMT (the kernel says notsupported" in refused.stderr
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("ctrl_c", [False, True], ids=["to-the-end", "ctrl-c"])
+def test_a_kernel_smt_axis_switches_before_each_modes_servers_and_puts_it_back(public_tmp, tmp_path, monkeypatch,
+                                                                               ctrl_c):
+    """In process, with a file standing in for the kernel's switch (this VM has none):
+    what dbarena writes there and when, around real servers and points."""
+    import tempfile
+
+    from dbarena import session, smt, state, study
+    from dbarena.errors import ExitStatus
+    from dbarena.store import Store
+
+    control = tmp_path / "control"
+    control.write_text("on\n")
+    monkeypatch.setattr(smt, "CONTROL", control)
+    monkeypatch.setattr(tempfile, "tempdir", str(public_tmp))
+    monkeypatch.setenv(state.ENV, str(tmp_path / "state"))
+
+    class Seen(session.SilentReporter):
+        stages: list[str] = []
+        finished: list[tuple[str, str]] = []
+
+        def stage(self, text: str) -> None:
+            self.stages.append(text)
+
+        def point_finished(self, index, result) -> None:
+            self.finished.append((result.spec.variant, control.read_text().strip()))
+            if ctrl_c:
+                raise KeyboardInterrupt  # what SIGINT raises in dbarena's main thread
+
+    seen = Seen()
+    with Store(tmp_path / "r.db") as db:
+        outcome = session.run(study.parse(KERNEL_SMT_STUDY, "smt.toml"), store=db, reporter=seen)
+        options = [db.run(r)["options"]["cpus"] for r in outcome.run_ids]
+    assert control.read_text().strip() == "on" and state.records() == []  # as the machine had it
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+    if ctrl_c:
+        assert outcome.exit_status == ExitStatus.INTERRUPTED and seen.finished == [("1core_smt-off", "off")]
+        return
+    assert outcome.exit_status == ExitStatus.OK
+    # Each mode's point ran with the switch in that mode, the "off" variant's first.
+    assert seen.finished == [("1core_smt-off", "off"), ("1core_smt-on", "on")]
+    switched = [s for s in seen.stages if s.startswith("SMT switched")]
+    assert [s.split(" (")[0] for s in switched] == ["SMT switched from on to off", "SMT switched from off to on"]
+    # The server of each mode started after its switch: its target line follows it.
+    targets = [i for i, s in enumerate(seen.stages) if s.startswith("target:")]
+    assert seen.stages.index(switched[0]) < targets[0] < seen.stages.index(switched[1]) < targets[1]
+    assert [(o["smt"], o["smt_by"]) for o in options] == [("off", f"kernel ({control})"),
+                                                           ("on", f"kernel ({control})")]
