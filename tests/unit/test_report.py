@@ -354,6 +354,9 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
     assert rows[("fast", 4)]["ratio_to_baseline"] == pytest.approx(0.2 / 0.5)
     # The price of one run of the queries = hourly price x seconds / 3600.
     assert rows[("fast", 4)]["price_per_run"] == pytest.approx(2.0 * 0.2 / 3600)
+    # N clients share the same queries: 4 threads at 100 % would take a quarter of one's time.
+    assert rows[("fast", 4)]["scaling_efficiency"] == pytest.approx(0.5 / (4 * 0.2))
+    assert rows[("slow", 1)]["scaling_efficiency"] == pytest.approx(1.0)
     assert rows[("slow", 4)]["price_per_run"] == pytest.approx(1.0 * 0.5 / 3600)
     assert section.cheapest["label"] == "fast"  # 0.000111 against 0.000139 per run
     from dbarena.report import tables

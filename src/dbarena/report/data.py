@@ -11,7 +11,8 @@ Figures per label x engine x workload x threads (over that point's repeats):
   TPS per dollar-hour; mysqlslap: the price of one run of its queries;
 - per core (study C): TPS per physical core and per hardware thread of the machine
   the server ran on (throwaway instances only: a remote server's cores are unknown);
-- scaling efficiency: TPS(N) / (N x TPS(1 thread));
+- scaling efficiency: TPS(N) / (N x TPS(1 thread)); mysqlslap, whose N clients share a
+  fixed number of queries: seconds(1 thread) / (N x seconds(N));
 - against the baseline label: ratio, 95 % interval and verdict (stats.compare).
 Per label x engine x workload:
 - study A's "points": the sum of TPS over all of the label's levels, and next to it a
@@ -343,8 +344,11 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     for (label, engine, workload), levels in by_series.items():
         one = levels.get(1)
         for n, row in levels.items():
-            if one and one["value"] and row["value"] is not None:
-                row["scaling_efficiency"] = row["value"] / (n * one["value"])
+            if one and one["value"] and row["value"]:
+                # The share of N times one thread's speed: for seconds (a fixed amount of
+                # work split among N clients) the inverse ratio of times.
+                row["scaling_efficiency"] = (one["value"] / (n * row["value"]) if row["metric"] == "seconds"
+                                             else row["value"] / (n * one["value"]))
             base = by_series.get((baseline, engine, workload), {}).get(n)
             differs = _differs(row, base) if base and label != baseline else []
             if differs:

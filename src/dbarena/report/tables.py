@@ -108,6 +108,18 @@ def ranking(section: Section, report: Report) -> TableSpec:
         f"after which more threads add less than 5 %.")
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def _tool(name: str, version) -> str:
+    """A tool and its version as printed: the name once (mysqlslap prints its path,
+    "/usr/bin/mysqlslap  Ver 1.0 Distrib ..."), runs of spaces as one."""
+    text = " ".join(str(version).split())
+    first = text.split(" ", 1)[0]
+    return text if first.rsplit("/", 1)[-1] == name or text.startswith(name) else f"{name} {text}"
+
+
 def _change(ratio) -> str:
     return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
 
@@ -210,7 +222,7 @@ def _tool_version(report: Report, label: str, engine: str, workload: str) -> str
     binary = getattr(known.tool, "binary", known.tool.name) if known else workload.split("-")[0]
     run = report.provenance.get(label, {}).get(engine)
     version = (run or {}).get("tool_versions", {}).get(binary)
-    return str(version) if version else "-"
+    return " ".join(str(version).split()) if version else "-"
 
 
 def parameters(section: Section, report: Report) -> TableSpec:
@@ -279,7 +291,7 @@ def system(section: Section) -> TableSpec | None:
         return None
     body = [[r["label"], str(r["threads"]), num(r["cpu_busy_pct"], 0), num(r["cpu_iowait_pct"], 1),
              num(r["server_cpu"], 2), num(r["loadgen_cpu"], 2), str(r["hardware_threads"] or "-")] for r in rows]
-    saturated = [f"{r['label']}: CPU saturated from {r['cpu_saturated_from']} threads" if r["cpu_saturated_from"]
+    saturated = [f"{r['label']}: CPU saturated from {_threads(r['cpu_saturated_from'])}" if r["cpu_saturated_from"]
                  else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
                                      "load generator CPU (cores)", "hardware threads"], body,
@@ -393,9 +405,8 @@ def provenance(report: Report) -> TableSpec:
             variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
             settings.append(", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "-")
         rows.append([f"{engine}: settings"] + settings)
-        rows.append([f"{engine}: tools"] + [", ".join(f"{k} {v}" if not str(v).startswith(k) else str(v)
-                                                       for k, v in sorted(r["tool_versions"].items())) if r else "-"
-                                            for r in runs])
+        rows.append([f"{engine}: tools"] + [", ".join(_tool(k, v) for k, v in sorted(r["tool_versions"].items()))
+                                            if r else "-" for r in runs])
         rows.append([f"{engine}: price per hour"] + [_money(r.get("price_per_hour"), r.get("currency") or "USD")
                                                       if r and r.get("price_per_hour") is not None else "-"
                                                       for r in runs])

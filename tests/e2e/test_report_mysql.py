@@ -1,0 +1,236 @@
+"""`dbarena report` of a real MariaDB store: short sysbench OLTP and mysqlslap points
+on a throwaway MariaDB for two labels, rendered as HTML, Markdown, CSV and JSON; the
+parameters, sysbench's p95/p99, mysqlslap's seconds (lower is better) and the server's
+CPU appear with the values `dbarena results --json` reads back from the store."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tempfile
+from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, dbarena
+from dbarena.report.tables import num, sig
+
+pytestmark = pytest.mark.e2e
+
+SYSBENCH, SLAP = "sysbench-read-write", "mysqlslap"
+PRICES = {"maria-a": ("--price-per-hour", "0.5", 0.5), "maria-b": ("--price-per-month", "300", 300 / 730)}
+
+
+# mysqlslap's points: 5,000 queries twice, over a second even on an idle machine, so
+# that the once-a-second system sampler sees each of them.
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    public = Path(tempfile.mkdtemp(prefix="dbarena-test-", dir="/tmp"))
+    public.chmod(0o755)
+    store = tmp_path_factory.mktemp("report-mysql") / "r.db"
+    for label, (option, price, _) in PRICES.items():
+        done = dbarena("run", "--engine", "mysql", "--workload", f"{SYSBENCH},{SLAP}", "--threads", "1,2",
+                       "--duration", "2", "--tables", "2", "--table-size", "1000", "--number-of-queries", "5000",
+                       "--iterations", "2",
+                       "--label", label, option, price, "--store", str(store), env=cli_env(public))
+        assert done.returncode == 0, done.stderr
+    shutil.rmtree(public, ignore_errors=True)
+    return store
+
+
+@pytest.fixture(scope="module")
+def rendered(stored, tmp_path_factory):
+    """Each format of the report at --at-threads 2, and the stored points by
+    (label, workload, threads) as `dbarena results --json` prints them."""
+    folder = tmp_path_factory.mktemp("rendered")
+    texts = {}
+    for fmt in ("html", "md", "csv", "json"):
+        out = folder / f"report.{fmt}"
+        done = dbarena("report", "--store", str(stored), "--at-threads", "2", "-o", str(out), env=cli_env(folder))
+        assert done.returncode == 0, done.stderr
+        texts[fmt] = out.read_text()
+    done = dbarena("results", "--store", str(stored), "--json", env=cli_env(folder))
+    assert done.returncode == 0, done.stderr
+    points = {(p["label"], p["workload"], p["threads"]): p for p in json.loads(done.stdout)}
+    assert len(points) == 8 and all(p["status"] == "ok" for p in points.values())
+    runs = {p["label"]: p for p in points.values()}
+    return texts, points, runs
+
+
+# ------------------------------------------------------------------ reading the tables back
+
+
+def _md_tables(text: str) -> dict[tuple[str, str], list[dict[str, str]]]:
+    """(section, table title) -> rows as {header: cell} of the Markdown report."""
+    tables: dict[tuple[str, str], list[dict[str, str]]] = {}
+    section = title = ""
+    headers: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        elif line.startswith("### "):
+            title, headers = line[4:], []
+            tables[(section, title)] = []
+        elif line.startswith("| "):
+            cells = [c.replace("&lt;", "<").replace("\\|", "|").strip() for c in line[2:-2].split(" | ")]
+            if not headers:
+                headers = cells
+            else:
+                tables[(section, title)].append(dict(zip(headers, cells)))
+    return tables
+
+
+class _HTMLTables(HTMLParser):
+    """The same from the HTML report: section heading (h2), table title (h3), cells."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[tuple[str, str], list[dict[str, str]]] = {}
+        self.section = self.title = ""
+        self.text: list[str] | None = None
+        self.headers: list[str] = []
+        self.row: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h2", "h3", "th", "td"):
+            self.text = []
+        elif tag == "tr":
+            self.row = []
+
+    def handle_data(self, data):
+        if self.text is not None:
+            self.text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("h2", "h3", "th", "td") and self.text is not None:
+            text, self.text = "".join(self.text).strip(), None
+            if tag == "h2":
+                self.section = text
+            elif tag == "h3":
+                self.title, self.headers = text, []
+                self.tables[(self.section, self.title)] = []
+            else:
+                self.row.append(text)
+        elif tag == "tr":
+            if not self.headers:
+                self.headers = self.row
+            else:
+                self.tables[(self.section, self.title)].append(dict(zip(self.headers, self.row)))
+
+
+def _html_tables(text: str) -> dict[tuple[str, str], list[dict[str, str]]]:
+    parser = _HTMLTables()
+    parser.feed(text)
+    return parser.tables
+
+
+def _by_level(rows: list[dict[str, str]]) -> dict[tuple[str, int], dict[str, str]]:
+    return {(r["label"], int(r["threads"])): r for r in rows}
+
+
+# ------------------------------------------------------------------ tests
+
+
+def test_html_and_markdown_show_the_same_tables(rendered):
+    texts, _, _ = rendered
+    md, page = _md_tables(texts["md"]), _html_tables(texts["html"])
+    assert md == page
+    sections = {section for section, _ in md}
+    assert sections == {f"mysql {SYSBENCH}", f"mysql {SLAP}", "Provenance"}
+
+
+def test_the_parameters_a_reader_needs_to_run_it_again(rendered):
+    texts, _, runs = rendered
+    tables = _md_tables(texts["md"])
+    sysbench = {r["label"]: r for r in tables[(f"mysql {SYSBENCH}", "Parameters")]}
+    slap = {r["label"]: r for r in tables[(f"mysql {SLAP}", "Parameters")]}
+    assert set(sysbench) == set(slap) == set(PRICES)
+    for label in PRICES:
+        # sysbench: tables x table size, seconds per point, one client per thread
+        assert sysbench[label]["dataset"] == "table_size=1000, tables=2"
+        assert sysbench[label]["duration per point"] == "2 s" and sysbench[label]["warm-up"] == "0 s"
+        assert sysbench[label]["clients per thread"] == "1" and sysbench[label]["thread levels"] == "1, 2"
+        assert sysbench[label]["tool"].startswith("sysbench 1.") and sysbench[label]["repeats"] == "1"
+        # mysqlslap: a number of queries, not a duration
+        assert slap[label]["dataset"] == "iterations=2, queries=5000"
+        assert slap[label]["duration per point"] == "bounded by queries"
+        assert "mysqlslap" in slap[label]["tool"] and "Ver " in slap[label]["tool"] and "  " not in slap[label]["tool"]
+    provenance = {r[""]: r for r in tables[("Provenance", "Provenance")]}
+    for label in PRICES:
+        assert runs[label]["server_version"] in provenance["mysql: server"][label]
+        assert "sysbench 1." in provenance["mysql: tools"][label]
+        # each tool named once, as printed: mysqlslap prints its path ("/usr/bin/mysqlslap  Ver ...")
+        tools = provenance["mysql: tools"][label]
+        assert "mysqlslap /" not in tools and "  " not in tools and "Ver " in tools
+    assert "table_size=1000, tables=2" in texts["html"] and "iterations=2, queries=5000" in texts["html"]
+
+
+def test_sysbench_p95_and_p99_appear_with_the_stored_values(rendered):
+    texts, points, _ = rendered
+    results = _by_level(_md_tables(texts["md"])[(f"mysql {SYSBENCH}", "Results")])
+    rows = {(r["label"], r["workload"], int(r["threads"])): r for r in csv.DictReader(io.StringIO(texts["csv"]))}
+    exported = {(r["label"], r["workload"], r["threads"]): r for r in json.loads(texts["json"])["rows"]}
+    for label in PRICES:
+        for n in (1, 2):
+            stored = points[(label, SYSBENCH, n)]
+            assert stored["latency_p95_ms"] and stored["latency_p99_ms"] >= stored["latency_p95_ms"]
+            for field, header in (("latency_p95_ms", "p95 (ms)"), ("latency_p99_ms", "p99 (ms)"),
+                                  ("latency_p50_ms", "p50 (ms)"), ("latency_avg_ms", "avg latency (ms)")):
+                assert results[(label, n)][header] == num(stored[field], 2), (label, n, field)
+                assert float(rows[(label, SYSBENCH, n)][field]) == pytest.approx(stored[field], rel=1e-9)
+                assert exported[(label, SYSBENCH, n)][field] == pytest.approx(stored[field], rel=1e-9)
+            # the p95 and p99 charts: their hover texts carry the exact stored figures
+            for chart, field in (("latency_p95", "latency_p95_ms"), ("latency_p99", "latency_p99_ms")):
+                figure = texts["html"].split(f'<figure class="chart chart-{chart}">')[1].split("</figure>")[0]
+                assert f"{label}, {n} threads: {stored[field]:,.3f} ms" in unescape(figure)
+
+
+def test_mysqlslap_is_seconds_lower_is_better_with_the_stored_values(rendered):
+    texts, points, _ = rendered
+    tables = _md_tables(texts["md"])
+    section = f"mysql {SLAP}"
+    results = _by_level(tables[(section, "Results")])
+    prices = _by_level(tables[(section, "Price / performance")])
+    ranking = {r["label"]: r for r in tables[(section, "Points and best")]}
+    rows = {(r["label"], r["workload"], int(r["threads"])): r for r in csv.DictReader(io.StringIO(texts["csv"]))}
+    exported = {(r["label"], r["workload"], r["threads"]): r for r in json.loads(texts["json"])["rows"]}
+    for label, (_, _, per_hour) in PRICES.items():
+        seconds = {n: points[(label, SLAP, n)]["run_avg_s"] for n in (1, 2)}
+        for n, took in seconds.items():
+            assert took > 0
+            assert results[(label, n)]["seconds to run the queries"] == f"{took:,.3f}"
+            assert prices[(label, n)]["per run"] == f"{sig(per_hour * took / 3600)} USD"
+            assert float(rows[(label, SLAP, n)]["seconds"]) == pytest.approx(took, rel=1e-9)
+            assert rows[(label, SLAP, n)]["metric"] == "seconds" and rows[(label, SLAP, n)]["tps"] == ""
+            assert exported[(label, SLAP, n)]["seconds"] == pytest.approx(took, rel=1e-9)
+        # N clients share the same 5,000 queries: efficiency = seconds(1) / (N x seconds(N))
+        assert float(rows[(label, SLAP, 2)]["scaling_efficiency"]) == pytest.approx(seconds[1] / (2 * seconds[2]))
+        fewest = min(seconds, key=lambda n: seconds[n])
+        assert ranking[label]["sum of seconds over levels"] == num(seconds[1] + seconds[2], 3)
+        assert ranking[label]["fewest seconds"] == f"{num(seconds[fewest], 3)} at {fewest}"
+    # ranked fewest first
+    order = [r["label"] for r in tables[(section, "Points and best")]]
+    assert order == sorted(PRICES, key=lambda l: sum(points[(l, SLAP, n)]["run_avg_s"] for n in (1, 2)))
+    page = texts["html"].split(f'<section id="mysql-{SLAP}">')[1].split("</section>")[0]
+    assert "seconds (lower is better)" in page and "sum of QPS" not in page and "steady-state" not in page
+
+
+def test_server_cpu_appears_with_the_stored_values(rendered):
+    texts, points, _ = rendered
+    tables = _md_tables(texts["md"])
+    rows = {(r["label"], r["workload"], int(r["threads"])): r for r in csv.DictReader(io.StringIO(texts["csv"]))}
+    for workload in (SYSBENCH, SLAP):
+        system = _by_level(tables[(f"mysql {workload}", "System view")])
+        assert set(system) == {(label, n) for label in PRICES for n in (1, 2)}
+        for (label, n), row in system.items():
+            stored = points[(label, workload, n)]
+            assert row["server CPU (cores)"] == num(stored["server_cpu"], 2)
+            assert row["machine CPU busy %"] == num(stored["cpu_busy_pct"], 0)
+            if stored["server_cpu"] is not None:
+                assert float(rows[(label, workload, n)]["server_cpu"]) == pytest.approx(stored["server_cpu"], rel=1e-9)
+    # every point lasts over a second: the server's CPU is measured, not "-"
+    assert all(p["server_cpu"] > 0 for p in points.values())
