@@ -614,7 +614,8 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
                    "in a currency (420 EUR/month; default USD); overrides the one stored with the run. Prices in "
                    "different currencies are shown, never compared.")
 @click.option("--at-threads", type=click.IntRange(min=1), metavar="N",
-              help="Thread level for the price comparison and the per-second chart (study E used 16).")
+              help="Thread level of the price table (that level only, cheapest first, the cheapest named) and the "
+                   "per-second chart (study E used 16) [default: prices at every level].")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write [default: dbarena-report.FORMAT]; Markdown charts go to FILE_files/.")

@@ -290,8 +290,61 @@ def test_the_level_of_the_price_verdict_is_said_and_a_level_without_data_gets_no
     at16 = _report(store, at_threads=16)  # nobody measured 16 threads (the CLI refuses it: below)
     (section,) = at16.sections
     assert section.cheapest is None
-    assert "No verdict at 16 threads: no priced label measured that level" in tables.price(section, at16).note
-    assert data.at_text(at16) == "Cheapest label named at 16 threads (--at-threads)."
+    assert tables.price(section, at16).note.startswith(
+        "No price at 16 threads (--at-threads) in postgres pgbench-tpcb: no priced label measured that level here "
+        "(levels: 1, 2, 4, 8); every level is shown. ")
+    assert data.at_text(at16) == "Price/performance at 16 threads (--at-threads), the cheapest label named."
+
+
+def test_price_per_100_tps_at_every_level_and_at_a_chosen_level_by_hand(store):
+    from dbarena.report import tables
+
+    # Every level, label by label: price per 100 TPS = hourly price / (TPS / 100).
+    every = _report(store)
+    table = tables.price(every.sections[0], every)
+    assert table.title == "Price / performance" and len(table.rows) == 8
+    assert table.rows[0] == ["arm", "1", "1.446 USD/h", "1.45 USD", "0.145 USD", "691"]  # 1.4464 / 10; 1000 / 1.4464
+    assert table.rows[7] == ["x86", "8", "1.808 USD/h", "1.81 USD", "0.0565 USD", "1,770"]  # 1.808 / 32; 3200 / 1.808
+    # At 4 threads: that level only, cheapest first. arm 1.4464 / 34 = 0.04254, x86 1.808 / 30 = 0.06027:
+    # (1.808 x 34) / (30 x 1.4464) = 1.41667, x86 costs 41.7 % more.
+    at4 = _report(store, at_threads=4)
+    table = tables.price(at4.sections[0], at4)
+    assert table.title == "Price / performance at 4 threads"
+    assert table.headers[-1] == "against the cheapest"
+    assert table.rows == [["arm", "4", "1.446 USD/h", "1.45 USD", "0.0425 USD", "2,351", "cheapest"],
+                          ["x86", "4", "1.808 USD/h", "1.81 USD", "0.0603 USD", "1,659", "+41.7 %"]]
+    assert table.note.startswith("At 4 threads (--at-threads), cheapest first. arm is cheapest for the same "
+                                 "throughput: x86 costs 42% more. Price per 100 TPS")
+    # At 8: arm 1.4464 / 35 = 0.04133, x86 1.808 / 32 = 0.0565, 36.7 % more.
+    at8 = _report(store, at_threads=8)
+    assert [row[-3:] for row in tables.price(at8.sections[0], at8).rows] == [
+        ["0.0413 USD", "2,420", "cheapest"], ["0.0565 USD", "1,770", "+36.7 %"]]
+
+
+def test_a_section_without_the_chosen_level_says_so_in_one_line(store):
+    from dbarena.report import tables
+
+    store.db.execute("UPDATE points SET workload = 'other' WHERE threads <= 2")  # 'other': 1, 2; tpcb: 4, 8
+    gone = "SELECT id FROM points WHERE threads = 8 AND run_id = (SELECT id FROM runs WHERE label = 'x86')"
+    for table in ("raw_outputs", "point_derived", "samples", "system_samples", "latency_histograms"):
+        store.db.execute(f"DELETE FROM {table} WHERE point_id IN ({gone})")
+    store.db.execute(f"DELETE FROM points WHERE id IN ({gone})")
+    store.db.commit()
+    report = _report(store, at_threads=4)
+    tpcb, other = (next(s for s in report.sections if s.workload == w) for w in ("pgbench-tpcb", "other"))
+    assert tables.price(tpcb, report).rows[0][-1] == "cheapest"
+    table = tables.price(other, report)
+    assert table.title == "Price / performance" and len(table.rows) == 4  # every level, after one clear line
+    assert table.note.split(". ")[0] == ("No price at 4 threads (--at-threads) in postgres other: no priced label "
+                                         "measured that level here (levels: 1, 2); every level is shown")
+    text = html.render(report, {})
+    assert text.count("No price at 4 threads") == 1
+    # One label measured 8 threads: no comparison, and the other is named.
+    at8 = _report(store, at_threads=8)
+    table = tables.price(next(s for s in at8.sections if s.workload == "pgbench-tpcb"), at8)
+    assert [row[0] for row in table.rows] == ["arm"] and table.rows[0][-1] == "-"
+    assert "Only arm has a price and a throughput there: nothing to compare. Not at this level (no point or no " \
+           "price): x86." in table.note
 
 
 def test_at_threads_without_a_point_at_that_level_is_one_line_exit_2(store, tmp_path):
@@ -363,9 +416,11 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
 
     (ranking,) = [t for t in tables.section_tables(section, report) if t.title == "Points and best"]
     assert ranking.headers[2] == "sum of seconds over levels" and ranking.rows[0][:3] == ["1", "fast", "0.700"]
-    (price,) = [t for t in tables.section_tables(section, report) if t.title == "Price / performance"]
-    assert price.headers[-1] == "per run" and "cheapest per run" in price.note
-    assert price.rows[0][2] == "2 USD/h" and price.rows[0][-1].endswith(" USD")
+    (price,) = [t for t in tables.section_tables(section, report) if t.title == "Price / performance at 4 threads"]
+    assert price.headers[-2:] == ["per run", "against the cheapest"] and "fast is cheapest per run" in price.note
+    # fast: 2.0 x 0.2 / 3600 = 0.000111; slow: 1.0 x 0.5 / 3600 = 0.000139, 25 % more
+    assert price.rows == [["fast", "4", "2 USD/h", "0.200", "0.000111 USD", "cheapest"],
+                          ["slow", "4", "1 USD/h", "0.500", "0.000139 USD", "+25.0 %"]]
     svg = charts.throughput(section)
     assert "seconds (lower is better)" in svg
     assert "a bar per label" in charts.bars(section)

@@ -432,7 +432,7 @@ def at_text(report: Report) -> str:
     """The report header's sentence about the level of the price verdict."""
     if report.at_threads is None:
         return "Price/performance at every level; the cheapest label is named at --at-threads N."
-    return f"Cheapest label named at {report.at_threads} threads (--at-threads)."
+    return f"Price/performance at {report.at_threads} threads (--at-threads), the cheapest label named."
 
 
 def _chosen_series(candidates: list[dict], level: int | None) -> dict:

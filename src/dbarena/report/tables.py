@@ -144,43 +144,63 @@ def _money(value, currency: str | None) -> str:
 
 
 def price(section: Section, report: Report) -> TableSpec | None:
-    """Price/performance per level, in each label's own currency; the cheapest label is
-    named at one level (--at-threads) among prices in one currency."""
+    """Price/performance in each label's own currency: at every level, or at the level
+    of --at-threads only, cheapest first, with what each other label costs more and the
+    cheapest named (among prices in one currency). A section that did not measure that
+    level says so in one line and shows every level."""
     seconds = section.metric == "seconds"
-    if seconds:
-        rows = [[r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
-                 _money(r["price_per_run"], r["currency"])]
-                for r in section.rows if r["price_per_hour"] is not None and r["seconds"] is not None]
-        note = ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs "
-                "on that machine; lower is better.")
-    else:
-        rows = [[r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
-                 _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
-                for r in section.rows if r["price_per_hour"] is not None and r["tps"] is not None]
-        note = ("Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly "
-                "price counts 730 hours a month.")
-    if not rows:
+    field = "price_per_run" if seconds else "price_per_100_tps"
+    priced = [r for r in section.rows if r["price_per_hour"] is not None
+              and (r["seconds"] if seconds else r["tps"]) is not None]
+    if not priced:
         return None
-    c = section.cheapest
-    if c and c.get("currencies"):
-        note += (f" No cheapest label named at {c['threads']} threads: the prices are in "
-                 f"{' and '.join(c['currencies'])}, and dbarena converts no currency.")
-    elif c:
-        others = "; ".join(f"{label} costs {share:.0%} more" for label, share in c["others"].items())
-        note += (f" At {c['threads']} threads {c['label']} is cheapest "
-                 f"{'per run' if seconds else 'for the same throughput'}: {others}.")
-    elif report.at_threads is None:
-        note += " Which label is cheapest is said at one level: give it with --at-threads N."
-    else:
-        field = "price_per_run" if seconds else "price_per_100_tps"
-        priced = sorted({r["label"] for r in section.rows if r["threads"] == report.at_threads
-                         and r[field] is not None})
-        note += (f" No verdict at {report.at_threads} threads: "
-                 + (f"only {priced[0]} has a price and a {'time' if seconds else 'throughput'} there." if priced
-                    else "no priced label measured that level in this section."))
+
+    def cells(r: dict) -> list[str]:
+        if seconds:
+            return [r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
+                    _money(r["price_per_run"], r["currency"])]
+        return [r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
+                _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
+
     headers = (["label", "threads", "price", "seconds", "per run"] if seconds else
                ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
-    return TableSpec("Price / performance", headers, rows, note)
+    how = ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that "
+           "machine; lower is better." if seconds else
+           "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly price "
+           "counts 730 hours a month.")
+    n = report.at_threads
+    if n is None:
+        return TableSpec("Price / performance", headers, [cells(r) for r in priced],
+                         how + " Which label is cheapest is said at one level: give it with --at-threads N.")
+    at = sorted((r for r in priced if r["threads"] == n and r[field] is not None), key=lambda r: r[field])
+    if not at:
+        levels = ", ".join(str(level) for level in sorted({r["threads"] for r in priced}))
+        return TableSpec("Price / performance", headers, [cells(r) for r in priced],
+                         f"No price at {_threads(n)} (--at-threads) in {section.engine} {section.workload}: no "
+                         f"priced label measured that level here (levels: {levels}); every level is shown. " + how)
+    c = section.cheapest or {}
+    others = c.get("others") or {}
+
+    def against(r: dict) -> str:
+        if r["label"] == c.get("label"):
+            return "cheapest"
+        return f"{others[r['label']] * 100:+.1f} %" if r["label"] in others else "-"
+
+    what = "per run" if seconds else "for the same throughput"
+    if c.get("currencies"):
+        verdict = (f"No cheapest label named: the prices are in {' and '.join(c['currencies'])}, and dbarena "
+                   "converts no currency.")
+    elif c.get("label"):
+        verdict = (f"{c['label']} is cheapest {what}: "
+                   + "; ".join(f"{label} costs {share:.0%} more" for label, share in others.items()) + ".")
+    else:
+        verdict = f"Only {at[0]['label']} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
+    missing = [label for label in section.labels if label not in {r["label"] for r in at}]
+    return TableSpec(f"Price / performance at {_threads(n)}", [*headers, "against the cheapest"],
+                     [[*cells(r), against(r)] for r in at],
+                     f"At {_threads(n)} (--at-threads){', cheapest first' if len(at) > 1 else ''}. {verdict} "
+                     + (f"Not at this level (no point or no price): {', '.join(missing)}. " if missing else "")
+                     + how + " Every level: the report without --at-threads, or the CSV/JSON.")
 
 
 def per_core(section: Section) -> TableSpec | None:
