@@ -32,7 +32,7 @@ The schema (version 1):
     datasets = "run"                # (re)create datasets once per "run", per "workload" or per "point"
     restore = "point"               # put the prepared dataset back before every "point" or "level"
                                     #   (a copy of the stopped data directory, reflinked where the file
-                                    #   system can; throwaway PostgreSQL only) [default: false]
+                                    #   system can; throwaway instances only) [default: false]
     fail_fast = false
     latency_sampling = 0.1          # the share of transactions pgbench logs for percentiles (-l
                                     #   --sampling-rate); 1: all; false: no per-transaction log
@@ -620,10 +620,10 @@ class _Checker:
             raise self.fail(where("restore"), "datasets are prepared before every point already: restore needs "
                                               "datasets = \"run\" or \"workload\"")
         for entry in self.entries:
-            if restore and entry.name in chosen and (entry.name != "postgres" or entry.target is not None):
-                raise self.fail(where("restore"), f"restore puts back a throwaway PostgreSQL's data directory: not "
-                                                  f"possible on {'a target' if entry.target else entry.name} "
-                                                  f"(give this workload engines = [\"postgres\"])")
+            if restore and entry.name in chosen and entry.target is not None:
+                raise self.fail(where("restore"), f"restore puts back a throwaway instance's data directory: not "
+                                                  f"possible on {entry.name}'s target (leave restore out for it, or "
+                                                  f"give this workload the throwaway engines only)")
         return WorkloadEntry(
             workload=name, engines=chosen, levels=self.levels(merged["levels"], where("levels")),
             duration_s=self.int_(merged["duration_s"], where("duration_s")),

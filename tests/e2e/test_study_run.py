@@ -254,6 +254,47 @@ def test_restore_puts_the_prepared_dataset_back_before_each_point(public_tmp, tm
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
 
 
+MYSQL_RESTORE_STUDY = """
+schema = 1
+name = "restore-mysql"
+[engines.mysql]
+[sweep]
+levels = [1, 2]
+duration_s = 2
+restore = "point"
+[datasets]
+warehouses = 1
+[[workloads]]
+workload = "tpcc-like"
+"""
+
+
+def test_restore_puts_a_mariadb_dataset_back_before_each_point(public_tmp, tmp_path):
+    import re
+    import subprocess
+
+    env = cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
+    done, store, _ = _run_study(MYSQL_RESTORE_STUDY, tmp_path, env, "--keep")
+    assert "restored the prepared data directory in" in done.stderr
+    kept = re.search(r"connect with (mysql --defaults-extra-file=\S+ -h \S+ -P \d+ -u \S+ \S+);", done.stderr)
+    assert kept, done.stderr[-2000:]
+    try:
+        # The dataset has 3000 orders per district; every New-Order adds one. After the
+        # second point, the orders beyond those are the second point's alone: the first
+        # point's went with the restore.
+        out = subprocess.run([*kept[1].split(), "-N", "-e", "SELECT COUNT(*) FROM orders WHERE o_id > 3000"],
+                             env=env, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    finally:
+        cleaned = dbarena("cleanup", env=env)
+    assert cleaned.returncode == 0 and "stopped and removed the mysql instance" in cleaned.stderr + cleaned.stdout
+    db = sqlite3.connect(store)
+    details = [json.loads(d) for (d,) in db.execute("SELECT details FROM points ORDER BY id")]
+    first, second = (d["new_orders_committed"] for d in details)
+    assert first > 0 and int(out) == second, (out, first, second)
+    assert details[0].get("restore_s") is None and details[1]["restore_s"] > 0
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
+
+
 CPUS_STUDY = """
 schema = 1
 name = "cores"
@@ -372,3 +413,53 @@ def test_a_kernel_smt_axis_switches_before_each_modes_servers_and_puts_it_back(p
     assert seen.stages.index(switched[0]) < targets[0] < seen.stages.index(switched[1]) < targets[1]
     assert [(o["smt"], o["smt_by"]) for o in options] == [("off", f"kernel ({control})"),
                                                            ("on", f"kernel ({control})")]
+
+
+CTRL_C_STUDY = """
+schema = 1
+name = "ctrl-c"
+[engines.postgres]
+data_dir = "tmpfs"
+[sweep]
+levels = [1, 2]
+duration_s = 3
+restore = "point"
+[datasets]
+scale = 1
+[[workloads]]
+workload = "pgbench-tpcb"
+[cpus]
+server = [1]
+"""
+
+
+def test_ctrl_c_in_a_study_on_a_ram_disk_with_restore_and_pinned_cpus_leaves_nothing(public_tmp, tmp_path):
+    """Ctrl-C while a point runs on a server pinned to a core, with its data and its
+    saved copy on /dev/shm: the finished point is kept, the run marked interrupted,
+    and nothing is left running or in RAM."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    from test_run import _start, _wait_for_line
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    before = set(Path("/dev/shm").iterdir())
+    study, store = tmp_path / "c.toml", tmp_path / "r.db"
+    study.write_text(CTRL_C_STUDY)
+    proc = _start(["run", "--study", str(study), "--store", str(store)],
+                  cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")))
+    seen = _wait_for_line(proc, "restored the prepared data directory in")  # before the second point
+    time.sleep(1.5)  # into it
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "finished point(s) kept" in err and "Traceback" not in err
+    shm = set(Path("/dev/shm").iterdir()) - before
+    assert shm == set() and processes_mentioning("/dev/shm/dbarena-") == []
+    assert not list((tmp_path / "state" / "records").glob("*.json"))
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    assert [s for (s,) in db.execute("SELECT status FROM points")] == ["ok"]

@@ -484,3 +484,12 @@ def test_quick_caps_the_memory_a_big_servers_settings_ask_for():
     assert settings["checkpoint_timeout"] == "1h" and settings["wal_compression"] == "on"  # the rest as the study
     assert "postgres shared_buffers: 32GB -> 128MB (--quick)" in quick.changes
     assert study._size_bytes("6G") == 6 * 2 ** 30 and study._size_bytes("300") is None
+
+
+def test_restore_is_for_throwaway_instances_of_either_engine():
+    head = 'schema = 1\nname = "r"\n[sweep]\nlevels = [1]\nrestore = "point"\n[[workloads]]\nworkload = "tpcc-like"\n'
+    both = study.parse(head + '[engines.postgres]\n[engines.mysql]\n', "r.toml")
+    assert {w.restore for w in both.workloads} == {"point"}
+    with pytest.raises(study.StudyError, match=r"restore puts back a throwaway instance's data directory: not "
+                                               r"possible on mysql's target"):
+        study.parse(head + '[engines.mysql]\ntarget = "mysql://u@db/x"\n', "r.toml")

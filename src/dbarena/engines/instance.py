@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dbarena import execute, state
 from dbarena.errors import EnvironmentProblem
+from dbarena.interfaces import Executor
 
 
 def unprivileged_user(preferred: str) -> str | None:
@@ -117,6 +118,35 @@ def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: 
         state.remove_segments({Path(p) for p in record.data.get("shm", ())})
         shutil.rmtree(top, ignore_errors=True)
         record.remove()
+
+
+# Restore between rounds (study B): the stopped data directory copied aside once the
+# dataset is prepared, and put back before a point. cp rather than shutil: --reflink
+# shares the blocks where the file system can (btrfs, XFS), and -a keeps the server
+# user's ownership and the 0700 mode. The copy sits beside the data directory, in the
+# instance's own directory, so it goes wherever the instance goes (and with it).
+
+
+def _copy(executor: Executor, source: Path, destination: Path) -> None:
+    done = executor.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"copying {source}: {(done.stderr or done.stdout).strip()[-300:]}")
+
+
+def save_data(executor: Executor, data: Path) -> None:
+    """A stopped server's data directory, copied aside."""
+    snapshot = data.parent / "snapshot"
+    shutil.rmtree(snapshot, ignore_errors=True)
+    _copy(executor, data, snapshot)
+
+
+def put_back_data(executor: Executor, data: Path) -> None:
+    """A stopped server's data directory, as save_data copied it."""
+    snapshot = data.parent / "snapshot"
+    if not snapshot.is_dir():
+        raise EnvironmentProblem("no saved data directory to restore")
+    shutil.rmtree(data)
+    _copy(executor, snapshot, data)
 
 
 def log_reason(log_path: Path | None, markers: tuple[str, ...]) -> str:

@@ -22,7 +22,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 from dbarena import execute
@@ -94,6 +94,13 @@ class MyTarget:
     flavour: str = "mysql"
     password: str | None = field(default=None, repr=False)  # in memory only, for provenance queries
     _clients: dict = field(default_factory=dict, repr=False)
+    # How a throwaway's server is started again (restore between rounds).
+    executor: Executor = field(default=execute.LOCAL, repr=False)
+    record: Any = field(default=None, repr=False)  # a throwaway's state.Record
+    server_argv: tuple[str, ...] = ()
+    server_user: str | None = None
+    server_env: dict | None = field(default=None, repr=False)
+    server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
 
     @property
     def url(self) -> str:
@@ -163,11 +170,40 @@ class MyTarget:
     def remember_shared_memory(self) -> None:
         """InnoDB keeps no POSIX shared memory: nothing to remember."""
 
+    def _restart(self, between: Callable[[], None], timeout_s: float = 120) -> None:
+        """Stop the throwaway server (its normal shutdown: InnoDB flushes every page, so
+        the stopped data directory is whole), do `between` to it, start it again on
+        the same port and configuration."""
+        if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
+            raise EnvironmentProblem("only a throwaway MySQL server's data directory can be saved and restored")
+        instance.stop_server(self.process, first_signal=signal.SIGTERM, grace_s=120)
+        between()
+        self.process = self.executor.spawn(list(self.server_argv), log_path=self.data_dir.parent / "stdout.log",
+                                           user=self.server_user, env=self.server_env, cpus=self.server_cpus)
+        if self.record is not None:
+            self.record.update(server_pgid=self.process.pid)
+        # root has a password nobody keeps now (_lock_root): ready when dbarena's user
+        # gets in over TCP.
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with contextlib.closing(self.connect()):
+                    return
+            except pymysql.MySQLError:
+                time.sleep(0.1)
+        raise EnvironmentProblem(f"the MySQL server did not start again: {_log_reason(self.log_path)}")
+
     def snapshot_data(self) -> None:
-        raise EnvironmentProblem("restoring a dataset is possible on a throwaway PostgreSQL only")
+        """The data directory as prepared, copied aside while the server is stopped."""
+        assert self.data_dir is not None
+        data = self.data_dir
+        self._restart(lambda: instance.save_data(self.executor, data))
 
     def restore_data(self) -> None:
-        raise EnvironmentProblem("restoring a dataset is possible on a throwaway PostgreSQL only")
+        """The data directory put back as it was prepared (snapshot_data)."""
+        assert self.data_dir is not None
+        data = self.data_dir
+        self._restart(lambda: instance.put_back_data(self.executor, data))
 
     def checkpoint(self) -> None:
         """MySQL's nearest to a checkpoint: close and flush all tables (a managed
@@ -436,11 +472,15 @@ class MySQLFamily:
                               url=f"mysql://dbarena@127.0.0.1:{port}/dbarena")
             target = MyTarget(conn=conn, description=f"throwaway {self.title} {version} at 127.0.0.1:{port}",
                               server_version=version, throwaway=True, secrets_dir=client_dir, data_dir=data,
-                              log_path=log_path, process=proc, password=password, flavour=self.flavour)
+                              log_path=log_path, process=proc, password=password, flavour=self.flavour,
+                              executor=executor, record=record,
+                              server_argv=(str(binaries.server), f"--defaults-file={cnf}"), server_user=user,
+                              server_env=server_env, server_cpus=tuple(cpus) if cpus else None)
             yield target
         finally:
-            # SIGTERM is mysqld's normal shutdown.
-            instance.release(proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
+            # SIGTERM is mysqld's normal shutdown. The server may have been restarted
+            # (a restored data directory): the current one.
+            instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
                              grace_s=120)
 
 

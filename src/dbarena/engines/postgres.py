@@ -165,34 +165,17 @@ class PgTarget:
             raise EnvironmentProblem(f"PostgreSQL did not start again: {_log_reason(self.log_path)}")
         self.remember_shared_memory()
 
-    def _copy(self, source: Path, destination: Path) -> None:
-        # cp rather than shutil: --reflink shares the blocks where the file system can
-        # (btrfs, XFS), and -a keeps the server user's ownership and the 0700 mode.
-        done = self.executor.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
-        if done.returncode != 0:
-            raise EnvironmentProblem(f"copying {source}: {(done.stderr or done.stdout).strip()[-300:]}")
-
     def snapshot_data(self) -> None:
         """The data directory as prepared, copied aside while the server is stopped."""
         assert self.data_dir is not None
-        data, snapshot = self.data_dir, self.data_dir.parent / "snapshot"
-
-        def save() -> None:
-            shutil.rmtree(snapshot, ignore_errors=True)
-            self._copy(data, snapshot)
-        self._restart(save)
+        data = self.data_dir
+        self._restart(lambda: instance.save_data(self.executor, data))
 
     def restore_data(self) -> None:
         """The data directory put back as it was prepared (snapshot_data)."""
         assert self.data_dir is not None
-        data, snapshot = self.data_dir, self.data_dir.parent / "snapshot"
-        if not snapshot.is_dir():
-            raise EnvironmentProblem("no saved data directory to restore")
-
-        def put_back() -> None:
-            shutil.rmtree(data)
-            self._copy(snapshot, data)
-        self._restart(put_back)
+        data = self.data_dir
+        self._restart(lambda: instance.put_back_data(self.executor, data))
 
     def remember_shared_memory(self) -> None:
         """Add the dynamic shared memory the server's processes map now to its record
