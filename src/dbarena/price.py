@@ -29,8 +29,8 @@ class Price:
     def shown(self) -> str:
         """The price as it was given: '0.58 USD/h' or '420 EUR/month'."""
         if self.per_month is not None:
-            return f"{self.per_month:g} {self.currency}/month"
-        return f"{self.per_hour:.4g} {self.currency}/h"
+            return f"{self.per_month:.12g} {self.currency}/month"
+        return f"{self.per_hour:.12g} {self.currency}/h"  # every digit given: 1.4464, not 1.446
 
 
 def parse(text: str) -> Price:

@@ -280,6 +280,20 @@ def test_csv_cells_carry_no_binary_noise():
     assert export._cell(123456789.123) == "123456789.123"
 
 
+def test_json_numbers_carry_no_binary_noise_at_any_depth():
+    assert export._plain({"a": [2885.7799999999997, {"b": 376.59999999999997}], "c": 14431.0, "d": None}) == \
+        {"a": [2885.78, {"b": 376.6}], "c": 14431.0, "d": None}
+    assert export._plain(float("nan")) != export._plain(float("nan"))  # left as it is
+
+
+def test_a_price_is_shown_with_every_digit_given():
+    from dbarena import price
+
+    assert price.with_currency(price.parse("1.4464"), None).shown() == "1.4464 USD/h"
+    assert price.parse("420 EUR/month").shown() == "420 EUR/month"
+    assert price.parse("0.00043 USD").shown() == "0.00043 USD/h"
+
+
 def test_the_level_of_the_price_verdict_is_said_and_a_level_without_data_gets_no_silent_verdict(store):
     from dbarena.report import tables
 
@@ -303,7 +317,7 @@ def test_price_per_100_tps_at_every_level_and_at_a_chosen_level_by_hand(store):
     every = _report(store)
     table = tables.price(every.sections[0], every)
     assert table.title == "Price / performance" and len(table.rows) == 8
-    assert table.rows[0] == ["arm", "1", "1.446 USD/h", "1.45 USD", "0.145 USD", "691"]  # 1.4464 / 10; 1000 / 1.4464
+    assert table.rows[0] == ["arm", "1", "1.4464 USD/h", "1.45 USD", "0.145 USD", "691"]  # 1.4464 / 10; 1000 / 1.4464
     assert table.rows[7] == ["x86", "8", "1.808 USD/h", "1.81 USD", "0.0565 USD", "1,770"]  # 1.808 / 32; 3200 / 1.808
     # At 4 threads: that level only, cheapest first. arm 1.4464 / 34 = 0.04254, x86 1.808 / 30 = 0.06027:
     # (1.808 x 34) / (30 x 1.4464) = 1.41667, x86 costs 41.7 % more.
@@ -311,7 +325,7 @@ def test_price_per_100_tps_at_every_level_and_at_a_chosen_level_by_hand(store):
     table = tables.price(at4.sections[0], at4)
     assert table.title == "Price / performance at 4 threads"
     assert table.headers[-1] == "against the cheapest"
-    assert table.rows == [["arm", "4", "1.446 USD/h", "1.45 USD", "0.0425 USD", "2,351", "cheapest"],
+    assert table.rows == [["arm", "4", "1.4464 USD/h", "1.45 USD", "0.0425 USD", "2,351", "cheapest"],
                           ["x86", "4", "1.808 USD/h", "1.81 USD", "0.0603 USD", "1,659", "+41.7 %"]]
     assert table.note.startswith("At 4 threads (--at-threads), cheapest first. arm is cheapest for the same "
                                  "throughput: x86 costs 42% more. Price per 100 TPS")

@@ -23,6 +23,18 @@ def _cell(value: object) -> object:
     return value
 
 
+def _plain(value: object) -> object:
+    """JSON without binary noise: floats to DIGITS significant digits, inside lists and
+    objects too (a JSON reader gets 2885.78, as the CSV has it)."""
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return float(format(value, f".{DIGITS}g"))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings"], lineterminator="\n")
@@ -32,9 +44,9 @@ def to_csv(report: Report) -> str:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps({
+    return json.dumps(_plain({
         "labels": report.labels, "baseline": report.baseline, "at_threads": report.at_threads,
         "rows": public_rows(report),
         "sections": [{"engine": s.engine, "workload": s.workload, "metric": s.metric, "ranking": s.ranking,
                       "usl": s.usl, "cheapest": s.cheapest} for s in report.sections],
-    }, indent=2)
+    }), indent=2)
