@@ -28,7 +28,8 @@ def _metric(row: dict) -> str:
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 2  # 2: the system view (machine CPU, iowait, server and load-generator CPU)
+ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+# 3: no load-generator verdict from fewer than stats.LOADGEN_MIN_SAMPLES samples
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 

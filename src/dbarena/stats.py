@@ -286,12 +286,21 @@ def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: 
     )
 
 
+# Once-a-second samples a load-generator verdict needs: the first second of a point is
+# connection set-up (at 128 clients the server showed 0.0 CPU in it), and one sample of
+# it once flagged a 5 s point as load-generator-bound.
+LOADGEN_MIN_SAMPLES = 3
+
+
 def loadgen_flags(system: Sequence[dict], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
     """Was the load generator, not the database, the bottleneck? (system: stored
-    system_samples rows of one point)"""
-    lg = [s["loadgen_cpu"] for s in system if s.get("loadgen_cpu") is not None]
-    idle = [s["cpu_idle_pct"] for s in system if s.get("cpu_idle_pct") is not None]
-    server = [s["server_cpu"] for s in system if s.get("server_cpu") is not None]
+    system_samples rows of one point; nothing is said from fewer than
+    LOADGEN_MIN_SAMPLES of a figure)"""
+
+    def enough(field: str) -> list[float]:
+        found = [s[field] for s in system if s.get(field) is not None]
+        return found if len(found) >= LOADGEN_MIN_SAMPLES else []
+    lg, idle, server = enough("loadgen_cpu"), enough("cpu_idle_pct"), enough("server_cpu")
     flags = []
     if lg and threads and statistics.fmean(lg) / threads >= 0.8:
         flags.append(Flag(Warning_.LOADGEN_BOUND,

@@ -202,3 +202,6 @@ def test_load_generator_warnings():
     assert stats.loadgen_flags(fine, threads=2, hardware_threads=2) == ()
     remote = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 2.0, "server_cpu": None}] * 5
     assert stats.loadgen_flags(remote, threads=2, hardware_threads=2) == ()
+    # Two samples (a 4 s point, the first second connection set-up) say nothing either way.
+    assert stats.loadgen_flags(saturated[:2], threads=2, hardware_threads=2) == ()
+    assert stats.loadgen_flags(busy_client[:2], threads=2, hardware_threads=8) == ()
