@@ -607,7 +607,7 @@ def test_study_c_cores_and_smt_table_by_hand():
 
     def rank(label, peak, at, cores, threads):
         return {"label": label, "peak_value": peak, "peak_threads": at, "peak_tps_per_core": peak / cores,
-                "peak_tps_per_thread": peak / threads}
+                "peak_tps_per_thread": peak / threads, "hardware_threads": threads}
 
     section = data.Section(engine="postgres", workload="pgbench-select-only", metric="tps", labels=[], rows=[],
                            ranking=[rank("p9 [1core_smt-off]", 20000.0, 4, 1, 1), rank("p9 [1core_smt-on]", 45000.0, 16, 1, 4),
@@ -621,3 +621,8 @@ def test_study_c_cores_and_smt_table_by_hand():
     assert rows["p9 [4cores_smt-off]"][6:] == ["88%", "-"]  # 70000 / (4 x 20000)
     assert tables.cores_and_smt(data.Section(engine="postgres", workload="w", metric="tps", labels=[], rows=[],
                                              ranking=[rank("box", 1.0, 1, 1, 1)], usl={}, series={})) is None
+    # Cores without SMT siblings (this VM): "on" ran on the same CPUs as "off", no gain is claimed.
+    vm = data.Section(engine="postgres", workload="w", metric="tps", labels=[], rows=[],
+                      ranking=[rank("vm [1core_smt-off]", 16922.3, 8, 1, 1), rank("vm [1core_smt-on]", 15744.8, 16, 1, 1)],
+                      usl={}, series={})
+    assert {r[0]: r[7] for r in tables.cores_and_smt(vm).rows}["vm [1core_smt-on]"] == "same CPUs (no SMT siblings)"

@@ -390,6 +390,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
                 "peak_threads": peak_n, "peak_value": peak["value"] if peak else None,
                 "peak_tps_per_core": peak["tps_per_core"] if peak else None,
                 "peak_tps_per_thread": peak["tps_per_thread"] if peak else None,
+                "hardware_threads": peak["hardware_threads"] if peak else None,
                 "price_at": levels[at_threads][price_field] if at_threads in levels else None,
                 "cpu_saturated_from": cpu_saturation(levels[n] for n in ns),
             })

@@ -339,10 +339,16 @@ def cores_and_smt(section: Section) -> TableSpec | None:
     for (base, cores, smt), r in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
         one = found.get((base, 1, smt))
         off = found.get((base, cores, "off")) if smt == "on" else None
+        gain = "-"
+        if off and off["peak_value"]:
+            # Cores without siblings (a VM, Ampere): "on" ran on the very CPUs "off" did,
+            # and a difference between them is noise, not SMT.
+            same = r.get("hardware_threads") is not None and r.get("hardware_threads") == off.get("hardware_threads")
+            gain = "same CPUs (no SMT siblings)" if same else _change(r["peak_value"] / off["peak_value"])
         rows.append([r["label"], str(cores), smt or "-", f"{num(r['peak_value'])} at {r['peak_threads']}",
                      num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
                      pct(r["peak_value"] / (cores * one["peak_value"])) if one and one["peak_value"] else "-",
-                     _change(r["peak_value"] / off["peak_value"]) if off and off["peak_value"] else "-"])
+                     gain])
     return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",
                                       "per physical core", "per hardware thread", "scaling efficiency",
                                       "gain of SMT on over off"], rows,
