@@ -626,3 +626,9 @@ def test_study_c_cores_and_smt_table_by_hand():
                       ranking=[rank("vm [1core_smt-off]", 16922.3, 8, 1, 1), rank("vm [1core_smt-on]", 15744.8, 16, 1, 1)],
                       usl={}, series={})
     assert {r[0]: r[7] for r in tables.cores_and_smt(vm).rows}["vm [1core_smt-on]"] == "same CPUs (no SMT siblings)"
+    # POWER's modes, each step against the one below it: SMT2 / SMT1, SMT4 / SMT2.
+    p9 = data.Section(engine="postgres", workload="w", metric="tps", labels=[], rows=[],
+                      ranking=[rank("p9 [2cores_smt-4]", 90000.0, 32, 2, 8), rank("p9 [2cores_smt-1]", 40000.0, 8, 2, 2),
+                               rank("p9 [2cores_smt-2]", 60000.0, 16, 2, 4)], usl={}, series={})
+    assert [(r[0], r[7]) for r in tables.cores_and_smt(p9).rows] == [
+        ("p9 [2cores_smt-1]", "-"), ("p9 [2cores_smt-2]", "+50.0 %"), ("p9 [2cores_smt-4]", "+50.0 %")]

@@ -315,12 +315,20 @@ def system(section: Section) -> TableSpec | None:
                  else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
                                      "load generator CPU (cores)", "hardware threads"], body,
-                     "Means over each point's steady state of the once-a-second samples, then over repeats. CPU in "
+                     ("Means over each point's whole run" if section.metric == "seconds" else
+                      "Means over each point's steady state") + " of the once-a-second samples, then over repeats. CPU in "
                      "cores: 1.0 = one hardware thread busy. For a remote target the machine and the load "
                      "generator are this host; the server's CPU is not seen. " + "; ".join(saturated) + ".")
 
 
-_CORES = re.compile(r"^(?P<base>.*?)(?P<cores>\d+)cores?(?:_smt-(?P<smt>on|off))?\]$")
+_CORES = re.compile(r"^(?P<base>.*?)(?P<cores>\d+)cores?(?:_smt-(?P<smt>on|off|\d))?\]$")
+
+
+def _smt_order(mode: str | None) -> tuple[int, int]:
+    """SMT modes from fewest threads per core: off, on; or POWER's 1, 2, 4, 8."""
+    if mode is None:
+        return (0, 0)
+    return (1, int(mode)) if mode.isdigit() else (0, 0 if mode == "off" else 1)
 
 
 def cores_and_smt(section: Section) -> TableSpec | None:
@@ -336,26 +344,31 @@ def cores_and_smt(section: Section) -> TableSpec | None:
     if not found or section.metric == "seconds":
         return None
     rows = []
-    for (base, cores, smt), r in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+    ordered = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], _smt_order(kv[0][2])))
+    for (base, cores, smt), r in ordered:
         one = found.get((base, 1, smt))
-        off = found.get((base, cores, "off")) if smt == "on" else None
+        # The SMT step below this one on the same cores: off -> on, or SMT2 -> SMT4.
+        below = [v for (b, c, m), v in ordered if (b, c) == (base, cores) and m is not None and smt is not None
+                 and _smt_order(m) < _smt_order(smt)]
+        lower = below[-1] if below else None
         gain = "-"
-        if off and off["peak_value"]:
+        if lower and lower["peak_value"]:
             # Cores without siblings (a VM, Ampere): "on" ran on the very CPUs "off" did,
             # and a difference between them is noise, not SMT.
-            same = r.get("hardware_threads") is not None and r.get("hardware_threads") == off.get("hardware_threads")
-            gain = "same CPUs (no SMT siblings)" if same else _change(r["peak_value"] / off["peak_value"])
+            same = r.get("hardware_threads") is not None and r.get("hardware_threads") == lower.get("hardware_threads")
+            gain = "same CPUs (no SMT siblings)" if same else _change(r["peak_value"] / lower["peak_value"])
         rows.append([r["label"], str(cores), smt or "-", f"{num(r['peak_value'])} at {r['peak_threads']}",
                      num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
                      pct(r["peak_value"] / (cores * one["peak_value"])) if one and one["peak_value"] else "-",
                      gain])
     return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",
                                       "per physical core", "per hardware thread", "scaling efficiency",
-                                      "gain of SMT on over off"], rows,
+                                      "gain over the SMT step below"], rows,
                      "Best: the highest throughput over the sessions measured (study C's peak), per physical core "
                      "and per hardware thread of the cores the variant's server was confined to. Scaling efficiency "
                      "= best(N cores) / (N x best(1 core)), same SMT mode; the SMT gain compares the bests of the "
-                     "same cores with SMT on and off (off by affinity where emulated: see the provenance).")
+                     "same cores one SMT step apart, off to on or POWER's SMT1 to 2 to 4 to 8 (by the kernel's switch "
+                     "or by affinity: see the provenance).")
 
 
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
