@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 
 import numpy as np
@@ -273,6 +273,39 @@ BAD = {
     "tab for a space": (GOOD6, 2, b"0 83 4722\t0 1412881037 916203"),
     "empty line": (GOOD6, 2, b""),
     "time too long to be one": (GOOD6, 2, b"0 83 1234567890123456789 0 1412881037 916203"),
+    "punctuation inside the time": (GOOD6, 2, b"0 83 47.2 0 1412881037 916203"),
+    "punctuation inside an outcome word": (GOOD6, 2, b"0 83 skip-ped 0 1412881037 916203"),
+    "punctuation before the time": (GOOD6, 2, b"0 83 :4722 0 1412881037 916203"),
+    "minus before another number": (GOOD6, 2, b"0 83 4722 0 -1412881037 916203"),
+    "carriage return before the newline": (GOOD6, 2, b"0 83 4722 0 1412881037 916203\r"),
+}
+COLUMNS = "(client, transaction, time, script, epoch, microseconds[, lag][, retries])"
+NOT_TIME = "is not a number or an outcome (skipped, failed, serialization, deadlock)"
+# Why each is refused, whatever the block size: a line without the log's shape first,
+# then a time that is no number and no outcome word, then any other byte out of place.
+REASONS = {
+    "missing column (6-column log)": f"5 columns where the log has 6 {COLUMNS}",
+    "missing column (7-column log)": f"6 columns where the log has 7 {COLUMNS}",
+    "extra column": f"9 columns where the log has 6 {COLUMNS}",
+    "letter inside the time": f"transaction time '47a2' {NOT_TIME}",
+    "letter inside the time (7-column log)": f"transaction time '47x2' {NOT_TIME}",
+    "letter inside another number": "column 6 '91b203' is not a number",
+    "letter inside the client id": "column 1 '1x' is not a number",
+    "negative time": "unknown transaction time '-4722'",
+    "unknown word as the time": "unknown transaction time 'aborted'",
+    "outcome word with a capital": "unknown transaction time 'Skipped'",
+    "empty column (double space)": f"7 columns where the log has 6 {COLUMNS}",
+    "empty column (7-column log)": "column 6 '' is not a number",
+    "empty last column": f"7 columns where the log has 6 {COLUMNS}",
+    "leading space": f"7 columns where the log has 6 {COLUMNS}",
+    "tab for a space": f"5 columns where the log has 6 {COLUMNS}",
+    "empty line": f"1 columns where the log has 6 {COLUMNS}",
+    "time too long to be one": "a transaction time too long to be one",
+    "punctuation inside the time": f"transaction time '47.2' {NOT_TIME}",
+    "punctuation inside an outcome word": "unknown transaction time 'skip-ped'",
+    "punctuation before the time": "unknown transaction time ':4722'",
+    "minus before another number": "column 5 '-1412881037' is not a number",
+    "carriage return before the newline": "column 6 '916203\\r' is not a number",
 }
 
 
@@ -287,6 +320,60 @@ def test_a_bad_line_is_named_by_its_number(case, block, monkeypatch):
     assert info.value.line == bad.decode(), str(info.value)
     assert f"line {index + 1}" in str(info.value) and "x.log" in str(info.value)
     assert info.value.tool == pgbench_log.TOOL
+    assert info.value.reason == f"x.log: {REASONS[case]}"
+
+
+def _with_time(line: bytes, time: bytes) -> bytes:
+    fields = line.split(b" ")
+    fields[2] = time
+    return b" ".join(fields)
+
+
+# Times of every length pgbench could write (1 to 18 digits: up to 8 are read as one
+# 64-bit word, longer ones digit by digit), small and large digits.
+TIMES = [t[:width].encode() for width in range(1, 19) for t in ("9" * 18, "1" + "0" * 17, "123456789012345678")]
+
+
+@pytest.mark.parametrize("block", [pgbench_log.BLOCK_BYTES, 64])
+def test_times_of_every_length_are_read_exactly(block, monkeypatch):
+    lines = (LOGS / f"{RUNS[0].split('-')[0]}-max-tries.thread1.log").read_bytes().splitlines()
+    monkeypatch.setattr(pgbench_log, "BLOCK_BYTES", block)
+    data = b"".join(_with_time(line, time) + b"\n" for line, time in zip(lines, TIMES))
+    ref = reference(data)
+    assert summary(read_bytes(data)) == {"count": len(TIMES), "sum_us": sum(map(int, TIMES)),
+                                         "min_us": 1, "max_us": 999_999_999_999_999_999, "outcomes": {}}
+    assert sorted(ref["values"]) == sorted(map(int, TIMES))
+
+
+@pytest.mark.parametrize("time", TIMES[::3] + [b"1", b"12", b"0", b"007"])
+def test_the_first_time_of_a_file_is_read_exactly(time):
+    # The first line's time starts a few bytes into the block: the 8 bytes read from it
+    # are the block's first line, whatever its length.
+    lines = (LOGS / f"{RUNS[0].split('-')[0]}-select-only.thread0.log").read_bytes().splitlines()
+    data = _with_line(lines, 0, _with_time(lines[0], time))
+    ref = reference(data)
+    assert ref["values"][0] == int(time)
+    assert summary(read_bytes(data)) == {"count": len(ref["values"]), "sum_us": sum(ref["values"]),
+                                         "min_us": min(ref["values"]), "max_us": max(ref["values"]),
+                                         "outcomes": ref["outcomes"]}
+
+
+@pytest.mark.parametrize("block", [64, 4096])
+def test_a_block_stays_as_read_until_its_buffer_comes_round_again(block, monkeypatch):
+    # read_stream keeps at most `buffers - 1` blocks in flight while it reads the next
+    # one into the buffer of the oldest: the blocks still in flight must be untouched.
+    monkeypatch.setattr(pgbench_log, "BLOCK_BYTES", block)
+    path = thread_logs(RUNS[0])[0]
+    kept: deque = deque()
+    read = b""
+    with open(path, "rb") as f:
+        for view, _, _ in pgbench_log._blocks(f, Latencies(), path.name, buffers=3):
+            kept.append((view, bytes(view)))
+            read += bytes(view)
+            if len(kept) > 3:
+                kept.popleft()
+            assert [bytes(v) for v, _ in kept] == [copy for _, copy in kept]
+    assert read == path.read_bytes()
 
 
 @pytest.mark.parametrize("block", [pgbench_log.BLOCK_BYTES, 64])
