@@ -123,6 +123,8 @@ def by_smt(engine_plan: EnginePlan) -> list[tuple[str | None, EnginePlan]]:
     for mode in modes:
         variants = tuple(v for v in engine_plan.variants if engine_plan.placement.get(v, (None, None))[1] == mode)
         out.append((mode, replace(engine_plan, variants=variants,
+                                  placement={v: engine_plan.placement[v] for v in variants
+                                             if v in engine_plan.placement},
                                   points=tuple(p for p in engine_plan.points if p.variant in variants))))
     return out
 

@@ -128,7 +128,10 @@ def check_data_dirs(plans: Sequence[plan.EnginePlan]) -> None:
         # The datasets of one server live side by side: each workload's, largest repeat.
         datasets = {(workloads.WORKLOADS[s.workload].tool.name, s.params) for s in p.points}
         need = sum(datadir.estimate_bytes(dict(params)) for _, params in datasets)
-        datadir.check_room(parent, need * len(p.variants), entry.data_dir)
+        # restore keeps a copy of the prepared data directory beside it (reflinked where
+        # the file system can, which a RAM disk cannot).
+        copies = 2 if any(s.restore for s in p.points) else 1
+        datadir.check_room(parent, need * copies * len(p.variants), entry.data_dir)
 
 
 @dataclass(frozen=True)
@@ -171,8 +174,8 @@ def kernel_smt(study: Study, plans: Sequence[plan.EnginePlan]) -> bool:
         return False
     why = smt.refusal(modes)
     if why:
-        raise UsageError(f"[cpus] smt: {why}; emulate it with [cpus] smt_emulate = true (one thread per core, "
-                         "by affinity)")
+        raise UsageError(f"[cpus] smt: {why}; emulate it with [cpus] smt_emulate = true (the SMT modes by "
+                         "affinity: that many threads of each core)")
     return True
 
 
@@ -255,16 +258,29 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
     index = 0
+    switch = smt.Switch() if switching else None
     try:
-        with smt.Switch() if switching else contextlib.nullcontext() as switch:
-            for number, (mode, part) in enumerate(parts):
-                if switch is not None:
-                    _switch(ctx, switch, mode, part)
-                later = [spec for _, other in parts[number + 1:] for spec in other.points]
-                index = _run_engine(ctx, part, first_index=index, later=later)
-                if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
-                    break
+        for number, (mode, part) in enumerate(parts):
+            later = [spec for _, other in parts[number + 1:] for spec in other.points]
+            if switch is not None:
+                _switch(ctx, switch, mode, part)
+                if deadline is not None:
+                    # One SMT mode after the other: each gets its share of what is left
+                    # of the budget, or the first would take it all (interleaved
+                    # variants share it round by round).
+                    left = deadline - clock()
+                    mine = sum(estimate_s(p) for p in part.points)
+                    ctx.deadline = clock() + left * mine / max(mine + sum(estimate_s(p) for p in later), 1e-9)
+            index = _run_engine(ctx, part, first_index=index, later=later)
+            if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
+                break
     finally:
+        problem = switch.restore() if switch is not None else None
+        if problem:
+            reporter.stage(problem)
+            outcome.notes.append(problem)
+        elif switch is not None and switch.changed:
+            reporter.stage(f"SMT is {switch.mode} again, as before the study ({switch.control})")
         if begun:
             reporter.end()
     if outcome.exit_status == ExitStatus.OK and outcome.failed:

@@ -20,7 +20,8 @@ import platform
 from pathlib import Path
 from typing import Sequence
 
-from dbarena import state
+from dbarena import hostinfo, state
+from dbarena.engines import instance
 from dbarena.errors import EnvironmentProblem
 
 CONTROL = Path("/sys/devices/system/cpu/smt/control")
@@ -51,33 +52,51 @@ def refusal(modes: Sequence[str], control: Path | None = None, *, machine: str |
         return f"{control} is missing (a kernel without SMT control)"
     if now in _CANNOT:
         return f"this machine cannot switch SMT ({_CANNOT[now]})"
-    if not (os.geteuid() == 0 if root is None else root) or not os.access(control, os.W_OK):
+    if not (os.geteuid() == 0 if root is None else root):
         return f"switching SMT writes {control}, which needs root"
+    if not os.access(control, os.W_OK):
+        return f"{control} cannot be written (a read-only /sys, as in a container)"
     numbers = [m for m in modes if m.isdigit()]
     arch = machine if machine is not None else platform.machine()
     if numbers and not (arch.startswith("ppc") or now.isdigit()):
         return (f"threads per core ({', '.join(numbers)}) are a POWER kernel's SMT modes; this {arch} kernel "
                 "switches SMT on and off only")
+    other = holder(control)
+    if other is not None:
+        # Its "original" would be our switched state: one study switches at a time.
+        return f"another dbarena process (pid {other}) has switched SMT and not yet put it back"
+    return None
+
+
+def holder(control: Path) -> int | None:
+    """The live dbarena process of this host that has `control` switched, if any."""
+    for _, data in state.records():
+        if data.get("kind") == "smt" and data.get("control") == str(control) and not state.orphaned(data) \
+                and data.get("owner_pid") != os.getpid() and state.ours(data):
+            return data.get("owner_pid")
     return None
 
 
 class Switch:
     """Sets the kernel's SMT mode for a study's variants and puts the original back.
 
-    Use as a context manager around the whole study: `set` between variants, the
-    original restored on leaving however the study ends."""
+    Use as a context manager around the whole study, or call `restore` in a finally:
+    `set` between variants, the original restored however the study ends."""
 
     def __init__(self, control: Path | None = None) -> None:
         self.control = control or CONTROL
         self.original: str | None = None
         self._record: state.Record | None = None
         self._affinity: set[int] | None = None
+        self.changed = False  # whether it ever wrote the switch
 
     def __enter__(self) -> Switch:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.restore()
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        problem = self.restore()
+        if problem and kind is None:  # never in place of the error already on its way
+            raise EnvironmentProblem(problem)
 
     @property
     def mode(self) -> str:
@@ -86,33 +105,54 @@ class Switch:
     def set(self, mode: str) -> None:
         if self.original is None:
             self.original = read(self.control)
+            self._affinity = allowed_cpus()
             # Written before the first switch: a killed dbarena leaves a record that
             # says what the machine's state was, and its reaper puts it back.
             self._record = state.smt(str(self.control), self.original)
-            self._affinity = set(os.sched_getaffinity(0))
         if read(self.control) != mode:
             write(self.control, mode)
+            self.changed = True
             self._widen()
 
-    def restore(self) -> None:
+    def restore(self) -> str | None:
+        """The original state back, shielded from a second Ctrl-C. None when it is (or
+        nothing was switched); else why not, in one line, and the record stays, so
+        that `dbarena cleanup` (and every later command) tries again."""
         if self.original is None:
-            return
-        try:
-            if read(self.control) != self.original:
-                write(self.control, self.original)
-                self._widen()
-        finally:
+            return None
+        original = self.original
+        with instance.shielded():
+            try:
+                if read(self.control) != original:
+                    write(self.control, original)
+                    self._widen()
+            except EnvironmentProblem as exc:
+                return (f"{exc}; SMT is left {read(self.control)}: put it back with "
+                        f"`echo {original} > {self.control}`, or `dbarena cleanup`")
             if self._record is not None:
                 self._record.remove()
             self.original, self._record = None, None
-
+        return None
 
     def _widen(self) -> None:
-        # A CPU taken offline can drop out of this process's affinity for good (cgroup
-        # v1 cpusets do that); CPUs back online belong to it again, as before the study.
+        # CPUs taken offline drop out of what a process may use, and do not all come
+        # back with them (cgroup v1 cpusets keep them out): the process gets every CPU
+        # it had before the study again. The server and tools started later inherit it.
         if self._affinity:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, self._affinity)
+
+
+def allowed_cpus() -> set[int]:
+    """The CPUs this process may run on, offline ones included (the kernel's
+    sched_getaffinity leaves those out: with SMT off, the siblings)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return hostinfo.parse_cpu_list(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return set(os.sched_getaffinity(0))
 
 
 def write(control: Path, mode: str) -> None:

@@ -245,13 +245,25 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         say(f"stopped and removed the {what}, left by {owner}")
     elif data["kind"] == "smt":
         control, original = Path(data["control"]), data["original"]
-        if dry_run:
+        if data.get("boot_id") != machine()["boot_id"]:
+            # Rebooted since: the boot configuration decides SMT now, not the record.
+            if dry_run:
+                say(f"would forget that {owner} had switched SMT: the machine has rebooted since")
+                return
+            say(f"forgot that {owner} had switched SMT: the machine has rebooted since")
+        elif dry_run:
             say(f"would set SMT back to {original} ({control}), left switched by {owner}")
             return
-        with contextlib.suppress(OSError):
-            if control.read_text().strip() != original:
-                control.write_text(original)
-        say(f"set SMT back to {original} ({control}), left switched by {owner}")
+        else:
+            try:
+                if control.read_text().strip() != original:
+                    control.write_text(original)
+            except OSError as exc:
+                # The record stays: the next command (or `dbarena cleanup`) tries again.
+                say(f"could not set SMT back to {original} ({control}), left switched by {owner}: "
+                    f"{exc.strerror or exc}; put it back with `echo {original} > {control}`")
+                return
+            say(f"set SMT back to {original} ({control}), left switched by {owner}")
     else:
         where = f"run {data['run_id']} in {data['store']}"
         if dry_run:

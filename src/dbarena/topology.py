@@ -16,9 +16,6 @@ from pathlib import Path
 from dbarena import execute
 from dbarena.errors import UsageError
 
-SMT_CONTROL = Path("/sys/devices/system/cpu/smt/control")
-
-
 @dataclass(frozen=True)
 class Cpu:
     cpu: int
@@ -163,14 +160,3 @@ def read_sysfs() -> list[Cpu]:
         except (OSError, ValueError):
             continue
     return out
-
-
-def smt_control(text: str | None = None) -> str:
-    """The kernel's SMT switch: on, off, forceoff, notsupported (a VM, a CPU without
-    SMT) or notimplemented; "unknown" without the file."""
-    if text is None:
-        try:
-            text = SMT_CONTROL.read_text()
-        except OSError:
-            return "unknown"
-    return text.strip() or "unknown"

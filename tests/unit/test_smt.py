@@ -9,6 +9,7 @@ checked against this machine in tests/e2e/test_study_run.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -85,7 +86,8 @@ def test_a_killed_owners_switch_is_put_back_by_its_watchdog(control, tmp_path):
     owner.kill()
     owner.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and control.read_text() != "on":
+    # The reaper writes the switch, then removes the record: wait for both.
+    while time.monotonic() < deadline and (control.read_text() != "on" or state.records()):
         time.sleep(0.1)
     assert control.read_text() == "on" and state.records() == []
 
@@ -153,3 +155,93 @@ def test_study_check_says_how_the_smt_modes_are_made_and_whether_this_machine_ca
     emulated = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\nsmt_emulate = true\n', "c.toml")
     text = studycheck.render(studycheck.summarise(emulated, plan.expand(emulated, lambda e: 2)))
     assert "SMT modes off, on: emulated by affinity" in text and "not on this machine" not in text
+
+
+def test_a_study_begun_with_smt_off_gets_its_siblings_back_in_its_affinity(control, monkeypatch):
+    # With SMT off, sched_getaffinity shows the primary threads only; the CPUs the
+    # process may use are what /proc/self/status lists (offline ones included).
+    control.write_text("off\n")
+    monkeypatch.setattr(smt, "allowed_cpus", lambda: {0, 1, 2, 3})
+    given: list[set[int]] = []
+    monkeypatch.setattr(smt.os, "sched_setaffinity", lambda pid, cpus: given.append(set(cpus)))
+    with smt.Switch() as switch:
+        switch.set("on")
+    assert given == [{0, 1, 2, 3}, {0, 1, 2, 3}]  # after "on", and after "off" again
+    assert smt.allowed_cpus() >= set(os.sched_getaffinity(0))
+
+
+def test_a_restore_that_cannot_write_says_so_in_one_line_and_keeps_the_record(control, monkeypatch):
+    switch = smt.Switch()
+    switch.set("off")
+
+    def refuse(path, mode):
+        raise smt.EnvironmentProblem(f"could not set SMT to {mode} through {path}: Device or resource busy")
+    monkeypatch.setattr(smt, "write", refuse)
+    problem = switch.restore()
+    assert problem is not None and "\n" not in problem and f"`echo on > {control}`" in problem
+    assert [d["kind"] for _, d in state.records()] == ["smt"]  # for `dbarena cleanup` to try again
+    with pytest.raises(smt.EnvironmentProblem, match="Device or resource busy"):
+        with switch:
+            pass
+
+
+def _record(tmp_path, control, **fields) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = state.start_time(child.pid)
+    child.wait()
+    folder = tmp_path / "state" / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"kind": "smt", "control": str(control), "original": "on", "owner_pid": child.pid,
+            "owner_start": started or 0, **state.machine(), **fields}
+    (folder / "smt-x.json").write_text(json.dumps(data))
+
+
+def test_the_reaper_keeps_the_record_when_it_cannot_write_and_forgets_it_after_a_reboot(control, tmp_path):
+    gone = tmp_path / "gone" / "control"
+    _record(tmp_path, gone)
+    said: list[str] = []
+    state.reap_dead(said.append)
+    assert len(said) == 1 and said[0].startswith("could not set SMT back to on") and len(state.records()) == 1
+    control.write_text("off")
+    _record(tmp_path, control, boot_id="another boot")  # replaces the first record
+    (owner,) = [d["owner_pid"] for _, d in state.records()]
+    said.clear()
+    state.reap_dead(said.append)
+    assert said == [f"forgot that process {owner} had switched SMT: the machine has rebooted since"]
+    assert control.read_text() == "off" and state.records() == []  # the boot decides now
+
+
+def test_one_study_switches_at_a_time(control, tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        folder = tmp_path / "state" / "records"
+        folder.mkdir(parents=True)
+        (folder / "smt-other.json").write_text(json.dumps({
+            "kind": "smt", "control": str(control), "original": "on", "owner_pid": other.pid,
+            "owner_start": state.start_time(other.pid), **state.machine()}))
+        assert smt.refusal(["off", "on"], root=True) == (
+            f"another dbarena process (pid {other.pid}) has switched SMT and not yet put it back")
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_session_puts_smt_back_when_a_part_fails_and_shares_the_budget(control, monkeypatch, tmp_path):
+    from dbarena.store import Store
+
+    seen: list[tuple[str, float | None]] = []
+
+    def fake_engine(ctx, part, *, first_index, later):
+        seen.append((smt.read(), ctx.deadline))
+        if len(seen) == 2:
+            raise RuntimeError("the second mode's server would not start")
+        return first_index + len(part.points)
+    monkeypatch.setattr(session, "_run_engine", fake_engine)
+    monkeypatch.setattr(session, "check_settings", lambda study, executor=None: None)
+    s = study.parse(HEAD.replace("[sweep]\n", '[sweep]\nprecision = "5%"\nbudget = "1h"\n')
+                    + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\n', "c.toml")
+    with Store(tmp_path / "r.db") as db, pytest.raises(RuntimeError, match="would not start"):
+        session.run(s, store=db, host_facts={"hardware_threads": 2}, clock=lambda: 0.0)
+    assert [mode for mode, _ in seen] == ["off", "on"]
+    assert seen[0][1] == pytest.approx(1800)  # half the hour: the two modes' plans are alike
+    assert control.read_text().strip() == "on" and state.records() == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import plan, session, study, topology
+from dbarena import plan, session, smt, study, topology
 from dbarena.errors import UsageError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "topology"
@@ -40,9 +40,11 @@ def test_whole_cores_spread_over_sockets_with_or_without_their_siblings():
         topology.whole_cores(TWO_SOCKETS, 4, usable=usable)
 
 
-def test_smt_control():
-    assert topology.smt_control("notsupported\n") == "notsupported"
-    assert topology.smt_control("") == "unknown"
+def test_smt_control(tmp_path):
+    (tmp_path / "control").write_text("notsupported\n")
+    assert smt.read(tmp_path / "control") == "notsupported"
+    (tmp_path / "control").write_text("")
+    assert smt.read(tmp_path / "control") == "unknown" and smt.read(tmp_path / "missing") == "unknown"
 
 
 HEAD = 'schema = 1\nname = "c"\n[sweep]\nlevels = [1]\nduration_s = 2\n[[workloads]]\nworkload = "pgbench-select-only"\n'
@@ -135,7 +137,7 @@ def test_offline_cpus_are_left_out():
 @pytest.mark.parametrize("name, said", [("s390x-kvm-nested-guest.smt-control", "notsupported"),
                                         ("loongarch64-kvm-guest.smt-control", "notimplemented")])
 def test_what_a_vms_kernel_says_of_smt(name, said):
-    assert topology.smt_control((FIXTURES / name).read_text()) == said
+    assert smt.read(FIXTURES / name) == said
 
 
 def test_power_smt_modes_are_threads_per_core_by_affinity(monkeypatch):

@@ -14,6 +14,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
+from typing import Callable
 
 from dbarena import execute, state
 from dbarena.errors import EnvironmentProblem
@@ -82,16 +83,19 @@ def shielded():
             signal.signal(s, handler)
 
 
-def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> None:
+def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> int | None:
     """Ask the server to shut down with first_signal; if it hangs, SIGKILL its whole
     process group (it was spawned as a session leader, so that holds its children) and
-    remove the shared memory segments it held (a killed PostgreSQL leaves them in RAM)."""
+    remove the shared memory segments it held (a killed PostgreSQL leaves them in RAM).
+    Its exit status: -9 when it had to be killed."""
     segments = state.shm_segments(proc.pid) if proc.poll() is None else set()
+    status = proc.returncode
     if proc.poll() is None:
-        execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
+        status = execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     state.remove_segments(segments)
+    return status
 
 
 def new_top(prefix: str, engine: str, parent: Path | None = None) -> tuple[Path, state.Record]:
@@ -130,7 +134,30 @@ def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: 
 def _copy(executor: Executor, source: Path, destination: Path) -> None:
     done = executor.run(["cp", "-a", "--reflink=auto", str(source), str(destination)], timeout=24 * 3600)
     if done.returncode != 0:
-        raise EnvironmentProblem(f"copying {source}: {(done.stderr or done.stdout).strip()[-300:]}")
+        said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise EnvironmentProblem(f"copying {source}: {said[-1][-300:]}")  # one line: cp may say one per file
+
+
+def stopped_cleanly(proc, *, first_signal: int, grace_s: float, what: str) -> None:
+    """stop_server, and an error if the server had to be killed: a copy of its data
+    directory would then be a crash image that every restore recovers from."""
+    if stop_server(proc, first_signal=first_signal, grace_s=grace_s) == -signal.SIGKILL:
+        raise EnvironmentProblem(f"{what} did not shut down within {grace_s:.0f} s and was killed: its data "
+                                 "directory is not saved as it would need crash recovery")
+
+
+def restarted(stop: Callable[[], object], between: Callable[[], None], start: Callable[[], None]) -> None:
+    """Stop a server, do `between` to its data directory, start it again; started
+    again also when `between` fails (a failed copy must not leave every later point
+    without a server), the failure then raised."""
+    stop()
+    try:
+        between()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            start()
+        raise
+    start()
 
 
 def save_data(executor: Executor, data: Path) -> None:

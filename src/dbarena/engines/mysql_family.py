@@ -170,24 +170,34 @@ class MyTarget:
     def remember_shared_memory(self) -> None:
         """InnoDB keeps no POSIX shared memory: nothing to remember."""
 
-    def _restart(self, between: Callable[[], None], timeout_s: float = 120) -> None:
-        """Stop the throwaway server (its normal shutdown: InnoDB flushes every page, so
-        the stopped data directory is whole), do `between` to it, start it again on
-        the same port and configuration."""
+    def _restart(self, between: Callable[[], None], *, clean: bool) -> None:
+        """Stop the throwaway server (its normal shutdown, which leaves a data directory
+        that needs no recovery; `clean`: refused if it had to be killed), do `between`
+        to it, start it again on the same port and configuration (also when `between`
+        failed)."""
         if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
             raise EnvironmentProblem("only a throwaway MySQL server's data directory can be saved and restored")
-        instance.stop_server(self.process, first_signal=signal.SIGTERM, grace_s=120)
-        between()
+        process = self.process
+        stop = (lambda: instance.stopped_cleanly(process, first_signal=signal.SIGTERM, grace_s=120, what="mysqld")) \
+            if clean else (lambda: instance.stop_server(process, first_signal=signal.SIGTERM, grace_s=120))
+        instance.restarted(stop, between, self._start_again)
+
+    def _start_again(self, timeout_s: float = 120) -> None:
+        assert self.data_dir is not None
         self.process = self.executor.spawn(list(self.server_argv), log_path=self.data_dir.parent / "stdout.log",
                                            user=self.server_user, env=self.server_env, cpus=self.server_cpus)
         if self.record is not None:
             self.record.update(server_pgid=self.process.pid)
-        # root has a password nobody keeps now (_lock_root): ready when dbarena's user
-        # gets in over TCP.
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.process.poll() is None:
+            # root has a password nobody keeps now (_lock_root): ready when dbarena's
+            # user gets in over TCP. A read timeout too: a server that accepts but never
+            # greets must not hang the study.
             try:
-                with contextlib.closing(self.connect()):
+                with contextlib.closing(pymysql.connect(
+                        host=self.conn.host, port=self.conn.port, user=self.conn.user, password=self.password or "",
+                        database=self.conn.dbname, connect_timeout=10, read_timeout=10, write_timeout=10)) as db:
+                    _await_buffer_pool(db, deadline)
                     return
             except pymysql.MySQLError:
                 time.sleep(0.1)
@@ -197,13 +207,13 @@ class MyTarget:
         """The data directory as prepared, copied aside while the server is stopped."""
         assert self.data_dir is not None
         data = self.data_dir
-        self._restart(lambda: instance.save_data(self.executor, data))
+        self._restart(lambda: instance.save_data(self.executor, data), clean=True)
 
     def restore_data(self) -> None:
         """The data directory put back as it was prepared (snapshot_data)."""
         assert self.data_dir is not None
         data = self.data_dir
-        self._restart(lambda: instance.put_back_data(self.executor, data))
+        self._restart(lambda: instance.put_back_data(self.executor, data), clean=False)
 
     def checkpoint(self) -> None:
         """MySQL's nearest to a checkpoint: close and flush all tables (a managed
@@ -482,6 +492,20 @@ class MySQLFamily:
             # (a restored data directory): the current one.
             instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
                              grace_s=120)
+
+
+def _await_buffer_pool(db, deadline: float) -> None:
+    """Until InnoDB has loaded the buffer pool it dumped at shutdown (on by default):
+    it loads in the background, and would otherwise warm up during the next point's
+    measurement instead of within the restore's time."""
+    with db.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_load_status'")
+            row = cur.fetchone()
+            status = (row[1] if row else "").lower()
+            if not status or any(w in status for w in ("completed", "aborted", "not started", "disabled")):
+                return
+            time.sleep(0.1)
 
 
 def _lock_root(cur) -> None:

@@ -148,13 +148,18 @@ class PgTarget:
     server_user: str | None = None
     server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
 
-    def _restart(self, between: Callable[[], None]) -> None:
-        """Stop the throwaway server (fast shutdown), do `between` to its stopped data
-        directory, start it again on the same port and settings."""
+    def _restart(self, between: Callable[[], None], *, clean: bool) -> None:
+        """Stop the throwaway server (fast shutdown; `clean`: refused if it had to be
+        killed), do `between` to its stopped data directory, start it again on the
+        same port and settings (also when `between` failed)."""
         if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
             raise EnvironmentProblem("only a throwaway PostgreSQL's data directory can be saved and restored")
-        instance.stop_server(self.process, first_signal=signal.SIGINT)
-        between()
+        process = self.process
+        stop = (lambda: instance.stopped_cleanly(process, first_signal=signal.SIGINT, grace_s=60, what="PostgreSQL")) \
+            if clean else (lambda: instance.stop_server(process, first_signal=signal.SIGINT))
+        instance.restarted(stop, between, self._start_again)
+
+    def _start_again(self) -> None:
         self.process = self.executor.spawn(list(self.server_argv), log_path=self.log_path or Path(os.devnull),
                                            user=self.server_user, cpus=self.server_cpus)
         if self.record is not None:
@@ -169,13 +174,13 @@ class PgTarget:
         """The data directory as prepared, copied aside while the server is stopped."""
         assert self.data_dir is not None
         data = self.data_dir
-        self._restart(lambda: instance.save_data(self.executor, data))
+        self._restart(lambda: instance.save_data(self.executor, data), clean=True)
 
     def restore_data(self) -> None:
         """The data directory put back as it was prepared (snapshot_data)."""
         assert self.data_dir is not None
         data = self.data_dir
-        self._restart(lambda: instance.put_back_data(self.executor, data))
+        self._restart(lambda: instance.put_back_data(self.executor, data), clean=False)
 
     def remember_shared_memory(self) -> None:
         """Add the dynamic shared memory the server's processes map now to its record
