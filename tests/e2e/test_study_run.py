@@ -46,6 +46,19 @@ def test_seed_a_quick_runs_every_workload_of_study_a_in_one_command(public_tmp, 
     listed = dbarena("results", "--store", str(store), "--study", "seed-a", "--json", env=cli_env(public_tmp))
     assert listed.returncode == 0 and len(json.loads(listed.stdout)) == db.execute(
         "SELECT COUNT(*) FROM points").fetchone()[0]
+    # One report of it all: a section per engine and workload, each with its parameters.
+    md, csv_out = tmp_path / "r.md", tmp_path / "r.csv"
+    for out in (md, csv_out):
+        assert dbarena("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp)).returncode == 0
+    text = md.read_text()
+    sections = text.split("\n## ")[1:]
+    assert {tuple(s.splitlines()[0].split()) for s in sections if not s.startswith("Provenance")} == {
+        (engine, workload) for engine, found in SEED_A.items() for workload in found}
+    assert all("### Parameters" in s for s in sections if not s.startswith("Provenance"))
+    slap = next(s for s in sections if s.startswith("mysql mysqlslap"))
+    assert "lower is better" in slap and "seconds" in slap
+    header = csv_out.read_text().splitlines()[0].split(",")
+    assert {"latency_p95_ms", "latency_p99_ms", "seconds", "server_cpu"} <= set(header)
 
 
 VARIANT_STUDY = """

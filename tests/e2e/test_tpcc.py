@@ -39,6 +39,21 @@ def test_tpcc_like_on_a_real_server(engine, public_tmp, tmp_path):
     total = sum(counts.values())
     for kind, share in tpcc.MIX.items():
         assert abs(100 * counts[kind] / total - share) < 4, (kind, counts)
+    # The report's own table for it, with the stored New-Order rate and the warehouses,
+    # in Markdown and in the JSON export.
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    for out in (md, js):
+        made = dbarena("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp))
+        assert made.returncode == 0, made.stderr
+    text = md.read_text()
+    assert "TPC-C-like: New-Order rate, mix and latency per transaction type" in text
+    for (details,) in sqlite3.connect(store).execute("SELECT details FROM points"):
+        assert f"{json.loads(details)['tpm_new_order']:,.1f}" in text
+    table = text.split("TPC-C-like: New-Order rate")[1].split("\n\n")[1]
+    assert "warehouses=1" in table and "New-Order" in table
+    rows = json.loads(js.read_text())["rows"]
+    assert sorted(r["tpm_new_order"] for r in rows) == pytest.approx(sorted(
+        json.loads(d)["tpm_new_order"] for (d,) in sqlite3.connect(store).execute("SELECT details FROM points")))
 
 
 def test_consistency_check_fails_on_broken_data(tmp_path):
