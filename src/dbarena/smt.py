@@ -88,6 +88,7 @@ class Switch:
         self.original: str | None = None
         self._record: state.Record | None = None
         self._affinity: set[int] | None = None
+        self._online: set[int] | None = None  # the CPUs online before the study
         self.changed = False  # whether it ever wrote the switch
 
     def __enter__(self) -> Switch:
@@ -106,9 +107,11 @@ class Switch:
         if self.original is None:
             self.original = read(self.control)
             self._affinity = allowed_cpus()
+            self._online = online_cpus(self.control)
             # Written before the first switch: a killed dbarena leaves a record that
             # says what the machine's state was, and its reaper puts it back.
-            self._record = state.smt(str(self.control), self.original)
+            self._record = state.smt(str(self.control), self.original,
+                                     None if self._online is None else hostinfo.cpu_list(self._online))
         if read(self.control) != mode:
             write(self.control, mode)
             self.changed = True
@@ -129,6 +132,10 @@ class Switch:
             except EnvironmentProblem as exc:
                 return (f"{exc}; SMT is left {read(self.control)}: put it back with "
                         f"`echo {original} > {self.control}`, or `dbarena cleanup`")
+            stuck = put_online_back(self.control, self._online) if self.changed and self._online is not None else []
+            if stuck:
+                return (f"SMT is {original} again, but CPU(s) {hostinfo.cpu_list(set(stuck))} could not be set "
+                        f"online or offline as before the study (…/cpuN/online); `dbarena cleanup` tries again")
             if self._record is not None:
                 self._record.remove()
             self.original, self._record = None, None
@@ -141,6 +148,31 @@ class Switch:
         if self._affinity:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, self._affinity)
+
+
+def online_cpus(control: Path) -> set[int] | None:
+    """The CPUs online now (the kernel's list beside the switch's directory), None
+    where there is no such list."""
+    try:
+        return hostinfo.parse_cpu_list((control.parent.parent / "online").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def put_online_back(control: Path, online: set[int]) -> list[int]:
+    """Each CPU online or offline as it was before the study: writing "on" brings every
+    present CPU online, also one an administrator had taken offline. The CPUs that
+    could not be set."""
+    now = online_cpus(control)
+    if now is None:
+        return []
+    stuck = []
+    for cpu, value in [(c, "0") for c in sorted(now - online)] + [(c, "1") for c in sorted(online - now)]:
+        try:
+            (control.parent.parent / f"cpu{cpu}" / "online").write_text(value)
+        except OSError:
+            stuck.append(cpu)
+    return stuck
 
 
 def allowed_cpus() -> set[int]:

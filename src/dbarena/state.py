@@ -132,10 +132,10 @@ def instance(engine: str, top: Path) -> Record:
     return _new("instance", engine=engine, top=str(top), server_pgid=None)
 
 
-def smt(control: str, original: str) -> Record:
-    """The kernel's SMT switch (smt.py) about to be changed from `original`: reaping
-    writes it back."""
-    return _new("smt", control=control, original=original)
+def smt(control: str, original: str, online: str | None = None) -> Record:
+    """The kernel's SMT switch (smt.py) about to be changed from `original`, with the
+    CPUs `online` then: reaping writes both back."""
+    return _new("smt", control=control, original=original, online=online)
 
 
 @contextlib.contextmanager
@@ -255,6 +255,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
             say(f"would set SMT back to {original} ({control}), left switched by {owner}")
             return
         else:
+            from dbarena import hostinfo, smt as smt_switch  # smt.py writes these records
+
             try:
                 if control.read_text().strip() != original:
                     control.write_text(original)
@@ -262,6 +264,12 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
                 # The record stays: the next command (or `dbarena cleanup`) tries again.
                 say(f"could not set SMT back to {original} ({control}), left switched by {owner}: "
                     f"{exc.strerror or exc}; put it back with `echo {original} > {control}`")
+                return
+            stuck = smt_switch.put_online_back(control, hostinfo.parse_cpu_list(data["online"])) \
+                if data.get("online") else []
+            if stuck:
+                say(f"set SMT back to {original} ({control}), but CPU(s) {hostinfo.cpu_list(set(stuck))} could not "
+                    f"be set online or offline as before; left switched by {owner}")
                 return
             say(f"set SMT back to {original} ({control}), left switched by {owner}")
     else:

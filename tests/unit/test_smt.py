@@ -245,3 +245,32 @@ def test_the_session_puts_smt_back_when_a_part_fails_and_shares_the_budget(contr
     assert [mode for mode, _ in seen] == ["off", "on"]
     assert seen[0][1] == pytest.approx(1800)  # half the hour: the two modes' plans are alike
     assert control.read_text().strip() == "on" and state.records() == []
+
+
+def test_cpus_an_administrator_had_offline_are_offline_again_after_the_study(tmp_path, monkeypatch):
+    # A sysfs-like tree: cpu/smt/control, cpu/online, cpu/cpuN/online. CPU 3 was taken
+    # offline by hand before the study; writing "on" at the end brought it online
+    # (this stand-in kernel does that by the test's hand).
+    cpu = tmp_path / "cpu"
+    (cpu / "smt").mkdir(parents=True)
+    control = cpu / "smt" / "control"
+    control.write_text("on\n")
+    (cpu / "online").write_text("0-2\n")
+    for n in range(1, 4):
+        (cpu / f"cpu{n}").mkdir()
+        (cpu / f"cpu{n}" / "online").write_text("0\n" if n == 3 else "1\n")
+    switch = smt.Switch(control)
+    switch.set("off")
+    (record,) = [d for _, d in state.records() if d["kind"] == "smt"]
+    assert record["online"] == "0-2"
+    (cpu / "online").write_text("0-3\n")  # what "on" does to every present CPU
+    switch.set("on")
+    assert switch.restore() is None
+    assert (cpu / "cpu3" / "online").read_text() == "0" and state.records() == []
+    # The reaper does the same from a dead owner's record.
+    (cpu / "online").write_text("0-3\n")
+    (cpu / "cpu3" / "online").write_text("1\n")
+    _record(tmp_path, control, online="0-2")
+    said: list[str] = []
+    state.reap_dead(said.append)
+    assert said[0].startswith("set SMT back to on") and (cpu / "cpu3" / "online").read_text() == "0"
