@@ -353,9 +353,9 @@ def cleanup(dry_run):
             state.reap(path, data, say, dry_run=dry_run)
             found += 1
         else:
-            what = data.get("top") or (f"SMT switched from {data.get('original')} ({data.get('control')})"
-                                       if data.get("kind") == "smt" else
-                                       f"run {data.get('run_id')} in {data.get('store')}")
+            what = data.get("top") or data.get("path") or (
+                f"SMT switched from {data.get('original')} ({data.get('control')})" if data.get("kind") == "smt"
+                else f"run {data.get('run_id')} in {data.get('store')}")
             say(f"in use by process {data['owner_pid']}: {what}")
     if not found:
         say(f"nothing to clean up (state directory {state.state_dir()})")

@@ -132,6 +132,12 @@ def instance(engine: str, top: Path) -> Record:
     return _new("instance", engine=engine, top=str(top), server_pgid=None)
 
 
+def scratch(path: Path) -> Record:
+    """A working directory of this process (the fleet controller's wheel and variables),
+    removed by reaping if the process is killed before it removes it."""
+    return _new("scratch", path=str(path))
+
+
 def smt(control: str, original: str, online: str | None = None) -> Record:
     """The kernel's SMT switch (smt.py) about to be changed from `original`, with the
     CPUs `online` then: reaping writes both back."""
@@ -243,6 +249,12 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
         remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
         shutil.rmtree(data["top"], ignore_errors=True)
         say(f"stopped and removed the {what}, left by {owner}")
+    elif data["kind"] == "scratch":
+        if dry_run:
+            say(f"would remove {data['path']}, left by {owner}")
+            return
+        shutil.rmtree(data["path"], ignore_errors=True)
+        say(f"removed {data['path']}, left by {owner}")
     elif data["kind"] == "smt":
         control, original = Path(data["control"]), data["original"]
         if data.get("boot_id") != machine()["boot_id"]:

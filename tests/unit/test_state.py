@@ -104,3 +104,19 @@ def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
     while time.monotonic() < deadline and top.exists():
         time.sleep(0.1)
     assert not top.exists() and state.records() == []
+
+
+def test_a_killed_fleet_controllers_working_directory_is_removed(tmp_path):
+    work = tmp_path / "dbarena-fleet-x"
+    code = (f"import time; from pathlib import Path; from dbarena import state; "
+            f"Path({str(work)!r}).mkdir(); (Path({str(work)!r}) / 'vars.json').write_text('{{}}'); "
+            f"state.scratch(Path({str(work)!r})); print('ready', flush=True); time.sleep(60)")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, state.ENV: str(tmp_path / "state")})
+    assert owner.stdout is not None and owner.stdout.readline() == "ready\n"
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (work.exists() or state.records()):
+        time.sleep(0.1)
+    assert not work.exists() and state.records() == []

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbarena import store as store_mod
-from dbarena import workloads
+from dbarena import state, workloads
 from dbarena.errors import EnvironmentProblem, UsageError
 from dbarena.fleet.inventory import Host
 from dbarena.store import Store
@@ -229,9 +229,12 @@ class Fleet:
     def __post_init__(self) -> None:
         self.states = {h.name: HostState(h) for h in self.hosts}
         self.ansible = Ansible(self.inventory, self.workdir, forks=max(len(self.hosts), 1))
+        # Removed by close(); if the controller is killed first, by the reaper.
+        self._scratch = state.scratch(self.workdir)
 
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._scratch.remove()
 
     # ------------------------------------------------------------ status
 
