@@ -621,7 +621,10 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write [default: dbarena-report.FORMAT]; Markdown charts go to FILE_files/.")
-def report(store, labels, baseline, prices, at_threads, fmt, output):
+@click.option("--png", is_flag=True,
+              help="Charts also as PNG (200 dpi), for sites that take no SVG: Markdown links the PNG files, HTML "
+                   "offers them for saving.")
+def report(store, labels, baseline, prices, at_threads, fmt, output, png):
     """Charts and tables to publish: throughput, latency, price/performance, per core,
     scaling (USL), differences against a baseline, provenance."""
     from dbarena.report import charts, data, export, html, markdown
@@ -649,14 +652,18 @@ def report(store, labels, baseline, prices, at_threads, fmt, output):
         built = data.build(rows, db.runs(), baseline=baseline, prices=prices, at_threads=at_threads, labels=order,
                            histograms=db.latency_histograms)
         drawn = {}
+        pngs: dict[tuple[str, str], dict[str, bytes]] | None = {} if png else None
         if fmt in ("html", "md"):
             for section in built.sections:
                 samples = {label: db.samples(info["point_id"]) for label, info in section.series.items() if info}
-                drawn[(section.engine, section.workload)] = charts.charts(section, samples)
+                raster = pngs.setdefault((section.engine, section.workload), {}) if pngs is not None else None
+                drawn[(section.engine, section.workload)] = charts.charts(section, samples, png=raster)
+        elif png:
+            raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")
     if fmt == "html":
-        text = html.render(built, drawn)
+        text = html.render(built, drawn, pngs)
     elif fmt == "md":
-        text = markdown.render(built, drawn, output)
+        text = markdown.render(built, drawn, output, pngs)
     elif fmt == "csv":
         text = export.to_csv(built)
     else:

@@ -189,6 +189,29 @@ def test_markdown_writes_charts_next_to_it(store, tmp_path):
     assert "| arm | 4 |" in text and "### Price / performance" in text
 
 
+def test_png_copies_of_the_charts_for_sites_that_take_no_svg(store, tmp_path):
+    import base64
+
+    report = _report(store, at_threads=4)
+    pngs: dict = {}
+    drawn = {(s.engine, s.workload): charts.charts(s, {}, png=pngs.setdefault((s.engine, s.workload), {}))
+             for s in report.sections}
+    # Every chart drawn has its PNG, the same chart (a PNG's own signature and size).
+    assert {k: sorted(v) for k, v in pngs.items()} == {k: sorted(v) for k, v in drawn.items()}
+    throughput = pngs[("postgres", "pgbench-tpcb")]["throughput"]
+    assert throughput[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(throughput[16:20], "big"), int.from_bytes(throughput[20:24], "big")
+    assert width > 1000 and height > 400  # 200 dpi
+    text = markdown.render(report, drawn, tmp_path / "article.md", pngs)
+    assert "](article_files/postgres-pgbench-tpcb-throughput.png)" in text
+    assert (tmp_path / "article_files" / "postgres-pgbench-tpcb-throughput.png").read_bytes() == throughput
+    assert (tmp_path / "article_files" / "postgres-pgbench-tpcb-throughput.svg").exists()
+    page = html.render(report, drawn, pngs)
+    assert f'href="data:image/png;base64,{base64.b64encode(throughput).decode()}">save as PNG</a>' in page
+    # Without asking, no PNG is drawn (a charts call costs its SVG only).
+    assert "save as PNG" not in html.render(report, drawn)
+
+
 def test_csv_and_json_rows_carry_every_figure(store):
     report = _report(store, baseline="x86", at_threads=4)
     rows = list(csv.DictReader(io.StringIO(export.to_csv(report))))

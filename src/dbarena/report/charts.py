@@ -30,6 +30,7 @@ import math
 import re
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import matplotlib
@@ -262,6 +263,12 @@ def _hover_layer(ax: Axes) -> str:
     return "".join(parts)
 
 
+# PNG copies, when asked for (charts(png=...)): chart name -> PNG bytes. Many sites an
+# article goes to take no SVG; 200 dpi is sharp on a high-density screen and in print.
+_PNG: ContextVar[dict[str, bytes] | None] = ContextVar("dbarena_png", default=None)
+PNG_DPI = 200
+
+
 def _svg(ax: Axes, section: Section, name: str) -> str:
     """SVG text of the chart, its ids made unique by a key of section and chart name
     (so the same chart gives the same text, whatever else the process draws)."""
@@ -271,6 +278,11 @@ def _svg(ax: Axes, section: Section, name: str) -> str:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.25 threads
     _fit(ax)
     key = "c" + hashlib.sha256(f"{section.engine}\0{section.workload}\0{name}".encode()).hexdigest()[:8]
+    pngs = _PNG.get()
+    if pngs is not None:
+        raster = io.BytesIO()
+        fig.savefig(raster, format="png", dpi=PNG_DPI)
+        pngs[name] = raster.getvalue()
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": key}):
         fig.savefig(buf, format="svg")
@@ -460,14 +472,17 @@ def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
     return _svg(ax, section, "per_second")
 
 
-def charts(section: Section, samples: dict[str, list[dict]]) -> dict[str, str]:
-    """Every chart of a section that has data: name -> SVG text."""
-    out = {}
-    with collector_paused():  # see there: drawing allocates a lot
-        for name, svg in (("throughput", throughput(section)), ("bars", bars(section)), ("qps", qps(section)),
-                          ("latency", latency(section)),
-                          *((f"latency_{n}", percentile(section, n)) for n, _, _ in PERCENTILE_CHARTS),
-                          ("per_second", per_second(section, samples))):
-            if svg:
-                out[name] = svg
+def charts(section: Section, samples: dict[str, list[dict]], png: dict[str, bytes] | None = None) -> dict[str, str]:
+    """Every chart of a section that has data: name -> SVG text; and into `png`, when
+    given, name -> the same chart as PNG."""
+    token = _PNG.set(png)
+    try:
+        with collector_paused():  # see there: drawing allocates a lot
+            drawn = [("throughput", throughput(section)), ("bars", bars(section)), ("qps", qps(section)),
+                     ("latency", latency(section)),
+                     *((f"latency_{n}", percentile(section, n)) for n, _, _ in PERCENTILE_CHARTS),
+                     ("per_second", per_second(section, samples))]
+    finally:
+        _PNG.reset(token)
+    out = {name: svg for name, svg in drawn if svg}
     return out

@@ -73,8 +73,10 @@ def toggles(labels: list[str]) -> tuple[str, str]:
     return bar, "\n".join(rules)
 
 
-def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str:
-    """charts: (engine, workload) -> chart name -> SVG text (from report.charts)."""
+def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
+           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None) -> str:
+    """charts: (engine, workload) -> chart name -> SVG text (from report.charts);
+    pngs, when given (--png), the same charts as PNG, offered for saving too."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     labels = ", ".join(escape(l) for l in report.labels)
     bar, rules = toggles(report.labels)
@@ -102,6 +104,10 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]]) -> str
             file = re.sub(r"[^\w.-]+", "_", f"{s.engine}-{s.workload}-{name}") + ".svg"
             link = (f'<a class="save" download="{escape(file)}" href="data:image/svg+xml;base64,'
                     f'{base64.b64encode(svg.encode()).decode()}">save as SVG</a>')
+            png = (pngs or {}).get((s.engine, s.workload), {}).get(name)
+            if png:
+                link += (f' <a class="save" download="{escape(file[:-4])}.png" href="data:image/png;base64,'
+                         f'{base64.b64encode(png).decode()}">save as PNG</a>')
             parts.append(f'<figure class="chart chart-{name}">{svg}<figcaption>{link}</figcaption></figure>')
         parts.extend(_table(t) for t in section_tables(s, report))
         parts.append("</section>")

@@ -1,5 +1,5 @@
-"""The Markdown report: the same tables, charts as SVG files next to it, ready to
-paste into an article."""
+"""The Markdown report: the same tables, charts as SVG files next to it (and PNG with
+--png), ready to paste into an article."""
 
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ def _table(spec: TableSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: Path) -> str:
-    """Writes the charts into `<out stem>_files/` and returns the Markdown text."""
+def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: Path,
+           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None) -> str:
+    """Writes the charts into `<out stem>_files/` and returns the Markdown text; with
+    `pngs` (--png) the PNG files beside the SVG ones, and the text shows those (many
+    sites an article goes to take no SVG)."""
     folder = out.parent / f"{out.stem}_files"
     parts = ["# dbarena report", "",
              f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
@@ -35,6 +38,10 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{s.engine}-{s.workload}-{name}.svg"
             path.write_text(svg)
+            png = (pngs or {}).get((s.engine, s.workload), {}).get(name)
+            if png:
+                path = path.with_suffix(".png")
+                path.write_bytes(png)
             parts += [f"![{s.engine} {s.workload} {name.replace('_', ' ')}]({folder.name}/{path.name})", ""]
         parts += [_table(t) for t in section_tables(s, report)]
     parts += ["## Provenance", "", _table(provenance(report))]
