@@ -127,7 +127,3 @@ def by_smt(engine_plan: EnginePlan) -> list[tuple[str | None, EnginePlan]]:
                                              if v in engine_plan.placement},
                                   points=tuple(p for p in engine_plan.points if p.variant in variants))))
     return out
-
-
-def all_points(plans: Sequence[EnginePlan]) -> list[PointSpec]:
-    return [p for plan in plans for p in plan.points]

@@ -71,7 +71,6 @@ def test_expand_multiplies_clients_for_pgbench_only_and_orders_by_workload():
     assert {(p.duration_s, p.engine) for p in points} == {(5, "postgres")}
     assert engine_plan.levels == (1, 4) and engine_plan.max_clients == 8
     assert engine_plan.variants == ("",) and engine_plan.settings == {"": {}}
-    assert plan.all_points([engine_plan]) == list(points)
 
 
 def test_expand_resolves_percentages_against_the_engines_hardware_threads():

@@ -160,6 +160,30 @@ def restarted(stop: Callable[[], object], between: Callable[[], None], start: Ca
     start()
 
 
+class SavedData:
+    """snapshot_data / restore_data of a throwaway target (the Target protocol's), for
+    a target that has a data directory, an executor and a _restart of its own (how its
+    server stops and starts)."""
+
+    data_dir: Path | None
+    executor: Executor
+
+    def _restart(self, between: Callable[[], None], *, clean: bool) -> None:
+        raise NotImplementedError
+
+    def snapshot_data(self) -> None:
+        """The data directory as prepared, copied aside while the server is stopped."""
+        assert self.data_dir is not None
+        data = self.data_dir
+        self._restart(lambda: save_data(self.executor, data), clean=True)
+
+    def restore_data(self) -> None:
+        """The data directory put back as it was prepared (snapshot_data)."""
+        assert self.data_dir is not None
+        data = self.data_dir
+        self._restart(lambda: put_back_data(self.executor, data), clean=False)
+
+
 def save_data(executor: Executor, data: Path) -> None:
     """A stopped server's data directory, copied aside."""
     snapshot = data.parent / "snapshot"

@@ -81,7 +81,7 @@ def client_tool(name: str) -> Path:
 
 
 @dataclass
-class MyTarget:
+class MyTarget(instance.SavedData):
     conn: Connection
     description: str
     server_version: str
@@ -202,18 +202,6 @@ class MyTarget:
             except pymysql.MySQLError:
                 time.sleep(0.1)
         raise EnvironmentProblem(f"the MySQL server did not start again: {_log_reason(self.log_path)}")
-
-    def snapshot_data(self) -> None:
-        """The data directory as prepared, copied aside while the server is stopped."""
-        assert self.data_dir is not None
-        data = self.data_dir
-        self._restart(lambda: instance.save_data(self.executor, data), clean=True)
-
-    def restore_data(self) -> None:
-        """The data directory put back as it was prepared (snapshot_data)."""
-        assert self.data_dir is not None
-        data = self.data_dir
-        self._restart(lambda: instance.put_back_data(self.executor, data), clean=False)
 
     def checkpoint(self) -> None:
         """MySQL's nearest to a checkpoint: close and flush all tables (a managed

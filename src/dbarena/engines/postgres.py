@@ -127,7 +127,7 @@ def _connection(url: str) -> Connection:
 
 
 @dataclass
-class PgTarget:
+class PgTarget(instance.SavedData):
     """A PostgreSQL server to benchmark. Its connection never holds a password."""
 
     conn: Connection
@@ -169,18 +169,6 @@ class PgTarget:
         if _wait_ready(self.process, admin, self.passfile, self.log_path, 120) is None:
             raise EnvironmentProblem(f"PostgreSQL did not start again: {_log_reason(self.log_path)}")
         self.remember_shared_memory()
-
-    def snapshot_data(self) -> None:
-        """The data directory as prepared, copied aside while the server is stopped."""
-        assert self.data_dir is not None
-        data = self.data_dir
-        self._restart(lambda: instance.save_data(self.executor, data), clean=True)
-
-    def restore_data(self) -> None:
-        """The data directory put back as it was prepared (snapshot_data)."""
-        assert self.data_dir is not None
-        data = self.data_dir
-        self._restart(lambda: instance.put_back_data(self.executor, data), clean=False)
 
     def remember_shared_memory(self) -> None:
         """Add the dynamic shared memory the server's processes map now to its record
