@@ -11,7 +11,7 @@ the other (by_smt).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 from dbarena import stats, workloads
 from dbarena.errors import UsageError
