@@ -75,7 +75,7 @@ def shm_segments() -> set[Path]:
 def stray_segments(before: set[Path]) -> set[Path]:
     """Segments made since `before` that no live process maps: what a killed PostgreSQL
     leaves in RAM for good unless whoever stops it removes them."""
-    from dbarena import state
+    from dbarena.lifecycle import state
 
     mapped: set[Path] = set()
     for proc in Path("/proc").iterdir():
@@ -90,7 +90,7 @@ def store_holds(store: Path, secret: str) -> bool:
         return False
     if secret.encode() in store.read_bytes():
         return True
-    from dbarena.store import Store
+    from dbarena.store.database import Store
 
     with Store(store) as db:
         return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))
@@ -99,7 +99,7 @@ def store_holds(store: Path, secret: str) -> bool:
 def with_raw(store: Path, rows) -> list[dict]:
     """Points rows (sqlite3.Row of `points p`) as dicts with their raw stdout and stderr,
     which the store keeps compressed in raw_outputs."""
-    from dbarena.store import Store
+    from dbarena.store.database import Store
 
     with Store(store) as db:
         out = []

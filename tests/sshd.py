@@ -110,7 +110,7 @@ def _kill_tree(pid: int) -> None:
             stopped.add(p)
     # A real host that goes away takes its RAM with it; this one shares the test
     # machine's: the shared memory its PostgreSQL held is removed with it.
-    from dbarena import state
+    from dbarena.lifecycle import state
 
     segments = {seg for p in stopped for seg in state.shm_segments(p)}
     for p in stopped:

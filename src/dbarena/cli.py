@@ -18,14 +18,19 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dbarena import __version__, analysis, configkey, engines, hostinfo, importer, plan, session, state, workloads
+from dbarena import __version__, engines, importer, plan, session, workloads
+from dbarena.stats import analysis
+from dbarena.stats import configkey
+from dbarena.host import hostinfo
+from dbarena.lifecycle import state
 from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Reporter
 from dbarena.model import RunInfo
 from dbarena.report import terminal
-from dbarena import pgstore, store as store_mod
-from dbarena.store import Store, now_utc
+from dbarena.store import postgres as pgstore
+from dbarena.store import database as store_mod
+from dbarena.store.database import Store, now_utc
 
 DEFAULT_STORE = "dbarena.db"
 
@@ -590,7 +595,7 @@ def import_command(files, label, engine, tool, workload, price_per_hour, replace
 
 
 def _prices(ctx, param, values):
-    from dbarena import price
+    from dbarena.stats import price
 
     prices = {}
     for item in values:

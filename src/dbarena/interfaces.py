@@ -18,7 +18,7 @@ from dbarena.model import Connection, Measurement, PointResult, PointSpec, Sampl
 LineCallback = Callable[[str], None]
 
 if TYPE_CHECKING:
-    from dbarena.latency import Latencies
+    from dbarena.stats.latency import Latencies
 
 
 class Completed(Protocol):

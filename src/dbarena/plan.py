@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
-from dbarena import stats, workloads
+from dbarena import workloads
+from dbarena.stats import estimators as stats
 from dbarena.errors import UsageError
 from dbarena.model import PointSpec
 from dbarena.study import EngineEntry, Level, Study

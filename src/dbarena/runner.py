@@ -22,13 +22,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from dbarena import analysis, configkey, state, unsaved
+from dbarena.stats import analysis
+from dbarena.stats import configkey
+from dbarena.lifecycle import state
+from dbarena.lifecycle import unsaved
 from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError
 from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
-from dbarena.latency import Latencies
+from dbarena.stats.latency import Latencies
 from dbarena.model import Measurement, PointResult, PointSpec
-from dbarena.store import Store, now_utc
-from dbarena.sysmetrics import Sampler
+from dbarena.store.database import Store, now_utc
+from dbarena.host.sysmetrics import Sampler
 from dbarena.workloads import WORKLOADS
 
 

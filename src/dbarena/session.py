@@ -3,7 +3,7 @@ the run interrupted or failed, and say how it ended. The CLI only turns options 
 a study, calls `run` and renders the outcome; Python code can do the same.
 
     from dbarena import session, study
-    from dbarena.store import Store
+    from dbarena.store.database import Store
     with Store("dbarena.db") as db:
         outcome = session.run(study.load("seed-a"), store=db)
 """
@@ -19,13 +19,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import (analysis, configkey, datadir, engines, execute, hostinfo, plan, rounds, smt, state, topology,
-                     workloads)
+from dbarena import engines, execute, plan, workloads
+from dbarena.stats import analysis
+from dbarena.stats import configkey
+from dbarena.host import datadir
+from dbarena.host import hostinfo
+from dbarena.stats import rounds
+from dbarena.host import smt
+from dbarena.lifecycle import state
+from dbarena.host import topology
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, Target
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.runner import Bound, Sweep
-from dbarena.store import Store, now_utc
+from dbarena.store.database import Store, now_utc
 from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
 

@@ -102,7 +102,7 @@ import tomli_w
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.model import DATASET_LIFECYCLES
-from dbarena.price import HOURS_PER_MONTH
+from dbarena.stats.price import HOURS_PER_MONTH
 
 SCHEMA_VERSION = 1
 # The share of transactions pgbench logs by default (bench/overhead, on this project's
@@ -768,7 +768,7 @@ def implicit(overrides: Overrides) -> Study:
     if overrides.levels is None and overrides.targets and overrides.server_threads is None:
         # A target's hardware threads are not visible: the default levels are a share
         # of this machine's (the load generator's), as before studies existed.
-        from dbarena import hostinfo
+        from dbarena.host import hostinfo
 
         raw["sweep"] = {"levels": [int(n) for n in dict.fromkeys(
             max(1, hostinfo.hardware_threads() * int(str(p).removesuffix("%")) // 100) if isinstance(p, str) else p
@@ -838,7 +838,7 @@ def apply(study: Study, o: Overrides) -> Study:
         engine_entries = [replace(e, settings=_capped(e.settings, note, e.name)) for e in engine_entries]
         if any(variant.cores for variant in variants):
             # [cpus]: the core counts this machine has (study C's 4 cores on a 2-core VM: 1 and 2).
-            from dbarena import topology
+            from dbarena.host import topology
 
             available = topology.usable_cores()
             for variant in variants:

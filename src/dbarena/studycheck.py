@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from dbarena import smt, stats, workloads
+from dbarena import workloads
+from dbarena.host import smt
+from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
 from dbarena.runner import dataset_steps
 from dbarena.session import estimate_s

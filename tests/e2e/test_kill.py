@@ -33,7 +33,7 @@ def _within(seconds: float, condition) -> bool:
 
 
 def _watchdog_of(pid: int) -> int:
-    out = subprocess.run(["pgrep", "-f", f"dbarena.watchdog {pid} "], capture_output=True, text=True).stdout.split()
+    out = subprocess.run(["pgrep", "-f", f"dbarena.lifecycle.watchdog {pid} "], capture_output=True, text=True).stdout.split()
     assert len(out) == 1, out
     return int(out[0])
 

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 
 from conftest import cli_env, dbarena
-from dbarena import views
+from dbarena.store import views
 from dbarena.engines import postgres
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
-from dbarena.store import SCHEMA_VERSION, Store
+from dbarena.store.database import SCHEMA_VERSION, Store
 
 pytestmark = pytest.mark.e2e
 

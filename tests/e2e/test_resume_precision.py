@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
-from dbarena import stats
+from dbarena.stats import estimators as stats
 from test_run import _assert_nothing_left, _start, _wait_for_line
 
 pytestmark = pytest.mark.e2e

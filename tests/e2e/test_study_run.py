@@ -365,7 +365,7 @@ smt = ["off", "on"]
 
 
 def test_an_smt_axis_on_this_vm_is_refused_in_one_line(public_tmp, tmp_path):
-    from dbarena import smt
+    from dbarena.host import smt
 
     if smt.read() != "notsupported":
         pytest.skip(f"this machine's SMT switch says {smt.read()}, not notsupported")
@@ -385,9 +385,11 @@ def test_a_kernel_smt_axis_switches_before_each_modes_servers_and_puts_it_back(p
     what dbarena writes there and when, around real servers and points."""
     import tempfile
 
-    from dbarena import session, smt, state, study
+    from dbarena import session, study
+    from dbarena.host import smt
+    from dbarena.lifecycle import state
     from dbarena.errors import ExitStatus
-    from dbarena.store import Store
+    from dbarena.store.database import Store
 
     import os
 

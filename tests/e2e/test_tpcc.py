@@ -13,7 +13,7 @@ from conftest import cli_env, dbarena
 from dbarena import execute, runner, session
 from dbarena.engines import postgres
 from dbarena.model import PointSpec, RunInfo
-from dbarena.store import Store, now_utc
+from dbarena.store.database import Store, now_utc
 from dbarena.workloads import tpcc
 
 pytestmark = pytest.mark.e2e

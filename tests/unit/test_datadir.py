@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import datadir
+from dbarena.host import datadir
 from dbarena.errors import UsageError
 
 MOUNTS = (Path(__file__).parent.parent / "fixtures" / "datadir" / "proc-mounts-debian12-vm.txt").read_text()

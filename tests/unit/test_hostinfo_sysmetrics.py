@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import hostinfo, sysmetrics
+from dbarena.host import hostinfo
+from dbarena.host import sysmetrics
 
 HOST = Path(__file__).parent.parent / "fixtures" / "hostinfo"
 
@@ -158,7 +159,7 @@ def test_cpu_lists_quotas_and_cgroup_paths():
 
 def test_the_cpus_a_run_may_use_make_its_thread_count_not_the_machines():
     # x86 with SMT: CPUs 0-3 are cores 0-3 of package 0, CPUs 4-7 their siblings.
-    from dbarena.topology import Cpu
+    from dbarena.host.topology import Cpu
 
     topology = [Cpu(cpu=cpu, core=cpu % 4, socket=0) for cpu in range(8)]
     whole = hostinfo.usable_cpu_facts(set(range(8)), None, topology)
@@ -175,7 +176,7 @@ def test_the_cpus_a_run_may_use_make_its_thread_count_not_the_machines():
 
 
 def test_a_confined_run_is_another_configuration_a_whole_machine_run_keeps_its_key():
-    from dbarena import configkey
+    from dbarena.stats import configkey
 
     machine = {"cpu_model": "EPYC", "hardware_threads": 2, "memory_bytes": 24 * 2 ** 30}
     before = configkey.host_identity(machine)
@@ -191,7 +192,7 @@ def test_taskset_narrows_what_dbarena_records_and_counts():
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs 2 CPUs to confine a process to one")
-    code = ("import json; from dbarena import hostinfo; f = hostinfo.host_facts(); "
+    code = ("import json; from dbarena.host import hostinfo; f = hostinfo.host_facts(); "
             "print(json.dumps([f['hardware_threads'], f['usable_cpus'], f['usable_hardware_threads'], "
             "f['effective_hardware_threads'], hostinfo.hardware_threads()]))")
     done = subprocess.run(["taskset", "-c", "1", sys.executable, "-c", code], capture_output=True, text=True,

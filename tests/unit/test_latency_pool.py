@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dbarena import analysis, latency
+from dbarena.stats import analysis
+from dbarena.stats import latency
 
 
 def _point(pid: int, values) -> tuple[dict, dict]:

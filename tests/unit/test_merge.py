@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import store as store_mod
+from dbarena.store import database as store_mod
 from dbarena.errors import StoreError
-from dbarena.store import SCHEMA_VERSION, Store
+from dbarena.store.database import SCHEMA_VERSION, Store
 
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
@@ -134,7 +134,7 @@ def test_a_migration_stopped_before_its_data_step_is_finished_on_the_next_open(t
 
 
 def test_two_hosts_under_one_label_are_pooled_only_with_a_warning(tmp_path):
-    from dbarena import analysis
+    from dbarena.stats import analysis
 
     one = as_host(STORES / "v9.db", tmp_path, "box-1", "same")
     two = as_host(STORES / "v9.db", tmp_path, "box-2", "same")

@@ -1,5 +1,5 @@
 """pgbench's per-transaction logs (`pgbench -l`) read into latency distributions
-(dbarena.workloads.pgbench_log), and the distributions themselves (dbarena.latency).
+(dbarena.workloads.pgbench_log), and the distributions themselves (dbarena.stats.latency).
 
 Real logs of pgbench 15, captured byte for byte with their stdout by
 tests/fixtures/pgbench-logs/capture.py (see the README there): what the reader finds
@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dbarena import latency
+from dbarena.stats import latency
 from dbarena.errors import ParseError
-from dbarena.latency import Latencies
+from dbarena.stats.latency import Latencies
 from dbarena.workloads import pgbench_log
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "pgbench-logs"

@@ -13,10 +13,10 @@ from html import escape
 import numpy as np
 import pytest
 
-from dbarena import analysis
+from dbarena.stats import analysis
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.report import charts, data, export, html, markdown
-from dbarena.store import Store
+from dbarena.store.database import Store
 
 T0 = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
@@ -92,7 +92,7 @@ def test_points_ranking_geomean_saturation_and_cheapest(store):
 
 
 def test_price_override_and_labels_order(store):
-    from dbarena.price import Price
+    from dbarena.stats.price import Price
 
     report = _report(store, prices={"x86": Price(per_hour=0.9)}, labels=["x86", "arm"])
     rows = {(r["label"], r["threads"]): r for r in report.rows}
@@ -310,7 +310,7 @@ def test_json_numbers_carry_no_binary_noise_at_any_depth():
 
 
 def test_a_price_is_shown_with_every_digit_given():
-    from dbarena import price
+    from dbarena.stats import price
 
     assert price.with_currency(price.parse("1.4464"), None).shown() == "1.4464 USD/h"
     assert price.parse("420 EUR/month").shown() == "420 EUR/month"
@@ -477,7 +477,7 @@ def test_intervals_never_go_below_zero_and_printed_tps_stands_beside_the_steady_
 
 
 def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compared_across(store):
-    from dbarena import price
+    from dbarena.stats import price
     from dbarena.report import tables
 
     assert price.parse("420 EUR/month") == price.Price(per_hour=420 / 730, currency="EUR", per_month=420)
@@ -592,7 +592,7 @@ def test_the_tpcc_like_table_shows_the_new_order_rate_the_mix_and_latency_per_ty
 
 def test_the_system_view_and_the_level_the_cpu_saturated_from(tmp_path):
     from dbarena.report import tables
-    from dbarena.sysmetrics import SystemSample
+    from dbarena.host.sysmetrics import SystemSample
 
     db = Store(tmp_path / "sys.db")
     run_id = db.begin_run(RunInfo(label="box", host="box", engine="postgres", target="postgresql://b@127.0.0.1:1/b",

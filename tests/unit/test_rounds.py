@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from dbarena import rounds
+from dbarena.stats import rounds
 from dbarena.model import PointSpec
 
 from test_sweep import rig, spec  # noqa: F401  (a fixture and a helper)
@@ -102,7 +102,7 @@ def test_the_forecast_follows_the_observed_spread():
 
 def test_the_sweep_runs_rounds_and_keeps_a_run_long_dataset_between_them(rig):  # noqa: F811
     plan = [spec("sysbench-read-only", 1), spec("sysbench-read-only", 2)]
-    from dbarena import analysis
+    from dbarena.stats import analysis
 
     adaptive = rounds.Adaptive(plan, target=0.02, max_repeats=5, budget_s=None, value=analysis.result_value,
                                estimate_s=lambda s: 10.0)

@@ -17,7 +17,10 @@ import time
 
 import pytest
 
-from dbarena import plan, session, smt, state, study, topology
+from dbarena import plan, session, study
+from dbarena.host import smt
+from dbarena.lifecycle import state
+from dbarena.host import topology
 from dbarena.errors import UsageError
 
 HEAD = 'schema = 1\nname = "c"\n[sweep]\nlevels = [1]\nduration_s = 2\n[[workloads]]\nworkload = "pgbench-select-only"\n'
@@ -77,7 +80,7 @@ def test_ctrl_c_inside_the_switch_puts_the_original_back(control):
 
 
 def test_a_killed_owners_switch_is_put_back_by_its_watchdog(control, tmp_path):
-    code = ("import time; from dbarena import smt; from pathlib import Path; "
+    code = ("import time; from dbarena.host import smt; from pathlib import Path; "
             f"s = smt.Switch(Path({str(control)!r})); s.set('off'); print('ready', flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, state.ENV: str(tmp_path / "state")})
@@ -227,7 +230,7 @@ def test_one_study_switches_at_a_time(control, tmp_path):
 
 
 def test_the_session_puts_smt_back_when_a_part_fails_and_shares_the_budget(control, monkeypatch, tmp_path):
-    from dbarena.store import Store
+    from dbarena.store.database import Store
 
     seen: list[tuple[str, float | None]] = []
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import state
+from dbarena.lifecycle import state
 from dbarena.model import RunInfo
-from dbarena.store import Store
+from dbarena.store.database import Store
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ def test_a_kept_instance_removed_by_hand_is_forgotten_silently(tmp_path):
 
 def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
     top = tmp_path / "dbarena-pg-w"
-    code = (f"import os, time; from pathlib import Path; from dbarena import state; "
+    code = (f"import os, time; from pathlib import Path; from dbarena.lifecycle import state; "
             f"Path({str(top)!r}).mkdir(); state.instance('postgres', Path({str(top)!r})); "
             f"print('ready', flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -108,7 +108,7 @@ def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
 
 def test_a_killed_fleet_controllers_working_directory_is_removed(tmp_path):
     work = tmp_path / "dbarena-fleet-x"
-    code = (f"import time; from pathlib import Path; from dbarena import state; "
+    code = (f"import time; from pathlib import Path; from dbarena.lifecycle import state; "
             f"Path({str(work)!r}).mkdir(); (Path({str(work)!r}) / 'vars.json').write_text('{{}}'); "
             f"state.scratch(Path({str(work)!r})); print('ready', flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from dbarena import stats
+from dbarena.stats import estimators as stats
 
 
 def ar1(n: int, mean: float, sd: float, rho: float, rng: random.Random) -> list[float]:

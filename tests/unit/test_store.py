@@ -7,7 +7,7 @@ import pytest
 
 from dbarena.errors import StoreError
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
-from dbarena.store import MIGRATIONS, SCHEMA_VERSION, Store
+from dbarena.store.database import MIGRATIONS, SCHEMA_VERSION, Store
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
 SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=3, params=(("scale", 1),))
@@ -110,7 +110,7 @@ def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path):
 
 
 def test_derived_figures_are_cached_by_estimator_version_and_read_in_batches(tmp_path, monkeypatch):
-    from dbarena import analysis
+    from dbarena.stats import analysis
 
     store = tmp_path / "r.db"
     with Store(store) as db:
@@ -156,7 +156,7 @@ def test_there_is_a_historic_store_of_every_released_schema_version():
 def test_every_historic_store_migrates_and_reads(path, tmp_path):
     """Stores written by each released schema (made by that version's own code: see
     tests/fixtures/stores/README.md) open, migrate to today's and read back alike."""
-    from dbarena import analysis
+    from dbarena.stats import analysis
 
     copy = tmp_path / path.name
     shutil.copy(path, copy)

@@ -23,7 +23,7 @@ from dbarena.errors import DatabaseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
 from dbarena.model import Connection, PointResult, PointSpec, RunInfo, Sample
-from dbarena.store import Store
+from dbarena.store.database import Store
 from dbarena.workloads import WORKLOADS, mysqlslap, pgbench, sysbench
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

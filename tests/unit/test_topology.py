@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import plan, session, smt, study, topology
+from dbarena import plan, session, study
+from dbarena.host import smt
+from dbarena.host import topology
 from dbarena.errors import UsageError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "topology"

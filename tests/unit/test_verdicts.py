@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from dbarena import noise, stats
+from dbarena.stats import noise
+from dbarena.stats import estimators as stats
 
 SECONDS = 30
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import analysis, views
-from dbarena import store as store_mod
+from dbarena.stats import analysis
+from dbarena.store import views
+from dbarena.store import database as store_mod
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
-from dbarena.store import SCHEMA_VERSION, Store
+from dbarena.store.database import SCHEMA_VERSION, Store
 
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
@@ -23,7 +24,7 @@ def two_hosts(folder: Path) -> Path:
     path = folder / "all.db"
     shutil.copy(STORES / "v9.db", folder / "arm.db")
     shutil.copy(STORES / "v9.db", folder / "x86.db")
-    from dbarena import store as store_mod
+    from dbarena.store import database as store_mod
 
     with Store(folder / "x86.db") as db:
         facts = {**db.runs()[0]["host_facts"], "hostname": "x86-box", "cpu_model": "Xeon"}

@@ -16,7 +16,8 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from dbarena import execute, state
+from dbarena import execute
+from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
 from dbarena.interfaces import Executor
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from dbarena import execute, state
+from dbarena import execute
+from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Client, Executor, Tool

@@ -25,11 +25,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from dbarena import store as store_mod
-from dbarena import state, workloads
+from dbarena.store import database as store_mod
+from dbarena import workloads
+from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem, UsageError
 from dbarena.fleet.inventory import Host
-from dbarena.store import Store
+from dbarena.store.database import Store
 from dbarena.study import Study
 
 # Terminal states of a host's run, as host.status reports them.

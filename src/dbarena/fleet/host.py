@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from dbarena import pgstore, state as state_mod
+from dbarena.store import postgres as pgstore
+from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
 
 PROGRESS = "progress.json"
@@ -60,7 +61,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
     holds the `dbarena run` these arguments describe, whole or in part."""
     from dbarena import cli, session, study as study_mod
-    from dbarena.store import Store
+    from dbarena.store.database import Store
 
     if not pgstore.is_url(store) and not Path(store).is_file():
         return "new", None

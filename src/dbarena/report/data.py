@@ -36,8 +36,10 @@ from typing import Callable
 
 import numpy as np
 
-from dbarena import analysis, configkey, stats
-from dbarena.price import DEFAULT_CURRENCY, Price, with_currency
+from dbarena.stats import analysis
+from dbarena.stats import configkey
+from dbarena.stats import estimators as stats
+from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 from dbarena.workloads import tpcc
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dbarena import stats
+from dbarena.stats import estimators as stats
 from dbarena.report import data
 from dbarena.report.data import Report, Section
 

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from dbarena import analysis
+from dbarena.stats import analysis
 from dbarena.model import PointResult, PointSpec, Sample
 
 

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from dbarena.errors import UsageError
 from dbarena.interfaces import Client
-from dbarena.latency import Latencies
+from dbarena.stats.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample
 
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")

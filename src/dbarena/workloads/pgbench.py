@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from dbarena.errors import ParseError, UsageError
 from dbarena.interfaces import Client
-from dbarena.latency import Latencies
+from dbarena.stats.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import pgbench_log, series
 from dbarena.workloads.base import ToolBase, option_value

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, NoReturn, Union
 
 from dbarena.errors import ParseError
-from dbarena.latency import Latencies
+from dbarena.stats.latency import Latencies
 
 TOOL = "pgbench log"
 OUTCOMES = frozenset({b"skipped", b"failed", b"serialization", b"deadlock"})

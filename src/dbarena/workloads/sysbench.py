@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from dbarena.errors import ParseError
-from dbarena import latency
+from dbarena.stats import latency
 from dbarena.interfaces import Client
 from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import series

@@ -16,7 +16,8 @@ import shutil
 import socket
 from pathlib import Path
 
-from dbarena import execute, topology
+from dbarena import execute
+from dbarena.host import topology
 
 # ARM /proc/cpuinfo names no model, only implementer and part numbers (lscpu decodes
 # them, older lscpu does not). The parts one meets in database servers, from Arm's

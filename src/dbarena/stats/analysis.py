@@ -10,10 +10,12 @@ import statistics
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
-from dbarena import configkey, latency, stats
+from dbarena.stats import configkey
+from dbarena.stats import latency
+from dbarena.stats import estimators as stats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
-from dbarena.store import Store
+from dbarena.store.database import Store
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
-from dbarena import stats
+from dbarena.stats import estimators as stats
 from dbarena.model import PointResult, PointSpec
 
 MAX_FAILURES = 2  # a point that keeps failing is not retried until max_repeats

@@ -267,7 +267,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
             say(f"would set SMT back to {original} ({control}), left switched by {owner}")
             return
         else:
-            from dbarena import hostinfo, smt as smt_switch  # smt.py writes these records
+            from dbarena.host import hostinfo  # smt.py writes these records
+            from dbarena.host import smt as smt_switch
 
             try:
                 if control.read_text().strip() != original:
@@ -309,8 +310,8 @@ def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = Fal
 
 
 def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
-    from dbarena import pgstore
-    from dbarena.store import Store  # only when there is something to mark
+    from dbarena.store import postgres as pgstore
+    from dbarena.store.database import Store  # only when there is something to mark
 
     if not pgstore.is_url(store) and not Path(store).is_file():
         return False
@@ -358,7 +359,7 @@ class _Watchdog:
         # The watchdog waits for EOF on its stdin: the write end is ours alone (not
         # inherited by servers or tools), so EOF means this process is gone.
         cls.proc = subprocess.Popen(
-            [sys.executable, "-m", "dbarena.watchdog", str(os.getpid()), str(start_time(os.getpid()))],
+            [sys.executable, "-m", "dbarena.lifecycle.watchdog", str(os.getpid()), str(start_time(os.getpid()))],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, ENV: str(state_dir())},
         )

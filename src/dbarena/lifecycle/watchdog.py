@@ -1,4 +1,4 @@
-"""python -m dbarena.watchdog OWNER_PID OWNER_START: wait for the owner to end, then
+"""python -m dbarena.lifecycle.watchdog OWNER_PID OWNER_START: wait for the owner to end, then
 reap what it left (state.py). Started by the owner, in a session of its own, so that
 neither Ctrl-C at the terminal nor a hang-up of the owner's session reaches it."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from dbarena import state
+from dbarena.lifecycle import state
 
 
 def main() -> None:

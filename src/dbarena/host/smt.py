@@ -20,7 +20,8 @@ import platform
 from pathlib import Path
 from typing import Sequence
 
-from dbarena import hostinfo, state
+from dbarena.host import hostinfo
+from dbarena.lifecycle import state
 from dbarena.engines import instance
 from dbarena.errors import EnvironmentProblem
 

@@ -20,7 +20,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
-from dbarena import configkey, pgstore, views
+from dbarena.stats import configkey
+from dbarena.store import postgres as pgstore
+from dbarena.store import views
 from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError

@@ -18,7 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from urllib.parse import parse_qs, urlsplit
 
-from dbarena import views
+from dbarena.store import views
 from dbarena.errors import StoreError, UsageError
 
 if TYPE_CHECKING:

@@ -1,0 +1,2 @@
+"""What dbarena starts and must undo: state records, the watchdog, the reaper, and
+points the store could not take."""

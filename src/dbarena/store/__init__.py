@@ -1,0 +1,1 @@
+"""The results store: the schema, its SQLite and PostgreSQL dialects, views, merge."""
