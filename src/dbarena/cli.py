@@ -16,13 +16,13 @@ from collections import Counter
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from dbarena import __version__, engines, importer, plan, session, workloads
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.host import hostinfo
 from dbarena.lifecycle import state
+from dbarena.lifecycle.cleanup import reap, reap_dead
 from dbarena import study as study_mod
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, StoreError, UsageError
 from dbarena.interfaces import Reporter
@@ -102,7 +102,7 @@ def cli():
     concurrency level of this machine), then `dbarena results`.
     """
     # Whatever the command: first undo what a killed dbarena left (state.py).
-    state.reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
+    reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
 
 
 def _engine_list(ctx, param, value):
@@ -355,7 +355,7 @@ def cleanup(dry_run):
     found = 0
     for path, data in state.records():
         if data.get("kept") or state.orphaned(data):
-            state.reap(path, data, say, dry_run=dry_run)
+            reap(path, data, say, dry_run=dry_run)
             found += 1
         else:
             what = data.get("top") or data.get("path") or (

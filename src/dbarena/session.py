@@ -26,6 +26,7 @@ from dbarena.host import datadir
 from dbarena.host import hostinfo
 from dbarena.stats import rounds
 from dbarena.host import smt
+from dbarena.lifecycle import smt_switch
 from dbarena.lifecycle import state
 from dbarena.host import topology
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
@@ -179,7 +180,7 @@ def kernel_smt(study: Study, plans: Sequence[plan.EnginePlan]) -> bool:
     modes = sorted({mode for p in plans for _, mode in p.placement.values() if mode})
     if not modes or study.smt_emulate:
         return False
-    why = smt.refusal(modes)
+    why = smt_switch.refusal(modes)
     if why:
         raise UsageError(f"[cpus] smt: {why}; emulate it with [cpus] smt_emulate = true (the SMT modes by "
                          "affinity: that many threads of each core)")
@@ -265,7 +266,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
     index = 0
-    switch = smt.Switch() if switching else None
+    switch = smt_switch.Switch() if switching else None
     try:
         for number, (mode, part) in enumerate(parts):
             later = [spec for _, other in parts[number + 1:] for spec in other.points]
@@ -295,7 +296,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     return outcome
 
 
-def _switch(ctx: _Context, switch: smt.Switch, mode: str | None, part: plan.EnginePlan) -> None:
+def _switch(ctx: _Context, switch: smt_switch.Switch, mode: str | None, part: plan.EnginePlan) -> None:
     """The kernel's SMT set for the part's variants (or back as the machine had it,
     for variants without a mode), then their CPUs chosen among those now online: the
     servers start after this, with an affinity the kernel will not change under them."""

@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from dbarena import workloads
-from dbarena.host import smt
+from dbarena.lifecycle import smt_switch
 from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
 from dbarena.runner import dataset_steps
@@ -88,7 +88,7 @@ def _smt(study: Study, plans: list[EnginePlan]) -> dict[str, Any] | None:
         return None
     return {"modes": modes, "by": "affinity" if study.smt_emulate else "kernel",
             # Said here as `run` would refuse it: this machine may not be the one it runs on.
-            "refused_here": None if study.smt_emulate else smt.refusal(modes)}
+            "refused_here": None if study.smt_emulate else smt_switch.refusal(modes)}
 
 
 def duration(seconds: float) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from dbarena import plan, session, study
 from dbarena.host import smt
-from dbarena.lifecycle import state
+from dbarena.lifecycle import cleanup, smt_switch, state
 from dbarena.host import topology
 from dbarena.errors import UsageError
 
@@ -46,20 +46,20 @@ def control(tmp_path, monkeypatch):
 ])
 def test_a_kernel_that_cannot_switch_is_refused_with_its_reason(control, said, fragment):
     control.write_text(said)
-    assert fragment in (smt.refusal(["off", "on"], root=True) or "")
+    assert fragment in (smt_switch.refusal(["off", "on"], root=True) or "")
 
 
 def test_refusals_without_the_file_without_root_and_for_thread_counts_on_x86(control, tmp_path):
-    assert "is missing" in (smt.refusal(["off"], tmp_path / "nothing", root=True) or "")
-    assert "needs root" in (smt.refusal(["off"], root=False) or "")
+    assert "is missing" in (smt_switch.refusal(["off"], tmp_path / "nothing", root=True) or "")
+    assert "needs root" in (smt_switch.refusal(["off"], root=False) or "")
     assert "this x86_64 kernel switches SMT on and off only" in (
-        smt.refusal(["1", "2"], machine="x86_64", root=True) or "")
-    assert smt.refusal(["1", "2", "4", "8"], machine="ppc64le", root=True) is None
-    assert smt.refusal(["off", "on"], machine="x86_64", root=True) is None
+        smt_switch.refusal(["1", "2"], machine="x86_64", root=True) or "")
+    assert smt_switch.refusal(["1", "2", "4", "8"], machine="ppc64le", root=True) is None
+    assert smt_switch.refusal(["off", "on"], machine="x86_64", root=True) is None
 
 
 def test_the_switch_sets_each_mode_and_puts_the_original_back(control):
-    with smt.Switch() as switch:
+    with smt_switch.Switch() as switch:
         switch.set("off")
         assert control.read_text() == "off"
         # Recorded while switched: a killed dbarena's reaper knows what to put back.
@@ -73,15 +73,15 @@ def test_the_switch_sets_each_mode_and_puts_the_original_back(control):
 def test_ctrl_c_inside_the_switch_puts_the_original_back(control):
     control.write_text("off\n")  # a machine that runs with SMT off gets it off again
     with pytest.raises(KeyboardInterrupt):
-        with smt.Switch() as switch:
+        with smt_switch.Switch() as switch:
             switch.set("on")
             raise KeyboardInterrupt
     assert control.read_text() == "off" and state.records() == []
 
 
 def test_a_killed_owners_switch_is_put_back_by_its_watchdog(control, tmp_path):
-    code = ("import time; from dbarena.host import smt; from pathlib import Path; "
-            f"s = smt.Switch(Path({str(control)!r})); s.set('off'); print('ready', flush=True); time.sleep(60)")
+    code = ("import time; from dbarena.lifecycle import smt_switch; from pathlib import Path; "
+            f"s = smt_switch.Switch(Path({str(control)!r})); s.set('off'); print('ready', flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, state.ENV: str(tmp_path / "state")})
     assert owner.stdout is not None and owner.stdout.readline() == "ready\n"
@@ -106,7 +106,7 @@ def test_the_next_command_puts_back_a_switch_whose_owner_and_watchdog_died(contr
         '{"kind": "smt", "control": "%s", "original": "on", "owner_pid": %d, "owner_start": %d, "hostname": "%s", '
         '"boot_id": "%s"}' % (control, child.pid, started or 0, state.machine()["hostname"], state.machine()["boot_id"]))
     said: list[str] = []
-    assert state.reap_dead(said.append) == 1
+    assert cleanup.reap_dead(said.append) == 1
     assert control.read_text() == "on" and said == [f"set SMT back to on ({control}), left switched by process "
                                                     f"{child.pid}"]
 
@@ -167,14 +167,14 @@ def test_a_study_begun_with_smt_off_gets_its_siblings_back_in_its_affinity(contr
     monkeypatch.setattr(smt, "allowed_cpus", lambda: {0, 1, 2, 3})
     given: list[set[int]] = []
     monkeypatch.setattr(smt.os, "sched_setaffinity", lambda pid, cpus: given.append(set(cpus)))
-    with smt.Switch() as switch:
+    with smt_switch.Switch() as switch:
         switch.set("on")
     assert given == [{0, 1, 2, 3}, {0, 1, 2, 3}]  # after "on", and after "off" again
     assert smt.allowed_cpus() >= set(os.sched_getaffinity(0))
 
 
 def test_a_restore_that_cannot_write_says_so_in_one_line_and_keeps_the_record(control, monkeypatch):
-    switch = smt.Switch()
+    switch = smt_switch.Switch()
     switch.set("off")
 
     def refuse(path, mode):
@@ -203,13 +203,13 @@ def test_the_reaper_keeps_the_record_when_it_cannot_write_and_forgets_it_after_a
     gone = tmp_path / "gone" / "control"
     _record(tmp_path, gone)
     said: list[str] = []
-    state.reap_dead(said.append)
+    cleanup.reap_dead(said.append)
     assert len(said) == 1 and said[0].startswith("could not set SMT back to on") and len(state.records()) == 1
     control.write_text("off")
     _record(tmp_path, control, boot_id="another boot")  # replaces the first record
     (owner,) = [d["owner_pid"] for _, d in state.records()]
     said.clear()
-    state.reap_dead(said.append)
+    cleanup.reap_dead(said.append)
     assert said == [f"forgot that process {owner} had switched SMT: the machine has rebooted since"]
     assert control.read_text() == "off" and state.records() == []  # the boot decides now
 
@@ -222,7 +222,7 @@ def test_one_study_switches_at_a_time(control, tmp_path):
         (folder / "smt-other.json").write_text(json.dumps({
             "kind": "smt", "control": str(control), "original": "on", "owner_pid": other.pid,
             "owner_start": state.start_time(other.pid), **state.machine()}))
-        assert smt.refusal(["off", "on"], root=True) == (
+        assert smt_switch.refusal(["off", "on"], root=True) == (
             f"another dbarena process (pid {other.pid}) has switched SMT and not yet put it back")
     finally:
         other.kill()
@@ -262,7 +262,7 @@ def test_cpus_an_administrator_had_offline_are_offline_again_after_the_study(tmp
     for n in range(1, 4):
         (cpu / f"cpu{n}").mkdir()
         (cpu / f"cpu{n}" / "online").write_text("0\n" if n == 3 else "1\n")
-    switch = smt.Switch(control)
+    switch = smt_switch.Switch(control)
     switch.set("off")
     (record,) = [d for _, d in state.records() if d["kind"] == "smt"]
     assert record["online"] == "0-2"
@@ -275,5 +275,5 @@ def test_cpus_an_administrator_had_offline_are_offline_again_after_the_study(tmp
     (cpu / "cpu3" / "online").write_text("1\n")
     _record(tmp_path, control, online="0-2")
     said: list[str] = []
-    state.reap_dead(said.append)
+    cleanup.reap_dead(said.append)
     assert said[0].startswith("set SMT back to on") and (cpu / "cpu3" / "online").read_text() == "0"

@@ -10,11 +10,10 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-from dbarena.lifecycle import state
+from dbarena.lifecycle import cleanup, state
 from dbarena.model import RunInfo
 from dbarena.store.database import Store
 
@@ -57,14 +56,14 @@ def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_pa
                  "owner_pid": pid, "owner_start": started, "hostname": "another-host", "boot_id": "x"}
     (folder / "instance-c.json").write_text(json.dumps(elsewhere))  # a shared state directory
     said: list[str] = []
-    assert state.reap_dead(said.append) == 2
+    assert cleanup.reap_dead(said.append) == 2
     assert not top.exists() and [p.name for p in folder.iterdir()] == ["instance-c.json"]  # not ours to judge
     assert said[0] == f"stopped and removed the postgres instance in {top}, left by process {pid}"
     assert said[1].startswith(f"marked run {run_id} in {tmp_path / 'r.db'} interrupted (killed)")
     with Store(tmp_path / "r.db") as db:
         run = db.run(run_id)
     assert (run["status"], run["status_reason"]) == ("interrupted", "killed")
-    assert state.reap_dead(said.append) == 0
+    assert cleanup.reap_dead(said.append) == 0
 
 
 def test_records_of_the_living_and_of_kept_instances_are_not_reaped(tmp_path):
@@ -73,7 +72,7 @@ def test_records_of_the_living_and_of_kept_instances_are_not_reaped(tmp_path):
     mine = state.instance("postgres", tmp_path / "a")
     kept = state.instance("postgres", tmp_path / "b")
     kept.disown()
-    assert state.reap_dead(lambda line: None) == 0
+    assert cleanup.reap_dead(lambda line: None) == 0
     assert len(state.records()) == 2
     mine.remove()
     kept.remove()
@@ -84,9 +83,9 @@ def test_a_kept_instance_removed_by_hand_is_forgotten_silently(tmp_path):
     top.mkdir()
     state.instance("postgres", top).disown()
     said: list[str] = []
-    assert state.reap_dead(said.append) == 0 and len(state.records()) == 1  # still there: kept
+    assert cleanup.reap_dead(said.append) == 0 and len(state.records()) == 1  # still there: kept
     top.rmdir()  # `kill PID && rm -rf DIR`, as the keep note offers
-    assert state.reap_dead(said.append) == 0 and state.records() == [] and said == []
+    assert cleanup.reap_dead(said.append) == 0 and state.records() == [] and said == []
 
 
 def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):

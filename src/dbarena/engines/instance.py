@@ -12,12 +12,11 @@ import signal
 import socket
 import stat
 import tempfile
-import threading
 from pathlib import Path
 from typing import Callable
 
 from dbarena import execute
-from dbarena.lifecycle import state
+from dbarena.lifecycle import shield, state
 from dbarena.errors import EnvironmentProblem
 from dbarena.interfaces import Executor
 
@@ -69,21 +68,6 @@ def private_file(path: Path, text: str) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def shielded():
-    """Ignore Ctrl-C and SIGTERM while tearing down, so that a second Ctrl-C cannot
-    leave a half-removed instance behind. Signals can only be set in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
 def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> int | None:
     """Ask the server to shut down with first_signal; if it hangs, SIGKILL its whole
     process group (it was spawned as a session leader, so that holds its children) and
@@ -117,7 +101,7 @@ def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: 
     if keep and proc is not None and proc.poll() is None:
         record.disown()  # `dbarena cleanup` lists it; nobody reaps it as an orphan
         return  # the caller prints the target's keep_note()
-    with shielded():
+    with shield.shielded():
         if proc is not None:
             stop_server(proc, first_signal=first_signal, grace_s=grace_s)
         state.remove_segments({Path(p) for p in record.data.get("shm", ())})

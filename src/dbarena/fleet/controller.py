@@ -28,7 +28,7 @@ from typing import Callable
 from dbarena.store import database as store_mod
 from dbarena import workloads
 from dbarena.lifecycle import state
-from dbarena.errors import EnvironmentProblem, UsageError
+from dbarena.errors import EnvironmentProblem
 from dbarena.fleet.inventory import Host
 from dbarena.store.database import Store
 from dbarena.study import Study

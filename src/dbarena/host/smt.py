@@ -14,15 +14,12 @@ does it from the record written before the first switch (state.py, kind "smt").
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 from pathlib import Path
 from typing import Sequence
 
 from dbarena.host import hostinfo
-from dbarena.lifecycle import state
-from dbarena.engines import instance
 from dbarena.errors import EnvironmentProblem
 
 CONTROL = Path("/sys/devices/system/cpu/smt/control")
@@ -43,10 +40,11 @@ def read(control: Path | None = None) -> str:
         return "unknown"
 
 
-def refusal(modes: Sequence[str], control: Path | None = None, *, machine: str | None = None,
+def machine_refusal(modes: Sequence[str], control: Path | None = None, *, machine: str | None = None,
             root: bool | None = None) -> str | None:
-    """Why this machine cannot switch between `modes` ("on", "off", "2" ...), or None.
-    Asked before anything starts, so that a study is refused in one line."""
+    """Why this machine cannot switch between `modes` ("on", "off", "2" ...), or None:
+    the kernel, root, /sys and the architecture (lifecycle.smt_switch.refusal adds
+    another dbarena process holding the switch)."""
     control = control or CONTROL
     now = read(control)
     if now == "unknown":
@@ -62,93 +60,7 @@ def refusal(modes: Sequence[str], control: Path | None = None, *, machine: str |
     if numbers and not (arch.startswith("ppc") or now.isdigit()):
         return (f"threads per core ({', '.join(numbers)}) are a POWER kernel's SMT modes; this {arch} kernel "
                 "switches SMT on and off only")
-    other = holder(control)
-    if other is not None:
-        # Its "original" would be our switched state: one study switches at a time.
-        return f"another dbarena process (pid {other}) has switched SMT and not yet put it back"
     return None
-
-
-def holder(control: Path) -> int | None:
-    """The live dbarena process of this host that has `control` switched, if any."""
-    for _, data in state.records():
-        if data.get("kind") == "smt" and data.get("control") == str(control) and not state.orphaned(data) \
-                and data.get("owner_pid") != os.getpid() and state.ours(data):
-            return data.get("owner_pid")
-    return None
-
-
-class Switch:
-    """Sets the kernel's SMT mode for a study's variants and puts the original back.
-
-    Use as a context manager around the whole study, or call `restore` in a finally:
-    `set` between variants, the original restored however the study ends."""
-
-    def __init__(self, control: Path | None = None) -> None:
-        self.control = control or CONTROL
-        self.original: str | None = None
-        self._record: state.Record | None = None
-        self._affinity: set[int] | None = None
-        self._online: set[int] | None = None  # the CPUs online before the study
-        self.changed = False  # whether it ever wrote the switch
-
-    def __enter__(self) -> Switch:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        problem = self.restore()
-        if problem and kind is None:  # never in place of the error already on its way
-            raise EnvironmentProblem(problem)
-
-    @property
-    def mode(self) -> str:
-        return read(self.control)
-
-    def set(self, mode: str) -> None:
-        if self.original is None:
-            self.original = read(self.control)
-            self._affinity = allowed_cpus()
-            self._online = online_cpus(self.control)
-            # Written before the first switch: a killed dbarena leaves a record that
-            # says what the machine's state was, and its reaper puts it back.
-            self._record = state.smt(str(self.control), self.original,
-                                     None if self._online is None else hostinfo.cpu_list(self._online))
-        if read(self.control) != mode:
-            write(self.control, mode)
-            self.changed = True
-            self._widen()
-
-    def restore(self) -> str | None:
-        """The original state back, shielded from a second Ctrl-C. None when it is (or
-        nothing was switched); else why not, in one line, and the record stays, so
-        that `dbarena cleanup` (and every later command) tries again."""
-        if self.original is None:
-            return None
-        original = self.original
-        with instance.shielded():
-            try:
-                if read(self.control) != original:
-                    write(self.control, original)
-                    self._widen()
-            except EnvironmentProblem as exc:
-                return (f"{exc}; SMT is left {read(self.control)}: put it back with "
-                        f"`echo {original} > {self.control}`, or `dbarena cleanup`")
-            stuck = put_online_back(self.control, self._online) if self.changed and self._online is not None else []
-            if stuck:
-                return (f"SMT is {original} again, but CPU(s) {hostinfo.cpu_list(set(stuck))} could not be set "
-                        f"online or offline as before the study (…/cpuN/online); `dbarena cleanup` tries again")
-            if self._record is not None:
-                self._record.remove()
-            self.original, self._record = None, None
-        return None
-
-    def _widen(self) -> None:
-        # CPUs taken offline drop out of what a process may use, and do not all come
-        # back with them (cgroup v1 cpusets keep them out): the process gets every CPU
-        # it had before the study again. The server and tools started later inherit it.
-        if self._affinity:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, self._affinity)
 
 
 def online_cpus(control: Path) -> set[int] | None:

@@ -1,5 +1,5 @@
 """python -m dbarena.lifecycle.watchdog OWNER_PID OWNER_START: wait for the owner to end, then
-reap what it left (state.py). Started by the owner, in a session of its own, so that
+reap what it left (cleanup.py). Started by the owner, in a session of its own, so that
 neither Ctrl-C at the terminal nor a hang-up of the owner's session reaches it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from dbarena.lifecycle import state
+from dbarena.lifecycle import cleanup, state
 
 
 def main() -> None:
@@ -20,7 +20,7 @@ def main() -> None:
     for path, data in state.records():
         if data.get("owner_pid") == owner and data.get("owner_start") == started:
             try:
-                state.reap(path, data, say=lambda line: None, tell_later=True)
+                cleanup.reap(path, data, say=lambda line: None, tell_later=True)
             except Exception:  # the next command reaps what is left
                 continue
 

@@ -97,8 +97,6 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
         "tpm_new_order": new_orders / minutes if minutes else None,
         "new_orders_committed": new_orders,
     }
-    from dataclasses import replace
-
     return replace(measurement, details=details), report.samples
 
 

@@ -1,0 +1,125 @@
+"""Undoing what a dead dbarena process left, from its state records (state.py says
+what is recorded and why): stop and remove throwaway instances, remove scratch
+directories, set SMT back, mark runs interrupted. Run by the watchdog, by every
+command before it starts (`reap_dead`), and by `dbarena cleanup`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import Callable
+
+from dbarena.host import hostinfo, smt
+from dbarena.lifecycle import state
+
+
+def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False,
+         tell_later: bool = False) -> None:
+    """Undo what a dead owner left: see the module's note. `tell_later` (the watchdog,
+    which has nobody to tell): a run's record that names tables left on a target is
+    kept, so that the next command can say so."""
+    owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
+    if data["kind"] == "instance":
+        pgid = state.server_of(data)
+        what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
+        if dry_run:
+            say(f"would stop and remove the {what}, left by {owner}")
+            return
+        if pgid:
+            state.stop_group(pgid, data.get("engine"))
+        state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
+        shutil.rmtree(data["top"], ignore_errors=True)
+        say(f"stopped and removed the {what}, left by {owner}")
+    elif data["kind"] == "scratch":
+        if dry_run:
+            say(f"would remove {data['path']}, left by {owner}")
+            return
+        shutil.rmtree(data["path"], ignore_errors=True)
+        say(f"removed {data['path']}, left by {owner}")
+    elif data["kind"] == "smt":
+        control, original = Path(data["control"]), data["original"]
+        if data.get("boot_id") != state.machine()["boot_id"]:
+            # Rebooted since: the boot configuration decides SMT now, not the record.
+            if dry_run:
+                say(f"would forget that {owner} had switched SMT: the machine has rebooted since")
+                return
+            say(f"forgot that {owner} had switched SMT: the machine has rebooted since")
+        elif dry_run:
+            say(f"would set SMT back to {original} ({control}), left switched by {owner}")
+            return
+        else:
+            try:
+                if control.read_text().strip() != original:
+                    control.write_text(original)
+            except OSError as exc:
+                # The record stays: the next command (or `dbarena cleanup`) tries again.
+                say(f"could not set SMT back to {original} ({control}), left switched by {owner}: "
+                    f"{exc.strerror or exc}; put it back with `echo {original} > {control}`")
+                return
+            stuck = smt.put_online_back(control, hostinfo.parse_cpu_list(data["online"])) \
+                if data.get("online") else []
+            if stuck:
+                say(f"set SMT back to {original} ({control}), but CPU(s) {hostinfo.cpu_list(set(stuck))} could not "
+                    f"be set online or offline as before; left switched by {owner}")
+                return
+            say(f"set SMT back to {original} ({control}), left switched by {owner}")
+    else:
+        where = f"run {data['run_id']} in {data['store']}"
+        if dry_run:
+            say(f"would mark {where} interrupted (killed), left by {owner}")
+            return
+        tool = data.get("tool_pid")
+        if tool and state.alive(tool, data.get("tool_start")):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
+            say(f"stopped the load generator (pid {tool}) of {where}")
+        if data.get("scratch"):
+            shutil.rmtree(data["scratch"], ignore_errors=True)  # the point's per-transaction log
+        marked = _mark_killed(data["store"], data["run_id"], data.get("owner_pid"))
+        if marked:
+            say(f"marked {where} interrupted (killed); continue it with: "
+                f"dbarena run --resume {data['run_id']} --store {data['store']}")
+        if tell_later and data.get("leftovers"):
+            return
+        for line in data.get("leftovers") or []:
+            say(f"{where} was killed on {data['target']}: {line}")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
+    # Imported here: every command reaps before it starts, and most find nothing to mark.
+    from dbarena.store import postgres as pgstore
+    from dbarena.store.database import Store
+
+    if not pgstore.is_url(store) and not Path(store).is_file():
+        return False
+    try:
+        with Store(store) as db:
+            run = db.run(run_id)
+            if run is None or run["status"] != "running":
+                return False
+            if (run["options"].get("owner") or {}).get("pid") not in (None, owner):
+                return False  # resumed since by another process: its run now
+            db.finish_run(run_id, "interrupted", reason="killed")
+            return True
+    except Exception:  # a store that cannot be opened now is reported by the command that uses it
+        return False
+
+
+def reap_dead(say: Callable[[str], None]) -> int:
+    """Reap every record whose owner is dead; how many."""
+    count = 0
+    for path, data in state.records():
+        if data.get("kept") and not Path(data["top"]).exists():
+            # A kept instance its user removed by hand (as the keep note says they may).
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        if state.orphaned(data):
+            reap(path, data, say)
+            count += 1
+    return count
