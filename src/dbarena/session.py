@@ -15,11 +15,12 @@ import os
 import socket
 import time
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from dbarena import engines, execute, plan, workloads
+from dbarena import engines, execute, plan, provenance, workloads
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.host import datadir
@@ -30,10 +31,10 @@ from dbarena.lifecycle import smt_switch
 from dbarena.lifecycle import state
 from dbarena.host import topology
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
-from dbarena.interfaces import Engine, Executor, Reporter, Target
+from dbarena.interfaces import Engine, Executor, Reporter, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.runner import Bound, Sweep
-from dbarena.store.database import Store, now_utc
+from dbarena.store.database import Store
 from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
 
@@ -252,48 +253,81 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
-    previous = {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
+    previous = _previous_runs(store, resume)
     deadline = clock() + study.budget_s if study.budget_s is not None else None
-    everything = [spec for _, part in parts for spec in part.points]
-    begun: list[bool] = []
-
-    def begin() -> None:
-        # Once the first targets are open: nothing is shown before a start succeeds.
-        if not begun:
-            begun.append(True)
-            reporter.begin(everything, estimate_s)
+    begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
-    index = 0
     switch = smt_switch.Switch() if switching else None
     try:
-        for number, (mode, part) in enumerate(parts):
-            later = [spec for _, other in parts[number + 1:] for spec in other.points]
-            if switch is not None:
-                _switch(ctx, switch, mode, part)
-                if deadline is not None:
-                    # One SMT mode after the other: each gets its share of what is left
-                    # of the budget, or the first would take it all (interleaved
-                    # variants share it round by round).
-                    left = deadline - clock()
-                    mine = sum(estimate_s(p) for p in part.points)
-                    ctx.deadline = clock() + left * mine / max(mine + sum(estimate_s(p) for p in later), 1e-9)
-            index = _run_engine(ctx, part, first_index=index, later=later)
-            if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
-                break
+        _run_parts(ctx, parts, switch)
     finally:
-        problem = switch.restore() if switch is not None else None
-        if problem:
-            reporter.stage(problem)
-            outcome.notes.append(problem)
-        elif switch is not None and switch.changed:
-            reporter.stage(f"SMT is {switch.mode} again, as before the study ({switch.control})")
-        if begun:
+        # The machine's SMT as it was, whatever ended the parts (Ctrl-C included).
+        _restore_smt(ctx, switch)
+        if begin.shown:
             reporter.end()
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _previous_runs(store: Store, resume: str | None) -> dict[tuple[str, str], int]:
+    """(engine, variant) -> the run id the earlier `dbarena run` stored, when resuming."""
+    return {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
+
+
+class _Begin:
+    """Shows the whole plan to the reporter once the first targets are open: nothing
+    is shown before a start succeeds."""
+
+    def __init__(self, reporter: Reporter, everything: list[PointSpec]) -> None:
+        self.reporter = reporter
+        self.everything = everything
+        self.shown = False
+
+    def __call__(self) -> None:
+        if not self.shown:
+            self.shown = True
+            self.reporter.begin(self.everything, estimate_s)
+
+
+def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]],
+               switch: smt_switch.Switch | None) -> None:
+    """Every part one after the other, until one ends the run (interrupted, or a point
+    failed under fail_fast). The caller puts SMT back."""
+    deadline = ctx.deadline
+    index = 0
+    for number, (mode, part) in enumerate(parts):
+        later = [spec for _, other in parts[number + 1:] for spec in other.points]
+        if switch is not None:
+            _switch(ctx, switch, mode, part)
+            if deadline is not None:
+                ctx.deadline = _budget_share(deadline, ctx.clock, part, later)
+        index = _run_engine(ctx, part, first_index=index, later=later)
+        if ctx.outcome.exit_status != ExitStatus.OK or (ctx.study.fail_fast and ctx.outcome.failed):
+            break
+
+
+def _budget_share(deadline: float, clock: Callable[[], float], part: plan.EnginePlan,
+                  later: Sequence[PointSpec]) -> float:
+    """One SMT mode after the other: each gets its share of what is left of the budget,
+    or the first would take it all (interleaved variants share it round by round)."""
+    left = deadline - clock()
+    mine = sum(estimate_s(p) for p in part.points)
+    return clock() + left * mine / max(mine + sum(estimate_s(p) for p in later), 1e-9)
+
+
+def _restore_smt(ctx: _Context, switch: smt_switch.Switch | None) -> None:
+    """SMT back as the machine had it before the study, said (or why it could not be)."""
+    if switch is None:
+        return
+    problem = switch.restore()
+    if problem:
+        ctx.reporter.stage(problem)
+        ctx.outcome.notes.append(problem)
+    elif switch.changed:
+        ctx.reporter.stage(f"SMT is {switch.mode} again, as before the study ({switch.control})")
 
 
 def _switch(ctx: _Context, switch: smt_switch.Switch, mode: str | None, part: plan.EnginePlan) -> None:
@@ -333,143 +367,178 @@ class _Context:
     system_metrics: bool = True
 
 
+@dataclass
+class _EnginePart:
+    """What the variants of one engine's part share while their targets open."""
+
+    engine_plan: plan.EnginePlan
+    engine: Engine
+    tools: dict[str, Tool]  # every tool its points use, by name
+    bindir: Path | None
+    data_parent: Path | None  # where throwaway instances keep their data
+    run_ids: list[int] = field(default_factory=list)  # its stored runs, as they begin
+
+
 def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int, later: list[PointSpec]) -> int:
     """One engine's plan (`later`: the points of the engines after it, for the ETA);
-    the index of the next point of the session."""
-    study, store, executor, reporter, outcome = ctx.study, ctx.store, ctx.executor, ctx.reporter, ctx.outcome
-    keep, init, previous, clock, deadline = ctx.keep, ctx.init, ctx.previous, ctx.clock, ctx.deadline
+    the index of the next point of the session. Once its targets are closed, its runs
+    are marked finished, or interrupted (Ctrl-C, SIGTERM: the outcome says so), or
+    failed (the error propagates)."""
     entry = engine_plan.engine
     bindir = _bindir(entry)
-    engine = engines.get(entry.name, entry.flavour, bindir=bindir, executor=executor)
-    tools = {workloads.WORKLOADS[p.workload].tool.name: workloads.WORKLOADS[p.workload].tool
-             for p in engine_plan.points}
-    run_ids: list[int] = []
+    part = _EnginePart(engine_plan=engine_plan,
+                       engine=engines.get(entry.name, entry.flavour, bindir=bindir, executor=ctx.executor),
+                       tools=_tools(engine_plan.points), bindir=bindir,
+                       data_parent=datadir.resolve(entry.data_dir) if entry.target is None else None)
     next_index = first_index
-    data_parent = datadir.resolve(entry.data_dir) if entry.target is None else None
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
             for variant in engine_plan.variants:
-                settings = engine_plan.settings[variant]
-                cluster = engine_plan.cluster.get(variant, {})
-                placed = ctx.placements.get((entry.name, variant))
-                if entry.target is not None:
-                    opened = engine.external(entry.target, bindir=bindir, executor=executor)
-                else:
-                    # Room for every client of the widest point, plus a few for dbarena itself.
-                    max_connections = max(151, engine_plan.max_clients + 10)
-                    opened = engine.throwaway(settings=settings, max_connections=max_connections, bindir=bindir,
-                                              keep=keep, executor=executor, cluster=cluster, data_parent=data_parent,
-                                              cpus=placed.server if placed else None)
-                target = stack.enter_context(opened)
-                reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}"
-                               + (f" on CPUs {hostinfo.cpu_list(set(placed.server))}, load generator on "
-                                  f"{hostinfo.cpu_list(set(placed.loadgen))}" if placed else ""))
-                if placed and placed.note:
-                    reporter.stage(placed.note)
-                # Every tool found now, not at the first point (and its version recorded).
-                tool_versions = {t.binary: execute.version_line(target.client(t).binary, executor)
-                                 for t in tools.values()}
-                # The client library each tool links speaks the wire protocol the numbers
-                # went through: "pgbench libpq", "sysbench libmariadb" ...
-                for t in tools.values():
-                    for lib, text in execute.linked_libraries(target.client(t).binary, executor).items():
-                        tool_versions[f"{t.binary} {lib}"] = text
-                tool_versions.update(engine.client_libraries())
-                info = _run_info(study, ctx.record, ctx.label, ctx.facts, entry, engine, target, variant, settings,
-                                 tool_versions, init, outcome.invocation, cluster, placed, data_parent)
-                if (entry.name, variant) in previous:
-                    run_id = previous[(entry.name, variant)]
-                    store.reopen_run(run_id, info.options)
-                else:
-                    run_id = store.begin_run(info)
-                run_ids.append(run_id)
-                outcome.run_ids.append(run_id)
-                # Recorded until the run ends here: if dbarena is killed, the next command
-                # marks it interrupted and names what it may have left on a target.
-                record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
-                                                       None if target.throwaway else target.url,
-                                                       _leftovers(target, engine_plan.points, variant)))
-                # Cluster options are part of the configuration as settings are (named
-                # "cluster.NAME" in the key's settings, apart from the server's own).
-                context = _key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
-                                                       **(placed.key() if placed else {})}, variant, ctx.facts)
-                bound[variant] = Bound(target=target, run_id=run_id, context=context, record=record,
-                                       loadgen_cpus=placed.loadgen if placed else None)
-            stored = _stored(store, bound, engine_plan.points) if previous else {}
-            levels = ", ".join(map(str, engine_plan.levels))
-            ctx.begin()
-            how = (f", repeats until +-{study.precision:.1%} (at most {study.max_repeats})" if study.precision
-                   else f", {study.repeats} repeats interleaved" if study.repeats > 1 else "")
-            reporter.stage(f"study {study.name}{' --quick' if study.quick else ''}: {len(engine_plan.points)} points on {entry.name}: "
-                           f"{', '.join(dict.fromkeys(p.workload for p in engine_plan.points))} at threads {levels}"
-                           f"{how}"
-                           f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
-            sweep = Sweep(targets=bound, store=store, reporter=reporter, executor=executor,
-                          fail_fast=study.fail_fast, init=init, first_index=first_index,
-                          latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics)
-            if study.precision is None:
-                todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.get("ok", {})]
-                outcome.skipped += len(engine_plan.points) - len(todo)
-                if previous:
-                    reporter.replan(first_index, todo + later)
-                outcome.results += sweep.run(todo)
-            else:
-                adaptive = rounds.Adaptive(
-                    engine_plan.points, target=study.precision, max_repeats=study.max_repeats,
-                    budget_s=None if deadline is None else deadline - clock(), value=analysis.result_value,
-                    estimate_s=estimate_s, history=stored.get("states"), clock=clock,
-                    on_forecast=lambda remaining: reporter.replan(sweep.next_index, remaining + later))
-                outcome.skipped += sum(len(s.values) for s in adaptive.summary())
-                try:
-                    outcome.results += sweep.run_rounds(adaptive.next_round)
-                finally:
-                    outcome.precision += adaptive.summary()
-            next_index = sweep.next_index
-            for run_id in run_ids:
-                store.finish_run(run_id, "finished")
-            if keep:
-                outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
+                bound[variant] = _bind(ctx, part, variant, stack)
+            next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
+            for run_id in part.run_ids:
+                ctx.store.finish_run(run_id, "finished")
+            if ctx.keep:
+                ctx.outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
     except (KeyboardInterrupt, Interrupted) as exc:
-        for run_id in run_ids:
-            with contextlib.suppress(StoreError):
-                store.finish_run(run_id, "interrupted")
-        outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
+        _end_runs(ctx.store, part.run_ids, "interrupted")
+        ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     except BaseException:
-        for run_id in run_ids:
-            # A store that cannot be written says so in the error being raised.
-            with contextlib.suppress(StoreError):
-                store.finish_run(run_id, "failed")
+        _end_runs(ctx.store, part.run_ids, "failed")
         raise
     return next_index
 
 
-def _leftovers(target: Target, points: Sequence[PointSpec], variant: str) -> list[str]:
-    """What a killed run may leave on an existing server, each with the command that
-    removes it (never run by dbarena on its own)."""
-    if target.throwaway:
-        return []
-    out: list[str] = []
-    secret = None
-    for spec in points:
-        if spec.variant != variant:
-            continue
-        tool = workloads.WORKLOADS[spec.workload].tool
-        client = target.client(tool)
-        secret = str(client.secret_file) if client.secret_file else None
-        for argv in tool.cleanup_argv(client, spec):
-            # The password file dbarena wrote is gone by then: the user supplies the password.
-            shown = " ".join(a for a in argv if not (secret and secret in a))
-            line = f"{tool.name} tables may remain; drop them with: {shown}"
-            if line not in out:
-                out.append(line)
-        if tool.name == "pgbench":
-            line = (f"pgbench tables (pgbench_*) remain, as after any run on a target; drop them with: "
-                    f"pgbench -i -I d -h {target.conn.host} -p {target.conn.port} -U {target.conn.user} "
-                    f"{target.conn.dbname}")
-            if line not in out:
-                out.append(line)
-    return out
+def _tools(points: Sequence[PointSpec]) -> dict[str, Tool]:
+    return {workloads.WORKLOADS[p.workload].tool.name: workloads.WORKLOADS[p.workload].tool for p in points}
+
+
+def _end_runs(store: Store, run_ids: Sequence[int], status: str) -> None:
+    for run_id in run_ids:
+        # A store that cannot be written says so in the error being raised.
+        with contextlib.suppress(StoreError):
+            store.finish_run(run_id, status)
+
+
+def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.ExitStack) -> Bound:
+    """A variant's target opened (closed by `stack`), its run begun (or reopened when
+    resuming) and recorded until the run ends here: what the sweep runs on."""
+    engine_plan, entry = part.engine_plan, part.engine_plan.engine
+    settings = engine_plan.settings[variant]
+    cluster = engine_plan.cluster.get(variant, {})
+    placed = ctx.placements.get((entry.name, variant))
+    target = stack.enter_context(_open(ctx, part, settings, cluster, placed))
+    _say_target(ctx.reporter, target, variant, placed)
+    versions = provenance.tool_versions(target, part.engine, part.tools.values(), ctx.executor)
+    info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
+                               versions, ctx.init, ctx.outcome.invocation, cluster,
+                               placed.facts() if placed else None, part.data_parent)
+    run_id = _begin_run(ctx, info, (entry.name, variant))
+    part.run_ids.append(run_id)
+    ctx.outcome.run_ids.append(run_id)
+    # Recorded until the run ends here: if dbarena is killed, the next command
+    # marks it interrupted and names what it may have left on a target.
+    store = ctx.store
+    record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
+                                           None if target.throwaway else target.url,
+                                           provenance.leftovers(target, engine_plan.points, variant)))
+    # Cluster options are part of the configuration as settings are (named
+    # "cluster.NAME" in the key's settings, apart from the server's own).
+    context = provenance.key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
+                                                     **(placed.key() if placed else {})}, variant, ctx.facts)
+    return Bound(target=target, run_id=run_id, context=context, record=record,
+                 loadgen_cpus=placed.loadgen if placed else None)
+
+
+def _open(ctx: _Context, part: _EnginePart, settings: dict, cluster: dict,
+          placed: Placement | None) -> AbstractContextManager[Target]:
+    """The engine's target for a variant: the existing server, or a throwaway instance
+    with the variant's settings, cluster options and CPUs."""
+    entry = part.engine_plan.engine
+    if entry.target is not None:
+        return part.engine.external(entry.target, bindir=part.bindir, executor=ctx.executor)
+    # Room for every client of the widest point, plus a few for dbarena itself.
+    max_connections = max(151, part.engine_plan.max_clients + 10)
+    return part.engine.throwaway(settings=settings, max_connections=max_connections, bindir=part.bindir,
+                                 keep=ctx.keep, executor=ctx.executor, cluster=cluster,
+                                 data_parent=part.data_parent, cpus=placed.server if placed else None)
+
+
+def _say_target(reporter: Reporter, target: Target, variant: str, placed: Placement | None) -> None:
+    reporter.stage(f"target: {target.description}{f' (variant {variant})' if variant else ''}"
+                   + (f" on CPUs {hostinfo.cpu_list(set(placed.server))}, load generator on "
+                      f"{hostinfo.cpu_list(set(placed.loadgen))}" if placed else ""))
+    if placed and placed.note:
+        reporter.stage(placed.note)
+
+
+def _begin_run(ctx: _Context, info: RunInfo, key: tuple[str, str]) -> int:
+    """The stored run of an engine and variant: the earlier one when resuming (running
+    again, with this session's options), else a new one."""
+    if key in ctx.previous:
+        run_id = ctx.previous[key]
+        ctx.store.reopen_run(run_id, info.options)
+        return run_id
+    return ctx.store.begin_run(info)
+
+
+def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound], *, first_index: int,
+           later: list[PointSpec]) -> int:
+    """The engine's points on its bound targets (those stored ok already skipped when
+    resuming): the index of the next point of the session."""
+    study = ctx.study
+    stored = _stored(ctx.store, bound, engine_plan.points) if ctx.previous else {}
+    ctx.begin()
+    ctx.reporter.stage(_plan_line(study, engine_plan))
+    sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
+                  fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
+                  latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics)
+    if study.precision is None:
+        _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
+    else:
+        _sweep_adaptive(ctx, engine_plan, sweep, stored, precision=study.precision, later=later)
+    return sweep.next_index
+
+
+def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
+    """What the reporter is told of an engine's plan before its first point."""
+    points = engine_plan.points
+    levels = ", ".join(map(str, engine_plan.levels))
+    how = (f", repeats until +-{study.precision:.1%} (at most {study.max_repeats})" if study.precision
+           else f", {study.repeats} repeats interleaved" if study.repeats > 1 else "")
+    return (f"study {study.name}{' --quick' if study.quick else ''}: {len(points)} points on "
+            f"{engine_plan.engine.name}: {', '.join(dict.fromkeys(p.workload for p in points))} at threads {levels}"
+            f"{how}"
+            f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
+
+
+def _sweep_repeats(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: dict, *, first_index: int,
+                   later: list[PointSpec]) -> None:
+    """A fixed number of repeats: every point not stored ok already."""
+    todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.get("ok", {})]
+    ctx.outcome.skipped += len(engine_plan.points) - len(todo)
+    if ctx.previous:
+        ctx.reporter.replan(first_index, todo + later)
+    ctx.outcome.results += sweep.run(todo)
+
+
+def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: dict, *, precision: float,
+                    later: list[PointSpec]) -> None:
+    """Adaptive repeats: round after round until every point is as precise as asked, at
+    most max_repeats, within the budget; where each point ended goes in the outcome
+    even when the sweep is interrupted."""
+    study, deadline, clock = ctx.study, ctx.deadline, ctx.clock
+    adaptive = rounds.Adaptive(
+        engine_plan.points, target=precision, max_repeats=study.max_repeats,
+        budget_s=None if deadline is None else deadline - clock(), value=analysis.result_value,
+        estimate_s=estimate_s, history=stored.get("states"), clock=clock,
+        on_forecast=lambda remaining: ctx.reporter.replan(sweep.next_index, remaining + later))
+    ctx.outcome.skipped += sum(len(s.values) for s in adaptive.summary())
+    try:
+        ctx.outcome.results += sweep.run_rounds(adaptive.next_round)
+    finally:
+        ctx.outcome.precision += adaptive.summary()
 
 
 def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:
@@ -496,50 +565,9 @@ def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) 
     return {"ok": ok, "states": states}
 
 
-def _key_context(entry: EngineEntry, target: Target, settings: dict, variant: str, facts: dict) -> dict:
-    """The run-level part of every point's configuration key."""
-    return {
-        "settings": settings, "variant": variant, "server_version": target.server_version,
-        "flavour": target.flavour,
-        "host": configkey.host_identity(facts, None if target.throwaway else target.url, entry.server_cores,
-                                        entry.server_threads),
-    }
-
-
-def _run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, engine: Engine,
-              target: Target, variant: str, settings: dict, tool_versions: dict, init: bool,
-              invocation: str, cluster: dict | None = None, placed: Placement | None = None,
-              data_parent: Path | None = None) -> RunInfo:
-    target_facts = target.facts()
-    if not target.throwaway:
-        if entry.server_cores:
-            target_facts["server_physical_cores"] = entry.server_cores
-        if entry.server_threads:
-            target_facts["server_hardware_threads"] = entry.server_threads
-    options = {
-        "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
-        "cluster": cluster or {},
-        "cpus": placed.facts() if placed else None,  # [cpus]: where the server and the tools ran
-        # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
-        # file system, device and mount options.
-        "data_dir": datadir.facts(data_parent, entry.data_dir) if target.throwaway else None,
-        "init": init, "repeats": study.repeats,
-        # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
-        "flags": dict(study.flags), "source": study.source,
-        "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
-        "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": facts.get("hostname", "")},
-        # What older runs recorded, so that report and analysis read both alike.
-        "targets": {entry.name: entry.target} if entry.target else {},
-    }
-    return RunInfo(
-        label=label, host=facts.get("hostname", ""), engine=entry.name, target=target.url, started_at=now_utc(),
-        server_version=target.server_version, tool_versions=tool_versions, options=options, host_facts=facts,
-        target_facts=target_facts, price_per_hour=study.price_per_hour, currency=study.currency, variant=variant,
-        flavour=target.flavour, study=record, invocation=invocation,
-    )
-
-
-def _incomplete(store: Store, run: dict) -> bool:
+def incomplete(store: Store, run: dict) -> bool:
+    """Whether a stored run left something to do: it did not finish, or a point of it
+    failed that no later repeat replaced (what --resume without a run continues)."""
     if run["status"] != "finished":
         return True
     if run["options"].get("precision"):
@@ -548,6 +576,10 @@ def _incomplete(store: Store, run: dict) -> bool:
     rows = store.points(run_id=run["id"])
     ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
     return any(r["status"] == "failed" and (r["config_key"], r["repeat"]) not in ok for r in rows)
+
+
+# The fleet's host side still calls it by its former name.
+_incomplete = incomplete
 
 
 def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
@@ -564,7 +596,7 @@ def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
         invocation = run["invocation"]
     else:
         candidates = [r for r in reversed(store.runs()) if r.get("invocation") and "flags" in r["options"]]
-        invocation = next((r["invocation"] for r in candidates if _incomplete(store, r)), "")
+        invocation = next((r["invocation"] for r in candidates if incomplete(store, r)), "")
         if not invocation:
             raise UsageError(f"--resume: no interrupted or partly failed run in {store.location}")
     runs = store.invocation_runs(invocation)
@@ -574,5 +606,3 @@ def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
                 and owner.get("pid") != os.getpid() and state.alive(owner.get("pid"), owner.get("start")):
             raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
     return invocation, runs
-
-
