@@ -368,14 +368,7 @@ def bars(section: Section) -> str | None:
     ax = _axes(3.4, section)
     width = 0.8 / len(labels)
     for i, (color, label) in enumerate(zip(_colors(), labels)):
-        values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
-        xs = [j + (i - (len(labels) - 1) / 2) * width for j, n in enumerate(levels) if n in values]
-        heights = [values[n] for n in levels if n in values]
-        for bar in ax.bar(xs, heights, width=width * 0.95, color=color, label=label):
-            _tag(ax, bar, label)
-        by_level = {r["threads"]: r for r in section.rows if r["label"] == label}
-        _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric), _tag_of(ax, label))
-                         for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
+        _label_bars(ax, section, label, levels, (i - (len(labels) - 1) / 2) * width, width, color, field, metric)
     ax.set_xticks(range(len(levels)), [str(n) for n in levels])
     ax.grid(axis="x", visible=False)
     ax.set_xlabel("thread level")  # categorical: not "threads", whose axis _svg makes numeric
@@ -384,6 +377,19 @@ def bars(section: Section) -> str | None:
     _tag_legend(ax, ax.legend(fontsize=8, ncols=math.ceil(len(labels) / LEGEND_ROWS)), labels)
     ax.set_ylim(bottom=0)
     return _svg(ax, section, "bars")
+
+
+def _label_bars(ax: Axes, section: Section, label: str, levels: list[int], offset: float, width: float,
+                color: str, field: str, metric: str) -> None:
+    """One label's bars, at `offset` in each level's group, and their hover tips."""
+    values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
+    xs = [j + offset for j, n in enumerate(levels) if n in values]
+    heights = [values[n] for n in levels if n in values]
+    for bar in ax.bar(xs, heights, width=width * 0.95, color=color, label=label):
+        _tag(ax, bar, label)
+    by_level = {r["threads"]: r for r in section.rows if r["label"] == label}
+    _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric), _tag_of(ax, label))
+                     for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
 
 
 def qps(section: Section) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from dbarena.stats import estimators as stats
 from dbarena.report import data
@@ -143,6 +144,26 @@ def _money(value, currency: str | None) -> str:
     return "-" if value is None else f"{sig(value)} {currency or ''}".rstrip()
 
 
+def _price_cells(r: dict, seconds: bool) -> list[str]:
+    if seconds:
+        return [r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
+                _money(r["price_per_run"], r["currency"])]
+    return [r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
+            _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
+
+
+def _price_headers(seconds: bool) -> list[str]:
+    return (["label", "threads", "price", "seconds", "per run"] if seconds else
+            ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
+
+
+def _price_how(seconds: bool) -> str:
+    return ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that "
+            "machine; lower is better." if seconds else
+            "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly price "
+            "counts 730 hours a month.")
+
+
 def price(section: Section, report: Report) -> TableSpec | None:
     """Price/performance in each label's own currency: at every level, or at the level
     of --at-threads only, cheapest first, with what each other label costs more and the
@@ -154,30 +175,23 @@ def price(section: Section, report: Report) -> TableSpec | None:
               and (r["seconds"] if seconds else r["tps"]) is not None]
     if not priced:
         return None
-
-    def cells(r: dict) -> list[str]:
-        if seconds:
-            return [r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
-                    _money(r["price_per_run"], r["currency"])]
-        return [r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
-                _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
-
-    headers = (["label", "threads", "price", "seconds", "per run"] if seconds else
-               ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
-    how = ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that "
-           "machine; lower is better." if seconds else
-           "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly price "
-           "counts 730 hours a month.")
+    headers, how = _price_headers(seconds), _price_how(seconds)
     n = report.at_threads
     if n is None:
-        return TableSpec("Price / performance", headers, [cells(r) for r in priced],
+        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
                          how + " Which label is cheapest is said at one level: give it with --at-threads N.")
     at = sorted((r for r in priced if r["threads"] == n and r[field] is not None), key=lambda r: r[field])
     if not at:
         levels = ", ".join(str(level) for level in sorted({r["threads"] for r in priced}))
-        return TableSpec("Price / performance", headers, [cells(r) for r in priced],
+        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
                          f"No price at {_threads(n)} (--at-threads) in {section.engine} {section.workload}: no "
                          f"priced label measured that level here (levels: {levels}); every level is shown. " + how)
+    return _price_at(section, n, at, headers, how)
+
+
+def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how: str) -> TableSpec:
+    """The price table at --at-threads N: the priced rows of that level (at), cheapest first."""
+    seconds = section.metric == "seconds"
     c = section.cheapest or {}
     others = c.get("others") or {}
 
@@ -186,21 +200,25 @@ def price(section: Section, report: Report) -> TableSpec | None:
             return "cheapest"
         return f"{others[r['label']] * 100:+.1f} %" if r["label"] in others else "-"
 
-    what = "per run" if seconds else "for the same throughput"
-    if c.get("currencies"):
-        verdict = (f"No cheapest label named: the prices are in {' and '.join(c['currencies'])}, and dbarena "
-                   "converts no currency.")
-    elif c.get("label"):
-        verdict = (f"{c['label']} is cheapest {what}: "
-                   + "; ".join(f"{label} costs {share:.0%} more" for label, share in others.items()) + ".")
-    else:
-        verdict = f"Only {at[0]['label']} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
+    verdict = _price_verdict(c, others, at, seconds)
     missing = [label for label in section.labels if label not in {r["label"] for r in at}]
     return TableSpec(f"Price / performance at {_threads(n)}", [*headers, "against the cheapest"],
-                     [[*cells(r), against(r)] for r in at],
+                     [[*_price_cells(r, seconds), against(r)] for r in at],
                      f"At {_threads(n)} (--at-threads){', cheapest first' if len(at) > 1 else ''}. {verdict} "
                      + (f"Not at this level (no point or no price): {', '.join(missing)}. " if missing else "")
                      + how + " Every level: the report without --at-threads, or the CSV/JSON.")
+
+
+def _price_verdict(c: dict, others: dict, at: list[dict], seconds: bool) -> str:
+    """Which label is cheapest at that level (c: the section's cheapest), in one sentence."""
+    what = "per run" if seconds else "for the same throughput"
+    if c.get("currencies"):
+        return (f"No cheapest label named: the prices are in {' and '.join(c['currencies'])}, and dbarena "
+                "converts no currency.")
+    if c.get("label"):
+        return (f"{c['label']} is cheapest {what}: "
+                + "; ".join(f"{label} costs {share:.0%} more" for label, share in others.items()) + ".")
+    return f"Only {at[0]['label']} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
 
 
 def per_core(section: Section) -> TableSpec | None:
@@ -392,62 +410,71 @@ _HOST_FIELDS = (
 def provenance(report: Report) -> TableSpec:
     """What was measured, label by label, side by side."""
     labels = [l for l in report.labels if l in report.provenance]
-    rows = []
-
-    def run_of(label: str) -> dict:
-        runs = report.provenance[label]
-        return runs[sorted(runs)[0]]
-
-    # For a remote target the facts below are the load generator's (where dbarena ran):
-    # said in so many words, with what the user told of the server, or "unknown".
-    local = [data.server_is_local(run_of(l)) for l in labels]
-    rows.append(["machine described below"] + ["server and load generator (throwaway instance)" if here else
-                                                 "the load generator only: the server is a remote target"
-                                                 for here in local])
-    if not all(local):
-        def server_cpu(run: dict, here: bool) -> str:
-            if here:
-                return "as below"
-            facts = run["target_facts"]
-            cores, threads = facts.get("server_physical_cores"), facts.get("server_hardware_threads")
-            if cores is None and threads is None:
-                return "unknown (run --server-cores/--server-threads say it)"
-            return f"{cores or '-'} cores / {threads or '-'} hardware threads (as given)"
-        rows.append(["server cores / threads"] + [server_cpu(run_of(l), here) for l, here in zip(labels, local)])
-    for title, key in _HOST_FIELDS:
-        values = [run_of(l)["host_facts"].get(key) for l in labels]
-        if any(v is not None for v in values):
-            rows.append([title] + ["-" if v is None else str(v) for v in values])
-    memory = [run_of(l)["host_facts"].get("memory_bytes") for l in labels]
-    rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if m else "-" for m in memory])
+    rows = _machine_rows([_run_of(report, l) for l in labels])
     engines = sorted({e for l in labels for e in report.provenance[l]})
     for engine in engines:
-        runs = [report.provenance[l].get(engine) for l in labels]
-        rows.append([f"{engine}: server"] + [(r["target_facts"].get("version_string") or r["server_version"] or "-")
-                                              if r else "-" for r in runs])
-        rows.append([f"{engine}: target"] + [r["target"] if r else "-" for r in runs])
-        rows.append([f"{engine}: data checksums"] + [str(r["target_facts"].get("data_checksums", "-")) if r else "-"
-                                                      for r in runs])
-
-        def data_dir(r: dict | None) -> str:
-            d = ((r or {}).get("options") or {}).get("data_dir")
-            if not d:
-                return "-"
-            return f"{d.get('path')}: {d.get('fs', '?')} on {d.get('device', '?')} ({d.get('mount_options', '?')})"
-        rows.append([f"{engine}: data directory"] + [data_dir(r) for r in runs])
-        settings = []
-        for r in runs:
-            if not r:
-                settings.append("-")
-                continue
-            facts = r["target_facts"]
-            variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
-            settings.append(", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "-")
-        rows.append([f"{engine}: settings"] + settings)
-        rows.append([f"{engine}: tools"] + [", ".join(_tool(k, v) for k, v in sorted(r["tool_versions"].items()))
-                                            if r else "-" for r in runs])
-        rows.append([f"{engine}: price per hour"] + [_money(r.get("price_per_hour"), r.get("currency") or "USD")
-                                                      if r and r.get("price_per_hour") is not None else "-"
-                                                      for r in runs])
+        rows += _engine_rows(engine, [report.provenance[l].get(engine) for l in labels])
     return TableSpec("Provenance", ["", *labels], rows,
                      "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")
+
+
+def _run_of(report: Report, label: str) -> dict:
+    runs = report.provenance[label]
+    return runs[sorted(runs)[0]]
+
+
+def _machine_rows(runs: list[dict]) -> list[list[str]]:
+    """The machine of each label's first run (by engine), one row per fact."""
+    # For a remote target the facts below are the load generator's (where dbarena ran):
+    # said in so many words, with what the user told of the server, or "unknown".
+    local = [data.server_is_local(run) for run in runs]
+    rows = [["machine described below"] + ["server and load generator (throwaway instance)" if here else
+                                           "the load generator only: the server is a remote target"
+                                           for here in local]]
+    if not all(local):
+        rows.append(["server cores / threads"] + [_server_cpu(run, here) for run, here in zip(runs, local)])
+    for title, key in _HOST_FIELDS:
+        values = [run["host_facts"].get(key) for run in runs]
+        if any(v is not None for v in values):
+            rows.append([title] + ["-" if v is None else str(v) for v in values])
+    memory = [run["host_facts"].get("memory_bytes") for run in runs]
+    rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if m else "-" for m in memory])
+    return rows
+
+
+def _server_cpu(run: dict, here: bool) -> str:
+    if here:
+        return "as below"
+    facts = run["target_facts"]
+    cores, threads = facts.get("server_physical_cores"), facts.get("server_hardware_threads")
+    if cores is None and threads is None:
+        return "unknown (run --server-cores/--server-threads say it)"
+    return f"{cores or '-'} cores / {threads or '-'} hardware threads (as given)"
+
+
+def _engine_rows(engine: str, runs: list[dict | None]) -> list[list[str]]:
+    """An engine's rows: a cell per label, from its run of that engine ("-" without one)."""
+    cells: tuple[tuple[str, Callable[[dict], str]], ...] = (
+        ("server", lambda r: r["target_facts"].get("version_string") or r["server_version"] or "-"),
+        ("target", lambda r: r["target"]),
+        ("data checksums", lambda r: str(r["target_facts"].get("data_checksums", "-"))),
+        ("data directory", _data_dir),
+        ("settings", _settings),
+        ("tools", lambda r: ", ".join(_tool(k, v) for k, v in sorted(r["tool_versions"].items()))),
+        ("price per hour", lambda r: "-" if r.get("price_per_hour") is None else
+         _money(r.get("price_per_hour"), r.get("currency") or "USD")),
+    )
+    return [[f"{engine}: {title}"] + [cell(r) if r else "-" for r in runs] for title, cell in cells]
+
+
+def _data_dir(run: dict) -> str:
+    d = (run.get("options") or {}).get("data_dir")
+    if not d:
+        return "-"
+    return f"{d.get('path')}: {d.get('fs', '?')} on {d.get('device', '?')} ({d.get('mount_options', '?')})"
+
+
+def _settings(run: dict) -> str:
+    facts = run["target_facts"]
+    variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "-"

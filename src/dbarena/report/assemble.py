@@ -1,0 +1,109 @@
+"""A report from a store, for `dbarena report` and any other caller: build the model
+(report.data.Report) from what was asked for, draw its charts, render it as text.
+
+    report = assemble.build(store, assemble.Selection(labels=("arm", "x86"), at_threads=16))
+    drawn = assemble.draw(store, report, "html")
+    text = assemble.render(report, "html", Path("report.html"), drawn)
+
+A selection the store cannot answer (a label it does not hold, no points, a level no
+point was measured at, --png for a format without charts) is a UsageError saying so in
+one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dbarena.errors import UsageError
+from dbarena.report import charts, data, export, html, markdown
+from dbarena.stats import analysis
+from dbarena.stats.price import Price
+from dbarena.store.database import Store
+
+FORMATS = ("html", "md", "csv", "json")
+CHART_FORMATS = ("html", "md")  # CSV and JSON carry figures only
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a report shows: these labels in this order (none: every label, in the
+    store's order), against `baseline` (default: the first label), with these prices
+    (label -> price, over those stored with the runs), the price verdict and the
+    per-second chart at `at_threads` threads."""
+
+    labels: tuple[str, ...] = ()
+    baseline: str | None = None
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    at_threads: int | None = None
+
+
+@dataclass
+class Drawn:
+    """A report's charts: (engine, workload) -> chart name -> SVG text, and the same
+    charts as PNG when asked for (None otherwise)."""
+
+    svg: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    png: dict[tuple[str, str], dict[str, bytes]] | None = None
+
+
+def build(store: Store, selection: Selection) -> data.Report:
+    """The report model of the selection's points in the store."""
+    baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
+    _check_labels(store, selection)
+    if baseline and labels and baseline not in labels:
+        labels = (baseline, *labels)
+    rows = analysis.load(store, labels=tuple(labels))
+    if not rows:
+        raise UsageError(f"no points to report in {store.location}")
+    levels = sorted({r["threads"] for r in rows})
+    if at_threads is not None and at_threads not in levels:
+        raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
+                         f"(levels: {', '.join(map(str, levels))})")
+    order = list(labels) or list(dict.fromkeys(r["label"] for r in rows))
+    return data.build(rows, store.runs(), baseline=baseline, prices=dict(selection.prices), at_threads=at_threads,
+                      labels=order, histograms=store.latency_histograms)
+
+
+def _check_labels(store: Store, selection: Selection) -> None:
+    """Every label named (to show, to price, as the baseline) is one the store holds."""
+    stored = {r["label"] for r in store.runs()}
+    named = (*selection.labels, *selection.prices, *([selection.baseline] if selection.baseline else []))
+    for label in named:
+        if label not in stored:
+            raise UsageError(f"no results labelled {label!r} in {store.location} "
+                             f"(labels: {', '.join(sorted(stored))})")
+
+
+def draw(store: Store, report: data.Report, fmt: str, png: bool = False) -> Drawn:
+    """The charts of the report in format `fmt` (none for CSV and JSON), also as PNG
+    with `png`; the per-second series they show are read from the store in one go."""
+    if fmt not in CHART_FORMATS:
+        if png:
+            raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")
+        return Drawn()
+    wanted = [info["point_id"] for section in report.sections for info in section.series.values() if info]
+    series = store.series_of("samples", wanted)
+    drawn = Drawn(png={} if png else None)
+    for section in report.sections:
+        key = (section.engine, section.workload)
+        samples = {label: series.get(info["point_id"], []) for label, info in section.series.items() if info}
+        raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
+        drawn.svg[key] = charts.charts(section, samples, png=raster)
+    return drawn
+
+
+def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = None) -> str:
+    """The report as text in `fmt` (one of FORMATS). Markdown writes its chart files into
+    `<output stem>_files/` beside `output`; HTML inlines them."""
+    drawn = drawn or Drawn()
+    if fmt == "html":
+        return html.render(report, drawn.svg, drawn.png)
+    if fmt == "md":
+        return markdown.render(report, drawn.svg, output, drawn.png)
+    if fmt == "csv":
+        return export.to_csv(report)
+    if fmt == "json":
+        return export.to_json(report)
+    raise UsageError(f"no report format {fmt!r} (formats: {', '.join(FORMATS)})")

@@ -1,0 +1,90 @@
+"""How throughput grows with threads: the Universal Scalability Law fit, the saturation
+point, the level the CPU saturated from, and the geometric mean of ratios to a baseline.
+
+The Universal Scalability Law (Gunther, "Guerrilla Capacity Planning", 2007):
+X(N) = lambda N / (1 + sigma (N - 1) + kappa N (N - 1)), fitted by least squares;
+sigma is contention, kappa coherency delay, and the throughput peaks at
+N* = sqrt((1 - sigma) / kappa).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+
+import numpy as np
+
+SATURATION_GAIN = 0.05
+
+
+def usl(n, lam, sigma, kappa):
+    n = np.asarray(n, dtype=float)
+    return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+
+
+# The USL has 3 parameters: through 3 levels it passes exactly (R² 1 whatever the data),
+# and 4 leave one degree of freedom. A fit is published from 5 distinct levels on.
+USL_MIN_LEVELS = 5
+
+
+def usl_fit(levels: list[int], values: list[float]) -> dict | None:
+    """Least-squares USL fit; None with fewer than USL_MIN_LEVELS levels or when it does
+    not converge. A peak below one thread (kappa tiny against sigma) is no peak."""
+    if len(set(levels)) < USL_MIN_LEVELS or min(values) <= 0:
+        return None
+    # Imported here, not at the top: scipy.optimize takes about 0.4 s to import, a fifth
+    # of a report's budget, and a report whose series have fewer than 3 levels fits nothing.
+    from scipy.optimize import OptimizeWarning, curve_fit
+
+    n, x = np.asarray(levels, dtype=float), np.asarray(values, dtype=float)
+    lam0 = x[0] / n[0]
+    try:
+        with warnings.catch_warnings():
+            # When the fit is exact scipy cannot estimate a covariance, which it warns
+            # about; the parameters themselves are fine.
+            warnings.simplefilter("ignore", OptimizeWarning)
+            (lam, sigma, kappa), _ = curve_fit(usl, n, x, p0=(lam0, 0.05, 0.001),
+                                              bounds=([0, 0, 0], [np.inf, 1, 1]), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return None
+    predicted = usl(n, lam, sigma, kappa)
+    ss_res = float(np.sum((x - predicted) ** 2))
+    ss_tot = float(np.sum((x - x.mean()) ** 2))
+    peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 1e-12 and sigma < 1 else None
+    if peak_n is not None and peak_n < 1:
+        peak_n = None
+    return {
+        "lambda": float(lam), "sigma": float(sigma), "kappa": float(kappa),
+        "peak_threads": peak_n, "peak_tps": float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,
+        "r2": 1 - ss_res / ss_tot if ss_tot > 0 else None,
+    }
+
+
+def saturation(levels: list[int], values: list[float], gain: float = SATURATION_GAIN) -> int | None:
+    """The first level whose next level adds less than `gain` (relative); None if
+    throughput still grows at the last level measured."""
+    for (n, x), x_next in zip(zip(levels, values), values[1:]):
+        if x > 0 and x_next < x * (1 + gain):
+            return n
+    return None
+
+
+CPU_SATURATED_PCT = 90.0
+
+
+def cpu_saturation(rows) -> int | None:
+    """The first level at which the machine's CPU was at least 90 % busy (study D: past
+    it, more clients queue for CPU rather than add throughput); None if never."""
+    for r in rows:
+        if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT:
+            return r["threads"]
+    return None
+
+
+def geomean_ratio(values: dict[int, float], baseline: dict[int, float]) -> float | None:
+    """Geometric mean of values[N] / baseline[N] over the levels both have."""
+    common = [n for n in values if n in baseline and values[n] > 0 and baseline[n] > 0]
+    if not common:
+        return None
+    return math.exp(statistics.fmean(math.log(values[n] / baseline[n]) for n in common))
