@@ -34,7 +34,7 @@ def estimate_bytes(params: dict[str, int]) -> int:
     return total
 
 
-def mount_of(path: str, proc_mounts: str) -> dict:
+def mount_of(path: str, proc_mounts: str) -> dict[str, str]:
     """The mount holding path (the longest mount point that is a prefix of it), from
     /proc/mounts text: its device, file system type and options."""
     best: tuple[str, str, str, str] | None = None
@@ -88,7 +88,7 @@ def check_room(parent: Path | None, need_bytes: int, choice: str | None) -> None
                          f"data_dir")
 
 
-def facts(parent: Path | None, choice: str | None) -> dict:
+def facts(parent: Path | None, choice: str | None) -> dict[str, str]:
     """What the run records of where its data lived: the choice, the directory and its
     mount (device, file system type, options)."""
     where = str(parent or Path(tempfile.gettempdir()))

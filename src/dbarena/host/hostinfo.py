@@ -15,6 +15,7 @@ import re
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 from dbarena import execute
 from dbarena.host import topology
@@ -66,7 +67,7 @@ def _float(text: str | None) -> float | None:
         return None
 
 
-def parse_lscpu(text: str) -> dict:
+def parse_lscpu(text: str) -> dict[str, Any]:
     """`lscpu` output (the flat form it prints into a pipe, or the indented one) as a
     dict of the fields we use; absent fields are left out."""
     raw: dict[str, str] = {}
@@ -80,7 +81,7 @@ def parse_lscpu(text: str) -> dict:
             numa_with_cpus += bool(value)
             continue
         raw.setdefault(key, value)
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     for name, key in (("architecture", "Architecture"), ("cpu_vendor", "Vendor ID"), ("cpu_model", "Model name"),
                       ("hypervisor", "Hypervisor vendor"), ("virtualization_type", "Virtualization type")):
         if raw.get(key) and raw[key] != "-":
@@ -110,7 +111,7 @@ def parse_lscpu(text: str) -> dict:
     return facts
 
 
-def parse_cpuinfo(text: str) -> dict:
+def parse_cpuinfo(text: str) -> dict[str, Any]:
     """/proc/cpuinfo of x86 ('model name', 'physical id', 'core id'), ARM (implementer
     and part) or POWER ('cpu', 'clock')."""
     processors = 0
@@ -131,7 +132,7 @@ def parse_cpuinfo(text: str) -> dict:
         elif key == "core id":
             cores.add((current_socket, value))
         first.setdefault(key, value)
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     if processors:
         facts["hardware_threads"] = processors
     if cores:
@@ -155,13 +156,13 @@ def parse_cpuinfo(text: str) -> dict:
     return facts
 
 
-def parse_meminfo(text: str) -> dict:
-    values = {}
+def parse_meminfo(text: str) -> dict[str, int | None]:
+    values: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep:
             values[key.strip()] = value.strip()
-    facts = {}
+    facts: dict[str, int | None] = {}
     for name, key in (("memory_bytes", "MemTotal"), ("swap_bytes", "SwapTotal")):
         if key in values:
             facts[name] = _size_bytes(values[key].replace(" kB", "K"))
@@ -169,7 +170,7 @@ def parse_meminfo(text: str) -> dict:
 
 
 def parse_os_release(text: str) -> str | None:
-    values = {}
+    values: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if sep:
@@ -190,7 +191,7 @@ def container_kind(cgroup: str, markers: set[str]) -> str | None:
     return None
 
 
-def cloud_instance(dmi: dict[str, str]) -> dict:
+def cloud_instance(dmi: dict[str, str]) -> dict[str, str]:
     """The cloud and instance type, where DMI tells them (AWS puts the instance type in
     product_name; other clouds name only themselves)."""
     vendor, product = dmi.get("sys_vendor", ""), dmi.get("product_name", "")
@@ -261,13 +262,13 @@ def cgroup_path(proc_self_cgroup: str) -> str | None:
     return None
 
 
-def usable_cpu_facts(affinity: set[int], quota_cores: float | None, cpus: list[topology.Cpu]) -> dict:
+def usable_cpu_facts(affinity: set[int], quota_cores: float | None, cpus: list[topology.Cpu]) -> dict[str, Any]:
     """What this process may actually use: the CPUs of its affinity (taskset, a cgroup
     cpuset: the kernel narrows the affinity to the cpuset), the physical cores they
     belong to, and the cgroup's CPU quota; `effective_hardware_threads`, what the sweep's
     percentages, per-core figures and the load-generator warning count, is the smaller
     of the CPUs and the quota (rounded down, at least 1)."""
-    facts: dict = {"usable_cpus": cpu_list(affinity), "usable_hardware_threads": len(affinity)}
+    facts: dict[str, Any] = {"usable_cpus": cpu_list(affinity), "usable_hardware_threads": len(affinity)}
     core_of = {c.cpu: (c.socket, c.core) for c in cpus}
     if affinity and all(c in core_of for c in affinity):  # else the topology is not known
         facts["usable_physical_cores"] = len({core_of[c] for c in affinity})
@@ -279,7 +280,7 @@ def usable_cpu_facts(affinity: set[int], quota_cores: float | None, cpus: list[t
     return facts
 
 
-def read_usable_cpus() -> dict:
+def read_usable_cpus() -> dict[str, Any]:
     """usable_cpu_facts for this process, read through psutil (affinity) and the cgroup
     file system (quota: psutil has no cgroup view)."""
     import psutil
@@ -308,7 +309,7 @@ def hardware_threads() -> int:
     return max(1, min(usable, int(quota))) if quota is not None else usable
 
 
-def host_facts() -> dict:
+def host_facts() -> dict[str, Any]:
     """Everything above, read from this machine. lscpu wins where it and /proc disagree
     (it knows sockets and cores on ARM and POWER); missing sources are skipped."""
     lscpu_text = ""

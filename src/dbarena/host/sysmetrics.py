@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypedDict
 
 from dbarena.lazy import lazy_import
 
@@ -102,7 +102,20 @@ def process_seconds(pid: int) -> float | None:
         times = psutil.Process(pid).cpu_times()
     except psutil.Error:
         return None
-    return times.user + times.system
+    return float(times.user + times.system)
+
+
+class _Snapshot(TypedDict):
+    """One reading of the counters (Sampler._snapshot): rates come from two of them."""
+
+    t: float
+    cpu: dict[str, float]  # psutil.cpu_times() by state
+    ctxt: int
+    disk_read: int | None  # bytes, by the whole disks (None: no disk psutil can read)
+    disk_write: int | None
+    memory: int
+    server: float | None
+    loadgen: float | None
 
 
 class Sampler:
@@ -123,7 +136,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._disks = _whole_disks()
 
-    def _snapshot(self) -> dict:
+    def _snapshot(self) -> _Snapshot:
         disks = psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
         whole = [d for name, d in disks.items() if name in self._disks]
         memory = psutil.virtual_memory()
@@ -131,7 +144,8 @@ class Sampler:
             "t": self.clock(),
             "cpu": psutil.cpu_times()._asdict(),
             "ctxt": psutil.cpu_stats().ctx_switches,
-            "disk": (sum(d.read_bytes for d in whole), sum(d.write_bytes for d in whole)) if whole else None,
+            "disk_read": sum(d.read_bytes for d in whole) if whole else None,
+            "disk_write": sum(d.write_bytes for d in whole) if whole else None,
             "memory": memory.total - memory.available,
             "server": tree_seconds(all_process_seconds(), self.server_pid) if self.server_pid else None,
             "loadgen": process_seconds(self.loadgen_pid) if self.loadgen_pid else None,
@@ -151,26 +165,23 @@ class Sampler:
                 continue
             split = cpu_split(previous["cpu"], current["cpu"])
 
-            def rate(key, index=None, scale=1.0):
-                a, b = previous[key], current[key]
+            def rate(a: float | None, b: float | None) -> float | None:
                 if a is None or b is None:
                     return None
-                if index is not None:
-                    a, b = a[index], b[index]
-                return max(0.0, (b - a) * scale / dt)
+                return max(0.0, (b - a) / dt)
 
             self.samples.append(SystemSample(
                 second=round(current["t"] - start["t"], 3),
                 cpu_user_pct=split["user"], cpu_system_pct=split["system"], cpu_iowait_pct=split["iowait"],
                 cpu_steal_pct=split["steal"], cpu_idle_pct=split["idle"],
-                context_switches_per_s=rate("ctxt"),
-                disk_read_bytes_per_s=rate("disk", 0),
-                disk_write_bytes_per_s=rate("disk", 1),
+                context_switches_per_s=max(0.0, (current["ctxt"] - previous["ctxt"]) / dt),
+                disk_read_bytes_per_s=rate(previous["disk_read"], current["disk_read"]),
+                disk_write_bytes_per_s=rate(previous["disk_write"], current["disk_write"]),
                 memory_used_bytes=current["memory"],
                 # The time of processes that exited within the second is lost: a slight
                 # undercount when connections close (the end of a point, or pgbench -C).
-                server_cpu=rate("server"),
-                loadgen_cpu=rate("loadgen"),
+                server_cpu=rate(previous["server"], current["server"]),
+                loadgen_cpu=rate(previous["loadgen"], current["loadgen"]),
             ))
             previous = current
 

@@ -10,13 +10,13 @@ import os
 import shutil
 import signal
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from dbarena.host import hostinfo, smt
 from dbarena.lifecycle import state
 
 
-def reap(path: Path, data: dict, say: Callable[[str], None], dry_run: bool = False,
+def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool = False,
          tell_later: bool = False) -> None:
     """Undo what a dead owner left: see the module's note. `tell_later` (the watchdog,
     which has nobody to tell): a run's record that names tables left on a target is

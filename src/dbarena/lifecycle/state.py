@@ -38,7 +38,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
@@ -68,7 +68,7 @@ def alive(pid: int | None, started: int | None) -> bool:
     return pid is not None and start_time(pid) is not None and start_time(pid) == started
 
 
-def machine() -> dict:
+def machine() -> dict[str, str]:
     """This host and this boot: a pid means something only here, and only until reboot."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -81,7 +81,7 @@ def _records() -> Path:
     return state_dir() / "records"
 
 
-def _write(path: Path, record: dict) -> None:
+def _write(path: Path, record: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -99,9 +99,9 @@ class Record:
     """A record this process owns: updated as the instance or run progresses."""
 
     path: Path
-    data: dict
+    data: dict[str, Any]  # JSON: the record's fields as written
 
-    def update(self, **fields) -> None:
+    def update(self, **fields: Any) -> None:
         self.data.update(fields)
         _write(self.path, self.data)
 
@@ -114,10 +114,10 @@ class Record:
         self.update(owner_pid=None, owner_start=None, kept=True)
 
 
-def _new(kind: str, **fields) -> Record:
+def _new(kind: str, **fields: Any) -> Record:
     me = os.getpid()
-    data = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), **machine(), "created": time.time(),
-            **fields}
+    data: dict[str, Any] = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), **machine(),
+                            "created": time.time(), **fields}
     record = Record(path=_records() / f"{kind}-{uuid.uuid4().hex}.json", data=data)
     _write(record.path, data)
     _Watchdog.ensure()
@@ -158,8 +158,8 @@ def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> It
 # ------------------------------------------------------------------ reaping
 
 
-def records() -> list[tuple[Path, dict]]:
-    out: list[tuple[Path, dict]] = []
+def records() -> list[tuple[Path, dict[str, Any]]]:
+    out: list[tuple[Path, dict[str, Any]]] = []
     folder = _records()
     if not folder.is_dir():
         return out
@@ -169,14 +169,14 @@ def records() -> list[tuple[Path, dict]]:
     return out
 
 
-def ours(data: dict) -> bool:
+def ours(data: dict[str, Any]) -> bool:
     """Made on this host since its last boot (a state directory on a shared home must
     not let one host reap another's runs). After a reboot nothing of it runs any more."""
-    here = machine()
-    return data.get("hostname") == here["hostname"]
+    made_on: str | None = data.get("hostname")
+    return made_on == machine()["hostname"]
 
 
-def orphaned(data: dict) -> bool:
+def orphaned(data: dict[str, Any]) -> bool:
     """Its owner is gone (kept instances have none and are not orphans); records of
     another host are never judged here."""
     if data.get("kept") or not ours(data):
@@ -186,7 +186,7 @@ def orphaned(data: dict) -> bool:
     return not alive(data.get("owner_pid"), data.get("owner_start"))
 
 
-def server_of(data: dict) -> int | None:
+def server_of(data: dict[str, Any]) -> int | None:
     """The instance's server process group, if it still runs there (its command line
     names the instance's directory: a recycled pid is left alone)."""
     pgid = data.get("server_pgid")
@@ -237,7 +237,7 @@ def stop_group(pgid: int, engine: str | None = None) -> None:
 class _Watchdog:
     """One watchdog process per dbarena process, started with its first record."""
 
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     pid: int | None = None  # of the process that started it (a fork must start its own)
 
     @classmethod

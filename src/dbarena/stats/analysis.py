@@ -23,7 +23,7 @@ from dbarena.store.database import Store
 GROUP_KEY = ("label", "config_key")
 SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
-def _metric(row: dict) -> str:
+def _metric(row: dict[str, Any]) -> str:
     """The throughput figure of a point: tps, or qps for mysqlslap (no transactions)."""
     return "tps" if row.get("tps") is not None else "qps"
 
@@ -35,7 +35,8 @@ ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and loa
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
-def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_threads: int) -> dict:
+def analyse_point(row: dict[str, Any], samples: list[dict[str, Any]], system: list[dict[str, Any]],
+                  hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
     values, cached in the store (point_derived) by estimator version."""
     out: dict[str, Any] = {"metric": _metric(row), "samples": len(samples), "steady_start_s": None,
@@ -62,14 +63,14 @@ def analyse_point(row: dict, samples: list[dict], system: list[dict], hardware_t
 SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
 
 
-def system_view(system: list[dict], steady_start_s: float | None) -> dict:
+def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> dict[str, float | None]:
     """Machine CPU busy % (100 - idle), iowait %, and the CPU the server's and the load
     generator's processes used, in cores (1.0 = one hardware thread busy)."""
     chosen = [s for s in system if steady_start_s is None or s["second"] >= steady_start_s] or system
 
-    def mean(values) -> float | None:
-        values = [v for v in values if v is not None]
-        return statistics.fmean(values) if values else None
+    def mean(values: Iterable[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return statistics.fmean(present) if present else None
 
     idle = mean(s.get("cpu_idle_pct") for s in chosen)
     return {"cpu_busy_pct": 100 - idle if idle is not None else None,
@@ -78,7 +79,7 @@ def system_view(system: list[dict], steady_start_s: float | None) -> dict:
             "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
 
 
-def run_threads(run: dict) -> int:
+def run_threads(run: dict[str, Any]) -> int:
     """The hardware threads a run's server could use: the CPUs a [cpus] variant confined
     it to; else the run's CPU affinity and quota where recorded (since
     hostinfo.read_usable_cpus); else the machine's."""
@@ -90,7 +91,7 @@ def run_threads(run: dict) -> int:
 
 
 def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
-         variants: tuple[str, ...] = ()) -> list[dict]:
+         variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Stored points with their derived fields: from the cache where this estimator
     version made them, else computed from the stored series (read in batches, not a
     query per point) and cached."""
@@ -104,7 +105,7 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
     return rows
 
 
-def _derived(store: Store, rows: list[dict], runs: dict[int, dict]) -> dict[int, dict]:
+def _derived(store: Store, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
@@ -128,19 +129,20 @@ def derive(store: Store, run_id: int, point_ids: Iterable[int]) -> None:
         _derived(store, rows, store.runs_by_id([run_id]))
 
 
-def public(row: dict) -> dict:
+def public(row: dict[str, Any]) -> dict[str, Any]:
     """A row without the in-memory helper objects (for JSON)."""
     return {k: v for k, v in row.items() if not k.startswith("_")}
 
 
-def _value(row: dict) -> float | None:
+def _value(row: dict[str, Any]) -> float | None:
     # The steady-state mean where a series exists (warm-up excluded), else the tool's figure.
-    if row.get("steady_tps") is not None:
-        return row["steady_tps"]
+    steady: float | None = row.get("steady_tps")
+    if steady is not None:
+        return steady
     return row.get(row["metric"])
 
 
-def value(row: dict) -> float | None:
+def value(row: dict[str, Any]) -> float | None:
     """A loaded point's figure, as summaries and comparisons use it (None if failed)."""
     return _value(row) if row["status"] == "ok" else None
 
@@ -159,11 +161,12 @@ def result_value(result: PointResult) -> float | None:
     return m.tps if m.tps is not None else m.qps
 
 
-def summaries(rows: Iterable[dict], histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> list[dict]:
+def summaries(rows: Iterable[dict[str, Any]],
+              histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
     store.latency_histograms)."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
         groups[(row["label"], row["config_key"] or f"point {row['point_id']}")].append(row)
@@ -214,7 +217,7 @@ STEADY = "steady-state mean per run"
 PRINTED = "figure the tool printed per run"
 
 
-def _statistic(ok: list[dict]) -> dict:
+def _statistic(ok: list[dict[str, Any]]) -> dict[str, Any]:
     steady = [m.get("steady_tps") is not None for m in ok]
     printed = [m[m["metric"]] for m in ok if m.get(m["metric"]) is not None]
     return {
@@ -229,13 +232,14 @@ LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency
                   "latency_max_ms")
 
 
-def pooled_latency(ok: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> dict:
+def pooled_latency(ok: list[dict[str, Any]],
+                   histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None) -> dict[str, Any]:
     """Latency over a group's repeats. Percentiles: of their merged histograms, never an
     average of percentiles; repeats without a histogram each (imports of tools that
     print one percentile, stores older than schema 13) get none, and `latency_pooled`
     says why. The average: of what the tool printed, weighted by transactions (a
     sampled log's mean is only an estimate of it). One point: its own figures."""
-    out: dict = dict.fromkeys(LATENCY_FIELDS)
+    out: dict[str, Any] = dict.fromkeys(LATENCY_FIELDS)
     if not ok:
         return {**out, "latency_avg_ms": None, "latency_pooled": None}
     if len(ok) == 1:
@@ -259,7 +263,7 @@ def pooled_latency(ok: list[dict], histograms: Callable[[list[int]], dict[int, d
                                      "have no latency histogram to merge"}
 
 
-def sides(rows: list[dict], a: str, b: str) -> str:
+def sides(rows: list[dict[str, Any]], a: str, b: str) -> str:
     """What `compare A B` compares: two labels, or two variants (within each label)."""
     labels = {r["label"] for r in rows}
     variants = {r["variant"] for r in rows if r.get("variant")}
@@ -274,7 +278,7 @@ def sides(rows: list[dict], a: str, b: str) -> str:
     raise UsageError(f"{a!r} and {b!r} are not both labels or both variants")
 
 
-def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> list[dict]:
+def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str] = ()) -> list[dict[str, Any]]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -291,7 +295,7 @@ def compare(rows: Iterable[dict], a: str, b: str, about: Iterable[str] = ()) -> 
             raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
         ignore.update(configkey.ABOUT[field])
     groups = summaries(rows)
-    side_of = (lambda s: s["label"]) if by == "label" else (lambda s: s["variant"])
+    side_of: Callable[[dict[str, Any]], str] = (lambda s: s["label"]) if by == "label" else (lambda s: s["variant"])
     left = [s for s in groups if side_of(s) == a]
     right = [s for s in groups if side_of(s) == b]
     out = []

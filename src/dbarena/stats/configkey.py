@@ -55,7 +55,7 @@ def flavour_of(engine: str, version: str | None) -> str | None:
 
 
 def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None = None,
-                  server_cores: int | None = None, server_threads: int | None = None) -> dict | None:
+                  server_cores: int | None = None, server_threads: int | None = None) -> dict[str, Any] | None:
     """The machine the server ran on: this host for a throwaway instance; for a
     --target, its address and what the user said of it (its CPU is not visible)."""
     if target_url is not None:
@@ -84,7 +84,7 @@ def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None =
 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
           params: Mapping[str, Any], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
-          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None) -> dict:
+          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None) -> dict[str, Any]:
     """A point's key. duration_s is None for a tool bounded by queries (mysqlslap)."""
     return {
         "engine": engine,
@@ -109,7 +109,7 @@ def digest(key: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def ignoring(key: Mapping[str, Any], fields: Iterable[str]) -> dict:
+def ignoring(key: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
     skip = set(fields)
     return {k: v for k, v in key.items() if k not in skip}
 

@@ -28,7 +28,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Sequence
+from typing import Any, Sequence
 
 CONFIDENCE = 0.95
 MIN_REPEATS = 3  # independent runs per side before a comparison gets a verdict
@@ -39,7 +39,7 @@ class _T:
     """Student's t: quantiles and upper tail areas (scipy.special's, which scipy.stats
     uses too, at half the import time of scipy.stats: every command pays it)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from scipy.special import stdtr, stdtrit
 
         self._cdf, self._quantile = stdtr, stdtrit
@@ -52,7 +52,7 @@ class _T:
 
 
 class _Chi2:
-    def __init__(self):
+    def __init__(self) -> None:
         from scipy.special import chdtri
 
         self._upper_quantile = chdtri
@@ -198,7 +198,7 @@ class Flag:
     code: Warning_
     message: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {"code": self.code.value, "message": self.message}
 
 
@@ -292,7 +292,7 @@ def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: 
 LOADGEN_MIN_SAMPLES = 3
 
 
-def loadgen_flags(system: Sequence[dict], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
+def loadgen_flags(system: Sequence[dict[str, Any]], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
     """Was the load generator, not the database, the bottleneck? (system: stored
     system_samples rows of one point; nothing is said from fewer than
     LOADGEN_MIN_SAMPLES of a figure)"""

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from dbarena.lazy import lazy_import
+
+if TYPE_CHECKING:  # numpy itself is imported where it is used: most commands never need it
+    import numpy as np
+    import numpy.typing as npt
 
 hdrh_histogram = lazy_import("hdrh.histogram")
 
@@ -61,7 +65,7 @@ class Latencies:
     outcomes: dict[str, int] = field(default_factory=dict)
     sampling_rate: float | None = None
     source: str = ""
-    _pending: Any = field(default=None, repr=False, compare=False)  # numpy counts per bucket index
+    _pending: npt.NDArray[np.int64] | None = field(default=None, repr=False, compare=False)  # counts per bucket
 
     @property
     def hdr(self) -> Any:
@@ -71,7 +75,7 @@ class Latencies:
 
     # -------------------------------------------------------------- recording
 
-    def record_counts(self, values, counts=None) -> None:
+    def record_counts(self, values: npt.ArrayLike, counts: npt.ArrayLike | None = None) -> None:
         """Record each values[i] counts[i] times (once each without counts): whole
         microseconds, each > 0, as a sequence or a numpy array. The exact figures come
         from the values; each value's HDR bucket is counted in numpy (a bincount over the
@@ -101,7 +105,7 @@ class Latencies:
         else:
             self._pending += buckets
 
-    def record_array(self, values) -> None:
+    def record_array(self, values: npt.ArrayLike) -> None:
         """Record every value once (a numpy array from a log reader)."""
         self.record_counts(values)
 
@@ -178,7 +182,7 @@ class Latencies:
 
     # -------------------------------------------------------------- storing
 
-    def encode(self) -> dict:
+    def encode(self) -> dict[str, Any]:
         """A JSON-able record: the HDR encoding and the exact figures beside it."""
         self._flush()
         return {
@@ -190,7 +194,7 @@ class Latencies:
         }
 
     @classmethod
-    def decode(cls, record: Mapping) -> "Latencies":
+    def decode(cls, record: Mapping[str, Any]) -> "Latencies":
         if record.get("encoding") != ENCODING:
             raise ValueError(f"latency histogram encoded as {record.get('encoding')!r}, which this dbarena "
                              "cannot read: upgrade dbarena")
@@ -209,7 +213,7 @@ HALF = 1 << (SUB_BUCKET_BITS - 1)
 COUNTS_LEN = ((HIGHEST_US.bit_length() - SUB_BUCKET_BITS) + 2) * HALF
 
 
-def bucket_index(values):
+def bucket_index(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """HDR's counts index of each value (numpy int64 array, 1 <= value <= HIGHEST_US),
     the one hdrh's record_value uses (the tests compare them)."""
     import numpy as np
