@@ -9,6 +9,7 @@ later executor can run a study elsewhere, without the engines or the sweep chang
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
@@ -57,6 +58,17 @@ def _pump(stream, sink: list[str], callback: LineCallback | None) -> None:
     stream.close()
 
 
+def _feed(stream, data: bytes) -> None:
+    # A child that exits (or closes its input) before reading it all is not an error.
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            stream.close()
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -68,9 +80,11 @@ def run(
     on_stderr_line: LineCallback | None = None,
     on_start: Callable[[int], None] | None = None,
     cpus: Sequence[int] | None = None,
+    stdin: str | bytes | None = None,
 ) -> Completed:
     """Run argv to completion and capture both streams; on `cpus` only, when given
-    (the CPU affinity its children inherit).
+    (the CPU affinity its children inherit); in `cwd`, when given; with `stdin` (str
+    as UTF-8) on its standard input, else /dev/null.
 
     The child is always gone when this returns or raises: on timeout, Ctrl-C or any
     exception it is terminated, then killed.
@@ -80,7 +94,7 @@ def run(
     try:
         proc = subprocess.Popen(
             pinned(argv, cpus),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -88,6 +102,9 @@ def run(
             **_as_user(user),
         )
     except FileNotFoundError as exc:
+        # (A missing cwd is an OSError of its own, not this: it names the directory.)
+        if cwd is not None and exc.filename is not None and str(exc.filename) == str(cwd):
+            raise
         raise ToolMissing(f"{argv[0]} not found") from exc
     if on_start is not None:
         on_start(proc.pid)  # e.g. to sample the child's CPU use
@@ -97,6 +114,11 @@ def run(
         threading.Thread(target=_pump, args=(proc.stdout, out, on_stdout_line), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, err, on_stderr_line), daemon=True),
     ]
+    if stdin is not None:
+        # Fed from a thread of its own, so that a child that writes much before it
+        # reads (or never reads) cannot block us with a full pipe.
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+        pumps.append(threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True))
     for t in pumps:
         t.start()
     timed_out = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
@@ -52,7 +52,10 @@ class Executor(Protocol):
         on_stderr_line: LineCallback | None = None,
         on_start: Callable[[int], None] | None = None,
         cpus: Sequence[int] | None = None,
+        stdin: str | bytes | None = None,
     ) -> Completed: ...
+    # cwd: where it runs (a point's work directory: see PointInput); stdin: what it
+    # reads on its standard input (str as UTF-8), None: nothing (/dev/null).
 
     def spawn(self, argv: Sequence[str], *, log_path: Path, env: dict | None = None,
               user: str | None = None, cpus: Sequence[int] | None = None) -> subprocess.Popen: ...
@@ -69,6 +72,17 @@ class Client:
     secret_file: str | None = None
 
 
+@dataclass(frozen=True)
+class PointInput:
+    """What a point's command reads besides its argv: files the runner writes into the
+    point's own work directory before it starts (the command's working directory, so
+    that the argv names them relative: "script.lua"; removed when the point ends), and
+    its standard input. Plain file names only, no directories."""
+
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
+    stdin: str | bytes | None = None
+
+
 class Tool(Protocol):
     """A benchmark tool: builds its command lines and reads its output (pure)."""
 
@@ -83,6 +97,13 @@ class Tool(Protocol):
     def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]: ...
     def cleanup_argv(self, client: Client, spec: PointSpec) -> list[list[str]]: ...
     def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]: ...
+    # The files and standard input of the point's command (PointInput() where it needs none).
+    def point_input(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> PointInput: ...
+    # How points of this mode use the dataset prepare_argv makes: "shared" (they run on
+    # it and leave it fit for the next point, of any mode), "consumed" (they use it up:
+    # it is prepared afresh before each such point and cleaned up after it), "own"
+    # (they run on none: each point makes its own tables, through point_input).
+    def dataset_use(self, mode_args: Sequence[str]) -> str: ...
     # Per-transaction latency logging (pgbench -l): the point's argv with the options
     # that write it into log_dir (argv unchanged where the tool has no such log), and
     # the distribution read back from there (None without one).

@@ -13,6 +13,7 @@ Every subprocess starts through the Executor, so tests drive all of this with a 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -54,8 +55,9 @@ class Bound:
             self.record.update(tool_pid=pid, tool_start=state.start_time(pid))
 
     def scratch(self, path: Path | None) -> None:
-        """A directory of the point in flight (pgbench's per-transaction log), or none
-        any more: if dbarena is killed, whoever reaps the run removes it."""
+        """The work directory of the point in flight (the tool's files, pgbench's
+        per-transaction log), or none any more: if dbarena is killed, whoever reaps
+        the run removes it."""
         if self.record is not None:
             self.record.update(scratch=str(path) if path is not None else None)
 
@@ -91,6 +93,13 @@ def dataset_key(spec: PointSpec) -> tuple:
     return (spec.variant, WORKLOADS[spec.workload].tool.name, spec.params)
 
 
+def dataset_use(spec: PointSpec) -> str:
+    """How the point uses its tool's prepared dataset (Tool.dataset_use): "shared",
+    "consumed" (sysbench's oltp_delete) or "own" (none: sysbench's bulk_insert)."""
+    workload = WORKLOADS[spec.workload]
+    return workload.tool.dataset_use(workload.mode_args)
+
+
 def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, PointSpec]] | None = None
                   ) -> list[tuple[list, list]]:
     """For each point, the dataset steps before and after it: ("prepare" | "cleanup",
@@ -109,6 +118,10 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
     prepare ("snapshot"), and a point that finds its dataset already prepared gets it
     put back first ("restore"): before every point, or before the first point of each
     level (study B restored its TPC-C data before every round).
+
+    A point of a workload that keeps no dataset (Tool.dataset_use "own") has no steps
+    and leaves the tool's prepared dataset as it is, for the points after it; one that
+    uses it up ("consumed") gets it as with "point", whatever the lifecycle.
     """
     steps: list[tuple[list, list]] = [([], []) for _ in plan]
     if current is None:
@@ -120,13 +133,17 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
 
     last: dict[tuple, PointSpec] = {}  # slot -> the point that used its dataset last
     for i, spec in enumerate(plan):
+        use = dataset_use(spec)
+        if use == "own":
+            continue
+        lifecycle = "point" if use == "consumed" else spec.datasets
         key = dataset_key(spec)
         slot = key[:2]
         before, after = steps[i]
-        if spec.datasets == "run":
+        if lifecycle == "run":
             fresh = current.get(slot, (None,))[0] != key
         else:
-            fresh = spec.datasets == "point" or not block(spec, plan[i - 1] if i else None)
+            fresh = lifecycle == "point" or not block(spec, plan[i - 1] if i else None)
         if fresh:
             if slot in current:
                 before.append(("cleanup", current.pop(slot)[1]))
@@ -138,8 +155,8 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
                 slot not in last or last[slot].threads != spec.threads)):
             before.append(("restore", spec))
         last[slot] = spec
-        if spec.datasets == "point" or (spec.datasets == "workload" and
-                                        not block(spec, plan[i + 1] if i + 1 < len(plan) else None)):
+        if lifecycle == "point" or (lifecycle == "workload" and
+                                    not block(spec, plan[i + 1] if i + 1 < len(plan) else None)):
             after.append(("cleanup", spec))
             current.pop(slot, None)
     return steps
@@ -337,7 +354,7 @@ class Sweep:
     def point(self, spec: PointSpec) -> PointResult:
         """Warm-up (if any), the measured run, verification; a failed PointResult
         with the reason for anything that went wrong on the way."""
-        problem = self.broken.get(dataset_key(spec)) if self.init else None
+        problem = self.broken.get(dataset_key(spec)) if self.init and dataset_use(spec) != "own" else None
         if problem is not None:
             return _failed(spec, problem)
         if spec.warmup_s:
@@ -364,26 +381,30 @@ class Sweep:
         bound = self.targets[spec.variant]
         workload = WORKLOADS[spec.workload]
         tool = workload.tool
-        argv = tool.point_argv(bound.target.client(tool), spec, workload.mode_args)
-        # The per-transaction log goes to a directory of this point's own, removed when
-        # the point ends (also on Ctrl-C and SIGTERM: finally).
+        client = bound.target.client(tool)
+        argv = tool.point_argv(client, spec, workload.mode_args)
+        given = tool.point_input(client, spec, workload.mode_args)
+        # Each point (and warm-up run) has a work directory of its own: the tool's files
+        # (PointInput.files) and its per-transaction log go there, and the tool runs in
+        # it. Removed when the point ends (also on Ctrl-C and SIGTERM: finally).
         # Its name is known before it exists, so that a Ctrl-C between its creation and
         # the try cannot leave it behind.
         rate = self.latency_sampling
-        log_dir = Path(tempfile.gettempdir()) / f"dbarena-txlog-{uuid.uuid4().hex[:12]}" if rate else None
+        work_dir = Path(tempfile.gettempdir()) / f"dbarena-point-{uuid.uuid4().hex[:12]}"
         try:
-            if log_dir is not None and rate:
-                bound.scratch(log_dir)
-                log_dir.mkdir(mode=0o700)
-                argv = tool.with_latency_log(argv, log_dir, rate)
-            return self._measure(spec, reporter, bound, tool, argv, log_dir)
+            bound.scratch(work_dir)
+            work_dir.mkdir(mode=0o700)
+            write_point_files(work_dir, given.files)
+            log_dir = work_dir if rate else None
+            if rate:
+                argv = tool.with_latency_log(argv, work_dir, rate)
+            return self._measure(spec, reporter, bound, tool, argv, log_dir, work_dir, given.stdin)
         finally:
-            if log_dir is not None:
-                shutil.rmtree(log_dir, ignore_errors=True)
-                bound.scratch(None)
+            shutil.rmtree(work_dir, ignore_errors=True)
+            bound.scratch(None)
 
     def _measure(self, spec: PointSpec, reporter: Reporter | None, bound: Bound, tool: Tool, argv: list[str],
-                 log_dir: Path | None) -> PointResult:
+                 log_dir: Path | None, work_dir: Path, stdin: str | bytes | None) -> PointResult:
         target = bound.target
 
         def on_line(line: str) -> None:
@@ -406,7 +427,7 @@ class Sweep:
             # pgbench reports progress on stderr, sysbench on stdout.
             done = self.executor.run(argv, env=target.client_env(), timeout=point_timeout_s(tool.estimate_s(spec)),
                                      on_stdout_line=on_line, on_stderr_line=on_line, on_start=on_start,
-                                     cpus=bound.loadgen_cpus)
+                                     cpus=bound.loadgen_cpus, cwd=work_dir, stdin=stdin)
         finally:
             system = tuple(sampler.stop()) if sampler is not None else ()
         ended = now_utc()
@@ -425,6 +446,18 @@ class Sweep:
         problem, measurement = _verify(tool, target, measurement)
         return PointResult(status="ok" if problem is None else "failed", error=problem, measurement=measurement,
                            samples=samples, **common)  # type: ignore[arg-type]
+
+
+def write_point_files(work_dir: Path, files: Mapping[str, str | bytes]) -> None:
+    """A tool's files for its point (PointInput.files), private to this user; a plain
+    name each, so that none lands outside the work directory."""
+    for name, content in files.items():
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError(f"a point's file must have a plain name, not {name!r}")
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        fd = os.open(work_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
 
 
 def with_latencies(measurement: Measurement, latencies: Latencies | None) -> Measurement:

@@ -75,9 +75,12 @@ class FakeExecutor:
         self.rules.append((predicate, answer))
 
     def run(self, argv, *, env=None, timeout=None, user=None, cwd=None, on_stdout_line=None,
-            on_stderr_line=None, on_start=None, cpus=None) -> Completed:
+            on_stderr_line=None, on_start=None, cpus=None, stdin=None) -> Completed:
         argv = tuple(str(a) for a in argv)
-        self.calls.append({"argv": argv, "env": env, "timeout": timeout, "user": user, "cpus": cpus})
+        # The files in its working directory as the command starts (a point's work directory).
+        files = {f.name: f.read_bytes() for f in sorted(Path(cwd).iterdir()) if f.is_file()} if cwd else None
+        self.calls.append({"argv": argv, "env": env, "timeout": timeout, "user": user, "cpus": cpus, "cwd": cwd,
+                           "stdin": stdin, "files": files})
         self.log.append(("exec", argv))
         done = next((answer(argv) for predicate, answer in self.rules if predicate(argv)), None) \
             or self.default(argv)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dbarena.errors import UsageError
-from dbarena.interfaces import Client
+from dbarena.interfaces import Client, PointInput
 from dbarena.stats.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample
 
@@ -69,6 +69,13 @@ class ToolBase:
 
     def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
         raise NotImplementedError
+
+    def point_input(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> PointInput:
+        """No files in the point's work directory, nothing on its standard input."""
+        return PointInput()
+
+    def dataset_use(self, mode_args: Sequence[str]) -> str:
+        return "shared"
 
     def with_latency_log(self, argv: list[str], log_dir: Path, sampling_rate: float) -> list[str]:
         return argv
