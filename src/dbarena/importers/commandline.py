@@ -1,0 +1,36 @@
+"""Echoed command lines: a tool's arguments, and the value of one of its options."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_PROMPT = r"^(?:.*?[$#>]\s+|\+\s+)?(?:sudo\s+(?:-u\s*\S+\s+)?)?(?:time\s+)?(?:[\w./~-]*/)?"
+
+
+def command(line: str, tool: str) -> list[str] | None:
+    """The arguments of an echoed `tool ...` command line, or None."""
+    m = re.match(_PROMPT + re.escape(tool) + r"(?:\s+(?P<args>.*))?$", line.strip())
+    if m is None or line.lstrip().startswith((f"{tool}:", f"{tool} (")):
+        return None
+    args = m["args"] or ""
+    if tool == "sysbench" and re.match(r"\d", args):  # the banner "sysbench 1.0.20 (...)"
+        return None
+    try:
+        return shlex.split(args, comments=False)
+    except ValueError:
+        return args.split()
+
+
+def option(args: list[str], *names: str) -> str | None:
+    """Value of -x V, -xV, --name=V or --name V (last one wins)."""
+    value = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                value = args[i + 1]
+            elif name.startswith("--") and arg.startswith(name + "="):
+                value = arg.split("=", 1)[1]
+            elif not name.startswith("--") and arg.startswith(name) and len(arg) > len(name):
+                value = arg[len(name):]
+    return value

@@ -1,0 +1,140 @@
+"""pgbench outputs -> points: each run's workload, threads and clients from the command
+line echoed before it (or the perf stat report after it), otherwise from its summary."""
+
+from __future__ import annotations
+
+import re
+
+from dbarena.errors import ParseError
+from dbarena.importers.commandline import option
+from dbarena.importers.common import Command, ImportedPoint, parse_problem, result_fields
+from dbarena.importers.runs import split_runs
+from dbarena.model import PointResult, PointSpec, Sample
+from dbarena.workloads import pgbench
+from dbarena.workloads.pgbench import PgbenchReport
+
+
+def _workload(args: list[str] | None, transaction_type: str | None) -> str:
+    if args is None and transaction_type is None:
+        return "pgbench"  # progress lines only: nothing says which script ran
+    if args is not None:
+        named = _workload_of_args(args)
+        if named is not None:
+            return named
+        if transaction_type is None:
+            return "pgbench-tpcb"
+    return _workload_of_type(transaction_type or "")
+
+
+def _workload_of_args(args: list[str]) -> str | None:
+    builtin = option(args, "-b", "--builtin")
+    if "-S" in args or "--select-only" in args or (builtin or "").startswith("select"):
+        return "pgbench-select-only"
+    if "-N" in args or "--skip-some-updates" in args or (builtin or "").startswith("simple"):
+        return "pgbench-simple-update"
+    if option(args, "-f", "--file") is not None:
+        return "pgbench-custom"
+    return None
+
+
+def _workload_of_type(transaction_type: str) -> str:
+    t = transaction_type.lower()
+    if "tpc-b" in t:
+        return "pgbench-tpcb"
+    if "select only" in t:
+        return "pgbench-select-only"
+    if "simple update" in t or "update only" in t:
+        return "pgbench-simple-update"
+    return "pgbench-custom"
+
+
+def _ends_run(line: str) -> bool:
+    return line.startswith("tps = ")
+
+
+def continues_run(line: str) -> bool:
+    """Whether a line after a run's `tps = ` line is still part of its summary."""
+    s = line.strip()
+    return (not s or s.startswith(("tps =", "statement latencies", "pgbench:", "DETAIL:", "HINT:"))
+            or re.match(r"^\s+-?[\d.]+\s", line) is not None)
+
+
+def read_pgbench(name: str, text: str, label: str, workload: str | None) -> list[ImportedPoint]:
+    lines = text.splitlines()
+    points = []
+    for first, last, args in split_runs(lines, "pgbench", _ends_run, continues_run):
+        point = _point(name, lines, first, last, args, label, workload)
+        if point is not None:
+            points.append(point)
+    return points
+
+
+def _point(name: str, lines: list[str], first: int, last: int, args: list[str] | None, label: str,
+           workload: str | None) -> ImportedPoint | None:
+    """The point of the run on lines first..last; None where they hold no run."""
+    chunk = "\n".join(lines[first - 1:last]) + "\n"
+    if args is not None and ("-i" in args or "--initialize" in args):
+        return None  # pgbench -i: creates the tables, measures nothing
+    samples, report = _parse(name, chunk, first)
+    if report is None and not samples and "transaction type:" not in chunk and "aborted" not in chunk:
+        return None  # no run here (pgbench -i output, notes ...)
+    spec = _spec(Command(args, name, first), report, samples, chunk, workload)
+    return ImportedPoint(result=_result(spec, report, samples, args, chunk), label=label, first_line=first,
+                         last_line=last, tool="pgbench", server_version=report.server_version if report else None)
+
+
+def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], PgbenchReport | None]:
+    """The run's progress samples and its summary (None when it printed none)."""
+    has_summary = "transaction type:" in chunk and re.search(r"^tps = ", chunk, re.M)
+    try:
+        samples = pgbench.parse_progress(chunk)
+        report = pgbench.parse(chunk) if has_summary else None
+    except ParseError as exc:
+        raise parse_problem(name, first, exc) from None
+    return samples, report
+
+
+def _spec(cmd: Command, report: PgbenchReport | None, samples: tuple[Sample, ...], chunk: str,
+          workload: str | None) -> PointSpec:
+    threads = cmd.number("-j", "--jobs") or (report.threads if report else None) or 1
+    clients = cmd.number("-c", "--client") or (report.clients if report else None) or threads
+    duration = _duration(cmd, report)
+    params, options = _configuration(cmd, report)
+    return PointSpec(engine="postgres", workload=workload or _workload(cmd.args, _transaction_type(report, chunk)),
+                     threads=threads, clients=clients,
+                     duration_s=duration or (int(samples[-1].second) if samples else 0),
+                     params=params, options=options)
+
+
+def _duration(cmd: Command, report: PgbenchReport | None) -> int | None:
+    duration = cmd.number("-T", "--time") or (report.duration_s if report else None)
+    if duration is None and report is not None and report.tps:
+        duration = round(report.transactions / report.tps)
+    return duration
+
+
+def _transaction_type(report: PgbenchReport | None, chunk: str) -> str | None:
+    if report:
+        return report.transaction_type
+    return next((l.split(":", 1)[1].strip() for l in chunk.splitlines() if l.startswith("transaction type:")), None)
+
+
+def _configuration(cmd: Command, report: PgbenchReport | None) -> tuple[tuple, tuple]:
+    """The run's params (scale) and options (query mode)."""
+    scale = (report.scale if report and report.scale else None) or cmd.number("-s", "--scale")
+    # The query mode is part of the configuration, as `-M` is of a measured point's
+    # options (which name it only when it is not pgbench's default, simple).
+    mode = (report.query_mode if report else None) or cmd.value("-M", "--protocol")
+    return ((("scale", scale),) if scale else (),
+            (("protocol", mode),) if mode and mode != "simple" else ())
+
+
+def _result(spec: PointSpec, report: PgbenchReport | None, samples: tuple[Sample, ...], args: list[str] | None,
+            chunk: str) -> PointResult:
+    if report is not None and "Run was aborted" not in chunk:
+        return PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=report.samples,
+                           **result_fields(args, "pgbench", chunk))
+    errors = [l.strip() for l in chunk.splitlines() if re.match(r"^pgbench: (fatal|error)", l.strip())]
+    reason = " | ".join(errors[-2:]) or "no summary: the output ends before pgbench finished"
+    return PointResult(spec=spec, status="failed", error=reason, samples=samples,
+                       **result_fields(args, "pgbench", chunk))

@@ -1,0 +1,102 @@
+"""Where one tool's runs start and end in a file (one run's output or many appended,
+each with or without the command line that produced it)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Callable
+
+from dbarena.importers.commandline import command
+
+# A run's first and last line (1-based) and the arguments of its command line, if known.
+Run = tuple[int, int, list[str] | None]
+
+_PERF = re.compile(r"^\s*Performance counter stats for '(?P<cmd>.+)':\s*$")
+_PERF_ELAPSED = re.compile(r"^\s*[\d.,]+ seconds time elapsed")
+_PERF_AFTER = re.compile(r"^\s*[\d.,]+ seconds (?:user|sys)\s*$")
+
+
+def trailer(line: str, tool: str) -> list[str] | None:
+    """The command of a `perf stat` report that follows a run (Percona's THP study ran
+    every benchmark under perf stat, which names the command only after its output):
+    `Performance counter stats for './pgbench db -T 600 -c 64':`. A sysbench Lua script
+    run directly (`./tpcc.lua ... run`, sysbench in its #! line) counts as sysbench."""
+    m = _PERF.match(line)
+    if m is None:
+        return None
+    cmd = m["cmd"]
+    args = command(cmd, tool)
+    if args is not None:
+        return args
+    if tool == "sysbench" and re.match(r"^(?:[\w./~-]*/)?[\w-]+\.lua(?:\s|$)", cmd):
+        try:
+            return shlex.split(cmd)
+        except ValueError:
+            return cmd.split()
+    return None
+
+
+class _Splitter:
+    """Reads a file line by line and closes a run where the next one starts."""
+
+    def __init__(self, tool: str, is_end: Callable[[str], bool], is_continuation: Callable[[str], bool]):
+        self.tool, self.is_end, self.is_continuation = tool, is_end, is_continuation
+        self.runs: list[Run] = []
+        self.trailer = 0  # 1: inside a perf stat report, 2: after its "seconds time elapsed"
+        self._begin(1, None)
+
+    def _begin(self, line: int, args: list[str] | None) -> None:
+        self.start, self.args, self.finished, self.content = line, args, False, False
+
+    def close(self, last: int) -> None:
+        """The run so far ends at line `last` (if it holds anything)."""
+        if self.content or self.args is not None:
+            self.runs.append((self.start, last, self.args))
+
+    def _in_trailer(self, line: str) -> bool:
+        """Whether the line still belongs to the perf stat report after the run."""
+        if self.trailer == 1:
+            if _PERF_ELAPSED.match(line):
+                self.trailer = 2
+            return True
+        return not line.strip() or _PERF_AFTER.match(line) is not None
+
+    def feed(self, i: int, line: str) -> None:
+        """Line `i` (1-based)."""
+        if self.trailer:
+            if self._in_trailer(line):
+                return
+            self.close(i - 1)
+            self._begin(i, None)
+            self.trailer = 0
+        perf = trailer(line, self.tool)
+        if perf is not None and self.content:
+            if self.args is None:
+                self.args = perf
+            self.trailer = 1
+            return
+        cmd = command(line, self.tool)
+        if cmd is not None:
+            self.close(i - 1)
+            self._begin(i, cmd)
+            return
+        if self.finished and line.strip() and not self.is_continuation(line):
+            self.close(i - 1)
+            self._begin(i, None)
+        if line.strip():
+            self.content = True
+        if self.is_end(line):
+            self.finished = True
+
+
+def split_runs(lines: list[str], tool: str, is_end: Callable[[str], bool],
+               is_continuation: Callable[[str], bool]) -> list[Run]:
+    """Split a file into runs: at echoed command lines, after a finished run's summary
+    (`is_end`) unless the next line still belongs to it (`is_continuation`), and after a
+    `perf stat` report naming the run's command (which it then gives the run)."""
+    splitter = _Splitter(tool, is_end, is_continuation)
+    for i, line in enumerate(lines, start=1):
+        splitter.feed(i, line)
+    splitter.close(len(lines))
+    return splitter.runs

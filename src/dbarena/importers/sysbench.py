@@ -1,0 +1,169 @@
+"""sysbench outputs -> points: the engine from `--db-driver` (or --engine), the
+workload from the script a command line names, figures from sysbench's report."""
+
+from __future__ import annotations
+
+import re
+
+from dbarena.errors import ParseError
+from dbarena.importers.commandline import option
+from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
+from dbarena.importers.runs import Run, split_runs
+from dbarena.model import PointResult, PointSpec, Sample
+from dbarena.workloads import sysbench
+from dbarena.workloads.sysbench import SysbenchReport
+
+_ENGINES = {"pgsql": "postgres", "mysql": "mysql"}
+
+
+# What sysbench's output says when no script is named: nothing about which it was.
+UNNAMED_SYSBENCH = "sysbench"
+
+
+def _workload(args: list[str] | None) -> str | None:
+    """The workload of the script an echoed command line names; None when none is named.
+    The read/write mix sysbench printed is no substitute: oltp_point_select, the
+    random-points scripts and a TPC-C script print mixes like the standard ones'."""
+    script = next((a for a in (args or []) if re.fullmatch(r"[\w./-]+\.lua|oltp_\w+|tpcc|select_random_\w+|"
+                                                              r"bulk_insert", a)), None)
+    if script is None and args:
+        script = option(args, "--test")
+    if script:
+        stem = re.sub(r"\.lua$", "", script.rsplit("/", 1)[-1])
+        named = {"oltp_read_only": "sysbench-read-only", "oltp_write_only": "sysbench-write-only",
+                 "oltp_read_write": "sysbench-read-write"}
+        if stem in named:
+            return named[stem]
+        if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix
+            return "sysbench-" + stem.replace("_", "-")
+    return None
+
+
+# Options of an echoed sysbench command line that are not part of a point's options:
+# where it connected, what params and the spec hold, and what only changes the report.
+_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|db-driver|threads|num-threads|time|max-time|tables|table-size|"
+                          r"table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
+                          r"percentile|config-file|verbosity|test)$")
+
+
+def _options(args: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """The --name=value options that shape what a sysbench run measured (--use_fk=0,
+    --trx_level=RC, --range-size ...), as a measured point's options hold them."""
+    found = {}
+    for arg in args or ():
+        m = re.fullmatch(r"--([\w-]+)=(.*)", arg)
+        if m and not _NOT_OPTIONS.match(m[1]):
+            found[m[1]] = m[2]
+    return tuple(sorted(found.items()))
+
+
+def _ends_run(line: str) -> bool:
+    return line.strip().startswith("execution time (avg/stddev):")
+
+
+def _runs(lines: list[str]) -> list[Run]:
+    runs = []
+    # A banner also starts a run when no command line was echoed.
+    for first, last, args in split_runs(lines, "sysbench", _ends_run, lambda l: not l.strip()):
+        bounds = [first, *_banners(lines, first, last), last + 1]
+        for a, b in zip(bounds, bounds[1:]):
+            runs.append((a, b - 1, args if a == first else None))
+    return runs
+
+
+def _banners(lines: list[str], first: int, last: int) -> list[int]:
+    """The lines after `first` with a banner that has something before it (1-based)."""
+    return [i for i in range(first, last + 1) if re.match(r"^sysbench \d", lines[i - 1]) and i > first
+            and any(l.strip() for l in lines[first - 1:i - 1])]
+
+
+def read_sysbench(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
+    lines = text.splitlines()
+    points = []
+    for first, last, args in _runs(lines):
+        point = _point(name, lines, first, last, args, label, engine, workload)
+        if point is not None:
+            points.append(point)
+    return points
+
+
+def _point(name: str, lines: list[str], first: int, last: int, args: list[str] | None, label: str,
+           engine: str | None, workload: str | None) -> ImportedPoint | None:
+    """The point of the run on lines first..last; None where they hold no run."""
+    chunk = "\n".join(lines[first - 1:last]) + "\n"
+    if args is not None and args and args[-1] in ("prepare", "cleanup"):
+        return None
+    fatal = re.findall(r"^FATAL: (.+)$", chunk, re.M)
+    if not _is_run(chunk, fatal):
+        return None
+    report, samples = _parse(name, chunk, first)
+    cmd = Command(args, name, first)
+    run_engine = _engine(cmd, engine)
+    threads = _threads(cmd, report, chunk)
+    duration = cmd.number("--time", "--max-time") or \
+        (round(report.total_time_s) if report and report.total_time_s else 0)
+    params = _params(cmd)
+    named = workload or _workload(args)
+    spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
+                     threads=threads, clients=threads, duration_s=duration, params=params,
+                     options=_options(args))
+    note = None if named else (f"no sysbench script named (no command line echoed before the run): stored as "
+                               f"workload {UNNAMED_SYSBENCH!r}; name it with --workload (and --replace)")
+    return ImportedPoint(result=_result(spec, report, samples, fatal, args, chunk), label=label, first_line=first,
+                         last_line=last, tool="sysbench", note=note)
+
+
+def _is_run(chunk: str, fatal: list[str]) -> bool:
+    if re.search(r"^\s+transactions:", chunk, re.M) or re.search(r"^\[ *\d+s ?\]", chunk, re.M):
+        return True
+    # A run that failed before its first report (sysbench printed its run header,
+    # then FATAL) is a failed point with sysbench's reason; anything else without
+    # figures is prepare/cleanup output or notes.
+    return bool(fatal and re.search(r"^Running the test with following options:", chunk, re.M))
+
+
+def _parse(name: str, chunk: str, first: int) -> tuple[SysbenchReport | None, tuple[Sample, ...]]:
+    """The run's report (None when it printed none) and its interval samples."""
+    try:
+        report = sysbench.parse(chunk) if re.search(r"^\s+transactions:", chunk, re.M) else None
+        samples = report.samples if report else sysbench.read_samples(chunk, "")
+    except ParseError as exc:
+        raise parse_problem(name, first, exc) from None
+    return report, samples
+
+
+def _engine(cmd: Command, engine: str | None) -> str:
+    run_engine = _ENGINES.get(cmd.value("--db-driver") or "", engine)
+    if run_engine is None:
+        raise ImportProblem(cmd.name, cmd.line, "cannot tell whether this sysbench run was on PostgreSQL or MySQL "
+                                                "(no --db-driver on a command line): pass --engine")
+    return run_engine
+
+
+def _threads(cmd: Command, report: SysbenchReport | None, chunk: str) -> int:
+    printed_threads = re.search(r"^Number of threads: (\d+)$", chunk, re.M)
+    return cmd.number("--threads", "--num-threads") or \
+        (report.threads if report else None) or (int(printed_threads[1]) if printed_threads else 1)
+
+
+def _params(cmd: Command) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((k, v) for k, v in (
+        ("tables", cmd.number("--tables", "--oltp-tables-count")),
+        ("table_size", cmd.number("--table-size", "--table_size", "--oltp-table-size")),
+        # sysbench-tpcc: warehouses per table.
+        ("scale", cmd.number("--scale")),
+    ) if v is not None))
+
+
+def _result(spec: PointSpec, report: SysbenchReport | None, samples: tuple[Sample, ...], fatal: list[str],
+            args: list[str] | None, chunk: str) -> PointResult:
+    if report is not None:
+        return PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=samples,
+                           **result_fields(args, "sysbench", chunk))
+    if fatal and not samples:
+        reasons = list(dict.fromkeys(fatal))  # sysbench repeats its FATAL lines per thread
+        return PointResult(spec=spec, status="failed", error="sysbench failed before the run started: "
+                           + " | ".join(reasons[:1] + reasons[-1:] if len(reasons) > 1 else reasons),
+                           samples=samples, **result_fields(args, "sysbench", chunk))
+    return PointResult(spec=spec, status="failed", error="no summary: the output ends before sysbench "
+                       "finished", samples=samples, **result_fields(args, "sysbench", chunk))
