@@ -17,7 +17,8 @@ from conftest import cli_env, dbarena
 from dbarena.store import views
 from dbarena.engines import postgres
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
-from dbarena.store.database import SCHEMA_VERSION, Store
+from dbarena.store.database import Store
+from dbarena.store.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dbarena.store import database as store_mod
 from dbarena.errors import StoreError
-from dbarena.store.database import SCHEMA_VERSION, Store
+from dbarena.store.database import Store
+from dbarena.store.merge import merge
+from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
@@ -78,8 +79,8 @@ def test_an_older_store_merges_through_a_migrated_copy_and_stays_as_it_was(tmp_p
     old = tmp_path / "v1.db"
     shutil.copy(STORES / "v1.db", old)
     with Store(tmp_path / "all.db") as db:
-        assert store_mod.merge(db, old) == (1, 2)
-        assert store_mod.merge(db, old) == (0, 0)  # derived identities: the same runs again
+        assert merge(db, old) == (1, 2)
+        assert merge(db, old) == (0, 0)  # derived identities: the same runs again
         assert db.points()[0]["config_key"]
     assert sqlite3.connect(old).execute("PRAGMA user_version").fetchone()[0] == 1
 
@@ -87,7 +88,7 @@ def test_an_older_store_merges_through_a_migrated_copy_and_stays_as_it_was(tmp_p
 def test_a_damaged_or_newer_store_adds_nothing(tmp_path):
     target = tmp_path / "all.db"
     with Store(target) as db:
-        store_mod.merge(db, STORES / "v5.db")
+        merge(db, STORES / "v5.db")
     before = counts(target)
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database" * 100)
@@ -102,7 +103,7 @@ def test_a_damaged_or_newer_store_adds_nothing(tmp_path):
     con.close()
     for bad, words in ((garbage, "not a database"), (damaged, "malformed"), (newer, "newer than this dbarena")):
         with Store(target) as db, pytest.raises(StoreError) as caught:
-            store_mod.merge(db, bad)
+            merge(db, bad)
         assert str(bad) in str(caught.value) and words in str(caught.value), str(caught.value)
         assert counts(target) == before
     done = cli("merge", str(newer), "--store", str(target))
@@ -117,14 +118,14 @@ def test_the_same_file_imported_into_two_stores_merges_once(tmp_path):
                    "--store", str(tmp_path / name))
         assert done.returncode == 0, done.stderr
     with Store(tmp_path / "one.db") as db:
-        assert store_mod.merge(db, tmp_path / "two.db") == (0, 0)
+        assert merge(db, tmp_path / "two.db") == (0, 0)
 
 
 def test_a_migration_stopped_before_its_data_step_is_finished_on_the_next_open(tmp_path):
     path = tmp_path / "half.db"
     shutil.copy(STORES / "v9.db", path)
     con = sqlite3.connect(path)  # schema 10 and 11 applied, the data step of 11 never ran
-    con.executescript("BEGIN;" + store_mod.MIGRATIONS[9] + store_mod.MIGRATIONS[10] + "PRAGMA user_version = 11; COMMIT;")
+    con.executescript("BEGIN;" + MIGRATIONS[9] + MIGRATIONS[10] + "PRAGMA user_version = 11; COMMIT;")
     con.close()
     with Store(path) as db:
         assert db.db.execute("SELECT COUNT(*) FROM runs WHERE uuid IS NULL OR host_fingerprint IS NULL"
@@ -141,8 +142,8 @@ def test_two_hosts_under_one_label_are_pooled_only_with_a_warning(tmp_path):
     with Store(two) as db, db.db:
         db.db.execute("UPDATE runs SET uuid = 'two-' || uuid")
     with Store(tmp_path / "all.db") as db:
-        store_mod.merge(db, one)
-        store_mod.merge(db, two)
+        merge(db, one)
+        merge(db, two)
         groups = [g for g in analysis.summaries(analysis.load(db)) if g["n"]]
     assert groups
     for g in groups:

@@ -7,7 +7,8 @@ import pytest
 
 from dbarena.errors import StoreError
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
-from dbarena.store.database import MIGRATIONS, SCHEMA_VERSION, Store
+from dbarena.store.database import Store
+from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
 SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=3, params=(("scale", 1),))

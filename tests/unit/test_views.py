@@ -12,9 +12,11 @@ import pytest
 
 from dbarena.stats import analysis
 from dbarena.store import views
-from dbarena.store import database as store_mod
+from dbarena.store import database as store_mod  # its SCHEMA_VERSION is what Store migrates to
+from dbarena.store.merge import merge
+from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
-from dbarena.store.database import SCHEMA_VERSION, Store
+from dbarena.store.database import Store
 
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
@@ -24,8 +26,6 @@ def two_hosts(folder: Path) -> Path:
     path = folder / "all.db"
     shutil.copy(STORES / "v9.db", folder / "arm.db")
     shutil.copy(STORES / "v9.db", folder / "x86.db")
-    from dbarena.store import database as store_mod
-
     with Store(folder / "x86.db") as db:
         facts = {**db.runs()[0]["host_facts"], "hostname": "x86-box", "cpu_model": "Xeon"}
         with db.db:
@@ -35,8 +35,8 @@ def two_hosts(folder: Path) -> Path:
     with Store(folder / "arm.db") as db, db.db:
         db.db.execute("UPDATE runs SET label = 'arm'")
     with Store(path) as db:
-        store_mod.merge(db, folder / "arm.db")
-        store_mod.merge(db, folder / "x86.db")
+        merge(db, folder / "arm.db")
+        merge(db, folder / "x86.db")
     return path
 
 
@@ -58,7 +58,7 @@ def test_views_exist_in_both_dialects_with_the_same_names():
 def test_a_released_migration_keeps_the_views_of_its_schema():
     # Migration 12 runs in stores of schema 11 and older today still: its views may not
     # name the columns that 13 adds, and the views it made must stay as they were.
-    assert "latency_p90_ms" not in store_mod.MIGRATIONS[11] and "latency_p50_ms" not in store_mod.MIGRATIONS[11]
+    assert "latency_p90_ms" not in MIGRATIONS[11] and "latency_p50_ms" not in MIGRATIONS[11]
     assert views.sqlite(13) == views.sqlite(12) != views.sqlite(14)
 
 

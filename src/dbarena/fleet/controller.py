@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from dbarena.store import database as store_mod
+from dbarena.store import merge as store_mod
 from dbarena import workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem

@@ -1,0 +1,58 @@
+"""How the store writes and reads values: UTC timestamps, compressed raw outputs, JSON
+decoded once per distinct text, ids in chunks below SQLite's limit on parameters."""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from dbarena.errors import StoreError
+
+RUN_NAMESPACE = uuid.UUID("6f2b8a0e-5d1c-4e8f-9a3b-2c7d4e5f6a10")  # dbarena's, for runs older than schema 11
+
+
+def pack(text: str) -> bytes:
+    return zlib.compress(text.encode(), 6)
+
+
+def unpack(codec: str, blob: bytes) -> str:
+    if codec != "zlib":
+        raise StoreError(f"raw output compressed with {codec!r}, which this dbarena cannot read: upgrade dbarena")
+    return zlib.decompress(blob).decode()
+
+
+def chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
+    # Below SQLite's smallest default limit on bound parameters (999 before 3.32).
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size]
+
+
+def decoder(then: Callable[[Any], Any] = lambda value: value) -> Callable[[str | None], Any]:
+    """JSON text -> value, each distinct text decoded once: the points of one
+    configuration share their params, options and config, so a read of 100 k points
+    decodes a few hundred texts, not half a million. Rows share the decoded objects,
+    which readers do not modify."""
+    seen: dict[str, Any] = {}
+
+    def decode(text: str | None) -> Any:
+        if text is None:
+            return None
+        try:
+            return seen[text]
+        except KeyError:
+            value = seen[text] = then(orjson.loads(text))
+            return value
+
+    return decode
+
+
+def utc(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,16 @@
+"""What `dbarena store info` shows of a store."""
+
+from __future__ import annotations
+
+from dbarena.store.database import Store
+
+
+def info(store: Store) -> dict:
+    """What `dbarena store info` shows."""
+    counts = {t: int(store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
+              for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}
+    raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()
+    return {"path": store.location, "backend": store.dialect.name,
+            "schema_version": store.version, "size_bytes": store.dialect.size_bytes(),
+            **counts, "raw_output_bytes_compressed": int(raw[0]),
+            "labels": [l for (l,) in store.db.execute("SELECT DISTINCT label FROM runs ORDER BY label")]}

@@ -1,0 +1,372 @@
+"""SQLite's numbered migrations: SQL scripts applied in order, `PRAGMA user_version`
+holding the version reached and `schema_migrations` recording when each was applied. A
+store written by a newer dbarena is refused rather than misread. A released migration's
+SQL never changes (stores of every version exist: tests/fixtures/stores/); the schema it
+leads to is described in schema.py, and tests/unit/test_schema.py holds the two together.
+
+Also the data steps of migrations 7 and 11 (configuration keys, host facts and raw
+outputs of older rows), which run for both dialects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+
+from dbarena.errors import StoreError
+from dbarena.interfaces import SqlConnection
+from dbarena.stats import configkey
+from dbarena.store import views
+from dbarena.store.encoding import RUN_NAMESPACE, now_utc, pack, utc
+
+MIGRATIONS: list[str] = [
+    # 1: runs, points and their per-second samples.
+    """
+    CREATE TABLE runs (
+        id              INTEGER PRIMARY KEY,
+        label           TEXT NOT NULL,
+        host            TEXT NOT NULL,
+        engine          TEXT NOT NULL,
+        target          TEXT NOT NULL,
+        server_version  TEXT,
+        tool_versions   TEXT NOT NULL,   -- JSON object: tool -> version line
+        options         TEXT NOT NULL,   -- JSON object: the options used, no secrets
+        host_facts      TEXT NOT NULL,   -- JSON object
+        dbarena_version TEXT NOT NULL,
+        started_at      TEXT NOT NULL,   -- UTC, ISO 8601
+        ended_at        TEXT,
+        status          TEXT NOT NULL    -- running | finished | interrupted | failed
+    );
+    CREATE TABLE points (
+        id                     INTEGER PRIMARY KEY,
+        run_id                 INTEGER NOT NULL REFERENCES runs(id),
+        engine                 TEXT NOT NULL,
+        workload               TEXT NOT NULL,
+        threads                INTEGER NOT NULL,
+        clients                INTEGER NOT NULL,
+        duration_s             INTEGER NOT NULL,
+        scale                  INTEGER,
+        status                 TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        error                  TEXT,
+        started_at             TEXT NOT NULL,
+        ended_at               TEXT NOT NULL,
+        command                TEXT NOT NULL,  -- JSON array, no secrets
+        exit_code              INTEGER,
+        tps                    REAL,
+        transactions           INTEGER,
+        failed_transactions    INTEGER,
+        retried_transactions   INTEGER,
+        retries                INTEGER,
+        latency_avg_ms         REAL,
+        latency_stddev_ms      REAL,
+        initial_connection_ms  REAL,
+        details                TEXT NOT NULL DEFAULT '{}',  -- JSON: tool-specific facts
+        stdout                 TEXT NOT NULL,
+        stderr                 TEXT NOT NULL
+    );
+    CREATE INDEX points_run ON points(run_id);
+    CREATE TABLE samples (
+        point_id           INTEGER NOT NULL REFERENCES points(id),
+        second             REAL NOT NULL,
+        tps                REAL NOT NULL,
+        latency_ms         REAL,
+        latency_stddev_ms  REAL,
+        failed             INTEGER,
+        lag_ms             REAL,
+        skipped            INTEGER,
+        retried            INTEGER,
+        retries            INTEGER
+    );
+    CREATE INDEX samples_point ON samples(point_id);
+    """,
+    # 2: sysbench and mysqlslap figures, tool parameters, sysbench interval columns.
+    """
+    ALTER TABLE points ADD COLUMN params TEXT NOT NULL DEFAULT '{}';  -- JSON: tables, table_size ...
+    ALTER TABLE points ADD COLUMN qps REAL;
+    ALTER TABLE points ADD COLUMN queries INTEGER;
+    ALTER TABLE points ADD COLUMN errors INTEGER;
+    ALTER TABLE points ADD COLUMN reconnects INTEGER;
+    ALTER TABLE points ADD COLUMN latency_min_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_max_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p50_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p95_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p99_ms REAL;
+    ALTER TABLE points ADD COLUMN run_avg_s REAL;
+    ALTER TABLE points ADD COLUMN run_min_s REAL;
+    ALTER TABLE points ADD COLUMN run_max_s REAL;
+    UPDATE points SET params = json_object('scale', scale) WHERE scale IS NOT NULL;
+    ALTER TABLE samples ADD COLUMN threads INTEGER;
+    ALTER TABLE samples ADD COLUMN qps REAL;
+    ALTER TABLE samples ADD COLUMN reads_per_s REAL;
+    ALTER TABLE samples ADD COLUMN writes_per_s REAL;
+    ALTER TABLE samples ADD COLUMN other_per_s REAL;
+    ALTER TABLE samples ADD COLUMN latency_percentile REAL;
+    ALTER TABLE samples ADD COLUMN latency_pct_ms REAL;
+    ALTER TABLE samples ADD COLUMN errors_per_s REAL;
+    ALTER TABLE samples ADD COLUMN reconnects_per_s REAL;
+    """,
+    # 3: repeats, target provenance, per-second system metrics.
+    """
+    ALTER TABLE points ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN target_facts TEXT NOT NULL DEFAULT '{}';  -- JSON: settings, checksums, dataset
+    CREATE TABLE system_samples (
+        point_id                INTEGER NOT NULL REFERENCES points(id),
+        second                  REAL NOT NULL,
+        cpu_user_pct            REAL,
+        cpu_system_pct          REAL,
+        cpu_iowait_pct          REAL,
+        cpu_steal_pct           REAL,
+        cpu_idle_pct            REAL,
+        context_switches_per_s  REAL,
+        disk_read_bytes_per_s   REAL,
+        disk_write_bytes_per_s  REAL,
+        memory_used_bytes       INTEGER,
+        server_cpu              REAL,   -- cores used by the database server's processes
+        loadgen_cpu             REAL    -- cores used by the load generator
+    );
+    CREATE INDEX system_samples_point ON system_samples(point_id);
+    """,
+    # 4: the hourly price of what was measured (run --price-per-hour), for price/performance.
+    """
+    ALTER TABLE runs ADD COLUMN price_per_hour REAL;
+    """,
+    # 5: results imported from files measured elsewhere.
+    """
+    ALTER TABLE points ADD COLUMN source TEXT;  -- JSON for imported points: file, lines, sha256; NULL if measured
+    CREATE TABLE imports (
+        sha256       TEXT PRIMARY KEY,  -- of the file's content: the same file twice adds nothing
+        file         TEXT NOT NULL,
+        run_ids      TEXT NOT NULL,     -- JSON array
+        points       INTEGER NOT NULL,
+        imported_at  TEXT NOT NULL
+    );
+    """,
+    # 6: warm-up runs (--warmup) are stored apart from the measured points.
+    """
+    ALTER TABLE points ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup'));
+    """,
+    # 7: studies, variants, tool options and configuration keys (filled in for older
+    # points by _backfill_config, from what they stored).
+    """
+    CREATE TABLE studies (
+        sha256  TEXT PRIMARY KEY,   -- of the text
+        name    TEXT NOT NULL,
+        source  TEXT NOT NULL,      -- the file, a bundled study, or command-line flags
+        text    TEXT NOT NULL       -- the study file (or the flags), verbatim
+    );
+    ALTER TABLE runs ADD COLUMN study_sha256 TEXT REFERENCES studies(sha256);
+    ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN flavour TEXT;      -- postgresql, mariadb, mysql
+    ALTER TABLE runs ADD COLUMN currency TEXT;     -- of price_per_hour
+    ALTER TABLE points ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+    ALTER TABLE points ADD COLUMN options TEXT NOT NULL DEFAULT '{}';  -- JSON: the study's tool options
+    ALTER TABLE points ADD COLUMN warmup_s INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE points ADD COLUMN config TEXT;      -- JSON: the configuration key (configkey.py)
+    ALTER TABLE points ADD COLUMN config_key TEXT;  -- its digest: points of one key may be pooled
+    CREATE INDEX points_config ON points(config_key);
+    """,
+    # 8: the `dbarena run` a run belongs to (one per engine and variant), for --resume.
+    """
+    ALTER TABLE runs ADD COLUMN invocation TEXT;  -- a UUID; NULL before schema 8
+    CREATE INDEX runs_invocation ON runs(invocation);
+    """,
+    # 9: why a run ended as it did (e.g. `killed`: its owner died without finishing it).
+    """
+    ALTER TABLE runs ADD COLUMN status_reason TEXT;
+    """,
+    # 10: each point's derived figures (steady state, interval, warnings), cached with the
+    # version of the estimator that computed them (analysis.ESTIMATOR_VERSION): computed
+    # from the stored series, never edited; recomputed when the estimator changes.
+    """
+    CREATE TABLE point_derived (
+        point_id   INTEGER PRIMARY KEY REFERENCES points(id),
+        estimator  INTEGER NOT NULL,
+        fields     TEXT NOT NULL    -- JSON: analysis.analyse_point's figures
+    );
+    """,
+    # 11: global identities and a lean points table. Runs get a UUID (so that stores
+    # merge); host facts are kept once per host, by fingerprint; raw outputs move to a
+    # table of their own, compressed, read only when asked. (_move_hosts_and_raw
+    # fills the new tables from what older stores kept.)
+    """
+    ALTER TABLE runs ADD COLUMN uuid TEXT;   -- older runs: a UUID derived from the run (below)
+    CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
+    CREATE TABLE hosts (
+        fingerprint  TEXT PRIMARY KEY,   -- sha256 of the facts' canonical JSON
+        facts        TEXT NOT NULL       -- JSON: hostinfo.host_facts()
+    );
+    ALTER TABLE runs ADD COLUMN host_fingerprint TEXT REFERENCES hosts(fingerprint);
+    CREATE TABLE raw_outputs (
+        point_id  INTEGER PRIMARY KEY REFERENCES points(id),
+        codec     TEXT NOT NULL,   -- zlib
+        stdout    BLOB NOT NULL,
+        stderr    BLOB NOT NULL
+    );
+    """,
+    # 12: per-second series keyed by (point, second), stored in that order (WITHOUT
+    # ROWID: no row id, no second index); SQL views for dashboards (views.py).
+    """
+    CREATE TABLE samples_keyed (
+        point_id           INTEGER NOT NULL REFERENCES points(id),
+        second             REAL NOT NULL,
+        tps                REAL NOT NULL,
+        latency_ms         REAL,
+        latency_stddev_ms  REAL,
+        failed             INTEGER,
+        lag_ms             REAL,
+        skipped            INTEGER,
+        retried            INTEGER,
+        retries            INTEGER,
+        threads            INTEGER,
+        qps                REAL,
+        reads_per_s        REAL,
+        writes_per_s       REAL,
+        other_per_s        REAL,
+        latency_percentile REAL,
+        latency_pct_ms     REAL,
+        errors_per_s       REAL,
+        reconnects_per_s   REAL,
+        PRIMARY KEY (point_id, second)
+    ) WITHOUT ROWID;
+    INSERT INTO samples_keyed SELECT point_id, second, tps, latency_ms, latency_stddev_ms, failed, lag_ms, skipped,
+        retried, retries, threads, qps, reads_per_s, writes_per_s, other_per_s, latency_percentile, latency_pct_ms,
+        errors_per_s, reconnects_per_s FROM samples ORDER BY point_id, second;
+    DROP TABLE samples;
+    ALTER TABLE samples_keyed RENAME TO samples;
+    CREATE TABLE system_samples_keyed (
+        point_id                INTEGER NOT NULL REFERENCES points(id),
+        second                  REAL NOT NULL,
+        cpu_user_pct            REAL,
+        cpu_system_pct          REAL,
+        cpu_iowait_pct          REAL,
+        cpu_steal_pct           REAL,
+        cpu_idle_pct            REAL,
+        context_switches_per_s  REAL,
+        disk_read_bytes_per_s   REAL,
+        disk_write_bytes_per_s  REAL,
+        memory_used_bytes       INTEGER,
+        server_cpu              REAL,
+        loadgen_cpu             REAL,
+        PRIMARY KEY (point_id, second)
+    ) WITHOUT ROWID;
+    INSERT INTO system_samples_keyed SELECT point_id, second, cpu_user_pct, cpu_system_pct, cpu_iowait_pct,
+        cpu_steal_pct, cpu_idle_pct, context_switches_per_s, disk_read_bytes_per_s, disk_write_bytes_per_s,
+        memory_used_bytes, server_cpu, loadgen_cpu FROM system_samples ORDER BY point_id, second;
+    DROP TABLE system_samples;
+    ALTER TABLE system_samples_keyed RENAME TO system_samples;
+    """ + views.sqlite(12),
+    # 13: latency percentiles p90 and p99.9; every point's latency histogram (an HDR
+    # histogram's encoding with the exact count, sum, min and max: latency.py), so that
+    # summaries take percentiles of merged histograms.
+    """
+    ALTER TABLE points ADD COLUMN latency_p90_ms REAL;
+    ALTER TABLE points ADD COLUMN latency_p999_ms REAL;
+    CREATE TABLE latency_histograms (
+        point_id  INTEGER PRIMARY KEY REFERENCES points(id),
+        record    TEXT NOT NULL
+    );
+    """,
+    # 14: v_points shows every latency percentile a point stores, in order (p50, p90,
+    # p95, p99, p99.9): 13 added p90 and p99.9 to the table but not to the view. Its
+    # columns change, so the views are dropped and created again (views.py).
+    views.DROP + views.sqlite(14),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate_sqlite(db: sqlite3.Connection, path: Path, target: int) -> None:
+    """Bring an SQLite store to schema `target`, one transaction per migration; refuse
+    a newer one."""
+    current = db.execute("PRAGMA user_version").fetchone()[0]
+    if current > target:
+        raise StoreError(
+            f"store {path} has schema version {current}, newer than this dbarena "
+            f"understands ({target}): upgrade dbarena"
+        )
+    for number in range(current + 1, target + 1):
+        # executescript commits first; each migration is then one transaction.
+        db.executescript(
+            "BEGIN;\n"
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);\n"
+            + MIGRATIONS[number - 1]
+            + f"\nINSERT INTO schema_migrations VALUES ({number}, '{utc(now_utc())}');"
+            + f"\nPRAGMA user_version = {number};\nCOMMIT;"
+        )
+
+
+def after_migrations(db: SqlConnection, version: int) -> None:
+    """The data steps of migrations 7 and 11, also when an earlier open was stopped
+    half-way (each is one transaction, so it is either done or not begun)."""
+    if version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone():
+        backfill_config(db)
+    if version >= 11 and db.execute(
+            "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone():
+        move_hosts_and_raw(db)
+
+
+def store_host(db: SqlConnection, facts: dict) -> str:
+    """The fingerprint of these host facts, stored once (uncommitted)."""
+    text = json.dumps(facts, sort_keys=True)
+    fingerprint = hashlib.sha256(text.encode()).hexdigest()
+    db.execute("INSERT OR IGNORE INTO hosts VALUES (?, ?)", (fingerprint, text))
+    return fingerprint
+
+
+def move_hosts_and_raw(db: SqlConnection) -> None:
+    """Schema 11 for rows stored before it: host facts into `hosts`, raw outputs
+    into `raw_outputs` (compressed), in one transaction."""
+    with db:
+        for run_id, facts, label, host, engine, target, started, variant in db.execute(
+                "SELECT id, host_facts, label, host, engine, target, started_at, variant FROM runs"
+                " WHERE host_fingerprint IS NULL").fetchall():
+            fingerprint = store_host(db, json.loads(facts))
+            # Derived from the run, not random: two copies of one old store migrate
+            # to the same identities, so merging both adds the runs once.
+            identity = uuid.uuid5(RUN_NAMESPACE, json.dumps([run_id, label, host, engine, target, started,
+                                                             variant, fingerprint]))
+            db.execute("UPDATE runs SET host_fingerprint = ?, host_facts = '{}', uuid = ? WHERE id = ?",
+                       (fingerprint, str(identity), run_id))
+        cur = db.execute("SELECT id, stdout, stderr FROM points WHERE id NOT IN "
+                         "(SELECT point_id FROM raw_outputs)")
+        while batch := cur.fetchmany(500):
+            db.executemany("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
+                           [(pid, pack(out), pack(err)) for pid, out, err in batch])
+        db.execute("UPDATE points SET stdout = '', stderr = '' WHERE stdout != '' OR stderr != ''")
+
+
+def backfill_config(db: SqlConnection) -> None:
+    """Configuration keys for points stored before schema 7 and imported ones, from
+    what they kept: the point's tool options, the run's options (settings, targets,
+    --warmup), server version and host facts."""
+    rows = db.execute(
+        "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
+        " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
+        " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
+        " WHERE p.config_key IS NULL"
+    ).fetchall()
+    with db:
+        for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
+                version, host, facts in rows:
+            options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
+            target = (options.get("targets") or {}).get(engine)
+            settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
+            key = configkey.build(
+                engine=engine, workload=workload, threads=threads, clients=clients,
+                # Before schema 7 mysqlslap was the one tool bounded by queries, not seconds;
+                # an imported summary without a time has duration 0: unknown.
+                duration_s=None if workload == "mysqlslap" or not duration_s else duration_s,
+                warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or 0),
+                # The point's own tool options (an import's query mode, a sysbench
+                # script's --options); none before schema 7.
+                params=json.loads(params), options=json.loads(point_options or "{}"), settings=settings or {},
+                variant=variant or "",
+                server_version=version, flavour=configkey.flavour_of(engine, version),
+                host=configkey.host_identity(host, target, facts.get("server_physical_cores"),
+                                             facts.get("server_hardware_threads")),
+            )
+            db.execute("UPDATE points SET config = ?, config_key = ?, warmup_s = ? WHERE id = ?",
+                       (json.dumps(key, sort_keys=True), configkey.digest(key), key["warmup_s"], pid))
