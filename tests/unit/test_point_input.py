@@ -141,3 +141,46 @@ def test_a_tool_file_must_have_a_plain_name(tmp_path):
     runner.write_point_files(tmp_path, {"ok.lua": "x", "b": b"y"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "ok.lua"]
     assert (tmp_path / "ok.lua").stat().st_mode & 0o777 == 0o600
+
+
+# ------------------------------------------------------------------ datasets of sysbench's scripts
+
+SIZES = (("table_size", 1000), ("tables", 1))
+
+
+def steps(plan: list[PointSpec]) -> list[tuple[list, list]]:
+    return [([(a, plan.index(s)) for a, s in before], [(a, plan.index(s)) for a, s in after])
+            for before, after in runner.dataset_steps(plan)]
+
+
+def test_bulk_insert_points_keep_no_dataset_and_leave_the_shared_one_alone():
+    plan = [point("sysbench-read-only", 1, params=SIZES), point("sysbench-bulk-insert", 1, params=SIZES),
+            point("sysbench-bulk-insert", 2, params=SIZES), point("sysbench-point-select", 1, params=SIZES)]
+    assert steps(plan) == [([("prepare", 0)], []), ([], []), ([], []), ([], [])]
+    # Alone, nothing is prepared at all (the point makes its own tables).
+    assert steps(plan[1:3]) == [([], []), ([], [])]
+
+
+def test_delete_points_get_the_dataset_afresh_whatever_the_lifecycle():
+    for datasets in ("run", "workload"):
+        plan = [point("sysbench-point-select", 1, params=SIZES, datasets=datasets),
+                point("sysbench-delete", 1, params=SIZES, datasets=datasets),
+                point("sysbench-delete", 2, params=SIZES, datasets=datasets),
+                point("sysbench-point-select", 2, params=SIZES, datasets=datasets)]
+        got = steps(plan)
+        assert got[1] == ([("cleanup", 0), ("prepare", 1)] if datasets == "run" else [("prepare", 1)],
+                          [("cleanup", 1)])
+        assert got[2] == ([("prepare", 2)], [("cleanup", 2)])
+        assert got[3][0] == [("prepare", 3)]
+
+
+def test_the_sweep_skips_the_prepare_for_bulk_insert_and_gives_it_its_script(rig):  # noqa: F811
+    rig.executor.on(lambda argv: argv[0] == "sysbench" and argv[-1] == "run", lambda argv: Completed(
+        argv=argv, returncode=0, elapsed_s=5.0, stderr="",
+        stdout=(Path(__file__).parent.parent / "fixtures" / "sysbench" / "captured" /
+                "sysbench-1.0.20-bulk-insert-mysql-histogram.stdout").read_text()))
+    (result,) = rig.sweep().run([point("sysbench-bulk-insert", 1, params=SIZES)])
+    assert result.ok and result.measurement.tps == 212036.86
+    (call,) = rig.executor.calls  # no prepare, no cleanup
+    assert call["argv"][1] == "dbarena_bulk_insert.lua" and set(call["files"]) == {"dbarena_bulk_insert.lua"}
+    assert b"bulk_insert" in call["files"]["dbarena_bulk_insert.lua"]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbarena.errors import ParseError
-from dbarena.interfaces import Client
+from dbarena.interfaces import Client, PointInput
 from dbarena.model import Connection, PointSpec
 from dbarena.workloads import mysqlslap, sysbench
 
@@ -174,6 +174,78 @@ def test_sysbench_captured_with_histogram(name):
     assert m.latency_p50_ms <= m.latency_p95_ms <= m.latency_p99_ms <= lmax + 0.01
     assert m.latency_p50_ms >= lmin - 0.01
     assert m.details["histogram_ms"][0] == list(r.histogram[0])
+
+
+# The scripts of Debian's sysbench 1.0.20 beyond the three above, each captured through
+# `dbarena run` on a throwaway MariaDB 10.11.19 (1 thread, 5 s, 1 table of 1000 rows;
+# captured/SOURCES.tsv has the commands). Read off each file's text:
+# name -> (transactions, tps, read, write, other, queries, qps, total time s, events,
+#          latency min, avg, max, printed 95th percentile, sum, interval lines, histogram rows,
+#          first interval line (tps, qps, r, w, o, lat))
+SB_SCRIPTS_EXPECTED = {
+    "sysbench-1.0.20-oltp-point-select-mysql-histogram": (
+        48754, 9738.61, 48754, 0, 0, 48754, 9738.61, 5.0059, 48754, 0.03, 0.10, 47.87, 0.18, 4977.22, 5, 318,
+        (17867.40, 17867.40, 17867.40, 0.00, 0.00, 0.12)),
+    "sysbench-1.0.20-oltp-insert-mysql-histogram": (
+        3823, 764.11, 0, 3823, 0, 3823, 764.11, 5.0028, 3823, 0.17, 1.30, 12.32, 4.18, 4983.56, 4, 225,
+        (965.50, 965.50, 0.00, 965.50, 0.00, 4.10)),
+    "sysbench-1.0.20-oltp-delete-mysql-histogram": (
+        34890, 6969.06, 0, 479, 34411, 34890, 6969.06, 5.0060, 34890, 0.02, 0.14, 11.15, 0.22, 4974.14, 5, 332,
+        (6306.94, 6306.94, 0.00, 357.66, 5949.28, 0.25)),
+    "sysbench-1.0.20-oltp-update-index-mysql-histogram": (
+        3558, 711.11, 0, 3558, 0, 3558, 711.11, 5.0030, 3558, 0.20, 1.40, 432.36, 4.18, 4990.81, 4, 232,
+        (545.86, 545.86, 0.00, 545.86, 0.00, 3.89)),
+    "sysbench-1.0.20-oltp-update-non-index-mysql-histogram": (
+        2411, 481.78, 0, 2411, 0, 2411, 481.78, 5.0040, 2411, 0.19, 2.07, 268.39, 5.57, 4991.39, 4, 236,
+        (423.59, 423.59, 0.00, 423.59, 0.00, 5.00)),
+    "sysbench-1.0.20-select-random-points-mysql-histogram": (
+        5173, 1032.95, 5173, 0, 0, 5173, 1032.95, 5.0076, 5173, 0.24, 0.96, 18.94, 3.62, 4986.87, 4, 208,
+        (1484.21, 1484.21, 1484.21, 0.00, 0.00, 2.14)),
+    "sysbench-1.0.20-select-random-ranges-mysql-histogram": (
+        8519, 1699.59, 8519, 0, 0, 8519, 1699.59, 5.0120, 8519, 0.10, 0.59, 197.58, 2.66, 4988.55, 5, 243,
+        (1640.12, 1640.12, 1640.12, 0.00, 0.00, 2.91)),
+    # A transaction (event) is one row appended to the thread's multi-row INSERT; the
+    # queries are the INSERTs sent when the buffer fills, and the DROP/CREATE TABLE of
+    # dbarena's wrapper are printed around the run.
+    "sysbench-1.0.20-bulk-insert-mysql-histogram": (
+        1084592, 212036.86, 0, 34, 2, 36, 7.04, 5.1148, 1084592, 0.00, 0.00, 227.18, 0.00, 4818.71, 5, 277,
+        (177558.27, 5.99, 0.00, 4.00, 2.00, 0.00)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SB_SCRIPTS_EXPECTED))
+def test_sysbench_captured_scripts(name):
+    (tx, tps, reads, writes, other, queries, qps, total_time, events, lmin, lavg, lmax, printed_p95, lsum,
+     intervals, rows, first) = SB_SCRIPTS_EXPECTED[name]
+    stdout = (SB_CAPTURED / f"{name}.stdout").read_text()
+    stderr = (SB_CAPTURED / f"{name}.stderr").read_text()
+    assert stderr == ""
+    r = sysbench.parse(stdout, stderr)
+    assert (r.version, r.threads, r.report_interval_s, r.percentile) == ("1.0.20", 1, 1, 95.0)
+    assert (r.transactions, r.tps, r.reads, r.writes, r.other, r.queries, r.qps) == (
+        tx, tps, reads, writes, other, queries, qps)
+    assert (r.errors, r.reconnects, r.total_time_s, r.events) == (0, 0, total_time, events)
+    assert (r.latency_min_ms, r.latency_avg_ms, r.latency_max_ms, r.latency_pct_ms, r.latency_sum_ms) == (
+        lmin, lavg, lmax, printed_p95, lsum)
+    assert len(r.samples) == intervals == stdout.count("\n[ ")
+    s = r.samples[0]
+    assert (s.second, s.threads, s.latency_percentile, s.errors_per_s, s.reconnects_per_s) == (1.0, 1, 95.0, 0.0, 0.0)
+    assert (s.tps, s.qps, s.reads_per_s, s.writes_per_s, s.other_per_s, s.latency_pct_ms) == first
+    assert len(r.histogram) == rows == stdout.count(" |")
+    assert sum(count for _, count in r.histogram) == events
+    m = r.to_measurement()
+    assert (m.tps, m.transactions, m.qps, m.queries, m.latency_avg_ms, m.latency_max_ms) == (
+        tps, tx, qps, queries, lavg, lmax)
+    assert m.latency_p95_ms == pytest.approx(printed_p95, abs=0.0055)  # see test_sysbench_captured_with_histogram
+    assert m.latency_p50_ms <= m.latency_p95_ms <= m.latency_p99_ms <= lmax + 0.01
+
+
+def test_every_capture_is_covered_and_has_its_source():
+    captured = {p.name.removesuffix(".stdout") for p in SB_CAPTURED.glob("*.stdout")}
+    assert captured == set(SB_CAPTURED_EXPECTED) | set(SB_SCRIPTS_EXPECTED)
+    assert {p.name.removesuffix(".stderr") for p in SB_CAPTURED.glob("*.stderr")} == captured
+    lines = (SB_CAPTURED / "SOURCES.tsv").read_text().splitlines()
+    assert lines[0].split("\t")[0] == "file" and {line.split("\t")[0] for line in lines[1:]} == captured
 
 
 def test_histogram_percentile():
@@ -337,6 +409,47 @@ def test_sysbench_study_options_override_the_defaults():
     argv = sysbench.TOOL_IMPL.point_argv(SB_MY, spec, ["oltp_read_only"])
     assert argv[-4:] == ["--report-interval=20", "--percentile=99", "--skip-trx=on", "run"]
     assert "--report-interval=1" not in argv and "--percentile=95" not in argv
+
+
+def test_sysbench_scripts_on_the_shared_dataset_run_by_name():
+    tool = sysbench.TOOL_IMPL
+    for script in ("oltp_point_select", "oltp_insert", "oltp_update_index", "oltp_update_non_index",
+                   "select_random_points", "select_random_ranges", "oltp_delete"):
+        argv = tool.point_argv(SB_MY, SPEC, [script])
+        assert argv[1] == script and "--tables=4" in argv and "--table-size=1000" in argv
+        assert tool.point_input(SB_MY, SPEC, [script]) == PointInput()
+    assert tool.dataset_use(["oltp_point_select"]) == tool.dataset_use(["select_random_ranges"]) == "shared"
+    assert tool.dataset_use(["oltp_delete"]) == "consumed"  # it never puts rows back
+
+
+def test_sysbench_bulk_insert_runs_through_a_script_of_its_own_in_the_work_directory():
+    tool = sysbench.TOOL_IMPL
+    argv = tool.point_argv(SB_MY, SPEC, ["bulk_insert"])
+    assert argv == [
+        "sysbench", "dbarena_bulk_insert.lua", "--config-file=/private/sb.cnf", "--db-driver=mysql",
+        "--mysql-host=127.0.0.1", "--mysql-port=3306", "--mysql-user=bench", "--mysql-db=db",
+        "--threads=8", "--time=30", "--histogram=on", "--report-interval=1", "--percentile=95", "run",
+    ]
+    given = tool.point_input(SB_MY, SPEC, ["bulk_insert"])
+    assert set(given.files) == {"dbarena_bulk_insert.lua"} and given.stdin is None
+    script = given.files["dbarena_bulk_insert.lua"]
+    assert isinstance(script, str)
+    # sysbench's own script, on tables of its own, made afresh before the threads start.
+    assert 'package.searchpath("bulk_insert"' in script and 'gsub("sbtest", "sbbulk")' in script
+    assert "function init()\n   cleanup()\n   prepare()\nend" in script
+    assert tool.dataset_use(["bulk_insert"]) == "own"
+
+
+@pytest.mark.skipif(not Path("/usr/share/sysbench/oltp_common.lua").is_file(), reason="Debian's sysbench not installed")
+def test_every_oltp_script_debian_ships_is_a_workload():
+    from dbarena.workloads import WORKLOADS
+
+    shipped = {p.stem for p in Path("/usr/share/sysbench").glob("*.lua")} - {"oltp_common"}
+    declared = {w.mode_args[0] for w in WORKLOADS.values() if w.tool is sysbench.TOOL_IMPL}
+    assert shipped <= declared
+    for w in WORKLOADS.values():
+        if w.tool is sysbench.TOOL_IMPL:
+            assert w.engines == ("postgres", "mysql") and w.name.startswith("sysbench-")
 
 
 def test_mysqlslap_command_line():

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 from dbarena.errors import ParseError
 from dbarena.stats import latency
-from dbarena.interfaces import Client
+from dbarena.interfaces import Client, PointInput
 from dbarena.model import Measurement, PointSpec, Sample
 from dbarena.workloads import series
 from dbarena.workloads.base import ToolBase
@@ -324,12 +324,49 @@ def option_args(spec: PointSpec, defaults: Mapping[str, str]) -> list[str]:
     return [f"--{name}={value}" for name, value in merged.items()]
 
 
+# sysbench's scripts that use up the shared sbtest tables: oltp_delete deletes rows
+# and never puts them back (a second point, or another workload after it, would run on
+# what is left), so each of its points gets the tables prepared afresh.
+CONSUMES = frozenset({"oltp_delete"})
+
+# sysbench's scripts that do not run on oltp_common's sbtest tables: each point makes
+# its own tables, through a script of dbarena's that it gets in its work directory
+# (file name, content). bulk_insert inserts ids from 1 into one table per thread, so
+# its tables must be new and empty at each point, as many as the point's threads.
+OWN_TABLES: dict[str, tuple[str, str]] = {
+    "bulk_insert": ("dbarena_bulk_insert.lua", """\
+-- Written by dbarena into the work directory of one point: sysbench's own
+-- bulk_insert.lua, run on tables of its own (sbbulk1..N rather than the sbtest tables
+-- the other sysbench workloads share), one per thread, dropped and created empty
+-- before the threads start (init) and dropped after them (done).
+local path = assert(package.searchpath("bulk_insert", package.path), "sysbench's bulk_insert.lua not found")
+local file = assert(io.open(path, "r"))
+local source = file:read("*a")
+file:close()
+local renamed, count = source:gsub("sbtest", "sbbulk")
+assert(count > 0, path .. " names no sbtest table")
+assert(loadstring(renamed, "@" .. path))()
+
+function init()
+   cleanup()
+   prepare()
+end
+
+function done()
+   cleanup()
+end
+"""),
+}
+
+
 class Sysbench(ToolBase):
-    """sysbench OLTP: one `prepare` serves the three OLTP scripts (they share
-    oltp_common's schema); each point runs the workload's script at T threads with
-    an interval report and the latency histogram. Other --name=value options of
-    the study (--skip-trx, --percentile, --report-interval, --range-size ...) are
-    passed through."""
+    """sysbench OLTP: one `prepare` serves all the OLTP scripts (they share
+    oltp_common's schema; select_random_* read sbtest1 only); each point runs the
+    workload's script at T threads with an interval report and the latency histogram.
+    A script in OWN_TABLES (bulk_insert) keeps no dataset: its point makes its own
+    tables; one in CONSUMES (oltp_delete) gets the dataset afresh at each point.
+    Other --name=value options of the study (--skip-trx, --percentile,
+    --report-interval, --range-size ...) are passed through."""
 
     name = TOOL
     binary = "sysbench"
@@ -356,7 +393,13 @@ class Sysbench(ToolBase):
     def point_argv(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> list[str]:
         """One point: the OLTP script (mode_args[0]) at spec.threads for spec.duration_s,
         an interval report (every second unless the study says otherwise) and the
-        latency histogram at the end."""
+        latency histogram at the end. A script that makes its own tables runs through
+        dbarena's script for it (point_input), without the dataset's sizes."""
+        script, *rest = mode_args
+        if script in OWN_TABLES:
+            return [client.binary, OWN_TABLES[script][0], *rest, *connection_args(client),
+                    f"--threads={spec.threads}", f"--time={spec.duration_s}", "--histogram=on",
+                    *option_args(spec, self.defaults), "run"]
         return [
             client.binary, *mode_args, *self._common(client, spec),
             f"--threads={spec.threads}",
@@ -365,6 +408,14 @@ class Sysbench(ToolBase):
             *option_args(spec, self.defaults),
             "run",
         ]
+
+    def point_input(self, client: Client, spec: PointSpec, mode_args: Sequence[str]) -> PointInput:
+        own = OWN_TABLES.get(mode_args[0]) if mode_args else None
+        return PointInput(files={own[0]: own[1]}) if own else PointInput()
+
+    def dataset_use(self, mode_args: Sequence[str]) -> str:
+        script = mode_args[0] if mode_args else ""
+        return "own" if script in OWN_TABLES else "consumed" if script in CONSUMES else "shared"
 
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
         return read(stdout, stderr, spec)
