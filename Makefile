@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test deps clean
+.PHONY: demo test check deps clean
 
 deps:
 	scripts/install-deps
@@ -25,6 +25,13 @@ demo: deps $(STAMP)
 test: deps $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
+
+# The fast tier, about a minute: mypy, then every test that starts no database server,
+# benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two
+# (marker slow), on two CPUs. Run it before every commit; `make test` runs everything.
+check: deps $(STAMP)
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -q -m 'not e2e and not fleet and not slow' -n 2
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-from dbarena.model import Connection, Measurement, PointResult, PointSpec, Sample
+from dbarena.model import Connection, Measurement, PointResult, PointSpec, Sample, ToolParam
 
 LineCallback = Callable[[str], None]
 
@@ -88,7 +88,7 @@ class Tool(Protocol):
 
     name: str  # "pgbench", "sysbench", ...
     binary: str  # the executable it runs
-    params: tuple[str, ...]  # the PointSpec.params it reads (dataset and run size)
+    params: tuple[ToolParam, ...]  # the PointSpec.params it reads (dataset and run size), declared once
     timed: bool  # runs for spec.duration_s (False: mysqlslap runs a number of queries)
     verifies: bool  # checks the data after each point (verify)
 
@@ -116,6 +116,7 @@ class Tool(Protocol):
     def estimate_s(self, spec: PointSpec) -> float: ...
     def estimate_prepare_s(self, spec: PointSpec) -> float: ...
     def quick_params(self, params: Mapping[str, int]) -> dict[str, int]: ...
+    def dataset_bytes(self, params: Mapping[str, int]) -> int: ...
 
 
 class Target(Protocol):

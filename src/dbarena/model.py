@@ -10,6 +10,25 @@ from datetime import datetime
 
 
 @dataclass(frozen=True)
+class ToolParam:
+    """A dataset or run parameter a tool reads from PointSpec.params, declared by the
+    tool's module: the flag, study key, --quick value and data-size estimate come from
+    here and nowhere else."""
+
+    name: str  # the study key and the PointSpec.params key ("scale")
+    default: int
+    help: str  # what it is, for --help and the docs
+    quick: int | None = None  # --quick: at most this (None: unchanged)
+    bytes_per_unit: int = 0  # on disk per unit, for the data-size estimate (0: not a size of its own)
+    flag_name: str = ""  # the flag's name [default: the name, - for _]
+    help_tail: str = ""  # said after the default in --help
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.flag_name or self.name.replace('_', '-')}"
+
+
+@dataclass(frozen=True)
 class Sample:
     """One interval report of a benchmark tool (pgbench -P 1, sysbench
     --report-interval=1: one per second).

@@ -96,6 +96,7 @@ def _xlsx_summary(sheet) -> list[tuple[str, int, object, object]]:
     return out
 
 
+@pytest.mark.slow  # several seconds: `make test` runs it, `make check` does not
 def test_percona_thp_2019_reproduces_the_spreadsheet(tmp_path, env):
     src = ET / "percona-thp2019"
     store = tmp_path / "thp.db"
@@ -255,6 +256,7 @@ def _raw_lists(text: str) -> dict[str, dict[int, list[str]]]:
     return lists
 
 
+@pytest.mark.slow  # several seconds: `make test` runs it, `make check` does not
 def test_vonng_pgtpc_reproduces_the_result_tables(tmp_path, env):
     src = ET / "vonng-pgtpc"
     store = tmp_path / "v.db"

@@ -45,6 +45,7 @@ def as_host(source: Path, folder: Path, host: str, label: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # several seconds: `make test` runs it, `make check` does not
 def test_two_hosts_merge_into_one_store_once_and_report_side_by_side(tmp_path):
     arm = as_host(STORES / "v9.db", tmp_path, "arm-box", "arm")
     x86 = as_host(STORES / "v9.db", tmp_path, "x86-box", "x86")

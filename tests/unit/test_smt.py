@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from dbarena import plan, session, study
+from dbarena import placement, plan, session, study
 from dbarena.host import smt
 from dbarena.lifecycle import cleanup, smt_switch, state
 from dbarena.host import topology
@@ -115,7 +115,7 @@ def test_a_kernel_smt_axis_runs_one_mode_after_the_other(control, monkeypatch):
     monkeypatch.setattr(smt.os, "geteuid", lambda: 0)
     s = study.parse(HEAD + '[variants.a]\n[variants.b]\n[cpus]\nserver = [1, 2]\nsmt = ["off", "on"]\n', "c.toml")
     (engine_plan,) = plan.expand(s, lambda e: 4)
-    assert session.kernel_smt(s, [engine_plan])
+    assert placement.kernel_smt(s, [engine_plan])
     parts = plan.by_smt(engine_plan)
     assert [(mode, part.variants) for mode, part in parts] == [
         ("off", ("a_1core_smt-off", "a_2cores_smt-off", "b_1core_smt-off", "b_2cores_smt-off")),
@@ -125,14 +125,14 @@ def test_a_kernel_smt_axis_runs_one_mode_after_the_other(control, monkeypatch):
     assert all(p.variant.endswith(f"smt-{mode}") for mode, part in parts for p in part.points)
     # Emulated by affinity, nothing is switched and the plan is one part.
     emulated = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\nsmt_emulate = true\n', "c.toml")
-    assert not session.kernel_smt(emulated, plan.expand(emulated, lambda e: 4))
+    assert not placement.kernel_smt(emulated, plan.expand(emulated, lambda e: 4))
 
 
 def test_a_kernel_smt_axis_is_refused_before_anything_starts_where_it_cannot_switch(control):
     control.write_text("notsupported\n")
     s = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = [1, 2]\n', "c.toml")
     with pytest.raises(UsageError, match=r"^\[cpus\] smt: this machine cannot switch SMT .*smt_emulate = true"):
-        session.kernel_smt(s, plan.expand(s, lambda e: 4))
+        placement.kernel_smt(s, plan.expand(s, lambda e: 4))
 
 
 def test_after_the_switch_the_servers_cpus_are_the_online_threads_of_whole_cores(control, monkeypatch):
@@ -141,7 +141,7 @@ def test_after_the_switch_the_servers_cpus_are_the_online_threads_of_whole_cores
     monkeypatch.setattr(topology, "read", lambda: online)
     monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: {0, 1})
     s = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off"]\n', "c.toml")
-    where = session.placements(s, plan.expand(s, lambda e: 2), kernel=True, switched=True)
+    where = placement.placements(s, plan.expand(s, lambda e: 2), kernel=True, switched=True)
     placed = where[("postgres", "1core_smt-off")]
     assert (placed.server, placed.loadgen) == ((0,), (1,))
     assert placed.facts()["smt_by"] == f"kernel ({control})"

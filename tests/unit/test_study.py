@@ -16,6 +16,8 @@ from dbarena.engines.postgres import PostgresEngine
 from dbarena.interfaces import Client
 from dbarena.model import Connection
 from dbarena.study import Overrides, StudyError
+from dbarena.study.apply import _size_bytes
+from dbarena.errors import UsageError
 
 BUNDLED = ("seed-a", "seed-b", "seed-c", "seed-d", "seed-e")
 TIMED = lambda name: workloads.WORKLOADS[name].tool.timed  # noqa: E731
@@ -70,7 +72,7 @@ def test_every_bundled_study_parses_and_expands(name, threads):
         assert engine_plan.points, engine_plan.engine.name
         for p in engine_plan.points:
             assert p.threads >= 1 and p.clients >= p.threads and p.duration_s >= 1
-            assert {k for k, _ in p.params} == set(workloads.WORKLOADS[p.workload].tool.params)
+            assert {k for k, _ in p.params} == {q.name for q in workloads.WORKLOADS[p.workload].tool.params}
         # Every dataset a point needs is prepared before it runs (pure: no server).
         prepared: set[tuple] = set()
         for spec, (before, after) in zip(engine_plan.points, runner.dataset_steps(engine_plan.points)):
@@ -425,9 +427,9 @@ def test_precision_keys_and_flags():
     fixed = study.apply(s, Overrides(repeats=4))
     assert (fixed.precision, fixed.budget_s, fixed.repeats) == (None, None, 4)
     assert study.apply(study.load("seed-a"), Overrides(precision=0.05)).repeats == 1
-    with pytest.raises(study.UsageError, match="not both"):
+    with pytest.raises(UsageError, match="not both"):
         study.apply(s, Overrides(repeats=3, precision=0.02))
-    with pytest.raises(study.UsageError, match="give --precision too"):
+    with pytest.raises(UsageError, match="give --precision too"):
         study.apply(study.load("seed-a"), Overrides(budget_s=60))
     assert study.parse_duration("2h") == 7200 and study.parse_duration("45") == 45
     assert study.parse_precision(" 0.5% ") == 0.005
@@ -445,7 +447,7 @@ def test_a_stored_study_rebuilds_to_the_same_plan_and_changes_are_named():
     implicit = study.implicit(Overrides(workloads=("pgbench-select-only",), repeats=2))
     again = study.rebuild(implicit.text, implicit.source, json.loads(json.dumps(dict(implicit.flags))))
     assert study.differences(implicit, again) == [] and expand(again) == expand(implicit)
-    with pytest.raises(study.UsageError, match="flag 'colour'"):
+    with pytest.raises(UsageError, match="flag 'colour'"):
         study.rebuild(implicit.text, implicit.source, {"colour": 1})
 
 
@@ -483,7 +485,7 @@ def test_quick_caps_the_memory_a_big_servers_settings_ask_for():
     assert settings["shared_buffers"] == "128MB" and settings["effective_cache_size"] == "1GB"
     assert settings["checkpoint_timeout"] == "1h" and settings["wal_compression"] == "on"  # the rest as the study
     assert "postgres shared_buffers: 32GB -> 128MB (--quick)" in quick.changes
-    assert study._size_bytes("6G") == 6 * 2 ** 30 and study._size_bytes("300") is None
+    assert _size_bytes("6G") == 6 * 2 ** 30 and _size_bytes("300") is None
 
 
 def test_restore_is_for_throwaway_instances_of_either_engine():

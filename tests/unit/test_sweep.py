@@ -267,7 +267,7 @@ def spec(workload: str, threads: int, *, duration_s: int = 10, warmup_s: int = 0
          repeat: int = 0, variant: str = "", restore: str | None = None, **params) -> PointSpec:
     tool = WORKLOADS[workload].tool
     defaults = {"scale": 2, "tables": 2, "table_size": 1000, "iterations": 2, "queries": 2000, "warehouses": 1}
-    chosen = {k: params.get(k, defaults[k]) for k in tool.params}
+    chosen = {k: params.get(k, defaults[k]) for k in (p.name for p in tool.params)}
     clients = threads * 2 if WORKLOADS[workload].multiplies_clients else threads
     return PointSpec(engine="postgres", workload=workload, threads=threads, clients=clients, duration_s=duration_s,
                      params=tuple(sorted(chosen.items())), warmup_s=warmup_s, datasets=datasets, repeat=repeat,

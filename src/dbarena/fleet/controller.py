@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from dbarena.store import merge as store_mod
+from dbarena.store.merge import merge as merge_stores
 from dbarena import workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
@@ -339,7 +339,7 @@ class Fleet:
                     state.problem = f"its store could not be fetched: {result.get('message')}"
                     continue
                 state.fetched = copy
-                state.merged = store_mod.merge(db, copy)
+                state.merged = merge_stores(db, copy)
 
     def summary(self) -> int:
         """The final table; 0 when every host's study is complete, else 1."""

@@ -60,16 +60,13 @@ def _store_of(args: list[str], workdir: Path) -> str:
 def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
     holds the `dbarena run` these arguments describe, whole or in part."""
-    from dbarena import cli, session, study as study_mod
+    from dbarena import session, study as study_mod
     from dbarena.store.database import Store
+    from dbarena.study import arguments
 
     if not pgstore.is_url(store) and not Path(store).is_file():
         return "new", None
-    with cli.run.make_context("run", [a for a in args], resilient_parsing=False) as ctx:
-        params = dict(ctx.params)
-    for key in ("store", "no_init", "keep", "resume", "progress_file"):
-        params.pop(key, None)
-    given = cli._study_from_options(params)
+    given = arguments.study_from_args(args)
     with Store(store) as db:
         seen: set[str] = set()
         for run in reversed(db.runs()):
@@ -85,7 +82,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
             if study_mod.differences(stored, given):
                 continue
             runs = db.invocation_runs(invocation)
-            if any(session._incomplete(db, r) for r in runs):
+            if any(session.incomplete(db, r) for r in runs):
                 return "resume", runs[0]["id"]
             return "complete", runs[0]["id"]
     return "new", None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbarena.errors import UsageError
-from dbarena.study import HOURS_PER_MONTH
+from dbarena.stats.price import HOURS_PER_MONTH
 
 DEFAULT_WORKDIR = "/var/tmp/dbarena-fleet"
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import orjson
 
@@ -405,17 +405,3 @@ class Store:
         if row is None:
             raise StoreError(f"no point {point_id} in {self.location}")
         return unpack(row[0], row[1]), unpack(row[0], row[2])
-
-
-def __getattr__(name: str) -> Any:
-    """`merge` and `info` were this module's until they got modules of their own; kept
-    reachable here for dbarena.cli.results until it imports them from there."""
-    if name == "merge":
-        from dbarena.store.merge import merge
-
-        return merge
-    if name == "info":
-        from dbarena.store.info import info
-
-        return info
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

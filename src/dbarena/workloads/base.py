@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from dbarena.errors import UsageError
 from dbarena.interfaces import Client, PointInput
 from dbarena.stats.latency import Latencies
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -31,7 +31,7 @@ class ToolBase:
 
     name = ""
     binary = ""
-    params: tuple[str, ...] = ()
+    params: tuple[ToolParam, ...] = ()
     timed = True
     verifies = False  # checks the data after each point (verify)
     # Options the tool's command line controls itself (connection, concurrency,
@@ -105,5 +105,15 @@ class ToolBase:
         return 0.0
 
     def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
-        """--quick: the same parameters, scaled down to a tiny dataset."""
-        return dict(params)
+        """--quick: the same parameters, scaled down to a tiny dataset (each declared
+        parameter at most its quick value)."""
+        out = dict(params)
+        for p in self.params:
+            if p.quick is not None and p.name in out:
+                out[p.name] = min(out[p.name], p.quick)
+        return out
+
+    def dataset_bytes(self, params: Mapping[str, int]) -> int:
+        """The dataset's size on disk, tables and indexes, rounded up: for refusing a data
+        directory too small, not for reporting."""
+        return sum(p.bytes_per_unit * params.get(p.name, p.default) for p in self.params)

@@ -13,15 +13,17 @@ import re
 from dataclasses import dataclass
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from dbarena.errors import ParseError
 from dbarena.interfaces import Client
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "mysqlslap"
-PARAMS: tuple[str, ...] = ("iterations", "queries")
+PARAMS: tuple[ToolParam, ...] = (ToolParam("iterations", 1, "mysqlslap --iterations"),
+          ToolParam("queries", 100000, "mysqlslap --number-of-queries (in total over all clients)", quick=1000,
+                    flag_name="number-of-queries"))
 # mysqlslap drops and recreates its schema: use a name no one else uses.
 SCHEMA = "dbarena_mysqlslap"
 
@@ -175,8 +177,6 @@ class Mysqlslap(ToolBase):
         per_iteration = spec.param("queries") / (QUERIES_PER_S_PER_CLIENT * clients)
         return spec.param("iterations") * (per_iteration + 1.0)
 
-    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
-        return {**params, "queries": min(params["queries"], 1000)}
 
 
 TOOL_IMPL = Mysqlslap()

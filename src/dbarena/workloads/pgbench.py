@@ -18,17 +18,20 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from dbarena.errors import ParseError, UsageError
 from dbarena.interfaces import Client
 from dbarena.stats.latency import Latencies
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 from dbarena.workloads import pgbench_log, series
 from dbarena.workloads.base import ToolBase, option_value
 
 TOOL = "pgbench"
-PARAMS: tuple[str, ...] = ("scale",)  # the PointSpec.params this tool reads
+# The PointSpec.params this tool reads. Scale 1 is 100,000 accounts, about 15 MB with
+# its indexes (16 MB rounded up).
+PARAMS: tuple[ToolParam, ...] = (ToolParam("scale", 10, "pgbench scale factor (100,000 accounts rows each)", quick=1,
+                    bytes_per_unit=16_000_000),)
 
 # pgbench prints "nan"/"-nan" for the latency of an interval without a finished
 # transaction (before 13 it divided by zero); such a value becomes None.
@@ -409,8 +412,6 @@ class Pgbench(ToolBase):
     def estimate_prepare_s(self, spec: PointSpec) -> float:
         return 2 + spec.param("scale") / _LOAD_SCALE_PER_S
 
-    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
-        return {**params, "scale": 1}
 
 
 TOOL_IMPL = Pgbench()

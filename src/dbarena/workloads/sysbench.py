@@ -21,12 +21,15 @@ from typing import Mapping, Sequence
 from dbarena.errors import ParseError
 from dbarena.stats import latency
 from dbarena.interfaces import Client, PointInput
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 from dbarena.workloads import series
 from dbarena.workloads.base import ToolBase
 
 TOOL = "sysbench"
-PARAMS: tuple[str, ...] = ("tables", "table_size")
+ROW_BYTES = 250  # a sysbench row on disk with its index, rounded up (the data-size estimate)
+PARAMS: tuple[ToolParam, ...] = (ToolParam("tables", 4, "sysbench tables"),
+          ToolParam("table_size", 10000, "sysbench rows per table", quick=1000,
+                    help_tail=" (the studies used 1000000 and 10000000)"))
 
 _N = r"-?\d+(?:\.\d+)?"
 
@@ -429,8 +432,8 @@ class Sysbench(ToolBase):
     def estimate_prepare_s(self, spec: PointSpec) -> float:
         return 2 + spec.param("table_size") / _LOAD_ROWS_PER_S
 
-    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
-        return {**params, "table_size": min(params["table_size"], 1000)}
+    def dataset_bytes(self, params: Mapping[str, int]) -> int:
+        return params.get("tables", 4) * params.get("table_size", 10000) * ROW_BYTES
 
 
 def read_samples(stdout: str, stderr: str) -> tuple[Sample, ...]:

@@ -12,17 +12,19 @@ import os
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from dbarena.errors import ParseError
 from dbarena.interfaces import Client
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 from dbarena.workloads import sysbench
 from dbarena.workloads.base import ToolBase
 
 TOOL = "tpcc-like"
 BINARY = "sysbench"
-PARAMS: tuple[str, ...] = ("warehouses",)
+# A warehouse is about 100 MB on disk with its indexes.
+PARAMS: tuple[ToolParam, ...] = (ToolParam("warehouses", 1, "tpcc-like scale: warehouses (about 100 MB each)", quick=1,
+                    bytes_per_unit=100_000_000),)
 SCRIPT = Path(__file__).with_name("tpcc_like.lua")
 KINDS = ("new_order", "payment", "order_status", "delivery", "stock_level")
 MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
@@ -151,8 +153,6 @@ class TpccLike(ToolBase):
     def estimate_prepare_s(self, spec: PointSpec) -> float:
         return 10 + 60 * spec.param("warehouses") / max(1, os.cpu_count() or 1)
 
-    def quick_params(self, params: Mapping[str, int]) -> dict[str, int]:
-        return {**params, "warehouses": 1}
 
 
 def verify(connection) -> dict:

@@ -1,0 +1,100 @@
+"""The command line's root: the `dbarena` group, the options several commands share,
+and `main`, which maps every anticipated error to one line on stderr (`dbarena: error:
+...`) and the exit status of errors.ExitStatus; no traceback.
+
+Commands return their exit status (an int) rather than raising SystemExit.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from dbarena import __version__
+from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
+from dbarena.lifecycle.cleanup import reap_dead
+from dbarena.store import postgres as pgstore
+from dbarena.store.database import Store
+
+DEFAULT_STORE = "dbarena.db"
+
+class StoreLocation(click.ParamType):
+    """An SQLite file (an absolute Path), or a postgresql:// URL (checked: no password)."""
+
+    name = "FILE|URL"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Path):
+            return value.resolve()
+        if pgstore.is_url(value):
+            try:
+                return pgstore.check_url(value)
+            except UsageError as exc:
+                self.fail(str(exc).removeprefix("--store "), param, ctx)
+        if "://" in value:
+            self.fail(f"{value!r}: expected a file, or postgresql://USER@HOST[:PORT]/DATABASE", param, ctx)
+        if Path(value).is_dir():
+            self.fail(f"{value!r} is a directory", param, ctx)
+        return Path(value).resolve()
+
+
+store_option = click.option(
+    "--store",
+    type=StoreLocation(),
+    default=DEFAULT_STORE,
+    envvar="DBARENA_STORE",
+    show_default=True,
+    help="Where results are kept: an SQLite file, or a shared PostgreSQL database "
+         "postgresql://USER@HOST[:PORT]/DATABASE (password from PGPASSWORD or ~/.pgpass); or set DBARENA_STORE.",
+)
+
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="dbarena")
+def cli():
+    """Benchmark PostgreSQL and MySQL/MariaDB across machines and settings; store every result.
+
+    Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every
+    concurrency level of this machine), then `dbarena results`.
+    """
+    # Whatever the command: first undo what a killed dbarena left (state.py).
+    reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
+
+
+
+def open_store(path: Path | str) -> Store:
+    """An existing store (a file that is not there is a usage error, not a new store)."""
+    if isinstance(path, Path) and not path.exists():
+        raise UsageError(f"no results store at {path} (run `dbarena run` first, or pass --store)")
+    return Store(path)
+
+
+def _raise_on_sigterm(signum: int, frame: Any) -> None:
+    raise Interrupted()
+
+
+def main(argv: list[str] | None = None) -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        status = cli.main(args=argv, prog_name="dbarena", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        _fail(exc.format_message(), ExitStatus.USAGE)
+    except click.exceptions.Abort:
+        _fail("aborted", ExitStatus.INTERRUPTED)
+    except DbarenaError as exc:
+        _fail(str(exc), exc.exit_status)
+    except Interrupted:
+        sys.exit(ExitStatus.TERMINATED)
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    click.echo(f"dbarena: error: {' '.join(message.split())}", err=True)
+    sys.exit(status)

@@ -1,0 +1,133 @@
+"""`dbarena fleet`: one study on many hosts through Ansible, and the hidden commands
+the fleet runs on each host."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import click
+
+from dbarena.cli.app import cli, store_option
+from dbarena.cli.running import run
+from dbarena.errors import StoreError, UsageError
+from dbarena.study import arguments
+
+
+@cli.group("fleet")
+def fleet_group():
+    """One study on many hosts through Ansible (see the README's "Many hosts")."""
+
+
+inventory_option = click.option("-i", "--inventory", "inventory", required=True,
+                                type=click.Path(dir_okay=False, path_type=Path),
+                                help="An Ansible inventory; host vars dbarena_label, dbarena_price_per_hour or "
+                                     "dbarena_price_per_month, dbarena_currency, dbarena_workdir.")
+limit_option = click.option("--limit", metavar="PATTERN",
+                            help="Only these hosts or groups (comma-separated; shell-style patterns).")
+
+
+@fleet_group.command("run", context_settings={"ignore_unknown_options": False})
+@inventory_option
+@limit_option
+@click.option("--study", "study_name", required=True, metavar="FILE|NAME",
+              help="The study every host runs: a file (copied to the hosts) or a bundled study.")
+@click.option("--quick", is_flag=True, help="The study's --quick trial on every host.")
+@click.option("--serial", is_flag=True, help="One host at a time [default: all hosts at once].")
+@click.option("--poll", "poll_s", type=click.FloatRange(min=0.5), default=10.0, show_default=True, metavar="SECONDS",
+              help="How often the hosts' progress is read.")
+@click.option("--unreachable-timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              metavar="SECONDS", help="Stop waiting for a host that has been unreachable this long "
+                                      "(its run goes on there; run again to collect it).")
+@store_option
+@click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- RUN OPTIONS...]")
+def fleet_run(inventory, limit, study_name, quick, serial, poll_s, unreachable_timeout, store, run_args):
+    """Run a study on every host of an Ansible inventory at once, and bring every host's
+    results into the store.
+
+    Each host gets the Debian packages the study needs and dbarena itself (a wheel built
+    here, in a virtual environment there), runs the study under its label and price,
+    detached from the SSH session, and its store is fetched and merged here (with
+    --store postgresql://..., hosts write to it themselves). Options after `--` go to
+    every host's `dbarena run` (e.g. `-- --duration 30 --repeat 3`). Running the same
+    command again continues: complete hosts are skipped, a host that stopped half-way
+    runs only what it has not stored.
+
+    Exit status: 0 every host complete, 1 some host failed or unreachable, 2 bad input.
+    """
+    from dbarena.fleet import controller, inventory as inventory_mod
+
+    hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
+    args = [*(("--quick",) if quick else ()), *run_args]
+    for bad in ("--store", "--label", "--study", "--resume", "--keep", "--progress-file"):
+        if bad in args:
+            raise UsageError(f"{bad} is not a run option for `fleet run` (the fleet sets it per host)")
+    # Checked here, as a host would read it: a bad study or option starts nothing.
+    with run.make_context("run", ["--study", study_name, *args], resilient_parsing=False) as ctx:
+        params = dict(ctx.params)
+    for key in ("store", "no_init", "keep", "resume", "progress_file", "no_system_metrics"):
+        params.pop(key)
+    the_study = arguments.study_from_values(params)
+    study_file = Path(study_name) if Path(study_name).is_file() else None
+    fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=lambda line: click.echo(line, nl=True),
+                             poll_s=poll_s, unreachable_timeout_s=unreachable_timeout)
+    try:
+        status = fleet.run(the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
+                           serial)
+    finally:
+        fleet.close()
+    return status
+
+
+@fleet_group.command("status")
+@inventory_option
+@limit_option
+def fleet_status(inventory, limit):
+    """Where each host's run is: points done / planned, the current point, ETA."""
+    from dbarena.fleet import controller, inventory as inventory_mod
+
+    hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
+    fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=click.echo)
+    try:
+        fleet.poll(hosts)
+        for state in fleet.states.values():
+            click.echo(state.line())
+    finally:
+        fleet.close()
+
+
+@fleet_group.command("host-run", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
+def fleet_host_run(workdir, run_args):
+    """On a host (started by `fleet run`): the study, started, resumed or skipped."""
+    from dbarena.fleet import host
+
+    return host.run(workdir.expanduser(), list(run_args))
+
+
+@fleet_group.command("host-status", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+def fleet_host_status(workdir):
+    """On a host: its run's state as one JSON line."""
+    from dbarena.fleet import host
+
+    click.echo(json.dumps(host.status(workdir.expanduser()), sort_keys=True))
+
+
+@fleet_group.command("host-snapshot", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+def fleet_host_snapshot(workdir):
+    """On a host: a consistent copy of its store, to be fetched."""
+    from dbarena.fleet import host
+
+    try:
+        click.echo(host.snapshot(workdir.expanduser()))
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"snapshot of the store in {workdir}: {exc}") from None
+
+

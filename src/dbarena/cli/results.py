@@ -1,0 +1,274 @@
+"""The commands that read and write results: `results`, `compare`, `import`, `merge`,
+`store info`, `report`, `hostinfo`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from dbarena import engines, importer
+from dbarena.cli.app import StoreLocation, cli, open_store, store_option
+from dbarena.errors import ExitStatus, UsageError
+from dbarena.host import hostinfo
+from dbarena.model import RunInfo
+from dbarena.report import terminal
+from dbarena.stats import analysis, configkey
+from dbarena.store.info import info
+from dbarena.store.merge import merge as merge_stores
+from dbarena.store.database import Store, now_utc
+
+
+@cli.command()
+@click.argument("others", nargs=-1, required=True, type=StoreLocation(), metavar="STORE...")
+@store_option
+def merge(others, store):
+    """Bring other stores' runs into this one: points, per-second series, raw outputs,
+    studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
+    store is read through a migrated copy, a newer one is refused; each file is merged
+    whole or not at all. Either side may be an SQLite file or a PostgreSQL URL."""
+    target = store
+    with Store(target) as db:
+        for other in others:
+            runs, points = merge_stores(db, other)
+            click.echo(f"{other}: {runs} run(s), {points} point(s) merged into {target}"
+                       + ("" if runs else " (all its runs were here already)"))
+
+
+@cli.group("store")
+def store_group():
+    """The results store itself."""
+
+
+@store_group.command("info")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def store_info(store, as_json):
+    """Schema version, counts, size and labels of a store."""
+    with open_store(store) as db:
+        facts = info(db)
+    if as_json:
+        click.echo(json.dumps(facts, indent=2))
+        return
+    for key, value in facts.items():
+        shown = ", ".join(value) if isinstance(value, list) else f"{value:,}" if isinstance(value, int) else value
+        click.echo(f"{key:28} {shown}")
+
+
+
+@cli.command()
+@store_option
+@click.option("--run", "run_id", type=int, help="Only this run's points.")
+@click.option("--label", "labels", multiple=True, help="Only points with this label (repeatable).")
+@click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
+@click.option("--variant", "variants", multiple=True, help="Only points of this variant (repeatable).")
+@click.option("--summary", is_flag=True,
+              help="One line per label and configuration over its repeats: median, mean, stdev, "
+                   "95 % interval, coefficient of variation and warnings. Points of different "
+                   "configurations (parameters, settings, variant, server version, host) are never pooled.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--wide", is_flag=True, help="Every column (clients, repeat, QPS, intervals, latencies, failed "
+                                           "transactions, errors; config key, mean, stdev) [default: the columns "
+                                           "that fit a 120-column terminal].")
+@click.option("--raw", "raw_point", type=int, metavar="POINT",
+              help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
+def results(store, run_id, labels, study_name, variants, summary, as_json, wide, raw_point):
+    """List stored points (or their summaries), with steady-state figures and warnings."""
+    if raw_point is not None:
+        with open_store(store) as db:
+            out, err = db.raw_output(raw_point)
+        click.echo(err + out, nl=False)
+        return
+    with open_store(store) as db:
+        rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
+        if summary:
+            rows = analysis.summaries(rows, histograms=db.latency_histograms)
+    if as_json:
+        click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
+    elif not rows:
+        click.echo("no points stored yet" if not (labels or study_name or variants or run_id) else
+                   "no points match", err=True)
+    elif summary:
+        console = terminal.console()
+        console.print(terminal.summary_table(rows, wide=wide))
+        for line in terminal.warning_lines(rows):
+            console.print(line)
+    else:
+        terminal.console().print(terminal.points_table(rows, wide=wide))
+
+
+@cli.command()
+@store_option
+@click.argument("a")
+@click.argument("b")
+@click.option("--about", "about", multiple=True, type=click.Choice(sorted(configkey.ABOUT)),
+              help="What else the comparison is about, so that keys may differ in it too (repeatable) "
+                   "[default: host for two labels, variant for two variants].")
+@click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def compare(store, a, b, about, study_name, as_json):
+    """Compare B against A: two labels (hosts), or two variants of a study.
+
+    Only points whose configuration keys match apart from what the comparison is about
+    are compared; elsewhere the row names the fields that differ instead of a ratio.
+    The ratio is B / A of the steady-state throughput. With 3 or more repeats on both
+    sides it comes with a 95 % interval and a verdict from Welch's t-test on the run
+    means ("not significant": the data cannot tell them apart); with fewer, the row
+    says "no verdict" (JSON: verdict null and the reason).
+    """
+    with open_store(store) as db:
+        rows = analysis.load(db, study=study_name)
+    comparisons = analysis.compare(rows, a, b, about)
+    if not comparisons:
+        raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
+    if as_json:
+        click.echo(json.dumps(comparisons, indent=2))
+    else:
+        terminal.console().print(terminal.comparison_table(comparisons))
+
+
+@cli.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--label", required=True, help="Label for the imported results (a CSV 'label' column overrides it).")
+@click.option("--engine", type=click.Choice(sorted(engines.ENGINES)),
+              help="Engine of runs whose output does not say (sysbench without a --db-driver command line).")
+@click.option("--tool", type=click.Choice(("auto", *importer.TOOLS)), default="auto", show_default=True,
+              help="Tool that wrote the files [default: recognised from the text].")
+@click.option("--workload", help="Workload name for runs whose output does not say which (e.g. sysbench-tpcc).")
+@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Hourly price of what was measured (a CSV 'price_per_hour' column overrides it).")
+@click.option("--replace", is_flag=True,
+              help="Import a file imported before again, with these options: what it brought is replaced, in one "
+                   "transaction.")
+@store_option
+def import_command(files, label, engine, tool, workload, price_per_hour, replace, store):
+    """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
+    outputs (one run or many appended in a file, with or without the command lines
+    that produced them) and CSV files of summary rows (see the README for columns).
+
+    A line that cannot be read is reported as FILE:LINE and nothing from that file is
+    stored (exit 2); importing the same file twice adds nothing the second time, unless
+    --replace (e.g. with the right --workload).
+    """
+    failed = False
+    with Store(store) as db:
+        for path in files:
+            raw = path.read_bytes()
+            sha256 = hashlib.sha256(raw).hexdigest()
+            try:
+                text = raw.decode("utf-8")
+                points = importer.read(path.name, text, label=label, engine=engine, tool=tool, workload=workload)
+            except UnicodeDecodeError as exc:
+                click.echo(f"dbarena: error: {path.name}: not UTF-8 text (byte {exc.start})", err=True)
+                failed = True
+                continue
+            except importer.ImportProblem as exc:
+                click.echo(f"dbarena: error: {exc}", err=True)
+                failed = True
+                continue
+            if not points:
+                click.echo(f"{path}: no benchmark run found; nothing imported")
+                continue
+            groups: dict[tuple[str, str], list] = {}
+            for p in points:
+                groups.setdefault((p.label, p.result.spec.engine), []).append(p)
+            runs = []
+            for (run_label, run_engine), members in groups.items():
+                tools = sorted({p.tool for p in members})
+                runs.append((RunInfo(
+                    label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
+                    started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version),
+                                                              None),
+                    tool_versions={t: "imported" for t in tools},
+                    options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
+                    host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
+                    or price_per_hour,
+                ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256})
+                    for p in members]))
+            options = json.dumps([label, engine, tool, workload, price_per_hour])
+            stored = db.import_points(sha256, str(path), runs,
+                                      replace=hashlib.sha256(options.encode()).hexdigest()[:16] if replace else None)
+            if stored is None:
+                click.echo(f"{path}: already imported (same content); nothing added (--replace imports it again)")
+            else:
+                run_ids, replaced = stored
+                if replaced:
+                    click.echo(f"{path}: the {replaced} point(s) of its earlier import removed")
+                for run_id in run_ids:  # derived figures cached now: the SQL views show them
+                    analysis.load(db, run_id=run_id)
+                ok = sum(p.result.ok for p in points)
+                click.echo(f"{path}: imported {len(points)} point(s) ({ok} ok, {len(points) - ok} failed) "
+                           f"as run {', '.join(map(str, run_ids))}, label {', '.join(sorted({k[0] for k in groups}))}")
+                for note, count in Counter(p.note for p in points if p.note).items():
+                    click.echo(f"{path}: {count} run(s): {note}")
+    if failed:
+        return ExitStatus.USAGE
+
+
+def _prices(ctx, param, values):
+    from dbarena.stats import price
+
+    prices = {}
+    for item in values:
+        label, sep, value = item.rpartition("=")
+        if not sep or not label:
+            raise click.BadParameter(f"{item!r} is not LABEL=PRICE (e.g. arm=0.58/h, ax41=420 EUR/month)")
+        try:
+            prices[label] = price.parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return prices
+
+
+REPORT_FORMATS = ("html", "md", "csv", "json")
+
+
+@cli.command()
+@store_option
+@click.option("--label", "labels", multiple=True, help="Labels to include, in this order (repeatable) [default: all].")
+@click.option("--baseline", help="Label the others are compared against [default: the first label].")
+@click.option("--price", "prices", multiple=True, callback=_prices, metavar="LABEL=PRICE",
+              help="Price of a label (repeatable): per hour (0.58 or 0.58/h) or per month (420/month, 730 hours), "
+                   "in a currency (420 EUR/month; default USD); overrides the one stored with the run. Prices in "
+                   "different currencies are shown, never compared.")
+@click.option("--at-threads", type=click.IntRange(min=1), metavar="N",
+              help="Thread level of the price table (that level only, cheapest first, the cheapest named) and the "
+                   "per-second chart (study E used 16) [default: prices at every level].")
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write [default: dbarena-report.FORMAT]; Markdown charts go to FILE_files/.")
+@click.option("--png", is_flag=True,
+              help="Charts also as PNG (200 dpi), for sites that take no SVG: Markdown links the PNG files, HTML "
+                   "offers them for saving.")
+def report(store, labels, baseline, prices, at_threads, fmt, output, png):
+    """Charts and tables to publish: throughput, latency, price/performance, per core,
+    scaling (USL), differences against a baseline, provenance."""
+    from dbarena.report import assemble
+
+    if fmt is None:
+        suffix = output.suffix.lstrip(".").lower() if output else ""
+        fmt = {"htm": "html", "markdown": "md"}.get(suffix, suffix) if suffix in (*REPORT_FORMATS, "htm", "markdown") \
+            else "html"
+    output = output or Path(f"dbarena-report.{fmt}")
+    selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads)
+    with open_store(store) as db:
+        built = assemble.build(db, selection)
+        drawn = assemble.draw(db, built, fmt, png=png)
+    output.write_text(assemble.render(built, fmt, output, drawn))
+    click.echo(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {', '.join(built.labels)})")
+
+
+@cli.command("hostinfo")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def hostinfo_command(as_json):
+    """Print what dbarena records about this machine (CPU, cores vs threads, memory ...)."""
+    facts = hostinfo.host_facts()
+    if as_json:
+        click.echo(json.dumps(facts, indent=2, sort_keys=True))
+    else:
+        terminal.console().print(terminal.facts_table(facts))
+
+

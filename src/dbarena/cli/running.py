@@ -1,0 +1,180 @@
+"""`run`, `cleanup` and `study`: running studies, and what they expand to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from dbarena import session
+from dbarena import study as study_mod
+from dbarena.cli.app import cli, store_option
+from dbarena.errors import ExitStatus, UsageError
+from dbarena.host import hostinfo
+from dbarena.interfaces import Reporter
+from dbarena.lifecycle import state
+from dbarena.lifecycle.cleanup import reap
+from dbarena.report import terminal
+from dbarena.stats import analysis
+from dbarena.store.database import Store
+from dbarena.study import arguments
+
+
+@cli.command()
+@arguments.run_options
+@store_option
+@click.option("--no-init", is_flag=True,
+              help="Reuse the datasets already in the target instead of preparing them.")
+@click.option("--keep", is_flag=True, help="Leave the throwaway instances running and their directories in place.")
+@click.option("--resume", is_flag=False, flag_value="latest", metavar="[RUN]",
+              help="Continue an interrupted or partly failed run (RUN, or the latest such run in the store): its "
+                   "plan as stored, only the points not stored ok, into the same runs. Flags or --study given "
+                   "with it must describe the same plan.")
+@click.option("--progress-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
+              help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
+@click.option("--no-system-metrics", is_flag=True, hidden=True,
+              help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
+def run(store, no_init, keep, resume, progress_file, no_system_metrics, **kwargs):
+    """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
+
+    Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
+    3 missing binaries or unreachable target, 130 interrupted (finished points are kept;
+    `dbarena run --resume` continues).
+    """
+    # Everything the user could get wrong is checked before anything starts.
+    store_path = store
+    invocation = None
+    if resume is not None:
+        the_study, invocation = _resumed_study(store_path, resume, kwargs)
+    else:
+        the_study = arguments.study_from_values(kwargs)
+    if keep and all(e.target for e in the_study.engines):
+        raise UsageError("--keep applies to throwaway instances only, not to --target")
+    out = terminal.console()
+    err = terminal.console(stderr=True)
+    with Store(store_path) as db:
+        reporter: Reporter = terminal.TerminalReporter(err)
+        if progress_file is not None:
+            from dbarena.fleet.progress import ProgressFile, Tee
+
+            reporter = Tee(reporter, ProgressFile(progress_file))
+        outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
+                              resume=invocation, system_metrics=not no_system_metrics)
+        for note in outcome.notes:
+            err.print(note, markup=False, soft_wrap=True)
+        if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
+            stored = sum(len(db.points(run_id=r)) for r in outcome.run_ids)
+            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}; continue with: "
+                      f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
+            return outcome.exit_status
+        rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
+        label = the_study.label or hostinfo.host_facts()["hostname"]
+        if outcome.skipped:
+            err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
+        out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
+        if outcome.precision:
+            out.print(terminal.precision_table(outcome.precision, the_study.precision))
+        if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
+            groups = analysis.summaries(rows, histograms=db.latency_histograms)
+            out.print(terminal.summary_table(groups))
+            for line in terminal.warning_lines(groups):
+                out.print(line)
+    out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
+              f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
+    if outcome.failed:
+        err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
+    return outcome.exit_status
+
+
+def _resumed_study(store_path: Path | str, resume: str, kwargs: dict) -> tuple[study_mod.Study, str]:
+    """The stored plan of the run to resume, and its invocation. A study or flags given
+    with --resume must describe the same plan."""
+    if resume != "latest" and not resume.isdigit():
+        raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
+    if isinstance(store_path, Path) and not store_path.is_file():
+        raise UsageError(f"--resume: no store {store_path}")
+    with Store(store_path) as db:
+        invocation, runs = session.resumable(db, None if resume == "latest" else int(resume))
+        first = runs[0]
+        record = db.study_text(first["study_sha256"]) if first["study_sha256"] else None
+    if record is None:
+        raise UsageError(f"--resume: run {first['id']} has no stored study")
+    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
+                               first["options"]["flags"])
+    study_name = kwargs.pop("study_name")
+    overrides = study_mod.overrides(kwargs)
+    if study_name is not None or overrides.flags():
+        given = arguments.make_study(study_name, overrides)
+        changed = study_mod.differences(stored, given)
+        if changed:
+            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
+    return stored, invocation
+
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="List what would be removed; change nothing.")
+def cleanup(dry_run):
+    """Remove what dbarena runs left behind: throwaway instances kept with --keep, and
+    those of killed runs (which every command removes anyway), marking their runs
+    interrupted. Instances of runs still going are listed and left alone."""
+    say = click.echo
+    found = 0
+    for path, data in state.records():
+        if data.get("kept") or state.orphaned(data):
+            reap(path, data, say, dry_run=dry_run)
+            found += 1
+        else:
+            what = data.get("top") or data.get("path") or (
+                f"SMT switched from {data.get('original')} ({data.get('control')})" if data.get("kind") == "smt"
+                else f"run {data.get('run_id')} in {data.get('store')}")
+            say(f"in use by process {data['owner_pid']}: {what}")
+    if not found:
+        say(f"nothing to clean up (state directory {state.state_dir()})")
+
+
+
+@cli.group("study")
+def study_group():
+    """Study files: a whole benchmark protocol in one TOML file (see `dbarena study show seed-a`)."""
+
+
+@study_group.command("list")
+def study_list():
+    """The bundled studies, one line each."""
+    for name, text in study_mod.bundled().items():
+        s = study_mod.parse(text, f"bundled study {name}")
+        click.echo(f"{name:10} {s.title}")
+
+
+@study_group.command("show")
+@click.argument("name")
+def study_show(name):
+    """Print a bundled study (or a study file) as an editable, commented TOML file."""
+    text, _, _ = study_mod.read_text(name)
+    click.echo(text, nl=False)
+
+
+@study_group.command("check")
+@click.argument("file", metavar="FILE|NAME")
+@arguments.run_options
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def study_check(file, as_json, **kwargs):
+    """Check a study file and show the plan it expands to on this machine: engines,
+    workloads, levels, points, and the estimated machine time. Flags are applied as
+    `run` would apply them (lowest first: defaults < file < --quick < flags)."""
+    from dbarena import studycheck
+
+    if kwargs.get("study_name"):
+        raise UsageError("give the study as the argument of `study check`, not with --study")
+    kwargs["study_name"] = file
+    the_study = arguments.study_from_values(kwargs)
+    session.check_settings(the_study)
+    summary = studycheck.summarise(the_study, session.expand(the_study))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(studycheck.render(summary))
+
+

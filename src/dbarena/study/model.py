@@ -1,0 +1,172 @@
+"""A study as data: its records (Study, EngineEntry, WorkloadEntry, Variant), the
+schema's constants and defaults, and the parsers of the values flags and files share
+(levels, precision, durations). No I/O here."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from dbarena import engines, workloads
+from dbarena.errors import UsageError
+
+SCHEMA_VERSION = 1
+# The share of transactions pgbench logs by default (bench/overhead, on this project's
+# 2-core machine, select-only at 33k TPS: logging every transaction cost pgbench 14.5 %
+# more CPU per transaction, 3.5 % of the machine; one in ten, 5 %, about 1 %). Over a
+# 60 s point at 1,000 TPS that still leaves 6,000 latencies.
+DEFAULT_LATENCY_SAMPLING = 0.1
+
+# Tool parameters and their defaults, as each tool declares them (workloads/*.py): the
+# keys [datasets] and a workload entry accept.
+PARAM_DEFAULTS = {p.name: p.default for tool in workloads.TOOLS.values() for p in tool.params}
+SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
+                                  "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
+                                  "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None,
+                                  "latency_sampling": DEFAULT_LATENCY_SAMPLING, "restore": False}
+RESTORE_CHOICES = ("point", "level")
+MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
+# --quick: seconds per point and a tiny dataset, the protocol's shape kept.
+QUICK_DURATION_S = 5
+QUICK_WARMUP_S = 2
+
+_TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
+             "price", "variants", "cpus"}
+_CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
+LOAD_GENERATOR_PLACES = ("rest", "same")
+_WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
+                  "datasets", "restore", *PARAM_DEFAULTS}
+_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
+                "data_dir"}
+_PRICE_KEYS = {"per_hour", "per_month", "currency"}
+
+
+FLAGS_SOURCE = "command-line flags"
+
+
+class StudyError(UsageError):
+    """A study file that does not follow the schema: names the file and the key."""
+
+
+def parse_precision(text: str) -> float:
+    """'2%' -> 0.02 (a relative half width of the 95 % interval)."""
+    number = text.strip().removesuffix("%").strip()
+    try:
+        value = float(number) / 100
+    except ValueError:
+        value = -1.0
+    if not text.strip().endswith("%") or not 0 < value <= MAX_PRECISION:
+        raise UsageError(f"{text!r}: expected a percentage above 0 and at most "
+                         f"{MAX_PRECISION:.0%}, e.g. \"2%\"")
+    return value
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """'2h' -> 7200, '90m' -> 5400, '45s' or '45' -> 45 (seconds, at least 1)."""
+    body = text.strip().lower()
+    unit = _UNITS.get(body[-1:], None) if body else None
+    number = body[:-1] if unit else body
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{text!r}: expected a time such as 45s, 90m or 2h")
+    return int(value)
+
+
+Level = int | str  # 4, or "20%" of the server's hardware threads
+
+
+@dataclass(frozen=True)
+class EngineEntry:
+    name: str  # postgres, mysql
+    flavour: str = engines.AUTO
+    settings: tuple[tuple[str, str], ...] = ()
+    target: str | None = None
+    server_cores: int | None = None
+    server_threads: int | None = None
+    bindir: str | None = None
+    cluster: tuple[tuple[str, str], ...] = ()  # what creating the data directory decides
+    data_dir: str | None = None  # "tmpfs" (a RAM disk), a path, or None: the temporary directory
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    workload: str
+    engines: tuple[str, ...]
+    levels: tuple[Level, ...]
+    duration_s: int
+    warmup_s: int
+    clients_per_thread: int
+    datasets: str
+    restore: str | None  # "point" or "level": the prepared dataset put back before each; None: never
+    params: tuple[tuple[str, int], ...]  # the tool's parameters only
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str = ""
+    settings: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> settings
+    cluster: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # engine -> cluster options
+    cores: int | None = None  # the server on this many whole physical cores ([cpus] server)
+    smt: str | None = None  # "on" / "off": with or without their SMT siblings ([cpus] smt)
+
+    def settings_for(self, engine: str) -> dict[str, str]:
+        return dict(dict(self.settings).get(engine, ()))
+
+    def cluster_for(self, engine: str) -> dict[str, str]:
+        return dict(dict(self.cluster).get(engine, ()))
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    source: str  # the file, "bundled study seed-a", or "command-line flags"
+    text: str  # the file's text, or the implicit study's TOML
+    title: str = ""
+    description: str = ""
+    label: str | None = None
+    repeats: int = 1
+    precision: float | None = None  # adaptive repeats: the relative half width to reach
+    max_repeats: int = 10
+    budget_s: int | None = None
+    fail_fast: bool = False
+    latency_sampling: float | None = DEFAULT_LATENCY_SAMPLING  # None: no per-transaction latency log
+    engines: tuple[EngineEntry, ...] = ()
+    workloads: tuple[WorkloadEntry, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    price_per_hour: float | None = None
+    currency: str | None = None
+    price_basis: str | None = None  # "per hour" or "420 per month / 730 h"
+    quick: bool = False
+    changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
+    smt_emulate: bool = False  # [cpus] smt by affinity (one thread per core), not the kernel's switch
+    load_generator: str = "rest"  # with [cpus]: the load generator on the other CPUs, or the "same"
+    flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def engine(self, name: str) -> EngineEntry:
+        return next(e for e in self.engines if e.name == name)
+
+
+
+
+def parse_levels(text: str) -> list[int]:
+    """'1,4,16' -> [1, 4, 16]; each a positive integer, duplicates dropped, ascending."""
+    levels = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or int(item) < 1:
+            raise UsageError(f"--threads: {item!r} is not a positive whole number (expected e.g. 1,4,16)")
+        levels.add(int(item))
+    return sorted(levels)
