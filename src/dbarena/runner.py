@@ -28,10 +28,9 @@ from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
 from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError
-from dbarena.interfaces import Completed, Executor, Reporter, Target, Tool
-from dbarena.stats.latency import Latencies
+from dbarena.interfaces import Completed, Executor, LatencyDistribution, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
-from dbarena.store.database import Store, now_utc
+from dbarena.store.database import now_utc
 from dbarena.host.sysmetrics import Sampler
 from dbarena.workloads import WORKLOADS
 
@@ -165,7 +164,7 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
 class Sweep:
     """Runs a plan on its targets (one per variant) through an executor."""
 
-    def __init__(self, *, targets: Mapping[str, Bound], store: Store, reporter: Reporter, executor: Executor,
+    def __init__(self, *, targets: Mapping[str, Bound], store: ResultStore, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
                  latency_sampling: float | None = 1.0):  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
         self.targets = targets
@@ -460,7 +459,7 @@ def write_point_files(work_dir: Path, files: Mapping[str, str | bytes]) -> None:
             out.write(data)
 
 
-def with_latencies(measurement: Measurement, latencies: Latencies | None) -> Measurement:
+def with_latencies(measurement: Measurement, latencies: LatencyDistribution | None) -> Measurement:
     """The percentiles of a per-transaction log in a measurement, with the histogram
     they came from; the tool's printed minimum and maximum stay where it printed
     them (pgbench prints none: the log's exact ones fill in)."""

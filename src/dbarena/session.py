@@ -3,8 +3,7 @@ the run interrupted or failed, and say how it ended. The CLI only turns options 
 a study, calls `run` and renders the outcome; Python code can do the same.
 
     from dbarena import session, study
-    from dbarena.store.database import Store
-    with Store("dbarena.db") as db:
+        with Store("dbarena.db") as db:
         outcome = session.run(study.load("seed-a"), store=db)
 """
 
@@ -30,11 +29,10 @@ from dbarena.lifecycle import smt_switch
 from dbarena.lifecycle import state
 from dbarena.host import topology
 from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
-from dbarena.interfaces import Engine, Executor, Reporter, Target, Tool
+from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.placement import Placement, kernel_smt, placements
 from dbarena.runner import Bound, Sweep
-from dbarena.store.database import Store
 from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
 
@@ -147,7 +145,7 @@ def _bindir(entry: EngineEntry) -> Path | None:
     return Path(entry.bindir) if entry.bindir else None
 
 
-def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
+def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
         keep: bool = False, init: bool = True, host_facts: dict | None = None, resume: str | None = None,
         clock: Callable[[], float] = time.monotonic, system_metrics: bool = True) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
@@ -192,7 +190,7 @@ def run(study: Study, *, store: Store, executor: Executor = execute.LOCAL, repor
     return outcome
 
 
-def _previous_runs(store: Store, resume: str | None) -> dict[tuple[str, str], int]:
+def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str], int]:
     """(engine, variant) -> the run id the earlier `dbarena run` stored, when resuming."""
     return {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
 
@@ -273,7 +271,7 @@ class _Context:
     record: StudyRecord
     label: str
     facts: dict
-    store: Store
+    store: ResultStore
     executor: Executor
     reporter: Reporter
     keep: bool
@@ -334,7 +332,7 @@ def _tools(points: Sequence[PointSpec]) -> dict[str, Tool]:
     return {workloads.WORKLOADS[p.workload].tool.name: workloads.WORKLOADS[p.workload].tool for p in points}
 
 
-def _end_runs(store: Store, run_ids: Sequence[int], status: str) -> None:
+def _end_runs(store: ResultStore, run_ids: Sequence[int], status: str) -> None:
     for run_id in run_ids:
         # A store that cannot be written says so in the error being raised.
         with contextlib.suppress(StoreError):
@@ -461,7 +459,7 @@ def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, s
         ctx.outcome.precision += adaptive.summary()
 
 
-def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:
+def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:
     """What earlier sessions of these runs stored (--resume), matched to the plan by
     configuration key (so a point measured under another server version or setting
     is not taken for this one): {"ok": {(point, repeat)}, "states": {point: PointState}}."""
@@ -485,7 +483,7 @@ def _stored(store: Store, bound: dict[str, Bound], points: Sequence[PointSpec]) 
     return {"ok": ok, "states": states}
 
 
-def incomplete(store: Store, run: dict) -> bool:
+def incomplete(store: ResultStore, run: dict) -> bool:
     """Whether a stored run left something to do: it did not finish, or a point of it
     failed that no later repeat replaced (what --resume without a run continues)."""
     if run["status"] != "finished":
@@ -499,7 +497,7 @@ def incomplete(store: Store, run: dict) -> bool:
 
 
 
-def resumable(store: Store, run_id: int | None) -> tuple[str, list[dict]]:
+def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
     """The `dbarena run` to continue (its invocation) and its stored runs: the one run
     RUN belongs to, or the latest that did not finish every point. UsageError when
     there is none, or when its owner is still running it."""

@@ -151,3 +151,16 @@ def test_pgbench_query_mode_is_part_of_an_imported_points_configuration():
     assert dict(prepared.result.spec.options) == {"protocol": "prepared"}
     appended = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
     assert all(p.result.spec.options == () for p in importer.read("a.txt", appended.read_text(), label="x"))
+
+
+def test_a_sysbench_script_named_on_its_command_line_is_the_registrys_workload():
+    """Every script dbarena runs is imported under the name `run` stores it with."""
+    from dbarena import workloads
+    from dbarena.importers.sysbench import _workload
+
+    for w in workloads.WORKLOADS.values():
+        if w.tool.name == "sysbench" and w.mode_args:
+            script = w.mode_args[0]
+            assert _workload(["sysbench", script, "run"]) == w.name
+            assert _workload(["sysbench", f"/usr/share/sysbench/{script}.lua", "run"]) == w.name
+    assert _workload(["sysbench", "oltp", "run"]) is None  # 0.4/0.5's oltp says nothing about the mix

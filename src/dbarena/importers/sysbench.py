@@ -10,6 +10,7 @@ from dbarena.importers.commandline import option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import Run, split_runs
 from dbarena.model import PointResult, PointSpec, Sample
+from dbarena import workloads
 from dbarena.workloads import sysbench
 from dbarena.workloads.sysbench import SysbenchReport
 
@@ -30,8 +31,9 @@ def _workload(args: list[str] | None) -> str | None:
         script = option(args, "--test")
     if script:
         stem = re.sub(r"\.lua$", "", script.rsplit("/", 1)[-1])
-        named = {"oltp_read_only": "sysbench-read-only", "oltp_write_only": "sysbench-write-only",
-                 "oltp_read_write": "sysbench-read-write"}
+        # The registry's name for the script (oltp_point_select -> sysbench-point-select).
+        named = {w.mode_args[0]: w.name for w in workloads.WORKLOADS.values()
+                 if w.tool.name == "sysbench" and w.mode_args}
         if stem in named:
             return named[stem]
         if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix

@@ -20,7 +20,7 @@ from dbarena.errors import UsageError
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.stats import analysis
 from dbarena.stats.price import Price
-from dbarena.store.database import Store
+from dbarena.interfaces import ResultStore
 
 FORMATS = ("html", "md", "csv", "json")
 CHART_FORMATS = ("html", "md")  # CSV and JSON carry figures only
@@ -48,7 +48,7 @@ class Drawn:
     png: dict[tuple[str, str], dict[str, bytes]] | None = None
 
 
-def build(store: Store, selection: Selection) -> data.Report:
+def build(store: ResultStore, selection: Selection) -> data.Report:
     """The report model of the selection's points in the store."""
     baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
     _check_labels(store, selection)
@@ -66,7 +66,7 @@ def build(store: Store, selection: Selection) -> data.Report:
                       labels=order, histograms=store.latency_histograms)
 
 
-def _check_labels(store: Store, selection: Selection) -> None:
+def _check_labels(store: ResultStore, selection: Selection) -> None:
     """Every label named (to show, to price, as the baseline) is one the store holds."""
     stored = {r["label"] for r in store.runs()}
     named = (*selection.labels, *selection.prices, *([selection.baseline] if selection.baseline else []))
@@ -76,7 +76,7 @@ def _check_labels(store: Store, selection: Selection) -> None:
                              f"(labels: {', '.join(sorted(stored))})")
 
 
-def draw(store: Store, report: data.Report, fmt: str, png: bool = False) -> Drawn:
+def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -> Drawn:
     """The charts of the report in format `fmt` (none for CSV and JSON), also as PNG
     with `png`; the per-second series they show are read from the store in one go."""
     if fmt not in CHART_FORMATS:

@@ -15,7 +15,7 @@ from dbarena.stats import latency
 from dbarena.stats import estimators as stats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
-from dbarena.store.database import Store
+from dbarena.interfaces import ResultStore
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -90,7 +90,7 @@ def run_threads(run: dict[str, Any]) -> int:
     return facts.get("effective_hardware_threads") or facts.get("hardware_threads") or 1
 
 
-def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
+def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
          variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Stored points with their derived fields: from the cache where this estimator
     version made them, else computed from the stored series (read in batches, not a
@@ -105,7 +105,7 @@ def load(store: Store, *, run_id: int | None = None, labels: tuple[str, ...] = (
     return rows
 
 
-def _derived(store: Store, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
@@ -121,7 +121,7 @@ def _derived(store: Store, rows: list[dict[str, Any]], runs: dict[int, dict[str,
     return derived
 
 
-def derive(store: Store, run_id: int, point_ids: Iterable[int]) -> None:
+def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
     """Compute and cache the derived figures of points just stored, so that the SQL
     views (views.py) show their `value` without a dbarena read first."""
     rows = store.points(run_id=run_id, warmups=True, point_ids=tuple(point_ids))
