@@ -123,3 +123,23 @@ def test_the_flag_reference_in_the_docs_is_the_tables():
     docs = (Path(__file__).parents[2] / "docs" / "studies.md").read_text()
     block = docs.split("<!-- run-flags:begin -->\n", 1)[1].split("<!-- run-flags:end -->", 1)[0]
     assert block == flags.reference(), "regenerate the table: see docs/studies.md"
+
+
+def test_datasets_flag_sets_every_workloads_lifecycle_and_is_recorded():
+    from dbarena import study
+
+    s = arguments.study_from_values({"datasets": "point", "workload_names": ("pgbench-tpcb", "pgbench-select-only")})
+    assert {w.datasets for w in s.workloads} == {"point"}
+    assert s.flags["datasets"] == "point"
+    assert study.rebuild(s.text, s.source, s.flags) == s  # --resume reads it back
+    over = arguments.study_from_values({"study_name": "seed-a", "datasets": "workload", "quick": True})
+    assert {w.datasets for w in over.workloads} == {"workload"}
+    assert any("datasets: run -> workload (--datasets)" in c for c in over.changes)
+
+
+def test_datasets_point_with_a_restoring_workload_is_refused(tmp_path, capsys):
+    study_file = tmp_path / "restore.toml"
+    study_file.write_text('schema = 1\nname = "r"\n[engines.postgres]\n[sweep]\nrestore = "point"\n'
+                          '[[workloads]]\nworkload = "pgbench-tpcb"\n')
+    code, _, err = invoke(["study", "check", str(study_file), "--datasets", "point"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "need no restore" in err, err

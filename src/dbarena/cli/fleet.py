@@ -17,7 +17,7 @@ from dbarena.study import arguments
 
 @cli.group("fleet")
 def fleet_group():
-    """One study on many hosts through Ansible (see the README's "Many hosts")."""
+    """One study on many hosts through Ansible (docs/fleet.md)."""
 
 
 inventory_option = click.option("-i", "--inventory", "inventory", required=True,

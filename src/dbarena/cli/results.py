@@ -147,7 +147,7 @@ def compare(store, a, b, about, study_name, as_json):
 def import_command(files, label, engine, tool, workload, price_per_hour, replace, store):
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
-    that produced them) and CSV files of summary rows (see the README for columns).
+    that produced them) and CSV files of summary rows (docs/import.md lists the columns).
 
     A line that cannot be read is reported as FILE:LINE and nothing from that file is
     stored (exit 2); importing the same file twice adds nothing the second time, unless

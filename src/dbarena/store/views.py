@@ -1,5 +1,5 @@
 """SQL views of the store for dashboards (Grafana, Superset) and ad-hoc SQL, in both
-dialects with the same names and columns. The README documents them.
+dialects with the same names and columns. docs/store.md documents them.
 
 - `v_points`: one row per measured point (warm-ups left out), with its run, study,
   host and `value`: the figure dbarena's summaries use, i.e. the steady-state mean of the

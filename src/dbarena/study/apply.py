@@ -199,6 +199,9 @@ def _flagged_workload(w: WorkloadEntry, o: Overrides, note: _Notes) -> WorkloadE
         if value is not None and not (name == "duration_s" and not tool.timed):
             note(f"{w.workload} {name}", getattr(new, name), value, flag.flag)
             new = replace(new, **{name: value})
+    if new.restore and new.datasets == "point":
+        raise UsageError(f"--datasets point: {w.workload} restores its prepared dataset ({new.restore}); datasets "
+                         "prepared before every point need no restore")
     params = dict(new.params)
     for k, v in o.params.items():
         if k in params:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.model import DATASET_LIFECYCLES
 from dbarena.study.model import QUICK_DURATION_S, Level, parse_duration, parse_levels, parse_precision
 
 
@@ -198,6 +199,10 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("budget", "--budget", Text(parse_duration),
                 "With --precision: start no round past this much time, e.g. 90m or 2h; points not reached by then "
                 "say so.", "budget_s", metavar="TIME", study_key="sweep.budget"),
+        RunFlag("datasets", "--datasets", Choice(DATASET_LIFECYCLES),
+                "When each workload's dataset is prepared: once per run, before each workload's points, or before "
+                "every point (each point on a fresh dataset) [default: run].", "datasets", study_key="sweep.datasets",
+                workload_field="datasets"),
         RunFlag("warmup_s", "--warmup", Int(0),
                 "Before each point, a run with the same parameters for this long (stored apart, not a result), "
                 "then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL) [default: 0].", "warmup_s",
@@ -266,6 +271,7 @@ class Overrides:
     currency: str | None = None
     fail_fast: bool | None = None
     latency_sampling: float | None = None  # 0: no per-transaction log
+    datasets: str | None = None  # run, workload or point
     params: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings
     targets: Mapping[str, str] = field(default_factory=dict)  # engine -> URL

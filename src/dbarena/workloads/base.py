@@ -40,7 +40,7 @@ class ToolBase:
     reserved: Mapping[str, str] = {}
     # True: any other --name=value is passed through; False: only `known` ones.
     passthrough = False
-    known: Mapping[str, str] = {}  # name -> what it does (for errors and the README)
+    known: Mapping[str, str] = {}  # name -> what it does (for errors and the docs)
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]:
         """Options as text, in a stable order; a UsageError naming the option otherwise."""
