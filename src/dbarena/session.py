@@ -521,3 +521,21 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
                 and owner.get("pid") != os.getpid() and state.alive(owner.get("pid"), owner.get("start")):
             raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
     return invocation, runs
+
+
+def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = None) -> tuple[Study, str]:
+    """The stored plan of the run to continue (run_id's, or the latest unfinished) and
+    its invocation, for `run(..., resume=invocation)`. A `given` study (what the user
+    typed with --resume) must describe the same plan."""
+    invocation, runs = resumable(store, run_id)
+    first = runs[0]
+    record = store.study_text(first["study_sha256"]) if first["study_sha256"] else None
+    if record is None:
+        raise UsageError(f"--resume: run {first['id']} has no stored study")
+    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
+                               first["options"]["flags"])
+    if given is not None:
+        changed = study_mod.differences(stored, given)
+        if changed:
+            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
+    return stored, invocation

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -14,12 +12,11 @@ from dbarena import engines, importer
 from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
-from dbarena.model import RunInfo
 from dbarena.report import terminal
 from dbarena.stats import analysis, configkey
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
-from dbarena.store.database import Store, now_utc
+from dbarena.store.database import Store
 
 
 @cli.command()
@@ -153,59 +150,29 @@ def import_command(files, label, engine, tool, workload, price_per_hour, replace
     stored (exit 2); importing the same file twice adds nothing the second time, unless
     --replace (e.g. with the right --workload).
     """
+    from dbarena.importing import ImportOptions, import_file
+
+    options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
+                            replace=replace)
     failed = False
     with Store(store) as db:
         for path in files:
-            raw = path.read_bytes()
-            sha256 = hashlib.sha256(raw).hexdigest()
-            try:
-                text = raw.decode("utf-8")
-                points = importer.read(path.name, text, label=label, engine=engine, tool=tool, workload=workload)
-            except UnicodeDecodeError as exc:
-                click.echo(f"dbarena: error: {path.name}: not UTF-8 text (byte {exc.start})", err=True)
+            done = import_file(db, path, options)
+            if done.error is not None:
+                click.echo(f"dbarena: error: {done.error}", err=True)
                 failed = True
-                continue
-            except importer.ImportProblem as exc:
-                click.echo(f"dbarena: error: {exc}", err=True)
-                failed = True
-                continue
-            if not points:
+            elif not done.points:
                 click.echo(f"{path}: no benchmark run found; nothing imported")
-                continue
-            groups: dict[tuple[str, str], list] = {}
-            for p in points:
-                groups.setdefault((p.label, p.result.spec.engine), []).append(p)
-            runs = []
-            for (run_label, run_engine), members in groups.items():
-                tools = sorted({p.tool for p in members})
-                runs.append((RunInfo(
-                    label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
-                    started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version),
-                                                              None),
-                    tool_versions={t: "imported" for t in tools},
-                    options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
-                    host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
-                    or price_per_hour,
-                ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256})
-                    for p in members]))
-            options = json.dumps([label, engine, tool, workload, price_per_hour])
-            stored = db.import_points(sha256, str(path), runs,
-                                      replace=hashlib.sha256(options.encode()).hexdigest()[:16] if replace else None)
-            if stored is None:
+            elif done.already:
                 click.echo(f"{path}: already imported (same content); nothing added (--replace imports it again)")
             else:
-                run_ids, replaced = stored
-                if replaced:
-                    click.echo(f"{path}: the {replaced} point(s) of its earlier import removed")
-                for run_id in run_ids:  # derived figures cached now: the SQL views show them
-                    analysis.load(db, run_id=run_id)
-                ok = sum(p.result.ok for p in points)
-                click.echo(f"{path}: imported {len(points)} point(s) ({ok} ok, {len(points) - ok} failed) "
-                           f"as run {', '.join(map(str, run_ids))}, label {', '.join(sorted({k[0] for k in groups}))}")
-                for note, count in Counter(p.note for p in points if p.note).items():
+                if done.replaced:
+                    click.echo(f"{path}: the {done.replaced} point(s) of its earlier import removed")
+                click.echo(f"{path}: imported {done.points} point(s) ({done.ok} ok, {done.points - done.ok} failed) "
+                           f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
+                for note, count in done.notes:
                     click.echo(f"{path}: {count} run(s): {note}")
-    if failed:
-        return ExitStatus.USAGE
+    return ExitStatus.USAGE if failed else None
 
 
 def _prices(ctx, param, values):

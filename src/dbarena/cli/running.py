@@ -94,23 +94,11 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict) -> tuple[s
         raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
     if isinstance(store_path, Path) and not store_path.is_file():
         raise UsageError(f"--resume: no store {store_path}")
-    with Store(store_path) as db:
-        invocation, runs = session.resumable(db, None if resume == "latest" else int(resume))
-        first = runs[0]
-        record = db.study_text(first["study_sha256"]) if first["study_sha256"] else None
-    if record is None:
-        raise UsageError(f"--resume: run {first['id']} has no stored study")
-    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
-                               first["options"]["flags"])
     study_name = kwargs.pop("study_name")
     overrides = study_mod.overrides(kwargs)
-    if study_name is not None or overrides.flags():
-        given = arguments.make_study(study_name, overrides)
-        changed = study_mod.differences(stored, given)
-        if changed:
-            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
-    return stored, invocation
-
+    given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
+    with Store(store_path) as db:
+        return session.resumed_study(db, None if resume == "latest" else int(resume), given)
 
 
 @cli.command()

@@ -1,0 +1,98 @@
+"""Bringing results measured elsewhere into a store: read a file (importer.py, pure),
+group its points into runs (one per label and engine), store them once per content.
+
+The command line's `import` prints what `import_file` returns; Python code calls it
+the same way:
+
+    from dbarena.importing import ImportOptions, import_file
+    with Store("dbarena.db") as db:
+        outcome = import_file(db, Path("run.txt"), ImportOptions(label="vm"))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbarena import importer
+from dbarena.model import PointResult, RunInfo
+from dbarena.stats import analysis
+from dbarena.store.database import Store, now_utc
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    label: str
+    engine: str | None = None  # of runs whose output does not say
+    tool: str = "auto"
+    workload: str | None = None  # of runs whose output does not say
+    price_per_hour: float | None = None
+    replace: bool = False  # import a file imported before again, in place of what it brought
+
+
+@dataclass
+class FileOutcome:
+    path: Path
+    error: str | None = None  # one line: the file could not be read (nothing stored)
+    points: int = 0
+    ok: int = 0
+    run_ids: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    already: bool = False  # the same content was imported before: nothing added
+    replaced: int = 0  # points of an earlier import removed (--replace)
+    notes: list[tuple[str, int]] = field(default_factory=list)  # what the reader noted, with how many runs
+
+
+def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_per_hour: float | None
+          ) -> list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]]:
+    """One run per label and engine of the file's points."""
+    groups: dict[tuple[str, str], list[importer.ImportedPoint]] = {}
+    for p in points:
+        groups.setdefault((p.label, p.result.spec.engine), []).append(p)
+    runs = []
+    for (run_label, run_engine), members in groups.items():
+        tools = sorted({p.tool for p in members})
+        runs.append((RunInfo(
+            label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
+            started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version), None),
+            tool_versions={t: "imported" for t in tools},
+            options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
+            host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
+            or price_per_hour,
+        ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256}) for p in members]))
+    return runs
+
+
+def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
+    """Read one file and store its runs; a file that cannot be read stores nothing."""
+    raw = path.read_bytes()
+    sha256 = hashlib.sha256(raw).hexdigest()
+    try:
+        points = importer.read(path.name, raw.decode("utf-8"), label=options.label, engine=options.engine,
+                               tool=options.tool, workload=options.workload)
+    except UnicodeDecodeError as exc:
+        return FileOutcome(path, error=f"{path.name}: not UTF-8 text (byte {exc.start})")
+    except importer.ImportProblem as exc:
+        return FileOutcome(path, error=str(exc))
+    outcome = FileOutcome(path, points=len(points), ok=sum(p.result.ok for p in points))
+    if not points:
+        return outcome
+    runs = _runs(path, sha256, points, options.price_per_hour)
+    # The options a --replace import is keyed by: the same file imported with other
+    # options replaces what it brought before.
+    given = json.dumps([options.label, options.engine, options.tool, options.workload, options.price_per_hour])
+    stored = store.import_points(sha256, str(path), runs,
+                                 replace=hashlib.sha256(given.encode()).hexdigest()[:16] if options.replace else None)
+    if stored is None:
+        outcome.already = True
+        return outcome
+    outcome.run_ids, outcome.replaced = list(stored[0]), stored[1]
+    for run_id in outcome.run_ids:  # derived figures cached now: the SQL views show them
+        analysis.load(store, run_id=run_id)
+    outcome.labels = sorted({run.label for run, _ in runs})
+    outcome.notes = list(Counter(p.note for p in points if p.note).items())
+    return outcome
