@@ -133,8 +133,9 @@ def check_data_dirs(plans: Sequence[plan.EnginePlan]) -> None:
             continue
         parent = datadir.resolve(entry.data_dir)
         # The datasets of one server live side by side: each workload's, largest repeat.
+        # The size of each comes from its tool (Tool.dataset_bytes: what its parameters mean).
         datasets = {(workloads.WORKLOADS[s.workload].tool.name, s.params) for s in p.points}
-        need = sum(datadir.estimate_bytes(dict(params)) for _, params in datasets)
+        need = sum(workloads.TOOLS[tool].dataset_bytes(dict(params)) for tool, params in datasets)
         # restore keeps a copy of the prepared data directory beside it (reflinked where
         # the file system can, which a RAM disk cannot).
         copies = 2 if any(s.restore for s in p.points) else 1

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dbarena import workloads
 from dbarena.host import datadir
 from dbarena.errors import UsageError
 
@@ -22,11 +23,12 @@ def test_the_mount_holding_a_path_is_the_longest_prefix():
     assert datadir.mount_of("/devx", MOUNTS)["mount_point"] == "/"  # /dev is not a prefix of /devx
 
 
-def test_dataset_estimates():
-    assert datadir.estimate_bytes({"scale": 100}) == 1_600_000_000
-    assert datadir.estimate_bytes({"tables": 4, "table_size": 1_000_000}) == 1_000_000_000
-    assert datadir.estimate_bytes({"warehouses": 2}) == 200_000_000
-    assert datadir.estimate_bytes({"iterations": 1, "queries": 1000}) == 0
+def test_dataset_estimates_come_from_each_tools_parameters():
+    tools = workloads.TOOLS
+    assert tools["pgbench"].dataset_bytes({"scale": 100}) == 1_600_000_000
+    assert tools["sysbench"].dataset_bytes({"tables": 4, "table_size": 1_000_000}) == 1_000_000_000
+    assert tools["tpcc-like"].dataset_bytes({"warehouses": 2}) == 200_000_000
+    assert tools["mysqlslap"].dataset_bytes({"iterations": 1, "queries": 1000}) == 0
 
 
 def test_what_cannot_hold_the_data_is_refused_before_anything_starts(tmp_path):

@@ -17,21 +17,7 @@ from dbarena.errors import UsageError
 
 TMPFS = "tmpfs"
 RAM_DISK = Path("/dev/shm")
-# Bytes on disk per unit of a dataset parameter, tables and indexes, rounded up (pgbench
-# scale 1 is 100,000 accounts, about 15 MB; a sysbench row about 250 bytes with its
-# index; a tpcc-like warehouse about 100 MB): for refusing a RAM disk too small, not
-# for reporting.
-BYTES_PER = {"scale": 16_000_000, "warehouses": 100_000_000}
-SYSBENCH_ROW_BYTES = 250
 HEADROOM = 1.5  # WAL, temporary files, a checkpoint's worth of growth
-
-
-def estimate_bytes(params: dict[str, int]) -> int:
-    """The size of a dataset from its parameters (one workload's)."""
-    total = sum(BYTES_PER[k] * v for k, v in params.items() if k in BYTES_PER)
-    if "tables" in params and "table_size" in params:
-        total += params["tables"] * params["table_size"] * SYSBENCH_ROW_BYTES
-    return total
 
 
 def mount_of(path: str, proc_mounts: str) -> dict[str, str]:
