@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml
 
 # Study A's whole protocol (pgbench, sysbench and mysqlslap on throwaway PostgreSQL and
 # MariaDB) with --quick: the same levels and workloads, 5 s per point, tiny datasets;
-# results go to ./dbarena.db.
+# results go to ./dbarena.db, and the report of them to ./dbarena-report.html.
 demo: deps $(STAMP)
 	$(VENV)/bin/dbarena run --study seed-a --quick
+	$(VENV)/bin/dbarena report -o dbarena-report.html
 
 # Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite.
 test: deps $(STAMP)
