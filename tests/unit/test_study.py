@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from dbarena import plan, runner, session, studycheck, study, workloads
+from dbarena import dataset_lifecycle, plan, session, studycheck, study, workloads
 from dbarena.engines.postgres import PostgresEngine
 from dbarena.interfaces import Client
 from dbarena.model import Connection
@@ -75,13 +75,13 @@ def test_every_bundled_study_parses_and_expands(name, threads):
             assert {k for k, _ in p.params} == {q.name for q in workloads.WORKLOADS[p.workload].tool.params}
         # Every dataset a point needs is prepared before it runs (pure: no server).
         prepared: set[tuple] = set()
-        for spec, (before, after) in zip(engine_plan.points, runner.dataset_steps(engine_plan.points)):
+        for spec, (before, after) in zip(engine_plan.points, dataset_lifecycle.dataset_steps(engine_plan.points)):
             for action, step in before:
                 if action in ("prepare", "cleanup"):  # snapshot / restore keep what is prepared
-                    (prepared.add if action == "prepare" else prepared.discard)(runner.dataset_key(step))
-            assert runner.dataset_key(spec) in prepared, spec
+                    (prepared.add if action == "prepare" else prepared.discard)(dataset_lifecycle.dataset_key(step))
+            assert dataset_lifecycle.dataset_key(spec) in prepared, spec
             for action, step in after:
-                prepared.discard(runner.dataset_key(step))
+                prepared.discard(dataset_lifecycle.dataset_key(step))
 
 
 def test_study_a_levels_clients_and_durations_at_128_threads():
@@ -495,3 +495,26 @@ def test_restore_is_for_throwaway_instances_of_either_engine():
     with pytest.raises(study.StudyError, match=r"restore puts back a throwaway instance's data directory: not "
                                                r"possible on mysql's target"):
         study.parse(head + '[engines.mysql]\ntarget = "mysql://u@db/x"\n', "r.toml")
+
+
+def test_a_tools_own_parameter_keeps_its_own_default_and_size(monkeypatch):
+    """Two tools may name a parameter alike (sysbench-tpcc's --scale is warehouses of
+    about 100 MB, pgbench's 16 MB units): each workload gets its own tool's default and
+    its own tool's size estimate, not the first tool's."""
+    from dbarena.model import ToolParam
+    from dbarena.workloads.base import ToolBase
+
+    class Warehouses(ToolBase):
+        name = "fake-tpcc"
+        binary = "sysbench"
+        params = (ToolParam("scale", 1, "warehouses", quick=1, bytes_per_unit=100_000_000),)
+
+    fake = workloads.Workload("fake-tpcc", ("postgres",), Warehouses(), (), "a tool with its own scale", ())
+    monkeypatch.setitem(workloads.WORKLOADS, "fake-tpcc", fake)
+    monkeypatch.setitem(workloads.TOOLS, "fake-tpcc", fake.tool)
+    s = study.parse('schema = 1\nname = "two-scales"\n[engines.postgres]\n'
+                    '[[workloads]]\nworkload = "fake-tpcc"\n[[workloads]]\nworkload = "pgbench-tpcb"\n', "t.toml")
+    params = {w.workload: dict(w.params) for w in s.workloads}
+    assert params == {"fake-tpcc": {"scale": 1}, "pgbench-tpcb": {"scale": 10}}
+    assert fake.tool.dataset_bytes(params["fake-tpcc"]) == 100_000_000
+    assert workloads.TOOLS["pgbench"].dataset_bytes(params["pgbench-tpcb"]) == 160_000_000
