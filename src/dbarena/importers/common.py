@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from typing import Any
+
 from dbarena.errors import ParseError, UsageError
 from dbarena.importers.commandline import option
 from dbarena.model import PointResult
@@ -87,7 +89,7 @@ def _masked_args(tool: str, args: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def result_fields(args: list[str] | None, tool: str, chunk: str) -> dict:
+def result_fields(args: list[str] | None, tool: str, chunk: str) -> dict[str, Any]:
     """A PointResult's fields that say how the run was made: its command and output."""
     return dict(started_at=_EPOCH, ended_at=_EPOCH, command=(tool, *_masked_args(tool, args)), exit_code=None,
                 stdout=masked(chunk), stderr="")

@@ -46,7 +46,7 @@ def _header(name: str, fieldnames: Sequence[str] | None) -> list[str]:
     return header
 
 
-def _point(name: str, line: int, header: list[str], row: dict, label: str, engine: str | None,
+def _point(name: str, line: int, header: list[str], row: dict[str, str], label: str, engine: str | None,
            workload: str | None) -> ImportedPoint:
     """The point of the row on line `line`."""
     row = {k: (v or "") for k, v in row.items() if k is not None}
@@ -83,14 +83,14 @@ def _throughput(values: dict[str, float | None], name: str, line: int) -> tuple[
     return tps, qps
 
 
-def _engine(row: dict, engine: str | None, name: str, line: int) -> str:
+def _engine(row: dict[str, str], engine: str | None, name: str, line: int) -> str:
     run_engine = (row.get("engine") or "").strip() or engine
     if run_engine not in ("postgres", "mysql"):
         raise ImportProblem(name, line, f"engine {run_engine!r}: use postgres or mysql (column or --engine)")
     return run_engine
 
 
-def _workload(row: dict, workload: str | None, name: str, line: int) -> str:
+def _workload(row: dict[str, str], workload: str | None, name: str, line: int) -> str:
     name_of_workload = (row.get("workload") or "").strip() or workload
     if not name_of_workload:
         raise ImportProblem(name, line, "no workload (column 'workload' or --workload)")

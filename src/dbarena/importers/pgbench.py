@@ -119,7 +119,7 @@ def _transaction_type(report: PgbenchReport | None, chunk: str) -> str | None:
     return next((l.split(":", 1)[1].strip() for l in chunk.splitlines() if l.startswith("transaction type:")), None)
 
 
-def _configuration(cmd: Command, report: PgbenchReport | None) -> tuple[tuple, tuple]:
+def _configuration(cmd: Command, report: PgbenchReport | None) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, str], ...]]:
     """The run's params (scale) and options (query mode)."""
     scale = (report.scale if report and report.scale else None) or cmd.number("-s", "--scale")
     # The query mode is part of the configuration, as `-M` is of a measured point's

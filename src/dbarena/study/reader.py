@@ -68,7 +68,7 @@ class _Checker:
     def fail(self, key: str, message: str) -> StudyError:
         return StudyError(f"{self.source}: {key}: {message}")
 
-    def table(self, raw: Any, key: str, allowed: Iterable[str] | None) -> dict:
+    def table(self, raw: Any, key: str, allowed: Iterable[str] | None) -> dict[str, Any]:
         if not isinstance(raw, dict):
             raise self.fail(key, f"expected a table, not {_kind(raw)}")
         if allowed is not None:
@@ -127,7 +127,7 @@ class _Checker:
             raise self.fail(key, str(exc)) from None
         return options
 
-    def study(self, raw: dict, text: str) -> Study:
+    def study(self, raw: dict[str, Any], text: str) -> Study:
         self.table(raw, "", _TOP_KEYS)
         if "schema" not in raw:
             raise self.fail("schema", f"missing (this dbarena reads schema = {SCHEMA_VERSION})")
@@ -183,7 +183,7 @@ class _Checker:
             **self.cpu_options(raw.get("cpus")),
         )
 
-    def cpu_options(self, raw: Any) -> dict:
+    def cpu_options(self, raw: Any) -> dict[str, Any]:
         if raw is None:
             return {}
         body = self.table(raw, "cpus", _CPUS_KEYS)
@@ -224,7 +224,7 @@ class _Checker:
                                        + (f", SMT {mode}" if mode else "")))
         return tuple(out)
 
-    def precision(self, raw: Any, sweep: dict) -> float | None:
+    def precision(self, raw: Any, sweep: dict[str, Any]) -> float | None:
         if raw is None:
             if sweep["budget"] is not None:
                 raise self.fail("sweep.budget", "a budget bounds adaptive repeats: give sweep.precision too")
@@ -308,8 +308,8 @@ class _Checker:
                                                   "target (its data directory exists already)")
         return tuple(out)
 
-    def workload(self, raw: Any, key: str, sweep: dict, params: dict, study_engines: tuple[str, ...]
-                 ) -> WorkloadEntry:
+    def workload(self, raw: Any, key: str, sweep: dict[str, Any], params: dict[str, Any],
+                 study_engines: tuple[str, ...]) -> WorkloadEntry:
         body = self.table(raw, key, _WORKLOAD_KEYS)
         w = self._workload_of(body, key)
         name = w.name
@@ -322,7 +322,9 @@ class _Checker:
         own = {p.name: self.int_(body.get(p.name, params.get(p.name, p.default)), f"{key}.{p.name}")
                for p in w.tool.params}
         options = self._tool_options(body, key, w)
-        where = (lambda k: f"{key}.{k}" if k in body else f"sweep.{k}")
+        def where(k: str) -> str:  # the key that set it: the workload's own, else [sweep]'s
+            return f"{key}.{k}" if k in body else f"sweep.{k}"
+
         datasets, restore = self._lifecycle(merged, where, chosen)
         return WorkloadEntry(
             workload=name, engines=chosen, levels=self.levels(merged["levels"], where("levels")),
@@ -333,7 +335,7 @@ class _Checker:
             restore=restore,
         )
 
-    def _workload_of(self, body: dict, key: str) -> workloads.Workload:
+    def _workload_of(self, body: dict[str, Any], key: str) -> workloads.Workload:
         if "workload" not in body:
             raise self.fail(f"{key}.workload", f"missing (one of: {', '.join(workloads.WORKLOADS)})")
         name = self.str_(body["workload"], f"{key}.workload")
@@ -341,8 +343,8 @@ class _Checker:
             raise self.fail(f"{key}.workload", f"unknown workload {name!r} (known: {', '.join(workloads.WORKLOADS)})")
         return workloads.WORKLOADS[name]
 
-    def _workload_engines(self, body: dict, key: str, w: workloads.Workload, study_engines: tuple[str, ...]
-                          ) -> tuple[str, ...]:
+    def _workload_engines(self, body: dict[str, Any], key: str, w: workloads.Workload,
+                          study_engines: tuple[str, ...]) -> tuple[str, ...]:
         """The engines a workload entry runs on: those it lists, else every engine of the
         study that can run it."""
         if "engines" not in body:
@@ -362,7 +364,7 @@ class _Checker:
                 raise self.fail(f"{key}.engines", f"{w.name} cannot run on {e} (it runs on: {', '.join(w.engines)})")
         return tuple(dict.fromkeys(listed))
 
-    def _tool_options(self, body: dict, key: str, w: workloads.Workload) -> dict[str, str]:
+    def _tool_options(self, body: dict[str, Any], key: str, w: workloads.Workload) -> dict[str, str]:
         try:
             options = w.tool.check_options(self.table(body.get("options", {}), f"{key}.options", None), self.base_dir)
         except StudyError:
@@ -374,7 +376,7 @@ class _Checker:
                 raise self.fail(f"{key}.options", f"{w.name} needs the option {required!r}")
         return options
 
-    def _lifecycle(self, merged: dict, where: Callable[[str], str], chosen: tuple[str, ...]
+    def _lifecycle(self, merged: dict[str, Any], where: Callable[[str], str], chosen: tuple[str, ...]
                    ) -> tuple[str, str | None]:
         """The workload's datasets lifecycle and restore choice, checked together."""
         datasets = merged["datasets"]
