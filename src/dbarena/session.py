@@ -3,8 +3,9 @@ the run interrupted or failed, and say how it ended. The CLI only turns options 
 a study, calls `run` and renders the outcome; Python code can do the same.
 
     from dbarena import session, study
-        with Store("dbarena.db") as db:
-        outcome = session.run(study.load("seed-a"), store=db)
+    from dbarena.store.database import Store
+    with Store("dbarena.db") as db:
+        outcome = session.run(study.apply(study.load("seed-a"), study.Overrides(quick=True)), store=db)
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def measure(groups: Iterable[Group], source: str) -> NoiseModel | None:
                       ar1=max(0.0, min(0.95, statistics.median(ar))), source=source)
 
 
-# The noise at which the README states the power of a default comparison (3 repeats a
+# The noise at which docs/statistics.md states the power of a default comparison (3 repeats a
 # side): a quiet dedicated server, as in the published studies. A busier machine
 # needs more repeats (--precision finds how many).
 STATED = NoiseModel(between_cv=0.01, within_cv=0.03, ar1=0.3, source="stated: a quiet dedicated server")

@@ -1,14 +1,17 @@
 """Every flag that sets part of a study, declared once.
 
-`RUN_FLAGS` is the one table: each entry names its flag, how its text is read, its
+`run_flags()` is the one table: each entry names its flag, how its text is read, its
 help, the field of `Overrides` it sets, the study key it overrides and whether it
 is part of a point's configuration key (stats/configkey.py). The command line's
-options (cli/options.py), `Overrides` from given values (`overrides`), the
+options (study/arguments.py), `Overrides` from given values (`overrides`), the
 stored flags of a run (`Overrides.flags`, read back by `--resume`), `apply`'s notes
-of what a flag changed and the reference in docs/studies.md are all derived from it.
+of what a flag changed and the reference in docs/studies.md (`reference`) are all
+derived from it.
 
-Adding a flag: one entry here, plus the code that uses the value (in apply.py, or a
-tool's parameter in its workload module: those entries come from `Tool.params`).
+Adding a flag: one entry here and the Overrides field it fills, plus the code that
+uses the value (apply.py; a workload-level flag, `workload_field`, is applied by
+apply.py without more). A tool's parameters are not listed here: they come from each
+tool's `params` (model.ToolParam) in its workload module.
 """
 
 from __future__ import annotations
