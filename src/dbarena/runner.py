@@ -1,12 +1,13 @@
 """The sweep: for each point, build the command, run it, parse it, store it.
 
 Stages per point: prepare the dataset when its lifecycle says so (once per run and
-target, around each workload, or around each point), warm up (a same-parameter run,
-then a checkpoint), the measured run, verification, cleanup. Each finished point is
-committed to the store before the next starts, so a crash, Ctrl-C or SIGTERM loses at
-most the point in flight. A failed point (the tool failed, its output is unreadable,
-the server refused a CHECKPOINT or a verification query, the dataset could not be
-prepared) is stored with its reason and the sweep goes on, unless fail_fast.
+target, around each workload, or around each point: dataset_lifecycle.py), warm up
+(a same-parameter run, then a checkpoint), the measured run, verification, cleanup.
+Each finished point is committed to the store before the next starts, so a crash,
+Ctrl-C or SIGTERM loses at most the point in flight. A failed point (the tool failed,
+its output is unreadable, the server refused a CHECKPOINT or a verification query,
+the dataset could not be prepared) is stored with its reason and the sweep goes on,
+unless fail_fast.
 Every subprocess starts through the Executor, so tests drive all of this with a fake.
 """
 
@@ -23,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from dbarena.dataset_lifecycle import dataset_key, dataset_steps, dataset_use
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
@@ -85,80 +87,6 @@ def _failure_reason(done: Completed, problem: str | None) -> str:
         tail = " | ".join(lines[-2:]) if lines else "no error output"
         reason = f"exit status {done.returncode}: {tail}"
     return f"{reason}; {problem}" if problem else reason
-
-
-def dataset_key(spec: PointSpec) -> tuple:
-    """What identifies a dataset on one target: the tool and its parameters."""
-    return (spec.variant, WORKLOADS[spec.workload].tool.name, spec.params)
-
-
-def dataset_use(spec: PointSpec) -> str:
-    """How the point uses its tool's prepared dataset (Tool.dataset_use): "shared",
-    "consumed" (sysbench's oltp_delete) or "own" (none: sysbench's bulk_insert)."""
-    workload = WORKLOADS[spec.workload]
-    return workload.tool.dataset_use(workload.mode_args)
-
-
-def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, PointSpec]] | None = None
-                  ) -> list[tuple[list, list]]:
-    """For each point, the dataset steps before and after it: ("prepare" | "cleanup",
-    spec). Pure, so the lifecycles are tested without a server. `current` (updated
-    in place) carries what is prepared from one round of points to the next.
-
-    - "run": prepared before the first point that needs it, and again (after a
-      cleanup) when a later point needs other parameters; what is left at the end is
-      cleaned up by the sweep (not on a throwaway instance, which goes away whole);
-    - "workload": prepared before each run of consecutive points of one workload
-      (one repeat, one variant), cleaned up after it;
-    - "point": prepared before and cleaned up after every point (study A's
-      prepare / run / cleanup around each sysbench test).
-
-    With `restore` ("point" or "level"), a snapshot of the data directory follows each
-    prepare ("snapshot"), and a point that finds its dataset already prepared gets it
-    put back first ("restore"): before every point, or before the first point of each
-    level (study B restored its TPC-C data before every round).
-
-    A point of a workload that keeps no dataset (Tool.dataset_use "own") has no steps
-    and leaves the tool's prepared dataset as it is, for the points after it; one that
-    uses it up ("consumed") gets it as with "point", whatever the lifecycle.
-    """
-    steps: list[tuple[list, list]] = [([], []) for _ in plan]
-    if current is None:
-        current = {}  # (variant, tool) -> (dataset key, who prepared it)
-
-    def block(a: PointSpec, b: PointSpec | None) -> bool:
-        return b is not None and (a.workload, a.repeat, a.variant, a.params, a.options) == \
-            (b.workload, b.repeat, b.variant, b.params, b.options)
-
-    last: dict[tuple, PointSpec] = {}  # slot -> the point that used its dataset last
-    for i, spec in enumerate(plan):
-        use = dataset_use(spec)
-        if use == "own":
-            continue
-        lifecycle = "point" if use == "consumed" else spec.datasets
-        key = dataset_key(spec)
-        slot = key[:2]
-        before, after = steps[i]
-        if lifecycle == "run":
-            fresh = current.get(slot, (None,))[0] != key
-        else:
-            fresh = lifecycle == "point" or not block(spec, plan[i - 1] if i else None)
-        if fresh:
-            if slot in current:
-                before.append(("cleanup", current.pop(slot)[1]))
-            before.append(("prepare", spec))
-            if spec.restore:
-                before.append(("snapshot", spec))
-            current[slot] = (key, spec)
-        elif spec.restore == "point" or (spec.restore == "level" and (
-                slot not in last or last[slot].threads != spec.threads)):
-            before.append(("restore", spec))
-        last[slot] = spec
-        if lifecycle == "point" or (lifecycle == "workload" and
-                                    not block(spec, plan[i + 1] if i + 1 < len(plan) else None)):
-            after.append(("cleanup", spec))
-            current.pop(slot, None)
-    return steps
 
 
 class Sweep:

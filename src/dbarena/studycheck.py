@@ -15,7 +15,7 @@ from dbarena import workloads
 from dbarena.lifecycle import smt_switch
 from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
-from dbarena.runner import dataset_steps
+from dbarena.dataset_lifecycle import dataset_steps
 from dbarena.session import estimate_s
 from dbarena.study import Study
 

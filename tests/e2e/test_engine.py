@@ -12,25 +12,25 @@ import pytest
 
 from conftest import cli_env, dbarena, processes_mentioning
 from dbarena import execute
-from dbarena.engines import postgres
+from dbarena.engines import postgres_binaries
 from dbarena.errors import ToolMissing
 
 pytestmark = pytest.mark.e2e
 
 
 def test_finds_the_newest_installed_server():
-    found = postgres.find_server_binaries()
+    found = postgres_binaries.find_server_binaries()
     assert (found.bindir / "initdb").exists() and (found.bindir / "postgres").exists()
     # No other installation on the search path is newer.
-    for d in postgres.candidate_bindirs():
+    for d in postgres_binaries.candidate_bindirs():
         if (d / "postgres").is_file() and (d / "initdb").is_file():
-            assert postgres.parse_version(execute.version_line(d / "postgres")) <= found.version
-    assert postgres.find_client("pgbench").exists()
+            assert postgres_binaries.parse_version(execute.version_line(d / "postgres")) <= found.version
+    assert postgres_binaries.find_client("pgbench").exists()
 
 
 def test_a_directory_without_binaries_is_refused(tmp_path):
     with pytest.raises(ToolMissing, match="apt-get install postgresql"):
-        postgres.find_server_binaries(tmp_path)
+        postgres_binaries.find_server_binaries(tmp_path)
 
 
 @pytest.mark.parametrize("line, version", [
@@ -40,7 +40,7 @@ def test_a_directory_without_binaries_is_refused(tmp_path):
     ("something else", None),
 ])
 def test_parse_version(line, version):
-    assert postgres.parse_version(line) == version
+    assert postgres_binaries.parse_version(line) == version
 
 
 def test_keep_leaves_a_usable_instance(public_tmp, tmp_path):

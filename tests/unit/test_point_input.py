@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import pytest
 from test_sweep import FakeExecutor, rig  # noqa: F401 - rig is the fixture of the sweep tests
 
-from dbarena import execute, runner
+from dbarena import dataset_lifecycle, execute, runner
 from dbarena.errors import ParseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, PointInput
@@ -150,7 +150,7 @@ SIZES = (("table_size", 1000), ("tables", 1))
 
 def steps(plan: list[PointSpec]) -> list[tuple[list, list]]:
     return [([(a, plan.index(s)) for a, s in before], [(a, plan.index(s)) for a, s in after])
-            for before, after in runner.dataset_steps(plan)]
+            for before, after in dataset_lifecycle.dataset_steps(plan)]
 
 
 def test_bulk_insert_points_keep_no_dataset_and_leave_the_shared_one_alone():

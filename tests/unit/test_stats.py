@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from dbarena.stats import estimators as stats
+from dbarena.stats import steadystate
 
 
 def ar1(n: int, mean: float, sd: float, rho: float, rng: random.Random) -> list[float]:
@@ -38,7 +39,7 @@ def test_repeats_interval_equals_scipy_t_interval():
 def test_batch_means_interval_equals_scipy_on_the_batch_means():
     rng = random.Random(7)
     series = ar1(100, 500, 20, 0.3, rng)
-    est = stats.batch_means(series)
+    est = steadystate.batch_means(series)
     size = 100 // est.n
     means = [statistics.fmean(series[100 - est.n * size + i * size: 100 - est.n * size + (i + 1) * size])
              for i in range(est.n)]
@@ -62,7 +63,7 @@ def test_welch_equals_scipy_ttest_ind():
 def test_trend_p_value_equals_scipy_linregress():
     rng = random.Random(3)
     values = [100 + 0.5 * i + rng.gauss(0, 3) for i in range(40)]
-    change, p = stats.trend(values)
+    change, p = steadystate.trend(values)
     fit = sps.linregress(range(40), values)
     assert p == pytest.approx(fit.pvalue, rel=1e-9)
     assert change == pytest.approx(fit.slope * 39 / np.mean(values), rel=1e-9)
@@ -87,7 +88,7 @@ def test_fewer_than_three_repeats_give_a_ratio_and_no_verdict(a, b, n):
 
 def test_a_single_runs_interval_is_marked_as_within_that_run_and_never_used_for_a_verdict():
     rng = random.Random(1)
-    steady = stats.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
+    steady = steadystate.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
     s = stats.summarize([steady.mean], single_run=steady)
     assert s.within_run and s.estimate.n == 1 and s.estimate.se is None
     other = stats.summarize([steady.mean * 1.5], single_run=steady)
@@ -102,7 +103,7 @@ def test_batch_means_interval_covers_the_true_mean_about_95_percent(n, rho):
     reps = 400
     covered = 0
     for _ in range(reps):
-        low, high = stats.batch_means(ar1(n, 1000.0, 50.0, rho, rng)).interval()
+        low, high = steadystate.batch_means(ar1(n, 1000.0, 50.0, rho, rng)).interval()
         covered += low <= 1000.0 <= high
     # 95 % nominal; binomial sd at 400 reps is 1.1 %, batch means undercover slightly.
     assert 0.90 <= covered / reps <= 0.99
@@ -133,17 +134,17 @@ def test_steady_state_excludes_a_warm_up_and_covers_the_steady_mean():
     rng = random.Random(2)
     ramp = [300 + 35 * i for i in range(20)]  # 20 s climbing to ~1000
     series = ramp + ar1(100, 1000, 30, 0.3, rng)
-    result = stats.steady_state([float(i + 1) for i in range(120)], series, 120)
+    result = steadystate.steady_state([float(i + 1) for i in range(120)], series, 120)
     assert 15 <= result.steady_start_s <= 25
     assert result.ci_low <= 1000 <= result.ci_high
     assert abs(result.mean - 1000) < 20
-    assert not any(f.code == stats.Warning_.LONG_WARMUP for f in result.flags)
+    assert not any(f.code == steadystate.Warning_.LONG_WARMUP for f in result.flags)
 
 
 def test_mser5_cuts_nothing_from_a_stationary_series_nor_a_short_one():
     rng = random.Random(4)
-    assert stats.mser5(ar1(100, 1000, 30, 0.0, rng)) <= 10
-    assert stats.mser5([1, 2, 3, 50, 50, 50, 50, 50, 50, 50, 50, 50]) == 0  # 12 s: too short to judge
+    assert steadystate.mser5(ar1(100, 1000, 30, 0.0, rng)) <= 10
+    assert steadystate.mser5([1, 2, 3, 50, 50, 50, 50, 50, 50, 50, 50, 50]) == 0  # 12 s: too short to judge
 
 
 def test_checkpoint_dips_are_flagged_with_their_period():
@@ -151,18 +152,18 @@ def test_checkpoint_dips_are_flagged_with_their_period():
     series = ar1(120, 1000, 15, 0.2, rng)
     for s in range(10, 120, 30):
         series[s] = 400.0
-    result = stats.steady_state([float(i + 1) for i in range(120)], series, 120)
+    result = steadystate.steady_state([float(i + 1) for i in range(120)], series, 120)
     assert list(result.dips_s) == [11.0, 41.0, 71.0, 101.0]
-    (flag,) = [f for f in result.flags if f.code == stats.Warning_.DIPS]
+    (flag,) = [f for f in result.flags if f.code == steadystate.Warning_.DIPS]
     assert "about every 30 s" in flag.message
 
 
 def test_a_drift_is_flagged():
     rng = random.Random(9)
     series = [1000 - 3 * i + rng.gauss(0, 10) for i in range(100)]
-    result = stats.steady_state([float(i + 1) for i in range(100)], series, 100)
+    result = steadystate.steady_state([float(i + 1) for i in range(100)], series, 100)
     assert result.trend_pct is not None and result.trend_pct < -10
-    assert any(f.code == stats.Warning_.TREND for f in result.flags)
+    assert any(f.code == steadystate.Warning_.TREND for f in result.flags)
 
 
 # ------------------------------------------------------------------ summaries and warnings
@@ -179,29 +180,29 @@ def test_summary_of_repeats():
 def test_summary_warnings_have_advice():
     s = stats.summarize([1000.0, 1400.0], failed=1)
     codes = {f.code for f in s.flags}
-    assert codes == {stats.Warning_.FAILED_POINTS, stats.Warning_.FEW_REPEATS, stats.Warning_.HIGH_VARIATION}
+    assert codes == {steadystate.Warning_.FAILED_POINTS, steadystate.Warning_.FEW_REPEATS, steadystate.Warning_.HIGH_VARIATION}
     assert all("--" in f.message or "see" in f.message or "look for" in f.message for f in s.flags)
 
 
 def test_single_repeat_takes_its_run_interval():
     rng = random.Random(1)
-    steady = stats.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
+    steady = steadystate.steady_state([float(i) for i in range(1, 61)], ar1(60, 1000, 30, 0.2, rng), 60)
     s = stats.summarize([steady.mean], single_run=steady)
     assert (s.ci_low, s.ci_high) == (steady.ci_low, steady.ci_high) and s.within_run
-    assert any(f.code == stats.Warning_.FEW_REPEATS for f in s.flags)
+    assert any(f.code == steadystate.Warning_.FEW_REPEATS for f in s.flags)
 
 
 def test_load_generator_warnings():
     busy_client = [{"loadgen_cpu": 1.8, "cpu_idle_pct": 30.0, "server_cpu": 2.0}] * 5
-    assert [f.code for f in stats.loadgen_flags(busy_client, threads=2, hardware_threads=8)] == [
-        stats.Warning_.LOADGEN_BOUND]
+    assert [f.code for f in steadystate.loadgen_flags(busy_client, threads=2, hardware_threads=8)] == [
+        steadystate.Warning_.LOADGEN_BOUND]
     saturated = [{"loadgen_cpu": 0.5, "cpu_idle_pct": 1.0, "server_cpu": 1.4}] * 5
-    (flag,) = stats.loadgen_flags(saturated, threads=2, hardware_threads=2)
+    (flag,) = steadystate.loadgen_flags(saturated, threads=2, hardware_threads=2)
     assert "competes with the database" in flag.message
     fine = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 40.0, "server_cpu": 1.0}] * 5
-    assert stats.loadgen_flags(fine, threads=2, hardware_threads=2) == ()
+    assert steadystate.loadgen_flags(fine, threads=2, hardware_threads=2) == ()
     remote = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 2.0, "server_cpu": None}] * 5
-    assert stats.loadgen_flags(remote, threads=2, hardware_threads=2) == ()
+    assert steadystate.loadgen_flags(remote, threads=2, hardware_threads=2) == ()
     # Two samples (a 4 s point, the first second connection set-up) say nothing either way.
-    assert stats.loadgen_flags(saturated[:2], threads=2, hardware_threads=2) == ()
-    assert stats.loadgen_flags(busy_client[:2], threads=2, hardware_threads=8) == ()
+    assert steadystate.loadgen_flags(saturated[:2], threads=2, hardware_threads=2) == ()
+    assert steadystate.loadgen_flags(busy_client[:2], threads=2, hardware_threads=8) == ()

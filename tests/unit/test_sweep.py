@@ -4,7 +4,7 @@ from tests/fixtures returned) and a fake target drive runner.Sweep into a real s
 Checked: the warm-up round (a stored warm-up run, a checkpoint, the measured run), a
 refused CHECKPOINT, fail_fast, a killed tool, the dataset lifecycles (run, workload,
 point) on throwaway and existing servers, a failed preparation, the configuration key
-of every stored point; and the pure runner.dataset_steps.
+of every stored point; and the pure dataset_lifecycle.dataset_steps.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import pytest
 
-from dbarena import runner
+from dbarena import dataset_lifecycle, runner
 from dbarena.errors import DatabaseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
@@ -556,7 +556,7 @@ def _steps(plan: list[PointSpec]) -> list[tuple[list, list]]:
     """dataset_steps with specs replaced by their index in the plan."""
     index = {id(p): i for i, p in enumerate(plan)}
     return [([(a, index[id(s)]) for a, s in before], [(a, index[id(s)]) for a, s in after])
-            for before, after in runner.dataset_steps(plan)]
+            for before, after in dataset_lifecycle.dataset_steps(plan)]
 
 
 def test_dataset_steps_per_run():
@@ -611,7 +611,7 @@ def test_dataset_steps_variants_have_datasets_of_their_own():
 
 
 def test_dataset_steps_of_an_empty_plan():
-    assert runner.dataset_steps([]) == []
+    assert dataset_lifecycle.dataset_steps([]) == []
 
 
 def test_dataset_steps_mixed_lifecycles():

@@ -11,13 +11,14 @@ import pytest
 
 from dbarena.stats import noise
 from dbarena.stats import estimators as stats
+from dbarena.stats import steadystate
 
 SECONDS = 30
 
 
 def run_mean(model: noise.NoiseModel, rng: np.random.Generator, mean: float) -> float:
     series = model.run(rng, mean, SECONDS)
-    steady = stats.steady_state([float(i + 1) for i in range(SECONDS)], list(series), SECONDS)
+    steady = steadystate.steady_state([float(i + 1) for i in range(SECONDS)], list(series), SECONDS)
     assert steady is not None
     return steady.mean
 

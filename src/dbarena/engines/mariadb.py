@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dbarena.engines.mysql_family import INSTALL_HINT, MyBinaries, MySQLFamily, _search
+from dbarena.engines.mysql_binaries import INSTALL_HINT, MyBinaries, search
+from dbarena.engines.mysql_family import MySQLFamily
 from dbarena.errors import ToolMissing
 
 
@@ -18,7 +19,7 @@ class MariaDB(MySQLFamily):
         return "mariadb" in version_line.lower()
 
     def install_db(self, server: Path, bindir: Path | None) -> Path | None:
-        found = _search(("mariadb-install-db", "mysql_install_db"), bindir)
+        found = search(("mariadb-install-db", "mysql_install_db"), bindir)
         if found is None:
             raise ToolMissing(f"mariadb-install-db not found next to {server}: {INSTALL_HINT}")
         return found

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dbarena.engines.mysql_family import MyBinaries, MySQLFamily
+from dbarena.engines.mysql_binaries import MyBinaries
+from dbarena.engines.mysql_family import MySQLFamily
 
 
 class MySQL(MySQLFamily):

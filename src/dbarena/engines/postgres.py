@@ -4,281 +4,34 @@ The throwaway instance lives in a fresh temporary directory, listens on 127.0.0.
 a private socket directory only, uses a random password that is never printed or
 stored (clients get it through a private passfile), and is always stopped and
 removed: on success, on error, on Ctrl-C and on SIGTERM (unless --keep).
+
+Here: the settings and cluster options checked before a start, the existing server,
+the throwaway instance's set-up and the engine. Where the binaries are:
+postgres_binaries.py; the server once running (PgTarget): postgres_target.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
-import os
-import re
 import secrets
-import shutil
 import signal
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from dbarena import execute
 from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url
-from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
-from dbarena.interfaces import Client, Executor, Tool
+from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
+from dbarena.engines.postgres_target import (ENGINE, PgTarget, connection_from_url, log_reason, one_line,
+                                             open_connection, wait_ready)
+from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
+from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
-from dbarena.model import Connection
 
 if TYPE_CHECKING:
     import psycopg
 else:
     psycopg = lazy_import("psycopg")  # the driver: only a run or a --target needs it
-
-ENGINE = "postgres"
-INSTALL_HINT = "install PostgreSQL with `apt-get install postgresql postgresql-contrib`"
-
-_VERSION = re.compile(r"\(PostgreSQL\) (?P<major>\d+)(?:\.(?P<minor>\d+))?")
-
-
-@dataclass(frozen=True)
-class PgBinaries:
-    bindir: Path
-    version: tuple[int, int]
-    version_line: str
-
-    def path(self, name: str) -> Path:
-        return self.bindir / name
-
-
-def _is_exe(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def candidate_bindirs(path_env: str | None = None, executor: Executor = execute.LOCAL) -> list[Path]:
-    """Directories that may hold PostgreSQL server binaries, in search order:
-    pg_config --bindir, Debian/Ubuntu and RHEL install trees, then PATH."""
-    dirs: list[Path] = []
-    pg_config = shutil.which("pg_config", path=path_env)
-    if pg_config:
-        with contextlib.suppress(ToolMissing):
-            done = executor.run([pg_config, "--bindir"], timeout=30)
-            if done.returncode == 0 and done.stdout.strip():
-                dirs.append(Path(done.stdout.strip()))
-    for pattern in ("/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/usr/local/pgsql/bin"):
-        dirs.extend(Path(p) for p in sorted(glob.glob(pattern)))
-    for entry in (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep):
-        if entry:
-            dirs.append(Path(entry))
-    seen: set[Path] = set()
-    unique = []
-    for d in dirs:
-        key = d.resolve() if d.exists() else d
-        if key not in seen:
-            seen.add(key)
-            unique.append(d)
-    return unique
-
-
-def parse_version(line: str) -> tuple[int, int] | None:
-    """'postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)' -> (15, 18)."""
-    m = _VERSION.search(line)
-    if m is None:
-        return None
-    return int(m["major"]), int(m["minor"] or 0)
-
-
-def find_server_binaries(bindir: Path | None = None, executor: Executor = execute.LOCAL) -> PgBinaries:
-    """The newest PostgreSQL installation with initdb, postgres and pgbench."""
-    dirs = [bindir] if bindir is not None else candidate_bindirs(executor=executor)
-    found: list[PgBinaries] = []
-    for d in dirs:
-        if not all(_is_exe(d / n) for n in ("initdb", "postgres")):
-            continue
-        line = execute.version_line(d / "postgres", executor)
-        version = parse_version(line)
-        if version is not None:
-            found.append(PgBinaries(d, version, line))
-    if not found:
-        where = f"in {bindir}" if bindir is not None else "(looked at pg_config, /usr/lib/postgresql/*/bin and PATH)"
-        raise ToolMissing(f"no PostgreSQL server binaries (initdb, postgres) found {where}: {INSTALL_HINT}")
-    return max(found, key=lambda b: b.version)
-
-
-def find_client(name: str, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> Path:
-    """A client tool (pgbench, psql): from bindir, else the newest install, else PATH."""
-    dirs = [bindir] if bindir is not None else candidate_bindirs(executor=executor)
-    versioned = []
-    for d in dirs:
-        if _is_exe(d / name):
-            line = execute.version_line(d / name, executor)
-            versioned.append((parse_version(line) or (0, 0), d / name))
-    if not versioned:
-        raise ToolMissing(f"{name} not found: {INSTALL_HINT}")
-    # Newest version wins; among equals, the first found (pg_config's bindir).
-    return max(versioned, key=lambda v: v[0])[1]
-
-
-def _connection(url: str) -> Connection:
-    parts = urlsplit(url)
-    return Connection(
-        protocol="postgresql", host=parts.hostname or "localhost", port=parts.port or 5432,
-        user=parts.username or os.environ.get("PGUSER") or "postgres",
-        dbname=parts.path.lstrip("/") or parts.username or "postgres", url=url,
-    )
-
-
-@dataclass
-class PgTarget(instance.SavedData):
-    """A PostgreSQL server to benchmark. Its connection never holds a password."""
-
-    conn: Connection
-    description: str
-    server_version: str
-    throwaway: bool
-    passfile: Path | None = None
-    data_dir: Path | None = None
-    log_path: Path | None = None
-    process: Any = field(default=None, repr=False)
-    bindir: Path | None = None
-    executor: Executor = field(default=execute.LOCAL, repr=False)
-    engine: str = ENGINE
-    flavour: str = "postgresql"
-    _tools: dict = field(default_factory=dict, repr=False)
-    record: Any = field(default=None, repr=False)  # a throwaway's state.Record
-    server_argv: tuple[str, ...] = ()  # how a throwaway's postmaster is started (for a restart)
-    server_user: str | None = None
-    server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
-
-    def _restart(self, between: Callable[[], None], *, clean: bool) -> None:
-        """Stop the throwaway server (fast shutdown; `clean`: refused if it had to be
-        killed), do `between` to its stopped data directory, start it again on the
-        same port and settings (also when `between` failed)."""
-        if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
-            raise EnvironmentProblem("only a throwaway PostgreSQL's data directory can be saved and restored")
-        process = self.process
-        stop = (lambda: instance.stopped_cleanly(process, first_signal=signal.SIGINT, grace_s=60, what="PostgreSQL")) \
-            if clean else (lambda: instance.stop_server(process, first_signal=signal.SIGINT))
-        instance.restarted(stop, between, self._start_again)
-
-    def _start_again(self) -> None:
-        self.process = self.executor.spawn(list(self.server_argv), log_path=self.log_path or Path(os.devnull),
-                                           user=self.server_user, cpus=self.server_cpus)
-        if self.record is not None:
-            self.record.update(server_pgid=self.process.pid)
-        admin = self.conn.url.rsplit("/", 1)[0] + "/postgres"
-        assert self.passfile is not None and self.log_path is not None  # a throwaway has both
-        if _wait_ready(self.process, admin, self.passfile, self.log_path, 120) is None:
-            raise EnvironmentProblem(f"PostgreSQL did not start again: {_log_reason(self.log_path)}")
-        self.remember_shared_memory()
-
-    def remember_shared_memory(self) -> None:
-        """Add the dynamic shared memory the server's processes map now to its record
-        (the statistics' segments appear while it runs, not at start), so that they are
-        removed even if it dies before it can remove them itself."""
-        if self.process is None or self.record is None or self.process.poll() is not None:
-            return
-        import psutil
-
-        try:
-            pids = [self.process.pid, *(c.pid for c in psutil.Process(self.process.pid).children(recursive=True))]
-        except psutil.Error:
-            return
-        known = set(self.record.data.get("shm", ()))
-        found = known | {str(p) for pid in pids for p in state.shm_segments(pid)}
-        if found != known:
-            self.record.update(shm=sorted(found))
-
-    @property
-    def url(self) -> str:
-        return self.conn.url
-
-    def client_env(self) -> dict:
-        env = dict(os.environ)
-        if self.passfile is not None:
-            # Our own instance: its private passfile, and nothing the user's
-            # environment might set for other servers.
-            env.pop("PGPASSWORD", None)
-            env["PGPASSFILE"] = str(self.passfile)
-        return env
-
-    def tool(self, name: str) -> Path:
-        # Found once per target: discovery runs `--version` on every candidate.
-        if name not in self._tools:
-            self._tools[name] = client_tool(name, self.bindir, self.executor)
-        return self._tools[name]
-
-    def client(self, tool: Tool) -> Client:
-        # libpq finds the password itself (PGPASSFILE, PGPASSWORD, ~/.pgpass), for
-        # pgbench and for sysbench's pgsql driver alike: no file of the tool's own.
-        return Client(binary=str(self.tool(tool.binary)), conn=self.conn)
-
-    def problem(self) -> str | None:
-        """Why the server is gone, if it is our instance and it died."""
-        proc = self.process
-        if proc is None or proc.poll() is None:
-            return None
-        return f"PostgreSQL server exited with status {proc.returncode}: {_log_reason(self.log_path)}"
-
-    def server_pid(self) -> int | None:
-        """The postmaster's pid, when the server runs here (our instance)."""
-        return self.process.pid if self.process is not None else None
-
-    def connect(self) -> psycopg.Connection:
-        return _connect(self.url, passfile=self.passfile)
-
-    def facts(self) -> dict:
-        """Provenance of the server: version, settings that differ from the defaults
-        (pg_settings where the source is not 'default'; per-connection sources left
-        out), data checksums."""
-        return _facts_or_error(self._facts)
-
-    def _facts(self) -> dict:
-        with self.connect() as conn:
-            version = _first(conn.execute("SELECT version()"))
-            rows = conn.execute(
-                # current_setting() shows a value as SHOW does ('16MB'); setting || unit
-                # would glue a count of 8kB pages to its unit ('20488kB').
-                "SELECT name, current_setting(name), source FROM pg_settings"
-                " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
-            ).fetchall()
-            checksums = _first(conn.execute("SHOW data_checksums"))
-        return {
-            "version_string": version,
-            "non_default_settings": {name: value for name, value, _ in rows},
-            "settings_source": {name: source for name, _, source in rows},
-            "data_checksums": checksums,
-        }
-
-    def checkpoint(self) -> None:
-        """Write all dirty pages now (after a warm-up), as study B did before each run.
-        A managed server may refuse it (PostgreSQL before 15 needs a superuser)."""
-        try:
-            with self.connect() as conn:
-                conn.execute("CHECKPOINT")
-        except psycopg.Error as exc:
-            raise DatabaseError(f"CHECKPOINT failed: {_one_line(exc)}") from None
-
-    def dataset_facts(self) -> dict:
-        def size() -> dict:
-            with self.connect() as conn:
-                return {"database_bytes": _first(conn.execute("SELECT pg_database_size(current_database())"))}
-        return _facts_or_error(size)
-
-    def keep_note(self) -> str:
-        assert self.data_dir is not None  # only throwaway instances are kept
-        return (
-            f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
-            f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
-            f"remove with: dbarena cleanup (or kill {self.process.pid} && rm -rf {self.data_dir.parent})"
-        )
-
-
-def _facts_or_error(read) -> dict:
-    # Provenance is worth having but never worth a failed benchmark.
-    try:
-        return read()
-    except psycopg.Error as exc:
-        return {"facts_error": _one_line(exc)}
 
 
 def client_libraries() -> dict:
@@ -287,50 +40,6 @@ def client_libraries() -> dict:
     are named per tool: execute.linked_libraries)."""
     version = psycopg.pq.version()
     return {"psycopg libpq": f"{version // 10000}.{version % 10000}", "psycopg": psycopg.__version__}
-
-
-def client_tool(name: str, bindir: Path | None, executor: Executor = execute.LOCAL) -> Path:
-    """pgbench from the PostgreSQL installation; other tools (sysbench) from PATH."""
-    if name == "pgbench":
-        return find_client("pgbench", bindir, executor)
-    found = shutil.which(name)
-    if found is None:
-        raise ToolMissing(f"{name} not found: install it with `apt-get install {name}`")
-    return Path(found)
-
-
-def _log_reason(log_path: Path | None) -> str:
-    """The server log's last FATAL/PANIC; for a bad setting, the line that names it."""
-    reason = instance.log_reason(log_path, ("FATAL:", "PANIC:"))
-    if "contains errors" in reason and log_path is not None:
-        lines = [l.strip() for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
-        i = lines.index(reason)
-        if i > 0:
-            return f"{lines[i - 1]} ({reason})"
-    return reason
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
-
-
-def _first(cur: psycopg.Cursor[Any]) -> Any:
-    """The first value of a query that returns one row."""
-    row = cur.fetchone()
-    if row is None:
-        raise DatabaseError("the query returned no row")
-    return row[0]
-
-
-def _connect(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10):
-    kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True}
-    if passfile is not None:
-        # Our own instance: its password given outright, because libpq prefers a
-        # PGPASSWORD in the environment (set for a --store or --target server) to a passfile.
-        kwargs["password"] = passfile.read_text().strip().rsplit(":", 1)[1]
-    if dbname is not None:
-        kwargs["dbname"] = dbname
-    return psycopg.connect(url, **kwargs)
 
 
 # ---------------------------------------------------------------- external target
@@ -348,15 +57,15 @@ def external(url: str, bindir: Path | None = None, executor: Executor = execute.
     """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq)."""
     url = check_target_url(url)
     try:
-        with _connect(url) as conn:
+        with open_connection(url) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
     except psycopg.Error as exc:
         raise ConnectionFailed(
-            f"cannot connect to {url}: {_one_line(exc)} "
+            f"cannot connect to {url}: {one_line(exc)} "
             "(check host, port and user; the password comes from PGPASSWORD or ~/.pgpass)"
         ) from None
-    yield PgTarget(conn=_connection(url), description=url, server_version=version, throwaway=False, bindir=bindir,
-                   executor=executor)
+    yield PgTarget(conn=connection_from_url(url), description=url, server_version=version, throwaway=False,
+                   bindir=bindir, executor=executor)
 
 
 # ---------------------------------------------------------------- throwaway instance
@@ -498,24 +207,24 @@ def throwaway(
                                   cpus=cpus)
             record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
             url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
-            version = _wait_ready(proc, url, passfile, log_path, ready_timeout_s)
+            version = wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             # The dynamic shared memory the postmaster made (/dev/shm/PostgreSQL.<n>):
             # recorded, so that it is removed even when the server dies before it can
             # (killed, out of memory), by release or by whoever reaps the instance.
             record.update(shm=sorted(str(p) for p in state.shm_segments(proc.pid)))
             if version is not None:
                 break
-            reason = _log_reason(log_path)
+            reason = log_reason(log_path)
             if "contains errors" in reason and settings:
                 raise UsageError(f"--pg-setting: PostgreSQL refused a setting: {reason}")
             if "could not bind" not in reason or attempt == 2:
                 raise EnvironmentProblem(f"PostgreSQL did not start: {reason}")
         assert version is not None  # each attempt either started the server or raised
-        with _connect(url, passfile=passfile) as conn:
+        with open_connection(url, passfile=passfile) as conn:
             conn.execute("CREATE DATABASE dbarena")
         url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"
         target = PgTarget(
-            conn=_connection(url),
+            conn=connection_from_url(url),
             description=f"throwaway PostgreSQL {version} at 127.0.0.1:{port}",
             server_version=version,
             bindir=binaries.bindir,
@@ -536,21 +245,6 @@ def throwaway(
         # server may have been restarted (a restored data directory): the current one.
         instance.release(target.process if target is not None else proc, top, record,
                          keep=keep and target is not None, first_signal=signal.SIGINT)
-
-
-def _wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
-    """Server version once it accepts connections; None if it exited first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return None
-        try:
-            with _connect(url, passfile=passfile, timeout=5) as conn:
-                return conn.execute("SHOW server_version").fetchone()[0]
-        except psycopg.OperationalError:
-            time.sleep(0.1)
-    execute.stop(proc)
-    raise EnvironmentProblem(f"PostgreSQL did not accept connections within {timeout_s:.0f} s: {_log_reason(log_path)}")
 
 
 class PostgresEngine:

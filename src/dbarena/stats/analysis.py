@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 from dbarena.stats import configkey
 from dbarena.stats import latency
 from dbarena.stats import estimators as stats
+from dbarena.stats import steadystate
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
@@ -31,7 +32,7 @@ def _metric(row: dict[str, Any]) -> str:
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
 ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
-# 3: no load-generator verdict from fewer than stats.LOADGEN_MIN_SAMPLES samples
+# 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
@@ -45,14 +46,14 @@ def analyse_point(row: dict[str, Any], samples: list[dict[str, Any]], system: li
     if row["status"] != "ok":
         return out
     series = [s["tps"] for s in samples]
-    flags: list[stats.Flag] = []
+    flags: list[steadystate.Flag] = []
     if series and row.get("tps") is not None:
-        steady = stats.steady_state([s["second"] for s in samples], series, row["duration_s"])
+        steady = steadystate.steady_state([s["second"] for s in samples], series, row["duration_s"])
         assert steady is not None  # None only for an empty series
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
                    tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
         flags.extend(steady.flags)
-    flags.extend(stats.loadgen_flags(system, row["threads"], hardware_threads))
+    flags.extend(steadystate.loadgen_flags(system, row["threads"], hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
     out.update(system_view(system, out["steady_start_s"]))
     return out
@@ -154,7 +155,7 @@ def result_value(result: PointResult) -> float | None:
     if not result.ok or m is None:
         return None
     if m.tps is not None and result.samples:
-        steady = stats.steady_state([s.second for s in result.samples], [s.tps for s in result.samples],
+        steady = steadystate.steady_state([s.second for s in result.samples], [s.tps for s in result.samples],
                                     result.spec.duration_s)
         assert steady is not None  # the series is not empty
         return steady.mean
@@ -190,7 +191,7 @@ def summaries(rows: Iterable[dict[str, Any]],
         if len(hosts) > 1:
             # Two machines under one label with the same CPU model, threads and memory have
             # one configuration key: pooled, but never silently.
-            point_flags.append(stats.Flag(stats.Warning_.SEVERAL_HOSTS, (
+            point_flags.append(steadystate.Flag(steadystate.Warning_.SEVERAL_HOSTS, (
                 f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
                 f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
         out.append({
