@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -23,12 +23,21 @@ from dbarena.store.database import Store
 
 DEFAULT_STORE = "dbarena.db"
 
-class StoreLocation(click.ParamType):
+# click.ParamType is generic (value type, input type) from click 8.4/8.5 only; pyproject
+# allows click>=8.1, where subscripting it at runtime raises TypeError. So the
+# parametrised base is for the type checker only, the plain class at runtime.
+if TYPE_CHECKING:
+    _StoreLocationBase = click.ParamType[Path | str, Path | str]
+else:
+    _StoreLocationBase = click.ParamType
+
+
+class StoreLocation(_StoreLocationBase):
     """An SQLite file (an absolute Path), or a postgresql:// URL (checked: no password)."""
 
     name = "FILE|URL"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Path | str, param: click.Parameter | None, ctx: click.Context | None) -> Path | str:
         if isinstance(value, Path):
             return value.resolve()
         if pgstore.is_url(value):
@@ -57,7 +66,7 @@ store_option = click.option(
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="dbarena")
-def cli():
+def cli() -> None:
     """Benchmark PostgreSQL and MySQL/MariaDB across machines and settings; store every result.
 
     Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every

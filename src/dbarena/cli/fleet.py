@@ -16,7 +16,7 @@ from dbarena.study import arguments
 
 
 @cli.group("fleet")
-def fleet_group():
+def fleet_group() -> None:
     """One study on many hosts through Ansible (docs/fleet.md)."""
 
 
@@ -42,7 +42,8 @@ limit_option = click.option("--limit", metavar="PATTERN",
                                       "(its run goes on there; run again to collect it).")
 @store_option
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- RUN OPTIONS...]")
-def fleet_run(inventory, limit, study_name, quick, serial, poll_s, unreachable_timeout, store, run_args):
+def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, serial: bool, poll_s: float,
+              unreachable_timeout: float, store: Path | str, run_args: tuple[str, ...]) -> int:
     """Run a study on every host of an Ansible inventory at once, and bring every host's
     results into the store.
 
@@ -83,7 +84,7 @@ def fleet_run(inventory, limit, study_name, quick, serial, poll_s, unreachable_t
 @fleet_group.command("status")
 @inventory_option
 @limit_option
-def fleet_status(inventory, limit):
+def fleet_status(inventory: Path, limit: str | None) -> None:
     """Where each host's run is: points done / planned, the current point, ETA."""
     from dbarena.fleet import controller, inventory as inventory_mod
 
@@ -101,7 +102,7 @@ def fleet_status(inventory, limit):
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The host's fleet working directory (dbarena_workdir).")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
-def fleet_host_run(workdir, run_args):
+def fleet_host_run(workdir: Path, run_args: tuple[str, ...]) -> int:
     """On a host (started by `fleet run`): the study, started, resumed or skipped."""
     from dbarena.fleet import host
 
@@ -111,7 +112,7 @@ def fleet_host_run(workdir, run_args):
 @fleet_group.command("host-status", hidden=True)
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The host's fleet working directory (dbarena_workdir).")
-def fleet_host_status(workdir):
+def fleet_host_status(workdir: Path) -> None:
     """On a host: its run's state as one JSON line."""
     from dbarena.fleet import host
 
@@ -121,7 +122,7 @@ def fleet_host_status(workdir):
 @fleet_group.command("host-snapshot", hidden=True)
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The host's fleet working directory (dbarena_workdir).")
-def fleet_host_snapshot(workdir):
+def fleet_host_snapshot(workdir: Path) -> None:
     """On a host: a consistent copy of its store, to be fetched."""
     from dbarena.fleet import host
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,11 +19,14 @@ from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
 from dbarena.store.database import Store
 
+if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
+    from dbarena.stats.price import Price
+
 
 @cli.command()
 @click.argument("others", nargs=-1, required=True, type=StoreLocation(), metavar="STORE...")
 @store_option
-def merge(others, store):
+def merge(others: tuple[Path | str, ...], store: Path | str) -> None:
     """Bring other stores' runs into this one: points, per-second series, raw outputs,
     studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
     store is read through a migrated copy, a newer one is refused; each file is merged
@@ -36,14 +40,14 @@ def merge(others, store):
 
 
 @cli.group("store")
-def store_group():
+def store_group() -> None:
     """The results store itself."""
 
 
 @store_group.command("info")
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def store_info(store, as_json):
+def store_info(store: Path | str, as_json: bool) -> None:
     """Schema version, counts, size and labels of a store."""
     with open_store(store) as db:
         facts = info(db)
@@ -72,7 +76,8 @@ def store_info(store, as_json):
                                            "that fit a 120-column terminal].")
 @click.option("--raw", "raw_point", type=int, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
-def results(store, run_id, labels, study_name, variants, summary, as_json, wide, raw_point):
+def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], study_name: str | None,
+            variants: tuple[str, ...], summary: bool, as_json: bool, wide: bool, raw_point: int | None) -> None:
     """List stored points (or their summaries), with steady-state figures and warnings."""
     if raw_point is not None:
         with open_store(store) as db:
@@ -106,7 +111,8 @@ def results(store, run_id, labels, study_name, variants, summary, as_json, wide,
                    "[default: host for two labels, variant for two variants].")
 @click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def compare(store, a, b, about, study_name, as_json):
+def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_name: str | None,
+            as_json: bool) -> None:
     """Compare B against A: two labels (hosts), or two variants of a study.
 
     Only points whose configuration keys match apart from what the comparison is about
@@ -141,7 +147,8 @@ def compare(store, a, b, about, study_name, as_json):
               help="Import a file imported before again, with these options: what it brought is replaced, in one "
                    "transaction.")
 @store_option
-def import_command(files, label, engine, tool, workload, price_per_hour, replace, store):
+def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool: str, workload: str | None,
+                   price_per_hour: float | None, replace: bool, store: Path | str) -> int | None:
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
     that produced them) and CSV files of summary rows (docs/import.md lists the columns).
@@ -175,10 +182,10 @@ def import_command(files, label, engine, tool, workload, price_per_hour, replace
     return ExitStatus.USAGE if failed else None
 
 
-def _prices(ctx, param, values):
+def _prices(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Price]:
     from dbarena.stats import price
 
-    prices = {}
+    prices: dict[str, Price] = {}
     for item in values:
         label, sep, value = item.rpartition("=")
         if not sep or not label:
@@ -210,7 +217,8 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
 @click.option("--png", is_flag=True,
               help="Charts also as PNG (200 dpi), for sites that take no SVG: Markdown links the PNG files, HTML "
                    "offers them for saving.")
-def report(store, labels, baseline, prices, at_threads, fmt, output, png):
+def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, prices: dict[str, Price],
+           at_threads: int | None, fmt: str | None, output: Path | None, png: bool) -> None:
     """Charts and tables to publish: throughput, latency, price/performance, per core,
     scaling (USL), differences against a baseline, provenance."""
     from dbarena.report import assemble
@@ -230,7 +238,7 @@ def report(store, labels, baseline, prices, at_threads, fmt, output, png):
 
 @cli.command("hostinfo")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def hostinfo_command(as_json):
+def hostinfo_command(as_json: bool) -> None:
     """Print what dbarena records about this machine (CPU, cores vs threads, memory ...)."""
     facts = hostinfo.host_facts()
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,7 +36,8 @@ from dbarena.study import arguments
               help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
 @click.option("--no-system-metrics", is_flag=True, hidden=True,
               help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
-def run(store, no_init, keep, resume, progress_file, no_system_metrics, **kwargs):
+def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progress_file: Path | None,
+        no_system_metrics: bool, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
@@ -87,7 +89,7 @@ def run(store, no_init, keep, resume, progress_file, no_system_metrics, **kwargs
     return outcome.exit_status
 
 
-def _resumed_study(store_path: Path | str, resume: str, kwargs: dict) -> tuple[study_mod.Study, str]:
+def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]) -> tuple[study_mod.Study, str]:
     """The stored plan of the run to resume, and its invocation. A study or flags given
     with --resume must describe the same plan."""
     if resume != "latest" and not resume.isdigit():
@@ -103,7 +105,7 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict) -> tuple[s
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="List what would be removed; change nothing.")
-def cleanup(dry_run):
+def cleanup(dry_run: bool) -> None:
     """Remove what dbarena runs left behind: throwaway instances kept with --keep, and
     those of killed runs (which every command removes anyway), marking their runs
     interrupted. Instances of runs still going are listed and left alone."""
@@ -124,12 +126,12 @@ def cleanup(dry_run):
 
 
 @cli.group("study")
-def study_group():
+def study_group() -> None:
     """Study files: a whole benchmark protocol in one TOML file (see `dbarena study show seed-a`)."""
 
 
 @study_group.command("list")
-def study_list():
+def study_list() -> None:
     """The bundled studies, one line each."""
     for name, text in study_mod.bundled().items():
         s = study_mod.parse(text, f"bundled study {name}")
@@ -138,7 +140,7 @@ def study_list():
 
 @study_group.command("show")
 @click.argument("name")
-def study_show(name):
+def study_show(name: str) -> None:
     """Print a bundled study (or a study file) as an editable, commented TOML file."""
     text, _, _ = study_mod.read_text(name)
     click.echo(text, nl=False)
@@ -148,7 +150,7 @@ def study_show(name):
 @click.argument("file", metavar="FILE|NAME")
 @arguments.run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def study_check(file, as_json, **kwargs):
+def study_check(file: str, as_json: bool, **kwargs: Any) -> None:
     """Check a study file and show the plan it expands to on this machine: engines,
     workloads, levels, points, and the estimated machine time. Flags are applied as
     `run` would apply them (lowest first: defaults < file < --quick < flags)."""

@@ -12,7 +12,7 @@ import contextlib
 import json
 import uuid
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -72,7 +72,7 @@ class Store:
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -82,7 +82,7 @@ class Store:
     def _after_migrations(self) -> None:
         migrations.after_migrations(self.db, self.version)
 
-    def _host(self, facts: dict) -> str:
+    def _host(self, facts: dict[str, Any]) -> str:
         """The fingerprint of these host facts, stored once (uncommitted)."""
         return migrations.store_host(self.db, facts)
 
@@ -102,7 +102,7 @@ class Store:
         except self.errors as exc:
             raise StoreError(f"store {self.location} cannot be written: {pgstore._first_line(exc)}") from None
 
-    def _insert_id(self, sql: str, args: tuple) -> int:
+    def _insert_id(self, sql: str, args: tuple[Any, ...]) -> int:
         """Insert one row; its new id (uncommitted)."""
         return self.dialect.insert_id(sql, args)
 
@@ -132,21 +132,21 @@ class Store:
             ),
         )
 
-    def update_target_facts(self, run_id: int, facts: dict) -> None:
+    def update_target_facts(self, run_id: int, facts: dict[str, Any]) -> None:
         """Merge facts learned during the run (dataset size after preparation)."""
         current = json.loads(self.db.execute("SELECT target_facts FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
         with self._writing():
             self.db.execute("UPDATE runs SET target_facts = ? WHERE id = ?",
                             (json.dumps({**current, **facts}, sort_keys=True), run_id))
 
-    def reopen_run(self, run_id: int, options: dict) -> None:
+    def reopen_run(self, run_id: int, options: dict[str, Any]) -> None:
         """A run continued by --resume: running again, with the options of this session."""
         with self._writing():
             self.db.execute("UPDATE runs SET status = 'running', status_reason = NULL, ended_at = NULL, options = ?"
                             " WHERE id = ?",
                             (json.dumps(options, sort_keys=True), run_id))
 
-    def invocation_runs(self, invocation: str) -> list[dict]:
+    def invocation_runs(self, invocation: str) -> list[dict[str, Any]]:
         ids = [i for (i,) in self.db.execute("SELECT id FROM runs WHERE invocation = ? ORDER BY id", (invocation,))]
         return [r for r in map(self.run, ids) if r is not None]
 
@@ -155,7 +155,7 @@ class Store:
             self.db.execute("UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
                             (status, reason, utc(now_utc()), run_id))
 
-    def add_point(self, run_id: int, result: PointResult, config: dict | None = None) -> int:
+    def add_point(self, run_id: int, result: PointResult, config: dict[str, Any] | None = None) -> int:
         """Store one finished point, its configuration key and its samples, committed at once.
         StoreError (one line) when the store cannot be written: disk full, read-only, locked."""
         with self._writing():
@@ -164,8 +164,8 @@ class Store:
             self._backfill_config()  # a key from what the point and its run hold
         return point_id
 
-    def _insert_point(self, run_id: int, result: PointResult, source: dict | None = None,
-                      config: dict | None = None) -> int:
+    def _insert_point(self, run_id: int, result: PointResult, source: dict[str, Any] | None = None,
+                      config: dict[str, Any] | None = None) -> int:
         """Uncommitted: the callers own the transaction."""
         m = result.measurement
         values = {c: (getattr(m, c) if m is not None else None) for c in _MEASUREMENT_COLUMNS}
@@ -206,7 +206,7 @@ class Store:
         )
         return point_id
 
-    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict]]]],
+    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]],
                       replace: str | None = None) -> tuple[list[int], int] | None:
         """Store one imported file's runs and points in one transaction (all or nothing):
         (run ids, points an earlier import of it brought and this one replaced). None if
@@ -253,7 +253,7 @@ class Store:
 
     def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False,
                study: str | None = None, variants: tuple[str, ...] = (), point_ids: tuple[int, ...] = ()
-               ) -> list[dict]:
+               ) -> list[dict[str, Any]]:
         """Stored points with their run's label, host, target and study, oldest first;
         warm-up runs (--warmup) only when asked for. `study` matches a study's name
         or the start of its hash. `point_ids`: only these (at most a few hundred)."""
@@ -300,7 +300,7 @@ class Store:
         bulk.keep(len(rows))
         return rows
 
-    def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict]:
+    def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Many runs in one query per chunk (see run())."""
         out = {}
         for chunk in chunks(sorted(set(run_ids))):
@@ -311,11 +311,11 @@ class Store:
                 out[record["id"]] = record
         return out
 
-    def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict]]:
+    def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
         """Per-second rows of many points in one query per chunk: table is 'samples' or
         'system_samples'."""
         columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
-        out: dict[int, list[dict]] = {}
+        out: dict[int, list[dict[str, Any]]] = {}
         with collector_paused():
             for chunk in chunks(sorted(set(point_ids))):
                 cur = self.db.execute(
@@ -325,7 +325,7 @@ class Store:
                     out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
         return out
 
-    def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict]:
+    def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
         wanted = set(point_ids)
         with collector_paused():
@@ -342,16 +342,16 @@ class Store:
                     out[pid] = orjson.loads(fields)
             return out
 
-    def save_derived(self, figures: dict[int, dict], estimator: int) -> None:
+    def save_derived(self, figures: dict[int, dict[str, Any]], estimator: int) -> None:
         """Cache derived figures; a store that cannot be written now just stays uncached."""
         if not figures:
             return
         self.dialect.save_derived([(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
 
-    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict]:
+    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """point id -> its stored latency histogram record (latency.Latencies.decode
         reads it); points without one are left out."""
-        out: dict[int, dict] = {}
+        out: dict[int, dict[str, Any]] = {}
         for chunk in chunks(sorted(set(point_ids))):
             rows = self.db.execute(
                 f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
@@ -359,13 +359,13 @@ class Store:
             out.update((pid, json.loads(record)) for pid, record in rows)
         return out
 
-    def samples(self, point_id: int) -> list[dict]:
+    def samples(self, point_id: int) -> list[dict[str, Any]]:
         cur = self.db.execute(
             f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples WHERE point_id = ? ORDER BY second", (point_id,)
         )
         return [dict(zip(_SAMPLE_COLUMNS, row)) for row in cur.fetchall()]
 
-    def system_samples(self, point_id: int) -> list[dict]:
+    def system_samples(self, point_id: int) -> list[dict[str, Any]]:
         cur = self.db.execute(
             f"SELECT {', '.join(SYSTEM_COLUMNS)} FROM system_samples WHERE point_id = ? ORDER BY second", (point_id,)
         )
@@ -375,7 +375,7 @@ class Store:
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
 
     @staticmethod
-    def _run_record(names: list[str], row: tuple) -> dict:
+    def _run_record(names: list[str], row: tuple[Any, ...]) -> dict[str, Any]:
         record = dict(zip(names, row))
         host = record.pop("_host_facts")
         if host is not None:
@@ -384,17 +384,17 @@ class Store:
             record[key] = json.loads(record[key])
         return record
 
-    def runs(self) -> list[dict]:
+    def runs(self) -> list[dict[str, Any]]:
         cur = self.db.execute(self._RUNS + " ORDER BY r.id")
         names = [d[0] for d in cur.description]
         return [self._run_record(names, row) for row in cur.fetchall()]
 
-    def run(self, run_id: int) -> dict | None:
+    def run(self, run_id: int) -> dict[str, Any] | None:
         cur = self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,))
         row = cur.fetchone()
         return None if row is None else self._run_record([d[0] for d in cur.description], row)
 
-    def study_text(self, sha256: str) -> dict | None:
+    def study_text(self, sha256: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else {"name": row[0], "source": row[1], "text": row[2], "sha256": sha256}
 

@@ -67,7 +67,7 @@ class SQLite:
     def version(self) -> int:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
-    def insert_id(self, sql: str, args: tuple) -> int:
+    def insert_id(self, sql: str, args: tuple[Any, ...]) -> int:
         cur = self.db.execute(sql, args)
         assert cur.lastrowid is not None
         return cur.lastrowid
@@ -82,7 +82,7 @@ class SQLite:
         top = self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
         return list(range(top + 1, top + 1 + count))
 
-    def insert_rows(self, table: str, columns: list[str], rows: list[tuple]) -> None:
+    def insert_rows(self, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
         self.db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                             rows)
 
@@ -120,7 +120,7 @@ class PostgreSQL:
     def version(self) -> int:
         return pgstore.version(self.db)
 
-    def insert_id(self, sql: str, args: tuple) -> int:
+    def insert_id(self, sql: str, args: tuple[Any, ...]) -> int:
         return int(pgstore._scalar(self.db, sql + " RETURNING id", args))
 
     def save_derived(self, rows: list[tuple[int, int, str]]) -> None:

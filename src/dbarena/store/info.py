@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dbarena.store.database import Store
 
 
-def info(store: Store) -> dict:
+def info(store: Store) -> dict[str, Any]:
     """What `dbarena store info` shows."""
     counts = {t: int(store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
               for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}

@@ -9,7 +9,7 @@ import json
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
@@ -76,12 +76,12 @@ def _merge_from(into: Store, source: Store, name: str) -> tuple[int, int]:
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
 
 
-def _select(store: Store, sql: str, args: Iterable = ()) -> tuple[list[str], list[tuple]]:
+def _select(store: Store, sql: str, args: Iterable[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
     cur = store.db.execute(sql, tuple(args))
     return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
 
 
-def _insert_rows(into: Store, table: str, columns: list[str], rows: list[tuple], ignore: bool = False) -> None:
+def _insert_rows(into: Store, table: str, columns: list[str], rows: list[tuple[Any, ...]], ignore: bool = False) -> None:
     if not rows:
         return
     if not ignore:

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import Any
 
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
@@ -308,7 +309,7 @@ def after_migrations(db: SqlConnection, version: int) -> None:
         move_hosts_and_raw(db)
 
 
-def store_host(db: SqlConnection, facts: dict) -> str:
+def store_host(db: SqlConnection, facts: dict[str, Any]) -> str:
     """The fingerprint of these host facts, stored once (uncommitted)."""
     text = json.dumps(facts, sort_keys=True)
     fingerprint = hashlib.sha256(text.encode()).hexdigest()
