@@ -139,7 +139,7 @@ def test_after_the_switch_the_servers_cpus_are_the_online_threads_of_whole_cores
     # Two cores of two threads; with SMT off the kernel left 0 and 1 online.
     online = [topology.Cpu(cpu=0, core=0, socket=0), topology.Cpu(cpu=1, core=1, socket=0)]
     monkeypatch.setattr(topology, "read", lambda: online)
-    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: {0, 1})
     s = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off"]\n', "c.toml")
     where = placement.placements(s, plan.expand(s, lambda e: 2), kernel=True, switched=True)
     placed = where[("postgres", "1core_smt-off")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import placement, plan, session, study
+from dbarena import placement, plan, study
 from dbarena.host import smt
 from dbarena.host import topology
 from dbarena.errors import UsageError
@@ -76,7 +76,7 @@ def test_a_bad_cpus_table_is_one_line_naming_the_key(text, fragment):
 
 def test_placements_choose_the_cpus_and_put_the_load_generator_on_the_rest(monkeypatch):
     monkeypatch.setattr(topology, "read", lambda: TWO_SOCKETS)
-    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: set(range(8)))
     s = study.parse(HEAD + '[cpus]\nserver = [1, 4]\n', "c.toml")
     where = placement.placements(s, plan.expand(s, lambda e: 8))
     one, four = where[("postgres", "1core")], where[("postgres", "4cores")]
@@ -89,7 +89,7 @@ def test_placements_choose_the_cpus_and_put_the_load_generator_on_the_rest(monke
 def test_an_emulated_smt_axis_picks_threads_by_affinity(monkeypatch):
     monkeypatch.setattr(topology, "read", lambda: TWO_SOCKETS)
     emulated = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\nsmt_emulate = true\n', "c.toml")
-    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: set(range(8)))
     where = placement.placements(emulated, plan.expand(emulated, lambda e: 8))
     assert where[("postgres", "1core_smt-off")].server == (0,) and where[("postgres", "1core_smt-on")].server == (0, 4)
     assert where[("postgres", "1core_smt-off")].facts()["smt_by"] == "affinity (one thread per core)"
@@ -152,7 +152,7 @@ def test_power_smt_modes_are_threads_per_core_by_affinity(monkeypatch):
     s = study.parse(HEAD + '[cpus]\nserver = [4]\nsmt = [1, 2, 4]\nsmt_emulate = true\n', "c.toml")
     assert [v.name for v in s.variants] == ["4cores_smt-1", "4cores_smt-2", "4cores_smt-4"]
     monkeypatch.setattr(topology, "read", lambda: power)
-    monkeypatch.setattr(session.os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda pid: set(range(64)))
     where = placement.placements(s, plan.expand(s, lambda e: 64))
     assert len(where[("postgres", "4cores_smt-2")].server) == 8
     assert where[("postgres", "4cores_smt-2")].facts()["smt_by"] == "affinity (2 threads per core)"

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from dbarena import resume as resume_mod
 from dbarena import session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, store_option
@@ -100,7 +101,7 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]) 
     overrides = study_mod.overrides(kwargs)
     given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
     with Store(store_path) as db:
-        return session.resumed_study(db, None if resume == "latest" else int(resume), given)
+        return resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
 
 
 @cli.command()

@@ -60,7 +60,7 @@ def _store_of(args: list[str], workdir: Path) -> str:
 def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
     holds the `dbarena run` these arguments describe, whole or in part."""
-    from dbarena import session, study as study_mod
+    from dbarena import resume, study as study_mod
     from dbarena.store.database import Store
     from dbarena.study import arguments
 
@@ -82,7 +82,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
             if study_mod.differences(stored, given):
                 continue
             runs = db.invocation_runs(invocation)
-            if any(session.incomplete(db, r) for r in runs):
+            if any(resume.incomplete(db, r) for r in runs):
                 return "resume", runs[0]["id"]
             return "complete", runs[0]["id"]
     return "new", None

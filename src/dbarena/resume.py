@@ -1,0 +1,70 @@
+"""Continuing a run (`dbarena run --resume`, the fleet's hosts): which stored run is
+unfinished, and the plan it followed, checked against what the user gave."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from dbarena import study as study_mod
+from dbarena.errors import UsageError
+from dbarena.interfaces import ResultStore
+from dbarena.lifecycle import state
+from dbarena.study import Study
+
+
+def incomplete(store: ResultStore, run: dict) -> bool:
+    """Whether a stored run left something to do: it did not finish, or a point of it
+    failed that no later repeat replaced (what --resume without a run continues)."""
+    if run["status"] != "finished":
+        return True
+    if run["options"].get("precision"):
+        return False  # adaptive: a failed run was retried under a new repeat index
+    # A failed point that no later repeat of the same configuration and index replaced.
+    rows = store.points(run_id=run["id"])
+    ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
+    return any(r["status"] == "failed" and (r["config_key"], r["repeat"]) not in ok for r in rows)
+
+
+def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
+    """The `dbarena run` to continue (its invocation) and its stored runs: the one run
+    RUN belongs to, or the latest that did not finish every point. UsageError when
+    there is none, or when its owner is still running it."""
+    if run_id is not None:
+        run = store.run(run_id)
+        if run is None:
+            raise UsageError(f"--resume {run_id}: no run {run_id} in {store.location}")
+        if not run.get("invocation") or "flags" not in run["options"]:
+            raise UsageError(f"--resume {run_id}: run {run_id} was stored by an older dbarena (or imported) "
+                             "without its plan; it cannot be resumed")
+        invocation = run["invocation"]
+    else:
+        candidates = [r for r in reversed(store.runs()) if r.get("invocation") and "flags" in r["options"]]
+        invocation = next((r["invocation"] for r in candidates if incomplete(store, r)), "")
+        if not invocation:
+            raise UsageError(f"--resume: no interrupted or partly failed run in {store.location}")
+    runs = store.invocation_runs(invocation)
+    for r in runs:
+        owner = r["options"].get("owner") or {}
+        if r["status"] == "running" and owner.get("host") == socket.gethostname() \
+                and owner.get("pid") != os.getpid() and state.alive(owner.get("pid"), owner.get("start")):
+            raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
+    return invocation, runs
+
+
+def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = None) -> tuple[Study, str]:
+    """The stored plan of the run to continue (run_id's, or the latest unfinished) and
+    its invocation, for `run(..., resume=invocation)`. A `given` study (what the user
+    typed with --resume) must describe the same plan."""
+    invocation, runs = resumable(store, run_id)
+    first = runs[0]
+    record = store.study_text(first["study_sha256"]) if first["study_sha256"] else None
+    if record is None:
+        raise UsageError(f"--resume: run {first['id']} has no stored study")
+    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
+                               first["options"]["flags"])
+    if given is not None:
+        changed = study_mod.differences(stored, given)
+        if changed:
+            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
+    return stored, invocation
