@@ -55,6 +55,8 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: 
         # file system, device and mount options.
         "data_dir": datadir.facts(data_parent, entry.data_dir) if target.throwaway else None,
         "init": init, "repeats": study.repeats,
+        # A monthly rent as given (the run's price_per_hour is it / 730): shown as given.
+        "price_per_month": study.price_per_month,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,
         "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,

@@ -313,7 +313,8 @@ def test_a_price_is_shown_with_every_digit_given():
     from dbarena.stats import price
 
     assert price.with_currency(price.parse("1.4464"), None).shown() == "1.4464 USD/h"
-    assert price.parse("420 EUR/month").shown() == "420 EUR/month"
+    assert price.parse("420 EUR/month").shown() == "420 EUR/month (0.575 EUR/h)"
+    assert price.with_currency(price.parse("70/month"), None).shown() == "70 USD/month (0.0959 USD/h)"
     assert price.parse("0.00043 USD").shown() == "0.00043 USD/h"
 
 
@@ -491,13 +492,14 @@ def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compare
                      at_threads=4)
     rows = {(r["label"], r["threads"]): r for r in report.rows}
     assert rows[("arm", 4)]["price_per_100_tps"] == pytest.approx(420 / 730 / 34)
-    assert rows[("arm", 4)]["currency"] == "EUR" and rows[("arm", 4)]["price"] == "420 EUR/month"
+    assert rows[("arm", 4)]["currency"] == "EUR" and rows[("arm", 4)]["price"] == "420 EUR/month (0.575 EUR/h)"
     (section,) = report.sections
     assert section.cheapest["label"] == "arm"
     table = tables.price(section, report)
-    assert table.rows[0][2] == "420 EUR/month" and table.rows[0][4].endswith(" EUR")
+    assert table.rows[0][2] == "420 EUR/month (0.575 EUR/h)" and table.rows[0][4].endswith(" EUR")
     ranking = tables.ranking(section, report)
-    assert ranking.headers[-1] == "price" and {row[-1] for row in ranking.rows} == {"420 EUR/month", "500 EUR/month"}
+    assert ranking.headers[-1] == "price" and {row[-1] for row in ranking.rows} == {"420 EUR/month (0.575 EUR/h)",
+                                                                         "500 EUR/month (0.685 EUR/h)"}
     # Two currencies: both shown, no cheapest named (no exchange rate is a measurement).
     mixed = _report(store, prices={"arm": price.parse("420 EUR/month"), "x86": price.parse("1.808/h")},
                     at_threads=4)
@@ -655,3 +657,19 @@ def test_study_c_cores_and_smt_table_by_hand():
                                rank("p9 [2cores_smt-2]", 60000.0, 16, 2, 4)], usl={}, series={})
     assert [(r[0], r[7]) for r in tables.cores_and_smt(p9).rows] == [
         ("p9 [2cores_smt-1]", "-"), ("p9 [2cores_smt-2]", "+50.0 %"), ("p9 [2cores_smt-4]", "+50.0 %")]
+
+
+def test_a_monthly_price_is_shown_as_given_with_its_hourly_figure():
+    """A rented server priced per month shows "70 USD/month (0.0959 USD/h)", not the
+    hourly figure's every digit: runs record the monthly amount (older runs: in their flags)."""
+    from dbarena import study
+    from dbarena.report import data
+
+    s = study.apply(study.load("seed-a"), study.Overrides(price_per_month=70))
+    assert s.price_per_month == 70 and s.price_per_hour == 70 / 730
+    runs = [{"label": "new", "price_per_hour": 70 / 730, "currency": "USD", "options": {"price_per_month": 70}},
+            {"label": "old", "price_per_hour": 70 / 730, "currency": "USD", "options": {"flags": {"price_per_month": 70}}},
+            {"label": "hourly", "price_per_hour": 0.2, "currency": "USD", "options": {}}]
+    shown = {label: p.shown() for label, p in data.label_prices(runs, {}).items()}
+    assert shown == {"new": "70 USD/month (0.0959 USD/h)", "old": "70 USD/month (0.0959 USD/h)",
+                     "hourly": "0.2 USD/h"}

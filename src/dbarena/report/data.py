@@ -76,8 +76,12 @@ def label_prices(runs: list[dict], overrides: dict[str, Price]) -> dict[str, Pri
     prices: dict[str, Price] = {}
     for run in runs:  # oldest first: the newest stored price wins
         if run.get("price_per_hour") is not None:
+            options = run.get("options") or {}
+            # A monthly rent as given: recorded since runs store it, else in the flags.
+            monthly = options.get("price_per_month") or (options.get("flags") or {}).get("price_per_month")
             prices[run["label"]] = Price(per_hour=run["price_per_hour"],
-                                         currency=run.get("currency") or DEFAULT_CURRENCY)
+                                         currency=run.get("currency") or DEFAULT_CURRENCY,
+                                         per_month=float(monthly) if monthly else None)
     for label, given in overrides.items():
         stored = prices.get(label)
         prices[label] = with_currency(given, stored.currency if stored else None)

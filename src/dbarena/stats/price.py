@@ -27,9 +27,10 @@ class Price:
     per_month: float | None = None  # as given, when it was a monthly rent
 
     def shown(self) -> str:
-        """The price as it was given: '0.58 USD/h' or '420 EUR/month'."""
+        """The price as it was given: '0.58 USD/h', or '70 USD/month (0.0959 USD/h)' with
+        the hourly figure reports compare (three significant digits: it is derived)."""
         if self.per_month is not None:
-            return f"{self.per_month:.12g} {self.currency}/month"
+            return f"{self.per_month:.12g} {self.currency}/month ({self.per_hour:.3g} {self.currency}/h)"
         return f"{self.per_hour:.12g} {self.currency}/h"  # every digit given: 1.4464, not 1.446
 
 

@@ -117,7 +117,7 @@ def apply(study: Study, o: Overrides) -> Study:
     repeats, precision, max_repeats, budget_s = _repetition(study, o, note)
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
-    price, currency, basis = _price(study, o, note)
+    price, currency, basis, per_month = _price(study, o, note)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    label=label,
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
@@ -125,7 +125,8 @@ def apply(study: Study, o: Overrides) -> Study:
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
                    latency_sampling=study.latency_sampling if o.latency_sampling is None else
                    (o.latency_sampling or None),
-                   price_per_hour=price, currency=currency, price_basis=basis, quick=study.quick or o.quick,
+                   price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
+                   quick=study.quick or o.quick,
                    changes=study.changes + tuple(note.lines))
 
 
@@ -261,24 +262,25 @@ def _repetition(study: Study, o: Overrides, note: _Notes) -> tuple[int, float | 
     return repeats, precision, max_repeats, budget_s
 
 
-def _price(study: Study, o: Overrides, note: _Notes) -> tuple[float | None, str | None, str | None]:
-    price, currency, basis = study.price_per_hour, study.currency, study.price_basis
+def _price(study: Study, o: Overrides, note: _Notes
+           ) -> tuple[float | None, str | None, str | None, float | None]:
+    price, currency, basis, per_month = study.price_per_hour, study.currency, study.price_basis, study.price_per_month
     if o.price_per_hour is not None and o.price_per_month is not None:
         raise UsageError("give --price-per-hour or --price-per-month, not both")
     if o.price_per_hour is not None:
         note("price per hour", price, o.price_per_hour, "--price-per-hour")
-        price, currency, basis = o.price_per_hour, currency or "USD", "per hour"
+        price, currency, basis, per_month = o.price_per_hour, currency or "USD", "per hour", None
     if o.price_per_month is not None:
         hourly = o.price_per_month / HOURS_PER_MONTH
         note("price per hour", price, hourly, "--price-per-month")
         price, currency = hourly, currency or "USD"
-        basis = f"{o.price_per_month:g} per month / {HOURS_PER_MONTH} h"
+        basis, per_month = f"{o.price_per_month:g} per month / {HOURS_PER_MONTH} h", o.price_per_month
     if o.currency is not None:
         if price is None:
             raise UsageError("--currency names the currency of a price: give --price-per-hour or --price-per-month")
         note("currency", currency, o.currency, "--currency")
         currency = o.currency
-    return price, currency, basis
+    return price, currency, basis, per_month
 
 
 def _pct(value: float | None) -> str | None:

@@ -145,6 +145,7 @@ class Study:
     price_per_hour: float | None = None
     currency: str | None = None
     price_basis: str | None = None  # "per hour" or "420 per month / 730 h"
+    price_per_month: float | None = None  # as given, when the price is a monthly rent (shown so)
     quick: bool = False
     changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
     smt_emulate: bool = False  # [cpus] smt by affinity (one thread per core), not the kernel's switch

@@ -163,7 +163,7 @@ class _Checker:
         for e in study_engines:
             if not any(e in w.engines for w in entries):
                 raise self.fail(f"engines.{e}", "no workload runs on this engine")
-        price, currency, basis = self.price(raw.get("price"))
+        price, currency, basis, per_month = self.price(raw.get("price"))
         label = raw.get("label")
         return Study(
             name=name, source=self.source, text=text,
@@ -179,7 +179,7 @@ class _Checker:
             latency_sampling=self.sampling(sweep["latency_sampling"], "sweep.latency_sampling"),
             engines=engine_entries, workloads=tuple(entries),
             variants=self.cpu_axes(raw.get("cpus"), self.variants(raw.get("variants", {}), study_engines)),
-            price_per_hour=price, currency=currency, price_basis=basis,
+            price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
             **self.cpu_options(raw.get("cpus")),
         )
 
@@ -395,9 +395,10 @@ class _Checker:
                                                   f"give this workload the throwaway engines only)")
         return datasets, restore or None
 
-    def price(self, raw: Any) -> tuple[float | None, str | None, str | None]:
+    def price(self, raw: Any) -> tuple[float | None, str | None, str | None, float | None]:
+        """(per hour, currency, how it was given, the monthly amount when it was one)."""
         if raw is None:
-            return None, None, None
+            return None, None, None, None
         body = self.table(raw, "price", _PRICE_KEYS)
         if ("per_hour" in body) == ("per_month" in body):
             raise self.fail("price", "give either per_hour or per_month")
@@ -408,8 +409,9 @@ class _Checker:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise self.fail(f"price.{k}", f"expected a positive number, not {value!r}")
                 if k == "per_hour":
-                    return float(value), currency, "per hour"
-                return float(value) / HOURS_PER_MONTH, currency, f"{value:g} per month / {HOURS_PER_MONTH} h"
+                    return float(value), currency, "per hour", None
+                return (float(value) / HOURS_PER_MONTH, currency, f"{value:g} per month / {HOURS_PER_MONTH} h",
+                        float(value))
         raise AssertionError("unreachable")
 
     def variants(self, raw: Any, study_engines: tuple[str, ...]) -> tuple[Variant, ...]:
