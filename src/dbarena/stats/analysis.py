@@ -324,5 +324,6 @@ def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str]
         out.append({**base, "b_mean": match["mean"], "b_n": match["n"], "ratio": c.ratio, "ratio_ci_low": c.ci_low,
                     "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
                     "unverified": configkey.unknown(sa["config"] or {}, match["config"] or {}, ignore),
-                    "verdict": c.verdict.value if c.verdict else None, "reason": c.reason, "verdict_text": c.text})
+                    "verdict": c.verdict.value if c.verdict else None, "reason": c.reason, "verdict_text": c.text,
+                    "log_se": c.log_se, "log_df": c.log_df})
     return out

@@ -119,6 +119,10 @@ class Comparison:
     verdict: Verdict | None  # None: the data cannot support one (reason says why)
     reason: str | None
     text: str  # the verdict, or the reason, in words
+    # The ratio's spread on the log scale (delta method) and its degrees of freedom:
+    # what combining several levels' ratios into one (stats/decision.py) needs.
+    log_se: float | None = None
+    log_df: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -169,7 +173,8 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
     else:
         verdict = Verdict.NOT_SIGNIFICANT
         text = f"not significant ({change:+.1f} %, p = {p:.2f})"
-    return Comparison(ratio=ratio, ci_low=low, ci_high=high, p_value=p, verdict=verdict, reason=None, text=text)
+    return Comparison(ratio=ratio, ci_low=low, ci_high=high, p_value=p, verdict=verdict, reason=None, text=text,
+                      log_se=se_log, log_df=df_log)
 
 
 # ------------------------------------------------------------------ adaptive repeats

@@ -1,0 +1,156 @@
+"""The decision: each label against the baseline as one figure per engine and workload,
+with its uncertainty and a verdict, worst first; then one line per label across
+workloads. Pure: comparison rows (analysis.compare) in, decisions out.
+
+One figure per workload is the geometric mean of the per-level throughput ratios
+(label / baseline) over the levels both measured with the same configuration: every
+level counts alike, whatever its throughput (an arithmetic mean of TPS would let the
+busiest level decide). Its interval combines the levels' intervals on the log scale:
+each level's ratio comes from its own independent runs, so the variances of the log
+ratios add (delta method), with Welch-Satterthwaite degrees of freedom. Levels measured
+in one session may drift together (a noisy neighbour for an hour); the interval does
+not know that, which is why the per-level strip stands beside it.
+
+A verdict needs MIN_REPEATS runs a side at every level that counts; otherwise the
+figure is shown without a verdict, with the reason and the run that would give one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbarena.stats.estimate import CONFIDENCE, t_dist
+from dbarena.stats.estimators import MIN_REPEATS
+
+FASTER, SLOWER, SAME, NO_VERDICT, NOT_COMPARABLE = "faster", "slower", "no difference", "no verdict", \
+    "not comparable"
+
+
+@dataclass(frozen=True)
+class Decision:
+    label: str
+    baseline: str
+    engine: str | None  # None: the label's overall line, across workloads
+    workload: str | None
+    ratio: float | None  # geometric mean of the per-level ratios, label / baseline
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str  # FASTER, SLOWER, SAME, NO_VERDICT or NOT_COMPARABLE
+    text: str  # the verdict in words, or why there is none and what to run for one
+    levels: tuple[tuple[int, float], ...] = ()  # (threads, ratio) of every level that counts
+    log_se: float | None = None  # of log(ratio), for combining workloads
+    log_df: float | None = None
+
+    @property
+    def change_pct(self) -> float | None:
+        return None if self.ratio is None else (self.ratio - 1) * 100
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
+                "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
+                "verdict": self.verdict, "text": self.text,
+                "levels": [{"threads": t, "ratio": r} for t, r in self.levels]}
+
+
+@dataclass(frozen=True)
+class _Log:
+    """A ratio on the log scale: its value, standard error and degrees of freedom."""
+
+    value: float
+    se: float
+    df: float
+
+
+def combine(parts: Sequence[_Log]) -> tuple[float, float, float, float, _Log]:
+    """The geometric mean of independent ratios (given on the log scale): (ratio, low,
+    high, p, the mean on the log scale) with the CONFIDENCE interval and the two-sided
+    p-value of ratio = 1."""
+    k = len(parts)
+    mean = sum(p.value for p in parts) / k
+    variance = sum(p.se ** 2 for p in parts) / k ** 2
+    se = math.sqrt(variance)
+    # Welch-Satterthwaite: the combined variance's degrees of freedom.
+    denominator = sum((p.se ** 2 / k ** 2) ** 2 / p.df for p in parts if p.df > 0)
+    df = variance ** 2 / denominator if denominator > 0 else math.inf
+    log = _Log(mean, se, df)
+    if se == 0:
+        return math.exp(mean), math.exp(mean), math.exp(mean), 0.0 if mean else 1.0, log
+    q = float(t_dist().ppf(0.5 + CONFIDENCE / 2, df))
+    p_value = 2 * float(t_dist().sf(abs(mean / se), df))
+    return math.exp(mean), math.exp(mean - q * se), math.exp(mean + q * se), p_value, log
+
+
+def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str
+             ) -> tuple[str, str]:
+    change = (ratio - 1) * 100
+    interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %"
+    if p_value < 1 - CONFIDENCE:
+        verdict = FASTER if change > 0 else SLOWER
+        return verdict, f"{label} is {abs(change):.1f} % {verdict} than {baseline} ({interval})"
+    return SAME, f"no difference between {label} and {baseline} can be told ({change:+.1f} %, {interval})"
+
+
+def _geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values if v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[dict[str, Any]]) -> Decision:
+    """One engine and workload of the label against the baseline, from its level rows."""
+    counted = sorted((r for r in rows if r["ratio"] is not None and r["ratio"] > 0), key=lambda r: r["threads"])
+    strip = tuple((int(r["threads"]), float(r["ratio"])) for r in counted)
+    if not counted:
+        why = next((r["verdict_text"] for r in rows if r.get("verdict_text")), "no level measured by both")
+        return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, ())
+    point = _geomean(r["ratio"] for r in counted)
+    assert point is not None  # every counted ratio is positive
+    short = [r for r in counted if r.get("log_se") is None]
+    if short:
+        fewest = min(min(r["a_n"], r["b_n"]) for r in short)
+        text = (f"no verdict: {fewest} run(s) a side at {len(short)} of {len(counted)} level(s), {MIN_REPEATS} "
+                f"needed ({(point - 1) * 100:+.1f} % without an interval); run both with --repeat {MIN_REPEATS}")
+        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip)
+    ratio, low, high, p_value, log = combine([_Log(math.log(r["ratio"]), r["log_se"], r["log_df"] or math.inf)
+                                              for r in counted])
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
+                    log_se=log.se, log_df=log.df)
+
+
+def decide(comparisons: Iterable[dict[str, Any]]) -> list[Decision]:
+    """Rows of analysis.compare (b against a, level by level) -> one Decision per
+    engine and workload, worst first (lowest ratio; those without a figure last)."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for r in comparisons:
+        groups.setdefault((r["b"], r["a"], r["engine"], r["workload"]), []).append(r)
+    out = [_workload(label, baseline, engine, workload, rows)
+           for (label, baseline, engine, workload), rows in groups.items()]
+    return sorted(out, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
+
+
+def overall(decisions: Sequence[Decision]) -> Decision | None:
+    """One label's line across its workloads: the geometric mean of the workloads'
+    figures, each workload counting once; a verdict only where every workload has one."""
+    figures = [d for d in decisions if d.ratio is not None]
+    if not figures:
+        return None
+    label, baseline = figures[0].label, figures[0].baseline
+    n = len(figures)
+    point = _geomean(d.ratio for d in figures if d.ratio is not None)
+    assert point is not None
+    if any(d.verdict == NO_VERDICT for d in figures):
+        text = (f"no verdict across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): "
+                f"some have fewer than {MIN_REPEATS} runs a side")
+        return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text)
+    parts = []
+    for d in figures:
+        assert d.ratio is not None and d.log_se is not None and d.log_df is not None
+        parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
+    ratio, low, high, p_value, log = combine(parts)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
+                    f"across {n} workload(s): {text}", log_se=log.se, log_df=log.df)

@@ -1,0 +1,56 @@
+"""The decision: per-level ratios combined into one figure per workload and one per
+label, checked against figures computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as scipy_stats
+
+from dbarena.stats import decision
+
+
+def _row(threads: int, ratio: float | None, log_se: float | None, log_df: float | None, n: int = 3,
+         workload: str = "pgbench-tpcb") -> dict:
+    return {"a": "big", "b": "small", "engine": "postgres", "workload": workload, "threads": threads,
+            "ratio": ratio, "log_se": log_se, "log_df": log_df, "a_n": n, "b_n": n,
+            "verdict_text": "not comparable: params.scale 1 vs 10" if ratio is None else "x"}
+
+
+def test_two_levels_combine_as_computed_by_hand():
+    (d,) = decision.decide([_row(1, 0.5, 0.1, 4), _row(2, 0.6, 0.1, 4)])
+    # By hand: the mean of the log ratios, its standard error sqrt(0.1^2 + 0.1^2) / 2, and
+    # Welch-Satterthwaite's df = (0.005)^2 / (2 x 0.0025^2 / 4) = 8.
+    mean = (math.log(0.5) + math.log(0.6)) / 2
+    se = math.sqrt(0.01 + 0.01) / 2
+    q = scipy_stats.t.ppf(0.975, 8)
+    assert d.ratio == pytest.approx(math.sqrt(0.3))
+    assert d.ci_low == pytest.approx(math.exp(mean - q * se)) and d.ci_high == pytest.approx(math.exp(mean + q * se))
+    assert (round(d.ci_low, 4), round(d.ci_high, 4)) == (0.4653, 0.6447)
+    assert d.verdict == decision.SLOWER and d.text.startswith("small is 45.2 % slower than big (95 % CI -53.5 % to")
+    assert d.levels == ((1, 0.5), (2, 0.6))
+
+
+def test_no_verdict_below_three_runs_says_what_to_run():
+    (d,) = decision.decide([_row(1, 0.9, None, None, n=1), _row(2, 1.0, 0.05, 4)])
+    assert d.verdict == decision.NO_VERDICT and d.ci_low is None and d.ratio == pytest.approx(math.sqrt(0.9))
+    assert "1 run(s) a side at 1 of 2 level(s), 3 needed" in d.text and "--repeat 3" in d.text
+
+
+def test_not_comparable_and_worst_first_and_overall():
+    rows = [_row(1, 1.2, 0.05, 10, workload="fast"), _row(1, 0.7, 0.05, 10, workload="slow"),
+            _row(1, None, None, None, workload="other")]
+    decided = decision.decide(rows)
+    assert [d.workload for d in decided] == ["slow", "fast", "other"]
+    assert decided[-1].verdict == decision.NOT_COMPARABLE and "params.scale" in decided[-1].text
+    line = decision.overall(decided)
+    assert line is not None and line.ratio == pytest.approx(math.sqrt(1.2 * 0.7))
+    # Two workloads of log se 0.05 each: se of their mean sqrt(2) x 0.05 / 2.
+    assert line.ci_high / line.ci_low == pytest.approx(math.exp(2 * scipy_stats.t.ppf(0.975, 20) * 0.05 / math.sqrt(2)))
+    assert line.verdict == decision.SLOWER and line.text.startswith("across 2 workload(s): small is 8.3 % slower")
+
+
+def test_a_difference_within_the_noise_is_no_difference():
+    (d,) = decision.decide([_row(1, 1.02, 0.05, 6), _row(2, 0.99, 0.05, 6)])
+    assert d.verdict == decision.SAME and d.ci_low < 1 < d.ci_high
