@@ -1,0 +1,78 @@
+"""The decision block (stats/decision.py) as text: Markdown short enough for a pull
+request comment or an article, and the lines `compare` prints before its level table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dbarena.stats.decision import FASTER, NO_VERDICT, NOT_COMPARABLE, SLOWER, Decision
+
+_MARK = {FASTER: "faster", SLOWER: "slower", "no difference": "no difference", NO_VERDICT: "no verdict",
+         NOT_COMPARABLE: "not comparable"}
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+
+
+def _interval(d: Decision) -> str:
+    if d.ci_low is None or d.ci_high is None:
+        return "-"
+    return f"{_pct(d.ci_low)} .. {_pct(d.ci_high)}"
+
+
+def _strip(d: Decision) -> str:
+    return " · ".join(f"{threads}: {ratio:.2f}" for threads, ratio in d.levels) or "-"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
+    """One section per label against the baseline: its overall line, then a row per
+    engine and workload, worst first; the reasons for missing verdicts once, below."""
+    out: list[str] = []
+    labels = list(dict.fromkeys(d.label for d in decisions))
+    for label in labels:
+        mine = [d for d in decisions if d.label == label]
+        baseline = mine[0].baseline
+        out.append(f"### {_md_cell(label)} against {_md_cell(baseline)}")
+        out.append("")
+        line = next((o for o in overall if o.label == label), None)
+        if line is not None:
+            out.append(f"**{_MARK[line.verdict]}** {_md_cell(line.text)}.")
+            out.append("")
+        out.append(f"| engine | workload | change | 95 % CI | verdict | ratio by threads ({_md_cell(label)} / "
+                   f"{_md_cell(baseline)}) |")
+        out.append("|---|---|---:|---|---|---|")
+        reasons: list[str] = []
+        for d in mine:
+            mark = _MARK[d.verdict]
+            if d.verdict in (FASTER, SLOWER):
+                mark = f"**{mark}**"
+            elif d.verdict in (NO_VERDICT, NOT_COMPARABLE):
+                reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.text)}")
+            out.append(f"| {_md_cell(d.engine or '')} | {_md_cell(d.workload or '')} | {_pct(d.ratio)} | "
+                       f"{_interval(d)} | {mark} | {_strip(d)} |")
+        if reasons:
+            out.append("")
+            out.extend(reasons)
+        out.append("")
+    out.append("Change: the geometric mean over the thread levels both measured of each level's steady-state "
+               "throughput ratio; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level.")
+    return "\n".join(out) + "\n"
+
+
+def lines(decisions: Sequence[Decision], overall: Sequence[Decision]) -> list[str]:
+    """The decision as plain lines for the terminal, worst first, each under 100
+    characters where the names allow."""
+    out: list[str] = []
+    for line in overall:
+        out.append(f"{_MARK[line.verdict]}: {line.text}")
+    for d in decisions:
+        out.append(f"  {d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
+                   + (f" (by threads {_strip(d)})" if d.levels else ""))
+        if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
+            out.append(f"    {d.text}")
+    return out
