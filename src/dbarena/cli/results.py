@@ -110,9 +110,11 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
               help="What else the comparison is about, so that keys may differ in it too (repeatable) "
                    "[default: host for two labels, variant for two variants].")
 @click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table (the level-by-level rows).")
+@click.option("--format", "fmt", type=click.Choice(("text", "md")), default="text", show_default=True,
+              help="md: the decision as Markdown, short enough for a pull-request comment or an article.")
 def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_name: str | None,
-            as_json: bool) -> None:
+            as_json: bool, fmt: str) -> None:
     """Compare B against A: two labels (hosts), or two variants of a study.
 
     Only points whose configuration keys match apart from what the comparison is about
@@ -121,16 +123,31 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     sides it comes with a 95 % interval and a verdict from Welch's t-test on the run
     means ("not significant": the data cannot tell them apart); with fewer, the row
     says "no verdict" (JSON: verdict null and the reason).
+
+    First comes the decision: per engine and workload, worst first, the geometric mean
+    of the level ratios with its 95 % interval and verdict, and one line across
+    workloads; then the level-by-level table.
     """
     with open_store(store) as db:
         rows = analysis.load(db, study=study_name)
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
         raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
+    from dbarena.report import decision as decision_text
+    from dbarena.stats import decision
+
     if as_json:
         click.echo(json.dumps(comparisons, indent=2))
-    else:
-        terminal.console().print(terminal.comparison_table(comparisons))
+        return
+    decided = decision.decide(comparisons)
+    overall = [line for line in (decision.overall(decided),) if line is not None]
+    if fmt == "md":
+        click.echo(decision_text.markdown(decided, overall), nl=False)
+        return
+    for line in decision_text.lines(decided, overall):
+        click.echo(line)
+    click.echo()
+    terminal.console().print(terminal.comparison_table(comparisons))
 
 
 @cli.command("import")

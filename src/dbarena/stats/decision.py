@@ -126,7 +126,9 @@ def decide(comparisons: Iterable[dict[str, Any]]) -> list[Decision]:
     engine and workload, worst first (lowest ratio; those without a figure last)."""
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for r in comparisons:
-        groups.setdefault((r["b"], r["a"], r["engine"], r["workload"]), []).append(r)
+        # Two variants are compared within each host label: the label names the workload's line.
+        workload = f"{r['workload']} [{r['label']}]" if r.get("by") == "variant" and r.get("label") else r["workload"]
+        groups.setdefault((r["b"], r["a"], r["engine"], workload), []).append(r)
     out = [_workload(label, baseline, engine, workload, rows)
            for (label, baseline, engine, workload), rows in groups.items()]
     return sorted(out, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))

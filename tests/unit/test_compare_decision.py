@@ -1,0 +1,101 @@
+"""`compare` leads with the decision: one figure per workload (the geometric mean of
+the level ratios) with its interval and verdict, in the terminal and as Markdown;
+figures computed here by hand from the stored throughputs."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from datetime import datetime, timezone
+
+import pytest
+from scipy import stats as scipy_stats
+
+from dbarena.cli import main
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+from dbarena.store.database import Store
+
+T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+TPS = {"big": {1: [1000.0, 1010.0, 990.0], 2: [1800.0, 1820.0, 1780.0]},
+       "small": {1: [550.0, 560.0, 540.0], 2: [1000.0, 1010.0, 990.0]}}
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    path = tmp_path / "two.db"
+    with Store(path) as db:
+        for label, levels in TPS.items():
+            run_id = db.begin_run(RunInfo(
+                label=label, host=label, engine="postgres", target="postgresql://dbarena@127.0.0.1:1/dbarena",
+                started_at=T0, server_version="15.18", tool_versions={}, options={"targets": {}},
+                host_facts={"cpu_model": f"{label} cpu"}))
+            for threads, values in levels.items():
+                for repeat, tps in enumerate(values):
+                    spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=threads, clients=2 * threads,
+                                     duration_s=60, params=(("scale", 10),), repeat=repeat)
+                    db.add_point(run_id, PointResult(
+                        spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",), exit_code=0,
+                        stdout="", stderr="", measurement=Measurement(tps=tps, transactions=int(tps * 60))))
+            db.finish_run(run_id, "finished")
+    return path
+
+
+def _by_hand() -> tuple[float, float, float]:
+    """The geometric mean of the two levels' ratios and its 95 % interval: per level the
+    log ratio's variance (se_a/mean_a)^2 + (se_b/mean_b)^2 with Welch-Satterthwaite df,
+    then their mean's variance (sum / 4) with its own df."""
+    logs, variances, dfs = [], [], []
+    for threads in (1, 2):
+        a, b = TPS["big"][threads], TPS["small"][threads]
+        rel = [(statistics.stdev(x) / math.sqrt(3) / statistics.mean(x)) ** 2 for x in (a, b)]
+        logs.append(math.log(statistics.mean(b) / statistics.mean(a)))
+        variances.append(sum(rel))
+        dfs.append(sum(rel) ** 2 / sum(r ** 2 / 2 for r in rel))
+    mean, variance = sum(logs) / 2, sum(variances) / 4
+    df = variance ** 2 / sum((v / 4) ** 2 / d for v, d in zip(variances, dfs))
+    q = scipy_stats.t.ppf(0.975, df)
+    return math.exp(mean), math.exp(mean - q * math.sqrt(variance)), math.exp(mean + q * math.sqrt(variance))
+
+
+def _run(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert ended.value.code in (0, None), err
+    return out
+
+
+def test_compare_markdown_leads_with_the_decision_computed_by_hand(store_path, capsys):
+    ratio, low, high = _by_hand()
+    out = _run(["compare", "big", "small", "--store", str(store_path), "--format", "md"], capsys)
+    change, ci = f"{(ratio - 1) * 100:+.1f} %", f"{(low - 1) * 100:+.1f} % .. {(high - 1) * 100:+.1f} %"
+    assert change == "-44.7 %"
+    assert out.startswith("### small against big\n")
+    assert f"| postgres | pgbench-tpcb | {change} | {ci} | **slower** | 1: 0.55 · 2: 0.56 |" in out
+    assert f"small is {abs(ratio - 1) * 100:.1f} % slower than big" in out
+    assert len(out.splitlines()) < 15  # a pull-request comment, not a report
+
+
+def test_compare_prints_the_decision_before_the_level_table(store_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    out = _run(["compare", "big", "small", "--store", str(store_path)], capsys)
+    lines = out.splitlines()
+    assert lines[0].startswith("slower: across 1 workload(s): small is 44.7 % slower than big (95 % CI")
+    assert lines[1].startswith("  postgres pgbench-tpcb: -44.7 % [")
+    assert out.index("slower: across") < out.index("small against big")
+
+
+def test_without_three_runs_the_decision_says_what_to_run(tmp_path, capsys):
+    path = tmp_path / "once.db"
+    with Store(path) as db:
+        for label, tps in (("big", 1000.0), ("small", 800.0)):
+            run_id = db.begin_run(RunInfo(label=label, host=label, engine="postgres", target="x", started_at=T0,
+                                          server_version="15.18", tool_versions={}, options={}, host_facts={}))
+            spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=1, clients=2, duration_s=60,
+                             params=(("scale", 10),))
+            db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=(),
+                                             exit_code=0, stdout="", stderr="", measurement=Measurement(tps=tps)))
+            db.finish_run(run_id, "finished")
+    out = _run(["compare", "big", "small", "--store", str(path), "--format", "md"], capsys)
+    assert "| postgres | pgbench-tpcb | -20.0 % | - | no verdict |" in out
+    assert "run both with --repeat 3" in out
