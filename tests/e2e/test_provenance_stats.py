@@ -88,7 +88,7 @@ def test_summaries_have_intervals_across_repeats(store):
         assert min(g["median"], g["mean"]) > 0
         assert "few-repeats" in {w["code"] for w in g["warnings"]}
     table = dbarena("results", "--store", str(store), "--summary", env=cli_env("/tmp"))
-    assert "summary over repeats" in table.stdout and "few-repeats:" in table.stdout
+    assert "summary over repeats" in table.stdout and "few-repeats (3 rows): only 2 repeat(s)" in table.stdout
 
 
 def test_compare_two_labels(store):

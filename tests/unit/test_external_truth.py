@@ -178,8 +178,8 @@ def test_percona_thp_2019_reproduces_the_spreadsheet(tmp_path, env):
             key = (sz.replace(" ", ""), clients)
             assert medians[("thp-off", "sysbench-tpcc", 600, *key)]["printed_median"] == off
             assert medians[("thp-on", "sysbench-tpcc", 600, *key)]["printed_median"] == on
-    # The terminal table puts the printed median beside dbarena's, and says which is which.
-    shown = dbarena("results", "--summary", "--store", str(store), env={**env, "COLUMNS": "250"})
+    # The terminal table (--wide) puts the printed median beside dbarena's, and says which is which.
+    shown = dbarena("results", "--summary", "--wide", "--store", str(store), env={**env, "COLUMNS": "250"})
     assert shown.returncode == 0 and "printed median" in shown.stdout and "6,130.7" in shown.stdout
     assert "of each run's steady-state mean" in shown.stdout
     (failed,) = [r for r in rows if r["status"] == "failed"]

@@ -521,7 +521,7 @@ def test_the_parameters_a_reader_needs_to_run_it_again(store):
     assert "scale=10" in html.render(report, {})
 
 
-def test_results_fit_a_120_column_terminal_without_cutting_names(store):
+def test_results_fit_a_100_column_terminal_without_cutting_names(store):
     from rich.console import Console
 
     from dbarena.report import terminal
@@ -532,10 +532,10 @@ def test_results_fit_a_120_column_terminal_without_cutting_names(store):
     for table, wide_table in ((terminal.points_table(rows), terminal.points_table(rows, wide=True)),
                               (terminal.summary_table(analysis.summaries(rows)),
                                terminal.summary_table(analysis.summaries(rows), wide=True))):
-        out = Console(width=120, record=True, file=io.StringIO())
+        out = Console(width=100, record=True, file=io.StringIO())
         out.print(table)
         text = out.export_text()
-        assert max(len(line) for line in text.splitlines()) <= 120
+        assert max(len(line) for line in text.splitlines()) <= 100
         assert "hetzner-ax41-nvme-arm" in text and "pgbench-tpcb" in text and "…" not in text
         assert len(wide_table.columns) > len(table.columns)
 

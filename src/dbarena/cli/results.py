@@ -72,8 +72,9 @@ def store_info(store: Path | str, as_json: bool) -> None:
                    "configurations (parameters, settings, variant, server version, host) are never pooled.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--wide", is_flag=True, help="Every column (clients, repeat, QPS, intervals, latencies, failed "
-                                           "transactions, errors; config key, mean, stdev) [default: the columns "
-                                           "that fit a 120-column terminal].")
+                                           "transactions, errors; config key, printed median, mean, stdev, the "
+                                           "interval itself), however wide [default: the columns that fit the "
+                                           "terminal, at least 100 columns wide, without breaking a cell].")
 @click.option("--raw", "raw_point", type=int, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
 def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], study_name: str | None,
@@ -95,11 +96,11 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
                    "no points match", err=True)
     elif summary:
         console = terminal.console()
-        console.print(terminal.summary_table(rows, wide=wide))
+        terminal.show(console, terminal.summary_table(rows, wide=wide))
         for line in terminal.warning_lines(rows):
             console.print(line)
     else:
-        terminal.console().print(terminal.points_table(rows, wide=wide))
+        terminal.show(terminal.console(), terminal.points_table(rows, wide=wide))
 
 
 @cli.command()
@@ -113,8 +114,10 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table (the level-by-level rows).")
 @click.option("--format", "fmt", type=click.Choice(("text", "md")), default="text", show_default=True,
               help="md: the decision as Markdown, short enough for a pull-request comment or an article.")
+@click.option("--wide", is_flag=True, help="Every column of the level table (the metric too), however wide "
+                                           "[default: the columns that fit the terminal without breaking a cell].")
 def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_name: str | None,
-            as_json: bool, fmt: str) -> None:
+            as_json: bool, fmt: str, wide: bool) -> None:
     """Compare B against A: two labels (hosts), or two variants of a study.
 
     Only points whose configuration keys match apart from what the comparison is about
@@ -147,7 +150,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     for line in decision_text.lines(decided, overall):
         click.echo(line)
     click.echo()
-    terminal.console().print(terminal.comparison_table(comparisons))
+    terminal.show(terminal.console(), terminal.comparison_table(comparisons, wide=wide))
 
 
 @cli.command("import")

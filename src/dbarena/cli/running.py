@@ -75,12 +75,12 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progre
         label = the_study.label or hostinfo.host_facts()["hostname"]
         if outcome.skipped:
             err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
-        out.print(terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
+        terminal.show(out, terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
         if outcome.precision:
-            out.print(terminal.precision_table(outcome.precision, the_study.precision))
+            terminal.show(out, terminal.precision_table(outcome.precision, the_study.precision))
         if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
             groups = analysis.summaries(rows, histograms=db.latency_histograms)
-            out.print(terminal.summary_table(groups))
+            terminal.show(out, terminal.summary_table(groups))
             for line in terminal.warning_lines(groups):
                 out.print(line)
     out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "

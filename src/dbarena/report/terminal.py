@@ -3,26 +3,69 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Sequence
+import re
+import sys
+from typing import IO, Callable, Iterable, Sequence, cast
 
 from rich import box
-from rich.console import Console, JustifyMethod
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from dbarena.stats import analysis
 from dbarena.model import PointResult, PointSpec, Sample
+from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
+from dbarena.stats import analysis
+from dbarena.stats.steadystate import Warning_
+
+# Width of output that is not a terminal (a pipe, a log file), unless COLUMNS says: 100
+# columns read whole in `less` and in an editor or a CI log beside another window, and
+# every table fits it (report/fitting.py leaves columns out rather than fold cells).
+# Wider would make every line of a log as long as its widest table.
+PIPE_WIDTH = 100
+
+
+class _Unpadded:
+    """A stream that drops the spaces rich pads the ends of lines with (tables are
+    padded to their width, wrapped text keeps the space it broke at)."""
+
+    _END_PADDING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)(?=\n)")
+
+    def __init__(self, file: IO[str]):
+        self.file = file
+        self.held = ""  # spaces at the end of a write: padding only if a line break follows
+
+    def write(self, text: str) -> int:
+        text = self.held + text
+        kept = text.rstrip(" ")
+        self.held = text[len(kept):]
+        self.file.write(self._END_PADDING.sub(r"\1", kept))
+        return len(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.file, "encoding", None) or "utf-8"
 
 
 def console(stderr: bool = False) -> Console:
     c = Console(stderr=stderr)
     if not c.is_terminal:
-        # A log file or a pipe: do not squeeze tables into 80 columns (COLUMNS, when set,
-        # says how wide).
         columns = os.environ.get("COLUMNS", "")
-        c = Console(stderr=stderr, width=int(columns) if columns.isdigit() and int(columns) > 0 else 200)
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+        c = Console(file=cast(IO[str], _Unpadded(sys.stderr if stderr else sys.stdout)), width=width)
     return c
+
+
+def show(out: Console, *renderables: RenderableType) -> None:
+    """Print tables whole: one left wider than the console (--wide) is not cropped."""
+    for renderable in renderables:
+        out.print(renderable, crop=False)
 
 
 def _fmt(value, digits: int = 2) -> str:
@@ -122,25 +165,69 @@ def _interval(low, high, digits: int = 1) -> str:
     return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"  # a throughput is never below 0
 
 
+# ------------------------------------------------------------------ warnings
+
+# A letter per warning in the tables' warning column; one legend line under a table
+# names those that appear. JSON keeps the full codes and messages.
+WARNING_LETTERS: dict[str, str] = {w.value: letter for w, letter in (
+    (Warning_.SHORT_SERIES, "S"), (Warning_.LOADGEN_BOUND, "L"), (Warning_.HIGH_VARIATION, "V"),
+    (Warning_.FEW_REPEATS, "R"), (Warning_.DIPS, "D"), (Warning_.TREND, "T"), (Warning_.LONG_WARMUP, "W"),
+    (Warning_.FAILED_POINTS, "F"), (Warning_.SEVERAL_HOSTS, "H"),
+)}
+_ORDER = {code: i for i, code in enumerate(WARNING_LETTERS)}
+
+
+def _codes(rows: Iterable[dict]) -> list[str]:
+    """The warning codes of the rows, in the legend's order (unknown codes last)."""
+    found = {w["code"] for r in rows for w in r.get("warnings", [])}
+    return sorted(found, key=lambda code: (_ORDER.get(code, len(_ORDER)), code))
+
+
 def _warnings(row: dict) -> str:
-    return "; ".join(w["code"] for w in row.get("warnings", [])) or "-"
+    return "".join(WARNING_LETTERS.get(code, f" {code} ") for code in _codes([row])).strip() or "-"
 
 
-# A column of a results table: (header, justify, shown by default, cell). By default a
-# table fits a 120-column terminal with names unbroken; --wide shows every column.
-_Column = tuple[str, JustifyMethod, bool, Callable[[dict], str]]
+def legend(rows: Iterable[dict]) -> str | None:
+    codes = _codes(rows)
+    if not codes:
+        return None
+    return "warnings: " + ", ".join(f"{WARNING_LETTERS[c]} {c}" for c in codes if c in WARNING_LETTERS)
 
 
-def _table(title: str | None, columns: Sequence[_Column], rows: list[dict], wide: bool) -> Table:
-    chosen = [c for c in columns if wide or c[2]]
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    for header, justify, _, _ in chosen:
-        # Names are never cut or broken; warnings and errors wrap instead.
-        table.add_column(header, justify=justify, no_wrap=header in ("label", "workload", "engine"),
-                         overflow="fold")
+# A figure in a warning's message: its own word, not part of a name ("ax41").
+_FIGURE = re.compile(r"(?<![\w.])[+-]?\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")
+
+
+def _merged(messages: list[str]) -> str:
+    """Messages that differ only in their figures, as one: a figure that varies is shown
+    as its range ("used 0.1..0.5 of 2 hardware threads")."""
+    texts = [_FIGURE.split(m) for m in messages]
+    figures = [_FIGURE.findall(m) for m in messages]
+    out = texts[0][0]
+    for k, text in enumerate(texts[0][1:]):
+        seen = sorted({f[k] for f in figures}, key=lambda f: float(f.replace(",", "")))
+        out += seen[0] if len(seen) == 1 else f"{seen[0]}..{seen[-1]}"
+        out += text
+    return out
+
+
+def warning_lines(rows: Iterable[dict]) -> list[str]:
+    """Each distinct warning once, with the number of rows it applies to and its advice
+    (messages that differ only in their figures are one warning)."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for r in rows:
-        table.add_row(*(cell(r) for _, _, _, cell in chosen))
-    return table
+        for w in r.get("warnings", []):
+            groups.setdefault((w["code"], tuple(_FIGURE.split(w["message"]))), []).append(w["message"])
+    lines = []
+    for code, _ in sorted(groups, key=lambda g: _ORDER.get(g[0], len(_ORDER))):
+        messages = groups[(code, _)]
+        count = f"{len(messages)} row{'s' if len(messages) > 1 else ''}"
+        letter = WARNING_LETTERS.get(code)
+        lines.append(f"{f'{letter} ' if letter else ''}[yellow]{code}[/] ({count}): {escape(_merged(messages))}")
+    return lines
+
+
+# ------------------------------------------------------------------ tables
 
 
 def _steady(r: dict) -> str:
@@ -153,38 +240,54 @@ def _status(r: dict) -> str:
     return "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
 
 
-POINT_COLUMNS: tuple[_Column, ...] = (
-    ("run", "right", True, lambda r: str(r["run_id"])),
-    ("label", "left", True, lambda r: escape(r["label"])),
-    ("engine", "left", True, lambda r: r["engine"]),
-    ("workload", "left", True, lambda r: escape(r["workload"] + (f" [{r['variant']}]" if r.get("variant") else ""))),
-    ("threads", "right", True, lambda r: str(r["threads"])),
-    ("clients", "right", False, lambda r: str(r["clients"])),
-    ("rep", "right", False, lambda r: str(r.get("repeat", 0) + 1)),
-    ("printed tps", "right", True, lambda r: _fmt(r["tps"])),
-    ("qps", "right", False, lambda r: _fmt(r["qps"])),
-    ("steady tps", "right", True, _steady),
-    ("95 % CI within the run", "right", False, lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high"))),
-    ("lat avg ms", "right", False, lambda r: _fmt(r["latency_avg_ms"], 3)),
-    ("p95 ms", "right", False, lambda r: _fmt(r["latency_p95_ms"], 3)),
-    ("p99 ms", "right", True, lambda r: _fmt(r.get("latency_p99_ms"), 3)),
-    ("failed tx", "right", False, lambda r: _fmt(r["failed_transactions"])),
-    ("errors", "right", False, lambda r: _fmt(r["errors"])),
-    ("warnings", "left", True, _warnings),
-    ("status", "left", True, _status),
+# drop: None only with --wide; 0 always shown; otherwise the higher, the sooner left
+# out when a table is too wide. The default columns fit 100 columns for usual names.
+POINT_COLUMNS: tuple[Column, ...] = (
+    Column("run", "right", lambda r: str(r["run_id"]), 3),
+    Column("label", "left", lambda r: escape(r["label"])),
+    Column("engine", "left", lambda r: r["engine"]),
+    Column("workload", "left", lambda r: escape(r["workload"] + (f" [{r['variant']}]" if r.get("variant") else ""))),
+    Column("threads", "right", lambda r: str(r["threads"])),
+    Column("clients", "right", lambda r: str(r["clients"]), WIDE_ONLY),
+    Column("rep", "right", lambda r: str(r.get("repeat", 0) + 1), WIDE_ONLY),
+    Column("printed\ntps", "right", lambda r: _fmt(r["tps"]), 1),
+    Column("qps", "right", lambda r: _fmt(r["qps"]), WIDE_ONLY),
+    Column("steady\ntps", "right", _steady),
+    Column("95 % CI within\nthe run", "right", lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high")),
+           WIDE_ONLY),
+    Column("lat avg\nms", "right", lambda r: _fmt(r["latency_avg_ms"], 3), WIDE_ONLY),
+    Column("p95 ms", "right", lambda r: _fmt(r["latency_p95_ms"], 3), WIDE_ONLY),
+    Column("p99 ms", "right", lambda r: _fmt(r.get("latency_p99_ms"), 3), 2),
+    Column("failed\ntx", "right", lambda r: _fmt(r["failed_transactions"]), WIDE_ONLY),
+    Column("errors", "right", lambda r: _fmt(r["errors"]), WIDE_ONLY),
+    Column("warn", "left", _warnings),
+    Column("status", "left", _status, wraps=True),
 )
 
 
-def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> Table:
+def _notes(rows: list[dict], *notes: str) -> list[str]:
+    found = legend(rows)
+    return [*notes, *([found] if found else [])]
+
+
+def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> FittedTable:
     """Stored points (analysis.load rows) as a table: the tool's printed figure and
     dbarena's steady-state mean side by side."""
-    return _table(title, POINT_COLUMNS, list(rows), wide)
+    rows = list(rows)
+    return FittedTable(title, POINT_COLUMNS, rows, wide, _notes(rows))
 
 
-def summary_table(rows: Iterable[dict], wide: bool = False) -> Table:
+def _half_width(r: dict) -> str:
+    """The 95 % interval as +- a share of the mean: narrow enough for the default columns."""
+    if r["ci_low"] is None or r["ci_high"] is None or not r["mean"]:
+        return "-"
+    return f"\u00b1{(r['ci_high'] - r['ci_low']) / 2 / r['mean']:.1%}"
+
+
+def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     """analysis.summaries rows: one per label and configuration key. Where the median
-    is over steady-state means, the median of the tools' printed figures stands beside
-    it (what a published table would show)."""
+    is over steady-state means, --wide shows the median of the tools' printed figures
+    beside it (what a published table would show)."""
     rows = list(rows)
     variants = any(r.get("variant") for r in rows)
     printed = any(r.get("statistic") not in (None, analysis.PRINTED) for r in rows)
@@ -192,72 +295,64 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> Table:
     def steady(r: dict) -> bool:
         return r.get("statistic") not in (None, analysis.PRINTED)
 
-    columns: tuple[_Column, ...] = (
-        ("label", "left", True, lambda r: escape(r["label"])),
-        ("engine", "left", True, lambda r: r["engine"]),
-        ("workload", "left", True, lambda r: escape(r["workload"])),
-        ("threads", "right", True, lambda r: str(r["threads"])),
-        *((("variant", "left", True, lambda r: escape(r.get("variant") or "-")),) if variants else ()),
-        ("config", "left", False, lambda r: (r.get("config_key") or "-")[:6]),
-        ("metric", "left", False, lambda r: r["metric"]),
-        ("n", "right", True, lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
-        ("median", "right", True, lambda r: _fmt(r["median"], 1) + ("\u2020" if steady(r) else "")),
-        *((("printed median", "right", True,
-            lambda r: _fmt(r.get("printed_median"), 1) if steady(r) else "="),) if printed else ()),
-        ("mean", "right", False, lambda r: _fmt(r["mean"], 1)),
-        ("stdev", "right", False, lambda r: _fmt(r["stdev"], 1)),
-        ("95 % CI", "right", True, lambda r: _interval(r["ci_low"], r["ci_high"])
-         + ("*" if r.get("interval") == "within one run" else "")),
-        ("CV", "right", True, lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-"),
-        ("p99 ms", "right", True, lambda r: _fmt(r.get("latency_p99_ms"), 3)),
-        ("warnings", "left", True, _warnings),
+    def within(r: dict) -> str:
+        return "*" if r.get("interval") == "within one run" else ""
+
+    columns: tuple[Column, ...] = (
+        Column("label", "left", lambda r: escape(r["label"])),
+        Column("engine", "left", lambda r: r["engine"]),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),) if variants else ()),
+        Column("config", "left", lambda r: (r.get("config_key") or "-")[:6], WIDE_ONLY),
+        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
+        Column("n", "right", lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
+        Column("median", "right", lambda r: _fmt(r["median"], 1) + ("\u2020" if steady(r) else "")),
+        *((Column("printed\nmedian", "right", lambda r: _fmt(r.get("printed_median"), 1) if steady(r) else "=",
+                  WIDE_ONLY),) if printed else ()),
+        Column("mean", "right", lambda r: _fmt(r["mean"], 1), WIDE_ONLY),
+        Column("stdev", "right", lambda r: _fmt(r["stdev"], 1), WIDE_ONLY),
+        Column("95 % CI", "right", lambda r: _half_width(r) + within(r), 3),
+        Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"]) + within(r), WIDE_ONLY),
+        Column("CV", "right", lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-", 2),
+        Column("p99 ms", "right", lambda r: _fmt(r.get("latency_p99_ms"), 3), 1),
+        Column("warn", "left", _warnings),
     )
-    table = _table("summary over repeats (one line per label and configuration)", columns, rows, wide)
     captions = []
     if printed:
-        captions.append("\u2020 median and mean of each run's steady-state mean (warm-up excluded, from its "
-                        "per-second series); 'printed median': of the figures the tool printed ('=': the same)")
+        captions.append("\u2020 median of each run's steady-state mean (warm-up excluded, from its per-second "
+                        "series); " + ("'printed median': of the figures the tool printed ('=': the same)" if wide
+                                       else "--wide adds the median of the figures the tool printed"))
     if any(r.get("interval") == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
                         "variation; no comparison verdict without 3 repeats")
-    if captions:
-        table.caption = "\n".join(captions)
-        table.caption_justify = "left"
-    return table
+    return FittedTable("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
+                       "the mean)", columns, rows, wide, _notes(rows, *captions))
 
 
-def warning_lines(rows: Iterable[dict]) -> list[str]:
-    """The advice behind the warning codes of a table, one line each."""
-    lines: list[str] = []
-    for r in rows:
-        where = f"{r['label']} {r['engine']} {r['workload']} threads={r['threads']}"
-        if r.get("variant"):
-            where += f" variant={r['variant']}"
-        lines.extend(f"{escape(where)}: [yellow]{w['code']}[/]: {escape(w['message'])}" for w in r["warnings"])
-    return lines
-
-
-def comparison_table(rows: Iterable[dict]) -> Table:
+def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     rows = list(rows)
     a, b = rows[0]["a"], rows[0]["b"]
     by_variant = rows[0].get("by") == "variant"
-    table = Table(title=f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)})", title_justify="left")
-    for name, justify in (
-        *((("label", "left"),) if by_variant else ()),
-        ("engine", "left"), ("workload", "left"), ("threads", "right"), ("metric", "left"),
-        (escape(a), "right"), (escape(b), "right"), ("ratio", "right"), ("95 % CI", "right"), ("verdict", "left"),
-    ):
-        table.add_column(name, justify=justify)
-    for r in rows:
-        table.add_row(
-            *((escape(r.get("label") or ""),) if by_variant else ()),
-            r["engine"], r["workload"], str(r["threads"]), r["metric"],
-            f"{_fmt(r['a_mean'], 1)} (n={r['a_n']})", f"{_fmt(r['b_mean'], 1)} (n={r['b_n']})",
-            f"{r['ratio']:.3f}" if r["ratio"] is not None else "-",
-            _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3),
-            ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else ""),
-        )
-    return table
+
+    def verdict(r: dict) -> str:
+        return ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else "")
+
+    columns: tuple[Column, ...] = (
+        *((Column("label", "left", lambda r: escape(r.get("label") or "")),) if by_variant else ()),
+        Column("engine", "left", lambda r: r["engine"]),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
+        Column(escape(a), "right", lambda r: _fmt(r["a_mean"], 1)),
+        Column(escape(b), "right", lambda r: _fmt(r["b_mean"], 1)),
+        Column("n", "right", lambda r: f"{r['a_n']}/{r['b_n']}", 2),
+        Column("ratio", "right", lambda r: f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"),
+        Column("95 % CI", "right", lambda r: _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), 1),
+        Column("verdict", "left", verdict, wraps=True),
+    )
+    return FittedTable(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
+                       columns, rows, wide)
 
 
 def facts_table(facts: dict) -> Table:
@@ -272,20 +367,18 @@ def facts_table(facts: dict) -> Table:
     return table
 
 
-def precision_table(states: Sequence, target: float | None) -> Table:
+def precision_table(states: Sequence, target: float | None) -> FittedTable:
     """Adaptive repeats: where each point of the plan ended (rounds.PointState)."""
     title = f"precision {f'+-{target:.1%} ' if target else ''}(95 % interval of the mean over runs, conservative)"
-    table = Table(title=title, title_justify="left")
     variants = any(s.spec.variant for s in states)
-    for name, justify in (("engine", "left"), ("workload", "left"), ("threads", "right"),
-                          *((("variant", "left"),) if variants else ()), ("runs", "right"), ("interval", "right"),
-                          ("", "left")):
-        table.add_column(name, justify=justify)
-    for s in states:
-        table.add_row(
-            s.spec.engine, s.spec.workload, str(s.spec.threads), *((escape(s.spec.variant or "-"),) if variants else ()),
-            str(len(s.values)) + (f" (+{s.failures} failed)" if s.failures else ""),
-            f"+-{s.half_width:.1%}" if s.half_width is not None else "-",
-            "[green]reached[/]" if s.status == "reached" else f"[yellow]{escape(s.describe())}[/]",
-        )
-    return table
+    columns: tuple[Column, ...] = (
+        Column("engine", "left", lambda s: s.spec.engine),
+        Column("workload", "left", lambda s: escape(s.spec.workload)),
+        Column("threads", "right", lambda s: str(s.spec.threads)),
+        *((Column("variant", "left", lambda s: escape(s.spec.variant or "-")),) if variants else ()),
+        Column("runs", "right", lambda s: str(len(s.values)) + (f" (+{s.failures} failed)" if s.failures else "")),
+        Column("interval", "right", lambda s: f"+-{s.half_width:.1%}" if s.half_width is not None else "-"),
+        Column("", "left", lambda s: "[green]reached[/]" if s.status == "reached"
+               else f"[yellow]{escape(s.describe())}[/]", wraps=True),
+    )
+    return FittedTable(title, columns, states)
