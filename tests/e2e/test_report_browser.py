@@ -151,3 +151,29 @@ def test_report_formats_from_the_cli(stored, tmp_path):
     assert bad.returncode == 2 and "no results labelled 'nope'" in bad.stderr
     bad = dbarena("report", "--store", str(stored), "--price", "box-a=free", env=cli_env("/tmp"))
     assert bad.returncode == 2 and "is not a price" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_first_screen_holds_the_decision_above_the_first_chart(stored, tmp_path):
+    """The answer first: at 1400 x 900, the decision table and its verdict text are on
+    the first screen, above the first chart; the page asks the network for nothing."""
+    from playwright.sync_api import sync_playwright
+
+    out = tmp_path / "report.html"
+    done = dbarena("report", "--store", str(stored), "--baseline", "box-a", "-o", str(out), env=cli_env("/tmp"))
+    assert done.returncode == 0, done.stderr
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(out.as_uri())
+        table = page.locator("table.decision").bounding_box()
+        chart = page.locator("figure.chart svg").first.bounding_box()
+        verdicts = page.locator("table.decision td:nth-child(7)").all_inner_texts()
+        why = page.locator("#decision .why").inner_text()
+        browser.close()
+    assert table is not None and chart is not None
+    assert table["y"] + table["height"] <= 900 and table["y"] + table["height"] <= chart["y"]
+    # One run a side: a figure without a verdict, and what to run to get one.
+    assert verdicts == ["no verdict"] and "--repeat 3" in why
+    assert requests == [out.as_uri()]

@@ -99,3 +99,23 @@ def test_without_three_runs_the_decision_says_what_to_run(tmp_path, capsys):
     out = _run(["compare", "big", "small", "--store", str(path), "--format", "md"], capsys)
     assert "| postgres | pgbench-tpcb | -20.0 % | - | no verdict |" in out
     assert "run both with --repeat 3" in out
+
+
+def test_the_report_leads_with_the_decision(store_path, tmp_path):
+    import json
+
+    from dbarena.report import assemble
+
+    with Store(store_path) as db:
+        built = assemble.build(db, assemble.Selection(baseline="big"))
+        drawn = assemble.draw(db, built, "html")
+        page = assemble.render(built, "html", tmp_path / "r.html", drawn)
+        text = assemble.render(built, "md", tmp_path / "r.md", assemble.draw(db, built, "md"))
+        exported = json.loads(assemble.render(built, "json", tmp_path / "r.json", None))
+    (d,) = built.decisions
+    assert (d.label, d.baseline, d.verdict) == ("small", "big", "slower")
+    assert page.index('<section id="decision">') < page.index("<svg") < page.index('id="provenance"')
+    assert "small is 44.7 % slower than big" in page
+    assert text.index("## Decision") < text.index("## postgres pgbench-tpcb")
+    assert "| postgres | pgbench-tpcb | -44.7 % |" in text
+    assert exported["decisions"][0]["verdict"] == "slower" and exported["overall"][0]["label"] == "small"

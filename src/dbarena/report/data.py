@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dbarena.stats import analysis
-from dbarena.stats import configkey
+from dbarena.stats import configkey, decision
+from dbarena.stats.decision import Decision
 from dbarena.stats import estimators as stats
 from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
@@ -66,6 +67,10 @@ class Report:
     rows: list[dict]
     sections: list[Section]
     provenance: dict[str, dict] = field(default_factory=dict)
+    # The decision (stats/decision.py): each label against the baseline, worst first,
+    # and each label's line across workloads.
+    decisions: list[Decision] = field(default_factory=list)
+    overall: list[Decision] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ assembly
@@ -154,6 +159,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     rows = [r for r in rows if r["label"] in order]
     if baseline is None and order:
         baseline = order[0]
+    decisions, overall = _decisions(rows, order, baseline)
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     summaries = _summaries(rows, histograms)
     members, ok_series = _grouped(rows)
@@ -168,7 +174,25 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
                 for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
-                  provenance=_provenance(rows, order, runs))
+                  provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall)
+
+
+def _decisions(rows: list[dict], order: list[str], baseline: str | None) -> tuple[list[Decision], list[Decision]]:
+    """Each stored label against the baseline (the labels as stored: analysis.compare
+    matches configurations itself, apart from the host)."""
+    decisions: list[Decision] = []
+    overall: list[Decision] = []
+    if baseline is None:
+        return decisions, overall
+    for label in order:
+        if label == baseline:
+            continue
+        decided = decision.decide(analysis.compare(rows, baseline, label))
+        decisions.extend(decided)
+        line = decision.overall(decided)
+        if line is not None:
+            overall.append(line)
+    return decisions, overall
 
 
 def _summaries(rows: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> dict[tuple, dict]:

@@ -4,6 +4,7 @@ request comment or an article, and the lines `compare` prints before its level t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from html import escape
 
 from dbarena.stats.decision import FASTER, NO_VERDICT, NOT_COMPARABLE, SLOWER, Decision
 
@@ -76,3 +77,34 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision]) -> list[st
         if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
             out.append(f"    {d.text}")
     return out
+
+
+def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
+    """The decision as the HTML report's first section: the overall line of each label,
+    then one table row per label, engine and workload, worst first."""
+    if not decisions:
+        return ""
+    out = ['<section id="decision"><h2>Decision</h2>']
+    if overall:
+        out.append("<ul class=\"overall\">" + "".join(
+            f'<li class="verdict-{escape(o.verdict.replace(" ", "-"))}"><strong>{escape(_MARK[o.verdict])}</strong> '
+            f"{escape(o.text)}</li>" for o in overall) + "</ul>")
+    out.append("<h3>Each label against the baseline, worst first</h3>")
+    out.append('<table class="decision"><thead><tr><th>label</th><th>against</th><th>engine</th><th>workload</th>'
+               '<th>change</th><th>95 % CI</th><th>verdict</th><th>ratio by threads</th></tr></thead><tbody>')
+    for d in decisions:
+        title = f' title="{escape(d.text)}"'
+        out.append(f'<tr class="verdict-{escape(d.verdict.replace(" ", "-"))}"{title}><td>{escape(d.label)}</td>'
+                   f"<td>{escape(d.baseline)}</td><td>{escape(d.engine or '')}</td><td>{escape(d.workload or '')}</td>"
+                   f'<td class="num">{escape(_pct(d.ratio))}</td><td class="num">{escape(_interval(d))}</td>'
+                   f"<td>{escape(_MARK[d.verdict])}</td><td>{escape(_strip(d))}</td></tr>")
+    out.append("</tbody></table>")
+    missing = [d for d in decisions if d.verdict in (NO_VERDICT, NOT_COMPARABLE)]
+    if missing:
+        out.append("<ul class=\"why\">" + "".join(
+            f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(d.text)}</li>"
+            for d in missing) + "</ul>")
+    out.append('<p class="note">Change: the geometric mean over the thread levels both measured of each level\'s '
+               "steady-state throughput ratio; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every "
+               "level.</p></section>")
+    return "\n".join(out)

@@ -46,6 +46,8 @@ def to_csv(report: Report) -> str:
 def to_json(report: Report) -> str:
     return json.dumps(_plain({
         "labels": report.labels, "baseline": report.baseline, "at_threads": report.at_threads,
+        "decisions": [d.as_dict() for d in report.decisions],
+        "overall": [d.as_dict() for d in report.overall],
         "rows": public_rows(report),
         "sections": [{"engine": s.engine, "workload": s.workload, "metric": s.metric, "ranking": s.ranking,
                       "usl": s.usl, "cheapest": s.cheapest} for s in report.sections],

@@ -19,6 +19,7 @@ from html import escape
 
 from dbarena import __version__
 from dbarena.report import data
+from dbarena.report.decision import html as decision_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
 from dbarena.report.tables import TableSpec, provenance, section_tables
@@ -44,6 +45,10 @@ th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
            padding: 0.3em 0; font-size: 13px; }
 .toggles label { margin-right: 1.2em; white-space: nowrap; cursor: pointer; }
 .provenance td { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
+#decision h2 { margin-top: 1em; } .decision td { text-align: left; } .decision td.num { text-align: right; }
+.verdict-slower td:nth-child(7), .overall .verdict-slower strong { color: #b00020; }
+.verdict-faster td:nth-child(7), .overall .verdict-faster strong { color: #0a6b2d; }
+.overall { padding-left: 1.2em; } .why { font-size: 12.5px; color: #555; }
 @media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; }
                a.save { display: none; } }
 """
@@ -87,7 +92,9 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f"<title>dbarena report: {labels}</title><style>{STYLE}{rules}</style></head><body>",
         f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
         f"{escape(report.baseline or '-')}. {data.at_text(report)} "
-        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>", bar,
+        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
+        # The answer first: the decision above every chart (the first screen).
+        decision_html(report.decisions, report.overall), bar,
         "<nav><ul>",
     ]
     for s in report.sections:

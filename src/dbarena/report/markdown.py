@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dbarena.report import data
 from dbarena.report.data import Report
+from dbarena.report.decision import markdown as decision_markdown
 from dbarena.report.tables import TableSpec, provenance, section_tables
 
 
@@ -32,6 +33,9 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     parts = ["# dbarena report", "",
              f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
              f"{data.at_text(report)}", ""]
+    if report.decisions:
+        # The answer first: the block a pull request or an article quotes.
+        parts += ["## Decision", "", decision_markdown(report.decisions, report.overall)]
     for s in report.sections:
         parts += [f"## {s.engine} {s.workload}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():
