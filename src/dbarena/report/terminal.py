@@ -58,7 +58,9 @@ def console(stderr: bool = False) -> Console:
     if not c.is_terminal:
         columns = os.environ.get("COLUMNS", "")
         width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
-        c = Console(file=cast(IO[str], _Unpadded(sys.stderr if stderr else sys.stdout)), width=width)
+        # stderr carries no table: its lines (the stages, a line per point) stay whole in a log.
+        c = Console(file=cast(IO[str], _Unpadded(sys.stderr if stderr else sys.stdout)), width=width,
+                    soft_wrap=stderr)
     return c
 
 
