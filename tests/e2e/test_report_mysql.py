@@ -147,7 +147,12 @@ def test_html_and_markdown_show_the_same_tables(rendered):
     page = {k: v for k, v in page.items() if k[0] != "Decision"}
     assert md == page
     sections = {section for section, _ in md}
-    assert sections == {f"mysql {SYSBENCH}", f"mysql {SLAP}", "Provenance"}
+    assert sections == {"What differs", f"mysql {SYSBENCH}", f"mysql {SLAP}", "Provenance"}
+    # What differs holds only facts whose values differ (here at least the price each
+    # label was given); the identical ones are folded below it.
+    differing = md[("What differs", "What differs between the labels")]
+    assert differing and all(len(set(list(r.values())[1:])) > 1 for r in differing)
+    assert any(r[""] == "price" for r in differing)
 
 
 def test_the_parameters_a_reader_needs_to_run_it_again(rendered):

@@ -22,7 +22,7 @@ from dbarena.report import data
 from dbarena.report.decision import html as decision_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
-from dbarena.report.tables import TableSpec, provenance, section_tables
+from dbarena.report.tables import TableSpec, provenance, section_tables, what_differs
 
 # Forbids scripts and every network request: the report works offline by
 # construction, and a label like "<script>" could not run even if it slipped through.
@@ -61,6 +61,17 @@ def _table(spec: TableSpec, css: str = "") -> str:
     return f'<h3>{escape(spec.title)}</h3><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
 
 
+def _differs(report: Report) -> str:
+    """What differs between the labels, the identical facts folded below it."""
+    split = what_differs(report)
+    if split is None:
+        return ""
+    differ, same = split
+    return (f'<section id="differs"><h2>What differs</h2>{_table(differ, "provenance")}'
+            f"<details><summary>{len(same.rows)} facts and settings the same for every label</summary>"
+            f'{_table(same, "provenance")}</details></section>')
+
+
 def toggles(labels: list[str]) -> tuple[str, str]:
     """The bar of checkboxes that show and hide each label in every chart, and its CSS:
     (html, css). Nothing for one label, or for more than charts.MAX_TOGGLED (whose charts
@@ -94,7 +105,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f"{escape(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
         # The answer first: the decision above every chart (the first screen).
-        decision_html(report.decisions, report.overall), bar,
+        decision_html(report.decisions, report.overall), _differs(report), bar,
         "<nav><ul>",
     ]
     for s in report.sections:

@@ -8,7 +8,7 @@ from pathlib import Path
 from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
-from dbarena.report.tables import TableSpec, provenance, section_tables
+from dbarena.report.tables import TableSpec, provenance, section_tables, what_differs
 
 
 def _cell(text: str) -> str:
@@ -36,6 +36,12 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     if report.decisions:
         # The answer first: the block a pull request or an article quotes.
         parts += ["## Decision", "", decision_markdown(report.decisions, report.overall)]
+    split = what_differs(report)
+    if split is not None:
+        differ, same = split
+        parts += ["## What differs", "", _table(differ),
+                  f"<details><summary>{len(same.rows)} facts and settings the same for every label</summary>", "",
+                  _table(same), "</details>", ""]
     for s in report.sections:
         parts += [f"## {s.engine} {s.workload}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():

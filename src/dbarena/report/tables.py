@@ -418,6 +418,25 @@ def provenance(report: Report) -> TableSpec:
                      "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")
 
 
+def what_differs(report: Report) -> tuple[TableSpec, TableSpec] | None:
+    """The provenance split for a reader comparing labels: the facts and settings whose
+    values differ between them (with the price each was given), and the rest, which
+    the page folds away. None with a single label."""
+    full = provenance(report)
+    labels = full.headers[1:]
+    if len(labels) < 2:
+        return None
+    prices = {r["label"]: r.get("price") for r in report.rows if r.get("price")}
+    rows = list(full.rows)
+    if prices:
+        rows.append(["price"] + [prices.get(label) or "-" for label in labels])
+    differ = [r for r in rows if len(set(r[1:])) > 1 and r[0] != "machine described below"]
+    same = [r for r in rows if r not in differ]
+    return (TableSpec("What differs between the labels", full.headers, differ,
+                      None if differ else "Nothing recorded differs: the labels ran on alike machines and settings."),
+            TableSpec("The same for every label", full.headers, same))
+
+
 def _run_of(report: Report, label: str) -> dict:
     runs = report.provenance[label]
     return runs[sorted(runs)[0]]
