@@ -119,3 +119,11 @@ def test_the_report_leads_with_the_decision(store_path, tmp_path):
     assert text.index("## Decision") < text.index("## postgres pgbench-tpcb")
     assert "| postgres | pgbench-tpcb | -44.7 % |" in text
     assert exported["decisions"][0]["verdict"] == "slower" and exported["overall"][0]["label"] == "small"
+
+
+def test_the_decision_lines_fit_the_width(store_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    out = _run(["compare", "big", "small", "--store", str(store_path)], capsys)
+    decision_part = out.split("\n\n", 1)[0]
+    assert all(len(line) <= 60 for line in decision_part.splitlines()), decision_part
+    assert "-44.7 %" in decision_part  # a figure is never broken across lines

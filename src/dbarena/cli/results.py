@@ -147,10 +147,11 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     if fmt == "md":
         click.echo(decision_text.markdown(decided, overall), nl=False)
         return
-    for line in decision_text.lines(decided, overall):
+    console = terminal.console()
+    for line in decision_text.lines(decided, overall, width=max(console.width, 60)):
         click.echo(line)
     click.echo()
-    terminal.show(terminal.console(), terminal.comparison_table(comparisons, wide=wide))
+    terminal.show(console, terminal.comparison_table(comparisons, wide=wide))
 
 
 @cli.command("import")

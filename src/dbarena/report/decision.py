@@ -3,6 +3,7 @@ request comment or an article, and the lines `compare` prints before its level t
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from html import escape
 
@@ -65,17 +66,21 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
     return "\n".join(out) + "\n"
 
 
-def lines(decisions: Sequence[Decision], overall: Sequence[Decision]) -> list[str]:
-    """The decision as plain lines for the terminal, worst first, each under 100
-    characters where the names allow."""
+def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int = 100) -> list[str]:
+    """The decision as plain lines for the terminal, worst first, wrapped at spaces to
+    `width` (a figure or a name is never broken)."""
+    def wrapped(text: str, indent: str, more: str) -> list[str]:
+        return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=more,
+                             break_long_words=False, break_on_hyphens=False)
+
     out: list[str] = []
     for line in overall:
-        out.append(f"{_MARK[line.verdict]}: {line.text}")
+        out += wrapped(f"{_MARK[line.verdict]}: {line.text}", "", "    ")
     for d in decisions:
-        out.append(f"  {d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
-                   + (f" (by threads {_strip(d)})" if d.levels else ""))
+        out += wrapped(f"{d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
+                       + (f" (by threads {_strip(d)})" if d.levels else ""), "  ", "      ")
         if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
-            out.append(f"    {d.text}")
+            out += wrapped(d.text, "    ", "    ")
     return out
 
 
