@@ -54,3 +54,34 @@ def test_not_comparable_and_worst_first_and_overall():
 def test_a_difference_within_the_noise_is_no_difference():
     (d,) = decision.decide([_row(1, 1.02, 0.05, 6), _row(2, 0.99, 0.05, 6)])
     assert d.verdict == decision.SAME and d.ci_low < 1 < d.ci_high
+
+
+def _point(label: str, **fields) -> dict:
+    return {"label": label, "engine": "postgres", "workload": "pgbench-tpcb", "threads": 2, "status": "ok",
+            "samples": 60, "hardware_threads_usable": 2, "warnings": [], **fields}
+
+
+@pytest.mark.parametrize("fields, said", [
+    ({"cpu_busy_pct": 99.0, "server_cpu": 1.9, "loadgen_cpu": 0.1}, "server CPU saturated (1.9 of 2 hardware threads)"),
+    ({"cpu_busy_pct": 100.0, "server_cpu": 0.6, "loadgen_cpu": 1.3,
+      "warnings": [{"code": "load-generator-bound", "message": "..."}]},
+     "load generator saturated (1.3 cores for 2 thread(s))"),
+    ({"cpu_busy_pct": 40.0, "cpu_iowait_pct": 35.0, "server_cpu": 0.5}, "I/O: iowait 35 %"),
+    ({"cpu_busy_pct": 30.0, "server_cpu": 0.4}, "no single bound (CPU 30 % busy, server 0.4 cores)"),
+    ({"cpu_busy_pct": 99.0, "samples": 2}, "too few samples to tell"),
+])
+def test_what_bound_a_side_is_said_with_its_figure(fields, said):
+    assert decision.bound([_point("big", **fields)]) == said
+
+
+def test_a_significant_difference_says_what_bound_each_side_at_its_farthest_level():
+    points = [_point("big", cpu_busy_pct=99.0, server_cpu=1.9),
+              _point("small", cpu_busy_pct=100.0, server_cpu=0.6, loadgen_cpu=1.4,
+                     warnings=[{"code": "load-generator-bound", "message": "..."}]),
+              {**_point("big", cpu_busy_pct=10.0), "threads": 1}]
+    (d,) = decision.decide([_row(1, 0.9, 0.02, 8), _row(2, 0.5, 0.02, 8)], points)
+    assert d.verdict == decision.SLOWER
+    assert d.why == ("at 2 thread(s), small: load generator saturated (1.4 cores for 2 thread(s)); "
+                     "big: server CPU saturated (1.9 of 2 hardware threads)")
+    (same,) = decision.decide([_row(1, 1.0, 0.05, 8)], points)
+    assert same.why is None  # no difference: nothing to explain

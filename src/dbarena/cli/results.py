@@ -142,7 +142,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     if as_json:
         click.echo(json.dumps(comparisons, indent=2))
         return
-    decided = decision.decide(comparisons)
+    decided = decision.decide(comparisons, rows)
     overall = [line for line in (decision.overall(decided),) if line is not None]
     if fmt == "md":
         click.echo(decision_text.markdown(decided, overall), nl=False)

@@ -187,7 +187,7 @@ def _decisions(rows: list[dict], order: list[str], baseline: str | None) -> tupl
     for label in order:
         if label == baseline:
             continue
-        decided = decision.decide(analysis.compare(rows, baseline, label))
+        decided = decision.decide(analysis.compare(rows, baseline, label), rows)
         decisions.extend(decided)
         line = decision.overall(decided)
         if line is not None:

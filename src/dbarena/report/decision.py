@@ -53,6 +53,9 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
             mark = _MARK[d.verdict]
             if d.verdict in (FASTER, SLOWER):
                 mark = f"**{mark}**"
+                if d.why:
+                    reasons.append(f"- why {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: "
+                                   f"{_md_cell(d.why)}")
             elif d.verdict in (NO_VERDICT, NOT_COMPARABLE):
                 reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.text)}")
             out.append(f"| {_md_cell(d.engine or '')} | {_md_cell(d.workload or '')} | {_pct(d.ratio)} | "
@@ -81,6 +84,8 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
                        + (f" (by threads {_strip(d)})" if d.levels else ""), "  ", "      ")
         if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
             out += wrapped(d.text, "    ", "    ")
+        elif d.why:
+            out += wrapped(f"why: {d.why}", "    ", "      ")
     return out
 
 
@@ -104,11 +109,12 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
                    f'<td class="num">{escape(_pct(d.ratio))}</td><td class="num">{escape(_interval(d))}</td>'
                    f"<td>{escape(_MARK[d.verdict])}</td><td>{escape(_strip(d))}</td></tr>")
     out.append("</tbody></table>")
-    missing = [d for d in decisions if d.verdict in (NO_VERDICT, NOT_COMPARABLE)]
-    if missing:
+    notes = [(d, d.text) for d in decisions if d.verdict in (NO_VERDICT, NOT_COMPARABLE)] + \
+        [(d, f"why: {d.why}") for d in decisions if d.why]
+    if notes:
         out.append("<ul class=\"why\">" + "".join(
-            f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(d.text)}</li>"
-            for d in missing) + "</ul>")
+            f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(text)}</li>"
+            for d, text in notes) + "</ul>")
     out.append('<p class="note">Change: the geometric mean over the thread levels both measured of each level\'s '
                "steady-state throughput ratio; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every "
                "level.</p></section>")

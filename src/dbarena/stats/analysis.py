@@ -103,6 +103,8 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
         row.update(derived[row["point_id"]])
         # Its number of repeats was chosen by the stopping rule (--precision).
         row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
+        # The hardware threads its server could use: what "saturated" is measured against.
+        row["hardware_threads_usable"] = run_threads(runs[row["run_id"]])
     return rows
 
 

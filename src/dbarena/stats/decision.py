@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbarena.stats.estimate import CONFIDENCE, t_dist
@@ -44,6 +44,7 @@ class Decision:
     levels: tuple[tuple[int, float], ...] = ()  # (threads, ratio) of every level that counts
     log_se: float | None = None  # of log(ratio), for combining workloads
     log_df: float | None = None
+    why: str | None = None  # of a significant difference: what bound each side, as the stored data show it
 
     @property
     def change_pct(self) -> float | None:
@@ -52,7 +53,7 @@ class Decision:
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-                "verdict": self.verdict, "text": self.text,
+                "verdict": self.verdict, "text": self.text, "why": self.why,
                 "levels": [{"threads": t, "ratio": r} for t, r in self.levels]}
 
 
@@ -121,9 +122,57 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
                     log_se=log.se, log_df=log.df)
 
 
-def decide(comparisons: Iterable[dict[str, Any]]) -> list[Decision]:
+# What bound a point, from its once-a-second system samples (means over its steady
+# state; analysis.system_view): thresholds as the load-generator warning uses them.
+SATURATED = 0.8  # of the hardware threads the server could use, or of a core per load-generator thread
+IOWAIT_PCT = 20.0
+MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
+
+
+def bound(points: Sequence[dict[str, Any]]) -> str:
+    """What bound one side at one level (its repeats, analysis.load rows with their
+    derived system view), in words with the figure that says so."""
+    ok = [p for p in points if p.get("status") == "ok"]
+    if not ok or all((p.get("samples") or 0) < MIN_SAMPLES or p.get("cpu_busy_pct") is None for p in ok):
+        return "too few samples to tell"
+
+    def mean(field: str) -> float | None:
+        values = [p[field] for p in ok if p.get(field) is not None]
+        return sum(values) / len(values) if values else None
+
+    busy, iowait, server, loadgen = mean("cpu_busy_pct"), mean("cpu_iowait_pct"), mean("server_cpu"), \
+        mean("loadgen_cpu")
+    threads = max(int(p.get("hardware_threads_usable") or 1) for p in ok)
+    clients = max(int(p.get("threads") or 1) for p in ok)
+    if any(w.get("code") == "load-generator-bound" for p in ok for w in p.get("warnings") or []):
+        shown = f"{loadgen:.1f} cores" if loadgen is not None else f"CPU {busy:.0f} % busy"
+        return f"load generator saturated ({shown} for {clients} thread(s))"
+    if iowait is not None and iowait >= IOWAIT_PCT:
+        return f"I/O: iowait {iowait:.0f} %"
+    if server is not None and server >= SATURATED * threads:
+        return f"server CPU saturated ({server:.1f} of {threads} hardware threads)"
+    if busy is not None and busy >= 100 * SATURATED:
+        return f"machine CPU {busy:.0f} % busy"
+    return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")
+
+
+def _why(d: Decision, points: Sequence[dict[str, Any]]) -> str | None:
+    """At the level whose ratio lies farthest from 1, what bound each side."""
+    if d.verdict not in (FASTER, SLOWER) or not d.levels:
+        return None
+    threads, _ = max(d.levels, key=lambda level: abs(math.log(level[1])))
+    workload = d.workload.split(" [", 1)[0] if d.workload else None
+    here = [p for p in points if p.get("engine") == d.engine and p.get("workload") == workload
+            and p.get("threads") == threads]
+    sides = [f"{name}: {bound([p for p in here if name in (p.get('label'), p.get('variant'))])}"
+             for name in (d.label, d.baseline)]
+    return f"at {threads} thread(s), " + "; ".join(sides)
+
+
+def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[dict[str, Any]] = ()) -> list[Decision]:
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
-    engine and workload, worst first (lowest ratio; those without a figure last)."""
+    engine and workload, worst first (lowest ratio; those without a figure last).
+    `points` (analysis.load rows): to say why each significant difference is there."""
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
@@ -131,6 +180,8 @@ def decide(comparisons: Iterable[dict[str, Any]]) -> list[Decision]:
         groups.setdefault((r["b"], r["a"], r["engine"], workload), []).append(r)
     out = [_workload(label, baseline, engine, workload, rows)
            for (label, baseline, engine, workload), rows in groups.items()]
+    if points:
+        out = [replace(d, why=_why(d, points)) for d in out]
     return sorted(out, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
 
 
