@@ -130,3 +130,20 @@ def test_the_decision_lines_fit_the_width(store_path, capsys, monkeypatch):
     decision_part = out.split("\n\n", 1)[0]
     assert all(len(line) <= 60 for line in decision_part.splitlines()), decision_part
     assert "-44.7 %" in decision_part  # a figure is never broken across lines
+
+
+def test_the_decision_names_the_cheaper_per_100_tps(store_path, tmp_path):
+    from dbarena.report import assemble
+    from dbarena.stats import price
+
+    with Store(store_path) as db:
+        built = assemble.build(db, assemble.Selection(baseline="big", prices={
+            "big": price.parse("0.20/h"), "small": price.parse("70/month")}))
+        text = assemble.render(built, "md", tmp_path / "r.md", assemble.draw(db, built, "md"))
+    # By hand: price per hour / (TPS / 100) at each level, geometric mean over levels 1 and 2.
+    big = math.sqrt(0.20 / 10.0 * 0.20 / 18.0)
+    small = math.sqrt((70 / 730) / 5.5 * (70 / 730) / 10.0)
+    (d,) = built.decisions
+    assert d.price == (f"price per 100 TPS: small {small:.4g} USD/h, big {big:.4g} USD/h; small is the cheaper "
+                       f"(big costs {big / small - 1:.0%} more)")
+    assert d.price in text

@@ -28,7 +28,9 @@ Per label x engine x workload:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+import math
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from dbarena.stats import analysis
@@ -159,7 +161,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     rows = [r for r in rows if r["label"] in order]
     if baseline is None and order:
         baseline = order[0]
-    decisions, overall = _decisions(rows, order, baseline)
+    stored_rows, stored_order, stored_baseline = rows, order, baseline
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     summaries = _summaries(rows, histograms)
     members, ok_series = _grouped(rows)
@@ -170,6 +172,7 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     for row in level_rows:
         by_series[(row["label"], row["engine"], row["workload"])][row["threads"]] = row
     _compare(by_series, baseline)
+    decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
                 for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows)]
@@ -177,9 +180,31 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall)
 
 
-def _decisions(rows: list[dict], order: list[str], baseline: str | None) -> tuple[list[Decision], list[Decision]]:
+def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
+    """Price per 100 TPS of both sides over the levels the decision counts (geometric
+    mean of each level's), the cheaper named; None without prices for both."""
+    counted = {threads for threads, _ in d.levels}
+    per_side = {}
+    for name in (d.label, d.baseline):
+        mine = [r for r in level_rows if r["label"] == name and r["engine"] == d.engine
+                and r["workload"] == d.workload and r["threads"] in counted and r.get("price_per_100_tps")]
+        if not mine:
+            return None
+        per_side[name] = (math.exp(statistics.fmean(math.log(r["price_per_100_tps"]) for r in mine)),
+                          mine[0]["currency"])
+    (a, (price_a, cur_a)), (b, (price_b, cur_b)) = per_side.items()
+    if cur_a != cur_b:
+        return f"price per 100 TPS: {a} in {cur_a}, {b} in {cur_b}: prices in two currencies are not compared"
+    cheaper, dearer = (a, b) if price_a <= price_b else (b, a)
+    more = max(price_a, price_b) / min(price_a, price_b) - 1
+    return (f"price per 100 TPS: {a} {price_a:.4g} {cur_a}/h, {b} {price_b:.4g} {cur_b}/h; {cheaper} is the "
+            f"cheaper ({dearer} costs {more:.0%} more)")
+
+
+def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_rows: list[dict]
+               ) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
-    matches configurations itself, apart from the host)."""
+    matches configurations itself, apart from the host), with what each costs."""
     decisions: list[Decision] = []
     overall: list[Decision] = []
     if baseline is None:
@@ -188,6 +213,7 @@ def _decisions(rows: list[dict], order: list[str], baseline: str | None) -> tupl
         if label == baseline:
             continue
         decided = decision.decide(analysis.compare(rows, baseline, label), rows)
+        decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)
         if line is not None:

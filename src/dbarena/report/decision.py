@@ -56,6 +56,8 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
                 if d.why:
                     reasons.append(f"- why {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: "
                                    f"{_md_cell(d.why)}")
+            if d.price:
+                reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.price)}")
             elif d.verdict in (NO_VERDICT, NOT_COMPARABLE):
                 reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.text)}")
             out.append(f"| {_md_cell(d.engine or '')} | {_md_cell(d.workload or '')} | {_pct(d.ratio)} | "
@@ -86,6 +88,8 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
             out += wrapped(d.text, "    ", "    ")
         elif d.why:
             out += wrapped(f"why: {d.why}", "    ", "      ")
+        if d.price:
+            out += wrapped(d.price, "    ", "      ")
     return out
 
 
@@ -110,7 +114,7 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
                    f"<td>{escape(_MARK[d.verdict])}</td><td>{escape(_strip(d))}</td></tr>")
     out.append("</tbody></table>")
     notes = [(d, d.text) for d in decisions if d.verdict in (NO_VERDICT, NOT_COMPARABLE)] + \
-        [(d, f"why: {d.why}") for d in decisions if d.why]
+        [(d, f"why: {d.why}") for d in decisions if d.why] + [(d, d.price) for d in decisions if d.price]
     if notes:
         out.append("<ul class=\"why\">" + "".join(
             f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(text)}</li>"

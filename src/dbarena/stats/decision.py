@@ -45,6 +45,7 @@ class Decision:
     log_se: float | None = None  # of log(ratio), for combining workloads
     log_df: float | None = None
     why: str | None = None  # of a significant difference: what bound each side, as the stored data show it
+    price: str | None = None  # price per 100 TPS of both sides, the cheaper named (the report adds it)
 
     @property
     def change_pct(self) -> float | None:
@@ -53,7 +54,7 @@ class Decision:
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-                "verdict": self.verdict, "text": self.text, "why": self.why,
+                "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,
                 "levels": [{"threads": t, "ratio": r} for t, r in self.levels]}
 
 
