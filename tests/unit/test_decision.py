@@ -85,3 +85,15 @@ def test_a_significant_difference_says_what_bound_each_side_at_its_farthest_leve
                      "big: server CPU saturated (1.9 of 2 hardware threads)")
     (same,) = decision.decide([_row(1, 1.0, 0.05, 8)], points)
     assert same.why is None  # no difference: nothing to explain
+
+
+def test_no_overall_verdict_that_no_workload_supports():
+    """Two workloads each within their noise (+6 %, +8 %), combined as if independent:
+    the combined interval excludes 1, but runs of one session share its drift, so the
+    overall line reports the figure without a verdict."""
+    rows = [_row(1, 1.06, 0.04, 6, workload="one"), _row(1, 1.08, 0.04, 6, workload="two")]
+    decided = decision.decide(rows)
+    assert [d.verdict for d in decided] == [decision.SAME, decision.SAME]
+    line = decision.overall(decided)
+    assert line is not None and line.ci_low > 1  # the combined interval alone would say "faster"
+    assert line.verdict == decision.SAME and "no workload alone shows a difference" in line.text

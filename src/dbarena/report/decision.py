@@ -82,8 +82,10 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
     for line in overall:
         out += wrapped(f"{_MARK[line.verdict]}: {line.text}", "", "    ")
     for d in decisions:
+        # The strip without a space inside a pair, so that a wrap never splits "2: 1.36".
+        strip = " · ".join(f"{threads}:{ratio:.2f}" for threads, ratio in d.levels)
         out += wrapped(f"{d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
-                       + (f" (by threads {_strip(d)})" if d.levels else ""), "  ", "      ")
+                       + (f" (by threads {strip})" if d.levels else ""), "  ", "      ")
         if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
             out += wrapped(d.text, "    ", "    ")
         elif d.why:

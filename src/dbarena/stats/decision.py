@@ -206,5 +206,13 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
     ratio, low, high, p_value, log = combine(parts)
     verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    if verdict in (FASTER, SLOWER) and not any(d.verdict == verdict for d in figures):
+        # Combining workloads narrows the interval as if their errors were independent;
+        # runs of one label made in one session share its drift (another load on the
+        # machine, a warmer cache), which no workload's own interval sees. An overall
+        # verdict that no single workload supports claims more than the data do.
+        verdict = SAME
+        text = (f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), but "
+                f"no workload alone shows a difference: not a verdict (the labels' sessions may differ in load)")
     return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
                     f"across {n} workload(s): {text}", log_se=log.se, log_df=log.df)
