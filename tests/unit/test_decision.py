@@ -96,4 +96,4 @@ def test_no_overall_verdict_that_no_workload_supports():
     assert [d.verdict for d in decided] == [decision.SAME, decision.SAME]
     line = decision.overall(decided)
     assert line is not None and line.ci_low > 1  # the combined interval alone would say "faster"
-    assert line.verdict == decision.SAME and "no workload alone shows a difference" in line.text
+    assert line.verdict == decision.NO_VERDICT and "no workload alone shows a difference" in line.text

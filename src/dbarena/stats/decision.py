@@ -211,7 +211,7 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         # runs of one label made in one session share its drift (another load on the
         # machine, a warmer cache), which no workload's own interval sees. An overall
         # verdict that no single workload supports claims more than the data do.
-        verdict = SAME
+        verdict = NO_VERDICT
         text = (f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), but "
                 f"no workload alone shows a difference: not a verdict (the labels' sessions may differ in load)")
     return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
