@@ -195,10 +195,11 @@ def test_sysbench_p95_and_p99_appear_with_the_stored_values(rendered):
                 assert results[(label, n)][header] == num(stored[field], 2), (label, n, field)
                 assert float(rows[(label, SYSBENCH, n)][field]) == pytest.approx(stored[field], rel=1e-9)
                 assert exported[(label, SYSBENCH, n)][field] == pytest.approx(stored[field], rel=1e-9)
-            # the p95 and p99 charts: their hover texts carry the exact stored figures
-            for chart, field in (("latency_p95", "latency_p95_ms"), ("latency_p99", "latency_p99_ms")):
-                figure = texts["html"].split(f'<figure class="chart chart-{chart}">')[1].split("</figure>")[0]
-                assert f"{label}, {n} threads: {stored[field]:,.3f} ms" in unescape(figure)
+            # the percentiles' small multiples (one figure): the hover texts of its p95
+            # and p99 axes carry the exact stored figures
+            figure = texts["html"].split('<figure class="chart chart-latency_percentiles">')[1].split("</figure>")[0]
+            for what, field in (("p95", "latency_p95_ms"), ("p99", "latency_p99_ms")):
+                assert f"{label}, {n} threads: {stored[field]:,.3f} ms ({what})" in unescape(figure)
 
 
 def test_mysqlslap_is_seconds_lower_is_better_with_the_stored_values(rendered):

@@ -268,23 +268,84 @@ def test_svg_ids_are_unique_across_the_charts_of_a_page(store):
     assert drawn == {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
 
 
-def test_a_legend_names_one_series_per_colour_and_every_line_is_drawn():
+def test_a_legend_names_every_series_below_the_axes_and_every_line_is_drawn():
     section = _many_series(25)
     svg = charts.throughput(section)
     assert svg is not None
-    assert "... and 16 more series (see the tables)" in svg
-    assert "m8<" in svg and "m9<" not in svg  # the first 9 named
-    # Every point of every series is drawn, whatever the legend says: 25 x 3 markers
-    # in the axes, 9 in the legend (tick marks are black markers too).
+    assert "more series" not in svg
+    assert all(f"m{i}<" in svg for i in range(25))  # every series named
+    # Every point of every series is drawn: 25 x 3 markers in the axes, 25 in the legend
+    # (tick marks are black markers too).
     points = [u for u in re.findall(r"<use [^>]*>", svg) if "stroke: #000000" not in u]
-    assert len(points) == 25 * 3 + 9
+    assert len(points) == 25 * 3 + 25
+    # Beyond the ten colours a series has another marker: m0 and m10 share a colour only.
+    styles = {m: re.findall(rf'<g id="line2d-{charts.label_class(m)}-s\d+[^"]*"[^>]*>\s*<path[^>]*style="([^"]*)"', svg)
+              for m in ("m0", "m10")}
+    assert styles["m0"] and styles["m0"] == styles["m10"]  # the same colour and width ...
+    assert charts._marker(0) != charts._marker(10)  # ... another marker
+    # The legend is below the axes: its texts lie under the x axis label.
     latency = charts.latency(section)
-    assert latency is not None and "m8<" in latency and "... and 16 more series" in latency
-    p95 = charts.percentile(section, "p95")
-    assert p95 is not None and "m8<" in p95 and "p95 latency against threads" in p95
-    assert charts.percentile(section, "p99") is None  # no label has a p99 here
+    assert latency is not None and "m24<" in latency and "more series" not in latency
     few = charts.throughput(_many_series(10))
     assert few is not None and "m9<" in few and "more series" not in few
+
+
+def _with_intervals(n: int) -> data.Section:
+    """n labels whose 95 % intervals reach below zero (two noisy repeats)."""
+    section = _many_series(n)
+    for row in section.rows:
+        row["tps_ci_low"], row["tps_ci_high"] = -0.5 * row["tps"], 2 * row["tps"]
+    return section
+
+
+def _drawn_below_zero(svg: str) -> bool:
+    """Whether an interval (band or error bar) reaches under the x axis: a vertex of a
+    label's band or bars below the axes' bottom edge (y = 0), in SVG coordinates (y
+    down; a band's path is offset by its <use>)."""
+    frame = re.search(r'<g id="patch_2[^"]*">\s*<path d="M [\d.]+ ([\d.]+)', svg)
+    assert frame is not None
+    bottom = float(frame[1])
+    ys = []
+    for start in re.finditer(r'\n   <g id="(?:fillbetweenpolycollection|polycollection|linecollection)-lbl-', svg):
+        end = svg.find('\n   <g id="', start.end())
+        group = svg[start.start():end]
+        use = re.search(r'<use [^>]*y="([-\d.]+)"', group)
+        ys += [float(y) + (float(use[1]) if use else 0.0) for y in re.findall(r"[ML] [-\d.]+ ([-\d.]+)", group)]
+    assert ys
+    return max(ys) > bottom + 0.01
+
+
+def test_intervals_are_drawn_from_zero_as_bands_for_few_labels_and_error_bars_for_many():
+    few = charts.throughput(_with_intervals(3))
+    assert few is not None and "polycollection-lbl-" in few
+    assert "linecollection-lbl-" not in few
+    many = charts.throughput(_with_intervals(15))
+    assert many is not None and "linecollection-lbl-" in many and "polycollection-lbl-" not in many
+    assert "more series" not in many and all(f"m{i}<" in many for i in range(15))
+    assert not _drawn_below_zero(few) and not _drawn_below_zero(many)
+
+
+def test_the_latency_percentiles_are_one_figure_of_four_small_axes():
+    section = _many_series(15)
+    for row in section.rows:
+        row.update(latency_p50_ms=1.0 + row["threads"], latency_p99_ms=5.0 + row["threads"],
+                   latency_p999_ms=9.0 + row["threads"], value=row["tps"])
+    svg = charts.percentiles(section)
+    assert svg is not None and svg.count("<svg") == 1
+    assert len(re.findall(r'<g id="axes_\d+', svg)) == 4
+    for what in ("median (p50) latency", "p95 latency", "p99 latency", "p99.9 latency"):
+        assert what in svg
+    # One legend naming every label once, below the four axes.
+    assert sum(svg.count(f"m{i}<") for i in range(15)) == 15 and "more series" not in svg
+    # Hover texts say which percentile a point is.
+    assert "m3, 2 threads: 7.000 ms (p99)" in svg
+    drawn = charts.charts(section, {})
+    assert "latency_percentiles" in drawn and not any(name.startswith("latency_p9") for name in drawn)
+    assert charts.percentiles(_many_series(2)) is not None  # p95 only: the others say so
+    none = _many_series(2)
+    for row in none.rows:
+        row["latency_p95_ms"] = None
+    assert charts.percentiles(none) is None
 
 
 def test_per_second_series_is_the_point_at_the_asked_level_else_the_highest(store):
