@@ -189,6 +189,50 @@ def test_markdown_writes_charts_next_to_it(store, tmp_path):
     assert "| arm | 4 |" in text and "### Price / performance" in text
 
 
+def test_each_explanation_is_said_once_and_the_sections_keep_what_is_their_own(store, tmp_path):
+    from dbarena.report import reading, tables
+
+    store.db.execute("UPDATE points SET workload = 'other' WHERE threads > 2")  # two sections alike
+    store.db.commit()
+    report = _report(store, at_threads=4)
+    assert len(report.sections) == 2
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    page = html.render(report, drawn)
+    text = markdown.render(report, drawn, tmp_path / "r.md")
+    explained = tables.how_to_read(report)
+    assert explained[0] == reading.CHARTS and reading.RESULTS in explained and reading.PROVENANCE in explained
+    for what, said in explained:
+        assert page.count(escape(said)) == 1, what
+        assert text.count(said.replace("|", "\\|").replace("<", "&lt;")) == 1, what
+    # Under each table only what is particular to it (the cheapest label at 4 threads ...).
+    for spec in (t for s in report.sections for t in tables.section_tables(s, report)):
+        assert spec.explain is not None and (spec.note is None or spec.explain[1] not in spec.note)
+    # "How to read this" comes after the decision and What differs, before the sections.
+    assert page.index('id="differs"') < page.index('id="reading"') < page.index('<section id="postgres-')
+    assert text.index("## What differs") < text.index("## How to read this") < text.index("## postgres ")
+    assert "<h3>How to read" not in page and "### How to read" not in text  # no table there
+
+
+def test_a_section_shows_its_charts_in_a_grid_and_folds_all_but_its_results_table(store):
+    from dbarena.report import tables
+
+    report = _report(store, at_threads=4)
+    drawn = {(s.engine, s.workload): charts.charts(s, {}) for s in report.sections}
+    page = html.render(report, drawn)
+    assert "max-width: 1400px" in page and "grid-template-columns: repeat(2, minmax(0, 1fr))" in page
+    assert "@media (max-width: 1000px) { .charts { grid-template-columns: minmax(0, 1fr); } }" in page
+    section = page.split('<section id="postgres-pgbench-tpcb">')[1].split("</section>")[0]
+    grid = section.split('<div class="charts">')[1].split("</div>")[0]
+    assert grid.count("<figure") == len(drawn[("postgres", "pgbench-tpcb")]) == 3
+    titles = [t.title for t in tables.section_tables(report.sections[0], report)]
+    assert "<h3>Results</h3><table" in section
+    for title in titles:
+        if title != "Results":
+            assert f'<details class="table"><summary><h3>{escape(title)}</h3></summary><table' in section
+    assert section.count("<details") == len(titles) - 1
+    assert "<script" not in page and html.CSP in page
+
+
 def test_png_copies_of_the_charts_for_sites_that_take_no_svg(store, tmp_path):
     import base64
 
@@ -385,13 +429,15 @@ def test_the_level_of_the_price_verdict_is_said_and_a_level_without_data_gets_no
     every = _report(store)
     assert data.at_text(every) == "Price/performance at every level; the cheapest label is named at --at-threads N."
     (section,) = every.sections
-    assert "give it with --at-threads N" in tables.price(section, every).note
+    # What every price table says (said once, in "How to read this"): the level is given with --at-threads.
+    table = tables.price(section, every)
+    assert table.note is None and table.explain is not None and "give the level with --at-threads N" in table.explain[1]
     at16 = _report(store, at_threads=16)  # nobody measured 16 threads (the CLI refuses it: below)
     (section,) = at16.sections
     assert section.cheapest is None
-    assert tables.price(section, at16).note.startswith(
+    assert tables.price(section, at16).note == (
         "No price at 16 threads (--at-threads) in postgres pgbench-tpcb: no priced label measured that level here "
-        "(levels: 1, 2, 4, 8); every level is shown. ")
+        "(levels: 1, 2, 4, 8); every level is shown.")
     assert data.at_text(at16) == "Price/performance at 16 threads (--at-threads), the cheapest label named."
 
 
@@ -412,8 +458,9 @@ def test_price_per_100_tps_at_every_level_and_at_a_chosen_level_by_hand(store):
     assert table.headers[-1] == "against the cheapest"
     assert table.rows == [["arm", "4", "1.4464 USD/h", "1.45 USD", "0.0425 USD", "2,351", "cheapest"],
                           ["x86", "4", "1.808 USD/h", "1.81 USD", "0.0603 USD", "1,659", "+41.7 %"]]
-    assert table.note.startswith("At 4 threads (--at-threads), cheapest first. arm is cheapest for the same "
-                                 "throughput: x86 costs 42% more. Price per 100 TPS")
+    assert table.note == ("At 4 threads (--at-threads), cheapest first. arm is cheapest for the same "
+                          "throughput: x86 costs 42% more. Every level: the report without --at-threads, or the CSV/JSON.")
+    assert table.explain is not None and table.explain[1].startswith("Price per 100 TPS")
     # At 8: arm 1.4464 / 35 = 0.04133, x86 1.808 / 32 = 0.0565, 36.7 % more.
     at8 = _report(store, at_threads=8)
     assert [row[-3:] for row in tables.price(at8.sections[0], at8).rows] == [
@@ -434,8 +481,8 @@ def test_a_section_without_the_chosen_level_says_so_in_one_line(store):
     assert tables.price(tpcb, report).rows[0][-1] == "cheapest"
     table = tables.price(other, report)
     assert table.title == "Price / performance" and len(table.rows) == 4  # every level, after one clear line
-    assert table.note.split(". ")[0] == ("No price at 4 threads (--at-threads) in postgres other: no priced label "
-                                         "measured that level here (levels: 1, 2); every level is shown")
+    assert table.note == ("No price at 4 threads (--at-threads) in postgres other: no priced label "
+                          "measured that level here (levels: 1, 2); every level is shown.")
     text = html.render(report, {})
     assert text.count("No price at 4 threads") == 1
     # One label measured 8 threads: no comparison, and the other is named.
@@ -535,7 +582,8 @@ def test_intervals_never_go_below_zero_and_printed_tps_stands_beside_the_steady_
     # No per-second series here: the steady-state mean is the printed figure.
     assert row["printed_tps"] == row["tps"]
     results = tables.results(report.sections[0])
-    assert "printed TPS" in results.headers and "printed TPS' is the figure the tool printed" in results.note
+    assert results.explain is not None
+    assert "printed TPS" in results.headers and "printed TPS' is the figure the tool printed" in results.explain[1]
 
 
 def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compared_across(store):

@@ -22,7 +22,7 @@ from dbarena.report import data
 from dbarena.report.decision import html as decision_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
-from dbarena.report.tables import TableSpec, provenance, section_tables, what_differs
+from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
 
 # Forbids scripts and every network request: the report works offline by
 # construction, and a label like "<script>" could not run even if it slipped through.
@@ -30,11 +30,16 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
-       max-width: 1100px; margin: 2em auto; padding: 0 1em; }
+       max-width: 1400px; margin: 2em auto; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 .meta { color: #555; } nav ul { columns: 2; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+.charts { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0 2em; align-items: start; }
+@media (max-width: 1000px) { .charts { grid-template-columns: minmax(0, 1fr); } }
+details.table { margin: 0.4em 0; } details.table summary { cursor: pointer; }
+details.table summary h3 { display: inline; margin: 0; font-size: 1.05em; }
+#reading dt { font-weight: 600; margin-top: 0.5em; } #reading dd { margin-left: 0; color: #444; max-width: 60em; }
 figcaption { font-size: 12px; } a.save { color: #555; }
 .hover circle:hover { fill-opacity: 0.25; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 0.5em 0; }
@@ -50,15 +55,31 @@ th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .verdict-faster td:nth-child(7), .overall .verdict-faster strong { color: #0a6b2d; }
 .overall { padding-left: 1.2em; } .why { font-size: 12.5px; color: #555; }
 @media print { body { max-width: none; margin: 0; } section { break-before: page; } nav { display: none; }
+               .charts { grid-template-columns: minmax(0, 1fr); }
                a.save { display: none; } }
 """
 
 
-def _table(spec: TableSpec, css: str = "") -> str:
+def _table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
+    """A table with its own note (what explains every table of its kind is in "How to
+    read this"); folded: in a <details> whose summary is the table's title."""
     head = "".join(f"<th>{escape(h)}</th>" for h in spec.headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in spec.rows)
     note = f'<p class="note">{escape(spec.note)}</p>' if spec.note else ""
-    return f'<h3>{escape(spec.title)}</h3><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
+    table = f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
+    if folded:
+        return f'<details class="table"><summary><h3>{escape(spec.title)}</h3></summary>{table}</details>'
+    return f"<h3>{escape(spec.title)}</h3>{table}"
+
+
+# The table of a section shown open: its figures, level by level; the others are folded.
+KEY_TABLE = "Results"
+
+
+def _reading(report: Report) -> str:
+    """What each table and the charts show, once for the whole report."""
+    items = "".join(f"<dt>{escape(what)}</dt><dd>{escape(text)}</dd>" for what, text in how_to_read(report))
+    return f'<section id="reading"><h2>How to read this</h2><dl>{items}</dl></section>'
 
 
 def _differs(report: Report) -> str:
@@ -105,16 +126,16 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f"{escape(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
         # The answer first: the decision above every chart (the first screen).
-        decision_html(report.decisions, report.overall), _differs(report), bar,
+        decision_html(report.decisions, report.overall), _differs(report), _reading(report), bar,
         "<nav><ul>",
     ]
     for s in report.sections:
         parts.append(f'<li><a href="#{escape(s.engine)}-{escape(s.workload)}">{escape(s.engine)} '
                      f"{escape(s.workload)}</a></li>")
-    parts.append('<li><a href="#provenance">Provenance</a></li></ul></nav>')
+    parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
     for s in report.sections:
         parts.append(f'<section id="{escape(s.engine)}-{escape(s.workload)}"><h2>{escape(s.engine)} '
-                     f"{escape(s.workload)}</h2>")
+                     f'{escape(s.workload)}</h2><div class="charts">')
         for name, svg in charts.get((s.engine, s.workload), {}).items():
             # SVG from matplotlib: its text nodes are XML-escaped by matplotlib itself.
             # The link saves the chart as an .svg file for an article (a download, which
@@ -127,7 +148,8 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
                 link += (f' <a class="save" download="{escape(file[:-4])}.png" href="data:image/png;base64,'
                          f'{base64.b64encode(png).decode()}">save as PNG</a>')
             parts.append(f'<figure class="chart chart-{name}">{svg}<figcaption>{link}</figcaption></figure>')
-        parts.extend(_table(t) for t in section_tables(s, report))
+        parts.append("</div>")
+        parts.extend(_table(t, folded=t.title != KEY_TABLE) for t in section_tables(s, report))
         parts.append("</section>")
     parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
     parts.append("</body></html>")

@@ -8,7 +8,7 @@ from pathlib import Path
 from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
-from dbarena.report.tables import TableSpec, provenance, section_tables, what_differs
+from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
 
 
 def _cell(text: str) -> str:
@@ -42,6 +42,9 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
         parts += ["## What differs", "", _table(differ),
                   f"<details><summary>{len(same.rows)} facts and settings the same for every label</summary>", "",
                   _table(same), "</details>", ""]
+    # What each table and the charts show, once (under each table: what is particular to it).
+    parts += ["## How to read this", ""]
+    parts += [f"**{_cell(what)}.** {_cell(text)}\n" for what, text in how_to_read(report)]
     for s in report.sections:
         parts += [f"## {s.engine} {s.workload}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():

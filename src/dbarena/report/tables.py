@@ -7,17 +7,22 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from dbarena.stats import estimators as stats
-from dbarena.report import data
+from dbarena.report import data, reading
 from dbarena.report.data import Report, Section
+from dbarena.report.reading import Explanation
 
 
 @dataclass(frozen=True)
 class TableSpec:
+    """A table: its note says what is particular to it (this section's saturation level,
+    cheapest label ...); `explain` what every table of its kind shows, said once in the
+    report's "How to read this" (report.reading)."""
+
     title: str
     headers: list[str]
     rows: list[list[str]]
     note: str | None = None
+    explain: Explanation | None = None
 
 
 def num(value, digits: int = 1) -> str:
@@ -63,17 +68,9 @@ def results(section: Section) -> TableSpec:
             str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
         ])
     figure_headers = ["seconds to run the queries", "QPS"] if seconds else ["TPS (95 % CI)", "printed TPS", "QPS"]
-    note = ("Seconds: mysqlslap's average time to run all its queries (lower is better), averaged over repeats; "
-            "QPS = queries / seconds." if seconds else
-            "TPS is dbarena's steady-state mean (warm-up excluded, from the per-second series), averaged over "
-            "repeats; 'printed TPS' is the figure the tool printed for the whole run (warm-up included), "
-            "averaged likewise. Transactions and queries are per point, averaged over repeats.")
     return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
                                  "p50 (ms)", "p95 (ms)", "p99 (ms)", "p99.9 (ms)", *figure_headers, "repeats"],
-                     rows,
-                     note + " Latency percentiles over repeats are those of their merged latency histograms "
-                     "(pgbench's per-transaction log, sysbench's histogram; within 0.1 %), never averages of "
-                     "percentiles; '-' where a tool gives no distribution.")
+                     rows, explain=reading.RESULTS_SECONDS if seconds else reading.RESULTS)
 
 
 def ranking(section: Section, report: Report) -> TableSpec:
@@ -93,20 +90,12 @@ def ranking(section: Section, report: Report) -> TableSpec:
         return TableSpec(
             "Points and best", ["rank", "label", "sum of seconds over levels", "levels",
                                 f"geomean ratio to {report.baseline}", "fewest seconds",
-                                *(("price",) if rent else ())], rows,
-            "Study A's ranking for mysqlslap: the sum of the seconds each label took over its own levels, "
-            "fewest first (lower is better; labels measured at different levels are not comparable this way); "
-            f"the geometric mean of the per-level ratios to the baseline ({report.baseline}) over the levels both "
-            "measured is the fairer score (below 1: faster than the baseline).")
+                                *(("price",) if rent else ())], rows, explain=reading.RANKING_SECONDS)
     return TableSpec(
         "Points and peak",
         ["rank", "label", f"sum of {metric} over levels", "levels", f"geomean ratio to {report.baseline}",
          "saturates at threads", f"peak {metric}", "peak per core", "peak per hardware thread",
-         *(("price",) if rent else ())], rows,
-        f"Study A's points: the sum of {metric} over each label's own levels (labels measured at different levels "
-        f"are not comparable this way); the geometric mean of the per-level ratios to the baseline "
-        f"({report.baseline}), over the levels both measured, is the fairer score. Saturation: the first level "
-        f"after which more threads add less than 5 %.")
+         *(("price",) if rent else ())], rows, explain=reading.RANKING)
 
 
 def _threads(n: int) -> str:
@@ -131,13 +120,9 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
             for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
     if not rows:
         return None
-    what = ("Ratio of seconds, label / baseline (below 1: faster); the interval and the verdict are those of "
-            "the same runs' QPS (queries / seconds)" if section.metric == "seconds" else
-            "Ratio of steady-state throughput, label / baseline; the interval and the verdict")
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
-                                                                   "verdict"],
-                     rows, f"{what} (Welch's t-test on the run means) need {stats.MIN_REPEATS} repeats on both "
-                           "sides.")
+                                                                   "verdict"], rows,
+                     explain=reading.AGAINST_SECONDS if section.metric == "seconds" else reading.AGAINST)
 
 
 def _money(value, currency: str | None) -> str:
@@ -157,13 +142,6 @@ def _price_headers(seconds: bool) -> list[str]:
             ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
 
 
-def _price_how(seconds: bool) -> str:
-    return ("Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that "
-            "machine; lower is better." if seconds else
-            "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly price "
-            "counts 730 hours a month.")
-
-
 def price(section: Section, report: Report) -> TableSpec | None:
     """Price/performance in each label's own currency: at every level, or at the level
     of --at-threads only, cheapest first, with what each other label costs more and the
@@ -175,21 +153,20 @@ def price(section: Section, report: Report) -> TableSpec | None:
               and (r["seconds"] if seconds else r["tps"]) is not None]
     if not priced:
         return None
-    headers, how = _price_headers(seconds), _price_how(seconds)
+    headers, how = _price_headers(seconds), reading.PRICE_SECONDS if seconds else reading.PRICE
     n = report.at_threads
     if n is None:
-        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
-                         how + " Which label is cheapest is said at one level: give it with --at-threads N.")
+        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced], explain=how)
     at = sorted((r for r in priced if r["threads"] == n and r[field] is not None), key=lambda r: r[field])
     if not at:
         levels = ", ".join(str(level) for level in sorted({r["threads"] for r in priced}))
         return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
                          f"No price at {_threads(n)} (--at-threads) in {section.engine} {section.workload}: no "
-                         f"priced label measured that level here (levels: {levels}); every level is shown. " + how)
+                         f"priced label measured that level here (levels: {levels}); every level is shown.", how)
     return _price_at(section, n, at, headers, how)
 
 
-def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how: str) -> TableSpec:
+def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how: Explanation) -> TableSpec:
     """The price table at --at-threads N: the priced rows of that level (at), cheapest first."""
     seconds = section.metric == "seconds"
     c = section.cheapest or {}
@@ -206,7 +183,7 @@ def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how:
                      [[*_price_cells(r, seconds), against(r)] for r in at],
                      f"At {_threads(n)} (--at-threads){', cheapest first' if len(at) > 1 else ''}. {verdict} "
                      + (f"Not at this level (no point or no price): {', '.join(missing)}. " if missing else "")
-                     + how + " Every level: the report without --at-threads, or the CSV/JSON.")
+                     + "Every level: the report without --at-threads, or the CSV/JSON.", how)
 
 
 def _price_verdict(c: dict, others: dict, at: list[dict], seconds: bool) -> str:
@@ -229,9 +206,7 @@ def per_core(section: Section) -> TableSpec | None:
         return None
     return TableSpec("Per core and scaling", ["label", "threads", "TPS per physical core", "TPS per hardware thread",
                                               "scaling efficiency", "cores / hardware threads"], rows,
-                     "Per core: of the machine the server ran on (throwaway instances: measured; remote targets: "
-                     "as given by `run --server-cores/--server-threads`). "
-                     "Scaling efficiency = TPS(N) / (N x TPS(1 thread)).")
+                     explain=reading.PER_CORE)
 
 
 def usl_table(section: Section) -> TableSpec | None:
@@ -243,10 +218,7 @@ def usl_table(section: Section) -> TableSpec | None:
     return TableSpec("Universal Scalability Law fit", ["label", "sigma (contention)", "kappa (coherency)",
                                                        "lambda (TPS of one thread)", "predicted peak threads",
                                                        "predicted peak TPS", "R²"], rows,
-                     "X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)) (Gunther), least squares over the measured "
-                     f"levels; peak at N* = sqrt((1 - sigma) / kappa). Fitted only with {data.USL_MIN_LEVELS} or more "
-                     "levels (3 parameters: fewer levels fit any data); a model, not a measurement, beyond the "
-                     "levels measured.")
+                     explain=reading.USL)
 
 
 def _kv(mapping: dict) -> str:
@@ -293,11 +265,7 @@ def parameters(section: Section, report: Report) -> TableSpec:
         ])
     return TableSpec("Parameters", ["label", "dataset", "duration per point", "warm-up", "clients per thread",
                                     "tool options", "server settings applied", "tool", "thread levels", "repeats",
-                                    "changed by flags"], rows,
-                     "What shapes these numbers, as stored with every point (its configuration key): the dataset's "
-                     "parameters (pgbench scale, sysbench tables x table size, mysqlslap iterations and queries), "
-                     "the tool's own options beyond dbarena's defaults, the server settings the study applied "
-                     "(the provenance lists every non-default setting), and what flags changed from the study.")
+                                    "changed by flags"], rows, explain=reading.PARAMETERS)
 
 
 def tpcc(section: Section) -> TableSpec | None:
@@ -315,10 +283,7 @@ def tpcc(section: Section) -> TableSpec | None:
     return TableSpec("TPC-C-like: New-Order rate, mix and latency per transaction type",
                      ["label", "threads", "dataset", "New-Order per minute (tpmC-like)", "TPS (all types)",
                       "rollbacks", "mix % (" + " / ".join(short.get(k, k) for k in kinds) + ")",
-                      *(f"{short.get(k, k)} avg (ms)" for k in kinds)], body,
-                     "New-Order transactions committed per minute (the 1 % rolled back by the specification "
-                     "excluded), mean over repeats: a TPC-C-like figure, not an audited tpmC (no keying or think "
-                     "time). The mix is the share of each transaction type; latencies are per type averages.")
+                      *(f"{short.get(k, k)} avg (ms)" for k in kinds)], body, explain=reading.TPCC)
 
 
 def system(section: Section) -> TableSpec | None:
@@ -333,10 +298,8 @@ def system(section: Section) -> TableSpec | None:
                  else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
                                      "load generator CPU (cores)", "hardware threads"], body,
-                     ("Means over each point's whole run" if section.metric == "seconds" else
-                      "Means over each point's steady state") + " of the once-a-second samples, then over repeats. CPU in "
-                     "cores: 1.0 = one hardware thread busy. For a remote target the machine and the load "
-                     "generator are this host; the server's CPU is not seen. " + "; ".join(saturated) + ".")
+                     "; ".join(saturated) + "." if saturated else None,
+                     reading.SYSTEM_SECONDS if section.metric == "seconds" else reading.SYSTEM)
 
 
 _CORES = re.compile(r"^(?P<base>.*?)(?P<cores>\d+)cores?(?:_smt-(?P<smt>on|off|\d))?\]$")
@@ -381,18 +344,20 @@ def cores_and_smt(section: Section) -> TableSpec | None:
                      gain])
     return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",
                                       "per physical core", "per hardware thread", "scaling efficiency",
-                                      "gain over the SMT step below"], rows,
-                     "Best: the highest throughput over the sessions measured (study C's peak), per physical core "
-                     "and per hardware thread of the cores the variant's server was confined to. Scaling efficiency "
-                     "= best(N cores) / (N x best(1 core)), same SMT mode; the SMT gain compares the bests of the "
-                     "same cores one SMT step apart, off to on or POWER's SMT1 to 2 to 4 to 8 (by the kernel's switch "
-                     "or by affinity: see the provenance).")
+                                      "gain over the SMT step below"], rows, explain=reading.CORES_SMT)
 
 
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
     return [t for t in (parameters(section, report), results(section), tpcc(section), ranking(section, report),
                         cores_and_smt(section), system(section), against_baseline(section, report),
                         price(section, report), per_core(section), usl_table(section)) if t is not None]
+
+
+def how_to_read(report: Report) -> list[Explanation]:
+    """What the report's tables and charts show, each said once, in the order the report
+    first shows them."""
+    kinds = [t.explain for s in report.sections for t in section_tables(s, report)]
+    return list(dict.fromkeys(e for e in [reading.CHARTS, *kinds, reading.PROVENANCE] if e is not None))
 
 
 _HOST_FIELDS = (
@@ -414,8 +379,7 @@ def provenance(report: Report) -> TableSpec:
     engines = sorted({e for l in labels for e in report.provenance[l]})
     for engine in engines:
         rows += _engine_rows(engine, [report.provenance[l].get(engine) for l in labels])
-    return TableSpec("Provenance", ["", *labels], rows,
-                     "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")
+    return TableSpec("Provenance", ["", *labels], rows, explain=reading.PROVENANCE)
 
 
 def what_differs(report: Report) -> tuple[TableSpec, TableSpec] | None:

@@ -1,0 +1,117 @@
+"""How to read the report: what each table and the charts show, said once in the
+report's "How to read this" section (HTML and Markdown) instead of under every
+workload's table. A table (report.tables.TableSpec) names its explanation (one of
+these); its own note keeps what is particular to that section (a saturation level, the
+cheapest label, a level not measured there)."""
+
+from __future__ import annotations
+
+from dbarena.report.data import USL_MIN_LEVELS
+from dbarena.stats.estimators import MIN_REPEATS
+
+Explanation = tuple[str, str]  # (what it explains, the text)
+
+CHARTS: Explanation = (
+    "Charts",
+    "A line per label against threads; beyond ten labels a label has its own marker as well as a colour. Throughput: "
+    "the 95 % confidence interval of the steady-state mean over repeats where there are repeats, shaded for up to "
+    "five labels and as error bars beyond (each label's a little aside), drawn from 0 (a throughput is never "
+    "negative); dashed: the USL fit. The latency percentiles (p50, p95, p99, p99.9) are four small charts sharing "
+    "the threads axis. Per-second TPS: the chosen point of each label, the end of its warm-up dotted, dips marked x. "
+    "Hover a point for its exact figures; the checkboxes at the top hide a label in every chart.")
+
+_LATENCY = (" Latency percentiles over repeats are those of their merged latency histograms (pgbench's "
+            "per-transaction log, sysbench's histogram; within 0.1 %), never averages of percentiles; '-' where a "
+            "tool gives no distribution.")
+
+RESULTS: Explanation = (
+    "Results",
+    "TPS is dbarena's steady-state mean (warm-up excluded, from the per-second series), averaged over repeats; "
+    "'printed TPS' is the figure the tool printed for the whole run (warm-up included), averaged likewise; the "
+    "interval is its 95 % confidence interval over repeats (* within one run), shown from 0. Transactions and "
+    "queries are per point, averaged over repeats." + _LATENCY)
+
+RESULTS_SECONDS: Explanation = (
+    "Results (mysqlslap)",
+    "Seconds: mysqlslap's average time to run all its queries (lower is better), averaged over repeats; "
+    "QPS = queries / seconds." + _LATENCY)
+
+RANKING: Explanation = (
+    "Points and peak",
+    "Study A's points: the sum of the throughput (TPS or QPS) over each label's own levels (labels measured at "
+    "different levels are not comparable this way); the geometric mean of the per-level ratios to the baseline, "
+    "over the levels both measured, is the fairer score. Saturation: the first level after which more threads add "
+    "less than 5 %.")
+
+RANKING_SECONDS: Explanation = (
+    "Points and best (mysqlslap)",
+    "Study A's ranking for mysqlslap: the sum of the seconds each label took over its own levels, fewest first "
+    "(lower is better; labels measured at different levels are not comparable this way); the geometric mean of the "
+    "per-level ratios to the baseline over the levels both measured is the fairer score (below 1: faster than the "
+    "baseline).")
+
+_WELCH = f" (Welch's t-test on the run means) need {MIN_REPEATS} repeats on both sides."
+
+AGAINST: Explanation = (
+    "Against the baseline",
+    "Ratio of steady-state throughput, label / baseline; the interval and the verdict" + _WELCH)
+
+AGAINST_SECONDS: Explanation = (
+    "Against the baseline (mysqlslap)",
+    "Ratio of seconds, label / baseline (below 1: faster); the interval and the verdict are those of the same runs' "
+    "QPS (queries / seconds)" + _WELCH)
+
+_AT = (" Without --at-threads every level is shown and no label is named cheapest (give the level with "
+       "--at-threads N); with it, that level only, cheapest first, and what each other label costs more.")
+
+PRICE: Explanation = (
+    "Price / performance",
+    "Price per 100 TPS = hourly price / (TPS / 100), study E's measure; lower is better. A monthly price counts 730 "
+    "hours a month. Prices in different currencies are never compared (dbarena converts no currency)." + _AT)
+
+PRICE_SECONDS: Explanation = (
+    "Price / performance (mysqlslap)",
+    "Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that machine; "
+    "lower is better." + _AT)
+
+PER_CORE: Explanation = (
+    "Per core and scaling",
+    "Per core: of the machine the server ran on (throwaway instances: measured; remote targets: as given by "
+    "`run --server-cores/--server-threads`). Scaling efficiency = TPS(N) / (N x TPS(1 thread)).")
+
+USL: Explanation = (
+    "Universal Scalability Law fit",
+    "X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)) (Gunther), least squares over the measured levels; peak at "
+    f"N* = sqrt((1 - sigma) / kappa). Fitted only with {USL_MIN_LEVELS} or more levels (3 parameters: fewer levels "
+    "fit any data); a model, not a measurement, beyond the levels measured.")
+
+PARAMETERS: Explanation = (
+    "Parameters",
+    "What shapes these numbers, as stored with every point (its configuration key): the dataset's parameters "
+    "(pgbench scale, sysbench tables x table size, mysqlslap iterations and queries), the tool's own options beyond "
+    "dbarena's defaults, the server settings the study applied (the provenance lists every non-default setting), "
+    "and what flags changed from the study.")
+
+TPCC: Explanation = (
+    "TPC-C-like",
+    "New-Order transactions committed per minute (the 1 % rolled back by the specification excluded), mean over "
+    "repeats: a TPC-C-like figure, not an audited tpmC (no keying or think time). The mix is the share of each "
+    "transaction type; latencies are per type averages.")
+
+_SYSTEM = (" of the once-a-second samples, then over repeats. CPU in cores: 1.0 = one hardware thread busy. For a "
+           "remote target the machine and the load generator are this host; the server's CPU is not seen. Below "
+           "each table: the level from which each label's machine CPU was saturated.")
+
+SYSTEM: Explanation = ("System view", "Means over each point's steady state" + _SYSTEM)
+
+SYSTEM_SECONDS: Explanation = ("System view (mysqlslap)", "Means over each point's whole run" + _SYSTEM)
+
+CORES_SMT: Explanation = (
+    "Cores and SMT",
+    "Best: the highest throughput over the sessions measured (study C's peak), per physical core and per hardware "
+    "thread of the cores the variant's server was confined to. Scaling efficiency = best(N cores) / (N x best(1 "
+    "core)), same SMT mode; the SMT gain compares the bests of the same cores one SMT step apart, off to on or "
+    "POWER's SMT1 to 2 to 4 to 8 (by the kernel's switch or by affinity: see the provenance).")
+
+PROVENANCE: Explanation = (
+    "Provenance", "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")
