@@ -60,6 +60,13 @@ def test_report_in_headless_chromium(stored, tmp_path):
             "els => els.map(e => ({w: e.getBoundingClientRect().width, h: e.getBoundingClientRect().height,"
             " paths: e.querySelectorAll('path').length, lines: e.querySelectorAll('g[id^=line2d] path').length}))")
         cells = page.eval_on_selector_all("td", "els => els.map(e => e.textContent)")
+        # The charts of a section in a grid: two side by side on a wide screen, one
+        # under the other on a narrow one.
+        boxes = "els => els.map(e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y}; })"
+        wide = page.eval_on_selector_all("section[id^=postgres] figure.chart", boxes)
+        page.set_viewport_size({"width": 800, "height": 900})
+        narrow = page.eval_on_selector_all("section[id^=postgres] figure.chart", boxes)
+        page.set_viewport_size({"width": 1280, "height": 900})
         title = page.title()
         # Hover: each point of a chart carries its exact values (an SVG <title>).
         tips = page.eval_on_selector_all("figure.chart-throughput svg g.hover title", "els => els.map(e => e.textContent)")
@@ -76,6 +83,8 @@ def test_report_in_headless_chromium(stored, tmp_path):
     assert any(t.startswith("box-a, 2 threads: ") and " TPS" in t for t in tips), tips
     assert saved.startswith("<svg") and "box-a, 1 threads" in saved
     assert len(charts) >= 3  # throughput, latency, per-second
+    assert wide[0]["y"] == wide[1]["y"] and wide[1]["x"] > wide[0]["x"] + 300
+    assert narrow[0]["x"] == narrow[1]["x"] and narrow[1]["y"] > narrow[0]["y"] + 150
     for chart in charts:
         assert chart["w"] > 300 and chart["h"] > 150 and chart["paths"] > 5 and chart["lines"] >= 2
     assert EVIL in cells and EVIL in title  # shown as text ...
