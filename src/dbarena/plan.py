@@ -48,17 +48,6 @@ def resolve_levels(levels: Iterable[Level], hardware_threads: int | None) -> lis
     return sorted(out)
 
 
-def parse_levels(text: str) -> list[int]:
-    """'1,4,16' -> [1, 4, 16]; each a positive integer, duplicates dropped, ascending."""
-    levels = set()
-    for item in text.split(","):
-        item = item.strip()
-        if not item.isdigit() or int(item) < 1:
-            raise UsageError(f"--threads: {item!r} is not a positive whole number (expected e.g. 1,4,16)")
-        levels.add(int(item))
-    return sorted(levels)
-
-
 @dataclass(frozen=True)
 class EnginePlan:
     """The points one engine runs, in order, on one server per variant."""

@@ -21,13 +21,13 @@ def test_default_levels(hardware_threads, levels):
 
 @pytest.mark.parametrize("text, levels", [("1,4,16", [1, 4, 16]), ("16, 4,4,1", [1, 4, 16]), ("3", [3])])
 def test_parse_levels(text, levels):
-    assert plan.parse_levels(text) == levels
+    assert study.parse_levels(text) == levels
 
 
 @pytest.mark.parametrize("text", ["0", "-3", "abc", "1,,2", "1.5", ""])
 def test_parse_levels_rejects(text):
     with pytest.raises(UsageError):
-        plan.parse_levels(text)
+        study.parse_levels(text)
 
 
 STUDY = """

@@ -209,10 +209,11 @@ def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_r
     overall: list[Decision] = []
     if baseline is None:
         return decisions, overall
+    groups = analysis.summaries(rows) if len(order) > 1 else []  # once, not once per label
     for label in order:
         if label == baseline:
             continue
-        decided = decision.decide(analysis.compare(rows, baseline, label), rows)
+        decided = decision.decide(analysis.compare(rows, baseline, label, groups=groups), rows)
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)

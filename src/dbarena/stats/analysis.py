@@ -281,7 +281,8 @@ def sides(rows: list[dict[str, Any]], a: str, b: str) -> str:
     raise UsageError(f"{a!r} and {b!r} are not both labels or both variants")
 
 
-def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str] = ()) -> list[dict[str, Any]]:
+def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str] = (),
+            groups: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -289,7 +290,8 @@ def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str]
     variation between runs: with fewer than stats.MIN_REPEATS repeats on a side the row
     has the ratio, `verdict` None and the reason. Where a group of A has
     no matching group in B at its engine, workload and threads, the row says which
-    fields differ instead of giving a ratio."""
+    fields differ instead of giving a ratio. `groups`: summaries(rows), when the caller
+    has them (a report comparing every label with the baseline)."""
     rows = list(rows)
     by = sides(rows, a, b)
     ignore = {*configkey.ABOUT["host" if by == "label" else "variant"]}
@@ -297,7 +299,7 @@ def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str]
         if field not in configkey.ABOUT:
             raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
         ignore.update(configkey.ABOUT[field])
-    groups = summaries(rows)
+    groups = summaries(rows) if groups is None else groups  # the caller's, when it compares many pairs
     side_of: Callable[[dict[str, Any]], str] = (lambda s: s["label"]) if by == "label" else (lambda s: s["variant"])
     left = [s for s in groups if side_of(s) == a]
     right = [s for s in groups if side_of(s) == b]
