@@ -1,7 +1,8 @@
 """`dbarena report` from real runs, opened in a real headless Chromium (Debian's
 chromium, driven by Playwright): charts present and drawn, no console errors, no
 network requests, a label with <script> shown as text, a screenshot taken; a label
-hidden and shown again in every chart by its checkbox (CSS only: the page runs no script)."""
+hidden and shown again in every chart by its checkbox (CSS only).
+The page's one script (save as SVG) runs; a script in a label never does."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from dbarena.cli import cli
+from dbarena.cli import cli, load_commands
+from dbarena.cli.app import COMMAND_MODULES
+
+load_commands()
 
 
 def _commands(group, prefix=()):
@@ -23,3 +26,8 @@ def test_every_command_has_help(path, cmd):
     for param in cmd.params:
         if isinstance(param, click.Option) and param.name != "help":
             assert param.help, f"{' '.join(path)} {param.opts[0]} has no help"
+
+
+def test_every_command_is_found_by_its_module():
+    """The lazy root group names every command the modules define, and no other."""
+    assert set(cli.commands) == set(COMMAND_MODULES)

@@ -102,9 +102,21 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
     under one label), each is a series of its own, named "label [variant]" or
     "label [config 1a2b3c]", so that points of different configurations are never
     pooled."""
-    # Each row's configuration digest, computed once (a digest hashes the whole
-    # configuration, and a store can hold tens of thousands of points).
-    row_keys = [configkey.digest(configkey.ignoring(r.get("config") or {}, ("threads", "clients"))) for r in rows]
+    # Each row's configuration digest but for its level. A digest hashes the whole
+    # configuration and a store can hold 100 k points, but they share a few hundred
+    # stored keys (which include the level): one digest per stored key.
+    by_key: dict[str | None, str] = {}
+
+    def level_free(r: dict) -> str:
+        stored = r.get("config_key")
+        if stored is None or stored not in by_key:
+            found = configkey.digest(configkey.ignoring(r.get("config") or {}, ("threads", "clients")))
+            if stored is None:
+                return found
+            by_key[stored] = found
+        return by_key[stored]
+
+    row_keys = [level_free(r) for r in rows]
     keys: dict[tuple, dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
     for r, key in zip(rows, row_keys):
         keys[(r["label"], r["engine"], r["workload"])].setdefault((r.get("variant") or "", key))
@@ -276,7 +288,7 @@ def _against_baseline(row: dict, base: dict | None, other: bool) -> None:
     elif base and base["value"] and row["value"] is not None:
         row["ratio_to_baseline"] = row["value"] / base["value"]
         if other and base["_estimate"] is not None and row["_estimate"] is not None:
-            c = stats.compare(base["_estimate"], row["_estimate"])
+            c = stats.compare(base["_estimate"], row["_estimate"], of=row["metric"])
             row.update(ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
                        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
 

@@ -61,7 +61,7 @@ def _unique_ids(text: str, suffix: str) -> str:
 
 
 # Hover texts of a chart's points, by axes: added to the SVG as <title>s of invisible
-# circles, which browsers show on hover with no script (the report's CSP allows none).
+# circles, which browsers show on hover with no script.
 # Each point: x, y, text, and the label it is toggled with (None: untagged).
 _TIPS: "weakref.WeakKeyDictionary[Axes, list[tuple[float, float, str, str | None]]]" = weakref.WeakKeyDictionary()
 MAX_TIPS = 2000  # a chart with more points gets none: its SVG would grow by ~100 bytes each
