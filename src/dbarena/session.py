@@ -6,11 +6,17 @@ a study, calls `run` and renders the outcome; Python code can do the same.
     from dbarena.store.database import Store
     with Store("dbarena.db") as db:
         outcome = session.run(study.apply(study.load("seed-a"), study.Overrides(quick=True)), store=db)
+
+It prints its progress on stderr as `dbarena run` does (quiet=True: nothing), and
+refuses, before anything starts, a study whose datasets cannot fit where the
+throwaway instances keep their data (estimate).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 import time
 import uuid
 from contextlib import AbstractContextManager
@@ -19,8 +25,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from dbarena import engines, execute, plan, provenance, workloads
+from dbarena.dataset_lifecycle import dataset_steps
 from dbarena.stats import analysis
 from dbarena.stats import configkey
+from dbarena.stats import estimators
+from dbarena.stats import steadystate
 from dbarena.host import datadir
 from dbarena.host import hostinfo
 from dbarena.stats import rounds
@@ -59,6 +68,17 @@ class SilentReporter:
 
     def end(self) -> None:
         pass
+
+
+SILENT = SilentReporter()  # run(..., reporter=SILENT) is run(..., quiet=True)
+
+
+def default_reporter() -> Reporter:
+    """What a run tells when the caller names no reporter: the progress lines of
+    `dbarena run`, on stderr (a study can take hours; silence looks like a hang)."""
+    from dbarena.report import terminal  # the library's own modules need no rich at import
+
+    return terminal.TerminalReporter(terminal.console(stderr=True))
 
 
 @dataclass
@@ -123,22 +143,153 @@ def check_settings(study: Study, executor: Executor = execute.LOCAL) -> None:
                 raise UsageError(f"{study.source}: {key}: {exc}") from None
 
 
-def check_data_dirs(plans: Sequence[plan.EnginePlan]) -> None:
-    """Every engine's data_dir can hold its datasets (a RAM disk: also in memory), said
-    before anything starts."""
+@dataclass(frozen=True)
+class Room:
+    """What one file system must hold of the study's throwaway instances."""
+
+    where: Path  # the directory their own directories are made in
+    choice: str | None  # the engine's data_dir as given (None: the temporary directory)
+    need_bytes: int  # with headroom (datadir.HEADROOM) for WAL and temporary files
+    free_bytes: int  # for a RAM disk: also no more than the memory available
+    largest: str  # the largest dataset and its engine, e.g. "pgbench scale 10000 on postgres"
+    engine: str  # the engine whose servers need the most of it
+    datasets: int  # how many datasets that engine's servers hold side by side
+
+    @property
+    def fits(self) -> bool:
+        return self.need_bytes <= self.free_bytes
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The whole study before it starts: its points, machine time and disk space."""
+
+    study: Study
+    plans: list[plan.EnginePlan]
+    points: int  # as planned; with --precision, the first rounds only
+    seconds: float  # machine time, dataset preparation included (rough: see studycheck)
+    rooms: tuple[Room, ...] = ()  # one per file system that holds throwaway data
+    max_points: int | None = None  # --precision: the most it may run
+    max_seconds: float | None = None  # --precision: the most it may take (within the budget)
+
+    def line(self) -> str:
+        """One line: what the study will take, said before anything starts."""
+        points = (f"at least {points_words(self.points)}, up to {self.max_points}" if self.max_points is not None
+                  else points_words(self.points))
+        time_ = (f"about {duration_words(self.seconds)} to {duration_words(self.max_seconds)}"
+                 if self.max_seconds is not None and self.max_seconds > self.seconds
+                 else f"about {duration_words(self.seconds)}")
+        if self.rooms:
+            disk = ", ".join(f"{size_words(r.need_bytes)} of disk in {r.where} ({size_words(r.free_bytes)} free)"
+                             for r in self.rooms)
+        else:
+            disk = "no disk on this machine (the datasets live on the target)"
+        return f"{who(self.study)}: {points}, {time_} of machine time, {disk}"
+
+    def refusal(self) -> str | None:
+        """Why the study cannot run here (its datasets do not fit), in one line; None if it fits."""
+        for r in self.rooms:
+            if r.fits:
+                continue
+            more = f" and {r.datasets - 1} more dataset(s)" if r.datasets > 1 else ""
+            where = "the RAM disk" if r.choice == datadir.TMPFS else str(r.where)
+            memory = " (or memory available)" if r.choice == datadir.TMPFS else ""
+            return (f"{who(self.study)} needs about {size_words(r.need_bytes)} for {r.largest}{more}; {where} has "
+                    f"{size_words(r.free_bytes)}{memory} free: set data_dir to a larger file system (a study file's "
+                    f"[engines.{r.engine}] data_dir) or use --quick")
+        return None
+
+
+def points_words(n: int) -> str:
+    return f"{n} point{'' if n == 1 else 's'}"
+
+
+def who(study: Study) -> str:
+    """How lines name the study: by its name, or "run" for one made of flags."""
+    return "run" if study.source == study_mod.FLAGS_SOURCE else f"study {study.name}"
+
+
+def duration_words(seconds: float | None) -> str:
+    """3 h 24 min, 12 min, 40 s."""
+    seconds = round(seconds or 0)
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+def size_words(n: float) -> str:
+    """Bytes as people say them (decimal units, as df -H and disk vendors): 150 GB, 25 MB."""
+    for unit, size in (("TB", 10 ** 12), ("GB", 10 ** 9), ("MB", 10 ** 6)):
+        if n >= size:
+            return f"{n / size:.0f} {unit}" if n >= 10 * size else f"{n / size:.1f} {unit}"
+    return f"{n / 1000:.0f} kB"
+
+
+def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor = execute.LOCAL,
+             keep: bool = False) -> Estimate:
+    """The study's plan on this machine, its machine time and the disk space its
+    throwaway instances need where they keep their data (whether or not data_dir was
+    set: by default the temporary directory, $TMPDIR), after checking every setting
+    name. Nothing is started. `Estimate.refusal()` says if it cannot fit."""
+    facts = host_facts if host_facts is not None else hostinfo.host_facts()
+    plans = expand(study, facts)
+    check_settings(study, executor)
+    seconds = sum(machine_s(p.points) for p in plans)
+    points = sum(len(p.points) for p in plans)
+    max_points = max_seconds = None
+    if study.precision is not None and points:
+        # The plan holds the first rounds; rounds.Adaptive may add up to max_repeats.
+        first = min(estimators.MIN_REPEATS, study.max_repeats)
+        max_points = points * study.max_repeats // first
+        max_seconds = seconds + sum(estimate_s(s) for p in plans for s in p.points) * (study.max_repeats - first) / first
+        if study.budget_s is not None:
+            max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
+    return Estimate(study=study, plans=plans, points=points, seconds=seconds, rooms=rooms(plans, keep=keep),
+                    max_points=max_points, max_seconds=max_seconds)
+
+
+def machine_s(points: Sequence[PointSpec]) -> float:
+    """Seconds a part of the plan is expected to take: its points (warm-ups included)
+    and the preparations of their datasets."""
+    prepare = sum(workloads.WORKLOADS[spec.workload].tool.estimate_prepare_s(spec)
+                  for before, _ in dataset_steps(points) for action, spec in before if action == "prepare")
+    return sum(estimate_s(p) for p in points) + prepare
+
+
+def rooms(plans: Sequence[plan.EnginePlan], *, keep: bool = False) -> tuple[Room, ...]:
+    """The disk space of the throwaway instances, per file system: each engine's
+    servers (one per variant) hold their datasets side by side; the engines run one
+    after the other, each server removed before the next engine's start (with --keep
+    they stay, and add up)."""
+    by_fs: dict[int, list[Room]] = {}
     for p in plans:
         entry = p.engine
-        if entry.target is not None or entry.data_dir is None:
+        if entry.target is not None:
             continue
-        parent = datadir.resolve(entry.data_dir)
-        # The datasets of one server live side by side: each workload's, largest repeat.
-        # The size of each comes from its tool (Tool.dataset_bytes: what its parameters mean).
-        datasets = {(workloads.WORKLOADS[s.workload].tool.name, s.params) for s in p.points}
-        need = sum(workloads.TOOLS[tool].dataset_bytes(dict(params)) for tool, params in datasets)
+        where = datadir.resolve(entry.data_dir) or Path(tempfile.gettempdir())
+        # Each workload's dataset, its largest parameters. The size of each comes from
+        # its tool (Tool.dataset_bytes: what its parameters mean).
+        sizes = {(workloads.WORKLOADS[s.workload].tool.name, s.params):
+                 workloads.WORKLOADS[s.workload].tool.dataset_bytes(dict(s.params)) for s in p.points}
+        if not sizes:
+            continue
+        (tool, params), largest = max(sizes.items(), key=lambda item: item[1])
         # restore keeps a copy of the prepared data directory beside it (reflinked where
         # the file system can, which a RAM disk cannot).
         copies = 2 if any(s.restore for s in p.points) else 1
-        datadir.check_room(parent, need * copies * len(p.variants), entry.data_dir)
+        need = int(sum(sizes.values()) * copies * len(p.variants) * datadir.HEADROOM)
+        described = " ".join(f"{k} {v}" for k, v in params) or "its dataset"
+        room = Room(where=where, choice=entry.data_dir, need_bytes=need, free_bytes=datadir.free_bytes(where,
+                    entry.data_dir), largest=f"{tool} {described} on {entry.name}", engine=entry.name,
+                    datasets=len(sizes))
+        by_fs.setdefault(os.stat(where).st_dev, []).append(room)
+    out = []
+    for found in by_fs.values():
+        biggest = max(found, key=lambda r: r.need_bytes)
+        total = sum(r.need_bytes for r in found) if keep else biggest.need_bytes
+        out.append(replace(biggest, need_bytes=total))
+    return tuple(out)
 
 
 def _bindir(entry: EngineEntry) -> Path | None:
@@ -146,9 +297,17 @@ def _bindir(entry: EngineEntry) -> Path | None:
 
 
 def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
-        keep: bool = False, init: bool = True, host_facts: dict | None = None, resume: str | None = None,
-        clock: Callable[[], float] = time.monotonic, system_metrics: bool = True) -> Outcome:
+        quiet: bool = False, keep: bool = False, init: bool = True, host_facts: dict | None = None,
+        resume: str | None = None, clock: Callable[[], float] = time.monotonic, system_metrics: bool = True,
+        estimated: Estimate | None = None) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
+
+    Progress goes to `reporter`: by default the progress lines of `dbarena run` on
+    stderr; quiet=True (or reporter=SILENT) says nothing. Before anything starts, the
+    study's estimate (points, machine time, disk space) is said in one line, and a
+    study whose datasets cannot fit where its throwaway instances keep their data is
+    refused (UsageError, one line). `estimated`: the estimate the caller made and said
+    already (the CLI asks before a long study), not made or said again.
 
     Finished points are stored as they finish. Ctrl-C (KeyboardInterrupt) and
     SIGTERM (errors.Interrupted) end the run: it is marked interrupted and the
@@ -158,11 +317,18 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     join the same runs. `system_metrics` False: no once-a-second sampling of the
     machine's CPU, disk and memory (bench/overhead measures what it costs).
     """
-    reporter = reporter or SilentReporter()
+    reporter = SILENT if quiet else reporter or default_reporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
-    plans = expand(study, facts)
-    check_settings(study, executor)
-    check_data_dirs(plans)
+    if estimated is None:
+        estimated = estimate(study, host_facts=facts, executor=executor, keep=keep)
+        refused = estimated.refusal()
+        if refused:
+            raise UsageError(refused)
+        reporter.stage(estimated.line())
+    plans = estimated.plans
+    refused = estimated.refusal()
+    if refused:
+        raise UsageError(refused)
     switching = kernel_smt(study, plans)
     where = placements(study, plans, kernel=switching)
     # (SMT mode, the engine's points in it): one part per engine, or per engine and
@@ -171,6 +337,9 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
+    for line in (quick_note(study, plans), pooled_note(store, label, outcome.invocation, bool(study.label))):
+        if line:
+            reporter.stage(line)
     previous = _previous_runs(store, resume)
     deadline = clock() + study.budget_s if study.budget_s is not None else None
     begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
@@ -188,6 +357,50 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def short_for_steady_state(study: Study, plans: Sequence[plan.EnginePlan]) -> int | None:
+    """The seconds of --quick's points when they are too short for steady-state
+    figures (their short-series warning is dbarena's own choice: said once, see
+    quick_note); None otherwise."""
+    if not study.quick:
+        return None
+    durations = {p.duration_s for e in plans for p in e.points if workloads.WORKLOADS[p.workload].tool.timed}
+    short = [d for d in durations if d < steadystate.ADVISED_DURATION_S]
+    return max(short) if short else None
+
+
+def quick_note(study: Study, plans: Sequence[plan.EnginePlan]) -> str | None:
+    """--quick's short points, said once for the run rather than as a warning on each."""
+    seconds = short_for_steady_state(study, plans)
+    if seconds is None:
+        return None
+    return (f"--quick: {seconds} s points, too short for steady-state figures (a trial of the protocol; "
+            f"points of {steadystate.ADVISED_DURATION_S} s or more give them)")
+
+
+def pooled_note(store: ResultStore, label: str, invocation: str, given: bool) -> str | None:
+    """One line when the label already holds points of another `dbarena run` (not the
+    one being resumed): summaries and comparisons pool them with this run's when their
+    configurations match, which a label defaulting to the host name hides."""
+    runs = {r["id"]: r for r in store.runs() if r["label"] == label and r.get("invocation") != invocation}
+    if not runs:
+        return None
+    counts: dict[int, int] = {}
+    for point in store.points(labels=(label,)):
+        if point["run_id"] in runs:
+            counts[point["run_id"]] = counts.get(point["run_id"], 0) + 1
+    if not counts:
+        return None
+    days = sorted({str(runs[r].get("started_at") or "")[:10] for r in counts} - {""})
+    when = f" from {days[0]}" if len(days) == 1 else f" from {days[0]} to {days[-1]}" if days else ""
+    ids = sorted(counts)
+    which = f"run {ids[0]}" if len(ids) == 1 else (f"runs {', '.join(map(str, ids))}" if len(ids) <= 4
+                                                   else f"{len(ids)} runs, {ids[0]} to {ids[-1]}")
+    how = "use another --label to keep them apart" if given else \
+        "the label defaults to the host name: use --label to keep them apart"
+    return (f"label {label!r} already holds {points_words(sum(counts.values()))}{when} ({which}); they are pooled with "
+            f"these when the configurations match: {how}")
 
 
 def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str], int]:
@@ -420,14 +633,21 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
 
 
 def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
-    """What the reporter is told of an engine's plan before its first point."""
+    """What the reporter is told of an engine's plan before its first point: what it
+    will run, counted as it will run it."""
     points = engine_plan.points
     levels = ", ".join(map(str, engine_plan.levels))
-    how = (f", repeats until +-{study.precision:.1%} (at most {study.max_repeats})" if study.precision
-           else f", {study.repeats} repeats interleaved" if study.repeats > 1 else "")
-    return (f"study {study.name}{' --quick' if study.quick else ''}: {len(points)} points on "
-            f"{engine_plan.engine.name}: {', '.join(dict.fromkeys(p.workload for p in points))} at threads {levels}"
-            f"{how}"
+    if study.precision:
+        # The plan holds the first rounds; more follow until the interval is narrow enough.
+        first = min(estimators.MIN_REPEATS, study.max_repeats)
+        count = (f"at least {points_words(len(points))} on {engine_plan.engine.name}, up to "
+                 f"{len(points) * study.max_repeats // first} (repeats until the 95 % interval is within "
+                 f"+-{study.precision:.1%}, {first} to {study.max_repeats} a point)")
+    else:
+        count = f"{points_words(len(points))} on {engine_plan.engine.name}"
+    how = f", {study.repeats} repeats interleaved" if study.repeats > 1 and not study.precision else ""
+    return (f"{who(study)}{' --quick' if study.quick else ''}: {count}: "
+            f"{', '.join(dict.fromkeys(p.workload for p in points))} at threads {levels}{how}"
             f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
 
 

@@ -9,7 +9,7 @@ Pure: a study and its plan in, a dict (and its text) out.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbarena import workloads
 from dbarena.lifecycle import smt_switch
@@ -19,10 +19,15 @@ from dbarena.dataset_lifecycle import dataset_steps
 from dbarena.session import estimate_s
 from dbarena.study import Study
 
+if TYPE_CHECKING:
+    from dbarena.session import Estimate
+
 PRECEDENCE = "defaults < study file ([sweep], [datasets] < [[workloads]]) < --quick < command-line flags"
 
 
-def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
+def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None = None) -> dict[str, Any]:
+    """The plan per engine and workload; with `estimated` (session.estimate), also the
+    disk space the throwaway instances need and whether it fits."""
     engines_out = []
     total_points = 0
     total_s = 0.0
@@ -77,6 +82,10 @@ def summarise(study: Study, plans: list[EnginePlan]) -> dict[str, Any]:
             "per_hour": study.price_per_hour, "currency": study.currency, "basis": study.price_basis},
         "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
         "smt": _smt(study, plans),
+        "disk": [] if estimated is None else [
+            {"path": str(r.where), "need_bytes": r.need_bytes, "free_bytes": r.free_bytes, "largest": r.largest}
+            for r in estimated.rooms],
+        "refused": None if estimated is None else estimated.refusal(),
     }
 
 
@@ -156,4 +165,15 @@ def render(summary: dict[str, Any]) -> str:
     at_least = "at least " if precision else ""
     lines.append(f"{summary['points']} points, estimated machine time {at_least}~{duration(summary['estimated_s'])} "
                  "(preparation times are rough)")
+    for d in summary.get("disk", []):
+        lines.append(f"disk: about {_size(d['need_bytes'])} in {d['path']} ({_size(d['free_bytes'])} free), "
+                     f"the largest dataset {d['largest']}")
+    if summary.get("refused"):
+        lines.append(f"refused here: {summary['refused']}")
     return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    from dbarena.session import size_words
+
+    return size_words(n)

@@ -72,7 +72,7 @@ def test_a_bad_run_option_is_one_line_and_exit_2(args, message, tmp_path, capsys
 
 @pytest.mark.parametrize("args, message", [
     (["seed-a", "--threads", "0"], "'0' is not a positive whole number"),
-    (["seed-a", "--study", "seed-b"], "not with --study"),
+    (["seed-a", "--study", "seed-b"], "two studies given"),
     (["seed-a", "--engine", "oracle"], "unknown engine 'oracle'"),
 ])
 def test_a_bad_study_check_option_is_one_line_and_exit_2(args, message, capsys):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from dbarena import resume as resume_mod
 from dbarena import session
@@ -18,7 +20,7 @@ from dbarena.interfaces import Reporter
 from dbarena.lifecycle import state
 from dbarena.lifecycle.cleanup import reap
 from dbarena.report import terminal
-from dbarena.stats import analysis
+from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
 from dbarena.study import arguments
 
@@ -33,17 +35,24 @@ from dbarena.study import arguments
               help="Continue an interrupted or partly failed run (RUN, or the latest such run in the store): its "
                    "plan as stored, only the points not stored ok, into the same runs. Flags or --study given "
                    "with it must describe the same plan.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Start a study estimated over an hour without asking (only a terminal is asked).")
 @click.option("--progress-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
               help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
 @click.option("--no-system-metrics", is_flag=True, hidden=True,
               help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
-def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progress_file: Path | None,
+def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
         no_system_metrics: bool, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
-    Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file,
-    3 missing binaries or unreachable target, 130 interrupted (finished points are kept;
-    `dbarena run --resume` continues).
+    Before anything starts, one line says the study's points, machine time and disk
+    space; a study whose datasets cannot fit where its throwaway instances keep their
+    data is refused, and one estimated over an hour is confirmed first on a terminal
+    (--yes: not asked).
+
+    Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file (or
+    a study that cannot fit), 3 missing binaries or unreachable target, 130 interrupted
+    or not confirmed (finished points are kept; `dbarena run --resume` continues).
     """
     # Everything the user could get wrong is checked before anything starts.
     store_path = store
@@ -56,14 +65,26 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progre
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     out = terminal.console()
     err = terminal.console(stderr=True)
-    with Store(store_path) as db:
-        reporter: Reporter = terminal.TerminalReporter(err)
-        if progress_file is not None:
-            from dbarena.fleet.progress import ProgressFile, Tee
+    reporter: Reporter = terminal.TerminalReporter(err)
+    if progress_file is not None:
+        from dbarena.fleet.progress import ProgressFile, Tee
 
-            reporter = Tee(reporter, ProgressFile(progress_file))
+        reporter = Tee(reporter, ProgressFile(progress_file))
+    # The whole study said, refused if it cannot fit, and confirmed if long: before
+    # the store is opened (nothing stored, no store file made) or any server starts.
+    facts = hostinfo.host_facts()
+    estimated = session.estimate(the_study, host_facts=facts, keep=keep)
+    refused = estimated.refusal()
+    if refused:
+        raise UsageError(refused)
+    reporter.stage(estimated.line())
+    if not _confirmed(estimated, yes, err):
+        err.print("not started: nothing was run or stored", markup=False)
+        return ExitStatus.INTERRUPTED
+    with Store(store_path) as db:
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
-                              resume=invocation, system_metrics=not no_system_metrics)
+                              resume=invocation, system_metrics=not no_system_metrics, host_facts=facts,
+                              estimated=estimated)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
         if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
@@ -72,7 +93,9 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progre
                       f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
             return outcome.exit_status
         rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
-        label = the_study.label or hostinfo.host_facts()["hostname"]
+        if session.short_for_steady_state(the_study, estimated.plans) is not None:
+            rows = _without_short_series(rows)  # said once, before the first point (session.quick_note)
+        label = the_study.label or facts["hostname"]
         if outcome.skipped:
             err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
         terminal.show(out, terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
@@ -88,6 +111,38 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, progre
     if outcome.failed:
         err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
     return outcome.exit_status
+
+
+# A study estimated over this long is confirmed first on a terminal.
+CONFIRM_OVER_S = 3600
+
+
+def _confirmed(estimated: session.Estimate, yes: bool, err: Console) -> bool:
+    """Whether to start: a study estimated over an hour is asked about on a terminal
+    (Ctrl-C or "n": not started); elsewhere (a pipe, cron, the fleet) it starts, and
+    says why it did not ask."""
+    longest = estimated.max_seconds if estimated.max_seconds is not None else estimated.seconds
+    if yes or estimated.seconds <= CONFIRM_OVER_S:
+        return True
+    took = session.duration_words(estimated.seconds)
+    if estimated.max_seconds is not None and estimated.max_seconds > estimated.seconds:
+        took = f"{took} to {session.duration_words(longest)}"
+    if not (sys.stdin.isatty() and err.is_terminal):
+        err.print(f"estimated {took}; not a terminal, so not asking: starting", markup=False)
+        return True
+    try:
+        return click.confirm(f"estimated {took} of machine time: start now? (--yes: do not ask)", default=False,
+                             err=True)
+    except click.Abort:  # Ctrl-C or end of input at the prompt
+        err.print("")
+        return False
+
+
+def _without_short_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows without the short-series warning --quick's own short points earn on
+    every point: the run said it once instead (stored rows keep it)."""
+    code = steadystate.Warning_.SHORT_SERIES.value
+    return [{**r, "warnings": [w for w in r.get("warnings", []) if w["code"] != code]} for r in rows]
 
 
 def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]) -> tuple[study_mod.Study, str]:
@@ -148,24 +203,29 @@ def study_show(name: str) -> None:
 
 
 @study_group.command("check")
-@click.argument("file", metavar="FILE|NAME")
+@click.argument("file", metavar="[FILE|NAME]", required=False)
 @arguments.run_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def study_check(file: str, as_json: bool, **kwargs: Any) -> None:
+def study_check(file: str | None, as_json: bool, **kwargs: Any) -> int:
     """Check a study file and show the plan it expands to on this machine: engines,
-    workloads, levels, points, and the estimated machine time. Flags are applied as
-    `run` would apply them (lowest first: defaults < file < --quick < flags)."""
+    workloads, levels, points, the estimated machine time and disk space. The study is
+    the argument or --study (a file or a bundled study's name); without either, the
+    study the flags alone make. Flags are applied as `run` would apply them (lowest
+    first: defaults < file < --quick < flags)."""
     from dbarena import studycheck
 
-    if kwargs.get("study_name"):
-        raise UsageError("give the study as the argument of `study check`, not with --study")
-    kwargs["study_name"] = file
+    given = kwargs.get(arguments.STUDY_OPTION)
+    if file is not None and given is not None and file != given:
+        raise UsageError(f"two studies given: {file!r} and --study {given!r}; give one")
+    kwargs[arguments.STUDY_OPTION] = file if file is not None else given
     the_study = arguments.study_from_values(kwargs)
-    session.check_settings(the_study)
-    summary = studycheck.summarise(the_study, session.expand(the_study))
+    estimated = session.estimate(the_study)
+    summary = studycheck.summarise(the_study, estimated.plans, estimated)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(studycheck.render(summary))
+    # `run` would refuse it on this machine: the plan is shown, and the status says so.
+    return ExitStatus.USAGE if summary["refused"] else ExitStatus.OK
 
 

@@ -58,20 +58,15 @@ def resolve(choice: str | None) -> Path | None:
     return path
 
 
-def check_room(parent: Path | None, need_bytes: int, choice: str | None) -> None:
-    """A usage error when the data directory's file system (for a RAM disk: also the
-    machine's available memory) cannot hold the dataset with its headroom."""
-    where = parent or Path(tempfile.gettempdir())
+def free_bytes(where: Path, choice: str | None) -> int:
+    """Room for data in a directory: its file system's space available to dbarena (for
+    a RAM disk: no more than the machine's available memory either). Whether the
+    study's datasets fit is session.estimate's to say."""
     stat = os.statvfs(where)
     free = stat.f_bavail * stat.f_frsize
-    need = int(need_bytes * HEADROOM)
     if choice == TMPFS:
         free = min(free, _mem_available() or free)
-    if need > free:
-        what = "the RAM disk" if choice == TMPFS else str(where)
-        raise UsageError(f"{what} has {free / 2 ** 30:.1f} GiB free; the largest dataset of the study needs about "
-                         f"{need / 2 ** 30:.1f} GiB (with headroom for WAL): choose smaller datasets or another "
-                         f"data_dir")
+    return free
 
 
 def facts(parent: Path | None, choice: str | None) -> dict[str, str]:

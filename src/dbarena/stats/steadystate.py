@@ -27,6 +27,11 @@ from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
 
 MSER_MIN_BATCHES = 4
 
+# What the short-series warning advises: long enough for MSER's warm-up cut (20 s) and
+# batch means over what is left. --quick's 5 s points are shorter by design: the run
+# says so once (session.quick_note) instead of this warning on every point.
+ADVISED_DURATION_S = 30
+
 
 def mser5(series: Sequence[float]) -> int:
     """Number of leading samples to drop as warm-up.
@@ -166,7 +171,7 @@ def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: 
     if est is None:
         flags.append(Flag(Warning_.SHORT_SERIES,
                           f"only {len(steady)} steady-state seconds: too few for an interval within the run; "
-                          "use a --duration of 30 s or more"))
+                          f"use a --duration of {ADVISED_DURATION_S} s or more"))
     if duration and start_s > duration / 3:
         flags.append(Flag(Warning_.LONG_WARMUP,
                           f"warm-up took {start_s:.0f} s of a {duration:.0f} s point: use a longer --duration "
