@@ -95,6 +95,16 @@ def test_mysqlslap_on_mariadb(public_tmp, tmp_path):
         assert p["qps"] == pytest.approx(2000 / avg)
         assert p["tps"] is None and p["transactions"] is None
         assert "--iterations=2" in json.loads(p["command"])
+        # Its figure in every table is the seconds it printed (lower is better), QPS beside
+        # it where there is a QPS column: the run's own table, results, --wide, --summary.
+        shown = f"{avg:,.3f} s"
+        assert re.search(rf"mysqlslap +{p['threads']} +{shown} ", done.stdout), done.stdout
+        for argv in (("results",), ("results", "--wide"), ("results", "--summary")):
+            listed = dbarena(*argv, "--store", str(store), env=cli_env(public_tmp))
+            assert listed.returncode == 0 and re.search(rf"mysqlslap +{p['threads']} .*{shown}", listed.stdout)
+            assert "(lower is better)" in listed.stdout
+        wide = dbarena("results", "--wide", "--store", str(store), env=cli_env(public_tmp)).stdout
+        assert re.search(rf"{shown} +{p['qps']:,.2f} ", wide)
 
 
 @pytest.fixture(scope="module")

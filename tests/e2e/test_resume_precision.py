@@ -29,14 +29,14 @@ def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public
     for row in sorted(rows, key=lambda r: r["repeat"]):
         assert row["status"] == "ok"
         by_threads.setdefault(row["threads"], []).append(row)
-    # The repeats interleave (round by round), are numbered 0.., and each point stopped
-    # exactly where the rule says: at the first run count whose interval is within 3 %,
-    # or at 4 runs.
+    # The repeats interleave (round by round), are numbered 1.. (as every output counts
+    # them), and each point stopped exactly where the rule says: at the first run count
+    # whose interval is within 3 %, or at 4 runs.
     order = [(r["threads"], r["repeat"]) for r in sorted(rows, key=lambda r: r["point_id"])]
-    assert order[:6] == [(1, 0), (2, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+    assert order[:6] == [(1, 1), (2, 1), (1, 2), (2, 2), (1, 3), (2, 3)]
     for threads, points in by_threads.items():
         values = [r["steady_tps"] for r in points]
-        assert [r["repeat"] for r in points] == list(range(len(values)))
+        assert [r["repeat"] for r in points] == list(range(1, len(values) + 1))
         assert 3 <= len(values) <= 4
         reached = [n for n in range(3, len(values) + 1) if stats.precision(values[:n], 0.03).reached]
         if len(values) == 3:

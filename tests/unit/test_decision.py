@@ -97,3 +97,17 @@ def test_no_overall_verdict_that_no_workload_supports():
     line = decision.overall(decided)
     assert line is not None and line.ci_low > 1  # the combined interval alone would say "faster"
     assert line.verdict == decision.NO_VERDICT and "no workload alone shows a difference" in line.text
+
+
+def test_mysqlslap_seconds_are_decided_as_speed_so_fewer_seconds_is_faster():
+    # b took 0.8 and 0.5 of a's seconds: 1.25 and 2 times a's speed, geometric mean sqrt(2.5).
+    rows = [{**_row(1, 0.8, 0.05, 10, workload="mysqlslap"), "metric": "seconds"},
+            {**_row(2, 0.5, 0.05, 10, workload="mysqlslap"), "metric": "seconds"}]
+    (d,) = decision.decide(rows)
+    assert d.metric == "seconds" and d.ratio == pytest.approx(math.sqrt(2.5))
+    assert d.levels == ((1, pytest.approx(1.25)), (2, pytest.approx(2.0)))
+    assert d.verdict == decision.FASTER and d.text.startswith("small is 58.1 % faster than big")
+    assert decision.INVERSE in d.text
+    # Combined with a throughput workload like with like: + is faster in both.
+    line = decision.overall([d, *decision.decide([_row(1, 1.25, 0.05, 10)])])
+    assert line is not None and line.ratio > 1 and line.verdict == decision.FASTER

@@ -72,6 +72,11 @@ def figures(value: float | None, *digits: int) -> list[str]:
     return [] if value is None else [f"{value:,.{d}f}" for d in digits]
 
 
+def judged(r: dict, value: float | None, *digits: int) -> list[str]:
+    """A row's figure as the tables print it: mysqlslap's seconds with 3 digits."""
+    return figures(value, 3) if r["metric"] == "seconds" else figures(value, *digits)
+
+
 def assert_whole(text: str, shown: list[str]) -> None:
     words = set(re.findall(r"[\w.,+\-%\u2020\u00b1*]+", text))
     for figure in shown:
@@ -86,14 +91,15 @@ def test_results_and_the_summary_fit_100_columns_with_every_figure_whole(which, 
     assert_fits(text)
     for r in points:
         assert_whole(text, [r["label"], r["workload"], *figures(r["tps"], 2), *figures(r["steady_tps"], 1),
-                            *figures(r.get("latency_p99_ms"), 3)])
+                            *figures(r.get("latency_p99_ms"), 3), *judged(r, r["run_avg_s"])])
     assert "left out" not in text  # the default columns fit
 
     groups = json.loads(invoke(["results", "--summary", "--json", "--store", store], capsys))
     text = invoke(["results", "--summary", "--store", store], capsys)
     assert_fits(text)
     for g in groups:
-        assert_whole(text, [g["label"], g["workload"], *figures(g["median"], 1), *figures(g["latency_p99_ms"], 3)])
+        assert_whole(text, [g["label"], g["workload"], *judged(g, g["median"], 1),
+                            *figures(g["latency_p99_ms"], 3)])
         if g["cv"] is not None:
             assert f"{g['cv']:.1%}" in text
     assert "left out" not in text
@@ -107,7 +113,7 @@ def test_compare_fits_100_columns(two_labels, columns, capsys):
     text = text[text.index("vm-b against vm (ratio"):]
     assert_fits(text)
     for r in rows:
-        assert_whole(text, [r["workload"], *figures(r["a_mean"], 1), f"{r['ratio']:.3f}"])
+        assert_whole(text, [r["workload"], *judged(r, r["a_mean"], 1), f"{r['ratio']:.3f}"])
     assert "no verdict: 1 repeat(s); needs 3" in text
     wide = invoke(["compare", "vm", "vm-b", "--wide", "--store", two_labels], capsys)
     assert re.search(r"^engine .* metric .* n .* verdict$", wide, re.M)
@@ -161,7 +167,7 @@ def test_columns_are_left_out_rather_than_cells_broken_and_the_caption_says_whic
     assert_fits(text)
     assert "hetzner-ax41-nvme-postgres-16-tuned" in text and "pgbench-simple-update" in text
     (caption,) = [line for line in text.splitlines() if line.startswith("left out for the width: ")]
-    assert caption.endswith("(--wide shows every column)") and "printed tps" in caption
+    assert caption.endswith("(--wide shows every column)") and "printed figure" in caption
     # A wider terminal shows them again.
     monkeypatch.setenv("COLUMNS", "140")
     text = invoke(["results", "--store", demo], capsys)
@@ -173,3 +179,36 @@ def test_a_pipe_gets_100_columns_without_columns_set(demo, monkeypatch, capsys):
     assert terminal.console().width == terminal.PIPE_WIDTH == 100
     text = invoke(["results", "--summary", "--store", demo], capsys)
     assert_fits(text)
+
+
+def test_mysqlslap_is_judged_by_its_seconds_in_every_table(two_labels, columns, capsys):
+    # vm-b's mysqlslap took 0.9 of vm's seconds at every level.
+    with sqlite3.connect(two_labels) as db:
+        db.execute("UPDATE points SET run_avg_s = run_avg_s * 0.9, qps = qps / 0.9 WHERE workload = 'mysqlslap' "
+                   "AND run_id IN (SELECT id FROM runs WHERE label = 'vm-b')")
+    points = [r for r in json.loads(invoke(["results", "--json", "--label", "vm", "--store", two_labels], capsys))
+              if r["workload"] == "mysqlslap"]
+    assert len(points) == 2 and all(r["metric"] == "seconds" and r["lower_is_better"] for r in points)
+    text = invoke(["results", "--label", "vm", "--store", two_labels], capsys)
+    for r in points:
+        assert re.search(rf"mysqlslap +{r['threads']} +{r['run_avg_s']:.3f} s ", text)
+    assert "(lower is better)" in text
+    wide = invoke(["results", "--wide", "--label", "vm", "--store", two_labels], capsys)
+    for r in points:  # QPS beside the seconds
+        assert re.search(rf"mysqlslap +{r['threads']} .* {r['run_avg_s']:.3f} s +{r['qps']:,.2f} ", wide)
+
+    groups = [g for g in json.loads(invoke(["results", "--summary", "--json", "--store", two_labels], capsys))
+              if g["workload"] == "mysqlslap"]
+    assert all(g["metric"] == "seconds" and g["median"] < 1 for g in groups)
+    text = invoke(["results", "--summary", "--store", two_labels], capsys)
+    assert all(f"{g['median']:.3f} s" in text for g in groups) and "(lower is better)" in text
+
+    rows = [r for r in json.loads(invoke(["compare", "vm", "vm-b", "--json", "--store", two_labels], capsys))
+            if r["workload"] == "mysqlslap"]
+    assert all(r["metric"] == "seconds" and r["ratio"] == pytest.approx(0.9) for r in rows)
+    text = invoke(["compare", "vm", "vm-b", "--store", two_labels], capsys)
+    # The decision in speed (+ is faster), the level table in seconds (a ratio below 1 is faster).
+    assert re.search(r"mysql mysqlslap: \+11\.1 % .*by threads 1:1\.11 · 2:1\.11", text)
+    assert re.search(r"mysqlslap +1 +[\d.]+ s +[\d.]+ s +0\.900 ", text) and "a ratio below 1 is faster" in text
+    md = invoke(["compare", "vm", "vm-b", "--format", "md", "--store", two_labels], capsys)
+    assert "| mysql | mysqlslap | +11.1 % |" in md and "of 1 / seconds" in md

@@ -104,3 +104,16 @@ def test_a_a_pairs_of_adaptively_repeated_points_are_called_significant_at_most_
         b = adaptive(0.01, 0.02, rng)
         found += stats.compare(stats.repeats(a.values, adaptive=True), stats.repeats(b.values, adaptive=True)).significant
     assert found / 1000 <= 0.05
+
+
+def test_fewer_seconds_is_faster_for_a_lower_is_better_metric():
+    slow = stats.repeats([1.00, 1.02, 0.98, 1.01])
+    quick = stats.repeats([0.80, 0.81, 0.79, 0.80])
+    assert slow is not None and quick is not None
+    c = stats.compare(slow, quick, of="seconds")
+    assert c.ratio == pytest.approx(0.8 / 1.0025, rel=1e-3) and c.verdict == stats.Verdict.FASTER
+    assert c.text.startswith("20.2 % fewer seconds: faster (significant")
+    back = stats.compare(quick, slow, of="seconds")
+    assert back.verdict == stats.Verdict.SLOWER and back.text.startswith("25.3 % more seconds: slower")
+    # The same figures as throughput: more is faster.
+    assert stats.compare(slow, quick).verdict == stats.Verdict.SLOWER

@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Sequence
 from html import escape
 
+from dbarena.stats import metric
 from dbarena.stats.decision import FASTER, NO_VERDICT, NOT_COMPARABLE, SLOWER, Decision
 
 _MARK = {FASTER: "faster", SLOWER: "slower", "no difference": "no difference", NO_VERDICT: "no verdict",
@@ -25,6 +26,16 @@ def _interval(d: Decision) -> str:
 
 def _strip(d: Decision) -> str:
     return " · ".join(f"{threads}: {ratio:.2f}" for threads, ratio in d.levels) or "-"
+
+
+def change_note(decisions: Sequence[Decision]) -> str:
+    """What a change is, said under the decision; for mysqlslap, judged by its seconds,
+    which way its figure goes."""
+    seconds = any(d.metric is not None and metric.lower_is_better(d.metric) for d in decisions)
+    return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
+            "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
+                                  "of 1 / seconds, so that + is faster there too" if seconds else "")
+            + "; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level.")
 
 
 def _md_cell(text: str) -> str:
@@ -66,8 +77,7 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
             out.append("")
             out.extend(reasons)
         out.append("")
-    out.append("Change: the geometric mean over the thread levels both measured of each level's steady-state "
-               "throughput ratio; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level.")
+    out.append(change_note(decisions))
     return "\n".join(out) + "\n"
 
 
@@ -121,7 +131,5 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
         out.append("<ul class=\"why\">" + "".join(
             f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(text)}</li>"
             for d, text in notes) + "</ul>")
-    out.append('<p class="note">Change: the geometric mean over the thread levels both measured of each level\'s '
-               "steady-state throughput ratio; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every "
-               "level.</p></section>")
+    out.append(f'<p class="note">{escape(change_note(decisions))}</p></section>')
     return "\n".join(out)

@@ -58,8 +58,7 @@ AGAINST: Explanation = (
 
 AGAINST_SECONDS: Explanation = (
     "Against the baseline (mysqlslap)",
-    "Ratio of seconds, label / baseline (below 1: faster); the interval and the verdict are those of the same runs' "
-    "QPS (queries / seconds)" + _WELCH)
+    "Ratio of seconds, label / baseline (below 1: faster, fewer seconds); the interval and the verdict" + _WELCH)
 
 _AT = (" Without --at-threads every level is shown and no label is named cheapest (give the level with "
        "--at-threads N); with it, that level only, cheapest first, and what each other label costs more.")

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
-from dbarena.stats import analysis
+from dbarena.stats import analysis, metric
 from dbarena.stats.steadystate import Warning_
 
 # Width of output that is not a terminal (a pipe, a log file), unless COLUMNS says: 100
@@ -252,7 +252,7 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("threads", "right", lambda r: str(r["threads"])),
     Column("clients", "right", lambda r: str(r["clients"]), WIDE_ONLY),
     Column("rep", "right", lambda r: str(r.get("repeat", 0) + 1), WIDE_ONLY),
-    Column("printed\ntps", "right", lambda r: _fmt(r["tps"]), 1),
+    Column("printed\nfigure", "right", lambda r: _figure(r, 2), 1),
     Column("qps", "right", lambda r: _fmt(r["qps"]), WIDE_ONLY),
     Column("steady\ntps", "right", _steady),
     Column("95 % CI within\nthe run", "right", lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high")),
@@ -267,14 +267,26 @@ POINT_COLUMNS: tuple[Column, ...] = (
 )
 
 
+def _figure(r: dict, digits: int, field: str | None = None) -> str:
+    """A row's figure in its metric (`field`: which of the row's figures, the tool's
+    printed one by default): TPS, or mysqlslap's seconds with their unit."""
+    value = metric.figure(r, r["metric"]) if field is None else r.get(field)
+    return metric.shown(value, r["metric"], digits)
+
+
+# Under a table that shows a figure in seconds: what it is and which way is better.
+SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to run all its queries (lower is better)"
+
+
 def _notes(rows: list[dict], *notes: str) -> list[str]:
     found = legend(rows)
-    return [*notes, *([found] if found else [])]
+    seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
+    return [*notes, *seconds, *([found] if found else [])]
 
 
 def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> FittedTable:
-    """Stored points (analysis.load rows) as a table: the tool's printed figure and
-    dbarena's steady-state mean side by side."""
+    """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
+    mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
     return FittedTable(title, POINT_COLUMNS, rows, wide, _notes(rows))
 
@@ -309,13 +321,14 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
         Column("config", "left", lambda r: (r.get("config_key") or "-")[:6], WIDE_ONLY),
         Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
         Column("n", "right", lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
-        Column("median", "right", lambda r: _fmt(r["median"], 1) + ("\u2020" if steady(r) else "")),
-        *((Column("printed\nmedian", "right", lambda r: _fmt(r.get("printed_median"), 1) if steady(r) else "=",
+        Column("median", "right", lambda r: _figure(r, 1, "median") + ("\u2020" if steady(r) else "")),
+        *((Column("printed\nmedian", "right", lambda r: _figure(r, 1, "printed_median") if steady(r) else "=",
                   WIDE_ONLY),) if printed else ()),
-        Column("mean", "right", lambda r: _fmt(r["mean"], 1), WIDE_ONLY),
-        Column("stdev", "right", lambda r: _fmt(r["stdev"], 1), WIDE_ONLY),
+        Column("mean", "right", lambda r: _figure(r, 1, "mean"), WIDE_ONLY),
+        Column("stdev", "right", lambda r: _figure(r, 1, "stdev"), WIDE_ONLY),
         Column("95 % CI", "right", lambda r: _half_width(r) + within(r), 3),
-        Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"]) + within(r), WIDE_ONLY),
+        Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"], _digits(r)) + within(r),
+               WIDE_ONLY),
         Column("CV", "right", lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-", 2),
         Column("p99 ms", "right", lambda r: _fmt(r.get("latency_p99_ms"), 3), 1),
         Column("warn", "left", _warnings),
@@ -332,6 +345,10 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
                        "the mean)", columns, rows, wide, _notes(rows, *captions))
 
 
+def _digits(r: dict) -> int:
+    return 3 if r.get("metric") == metric.SECONDS else 1
+
+
 def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     rows = list(rows)
     a, b = rows[0]["a"], rows[0]["b"]
@@ -346,15 +363,17 @@ def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
         Column("workload", "left", lambda r: escape(r["workload"])),
         Column("threads", "right", lambda r: str(r["threads"])),
         Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
-        Column(escape(a), "right", lambda r: _fmt(r["a_mean"], 1)),
-        Column(escape(b), "right", lambda r: _fmt(r["b_mean"], 1)),
+        Column(escape(a), "right", lambda r: _figure(r, 1, "a_mean")),
+        Column(escape(b), "right", lambda r: _figure(r, 1, "b_mean")),
         Column("n", "right", lambda r: f"{r['a_n']}/{r['b_n']}", 2),
         Column("ratio", "right", lambda r: f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"),
         Column("95 % CI", "right", lambda r: _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), 1),
         Column("verdict", "left", verdict, wraps=True),
     )
+    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
+                                                                    for r in rows) else []
     return FittedTable(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
-                       columns, rows, wide)
+                       columns, rows, wide, notes)
 
 
 def facts_table(facts: dict) -> Table:

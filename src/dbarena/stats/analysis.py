@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 
 from dbarena.stats import configkey
 from dbarena.stats import latency
+from dbarena.stats import metric
 from dbarena.stats import estimators as stats
 from dbarena.stats import steadystate
 from dbarena.errors import UsageError
@@ -24,11 +25,6 @@ from dbarena.interfaces import ResultStore
 GROUP_KEY = ("label", "config_key")
 SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
-def _metric(row: dict[str, Any]) -> str:
-    """The throughput figure of a point: tps, or qps for mysqlslap (no transactions)."""
-    return "tps" if row.get("tps") is not None else "qps"
-
-
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
 ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
@@ -40,7 +36,7 @@ def analyse_point(row: dict[str, Any], samples: list[dict[str, Any]], system: li
                   hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
     values, cached in the store (point_derived) by estimator version."""
-    out: dict[str, Any] = {"metric": _metric(row), "samples": len(samples), "steady_start_s": None,
+    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": len(samples), "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
     if row["status"] != "ok":
@@ -101,6 +97,10 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     derived = _derived(store, rows, runs)
     for row in rows:
         row.update(derived[row["point_id"]])
+        # Decided here, not read from the cache: figures cached before mysqlslap was
+        # judged by its seconds said "qps".
+        row["metric"] = metric.of_point(row)
+        row["lower_is_better"] = metric.lower_is_better(row["metric"])
         # Its number of repeats was chosen by the stopping rule (--precision).
         row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
         # The hardware threads its server could use: what "saturated" is measured against.
@@ -133,16 +133,21 @@ def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
 
 
 def public(row: dict[str, Any]) -> dict[str, Any]:
-    """A row without the in-memory helper objects (for JSON)."""
-    return {k: v for k, v in row.items() if not k.startswith("_")}
+    """A row without the in-memory helper objects (for JSON). Its `repeat` counts from 1,
+    as every view shows it (the store keeps it from 0)."""
+    out = {k: v for k, v in row.items() if not k.startswith("_")}
+    if isinstance(out.get("repeat"), int):
+        out["repeat"] += 1
+    return out
 
 
 def _value(row: dict[str, Any]) -> float | None:
-    # The steady-state mean where a series exists (warm-up excluded), else the tool's figure.
+    # The steady-state mean where a series exists (warm-up excluded), else the tool's
+    # figure in its metric (mysqlslap: its seconds).
     steady: float | None = row.get("steady_tps")
-    if steady is not None:
+    if steady is not None and row["metric"] == metric.TPS:
         return steady
-    return row.get(row["metric"])
+    return metric.figure(row, row["metric"])
 
 
 def value(row: dict[str, Any]) -> float | None:
@@ -161,7 +166,7 @@ def result_value(result: PointResult) -> float | None:
                                     result.spec.duration_s)
         assert steady is not None  # the series is not empty
         return steady.mean
-    return m.tps if m.tps is not None else m.qps
+    return metric.figure(vars(m))
 
 
 def summaries(rows: Iterable[dict[str, Any]],
@@ -196,9 +201,10 @@ def summaries(rows: Iterable[dict[str, Any]],
             point_flags.append(steadystate.Flag(steadystate.Warning_.SEVERAL_HOSTS, (
                 f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
                 f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
+        judged_by = ok[0]["metric"] if ok else members[0]["metric"]
         out.append({
             **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
-            "metric": ok[0]["metric"] if ok else members[0]["metric"],
+            "metric": judged_by, "lower_is_better": metric.lower_is_better(judged_by),
             "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
             **_statistic(ok),
             "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
@@ -222,7 +228,7 @@ PRINTED = "figure the tool printed per run"
 
 def _statistic(ok: list[dict[str, Any]]) -> dict[str, Any]:
     steady = [m.get("steady_tps") is not None for m in ok]
-    printed = [m[m["metric"]] for m in ok if m.get(m["metric"]) is not None]
+    printed = [v for m in ok if (v := metric.figure(m, m["metric"])) is not None]
     return {
         "statistic": (STEADY if all(steady) else PRINTED if not any(steady) else
                       f"mixed: {sum(steady)} steady-state mean(s), {len(steady) - sum(steady)} printed figure(s)")
@@ -312,6 +318,7 @@ def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str]
         match = next((sb for sb in same_place if configkey.matches(sa["config"] or {}, sb["config"] or {}, ignore)),
                      None)
         base = {"engine": sa["engine"], "workload": sa["workload"], "threads": sa["threads"], "metric": sa["metric"],
+                "lower_is_better": metric.lower_is_better(sa["metric"]),
                 "a": a, "b": b, "by": by, "label": sa["label"] if by == "variant" else None,
                 "a_mean": sa["mean"], "a_n": sa["n"]}
         if match is None:
@@ -324,7 +331,7 @@ def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str]
             continue
         if sa["_estimate"] is None or match["_estimate"] is None:
             continue
-        c = stats.compare(sa["_estimate"], match["_estimate"])
+        c = stats.compare(sa["_estimate"], match["_estimate"], of=sa["metric"])
         out.append({**base, "b_mean": match["mean"], "b_n": match["n"], "ratio": c.ratio, "ratio_ci_low": c.ci_low,
                     "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
                     "unverified": configkey.unknown(sa["config"] or {}, match["config"] or {}, ignore),

@@ -3,7 +3,8 @@ with its uncertainty and a verdict, worst first; then one line per label across
 workloads. Pure: comparison rows (analysis.compare) in, decisions out.
 
 One figure per workload is the geometric mean of the per-level throughput ratios
-(label / baseline) over the levels both measured with the same configuration: every
+(label / baseline; for mysqlslap, judged by its seconds, of the ratios of 1 / seconds, so
+that + is faster everywhere) over the levels both measured with the same configuration: every
 level counts alike, whatever its throughput (an arithmetic mean of TPS would let the
 busiest level decide). Its interval combines the levels' intervals on the log scale:
 each level's ratio comes from its own independent runs, so the variances of the log
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbarena.stats import metric
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
 
@@ -46,6 +48,10 @@ class Decision:
     log_df: float | None = None
     why: str | None = None  # of a significant difference: what bound each side, as the stored data show it
     price: str | None = None  # price per 100 TPS of both sides, the cheaper named (the report adds it)
+    # The levels' metric (stats/metric.py). For seconds (lower is better) every ratio
+    # here is of speed, 1 / seconds: + is faster in every line, and the overall line
+    # combines like with like.
+    metric: str | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -55,6 +61,7 @@ class Decision:
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
                 "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,
+                "metric": self.metric,
                 "levels": [{"threads": t, "ratio": r} for t, r in self.levels]}
 
 
@@ -86,10 +93,14 @@ def combine(parts: Sequence[_Log]) -> tuple[float, float, float, float, _Log]:
     return math.exp(mean), math.exp(mean - q * se), math.exp(mean + q * se), p_value, log
 
 
-def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str
-             ) -> tuple[str, str]:
+# Said of a workload whose ratios are of 1 / seconds (Decision.metric).
+INVERSE = "speed, 1 / seconds: fewer seconds is faster"
+
+
+def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
+             inverse: bool = False) -> tuple[str, str]:
     change = (ratio - 1) * 100
-    interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %"
+    interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + (f"; {INVERSE}" if inverse else "")
     if p_value < 1 - CONFIDENCE:
         verdict = FASTER if change > 0 else SLOWER
         return verdict, f"{label} is {abs(change):.1f} % {verdict} than {baseline} ({interval})"
@@ -103,24 +114,32 @@ def _geomean(values: Iterable[float]) -> float | None:
 
 def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[dict[str, Any]]) -> Decision:
     """One engine and workload of the label against the baseline, from its level rows."""
+    judged_by = next((r["metric"] for r in rows if r.get("metric")), None)
+    inverse = judged_by is not None and metric.lower_is_better(judged_by)
+    if inverse:
+        # b / a of seconds, turned into b / a of speed; the log-scale spread is the same.
+        rows = [{**r, "ratio": 1 / r["ratio"] if r["ratio"] else r["ratio"]} for r in rows]
     counted = sorted((r for r in rows if r["ratio"] is not None and r["ratio"] > 0), key=lambda r: r["threads"])
     strip = tuple((int(r["threads"]), float(r["ratio"])) for r in counted)
     if not counted:
         why = next((r["verdict_text"] for r in rows if r.get("verdict_text")), "no level measured by both")
-        return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, ())
+        return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, (),
+                        metric=judged_by)
     point = _geomean(r["ratio"] for r in counted)
     assert point is not None  # every counted ratio is positive
     short = [r for r in counted if r.get("log_se") is None]
     if short:
         fewest = min(min(r["a_n"], r["b_n"]) for r in short)
         text = (f"no verdict: {fewest} run(s) a side at {len(short)} of {len(counted)} level(s), {MIN_REPEATS} "
-                f"needed ({(point - 1) * 100:+.1f} % without an interval); run both with --repeat {MIN_REPEATS}")
-        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip)
+                f"needed ({(point - 1) * 100:+.1f} % without an interval{f'; {INVERSE}' if inverse else ''}); "
+                f"run both with --repeat {MIN_REPEATS}")
+        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
+                        metric=judged_by)
     ratio, low, high, p_value, log = combine([_Log(math.log(r["ratio"]), r["log_se"], r["log_df"] or math.inf)
                                               for r in counted])
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse)
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
-                    log_se=log.se, log_df=log.df)
+                    log_se=log.se, log_df=log.df, metric=judged_by)
 
 
 # What bound a point, from its once-a-second system samples (means over its steady

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
+from dbarena.stats import metric
 from dbarena.stats.estimate import CONFIDENCE, Estimate, chi2_dist, sample_stdev, t_dist
 from dbarena.stats.steadystate import Flag, SteadyState, Warning_
 
@@ -142,9 +143,11 @@ def welch(a: Estimate, b: Estimate) -> tuple[float, float] | None:
 
 
 def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
-            min_repeats: int = MIN_REPEATS) -> Comparison:
+            min_repeats: int = MIN_REPEATS, of: str = metric.TPS) -> Comparison:
     """b relative to a, each an estimate over independent runs: the ratio of means, its
-    interval, and a verdict when both sides have min_repeats runs."""
+    interval, and a verdict when both sides have min_repeats runs. `of`: the metric
+    (metric.py) the estimates are of; for seconds (lower is better) a ratio below 1
+    is "faster"."""
     ratio = b.mean / a.mean if a.mean else math.inf
     fewest = min(a.n, b.n)
     if fewest < min_repeats:
@@ -168,8 +171,8 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
     low, high = ratio * math.exp(-q * se_log), ratio * math.exp(q * se_log)
     change = (ratio - 1) * 100
     if p < 1 - confidence:
-        verdict = Verdict.FASTER if change > 0 else Verdict.SLOWER
-        text = f"{abs(change):.1f} % {verdict.value} (significant, p = {p:.3g})"
+        verdict = Verdict.FASTER if (change > 0) != metric.lower_is_better(of) else Verdict.SLOWER
+        text = f"{metric.change_words(change, of)} (significant, p = {p:.3g})"
     else:
         verdict = Verdict.NOT_SIGNIFICANT
         text = f"not significant ({change:+.1f} %, p = {p:.2f})"

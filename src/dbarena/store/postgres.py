@@ -41,12 +41,13 @@ def errors() -> tuple[type[Exception], ...]:
 # (points.stdout/stderr and runs.host_facts, empty since schema 11) are kept here too,
 # for the same reason. Stores created at 12 (by dbarena before histograms) migrate by
 # MIGRATIONS[13] and [14], those created at 13 (before v_points showed p90 and p99.9) by
-# MIGRATIONS[14].
+# MIGRATIONS[14]; every store below 15 (views by each tool's metric, repeats from 1) by
+# MIGRATIONS[15], a new one too.
 BASE_VERSION = 14
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
-# SQLite one). A new store is created at BASE_VERSION and runs none of them.
+# SQLite one). A new store is created at BASE_VERSION and runs those above it (15).
 MIGRATIONS: dict[int, str] = {
     13: """
     ALTER TABLE points ADD COLUMN latency_p90_ms double precision;
@@ -57,6 +58,7 @@ MIGRATIONS: dict[int, str] = {
     );
     """,
     14: views.DROP + views.postgresql(14),
+    15: views.DROP + views.postgresql(15),
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at

@@ -2,9 +2,10 @@
 dialects with the same names and columns. docs/store.md documents them.
 
 - `v_points`: one row per measured point (warm-ups left out), with its run, study,
-  host and `value`: the figure dbarena's summaries use, i.e. the steady-state mean of the
-  per-second series where there is one (`value_source` 'steady-state mean', warm-up
-  excluded), else the tool's own printed figure ('tool'). `value` is NULL for a failed
+  host, `repeat` (from 1) and `value`: the figure dbarena's summaries use, i.e. the
+  steady-state mean of the per-second series where there is one (`value_source`
+  'steady-state mean', warm-up excluded), else the tool's own printed figure ('tool') in
+  its `metric` (since schema 15 mysqlslap's seconds, `better` 'lower'). `value` is NULL for a failed
   point and for one whose derived figures were not computed yet (`value_source` NULL):
   dbarena computes them when it stores a point and on every read.
 - `v_summaries`: repeats pooled per label and configuration key (never across keys):
@@ -30,14 +31,14 @@ _POINTS = """
 CREATE VIEW v_points AS
 SELECT p.id AS point_id, r.id AS run_id, r.uuid AS run_uuid, r.label, r.host, r.target, st.name AS study,
        r.engine, r.flavour, r.server_version, p.workload, p.variant, p.threads, p.clients, p.duration_s,
-       p.warmup_s, p.repeat, p.config_key, p.config, p.status, p.error, p.started_at, p.ended_at,
-       CASE WHEN p.tps IS NOT NULL THEN 'tps' ELSE 'qps' END AS metric,
+       p.warmup_s, {repeat}, p.config_key, p.config, p.status, p.error, p.started_at, p.ended_at,
+       {metric},
        p.tps, p.qps, p.transactions, p.queries, p.run_avg_s,
        {latency},
        {steady} AS steady_tps,
        d.estimator,
        CASE WHEN p.status <> 'ok' OR d.point_id IS NULL THEN NULL
-            ELSE COALESCE({steady}, CASE WHEN p.tps IS NOT NULL THEN p.tps ELSE p.qps END) END AS value,
+            ELSE COALESCE({steady}, {figure}) END AS value,
        CASE WHEN p.status <> 'ok' OR d.point_id IS NULL THEN NULL
             WHEN {steady} IS NOT NULL THEN 'steady-state mean' ELSE 'tool' END AS value_source,
        r.price_per_hour, r.currency,
@@ -55,7 +56,7 @@ _SUMMARIES = """
 CREATE VIEW v_summaries AS
 SELECT label, config_key, MIN(study) AS study, MIN(engine) AS engine, MIN(flavour) AS flavour,
        MIN(workload) AS workload, MIN(variant) AS variant, MIN(threads) AS threads, MIN(clients) AS clients,
-       MIN(metric) AS metric, COUNT(value) AS n, SUM(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed,
+       MIN(metric) AS metric,{better} COUNT(value) AS n, SUM(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed,
        AVG(value) AS mean, {stdev} AS stdev, {stdev} / NULLIF(AVG(value), 0) AS cv,
        MIN(value) AS min, MAX(value) AS max,
        CASE WHEN MIN(price_per_hour) = MAX(price_per_hour) THEN MIN(price_per_hour) END AS price_per_hour,
@@ -70,11 +71,11 @@ CREATE VIEW v_comparisons AS
 WITH s AS (
     SELECT label, config_key, MIN(host) AS host, {except_host} AS setting, MIN(study) AS study,
            MIN(engine) AS engine, MIN(workload) AS workload, MIN(variant) AS variant, MIN(threads) AS threads,
-           MIN(clients) AS clients, MIN(metric) AS metric, COUNT(value) AS n, AVG(value) AS mean
+           MIN(clients) AS clients, MIN(metric) AS metric,{better} COUNT(value) AS n, AVG(value) AS mean
     FROM v_points WHERE value IS NOT NULL
     GROUP BY label, config_key
 )
-SELECT a.study, a.engine, a.workload, a.variant, a.threads, a.clients, a.metric,
+SELECT a.study, a.engine, a.workload, a.variant, a.threads, a.clients, a.metric,{better_a}
        a.label AS a_label, a.host AS a_host, a.n AS a_n, a.mean AS a_mean,
        b.label AS b_label, b.host AS b_host, b.n AS b_n, b.mean AS b_mean,
        b.mean / NULLIF(a.mean, 0) AS ratio,
@@ -84,7 +85,7 @@ FROM s a JOIN s b ON a.setting = b.setting AND a.label <> b.label;
 
 _SAMPLES = """
 CREATE VIEW v_samples AS
-SELECT s.point_id, r.label, p.workload, p.variant, p.threads, p.repeat, s.second, {time} AS time,
+SELECT s.point_id, r.label, p.workload, p.variant, p.threads, {repeat}, s.second, {time} AS time,
        s.tps, s.qps, s.latency_ms, s.latency_pct_ms, s.latency_percentile, s.failed, s.errors_per_s
 FROM samples s
 JOIN points p ON p.id = s.point_id
@@ -103,11 +104,28 @@ _LATENCY = {
 }
 
 
+# Schema 15: one metric per tool, as stats/metric.py decides it (mysqlslap is judged by
+# the seconds it took, lower is better: `value` is those seconds, `better` says which
+# way), and repeats counted from 1 as every other view shows them (the table keeps 0).
+_BY_TOOL = {
+    12: dict(metric="CASE WHEN p.tps IS NOT NULL THEN 'tps' ELSE 'qps' END AS metric",
+             figure="CASE WHEN p.tps IS NOT NULL THEN p.tps ELSE p.qps END", repeat="p.repeat",
+             better="", better_a=""),
+    15: dict(metric="CASE WHEN p.tps IS NOT NULL THEN 'tps' WHEN p.run_avg_s IS NOT NULL THEN 'seconds' ELSE 'qps' END"
+                    " AS metric,\n       CASE WHEN p.tps IS NULL AND p.run_avg_s IS NOT NULL THEN 'lower' ELSE 'higher'"
+                    " END AS better",
+             figure="CASE WHEN p.tps IS NOT NULL THEN p.tps WHEN p.run_avg_s IS NOT NULL THEN p.run_avg_s ELSE p.qps"
+                    " END",
+             repeat="p.repeat + 1 AS repeat", better=" MIN(better) AS better,", better_a=" a.better,"),
+}
+
+
 def _render(schema: int, **sql: str) -> str:
     set_by = [v for v in _LATENCY if v <= schema]
     if not set_by:
         raise ValueError(f"schema {schema} has no views (they came with schema 12)")
     sql["latency"] = _LATENCY[max(set_by)]
+    sql.update(_BY_TOOL[max(v for v in _BY_TOOL if v <= schema)])
     return "".join(text.format(**sql) for text in (_POINTS, _SUMMARIES, _COMPARISONS, _SAMPLES))
 
 
