@@ -229,7 +229,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
                    "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 12}, {"version": 13}, {"version": 14}]
+        [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}]
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
                                     "JOIN v_points v ON v.point_id = p.id")
@@ -265,9 +265,12 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         assert db.version == SCHEMA_VERSION
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 13}, {"version": 14}]
+        [{"version": 13}, {"version": 14}, {"version": 15}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
+    # Schema 15's views: repeats from 1, each point judged by its tool's metric.
+    assert query(url, password, "SELECT DISTINCT repeat, metric, better FROM v_points") == \
+        [{"repeat": 1, "metric": "tps", "better": "higher"}]
     with Store(tmp_path / "r.db") as lite:
         sqlite_columns = [d[0] for d in lite.db.execute("SELECT * FROM v_points LIMIT 0").description]
     assert list(query(url, password, "SELECT * FROM v_points LIMIT 1")[0]) == sqlite_columns

@@ -41,13 +41,13 @@ def errors() -> tuple[type[Exception], ...]:
 # (points.stdout/stderr and runs.host_facts, empty since schema 11) are kept here too,
 # for the same reason. Stores created at 12 (by dbarena before histograms) migrate by
 # MIGRATIONS[13] and [14], those created at 13 (before v_points showed p90 and p99.9) by
-# MIGRATIONS[14]; every store below 15 (views by each tool's metric, repeats from 1) by
-# MIGRATIONS[15], a new one too.
-BASE_VERSION = 14
+# MIGRATIONS[14]; every store created before 15 (views by each tool's metric, repeats
+# from 1) by MIGRATIONS[15].
+BASE_VERSION = 15
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
-# SQLite one). A new store is created at BASE_VERSION and runs those above it (15).
+# SQLite one). A new store is created at BASE_VERSION and runs none of them.
 MIGRATIONS: dict[int, str] = {
     13: """
     ALTER TABLE points ADD COLUMN latency_p90_ms double precision;
@@ -158,7 +158,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(views.postgresql(BASE_VERSION))
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
-        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 and 14)
+        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13, 14 and 15)
             db.raw.execute(MIGRATIONS[number])
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, applied_at))
 
