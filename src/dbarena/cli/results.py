@@ -86,14 +86,16 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         click.echo(err + out, nl=False)
         return
     with open_store(store) as db:
+        stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
+                                      variants=tuple(variants))
         rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
         if summary:
             rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:
         click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
     elif not rows:
-        click.echo("no points stored yet" if not (labels or study_name or variants or run_id) else
-                   "no points match", err=True)
+        # Every name matched something (check_names): only their combination matches nothing.
+        click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
     elif summary:
         console = terminal.console()
         terminal.show(console, terminal.summary_table(rows, wide=wide))
@@ -132,6 +134,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     workloads; then the level-by-level table.
     """
     with open_store(store) as db:
+        analysis.check_names(db, study=study_name)
         rows = analysis.load(db, study=study_name)
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:

@@ -108,6 +108,48 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     return rows
 
 
+def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
+                study: str | None = None, variants: tuple[str, ...] = ()) -> bool:
+    """Every name a filter gives matches something stored, or a UsageError in one line
+    naming what the store holds: a typo is not an empty result. An empty store passes
+    (False: its caller says nothing is stored yet)."""
+    runs = store.runs()
+    if not runs:
+        return False
+    if run_id is not None and run_id not in {r["id"] for r in runs}:
+        raise UsageError(f"no run {run_id} in the store; stored: {_ranges(sorted(r['id'] for r in runs))}")
+    stored_labels = list(dict.fromkeys(r["label"] for r in runs))
+    for label in labels:
+        if label not in stored_labels:
+            raise UsageError(f"no label {label!r} in the store; stored: {', '.join(stored_labels)}")
+    if study is not None:
+        studies = {sha: (store.study_text(sha) or {}).get("name") or sha[:12]
+                   for sha in dict.fromkeys(r["study_sha256"] for r in runs if r.get("study_sha256"))}
+        if not any(name == study or sha.startswith(study) for sha, name in studies.items()):
+            raise UsageError(f"no study {study!r} in the store; stored: "
+                             f"{', '.join(dict.fromkeys(studies.values())) or 'none (no run came from a study)'}")
+    stored_variants = list(dict.fromkeys(r["variant"] for r in runs if r.get("variant")))
+    for variant in variants:
+        if variant not in stored_variants:
+            raise UsageError(f"no variant {variant!r} in the store; stored: "
+                             f"{', '.join(stored_variants) or 'none (no run had variants)'}")
+    return True
+
+
+def _ranges(ids: list[int]) -> str:
+    """Run ids as ranges: 1-40, 42."""
+    parts: list[str] = []
+    start = prev = ids[0]
+    for n in [*ids[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
+
+
 def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
