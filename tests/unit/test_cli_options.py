@@ -22,9 +22,11 @@ def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 
 BAD_RUN_OPTIONS = [
-    (["--threads", "0"], "'0' is not a positive whole number"),
-    (["--threads", "-3"], "'-3' is not a positive whole number"),
-    (["--threads", "abc"], "'abc' is not a positive whole number"),
+    (["--threads", "0"], "'0' is neither a number of threads nor a percentage like \"20%\""),
+    (["--threads", "-3"], "'-3' is neither a number of threads nor a percentage like \"20%\""),
+    (["--threads", "abc"], "'abc' is neither a number of threads nor a percentage like \"20%\""),
+    (["--threads", "1,0%"], "'0%' is neither a number of threads nor a percentage like \"20%\" "
+                            "(expected e.g. 1,4,16 or 1,2,50%)"),
     (["--workload", "nope"], "unknown workload 'nope'"),
     (["--workload", ","], "expected a comma-separated list of workload names"),
     (["--duration", "-5"], "--duration"),
@@ -71,13 +73,24 @@ def test_a_bad_run_option_is_one_line_and_exit_2(args, message, tmp_path, capsys
 
 
 @pytest.mark.parametrize("args, message", [
-    (["seed-a", "--threads", "0"], "'0' is not a positive whole number"),
+    (["seed-a", "--threads", "0"], "'0' is neither a number of threads nor a percentage like \"20%\""),
     (["seed-a", "--study", "seed-b"], "two studies given"),
     (["seed-a", "--engine", "oracle"], "unknown engine 'oracle'"),
 ])
 def test_a_bad_study_check_option_is_one_line_and_exit_2(args, message, capsys):
     code, _, err = invoke(["study", "check", *args], capsys)
     assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_threads_take_shares_of_the_hardware_threads_as_a_study_file_does(capsys):
+    from dbarena.host import hostinfo
+
+    threads = hostinfo.hardware_threads()
+    code, out, err = invoke(["study", "check", "--workload", "pgbench-select-only", "--threads", "1,100%"], capsys)
+    assert code == 0, err
+    # 100 % of the hardware threads dbarena may use here, beside 1 (once, if they are one).
+    levels = " ".join(map(str, sorted({1, threads})))
+    assert f"pgbench-select-only: threads {levels}," in out, out
 
 
 def test_every_run_flag_is_an_option_of_run_and_study_check_with_its_help(capsys):

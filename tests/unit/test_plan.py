@@ -19,15 +19,23 @@ def test_default_levels(hardware_threads, levels):
     assert plan.default_levels(hardware_threads) == levels
 
 
-@pytest.mark.parametrize("text, levels", [("1,4,16", [1, 4, 16]), ("16, 4,4,1", [1, 4, 16]), ("3", [3])])
+@pytest.mark.parametrize("text, levels", [("1,4,16", [1, 4, 16]), ("16, 4,4,1", [1, 4, 16]), ("3", [3]),
+                                          # shares of the server's hardware threads, as a study file takes them
+                                          ("50%", ["50%"]), ("99%,1,2, 20%,020%", [1, 2, "20%", "99%"]),
+                                          ("1000%", ["1000%"])])
 def test_parse_levels(text, levels):
     assert study.parse_levels(text) == levels
 
 
-@pytest.mark.parametrize("text", ["0", "-3", "abc", "1,,2", "1.5", ""])
+@pytest.mark.parametrize("text", ["0", "-3", "abc", "1,,2", "1.5", "", "0%", "1001%", "%", "50 %", "2.5%"])
 def test_parse_levels_rejects(text):
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="is neither a number of threads nor a percentage"):
         study.parse_levels(text)
+
+
+def test_percent_levels_on_the_command_line_resolve_as_in_a_study_file():
+    # 50 % of 8 hardware threads is 4, as the study file's "50%" is (plan.resolve_levels).
+    assert plan.resolve_levels(study.parse_levels("1,50%,100%"), 8) == [1, 4, 8]
 
 
 STUDY = """

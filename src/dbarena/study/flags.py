@@ -105,7 +105,7 @@ def _engine_names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _levels(text: str) -> tuple[int, ...]:
+def _levels(text: str) -> tuple[Level, ...]:
     try:
         return tuple(parse_levels(text))
     except UsageError as exc:
@@ -179,8 +179,9 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 f"{', '.join(workloads.default_names('mysql'))}].",
                 "workloads", metavar="LIST", study_key="workloads[].workload"),
         RunFlag("levels", "--threads", Text(_levels),
-                f"Thread levels, e.g. 1,4,16 [default: 1, 2, then 20/40/60/80/99 % of {threads} dbarena may use "
-                "here (its CPU affinity and cgroup quota)].", "levels", metavar="LIST", study_key="sweep.levels", in_key=True,
+                "Thread levels, numbers or shares of the server's hardware threads as in a study file, e.g. 1,4,16 "
+                f"or 1,2,50% [default: 1, 2, then 20/40/60/80/99 % of {threads} dbarena may use here (its CPU "
+                "affinity and cgroup quota)].", "levels", metavar="LIST", study_key="sweep.levels", in_key=True,
                 workload_field="levels"),
         RunFlag("clients_per_thread", "--clients-per-thread", Int(1),
                 "pgbench clients per thread (-c = threads x this) [default: 2]; sysbench and mysqlslap use one "

@@ -162,12 +162,30 @@ class Study:
 
 
 
-def parse_levels(text: str) -> list[int]:
-    """'1,4,16' -> [1, 4, 16]; each a positive integer, duplicates dropped, ascending."""
-    levels = set()
+# A level as a share: "N%" of the server's hardware threads, 1 % to 1000 %.
+MAX_PERCENT = 1000
+
+
+def parse_level(text: str) -> Level | None:
+    """One thread level as a study file or --threads gives it: a positive number of
+    threads (4), or "N%" of the server's hardware threads ("20%"); None if neither."""
+    text = text.strip()
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    number = text.removesuffix("%")
+    if text.endswith("%") and number.isdigit() and 1 <= int(number) <= MAX_PERCENT:
+        return f"{int(number)}%"
+    return None
+
+
+def parse_levels(text: str) -> list[Level]:
+    """'1,4,16' -> [1, 4, 16]; '1,2,50%' -> [1, 2, '50%']: the forms a study file takes,
+    duplicates dropped, numbers ascending, then shares ascending."""
+    levels: set[Level] = set()
     for item in text.split(","):
-        item = item.strip()
-        if not item.isdigit() or int(item) < 1:
-            raise UsageError(f"--threads: {item!r} is not a positive whole number (expected e.g. 1,4,16)")
-        levels.add(int(item))
-    return sorted(levels)
+        level = parse_level(item)
+        if level is None:
+            raise UsageError(f"--threads: {item.strip()!r} is neither a number of threads nor a percentage like "
+                             "\"20%\" (expected e.g. 1,4,16 or 1,2,50%)")
+        levels.add(level)
+    return sorted(levels, key=lambda v: (0, v) if isinstance(v, int) else (1, int(v.removesuffix("%"))))

@@ -16,7 +16,7 @@ from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
     _CPUS_KEYS, _ENGINE_KEYS, _PRICE_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
     RESTORE_CHOICES, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Level, Study, StudyError, Variant, WorkloadEntry,
-    parse_duration, parse_precision,
+    parse_duration, parse_level, parse_precision,
 )
 
 
@@ -99,10 +99,11 @@ class _Checker:
         for i, item in enumerate(raw):
             where = f"{key}[{i}]"
             if isinstance(item, str):
-                number = item.strip().removesuffix("%")
-                if not item.strip().endswith("%") or not number.isdigit() or not 1 <= int(number) <= 1000:
+                # A string is a share ("20%"), as --threads takes it (model.parse_level).
+                level = parse_level(item) if item.strip().endswith("%") else None
+                if level is None:
                     raise self.fail(where, f"{item!r} is neither a number of threads nor a percentage like \"20%\"")
-                out.append(f"{int(number)}%")
+                out.append(level)
             else:
                 out.append(self.int_(item, where))
         return tuple(out)
