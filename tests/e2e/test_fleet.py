@@ -1,9 +1,11 @@
 """`dbarena fleet run` over real SSH and real Ansible: two "hosts" (this machine behind
-two sshd processes on 127.0.0.2 and 127.0.0.3, each with its own working directory)
-run a tiny study; their points arrive in the local store under their labels and
-prices and `report` compares them. A host that dies half-way does not stop the other,
-and a second `fleet run` completes it without re-running its finished points. Nothing
-is left running afterwards."""
+two sshd processes on 127.0.0.2 and 127.0.0.3, each in the working directory dbarena
+gives it by default, <dbarena_workdir_base>/<inventory name>) run a tiny study; their
+points arrive in the local store under their labels and prices and `report` compares
+them. A host that dies half-way does not stop the other, `fleet status` exits 1 while
+it is unreachable, and a second `fleet run` completes it without re-running its
+finished points. A host whose Python does not start shows its own error. Nothing is
+left running afterwards."""
 
 from __future__ import annotations
 
@@ -53,24 +55,27 @@ def fleet(tmp_path_factory):
     tmp.chmod(0o755)
     before = _servers()
     with sshd(("127.0.0.2", "127.0.0.3"), tmp) as hosts:
-        workdirs = {h.name: tmp / f"host-{h.name}" for h in hosts}
-        extra = {"alpha": {"dbarena_workdir": str(workdirs["alpha"]), "dbarena_label": "arm",
+        # Both "hosts" are this one machine: no dbarena_workdir, only a base under this
+        # test's directory, so that each gets its own by default (tmp/hosts/alpha, ...).
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra = {"alpha": {"dbarena_workdir_base": str(base), "dbarena_label": "arm",
                            "dbarena_price_per_hour": 0.58},
-                 "beta": {"dbarena_workdir": str(workdirs["beta"]), "dbarena_label": "x86",
+                 "beta": {"dbarena_workdir_base": str(base), "dbarena_label": "x86",
                           "dbarena_price_per_month": 420, "dbarena_currency": "EUR"}}
         inv = inventory(hosts.hosts, hosts.key, tmp / "hosts.ini", workdirs=workdirs, extra_vars=extra)
         env = ansible_env(tmp)
         # A password the runs could need (a --target's, a shared store's): it reaches the
         # hosts, and nowhere else.
         env["PGPASSWORD"] = "fleet-" + secrets.token_hex(8)
-        yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs}
+        yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs, "base": base}
     # Nothing left running: no sshd, no dbarena, no database server of the hosts' runs.
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
     assert _within(20, lambda: _servers() <= before), _servers() - before
 
 
-def fleet_cmd(f: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args, "-i", str(f["inventory"])],
+def fleet_cmd(f: dict, *args: str, timeout: float = 600, inv: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args, "-i", str(inv or f["inventory"])],
                           env=f["env"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -104,12 +109,17 @@ def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_pr
     # The same command again (one host after the other): both complete, nothing run or added.
     again = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--serial", "--store", str(store))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert again.stdout.count("complete already, not run again") == 2
+    # Said once per host, with what it holds.
+    assert again.stdout.count("complete already (2/2 points stored), not run again") == 2, again.stdout
     assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 4
 
     status = fleet_cmd(fleet, "status")
-    assert status.returncode == 0, status.stderr
+    assert status.returncode == 0, status.stdout + status.stderr
     assert "alpha (arm): complete; 2/2 points" in status.stdout
+    assert "beta (x86): complete; 2/2 points" in status.stdout and "not run again" not in status.stdout
+    # Each host worked in its own default directory.
+    for workdir in fleet["workdirs"].values():
+        assert (workdir / "dbarena.db").is_file() and (workdir / "venv").is_dir()
 
     # The password is in no file here or on the hosts (stores, logs, Ansible's files).
     password = fleet["env"]["PGPASSWORD"].encode()
@@ -143,6 +153,9 @@ def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_comp
     finally:
         proc.kill()
     assert proc.returncode == 1, out + err
+    # No ETA of 0 before a point has ended; repeats counted from 1.
+    assert not [line for line in out.splitlines() if "ETA 0m00s" in line and " 0/3 points" in line], out
+    assert "repeat 0" not in out
     table = out[out.index("host "):]
     # (A host's store holds every study it ran here: all of it is merged.)
     assert any(line.startswith("alpha") and " complete " in line and "3/3" in line and "point(s)" in line
@@ -158,10 +171,16 @@ def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_comp
                               "AND p.status = 'ok'").fetchall()
     host_store.close()
     assert 1 <= len(kept) < 3
+    # While beta is down, `fleet status` says so and exits 1.
+    status = fleet_cmd(fleet, "status", timeout=300)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert "alpha (arm): complete; 3/3 points" in status.stdout
+    assert any(line.startswith("beta (x86): unreachable; ") and "127.0.0.3" in line
+               for line in status.stdout.splitlines()), status.stdout
     fleet["hosts"]["beta"].restart()
     again = fleet_cmd(fleet, "run", "--study", str(longer), "--poll", "2", "--store", str(store))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "alpha (arm): complete; 3/3 points; complete already, not run again" in again.stdout
+    assert "alpha (arm): complete already (3/3 points stored), not run again" in again.stdout
     rows = db.execute("SELECT p.threads, p.started_at FROM points p JOIN runs r ON r.id = p.run_id "
                       "JOIN studies s ON s.sha256 = r.study_sha256 WHERE s.name = 'longer' AND r.label = 'x86' "
                       "AND p.status = 'ok' AND p.phase = 'measured'").fetchall()
@@ -198,3 +217,42 @@ def test_with_a_shared_postgresql_store_every_host_writes_there_itself(fleet):
             for path in workdir.rglob("*"):
                 if path.is_file() and not path.is_symlink() and "venv" not in path.parts:
                     assert password.encode() not in path.read_bytes(), path
+
+
+def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
+    """A host without ansible_python_interpreter behind a pyenv shim: Ansible says only
+    "Module result deserialization failed"; the user sees what the host printed."""
+    shim = fleet["tmp"] / "pyenv-shim" / "python3.13"
+    shim.parent.mkdir(exist_ok=True)
+    shim.write_text("#!/bin/sh\n"
+                    "echo 'pyenv: python3.13: command not found' >&2\n"
+                    "echo '' >&2\n"
+                    "echo \"The \\`python3.13' command exists in these Python versions:\" >&2\n"
+                    "exit 127\n")
+    shim.chmod(0o755)
+    hosts = fleet["hosts"]
+    workdir = fleet["base"] / "pyenvbox"
+    inv = inventory([hosts["alpha"]], hosts.key, fleet["tmp"] / "broken.ini", workdirs={"alpha": workdir},
+                    extra_vars={"alpha": {"ansible_python_interpreter": str(shim),
+                                          "dbarena_workdir_base": str(fleet["base"])}})
+    inv.write_text(inv.read_text().replace("\nalpha ", "\npyenvbox "))
+    broken = study(fleet, "broken", [1], 2)
+
+    done = fleet_cmd(fleet, "run", "--study", str(broken), "--poll", "2", "--store", str(fleet["tmp"] / "b.db"),
+                     inv=inv)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("pyenvbox (pyenvbox): failed; start failed: "))
+    assert 'task "Debian packages the study needs"' in lines[first] and "ansible_python_interpreter" in lines[first]
+    assert lines[first + 1] == "    | pyenv: python3.13: command not found", done.stdout
+    assert "Permanently added" not in done.stdout  # ssh's noise is not the host's error
+    table = done.stdout[done.stdout.index("host "):]
+    assert any(line.startswith("pyenvbox") and " failed " in line for line in table.splitlines()), table
+
+    status = fleet_cmd(fleet, "status", inv=inv)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert "pyenv: python3.13: command not found" in status.stdout and 'task "status"' in status.stdout
+    for out in (done, status):
+        assert "Traceback" not in out.stdout + out.stderr
+        assert fleet["env"]["PGPASSWORD"] not in out.stdout + out.stderr
+    assert not (workdir / "venv").exists() and not (workdir / "dbarena.db").exists()  # nothing ran there

@@ -33,7 +33,24 @@ def test_hosts_take_their_label_price_and_workdir_from_host_vars():
     assert hosts["m6i"].price_per_month == 420 and hosts["m6i"].price_per_hour == pytest.approx(420 / 730)
     assert hosts["m6i"].currency == "EUR"
     assert (hosts["old"].label, hosts["old"].workdir, hosts["old"].price_per_hour) == ("legacy", "/srv/bench", None)
-    assert hosts["c7g"].workdir == inventory.DEFAULT_WORKDIR
+    assert hosts["c7g"].workdir == "/var/tmp/dbarena-fleet/c7g"
+
+
+def test_the_workdir_defaults_per_inventory_host_so_hosts_on_one_machine_never_share_one():
+    """Two inventory hosts that are one machine (two ports, two addresses): each its own
+    directory under the base; an explicit dbarena_workdir wins."""
+    listing = {"_meta": {"hostvars": {
+        "db-a": {"ansible_host": "10.0.0.5", "ansible_port": 22},
+        "db-b": {"ansible_host": "10.0.0.5", "ansible_port": 2222},
+        "db-c": {"ansible_host": "10.0.0.5", "dbarena_workdir_base": "/srv/bench/"},
+        "db-d": {"ansible_host": "10.0.0.5", "dbarena_workdir_base": "/srv/bench", "dbarena_workdir": "/opt/d"},
+        "10.0.0.9:2200": {},
+    }}, "all": {"hosts": ["db-a", "db-b", "db-c", "db-d", "10.0.0.9:2200"]}}
+    workdirs = {h.name: h.workdir for h in inventory.read(listing, None)}
+    assert workdirs == {"db-a": "/var/tmp/dbarena-fleet/db-a", "db-b": "/var/tmp/dbarena-fleet/db-b",
+                        "db-c": "/srv/bench/db-c", "db-d": "/opt/d",
+                        "10.0.0.9:2200": "/var/tmp/dbarena-fleet/10.0.0.9_2200"}
+    assert inventory.default_workdir("../etc") == "/var/tmp/dbarena-fleet/_etc"
 
 
 def test_limit_takes_names_groups_and_patterns():
@@ -55,6 +72,8 @@ def test_an_unknown_limit_is_refused(limit, message):
     ({"dbarena_price_per_month": -3}, "must be positive"),
     ({"dbarena_price_per_hour": 1, "dbarena_price_per_month": 700}, "not both"),
     ({"dbarena_workdir": "relative/dir"}, "must be an absolute path"),
+    ({"dbarena_workdir": "~/bench"}, "a ~ is not expanded"),
+    ({"dbarena_workdir_base": "bench"}, "dbarena_workdir_base='bench' must be an absolute path"),
 ])
 def test_bad_host_vars_are_one_line_errors(hostvars, message):
     listing = {"_meta": {"hostvars": {"h": hostvars}}, "all": {"hosts": ["h"]}}
@@ -113,18 +132,29 @@ def test_progress_file_counts_points_and_estimates_what_is_left(tmp_path):
     reporter = ProgressFile(path, clock=lambda: now[0])
     plan = [PointSpec(engine="postgres", workload="pgbench-select-only", threads=t, clients=t, duration_s=60)
             for t in (1, 2, 4)]
+    # Before the plan there is no ETA at all (not "0m00s").
+    assert (json.loads(path.read_text())["eta_s"], json.loads(path.read_text())["eta_basis"]) == (None, "unknown")
     reporter.begin(plan, lambda spec: 70.0)
     reporter.point_started(0, plan[0])
     now[0] += 30
     reporter.stage("running")
     data = json.loads(path.read_text())
-    assert (data["planned"], data["done"], data["eta_s"]) == (3, 0, 180)
-    assert data["current"] == "postgres pgbench-select-only threads=1 repeat 1"
+    assert (data["planned"], data["done"], data["eta_s"], data["eta_basis"]) == (3, 0, 180, "estimate")
+    # Repeat numbers are shown from 1 (the store keeps repeat 0 for the first).
+    assert plan[0].repeat == 0 and data["current"] == "postgres pgbench-select-only threads=1 repeat 1"
     at = datetime.now(timezone.utc)
+    now[0] += 40  # the point took 70 s, as estimated
     reporter.point_finished(0, PointResult(spec=plan[0], status="ok", started_at=at, ended_at=at, command=(),
                                            exit_code=0, stdout="", stderr=""))
     data = json.loads(path.read_text())
-    assert (data["done"], data["failed"], data["current"], data["eta_s"]) == (1, 0, None, 140)
+    assert (data["done"], data["failed"], data["current"], data["eta_s"], data["eta_basis"]) == \
+        (1, 0, None, 140, "measured")
+    # The second point takes twice its estimate: what is left is scaled by the pace so far.
+    reporter.point_started(1, plan[1])
+    now[0] += 140
+    reporter.point_finished(1, PointResult(spec=plan[1], status="ok", started_at=at, ended_at=at, command=(),
+                                           exit_code=0, stdout="", stderr=""))
+    assert json.loads(path.read_text())["eta_s"] == round(70 * (210 / 140))
 
 
 def test_the_wheel_for_the_hosts_is_reproducible(tmp_path):

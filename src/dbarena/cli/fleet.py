@@ -23,7 +23,9 @@ def fleet_group() -> None:
 inventory_option = click.option("-i", "--inventory", "inventory", required=True,
                                 type=click.Path(dir_okay=False, path_type=Path),
                                 help="An Ansible inventory; host vars dbarena_label, dbarena_price_per_hour or "
-                                     "dbarena_price_per_month, dbarena_currency, dbarena_workdir.")
+                                     "dbarena_price_per_month, dbarena_currency, dbarena_workdir [default: "
+                                     "dbarena_workdir_base/<inventory name>, base /var/tmp/dbarena-fleet]; "
+                                     "set ansible_python_interpreter too (docs/fleet.md).")
 limit_option = click.option("--limit", metavar="PATTERN",
                             help="Only these hosts or groups (comma-separated; shell-style patterns).")
 
@@ -53,7 +55,8 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     --store postgresql://..., hosts write to it themselves). Options after `--` go to
     every host's `dbarena run` (e.g. `-- --duration 30 --repeat 3`). Running the same
     command again continues: complete hosts are skipped, a host that stopped half-way
-    runs only what it has not stored.
+    runs only what it has not stored. A host that fails or cannot be reached is shown
+    with the task and its own last lines of output.
 
     Exit status: 0 every host complete, 1 some host failed or unreachable, 2 bad input.
     """
@@ -84,8 +87,13 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
 @fleet_group.command("status")
 @inventory_option
 @limit_option
-def fleet_status(inventory: Path, limit: str | None) -> None:
-    """Where each host's run is: points done / planned, the current point, ETA."""
+def fleet_status(inventory: Path, limit: str | None) -> int:
+    """Where each host's run is: points done / planned, the current point, ETA; for a
+    host that failed or cannot be reached, why (its own last lines of output).
+
+    Exit status: 0 no host unreachable or failed (running, complete, or not started),
+    1 some host unreachable, failed, stopped half-way or not readable, 2 bad input.
+    """
     from dbarena.fleet import controller, inventory as inventory_mod
 
     hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
@@ -93,7 +101,8 @@ def fleet_status(inventory: Path, limit: str | None) -> None:
     try:
         fleet.poll(hosts)
         for state in fleet.states.values():
-            click.echo(state.line())
+            click.echo(state.block(this_run=False))
+        return 1 if any(state.in_trouble for state in fleet.states.values()) else 0
     finally:
         fleet.close()
 

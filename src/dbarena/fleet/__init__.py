@@ -5,5 +5,6 @@ wheel, and drives the playbooks shipped here: start.yml installs what the study 
 on each host and starts `dbarena fleet host-run` there, detached from the SSH session
 (Ansible async); status.yml reads each host's progress (host.py writes it, progress.py
 is the reporter that does); fetch.yml brings each host's store back, which is merged
-into the controller's store. dbarena opens no SSH connection of its own.
+into the controller's store. A task that fails on a host is shown with the host's own
+last lines of output (failure.py). dbarena opens no SSH connection of its own.
 """

@@ -29,6 +29,7 @@ from dbarena.store.merge import merge as merge_stores
 from dbarena import workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
+from dbarena.fleet import failure
 from dbarena.fleet.inventory import Host
 from dbarena.store.database import Store
 from dbarena.study import Study
@@ -110,7 +111,10 @@ class HostState:
     host: Host
     status: dict = field(default_factory=lambda: {"state": "starting"})
     unreachable_since: float | None = None
+    unreadable_since: float | None = None  # reachable, but its status task fails (a Python that does not start)
     problem: str | None = None
+    output: tuple[str, ...] = ()  # the host's own last lines of output for the problem
+    brief: str | None = None      # the problem in short, for the final table
     fetched: Path | None = None
     merged: tuple[int, int] | None = None
 
@@ -118,26 +122,65 @@ class HostState:
     def final(self) -> bool:
         return self.status.get("state") in FINAL
 
-    def line(self) -> str:
+    @property
+    def state_name(self) -> str:
+        return "unreachable" if self.unreachable_since is not None else str(self.status.get("state", "?"))
+
+    @property
+    def in_trouble(self) -> bool:
+        """Unreachable, failed, stopped half-way, or not readable: what `fleet status`
+        exits 1 for (a host that runs, is complete or has not started is fine)."""
+        return self.state_name in ("unreachable", "failed", "stopped", "unknown") or self.problem is not None
+
+    def set_problem(self, problem: str | None, output: tuple[str, ...] = (), brief: str | None = None) -> None:
+        self.problem, self.output, self.brief = problem, output, brief or problem
+
+    def set_failure(self, found: failure.Failure, prefix: str = "") -> None:
+        self.set_problem(prefix + found.summary, found.output, prefix + found.short)
+
+    def line(self, this_run: bool = True) -> str:
+        """One line for the host. this_run: the line of a `fleet run` that just found the
+        host's study complete ("complete already, not run again", said once with its
+        count); `fleet status` says only where the host is."""
         s = self.status
-        state = s.get("state", "?")
-        if self.unreachable_since is not None:
-            state = "unreachable"
-        parts = [f"{self.host.name} ({self.host.label}): {state}"]
+        state = self.state_name
+        counts = ""
         if s.get("planned"):
-            parts.append(f"{s.get('done', 0)}/{s['planned']} points" + (f", {s['failed']} failed" if s.get("failed")
-                                                                          else ""))
-        if state == "running" and s.get("current"):
-            parts.append(str(s["current"]))
-        if state == "running" and s.get("eta_s") is not None:
-            parts.append(f"ETA {_duration(s['eta_s'])}")
-        if s.get("skipped"):
-            parts.append("complete already, not run again")
+            counts = f"{s.get('done', 0)}/{s['planned']} points" + (f", {s['failed']} failed" if s.get("failed")
+                                                                      else "")
+        if s.get("skipped") and state == "complete" and this_run:
+            parts = [f"{self.host.name} ({self.host.label}): complete already"
+                     + (f" ({counts} stored)" if counts else "") + ", not run again"]
+        else:
+            parts = [f"{self.host.name} ({self.host.label}): {state}"] + ([counts] if counts else [])
+        if state == "running":
+            if s.get("current"):
+                parts.append(str(s["current"]))
+            elif s.get("stage"):
+                parts.append(str(s["stage"]))
+            parts.append(_eta(s))
         if s.get("error"):
             parts.append(str(s["error"]))
         if self.problem:
             parts.append(self.problem)
         return "; ".join(parts)
+
+    def block(self, this_run: bool = True) -> str:
+        """The line, and under it the host's own last lines of output for its problem."""
+        return "\n".join([self.line(this_run), *(f"    | {line}" for line in self.output)])
+
+
+def _eta(status: dict) -> str:
+    """The ETA as the host's progress gives it: measured once a point has ended (the
+    plan's estimates scaled by how long the ended points really took), the study's
+    estimate before that, unknown before the plan is."""
+    eta = status.get("eta_s")
+    measured = status.get("eta_basis") == "measured" if "eta_basis" in status else bool(status.get("done"))
+    if eta is None or (not measured and not eta):
+        return "ETA not known yet"
+    if not measured:
+        return f"ETA about {_duration(eta)} (the study's estimate; no point has ended yet)"
+    return f"ETA {_duration(eta)}"
 
 
 def _duration(seconds: float) -> str:
@@ -154,9 +197,11 @@ class Ansible:
         self.workdir = workdir
         self.forks = forks
         self.playbook = ansible_command("ansible-playbook")
+        self.secrets = _secrets()
 
     def play(self, name: str, hosts: list[Host], extra: dict, timeout_s: float | None = None) -> dict[str, dict]:
-        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}.
+        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}, and
+        "failure" (failure.Failure: what the host said) when unreachable or failed.
         A play that does not end within timeout_s (a connection that hangs) counts every
         host as unreachable this time, rather than hanging the fleet."""
         vars_file = self.workdir / "vars.json"
@@ -185,7 +230,8 @@ class Ansible:
                     os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook and its forks
                 proc.communicate()
                 return {h.name: {"unreachable": True, "failed": False, "tasks": {},
-                                 "message": f"no answer within {timeout_s:.0f} s"} for h in hosts}
+                                 "failure": failure.Failure(f"no answer within {timeout_s:.0f} s", ())}
+                        for h in hosts}
             done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         try:
             report = json.loads(done.stdout[done.stdout.index("{"):])
@@ -200,20 +246,26 @@ class Ansible:
                     entry["tasks"][task["task"]["name"]] = result
                     if result.get("unreachable"):
                         entry["unreachable"] = True
-                        entry["message"] = _first_line(result.get("msg"))
+                        entry["failure"] = failure.failure(None, result, self.secrets)
                     elif result.get("failed"):
                         entry["failed"] = True
-                        # A no_log task's result is censored: its name says what failed.
-                        entry["message"] = f"{task['task']['name']}: " + _first_line(
-                            result.get("stderr") or result.get("msg") or "see the host")
+                        entry["failure"] = failure.failure(task["task"]["name"], result, self.secrets)
         for host, stats in report.get("stats", {}).items():
             if host in out and stats.get("unreachable"):
                 out[host]["unreachable"] = True
+        for entry in out.values():
+            if entry["unreachable"] or entry["failed"]:
+                entry.setdefault("failure", failure.Failure("unreachable" if entry["unreachable"] else "failed", ()))
         return out
 
 
 def _first_line(text: object) -> str:
     return (str(text or "").strip().splitlines() or ["?"])[0][:300]
+
+
+def _secrets() -> list[str]:
+    """The passwords the controller hands to the hosts: never shown, whatever a host echoes."""
+    return [os.environ[name] for name in ("PGPASSWORD", "MYSQL_PWD") if os.environ.get(name)]
 
 
 @dataclass
@@ -246,19 +298,33 @@ class Fleet:
             state, result = self.states[h.name], results[h.name]
             if result["unreachable"]:
                 state.unreachable_since = state.unreachable_since or now
-                state.problem = result.get("message")
+                state.set_failure(result["failure"])
                 continue
-            state.unreachable_since, state.problem = None, None
+            state.unreachable_since = None
+            state.set_problem(None)
             task = result["tasks"].get("status", {})
+            if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")):
+                state.status = {"state": "idle", "error": "dbarena is not installed there yet"}
+                continue
             if task.get("rc") not in (0, None) or not task.get("stdout"):
-                state.status = {"state": "idle", "error": "dbarena is not installed there yet"} \
-                    if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")) else \
-                    {"state": "idle", "error": _first_line(task.get("stderr") or task.get("msg"))}
+                # The status task is failed_when: false, so that a host without dbarena
+                # is "idle"; anything else (a Python that does not start) is a problem.
+                state.status = {"state": "unknown"}
+                state.set_failure(failure.failure("status", task, self.ansible.secrets))
+                state.unreadable_since = state.unreadable_since or now
                 continue
             try:
                 state.status = json.loads(task["stdout"].strip().splitlines()[-1])
             except ValueError:
-                state.status = {"state": "?", "error": _first_line(task["stdout"])}
+                state.status = {"state": "unknown"}
+                state.set_problem(f"host-status printed no status: {_first_line(task['stdout'])}")
+                state.unreadable_since = state.unreadable_since or now
+                continue
+            state.unreadable_since = None
+            if state.status.get("state") in ("failed", "stopped") and state.status.get("output"):
+                # The run's own last lines (its run.log on the host), for why it failed.
+                state.output = tuple(line for text in state.status["output"]
+                                     for line in failure.lines_of(text, self.ansible.secrets))[-failure.MAX_LINES:]
 
     # ------------------------------------------------------------ run
 
@@ -280,10 +346,13 @@ class Fleet:
                 result = started[h.name]
                 if result["unreachable"] or result["failed"]:
                     state = self.states[h.name]
-                    state.status = {"state": "failed" if result["failed"] else "stopped"}
-                    state.problem = ("unreachable: " if result["unreachable"] else "start failed: ") + \
-                        str(result.get("message"))
-                    self.say(state.line())
+                    if result["unreachable"]:
+                        state.unreachable_since = time.monotonic()
+                        state.status = {"state": "stopped"}
+                    else:
+                        state.status = {"state": "failed"}
+                    state.set_failure(result["failure"], "start failed: " if result["failed"] else "")
+                    self.say(state.block())
             self.wait([h for h in group if not self.states[h.name].problem])
             if not shared:
                 self.fetch(group, store)  # type: ignore[arg-type]
@@ -309,15 +378,17 @@ class Fleet:
                 return
             self.poll(pending)
             for h in hosts:
-                line = self.states[h.name].line()
-                if shown.get(h.name) != line:
-                    shown[h.name] = line
-                    self.say(line)
+                block = self.states[h.name].block()
+                if shown.get(h.name) != block:
+                    shown[h.name] = block
+                    self.say(block)
             if any(not self.states[h.name].final and not self._given_up(h) for h in hosts):
                 time.sleep(self.poll_s)
 
     def _given_up(self, host: Host) -> bool:
-        since = self.states[host.name].unreachable_since
+        """Unreachable, or its status unreadable, for --unreachable-timeout: not waited for."""
+        state = self.states[host.name]
+        since = state.unreachable_since or state.unreadable_since
         return since is not None and time.monotonic() - since >= self.unreachable_timeout_s
 
     def fetch(self, hosts: list[Host], store: Path) -> None:
@@ -336,7 +407,10 @@ class Fleet:
                 state, result = self.states[h.name], results[h.name]
                 copy = folder / f"{h.name}.db"
                 if result["unreachable"] or result["failed"] or not copy.is_file():
-                    state.problem = f"its store could not be fetched: {result.get('message')}"
+                    found = result.get("failure") or failure.Failure("no store arrived", ())
+                    if state.problem is None:  # else that first problem is why, and stays what is shown
+                        state.set_failure(found, "its store could not be fetched: ")
+                        self.say(state.block())
                     continue
                 state.fetched = copy
                 state.merged = merge_stores(db, copy)
@@ -348,10 +422,10 @@ class Fleet:
         complete = True
         for state in self.states.values():
             s = state.status
-            name = "unreachable" if state.unreachable_since is not None else s.get("state", "?")
+            name = state.state_name
             complete &= name == "complete"
             points = f"{s.get('done', '-')}/{s.get('planned', '-')}" if s.get("planned") else "-"
             merged = f"{state.merged[0]} run(s), {state.merged[1]} point(s)" if state.merged else "-"
             self.say(f"{state.host.name:<16} {state.host.label:<16} {name:<12} {points:>9}  {merged}"
-                     + (f"  ({state.problem})" if state.problem else ""))
+                     + (f"  ({state.brief})" if state.brief else ""))
         return 0 if complete else 1

@@ -132,11 +132,25 @@ def run(workdir: Path, args: list[str]) -> int:
         with open(workdir / LOG, "a") as log:
             log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {state}: dbarena run {' '.join(argv)}\n")
             log.flush()
+            begins = log.tell()
             done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         final = "complete" if done.returncode == 0 else "failed"
+        # A failed run's last lines go with its status: the controller shows why it failed.
+        tail = {"output": _tail(workdir / LOG, begins)} if final == "failed" else {}
         write_json(workdir / STATUS, {"state": final, "exit": done.returncode, "resumed": state == "resume",
-                                      "started": started, "updated": time.time(), **_counts(workdir)})
+                                      "started": started, "updated": time.time(), **_counts(workdir), **tail})
         return done.returncode
+
+
+def _tail(path: Path, offset: int, lines: int = 10) -> list[str]:
+    """The last non-blank lines written to a file from offset on."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(offset, os.path.getsize(path) - 64 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
 
 
 def _counts(workdir: Path) -> dict:

@@ -5,6 +5,11 @@ dbarena takes from each host's variables: its label, its price, its working dire
     c7g  ansible_host=10.0.0.5  dbarena_price_per_hour=0.58
     m6i  ansible_host=10.0.0.6  dbarena_price_per_month=420  dbarena_currency=EUR
 
+A host's working directory is dbarena_workdir if given, else
+<dbarena_workdir_base>/<inventory name> (base default /var/tmp/dbarena-fleet): two
+inventory hosts that are one machine (two addresses, two ports) never share one, so
+neither their stores nor their run locks collide.
+
 Everything is checked before anything starts: a bad inventory, `--limit` or host
 variable is one line and exit status 2.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +26,7 @@ from pathlib import Path
 from dbarena.errors import UsageError
 from dbarena.stats.price import HOURS_PER_MONTH
 
-DEFAULT_WORKDIR = "/var/tmp/dbarena-fleet"
+DEFAULT_WORKDIR_BASE = "/var/tmp/dbarena-fleet"
 
 
 @dataclass(frozen=True)
@@ -59,12 +65,27 @@ def host_of(name: str, variables: dict) -> Host:
     label = variables.get("dbarena_label", name)
     if not isinstance(label, str) or not label.strip():
         raise UsageError(f"inventory: host {name}: dbarena_label={label!r} is not a label")
-    workdir = variables.get("dbarena_workdir", DEFAULT_WORKDIR)
-    if not isinstance(workdir, str) or not workdir.startswith(("/", "~")):
-        raise UsageError(f"inventory: host {name}: dbarena_workdir={workdir!r} must be an absolute path")
+    if "dbarena_workdir" in variables:
+        workdir = variables["dbarena_workdir"]
+        if not isinstance(workdir, str) or not workdir.startswith("/"):
+            raise UsageError(f"inventory: host {name}: dbarena_workdir={workdir!r} must be an absolute path "
+                             "(a ~ is not expanded)")
+    else:
+        base = variables.get("dbarena_workdir_base", DEFAULT_WORKDIR_BASE)
+        if not isinstance(base, str) or not base.startswith("/"):
+            raise UsageError(f"inventory: host {name}: dbarena_workdir_base={base!r} must be an absolute "
+                             "path (a ~ is not expanded)")
+        workdir = default_workdir(name, base)
     return Host(name=name, label=label.strip(), price_per_hour=price,
                 price_per_month=monthly, currency=(currency or "USD").strip() if price is not None else None,
                 workdir=workdir)
+
+
+def default_workdir(name: str, base: str = DEFAULT_WORKDIR_BASE) -> str:
+    """<base>/<inventory name>, the name made safe as one path component (an inventory
+    name may hold characters such as ':' or '/' that a directory name should not)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "host"
+    return f"{base.rstrip('/') or ''}/{safe}"
 
 
 def read(listing: dict, limit: str | None) -> list[Host]:

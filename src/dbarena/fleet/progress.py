@@ -25,9 +25,13 @@ def describe(spec: PointSpec) -> str:
 
 
 class ProgressFile:
-    """interfaces.Reporter: points done / planned, the current point and an ETA from the
-    plan's estimates, rewritten at every step. A study with several engines calls begin
-    once per engine: the counts add up."""
+    """interfaces.Reporter: points done / planned, the current point and an ETA,
+    rewritten at every step. A study with several engines calls begin once per engine:
+    the counts add up.
+
+    The ETA (eta_s) is None until there is a plan; until a first point has ended it is
+    the plan's own estimate (eta_basis "estimate"); then those estimates scaled by how
+    long the ended points took against their estimates (eta_basis "measured")."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time):
         self.path = path
@@ -42,17 +46,26 @@ class ProgressFile:
         self.current_started: float | None = None
         self.index = 0
         self.stage_text = "starting"
+        self.took_s = 0.0        # wall time of the points that ended
+        self.estimated_s = 0.0   # their estimates
         self.write()
 
-    def write(self) -> None:
-        remaining = sum(self.estimate_s(p) for p in self.plan[self.index:])
+    def _eta(self) -> tuple[float | None, str]:
+        if not self.plan:
+            return None, "unknown"
+        pace = self.took_s / self.estimated_s if self.took_s > 0 and self.estimated_s > 0 else 1.0
+        remaining = sum(self.estimate_s(p) for p in self.plan[self.index:]) * pace
         if self.current_started is not None and self.index < len(self.plan):
-            remaining -= min(self.clock() - self.current_started, self.estimate_s(self.plan[self.index]))
+            remaining -= min(self.clock() - self.current_started, self.estimate_s(self.plan[self.index]) * pace)
+        return max(remaining, 0.0), "measured" if self.took_s > 0 else "estimate"
+
+    def write(self) -> None:
+        eta, basis = self._eta()
         write_json(self.path, {
             "state": "running", "pid": os.getpid(), "updated": self.clock(),
             "planned": self.planned_before + len(self.plan), "done": self.done_before + self.done,
             "failed": self.failed, "current": self.current, "stage": self.stage_text,
-            "eta_s": round(max(remaining, 0.0)),
+            "eta_s": None if eta is None else round(eta), "eta_basis": basis,
         })
 
     def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
@@ -77,6 +90,9 @@ class ProgressFile:
         pass  # once a point is enough: the controller polls every few seconds
 
     def point_finished(self, index: int, result: PointResult) -> None:
+        if self.current_started is not None and index < len(self.plan):
+            self.took_s += max(self.clock() - self.current_started, 0.0)
+            self.estimated_s += self.estimate_s(self.plan[index])
         self.done += 1
         self.failed += 0 if result.ok else 1
         self.index, self.current, self.current_started = index + 1, None, None
