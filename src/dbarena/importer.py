@@ -13,11 +13,14 @@ in `dbarena.importers` (one module per input format). Callers import from here.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from dbarena.importers.commandline import command as _command
 from dbarena.importers.commandline import option as _option
-from dbarena.importers.common import ImportedPoint, ImportProblem, masked
+from dbarena.importers.common import ImportedPoint, ImportProblem
+from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv
+from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
 from dbarena.importers.pgbench import read_pgbench
 from dbarena.importers.sysbench import UNNAMED_SYSBENCH, read_sysbench
@@ -35,24 +38,57 @@ def _is_csv(text: str) -> bool:
     return len(fields) > 1 and "threads" in fields
 
 
-def detect_tool(text: str) -> str | None:
-    if _is_csv(text):
-        return "csv"
+def _looks_like(text: str) -> list[str]:
+    """The tools whose output the text looks like (in TOOLS' order)."""
     found = []
-    # pgbench: a summary, progress lines, the banner, or `pgbench -i` output.
+    # pgbench: a summary (or the figures of one whose header was cut off), progress
+    # lines, the banner, or `pgbench -i` output.
     if re.search(r"^(transaction type:|progress: [\d.]+ s, [\d.]+ tps|pgbench \(|creating tables\.\.\.$|"
-                 r"generating data )", text, re.M):
+                 r"generating data |tps = \d|latency average = \d)", text, re.M):
         found.append("pgbench")
     if re.search(r"^(sysbench \d|SQL statistics:|OLTP test statistics:|\[ *\d+s ?\] (thds|threads):)", text, re.M):
         found.append("sysbench")
     if re.search(r"^\s*Average number of seconds to run all queries:", text, re.M):
         found.append("mysqlslap")
+    return found
+
+
+def detect_tool(text: str) -> str | None:
+    if _is_csv(text):
+        return "csv"
+    found = _looks_like(text)
     return found[0] if len(found) == 1 else None
 
 
 def read(name: str, text: str, *, label: str, engine: str | None = None, tool: str = "auto",
          workload: str | None = None) -> list[ImportedPoint]:
     """Every point in one file. Raises ImportProblem naming the file and line."""
+    text = text.removeprefix("\ufeff")  # a byte-order mark, as Excel writes a UTF-8 CSV
+    points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
+    if not points and tool not in ("auto", "csv"):
+        _nothing_of(name, text, tool)
+    for point in points:
+        check(name, point)
+    # A tool's error may quote its connection string: it is stored masked, like its output.
+    return [replace(p, result=replace(p.result, error=masked(p.result.error))) if p.result.error else p
+            for p in points]
+
+
+def _nothing_of(name: str, text: str, tool: str) -> None:
+    """Raise ImportProblem when a file read as `tool`'s output holds nothing it wrote
+    (a `pgbench -i` output read as pgbench's holds nothing to import, and says so)."""
+    if tool in _looks_like(text):
+        return
+    others = [t for t in ("csv" if _is_csv(text) else None, *_looks_like(text)) if t]
+    if others:
+        looks = " or ".join("a CSV of summary rows" if t == "csv" else f"{t} output" for t in others)
+        raise ImportProblem(name, None, f"no {tool} run found (the file looks like {looks}: try --tool {others[0]})")
+    raise ImportProblem(name, None, f"no {tool} run found (nothing in it looks like what pgbench, sysbench or "
+                                    "mysqlslap print)")
+
+
+def _read(name: str, text: str, *, label: str, engine: str | None, tool: str, workload: str | None
+          ) -> list[ImportedPoint]:
     if tool == "auto":
         detected = detect_tool(text)
         if detected is None:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dbarena import importer
+from dbarena.errors import UsageError
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -32,6 +35,20 @@ class ImportOptions:
     workload: str | None = None  # of runs whose output does not say
     price_per_hour: float | None = None
     replace: bool = False  # import a file imported before again, in place of what it brought
+
+    def __post_init__(self) -> None:
+        """Refuse, before any file is read or store opened, what a study refuses too: a
+        label (or workload name) without text, or with control characters (a terminal's
+        escapes: labels are printed and put in reports), a price that is no price."""
+        for flag, value in (("--label", self.label), ("--workload", self.workload)):
+            if value is None:
+                continue
+            if not value.strip():
+                raise UsageError(f"{flag}: expected a non-empty text, not {value!r}")
+            if any(unicodedata.category(c) == "Cc" for c in value):
+                raise UsageError(f"{flag}: {value!r} holds control characters")
+        if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
+            raise UsageError(f"--price-per-hour: {self.price_per_hour} is not a price above 0")
 
 
 @dataclass
@@ -69,7 +86,10 @@ def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_p
 
 def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
     """Read one file and store its runs; a file that cannot be read stores nothing."""
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return FileOutcome(path, error=f"{path.name}: cannot be read ({exc.strerror or exc})")
     sha256 = hashlib.sha256(raw).hexdigest()
     try:
         points = importer.read(path.name, raw.decode("utf-8"), label=options.label, engine=options.engine,

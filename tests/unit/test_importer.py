@@ -98,12 +98,79 @@ def test_a_sysbench_run_without_a_command_line_is_not_guessed_from_its_mix():
 
 @pytest.mark.parametrize("text, shown", [
     ("sysbench --mysql-password=s3cr3t oltp_read_only run", "sysbench --mysql-password=*** oltp_read_only run"),
+    ("sysbench --pgsql-password='s3 cr3t' run", "sysbench --pgsql-password=*** run"),
     ("./tpcc.lua --pgsql-password= run", "./tpcc.lua --pgsql-password= run"),
     ("pgbench -c 4 postgresql://bench:pw@10.0.0.5/db", "pgbench -c 4 postgresql://bench:***@10.0.0.5/db"),
+    ("mysql://bench:p@ss@db1:3306", "mysql://bench:***@db1:3306"),
     ("PGPASSWORD=hunter2 pgbench -S", "PGPASSWORD=*** pgbench -S"),
+    ('PGPASSWORD="hunter 2" pgbench -S', "PGPASSWORD=*** pgbench -S"),
+    ("PGPASSWORD='hunter 2' pgbench -S", "PGPASSWORD=*** pgbench -S"),
+    ('PGPASSWORD=ab"c d" pgbench -S', "PGPASSWORD=*** pgbench -S"),
+    ("PGPASSWORD='never closed pgbench -S", "PGPASSWORD=***"),
+    ("export MYSQL_PWD=hunter2", "export MYSQL_PWD=***"),
+    ('MYSQL_PWD="hunter 2" mysqlslap', "MYSQL_PWD=*** mysqlslap"),
+    ("mysqlslap -ubench -p'hunter 2' -c 4", "mysqlslap -ubench -p*** -c 4"),
+    ('mysqlslap -p"hunter2" -c 4', "mysqlslap -p*** -c 4"),
+    ("mysqlslap -phunter2", "mysqlslap -p***"),
+    ("mysqlslap --password hunter2 -c 4", "mysqlslap --password *** -c 4"),
+    ("mysqlslap --password 'hunter 2' -c 4", "mysqlslap --password *** -c 4"),
+    ("mysqlslap --password=hunter2", "mysqlslap --password=***"),
+    ('pgbench -S "host=db1 password=hunter2 dbname=b"', 'pgbench -S "host=db1 password=*** dbname=b"'),
+    ("pgbench -S \"host=db1 password='hunter 2' dbname=b\"", 'pgbench -S "host=db1 password=*** dbname=b"'),
+    ('psql "host=db1 password=hunter2" -c "select 1"', 'psql "host=db1 password=***" -c "select 1"'),
+    # Not passwords: pgbench's port, a bare -p (MySQL prompts), a prompt, an option
+    # without a value, the working directory.
+    ("pgbench -p 5432 -p5432 -S", "pgbench -p 5432 -p5432 -S"),
+    ("mysqlslap -p -c 4", "mysqlslap -p -c 4"),
+    ("Password: ", "Password: "),
+    ("pgbench --password -c 4", "pgbench --password -c 4"),
+    ("PWD=/home/bench", "PWD=/home/bench"),
+    ("FATAL: password authentication failed for user \"bench\"", "FATAL: password authentication failed for user "
+                                                                    "\"bench\""),
 ])
 def test_passwords_in_imported_text_are_masked(text, shown):
     assert importer.masked(text) == shown
+    assert importer.masked(shown) == shown  # masking twice changes nothing
+
+
+def test_passwords_in_a_split_command_line_are_masked():
+    from dbarena.masking import masked_args
+
+    # The shell removed the quotes: a value may hold spaces, and is masked whole.
+    assert masked_args("mysqlslap", ["-phunter 2", "--password", "hunter 2", "--concurrency=4"]) == [
+        "-p***", "--password", "***", "--concurrency=4"]
+    assert masked_args("sysbench", ["--pgsql-password=hunter 2", "host=h password='hunter 2'",
+                                    "postgresql://u:hunter2@h/db"]) == [
+        "--pgsql-password=***", "host=h password=***", "postgresql://u:***@h/db"]
+    assert masked_args("pgbench", ["-p5432", "--password", "-c", "4"]) == ["-p5432", "--password", "-c", "4"]
+
+
+@pytest.mark.parametrize("line, args", [
+    ('PGPASSWORD="x y" pgbench -c 4 bench', ["-c", "4", "bench"]),
+    ("$ env PGPASSWORD=x time pgbench -S", ["-S"]),
+])
+def test_a_command_line_after_environment_assignments_is_read(line, args):
+    assert importer._command(line, "pgbench") == args
+
+
+def test_a_sysbench_banner_after_its_echoed_command_line_does_not_open_a_run():
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parent.parent / "fixtures" / "sysbench" / "corpus"
+    text = (corpus / "sysbench-1.0.20-oltp-read-only-pgsql.txt").read_text()
+    (point,) = importer.read("sb.txt", "sysbench oltp_read_only --db-driver=pgsql run\n" + text, label="x")
+    assert point.first_line == 1 and point.result.command[1] == "oltp_read_only"
+    assert point.result.spec.engine == "postgres"
+
+
+def test_a_password_a_sysbench_script_takes_is_no_option_of_its_point():
+    from dbarena.importers.sysbench import _options
+
+    assert _options(["./tpcc.lua", "--password=hunter2", "--db_password=x", "--use_fk=0", "run"]) == (("use_fk", "0"),)
+
+
+def test_a_tps_line_is_recognised_as_pgbench():
+    assert importer.detect_tool("tps = 532.055085 (including connections establishing)\n") == "pgbench"
 
 
 def test_a_mysqlslap_password_on_its_command_line_is_not_stored():

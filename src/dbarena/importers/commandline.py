@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 import shlex
 
-_PROMPT = r"^(?:.*?[$#>]\s+|\+\s+)?(?:sudo\s+(?:-u\s*\S+\s+)?)?(?:time\s+)?(?:[\w./~-]*/)?"
+# What may come before the tool's name: a shell prompt, sudo, time, environment
+# assignments (`PGPASSWORD="x" pgbench ...`, `env MYSQL_PWD=x mysqlslap ...`: not part
+# of the tool's arguments, and masked where the line is kept), a directory.
+_ASSIGNMENT = r"""[A-Za-z_]\w*=(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"])*\s+"""
+_PROMPT = (r"^(?:.*?[$#>]\s+|\+\s+)?(?:sudo\s+(?:-u\s*\S+\s+)?)?(?:env\s+)?(?:" + _ASSIGNMENT + r")*"
+           r"(?:time\s+)?(?:[\w./~-]*/)?")
 
 
 def command(line: str, tool: str) -> list[str] | None:

@@ -12,6 +12,8 @@ from typing import Any
 
 from dbarena.errors import ParseError, UsageError
 from dbarena.importers.commandline import option
+# masked: re-exported, as other parts of dbarena (fleet/failure.py) take it from here.
+from dbarena.masking import masked as masked, masked_args
 from dbarena.model import PointResult
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -22,6 +24,8 @@ class ImportProblem(UsageError):
 
     def __init__(self, name: str, line: int | None, message: str):
         self.name, self.line = name, line
+        # A message may quote the file (a value, a line): it never shows a password.
+        message = masked(message)
         super().__init__(f"{name}:{line}: {message}" if line is not None else f"{name}: {message}")
 
 
@@ -40,8 +44,11 @@ class ImportedPoint:
 def whole_number(value: str | None, name: str, line: int) -> int | None:
     if value is None:
         return None
-    if not value.isdigit():
-        raise ImportProblem(name, line, f"{value!r} is not a whole number")
+    # ASCII digits only: str.isdigit() takes '²', which int() refuses. A count beyond
+    # SQLite's INTEGER is no figure a tool printed.
+    if re.fullmatch(r"[0-9]{1,18}", value) is None:
+        raise ImportProblem(name, line, f"{value!r} is not a whole number" if re.fullmatch(r"[0-9]+", value) is None
+                            else f"{value} is beyond what a tool can run")
     return int(value)
 
 
@@ -66,27 +73,8 @@ class Command:
         return whole_number(self.value(*names), self.name, self.line)
 
 
-# A password written into an imported file (an echoed command line, a perf stat
-# trailer) is not stored: the store, its reports and exports never hold one.
-_SECRETS = (
-    (re.compile(r"(--(?:[\w-]+-)?password=)(?!\*\*\*)[^\s'\"]+"), r"\1***"),
-    (re.compile(r"\b((?:PGPASSWORD|MYSQL_PWD)=)(?!\*\*\*)[^\s'\"]+"), r"\1***"),
-    (re.compile(r"(://[^/\s:@]+:)(?!\*\*\*)[^@\s/]+@"), r"\1***@"),
-)
-
-
-def masked(text: str) -> str:
-    """The text with any password it spells out replaced by ***."""
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
 def _masked_args(tool: str, args: list[str] | None) -> tuple[str, ...]:
-    out = [masked(a) for a in args or ()]
-    if tool == "mysqlslap":  # -pSECRET (a bare -p prompts, and -p SECRET is not a password)
-        out = ["-p***" if a.startswith("-p") and len(a) > 2 and a != "-p***" else a for a in out]
-    return tuple(out)
+    return tuple(masked_args(tool, args or ()))
 
 
 def result_fields(args: list[str] | None, tool: str, chunk: str) -> dict[str, Any]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from dbarena.importers.common import ImportedPoint, ImportProblem, result_fields
+from dbarena.importers.figures import MAX_COUNT, MAX_SECONDS, MAX_THREADS, number_problem
 from dbarena.model import Measurement, PointResult, PointSpec
 
 CSV_COLUMNS = ("label", "engine", "workload", "threads", "clients", "tps", "qps", "transactions", "queries",
@@ -15,41 +17,89 @@ CSV_COLUMNS = ("label", "engine", "workload", "threads", "clients", "tps", "qps"
 _NUMERIC = tuple(c for c in CSV_COLUMNS if c not in ("label", "engine", "workload"))
 
 
+# What each numeric column may hold (whole, minimum, maximum, above the minimum):
+# figures a tool can print, and that the store and JSON can take.
+_BOUNDS: dict[str, tuple[bool, float, float | None, bool]] = {
+    "threads": (True, 1, MAX_THREADS, False), "clients": (True, 1, MAX_THREADS, False),
+    "transactions": (True, 0, MAX_COUNT, False), "queries": (True, 0, MAX_COUNT, False),
+    "time_s": (False, 0, MAX_SECONDS, False), "price_per_hour": (False, 0, None, True),
+}
+
+
 def _number(value: str, column: str, name: str, line: int) -> float | None:
     value = value.strip()
     if not value:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise ImportProblem(name, line, f"column {column!r}: {value!r} is not a number") from None
+    whole, minimum, maximum, above = _BOUNDS.get(column, (False, 0, None, False))
+    problem = number_problem(number, whole=whole, minimum=minimum, maximum=maximum, above=above)
+    if problem is not None:
+        raise ImportProblem(name, line, f"column {column!r}: {value!r} {problem}")
+    return number
 
 
 def read_csv(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
-    reader = csv.DictReader(io.StringIO(text))
-    header = _header(name, reader.fieldnames)
-    reader.fieldnames = header
+    """One point per row; the first row that cannot be read raises ImportProblem at its line."""
+    header: list[str] | None = None
     points = []
-    for row in reader:
-        points.append(_point(name, reader.line_num, header, row, label, engine, workload))
+    for line, fields in _rows(name, text):
+        if header is None:
+            header = _header(name, fields)
+            continue
+        if len(fields) != len(header):
+            raise ImportProblem(name, line, f"{len(fields)} fields where the header has {len(header)} columns")
+        points.append(_point(name, line, header, dict(zip(header, fields)), label, engine, workload))
     if not points:
         raise ImportProblem(name, None, "no rows")
     return points
 
 
-def _header(name: str, fieldnames: Sequence[str] | None) -> list[str]:
-    header = [h.strip().lower() for h in (fieldnames or [])]
+def _rows(name: str, text: str) -> Iterator[tuple[int, list[str]]]:
+    """Each row that is not blank, with the line it starts on."""
+    reader = csv.reader(io.StringIO(text), strict=True)
+    while True:
+        start = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            # strict: a quote never closed, or text after a closing quote, is an error,
+            # not a field running to the end of the file.
+            reason = ("a quote opened on this line is never closed" if "unexpected end of data" in str(exc)
+                      else str(exc))
+            raise ImportProblem(name, start, reason) from None
+        if any(f.strip() for f in fields):
+            yield start, fields
+
+
+def _header(name: str, fieldnames: Sequence[str]) -> list[str]:
+    header = [h.strip().lower() for h in fieldnames]
     unknown = [h for h in header if h not in CSV_COLUMNS]
     if unknown:
         raise ImportProblem(name, 1, f"unknown column(s) {', '.join(map(repr, unknown))} "
                                      f"(known: {', '.join(CSV_COLUMNS)})")
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise ImportProblem(name, 1, f"column(s) {', '.join(map(repr, repeated))} given twice")
     return header
+
+
+def _text(row: dict[str, str], column: str, name: str, line: int) -> str:
+    """A text column, stripped; control characters (a terminal's escapes, a newline in
+    a quoted field) are refused: labels and names are printed and put in reports."""
+    value = (row.get(column) or "").strip()
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        raise ImportProblem(name, line, f"column {column!r}: {value!r} holds control characters")
+    return value
 
 
 def _point(name: str, line: int, header: list[str], row: dict[str, str], label: str, engine: str | None,
            workload: str | None) -> ImportedPoint:
     """The point of the row on line `line`."""
-    row = {k: (v or "") for k, v in row.items() if k is not None}
     values = {c: _number(row.get(c, ""), c, name, line) for c in _NUMERIC}
     threads = _threads(values, name, line)
     tps, qps = _throughput(values, name, line)
@@ -59,13 +109,13 @@ def _point(name: str, line: int, header: list[str], row: dict[str, str], label: 
     raw = ",".join(header) + "\n" + ",".join(row.get(h, "") for h in header) + "\n"
     result = PointResult(spec=spec, status="ok", measurement=_measurement(values, tps, qps),
                          **result_fields(None, "csv", raw))
-    return ImportedPoint(result=replace(result, command=()), label=(row.get("label") or "").strip() or label,
+    return ImportedPoint(result=replace(result, command=()), label=_text(row, "label", name, line) or label,
                          first_line=line, last_line=line, tool="csv", price_per_hour=values["price_per_hour"])
 
 
 def _threads(values: dict[str, float | None], name: str, line: int) -> int:
-    threads = values["threads"]
-    if threads is None or threads < 1 or threads != int(threads):
+    threads = values["threads"]  # bounded by _number
+    if threads is None:
         raise ImportProblem(name, line, "column 'threads': a positive whole number is required")
     return int(threads)
 
@@ -84,14 +134,14 @@ def _throughput(values: dict[str, float | None], name: str, line: int) -> tuple[
 
 
 def _engine(row: dict[str, str], engine: str | None, name: str, line: int) -> str:
-    run_engine = (row.get("engine") or "").strip() or engine
+    run_engine = _text(row, "engine", name, line) or engine
     if run_engine not in ("postgres", "mysql"):
         raise ImportProblem(name, line, f"engine {run_engine!r}: use postgres or mysql (column or --engine)")
     return run_engine
 
 
 def _workload(row: dict[str, str], workload: str | None, name: str, line: int) -> str:
-    name_of_workload = (row.get("workload") or "").strip() or workload
+    name_of_workload = _text(row, "workload", name, line) or workload
     if not name_of_workload:
         raise ImportProblem(name, line, "no workload (column 'workload' or --workload)")
     return name_of_workload

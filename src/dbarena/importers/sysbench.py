@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from dbarena.errors import ParseError
-from dbarena.importers.commandline import option
+from dbarena.importers.commandline import command, option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import Run, split_runs
 from dbarena.model import PointResult, PointSpec, Sample
@@ -42,8 +42,9 @@ def _workload(args: list[str] | None) -> str | None:
 
 
 # Options of an echoed sysbench command line that are not part of a point's options:
-# where it connected, what params and the spec hold, and what only changes the report.
-_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|db-driver|threads|num-threads|time|max-time|tables|table-size|"
+# where it connected (and any password a script takes), what params and the spec hold,
+# and what only changes the report.
+_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|(?i:[\w-]*(?:password|passwd|_pwd))|db-driver|threads|num-threads|time|max-time|tables|table-size|"
                           r"table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
                           r"percentile|config-file|verbosity|test)$")
 
@@ -67,16 +68,19 @@ def _runs(lines: list[str]) -> list[Run]:
     runs = []
     # A banner also starts a run when no command line was echoed.
     for first, last, args in split_runs(lines, "sysbench", _ends_run, lambda l: not l.strip()):
-        bounds = [first, *_banners(lines, first, last), last + 1]
+        echoed = command(lines[first - 1], "sysbench") is not None
+        bounds = [first, *_banners(lines, first, last, echoed), last + 1]
         for a, b in zip(bounds, bounds[1:]):
             runs.append((a, b - 1, args if a == first else None))
     return runs
 
 
-def _banners(lines: list[str], first: int, last: int) -> list[int]:
-    """The lines after `first` with a banner that has something before it (1-based)."""
+def _banners(lines: list[str], first: int, last: int, echoed: bool) -> list[int]:
+    """The lines after `first` with a banner that has output before it (1-based): the
+    command line echoed on line `first` (when `echoed`) is its run's, not output."""
+    output = first + 1 if echoed else first
     return [i for i in range(first, last + 1) if re.match(r"^sysbench \d", lines[i - 1]) and i > first
-            and any(l.strip() for l in lines[first - 1:i - 1])]
+            and any(l.strip() for l in lines[output - 1:i - 1])]
 
 
 def read_sysbench(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:

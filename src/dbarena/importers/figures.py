@@ -1,0 +1,82 @@
+"""The figures an imported point may hold: what a tool can print, and what the store,
+the statistics and JSON can take. Checked once for every point a reader returns (and
+cell by cell in CSV), so that nothing past the import meets an infinite tps, a
+negative latency or a thread count SQLite cannot store."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from typing import Any
+
+from dbarena.importers.common import ImportedPoint, ImportProblem
+from dbarena.model import Measurement, Sample
+
+# Each thread or client is a connection: no server takes a million.
+MAX_THREADS = 1_000_000
+# pgbench's -T and sysbench's --time are 32-bit: no tool runs longer.
+MAX_SECONDS = 2**31 - 1
+# A count SQLite stores as an INTEGER.
+MAX_COUNT = 2**63 - 1
+
+
+def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
+                   above: bool = False) -> str | None:
+    """What is wrong with a figure (None: nothing): not finite, below its minimum (or
+    not above it), beyond its maximum, not whole."""
+    if not math.isfinite(value):
+        return "is not a finite number"
+    if above and value <= minimum:
+        return f"must be above {minimum:g}"
+    if value < minimum:
+        return "is negative" if minimum == 0 else f"must be at least {minimum:g}"
+    if maximum is not None and value > maximum:
+        return f"is beyond what a tool can print (at most {maximum})"
+    if whole and value != int(value):
+        return "is not a whole number"
+    return None
+
+
+def check(name: str, point: ImportedPoint) -> None:
+    """Raise ImportProblem at the run's first line for a figure outside those bounds."""
+    spec, result = point.result.spec, point.result
+    found = [(f"{n} {v}", number_problem(v, whole=True, minimum=1, maximum=MAX_THREADS))
+             for n, v in (("threads", spec.threads), ("clients", spec.clients))]
+    found.append((f"duration {spec.duration_s} s", number_problem(spec.duration_s, whole=True, maximum=MAX_SECONDS)))
+    found += [(f"{k} {v}", number_problem(v, whole=True, maximum=MAX_COUNT)) for k, v in spec.params]
+    if result.measurement is not None:
+        found += _fields(result.measurement, "")
+        found += _nested(result.measurement.details, "details")
+        found += _nested(result.measurement.latency_histogram, "latency histogram")
+    for i, sample in enumerate(result.samples, start=1):
+        found += _fields(sample, f"interval report {i}: ")
+    for what, problem in found:
+        if problem is not None:
+            raise ImportProblem(name, point.first_line, f"the run on lines {point.first_line}-{point.last_line}: "
+                                                        f"{what} {problem}")
+
+
+def _fields(record: Measurement | Sample, prefix: str) -> list[tuple[str, str | None]]:
+    """Every figure of a measurement or an interval report: none is negative."""
+    out = []
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        out.append((f"{prefix}{f.name} {value:g}" if isinstance(value, float) else f"{prefix}{f.name} {value}",
+                    number_problem(value, whole=isinstance(value, int), maximum=MAX_COUNT)))
+    return out
+
+
+def _nested(value: Any, where: str) -> list[tuple[str, str | None]]:
+    """Figures in details and histograms: finite, and counts SQLite can store (JSON
+    has no Infinity or NaN)."""
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _nested(v, f"{where} {k}")]
+    if isinstance(value, (list, tuple)):
+        return [found for v in value for found in _nested(v, where)]
+    if isinstance(value, float):
+        return [(f"{where} {value:g}", None if math.isfinite(value) else "is not a finite number")]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [(f"{where} {value}", None if abs(value) <= MAX_COUNT else "is beyond what a tool can print")]
+    return []

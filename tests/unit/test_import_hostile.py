@@ -1,0 +1,217 @@
+"""`dbarena import` of hostile but fair files, in process through the real CLI against a
+temporary SQLite store: every password form a shell or a tool accepts, put before a real
+tool output as its echoed command line, is nowhere in the store's bytes; figures no tool
+prints, broken CSV rows and files read as the wrong tool are refused in one line
+(`FILE:LINE: what is wrong`), exit status 2, nothing stored from that file."""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+
+from dbarena.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PGBENCH = FIXTURES / "pgbench" / "corpus" / "pg16.6-select-only-S-r.txt"
+MYSQLSLAP = FIXTURES / "mysqlslap" / "corpus" / "mysqlslap-5.7plus-warning-prefix-tabs.txt"
+SYSBENCH_MYSQL = FIXTURES / "sysbench" / "corpus" / "sysbench-1.0.20-oltp-rw-mysql-ri3-systemluajit.txt"
+SYSBENCH_PGSQL = FIXTURES / "sysbench" / "corpus" / "sysbench-1.1.0-oltp-rw-pgsql.txt"
+
+
+def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    out, err = capsys.readouterr()
+    code = ended.value.code
+    return (code if isinstance(code, int) else 0), out, err
+
+
+def stored_bytes(store: Path) -> bytes:
+    """Everything the store holds as bytes: its files (with a WAL or journal beside it)
+    and the raw outputs it keeps compressed, uncompressed."""
+    blobs = [p.read_bytes() for p in store.parent.glob(store.name + "*")]
+    db = sqlite3.connect(store)
+    for codec, stdout, stderr in db.execute("SELECT codec, stdout, stderr FROM raw_outputs"):
+        assert codec == "zlib"
+        blobs += [zlib.decompress(stdout), zlib.decompress(stderr)]
+    db.close()
+    return b"\n".join(blobs)
+
+
+def stored_points(store: Path) -> list[sqlite3.Row]:
+    if not store.exists():
+        return []
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    return db.execute("SELECT * FROM points ORDER BY id").fetchall()
+
+
+# (echoed line(s) put before the output, the output, the secret's parts, whether the
+# run's stored command holds the masked value)
+PASSWORD_FORMS = [
+    ('PGPASSWORD="Pw1-dq" pgbench -S -c 50 -j 4 -T 120 bench', PGBENCH, ["Pw1-dq"], False),
+    ("PGPASSWORD='Pw2 sq-tail' pgbench -S -c 50 -j 4 -T 120 bench", PGBENCH, ["Pw2", "sq-tail"], False),
+    ('$ pgbench -S -c 50 -j 4 -T 120 "host=db1 port=5432 password=Pw3-kw dbname=bench"', PGBENCH, ["Pw3-kw"], True),
+    ("$ pgbench -S -c 50 -j 4 -T 120 \"host=db1 password='Pw4 kw-tail' dbname=bench\"", PGBENCH,
+     ["Pw4", "kw-tail"], True),
+    ("pgbench -S -c 50 -j 4 -T 120 postgresql://bench:Pw5-url@db1/bench", PGBENCH, ["Pw5-url"], True),
+    ("MYSQL_PWD=Pw6-env mysqlslap --concurrency=50 --iterations=1", MYSQLSLAP, ["Pw6-env"], False),
+    ('MYSQL_PWD="Pw7 env-tail" mysqlslap --concurrency=50', MYSQLSLAP, ["Pw7", "env-tail"], False),
+    ("mysqlslap -ubench -p'Pw8-sq' --concurrency=50", MYSQLSLAP, ["Pw8-sq"], True),
+    ('mysqlslap -ubench -p"Pw9 dq-tail" --concurrency=50', MYSQLSLAP, ["Pw9", "dq-tail"], True),
+    ("mysqlslap -ubench --password Pw10-sep --concurrency=50", MYSQLSLAP, ["Pw10-sep"], True),
+    ("mysqlslap -ubench --password=Pw11-eq --concurrency=50", MYSQLSLAP, ["Pw11-eq"], True),
+    ("mysqlslap -ubench --password 'Pw12 sep-tail' --concurrency=50", MYSQLSLAP, ["Pw12", "sep-tail"], True),
+    ("# target mysql://bench:Pw13-url@db1:3306/bench\nmysqlslap -ubench --concurrency=50", MYSQLSLAP,
+     ["Pw13-url"], False),
+    ("sysbench oltp_read_write --db-driver=mysql --mysql-user=sb --mysql-password=Pw14-eq run", SYSBENCH_MYSQL,
+     ["Pw14-eq"], True),
+    ("sysbench oltp_read_write --db-driver=pgsql --pgsql-password=Pw15-eq run", SYSBENCH_PGSQL, ["Pw15-eq"], True),
+    ("sysbench oltp_read_write --db-driver=pgsql --pgsql-password='Pw16 q-tail' run", SYSBENCH_PGSQL,
+     ["Pw16", "q-tail"], True),
+]
+
+
+@pytest.mark.parametrize("echoed, output, secret, in_command", PASSWORD_FORMS,
+                         ids=[f"form{i}" for i in range(1, len(PASSWORD_FORMS) + 1)])
+def test_no_password_form_reaches_the_store(echoed, output, secret, in_command, tmp_path, capsys):
+    path = tmp_path / "run.txt"
+    path.write_bytes(echoed.encode() + b"\n" + output.read_bytes())
+    store = tmp_path / "s.db"
+    # No --engine: a sysbench command line names its driver, and the banner after it
+    # no longer opens a run of its own.
+    code, out, err = invoke(["import", str(path), "--label", "box", "--store", str(store)], capsys)
+    assert code == 0 and "imported 1 point(s) (1 ok, 0 failed)" in out, err
+    data = stored_bytes(store)
+    for part in secret:
+        assert part.encode() not in data, part
+        assert part not in out + err
+    (point,) = stored_points(store)
+    assert ("***" in point["command"]) is in_command
+
+
+def test_a_sysbench_command_line_before_its_banner_stays_with_its_run(tmp_path, capsys):
+    path = tmp_path / "sb.txt"
+    path.write_text("sysbench oltp_point_select --db-driver=pgsql --threads=10 --tables=4 run\n"
+                    + SYSBENCH_PGSQL.read_text())
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--label", "box", "--store", str(store)], capsys)
+    assert code == 0 and "imported 1 point(s)" in out, err
+    (point,) = stored_points(store)
+    assert (point["engine"], point["workload"]) == ("postgres", "sysbench-point-select")
+    assert '"--db-driver=pgsql"' in point["command"]
+
+
+_CSV_HEADER = "label,engine,workload,threads,clients,tps,transactions,time_s,latency_avg_ms,price_per_hour\n"
+_CSV_GOOD = "box,mysql,sysbench-read-write,8,8,100.5,30150,300,12.5,0.34\n"
+
+
+@pytest.mark.parametrize("row, where, message", [
+    ("box,mysql,w,8,8,nan,,,,\n", 3, "column 'tps': 'nan' is not a finite number"),
+    ("box,mysql,w,8,8,inf,,,,\n", 3, "column 'tps': 'inf' is not a finite number"),
+    ("box,mysql,w,8,8,1e999,,,,\n", 3, "column 'tps': '1e999' is not a finite number"),
+    ("box,mysql,w,8,8,-100,,,,\n", 3, "column 'tps': '-100' is negative"),
+    ("box,mysql,w,8,8,100,,,-3,\n", 3, "column 'latency_avg_ms': '-3' is negative"),
+    ("box,mysql,w,1e26,,100,,,,\n", 3, "column 'threads': '1e26' is beyond what a tool can print"),
+    ("box,mysql,w,0,,100,,,,\n", 3, "column 'threads': '0' must be at least 1"),
+    ("box,mysql,w,8,2.5,100,,,,\n", 3, "column 'clients': '2.5' is not a whole number"),
+    ("box,mysql,w,8,8,,1e30,300,,\n", 3, "column 'transactions': '1e30' is beyond what a tool can print"),
+    ("box,mysql,w,8,8,,100,1e300,,\n", 3, "column 'time_s': '1e300' is beyond what a tool can print"),
+    ("box,mysql,w,8,8,100,,,,0\n", 3, "column 'price_per_hour': '0' must be above 0"),
+    ("box,mysql,w,8,8,100,,,,,extra\n", 3, "11 fields where the header has 10 columns"),
+    ("box,mysql,w,8,8,100\n", 3, "6 fields where the header has 10 columns"),
+    ('"box,mysql,w,8,8,100,,,,\n', 3, "a quote opened on this line is never closed"),
+    ('"box"x,mysql,w,8,8,100,,,,\n', 3, "','"),  # text after a closing quote: csv says what it expected
+    ("box,mysql,w,8,8,1\x00,,,,\n", 3, "column 'tps': '1\\x00' is not a number"),
+    ("\x1b]0;owned\x07box,mysql,w,8,8,100,,,,\n", 3, "column 'label': '\\x1b]0;owned\\x07box' holds control "
+                                                    "characters"),
+])
+def test_a_csv_row_no_tool_could_print_is_refused_at_its_line(row, where, message, tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    path.write_text(_CSV_HEADER + _CSV_GOOD + row, newline="")
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--label", "x", "--store", str(store)], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(f"dbarena: error: rows.csv:{where}: ") and message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert stored_points(store) == []  # the good row before it is not stored either
+
+
+def test_a_quote_never_closed_is_named_at_the_line_it_opens(tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    path.write_text(_CSV_HEADER + '"box\n' + _CSV_GOOD * 3)
+    code, _, err = invoke(["import", str(path), "--label", "x", "--store", str(tmp_path / "s.db")], capsys)
+    assert code == 2 and err.startswith("dbarena: error: rows.csv:2: a quote opened on this line is never closed")
+
+
+def test_a_csv_saved_with_a_byte_order_mark_imports(tmp_path, capsys):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (_CSV_HEADER + _CSV_GOOD).replace("\n", "\r\n").encode())
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--label", "x", "--store", str(store)], capsys)
+    assert code == 0 and "imported 1 point(s)" in out, err
+    (point,) = stored_points(store)
+    assert (point["threads"], point["tps"]) == (8, 100.5)
+
+
+@pytest.mark.parametrize("fixture, old, new, where, message", [
+    (PGBENCH, "processed: 3921733", "processed: 39217330000000000000000000", 1, "transactions 39217330000000000000000000"
+     " is beyond what a tool can print"),
+    (PGBENCH, "number of clients: 50", "number of clients: 5000000", 1, "clients 5000000 is beyond what a tool can"),
+    (SYSBENCH_PGSQL, "transactions:                        3640", "transactions:                        "
+     "99999999999999999999999", 1, "is beyond what a tool can print"),
+])
+def test_a_text_output_with_a_figure_no_tool_prints_is_refused(fixture, old, new, where, message, tmp_path, capsys):
+    text = fixture.read_text()
+    assert old in text
+    path = tmp_path / "out.txt"
+    path.write_text(text.replace(old, new))
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--label", "x", "--engine", "postgres", "--store", str(store)],
+                            capsys)
+    assert code == 2 and err.startswith(f"dbarena: error: out.txt:{where}: ") and message in err, err
+    assert err.count("\n") == 1 and stored_points(store) == []
+
+
+@pytest.mark.parametrize("label, message", [
+    ("", "--label: expected a non-empty text, not ''"),
+    ("   ", "--label: expected a non-empty text"),
+    ("\x1b[2Jbox", "--label: '\\x1b[2Jbox' holds control characters"),
+])
+def test_an_empty_label_is_refused_before_the_store_is_opened(label, message, tmp_path, capsys):
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(PGBENCH), "--label", label, "--store", str(store)], capsys)
+    assert code == 2 and err.startswith("dbarena: error: ") and message in err and err.count("\n") == 1
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("fixture, tool, message", [
+    (MYSQLSLAP, "pgbench", "no pgbench run found (the file looks like mysqlslap output: try --tool mysqlslap)"),
+    (PGBENCH, "mysqlslap", "no mysqlslap run found (the file looks like pgbench output: try --tool pgbench)"),
+    (PGBENCH, "sysbench", "no sysbench run found (the file looks like pgbench output: try --tool pgbench)"),
+])
+def test_a_file_read_as_another_tools_output_is_an_error_saying_what_it_looks_like(fixture, tool, message, tmp_path,
+                                                                                   capsys):
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(fixture), "--tool", tool, "--label", "x", "--engine", "postgres",
+                             "--store", str(store)] if tool == "sysbench" else
+                            ["import", str(fixture), "--tool", tool, "--label", "x", "--store", str(store)], capsys)
+    assert code == 2 and err == f"dbarena: error: {fixture.name}: {message}\n"
+    assert stored_points(store) == []
+
+
+@pytest.mark.parametrize("tool", ["auto", "pgbench"])
+def test_a_summary_whose_header_was_cut_off_is_named_line_by_line(tool, tmp_path, capsys):
+    """An article's code block keeping only a summary's last lines."""
+    lines = PGBENCH.read_text().splitlines(keepends=True)
+    path = tmp_path / "article.txt"
+    path.write_text("".join(lines[11:14]))  # latency average, initial connection time, tps
+    code, out, err = invoke(["import", str(path), "--tool", tool, "--label", "x", "--store", str(tmp_path / "s.db")],
+                            capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("dbarena: error: article.txt:1: 'latency average = 1.531 ms' cannot be read: a pgbench "
+                          "summary line without its header")
+    assert "(likewise line(s) 2, 3)" in err
