@@ -212,3 +212,16 @@ def test_mysqlslap_is_judged_by_its_seconds_in_every_table(two_labels, columns, 
     assert re.search(r"mysqlslap +1 +[\d.]+ s +[\d.]+ s +0\.900 ", text) and "a ratio below 1 is faster" in text
     md = invoke(["compare", "vm", "vm-b", "--format", "md", "--store", two_labels], capsys)
     assert "| mysql | mysqlslap | +11.1 % |" in md and "of 1 / seconds" in md
+
+
+@pytest.mark.parametrize("env", ["FORCE_COLOR", "TTY_COMPATIBLE"])
+def test_a_pipe_taken_for_a_terminal_gets_colours_but_not_its_width_or_padding(env, demo, two_labels, monkeypatch,
+                                                                              capsys):
+    # FORCE_COLOR (set by many CI systems) made rich pad every line to a terminal's width.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv(env, "1")
+    for argv in (["results", "--store", demo], ["results", "--summary", "--store", demo],
+                 ["compare", "vm", "vm-b", "--store", two_labels], ["hostinfo"]):
+        text = invoke(argv, capsys)
+        assert "\x1b[" in text or argv == ["hostinfo"]  # the colours asked for (headers in bold)
+        assert_fits(re.sub(r"\x1b\[[0-9;]*m", "", text))

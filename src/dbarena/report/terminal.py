@@ -27,9 +27,11 @@ PIPE_WIDTH = 100
 
 class _Unpadded:
     """A stream that drops the spaces rich pads the ends of lines with (tables are
-    padded to their width, wrapped text keeps the space it broke at)."""
+    padded to their width, wrapped text keeps the space it broke at), also where colour
+    codes (FORCE_COLOR) stand between them: the codes are kept, the spaces go."""
 
-    _END_PADDING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)(?=\n)")
+    _END_PADDING = re.compile(r"(?: |\x1b\[[0-9;]*m)*(?=\n)")
+    _CODE = re.compile(r"\x1b\[[0-9;]*m")
 
     def __init__(self, file: IO[str]):
         self.file = file
@@ -39,7 +41,7 @@ class _Unpadded:
         text = self.held + text
         kept = text.rstrip(" ")
         self.held = text[len(kept):]
-        self.file.write(self._END_PADDING.sub(r"\1", kept))
+        self.file.write(self._END_PADDING.sub(lambda m: "".join(self._CODE.findall(m[0])), kept))
         return len(text)
 
     def flush(self) -> None:
@@ -53,15 +55,25 @@ class _Unpadded:
         return getattr(self.file, "encoding", None) or "utf-8"
 
 
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no such method, or a closed stream
+        return False
+
+
 def console(stderr: bool = False) -> Console:
-    c = Console(stderr=stderr)
-    if not c.is_terminal:
-        columns = os.environ.get("COLUMNS", "")
-        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
-        # stderr carries no table: its lines (the stages, a line per point) stay whole in a log.
-        c = Console(file=cast(IO[str], _Unpadded(sys.stderr if stderr else sys.stdout)), width=width,
-                    soft_wrap=stderr)
-    return c
+    """A console on stdout (stderr): the terminal's width there; elsewhere (a pipe, a
+    file, a CI log) PIPE_WIDTH or COLUMNS and no padding at the ends of lines, whatever
+    rich makes of the environment (FORCE_COLOR or TTY_COMPATIBLE make it take a pipe
+    for a terminal: colours then, as asked, but not a terminal's width and padding)."""
+    stream = sys.stderr if stderr else sys.stdout
+    if _isatty(stream):
+        return Console(stderr=stderr)
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+    # stderr carries no table: its lines (the stages, a line per point) stay whole in a log.
+    return Console(file=cast(IO[str], _Unpadded(stream)), width=width, soft_wrap=stderr)
 
 
 def show(out: Console, *renderables: RenderableType) -> None:
