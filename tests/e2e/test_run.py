@@ -194,3 +194,103 @@ def test_server_death_fails_the_point_and_the_sweep_goes_on(public_tmp, tmp_path
     assert [(t, s) for t, s, _ in rows] == [(1, "ok"), (2, "failed")]
     assert "PostgreSQL server exited" in rows[1][2]
     assert db.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+
+
+# ------------------------------------------------------------------ before anything starts
+
+HUGE = ["--workload", "pgbench-select-only", "--threads", "1", "--duration", "5", "--scale", "100000000"]
+
+
+def test_a_study_that_cannot_fit_is_refused_before_anything_starts(public_tmp, tmp_path):
+    # No data_dir given: the throwaway instance would live in the temporary directory.
+    store = tmp_path / "r.db"
+    done = dbarena("run", *HUGE, "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert re.fullmatch(rf"dbarena: error: run needs about [\d.]+ TB for pgbench scale 100000000 on postgres; "
+                        rf"{public_tmp} has [\d.]+ [kMGT]?B free: set data_dir to a larger file system \(a study "
+                        rf"file's \[engines.postgres\] data_dir\) or use --quick\n", done.stderr), done.stderr
+    assert not store.exists()  # nothing stored, not even an empty store
+    _assert_nothing_left(public_tmp)
+
+    # A study file: named in the refusal; `study check` shows the plan and says the same.
+    study = tmp_path / "huge.toml"
+    study.write_text('schema = 1\nname = "huge"\n[datasets]\nscale = 100000000\n'
+                     '[[workloads]]\nworkload = "pgbench-select-only"\nlevels = [1]\nduration_s = 5\n')
+    done = dbarena("run", "--study", str(study), "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 2 and done.stderr.startswith("dbarena: error: study huge needs about "), done.stderr
+    assert not store.exists()
+    _assert_nothing_left(public_tmp)
+    checked = dbarena("study", "check", "--study", str(study), env=cli_env(public_tmp))
+    assert checked.returncode == 2 and "refused here: study huge needs about" in checked.stdout
+
+
+LONG = ["--workload", "pgbench-select-only", "--threads", "1", "--duration", "4000", "--scale", "1"]
+
+
+def _on_a_terminal(args: list[str], env: dict) -> tuple[subprocess.Popen, int, int]:
+    """dbarena with a pseudo-terminal for stdin, stdout and stderr; (process, the
+    terminal's master end, its slave end). The test keeps the slave open until the end:
+    once every slave is closed, Linux may drop what is still unread on the master."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", *args], env=env, stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True, preexec_fn=_default_sigint)
+    return proc, master, slave
+
+
+def _read_until(master: int, needle: str, timeout: float = 60) -> str:
+    import select
+
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle.encode() not in re.sub(rb"\x1b\[[0-9;]*m", b"", seen) and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other end closed
+                break
+            seen += chunk
+    text = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace"))  # rich's colours on a terminal
+    assert needle in text, text
+    return text
+
+
+@pytest.mark.parametrize("answer", ["n", "ctrl-c"])
+def test_a_study_over_an_hour_is_confirmed_on_a_terminal(answer, public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    proc, master, slave = _on_a_terminal(["run", *LONG, "--store", str(store)], cli_env(public_tmp))
+    try:
+        text = _read_until(master, "start now?")
+        assert "run: 1 point, about 1 h 7 min of machine time" in text
+        if answer == "n":
+            os.write(master, b"n\n")
+        else:
+            # As a person would, a moment after the prompt: a SIGINT between the prompt
+            # and the read that waits for the answer is taken only when the read returns.
+            time.sleep(1)
+            os.killpg(proc.pid, signal.SIGINT)
+        text = _read_until(master, "not started")
+        assert proc.wait(timeout=30) == 130
+    finally:
+        os.close(master)
+        os.close(slave)
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in text
+    assert not store.exists()
+    _assert_nothing_left(public_tmp)
+
+
+def test_a_study_over_an_hour_starts_without_asking_when_not_on_a_terminal(public_tmp, tmp_path):
+    store = tmp_path / "r.db"
+    proc = _start(["run", *LONG, "--store", str(store)], cli_env(public_tmp))
+    lines = _wait_for_line(proc, "not a terminal")
+    assert lines[-1] == "estimated 1 h 7 min; not a terminal, so not asking: starting\n"
+    _wait_for_line(proc, "preparing the pgbench dataset")
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err
+    _assert_nothing_left(public_tmp)
