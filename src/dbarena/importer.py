@@ -64,7 +64,12 @@ def read(name: str, text: str, *, label: str, engine: str | None = None, tool: s
          workload: str | None = None) -> list[ImportedPoint]:
     """Every point in one file. Raises ImportProblem naming the file and line."""
     text = text.removeprefix("\ufeff")  # a byte-order mark, as Excel writes a UTF-8 CSV
-    points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
+    try:
+        points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
+    except ArithmeticError as exc:
+        # The readers name the line of what they cannot read; a figure that still
+        # overflows a tool's parser is said in one line too, never as a traceback.
+        raise ImportProblem(name, None, f"a figure beyond what a tool prints ({exc})") from None
     if not points and tool not in ("auto", "csv"):
         _nothing_of(name, text, tool)
     for point in points:

@@ -158,11 +158,15 @@ def test_a_csv_saved_with_a_byte_order_mark_imports(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fixture, old, new, where, message", [
-    (PGBENCH, "processed: 3921733", "processed: 39217330000000000000000000", 1, "transactions 39217330000000000000000000"
-     " is beyond what a tool can print"),
+    (PGBENCH, "processed: 3921733", "processed: 39217330000000000000000000", 1,
+     "transactions 39217330000000000000000000 is beyond what a tool can print"),
     (PGBENCH, "number of clients: 50", "number of clients: 5000000", 1, "clients 5000000 is beyond what a tool can"),
     (SYSBENCH_PGSQL, "transactions:                        3640", "transactions:                        "
      "99999999999999999999999", 1, "is beyond what a tool can print"),
+    (SYSBENCH_PGSQL, "time elapsed:                        10.0421s", "time elapsed:                        "
+     + "9" * 400 + "s", 1, "total time inf s is not a finite number"),
+    (MYSQLSLAP, "Average number of seconds to run all queries: 401.446", "Average number of seconds to run all queries: "
+     + "9" * 400, 2, "the average run time inf s is not a finite number"),
 ])
 def test_a_text_output_with_a_figure_no_tool_prints_is_refused(fixture, old, new, where, message, tmp_path, capsys):
     text = fixture.read_text()

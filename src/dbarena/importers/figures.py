@@ -24,7 +24,7 @@ def number_problem(value: float, *, whole: bool = False, minimum: float = 0, max
                    above: bool = False) -> str | None:
     """What is wrong with a figure (None: nothing): not finite, below its minimum (or
     not above it), beyond its maximum, not whole."""
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may not fit a float)
         return "is not a finite number"
     if above and value <= minimum:
         return f"must be above {minimum:g}"
@@ -35,6 +35,16 @@ def number_problem(value: float, *, whole: bool = False, minimum: float = 0, max
     if whole and value != int(value):
         return "is not a whole number"
     return None
+
+
+def seconds(value: float, name: str, line: int, what: str) -> float:
+    """A duration a run printed (or one derived from its figures), checked before it is
+    rounded: one no tool could print is a problem at the run's first line, not an
+    OverflowError."""
+    problem = number_problem(value, maximum=MAX_SECONDS)
+    if problem is not None:
+        raise ImportProblem(name, line, f"{what} {value:g} s {problem}")
+    return value
 
 
 def check(name: str, point: ImportedPoint) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dbarena.errors import ParseError
 from dbarena.importers.commandline import command
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
+from dbarena.importers.figures import seconds
 from dbarena.model import PointResult, PointSpec
 from dbarena.workloads import mysqlslap
 
@@ -28,8 +29,12 @@ def read_mysqlslap(name: str, text: str, label: str, workload: str | None) -> li
         iterations = Command(args, name, first).number("--iterations", "-i")
         params = (("iterations", iterations),) if iterations else ()
         spec = PointSpec(engine="mysql", workload=workload or "mysqlslap", threads=slap.clients, clients=slap.clients,
-                         duration_s=round(slap.avg_s), params=(*params, ("queries", slap.queries)))
-        measurement, _ = mysqlslap.read(block, "", None)
+                         duration_s=round(seconds(slap.avg_s, name, first, "the average run time")),
+                         params=(*params, ("queries", slap.queries)))
+        try:
+            measurement, _ = mysqlslap.read(block, "", None)
+        except OverflowError:  # queries / seconds, with more queries than a float holds
+            raise ImportProblem(name, first, "a figure beyond what mysqlslap can print") from None
         result = PointResult(spec=spec, status="ok", measurement=measurement, **result_fields(args, "mysqlslap", block))
         points.append(ImportedPoint(result=result, label=label, first_line=first, last_line=nxt - 1, tool="mysqlslap"))
     return points

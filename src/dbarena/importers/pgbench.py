@@ -9,6 +9,7 @@ from dbarena.errors import ParseError
 from dbarena.importers.commandline import option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import split_runs
+from dbarena.importers.figures import seconds
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.workloads import pgbench
 from dbarena.workloads.pgbench import PgbenchReport
@@ -119,16 +120,16 @@ def _spec(cmd: Command, report: PgbenchReport | None, samples: tuple[Sample, ...
     clients = cmd.number("-c", "--client") or (report.clients if report else None) or threads
     duration = _duration(cmd, report)
     params, options = _configuration(cmd, report)
+    if duration is None and samples:
+        duration = int(seconds(samples[-1].second, cmd.name, cmd.line, "the last progress line's time"))
     return PointSpec(engine="postgres", workload=workload or _workload(cmd.args, _transaction_type(report, chunk)),
-                     threads=threads, clients=clients,
-                     duration_s=duration or (int(samples[-1].second) if samples else 0),
-                     params=params, options=options)
+                     threads=threads, clients=clients, duration_s=duration or 0, params=params, options=options)
 
 
 def _duration(cmd: Command, report: PgbenchReport | None) -> int | None:
     duration = cmd.number("-T", "--time") or (report.duration_s if report else None)
     if duration is None and report is not None and report.tps:
-        duration = round(report.transactions / report.tps)
+        duration = round(seconds(report.transactions / report.tps, cmd.name, cmd.line, "transactions / tps"))
     return duration
 
 

@@ -9,6 +9,7 @@ from dbarena.errors import ParseError
 from dbarena.importers.commandline import command, option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import Run, split_runs
+from dbarena.importers.figures import seconds
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena import workloads
 from dbarena.workloads import sysbench
@@ -44,8 +45,8 @@ def _workload(args: list[str] | None) -> str | None:
 # Options of an echoed sysbench command line that are not part of a point's options:
 # where it connected (and any password a script takes), what params and the spec hold,
 # and what only changes the report.
-_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|(?i:[\w-]*(?:password|passwd|_pwd))|db-driver|threads|num-threads|time|max-time|tables|table-size|"
-                          r"table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
+_NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|(?i:[\w-]*(?:password|passwd|_pwd))|db-driver|threads|"
+                          r"num-threads|time|max-time|tables|table-size|table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
                           r"percentile|config-file|verbosity|test)$")
 
 
@@ -107,7 +108,7 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
     run_engine = _engine(cmd, engine)
     threads = _threads(cmd, report, chunk)
     duration = cmd.number("--time", "--max-time") or \
-        (round(report.total_time_s) if report and report.total_time_s else 0)
+        (round(seconds(report.total_time_s, name, first, "total time")) if report and report.total_time_s else 0)
     params = _params(cmd)
     named = workload or _workload(args)
     spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
