@@ -111,3 +111,27 @@ def test_mysqlslap_seconds_are_decided_as_speed_so_fewer_seconds_is_faster():
     # Combined with a throughput workload like with like: + is faster in both.
     line = decision.overall([d, *decision.decide([_row(1, 1.25, 0.05, 10)])])
     assert line is not None and line.ratio > 1 and line.verdict == decision.FASTER
+
+
+def test_a_reason_for_no_verdict_is_said_once_for_the_rows_it_holds_for():
+    from dbarena.report import decision as shown
+
+    rows = [_row(t, 0.9 + w / 100, None, None, n=1, workload=f"w{w}") for w in range(24) for t in (1, 2)]
+    rows += [_row(1, None, None, None, workload="other")]
+    decided = decision.decide(rows)
+    grouped = shown.reasons(decided)
+    # 24 workloads of one run a side at both levels: one reason, without each one's
+    # own change (the change column has it); the not comparable one apart.
+    assert [(text, len(held)) for text, held in grouped] == [
+        ("no verdict: 1 run(s) a side at 2 of 2 level(s), 3 needed; run both with --repeat 3", 24),
+        ("not comparable: params.scale 1 vs 10", 1)]
+    lines = shown.lines(decided, [])
+    assert lines.count("  24 workloads: no verdict: 1 run(s) a side at 2 of 2 level(s), 3 needed; run both with "
+                       "--repeat 3") == 1
+    assert "  postgres other: not comparable: params.scale 1 vs 10" in lines
+    assert sum("3 needed" in line for line in lines) == 1
+    # The HTML table shows the first SHOWN_ROWS rows; the rest are folded below them.
+    page = shown.html(decided, [])
+    head, folded = page.split("<details>")
+    assert head.count("<tr class=") == shown.SHOWN_ROWS and folded.count("<tr class=") == 25 - shown.SHOWN_ROWS
+    assert "<summary>5 more rows" in folded and page.split('<ul class="why">')[1].count("3 needed") == 1

@@ -3,6 +3,7 @@ request comment or an article, and the lines `compare` prints before its level t
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from html import escape
@@ -38,6 +39,37 @@ def change_note(decisions: Sequence[Decision]) -> str:
             + "; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level.")
 
 
+# A no-verdict text's own change, in brackets: the change column shows it already.
+_OWN_CHANGE = re.compile(r" \([+-]\d[\d.]* % without an interval(?:; [^)]*)?\)")
+# Rows of the HTML table shown before the rest are folded (15 labels x 10 workloads
+# would be 140 rows above the first chart).
+SHOWN_ROWS = 20
+
+
+def reasons(decisions: Sequence[Decision]) -> list[tuple[str, list[Decision]]]:
+    """Why rows have no verdict, each reason once with the rows it holds for, in the
+    rows' order: ten workloads with one run a side are one line, not ten."""
+    grouped: dict[str, list[Decision]] = {}
+    for d in decisions:
+        if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
+            grouped.setdefault(_OWN_CHANGE.sub("", d.text), []).append(d)
+    return list(grouped.items())
+
+
+def _which(rows: Sequence[Decision], labels: bool = False) -> str:
+    """The rows a reason holds for: 'postgres pgbench-tpcb', or 'all 10 rows'."""
+    if len(rows) > 3:
+        return f"{len(rows)} rows" if labels else f"{len(rows)} workloads"
+    return ", ".join(f"{d.label + ' ' if labels else ''}{d.engine or ''} {d.workload or ''}".strip() for d in rows)
+
+
+def _headed(verdict: str, text: str) -> tuple[str, str]:
+    """The mark and the text of an overall line, the mark left out when the text
+    starts with it ("no verdict across ...")."""
+    mark = _MARK[verdict]
+    return ("", text) if text.startswith(mark) else (mark, text)
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -54,28 +86,28 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
         out.append("")
         line = next((o for o in overall if o.label == label), None)
         if line is not None:
-            out.append(f"**{_MARK[line.verdict]}** {_md_cell(line.text)}.")
+            mark, text = _headed(line.verdict, line.text)
+            out.append((f"**{mark}** " if mark else "") + f"{_md_cell(text)}.")
             out.append("")
         out.append(f"| engine | workload | change | 95 % CI | verdict | ratio by threads ({_md_cell(label)} / "
                    f"{_md_cell(baseline)}) |")
         out.append("|---|---|---:|---|---|---|")
-        reasons: list[str] = []
+        notes: list[str] = []
         for d in mine:
             mark = _MARK[d.verdict]
             if d.verdict in (FASTER, SLOWER):
                 mark = f"**{mark}**"
                 if d.why:
-                    reasons.append(f"- why {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: "
+                    notes.append(f"- why {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: "
                                    f"{_md_cell(d.why)}")
             if d.price:
-                reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.price)}")
-            elif d.verdict in (NO_VERDICT, NOT_COMPARABLE):
-                reasons.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.text)}")
+                notes.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.price)}")
             out.append(f"| {_md_cell(d.engine or '')} | {_md_cell(d.workload or '')} | {_pct(d.ratio)} | "
                        f"{_interval(d)} | {mark} | {_strip(d)} |")
-        if reasons:
+        notes += [f"- {_md_cell(_which(rows))}: {_md_cell(text)}" for text, rows in reasons(mine)]
+        if notes:
             out.append("")
-            out.extend(reasons)
+            out.extend(notes)
         out.append("")
     out.append(change_note(decisions))
     return "\n".join(out) + "\n"
@@ -90,18 +122,19 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
 
     out: list[str] = []
     for line in overall:
-        out += wrapped(f"{_MARK[line.verdict]}: {line.text}", "", "    ")
+        mark, text = _headed(line.verdict, line.text)
+        out += wrapped(f"{mark}: {text}" if mark else text, "", "    ")
     for d in decisions:
         # The strip without a space inside a pair, so that a wrap never splits "2: 1.36".
         strip = " · ".join(f"{threads}:{ratio:.2f}" for threads, ratio in d.levels)
         out += wrapped(f"{d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
                        + (f" (by threads {strip})" if d.levels else ""), "  ", "      ")
-        if d.verdict in (NO_VERDICT, NOT_COMPARABLE):
-            out += wrapped(d.text, "    ", "    ")
-        elif d.why:
+        if d.why:
             out += wrapped(f"why: {d.why}", "    ", "      ")
         if d.price:
             out += wrapped(d.price, "    ", "      ")
+    for text, rows in reasons(decisions):
+        out += wrapped(f"{_which(rows, labels=len({d.label for d in decisions}) > 1)}: {text}", "  ", "    ")
     return out
 
 
@@ -118,18 +151,20 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
     out.append("<h3>Each label against the baseline, worst first</h3>")
     out.append('<table class="decision"><thead><tr><th>label</th><th>against</th><th>engine</th><th>workload</th>'
                '<th>change</th><th>95 % CI</th><th>verdict</th><th>ratio by threads</th></tr></thead><tbody>')
-    for d in decisions:
+    for i, d in enumerate(decisions):
+        if i == SHOWN_ROWS:
+            out.append(f'</tbody></table><details><summary>{len(decisions) - SHOWN_ROWS} more rows, '
+                       'better ones last</summary><table class="decision"><tbody>')
         title = f' title="{escape(d.text)}"'
         out.append(f'<tr class="verdict-{escape(d.verdict.replace(" ", "-"))}"{title}><td>{escape(d.label)}</td>'
                    f"<td>{escape(d.baseline)}</td><td>{escape(d.engine or '')}</td><td>{escape(d.workload or '')}</td>"
                    f'<td class="num">{escape(_pct(d.ratio))}</td><td class="num">{escape(_interval(d))}</td>'
                    f"<td>{escape(_MARK[d.verdict])}</td><td>{escape(_strip(d))}</td></tr>")
-    out.append("</tbody></table>")
-    notes = [(d, d.text) for d in decisions if d.verdict in (NO_VERDICT, NOT_COMPARABLE)] + \
-        [(d, f"why: {d.why}") for d in decisions if d.why] + [(d, d.price) for d in decisions if d.price]
+    out.append("</tbody></table>" + ("</details>" if len(decisions) > SHOWN_ROWS else ""))
+    notes = [f"{_which([d], labels=True)}: why: {d.why}" for d in decisions if d.why] + \
+        [f"{_which([d], labels=True)}: {d.price}" for d in decisions if d.price] + \
+        [f"{_which(rows, labels=True)}: {text}" for text, rows in reasons(decisions)]
     if notes:
-        out.append("<ul class=\"why\">" + "".join(
-            f"<li>{escape(d.label)} {escape(d.engine or '')} {escape(d.workload or '')}: {escape(text)}</li>"
-            for d, text in notes) + "</ul>")
+        out.append("<ul class=\"why\">" + "".join(f"<li>{escape(text)}</li>" for text in notes) + "</ul>")
     out.append(f'<p class="note">{escape(change_note(decisions))}</p></section>')
     return "\n".join(out)
