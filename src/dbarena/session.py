@@ -337,7 +337,9 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
     label = study.label or facts.get("hostname") or "unlabelled"
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
-    for line in (quick_note(study, plans), pooled_note(store, label, outcome.invocation, bool(study.label))):
+    # A resumed run's own points are its to pool; what else the label holds was said when it began.
+    pooled = None if resume else pooled_note(store, label, outcome.invocation, bool(study.label))
+    for line in (quick_note(study, plans), pooled):
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)

@@ -140,7 +140,7 @@ def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(
     store = tiny_fs / "r.db"
     proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
                    "--store", str(store)], env)
-    _wait_for_line(proc, "study flags:")  # the run is stored; the first point is about to run
+    _wait_for_line(proc, " on postgres: ")  # the plan line: the run is stored; the first point is about to run
     _fill(tiny_fs)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err

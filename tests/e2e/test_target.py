@@ -97,7 +97,7 @@ def test_a_killed_run_on_a_target_reports_its_tables_and_leaves_them(server, pub
     env = cli_env(public_tmp, PGPASSWORD=password, DBARENA_STATE_DIR=str(tmp_path / "state"))
     proc = _start(["run", "--target", target.url, "--workload", "sysbench-read-only", "--threads", "1",
                    "--duration", "30", "--tables", "2", "--table-size", "100", "--store", str(store)], env)
-    _wait_for_line(proc, "study flags:")
+    _wait_for_line(proc, " on postgres: ")  # the plan line
     time.sleep(3)  # prepared, into the point
     load = f"--pgsql-port={target.conn.port}"
     assert processes_mentioning(load)  # sysbench is loading the server
