@@ -116,3 +116,21 @@ def test_each_format_renders_the_model(store, tmp_path):
     assert page.startswith("<!doctype html>") and "Price / performance at 4 threads" in page
     with pytest.raises(UsageError):
         assemble.render(report, "pdf", tmp_path / "r.pdf")
+
+
+def test_series_of_one_label_split_by_clients_per_thread_not_by_their_levels():
+    """A label's points at the same levels with 1 and 4 clients a thread are two series
+    (never one level row hiding the other); its levels alone never split a series."""
+    def row(threads: int, clients: int, key: str) -> dict:
+        config = {"engine": "postgres", "workload": "pgbench-tpcb", "threads": threads, "clients": clients}
+        return {"label": "box", "engine": "postgres", "workload": "pgbench-tpcb", "variant": None,
+                "config": config, "config_key": key}
+
+    rows = [row(t, t * cpt, f"k{t}-{cpt}") for t in (1, 2, 4) for cpt in (1, 4)]
+    named, order, baseline, _ = data.series_labels(rows, ["box"], "box", {})
+    by_cpt = {cpt: {r["label"] for r in named if r["config"]["clients"] == r["config"]["threads"] * cpt}
+              for cpt in (1, 4)}
+    assert all(len(names) == 1 for names in by_cpt.values())  # one series across the levels ...
+    assert by_cpt[1] != by_cpt[4] and len(order) == 2          # ... and one per clients a thread
+    assert all(name.startswith("box [config ") for name in order) and baseline in order
+    assert {r["_label"] for r in named} == {"box"}

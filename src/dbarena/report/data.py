@@ -110,7 +110,13 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
     def level_free(r: dict) -> str:
         stored = r.get("config_key")
         if stored is None or stored not in by_key:
-            found = configkey.digest(configkey.ignoring(r.get("config") or {}, ("threads", "clients")))
+            # Clients per thread stays in: two series at the same levels with 1 and 4
+            # clients a thread are two configurations, not one.
+            config = r.get("config") or {}
+            per_thread = (round(config["clients"] / config["threads"], 6)
+                          if config.get("clients") and config.get("threads") else None)
+            found = configkey.digest({**configkey.ignoring(config, ("threads", "clients")),
+                                      "clients_per_thread": per_thread})
             if stored is None:
                 return found
             by_key[stored] = found
@@ -135,7 +141,16 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
         return r["label"] + (f" [{variant}]" if variant else "") + \
             (f" [config {key[:6]}]" if per_variant[(*series, variant)] > 1 else "")
 
-    out = [{**r, "label": name(r, key), "_label": r["label"]} for r, key in zip(rows, row_keys)]
+    def named(r: dict, key: str) -> dict:
+        # A copy only where the name changes: copying 100 k rows of 60 fields costs more
+        # than the rest of this function.
+        new = name(r, key)
+        if new == r["label"]:
+            r["_label"] = r["label"]
+            return r
+        return {**r, "label": new, "_label": r["label"]}
+
+    out = [named(r, key) for r, key in zip(rows, row_keys)]
     new_order = list(dict.fromkeys(r["label"] for label in order for r in out if r["_label"] == label))
     new_prices = {r["label"]: prices[r["_label"]] for r in out if r["_label"] in prices}
     new_baseline = next((r["label"] for r in out if r["_label"] == baseline), baseline)
@@ -175,7 +190,8 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
         baseline = order[0]
     stored_rows, stored_order, stored_baseline = rows, order, baseline
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    summaries = _summaries(rows, histograms)
+    every = _summaries(rows, histograms)
+    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in every}
     members, ok_series = _grouped(rows)
     hardware = level_figures.hardware(rows, runs_by_id)
     level_rows = [level_figures.level_row(key, summary, members[key], prices.get(key[0]), hardware.get(key[0], {}))
@@ -184,7 +200,11 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
     for row in level_rows:
         by_series[(row["label"], row["engine"], row["workload"])][row["threads"]] = row
     _compare(by_series, baseline)
-    decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows)
+    # The decisions compare the labels as stored: the same groups of points under their
+    # stored labels (a summary's points share one configuration key, so renaming a
+    # label's configurations apart changes no group), not a second summaries() pass.
+    groups = [{**s, "label": s["_label"]} for s in every]
+    decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows, groups)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
                 for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows)]
@@ -213,15 +233,15 @@ def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
             f"cheaper ({dearer} costs {more:.0%} more)")
 
 
-def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_rows: list[dict]
-               ) -> tuple[list[Decision], list[Decision]]:
+def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_rows: list[dict],
+               groups: list[dict]) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
-    matches configurations itself, apart from the host), with what each costs."""
+    matches configurations itself, apart from the host), with what each costs; groups:
+    analysis.summaries of the rows."""
     decisions: list[Decision] = []
     overall: list[Decision] = []
     if baseline is None:
         return decisions, overall
-    groups = analysis.summaries(rows) if len(order) > 1 else []  # once, not once per label
     for label in order:
         if label == baseline:
             continue
@@ -234,15 +254,13 @@ def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_r
     return decisions, overall
 
 
-def _summaries(rows: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> dict[tuple, dict]:
-    """analysis.summaries by (series, engine, workload, threads), each with the label its
-    series came from (`_label`)."""
-    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s
-                 for s in analysis.summaries(rows, histograms=histograms)}
+def _summaries(rows: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> list[dict]:
+    """analysis.summaries, each with the label its series came from (`_label`)."""
+    every = analysis.summaries(rows, histograms=histograms)
     origin_label = {r["label"]: r["_label"] for r in rows}
-    for s_ in summaries.values():
+    for s_ in every:
         s_["_label"] = origin_label[s_["label"]]
-    return summaries
+    return every
 
 
 def _grouped(rows: list[dict]) -> tuple[dict[tuple, list[dict]], dict[tuple, list[dict]]]:
