@@ -73,6 +73,7 @@ COMMAND_MODULES = {
     "results": "results", "compare": "results", "import": "results", "report": "results",
     "merge": "results", "store": "results", "hostinfo": "results",
     "fleet": "fleet",
+    "history": "history", "gate": "history",
 }
 
 

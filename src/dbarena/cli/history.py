@@ -1,0 +1,80 @@
+"""The commands of continuous benchmarking: `history` (a point's runs over time, its change
+points and what changed there) and `gate` (exit 1 when a candidate is slower than a
+baseline by more than a threshold)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from dbarena.cli.app import cli, open_store, store_option
+from dbarena.report import gate as gate_report
+from dbarena.report import history as history_report
+from dbarena.stats import gate as gating
+from dbarena.stats import history
+
+
+@cli.command("history")
+@store_option
+@click.option("--label", "labels", multiple=True, help="Only this label's series (repeatable).")
+@click.option("--workload", "workloads", multiple=True, help="Only this workload's series (repeatable).")
+@click.option("--threads", "threads", multiple=True, type=int, help="Only this level's series (repeatable).")
+@click.option("--min-runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Only series of at least this many runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: every series, its runs and change points.")
+@click.option("--format", "fmt", type=click.Choice(("text", "md")), default="text", show_default=True,
+              help="text for the terminal, md (Markdown) for a pull request or a wiki.")
+def history_command(store: Path | str, labels: tuple[str, ...], workloads: tuple[str, ...],
+                    threads: tuple[int, ...], min_runs: int, as_json: bool, fmt: str) -> int:
+    """Each series of runs of one label, workload, level and dataset over time: every
+    run's value with its 95 % interval, the change points in it (Apache Otava, p < 0.001)
+    with their size and interval, and what changed there (server and tool versions,
+    kernel, settings, duration: the runs' stored facts).
+
+    Exit status: 0, also when no change point is found; 2 for a label or workload the
+    store does not hold."""
+    with open_store(store) as db:
+        found = history.of_store(db, history.Filter(labels=labels, workloads=workloads, threads=threads,
+                                                    min_runs=min_runs))
+    if as_json:
+        click.echo(json.dumps(found.as_dict(), indent=2))
+    elif fmt == "md":
+        click.echo(history_report.markdown(found), nl=False)
+    else:
+        click.echo(history_report.text(found), nl=False)
+    return 0
+
+
+@cli.command("gate")
+@store_option
+@click.option("--baseline", required=True, metavar="RUN|LABEL", help="A run id, or a label (all its runs).")
+@click.option("--candidate", required=True, metavar="RUN|LABEL", help="A run id, or a label (all its runs).")
+@click.option("--max-regression", default="5%", show_default=True, metavar="PCT",
+              help="The slowdown a point may show before the gate fails, e.g. 5%.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: every level's figures and verdict.")
+@click.option("--format", "fmt", type=click.Choice(("text", "md")), default="text", show_default=True,
+              help="text for a CI log, md (Markdown) for a pull-request comment.")
+def gate_command(store: Path | str, baseline: str, candidate: str, max_regression: str, as_json: bool,
+                 fmt: str) -> int:
+    """Does the candidate make any point slower than the baseline by more than
+    --max-regression? Every level both measured with the same workload, dataset,
+    duration and tool options is compared (the machine, server version and settings
+    may differ: they are what is gated); a level fails when it is significantly slower
+    (Welch's t over runs, p < 0.05) and its estimated slowdown is beyond the threshold.
+    mysqlslap is judged by its seconds (fewer is faster). A level with fewer than 3 runs
+    a side has no verdict and is listed as such.
+
+    Exit status: 0 no level slower beyond the threshold, 1 at least one, 2 bad input
+    (an unknown run or label, or nothing both sides measured with a verdict)."""
+    threshold = gating.parse_threshold(max_regression)
+    with open_store(store) as db:
+        result = gating.gate(gating.side(db, baseline), gating.side(db, candidate), threshold)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+    elif fmt == "md":
+        click.echo(gate_report.markdown(result), nl=False)
+    else:
+        click.echo(gate_report.text(result), nl=False)
+    return result.exit_status

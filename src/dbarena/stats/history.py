@@ -1,0 +1,320 @@
+"""The same point over time: each series of runs of one host label, workload, level and
+dataset, its run-to-run values with their intervals, where its level changed (change
+points) and what else changed there (the environment diff between the runs on both sides).
+
+A series is what stays the same (label, engine, workload, threads, clients, the tool's
+dataset parameters, the variant); whatever else differs from run to run (server and tool
+versions, the kernel, the server's settings, the duration, the machine) is the run's
+environment, which is what a change point is explained by.
+
+Change points are found by Apache Otava (Fleming et al., "Hunter: Using Change Point
+Detection to Hunt for Performance Regressions", ICPE 2023): e-divisive candidates in
+sliding windows, kept where Student's t between the segments on both sides has
+p < MAX_PVALUE. Chosen over MongoDB's e-divisive by bench/changepoints (docs/history.md).
+Each change point's size and 95 % interval are then dbarena's own (estimators.compare,
+Welch over the runs of both segments, in the metric's direction): the interval of a
+change point the detector chose is optimistic (the split maximises the difference), so
+it says how large, not whether.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from dbarena.errors import UsageError
+from dbarena.interfaces import ResultStore
+from dbarena.stats import analysis, metric
+from dbarena.stats import estimators as stats
+
+# Otava's significance for a change point (its own default): on histories simulated with
+# this machine's noise it raised 0.06 to 0.09 false alarms per 100 runs (bench/changepoints).
+MAX_PVALUE = 0.001
+# Otava's sliding window (runs): its default; longer histories are split in windows of it.
+WINDOW = 50
+# A change point needs this many runs with a figure in its series, at least 2 a side.
+MIN_RUNS = 4
+# How far from the change point an environment change may lie and still be named (the
+# detector places a step within a run or two of the truth when noise is high).
+NEAR = 2
+
+SERIES_FIELDS = ("engine", "workload", "threads", "clients", "params", "variant")
+# Settings of a throwaway instance that differ on every run and explain nothing.
+PER_INSTANCE = {"port", "unix_socket_directories", "data_directory", "hba_file", "ident_file", "config_file",
+                "external_pid_file", "listen_addresses", "log_directory", "socket", "pid_file", "datadir",
+                "general_log_file", "log_error", "tmpdir"}
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """One run's figure in a series: the mean over its repeats there, with a 95 % interval
+    (over the repeats; of one repeat, that run's own batch-means interval)."""
+
+    run_id: int
+    started_at: str
+    n: int
+    failed: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    interval: str | None  # "between runs", "within one run" or None
+    environment: Mapping[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.run_id, "started_at": self.started_at, "n": self.n, "failed": self.failed,
+                "mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "interval": self.interval,
+                "environment": dict(self.environment)}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One fact of the environment that changed between two consecutive runs."""
+
+    fact: str
+    before: str | None
+    after: str | None
+    run_id: int  # the first run with the new value
+
+    def text(self) -> str:
+        return f"{self.fact} {self.before if self.before is not None else '-'} -> " \
+               f"{self.after if self.after is not None else '-'}"
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    index: int  # position in the series' runs of the first run after the change
+    run_id: int
+    started_at: str
+    runs_before: int  # runs in the segment before (since the previous change point)
+    runs_after: int
+    mean_before: float
+    mean_after: float
+    change_pct: float  # of the metric (seconds for mysqlslap): after / before - 1
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    p_value: float | None  # Otava's t test between the two segments
+    text: str  # "12.3 % slower (95 % CI ...)", in the metric's direction
+    causes: tuple[Cause, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "run": self.run_id, "started_at": self.started_at,
+                "runs_before": self.runs_before, "runs_after": self.runs_after, "mean_before": self.mean_before,
+                "mean_after": self.mean_after, "change_pct": self.change_pct, "ci_low_pct": self.ci_low_pct,
+                "ci_high_pct": self.ci_high_pct, "p_value": self.p_value, "text": self.text,
+                "causes": [{"fact": c.fact, "before": c.before, "after": c.after, "run": c.run_id}
+                           for c in self.causes]}
+
+    def summary(self) -> str:
+        """'-18.0 % at run 7: setting synchronous_commit off -> on; server version 17.2 -> 17.4'."""
+        causes = "; ".join(c.text() + (f" (at run {c.run_id})" if c.run_id != self.run_id else "")
+                           for c in self.causes) or "no recorded fact changed here"
+        return f"{self.change_pct:+.1f} % at run {self.run_id}: {causes}"
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    engine: str
+    workload: str
+    threads: int
+    clients: int
+    dataset: Mapping[str, Any]
+    variant: str
+    metric: str
+    runs: tuple[RunValue, ...]
+    change_points: tuple[ChangePoint, ...] = ()
+    note: str | None = None  # why no change point was looked for
+
+    @property
+    def name(self) -> str:
+        dataset = ", ".join(f"{k} {v}" for k, v in self.dataset.items())
+        variant = f" [{self.variant}]" if self.variant else ""
+        return (f"{self.label} {self.engine} {self.workload}{variant} at {self.threads} thread(s)"
+                + (f", {dataset}" if dataset else ""))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "engine": self.engine, "workload": self.workload, "threads": self.threads,
+                "clients": self.clients, "dataset": dict(self.dataset), "variant": self.variant,
+                "metric": self.metric, "lower_is_better": metric.lower_is_better(self.metric),
+                "runs": [r.as_dict() for r in self.runs],
+                "change_points": [c.as_dict() for c in self.change_points], "note": self.note}
+
+
+def environment(run: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, str]:
+    """What a run of a series ran on and with, flattened to fact -> value: the server's
+    version, the tools' and client libraries' versions, dbarena's, the kernel and the
+    machine, the server's settings (those the study set, and every other non-default one
+    the server reported), the duration, warm-up and tool options of the point."""
+    out: dict[str, str] = {}
+    if run.get("server_version"):
+        out["server version"] = str(run["server_version"])
+    for tool, version in sorted((run.get("tool_versions") or {}).items()):
+        out[f"{tool} version"] = str(version)
+    if run.get("dbarena_version"):
+        out["dbarena version"] = str(run["dbarena_version"])
+    facts = run.get("host_facts") or {}
+    for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
+        if facts.get(fact) is not None:
+            out[fact.replace("_", " ")] = str(facts[fact])
+    if run.get("host"):
+        out["host"] = str(run["host"])
+    for name, value in ((run.get("target_facts") or {}).get("non_default_settings") or {}).items():
+        if name.lower() not in PER_INSTANCE:
+            out[f"setting {name.lower()}"] = str(value)
+    for name, value in (config.get("settings") or {}).items():
+        out[f"setting {name.lower()}"] = str(value)
+    for fact in ("duration_s", "warmup_s"):
+        if config.get(fact) is not None:
+            out[fact] = str(config[fact])
+    for name, value in (config.get("options") or {}).items():
+        out[f"option {name}"] = str(value)
+    for name, value in ((config.get("host") or {}).items()):
+        if name not in ("cpu_model", "hardware_threads") and value is not None:
+            out[f"machine {name}"] = str(value)
+    return out
+
+
+def _weight(fact: str) -> tuple[int, str]:
+    # What most often explains a step first: the settings, then the server, the kernel.
+    order = ("setting ", "server version", "kernel")
+    return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
+
+
+def _diff(before: Mapping[str, str], after: Mapping[str, str], run_id: int) -> list[Cause]:
+    # A fact one side does not know (an older store, an import) is not a change.
+    return [Cause(k, before[k], after[k], run_id) for k in sorted(set(before) & set(after), key=_weight)
+            if before[k] != after[k]]
+
+
+def causes(runs: Sequence[RunValue], index: int) -> tuple[Cause, ...]:
+    """The facts that changed where runs[index] begins a new segment; if none changed
+    right there, those that changed within NEAR runs of it (the nearest first)."""
+    here = _diff(runs[index - 1].environment, runs[index].environment, runs[index].run_id)
+    if here:
+        return tuple(here)
+    for distance in range(1, NEAR + 1):
+        for i in (index - distance, index + distance):
+            if 1 <= i < len(runs):
+                near = _diff(runs[i - 1].environment, runs[i].environment, runs[i].run_id)
+                if near:
+                    return tuple(near)
+    return ()
+
+
+def detect(values: Sequence[float]) -> list[tuple[int, float]]:
+    """(index, p-value) of each change point in a series of run figures, by Otava."""
+    if len(values) < MIN_RUNS:
+        return []
+    from otava.analysis import compute_change_points  # about 0.5 s to import: only here
+
+    found, _ = compute_change_points(list(values), window_len=WINDOW, max_pvalue=MAX_PVALUE)
+    return [(int(c.index), float(c.stats.pvalue)) for c in found if 2 <= c.index <= len(values) - 2]
+
+
+def _change_point(runs: Sequence[RunValue], index: int, start: int, end: int, p_value: float,
+                  judged_by: str) -> ChangePoint:
+    before = [r.mean for r in runs[start:index] if r.mean is not None]
+    after = [r.mean for r in runs[index:end] if r.mean is not None]
+    a, b = stats.repeats(before), stats.repeats(after)
+    assert a is not None and b is not None  # segments hold runs with a figure
+    c = stats.compare(a, b, min_repeats=2, of=judged_by)
+    change = (c.ratio - 1) * 100
+    low = (c.ci_low - 1) * 100 if c.ci_low is not None else None
+    high = (c.ci_high - 1) * 100 if c.ci_high is not None else None
+    interval = f" (95 % CI {low:+.1f} % to {high:+.1f} %)" if low is not None and high is not None else ""
+    return ChangePoint(index=index, run_id=runs[index].run_id, started_at=runs[index].started_at,
+                       runs_before=len(before), runs_after=len(after), mean_before=a.mean, mean_after=b.mean,
+                       change_pct=change, ci_low_pct=low, ci_high_pct=high, p_value=p_value,
+                       text=metric.change_words(change, judged_by) + interval, causes=causes(runs, index))
+
+
+def _run_value(run: Mapping[str, Any], points: Sequence[dict[str, Any]]) -> RunValue:
+    ok = [p for p in points if analysis.value(p) is not None]
+    values = [v for p in ok if (v := analysis.value(p)) is not None]
+    within = (ok[0]["tps_ci_low"], ok[0]["tps_ci_high"]) \
+        if len(ok) == 1 and ok[0].get("tps_ci_low") is not None else None
+    summary = stats.summarize(values, failed=len(points) - len(ok), within_run=within,
+                              adaptive=any(p.get("adaptive") for p in ok))
+    interval = None if summary.ci_low is None else "within one run" if summary.within_run else "between runs"
+    return RunValue(run_id=int(run["id"]), started_at=str(run.get("started_at") or ""), n=summary.n,
+                    failed=summary.failed, mean=summary.mean, ci_low=summary.ci_low, ci_high=summary.ci_high,
+                    interval=interval, environment=environment(run, points[0].get("config") or {}))
+
+
+def series_key(point: Mapping[str, Any]) -> tuple[Any, ...]:
+    config = point.get("config") or {}
+    dataset = config.get("params") if config.get("params") is not None else point.get("params") or {}
+    return (point["label"], point["engine"], point["workload"], point["threads"], point.get("clients"),
+            json.dumps(dataset, sort_keys=True), point.get("variant") or "")
+
+
+def build(points: Iterable[dict[str, Any]], runs: Iterable[Mapping[str, Any]]) -> list[Series]:
+    """Every series in these points (analysis.load rows) with the runs they came from
+    (store.runs()), oldest run first, with its change points."""
+    by_id = {int(r["id"]): r for r in runs}
+    grouped: dict[tuple[Any, ...], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for p in points:
+        grouped[series_key(p)][int(p["run_id"])].append(p)
+    out = []
+    for key, of_run in grouped.items():
+        label, engine, workload, threads, clients, dataset, variant = key
+        ordered = sorted(of_run, key=lambda rid: (str(by_id[rid].get("started_at") or ""), rid))
+        values = tuple(_run_value(by_id[rid], of_run[rid]) for rid in ordered)
+        judged_by = next((p["metric"] for pts in of_run.values() for p in pts if p.get("metric")), metric.TPS)
+        out.append(_with_change_points(Series(
+            label=label, engine=engine, workload=workload, threads=int(threads), clients=int(clients or 0),
+            dataset=json.loads(dataset), variant=variant, metric=judged_by, runs=values)))
+    return sorted(out, key=lambda s: (s.label, s.engine, s.workload, s.variant, s.threads, s.clients,
+                                      json.dumps(dict(s.dataset), sort_keys=True)))
+
+
+def _with_change_points(series: Series) -> Series:
+    measured = [r for r in series.runs if r.mean is not None]
+    if len(measured) < MIN_RUNS:
+        return replace(series, note=f"{len(measured)} run(s) with a figure: change points need {MIN_RUNS}")
+    found = detect([r.mean for r in measured if r.mean is not None])
+    bounds = [0, *(i for i, _ in found), len(measured)]
+    points = tuple(_change_point(measured, index, bounds[k], bounds[k + 2], p, series.metric)
+                   for k, (index, p) in enumerate(found))
+    return replace(series, change_points=points)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which series `history` shows: all, or those of a label, workload, level."""
+
+    labels: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+    threads: tuple[int, ...] = ()
+    min_runs: int = 1
+
+    def keep(self, s: Series) -> bool:
+        return ((not self.workloads or s.workload in self.workloads)
+                and (not self.threads or s.threads in self.threads) and len(s.runs) >= self.min_runs)
+
+
+@dataclass(frozen=True)
+class History:
+    series: tuple[Series, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"series": [s.as_dict() for s in self.series]}
+
+
+def of_store(store: ResultStore, selection: Filter = Filter()) -> History:
+    """The history of a store (interfaces.ResultStore), filtered. A label or workload the
+    store does not hold is a UsageError naming what it holds (analysis.check_names)."""
+    if not analysis.check_names(store, labels=selection.labels):
+        return History()
+    rows = analysis.load(store, labels=selection.labels)
+    if selection.workloads:
+        stored = sorted({r["workload"] for r in rows})
+        for w in selection.workloads:
+            if w not in stored:
+                raise UsageError(f"no workload {w!r} in the store; stored: {', '.join(stored)}")
+    wanted = [r for r in rows if (not selection.workloads or r["workload"] in selection.workloads)
+              and (not selection.threads or r["threads"] in selection.threads)]
+    return History(tuple(s for s in build(wanted, store.runs_by_id({r["run_id"] for r in wanted}).values())
+                         if selection.keep(s)))

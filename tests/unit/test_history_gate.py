@@ -1,0 +1,203 @@
+"""`dbarena history` and `dbarena gate` on stores built with the library: the series of a
+point over runs, the change point at the run where a setting changed (named, with the
+server version that changed with it), and the gate's exit statuses both ways, for TPS and
+for mysqlslap's seconds (fewer is faster)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from dbarena.cli import main
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+from dbarena.stats import configkey, history
+from dbarena.store.database import Store
+
+T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+HOST = {"cpu_model": "test cpu", "hardware_threads": 2, "memory_bytes": 8 * 2 ** 30, "kernel": "6.1.0"}
+# Run-to-run wobble of a few tenths of a percent, so that repeats have a spread.
+WOBBLE = (1.0, 1.004, 0.996)
+
+
+def add_run(db: Store, label: str, day: int, tps: float | None = None, *, seconds: float | None = None,
+            sync: str = "off", server: str = "17.2", threads: tuple[int, ...] = (1,), repeats: int = 3,
+            scale: int = 1, kernel: str = "6.1.0") -> int:
+    workload = "mysqlslap" if seconds is not None else "pgbench-tpcb"
+    engine = "mysql" if seconds is not None else "postgres"
+    run_id = db.begin_run(RunInfo(
+        label=label, host="box", engine=engine, target="postgresql://dbarena@127.0.0.1:1/dbarena",
+        started_at=T0 + timedelta(days=day), server_version=server, tool_versions={"pgbench": f"pgbench {server}"},
+        options={"targets": {}}, host_facts={**HOST, "kernel": kernel}))
+    for level in threads:
+        for repeat in range(repeats):
+            spec = PointSpec(engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60,
+                             params=(("scale", scale),), repeat=repeat)
+            config = configkey.build(
+                engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60, warmup_s=0,
+                params={"scale": scale}, options={}, settings={"synchronous_commit": sync}, variant="",
+                server_version=server, flavour="postgresql", host=configkey.host_identity(HOST))
+            wobble = WOBBLE[repeat % len(WOBBLE)]
+            measurement = Measurement(run_avg_s=seconds * wobble, qps=1000 / (seconds * wobble)) \
+                if seconds is not None else Measurement(tps=(tps or 0) * level * wobble,
+                                                        transactions=int((tps or 0) * 60))
+            db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0,
+                                             command=("tool",), exit_code=0, stdout="", stderr="",
+                                             measurement=measurement), config=config)
+    db.finish_run(run_id, "finished")
+    return run_id
+
+
+@pytest.fixture
+def stepped(tmp_path: Path) -> Path:
+    """Label 'nightly': 5 runs at 1000 TPS with synchronous_commit off on 17.2, then 5 at
+    800 with it on and the server at 17.4 (first run of the new level: run 6)."""
+    path = tmp_path / "history.db"
+    with Store(path) as db:
+        for day in range(10):
+            after = day >= 5
+            level = (800.0 if after else 1000.0) * (1 + 0.01 * ((day * 7) % 3 - 1))
+            add_run(db, "nightly", day, level, sync="on" if after else "off", server="17.4" if after else "17.2")
+    return path
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(ended.value.code or 0), out, err
+
+
+def test_the_change_point_is_found_at_the_run_whose_setting_changed_and_named(stepped: Path) -> None:
+    with Store(stepped) as db:
+        found = history.of_store(db)
+    (series,) = found.series
+    assert [r.run_id for r in series.runs] == list(range(1, 11))
+    assert series.dataset == {"scale": 1} and series.threads == 1
+    assert all(r.n == 3 and r.interval == "between runs" for r in series.runs)
+    (cp,) = series.change_points
+    assert cp.run_id == 6 and cp.runs_before == 5 and cp.runs_after == 5
+    assert cp.change_pct == pytest.approx(-20, abs=1.5)
+    assert cp.ci_low_pct is not None and cp.ci_high_pct is not None and cp.ci_low_pct < cp.change_pct < cp.ci_high_pct
+    causes = {c.fact: (c.before, c.after) for c in cp.causes}
+    assert causes["setting synchronous_commit"] == ("off", "on")
+    assert causes["server version"] == ("17.2", "17.4")
+    assert "kernel" not in causes  # unchanged facts are not causes
+    assert cp.summary().startswith(f"{cp.change_pct:+.1f} % at run 6: setting synchronous_commit off -> on; "
+                                   "server version 17.2 -> 17.4; pgbench version")
+    assert "slower" in cp.text
+
+
+def test_a_steady_series_has_no_change_point_and_a_short_one_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "steady.db"
+    with Store(path) as db:
+        for day in range(12):
+            add_run(db, "steady", day, 1000.0 * (1 + 0.01 * ((day * 5) % 3 - 1)))
+        for day in range(3):
+            add_run(db, "short", day, 500.0)
+        found = history.of_store(db)
+    by_label = {s.label: s for s in found.series}
+    assert by_label["steady"].change_points == () and by_label["steady"].note is None
+    assert by_label["short"].note == "3 run(s) with a figure: change points need 4"
+
+
+def test_series_are_split_by_level_and_dataset_and_a_kernel_change_is_a_cause(tmp_path: Path) -> None:
+    path = tmp_path / "levels.db"
+    with Store(path) as db:
+        for day in range(8):
+            add_run(db, "n", day, 1000.0 if day < 4 else 600.0, threads=(1, 2), kernel="6.1.0" if day < 4 else "6.12.0")
+        add_run(db, "n", 9, 1000.0, scale=10)
+        found = history.of_store(db)
+    keys = [(s.threads, dict(s.dataset)["scale"], len(s.runs)) for s in found.series]
+    assert sorted(keys) == [(1, 1, 8), (1, 10, 1), (2, 1, 8)]
+    for s in found.series:
+        if len(s.runs) == 8:
+            (cp,) = s.change_points
+            assert cp.run_id == 5 and [c.text() for c in cp.causes] == ["kernel 6.1.0 -> 6.12.0"]
+
+
+def test_mysqlslap_seconds_going_up_is_slower(tmp_path: Path) -> None:
+    path = tmp_path / "slap.db"
+    with Store(path) as db:
+        for day in range(8):
+            add_run(db, "slap", day, seconds=2.0 if day < 4 else 2.6)
+        (series,) = history.of_store(db).series
+    assert series.metric == "seconds"
+    (cp,) = series.change_points
+    assert cp.change_pct == pytest.approx(30, abs=1) and "more seconds: slower" in cp.text
+
+
+def test_history_command_text_markdown_json_and_a_bad_label(stepped: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(["history", "--store", str(stepped)], capsys)
+    assert status == 0
+    assert "change point: -19.8 % at run 6: setting synchronous_commit off -> on" in out
+    status, out, _ = run_cli(["history", "--store", str(stepped), "--format", "md"], capsys)
+    assert status == 0 and out.startswith("## History") and "| 6 | 2026-11-06 00:00 | 3 |" in out
+    status, out, _ = run_cli(["history", "--store", str(stepped), "--json"], capsys)
+    data = json.loads(out)
+    (cp,) = data["series"][0]["change_points"]
+    assert cp["run"] == 6 and {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 6} \
+        in cp["causes"]
+    status, _, err = run_cli(["history", "--store", str(stepped), "--label", "nosuch"], capsys)
+    assert status == 2 and err.strip() == "dbarena: error: no label 'nosuch' in the store; stored: nightly"
+    status, _, err = run_cli(["history", "--store", str(stepped), "--workload", "nosuch"], capsys)
+    assert status == 2 and "no workload 'nosuch' in the store; stored: pgbench-tpcb" in err
+
+
+def test_gate_fails_the_slower_run_and_passes_the_faster(stepped: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "6"], capsys)
+    assert status == 1, out
+    assert out.startswith("FAILED: 1 of 1 judged point(s) more than 5% slower in run 6")
+    status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "6", "--candidate", "5",
+                              "--format", "md"], capsys)
+    assert status == 0, out
+    assert out.startswith("### ✅ dbarena gate passed") and "| pass | postgres | pgbench-tpcb | 1 |" in out
+    # A threshold wider than the step passes it, said as slower within the threshold.
+    status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "6",
+                              "--max-regression", "25%", "--json"], capsys)
+    assert status == 0
+    (level,) = json.loads(out)["levels"]
+    assert level["status"] == "pass" and level["text"].startswith("19.2 % slower, within 25%")
+
+
+def test_gate_by_labels_lists_levels_without_a_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "labels.db"
+    with Store(path) as db:
+        add_run(db, "main", 0, 1000.0, threads=(1, 2))
+        add_run(db, "pr", 1, 1000.0, threads=(1,))
+        add_run(db, "pr", 2, 1000.0, threads=(2,), repeats=1)
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr",
+                              "--format", "md"], capsys)
+    assert status == 0, out
+    assert "**Without a verdict (1)**" in out
+    assert ("- postgres pgbench-tpcb at 2 thread(s): no verdict: 1 run(s) on a side, 3 needed (baseline 3, "
+            "candidate 1): run both with --repeat 3") in out
+
+
+def test_gate_mysqlslap_more_seconds_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "slap.db"
+    with Store(path) as db:
+        add_run(db, "main", 0, seconds=2.0)
+        add_run(db, "pr", 1, seconds=2.4)
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr"], capsys)
+    assert status == 1 and "16.7 % slower" in out
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "pr", "--candidate", "main"], capsys)
+    assert status == 0 and "20.0 % faster" in out
+
+
+def test_gate_bad_input_exits_2(stepped: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_cli(["gate", "--store", str(stepped), "--baseline", "nosuch", "--candidate", "6"], capsys)
+    assert status == 2 and "'nosuch' is neither a run nor a label in the store; labels: nightly; runs: 1 to 10" in err
+    status, _, err = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "5"], capsys)
+    assert status == 2 and "both run 5" in err
+    status, _, err = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "6",
+                              "--max-regression", "lots"], capsys)
+    assert status == 2 and "--max-regression 'lots'" in err
+    path = tmp_path / "few.db"
+    with Store(path) as db:
+        add_run(db, "a", 0, 1000.0, repeats=1)
+        add_run(db, "b", 1, 500.0, repeats=1)
+    status, _, err = run_cli(["gate", "--store", str(path), "--baseline", "a", "--candidate", "b"], capsys)
+    assert status == 2 and "nothing to gate: no point of label 'b' (run 2) has a verdict" in err
