@@ -46,10 +46,10 @@ def hardware(rows: list[dict], runs_by_id: dict[int, dict]) -> dict[str, dict]:
     measured host for a throwaway instance, what --server-cores/--server-threads said
     for a remote target."""
     hardware: dict[str, dict] = {}
-    for r in rows:
-        found = _server_hardware(runs_by_id[r["run_id"]])
-        if found is not None:
-            hardware.setdefault(r["label"], found)
+    # Each run once, in the rows' order (a run holds thousands of points of a big store).
+    for label, run_id in dict.fromkeys((r["label"], r["run_id"]) for r in rows):
+        if label not in hardware and (found := _server_hardware(runs_by_id[run_id])) is not None:
+            hardware[label] = found
     return hardware
 
 

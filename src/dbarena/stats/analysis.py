@@ -222,8 +222,9 @@ def summaries(rows: Iterable[dict[str, Any]],
         groups[(row["label"], row["config_key"] or f"point {row['point_id']}")].append(row)
     out = []
     for key, members in groups.items():
-        ok = [m for m in members if m["status"] == "ok" and _value(m) is not None]
-        values = [v for m in ok if (v := _value(m)) is not None]
+        valued = [(m, v) for m in members if m["status"] == "ok" and (v := _value(m)) is not None]
+        ok = [m for m, _ in valued]
+        values = [v for _, v in valued]
         within = (ok[0]["tps_ci_low"], ok[0]["tps_ci_high"]) if len(ok) == 1 and ok[0].get("tps_ci_low") is not None \
             else None
         adaptive = any(m.get("adaptive") for m in ok)
