@@ -149,31 +149,33 @@ def test_history_command_text_markdown_json_and_a_bad_label(stepped: Path, capsy
 def test_gate_fails_the_slower_run_and_passes_the_faster(stepped: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "6"], capsys)
     assert status == 1, out
-    assert out.startswith("FAILED: 1 of 1 judged point(s) more than 5% slower in run 6")
+    assert out.startswith("FAILED: 1 of 1 judged workload(s) more than 5% slower in run 6")
+    assert "levels 1: 1,000.0 (3) -> 808.0 (3)" in out
     status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "6", "--candidate", "5",
                               "--format", "md"], capsys)
     assert status == 0, out
-    assert out.startswith("### ✅ dbarena gate passed") and "| pass | postgres | pgbench-tpcb | 1 |" in out
+    assert out.startswith("### ✅ dbarena gate passed") and "| pass | postgres | pgbench-tpcb | +23.8 % |" in out
     # A threshold wider than the step passes it, said as slower within the threshold.
     status, out, _ = run_cli(["gate", "--store", str(stepped), "--baseline", "5", "--candidate", "6",
                               "--max-regression", "25%", "--json"], capsys)
     assert status == 0
-    (level,) = json.loads(out)["levels"]
-    assert level["status"] == "pass" and level["text"].startswith("19.2 % slower, within 25%")
+    (item,) = json.loads(out)["items"]
+    assert item["status"] == "pass" and item["text"].endswith("; within 25%") and item["speed_change_pct"] < -19
 
 
-def test_gate_by_labels_lists_levels_without_a_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_by_labels_lists_workloads_without_a_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "labels.db"
     with Store(path) as db:
-        add_run(db, "main", 0, 1000.0, threads=(1, 2))
-        add_run(db, "pr", 1, 1000.0, threads=(1,))
-        add_run(db, "pr", 2, 1000.0, threads=(2,), repeats=1)
+        add_run(db, "main", 0, 1000.0)
+        add_run(db, "main", 0, seconds=2.0)
+        add_run(db, "pr", 1, 1000.0)
+        add_run(db, "pr", 1, seconds=2.0, repeats=1)
     status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr",
                               "--format", "md"], capsys)
     assert status == 0, out
     assert "**Without a verdict (1)**" in out
-    assert ("- postgres pgbench-tpcb at 2 thread(s): no verdict: 1 run(s) on a side, 3 needed (baseline 3, "
-            "candidate 1): run both with --repeat 3") in out
+    assert "- mysql mysqlslap (levels 1: 2.000 s (3) -> 2.000 s (1)): no verdict: 1 run(s) a side" in out
+    assert "| pass | postgres | pgbench-tpcb |" in out
 
 
 def test_gate_mysqlslap_more_seconds_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,3 +203,22 @@ def test_gate_bad_input_exits_2(stepped: Path, tmp_path: Path, capsys: pytest.Ca
         add_run(db, "b", 1, 500.0, repeats=1)
     status, _, err = run_cli(["gate", "--store", str(path), "--baseline", "a", "--candidate", "b"], capsys)
     assert status == 2 and "nothing to gate: no point of label 'b' (run 2) has a verdict" in err
+
+
+def test_the_html_report_gains_a_history_section_only_with_a_history(stepped: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "r.html"
+    status, _, err = run_cli(["report", "--store", str(stepped), "-o", str(page)], capsys)
+    assert status == 0, err
+    text = page.read_text()
+    assert '<section id="history"><h2>History</h2>' in text and '<a href="#history">History</a>' in text
+    history_part = text[text.index('<section id="history">'):text.index('<section id="provenance">')]
+    assert history_part.count("<svg") == 1 and "chart-history" in history_part
+    assert "at run 6: setting synchronous_commit off -&gt; on" in history_part  # beside the chart, escaped
+    assert "synchronous_commit off -&gt; on" in history_part.split("</svg>")[0]  # and in it, at the line
+    single = tmp_path / "one.db"
+    with Store(single) as db:
+        add_run(db, "once", 0, 1000.0)
+    status, _, err = run_cli(["report", "--store", str(single), "-o", str(page)], capsys)
+    assert status == 0, err
+    assert 'id="history"' not in page.read_text()

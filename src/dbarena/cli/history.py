@@ -58,15 +58,16 @@ def history_command(store: Path | str, labels: tuple[str, ...], workloads: tuple
               help="text for a CI log, md (Markdown) for a pull-request comment.")
 def gate_command(store: Path | str, baseline: str, candidate: str, max_regression: str, as_json: bool,
                  fmt: str) -> int:
-    """Does the candidate make any point slower than the baseline by more than
-    --max-regression? Every level both measured with the same workload, dataset,
-    duration and tool options is compared (the machine, server version and settings
-    may differ: they are what is gated); a level fails when it is significantly slower
-    (Welch's t over runs, p < 0.05) and its estimated slowdown is beyond the threshold.
-    mysqlslap is judged by its seconds (fewer is faster). A level with fewer than 3 runs
-    a side has no verdict and is listed as such.
+    """Does the candidate make any workload slower than the baseline by more than
+    --max-regression? The levels both measured with the same workload, dataset, duration
+    and tool options are compared (the machine, server version and settings may differ:
+    they are what is gated), and each engine and workload is judged as `compare` judges
+    it: the geometric mean of its levels' ratios with a 95 % interval. It fails when it
+    is significantly slower (p < 0.05) and the estimated slowdown is beyond the
+    threshold. mysqlslap is judged by its seconds (fewer is faster). A workload with
+    fewer than 3 runs a side at a level has no verdict and is listed as such.
 
-    Exit status: 0 no level slower beyond the threshold, 1 at least one, 2 bad input
+    Exit status: 0 no workload slower beyond the threshold, 1 at least one, 2 bad input
     (an unknown run or label, or nothing both sides measured with a verdict)."""
     threshold = gating.parse_threshold(max_regression)
     with open_store(store) as db:

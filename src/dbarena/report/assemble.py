@@ -18,7 +18,8 @@ from pathlib import Path
 
 from dbarena.errors import UsageError
 from dbarena.report import charts, data, export, html, markdown
-from dbarena.stats import analysis
+from dbarena.report import history as history_view
+from dbarena.stats import analysis, history
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
 
@@ -46,6 +47,7 @@ class Drawn:
 
     svg: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     png: dict[tuple[str, str], dict[str, bytes]] | None = None
+    history: str = ""  # the HTML report's History section (report/history.py), if any
 
 
 def build(store: ResultStore, selection: Selection) -> data.Report:
@@ -91,7 +93,23 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
         samples = {label: series.get(info["point_id"], []) for label, info in section.series.items() if info}
         raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
         drawn.svg[key] = charts.charts(section, samples, png=raster)
+    if fmt == "html":
+        drawn.history = _history(store, report.labels)
     return drawn
+
+
+def _history(store: ResultStore, shown: list[str]) -> str:
+    """The History section, when a shown label has runs enough to make a history (looked
+    up in the runs first: most stores hold one run a label and pay nothing for it). A
+    label the report splits by configuration ('nightly [config 28ea06]') is one history."""
+    runs: dict[str, int] = {}
+    for r in store.runs():
+        runs[r["label"]] = runs.get(r["label"], 0) + 1
+    labels = tuple(label for label, n in runs.items() if n >= history_view.MIN_CHART_RUNS
+                   and any(s == label or s.startswith(f"{label} [") for s in shown))
+    if not labels:
+        return ""
+    return history_view.section(history.of_store(store, history.Filter(labels=labels)))
 
 
 def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = None) -> str:
@@ -99,7 +117,7 @@ def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = No
     `<output stem>_files/` beside `output`; HTML inlines them."""
     drawn = drawn or Drawn()
     if fmt == "html":
-        return html.render(report, drawn.svg, drawn.png)
+        return html.render(report, drawn.svg, drawn.png, history=drawn.history)
     if fmt == "md":
         return markdown.render(report, drawn.svg, output, drawn.png)
     if fmt == "csv":

@@ -123,9 +123,10 @@ def toggles(labels: list[str]) -> tuple[str, str]:
 
 
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
-           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None) -> str:
+           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "") -> str:
     """charts: (engine, workload) -> chart name -> SVG text (from report.charts);
-    pngs, when given (--png), the same charts as PNG, offered for saving too."""
+    pngs, when given (--png), the same charts as PNG, offered for saving too; history:
+    the History section (report/history.py), placed before the provenance."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     labels = ", ".join(escape(l) for l in report.labels)
     bar, rules = toggles(report.labels)
@@ -144,6 +145,8 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     for s in report.sections:
         parts.append(f'<li><a href="#{escape(s.engine)}-{escape(s.workload)}">{escape(s.engine)} '
                      f"{escape(s.workload)}</a></li>")
+    if history:
+        parts.append('<li><a href="#history">History</a></li>')
     parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
     for s in report.sections:
         parts.append(f'<section id="{escape(s.engine)}-{escape(s.workload)}"><h2>{escape(s.engine)} '
@@ -162,6 +165,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         parts.append("</div>")
         parts.extend(_table(t, folded=t.title != KEY_TABLE) for t in section_tables(s, report))
         parts.append("</section>")
+    parts.append(history)
     parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
     parts.append(f"<script>{SAVE}</script></body></html>")
     return "\n".join(parts)

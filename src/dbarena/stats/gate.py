@@ -1,20 +1,21 @@
-"""A regression gate: does a candidate (a run, or a label's runs) make any point that it
+"""A regression gate: does a candidate (a run, or a label's runs) make any workload that it
 and the baseline both measured slower by more than a threshold?
 
-Each side's points are pooled per configuration key as everywhere (analysis.summaries) and
-compared level by level as `compare` does (analysis.compare: Welch's t over independent
-runs, the ratio's interval by the delta method; estimators.compare), then gathered into
-one figure per workload (decision.decide) for the summary. The comparison is about what a
-continuous benchmark changes between its runs: the machine, the server's version and its
-settings (configkey.ABOUT "host", "server", "settings") may differ; a level whose workload,
-dataset, duration or tool options differ is not comparable, and said so.
+Each side's points are pooled per configuration key as everywhere (analysis.summaries),
+compared level by level as `compare` does (analysis.compare, estimators.compare over
+independent runs), and judged per engine and workload as `compare` and the report judge
+them (decision.decide: the geometric mean of the levels' ratios in speed, so + is faster
+for mysqlslap's seconds too, with its interval and p-value on the log scale). The
+comparison is about what a continuous benchmark changes between its runs: the machine,
+the server's version and its settings (configkey.ABOUT "host", "server", "settings") may
+differ; a level whose workload, dataset, duration or tool options differ is not
+comparable, and listed as such.
 
-A point fails when it is significantly slower (p < 0.05) and its estimated slowdown, in
-speed (throughput; for mysqlslap 1 / seconds), is more than the threshold. A point with
-fewer than MIN_REPEATS runs on a side has no verdict and is listed as such: it neither
-passes nor fails. The gate's exit status: 1 when a point fails, else 0; with nothing to
-judge (no comparable level, or none with a verdict) the input cannot be gated (a
-UsageError: exit 2).
+A workload fails when it is significantly slower (p < 0.05) and its estimated slowdown is
+more than the threshold. One with fewer than MIN_REPEATS runs a side at a level has no
+verdict and is listed as such: it neither passes nor fails. The gate's exit status: 1
+when a workload fails, else 0; with nothing to judge (no comparable level, or none with
+a verdict) the input cannot be gated (a UsageError: exit 2).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
 from dbarena.stats import analysis, decision, metric
-from dbarena.stats.estimators import MIN_REPEATS
 
 FAIL, PASS, NO_VERDICT, NOT_COMPARABLE, MISSING = "fail", "pass", "no verdict", "not comparable", "not measured"
 ABOUT = ("server", "settings")  # besides the host, which a comparison of two labels ignores anyway
@@ -41,15 +41,15 @@ class Side:
 
 
 @dataclass(frozen=True)
-class Level:
+class Item:
+    """One engine and workload of the gate (decision.decide's figure over the levels both
+    sides measured alike), or one level that could not be counted (not comparable, or
+    not measured by the candidate)."""
+
     engine: str
     workload: str
-    threads: int
-    metric: str
-    baseline: float | None
-    candidate: float | None
-    baseline_n: int
-    candidate_n: int
+    metric: str | None
+    levels: str  # each level: "1: 1,235.0 (3) -> 60.1 (3)", threads: baseline (runs) -> candidate (runs)
     speed_change_pct: float | None  # candidate against baseline in speed: + is faster
     ci_low_pct: float | None
     ci_high_pct: float | None
@@ -66,16 +66,15 @@ class Gate:
     baseline: Side
     candidate: Side
     max_regression: float  # 0.05 = 5 %
-    levels: tuple[Level, ...]
-    decisions: tuple[decision.Decision, ...]
+    items: tuple[Item, ...]
 
     @property
-    def failed(self) -> tuple[Level, ...]:
-        return tuple(lv for lv in self.levels if lv.status == FAIL)
+    def failed(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.status == FAIL)
 
     @property
-    def unjudged(self) -> tuple[Level, ...]:
-        return tuple(lv for lv in self.levels if lv.status not in (FAIL, PASS))
+    def unjudged(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.status not in (FAIL, PASS))
 
     @property
     def exit_status(self) -> int:
@@ -84,7 +83,7 @@ class Gate:
     def as_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline.what, "candidate": self.candidate.what,
                 "max_regression_pct": self.max_regression * 100, "passed": not self.failed,
-                "levels": [lv.as_dict() for lv in self.levels], "decisions": [d.as_dict() for d in self.decisions]}
+                "items": [i.as_dict() for i in self.items]}
 
 
 def parse_threshold(text: str) -> float:
@@ -119,40 +118,31 @@ def side(store: ResultStore, spec: str) -> Side:
                      f"{runs[0]['id']} to {runs[-1]['id']}")
 
 
-def _speed(ratio: float | None, judged_by: str) -> float | None:
-    if ratio is None or ratio <= 0:
-        return None
-    return 1 / ratio if metric.lower_is_better(judged_by) else ratio
+def _levels(rows: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{r['threads']}: {metric.shown(r.get('a_mean'), r['metric'])} ({r.get('a_n')}) -> "
+                     f"{metric.shown(r.get('b_mean'), r['metric'])} ({r.get('b_n')})"
+                     for r in sorted(rows, key=lambda r: r["threads"]))
 
 
-def _level(row: dict[str, Any], threshold: float) -> Level:
-    judged_by = row["metric"]
-    speed = _speed(row.get("ratio"), judged_by)
-    ends = sorted(e for e in (_speed(row.get("ratio_ci_low"), judged_by), _speed(row.get("ratio_ci_high"),
-                                                                                  judged_by)) if e is not None)
-    low, high = (ends[0], ends[1]) if len(ends) == 2 else (None, None)
-    change = (speed - 1) * 100 if speed is not None else None
-    if row.get("differs"):
-        status, text = NOT_COMPARABLE, row["reason"]
-    elif row.get("verdict") is None:
+def _item(d: decision.Decision, rows: list[dict[str, Any]], threshold: float) -> Item:
+    """A workload's decision as the gate's verdict. Its ratio and interval are of speed
+    already (decision.py: 1 / seconds for mysqlslap), on the log scale where its p-value is."""
+    change = d.change_pct
+    low = (d.ci_low - 1) * 100 if d.ci_low is not None else None
+    high = (d.ci_high - 1) * 100 if d.ci_high is not None else None
+    if d.verdict == decision.NOT_COMPARABLE:
+        status = NOT_COMPARABLE
+    elif d.verdict == decision.NO_VERDICT:
         status = NO_VERDICT
-        fewest = min(int(row.get("a_n") or 0), int(row.get("b_n") or 0))
-        text = (f"{fewest} run(s) on a side, {MIN_REPEATS} needed (baseline {row['a_n']}, candidate {row['b_n']}): "
-                f"run both with --repeat {MIN_REPEATS}") if fewest < MIN_REPEATS else \
-            (row.get("reason") or "no verdict").removeprefix("no verdict: ")
-    elif row["verdict"] == "slower" and change is not None and change < -threshold * 100:
-        status, text = FAIL, f"{abs(change):.1f} % slower, more than {threshold:.0%} (p = {row['p_value']:.3g})"
+    elif d.verdict == decision.SLOWER and change is not None and change < -threshold * 100:
+        status = FAIL
     else:
         status = PASS
-        text = {"slower": f"{abs(change or 0):.1f} % slower, within {threshold:.0%} (p = {row['p_value']:.3g})",
-                "faster": f"{abs(change or 0):.1f} % faster (p = {row['p_value']:.3g})"}.get(
-            row["verdict"], f"no significant difference ({change:+.1f} %, p = {row['p_value']:.2f})")
-    return Level(engine=row["engine"], workload=row["workload"], threads=int(row["threads"]), metric=judged_by,
-                 baseline=row.get("a_mean"), candidate=row.get("b_mean"), baseline_n=int(row.get("a_n") or 0),
-                 candidate_n=int(row.get("b_n") or 0), speed_change_pct=change,
-                 ci_low_pct=(low - 1) * 100 if low is not None else None,
-                 ci_high_pct=(high - 1) * 100 if high is not None else None, p_value=row.get("p_value"),
-                 status=status, text=text)
+    beyond = {FAIL: f"; more than {threshold:.0%}",
+              PASS: f"; within {threshold:.0%}" if d.verdict == decision.SLOWER else ""}.get(status, "")
+    return Item(engine=d.engine or "", workload=d.workload or "", metric=d.metric, levels=_levels(rows),
+                speed_change_pct=change, ci_low_pct=low, ci_high_pct=high, p_value=d.p_value, status=status,
+                text=d.text + beyond)
 
 
 def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
@@ -170,18 +160,21 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     rows = [{**p, "label": baseline.name} for p in baseline.points] + \
            [{**p, "label": candidate.name} for p in candidate.points]
     compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT)
-    levels = [_level(r, max_regression) for r in compared]
-    seen = {(lv.engine, lv.workload, lv.threads) for lv in levels}
+    counted = [r for r in compared if not r.get("differs")]
+    items = [_item(d, [r for r in counted if (r["engine"], r["workload"]) == (d.engine, d.workload)], max_regression)
+             for d in decision.decide(counted)]
+    # Levels that no figure counts, listed rather than dropped.
+    items += [Item(r["engine"], r["workload"], r["metric"], _levels([r]), None, None, None, None, NOT_COMPARABLE,
+                   r["reason"]) for r in compared if r.get("differs")]
+    seen = {(r["engine"], r["workload"], r["threads"]) for r in compared}
     for s in analysis.summaries(r for r in rows if r["label"] == baseline.name):
         if (s["engine"], s["workload"], s["threads"]) not in seen:
             seen.add((s["engine"], s["workload"], s["threads"]))
-            levels.append(Level(s["engine"], s["workload"], int(s["threads"]), s["metric"], s["mean"], None, s["n"],
-                                0, None, None, None, None, MISSING, f"not measured by {candidate.what}"))
-    if not any(lv.status in (PASS, FAIL) for lv in levels):
-        reasons = "; ".join(sorted({f"{lv.workload} at {lv.threads}: {lv.text}" for lv in levels})[:3]) or \
+            items.append(Item(s["engine"], s["workload"], s["metric"], f"{s['threads']}", None, None, None, None,
+                              MISSING, f"not measured by {candidate.what}"))
+    if not any(i.status in (PASS, FAIL) for i in items):
+        reasons = "; ".join(sorted({f"{i.workload}: {i.text}" for i in items})[:3]) or \
             "they share no engine, workload and level"
         raise UsageError(f"nothing to gate: no point of {candidate.what} has a verdict against {baseline.what} "
                          f"({reasons})")
-    return Gate(baseline, candidate, max_regression,
-                tuple(sorted(levels, key=lambda lv: (lv.engine, lv.workload, lv.threads))),
-                tuple(decision.decide(compared)))
+    return Gate(baseline, candidate, max_regression, tuple(sorted(items, key=lambda i: (i.engine, i.workload))))
