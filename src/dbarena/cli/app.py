@@ -8,6 +8,7 @@ Commands return their exit status (an int) rather than raising SystemExit.
 from __future__ import annotations
 
 import importlib
+import re
 import signal
 import sys
 import threading
@@ -19,6 +20,8 @@ import click
 from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena.lifecycle.cleanup import reap_dead
+from dbarena.limits import printable
+from dbarena.masking import masked
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import Store
 
@@ -33,8 +36,16 @@ else:
     _StoreLocationBase = click.ParamType
 
 
+# A libpq keyword connection string ("host=h dbname=d"): not a file name, and it may
+# hold a password, so it is refused, masked, rather than taken for a file to create.
+_CONNINFO = re.compile(r"\s*(?:[a-z_]+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s']*)\s*)+")
+_CONNINFO_KEYS = {"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "options",
+                  "service", "application_name", "connect_timeout"}
+
+
 class StoreLocation(_StoreLocationBase):
-    """An SQLite file (an absolute Path), or a postgresql:// URL (checked: no password)."""
+    """An SQLite file (an absolute Path), or a postgresql:// URL (checked: no password).
+    A value refused is shown masked: a mistyped URL may carry a password."""
 
     name = "FILE|URL"
 
@@ -47,7 +58,12 @@ class StoreLocation(_StoreLocationBase):
             except UsageError as exc:
                 self.fail(str(exc).removeprefix("--store "), param, ctx)
         if "://" in value:
-            self.fail(f"{value!r}: expected a file, or postgresql://USER@HOST[:PORT]/DATABASE", param, ctx)
+            self.fail(f"{masked(value)!r}: expected a file, or postgresql://USER@HOST[:PORT]/DATABASE", param, ctx)
+        if _CONNINFO.fullmatch(value) and {k.strip() for k in re.findall(r"([a-z_]+)\s*=", value)} & _CONNINFO_KEYS:
+            self.fail(f"{masked(value)!r}: a keyword connection string; expected a file, or "
+                      "postgresql://USER@HOST[:PORT]/DATABASE (the password from PGPASSWORD or ~/.pgpass)", param, ctx)
+        if "\0" in value or not value.strip():
+            self.fail(f"{printable(value)!r} is not a file name", param, ctx)
         if Path(value).is_dir():
             self.fail(f"{value!r} is a directory", param, ctx)
         return Path(value).resolve()
@@ -114,10 +130,14 @@ def cli() -> None:
 
 
 def open_store(path: Path | str) -> Store:
-    """An existing store (a file that is not there is a usage error, not a new store)."""
+    """An existing store, to read: opened read-only, so that a read never writes (a
+    file that is not there is a usage error, not a new store; a file that is not a
+    dbarena store is refused). An older SQLite store is read through a copy migrated in
+    memory, silently: reading works as before, and the file stays as it is until a
+    command that writes (or `dbarena store migrate`) upgrades it (docs/store.md)."""
     if isinstance(path, Path) and not path.exists():
         raise UsageError(f"no results store at {path} (run `dbarena run` first, or pass --store)")
-    return Store(path)
+    return Store(path, readonly=True)
 
 
 def _raise_on_sigterm(signum: int, frame: Any) -> None:
@@ -141,5 +161,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(message: str, status: int) -> NoReturn:
-    click.echo(f"dbarena: error: {' '.join(message.split())}", err=True)
+    # One line, whatever the message quotes: no password a user mistyped into a URL or
+    # a connection string (masked), nothing that acts on the terminal (printable).
+    click.echo(f"dbarena: error: {printable(' '.join(masked(message).split()))}", err=True)
     sys.exit(status)

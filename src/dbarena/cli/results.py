@@ -44,6 +44,18 @@ def store_group() -> None:
     """The results store itself."""
 
 
+@store_group.command("migrate")
+@store_option
+def store_migrate(store: Path | str) -> None:
+    """Bring a store written by an older dbarena to this one's schema, in place (every
+    command that writes does so first; reading commands read an older SQLite store
+    through a copy migrated in memory, and refuse an older PostgreSQL one)."""
+    if isinstance(store, Path) and not store.exists():
+        raise UsageError(f"no results store at {store}")
+    with Store(store, create=False) as db:
+        click.echo(f"{store}: schema version {db.version}")
+
+
 @store_group.command("info")
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

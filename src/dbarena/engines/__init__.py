@@ -9,14 +9,15 @@ Adding a flavour means one module and one line in FLAVOURS.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from dbarena import execute
+from dbarena.engines import target_url
 from dbarena.engines.mariadb import MariaDB
 from dbarena.engines.mysql import MySQL
 from dbarena.engines.postgres import PostgresEngine
 from dbarena.errors import UsageError
 from dbarena.interfaces import Engine, Executor
+from dbarena.masking import masked
 
 # family -> flavour -> engine; "auto" picks the first installed, in this order.
 FLAVOURS: dict[str, dict[str, Engine]] = {
@@ -63,7 +64,9 @@ def get(name: str, flavour: str = AUTO, *, bindir: Path | None = None,
 
 
 def engine_of_url(url: str) -> str:
-    scheme = urlsplit(url).scheme
+    scheme = target_url.split(url).scheme
     if scheme not in SCHEMES:
-        raise UsageError(f"--target {url!r}: expected postgresql://user@host:port/db or mysql://user@host:port/db")
+        # Masked: a mistyped scheme or a keyword connection string may hold a password.
+        raise UsageError(f"--target {masked(url)!r}: expected postgresql://user@host:port/db or "
+                         "mysql://user@host:port/db")
     return SCHEMES[scheme]

@@ -10,31 +10,11 @@ from dataclasses import fields
 from typing import Any
 
 from dbarena.importers.common import ImportedPoint, ImportProblem
+# The bounds are shared with flags and study files (limits.py); csvrows.py reads them here.
+from dbarena.limits import MAX_COUNT, MAX_SECONDS, MAX_THREADS, number_problem
 from dbarena.model import Measurement, Sample
 
-# Each thread or client is a connection: no server takes a million.
-MAX_THREADS = 1_000_000
-# pgbench's -T and sysbench's --time are 32-bit: no tool runs longer.
-MAX_SECONDS = 2**31 - 1
-# A count SQLite stores as an INTEGER.
-MAX_COUNT = 2**63 - 1
-
-
-def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
-                   above: bool = False) -> str | None:
-    """What is wrong with a figure (None: nothing): not finite, below its minimum (or
-    not above it), beyond its maximum, not whole."""
-    if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may not fit a float)
-        return "is not a finite number"
-    if above and value <= minimum:
-        return f"must be above {minimum:g}"
-    if value < minimum:
-        return "is negative" if minimum == 0 else f"must be at least {minimum:g}"
-    if maximum is not None and value > maximum:
-        return f"is beyond what a tool can print (at most {maximum})"
-    if whole and value != int(value):
-        return "is not a whole number"
-    return None
+__all__ = ["MAX_COUNT", "MAX_SECONDS", "MAX_THREADS", "number_problem", "seconds", "check"]
 
 
 def seconds(value: float, name: str, line: int, what: str) -> float:

@@ -57,14 +57,30 @@ class Store:
     tables; the SQL below is written once, in SQLite's spelling, and pgstore.Connection
     translates it."""
 
-    def __init__(self, location: str | Path):
+    def __init__(self, location: str | Path, *, readonly: bool = False, create: bool = True):
+        """Open (and migrate) the store at `location`. A file or database that holds
+        something else than a dbarena store is refused (StoreError), untouched.
+
+        readonly: for commands that only read (`results`, `compare`, `report`, `store
+        info`): nothing is written, not even a cache of derived figures; an older
+        SQLite store is migrated in a copy in memory (`migrated_from` then says its
+        own version), an older PostgreSQL one refused with the command to run.
+        create: whether an absent or empty file (or a database without dbarena's
+        tables) becomes a new store; a reader never creates one."""
         self.postgresql = pgstore.is_url(location)
-        self.dialect: Dialect = PostgreSQL(str(location)) if self.postgresql else SQLite(Path(location))
+        self.dialect: Dialect = (PostgreSQL(str(location), readonly=readonly, create=create) if self.postgresql
+                                 else SQLite(Path(location), readonly=readonly, create=create))
+        self.readonly = readonly
         self.path = self.dialect.path
         self.location = self.dialect.location
         self.errors = self.dialect.errors
-        self.db: SqlConnection = self.dialect.db
         self.dialect.migrate(SCHEMA_VERSION, self._after_migrations)
+        self.db: SqlConnection = self.dialect.db  # (after migrate: a read-only store may be a copy in memory now)
+
+    @property
+    def migrated_from(self) -> int | None:
+        """A read-only store's own schema version when it was migrated in memory."""
+        return self.dialect.migrated_from
 
     def close(self) -> None:
         self.db.close()
@@ -80,7 +96,7 @@ class Store:
         return self.dialect.version()
 
     def _after_migrations(self) -> None:
-        migrations.after_migrations(self.db, self.version)
+        migrations.after_migrations(self.dialect.db, self.version)
 
     def _host(self, facts: dict[str, Any]) -> str:
         """The fingerprint of these host facts, stored once (uncommitted)."""

@@ -9,11 +9,12 @@ import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import quote
 
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
 from dbarena.store.encoding import now_utc, utc
-from dbarena.store.migrations import migrate_sqlite
+from dbarena.store.migrations import data_steps_pending, foreign_tables, migrate_sqlite
 
 # point_derived: a point's figures replace those of an older estimator.
 _DERIVED = "INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)"
@@ -36,33 +37,87 @@ def _busy_timeout_restored(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("PRAGMA busy_timeout = 60000")
 
 
+def read_only_uri(path: Path) -> str:
+    """SQLite's URI that opens a file read-only (a path with '?' or '#' quoted)."""
+    return f"file:{quote(str(path.resolve()))}?mode=ro"
+
+
+def not_ours(path: Path | str, why: str) -> StoreError:
+    return StoreError(f"{path} is not a dbarena store ({why}): give another --store")
+
+
 class SQLite:
-    """An SQLite file."""
+    """An SQLite file. `readonly`: opened so that nothing can write it (SQLite's
+    mode=ro), for the commands that only read; an older schema or unfinished data
+    steps are then brought up to date in a copy in memory, the file left as it is.
+    `create`: an absent or empty file becomes a new store (writers); otherwise such a
+    file is refused, as is a file that holds anything but a dbarena store."""
 
     name = "sqlite"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, readonly: bool = False, create: bool = True):
         self.path: Path | None = path
         self.location = str(path)
+        self.readonly = readonly
+        self.migrated_from: int | None = None  # a read-only store's own version, when migrated in memory
         self.errors: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
         if not path.parent.is_dir():
             raise StoreError(f"store {path}: directory {path.parent} does not exist")
+        if not path.exists() and (readonly or not create):
+            raise StoreError(f"no results store at {path}")
+        empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+        if empty and (readonly or not create):
+            raise not_ours(path, "it is empty")
         try:
             # A reader (`dbarena results` during a run) may hold the file for a while:
             # wait for it rather than stop a benchmark.
-            self.db = sqlite3.connect(path, timeout=60)
+            self.db = sqlite3.connect(read_only_uri(path) if readonly else path, timeout=60, uri=readonly)
+            if not empty:
+                self._check_ours(new_allowed=create and not readonly)
             self.db.execute("PRAGMA foreign_keys = ON")
             _ensure_sqrt(self.db)
         except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(NameError, AttributeError):
+                self.db.close()
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise not_ours(path, "not an SQLite database") from None
             raise StoreError(f"store {path}: {exc}") from None
 
+    def _check_ours(self, new_allowed: bool) -> None:
+        """Refuse a file another program owns before a single byte is written to it,
+        and one holding nothing at all unless it may become a new store."""
+        found = foreign_tables(self.db)
+        if found is None and not new_allowed and self.version() == 0:
+            found = "it is empty"  # an SQLite file without a table (a copy of an empty file)
+        if found is not None:
+            self.db.close()
+            raise not_ours(self.location, found)
+
     def migrate(self, target: int, after: Callable[[], None]) -> None:
-        """Bring the schema to `target`, then run `after` (the data steps)."""
+        """Bring the schema to `target`, then run `after` (the data steps). Read-only:
+        in a copy in memory, when there is anything to do."""
         try:
+            if self.readonly:
+                version = self.version()
+                if version >= target and not data_steps_pending(self.db, version):
+                    migrate_sqlite(self.db, Path(self.location), target)  # (refuses a newer store; writes nothing)
+                    return
+                self._to_memory()
+                self.migrated_from = version
             migrate_sqlite(self.db, Path(self.location), target)
             after()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {self.location}: {exc}") from None
+
+    def _to_memory(self) -> None:
+        """The store copied into memory (SQLite's online backup: consistent even while
+        a run writes it), the file closed: what a migration writes stays in memory."""
+        memory = sqlite3.connect(":memory:")
+        self.db.backup(memory)
+        self.db.close()
+        self.db = memory
+        self.db.execute("PRAGMA foreign_keys = ON")
+        _ensure_sqrt(self.db)
 
     def version(self) -> int:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
@@ -73,6 +128,8 @@ class SQLite:
         return cur.lastrowid
 
     def save_derived(self, rows: list[tuple[int, int, str]]) -> None:
+        if self.readonly or self.migrated_from is not None:
+            return  # a read writes nothing: the figures are computed again next time
         self.db.execute("PRAGMA busy_timeout = 0")  # a busy store is not worth waiting for here
         with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
@@ -93,26 +150,49 @@ class SQLite:
 
 class PostgreSQL:
     """A PostgreSQL database (a postgresql:// URL, its password from PGPASSWORD or
-    ~/.pgpass)."""
+    ~/.pgpass). `readonly`: every transaction of the session read-only (the server
+    refuses a write), the schema not migrated: an older one is refused with what to
+    run. `create`: a database without dbarena's schema gets it (writers)."""
 
     name = "postgresql"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, readonly: bool = False, create: bool = True):
         self.path: Path | None = None
         self.location = pgstore.check_url(url)
+        self.readonly = readonly
+        self.create = create and not readonly
+        self.migrated_from: int | None = None
         self.errors: tuple[type[Exception], ...] = pgstore.errors()
         self.db = pgstore.Connection(self.location)
+        if readonly:
+            self.db.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 
     def migrate(self, target: int, after: Callable[[], None]) -> None:
         """Create the schema or bring it to `target`, then run `after` (the data steps);
-        the connection is closed when either fails."""
+        the connection is closed when either fails. Read-only: check only."""
         url = self.location
         try:
+            found = pgstore.foreign(self.db)
+            if found is not None:
+                raise not_ours(url, found)
+            if self.readonly or not self.create:
+                current = pgstore.version(self.db)
+                if current == 0:
+                    raise not_ours(url, "it holds no dbarena schema")
+            if self.readonly:
+                if current > target:
+                    raise StoreError(f"store has schema version {current}, newer than this dbarena understands "
+                                     f"({target}): upgrade dbarena")
+                if current < target:
+                    raise StoreError(f"store {url} has schema version {current}: run `dbarena store migrate --store "
+                                     f"{url}` (or any command that writes to it) first, then read it")
+                return
             pgstore.migrate(self.db, target, utc(now_utc()))
             after()
         except StoreError as exc:
             self.db.close()
-            raise StoreError(f"store {url}: {exc}".replace(f"store {url}: store ", f"store {url}: ")) from None
+            message = str(exc).removeprefix("store ")
+            raise StoreError(message if message.startswith(url) else f"store {url}: {message}") from None
         except self.errors as exc:
             self.db.close()
             raise StoreError(f"store {url}: {pgstore._first_line(exc)}") from None
@@ -124,6 +204,8 @@ class PostgreSQL:
         return int(pgstore._scalar(self.db, sql + " RETURNING id", args))
 
     def save_derived(self, rows: list[tuple[int, int, str]]) -> None:
+        if self.readonly:
+            return  # a read writes nothing: the figures are computed again next time
         with contextlib.suppress(*self.errors), self.db:
             self.db.executemany("INSERT " + _DERIVED + " ON CONFLICT (point_id) DO UPDATE SET"
                                 " estimator = excluded.estimator, fields = excluded.fields", rows)

@@ -13,6 +13,7 @@ def info(store: Store) -> dict[str, Any]:
               for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}
     raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()
     return {"path": store.location, "backend": store.dialect.name,
-            "schema_version": store.version, "size_bytes": store.dialect.size_bytes(),
+            # The file's own version (a reader migrates an older one in memory only).
+            "schema_version": store.migrated_from or store.version, "size_bytes": store.dialect.size_bytes(),
             **counts, "raw_output_bytes_compressed": int(raw[0]),
             "labels": [l for (l,) in store.db.execute("SELECT DISTINCT label FROM runs ORDER BY label")]}

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import POINT_TABLES, Store
+from dbarena.store.dialect import read_only_uri
 from dbarena.store.encoding import chunks
 
 
@@ -26,7 +27,7 @@ def merge(into: Store, other: str | Path) -> tuple[int, int]:
     if pgstore.is_url(other):
         if str(other) == into.location:
             raise StoreError(f"merge: {other} is the store being merged into")
-        with Store(str(other)) as source:
+        with Store(str(other), readonly=True) as source:  # a merge reads the other store, never writes it
             return _merge_from(into, source, str(other))
     other = Path(other)
     if not other.is_file():
@@ -37,10 +38,12 @@ def merge(into: Store, other: str | Path) -> tuple[int, int]:
         copy = Path(tmp) / "other.db"
         try:
             # SQLite's online backup: a consistent copy even of a store being written.
-            with contextlib.closing(sqlite3.connect(f"file:{other}?mode=ro", uri=True, timeout=60)) as source, \
+            with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source, \
                     contextlib.closing(sqlite3.connect(copy)) as dest:
                 source.backup(dest)
-            Store(copy).close()  # migrated to this dbarena's schema (or refused)
+            # Migrated to this dbarena's schema, or refused: a newer one, another
+            # program's file, an empty one (create=False: not taken for a new store).
+            Store(copy, create=False).close()
         except StoreError as exc:
             raise StoreError(str(exc).replace(str(copy), str(other))) from None
         except sqlite3.DatabaseError as exc:

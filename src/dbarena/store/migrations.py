@@ -303,6 +303,38 @@ def migrate_sqlite(db: sqlite3.Connection, path: Path, target: int) -> None:
         )
 
 
+# The tables every dbarena store has had since schema 1 (schema_migrations included:
+# migration 1 creates it). A file or database holding other tables and not these, or
+# these without schema_migrations, is another program's.
+_OURS = ("schema_migrations", "runs", "points")
+
+
+def foreign_tables(db: sqlite3.Connection) -> str | None:
+    """Why an SQLite file that is not empty is not a dbarena store (None: it is one, or
+    it holds nothing yet): what it holds instead, for the one-line refusal. Reads only
+    the schema table, so that a foreign file is never written."""
+    names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                                      " AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if not names and version == 0:
+        return None  # an SQLite file with nothing in it: a new store
+    missing = [t for t in _OURS if t not in names]
+    if not missing and version > 0:
+        return None
+    if not names:
+        return f"it holds no table, and user_version {version}"
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return f"it has tables {shown}" if missing else f"it has dbarena's tables but no schema version ({shown})"
+
+
+def data_steps_pending(db: SqlConnection, version: int) -> bool:
+    """Whether the data steps of migrations 7 and 11 have rows left to do."""
+    return bool(
+        (version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone())
+        or (version >= 11 and db.execute(
+            "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone()))
+
+
 def after_migrations(db: SqlConnection, version: int) -> None:
     """The data steps of migrations 7 and 11, also when an earlier open was stopped
     half-way (each is one transaction, so it is either done or not begun)."""

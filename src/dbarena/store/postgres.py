@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from dbarena.store import schema, views
 from dbarena.errors import StoreError, UsageError
+from dbarena.limits import split_url
+from dbarena.masking import masked
 
 if TYPE_CHECKING:
     import psycopg
@@ -73,12 +75,12 @@ def is_url(location: object) -> bool:
 def check_url(url: str) -> str:
     """The URL, refused with one line if it carries a password (it would show in process
     lists, state records and messages: PGPASSWORD or ~/.pgpass carry it instead)."""
-    parts = urlsplit(url)
+    parts = split_url(url, "--store")
     if parts.password is not None or "password" in parse_qs(parts.query):
         raise UsageError("--store must not contain a password (it would show in process lists and logs): "
                          "put it in PGPASSWORD or ~/.pgpass")
     if not parts.path.strip("/") and "dbname" not in parse_qs(parts.query):
-        raise UsageError(f"--store {url!r}: name the database, e.g. postgresql://user@host/results")
+        raise UsageError(f"--store {masked(url)!r}: name the database, e.g. postgresql://user@host/results")
     return url
 
 
@@ -99,7 +101,7 @@ class Connection:
         try:
             self.raw = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="dbarena")
         except psycopg.Error as exc:
-            raise StoreError(f"store {url}: cannot connect: {_first_line(exc)}") from None
+            raise StoreError(f"store {masked(url)}: cannot connect: {masked(_first_line(exc))}") from None
         self._transactions: list[Any] = []
 
     @staticmethod
@@ -139,6 +141,31 @@ def version(db: Connection) -> int:
     if _scalar(db, "SELECT to_regclass('schema_migrations')") is None:
         return 0
     return int(_scalar(db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+
+
+# The tables of a dbarena store (schema.py's): one of them without schema_migrations, or
+# a schema_migrations without `runs` (Rails and golang-migrate keep a table of that
+# name too), is another program's.
+_TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
+           "raw_outputs", "latency_histograms")
+
+
+def foreign(db: Connection) -> str | None:
+    """Why this database (its search path) is not a dbarena store, for a one-line
+    refusal; None: it is one, or it holds none of dbarena's tables (a new store goes
+    there). Reads the catalogue only."""
+    present = [t for t in ("schema_migrations", *_TABLES) if _scalar(db, "SELECT to_regclass(?)", (t,)) is not None]
+    if not present:
+        return None
+    if "schema_migrations" not in present:
+        return (f"it has tables named as dbarena's ({', '.join(present)}) that dbarena did not create: use another "
+                "database or schema (options=-csearch_path=...)")
+    applied_at = _scalar(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'schema_migrations'"
+                             " AND column_name = 'applied_at' AND table_schema = ANY (current_schemas(false))")
+    if "runs" not in present or not applied_at:
+        return ("its schema_migrations table is another program's: use another database or schema "
+                "(options=-csearch_path=...)")
+    return None
 
 
 def migrate(db: Connection, target: int, applied_at: str) -> None:

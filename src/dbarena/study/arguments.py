@@ -8,6 +8,7 @@ whether its store already holds the run its arguments describe (fleet/host.py).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,10 +19,21 @@ from dbarena.study.apply import apply, implicit
 from dbarena.study.flags import (
     Choice, Directory, Float, Int, Overrides, Pairs, RunFlag, Switch, Text, overrides, run_flags,
 )
-from dbarena.study.model import Study
+from dbarena.study.model import Study, check_bounds
 from dbarena.study.reader import load
 
 STUDY_OPTION = "study_name"
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange without nan and inf, which float() reads from 'nan' and
+    '1e999' and which pass its bounds (nan compares false with every bound)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def _pairs(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, str]:
@@ -50,9 +62,9 @@ def _option(flag: RunFlag) -> Callable[[Any], Any]:
     kind = flag.kind
     extra: dict[str, Any] = {"help": flag.help, "metavar": flag.metavar, "multiple": flag.multiple}
     if isinstance(kind, Int):
-        extra["type"] = click.IntRange(min=kind.min)
+        extra["type"] = click.IntRange(min=kind.min, max=kind.max)
     elif isinstance(kind, Float):
-        extra["type"] = click.FloatRange(min=kind.min, max=kind.max, min_open=kind.min_open)
+        extra["type"] = FiniteFloatRange(min=kind.min, max=kind.max, min_open=kind.min_open)
     elif isinstance(kind, Choice):
         extra["type"] = click.Choice(kind.choices)
     elif isinstance(kind, Switch):
@@ -81,10 +93,11 @@ def run_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def make_study(study_name: str | None, given: Overrides) -> Study:
     """A bundled study or a study file with the flags over it; flags alone: the implicit
-    study they stand for."""
+    study they stand for. Every number and name checked against limits.py's bounds (the
+    flags' as click read them; a study file's here), before anything starts."""
     if study_name is None:
-        return implicit(given)
-    return apply(load(study_name), given)
+        return check_bounds(implicit(given))
+    return check_bounds(apply(load(study_name), given))
 
 
 def study_from_values(values: Mapping[str, Any]) -> Study:

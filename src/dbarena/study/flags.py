@@ -22,8 +22,11 @@ from typing import Any, Callable, Mapping
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.limits import MAX_PRICE, MAX_SECONDS, MAX_THREADS, MAX_TOOL_INT
 from dbarena.model import DATASET_LIFECYCLES
-from dbarena.study.model import QUICK_DURATION_S, Level, parse_duration, parse_levels, parse_precision
+from dbarena.study.model import (
+    MAX_REPEATS, QUICK_DURATION_S, Level, check_name, parse_duration, parse_levels, parse_precision,
+)
 
 
 # ------------------------------------------------------------------ kinds of values
@@ -31,15 +34,19 @@ from dbarena.study.model import QUICK_DURATION_S, Level, parse_duration, parse_l
 
 @dataclass(frozen=True)
 class Int:
-    """A whole number of at least `min`."""
+    """A whole number of at least `min` and at most `max` (limits.py's bounds: every
+    number is bounded, so that none overflows past the edge)."""
 
-    min: int = 1
+    min: int
+    max: int
 
 
 @dataclass(frozen=True)
 class Float:
-    min: float | None = None
-    max: float | None = None
+    """A finite number (never nan or inf) between `min` and `max`."""
+
+    min: float
+    max: float
     min_open: bool = False
 
 
@@ -105,6 +112,14 @@ def _engine_names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _label(text: str) -> str:
+    return check_name(text, "label")
+
+
+def _currency(text: str) -> str:
+    return check_name(text, "currency")
+
+
 def _levels(text: str) -> tuple[Level, ...]:
     try:
         return tuple(parse_levels(text))
@@ -133,7 +148,8 @@ def _param_flags() -> list[RunFlag]:
         for p in tool.params:
             if p.name in out:
                 continue  # a parameter two tools share is one flag (its help names the first)
-            out[p.name] = RunFlag(p.name, p.flag, Int(1), f"{p.help} [default: {p.default}]{p.help_tail}.",
+            out[p.name] = RunFlag(p.name, p.flag, Int(1, MAX_TOOL_INT),
+                                  f"{p.help} [default: {p.default}]{p.help_tail}.",
                                   f"params.{p.name}", study_key=f"workloads[].{p.name} or [datasets] {p.name}",
                                   in_key=True)
     return list(out.values())
@@ -183,22 +199,23 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 f"or 1,2,50% [default: 1, 2, then 20/40/60/80/99 % of {threads} dbarena may use here (its CPU "
                 "affinity and cgroup quota)].", "levels", metavar="LIST", study_key="sweep.levels", in_key=True,
                 workload_field="levels"),
-        RunFlag("clients_per_thread", "--clients-per-thread", Int(1),
+        RunFlag("clients_per_thread", "--clients-per-thread", Int(1, MAX_THREADS),
                 "pgbench clients per thread (-c = threads x this) [default: 2]; sysbench and mysqlslap use one "
                 "per thread.", "clients_per_thread", study_key="sweep.clients_per_thread", in_key=True,
                 workload_field="clients_per_thread"),
-        RunFlag("duration", "--duration", Int(1),
+        RunFlag("duration", "--duration", Int(1, MAX_SECONDS),
                 "Seconds per point [default: 60] (pgbench, sysbench; mysqlslap runs a number of queries).",
                 "duration_s", study_key="sweep.duration_s", in_key=True, workload_field="duration_s"),
         *_param_flags(),
-        RunFlag("repeats", "--repeat", Int(1),
+        RunFlag("repeats", "--repeat", Int(1, MAX_REPEATS),
                 "Run every point this many times, interleaved across points (not back to back) [default: 1].",
                 "repeats", study_key="sweep.repeats"),
         RunFlag("precision", "--precision", Text(parse_precision),
                 "Instead of --repeat: run the plan in rounds until the 95 % interval of each point's mean over "
                 "runs is within +-PCT, e.g. 2% (at least 3 runs a point; see docs/studies.md on how).",
                 "precision", metavar="PCT", study_key="sweep.precision"),
-        RunFlag("max_repeats", "--max-repeats", Int(3), "With --precision: at most N runs of a point [default: 10].",
+        RunFlag("max_repeats", "--max-repeats", Int(3, MAX_REPEATS),
+                "With --precision: at most N runs of a point [default: 10].",
                 "max_repeats", metavar="N", study_key="sweep.max_repeats"),
         RunFlag("budget", "--budget", Text(parse_duration),
                 "With --precision: start no round past this much time, e.g. 90m or 2h; points not reached by then "
@@ -207,7 +224,7 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "When each workload's dataset is prepared: once per run, before each workload's points, or before "
                 "every point (each point on a fresh dataset) [default: run].", "datasets", study_key="sweep.datasets",
                 workload_field="datasets"),
-        RunFlag("warmup_s", "--warmup", Int(0),
+        RunFlag("warmup_s", "--warmup", Int(0, MAX_SECONDS),
                 "Before each point, a run with the same parameters for this long (stored apart, not a result), "
                 "then a CHECKPOINT (PostgreSQL) or FLUSH TABLES (MySQL) [default: 0].", "warmup_s",
                 metavar="SECONDS", study_key="sweep.warmup_s", in_key=True, workload_field="warmup_s"),
@@ -215,21 +232,21 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("pg_bindir", "--pg-bindir", Directory(),
                 "Use the PostgreSQL binaries in this directory [default: the newest installed].",
                 "bindirs.postgres", study_key="engines.postgres.bindir", convert=str),
-        RunFlag("label", "--label", Text(),
+        RunFlag("label", "--label", Text(_label),
                 "Name for this run's results, e.g. the machine type [default: the study's, else the host name].",
                 "label", study_key="label"),
-        RunFlag("price_per_hour", "--price-per-hour", Float(min=0, min_open=True),
+        RunFlag("price_per_hour", "--price-per-hour", Float(min=0, max=MAX_PRICE, min_open=True),
                 "Hourly price of what is measured (instance, managed service), for price/performance in "
                 "`dbarena report`.", "price_per_hour", metavar="PRICE", study_key="price.per_hour"),
-        RunFlag("price_per_month", "--price-per-month", Float(min=0, min_open=True),
+        RunFlag("price_per_month", "--price-per-month", Float(min=0, max=MAX_PRICE, min_open=True),
                 "Monthly price instead (a rented server): stored per hour, at 730 hours a month.",
                 "price_per_month", metavar="PRICE", study_key="price.per_month"),
-        RunFlag("currency", "--currency", Text(), "Currency of the price [default: USD].", "currency",
+        RunFlag("currency", "--currency", Text(_currency), "Currency of the price [default: USD].", "currency",
                 metavar="CODE", study_key="price.currency"),
-        RunFlag("server_cores", "--server-cores", Int(1),
+        RunFlag("server_cores", "--server-cores", Int(1, MAX_THREADS),
                 "Physical cores of a --target's server (not visible from here), for per-core figures.",
                 "server_cores", metavar="N", study_key="engines.NAME.server_cores", in_key=True),
-        RunFlag("server_threads", "--server-threads", Int(1),
+        RunFlag("server_threads", "--server-threads", Int(1, MAX_THREADS),
                 "Hardware threads (vCPUs) of a --target's server, for per-thread figures and \"N%\" levels.",
                 "server_threads", metavar="N", study_key="engines.NAME.server_threads", in_key=True),
         RunFlag("fail_fast", "--fail-fast", Switch(), "Stop at the first failed point.", "fail_fast",

@@ -5,11 +5,13 @@ schema's constants and defaults, and the parsers of the values flags and files s
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.limits import MAX_PRICE, MAX_SECONDS, MAX_THREADS, MAX_TOOL_INT, name_problem, number_problem
 
 SCHEMA_VERSION = 1
 # The share of transactions pgbench logs by default (bench/overhead, on this project's
@@ -27,6 +29,9 @@ SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "
                                   "latency_sampling": DEFAULT_LATENCY_SAMPLING, "restore": False}
 RESTORE_CHOICES = ("point", "level")
 MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
+# Runs of one point: beyond this, the plan alone (one record per run of a point) would
+# fill the memory before anything starts.
+MAX_REPEATS = 10_000
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
@@ -66,7 +71,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str) -> int:
-    """'2h' -> 7200, '90m' -> 5400, '45s' or '45' -> 45 (seconds, at least 1)."""
+    """'2h' -> 7200, '90m' -> 5400, '45s' or '45' -> 45 (seconds, at least 1, at most
+    limits.MAX_SECONDS)."""
     body = text.strip().lower()
     unit = _UNITS.get(body[-1:], None) if body else None
     number = body[:-1] if unit else body
@@ -74,9 +80,18 @@ def parse_duration(text: str) -> int:
         value = float(number) * (unit or 1)
     except ValueError:
         value = 0
-    if value < 1:
+    if not math.isfinite(value) or value < 1:  # (nan, inf: float() takes them)
         raise UsageError(f"{text!r}: expected a time such as 45s, 90m or 2h")
+    if value > MAX_SECONDS:
+        raise UsageError(f"{text!r}: at most {MAX_SECONDS} s (about 68 years), what a tool's timer takes")
     return int(value)
+
+
+def check_name(text: str, what: str) -> str:
+    problem = name_problem(text)
+    if problem is not None:
+        raise UsageError(f"{what} {text!r} {problem}")
+    return text
 
 
 Level = int | str  # 4, or "20%" of the server's hardware threads
@@ -170,10 +185,13 @@ def parse_level(text: str) -> Level | None:
     """One thread level as a study file or --threads gives it: a positive number of
     threads (4), or "N%" of the server's hardware threads ("20%"); None if neither."""
     text = text.strip()
-    if text.isdigit() and int(text) >= 1:
+    # ASCII digits only (str.isdigit takes '²' and '٣'), and few enough of them that
+    # int() is cheap: a level above MAX_THREADS is refused anyway.
+    if text.isascii() and text.isdigit() and len(text) <= 12 and 1 <= int(text) <= MAX_THREADS:
         return int(text)
     number = text.removesuffix("%")
-    if text.endswith("%") and number.isdigit() and 1 <= int(number) <= MAX_PERCENT:
+    if text.endswith("%") and number.isascii() and number.isdigit() and len(number) <= 12 \
+            and 1 <= int(number) <= MAX_PERCENT:
         return f"{int(number)}%"
     return None
 
@@ -186,6 +204,61 @@ def parse_levels(text: str) -> list[Level]:
         level = parse_level(item)
         if level is None:
             raise UsageError(f"--threads: {item.strip()!r} is neither a number of threads nor a percentage like "
-                             "\"20%\" (expected e.g. 1,4,16 or 1,2,50%)")
+                             f"\"20%\" (expected e.g. 1,4,16 or 1,2,50%); threads 1 to {MAX_THREADS}, shares 1 to "
+                             f"{MAX_PERCENT} %")
         levels.add(level)
     return sorted(levels, key=lambda v: (0, v) if isinstance(v, int) else (1, int(v.removesuffix("%"))))
+
+
+def bounds_problems(study: Study) -> list[str]:
+    """What a study holds beyond the bounds of limits.py, each as "key value problem"
+    (empty: nothing). The flags' values are checked as they are read (flags.py's
+    table); this catches the rest, a study file's, before anything starts."""
+    found: list[tuple[str, float, str | None]] = []
+
+    def whole(key: str, value: float | None, maximum: int, minimum: int = 1) -> None:
+        if value is not None:
+            found.append((key, value, number_problem(value, whole=True, minimum=minimum, maximum=maximum,
+                                                     beyond="what dbarena takes")))
+
+    whole("sweep.repeats", study.repeats, MAX_REPEATS)
+    whole("sweep.max_repeats", study.max_repeats, MAX_REPEATS)
+    whole("sweep.budget", study.budget_s, MAX_SECONDS)
+    for e in study.engines:
+        whole(f"engines.{e.name}.server_cores", e.server_cores, MAX_THREADS)
+        whole(f"engines.{e.name}.server_threads", e.server_threads, MAX_THREADS)
+    for i, w in enumerate(study.workloads):
+        key = f"workloads[{i}] ({w.workload})"
+        for level in w.levels:
+            if isinstance(level, int):
+                whole(f"{key} levels", level, MAX_THREADS)
+                whole(f"{key} clients (level {level} x clients_per_thread {w.clients_per_thread})",
+                      level * w.clients_per_thread, MAX_THREADS)
+        whole(f"{key} duration_s", w.duration_s, MAX_SECONDS)
+        whole(f"{key} warmup_s", w.warmup_s, MAX_SECONDS, minimum=0)
+        whole(f"{key} clients_per_thread", w.clients_per_thread, MAX_THREADS)
+        for name, value in w.params:
+            whole(f"{key} {name}", value, MAX_TOOL_INT)
+    # The price as given: per month when it was a monthly rent (per hour is derived from it).
+    given = ("price.per_month", study.price_per_month) if study.price_per_month is not None \
+        else ("price.per_hour", study.price_per_hour)
+    for key, price in (given,):
+        if price is not None:
+            found.append((key, price, number_problem(price, minimum=0, above=True, maximum=MAX_PRICE,
+                                                     beyond="any price")))
+    problems = [f"{key} {value:g} {problem}" if isinstance(value, float) else f"{key} {value} {problem}"
+                for key, value, problem in found if problem is not None]
+    for key, text in (("label", study.label), ("price.currency", study.currency)):
+        if text is not None and (problem := name_problem(text)) is not None:
+            problems.append(f"{key} {text!r} {problem}")
+    return problems
+
+
+def check_bounds(study: Study) -> Study:
+    """The study, or a UsageError naming its source and the first value beyond the
+    bounds of limits.py (a duration of 10**26 s, a level of 10**23 threads)."""
+    problems = bounds_problems(study)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise StudyError(f"{study.source}: {problems[0]}{more}")
+    return study

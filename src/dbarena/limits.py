@@ -1,0 +1,93 @@
+"""The bounds of every number and name dbarena takes from a user, a study file or a
+tool's output: what a tool can take or print, what the store, the statistics and JSON
+can hold, and which characters a name may not hold (they would act on a terminal). One place, so that flags, study files and imports refuse the same values in
+one line before anything starts (a duration of 10**26 s is an OverflowError deep in a
+run otherwise, a thread level of 10**23 an error after initdb)."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from urllib.parse import SplitResult, urlsplit
+
+from dbarena.errors import UsageError
+from dbarena.masking import masked
+
+# Each thread or client is a connection: no server takes a million.
+MAX_THREADS = 1_000_000
+# pgbench's -T and sysbench's --time are 32-bit: no tool runs longer.
+MAX_SECONDS = 2**31 - 1
+# A tool's whole-number option (pgbench's scale, sysbench's table size, mysqlslap's
+# queries): pgbench and sysbench read them as C ints.
+MAX_TOOL_INT = 2**31 - 1
+# A count SQLite stores as an INTEGER (and PostgreSQL as a bigint).
+MAX_COUNT = 2**63 - 1
+# A price per hour or month: anything beyond is a typo, and a sum of many stays finite.
+MAX_PRICE = 1e12
+
+
+def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
+                   above: bool = False, beyond: str = "what a tool can print") -> str | None:
+    """What is wrong with a figure (None: nothing): not finite, below its minimum (or
+    not above it), beyond its maximum, not whole."""
+    if isinstance(value, float) and not math.isfinite(value):  # (an int is finite, and may not fit a float)
+        return "is not a finite number"
+    if above and value <= minimum:
+        return f"must be above {minimum:g}"
+    if value < minimum:
+        return "is negative" if minimum == 0 else f"must be at least {minimum:g}"
+    if maximum is not None and value > maximum:
+        return f"is beyond {beyond} (at most {maximum:g})" if isinstance(maximum, float) \
+            else f"is beyond {beyond} (at most {maximum})"
+    if whole and value != int(value):
+        return "is not a whole number"
+    return None
+
+
+def split_url(url: str, what: str) -> SplitResult:
+    """A URL a user gave (`what`: --target, --store) in parts; urlsplit's ValueError (an
+    IPv6 address without its ']', a port that is not a number) a usage error of one
+    line, the URL masked (masking.py): a mistyped one may still hold a password."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it raises ValueError for a port that is not 0 to 65535)
+    except ValueError as exc:
+        reason = ("an IPv6 address is not closed by ']' (e.g. postgresql://user@[::1]:5432/db)"
+                  if "IPv6" in str(exc) else "the port is not a number from 0 to 65535")
+        raise UsageError(f"{what} {masked(url)!r}: {reason}") from None
+    return parts
+
+
+# Unicode's bidirectional overrides and isolates: they reorder what a terminal shows
+# after them (the "Trojan Source" trick), so a name must not hold them either.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """The text without the characters that act on a terminal instead of showing (ESC
+    and the rest of C0 and C1, DEL, bidirectional overrides), whatever a user or a tool
+    put in it: a label holding ESC ]0;...BEL would retitle the window, ESC [2J clear
+    the screen. Printable Unicode is kept; `keep` names control characters to keep
+    (a line break in raw output)."""
+    if _SAFE.fullmatch(text):  # the common case, without a character-by-character pass
+        return text
+    return "".join(c for c in text if c in keep or not _acts(c))
+
+
+def _acts(c: str) -> bool:
+    return unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI_CONTROLS
+
+
+_SAFE = re.compile(r"[ -~\u00a0-\u2029\u202f-\u2065\u206a-\ud7ff\ue000-\U0010ffff]*")
+
+
+def name_problem(text: str) -> str | None:
+    """What is wrong with a name a user gives (a label, a currency; None: nothing):
+    empty, or holding control characters, which would act on a terminal (move the
+    cursor, retitle the window) wherever the name is shown."""
+    if not text.strip():
+        return "is empty"
+    if any(map(_acts, text)):
+        return "holds control characters"
+    return None
