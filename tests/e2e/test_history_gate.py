@@ -1,0 +1,108 @@
+"""`dbarena history` and `dbarena gate` on a real store: short pgbench runs of one
+configuration, then the same with synchronous_commit turned on. The change point is found
+at the first run with the new setting and the setting is named; gate fails the slower
+run against the faster one and passes the other way round.
+
+The step is made large on purpose: on this shared 2-CPU machine 5 s pgbench runs vary by
+tens of percent from run to run, and synchronous_commit alone changed TPC-B by about
+1.5 x here (a fast disk). commit_delay = 10 ms with commit_siblings = 0 on both sides
+makes every synchronous commit wait, so that turning synchronous_commit on divides the
+throughput by about 20, and only that setting differs between the two halves."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import cli_env, dbarena
+
+pytestmark = pytest.mark.e2e
+
+RUN = ("run", "--workload", "pgbench-tpcb", "--threads", "1", "--duration", "5", "--scale", "1", "--label", "h",
+       "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0", "--yes")
+
+
+def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(public_tmp, tmp_path):
+    store = str(tmp_path / "h.db")
+    env = cli_env(public_tmp)
+    # Runs 1-4 with synchronous_commit off, 5-8 with it on; the last of each with 3
+    # repeats, so that gate has a verdict between runs 4 and 8.
+    for i, sync in enumerate(["off"] * 4 + ["on"] * 4):
+        repeats = "3" if i in (3, 7) else "1"
+        done = dbarena(*RUN, "--pg-setting", f"synchronous_commit={sync}", "--repeat", repeats, "--store", store,
+                       env=env)
+        assert done.returncode == 0, done.stderr
+
+    shown = dbarena("history", "--store", store, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    (series,) = json.loads(shown.stdout)["series"]
+    assert [r["run"] for r in series["runs"]] == list(range(1, 9))
+    values = [r["mean"] for r in series["runs"]]
+    steps = {cp["run"]: cp for cp in series["change_points"]}
+    assert 5 in steps, (values, series["change_points"])
+    cp = steps[5]
+    assert cp["change_pct"] < -50 and "slower" in cp["text"]
+    assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 5} in cp["causes"]
+
+    text = dbarena("history", "--store", store, env=env)
+    assert "at run 5: setting synchronous_commit off -> on" in text.stdout
+
+    slower = dbarena("gate", "--store", store, "--baseline", "4", "--candidate", "8", "--format", "md", env=env)
+    assert slower.returncode == 1, slower.stdout + slower.stderr
+    assert "❌ dbarena gate FAILED" in slower.stdout and "| **fail** | postgres | pgbench-tpcb |" in slower.stdout
+    faster = dbarena("gate", "--store", store, "--baseline", "8", "--candidate", "4", env=env)
+    assert faster.returncode == 0, faster.stdout + faster.stderr
+    assert faster.stdout.startswith("passed: none of 1 judged workload(s)")
+
+
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "history.md"
+
+
+def ci_steps() -> dict[str, str]:
+    """The CI job of docs/history.md: step name -> its shell commands, as written."""
+    text = DOCS.read_text()
+    block = text[text.index("```yaml\n# .github/workflows/benchmark.yml") + len("```yaml\n"):]
+    job = yaml.safe_load(block[:block.index("```")])
+    return {s["name"]: s["run"] for s in job["jobs"]["benchmark"]["steps"] if "name" in s and "run" in s}
+
+
+@pytest.fixture
+def store_server():
+    from dbarena.engines import postgres
+
+    with postgres.throwaway() as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        yield target.url, password
+
+
+@pytest.mark.timeout(600)
+def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
+    url, password = store_server
+    steps = ci_steps()
+    summary = tmp_path / "summary.md"
+    bin_dir = str(Path(sys.executable).parent)  # dbarena's entry point, as the install step puts it on PATH
+
+    def step(name: str, label: str) -> subprocess.CompletedProcess:
+        env = cli_env(public_tmp, DBARENA_STORE=url, PGPASSWORD=password, LABEL=label,
+                      GITHUB_STEP_SUMMARY=str(summary), PATH=f"{bin_dir}:{os.environ['PATH']}")
+        return subprocess.run(["bash", "-eo", "pipefail", "-c", steps[name]], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+    for label in ("main", "pr-1"):  # the nightly run, then a pull request's
+        done = step("Benchmark", label)
+        assert done.returncode == 0, done.stderr
+    done = step("History of main", "main")
+    assert done.returncode == 0, done.stderr
+    assert summary.read_text().startswith("## History\n\n### main postgres pgbench-tpcb at 1 thread(s)")
+    gated = step("Gate", "pr-1")
+    # An A/A pair on a noisy machine may fail the gate by chance; bad input (2) never.
+    assert gated.returncode in (0, 1), gated.stderr
+    verdict = (tmp_path / "gate.md").read_text()
+    assert verdict.startswith("### ") and "dbarena gate" in verdict and "pgbench-tpcb" in verdict
+    assert "than in run 1 (label 'main')" in verdict
