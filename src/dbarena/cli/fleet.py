@@ -42,10 +42,16 @@ limit_option = click.option("--limit", metavar="PATTERN",
 @click.option("--unreachable-timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               metavar="SECONDS", help="Stop waiting for a host that has been unreachable this long "
                                       "(its run goes on there; run again to collect it).")
+@click.option("--target", metavar="URL", help="The server every host's study runs against (as `run --target`).")
+@click.option("--together", is_flag=True,
+              help="Every host a load generator of the same point against --target: each level's threads and "
+                   "clients split over the hosts, one merged point stored per level (docs/fleet.md).")
+@click.option("--label", metavar="LABEL", help="With --together: the label of the run [default: together].")
 @store_option
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- RUN OPTIONS...]")
 def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, serial: bool, poll_s: float,
-              unreachable_timeout: float, store: Path | str, run_args: tuple[str, ...]) -> int:
+              unreachable_timeout: float, target: str | None, together: bool, label: str | None,
+              store: Path | str, run_args: tuple[str, ...]) -> int:
     """Run a study on every host of an Ansible inventory at once, and bring every host's
     results into the store.
 
@@ -63,7 +69,11 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     from dbarena.fleet import controller, inventory as inventory_mod
 
     hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
-    args = [*(("--quick",) if quick else ()), *run_args]
+    args = [*(("--quick",) if quick else ()), *(("--target", target) if target else ()), *run_args]
+    if label is not None and not together:
+        raise UsageError("--label is the label of a --together run; other hosts take theirs from the inventory")
+    if together and serial:
+        raise UsageError("--together runs every host at once: --serial does not go with it")
     for bad in ("--store", "--label", "--study", "--resume", "--keep", "--progress-file"):
         if bad in args:
             raise UsageError(f"{bad} is not a run option for `fleet run` (the fleet sets it per host)")
@@ -77,6 +87,12 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=lambda line: click.echo(line, nl=True),
                              poll_s=poll_s, unreachable_timeout_s=unreachable_timeout)
     try:
+        if together:
+            from dbarena.fleet import together as together_mod
+
+            together_mod.check(the_study, hosts)
+            return together_mod.Together(fleet, the_study, study_name, study_file.resolve() if study_file else None,
+                                         list(args), store, label or "together").run()
         status = fleet.run(the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
                            serial)
     finally:
@@ -141,3 +157,46 @@ def fleet_host_snapshot(workdir: Path) -> None:
         raise StoreError(f"snapshot of the store in {workdir}: {exc}") from None
 
 
+
+
+@fleet_group.command("host-prepare", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The controller's request (JSON), removed once read.")
+def fleet_host_prepare(workdir: Path, request_path: Path) -> None:
+    """On one host of a --together run: the run's provenance and its datasets, as JSON."""
+    from dbarena.fleet import loadgen
+
+    try:
+        request = json.loads(request_path.read_text())
+        request_path.unlink(missing_ok=True)
+        answer = loadgen.prepare(workdir.expanduser(), request)
+    except Exception as exc:  # said by the controller, in one line
+        answer = {"error": " ".join(str(exc).split())[:500] or type(exc).__name__}
+    click.echo(json.dumps(answer, default=str))
+
+
+@fleet_group.command("host-point", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The controller's request (JSON), removed once read.")
+def fleet_host_point(workdir: Path, request_path: Path) -> int:
+    """On a host of a --together run, detached: its share of one point."""
+    from dbarena.fleet import loadgen
+
+    return loadgen.point(workdir.expanduser(), request_path)
+
+
+@fleet_group.command("host-point-ctl", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.argument("action", type=click.Choice(["wait-ready", "go", "status", "stop"]))
+@click.option("--point", "point_id", required=True, help="The point's id, as its request gave it.")
+@click.option("--at", type=float, help="go: the common start time (Unix seconds).")
+def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | None) -> None:
+    """On a host of a --together run: the point in flight, asked or told; its status as JSON."""
+    from dbarena.fleet import loadgen
+
+    click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at), default=str))

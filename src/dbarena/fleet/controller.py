@@ -236,8 +236,11 @@ class Ansible:
         try:
             report = json.loads(done.stdout[done.stdout.index("{"):])
         except ValueError:
-            raise EnvironmentProblem(f"ansible-playbook {name} failed: "
-                                     f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}") from None
+            # Ansible's own error (its "[ERROR]: ..." line), rather than the last line of
+            # the context it prints under it ("Origin: ...").
+            lines = done.stderr.strip().splitlines() or ["no output"]
+            found = next((line for line in lines if "ERROR" in line), lines[-1])
+            raise EnvironmentProblem(f"ansible-playbook {name} failed: {found.strip()}") from None
         out: dict[str, dict] = {h.name: {"unreachable": False, "failed": False, "tasks": {}} for h in hosts}
         for play in report.get("plays", []):
             for task in play.get("tasks", []):

@@ -1,0 +1,305 @@
+"""One load generator's share of a point (`fleet run --together`), on its host.
+
+The controller (together.py) drives each point through the hidden commands here, in
+the host's working directory, through Ansible (playbooks/together.yml):
+
+    host-prepare      before the first point, on one host: the run's provenance
+                      (run_info, configuration-key context) and the datasets prepared
+    host-point        detached: opens the target, builds its share's command with the
+                      tool's own point_argv (and its per-transaction log), says `ready`,
+                      waits for a start time (`go`), sleeps until it, runs the tool,
+                      parses its output with the tool's own reader and writes its part
+    host-point-ctl    wait-ready | go --at T | status | stop: what the controller asks
+
+The current point lives in <workdir>/point/: request.json, status.json, go.json, stop,
+part.json and the tool's files (removed when the next point starts). A `stop` kills
+the tool at once (the controller stops the others when one host fails).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from dbarena.fleet.progress import write_json
+from dbarena.model import PointSpec, Sample
+
+POINT = "point"
+READY_WAIT_S = 300.0  # how long host-point-ctl wait-ready waits
+GO_WAIT_S = 600.0     # how long a ready host waits for its start time before it gives up
+FINAL = ("done", "failed", "stopped")
+
+
+def point_dir(workdir: Path) -> Path:
+    return workdir / POINT
+
+
+def spec_of(record: dict[str, Any]) -> PointSpec:
+    return PointSpec(**{**record, "params": tuple(tuple(p) for p in record.get("params", ())),
+                        "options": tuple(tuple(o) for o in record.get("options", ()))})
+
+
+def spec_record(spec: PointSpec) -> dict[str, Any]:
+    return asdict(spec)
+
+
+def _secrets(workdir: Path) -> None:
+    """The passwords the controller sent, into this process's environment; the file removed."""
+    from dbarena.fleet.host import _secrets as read
+
+    os.environ.update(read(workdir))
+
+
+def _status(folder: Path, state: str, **more: Any) -> None:
+    point_id = json.loads((folder / "request.json").read_text()).get("id")
+    write_json(folder / "status.json", {"state": state, "updated": time.time(), "pid": os.getpid(), "id": point_id,
+                                        **more})
+
+
+def _one_line(exc: BaseException) -> str:
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:500]
+
+
+# ------------------------------------------------------------------ host-prepare
+
+def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """The run's provenance and its datasets prepared, as one JSON document."""
+    from dbarena import execute, provenance
+    from dbarena.engines import get as engine_get
+    from dbarena.host import hostinfo
+    from dbarena.study import arguments
+    from dbarena.workloads import WORKLOADS
+
+    _secrets(workdir)
+    study = arguments.study_from_args(request["args"])
+    entry = study.engines[0]
+    engine = engine_get(entry.name, entry.flavour, bindir=Path(entry.bindir) if entry.bindir else None)
+    facts = hostinfo.host_facts()
+    specs = [spec_of(r) for r in request["datasets"]]
+    with engine.external(request["target"], bindir=None, executor=execute.LOCAL) as target:
+        tools = {WORKLOADS[s.workload].tool.name: WORKLOADS[s.workload].tool for s in specs}
+        versions = provenance.tool_versions(target, engine, tools.values(), execute.LOCAL)
+        settings = dict(entry.settings)
+        info = provenance.run_info(study, session_record(study), request["label"], facts, entry, target, "",
+                                   settings, versions, True, request["invocation"])
+        context = provenance.key_context(entry, target, settings, "", facts)
+        env = target.client_env()
+        for spec in specs:
+            tool = WORKLOADS[spec.workload].tool
+            client = target.client(tool)
+            for argv in tool.prepare_argv(client, spec):
+                done = execute.LOCAL.run(argv, env=env, timeout=3600)
+                if done.returncode != 0:
+                    tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["?"])[-1]
+                    raise RuntimeError(f"preparing the dataset: {argv[0]} exit status {done.returncode}: {tail}")
+    record = asdict(info)
+    record["started_at"] = info.started_at.isoformat()
+    return {"run_info": record, "context": context}
+
+
+def session_record(study: Any) -> Any:
+    from dbarena.model import StudyRecord
+
+    return StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
+
+
+# ------------------------------------------------------------------ host-point
+
+def point(workdir: Path, request_path: Path) -> int:
+    """The detached process of one host's part (see the module's docstring)."""
+    folder = point_dir(workdir)
+    request = json.loads(request_path.read_text())
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(mode=0o700, parents=True)
+    os.replace(request_path, folder / "request.json")
+    _status(folder, "starting")
+    try:
+        _secrets(workdir)
+        return _point(folder, request)
+    except Exception as exc:  # the controller reads the reason from the status
+        _status(folder, "failed", reason=_one_line(exc))
+        return 1
+
+
+def _point(folder: Path, request: dict[str, Any]) -> int:
+    from dbarena import execute, runner
+    from dbarena.engines import get as engine_get
+    from dbarena.host.sysmetrics import Sampler
+    from dbarena.workloads import WORKLOADS
+
+    spec = spec_of(request["spec"])
+    workload = WORKLOADS[spec.workload]
+    tool = workload.tool
+    if "no-vacuum" in getattr(tool, "known", {}):
+        # pgbench vacuums its tables before it starts the clock, each load generator
+        # on its own and at its own pace: the start would be skewed by it, and the
+        # server vacuumed N times. The dataset was vacuumed when it was prepared.
+        spec = replace(spec, options=tuple(sorted({**dict(spec.options), "no-vacuum": "on"}.items())))
+    rate = request.get("sampling")
+    engine = engine_get(request["engine"], request.get("flavour") or "auto")
+    with engine.external(request["target"], bindir=None, executor=execute.LOCAL) as target:
+        client = target.client(tool)
+        argv = tool.point_argv(client, spec, workload.mode_args)
+        given = tool.point_input(client, spec, workload.mode_args)
+        runner.write_point_files(folder, given.files)
+        if rate:
+            argv = tool.with_latency_log(argv, folder, rate)
+        env = target.client_env()
+        _status(folder, "ready")
+        start_at = _wait_for_go(folder)
+        if start_at is None:
+            _status(folder, "stopped", reason="stopped before it started")
+            return 1
+        time.sleep(max(0.0, start_at - time.time()))
+        pid: list[int] = []
+        sampler = Sampler(server_pid=None).start()
+
+        def on_start(child: int) -> None:
+            pid.append(child)
+            sampler.loadgen_pid = child
+            _status(folder, "running", tool_pid=child)
+
+        stopper = threading.Thread(target=_stop_when_asked, args=(folder, pid), daemon=True)
+        stopper.start()
+        launched = time.time()
+        try:
+            done = execute.LOCAL.run(argv, env=env, timeout=runner.point_timeout_s(tool.estimate_s(spec)),
+                                     on_start=on_start, cwd=folder, stdin=given.stdin)
+        finally:
+            system = sampler.stop()
+        ended = time.time()
+    stopped = (folder / "stop").exists()
+    part: dict[str, Any] = {"command": list(done.argv), "exit": done.returncode, "stdout": done.stdout,
+                            "stderr": done.stderr, "launched_at": launched, "ended_at": ended,
+                            "start_at": start_at, "system": [asdict(s) for s in system]}
+    if done.returncode != 0:
+        part["samples"] = [asdict(s) for s in tool.read_samples(done.stdout, done.stderr)]
+        reason = "stopped: another load generator failed" if stopped else _failure(done)
+        write_json(folder / "part.json", part)
+        _status(folder, "stopped" if stopped else "failed", reason=reason)
+        return 1
+    measurement, samples = tool.read(done.stdout, done.stderr, spec)
+    latencies = tool.read_latency_log(folder, rate) if rate else None
+    if latencies is not None:
+        measurement = runner.with_latencies(measurement, latencies)
+    part.update(measurement=_measurement_record(measurement), samples=[asdict(s) for s in samples],
+                first_at=_first_at(folder, spec.clients))
+    write_json(folder / "part.json", part)
+    _status(folder, "done")
+    return 0
+
+
+def _measurement_record(measurement: Any) -> dict[str, Any]:
+    return asdict(measurement)
+
+
+def _failure(done: Any) -> str:
+    if done.timed_out:
+        return f"{done.argv[0]} did not finish in time and was killed"
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip() and not line.startswith("progress:")]
+    return f"{Path(done.argv[0]).name} exit status {done.returncode}: " + (" | ".join(lines[-2:]) or "no error output")
+
+
+def _first_at(folder: Path, clients: int) -> float | None:
+    """When the first transaction began, from pgbench's per-transaction log (None without one)."""
+    from dbarena.fleet.combine import first_transaction_start
+    from dbarena.workloads.pgbench import LOG_PREFIX
+
+    starts = []
+    for path in sorted(folder.glob(f"{LOG_PREFIX}.*")):
+        with open(path, errors="replace") as lines:
+            found = first_transaction_start(lines, clients)
+        if found is not None:
+            starts.append(found)
+    return min(starts) if starts else None
+
+
+def _wait_for_go(folder: Path) -> float | None:
+    """The start time the controller sends, None when it says stop (or never answers)."""
+    deadline = time.monotonic() + GO_WAIT_S
+    while time.monotonic() < deadline:
+        if (folder / "stop").exists():
+            return None
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            return float(json.loads((folder / "go.json").read_text())["at"])
+        time.sleep(0.01)
+    return None
+
+
+def _stop_when_asked(folder: Path, pid: list[int]) -> None:
+    """Kill the tool when the controller asks (another host failed)."""
+    while True:
+        if (folder / "stop").exists() and pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid[0], signal.SIGTERM)
+            return
+        if (folder / "status.json").exists():
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads((folder / "status.json").read_text()).get("state") in FINAL:
+                    return
+        time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ host-point-ctl
+
+def control(workdir: Path, action: str, point_id: str, at: float | None = None) -> dict[str, Any]:
+    """What the controller asks of the point in flight (point_id: the one it started;
+    the folder may still hold the one before, until host-point replaces it); the
+    point's status (with its part when it has ended)."""
+    folder = point_dir(workdir)
+
+    def read() -> dict[str, Any]:
+        found = _read_status(folder)
+        return found if found.get("id") == point_id else {"state": "absent"}
+
+    if action == "go":
+        write_json(folder / "go.json", {"at": at})
+    elif action == "stop":
+        (folder / "stop").touch()
+    if action in ("wait-ready", "stop"):
+        deadline = time.monotonic() + (READY_WAIT_S if action == "wait-ready" else 15.0)
+        while time.monotonic() < deadline:
+            state = read()
+            if state.get("state") in (("ready",) if action == "wait-ready" else ()) + FINAL:
+                break
+            time.sleep(0.05)
+    status = read()
+    if status.get("state") in FINAL and (folder / "part.json").exists():
+        status["part"] = json.loads((folder / "part.json").read_text())
+    elif status.get("state") == "absent" and action != "wait-ready":
+        status = {"state": "failed", "reason": "its host-point did not start"}
+    elif status.get("state") not in FINAL and not _alive(status.get("pid")):
+        status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
+    return status
+
+
+def _read_status(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "status.json").read_text())
+    except (OSError, ValueError):
+        return {"state": "absent"}
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return True  # not started yet: not known to be gone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def samples_of(records: list[dict[str, Any]]) -> tuple[Sample, ...]:
+    return tuple(Sample(**r) for r in records)

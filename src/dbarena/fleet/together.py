@@ -1,0 +1,378 @@
+"""`dbarena fleet run --together`: every host of the inventory a load generator of the
+same point, against one server, measured as one point.
+
+Design. The controller coordinates point by point; Ansible does every reaching
+(playbooks/together.yml, one short play per step), the hosts run the hidden commands
+of loadgen.py, and the store is the controller's own (no fetch, no merge):
+
+1. **Install** as `fleet run` does (start.yml, without starting a study there).
+2. **Provenance and datasets**, once, on the first host (`host-prepare`): the run's
+   run_info and configuration-key context, built there by provenance.py exactly as
+   `dbarena run --target` builds them, and the study's datasets prepared by the
+   tool's own prepare_argv. The run is begun in the controller's store.
+3. **Each point**: its threads and clients split over the hosts (combine.split, the
+   split stored); every host starts `host-point` detached, which opens the target,
+   builds its share's command with the tool's point_argv (pgbench with its
+   per-transaction log) and says it is ready; once every host is ready, the controller
+   sends one start time a little ahead (long enough for that play to reach them all),
+   each host sleeps until it and starts its tool. The controller polls the hosts; when
+   one fails (its tool died, it cannot be reached) it tells the others to stop (their
+   tools are killed at once) and stores the point failed with that host's reason.
+   When all are done, their parts (raw output, the tool's own parse of it, the
+   per-second series, the latency histogram, the first transaction's start, the load
+   generator's CPU) come back in the status answer and combine.py makes them one
+   point, stored with add_point; each host's part and the split and start skew go in
+   the point's details.
+4. **Resume**: the run is found again by a key of the study, the target and the hosts;
+   points stored ok are not run again.
+
+The start skew is the spread of the hosts' first transactions (combine.skew_s);
+above 1 % of the duration the point is flagged (details and the line said here).
+Clocks: the hosts' wall clocks are taken to agree (NTP); what they do not agree by
+shows up as skew.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dbarena.errors import UsageError
+from dbarena.fleet import combine, loadgen
+from dbarena.fleet.controller import Fleet, build_wheel, packages, START_TIMEOUT_S
+from dbarena.fleet.inventory import Host
+from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
+from dbarena.stats import configkey
+from dbarena.stats.latency import Latencies
+from dbarena.study import Study
+
+STEP_TIMEOUT_S = 600.0
+PREPARE_TIMEOUT_S = 3600.0
+GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
+
+
+@dataclass
+class Answer:
+    """What one host said to a step: its JSON, or why there is none."""
+
+    data: dict[str, Any] | None
+    problem: str | None = None
+
+
+def check(study: Study, hosts: list[Host]) -> None:
+    """What --together does not take, refused in one line before anything starts."""
+    if len(study.engines) != 1 or study.engines[0].target is None:
+        raise UsageError("--together needs one engine with --target URL: every load generator drives that server")
+    if study.variants:
+        raise UsageError("--together runs no study variants yet")
+    if study.precision is not None:
+        raise UsageError("--together runs a fixed number of repeats, not --precision")
+    for entry in study.workloads:
+        if entry.warmup_s:
+            raise UsageError("--together runs no warm-up yet (warmup_s)")
+        if entry.datasets != "run":
+            raise UsageError("--together prepares each dataset once per run: datasets = \"run\"")
+
+
+def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
+    threads = combine.split(spec.threads, len(hosts))
+    clients = combine.split(spec.clients, len(hosts))
+    return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
+
+
+def run_key(study: Study, hosts: list[Host]) -> str:
+    """What finds the run again (resume): the study, its flags, the target, the hosts."""
+    text = json.dumps([study.sha256, sorted(study.flags.items()), study.engines[0].target,
+                       [h.name for h in hosts]], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Together:
+    """One `fleet run --together`."""
+
+    def __init__(self, fleet: Fleet, study: Study, study_arg: str, study_file: Path | None, run_args: list[str],
+                 store: Path | str, label: str):
+        self.fleet, self.study, self.label = fleet, study, label
+        self.hosts = fleet.hosts
+        self.say = fleet.say
+        self.store_arg = store
+        self.study_file = study_file
+        self.host_study = f"{{w}}/study.toml" if study_file else study_arg
+        self.run_args = run_args
+        self.target = study.engines[0].target or ""
+
+    # ------------------------------------------------------------ steps
+
+    def step(self, hosts: list[Host], args: list[str], *, request: dict[str, str] | None = None,
+             detach: bool = False, secrets: bool = False, timeout_s: float = STEP_TIMEOUT_S) -> dict[str, Answer]:
+        """One play of together.yml: the `dbarena fleet` command args (with {w}: the
+        host's working directory) on each host; its last line of output, read as JSON."""
+        if not hosts:
+            return {}
+        extra: dict[str, Any] = {"args": {h.name: [a.replace("{w}", h.workdir) for a in args] for h in hosts},
+                                 "dbarena_detach": detach, "dbarena_secrets": secrets}
+        if request is not None:
+            extra["dbarena_request"] = request
+        results = self.fleet.ansible.play("together.yml", hosts, extra, timeout_s=timeout_s)
+        out: dict[str, Answer] = {}
+        for h in hosts:
+            result = results[h.name]
+            if result["unreachable"] or result["failed"]:
+                found = result["failure"]
+                out[h.name] = Answer(None, ("unreachable: " if result["unreachable"] else "") + found.short)
+                continue
+            stdout = str(result["tasks"].get("step", {}).get("stdout", "")).strip()
+            try:
+                out[h.name] = Answer(json.loads(stdout.splitlines()[-1]))
+            except (ValueError, IndexError):
+                out[h.name] = Answer(None, f"no answer: {stdout[:200] or 'no output'}")
+        return out
+
+    # ------------------------------------------------------------ run
+
+    def run(self) -> int:
+        from dbarena.store.database import Store
+
+        check(self.study, self.hosts)
+        specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
+        for spec in specs:
+            try:
+                split_point(spec, self.hosts)
+            except ValueError as exc:
+                raise UsageError(f"{spec.workload} at {spec.threads} threads: {exc}") from None
+        if not self.install():
+            return 1
+        key = run_key(self.study, self.hosts)
+        with Store(self.store_arg) as store:
+            run_id, stored = self._find(store, key)
+            if run_id is not None and not any(_identity(s) not in stored for s in specs):
+                self.say(f"complete already ({len(stored)}/{len(specs)} points stored), not run again")
+                return 0
+            first = self.hosts[0]
+            datasets = list({(s.workload, s.params): s for s in specs}.values())
+            request = {"args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
+                       "label": self.label, "target": self.target, "invocation": key,
+                       "datasets": [loadgen.spec_record(s) for s in datasets]}
+            self.say(f"preparing on {first.name}: the run's provenance and its datasets")
+            answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
+                               request={first.name: json.dumps(request)}, secrets=True,
+                               timeout_s=PREPARE_TIMEOUT_S)[first.name]
+            if answer.data is None or "error" in answer.data:
+                self.say(f"{first.name}: preparing failed: {answer.problem or answer.data.get('error')}")  # type: ignore[union-attr]
+                return 1
+            context = answer.data["context"]
+            if run_id is None:
+                run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
+            else:
+                store.reopen_run(run_id, store.run(run_id)["options"])  # type: ignore[index]
+                self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
+            failed = 0
+            status = "interrupted"
+            try:
+                todo = [s for s in specs if _identity(s) not in stored]
+                for n, spec in enumerate(todo, 1):
+                    result = self.point(spec)
+                    store.add_point(run_id, result, _config(spec, context))
+                    failed += not result.ok
+                    self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
+                status = "finished"
+            finally:
+                store.finish_run(run_id, status)
+            self.say(f"{len(todo)} point(s) with {len(self.hosts)} load generators"
+                     + (f", {failed} failed" if failed else "") + f"; stored in {store.location}")
+            return 1 if failed else 0
+
+    def install(self) -> bool:
+        wheel = build_wheel(self.fleet.workdir)
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        self.say(f"installing on {', '.join(h.name for h in self.hosts)}: packages, dbarena")
+        results = self.fleet.ansible.play("start.yml", self.hosts, {
+            "args": {h.name: [] for h in self.hosts}, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
+            "dbarena_packages": packages(self.study), "dbarena_study_file": str(self.study_file or ""),
+            "dbarena_start_run": False}, timeout_s=START_TIMEOUT_S)
+        ok = True
+        for h in self.hosts:
+            result = results[h.name]
+            if result["unreachable"] or result["failed"]:
+                state = self.fleet.states[h.name]
+                state.set_failure(result["failure"], "start failed: " if result["failed"] else "")
+                self.say(state.block())
+                ok = False
+        return ok
+
+    def _find(self, store: Any, key: str) -> tuple[int | None, set[tuple]]:
+        for run in reversed(store.runs()):
+            if (run.get("options") or {}).get("together", {}).get("key") == key:
+                done = {_identity_row(p) for p in store.points(run_id=run["id"]) if p["status"] == "ok"}
+                return run["id"], done
+        return None, set()
+
+    def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
+        options = {**record["options"], "together": {
+            "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
+            "labels": [h.label for h in self.hosts]}}
+        study = StudyRecord(**record["study"]) if record.get("study") else None
+        return RunInfo(**{**record, "started_at": datetime.fromisoformat(record["started_at"]), "study": study,
+                          "options": options,
+                          "host": f"{len(self.hosts)} load generators: {', '.join(h.name for h in self.hosts)}"})
+
+    # ------------------------------------------------------------ one point
+
+    def point(self, spec: PointSpec) -> PointResult:
+        shares = split_point(spec, self.hosts)
+        rate = self.study.latency_sampling
+        family = self.study.engines[0]
+        point_id = uuid.uuid4().hex[:12]
+        ctl = ["host-point-ctl", "--workdir", "{w}", "--point", point_id]
+        requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour, "target": self.target,
+                                        "spec": loadgen.spec_record(share), "sampling": rate})
+                    for h, share in zip(self.hosts, shares)}
+        began = time.time()
+        ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
+                          detach=True, secrets=True)
+        problems = self._problems(ready, want="ready")
+        if problems:
+            self._stop(self.hosts, ctl)
+            return _failed(spec, problems, began)
+        # Far enough ahead for the go play to reach every host (it takes about as long as a step).
+        lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
+        start_at = time.time() + lead
+        self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
+        answers: dict[str, dict[str, Any]] = {}
+        # Polled while the point runs (not only at its end): a host that fails stops the others at once.
+        time.sleep(max(0.0, start_at + 1.0 - time.time()))
+        while True:
+            pending = [h for h in self.hosts if h.name not in answers]
+            polled = self.step(pending, [*ctl, "status"])
+            problems = self._problems(polled, want=None)
+            for name, answer in polled.items():
+                if answer.data is not None and answer.data.get("state") in loadgen.FINAL:
+                    answers[name] = answer.data
+            if problems:
+                rest = [h for h in self.hosts if h.name not in answers]
+                for name, answer in self.step(rest, [*ctl, "stop"]).items():
+                    if answer.data is not None:
+                        answers[name] = answer.data
+                return _failed(spec, problems, began, answers)
+            if len(answers) == len(self.hosts):
+                break
+            time.sleep(self.fleet.poll_s)
+        return self._combined(spec, shares, answers, began)
+
+    def _problems(self, answers: dict[str, Answer], want: str | None) -> list[str]:
+        out = []
+        for h in self.hosts:
+            answer = answers.get(h.name)
+            if answer is None:
+                continue
+            if answer.data is None:
+                out.append(f"{h.name}: {answer.problem}")
+            elif answer.data.get("state") in ("failed", "stopped") or (want and answer.data.get("state") != want):
+                out.append(f"{h.name}: {answer.data.get('reason') or answer.data.get('state')}")
+        return out
+
+    def _stop(self, hosts: list[Host], ctl: list[str]) -> None:
+        with contextlib.suppress(Exception):
+            self.step(hosts, [*ctl, "stop"])
+
+    def _combined(self, spec: PointSpec, shares: list[PointSpec], answers: dict[str, dict[str, Any]],
+                  began: float) -> PointResult:
+        parts, raw = [], []
+        for h, share in zip(self.hosts, shares):
+            part = answers[h.name]["part"]
+            measurement = Measurement(**part["measurement"])
+            histogram = measurement.latency_histogram
+            parts.append(combine.Part(
+                host=h.name, label=h.label, threads=share.threads, clients=share.clients,
+                launched_at=part["launched_at"], first_at=part.get("first_at"), measurement=measurement,
+                samples=loadgen.samples_of(part["samples"]),
+                latencies=Latencies.decode(histogram) if histogram else None))
+            raw.append((h, share, part))
+        measurement, samples, details = combine.combine(parts, spec.duration_s)
+        latencies = combine.merged_latencies(parts)
+        if latencies is not None:
+            from dbarena.runner import with_latencies
+
+            measurement = with_latencies(replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
+        for record, (h, _, part) in zip(details["together"]["parts"], raw):
+            record["command"] = part["command"]
+            record.update(_cpu(part.get("system", [])))
+        measurement = replace(measurement, details={**measurement.details, **details})
+        return PointResult(
+            spec=spec, status="ok", started_at=_utc(min(p["launched_at"] for _, _, p in raw)),
+            ended_at=_utc(max(p["ended_at"] for _, _, p in raw)), command=tuple(raw[0][2]["command"]),
+            exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
+            samples=samples)
+
+
+def _expand(study: Study) -> list[Any]:
+    from dbarena import session
+
+    return session.expand(study)
+
+
+def _identity(spec: PointSpec) -> tuple:
+    return (spec.workload, spec.threads, spec.clients, spec.repeat, spec.params)
+
+
+def _identity_row(point: dict[str, Any]) -> tuple:
+    params = point.get("params") or {}
+    if isinstance(params, str):
+        params = json.loads(params)
+    return (point["workload"], point["threads"], point["clients"], point["repeat"], tuple(sorted(params.items())))
+
+
+def _config(spec: PointSpec, context: dict[str, Any]) -> dict[str, Any]:
+    return configkey.build(engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
+                           duration_s=spec.duration_s, warmup_s=spec.warmup_s, params=dict(spec.params),
+                           options=dict(spec.options), settings=context.get("settings", {}), variant=spec.variant,
+                           server_version=context.get("server_version"), flavour=context.get("flavour"),
+                           host=context.get("host"))
+
+
+def _cpu(system: list[dict[str, Any]]) -> dict[str, Any]:
+    """The load generator's CPU over its part: the tool's cores, and the host's busy share."""
+    tool = [s["loadgen_cpu"] for s in system if s.get("loadgen_cpu") is not None]
+    busy = [100.0 - s["cpu_idle_pct"] for s in system if s.get("cpu_idle_pct") is not None]
+    return {"loadgen_cpu_cores": round(sum(tool) / len(tool), 3) if tool else None,
+            "host_cpu_busy_pct": round(sum(busy) / len(busy), 1) if busy else None}
+
+
+def _joined(raw: list[tuple[Host, PointSpec, dict[str, Any]]], stream: str) -> str:
+    return "".join(f"# load generator {h.name} ({h.label}): threads {s.threads}, clients {s.clients}\n{p[stream]}"
+                   for h, s, p in raw)
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _failed(spec: PointSpec, problems: list[str], began: float,
+            answers: dict[str, dict[str, Any]] | None = None) -> PointResult:
+    parts = [a.get("part") for a in (answers or {}).values() if a.get("part")]
+    return PointResult(spec=spec, status="failed", started_at=_utc(began), ended_at=_utc(time.time()),
+                       command=(), exit_code=None, stdout="".join(p.get("stdout", "") for p in parts),  # type: ignore[union-attr]
+                       stderr="".join(p.get("stderr", "") for p in parts),  # type: ignore[union-attr]
+                       error="; ".join(problems))
+
+
+def _describe(spec: PointSpec) -> str:
+    return f"{spec.workload} threads={spec.threads} repeat {spec.repeat + 1}"
+
+
+def _outcome(result: PointResult) -> str:
+    if not result.ok or result.measurement is None:
+        return f"failed: {result.error}"
+    m = result.measurement
+    together = m.details.get("together", {})
+    parts = " + ".join(f"{p['host']} {p['tps']:.0f}" for p in together.get("parts", []) if p.get("tps") is not None)
+    flag = " (above 1 % of the duration: flagged)" if together.get("start_skew_flagged") else ""
+    return (f"{m.tps:.0f} TPS over the common window ({parts}), {m.transactions} transactions, "
+            f"start skew {together.get('start_skew_ms', 0):.1f} ms{flag}")

@@ -1,0 +1,166 @@
+"""`dbarena fleet run --together` over real SSH and real Ansible: two "hosts" (this
+machine behind two sshd processes on 127.0.0.2 and 127.0.0.3) drive one throwaway
+PostgreSQL the test starts, each point's threads and clients split between them, and
+one merged point is stored per level: its transactions the sum of the parts, its
+histogram the merge of theirs, its start skew stored. Killing one host's pgbench
+mid-point fails that point (the other stops too) and leaves nothing running; running
+the same command again measures only that point."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_mentioning
+from sshd import ansible_env, inventory, missing, sshd
+from test_kill import _within
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
+
+STUDY = """schema = 1
+name = "{name}"
+[sweep]
+levels = {levels}
+duration_s = {duration}
+repeats = 1
+latency_sampling = {sampling}
+[datasets]
+scale = 1
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+"""
+
+
+@pytest.fixture(scope="module")
+def together(tmp_path_factory):
+    """Two hosts and one throwaway PostgreSQL both reach over loopback."""
+    from dbarena.engines import postgres
+
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("together")
+    tmp.chmod(0o755)
+    with postgres.throwaway() as server, sshd(("127.0.0.2", "127.0.0.3"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        inv = inventory(hosts.hosts, hosts.key, tmp / "hosts.ini", workdirs=workdirs, extra_vars=extra)
+        env = ansible_env(tmp)
+        env["PGPASSWORD"] = server.passfile.read_text().strip().rsplit(":", 1)[1]
+        yield {"hosts": hosts, "inventory": inv, "env": env, "tmp": tmp, "workdirs": workdirs,
+               "url": server.url}
+    assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+def _command(f: dict, study: Path, store: Path) -> list[str]:
+    return [sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(f["inventory"]), "--study", str(study),
+            "--together", "--target", f["url"], "--poll", "1", "--store", str(store)]
+
+
+def _study(f: dict, name: str, levels: list[int], duration: int, sampling: float = 0.1) -> Path:
+    path = f["tmp"] / f"{name}.toml"
+    path.write_text(STUDY.format(name=name, levels=levels, duration=duration, sampling=sampling))
+    return path
+
+
+def _points(store: Path) -> list[dict]:
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT p.*, r.label, r.host AS run_host FROM points p "
+                                        "JOIN runs r ON r.id = p.run_id ORDER BY p.id")]
+    for row in rows:
+        hist = db.execute("SELECT record FROM latency_histograms WHERE point_id = ?", (row["id"],)).fetchone()
+        row["histogram"] = json.loads(hist[0]) if hist else None
+        row["details"] = json.loads(row["details"])
+        row["samples"] = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (row["id"],)).fetchone()[0]
+    db.close()
+    return rows
+
+
+def test_two_load_generators_make_one_point_per_level(together):
+    from dbarena.stats.latency import Latencies, merged
+
+    store = together["tmp"] / "one.db"
+    done = subprocess.run(_command(together, _study(together, "pair", [2, 4], 5, sampling=1.0), store), env=together["env"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 point(s) with 2 load generators" in done.stdout, done.stdout
+    points = _points(store)
+    assert [(p["threads"], p["clients"], p["status"]) for p in points] == [(2, 4, "ok"), (4, 8, "ok")]
+    for p in points:
+        assert p["label"] == "together" and p["run_host"].startswith("2 load generators")
+        together_ = p["details"]["together"]
+        assert p["details"]["load_generators"] == 2
+        parts = together_["parts"]
+        assert [x["host"] for x in parts] == ["alpha", "beta"]
+        assert sum(x["threads"] for x in parts) == p["threads"] and sum(x["clients"] for x in parts) == p["clients"]
+        # The merged point's transactions are the sum of its parts'.
+        assert p["transactions"] == sum(x["transactions"] for x in parts) > 0
+        # Its histogram is the merge of the parts' (each the histogram of that host's
+        # whole log: every transaction logged here).
+        merged_hist = merged(Latencies.decode(x["latency_histogram"]) for x in parts)
+        assert p["histogram"]["count"] == sum(x["latency_histogram"]["count"] for x in parts) == p["transactions"]
+        assert p["histogram"]["hdr"] == merged_hist.encode()["hdr"]
+        # The start skew is stored, measured from the first transactions, and small on one machine.
+        assert together_["start_skew_from"] == "first transaction"
+        assert 0 <= together_["start_skew_ms"] < together_["start_skew_limit_ms"], together_
+        # The common window's TPS: about the parts' TPS summed.
+        assert p["tps"] == pytest.approx(sum(x["tps"] for x in parts), rel=0.25)
+        assert p["samples"] >= 3
+        assert all(x["loadgen_cpu_cores"] is not None for x in parts)
+    print(done.stdout)
+    # No password anywhere on the "hosts" or in the store.
+    password = together["env"]["PGPASSWORD"]
+    assert password not in done.stdout + done.stderr
+    assert password.encode() not in store.read_bytes()
+    for workdir in together["workdirs"].values():
+        assert not (workdir / "secrets.json").exists()
+
+    # Again: complete already, nothing measured.
+    again = subprocess.run(_command(together, _study(together, "pair", [2, 4], 5, sampling=1.0), store), env=together["env"],
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0 and "complete already (2/2 points stored)" in again.stdout, again.stdout
+    assert len(_points(store)) == 2
+
+
+def test_killing_one_hosts_tool_fails_that_point_and_a_second_run_completes_it(together):
+    store = together["tmp"] / "killed.db"
+    beta_point = together["workdirs"]["beta"] / "point"
+    proc = subprocess.Popen(_command(together, _study(together, "killed", [2, 4], 8), store), env=together["env"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        def beta_pgbench() -> list[str]:
+            return [line for line in processes_mentioning(str(beta_point)) if "pgbench" in line.split(" ", 2)[1]]
+        assert _within(240, lambda: bool(beta_pgbench())), processes_mentioning("pgbench")
+        time.sleep(2)
+        for line in beta_pgbench():
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out + err
+    points = _points(store)
+    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok")], out
+    assert points[0]["error"].startswith("beta: pgbench exit status -9"), points[0]["error"]
+    assert "failed: beta: pgbench exit status -9" in out
+    # The other host's pgbench was stopped, not left to run out its time; nothing is left.
+    assert _within(10, lambda: not [line for line in processes_mentioning(str(together["tmp"]))
+                                    if "pgbench" in line or "host-point" in line])
+
+    again = subprocess.run(_command(together, _study(together, "killed", [2, 4], 8), store), env=together["env"],
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resuming: 1 of 2 points stored already" in again.stdout
+    points = _points(store)
+    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok"), (2, "ok")]
+    assert len({p["run_id"] for p in points}) == 1
