@@ -232,3 +232,205 @@ def test_store_migrate_makes_no_store(tmp_path, capsys):
     code, out, err = invoke(["store", "migrate", "--store", str(tmp_path / "none.db")], capsys)
     assert "no results store at" in one_line_error(code, err)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ files written whole or not at all
+
+def test_a_report_into_a_directory_that_does_not_exist_is_one_line(demo, tmp_path, capsys):
+    code, out, err = invoke(["report", "--store", str(demo), "-o", str(tmp_path / "nonexistent" / "r.html")], capsys)
+    assert "directory" in one_line_error(code, err) and "does not exist" in err
+
+
+@pytest.mark.parametrize("fmt", [pytest.param("html", marks=pytest.mark.slow), pytest.param("md", marks=pytest.mark.slow),
+                                 "csv", "json"])  # (charts take seconds to draw: html and md in the slow tier)
+def test_a_report_that_fails_midway_keeps_the_previous_one(fmt, current, tmp_path, monkeypatch, capsys):
+    """A full disk (ENOSPC at the write, simulated: tests/unit cannot mount a small
+    tmpfs) leaves the previous report byte for byte and no temporary file."""
+    import errno
+    import os
+
+    out_file = tmp_path / f"r.{fmt}"
+    out_file.write_text("the previous report")
+    real_write = os.write
+
+    class Full:
+        def __init__(self, fd: int, mode: str) -> None:
+            self.fd = fd
+            self.written = 0
+
+        def __enter__(self) -> "Full":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            os.close(self.fd)
+
+        def write(self, data: bytes) -> int:
+            real_write(self.fd, data[: len(data) // 2])  # half of it, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("dbarena.atomic.os.fdopen", Full)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(out_file)], capsys)
+    line = one_line_error(code, err, ExitStatus.ENVIRONMENT)
+    # (Markdown writes its chart files first: the first of them is what fails.)
+    assert ("No space left on device (the previous file is kept)" if fmt != "md" else "No space left") in line
+    assert out_file.read_text() == "the previous report"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["demo.db", f"r.{fmt}"]
+
+
+def test_a_report_killed_while_it_writes_keeps_the_previous_one(current, tmp_path, monkeypatch, capsys):
+    """Ctrl-C (or SIGTERM, raised as Interrupted) in the middle of the write."""
+    import os
+
+    out_file = tmp_path / "r.html"
+    out_file.write_text("the previous report")
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("dbarena.atomic.os.fsync", interrupted)
+    code, out, err = invoke(["report", "--store", str(current), "--format", "json", "-o", str(out_file)], capsys)
+    assert code == ExitStatus.INTERRUPTED
+    assert out_file.read_text() == "the previous report"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    del os
+
+
+def test_a_report_replaces_the_previous_one_keeping_its_mode(current, tmp_path, capsys):
+    out_file = tmp_path / "r.json"
+    out_file.write_text("old")
+    out_file.chmod(0o640)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(out_file)], capsys)
+    assert code == 0, err
+    assert json.loads(out_file.read_text())["rows"] and (out_file.stat().st_mode & 0o777) == 0o640
+
+
+@pytest.mark.slow
+def test_markdown_chart_files_are_written_whole(current, tmp_path, capsys):
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "a.md")], capsys)
+    assert code == 0, err
+    charts = list((tmp_path / "a_files").iterdir())
+    assert charts and all(p.suffix == ".svg" and p.read_text().rstrip().endswith("</svg>") for p in charts)
+
+
+# ------------------------------------------------------------------ valid JSON, text that cannot act
+
+def _hostile(store: Path) -> None:
+    """Values another program (or an older import) may have put in a store: a label
+    with terminal escapes, a formula, figures that are not finite."""
+    con = sqlite3.connect(store)
+    con.execute("UPDATE runs SET label = 'vm' || char(27) || ']0;owned' || char(7) || char(27) || '[2J',"
+                " host = 'h' || char(27) || '[31m' WHERE id = 1")
+    con.execute("UPDATE runs SET label = '=HYPERLINK(\"http://x\")' WHERE id = 2")
+    con.execute("UPDATE points SET tps = 9e999, latency_avg_ms = -9e999 WHERE run_id = 1")
+    con.execute("UPDATE point_derived SET fields = replace(fields, '\"steady_tps\": ', '\"steady_tps\": 1e999 + ')"
+                " WHERE 0")  # (left alone: derived figures are recomputed from the points)
+    con.commit()
+    con.close()
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("argv", [["results", "--json"], ["results", "--json", "--summary"],
+                                  ["store", "info", "--json"]], ids=" ".join)
+def test_json_output_is_json_whatever_the_store_holds(argv, current, capsys):
+    _hostile(current)
+    code, out, err = invoke([*argv, "--store", str(current)], capsys)
+    assert code == 0, err
+    _strict_json(out)
+
+
+def test_the_json_report_is_json_whatever_the_store_holds(current, tmp_path, capsys):
+    _hostile(current)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "r.json")], capsys)
+    assert code == 0, err
+    report = _strict_json((tmp_path / "r.json").read_text())
+    assert isinstance(report, dict) and report["rows"]
+
+
+def test_json_helpers_never_print_infinity():
+    from dbarena.report import export
+
+    assert json.loads(export.dumps({"a": [float("inf"), float("nan"), 1.5], "b": -float("inf")})) == \
+        {"a": [None, None, 1.5], "b": None}
+
+
+@pytest.mark.parametrize("argv", [["results"], ["results", "--summary"], ["results", "--wide"],
+                                  ["compare", "vm]0;owned[2J", "=HYPERLINK(\"http://x\")"]], ids=" ".join)
+def test_no_control_character_reaches_the_terminal(argv, current, capsys):
+    _hostile(current)
+    argv = [a.replace("vm]0;owned[2J", "vm\x1b]0;owned\x07\x1b[2J") for a in argv]
+    code, out, err = invoke([*argv, "--store", str(current)], capsys)
+    assert "\x1b" not in out + err and "\x07" not in out + err, (out + err)[:2000]
+    assert "vm]0;owned[2J" in out or code != 0
+
+
+@pytest.mark.slow
+def test_a_markdown_report_holds_no_control_character(current, tmp_path, capsys):
+    _hostile(current)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "r.md")], capsys)
+    assert code == 0 and "\x1b" not in out + err
+    assert "\x1b" not in (tmp_path / "r.md").read_text()
+
+
+def test_report_lines_and_errors_hold_no_control_character(current, tmp_path, capsys):
+    _hostile(current)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "r.json")], capsys)
+    assert code == 0 and "\x1b" not in out + err
+    code, out, err = invoke(["report", "--store", str(current), "--label", "no\x1b[2Jsuch"], capsys)
+    assert "\x1b" not in one_line_error(code, err)
+
+
+def test_a_csv_report_neutralises_formulas(current, tmp_path, capsys):
+    import csv
+
+    _hostile(current)
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "r.csv")], capsys)
+    assert code == 0, err
+    text = (tmp_path / "r.csv").read_text()
+    assert "\x1b" not in text
+    labels = {row["label"] for row in csv.DictReader(text.splitlines())}
+    assert "'=HYPERLINK(\"http://x\")" in labels and "vm]0;owned[2J" in labels
+    assert not any(label.startswith(("=", "+", "-", "@")) for label in labels)
+
+
+@pytest.mark.parametrize("text, cell", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
+                                        ("\t=1", "'=1"), ("plain", "plain"), ("a=b", "a=b"), ("", "")])
+def test_the_leading_quote_rule(text, cell):
+    from dbarena.report import export
+
+    assert export.neutral(text) == cell
+
+
+def test_raw_output_is_printed_byte_for_byte_when_redirected(current, capsys):
+    con = sqlite3.connect(current)
+    pid = con.execute("SELECT point_id FROM raw_outputs LIMIT 1").fetchone()[0]
+    con.close()
+    code, out, err = invoke(["results", "--raw", str(pid), "--store", str(current)], capsys)
+    assert code == 0 and out
+
+
+def test_atomic_write_that_fails_midway_leaves_the_file_and_no_temporary(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from dbarena import atomic
+    from dbarena.errors import EnvironmentProblem
+
+    target = tmp_path / "r.html"
+    target.write_text("previous")
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    with pytest.raises(EnvironmentProblem, match="No space left on device \\(the previous file is kept\\)"):
+        atomic.write_text(target, "new " * 100_000)
+    assert target.read_text() == "previous" and [p.name for p in tmp_path.iterdir()] == ["r.html"]
+    monkeypatch.setattr(atomic.os, "fsync", real_fsync)
+    atomic.write_text(target, "new")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["r.html"]

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dbarena import engines, importer
+from dbarena import atomic, engines, importer
 from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
-from dbarena.report import terminal
+from dbarena.limits import printable
+from dbarena.report import export, terminal
 from dbarena.stats import analysis, configkey
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
@@ -21,6 +21,12 @@ from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
     from dbarena.stats.price import Price
+
+
+def _say(text: str = "", **options: Any) -> None:
+    """click.echo of a line that quotes what users and tools wrote (labels, paths,
+    notes): nothing in it acts on a terminal (limits.printable)."""
+    click.echo(printable(text, keep="\n"), **options)
 
 
 @cli.command()
@@ -35,7 +41,7 @@ def merge(others: tuple[Path | str, ...], store: Path | str) -> None:
     with Store(target) as db:
         for other in others:
             runs, points = merge_stores(db, other)
-            click.echo(f"{other}: {runs} run(s), {points} point(s) merged into {target}"
+            _say(f"{other}: {runs} run(s), {points} point(s) merged into {target}"
                        + ("" if runs else " (all its runs were here already)"))
 
 
@@ -53,7 +59,7 @@ def store_migrate(store: Path | str) -> None:
     if isinstance(store, Path) and not store.exists():
         raise UsageError(f"no results store at {store}")
     with Store(store, create=False) as db:
-        click.echo(f"{store}: schema version {db.version}")
+        _say(f"{store}: schema version {db.version}")
 
 
 @store_group.command("info")
@@ -64,11 +70,11 @@ def store_info(store: Path | str, as_json: bool) -> None:
     with open_store(store) as db:
         facts = info(db)
     if as_json:
-        click.echo(json.dumps(facts, indent=2))
+        click.echo(export.dumps(facts, indent=2))
         return
     for key, value in facts.items():
         shown = ", ".join(value) if isinstance(value, list) else f"{value:,}" if isinstance(value, int) else value
-        click.echo(f"{key:28} {shown}")
+        _say(f"{key:28} {shown}")
 
 
 
@@ -95,7 +101,10 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
     if raw_point is not None:
         with open_store(store) as db:
             out, err = db.raw_output(raw_point)
-        click.echo(err + out, nl=False)
+        # As the tool printed it; on a terminal, without what would act on it (an ESC
+        # sequence in an imported file's output): redirected, byte for byte.
+        text = err + out
+        click.echo(printable(text, keep="\n\t") if terminal.is_terminal() else text, nl=False)
         return
     with open_store(store) as db:
         stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
@@ -104,7 +113,7 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         if summary:
             rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:
-        click.echo(json.dumps([analysis.public(r) for r in rows], indent=2))
+        click.echo(export.dumps([analysis.public(r) for r in rows], indent=2))
     elif not rows:
         # Every name matched something (check_names): only their combination matches nothing.
         click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
@@ -155,16 +164,16 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     from dbarena.stats import decision
 
     if as_json:
-        click.echo(json.dumps(comparisons, indent=2))
+        click.echo(export.dumps(comparisons, indent=2))
         return
     decided = decision.decide(comparisons, rows)
     overall = [line for line in (decision.overall(decided),) if line is not None]
     if fmt == "md":
-        click.echo(decision_text.markdown(decided, overall), nl=False)
+        _say(decision_text.markdown(decided, overall), nl=False)
         return
     console = terminal.console()
     for line in decision_text.lines(decided, overall, width=max(console.width, 60)):
-        click.echo(line)
+        _say(line)
     click.echo()
     terminal.show(console, terminal.comparison_table(comparisons, wide=wide))
 
@@ -202,19 +211,19 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
         for path in files:
             done = import_file(db, path, options)
             if done.error is not None:
-                click.echo(f"dbarena: error: {done.error}", err=True)
+                _say(f"dbarena: error: {done.error}", err=True)
                 failed = True
             elif not done.points:
-                click.echo(f"{path}: no benchmark run found; nothing imported")
+                _say(f"{path}: no benchmark run found; nothing imported")
             elif done.already:
-                click.echo(f"{path}: already imported (same content); nothing added (--replace imports it again)")
+                _say(f"{path}: already imported (same content); nothing added (--replace imports it again)")
             else:
                 if done.replaced:
-                    click.echo(f"{path}: the {done.replaced} point(s) of its earlier import removed")
-                click.echo(f"{path}: imported {done.points} point(s) ({done.ok} ok, {done.points - done.ok} failed) "
+                    _say(f"{path}: the {done.replaced} point(s) of its earlier import removed")
+                _say(f"{path}: imported {done.points} point(s) ({done.ok} ok, {done.points - done.ok} failed) "
                            f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
                 for note, count in done.notes:
-                    click.echo(f"{path}: {count} run(s): {note}")
+                    _say(f"{path}: {count} run(s): {note}")
     return ExitStatus.USAGE if failed else None
 
 
@@ -264,12 +273,15 @@ def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, pri
         fmt = {"htm": "html", "markdown": "md"}.get(suffix, suffix) if suffix in (*REPORT_FORMATS, "htm", "markdown") \
             else "html"
     output = output or Path(f"dbarena-report.{fmt}")
+    atomic.check_directory(output)  # before the store is read and the charts drawn
     selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads)
     with open_store(store) as db:
         built = assemble.build(db, selection)
         drawn = assemble.draw(db, built, fmt, png=png)
-    output.write_text(assemble.render(built, fmt, output, drawn))
-    click.echo(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {', '.join(built.labels)})")
+    # Whole or not at all: a report that fails or is killed while written leaves the
+    # previous one as it was (atomic.py).
+    atomic.write_text(output, assemble.render(built, fmt, output, drawn))
+    _say(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {', '.join(built.labels)})")
 
 
 @cli.command("hostinfo")
@@ -278,7 +290,7 @@ def hostinfo_command(as_json: bool) -> None:
     """Print what dbarena records about this machine (CPU, cores vs threads, memory ...)."""
     facts = hostinfo.host_facts()
     if as_json:
-        click.echo(json.dumps(facts, indent=2, sort_keys=True))
+        click.echo(export.dumps(facts, indent=2, sort_keys=True))
     else:
         terminal.console().print(terminal.facts_table(facts))
 

@@ -1,11 +1,21 @@
-"""CSV and JSON: one record per label x engine x workload x threads, every figure."""
+"""CSV and JSON: one record per label x engine x workload x threads, every figure.
+
+Both are safe to open wherever they go: JSON is always valid JSON (a figure that is
+not finite, which a store may hold from an older import, is null: JSON has no
+Infinity or NaN), and a CSV text cell that a spreadsheet would run as a formula (one
+starting with =, +, -, @, a tab or a carriage return: OWASP's "CSV injection" rule) is
+written with a leading ' so that it shows as text; control characters are dropped.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
+from typing import Any
 
+from dbarena.limits import printable
 from dbarena.report.data import PUBLIC_FIELDS, Report, public_rows
 
 
@@ -15,18 +25,52 @@ from dbarena.report.data import PUBLIC_FIELDS, Report, public_rows
 DIGITS = 12
 
 
+# What makes a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell as a formula
+# or a command: OWASP's list for CSV injection.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutral(text: str) -> str:
+    """A CSV text cell a spreadsheet shows as text: a leading ' before a formula's first
+    character (the spreadsheet hides the quote), control characters dropped."""
+    return ("'" if text.startswith(FORMULA_STARTS) else "") + printable(text)
+
+
 def _cell(value: object) -> object:
     """A CSV cell: a float without binary noise, and a whole one without '.0' (a mean
-    count of transactions, 14431.0, is written 14431)."""
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+    count of transactions, 14431.0, is written 14431); one not finite left empty, as
+    a figure not there; text neutralised (neutral)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
         return format(value, f".{DIGITS}g") if abs(value) >= 1e-4 or value == 0 else repr(value)
+    if isinstance(value, str):
+        return neutral(value)
     return value
+
+
+def finite(value: Any) -> Any:
+    """The value with every float that is not finite as None (JSON's null), inside
+    lists and objects too."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """JSON that is always JSON: non-finite figures as null, and allow_nan=False so that
+    one slipping past raises here instead of printing Infinity or NaN."""
+    return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def _plain(value: object) -> object:
     """JSON without binary noise: floats to DIGITS significant digits, inside lists and
     objects too (a JSON reader gets 2885.78, as the CSV has it)."""
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+    if isinstance(value, float) and math.isfinite(value):
         return float(format(value, f".{DIGITS}g"))
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -44,7 +88,7 @@ def to_csv(report: Report) -> str:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(_plain({
+    return dumps(_plain({
         "labels": report.labels, "baseline": report.baseline, "at_threads": report.at_threads,
         "decisions": [d.as_dict() for d in report.decisions],
         "overall": [d.as_dict() for d in report.overall],

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dbarena import atomic
+from dbarena.errors import EnvironmentProblem
+from dbarena.limits import printable
 from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
@@ -12,7 +15,8 @@ from dbarena.report.tables import TableSpec, how_to_read, provenance, section_ta
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    # printable: a Markdown file is read in a terminal too (cat, less -R, a diff).
+    return printable(text, keep="\n").replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
 def _table(spec: TableSpec) -> str:
@@ -48,14 +52,23 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     for s in report.sections:
         parts += [f"## {s.engine} {s.workload}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():
-            folder.mkdir(parents=True, exist_ok=True)
+            _make(folder)
+            # Each chart file whole or not at all, as the report itself (atomic.py).
             path = folder / f"{s.engine}-{s.workload}-{name}.svg"
-            path.write_text(svg)
+            atomic.write_text(path, svg)
             png = (pngs or {}).get((s.engine, s.workload), {}).get(name)
             if png:
                 path = path.with_suffix(".png")
-                path.write_bytes(png)
+                atomic.write_bytes(path, png)
             parts += [f"![{s.engine} {s.workload} {name.replace('_', ' ')}]({folder.name}/{path.name})", ""]
         parts += [_table(t) for t in section_tables(s, report)]
     parts += ["## Provenance", "", _table(provenance(report))]
     return "\n".join(parts)
+
+
+def _make(folder: Path) -> None:
+    """The chart folder beside the report; one line when it cannot be made."""
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot make {folder}: {exc.strerror or exc}") from None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import IO, Callable, Iterable, Sequence, cast
+from dataclasses import replace
+from typing import IO, Any, Callable, Iterable, Sequence, cast
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -13,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dbarena.limits import printable
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.stats import analysis, metric
@@ -62,6 +64,10 @@ def _isatty(stream: IO[str]) -> bool:
         return False
 
 
+def is_terminal(stderr: bool = False) -> bool:
+    return _isatty(sys.stderr if stderr else sys.stdout)
+
+
 def console(stderr: bool = False) -> Console:
     """A console on stdout (stderr): the terminal's width there; elsewhere (a pipe, a
     file, a CI log) PIPE_WIDTH or COLUMNS and no padding at the ends of lines, whatever
@@ -74,6 +80,21 @@ def console(stderr: bool = False) -> Console:
     width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
     # stderr carries no table: its lines (the stages, a line per point) stay whole in a log.
     return Console(file=cast(IO[str], _Unpadded(stream)), width=width, soft_wrap=stderr)
+
+
+def _fitted(title: str | None, columns: Sequence[Column], rows: Iterable[Any], wide: bool = False,
+            notes: Sequence[str] = ()) -> FittedTable:
+    """A FittedTable whose every cell, title and note is printable (limits.printable):
+    a label, host, error or warning holds whatever a user, a tool or another store put
+    in it, and an ESC sequence printed raw would act on the terminal (retitle the window,
+    clear the screen) instead of showing. Rich's markup is left as it is."""
+    def clean(column: Column) -> Column:
+        cell = column.cell
+        return replace(column, header=printable(column.header, keep="\n"),
+                       cell=lambda r: printable(cell(r), keep="\n"))
+
+    return FittedTable(printable(title) if title is not None else None, [clean(c) for c in columns], rows, wide,
+                       [printable(n) for n in notes])
 
 
 def show(out: Console, *renderables: RenderableType) -> None:
@@ -95,8 +116,9 @@ def point_line(result: PointResult) -> str:
     head = f"{spec.engine} {spec.workload} threads={spec.threads} clients={spec.clients}"
     if spec.variant:
         head += f" variant={spec.variant}"
+    head = printable(head)  # (a variant's name, a tool's error: text that must not act on the terminal)
     if not result.ok:
-        return f"[red]failed[/] {escape(head)}: {escape(result.error or '')}"
+        return f"[red]failed[/] {escape(head)}: {escape(printable(result.error or ''))}"
     m = result.measurement
     assert m is not None  # an ok point has its measurement
     figures = []
@@ -237,7 +259,8 @@ def warning_lines(rows: Iterable[dict]) -> list[str]:
         messages = groups[(code, _)]
         count = f"{len(messages)} row{'s' if len(messages) > 1 else ''}"
         letter = WARNING_LETTERS.get(code)
-        lines.append(f"{f'{letter} ' if letter else ''}[yellow]{code}[/] ({count}): {escape(_merged(messages))}")
+        lines.append(f"{f'{letter} ' if letter else ''}[yellow]{code}[/] ({count}): "
+                     f"{escape(printable(_merged(messages)))}")
     return lines
 
 
@@ -300,7 +323,7 @@ def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = Fa
     """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
-    return FittedTable(title, POINT_COLUMNS, rows, wide, _notes(rows))
+    return _fitted(title, POINT_COLUMNS, rows, wide, _notes(rows))
 
 
 def _half_width(r: dict) -> str:
@@ -353,7 +376,7 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     if any(r.get("interval") == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
                         "variation; no comparison verdict without 3 repeats")
-    return FittedTable("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
+    return _fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
                        "the mean)", columns, rows, wide, _notes(rows, *captions))
 
 
@@ -384,7 +407,7 @@ def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     )
     notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
                                                                     for r in rows) else []
-    return FittedTable(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
+    return _fitted(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
                        columns, rows, wide, notes)
 
 
@@ -396,7 +419,7 @@ def facts_table(facts: dict) -> Table:
         value = facts[key]
         if key.endswith("_bytes") and isinstance(value, int):
             value = f"{value / 1024 ** 3:.1f} GiB"
-        table.add_row(key, escape(str(value)))
+        table.add_row(key, escape(printable(str(value))))
     return table
 
 
@@ -414,4 +437,4 @@ def precision_table(states: Sequence, target: float | None) -> FittedTable:
         Column("", "left", lambda s: "[green]reached[/]" if s.status == "reached"
                else f"[yellow]{escape(s.describe())}[/]", wraps=True),
     )
-    return FittedTable(title, columns, states)
+    return _fitted(title, columns, states)
