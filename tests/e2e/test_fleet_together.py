@@ -164,3 +164,52 @@ def test_killing_one_hosts_tool_fails_that_point_and_a_second_run_completes_it(t
     points = _points(store)
     assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok"), (2, "ok")]
     assert len({p["run_id"] for p in points}) == 1
+
+
+SYSBENCH_STUDY = """schema = 1
+name = "{name}"
+[sweep]
+levels = [2, 4]
+duration_s = 4
+repeats = 1
+[datasets]
+tables = 1
+table_size = 1000
+[engines.mysql]
+[[workloads]]
+workload = "sysbench-read-only"
+"""
+
+
+def test_two_sysbench_load_generators_against_one_mariadb(together):
+    from dbarena import execute
+    from dbarena.engines.mariadb import MariaDB
+    from dbarena.stats.latency import Latencies, merged
+
+    study = together["tmp"] / "sysbench.toml"
+    study.write_text(SYSBENCH_STUDY.format(name="sysbench-pair"))
+    store = together["tmp"] / "sysbench.db"
+    with MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False,
+                             executor=execute.LOCAL) as server:
+        env = {**together["env"], "MYSQL_PWD": server.password}
+        done = subprocess.run([*_command({**together, "url": server.url}, study, store)], env=env,
+                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(done.stdout)
+    points = _points(store)
+    assert [(p["threads"], p["status"]) for p in points] == [(2, "ok"), (4, "ok")]
+    for p in points:
+        parts = p["details"]["together"]["parts"]
+        assert [(x["host"], x["threads"]) for x in parts] == [("alpha", p["threads"] // 2), ("beta", p["threads"] // 2)]
+        assert p["transactions"] == sum(x["transactions"] for x in parts) > 0
+        assert p["queries"] == sum(x["queries"] for x in parts)
+        # sysbench's printed histograms, merged.
+        merged_hist = merged(Latencies.decode(x["latency_histogram"]) for x in parts)
+        assert p["histogram"]["hdr"] == merged_hist.encode()["hdr"]
+        assert p["histogram"]["count"] == sum(x["latency_histogram"]["count"] for x in parts)
+        # Without a per-transaction log, the skew is that of the tools' starts.
+        assert p["details"]["together"]["start_skew_from"] == "tool start"
+        assert p["details"]["together"]["start_skew_ms"] >= 0
+        assert p["qps"] == pytest.approx(sum(x["qps"] for x in parts), rel=0.25)
+    assert server.password not in done.stdout + done.stderr
+    assert server.password.encode() not in store.read_bytes()
