@@ -222,3 +222,19 @@ def test_the_html_report_gains_a_history_section_only_with_a_history(stepped: Pa
     status, _, err = run_cli(["report", "--store", str(single), "-o", str(page)], capsys)
     assert status == 0, err
     assert 'id="history"' not in page.read_text()
+
+
+def test_without_the_optional_change_point_library_history_says_how_to_get_it(
+        stepped: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Apache Otava is the `history` extra: without it `history` is one line (exit 3)
+    and the report says the same where its History charts would be."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "otava.analysis", None)  # `import otava.analysis` raises ImportError
+    status, _, err = run_cli(["history", "--store", str(stepped)], capsys)
+    assert status == 3 and err.count("\n") == 1 and "pip install 'dbarena[history]'" in err
+    page = tmp_path / "r.html"
+    status, _, err = run_cli(["report", "--store", str(stepped), "-o", str(page)], capsys)
+    assert status == 0, err
+    history_part = page.read_text().split('<section id="history">')[1].split("</section>")[0]
+    assert "dbarena[history]" in history_part and "<svg" not in history_part

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
-from dbarena.errors import UsageError
+from dbarena.errors import ToolMissing, UsageError
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
 from dbarena.stats import analysis, history
@@ -109,7 +110,11 @@ def _history(store: ResultStore, shown: list[str]) -> str:
                    and any(s == label or s.startswith(f"{label} [") for s in shown))
     if not labels:
         return ""
-    return history_view.section(history.of_store(store, history.Filter(labels=labels)))
+    try:
+        return history_view.section(history.of_store(store, history.Filter(labels=labels)))
+    except ToolMissing as exc:  # without the optional change-point library: the rest of the report still
+        return f'<section id="history"><h2>History</h2><p class="note">{escape(str(exc))}</p></section>'
+
 
 
 def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = None) -> str:

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from dbarena.errors import UsageError
+from dbarena.errors import ToolMissing, UsageError
 from dbarena.interfaces import ResultStore
 from dbarena.stats import analysis, metric
 from dbarena.stats import estimators as stats
@@ -212,7 +212,11 @@ def detect(values: Sequence[float]) -> list[tuple[int, float]]:
     from 600 +- 250 to 69 +- 1 over 4 + 4 runs came out at p = 0.008, not found."""
     if len(values) < MIN_RUNS:
         return []
-    from otava.analysis import compute_change_points  # about 0.5 s to import: only here
+    try:
+        from otava.analysis import compute_change_points  # about 0.5 s to import: only here
+    except ImportError:
+        raise ToolMissing("change points need Apache Otava, an optional part of dbarena: "
+                          "pip install 'dbarena[history]' (make demo and make test install it)") from None
 
     series = [math.log(v) for v in values] if all(v > 0 for v in values) else list(values)
     found, _ = compute_change_points(series, window_len=WINDOW, max_pvalue=MAX_PVALUE)
