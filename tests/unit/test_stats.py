@@ -206,3 +206,17 @@ def test_load_generator_warnings():
     # Two samples (a 4 s point, the first second connection set-up) say nothing either way.
     assert steadystate.loadgen_flags(saturated[:2], threads=2, hardware_threads=2) == ()
     assert steadystate.loadgen_flags(busy_client[:2], threads=2, hardware_threads=8) == ()
+
+
+def test_points_of_two_load_generators_are_another_configuration_than_of_one():
+    from dbarena.stats import configkey
+
+    common = dict(engine="postgres", workload="pgbench-tpcb", threads=4, clients=4, duration_s=60, warmup_s=0,
+                  params={"scale": 10}, options={}, settings={}, variant="", server_version="17.2",
+                  flavour="postgresql", host=None)
+    one, two = configkey.build(**common), configkey.build(**common, load_generators=2)
+    assert "load_generators" not in one  # every key made before --together is unchanged
+    assert configkey.digest(one) != configkey.digest(two)
+    assert configkey.differing(one, two) == ["load_generators"] and not configkey.matches(one, two)
+    assert configkey.describe(one, two, ["load_generators"]) == "load_generators 1 vs 2"
+    assert configkey.unknown(one, two) == []

@@ -167,7 +167,7 @@ class Together:
             if answer.data is None or "error" in answer.data:
                 self.say(f"{first.name}: preparing failed: {answer.problem or answer.data.get('error')}")  # type: ignore[union-attr]
                 return 1
-            context = answer.data["context"]
+            context = {**answer.data["context"], "load_generators": len(self.hosts)}
             if run_id is None:
                 run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
             else:
@@ -334,7 +334,7 @@ def _config(spec: PointSpec, context: dict[str, Any]) -> dict[str, Any]:
                            duration_s=spec.duration_s, warmup_s=spec.warmup_s, params=dict(spec.params),
                            options=dict(spec.options), settings=context.get("settings", {}), variant=spec.variant,
                            server_version=context.get("server_version"), flavour=context.get("flavour"),
-                           host=context.get("host"))
+                           host=context.get("host"), load_generators=int(context.get("load_generators", 1)))
 
 
 def _cpu(system: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,8 +20,11 @@ from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
 # Fields of a key, in display order.
-FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "duration_s", "warmup_s",
-          "params", "options", "settings", "variant", "host")
+FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "load_generators", "duration_s",
+          "warmup_s", "params", "options", "settings", "variant", "host")
+# What a key without the field means (keys made before it existed say nothing of it):
+# one load generator, not an unknown that would let a point of two pass for one.
+DEFAULTS: dict[str, Any] = {"load_generators": 1}
 # What a comparison may be "about" and the fields it then ignores.
 ABOUT = {
     "host": ("host",),
@@ -84,9 +87,12 @@ def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None =
 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
           params: Mapping[str, Any], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
-          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A point's key. duration_s is None for a tool bounded by queries (mysqlslap)."""
-    return {
+          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None,
+          load_generators: int = 1) -> dict[str, Any]:
+    """A point's key. duration_s is None for a tool bounded by queries (mysqlslap).
+    load_generators: the hosts that drove the point together (fleet run --together);
+    in the key only when more than one, so that every other key stays as it was."""
+    key = {
         "engine": engine,
         "flavour": flavour,
         "server_major": server_major(server_version, flavour),
@@ -102,6 +108,9 @@ def build(*, engine: str, workload: str, threads: int, clients: int, duration_s:
         "variant": variant,
         "host": dict(host) if host is not None else None,
     }
+    if load_generators > 1:
+        key["load_generators"] = load_generators
+    return key
 
 
 def digest(key: Mapping[str, Any]) -> str:
@@ -124,7 +133,7 @@ def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] 
     for name in FIELDS:
         if name in skip:
             continue
-        x, y = a.get(name), b.get(name)
+        x, y = a.get(name, DEFAULTS.get(name)), b.get(name, DEFAULTS.get(name))
         if x == y or x is None or y is None:
             continue
         if isinstance(x, dict) and isinstance(y, dict):
@@ -137,7 +146,8 @@ def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] 
 def unknown(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
     """Fields that one side of a comparison does not know, so could not be checked."""
     skip = set(ignore)
-    return [n for n in FIELDS if n not in skip and (a.get(n) is None) != (b.get(n) is None)]
+    return [n for n in FIELDS if n not in skip
+            and (a.get(n, DEFAULTS.get(n)) is None) != (b.get(n, DEFAULTS.get(n)) is None)]
 
 
 def matches(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> bool:
@@ -149,7 +159,7 @@ def describe(a: Mapping[str, Any], b: Mapping[str, Any], fields: list[str]) -> s
     parts = []
     for f in fields:
         head, _, sub = f.partition(".")
-        x, y = (a.get(head), b.get(head))
+        x, y = (a.get(head, DEFAULTS.get(head)), b.get(head, DEFAULTS.get(head)))
         if sub:
             x = (x or {}).get(sub)
             y = (y or {}).get(sub)
