@@ -62,6 +62,18 @@ def cli_env(tmpdir: Path, **extra) -> dict:
     return env
 
 
+def error_line(stderr: str) -> str:
+    """The one error line a failed command ends with. A run says its plan before it
+    starts anything ("run: 6 points, about 6 min ..."), so an error found when the server
+    starts or the target is reached may follow that line; nothing else may come before
+    it, and there is one error and no traceback."""
+    lines = stderr.splitlines()
+    assert lines and lines[-1].startswith("dbarena: error: "), stderr
+    assert "Traceback" not in stderr and sum(line.startswith("dbarena: error") for line in lines) == 1, stderr
+    assert all(line.startswith("run: ") or line.startswith("study ") for line in lines[:-1]), stderr
+    return lines[-1] + "\n"
+
+
 def dbarena(*args: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dbarena", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning, store_holds, with_raw
+from conftest import cli_env, dbarena, error_line, processes_mentioning, store_holds, with_raw
 from dbarena import execute
 from dbarena.engines.mariadb import MariaDB
 from dbarena.workloads import mysqlslap, sysbench
@@ -163,7 +163,7 @@ def test_mysql_target_refused_exit_3_and_password_never_shown(how, mysql_server,
     done = dbarena("run", "--target", url, "--store", str(store),
                    env=cli_env(public_tmp, MYSQL_PWD=wrong if how == "password" else password))
     assert done.returncode == 3
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: cannot connect to mysql://")
+    assert error_line(done.stderr).startswith("dbarena: error: cannot connect to mysql://")
     assert ("Access denied" if how == "password" else "Can't connect") in done.stderr
     for secret in (wrong, password):
         assert secret not in done.stdout + done.stderr

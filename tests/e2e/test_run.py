@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning, shm_segments, stray_segments, with_raw
+from conftest import cli_env, dbarena, error_line, processes_mentioning, shm_segments, stray_segments, with_raw
 
 pytestmark = pytest.mark.e2e
 
@@ -103,7 +103,7 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
 def test_bad_options_exit_2_with_one_line(args, message, public_tmp, tmp_path):
     done = dbarena("run", *args, "--store", str(tmp_path / "r.db"), env=cli_env(public_tmp))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: ")
+    assert error_line(done.stderr)
     assert message in done.stderr
     assert "hunter2" not in done.stderr
     _assert_nothing_left(public_tmp)
@@ -112,14 +112,14 @@ def test_bad_options_exit_2_with_one_line(args, message, public_tmp, tmp_path):
 def test_missing_binaries_exit_3(public_tmp, tmp_path):
     done = dbarena("run", "--pg-bindir", str(tmp_path), "--store", str(tmp_path / "r.db"), env=cli_env(public_tmp))
     assert done.returncode == 3
-    assert done.stderr.count("\n") == 1 and "apt-get install postgresql" in done.stderr
+    assert "apt-get install postgresql" in error_line(done.stderr)
 
 
 def test_unreachable_target_exit_3(public_tmp, tmp_path):
     done = dbarena("run", "--target", "postgresql://nobody@127.0.0.1:1/db", "--store", str(tmp_path / "r.db"),
                    env=cli_env(public_tmp))
     assert done.returncode == 3
-    assert done.stderr.count("\n") == 1 and "cannot connect to postgresql://nobody@127.0.0.1:1/db" in done.stderr
+    assert "cannot connect to postgresql://nobody@127.0.0.1:1/db" in error_line(done.stderr)
     assert not (tmp_path / "r.db").exists() or sqlite3.connect(tmp_path / "r.db").execute(
         "SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
