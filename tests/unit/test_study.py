@@ -518,3 +518,22 @@ def test_a_tools_own_parameter_keeps_its_own_default_and_size(monkeypatch):
     assert params == {"fake-tpcc": {"scale": 1}, "pgbench-tpcb": {"scale": 10}}
     assert fake.tool.dataset_bytes(params["fake-tpcc"]) == 100_000_000
     assert workloads.TOOLS["pgbench"].dataset_bytes(params["pgbench-tpcb"]) == 160_000_000
+
+
+def test_a_target_is_measured_with_its_own_settings_not_the_studys():
+    """Study A's server settings are for the servers it starts: with --target they are
+    left out, and said so; a setting given by flag with --target is still refused."""
+    from dbarena.errors import UsageError
+
+    base = study.load("seed-a")
+    mysql = next(e for e in base.engines if e.name == "mysql")
+    assert mysql.settings  # the study sets some
+    url = "mysql://admin@mydb.example:3306/bench"
+    s = study.apply(base, Overrides(targets={"mysql": url}, engines=("mysql",)))
+    (entry,) = s.engines
+    assert entry.target == url and entry.settings == ()
+    assert any(c.startswith("mysql settings: ") and c.endswith("-> none: a --target is measured with its own "
+                                                                 "(--target)") for c in s.changes), s.changes
+    with pytest.raises(UsageError, match="applies to a throwaway mysql instance only"):
+        study.apply(base, Overrides(targets={"mysql": url}, engines=("mysql",),
+                                    settings={"mysql": {"max_connections": "500"}}))

@@ -219,7 +219,13 @@ def _flagged_engine(e: EngineEntry, o: Overrides, note: _Notes) -> EngineEntry:
     target = o.targets.get(e.name, e.target)
     note(f"{e.name} target", e.target, target, "--target")
     if target is not None and settings:
-        raise UsageError(f"{engines.first(e.name).setting_option} applies to a throwaway {e.name} instance only")
+        if o.settings.get(e.name):
+            raise UsageError(f"{engines.first(e.name).setting_option} applies to a throwaway {e.name} instance only")
+        # The study's own settings are for the servers it starts: a --target (a managed
+        # service, say) is measured with its own, and its points are keyed so.
+        note(f"{e.name} settings", ", ".join(f"{k}={v}" for k, v in sorted(settings.items())),
+             "none: a --target is measured with its own", "--target")
+        settings = {}
     flavour = o.flavours.get(e.name, e.flavour)
     note(f"{e.name} flavour", e.flavour, flavour, f"--{e.name}-flavour")
     cores = o.server_cores if o.server_cores is not None else e.server_cores
