@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 from dbarena import study as study_mod
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
 from dbarena.lifecycle import state
+from dbarena.model import PointSpec
 from dbarena.study import Study
 
 
@@ -68,3 +70,23 @@ def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = 
         if changed:
             raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
     return stored, invocation
+
+
+# A planned or stored point as identity() says it.
+Identity = tuple[Any, ...]
+
+
+def identity(spec: PointSpec) -> Identity:
+    """What tells a planned point from the others of its plan, as a stored point says
+    it too: for an estimate of what a resumed run has left (the run itself matches
+    stored points by their full configuration key)."""
+    return (spec.engine, spec.workload, spec.threads, spec.clients, spec.variant or "", spec.repeat,
+            tuple(sorted((k, str(v)) for k, v in spec.params)))
+
+
+def stored_points(store: ResultStore, invocation: str) -> set[Identity]:
+    """identity() of every point the runs of `invocation` stored ok."""
+    return {(r["engine"], r["workload"], r["threads"], r["clients"], r.get("variant") or "", r["repeat"],
+             tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items())))
+            for run in store.invocation_runs(invocation) for r in store.points(run_id=run["id"])
+            if r["status"] == "ok"}

@@ -22,9 +22,9 @@ import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
-from dbarena import engines, execute, plan, provenance, workloads
+from dbarena import engines, execute, plan, provenance, resume, workloads
 from dbarena.dataset_lifecycle import dataset_steps
 from dbarena.stats import analysis
 from dbarena.stats import configkey
@@ -171,11 +171,14 @@ class Estimate:
     rooms: tuple[Room, ...] = ()  # one per file system that holds throwaway data
     max_points: int | None = None  # --precision: the most it may run
     max_seconds: float | None = None  # --precision: the most it may take (within the budget)
+    stored: int = 0  # --resume: points of the plan stored already, not counted above
 
     def line(self) -> str:
         """One line: what the study will take, said before anything starts."""
         points = (f"at least {points_words(self.points)}, up to {self.max_points}" if self.max_points is not None
                   else points_words(self.points))
+        if self.stored:
+            points += f" left ({self.stored} stored already)"
         time_ = (f"about {duration_words(self.seconds)} to {duration_words(self.max_seconds)}"
                  if self.max_seconds is not None and self.max_seconds > self.seconds
                  else f"about {duration_words(self.seconds)}")
@@ -227,16 +230,21 @@ def size_words(n: float) -> str:
 
 
 def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor = execute.LOCAL,
-             keep: bool = False) -> Estimate:
+             keep: bool = False, stored: Collection[resume.Identity] = ()) -> Estimate:
     """The study's plan on this machine, its machine time and the disk space its
     throwaway instances need where they keep their data (whether or not data_dir was
     set: by default the temporary directory, $TMPDIR), after checking every setting
-    name. Nothing is started. `Estimate.refusal()` says if it cannot fit."""
+    name. Nothing is started. `Estimate.refusal()` says if it cannot fit. `stored`
+    (--resume): resume.stored_points of the run continued, whose points are not
+    counted (the plans keep them: the run itself skips what is stored)."""
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     plans = expand(study, facts)
     check_settings(study, executor)
-    seconds = sum(machine_s(p.points) for p in plans)
-    points = sum(len(p.points) for p in plans)
+    left = [replace(p, points=tuple(s for s in p.points if resume.identity(s) not in stored)) for p in plans] \
+        if stored else plans
+    seconds = sum(machine_s(p.points) for p in left)
+    points = sum(len(p.points) for p in left)
+    done = sum(len(p.points) for p in plans) - points
     max_points = max_seconds = None
     if study.precision is not None and points:
         # The plan holds the first rounds; rounds.Adaptive may add up to max_repeats.
@@ -245,8 +253,8 @@ def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor
         max_seconds = seconds + sum(estimate_s(s) for p in plans for s in p.points) * (study.max_repeats - first) / first
         if study.budget_s is not None:
             max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
-    return Estimate(study=study, plans=plans, points=points, seconds=seconds, rooms=rooms(plans, keep=keep),
-                    max_points=max_points, max_seconds=max_seconds)
+    return Estimate(study=study, plans=plans, points=points, seconds=seconds, rooms=rooms(left, keep=keep),
+                    max_points=max_points, max_seconds=max_seconds, stored=done)
 
 
 def machine_s(points: Sequence[PointSpec]) -> float:

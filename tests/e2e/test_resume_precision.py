@@ -74,6 +74,9 @@ def test_resume_after_ctrl_c_runs_only_what_is_missing_and_refuses_a_changed_pla
     resumed = dbarena("run", "--resume", "--store", str(store), env=env, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resumed: {len(before)} point(s) were stored already" in resumed.stderr
+    # The estimate said first counts only what is left.
+    assert f"run: {4 - len(before)} point{'s' if 4 - len(before) > 1 else ''} left ({len(before)} stored already), " \
+        "about" in resumed.stderr, resumed.stderr[:500]
     _assert_nothing_left(public_tmp)
     after = db.execute("SELECT run_id, threads, repeat, status FROM points ORDER BY id").fetchall()
     # Every point of the plan once, in the same run; nothing measured twice.

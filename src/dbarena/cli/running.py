@@ -57,8 +57,9 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     # Everything the user could get wrong is checked before anything starts.
     store_path = store
     invocation = None
+    already: set[resume_mod.Identity] = set()
     if resume is not None:
-        the_study, invocation = _resumed_study(store_path, resume, kwargs)
+        the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
     else:
         the_study = arguments.study_from_values(kwargs)
     if keep and all(e.target for e in the_study.engines):
@@ -73,7 +74,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     # The whole study said, refused if it cannot fit, and confirmed if long: before
     # the store is opened (nothing stored, no store file made) or any server starts.
     facts = hostinfo.host_facts()
-    estimated = session.estimate(the_study, host_facts=facts, keep=keep)
+    estimated = session.estimate(the_study, host_facts=facts, keep=keep, stored=already)
     refused = estimated.refusal()
     if refused:
         raise UsageError(refused)
@@ -145,9 +146,11 @@ def _without_short_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "warnings": [w for w in r.get("warnings", []) if w["code"] != code]} for r in rows]
 
 
-def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]) -> tuple[study_mod.Study, str]:
-    """The stored plan of the run to resume, and its invocation. A study or flags given
-    with --resume must describe the same plan."""
+def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]
+                   ) -> tuple[study_mod.Study, str, set[resume_mod.Identity]]:
+    """The stored plan of the run to resume, its invocation and the points it stored
+    (resume.stored_points). A study or flags given with --resume must describe the
+    same plan."""
     if resume != "latest" and not resume.isdigit():
         raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
     if isinstance(store_path, Path) and not store_path.is_file():
@@ -156,7 +159,8 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]) 
     overrides = study_mod.overrides(kwargs)
     given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
     with Store(store_path) as db:
-        return resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
+        the_study, invocation = resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
+        return the_study, invocation, resume_mod.stored_points(db, invocation)
 
 
 @cli.command()
