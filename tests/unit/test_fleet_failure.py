@@ -127,3 +127,12 @@ def test_which_hosts_fleet_status_exits_1_for():
     assert _state({"state": "idle", "error": "dbarena is not installed there yet"}).in_trouble is False
     assert _state({"state": "stopped", "done": 1, "planned": 3}).in_trouble
     assert _state({"state": "running"}, unreachable_since=1.0).in_trouble
+
+
+def test_a_host_named_as_its_label_is_named_once_and_quicks_note_is_not_its_state():
+    from dataclasses import replace
+
+    state = _state({"state": "running", "stage": "--quick: 5 s points, too short for steady-state figures",
+                    "eta_s": None, "eta_basis": "unknown"})
+    state = controller.HostState(host=replace(state.host, label="alpha"), status=state.status)
+    assert state.line() == "alpha: running; ETA not known yet"

@@ -148,15 +148,17 @@ class HostState:
         if s.get("planned"):
             counts = f"{s.get('done', 0)}/{s['planned']} points" + (f", {s['failed']} failed" if s.get("failed")
                                                                       else "")
+        # The label beside the inventory name only where it says something more.
+        name = self.host.name if self.host.label == self.host.name else f"{self.host.name} ({self.host.label})"
         if s.get("skipped") and state == "complete" and this_run:
-            parts = [f"{self.host.name} ({self.host.label}): complete already"
-                     + (f" ({counts} stored)" if counts else "") + ", not run again"]
+            parts = [f"{name}: complete already" + (f" ({counts} stored)" if counts else "") + ", not run again"]
         else:
-            parts = [f"{self.host.name} ({self.host.label}): {state}"] + ([counts] if counts else [])
+            parts = [f"{name}: {state}"] + ([counts] if counts else [])
         if state == "running":
             if s.get("current"):
                 parts.append(str(s["current"]))
-            elif s.get("stage"):
+            elif s.get("stage") and not str(s["stage"]).startswith("--quick:"):
+                # --quick's note on short points is about the whole run, not where the host is.
                 parts.append(str(s["stage"]))
             parts.append(_eta(s))
         if s.get("error"):
