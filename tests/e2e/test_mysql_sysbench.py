@@ -64,9 +64,10 @@ def test_three_sysbench_workloads_on_both_engines(public_tmp, tmp_path):
         assert p["reconnects"] == int(_printed(r"^\s+reconnects:\s+(\d+)", out))
         assert p["latency_avg_ms"] == float(_printed(r"^\s+avg:\s+([\d.]+)", out))
         # sysbench prints its histogram before it computes the summary percentile; events
-        # finishing in between can move the latter by one bucket (1.8 % apart).
+        # finishing in between can move the latter by a bucket (1.8 % apart), by two on a
+        # loaded machine (22.287 against 21.50 once: 3.7 %).
         printed_p95 = float(_printed(r"^\s+95th percentile:\s+([\d.]+)", out))
-        assert p["latency_p95_ms"] == pytest.approx(printed_p95, abs=0.0055 + 0.02 * printed_p95)
+        assert p["latency_p95_ms"] == pytest.approx(printed_p95, abs=0.0055 + 0.04 * printed_p95)
         assert p["latency_p50_ms"] <= p["latency_p95_ms"] <= p["latency_p99_ms"]
         assert p["tps"] > 0 and p["qps"] > p["tps"]
         n_samples = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (p["id"],)).fetchone()[0]

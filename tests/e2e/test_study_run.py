@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning
+from conftest import cli_env, dbarena, error_line, processes_mentioning
 
 pytestmark = pytest.mark.e2e
 
@@ -376,7 +376,7 @@ def test_an_smt_axis_on_this_vm_is_refused_in_one_line(public_tmp, tmp_path):
     study = tmp_path / "smt.toml"
     study.write_text(KERNEL_SMT_STUDY)
     refused = dbarena("run", "--study", str(study), "--store", str(tmp_path / "r.db"), env=env)
-    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert refused.returncode == 2 and error_line(refused.stderr), refused.stderr
     assert "[cpus] smt: this machine cannot switch SMT (the kernel says notsupported" in refused.stderr
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
 
