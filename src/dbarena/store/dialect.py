@@ -37,6 +37,10 @@ def _busy_timeout_restored(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("PRAGMA busy_timeout = 60000")
 
 
+# The largest older SQLite store a reader copies into memory to read it migrated.
+MAX_MEMORY_COPY = 1_000_000_000
+
+
 def read_only_uri(path: Path) -> str:
     """SQLite's URI that opens a file read-only (a path with '?' or '#' quoted)."""
     return f"file:{quote(str(path.resolve()))}?mode=ro"
@@ -102,6 +106,12 @@ class SQLite:
                 if version >= target and not data_steps_pending(self.db, version):
                     migrate_sqlite(self.db, Path(self.location), target)  # (refuses a newer store; writes nothing)
                     return
+                size = Path(self.location).stat().st_size
+                if size > MAX_MEMORY_COPY:
+                    raise StoreError(f"store {self.location} has schema version {version} (this dbarena: {target}): "
+                                     f"run `dbarena store migrate --store {self.location}` (or any command that "
+                                     f"writes to it) first; reading it through a copy in memory would take "
+                                     f"{size / 1e9:.1f} GB")
                 self._to_memory()
                 self.migrated_from = version
             migrate_sqlite(self.db, Path(self.location), target)
@@ -128,12 +138,29 @@ class SQLite:
         return cur.lastrowid
 
     def save_derived(self, rows: list[tuple[int, int, str]]) -> None:
-        if self.readonly or self.migrated_from is not None:
-            return  # a read writes nothing: the figures are computed again next time
+        if self.migrated_from is not None:
+            return  # a copy in memory: its figures are computed again next time
+        if self.readonly:
+            self._cache(rows)
+            return
         self.db.execute("PRAGMA busy_timeout = 0")  # a busy store is not worth waiting for here
         with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
                 self.db.executemany("INSERT OR REPLACE " + _DERIVED, rows)
+
+    def _cache(self, rows: list[tuple[int, int, str]]) -> None:
+        """A read's derived figures kept for the next read, in a connection of their own:
+        the reader's stays read-only, and only a file already checked to be a dbarena
+        store at this schema gets them (a 10 k-point store's figures cost a minute to
+        compute). A file it may not write, or one busy, is simply not written."""
+        assert self.path is not None
+        with contextlib.suppress(sqlite3.Error):
+            writer = sqlite3.connect(self.path, timeout=0)
+            try:
+                with writer:
+                    writer.executemany("INSERT OR REPLACE " + _DERIVED, rows)
+            finally:
+                writer.close()
 
     def new_ids(self, table: str, count: int) -> list[int]:
         top = self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
@@ -204,11 +231,21 @@ class PostgreSQL:
         return int(pgstore._scalar(self.db, sql + " RETURNING id", args))
 
     def save_derived(self, rows: list[tuple[int, int, str]]) -> None:
-        if self.readonly:
-            return  # a read writes nothing: the figures are computed again next time
-        with contextlib.suppress(*self.errors), self.db:
-            self.db.executemany("INSERT " + _DERIVED + " ON CONFLICT (point_id) DO UPDATE SET"
-                                " estimator = excluded.estimator, fields = excluded.fields", rows)
+        # A read's figures are kept for the next read in a connection of their own (the
+        # reader's stays read-only; a role that may not write them is simply not asked twice).
+        sql = ("INSERT " + _DERIVED + " ON CONFLICT (point_id) DO UPDATE SET estimator = excluded.estimator,"
+               " fields = excluded.fields")
+        if not self.readonly:
+            with contextlib.suppress(*self.errors), self.db:
+                self.db.executemany(sql, rows)
+            return
+        with contextlib.suppress(*self.errors):
+            writer = pgstore.Connection(self.location)
+            try:
+                with writer:
+                    writer.executemany(sql, rows)
+            finally:
+                writer.close()
 
     def new_ids(self, table: str, count: int) -> list[int]:
         return pgstore.next_ids(self.db, table, count)
