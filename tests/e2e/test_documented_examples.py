@@ -3,14 +3,17 @@ from the files (not copied here, so an edited example is the one tested), run in
 temporary directory with the virtualenv's `dbarena` first on PATH.
 
 - The README's run that fits a few minutes ("What a run looks like", 12 points of
-  5 s) and its Python example run for real: they must succeed and show progress.
+  5 s) and its Python example (12 points of 5 s too) run for real: they must succeed
+  and show progress. They run side by side (the README's in the background while the
+  Python example runs), each on its own throwaway PostgreSQL in its own directory:
+  one after the other they took over two minutes of mostly waiting out 5 s points.
 - The everyday commands that read or write the store those made run for real.
 - Examples of a real benchmark (minutes to hours per point, another machine's label)
   run through `dbarena study check` with the same flags: every flag is valid here,
   the plan and the estimate come out, the data fit this machine.
 - What needs another machine (a remote --target, a fleet inventory, another host's
   store or output file) is listed with the reason it is not run.
-Total on this 2-core machine: about three minutes.
+Total on this 2-core machine: about a minute and a half.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,6 +50,10 @@ NOT_HERE = {
     "dbarena run --resume": "an interrupted run (tests/e2e/test_resume_precision.py)",
     # make demo's command, 20 points on two engines: tests/e2e/test_study_run.py runs it whole.
     "dbarena run --study seed-a --quick": "make demo's run (tests/e2e/test_study_run.py runs it whole)",
+    "dbarena history --label nightly": "a store with nightly runs (tests/e2e/test_history_gate.py makes a history "
+                                       "and runs history and gate on it)",
+    "dbarena gate --baseline 41": "a store with run 41 and a label pr-7 (tests/e2e/test_history_gate.py gates "
+                                  "runs of its history)",
 }
 
 
@@ -97,14 +107,75 @@ def shell(command: str, cwd: Path, env: dict, timeout: float = 300) -> subproces
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def user_env(tmpdir: Path) -> dict:
+    return cli_env(tmpdir, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+
+
 @pytest.fixture
 def user(public_tmp, tmp_path):
     """A new user's working directory and environment: the virtualenv's programs first
     on PATH, a private temporary directory (checked empty at the end)."""
-    env = cli_env(public_tmp, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
-    yield tmp_path, env
+    yield tmp_path, user_env(public_tmp)
     assert processes_mentioning(str(public_tmp)) == []
     assert list(public_tmp.iterdir()) == []
+
+
+def readme_run_block() -> list[str]:
+    (block,) = [b for b in indented_blocks(README) if "--label demo --store demo.db" in b]
+    return commands(block)
+
+
+class Background:
+    """The README's run, started once per module in a user's directory of its own and
+    left to run in the background (the Python example runs meanwhile); `result()`
+    waits for it. Its directories are checked as `user` checks its own."""
+
+    def __init__(self, base: Path):
+        self.cwd, self.tmpdir = base / "work", base / "tmp"
+        self.cwd.mkdir()
+        self.tmpdir.mkdir()
+        self.tmpdir.chmod(0o755)
+        self.env = user_env(self.tmpdir)
+        (self.command,) = [c for c in readme_run_block() if c.startswith("dbarena run")]
+        self.process = subprocess.Popen(["bash", "-c", self.command], cwd=self.cwd, env=self.env, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        self.done: subprocess.CompletedProcess | None = None
+
+    def result(self, timeout: float = 300) -> subprocess.CompletedProcess:
+        if self.done is None:
+            try:
+                out, err = self.process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.stop()
+                raise
+            self.done = subprocess.CompletedProcess(self.command, self.process.returncode, out, err)
+        return self.done
+
+    def stop(self) -> None:
+        """Stopped as Ctrl-C stops it (its throwaway server too), if it still runs."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.communicate()
+
+
+@pytest.fixture(scope="module")
+def readme_run():
+    base = Path(tempfile.mkdtemp(prefix="dbarena-test-", dir="/tmp"))
+    base.chmod(0o755)
+    run = Background(base)
+    try:
+        yield run
+        run.result()
+        assert processes_mentioning(str(run.tmpdir)) == []
+        assert list(run.tmpdir.iterdir()) == []
+    finally:
+        run.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_examples_are_found():
@@ -115,24 +186,9 @@ def test_the_examples_are_found():
     assert "session.run(quick_a, store=db)" in python_example()
 
 
-def test_the_readme_run_and_the_commands_that_read_its_store(user):
-    cwd, env = user
-    (block,) = [b for b in indented_blocks(README) if "--label demo --store demo.db" in b]
-    for command in commands(block):
-        done = shell(command, cwd, env)
-        assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
-        if command.startswith("dbarena run"):
-            # Progress: the estimate first, the plan, a line per point.
-            lines = done.stderr.splitlines()
-            assert re.fullmatch(r"run: 12 points, about \d+ (s|min) of machine time, \d+ MB of disk in .+ free\)",
-                                lines[0]), done.stderr
-            assert "run: 12 points on postgres: pgbench-select-only, pgbench-tpcb at threads 1, 2, " \
-                   "3 repeats interleaved" in done.stderr
-            assert done.stderr.count("ok     postgres pgbench-") == 12
-    assert (cwd / "report.html").stat().st_size > 10_000
-
-
-def test_the_readme_python_example_runs_as_written_and_shows_progress(user):
+def test_the_readme_python_example_runs_as_written_and_shows_progress(user, readme_run):
+    """Run while the README's run goes on in the background (readme_run starts it;
+    the next test checks it)."""
     cwd, env = user
     (cwd / "example.py").write_text(python_example() + "\n")
     done = subprocess.run([sys.executable, "example.py"], cwd=cwd, env=env, capture_output=True, text=True,
@@ -158,6 +214,27 @@ def test_the_readme_python_example_runs_as_written_and_shows_progress(user):
     assert "dbarena report -o report.html" in ran and (cwd / "report.html").is_file()
     checked = shell("dbarena study check my.toml --quick", cwd, env)
     assert checked.returncode == 0 and "points, estimated machine time" in checked.stdout, checked.stderr
+
+
+def test_the_readme_run_and_the_commands_that_read_its_store(readme_run):
+    """The README's run (started in the background by readme_run, if the Python
+    example's test has not started it already), then the block's other commands."""
+    done = readme_run.result()
+    cwd, env = readme_run.cwd, readme_run.env
+    assert done.returncode == 0, f"{done.args}\n{done.stderr[-3000:]}"
+    # Progress: the estimate first, the plan, a line per point.
+    lines = done.stderr.splitlines()
+    assert re.fullmatch(r"run: 12 points, about \d+ (s|min) of machine time, \d+ MB of disk in .+ free\)",
+                        lines[0]), done.stderr
+    assert "run: 12 points on postgres: pgbench-select-only, pgbench-tpcb at threads 1, 2, " \
+           "3 repeats interleaved" in done.stderr
+    assert done.stderr.count("ok     postgres pgbench-") == 12
+    for command in readme_run_block():
+        if command == readme_run.command:
+            continue
+        done = shell(command, cwd, env)
+        assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
+    assert (cwd / "report.html").stat().st_size > 10_000
 
 
 def test_the_examples_of_real_benchmarks_are_valid_here(user):
