@@ -23,6 +23,11 @@ MAX_SECONDS = 2**31 - 1
 MAX_TOOL_INT = 2**31 - 1
 # A count SQLite stores as an INTEGER (and PostgreSQL as a bigint).
 MAX_COUNT = 2**63 - 1
+# A whole study: the points its plan lists (each one a record in memory before anything
+# starts) and the machine time its timed points take at the least. Past these no study
+# is meant (the first would fill the memory, the second outlast the machine).
+MAX_POINTS = 1_000_000
+MAX_STUDY_SECONDS = 10 * 365 * 86400  # ten years
 # A price per hour or month: anything beyond is a typo, and a sum of many stays finite.
 MAX_PRICE = 1e12
 

@@ -37,7 +37,9 @@ _VALUE = rf"""(?:{_QUOTED}|[^\s'"]+(?:(?:'[^'\n]*'|"(?:[^"\\\n]|\\.)*")(?=\s|$)|
 # --password, --pgsql-password, db_passwd ...
 _KEY = r"(?i:\b[\w-]*(?:password|passwd|_pwd))"
 
-_URL = re.compile(r"(://[^/\s:@]*:)[^\s/]*@")
+# (The user part may hold a bare @, as urlsplit reads it: the password is what stands
+# between the first ':' and the last '@' before the path.)
+_URL = re.compile(r"(://[^/\s:]*:)[^\s/]*@")
 _ASSIGNED = re.compile(rf"({_KEY}[ \t]*=){_VALUE}")
 _SEPARATE = re.compile(rf"((?<![\w-])--(?:[\w-]+-)?password[ \t]+)(?!-){_VALUE}")
 # A MySQL client (mysqlslap, mariadb-slap, mysql, mysqladmin ...) named on the line.

@@ -107,7 +107,9 @@ def duration(seconds: float) -> str:
     minutes = seconds / 60
     if minutes < 120:
         return f"{minutes:.0f} min"
-    return f"{minutes / 60:.1f} h"
+    hours = minutes / 60
+    # (Bounded: model.check_bounds refuses a study over limits.MAX_STUDY_SECONDS before this.)
+    return f"{hours:.1f} h" if hours < 100 else f"{hours:,.0f} h ({hours / 24:,.0f} days)"
 
 
 def render(summary: dict[str, Any]) -> str:

@@ -434,3 +434,17 @@ def test_atomic_write_that_fails_midway_leaves_the_file_and_no_temporary(tmp_pat
     monkeypatch.setattr(atomic.os, "fsync", real_fsync)
     atomic.write_text(target, "new")
     assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--threads", ",".join(map(str, range(1, 201))), "--repeat", "10000"], "the plan has 6,000,000 points"),
+    (["--duration", "20000000", "--repeat", "3"], "years: at most 10 years of machine time"),
+    (["--duration", "2147483647"], "years: at most 10 years of machine time"),
+])
+@pytest.mark.parametrize("command", [["run"], ["study", "check"]])
+def test_a_study_too_big_for_any_machine_is_refused_before_an_estimate(command, argv, said, tmp_path, monkeypatch,
+                                                                        capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke([*command, *argv], capsys)
+    assert said in one_line_error(code, err) and out == ""
+    assert list(tmp_path.iterdir()) == []

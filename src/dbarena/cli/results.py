@@ -12,7 +12,7 @@ from dbarena import atomic, engines, importer
 from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
-from dbarena.limits import printable
+from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, terminal
 from dbarena.stats import analysis, configkey
 from dbarena.store.info import info
@@ -78,9 +78,14 @@ def store_info(store: Path | str, as_json: bool) -> None:
 
 
 
+# Ids and levels bounded as every number at the edge (limits.py): an id past SQLite's
+# INTEGER is an OverflowError in the query otherwise.
+_ID = click.IntRange(min=1, max=MAX_COUNT)
+
+
 @cli.command()
 @store_option
-@click.option("--run", "run_id", type=int, help="Only this run's points.")
+@click.option("--run", "run_id", type=_ID, help="Only this run's points.")
 @click.option("--label", "labels", multiple=True, help="Only points with this label (repeatable).")
 @click.option("--study", "study_name", metavar="NAME", help="Only points of this study (its name or hash prefix).")
 @click.option("--variant", "variants", multiple=True, help="Only points of this variant (repeatable).")
@@ -93,7 +98,7 @@ def store_info(store: Path | str, as_json: bool) -> None:
                                            "transactions, errors; config key, printed median, mean, stdev, the "
                                            "interval itself), however wide [default: the columns that fit the "
                                            "terminal, at least 100 columns wide, without breaking a cell].")
-@click.option("--raw", "raw_point", type=int, metavar="POINT",
+@click.option("--raw", "raw_point", type=_ID, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
 def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], study_name: str | None,
             variants: tuple[str, ...], summary: bool, as_json: bool, wide: bool, raw_point: int | None) -> None:
@@ -253,7 +258,7 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
               help="Price of a label (repeatable): per hour (0.58 or 0.58/h) or per month (420/month, 730 hours), "
                    "in a currency (420 EUR/month; default USD); overrides the one stored with the run. Prices in "
                    "different currencies are shown, never compared.")
-@click.option("--at-threads", type=click.IntRange(min=1), metavar="N",
+@click.option("--at-threads", type=click.IntRange(min=1, max=MAX_THREADS), metavar="N",
               help="Thread level of the price table (that level only, cheapest first, the cheapest named) and the "
                    "per-second chart (study E used 16) [default: prices at every level].")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")

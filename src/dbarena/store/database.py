@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -115,6 +116,11 @@ class Store:
         try:
             with self.db:
                 yield
+        except sqlite3.IntegrityError as exc:
+            # Rows that break a constraint (a series with one second twice, from an
+            # import): a bug upstream, but one line here, and nothing of it stored.
+            raise StoreError(f"store {self.location}: nothing stored, the rows break a constraint: "
+                             f"{pgstore._first_line(exc)}") from None
         except self.errors as exc:
             raise StoreError(f"store {self.location} cannot be written: {pgstore._first_line(exc)}") from None
 

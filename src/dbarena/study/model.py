@@ -11,7 +11,9 @@ from typing import Any, Mapping
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
-from dbarena.limits import MAX_PRICE, MAX_SECONDS, MAX_THREADS, MAX_TOOL_INT, name_problem, number_problem
+from dbarena.limits import (
+    MAX_POINTS, MAX_PRICE, MAX_SECONDS, MAX_STUDY_SECONDS, MAX_THREADS, MAX_TOOL_INT, name_problem, number_problem,
+)
 
 SCHEMA_VERSION = 1
 # The share of transactions pgbench logs by default (bench/overhead, on this project's
@@ -248,10 +250,33 @@ def bounds_problems(study: Study) -> list[str]:
                                                      beyond="any price")))
     problems = [f"{key} {value:g} {problem}" if isinstance(value, float) else f"{key} {value} {problem}"
                 for key, value, problem in found if problem is not None]
+    if not problems:
+        problems += _whole_study_problems(study)
     for key, text in (("label", study.label), ("price.currency", study.currency)):
         if text is not None and (problem := name_problem(text)) is not None:
             problems.append(f"{key} {text!r} {problem}")
     return problems
+
+
+def _whole_study_problems(study: Study) -> list[str]:
+    """The plan's size and machine time, from the study alone (before the levels are
+    resolved on a machine: a share is one level whatever its threads): more points
+    than MAX_POINTS, or timed points that run longer than MAX_STUDY_SECONDS in all (the
+    least the study takes: no preparation, no pause counted)."""
+    runs = study.max_repeats if study.precision is not None else study.repeats
+    variants = max(1, len(study.variants))
+    points = seconds = 0
+    for w in study.workloads:
+        n = len(w.levels) * len(w.engines) * variants * runs
+        points += n
+        if workloads.WORKLOADS[w.workload].tool.timed:
+            seconds += n * (w.duration_s + w.warmup_s)
+    if points > MAX_POINTS:
+        return [f"the plan has {points:,} points (levels x engines x variants x repeats): at most {MAX_POINTS:,}"]
+    if seconds > MAX_STUDY_SECONDS:
+        return [f"its timed points alone run {seconds / (365 * 86400):,.0f} years: at most "
+                f"{MAX_STUDY_SECONDS // (365 * 86400)} years of machine time"]
+    return []
 
 
 def check_bounds(study: Study) -> Study:
