@@ -205,7 +205,8 @@ def test_an_empty_file_is_no_store_to_merge_from(tmp_path, current, capsys):
 
 
 @pytest.mark.parametrize("command", READERS[:-1], ids=" ".join)
-def test_reading_never_writes_a_store(command, demo, capsys):
+def test_reading_never_writes_a_store(command, demo, monkeypatch, capsys):
+    monkeypatch.chdir(demo.parent)  # (report writes dbarena-report.json there)
     before = digest(demo)
     invoke([*command, "--store", str(demo)], capsys)
     assert digest(demo) == before
