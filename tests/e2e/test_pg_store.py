@@ -173,6 +173,19 @@ def test_bad_postgresql_stores_are_one_line_errors(database, server, public_tmp)
     assert foreign.returncode != 0 and "did not create" in foreign.stderr and "Traceback" not in foreign.stderr
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("DROP TABLE runs")
+        conn.execute("CREATE TABLE schema_migrations (version varchar)")  # Rails' table of that name
+    rails = dbarena("merge", str(public_tmp / "none.db"), "--store", url, env=env)
+    assert rails.returncode == 2 and "is not a dbarena store (its schema_migrations table is another program's" \
+        in rails.stderr and len(rails.stderr.strip().splitlines()) == 1
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("DROP TABLE schema_migrations")
+    # An empty database: a reader refuses it (and writes nothing), a writer makes a store.
+    empty = dbarena("store", "info", "--store", url, env=env)
+    assert empty.returncode == 2 and "is not a dbarena store (it holds no dbarena schema)" in empty.stderr
+    assert query(url, password, "SELECT to_regclass('schema_migrations') IS NULL AS none") == [{"none": True}]
+    (public_tmp / "empty.db").touch()
+    assert dbarena("merge", str(public_tmp / "empty.db"), "--store", url, env=env).returncode == 2  # (an empty source)
+    assert query(url, password, "SELECT to_regclass('schema_migrations') IS NULL AS none") != [{"none": True}]
     assert dbarena("store", "info", "--store", url, env=env).returncode == 0
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'later')")

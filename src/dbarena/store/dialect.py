@@ -199,10 +199,13 @@ class PostgreSQL:
         the connection is closed when either fails. Read-only: check only."""
         url = self.location
         try:
-            found = pgstore.foreign(self.db)
-            if found is not None:
-                raise not_ours(url, found)
             if self.readonly or not self.create:
+                # (A writer looks under migrate's advisory lock instead: a catalogue
+                # lookup made before it would be cached, and miss the tables a writer
+                # starting at the same moment creates.)
+                found = pgstore.foreign(self.db)
+                if found is not None:
+                    raise not_ours(url, found)
                 current = pgstore.version(self.db)
                 if current == 0:
                     raise not_ours(url, "it holds no dbarena schema")

@@ -168,11 +168,18 @@ def foreign(db: Connection) -> str | None:
     return None
 
 
+def db_name(db: Connection) -> str:
+    return str(_scalar(db, "SELECT current_database()"))
+
+
 def migrate(db: Connection, target: int, applied_at: str) -> None:
     """Create the schema in an empty database, or bring it to `target`; refuse a newer one.
     One transaction under an advisory lock (PostgreSQL's DDL is transactional)."""
     with db:
         db.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK,))
+        found = foreign(db)  # (after the lock: what another writer just created is seen)
+        if found is not None:
+            raise StoreError(f"{db_name(db)} is not a dbarena store ({found}): give another --store")
         current = version(db)
         if current > target:
             raise StoreError(f"store has schema version {current}, newer than this dbarena understands "
