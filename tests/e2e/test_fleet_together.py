@@ -4,7 +4,12 @@ PostgreSQL the test starts, each point's threads and clients split between them,
 one merged point is stored per level: its transactions the sum of the parts, its
 histogram the merge of theirs, its start skew stored. Killing one host's pgbench
 mid-point fails that point (the other stops too) and leaves nothing running; running
-the same command again measures only that point."""
+the same command again measures only that point.
+
+What costs here is each `fleet run` (an install check, a prepare, and several Ansible
+plays per point): the first two tests share one store (the `pair` fixture: a run whose
+first point is killed, and the run that completes it), and sysbench's test measures
+one level (two threads a host)."""
 
 from __future__ import annotations
 
@@ -87,15 +92,67 @@ def _points(store: Path) -> list[dict]:
     return rows
 
 
-def test_two_load_generators_make_one_point_per_level(together):
+@pytest.fixture(scope="module")
+def pair(together):
+    """One study of two levels (8 s points, every transaction logged), run by `fleet run
+    --together` twice: the first time beta's pgbench is killed during the first point,
+    the second run completes it. What the tests below check of it (the merged points,
+    the failed one, the resume) needs this one store; each run over the fleet takes
+    most of a minute, so it is made once."""
+    store = together["tmp"] / "pair.db"
+    study = _study(together, "pair", [2, 4], 8, sampling=1.0)
+    beta_point = together["workdirs"]["beta"] / "point"
+    proc = subprocess.Popen(_command(together, study, store), env=together["env"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        def beta_pgbench() -> list[str]:
+            return [line for line in processes_mentioning(str(beta_point)) if "pgbench" in line.split(" ", 2)[1]]
+        assert _within(240, lambda: bool(beta_pgbench())), processes_mentioning("pgbench")
+        time.sleep(2)
+        for line in beta_pgbench():
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        proc.kill()
+    first = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    # What is left running of the first run's tools once it has ended (nothing, below).
+    _within(10, lambda: not [line for line in processes_mentioning(str(together["tmp"]))
+                             if "pgbench" in line or "host-point" in line])
+    left = [line for line in processes_mentioning(str(together["tmp"])) if "pgbench" in line or "host-point" in line]
+    after_first = _points(store)
+    second = subprocess.run(_command(together, study, store), env=together["env"],
+                            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    return {"store": store, "study": study, "first": first, "left": left, "after_first": after_first,
+            "second": second}
+
+
+def test_killing_one_hosts_tool_fails_that_point_and_a_second_run_completes_it(together, pair):
+    first, second = pair["first"], pair["second"]
+    assert first.returncode == 1, first.stdout + first.stderr
+    points = pair["after_first"]
+    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok")], first.stdout
+    assert points[0]["error"].startswith("beta: pgbench exit status -9"), points[0]["error"]
+    assert "failed: beta: pgbench exit status -9" in first.stdout
+    assert "2 point(s) with 2 load generators, 1 failed" in first.stdout, first.stdout
+    # The other host's pgbench was stopped, not left to run out its time; nothing is left.
+    assert pair["left"] == []
+
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "resuming: 1 of 2 points stored already" in second.stdout
+    points = _points(pair["store"])
+    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok"), (2, "ok")]
+    assert len({p["run_id"] for p in points}) == 1
+
+
+def test_two_load_generators_make_one_point_per_level(together, pair):
+    """The points of `pair` measured ok, one per level (the second measured by the
+    first run, the first by the second run, which completed it)."""
     from dbarena.stats.latency import Latencies, merged
 
-    store = together["tmp"] / "one.db"
-    done = subprocess.run(_command(together, _study(together, "pair", [2, 4], 5, sampling=1.0), store), env=together["env"],
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    store, done = pair["store"], pair["second"]
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 point(s) with 2 load generators" in done.stdout, done.stdout
-    points = _points(store)
+    assert "1 point(s) with 2 load generators; stored in" in done.stdout, done.stdout
+    points = sorted((p for p in _points(store) if p["status"] == "ok"), key=lambda p: p["threads"])
     assert [(p["threads"], p["clients"], p["status"]) for p in points] == [(2, 4, "ok"), (4, 8, "ok")]
     for p in points:
         assert p["label"] == "together" and p["run_host"].startswith("2 load generators")
@@ -121,55 +178,23 @@ def test_two_load_generators_make_one_point_per_level(together):
     print(done.stdout)
     # No password anywhere on the "hosts" or in the store.
     password = together["env"]["PGPASSWORD"]
-    assert password not in done.stdout + done.stderr
+    for run in (pair["first"], done):
+        assert password not in run.stdout + run.stderr
     assert password.encode() not in store.read_bytes()
     for workdir in together["workdirs"].values():
         assert not (workdir / "secrets.json").exists()
 
     # Again: complete already, nothing measured.
-    again = subprocess.run(_command(together, _study(together, "pair", [2, 4], 5, sampling=1.0), store), env=together["env"],
+    again = subprocess.run(_command(together, pair["study"], store), env=together["env"],
                            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert again.returncode == 0 and "complete already (2/2 points stored)" in again.stdout, again.stdout
-    assert len(_points(store)) == 2
-
-
-def test_killing_one_hosts_tool_fails_that_point_and_a_second_run_completes_it(together):
-    store = together["tmp"] / "killed.db"
-    beta_point = together["workdirs"]["beta"] / "point"
-    proc = subprocess.Popen(_command(together, _study(together, "killed", [2, 4], 8), store), env=together["env"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        def beta_pgbench() -> list[str]:
-            return [line for line in processes_mentioning(str(beta_point)) if "pgbench" in line.split(" ", 2)[1]]
-        assert _within(240, lambda: bool(beta_pgbench())), processes_mentioning("pgbench")
-        time.sleep(2)
-        for line in beta_pgbench():
-            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
-        out, err = proc.communicate(timeout=400)
-    finally:
-        proc.kill()
-    assert proc.returncode == 1, out + err
-    points = _points(store)
-    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok")], out
-    assert points[0]["error"].startswith("beta: pgbench exit status -9"), points[0]["error"]
-    assert "failed: beta: pgbench exit status -9" in out
-    # The other host's pgbench was stopped, not left to run out its time; nothing is left.
-    assert _within(10, lambda: not [line for line in processes_mentioning(str(together["tmp"]))
-                                    if "pgbench" in line or "host-point" in line])
-
-    again = subprocess.run(_command(together, _study(together, "killed", [2, 4], 8), store), env=together["env"],
-                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "resuming: 1 of 2 points stored already" in again.stdout
-    points = _points(store)
-    assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok"), (2, "ok")]
-    assert len({p["run_id"] for p in points}) == 1
+    assert len(_points(store)) == 3
 
 
 SYSBENCH_STUDY = """schema = 1
 name = "{name}"
 [sweep]
-levels = [2, 4]
+levels = [4]
 duration_s = 4
 repeats = 1
 [datasets]
@@ -197,7 +222,7 @@ def test_two_sysbench_load_generators_against_one_mariadb(together):
     assert done.returncode == 0, done.stdout + done.stderr
     print(done.stdout)
     points = _points(store)
-    assert [(p["threads"], p["status"]) for p in points] == [(2, "ok"), (4, "ok")]
+    assert [(p["threads"], p["status"]) for p in points] == [(4, "ok")]
     for p in points:
         parts = p["details"]["together"]["parts"]
         assert [(x["host"], x["threads"]) for x in parts] == [("alpha", p["threads"] // 2), ("beta", p["threads"] // 2)]
