@@ -151,7 +151,7 @@ def _foreign(path: Path) -> Path:
 
 READERS = [["results"], ["results", "--json"], ["results", "--summary"], ["compare", "a", "b"],
            ["report", "--format", "json"], ["store", "info"], ["store", "migrate"]]
-WRITERS = [["import", "f.csv", "--label", "x"], ["merge", "DEMO"]]
+WRITERS = [["import", "f.csv", "--label", "x"], ["merge", "DEMO"], ["run", "--threads", "1", "--duration", "1"]]
 
 
 @pytest.mark.parametrize("command", READERS + WRITERS, ids=" ".join)

@@ -22,6 +22,7 @@ from dbarena.lifecycle.cleanup import reap
 from dbarena.report import terminal
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
+from dbarena.store.dialect import SQLite
 from dbarena.study import arguments
 
 
@@ -71,6 +72,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         from dbarena.fleet.progress import ProgressFile, Tee
 
         reporter = Tee(reporter, ProgressFile(progress_file))
+    # A file another program owns is refused before anything is said of the study (the
+    # store itself is opened, and made if new, only once the study is confirmed).
+    if isinstance(store_path, Path) and store_path.is_file() and store_path.stat().st_size:
+        SQLite(store_path, readonly=True).db.close()
     # The whole study said, refused if it cannot fit, and confirmed if long: before
     # the store is opened (nothing stored, no store file made) or any server starts.
     facts = hostinfo.host_facts()
