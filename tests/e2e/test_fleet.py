@@ -242,7 +242,7 @@ def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
                      inv=inv)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith("pyenvbox (pyenvbox): failed; start failed: "))
+    first = next(i for i, line in enumerate(lines) if line.startswith("pyenvbox: failed; start failed: "))
     assert 'task "Debian packages the study needs"' in lines[first] and "ansible_python_interpreter" in lines[first]
     assert lines[first + 1] == "    | pyenv: python3.13: command not found", done.stdout
     assert "Permanently added" not in done.stdout  # ssh's noise is not the host's error
