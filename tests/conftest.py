@@ -62,6 +62,18 @@ def cli_env(tmpdir: Path, **extra) -> dict:
     return env
 
 
+def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
+    """A dbarena command run in process (dbarena.cli.main): its exit status, stdout and
+    stderr as capsys caught them."""
+    from dbarena.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    out, err = capsys.readouterr()
+    code = ended.value.code
+    return (code if isinstance(code, int) else 0), out, err
+
+
 def error_line(stderr: str) -> str:
     """The one error line a failed command ends with. A run says its plan before it
     starts anything ("run: 6 points, about 6 min ..."), so an error found when the server

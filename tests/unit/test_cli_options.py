@@ -9,16 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dbarena.cli import main
+from conftest import invoke
 from dbarena.study import arguments, run_flags
-
-
-def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 BAD_RUN_OPTIONS = [

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import invoke
 from dbarena.cli import main
 from dbarena.errors import ExitStatus
 from dbarena.store.database import SCHEMA_VERSION, Store
@@ -20,14 +21,6 @@ from dbarena.store.database import SCHEMA_VERSION, Store
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "stores"
 DEMO = FIXTURES / "demo-seed-a-quick.db"  # label vm, study seed-a (schema 14)
 SECRET = "S3cret"
-
-
-def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 def one_line_error(code: int, err: str, status: int = ExitStatus.USAGE) -> str:

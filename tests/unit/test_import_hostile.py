@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dbarena.cli import main
+from conftest import invoke
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PGBENCH = FIXTURES / "pgbench" / "corpus" / "pg16.6-select-only-S-r.txt"
 MYSQLSLAP = FIXTURES / "mysqlslap" / "corpus" / "mysqlslap-5.7plus-warning-prefix-tabs.txt"
 SYSBENCH_MYSQL = FIXTURES / "sysbench" / "corpus" / "sysbench-1.0.20-oltp-rw-mysql-ri3-systemluajit.txt"
 SYSBENCH_PGSQL = FIXTURES / "sysbench" / "corpus" / "sysbench-1.1.0-oltp-rw-pgsql.txt"
-
-
-def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = ended.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 def stored_bytes(store: Path) -> bytes:

@@ -10,19 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dbarena.cli import main
+from conftest import invoke
 from dbarena.store import dialect
 from dbarena.store.database import Store
 
 DEMO = Path(__file__).parent.parent / "fixtures" / "stores" / "demo-seed-a-quick.db"
 OLD = Path(__file__).parent.parent / "fixtures" / "stores" / "v11.db"
-
-
-def invoke(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ended:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(ended.value.code or 0), out, err
 
 
 def tables_but_the_cache(path: Path) -> list[tuple]:
