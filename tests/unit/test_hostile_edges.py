@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke
-from dbarena.cli import main
 from dbarena.errors import ExitStatus
 from dbarena.store.database import SCHEMA_VERSION, Store
 
