@@ -164,7 +164,9 @@ def test_study_e():
 
 
 def _shape(s: study.Study, threads: int = 128, variants: set[str] | None = None) -> dict:
-    return {e: [(p.workload, p.threads, p.clients, p.datasets, p.options, p.variant) for p in engine_plan.points
+    # The report interval is not the shape: --quick cuts it to keep a series in its short points.
+    return {e: [(p.workload, p.threads, p.clients, p.datasets,
+                 tuple(o for o in p.options if o[0] != "report-interval"), p.variant) for p in engine_plan.points
                 if variants is None or p.variant in variants]
             for e, engine_plan in expand(s, threads).items()}
 
@@ -537,3 +539,21 @@ def test_a_target_is_measured_with_its_own_settings_not_the_studys():
     with pytest.raises(UsageError, match="applies to a throwaway mysql instance only"):
         study.apply(base, Overrides(targets={"mysql": url}, engines=("mysql",),
                                     settings={"mysql": {"max_connections": "500"}}))
+
+
+def test_a_shortened_point_keeps_a_per_second_series():
+    """Seed D reports every 20 s; --quick's 5 s points would store no series at all (and
+    no steady state): the interval is cut to a fifth of the point, and said so."""
+    quick = study.apply(study.load("seed-d"), Overrides(quick=True))
+    sysbench = [w for w in quick.workloads if w.workload.startswith("sysbench-")]
+    assert sysbench
+    for w in sysbench:
+        assert dict(w.options)["report-interval"] == "1"
+        assert f"{w.workload} report-interval: 20 -> 1 (--quick)" in quick.changes
+    longer = study.apply(study.load("seed-d"), Overrides(duration_s=60))
+    assert {dict(w.options)["report-interval"] for w in longer.workloads if w.workload.startswith("sysbench-")} \
+        == {"12"}
+    # The study's own durations keep the study's interval.
+    assert {dict(w.options)["report-interval"] for w in study.load("seed-d").workloads
+            if w.workload.startswith("sysbench-")} == {"20"}
+    assert not any("report-interval" in c for c in study.apply(study.load("seed-d"), Overrides()).changes)

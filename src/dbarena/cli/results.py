@@ -93,7 +93,18 @@ _ID = click.IntRange(min=1, max=MAX_COUNT)
               help="One line per label and configuration over its repeats: median, mean, stdev, "
                    "95 % interval, coefficient of variation and warnings. Points of different "
                    "configurations (parameters, settings, variant, server version, host) are never pooled.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--figures", is_flag=True,
+              help="With --summary: every stored figure over the repeats, a line each (TPS, QPS, average "
+                   "latency, each percentile, as printed per run or computed by dbarena): n, median, mean "
+                   "and spread. Percentiles in --summary itself come from merged histograms; where there are "
+                   "none, this is what the runs printed.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON instead of a table (with --summary, `over_repeats` holds every figure's "
+                   "statistics, each labelled).")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Print CSV instead of a table: a record per point, or with --summary per configuration, "
+                   "every figure's statistics over the repeats in columns such as qps_median and "
+                   "latency_p95_ms_mean.")
 @click.option("--wide", is_flag=True, help="Every column (clients, repeat, QPS, intervals, latencies, failed "
                                            "transactions, errors; config key, printed median, mean, stdev, the "
                                            "interval itself), however wide [default: the columns that fit the "
@@ -101,8 +112,13 @@ _ID = click.IntRange(min=1, max=MAX_COUNT)
 @click.option("--raw", "raw_point", type=_ID, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
 def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], study_name: str | None,
-            variants: tuple[str, ...], summary: bool, as_json: bool, wide: bool, raw_point: int | None) -> None:
+            variants: tuple[str, ...], summary: bool, figures: bool, as_json: bool, as_csv: bool, wide: bool,
+            raw_point: int | None) -> None:
     """List stored points (or their summaries), with steady-state figures and warnings."""
+    if figures and not summary:
+        raise UsageError("--figures goes with --summary (it shows each summary's figures over its repeats)")
+    if as_json and as_csv:
+        raise UsageError("give --json or --csv, not both")
     if raw_point is not None:
         with open_store(store) as db:
             out, err = db.raw_output(raw_point)
@@ -119,9 +135,13 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
             rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:
         click.echo(export.dumps([analysis.public(r) for r in rows], indent=2))
+    elif as_csv:
+        click.echo(export.rows_csv([analysis.public(r) for r in rows], summary=summary), nl=False)
     elif not rows:
         # Every name matched something (check_names): only their combination matches nothing.
         click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
+    elif figures:
+        terminal.show(terminal.console(), terminal.figures_table(rows, wide=wide))
     elif summary:
         console = terminal.console()
         terminal.show(console, terminal.summary_table(rows, wide=wide))

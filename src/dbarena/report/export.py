@@ -17,6 +17,7 @@ from typing import Any
 
 from dbarena.limits import printable
 from dbarena.report.data import PUBLIC_FIELDS, Report, public_rows
+from dbarena.stats import repeats
 
 
 # Significant digits of a derived figure in CSV: sums and means of printed figures carry
@@ -81,9 +82,31 @@ def _plain(value: object) -> object:
 
 def to_csv(report: Report) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings"], lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings", *repeats.FLAT_FIELDS], lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: _cell(v) for k, v in row.items()} for row in public_rows(report))
+    for row in public_rows(report):
+        figures = repeats.flat(row.pop("over_repeats"))
+        writer.writerow({k: _cell(v) for k, v in {**row, **figures}.items()})
+    return buf.getvalue()
+
+
+def rows_csv(rows: list[dict[str, Any]], summary: bool = False) -> str:
+    """`results --csv`: a record per point (or summary), every column of `results --json`
+    in its order; nested facts (params, config, details ...) as JSON text, warnings as their
+    codes; a summary's figures over its repeats as flat columns (repeats.flat)."""
+    records = []
+    for row in rows:
+        record = {k: (";".join(w["code"] for w in v) if k == "warnings" else
+                      json.dumps(finite(v), sort_keys=True) if isinstance(v, (dict, list)) else v)
+                  for k, v in row.items() if k != "over_repeats"}
+        if summary:
+            record.update(repeats.flat(row.get("over_repeats") or {}))
+        records.append(record)
+    fields = list(dict.fromkeys(k for r in records for k in r))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: _cell(v) for k, v in r.items()} for r in records)
     return buf.getvalue()
 
 

@@ -94,7 +94,7 @@ def level_row(key: tuple, summary: dict, members: list[dict], label_price: Price
         **_tps_interval(summary, tps),
         "qps": qps, "value": value,
         **_amounts(ok, tps),
-        **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled")},
+        **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled", "over_repeats")},
         **_price_figures(label_price, tps, seconds),
         **_per_core(hw, tps),
         **dict.fromkeys(COMPARISON_FIELDS), "interval": summary["interval"],

@@ -21,8 +21,11 @@ CHARTS: Explanation = (
     "Hover a point for its exact figures; the checkboxes at the top hide a label in every chart.")
 
 _LATENCY = (" Latency percentiles over repeats are those of their merged latency histograms (pgbench's "
-            "per-transaction log, sysbench's histogram; within 0.1 %), never averages of percentiles; '-' where a "
-            "tool gives no distribution.")
+            "per-transaction log, sysbench's histogram; within 0.1 %); where the runs have no histogram to merge "
+            "(a tool that printed one percentile per run), a percentile marked \u2021 is the mean of the ones "
+            "they printed, named so because it is not a percentile of all their transactions; '-' where a tool "
+            "gives none. The CSV and JSON exports give every figure's median, mean, n, stdev, min and max over "
+            "the repeats (columns such as qps_median, latency_p95_ms_mean).")
 
 RESULTS: Explanation = (
     "Results",

@@ -51,6 +51,20 @@ def interval(low, high, digits: int = 1) -> str:
     return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"
 
 
+PERCENTILE_COLUMNS = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms")
+# Beside a percentile that is the mean of those its runs printed (reading._LATENCY).
+PRINTED_MEAN = "\u2021"
+
+
+def percentile(r: dict, column: str) -> str:
+    """A level's percentile: of its merged histograms (or its one run); else the mean of
+    the ones its runs printed, marked."""
+    if r[column] is not None:
+        return num(r[column], 2)
+    over = (r.get("over_repeats") or {}).get(column)
+    return "-" if over is None else num(over["mean"], 2) + PRINTED_MEAN
+
+
 def results(section: Section) -> TableSpec:
     """Study E's table, per label: threads, transactions, queries, time, latencies; the
     tool's own figure (mysqlslap: seconds), dbarena's steady-state TPS beside the printed."""
@@ -63,8 +77,7 @@ def results(section: Section) -> TableSpec:
             num(r["printed_tps"]), num(r["qps"])])
         rows.append([
             r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
-            num(r["latency_avg_ms"], 2), num(r["latency_p50_ms"], 2), num(r["latency_p95_ms"], 2),
-            num(r["latency_p99_ms"], 2), num(r["latency_p999_ms"], 2), *figures,
+            num(r["latency_avg_ms"], 2), *(percentile(r, c) for c in PERCENTILE_COLUMNS), *figures,
             str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
         ])
     figure_headers = ["seconds to run the queries", "QPS"] if seconds else ["TPS (95 % CI)", "printed TPS", "QPS"]

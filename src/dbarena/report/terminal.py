@@ -16,8 +16,9 @@ from rich.table import Table
 
 from dbarena.limits import printable
 from dbarena.model import PointResult, PointSpec, Sample
+from dbarena.report import differing
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
-from dbarena.stats import analysis, metric
+from dbarena.stats import analysis, metric, repeats
 from dbarena.stats.steadystate import Warning_
 
 # Width of output that is not a terminal (a pipe, a log file), unless COLUMNS says: 100
@@ -319,11 +320,19 @@ def _notes(rows: list[dict], *notes: str) -> list[str]:
     return [*notes, *seconds, *([found] if found else [])]
 
 
+def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple[Column, ...]:
+    """The table's columns with, after threads, one for each fact of the configuration in
+    which the rows differ (clients, dataset, duration ...: report/differing.py)."""
+    shown = [c.header.replace("\n", " ") for c in columns if wide or c.drop is not WIDE_ONLY]
+    at = next(k for k, c in enumerate(columns) if c.header == "threads") + 1
+    return (*columns[:at], *differing.columns(rows, shown), *columns[at:])
+
+
 def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> FittedTable:
     """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
-    return _fitted(title, POINT_COLUMNS, rows, wide, _notes(rows))
+    return _fitted(title, _differing(POINT_COLUMNS, rows, wide), rows, wide, _notes(rows))
 
 
 def _half_width(r: dict) -> str:
@@ -347,6 +356,7 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     def within(r: dict) -> str:
         return "*" if r.get("interval") == "within one run" else ""
 
+    shown_percentile = "latency_p99_ms" if _has(rows, "latency_p99_ms") else "latency_p95_ms"
     columns: tuple[Column, ...] = (
         Column("label", "left", lambda r: escape(r["label"])),
         Column("engine", "left", lambda r: r["engine"]),
@@ -365,7 +375,10 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
         Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"], _digits(r)) + within(r),
                WIDE_ONLY),
         Column("CV", "right", lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-", 2),
-        Column("p99 ms", "right", lambda r: _fmt(r.get("latency_p99_ms"), 3), 1),
+        # One percentile by default, p99 where there is one (else the p95 sysbench prints).
+        *(Column(f"{name} ms", "right", _percentile_of(column), 1 if column == shown_percentile else WIDE_ONLY)
+          for column, name in (("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
+          if _has(rows, column)),
         Column("warn", "left", _warnings),
     )
     captions = []
@@ -373,11 +386,67 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
         captions.append("\u2020 median of each run's steady-state mean (warm-up excluded, from its per-second "
                         "series); " + ("'printed median': of the figures the tool printed ('=': the same)" if wide
                                        else "--wide adds the median of the figures the tool printed"))
+    if any(_printed_percentiles(r) for r in rows):
+        captions.append(f"{PRINTED_MARK} median of the percentile each run printed (there are no histograms to "
+                        "merge): not a percentile of all their transactions; --figures shows its mean and spread")
     if any(r.get("interval") == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
                         "variation; no comparison verdict without 3 repeats")
     return _fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
-                       "the mean)", columns, rows, wide, _notes(rows, *captions))
+                       "the mean)", _differing(columns, rows, wide), rows, wide, _notes(rows, *captions))
+
+
+# Beside a summary's percentile that is the median of the ones its runs printed.
+PRINTED_MARK = "\u2021"
+
+
+def _printed_percentiles(r: dict) -> bool:
+    return any(r.get(c) is None and c in r.get("over_repeats", {}) for c in ("latency_p95_ms", "latency_p99_ms"))
+
+
+def _percentile(r: dict, column: str) -> str:
+    """A summary's percentile: of its merged histograms (or its one point); else the
+    median of what each run printed, marked as such."""
+    if r.get(column) is not None:
+        return _fmt(r[column], 3)
+    over = r.get("over_repeats", {}).get(column)
+    return "-" if over is None else f"{_fmt(over['median'], 3)}{PRINTED_MARK}"
+
+
+def _has(rows: list[dict], column: str) -> bool:
+    """Does any summary have this percentile, pooled or printed?"""
+    return any(r.get(column) is not None or column in r.get("over_repeats", {}) for r in rows)
+
+
+def _percentile_of(column: str) -> Callable[[dict], str]:
+    return lambda r: _percentile(r, column)
+
+
+def figures_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    """Every figure of each summary (analysis.summaries rows) over its repeats, a line per
+    figure: median, mean, n and spread, and what it is (stats/repeats.py)."""
+    lines = [{**r, "_figure": f} for r in rows for f in r.get("over_repeats", {}).values()]
+    columns: tuple[Column, ...] = (
+        Column("label", "left", lambda r: escape(r["label"])),
+        Column("engine", "left", lambda r: r["engine"], 4),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),)
+          if any(r.get("variant") for r in lines) else ()),
+        Column("figure", "left", lambda r: f"{r['_figure']['source']} {_FIGURE_NAMES[r['_figure']['figure']]}"),
+        Column("n", "right", lambda r: str(r["_figure"]["n"])),
+        Column("median", "right", lambda r: _fmt(r["_figure"]["median"], 3)),
+        Column("mean", "right", lambda r: _fmt(r["_figure"]["mean"], 3)),
+        Column("stdev", "right", lambda r: _fmt(r["_figure"]["stdev"], 3), WIDE_ONLY),
+        Column("min .. max", "right", lambda r: f"{_fmt(r['_figure']['min'], 3)} .. {_fmt(r['_figure']['max'], 3)}",
+               2),
+    )
+    return _fitted("every figure over repeats (one line per figure; printed: as the tool printed it per run; "
+                   "computed: by dbarena from each run's transactions)",
+                   _differing(columns, lines, wide), lines, wide)
+
+
+_FIGURE_NAMES = {column: name for column, name in repeats.FIGURES}
 
 
 def _digits(r: dict) -> int:

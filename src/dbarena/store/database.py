@@ -300,7 +300,10 @@ class Store:
             "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
             " p.ended_at, p.source, p.phase, p.details, p.variant, p.options, p.warmup_s, p.config, p.config_key,"
-            " st.name AS study, "
+            " st.name AS study,"
+            # Whether dbarena holds the point's transactions (a pgbench log, sysbench's
+            # histogram): its percentiles are then computed, not printed (stats/repeats.py).
+            " EXISTS (SELECT 1 FROM latency_histograms h WHERE h.point_id = p.id) AS _histogram, "
             + ", ".join(f"p.{c}" for c in _MEASUREMENT_COLUMNS)
             + " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN studies st ON st.sha256 = r.study_sha256"
             + (" WHERE " + " AND ".join(where) if where else "")

@@ -105,13 +105,15 @@ class _Notes:
 def apply(study: Study, o: Overrides) -> Study:
     """The study with --quick and then the flags applied (flags win)."""
     note = _Notes()
-    entries = _chosen(study, o, note)
+    entries = chosen = _chosen(study, o, note)
     kept_engines = {e for w in entries for e in w.engines}
     engine_entries = [e for e in study.engines if e.name in kept_engines]
     variants = study.variants
     if o.quick:
         entries, engine_entries, variants = _quick(entries, engine_entries, variants, note)
     entries = [_flagged_workload(w, o, note) for w in entries]
+    shortened_by = "--duration" if o.duration_s is not None else "--quick"
+    entries = [_interval_within(w, was.duration_s, note, shortened_by) for w, was in zip(entries, chosen)]
     new_engines = [_flagged_engine(e, o, note) for e in engine_entries]
     _check_engine_flags(o, new_engines, kept_engines)
     repeats, precision, max_repeats, budget_s = _repetition(study, o, note)
@@ -128,6 +130,25 @@ def apply(study: Study, o: Overrides) -> Study:
                    price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
                    quick=study.quick or o.quick,
                    changes=study.changes + tuple(note.lines))
+
+
+# The fewest per-second samples a shortened point keeps: enough for a steady state.
+SAMPLES_PER_POINT = 5
+
+
+def _interval_within(w: WorkloadEntry, study_duration_s: int, note: _Notes, why: str) -> WorkloadEntry:
+    """A point that --quick or --duration shortened keeps a per-second series: the
+    study's report interval (seed D's 20 s) on a 5 s point would leave none, so it is
+    cut to at most a fifth of the point. A study's own durations keep its interval."""
+    option = workloads.WORKLOADS[w.workload].tool.interval_option
+    options = dict(w.options)
+    if option is None or option not in options or w.duration_s == study_duration_s:
+        return w
+    most = max(1, w.duration_s // SAMPLES_PER_POINT)
+    if not options[option].isdigit() or int(options[option]) <= most:
+        return w
+    note(f"{w.workload} {option}", options[option], str(most), why)
+    return replace(w, options=tuple(sorted({**options, option: str(most)}.items())))
 
 
 def _chosen(study: Study, o: Overrides, note: _Notes) -> list[WorkloadEntry]:

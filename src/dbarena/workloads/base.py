@@ -41,6 +41,9 @@ class ToolBase:
     # True: any other --name=value is passed through; False: only `known` ones.
     passthrough = False
     known: Mapping[str, str] = {}  # name -> what it does (for errors and the docs)
+    # The option that sets how often the tool reports (the per-second series), if a
+    # study may set it: --quick keeps it within a shortened point (study/apply.py).
+    interval_option: str | None = None
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]:
         """Options as text, in a stable order; a UsageError naming the option otherwise."""

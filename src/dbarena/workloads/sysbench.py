@@ -377,6 +377,7 @@ class Sysbench(ToolBase):
     reserved = reserved_options()
     passthrough = True
     defaults = {"report-interval": "1", "percentile": "95"}
+    interval_option: str | None = "report-interval"
 
     def secret_file(self, protocol: str, password: str) -> str | None:
         return f"{DRIVERS[protocol]}-password={password}\n"

@@ -114,6 +114,7 @@ class TpccLike(ToolBase):
     reserved = {**sysbench.reserved_options(), "warehouses": "the dataset's warehouses",
                 "tpcc_step": "dbarena's loading steps"}
     defaults = sysbench.Sysbench.defaults
+    interval_option: str | None = sysbench.Sysbench.interval_option
 
     def secret_file(self, protocol: str, password: str) -> str | None:
         return sysbench.TOOL_IMPL.secret_file(protocol, password)
