@@ -203,3 +203,19 @@ def test_throwaway_root_cannot_log_in_without_a_password(mysql_server):
     for option_file in option_files:
         assert oct(Path(option_file).stat().st_mode & 0o777) == "0o600"
     assert Path(option_files[0]).read_text() == f"mysql-password={target.password}\n"  # sysbench --config-file
+
+
+def test_seed_d_quick_keeps_a_per_second_series(public_tmp, tmp_path):
+    """Seed D asks sysbench for a report every 20 s; --quick's 5 s points would store no
+    series and every steady-state figure would be empty. The interval is cut to a fifth of
+    the point, the run says so, and the point has its series."""
+    store = tmp_path / "d.db"
+    done = dbarena("run", "--study", "seed-d", "--quick", "--workload", "sysbench-read-write", "--threads", "2",
+                   "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    db, (point,) = _points(store)
+    assert "--report-interval=1" in point["command"]
+    seconds = [s for (s,) in db.execute("SELECT second FROM samples WHERE point_id = ?", (point["id"],))]
+    assert len(seconds) >= 4
+    (row,) = json.loads(dbarena("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
+    assert row["steady_tps"] is not None
