@@ -366,3 +366,39 @@ def test_mariadb_sysbench_05_series_reproduce_the_dat_files(tmp_path, env):
         assert _collect_pl(r["latency_p95_ms"], p95[threads]["res04"])
         # 2013's interval lines (reads/s, writes/s) are a series too.
         assert r["samples"] > 0
+
+
+# ------------------------------------------------------------------ holdout-2: pgbench 18 on two hosts
+
+
+def test_pgbench_18_on_two_hosts_reproduces_each_run(tmp_path, env):
+    """pgbench 18.3, three 600 s (scale 10000: 1200 s) runs per dataset size on each host:
+    the authors' per-run tables (TPS, transactions, average latency) and the median over
+    the three runs."""
+    src = ET / "holdout-2" / "serverscamp-pgbench"
+    store = tmp_path / "p.db"
+    for host in ("aws", "sc-test1", "sc-test2"):
+        _import(store, env, host, sorted(src.glob(f"{host}-bench*-run*.txt")))
+    points = _results(store, env)
+    groups = {(g["label"], g["config"]["params"]["scale"]): g for g in json.loads(
+        dbarena("results", "--summary", "--json", "--store", str(store), env=env).stdout)}
+    assert len(groups) == 9
+    for page in sorted((src / "published").glob("*.md")):
+        host, scale = re.match(r"(.+)-bench(\d+)\.md$", page.name).groups()
+        table = [line.split("|")[1:-1] for line in page.read_text().splitlines()
+                 if re.match(r"\| Run \d", line)]
+        assert len(table) == 3, page.name
+        mine = sorted((p for p in points if p["label"] == host and p["params"]["scale"] == int(scale)),
+                      key=lambda p: p["source"]["file"])
+        tps = []
+        for (phase, duration, transactions, printed_tps, latency, failed), point in zip(table, mine):
+            assert point["source"]["file"] == f"{host}-bench{scale}-run{phase.split()[1]}.txt"
+            assert point["duration_s"] == int(duration.split()[0])
+            assert point["transactions"] == int(transactions.replace(" ", ""))
+            assert _at_printed_precision(point["tps"], printed_tps.replace(" ", "").strip())
+            assert _at_printed_precision(point["latency_avg_ms"], latency.split()[0])
+            assert point["failed_transactions"] == int(failed)
+            tps.append(printed_tps.replace(" ", "").strip())
+        group = groups[(host, int(scale))]
+        assert group["n"] == 3
+        assert _at_printed_precision(group["over_repeats"]["tps"]["median"], sorted(tps, key=float)[1])
