@@ -22,6 +22,7 @@ from typing import Any
 
 from dbarena import importer
 from dbarena.errors import UsageError
+from dbarena.importers import workloadnames
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -49,6 +50,10 @@ class ImportOptions:
                 raise UsageError(f"{flag}: {value!r} holds control characters")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
             raise UsageError(f"--price-per-hour: {self.price_per_hour} is not a price above 0")
+        if self.workload is not None:
+            # dbarena's name for it (oltp_read_write -> sysbench-read-write), or one line
+            # listing the known ones: a name no workload has would pool with nothing.
+            object.__setattr__(self, "workload", workloadnames.checked(self.workload))
 
 
 @dataclass

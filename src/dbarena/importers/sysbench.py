@@ -10,8 +10,8 @@ from dbarena.importers.commandline import command, option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import Run, split_runs
 from dbarena.importers.figures import seconds
+from dbarena.importers import workloadnames
 from dbarena.model import PointResult, PointSpec, Sample
-from dbarena import workloads
 from dbarena.workloads import sysbench
 from dbarena.workloads.sysbench import SysbenchReport
 
@@ -32,13 +32,8 @@ def _workload(args: list[str] | None) -> str | None:
         script = option(args, "--test")
     if script:
         stem = re.sub(r"\.lua$", "", script.rsplit("/", 1)[-1])
-        # The registry's name for the script (oltp_point_select -> sysbench-point-select).
-        named = {w.mode_args[0]: w.name for w in workloads.WORKLOADS.values()
-                 if w.tool.name == "sysbench" and w.mode_args}
-        if stem in named:
-            return named[stem]
         if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix
-            return "sysbench-" + stem.replace("_", "-")
+            return workloadnames.of_script(stem)
     return None
 
 
