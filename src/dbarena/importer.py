@@ -20,6 +20,7 @@ from dbarena.importers.commandline import option as _option
 from dbarena.importers.common import ImportedPoint, ImportProblem
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv
+from dbarena.importers import workloadnames
 from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
 from dbarena.importers.pgbench import read_pgbench
@@ -64,6 +65,8 @@ def read(name: str, text: str, *, label: str, engine: str | None = None, tool: s
          workload: str | None = None) -> list[ImportedPoint]:
     """Every point in one file. Raises ImportProblem naming the file and line."""
     text = text.removeprefix("\ufeff")  # a byte-order mark, as Excel writes a UTF-8 CSV
+    if workload is not None:
+        workload = workloadnames.canonical(workload) or workload  # ImportOptions refused unknown names
     try:
         points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
     except ArithmeticError as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 from dbarena import importer
 from dbarena.errors import UsageError
+from dbarena.importers import workloadnames
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -49,6 +50,10 @@ class ImportOptions:
                 raise UsageError(f"{flag}: {value!r} holds control characters")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
             raise UsageError(f"--price-per-hour: {self.price_per_hour} is not a price above 0")
+        if self.workload is not None:
+            # dbarena's name for it (oltp_read_write -> sysbench-read-write), or one line
+            # listing the known ones: a name no workload has would pool with nothing.
+            object.__setattr__(self, "workload", workloadnames.checked(self.workload))
 
 
 @dataclass
@@ -80,8 +85,17 @@ def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_p
             options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
             host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
             or price_per_hour,
-        ), [(p.result, {"file": path.name, "lines": [p.first_line, p.last_line], "sha256": sha256}) for p in members]))
+        ), [(p.result, _source(p, path, sha256)) for p in members]))
     return runs
+
+
+def _source(point: importer.ImportedPoint, path: Path, sha256: str) -> dict[str, Any]:
+    """Where a point comes from (file, lines, content), and how its duration was found:
+    the one asked and the one measured, which the configuration key does not hold."""
+    source: dict[str, Any] = {"file": path.name, "lines": [point.first_line, point.last_line], "sha256": sha256}
+    if point.duration is not None:
+        source["duration"] = point.duration.source()
+    return source
 
 
 def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
@@ -114,5 +128,11 @@ def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome
     for run_id in outcome.run_ids:  # derived figures cached now: the SQL views show them
         analysis.load(store, run_id=run_id)
     outcome.labels = sorted({run.label for run, _ in runs})
-    outcome.notes = list(Counter(p.note for p in points if p.note).items())
+    notes = [p.note for p in points if p.note]
+    # A duration inferred from the measured time is the importer's reading, not the file's:
+    # said once per figure, with where both are kept.
+    notes += [f"duration {p.duration.asked_s} s inferred from the measured time (the output names no asked "
+              f"duration; the point's source keeps both)" for p in points
+              if p.duration is not None and p.duration.how == "inferred"]
+    outcome.notes = list(Counter(notes).items())
     return outcome

@@ -109,9 +109,9 @@ def test_csv_with_transactions_and_time_gives_the_same_tps(tmp_path):
 
 @pytest.mark.parametrize("name, text, where, message", [
     ("unknown.csv", "threads,tps,colour\n1,10,red\n", "unknown.csv:1:", "unknown column(s) 'colour'"),
-    ("bad.csv", "workload,engine,threads,tps\nx,mysql,4,12\nx,mysql,8,fast\n", "bad.csv:3:",
+    ("bad.csv", "workload,engine,threads,tps\nmysqlslap,mysql,4,12\nmysqlslap,mysql,8,fast\n", "bad.csv:3:",
      "column 'tps': 'fast' is not a number"),
-    ("nothroughput.csv", "workload,engine,threads,transactions\nx,mysql,4,100\n", "nothroughput.csv:2:",
+    ("nothroughput.csv", "workload,engine,threads,transactions\nmysqlslap,mysql,4,100\n", "nothroughput.csv:2:",
      "no throughput"),
 ])
 def test_broken_csv_names_the_line_and_stores_nothing(name, text, where, message, tmp_path):
@@ -130,12 +130,12 @@ def test_broken_run_in_an_appended_file_stores_nothing_from_that_file(tmp_path):
     broken = tmp_path / "broken.txt"
     broken.write_text(text.replace("tps = 41215.971308 (without", "tps = 41215,971308 (without"))
     good = tmp_path / "good.csv"
-    good.write_text("workload,engine,threads,tps\nx,mysql,4,12\n")
+    good.write_text("workload,engine,threads,tps\nmysqlslap,mysql,4,12\n")
     store = tmp_path / "r.db"
     done = dbarena("import", str(broken), str(good), "--label", "x", "--store", str(store), env=ENV)
     assert done.returncode == 2
     assert "broken.txt:36:" in done.stderr and "tps" in done.stderr
-    assert [p["workload"] for p in _points(store)] == ["x"]  # only the good file
+    assert [p["workload"] for p in _points(store)] == ["mysqlslap"]  # only the good file
 
 
 def test_import_usage_errors(tmp_path):

@@ -102,23 +102,23 @@ _CSV_GOOD = "box,mysql,sysbench-read-write,8,8,100.5,30150,300,12.5,0.34\n"
 
 
 @pytest.mark.parametrize("row, where, message", [
-    ("box,mysql,w,8,8,nan,,,,\n", 3, "column 'tps': 'nan' is not a finite number"),
-    ("box,mysql,w,8,8,inf,,,,\n", 3, "column 'tps': 'inf' is not a finite number"),
-    ("box,mysql,w,8,8,1e999,,,,\n", 3, "column 'tps': '1e999' is not a finite number"),
-    ("box,mysql,w,8,8,-100,,,,\n", 3, "column 'tps': '-100' is negative"),
-    ("box,mysql,w,8,8,100,,,-3,\n", 3, "column 'latency_avg_ms': '-3' is negative"),
-    ("box,mysql,w,1e26,,100,,,,\n", 3, "column 'threads': '1e26' is beyond what a tool can print"),
-    ("box,mysql,w,0,,100,,,,\n", 3, "column 'threads': '0' must be at least 1"),
-    ("box,mysql,w,8,2.5,100,,,,\n", 3, "column 'clients': '2.5' is not a whole number"),
-    ("box,mysql,w,8,8,,1e30,300,,\n", 3, "column 'transactions': '1e30' is beyond what a tool can print"),
-    ("box,mysql,w,8,8,,100,1e300,,\n", 3, "column 'time_s': '1e300' is beyond what a tool can print"),
-    ("box,mysql,w,8,8,100,,,,0\n", 3, "column 'price_per_hour': '0' must be above 0"),
-    ("box,mysql,w,8,8,100,,,,,extra\n", 3, "11 fields where the header has 10 columns"),
-    ("box,mysql,w,8,8,100\n", 3, "6 fields where the header has 10 columns"),
-    ('"box,mysql,w,8,8,100,,,,\n', 3, "a quote opened on this line is never closed"),
+    ("box,mysql,mysqlslap,8,8,nan,,,,\n", 3, "column 'tps': 'nan' is not a finite number"),
+    ("box,mysql,mysqlslap,8,8,inf,,,,\n", 3, "column 'tps': 'inf' is not a finite number"),
+    ("box,mysql,mysqlslap,8,8,1e999,,,,\n", 3, "column 'tps': '1e999' is not a finite number"),
+    ("box,mysql,mysqlslap,8,8,-100,,,,\n", 3, "column 'tps': '-100' is negative"),
+    ("box,mysql,mysqlslap,8,8,100,,,-3,\n", 3, "column 'latency_avg_ms': '-3' is negative"),
+    ("box,mysql,mysqlslap,1e26,,100,,,,\n", 3, "column 'threads': '1e26' is beyond what a tool can print"),
+    ("box,mysql,mysqlslap,0,,100,,,,\n", 3, "column 'threads': '0' must be at least 1"),
+    ("box,mysql,mysqlslap,8,2.5,100,,,,\n", 3, "column 'clients': '2.5' is not a whole number"),
+    ("box,mysql,mysqlslap,8,8,,1e30,300,,\n", 3, "column 'transactions': '1e30' is beyond what a tool can print"),
+    ("box,mysql,mysqlslap,8,8,,100,1e300,,\n", 3, "column 'time_s': '1e300' is beyond what a tool can print"),
+    ("box,mysql,mysqlslap,8,8,100,,,,0\n", 3, "column 'price_per_hour': '0' must be above 0"),
+    ("box,mysql,mysqlslap,8,8,100,,,,,extra\n", 3, "11 fields where the header has 10 columns"),
+    ("box,mysql,mysqlslap,8,8,100\n", 3, "6 fields where the header has 10 columns"),
+    ('"box,mysql,mysqlslap,8,8,100,,,,\n', 3, "a quote opened on this line is never closed"),
     ('"box"x,mysql,w,8,8,100,,,,\n', 3, "','"),  # text after a closing quote: csv says what it expected
-    ("box,mysql,w,8,8,1\x00,,,,\n", 3, "column 'tps': '1\\x00' is not a number"),
-    ("\x1b]0;owned\x07box,mysql,w,8,8,100,,,,\n", 3, "column 'label': '\\x1b]0;owned\\x07box' holds control "
+    ("box,mysql,mysqlslap,8,8,1\x00,,,,\n", 3, "column 'tps': '1\\x00' is not a number"),
+    ("\x1b]0;owned\x07box,mysql,mysqlslap,8,8,100,,,,\n", 3, "column 'label': '\\x1b]0;owned\\x07box' holds control "
                                                     "characters"),
 ])
 def test_a_csv_row_no_tool_could_print_is_refused_at_its_line(row, where, message, tmp_path, capsys):

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dbarena import atomic, engines, importer
+from dbarena import atomic, engines, importer, workloads
 from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
+from dbarena.importers import workloadnames
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, terminal
 from dbarena.stats import analysis, configkey
@@ -210,7 +211,9 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
               help="Engine of runs whose output does not say (sysbench without a --db-driver command line).")
 @click.option("--tool", type=click.Choice(("auto", *importer.TOOLS)), default="auto", show_default=True,
               help="Tool that wrote the files [default: recognised from the text].")
-@click.option("--workload", help="Workload name for runs whose output does not say which (e.g. sysbench-tpcc).")
+@click.option("--workload", help="Workload of runs whose output does not say which: "
+              + ", ".join([*workloads.WORKLOADS, *workloadnames.IMPORTED_ONLY]) + "; or the tool's own name, stored as "
+              "dbarena's: " + ", ".join(workloadnames.TOOL_NAMES) + " (oltp_read_write = sysbench-read-write).")
 @click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), metavar="USD",
               help="Hourly price of what was measured (a CSV 'price_per_hour' column overrides it).")
 @click.option("--replace", is_flag=True,

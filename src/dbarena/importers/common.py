@@ -12,6 +12,7 @@ from typing import Any
 
 from dbarena.errors import ParseError, UsageError
 from dbarena.importers.commandline import option
+from dbarena.importers.durations import Duration
 # masked: re-exported, as other parts of dbarena (fleet/failure.py) take it from here.
 from dbarena.masking import masked as masked, masked_args
 from dbarena.model import PointResult
@@ -39,6 +40,7 @@ class ImportedPoint:
     price_per_hour: float | None = None
     server_version: str | None = None
     note: str | None = None  # what the import could not tell, for the user
+    duration: Duration | None = None  # how the asked duration was found (kept in the point's source)
 
 
 def whole_number(value: str | None, name: str, line: int) -> int | None:

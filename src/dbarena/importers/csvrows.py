@@ -8,6 +8,8 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+from dbarena.errors import UsageError
+from dbarena.importers import workloadnames
 from dbarena.importers.common import ImportedPoint, ImportProblem, result_fields
 from dbarena.importers.figures import MAX_COUNT, MAX_SECONDS, MAX_THREADS, number_problem
 from dbarena.model import Measurement, PointResult, PointSpec
@@ -141,10 +143,15 @@ def _engine(row: dict[str, str], engine: str | None, name: str, line: int) -> st
 
 
 def _workload(row: dict[str, str], workload: str | None, name: str, line: int) -> str:
-    name_of_workload = _text(row, "workload", name, line) or workload
-    if not name_of_workload:
-        raise ImportProblem(name, line, "no workload (column 'workload' or --workload)")
-    return name_of_workload
+    given = _text(row, "workload", name, line)
+    if not given:
+        if not workload:
+            raise ImportProblem(name, line, "no workload (column 'workload' or --workload)")
+        return workload  # checked with the options
+    try:
+        return workloadnames.checked(given, "column 'workload'")
+    except UsageError as exc:
+        raise ImportProblem(name, line, str(exc)) from None
 
 
 def _whole(value: float | None) -> int | None:

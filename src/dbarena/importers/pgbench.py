@@ -9,6 +9,8 @@ from dbarena.errors import ParseError
 from dbarena.importers.commandline import option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import split_runs
+from dbarena.importers import durations
+from dbarena.importers.durations import Duration
 from dbarena.importers.figures import seconds
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.workloads import pgbench
@@ -80,9 +82,12 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
     if report is None and not samples and "transaction type:" not in chunk and "aborted" not in chunk:
         _refuse_headless(name, lines, first, last)
         return None  # no run here (pgbench -i output, notes ...)
-    spec = _spec(Command(args, name, first), report, samples, chunk, workload)
+    cmd = Command(args, name, first)
+    duration = _duration(cmd, report, samples)
+    spec = _spec(cmd, report, duration, chunk, workload)
     return ImportedPoint(result=_result(spec, report, samples, args, chunk), label=label, first_line=first,
-                         last_line=last, tool="pgbench", server_version=report.server_version if report else None)
+                         last_line=last, tool="pgbench", server_version=report.server_version if report else None,
+                         duration=duration)
 
 
 # Lines of a pgbench summary (its figures) that mean nothing without the header above
@@ -114,23 +119,32 @@ def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], Pgben
     return samples, report
 
 
-def _spec(cmd: Command, report: PgbenchReport | None, samples: tuple[Sample, ...], chunk: str,
+def _spec(cmd: Command, report: PgbenchReport | None, duration: Duration | None, chunk: str,
           workload: str | None) -> PointSpec:
     threads = cmd.number("-j", "--jobs") or (report.threads if report else None) or 1
     clients = cmd.number("-c", "--client") or (report.clients if report else None) or threads
-    duration = _duration(cmd, report)
     params, options = _configuration(cmd, report)
-    if duration is None and samples:
-        duration = int(seconds(samples[-1].second, cmd.name, cmd.line, "the last progress line's time"))
     return PointSpec(engine="postgres", workload=workload or _workload(cmd.args, _transaction_type(report, chunk)),
-                     threads=threads, clients=clients, duration_s=duration or 0, params=params, options=options)
+                     threads=threads, clients=clients, duration_s=duration.asked_s if duration else 0, params=params,
+                     options=options)
 
 
-def _duration(cmd: Command, report: PgbenchReport | None) -> int | None:
-    duration = cmd.number("-T", "--time") or (report.duration_s if report else None)
-    if duration is None and report is not None and report.tps:
-        duration = round(seconds(report.transactions / report.tps, cmd.name, cmd.line, "transactions / tps"))
-    return duration
+def _duration(cmd: Command, report: PgbenchReport | None, samples: tuple[Sample, ...]) -> Duration | None:
+    """The duration asked (-T, or the `duration:` pgbench printed); else inferred from
+    transactions / tps. A run of -t transactions per client was asked for no duration:
+    its measured one, rounded, as before. A run cut short: how long it ran."""
+    command_line = cmd.number("-T", "--time") or None
+    printed = report.duration_s if report else None
+    measured = None
+    if command_line is None and printed is None and report is not None and report.tps:
+        measured = seconds(report.transactions / report.tps, cmd.name, cmd.line, "transactions / tps")
+        if report.transactions_per_client:
+            return Duration(round(measured), "measured", measured)
+    found = durations.asked(printed, command_line, measured)
+    if found is None and samples:
+        last = seconds(samples[-1].second, cmd.name, cmd.line, "the last progress line's time")
+        found = Duration(int(last), "last progress line")
+    return found
 
 
 def _transaction_type(report: PgbenchReport | None, chunk: str) -> str | None:

@@ -10,8 +10,8 @@ from dbarena.importers.commandline import command, option
 from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
 from dbarena.importers.runs import Run, split_runs
 from dbarena.importers.figures import seconds
+from dbarena.importers import durations, workloadnames
 from dbarena.model import PointResult, PointSpec, Sample
-from dbarena import workloads
 from dbarena.workloads import sysbench
 from dbarena.workloads.sysbench import SysbenchReport
 
@@ -32,13 +32,8 @@ def _workload(args: list[str] | None) -> str | None:
         script = option(args, "--test")
     if script:
         stem = re.sub(r"\.lua$", "", script.rsplit("/", 1)[-1])
-        # The registry's name for the script (oltp_point_select -> sysbench-point-select).
-        named = {w.mode_args[0]: w.name for w in workloads.WORKLOADS.values()
-                 if w.tool.name == "sysbench" and w.mode_args}
-        if stem in named:
-            return named[stem]
         if stem != "oltp":  # "oltp" (0.4/0.5 and legacy scripts) says nothing about the mix
-            return "sysbench-" + stem.replace("_", "-")
+            return workloadnames.of_script(stem)
     return None
 
 
@@ -107,8 +102,12 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
     cmd = Command(args, name, first)
     run_engine = _engine(cmd, engine)
     threads = _threads(cmd, report, chunk)
-    duration = cmd.number("--time", "--max-time") or \
-        (round(seconds(report.total_time_s, name, first, "total time")) if report and report.total_time_s else 0)
+    measured = seconds(report.total_time_s, name, first, "total time") if report and report.total_time_s else None
+    # The last interval report of a finished run was written while it still ran: the
+    # time asked is at least its second (`[ 600s ]`). A run cut short says nothing of it.
+    last_report = samples[-1].second if report is not None and samples else None
+    asked = durations.asked(None, cmd.number("--time", "--max-time") or None, measured, last_report)
+    duration = asked.asked_s if asked is not None else 0
     params = _params(cmd)
     named = workload or _workload(args)
     spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
@@ -117,7 +116,7 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
     note = None if named else (f"no sysbench script named (no command line echoed before the run): stored as "
                                f"workload {UNNAMED_SYSBENCH!r}; name it with --workload (and --replace)")
     return ImportedPoint(result=_result(spec, report, samples, fatal, args, chunk), label=label, first_line=first,
-                         last_line=last, tool="sysbench", note=note)
+                         last_line=last, tool="sysbench", note=note, duration=asked)
 
 
 def _is_run(chunk: str, fatal: list[str]) -> bool:
