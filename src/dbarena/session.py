@@ -347,7 +347,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
     # A resumed run's own points are its to pool; what else the label holds was said when it began.
     pooled = None if resume else pooled_note(store, label, outcome.invocation, bool(study.label))
-    for line in (quick_note(study, plans), pooled):
+    for line in (quick_note(study, plans), together_note(study), pooled):
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)
@@ -387,6 +387,16 @@ def quick_note(study: Study, plans: Sequence[plan.EnginePlan]) -> str | None:
         return None
     return (f"--quick: {seconds} s points, too short for steady-state figures (a trial of the protocol; "
             f"points of {steadystate.ADVISED_DURATION_S} s or more give them)")
+
+
+def together_note(study: Study) -> str | None:
+    """A study for several load generators ([fleet] together) run on one host: said, so
+    that nobody takes its points for the merged ones `fleet run` would store."""
+    if not study.together:
+        return None
+    return (f"study {study.name} is for several load generators ([fleet] together = true): run here, this host "
+            f"is its one load generator; `dbarena fleet run -i INVENTORY --study {study.name}` drives the server "
+            "from every host at once")
 
 
 def pooled_note(store: ResultStore, label: str, invocation: str, given: bool) -> str | None:

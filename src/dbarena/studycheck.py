@@ -74,7 +74,7 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
     return {
         "study": study.name, "source": study.source, "title": study.title, "sha256": study.sha256,
         "quick": study.quick, "precedence": PRECEDENCE, "changes": list(study.changes),
-        "repeats": study.repeats, "label": study.label,
+        "repeats": study.repeats, "label": study.label, "together": study.together,
         "precision": None if study.precision is None else {
             "target": study.precision, "min_repeats": min(stats.MIN_REPEATS, study.max_repeats),
             "max_repeats": study.max_repeats, "budget_s": study.budget_s},
@@ -120,6 +120,9 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"  changed: {change}")
     if summary["label"]:
         lines.append(f"  label: {summary['label']}")
+    if summary.get("together"):
+        lines.append("  fleet: together ([fleet] together = true: `fleet run` drives the server from every host "
+                     "at once, one merged point per level)")
     if summary["price"]:
         price = summary["price"]
         lines.append(f"  price: {price['per_hour']:.4f} {price['currency']} per hour ({price['basis']})")

@@ -105,6 +105,12 @@ def test_bad_inventories_and_limits_exit_2_with_one_line_before_anything_starts(
     bad_price = tmp_path / "price.ini"
     bad_price.write_text("[fleet]\nalpha ansible_host=127.0.0.2 dbarena_price_per_hour=cheap\n")
     cases.append((["run", "-i", str(bad_price), "--study", "seed-a"], "is not a number"))
+    # A study with [fleet] together = true is a --together run: --serial does not go with it.
+    together = tmp_path / "together.toml"
+    together.write_text('schema = 1\nname = "tg"\n[fleet]\ntogether = true\n'
+                        '[[workloads]]\nworkload = "pgbench-select-only"\nlevels = [2]\n')
+    cases.append((["run", "-i", str(good), "--study", str(together), "--serial"], "--serial does not go with it"))
+    cases.append((["run", "-i", str(good), "--study", "seed-a", "--label", "x"], "--label is the label of a --together"))
     garbage = tmp_path / "garbage.ini"
     garbage.write_text("[fleet\nthis is = not [an inventory\n")
     cases.append((["status", "-i", str(garbage)], "-i"))

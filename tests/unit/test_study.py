@@ -557,3 +557,17 @@ def test_a_shortened_point_keeps_a_per_second_series():
     assert {dict(w.options)["report-interval"] for w in study.load("seed-d").workloads
             if w.workload.startswith("sysbench-")} == {"20"}
     assert not any("report-interval" in c for c in study.apply(study.load("seed-d"), Overrides()).changes)
+
+
+def test_a_study_for_several_load_generators():
+    text = ('schema = 1\nname = "tg"\n[fleet]\ntogether = true\n'
+            '[[workloads]]\nworkload = "pgbench-select-only"\nlevels = [2]\n')
+    s = study.parse(text, "tg.toml")
+    assert s.together and not study.load("seed-a").together
+    assert "fleet: together" in studycheck.render(studycheck.summarise(s, list(expand(s, 8).values())))
+    assert "this host is its one load generator" in session.together_note(s)
+    assert session.together_note(study.load("seed-a")) is None
+    for bad, message in (("together = 3", "fleet.together: expected true or false"),
+                         ("togethr = true", "fleet.togethr: unknown key")):
+        with pytest.raises(StudyError, match=message):
+            study.parse(text.replace("together = true", bad), "tg.toml")

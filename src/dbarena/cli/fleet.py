@@ -70,10 +70,6 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
 
     hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
     args = [*(("--quick",) if quick else ()), *(("--target", target) if target else ()), *run_args]
-    if label is not None and not together:
-        raise UsageError("--label is the label of a --together run; other hosts take theirs from the inventory")
-    if together and serial:
-        raise UsageError("--together runs every host at once: --serial does not go with it")
     for bad in ("--store", "--label", "--study", "--resume", "--keep", "--progress-file"):
         if bad in args:
             raise UsageError(f"{bad} is not a run option for `fleet run` (the fleet sets it per host)")
@@ -83,6 +79,13 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     for key in ("store", "no_init", "keep", "resume", "progress_file", "no_system_metrics"):
         params.pop(key)
     the_study = arguments.study_from_values(params)
+    together = together or the_study.together  # the study's [fleet] together = true
+    if label is not None and not together:
+        raise UsageError("--label is the label of a --together run (or of a study with [fleet] together = true); "
+                         "other hosts take theirs from the inventory")
+    if together and serial:
+        raise UsageError("--together (or the study's [fleet] together = true) runs every host at once: "
+                         "--serial does not go with it")
     study_file = Path(study_name) if Path(study_name).is_file() else None
     fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=lambda line: click.echo(line, nl=True),
                              poll_s=poll_s, unreachable_timeout_s=unreachable_timeout)

@@ -78,6 +78,10 @@ The schema (version 1):
                                     #   kernel's switch, one mode after the other, restored at the end
     load_generator = "rest"         #   the load generator on the other usable CPUs, or the "same" ones
 
+    [fleet]
+    together = true                 # `fleet run` drives one server from every host at once, one
+                                    #   merged point per level (as --together; docs/fleet.md)
+
     [variants.checksums]            # named sets of settings the same plan runs under
     description = "..."
     postgres = { wal_compression = "on" }

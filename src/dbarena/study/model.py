@@ -39,7 +39,8 @@ QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
-             "price", "variants", "cpus"}
+             "price", "variants", "cpus", "fleet"}
+_FLEET_KEYS = {"together"}
 _CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
 LOAD_GENERATOR_PLACES = ("rest", "same")
 _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
@@ -167,6 +168,7 @@ class Study:
     changes: tuple[str, ...] = ()  # what flags and --quick changed, for `study check`
     smt_emulate: bool = False  # [cpus] smt by affinity (one thread per core), not the kernel's switch
     load_generator: str = "rest"  # with [cpus]: the load generator on the other CPUs, or the "same"
+    together: bool = False  # [fleet] together: `fleet run` drives one server from every host at once
     flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
 
     @property

@@ -14,7 +14,7 @@ from dbarena.errors import UsageError
 from dbarena.model import DATASET_LIFECYCLES
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
-    _CPUS_KEYS, _ENGINE_KEYS, _PRICE_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
+    _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _PRICE_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
     RESTORE_CHOICES, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Level, Study, StudyError, Variant, WorkloadEntry,
     parse_duration, parse_level, parse_precision,
 )
@@ -182,6 +182,8 @@ class _Checker:
             variants=self.cpu_axes(raw.get("cpus"), self.variants(raw.get("variants", {}), study_engines)),
             price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
             **self.cpu_options(raw.get("cpus")),
+            together=self.bool_(self.table(raw.get("fleet", {}), "fleet", _FLEET_KEYS).get("together", False),
+                                "fleet.together"),
         )
 
     def cpu_options(self, raw: Any) -> dict[str, Any]:
