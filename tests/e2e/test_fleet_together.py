@@ -176,6 +176,21 @@ def test_two_load_generators_make_one_point_per_level(together, pair):
         assert p["samples"] >= 3
         assert all(x["loadgen_cpu_cores"] is not None for x in parts)
     print(done.stdout)
+    # results says the points are of two load generators, and shows each one's share.
+    env = {k: v for k, v in together["env"].items() if k != "PGPASSWORD"}
+    shown = subprocess.run([sys.executable, "-m", "dbarena", "results", "--store", str(store)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and "2 load generators drove each point at once (alpha, beta)" in shown.stdout, \
+        shown.stdout + shown.stderr
+    parts = subprocess.run([sys.executable, "-m", "dbarena", "results", "--parts", "--wide", "--store", str(store)],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert parts.returncode == 0, parts.stderr
+    assert "alpha" in parts.stdout and "beta" in parts.stdout and "load generators" in parts.stdout, parts.stdout
+    page = together["tmp"] / "pair.md"
+    report = subprocess.run([sys.executable, "-m", "dbarena", "report", "-o", str(page), "--store", str(store)],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert "| load generators | 2 at once: alpha, beta |" in page.read_text()
     # No password anywhere on the "hosts" or in the store.
     password = together["env"]["PGPASSWORD"]
     for run in (pair["first"], done):

@@ -115,3 +115,39 @@ def test_start_skew_is_the_spread_of_the_first_transactions_and_flagged_above_on
     _, _, details = combine.combine([blind[0], late], duration_s=3)
     assert details["together"]["start_skew_ms"] == pytest.approx(40.0, abs=0.001)
     assert details["together"]["start_skew_flagged"]
+
+
+def _driven(busy: dict[str, float | None]) -> dict:
+    """A stored point of the two captured parts (as analysis.load gives it), each part's
+    host as busy as given (fleet/together.py records it from the host's samples)."""
+    measurement, _, details = combine.combine([_part("alpha"), _part("beta")], duration_s=3)
+    for part in details["together"]["parts"]:
+        part["host_cpu_busy_pct"] = busy[part["host"]]
+        part["loadgen_cpu_cores"] = 0.5
+    return {"point_id": 7, "run_id": 3, "label": "together", "workload": "pgbench-select-only", "status": "ok",
+            "details": {**measurement.details, **details}, "threads": 2}
+
+
+def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys):
+    from dbarena.report import terminal
+    from dbarena.stats import decision, loadgens
+
+    idle = _driven({"alpha": 35.0, "beta": 41.5})
+    assert loadgens.count(idle) == 2 and [p["host"] for p in loadgens.parts(idle)] == ["alpha", "beta"]
+    assert loadgens.bound([idle]) == ("not the load generators (busiest: beta, 42 % busy, of 2): "
+                                      "the server or the network")
+    busy = _driven({"alpha": 97.0, "beta": 60.0})
+    assert loadgens.bound([idle, busy]) == "load generators saturated (alpha 97 % busy, of 2 load generators)"
+    assert loadgens.bound([_driven({"alpha": None, "beta": None})]) == \
+        "2 load generators, their CPU not sampled: cannot tell"
+    # A point of one load generator: not this module's to say.
+    alone = {"status": "ok", "details": {}}
+    assert loadgens.bound([alone]) is None and loadgens.count(alone) == 1
+    # The decision's "why" says it for such points.
+    assert decision.bound([busy]).startswith("load generators saturated")
+    # What `results --parts` and the points table show.
+    table = terminal.parts_table([idle], wide=True)
+    assert [row[3] for row in zip(*table.cells)] == ["alpha", "beta"]
+    assert terminal.together_notes([idle, busy]) == [
+        "run 3: 2 load generators drove each point at once (alpha, beta); `results --parts` shows each one's "
+        "share and whether they were the bound"]

@@ -15,7 +15,7 @@ from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, terminal
-from dbarena.stats import analysis, configkey
+from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
 from dbarena.store.database import Store
@@ -99,6 +99,9 @@ _ID = click.IntRange(min=1, max=MAX_COUNT)
                    "latency, each percentile, as printed per run or computed by dbarena): n, median, mean "
                    "and spread. Percentiles in --summary itself come from merged histograms; where there are "
                    "none, this is what the runs printed.")
+@click.option("--parts", is_flag=True,
+              help="For points several load generators drove at once (fleet run --together): each one's "
+                   "share (host, threads, TPS, latency, its CPU) and whether they or the server were the bound.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON instead of a table (with --summary, `over_repeats` holds every figure's "
                    "statistics, each labelled).")
@@ -113,13 +116,16 @@ _ID = click.IntRange(min=1, max=MAX_COUNT)
 @click.option("--raw", "raw_point", type=_ID, metavar="POINT",
               help="Print one point's raw tool output (stderr, then stdout) as the tool printed it.")
 def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], study_name: str | None,
-            variants: tuple[str, ...], summary: bool, figures: bool, as_json: bool, as_csv: bool, wide: bool,
-            raw_point: int | None) -> None:
+            variants: tuple[str, ...], summary: bool, figures: bool, parts: bool, as_json: bool, as_csv: bool,
+            wide: bool, raw_point: int | None) -> None:
     """List stored points (or their summaries), with steady-state figures and warnings."""
     if figures and not summary:
         raise UsageError("--figures goes with --summary (it shows each summary's figures over its repeats)")
     if as_json and as_csv:
         raise UsageError("give --json or --csv, not both")
+    if parts and (summary or as_json or as_csv):
+        raise UsageError("--parts is a table of the points' load generators: --summary, --json and --csv "
+                         "do not go with it (--json has each point's details.together.parts)")
     if raw_point is not None:
         with open_store(store) as db:
             out, err = db.raw_output(raw_point)
@@ -141,6 +147,11 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
     elif not rows:
         # Every name matched something (check_names): only their combination matches nothing.
         click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
+    elif parts:
+        driven = [r for r in rows if loadgens.parts(r)]
+        if not driven:
+            raise UsageError("no point here was driven by several load generators (fleet run --together)")
+        terminal.show(terminal.console(), terminal.parts_table(driven, wide=wide))
     elif figures:
         terminal.show(terminal.console(), terminal.figures_table(rows, wide=wide))
     elif summary:

@@ -432,6 +432,11 @@ def _machine_rows(runs: list[dict]) -> list[list[str]]:
                                            for here in local]]
     if not all(local):
         rows.append(["server cores / threads"] + [_server_cpu(run, here) for run, here in zip(runs, local)])
+    together = [(run.get("options") or {}).get("together") for run in runs]
+    if any(together):
+        # fleet run --together: the machine below is the first of them (each the same kind).
+        rows.append(["load generators"] + [f"{t['load_generators']} at once: {', '.join(t['hosts'])}" if t else "1"
+                                           for t in together])
     for title, key in _HOST_FIELDS:
         values = [run["host_facts"].get(key) for run in runs]
         if any(v is not None for v in values):

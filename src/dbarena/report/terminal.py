@@ -18,7 +18,7 @@ from dbarena.limits import printable
 from dbarena.model import PointResult, PointSpec, Sample
 from dbarena.report import differing
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
-from dbarena.stats import analysis, metric, repeats
+from dbarena.stats import analysis, loadgens, metric, repeats
 from dbarena.stats.steadystate import Warning_
 
 # Width of output that is not a terminal (a pipe, a log file), unless COLUMNS says: 100
@@ -317,7 +317,41 @@ SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to ru
 def _notes(rows: list[dict], *notes: str) -> list[str]:
     found = legend(rows)
     seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
-    return [*notes, *seconds, *([found] if found else [])]
+    return [*notes, *seconds, *together_notes(rows), *([found] if found else [])]
+
+
+def together_notes(rows: Iterable[dict]) -> list[str]:
+    """A line per run whose points several load generators drove at once."""
+    runs: dict[Any, tuple[int, list[str]]] = {}
+    for r in rows:
+        if loadgens.parts(r):
+            runs.setdefault(r.get("run_id"), (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
+    return [f"run {run}: {n} load generators drove each point at once ({', '.join(hosts)}); "
+            "`results --parts` shows each one's share and whether they were the bound"
+            for run, (n, hosts) in runs.items()]
+
+
+def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    """Each load generator's share of the points several drove together (`results
+    --parts`): its threads and figures, its CPU, and what bound the point."""
+    lines = [{**r, "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
+    columns: tuple[Column, ...] = (
+        Column("point", "right", lambda r: str(r["point_id"]) if r["_first"] else ""),
+        Column("label", "left", lambda r: escape(r["label"]) if r["_first"] else "", 3),
+        Column("workload", "left", lambda r: escape(r["workload"]) if r["_first"] else "", 2),
+        Column("host", "left", lambda r: escape(str(r["_part"].get("host")))),
+        Column("threads", "right", lambda r: str(r["_part"].get("threads"))),
+        Column("clients", "right", lambda r: str(r["_part"].get("clients")), WIDE_ONLY),
+        Column("tps", "right", lambda r: _fmt(r["_part"].get("tps"), 1)),
+        Column("qps", "right", lambda r: _fmt(r["_part"].get("qps"), 1), WIDE_ONLY),
+        Column("p95 ms", "right", lambda r: _fmt(r["_part"].get("latency_p95_ms"), 3), 1),
+        Column("load gen.\ncores", "right", lambda r: _fmt(r["_part"].get("loadgen_cpu_cores"), 2)),
+        Column("host\nbusy", "right", lambda r: "-" if r["_part"].get("host_cpu_busy_pct") is None
+               else f"{r['_part']['host_cpu_busy_pct']:.0f} %"),
+        Column("bound", "left", lambda r: escape(loadgens.bound([r]) or "") if r["_first"] else "", wraps=True),
+    )
+    return _fitted("each load generator's share of the points driven together (fleet run --together)",
+                   columns, lines, wide)
 
 
 def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple[Column, ...]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dbarena.stats import metric
+from dbarena.stats import loadgens, metric
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
 
@@ -153,6 +153,9 @@ def bound(points: Sequence[dict[str, Any]]) -> str:
     """What bound one side at one level (its repeats, analysis.load rows with their
     derived system view), in words with the figure that says so."""
     ok = [p for p in points if p.get("status") == "ok"]
+    # Points several load generators drove (fleet run --together): their hosts' CPU says it.
+    if (together := loadgens.bound(ok)) is not None:
+        return together
     if not ok or all((p.get("samples") or 0) < MIN_SAMPLES or p.get("cpu_busy_pct") is None for p in ok):
         return "too few samples to tell"
 
