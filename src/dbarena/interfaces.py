@@ -171,7 +171,8 @@ class Engine(Protocol):
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None: ...
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None,
                   keep: bool, executor: Executor, cluster: Mapping[str, str] | None = None,
-                  data_parent: Path | None = None, cpus: Sequence[int] | None = None
+                  data_parent: Path | None = None, cpus: Sequence[int] | None = None,
+                  listen: str | None = None, password: str | None = None
                   ) -> AbstractContextManager[Target]: ...
     # A usage error for cluster options (what creating the data directory decides) that
     # this engine does not know.

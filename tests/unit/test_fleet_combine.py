@@ -148,6 +148,8 @@ def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys)
     # What `results --parts` and the points table show.
     table = terminal.parts_table([idle], wide=True)
     assert [row[3] for row in zip(*table.cells)] == ["alpha", "beta"]
+    assert table.notes == ["point 7: not the load generators (busiest: beta, 42 % busy, of 2): the server or the "
+                           "network"]
     assert terminal.together_notes([idle, busy]) == [
         "run 3: 2 load generators drove each point at once (alpha, beta); `results --parts` shows each one's "
         "share and whether they were the bound"]

@@ -57,6 +57,9 @@ def test_limit_takes_names_groups_and_patterns():
     assert [h.name for h in inventory.read(LISTING, "arm")] == ["c7g"]
     assert [h.name for h in inventory.read(LISTING, "x86,c7g")] == ["m6i", "old", "c7g"]
     assert [h.name for h in inventory.read(LISTING, "m*")] == ["m6i"]
+    # Each host knows its groups (a --together run's server is the one in [server]).
+    assert {h.name: h.groups for h in inventory.read(LISTING, None)} == {"c7g": ("arm",), "m6i": ("x86",),
+                                                                         "old": ("x86",)}
 
 
 @pytest.mark.parametrize("limit, message", [

@@ -182,10 +182,15 @@ class MySQLFamily:
         cluster: Mapping[str, str] | None = None,
         data_parent: Path | None = None,
         cpus: Sequence[int] | None = None,
+        listen: str | None = None,
+        password: str | None = None,
     ) -> Iterator[MyTarget]:
         """A fresh server of this flavour for the duration of the with-block; cluster
         options go both to the data directory's initialisation and to the server's
-        configuration (InnoDB refuses to open a data directory of another page size)."""
+        configuration (InnoDB refuses to open a data directory of another page size).
+        `listen`: the address of this host it listens on instead of 127.0.0.1, with
+        dbarena's user allowed from any address by its password (the server of a `fleet
+        run --together` that other hosts drive); `password`: that user's (default random)."""
         cluster = dict(cluster or {})
         self.check_cluster(cluster)
         settings = {**dict(settings or {}), **{k.replace("_", "-"): v for k, v in cluster.items()}}
@@ -220,7 +225,7 @@ class MySQLFamily:
                     "datadir": str(data),
                     "socket": str(socket_path),
                     "port": str(port),
-                    "bind-address": "127.0.0.1",
+                    "bind-address": listen or "127.0.0.1",
                     "pid-file": str(top / "mysqld.pid"),
                     "tmpdir": str(tmp),
                     "log-error": str(log_path),
@@ -244,17 +249,20 @@ class MySQLFamily:
                     raise EnvironmentProblem(f"the MySQL server did not start: {reason}")
             assert version is not None  # each attempt either started the server or raised
 
-            password = secrets.token_urlsafe(24)
+            password = password or secrets.token_urlsafe(24)
+            address = listen or "127.0.0.1"
             with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
                                                     connect_timeout=10, autocommit=True)) as db:
                 with db.cursor() as cur:
-                    cur.execute("CREATE USER 'dbarena'@'127.0.0.1' IDENTIFIED BY %s", (password,))
-                    cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'dbarena'@'127.0.0.1'")
+                    # Other hosts reach a server that listens for them: dbarena's user from anywhere.
+                    for where in (("127.0.0.1", "%") if listen else ("127.0.0.1",)):
+                        cur.execute(f"CREATE USER 'dbarena'@'{where}' IDENTIFIED BY %s", (password,))
+                        cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO 'dbarena'@'{where}'")
                     cur.execute("CREATE DATABASE dbarena")
                     _lock_root(cur)
-            conn = Connection(protocol=self.protocol, host="127.0.0.1", port=port, user="dbarena", dbname="dbarena",
-                              url=f"mysql://dbarena@127.0.0.1:{port}/dbarena")
-            target = MyTarget(conn=conn, description=f"throwaway {self.title} {version} at 127.0.0.1:{port}",
+            conn = Connection(protocol=self.protocol, host=address, port=port, user="dbarena", dbname="dbarena",
+                              url=f"mysql://dbarena@{address}:{port}/dbarena")
+            target = MyTarget(conn=conn, description=f"throwaway {self.title} {version} at {address}:{port}",
                               server_version=version, throwaway=True, secrets_dir=client_dir, data_dir=data,
                               log_path=log_path, process=proc, password=password, flavour=self.flavour,
                               executor=executor, record=record,

@@ -157,9 +157,14 @@ def throwaway(
     cluster: Mapping[str, str] | None = None,
     data_parent: Path | None = None,
     cpus: Sequence[int] | None = None,
+    listen: str | None = None,
+    password: str | None = None,
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block, created with the
-    cluster options given (CLUSTER_OPTIONS)."""
+    cluster options given (CLUSTER_OPTIONS). `listen`: an address of this host it also
+    listens on, with password authentication for dbarena's user from anywhere (the
+    server of a `fleet run --together` that other hosts drive); `password`: that user's
+    (default: a random one)."""
     settings = dict(settings or {})
     cluster = dict(cluster or {})
     check_cluster(cluster)
@@ -176,7 +181,7 @@ def throwaway(
         data, sock = top / "data", top / "socket"
         sock.mkdir()
         pwfile, passfile, log_path = top / "pwfile", top / "pgpass", top / "server.log"
-        password = secrets.token_urlsafe(24)
+        password = password or secrets.token_urlsafe(24)
         instance.private_file(pwfile, password + "\n")
         instance.private_file(passfile, f"127.0.0.1:*:*:dbarena:{password}\n")
         instance.give_to(user, top, sock, pwfile)
@@ -189,11 +194,16 @@ def throwaway(
         pwfile.unlink()
         if done.returncode != 0:
             raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
+        if listen:
+            # Other hosts reach it: dbarena's user with its password, from any address.
+            with open(data / "pg_hba.conf", "a") as f:
+                f.write(f"\n# dbarena: load generators on other hosts\nhost all dbarena 0.0.0.0/0 {auth}\n"
+                        f"host all dbarena ::/0 {auth}\n")
 
         for attempt in range(3):
             port = instance.free_port()
             conf = {
-                "listen_addresses": "127.0.0.1",
+                "listen_addresses": "127.0.0.1" + (f",{listen}" if listen and listen != "127.0.0.1" else ""),
                 "port": str(port),
                 "unix_socket_directories": str(sock),
                 "max_connections": str(max_connections),
@@ -270,9 +280,11 @@ class PostgresEngine:
 
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
                   executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None,
-                  cpus: Sequence[int] | None = None) -> contextlib.AbstractContextManager[PgTarget]:
+                  cpus: Sequence[int] | None = None, listen: str | None = None, password: str | None = None
+                  ) -> contextlib.AbstractContextManager[PgTarget]:
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
-                         executor=executor, cluster=cluster, data_parent=data_parent, cpus=cpus)
+                         executor=executor, cluster=cluster, data_parent=data_parent, cpus=cpus, listen=listen,
+                         password=password)
 
     def check_cluster(self, cluster: Mapping[str, str]) -> None:
         check_cluster(cluster)

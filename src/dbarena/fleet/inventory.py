@@ -20,13 +20,15 @@ import fnmatch
 import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dbarena.errors import UsageError
 from dbarena.stats.price import HOURS_PER_MONTH
 
 DEFAULT_WORKDIR_BASE = "/var/tmp/dbarena-fleet"
+# The group whose one host runs a --together run's throwaway server (the others drive it).
+SERVER_GROUP = "server"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Host:
     price_per_month: float | None  # as given (price_per_hour is then it / 730)
     currency: str | None
     workdir: str           # where dbarena lives and works on the host
+    groups: tuple[str, ...] = ()  # the inventory groups it is in (SERVER_GROUP: --together's server)
 
 
 def _number(host: str, name: str, value: object) -> float:
@@ -115,7 +118,9 @@ def read(listing: dict, limit: str | None) -> list[Host]:
             raise UsageError(f"--limit {pattern!r}: no such host or group in the inventory "
                              f"(hosts: {', '.join(every)})")
         chosen.extend(h for h in found if h not in chosen)
-    hosts = [host_of(name, hostvars.get(name, {})) for name in chosen]
+    hosts = [replace(host_of(name, hostvars.get(name, {})),
+                     groups=tuple(sorted(g for g in groups if g != "all" and name in members(g, set()))))
+             for name in chosen]
     by_label: dict[str, str] = {}
     for h in hosts:
         if h.label in by_label:

@@ -334,6 +334,7 @@ def together_notes(rows: Iterable[dict]) -> list[str]:
 def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     """Each load generator's share of the points several drove together (`results
     --parts`): its threads and figures, its CPU, and what bound the point."""
+    rows = list(rows)
     lines = [{**r, "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
     columns: tuple[Column, ...] = (
         Column("point", "right", lambda r: str(r["point_id"]) if r["_first"] else ""),
@@ -348,10 +349,10 @@ def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
         Column("load gen.\ncores", "right", lambda r: _fmt(r["_part"].get("loadgen_cpu_cores"), 2)),
         Column("host\nbusy", "right", lambda r: "-" if r["_part"].get("host_cpu_busy_pct") is None
                else f"{r['_part']['host_cpu_busy_pct']:.0f} %"),
-        Column("bound", "left", lambda r: escape(loadgens.bound([r]) or "") if r["_first"] else "", wraps=True),
     )
+    bounds = [f"point {r['point_id']}: {escape(loadgens.bound([r]) or '')}" for r in rows]
     return _fitted("each load generator's share of the points driven together (fleet run --together)",
-                   columns, lines, wide)
+                   columns, lines, wide, bounds)
 
 
 def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple[Column, ...]:
