@@ -254,3 +254,66 @@ def test_two_sysbench_load_generators_against_one_mariadb(together):
         assert p["qps"] == pytest.approx(sum(x["qps"] for x in parts), rel=0.25)
     assert server.password not in done.stdout + done.stderr
     assert server.password.encode() not in store.read_bytes()
+
+
+def _postmasters() -> set[int]:
+    """The throwaway PostgreSQL servers running now (their data directories are dbarena-pg-*)."""
+    found = set()
+    for line in processes_mentioning("dbarena-pg-"):
+        pid, command = line.split(":", 1)
+        if "postgres" in command and " -D " in command:
+            found.add(int(pid))
+    return found
+
+
+def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
+    """No --target: the one host of the inventory's [server] group (gamma, 127.0.0.4) runs
+    a throwaway PostgreSQL listening on its address, the other two drive it over the
+    network, and the server is stopped and removed at the end; its password was made by
+    the controller and is nowhere to be read."""
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("server")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        drivers = [h for h in hosts.hosts if h.name != "gamma"]
+        (server,) = [h for h in hosts.hosts if h.name == "gamma"]
+        inv = tmp / "hosts.ini"
+        inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra)
+                       .read_text()
+                       + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
+                                   group="server").read_text())
+        study = tmp / "server.toml"
+        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0))
+        store = tmp / "server.db"
+        env = ansible_env(tmp)
+        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                               str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
+                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        print(done.stdout)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "starting the server on gamma (127.0.0.4)" in done.stdout
+        assert "server on gamma: stopped and removed" in done.stdout
+        (point,) = _points(store)
+        assert point["status"] == "ok" and point["run_host"] == "2 load generators: alpha, beta"
+        assert [x["host"] for x in point["details"]["together"]["parts"]] == ["alpha", "beta"]
+        assert point["transactions"] == sum(x["transactions"] for x in point["details"]["together"]["parts"]) > 0
+        db = sqlite3.connect(store)
+        target, facts = db.execute("SELECT target, target_facts FROM runs").fetchone()
+        assert target.startswith("postgresql://dbarena@127.0.0.4:"), target
+        # The server's machine, known from its host: its cores in the run, its identity in the key.
+        assert json.loads(facts).get("server_hardware_threads") == os.cpu_count()
+        config = json.loads(db.execute("SELECT config FROM points").fetchone()[0])
+        assert "cpu_model" in config["host"] and "target" not in config["host"]
+        # The password the controller made is in no output, no store and no file left on a host.
+        status = json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
+        assert status["state"] == "stopped"
+        for path in base.rglob("*"):
+            if path.is_file() and path.name == "secrets.json":
+                raise AssertionError(f"{path} left behind")
+    assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))

@@ -44,8 +44,9 @@ limit_option = click.option("--limit", metavar="PATTERN",
                                       "(its run goes on there; run again to collect it).")
 @click.option("--target", metavar="URL", help="The server every host's study runs against (as `run --target`).")
 @click.option("--together", is_flag=True,
-              help="Every host a load generator of the same point against --target: each level's threads and "
-                   "clients split over the hosts, one merged point stored per level (docs/fleet.md).")
+              help="Every host a load generator of the same point against one server: --target, or a throwaway "
+                   "server on the inventory's [server] host; each level's threads and clients split over the load "
+                   "generators, one merged point stored per level (docs/fleet.md).")
 @click.option("--label", metavar="LABEL", help="With --together: the label of the run [default: together].")
 @store_option
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- RUN OPTIONS...]")
@@ -93,9 +94,15 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
         if together:
             from dbarena.fleet import together as together_mod
 
-            together_mod.check(the_study, hosts)
+            # The inventory's [server] host, if any, runs a throwaway server the others drive.
+            servers = [h for h in hosts if inventory_mod.SERVER_GROUP in h.groups]
+            if len(servers) > 1:
+                raise UsageError(f"inventory: the [{inventory_mod.SERVER_GROUP}] group holds {len(servers)} hosts "
+                                 f"({', '.join(h.name for h in servers)}): a --together run has one server")
+            server = servers[0] if servers else None
+            together_mod.check(the_study, [h for h in hosts if h != server], server)
             return together_mod.Together(fleet, the_study, study_name, study_file.resolve() if study_file else None,
-                                         list(args), store, label or "together").run()
+                                         list(args), store, label or "together", server).run()
         status = fleet.run(the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
                            serial)
     finally:
@@ -203,3 +210,27 @@ def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | 
     from dbarena.fleet import loadgen
 
     click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at), default=str))
+
+
+@fleet_group.command("host-server", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The controller's request (JSON), removed once read.")
+def fleet_host_server(workdir: Path, request_path: Path) -> int:
+    """On the [server] host of a --together run, detached: the run's throwaway server."""
+    from dbarena.fleet import serverhost
+
+    return serverhost.serve(workdir.expanduser(), request_path)
+
+
+@fleet_group.command("host-server-ctl", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.argument("action", type=click.Choice(["wait-ready", "status", "stop"]))
+@click.option("--server", "server_id", required=True, help="The server's id, as its request gave it.")
+def fleet_host_server_ctl(workdir: Path, action: str, server_id: str) -> None:
+    """On the [server] host of a --together run: the server asked or told; its status as JSON."""
+    from dbarena.fleet import serverhost
+
+    click.echo(json.dumps(serverhost.control(workdir.expanduser(), action, server_id), default=str))

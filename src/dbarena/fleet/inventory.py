@@ -40,6 +40,7 @@ class Host:
     currency: str | None
     workdir: str           # where dbarena lives and works on the host
     groups: tuple[str, ...] = ()  # the inventory groups it is in (SERVER_GROUP: --together's server)
+    address: str = ""      # where other hosts reach it: dbarena_server_address, else ansible_host, else its name
 
 
 def _number(host: str, name: str, value: object) -> float:
@@ -79,7 +80,10 @@ def host_of(name: str, variables: dict) -> Host:
             raise UsageError(f"inventory: host {name}: dbarena_workdir_base={base!r} must be an absolute "
                              "path (a ~ is not expanded)")
         workdir = default_workdir(name, base)
-    return Host(name=name, label=label.strip(), price_per_hour=price,
+    address = variables.get("dbarena_server_address", variables.get("ansible_host", name))
+    if not isinstance(address, str) or not address.strip() or any(c.isspace() for c in address.strip()):
+        raise UsageError(f"inventory: host {name}: dbarena_server_address={address!r} is not an address")
+    return Host(name=name, label=label.strip(), price_per_hour=price, address=address.strip(),
                 price_per_month=monthly, currency=(currency or "USD").strip() if price is not None else None,
                 workdir=workdir)
 

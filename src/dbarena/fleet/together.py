@@ -37,15 +37,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import secrets
 import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from dbarena.errors import UsageError
-from dbarena.fleet import combine, loadgen
+from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, build_wheel, packages, START_TIMEOUT_S
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
@@ -54,6 +56,7 @@ from dbarena.stats.latency import Latencies
 from dbarena.study import Study
 
 STEP_TIMEOUT_S = 600.0
+IDLE_MARGIN_S = 1800.0  # a [server] host's server stops itself when not asked after for a point and this
 PREPARE_TIMEOUT_S = 3600.0
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
 
@@ -66,10 +69,17 @@ class Answer:
     problem: str | None = None
 
 
-def check(study: Study, hosts: list[Host]) -> None:
+def check(study: Study, hosts: list[Host], server: Host | None = None) -> None:
     """What --together does not take, refused in one line before anything starts."""
-    if len(study.engines) != 1 or study.engines[0].target is None:
-        raise UsageError("--together needs one engine with --target URL: every load generator drives that server")
+    if len(study.engines) != 1:
+        raise UsageError("--together drives one server: give the study one engine (--engine)")
+    if server is None and study.engines[0].target is None:
+        raise UsageError("--together needs --target URL, or a host in the inventory's [server] group to run a "
+                         "throwaway server on: every load generator drives that server")
+    if server is not None and study.engines[0].target is not None:
+        raise UsageError(f"--together: give --target or a [server] host ({server.name}), not both")
+    if not hosts:
+        raise UsageError("--together needs at least one load generator besides the [server] host")
     if study.variants:
         raise UsageError("--together runs no study variants yet")
     if study.precision is not None:
@@ -87,9 +97,11 @@ def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
     return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
 
 
-def run_key(study: Study, hosts: list[Host]) -> str:
-    """What finds the run again (resume): the study, its flags, the target, the hosts."""
-    text = json.dumps([study.sha256, sorted(study.flags.items()), study.engines[0].target,
+def run_key(study: Study, hosts: list[Host], server: Host | None = None) -> str:
+    """What finds the run again (resume): the study, its flags, the target (or the
+    [server] host: its throwaway server's port differs each time), the hosts."""
+    where = f"server {server.name}" if server is not None else study.engines[0].target
+    text = json.dumps([study.sha256, sorted(study.flags.items()), where,
                        [h.name for h in hosts]], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -98,9 +110,11 @@ class Together:
     """One `fleet run --together`."""
 
     def __init__(self, fleet: Fleet, study: Study, study_arg: str, study_file: Path | None, run_args: list[str],
-                 store: Path | str, label: str):
+                 store: Path | str, label: str, server: Host | None = None):
         self.fleet, self.study, self.label = fleet, study, label
-        self.hosts = fleet.hosts
+        # The load generators: every host but the one that runs the throwaway server.
+        self.server = server
+        self.hosts = [h for h in fleet.hosts if h != server]
         self.say = fleet.say
         self.store_arg = store
         self.study_file = study_file
@@ -111,13 +125,14 @@ class Together:
     # ------------------------------------------------------------ steps
 
     def step(self, hosts: list[Host], args: list[str], *, request: dict[str, str] | None = None,
-             detach: bool = False, secrets: bool = False, timeout_s: float = STEP_TIMEOUT_S) -> dict[str, Answer]:
+             detach: bool = False, secrets: bool = False, timeout_s: float = STEP_TIMEOUT_S,
+             detached: str = "host-point") -> dict[str, Answer]:
         """One play of together.yml: the `dbarena fleet` command args (with {w}: the
         host's working directory) on each host; its last line of output, read as JSON."""
         if not hosts:
             return {}
         extra: dict[str, Any] = {"args": {h.name: [a.replace("{w}", h.workdir) for a in args] for h in hosts},
-                                 "dbarena_detach": detach, "dbarena_secrets": secrets}
+                                 "dbarena_detach": detach, "dbarena_detached": detached, "dbarena_secrets": secrets}
         if request is not None:
             extra["dbarena_request"] = request
         results = self.fleet.ansible.play("together.yml", hosts, extra, timeout_s=timeout_s)
@@ -138,18 +153,31 @@ class Together:
     # ------------------------------------------------------------ run
 
     def run(self) -> int:
+        check(self.study, self.hosts, self.server)
+        if self.server is None:
+            return self._run()
+        with _server_password(self.study.engines[0].name):
+            if not self.install():
+                return 1
+            if not self.start_server():
+                return 1
+            try:
+                return self._run(installed=True)
+            finally:
+                self.stop_server()
+
+    def _run(self, installed: bool = False) -> int:
         from dbarena.store.database import Store
 
-        check(self.study, self.hosts)
         specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
         for spec in specs:
             try:
                 split_point(spec, self.hosts)
             except ValueError as exc:
                 raise UsageError(f"{spec.workload} at {spec.threads} threads: {exc}") from None
-        if not self.install():
+        if not installed and not self.install():
             return 1
-        key = run_key(self.study, self.hosts)
+        key = run_key(self.study, self.hosts, self.server)
         with Store(self.store_arg) as store:
             run_id, stored = self._find(store, key)
             if run_id is not None and not any(_identity(s) not in stored for s in specs):
@@ -168,6 +196,11 @@ class Together:
                 self.say(f"{first.name}: preparing failed: {answer.problem or answer.data.get('error')}")  # type: ignore[union-attr]
                 return 1
             context = {**answer.data["context"], "load_generators": len(self.hosts)}
+            if self.server is not None:
+                # A throwaway server: its key is the machine's, as a one-host run's (its port
+                # differs each time) and holds the study's settings, which it was started with.
+                context.update(host=configkey.host_identity(self.server_facts),
+                               settings=dict(self.study.engines[0].settings))
             if run_id is None:
                 run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
             else:
@@ -178,7 +211,8 @@ class Together:
             try:
                 todo = [s for s in specs if _identity(s) not in stored]
                 for n, spec in enumerate(todo, 1):
-                    result = self.point(spec)
+                    down = self.server_alive() if self.server is not None else None
+                    result = _failed(spec, [down], time.time()) if down else self.point(spec)
                     store.add_point(run_id, result, _config(spec, context))
                     failed += not result.ok
                     self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
@@ -192,13 +226,14 @@ class Together:
     def install(self) -> bool:
         wheel = build_wheel(self.fleet.workdir)
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        self.say(f"installing on {', '.join(h.name for h in self.hosts)}: packages, dbarena")
-        results = self.fleet.ansible.play("start.yml", self.hosts, {
-            "args": {h.name: [] for h in self.hosts}, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
+        every = [*self.hosts, *([self.server] if self.server else [])]
+        self.say(f"installing on {', '.join(h.name for h in every)}: packages, dbarena")
+        results = self.fleet.ansible.play("start.yml", every, {
+            "args": {h.name: [] for h in every}, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
             "dbarena_packages": packages(self.study), "dbarena_study_file": str(self.study_file or ""),
             "dbarena_start_run": False}, timeout_s=START_TIMEOUT_S)
         ok = True
-        for h in self.hosts:
+        for h in every:
             result = results[h.name]
             if result["unreachable"] or result["failed"]:
                 state = self.fleet.states[h.name]
@@ -206,6 +241,60 @@ class Together:
                 self.say(state.block())
                 ok = False
         return ok
+
+    # ------------------------------------------------------------ the [server] host
+
+    def start_server(self) -> bool:
+        """The study's engine as a throwaway instance on the [server] host, listening on
+        its address; the run then drives it as a --target."""
+        assert self.server is not None
+        entry = self.study.engines[0]
+        specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
+        self.server_id = uuid.uuid4().hex[:12]
+        request = {"id": self.server_id, "engine": entry.name, "flavour": entry.flavour,
+                   "settings": dict(entry.settings), "bindir": entry.bindir,
+                   "max_connections": max(151, max((s.clients for s in specs), default=0) + 10),
+                   "listen": self.server.address,
+                   "idle_s": max((s.duration_s for s in specs), default=0) + IDLE_MARGIN_S}
+        self.say(f"starting the server on {self.server.name} ({self.server.address}): a throwaway {entry.name}")
+        answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "wait-ready",
+                                           "--server", self.server_id],
+                           request={self.server.name: json.dumps(request)}, detach=True, detached="host-server",
+                           secrets=True, timeout_s=STEP_TIMEOUT_S + serverhost.READY_WAIT_S)[self.server.name]
+        data = answer.data or {}
+        if data.get("state") != "ready":
+            self.say(f"{self.server.name}: the server did not start: "
+                     f"{answer.problem or data.get('reason') or data.get('state')}")
+            self.stop_server()
+            return False
+        self.server_facts = data.get("host_facts") or {}
+        self.target = data["url"]
+        cores, threads = data.get("physical_cores"), data.get("hardware_threads")
+        self.run_args = [*self.run_args, "--target", self.target,
+                         *(("--server-cores", str(cores)) if cores else ()),
+                         *(("--server-threads", str(threads)) if threads else ())]
+        self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}")
+        return True
+
+    def server_alive(self) -> str | None:
+        """None while the server is up (and so told the controller is there), else why not."""
+        assert self.server is not None
+        answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "status",
+                                           "--server", self.server_id])[self.server.name]
+        data = answer.data or {}
+        if data.get("state") == "ready":
+            return None
+        return f"{self.server.name}: the server is {answer.problem or data.get('reason') or data.get('state')}"
+
+    def stop_server(self) -> None:
+        assert self.server is not None
+        answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "stop",
+                                           "--server", getattr(self, "server_id", "")],
+                           timeout_s=STEP_TIMEOUT_S + serverhost.STOP_WAIT_S)[self.server.name]
+        state = (answer.data or {}).get("state")
+        self.say(f"server on {self.server.name}: " + ("stopped and removed" if state in ("stopped", "absent") else
+                                                      f"not confirmed stopped ({answer.problem or state}); "
+                                                      f"`dbarena cleanup` on {self.server.name} removes it"))
 
     def _find(self, store: Any, key: str) -> tuple[int | None, set[tuple]]:
         for run in reversed(store.runs()):
@@ -376,3 +465,21 @@ def _outcome(result: PointResult) -> str:
     flag = " (above 1 % of the duration: flagged)" if together.get("start_skew_flagged") else ""
     return (f"{m.tps:.0f} TPS over the common window ({parts}), {m.transactions} transactions, "
             f"start skew {together.get('start_skew_ms', 0):.1f} ms{flag}")
+
+
+@contextlib.contextmanager
+def _server_password(engine: str) -> Iterator[None]:
+    """A password for the [server] host's throwaway server, made here and set in this
+    process's environment for the run: the playbooks hand it to the server host and to
+    the load generators as they hand a --target's password (a file only the host's user
+    reads, removed once read), never as an argument or a logged result."""
+    variable = "PGPASSWORD" if engine == "postgres" else "MYSQL_PWD"
+    before = os.environ.get(variable)
+    os.environ[variable] = secrets.token_urlsafe(24)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = before

@@ -1,0 +1,139 @@
+"""The throwaway server of a `fleet run --together` on the inventory's [server] host.
+
+Without --target, the one host of the inventory's `server` group runs the study's engine
+as a throwaway instance and the other hosts drive it over the network. The controller
+(together.py) drives it through two hidden commands, in that host's working directory:
+
+    host-server       detached: starts the throwaway instance listening on the host's
+                      address as well as 127.0.0.1, dbarena's user allowed from other
+                      hosts by the password the controller sent (as a target's password
+                      travels: a file only the user reads, removed once read); says
+                      `ready` with its URL (no password in it) and the machine's cores
+                      and hardware threads; then waits until it is told to stop, and the
+                      instance is removed as every throwaway instance is (also on
+                      SIGTERM; `dbarena cleanup` on that host reaps one whose process
+                      was killed)
+    host-server-ctl   wait-ready | status | stop
+
+A server nobody asks after for `idle_s` (the controller died, the network went) stops
+itself: a throwaway instance never outlives its run by more than that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from dbarena.fleet.progress import write_json
+
+SERVER = "server"
+READY_WAIT_S = 600.0  # initdb and the first start can take minutes on a slow disk
+STOP_WAIT_S = 180.0   # a fast shutdown with a checkpoint, then the instance removed
+FINAL = ("stopped", "failed")
+
+
+def folder_of(workdir: Path) -> Path:
+    return workdir / SERVER
+
+
+def _status(folder: Path, state: str, **more: Any) -> None:
+    write_json(folder / "status.json", {"state": state, "updated": time.time(), "pid": os.getpid(), **more})
+
+
+def _said(folder: Path, server_id: str, state: str, **more: Any) -> None:
+    _status(folder, state, id=server_id, **more)
+
+
+def serve(workdir: Path, request_path: Path) -> int:
+    """The detached process of the run's server (see the module's docstring)."""
+    from dbarena import execute
+    from dbarena.engines import get as engine_get
+    from dbarena.fleet.loadgen import _one_line, _secrets
+    from dbarena.host import hostinfo
+
+    folder = folder_of(workdir)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for stale in ("stop", "status.json", "asked"):
+        (folder / stale).unlink(missing_ok=True)
+    request = json.loads(request_path.read_text())
+    request_path.unlink(missing_ok=True)
+    sid = str(request["id"])
+    _said(folder, sid, "starting")
+    stopping = {"signal": False}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stopping["signal"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        _secrets(workdir)
+        variable = "PGPASSWORD" if request["engine"] == "postgres" else "MYSQL_PWD"
+        password = os.environ.pop(variable, "")
+        if not password:
+            raise RuntimeError("the controller sent no password for the server")
+        engine = engine_get(request["engine"], request.get("flavour") or "auto",
+                            bindir=Path(request["bindir"]) if request.get("bindir") else None)
+        with engine.throwaway(settings=request.get("settings") or {}, max_connections=int(request["max_connections"]),
+                              bindir=Path(request["bindir"]) if request.get("bindir") else None, keep=False,
+                              executor=execute.LOCAL, listen=request["listen"], password=password) as target:
+            scheme = "postgresql" if request["engine"] == "postgres" else "mysql"
+            url = f"{scheme}://dbarena@{request['listen']}:{target.conn.port}/dbarena"
+            facts = hostinfo.host_facts()
+            _said(folder, sid, "ready", url=url, server_version=target.server_version,
+                    physical_cores=facts.get("physical_cores"), hardware_threads=facts.get("hardware_threads"),
+                    host_facts=facts)
+            (folder / "asked").touch()
+            while not stopping["signal"] and not (folder / "stop").exists():
+                if time.time() - (folder / "asked").stat().st_mtime > float(request.get("idle_s", 3600)):
+                    break
+                time.sleep(0.5)
+            _said(folder, sid, "stopping")
+        _said(folder, sid, "stopped")
+        return 0
+    except Exception as exc:  # the controller reads the reason from the status
+        _said(folder, sid, "failed", reason=_one_line(exc))
+        return 1
+
+
+def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
+    """What the controller asks of the server it started (server_id: its request's id;
+    the folder may still hold the status of one before, until host-server replaces it)."""
+    folder = folder_of(workdir)
+
+    def read() -> dict[str, Any]:
+        found = _read(folder)
+        return found if found.get("id") == server_id else {"state": "absent"}
+
+    if action == "stop":
+        (folder / "stop").touch()
+    wait = {"wait-ready": READY_WAIT_S, "stop": STOP_WAIT_S}.get(action)
+    if wait is not None:
+        deadline = time.monotonic() + wait
+        wanted = (("ready",) if action == "wait-ready" else ()) + FINAL
+        while time.monotonic() < deadline and read().get("state") not in wanted:
+            if not _alive(read().get("pid")):
+                break
+            time.sleep(0.2)
+    status = read()
+    if (folder / "asked").exists():
+        (folder / "asked").touch()  # the controller is still there
+    if status.get("state") not in FINAL and status.get("state") != "absent" and not _alive(status.get("pid")):
+        status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
+    return status
+
+
+def _read(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "status.json").read_text())
+    except (OSError, ValueError):
+        return {"state": "absent"}
+
+
+def _alive(pid: Any) -> bool:
+    from dbarena.fleet.loadgen import _alive as alive
+
+    return alive(pid)
