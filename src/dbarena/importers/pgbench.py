@@ -95,8 +95,9 @@ def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], Pgben
     """The run's progress samples and its summary (None when it printed none)."""
     has_summary = "transaction type:" in chunk and re.search(r"^tps = ", chunk, re.M)
     try:
-        samples = pgbench.parse_progress(chunk)
         report = pgbench.parse(chunk) if has_summary else None
+        # A summary's report holds the progress lines already: not read twice.
+        samples = report.samples if report is not None else pgbench.parse_progress(chunk)
     except ParseError as exc:
         raise parse_problem(name, first, exc) from None
     return samples, report
