@@ -20,13 +20,15 @@ from dbarena.importers.commandline import option as _option
 from dbarena.importers.common import ImportedPoint, ImportProblem
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv
-from dbarena.importers import workloadnames
+from dbarena.importers import pieces, workloadnames
+from dbarena.importers.pieces import Skipped
 from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
 from dbarena.importers.pgbench import read_pgbench
 from dbarena.importers.sysbench import UNNAMED_SYSBENCH, read_sysbench
 
-__all__ = ["CSV_COLUMNS", "TOOLS", "UNNAMED_SYSBENCH", "ImportProblem", "ImportedPoint", "detect_tool", "masked",
+__all__ = ["CSV_COLUMNS", "TOOLS", "UNNAMED_SYSBENCH", "ImportProblem", "ImportedPoint", "Skipped", "detect_tool",
+           "masked",
            "read", "read_csv", "read_mysqlslap", "read_pgbench", "read_sysbench",
            "_command", "_option"]  # the last two: tests/unit/test_importer.py tests them here
 
@@ -62,18 +64,29 @@ def detect_tool(text: str) -> str | None:
 
 
 def read(name: str, text: str, *, label: str, engine: str | None = None, tool: str = "auto",
-         workload: str | None = None) -> list[ImportedPoint]:
-    """Every point in one file. Raises ImportProblem naming the file and line."""
+         workload: str | None = None, skipped: list[Skipped] | None = None) -> list[ImportedPoint]:
+    """Every point in one file. Raises ImportProblem naming the file and line.
+
+    Pieces that carry a figure but hold no run that can be stored (a summary whose
+    header was cut off) are appended to `skipped`; without that list, the first one is
+    an ImportProblem. A file of such pieces only is one either way."""
     text = text.removeprefix("\ufeff")  # a byte-order mark, as Excel writes a UTF-8 CSV
     if workload is not None:
         workload = workloadnames.canonical(workload) or workload  # ImportOptions refused unknown names
     try:
-        points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
+        tool, points = _read(name, text, label=label, engine=engine, tool=tool, workload=workload)
     except ArithmeticError as exc:
         # The readers name the line of what they cannot read; a figure that still
         # overflows a tool's parser is said in one line too, never as a traceback.
         raise ImportProblem(name, None, f"a figure beyond what a tool prints ({exc})") from None
-    if not points and tool not in ("auto", "csv"):
+    left = pieces.skipped(tool, text.splitlines(), [(p.first_line, p.last_line) for p in points])
+    if left and (skipped is None or not points):
+        first = left[0]
+        others = f" ({len(left) - 1} more such piece(s))" if len(left) > 1 else ""
+        raise ImportProblem(name, first.line, first.message() + others)
+    if skipped is not None:
+        skipped.extend(left)
+    if not points and tool != "csv":
         _nothing_of(name, text, tool)
     for point in points:
         check(name, point)
@@ -96,7 +109,8 @@ def _nothing_of(name: str, text: str, tool: str) -> None:
 
 
 def _read(name: str, text: str, *, label: str, engine: str | None, tool: str, workload: str | None
-          ) -> list[ImportedPoint]:
+          ) -> tuple[str, list[ImportedPoint]]:
+    """The tool (recognised, when auto) and the points its reader found."""
     if tool == "auto":
         detected = detect_tool(text)
         if detected is None:
@@ -106,9 +120,9 @@ def _read(name: str, text: str, *, label: str, engine: str | None, tool: str, wo
     if tool == "pgbench":
         if engine not in (None, "postgres"):
             raise ImportProblem(name, None, "pgbench runs are PostgreSQL runs; --engine mysql does not apply")
-        return read_pgbench(name, text, label, workload)
+        return tool, read_pgbench(name, text, label, workload)
     if tool == "sysbench":
-        return read_sysbench(name, text, label, engine, workload)
+        return tool, read_sysbench(name, text, label, engine, workload)
     if tool == "mysqlslap":
-        return read_mysqlslap(name, text, label, workload)
-    return read_csv(name, text, label, engine, workload)
+        return tool, read_mysqlslap(name, text, label, workload)
+    return tool, read_csv(name, text, label, engine, workload)

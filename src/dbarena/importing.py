@@ -67,6 +67,7 @@ class FileOutcome:
     already: bool = False  # the same content was imported before: nothing added
     replaced: int = 0  # points of an earlier import removed (--replace)
     notes: list[tuple[str, int]] = field(default_factory=list)  # what the reader noted, with how many runs
+    skipped: list[str] = field(default_factory=list)  # `FILE:LINE: why` of each piece with figures not stored
 
 
 def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_per_hour: float | None
@@ -105,14 +106,16 @@ def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome
     except OSError as exc:
         return FileOutcome(path, error=f"{path.name}: cannot be read ({exc.strerror or exc})")
     sha256 = hashlib.sha256(raw).hexdigest()
+    skipped: list[importer.Skipped] = []
     try:
         points = importer.read(path.name, raw.decode("utf-8"), label=options.label, engine=options.engine,
-                               tool=options.tool, workload=options.workload)
+                               tool=options.tool, workload=options.workload, skipped=skipped)
     except UnicodeDecodeError as exc:
         return FileOutcome(path, error=f"{path.name}: not UTF-8 text (byte {exc.start})")
     except importer.ImportProblem as exc:
         return FileOutcome(path, error=str(exc))
-    outcome = FileOutcome(path, points=len(points), ok=sum(p.result.ok for p in points))
+    outcome = FileOutcome(path, points=len(points), ok=sum(p.result.ok for p in points),
+                          skipped=[f"{path.name}:{piece.line}: {piece.message()}" for piece in skipped])
     if not points:
         return outcome
     runs = _runs(path, sha256, points, options.price_per_hour)

@@ -230,25 +230,34 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 @click.option("--replace", is_flag=True,
               help="Import a file imported before again, with these options: what it brought is replaced, in one "
                    "transaction.")
+@click.option("--allow-skipped", is_flag=True,
+              help="Exit 0 although pieces of a file that carry figures were not stored (a summary whose header was "
+                   "cut off): they are still reported, FILE:LINE each.")
 @store_option
 def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool: str, workload: str | None,
-                   price_per_hour: float | None, replace: bool, store: Path | str) -> int | None:
+                   price_per_hour: float | None, replace: bool, allow_skipped: bool, store: Path | str) -> int | None:
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
     that produced them) and CSV files of summary rows (docs/import.md lists the columns).
 
     A line that cannot be read is reported as FILE:LINE and nothing from that file is
     stored (exit 2); importing the same file twice adds nothing the second time, unless
-    --replace (e.g. with the right --workload).
+    --replace (e.g. with the right --workload). A piece that carries figures but holds
+    no run that can be stored (a summary whose header was cut off) is reported as
+    FILE:LINE, the rest of the file is stored, and the import ends with the count of
+    such pieces and exit status 1 (0 with --allow-skipped).
     """
     from dbarena.importing import ImportOptions, import_file
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)
-    failed = False
+    failed, skipped = False, 0
     with Store(store) as db:
         for path in files:
             done = import_file(db, path, options)
+            for piece in done.skipped:
+                _say(piece, err=True)
+            skipped += len(done.skipped)
             if done.error is not None:
                 _say(f"dbarena: error: {done.error}", err=True)
                 failed = True
@@ -263,7 +272,12 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
                            f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
                 for note, count in done.notes:
                     _say(f"{path}: {count} run(s): {note}")
-    return ExitStatus.USAGE if failed else None
+    if skipped:
+        _say(f"dbarena: {skipped} piece(s) skipped: figures not stored"
+             + (" (accepted: --allow-skipped)" if allow_skipped else " (--allow-skipped accepts them)"), err=True)
+    if failed:
+        return ExitStatus.USAGE
+    return ExitStatus.POINTS_FAILED if skipped and not allow_skipped else None
 
 
 def _prices(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Price]:

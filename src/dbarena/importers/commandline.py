@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 
@@ -13,9 +14,18 @@ _PROMPT = (r"^(?:.*?[$#>]\s+|\+\s+)?(?:sudo\s+(?:-u\s*\S+\s+)?)?(?:env\s+)?(?:" 
            r"(?:time\s+)?(?:[\w./~-]*/)?")
 
 
+@functools.lru_cache(maxsize=None)
+def _command_line(tool: str) -> re.Pattern[str]:
+    """The pattern of a `tool ...` command line, compiled once per tool (it is tried on
+    every line of an imported file)."""
+    return re.compile(_PROMPT + re.escape(tool) + r"(?:\s+(?P<args>.*))?$")
+
+
 def command(line: str, tool: str) -> list[str] | None:
     """The arguments of an echoed `tool ...` command line, or None."""
-    m = re.match(_PROMPT + re.escape(tool) + r"(?:\s+(?P<args>.*))?$", line.strip())
+    if tool not in line:
+        return None  # most lines: no pattern to try
+    m = _command_line(tool).match(line.strip())
     if m is None or line.lstrip().startswith((f"{tool}:", f"{tool} (")):
         return None
     args = m["args"] or ""

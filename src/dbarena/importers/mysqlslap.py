@@ -36,5 +36,8 @@ def read_mysqlslap(name: str, text: str, label: str, workload: str | None) -> li
         except OverflowError:  # queries / seconds, with more queries than a float holds
             raise ImportProblem(name, first, "a figure beyond what mysqlslap can print") from None
         result = PointResult(spec=spec, status="ok", measurement=measurement, **result_fields(args, "mysqlslap", block))
-        points.append(ImportedPoint(result=result, label=label, first_line=first, last_line=nxt - 1, tool="mysqlslap"))
+        # The block ends with its last figure: figures after it (another block whose
+        # `Benchmark` line was cut off) are no part of this point, and are reported.
+        last = next((i for i in range(first, nxt) if "Average number of queries per client:" in lines[i - 1]), nxt - 1)
+        points.append(ImportedPoint(result=result, label=label, first_line=first, last_line=last, tool="mysqlslap"))
     return points

@@ -7,7 +7,7 @@ import re
 
 from dbarena.errors import ParseError
 from dbarena.importers.commandline import option
-from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
+from dbarena.importers.common import Command, ImportedPoint, parse_problem, result_fields
 from dbarena.importers.runs import split_runs
 from dbarena.importers import durations
 from dbarena.importers.durations import Duration
@@ -80,8 +80,9 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
         return None  # pgbench -i: creates the tables, measures nothing
     samples, report = _parse(name, chunk, first)
     if report is None and not samples and "transaction type:" not in chunk and "aborted" not in chunk:
-        _refuse_headless(name, lines, first, last)
-        return None  # no run here (pgbench -i output, notes ...)
+        # No run here (pgbench -i output, notes ...), or a summary's last lines without
+        # the header that says what ran: the importer reports those (importers/pieces.py).
+        return None
     cmd = Command(args, name, first)
     duration = _duration(cmd, report, samples)
     spec = _spec(cmd, report, duration, chunk, workload)
@@ -90,30 +91,13 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
                          duration=duration)
 
 
-# Lines of a pgbench summary (its figures) that mean nothing without the header above
-# them, which says what ran (`transaction type:`, clients, threads).
-_SUMMARY_LINE = re.compile(r"^(?:tps = |latency (?:average|stddev) = |initial connection time = |"
-                           r"number of (?:clients|threads|transactions actually processed|failed transactions):|"
-                           r"scaling factor:|query mode:|duration: )")
-
-
-def _refuse_headless(name: str, lines: list[str], first: int, last: int) -> None:
-    """An article's code block may keep only a summary's last lines (`tps = ...`): not
-    a run dbarena can store, and not to be dropped silently either."""
-    found = [i for i in range(first, last + 1) if _SUMMARY_LINE.match(lines[i - 1])]
-    if found:
-        more = f" (likewise line(s) {', '.join(map(str, found[1:]))})" if found[1:] else ""
-        raise ImportProblem(name, found[0], f"{lines[found[0] - 1].strip()!r} cannot be read: a pgbench summary "
-                                            f"line without its header ('transaction type:' and what follows), "
-                                            f"which says what ran{more}")
-
-
 def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], PgbenchReport | None]:
     """The run's progress samples and its summary (None when it printed none)."""
     has_summary = "transaction type:" in chunk and re.search(r"^tps = ", chunk, re.M)
     try:
-        samples = pgbench.parse_progress(chunk)
         report = pgbench.parse(chunk) if has_summary else None
+        # A summary's report holds the progress lines already: not read twice.
+        samples = report.samples if report is not None else pgbench.parse_progress(chunk)
     except ParseError as exc:
         raise parse_problem(name, first, exc) from None
     return samples, report

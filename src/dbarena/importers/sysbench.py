@@ -102,6 +102,12 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
     cmd = Command(args, name, first)
     run_engine = _engine(cmd, engine)
     threads = _threads(cmd, report, chunk)
+    if threads is None:
+        if report is not None:
+            # A statistics block without the run it closes (no command line, banner or
+            # `Number of threads:`): nothing says what ran. The importer reports it.
+            return None
+        threads = 1
     measured = seconds(report.total_time_s, name, first, "total time") if report and report.total_time_s else None
     # The last interval report of a finished run was written while it still ran: the
     # time asked is at least its second (`[ 600s ]`). A run cut short says nothing of it.
@@ -146,10 +152,22 @@ def _engine(cmd: Command, engine: str | None) -> str:
     return run_engine
 
 
-def _threads(cmd: Command, report: SysbenchReport | None, chunk: str) -> int:
+def _threads(cmd: Command, report: SysbenchReport | None, chunk: str) -> int | None:
     printed_threads = re.search(r"^Number of threads: (\d+)$", chunk, re.M)
     return cmd.number("--threads", "--num-threads") or \
-        (report.threads if report else None) or (int(printed_threads[1]) if printed_threads else 1)
+        (report.threads if report else None) or (int(printed_threads[1]) if printed_threads else None) or \
+        _fairness_threads(report, chunk)
+
+
+def _fairness_threads(report: SysbenchReport | None, chunk: str) -> int | None:
+    """The thread count a summary pasted without its run's start still says: its events
+    over the events per thread of `Threads fairness` (14807 / 14807.0000 -> 1), when
+    that is a whole number."""
+    m = re.search(r"^\s+events \(avg/stddev\):\s+([\d.]+)/", chunk, re.M)
+    if report is None or not report.events or m is None or not float(m[1]):
+        return None
+    ratio = report.events / float(m[1])
+    return round(ratio) if round(ratio) >= 1 and abs(ratio - round(ratio)) < 0.01 else None
 
 
 def _params(cmd: Command) -> tuple[tuple[str, int], ...]:
