@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import sqlite3
 import uuid
 from pathlib import Path
@@ -47,6 +48,8 @@ _SAMPLE_COLUMNS = (
     "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
     "errors_per_s", "reconnects_per_s",
 )
+
+_SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms")
@@ -217,9 +220,10 @@ class Store:
         if m is not None and m.latency_histogram is not None:
             self.db.execute("INSERT INTO latency_histograms (point_id, record) VALUES (?, ?)",
                             (point_id, json.dumps(m.latency_histogram, sort_keys=True)))
+        # (attrgetter: a sample's columns as one tuple, in C; an import stores 600 000 of them.)
         self.db.executemany(
             f"INSERT INTO samples (point_id, {', '.join(_SAMPLE_COLUMNS)}) VALUES (?, {', '.join('?' * len(_SAMPLE_COLUMNS))})",
-            [(point_id, *(getattr(s, c) for c in _SAMPLE_COLUMNS)) for s in result.samples],
+            [(point_id, *columns) for columns in map(_SAMPLE_VALUES, result.samples)],
         )
         self.db.executemany(
             f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"

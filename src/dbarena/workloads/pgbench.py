@@ -171,7 +171,7 @@ def _number(text: str | None) -> float | None:
     if text is None:
         return None
     value = float(text)
-    return None if math.isnan(value) or math.isinf(value) else value
+    return value if math.isfinite(value) else None
 
 
 def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
@@ -182,21 +182,19 @@ def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
     m = _PROGRESS.match(line)
     if m is None:
         raise ParseError(TOOL, "unreadable progress line", lineno, line)
-    g = m.groupdict()
-    tps = _number(g["tps"])
+    second, tps_text, lat, stddev, failed, lag, skipped, retried, retries = m.group(*_PROGRESS_GROUPS)
+    tps = _number(tps_text)
     if tps is None:
         raise ParseError(TOOL, "progress line without a tps figure", lineno, line)
-    return Sample(
-        second=float(g["second"]),
-        tps=tps,
-        latency_ms=_number(g["lat"]),
-        latency_stddev_ms=_number(g["stddev"]),
-        failed=int(g["failed"]) if g["failed"] is not None else None,
-        lag_ms=_number(g["lag"]),
-        skipped=int(g["skipped"]) if g["skipped"] is not None else None,
-        retried=int(g["retried"]) if g["retried"] is not None else None,
-        retries=int(g["retries"]) if g["retries"] is not None else None,
-    )
+    # Positional, in Sample's field order (an import builds hundreds of thousands).
+    return Sample(float(second), tps, _number(lat), _number(stddev),
+                  int(failed) if failed is not None else None, _number(lag),
+                  int(skipped) if skipped is not None else None,
+                  int(retried) if retried is not None else None,
+                  int(retries) if retries is not None else None)
+
+
+_PROGRESS_GROUPS = ("second", "tps", "lat", "stddev", "failed", "lag", "skipped", "retried", "retries")
 
 
 def parse_progress(text: str) -> tuple[Sample, ...]:
