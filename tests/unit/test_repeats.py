@@ -124,3 +124,16 @@ def test_figures_needs_summary_and_one_format(aws, capsys):
     assert code == 2 and "--figures goes with --summary" in error_line(err)
     code, _, err = invoke(["results", "--json", "--csv", "--store", aws], capsys)
     assert code == 2 and "not both" in error_line(err)
+
+
+def test_a_duration_the_output_did_not_print_is_said_where_it_came_from(aws, capsys, monkeypatch):
+    """sysbench printed no command line: the asked 600 s comes from its last interval
+    report (600.5517 s measured at 64 threads), and the table says so once."""
+    monkeypatch.setenv("COLUMNS", "100")
+    points = json.loads(_out(["results", "--json", "--store", aws], capsys))
+    at64 = [p for p in points if p["threads"] == 64]
+    assert [p["duration_s"] for p in at64] == [600, 600]
+    assert sorted(p["source"]["duration"]["measured_s"] for p in at64) == [600.0647, 600.5517]
+    text = _out(["results", "--store", aws], capsys)
+    assert "duration of 14 imported points: taken from the tool's last interval report" in " ".join(text.split())
+    assert "600.55" in _out(["results", "--wide", "--store", aws], capsys)

@@ -299,6 +299,8 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("failed\ntx", "right", lambda r: _fmt(r["failed_transactions"]), WIDE_ONLY),
     Column("errors", "right", lambda r: _fmt(r["errors"]), WIDE_ONLY),
     Column("warn", "left", _warnings),
+    Column("measured\ns", "right", lambda r: _fmt((((r.get("source") or {}).get("duration")) or {}).get("measured_s"),
+                                                  2), WIDE_ONLY),
     Column("status", "left", _status, wraps=True),
 )
 
@@ -317,7 +319,21 @@ SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to ru
 def _notes(rows: list[dict], *notes: str) -> list[str]:
     found = legend(rows)
     seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
-    return [*notes, *seconds, *together_notes(rows), *([found] if found else [])]
+    return [*notes, *seconds, *together_notes(rows), *duration_notes(rows), *([found] if found else [])]
+
+
+def duration_notes(rows: Iterable[dict]) -> list[str]:
+    """Imported points whose asked duration was not printed: how it was found, once."""
+    found: dict[str, int] = {}
+    for r in rows:
+        how = (((r.get("source") or {}).get("duration")) or {}).get("from")
+        if how in ("inferred", "last progress line", "measured"):
+            found[how] = found.get(how, 0) + 1
+    words = {"inferred": "inferred from the measured time (600.55 s measured: 600 s asked)",
+             "last progress line": "taken from the tool's last interval report",
+             "measured": "the measured time (a run of a number of transactions)"}
+    return [f"duration of {n} imported point{'s' if n > 1 else ''}: {words[how]}; `results --json` has the "
+            "measured time beside it (source.duration)" for how, n in found.items()]
 
 
 def together_notes(rows: Iterable[dict]) -> list[str]:
