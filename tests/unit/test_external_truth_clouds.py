@@ -53,8 +53,8 @@ def test_sysbench_on_five_clouds_reproduces_the_spreadsheets(sheet, tmp_path, en
     other (the asked 600 s, from the last report line, is the key)."""
     store = tmp_path / "c.db"
     for label, files in SHEETS[sheet].items():
-        for f in files:
-            _import(store, env, label, [CLOUDS / f], "--engine", "postgres", "--workload", "oltp_read_write")
+        _import(store, env, label, [CLOUDS / f for f in files], "--engine", "postgres", "--workload",
+                "oltp_read_write")
     groups = json.loads(dbarena("results", "--summary", "--json", "--store", str(store), env=env).stdout)
     assert all(g["workload"] == "sysbench-read-write" and g["config"]["duration_s"] == 600 for g in groups)
     by = {}
