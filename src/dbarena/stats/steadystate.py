@@ -17,9 +17,60 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Sequence
+from itertools import repeat
+from typing import Any, Callable, Mapping, Sequence, cast
+
+import numpy as np
+import numpy.typing as npt
 
 from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
+
+
+# ------------------------------------------------------------------ exact arithmetic
+
+Floats = npt.NDArray[np.floating[Any]]
+_pow: Callable[[float, int], float] = pow  # x ** 2 as the scalar code squares (libm's pow)
+
+
+def _list(values: Floats) -> list[float]:
+    return cast(list[float], values.tolist())
+
+# The figures are computed with numpy, a series at a time instead of a value at a time
+# (a first read of a 10 k-point store computes 10 k of them), and stay bit for bit what
+# the scalar definitions gave: sums are taken left to right as Python's sum() adds
+# (np.sum adds pairwise, which differs in the last bits), means of a whole series with
+# math.fsum as statistics.fmean does, and a square that reaches a stored figure with
+# pow(), which libm rounds differently from x * x once in about a thousand squares.
+# tests/unit/test_steadystate_exact.py holds the scalar definitions and checks both agree.
+
+
+def _left_to_right(rows: Floats) -> Floats:
+    """Each row's sum, added left to right as Python's sum() does."""
+    return np.cumsum(rows, axis=-1)[..., -1]
+
+
+def _fmean(values: Floats) -> float:
+    """statistics.fmean: the correctly rounded sum (math.fsum) over the count."""
+    return math.fsum(_list(values)) / len(values)
+
+
+def _squares_sum(deviations: Floats) -> float:
+    """math.fsum of each deviation ** 2, squared by pow() as the scalar code squares."""
+    return math.fsum(map(_pow, _list(deviations), repeat(2)))
+
+
+def _stdev(values: Floats, mean: float) -> float:
+    """estimate.sample_stdev of an array whose fmean is `mean`."""
+    return math.sqrt(_squares_sum(values - mean) / (len(values) - 1))
+
+
+def _median(values: Floats) -> float:
+    """statistics.median: the middle value, or the mean of the two middle ones."""
+    ordered = np.sort(values)
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[half])
+    return (float(ordered[half - 1]) + float(ordered[half])) / 2
 
 
 # ------------------------------------------------------------------ warm-up
@@ -32,26 +83,57 @@ MSER_MIN_BATCHES = 4
 # says so once (session.quick_note) instead of this warning on every point.
 ADVISED_DURATION_S = 30
 
+# Cells (candidate cuts x batches) MSER evaluates at once: a day-long series has 8,640
+# candidates of 17,280 batches, which at once would take gigabytes.
+_MSER_CELLS = 1 << 20
 
-def mser5(series: Sequence[float]) -> int:
+
+def _mser_value(z: list[float], d: int) -> float:
+    """MSER's statistic for the cut d, as defined: the scalar arithmetic."""
+    tail = z[d:]
+    mean = sum(tail) / len(tail)
+    return sum((x - mean) ** 2 for x in tail) / len(tail) ** 2
+
+
+def mser5(series: Sequence[float] | Floats) -> int:
     """Number of leading samples to drop as warm-up.
 
     With few batches MSER degenerates (the last batch alone has zero variance), so
     it needs at least MSER_MIN_BATCHES batches (20 s) and keeps at least half of them.
     """
-    m = len(series) // 5
+    values = np.asarray(series, dtype=float)
+    m = len(values) // 5
     if m < MSER_MIN_BATCHES:
         return 0
     # Batches aligned to the end, so the newest data (the steady state) is all used.
-    offset = len(series) - 5 * m
-    z = [sum(series[offset + 5 * i: offset + 5 * i + 5]) / 5 for i in range(m)]
-    best_d, best = 0, math.inf
-    for d in range(0, m // 2 + 1):
-        tail = z[d:]
-        mean = sum(tail) / len(tail)
-        value = sum((x - mean) ** 2 for x in tail) / len(tail) ** 2
-        if value < best:
-            best_d, best = d, value
+    offset = len(values) - 5 * m
+    batches = values[offset:].reshape(m, 5)
+    z = batches[:, 0] + batches[:, 1]
+    for column in range(2, 5):
+        z += batches[:, column]
+    z /= 5
+    # Every candidate cut d <= m/2 at once: row d holds the batches from d on, zeros
+    # before them (0 + x is x, so the left-to-right sums are the tail's own).
+    candidates = np.arange(m // 2 + 1)
+    values_d = np.empty(len(candidates))
+    step = max(1, _MSER_CELLS // m)
+    for first in range(0, len(candidates), step):
+        d = candidates[first:first + step]
+        kept = np.arange(m)[None, :] >= d[:, None]
+        length = (m - d).astype(float)
+        mean = _left_to_right(np.where(kept, z, 0.0)) / length
+        deviation = np.where(kept, z - mean[:, None], 0.0)
+        values_d[first:first + step] = _left_to_right(deviation * deviation) / length ** 2
+    # x * x is not pow(x, 2) in the last bit now and then: the cut is decided on the
+    # scalar statistic whenever another candidate comes within rounding of the best.
+    best = float(values_d.min())
+    near = np.flatnonzero(values_d <= best + abs(best) * 1e-9)
+    if len(near) == 1:
+        best_d = int(near[0])
+    else:
+        z_list = _list(z)
+        exact = [_mser_value(z_list, int(d)) for d in near]
+        best_d = int(near[exact.index(min(exact))])
     return offset + 5 * best_d if best_d else 0
 
 
@@ -67,16 +149,18 @@ def _lag1(values: Sequence[float]) -> float:
     return sum((values[i] - mean) * (values[i + 1] - mean) for i in range(n - 1)) / var
 
 
-def batch_means(series: Sequence[float], min_batches: int = 4) -> Estimate | None:
+def batch_means(series: Sequence[float] | Floats, min_batches: int = 4) -> Estimate | None:
     """Mean of an autocorrelated series with a standard error from batch means."""
-    n = len(series)
+    values = np.asarray(series, dtype=float)
+    n = len(values)
     if n < 2 * min_batches:
         return None
     size = max(1, math.isqrt(n))
     while True:
         k = n // size
         offset = n - k * size  # drop the oldest remainder, keep the newest data
-        means = [sum(series[offset + i * size: offset + (i + 1) * size]) / size for i in range(k)]
+        # The batches' means in numpy; what is decided on them (a few dozen) as defined.
+        means = _list(_left_to_right(values[offset:].reshape(k, size)) / size)
         if k // 2 < min_batches or _lag1(means) <= 0.2:
             break
         size *= 2
@@ -126,48 +210,85 @@ class SteadyState:
     flags: tuple[Flag, ...] = field(default=())
 
 
-def dips(values: Sequence[float], seconds: Sequence[float]) -> tuple[float, ...]:
+def dips(values: Sequence[float] | Floats, seconds: Sequence[float]) -> tuple[float, ...]:
     """Seconds whose value falls far below the rest: under the median minus 4 robust
     standard deviations (1.4826 x MAD) and under 90 % of the median."""
     if len(values) < 5:
         return ()
-    med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values) * 1.4826
+    series = np.asarray(values, dtype=float)
+    med = _median(series)
+    mad = _median(np.abs(series - med)) * 1.4826
     limit = min(med - 4 * mad, 0.9 * med)
-    return tuple(s for v, s in zip(values, seconds) if v < limit)
+    return tuple(seconds[int(i)] for i in np.flatnonzero(series < limit))
 
 
-def trend(values: Sequence[float]) -> tuple[float, float] | None:
+def _slope(series: Floats) -> tuple[float, float, float, Floats]:
+    """A least-squares line through the series: (slope, mean, sum of squared x
+    deviations, x deviations), each sum left to right as trend() defines them."""
+    n = len(series)
+    x = np.arange(n) - (n - 1) / 2
+    my = _fmean(series)
+    sxx = float(_left_to_right(x * x))  # half-integers: their squares are exact either way
+    return float(_left_to_right(x * (series - my))) / sxx, my, sxx, x
+
+
+def _trend_p(series: Floats, slope: float, my: float, sxx: float, x: Floats) -> float | None:
+    """trend()'s two-sided p of the slope; None where trend() gives no p of its own."""
+    n = len(series)
+    residual = sum(map(_pow, _list(series - (my + slope * x)), repeat(2)))
+    if residual == 0 or my == 0:
+        return None
+    se = math.sqrt(residual / (n - 2) / sxx)
+    return 2 * float(t_dist().sf(abs(slope / se), n - 2))
+
+
+def trend(values: Sequence[float] | Floats) -> tuple[float, float] | None:
     """(relative change over the series, two-sided p) of a least-squares line."""
     n = len(values)
     if n < 6:
         return None
-    xs = range(n)
-    mx, my = (n - 1) / 2, statistics.fmean(values)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, values)) / sxx
-    residual = sum((y - (my + slope * (x - mx))) ** 2 for x, y in zip(xs, values))
-    if residual == 0 or my == 0:
+    series = np.asarray(values, dtype=float)
+    slope, my, sxx, x = _slope(series)
+    p = _trend_p(series, slope, my, sxx, x)
+    if p is None:
         return (slope * (n - 1) / my if my else 0.0), 0.0 if slope else 1.0
-    se = math.sqrt(residual / (n - 2) / sxx)
-    p = 2 * float(t_dist().sf(abs(slope / se), n - 2))
     return slope * (n - 1) / my, p
 
 
-def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: float | None = None) -> SteadyState | None:
+def _significant_trend(series: Floats) -> float | None:
+    """trend()'s relative change where steady_state flags it (p < 0.01 and beyond
+    5 %): the p, a t distribution's tail, is computed only for changes beyond 5 %."""
+    n = len(series)
+    if n < 6:
+        return None
+    slope, my, sxx, x = _slope(series)
+    change = slope * (n - 1) / my if my else 0.0
+    if abs(change) <= 0.05:
+        return None
+    p = _trend_p(series, slope, my, sxx, x)
+    if p is None:
+        p = 0.0 if slope else 1.0
+    return change if p < 0.01 else None
+
+
+def steady_state(seconds: Sequence[float], values: Sequence[float] | Floats,
+                 duration_s: float | None = None) -> SteadyState | None:
     """Warm-up, steady-state mean and its 95 % interval, dips and trend of a per-second
     series (tps of each interval report)."""
-    if not values:
+    if len(values) == 0:
         return None
-    cut = mser5(values)
-    steady, steady_s = list(values[cut:]), list(seconds[cut:])
+    if isinstance(seconds, np.ndarray):
+        seconds = _list(seconds)  # the seconds a point reports are plain floats
+    series = np.asarray(values, dtype=float)
+    cut = mser5(series)
+    steady, steady_s = series[cut:], seconds[cut:]
     start_s = seconds[cut - 1] if cut else 0.0
     est = batch_means(steady)
-    mean = statistics.fmean(steady)
+    mean = _fmean(steady)
     interval = est.interval() if est else None
-    cv = sample_stdev(steady) / mean if len(steady) > 1 and mean else None
+    cv = _stdev(steady, mean) / mean if len(steady) > 1 and mean else None
     flags = []
-    duration = duration_s or (seconds[-1] if seconds else 0)
+    duration = duration_s or (seconds[-1] if len(seconds) else 0)
     if est is None:
         flags.append(Flag(Warning_.SHORT_SERIES,
                           f"only {len(steady)} steady-state seconds: too few for an interval within the run; "
@@ -183,10 +304,10 @@ def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: 
         flags.append(Flag(Warning_.DIPS,
                           f"{len(found)} second(s) with throughput far below the rest{every} "
                           "(periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size)"))
-    drift = trend(steady)
+    drift = _significant_trend(steady)
     trend_pct = None
-    if drift is not None and drift[1] < 0.01 and abs(drift[0]) > 0.05:
-        trend_pct = 100 * drift[0]
+    if drift is not None:
+        trend_pct = 100 * drift
         flags.append(Flag(Warning_.TREND,
                           f"throughput drifted {trend_pct:+.0f} % over the steady part: not yet at steady state "
                           "(caches, autovacuum, growing tables); use a longer --duration"))
@@ -211,16 +332,22 @@ def loadgen_flags(system: Sequence[dict[str, Any]], threads: int, hardware_threa
     def enough(field: str) -> list[float]:
         found = [s[field] for s in system if s.get(field) is not None]
         return found if len(found) >= LOADGEN_MIN_SAMPLES else []
-    lg, idle, server = enough("loadgen_cpu"), enough("cpu_idle_pct"), enough("server_cpu")
+    means = {f: statistics.fmean(found) for f in ("loadgen_cpu", "cpu_idle_pct", "server_cpu") if (found := enough(f))}
+    return loadgen_verdict(means, threads, hardware_threads)
+
+
+def loadgen_verdict(means: Mapping[str, float | None], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
+    """loadgen_flags() from the means of a point's system figures (loadgen_cpu,
+    cpu_idle_pct, server_cpu), each left out or None where it has too few samples."""
+    lg, idle, server = means.get("loadgen_cpu"), means.get("cpu_idle_pct"), means.get("server_cpu")
     flags = []
-    if lg and threads and statistics.fmean(lg) / threads >= 0.8:
+    if lg is not None and threads and lg / threads >= 0.8:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
-                          f"the load generator used {statistics.fmean(lg) / threads:.0%} of a core per thread: it may "
+                          f"the load generator used {lg / threads:.0%} of a core per thread: it may "
                           "be the bottleneck; run it on another machine or use fewer clients per thread"))
-    elif idle and server and statistics.fmean(idle) < 5 and statistics.fmean(server) < 0.8 * hardware_threads:
+    elif idle is not None and server is not None and idle < 5 and server < 0.8 * hardware_threads:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
-                          f"the machine had {statistics.fmean(idle):.0f} % idle CPU while the server used "
-                          f"{statistics.fmean(server):.1f} of {hardware_threads} hardware threads: the load generator "
+                          f"the machine had {idle:.0f} % idle CPU while the server used "
+                          f"{server:.1f} of {hardware_threads} hardware threads: the load generator "
                           "competes with the database for CPU; run it on another machine"))
     return tuple(flags)
-
