@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
 
 from dbarena.stats import configkey
 from dbarena.stats import latency
 from dbarena.stats import metric
 from dbarena.stats import estimators as stats
 from dbarena.stats import steadystate
+from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
@@ -32,32 +35,57 @@ ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and loa
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
-def analyse_point(row: dict[str, Any], samples: list[dict[str, Any]], system: list[dict[str, Any]],
-                  hardware_threads: int) -> dict[str, Any]:
+def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyState | None,
+                  system: dict[str, Any] | None, hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
-    values, cached in the store (point_derived) by estimator version."""
-    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": len(samples), "steady_start_s": None,
+    values, cached in the store (point_derived) by estimator version. `samples`: the
+    length of its tps series; `steady`: steady_of() that series; `system`: its system
+    samples' counts and sums (store.system_sums from the steady start on)."""
+    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
     if row["status"] != "ok":
         return out
-    series = [s["tps"] for s in samples]
     flags: list[steadystate.Flag] = []
-    if series and row.get("tps") is not None:
-        steady = steadystate.steady_state([s["second"] for s in samples], series, row["duration_s"])
-        assert steady is not None  # None only for an empty series
+    if steady is not None:
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
                    tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
         flags.extend(steady.flags)
-    flags.extend(steadystate.loadgen_flags(system, row["threads"], hardware_threads))
+    whole: dict[str, tuple[int, float | None]] = system["all"] if system else {}
+    # A load-generator verdict only from figures with enough samples.
+    flags.extend(steadystate.loadgen_verdict(
+        _means({k: v for k, v in whole.items() if v[0] >= steadystate.LOADGEN_MIN_SAMPLES}),
+        row["threads"], hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
-    out.update(system_view(system, out["steady_start_s"]))
+    # The steady part's samples; every sample where none is at or after the start.
+    out.update(_system_fields(_means(system["steady"] if system and system["steady_rows"] else whole)))
     return out
+
+
+def steady_of(row: dict[str, Any], seconds: Sequence[float], series: Floats) -> steadystate.SteadyState | None:
+    """The steady state of an ok point's tps series (None without one)."""
+    if row["status"] != "ok" or not len(series) or row.get("tps") is None:
+        return None
+    steady = steadystate.steady_state(seconds, series, row["duration_s"])
+    assert steady is not None  # None only for an empty series
+    return steady
+
+
+def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]:
+    """field -> its mean over the samples that have it (None without any)."""
+    return {k: (total / count if count and total is not None else None) for k, (count, total) in sums.items()}
 
 
 # The system view of a point (study D's discussion of where the CPU went): means over
 # its steady state (the whole point without a series) of the 1 Hz system samples.
 SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
+
+
+def _system_fields(means: dict[str, float | None]) -> dict[str, float | None]:
+    idle = means.get("cpu_idle_pct")
+    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
+            "cpu_iowait_pct": means.get("cpu_iowait_pct"), "server_cpu": means.get("server_cpu"),
+            "loadgen_cpu": means.get("loadgen_cpu")}
 
 
 def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> dict[str, float | None]:
@@ -69,11 +97,8 @@ def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> d
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
-    idle = mean(s.get("cpu_idle_pct") for s in chosen)
-    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
-            "cpu_iowait_pct": mean(s.get("cpu_iowait_pct") for s in chosen),
-            "server_cpu": mean(s.get("server_cpu") for s in chosen),
-            "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
+    return _system_fields({k: mean(s.get(k) for s in chosen)
+                           for k in ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")})
 
 
 def run_threads(run: dict[str, Any]) -> int:
@@ -153,13 +178,17 @@ def _ranges(ids: list[int]) -> str:
 def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
+    no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
     for start in range(0, len(missing), DERIVE_BATCH):
         batch = missing[start:start + DERIVE_BATCH]
-        samples = store.series_of("samples", (r["point_id"] for r in batch))
-        system = store.series_of("system_samples", (r["point_id"] for r in batch))
-        fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
-                                              run_threads(runs[r["run_id"]]))
+        series = store.tps_series(r["point_id"] for r in batch)
+        steady = {r["point_id"]: steady_of(r, *series.get(r["point_id"], no_series)) for r in batch}
+        # The system view averages the steady part: summed once its start is known.
+        system = store.system_sums({r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
+                                    for r in batch if r["status"] == "ok"})
+        fresh = {r["point_id"]: analyse_point(r, len(series.get(r["point_id"], no_series)[1]), steady[r["point_id"]],
+                                              system.get(r["point_id"]), run_threads(runs[r["run_id"]]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
