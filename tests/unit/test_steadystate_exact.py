@@ -14,6 +14,8 @@ from typing import Sequence
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dbarena.stats import steadystate
 from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
@@ -165,3 +167,20 @@ def test_vectorised_figures_equal_the_scalar_ones_bit_for_bit(name, seconds, val
                 else None, new.cv, new.dips_s, new.trend_pct, new.estimate,
                 [f.code for f in new.flags]) == (old["start"], old["mean"], old["interval"], old["cv"], old["dips"],
                                                  old["trend_pct"], old["estimate"], old["flags"])
+
+
+# Any series, not only measured ones: wide ranges, few distinct values (exact ties
+# between cuts), a constant level with noise in its last digits (near ties).
+_LEVEL = st.floats(min_value=1e-3, max_value=1e7)
+_SERIES = st.one_of(
+    st.lists(st.floats(min_value=0, max_value=1e6), min_size=20, max_size=240),
+    st.lists(st.sampled_from([1000.0, 1000.5, 999.75, 0.1]), min_size=20, max_size=240),
+    st.tuples(_LEVEL, st.lists(st.integers(-3, 3), min_size=20, max_size=240)).map(
+        lambda t: [t[0] * (1 + k * 2.0 ** -50) for k in t[1]]),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_SERIES)
+def test_the_warm_up_cut_is_the_scalar_one_on_any_series(values):
+    assert steadystate.mser5(values) == mser5(values)

@@ -83,16 +83,42 @@ MSER_MIN_BATCHES = 4
 # says so once (session.quick_note) instead of this warning on every point.
 ADVISED_DURATION_S = 30
 
-# Cells (candidate cuts x batches) MSER evaluates at once: a day-long series has 8,640
-# candidates of 17,280 batches, which at once would take gigabytes.
-_MSER_CELLS = 1 << 20
-
-
 def _mser_value(z: list[float], d: int) -> float:
     """MSER's statistic for the cut d, as defined: the scalar arithmetic."""
     tail = z[d:]
     mean = sum(tail) / len(tail)
     return sum((x - mean) ** 2 for x in tail) / len(tail) ** 2
+
+
+def _mser_cut(z: Floats) -> int:
+    """The first d <= m/2 whose _mser_value is the least, as the scalar loop finds it.
+
+    Every candidate's statistic is first computed at once from suffix sums (about a
+    shift, which keeps the cancellation small); each differs from the scalar one by
+    at most its rounding error, bounded below. Only the candidates within twice that
+    bound of the best can be the scalar minimum: one is the answer; among several (a
+    near tie, or a constant series) the scalar statistic decides."""
+    m = len(z)
+    d = np.arange(m // 2 + 1)
+    length = (m - d).astype(float)
+    w = z - float(np.median(z))
+    a = np.cumsum(w[::-1])[::-1][:len(d)]
+    b = np.cumsum((w * w)[::-1])[::-1][:len(d)]
+    q = b - a * a / length
+    approx = q / length ** 2
+    # Rounding: sums of up to m terms (gamma), the scalar mean's error (the top value's
+    # gamma) and the suffix sums' (b's gamma); four times over for good measure.
+    gamma = (m + 4) * float(np.finfo(float).eps)
+    top = float(np.abs(z).max())
+    held = np.maximum(q, 0.0)
+    error = (2 * np.sqrt(length * held) * gamma * top + length * (gamma * top) ** 2 + 3 * gamma * held
+             + 6 * gamma * b) / length ** 2
+    near = np.flatnonzero(approx <= approx.min() + 8 * float(error.max()))
+    if len(near) == 1:
+        return int(near[0])
+    z_list = _list(z)
+    exact = [_mser_value(z_list, int(k)) for k in near]
+    return int(near[exact.index(min(exact))])
 
 
 def mser5(series: Sequence[float] | Floats) -> int:
@@ -112,28 +138,7 @@ def mser5(series: Sequence[float] | Floats) -> int:
     for column in range(2, 5):
         z += batches[:, column]
     z /= 5
-    # Every candidate cut d <= m/2 at once: row d holds the batches from d on, zeros
-    # before them (0 + x is x, so the left-to-right sums are the tail's own).
-    candidates = np.arange(m // 2 + 1)
-    values_d = np.empty(len(candidates))
-    step = max(1, _MSER_CELLS // m)
-    for first in range(0, len(candidates), step):
-        d = candidates[first:first + step]
-        kept = np.arange(m)[None, :] >= d[:, None]
-        length = (m - d).astype(float)
-        mean = _left_to_right(np.where(kept, z, 0.0)) / length
-        deviation = np.where(kept, z - mean[:, None], 0.0)
-        values_d[first:first + step] = _left_to_right(deviation * deviation) / length ** 2
-    # x * x is not pow(x, 2) in the last bit now and then: the cut is decided on the
-    # scalar statistic whenever another candidate comes within rounding of the best.
-    best = float(values_d.min())
-    near = np.flatnonzero(values_d <= best + abs(best) * 1e-9)
-    if len(near) == 1:
-        best_d = int(near[0])
-    else:
-        z_list = _list(z)
-        exact = [_mser_value(z_list, int(d)) for d in near]
-        best_d = int(near[exact.index(min(exact))])
+    best_d = _mser_cut(z)
     return offset + 5 * best_d if best_d else 0
 
 
@@ -222,12 +227,11 @@ def dips(values: Sequence[float] | Floats, seconds: Sequence[float]) -> tuple[fl
     return tuple(seconds[int(i)] for i in np.flatnonzero(series < limit))
 
 
-def _slope(series: Floats) -> tuple[float, float, float, Floats]:
-    """A least-squares line through the series: (slope, mean, sum of squared x
-    deviations, x deviations), each sum left to right as trend() defines them."""
+def _slope(series: Floats, my: float) -> tuple[float, float, float, Floats]:
+    """A least-squares line through the series whose fmean is my: (slope, my, sum of
+    squared x deviations, x deviations), each sum left to right as trend() takes them."""
     n = len(series)
     x = np.arange(n) - (n - 1) / 2
-    my = _fmean(series)
     sxx = float(_left_to_right(x * x))  # half-integers: their squares are exact either way
     return float(_left_to_right(x * (series - my))) / sxx, my, sxx, x
 
@@ -248,20 +252,21 @@ def trend(values: Sequence[float] | Floats) -> tuple[float, float] | None:
     if n < 6:
         return None
     series = np.asarray(values, dtype=float)
-    slope, my, sxx, x = _slope(series)
+    slope, my, sxx, x = _slope(series, _fmean(series))
     p = _trend_p(series, slope, my, sxx, x)
     if p is None:
         return (slope * (n - 1) / my if my else 0.0), 0.0 if slope else 1.0
     return slope * (n - 1) / my, p
 
 
-def _significant_trend(series: Floats) -> float | None:
+def _significant_trend(series: Floats, mean: float) -> float | None:
     """trend()'s relative change where steady_state flags it (p < 0.01 and beyond
-    5 %): the p, a t distribution's tail, is computed only for changes beyond 5 %."""
+    5 %): the p, a t distribution's tail, is computed only for changes beyond 5 %.
+    `mean`: the series' fmean."""
     n = len(series)
     if n < 6:
         return None
-    slope, my, sxx, x = _slope(series)
+    slope, my, sxx, x = _slope(series, mean)
     change = slope * (n - 1) / my if my else 0.0
     if abs(change) <= 0.05:
         return None
@@ -304,7 +309,7 @@ def steady_state(seconds: Sequence[float], values: Sequence[float] | Floats,
         flags.append(Flag(Warning_.DIPS,
                           f"{len(found)} second(s) with throughput far below the rest{every} "
                           "(periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size)"))
-    drift = _significant_trend(steady)
+    drift = _significant_trend(steady, mean)
     trend_pct = None
     if drift is not None:
         trend_pct = 100 * drift

@@ -470,7 +470,8 @@ class Store:
         """Cache derived figures; a store that cannot be written now just stays uncached."""
         if not figures:
             return
-        self.dialect.save_derived([(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
+        self.dialect.save_derived([(pid, estimator, orjson.dumps(f, option=orjson.OPT_SORT_KEYS).decode())
+                                   for pid, f in figures.items()])
 
     def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """point id -> its stored latency histogram record (latency.Latencies.decode
