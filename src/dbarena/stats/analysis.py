@@ -6,8 +6,10 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -178,20 +180,50 @@ def _ranges(ids: list[int]) -> str:
 def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
-    no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
-    for start in range(0, len(missing), DERIVE_BATCH):
-        batch = missing[start:start + DERIVE_BATCH]
+    batches = [missing[start:start + DERIVE_BATCH] for start in range(0, len(missing), DERIVE_BATCH)]
+    no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
+
+    def prepare(batch: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
         series = store.tps_series(r["point_id"] for r in batch)
         steady = {r["point_id"]: steady_of(r, *series.get(r["point_id"], no_series)) for r in batch}
         # The system view averages the steady part: summed once its start is known.
-        system = store.system_sums({r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
-                                    for r in batch if r["status"] == "ok"})
+        starts = {r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
+                  for r in batch if r["status"] == "ok"}
+        return series, steady, starts
+
+    def finish(batch: list[dict[str, Any]], series: dict[int, Any], steady: dict[int, Any],
+               sums: Future[dict[int, dict[str, Any]]]) -> None:
+        system = sums.result()
         fresh = {r["point_id"]: analyse_point(r, len(series.get(r["point_id"], no_series)[1]), steady[r["point_id"]],
                                               system.get(r["point_id"]), run_threads(runs[r["run_id"]]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
+
+    # The system samples are summed by SQLite, which lets go of the interpreter meanwhile:
+    # on a connection of their own in a thread, while the next batch's series are read
+    # and analysed (a third of a first read). The worker is idle whenever figures are
+    # saved (finish waits for it), so no read holds a lock while this process writes.
+    reader = store.second_reader() if len(batches) > 1 else None
+    with contextlib.ExitStack() as cleanup:
+        pool = None
+        if reader is not None:
+            cleanup.callback(reader.close)
+            pool = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix="system-sums"))
+        pending = None
+        for batch in batches:
+            series, steady, starts = prepare(batch)
+            if pending:
+                finish(*pending)
+            if pool is not None:
+                sums = pool.submit(store.system_sums, starts, reader)
+            else:
+                sums = Future()
+                sums.set_result(store.system_sums(starts))
+            pending = (batch, series, steady, sums)
+        if pending:
+            finish(*pending)
     return derived
 
 

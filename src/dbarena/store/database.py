@@ -421,11 +421,21 @@ class Store:
         return [second for second, in self.db.execute(
             "SELECT second FROM samples WHERE point_id = ? ORDER BY second", (point_id,))]
 
-    def system_sums(self, starts: dict[int, float | None]) -> dict[int, dict[str, Any]]:
+    def second_reader(self) -> SqlConnection | None:
+        """Another read-only connection to this SQLite store, for a thread of its own
+        (system_sums's `db`); None for a PostgreSQL store or a copy migrated in memory."""
+        if self.dialect.name != "sqlite" or self.path is None or self.dialect.migrated_from is not None:
+            return None
+        return sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+
+    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
+                    ) -> dict[int, dict[str, Any]]:
         """Counts and sums of the system samples' CPU figures (SYSTEM_MEANS) of each
         point, summed in SQL: over all its samples ("all"), and over those from its
         steady start on ("steady", "steady_rows" of them; all of them where the start is
-        None). Points without system samples are left out."""
+        None). Points without system samples are left out. `db`: the connection to read
+        them with (second_reader's, from another thread), else the store's."""
+        db = db or self.db
         sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
 
         def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
@@ -433,7 +443,7 @@ class Store:
         out: dict[int, dict[str, Any]] = {}
         cut: list[int] = []
         for chunk in chunks(sorted(starts)):
-            for pid, rows, first, *rest in self.db.execute(
+            for pid, rows, first, *rest in db.execute(
                     f"SELECT point_id, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
                 whole = figures(rest)
@@ -443,7 +453,7 @@ class Store:
                     cut.append(pid)
         # A warm-up cut: the steady part summed on its own (a range of the primary key).
         for pid in cut:
-            rows, *rest = self.db.execute(
+            rows, *rest = db.execute(
                 f"SELECT count(*), {sums} FROM system_samples WHERE point_id = ? AND second >= ?",
                 (pid, starts[pid])).fetchone()
             out[pid].update(steady_rows=rows, steady=figures(rest))
