@@ -184,3 +184,14 @@ _SERIES = st.one_of(
 @given(_SERIES)
 def test_the_warm_up_cut_is_the_scalar_one_on_any_series(values):
     assert steadystate.mser5(values) == mser5(values)
+
+
+def test_many_series_at_once_give_each_one_s_figures():
+    # A read computes a batch of points together (grouped by length, then by warm-up
+    # cut): each must get what it alone gets, whatever it is grouped with.
+    seconds = [s for _, s, _ in CASES]
+    series = [np.array(v) for _, _, v in CASES]
+    together = steadystate.steady_states(seconds, series, [None] * len(CASES))
+    alone = [steadystate.steady_state(s, v) for s, v in zip(seconds, series)]
+    assert together == alone
+    assert len({len(v) for v in series}) < len(series)  # some groups hold several series

@@ -41,8 +41,9 @@ def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyS
                   system: dict[str, Any] | None, hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
     values, cached in the store (point_derived) by estimator version. `samples`: the
-    length of its tps series; `steady`: steady_of() that series; `system`: its system
-    samples' counts and sums (store.system_sums from the steady start on)."""
+    length of its tps series; `steady`: that series' steady state (None without one);
+    `system`: its system samples' counts and sums (store.system_sums from the steady
+    start on)."""
     out: dict[str, Any] = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
@@ -62,15 +63,6 @@ def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyS
     # The steady part's samples; every sample where none is at or after the start.
     out.update(_system_fields(_means(system["steady"] if system and system["steady_rows"] else whole)))
     return out
-
-
-def steady_of(row: dict[str, Any], seconds: Sequence[float], series: Floats) -> steadystate.SteadyState | None:
-    """The steady state of an ok point's tps series (None without one)."""
-    if row["status"] != "ok" or not len(series) or row.get("tps") is None:
-        return None
-    steady = steadystate.steady_state(seconds, series, row["duration_s"])
-    assert steady is not None  # None only for an empty series
-    return steady
 
 
 def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]:
@@ -186,7 +178,12 @@ def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dic
 
     def prepare(batch: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
         series = store.tps_series(r["point_id"] for r in batch)
-        steady = {r["point_id"]: steady_of(r, *series.get(r["point_id"], no_series)) for r in batch}
+        # Computed together: numpy's work a call is shared by the batch's series.
+        measured = [r for r in batch if r["status"] == "ok" and r.get("tps") is not None and r["point_id"] in series]
+        steady: dict[int, steadystate.SteadyState | None] = dict.fromkeys((r["point_id"] for r in batch), None)
+        steady.update(zip((r["point_id"] for r in measured), steadystate.steady_states(
+            [series[r["point_id"]][0] for r in measured], [series[r["point_id"]][1] for r in measured],
+            [r["duration_s"] for r in measured])))
         # The system view averages the steady part: summed once its start is known.
         starts = {r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
                   for r in batch if r["status"] == "ok"}
