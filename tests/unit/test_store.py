@@ -124,13 +124,18 @@ def test_derived_figures_are_cached_by_estimator_version_and_read_in_batches(tmp
                                              exit_code=0, stdout="", stderr="",
                                              measurement=Measurement(tps=1003.0), samples=samples))
     calls: list[str] = []
-    real = Store.series_of
+    real_series, real_sums = Store.tps_series, Store.system_sums
 
-    def counted(self, table, ids):
-        calls.append(table)
-        return real(self, table, ids)
+    def series(self, ids):
+        calls.append("samples")
+        return real_series(self, ids)
 
-    monkeypatch.setattr(Store, "series_of", counted)
+    def sums(self, starts):
+        calls.append("system_samples")
+        return real_sums(self, starts)
+
+    monkeypatch.setattr(Store, "tps_series", series)
+    monkeypatch.setattr(Store, "system_sums", sums)
     with Store(store) as db:
         first = analysis.load(db)
         assert calls == ["samples", "system_samples"]  # one batch for all three points

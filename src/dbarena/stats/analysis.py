@@ -6,9 +6,13 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
 
 from dbarena.stats import configkey
 from dbarena.stats import latency
@@ -16,6 +20,7 @@ from dbarena.stats import metric
 from dbarena.stats import repeats
 from dbarena.stats import estimators as stats
 from dbarena.stats import steadystate
+from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
@@ -33,32 +38,49 @@ ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and loa
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
-def analyse_point(row: dict[str, Any], samples: list[dict[str, Any]], system: list[dict[str, Any]],
-                  hardware_threads: int) -> dict[str, Any]:
+def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyState | None,
+                  system: dict[str, Any] | None, hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
-    values, cached in the store (point_derived) by estimator version."""
-    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": len(samples), "steady_start_s": None,
+    values, cached in the store (point_derived) by estimator version. `samples`: the
+    length of its tps series; `steady`: that series' steady state (None without one);
+    `system`: its system samples' counts and sums (store.system_sums from the steady
+    start on)."""
+    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
     if row["status"] != "ok":
         return out
-    series = [s["tps"] for s in samples]
     flags: list[steadystate.Flag] = []
-    if series and row.get("tps") is not None:
-        steady = steadystate.steady_state([s["second"] for s in samples], series, row["duration_s"])
-        assert steady is not None  # None only for an empty series
+    if steady is not None:
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
                    tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
         flags.extend(steady.flags)
-    flags.extend(steadystate.loadgen_flags(system, row["threads"], hardware_threads))
+    whole: dict[str, tuple[int, float | None]] = system["all"] if system else {}
+    # A load-generator verdict only from figures with enough samples.
+    flags.extend(steadystate.loadgen_verdict(
+        _means({k: v for k, v in whole.items() if v[0] >= steadystate.LOADGEN_MIN_SAMPLES}),
+        row["threads"], hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
-    out.update(system_view(system, out["steady_start_s"]))
+    # The steady part's samples; every sample where none is at or after the start.
+    out.update(_system_fields(_means(system["steady"] if system and system["steady_rows"] else whole)))
     return out
+
+
+def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]:
+    """field -> its mean over the samples that have it (None without any)."""
+    return {k: (total / count if count and total is not None else None) for k, (count, total) in sums.items()}
 
 
 # The system view of a point (study D's discussion of where the CPU went): means over
 # its steady state (the whole point without a series) of the 1 Hz system samples.
 SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
+
+
+def _system_fields(means: dict[str, float | None]) -> dict[str, float | None]:
+    idle = means.get("cpu_idle_pct")
+    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
+            "cpu_iowait_pct": means.get("cpu_iowait_pct"), "server_cpu": means.get("server_cpu"),
+            "loadgen_cpu": means.get("loadgen_cpu")}
 
 
 def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> dict[str, float | None]:
@@ -70,11 +92,8 @@ def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> d
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
-    idle = mean(s.get("cpu_idle_pct") for s in chosen)
-    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
-            "cpu_iowait_pct": mean(s.get("cpu_iowait_pct") for s in chosen),
-            "server_cpu": mean(s.get("server_cpu") for s in chosen),
-            "loadgen_cpu": mean(s.get("loadgen_cpu") for s in chosen)}
+    return _system_fields({k: mean(s.get(k) for s in chosen)
+                           for k in ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")})
 
 
 def run_threads(run: dict[str, Any]) -> int:
@@ -155,15 +174,54 @@ def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dic
     derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r["point_id"] not in derived]
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
-    for start in range(0, len(missing), DERIVE_BATCH):
-        batch = missing[start:start + DERIVE_BATCH]
-        samples = store.series_of("samples", (r["point_id"] for r in batch))
-        system = store.series_of("system_samples", (r["point_id"] for r in batch))
-        fresh = {r["point_id"]: analyse_point(r, samples.get(r["point_id"], []), system.get(r["point_id"], []),
-                                              run_threads(runs[r["run_id"]]))
+    batches = [missing[start:start + DERIVE_BATCH] for start in range(0, len(missing), DERIVE_BATCH)]
+    no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
+
+    def prepare(batch: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
+        series = store.tps_series(r["point_id"] for r in batch)
+        # Computed together: numpy's work a call is shared by the batch's series.
+        measured = [r for r in batch if r["status"] == "ok" and r.get("tps") is not None and r["point_id"] in series]
+        steady: dict[int, steadystate.SteadyState | None] = dict.fromkeys((r["point_id"] for r in batch), None)
+        steady.update(zip((r["point_id"] for r in measured), steadystate.steady_states(
+            [series[r["point_id"]][0] for r in measured], [series[r["point_id"]][1] for r in measured],
+            [r["duration_s"] for r in measured])))
+        # The system view averages the steady part: summed once its start is known.
+        starts = {r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
+                  for r in batch if r["status"] == "ok"}
+        return series, steady, starts
+
+    def finish(batch: list[dict[str, Any]], series: dict[int, Any], steady: dict[int, Any],
+               sums: Future[dict[int, dict[str, Any]]]) -> None:
+        system = sums.result()
+        fresh = {r["point_id"]: analyse_point(r, len(series.get(r["point_id"], no_series)[1]), steady[r["point_id"]],
+                                              system.get(r["point_id"]), run_threads(runs[r["run_id"]]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
+
+    # The system samples are summed by SQLite, which lets go of the interpreter meanwhile:
+    # on a connection of their own in a thread, while the next batch's series are read
+    # and analysed (a third of a first read). The worker is idle whenever figures are
+    # saved (finish waits for it), so no read holds a lock while this process writes.
+    reader = store.second_reader() if len(batches) > 1 else None
+    with contextlib.ExitStack() as cleanup:
+        pool = None
+        if reader is not None:
+            cleanup.callback(reader.close)
+            pool = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix="system-sums"))
+        pending = None
+        for batch in batches:
+            series, steady, starts = prepare(batch)
+            if pending:
+                finish(*pending)
+            if pool is not None:
+                sums = pool.submit(store.system_sums, starts, reader)
+            else:
+                sums = Future()
+                sums.set_result(store.system_sums(starts))
+            pending = (batch, series, steady, sums)
+        if pending:
+            finish(*pending)
     return derived
 
 

@@ -17,9 +17,41 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Sequence
+from itertools import repeat
+from typing import Any, Callable, Mapping, Sequence, cast
+
+import numpy as np
+import numpy.typing as npt
 
 from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
+
+
+# ------------------------------------------------------------------ exact arithmetic
+
+Floats = npt.NDArray[np.floating[Any]]
+_pow: Callable[[float, int], float] = pow  # x ** 2 as the scalar code squares (libm's pow)
+
+
+def _list(values: Floats) -> list[float]:
+    return cast(list[float], values.tolist())
+
+# The figures are computed with numpy, a series at a time instead of a value at a time
+# (a first read of a 10 k-point store computes 10 k of them), and stay bit for bit what
+# the scalar definitions gave: sums are taken left to right as Python's sum() adds
+# (np.sum adds pairwise, which differs in the last bits), means of a whole series with
+# math.fsum as statistics.fmean does, and a square that reaches a stored figure with
+# pow(), which libm rounds differently from x * x once in about a thousand squares.
+# tests/unit/test_steadystate_exact.py holds the scalar definitions and checks both agree.
+
+
+def _left_to_right(rows: Floats) -> Floats:
+    """Each row's sum, added left to right as Python's sum() does."""
+    return np.cumsum(rows, axis=-1)[..., -1]
+
+
+def _fmean(values: Floats) -> float:
+    """statistics.fmean: the correctly rounded sum (math.fsum) over the count."""
+    return math.fsum(_list(values)) / len(values)
 
 
 # ------------------------------------------------------------------ warm-up
@@ -32,27 +64,73 @@ MSER_MIN_BATCHES = 4
 # says so once (session.quick_note) instead of this warning on every point.
 ADVISED_DURATION_S = 30
 
+def _mser_value(z: list[float], d: int) -> float:
+    """MSER's statistic for the cut d, as defined: the scalar arithmetic."""
+    tail = z[d:]
+    mean = sum(tail) / len(tail)
+    return sum((x - mean) ** 2 for x in tail) / len(tail) ** 2
 
-def mser5(series: Sequence[float]) -> int:
+
+def _mser_cuts(z: Floats) -> list[int]:
+    """For each row of batch means z (series x m), the first d <= m/2 whose
+    _mser_value is the least, as the scalar loop finds it.
+
+    Every candidate's statistic is first computed at once from suffix sums (about a
+    shift, which keeps the cancellation small); each differs from the scalar one by
+    at most its rounding error, bounded below. Only the candidates within twice that
+    bound of the best can be the scalar minimum: one is the answer; among several (a
+    near tie, or a constant series) the scalar statistic decides."""
+    m = z.shape[1]
+    d = np.arange(m // 2 + 1)
+    length = (m - d).astype(float)
+    w = z - np.median(z, axis=1)[:, None]
+    a = np.cumsum(w[:, ::-1], axis=1)[:, ::-1][:, :len(d)]
+    b = np.cumsum((w * w)[:, ::-1], axis=1)[:, ::-1][:, :len(d)]
+    q = b - a * a / length
+    approx = q / length ** 2
+    # Rounding: sums of up to m terms (gamma), the scalar mean's error (the top value's
+    # gamma) and the suffix sums' (b's gamma); four times over for good measure.
+    gamma = (m + 4) * float(np.finfo(float).eps)
+    top = np.abs(z).max(axis=1)[:, None]
+    held = np.maximum(q, 0.0)
+    error = (2 * np.sqrt(length * held) * gamma * top + length * (gamma * top) ** 2 + 3 * gamma * held
+             + 6 * gamma * b) / length ** 2
+    near = approx <= approx.min(axis=1)[:, None] + 8 * error.max(axis=1)[:, None]
+    cuts = []
+    for row, candidates in enumerate(near):
+        found = np.flatnonzero(candidates)
+        if len(found) == 1:
+            cuts.append(int(found[0]))
+            continue
+        z_list = _list(z[row])
+        exact = [_mser_value(z_list, int(k)) for k in found]
+        cuts.append(int(found[exact.index(min(exact))]))
+    return cuts
+
+
+def _mser5_rows(series: Floats) -> list[int]:
+    """mser5 of each row (series of one length)."""
+    rows, n = series.shape
+    m = n // 5
+    if m < MSER_MIN_BATCHES:
+        return [0] * rows
+    # Batches aligned to the end, so the newest data (the steady state) is all used.
+    offset = n - 5 * m
+    batches = series[:, offset:].reshape(rows, m, 5)
+    z = batches[:, :, 0] + batches[:, :, 1]
+    for column in range(2, 5):
+        z += batches[:, :, column]
+    z /= 5
+    return [offset + 5 * d if d else 0 for d in _mser_cuts(z)]
+
+
+def mser5(series: Sequence[float] | Floats) -> int:
     """Number of leading samples to drop as warm-up.
 
     With few batches MSER degenerates (the last batch alone has zero variance), so
     it needs at least MSER_MIN_BATCHES batches (20 s) and keeps at least half of them.
     """
-    m = len(series) // 5
-    if m < MSER_MIN_BATCHES:
-        return 0
-    # Batches aligned to the end, so the newest data (the steady state) is all used.
-    offset = len(series) - 5 * m
-    z = [sum(series[offset + 5 * i: offset + 5 * i + 5]) / 5 for i in range(m)]
-    best_d, best = 0, math.inf
-    for d in range(0, m // 2 + 1):
-        tail = z[d:]
-        mean = sum(tail) / len(tail)
-        value = sum((x - mean) ** 2 for x in tail) / len(tail) ** 2
-        if value < best:
-            best_d, best = d, value
-    return offset + 5 * best_d if best_d else 0
+    return _mser5_rows(np.asarray(series, dtype=float)[None, :])[0]
 
 
 # ------------------------------------------------------------------ interval within the run
@@ -67,24 +145,35 @@ def _lag1(values: Sequence[float]) -> float:
     return sum((values[i] - mean) * (values[i + 1] - mean) for i in range(n - 1)) / var
 
 
-def batch_means(series: Sequence[float], min_batches: int = 4) -> Estimate | None:
-    """Mean of an autocorrelated series with a standard error from batch means."""
-    n = len(series)
+def _batch_means_rows(series: Floats, min_batches: int = 4) -> list[Estimate | None]:
+    """batch_means of each row (series of one length)."""
+    rows, n = series.shape
     if n < 2 * min_batches:
-        return None
+        return [None] * rows
+    out: list[Estimate | None] = [None] * rows
+    active = list(range(rows))
     size = max(1, math.isqrt(n))
-    while True:
+    while active:
         k = n // size
         offset = n - k * size  # drop the oldest remainder, keep the newest data
-        means = [sum(series[offset + i * size: offset + (i + 1) * size]) / size for i in range(k)]
-        if k // 2 < min_batches or _lag1(means) <= 0.2:
-            break
+        # The batches' means in numpy; what is decided on them (a few dozen) as defined.
+        means = _left_to_right(series[active, offset:].reshape(len(active), k, size)) / size
+        again = []
+        for row, row_means in zip(active, cast(list[list[float]], means.tolist())):
+            if k // 2 < min_batches or _lag1(row_means) <= 0.2:
+                if k >= 2:
+                    out[row] = Estimate(mean=sum(row_means) / k, se=sample_stdev(row_means) / math.sqrt(k),
+                                        df=k - 1, n=k)
+            else:
+                again.append(row)
+        active = again
         size *= 2
-    if k < 2:
-        return None
-    grand = sum(means) / k
-    se = sample_stdev(means) / math.sqrt(k)
-    return Estimate(mean=grand, se=se, df=k - 1, n=k)
+    return out
+
+
+def batch_means(series: Sequence[float] | Floats, min_batches: int = 4) -> Estimate | None:
+    """Mean of an autocorrelated series with a standard error from batch means."""
+    return _batch_means_rows(np.asarray(series, dtype=float)[None, :], min_batches)[0]
 
 
 # ------------------------------------------------------------------ one point's series
@@ -126,67 +215,149 @@ class SteadyState:
     flags: tuple[Flag, ...] = field(default=())
 
 
-def dips(values: Sequence[float], seconds: Sequence[float]) -> tuple[float, ...]:
+def _medians(ordered: Floats) -> Floats:
+    """statistics.median of each sorted row: the middle value, or the mean of the two."""
+    half = ordered.shape[1] // 2
+    if ordered.shape[1] % 2:
+        return ordered[:, half]
+    return (ordered[:, half - 1] + ordered[:, half]) / 2
+
+
+def _dips_rows(series: Floats, seconds: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
+    """dips of each row (series of one length) with its seconds."""
+    rows, n = series.shape
+    if n < 5:
+        return [()] * rows
+    med = _medians(np.sort(series, axis=1))
+    mad = _medians(np.sort(np.abs(series - med[:, None]), axis=1)) * 1.4826
+    limit = np.minimum(med - 4 * mad, 0.9 * med)
+    below = series < limit[:, None]
+    return [tuple(seconds[row][int(i)] for i in np.flatnonzero(below[row])) if below[row].any() else ()
+            for row in range(rows)]
+
+
+def dips(values: Sequence[float] | Floats, seconds: Sequence[float]) -> tuple[float, ...]:
     """Seconds whose value falls far below the rest: under the median minus 4 robust
     standard deviations (1.4826 x MAD) and under 90 % of the median."""
-    if len(values) < 5:
-        return ()
-    med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values) * 1.4826
-    limit = min(med - 4 * mad, 0.9 * med)
-    return tuple(s for v, s in zip(values, seconds) if v < limit)
+    return _dips_rows(np.asarray(values, dtype=float)[None, :], [seconds])[0]
 
 
-def trend(values: Sequence[float]) -> tuple[float, float] | None:
+def _slope(series: Floats, my: float) -> tuple[float, float, float, Floats]:
+    """A least-squares line through the series whose fmean is my: (slope, my, sum of
+    squared x deviations, x deviations), each sum left to right as trend() takes them."""
+    n = len(series)
+    x = np.arange(n) - (n - 1) / 2
+    sxx = float(_left_to_right(x * x))  # half-integers: their squares are exact either way
+    return float(_left_to_right(x * (series - my))) / sxx, my, sxx, x
+
+
+def _trend_p(series: Floats, slope: float, my: float, sxx: float, x: Floats) -> float | None:
+    """trend()'s two-sided p of the slope; None where trend() gives no p of its own."""
+    n = len(series)
+    residual = sum(map(_pow, _list(series - (my + slope * x)), repeat(2)))
+    if residual == 0 or my == 0:
+        return None
+    se = math.sqrt(residual / (n - 2) / sxx)
+    return 2 * float(t_dist().sf(abs(slope / se), n - 2))
+
+
+def trend(values: Sequence[float] | Floats) -> tuple[float, float] | None:
     """(relative change over the series, two-sided p) of a least-squares line."""
     n = len(values)
     if n < 6:
         return None
-    xs = range(n)
-    mx, my = (n - 1) / 2, statistics.fmean(values)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, values)) / sxx
-    residual = sum((y - (my + slope * (x - mx))) ** 2 for x, y in zip(xs, values))
-    if residual == 0 or my == 0:
+    series = np.asarray(values, dtype=float)
+    slope, my, sxx, x = _slope(series, _fmean(series))
+    p = _trend_p(series, slope, my, sxx, x)
+    if p is None:
         return (slope * (n - 1) / my if my else 0.0), 0.0 if slope else 1.0
-    se = math.sqrt(residual / (n - 2) / sxx)
-    p = 2 * float(t_dist().sf(abs(slope / se), n - 2))
     return slope * (n - 1) / my, p
 
 
-def steady_state(seconds: Sequence[float], values: Sequence[float], duration_s: float | None = None) -> SteadyState | None:
+def _significant_trends(series: Floats, means: list[float]) -> list[float | None]:
+    """trend()'s relative change of each row (series of one length, their fmeans)
+    where steady_state flags it (p < 0.01 and beyond 5 %): the p, a t distribution's
+    tail, is computed only for changes beyond 5 %."""
+    rows, n = series.shape
+    if n < 6:
+        return [None] * rows
+    x = np.arange(n) - (n - 1) / 2
+    sxx = float(_left_to_right(x * x))  # half-integers: their squares are exact either way
+    slopes = cast(list[float], (_left_to_right(x * (series - np.array(means)[:, None])) / sxx).tolist())
+    out: list[float | None] = []
+    for row, (slope, my) in enumerate(zip(slopes, means)):
+        change = slope * (n - 1) / my if my else 0.0
+        p = _trend_p(series[row], slope, my, sxx, x) if abs(change) > 0.05 else None
+        if p is None and abs(change) > 0.05:
+            p = 0.0 if slope else 1.0
+        out.append(change if p is not None and p < 0.01 else None)
+    return out
+
+
+def steady_state(seconds: Sequence[float], values: Sequence[float] | Floats,
+                 duration_s: float | None = None) -> SteadyState | None:
     """Warm-up, steady-state mean and its 95 % interval, dips and trend of a per-second
     series (tps of each interval report)."""
-    if not values:
-        return None
-    cut = mser5(values)
-    steady, steady_s = list(values[cut:]), list(seconds[cut:])
+    if isinstance(seconds, np.ndarray):
+        seconds = _list(seconds)  # the seconds a point reports are plain floats
+    return steady_states([seconds], [np.asarray(values, dtype=float)], [duration_s])[0]
+
+
+def steady_states(seconds: Sequence[Sequence[float]], series: Sequence[Floats],
+                  durations: Sequence[float | None]) -> list[SteadyState | None]:
+    """steady_state of many series (a read's batch of points): the series of one length
+    are computed together, and then those with the same warm-up cut."""
+    out: list[SteadyState | None] = [None] * len(series)
+    by_length: dict[int, list[int]] = {}
+    for i, values in enumerate(series):
+        if len(values):
+            by_length.setdefault(len(values), []).append(i)
+    for rows in by_length.values():
+        block = np.stack([np.asarray(series[i], dtype=float) for i in rows])
+        by_cut: dict[int, list[int]] = {}
+        for row, cut in enumerate(_mser5_rows(block)):
+            by_cut.setdefault(cut, []).append(row)
+        for cut, at in by_cut.items():
+            steady = block[at, cut:]
+            n = steady.shape[1]
+            lists = cast(list[list[float]], steady.tolist())
+            means = [math.fsum(row) / n for row in lists]
+            ests = _batch_means_rows(steady)
+            spreads = cast(list[list[float]], (steady - np.array(means)[:, None]).tolist()) if n > 1 else []
+            found = _dips_rows(steady, [seconds[rows[a]][cut:] for a in at])
+            drifts = _significant_trends(steady, means)
+            for j, a in enumerate(at):
+                i = rows[a]
+                cv = math.sqrt(math.fsum(map(_pow, spreads[j], repeat(2))) / (n - 1)) / means[j] \
+                    if n > 1 and means[j] else None
+                out[i] = _steady(seconds[i], cut, n, means[j], ests[j], cv, found[j], drifts[j], durations[i])
+    return out
+
+
+def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estimate | None, cv: float | None,
+            found: tuple[float, ...], drift: float | None, duration_s: float | None) -> SteadyState:
+    """One series' SteadyState from its figures, with the warnings they call for."""
     start_s = seconds[cut - 1] if cut else 0.0
-    est = batch_means(steady)
-    mean = statistics.fmean(steady)
     interval = est.interval() if est else None
-    cv = sample_stdev(steady) / mean if len(steady) > 1 and mean else None
     flags = []
-    duration = duration_s or (seconds[-1] if seconds else 0)
+    duration = duration_s or (seconds[-1] if len(seconds) else 0)
     if est is None:
         flags.append(Flag(Warning_.SHORT_SERIES,
-                          f"only {len(steady)} steady-state seconds: too few for an interval within the run; "
+                          f"only {n} steady-state seconds: too few for an interval within the run; "
                           f"use a --duration of {ADVISED_DURATION_S} s or more"))
     if duration and start_s > duration / 3:
         flags.append(Flag(Warning_.LONG_WARMUP,
                           f"warm-up took {start_s:.0f} s of a {duration:.0f} s point: use a longer --duration "
                           "so that the steady state dominates"))
-    found = dips(steady, steady_s)
     if found:
         gaps = [b - a for a, b in zip(found, found[1:]) if b - a > 1]
         every = f", about every {statistics.median(gaps):.0f} s" if len(gaps) >= 2 else ""
         flags.append(Flag(Warning_.DIPS,
                           f"{len(found)} second(s) with throughput far below the rest{every} "
                           "(periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size)"))
-    drift = trend(steady)
     trend_pct = None
-    if drift is not None and drift[1] < 0.01 and abs(drift[0]) > 0.05:
-        trend_pct = 100 * drift[0]
+    if drift is not None:
+        trend_pct = 100 * drift
         flags.append(Flag(Warning_.TREND,
                           f"throughput drifted {trend_pct:+.0f} % over the steady part: not yet at steady state "
                           "(caches, autovacuum, growing tables); use a longer --duration"))
@@ -211,16 +382,22 @@ def loadgen_flags(system: Sequence[dict[str, Any]], threads: int, hardware_threa
     def enough(field: str) -> list[float]:
         found = [s[field] for s in system if s.get(field) is not None]
         return found if len(found) >= LOADGEN_MIN_SAMPLES else []
-    lg, idle, server = enough("loadgen_cpu"), enough("cpu_idle_pct"), enough("server_cpu")
+    means = {f: statistics.fmean(found) for f in ("loadgen_cpu", "cpu_idle_pct", "server_cpu") if (found := enough(f))}
+    return loadgen_verdict(means, threads, hardware_threads)
+
+
+def loadgen_verdict(means: Mapping[str, float | None], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
+    """loadgen_flags() from the means of a point's system figures (loadgen_cpu,
+    cpu_idle_pct, server_cpu), each left out or None where it has too few samples."""
+    lg, idle, server = means.get("loadgen_cpu"), means.get("cpu_idle_pct"), means.get("server_cpu")
     flags = []
-    if lg and threads and statistics.fmean(lg) / threads >= 0.8:
+    if lg is not None and threads and lg / threads >= 0.8:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
-                          f"the load generator used {statistics.fmean(lg) / threads:.0%} of a core per thread: it may "
+                          f"the load generator used {lg / threads:.0%} of a core per thread: it may "
                           "be the bottleneck; run it on another machine or use fewer clients per thread"))
-    elif idle and server and statistics.fmean(idle) < 5 and statistics.fmean(server) < 0.8 * hardware_threads:
+    elif idle is not None and server is not None and idle < 5 and server < 0.8 * hardware_threads:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
-                          f"the machine had {statistics.fmean(idle):.0f} % idle CPU while the server used "
-                          f"{statistics.fmean(server):.1f} of {hardware_threads} hardware threads: the load generator "
+                          f"the machine had {idle:.0f} % idle CPU while the server used "
+                          f"{server:.1f} of {hardware_threads} hardware threads: the load generator "
                           "competes with the database for CPU; run it on another machine"))
     return tuple(flags)
-

@@ -9,12 +9,14 @@ Merging stores is merge.py; `dbarena store info`, info.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import operator
 import sqlite3
 import uuid
+from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
 
 import orjson
 
@@ -30,6 +32,9 @@ from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, decoder, now_utc, pack, unpack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
+if TYPE_CHECKING:
+    from dbarena.stats.steadystate import Floats
+
 __all__ = ["Store", "now_utc", "MIGRATIONS", "SCHEMA_VERSION", "SYSTEM_COLUMNS", "POINT_TABLES"]
 
 _MEASUREMENT_COLUMNS = (
@@ -43,6 +48,8 @@ SYSTEM_COLUMNS = (
     "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "memory_used_bytes",
     "server_cpu", "loadgen_cpu",
 )
+# The system samples' figures a point's derived figures average (analysis.system_view).
+SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
 _SAMPLE_COLUMNS = (
     "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
     "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
@@ -53,6 +60,43 @@ _SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms")
+
+
+class LazySeconds(Sequence[float]):
+    """A point's seconds, read from the store when first indexed: most points' derived
+    figures need none (only a warm-up cut, a dip or a missing duration names a second).
+    Slices from an index to the end (what steadystate takes) stay lazy and share what
+    one of them read."""
+
+    def __init__(self, load: Callable[[], list[float]], length: int, offset: int = 0,
+                 read: list[list[float]] | None = None):
+        self._load, self._length, self._offset = load, length, offset
+        self._read = read if read is not None else []
+
+    def _values(self) -> list[float]:
+        if not self._read:
+            self._read.append(self._load())
+        return self._read[0]
+
+    def __len__(self) -> int:
+        return self._length - self._offset
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[float]: ...
+
+    def __getitem__(self, index: int | slice) -> float | Sequence[float]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1 and stop == len(self):
+                return LazySeconds(self._load, self._length, self._offset + start, self._read)
+            return self._values()[self._offset:][index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._values()[self._offset + index]
 
 
 class Store:
@@ -354,6 +398,74 @@ class Store:
                     out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
         return out
 
+    def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Floats]]:
+        """Each point's per-second (seconds, tps), the tps as a numpy array: what its
+        derived figures are computed from, without a dict of 18 columns a row (a 10 k-
+        point store holds 6 M rows). Points without samples are left out."""
+        import numpy as np  # here: most commands read no series
+
+        out: dict[int, tuple[Sequence[float], Floats]] = {}
+        wanted = sorted(set(point_ids))
+        if self.dialect.name == "sqlite":
+            # A query a point, its tps alone: the primary key (point_id, second) hands
+            # them over in order, and the seconds are read only if a figure needs them.
+            for pid in wanted:
+                tps = np.fromiter(chain.from_iterable(self.db.execute(
+                    "SELECT tps FROM samples WHERE point_id = ? ORDER BY second", (pid,))), dtype=float)
+                if len(tps):
+                    out[pid] = (LazySeconds(functools.partial(self._seconds, pid), len(tps)), tps)
+            return out
+        for chunk in chunks(wanted):  # a server: one round trip a chunk
+            rows = np.fromiter(chain.from_iterable(self.db.execute(
+                f"SELECT point_id, second, tps FROM samples WHERE point_id IN ({', '.join('?' * len(chunk))}) "
+                "ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
+            firsts = cast(list[int], np.flatnonzero(np.diff(rows[:, 0], prepend=-1.0)).tolist())
+            for first, end in zip(firsts, [*firsts[1:], len(rows)]):
+                out[int(rows[first, 0])] = (cast(list[float], rows[first:end, 1].tolist()), rows[first:end, 2].copy())
+        return out
+
+    def _seconds(self, point_id: int) -> list[float]:
+        return [second for second, in self.db.execute(
+            "SELECT second FROM samples WHERE point_id = ? ORDER BY second", (point_id,))]
+
+    def second_reader(self) -> SqlConnection | None:
+        """Another read-only connection to this SQLite store, for a thread of its own
+        (system_sums's `db`); None for a PostgreSQL store or a copy migrated in memory."""
+        if self.dialect.name != "sqlite" or self.path is None or self.dialect.migrated_from is not None:
+            return None
+        return sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+
+    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
+                    ) -> dict[int, dict[str, Any]]:
+        """Counts and sums of the system samples' CPU figures (SYSTEM_MEANS) of each
+        point, summed in SQL: over all its samples ("all"), and over those from its
+        steady start on ("steady", "steady_rows" of them; all of them where the start is
+        None). Points without system samples are left out. `db`: the connection to read
+        them with (second_reader's, from another thread), else the store's."""
+        db = db or self.db
+        sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
+
+        def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
+            return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
+        out: dict[int, dict[str, Any]] = {}
+        cut: list[int] = []
+        for chunk in chunks(sorted(starts)):
+            for pid, rows, first, *rest in db.execute(
+                    f"SELECT point_id, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
+                    f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
+                whole = figures(rest)
+                out[pid] = {"all": whole, "steady_rows": rows, "steady": whole}
+                start = starts[pid]
+                if start is not None and start > first:
+                    cut.append(pid)
+        # A warm-up cut: the steady part summed on its own (a range of the primary key).
+        for pid in cut:
+            rows, *rest = db.execute(
+                f"SELECT count(*), {sums} FROM system_samples WHERE point_id = ? AND second >= ?",
+                (pid, starts[pid])).fetchone()
+            out[pid].update(steady_rows=rows, steady=figures(rest))
+        return out
+
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
         wanted = set(point_ids)
@@ -375,7 +487,8 @@ class Store:
         """Cache derived figures; a store that cannot be written now just stays uncached."""
         if not figures:
             return
-        self.dialect.save_derived([(pid, estimator, json.dumps(f, sort_keys=True)) for pid, f in figures.items()])
+        self.dialect.save_derived([(pid, estimator, orjson.dumps(f, option=orjson.OPT_SORT_KEYS).decode())
+                                   for pid, f in figures.items()])
 
     def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """point id -> its stored latency histogram record (latency.Latencies.decode

@@ -151,7 +151,7 @@ class SQLite:
     def _cache(self, rows: list[tuple[int, int, str]]) -> None:
         """A read's derived figures kept for the next read, in a connection of their own:
         the reader's stays read-only, and only a file already checked to be a dbarena
-        store at this schema gets them (a 10 k-point store's figures cost a minute to
+        store at this schema gets them (a 10 k-point store's figures cost seconds to
         compute). A file it may not write, or one busy, is simply not written."""
         assert self.path is not None
         with contextlib.suppress(sqlite3.Error):
