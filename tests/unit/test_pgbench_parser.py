@@ -378,3 +378,22 @@ def test_command_lines():
     assert tool.prepare_argv(client, spec) == [["pgbench", "-i", "-q", "-s", "10", url]]
     # pgbench -i recreates its tables: nothing to clean up.
     assert tool.cleanup_argv(client, spec) == []
+
+
+def test_a_sample_read_by_a_parser_is_a_sample_in_every_way():
+    """Sample.read skips the frozen dataclass's setattr per field (import speed): the
+    object must be the one Sample(...) makes, frozen, hashable, comparable, copyable."""
+    import dataclasses
+    import pickle
+
+    from dbarena.model import Sample
+
+    made = Sample(12.0, 886.4, 9.016, 5.058, failed=0, threads=4)
+    read = Sample.read(12.0, 886.4, 9.016, 5.058, failed=0, threads=4)
+    assert read == made and hash(read) == hash(made) and repr(read) == repr(made)
+    assert dataclasses.asdict(read) == dataclasses.asdict(made) and pickle.loads(pickle.dumps(read)) == made
+    assert dataclasses.replace(read, tps=1.0) == dataclasses.replace(made, tps=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.tps = 3.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field"):
+        Sample.read(1.0, 2.0, tsp=3.0)

@@ -187,7 +187,7 @@ def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
     if tps is None:
         raise ParseError(TOOL, "progress line without a tps figure", lineno, line)
     # Positional, in Sample's field order (an import builds hundreds of thousands).
-    return Sample(float(second), tps, _number(lat), _number(stddev),
+    return Sample.read(float(second), tps, _number(lat), _number(stddev),
                   int(failed) if failed is not None else None, _number(lag),
                   int(skipped) if skipped is not None else None,
                   int(retried) if retried is not None else None,

@@ -176,7 +176,7 @@ def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
             raise ParseError(TOOL, "unreadable interval report line", lineno, line)
         return None  # e.g. "[ 1s ] queue length: 0, concurrency: 0" with --rate
     g = m.groupdict()
-    return Sample(
+    return Sample.read(
         second=float(g["second"]),
         threads=int(g["threads"]),
         tps=float(g["tps"]),
