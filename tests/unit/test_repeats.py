@@ -137,3 +137,17 @@ def test_a_duration_the_output_did_not_print_is_said_where_it_came_from(aws, cap
     text = _out(["results", "--store", aws], capsys)
     assert "duration of 14 imported points: taken from the tool's last interval report" in " ".join(text.split())
     assert "600.55" in _out(["results", "--wide", "--store", aws], capsys)
+
+
+def test_warnings_count_interval_reports_in_their_own_unit():
+    """sysbench reporting every 60 s: a dip is one interval of 60 s, not "1 second(s)"."""
+    from dbarena.stats import steadystate
+
+    assert steadystate.reports(1, 60.0) == "1 interval of 60 s"
+    assert steadystate.reports(3, 1.0) == "3 seconds" and steadystate.reports(1, 1.0) == "1 second"
+    seconds = [60.0 * k for k in range(1, 11)]
+    values = [900.0, 1000.0, 1010.0, 990.0, 1005.0, 200.0, 1000.0, 995.0, 1002.0, 998.0]
+    found = steadystate.steady_state(seconds, values, 600)
+    (dips,) = [f for f in found.flags if f.code == steadystate.Warning_.DIPS]
+    assert dips.message.startswith("1 interval of 60 s with throughput far below the rest")
+    assert steadystate.report_interval(seconds) == 60.0 and steadystate.report_interval([5.0]) == 1.0

@@ -33,8 +33,9 @@ SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 3  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
-# 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples
+ESTIMATOR_VERSION = 4  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+# 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples;
+# 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)")
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 

@@ -334,6 +334,22 @@ def steady_states(seconds: Sequence[Sequence[float]], series: Sequence[Floats],
     return out
 
 
+def report_interval(seconds: Sequence[float]) -> float:
+    """How often the tool reported: the median step between its interval reports (1 s
+    for pgbench -P 1; 60 s for a sysbench --report-interval=60 someone published)."""
+    if len(seconds) < 2:
+        return 1.0
+    return float(statistics.median(b - a for a, b in zip(seconds, seconds[1:]))) or 1.0
+
+
+def reports(count: int, step: float) -> str:
+    """A count of interval reports in the data's own unit: seconds where the tool
+    reported every second, else intervals of their length ("3 intervals of 60 s")."""
+    if abs(step - 1.0) < 0.01:
+        return f"{count} second{'' if count == 1 else 's'}"
+    return f"{count} interval{'' if count == 1 else 's'} of {step:g} s"
+
+
 def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estimate | None, cv: float | None,
             found: tuple[float, ...], drift: float | None, duration_s: float | None) -> SteadyState:
     """One series' SteadyState from its figures, with the warnings they call for."""
@@ -341,19 +357,20 @@ def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estima
     interval = est.interval() if est else None
     flags = []
     duration = duration_s or (seconds[-1] if len(seconds) else 0)
+    step = report_interval(seconds)
     if est is None:
         flags.append(Flag(Warning_.SHORT_SERIES,
-                          f"only {n} steady-state seconds: too few for an interval within the run; "
+                          f"only {reports(n, step)} in the steady state: too few for an interval within the run; "
                           f"use a --duration of {ADVISED_DURATION_S} s or more"))
     if duration and start_s > duration / 3:
         flags.append(Flag(Warning_.LONG_WARMUP,
                           f"warm-up took {start_s:.0f} s of a {duration:.0f} s point: use a longer --duration "
                           "so that the steady state dominates"))
     if found:
-        gaps = [b - a for a, b in zip(found, found[1:]) if b - a > 1]
+        gaps = [b - a for a, b in zip(found, found[1:]) if b - a > 1.5 * step]
         every = f", about every {statistics.median(gaps):.0f} s" if len(gaps) >= 2 else ""
         flags.append(Flag(Warning_.DIPS,
-                          f"{len(found)} second(s) with throughput far below the rest{every} "
+                          f"{reports(len(found), step)} with throughput far below the rest{every} "
                           "(periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size)"))
     trend_pct = None
     if drift is not None:
