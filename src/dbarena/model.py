@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ class PointResult:
     samples: tuple[Sample, ...] = ()
     error: str | None = None
     system: tuple = ()  # sysmetrics.SystemSample, one per second
+    server: Any = None  # serverside.series.ServerSeries: the server's own view (None: not sampled)
     phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
 
     @property
