@@ -14,6 +14,7 @@ from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, terminal
+from dbarena.serverside.stored import attach_bounds
 from dbarena.stats import analysis, configkey
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
@@ -115,6 +116,8 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
                                       variants=tuple(variants))
         rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
+        if not summary:
+            attach_bounds(db, rows)  # each point's bound (stats/bound.py), beside its figures
         if summary:
             rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:

@@ -298,7 +298,10 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("failed\ntx", "right", lambda r: _fmt(r["failed_transactions"]), WIDE_ONLY),
     Column("errors", "right", lambda r: _fmt(r["errors"]), WIDE_ONLY),
     Column("warn", "left", _warnings),
+    # What bound the point, from the server's own series and the machine's (stats/bound.py).
+    Column("bound", "left", lambda r: r.get("bound") or "-", 2),
     Column("status", "left", _status, wraps=True),
+    Column("bound evidence", "left", lambda r: r.get("bound_evidence") or "-", WIDE_ONLY),
 )
 
 
@@ -323,7 +326,10 @@ def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = Fa
     """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
-    return _fitted(title, POINT_COLUMNS, rows, wide, _notes(rows))
+    # The bound columns only where a point has one (its server was sampled): none for imports.
+    columns = POINT_COLUMNS if any(r.get("bound") for r in rows) else \
+        tuple(c for c in POINT_COLUMNS if c.header not in ("bound", "bound evidence"))
+    return _fitted(title, columns, rows, wide, _notes(rows))
 
 
 def _half_width(r: dict) -> str:
