@@ -75,3 +75,10 @@ def test_iowait_past_its_threshold_is_io():
 def test_nothing_sampled_says_so():
     assert bound.classify(None, [], hardware_threads=2, loadgen_threads=1, clients=1) == \
         bound.PointBound(bound.NONE, "too few samples to tell")
+
+
+def test_a_level_s_repeats_share_their_bound_or_say_how_they_split():
+    assert bound.of_group([bound.LOCKS, bound.LOCKS, None]) == bound.LOCKS
+    assert bound.of_group([bound.MACHINE_CPU, bound.LOCKS, bound.LOCKS]) == \
+        f"{bound.LOCKS} 2/3, {bound.MACHINE_CPU} 1/3"
+    assert bound.of_group([None, None]) is None

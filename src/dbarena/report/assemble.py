@@ -21,6 +21,7 @@ from dbarena.errors import ToolMissing, UsageError
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
 from dbarena.stats import analysis, history
+from dbarena.serverside.stored import attach_bounds
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
 
@@ -57,7 +58,7 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
-    rows = analysis.load(store, labels=tuple(labels))
+    rows = attach_bounds(store, analysis.load(store, labels=tuple(labels)))
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
     levels = sorted({r["threads"] for r in rows})

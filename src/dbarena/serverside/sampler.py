@@ -62,6 +62,7 @@ class ServerSampler:
         self.origin = clock() if origin is None else origin
         self.builder = Builder()
         self.stopped: str | None = None
+        self.cpu_s: float | None = None  # the thread's own CPU time, once it ends
         self.reader: Reader | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="dbarena-server-sampler")
@@ -86,6 +87,7 @@ class ServerSampler:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         assert self.reader is not None
         previous_t, previous = self._first
+        cpu_start = time.thread_time()
         try:
             while not self._stop.wait(self.interval_s):
                 values = self.reader.read()
@@ -99,6 +101,7 @@ class ServerSampler:
                 self.stopped = f"stopped at {second} s: {_one_line(exc)}"
         finally:
             self._close()
+            self.cpu_s = round(time.thread_time() - cpu_start, 6)
 
     def _close(self) -> None:
         if self.reader is not None:
@@ -113,4 +116,4 @@ class ServerSampler:
             if self._thread.is_alive() and self.stopped is None:
                 self.stopped = f"the server did not answer a reading within {STOP_WAIT_S:.0f} s at the end"
         notes = self.reader.notes if self.reader is not None else ()
-        return self.builder.build(self.engine, notes, self.stopped)
+        return self.builder.build(self.engine, notes, self.stopped, self.cpu_s)

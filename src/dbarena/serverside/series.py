@@ -33,20 +33,23 @@ class ServerSeries:
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     stopped: str | None = None
+    sampler_cpu_s: float | None = None  # CPU time of the sampling thread itself (its cost, in dbarena)
     bound: str | None = None      # stats/bound.py's kind, filled in when the point is stored
     evidence: str | None = None
 
     def encode(self) -> str:
         return orjson.dumps({"engine": self.engine, "seconds": list(self.seconds),
                              "series": {k: list(v) for k, v in sorted(self.series.items())},
-                             "notes": list(self.notes), "stopped": self.stopped}).decode()
+                             "notes": list(self.notes), "stopped": self.stopped,
+                             "sampler_cpu_s": self.sampler_cpu_s}).decode()
 
     @classmethod
     def decode(cls, text: str | bytes, bound: str | None = None, evidence: str | None = None) -> "ServerSeries":
         raw: dict[str, Any] = orjson.loads(text)
         return cls(engine=raw["engine"], seconds=tuple(raw.get("seconds") or ()),
                    series={k: tuple(v) for k, v in (raw.get("series") or {}).items()},
-                   notes=tuple(raw.get("notes") or ()), stopped=raw.get("stopped"), bound=bound, evidence=evidence)
+                   notes=tuple(raw.get("notes") or ()), stopped=raw.get("stopped"),
+                   sampler_cpu_s=raw.get("sampler_cpu_s"), bound=bound, evidence=evidence)
 
 
 def rates(before: Mapping[str, float | None], after: Mapping[str, float | None], dt: float,
@@ -88,6 +91,8 @@ class Builder:
             if len(column) == n:
                 column.append(0.0 if name.startswith(WAIT) else None)
 
-    def build(self, engine: str, notes: tuple[str, ...], stopped: str | None) -> ServerSeries:
+    def build(self, engine: str, notes: tuple[str, ...], stopped: str | None,
+              sampler_cpu_s: float | None = None) -> ServerSeries:
         return ServerSeries(engine=engine, seconds=tuple(self.seconds),
-                            series={k: tuple(v) for k, v in self.series.items()}, notes=notes, stopped=stopped)
+                            series={k: tuple(v) for k, v in self.series.items()}, notes=notes, stopped=stopped,
+                            sampler_cpu_s=sampler_cpu_s)

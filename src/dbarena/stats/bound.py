@@ -170,3 +170,18 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
     if busy is not None and busy >= 100 * SATURATED:
         return PointBound(MACHINE_CPU, "; ".join([cpu, *notes]))
     return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
+
+
+def of_group(kinds: Iterable[str | None]) -> str | None:
+    """The bound of a level's repeats: their one bound where they agree, else each with
+    its count, most frequent first ("locks 2/3, machine CPU 1/3"); None if none has one."""
+    known = [k for k in kinds if k]
+    if not known:
+        return None
+    counts: dict[str, int] = {}
+    for k in known:
+        counts[k] = counts.get(k, 0) + 1
+    if len(counts) == 1:
+        return known[0]
+    ranked = sorted(counts.items(), key=lambda kc: (-kc[1], KINDS.index(kc[0]) if kc[0] in KINDS else len(KINDS)))
+    return ", ".join(f"{k} {c}/{len(known)}" for k, c in ranked)

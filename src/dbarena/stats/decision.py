@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbarena.stats import bound as point_bound
 from dbarena.stats import metric
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
@@ -151,7 +152,14 @@ MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
 
 def bound(points: Sequence[dict[str, Any]]) -> str:
     """What bound one side at one level (its repeats, analysis.load rows with their
-    derived system view), in words with the figure that says so."""
+    derived system view), in words with the figure that says so; where the rows carry
+    each point's bound from the server's own series (serverside.stored), that too."""
+    said = _machine_bound(points)
+    per_point = point_bound.of_group(p.get("bound") for p in points if p.get("status") == "ok")
+    return f"{said}; per point: {per_point}" if per_point else said
+
+
+def _machine_bound(points: Sequence[dict[str, Any]]) -> str:
     ok = [p for p in points if p.get("status") == "ok"]
     if not ok or all((p.get("samples") or 0) < MIN_SAMPLES or p.get("cpu_busy_pct") is None for p in ok):
         return "too few samples to tell"
