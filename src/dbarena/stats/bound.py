@@ -185,3 +185,19 @@ def of_group(kinds: Iterable[str | None]) -> str | None:
         return known[0]
     ranked = sorted(counts.items(), key=lambda kc: (-kc[1], KINDS.index(kc[0]) if kc[0] in KINDS else len(KINDS)))
     return ", ".join(f"{k} {c}/{len(known)}" for k, c in ranked)
+
+
+def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
+    """What the report's per-second chart overlays on the throughput, from a point's
+    server record: (what it is, one value per second). PostgreSQL: the backends seen
+    waiting on locks, WAL or I/O; MariaDB/MySQL: the clients waiting on row locks on
+    average (Innodb_row_lock_time, ms per second / 1000)."""
+    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
+    n = len(record.get("seconds") or ())
+    if record.get("engine") == "postgres":
+        chosen = [v for name, v in series.items() if name.startswith(WAIT)
+                  and wait_class(name[len(WAIT):]) in (LOCKS, WAL, IO)]
+        return ("backends waiting on locks, WAL or I/O",
+                [float(sum(c[i] or 0 for c in chosen)) for i in range(n)])
+    times = series.get("status.Innodb_row_lock_time") or [None] * n
+    return "clients waiting on row locks", [v / 1000.0 if v is not None else None for v in times]
