@@ -193,7 +193,9 @@ class Sweep:
             {"seconds": series.seconds, "series": series.series}, [vars(s) for s in result.system],
             hardware_threads=self.hardware_threads[run_id], loadgen_threads=result.spec.threads,
             clients=result.spec.clients)
-        return replace(series, bound=found.kind, evidence=found.evidence)
+        tps = result.measurement.tps if result.measurement is not None else None
+        return replace(series, bound=found.kind, evidence=found.evidence,
+                       figures=point_bound.figures({"seconds": series.seconds, "series": series.series}, tps))
 
     # ------------------------------------------------------------ datasets
 

@@ -82,3 +82,27 @@ def test_a_level_s_repeats_share_their_bound_or_say_how_they_split():
     assert bound.of_group([bound.MACHINE_CPU, bound.LOCKS, bound.LOCKS]) == \
         f"{bound.LOCKS} 2/3, {bound.MACHINE_CPU} 1/3"
     assert bound.of_group([None, None]) is None
+
+
+def test_figures_are_wait_shares_and_counters_per_transaction():
+    f = _load("pg15-tpcb-scale1-16clients")
+    record = f["server"]
+    tps = 1000.0
+    figures = bound.figures(record, tps)
+    waits = {n: sum(v or 0 for v in vs) for n, vs in record["series"].items() if n.startswith("wait.")}
+    assert figures["wait.Lock:transactionid"] == pytest.approx(waits["wait.Lock:transactionid"] /
+                                                                sum(waits.values()))
+    commits = [v for v in record["series"]["xact_commit"] if v is not None]
+    assert figures["xact_commit"] == pytest.approx(sum(commits) / len(commits) / tps)
+    assert "xact_commit" not in bound.figures(record, None)  # no throughput: no per-transaction figure
+
+
+def test_the_figure_that_differs_most_between_two_real_points():
+    locks = bound.figures(_load("pg15-tpcb-scale1-16clients")["server"], 1000.0)
+    cached = bound.figures(_load("pg15-select-only-scale1-4clients")["server"], 1000.0)
+    name, x, y = bound.differs_most(locks, cached)
+    ratios = {n: abs(math.log(max(locks.get(n, 0), 0.01 if n.startswith("wait.") else 0.001)
+                              / max(cached.get(n, 0), 0.01 if n.startswith("wait.") else 0.001)))
+              for n in set(locks) | set(cached)}
+    assert ratios[name] == max(ratios.values()) and (x, y) == (locks.get(name, 0.0), cached.get(name, 0.0))
+    assert bound.differs_most({}, {}) is None

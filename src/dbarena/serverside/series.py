@@ -36,6 +36,7 @@ class ServerSeries:
     sampler_cpu_s: float | None = None  # CPU time of the sampling thread itself (its cost, in dbarena)
     bound: str | None = None      # stats/bound.py's kind, filled in when the point is stored
     evidence: str | None = None
+    figures: Mapping[str, float] | None = None  # stats/bound.figures, filled in alike
 
     def encode(self) -> str:
         return orjson.dumps({"engine": self.engine, "seconds": list(self.seconds),

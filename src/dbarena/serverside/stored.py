@@ -9,7 +9,8 @@ from dbarena.interfaces import ResultStore
 
 
 def attach_bounds(store: ResultStore, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row (analysis.load's) with `bound` and `bound_evidence`: None for a point
+    """Each row (analysis.load's) with `bound`, `bound_evidence` and `server_figures`
+    (stats/bound.figures, what compare's "why" reads): None for a point
     whose server was not sampled (imported, --no-server-metrics, or stored before
     schema 16). Reads only those two columns, not the series."""
     read = getattr(store, "server_series", None)
@@ -18,4 +19,5 @@ def attach_bounds(store: ResultStore, rows: list[dict[str, Any]]) -> list[dict[s
         got = found.get(row["point_id"]) or {}
         row["bound"] = got.get("bound")
         row["bound_evidence"] = got.get("evidence")
+        row["server_figures"] = got.get("figures")
     return rows

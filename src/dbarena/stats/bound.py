@@ -14,6 +14,7 @@ the backends spent their time. MariaDB/MySQL: the time spent waiting for row loc
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -201,3 +202,58 @@ def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
                 [float(sum(c[i] or 0 for c in chosen)) for i in range(n)])
     times = series.get("status.Innodb_row_lock_time") or [None] * n
     return "clients waiting on row locks", [v / 1000.0 if v is not None else None for v in times]
+
+
+# Read as they are (how many at an instant), not as rates: never divided by throughput.
+GAUGES = frozenset({"status.Threads_running", "status.Innodb_row_lock_current_waits"})
+
+
+def figures(record: Mapping[str, Any], tps: float | None) -> dict[str, float]:
+    """A point's server figures that two points can be compared by, whatever their
+    throughput: each wait event's share of the active-backend samples (`wait.`), each
+    counter per transaction (its mean rate / the tool's TPS; left out without a TPS), each
+    gauge's mean. Names never seen move are left out."""
+    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
+    waits = {n: sum(v or 0 for v in values) for n, values in series.items() if n.startswith(WAIT)}
+    total = sum(waits.values())
+    out: dict[str, float] = {n: c / total for n, c in waits.items() if total and c}
+    for name, values in series.items():
+        if name.startswith(WAIT):
+            continue
+        mean = _mean(values)
+        if not mean:
+            continue
+        if name in GAUGES:
+            out[name] = mean
+        elif tps:
+            out[name] = mean / tps
+    return out
+
+
+# Below these, a figure is too small for its ratio to mean anything (a wait seen in
+# 1 % of the samples; a counter moving once in a thousand transactions).
+_MIN_FIGURE = {"wait": 0.01, "rate": 0.001}
+
+
+def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[str, float, float] | None:
+    """The figure (of figures()) whose two sides lie farthest apart as a ratio, with
+    both values; None where nothing comparable is large enough on either side. A figure
+    one side lacks counts as 0 there (that wait never seen, that counter never moved)."""
+    best: tuple[float, str, float, float] | None = None
+    for name in set(a) | set(b):
+        x, y = a.get(name, 0.0), b.get(name, 0.0)
+        floor = _MIN_FIGURE["wait" if name.startswith(WAIT) else "rate"]
+        if max(x, y) < floor:
+            continue
+        spread = abs(math.log(max(x, floor) / max(y, floor)))
+        if best is None or spread > best[0]:
+            best = (spread, name, x, y)
+    return None if best is None else (best[1], best[2], best[3])
+
+
+def figure_text(name: str, value: float) -> str:
+    if name.startswith(WAIT):
+        return f"{100 * value:.0f} % of active-backend samples"
+    if name in GAUGES:
+        return f"{value:.3g} on average"
+    return f"{value:.3g} per transaction"

@@ -192,9 +192,27 @@ def _why(d: Decision, points: Sequence[dict[str, Any]]) -> str | None:
     workload = d.workload.split(" [", 1)[0] if d.workload else None
     here = [p for p in points if p.get("engine") == d.engine and p.get("workload") == workload
             and p.get("threads") == threads]
-    sides = [f"{name}: {bound([p for p in here if name in (p.get('label'), p.get('variant'))])}"
-             for name in (d.label, d.baseline)]
-    return f"at {threads} thread(s), " + "; ".join(sides)
+    of_side = [[p for p in here if name in (p.get('label'), p.get('variant'))] for name in (d.label, d.baseline)]
+    sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
+    return f"at {threads} thread(s), " + "; ".join(sides) + _server_difference(d.label, d.baseline, *of_side)
+
+
+def _server_difference(label: str, baseline: str, ours: Sequence[dict[str, Any]],
+                       theirs: Sequence[dict[str, Any]]) -> str:
+    """The server-side figure (point_bound.figures, each side's mean over its repeats)
+    that differs most between the two sides, where both were sampled."""
+    def mean_figures(points: Sequence[dict[str, Any]]) -> dict[str, float]:
+        sampled = [p["server_figures"] for p in points if p.get("status") == "ok" and p.get("server_figures")]
+        names = {n for f in sampled for n in f}
+        return {n: sum(f.get(n, 0.0) for f in sampled) / len(sampled) for n in names}
+
+    a, b = mean_figures(ours), mean_figures(theirs)
+    found = point_bound.differs_most(a, b) if a and b else None
+    if found is None:
+        return ""
+    name, x, y = found
+    return (f"; the server's figure that differs most: {name.removeprefix('wait.')} "
+            f"{point_bound.figure_text(name, x)} ({label}) against {point_bound.figure_text(name, y)} ({baseline})")
 
 
 def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[dict[str, Any]] = ()) -> list[Decision]:

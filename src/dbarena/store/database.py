@@ -227,8 +227,11 @@ class Store:
             [(point_id, *(getattr(s, c) for c in SYSTEM_COLUMNS)) for s in result.system],
         )
         if result.server is not None:
-            self.db.execute("INSERT INTO server_series (point_id, bound, evidence, record) VALUES (?, ?, ?, ?)",
-                            (point_id, result.server.bound, result.server.evidence, result.server.encode()))
+            figures = result.server.figures
+            self.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (point_id, result.server.bound, result.server.evidence, result.server.encode(),
+                             json.dumps(dict(figures), sort_keys=True) if figures is not None else None))
         return point_id
 
     def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]],
@@ -397,15 +400,16 @@ class Store:
         return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
-        """point id -> {"bound", "evidence", and with `records` "record" (the decoded
-        ServerSeries JSON)}; points the server was not sampled for are left out."""
+        """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
+        decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
         out: dict[int, dict[str, Any]] = {}
-        wanted = "bound, evidence, record" if records else "bound, evidence"
+        wanted = "bound, evidence, figures, record" if records else "bound, evidence, figures"
         for chunk in chunks(sorted(set(point_ids))):
             for row in self.db.execute(f"SELECT point_id, {wanted} FROM server_series WHERE point_id IN "
                                        f"({', '.join('?' * len(chunk))})", tuple(chunk)):
                 out[row[0]] = {"bound": row[1], "evidence": row[2],
-                               **({"record": orjson.loads(row[3])} if records else {})}
+                               "figures": orjson.loads(row[3]) if row[3] is not None else None,
+                               **({"record": orjson.loads(row[4])} if records else {})}
         return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"

@@ -280,13 +280,15 @@ MIGRATIONS: list[str] = [
     views.DROP + views.sqlite(15),
     # 16: the server's own view of each point (serverside/): its per-second series over
     # SQL as one JSON record (a 600 s point is one row to read, whatever the names its
-    # server reports), with the point's bound and the evidence for it (stats/bound.py).
+    # server reports), with the point's bound and the evidence for it (stats/bound.py)
+    # and its figures (per transaction, or shares of the wait samples) for comparisons.
     """
     CREATE TABLE server_series (
         point_id  INTEGER PRIMARY KEY REFERENCES points(id),
         bound     TEXT,
         evidence  TEXT,
-        record    TEXT NOT NULL
+        record    TEXT NOT NULL,
+        figures   TEXT
     );
     """,
 ]

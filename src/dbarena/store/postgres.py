@@ -67,7 +67,8 @@ MIGRATIONS: dict[int, str] = {
         point_id  bigint PRIMARY KEY REFERENCES points(id),
         bound     text,
         evidence  text,
-        record    text NOT NULL
+        record    text NOT NULL,
+        figures   text
     );
     """,
 }

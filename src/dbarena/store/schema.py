@@ -182,6 +182,7 @@ TABLES: tuple[Table, ...] = (
         _c("bound", "text"),                     # stats/bound.py's kind: locks, I/O, server CPU ...
         _c("evidence", "text"),                  # the figures that say so, in words
         _nn("record", "text"),                   # JSON: serverside.series.ServerSeries.encode
+        _c("figures", "text"),                   # JSON: stats/bound.figures, what comparisons read
     )),
 )
 
