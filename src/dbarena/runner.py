@@ -365,10 +365,9 @@ class Sweep:
 
         started = now_utc()
         # Its connection is made and its first reading taken before the point starts.
-        server = ServerSampler(target.engine, target.connect).start() if self.sample_server else None
-        origin = time.monotonic()  # second 0 of both samplers (the system one starts now too)
+        server = ServerSampler(target.engine, target.connect).connect() if self.sample_server else None
         if server is not None:
-            server.origin = origin
+            server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
         sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None
 
         def on_start(pid: int) -> None:

@@ -298,8 +298,9 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("failed\ntx", "right", lambda r: _fmt(r["failed_transactions"]), WIDE_ONLY),
     Column("errors", "right", lambda r: _fmt(r["errors"]), WIDE_ONLY),
     Column("warn", "left", _warnings),
-    # What bound the point, from the server's own series and the machine's (stats/bound.py).
-    Column("bound", "left", lambda r: r.get("bound") or "-", 2),
+    # What bound the point, from the server's own series and the machine's (stats/bound.py);
+    # the first to go for the width (--wide shows it with its evidence).
+    Column("bound", "left", lambda r: r.get("bound") or "-", 4),
     Column("status", "left", _status, wraps=True),
     Column("bound evidence", "left", lambda r: r.get("bound_evidence") or "-", WIDE_ONLY),
 )

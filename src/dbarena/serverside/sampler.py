@@ -68,17 +68,27 @@ class ServerSampler:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="dbarena-server-sampler")
         self._connect = connect
 
-    def start(self) -> "ServerSampler":
-        """Connect and take the first reading now, before the point starts; then sample
-        in the background. A failure is kept in `stopped`, never raised."""
+    def connect(self) -> "ServerSampler":
+        """Connect and take the first reading now, before the point starts. A failure
+        is kept in `stopped`, never raised."""
         try:
             self.reader = open_reader(self.engine, self._connect)
             self._first = (self.clock(), self.reader.read())
         except Exception as exc:  # the drivers' errors differ; none may fail the point
             self.stopped = f"could not read the server's statistics: {_one_line(exc)}"
             self._close()
-            return self
-        self._thread.start()
+            self.reader = None
+        return self
+
+    def start(self, origin: float | None = None) -> "ServerSampler":
+        """Sample in the background from now on (connected first if not yet), its
+        seconds counted from `origin` (default: as given when made)."""
+        if self.reader is None and self.stopped is None:
+            self.connect()
+        if origin is not None:
+            self.origin = origin
+        if self.reader is not None:
+            self._thread.start()
         return self
 
     def _loop(self) -> None:
@@ -115,5 +125,5 @@ class ServerSampler:
             self._thread.join(timeout=STOP_WAIT_S)
             if self._thread.is_alive() and self.stopped is None:
                 self.stopped = f"the server did not answer a reading within {STOP_WAIT_S:.0f} s at the end"
-        notes = self.reader.notes if self.reader is not None else ()
+        notes = self.reader.notes if self.reader is not None else ()  # (kept after it closes)
         return self.builder.build(self.engine, notes, self.stopped, self.cpu_s)
