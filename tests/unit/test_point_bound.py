@@ -35,7 +35,7 @@ def test_the_stored_bound_is_what_the_stored_series_give(name):
 def test_contended_tpcb_is_lock_bound_and_names_its_wait_events():
     found = _classify(_load("pg15-tpcb-scale1-16clients"))
     assert found.kind == bound.LOCKS
-    assert found.evidence.startswith("Lock:transactionid ") and "of active-backend samples" in found.evidence
+    assert found.evidence.startswith("Lock:transactionid ") and " active-backend samples" in found.evidence
 
 
 def test_two_client_updates_wait_for_the_wal_and_the_checkpoint_is_placed():
@@ -46,11 +46,12 @@ def test_two_client_updates_wait_for_the_wal_and_the_checkpoint_is_placed():
     assert at and f"checkpoint at {at[0]} s" in found.evidence
 
 
-def test_cached_select_only_is_on_the_cpu():
+def test_cached_select_only_is_the_cpu_and_its_few_wait_samples_decide_nothing():
+    # Its transactions are so short that once-a-second looks caught a backend busy once.
     f = _load("pg15-select-only-scale1-4clients")
     found = _classify(f)
-    assert found.kind not in (bound.LOCKS, bound.WAL, bound.IO)
-    assert "on CPU in 100 % of active-backend samples" in found.evidence
+    assert found.kind == bound.MACHINE_CPU
+    assert "only 1 active-backend sample(s): too few to tell from the waits" in found.evidence
 
 
 def test_mariadb_row_lock_waits_are_evidence_and_decide_once_they_hold_enough_clients():

@@ -43,6 +43,9 @@ MISS_SHARE = 0.05
 # The server waiting for its clients (PostgreSQL's Client:ClientRead inside a
 # transaction) in this share of the samples: the load generator is the bound.
 CLIENT_SHARE = 0.5
+# Fewer active-backend samples than this (a point of short transactions catches its
+# backends busy in few of its once-a-second looks) say too little to decide from.
+MIN_WAIT_SAMPLES = 10
 
 # PostgreSQL wait events by class; other events (Activity, IPC, Timeout ...) count in
 # the total only.
@@ -102,7 +105,9 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
     waits = {name[len(WAIT):]: sum(v or 0 for v in values) for name, values in series.items()
              if name.startswith(WAIT)}
     total = sum(waits.values())
-    if total:
+    if 0 < total < MIN_WAIT_SAMPLES:
+        notes.append(f"only {total:.0f} active-backend sample(s): too few to tell from the waits")
+    elif total:
         by_class: dict[str, float] = {}
         for event, count in waits.items():
             cls = wait_class(event)
@@ -114,13 +119,13 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
             share = by_class.get(cls, 0) / total
             if share >= WAIT_SHARE:
                 named = [f"{e} {_pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
-                found.append((cls, share, f"{' and '.join(named)} of active-backend samples"))
+                found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
         client = by_class.get(LOADGEN, 0) / total
         if client >= CLIENT_SHARE:
-            found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of active-backend "
-                                           "samples"))
+            found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of {total:.0f} "
+                                           "active-backend samples"))
         cpu_share = by_class.get(SERVER_CPU, 0) / total
-        notes.append(f"on CPU in {_pct(cpu_share)} of active-backend samples")
+        notes.append(f"on CPU in {_pct(cpu_share)} of {total:.0f} active-backend samples")
 
     lock_ms = _mean(series.get("status.Innodb_row_lock_time") or ())
     if lock_ms is not None and clients:
