@@ -187,6 +187,7 @@ class PointResult:
     samples: tuple[Sample, ...] = ()
     error: str | None = None
     system: tuple = ()  # sysmetrics.SystemSample, one per second
+    server: Any = None  # serverside.series.ServerSeries: the server's own view (None: not sampled)
     phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
 
     @property

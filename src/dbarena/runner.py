@@ -34,6 +34,8 @@ from dbarena.interfaces import Completed, Executor, LatencyDistribution, Reporte
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store.database import now_utc
 from dbarena.host.sysmetrics import Sampler
+from dbarena.serverside.sampler import ServerSampler
+from dbarena.stats import bound as point_bound
 from dbarena.workloads import WORKLOADS
 
 
@@ -94,7 +96,8 @@ class Sweep:
 
     def __init__(self, *, targets: Mapping[str, Bound], store: ResultStore, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
-                 latency_sampling: float | None = 1.0):  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
+                 latency_sampling: float | None = 1.0,  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
+                 sample_server: bool = True):
         self.targets = targets
         self.store = store
         self.reporter = reporter
@@ -102,6 +105,8 @@ class Sweep:
         self.fail_fast = fail_fast
         self.init = init
         self.sample_system = sample_system
+        self.sample_server = sample_server  # the server's own statistics over SQL (serverside/)
+        self.hardware_threads: dict[int, int] = {}  # run id -> those its server could use
         # The share of transactions a tool with a per-transaction log (pgbench -l) logs
         # for the percentiles; None: no log.
         self.latency_sampling = latency_sampling
@@ -165,6 +170,8 @@ class Sweep:
             # Stored apart from what was measured: the point's details, not its time.
             result = replace(result, measurement=replace(result.measurement, details={
                 **result.measurement.details, "restore_s": round(restored, 3)}))
+        if result.server is not None:
+            result = replace(result, server=self._with_bound(bound.run_id, result))
         try:
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
@@ -175,6 +182,20 @@ class Sweep:
         # cannot take the cache right now does not stop the run (reads recompute it).
         with contextlib.suppress(*self.store.errors):
             analysis.derive(self.store, bound.run_id, [point_id])
+
+    def _with_bound(self, run_id: int, result: PointResult):  # -> ServerSeries
+        """The point's server series with its bound and the evidence (stats/bound.py)."""
+        if run_id not in self.hardware_threads:
+            run = self.store.run(run_id)
+            self.hardware_threads[run_id] = analysis.run_threads(run) if run is not None else 1
+        series = result.server
+        found = point_bound.classify(
+            {"seconds": series.seconds, "series": series.series}, [vars(s) for s in result.system],
+            hardware_threads=self.hardware_threads[run_id], loadgen_threads=result.spec.threads,
+            clients=result.spec.clients)
+        tps = result.measurement.tps if result.measurement is not None else None
+        return replace(series, bound=found.kind, evidence=found.evidence,
+                       figures=point_bound.figures({"seconds": series.seconds, "series": series.series}, tps))
 
     # ------------------------------------------------------------ datasets
 
@@ -343,6 +364,10 @@ class Sweep:
                 reporter.sample(spec, sample)
 
         started = now_utc()
+        # Its connection is made and its first reading taken before the point starts.
+        server = ServerSampler(target.engine, target.connect).connect() if self.sample_server else None
+        if server is not None:
+            server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
         sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None
 
         def on_start(pid: int) -> None:
@@ -357,9 +382,11 @@ class Sweep:
                                      cpus=bound.loadgen_cpus, cwd=work_dir, stdin=stdin)
         finally:
             system = tuple(sampler.stop()) if sampler is not None else ()
+            server_series = server.stop() if server is not None else None
         ended = now_utc()
         common = dict(spec=spec, started_at=started, ended_at=ended, command=tuple(done.argv),
-                      exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system)
+                      exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system,
+                      server=server_series)
         if done.returncode != 0:
             return PointResult(status="failed", error=_failure_reason(done, target.problem()),
                                samples=tool.read_samples(done.stdout, done.stderr), **common)  # type: ignore[arg-type]

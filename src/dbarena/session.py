@@ -307,7 +307,7 @@ def _bindir(entry: EngineEntry) -> Path | None:
 def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
         quiet: bool = False, keep: bool = False, init: bool = True, host_facts: dict | None = None,
         resume: str | None = None, clock: Callable[[], float] = time.monotonic, system_metrics: bool = True,
-        estimated: Estimate | None = None) -> Outcome:
+        estimated: Estimate | None = None, server_metrics: bool = True) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
 
     Progress goes to `reporter`: by default the progress lines of `dbarena run` on
@@ -323,7 +323,8 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     `resume` (an invocation: see resumable) continues the runs of an earlier
     `dbarena run` of this study: points stored ok are not run again, new points
     join the same runs. `system_metrics` False: no once-a-second sampling of the
-    machine's CPU, disk and memory (bench/overhead measures what it costs).
+    machine's CPU, disk and memory (bench/overhead measures what it costs);
+    `server_metrics` False: none of the server's own statistics over SQL (serverside/).
     """
     reporter = SILENT if quiet else reporter or default_reporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
@@ -355,7 +356,8 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
-                   clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where)
+                   clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
+                   server_metrics=server_metrics)
     switch = smt_switch.Switch() if switching else None
     try:
         _run_parts(ctx, parts, switch)
@@ -516,6 +518,7 @@ class _Context:
     deadline: float | None  # of the budget, on clock
     placements: dict[tuple[str, str], Placement] = field(default_factory=dict)  # [cpus]: (engine, variant) ->
     system_metrics: bool = True
+    server_metrics: bool = True
 
 
 @dataclass
@@ -644,7 +647,8 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     ctx.reporter.stage(_plan_line(study, engine_plan))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
-                  latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics)
+                  latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics,
+                  sample_server=ctx.server_metrics)
     if study.precision is None:
         _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
     else:

@@ -224,7 +224,7 @@ def test_the_readme_dashboard_queries_run(database, public_tmp):
 
 def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(database, public_tmp, monkeypatch):
     """Stores created by the dbarena before histograms (base 12) gain the columns and the
-    table, and keep what they held."""
+    table (and schema 16's server_series), and keep what they held."""
     url, password = database
     monkeypatch.setenv("PGPASSWORD", password)
     with Store(url):
@@ -234,6 +234,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         # and with its own views (today's read the columns)
         conn.execute(views.DROP)
         conn.execute("DROP TABLE latency_histograms")
+        conn.execute("DROP TABLE server_series")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
@@ -242,11 +243,13 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
                    "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}]
+        [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}]
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
                                     "JOIN v_points v ON v.point_id = p.id")
     assert point["latency_p90_ms"] > 0 and point["latency_p999_ms"] > 0 and json.loads(point["record"])["count"] > 0
+    (server,) = query(url, password, "SELECT bound, record FROM server_series")
+    assert server["bound"] and json.loads(server["record"])["engine"] == "postgres"
 
 
 def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(database, tmp_path, monkeypatch):
@@ -269,8 +272,9 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
     with Store(url) as db:
         old = add_point(db)
     with psycopg.connect(url, password=password, autocommit=True) as conn:
-        # what the base schema 13 was: today's tables, the views of schema 12
+        # what the base schema 13 was: today's tables but schema 16's, the views of schema 12
         conn.execute(views.DROP)
+        conn.execute("DROP TABLE server_series")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
     assert "latency_p90_ms" not in query(url, password, "SELECT * FROM v_points")[0]
@@ -278,7 +282,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         assert db.version == SCHEMA_VERSION
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 13}, {"version": 14}, {"version": 15}]
+        [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
     # Schema 15's views: repeats from 1, each point judged by its tool's metric.

@@ -87,6 +87,23 @@ def test_a_significant_difference_says_what_bound_each_side_at_its_farthest_leve
     assert same.why is None  # no difference: nothing to explain
 
 
+def test_each_point_s_bound_from_the_server_s_view_is_said_beside_the_machine_s():
+    points = [_point("big", cpu_busy_pct=99.0, server_cpu=1.9, bound="locks"),
+              _point("big", cpu_busy_pct=99.0, server_cpu=1.9, bound="machine CPU"),
+              _point("big", cpu_busy_pct=99.0, server_cpu=1.9, bound="locks")]
+    assert decision.bound(points) == "server CPU saturated (1.9 of 2 hardware threads); per point: locks 2/3, " \
+                                     "machine CPU 1/3"
+
+
+def test_the_why_names_the_server_s_figure_that_differs_most():
+    points = [_point("big", cpu_busy_pct=99.0, server_cpu=1.9, server_figures={"wait.CPU": 0.9, "blks_read": 0.5}),
+              _point("small", cpu_busy_pct=99.0, server_cpu=1.9,
+                     server_figures={"wait.CPU": 0.2, "wait.Lock:transactionid": 0.7, "blks_read": 0.5})]
+    (d,) = decision.decide([_row(1, 0.9, 0.02, 8), _row(2, 0.5, 0.02, 8)], points)
+    assert d.why.endswith("; the server's figure that differs most: Lock:transactionid 70 % of active-backend "
+                          "samples (small) against 0 % of active-backend samples (big)")
+
+
 def test_no_overall_verdict_that_no_workload_supports():
     """Two workloads each within their noise (+6 %, +8 %), combined as if independent:
     the combined interval excludes 1, but runs of one session share its drift, so the

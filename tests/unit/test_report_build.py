@@ -134,3 +134,36 @@ def test_series_of_one_label_split_by_clients_per_thread_not_by_their_levels():
     assert by_cpt[1] != by_cpt[4] and len(order) == 2          # ... and one per clients a thread
     assert all(name.startswith("box [config ") for name in order) and baseline in order
     assert {r["_label"] for r in named} == {"box"}
+
+
+def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_path):
+    # A series captured from a real run (tests/fixtures/serverside/): a CHECKPOINT forced
+    # during a pgbench point, the backends waiting on WAL around it.
+    from pathlib import Path
+
+    from dbarena.serverside.series import ServerSeries
+    from dbarena.stats import bound
+
+    fixture = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "serverside" /
+                          "pg15-simple-update-2clients-checkpoint.json").read_text())
+    record = fixture["server"]
+    db = Store(tmp_path / "server.db")
+    run_id = db.begin_run(RunInfo(label="a", host="a", engine="postgres", target="postgresql://b@127.0.0.1:1/b",
+                                  started_at=T0, server_version="15.18", tool_versions={}, options={"targets": {}},
+                                  host_facts={}, target_facts={}))
+    spec = PointSpec(engine="postgres", workload="pgbench-simple-update", threads=1, clients=2, duration_s=8)
+    db.add_point(run_id, PointResult(
+        spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",), exit_code=0, stdout="", stderr="",
+        measurement=Measurement(tps=600.0), samples=tuple(Sample(second=float(s), tps=600.0) for s in range(1, 9)),
+        server=ServerSeries.decode(json.dumps(record), bound=fixture["stored_bound"],
+                                   evidence=fixture["stored_evidence"])))
+    report = assemble.build(db, assemble.Selection())
+    (section,) = report.sections
+    svg = assemble.draw(db, report, "html").svg[("postgres", "pgbench-simple-update")]["per_second"]
+    what, _ = bound.waiting(record)
+    assert what in svg and "dashed: checkpoints" in svg
+    (row,) = report.rows
+    assert row["bound"] == fixture["stored_bound"]
+    bare = charts.charts(section, {"a": db.samples(section.series["a"]["point_id"])})["per_second"]
+    assert what not in bare and "checkpoints" not in bare  # nothing overlaid without the server's series
+    db.close()

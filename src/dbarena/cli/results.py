@@ -15,6 +15,7 @@ from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, terminal
+from dbarena.serverside.stored import attach_bounds
 from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
@@ -138,6 +139,7 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
                                       variants=tuple(variants))
         rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
+        attach_bounds(db, rows)  # each point's bound (stats/bound.py), beside its figures
         if summary:
             rows = analysis.summaries(rows, histograms=db.latency_histograms)
     if as_json:
@@ -193,7 +195,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     """
     with open_store(store) as db:
         analysis.check_names(db, study=study_name)
-        rows = analysis.load(db, study=study_name)
+        rows = attach_bounds(db, analysis.load(db, study=study_name))
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
         raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")

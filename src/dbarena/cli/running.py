@@ -42,8 +42,11 @@ from dbarena.study import arguments
               help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
 @click.option("--no-system-metrics", is_flag=True, hidden=True,
               help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
+@click.option("--no-server-metrics", is_flag=True,
+              help="No once-a-second reading of the server's own statistics over SQL (wait events, commits, "
+                   "blocks read, checkpoints, WAL; SHOW GLOBAL STATUS), and so no bound per point from them.")
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
-        no_system_metrics: bool, **kwargs: Any) -> int:
+        no_system_metrics: bool, no_server_metrics: bool, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
@@ -89,7 +92,8 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         return ExitStatus.INTERRUPTED
     with Store(store_path) as db:
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
-                              resume=invocation, system_metrics=not no_system_metrics, host_facts=facts,
+                              resume=invocation, system_metrics=not no_system_metrics,
+                              server_metrics=not no_server_metrics, host_facts=facts,
                               estimated=estimated)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)

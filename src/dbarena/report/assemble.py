@@ -21,6 +21,7 @@ from dbarena.errors import ToolMissing, UsageError
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
 from dbarena.stats import analysis, history
+from dbarena.serverside.stored import attach_bounds
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
 
@@ -57,7 +58,7 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
-    rows = analysis.load(store, labels=tuple(labels))
+    rows = attach_bounds(store, analysis.load(store, labels=tuple(labels)))
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
     levels = sorted({r["threads"] for r in rows})
@@ -88,12 +89,17 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
         return Drawn()
     wanted = [info["point_id"] for section in report.sections for info in section.series.values() if info]
     series = store.series_of("samples", wanted)
+    # The server's own series of those points, overlaid on their per-second throughput.
+    read = getattr(store, "server_series", None)
+    server = read(wanted) if read is not None else {}
     drawn = Drawn(png={} if png else None)
     for section in report.sections:
         key = (section.engine, section.workload)
         samples = {label: series.get(info["point_id"], []) for label, info in section.series.items() if info}
+        overlay = {label: server[info["point_id"]]["record"] for label, info in section.series.items()
+                   if info and info["point_id"] in server}
         raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
-        drawn.svg[key] = charts.charts(section, samples, png=raster)
+        drawn.svg[key] = charts.charts(section, samples, png=raster, server=overlay)
     if fmt == "html":
         drawn.history = _history(store, report.labels)
     return drawn

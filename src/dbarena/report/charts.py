@@ -375,9 +375,12 @@ def percentiles(section: Section) -> str | None:
     return _svg(first, section, "latency_percentiles")
 
 
-def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
+def per_second(section: Section, samples: dict[str, list[dict]],
+               server: dict[str, dict] | None = None) -> str | None:
     """The per-second series of the chosen point of each label: warm-up cut dotted,
-    dips marked."""
+    dips marked; where `server` holds the point's server record (label -> it), what its
+    server waited for on a second axis and its checkpoints as grey dashes, so that a dip
+    lines up with its cause."""
     if not any(samples.values()):
         return None
     ax = _axes(3.2, section)
@@ -405,12 +408,41 @@ def per_second(section: Section, samples: dict[str, list[dict]]) -> str | None:
     plot.draw()
     ax.set_xlabel("second")
     ax.set_ylabel("TPS in that second")
-    ax.set_title(f"{section.engine} {section.workload}: per-second TPS (dotted: end of warm-up; x: dips)")
+    overlaid = _server_overlay(ax, section, server or {})
+    ax.set_title(f"{section.engine} {section.workload}: per-second TPS (dotted: end of warm-up; x: dips"
+                 + ("; thin: server waits; dashed: checkpoints)" if overlaid else ")"))
     ax.set_ylim(bottom=0)
     return _svg(ax, section, "per_second")
 
 
-def charts(section: Section, samples: dict[str, list[dict]], png: dict[str, bytes] | None = None) -> dict[str, str]:
+def _server_overlay(ax: Axes, section: Section, server: dict[str, dict]) -> bool:
+    """Each label's server-side waits (stats/bound.waiting) as a thin line on a second
+    axis, in the label's colour, and its checkpoints; whether anything was drawn."""
+    from dbarena.stats import bound as point_bound
+
+    drawn, what = False, ""
+    twin = None
+    for i, label in enumerate(section.labels):
+        record = server.get(label)
+        if not record or not record.get("seconds"):
+            continue
+        what, values = point_bound.waiting(record)
+        if twin is None:
+            twin = ax.twinx()
+            setattr(twin, "_dbarena_twin_of", ax)  # layout.fit places it with ax
+        twin.plot(record["seconds"], [v if v is not None else math.nan for v in values], color=_color(i),
+                  linewidth=0.7, alpha=0.6)
+        for second in point_bound.checkpoint_seconds(record.get("series") or {}, record["seconds"]):
+            ax.axvline(second, color="grey", linestyle="--", linewidth=0.8)
+        drawn = True
+    if twin is not None:
+        twin.set_ylabel(what, fontsize="small")
+        twin.set_ylim(bottom=0)
+    return drawn
+
+
+def charts(section: Section, samples: dict[str, list[dict]], png: dict[str, bytes] | None = None,
+           server: dict[str, dict] | None = None) -> dict[str, str]:
     """Every chart of a section that has data: name -> SVG text; and into `png`, when
     given, name -> the same chart as PNG."""
     token = _PNG.set(png)
@@ -418,7 +450,7 @@ def charts(section: Section, samples: dict[str, list[dict]], png: dict[str, byte
         with collector_paused():  # see there: drawing allocates a lot
             drawn = [("throughput", throughput(section)), ("bars", bars(section)), ("qps", qps(section)),
                      ("latency", latency(section)), ("latency_percentiles", percentiles(section)),
-                     ("per_second", per_second(section, samples))]
+                     ("per_second", per_second(section, samples, server))]
     finally:
         _PNG.reset(token)
     return {name: svg for name, svg in drawn if svg}

@@ -450,6 +450,7 @@ PUBLIC_FIELDS = (
     "loadgen_cpu",
     "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
+    "bound",
 )
 
 

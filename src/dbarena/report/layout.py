@@ -74,6 +74,10 @@ def fit(fig: Figure) -> None:
     their measured tick labels, axis labels and titles; the legend below them. Call once."""
     rc = matplotlib.rcParams
     axes = [ax for ax in fig.axes if ax.get_visible()]
+    # A second y axis on the right (charts._server_overlay marks it with the axes it
+    # twins): placed with that one, its tick labels and label in the right margin.
+    twins = [ax for ax in axes if getattr(ax, "_dbarena_twin_of", None) is not None]
+    axes = [ax for ax in axes if ax not in twins]
     legend, legend_h = _LEGENDS.get(fig, (None, 0.0))
     fig.set_size_inches(fig.get_size_inches()[0], fig.get_size_inches()[1] + legend_h / 72)
     width, height = fig.get_size_inches()[0] * 72, fig.get_size_inches()[1] * 72
@@ -86,6 +90,9 @@ def fit(fig: Figure) -> None:
     nrows, ncols = len(grid), len(grid[0])
     title_h = max(rc["axes.titlepad"] + _size(ax.title) * 1.2 for ax in axes)
     right = 14.0  # half of the last x tick label
+    if twins:
+        twin_w = max(_width(t) for tw in twins for t in [*tw.get_yticklabels(), Text()])
+        right = max(right, ticks + twin_w + rc["axes.labelpad"] + line + PAD)
     inner_h = (height - top - bottom_of_axes - nrows * title_h - (nrows - 1) * (ticks + PAD)) / nrows
 
     def place(lefts: list[float]) -> None:
@@ -103,6 +110,8 @@ def fit(fig: Figure) -> None:
         label = any(grid[r][c].get_ylabel() for r in range(nrows))
         lefts.append(ticks + tick_w + (rc["axes.labelpad"] + line if label else 0.0) + PAD)
     place(lefts)
+    for tw in twins:
+        tw.set_position(getattr(tw, "_dbarena_twin_of").get_position())
     if suptitle is not None:
         suptitle.set_y(1 - PAD / height)
         suptitle.set_va("top")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from dbarena.stats import analysis
+from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
 from dbarena.workloads import tpcc
 
@@ -90,6 +91,7 @@ def level_row(key: tuple, summary: dict, members: list[dict], label_price: Price
         "printed_tps": _mean(m.get("tps") for m in ok) if tps is not None else None,
         **_tpcc_figures(ok),
         **{k: _mean(m.get(k) for m in ok) for k in analysis.SYSTEM_FIELDS},
+        "bound": point_bound.of_group(m.get("bound") for m in ok),  # each point's, from the server's view
         "n": summary["n"], "failed": summary["failed"],
         **_tps_interval(summary, tps),
         "qps": qps, "value": value,

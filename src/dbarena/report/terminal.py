@@ -301,7 +301,11 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("warn", "left", _warnings),
     Column("measured\ns", "right", lambda r: _fmt((((r.get("source") or {}).get("duration")) or {}).get("measured_s"),
                                                   2), WIDE_ONLY),
+    # What bound the point, from the server's own series and the machine's (stats/bound.py);
+    # the first to go for the width (--wide shows it with its evidence).
+    Column("bound", "left", lambda r: r.get("bound") or "-", 4),
     Column("status", "left", _status, wraps=True),
+    Column("bound evidence", "left", lambda r: r.get("bound_evidence") or "-", WIDE_ONLY),
 )
 
 
@@ -383,7 +387,10 @@ def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = Fa
     """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
-    return _fitted(title, _differing(POINT_COLUMNS, rows, wide), rows, wide, _notes(rows))
+    # The bound columns only where a point has one (its server was sampled): none for imports.
+    columns = POINT_COLUMNS if any(r.get("bound") for r in rows) else \
+        tuple(c for c in POINT_COLUMNS if c.header not in ("bound", "bound evidence"))
+    return _fitted(title, _differing(columns, rows, wide), rows, wide, _notes(rows))
 
 
 def _half_width(r: dict) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import latency
 from dbarena.stats import metric
@@ -315,6 +316,7 @@ def summaries(rows: Iterable[dict[str, Any]],
             "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
+            "bound": bound.of_group(m.get("bound") for m in ok),  # where rows carry one (serverside.stored)
             **pooled_latency(ok, histograms),
             # Every figure the repeats stored, each over them (median, mean, n, spread) and
             # labelled: what published tables give (a mean of printed p95s), named as such.

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbarena.stats import bound as point_bound
 from dbarena.stats import loadgens, metric
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
@@ -151,7 +152,14 @@ MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
 
 def bound(points: Sequence[dict[str, Any]]) -> str:
     """What bound one side at one level (its repeats, analysis.load rows with their
-    derived system view), in words with the figure that says so."""
+    derived system view), in words with the figure that says so; where the rows carry
+    each point's bound from the server's own series (serverside.stored), that too."""
+    said = _machine_bound(points)
+    per_point = point_bound.of_group(p.get("bound") for p in points if p.get("status") == "ok")
+    return f"{said}; per point: {per_point}" if per_point else said
+
+
+def _machine_bound(points: Sequence[dict[str, Any]]) -> str:
     ok = [p for p in points if p.get("status") == "ok"]
     # Points several load generators drove (fleet run --together): their hosts' CPU says it.
     if (together := loadgens.bound(ok)) is not None:
@@ -187,9 +195,27 @@ def _why(d: Decision, points: Sequence[dict[str, Any]]) -> str | None:
     workload = d.workload.split(" [", 1)[0] if d.workload else None
     here = [p for p in points if p.get("engine") == d.engine and p.get("workload") == workload
             and p.get("threads") == threads]
-    sides = [f"{name}: {bound([p for p in here if name in (p.get('label'), p.get('variant'))])}"
-             for name in (d.label, d.baseline)]
-    return f"at {threads} thread(s), " + "; ".join(sides)
+    of_side = [[p for p in here if name in (p.get('label'), p.get('variant'))] for name in (d.label, d.baseline)]
+    sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
+    return f"at {threads} thread(s), " + "; ".join(sides) + _server_difference(d.label, d.baseline, *of_side)
+
+
+def _server_difference(label: str, baseline: str, ours: Sequence[dict[str, Any]],
+                       theirs: Sequence[dict[str, Any]]) -> str:
+    """The server-side figure (point_bound.figures, each side's mean over its repeats)
+    that differs most between the two sides, where both were sampled."""
+    def mean_figures(points: Sequence[dict[str, Any]]) -> dict[str, float]:
+        sampled = [p["server_figures"] for p in points if p.get("status") == "ok" and p.get("server_figures")]
+        names = {n for f in sampled for n in f}
+        return {n: sum(f.get(n, 0.0) for f in sampled) / len(sampled) for n in names}
+
+    a, b = mean_figures(ours), mean_figures(theirs)
+    found = point_bound.differs_most(a, b) if a and b else None
+    if found is None:
+        return ""
+    name, x, y = found
+    return (f"; the server's figure that differs most: {name.removeprefix('wait.')} "
+            f"{point_bound.figure_text(name, x)} ({label}) against {point_bound.figure_text(name, y)} ({baseline})")
 
 
 def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[dict[str, Any]] = ()) -> list[Decision]:

@@ -59,7 +59,7 @@ _SAMPLE_COLUMNS = (
 _SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
-POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms")
+POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series")
 
 
 class LazySeconds(Sequence[float]):
@@ -274,6 +274,12 @@ class Store:
             f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
             [(point_id, *(getattr(s, c) for c in SYSTEM_COLUMNS)) for s in result.system],
         )
+        if result.server is not None:
+            figures = result.server.figures
+            self.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (point_id, result.server.bound, result.server.evidence, result.server.encode(),
+                             json.dumps(dict(figures), sort_keys=True) if figures is not None else None))
         return point_id
 
     def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]],
@@ -512,6 +518,19 @@ class Store:
             f"SELECT {', '.join(SYSTEM_COLUMNS)} FROM system_samples WHERE point_id = ? ORDER BY second", (point_id,)
         )
         return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
+
+    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
+        """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
+        decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
+        out: dict[int, dict[str, Any]] = {}
+        wanted = "bound, evidence, figures, record" if records else "bound, evidence, figures"
+        for chunk in chunks(sorted(set(point_ids))):
+            for row in self.db.execute(f"SELECT point_id, {wanted} FROM server_series WHERE point_id IN "
+                                       f"({', '.join('?' * len(chunk))})", tuple(chunk)):
+                out[row[0]] = {"bound": row[1], "evidence": row[2],
+                               "figures": orjson.loads(row[3]) if row[3] is not None else None,
+                               **({"record": orjson.loads(row[4])} if records else {})}
+        return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")

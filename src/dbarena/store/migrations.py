@@ -278,6 +278,19 @@ MIGRATIONS: list[str] = [
     # `metric` 'seconds', `value` those seconds, a `better` column saying 'lower') and
     # count repeats from 1 as every other output does; the tables are unchanged.
     views.DROP + views.sqlite(15),
+    # 16: the server's own view of each point (serverside/): its per-second series over
+    # SQL as one JSON record (a 600 s point is one row to read, whatever the names its
+    # server reports), with the point's bound and the evidence for it (stats/bound.py)
+    # and its figures (per transaction, or shares of the wait samples) for comparisons.
+    """
+    CREATE TABLE server_series (
+        point_id  INTEGER PRIMARY KEY REFERENCES points(id),
+        bound     TEXT,
+        evidence  TEXT,
+        record    TEXT NOT NULL,
+        figures   TEXT
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -177,6 +177,13 @@ TABLES: tuple[Table, ...] = (
         _point_key(primary_key=True),
         _nn("record", "text"),                   # JSON: latency.Latencies.encode
     )),
+    Table("server_series", (
+        _point_key(primary_key=True),
+        _c("bound", "text"),                     # stats/bound.py's kind: locks, I/O, server CPU ...
+        _c("evidence", "text"),                  # the figures that say so, in words
+        _nn("record", "text"),                   # JSON: serverside.series.ServerSeries.encode
+        _c("figures", "text"),                   # JSON: stats/bound.figures, what comparisons read
+    )),
 )
 
 INDEXES: tuple[Index, ...] = (

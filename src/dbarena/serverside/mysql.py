@@ -1,0 +1,67 @@
+"""What a MariaDB or MySQL server is asked once a second: a subset of SHOW GLOBAL STATUS
+and, where performance_schema is on, the wait time summed by event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A stuck server makes a reading fail after this long instead of stalling the sampler.
+STATEMENT_TIMEOUT_S = 0.5
+
+STATUS = ("Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_row_lock_waits",
+          "Innodb_row_lock_time", "Innodb_row_lock_current_waits", "Innodb_data_fsyncs", "Innodb_data_written",
+          "Innodb_os_log_written", "Threads_running", "Com_commit", "Com_rollback", "Questions")
+# Read as they are, not as rates: how many at that instant.
+GAUGES = frozenset({"status.Threads_running", "status.Innodb_row_lock_current_waits"})
+
+_STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN (" + ", ".join(f"'{n}'" for n in STATUS) + ")"
+               " OR Variable_name LIKE 'Handler\\_%'")
+# Picoseconds waited, by instrument; those never waited on left out (most of them).
+_WAITS_SQL = ("SELECT EVENT_NAME, SUM_TIMER_WAIT / 1e12 FROM performance_schema.events_waits_summary_global_by_event_name"
+              " WHERE SUM_TIMER_WAIT > 0 AND EVENT_NAME <> 'idle'")
+
+
+def status_values(rows: list[tuple[str, str]]) -> dict[str, float | None]:
+    """SHOW GLOBAL STATUS rows as numbers, named `status.<variable>`; a value that is not
+    a number is left out."""
+    out: dict[str, float | None] = {}
+    for name, value in rows:
+        try:
+            out[f"status.{name}"] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+class MysqlReader:
+    """Reads through a pymysql connection (Target.connect gives one)."""
+
+    engine = "mysql"
+    gauges = GAUGES
+
+    def __init__(self, connection: Any):
+        self.connection = connection
+        with connection.cursor() as cur:
+            cur.execute("SELECT VERSION(), @@performance_schema")
+            version, pfs = cur.fetchone()
+            self.mariadb = "mariadb" in str(version).lower()
+            # MariaDB's limit is in seconds and covers every statement; MySQL's in ms, SELECTs only.
+            cur.execute(f"SET SESSION max_statement_time = {STATEMENT_TIMEOUT_S}" if self.mariadb
+                        else f"SET SESSION MAX_EXECUTION_TIME = {int(STATEMENT_TIMEOUT_S * 1000)}")
+        self.performance_schema = bool(int(pfs))
+        self.notes: tuple[str, ...] = () if self.performance_schema else (
+            "performance_schema is OFF on the server: no wait summaries (status counters only)",)
+        connection.autocommit(True)
+
+    def read(self) -> dict[str, float | None]:
+        with self.connection.cursor() as cur:
+            cur.execute(_STATUS_SQL)
+            values = status_values(cur.fetchall())
+            if self.performance_schema:
+                cur.execute(_WAITS_SQL)
+                # Seconds waited, summed over threads: as a rate, the threads waiting on it on average.
+                values.update((f"pfs.{name}", float(seconds)) for name, seconds in cur.fetchall())
+        return values
+
+    def close(self) -> None:
+        self.connection.close()

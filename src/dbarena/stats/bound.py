@@ -1,0 +1,264 @@
+"""What bound one point, from the server's own series (serverside/) and the machine's
+(host/sysmetrics.py), with the figures that say so.
+
+decision.bound() reads only the machine (CPU, iowait, the load generator's CPU) over
+a level's repeats; this reads one point and also what the server waited for, so that
+it can say "locks" or "WAL or fsync" where the CPU says nothing. Pure: series in,
+(kind, evidence) out.
+
+PostgreSQL: each second counts the non-idle client backends by wait event
+(pg_stat_activity); the share of those samples in each class of event says where
+the backends spent their time. MariaDB/MySQL: the time spent waiting for row locks
+(Innodb_row_lock_time, ms per second) is the clients waiting on average.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from dbarena.serverside.series import WAIT
+
+LOCKS = "locks"
+WAL = "WAL or fsync"
+IO = "I/O"
+LOADGEN = "load generator"
+SERVER_CPU = "server CPU"
+MACHINE_CPU = "machine CPU"
+NONE = "no single bound"
+KINDS = (LOCKS, WAL, IO, LOADGEN, SERVER_CPU, MACHINE_CPU, NONE)
+
+# A class of waits that holds this share of the active-backend samples (or of the
+# clients, waiting on row locks on average) bounds the point: below it the server
+# spends most of its time elsewhere and no one wait decides the throughput.
+WAIT_SHARE = 0.3
+# As decision.py: busy at 80 % of what could be used is saturated; iowait at 20 %.
+SATURATED = 0.8
+IOWAIT_PCT = 20.0
+# Reads that miss InnoDB's buffer pool, as a share of its read requests, past which
+# the point reads from storage rather than memory.
+MISS_SHARE = 0.05
+# The server waiting for its clients (PostgreSQL's Client:ClientRead inside a
+# transaction) in this share of the samples: the load generator is the bound.
+CLIENT_SHARE = 0.5
+# Fewer active-backend samples than this (a point of short transactions catches its
+# backends busy in few of its once-a-second looks) say too little to decide from.
+MIN_WAIT_SAMPLES = 10
+
+# PostgreSQL wait events by class; other events (Activity, IPC, Timeout ...) count in
+# the total only.
+_WAL_EVENTS = {"LWLock:WALWrite", "LWLock:WALInsert", "LWLock:WALBufMapping", "IO:WALSync", "IO:WALWrite",
+               "IO:WALInitSync", "IO:WALInitWrite", "IO:DataFileSync", "IO:DataFileImmediateSync"}
+_IO_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:DataFileExtend", "IO:DataFileWrite", "IO:BufFileRead",
+              "IO:BufFileWrite"}
+
+
+@dataclass(frozen=True)
+class PointBound:
+    kind: str       # one of KINDS
+    evidence: str   # the figures, in words
+
+
+def wait_class(event: str) -> str | None:
+    """The class of a PostgreSQL wait event ('Lock:transactionid', 'CPU' ...)."""
+    if event in _WAL_EVENTS:
+        return WAL
+    if event in _IO_EVENTS:
+        return IO
+    if event.startswith(("Lock:", "LWLock:", "BufferPin:")):
+        return LOCKS
+    if event == "CPU":
+        return SERVER_CPU
+    if event.startswith("Client:"):
+        return LOADGEN
+    return None
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
+
+def checkpoint_seconds(series: Mapping[str, Sequence[float | None]], seconds: Sequence[float]) -> list[int]:
+    """The seconds (rounded) in which a checkpoint began or ended (its counter moved)."""
+    column = series.get("checkpoints") or ()
+    return [round(s) for s, v in zip(seconds, column) if v]
+
+
+def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any]], *, hardware_threads: int,
+             loadgen_threads: int, clients: int) -> PointBound:
+    """The bound of one point. `server`: {"engine", "seconds", "series"} (a decoded
+    ServerSeries record; None: not sampled); `system`: its system_samples rows;
+    `hardware_threads`: those the server could use; `loadgen_threads`: the tool's
+    threads; `clients`: its connections."""
+    series: Mapping[str, Sequence[float | None]] = (server or {}).get("series") or {}
+    seconds: Sequence[float] = (server or {}).get("seconds") or ()
+    found: list[tuple[str, float, str]] = []  # (kind, share, evidence) past its threshold
+    notes: list[str] = []
+
+    waits = {name[len(WAIT):]: sum(v or 0 for v in values) for name, values in series.items()
+             if name.startswith(WAIT)}
+    total = sum(waits.values())
+    if 0 < total < MIN_WAIT_SAMPLES:
+        notes.append(f"only {total:.0f} active-backend sample(s): too few to tell from the waits")
+    elif total:
+        by_class: dict[str, float] = {}
+        for event, count in waits.items():
+            cls = wait_class(event)
+            if cls is not None:
+                by_class[cls] = by_class.get(cls, 0) + count
+        top = sorted(((c, e) for e, c in waits.items() if e != "CPU" and not e.startswith("Client:")),
+                     reverse=True)
+        for cls in (LOCKS, WAL, IO):
+            share = by_class.get(cls, 0) / total
+            if share >= WAIT_SHARE:
+                named = [f"{e} {_pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
+                found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
+        client = by_class.get(LOADGEN, 0) / total
+        if client >= CLIENT_SHARE:
+            found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of {total:.0f} "
+                                           "active-backend samples"))
+        cpu_share = by_class.get(SERVER_CPU, 0) / total
+        notes.append(f"on CPU in {_pct(cpu_share)} of {total:.0f} active-backend samples")
+
+    lock_ms = _mean(series.get("status.Innodb_row_lock_time") or ())
+    if lock_ms is not None and clients:
+        waiting = lock_ms / 1000.0  # ms waited per second: clients waiting on average
+        share = waiting / clients
+        waits_per_s = _mean(series.get("status.Innodb_row_lock_waits") or ()) or 0.0
+        evidence = (f"row lock waits {waits_per_s:.0f}/s, {waiting:.1f} of {clients} clients waiting on row locks "
+                    f"on average ({_pct(share)})")
+        if share >= WAIT_SHARE:
+            found.append((LOCKS, share, evidence))
+        elif waits_per_s:
+            notes.append(evidence)
+    reads = _mean(series.get("status.Innodb_buffer_pool_reads") or ())
+    requests = _mean(series.get("status.Innodb_buffer_pool_read_requests") or ())
+    if reads is not None and requests:
+        miss = reads / requests
+        if miss >= MISS_SHARE:
+            found.append((IO, miss, f"{_pct(miss)} of buffer pool reads missed it ({reads:.0f}/s)"))
+
+    iowait = _mean(s.get("cpu_iowait_pct") for s in system)
+    if iowait is not None and iowait >= IOWAIT_PCT and not any(k == IO for k, _, _ in found):
+        found.append((IO, iowait / 100, f"iowait {iowait:.0f} %"))
+
+    checkpoints = checkpoint_seconds(series, seconds)
+    if checkpoints:
+        notes.append("checkpoint at " + ", ".join(f"{s} s" for s in checkpoints[:3])
+                     + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else ""))
+
+    server_cpu = _mean(s.get("server_cpu") for s in system)
+    loadgen_cpu = _mean(s.get("loadgen_cpu") for s in system)
+    idle = _mean(s.get("cpu_idle_pct") for s in system)
+    busy = 100 - idle if idle is not None else None
+    cpu = ", ".join(part for part in (
+        f"machine CPU {busy:.0f} % busy" if busy is not None else "",
+        f"server {server_cpu:.1f}" + (" cores" if loadgen_cpu is None else "") if server_cpu is not None else "",
+        f"load generator {loadgen_cpu:.1f} cores" if loadgen_cpu is not None else "") if part)
+
+    if found:
+        kind, _, evidence = max(found, key=lambda f: f[1])
+        return PointBound(kind, "; ".join([evidence, *notes]))
+    usable_loadgen = max(1, min(loadgen_threads, hardware_threads))
+    if loadgen_cpu is not None and loadgen_cpu >= SATURATED * usable_loadgen:
+        return PointBound(LOADGEN, "; ".join([f"load generator {loadgen_cpu:.1f} cores for {loadgen_threads} "
+                                              "thread(s)", *notes]))
+    if server_cpu is not None and server_cpu >= SATURATED * hardware_threads:
+        return PointBound(SERVER_CPU, "; ".join([f"server {server_cpu:.1f} of {hardware_threads} hardware threads",
+                                                 *notes]))
+    if busy is not None and busy >= 100 * SATURATED:
+        return PointBound(MACHINE_CPU, "; ".join([cpu, *notes]))
+    return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
+
+
+def of_group(kinds: Iterable[str | None]) -> str | None:
+    """The bound of a level's repeats: their one bound where they agree, else each with
+    its count, most frequent first ("locks 2/3, machine CPU 1/3"); None if none has one."""
+    known = [k for k in kinds if k]
+    if not known:
+        return None
+    counts: dict[str, int] = {}
+    for k in known:
+        counts[k] = counts.get(k, 0) + 1
+    if len(counts) == 1:
+        return known[0]
+    ranked = sorted(counts.items(), key=lambda kc: (-kc[1], KINDS.index(kc[0]) if kc[0] in KINDS else len(KINDS)))
+    return ", ".join(f"{k} {c}/{len(known)}" for k, c in ranked)
+
+
+def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
+    """What the report's per-second chart overlays on the throughput, from a point's
+    server record: (what it is, one value per second). PostgreSQL: the backends seen
+    waiting on locks, WAL or I/O; MariaDB/MySQL: the clients waiting on row locks on
+    average (Innodb_row_lock_time, ms per second / 1000)."""
+    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
+    n = len(record.get("seconds") or ())
+    if record.get("engine") == "postgres":
+        chosen = [v for name, v in series.items() if name.startswith(WAIT)
+                  and wait_class(name[len(WAIT):]) in (LOCKS, WAL, IO)]
+        return ("backends waiting on locks, WAL or I/O",
+                [float(sum(c[i] or 0 for c in chosen)) for i in range(n)])
+    times = series.get("status.Innodb_row_lock_time") or [None] * n
+    return "clients waiting on row locks", [v / 1000.0 if v is not None else None for v in times]
+
+
+# Read as they are (how many at an instant), not as rates: never divided by throughput.
+GAUGES = frozenset({"status.Threads_running", "status.Innodb_row_lock_current_waits"})
+
+
+def figures(record: Mapping[str, Any], tps: float | None) -> dict[str, float]:
+    """A point's server figures that two points can be compared by, whatever their
+    throughput: each wait event's share of the active-backend samples (`wait.`), each
+    counter per transaction (its mean rate / the tool's TPS; left out without a TPS), each
+    gauge's mean. Names never seen move are left out."""
+    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
+    waits = {n: sum(v or 0 for v in values) for n, values in series.items() if n.startswith(WAIT)}
+    total = sum(waits.values())
+    out: dict[str, float] = {n: c / total for n, c in waits.items() if total and c}
+    for name, values in series.items():
+        if name.startswith(WAIT):
+            continue
+        mean = _mean(values)
+        if not mean:
+            continue
+        if name in GAUGES:
+            out[name] = mean
+        elif tps:
+            out[name] = mean / tps
+    return out
+
+
+# Below these, a figure is too small for its ratio to mean anything (a wait seen in
+# 1 % of the samples; a counter moving once in a thousand transactions).
+_MIN_FIGURE = {"wait": 0.01, "rate": 0.001}
+
+
+def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[str, float, float] | None:
+    """The figure (of figures()) whose two sides lie farthest apart as a ratio, with
+    both values; None where nothing comparable is large enough on either side. A figure
+    one side lacks counts as 0 there (that wait never seen, that counter never moved)."""
+    best: tuple[float, str, float, float] | None = None
+    for name in set(a) | set(b):
+        x, y = a.get(name, 0.0), b.get(name, 0.0)
+        floor = _MIN_FIGURE["wait" if name.startswith(WAIT) else "rate"]
+        if max(x, y) < floor:
+            continue
+        spread = abs(math.log(max(x, floor) / max(y, floor)))
+        if best is None or spread > best[0]:
+            best = (spread, name, x, y)
+    return None if best is None else (best[1], best[2], best[3])
+
+
+def figure_text(name: str, value: float) -> str:
+    if name.startswith(WAIT):
+        return f"{100 * value:.0f} % of active-backend samples"
+    if name in GAUGES:
+        return f"{value:.3g} on average"
+    return f"{value:.3g} per transaction"

@@ -1,0 +1,137 @@
+"""The server's own series (serverside/): counters to rates, names that come and go,
+the record's round trip through the store, what each engine is asked by version,
+and a sampler that cannot reach its server, which never fails a point."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+
+from dbarena.model import PointResult, PointSpec, RunInfo
+from dbarena.serverside.mysql import status_values
+from dbarena.serverside.postgres import counters_sql, wait_name
+from dbarena.serverside.sampler import ServerSampler
+from dbarena.serverside.series import Builder, ServerSeries, rates
+from dbarena.store.database import POINT_TABLES, Store
+
+T0 = datetime(2026, 11, 24, 6, 0, tzinfo=timezone.utc)
+SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=16, duration_s=5)
+
+
+def test_counters_become_rates_gauges_and_waits_stay_as_read():
+    before = {"xact_commit": 100.0, "blks_read": 50.0, "status.Threads_running": 3.0, "wait.Lock:tuple": 2.0}
+    after = {"xact_commit": 300.0, "blks_read": 40.0, "status.Threads_running": 5.0, "wait.Lock:tuple": 4.0,
+             "wal_bytes": 1e6}
+    out = rates(before, after, 2.0, gauges=frozenset({"status.Threads_running"}))
+    # 200 commits in 2 s; a counter that went down (stats reset) and one not read before give nothing.
+    assert out == {"xact_commit": 100.0, "blks_read": None, "status.Threads_running": 5.0,
+                   "wait.Lock:tuple": 4.0, "wal_bytes": None}
+
+
+def test_names_that_come_and_go_keep_every_column_one_value_a_second():
+    b = Builder()
+    b.add(1.0, {"xact_commit": 10.0, "wait.CPU": 2.0})
+    b.add(2.0, {"xact_commit": 12.0, "wait.Lock:transactionid": 5.0})
+    b.add(3.0, {"wait.CPU": 1.0})
+    series = b.build("postgres", ("a note",), None).series
+    assert series["wait.CPU"] == (2.0, 0.0, 1.0)  # a wait event not seen: seen 0 times
+    assert series["wait.Lock:transactionid"] == (0.0, 5.0, 0.0)
+    assert series["xact_commit"] == (10.0, 12.0, None)  # a counter not read: unknown
+
+
+def test_the_record_survives_the_store_and_goes_with_its_point(tmp_path):
+    server = ServerSeries(engine="postgres", seconds=(1.0, 2.0), series={"wait.CPU": (1.0, None)},
+                          notes=("PostgreSQL 15 has no pg_stat_io",), stopped=None, bound="server CPU",
+                          evidence="server 1.9 of 2 hardware threads")
+    assert "server_series" in POINT_TABLES  # so that merge copies it and deleting a run removes it
+    with Store(tmp_path / "r.db") as db:
+        run_id = db.begin_run(RunInfo(label="a", host="h", engine="postgres", target="t", started_at=T0,
+                                      server_version="15", tool_versions={}, options={}, host_facts={}))
+        pid = db.add_point(run_id, PointResult(spec=SPEC, status="ok", started_at=T0, ended_at=T0, command=(),
+                                               exit_code=0, stdout="", stderr="", server=server))
+        bare = db.add_point(run_id, PointResult(spec=SPEC, status="ok", started_at=T0, ended_at=T0, command=(),
+                                                exit_code=0, stdout="", stderr=""))
+        got = db.server_series([pid, bare])
+    assert list(got) == [pid]
+    assert got[pid]["bound"] == "server CPU" and got[pid]["evidence"] == server.evidence
+    assert ServerSeries.decode(ServerSeries(**{**vars(server), "bound": None, "evidence": None}).encode()) == \
+        ServerSeries(**{**vars(server), "bound": None, "evidence": None})
+    assert got[pid]["record"]["series"] == {"wait.CPU": [1.0, None]}
+
+
+def test_an_old_store_gains_the_table_empty(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "stores" / "v11.db"
+    shutil.copy(fixture, tmp_path / "old.db")
+    Store(tmp_path / "old.db").close()
+    db = sqlite3.connect(tmp_path / "old.db")
+    assert db.execute("SELECT COUNT(*) FROM server_series").fetchone()[0] == 0
+
+
+def test_each_postgres_version_is_asked_only_for_what_it_has():
+    v15, v17 = counters_sql(150018), counters_sql(170002)
+    assert "pg_stat_wal" in v15 and "pg_stat_io" not in v15 and "checkpoints_timed" in v15
+    assert "pg_stat_checkpointer" in v17 and "pg_stat_io" in v17 and "checkpoints_timed" not in v17
+    assert "pg_stat_wal" not in counters_sql(130011)
+    assert wait_name("LWLock", "WALWrite") == "wait.LWLock:WALWrite" and wait_name("CPU", "") == "wait.CPU"
+
+
+def test_status_rows_are_numbers_and_words_are_left_out():
+    assert status_values([("Innodb_row_lock_waits", "12"), ("Innodb_buffer_pool_dump_status", "Dumping"),
+                          ("Threads_running", "3")]) == {"status.Innodb_row_lock_waits": 12.0,
+                                                         "status.Threads_running": 3.0}
+
+
+def test_a_server_that_cannot_be_reached_is_said_once_without_its_password():
+    def refuse():
+        raise OSError("connection to postgresql://bench:s3cret@10.0.0.9:5432/db failed: timeout")
+
+    sampler = ServerSampler("postgres", refuse).start()
+    series = sampler.stop()
+    assert series.seconds == () and series.stopped is not None
+    assert "could not read the server's statistics" in series.stopped and "s3cret" not in series.stopped
+
+
+class _Breaks:
+    """A connection whose second reading fails (the server went away mid-point)."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def execute(self, sql):
+        if sql.startswith("SHOW server_version_num"):
+            return _Rows([("150018",)])
+        if sql.startswith("SET"):
+            return _Rows([])
+        self.reads += 1
+        if self.reads > 2:
+            raise RuntimeError("server closed the connection unexpectedly")
+        return _Rows([(1.0,) * 10] if "pg_stat_database" in sql else [])
+
+    def close(self):
+        pass
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows = rows
+        self.description = [(f"c{i}",) for i in range(len(rows[0]) if rows else 0)]
+
+    def fetchone(self):
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self):
+        return self.rows
+
+
+def test_a_reading_that_fails_ends_the_sampling_not_the_point():
+    sampler = ServerSampler("postgres", _Breaks, interval_s=0.01).start()
+    import time
+    deadline = time.monotonic() + 5
+    while sampler.stopped is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    series = sampler.stop()
+    assert series.stopped is not None and "server closed the connection" in series.stopped
+    assert series.stopped.startswith("stopped at ")
