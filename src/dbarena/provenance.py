@@ -44,8 +44,10 @@ def _target_facts(entry: EngineEntry, target: Target) -> dict:
 
 def run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, target: Target,
              variant: str, settings: dict, tool_versions: dict, init: bool, invocation: str,
-             cluster: dict | None = None, cpus: dict | None = None, data_parent: Path | None = None) -> RunInfo:
-    """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts)."""
+             cluster: dict | None = None, cpus: dict | None = None, data_parent: Path | None = None,
+             probe: dict | None = None) -> RunInfo:
+    """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts;
+    `probe`: the host probe before the study, host/probe.py)."""
     target_facts = _target_facts(entry, target)
     options = {
         "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
@@ -63,6 +65,9 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: 
         "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": facts.get("hostname", "")},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},
+        # The host probe before the study (host/probe.py): the machine measured, not the
+        # configuration, so here rather than in host_facts (kept once per host) or the key.
+        "probe": probe,
     }
     return RunInfo(
         label=label, host=facts.get("hostname", ""), engine=entry.name, target=target.url, started_at=now_utc(),

@@ -32,6 +32,7 @@ from dbarena.stats import estimators
 from dbarena.stats import steadystate
 from dbarena.host import datadir
 from dbarena.host import hostinfo
+from dbarena.host import probe as probe_mod
 from dbarena.stats import rounds
 from dbarena.lifecycle import smt_switch
 from dbarena.lifecycle import state
@@ -172,6 +173,7 @@ class Estimate:
     max_points: int | None = None  # --precision: the most it may run
     max_seconds: float | None = None  # --precision: the most it may take (within the budget)
     stored: int = 0  # --resume: points of the plan stored already, not counted above
+    probe_s: int = 0  # the host probe before the first point (counted in seconds); 0: none
 
     def line(self) -> str:
         """One line: what the study will take, said before anything starts."""
@@ -187,7 +189,8 @@ class Estimate:
                              for r in self.rooms)
         else:
             disk = "no disk on this machine (the datasets live on the target)"
-        return f"{who(self.study)}: {points}, {time_} of machine time, {disk}"
+        probe = f" (a {self.probe_s} s host probe first)" if self.probe_s else ""
+        return f"{who(self.study)}: {points}, {time_} of machine time{probe}, {disk}"
 
     def refusal(self) -> str | None:
         """Why the study cannot run here (its datasets do not fit), in one line; None if it fits."""
@@ -230,13 +233,16 @@ def size_words(n: float) -> str:
 
 
 def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor = execute.LOCAL,
-             keep: bool = False, stored: Collection[resume.Identity] = ()) -> Estimate:
+             keep: bool = False, stored: Collection[resume.Identity] = (), probe_s: int | None = None) -> Estimate:
     """The study's plan on this machine, its machine time and the disk space its
     throwaway instances need where they keep their data (whether or not data_dir was
     set: by default the temporary directory, $TMPDIR), after checking every setting
     name. Nothing is started. `Estimate.refusal()` says if it cannot fit. `stored`
     (--resume): resume.stored_points of the run continued, whose points are not
-    counted (the plans keep them: the run itself skips what is stored)."""
+    counted (the plans keep them: the run itself skips what is stored). `probe_s`: the
+    host probe's seconds as asked (0: none; None: probe.planned_seconds's share of the
+    study), counted in the time; none when every engine is a --target (the server's
+    machine is not this one)."""
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     plans = expand(study, facts)
     check_settings(study, executor)
@@ -253,8 +259,20 @@ def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor
         max_seconds = seconds + sum(estimate_s(s) for p in plans for s in p.points) * (study.max_repeats - first) / first
         if study.budget_s is not None:
             max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
-    return Estimate(study=study, plans=plans, points=points, seconds=seconds, rooms=rooms(left, keep=keep),
-                    max_points=max_points, max_seconds=max_seconds, stored=done)
+    probing = probe_mod.planned_seconds(probe_s, seconds) if probe_where(study) is not None else 0
+    return Estimate(study=study, plans=plans, points=points, seconds=seconds + probing, rooms=rooms(left, keep=keep),
+                    max_points=max_points, max_seconds=None if max_seconds is None else max_seconds + probing,
+                    stored=done, probe_s=probing)
+
+
+def probe_where(study: Study) -> Path | None:
+    """Where the host probe writes: the data directory of the study's first throwaway
+    instance (its file system is the one measured); None when every engine is a
+    --target, whose machine this is not."""
+    for entry in study.engines:
+        if entry.target is None:
+            return datadir.resolve(entry.data_dir) or Path(tempfile.gettempdir())
+    return None
 
 
 def machine_s(points: Sequence[PointSpec]) -> float:
@@ -307,7 +325,7 @@ def _bindir(entry: EngineEntry) -> Path | None:
 def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
         quiet: bool = False, keep: bool = False, init: bool = True, host_facts: dict | None = None,
         resume: str | None = None, clock: Callable[[], float] = time.monotonic, system_metrics: bool = True,
-        estimated: Estimate | None = None, server_metrics: bool = True) -> Outcome:
+        estimated: Estimate | None = None, server_metrics: bool = True, probe_s: int | None = None) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
 
     Progress goes to `reporter`: by default the progress lines of `dbarena run` on
@@ -324,12 +342,14 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     `dbarena run` of this study: points stored ok are not run again, new points
     join the same runs. `system_metrics` False: no once-a-second sampling of the
     machine's CPU, disk and memory (bench/overhead measures what it costs);
-    `server_metrics` False: none of the server's own statistics over SQL (serverside/).
+    `server_metrics` False: none of the server's own statistics over SQL (serverside/). `probe_s`:
+    the host probe before the first point, as estimate takes it (with `estimated`, its
+    probe_s instead): stored in every run's options["probe"].
     """
     reporter = SILENT if quiet else reporter or default_reporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     if estimated is None:
-        estimated = estimate(study, host_facts=facts, executor=executor, keep=keep)
+        estimated = estimate(study, host_facts=facts, executor=executor, keep=keep, probe_s=probe_s)
         refused = estimated.refusal()
         if refused:
             raise UsageError(refused)
@@ -357,7 +377,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
-                   server_metrics=server_metrics)
+                   server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter))
     switch = smt_switch.Switch() if switching else None
     try:
         _run_parts(ctx, parts, switch)
@@ -369,6 +389,18 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _probe(study: Study, seconds: int, reporter: Reporter) -> dict | None:
+    """The host probe, before any server starts (nothing else of dbarena's running on
+    the machine): said, and returned as its runs' options record it; None if none."""
+    where = probe_where(study)
+    if not seconds or where is None:
+        return None
+    reporter.stage(f"probing this host for {seconds} s: CPU, memory, fsync in {where} (--no-probe: none)")
+    measured = probe_mod.probe(seconds, where)
+    reporter.stage(probe_mod.summary(measured))
+    return measured.to_dict()
 
 
 def short_for_steady_state(study: Study, plans: Sequence[plan.EnginePlan]) -> int | None:
@@ -519,6 +551,7 @@ class _Context:
     placements: dict[tuple[str, str], Placement] = field(default_factory=dict)  # [cpus]: (engine, variant) ->
     system_metrics: bool = True
     server_metrics: bool = True
+    probe: dict | None = None  # probe.Probe.to_dict() of the host probe before the study
 
 
 @dataclass
@@ -587,7 +620,7 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     versions = provenance.tool_versions(target, part.engine, part.tools.values(), ctx.executor)
     info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
                                versions, ctx.init, ctx.outcome.invocation, cluster,
-                               placed.facts() if placed else None, part.data_parent)
+                               placed.facts() if placed else None, part.data_parent, ctx.probe)
     run_id = _begin_run(ctx, info, (entry.name, variant))
     part.run_ids.append(run_id)
     ctx.outcome.run_ids.append(run_id)

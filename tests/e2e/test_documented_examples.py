@@ -224,7 +224,8 @@ def test_the_readme_run_and_the_commands_that_read_its_store(readme_run):
     assert done.returncode == 0, f"{done.args}\n{done.stderr[-3000:]}"
     # Progress: the estimate first, the plan, a line per point.
     lines = done.stderr.splitlines()
-    assert re.fullmatch(r"run: 12 points, about \d+ (s|min) of machine time, \d+ MB of disk in .+ free\)",
+    assert re.fullmatch(r"run: 12 points, about \d+ (s|min) of machine time( \(a \d+ s host probe first\))?, "
+                        r"\d+ MB of disk in .+ free\)",
                         lines[0]), done.stderr
     assert "run: 12 points on postgres: pgbench-select-only, pgbench-tpcb at threads 1, 2, " \
            "3 repeats interleaved" in done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbarena import session, study
-from dbarena.host import datadir
+from dbarena.host import datadir, probe
 from dbarena.study import Overrides
 
 FACTS = {"hardware_threads": 2, "effective_hardware_threads": 2, "hostname": "vm"}
@@ -30,11 +30,27 @@ def flags(**given) -> study.Study:
 
 def test_machine_time_is_every_point_and_the_preparation_of_each_dataset():
     s = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
-    e = session.estimate(s, host_facts=FACTS)
+    e = session.estimate(s, host_facts=FACTS, probe_s=0)
     assert e.points == 6 and e.max_points is None
     prepare = e.seconds - 6 * 60
     assert 0 < prepare < 60  # one pgbench -i at scale 10, shared by every point
     assert e.line().startswith("run: 6 points, about 6 min of machine time, ")
+
+
+def test_the_host_probe_is_in_the_estimate_and_its_line():
+    s = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
+    without = session.estimate(s, host_facts=FACTS, probe_s=0)
+    e = session.estimate(s, host_facts=FACTS)  # the default: probe.planned_seconds's share
+    assert e.probe_s == probe.planned_seconds(None, without.seconds) > 0
+    assert e.seconds == without.seconds + e.probe_s
+    assert f"of machine time (a {e.probe_s} s host probe first), " in e.line()
+    asked = session.estimate(s, host_facts=FACTS, probe_s=7)
+    assert asked.probe_s == 7 and asked.seconds == without.seconds + 7
+
+
+def test_a_study_of_targets_only_has_no_probe():
+    s = flags(levels=(1,), targets={"postgres": "postgresql://u@db.example:5432/d"})
+    assert session.estimate(s, host_facts=FACTS, probe_s=20).probe_s == 0
 
 
 def test_disk_space_is_checked_in_the_temporary_directory_when_no_data_dir_is_set(tmp_path, monkeypatch):

@@ -90,6 +90,7 @@ COMMAND_MODULES = {
     "merge": "results", "store": "results", "hostinfo": "results",
     "fleet": "fleet",
     "history": "history", "gate": "history",
+    "probe": "probe",
 }
 
 

@@ -77,7 +77,8 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     # Checked here, as a host would read it: a bad study or option starts nothing.
     with run.make_context("run", ["--study", study_name, *args], resilient_parsing=False) as ctx:
         params = dict(ctx.params)
-    for key in ("store", "no_init", "keep", "resume", "progress_file", "no_system_metrics", "no_server_metrics"):
+    for key in ("store", "no_init", "keep", "resume", "progress_file", "no_system_metrics", "no_server_metrics",
+                "probe_s", "no_probe"):
         params.pop(key)
     the_study = arguments.study_from_values(params)
     together = together or the_study.together  # the study's [fleet] together = true

@@ -15,7 +15,8 @@ from dbarena import session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, store_option
 from dbarena.errors import ExitStatus, UsageError
-from dbarena.host import hostinfo
+from dbarena.host import hostinfo, probe
+from dbarena.limits import MAX_SECONDS
 from dbarena.interfaces import Reporter
 from dbarena.lifecycle import state
 from dbarena.lifecycle.cleanup import reap
@@ -45,8 +46,13 @@ from dbarena.study import arguments
 @click.option("--no-server-metrics", is_flag=True,
               help="No once-a-second reading of the server's own statistics over SQL (wait events, commits, "
                    "blocks read, checkpoints, WAL; SHOW GLOBAL STATUS), and so no bound per point from them.")
+@click.option("--probe", "probe_s", type=click.IntRange(0, MAX_SECONDS), metavar="SECONDS",
+              help=f"Probe this host (CPU, memory, fsync: `dbarena probe`) for this long before the first point; "
+                   f"0: not [default: {probe.DEFAULT_SECONDS} s or a tenth of the estimated time, whichever is "
+                   f"shorter; under {probe.MIN_SECONDS} s none; none when every engine is a --target].")
+@click.option("--no-probe", is_flag=True, help="No host probe before the first point (--probe 0).")
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
-        no_system_metrics: bool, no_server_metrics: bool, **kwargs: Any) -> int:
+        no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
@@ -81,8 +87,12 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         SQLite(store_path, readonly=True).db.close()
     # The whole study said, refused if it cannot fit, and confirmed if long: before
     # the store is opened (nothing stored, no store file made) or any server starts.
+    if no_probe:
+        if probe_s:
+            raise UsageError(f"--no-probe and --probe {probe_s}: give one")
+        probe_s = 0
     facts = hostinfo.host_facts()
-    estimated = session.estimate(the_study, host_facts=facts, keep=keep, stored=already)
+    estimated = session.estimate(the_study, host_facts=facts, keep=keep, stored=already, probe_s=probe_s)
     refused = estimated.refusal()
     if refused:
         raise UsageError(refused)

@@ -29,7 +29,7 @@ from dbarena.store.merge import merge as merge_stores
 from dbarena import workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
-from dbarena.fleet import failure
+from dbarena.fleet import failure, outliers
 from dbarena.fleet.inventory import Host
 from dbarena.store.database import Store
 from dbarena.study import Study
@@ -361,6 +361,7 @@ class Fleet:
             self.wait([h for h in group if not self.states[h.name].problem])
             if not shared:
                 self.fetch(group, store)  # type: ignore[arg-type]
+        self.flag_outliers(store)
         return self.summary()
 
     @staticmethod
@@ -419,6 +420,35 @@ class Fleet:
                     continue
                 state.fetched = copy
                 state.merged = merge_stores(db, copy)
+
+    def flag_outliers(self, store: Path | str) -> None:
+        """Hosts whose probe lies far from their kind's (fleet/outliers.py): a line each,
+        and the flag in the options of the host's runs, where the report shows it. Each
+        host's latest probed invocation, found in its fetched store (or, with a shared
+        store, under its label), matched in the merged store by run UUID."""
+        with Store(store) as db:
+            probed: list[outliers.HostProbe] = []
+            runs_of: dict[str, list[dict]] = {}
+            for h in self.hosts:
+                fetched = self.states[h.name].fetched
+                source = Store(fetched, readonly=True) if fetched is not None else None
+                try:
+                    mine = [r for r in (source or db).runs()
+                            if r["label"] == h.label and (r.get("options") or {}).get("probe")]
+                finally:
+                    if source is not None:
+                        source.close()
+                if not mine:
+                    continue
+                latest = max(mine, key=lambda r: r["id"])
+                uuids = {r["uuid"] for r in mine if r.get("invocation") == latest.get("invocation")}
+                runs_of[h.name] = [r for r in db.runs() if r.get("uuid") in uuids]
+                probed.append(outliers.HostProbe(h.name, latest.get("host_facts") or {}, latest["options"]["probe"]))
+            for found in outliers.findings(probed):
+                self.say(f"host {found.host}: {found.text}")
+                if found.flagged:
+                    for r in runs_of.get(found.host, []):
+                        db.update_options(r["id"], {"probe_outlier": found.text})
 
     def summary(self) -> int:
         """The final table; 0 when every host's study is complete, else 1."""

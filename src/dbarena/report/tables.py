@@ -443,6 +443,28 @@ def _machine_rows(runs: list[dict]) -> list[list[str]]:
             rows.append([title] + ["-" if v is None else str(v) for v in values])
     memory = [run["host_facts"].get("memory_bytes") for run in runs]
     rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if m else "-" for m in memory])
+    return rows + _probe_rows(runs)
+
+
+# The host probe's figures (host/probe.py), as the runs' options hold them.
+_PROBE_FIELDS = (
+    ("probe: CPU events/s", "cpu_events_per_s", "{:,.0f}"),
+    ("probe: memory MiB/s", "memory_mib_per_s", "{:,.0f}"),
+    ("probe: fsync p99 ms", "fsync_p99_ms", "{:.2f}"),
+)
+
+
+def _probe_rows(runs: list[dict]) -> list[list[str]]:
+    """The host probe before each label's study, and a fleet's flag of a host far from
+    its kind (fleet/outliers.py); no rows when no run was probed."""
+    probes = [(run.get("options") or {}).get("probe") or {} for run in runs]
+    if not any(probes):
+        return []
+    rows = [[title] + ["-" if p.get(key) is None else fmt.format(p[key]) for p in probes]
+            for title, key, fmt in _PROBE_FIELDS]
+    flags = [(run.get("options") or {}).get("probe_outlier") for run in runs]
+    if any(flags):
+        rows.append(["probe: far from its kind"] + [f or "no" for f in flags])
     return rows
 
 

@@ -208,6 +208,13 @@ class Store:
             self.db.execute("UPDATE runs SET target_facts = ? WHERE id = ?",
                             (json.dumps({**current, **facts}, sort_keys=True), run_id))
 
+    def update_options(self, run_id: int, options: dict[str, Any]) -> None:
+        """Merge keys into a run's options after it ended (a fleet's probe-outlier flag)."""
+        current = json.loads(self.db.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+        with self._writing():
+            self.db.execute("UPDATE runs SET options = ? WHERE id = ?",
+                            (json.dumps({**current, **options}, sort_keys=True), run_id))
+
     def reopen_run(self, run_id: int, options: dict[str, Any]) -> None:
         """A run continued by --resume: running again, with the options of this session."""
         with self._writing():
