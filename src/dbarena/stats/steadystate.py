@@ -335,11 +335,13 @@ def steady_states(seconds: Sequence[Sequence[float]], series: Sequence[Floats],
 
 
 def report_interval(seconds: Sequence[float]) -> float:
-    """How often the tool reported: the median step between its interval reports (1 s
-    for pgbench -P 1; 60 s for a sysbench --report-interval=60 someone published)."""
+    """How often the tool reported: the mean step between its interval reports, to a
+    tenth of a second (1 s for pgbench -P 1; 60 s for a sysbench --report-interval=60
+    someone published). From the first and last only: a store's seconds are read lazily,
+    and only for a warning that needs them."""
     if len(seconds) < 2:
         return 1.0
-    return float(statistics.median(b - a for a, b in zip(seconds, seconds[1:]))) or 1.0
+    return round((seconds[-1] - seconds[0]) / (len(seconds) - 1), 1) or 1.0
 
 
 def reports(count: int, step: float) -> str:
@@ -357,7 +359,7 @@ def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estima
     interval = est.interval() if est else None
     flags = []
     duration = duration_s or (seconds[-1] if len(seconds) else 0)
-    step = report_interval(seconds)
+    step = report_interval(seconds) if est is None or found else 1.0
     if est is None:
         flags.append(Flag(Warning_.SHORT_SERIES,
                           f"only {reports(n, step)} in the steady state: too few for an interval within the run; "
