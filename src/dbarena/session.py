@@ -259,7 +259,10 @@ def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor
         max_seconds = seconds + sum(estimate_s(s) for p in plans for s in p.points) * (study.max_repeats - first) / first
         if study.budget_s is not None:
             max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
-    probing = probe_mod.planned_seconds(probe_s, seconds) if probe_where(study) is not None else 0
+    # --quick is a trial of the protocol, not a measurement to compare: no probe unless asked.
+    automatic_off = study.quick and probe_s is None
+    probing = probe_mod.planned_seconds(probe_s, seconds) if probe_where(study) is not None and not automatic_off \
+        else 0
     return Estimate(study=study, plans=plans, points=points, seconds=seconds + probing, rooms=rooms(left, keep=keep),
                     max_points=max_points, max_seconds=None if max_seconds is None else max_seconds + probing,
                     stored=done, probe_s=probing)

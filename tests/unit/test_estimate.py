@@ -176,3 +176,12 @@ def test_the_library_prints_progress_unless_asked_to_be_quiet():
 
     assert isinstance(session.default_reporter(), terminal.TerminalReporter)
     assert isinstance(session.SILENT, session.SilentReporter)
+
+
+def test_a_quick_trial_takes_no_automatic_probe():
+    """--quick is a trial of the protocol: no host probe unless --probe asks for one."""
+    from dbarena import session, study
+
+    quick = study.apply(study.load("seed-a"), study.Overrides(quick=True))
+    assert session.estimate(quick).probe_s == 0
+    assert session.estimate(quick, probe_s=5).probe_s == 5
