@@ -82,7 +82,8 @@ def error_line(stderr: str) -> str:
     lines = stderr.splitlines()
     assert lines and lines[-1].startswith("dbarena: error: "), stderr
     assert "Traceback" not in stderr and sum(line.startswith("dbarena: error") for line in lines) == 1, stderr
-    assert all(line.startswith("run: ") or line.startswith("study ") for line in lines[:-1]), stderr
+    assert all(line.startswith(("run: ", "study ", "probing this host", "host probe: ")) for line in lines[:-1]), \
+        stderr
     return lines[-1] + "\n"
 
 

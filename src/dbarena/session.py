@@ -259,8 +259,9 @@ def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor
         max_seconds = seconds + sum(estimate_s(s) for p in plans for s in p.points) * (study.max_repeats - first) / first
         if study.budget_s is not None:
             max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
-    # --quick is a trial of the protocol, not a measurement to compare: no probe unless asked.
-    automatic_off = study.quick and probe_s is None
+    # Automatic only before a study (a file or a bundled one) measured in earnest: not
+    # before an ad-hoc run of flags, nor a --quick trial; --probe N asks for one anywhere.
+    automatic_off = (study.quick or study.source == study_mod.FLAGS_SOURCE) and probe_s is None
     probing = probe_mod.planned_seconds(probe_s, seconds) if probe_where(study) is not None and not automatic_off \
         else 0
     return Estimate(study=study, plans=plans, points=points, seconds=seconds + probing, rooms=rooms(left, keep=keep),
@@ -400,6 +401,9 @@ def _probe(study: Study, seconds: int, reporter: Reporter) -> dict | None:
     where = probe_where(study)
     if not seconds or where is None:
         return None
+    if not all(engines.get(e.name, e.flavour, bindir=_bindir(e)).available(_bindir(e)) for e in study.engines
+               if e.target is None):
+        return None  # a server that cannot start: the run's first part says why, at once
     reporter.stage(f"probing this host for {seconds} s: CPU, memory, fsync in {where} (--no-probe: none)")
     measured = probe_mod.probe(seconds, where)
     reporter.stage(probe_mod.summary(measured))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbarena import session, study
+from dbarena import study as study_mod
 from dbarena.host import datadir, probe
 from dbarena.study import Overrides
 
@@ -38,7 +39,11 @@ def test_machine_time_is_every_point_and_the_preparation_of_each_dataset():
 
 
 def test_the_host_probe_is_in_the_estimate_and_its_line():
-    s = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
+    # Automatic before a study (a file or a bundled one); not before an ad-hoc run of flags.
+    adhoc = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
+    assert session.estimate(adhoc, host_facts=FACTS).probe_s == 0
+    assert session.estimate(adhoc, host_facts=FACTS, probe_s=7).probe_s == 7
+    s = study_mod.apply(study_mod.load("seed-b"), study_mod.Overrides(levels=(1, 2), duration_s=60))
     without = session.estimate(s, host_facts=FACTS, probe_s=0)
     e = session.estimate(s, host_facts=FACTS)  # the default: probe.planned_seconds's share
     assert e.probe_s == probe.planned_seconds(None, without.seconds) > 0
