@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbarena.fleet.loadgen import _alive, _read_status  # a status file read as a host-point's is
 from dbarena.fleet.progress import write_json
 
 SERVER = "server"
@@ -105,7 +106,7 @@ def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
     folder = folder_of(workdir)
 
     def read() -> dict[str, Any]:
-        found = _read(folder)
+        found = _read_status(folder)
         return found if found.get("id") == server_id else {"state": "absent"}
 
     if action == "stop":
@@ -124,16 +125,3 @@ def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
     if status.get("state") not in FINAL and status.get("state") != "absent" and not _alive(status.get("pid")):
         status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
     return status
-
-
-def _read(folder: Path) -> dict[str, Any]:
-    try:
-        return json.loads((folder / "status.json").read_text())
-    except (OSError, ValueError):
-        return {"state": "absent"}
-
-
-def _alive(pid: Any) -> bool:
-    from dbarena.fleet.loadgen import _alive as alive
-
-    return alive(pid)
