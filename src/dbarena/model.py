@@ -64,17 +64,22 @@ class Sample:
     def read(cls, *values: Any, **named: Any) -> "Sample":
         """Sample(*values, **named), as the parsers make hundreds of thousands of them:
         equal in every way, without the frozen dataclass's setattr per field (a third of
-        an import's time went there)."""
-        if len(values) > len(_SAMPLE_FIELDS) or not named.keys() <= _SAMPLE_DEFAULTS.keys():
+        an import's time went there). Figures not given are not written at all: the
+        dataclass keeps each field's default (None) on the class, where reading falls
+        back to."""
+        if len(values) > len(_SAMPLE_FIELDS) or (named and not named.keys() <= _SAMPLE_DEFAULTS.keys()):
             raise TypeError(f"Sample has no field {sorted(named.keys() - _SAMPLE_DEFAULTS.keys())}")
-        sample = object.__new__(cls)
-        figures = dict(_SAMPLE_DEFAULTS)
+        sample = _new(cls)
+        figures = sample.__dict__  # frozen against setattr, not against its own dict
         figures.update(zip(_SAMPLE_FIELDS, values))
-        figures.update(named)
-        object.__setattr__(sample, "__dict__", figures)
+        if named:
+            figures.update(named)
+        if len(values) < 2 and not {"second", "tps"} <= figures.keys():
+            raise TypeError("Sample needs its second and tps")  # the two without a default
         return sample
 
 
+_new = object.__new__
 _SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
 _SAMPLE_DEFAULTS = {f.name: f.default for f in fields(Sample)}
 

@@ -397,3 +397,35 @@ def test_a_sample_read_by_a_parser_is_a_sample_in_every_way():
         read.tps = 3.0  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field"):
         Sample.read(1.0, 2.0, tsp=3.0)
+    with pytest.raises(TypeError, match="second and tps"):
+        Sample.read(1.0, latency_ms=3.0)
+    # Figures not given read as the dataclass's defaults, as Sample(...)'s do.
+    sparse = Sample.read(1.0, 2.0)
+    assert sparse == Sample(1.0, 2.0) and sparse.qps is None and sparse.reconnects_per_s is None
+
+
+def _progress_lines() -> list[str]:
+    """Every progress line of the corpus and the captures, and shapes none of them has."""
+    lines = [line.rstrip("\r") for folder in ("corpus", "captured")
+             for path in sorted((Path(__file__).parent.parent / "fixtures" / "pgbench" / folder).glob("*.txt"))
+             for line in path.read_text().splitlines() if line.startswith("progress: ")]
+    return [*lines,
+            "progress: 1.0 s, 0.0 tps, lat nan ms stddev nan",
+            "progress: 1.0 s, 0.0 tps, lat NaN ms stddev NaN, 0 failed",
+            "progress: 2.0 s, -1.0 tps, lat -0.5 ms stddev 0.0",
+            "progress: 3 s, 10 tps, lat 1 ms stddev 0",
+            "progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.0, lag 0.2 ms, 4 skipped",
+            "progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.0, 0 failed, 2 retried, 3 retries"]
+
+
+def test_the_plain_progress_shortcut_reads_as_the_full_expression():
+    """parse_progress_line reads the common shape by a shorter expression (import
+    speed): every line of every shape gives what the full expression gives."""
+    lines = _progress_lines()
+    assert len(lines) > 150
+    plain = 0
+    for line in lines:
+        full = pgbench.read_progress_line(line)
+        assert pgbench.parse_progress_line(line) == full, line
+        plain += pgbench._PLAIN_PROGRESS.fullmatch(line) is not None
+    assert 0 < plain < len(lines)  # both ways were taken

@@ -93,7 +93,7 @@ def _point(name: str, lines: list[str], first: int, last: int, args: list[str] |
 
 def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], PgbenchReport | None]:
     """The run's progress samples and its summary (None when it printed none)."""
-    has_summary = "transaction type:" in chunk and re.search(r"^tps = ", chunk, re.M)
+    has_summary = "transaction type:" in chunk and (chunk.startswith("tps = ") or "\ntps = " in chunk)
     try:
         report = pgbench.parse(chunk) if has_summary else None
         # A summary's report holds the progress lines already: not read twice.

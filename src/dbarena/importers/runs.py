@@ -22,6 +22,8 @@ def trailer(line: str, tool: str) -> list[str] | None:
     every benchmark under perf stat, which names the command only after its output):
     `Performance counter stats for './pgbench db -T 600 -c 64':`. A sysbench Lua script
     run directly (`./tpcc.lua ... run`, sysbench in its #! line) counts as sysbench."""
+    if "Performance counter stats" not in line:
+        return None  # nearly every line: no expression to try
     m = _PERF.match(line)
     if m is None:
         return None
@@ -81,10 +83,11 @@ class _Splitter:
             self.close(i - 1)
             self._begin(i, cmd)
             return
-        if self.finished and line.strip() and not self.is_continuation(line):
+        text = line.strip()
+        if self.finished and text and not self.is_continuation(line):
             self.close(i - 1)
             self._begin(i, None)
-        if line.strip():
+        if text:
             self.content = True
         if self.is_end(line):
             self.finished = True

@@ -281,11 +281,12 @@ class Store:
             self.db.executemany(
                 f"INSERT INTO samples (point_id, {names}) VALUES (?, {', '.join('?' * len(used))})",
                 zip(repeat(point_id), *(columns[k] for k in used)))
-        self.db.executemany(
-            f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
-            f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
-            [(point_id, *(getattr(s, c) for c in SYSTEM_COLUMNS)) for s in result.system],
-        )
+        if result.system:  # none in an import
+            self.db.executemany(
+                f"INSERT INTO system_samples (point_id, {', '.join(SYSTEM_COLUMNS)})"
+                f" VALUES (?, {', '.join('?' * len(SYSTEM_COLUMNS))})",
+                [(point_id, *(getattr(s, c) for c in SYSTEM_COLUMNS)) for s in result.system],
+            )
         if result.server is not None:
             figures = result.server.figures
             self.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures)"

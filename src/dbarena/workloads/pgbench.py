@@ -174,11 +174,28 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
+# The shape nearly every progress line has (no failures, lag or retries; figures
+# neither NaN nor negative), read without _PROGRESS's optional groups: an import of
+# 10 000 runs reads 600 000 of them. Any other line takes the full expression.
+_PLAIN_PROGRESS = re.compile(
+    r"progress: (\d+(?:\.\d+)?) s, (\d+(?:\.\d+)?) tps, lat (\d+(?:\.\d+)?) ms stddev (\d+(?:\.\d+)?)")
+
+
 def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
     """A `-P` progress line as a Sample; None for a line that is not one."""
     line = line.rstrip("\r\n")
     if not line.startswith("progress: "):
         return None
+    plain = _PLAIN_PROGRESS.fullmatch(line)
+    if plain is not None:
+        second, tps, lat, stddev = plain.groups()
+        return Sample.read(float(second), float(tps), float(lat), float(stddev))
+    return read_progress_line(line, lineno)
+
+
+def read_progress_line(line: str, lineno: int | None = None) -> Sample:
+    """A progress line (without its line end) of any shape pgbench prints, by the full
+    expression (tests check parse_progress_line's shortcut against it)."""
     m = _PROGRESS.match(line)
     if m is None:
         raise ParseError(TOOL, "unreadable progress line", lineno, line)
