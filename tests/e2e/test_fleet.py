@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import cgroup
 from conftest import processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 from test_kill import _within
@@ -75,7 +76,10 @@ def fleet(tmp_path_factory):
 
 
 def fleet_cmd(f: dict, *args: str, timeout: float = 600, inv: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args, "-i", str(inv or f["inventory"])],
+    # The inventory before any `--` (what follows it goes to every host's `dbarena run`).
+    ends = args.index("--") if "--" in args else len(args)
+    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args[:ends], "-i", str(inv or f["inventory"]),
+                           *args[ends:]],
                           env=f["env"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -256,3 +260,40 @@ def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
         assert "Traceback" not in out.stdout + out.stderr
         assert fleet["env"]["PGPASSWORD"] not in out.stdout + out.stderr
     assert not (workdir / "venv").exists() and not (workdir / "dbarena.db").exists()  # nothing ran there
+
+
+def test_a_host_slowed_by_a_cgroup_is_flagged_by_its_probe(fleet):
+    """beta's sshd, and all it starts, on a tenth of one CPU (a CPU cgroup): its probe
+    before the study lies far below alpha's, the other host of its kind (both are this
+    machine), so `fleet run` flags beta, alpha not, and the flag reaches beta's runs and
+    the report. --serial: the two probes do not share the CPUs. A tenth, not a quarter:
+    under this suite's own load a free probe here fell to a quarter of an idle one
+    (2,196 against 8,854 events/s), as close to a quarter-CPU host as 2.2x."""
+    if cgroup.missing():
+        pytest.fail(cgroup.missing())
+    if not (fleet["workdirs"]["beta"] / "venv" / ".wheel").is_file():
+        # Run alone (-k): the hosts install dbarena first, at full speed.
+        warm = fleet_cmd(fleet, "run", "--study", str(study(fleet, "warm", [1], 1)), "--poll", "2", "--store",
+                         str(fleet["tmp"] / "warm.db"), "--", "--no-probe")
+        assert warm.returncode == 0, warm.stdout + warm.stderr
+    probed, store = study(fleet, "probed", [1], 2), fleet["tmp"] / "probed.db"
+    with cgroup.throttled(fleet["hosts"]["beta"].pid, 0.1):
+        done = fleet_cmd(fleet, "run", "--study", str(probed), "--poll", "2", "--serial", "--store", str(store),
+                         "--", "--probe", "6")
+    assert done.returncode == 0, done.stdout + done.stderr
+    flags = [line for line in done.stdout.splitlines() if line.startswith("host ") and ": probe" in line]
+    assert len(flags) == 1 and flags[0].startswith("host beta: probe CPU (best second) "), done.stdout
+    assert "below alpha's, the other host of" in flags[0]
+    db = sqlite3.connect(store)
+    options = {label: json.loads(o) for label, o in db.execute(
+        "SELECT r.label, r.options FROM runs r JOIN studies s ON s.sha256 = r.study_sha256 WHERE s.name = 'probed'")}
+    assert set(options) == {"arm", "x86"}
+    assert options["x86"]["probe_outlier"] == flags[0].removeprefix("host beta: ")
+    assert "probe_outlier" not in options["arm"]
+    slow, free = options["x86"]["probe"], options["arm"]["probe"]
+    assert slow["cpu_best_events_per_s"] * 3 < free["cpu_best_events_per_s"]
+    report = fleet["tmp"] / "probed.md"
+    made = subprocess.run([sys.executable, "-m", "dbarena", "report", "-o", str(report), "--store", str(store)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert "probe: far from its kind" in report.read_text()

@@ -145,3 +145,29 @@ def test_mariadb_update_index_on_one_small_table_shows_row_lock_waits(public_tmp
     # MariaDB starts with performance_schema off: said, not an error.
     pfs = [k for k in record["series"] if k.startswith("pfs.")]
     assert pfs or any("performance_schema is OFF" in n for n in record["notes"])
+
+
+def test_a_target_whose_connections_the_point_fills_is_measured_without_its_server_view(public_tmp, tmp_path):
+    """max_connections 8 and a point of 8 clients: the sampler's connection would take
+    the eighth client's slot and fail the point; it lets go of it before the point and
+    the series says why."""
+    with postgres.throwaway(settings={"max_connections": "8"}) as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        store = tmp_path / "full.db"
+        done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "2",
+                       "--clients-per-thread", "4", "--duration", "3", "--scale", "1", "--store", str(store),
+                       env=cli_env(public_tmp, PGPASSWORD=password))
+        assert done.returncode == 0, done.stdout + done.stderr
+        (point,) = _series(store)  # status ok
+        stopped = point["record"]["stopped"]
+        assert stopped.startswith("not sampled: the server takes 7 more connection(s) beside the sampler's, and "
+                                  "the point opens 8"), stopped
+        assert point["record"]["seconds"] == []
+        # With a slot to spare, the same point is sampled.
+        spare = tmp_path / "spare.db"
+        done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
+                       "--clients-per-thread", "7", "--duration", "3", "--scale", "1", "--store", str(spare),
+                       env=cli_env(public_tmp, PGPASSWORD=password))
+        assert done.returncode == 0, done.stdout + done.stderr
+        (sampled,) = _series(spare)
+        assert sampled["record"]["stopped"] is None and len(sampled["record"]["seconds"]) >= 2

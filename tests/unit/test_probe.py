@@ -25,6 +25,16 @@ def test_memory_mib_per_second():
     assert probe.parse_memory(text("sysbench-1.0.20-memory-2threads.txt")) == 13935.06
 
 
+def test_best_seconds_from_the_interval_reports():
+    # --report-interval=1: "[ 1s ] thds: 2 eps: 8754.95 ...", "[ 2s ] 56412.90 MiB/sec".
+    assert probe.parse_cpu_seconds(text("sysbench-1.0.20-cpu-2threads-report-interval.txt")) == (8705.87, 8754.95)
+    assert probe.parse_memory_seconds(text("sysbench-1.0.20-memory-2threads-report-interval.txt")) \
+        == (49759.39, 56412.90)
+    # A part shorter than a whole second reports none: no best second, the mean still.
+    assert probe.parse_cpu_seconds(text("sysbench-1.0.20-cpu-2threads.txt")) == (2440.98, None)
+    assert probe.parse_memory_seconds(text("sysbench-1.0.20-memory-2threads.txt")) == (13935.06, None)
+
+
 def test_fileio_fsyncs_and_the_asked_percentile():
     assert probe.parse_fileio(text("sysbench-1.0.20-fileio-seqwr-fsync-all.txt")) == (199.71, 99, 16.12)
 

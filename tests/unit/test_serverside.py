@@ -135,3 +135,27 @@ def test_a_reading_that_fails_ends_the_sampling_not_the_point():
     series = sampler.stop()
     assert series.stopped is not None and "server closed the connection" in series.stopped
     assert series.stopped.startswith("stopped at ")
+
+
+class _Full(_Breaks):
+    """A server with 3 connection slots left beside the sampler's."""
+
+    def execute(self, sql):
+        if "max_connections" in sql:
+            return _Rows([(3,)])
+        return super().execute(sql)
+
+
+def test_the_sampler_lets_go_of_its_connection_where_the_point_needs_every_slot():
+    closed = []
+    full = _Full()
+    full.close = lambda: closed.append(True)
+    sampler = ServerSampler("postgres", lambda: full).connect(clients=4).start()
+    series = sampler.stop()
+    assert closed and series.seconds == ()
+    assert series.stopped == ("not sampled: the server takes 3 more connection(s) beside the sampler's, and the "
+                              "point opens 4: its clients come first")
+    # As many clients as slots left: sampled.
+    sampler = ServerSampler("postgres", _Full, interval_s=0.01).connect(clients=3)
+    assert sampler.reader is not None and sampler.stopped is None
+    sampler.start().stop()

@@ -449,7 +449,9 @@ def _machine_rows(runs: list[dict]) -> list[list[str]]:
 # The host probe's figures (host/probe.py), as the runs' options hold them.
 _PROBE_FIELDS = (
     ("probe: CPU events/s", "cpu_events_per_s", "{:,.0f}"),
+    ("probe: CPU best second", "cpu_best_events_per_s", "{:,.0f}"),
     ("probe: memory MiB/s", "memory_mib_per_s", "{:,.0f}"),
+    ("probe: memory best second", "memory_best_mib_per_s", "{:,.0f}"),
     ("probe: fsync p99 ms", "fsync_p99_ms", "{:.2f}"),
 )
 

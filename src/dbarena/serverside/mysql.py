@@ -63,5 +63,16 @@ class MysqlReader:
                 values.update((f"pfs.{name}", float(seconds)) for name, seconds in cur.fetchall())
         return values
 
+    def free_connections(self) -> int | None:
+        """Connections the server still takes besides those open now (this one counted):
+        max_connections less Threads_connected (the one more it keeps for an
+        administrator is not counted on)."""
+        with self.connection.cursor() as cur:
+            cur.execute("SELECT @@max_connections")
+            (limit,) = cur.fetchone()
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+            row = cur.fetchone()
+        return int(limit) - int(row[1]) if row is not None else None
+
     def close(self) -> None:
         self.connection.close()

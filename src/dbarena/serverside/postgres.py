@@ -52,6 +52,14 @@ def wait_name(event_type: str, event: str) -> str:
     return f"{WAIT}{event_type}:{event}" if event else f"{WAIT}{event_type}"
 
 
+FREE_SQL = """
+SELECT current_setting('max_connections')::int
+       - CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 0
+              ELSE current_setting('superuser_reserved_connections')::int END
+       - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int
+"""
+
+
 class PostgresReader:
     """Reads through a psycopg connection in autocommit (Target.connect gives one)."""
 
@@ -80,6 +88,13 @@ class PostgresReader:
         for event_type, event, count in self.connection.execute(WAITS_SQL).fetchall():
             values[wait_name(event_type, event)] = count
         return values
+
+    def free_connections(self) -> int | None:
+        """Client connections the server still takes besides those open now (this one
+        counted): max_connections less the open client backends, less the slots kept
+        for superusers unless this role is one."""
+        row = self.connection.execute(FREE_SQL).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
 
     def close(self) -> None:
         self.connection.close()

@@ -28,6 +28,7 @@ class Reader(Protocol):
     notes: tuple[str, ...]
 
     def read(self) -> dict[str, float | None]: ...
+    def free_connections(self) -> int | None: ...
     def close(self) -> None: ...
 
 
@@ -68,11 +69,21 @@ class ServerSampler:
         self._thread = threading.Thread(target=self._loop, daemon=True, name="dbarena-server-sampler")
         self._connect = connect
 
-    def connect(self) -> "ServerSampler":
+    def connect(self, clients: int | None = None) -> "ServerSampler":
         """Connect and take the first reading now, before the point starts. A failure
-        is kept in `stopped`, never raised."""
+        is kept in `stopped`, never raised. `clients`: the connections the point's load
+        generator will open; where the server would not take them beside the sampler's
+        own (a target whose max_connections the benchmark fills), the sampler lets go
+        of its connection and says so: the point is measured, not its server view."""
         try:
             self.reader = open_reader(self.engine, self._connect)
+            free = self.reader.free_connections() if clients is not None else None
+            if free is not None and clients is not None and free < clients:
+                self.stopped = (f"not sampled: the server takes {free} more connection(s) beside the sampler's, "
+                                f"and the point opens {clients}: its clients come first")
+                self._close()
+                self.reader = None
+                return self
             self._first = (self.clock(), self.reader.read())
         except Exception as exc:  # the drivers' errors differ; none may fail the point
             self.stopped = f"could not read the server's statistics: {_one_line(exc)}"
