@@ -16,17 +16,17 @@ from dbarena.lifecycle import smt_switch
 from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
 from dbarena.dataset_lifecycle import dataset_steps
-from dbarena.session import estimate_s
+from dbarena.preflight import estimate_s
 from dbarena.study import Study
 
 if TYPE_CHECKING:
-    from dbarena.session import Estimate
+    from dbarena.preflight import Estimate
 
 PRECEDENCE = "defaults < study file ([sweep], [datasets] < [[workloads]]) < --quick < command-line flags"
 
 
 def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None = None) -> dict[str, Any]:
-    """The plan per engine and workload; with `estimated` (session.estimate), also the
+    """The plan per engine and workload; with `estimated` (preflight.estimate), also the
     disk space the throwaway instances need and whether it fits."""
     engines_out = []
     total_points = 0
@@ -179,6 +179,6 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def _size(n: float) -> str:
-    from dbarena.session import size_words
+    from dbarena.preflight import size_words
 
     return size_words(n)

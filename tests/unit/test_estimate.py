@@ -1,4 +1,4 @@
-"""The whole study before it starts (session.estimate): its points, machine time and
+"""The whole study before it starts (preflight.estimate): its points, machine time and
 disk space where its throwaway instances keep their data, the refusal of a study that
 cannot fit, and the lines a run says once (the plan counted as it will run, --quick's
 short points, a label that already holds points)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import session, study
+from dbarena import preflight, session, study
 from dbarena import study as study_mod
 from dbarena.host import datadir, probe
 from dbarena.study import Overrides
@@ -21,7 +21,7 @@ FACTS = {"hardware_threads": 2, "effective_hardware_threads": 2, "hostname": "vm
 @pytest.fixture(autouse=True)
 def no_server_binaries(monkeypatch):
     # Setting names are checked against the server's binaries: not what these tests are about.
-    monkeypatch.setattr(session, "check_settings", lambda study, executor=None: None)
+    monkeypatch.setattr(preflight, "check_settings", lambda study, executor=None: None)
 
 
 def flags(**given) -> study.Study:
@@ -31,7 +31,7 @@ def flags(**given) -> study.Study:
 
 def test_machine_time_is_every_point_and_the_preparation_of_each_dataset():
     s = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
-    e = session.estimate(s, host_facts=FACTS, probe_s=0)
+    e = preflight.estimate(s, host_facts=FACTS, probe_s=0)
     assert e.points == 6 and e.max_points is None
     prepare = e.seconds - 6 * 60
     assert 0 < prepare < 60  # one pgbench -i at scale 10, shared by every point
@@ -41,26 +41,26 @@ def test_machine_time_is_every_point_and_the_preparation_of_each_dataset():
 def test_the_host_probe_is_in_the_estimate_and_its_line():
     # Automatic before a study (a file or a bundled one); not before an ad-hoc run of flags.
     adhoc = flags(levels=(1, 2), duration_s=60, repeats=3, params={"scale": 10})
-    assert session.estimate(adhoc, host_facts=FACTS).probe_s == 0
-    assert session.estimate(adhoc, host_facts=FACTS, probe_s=7).probe_s == 7
+    assert preflight.estimate(adhoc, host_facts=FACTS).probe_s == 0
+    assert preflight.estimate(adhoc, host_facts=FACTS, probe_s=7).probe_s == 7
     s = study_mod.apply(study_mod.load("seed-b"), study_mod.Overrides(levels=(1, 2), duration_s=60))
-    without = session.estimate(s, host_facts=FACTS, probe_s=0)
-    e = session.estimate(s, host_facts=FACTS)  # the default: probe.planned_seconds's share
+    without = preflight.estimate(s, host_facts=FACTS, probe_s=0)
+    e = preflight.estimate(s, host_facts=FACTS)  # the default: probe.planned_seconds's share
     assert e.probe_s == probe.planned_seconds(None, without.seconds) > 0
     assert e.seconds == without.seconds + e.probe_s
     assert f"of machine time (a {e.probe_s} s host probe first), " in e.line()
-    asked = session.estimate(s, host_facts=FACTS, probe_s=7)
+    asked = preflight.estimate(s, host_facts=FACTS, probe_s=7)
     assert asked.probe_s == 7 and asked.seconds == without.seconds + 7
 
 
 def test_a_study_of_targets_only_has_no_probe():
     s = flags(levels=(1,), targets={"postgres": "postgresql://u@db.example:5432/d"})
-    assert session.estimate(s, host_facts=FACTS, probe_s=20).probe_s == 0
+    assert preflight.estimate(s, host_facts=FACTS, probe_s=20).probe_s == 0
 
 
 def test_disk_space_is_checked_in_the_temporary_directory_when_no_data_dir_is_set(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    e = session.estimate(flags(levels=(1,), params={"scale": 100}), host_facts=FACTS)
+    e = preflight.estimate(flags(levels=(1,), params={"scale": 100}), host_facts=FACTS)
     (room,) = e.rooms
     assert room.where == tmp_path and room.choice is None
     # pgbench: 16 MB a scale unit, with headroom for WAL and temporary files.
@@ -73,7 +73,7 @@ def test_a_study_that_cannot_fit_is_refused_in_one_line_naming_the_need_and_the_
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(datadir, "free_bytes", lambda where, choice: 76 * 10 ** 9)
     seed_a = study.load("seed-a")
-    e = session.estimate(seed_a, host_facts=FACTS)
+    e = preflight.estimate(seed_a, host_facts=FACTS)
     refusal = e.refusal()
     assert refusal is not None and "\n" not in refusal
     assert refusal.startswith("study seed-a needs about ")
@@ -82,7 +82,7 @@ def test_a_study_that_cannot_fit_is_refused_in_one_line_naming_the_need_and_the_
     # The largest dataset is named: pgbench at study A's scale.
     assert "for pgbench scale 10000 on postgres and " in refusal
     # --quick's tiny datasets fit.
-    assert session.estimate(study.apply(seed_a, Overrides(quick=True)), host_facts=FACTS).refusal() is None
+    assert preflight.estimate(study.apply(seed_a, Overrides(quick=True)), host_facts=FACTS).refusal() is None
 
 
 def test_a_data_dir_is_checked_where_it_is(tmp_path, monkeypatch):
@@ -91,7 +91,7 @@ def test_a_data_dir_is_checked_where_it_is(tmp_path, monkeypatch):
     s = flags(levels=(1,), params={"scale": 10})
     s = replace(s, engines=tuple(replace(e, data_dir=str(tmp_path)) for e in s.engines))
     monkeypatch.setattr(datadir, "free_bytes", lambda where, choice: 10 ** 6)
-    e = session.estimate(s, host_facts=FACTS)
+    e = preflight.estimate(s, host_facts=FACTS)
     assert e.rooms[0].where == tmp_path
     assert e.refusal() == (f"run needs about 240 MB for pgbench scale 10 on postgres; {tmp_path} has 1.0 MB free: "
                            "set data_dir to a larger file system (a study file's [engines.postgres] data_dir) or "
@@ -100,24 +100,24 @@ def test_a_data_dir_is_checked_where_it_is(tmp_path, monkeypatch):
 
 def test_a_target_needs_no_disk_here():
     s = flags(targets={"postgres": "postgresql://bench@db.example/bench"}, levels=(1,))
-    e = session.estimate(s, host_facts=FACTS)
+    e = preflight.estimate(s, host_facts=FACTS)
     assert e.rooms == () and e.refusal() is None
     assert "no disk on this machine" in e.line()
 
 
 def test_engines_one_after_the_other_need_the_largest_of_their_datasets(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    plans = session.expand(study.load("seed-a"), FACTS)
-    alone = [session.rooms([p])[0].need_bytes for p in plans]
-    (both,) = session.rooms(plans)
+    plans = preflight.expand(study.load("seed-a"), FACTS)
+    alone = [preflight.rooms([p])[0].need_bytes for p in plans]
+    (both,) = preflight.rooms(plans)
     assert both.need_bytes == max(alone)
-    (kept,) = session.rooms(plans, keep=True)  # --keep: every server stays, with its data
+    (kept,) = preflight.rooms(plans, keep=True)  # --keep: every server stays, with its data
     assert kept.need_bytes == sum(alone)
 
 
 def test_precision_is_counted_as_it_will_run():
     s = flags(levels=(1,), duration_s=10, precision=0.02, max_repeats=10)
-    e = session.estimate(s, host_facts=FACTS)
+    e = preflight.estimate(s, host_facts=FACTS)
     assert (e.points, e.max_points) == (3, 10)
     assert e.line().startswith("run: at least 3 points, up to 10, about ")
     (p,) = e.plans
@@ -128,27 +128,27 @@ def test_precision_is_counted_as_it_will_run():
 
 def test_an_implicit_run_is_announced_without_a_study_name():
     s = flags(levels=(1, 2), repeats=3)
-    (p,) = session.expand(s, FACTS)
+    (p,) = preflight.expand(s, FACTS)
     assert session._plan_line(s, p) == "run: 6 points on postgres: pgbench-select-only at threads 1, 2, " \
                                        "3 repeats interleaved"
     seed = study.apply(study.load("seed-a"), Overrides(quick=True, engines=("postgres",)))
-    (p,) = session.expand(seed, FACTS)
+    (p,) = preflight.expand(seed, FACTS)
     assert session._plan_line(seed, p).startswith("study seed-a --quick: 12 points on postgres: ")
 
 
 def test_quick_says_its_short_points_once():
     quick = study.apply(study.load("seed-a"), Overrides(quick=True))
-    assert session.quick_note(quick, session.expand(quick, FACTS)) == (
+    assert preflight.quick_note(quick, preflight.expand(quick, FACTS)) == (
         "--quick: 5 s points, too short for steady-state figures (a trial of the protocol; points of 30 s or "
         "more give them)")
     plain = flags(levels=(1,), duration_s=5)
-    assert session.quick_note(plain, session.expand(plain, FACTS)) is None  # the user's own choice: warned per point
+    assert preflight.quick_note(plain, preflight.expand(plain, FACTS)) is None  # the user's own choice: warned per point
 
 
 @pytest.mark.parametrize("seconds, words", [(40, "40 s"), (600, "10 min"), (3 * 3600 + 24 * 60, "3 h 24 min"),
                                             (3600, "1 h 0 min")])
 def test_durations_in_words(seconds, words):
-    assert session.duration_words(seconds) == words
+    assert preflight.duration_words(seconds) == words
 
 
 class FakeStore:
@@ -167,13 +167,13 @@ def test_a_label_that_already_holds_points_of_another_run_is_said():
     store = FakeStore([{"id": 3, "label": "vm", "invocation": "a", "started_at": "2026-11-22T10:00:00Z"},
                        {"id": 4, "label": "other", "invocation": "b", "started_at": "2026-11-23T10:00:00Z"}],
                       {3: 20, 4: 5})
-    assert session.pooled_note(store, "vm", "new", given=False) == (  # type: ignore[arg-type]
+    assert preflight.pooled_note(store, "vm", "new", given=False) == (  # type: ignore[arg-type]
         "label 'vm' already holds 20 points from 2026-11-22 (run 3); they are pooled with these when the "
         "configurations match: the label defaults to the host name: use --label to keep them apart")
-    assert "use another --label" in session.pooled_note(store, "vm", "new", given=True)  # type: ignore[arg-type]
+    assert "use another --label" in preflight.pooled_note(store, "vm", "new", given=True)  # type: ignore[arg-type]
     # Resuming the same invocation, or a fresh label: nothing to say.
-    assert session.pooled_note(store, "vm", "a", given=False) is None  # type: ignore[arg-type]
-    assert session.pooled_note(store, "fresh", "new", given=False) is None  # type: ignore[arg-type]
+    assert preflight.pooled_note(store, "vm", "a", given=False) is None  # type: ignore[arg-type]
+    assert preflight.pooled_note(store, "fresh", "new", given=False) is None  # type: ignore[arg-type]
 
 
 def test_the_library_prints_progress_unless_asked_to_be_quiet():
@@ -185,8 +185,8 @@ def test_the_library_prints_progress_unless_asked_to_be_quiet():
 
 def test_a_quick_trial_takes_no_automatic_probe():
     """--quick is a trial of the protocol: no host probe unless --probe asks for one."""
-    from dbarena import session, study
+    from dbarena import preflight, session, study
 
     quick = study.apply(study.load("seed-a"), study.Overrides(quick=True))
-    assert session.estimate(quick).probe_s == 0
-    assert session.estimate(quick, probe_s=5).probe_s == 5
+    assert preflight.estimate(quick).probe_s == 0
+    assert preflight.estimate(quick, probe_s=5).probe_s == 5

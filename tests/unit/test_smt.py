@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from dbarena import placement, plan, session, study
+from dbarena import placement, plan, preflight, session, study
 from dbarena.host import smt
 from dbarena.lifecycle import cleanup, smt_switch, state
 from dbarena.host import topology
@@ -240,7 +240,7 @@ def test_the_session_puts_smt_back_when_a_part_fails_and_shares_the_budget(contr
             raise RuntimeError("the second mode's server would not start")
         return first_index + len(part.points)
     monkeypatch.setattr(session, "_run_engine", fake_engine)
-    monkeypatch.setattr(session, "check_settings", lambda study, executor=None: None)
+    monkeypatch.setattr(preflight, "check_settings", lambda study, executor=None: None)
     s = study.parse(HEAD.replace("[sweep]\n", '[sweep]\nprecision = "5%"\nbudget = "1h"\n')
                     + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\n', "c.toml")
     with Store(tmp_path / "r.db") as db, pytest.raises(RuntimeError, match="would not start"):

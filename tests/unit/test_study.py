@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from dbarena import dataset_lifecycle, plan, session, studycheck, study, workloads
+from dbarena import dataset_lifecycle, plan, preflight, studycheck, study, workloads
 from dbarena.engines.postgres import PostgresEngine
 from dbarena.interfaces import Client
 from dbarena.model import Connection
@@ -404,7 +404,7 @@ def test_study_check_seed_a_quick_through_the_cli():
     done = cli("study", "check", "seed-a", "--quick")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    expected = session.expand(study.apply(study.load("seed-a"), Overrides(quick=True)))
+    expected = preflight.expand(study.apply(study.load("seed-a"), Overrides(quick=True)))
     n = sum(len(p.points) for p in expected)
     assert re.search(rf"^{n} points, estimated machine time ~\d+(\.\d+)? (s|min|h)\b", out, re.M), out
     assert "--quick" in out and "changed: pgbench-tpcb scale: 10000 -> 1 (--quick)" in out
@@ -565,8 +565,8 @@ def test_a_study_for_several_load_generators():
     s = study.parse(text, "tg.toml")
     assert s.together and not study.load("seed-a").together
     assert "fleet: together" in studycheck.render(studycheck.summarise(s, list(expand(s, 8).values())))
-    assert "this host is its one load generator" in session.together_note(s)
-    assert session.together_note(study.load("seed-a")) is None
+    assert "this host is its one load generator" in preflight.together_note(s)
+    assert preflight.together_note(study.load("seed-a")) is None
     for bad, message in (("together = 3", "fleet.together: expected true or false"),
                          ("togethr = true", "fleet.togethr: unknown key")):
         with pytest.raises(StudyError, match=message):

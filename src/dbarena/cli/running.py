@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from dbarena import resume as resume_mod
-from dbarena import session
+from dbarena import preflight, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, store_option
 from dbarena.errors import ExitStatus, UsageError
@@ -92,7 +92,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             raise UsageError(f"--no-probe and --probe {probe_s}: give one")
         probe_s = 0
     facts = hostinfo.host_facts()
-    estimated = session.estimate(the_study, host_facts=facts, keep=keep, stored=already, probe_s=probe_s)
+    estimated = preflight.estimate(the_study, host_facts=facts, keep=keep, stored=already, probe_s=probe_s)
     refused = estimated.refusal()
     if refused:
         raise UsageError(refused)
@@ -113,8 +113,8 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
                       f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
             return outcome.exit_status
         rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
-        if session.short_for_steady_state(the_study, estimated.plans) is not None:
-            rows = _without_short_series(rows)  # said once, before the first point (session.quick_note)
+        if preflight.short_for_steady_state(the_study, estimated.plans) is not None:
+            rows = _without_short_series(rows)  # said once, before the first point (preflight.quick_note)
         label = the_study.label or facts["hostname"]
         if outcome.skipped:
             err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
@@ -137,16 +137,16 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
 CONFIRM_OVER_S = 3600
 
 
-def _confirmed(estimated: session.Estimate, yes: bool, err: Console) -> bool:
+def _confirmed(estimated: preflight.Estimate, yes: bool, err: Console) -> bool:
     """Whether to start: a study estimated over an hour is asked about on a terminal
     (Ctrl-C or "n": not started); elsewhere (a pipe, cron, the fleet) it starts, and
     says why it did not ask."""
     longest = estimated.max_seconds if estimated.max_seconds is not None else estimated.seconds
     if yes or estimated.seconds <= CONFIRM_OVER_S:
         return True
-    took = session.duration_words(estimated.seconds)
+    took = preflight.duration_words(estimated.seconds)
     if estimated.max_seconds is not None and estimated.max_seconds > estimated.seconds:
-        took = f"{took} to {session.duration_words(longest)}"
+        took = f"{took} to {preflight.duration_words(longest)}"
     if not (sys.stdin.isatty() and err.is_terminal):
         err.print(f"estimated {took}; not a terminal, so not asking: starting", markup=False)
         return True
@@ -242,7 +242,7 @@ def study_check(file: str | None, as_json: bool, **kwargs: Any) -> int:
         raise UsageError(f"two studies given: {file!r} and --study {given!r}; give one")
     kwargs[arguments.STUDY_OPTION] = file if file is not None else given
     the_study = arguments.study_from_values(kwargs)
-    estimated = session.estimate(the_study)
+    estimated = preflight.estimate(the_study)
     summary = studycheck.summarise(the_study, estimated.plans, estimated)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

@@ -402,9 +402,9 @@ class Together:
 
 
 def _expand(study: Study) -> list[Any]:
-    from dbarena import session
+    from dbarena import preflight
 
-    return session.expand(study)
+    return preflight.expand(study)
 
 
 def _identity(spec: PointSpec) -> tuple:

@@ -61,7 +61,7 @@ def resolve(choice: str | None) -> Path | None:
 def free_bytes(where: Path, choice: str | None) -> int:
     """Room for data in a directory: its file system's space available to dbarena (for
     a RAM disk: no more than the machine's available memory either). Whether the
-    study's datasets fit is session.estimate's to say."""
+    study's datasets fit is preflight.estimate's to say."""
     stat = os.statvfs(where)
     free = stat.f_bavail * stat.f_frsize
     if choice == TMPFS:

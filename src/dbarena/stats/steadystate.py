@@ -61,7 +61,7 @@ MSER_MIN_BATCHES = 4
 
 # What the short-series warning advises: long enough for MSER's warm-up cut (20 s) and
 # batch means over what is left. --quick's 5 s points are shorter by design: the run
-# says so once (session.quick_note) instead of this warning on every point.
+# says so once (preflight.quick_note) instead of this warning on every point.
 ADVISED_DURATION_S = 30
 
 def _mser_value(z: list[float], d: int) -> float:
