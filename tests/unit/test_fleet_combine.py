@@ -129,7 +129,7 @@ def _driven(busy: dict[str, float | None]) -> dict:
 
 
 def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys):
-    from dbarena.report import terminal
+    from dbarena.report import listings
     from dbarena.stats import decision, loadgens
 
     idle = _driven({"alpha": 35.0, "beta": 41.5})
@@ -146,10 +146,10 @@ def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys)
     # The decision's "why" says it for such points.
     assert decision.bound([busy]).startswith("load generators saturated")
     # What `results --parts` and the points table show.
-    table = terminal.parts_table([idle], wide=True)
+    table = listings.parts_table([idle], wide=True)
     assert [row[3] for row in zip(*table.cells)] == ["alpha", "beta"]
     assert table.notes == ["point 7: not the load generators (busiest: beta, 42 % busy, of 2): the server or the "
                            "network"]
-    assert terminal.together_notes([idle, busy]) == [
+    assert listings.together_notes([idle, busy]) == [
         "run 3: 2 load generators drove each point at once (alpha, beta); `results --parts` shows each one's "
         "share and whether they were the bound"]

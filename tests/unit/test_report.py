@@ -642,14 +642,14 @@ def test_the_parameters_a_reader_needs_to_run_it_again(store):
 def test_results_fit_a_100_column_terminal_without_cutting_names(store):
     from rich.console import Console
 
-    from dbarena.report import terminal
+    from dbarena.report import listings
 
     rows = analysis.load(store)
     for r in rows:
         r["label"] = "hetzner-ax41-nvme-" + r["label"]  # a realistic, long label
-    for table, wide_table in ((terminal.points_table(rows), terminal.points_table(rows, wide=True)),
-                              (terminal.summary_table(analysis.summaries(rows)),
-                               terminal.summary_table(analysis.summaries(rows), wide=True))):
+    for table, wide_table in ((listings.points_table(rows), listings.points_table(rows, wide=True)),
+                              (listings.summary_table(analysis.summaries(rows)),
+                               listings.summary_table(analysis.summaries(rows), wide=True))):
         out = Console(width=100, record=True, file=io.StringIO())
         out.print(table)
         text = out.export_text()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dbarena.cli import main
-from dbarena.report import terminal
+from dbarena.report import listings, terminal
 
 STORES = Path(__file__).parent.parent / "fixtures" / "stores"
 DEMO = STORES / "demo-seed-a-quick.db"  # `make demo`: seed-a --quick, postgres and mysql, 1 repeat
@@ -131,7 +131,7 @@ def test_warnings_are_letters_with_one_legend_and_one_line_per_distinct_warning(
     for code in codes:
         rows = sum(code in {w["code"] for w in g["warnings"]} for g in groups)
         (line,) = [line for line in text.splitlines() if f" {code} (" in line]
-        assert line.startswith(f"{terminal.WARNING_LETTERS[code]} {code} ({rows} row{'s' if rows > 1 else ''}): ")
+        assert line.startswith(f"{listings.WARNING_LETTERS[code]} {code} ({rows} row{'s' if rows > 1 else ''}): ")
     assert "few-repeats (20 rows): only 1 repeat(s): use --repeat 3 or more" in text
     assert "use a --duration of 30 s or more" in text.replace("\n", " ")
     # The figures that differ between rows as their range, the advice kept.

@@ -14,7 +14,7 @@ from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
-from dbarena.report import export, terminal
+from dbarena.report import export, listings, terminal
 from dbarena.serverside.stored import attach_bounds
 from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
@@ -153,16 +153,16 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         driven = [r for r in rows if loadgens.parts(r)]
         if not driven:
             raise UsageError("no point here was driven by several load generators (fleet run --together)")
-        terminal.show(terminal.console(), terminal.parts_table(driven, wide=wide))
+        terminal.show(terminal.console(), listings.parts_table(driven, wide=wide))
     elif figures:
-        terminal.show(terminal.console(), terminal.figures_table(rows, wide=wide))
+        terminal.show(terminal.console(), listings.figures_table(rows, wide=wide))
     elif summary:
         console = terminal.console()
-        terminal.show(console, terminal.summary_table(rows, wide=wide))
-        for line in terminal.warning_lines(rows):
+        terminal.show(console, listings.summary_table(rows, wide=wide))
+        for line in listings.warning_lines(rows):
             console.print(line)
     else:
-        terminal.show(terminal.console(), terminal.points_table(rows, wide=wide))
+        terminal.show(terminal.console(), listings.points_table(rows, wide=wide))
 
 
 @cli.command()
@@ -214,7 +214,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     for line in decision_text.lines(decided, overall, width=max(console.width, 60)):
         _say(line)
     click.echo()
-    terminal.show(console, terminal.comparison_table(comparisons, wide=wide))
+    terminal.show(console, listings.comparison_table(comparisons, wide=wide))
 
 
 @cli.command("import")
@@ -347,6 +347,6 @@ def hostinfo_command(as_json: bool) -> None:
     if as_json:
         click.echo(export.dumps(facts, indent=2, sort_keys=True))
     else:
-        terminal.console().print(terminal.facts_table(facts))
+        terminal.console().print(listings.facts_table(facts))
 
 

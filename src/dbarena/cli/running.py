@@ -20,7 +20,7 @@ from dbarena.limits import MAX_SECONDS
 from dbarena.interfaces import Reporter
 from dbarena.lifecycle import state
 from dbarena.lifecycle.cleanup import reap
-from dbarena.report import terminal
+from dbarena.report import listings, terminal
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
 from dbarena.store.dialect import SQLite
@@ -118,13 +118,13 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         label = the_study.label or facts["hostname"]
         if outcome.skipped:
             err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
-        terminal.show(out, terminal.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
+        terminal.show(out, listings.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
         if outcome.precision:
-            terminal.show(out, terminal.precision_table(outcome.precision, the_study.precision))
+            terminal.show(out, listings.precision_table(outcome.precision, the_study.precision))
         if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
             groups = analysis.summaries(rows, histograms=db.latency_histograms)
-            terminal.show(out, terminal.summary_table(groups))
-            for line in terminal.warning_lines(groups):
+            terminal.show(out, listings.summary_table(groups))
+            for line in listings.warning_lines(groups):
                 out.print(line)
     out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
               f"dbarena results --store {store_path}", markup=False, soft_wrap=True)

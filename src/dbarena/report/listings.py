@@ -1,0 +1,390 @@
+"""The tables `results`, `compare`, `run` and `probe` print on a terminal (points,
+summaries over repeats, every figure, comparisons, load generators' parts, facts,
+precision), the warning letters and the notes under them. Each fits the console's width
+(report/fitting.py); the console itself: report/terminal.py."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable, Sequence
+
+from rich.markup import escape
+from rich.table import Table
+
+from dbarena.limits import printable
+from dbarena.report import differing
+from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
+from dbarena.report.terminal import fitted, fmt
+from dbarena.stats import analysis, loadgens, metric, repeats
+from dbarena.stats.steadystate import Warning_
+
+
+def _interval(low, high, digits: int = 1) -> str:
+    if low is None or high is None:
+        return "-"
+    return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"  # a throughput is never below 0
+
+
+# ------------------------------------------------------------------ warnings
+
+# A letter per warning in the tables' warning column; one legend line under a table
+# names those that appear. JSON keeps the full codes and messages.
+WARNING_LETTERS: dict[str, str] = {w.value: letter for w, letter in (
+    (Warning_.SHORT_SERIES, "S"), (Warning_.LOADGEN_BOUND, "L"), (Warning_.HIGH_VARIATION, "V"),
+    (Warning_.FEW_REPEATS, "R"), (Warning_.DIPS, "D"), (Warning_.TREND, "T"), (Warning_.LONG_WARMUP, "W"),
+    (Warning_.FAILED_POINTS, "F"), (Warning_.SEVERAL_HOSTS, "H"),
+)}
+_ORDER = {code: i for i, code in enumerate(WARNING_LETTERS)}
+
+
+def _codes(rows: Iterable[dict]) -> list[str]:
+    """The warning codes of the rows, in the legend's order (unknown codes last)."""
+    found = {w["code"] for r in rows for w in r.get("warnings", [])}
+    return sorted(found, key=lambda code: (_ORDER.get(code, len(_ORDER)), code))
+
+
+def _warnings(row: dict) -> str:
+    return "".join(WARNING_LETTERS.get(code, f" {code} ") for code in _codes([row])).strip() or "-"
+
+
+def legend(rows: Iterable[dict]) -> str | None:
+    codes = _codes(rows)
+    if not codes:
+        return None
+    return "warnings: " + ", ".join(f"{WARNING_LETTERS[c]} {c}" for c in codes if c in WARNING_LETTERS)
+
+
+# A figure in a warning's message: its own word, not part of a name ("ax41").
+_FIGURE = re.compile(r"(?<![\w.])[+-]?\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")
+
+
+def _merged(messages: list[str]) -> str:
+    """Messages that differ only in their figures, as one: a figure that varies is shown
+    as its range ("used 0.1..0.5 of 2 hardware threads")."""
+    texts = [_FIGURE.split(m) for m in messages]
+    figures = [_FIGURE.findall(m) for m in messages]
+    out = texts[0][0]
+    for k, text in enumerate(texts[0][1:]):
+        seen = sorted({f[k] for f in figures}, key=lambda f: float(f.replace(",", "")))
+        out += seen[0] if len(seen) == 1 else f"{seen[0]}..{seen[-1]}"
+        out += text
+    return out
+
+
+def warning_lines(rows: Iterable[dict]) -> list[str]:
+    """Each distinct warning once, with the number of rows it applies to and its advice
+    (messages that differ only in their figures are one warning)."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for r in rows:
+        for w in r.get("warnings", []):
+            groups.setdefault((w["code"], tuple(_FIGURE.split(w["message"]))), []).append(w["message"])
+    lines = []
+    for code, _ in sorted(groups, key=lambda g: _ORDER.get(g[0], len(_ORDER))):
+        messages = groups[(code, _)]
+        count = f"{len(messages)} row{'s' if len(messages) > 1 else ''}"
+        letter = WARNING_LETTERS.get(code)
+        lines.append(f"{f'{letter} ' if letter else ''}[yellow]{code}[/] ({count}): "
+                     f"{escape(printable(_merged(messages)))}")
+    return lines
+
+
+# ------------------------------------------------------------------ tables
+
+
+def _steady(r: dict) -> str:
+    if r.get("steady_tps") is None:
+        return "-"
+    return f"{r['steady_tps']:,.1f}"
+
+
+def _status(r: dict) -> str:
+    return "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
+
+
+# drop: None only with --wide; 0 always shown; otherwise the higher, the sooner left
+# out when a table is too wide. The default columns fit 100 columns for usual names.
+POINT_COLUMNS: tuple[Column, ...] = (
+    Column("run", "right", lambda r: str(r["run_id"]), 3),
+    Column("label", "left", lambda r: escape(r["label"])),
+    Column("engine", "left", lambda r: r["engine"]),
+    Column("workload", "left", lambda r: escape(r["workload"] + (f" [{r['variant']}]" if r.get("variant") else ""))),
+    Column("threads", "right", lambda r: str(r["threads"])),
+    Column("clients", "right", lambda r: str(r["clients"]), WIDE_ONLY),
+    Column("rep", "right", lambda r: str(r.get("repeat", 0) + 1), WIDE_ONLY),
+    Column("printed\nfigure", "right", lambda r: _figure(r, 2), 1),
+    Column("qps", "right", lambda r: fmt(r["qps"]), WIDE_ONLY),
+    Column("steady\ntps", "right", _steady),
+    Column("95 % CI within\nthe run", "right", lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high")),
+           WIDE_ONLY),
+    Column("lat avg\nms", "right", lambda r: fmt(r["latency_avg_ms"], 3), WIDE_ONLY),
+    Column("p95 ms", "right", lambda r: fmt(r["latency_p95_ms"], 3), WIDE_ONLY),
+    Column("p99 ms", "right", lambda r: fmt(r.get("latency_p99_ms"), 3), 2),
+    Column("failed\ntx", "right", lambda r: fmt(r["failed_transactions"]), WIDE_ONLY),
+    Column("errors", "right", lambda r: fmt(r["errors"]), WIDE_ONLY),
+    Column("warn", "left", _warnings),
+    Column("measured\ns", "right", lambda r: fmt((((r.get("source") or {}).get("duration")) or {}).get("measured_s"),
+                                                  2), WIDE_ONLY),
+    # What bound the point, from the server's own series and the machine's (stats/bound.py);
+    # the first to go for the width (--wide shows it with its evidence).
+    Column("bound", "left", lambda r: r.get("bound") or "-", 4),
+    Column("status", "left", _status, wraps=True),
+    Column("bound evidence", "left", lambda r: r.get("bound_evidence") or "-", WIDE_ONLY),
+)
+
+
+def _figure(r: dict, digits: int, field: str | None = None) -> str:
+    """A row's figure in its metric (`field`: which of the row's figures, the tool's
+    printed one by default): TPS, or mysqlslap's seconds with their unit."""
+    value = metric.figure(r, r["metric"]) if field is None else r.get(field)
+    return metric.shown(value, r["metric"], digits)
+
+
+# Under a table that shows a figure in seconds: what it is and which way is better.
+SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to run all its queries (lower is better)"
+
+
+def _notes(rows: list[dict], *notes: str) -> list[str]:
+    found = legend(rows)
+    seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
+    return [*notes, *seconds, *together_notes(rows), *duration_notes(rows), *([found] if found else [])]
+
+
+def duration_notes(rows: Iterable[dict]) -> list[str]:
+    """Imported points whose asked duration was not printed: how it was found, once."""
+    found: dict[str, int] = {}
+    for r in rows:
+        how = (((r.get("source") or {}).get("duration")) or {}).get("from")
+        if how in ("inferred", "last progress line", "measured"):
+            found[how] = found.get(how, 0) + 1
+    words = {"inferred": "inferred from the measured time (600.55 s measured: 600 s asked)",
+             "last progress line": "taken from the tool's last interval report",
+             "measured": "the measured time (a run of a number of transactions)"}
+    return [f"duration of {n} imported point{'s' if n > 1 else ''}: {words[how]}; `results --json` has the "
+            "measured time beside it (source.duration)" for how, n in found.items()]
+
+
+def together_notes(rows: Iterable[dict]) -> list[str]:
+    """A line per run whose points several load generators drove at once."""
+    runs: dict[Any, tuple[int, list[str]]] = {}
+    for r in rows:
+        if loadgens.parts(r):
+            runs.setdefault(r.get("run_id"), (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
+    return [f"run {run}: {n} load generators drove each point at once ({', '.join(hosts)}); "
+            "`results --parts` shows each one's share and whether they were the bound"
+            for run, (n, hosts) in runs.items()]
+
+
+def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    """Each load generator's share of the points several drove together (`results
+    --parts`): its threads and figures, its CPU, and what bound the point."""
+    rows = list(rows)
+    lines = [{**r, "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
+    columns: tuple[Column, ...] = (
+        Column("point", "right", lambda r: str(r["point_id"]) if r["_first"] else ""),
+        Column("label", "left", lambda r: escape(r["label"]) if r["_first"] else "", 3),
+        Column("workload", "left", lambda r: escape(r["workload"]) if r["_first"] else "", 2),
+        Column("host", "left", lambda r: escape(str(r["_part"].get("host")))),
+        Column("threads", "right", lambda r: str(r["_part"].get("threads"))),
+        Column("clients", "right", lambda r: str(r["_part"].get("clients")), WIDE_ONLY),
+        Column("tps", "right", lambda r: fmt(r["_part"].get("tps"), 1)),
+        Column("qps", "right", lambda r: fmt(r["_part"].get("qps"), 1), WIDE_ONLY),
+        Column("p95 ms", "right", lambda r: fmt(r["_part"].get("latency_p95_ms"), 3), 1),
+        Column("load gen.\ncores", "right", lambda r: fmt(r["_part"].get("loadgen_cpu_cores"), 2)),
+        Column("host\nbusy", "right", lambda r: "-" if r["_part"].get("host_cpu_busy_pct") is None
+               else f"{r['_part']['host_cpu_busy_pct']:.0f} %"),
+    )
+    bounds = [f"point {r['point_id']}: {escape(loadgens.bound([r]) or '')}" for r in rows]
+    return fitted("each load generator's share of the points driven together (fleet run --together)",
+                   columns, lines, wide, bounds)
+
+
+def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple[Column, ...]:
+    """The table's columns with, after threads, one for each fact of the configuration in
+    which the rows differ (clients, dataset, duration ...: report/differing.py)."""
+    shown = [c.header.replace("\n", " ") for c in columns if wide or c.drop is not WIDE_ONLY]
+    at = next(k for k, c in enumerate(columns) if c.header == "threads") + 1
+    return (*columns[:at], *differing.columns(rows, shown), *columns[at:])
+
+
+def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> FittedTable:
+    """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
+    mysqlslap's seconds) and dbarena's steady-state mean side by side."""
+    rows = list(rows)
+    # The bound columns only where a point has one (its server was sampled): none for imports.
+    columns = POINT_COLUMNS if any(r.get("bound") for r in rows) else \
+        tuple(c for c in POINT_COLUMNS if c.header not in ("bound", "bound evidence"))
+    return fitted(title, _differing(columns, rows, wide), rows, wide, _notes(rows))
+
+
+def _half_width(r: dict) -> str:
+    """The 95 % interval as +- a share of the mean: narrow enough for the default columns."""
+    if r["ci_low"] is None or r["ci_high"] is None or not r["mean"]:
+        return "-"
+    return f"\u00b1{(r['ci_high'] - r['ci_low']) / 2 / r['mean']:.1%}"
+
+
+def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    """analysis.summaries rows: one per label and configuration key. Where the median
+    is over steady-state means, --wide shows the median of the tools' printed figures
+    beside it (what a published table would show)."""
+    rows = list(rows)
+    variants = any(r.get("variant") for r in rows)
+    printed = any(r.get("statistic") not in (None, analysis.PRINTED) for r in rows)
+
+    def steady(r: dict) -> bool:
+        return r.get("statistic") not in (None, analysis.PRINTED)
+
+    def within(r: dict) -> str:
+        return "*" if r.get("interval") == "within one run" else ""
+
+    shown_percentile = "latency_p99_ms" if _has(rows, "latency_p99_ms") else "latency_p95_ms"
+    columns: tuple[Column, ...] = (
+        Column("label", "left", lambda r: escape(r["label"])),
+        Column("engine", "left", lambda r: r["engine"]),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),) if variants else ()),
+        Column("config", "left", lambda r: (r.get("config_key") or "-")[:6], WIDE_ONLY),
+        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
+        Column("n", "right", lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
+        Column("median", "right", lambda r: _figure(r, 1, "median") + ("\u2020" if steady(r) else "")),
+        *((Column("printed\nmedian", "right", lambda r: _figure(r, 1, "printed_median") if steady(r) else "=",
+                  WIDE_ONLY),) if printed else ()),
+        Column("mean", "right", lambda r: _figure(r, 1, "mean"), WIDE_ONLY),
+        Column("stdev", "right", lambda r: _figure(r, 1, "stdev"), WIDE_ONLY),
+        Column("95 % CI", "right", lambda r: _half_width(r) + within(r), 3),
+        Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"], _digits(r)) + within(r),
+               WIDE_ONLY),
+        Column("CV", "right", lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-", 2),
+        # One percentile by default, p99 where there is one (else the p95 sysbench prints).
+        *(Column(f"{name} ms", "right", _percentile_of(column), 1 if column == shown_percentile else WIDE_ONLY)
+          for column, name in (("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
+          if _has(rows, column)),
+        Column("warn", "left", _warnings),
+    )
+    captions = []
+    if printed:
+        captions.append("\u2020 median of each run's steady-state mean (warm-up excluded, from its per-second "
+                        "series); " + ("'printed median': of the figures the tool printed ('=': the same)" if wide
+                                       else "--wide adds the median of the figures the tool printed"))
+    if any(_printed_percentiles(r) for r in rows):
+        captions.append(f"{PRINTED_MARK} median of the percentile each run printed (there are no histograms to "
+                        "merge): not a percentile of all their transactions; --figures shows its mean and spread")
+    if any(r.get("interval") == "within one run" for r in rows):
+        captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
+                        "variation; no comparison verdict without 3 repeats")
+    return fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
+                       "the mean)", _differing(columns, rows, wide), rows, wide, _notes(rows, *captions))
+
+
+# Beside a summary's percentile that is the median of the ones its runs printed.
+PRINTED_MARK = "\u2021"
+
+
+def _printed_percentiles(r: dict) -> bool:
+    return any(r.get(c) is None and c in r.get("over_repeats", {}) for c in ("latency_p95_ms", "latency_p99_ms"))
+
+
+def _percentile(r: dict, column: str) -> str:
+    """A summary's percentile: of its merged histograms (or its one point); else the
+    median of what each run printed, marked as such."""
+    if r.get(column) is not None:
+        return fmt(r[column], 3)
+    over = r.get("over_repeats", {}).get(column)
+    return "-" if over is None else f"{fmt(over['median'], 3)}{PRINTED_MARK}"
+
+
+def _has(rows: list[dict], column: str) -> bool:
+    """Does any summary have this percentile, pooled or printed?"""
+    return any(r.get(column) is not None or column in r.get("over_repeats", {}) for r in rows)
+
+
+def _percentile_of(column: str) -> Callable[[dict], str]:
+    return lambda r: _percentile(r, column)
+
+
+def figures_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    """Every figure of each summary (analysis.summaries rows) over its repeats, a line per
+    figure: median, mean, n and spread, and what it is (stats/repeats.py)."""
+    lines = [{**r, "_figure": f} for r in rows for f in r.get("over_repeats", {}).values()]
+    columns: tuple[Column, ...] = (
+        Column("label", "left", lambda r: escape(r["label"])),
+        Column("engine", "left", lambda r: r["engine"], 4),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),)
+          if any(r.get("variant") for r in lines) else ()),
+        Column("figure", "left", lambda r: f"{r['_figure']['source']} {_FIGURE_NAMES[r['_figure']['figure']]}"),
+        Column("n", "right", lambda r: str(r["_figure"]["n"])),
+        Column("median", "right", lambda r: fmt(r["_figure"]["median"], 3)),
+        Column("mean", "right", lambda r: fmt(r["_figure"]["mean"], 3)),
+        Column("stdev", "right", lambda r: fmt(r["_figure"]["stdev"], 3), WIDE_ONLY),
+        Column("min .. max", "right", lambda r: f"{fmt(r['_figure']['min'], 3)} .. {fmt(r['_figure']['max'], 3)}",
+               2),
+    )
+    return fitted("every figure over repeats (one line per figure; printed: as the tool printed it per run; "
+                   "computed: by dbarena from each run's transactions)",
+                   _differing(columns, lines, wide), lines, wide)
+
+
+_FIGURE_NAMES = {column: name for column, name in repeats.FIGURES}
+
+
+def _digits(r: dict) -> int:
+    return 3 if r.get("metric") == metric.SECONDS else 1
+
+
+def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+    rows = list(rows)
+    a, b = rows[0]["a"], rows[0]["b"]
+    by_variant = rows[0].get("by") == "variant"
+
+    def verdict(r: dict) -> str:
+        return ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else "")
+
+    columns: tuple[Column, ...] = (
+        *((Column("label", "left", lambda r: escape(r.get("label") or "")),) if by_variant else ()),
+        Column("engine", "left", lambda r: r["engine"]),
+        Column("workload", "left", lambda r: escape(r["workload"])),
+        Column("threads", "right", lambda r: str(r["threads"])),
+        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
+        Column(escape(a), "right", lambda r: _figure(r, 1, "a_mean")),
+        Column(escape(b), "right", lambda r: _figure(r, 1, "b_mean")),
+        Column("n", "right", lambda r: f"{r['a_n']}/{r['b_n']}", 2),
+        Column("ratio", "right", lambda r: f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"),
+        Column("95 % CI", "right", lambda r: _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), 1),
+        Column("verdict", "left", verdict, wraps=True),
+    )
+    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
+                                                                    for r in rows) else []
+    return fitted(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
+                       columns, rows, wide, notes)
+
+
+def facts_table(facts: dict) -> Table:
+    table = Table(show_header=False)
+    table.add_column("fact")
+    table.add_column("value")
+    for key in sorted(facts):
+        value = facts[key]
+        if key.endswith("_bytes") and isinstance(value, int):
+            value = f"{value / 1024 ** 3:.1f} GiB"
+        table.add_row(key, escape(printable(str(value))))
+    return table
+
+
+def precision_table(states: Sequence, target: float | None) -> FittedTable:
+    """Adaptive repeats: where each point of the plan ended (rounds.PointState)."""
+    title = f"precision {f'+-{target:.1%} ' if target else ''}(95 % interval of the mean over runs, conservative)"
+    variants = any(s.spec.variant for s in states)
+    columns: tuple[Column, ...] = (
+        Column("engine", "left", lambda s: s.spec.engine),
+        Column("workload", "left", lambda s: escape(s.spec.workload)),
+        Column("threads", "right", lambda s: str(s.spec.threads)),
+        *((Column("variant", "left", lambda s: escape(s.spec.variant or "-")),) if variants else ()),
+        Column("runs", "right", lambda s: str(len(s.values)) + (f" (+{s.failures} failed)" if s.failures else "")),
+        Column("interval", "right", lambda s: f"+-{s.half_width:.1%}" if s.half_width is not None else "-"),
+        Column("", "left", lambda s: "[green]reached[/]" if s.status == "reached"
+               else f"[yellow]{escape(s.describe())}[/]", wraps=True),
+    )
+    return fitted(title, columns, states)
