@@ -50,47 +50,59 @@ def _cgroup_of(pid: int, version: str) -> str:
 
 
 def _move(root: Path, path: str, pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, FileNotFoundError, OSError):
+    """Put a process in a cgroup; one that has ended meanwhile is left alone."""
+    with contextlib.suppress(ProcessLookupError):
         (root / path.lstrip("/") / "cgroup.procs").write_text(f"{pid}\n")
+
+
+def _members(group: Path) -> list[int]:
+    with contextlib.suppress(FileNotFoundError):
+        return [int(x) for x in (group / "cgroup.procs").read_text().split()]
+    return []
 
 
 @contextlib.contextmanager
 def throttled(pid: int, share: float) -> Iterator[Path]:
     """The process `pid` and its descendants (now, and those they start later) limited
-    to `share` of one CPU; put back where they were afterwards."""
+    to `share` of one CPU; put back where they were afterwards (an error if they cannot
+    be: a machine left throttled would slow every later test)."""
     reason = missing()
     if reason:
         raise RuntimeError(reason)
     found = _hierarchy()
     assert found is not None
     root, version = found
-    group = root / f"dbarena-test-slow-{os.getpid()}-{pid}"
-    group.mkdir()
-    quota = int(PERIOD_US * share)
-    if version == "v2":
-        subtree = root / "cgroup.subtree_control"
-        if "cpu" not in subtree.read_text().split():
-            subtree.write_text("+cpu")
-        (group / "cpu.max").write_text(f"{quota} {PERIOD_US}")
-    else:
-        (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-        (group / "cpu.cfs_quota_us").write_text(str(quota))
     tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
     before = {p.pid: _cgroup_of(p.pid, version) for p in tree}
+    group = root / f"dbarena-test-slow-{os.getpid()}-{pid}"
+    quota = int(PERIOD_US * share)
     try:
+        group.mkdir()
+        if version == "v2":
+            # (The root's cpu controller, once enabled, is left on: other groups may use it.)
+            subtree = root / "cgroup.subtree_control"
+            if "cpu" not in subtree.read_text().split():
+                subtree.write_text("+cpu")
+            (group / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+        else:
+            (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (group / "cpu.cfs_quota_us").write_text(str(quota))
         for p in tree:
             _move(group, "/", p.pid)
+        if pid not in _members(group):
+            raise RuntimeError(f"process {pid} did not enter {group}")
         yield group
     finally:
         # Everything in the group now (the tree and what it started), back where the
         # tree was; then the empty group is removed.
         home = before.get(pid, "/")
-        for _ in range(50):
-            inside = [int(x) for x in (group / "cgroup.procs").read_text().split()]
-            if not inside:
-                break
-            for member in inside:
+        deadline = time.monotonic() + 10
+        while _members(group) and time.monotonic() < deadline:
+            for member in _members(group):
                 _move(root, before.get(member, home), member)
             time.sleep(0.1)
-        with contextlib.suppress(OSError):
+        if group.exists():
+            left = _members(group)
+            if left:
+                raise RuntimeError(f"processes {left} are still throttled in {group}")
             group.rmdir()

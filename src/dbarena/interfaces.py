@@ -99,6 +99,7 @@ class Tool(Protocol):
     params: tuple[ToolParam, ...]  # the PointSpec.params it reads (dataset and run size), declared once
     timed: bool  # runs for spec.duration_s (False: mysqlslap runs a number of queries)
     interval_option: str | None  # the option that sets how often it reports, if a study may set it
+    extra_connections: int  # connections a point holds besides one per client
     verifies: bool  # checks the data after each point (verify)
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]: ...

@@ -365,8 +365,8 @@ class Sweep:
 
         started = now_utc()
         # Its connection is made and its first reading taken before the point starts.
-        server = ServerSampler(target.engine, target.connect).connect(clients=spec.clients) \
-            if self.sample_server else None
+        server = ServerSampler(target.engine, target.connect).connect(
+            clients=spec.clients + tool.extra_connections) if self.sample_server else None
         if server is not None:
             server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
         sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None

@@ -194,7 +194,7 @@ def test_bad_postgresql_stores_are_one_line_errors(database, server, public_tmp)
     assert len(newer.stderr.strip().splitlines()) == 1
 
 
-def readme_queries() -> list[str]:
+def store_doc_queries() -> list[str]:
     """The example dashboard queries of docs/store.md's SQL views section (the README
     points there)."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "store.md").read_text()
@@ -209,13 +209,13 @@ def readme_queries() -> list[str]:
     return queries
 
 
-def test_the_readme_dashboard_queries_run(database, public_tmp):
+def test_the_dashboard_queries_of_the_store_docs_run(database, public_tmp):
     url, password = database
     env = env_for(public_tmp, password)
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
                    "--label", "m6i", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
-    queries = readme_queries()
+    queries = store_doc_queries()
     assert len(queries) == 3
     for sql in queries:
         query(url, password, sql.replace("$__timeFilter(time)", "TRUE"))

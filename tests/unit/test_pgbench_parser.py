@@ -415,7 +415,9 @@ def _progress_lines() -> list[str]:
             "progress: 2.0 s, -1.0 tps, lat -0.5 ms stddev 0.0",
             "progress: 3 s, 10 tps, lat 1 ms stddev 0",
             "progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.0, lag 0.2 ms, 4 skipped",
-            "progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.0, 0 failed, 2 retried, 3 retries"]
+            "progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.0, 0 failed, 2 retried, 3 retries",
+            "progress: 4.0 s, 10.0 tps, lat 1" + "0" * 400 + " ms stddev 0.0",  # infinite as a float: None
+            "progress: 5.0 s, 10.0 tps, lat 123456789012345.5 ms stddev 0.0"]
 
 
 def test_the_plain_progress_shortcut_reads_as_the_full_expression():

@@ -52,11 +52,17 @@ def wait_name(event_type: str, event: str) -> str:
     return f"{WAIT}{event_type}:{event}" if event else f"{WAIT}{event_type}"
 
 
+# Open client connections: a role without pg_read_all_stats sees other roles' rows
+# with backend_type NULL, counted when they have a user (background processes have
+# none): too many rather than too few. Reserved slots (superuser_reserved_connections,
+# and 16's reserved_connections) are not a role's unless it is a superuser.
 FREE_SQL = """
 SELECT current_setting('max_connections')::int
        - CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 0
-              ELSE current_setting('superuser_reserved_connections')::int END
-       - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int
+              ELSE current_setting('superuser_reserved_connections')::int
+                   + coalesce(current_setting('reserved_connections', true)::int, 0) END
+       - (SELECT count(*) FROM pg_stat_activity
+          WHERE backend_type = 'client backend' OR (backend_type IS NULL AND usesysid IS NOT NULL))::int
 """
 
 

@@ -79,8 +79,9 @@ class ServerSampler:
             self.reader = open_reader(self.engine, self._connect)
             free = self.reader.free_connections() if clients is not None else None
             if free is not None and clients is not None and free < clients:
-                self.stopped = (f"not sampled: the server takes {free} more connection(s) beside the sampler's, "
-                                f"and the point opens {clients}: its clients come first")
+                room = f"takes {free} more connection(s)" if free > 0 else "takes no more connection"
+                self.stopped = (f"not sampled: the server {room} beside the sampler's, and the point opens "
+                                f"{clients}: its clients come first")
                 self._close()
                 self.reader = None
                 return self

@@ -44,6 +44,9 @@ class ToolBase:
     # The option that sets how often the tool reports (the per-second series), if a
     # study may set it: --quick keeps it within a shortened point (study/apply.py).
     interval_option: str | None = None
+    # Connections a point holds besides one per client (mysqlslap keeps its own while
+    # its client threads run): the server sampler leaves room for them (serverside/).
+    extra_connections = 0
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]:
         """Options as text, in a stable order; a UsageError naming the option otherwise."""

@@ -126,6 +126,7 @@ class Mysqlslap(ToolBase):
     params = PARAMS
     timed = False
     passthrough = True
+    extra_connections = 1  # its own, open while the --concurrency client threads run
     reserved = {
         "concurrency": "the sweep's levels", "iterations": "the 'iterations' parameter",
         "number-of-queries": "the 'queries' parameter", "host": "the target", "port": "the target",

@@ -177,8 +177,11 @@ def _number(text: str | None) -> float | None:
 # The shape nearly every progress line has (no failures, lag or retries; figures
 # neither NaN nor negative), read without _PROGRESS's optional groups: an import of
 # 10 000 runs reads 600 000 of them. Any other line takes the full expression.
+# (At most 15 digits before the point: a longer figure could round to infinity, which
+# the full expression's reading says as such.)
 _PLAIN_PROGRESS = re.compile(
-    r"progress: (\d+(?:\.\d+)?) s, (\d+(?:\.\d+)?) tps, lat (\d+(?:\.\d+)?) ms stddev (\d+(?:\.\d+)?)")
+    r"progress: (\d{1,15}(?:\.\d+)?) s, (\d{1,15}(?:\.\d+)?) tps, lat (\d{1,15}(?:\.\d+)?) ms "
+    r"stddev (\d{1,15}(?:\.\d+)?)")
 
 
 def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
