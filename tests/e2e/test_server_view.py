@@ -175,3 +175,31 @@ def test_a_target_whose_connections_the_point_fills_is_measured_without_its_serv
         assert done.returncode == 0, done.stdout + done.stderr
         (sampled,) = _series(spare)
         assert sampled["record"]["stopped"] is None and len(sampled["record"]["seconds"]) >= 2
+
+
+def test_a_role_that_is_no_superuser_leaves_the_superusers_slots_alone(public_tmp, tmp_path):
+    """A target's role without superuser rights cannot use superuser_reserved_connections
+    (3 by default): of max_connections 10, 7 are its own, the sampler takes one, 6 are
+    left; a point of 7 clients is measured without the server view, one of 6 with it."""
+    import psycopg
+
+    with postgres.throwaway(settings={"max_connections": "10"}) as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        with psycopg.connect(target.url, password=password, autocommit=True) as admin:
+            admin.execute("CREATE ROLE plain LOGIN PASSWORD 'plain-pw'")
+            admin.execute("CREATE DATABASE plain OWNER plain")
+        url = target.url.replace("dbarena@", "plain@").rsplit("/", 1)[0] + "/plain"
+        env = cli_env(public_tmp, PGPASSWORD="plain-pw")
+        for clients, sampled in ((7, False), (6, True)):
+            store = tmp_path / f"plain-{clients}.db"
+            done = dbarena("run", "--target", url, "--workload", "pgbench-select-only", "--threads", "1",
+                           "--clients-per-thread", str(clients), "--duration", "3", "--scale", "1", "--store",
+                           str(store), env=env)
+            assert done.returncode == 0, done.stdout + done.stderr
+            (point,) = _series(store)
+            stopped = point["record"]["stopped"]
+            if sampled:
+                assert stopped is None, stopped
+            else:
+                assert stopped.startswith("not sampled: the server takes 6 more connection(s) beside the "
+                                          "sampler's, and the point opens 7"), stopped

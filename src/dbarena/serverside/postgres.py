@@ -53,8 +53,9 @@ def wait_name(event_type: str, event: str) -> str:
 
 
 # Open client connections: a role without pg_read_all_stats sees other roles' rows
-# with backend_type NULL, counted when they have a user (background processes have
-# none): too many rather than too few. Reserved slots (superuser_reserved_connections,
+# with backend_type NULL, counted when they have a user and a database (background
+# processes lack one or both: the logical replication launcher has a user, no
+# database); a parallel worker would count too: too many rather than too few. Reserved slots (superuser_reserved_connections,
 # and 16's reserved_connections) are not a role's unless it is a superuser.
 FREE_SQL = """
 SELECT current_setting('max_connections')::int
@@ -62,7 +63,8 @@ SELECT current_setting('max_connections')::int
               ELSE current_setting('superuser_reserved_connections')::int
                    + coalesce(current_setting('reserved_connections', true)::int, 0) END
        - (SELECT count(*) FROM pg_stat_activity
-          WHERE backend_type = 'client backend' OR (backend_type IS NULL AND usesysid IS NOT NULL))::int
+          WHERE backend_type = 'client backend'
+             OR (backend_type IS NULL AND usesysid IS NOT NULL AND datid IS NOT NULL))::int
 """
 
 
