@@ -4,8 +4,8 @@ gives it by default, <dbarena_workdir_base>/<inventory name>) run a tiny study; 
 points arrive in the local store under their labels and prices and `report` compares
 them. A host that dies half-way does not stop the other, `fleet status` exits 1 while
 it is unreachable, and a second `fleet run` completes it without re-running its
-finished points. A host whose Python does not start shows its own error. Nothing is
-left running afterwards."""
+finished points. A host whose Python does not start shows its own error. A host
+slowed by a CPU cgroup is flagged by its probe. Nothing is left running afterwards."""
 
 from __future__ import annotations
 
