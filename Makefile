@@ -22,10 +22,17 @@ demo: deps $(STAMP)
 	$(VENV)/bin/dbarena run --study seed-a --quick
 	$(VENV)/bin/dbarena report -o dbarena-report.html
 
-# Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite.
+# Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite in two parts.
+# First every test but those below on two CPUs (pytest-xdist; the tests of a module that
+# share a costly fixture, a server or a store of real runs, carry one xdist_group, so
+# that one worker makes it once). Then, one after the other and alone on the machine,
+# the tests that look at the whole of it: the fleet's (marker fleet: they bind fixed
+# loopback addresses and check that no server is left running anywhere) and those that
+# look at every entry of /dev/shm (marker serial).
 test: deps $(STAMP)
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -m 'not fleet and not serial'
+	$(VENV)/bin/pytest -q -m 'fleet or serial'
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
 # benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two

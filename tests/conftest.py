@@ -14,6 +14,20 @@ from pathlib import Path
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(items):
+    """Under `pytest -n 2 --dist loadgroup` (make test), the tests that use a fixture of
+    module scope (a server, a store of real runs that takes a minute to make) run on one
+    worker, one after the other: the fixture is made once, not once per worker, nor
+    again each time a worker comes back to the module between other modules' tests."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_state_dir(tmp_path_factory):
     """dbarena's state directory (the records of what its processes started, which the

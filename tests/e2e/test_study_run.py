@@ -208,6 +208,7 @@ def test_a_mariadb_cluster_option_creates_its_data_directory_with_it():
         assert target.facts()["key_variables"]["innodb_page_size"] == "8192"
 
 
+@pytest.mark.serial  # looks at every entry of /dev/shm, where any PostgreSQL keeps its shared memory
 def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tmp_path):
     from pathlib import Path
 
@@ -456,6 +457,7 @@ server = [1]
 """
 
 
+@pytest.mark.serial  # looks at every entry of /dev/shm, where any PostgreSQL keeps its shared memory
 def test_ctrl_c_in_a_study_on_a_ram_disk_with_restore_and_pinned_cpus_leaves_nothing(public_tmp, tmp_path):
     """Ctrl-C while a point runs on a server pinned to a core, with its data and its
     saved copy on /dev/shm: the finished point is kept, the run marked interrupted,
