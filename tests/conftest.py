@@ -14,18 +14,26 @@ from pathlib import Path
 import pytest
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
-def pytest_collection_modifyitems(items):
-    """Under `pytest -n 2 --dist loadgroup` (make test), the tests that use a fixture of
-    module scope (a server, a store of real runs that takes a minute to make) run on one
-    worker, one after the other: the fixture is made once, not once per worker, nor
-    again each time a worker comes back to the module between other modules' tests."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        if any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist, in the controller: its COLUMNS and LINES, for each worker."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config):
+    """A pytest-xdist worker finds COLUMNS=80 and LINES=24 in its environment, whatever the
+    controller had; the real CLI a test runs would take them for its width in a pipe
+    (report/terminal.py): narrower tables and cut cells under `make test` (-n 2) than
+    with pytest alone. A worker has the controller's values instead, or none."""
+    sent = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (sent or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session", autouse=True)
