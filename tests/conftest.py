@@ -122,7 +122,7 @@ def server_segments(text: str) -> set[Path]:
     Taken while a test's server runs, they are what it may leave in RAM if killed; a
     check of them cannot be disturbed by other servers on the machine (another pytest
     worker's, another session's), as a look at every unmapped segment could: another
-    test's server, killed on purpose, holds its own for a moment."""
+    test's server, killed on purpose, leaves its own unmapped for a moment."""
     from dbarena.lifecycle import state
 
     groups = set()
