@@ -3,6 +3,7 @@ TMPDIR so that leftovers (directories, server processes) can be checked for."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -11,6 +12,28 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist, in the controller: its COLUMNS and LINES, for each worker."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config):
+    """A pytest-xdist worker finds COLUMNS=80 and LINES=24 in its environment, whatever the
+    controller had; the real CLI a test runs would take them for its width in a pipe
+    (report/terminal.py): narrower tables and cut cells under `make test` (-n 2) than
+    with pytest alone. A worker has the controller's values instead, or none."""
+    sent = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (sent or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -92,21 +115,36 @@ def dbarena(*args: str, env: dict, timeout: float = 240) -> subprocess.Completed
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def shm_segments() -> set[Path]:
-    """PostgreSQL's dynamic shared memory segments in RAM now."""
-    return set(Path("/dev/shm").glob("PostgreSQL.*"))
-
-
-def stray_segments(before: set[Path]) -> set[Path]:
-    """Segments made since `before` that no live process maps: what a killed PostgreSQL
-    leaves in RAM for good unless whoever stops it removes them."""
+def server_segments(text: str) -> set[Path]:
+    """PostgreSQL's dynamic shared memory segments (/dev/shm/PostgreSQL.<n>) that the
+    servers whose command line contains text (a test's own TMPDIR or data directory) map
+    now, with every process of their process groups (a postmaster leads its backends').
+    Taken while a test's server runs, they are what it may leave in RAM if killed; a
+    check of them cannot be disturbed by other servers on the machine (another pytest
+    worker's, another session's), as a look at every unmapped segment could: another
+    test's server, killed on purpose, leaves its own unmapped for a moment."""
     from dbarena.lifecycle import state
 
-    mapped: set[Path] = set()
+    groups = set()
+    for line in processes_mentioning(text):
+        with contextlib.suppress(OSError):
+            groups.add(os.getpgid(int(line.split(":")[0])))
+    found: set[Path] = set()
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            mapped |= state.shm_segments(int(proc.name))
-    return shm_segments() - before - mapped
+        if not proc.name.isdigit():
+            continue
+        try:
+            in_group = os.getpgid(int(proc.name)) in groups
+        except OSError:
+            continue
+        if in_group:
+            found |= {seg for seg in state.shm_segments(int(proc.name)) if seg.name.startswith("PostgreSQL.")}
+    return found
+
+
+def left_in_ram(segments: set[Path]) -> set[Path]:
+    """Those of segments that are still in /dev/shm."""
+    return {seg for seg in segments if seg.exists()}
 
 
 def store_holds(store: Path, secret: str) -> bool:

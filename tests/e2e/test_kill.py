@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena, processes_mentioning, shm_segments, stray_segments
+from conftest import cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
 from test_run import _start, _wait_for_line
 
 pytestmark = pytest.mark.e2e
@@ -46,18 +46,19 @@ def env(public_tmp, tmp_path):
 
 def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finishes(public_tmp, tmp_path, env):
     store = tmp_path / "r.db"
-    segments = shm_segments()
     proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "4", "--scale", "1",
                    "--store", str(store)], env)
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     time.sleep(1.0)  # into the second point
     assert _servers(public_tmp)
+    segments = server_segments(str(public_tmp))  # the server's own: what it could leave in RAM
+    assert segments
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     # The watchdog: no server process of the run, no directory, the run marked.
     assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
     assert _within(5, lambda: list(public_tmp.iterdir()) == []), list(public_tmp.iterdir())
-    assert _within(5, lambda: not stray_segments(segments)), stray_segments(segments)  # no shared memory left in RAM
+    assert _within(5, lambda: not left_in_ram(segments)), left_in_ram(segments)  # no shared memory left in RAM
     db = sqlite3.connect(store)
     # The watchdog marks the run after it removed the instance: give it its moment.
     marked = [("interrupted", "killed")]
@@ -72,7 +73,6 @@ def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finis
 def test_sigkill_of_dbarena_and_its_watchdog_during_preparation_is_reaped_by_the_next_command(
         public_tmp, tmp_path, env):
     store = tmp_path / "r.db"
-    segments = shm_segments()
     proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "30",
                    "--store", str(store)], env)
     _wait_for_line(proc, "preparing the pgbench dataset")
@@ -81,13 +81,15 @@ def test_sigkill_of_dbarena_and_its_watchdog_during_preparation_is_reaped_by_the
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     assert _servers(public_tmp)  # nobody was left to stop it
+    segments = server_segments(str(public_tmp))
+    assert segments
     shown = dbarena("results", "--store", str(store), env=env)
     assert shown.returncode == 0, shown.stderr
     assert "dbarena: stopped and removed the postgres instance in " in shown.stderr
     assert f"marked run 1 in {store} interrupted (killed); continue it with: dbarena run --resume 1" in shown.stderr
     assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
     assert list(public_tmp.iterdir()) == []
-    assert _within(5, lambda: not stray_segments(segments)), stray_segments(segments)
+    assert _within(5, lambda: not left_in_ram(segments)), left_in_ram(segments)
     db = sqlite3.connect(store)
     # The watchdog marks the run after it removed the instance: give it its moment.
     marked = [("interrupted", "killed")]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena, error_line, processes_mentioning
+from conftest import cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments
 
 pytestmark = pytest.mark.e2e
 
@@ -208,17 +209,32 @@ def test_a_mariadb_cluster_option_creates_its_data_directory_with_it():
         assert target.facts()["key_variables"]["innodb_page_size"] == "8192"
 
 
-def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tmp_path):
-    from pathlib import Path
+def _own_instance(state: Path) -> tuple[Path, set[Path]]:
+    """The throwaway instance of a run going on, from the record in its private state
+    directory: its directory, and the shared memory segments its server maps now (and
+    those recorded). What it may leave on the RAM disk, with nothing of another test's
+    or another session's servers, which keep theirs in /dev/shm too."""
+    (record,) = [json.loads(p.read_text()) for p in (state / "records").glob("instance-*.json")]
+    return Path(record["top"]), server_segments(record["top"]) | {Path(s) for s in record.get("shm", ())}
 
-    env = cli_env(public_tmp)
-    before = set(Path("/dev/shm").iterdir())
-    done, store, study = _run_study(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"')
-                                    .split("[variants.off]")[0] + '[engines.postgres]\ndata_dir = "tmpfs"\n',
-                                    tmp_path, env, "--label", "box")
+
+def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tmp_path):
+    from test_run import _start, _wait_for_line
+
+    env = cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
+    store, study = tmp_path / "r.db", tmp_path / "study.toml"
+    study.write_text(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"').split("[variants.off]")[0]
+                     + '[engines.postgres]\ndata_dir = "tmpfs"\n')
+    proc = _start(["run", "--study", str(study), "--store", str(store), "--label", "box"], env)
+    seen = _wait_for_line(proc, "target: throwaway PostgreSQL")
+    top, segments = _own_instance(tmp_path / "state")
+    assert top.parent == Path("/dev/shm") and segments, (top, segments)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, ("".join(seen) + err)[-3000:]
     (options,) = [json.loads(o) for (o,) in sqlite3.connect(store).execute("SELECT options FROM runs")]
     assert options["data_dir"]["choice"] == "tmpfs" and options["data_dir"]["fs"] == "tmpfs"
-    assert set(Path("/dev/shm").iterdir()) <= before  # the instance and its shared memory are gone
+    # The instance and its shared memory are gone.
+    assert not top.exists() and left_in_ram(segments) == set() and processes_mentioning(str(top)) == []
     # A dataset larger than the RAM disk is refused before anything starts, in one line.
     study.write_text(study.read_text().replace("scale = 1", "scale = 10000000"))
     refused = dbarena("run", "--study", str(study), "--store", str(tmp_path / "other.db"), env=env)
@@ -469,19 +485,19 @@ def test_ctrl_c_in_a_study_on_a_ram_disk_with_restore_and_pinned_cpus_leaves_not
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    before = set(Path("/dev/shm").iterdir())
     study, store = tmp_path / "c.toml", tmp_path / "r.db"
     study.write_text(CTRL_C_STUDY)
     proc = _start(["run", "--study", str(study), "--store", str(store)],
                   cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")))
     seen = _wait_for_line(proc, "restored the prepared data directory in")  # before the second point
     time.sleep(1.5)  # into it
+    top, segments = _own_instance(tmp_path / "state")
+    assert top.parent == Path("/dev/shm") and segments, (top, segments)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, "".join(seen) + err
     assert "finished point(s) kept" in err and "Traceback" not in err
-    shm = set(Path("/dev/shm").iterdir()) - before
-    assert shm == set() and processes_mentioning("/dev/shm/dbarena-") == []
+    assert not top.exists() and left_in_ram(segments) == set() and processes_mentioning(str(top)) == []
     assert not list((tmp_path / "state" / "records").glob("*.json"))
     db = sqlite3.connect(store)
     assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
