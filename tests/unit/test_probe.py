@@ -73,3 +73,13 @@ def test_a_probe_survives_its_json():
     p = probe.Probe(seconds=30, threads=2, cpu_events_per_s=1.5, memory_mib_per_s=2.0, fsync_per_s=3.0,
                     fsync_p99_ms=4.0, directory="/tmp", fs="ext4", tool="sysbench 1.0.20", problems=("x",))
     assert probe.Probe.from_dict(p.to_dict()) == p
+
+
+def test_a_part_without_a_whole_second_says_so_in_the_table():
+    # A real 6 s probe (tests/fixtures/probe/fleet/): its memory part of 1 s reported no second.
+    import json
+
+    p = probe.Probe.from_dict(json.loads((FIXTURES / "fleet" / "best-second-free-1.json").read_text()))
+    rows = dict(probe.rows(p))
+    assert rows["memory write, best second"] == "- (its 1 s part had no whole second)"
+    assert rows["CPU, best second"] == "8,854 events/s"
