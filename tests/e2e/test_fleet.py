@@ -262,6 +262,39 @@ def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
     assert not (workdir / "venv").exists() and not (workdir / "dbarena.db").exists()  # nothing ran there
 
 
+def test_a_working_directory_another_user_planted_is_refused_and_nothing_in_it_runs(fleet):
+    """The probe's repro: a local user creates the host's working directory first, with a
+    venv whose pip, python and dbarena are their own programs. `fleet run` and `fleet
+    status` refuse the host in one line and run none of them (the playbooks check the
+    directory before anything else: fleet/playbooks/workdir_check.py)."""
+    hosts = fleet["hosts"]
+    planted, marker = fleet["tmp"] / "planted", fleet["tmp"] / "planted-ran"
+    (planted / "venv" / "bin").mkdir(parents=True)
+    for tool in ("pip", "python", "python3", "dbarena"):
+        program = planted / "venv" / "bin" / tool
+        program.write_text(f"#!/bin/sh\necho {tool} >> {marker}\n")
+        program.chmod(0o755)
+    for path in (planted, *planted.rglob("*")):
+        os.chown(path, 65534, 65534)  # nobody's
+    inv = inventory([hosts["alpha"]], hosts.key, fleet["tmp"] / "planted.ini",
+                    workdirs={"alpha": fleet["tmp"] / "planted-ansible"},
+                    extra_vars={"alpha": {"dbarena_workdir": str(planted)}})
+    tiny = study(fleet, "planted", [1], 2)
+
+    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(fleet["tmp"] / "p.db"),
+                     inv=inv)
+    assert done.returncode == 1, done.stdout + done.stderr
+    refusal = f"unsafe working directory: {planted} is owned by nobody, not by root"
+    assert any(line.startswith("alpha: failed; start failed: ") for line in done.stdout.splitlines()), done.stdout
+    assert refusal in done.stdout, done.stdout
+    status = fleet_cmd(fleet, "status", inv=inv)
+    assert status.returncode == 1 and refusal in status.stdout, status.stdout + status.stderr
+    for out in (done, status):
+        assert "Traceback" not in out.stdout + out.stderr
+    assert not marker.exists(), marker.read_text()
+    assert sorted(p.name for p in planted.iterdir()) == ["venv"]  # no wheel, study or secrets put there
+
+
 def test_a_host_slowed_by_a_cgroup_is_flagged_by_its_probe(fleet):
     """beta's sshd, and all it starts, on a tenth of one CPU (a CPU cgroup): its probe
     before the study lies far below alpha's, the other host of its kind (both are this

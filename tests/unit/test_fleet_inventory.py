@@ -33,7 +33,8 @@ def test_hosts_take_their_label_price_and_workdir_from_host_vars():
     assert hosts["m6i"].price_per_month == 420 and hosts["m6i"].price_per_hour == pytest.approx(420 / 730)
     assert hosts["m6i"].currency == "EUR"
     assert (hosts["old"].label, hosts["old"].workdir, hosts["old"].price_per_hour) == ("legacy", "/srv/bench", None)
-    assert hosts["c7g"].workdir == "/var/tmp/dbarena-fleet/c7g"
+    # In the login user's home on the host (expanded there), not in a world-writable /var/tmp.
+    assert hosts["c7g"].workdir == "~/.dbarena-fleet/c7g"
 
 
 def test_the_workdir_defaults_per_inventory_host_so_hosts_on_one_machine_never_share_one():
@@ -47,10 +48,11 @@ def test_the_workdir_defaults_per_inventory_host_so_hosts_on_one_machine_never_s
         "10.0.0.9:2200": {},
     }}, "all": {"hosts": ["db-a", "db-b", "db-c", "db-d", "10.0.0.9:2200"]}}
     workdirs = {h.name: h.workdir for h in inventory.read(listing, None)}
-    assert workdirs == {"db-a": "/var/tmp/dbarena-fleet/db-a", "db-b": "/var/tmp/dbarena-fleet/db-b",
+    assert workdirs == {"db-a": "~/.dbarena-fleet/db-a", "db-b": "~/.dbarena-fleet/db-b",
                         "db-c": "/srv/bench/db-c", "db-d": "/opt/d",
-                        "10.0.0.9:2200": "/var/tmp/dbarena-fleet/10.0.0.9_2200"}
-    assert inventory.default_workdir("../etc") == "/var/tmp/dbarena-fleet/_etc"
+                        "10.0.0.9:2200": "~/.dbarena-fleet/10.0.0.9_2200"}
+    assert inventory.default_workdir("../etc") == "~/.dbarena-fleet/_etc"
+    assert inventory.default_workdir("x", "/var/tmp/dbarena-fleet") == "/var/tmp/dbarena-fleet/x"
 
 
 def test_limit_takes_names_groups_and_patterns():
@@ -74,8 +76,9 @@ def test_an_unknown_limit_is_refused(limit, message):
     ({"dbarena_price_per_hour": "cheap"}, "dbarena_price_per_hour='cheap' is not a number"),
     ({"dbarena_price_per_month": -3}, "must be positive"),
     ({"dbarena_price_per_hour": 1, "dbarena_price_per_month": 700}, "not both"),
-    ({"dbarena_workdir": "relative/dir"}, "must be an absolute path"),
-    ({"dbarena_workdir": "~/bench"}, "a ~ is not expanded"),
+    ({"dbarena_workdir": "relative/dir"}, "must be an absolute path or one under ~/"),
+    ({"dbarena_workdir": "~other/bench"}, "must be an absolute path or one under ~/"),
+    ({"dbarena_workdir": "/srv/../etc"}, "may not hold '..'"),
     ({"dbarena_workdir_base": "bench"}, "dbarena_workdir_base='bench' must be an absolute path"),
 ])
 def test_bad_host_vars_are_one_line_errors(hostvars, message):

@@ -24,7 +24,7 @@ inventory_option = click.option("-i", "--inventory", "inventory", required=True,
                                 type=click.Path(dir_okay=False, path_type=Path),
                                 help="An Ansible inventory; host vars dbarena_label, dbarena_price_per_hour or "
                                      "dbarena_price_per_month, dbarena_currency, dbarena_workdir [default: "
-                                     "dbarena_workdir_base/<inventory name>, base /var/tmp/dbarena-fleet]; "
+                                     "dbarena_workdir_base/<inventory name>, base ~/.dbarena-fleet on the host]; "
                                      "set ansible_python_interpreter too (docs/fleet.md).")
 limit_option = click.option("--limit", metavar="PATTERN",
                             help="Only these hosts or groups (comma-separated; shell-style patterns).")

@@ -306,6 +306,11 @@ class Fleet:
                 state.set_failure(result["failure"])
                 continue
             state.unreachable_since = None
+            if result["failed"] and "status" not in result["tasks"]:
+                # Its working directory was refused (workdir.yml): nothing there is run.
+                state.status = {"state": "failed"}
+                state.set_failure(result["failure"])
+                continue
             state.set_problem(None)
             task = result["tasks"].get("status", {})
             if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")):

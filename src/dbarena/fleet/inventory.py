@@ -6,9 +6,13 @@ dbarena takes from each host's variables: its label, its price, its working dire
     m6i  ansible_host=10.0.0.6  dbarena_price_per_month=420  dbarena_currency=EUR
 
 A host's working directory is dbarena_workdir if given, else
-<dbarena_workdir_base>/<inventory name> (base default /var/tmp/dbarena-fleet): two
-inventory hosts that are one machine (two addresses, two ports) never share one, so
-neither their stores nor their run locks collide.
+<dbarena_workdir_base>/<inventory name> (base default ~/.dbarena-fleet, in the login
+user's home on the host): two inventory hosts that are one machine (two addresses, two
+ports) never share one, so neither their stores nor their run locks collide. The
+default is in the home rather than in a world-writable directory such as /var/tmp,
+where another local user could create the directory first (and with it the programs
+the playbooks run); every playbook checks the directory on the host before it runs
+anything there (playbooks/workdir_check.py).
 
 Everything is checked before anything starts: a bad inventory, `--limit` or host
 variable is one line and exit status 2.
@@ -26,7 +30,7 @@ from pathlib import Path
 from dbarena.errors import UsageError
 from dbarena.stats.price import HOURS_PER_MONTH
 
-DEFAULT_WORKDIR_BASE = "/var/tmp/dbarena-fleet"
+DEFAULT_WORKDIR_BASE = "~/.dbarena-fleet"
 # The group whose one host runs a --together run's throwaway server (the others drive it).
 SERVER_GROUP = "server"
 
@@ -70,15 +74,9 @@ def host_of(name: str, variables: dict) -> Host:
     if not isinstance(label, str) or not label.strip():
         raise UsageError(f"inventory: host {name}: dbarena_label={label!r} is not a label")
     if "dbarena_workdir" in variables:
-        workdir = variables["dbarena_workdir"]
-        if not isinstance(workdir, str) or not workdir.startswith("/"):
-            raise UsageError(f"inventory: host {name}: dbarena_workdir={workdir!r} must be an absolute path "
-                             "(a ~ is not expanded)")
+        workdir = _host_path(name, "dbarena_workdir", variables["dbarena_workdir"])
     else:
-        base = variables.get("dbarena_workdir_base", DEFAULT_WORKDIR_BASE)
-        if not isinstance(base, str) or not base.startswith("/"):
-            raise UsageError(f"inventory: host {name}: dbarena_workdir_base={base!r} must be an absolute "
-                             "path (a ~ is not expanded)")
+        base = _host_path(name, "dbarena_workdir_base", variables.get("dbarena_workdir_base", DEFAULT_WORKDIR_BASE))
         workdir = default_workdir(name, base)
     address = variables.get("dbarena_server_address", variables.get("ansible_host", name))
     if not isinstance(address, str) or not address.strip() or any(c.isspace() for c in address.strip()):
@@ -86,6 +84,17 @@ def host_of(name: str, variables: dict) -> Host:
     return Host(name=name, label=label.strip(), price_per_hour=price, address=address.strip(),
                 price_per_month=monthly, currency=(currency or "USD").strip() if price is not None else None,
                 workdir=workdir)
+
+
+def _host_path(host: str, name: str, value: object) -> str:
+    """An absolute path on the host, or one in the login user's home there (~ or ~/...:
+    expanded on the host, where the home is known)."""
+    if not isinstance(value, str) or not (value.startswith("/") or value == "~" or value.startswith("~/")):
+        raise UsageError(f"inventory: host {host}: {name}={value!r} must be an absolute path or one under ~/ "
+                         "(the login user's home on the host)")
+    if ".." in value.split("/"):
+        raise UsageError(f"inventory: host {host}: {name}={value!r} may not hold '..'")
+    return value
 
 
 def default_workdir(name: str, base: str = DEFAULT_WORKDIR_BASE) -> str:

@@ -1,0 +1,122 @@
+"""A fleet host's working directory, made safe before anything in it is run.
+
+Run on the host by every playbook (workdir.yml), by the host's own python3, before
+dbarena is installed there: so it uses the standard library only and runs on any
+Python 3 a host may have.
+
+    python3 workdir_check.py PATH create|check
+
+PATH is absolute, or starts with ~ (the login user's home). The answer, on stdout, is
+the absolute path; a refusal is one line on stderr and exit status 1.
+
+Why: the playbooks run `<workdir>/venv/bin/pip` and `<workdir>/venv/bin/dbarena`, as
+the login user (often root), and put the passwords a run needs there. A directory that
+another local user created first, or can write into (or whose parent they can rename or
+replace), would let them run code as that user. So every existing component of the
+path, followed through symbolic links, must be owned by root or by the login user and
+not writable by group or others; an ancestor that others may write to is accepted only
+when it is root's and sticky (/tmp, /var/tmp): there, no one else can remove or rename
+what the login user made. The working directory itself must be the login user's own.
+Missing components are created 0700 in "create" mode (an existing directory's mode is
+left as it is: it may be one the user chose, such as their home).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+class Refused(Exception):
+    pass
+
+
+def _owner_name(uid: int) -> str:
+    try:
+        import pwd
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _check_component(path: str, info: os.stat_result, me: int, final: bool) -> None:
+    """One existing component (its lstat), trusted or refused with why."""
+    if info.st_uid not in (0, me):
+        trusted = "root" if me == 0 else f"root or {_owner_name(me)}"
+        raise Refused(f"{path} is owned by {_owner_name(info.st_uid)}, not by {trusted}: "
+                      "another user could plant programs there")
+    if stat.S_ISLNK(info.st_mode):
+        return  # its target is checked when the path is followed (the second walk)
+    if not stat.S_ISDIR(info.st_mode):
+        raise Refused(f"{path} is not a directory")
+    if final:
+        if info.st_uid != me:
+            raise Refused(f"{path} is owned by {_owner_name(info.st_uid)}, not by {_owner_name(me)} who runs there")
+        if info.st_mode & WRITABLE_BY_OTHERS:
+            raise Refused(f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}")
+        return
+    if info.st_mode & WRITABLE_BY_OTHERS and not (info.st_uid == 0 and info.st_mode & stat.S_ISVTX):
+        raise Refused(f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} "
+                      "(and not a sticky directory of root's): another user could replace what is in it")
+
+
+def _walk(path: str, me: int, create: bool) -> None:
+    """Every component of `path` from / down, checked; missing ones made 0700 (create)
+    or, without create, the walk ends at the first missing one."""
+    parts = [p for p in path.split("/") if p]
+    current = "/"
+    _check_component("/", os.lstat("/"), me, final=False)
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        final = index == len(parts) - 1
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            if not create:
+                return
+            try:
+                os.mkdir(current, 0o700)
+            except FileExistsError:
+                pass  # made by someone else in between: its owner is checked just below
+            info = os.lstat(current)
+        _check_component(current, info, me, final)
+
+
+def settle(asked: str, create: bool) -> str:
+    """The checked absolute working directory for `asked`, or Refused."""
+    path = os.path.expanduser(asked)
+    if not os.path.isabs(path):
+        raise Refused(f"{asked}: not an absolute path (and ~ could not be expanded)")
+    if ".." in path.split("/"):
+        raise Refused(f"{asked}: a working directory may not hold '..'")
+    path = os.path.normpath(path)
+    if path == "/":
+        raise Refused(f"{asked}: the root directory cannot be a working directory")
+    me = os.geteuid()
+    _walk(path, me, create)  # as given: no symbolic link there is another user's
+    real = os.path.realpath(path)
+    if real != path:
+        _walk(real, me, create=False)  # and where its links lead
+    return real
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or argv[2] not in ("create", "check"):
+        sys.stderr.write("usage: workdir_check.py PATH create|check\n")
+        return 2
+    try:
+        print(settle(argv[1], create=argv[2] == "create"))
+    except Refused as exc:
+        sys.stderr.write(f"unsafe working directory: {exc}\n")
+        return 1
+    except OSError as exc:
+        sys.stderr.write(f"working directory {argv[1]}: {exc.strerror or exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

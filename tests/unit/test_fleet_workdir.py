@@ -1,0 +1,178 @@
+"""A fleet host's working directory is checked on the host before anything in it runs
+(fleet/playbooks/workdir_check.py, the first task of every playbook): one that another
+user could have planted programs in is refused in one line, whatever the way in (the
+directory itself, a parent, a group- or world-writable component, a symbolic link).
+The script runs here as the hosts run it, by python3 with the path and a mode."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import dbarena.fleet
+
+SCRIPT = Path(dbarena.fleet.__file__).parent / "playbooks" / "workdir_check.py"
+NOBODY = 65534
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to another user: needs root")
+
+
+def check(path: str | Path, mode: str = "create", home: Path | None = None,
+          as_user: int | None = None, script: Path = SCRIPT) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if home is not None:
+        env["HOME"] = str(home)
+    # Another user cannot reach this checkout's Python: the system's, as on a host.
+    python = sys.executable if as_user is None else "/usr/bin/python3"
+    return subprocess.run([python, str(script), str(path), mode], capture_output=True, text=True,
+                          env=env, timeout=30, user=as_user, cwd="/")
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """A directory only root writes to, under pytest's own (root's, 0700)."""
+    tmp_path.chmod(0o755)
+    return tmp_path
+
+
+def refused(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return done.stderr.strip()
+
+
+def test_a_new_directory_is_made_private_and_its_absolute_path_printed(base):
+    done = check(base / "fleet" / "alpha")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(base / "fleet" / "alpha")
+    for made in (base / "fleet", base / "fleet" / "alpha"):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700
+
+
+def test_a_leading_tilde_is_the_login_users_home(base):
+    home = base / "home"
+    home.mkdir(mode=0o750)
+    done = check("~/.dbarena-fleet/alpha", home=home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(home / ".dbarena-fleet" / "alpha")
+    assert (home / ".dbarena-fleet" / "alpha").is_dir()
+
+
+def test_check_mode_makes_nothing_and_still_answers_the_path(base):
+    done = check(base / "absent", mode="check")
+    assert done.returncode == 0 and done.stdout.strip() == str(base / "absent")
+    assert not (base / "absent").exists()
+
+
+def test_a_directory_another_user_made_first_is_refused_and_nothing_in_it_runs(base):
+    """The probe's repro: a local user plants the working directory with a venv of their own."""
+    planted = base / "alpha"
+    (planted / "venv" / "bin").mkdir(parents=True)
+    pip = planted / "venv" / "bin" / "pip"
+    pip.write_text(f"#!/bin/sh\ntouch {base}/pwned\n")
+    pip.chmod(0o755)
+    for path in (planted, planted / "venv", planted / "venv" / "bin", pip):
+        os.chown(path, NOBODY, NOBODY)
+    line = refused(check(planted))
+    assert f"{planted} is owned by nobody, not by root" in line
+    assert line.startswith("unsafe working directory: ")
+    assert not (base / "pwned").exists()
+
+
+def test_a_parent_owned_by_another_user_is_refused(base):
+    parent = base / "theirs"
+    parent.mkdir(mode=0o755)
+    os.chown(parent, NOBODY, NOBODY)
+    line = refused(check(parent / "alpha"))
+    assert f"{parent} is owned by nobody" in line
+    assert not (parent / "alpha").exists()  # refused before anything was made under it
+
+
+@pytest.mark.parametrize("mode, word", [(0o777, "others"), (0o775, "its group")])
+def test_a_parent_others_may_write_to_is_refused(base, mode, word):
+    parent = base / "open"
+    parent.mkdir()
+    parent.chmod(mode)
+    line = refused(check(parent / "alpha"))
+    assert f"{parent} is writable by {word}" in line and "not a sticky directory of root's" in line
+
+
+def test_a_sticky_directory_of_roots_such_as_tmp_is_a_fine_parent(base):
+    sticky = base / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    done = check(sticky / "dbarena-fleet" / "alpha")
+    assert done.returncode == 0, done.stderr
+    # ... but there, another user's directory of that name is refused (the probe's case).
+    os.chown(sticky / "dbarena-fleet", NOBODY, NOBODY)
+    assert "is owned by nobody" in refused(check(sticky / "dbarena-fleet" / "alpha"))
+
+
+def test_the_working_directory_itself_writable_by_its_group_is_refused(base):
+    workdir = base / "alpha"
+    workdir.mkdir()
+    workdir.chmod(0o770)
+    assert f"{workdir} is writable by its group" in refused(check(workdir))
+
+
+def test_a_symbolic_link_of_another_users_or_into_their_directory_is_refused(base):
+    theirs = base / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, NOBODY, NOBODY)
+    link = base / "alpha"
+    link.symlink_to(theirs)
+    # root's own link, but it leads into another user's directory
+    assert f"{theirs} is owned by nobody" in refused(check(link))
+    link.unlink()
+    mine = base / "mine"
+    mine.mkdir(mode=0o700)
+    link.symlink_to(mine)
+    os.lchown(link, NOBODY, NOBODY)
+    assert f"{link} is owned by nobody" in refused(check(link))
+
+
+@pytest.mark.parametrize("asked, message", [
+    ("relative/alpha", "not an absolute path"),
+    ("/srv/../etc", "may not hold '..'"),
+    ("/", "the root directory cannot be a working directory"),
+])
+def test_paths_that_are_no_working_directory_are_refused(asked, message):
+    assert message in refused(check(asked))
+
+
+def test_a_file_in_the_way_is_refused(base):
+    (base / "alpha").write_text("")
+    assert f"{base / 'alpha'} is not a directory" in refused(check(base / "alpha"))
+
+
+def test_a_login_user_other_than_root_trusts_root_and_itself_only():
+    """A host logged into as an ordinary user (here nobody): its own directory under
+    root's is fine; one of root's as the working directory itself is not its own."""
+    if not Path("/usr/bin/python3").is_file():
+        pytest.skip("no /usr/bin/python3 to run as another user")
+    # Not under pytest's directories (root's, 0700): nobody could not pass through them.
+    with tempfile.TemporaryDirectory(prefix="dbarena-workdir-") as made:
+        base = Path(made)
+        base.chmod(0o755)
+        _as_another_user(base)
+
+
+def _as_another_user(base: Path) -> None:
+    script = base / "workdir_check.py"
+    script.write_bytes(SCRIPT.read_bytes())
+    mine = base / "nobody-home"
+    mine.mkdir(mode=0o755)
+    os.chown(mine, NOBODY, NOBODY)
+    done = check(mine / "alpha", as_user=NOBODY, script=script)
+    assert done.returncode == 0, done.stderr
+    assert (mine / "alpha").stat().st_uid == NOBODY
+    roots = base / "roots"
+    roots.mkdir(mode=0o755)
+    line = refused(check(roots, as_user=NOBODY, script=script))
+    assert f"{roots} is owned by root, not by nobody who runs there" in line
