@@ -109,3 +109,37 @@ def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
     verdict = (tmp_path / "gate.md").read_text()
     assert verdict.startswith("### ") and "dbarena gate" in verdict and "pgbench-tpcb" in verdict
     assert "than in run 1 (label 'main')" in verdict
+
+
+def test_real_runs_on_the_whole_machine_and_confined_to_one_cpu_differ_in_their_usable_cpus(public_tmp, tmp_path):
+    """What history names for a step that CPU confinement caused, from what real runs
+    record: a run under `taskset -c 0` (the server it starts and the tool inherit the
+    affinity) against one on the whole machine, and settings the second run sets where
+    the first left them at their defaults. The difference is derived once
+    (stats/environment.py) and reaches `history --json` as the runs' environments."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs to confine a run to one of them")
+    store = str(tmp_path / "cpus.db")
+    env = cli_env(public_tmp)
+    quick = ("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+             "--label", "c", "--yes", "--store", store)
+    whole = dbarena(*quick, env=env)
+    assert whole.returncode == 0, whole.stderr
+    confined = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "dbarena", *quick,
+                               "--pg-setting", "commit_delay=10", "--pg-setting", "commit_siblings=0"],
+                              env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert confined.returncode == 0, confined.stderr
+
+    from dbarena.stats import environment, history
+    from dbarena.store.database import Store
+
+    with Store(store) as db:
+        (series,) = history.of_store(db).series
+    first, second = series.runs
+    changed = [c.text() for c in environment.changes(first.environment, second.environment)]
+    assert changed == ["setting commit_delay default -> 10", "setting commit_siblings default -> 0",
+                       "usable CPUs all -> 0"], changed
+    shown = dbarena("history", "--store", store, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    (runs,) = [s["runs"] for s in json.loads(shown.stdout)["series"]]
+    assert "usable CPUs" not in runs[0]["environment"] and runs[1]["environment"]["usable CPUs"] == "0"

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.interfaces import ResultStore
-from dbarena.stats import analysis, metric
+from dbarena.stats import analysis, environment, metric
 from dbarena.stats import estimators as stats
 
 # Otava's significance for a change point (its own default): on histories simulated with
@@ -42,12 +42,6 @@ MIN_RUNS = 4
 NEAR = 2
 
 SERIES_FIELDS = ("engine", "workload", "threads", "clients", "params", "variant")
-# Settings of a throwaway instance that differ on every run and explain nothing.
-PER_INSTANCE = {"port", "unix_socket_directories", "data_directory", "hba_file", "ident_file", "config_file",
-                "external_pid_file", "listen_addresses", "log_directory", "socket", "pid_file", "datadir",
-                "general_log_file", "log_error", "tmpdir"}
-
-
 @dataclass(frozen=True)
 class RunValue:
     """One run's figure in a series: the mean over its repeats there, with a 95 % interval
@@ -61,12 +55,12 @@ class RunValue:
     ci_low: float | None
     ci_high: float | None
     interval: str | None  # "between runs", "within one run" or None
-    environment: Mapping[str, str]
+    environment: environment.Environment
 
     def as_dict(self) -> dict[str, Any]:
         return {"run": self.run_id, "started_at": self.started_at, "n": self.n, "failed": self.failed,
                 "mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "interval": self.interval,
-                "environment": dict(self.environment)}
+                "environment": dict(self.environment.facts)}
 
 
 @dataclass(frozen=True)
@@ -143,50 +137,8 @@ class Series:
                 "change_points": [c.as_dict() for c in self.change_points], "note": self.note}
 
 
-def environment(run: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, str]:
-    """What a run of a series ran on and with, flattened to fact -> value: the server's
-    version, the tools' and client libraries' versions, dbarena's, the kernel and the
-    machine, the server's settings (those the study set, and every other non-default one
-    the server reported), the duration, warm-up and tool options of the point."""
-    out: dict[str, str] = {}
-    if run.get("server_version"):
-        out["server version"] = str(run["server_version"])
-    for tool, version in sorted((run.get("tool_versions") or {}).items()):
-        out[f"{tool} version"] = str(version)
-    if run.get("dbarena_version"):
-        out["dbarena version"] = str(run["dbarena_version"])
-    facts = run.get("host_facts") or {}
-    for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
-        if facts.get(fact) is not None:
-            out[fact.replace("_", " ")] = str(facts[fact])
-    if run.get("host"):
-        out["host"] = str(run["host"])
-    for name, value in ((run.get("target_facts") or {}).get("non_default_settings") or {}).items():
-        if name.lower() not in PER_INSTANCE:
-            out[f"setting {name.lower()}"] = str(value)
-    for name, value in (config.get("settings") or {}).items():
-        out[f"setting {name.lower()}"] = str(value)
-    for fact in ("duration_s", "warmup_s"):
-        if config.get(fact) is not None:
-            out[fact] = str(config[fact])
-    for name, value in (config.get("options") or {}).items():
-        out[f"option {name}"] = str(value)
-    for name, value in ((config.get("host") or {}).items()):
-        if name not in ("cpu_model", "hardware_threads") and value is not None:
-            out[f"machine {name}"] = str(value)
-    return out
-
-
-def _weight(fact: str) -> tuple[int, str]:
-    # What most often explains a step first: the settings, then the server, the kernel.
-    order = ("setting ", "server version", "kernel")
-    return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
-
-
-def _diff(before: Mapping[str, str], after: Mapping[str, str], run_id: int) -> list[Cause]:
-    # A fact one side does not know (an older store, an import) is not a change.
-    return [Cause(k, before[k], after[k], run_id) for k in sorted(set(before) & set(after), key=_weight)
-            if before[k] != after[k]]
+def _diff(before: environment.Environment, after: environment.Environment, run_id: int) -> list[Cause]:
+    return [Cause(c.fact, c.before, c.after, run_id) for c in environment.changes(before, after)]
 
 
 def causes(runs: Sequence[RunValue], index: int) -> tuple[Cause, ...]:
@@ -250,7 +202,7 @@ def _run_value(run: Mapping[str, Any], points: Sequence[dict[str, Any]]) -> RunV
     interval = None if summary.ci_low is None else "within one run" if summary.within_run else "between runs"
     return RunValue(run_id=int(run["id"]), started_at=str(run.get("started_at") or ""), n=summary.n,
                     failed=summary.failed, mean=summary.mean, ci_low=summary.ci_low, ci_high=summary.ci_high,
-                    interval=interval, environment=environment(run, points[0].get("config") or {}))
+                    interval=interval, environment=environment.of_run(run, points[0].get("config") or {}))
 
 
 def series_key(point: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -1,0 +1,144 @@
+"""What a run ran on and with, as named facts, and what changed between two runs.
+
+One derivation of "what changed", so that every view that names a cause names the same
+ones. A fact counts when its value differs, and also when it appears or disappears
+between two runs that both recorded that kind of fact in full: a server that reported
+its non-default settings and lacks commit_delay ran it at its default, so a run that
+then sets commit_delay = 10 ms changed it ("default -> 10000"); a run on the whole
+machine and a run confined to CPU 0 differ in the CPUs they could use ("all -> 0"). A
+fact of a kind one run did not record (an import without settings, an older store) is
+unknown there, not a change.
+
+Facts of one throwaway instance that differ on every run and explain nothing (its port,
+socket and data directories, its files) never count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# Settings of a throwaway instance that differ on every run and explain nothing.
+PER_INSTANCE = frozenset({
+    "port", "unix_socket_directories", "data_directory", "hba_file", "ident_file", "config_file",
+    "external_pid_file", "listen_addresses", "log_directory", "socket", "pid_file", "datadir",
+    "general_log_file", "log_error", "tmpdir"})
+
+# Kinds of fact a run records all of or none of, and the value a fact of that kind has
+# where a run that recorded the kind does not list it.
+SETTING, OPTION, MACHINE = "setting", "option", "machine"
+ABSENT = {SETTING: "default", OPTION: "the tool's default", MACHINE: "-"}
+
+# The machine facts of a point's configuration key (stats/configkey.host_identity), in
+# words; those with a value of their own when absent: a run not confined to some CPUs
+# could use them all, one without a CPU quota had none.
+MACHINE_FACTS = {
+    "memory_gib": ("memory (GiB)", None), "usable_cpus": ("usable CPUs", "all"),
+    "cpu_quota_cores": ("CPU quota (cores)", "none"), "target": ("target", None),
+    "server_cores": ("server cores", None), "server_threads": ("server threads", None),
+}
+_MACHINE_ABSENT = {words: absent for words, absent in MACHINE_FACTS.values() if absent is not None}
+
+
+@dataclass(frozen=True)
+class Environment:
+    """fact -> value, and the kinds of fact recorded in full (see the module's text)."""
+
+    facts: Mapping[str, str]
+    complete: frozenset[str] = frozenset()
+
+    def absent(self, fact: str) -> str | None:
+        """The value of a fact this run does not list: its default when the run recorded
+        the fact's kind in full, else None (not known)."""
+        found = kind(fact)
+        if found not in self.complete:
+            return None
+        return _MACHINE_ABSENT.get(fact, ABSENT[found]) if found == MACHINE else ABSENT[found]
+
+
+@dataclass(frozen=True)
+class Change:
+    fact: str
+    before: str
+    after: str
+
+    def text(self) -> str:
+        return f"{self.fact} {self.before} -> {self.after}"
+
+
+def kind(fact: str) -> str | None:
+    if fact.startswith("setting "):
+        return SETTING
+    if fact.startswith("option "):
+        return OPTION
+    if fact in _MACHINE_WORDS or fact.startswith("machine "):
+        return MACHINE
+    return None
+
+
+_MACHINE_WORDS = frozenset(words for words, _ in MACHINE_FACTS.values())
+
+
+def of_run(run: Mapping[str, Any], config: Mapping[str, Any]) -> Environment:
+    """A run's environment, from its row (store.runs()) and one of its points'
+    configuration key: the server's version, the tools' and client libraries' versions,
+    dbarena's, the kernel and the machine, the server's settings (those the study set, and
+    every other non-default one the server reported), the duration, warm-up and tool
+    options of the point."""
+    out: dict[str, str] = {}
+    complete: set[str] = set()
+    if run.get("server_version"):
+        out["server version"] = str(run["server_version"])
+    for tool, version in sorted((run.get("tool_versions") or {}).items()):
+        out[f"{tool} version"] = str(version)
+    if run.get("dbarena_version"):
+        out["dbarena version"] = str(run["dbarena_version"])
+    facts = run.get("host_facts") or {}
+    for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
+        if facts.get(fact) is not None:
+            out[fact.replace("_", " ")] = str(facts[fact])
+    if run.get("host"):
+        out["host"] = str(run["host"])
+    reported = (run.get("target_facts") or {}).get("non_default_settings")
+    if isinstance(reported, Mapping):
+        complete.add(SETTING)  # the server listed every setting not at its default
+        for name, value in reported.items():
+            if str(name).lower() not in PER_INSTANCE:
+                out[f"setting {str(name).lower()}"] = str(value)
+    for name, value in (config.get("settings") or {}).items():
+        if str(name).lower() not in PER_INSTANCE:
+            out[f"setting {str(name).lower()}"] = str(value)
+    for fact in ("duration_s", "warmup_s"):
+        if config.get(fact) is not None:
+            out[fact] = str(config[fact])
+    if isinstance(config.get("options"), Mapping):
+        complete.add(OPTION)
+        for name, value in config["options"].items():
+            out[f"option {name}"] = str(value)
+    host = config.get("host")
+    if isinstance(host, Mapping):
+        complete.add(MACHINE)
+        for name, value in host.items():
+            if value is None or name in ("cpu_model", "hardware_threads"):  # the host's facts above
+                continue
+            words = MACHINE_FACTS.get(str(name), (f"machine {name}", None))[0]
+            # A throwaway server's address differs by its port on every run.
+            out[words] = str(value).rsplit(":", 1)[0] if name == "target" else str(value)
+    return Environment(out, frozenset(complete))
+
+
+def _weight(fact: str) -> tuple[int, str]:
+    # What most often explains a step first: the settings, the CPUs, the server, the kernel.
+    order = ("setting ", "usable CPUs", "CPU quota", "server version", "kernel")
+    return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
+
+
+def changes(before: Environment, after: Environment) -> list[Change]:
+    """Every fact that changed from `before` to `after`, settings first."""
+    out = []
+    for fact in sorted(set(before.facts) | set(after.facts), key=_weight):
+        old = before.facts.get(fact, before.absent(fact))
+        new = after.facts.get(fact, after.absent(fact))
+        if old is not None and new is not None and old != new:
+            out.append(Change(fact, old, new))
+    return out
