@@ -791,3 +791,38 @@ def test_a_monthly_price_is_shown_as_given_with_its_hourly_figure():
     shown = {label: p.shown() for label, p in data.label_prices(runs, {}).items()}
     assert shown == {"new": "70 USD/month (0.0959 USD/h)", "old": "70 USD/month (0.0959 USD/h)",
                      "hourly": "0.2 USD/h"}
+
+
+def test_what_differs_leaves_out_a_throwaway_instances_own_facts_and_names_only_differing_settings(tmp_path):
+    """Two throwaway servers differ in their ports, socket and data directories: no row
+    of What differs says so; of their settings only the one that differs is named, with
+    "default" where a server left it there; the price is said once."""
+    from dbarena.report.tables import what_differs
+
+    db = Store(tmp_path / "w.db")
+    for label, port, settings, price in (("a", 5001, {"shared_buffers": "1GB"}, 1.0),
+                                         ("b", 5002, {"shared_buffers": "1GB", "commit_delay": "10"}, 2.0)):
+        run_id = db.begin_run(RunInfo(
+            label=label, host="box", engine="postgres", target=f"postgresql://dbarena@127.0.0.1:{port}/dbarena",
+            started_at=T0, server_version="15.18", tool_versions={"pgbench": "pgbench (PostgreSQL) 15.18"},
+            options={"targets": {}, "data_dir": {"path": f"/tmp/dbarena-{port}/data", "fs": "ext4",
+                                                 "device": "/dev/sda1", "mount_options": "rw"}},
+            host_facts={"physical_cores": 2, "hardware_threads": 2, "cpu_model": "cpu"},
+            target_facts={"non_default_settings": {**settings, "port": str(port),
+                                                   "unix_socket_directories": f"/tmp/dbarena-{port}"}},
+            price_per_hour=price))
+        spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=1, clients=2, duration_s=60,
+                         params=(("scale", 10),))
+        db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",),
+                                         exit_code=0, stdout="", stderr="",
+                                         measurement=Measurement(tps=100.0, transactions=6000)))
+        db.finish_run(run_id, "finished")
+    split = what_differs(_report(db))
+    db.close()
+    assert split is not None
+    differ, same = split
+    titles = [r[0] for r in differ.rows]
+    assert "postgres: target" not in titles and "postgres: data directory" not in titles
+    assert ("postgres: settings", "commit_delay=default", "commit_delay=10") in [tuple(r) for r in differ.rows]
+    assert titles.count("price") == 1 and not any(t.endswith("price per hour") for t in titles)
+    assert "port=" not in str(differ.rows) + str(same.rows)

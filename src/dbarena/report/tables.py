@@ -10,6 +10,7 @@ from typing import Callable
 from dbarena.report import data, reading
 from dbarena.report.data import Report, Section
 from dbarena.report.reading import Explanation
+from dbarena.stats import environment
 
 
 @dataclass(frozen=True)
@@ -401,20 +402,58 @@ def provenance(report: Report) -> TableSpec:
 def what_differs(report: Report) -> tuple[TableSpec, TableSpec] | None:
     """The provenance split for a reader comparing labels: the facts and settings whose
     values differ between them (with the price each was given), and the rest, which
-    the page folds away. None with a single label."""
+    the page folds away. None with a single label. What differs on every throwaway
+    instance (its port, its data directory's path) does not make a row differ, and the
+    settings row names only the settings that differ, from the one derivation of what
+    changed between runs (stats/environment.py)."""
     full = provenance(report)
     labels = full.headers[1:]
     if len(labels) < 2:
         return None
-    prices = {r["label"]: r.get("price") for r in report.rows if r.get("price")}
     rows = list(full.rows)
+    prices = {r["label"]: r.get("price") for r in report.rows if r.get("price")}
     if prices:
+        # The price the report judges by (the stored one, or the report's --price): said
+        # once, not again per engine as stored.
+        rows = [r for r in rows if not r[0].endswith(": price per hour")]
         rows.append(["price"] + [prices.get(label) or "-" for label in labels])
-    differ = [r for r in rows if len(set(r[1:])) > 1 and r[0] != "machine described below"]
-    same = [r for r in rows if r not in differ]
+    differ, same = [], []
+    for row in rows:
+        if row[0] == "machine described below" or len({_as_compared(row[0], v) for v in row[1:]}) == 1:
+            same.append(row)
+        elif row[0].endswith(": settings"):
+            engine = row[0][:-len(": settings")]
+            differ.append([row[0]] + _differing_settings([report.provenance[l].get(engine) for l in labels]))
+        else:
+            differ.append(row)
     return (TableSpec("What differs between the labels", full.headers, differ,
                       None if differ else "Nothing recorded differs: the labels ran on alike machines and settings."),
             TableSpec("The same for every label", full.headers, same))
+
+
+def _as_compared(title: str, cell: str) -> str:
+    """A provenance cell as What differs compares it: without what every throwaway
+    instance has of its own (the port of its address, the path of its data directory)."""
+    if title.endswith(": target"):
+        return re.sub(r":\d+(?=/|$)", "", cell)
+    if title.endswith(": data directory"):
+        return cell.split(": ", 1)[-1]
+    return cell
+
+
+def _differing_settings(runs: list[dict | None]) -> list[str]:
+    """Per label, only the settings whose values differ between the labels ("default"
+    where a server left one at it, "?" where a run did not record its settings)."""
+    found = [environment.of_run(r, {}) if r else None for r in runs]
+    names = sorted({f for e in found if e for f in e.facts if f.startswith("setting ")})
+
+    def value(env: environment.Environment | None, fact: str) -> str:
+        if env is None:
+            return "-"
+        return env.facts.get(fact) or env.absent(fact) or "?"
+
+    differing = [f for f in names if len({value(e, f) for e in found}) > 1]
+    return [", ".join(f"{f.removeprefix('setting ')}={value(e, f)}" for f in differing) or "-" for e in found]
 
 
 def _run_of(report: Report, label: str) -> dict:
@@ -505,4 +544,6 @@ def _data_dir(run: dict) -> str:
 def _settings(run: dict) -> str:
     facts = run["target_facts"]
     variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
-    return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "-"
+    # A throwaway instance's own port and directories explain nothing (stats/environment.py).
+    return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())
+                     if k.lower() not in environment.PER_INSTANCE) or "-"
