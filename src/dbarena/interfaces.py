@@ -166,6 +166,11 @@ class Engine(Protocol):
     flavour: str  # "postgresql", "mariadb", "mysql"
     protocol: str  # the wire protocol: "postgresql" or "mysql"
     setting_option: str  # the command-line option that sets a server setting
+    # Settings that run a command or load code, and what each does (a study file needs
+    # the user's consent for them: study/consent.py).
+    code_settings: Mapping[str, str]
+
+    def code_setting(self, name: str) -> str | None: ...
 
     def available(self, bindir: Path | None = None, executor: Executor = ...) -> bool: ...
     def check_target_url(self, url: str) -> str: ...
