@@ -186,3 +186,54 @@ def test_run_of_a_study_with_a_bindir_refuses_before_running_it(tmp_path):
     assert done.returncode == 2 and not marker.exists() and not (tmp_path / "r.db").exists()
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: "), done.stderr
     assert f"engines.postgres.bindir = '{bindir}'" in done.stderr and "--allow-commands" in done.stderr
+
+
+# ------------------------------------------------------------------ fleet run
+
+
+def test_fleet_run_refuses_before_any_host_and_forwards_the_flag(tmp_path, capsys):
+    import shutil
+
+    from conftest import invoke
+    from dbarena.cli.running import run
+    from dbarena.fleet import controller
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    path = _study('[engines.postgres]\nsettings = { archive_command = "id" }\n', tmp_path)
+    if shutil.which(controller.ansible_command("ansible-inventory")) is None:
+        pytest.skip("needs ansible-inventory")
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[hosts]\nnowhere ansible_host=192.0.2.1\n")  # TEST-NET: never reached
+    code, out, err = invoke(["fleet", "run", "--inventory", str(inventory), "--study", str(path)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "engines.postgres.settings.archive_command" in err and "--allow-commands" in err
+    # Given after `--`, the flag goes into each host's `dbarena run` command line, which
+    # its run accepts (and the host's own reading of the study ignores).
+    host = Host(name="h", label="h", price_per_hour=None, price_per_month=None, currency=None, workdir="/w")
+    argv = controller.Fleet._host_args(host, str(path), ["--allow-commands"], None)
+    assert "--allow-commands" in argv
+    with run.make_context("run", list(argv)) as ctx:
+        assert ctx.params["allow_commands"] is True
+    assert arguments.study_from_args(argv).engine("postgres").settings == (("archive_command", "id"),)
+
+
+# ------------------------------------------------------------------ tool options
+
+
+def test_tool_options_that_run_commands_or_load_code_are_found(tmp_path):
+    (tmp_path / "plain.sql").write_text("\\set aid random(1, 100000)\nSELECT 1;\n")
+    (tmp_path / "shell.sql").write_text("SELECT 1;\n  \\setshell x id\n")
+    path = tmp_path / "tools.toml"
+    path.write_text('schema = 1\nname = "t"\n[engines.postgres]\n[engines.mysql]\n'
+                    '[[workloads]]\nworkload = "pgbench-custom"\noptions = { file = ["plain.sql@2", "shell.sql"] }\n'
+                    '[[workloads]]\nworkload = "mysqlslap"\n'
+                    'options = { pre-system = "id > /tmp/x", default-auth = "evil", number-char-cols = 2 }\n')
+    found = {f.key: f.what for f in consent.findings(study.load(str(path)))}
+    assert set(found) == {"workloads[0] (pgbench-custom) options.file", "workloads[1] (mysqlslap) options.pre-system",
+                          "workloads[1] (mysqlslap) options.default-auth"}
+    assert "shell.sql" in found["workloads[0] (pgbench-custom) options.file"]
+    # A script without them is an ordinary study.
+    path.write_text('schema = 1\nname = "t"\n[[workloads]]\nworkload = "pgbench-custom"\n'
+                    'options = { file = "plain.sql@2" }\n')
+    assert consent.findings(study.load(str(path))) == []

@@ -4,8 +4,9 @@ code on the machine that runs it.
 A study file is shared, published and copied to every host of a fleet, and dbarena
 often runs as root. So what in it would make a server run a command or load code
 (the settings each engine declares in `code_settings`: archive_command,
-shared_preload_libraries, plugin_load_add ...) and a `bindir` (whose binaries dbarena
-runs) are refused unless the user types `--allow-commands`. What the user types on the
+shared_preload_libraries, plugin_load_add ...; the tool options each tool declares:
+mysqlslap's pre-system, a pgbench script with \\shell) and a `bindir` (whose binaries
+dbarena runs) are refused unless the user types `--allow-commands`. What the user types on the
 command line (`--pg-setting`, `--mysql-setting`, `--pg-bindir`) is their own doing and
 consent already: only what came from the study file counts. A run resumed from a store
 counts as the study it resumes (its stored flags as typed).
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from dbarena import engines
+from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.study.model import EngineEntry, Study
 
@@ -59,6 +60,7 @@ def findings(study: Study) -> list[Finding]:
         if entry.bindir and typed_bindirs.get(entry.name) != entry.bindir:
             found.append(Finding(f"engines.{entry.name}.bindir", entry.bindir,
                                  "the server's binaries are run from it"))
+    found += _tool_options(study)
     names = {e.name for e in study.engines}
     for variant in study.variants:
         for engine_name, pairs in variant.settings:
@@ -69,6 +71,19 @@ def findings(study: Study) -> list[Finding]:
                 what = engine.code_setting(name)
                 if what is not None:
                     found.append(Finding(f"variants.{variant.name}.{engine_name}.{name}", value, what))
+    return found
+
+
+def _tool_options(study: Study) -> list[Finding]:
+    """The workloads' tool options that run a command or load code (each tool's
+    code_option): no flag sets a tool option, so each is the file's."""
+    found = []
+    for i, w in enumerate(study.workloads):
+        tool = workloads.WORKLOADS[w.workload].tool
+        for name, value in w.options:
+            what = tool.code_option(name, value)
+            if what is not None:
+                found.append(Finding(f"workloads[{i}] ({w.workload}) options.{name}", value, what))
     return found
 
 
