@@ -17,7 +17,7 @@ from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
 from dbarena.dataset_lifecycle import dataset_steps
 from dbarena.preflight import estimate_s
-from dbarena.study import Study
+from dbarena.study import Study, consent
 
 if TYPE_CHECKING:
     from dbarena.preflight import Estimate
@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 PRECEDENCE = "defaults < study file ([sweep], [datasets] < [[workloads]]) < --quick < command-line flags"
 
 
-def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None = None) -> dict[str, Any]:
+def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None = None, *,
+              allow_commands: bool = False) -> dict[str, Any]:
     """The plan per engine and workload; with `estimated` (preflight.estimate), also the
-    disk space the throwaway instances need and whether it fits."""
+    disk space the throwaway instances need and whether it fits. What of the study runs
+    commands or loads code (study/consent.py) is listed, refused unless
+    `allow_commands`."""
     engines_out = []
     total_points = 0
     total_s = 0.0
@@ -60,7 +63,7 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
         engine_s = sum(seconds.values()) + prepare_s
         engines_out.append({
             "engine": entry.name, "flavour": entry.flavour,
-            "server": entry.target or "throwaway instance from this machine's binaries",
+            "server": entry.target or _throwaway(study.engine(entry.name).bindir),
             "settings": dict(entry.settings),
             "variants": {v: p.settings[v] for v in p.variants if v},
             # What each variant's server is created with (its own data directory).
@@ -86,7 +89,20 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
             {"path": str(r.where), "need_bytes": r.need_bytes, "free_bytes": r.free_bytes, "largest": r.largest}
             for r in estimated.rooms],
         "refused": None if estimated is None else estimated.refusal(),
+        "commands": _commands(study, allow_commands),
     }
+
+
+def _throwaway(bindir: str | None) -> str:
+    # A bindir is said, never run here (its `postgres --version` would run the file's code).
+    return (f"throwaway instance from the binaries in {bindir} (not run by this check)" if bindir
+            else "throwaway instance from this machine's binaries")
+
+
+def _commands(study: Study, allowed: bool) -> dict[str, Any]:
+    found = consent.findings(study)
+    return {"allowed": allowed, "refused": bool(found) and not allowed,
+            "found": [{"key": f.key, "value": f.value, "what": f.what} for f in found]}
 
 
 def _smt(study: Study, plans: list[EnginePlan]) -> dict[str, Any] | None:
@@ -175,6 +191,11 @@ def render(summary: dict[str, Any]) -> str:
                      f"the largest dataset {d['largest']}")
     if summary.get("refused"):
         lines.append(f"refused here: {summary['refused']}")
+    commands = summary["commands"]
+    if commands["found"]:
+        said = "; ".join(f"{f['key']} = {f['value']!r} ({f['what']})" for f in commands["found"])
+        lines.append(f"runs commands or loads code: {said}; " + (
+            f"allowed ({consent.FLAG})" if commands["allowed"] else f"refused without {consent.FLAG}"))
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import click
 from dbarena.cli.app import cli, store_option
 from dbarena.cli.running import run
 from dbarena.errors import StoreError, UsageError
-from dbarena.study import arguments
+from dbarena.study import arguments, consent
 
 
 @cli.group("fleet")
@@ -81,6 +81,10 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
                 "probe_s", "no_probe"):
         params.pop(key)
     the_study = arguments.study_from_values(params)
+    # A study that runs commands or loads code is refused here, before any host is
+    # touched (a --together server host never runs `dbarena run`); `-- --allow-commands`
+    # allows it, and reaches every host's `dbarena run` with the other run options.
+    consent.check(the_study, params.pop("allow_commands"))
     together = together or the_study.together  # the study's [fleet] together = true
     if label is not None and not together:
         raise UsageError("--label is the label of a --together run (or of a study with [fleet] together = true); "

@@ -24,11 +24,23 @@ from dbarena.report import listings, terminal
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
 from dbarena.store.dialect import SQLite
-from dbarena.study import arguments
+from dbarena.study import arguments, consent
+
+
+# Not a run flag (study/flags.py): it changes no point, only whether a study file may
+# run commands or load code (study/consent.py). `fleet run` passes it, after `--`, to
+# every host's `dbarena run`, and checks it itself before anything starts.
+allow_commands_option = click.option(
+    "--allow-commands", is_flag=True,
+    help="Let the study file's settings that run commands or load code (archive_command, "
+         "shared_preload_libraries, plugin_load_add ...) and its bindir (binaries run from it) through; without "
+         "it such a study is refused. What you type yourself (--pg-setting, --mysql-setting, --pg-bindir) needs "
+         "no flag.")
 
 
 @cli.command()
 @arguments.run_options
+@allow_commands_option
 @store_option
 @click.option("--no-init", is_flag=True,
               help="Reuse the datasets already in the target instead of preparing them.")
@@ -52,7 +64,8 @@ from dbarena.study import arguments
                    f"shorter; under {probe.MIN_SECONDS} s none; none when every engine is a --target].")
 @click.option("--no-probe", is_flag=True, help="No host probe before the first point (--probe 0).")
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
-        no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, **kwargs: Any) -> int:
+        no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, allow_commands: bool,
+        **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
@@ -72,6 +85,8 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
     else:
         the_study = arguments.study_from_values(kwargs)
+    # Before anything of the study runs (preflight checks setting names with its binaries).
+    consent.check(the_study, allow_commands)
     if keep and all(e.target for e in the_study.engines):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     out = terminal.console()
@@ -228,13 +243,19 @@ def study_show(name: str) -> None:
 @study_group.command("check")
 @click.argument("file", metavar="[FILE|NAME]", required=False)
 @arguments.run_options
+@allow_commands_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def study_check(file: str | None, as_json: bool, **kwargs: Any) -> int:
+def study_check(file: str | None, as_json: bool, allow_commands: bool, **kwargs: Any) -> int:
     """Check a study file and show the plan it expands to on this machine: engines,
     workloads, levels, points, the estimated machine time and disk space. The study is
     the argument or --study (a file or a bundled study's name); without either, the
     study the flags alone make. Flags are applied as `run` would apply them (lowest
-    first: defaults < file < --quick < flags)."""
+    first: defaults < file < --quick < flags).
+
+    Nothing of the study runs here: a bindir it names is not run (setting names are
+    checked with this machine's own binaries), and what it holds that runs commands or
+    loads code is listed, with exit status 2 unless --allow-commands is given, as `run`
+    would refuse it."""
     from dbarena import studycheck
 
     given = kwargs.get(arguments.STUDY_OPTION)
@@ -242,13 +263,13 @@ def study_check(file: str | None, as_json: bool, **kwargs: Any) -> int:
         raise UsageError(f"two studies given: {file!r} and --study {given!r}; give one")
     kwargs[arguments.STUDY_OPTION] = file if file is not None else given
     the_study = arguments.study_from_values(kwargs)
-    estimated = preflight.estimate(the_study)
-    summary = studycheck.summarise(the_study, estimated.plans, estimated)
+    estimated = preflight.estimate(consent.checkable(the_study))
+    summary = studycheck.summarise(the_study, estimated.plans, estimated, allow_commands=allow_commands)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(studycheck.render(summary))
     # `run` would refuse it on this machine: the plan is shown, and the status says so.
-    return ExitStatus.USAGE if summary["refused"] else ExitStatus.OK
+    return ExitStatus.USAGE if summary["refused"] or summary["commands"]["refused"] else ExitStatus.OK
 
 

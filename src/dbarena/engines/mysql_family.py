@@ -83,6 +83,43 @@ def _password_from_environment() -> str | None:
     return None
 
 
+# Server variables that make the server run a command, load code or run SQL of a file
+# before anyone connects (MariaDB's and MySQL's server option references), and what
+# each does: a study file holding one is refused unless the user consents
+# (`--allow-commands`; study/consent.py). Names as the option files spell them, with
+# dashes. Not here: init_connect (SQL for connections without SUPER; dbarena's user has
+# every privilege, so it never runs for the workloads) and secure_file_priv (MariaDB's
+# default already lets the server's own user write anywhere it may; the server runs as
+# an unprivileged user).
+CODE_SETTINGS: Mapping[str, str] = {
+    "plugin-load": "loads plugins", "plugin-load-add": "loads plugins", "early-plugin-load": "loads plugins",
+    "plugin-dir": "chooses where plugins are loaded from", "init-file": "runs the SQL of a file as root at start",
+    "wsrep-provider": "loads a library", "wsrep-notify-cmd": "runs a command",
+    "wsrep-sst-method": "runs a script (wsrep_sst_<method>)",
+}
+# Option prefixes my_getopt takes before any long option (--loose-plugin-load loads
+# plugins as --plugin-load does).
+_OPTION_PREFIXES = ("loose-", "enable-", "disable-", "skip-", "maximum-")
+
+
+def code_setting(name: str) -> str | None:
+    """What a server variable runs or loads (CODE_SETTINGS), or None for an ordinary
+    one. Read as the server reads option names: case-insensitive, `_` and `-` alike,
+    after any my_getopt prefix, and also as an abbreviation, since mysqld takes an
+    unambiguous prefix of a long option (`init-fil` is `init-file`)."""
+    key = name.strip().lower().replace("_", "-")
+    for prefix in _OPTION_PREFIXES:
+        if key.startswith(prefix) and len(key) > len(prefix):
+            key = key[len(prefix):]
+            break
+    if key in CODE_SETTINGS:
+        return CODE_SETTINGS[key]
+    # An abbreviation of one of them (a prefix of at least a few letters: "plugin" is
+    # ambiguous, which mysqld refuses anyway, but refusing it costs nothing).
+    longer = [what for full, what in CODE_SETTINGS.items() if len(key) >= 4 and full.startswith(key)]
+    return longer[0] if longer else None
+
+
 class MySQLFamily:
     """A flavour of the MySQL family (interfaces.Engine). Subclasses say how their
     server binaries are recognised and how a data directory is initialised."""
@@ -92,11 +129,15 @@ class MySQLFamily:
     title = ""  # "MariaDB", "MySQL"
     protocol = "mysql"
     setting_option = "--mysql-setting"
+    code_settings = CODE_SETTINGS
     server_names: tuple[str, ...] = ()
     install_hint = INSTALL_HINT
 
     def is_mine(self, version_line: str) -> bool:
         raise NotImplementedError
+
+    def code_setting(self, name: str) -> str | None:
+        return code_setting(name)
 
     def init_argv(self, binaries: MyBinaries, data: Path) -> list[str]:
         raise NotImplementedError

@@ -127,6 +127,29 @@ def initdb_args(cluster: Mapping[str, str], version: tuple[int, int]) -> list[st
     return args
 
 
+# Settings that make the server run a command or load code (PostgreSQL's docs, "Server
+# Configuration", versions 9.6 to 18), and what each does: a study file holding one is
+# refused unless the user consents (`--allow-commands`; study/consent.py). Names as
+# PostgreSQL spells them; it reads them case-insensitively.
+CODE_SETTINGS: Mapping[str, str] = {
+    "archive_command": "runs a shell command", "archive_cleanup_command": "runs a shell command",
+    "restore_command": "runs a shell command", "recovery_end_command": "runs a shell command",
+    "ssl_passphrase_command": "runs a shell command",
+    "archive_library": "loads a library", "shared_preload_libraries": "loads libraries",
+    "session_preload_libraries": "loads libraries", "local_preload_libraries": "loads libraries",
+    "dynamic_library_path": "chooses where libraries are loaded from", "jit_provider": "loads a library",
+    # Configuration-file directives, not settings: they would read other files' settings,
+    # which nothing here checks.
+    "include": "reads another configuration file", "include_if_exists": "reads another configuration file",
+    "include_dir": "reads other configuration files",
+}
+
+
+def code_setting(name: str) -> str | None:
+    """What a setting runs or loads (CODE_SETTINGS), or None for an ordinary one."""
+    return CODE_SETTINGS.get(name.strip().lower())
+
+
 def check_settings(settings: Mapping[str, str], executor: Executor = execute.LOCAL,
                    bindir: Path | None = None) -> None:
     """A usage error for a setting name this PostgreSQL does not know (values are
@@ -264,6 +287,10 @@ class PostgresEngine:
     flavour = "postgresql"
     protocol = "postgresql"
     setting_option = "--pg-setting"
+    code_settings = CODE_SETTINGS
+
+    def code_setting(self, name: str) -> str | None:
+        return code_setting(name)
 
     def available(self, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> bool:
         try:

@@ -3,6 +3,7 @@ the schema (each error names the file and the key)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import replace
 from importlib import resources
@@ -19,6 +20,8 @@ from dbarena.study.model import (
     parse_duration, parse_level, parse_precision,
 )
 
+# A server setting's name as both engines spell theirs (PostgreSQL's custom ones have a dot).
+_SETTING_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
 
 def bundled() -> dict[str, str]:
@@ -116,6 +119,13 @@ class _Checker:
                 value = "on" if value else "off"
             if not isinstance(value, (str, int, float)):
                 raise self.fail(f"{key}.{name}", f"expected a text or a number, not {_kind(value)}")
+            # Names and values are written into the server's configuration file one a
+            # line: a line break or a bracket would add settings (or `!include`) nothing
+            # here has checked.
+            if not _SETTING_NAME.fullmatch(name):
+                raise self.fail(f"{key}.{name!r}", "not a setting name (letters, digits, _, - and .)")
+            if any(ord(c) < 32 or ord(c) == 127 for c in str(value)):
+                raise self.fail(f"{key}.{name}", "a value on one line, without control characters")
             out.append((name, str(value)))
         return tuple(sorted(out))
 

@@ -64,6 +64,14 @@ class ToolBase:
     def check_option(self, name: str, value: Any, base_dir: Path | None) -> str:
         return option_value(name, value)
 
+    # Options that make the tool run a command or load code, and what each does: a
+    # study file holding one needs the user's consent (study/consent.py).
+    code_options: Mapping[str, str] = {}
+
+    def code_option(self, name: str, value: str) -> str | None:
+        """What a checked option (check_options' text) runs or loads, or None."""
+        return self.code_options.get(name)
+
     def secret_file(self, protocol: str, password: str) -> str | None:
         return None
 

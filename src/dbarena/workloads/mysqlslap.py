@@ -135,6 +135,11 @@ class Mysqlslap(ToolBase):
         "defaults-extra-file": "the target", "auto-generate-sql": "always on",
     }
 
+    # mysqlslap --help: system() strings, and client-side plugins it loads.
+    code_options = {"pre-system": "runs a shell command", "post-system": "runs a shell command",
+                    "plugin-dir": "chooses where client plugins are loaded from",
+                    "default-auth": "loads a client plugin"}
+
     def check_option(self, name: str, value: Any, base_dir: Path | None) -> str:
         return option_value(name, value, true="on", false="off")
 

@@ -306,6 +306,9 @@ def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measu
     return report.to_measurement(), report.samples
 
 
+# pgbench's meta-commands that run a shell command (its docs, "Meta Commands").
+_SHELL_META = re.compile(r"^\s*\\(?:shell|setshell)\b", re.MULTILINE | re.IGNORECASE)
+
 LOG_PREFIX = "pgbench_log"  # its files: pgbench_log.<pid>[.<thread>]
 
 # Rows of pgbench_accounts per scale unit, and a rough loading rate for estimates.
@@ -365,6 +368,22 @@ class Pgbench(ToolBase):
         except ValueError:
             raise UsageError(f"pgbench option {name!r}: expected a positive number, not {value!r}") from None
         return text
+
+    def code_option(self, name: str, value: str) -> str | None:
+        """A script file with \\shell or \\setshell (pgbench's meta-commands that run a
+        shell command, as the user running pgbench) runs commands."""
+        if name != "file":
+            return None
+        for item in value.splitlines():
+            weighted = re.fullmatch(r"(?P<path>.*)@\d+", item)  # check_option's 'path@weight'
+            path = weighted["path"] if weighted else item
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                return "a script file that cannot be read to check it"
+            if _SHELL_META.search(text):
+                return f"runs shell commands (\\shell or \\setshell in {path})"
+        return None
 
     def prepare_argv(self, client: Client, spec: PointSpec) -> list[list[str]]:
         """`pgbench -i`: (re)create the pgbench tables at the point's scale, quietly.
