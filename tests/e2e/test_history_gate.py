@@ -104,8 +104,9 @@ def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
     assert done.returncode == 0, done.stderr
     assert summary.read_text().startswith("## History\n\n### main postgres pgbench-tpcb at 1 thread(s)")
     gated = step("Gate", "pr-1")
-    # An A/A pair on a noisy machine may fail the gate by chance; bad input (2) never.
-    assert gated.returncode in (0, 1), gated.stderr
+    # An A/A pair on a noisy machine may fail the gate by chance, or leave it
+    # inconclusive (3); bad input (2) never.
+    assert gated.returncode in (0, 1, 3), gated.stderr
     verdict = (tmp_path / "gate.md").read_text()
     assert verdict.startswith("### ") and "dbarena gate" in verdict and "pgbench-tpcb" in verdict
     assert "than in run 1 (label 'main')" in verdict

@@ -24,7 +24,7 @@ WOBBLE = (1.0, 1.004, 0.996)
 
 def add_run(db: Store, label: str, day: int, tps: float | None = None, *, seconds: float | None = None,
             sync: str = "off", server: str = "17.2", threads: tuple[int, ...] = (1,), repeats: int = 3,
-            scale: int = 1, kernel: str = "6.1.0") -> int:
+            scale: int = 1, kernel: str = "6.1.0", wobbles: tuple[float, ...] = WOBBLE) -> int:
     workload = "mysqlslap" if seconds is not None else "pgbench-tpcb"
     engine = "mysql" if seconds is not None else "postgres"
     run_id = db.begin_run(RunInfo(
@@ -39,7 +39,7 @@ def add_run(db: Store, label: str, day: int, tps: float | None = None, *, second
                 engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60, warmup_s=0,
                 params={"scale": scale}, options={}, settings={"synchronous_commit": sync}, variant="",
                 server_version=server, flavour="postgresql", host=configkey.host_identity(HOST))
-            wobble = WOBBLE[repeat % len(WOBBLE)]
+            wobble = wobbles[repeat % len(wobbles)]
             measurement = Measurement(run_avg_s=seconds * wobble, qps=1000 / (seconds * wobble)) \
                 if seconds is not None else Measurement(tps=(tps or 0) * level * wobble,
                                                         transactions=int((tps or 0) * 60))
@@ -161,6 +161,32 @@ def test_gate_fails_the_slower_run_and_passes_the_faster(stepped: Path, capsys: 
     assert status == 0
     (item,) = json.loads(out)["items"]
     assert item["status"] == "pass" and item["text"].endswith("; within 25%") and item["speed_change_pct"] < -19
+
+
+def test_a_gate_whose_interval_reaches_past_the_threshold_is_inconclusive_not_passed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: -2 % with an interval of tens of percent either way is no pass of
+    a 5 % gate. Exit status 3, said so in the text, the Markdown and the JSON; the same
+    spread with a threshold wider than the interval passes."""
+    path = tmp_path / "noisy.db"
+    with Store(path) as db:
+        add_run(db, "main", 0, 1000.0, wobbles=(0.6, 1.0, 1.4))
+        add_run(db, "pr", 1, 980.0, wobbles=(1.35, 0.62, 1.0))
+    argv = ["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr"]
+    status, out, _ = run_cli(argv, capsys)
+    assert status == 3, out
+    assert out.startswith("INCONCLUSIVE: 1 of 1 judged workload(s) may be more than 5% slower in label 'pr'")
+    assert "inconclusive: the interval reaches below -5%" in out and "passed" not in out
+    status, out, _ = run_cli([*argv, "--format", "md"], capsys)
+    assert status == 3 and out.startswith("### ⚠️ dbarena gate INCONCLUSIVE")
+    assert "| **inconclusive** | postgres | pgbench-tpcb |" in out
+    status, out, _ = run_cli([*argv, "--json"], capsys)
+    shown = json.loads(out)
+    assert status == 3 and shown["status"] == "inconclusive" and shown["passed"] is False
+    (item,) = shown["items"]
+    assert item["ci_low_pct"] < -5 < 0 < item["ci_high_pct"]
+    status, out, _ = run_cli([*argv, "--max-regression", "90%", "--json"], capsys)
+    assert status == 0 and json.loads(out)["status"] == "pass"
 
 
 def test_gate_by_labels_lists_workloads_without_a_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

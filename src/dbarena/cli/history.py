@@ -64,11 +64,14 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     they are what is gated), and each engine and workload is judged as `compare` judges
     it: the geometric mean of its levels' ratios with a 95 % interval. It fails when it
     is significantly slower (p < 0.05) and the estimated slowdown is beyond the
-    threshold. mysqlslap is judged by its seconds (fewer is faster). A workload with
+    threshold; it passes when the interval rules out a slowdown beyond the threshold;
+    else it is inconclusive (the interval reaches past the threshold: more repeats
+    narrow it). mysqlslap is judged by its seconds (fewer is faster). A workload with
     fewer than 3 runs a side at a level has no verdict and is listed as such.
 
-    Exit status: 0 no workload slower beyond the threshold, 1 at least one, 2 bad input
-    (an unknown run or label, or nothing both sides measured with a verdict)."""
+    Exit status: 0 every judged workload passed, 1 at least one failed, 3 none failed but
+    at least one is inconclusive, 2 bad input (an unknown run or label, or nothing both
+    sides measured with a verdict)."""
     threshold = gating.parse_threshold(max_regression)
     with open_store(store) as db:
         result = gating.gate(gating.side(db, baseline), gating.side(db, candidate), threshold)

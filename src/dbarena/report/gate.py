@@ -4,15 +4,19 @@ no verdict."""
 
 from __future__ import annotations
 
-from dbarena.stats.gate import FAIL, PASS, Gate, Item
+from dbarena.stats.gate import FAIL, INCONCLUSIVE, JUDGED, Gate, Item
 
 
 def headline(g: Gate) -> str:
-    judged = [i for i in g.items if i.status in (PASS, FAIL)]
+    judged = g.judged
     unjudged = f"; {len(g.unjudged)} without a verdict (listed)" if g.unjudged else ""
     if g.failed:
         return (f"FAILED: {len(g.failed)} of {len(judged)} judged workload(s) more than {g.max_regression:.0%} slower "
                 f"in {g.candidate.what} than in {g.baseline.what}{unjudged}")
+    if g.inconclusive:
+        return (f"INCONCLUSIVE: {len(g.inconclusive)} of {len(judged)} judged workload(s) may be more than "
+                f"{g.max_regression:.0%} slower in {g.candidate.what} than in {g.baseline.what} (their intervals "
+                f"reach past it); none is shown to be{unjudged}")
     return (f"passed: none of {len(judged)} judged workload(s) is more than {g.max_regression:.0%} slower in "
             f"{g.candidate.what} than in {g.baseline.what}{unjudged}")
 
@@ -28,7 +32,8 @@ def _ci(i: Item) -> str:
 
 
 RULE = ("A workload fails when the candidate is significantly slower (p < 0.05; the geometric mean of its levels' "
-        "ratios, Welch over runs, as `compare` decides) and the estimated slowdown is more than the threshold. "
+        "ratios, Welch over runs, as `compare` decides) and the estimated slowdown is more than the threshold; it "
+        "passes when its 95 % interval rules out a slowdown beyond the threshold; else it is inconclusive. "
         "Change and interval in speed (throughput, or 1 / seconds for mysqlslap): + is faster. Levels: threads: "
         "baseline (runs) -> candidate (runs).")
 
@@ -43,13 +48,13 @@ def text(g: Gate) -> str:
 
 
 def markdown(g: Gate) -> str:
-    icon = "❌" if g.failed else "✅"
+    icon = "❌" if g.failed else "⚠️" if g.inconclusive else "✅"
     out = [f"### {icon} dbarena gate {headline(g)}", "",
            "| verdict | engine | workload | change | 95 % CI | levels | |",
            "|---|---|---|---:|---|---|---|"]
     for i in g.items:
-        if i.status in (PASS, FAIL):
-            verdict = f"**{i.status}**" if i.status == FAIL else i.status
+        if i.status in JUDGED:
+            verdict = f"**{i.status}**" if i.status in (FAIL, INCONCLUSIVE) else i.status
             out.append(f"| {verdict} | {i.engine} | {i.workload} | {_change(i)} | {_ci(i)} | {i.levels} | {i.text} |")
     if g.unjudged:
         out += ["", f"**Without a verdict ({len(g.unjudged)})**: neither passed nor failed.", ""]

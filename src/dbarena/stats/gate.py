@@ -12,10 +12,15 @@ differ; a level whose workload, dataset, duration or tool options differ is not
 comparable, and listed as such.
 
 A workload fails when it is significantly slower (p < 0.05) and its estimated slowdown is
-more than the threshold. One with fewer than MIN_REPEATS runs a side at a level has no
-verdict and is listed as such: it neither passes nor fails. The gate's exit status: 1
-when a workload fails, else 0; with nothing to judge (no comparable level, or none with
-a verdict) the input cannot be gated (a UsageError: exit 2).
+more than the threshold. It passes when the 95 % interval of its change excludes a
+slowdown beyond the threshold (its lower end is above -threshold). Otherwise it is
+inconclusive: the interval reaches past the threshold, so the data can tell neither a
+regression beyond it nor its absence (a noisy machine, too few repeats); "no difference"
+with an interval of -41.6 % .. +63.7 % is not a pass of a 5 % gate. One with fewer than
+MIN_REPEATS runs a side at a level has no verdict and is listed as such. The gate's exit
+status: 1 when a workload fails, else 3 when one is inconclusive, else 0; with nothing to
+judge (no comparable level, or none with a verdict) the input cannot be gated (a
+UsageError: exit 2).
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
 from dbarena.stats import analysis, decision, metric
 
-FAIL, PASS, NO_VERDICT, NOT_COMPARABLE, MISSING = "fail", "pass", "no verdict", "not comparable", "not measured"
+FAIL, PASS, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, MISSING = \
+    "fail", "pass", "inconclusive", "no verdict", "not comparable", "not measured"
+JUDGED = (FAIL, INCONCLUSIVE, PASS)
+# Exit statuses: 2 is every command's bad input.
+EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 1, 3
 ABOUT = ("server", "settings")  # besides the host, which a comparison of two labels ignores anyway
 
 
@@ -54,7 +63,7 @@ class Item:
     ci_low_pct: float | None
     ci_high_pct: float | None
     p_value: float | None
-    status: str  # FAIL, PASS, NO_VERDICT, NOT_COMPARABLE, MISSING
+    status: str  # FAIL, INCONCLUSIVE, PASS, NO_VERDICT, NOT_COMPARABLE, MISSING
     text: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -73,17 +82,29 @@ class Gate:
         return tuple(i for i in self.items if i.status == FAIL)
 
     @property
+    def inconclusive(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.status == INCONCLUSIVE)
+
+    @property
+    def judged(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.status in JUDGED)
+
+    @property
     def unjudged(self) -> tuple[Item, ...]:
-        return tuple(i for i in self.items if i.status not in (FAIL, PASS))
+        return tuple(i for i in self.items if i.status not in JUDGED)
+
+    @property
+    def status(self) -> str:
+        return FAIL if self.failed else INCONCLUSIVE if self.inconclusive else PASS
 
     @property
     def exit_status(self) -> int:
-        return 1 if self.failed else 0
+        return {FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE}.get(self.status, EXIT_PASS)
 
     def as_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline.what, "candidate": self.candidate.what,
-                "max_regression_pct": self.max_regression * 100, "passed": not self.failed,
-                "items": [i.as_dict() for i in self.items]}
+                "max_regression_pct": self.max_regression * 100, "status": self.status,
+                "passed": self.status == PASS, "items": [i.as_dict() for i in self.items]}
 
 
 def parse_threshold(text: str) -> float:
@@ -136,10 +157,14 @@ def _item(d: decision.Decision, rows: list[dict[str, Any]], threshold: float) ->
         status = NO_VERDICT
     elif d.verdict == decision.SLOWER and change is not None and change < -threshold * 100:
         status = FAIL
-    else:
+    elif d.verdict == decision.FASTER or (low is not None and low >= -threshold * 100):
         status = PASS
+    else:
+        status = INCONCLUSIVE
     beyond = {FAIL: f"; more than {threshold:.0%}",
-              PASS: f"; within {threshold:.0%}" if d.verdict == decision.SLOWER else ""}.get(status, "")
+              PASS: f"; within {threshold:.0%}" if d.verdict != decision.FASTER else "",
+              INCONCLUSIVE: f"; inconclusive: the interval reaches below -{threshold:.0%}, so a slowdown beyond "
+                            f"{threshold:.0%} is neither shown nor ruled out (more repeats narrow it)"}.get(status, "")
     return Item(engine=d.engine or "", workload=d.workload or "", metric=d.metric, levels=_levels(rows),
                 speed_change_pct=change, ci_low_pct=low, ci_high_pct=high, p_value=d.p_value, status=status,
                 text=d.text + beyond)
@@ -172,7 +197,7 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
             seen.add((s["engine"], s["workload"], s["threads"]))
             items.append(Item(s["engine"], s["workload"], s["metric"], f"{s['threads']}", None, None, None, None,
                               MISSING, f"not measured by {candidate.what}"))
-    if not any(i.status in (PASS, FAIL) for i in items):
+    if not any(i.status in JUDGED for i in items):
         reasons = "; ".join(sorted({f"{i.workload}: {i.text}" for i in items})[:3]) or \
             "they share no engine, workload and level"
         raise UsageError(f"nothing to gate: no point of {candidate.what} has a verdict against {baseline.what} "
