@@ -141,8 +141,10 @@ class PgTarget(instance.SavedData):
         # libpq bounds connecting (whole seconds, 2 at least) and, with tcp_user_timeout,
         # data a vanished peer never acknowledges; a peer that acknowledges and never
         # answers is the caller's to cut (serverside/sampler.py shuts its socket down).
+        # (tcp_user_timeout is libpq 12's: an older one would refuse the connection.)
+        socket_bound = {"tcp_user_timeout": int(timeout_s * 1000)} if psycopg.pq.version() >= 120000 else {}
         return open_connection(self.url, passfile=self.passfile, timeout=max(2, math.ceil(timeout_s)),
-                               tcp_user_timeout=int(timeout_s * 1000))
+                               **socket_bound)
 
     def facts(self) -> dict:
         """Provenance of the server: version, settings that differ from the defaults
