@@ -142,7 +142,7 @@ class PgTarget(instance.SavedData):
         # data a vanished peer never acknowledges; a peer that acknowledges and never
         # answers is the caller's to cut (serverside/sampler.py shuts its socket down).
         # (tcp_user_timeout is libpq 12's: an older one would refuse the connection.)
-        socket_bound = {"tcp_user_timeout": int(timeout_s * 1000)} if psycopg.pq.version() >= 120000 else {}
+        socket_bound: dict[str, Any] = {"tcp_user_timeout": int(timeout_s * 1000)} if psycopg.pq.version() >= 120000 else {}
         return open_connection(self.url, passfile=self.passfile, timeout=max(2, math.ceil(timeout_s)),
                                **socket_bound)
 
