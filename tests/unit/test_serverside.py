@@ -301,3 +301,63 @@ def test_a_reading_that_stalls_mid_point_is_cut_when_the_point_ends():
     assert series.stopped.endswith("(its connection was cut)")
     assert len(series.seconds) >= 1
     assert _peer_sees_the_end(conn, 2.0)
+
+
+class _BlackHole:
+    """A real TCP listener that accepts and never answers (a stalled proxy)."""
+
+    def __enter__(self):
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted = []
+
+        def accept():
+            while True:
+                try:
+                    self.accepted.append(self.listener.accept()[0])
+                except OSError:
+                    return
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.listener.close()
+        for s in self.accepted:
+            s.close()
+
+
+def _target(engine, port):
+    from dbarena.engines.mysql_target import MyTarget
+    from dbarena.engines.postgres_target import PgTarget
+    from dbarena.model import Connection
+
+    if engine == "postgres":
+        url = f"postgresql://bench@127.0.0.1:{port}/bench"
+        return PgTarget(conn=Connection("postgresql", "127.0.0.1", port, "bench", "bench", url), description=url,
+                        server_version="16", throwaway=False)
+    url = f"mysql://bench@127.0.0.1:{port}/bench"
+    return MyTarget(conn=Connection("mysql", "127.0.0.1", port, "bench", "bench", url), description=url,
+                    server_version="10.11", throwaway=False, password="pw")
+
+
+def test_the_drivers_give_up_on_a_server_that_never_answers_within_the_samplers_bound():
+    """PostgreSQL's libpq after its connect timeout (2 s at least), PyMySQL after its read
+    timeout (it waits for the server's greeting): the sampler's thread ends on its own,
+    and its point waited for neither longer than connect_wait_s."""
+    import functools
+    import time
+
+    for engine, bound in (("postgres", 2.0), ("mysql", 1.0)):
+        with _BlackHole() as hole:
+            target = _target(engine, hole.port)
+            t0 = time.monotonic()
+            sampler = ServerSampler(engine, functools.partial(target.connect, timeout_s=1.0),
+                                    connect_wait_s=0.3).connect(clients=1)
+            assert time.monotonic() - t0 < 1.0
+            assert sampler.stopped == "not sampled: the server did not answer the sampler within 0.3 s"
+            sampler._thread.join(timeout=bound + 3)  # the driver's own bound ends the attempt
+            assert not sampler._thread.is_alive(), engine
+            assert hole.accepted
