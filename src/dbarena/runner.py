@@ -14,6 +14,7 @@ Every subprocess starts through the Executor, so tests drive all of this with a 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -34,7 +35,7 @@ from dbarena.interfaces import Completed, Executor, LatencyDistribution, Reporte
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store.database import now_utc
 from dbarena.host.sysmetrics import Sampler
-from dbarena.serverside.sampler import ServerSampler
+from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
 from dbarena.stats import bound as point_bound
 from dbarena.workloads import WORKLOADS
 
@@ -364,8 +365,9 @@ class Sweep:
                 reporter.sample(spec, sample)
 
         started = now_utc()
-        # Its connection is made and its first reading taken before the point starts.
-        server = ServerSampler(target.engine, target.connect).connect(
+        # Its connection is made and its first reading taken before the point starts (a
+        # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
+        server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S)).connect(
             clients=spec.clients + tool.extra_connections) if self.sample_server else None
         if server is not None:
             server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too

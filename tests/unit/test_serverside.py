@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from dbarena.model import PointResult, PointSpec, RunInfo
 from dbarena.serverside.mysql import status_values
 from dbarena.serverside.postgres import counters_sql, wait_name
-from dbarena.serverside.sampler import ServerSampler
+from dbarena.serverside.sampler import Room, ServerSampler, room_note
 from dbarena.serverside.series import Builder, ServerSeries, rates
 from dbarena.store.database import POINT_TABLES, Store
 
@@ -143,8 +143,8 @@ class _Full(_Breaks):
     free = 3
 
     def execute(self, sql):
-        if "max_connections" in sql:
-            return _Rows([(self.free,)])
+        if "max_connections" in sql:  # (the server's room; no role or database limit)
+            return _Rows([(self.free, None, None, -1, -1)])
         return super().execute(sql)
 
 
@@ -189,14 +189,15 @@ class _MysqlCursor:
         return self.rows
 
 
-def test_mysql_free_connections_are_max_connections_less_those_connected():
+def test_mysql_room_is_max_connections_less_those_connected_or_the_users_own_limit():
     """In the shapes PyMySQL gives MariaDB's answers: a number, and a (name, value) row
     whose value is text. (tests/e2e/test_server_view.py's MariaDB points run it for real:
     a failure there would stop their sampler, which that test refuses.)"""
     from dbarena.serverside.mysql import MysqlReader
 
     answers = {"VERSION()": [("10.11.6-MariaDB-0+deb12u1", 0)], "max_statement_time": [],
-               "@@max_connections": [(151,)], "Threads_connected": [("Threads_connected", "3")]}
+               "@@max_connections": [(151, 0)], "Threads_connected": [("Threads_connected", "3")],
+               "PROCESSLIST": [(2,)]}
 
     class Connection:
         def cursor(self):
@@ -205,4 +206,158 @@ def test_mysql_free_connections_are_max_connections_less_those_connected():
         def autocommit(self, on):
             pass
 
-    assert MysqlReader(Connection()).free_connections() == 148
+    assert MysqlReader(Connection()).room() == Room(148)
+    # An account's MAX_USER_CONNECTIONS 4 (its session value), 2 of them open: 2 more.
+    answers["@@max_connections"] = [(151, 4)]
+    assert MysqlReader(Connection()).room() == Room(2, "the user's max_user_connections 4")
+    # A generous one leaves the server's room the tightest.
+    answers["@@max_connections"] = [(151, 1000)]
+    assert MysqlReader(Connection()).room() == Room(148)
+
+
+def test_the_tightest_of_the_servers_the_roles_and_the_databases_limits_decides():
+    from dbarena.serverside.postgres import room_of
+
+    assert room_of((37, None, None, -1, -1)) == Room(37)
+    assert room_of((37, 1, None, 2, -1)) == Room(1, "the role's CONNECTION LIMIT 2")
+    assert room_of((37, 5, 3, 6, 4)) == Room(3, "the database's CONNECTION LIMIT 4")
+    assert room_of((2, 5, 3, 6, 4)) == Room(2)
+    assert room_of(None) is None
+    assert room_note(Room(1, "the role's CONNECTION LIMIT 2"), 2) == (
+        "not sampled: the role's CONNECTION LIMIT 2 lets in 1 more connection(s) beside the sampler's, and the "
+        "point opens 2: its clients come first")
+    assert room_note(Room(0, "the user's max_user_connections 1"), 2).startswith(
+        "not sampled: the user's max_user_connections 1 lets in no more connection beside")
+
+
+class _Stalls:
+    """A connection over a real socket whose peer takes the bytes and never answers,
+    from the `answered`-th statement on (as through a proxy that stops forwarding)."""
+
+    def __init__(self, answered):
+        import socket
+        self.mine, self.peer = socket.socketpair()
+        self.answered, self.statements, self.closed = answered, 0, False
+
+    def fileno(self):
+        return self.mine.fileno()
+
+    def execute(self, sql):
+        self.statements += 1
+        if self.statements > self.answered:
+            self.mine.sendall(b"Q")
+            if not self.mine.recv(1):  # blocks until the socket is shut down
+                raise OSError("server closed the connection unexpectedly")
+        if sql.startswith("SHOW server_version_num"):
+            return _Rows([("150018",)])
+        if "max_connections" in sql:
+            return _Rows([(10, None, None, -1, -1)])
+        return _Rows([(float(self.statements),) * 10] if "pg_stat_database" in sql else [])
+
+    def close(self):
+        self.closed = True
+        self.mine.close()
+
+
+def _peer_sees_the_end(conn, within_s):
+    import time
+
+    conn.peer.settimeout(within_s)
+    while conn.peer.recv(64):  # the statements' bytes, then the end of the stream
+        pass
+    deadline = time.monotonic() + within_s  # and the sampler's thread closes it
+    while not conn.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return conn.closed
+
+
+def test_a_connection_that_stalls_before_the_first_reading_never_holds_the_point_up():
+    import time
+
+    conn = _Stalls(answered=1)  # the first SET answered, nothing after
+    t0 = time.monotonic()
+    sampler = ServerSampler("postgres", lambda: conn, connect_wait_s=0.5).connect(clients=2).start()
+    assert time.monotonic() - t0 < 1.5  # the point starts without its first reading
+    series = sampler.stop()
+    assert time.monotonic() - t0 < 2.0
+    assert series.stopped == "not sampled: the server did not answer the sampler within 0.5 s"
+    assert series.seconds == ()
+    assert _peer_sees_the_end(conn, 2.0) # the connection is gone, not left behind
+
+
+def test_a_reading_that_stalls_mid_point_is_cut_when_the_point_ends():
+    import time
+
+    conn = _Stalls(answered=8)  # 2 SETs, version, room, 2 of the first reading, 2 of the next; a stall
+    sampler = ServerSampler("postgres", lambda: conn, interval_s=0.05).connect(clients=2).start()
+    deadline = time.monotonic() + 5
+    while conn.statements <= conn.answered and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    series = sampler.stop()
+    assert time.monotonic() - t0 < 0.5 + 2.0 + 1.0  # STOP_WAIT_S + HANGUP_WAIT_S at most
+    assert series.stopped.startswith("stopped at 0 s: the server did not answer a reading for "), series.stopped
+    assert series.stopped.endswith("(its connection was cut)")
+    assert len(series.seconds) >= 1
+    assert _peer_sees_the_end(conn, 2.0)
+
+
+class _BlackHole:
+    """A real TCP listener that accepts and never answers (a stalled proxy)."""
+
+    def __enter__(self):
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted = []
+
+        def accept():
+            while True:
+                try:
+                    self.accepted.append(self.listener.accept()[0])
+                except OSError:
+                    return
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.listener.close()
+        for s in self.accepted:
+            s.close()
+
+
+def _target(engine, port):
+    from dbarena.engines.mysql_target import MyTarget
+    from dbarena.engines.postgres_target import PgTarget
+    from dbarena.model import Connection
+
+    if engine == "postgres":
+        url = f"postgresql://bench@127.0.0.1:{port}/bench"
+        return PgTarget(conn=Connection("postgresql", "127.0.0.1", port, "bench", "bench", url), description=url,
+                        server_version="16", throwaway=False)
+    url = f"mysql://bench@127.0.0.1:{port}/bench"
+    return MyTarget(conn=Connection("mysql", "127.0.0.1", port, "bench", "bench", url), description=url,
+                    server_version="10.11", throwaway=False, password="pw")
+
+
+def test_the_drivers_give_up_on_a_server_that_never_answers_within_the_samplers_bound():
+    """PostgreSQL's libpq after its connect timeout (2 s at least), PyMySQL after its read
+    timeout (it waits for the server's greeting): the sampler's thread ends on its own,
+    and its point waited for neither longer than connect_wait_s."""
+    import functools
+    import time
+
+    for engine, bound in (("postgres", 2.0), ("mysql", 1.0)):
+        with _BlackHole() as hole:
+            target = _target(engine, hole.port)
+            t0 = time.monotonic()
+            sampler = ServerSampler(engine, functools.partial(target.connect, timeout_s=1.0),
+                                    connect_wait_s=0.3).connect(clients=1)
+            assert time.monotonic() - t0 < 1.0
+            assert sampler.stopped == "not sampled: the server did not answer the sampler within 0.3 s"
+            sampler._thread.join(timeout=bound + 3)  # the driver's own bound ends the attempt
+            assert not sampler._thread.is_alive(), engine
+            assert hole.accepted

@@ -88,9 +88,13 @@ class MyTarget(instance.SavedData):
     def server_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    def connect(self):
+    def connect(self, timeout_s: float | None = None):
+        # PyMySQL's connect_timeout bounds the TCP connect only; read_timeout and
+        # write_timeout bound the handshake and every query after it.
         return pymysql.connect(host=self.conn.host, port=self.conn.port, user=self.conn.user,
-                               password=self.password or "", database=self.conn.dbname, connect_timeout=10)
+                               password=self.password or "", database=self.conn.dbname,
+                               connect_timeout=10 if timeout_s is None else timeout_s,
+                               read_timeout=timeout_s, write_timeout=timeout_s)
 
     def _query(self, read) -> dict:
         # Provenance is worth having but never worth a failed benchmark.

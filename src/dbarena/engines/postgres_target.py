@@ -4,6 +4,7 @@ the connection helpers the instance's set-up shares with it."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -134,8 +135,16 @@ class PgTarget(instance.SavedData):
         """The postmaster's pid, when the server runs here (our instance)."""
         return self.process.pid if self.process is not None else None
 
-    def connect(self) -> psycopg.Connection:
-        return open_connection(self.url, passfile=self.passfile)
+    def connect(self, timeout_s: float | None = None) -> psycopg.Connection:
+        if timeout_s is None:
+            return open_connection(self.url, passfile=self.passfile)
+        # libpq bounds connecting (whole seconds, 2 at least) and, with tcp_user_timeout,
+        # data a vanished peer never acknowledges; a peer that acknowledges and never
+        # answers is the caller's to cut (serverside/sampler.py shuts its socket down).
+        # (tcp_user_timeout is libpq 12's: an older one would refuse the connection.)
+        socket_bound: dict[str, Any] = {"tcp_user_timeout": int(timeout_s * 1000)} if psycopg.pq.version() >= 120000 else {}
+        return open_connection(self.url, passfile=self.passfile, timeout=max(2, math.ceil(timeout_s)),
+                               **socket_bound)
 
     def facts(self) -> dict:
         """Provenance of the server: version, settings that differ from the defaults
@@ -215,8 +224,9 @@ def _first(cur: psycopg.Cursor[Any]) -> Any:
     return row[0]
 
 
-def open_connection(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10):
-    kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True}
+def open_connection(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10,
+                    **options: Any):
+    kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True, **options}
     if passfile is not None:
         # Our own instance: its password given outright, because libpq prefers a
         # PGPASSWORD in the environment (set for a --store or --target server) to a passfile.

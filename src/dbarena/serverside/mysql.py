@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbarena.serverside.sampler import Room, tightest
+
 # A stuck server makes a reading fail after this long instead of stalling the sampler.
 STATEMENT_TIMEOUT_S = 0.5
 
@@ -63,16 +65,27 @@ class MysqlReader:
                 values.update((f"pfs.{name}", float(seconds)) for name, seconds in cur.fetchall())
         return values
 
-    def free_connections(self) -> int | None:
-        """Connections the server still takes besides those open now (this one counted):
-        max_connections less Threads_connected (the one more it keeps for an
-        administrator is not counted on)."""
+    def room(self) -> Room | None:
+        """Connections this user may still open besides those open now (this one
+        counted): max_connections less Threads_connected (the one more the server keeps
+        for an administrator is not counted on), fewer where max_user_connections says
+        so. Its session value is the account's MAX_USER_CONNECTIONS where that is set,
+        else the global one (0: no limit); the user's own threads are all it sees of
+        the process list without the PROCESS privilege, and those of its other
+        accounts (user@host) count too: too many rather than too few."""
         with self.connection.cursor() as cur:
-            cur.execute("SELECT @@max_connections")
-            (limit,) = cur.fetchone()
+            cur.execute("SELECT @@max_connections, @@SESSION.max_user_connections")
+            limit, per_user = cur.fetchone()
             cur.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
             row = cur.fetchone()
-        return int(limit) - int(row[1]) if row is not None else None
+            mine = None
+            if int(per_user) > 0:
+                cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                            " WHERE USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)")
+                (mine,) = cur.fetchone()
+        return tightest(Room(int(limit) - int(row[1])) if row is not None else None,
+                        Room(int(per_user) - int(mine), f"the user's max_user_connections {int(per_user)}")
+                        if mine is not None else None)
 
     def close(self) -> None:
         self.connection.close()

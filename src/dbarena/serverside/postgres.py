@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbarena.serverside.sampler import Room, tightest
 from dbarena.serverside.series import WAIT
 
 # A stuck server makes a reading fail after this long instead of stalling the sampler.
@@ -55,17 +56,40 @@ def wait_name(event_type: str, event: str) -> str:
 # Open client connections: a role without pg_read_all_stats sees other roles' rows
 # with backend_type NULL, counted when they have a user and a database (background
 # processes lack one or both: the logical replication launcher has a user, no
-# database); a parallel worker would count too: too many rather than too few. Reserved slots (superuser_reserved_connections,
-# and 16's reserved_connections) are not a role's unless it is a superuser.
+# database); a parallel worker would count too: too many rather than too few. Reserved
+# slots (superuser_reserved_connections, and 16's reserved_connections) are not a
+# role's unless it is a superuser. Beside the server's: the login role's CONNECTION
+# LIMIT (its own backends, which it always sees) and the database's (every role's
+# backends in it), neither of which binds a superuser; NULL where there is none.
 FREE_SQL = """
+WITH me AS (SELECT oid, rolsuper, rolconnlimit FROM pg_roles WHERE rolname = session_user),
+     db AS (SELECT oid, datconnlimit FROM pg_database WHERE datname = current_database()),
+     clients AS (SELECT usesysid, datid FROM pg_stat_activity
+                 WHERE backend_type = 'client backend'
+                    OR (backend_type IS NULL AND usesysid IS NOT NULL AND datid IS NOT NULL))
 SELECT current_setting('max_connections')::int
-       - CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 0
+       - CASE WHEN me.rolsuper THEN 0
               ELSE current_setting('superuser_reserved_connections')::int
                    + coalesce(current_setting('reserved_connections', true)::int, 0) END
-       - (SELECT count(*) FROM pg_stat_activity
-          WHERE backend_type = 'client backend'
-             OR (backend_type IS NULL AND usesysid IS NOT NULL AND datid IS NOT NULL))::int
+       - (SELECT count(*) FROM clients)::int,
+       CASE WHEN NOT me.rolsuper AND me.rolconnlimit >= 0
+            THEN me.rolconnlimit - (SELECT count(*) FROM clients WHERE usesysid = me.oid)::int END,
+       CASE WHEN NOT me.rolsuper AND db.datconnlimit >= 0
+            THEN db.datconnlimit - (SELECT count(*) FROM clients WHERE datid = db.oid)::int END,
+       me.rolconnlimit, db.datconnlimit
+FROM me, db
 """
+
+
+def room_of(row: tuple[Any, ...] | None) -> Room | None:
+    """FREE_SQL's row as the tightest of the server's, the role's and the database's room."""
+    if row is None:
+        return None
+    server, role, database, role_limit, database_limit = row
+    return tightest(Room(int(server)) if server is not None else None,
+                    Room(int(role), f"the role's CONNECTION LIMIT {role_limit}") if role is not None else None,
+                    Room(int(database), f"the database's CONNECTION LIMIT {database_limit}")
+                    if database is not None else None)
 
 
 class PostgresReader:
@@ -97,12 +121,12 @@ class PostgresReader:
             values[wait_name(event_type, event)] = count
         return values
 
-    def free_connections(self) -> int | None:
-        """Client connections the server still takes besides those open now (this one
+    def room(self) -> Room | None:
+        """Client connections this role may still open besides those open now (this one
         counted): max_connections less the open client backends, less the slots kept
-        for superusers unless this role is one."""
-        row = self.connection.execute(FREE_SQL).fetchone()
-        return int(row[0]) if row is not None and row[0] is not None else None
+        for superusers unless this role is one; fewer where the role's or the
+        database's CONNECTION LIMIT says so."""
+        return room_of(self.connection.execute(FREE_SQL).fetchone())
 
     def close(self) -> None:
         self.connection.close()

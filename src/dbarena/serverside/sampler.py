@@ -1,25 +1,60 @@
 """The thread that reads the server's statistics once a second during a point.
 
-Its connection is opened before the point starts (a server that cannot be reached is
-said once, in the series' `stopped`, and the point runs anyway); each reading is
-bounded by a statement timeout, and stop() waits at most STOP_WAIT_S for the thread, so
-a stuck server never stalls the point. Any failure ends the sampling, never the point:
-the series keeps the seconds read and why it stopped. Messages pass through masked(),
-so a driver error that quotes a connection string shows no password.
+Everything that talks to the server happens in that thread, connecting included, so the
+point never waits on the network: connect() waits at most CONNECT_WAIT_S for the
+connection and its first reading, stop() at most STOP_WAIT_S + HANGUP_WAIT_S for the
+thread. A stalled peer (one that takes the bytes and never answers: a proxy, a
+firewall that drops silently) cannot be bounded by the server's statement timeout,
+and PostgreSQL's driver has no client-side read timeout; so the sampler keeps a
+duplicate of its connection's socket and, to give up, shuts it down from outside,
+which wakes the thread blocked on it; the thread then closes the connection. The
+drivers bound connecting themselves (TIMEOUT_S; PyMySQL every read and write too).
+No connection outlives its point: one still being made when the point gives up on it
+is closed as soon as it is made.
+
+Any failure ends the sampling, never the point: the series keeps the seconds read and
+why it stopped (`stopped`). Messages pass through masked(), so a driver error that
+quotes a connection string shows no password.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from dbarena.masking import masked
 from dbarena.serverside.series import Builder, ServerSeries, rates
 
+# The drivers' client-side bound on connecting (and PyMySQL's on every read and write):
+# what a connection to a remote server over TLS needs, with room.
+TIMEOUT_S = 4.0
+# How long the point waits for the connection and the first reading before it starts
+# without them.
+CONNECT_WAIT_S = 5.0
+# How long stop() waits for a reading in progress (the server's statement timeout is
+# 0.5 s) before it cuts the connection, and then for the thread to end.
 STOP_WAIT_S = 2.0
+HANGUP_WAIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class Room:
+    """Connections the server still lets this role/user open, the sampler's own counted,
+    and the tightest limit that says so (None: the server's max_connections)."""
+
+    free: int
+    limit: str | None = None
+
+
+def tightest(*rooms: Room | None) -> Room | None:
+    """The room with the fewest free connections (None where no limit is known)."""
+    known = [r for r in rooms if r is not None]
+    return min(known, key=lambda r: r.free) if known else None
 
 
 class Reader(Protocol):
@@ -28,27 +63,49 @@ class Reader(Protocol):
     notes: tuple[str, ...]
 
     def read(self) -> dict[str, float | None]: ...
-    def free_connections(self) -> int | None: ...
+    def room(self) -> Room | None: ...
     def close(self) -> None: ...
 
 
-def open_reader(engine: str, connect: Callable[[], Any]) -> Reader:
-    """A reader for the target's engine over a new connection of its own."""
-    connection = connect()
+def make_reader(engine: str, connection: Any) -> Reader:
+    """A reader for the target's engine over a connection of its own (its first
+    statements run here: they set its statement timeout and read the version)."""
+    if engine == "postgres":
+        from dbarena.serverside.postgres import PostgresReader
+        return PostgresReader(connection)
+    from dbarena.serverside.mysql import MysqlReader
+    return MysqlReader(connection)
+
+
+def socket_of(connection: Any) -> socket.socket | None:
+    """A duplicate of the connection's socket (psycopg's fileno()), that another thread
+    may shut down whatever the driver does; None where the driver shows none (PyMySQL:
+    its own read and write timeouts bound it instead)."""
+    fileno = getattr(connection, "fileno", None)
+    if fileno is None:
+        return None
     try:
-        if engine == "postgres":
-            from dbarena.serverside.postgres import PostgresReader
-            return PostgresReader(connection)
-        from dbarena.serverside.mysql import MysqlReader
-        return MysqlReader(connection)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            connection.close()
-        raise
+        fd = os.dup(fileno())
+    except Exception:  # OSError, or psycopg's OperationalError on a connection already closed
+        return None
+    try:
+        return socket.socket(fileno=fd)
+    except OSError:
+        os.close(fd)
+        return None
 
 
 def _one_line(exc: BaseException) -> str:
     return masked(" ".join(str(exc).split()) or type(exc).__name__)
+
+
+def room_note(room: Room, clients: int) -> str:
+    room_text = (f"takes {room.free} more connection(s)" if room.free > 0 else "takes no more connection")
+    who = "the server"
+    if room.limit is not None:
+        who = room.limit
+        room_text = (f"lets in {room.free} more connection(s)" if room.free > 0 else "lets in no more connection")
+    return f"not sampled: {who} {room_text} beside the sampler's, and the point opens {clients}: its clients come first"
 
 
 class ServerSampler:
@@ -56,86 +113,162 @@ class ServerSampler:
     reading the point's seconds count from (the system sampler's start)."""
 
     def __init__(self, engine: str, connect: Callable[[], Any], interval_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, origin: float | None = None):
+                 clock: Callable[[], float] = time.monotonic, origin: float | None = None,
+                 connect_wait_s: float = CONNECT_WAIT_S):
         self.engine = engine
         self.interval_s = interval_s
         self.clock = clock
         self.origin = clock() if origin is None else origin
+        self.connect_wait_s = connect_wait_s
         self.builder = Builder()
         self.stopped: str | None = None
         self.cpu_s: float | None = None  # the thread's own CPU time, once it ends
         self.reader: Reader | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="dbarena-server-sampler")
+        self.notes: tuple[str, ...] = ()
         self._connect = connect
+        self._clients: int | None = None
+        self._connection: Any = None
+        self._socket: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._ready = threading.Event()  # connected and read once, or given up
+        self._go = threading.Event()     # start() or stop()
+        self._stop = threading.Event()
+        self._reading_since: float | None = None
+        self._given_up = False
+        self._first: tuple[float, dict[str, float | None]] | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="dbarena-server-sampler")
+
+    # -- the point's side: none of these waits longer than its bound ------------------
 
     def connect(self, clients: int | None = None) -> "ServerSampler":
-        """Connect and take the first reading now, before the point starts. A failure
-        is kept in `stopped`, never raised. `clients`: the connections the point's load
-        generator will open; where the server would not take them beside the sampler's
-        own (a target whose max_connections the benchmark fills), the sampler lets go
-        of its connection and says so: the point is measured, not its server view."""
-        try:
-            self.reader = open_reader(self.engine, self._connect)
-            free = self.reader.free_connections() if clients is not None else None
-            if free is not None and clients is not None and free < clients:
-                room = f"takes {free} more connection(s)" if free > 0 else "takes no more connection"
-                self.stopped = (f"not sampled: the server {room} beside the sampler's, and the point opens "
-                                f"{clients}: its clients come first")
-                self._close()
-                self.reader = None
-                return self
-            self._first = (self.clock(), self.reader.read())
-        except Exception as exc:  # the drivers' errors differ; none may fail the point
-            self.stopped = f"could not read the server's statistics: {_one_line(exc)}"
-            self._close()
-            self.reader = None
+        """Connect and take the first reading now, before the point starts, waiting at
+        most connect_wait_s. A failure is kept in `stopped`, never raised. `clients`: the
+        connections the point's load generator will open; where the server (its
+        max_connections, or the role's, database's or user's own limit) would not take
+        them beside the sampler's own, the sampler lets go of its connection and says
+        so: the point is measured, not its server view."""
+        if self._thread.ident is not None:
+            return self
+        self._clients = clients
+        self._thread.start()
+        if not self._ready.wait(self.connect_wait_s):
+            self._given_up = True
+            self._say(f"not sampled: the server did not answer the sampler within {self.connect_wait_s:g} s")
+            self._stop.set()
+            self._go.set()
+            self._hang_up()
         return self
 
     def start(self, origin: float | None = None) -> "ServerSampler":
         """Sample in the background from now on (connected first if not yet), its
         seconds counted from `origin` (default: as given when made)."""
-        if self.reader is None and self.stopped is None:
-            self.connect()
         if origin is not None:
             self.origin = origin
-        if self.reader is not None:
-            self._thread.start()
+        self.connect()
+        self._go.set()
         return self
 
-    def _loop(self) -> None:
+    def stop(self) -> ServerSeries:
+        """The series read so far; sampling ends, its connection closed (a reading that
+        does not come back within STOP_WAIT_S is cut)."""
+        self._stop.set()
+        self._go.set()
+        if self._thread.is_alive() and not self._given_up:
+            since = self._reading_since
+            if since is None or self.clock() - since < STOP_WAIT_S:  # else stalled long ago: no wait
+                self._thread.join(timeout=STOP_WAIT_S)
+            if self._thread.is_alive():
+                since = self._reading_since
+                self._say(self._stuck(since) if since is not None
+                          else f"the sampler did not end within {STOP_WAIT_S:g} s at the end")
+                self._hang_up()
+                self._thread.join(timeout=HANGUP_WAIT_S)
+        # A thread still making its connection is left to close it once made (a daemon;
+        # the driver's connect timeout ends that).
+        return self.builder.build(self.engine, self.notes, self.stopped, self.cpu_s)
+
+    def _stuck(self, since: float) -> str:
+        return (f"stopped at {round(since - self.origin)} s: the server did not answer a reading for "
+                f"{self.clock() - since:.0f} s (its connection was cut)")
+
+    def _say(self, why: str) -> None:
+        """The first reason sampling ended is the one kept."""
+        with self._lock:
+            if self.stopped is None:
+                self.stopped = why
+
+    def _hang_up(self) -> None:
+        """Shut the connection's socket down, from any thread: a read blocked on it
+        returns at once (closing it would not wake that read)."""
+        with self._lock:
+            if self._socket is not None:
+                with contextlib.suppress(OSError):
+                    self._socket.shutdown(socket.SHUT_RDWR)
+
+    # -- the sampler's thread ---------------------------------------------------------
+
+    def _run(self) -> None:
+        cpu_start = time.thread_time()
+        try:
+            if self._open():
+                self._ready.set()
+                self._go.wait()
+                self._sample()
+        except Exception as exc:  # the drivers' errors differ; none may fail the point
+            if not self._stop.is_set():
+                if self._ready.is_set():
+                    since = self._reading_since
+                    second = round((since if since is not None else self.clock()) - self.origin)
+                    self._say(f"stopped at {second} s: {_one_line(exc)}")
+                else:
+                    self._say(f"could not read the server's statistics: {_one_line(exc)}")
+        finally:
+            self._reading_since = None
+            self._close()
+            self.cpu_s = round(time.thread_time() - cpu_start, 6)
+            self._ready.set()
+
+    def _open(self) -> bool:
+        """Connected and read once; False where the point's clients come first or the
+        point gave up waiting."""
+        connection = self._connect()
+        with self._lock:
+            self._connection = connection
+            self._socket = socket_of(connection)
+        if self._stop.is_set():
+            return False
+        self._reading_since = self.clock()
+        reader = make_reader(self.engine, connection)
+        room = reader.room() if self._clients is not None else None
+        if room is not None and self._clients is not None and room.free < self._clients:
+            self._say(room_note(room, self._clients))
+            return False
+        self._first = (self.clock(), reader.read())
+        self._reading_since = None
+        self.reader, self.notes = reader, reader.notes
+        return not self._stop.is_set()
+
+    def _sample(self) -> None:
         # Lowest priority, as the system sampler: its work waits for an idle moment.
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        assert self.reader is not None
+        assert self.reader is not None and self._first is not None
         previous_t, previous = self._first
-        cpu_start = time.thread_time()
-        try:
-            while not self._stop.wait(self.interval_s):
-                values = self.reader.read()
-                t = self.clock()
-                self.builder.add(round(t - self.origin, 3), rates(previous, values, t - previous_t,
-                                                                 self.reader.gauges))
-                previous_t, previous = t, values
-        except Exception as exc:
-            if not self._stop.is_set():
-                second = round(self.clock() - self.origin)
-                self.stopped = f"stopped at {second} s: {_one_line(exc)}"
-        finally:
-            self._close()
-            self.cpu_s = round(time.thread_time() - cpu_start, 6)
+        while not self._stop.wait(self.interval_s):
+            self._reading_since = self.clock()
+            values = self.reader.read()
+            t = self.clock()
+            self._reading_since = None
+            self.builder.add(round(t - self.origin, 3), rates(previous, values, t - previous_t, self.reader.gauges))
+            previous_t, previous = t, values
 
     def _close(self) -> None:
-        if self.reader is not None:
+        if self._connection is not None:
             with contextlib.suppress(Exception):
-                self.reader.close()
-
-    def stop(self) -> ServerSeries:
-        """The series read so far; sampling ends."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=STOP_WAIT_S)
-            if self._thread.is_alive() and self.stopped is None:
-                self.stopped = f"the server did not answer a reading within {STOP_WAIT_S:.0f} s at the end"
-        notes = self.reader.notes if self.reader is not None else ()  # (kept after it closes)
-        return self.builder.build(self.engine, notes, self.stopped, self.cpu_s)
+                self._connection.close()
+        with self._lock:
+            if self._socket is not None:
+                with contextlib.suppress(OSError):
+                    self._socket.close()
+            self._socket = None
+            self._connection = None
