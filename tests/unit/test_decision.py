@@ -51,9 +51,27 @@ def test_not_comparable_and_worst_first_and_overall():
     assert line.verdict == decision.SLOWER and line.text.startswith("across 2 workload(s): small is 8.3 % slower")
 
 
-def test_a_difference_within_the_noise_is_no_difference():
+def test_a_difference_within_the_noise_is_no_difference_only_when_its_interval_lies_within_the_margin():
+    """Not significant, with an interval inside +-5 %: no difference. Not significant,
+    with one reaching past it: inconclusive, never "no difference"."""
+    (d,) = decision.decide([_row(1, 1.002, 0.005, 6), _row(2, 0.999, 0.005, 6)])
+    assert d.verdict == decision.SAME and 0.95 < d.ci_low < 1 < d.ci_high < 1.05
+    assert d.text.startswith("no difference between") and "within ±5%" in d.text
     (d,) = decision.decide([_row(1, 1.02, 0.05, 6), _row(2, 0.99, 0.05, 6)])
-    assert d.verdict == decision.SAME and d.ci_low < 1 < d.ci_high
+    assert d.verdict == decision.INCONCLUSIVE and d.ci_low < 0.95 and d.ci_high > 1.05
+    assert d.text.startswith("inconclusive between") and "reaches past ±5%" in d.text
+
+
+def test_no_difference_overall_is_inconclusive_while_one_workload_is_significantly_slower():
+    """The issue's case: the geometric mean across workloads shows nothing while one
+    workload alone is significantly 27.5 % slower; the line says so, not "no difference"."""
+    rows = [_row(1, 0.725, 0.02, 6, workload="slow"), _row(1, 1.38, 0.3, 6, workload="noisy")]
+    decided = decision.decide(rows)
+    assert {d.workload: d.verdict for d in decided}["slow"] == decision.SLOWER
+    line = decision.overall(decided)
+    assert line is not None and line.verdict == decision.INCONCLUSIVE
+    assert line.text.startswith("across 2 workload(s): inconclusive: ")
+    assert line.text.endswith("but postgres slow alone is 27.5 % slower")
 
 
 def _point(label: str, **fields) -> dict:
@@ -110,7 +128,7 @@ def test_no_overall_verdict_that_no_workload_supports():
     overall line reports the figure without a verdict."""
     rows = [_row(1, 1.06, 0.04, 6, workload="one"), _row(1, 1.08, 0.04, 6, workload="two")]
     decided = decision.decide(rows)
-    assert [d.verdict for d in decided] == [decision.SAME, decision.SAME]
+    assert [d.verdict for d in decided] == [decision.INCONCLUSIVE, decision.INCONCLUSIVE]
     line = decision.overall(decided)
     assert line is not None and line.ci_low > 1  # the combined interval alone would say "faster"
     assert line.verdict == decision.NO_VERDICT and "no workload alone shows a difference" in line.text

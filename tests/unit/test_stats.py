@@ -73,8 +73,15 @@ def test_not_significant_is_said_plainly():
     a = stats.repeats([100.0, 102.0, 98.0])
     b = stats.repeats([101.0, 99.0, 102.5])
     c = stats.compare(a, b)
-    assert not c.significant and c.verdict == stats.Verdict.NOT_SIGNIFICANT and c.text.startswith("not significant")
-    assert c.ci_low < 1 < c.ci_high
+    # Not significant, and the interval (-3.4 % to +5.2 % from three runs a side)
+    # reaches past +-5 %: inconclusive, not "no difference".
+    assert not c.significant and c.verdict == stats.Verdict.INCONCLUSIVE and c.text.startswith("inconclusive (")
+    assert 1.05 < c.ci_high and "reaches past ±5%" in c.text
+    # Many more runs of the same spread narrow it inside the margin: no difference.
+    a = stats.repeats([100.0, 102.0, 98.0] * 8)
+    b = stats.repeats([101.0, 99.0, 102.5] * 8)
+    c = stats.compare(a, b)
+    assert c.verdict == stats.Verdict.SAME and c.text.startswith("no difference (") and 0.95 < c.ci_low < c.ci_high < 1.05
 
 
 @pytest.mark.parametrize("a, b, n", [([100.0], [110.0], 1), ([100.0, 101.0], [150.0, 151.0, 149.0], 2)])

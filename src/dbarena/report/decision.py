@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from html import escape
 
 from dbarena.stats import metric
-from dbarena.stats.decision import FASTER, NO_VERDICT, NOT_COMPARABLE, SLOWER, Decision
+from dbarena.stats.decision import Decision
+from dbarena.stats.verdicts import FASTER, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, SAME, SLOWER
 
-_MARK = {FASTER: "faster", SLOWER: "slower", "no difference": "no difference", NO_VERDICT: "no verdict",
-         NOT_COMPARABLE: "not comparable"}
+_MARK = {FASTER: "faster", SLOWER: "slower", SAME: "no difference", INCONCLUSIVE: "inconclusive",
+         NO_VERDICT: "no verdict", NOT_COMPARABLE: "not comparable"}
 
 
 def _pct(ratio: float | None) -> str:

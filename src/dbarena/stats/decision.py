@@ -24,12 +24,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbarena.stats import bound as point_bound
-from dbarena.stats import loadgens, metric
+from dbarena.stats import loadgens, metric, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
 
-FASTER, SLOWER, SAME, NO_VERDICT, NOT_COMPARABLE = "faster", "slower", "no difference", "no verdict", \
-    "not comparable"
+# The vocabulary's words, here too for the views that read decisions (re-exported).
+from dbarena.stats.verdicts import FASTER as FASTER, INCONCLUSIVE as INCONCLUSIVE, NO_VERDICT as NO_VERDICT, \
+    NOT_COMPARABLE as NOT_COMPARABLE, SAME as SAME, SLOWER as SLOWER
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Decision:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: str  # FASTER, SLOWER, SAME, NO_VERDICT or NOT_COMPARABLE
+    verdict: str  # stats/verdicts.py: FASTER, SLOWER, SAME, INCONCLUSIVE, NO_VERDICT or NOT_COMPARABLE
     text: str  # the verdict in words, or why there is none and what to run for one
     levels: tuple[tuple[int, float], ...] = ()  # (threads, ratio) of every level that counts
     log_se: float | None = None  # of log(ratio), for combining workloads
@@ -101,11 +102,14 @@ INVERSE = "speed, 1 / seconds: fewer seconds is faster"
 def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
              inverse: bool = False) -> tuple[str, str]:
     change = (ratio - 1) * 100
-    interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + (f"; {INVERSE}" if inverse else "")
-    if p_value < 1 - CONFIDENCE:
-        verdict = FASTER if change > 0 else SLOWER
+    verdict = verdicts.of_interval(change > 0, low, high, p_value)
+    if verdict in (FASTER, SLOWER):
+        interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + (f"; {INVERSE}" if inverse else "")
         return verdict, f"{label} is {abs(change):.1f} % {verdict} than {baseline} ({interval})"
-    return SAME, f"no difference between {label} and {baseline} can be told ({change:+.1f} %, {interval})"
+    interval = verdicts.interval_words(low, high) + (f"; {INVERSE}" if inverse else "")
+    if verdict == SAME:
+        return SAME, f"no difference between {label} and {baseline} ({change:+.1f} %, {interval})"
+    return INCONCLUSIVE, f"inconclusive between {label} and {baseline} ({change:+.1f} %, {interval})"
 
 
 def _geomean(values: Iterable[float]) -> float | None:
@@ -254,6 +258,17 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
     ratio, low, high, p_value, log = combine(parts)
     verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    significant = [d for d in figures if d.verdict in (FASTER, SLOWER)]
+    apart = significant or [d for d in figures if d.verdict == INCONCLUSIVE]
+    if (verdict == SAME and apart) or (verdict == INCONCLUSIVE and significant):
+        # "No difference" (or an unqualified "inconclusive") across workloads while one of
+        # them is significantly slower, or cannot be told, would hide what that
+        # workload's own data show: the line names it.
+        verdict = INCONCLUSIVE
+        worst = min(apart, key=lambda d: (d.verdict != SLOWER, d.verdict != FASTER, d.ratio or 1.0))
+        alone = f"{abs(worst.change_pct or 0):.1f} % {worst.verdict}" if worst in significant else "inconclusive"
+        text = (f"inconclusive: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
+                f"{(high - 1) * 100:+.1f} %), but {worst.engine} {worst.workload} alone is {alone}")
     if verdict in (FASTER, SLOWER) and not any(d.verdict == verdict for d in figures):
         # Combining workloads narrows the interval as if their errors were independent;
         # runs of one label made in one session share its drift (another load on the

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
-from dbarena.stats import metric
+from dbarena.stats import metric, verdicts
 from dbarena.stats.estimate import CONFIDENCE, Estimate, chi2_dist, sample_stdev, t_dist
 from dbarena.stats.steadystate import Flag, SteadyState, Warning_
 
@@ -106,9 +106,11 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
 
 
 class Verdict(str, Enum):
-    FASTER = "faster"
-    SLOWER = "slower"
-    NOT_SIGNIFICANT = "not significant"
+    # The words of stats/verdicts.py, the one vocabulary.
+    FASTER = verdicts.FASTER
+    SLOWER = verdicts.SLOWER
+    SAME = verdicts.SAME
+    INCONCLUSIVE = verdicts.INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -174,8 +176,8 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
         verdict = Verdict.FASTER if (change > 0) != metric.lower_is_better(of) else Verdict.SLOWER
         text = f"{metric.change_words(change, of)} (significant, p = {p:.3g})"
     else:
-        verdict = Verdict.NOT_SIGNIFICANT
-        text = f"not significant ({change:+.1f} %, p = {p:.2f})"
+        verdict = Verdict(verdicts.of_interval((change > 0) != metric.lower_is_better(of), low, high, 1.0))
+        text = f"{verdict.value} ({change:+.1f} %, p = {p:.2f}; {verdicts.interval_words(low, high)})"
     return Comparison(ratio=ratio, ci_low=low, ci_high=high, p_value=p, verdict=verdict, reason=None, text=text,
                       log_se=se_log, log_df=df_log)
 
