@@ -20,8 +20,8 @@ from dbarena.limits import printable
 
 # Line breaks of any kind: CommonMark ends a line only at LF and CR, but a value is one
 # line of text wherever it goes (a table row, a list item, a heading), so every
-# separator becomes a space.
-_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
+# separator becomes a space; a tab too (printable would drop it, joining two words).
+_BREAKS = re.compile(r"[\r\n\t\u2028\u2029\x0b\x0c\x85]+")
 # Punctuation that is Markdown wherever it stands: emphasis (*, ~ in GFM), code spans (`),
 # links and images ([ ]), the escape character itself and the table's cell separator.
 # Escaped with a backslash, which GitHub renders as the character alone (a GFM table
@@ -54,7 +54,7 @@ def md_text(value: object) -> str:
     (no heading, list, quote, HTML, link, image, code span, emphasis or mention starts
     in it). Characters that act on a terminal are dropped (limits.printable): Markdown
     is read with cat and less too. Text of no Markdown meaning is unchanged."""
-    text = _BREAKS.sub(" ", printable(str(value), keep="\r\n\x0b\x0c\x85")).strip()
+    text = _BREAKS.sub(" ", printable(str(value), keep="\r\n\t\x0b\x0c\x85")).strip()
     text = _ALWAYS.sub(r"\\\1", text)
     text = _UNDERSCORE.sub(r"\\_", text)
     text = _ENTITY.sub("&amp;", text)
