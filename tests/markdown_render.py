@@ -29,7 +29,9 @@ class Rendered:
 class _Reader(HTMLParser):
     def __init__(self, out: Rendered) -> None:
         super().__init__(convert_charrefs=True)
-        self.out, self.cell, self.texts = out, None, []  # type: ignore[var-annotated]
+        self.out = out
+        self.cell: list[str] | None = None  # the text of the cell being read
+        self.texts: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.out.tags.append(tag)
