@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import tempfile
 from html import unescape
@@ -64,6 +65,10 @@ def rendered(stored, tmp_path_factory):
 # ------------------------------------------------------------------ reading the tables back
 
 
+# CommonMark's backslash escape: any ASCII punctuation after a backslash stands for itself.
+_UNESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
 def _md_tables(text: str) -> dict[tuple[str, str], list[dict[str, str]]]:
     """(section, table title) -> rows as {header: cell} of the Markdown report."""
     tables: dict[tuple[str, str], list[dict[str, str]]] = {}
@@ -76,7 +81,9 @@ def _md_tables(text: str) -> dict[tuple[str, str], list[dict[str, str]]]:
             title, headers = line[4:], []
             tables[(section, title)] = []
         elif line.startswith("| "):
-            cells = [c.replace("&lt;", "<").replace("\\|", "|").strip() for c in line[2:-2].split(" | ")]
+            # A cell as a renderer shows it: the escapes of report/escaping.py undone.
+            cells = [_UNESCAPE.sub(r"\1", c).replace("&lt;", "<").replace("&amp;", "&").strip()
+                     for c in line[2:-2].split(" | ")]
             if not headers:
                 headers = cells
             else:

@@ -5,6 +5,7 @@ figures computed here by hand from the stored throughputs."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from datetime import datetime, timezone
 
@@ -22,9 +23,14 @@ TPS = {"big": {1: [1000.0, 1010.0, 990.0], 2: [1800.0, 1820.0, 1780.0]},
 
 @pytest.fixture
 def store_path(tmp_path):
-    path = tmp_path / "two.db"
+    return _stored(tmp_path / "two.db", TPS)
+
+
+def _stored(path, by_label):
+    """A store of two labels' runs (the label its host's name too): per label, level and
+    repeat the throughput in by_label."""
     with Store(path) as db:
-        for label, levels in TPS.items():
+        for label, levels in by_label.items():
             run_id = db.begin_run(RunInfo(
                 label=label, host=label, engine="postgres", target="postgresql://dbarena@127.0.0.1:1/dbarena",
                 started_at=T0, server_version="15.18", tool_versions={}, options={"targets": {}},
@@ -147,3 +153,57 @@ def test_the_decision_names_the_cheaper_per_100_tps(store_path, tmp_path):
     assert d.price == (f"price per 100 TPS: small {small:.4g} USD/h, big {big:.4g} USD/h; small is the cheaper "
                        f"(big costs {big / small - 1:.0%} more)")
     assert d.price in text
+
+
+# Issue 46: a label (and host) that would split a row, show an image, link, mention and,
+# in a chart, be mathtext ($\\foo$ is no symbol matplotlib knows: the report failed).
+HOSTILE = "evil|x\n<img src=x onerror=alert(1)> [link](http://x) @someone $\\foo$"
+HOSTILE_SHOWN = "evil|x <img src=x onerror=alert(1)> [link](http://x) @\u200bsomeone $\\foo$"
+
+
+def test_a_hostile_label_leaves_compare_markdown_whole_and_inert(tmp_path, capsys):
+    from markdown_render import read
+
+    path = _stored(tmp_path / "hostile.db", {"big": TPS["big"], HOSTILE: TPS["small"]})
+    shown = read(_run(["compare", "big", HOSTILE, "--store", str(path), "--format", "md"], capsys))
+    assert set(shown.tags) <= {"h3", "p", "strong", "table", "thead", "tbody", "tr", "th", "td", "ul", "li"}
+    assert shown.tags.count("h3") == 1 and shown.whole_tables() and {len(r) for r in shown.rows} == {6}
+    assert f"{HOSTILE_SHOWN} against big" in shown.text
+    assert shown.rows[0][-1] == f"ratio by threads ({HOSTILE_SHOWN} / big)"
+
+
+def _tags_outside_charts(page: str) -> list[str]:
+    from html.parser import HTMLParser
+
+    class Tags(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+
+    parser = Tags()
+    parser.feed(re.sub(r"<svg.*?</svg>", "<svg></svg>", page, flags=re.S))
+    return parser.tags
+
+
+def test_a_hostile_label_changes_no_tag_of_the_reports(tmp_path):
+    """The Markdown and HTML reports of a store whose second label is hostile have the
+    same tags as those of a store whose second label is "small", and show it as text."""
+    from dbarena.report import assemble
+    from markdown_render import read
+
+    texts = {}
+    for name in ("small", HOSTILE):
+        path = _stored(tmp_path / f"{len(texts)}.db", {"big": TPS["big"], name: TPS["small"]})
+        with Store(path) as db:
+            built = assemble.build(db, assemble.Selection(baseline="big"))
+            texts[name] = (assemble.render(built, "md", tmp_path / "r.md", assemble.draw(db, built, "md")),
+                           assemble.render(built, "html", tmp_path / "r.html", assemble.draw(db, built, "html")))
+    (plain_md, plain_html), (md, page) = texts["small"], texts[HOSTILE]
+    shown = read(md)
+    assert shown.tags == read(plain_md).tags and shown.whole_tables()
+    assert HOSTILE_SHOWN in shown.text and f"{HOSTILE_SHOWN} cpu" in shown.text  # the label, the host's CPU
+    assert _tags_outside_charts(page) == _tags_outside_charts(plain_html)
+    assert "<img" not in page and "evil|x\n&lt;img src=x onerror=alert(1)&gt; [link](http://x)" in page

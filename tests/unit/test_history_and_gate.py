@@ -264,3 +264,41 @@ def test_without_the_optional_change_point_library_history_says_how_to_get_it(
     assert status == 0, err
     history_part = page.read_text().split('<section id="history">')[1].split("</section>")[0]
     assert "dbarena[history]" in history_part and "<svg" not in history_part
+
+
+# Issue 46: a label, a setting's value and a server version that would split a table row,
+# start a heading and a <details>, load an image, link and mention someone if pasted raw
+# into a pull request.
+HOSTILE_LABEL = "evil|x\n<img src=x onerror=alert(1)>"
+HOSTILE_SETTING = "on\n## injected heading\n<details open>"
+HOSTILE_VERSION = "17.4 @someone ![img](http://x.example/i.png)"
+
+
+def test_hostile_labels_settings_and_versions_leave_history_and_gate_markdown_whole_and_inert(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from markdown_render import read
+
+    path = tmp_path / "hostile.db"
+    with Store(path) as db:
+        add_run(db, "main", 0, 1000.0)
+        for day in range(1, 11):
+            after = day > 5
+            add_run(db, HOSTILE_LABEL, day, (800.0 if after else 1000.0) * (1 + 0.01 * ((day * 7) % 3 - 1)),
+                    sync=HOSTILE_SETTING if after else "off", server=HOSTILE_VERSION if after else "17.2")
+    status, out, _ = run_cli(["history", "--store", str(path), "--label", HOSTILE_LABEL, "--format", "md"], capsys)
+    assert status == 0
+    shown = read(out)
+    assert shown.tags.count("h2") == 1 and shown.tags.count("h3") == 1  # ## History, ### the one series
+    assert set(shown.tags) <= {"h2", "h3", "table", "thead", "tbody", "tr", "th", "td", "ul", "li", "strong"}
+    assert shown.whole_tables() and len(shown.rows) == 11 and {len(r) for r in shown.rows} == {6}
+    assert "evil|x <img src=x onerror=alert(1)>" in shown.text
+    assert "-> on ## injected heading <details open>" in shown.text and "17.4 @\u200bsomeone ![img](" in shown.text
+
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", HOSTILE_LABEL,
+                              "--format", "md"], capsys)
+    assert status in (0, 1), out  # judged (2 would be bad input)
+    shown = read(out)
+    assert set(shown.tags) <= {"h3", "table", "thead", "tbody", "tr", "th", "td", "strong", "p", "sub", "code", "ul",
+                               "li"}, shown.html
+    assert shown.tags.count("h3") == 1 and shown.whole_tables() and {len(r) for r in shown.rows} == {7}
+    assert "in label 'evil|x\\n<img src=x onerror=alert(1)>' (runs 2 to 11)" in shown.text  # (its repr)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
+from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
 from dbarena.serverside.stored import attach_bounds
 from dbarena.stats.price import Price
@@ -119,7 +119,7 @@ def _history(store: ResultStore, shown: list[str]) -> str:
     try:
         return history_view.section(history.of_store(store, history.Filter(labels=labels)))
     except ToolMissing as exc:  # without the optional change-point library: the rest of the report still
-        return f'<section id="history"><h2>History</h2><p class="note">{escape(str(exc))}</p></section>'
+        return f'<section id="history"><h2>History</h2><p class="note">{html_text(str(exc))}</p></section>'
 
 
 

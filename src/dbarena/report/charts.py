@@ -59,6 +59,9 @@ matplotlib.rcParams.update({
     "axes.grid": True,
     "grid.alpha": 0.3,
     "figure.dpi": 100,
+    # Labels, settings and versions are drawn as written: "$...$" in one is not mathtext
+    # (an unknown \command in it would fail the whole report).
+    "text.parse_math": False,
 })
 
 COLORS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
-from html import escape
 
+from dbarena.report.escaping import html_text, md_text
 from dbarena.stats import metric
 from dbarena.stats.decision import Decision
 from dbarena.stats.verdicts import FASTER, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, SAME, SLOWER
@@ -71,10 +71,6 @@ def _headed(verdict: str, text: str) -> tuple[str, str]:
     return ("", text) if text.startswith(mark) else (mark, text)
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
     """One section per label against the baseline: its overall line, then a row per
     engine and workload, worst first; the reasons for missing verdicts once, below."""
@@ -83,15 +79,15 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
     for label in labels:
         mine = [d for d in decisions if d.label == label]
         baseline = mine[0].baseline
-        out.append(f"### {_md_cell(label)} against {_md_cell(baseline)}")
+        out.append(f"### {md_text(label)} against {md_text(baseline)}")
         out.append("")
         line = next((o for o in overall if o.label == label), None)
         if line is not None:
             mark, text = _headed(line.verdict, line.text)
-            out.append((f"**{mark}** " if mark else "") + f"{_md_cell(text)}.")
+            out.append((f"**{mark}** " if mark else "") + f"{md_text(text)}.")
             out.append("")
-        out.append(f"| engine | workload | change | 95 % CI | verdict | ratio by threads ({_md_cell(label)} / "
-                   f"{_md_cell(baseline)}) |")
+        out.append(f"| engine | workload | change | 95 % CI | verdict | ratio by threads ({md_text(label)} / "
+                   f"{md_text(baseline)}) |")
         out.append("|---|---|---:|---|---|---|")
         notes: list[str] = []
         for d in mine:
@@ -99,13 +95,13 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
             if d.verdict in (FASTER, SLOWER):
                 mark = f"**{mark}**"
                 if d.why:
-                    notes.append(f"- why {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: "
-                                   f"{_md_cell(d.why)}")
+                    notes.append(f"- why {md_text(d.engine or '')} {md_text(d.workload or '')}: "
+                                   f"{md_text(d.why)}")
             if d.price:
-                notes.append(f"- {_md_cell(d.engine or '')} {_md_cell(d.workload or '')}: {_md_cell(d.price)}")
-            out.append(f"| {_md_cell(d.engine or '')} | {_md_cell(d.workload or '')} | {_pct(d.ratio)} | "
+                notes.append(f"- {md_text(d.engine or '')} {md_text(d.workload or '')}: {md_text(d.price)}")
+            out.append(f"| {md_text(d.engine or '')} | {md_text(d.workload or '')} | {_pct(d.ratio)} | "
                        f"{_interval(d)} | {mark} | {_strip(d)} |")
-        notes += [f"- {_md_cell(_which(rows))}: {_md_cell(text)}" for text, rows in reasons(mine)]
+        notes += [f"- {md_text(_which(rows))}: {md_text(text)}" for text, rows in reasons(mine)]
         if notes:
             out.append("")
             out.extend(notes)
@@ -147,8 +143,8 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
     out = ['<section id="decision"><h2>Decision</h2>']
     if overall:
         out.append("<ul class=\"overall\">" + "".join(
-            f'<li class="verdict-{escape(o.verdict.replace(" ", "-"))}"><strong>{escape(_MARK[o.verdict])}</strong> '
-            f"{escape(o.text)}</li>" for o in overall) + "</ul>")
+            f'<li class="verdict-{html_text(o.verdict.replace(" ", "-"))}"><strong>{html_text(_MARK[o.verdict])}</strong> '
+            f"{html_text(o.text)}</li>" for o in overall) + "</ul>")
     out.append("<h3>Each label against the baseline, worst first</h3>")
     out.append('<table class="decision"><thead><tr><th>label</th><th>against</th><th>engine</th><th>workload</th>'
                '<th>change</th><th>95 % CI</th><th>verdict</th><th>ratio by threads</th></tr></thead><tbody>')
@@ -156,16 +152,16 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
         if i == SHOWN_ROWS:
             out.append(f'</tbody></table><details><summary>{len(decisions) - SHOWN_ROWS} more rows, '
                        'better ones last</summary><table class="decision"><tbody>')
-        title = f' title="{escape(d.text)}"'
-        out.append(f'<tr class="verdict-{escape(d.verdict.replace(" ", "-"))}"{title}><td>{escape(d.label)}</td>'
-                   f"<td>{escape(d.baseline)}</td><td>{escape(d.engine or '')}</td><td>{escape(d.workload or '')}</td>"
-                   f'<td class="num">{escape(_pct(d.ratio))}</td><td class="num">{escape(_interval(d))}</td>'
-                   f"<td>{escape(_MARK[d.verdict])}</td><td>{escape(_strip(d))}</td></tr>")
+        title = f' title="{html_text(d.text)}"'
+        out.append(f'<tr class="verdict-{html_text(d.verdict.replace(" ", "-"))}"{title}><td>{html_text(d.label)}</td>'
+                   f"<td>{html_text(d.baseline)}</td><td>{html_text(d.engine or '')}</td><td>{html_text(d.workload or '')}</td>"
+                   f'<td class="num">{html_text(_pct(d.ratio))}</td><td class="num">{html_text(_interval(d))}</td>'
+                   f"<td>{html_text(_MARK[d.verdict])}</td><td>{html_text(_strip(d))}</td></tr>")
     out.append("</tbody></table>" + ("</details>" if len(decisions) > SHOWN_ROWS else ""))
     notes = [f"{_which([d], labels=True)}: why: {d.why}" for d in decisions if d.why] + \
         [f"{_which([d], labels=True)}: {d.price}" for d in decisions if d.price] + \
         [f"{_which(rows, labels=True)}: {text}" for text, rows in reasons(decisions)]
     if notes:
-        out.append("<ul class=\"why\">" + "".join(f"<li>{escape(text)}</li>" for text in notes) + "</ul>")
-    out.append(f'<p class="note">{escape(change_note(decisions))}</p></section>')
+        out.append("<ul class=\"why\">" + "".join(f"<li>{html_text(text)}</li>" for text in notes) + "</ul>")
+    out.append(f'<p class="note">{html_text(change_note(decisions))}</p></section>')
     return "\n".join(out)

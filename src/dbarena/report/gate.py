@@ -4,6 +4,7 @@ no verdict."""
 
 from __future__ import annotations
 
+from dbarena.report.escaping import md_text
 from dbarena.stats.gate import FAIL, INCONCLUSIVE, JUDGED, Gate, Item
 
 
@@ -48,17 +49,20 @@ def text(g: Gate) -> str:
 
 
 def markdown(g: Gate) -> str:
+    """Every text from the store (labels in the headline, engines, workloads, the
+    verdicts' texts) through md_text: a label cannot split a row or add markup."""
     icon = "❌" if g.failed else "⚠️" if g.inconclusive else "✅"
-    out = [f"### {icon} dbarena gate {headline(g)}", "",
+    out = [f"### {icon} dbarena gate {md_text(headline(g))}", "",
            "| verdict | engine | workload | change | 95 % CI | levels | |",
            "|---|---|---|---:|---|---|---|"]
     for i in g.items:
         if i.status in JUDGED:
             verdict = f"**{i.status}**" if i.status in (FAIL, INCONCLUSIVE) else i.status
-            out.append(f"| {verdict} | {i.engine} | {i.workload} | {_change(i)} | {_ci(i)} | {i.levels} | {i.text} |")
+            out.append(f"| {verdict} | {md_text(i.engine)} | {md_text(i.workload)} | {_change(i)} | {_ci(i)} | "
+                       f"{md_text(i.levels)} | {md_text(i.text)} |")
     if g.unjudged:
         out += ["", f"**Without a verdict ({len(g.unjudged)})**: neither passed nor failed.", ""]
-        out += [f"- {i.engine} {i.workload} (levels {i.levels}): "
-                + (i.text if i.text.startswith(i.status) else f"{i.status}: {i.text}") for i in g.unjudged]
+        out += [f"- {md_text(i.engine)} {md_text(i.workload)} (levels {md_text(i.levels)}): "
+                + md_text(i.text if i.text.startswith(i.status) else f"{i.status}: {i.text}") for i in g.unjudged]
     out += ["", f"<sub>{RULE}</sub>", ""]
     return "\n".join(out)

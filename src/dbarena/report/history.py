@@ -10,7 +10,6 @@ import hashlib
 import io
 import re
 from datetime import datetime
-from html import escape
 
 import matplotlib
 from matplotlib import dates
@@ -18,6 +17,7 @@ from matplotlib.figure import Figure
 
 from dbarena.bulk import collector_paused
 from dbarena.report import charts  # noqa: F401  (its rcParams: the same fonts and grid as every chart)
+from dbarena.report.escaping import html_text, md_text
 from dbarena.report.layout import fit
 from dbarena.report.svgparts import _unique_ids
 from dbarena.stats import metric
@@ -74,12 +74,14 @@ def text(history: History) -> str:
 
 
 def markdown(history: History) -> str:
-    """For a pull request or a wiki: per series a table of its runs and its change points."""
+    """For a pull request or a wiki: per series a table of its runs and its change points.
+    Series names, change points' causes (settings, versions) and notes come from the
+    store: through md_text, so that none adds a row, a heading or markup."""
     if not history.series:
         return "No series to show.\n"
     out = ["## History", ""]
     for s in history.series:
-        out += [f"### {_header(s)}", "", "| run | started (UTC) | n | value | 95 % interval | change |",
+        out += [f"### {md_text(_header(s))}", "", "| run | started (UTC) | n | value | 95 % interval | change |",
                 "|---:|---|---:|---:|---|---|"]
         marks = _marks(s)
         for r in s.runs:
@@ -87,9 +89,10 @@ def markdown(history: History) -> str:
                        f"{_interval(r, s.metric)} | {('**' + marks[r.run_id] + '**') if r.run_id in marks else ''} |")
         out.append("")
         for c in s.change_points:
-            out.append(f"- **{c.summary()}**: {c.text}; {c.runs_before} run(s) before, {c.runs_after} after")
+            out.append(f"- **{md_text(c.summary())}**: {md_text(c.text)}; {c.runs_before} run(s) before, "
+                       f"{c.runs_after} after")
         if s.note:
-            out.append(f"- {s.note}")
+            out.append(f"- {md_text(s.note)}")
         elif not s.change_points:
             out.append("- no change point")
         out.append("")
@@ -160,7 +163,7 @@ def section(history: History) -> str:
              f"(Apache Otava, p &lt; 0.001) dashed with what changed there. Series of at least {MIN_CHART_RUNS} runs; "
              f"`dbarena history` lists them all.</p>"]
     for s in shown[:MAX_CHARTS]:
-        items = "".join(f"<li><strong>{escape(c.summary())}</strong>: {escape(c.text)}</li>"
+        items = "".join(f"<li><strong>{html_text(c.summary())}</strong>: {html_text(c.text)}</li>"
                         for c in s.change_points) or "<li>no change point</li>"
         parts.append(f'<figure class="chart chart-history">{chart(s)}</figure><ul class="note">{items}</ul>')
     if len(shown) > MAX_CHARTS:

@@ -19,13 +19,13 @@ import base64
 import hashlib
 import re
 from datetime import datetime, timezone
-from html import escape
 
 from dbarena import __version__
 from dbarena.report import data
 from dbarena.report.decision import html as decision_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
+from dbarena.report.escaping import html_text
 from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
 
 # A click on a "save as SVG" link: the link gets a blob: URL of its figure's SVG just
@@ -75,13 +75,13 @@ th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 def _table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
     """A table with its own note (what explains every table of its kind is in "How to
     read this"); folded: in a <details> whose summary is the table's title."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in spec.headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in spec.rows)
-    note = f'<p class="note">{escape(spec.note)}</p>' if spec.note else ""
+    head = "".join(f"<th>{html_text(h)}</th>" for h in spec.headers)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in spec.rows)
+    note = f'<p class="note">{html_text(spec.note)}</p>' if spec.note else ""
     table = f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}'
     if folded:
-        return f'<details class="table"><summary><h3>{escape(spec.title)}</h3></summary>{table}</details>'
-    return f"<h3>{escape(spec.title)}</h3>{table}"
+        return f'<details class="table"><summary><h3>{html_text(spec.title)}</h3></summary>{table}</details>'
+    return f"<h3>{html_text(spec.title)}</h3>{table}"
 
 
 # The table of a section shown open: its figures, level by level; the others are folded.
@@ -90,7 +90,7 @@ KEY_TABLE = "Results"
 
 def _reading(report: Report) -> str:
     """What each table and the charts show, once for the whole report."""
-    items = "".join(f"<dt>{escape(what)}</dt><dd>{escape(text)}</dd>" for what, text in how_to_read(report))
+    items = "".join(f"<dt>{html_text(what)}</dt><dd>{html_text(text)}</dd>" for what, text in how_to_read(report))
     return f'<section id="reading"><h2>How to read this</h2><dl>{items}</dl></section>'
 
 
@@ -114,7 +114,7 @@ def toggles(labels: list[str]) -> tuple[str, str]:
     boxes, rules = [], []
     for label in labels:
         cls = label_class(label)
-        boxes.append(f'<label><input type="checkbox" id="show-{cls}" checked> {escape(label)}</label>')
+        boxes.append(f'<label><input type="checkbox" id="show-{cls}" checked> {html_text(label)}</label>')
         rules.append(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
                      f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}")
     bar = ('<nav class="toggles" aria-label="labels shown in the charts">Show in the charts: '
@@ -128,7 +128,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     pngs, when given (--png), the same charts as PNG, offered for saving too; history:
     the History section (report/history.py), placed before the provenance."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    labels = ", ".join(escape(l) for l in report.labels)
+    labels = ", ".join(html_text(l) for l in report.labels)
     bar, rules = toggles(report.labels)
     parts = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -136,30 +136,30 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>dbarena report: {labels}</title><style>{STYLE}{rules}</style></head><body>",
         f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
-        f"{escape(report.baseline or '-')}. {data.at_text(report)} "
-        f"Generated {generated} by dbarena {escape(__version__)}.</p></header>",
+        f"{html_text(report.baseline or '-')}. {data.at_text(report)} "
+        f"Generated {generated} by dbarena {html_text(__version__)}.</p></header>",
         # The answer first: the decision above every chart (the first screen).
         decision_html(report.decisions, report.overall), _differs(report), _reading(report), bar,
         "<nav><ul>",
     ]
     for s in report.sections:
-        parts.append(f'<li><a href="#{escape(s.engine)}-{escape(s.workload)}">{escape(s.engine)} '
-                     f"{escape(s.workload)}</a></li>")
+        parts.append(f'<li><a href="#{html_text(s.engine)}-{html_text(s.workload)}">{html_text(s.engine)} '
+                     f"{html_text(s.workload)}</a></li>")
     if history:
         parts.append('<li><a href="#history">History</a></li>')
     parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
     for s in report.sections:
-        parts.append(f'<section id="{escape(s.engine)}-{escape(s.workload)}"><h2>{escape(s.engine)} '
-                     f'{escape(s.workload)}</h2><div class="charts">')
+        parts.append(f'<section id="{html_text(s.engine)}-{html_text(s.workload)}"><h2>{html_text(s.engine)} '
+                     f'{html_text(s.workload)}</h2><div class="charts">')
         for name, svg in charts.get((s.engine, s.workload), {}).items():
             # SVG from matplotlib: its text nodes are XML-escaped by matplotlib itself.
             # The link saves the chart as an .svg file for an article (SAVE fills in its
             # address when it is clicked).
             file = re.sub(r"[^\w.-]+", "_", f"{s.engine}-{s.workload}-{name}") + ".svg"
-            link = f'<a class="save save-svg" download="{escape(file)}" href="#">save as SVG</a>'
+            link = f'<a class="save save-svg" download="{html_text(file)}" href="#">save as SVG</a>'
             png = (pngs or {}).get((s.engine, s.workload), {}).get(name)
             if png:
-                link += (f' <a class="save" download="{escape(file[:-4])}.png" href="data:image/png;base64,'
+                link += (f' <a class="save" download="{html_text(file[:-4])}.png" href="data:image/png;base64,'
                          f'{base64.b64encode(png).decode()}">save as PNG</a>')
             parts.append(f'<figure class="chart chart-{name}">{svg}<figcaption>{link}</figcaption></figure>')
         parts.append("</div>")

@@ -4,27 +4,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from dbarena import atomic
 from dbarena.errors import EnvironmentProblem
-from dbarena.limits import printable
 from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
+from dbarena.report.escaping import md_text
 from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
 
 
-def _cell(text: str) -> str:
-    # printable: a Markdown file is read in a terminal too (cat, less -R, a diff).
-    return printable(text, keep="\n").replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
-
 def _table(spec: TableSpec) -> str:
-    lines = [f"### {_cell(spec.title)}", "", "| " + " | ".join(_cell(h) or " " for h in spec.headers) + " |",
+    # Titles, headers, cells and notes hold labels, settings, versions, hosts: md_text.
+    lines = [f"### {md_text(spec.title)}", "", "| " + " | ".join(md_text(h) or " " for h in spec.headers) + " |",
              "|" + "|".join(":--" if i == 0 else "--:" for i in range(len(spec.headers))) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in spec.rows]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in spec.rows]
     if spec.note:
-        lines += ["", f"_{_cell(spec.note)}_"]
+        lines += ["", f"_{md_text(spec.note)}_"]
     return "\n".join(lines) + "\n"
 
 
@@ -35,7 +32,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     sites an article goes to take no SVG)."""
     folder = out.parent / f"{out.stem}_files"
     parts = ["# dbarena report", "",
-             f"Labels: {', '.join(_cell(l) for l in report.labels)}. Baseline: {_cell(report.baseline or '-')}. "
+             f"Labels: {', '.join(md_text(l) for l in report.labels)}. Baseline: {md_text(report.baseline or '-')}. "
              f"{data.at_text(report)}", ""]
     if report.decisions:
         # The answer first: the block a pull request or an article quotes.
@@ -47,10 +44,11 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
                   f"<details><summary>{len(same.rows)} facts and settings the same for every label</summary>", "",
                   _table(same), "</details>", ""]
     # What each table and the charts show, once (under each table: what is particular to it).
+    # dbarena's own text (reading.py), written as Markdown: its `code` stays code.
     parts += ["## How to read this", ""]
-    parts += [f"**{_cell(what)}.** {_cell(text)}\n" for what, text in how_to_read(report)]
+    parts += [f"**{what}.** {text}\n" for what, text in how_to_read(report)]
     for s in report.sections:
-        parts += [f"## {s.engine} {s.workload}", ""]
+        parts += [f"## {md_text(s.engine)} {md_text(s.workload)}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():
             _make(folder)
             # Each chart file whole or not at all, as the report itself (atomic.py).
@@ -60,7 +58,10 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
             if png:
                 path = path.with_suffix(".png")
                 atomic.write_bytes(path, png)
-            parts += [f"![{s.engine} {s.workload} {name.replace('_', ' ')}]({folder.name}/{path.name})", ""]
+            # The file's name comes from -o, the engine and the workload: percent-encoded,
+            # so that no space or ")" in it ends the link early.
+            parts += [f"![{md_text(f'{s.engine} {s.workload} ' + name.replace('_', ' '))}]"
+                      f"({quote(f'{folder.name}/{path.name}')})", ""]
         parts += [_table(t) for t in section_tables(s, report)]
     parts += ["## Provenance", "", _table(provenance(report))]
     return "\n".join(parts)

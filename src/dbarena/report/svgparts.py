@@ -5,7 +5,6 @@ hover layer of invisible points whose <title>s give each point's exact values.""
 from __future__ import annotations
 
 import hashlib
-import html
 import math
 import re
 import weakref
@@ -14,6 +13,8 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from dbarena.report.escaping import html_text
 
 
 def label_class(label: str) -> str:
@@ -88,6 +89,6 @@ def _hover_layer(ax: Axes) -> str:
         if math.isfinite(px) and math.isfinite(py):
             cls = f' class="{label_class(label)}"' if label is not None else ""
             parts.append(f'<circle{cls} cx="{px * scale:.1f}" cy="{height - py * scale:.1f}" r="5">'
-                         f"<title>{html.escape(text)}</title></circle>")
+                         f"<title>{html_text(text)}</title></circle>")
     parts.append("</g>")
     return "".join(parts)
