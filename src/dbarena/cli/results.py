@@ -186,7 +186,8 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     are compared; elsewhere the row names the fields that differ instead of a ratio.
     The ratio is B / A of the steady-state throughput. With 3 or more repeats on both
     sides it comes with a 95 % interval and a verdict from Welch's t-test on the run
-    means ("not significant": the data cannot tell them apart); with fewer, the row
+    means ("no difference" when the interval lies within ±5 %, "inconclusive" when it
+    reaches past it: the data cannot tell them apart); with fewer, the row
     says "no verdict" (JSON: verdict null and the reason).
 
     First comes the decision: per engine and workload, worst first, the geometric mean

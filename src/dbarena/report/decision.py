@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dbarena.report.escaping import html_text, md_text
 from dbarena.stats import metric
 from dbarena.stats.decision import Decision
+from dbarena.stats import verdicts
 from dbarena.stats.verdicts import FASTER, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, SAME, SLOWER
 
 _MARK = {FASTER: "faster", SLOWER: "slower", SAME: "no difference", INCONCLUSIVE: "inconclusive",
@@ -37,7 +38,8 @@ def change_note(decisions: Sequence[Decision]) -> str:
     return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
             "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
                                   "of 1 / seconds, so that + is faster there too" if seconds else "")
-            + "; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level.")
+            + "; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level; no difference only "
+              f"where the interval lies within ±{verdicts.MARGIN:.0%}, else inconclusive.")
 
 
 # A no-verdict text's own change, in brackets: the change column shows it already.
