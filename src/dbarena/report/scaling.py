@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from dbarena.stats import thresholds
+
 SATURATION_GAIN = 0.05
 
 
@@ -70,12 +72,15 @@ def saturation(levels: list[int], values: list[float], gain: float = SATURATION_
     return None
 
 
-CPU_SATURATED_PCT = 90.0
+# Saturated as every view calls it (stats/thresholds.py): a level this busy is the one
+# the point's bound and the decision's "why" call machine CPU bound.
+CPU_SATURATED_PCT = thresholds.SATURATED_PCT
 
 
 def cpu_saturation(rows) -> int | None:
-    """The first level at which the machine's CPU was at least 90 % busy (study D: past
-    it, more clients queue for CPU rather than add throughput); None if never."""
+    """The first level at which the machine's CPU was at least CPU_SATURATED_PCT busy
+    (study D: past it, more clients queue for CPU rather than add throughput); None if
+    never."""
     for r in rows:
         if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT:
             return r["threads"]

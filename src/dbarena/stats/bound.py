@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from dbarena.serverside.series import WAIT
+from dbarena.stats import thresholds
 
 LOCKS = "locks"
 WAL = "WAL or fsync"
@@ -34,9 +35,8 @@ KINDS = (LOCKS, WAL, IO, LOADGEN, SERVER_CPU, MACHINE_CPU, NONE)
 # clients, waiting on row locks on average) bounds the point: below it the server
 # spends most of its time elsewhere and no one wait decides the throughput.
 WAIT_SHARE = 0.3
-# As decision.py: busy at 80 % of what could be used is saturated; iowait at 20 %.
-SATURATED = 0.8
-IOWAIT_PCT = 20.0
+# Saturation and iowait: the thresholds every view judges by (stats/thresholds.py).
+SATURATED, IOWAIT_PCT = thresholds.SATURATED, thresholds.IOWAIT_PCT
 # Reads that miss InnoDB's buffer pool, as a share of its read requests, past which
 # the point reads from storage rather than memory.
 MISS_SHARE = 0.05

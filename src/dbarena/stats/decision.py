@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbarena.stats import bound as point_bound
-from dbarena.stats import loadgens, metric, verdicts
+from dbarena.stats import loadgens, metric, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
 
@@ -149,8 +149,7 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
 
 # What bound a point, from its once-a-second system samples (means over its steady
 # state; analysis.system_view): thresholds as the load-generator warning uses them.
-SATURATED = 0.8  # of the hardware threads the server could use, or of a core per load-generator thread
-IOWAIT_PCT = 20.0
+SATURATED, IOWAIT_PCT = thresholds.SATURATED, thresholds.IOWAIT_PCT  # stats/thresholds.py, for every view
 MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
 
 

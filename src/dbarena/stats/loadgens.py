@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-# Of a load generator's host CPU: as busy as stats/decision.py calls a machine saturated.
-SATURATED_PCT = 80.0
+from dbarena.stats import thresholds
+
+# Of a load generator's host CPU: saturated as every view calls it (stats/thresholds.py).
+SATURATED_PCT = thresholds.SATURATED_PCT
 
 
 def parts(row: Mapping[str, Any]) -> list[dict[str, Any]]:

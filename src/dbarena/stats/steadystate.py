@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence, cast
 import numpy as np
 import numpy.typing as npt
 
+from dbarena.stats import thresholds
 from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
 
 
@@ -410,11 +411,12 @@ def loadgen_verdict(means: Mapping[str, float | None], threads: int, hardware_th
     cpu_idle_pct, server_cpu), each left out or None where it has too few samples."""
     lg, idle, server = means.get("loadgen_cpu"), means.get("cpu_idle_pct"), means.get("server_cpu")
     flags = []
-    if lg is not None and threads and lg / threads >= 0.8:
+    if lg is not None and threads and lg / threads >= thresholds.SATURATED:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
                           f"the load generator used {lg / threads:.0%} of a core per thread: it may "
                           "be the bottleneck; run it on another machine or use fewer clients per thread"))
-    elif idle is not None and server is not None and idle < 5 and server < 0.8 * hardware_threads:
+    elif idle is not None and server is not None and idle < thresholds.NEARLY_NO_IDLE_PCT \
+            and server < thresholds.SATURATED * hardware_threads:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
                           f"the machine had {idle:.0f} % idle CPU while the server used "
                           f"{server:.1f} of {hardware_threads} hardware threads: the load generator "
