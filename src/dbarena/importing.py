@@ -24,6 +24,7 @@ from dbarena import importer
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
+from dbarena.limits import MAX_NAME_CHARS, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -47,6 +48,9 @@ class ImportOptions:
                 continue
             if not value.strip():
                 raise UsageError(f"{flag}: expected a non-empty text, not {value!r}")
+            if len(value) > MAX_NAME_CHARS:
+                raise UsageError(f"{flag}: {quoted(value)} is {len(value):,} characters long (at most "
+                                 f"{MAX_NAME_CHARS})")
             if any(unicodedata.category(c) == "Cc" for c in value):
                 raise UsageError(f"{flag}: {value!r} holds control characters")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):

@@ -176,6 +176,7 @@ def test_a_text_output_with_a_figure_no_tool_prints_is_refused(fixture, old, new
     ("", "--label: expected a non-empty text, not ''"),
     ("   ", "--label: expected a non-empty text"),
     ("\x1b[2Jbox", "--label: '\\x1b[2Jbox' holds control characters"),
+    ("x" * 20_000, "--label: '" + "x" * 60 + "'... is 20,000 characters long (at most 200)"),
 ])
 def test_an_empty_label_is_refused_before_the_store_is_opened(label, message, tmp_path, capsys):
     store = tmp_path / "s.db"
@@ -212,3 +213,14 @@ def test_a_summary_whose_header_was_cut_off_is_named_line_by_line(tool, tmp_path
     assert err.startswith("dbarena: error: article.txt:1: 'latency average = 1.531 ms' not stored: a pgbench "
                           "summary without its header")
     assert "(its figures run to line 3)" in err
+
+
+def test_a_csv_label_beyond_200_characters_is_refused_on_its_line(tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("label,engine,workload,threads,tps\nok,postgres,pgbench-tpcb,1,100\n"
+                    f"{'y' * 201},postgres,pgbench-tpcb,2,150\n")
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(rows), "--label", "x", "--store", str(store)], capsys)
+    assert code == 2 and err == (f"dbarena: error: rows.csv:3: column 'label': '{'y' * 60}'... is 201 characters long "
+                                 "(at most 200)\n")
+    assert stored_points(store) == []
