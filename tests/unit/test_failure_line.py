@@ -64,6 +64,7 @@ def test_a_failure_says_how_the_tool_ended_and_its_line():
     stdout, stderr = captured("sysbench-1.0.20-pgsql-missing-table")
     assert failure_reason(-11, stdout, stderr).startswith("killed by signal 11 (SIGSEGV): FATAL: PQprepare()")
     assert exit_reason(-200) == "killed by signal 200"
+    assert exit_reason(None) == "killed after its time ran out"
 
 
 def test_errors_a_tool_ignores_or_warnings_are_not_why_it_failed():

@@ -125,10 +125,7 @@ def fleet_status(inventory: Path, limit: str | None) -> int:
     1 some host unreachable, failed, stopped half-way or not readable, 2 bad input.
     """
     from dbarena.fleet import controller, inventory as inventory_mod
-    from dbarena.study.model import check_name
 
-    if label is not None:
-        check_name(label, "label")  # (as run --label: not empty, not too long, no control characters)
     hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
     fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=click.echo)
     try:

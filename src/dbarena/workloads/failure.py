@@ -83,9 +83,12 @@ def _last_lines(text: str) -> str | None:
     return _tidy(lines[-1]) if lines else None
 
 
-def exit_reason(returncode: int) -> str:
+def exit_reason(returncode: int | None) -> str:
     """`exit status 1`, or the signal that killed the tool (sysbench's segmentation
-    fault when its threads fail to start is -11: `killed by signal 11 (SIGSEGV)`)."""
+    fault when its threads fail to start is -11: `killed by signal 11 (SIGSEGV)`), or
+    (None) that it outlasted its time and was killed (execute.Completed)."""
+    if returncode is None:
+        return "killed after its time ran out"
     if returncode < 0:
         try:
             name = f" ({signal.Signals(-returncode).name})"
@@ -95,7 +98,7 @@ def exit_reason(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-def failure_reason(returncode: int, stdout: str, stderr: str) -> str:
+def failure_reason(returncode: int | None, stdout: str, stderr: str) -> str:
     """Why a tool that exited with `returncode` failed, in one line: how it ended and
     its own error line (else the last line it printed on stderr, else on stdout)."""
     said = error_line(stdout, stderr) or _last_lines(stderr) or _last_lines(stdout) or "no output"
