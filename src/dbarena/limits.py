@@ -34,6 +34,12 @@ MAX_PRICE = 1e12
 # chart's legend and a file name can show. A label of 20,000 characters made every
 # table as wide and `results --summary` take 48 s; none is meant that long.
 MAX_NAME_CHARS = 200
+# A file `dbarena import` reads: it is read whole (its text, lines, points and their
+# samples), about 9 times its size in memory (a 30 MB file of 8,000 pgbench runs:
+# 350 MB at the most; bench/bounded), so a bound on the one bounds the other: about
+# 1.2 GB at this one. Benchmark logs are far smaller (study A's appended runs: a few
+# MB); a larger file is split at run boundaries and imported in parts.
+MAX_IMPORT_BYTES = 128 * 2**20
 
 
 def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
