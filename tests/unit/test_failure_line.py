@@ -93,3 +93,13 @@ def test_without_any_output_it_says_so():
 def test_a_password_in_an_error_line_is_masked():
     line = error_line("", "pgbench: error: connection to server failed: postgresql://bench:s3cret@db/x\n")
     assert line is not None and "s3cret" not in line
+
+
+def test_an_imported_failed_run_says_why_as_a_measured_point_does():
+    from dbarena import importer
+
+    name = "pg14.3-aborted-run-yugabyte-fragment.txt"
+    text = (FIXTURES / "pgbench/corpus" / name).read_text()
+    (point,) = importer.read(name, text, label="x")
+    assert point.result.status == "failed" and point.result.error == error_line("", text)
+    assert point.result.error.startswith("pgbench: error: client 36 script 0 aborted")
