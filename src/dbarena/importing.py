@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from dbarena import importer
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
+from dbarena.limits import MAX_IMPORT_BYTES, MAX_NAME_CHARS, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -47,6 +50,9 @@ class ImportOptions:
                 continue
             if not value.strip():
                 raise UsageError(f"{flag}: expected a non-empty text, not {value!r}")
+            if len(value) > MAX_NAME_CHARS:
+                raise UsageError(f"{flag}: {quoted(value)} is {len(value):,} characters long (at most "
+                                 f"{MAX_NAME_CHARS})")
             if any(unicodedata.category(c) == "Cc" for c in value):
                 raise UsageError(f"{flag}: {value!r} holds control characters")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
@@ -108,18 +114,66 @@ def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome
         return _import_file(store, path, options)
 
 
+class _Unreadable(Exception):
+    """A file import does not read, and why (one line)."""
+
+
+# What a file is that is not one: import reads regular files only (a FIFO would block
+# it for ever, /dev/zero fill the memory).
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def read_bounded(path: Path, limit: int = MAX_IMPORT_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; _Unreadable (one line)
+    for anything else. The file is opened without blocking (a FIFO without a writer
+    would block the open) and checked on the descriptor read, so what is read is what
+    was checked; a file that grows past the limit while read is refused too."""
+    try:
+        kind = _not_regular(path.stat().st_mode)  # (a socket cannot even be opened: say what it is)
+        if kind is None:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as file:
+                info = os.fstat(file.fileno())
+                kind = _not_regular(info.st_mode)
+                if kind is None:
+                    if info.st_size > limit:
+                        raise _Unreadable(_too_big(path, info.st_size, limit))
+                    data = file.read(limit + 1)
+                    if len(data) > limit:
+                        raise _Unreadable(_too_big(path, len(data), limit))
+                    return data
+    except OSError as exc:
+        raise _Unreadable(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    raise _Unreadable(f"{path}: {kind}, not a regular file: import reads files")
+
+
+def _too_big(path: Path, size: int, limit: int) -> str:
+    return (f"{path}: {size:,} bytes, more than import reads ({limit:,} bytes, {limit / 2**20:g} MiB: the file is "
+            "read whole, at about 9 times its size in memory): split it at run boundaries and import the parts")
+
+
 def _import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return FileOutcome(path, error=f"{path.name}: cannot be read ({exc.strerror or exc})")
+        raw = read_bounded(path)
+    except _Unreadable as exc:
+        return FileOutcome(path, error=str(exc))
     sha256 = hashlib.sha256(raw).hexdigest()
-    skipped: list[importer.Skipped] = []
     try:
-        points = importer.read(path.name, raw.decode("utf-8"), label=options.label, engine=options.engine,
-                               tool=options.tool, workload=options.workload, skipped=skipped)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileOutcome(path, error=f"{path.name}: not UTF-8 text (byte {exc.start})")
+    del raw  # (the text is all that is read from here: one copy of the file less in memory)
+    skipped: list[importer.Skipped] = []
+    try:
+        points = importer.read(path.name, text, label=options.label, engine=options.engine,
+                               tool=options.tool, workload=options.workload, skipped=skipped)
     except importer.ImportProblem as exc:
         return FileOutcome(path, error=str(exc))
     outcome = FileOutcome(path, points=len(points), ok=sum(p.result.ok for p in points),

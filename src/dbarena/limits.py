@@ -30,6 +30,16 @@ MAX_POINTS = 1_000_000
 MAX_STUDY_SECONDS = 10 * 365 * 86400  # ten years
 # A price per hour or month: anything beyond is a typo, and a sum of many stays finite.
 MAX_PRICE = 1e12
+# A name a user gives (a label, a study's name, a currency): what a table's column, a
+# chart's legend and a file name can show. A label of 20,000 characters made every
+# table as wide and `results --summary` take 48 s; none is meant that long.
+MAX_NAME_CHARS = 200
+# A file `dbarena import` reads: it is read whole (its text, lines, points and their
+# samples), about 9 times its size in memory (a 30 MB file of 8,000 pgbench runs:
+# 350 MB at the most; bench/bounded), so a bound on the one bounds the other: about
+# 1.2 GB at this one. Benchmark logs are far smaller (study A's appended runs: a few
+# MB); a larger file is split at run boundaries and imported in parts.
+MAX_IMPORT_BYTES = 128 * 2**20
 
 
 def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
@@ -89,10 +99,18 @@ _SAFE = re.compile(r"[ -~\u00a0-\u2029\u202f-\u2065\u206a-\ud7ff\ue000-\U0010fff
 
 def name_problem(text: str) -> str | None:
     """What is wrong with a name a user gives (a label, a currency; None: nothing):
-    empty, or holding control characters, which would act on a terminal (move the
-    cursor, retitle the window) wherever the name is shown."""
+    empty, longer than MAX_NAME_CHARS, or holding control characters, which would act
+    on a terminal (move the cursor, retitle the window) wherever the name is shown."""
     if not text.strip():
         return "is empty"
+    if len(text) > MAX_NAME_CHARS:
+        return f"is {len(text):,} characters long (at most {MAX_NAME_CHARS})"
     if any(map(_acts, text)):
         return "holds control characters"
     return None
+
+
+def quoted(text: str, chars: int = 60) -> str:
+    """A name as an error line shows it: repr() of its first `chars` characters, and
+    `...` after them for a longer one (a refused 20,000-character label is not echoed)."""
+    return repr(text) if len(text) <= chars else repr(text[:chars]) + "..."

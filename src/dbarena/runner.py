@@ -37,7 +37,7 @@ from dbarena.store.database import now_utc
 from dbarena.host.sysmetrics import Sampler
 from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
 from dbarena.stats import bound as point_bound
-from dbarena.workloads import WORKLOADS
+from dbarena.workloads import WORKLOADS, failure
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,7 @@ def _failure_reason(done: Completed, problem: str | None) -> str:
     if done.timed_out:
         reason = f"{done.argv[0]} did not finish within {done.elapsed_s:.0f} s and was killed"
     else:
-        lines = [l.strip() for l in done.stderr.splitlines() if l.strip() and not l.startswith("progress:")]
-        tail = " | ".join(lines[-2:]) if lines else "no error output"
-        reason = f"exit status {done.returncode}: {tail}"
+        reason = failure.failure_reason(done.returncode, done.stdout, done.stderr)
     return f"{reason}; {problem}" if problem else reason
 
 
@@ -247,8 +245,8 @@ class Sweep:
                                      on_start=self.targets[spec.variant].running,
                                      cpus=self.targets[spec.variant].loadgen_cpus)
             if done.returncode != 0:
-                lines = [l for l in (done.stderr + done.stdout).splitlines() if l.strip()]
-                return lines[-1].strip() if lines else f"exit status {done.returncode}"
+                return failure.error_line(done.stdout, done.stderr) or failure.failure_reason(
+                    done.returncode, done.stdout, done.stderr)
         return None
 
     def prepare(self, spec: PointSpec) -> str | None:
@@ -398,7 +396,10 @@ class Sweep:
             if log_dir is not None and self.latency_sampling:
                 measurement = with_latencies(measurement, tool.read_latency_log(log_dir, self.latency_sampling))
         except ParseError as exc:
-            return PointResult(status="failed", error=str(exc), samples=tool.read_samples(done.stdout, done.stderr),
+            # A tool that exits 0 after an error (mysqlslap whose query the server refused):
+            # its own line says why there is nothing to read.
+            said = failure.error_line(done.stdout, done.stderr)
+            return PointResult(status="failed", error=f"{said} ({exc})" if said else str(exc), samples=tool.read_samples(done.stdout, done.stderr),
                                **common)  # type: ignore[arg-type]
         problem, measurement = _verify(tool, target, measurement)
         return PointResult(status="ok" if problem is None else "failed", error=problem, measurement=measurement,

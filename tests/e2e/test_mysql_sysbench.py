@@ -155,6 +155,23 @@ def test_mysql_target_with_password_from_my_cnf(mysql_server, public_tmp, tmp_pa
     assert done.returncode == 0, done.stderr
 
 
+def test_a_failed_point_says_why_in_the_tools_own_words(mysql_server, public_tmp, tmp_path):
+    """--no-init on a server without sysbench's tables: sysbench prints its FATAL lines
+    on stdout and nothing on stderr; the point's error is the server's message."""
+    target, password = mysql_server
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--target", target.url, "--no-init", "--workload", "sysbench-point-select",
+                   "--threads", "1", "--duration", "1", "--tables", "1", "--table-size", "500",
+                   "--store", str(store), env=cli_env(public_tmp, MYSQL_PWD=password))
+    assert done.returncode == 1, done.stderr
+    _, points = _points(store)
+    assert [p["status"] for p in points] == ["failed"]
+    said = "FATAL: MySQL error: 1146 \"Table 'dbarena.sbtest1' doesn't exist\""
+    assert points[0]["error"] == f"exit status 1: {said}"
+    assert said in points[0]["stdout"] and points[0]["stderr"] == ""
+    assert said in done.stderr  # the point's line as it ran
+
+
 @pytest.mark.parametrize("how", ["password", "port"])
 def test_mysql_target_refused_exit_3_and_password_never_shown(how, mysql_server, public_tmp, tmp_path):
     target, password = mysql_server

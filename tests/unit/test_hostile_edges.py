@@ -100,6 +100,7 @@ def test_a_study_files_target_with_a_password_is_not_echoed(tmp_path, capsys):
     (["--budget", "9999999999d", "--precision", "2%"], "at most 2147483647 s"),
     (["--label", ""], "label '' is empty"),
     (["--label", "vm\x1b]0;owned\x07"], "holds control characters"),
+    (["--label", "x" * 20_000], "label 'xxxxx"),  # (the line says the length, without the label)
     (["--currency", "\x1b[2J", "--price-per-hour", "1"], "holds control characters"),
 ])
 @pytest.mark.parametrize("command", [["run"], ["study", "check"]])
@@ -121,6 +122,8 @@ def test_an_absurd_value_is_refused_at_the_edge(command, argv, said, tmp_path, m
     ("[price]\nper_hour = inf\n", "price.per_hour inf is not a finite number"),
     ("[price]\nper_month = 1e300\n", "price.per_month 1e+300 is beyond any price"),
     ('label = "a\\u001b[2Jb"\n', "holds control characters"),
+    (f'label = "{"x" * 201}"\n', "label 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... is 201 characters long "
+                                  "(at most 200)"),
 ])
 def test_a_study_files_absurd_value_is_refused_before_an_estimate(body, said, tmp_path, capsys):
     study = tmp_path / "s.toml"
@@ -129,6 +132,14 @@ def test_a_study_files_absurd_value_is_refused_before_an_estimate(body, said, tm
     line = one_line_error(code, err)
     assert said in line and str(study) in line
     assert " h" not in out  # no estimate of ~27777777777777777311744.0 h
+
+
+def test_a_study_name_beyond_200_characters_is_refused(tmp_path, capsys):
+    study = tmp_path / "s.toml"
+    study.write_text(f'schema = 1\nname = "{"n" * 300}"\n')
+    code, out, err = invoke(["study", "check", "--study", str(study)], capsys)
+    line = one_line_error(code, err)
+    assert line == f"dbarena: error: {study}: name '{'n' * 60}'... is 300 characters long (at most 200)"
 
 
 # ------------------------------------------------------------------ a store that is not dbarena's

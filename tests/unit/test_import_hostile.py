@@ -6,7 +6,11 @@ prints, broken CSV rows and files read as the wrong tool are refused in one line
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -176,6 +180,7 @@ def test_a_text_output_with_a_figure_no_tool_prints_is_refused(fixture, old, new
     ("", "--label: expected a non-empty text, not ''"),
     ("   ", "--label: expected a non-empty text"),
     ("\x1b[2Jbox", "--label: '\\x1b[2Jbox' holds control characters"),
+    ("x" * 20_000, "--label: '" + "x" * 60 + "'... is 20,000 characters long (at most 200)"),
 ])
 def test_an_empty_label_is_refused_before_the_store_is_opened(label, message, tmp_path, capsys):
     store = tmp_path / "s.db"
@@ -212,3 +217,70 @@ def test_a_summary_whose_header_was_cut_off_is_named_line_by_line(tool, tmp_path
     assert err.startswith("dbarena: error: article.txt:1: 'latency average = 1.531 ms' not stored: a pgbench "
                           "summary without its header")
     assert "(its figures run to line 3)" in err
+
+
+def test_a_csv_label_beyond_200_characters_is_refused_on_its_line(tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("label,engine,workload,threads,tps\nok,postgres,pgbench-tpcb,1,100\n"
+                    f"{'y' * 201},postgres,pgbench-tpcb,2,150\n")
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(rows), "--label", "x", "--store", str(store)], capsys)
+    assert code == 2 and err == (f"dbarena: error: rows.csv:3: column 'label': '{'y' * 60}'... is 201 characters long "
+                                 "(at most 200)\n")
+    assert stored_points(store) == []
+
+
+# ------------------------------------------------------------------ what is not a file, or too big
+
+def _import_in_a_process(path: Path, store: Path) -> subprocess.CompletedProcess:
+    """`dbarena import` in a process of its own, with a timeout: a FIFO once blocked it
+    for ever, /dev/zero filled the memory; here either fails the test instead."""
+    return subprocess.run([sys.executable, "-m", "dbarena", "import", str(path), "--label", "x", "--store", str(store)],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a character device"])
+def test_what_is_not_a_regular_file_is_refused_in_one_line(kind, tmp_path):
+    if kind == "a FIFO":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)  # no writer: opening it to read would wait for one
+    else:
+        path = Path("/dev/zero")  # endless
+    done = _import_in_a_process(path, tmp_path / "s.db")
+    assert done.returncode == 2
+    assert done.stderr == f"dbarena: error: {path}: {kind}, not a regular file: import reads files\n"
+    assert stored_points(tmp_path / "s.db") == []
+
+
+def test_a_directory_or_a_socket_is_refused_by_the_library_too(tmp_path):
+    from dbarena.importing import _Unreadable, read_bounded
+
+    with pytest.raises(_Unreadable, match="a directory, not a regular file"):
+        read_bounded(tmp_path)
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(tmp_path / "sock"))
+        with pytest.raises(_Unreadable, match="a socket, not a regular file"):
+            read_bounded(tmp_path / "sock")
+
+
+def test_a_file_beyond_the_import_limit_is_refused_before_it_is_read(tmp_path):
+    from dbarena.limits import MAX_IMPORT_BYTES
+
+    big = tmp_path / "big.txt"
+    with big.open("wb") as f:
+        f.truncate(MAX_IMPORT_BYTES + 1)  # sparse: no disk, and never read
+    done = _import_in_a_process(big, tmp_path / "s.db")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"dbarena: error: {big}: 134,217,729 bytes, more than import reads "
+                                  "(134,217,728 bytes, 128 MiB: ")
+    assert "split it at run boundaries" in done.stderr
+
+
+def test_a_file_at_the_limit_is_read_and_one_byte_more_is_refused(tmp_path):
+    from dbarena.importing import _Unreadable, read_bounded
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(PGBENCH.read_bytes())
+    assert read_bounded(path, limit=path.stat().st_size) == PGBENCH.read_bytes()
+    with pytest.raises(_Unreadable, match="bytes, more than import reads"):
+        read_bounded(path, limit=path.stat().st_size - 1)

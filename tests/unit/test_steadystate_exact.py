@@ -195,3 +195,28 @@ def test_many_series_at_once_give_each_one_s_figures():
     alone = [steadystate.steady_state(s, v) for s, v in zip(seconds, series)]
     assert together == alone
     assert len({len(v) for v in series}) < len(series)  # some groups hold several series
+
+
+# A series that settles on one value: every cut in the constant tail ties, and the
+# statistic of each is taken from shared running sums. Each must be the scalar one, bit
+# for bit, whatever the value (sums of 0.1 or 1234.56 round; a prefix differs).
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e6), max_size=30),
+       st.one_of(st.floats(min_value=1e-300, max_value=1e12), st.sampled_from([0.0, 0.1, 1234.56, 1 / 3])),
+       st.integers(min_value=1, max_value=400))
+def test_the_statistic_of_every_cut_of_a_constant_tail_is_the_scalar_one(prefix, level, length):
+    z = prefix + [level] * length
+    cuts = list(range(len(z) // 2 + 1))
+    expected = [steadystate._mser_value(z, k) for k in cuts]
+    assert steadystate._least_cut(np.array(z), cuts) == cuts[expected.index(min(expected))]
+    tail = [k for k in cuts if k >= len(prefix)]
+    assert steadystate._constant_tail_values(level, [len(z) - k for k in tail]) == expected[len(cuts) - len(tail):]
+    assert mser5([v for v in z for _ in range(5)]) == steadystate.mser5([v for v in z for _ in range(5)])
+
+
+def test_a_long_constant_series_is_cut_as_the_scalar_loop_cuts_it():
+    # 4,000 equal seconds of an inexact figure (800 batches, 401 tied cuts): the scalar
+    # loop's answer, which the shared sums reach without its 400 passes.
+    values = [1234.56] * 4_000
+    assert steadystate.mser5(values) == mser5(values)
+    assert steadystate.steady_state(list(map(float, range(1, 4_001))), values) is not None

@@ -4,6 +4,7 @@ letters with one legend line, and each distinct warning of a summary once with a
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -11,6 +12,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dbarena.cli import main
 from dbarena.report import listings, terminal
@@ -225,3 +228,41 @@ def test_a_pipe_taken_for_a_terminal_gets_colours_but_not_its_width_or_padding(e
         text = invoke(argv, capsys)
         assert "\x1b[" in text or argv == ["hostinfo"]  # the colours asked for (headers in bold)
         assert_fits(re.sub(r"\x1b\[[0-9;]*m", "", text))
+
+
+# ------------------------------------------------------------------ padding, in linear time
+
+# What _Unpadded did with one regular expression, which took time in the square of a
+# row's width: the reference its walk must agree with.
+_END_PADDING = re.compile(r"(?: |\x1b\[[0-9;]*m)*(?=\n)")
+_CODE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _by_expression(writes: list[str]) -> str:
+    held, out = "", []
+    for text in writes:
+        text = held + text
+        kept = text.rstrip(" ")
+        held = text[len(kept):]
+        out.append(_END_PADDING.sub(lambda m: "".join(_CODE.findall(m[0])), kept))
+    return "".join(out)
+
+
+_PIECES = st.lists(st.sampled_from([" ", "  ", "\n", "a", "m", "\x1b[", "\x1b[0m", "\x1b[1;31m", "\x1b[m", "0", ";",
+                                    "x \x1b[2m "]), max_size=30)
+
+
+@given(st.lists(_PIECES.map("".join), max_size=5))
+@settings(max_examples=400, deadline=None)
+def test_the_padding_goes_as_the_expression_took_it(writes):
+    out = io.StringIO()
+    stream = terminal._Unpadded(out)
+    for text in writes:
+        stream.write(text)
+    assert out.getvalue() == _by_expression(writes)
+
+
+def test_a_row_padded_by_a_wide_label_keeps_its_codes_and_loses_its_spaces():
+    out = io.StringIO()
+    terminal._Unpadded(out).write("x" + " " * 50_000 + "\x1b[0m  \x1b[1m" + " " * 3 + "\nlast  ")
+    assert out.getvalue() == "x\x1b[0m\x1b[1m\nlast"

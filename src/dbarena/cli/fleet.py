@@ -68,7 +68,10 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     Exit status: 0 every host complete, 1 some host failed or unreachable, 2 bad input.
     """
     from dbarena.fleet import controller, inventory as inventory_mod
+    from dbarena.study.model import check_name
 
+    if label is not None:
+        check_name(label, "label")  # (as run --label: not empty, not too long, no control characters)
     hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
     args = [*(("--quick",) if quick else ()), *(("--target", target) if target else ()), *run_args]
     for bad in ("--store", "--label", "--study", "--resume", "--keep", "--progress-file"):

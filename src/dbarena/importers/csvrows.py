@@ -12,6 +12,7 @@ from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
 from dbarena.importers.common import ImportedPoint, ImportProblem, result_fields
 from dbarena.importers.figures import MAX_COUNT, MAX_SECONDS, MAX_THREADS, number_problem
+from dbarena.limits import MAX_NAME_CHARS, quoted
 from dbarena.model import Measurement, PointResult, PointSpec
 
 CSV_COLUMNS = ("label", "engine", "workload", "threads", "clients", "tps", "qps", "transactions", "queries",
@@ -94,6 +95,9 @@ def _text(row: dict[str, str], column: str, name: str, line: int) -> str:
     """A text column, stripped; control characters (a terminal's escapes, a newline in
     a quoted field) are refused: labels and names are printed and put in reports."""
     value = (row.get(column) or "").strip()
+    if len(value) > MAX_NAME_CHARS:
+        raise ImportProblem(name, line, f"column {column!r}: {quoted(value)} is {len(value):,} characters long "
+                                        f"(at most {MAX_NAME_CHARS})")
     if any(unicodedata.category(c) == "Cc" for c in value):
         raise ImportProblem(name, line, f"column {column!r}: {value!r} holds control characters")
     return value

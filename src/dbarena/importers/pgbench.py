@@ -13,7 +13,7 @@ from dbarena.importers import durations
 from dbarena.importers.durations import Duration
 from dbarena.importers.figures import seconds
 from dbarena.model import PointResult, PointSpec, Sample
-from dbarena.workloads import pgbench
+from dbarena.workloads import failure, pgbench
 from dbarena.workloads.pgbench import PgbenchReport
 
 
@@ -152,7 +152,7 @@ def _result(spec: PointSpec, report: PgbenchReport | None, samples: tuple[Sample
     if report is not None and "Run was aborted" not in chunk:
         return PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=report.samples,
                            **result_fields(args, "pgbench", chunk))
-    errors = [l.strip() for l in chunk.splitlines() if re.match(r"^pgbench: (fatal|error)", l.strip())]
-    reason = " | ".join(errors[-2:]) or "no summary: the output ends before pgbench finished"
+    # Its own line saying why, as a point measured here says it (workloads/failure.py).
+    reason = failure.error_line("", chunk) or "no summary: the output ends before pgbench finished"
     return PointResult(spec=spec, status="failed", error=reason, samples=samples,
                        **result_fields(args, "pgbench", chunk))

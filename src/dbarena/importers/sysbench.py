@@ -12,7 +12,7 @@ from dbarena.importers.runs import Run, split_runs
 from dbarena.importers.figures import seconds
 from dbarena.importers import durations, workloadnames
 from dbarena.model import PointResult, PointSpec, Sample
-from dbarena.workloads import sysbench
+from dbarena.workloads import failure, sysbench
 from dbarena.workloads.sysbench import SysbenchReport
 
 _ENGINES = {"pgsql": "postgres", "mysql": "mysql"}
@@ -185,9 +185,9 @@ def _result(spec: PointSpec, report: SysbenchReport | None, samples: tuple[Sampl
         return PointResult(spec=spec, status="ok", measurement=report.to_measurement(), samples=samples,
                            **result_fields(args, "sysbench", chunk))
     if fatal and not samples:
-        reasons = list(dict.fromkeys(fatal))  # sysbench repeats its FATAL lines per thread
+        # Its own line saying why, as a point measured here says it (workloads/failure.py).
         return PointResult(spec=spec, status="failed", error="sysbench failed before the run started: "
-                           + " | ".join(reasons[:1] + reasons[-1:] if len(reasons) > 1 else reasons),
+                           + (failure.error_line(chunk, "") or fatal[0]),
                            samples=samples, **result_fields(args, "sysbench", chunk))
     return PointResult(spec=spec, status="failed", error="no summary: the output ends before sysbench "
                        "finished", samples=samples, **result_fields(args, "sysbench", chunk))

@@ -13,6 +13,7 @@ from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.limits import (
     MAX_POINTS, MAX_PRICE, MAX_SECONDS, MAX_STUDY_SECONDS, MAX_THREADS, MAX_TOOL_INT, name_problem, number_problem,
+    quoted,
 )
 
 SCHEMA_VERSION = 1
@@ -93,7 +94,7 @@ def parse_duration(text: str) -> int:
 def check_name(text: str, what: str) -> str:
     problem = name_problem(text)
     if problem is not None:
-        raise UsageError(f"{what} {text!r} {problem}")
+        raise UsageError(f"{what} {quoted(text)} {problem}")
     return text
 
 
@@ -254,9 +255,9 @@ def bounds_problems(study: Study) -> list[str]:
                 for key, value, problem in found if problem is not None]
     if not problems:
         problems += _whole_study_problems(study)
-    for key, text in (("label", study.label), ("price.currency", study.currency)):
+    for key, text in (("name", study.name), ("label", study.label), ("price.currency", study.currency)):
         if text is not None and (problem := name_problem(text)) is not None:
-            problems.append(f"{key} {text!r} {problem}")
+            problems.append(f"{key} {quoted(text)} {problem}")
     return problems
 
 
