@@ -131,8 +131,8 @@ def test_killing_one_hosts_tool_fails_that_point_and_a_second_run_completes_it(t
     assert first.returncode == 1, first.stdout + first.stderr
     points = pair["after_first"]
     assert [(p["threads"], p["status"]) for p in points] == [(2, "failed"), (4, "ok")], first.stdout
-    assert points[0]["error"].startswith("beta: pgbench exit status -9"), points[0]["error"]
-    assert "failed: beta: pgbench exit status -9" in first.stdout
+    assert points[0]["error"].startswith("beta: pgbench killed by signal 9 (SIGKILL)"), points[0]["error"]
+    assert "failed: beta: pgbench killed by signal 9 (SIGKILL)" in first.stdout
     assert "2 point(s) with 2 load generators, 1 failed" in first.stdout, first.stdout
     # The other host's pgbench was stopped, not left to run out its time; nothing is left.
     assert pair["left"] == []

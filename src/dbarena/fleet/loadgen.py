@@ -205,8 +205,10 @@ def _measurement_record(measurement: Any) -> dict[str, Any]:
 def _failure(done: Any) -> str:
     if done.timed_out:
         return f"{done.argv[0]} did not finish in time and was killed"
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip() and not line.startswith("progress:")]
-    return f"{Path(done.argv[0]).name} exit status {done.returncode}: " + (" | ".join(lines[-2:]) or "no error output")
+    from dbarena.workloads import failure
+
+    # The tool's own error line, wherever it printed it (a local point's failure says the same).
+    return f"{Path(done.argv[0]).name} " + failure.failure_reason(done.returncode, done.stdout, done.stderr)
 
 
 def _first_at(folder: Path, clients: int) -> float | None:
