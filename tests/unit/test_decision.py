@@ -79,11 +79,20 @@ def _point(label: str, **fields) -> dict:
             "samples": 60, "hardware_threads_usable": 2, "warnings": [], **fields}
 
 
+COMPETE = "the machine had 0 % idle CPU while the server used 0.6 of 2 hardware threads: the load generator competes with the database for CPU; run it on another machine"
+
+
 @pytest.mark.parametrize("fields, said", [
     ({"cpu_busy_pct": 99.0, "server_cpu": 1.9, "loadgen_cpu": 0.1}, "server CPU saturated (1.9 of 2 hardware threads)"),
+    # The load-generator warning's own reason, never "saturated" at 0.65 of a core a thread.
     ({"cpu_busy_pct": 100.0, "server_cpu": 0.6, "loadgen_cpu": 1.3,
-      "warnings": [{"code": "load-generator-bound", "message": "..."}]},
-     "load generator saturated (1.3 cores for 2 thread(s))"),
+      "warnings": [{"code": "load-generator-bound", "message": COMPETE}]},
+     "load generator competes for the CPU (the machine had 0 % idle CPU while the server used 0.6 of 2 "
+     "hardware threads)"),
+    ({"cpu_busy_pct": 100.0, "server_cpu": 0.2, "loadgen_cpu": 1.8,
+      "warnings": [{"code": "load-generator-bound", "message": "the load generator used 90% of a core per thread: "
+                                                                "it may be the bottleneck"}]},
+     "load generator saturated (1.8 cores for 2 thread(s))"),
     ({"cpu_busy_pct": 40.0, "cpu_iowait_pct": 35.0, "server_cpu": 0.5}, "I/O: iowait 35 %"),
     ({"cpu_busy_pct": 30.0, "server_cpu": 0.4}, "no single bound (CPU 30 % busy, server 0.4 cores)"),
     ({"cpu_busy_pct": 99.0, "samples": 2}, "too few samples to tell"),
@@ -94,12 +103,13 @@ def test_what_bound_a_side_is_said_with_its_figure(fields, said):
 
 def test_a_significant_difference_says_what_bound_each_side_at_its_farthest_level():
     points = [_point("big", cpu_busy_pct=99.0, server_cpu=1.9),
-              _point("small", cpu_busy_pct=100.0, server_cpu=0.6, loadgen_cpu=1.4,
-                     warnings=[{"code": "load-generator-bound", "message": "..."}]),
+              _point("small", cpu_busy_pct=100.0, server_cpu=0.2, loadgen_cpu=1.7,
+                     warnings=[{"code": "load-generator-bound", "message": "the load generator used 85% of a core "
+                                                                           "per thread: it may be the bottleneck"}]),
               {**_point("big", cpu_busy_pct=10.0), "threads": 1}]
     (d,) = decision.decide([_row(1, 0.9, 0.02, 8), _row(2, 0.5, 0.02, 8)], points)
     assert d.verdict == decision.SLOWER
-    assert d.why == ("at 2 thread(s), small: load generator saturated (1.4 cores for 2 thread(s)); "
+    assert d.why == ("at 2 thread(s), small: load generator saturated (1.7 cores for 2 thread(s)); "
                      "big: server CPU saturated (1.9 of 2 hardware threads)")
     (same,) = decision.decide([_row(1, 1.0, 0.05, 8)], points)
     assert same.why is None  # no difference: nothing to explain

@@ -178,9 +178,14 @@ def _machine_bound(points: Sequence[dict[str, Any]]) -> str:
         mean("loadgen_cpu")
     threads = max(int(p.get("hardware_threads_usable") or 1) for p in ok)
     clients = max(int(p.get("threads") or 1) for p in ok)
-    if any(w.get("code") == "load-generator-bound" for p in ok for w in p.get("warnings") or []):
-        shown = f"{loadgen:.1f} cores" if loadgen is not None else f"CPU {busy:.0f} % busy"
-        return f"load generator saturated ({shown} for {clients} thread(s))"
+    flagged = [w for p in ok for w in p.get("warnings") or [] if w.get("code") == "load-generator-bound"]
+    if flagged:
+        # The warning's own reason (steadystate.loadgen_verdict), not words of its own: a
+        # load generator that used 0.2 cores is not "saturated", it competes for the CPU.
+        if loadgen is not None and loadgen >= SATURATED * clients:
+            return f"load generator saturated ({loadgen:.1f} cores for {clients} thread(s))"
+        said = str(flagged[0].get("message") or "").split(":", 1)[0].split(";", 1)[0]
+        return f"load generator competes for the CPU ({said})" if said else "load generator bound"
     if iowait is not None and iowait >= IOWAIT_PCT:
         return f"I/O: iowait {iowait:.0f} %"
     if server is not None and server >= SATURATED * threads:
