@@ -357,8 +357,9 @@ def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     )
     notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
                                                                     for r in rows) else []
-    return fitted(f"{escape(b)} against {escape(a)} (ratio = {escape(b)} / {escape(a)}; n: runs of each)",
-                       columns, rows, wide, notes)
+    # Which statistic it shows, said: `results --summary` shows medians, this means.
+    return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its runs; ratio = {escape(b)} / "
+                  f"{escape(a)}; n: runs of each)", columns, rows, wide, notes)
 
 
 def facts_table(facts: dict) -> Table:

@@ -177,7 +177,9 @@ def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
         text = f"{metric.change_words(change, of)} (significant, p = {p:.3g})"
     else:
         verdict = Verdict(verdicts.of_interval((change > 0) != metric.lower_is_better(of), low, high, 1.0))
-        text = f"{verdict.value} ({change:+.1f} %, p = {p:.2f}; {verdicts.interval_words(low, high)})"
+        # The interval is in the table beside it: only where it lies against the margin.
+        where = "within" if verdicts.within(low, high) else "reaches past"
+        text = f"{verdict.value} ({change:+.1f} %, p = {p:.2f}; the CI {where} ±{verdicts.MARGIN:.0%})"
     return Comparison(ratio=ratio, ci_low=low, ci_high=high, p_value=p, verdict=verdict, reason=None, text=text,
                       log_se=se_log, log_df=df_log)
 
