@@ -146,12 +146,18 @@ def test_the_decision_names_the_cheaper_per_100_tps(store_path, tmp_path):
         built = assemble.build(db, assemble.Selection(baseline="big", prices={
             "big": price.parse("0.20/h"), "small": price.parse("70/month")}))
         text = assemble.render(built, "md", tmp_path / "r.md", assemble.draw(db, built, "md"))
-    # By hand: price per hour / (TPS / 100) at each level, geometric mean over levels 1 and 2.
-    big = math.sqrt(0.20 / 10.0 * 0.20 / 18.0)
-    small = math.sqrt((70 / 730) / 5.5 * (70 / 730) / 10.0)
+    # By hand: the decision's throughput ratio small / big, the geometric mean over levels
+    # 1 and 2 (5.5 / 10 and 10 / 18), against the price ratio: big costs 15 % more for
+    # the same work, with the interval the throughput's gives it and the levels said.
+    ratio = math.sqrt(5.5 / 10.0 * 10.0 / 18.0)
+    small_per_hour = 70 / 730
+    more = 1 / ((small_per_hour / 0.20) / ratio) - 1
     (d,) = built.decisions
-    assert d.price == (f"price per 100 TPS: small {small:.4g} USD/h, big {big:.4g} USD/h; small is the cheaper "
-                       f"(big costs {big / small - 1:.0%} more)")
+    assert d.ratio == pytest.approx(ratio)
+    assert d.price.startswith(f"small is the cheaper for the same work at 1, 2 thread(s): big costs {more:.0%} more "
+                              "(95 % CI +"), d.price
+    assert d.price.endswith(f"; prices {small_per_hour:.4g} (small) and 0.2 (big) USD/h, throughput small / big "
+                            f"{ratio:.3f}")
     assert d.price in text
 
 

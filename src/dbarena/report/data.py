@@ -213,24 +213,46 @@ def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: 
 
 
 def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
-    """Price per 100 TPS of both sides over the levels the decision counts (geometric
-    mean of each level's), the cheaper named; None without prices for both."""
+    """What the same work costs on each side, derived from the decision itself (one
+    answer: the throughput ratio and its interval over the levels the decision counts)
+    and each side's price per hour: cost ratio = price ratio / throughput ratio, with the
+    interval the throughput's gives it, and those levels named. The cheaper is named only
+    where the interval lies on one side of "the same cost". None without a figure or a
+    price for both."""
+    if d.ratio is None or not d.levels:
+        return None
     counted = {threads for threads, _ in d.levels}
-    per_side = {}
+    hourly = {}
     for name in (d.label, d.baseline):
         mine = [r for r in level_rows if r["label"] == name and r["engine"] == d.engine
-                and r["workload"] == d.workload and r["threads"] in counted and r.get("price_per_100_tps")]
+                and r["workload"] == d.workload and r["threads"] in counted and r.get("price_per_hour")]
         if not mine:
             return None
-        per_side[name] = (math.exp(statistics.fmean(math.log(r["price_per_100_tps"]) for r in mine)),
-                          mine[0]["currency"])
-    (a, (price_a, cur_a)), (b, (price_b, cur_b)) = per_side.items()
-    if cur_a != cur_b:
-        return f"price per 100 TPS: {a} in {cur_a}, {b} in {cur_b}: prices in two currencies are not compared"
-    cheaper, dearer = (a, b) if price_a <= price_b else (b, a)
-    more = max(price_a, price_b) / min(price_a, price_b) - 1
-    return (f"price per 100 TPS: {a} {price_a:.4g} {cur_a}/h, {b} {price_b:.4g} {cur_b}/h; {cheaper} is the "
-            f"cheaper ({dearer} costs {more:.0%} more)")
+        hourly[name] = (float(mine[0]["price_per_hour"]), mine[0]["currency"])
+    (p_label, cur_label), (p_base, cur_base) = hourly[d.label], hourly[d.baseline]
+    if cur_label != cur_base:
+        return (f"cost: {d.label} priced in {cur_label}, {d.baseline} in {cur_base}: prices in two currencies are "
+                "not compared")
+    levels = f"at {', '.join(str(t) for t, _ in d.levels)} thread(s)"
+    # The label's cost of a unit of work against the baseline's (throughput, or runs of
+    # mysqlslap's queries: d.ratio is of speed either way).
+    cost = (p_label / p_base) / d.ratio
+    interval = (None if d.ci_low is None or d.ci_high is None
+                else ((p_label / p_base) / d.ci_high, (p_label / p_base) / d.ci_low))
+    dearer, cheaper = (d.label, d.baseline) if cost >= 1 else (d.baseline, d.label)
+    more = cost if cost >= 1 else 1 / cost
+    if interval is not None:
+        low, high = interval if cost >= 1 else (1 / interval[1], 1 / interval[0])
+        bounds = f"95 % CI {(low - 1) * 100:+.0f} % to {(high - 1) * 100:+.0f} %"
+        said = (f"{cheaper} is the cheaper for the same work {levels}: {dearer} costs {more - 1:.0%} more ({bounds})"
+                if low > 1 else
+                f"which is cheaper for the same work {levels} is inconclusive: {dearer} costs {more - 1:.0%} more "
+                f"({bounds}, which includes the same cost)")
+    else:
+        said = (f"{dearer} costs {more - 1:.0%} more for the same work {levels} (no interval: fewer than 3 runs "
+                "a side)")
+    return (f"{said}; prices {p_label:.4g} ({d.label}) and {p_base:.4g} ({d.baseline}) {cur_label}/h, "
+            f"throughput {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
 def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_rows: list[dict],
