@@ -826,3 +826,19 @@ def test_what_differs_leaves_out_a_throwaway_instances_own_facts_and_names_only_
     assert ("postgres: settings", "commit_delay=default", "commit_delay=10") in [tuple(r) for r in differ.rows]
     assert titles.count("price") == 1 and not any(t.endswith("price per hour") for t in titles)
     assert "port=" not in str(differ.rows) + str(same.rows)
+
+
+def test_the_cpu_saturates_only_at_a_level_its_points_bound_say_so():
+    """A level 95 % busy whose points waited on locks is not where the CPU saturated: the
+    system view's note and each point's bound (stats/bound.py) say one thing."""
+    from dbarena.report.scaling import cpu_saturation
+    from dbarena.stats import bound
+
+    rows = [{"threads": 4, "cpu_busy_pct": 60.0, "bound_kind": None},
+            {"threads": 8, "cpu_busy_pct": 95.0, "bound_kind": bound.LOCKS},
+            {"threads": 16, "cpu_busy_pct": 97.0, "bound_kind": bound.SERVER_CPU}]
+    assert cpu_saturation(rows) == 16
+    assert cpu_saturation([{**rows[1], "bound_kind": None}]) == 8  # not known: the machine's figure alone
+    assert cpu_saturation(rows[:2]) is None
+    assert bound.most_frequent([bound.LOCKS, bound.MACHINE_CPU, bound.LOCKS, None]) == bound.LOCKS
+    assert bound.most_frequent([None]) is None

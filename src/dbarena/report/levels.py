@@ -92,6 +92,7 @@ def level_row(key: tuple, summary: dict, members: list[dict], label_price: Price
         **_tpcc_figures(ok),
         **{k: _mean(m.get(k) for m in ok) for k in analysis.SYSTEM_FIELDS},
         "bound": point_bound.of_group(m.get("bound") for m in ok),  # each point's, from the server's view
+        "bound_kind": point_bound.most_frequent(m.get("bound") for m in ok),
         "n": summary["n"], "failed": summary["failed"],
         **_tps_interval(summary, tps),
         "qps": qps, "value": value,

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from dbarena.stats import thresholds
+from dbarena.stats.bound import CPU_KINDS
 
 SATURATION_GAIN = 0.05
 
@@ -79,10 +80,13 @@ CPU_SATURATED_PCT = thresholds.SATURATED_PCT
 
 def cpu_saturation(rows) -> int | None:
     """The first level at which the machine's CPU was at least CPU_SATURATED_PCT busy
-    (study D: past it, more clients queue for CPU rather than add throughput); None if
-    never."""
+    (study D: past it, more clients queue for CPU rather than add throughput) and its
+    points' bound (stats/bound.py, the one answer of what bound a point) is the CPU, or
+    not known; None if never. A level busy that much whose points waited on locks, WAL
+    or I/O is not where the CPU saturated: its bound says what did."""
     for r in rows:
-        if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT:
+        if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT \
+                and r.get("bound_kind") in (None, *CPU_KINDS):
             return r["threads"]
     return None
 

@@ -309,12 +309,17 @@ def system(section: Section) -> TableSpec | None:
     rows = [r for r in section.rows if r.get("cpu_busy_pct") is not None]
     if not rows:
         return None
+    bounds = any(r.get("bound") for r in rows)
     body = [[r["label"], str(r["threads"]), num(r["cpu_busy_pct"], 0), num(r["cpu_iowait_pct"], 1),
-             num(r["server_cpu"], 2), num(r["loadgen_cpu"], 2), str(r["hardware_threads"] or "-")] for r in rows]
+             num(r["server_cpu"], 2), num(r["loadgen_cpu"], 2), str(r["hardware_threads"] or "-"),
+             *([r.get("bound") or "-"] if bounds else [])] for r in rows]
     saturated = [f"{r['label']}: CPU saturated from {_threads(r['cpu_saturated_from'])}" if r["cpu_saturated_from"]
                  else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
+    # The bound column: each point's bound as stats/bound.py classified it when stored,
+    # the one answer every view shows.
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
-                                     "load generator CPU (cores)", "hardware threads"], body,
+                                     "load generator CPU (cores)", "hardware threads",
+                                     *(["bound (per point)"] if bounds else [])], body,
                      "; ".join(saturated) + "." if saturated else None,
                      reading.SYSTEM_SECONDS if section.metric == "seconds" else reading.SYSTEM)
 

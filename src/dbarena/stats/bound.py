@@ -178,6 +178,21 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
     return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
 
 
+# The kinds that say the CPU (the server's, the machine's, the load generator's) bound a point.
+CPU_KINDS = frozenset({LOADGEN, SERVER_CPU, MACHINE_CPU})
+
+
+def most_frequent(kinds: Iterable[str | None]) -> str | None:
+    """The bound most of a level's repeats had (ties: in KINDS' order); None if none has one."""
+    counts: dict[str, int] = {}
+    for k in kinds:
+        if k:
+            counts[k] = counts.get(k, 0) + 1
+    if not counts:
+        return None
+    return min(counts, key=lambda k: (-counts[k], KINDS.index(k) if k in KINDS else len(KINDS)))
+
+
 def of_group(kinds: Iterable[str | None]) -> str | None:
     """The bound of a level's repeats: their one bound where they agree, else each with
     its count, most frequent first ("locks 2/3, machine CPU 1/3"); None if none has one."""
