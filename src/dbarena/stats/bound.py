@@ -91,42 +91,43 @@ def checkpoint_seconds(series: Mapping[str, Sequence[float | None]], seconds: Se
     return [round(s) for s, v in zip(seconds, column) if v]
 
 
-def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any]], *, hardware_threads: int,
-             loadgen_threads: int, clients: int) -> PointBound:
-    """The bound of one point. `server`: {"engine", "seconds", "series"} (a decoded
-    ServerSeries record; None: not sampled); `system`: its system_samples rows;
-    `hardware_threads`: those the server could use; `loadgen_threads`: the tool's
-    threads; `clients`: its connections."""
-    series: Mapping[str, Sequence[float | None]] = (server or {}).get("series") or {}
-    seconds: Sequence[float] = (server or {}).get("seconds") or ()
-    found: list[tuple[str, float, str]] = []  # (kind, share, evidence) past its threshold
-    notes: list[str] = []
+# (kind, share, evidence) of a bound past its threshold, and notes said beside the answer.
+_Found = list[tuple[str, float, str]]
 
+
+def _backend_waits(series: Mapping[str, Sequence[float | None]]) -> tuple[_Found, list[str]]:
+    """PostgreSQL: each class of wait event's share of the active-backend samples."""
     waits = {name[len(WAIT):]: sum(v or 0 for v in values) for name, values in series.items()
              if name.startswith(WAIT)}
     total = sum(waits.values())
-    if 0 < total < MIN_WAIT_SAMPLES:
-        notes.append(f"only {total:.0f} active-backend sample(s): too few to tell from the waits")
-    elif total:
-        by_class: dict[str, float] = {}
-        for event, count in waits.items():
-            cls = wait_class(event)
-            if cls is not None:
-                by_class[cls] = by_class.get(cls, 0) + count
-        top = sorted(((c, e) for e, c in waits.items() if e != "CPU" and not e.startswith("Client:")),
-                     reverse=True)
-        for cls in (LOCKS, WAL, IO):
-            share = by_class.get(cls, 0) / total
-            if share >= WAIT_SHARE:
-                named = [f"{e} {_pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
-                found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
-        client = by_class.get(LOADGEN, 0) / total
-        if client >= CLIENT_SHARE:
-            found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of {total:.0f} "
-                                           "active-backend samples"))
-        cpu_share = by_class.get(SERVER_CPU, 0) / total
-        notes.append(f"on CPU in {_pct(cpu_share)} of {total:.0f} active-backend samples")
+    if not total:
+        return [], []
+    if total < MIN_WAIT_SAMPLES:
+        return [], [f"only {total:.0f} active-backend sample(s): too few to tell from the waits"]
+    found: _Found = []
+    by_class: dict[str, float] = {}
+    for event, count in waits.items():
+        cls = wait_class(event)
+        if cls is not None:
+            by_class[cls] = by_class.get(cls, 0) + count
+    top = sorted(((c, e) for e, c in waits.items() if e != "CPU" and not e.startswith("Client:")), reverse=True)
+    for cls in (LOCKS, WAL, IO):
+        share = by_class.get(cls, 0) / total
+        if share >= WAIT_SHARE:
+            named = [f"{e} {_pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
+            found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
+    client = by_class.get(LOADGEN, 0) / total
+    if client >= CLIENT_SHARE:
+        found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of {total:.0f} "
+                                       "active-backend samples"))
+    cpu_share = by_class.get(SERVER_CPU, 0) / total
+    return found, [f"on CPU in {_pct(cpu_share)} of {total:.0f} active-backend samples"]
 
+
+def _innodb(series: Mapping[str, Sequence[float | None]], clients: int) -> tuple[_Found, list[str]]:
+    """MariaDB/MySQL: the clients waiting on row locks on average, and buffer pool misses."""
+    found: _Found = []
+    notes: list[str] = []
     lock_ms = _mean(series.get("status.Innodb_row_lock_time") or ())
     if lock_ms is not None and clients:
         waiting = lock_ms / 1000.0  # ms waited per second: clients waiting on average
@@ -140,20 +141,23 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
             notes.append(evidence)
     reads = _mean(series.get("status.Innodb_buffer_pool_reads") or ())
     requests = _mean(series.get("status.Innodb_buffer_pool_read_requests") or ())
-    if reads is not None and requests:
-        miss = reads / requests
-        if miss >= MISS_SHARE:
-            found.append((IO, miss, f"{_pct(miss)} of buffer pool reads missed it ({reads:.0f}/s)"))
+    if reads is not None and requests and reads / requests >= MISS_SHARE:
+        found.append((IO, reads / requests, f"{_pct(reads / requests)} of buffer pool reads missed it ({reads:.0f}/s)"))
+    return found, notes
 
-    iowait = _mean(s.get("cpu_iowait_pct") for s in system)
-    if iowait is not None and iowait >= IOWAIT_PCT and not any(k == IO for k, _, _ in found):
-        found.append((IO, iowait / 100, f"iowait {iowait:.0f} %"))
 
+def _checkpoint_note(series: Mapping[str, Sequence[float | None]], seconds: Sequence[float]) -> list[str]:
     checkpoints = checkpoint_seconds(series, seconds)
-    if checkpoints:
-        notes.append("checkpoint at " + ", ".join(f"{s} s" for s in checkpoints[:3])
-                     + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else ""))
+    if not checkpoints:
+        return []
+    return ["checkpoint at " + ", ".join(f"{s} s" for s in checkpoints[:3])
+            + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else "")]
 
+
+def _cpu_bound(system: Sequence[Mapping[str, Any]], hardware_threads: int, loadgen_threads: int,
+               notes: list[str]) -> PointBound:
+    """Where no wait decided: the CPU of the load generator, the server or the machine,
+    saturated as every view calls it (stats/thresholds.py), or no single bound."""
     server_cpu = _mean(s.get("server_cpu") for s in system)
     loadgen_cpu = _mean(s.get("loadgen_cpu") for s in system)
     idle = _mean(s.get("cpu_idle_pct") for s in system)
@@ -162,10 +166,6 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
         f"machine CPU {busy:.0f} % busy" if busy is not None else "",
         f"server {server_cpu:.1f}" + (" cores" if loadgen_cpu is None else "") if server_cpu is not None else "",
         f"load generator {loadgen_cpu:.1f} cores" if loadgen_cpu is not None else "") if part)
-
-    if found:
-        kind, _, evidence = max(found, key=lambda f: f[1])
-        return PointBound(kind, "; ".join([evidence, *notes]))
     usable_loadgen = max(1, min(loadgen_threads, hardware_threads))
     if loadgen_cpu is not None and loadgen_cpu >= SATURATED * usable_loadgen:
         return PointBound(LOADGEN, "; ".join([f"load generator {loadgen_cpu:.1f} cores for {loadgen_threads} "
@@ -176,6 +176,28 @@ def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any
     if busy is not None and busy >= 100 * SATURATED:
         return PointBound(MACHINE_CPU, "; ".join([cpu, *notes]))
     return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
+
+
+def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any]], *, hardware_threads: int,
+             loadgen_threads: int, clients: int) -> PointBound:
+    """The bound of one point. `server`: {"engine", "seconds", "series"} (a decoded
+    ServerSeries record; None: not sampled); `system`: its system_samples rows;
+    `hardware_threads`: those the server could use; `loadgen_threads`: the tool's
+    threads; `clients`: its connections. What the server waited for decides first (the
+    largest share past its threshold), then the CPU."""
+    series: Mapping[str, Sequence[float | None]] = (server or {}).get("series") or {}
+    seconds: Sequence[float] = (server or {}).get("seconds") or ()
+    found, notes = _backend_waits(series)
+    more, said = _innodb(series, clients)
+    found, notes = found + more, notes + said
+    iowait = _mean(s.get("cpu_iowait_pct") for s in system)
+    if iowait is not None and iowait >= IOWAIT_PCT and not any(k == IO for k, _, _ in found):
+        found.append((IO, iowait / 100, f"iowait {iowait:.0f} %"))
+    notes += _checkpoint_note(series, seconds)
+    if found:
+        kind, _, evidence = max(found, key=lambda f: f[1])
+        return PointBound(kind, "; ".join([evidence, *notes]))
+    return _cpu_bound(system, hardware_threads, loadgen_threads, notes)
 
 
 # The kinds that say the CPU (the server's, the machine's, the load generator's) bound a point.
