@@ -1,0 +1,61 @@
+"""The JSON every read command exports, byte for byte, from a store built with the
+library: the outputs other tools parse (`results --json`, `results --summary --json`,
+`compare --json`, `history --json`, the report's JSON). Taken before the read path
+moves to typed records (issue 40), so that the move keeps them identical where nothing
+was wrong, and any change to them shows here as a diff to review.
+
+A deliberate change: DBARENA_UPDATE_GOLDEN=1 pytest tests/unit/test_golden_exports.py
+rewrites the files, and the diff goes into the commit that changed them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import invoke
+from dbarena.store.database import Store
+from test_history_and_gate import add_run
+
+GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden"
+COMMANDS = {
+    "results.json": ["results", "--json"],
+    "results-summary.json": ["results", "--summary", "--json"],
+    "compare.json": ["compare", "main", "pr", "--json"],
+    "history.json": ["history", "--json"],
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Label main: 4 runs of TPC-B at 1 and 2 threads, 3 repeats each; label pr: one run
+    10 % slower with a wider spread."""
+    path = tmp_path_factory.mktemp("golden") / "g.db"
+    with Store(path) as db:
+        for day in range(4):
+            add_run(db, "main", day, 1000.0 * (1 + 0.01 * (day % 3 - 1)), threads=(1, 2))
+        add_run(db, "pr", 5, 900.0, threads=(1, 2), wobbles=(0.98, 1.0, 1.03))
+    return path
+
+
+def _check(name: str, text: str) -> None:
+    golden = GOLDEN / name
+    if os.environ.get("DBARENA_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert golden.is_file(), f"{golden} missing: DBARENA_UPDATE_GOLDEN=1 writes it"
+    assert text == golden.read_text(), f"{name} differs from {golden}"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_read_commands_json_is_what_it_was(store: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = invoke([*COMMANDS[name], "--store", str(store)], capsys)
+    assert status == 0, err
+    _check(name, out)
+
+
+def test_the_reports_json_is_what_it_was(store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "report.json"
+    status, _, err = invoke(["report", "--store", str(store), "--format", "json", "-o", str(target)], capsys)
+    assert status == 0, err
+    _check("report.json", target.read_text())
