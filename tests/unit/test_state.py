@@ -99,7 +99,10 @@ def test_the_watchdog_reaps_when_its_owner_dies(tmp_path):
     assert top.exists()
     owner.kill()
     owner.wait()
-    deadline = time.monotonic() + 10
+    # The watchdog is a Python process of its own: on a machine the suite loads (a load
+    # of 10 on 2 CPUs), starting it and reaping took more than the 10 s this waited once
+    # (issue 45). What is tested is that it reaps, not how fast a loaded machine is.
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and top.exists():
         time.sleep(0.1)
     assert not top.exists() and state.records() == []
