@@ -5,8 +5,9 @@ as a throwaway instance and the other hosts drive it over the network. The contr
 (together.py) drives it through two hidden commands, in that host's working directory:
 
     host-server       detached: starts the throwaway instance listening on the host's
-                      address as well as 127.0.0.1, dbarena's user allowed from other
-                      hosts by the password the controller sent (as a target's password
+                      address as well as 127.0.0.1, dbarena's user (not a superuser)
+                      allowed from the load generators' addresses only (clients_of),
+                      by the password the controller sent (as a target's password
                       travels: a file only the user reads, removed once read); says
                       `ready` with its URL (no password in it) and the machine's cores
                       and hardware threads; then waits until it is told to stop, and the
@@ -21,9 +22,11 @@ itself: a throwaway instance never outlives its run by more than that.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -76,17 +79,19 @@ def serve(workdir: Path, request_path: Path) -> int:
         password = os.environ.pop(variable, "")
         if not password:
             raise RuntimeError("the controller sent no password for the server")
+        clients = clients_of(request["clients"])
         engine = engine_get(request["engine"], request.get("flavour") or "auto",
                             bindir=Path(request["bindir"]) if request.get("bindir") else None)
         with engine.throwaway(settings=request.get("settings") or {}, max_connections=int(request["max_connections"]),
                               bindir=Path(request["bindir"]) if request.get("bindir") else None, keep=False,
-                              executor=execute.LOCAL, listen=request["listen"], password=password) as target:
+                              executor=execute.LOCAL, listen=request["listen"], password=password,
+                              clients=sorted({ip for ips in clients.values() for ip in ips})) as target:
             scheme = "postgresql" if request["engine"] == "postgres" else "mysql"
             url = f"{scheme}://dbarena@{request['listen']}:{target.conn.port}/dbarena"
             facts = hostinfo.host_facts()
             _said(folder, sid, "ready", url=url, server_version=target.server_version,
                     physical_cores=facts.get("physical_cores"), hardware_threads=facts.get("hardware_threads"),
-                    host_facts=facts)
+                    host_facts=facts, clients=clients)
             (folder / "asked").touch()
             while not stopping["signal"] and not (folder / "stop").exists():
                 if time.time() - (folder / "asked").stat().st_mtime > float(request.get("idle_s", 3600)):
@@ -98,6 +103,34 @@ def serve(workdir: Path, request_path: Path) -> int:
     except Exception as exc:  # the controller reads the reason from the status
         _said(folder, sid, "failed", reason=_one_line(exc))
         return 1
+
+
+def clients_of(hosts: dict[str, str]) -> dict[str, list[str]]:
+    """The IP addresses the server lets dbarena's user in from: per load generator (its
+    inventory name: its Host.address), that address if it is one, else what it resolves
+    to here, every address of it (IPv4 and IPv6). Resolved on this host, because its
+    resolver is the one of the network where the load generators meet the server (the
+    controller may be a laptop elsewhere), and resolved once, at the start: pg_hba would
+    take a host name, but matches it by reverse DNS of the client's address, which
+    cloud and container networks seldom give back, and MariaDB, which skips name
+    resolution, never matches one. The server sees a load generator by the address it
+    connects from: where that is not the address others reach it by (several
+    interfaces, NAT), the inventory says which with dbarena_server_address."""
+    out: dict[str, list[str]] = {}
+    for name, address in hosts.items():
+        try:
+            out[name] = [str(ipaddress.ip_address(address))]
+            continue
+        except ValueError:
+            pass
+        try:
+            found = socket.getaddrinfo(address, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise RuntimeError(f"load generator {name}'s address {address} does not resolve on the server host "
+                               f"({exc.strerror or exc}): give it dbarena_server_address=<its IP address> "
+                               "in the inventory") from None
+        out[name] = sorted({str(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in found})
+    return out
 
 
 def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:

@@ -255,6 +255,9 @@ class Together:
                    "settings": dict(entry.settings), "bindir": entry.bindir,
                    "max_connections": max(151, max((s.clients for s in specs), default=0) + 10),
                    "listen": self.server.address,
+                   # Who may connect: the load generators, each by the address the inventory
+                   # gives it (the server host resolves a name: serverhost.clients_of).
+                   "clients": {h.name: h.address for h in self.hosts},
                    "idle_s": max((s.duration_s for s in specs), default=0) + IDLE_MARGIN_S}
         self.say(f"starting the server on {self.server.name} ({self.server.address}): a throwaway {entry.name}")
         answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "wait-ready",
@@ -273,7 +276,9 @@ class Together:
         self.run_args = [*self.run_args, "--target", self.target,
                          *(("--server-cores", str(cores)) if cores else ()),
                          *(("--server-threads", str(threads)) if threads else ())]
-        self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}")
+        opened = ", ".join(f"{name} ({' '.join(ips)})" for name, ips in (data.get("clients") or {}).items())
+        self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}, "
+                 f"open to {opened or 'no one'}")
         return True
 
     def server_alive(self) -> str | None:
