@@ -13,19 +13,23 @@ one level (two threads a host)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import signal
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pymysql
 import pytest
 
-from conftest import processes_mentioning
+from conftest import cli_env, dbarena, processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 from test_kill import _within
 
@@ -317,3 +321,111 @@ def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
                 raise AssertionError(f"{path} left behind")
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+# ---------------------------------------------------------------- who a server for other hosts lets in
+#
+# On one machine a connection to any loopback address comes from 127.0.0.1 unless its
+# socket is bound: the tools (and so the load generators of the fleet tests) connect from
+# 127.0.0.1, and a probe bound to another loopback address is what "another host" is here.
+
+
+def _pg_answer(host: str, port: int, source: str, user: str = "dbarena", database: str = "dbarena") -> str:
+    """What PostgreSQL answers a startup message from `source` (no password needed to
+    tell): "password" when pg_hba lets the connection on to authentication, else the
+    server's error message."""
+    with socket.create_connection((host, port), timeout=10, source_address=(source, 0)) as sock:
+        body = struct.pack("!I", 3 << 16) + f"user\0{user}\0database\0{database}\0\0".encode()
+        sock.sendall(struct.pack("!I", len(body) + 4) + body)
+        reply = b""
+        while len(reply) < 5 or len(reply) < 1 + struct.unpack("!I", reply[1:5])[0]:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    if reply[:1] == b"R":
+        return "password"
+    fields = dict((f[:1], f[1:].decode()) for f in reply[5:].split(b"\0") if f)
+    return fields.get(b"M", repr(reply[:80]))
+
+
+def _mysql_answer(host: str, port: int, source: str) -> int:
+    """MariaDB's error code for dbarena's user from `source` with a wrong password: 1045
+    (access denied: an account for that host exists) or 1130 (no account for it)."""
+    try:
+        pymysql.connect(host=host, port=port, user="dbarena", password="not-the-password", bind_address=source,
+                        connect_timeout=10).close()
+    except pymysql.err.OperationalError as exc:
+        return int(exc.args[0])
+    raise AssertionError("a wrong password was taken")
+
+
+POSTGRES_WORKLOADS = ["--workload", "pgbench-select-only,pgbench-tpcb", "--scale", "1"]
+MARIADB_WORKLOADS = ["--workload", "sysbench-read-write,mysqlslap", "--tables", "1", "--table-size", "500",
+                     "--number-of-queries", "500"]
+
+
+@pytest.mark.parametrize("flavour", ["postgres", "mariadb"])
+def test_a_server_for_other_hosts_lets_in_its_clients_only_as_no_superuser(flavour, public_tmp, tmp_path):
+    """A throwaway server listening for other hosts (as a together server does, on
+    127.0.0.6 here) takes dbarena's user from the addresses it is given only (127.0.0.1
+    and 127.0.0.5), not from 127.0.0.7; that user is no superuser, and every workload of
+    the engine still prepares and runs through it (`dbarena run --target`, as each load
+    generator runs them)."""
+    from dbarena import execute
+    from dbarena.engines import postgres
+    from dbarena.engines.mariadb import MariaDB
+
+    password = secrets.token_urlsafe(16)
+    clients = ["127.0.0.1", "127.0.0.5"]
+    store = tmp_path / "r.db"
+    if flavour == "postgres":
+        server = postgres.throwaway(listen="127.0.0.6", password=password, clients=clients)
+    else:
+        server = MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False,
+                                     executor=execute.LOCAL, listen="127.0.0.6", password=password, clients=clients)
+    with server as target:
+        port = target.conn.port
+        if flavour == "postgres":
+            rules = [line.split() for line in (target.data_dir / "pg_hba.conf").read_text().splitlines()
+                     if line.strip() and not line.startswith("#")]
+            assert [r for r in rules if r[2] == "dbarena"] == [
+                ["host", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
+                ["host", "dbarena", "dbarena", "127.0.0.5/32", "scram-sha-256"]], rules
+            assert {r[2] for r in rules} == {"dbarena", postgres.REMOTE_ADMIN}
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5") == "password"
+            assert _pg_answer("127.0.0.6", port, "127.0.0.1") == "password"
+            refused = _pg_answer("127.0.0.6", port, "127.0.0.7")
+            assert refused.startswith('no pg_hba.conf entry for host "127.0.0.7", user "dbarena"'), refused
+            # Its own database only; and the administrator from this host only.
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5", database="postgres").startswith("no pg_hba.conf")
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5", user=postgres.REMOTE_ADMIN).startswith("no pg_hba")
+            import psycopg
+
+            with psycopg.connect(host="127.0.0.6", port=port, user="dbarena", dbname="dbarena", password=password,
+                                 connect_timeout=10, autocommit=True) as conn:
+                assert conn.execute("SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles "
+                                    "WHERE rolname = current_user").fetchone() == (False, False, False)
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("ALTER SYSTEM SET work_mem = '1GB'")
+            url, workloads, env = (f"postgresql://dbarena@127.0.0.6:{port}/dbarena", POSTGRES_WORKLOADS,
+                                   cli_env(public_tmp, PGPASSWORD=password))
+        else:
+            assert {source: _mysql_answer("127.0.0.6", port, source)
+                    for source in ("127.0.0.1", "127.0.0.5", "127.0.0.7")} == \
+                {"127.0.0.1": 1045, "127.0.0.5": 1045, "127.0.0.7": 1130}
+            with contextlib.closing(pymysql.connect(host="127.0.0.6", port=port, user="dbarena", password=password,
+                                                    database="dbarena", connect_timeout=10)) as db, \
+                    db.cursor() as cur:
+                cur.execute("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES")
+                assert {p for (p,) in cur.fetchall()} == {"USAGE"}  # no global privilege at all
+                with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+                    cur.execute("CREATE DATABASE elsewhere")
+            url, workloads, env = (f"mysql://dbarena@127.0.0.6:{port}/dbarena", MARIADB_WORKLOADS,
+                                   cli_env(public_tmp, MYSQL_PWD=password))
+        done = dbarena("run", "--target", url, *workloads, "--threads", "2", "--duration", "2",
+                       "--store", str(store), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(store)
+    points = db.execute("SELECT workload, status, error FROM points WHERE phase = 'measured' ORDER BY id").fetchall()
+    assert [(w, s) for w, s, _ in points] == [(w, "ok") for w in workloads[1].split(",")], points

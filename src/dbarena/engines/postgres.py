@@ -305,8 +305,9 @@ def remote_hba(clients: Sequence[str], auth: str) -> str:
              "# dbarena's user from its load generators only",
              f"local all {REMOTE_ADMIN} {auth}",
              f"host all {REMOTE_ADMIN} 127.0.0.1/32 {auth}"]
-    for network in sorted({ipaddress.ip_network(c) for c in clients}, key=lambda n: (n.version, n)):
-        lines.append(f"host dbarena dbarena {network} {auth}")
+    # One host each (ip_address refuses a network such as 10.0.0.0/8).
+    for address in sorted({ipaddress.ip_address(c) for c in clients}, key=lambda a: (a.version, a)):
+        lines.append(f"host dbarena dbarena {address}/{address.max_prefixlen} {auth}")
     return "\n".join(lines) + "\n"
 
 
