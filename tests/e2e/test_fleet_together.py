@@ -270,20 +270,71 @@ def _postmasters() -> set[int]:
     return found
 
 
-def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
+def _data_dir(pid: int) -> Path:
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return Path(argv[argv.index(b"-D") + 1].decode())
+
+
+def _wait_ready(status_path: Path, run: subprocess.Popen) -> dict:
+    """The [server] host's status once its server is ready (the run still going)."""
+    def ready() -> bool:
+        with contextlib.suppress(OSError, ValueError):
+            return json.loads(status_path.read_text()).get("state") == "ready"
+        return False
+    assert _within(300, lambda: ready() or run.poll() is not None), "the server was not ready within 300 s"
+    assert run.poll() is None, run.communicate()
+    return json.loads(status_path.read_text())
+
+
+def _server_access(engine: str, status: dict, before: set[int]) -> None:
+    """While the run goes on: who the server on gamma (127.0.0.4) lets in. The inventory
+    gives alpha dbarena_server_address=127.0.0.1 (on one machine its connections come
+    from there) and beta none (its ansible_host, 127.0.0.3): those two addresses, and
+    neither gamma's nor alpha's ssh address nor a stranger's."""
+    port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+    assert status["clients"] == {"alpha": ["127.0.0.1"], "beta": ["127.0.0.3"]}, status
+    if engine == "postgres":
+        from dbarena.engines.postgres import REMOTE_ADMIN
+
+        # gamma's server: the new postmaster on that port (other tests' may start meanwhile).
+        (data,) = [d for d in map(_data_dir, _postmasters() - before)
+                   if (d / "postmaster.pid").read_text().splitlines()[3].strip() == str(port)]
+        rules = [line.split() for line in (data / "pg_hba.conf").read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        assert rules == [["local", "all", REMOTE_ADMIN, "scram-sha-256"],
+                         ["host", "all", REMOTE_ADMIN, "127.0.0.1/32", "scram-sha-256"],
+                         ["host", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
+                         ["host", "dbarena", "dbarena", "127.0.0.3/32", "scram-sha-256"]], rules
+        answers = {source: _pg_answer("127.0.0.4", port, source)
+                   for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
+        assert answers["127.0.0.1"] == answers["127.0.0.3"] == "password", answers
+        assert all(answers[s].startswith(f'no pg_hba.conf entry for host "{s}"') for s in ("127.0.0.2", "127.0.0.7")), \
+            answers
+    else:
+        answers = {source: _mysql_answer("127.0.0.4", port, source)
+                   for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
+        # 1045: an account for that host (the password was wrong); 1130: no account for it.
+        assert answers == {"127.0.0.1": 1045, "127.0.0.3": 1045, "127.0.0.2": 1130, "127.0.0.7": 1130}, answers
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mariadb"])
+def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_factory):
     """No --target: the one host of the inventory's [server] group (gamma, 127.0.0.4) runs
-    a throwaway PostgreSQL listening on its address, the other two drive it over the
-    network, and the server is stopped and removed at the end; its password was made by
-    the controller and is nowhere to be read."""
+    a throwaway PostgreSQL (pgbench) or MariaDB (sysbench) listening on its address, open
+    to the two load generators' addresses only (checked while the run goes on), the two
+    drive it over the network, and the server is stopped and removed at the end; its
+    password was made by the controller and is nowhere to be read."""
     if missing():
         pytest.fail(missing())
     tmp = tmp_path_factory.mktemp("server")
     tmp.chmod(0o755)
     before = _postmasters()
+    before_mysql = set(processes_mentioning("dbarena-mysql-"))
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
         base = tmp / "hosts"
         workdirs = {h.name: base / h.name for h in hosts}
-        extra = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
         drivers = [h for h in hosts.hosts if h.name != "gamma"]
         (server,) = [h for h in hosts.hosts if h.name == "gamma"]
         inv = tmp / "hosts.ini"
@@ -292,23 +343,31 @@ def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
                        + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
                                    group="server").read_text())
         study = tmp / "server.toml"
-        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0))
+        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0) if engine == "postgres"
+                         else SYSBENCH_STUDY.format(name="server"))
         store = tmp / "server.db"
         env = ansible_env(tmp)
-        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
-                               str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
-                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-        print(done.stdout)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "starting the server on gamma (127.0.0.4)" in done.stdout
-        assert "server on gamma: stopped and removed" in done.stdout
+        run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                                str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        try:
+            _server_access(engine, _wait_ready(workdirs["gamma"] / "server" / "status.json", run), before)
+            out, err = run.communicate(timeout=600)
+        finally:
+            run.kill()
+        print(out)
+        assert run.returncode == 0, out + err
+        assert "starting the server on gamma (127.0.0.4)" in out
+        assert "open to alpha (127.0.0.1), beta (127.0.0.3)" in out, out
+        assert "server on gamma: stopped and removed" in out
         (point,) = _points(store)
         assert point["status"] == "ok" and point["run_host"] == "2 load generators: alpha, beta"
         assert [x["host"] for x in point["details"]["together"]["parts"]] == ["alpha", "beta"]
         assert point["transactions"] == sum(x["transactions"] for x in point["details"]["together"]["parts"]) > 0
         db = sqlite3.connect(store)
         target, facts = db.execute("SELECT target, target_facts FROM runs").fetchone()
-        assert target.startswith("postgresql://dbarena@127.0.0.4:"), target
+        scheme = "postgresql" if engine == "postgres" else "mysql"
+        assert target.startswith(f"{scheme}://dbarena@127.0.0.4:"), target
         # The server's machine, known from its host: its cores in the run, its identity in the key.
         assert json.loads(facts).get("server_hardware_threads") == os.cpu_count()
         config = json.loads(db.execute("SELECT config FROM points").fetchone()[0])
@@ -320,6 +379,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
             if path.is_file() and path.name == "secrets.json":
                 raise AssertionError(f"{path} left behind")
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(20, lambda: set(processes_mentioning("dbarena-mysql-")) <= before_mysql)
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
 
 
