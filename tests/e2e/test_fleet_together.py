@@ -317,6 +317,17 @@ def _server_access(engine: str, status: dict, before: set[int]) -> None:
         assert answers == {"127.0.0.1": 1045, "127.0.0.3": 1045, "127.0.0.2": 1130, "127.0.0.7": 1130}, answers
 
 
+def _server_inventory(tmp: Path, hosts, workdirs: dict, extra: dict) -> Path:
+    """alpha and beta in [fleet], gamma in [server]."""
+    drivers = [h for h in hosts.hosts if h.name != "gamma"]
+    (server,) = [h for h in hosts.hosts if h.name == "gamma"]
+    inv = tmp / "hosts.ini"
+    inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra).read_text()
+                   + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
+                               group="server").read_text())
+    return inv
+
+
 @pytest.mark.parametrize("engine", ["postgres", "mariadb"])
 def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_factory):
     """No --target: the one host of the inventory's [server] group (gamma, 127.0.0.4) runs
@@ -335,13 +346,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         workdirs = {h.name: base / h.name for h in hosts}
         extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
         extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        drivers = [h for h in hosts.hosts if h.name != "gamma"]
-        (server,) = [h for h in hosts.hosts if h.name == "gamma"]
-        inv = tmp / "hosts.ini"
-        inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra)
-                       .read_text()
-                       + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
-                                   group="server").read_text())
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
         study = tmp / "server.toml"
         study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0) if engine == "postgres"
                          else SYSBENCH_STUDY.format(name="server"))
@@ -381,6 +386,63 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
     assert _within(20, lambda: set(processes_mentioning("dbarena-mysql-")) <= before_mysql)
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.4", port), timeout=2):
+        return True
+    return False
+
+
+def test_a_server_outlives_a_killed_controller_by_its_lease_only(tmp_path_factory):
+    """The controller SIGKILLed in the middle of a 30 s point: it no longer renews its
+    server's lease, and the server on gamma stops itself, listening no more within a
+    minute (its lease is 40 s), where it used to wait a point's length and 30 minutes."""
+    from dbarena.fleet.together import LEASE_S
+
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("lease")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        study = tmp / "lease.toml"
+        study.write_text(STUDY.format(name="lease", levels=[2], duration=30, sampling=0.01))
+        run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                                str(study), "--together", "--poll", "1", "--store", str(tmp / "lease.db")],
+                               env=ansible_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+        try:
+            status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)
+            port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+            # Mid-point: both load generators' pgbench running.
+            assert _within(240, lambda: all(any("pgbench" in line.split(" ", 2)[1] for line in
+                                                processes_mentioning(str(workdirs[h] / "point")))
+                                            for h in ("alpha", "beta"))), processes_mentioning("pgbench")
+            time.sleep(2)
+            assert _listening(port)
+            run.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            run.communicate(timeout=60)
+        finally:
+            run.kill()
+        assert _within(60, lambda: not _listening(port)), "the server still listens a minute after its controller died"
+        gone_s = time.monotonic() - killed
+        print(f"the server stopped listening {gone_s:.1f} s after its controller was killed (lease {LEASE_S:.0f} s)")
+        assert gone_s > LEASE_S - 15  # it was the lease, not something else, that stopped it
+        assert _within(60, lambda: json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
+                       .get("state") == "stopped")
+        status = json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
+        assert status["reason"].startswith("its lease was not renewed"), status
+        # The load generators' orphaned points run out their 30 s before the hosts go.
+        _within(60, lambda: not processes_mentioning(str(tmp / "hosts")))
+    assert _within(30, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(30, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
 
 
 # ---------------------------------------------------------------- who a server for other hosts lets in
