@@ -52,3 +52,11 @@ def test_mariadb_accounts_one_per_address_with_the_tools_databases_only():
     # mysqlslap makes and drops its own schema: the user may do that there, and only there.
     assert f"ALL PRIVILEGES ON `{mysqlslap.SCHEMA}`.*" in REMOTE_PRIVILEGES
     assert local_grants() == [("127.0.0.1", "ALL PRIVILEGES ON *.*")]
+
+
+def test_the_lease_file_is_quoted_for_the_hosts_shell_its_home_left_to_expand():
+    from dbarena.fleet.together import shell_path
+
+    assert shell_path("~/.dbarena-fleet/db 1/server/lease") == "~/'.dbarena-fleet/db 1/server/lease'"
+    assert shell_path("/var/x;rm -rf y/server/lease") == "'/var/x;rm -rf y/server/lease'"
+    assert shell_path("~") == "~/"

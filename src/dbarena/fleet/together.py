@@ -422,9 +422,9 @@ class Lease:
     killed stops renewing, and its server stops itself LEASE_S later."""
 
     def __init__(self, inventory: Path, host: Host):
-        lease = serverhost.lease_path(Path(host.workdir))
+        lease = str(serverhost.lease_path(Path(host.workdir)))
         self.argv = [ansible_command("ansible"), "-i", str(inventory), host.name, "-m", "raw",
-                     "-a", f"touch -c {shlex.quote(str(lease))}"]
+                     "-a", f"touch -c {shell_path(lease)}"]
         # The passwords stay out of it (the raw module sends no environment, but why hand them on).
         self.env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "MYSQL_PWD")}
         self.env.setdefault("ANSIBLE_TIMEOUT", str(int(RENEW_S)))
@@ -452,6 +452,15 @@ class Lease:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def shell_path(path: str) -> str:
+    """A host's path quoted for its shell, a leading ~/ left for the shell to expand (a
+    working directory in the login user's home, as inventory.py's default is)."""
+    if path == "~" or path.startswith("~/"):
+        rest = path[2:]
+        return "~/" + (shlex.quote(rest) if rest else "")
+    return shlex.quote(path)
 
 
 def _expand(study: Study) -> list[Any]:
