@@ -9,7 +9,12 @@ the same command again measures only that point.
 What costs here is each `fleet run` (an install check, a prepare, and several Ansible
 plays per point): the first two tests share one store (the `pair` fixture: a run whose
 first point is killed, and the run that completes it), and sysbench's test measures
-one level (two threads a host)."""
+one level (two threads a host).
+
+Without --target, a third host in [server] runs the throwaway server (PostgreSQL or
+MariaDB): who it lets in is checked while the run goes on, and with the controller
+SIGKILLed it stops itself by its lease. A server listening for other hosts is also
+checked on its own: its user is no superuser, and the workloads still run through it."""
 
 from __future__ import annotations
 
