@@ -180,10 +180,12 @@ class Engine(Protocol):
     def available(self, bindir: Path | None = None, executor: Executor = ...) -> bool: ...
     def check_target_url(self, url: str) -> str: ...
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None: ...
+    # listen: an address of this host the server listens on for other hosts, whose IP
+    # addresses `clients` names (no other host is let in); password: dbarena's user's.
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None,
                   keep: bool, executor: Executor, cluster: Mapping[str, str] | None = None,
                   data_parent: Path | None = None, cpus: Sequence[int] | None = None,
-                  listen: str | None = None, password: str | None = None
+                  listen: str | None = None, password: str | None = None, clients: Sequence[str] = ()
                   ) -> AbstractContextManager[Target]: ...
     # A usage error for cluster options (what creating the data directory decides) that
     # this engine does not know.

@@ -9,23 +9,32 @@ the same command again measures only that point.
 What costs here is each `fleet run` (an install check, a prepare, and several Ansible
 plays per point): the first two tests share one store (the `pair` fixture: a run whose
 first point is killed, and the run that completes it), and sysbench's test measures
-one level (two threads a host)."""
+one level (two threads a host).
+
+Without --target, a third host in [server] runs the throwaway server (PostgreSQL or
+MariaDB): who it lets in is checked while the run goes on, and with the controller
+SIGKILLed it stops itself by its lease. A server listening for other hosts is also
+checked on its own: its user is no superuser, and the workloads still run through it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import signal
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pymysql
 import pytest
 
-from conftest import processes_mentioning
+from conftest import cli_env, dbarena, processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 from test_kill import _within
 
@@ -266,45 +275,109 @@ def _postmasters() -> set[int]:
     return found
 
 
-def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
+def _data_dir(pid: int) -> Path:
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return Path(argv[argv.index(b"-D") + 1].decode())
+
+
+def _wait_ready(status_path: Path, run: subprocess.Popen) -> dict:
+    """The [server] host's status once its server is ready (the run still going)."""
+    def ready() -> bool:
+        with contextlib.suppress(OSError, ValueError):
+            return json.loads(status_path.read_text()).get("state") == "ready"
+        return False
+    assert _within(300, lambda: ready() or run.poll() is not None), "the server was not ready within 300 s"
+    assert run.poll() is None, run.communicate()
+    return json.loads(status_path.read_text())
+
+
+def _server_access(engine: str, status: dict, before: set[int]) -> None:
+    """While the run goes on: who the server on gamma (127.0.0.4) lets in. The inventory
+    gives alpha dbarena_server_address=127.0.0.1 (on one machine its connections come
+    from there) and beta none (its ansible_host, 127.0.0.3): those two addresses, and
+    neither gamma's nor alpha's ssh address nor a stranger's."""
+    port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+    assert status["clients"] == {"alpha": ["127.0.0.1"], "beta": ["127.0.0.3"]}, status
+    if engine == "postgres":
+        from dbarena.engines.postgres import REMOTE_ADMIN
+
+        # gamma's server: the new postmaster on that port (other tests' may start meanwhile).
+        (data,) = [d for d in map(_data_dir, _postmasters() - before)
+                   if (d / "postmaster.pid").read_text().splitlines()[3].strip() == str(port)]
+        rules = [line.split() for line in (data / "pg_hba.conf").read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        assert rules == [["local", "all", REMOTE_ADMIN, "scram-sha-256"],
+                         ["host", "all", REMOTE_ADMIN, "127.0.0.1/32", "scram-sha-256"],
+                         ["host", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
+                         ["host", "dbarena", "dbarena", "127.0.0.3/32", "scram-sha-256"]], rules
+        answers = {source: _pg_answer("127.0.0.4", port, source)
+                   for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
+        assert answers["127.0.0.1"] == answers["127.0.0.3"] == "password", answers
+        assert all(answers[s].startswith(f'no pg_hba.conf entry for host "{s}"') for s in ("127.0.0.2", "127.0.0.7")), \
+            answers
+    else:
+        answers = {source: _mysql_answer("127.0.0.4", port, source)
+                   for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
+        # 1045: an account for that host (the password was wrong); 1130: no account for it.
+        assert answers == {"127.0.0.1": 1045, "127.0.0.3": 1045, "127.0.0.2": 1130, "127.0.0.7": 1130}, answers
+
+
+def _server_inventory(tmp: Path, hosts, workdirs: dict, extra: dict) -> Path:
+    """alpha and beta in [fleet], gamma in [server]."""
+    drivers = [h for h in hosts.hosts if h.name != "gamma"]
+    (server,) = [h for h in hosts.hosts if h.name == "gamma"]
+    inv = tmp / "hosts.ini"
+    inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra).read_text()
+                   + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
+                               group="server").read_text())
+    return inv
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mariadb"])
+def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_factory):
     """No --target: the one host of the inventory's [server] group (gamma, 127.0.0.4) runs
-    a throwaway PostgreSQL listening on its address, the other two drive it over the
-    network, and the server is stopped and removed at the end; its password was made by
-    the controller and is nowhere to be read."""
+    a throwaway PostgreSQL (pgbench) or MariaDB (sysbench) listening on its address, open
+    to the two load generators' addresses only (checked while the run goes on), the two
+    drive it over the network, and the server is stopped and removed at the end; its
+    password was made by the controller and is nowhere to be read."""
     if missing():
         pytest.fail(missing())
     tmp = tmp_path_factory.mktemp("server")
     tmp.chmod(0o755)
     before = _postmasters()
+    before_mysql = set(processes_mentioning("dbarena-mysql-"))
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
         base = tmp / "hosts"
         workdirs = {h.name: base / h.name for h in hosts}
-        extra = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        drivers = [h for h in hosts.hosts if h.name != "gamma"]
-        (server,) = [h for h in hosts.hosts if h.name == "gamma"]
-        inv = tmp / "hosts.ini"
-        inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra)
-                       .read_text()
-                       + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
-                                   group="server").read_text())
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
         study = tmp / "server.toml"
-        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0))
+        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0) if engine == "postgres"
+                         else SYSBENCH_STUDY.format(name="server"))
         store = tmp / "server.db"
         env = ansible_env(tmp)
-        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
-                               str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
-                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-        print(done.stdout)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "starting the server on gamma (127.0.0.4)" in done.stdout
-        assert "server on gamma: stopped and removed" in done.stdout
+        run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                                str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        try:
+            _server_access(engine, _wait_ready(workdirs["gamma"] / "server" / "status.json", run), before)
+            out, err = run.communicate(timeout=600)
+        finally:
+            run.kill()
+        print(out)
+        assert run.returncode == 0, out + err
+        assert "starting the server on gamma (127.0.0.4)" in out
+        assert "open to alpha (127.0.0.1), beta (127.0.0.3)" in out, out
+        assert "server on gamma: stopped and removed" in out
         (point,) = _points(store)
         assert point["status"] == "ok" and point["run_host"] == "2 load generators: alpha, beta"
         assert [x["host"] for x in point["details"]["together"]["parts"]] == ["alpha", "beta"]
         assert point["transactions"] == sum(x["transactions"] for x in point["details"]["together"]["parts"]) > 0
         db = sqlite3.connect(store)
         target, facts = db.execute("SELECT target, target_facts FROM runs").fetchone()
-        assert target.startswith("postgresql://dbarena@127.0.0.4:"), target
+        scheme = "postgresql" if engine == "postgres" else "mysql"
+        assert target.startswith(f"{scheme}://dbarena@127.0.0.4:"), target
         # The server's machine, known from its host: its cores in the run, its identity in the key.
         assert json.loads(facts).get("server_hardware_threads") == os.cpu_count()
         config = json.loads(db.execute("SELECT config FROM points").fetchone()[0])
@@ -316,4 +389,172 @@ def test_a_throwaway_server_on_the_inventorys_server_host(tmp_path_factory):
             if path.is_file() and path.name == "secrets.json":
                 raise AssertionError(f"{path} left behind")
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(20, lambda: set(processes_mentioning("dbarena-mysql-")) <= before_mysql)
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.4", port), timeout=2):
+        return True
+    return False
+
+
+def test_a_server_outlives_a_killed_controller_by_its_lease_only(tmp_path_factory):
+    """The controller SIGKILLed in the middle of a 30 s point: it no longer renews its
+    server's lease, and the server on gamma stops itself, listening no more within a
+    minute (its lease is 40 s), where it used to wait a point's length and 30 minutes."""
+    from dbarena.fleet.together import LEASE_S, RENEW_S
+
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("lease")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        study = tmp / "lease.toml"
+        study.write_text(STUDY.format(name="lease", levels=[2], duration=30, sampling=0.01))
+        run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                                str(study), "--together", "--poll", "1", "--store", str(tmp / "lease.db")],
+                               env=ansible_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+        try:
+            status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)
+            port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+            # Mid-point: both load generators' pgbench running.
+            assert _within(240, lambda: all(any("pgbench" in line.split(" ", 2)[1] for line in
+                                                processes_mentioning(str(workdirs[h] / "point")))
+                                            for h in ("alpha", "beta"))), processes_mentioning("pgbench")
+            time.sleep(2)
+            assert _listening(port)
+            run.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            run.communicate(timeout=60)
+        finally:
+            run.kill()
+        assert _within(60, lambda: not _listening(port)), "the server still listens a minute after its controller died"
+        gone_s = time.monotonic() - killed
+        print(f"the server stopped listening {gone_s:.1f} s after its controller was killed (lease {LEASE_S:.0f} s)")
+        # It was the lease, not something else, that stopped it: the last renewal was at most
+        # RENEW_S and one renewal's time (a few seconds) before the kill.
+        assert gone_s > LEASE_S - RENEW_S - 10
+        assert _within(60, lambda: json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
+                       .get("state") == "stopped")
+        status = json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
+        assert status["reason"].startswith("its lease was not renewed"), status
+        # The load generators' orphaned points run out their 30 s before the hosts go.
+        _within(60, lambda: not processes_mentioning(str(tmp / "hosts")))
+    assert _within(30, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(30, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+# ---------------------------------------------------------------- who a server for other hosts lets in
+#
+# On one machine a connection to any loopback address comes from 127.0.0.1 unless its
+# socket is bound: the tools (and so the load generators of the fleet tests) connect from
+# 127.0.0.1, and a probe bound to another loopback address is what "another host" is here.
+
+
+def _pg_answer(host: str, port: int, source: str, user: str = "dbarena", database: str = "dbarena") -> str:
+    """What PostgreSQL answers a startup message from `source` (no password needed to
+    tell): "password" when pg_hba lets the connection on to authentication, else the
+    server's error message."""
+    with socket.create_connection((host, port), timeout=10, source_address=(source, 0)) as sock:
+        body = struct.pack("!I", 3 << 16) + f"user\0{user}\0database\0{database}\0\0".encode()
+        sock.sendall(struct.pack("!I", len(body) + 4) + body)
+        reply = b""
+        while len(reply) < 5 or len(reply) < 1 + struct.unpack("!I", reply[1:5])[0]:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    if reply[:1] == b"R":
+        return "password"
+    fields = dict((f[:1], f[1:].decode()) for f in reply[5:].split(b"\0") if f)
+    return fields.get(b"M", repr(reply[:80]))
+
+
+def _mysql_answer(host: str, port: int, source: str) -> int:
+    """MariaDB's error code for dbarena's user from `source` with a wrong password: 1045
+    (access denied: an account for that host exists) or 1130 (no account for it)."""
+    try:
+        pymysql.connect(host=host, port=port, user="dbarena", password="not-the-password", bind_address=source,
+                        connect_timeout=10).close()
+    except pymysql.err.OperationalError as exc:
+        return int(exc.args[0])
+    raise AssertionError("a wrong password was taken")
+
+
+POSTGRES_WORKLOADS = ["--workload", "pgbench-select-only,pgbench-tpcb", "--scale", "1"]
+MARIADB_WORKLOADS = ["--workload", "sysbench-read-write,mysqlslap", "--tables", "1", "--table-size", "500",
+                     "--number-of-queries", "500"]
+
+
+@pytest.mark.parametrize("flavour", ["postgres", "mariadb"])
+def test_a_server_for_other_hosts_lets_in_its_clients_only_as_no_superuser(flavour, public_tmp, tmp_path):
+    """A throwaway server listening for other hosts (as a together server does, on
+    127.0.0.6 here) takes dbarena's user from the addresses it is given only (127.0.0.1
+    and 127.0.0.5), not from 127.0.0.7; that user is no superuser, and every workload of
+    the engine still prepares and runs through it (`dbarena run --target`, as each load
+    generator runs them)."""
+    from dbarena import execute
+    from dbarena.engines import postgres
+    from dbarena.engines.mariadb import MariaDB
+
+    password = secrets.token_urlsafe(16)
+    clients = ["127.0.0.1", "127.0.0.5"]
+    store = tmp_path / "r.db"
+    if flavour == "postgres":
+        server = postgres.throwaway(listen="127.0.0.6", password=password, clients=clients)
+    else:
+        server = MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False,
+                                     executor=execute.LOCAL, listen="127.0.0.6", password=password, clients=clients)
+    with server as target:
+        port = target.conn.port
+        if flavour == "postgres":
+            rules = [line.split() for line in (target.data_dir / "pg_hba.conf").read_text().splitlines()
+                     if line.strip() and not line.startswith("#")]
+            assert [r for r in rules if r[2] == "dbarena"] == [
+                ["host", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
+                ["host", "dbarena", "dbarena", "127.0.0.5/32", "scram-sha-256"]], rules
+            assert {r[2] for r in rules} == {"dbarena", postgres.REMOTE_ADMIN}
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5") == "password"
+            assert _pg_answer("127.0.0.6", port, "127.0.0.1") == "password"
+            refused = _pg_answer("127.0.0.6", port, "127.0.0.7")
+            assert refused.startswith('no pg_hba.conf entry for host "127.0.0.7", user "dbarena"'), refused
+            # Its own database only; and the administrator from this host only.
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5", database="postgres").startswith("no pg_hba.conf")
+            assert _pg_answer("127.0.0.6", port, "127.0.0.5", user=postgres.REMOTE_ADMIN).startswith("no pg_hba")
+            import psycopg
+
+            with psycopg.connect(host="127.0.0.6", port=port, user="dbarena", dbname="dbarena", password=password,
+                                 connect_timeout=10, autocommit=True) as conn:
+                assert conn.execute("SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles "
+                                    "WHERE rolname = current_user").fetchone() == (False, False, False)
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("ALTER SYSTEM SET work_mem = '1GB'")
+            url, workloads, env = (f"postgresql://dbarena@127.0.0.6:{port}/dbarena", POSTGRES_WORKLOADS,
+                                   cli_env(public_tmp, PGPASSWORD=password))
+        else:
+            assert {source: _mysql_answer("127.0.0.6", port, source)
+                    for source in ("127.0.0.1", "127.0.0.5", "127.0.0.7")} == \
+                {"127.0.0.1": 1045, "127.0.0.5": 1045, "127.0.0.7": 1130}
+            with contextlib.closing(pymysql.connect(host="127.0.0.6", port=port, user="dbarena", password=password,
+                                                    database="dbarena", connect_timeout=10)) as db, \
+                    db.cursor() as cur:
+                cur.execute("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES")
+                assert {p for (p,) in cur.fetchall()} == {"USAGE"}  # no global privilege at all
+                with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+                    cur.execute("CREATE DATABASE elsewhere")
+            url, workloads, env = (f"mysql://dbarena@127.0.0.6:{port}/dbarena", MARIADB_WORKLOADS,
+                                   cli_env(public_tmp, MYSQL_PWD=password))
+        done = dbarena("run", "--target", url, *workloads, "--threads", "2", "--duration", "2",
+                       "--store", str(store), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(store)
+    points = db.execute("SELECT workload, status, error FROM points WHERE phase = 'measured' ORDER BY id").fetchall()
+    assert [(w, s) for w, s, _ in points] == [(w, "ok") for w in workloads[1].split(",")], points

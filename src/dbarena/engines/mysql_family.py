@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import ipaddress
 import os
 import secrets
 import shutil
@@ -225,14 +226,17 @@ class MySQLFamily:
         cpus: Sequence[int] | None = None,
         listen: str | None = None,
         password: str | None = None,
+        clients: Sequence[str] = (),
     ) -> Iterator[MyTarget]:
         """A fresh server of this flavour for the duration of the with-block; cluster
         options go both to the data directory's initialisation and to the server's
         configuration (InnoDB refuses to open a data directory of another page size).
-        `listen`: the address of this host it listens on instead of 127.0.0.1, with
-        dbarena's user allowed from any address by its password (the server of a `fleet
-        run --together` that other hosts drive); `password`: that user's (default random)."""
+        `listen`: the address of this host it listens on instead of 127.0.0.1 (the server
+        of a `fleet run --together` that other hosts drive): dbarena's user is then one
+        account per IP address in `clients` with privileges on the tools' databases only
+        (remote_grants), and nowhere else; `password`: that user's (default random)."""
         cluster = dict(cluster or {})
+        grants = remote_grants(clients) if listen else local_grants()  # checked before anything is made
         self.check_cluster(cluster)
         settings = {**dict(settings or {}), **{k.replace("_", "-"): v for k, v in cluster.items()}}
         binaries = self.find_server_binaries(bindir, executor)
@@ -295,11 +299,13 @@ class MySQLFamily:
             with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
                                                     connect_timeout=10, autocommit=True)) as db:
                 with db.cursor() as cur:
-                    # Other hosts reach a server that listens for them: dbarena's user from anywhere.
-                    for where in (("127.0.0.1", "%") if listen else ("127.0.0.1",)):
-                        cur.execute(f"CREATE USER 'dbarena'@'{where}' IDENTIFIED BY %s", (password,))
-                        cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO 'dbarena'@'{where}'")
                     cur.execute("CREATE DATABASE dbarena")
+                    # The host and the password as parameters, which pymysql quotes (a '%'
+                    # in the statement's own text would be taken for a format character).
+                    for host in dict.fromkeys(host for host, _ in grants):
+                        cur.execute("CREATE USER 'dbarena'@%s IDENTIFIED BY %s", (host, password))
+                    for host, privileges in grants:
+                        cur.execute(f"GRANT {privileges} TO 'dbarena'@%s", (host,))
                     _lock_root(cur)
             conn = Connection(protocol=self.protocol, host=address, port=port, user="dbarena", dbname="dbarena",
                               url=f"mysql://dbarena@{address}:{port}/dbarena")
@@ -315,6 +321,29 @@ class MySQLFamily:
             # (a restored data directory): the current one.
             instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
                              grace_s=120)
+
+
+# What dbarena's user may reach on a server other hosts drive: its database, mysqlslap's
+# (workloads/mysqlslap.SCHEMA, which mysqlslap drops and makes again) and the read-only
+# statistics the server sampler reads (performance_schema); no global privilege.
+REMOTE_PRIVILEGES = ("ALL PRIVILEGES ON `dbarena`.*", "ALL PRIVILEGES ON `dbarena_mysqlslap`.*",
+                     "SELECT ON performance_schema.*")
+
+
+def local_grants() -> list[tuple[str, str]]:
+    """dbarena's user on a server of this host only: every privilege (a local run
+    checkpoints, saves and restores datasets), from 127.0.0.1."""
+    return [("127.0.0.1", "ALL PRIVILEGES ON *.*")]
+
+
+def remote_grants(clients: Sequence[str]) -> list[tuple[str, str]]:
+    """(host, privileges) of dbarena's user on a server other hosts drive: one account per
+    client IP address (the server skips name resolution, so a host name would never
+    match), each with REMOTE_PRIVILEGES only."""
+    if not clients:
+        raise ValueError("a server that listens for other hosts needs their addresses")
+    hosts = sorted({str(ipaddress.ip_address(c)) for c in clients})
+    return [(host, privileges) for host in hosts for privileges in REMOTE_PRIVILEGES]
 
 
 def _lock_root(cur) -> None:

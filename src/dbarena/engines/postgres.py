@@ -13,6 +13,7 @@ postgres_binaries.py; the server once running (PgTarget): postgres_target.py.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import secrets
 import signal
 from pathlib import Path
@@ -182,12 +183,15 @@ def throwaway(
     cpus: Sequence[int] | None = None,
     listen: str | None = None,
     password: str | None = None,
+    clients: Sequence[str] = (),
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block, created with the
     cluster options given (CLUSTER_OPTIONS). `listen`: an address of this host it also
-    listens on, with password authentication for dbarena's user from anywhere (the
-    server of a `fleet run --together` that other hosts drive); `password`: that user's
-    (default: a random one)."""
+    listens on (the server of a `fleet run --together` that other hosts drive; see
+    _remote_access): dbarena's user is then an ordinary role that owns its database,
+    allowed by `password` from the IP addresses in `clients` only, and the yielded
+    target is the local administrator's; `password`: dbarena's user's (default: a
+    random one)."""
     settings = dict(settings or {})
     cluster = dict(cluster or {})
     check_cluster(cluster)
@@ -195,6 +199,8 @@ def throwaway(
     user = instance.unprivileged_user("postgres")
     check_settings(settings, executor, binaries.bindir)
     initdb_options = initdb_args(cluster, binaries.version)
+    auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
+    hba = remote_hba(clients, auth) if listen else None  # checked before anything is made
 
     top, record = instance.new_top("dbarena-pg-", "postgres", data_parent)
     proc = None
@@ -205,23 +211,23 @@ def throwaway(
         sock.mkdir()
         pwfile, passfile, log_path = top / "pwfile", top / "pgpass", top / "server.log"
         password = password or secrets.token_urlsafe(24)
-        instance.private_file(pwfile, password + "\n")
-        instance.private_file(passfile, f"127.0.0.1:*:*:dbarena:{password}\n")
+        # A listening server's superuser is a local administrator with a password of its
+        # own that never leaves this host; dbarena's user is made an ordinary role below.
+        superuser = REMOTE_ADMIN if listen else "dbarena"
+        superuser_password = secrets.token_urlsafe(24) if listen else password
+        instance.private_file(pwfile, superuser_password + "\n")
+        instance.private_file(passfile, f"127.0.0.1:*:*:{superuser}:{superuser_password}\n")
         instance.give_to(user, top, sock, pwfile)
-        auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
         done = executor.run(
-            [str(binaries.path("initdb")), "-D", str(data), "-U", "dbarena", f"--pwfile={pwfile}",
+            [str(binaries.path("initdb")), "-D", str(data), "-U", superuser, f"--pwfile={pwfile}",
              f"--auth={auth}", *initdb_options, "--no-sync"],
             user=user, timeout=300,
         )
         pwfile.unlink()
         if done.returncode != 0:
             raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
-        if listen:
-            # Other hosts reach it: dbarena's user with its password, from any address.
-            with open(data / "pg_hba.conf", "a") as f:
-                f.write(f"\n# dbarena: load generators on other hosts\nhost all dbarena 0.0.0.0/0 {auth}\n"
-                        f"host all dbarena ::/0 {auth}\n")
+        if hba is not None:
+            (data / "pg_hba.conf").write_text(hba)
 
         for attempt in range(3):
             port = instance.free_port()
@@ -239,7 +245,7 @@ def throwaway(
             proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user,
                                   cpus=cpus)
             record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
-            url = f"postgresql://dbarena@127.0.0.1:{port}/postgres"
+            url = f"postgresql://{superuser}@127.0.0.1:{port}/postgres"
             version = wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             # The dynamic shared memory the postmaster made (/dev/shm/PostgreSQL.<n>):
             # recorded, so that it is removed even when the server dies before it can
@@ -254,8 +260,11 @@ def throwaway(
                 raise EnvironmentProblem(f"PostgreSQL did not start: {reason}")
         assert version is not None  # each attempt either started the server or raised
         with open_connection(url, passfile=passfile) as conn:
-            conn.execute("CREATE DATABASE dbarena")
-        url = f"postgresql://dbarena@127.0.0.1:{port}/dbarena"
+            if listen:
+                _remote_access(conn, password, auth)
+            else:
+                conn.execute("CREATE DATABASE dbarena")
+        url = f"postgresql://{superuser}@127.0.0.1:{port}/dbarena"
         target = PgTarget(
             conn=connection_from_url(url),
             description=f"throwaway PostgreSQL {version} at 127.0.0.1:{port}",
@@ -278,6 +287,43 @@ def throwaway(
         # server may have been restarted (a restored data directory): the current one.
         instance.release(target.process if target is not None else proc, top, record,
                          keep=keep and target is not None, first_signal=signal.SIGINT)
+
+
+# A listening server's superuser: reached from this host only (remote_hba).
+REMOTE_ADMIN = "dbarena_admin"
+
+
+def remote_hba(clients: Sequence[str], auth: str) -> str:
+    """pg_hba.conf of a server other hosts drive (the server of a `fleet run --together`),
+    in place of initdb's: its administrator from this host only (the private socket
+    directory, 127.0.0.1), dbarena's user to its own database from each client address
+    (an IP address: a host name in pg_hba needs reverse DNS that names it back, which
+    cloud and container networks seldom give) and from nowhere else."""
+    if not clients:
+        raise ValueError("a server that listens for other hosts needs their addresses")
+    lines = ["# dbarena: the server of a fleet run (fleet/serverhost.py); its administrator on this host only,",
+             "# dbarena's user from its load generators only",
+             f"local all {REMOTE_ADMIN} {auth}",
+             f"host all {REMOTE_ADMIN} 127.0.0.1/32 {auth}"]
+    # One host each (ip_address refuses a network such as 10.0.0.0/8).
+    for address in sorted({ipaddress.ip_address(c) for c in clients}, key=lambda a: (a.version, a)):
+        lines.append(f"host dbarena dbarena {address}/{address.max_prefixlen} {auth}")
+    return "\n".join(lines) + "\n"
+
+
+def _remote_access(conn: psycopg.Connection, password: str, auth: str) -> None:
+    """dbarena's user on a server other hosts drive: not a superuser. It owns its
+    database, so the workloads create, fill, vacuum and drop their tables there (the
+    public schema is the database owner's from PostgreSQL 15, open to every role
+    before), and is in pg_monitor, the read-only statistics role, so the server
+    sampler sees every session as it does on a local server. The password goes to the
+    server as its hash (libpq's PQencryptPasswordConn), so that no statement log holds it."""
+    from psycopg import sql
+
+    verifier = conn.pgconn.encrypt_password(password.encode(), b"dbarena", auth.encode()).decode()
+    conn.execute(sql.SQL("CREATE ROLE dbarena LOGIN PASSWORD {}").format(sql.Literal(verifier)))
+    conn.execute("CREATE DATABASE dbarena OWNER dbarena")
+    conn.execute("GRANT pg_monitor TO dbarena")
 
 
 class PostgresEngine:
@@ -307,11 +353,11 @@ class PostgresEngine:
 
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
                   executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None,
-                  cpus: Sequence[int] | None = None, listen: str | None = None, password: str | None = None
-                  ) -> contextlib.AbstractContextManager[PgTarget]:
+                  cpus: Sequence[int] | None = None, listen: str | None = None, password: str | None = None,
+                  clients: Sequence[str] = ()) -> contextlib.AbstractContextManager[PgTarget]:
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
                          executor=executor, cluster=cluster, data_parent=data_parent, cpus=cpus, listen=listen,
-                         password=password)
+                         password=password, clients=clients)
 
     def check_cluster(self, cluster: Mapping[str, str]) -> None:
         check_cluster(cluster)

@@ -5,8 +5,9 @@ as a throwaway instance and the other hosts drive it over the network. The contr
 (together.py) drives it through two hidden commands, in that host's working directory:
 
     host-server       detached: starts the throwaway instance listening on the host's
-                      address as well as 127.0.0.1, dbarena's user allowed from other
-                      hosts by the password the controller sent (as a target's password
+                      address as well as 127.0.0.1, dbarena's user (not a superuser)
+                      allowed from the load generators' addresses only (clients_of),
+                      by the password the controller sent (as a target's password
                       travels: a file only the user reads, removed once read); says
                       `ready` with its URL (no password in it) and the machine's cores
                       and hardware threads; then waits until it is told to stop, and the
@@ -15,15 +16,20 @@ as a throwaway instance and the other hosts drive it over the network. The contr
                       was killed)
     host-server-ctl   wait-ready | status | stop
 
-A server nobody asks after for `idle_s` (the controller died, the network went) stops
-itself: a throwaway instance never outlives its run by more than that.
+A lease keeps the server: the file LEASE in its folder, which the controller touches
+every few seconds (together.Lease) and every host-server-ctl call touches too. A lease
+older than the request's `lease_s` (the controller was killed, its machine or the
+network went) makes the server stop itself: it outlives its controller by that and its
+shutdown, well within a minute, whatever the length of a point.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from dbarena.fleet.loadgen import _alive, _read_status  # a status file read as 
 from dbarena.fleet.progress import write_json
 
 SERVER = "server"
+LEASE = "lease"  # touched by the controller while it is there; its age says how long it has been gone
 READY_WAIT_S = 600.0  # initdb and the first start can take minutes on a slow disk
 STOP_WAIT_S = 180.0   # a fast shutdown with a checkpoint, then the instance removed
 FINAL = ("stopped", "failed")
@@ -39,6 +46,10 @@ FINAL = ("stopped", "failed")
 
 def folder_of(workdir: Path) -> Path:
     return workdir / SERVER
+
+
+def lease_path(workdir: Path) -> Path:
+    return folder_of(workdir) / LEASE
 
 
 def _status(folder: Path, state: str, **more: Any) -> None:
@@ -58,7 +69,7 @@ def serve(workdir: Path, request_path: Path) -> int:
 
     folder = folder_of(workdir)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for stale in ("stop", "status.json", "asked"):
+    for stale in ("stop", "status.json", LEASE):
         (folder / stale).unlink(missing_ok=True)
     request = json.loads(request_path.read_text())
     request_path.unlink(missing_ok=True)
@@ -73,31 +84,78 @@ def serve(workdir: Path, request_path: Path) -> int:
     try:
         _secrets(workdir)
         variable = "PGPASSWORD" if request["engine"] == "postgres" else "MYSQL_PWD"
-        password = os.environ.pop(variable, "")
+        password = os.environ.get(variable, "")
+        # Neither stays in this process's environment, which the server it starts (run as
+        # the engine's own user, who may read its environment) would inherit.
+        for sent in ("PGPASSWORD", "MYSQL_PWD"):
+            os.environ.pop(sent, None)
         if not password:
             raise RuntimeError("the controller sent no password for the server")
+        clients = clients_of(request["clients"])
         engine = engine_get(request["engine"], request.get("flavour") or "auto",
                             bindir=Path(request["bindir"]) if request.get("bindir") else None)
         with engine.throwaway(settings=request.get("settings") or {}, max_connections=int(request["max_connections"]),
                               bindir=Path(request["bindir"]) if request.get("bindir") else None, keep=False,
-                              executor=execute.LOCAL, listen=request["listen"], password=password) as target:
+                              executor=execute.LOCAL, listen=request["listen"], password=password,
+                              clients=sorted({ip for ips in clients.values() for ip in ips})) as target:
             scheme = "postgresql" if request["engine"] == "postgres" else "mysql"
             url = f"{scheme}://dbarena@{request['listen']}:{target.conn.port}/dbarena"
             facts = hostinfo.host_facts()
             _said(folder, sid, "ready", url=url, server_version=target.server_version,
                     physical_cores=facts.get("physical_cores"), hardware_threads=facts.get("hardware_threads"),
-                    host_facts=facts)
-            (folder / "asked").touch()
+                    host_facts=facts, clients=clients)
+            lease = folder / LEASE
+            lease.touch()
+            why = "asked to stop"
             while not stopping["signal"] and not (folder / "stop").exists():
-                if time.time() - (folder / "asked").stat().st_mtime > float(request.get("idle_s", 3600)):
+                if time.time() - _mtime(lease) > float(request["lease_s"]):
+                    why = f"its lease was not renewed for {float(request['lease_s']):.0f} s: the controller is gone"
                     break
                 time.sleep(0.5)
-            _said(folder, sid, "stopping")
-        _said(folder, sid, "stopped")
+            if stopping["signal"]:
+                why = "SIGTERM"
+            _said(folder, sid, "stopping", reason=why)
+        _said(folder, sid, "stopped", reason=why)
         return 0
     except Exception as exc:  # the controller reads the reason from the status
         _said(folder, sid, "failed", reason=_one_line(exc))
         return 1
+
+
+def _mtime(path: Path) -> float:
+    """When the lease was last renewed (0, long ago, if someone removed it)."""
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def clients_of(hosts: dict[str, str]) -> dict[str, list[str]]:
+    """The IP addresses the server lets dbarena's user in from: per load generator (its
+    inventory name: its Host.address), that address if it is one, else what it resolves
+    to here, every address of it (IPv4 and IPv6). Resolved on this host, because its
+    resolver is the one of the network where the load generators meet the server (the
+    controller may be a laptop elsewhere), and resolved once, at the start: pg_hba would
+    take a host name, but matches it by reverse DNS of the client's address, which
+    cloud and container networks seldom give back, and MariaDB, which skips name
+    resolution, never matches one. The server sees a load generator by the address it
+    connects from: where that is not the address others reach it by (several
+    interfaces, NAT), the inventory says which with dbarena_server_address."""
+    out: dict[str, list[str]] = {}
+    for name, address in hosts.items():
+        try:
+            out[name] = [str(ipaddress.ip_address(address))]
+            continue
+        except ValueError:
+            pass
+        try:
+            found = socket.getaddrinfo(address, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise RuntimeError(f"load generator {name}'s address {address} does not resolve on the server host "
+                               f"({exc.strerror or exc}): give it dbarena_server_address=<its IP address> "
+                               "in the inventory") from None
+        out[name] = sorted({str(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in found})
+    return out
 
 
 def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
@@ -120,8 +178,8 @@ def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
                 break
             time.sleep(0.2)
     status = read()
-    if (folder / "asked").exists():
-        (folder / "asked").touch()  # the controller is still there
+    if (folder / LEASE).exists():
+        (folder / LEASE).touch()  # the controller is still there
     if status.get("state") not in FINAL and status.get("state") != "absent" and not _alive(status.get("pid")):
         status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
     return status

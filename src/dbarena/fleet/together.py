@@ -39,6 +39,10 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
+import signal
+import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -48,7 +52,7 @@ from typing import Any, Iterator
 
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
-from dbarena.fleet.controller import Fleet, build_wheel, packages, START_TIMEOUT_S
+from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
 from dbarena.stats import configkey
@@ -56,7 +60,10 @@ from dbarena.stats.latency import Latencies
 from dbarena.study import Study
 
 STEP_TIMEOUT_S = 600.0
-IDLE_MARGIN_S = 1800.0  # a [server] host's server stops itself when not asked after for a point and this
+# A [server] host's server stops itself once its lease is this old; the controller
+# renews it every RENEW_S (a renewal that fails is tried again: three may fail in a row).
+LEASE_S = 40.0
+RENEW_S = 10.0
 PREPARE_TIMEOUT_S = 3600.0
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
 
@@ -162,7 +169,8 @@ class Together:
             if not self.start_server():
                 return 1
             try:
-                return self._run(installed=True)
+                with Lease(self.fleet.ansible.inventory, self.server):
+                    return self._run(installed=True)
             finally:
                 self.stop_server()
 
@@ -255,7 +263,10 @@ class Together:
                    "settings": dict(entry.settings), "bindir": entry.bindir,
                    "max_connections": max(151, max((s.clients for s in specs), default=0) + 10),
                    "listen": self.server.address,
-                   "idle_s": max((s.duration_s for s in specs), default=0) + IDLE_MARGIN_S}
+                   # Who may connect: the load generators, each by the address the inventory
+                   # gives it (the server host resolves a name: serverhost.clients_of).
+                   "clients": {h.name: h.address for h in self.hosts},
+                   "lease_s": LEASE_S}
         self.say(f"starting the server on {self.server.name} ({self.server.address}): a throwaway {entry.name}")
         answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "wait-ready",
                                            "--server", self.server_id],
@@ -273,7 +284,9 @@ class Together:
         self.run_args = [*self.run_args, "--target", self.target,
                          *(("--server-cores", str(cores)) if cores else ()),
                          *(("--server-threads", str(threads)) if threads else ())]
-        self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}")
+        opened = ", ".join(f"{name} ({' '.join(ips)})" for name, ips in (data.get("clients") or {}).items())
+        self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}, "
+                 f"open to {opened or 'no one'}")
         return True
 
     def server_alive(self) -> str | None:
@@ -399,6 +412,55 @@ class Together:
             ended_at=_utc(max(p["ended_at"] for _, _, p in raw)), command=tuple(raw[0][2]["command"]),
             exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
             samples=samples)
+
+
+class Lease:
+    """Keeps the [server] host's server while this controller is there: a thread that
+    every RENEW_S touches the server's lease file (serverhost.LEASE) over SSH, by
+    Ansible's raw module, so that nothing but `touch` starts on the host being measured
+    (no Python, no dbarena) and no play of the run waits for it. A controller that is
+    killed stops renewing, and its server stops itself LEASE_S later."""
+
+    def __init__(self, inventory: Path, host: Host):
+        lease = str(serverhost.lease_path(Path(host.workdir)))
+        self.argv = [ansible_command("ansible"), "-i", str(inventory), host.name, "-m", "raw",
+                     "-a", f"touch -c {shell_path(lease)}"]
+        # The passwords stay out of it (the raw module sends no environment, but why hand them on).
+        self.env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "MYSQL_PWD")}
+        self.env.setdefault("ANSIBLE_TIMEOUT", str(int(RENEW_S)))
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._renew, name="dbarena-server-lease", daemon=True)
+
+    def __enter__(self) -> "Lease":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=2 * RENEW_S)
+
+    def _renew(self) -> None:
+        while not self.done.wait(RENEW_S):
+            try:
+                proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError:
+                continue
+            try:
+                proc.wait(timeout=2 * RENEW_S)
+            except subprocess.TimeoutExpired:  # a connection that hangs: the next renewal tries again
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def shell_path(path: str) -> str:
+    """A host's path quoted for its shell, a leading ~/ left for the shell to expand (a
+    working directory in the login user's home, as inventory.py's default is)."""
+    if path == "~" or path.startswith("~/"):
+        rest = path[2:]
+        return "~/" + (shlex.quote(rest) if rest else "")
+    return shlex.quote(path)
 
 
 def _expand(study: Study) -> list[Any]:
