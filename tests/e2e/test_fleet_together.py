@@ -452,6 +452,62 @@ def test_a_server_outlives_a_killed_controller_by_its_lease_only(tmp_path_factor
     assert _within(30, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
 
 
+def test_fleet_cleanup_stops_what_a_killed_controller_left_at_once(tmp_path_factory):
+    """The controller SIGKILLed mid-point, then `fleet cleanup` on the inventory: the
+    server stops listening and both load generators' pgbench are gone within seconds of
+    it, not at the lease's end or the point's; each host says what it stopped."""
+    from dbarena.fleet.together import LEASE_S
+
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("cleanup")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        study = tmp / "cleanup.toml"
+        study.write_text(STUDY.format(name="cleanup", levels=[2], duration=60, sampling=0.01))
+        env = ansible_env(tmp)
+        run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
+                                str(study), "--together", "--poll", "1", "--store", str(tmp / "cleanup.db")],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+        try:
+            status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)
+            port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+            assert _within(240, lambda: all(any("pgbench" in line.split(" ", 2)[1] for line in
+                                                processes_mentioning(str(workdirs[h] / "point")))
+                                            for h in ("alpha", "beta"))), processes_mentioning("pgbench")
+            run.send_signal(signal.SIGKILL)
+            run.communicate(timeout=60)
+        finally:
+            run.kill()
+        killed = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "cleanup", "-i", str(inv)], env=env,
+                              capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        assert any(line.startswith("gamma: stopped the together server") for line in lines), done.stdout
+        for name in ("alpha", "beta"):
+            assert any(line.startswith(f"{name}: stopped the together point") for line in lines), done.stdout
+        assert "Traceback" not in done.stdout + done.stderr
+        # At once: before the lease would have stopped the server, and long before the
+        # 60 s points would have ended.
+        assert not _listening(port)
+        assert _within(10, lambda: not any("pgbench" in line for h in ("alpha", "beta")
+                                           for line in processes_mentioning(str(workdirs[h] / "point"))))
+        assert time.monotonic() - killed < LEASE_S, "fleet cleanup took as long as the lease"
+        again = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "cleanup", "-i", str(inv)], env=env,
+                               capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL)
+        assert again.returncode == 0 and "stopped" not in again.stdout, again.stdout
+    assert _within(30, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(30, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
 # ---------------------------------------------------------------- who a server for other hosts lets in
 #
 # On one machine a connection to any loopback address comes from 127.0.0.1 unless its

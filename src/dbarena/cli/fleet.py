@@ -141,6 +141,39 @@ def fleet_status(inventory: Path, limit: str | None) -> int:
         fleet.close()
 
 
+@fleet_group.command("cleanup")
+@inventory_option
+@limit_option
+def fleet_cleanup(inventory: Path, limit: str | None) -> int:
+    """Stop and remove what fleet runs left on the hosts: the throwaway server and the
+    load generators' points of a `fleet run --together` whose controller was killed
+    (its server would stop itself within a minute, its points run to their end), and
+    what dead dbarena processes left there (throwaway instances, scratch directories).
+    A host's own study (`fleet run` without --together) needs no controller and is left
+    running. Do not run it while a --together run is going: it stops that run's server.
+
+    Exit status: 0 every host answered, 1 some host unreachable or failed, 2 bad input.
+    """
+    from dbarena.fleet import controller, inventory as inventory_mod
+
+    hosts = inventory_mod.load(inventory, limit, controller.ansible_command("ansible-inventory"))
+    fleet = controller.Fleet(inventory=inventory, hosts=hosts, say=click.echo)
+    try:
+        return fleet.cleanup(hosts)
+    finally:
+        fleet.close()
+
+
+@fleet_group.command("host-cleanup", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+def fleet_host_cleanup(workdir: Path) -> None:
+    """On a host, for `fleet cleanup`: stop and reap (fleet/hostcleanup.py)."""
+    from dbarena.fleet import hostcleanup
+
+    hostcleanup.cleanup(workdir.expanduser(), click.echo)
+
+
 @fleet_group.command("host-run", hidden=True, context_settings={"ignore_unknown_options": True})
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The host's fleet working directory (dbarena_workdir).")

@@ -39,6 +39,8 @@ FINAL = ("complete", "failed", "stopped")
 # How long one status poll, and one fetch of the hosts' stores, may take: a connection
 # that hangs makes its host unreachable for that round instead of hanging the fleet.
 POLL_TIMEOUT_S = 120.0
+# fleet cleanup: a throwaway server's stop (serverhost.STOP_WAIT_S) and the rest.
+CLEANUP_TIMEOUT_S = 300.0
 FETCH_TIMEOUT_S = 1800.0
 # Starting includes apt-get and pip installs on a fresh host: generous, but not forever.
 START_TIMEOUT_S = 3600.0
@@ -335,6 +337,31 @@ class Fleet:
                 # The run's own last lines (its run.log on the host), for why it failed.
                 state.output = tuple(line for text in state.status["output"]
                                      for line in failure.lines_of(text, self.ansible.secrets))[-failure.MAX_LINES:]
+
+    # ------------------------------------------------------------ cleanup
+
+    def cleanup(self, hosts: list[Host]) -> int:
+        """`fleet cleanup`: each host's own lines of what it stopped and removed
+        (fleet/hostcleanup.py); 0 when every host answered, else 1."""
+        results = self.ansible.play("cleanup.yml", hosts, {}, timeout_s=CLEANUP_TIMEOUT_S)
+        trouble = 0
+        for h in hosts:
+            result = results[h.name]
+            task = result["tasks"].get("cleanup", {})
+            if result["unreachable"] or result["failed"]:
+                found = result["failure"]
+                self.say(f"{h.name}: {'unreachable' if result['unreachable'] else 'failed'}: {found.summary}")
+                self.say("\n".join(f"    | {line}" for line in found.output))
+                trouble += 1
+            elif task.get("rc") == 2 and "No such file" in str(task.get("msg", "")):
+                self.say(f"{h.name}: nothing to clean up (dbarena is not installed there)")
+            elif task.get("rc") not in (0, None):
+                self.say(f"{h.name}: failed: {failure.failure('cleanup', task, self.ansible.secrets).summary}")
+                trouble += 1
+            else:
+                for line in failure.lines_of(task.get("stdout"), self.ansible.secrets) or ["nothing to clean up"]:
+                    self.say(f"{h.name}: {line}")
+        return 1 if trouble else 0
 
     # ------------------------------------------------------------ run
 
