@@ -125,6 +125,25 @@ def test_a_failed_runs_error_with_a_spaced_password_is_stored_and_shown_masked(t
     assert "***" in shown[1] and b"Pw22" not in stored_bytes(store) and "Pw22" not in out + err + shown[1] + shown[2]
 
 
+@pytest.mark.parametrize("output", [PGBENCH, MYSQLSLAP, SYSBENCH_MYSQL], ids=["pgbench", "mysqlslap", "sysbench"])
+@pytest.mark.parametrize("line_break", ["\r", "\r\n", "\x0c", "\u2028"], ids=["cr", "crlf", "ff", "ls"])
+def test_any_line_break_reads_as_a_newline(output, line_break, tmp_path, capsys):
+    """Issue 46: the readers split lines with splitlines() but found them with re.M (which
+    knows \n alone), so a mysqlslap output with lone carriage returns was refused as no
+    tool's. Each break splitlines() knows reads as \n: the same point, the same lines."""
+    stored = []
+    engine = "postgres" if output == PGBENCH else "mysql"
+    for name, brk in (("n", "\n"), ("other", line_break)):
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(output.read_text().replace("\n", brk).encode())
+        code, out, err = invoke(["import", str(path), "--label", "box", "--engine", engine,
+                                 "--store", str(tmp_path / f"{name}.db")], capsys)
+        assert code == 0 and "imported 1 point(s) (1 ok, 0 failed)" in out, (name, err)
+        (point,) = stored_points(tmp_path / f"{name}.db")
+        stored.append({k: point[k] for k in ("workload", "threads", "clients", "tps", "qps", "duration_s")})
+    assert stored[0] == stored[1]
+
+
 def test_a_sysbench_command_line_before_its_banner_stays_with_its_run(tmp_path, capsys):
     path = tmp_path / "sb.txt"
     path.write_text("sysbench oltp_point_select --db-driver=pgsql --threads=10 --tables=4 run\n"
