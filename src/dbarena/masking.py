@@ -43,9 +43,12 @@ _KEY = r"(?i:\b[\w-]*(?:password|passwd|_pwd))"
 # (The user part may hold a bare @, as urlsplit reads it: the password is what stands
 # between the first ':' and the last '@' before the path.)
 _URL = re.compile(r"(://[^/\s:]*:)[^\s/]*@")
-# `=` or `:` with spaces or tabs around it (not a line break: `Password:` as a prompt
-# ends its line), after a key maybe closing its quotes (JSON's "password": "x").
-_ASSIGNED = re.compile(rf"""({_KEY}["']?[ \t]*[=:][ \t]*){_VALUE}""")
+# `=` right after the key, or with spaces or tabs before it and maybe after (libpq's
+# `password = x`), or `:` with or without them (never a line break: `Password:` as a
+# prompt ends its line), after a key maybe closing its quotes (JSON's "password": "x").
+# Not `KEY= word`: in a shell that is an empty value and then the command's next word
+# (`--pgsql-password= run`, `PGPASSWORD= pgbench`).
+_ASSIGNED = re.compile(rf"""({_KEY}["']?(?:=|[ \t]+=[ \t]*|[ \t]*:[ \t]*)){_VALUE}""")
 _SEPARATE = re.compile(rf"((?<![\w-])--(?:[\w-]+-)?password[ \t]+)(?!-){_VALUE}")
 # A MySQL client (mysqlslap, mariadb-slap, mysql, mysqladmin ...) named on the line.
 _MYSQL_CLIENT = re.compile(r"(?:^|[\s/;|&(])(?:mysql|mariadb)[\w-]*(?=\s)")
