@@ -143,11 +143,14 @@ def test_a_record_naming_a_directory_dbarena_did_not_make_removes_nothing(tmp_pa
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(precious)],
                                  start_new_session=True)
     others = tmp_path / "dbarena-others"
-    others.mkdir()
-    state.mark(others)
-    os.chown(others, 65534, 65534)  # nobody's (the suite runs as root)
+    (others / state.MARKER).mkdir(parents=True)  # a directory of that name is no marker
+    theirs = tmp_path / "dbarena-theirs"
+    theirs.mkdir()
+    state.mark(theirs)
+    os.chown(theirs / state.MARKER, 65534, 65534)  # another user's marker (the unit tests run as root, as CI)
     named = {"home": str(precious), "unmarked": str(precious / "dbarena-unmarked"),
-             "link": str(precious / "dbarena-linked"), "relative": "dbarena-x", "others": str(others)}
+             "link": str(precious / "dbarena-linked"), "relative": "dbarena-x", "others": str(others),
+             "theirs": str(theirs)}
     for name, top in named.items():
         write_dead_record(tmp_path, f"instance-{name}", {"kind": "instance", "engine": "postgres", "top": top,
                                                        "server_pgid": bystander.pid, "shm": [str(precious / "a")]})
@@ -161,14 +164,14 @@ def test_a_record_naming_a_directory_dbarena_did_not_make_removes_nothing(tmp_pa
     finally:
         bystander.kill()
         bystander.wait()
-    assert sorted(p.name for p in precious.rglob("*")) == before and others.is_dir()
-    assert len(said) == 6 and all(" alone: " in line and "not a directory dbarena made" in line for line in said)
+    assert sorted(p.name for p in precious.rglob("*")) == before and others.is_dir() and theirs.is_dir()
+    assert len(said) == 7 and all(" alone: " in line and "not a directory dbarena made" in line for line in said)
     reasons = "\n".join(said)
     for reason in ("not named as dbarena names its directories", "holds no .dbarena-made file", "a symbolic link",
-                   "owned by uid 65534"):
+                   "its .dbarena-made is not a file of this user's"):
         assert reason in reasons, reasons
     assert state.records() == []  # each said once, then forgotten
-    assert cleanup.reap_dead(said.append) == 0 and len(said) == 6
+    assert cleanup.reap_dead(said.append) == 0 and len(said) == 7
 
 
 def test_a_killed_runs_work_directory_is_removed_only_if_dbarena_made_it(tmp_path):
@@ -186,5 +189,5 @@ def test_a_killed_runs_work_directory_is_removed_only_if_dbarena_made_it(tmp_pat
     said: list[str] = []
     assert cleanup.reap_dead(said.append) == 3
     assert not made.exists() and not empty.exists() and (foreign / "keep").exists()
-    assert said == [f"left {foreign} alone: it holds no .dbarena-made file of dbarena's, not a directory dbarena "
-                    f"made (named by {tmp_path / 'state' / 'records' / 'run-foreign.json'})"]
+    assert said == [f"left {foreign} alone: it holds no .dbarena-made file, not a directory dbarena made "
+                    f"(named by {tmp_path / 'state' / 'records' / 'run-foreign.json'})"]

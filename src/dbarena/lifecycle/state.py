@@ -166,7 +166,10 @@ def foreign(path: str) -> str | None:
     """Why a directory a state record names is not one dbarena made and may remove (None:
     it is, or it is gone): a relative path or one with '..', a name without DIR_PREFIX,
     a symbolic link or not a directory, another user's, or one holding neither dbarena's
-    marker nor nothing at all (an empty one is what a kill right after its mkdir left)."""
+    marker (this user's) nor nothing at all (an empty one is what a kill right after its
+    mkdir left). As root, the directory may be another user's: root gives an instance's
+    directory to the server's unprivileged user (engines/instance.py), and its marker,
+    which stays root's, is what says it is dbarena's."""
     where = Path(path)
     if not where.is_absolute() or ".." in where.parts or not where.name.startswith(DIR_PREFIX):
         return f"not named as dbarena names its directories ({DIR_PREFIX}...)"
@@ -180,19 +183,20 @@ def foreign(path: str) -> str | None:
         return "a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
         return "not a directory"
-    if st.st_uid != os.geteuid():
+    if st.st_uid != os.geteuid() and os.geteuid() != 0:
         return f"owned by uid {st.st_uid}, not by this user"
     try:
         marker = os.lstat(where / MARKER)
-        if stat.S_ISREG(marker.st_mode) and marker.st_uid == os.geteuid():
-            return None
     except FileNotFoundError:
         with contextlib.suppress(OSError):
             if not any(os.scandir(where)):
                 return None
-    except OSError:
-        pass
-    return f"it holds no {MARKER} file of dbarena's"
+        return f"it holds no {MARKER} file"
+    except OSError as exc:
+        return f"cannot be examined: {exc.strerror or exc}"
+    if not stat.S_ISREG(marker.st_mode) or marker.st_uid != os.geteuid():
+        return f"its {MARKER} is not a file of this user's"
+    return None
 
 
 def smt(control: str, original: str, online: str | None = None) -> Record:
