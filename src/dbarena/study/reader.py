@@ -31,14 +31,17 @@ MAX_STUDY_BYTES = 2**20
 MAX_NESTING = 16
 # The tokens that tell structure from text in TOML: its four kinds of string and its
 # comments (skipped whole: a dot or a bracket in them is text), then the brackets that
-# nest, the dot that joins a dotted key's parts, and what ends a key or a value.
+# nest, the dot that joins a dotted key's parts, and what ends a key or a value. A
+# string never closed runs to its line's end (the text's, for a multi-line one), as
+# tomllib reads it before it refuses it: a match attempt from each of its quotes would
+# read the rest again each time (quadratic: 350,000 of `"a\` on one line).
 _TOML_TOKEN = re.compile(r'''
-    """(?:[^"\\]|\\.|""?(?!"))*"{3,5}    # multi-line basic string (up to two quotes end its text)
-  | '{3}(?:[^']|''?(?!'))*'{3,5}         # multi-line literal string
-  | "(?:[^"\\\n]|\\.)*"                  # basic string
-  | '[^'\n]*'                            # literal string
-  | \#[^\n]*                             # comment
-  | [][{}.=,\n]                          # structure
+    """(?:[^"\\]|\\.|""?(?!"))*(?:"{3,5})?    # multi-line basic string (up to two quotes end its text)
+  | '{3}(?:[^']|''?(?!'))*(?:'{3,5})?         # multi-line literal string
+  | "(?:[^"\\\n]|\\.)*"?                      # basic string
+  | '[^'\n]*'?                                # literal string
+  | \#[^\n]*                                  # comment
+  | [][{}.=,\n]                               # structure
 ''', re.VERBOSE | re.DOTALL)
 
 
