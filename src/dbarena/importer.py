@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from dbarena.importers.commandline import command as _command
 from dbarena.importers.commandline import option as _option
-from dbarena.importers.common import ImportedPoint, ImportProblem
+from dbarena.importers.common import ImportedPoint, ImportProblem, one_line_break
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv
 from dbarena.importers import pieces, workloadnames
@@ -76,6 +76,7 @@ def read(name: str, text: str, *, label: str, engine: str | None = None, tool: s
     header was cut off) are appended to `skipped`; without that list, the first one is
     an ImportProblem. A file of such pieces only is one either way."""
     text = text.removeprefix("\ufeff")  # a byte-order mark, as Excel writes a UTF-8 CSV
+    text = one_line_break(text)  # (one reading of its lines for every reader below)
     if workload is not None:
         workload = workloadnames.canonical(workload) or workload  # ImportOptions refused unknown names
     try:

@@ -94,6 +94,22 @@ def _acts(c: str) -> bool:
     return unicodedata.category(c) in ("Cc", "Cs") or c in _BIDI_CONTROLS
 
 
+# The bidirectional marks: invisible, and they too move what follows them.
+_BIDI_MARKS = frozenset("\u200e\u200f\u061c")
+
+
+def visible(text: str, *, keep: str = "") -> str:
+    """The text with each character printable() would drop, and each bidirectional mark,
+    shown as its Python escape (ESC as \\x1b, a right-to-left override as \\u202e, a line
+    break as \\n): for text a user reads to judge it (a study file's values in `study
+    check`), where dropping them would hide what the file holds. `keep` names control
+    characters to keep as they are."""
+    if _SAFE.fullmatch(text) and not any(c in _BIDI_MARKS for c in text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii") if c not in keep and (_acts(c) or c in _BIDI_MARKS)
+                   else c for c in text)
+
+
 _SAFE = re.compile(r"[ -~\u00a0-\u2029\u202f-\u2065\u206a-\ud7ff\ue000-\U0010ffff]*")
 
 

@@ -7,11 +7,14 @@ output, a stored command and an error message are masked alike:
   `PGPASSWORD=x`, `PGPASSWORD="x y"`, `MYSQL_PWD='x'`, `--password=x`,
   `--pgsql-password=x`, `--mysql-password="x"`;
 - a long option and its value as the next word: `--password x`, `--password 'x y'`;
-- libpq keyword connection strings: `host=h password=x dbname=d`, `password='x y'`;
+- libpq keyword connection strings: `host=h password=x dbname=d`, `password='x y'`,
+  `password = x` (libpq allows spaces around `=`, as option files do: my.cnf's
+  `password = x`);
+- configuration echoed into a file: `password: x` (YAML), `"password": "x"` (JSON);
 - URLs: `postgresql://user:x@host/db`, `mysql://user:x@host`;
 - a MySQL client's glued short option, on a line that runs one: `mysqlslap -px`,
   `-p'x'`, `-p"x"` (`-p x` is not a password there: a bare -p prompts for one, and
-  pgbench's `-p 5432` is a port).
+  pgbench's `-p 5432` is a port, so `-p x` is left as it is).
 
 Masking is done on what is kept, after the figures are read: it may hide a little
 more than the password (a word after `--password` that a MySQL client would have taken
@@ -40,7 +43,12 @@ _KEY = r"(?i:\b[\w-]*(?:password|passwd|_pwd))"
 # (The user part may hold a bare @, as urlsplit reads it: the password is what stands
 # between the first ':' and the last '@' before the path.)
 _URL = re.compile(r"(://[^/\s:]*:)[^\s/]*@")
-_ASSIGNED = re.compile(rf"({_KEY}[ \t]*=){_VALUE}")
+# `=` right after the key, or with spaces or tabs before it and maybe after (libpq's
+# `password = x`), or `:` with or without them (never a line break: `Password:` as a
+# prompt ends its line), after a key maybe closing its quotes (JSON's "password": "x").
+# Not `KEY= word`: in a shell that is an empty value and then the command's next word
+# (`--pgsql-password= run`, `PGPASSWORD= pgbench`).
+_ASSIGNED = re.compile(rf"""({_KEY}["']?(?:=|[ \t]+=[ \t]*|[ \t]*:[ \t]*)){_VALUE}""")
 _SEPARATE = re.compile(rf"((?<![\w-])--(?:[\w-]+-)?password[ \t]+)(?!-){_VALUE}")
 # A MySQL client (mysqlslap, mariadb-slap, mysql, mysqladmin ...) named on the line.
 _MYSQL_CLIENT = re.compile(r"(?:^|[\s/;|&(])(?:mysql|mariadb)[\w-]*(?=\s)")

@@ -340,7 +340,7 @@ class Sweep:
         work_dir = Path(tempfile.gettempdir()) / f"dbarena-point-{uuid.uuid4().hex[:12]}"
         try:
             bound.scratch(work_dir)
-            work_dir.mkdir(mode=0o700)
+            state.make_dir(work_dir)  # marked: a reaper removes only what dbarena made
             write_point_files(work_dir, given.files)
             log_dir = work_dir if rate else None
             if rate:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbarena import workloads
 from dbarena.lifecycle import smt_switch
+from dbarena.limits import visible
 from dbarena.stats import estimators as stats
 from dbarena.plan import EnginePlan
 from dbarena.dataset_lifecycle import dataset_steps
@@ -196,7 +197,10 @@ def render(summary: dict[str, Any]) -> str:
         said = "; ".join(f"{f['key']} = {f['value']!r} ({f['what']})" for f in commands["found"])
         lines.append(f"runs commands or loads code: {said}; " + (
             f"allowed ({consent.FLAG})" if commands["allowed"] else f"refused without {consent.FLAG}"))
-    return "\n".join(lines)
+    # Each line as the file holds it, but nothing in it acts on the terminal: a control
+    # or bidirectional character shows as its escape (a right-to-left override as \u202e
+    # would otherwise reorder the line; a line break in a title would add a line).
+    return "\n".join(map(visible, lines))
 
 
 def _size(n: float) -> str:

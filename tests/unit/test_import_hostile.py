@@ -68,6 +68,10 @@ PASSWORD_FORMS = [
     ("sysbench oltp_read_write --db-driver=pgsql --pgsql-password=Pw15-eq run", SYSBENCH_PGSQL, ["Pw15-eq"], True),
     ("sysbench oltp_read_write --db-driver=pgsql --pgsql-password='Pw16 q-tail' run", SYSBENCH_PGSQL,
      ["Pw16", "q-tail"], True),
+    # Spaces around `=` (libpq takes them; option files write them), `:` and JSON (issue 46).
+    ('$ pgbench -S -c 50 -j 4 -T 120 "host=db1 password = Pw17-sp dbname=bench"', PGBENCH, ["Pw17-sp"], True),
+    ("$ pgbench -S -c 50 -j 4 -T 120 \"host=db1 password\t=  'Pw18 sp-tail' dbname=bench\"", PGBENCH,
+     ["Pw18", "sp-tail"], True),
 ]
 
 
@@ -87,6 +91,57 @@ def test_no_password_form_reaches_the_store(echoed, output, secret, in_command, 
         assert part not in out + err
     (point,) = stored_points(store)
     assert ("***" in point["command"]) is in_command
+
+
+@pytest.mark.parametrize("config, secret", [
+    ("[client]\npassword = Pw19-cnf", ["Pw19-cnf"]),  # my.cnf
+    ("password: Pw20-yaml", ["Pw20-yaml"]),
+    ('{"user": "bench", "password": "Pw21 json-tail"}', ["Pw21", "json-tail"]),
+], ids=["option-file", "yaml", "json"])
+def test_a_configuration_echoed_after_an_output_is_stored_masked(config, secret, tmp_path, capsys):
+    path = tmp_path / "run.txt"
+    path.write_bytes(b"mysqlslap --concurrency=50\n" + MYSQLSLAP.read_bytes() + config.encode() + b"\n")
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--label", "box", "--store", str(store)], capsys)
+    assert code == 0 and "imported 1 point(s) (1 ok, 0 failed)" in out, err
+    data = stored_bytes(store)
+    assert b"***" in data and not any(part.encode() in data for part in secret)
+
+
+def test_a_failed_runs_error_with_a_spaced_password_is_stored_and_shown_masked(tmp_path, capsys):
+    """A tool's error line quoting `password = x` (issue 46: kept by import and shown by
+    `results`): stored masked, and nothing prints it."""
+    path = tmp_path / "failed.txt"
+    path.write_text("$ pgbench -S -c 1 -T 10 bench\n"
+                    'pgbench: error: connection to server at "db1" failed: invalid option "password = Pw22-err"\n'
+                    "pgbench: fatal: Run was aborted; the above results are incomplete.\n")
+    store = tmp_path / "s.db"
+    code, out, err = invoke(["import", str(path), "--tool", "pgbench", "--label", "box", "--store", str(store)],
+                            capsys)
+    assert code == 0 and "(0 ok, 1 failed)" in out, out + err
+    (point,) = stored_points(store)
+    assert point["error"].endswith('invalid option "password = ***"'), point["error"]
+    shown = invoke(["results", "--store", str(store), "--json"], capsys)
+    assert "***" in shown[1] and b"Pw22" not in stored_bytes(store) and "Pw22" not in out + err + shown[1] + shown[2]
+
+
+@pytest.mark.parametrize("output", [PGBENCH, MYSQLSLAP, SYSBENCH_MYSQL], ids=["pgbench", "mysqlslap", "sysbench"])
+@pytest.mark.parametrize("line_break", ["\r", "\r\n", "\x0c", "\u2028"], ids=["cr", "crlf", "ff", "ls"])
+def test_any_line_break_reads_as_a_newline(output, line_break, tmp_path, capsys):
+    """Issue 46: the readers split lines with splitlines() but found them with re.M (which
+    knows \n alone), so a mysqlslap output with lone carriage returns was refused as no
+    tool's. Each break splitlines() knows reads as \n: the same point, the same lines."""
+    stored = []
+    engine = "postgres" if output == PGBENCH else "mysql"
+    for name, brk in (("n", "\n"), ("other", line_break)):
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(output.read_text().replace("\n", brk).encode())
+        code, out, err = invoke(["import", str(path), "--label", "box", "--engine", engine,
+                                 "--store", str(tmp_path / f"{name}.db")], capsys)
+        assert code == 0 and "imported 1 point(s) (1 ok, 0 failed)" in out, (name, err)
+        (point,) = stored_points(tmp_path / f"{name}.db")
+        stored.append({k: point[k] for k in ("workload", "threads", "clients", "tps", "qps", "duration_s")})
+    assert stored[0] == stored[1]
 
 
 def test_a_sysbench_command_line_before_its_banner_stays_with_its_run(tmp_path, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -40,6 +41,7 @@ def test_a_pid_is_its_owner_only_with_the_same_start_time():
 def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_path):
     top = tmp_path / "dbarena-pg-x"
     (top / "data").mkdir(parents=True)
+    state.mark(top)  # as instance.new_top's directory is
     with Store(tmp_path / "r.db") as db:
         run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t",
                                       started_at=datetime.now(timezone.utc), server_version=None, tool_versions={},
@@ -84,7 +86,7 @@ def test_a_kept_instance_removed_by_hand_is_forgotten_silently(tmp_path):
     state.instance("postgres", top).disown()
     said: list[str] = []
     assert cleanup.reap_dead(said.append) == 0 and len(state.records()) == 1  # still there: kept
-    top.rmdir()  # `kill PID && rm -rf DIR`, as the keep note offers
+    shutil.rmtree(top)  # `kill PID && rm -rf DIR`, as the keep note offers
     assert cleanup.reap_dead(said.append) == 0 and state.records() == [] and said == []
 
 
@@ -122,3 +124,73 @@ def test_a_killed_fleet_controllers_working_directory_is_removed(tmp_path):
     while time.monotonic() < deadline and (work.exists() or state.records()):
         time.sleep(0.1)
     assert not work.exists() and state.records() == []
+
+
+def write_dead_record(tmp_path, name: str, record: dict) -> None:
+    pid, started = dead_pid()
+    folder = tmp_path / "state" / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps({**record, "owner_pid": pid, "owner_start": started,
+                                                     **state.machine()}))
+
+
+def test_a_record_naming_a_directory_dbarena_did_not_make_removes_nothing(tmp_path):
+    """Issue 46: a state record naming any directory made any command delete it (and
+    stop any process group whose command line held that path). Only what dbarena made
+    is removed: named dbarena-..., a directory (not a link), this user's, marked."""
+    precious = tmp_path / "precious"  # a home directory, /etc: any name
+    (precious / "dbarena-unmarked").mkdir(parents=True)
+    (precious / "dbarena-unmarked" / "thesis.tex").write_text("years of work")
+    (precious / "dbarena-linked").symlink_to(precious)
+    state.mark(precious)  # even with dbarena's marker, a name dbarena never gives is refused
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(precious)],
+                                 start_new_session=True)
+    others = tmp_path / "dbarena-others"
+    (others / state.MARKER).mkdir(parents=True)  # a directory of that name is no marker
+    theirs = tmp_path / "dbarena-theirs"
+    theirs.mkdir()
+    state.mark(theirs)
+    os.chown(theirs / state.MARKER, 65534, 65534)  # another user's marker (the unit tests run as root, as CI)
+    named = {"home": str(precious), "unmarked": str(precious / "dbarena-unmarked"),
+             "link": str(precious / "dbarena-linked"), "relative": "dbarena-x", "others": str(others),
+             "theirs": str(theirs)}
+    for name, top in named.items():
+        write_dead_record(tmp_path, f"instance-{name}", {"kind": "instance", "engine": "postgres", "top": top,
+                                                       "server_pgid": bystander.pid, "shm": [str(precious / "a")]})
+    (precious / "a").write_text("not a shared memory segment")
+    write_dead_record(tmp_path, "scratch-s", {"kind": "scratch", "path": str(precious)})
+    before = sorted(p.name for p in precious.rglob("*"))
+    said: list[str] = []
+    try:
+        cleanup.reap_dead(said.append)
+        assert bystander.poll() is None, "a process the record named was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
+    assert sorted(p.name for p in precious.rglob("*")) == before and others.is_dir() and theirs.is_dir()
+    assert len(said) == 7 and all(" alone: " in line and "not a directory dbarena made" in line for line in said)
+    reasons = "\n".join(said)
+    for reason in ("not named as dbarena names its directories", "holds no .dbarena-made file", "a symbolic link",
+                   "its .dbarena-made is not a file of this user's"):
+        assert reason in reasons, reasons
+    assert state.records() == []  # each said once, then forgotten
+    assert cleanup.reap_dead(said.append) == 0 and len(said) == 7
+
+
+def test_a_killed_runs_work_directory_is_removed_only_if_dbarena_made_it(tmp_path):
+    made = tmp_path / "dbarena-point-made"
+    state.make_dir(made)
+    (made / "pgbench_log.1").write_text("1 2 3\n")
+    empty = tmp_path / "dbarena-point-empty"  # killed between its mkdir and its marker
+    empty.mkdir()
+    foreign = tmp_path / "dbarena-point-foreign"
+    foreign.mkdir()
+    (foreign / "keep").write_text("x")
+    for name, scratch in (("made", made), ("empty", empty), ("foreign", foreign)):
+        write_dead_record(tmp_path, f"run-{name}", {"kind": "run", "store": str(tmp_path / "none.db"), "run_id": 1,
+                                                  "target": None, "leftovers": [], "scratch": str(scratch)})
+    said: list[str] = []
+    assert cleanup.reap_dead(said.append) == 3
+    assert not made.exists() and not empty.exists() and (foreign / "keep").exists()
+    assert said == [f"left {foreign} alone: it holds no .dbarena-made file, not a directory dbarena made "
+                    f"(named by {tmp_path / 'state' / 'records' / 'run-foreign.json'})"]

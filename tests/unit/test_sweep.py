@@ -22,6 +22,7 @@ from dbarena import dataset_lifecycle, runner
 from dbarena.errors import DatabaseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
+from dbarena.lifecycle.state import MARKER
 from dbarena.model import Connection, PointResult, PointSpec, RunInfo, Sample
 from dbarena.store.database import Store
 from dbarena.workloads import WORKLOADS, mysqlslap, pgbench, sysbench
@@ -77,8 +78,10 @@ class FakeExecutor:
     def run(self, argv, *, env=None, timeout=None, user=None, cwd=None, on_stdout_line=None,
             on_stderr_line=None, on_start=None, cpus=None, stdin=None) -> Completed:
         argv = tuple(str(a) for a in argv)
-        # The files in its working directory as the command starts (a point's work directory).
-        files = {f.name: f.read_bytes() for f in sorted(Path(cwd).iterdir()) if f.is_file()} if cwd else None
+        # The files in its working directory as the command starts (a point's work directory),
+        # but dbarena's own marker (lifecycle/state.py: a reaper removes what holds it).
+        files = {f.name: f.read_bytes() for f in sorted(Path(cwd).iterdir()) if f.is_file() and f.name != MARKER} \
+            if cwd else None
         self.calls.append({"argv": argv, "env": env, "timeout": timeout, "user": user, "cpus": cpus, "cwd": cwd,
                            "stdin": stdin, "files": files})
         self.log.append(("exec", argv))

@@ -19,6 +19,18 @@ from dbarena.model import PointResult
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+# Every line break str.splitlines() knows: \r\n, a lone \r (a file from an old Mac, or
+# a line a terminal overwrote), \v, \f, the file and group separators, NEL, U+2028/9.
+_LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line_break(text: str) -> str:
+    """The text with every line break as \n. The readers split lines with splitlines()
+    and find them with re.M's ^ and $, which know \n alone: where the text held another
+    break, the two readings differed (a mysqlslap output with lone \r's was no tool's
+    output to the one, three lines to the other; a line number named neither)."""
+    return _LINE_BREAKS.sub("\n", text)
+
 
 class ImportProblem(UsageError):
     """`FILE:LINE: what is wrong`; nothing from that file is stored."""

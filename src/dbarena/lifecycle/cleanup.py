@@ -22,6 +22,8 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
     which has nobody to tell): a run's record that names tables left on a target is
     kept, so that the next command can say so."""
     owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
+    if data["kind"] in ("instance", "scratch") and _refused(path, data, say, dry_run):
+        return
     if data["kind"] == "instance":
         pgid = state.server_of(data)
         what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
@@ -76,8 +78,12 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
             say(f"stopped the load generator (pid {tool}) of {where}")
-        if data.get("scratch"):
-            shutil.rmtree(data["scratch"], ignore_errors=True)  # the point's per-transaction log
+        if data.get("scratch"):  # the point's work directory (its per-transaction log)
+            refused = state.foreign(data["scratch"])
+            if refused:
+                say(f"left {data['scratch']} alone: {refused}, not a directory dbarena made (named by {path})")
+            else:
+                shutil.rmtree(data["scratch"], ignore_errors=True)
         marked = _mark_killed(data["store"], data["run_id"], data.get("owner_pid"))
         if marked:
             say(f"marked {where} interrupted (killed); continue it with: "
@@ -88,6 +94,23 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
             say(f"{where} was killed on {data['target']}: {line}")
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def _refused(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool) -> bool:
+    """A record whose directory is not one dbarena made (state.foreign) is said in one
+    line and forgotten: nothing of it is stopped or removed (its server is found by the
+    directory's name, so not that either)."""
+    directory = data["top"] if data["kind"] == "instance" else data["path"]
+    refused = state.foreign(directory)
+    if refused is None:
+        return False
+    if dry_run:
+        say(f"would leave {directory} alone: {refused}, not a directory dbarena made (named by {path})")
+        return True
+    say(f"left {directory} alone: {refused}, not a directory dbarena made; forgot its record {path}")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return True
 
 
 def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:

@@ -32,6 +32,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -42,6 +43,12 @@ from typing import Any, Iterator
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
+# What a directory dbarena makes and removes on its own is named (tempfile's prefix)
+# and holds: reaping removes nothing else, whatever a state record names (a record
+# naming a home directory or /etc must not make the next command delete it).
+DIR_PREFIX = "dbarena-"
+MARKER = ".dbarena-made"
+SHM = Path("/dev/shm")
 
 
 def state_dir() -> Path:
@@ -127,14 +134,69 @@ def _new(kind: str, **fields: Any) -> Record:
 def instance(engine: str, top: Path) -> Record:
     """A throwaway instance in `top`, recorded from its creation until the caller
     removes the record with the directory (or disowns it: --keep). Set `server_pgid`
-    once its server runs."""
+    once its server runs. `top` is marked as dbarena's (mark()) if it exists already."""
+    mark(top)
     return _new("instance", engine=engine, top=str(top), server_pgid=None)
 
 
 def scratch(path: Path) -> Record:
     """A working directory of this process (the fleet controller's wheel and variables),
-    removed by reaping if the process is killed before it removes it."""
+    removed by reaping if the process is killed before it removes it; marked as
+    dbarena's (mark()) if it exists already."""
+    mark(path)
     return _new("scratch", path=str(path))
+
+
+def make_dir(path: Path) -> None:
+    """A private directory dbarena makes and may remove (a point's work directory):
+    its name must start with DIR_PREFIX; it is marked at once."""
+    path.mkdir(mode=0o700)
+    mark(path)
+
+
+def mark(path: Path) -> None:
+    """Mark a directory dbarena just made (mkdtemp's, named DIR_PREFIX...) as one that
+    reaping may remove (foreign()); nothing if it does not exist yet (recorded before
+    it is made: then reaping removes it only while it is empty)."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        os.close(os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+
+
+def foreign(path: str) -> str | None:
+    """Why a directory a state record names is not one dbarena made and may remove (None:
+    it is, or it is gone): a relative path or one with '..', a name without DIR_PREFIX,
+    a symbolic link or not a directory, another user's, or one holding neither dbarena's
+    marker (this user's) nor nothing at all (an empty one is what a kill right after its
+    mkdir left). As root, the directory may be another user's: root gives an instance's
+    directory to the server's unprivileged user (engines/instance.py), and its marker,
+    which stays root's, is what says it is dbarena's."""
+    where = Path(path)
+    if not where.is_absolute() or ".." in where.parts or not where.name.startswith(DIR_PREFIX):
+        return f"not named as dbarena names its directories ({DIR_PREFIX}...)"
+    try:
+        st = os.lstat(where)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be examined: {exc.strerror or exc}"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory"
+    if st.st_uid != os.geteuid() and os.geteuid() != 0:
+        return f"owned by uid {st.st_uid}, not by this user"
+    try:
+        marker = os.lstat(where / MARKER)
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            if not any(os.scandir(where)):
+                return None
+        return f"it holds no {MARKER} file"
+    except OSError as exc:
+        return f"cannot be examined: {exc.strerror or exc}"
+    if not stat.S_ISREG(marker.st_mode) or marker.st_uid != os.geteuid():
+        return f"its {MARKER} is not a file of this user's"
+    return None
 
 
 def smt(control: str, original: str, online: str | None = None) -> Record:
@@ -212,9 +274,12 @@ def shm_segments(pid: int) -> set[Path]:
 
 
 def remove_segments(segments: set[Path]) -> None:
+    """Unlink shared memory segments: only files right in /dev/shm (a state record that
+    names another path names no segment)."""
     for segment in segments:
-        with contextlib.suppress(OSError):
-            segment.unlink()
+        if segment.parent == SHM and segment.name not in ("", ".", ".."):
+            with contextlib.suppress(OSError):
+                segment.unlink()
 
 
 def stop_group(pgid: int, engine: str | None = None) -> None:

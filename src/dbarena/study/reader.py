@@ -23,6 +23,27 @@ from dbarena.study.model import (
 # A server setting's name as both engines spell theirs (PostgreSQL's custom ones have a dot).
 _SETTING_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
+# A study file's size and nesting, bounded before tomllib parses it: a study is a few KB
+# (the bundled ones under 3 KB) with tables four keys deep at the most, while tomllib
+# recurses once per nested array or inline table (2,000 of them: a RecursionError) and
+# takes time quadratic in a dotted key's parts (20,000 parts: 18 s, 100,000: a hang).
+MAX_STUDY_BYTES = 2**20
+MAX_NESTING = 16
+# The tokens that tell structure from text in TOML: its four kinds of string and its
+# comments (skipped whole: a dot or a bracket in them is text), then the brackets that
+# nest, the dot that joins a dotted key's parts, and what ends a key or a value. A
+# string never closed runs to its line's end (the text's, for a multi-line one), as
+# tomllib reads it before it refuses it: a match attempt from each of its quotes would
+# read the rest again each time (quadratic: 350,000 of `"a\` on one line).
+_TOML_TOKEN = re.compile(r'''
+    """(?:[^"\\]|\\.|""?(?!"))*(?:"{3,5})?    # multi-line basic string (up to two quotes end its text)
+  | '{3}(?:[^']|''?(?!'))*(?:'{3,5})?         # multi-line literal string
+  | "(?:[^"\\\n]|\\.)*"?                      # basic string
+  | '[^'\n]*'?                                # literal string
+  | \#[^\n]*                                  # comment
+  | [][{}.=,\n]                               # structure
+''', re.VERBOSE | re.DOTALL)
+
 
 def bundled() -> dict[str, str]:
     """Bundled study name -> its TOML text."""
@@ -38,6 +59,9 @@ def read_text(name_or_path: str) -> tuple[str, str, Path | None]:
     path = Path(name_or_path)
     if path.is_file():
         try:
+            size = path.stat().st_size
+            if size > MAX_STUDY_BYTES:  # refused unread: it could be any size
+                raise StudyError(f"{path}: {size:,} bytes long (a study file is at most {MAX_STUDY_BYTES:,})")
             return path.read_text(), str(path), path.resolve().parent
         except (OSError, UnicodeDecodeError) as exc:
             raise StudyError(f"{path}: cannot read it: {exc}") from None
@@ -53,11 +77,38 @@ def load(name_or_path: str) -> Study:
 
 
 def parse(text: str, source: str, base_dir: Path | None = None) -> Study:
+    _check_bounds(text, source)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # (the bounds keep it from happening; never a traceback if it does)
+        raise StudyError(f"{source}: nested too deep to read") from None
     return _Checker(source, base_dir).study(raw, text)
+
+
+def _check_bounds(text: str, source: str) -> None:
+    """Refuse a text beyond MAX_STUDY_BYTES, nested deeper than MAX_NESTING arrays and
+    inline tables, or with a key of MAX_NESTING dotted parts or more, naming its line:
+    one pass over the text, linear in its size, before tomllib reads it."""
+    if len(text) > MAX_STUDY_BYTES:
+        raise StudyError(f"{source}: {len(text):,} characters long (a study file is at most {MAX_STUDY_BYTES:,})")
+    depth = dots = 0
+    for token in _TOML_TOKEN.finditer(text):
+        kind = token.group()
+        if kind in ("[", "{"):
+            depth += 1
+        elif kind in ("]", "}"):
+            depth = max(depth - 1, 0)
+        if kind == ".":  # outside a string: between a dotted key's parts (or once in a float)
+            dots += 1
+        elif kind[0] not in "\"'#":  # anything else ends a key (a string is one of its parts)
+            dots = 0
+        if depth > MAX_NESTING or dots >= MAX_NESTING:
+            line = text.count("\n", 0, token.start()) + 1
+            what = "arrays and inline tables" if depth > MAX_NESTING else "parts of a dotted key"
+            raise StudyError(f"{source}: line {line}: nested deeper than {MAX_NESTING} {what} "
+                             f"(a study's tables are a few levels deep)")
 
 
 class _Checker:
