@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from dbarena.model import PointResult, PointSpec, RunInfo
 from dbarena.serverside.mysql import status_values
 from dbarena.serverside.postgres import counters_sql, wait_name
-from dbarena.serverside.sampler import Room, ServerSampler, room_note
+from dbarena.serverside.room import Room, room_note
+from dbarena.serverside.sampler import ServerSampler
 from dbarena.serverside.series import Builder, ServerSeries, rates
 from dbarena.store.database import POINT_TABLES, Store
 

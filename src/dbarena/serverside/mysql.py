@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbarena.serverside.sampler import Room, tightest
+from dbarena.serverside.room import Room, tightest
 
 # A stuck server makes a reading fail after this long instead of stalling the sampler.
 STATEMENT_TIMEOUT_S = 0.5

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbarena.serverside.sampler import Room, tightest
+from dbarena.serverside.room import Room, tightest
 from dbarena.serverside.series import WAIT
 
 # A stuck server makes a reading fail after this long instead of stalling the sampler.

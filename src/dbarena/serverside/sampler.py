@@ -24,10 +24,10 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from dbarena.masking import masked
+from dbarena.serverside.room import Room, room_note
 from dbarena.serverside.series import Builder, ServerSeries, rates
 
 # The drivers' client-side bound on connecting (and PyMySQL's on every read and write):
@@ -40,21 +40,6 @@ CONNECT_WAIT_S = 5.0
 # 0.5 s) before it cuts the connection, and then for the thread to end.
 STOP_WAIT_S = 2.0
 HANGUP_WAIT_S = 1.0
-
-
-@dataclass(frozen=True)
-class Room:
-    """Connections the server still lets this role/user open, the sampler's own counted,
-    and the tightest limit that says so (None: the server's max_connections)."""
-
-    free: int
-    limit: str | None = None
-
-
-def tightest(*rooms: Room | None) -> Room | None:
-    """The room with the fewest free connections (None where no limit is known)."""
-    known = [r for r in rooms if r is not None]
-    return min(known, key=lambda r: r.free) if known else None
 
 
 class Reader(Protocol):
@@ -97,15 +82,6 @@ def socket_of(connection: Any) -> socket.socket | None:
 
 def _one_line(exc: BaseException) -> str:
     return masked(" ".join(str(exc).split()) or type(exc).__name__)
-
-
-def room_note(room: Room, clients: int) -> str:
-    room_text = (f"takes {room.free} more connection(s)" if room.free > 0 else "takes no more connection")
-    who = "the server"
-    if room.limit is not None:
-        who = room.limit
-        room_text = (f"lets in {room.free} more connection(s)" if room.free > 0 else "lets in no more connection")
-    return f"not sampled: {who} {room_text} beside the sampler's, and the point opens {clients}: its clients come first"
 
 
 class ServerSampler:
