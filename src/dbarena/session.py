@@ -323,6 +323,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                        tools=_tools(engine_plan.points), bindir=bindir,
                        data_parent=datadir.resolve(entry.data_dir) if entry.target is None else None)
     next_index = first_index
+    finished = False
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
@@ -331,10 +332,14 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
             next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
             for run_id in part.run_ids:
                 ctx.store.finish_run(run_id, "finished")
+            finished = True
             if ctx.keep:
                 ctx.outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
     except (KeyboardInterrupt, Interrupted) as exc:
-        _end_runs(ctx.store, part.run_ids, "interrupted")
+        # An interrupt while its targets close (held until they are: shield.py) stops
+        # the study, but leaves runs that finished every point finished.
+        if not finished:
+            _end_runs(ctx.store, part.run_ids, "interrupted")
         ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     except BaseException:
         _end_runs(ctx.store, part.run_ids, "failed")

@@ -50,14 +50,17 @@ def _runs(store: Path) -> list[tuple[str, str]]:
             return []  # the schema is being made
 
 
-def test_sigkill_between_engines_then_resume_measures_the_engine_never_begun(public_tmp, tmp_path, env):
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "Ctrl-C"])
+def test_an_interrupt_between_engines_then_resume_measures_the_engine_never_begun(public_tmp, tmp_path, env, how):
     store = tmp_path / "r.db"
     proc = _start([*STUDY, "--store", str(store)], env, tmp_path / "run.log")
     # The moment: PostgreSQL's run finished in the store, MariaDB's not begun.
     assert _within(240, lambda: _runs(store) == [("postgres", "finished")] or proc.poll() is not None), \
         (tmp_path / "run.log").read_text()
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    os.killpg(proc.pid, how)  # the whole process group, as a terminal's Ctrl-C
+    assert proc.wait(timeout=60) == (-9 if how == signal.SIGKILL else 130)
+    if how == signal.SIGINT:
+        assert "continue with: dbarena run --resume" in (tmp_path / "run.log").read_text()
     assert _runs(store) == [("postgres", "finished")], (tmp_path / "run.log").read_text()  # the moment was hit
     with sqlite3.connect(store) as db:
         pg_points = db.execute("SELECT id, engine, status FROM points ORDER BY id").fetchall()

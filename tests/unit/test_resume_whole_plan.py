@@ -5,6 +5,7 @@ server."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import uuid
@@ -16,7 +17,7 @@ import pytest
 from dbarena import plan, resume, study as study_mod
 from dbarena.engines import instance
 from dbarena.errors import UsageError
-from dbarena.lifecycle import cleanup, state
+from dbarena.lifecycle import cleanup, shield, state
 from dbarena.model import RunInfo, StudyRecord
 from dbarena.store.database import Store
 from dbarena.study import arguments
@@ -149,3 +150,21 @@ def test_a_directory_still_there_after_reaping_keeps_its_record(tmp_path, monkey
     monkeypatch.undo()
     cleanup.reap(path, data, said.append)
     assert not top.exists() and not path.exists()
+
+
+def test_a_ctrl_c_during_teardown_is_held_until_it_is_done_then_delivered():
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with shield.shielded():
+            signal.raise_signal(signal.SIGINT)
+            done.append("removed")  # not cut short
+    assert done == ["removed"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_teardown_that_fails_says_its_own_error_not_the_held_ctrl_c():
+    with pytest.raises(OSError, match="disk"):
+        with shield.shielded():
+            signal.raise_signal(signal.SIGINT)
+            raise OSError("disk")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
