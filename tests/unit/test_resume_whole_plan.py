@@ -100,6 +100,7 @@ def test_an_instance_directory_is_recorded_before_it_is_made(tmp_path, monkeypat
     monkeypatch.setattr(Path, "mkdir", mkdir)
     top, record = instance.new_top("dbarena-pg-", "postgres", tmp_path)
     assert seen == [[str(top)]] and top.is_dir() and top.stat().st_mode & 0o777 == 0o700
+    assert state.foreign(str(top)) is None and (top / state.MARKER).is_file()  # marked once made
     assert record.data["top"] == str(top)
     monkeypatch.undo()
     record.remove()
@@ -123,6 +124,7 @@ def _dead_owner_record(top: Path, **fields) -> tuple[Path, dict]:
 def test_reaping_stops_an_initialisation_and_what_it_gave_the_data_directory(tmp_path):
     top = tmp_path / "dbarena-mysql-x"
     (top / "data").mkdir(parents=True)
+    state.mark(top)
     # The initialisation (a shell with a child) and, apart from it, a process given the
     # data directory as mariadbd --bootstrap is once mariadb-install-db has died.
     init = subprocess.Popen(["sh", "-c", f"sleep 60 & echo $!; touch {top}/data/a; wait"], stdout=subprocess.PIPE,
@@ -142,8 +144,10 @@ def test_reaping_stops_an_initialisation_and_what_it_gave_the_data_directory(tmp
 def test_a_directory_still_there_after_reaping_keeps_its_record(tmp_path, monkeypatch):
     top = tmp_path / "dbarena-mysql-y"
     (top / "data").mkdir(parents=True)
+    state.mark(top)
     path, data = _dead_owner_record(top, server_pgid=None)
-    monkeypatch.setattr(cleanup.shutil, "rmtree", lambda *a, **k: None)  # something wrote it back
+    # Something wrote it back, after the marker went.
+    monkeypatch.setattr(cleanup.shutil, "rmtree", lambda *a, **k: (top / state.MARKER).unlink())
     said: list[str] = []
     cleanup.reap(path, data, said.append)
     assert path.exists() and "could not remove the mysql instance" in said[0]

@@ -40,7 +40,9 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
         shutil.rmtree(data["top"], ignore_errors=True)
         if Path(data["top"]).exists():
             # The record stays (the record goes after the directory, never before):
-            # the next command or `dbarena cleanup` tries again.
+            # the next command or `dbarena cleanup` tries again, on a directory still
+            # marked as dbarena's (rmtree may have taken the marker first).
+            state.mark(Path(data["top"]))
             say(f"could not remove the {what}, left by {owner}; `dbarena cleanup` tries again")
             return
         say(f"stopped and removed the {what}, left by {owner}")
