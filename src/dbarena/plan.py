@@ -66,16 +66,27 @@ class EnginePlan:
         return max(p.clients for p in self.points)
 
 
+def planned_runs(study: Study) -> list[tuple[str, str]]:
+    """(engine, variant) of every stored run a `dbarena run` of the study makes, in the
+    order it begins them (as expand plans them; SMT modes aside): what --resume checks
+    an invocation against, to find the engines an interrupted study never began."""
+    variants = [v.name for v in study.variants] or [""]
+    return [(engine.name, variant) for engine in _engines_with_work(study) for variant in variants]
+
+
+def _engines_with_work(study: Study) -> list[EngineEntry]:
+    """The study's engines that some workload runs on (the others get no run)."""
+    return [engine for engine in study.engines if any(engine.name in w.engines for w in study.workloads)]
+
+
 def expand(study: Study, hardware_threads: Callable[[EngineEntry], int | None]) -> list[EnginePlan]:
     """Every workload of every engine at each of its levels, for every variant and
     repeat (see the module's note on order). hardware_threads(engine) is what "N%"
     levels are a share of: this machine's for a throwaway instance, the server's
     (as the study or --server-threads says) for a target, None if unknown."""
     plans = []
-    for engine in study.engines:
+    for engine in _engines_with_work(study):
         entries = [w for w in study.workloads if engine.name in w.engines]
-        if not entries:
-            continue
         threads = hardware_threads(engine)
         one_pass: list[PointSpec] = []
         for w in entries:

@@ -7,6 +7,7 @@ import os
 import socket
 from typing import Any
 
+from dbarena import plan
 from dbarena import study as study_mod
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
@@ -15,23 +16,59 @@ from dbarena.model import PointSpec
 from dbarena.study import Study
 
 
+# An interrupt can fall between two engines of a study (the first engine's run
+# finished, the next one's not yet begun: its server starting, or nothing yet), and a
+# run's row exists only once its target is open. The runs of an invocation then all
+# look finished, yet the study is not. Every run stores the study's text and the flags
+# applied over it, which is the whole plan: rebuilt, it says which (engine, variant)
+# runs the invocation should have (plan.planned_runs), so nothing more is recorded
+# up front and stores written before this check resume the same way.
+
+
 def incomplete(store: ResultStore, run: dict) -> bool:
-    """Whether a stored run left something to do: it did not finish, or a point of it
-    failed that no later repeat replaced (what --resume without a run continues)."""
+    """Whether a stored run left something to do: it did not finish, a point of it
+    failed that no later repeat replaced, or its `dbarena run` never began a run its
+    study plans (interrupted between engines). What --resume without a run continues."""
+    if left_to_do(store, run):
+        return True
+    return bool(run.get("invocation")) and bool(never_begun(store, store.invocation_runs(run["invocation"])))
+
+
+def left_to_do(store: ResultStore, run: dict) -> bool:
+    """Whether this run itself is unfinished: not finished, or a failed point that no
+    later repeat of the same configuration and index replaced."""
     if run["status"] != "finished":
         return True
     if run["options"].get("precision"):
         return False  # adaptive: a failed run was retried under a new repeat index
-    # A failed point that no later repeat of the same configuration and index replaced.
     rows = store.points(run_id=run["id"])
     ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
     return any(r["status"] == "failed" and (r["config_key"], r["repeat"]) not in ok for r in rows)
 
 
+def never_begun(store: ResultStore, runs: list[dict]) -> list[tuple[str, str]]:
+    """(engine, variant) that the study of `runs` (one invocation's) plans and that no
+    run of them is for: the engines an interrupt between engines left unstarted. []
+    when the stored study cannot be rebuilt any more (resumed_study says why)."""
+    if not runs:
+        return []
+    try:
+        planned = plan.planned_runs(_stored_study(store, runs[0]))
+    except UsageError:
+        return []
+    begun = {(r["engine"], r.get("variant") or "") for r in runs}
+    return [key for key in planned if key not in begun]
+
+
+def _unfinished(store: ResultStore, runs: list[dict]) -> bool:
+    """Whether the `dbarena run` these runs belong to left something to do."""
+    return any(left_to_do(store, r) for r in runs) or bool(never_begun(store, runs))
+
+
 def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
     """The `dbarena run` to continue (its invocation) and its stored runs: the one run
-    RUN belongs to, or the latest that did not finish every point. UsageError when
-    there is none, or when its owner is still running it."""
+    RUN belongs to, or the latest that did not finish every point or never began one
+    of its engines. UsageError when there is none, or when its owner is still running it."""
     if run_id is not None:
         run = store.run(run_id)
         if run is None:
@@ -41,8 +78,9 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
                              "without its plan; it cannot be resumed")
         invocation = run["invocation"]
     else:
-        candidates = [r for r in reversed(store.runs()) if r.get("invocation") and "flags" in r["options"]]
-        invocation = next((r["invocation"] for r in candidates if incomplete(store, r)), "")
+        latest_first = dict.fromkeys(r["invocation"] for r in reversed(store.runs())
+                                     if r.get("invocation") and "flags" in r["options"])
+        invocation = next((i for i in latest_first if _unfinished(store, store.invocation_runs(i))), "")
         if not invocation:
             raise UsageError(f"--resume: no interrupted or partly failed run in {store.location}")
     runs = store.invocation_runs(invocation)
@@ -54,17 +92,22 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
     return invocation, runs
 
 
+def _stored_study(store: ResultStore, first: dict) -> Study:
+    """The study a stored run followed, rebuilt from its text and flags."""
+    record = store.study_text(first["study_sha256"]) if first["study_sha256"] else None
+    if record is None:
+        raise UsageError(f"--resume: run {first['id']} has no stored study")
+    return study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
+                             first["options"]["flags"])
+
+
 def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = None) -> tuple[Study, str]:
     """The stored plan of the run to continue (run_id's, or the latest unfinished) and
     its invocation, for `run(..., resume=invocation)`. A `given` study (what the user
     typed with --resume) must describe the same plan."""
     invocation, runs = resumable(store, run_id)
     first = runs[0]
-    record = store.study_text(first["study_sha256"]) if first["study_sha256"] else None
-    if record is None:
-        raise UsageError(f"--resume: run {first['id']} has no stored study")
-    stored = study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
-                               first["options"]["flags"])
+    stored = _stored_study(store, first)
     if given is not None:
         changed = study_mod.differences(stored, given)
         if changed:

@@ -147,6 +147,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)
+    parts = _not_done(store, parts, previous, outcome)
     deadline = clock() + study.budget_s if study.budget_s is not None else None
     begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
@@ -185,6 +186,25 @@ def _probe(study: Study, seconds: int, reporter: Reporter) -> dict | None:
 def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str], int]:
     """(engine, variant) -> the run id the earlier `dbarena run` stored, when resuming."""
     return {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
+
+
+def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]],
+              previous: dict[tuple[str, str], int], outcome: Outcome) -> list[tuple[str | None, plan.EnginePlan]]:
+    """The parts a resumed run has left: one whose every variant's earlier run finished
+    every point is not run again, nor its server started (its runs and points count in
+    the outcome as found stored). A part with no earlier run (an interrupt came before
+    its engine began) runs whole."""
+    left = []
+    for mode, part in parts:
+        ids = [previous.get((part.engine.name, v)) for v in part.variants]
+        runs = [store.run(i) if i is not None else None for i in ids]
+        if all(r is not None and not resume.left_to_do(store, r) for r in runs):
+            outcome.run_ids += [r["id"] for r in runs if r is not None and r["id"] not in outcome.run_ids]
+            outcome.skipped += sum(row["status"] == "ok" for r in runs if r is not None
+                                   for row in store.points(run_id=r["id"]))
+        else:
+            left.append((mode, part))
+    return left
 
 
 class _Begin:
@@ -303,6 +323,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                        tools=_tools(engine_plan.points), bindir=bindir,
                        data_parent=datadir.resolve(entry.data_dir) if entry.target is None else None)
     next_index = first_index
+    finished = False
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
@@ -311,10 +332,14 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
             next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
             for run_id in part.run_ids:
                 ctx.store.finish_run(run_id, "finished")
+            finished = True
             if ctx.keep:
                 ctx.outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
     except (KeyboardInterrupt, Interrupted) as exc:
-        _end_runs(ctx.store, part.run_ids, "interrupted")
+        # An interrupt while its targets close (held until they are: shield.py) stops
+        # the study, but leaves runs that finished every point finished.
+        if not finished:
+            _end_runs(ctx.store, part.run_ids, "interrupted")
         ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     except BaseException:
         _end_runs(ctx.store, part.run_ids, "failed")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from dbarena import execute
 from dbarena.lifecycle import shield, state
@@ -85,14 +86,42 @@ def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> int | None:
 
 def new_top(prefix: str, engine: str, parent: Path | None = None) -> tuple[Path, state.Record]:
     """The instance's private directory (in `parent`, e.g. a RAM disk, else the
-    temporary directory), recorded in the state directory at once, so that it is
-    removed even if dbarena is killed (state.py)."""
-    top = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    temporary directory), recorded in the state directory before it is made, so that
+    it is removed even if dbarena is killed at any moment (state.py). The name is
+    chosen first (one that does not exist), then recorded, then made: mkdtemp would
+    make it before the record, and a kill in between would leave it unknown."""
+    base = parent if parent is not None else Path(tempfile.gettempdir())
+    for _ in range(100):
+        top = base / f"{prefix}{secrets.token_hex(5)}"
+        if top.exists():
+            continue
+        record = state.instance(engine, top)
+        try:
+            top.mkdir(mode=0o700)
+        except FileExistsError:
+            record.remove()  # made by someone else since: never ours to remove
+            continue
+        except BaseException:
+            record.remove()  # nothing made, nothing to record
+            raise
+        state.mark(top)  # dbarena's: reaping removes it (until marked, only while it is empty)
+        return top, record
+    raise EnvironmentProblem(f"cannot make a new directory in {base}: every name tried exists")
+
+
+@contextlib.contextmanager
+def initialising(record: state.Record) -> Iterator[Callable[[int], None]]:
+    """An on_start for the run of initdb or mariadb-install-db: the process recorded
+    while it runs, so that reaping a killed dbarena stops it (and its children) before
+    it removes the directory they write in; forgotten once it has ended."""
+    def started(pid: int) -> None:
+        record.update(init_pid=pid, init_start=state.start_time(pid))
+
     try:
-        return top, state.instance(engine, top)
-    except BaseException:
-        shutil.rmtree(top, ignore_errors=True)  # e.g. an unwritable state directory: nothing left behind
-        raise
+        yield started
+    finally:
+        if record.data.get("init_pid") is not None:
+            record.update(init_pid=None, init_start=None)
 
 
 def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:

@@ -256,7 +256,8 @@ class MySQLFamily:
             server_env = dict(os.environ, TMPDIR=str(tmp))
 
             init = self.init_argv(binaries, data) + [f"--{k.replace('_', '-')}={v}" for k, v in cluster.items()]
-            done = executor.run(init, user=user, timeout=600, cwd=top, env=server_env)
+            with instance.initialising(record) as on_start:
+                done = executor.run(init, user=user, timeout=600, cwd=top, env=server_env, on_start=on_start)
             if done.returncode != 0:
                 lines = (done.stderr + done.stdout).strip().splitlines()
                 errors = [l for l in lines if "[ERROR]" in l]

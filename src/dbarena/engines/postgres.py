@@ -218,11 +218,12 @@ def throwaway(
         instance.private_file(pwfile, superuser_password + "\n")
         instance.private_file(passfile, f"127.0.0.1:*:*:{superuser}:{superuser_password}\n")
         instance.give_to(user, top, sock, pwfile)
-        done = executor.run(
-            [str(binaries.path("initdb")), "-D", str(data), "-U", superuser, f"--pwfile={pwfile}",
-             f"--auth={auth}", *initdb_options, "--no-sync"],
-            user=user, timeout=300,
-        )
+        with instance.initialising(record) as on_start:
+            done = executor.run(
+                [str(binaries.path("initdb")), "-D", str(data), "-U", superuser, f"--pwfile={pwfile}",
+                 f"--auth={auth}", *initdb_options, "--no-sync"],
+                user=user, timeout=300, on_start=on_start,
+            )
         pwfile.unlink()
         if done.returncode != 0:
             raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -30,10 +30,21 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
         if dry_run:
             say(f"would stop and remove the {what}, left by {owner}")
             return
+        # Its initialisation first (initdb, mariadb-install-db and their children go on
+        # writing into the directory after their dbarena was killed), then its server.
+        if data.get("init_pid") or not data.get("server_pgid"):  # killed before its server ran
+            state.stop_initialisation(data["top"], data.get("init_pid"), data.get("init_start"))
         if pgid:
             state.stop_group(pgid, data.get("engine"))
         state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
         shutil.rmtree(data["top"], ignore_errors=True)
+        if Path(data["top"]).exists():
+            # The record stays (the record goes after the directory, never before):
+            # the next command or `dbarena cleanup` tries again, on a directory still
+            # marked as dbarena's (rmtree may have taken the marker first).
+            state.mark(Path(data["top"]))
+            say(f"could not remove the {what}, left by {owner}; `dbarena cleanup` tries again")
+            return
         say(f"stopped and removed the {what}, left by {owner}")
     elif data["kind"] == "scratch":
         if dry_run:

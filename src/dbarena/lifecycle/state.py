@@ -132,9 +132,13 @@ def _new(kind: str, **fields: Any) -> Record:
 
 
 def instance(engine: str, top: Path) -> Record:
-    """A throwaway instance in `top`, recorded from its creation until the caller
-    removes the record with the directory (or disowns it: --keep). Set `server_pgid`
-    once its server runs. `top` is marked as dbarena's (mark()) if it exists already."""
+    """A throwaway instance in `top`, recorded before the directory is made (a kill
+    between the two must not leave a directory nobody knows of; instance.new_top marks
+    it once made) until the caller removes the record after the directory (or disowns
+    it: --keep). `top` is marked as dbarena's (mark()) if it exists already. Set
+    `init_pid` and `init_start` while its data directory is initialised (initdb,
+    mariadb-install-db: reaping stops them and their children before removing the
+    directory they write in), `server_pgid` once its server runs."""
     mark(top)
     return _new("instance", engine=engine, top=str(top), server_pgid=None)
 
@@ -294,6 +298,72 @@ def stop_group(pgid: int, engine: str | None = None) -> None:
             time.sleep(0.1)
         os.killpg(pgid, signal.SIGKILL)
     remove_segments(segments)
+
+
+def _children() -> dict[int, list[int]]:
+    """ppid -> pids of every process, from /proc."""
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        out.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return out
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie writes nothing more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _naming(data_dir: str) -> list[int]:
+    """Processes given `data_dir` as an argument (-D DIR, --datadir=DIR): those that
+    initialise or serve it. A process that merely names a file in it is not one."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(arg == data_dir or arg.endswith("=" + data_dir) for arg in argv):
+            found.append(int(entry))
+    return found
+
+
+def stop_initialisation(top: str, pid: int | None, started: int | None, grace_s: float = STOP_GRACE_S) -> None:
+    """SIGKILL an instance's initialisation that outlived its dbarena, and wait until it
+    is gone: it would go on writing into the directory reaping is about to remove. That
+    is the recorded process (pid and start time) with its descendants (initdb's
+    postgres), and whatever was given the instance's data directory: mariadb-install-db
+    is a shell script that dies of SIGPIPE once nobody reads its output, and its
+    mariadbd --bootstrap, reparented, goes on. Stopped first, so none forks a child
+    between the listing and the kill."""
+    members = set(_naming(str(Path(top) / "data")))
+    if alive(pid, started):
+        assert pid is not None
+        children, todo, tree = _children(), [pid], set()
+        while todo:
+            member = todo.pop()
+            if member not in tree:
+                tree.add(member)
+                todo += children.get(member, [])
+        members |= tree
+    members.discard(os.getpid())
+    for how in (signal.SIGSTOP, signal.SIGKILL):
+        for member in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, how)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_running(p) for p in members):
+        time.sleep(0.05)
 
 
 # ------------------------------------------------------------------ the watchdog
