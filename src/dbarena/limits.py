@@ -34,6 +34,10 @@ MAX_PRICE = 1e12
 # chart's legend and a file name can show. A label of 20,000 characters made every
 # table as wide and `results --summary` take 48 s; none is meant that long.
 MAX_NAME_CHARS = 200
+# A server setting's value, as a study file or a flag gives it: it goes into the
+# server's configuration file and every table that shows the settings. The longest
+# real ones (a list of preload libraries, a search path) are a few hundred characters.
+MAX_SETTING_CHARS = 4096
 # A file `dbarena import` reads: it is read whole (its text, lines, points and their
 # samples), about 9 times its size in memory (a 30 MB file of 8,000 pgbench runs:
 # 350 MB at the most; bench/bounded), so a bound on the one bounds the other: about
@@ -123,6 +127,23 @@ def name_problem(text: str) -> str | None:
         return f"is {len(text):,} characters long (at most {MAX_NAME_CHARS})"
     if any(map(_acts, text)):
         return "holds control characters"
+    return None
+
+
+_SETTING_NAME = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_NAME_CHARS)
+
+
+def setting_problem(name: str, value: str) -> str | None:
+    """What is wrong with a server setting a study file or a flag gives (None: nothing).
+    Names and values are written into the server's configuration file one a line: a line
+    break or a bracket would add settings (or `!include`) that nothing has checked, and a
+    value of any length would reach every table that shows the settings."""
+    if not _SETTING_NAME.fullmatch(name):
+        return f"not a setting name (letters, digits, _, - and ., at most {MAX_NAME_CHARS})"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "a value on one line, without control characters"
+    if len(value) > MAX_SETTING_CHARS:
+        return f"a setting's value is at most {MAX_SETTING_CHARS:,} characters (this one: {len(value):,})"
     return None
 
 

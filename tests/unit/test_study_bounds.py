@@ -68,3 +68,27 @@ def test_a_string_never_closed_is_read_once(text, tmp_path, capsys):
     code, err, seconds = check(text, tmp_path, capsys)
     assert code == ExitStatus.USAGE and "not valid TOML" in err and err.count("\n") == 1, err
     assert seconds < 5, f"{seconds:.1f} s"
+
+
+def test_a_setting_value_of_any_length_is_refused_beyond_its_bound(tmp_path, capsys):
+    """A setting's value goes into the server's configuration file and every table that
+    shows settings: beyond MAX_SETTING_CHARS it is one line and exit 2, from a study
+    file and from the flag alike (the flag builds the same study)."""
+    from dbarena.limits import MAX_SETTING_CHARS
+
+    long = "x" * (MAX_SETTING_CHARS + 1)
+    study = ('schema = 1\nname = "s"\n[sweep]\nlevels = [1]\nduration_s = 5\n[engines.postgres]\n'
+             f'settings = {{ search_path = "{long}" }}\n[[workloads]]\nworkload = "pgbench-select-only"\n')
+    code, err, _ = check(study, tmp_path, capsys)
+    assert code == ExitStatus.USAGE and err.count("\n") == 1, err[-300:]
+    assert f"a setting's value is at most {MAX_SETTING_CHARS:,} characters" in err and long not in err
+    code, _, err = invoke(["run", "--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1",
+                           "--duration", "5", "--pg-setting", f"search_path={long}", "--store",
+                           str(tmp_path / "x.db")], capsys)
+    assert code == ExitStatus.USAGE and long not in err, err[-300:]
+    assert f"a setting's value is at most {MAX_SETTING_CHARS:,} characters" in err, err[-300:]
+    assert not (tmp_path / "x.db").exists()
+    # A line break in a flag's value is refused as in a study file's.
+    code, _, err = invoke(["run", "--engine", "postgres", "--workload", "pgbench-select-only", "--pg-setting",
+                           "work_mem=1MB\n!include /etc/x", "--store", str(tmp_path / "x.db")], capsys)
+    assert code == ExitStatus.USAGE and "a value on one line" in err and not (tmp_path / "x.db").exists()

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import click
 
 from dbarena.errors import UsageError
+from dbarena.limits import quoted, setting_problem
 from dbarena.study.apply import apply, implicit
 from dbarena.study.flags import (
     Choice, Directory, Float, Int, Overrides, Pairs, RunFlag, Switch, Text, overrides, run_flags,
@@ -41,7 +42,10 @@ def _pairs(ctx: click.Context, param: click.Parameter, values: Sequence[str]) ->
     for item in values:
         name, sep, val = item.partition("=")
         if not sep or not name.strip():
-            raise click.BadParameter(f"{item!r} is not NAME=VALUE")
+            raise click.BadParameter(f"{quoted(item)} is not NAME=VALUE")
+        problem = setting_problem(name.strip(), val)  # as a study file's (limits.py)
+        if problem is not None:
+            raise click.BadParameter(f"{quoted(name.strip())}: {problem}")
         settings[name.strip()] = val
     return settings
 

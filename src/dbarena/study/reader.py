@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.limits import quoted, setting_problem
 from dbarena.model import DATASET_LIFECYCLES
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
@@ -21,7 +22,6 @@ from dbarena.study.model import (
 )
 
 # A server setting's name as both engines spell theirs (PostgreSQL's custom ones have a dot).
-_SETTING_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
 # A study file's size and nesting, bounded before tomllib parses it: a study is a few KB
 # (the bundled ones under 3 KB) with tables four keys deep at the most, while tomllib
@@ -170,13 +170,9 @@ class _Checker:
                 value = "on" if value else "off"
             if not isinstance(value, (str, int, float)):
                 raise self.fail(f"{key}.{name}", f"expected a text or a number, not {_kind(value)}")
-            # Names and values are written into the server's configuration file one a
-            # line: a line break or a bracket would add settings (or `!include`) nothing
-            # here has checked.
-            if not _SETTING_NAME.fullmatch(name):
-                raise self.fail(f"{key}.{name!r}", "not a setting name (letters, digits, _, - and .)")
-            if any(ord(c) < 32 or ord(c) == 127 for c in str(value)):
-                raise self.fail(f"{key}.{name}", "a value on one line, without control characters")
+            problem = setting_problem(name, str(value))  # one line each, no config file injection
+            if problem is not None:
+                raise self.fail(f"{key}.{quoted(name)}", problem)
             out.append((name, str(value)))
         return tuple(sorted(out))
 
