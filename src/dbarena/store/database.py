@@ -14,6 +14,7 @@ import json
 import operator
 import sqlite3
 import uuid
+import zlib
 from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
@@ -28,8 +29,10 @@ from dbarena.model import PointResult, RunInfo
 from dbarena.stats import configkey
 from dbarena.store import migrations
 from dbarena.store import postgres as pgstore
+from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
-from dbarena.store.encoding import RUN_NAMESPACE, chunks, decoder, now_utc, pack, unpack, utc
+from dbarena.store.edge import COLUMNS, Edge
+from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, unpack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -57,6 +60,13 @@ _SAMPLE_COLUMNS = (
 )
 
 _SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
+
+# The columns of `points` a read checks (edge.py): all but the id and the legacy ones.
+_POINT_CHECKED = (
+    "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
+    "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
+    *_MEASUREMENT_COLUMNS)
+_NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series")
@@ -122,6 +132,8 @@ class Store:
         self.path = self.dialect.path
         self.location = self.dialect.location
         self.errors = self.dialect.errors
+        # Every value read is checked against its column (edge.py); misfits are said here.
+        self.edge = Edge(str(self.location))
         self.dialect.migrate(SCHEMA_VERSION, self._after_migrations)
         self.db: SqlConnection = self.dialect.db  # (after migrate: a read-only store may be a copy in memory now)
 
@@ -379,16 +391,20 @@ class Store:
         with collector_paused():
             cur = self.db.execute(sql, args)
             names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, row)) for row in cur.fetchall()]
-            decode = decoder()
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
-            details = decoder(lambda d: {k: v for k, v in d.items() if k != "histogram_ms"})
-            for row in rows:
-                row["params"] = decode(row["params"])
-                row["options"] = decode(row["options"])
-                row["config"] = decode(row["config"] or None)
-                row["source"] = decode(row["source"] or None)
-                row["details"] = details(row["details"])
+            details = edge.decoder(COLUMNS["points"]["details"],
+                                   lambda d: {k: v for k, v in d.items() if k != "histogram_ms"})
+            fit = self.edge.check("points", names, cur.fetchall(), lambda row: str(row[0]),
+                                  "that point is left out", decoders={"details": details}, columns=_POINT_CHECKED)
+            rows = [dict(zip(names, row)) for row in fit]
+        # A point of a run that does not fit goes with its run (runs_by_id says so).
+        runs = self.runs_by_id({row["run_id"] for row in rows})
+        rows = [row for row in rows if row["run_id"] in runs]
+        for row in rows:
+            if row["study"] is not None and not isinstance(row["study"], str):
+                self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
+                                 "its points are shown without a study name")
+                row["study"] = None
         bulk.keep(len(rows))
         return rows
 
@@ -396,16 +412,14 @@ class Store:
         """Many runs in one query per chunk (see run())."""
         out = {}
         for chunk in chunks(sorted(set(run_ids))):
-            cur = self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)
-            names = [d[0] for d in cur.description]
-            for row in cur.fetchall():
-                record = self._run_record(names, row)
+            for record in self._run_records(
+                    self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)):
                 out[record["id"]] = record
         return out
 
     def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
         """Per-second rows of many points in one query per chunk: table is 'samples' or
-        'system_samples'."""
+        'system_samples'. A row that does not fit is left out (said once)."""
         columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
         out: dict[int, list[dict[str, Any]]] = {}
         with collector_paused():
@@ -413,9 +427,14 @@ class Store:
                 cur = self.db.execute(
                     f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) ORDER BY point_id, second", chunk)
-                for row in cur.fetchall():
+                for row in self._series_rows(table, ("point_id", *columns), cur.fetchall()):
                     out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
         return out
+
+    def _series_rows(self, table: str, names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+        """Per-second rows (point_id, second first) that fit; the others said and left out."""
+        return self.edge.check(table, names, rows, lambda row: f"of point {row[0]} at second {edge.describe(row[1])}",
+                               "that second is left out")
 
     def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Floats]]:
         """Each point's per-second (seconds, tps), the tps as a numpy array: what its
@@ -490,16 +509,28 @@ class Store:
         wanted = set(point_ids)
         with collector_paused():
             if len(wanted) > 5000:  # most of a big store: one scan beats many IN lists
-                found = {pid: orjson.loads(fields) for pid, fields in self.db.execute(
+                found = {pid: fields for pid, fields in self.db.execute(
                     "SELECT point_id, fields FROM point_derived WHERE estimator = ?", (estimator,)) if pid in wanted}
-                bulk.keep(len(found))
-                return found
-            out = {}
-            for chunk in chunks(sorted(wanted)):
-                for pid, fields in self.db.execute(
+            else:
+                found = {}
+                for chunk in chunks(sorted(wanted)):
+                    found.update(self.db.execute(
                         f"SELECT point_id, fields FROM point_derived WHERE estimator = ? AND point_id IN "
-                        f"({', '.join('?' * len(chunk))})", [estimator, *chunk]):
-                    out[pid] = orjson.loads(fields)
+                        f"({', '.join('?' * len(chunk))})", [estimator, *chunk]))
+            out = {}
+            for pid, fields in found.items():
+                # Cached, never trusted blindly: figures that do not read are computed again.
+                try:
+                    decoded = orjson.loads(fields)
+                except (orjson.JSONDecodeError, TypeError):
+                    self.edge.report("point_derived", str(pid), "fields", fields, "is not valid JSON",
+                                     "computed again")
+                    continue
+                if (why := edge.derived_fault(decoded)) is not None:
+                    self.edge.report("point_derived", str(pid), "fields", fields, why, "computed again")
+                    continue
+                out[pid] = decoded
+            bulk.keep(len(out))
             return out
 
     def save_derived(self, figures: dict[int, dict[str, Any]], estimator: int) -> None:
@@ -516,66 +547,96 @@ class Store:
         for chunk in chunks(sorted(set(point_ids))):
             rows = self.db.execute(
                 f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
-                tuple(chunk))
-            out.update((pid, json.loads(record)) for pid, record in rows)
+                tuple(chunk)).fetchall()
+            for pid, record in self.edge.check("latency_histograms", ("point_id", "record"), rows,
+                                               lambda row: str(row[0]), _NO_HISTOGRAM):
+                if (why := edge.histogram_fault(record)) is not None:
+                    self.edge.report("latency_histograms", str(pid), "record", record, why, _NO_HISTOGRAM)
+                else:
+                    out[pid] = record
         return out
 
     def samples(self, point_id: int) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples WHERE point_id = ? ORDER BY second", (point_id,)
-        )
-        return [dict(zip(_SAMPLE_COLUMNS, row)) for row in cur.fetchall()]
+        return self.series_of("samples", [point_id]).get(point_id, [])
 
     def system_samples(self, point_id: int) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            f"SELECT {', '.join(SYSTEM_COLUMNS)} FROM system_samples WHERE point_id = ? ORDER BY second", (point_id,)
-        )
-        return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
+        return self.series_of("system_samples", [point_id]).get(point_id, [])
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
         """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
         decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
         out: dict[int, dict[str, Any]] = {}
-        wanted = "bound, evidence, figures, record" if records else "bound, evidence, figures"
+        names = ("point_id", "bound", "evidence", "figures", *(("record",) if records else ()))
+        left_out = "that point's server figures are left out"
         for chunk in chunks(sorted(set(point_ids))):
-            for row in self.db.execute(f"SELECT point_id, {wanted} FROM server_series WHERE point_id IN "
-                                       f"({', '.join('?' * len(chunk))})", tuple(chunk)):
-                out[row[0]] = {"bound": row[1], "evidence": row[2],
-                               "figures": orjson.loads(row[3]) if row[3] is not None else None,
-                               **({"record": orjson.loads(row[4])} if records else {})}
+            rows = self.db.execute(f"SELECT {', '.join(names)} FROM server_series WHERE point_id IN "
+                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
+            for row in self.edge.check("server_series", names, rows, lambda row: str(row[0]), left_out):
+                faults = (("figures", edge.figures_fault(row[3]) if row[3] is not None else None),
+                          ("record", edge.series_fault(row[4]) if records else None))
+                misfit = next(((column, why) for column, why in faults if why is not None), None)
+                if misfit is not None:
+                    self.edge.report("server_series", str(row[0]), misfit[0], None, misfit[1], left_out)
+                    continue
+                out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
+                               **({"record": row[4]} if records else {})}
         return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
 
-    @staticmethod
-    def _run_record(names: list[str], row: tuple[Any, ...]) -> dict[str, Any]:
-        record = dict(zip(names, row))
-        host = record.pop("_host_facts")
-        if host is not None:
-            record["host_facts"] = host  # kept once per host since schema 11
-        for key in ("tool_versions", "options", "host_facts", "target_facts"):
-            record[key] = json.loads(record[key])
-        return record
+    def _run_records(self, cur: Any) -> list[dict[str, Any]]:
+        """The runs a query read that fit (edge.py), as dicts, JSON decoded; a run that
+        does not fit is said once and left out, and so are its points (points())."""
+        names = [d[0] for d in cur.description]
+        host = names.index("_host_facts")
+        legacy = names.index("host_facts")
+        # The host's facts are kept once per host since schema 11 (the run's own column
+        # holds '{}' then): checked as the run's, since that is what the run shows.
+        rows = [(*row[:legacy], row[host] if row[host] is not None else row[legacy], *row[legacy + 1:])
+                for row in cur.fetchall()]
+        # Facts and options are shown, not what the run's points hang on: one that does
+        # not read is left out (an empty object), the run kept.
+        lenient = {name: (dict, f"that run is shown without its {name}")
+                   for name in ("tool_versions", "options", "host_facts", "target_facts")}
+        fit = self.edge.check("runs", names, rows, lambda row: str(row[0]), "that run and its points are left out",
+                              lenient=lenient)
+        records = []
+        for row in fit:
+            record = dict(zip(names, row))
+            del record["_host_facts"]
+            records.append(record)
+        return records
 
     def runs(self) -> list[dict[str, Any]]:
-        cur = self.db.execute(self._RUNS + " ORDER BY r.id")
-        names = [d[0] for d in cur.description]
-        return [self._run_record(names, row) for row in cur.fetchall()]
+        return self._run_records(self.db.execute(self._RUNS + " ORDER BY r.id"))
 
     def run(self, run_id: int) -> dict[str, Any] | None:
-        cur = self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,))
-        row = cur.fetchone()
-        return None if row is None else self._run_record([d[0] for d in cur.description], row)
+        found = self._run_records(self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,)))
+        return found[0] if found else None
 
     def study_text(self, sha256: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchone()
-        return None if row is None else {"name": row[0], "source": row[1], "text": row[2], "sha256": sha256}
+        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
+        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
+                              "that study's name and text are left out")
+        return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
 
     def raw_output(self, point_id: int) -> tuple[str, str]:
-        """The tool's stdout and stderr of a point, verbatim."""
+        """The tool's stdout and stderr of a point, verbatim. Output that cannot be read
+        back (not a blob, not zlib, not UTF-8) is refused in one line: nothing else of
+        it could be shown."""
         row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
                               (point_id,)).fetchone()
         if row is None:
             raise StoreError(f"no point {point_id} in {self.location}")
-        return unpack(row[0], row[1]), unpack(row[0], row[2])
+        if not isinstance(row[0], str):
+            raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column codec: "
+                             f"{edge.describe(row[0])} is not text")
+        texts = []
+        for column, blob in zip(("stdout", "stderr"), row[1:]):
+            try:
+                texts.append(unpack(row[0], bytes(blob)))
+            except (TypeError, ValueError, zlib.error) as exc:
+                raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column {column}: "
+                                 f"{edge.describe(blob)} cannot be read ({exc})") from None
+        return texts[0], texts[1]
