@@ -66,6 +66,9 @@ _POINT_CHECKED = (
     "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
     "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
     *_MEASUREMENT_COLUMNS)
+# A second that is a number (a range, so that PostgreSQL and SQLite both read it: text
+# and blobs sort after numbers in SQLite; NULL, NaN and infinity fall outside).
+_SECOND_FITS = "second BETWEEN 0 AND 1e308"
 _NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
@@ -444,27 +447,52 @@ class Store:
 
         out: dict[int, tuple[Sequence[float], Floats]] = {}
         wanted = sorted(set(point_ids))
+        def fits(tps: Floats) -> bool:  # (NaN fails both comparisons)
+            return bool((tps >= 0).all() and (tps < np.inf).all())
+
         if self.dialect.name == "sqlite":
             # A query a point, its tps alone: the primary key (point_id, second) hands
             # them over in order, and the seconds are read only if a figure needs them.
+            # (Seconds that are not numbers are left out by the range, in both queries.)
             for pid in wanted:
-                tps = np.fromiter(chain.from_iterable(self.db.execute(
-                    "SELECT tps FROM samples WHERE point_id = ? ORDER BY second", (pid,))), dtype=float)
-                if len(tps):
+                try:
+                    tps = np.fromiter(chain.from_iterable(self.db.execute(
+                        f"SELECT tps FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (pid,))),
+                        dtype=float)
+                except (TypeError, ValueError):  # text or a blob among them
+                    tps = np.array([-1.0])
+                if not fits(tps):
+                    self._checked_tps(pid, out)
+                elif len(tps):
                     out[pid] = (LazySeconds(functools.partial(self._seconds, pid), len(tps)), tps)
             return out
         for chunk in chunks(wanted):  # a server: one round trip a chunk
             rows = np.fromiter(chain.from_iterable(self.db.execute(
                 f"SELECT point_id, second, tps FROM samples WHERE point_id IN ({', '.join('?' * len(chunk))}) "
-                "ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
+                f"AND {_SECOND_FITS} ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
             firsts = cast(list[int], np.flatnonzero(np.diff(rows[:, 0], prepend=-1.0)).tolist())
             for first, end in zip(firsts, [*firsts[1:], len(rows)]):
-                out[int(rows[first, 0])] = (cast(list[float], rows[first:end, 1].tolist()), rows[first:end, 2].copy())
+                pid, tps = int(rows[first, 0]), rows[first:end, 2].copy()
+                if fits(tps):
+                    out[pid] = (cast(list[float], rows[first:end, 1].tolist()), tps)
+                else:
+                    self._checked_tps(pid, out)
         return out
+
+    def _checked_tps(self, point_id: int, out: dict[int, tuple[Sequence[float], Floats]]) -> None:
+        """A point's (seconds, tps) when some of its samples do not fit: those said and
+        left out, row by row."""
+        import numpy as np
+
+        rows = self.db.execute("SELECT point_id, second, tps FROM samples WHERE point_id = ? ORDER BY second",
+                               (point_id,)).fetchall()
+        fit = self._series_rows("samples", ("point_id", "second", "tps"), rows)
+        if fit:
+            out[point_id] = ([row[1] for row in fit], np.array([row[2] for row in fit], dtype=float))
 
     def _seconds(self, point_id: int) -> list[float]:
         return [second for second, in self.db.execute(
-            "SELECT second FROM samples WHERE point_id = ? ORDER BY second", (point_id,))]
+            f"SELECT second FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (point_id,))]
 
     def second_reader(self) -> SqlConnection | None:
         """Another read-only connection to this SQLite store, for a thread of its own
@@ -479,18 +507,26 @@ class Store:
         point, summed in SQL: over all its samples ("all"), and over those from its
         steady start on ("steady", "steady_rows" of them; all of them where the start is
         None). Points without system samples are left out. `db`: the connection to read
-        them with (second_reader's, from another thread), else the store's."""
+        them with (second_reader's, from another thread), else the store's. A point
+        with a sample that does not fit (text, NaN, a negative figure) is summed here
+        instead, without that sample (said once)."""
         db = db or self.db
         sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
+        # Whether any sample of the point does not fit, in the same scan (NULL is none).
+        misfit = "max(CASE WHEN " + " OR ".join(
+            f"NOT ({c} BETWEEN 0 AND 1e308)" for c in ("second", *SYSTEM_MEANS)) + " THEN 1 ELSE 0 END)"
 
         def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
             return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
         out: dict[int, dict[str, Any]] = {}
         cut: list[int] = []
         for chunk in chunks(sorted(starts)):
-            for pid, rows, first, *rest in db.execute(
-                    f"SELECT point_id, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
+            for pid, bad, rows, first, *rest in db.execute(
+                    f"SELECT point_id, {misfit}, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
+                if bad:
+                    self._checked_sums(db, pid, starts[pid], out)
+                    continue
                 whole = figures(rest)
                 out[pid] = {"all": whole, "steady_rows": rows, "steady": whole}
                 start = starts[pid]
@@ -503,6 +539,22 @@ class Store:
                 (pid, starts[pid])).fetchone()
             out[pid].update(steady_rows=rows, steady=figures(rest))
         return out
+
+    def _checked_sums(self, db: SqlConnection, point_id: int, start: float | None,
+                      out: dict[int, dict[str, Any]]) -> None:
+        """system_sums of one point whose samples do not all fit: those left out."""
+        names = ("point_id", "second", *SYSTEM_MEANS)
+        rows = self._series_rows("system_samples", names, db.execute(
+            f"SELECT {', '.join(names)} FROM system_samples WHERE point_id = ? ORDER BY second",
+            (point_id,)).fetchall())
+        if not rows:
+            return
+
+        def figures(part: list[list[Any]]) -> dict[str, tuple[int, float | None]]:
+            columns = {c: [row[k] for row in part if row[k] is not None] for k, c in enumerate(names) if k > 1}
+            return {c: (len(v), float(sum(v)) if v else None) for c, v in columns.items()}
+        steady = [row for row in rows if start is None or row[1] >= start]
+        out[point_id] = {"all": figures(rows), "steady_rows": len(steady), "steady": figures(steady)}
 
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
@@ -589,15 +641,23 @@ class Store:
         """The runs a query read that fit (edge.py), as dicts, JSON decoded; a run that
         does not fit is said once and left out, and so are its points (points())."""
         names = [d[0] for d in cur.description]
-        host = names.index("_host_facts")
-        legacy = names.index("host_facts")
-        # The host's facts are kept once per host since schema 11 (the run's own column
-        # holds '{}' then): checked as the run's, since that is what the run shows.
-        rows = [(*row[:legacy], row[host] if row[host] is not None else row[legacy], *row[legacy + 1:])
-                for row in cur.fetchall()]
+        host, legacy, fingerprint = (names.index(n) for n in ("_host_facts", "host_facts", "host_fingerprint"))
+        facts = edge.decoder(COLUMNS["hosts"]["facts"])
+
+        def host_facts(row: tuple[Any, ...]) -> Any:
+            # Kept once per host since schema 11 (the run's own column holds '{}' then);
+            # facts that do not read are said once per host, and its runs shown without.
+            if row[host] is None:
+                return row[legacy]
+            if isinstance(facts(row[host]), edge.Misfit):
+                self.edge.report("hosts", str(row[fingerprint])[:12], "facts", row[host],
+                                 facts(row[host]).reason, "its runs are shown without their host facts")
+                return "{}"
+            return row[host]
+        rows = [(*row[:legacy], host_facts(row), *row[legacy + 1:]) for row in cur.fetchall()]
         # Facts and options are shown, not what the run's points hang on: one that does
         # not read is left out (an empty object), the run kept.
-        lenient = {name: (dict, f"that run is shown without its {name}")
+        lenient = {name: (dict, f"that run is shown without its {name.replace('_', ' ')}")
                    for name in ("tool_versions", "options", "host_facts", "target_facts")}
         fit = self.edge.check("runs", names, rows, lambda row: str(row[0]), "that run and its points are left out",
                               lenient=lenient)

@@ -27,7 +27,7 @@ import orjson
 from dbarena.limits import printable
 from dbarena.store.schema import TABLES, Column
 
-__all__ = ["Edge", "COLUMNS", "fault", "describe", "DERIVED_NUMBERS"]
+__all__ = ["Edge", "Misfit", "COLUMNS", "fault", "describe", "decoder", "DERIVED_NUMBERS"]
 
 # table -> column name -> its declaration (schema.py): what a value read must be.
 COLUMNS: dict[str, dict[str, Column]] = {t.name: {c.name: c for c in t.columns} for t in TABLES}
@@ -39,7 +39,7 @@ _TEXTS = frozenset({str, _NONE})
 _BLOBS = frozenset({bytes, memoryview, _NONE})  # (psycopg may hand bytea over as a memoryview)
 
 
-class _Bad:
+class Misfit:
     """A JSON cell that does not decode to what its column holds (its reason)."""
 
     __slots__ = ("reason",)
@@ -129,7 +129,7 @@ def json_fault(column: Column, value: Any) -> str | None:
 def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value) -> Callable[[Any], Any]:
     """JSON text -> its value, each distinct text decoded once (the points of one
     configuration share their params, options and config); a text that does not decode,
-    or decodes to something else than the column holds, -> a _Bad."""
+    or decodes to something else than the column holds, -> a Misfit."""
     seen: dict[str, Any] = {}
 
     def decode(text: Any) -> Any:
@@ -140,17 +140,17 @@ def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value) ->
         except KeyError:
             pass
         except TypeError:  # a blob (bytes are hashable; a memoryview is not)
-            return _Bad("is not JSON text")
+            return Misfit("is not JSON text")
         if not isinstance(text, str):
-            value: Any = _Bad("is not JSON text")
+            value: Any = Misfit("is not JSON text")
         else:
             try:
                 decoded = orjson.loads(text)
             except orjson.JSONDecodeError:
-                value = _Bad("is not valid JSON")
+                value = Misfit("is not valid JSON")
             else:
                 why = json_fault(column, decoded)
-                value = _Bad(why) if why is not None else then(decoded)
+                value = Misfit(why) if why is not None else then(decoded)
         seen[text] = value
         return value
 
@@ -305,7 +305,7 @@ class Edge:
                 decode = json_decoders[name]
                 for i, row in enumerate(out):
                     value = row[k] = decode(row[k])
-                    if type(value) is _Bad:
+                    if type(value) is Misfit:
                         misfit(i, k, name, value.reason)
                     elif value is None and column.not_null:
                         misfit(i, k, name, "where a value must be")
