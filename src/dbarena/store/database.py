@@ -396,7 +396,8 @@ class Store:
             names = [d[0] for d in cur.description]
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
             details = edge.decoder(COLUMNS["points"]["details"],
-                                   lambda d: {k: v for k, v in d.items() if k != "histogram_ms"})
+                                   lambda d: {k: v for k, v in d.items() if k != "histogram_ms"},
+                                   edge.SHAPES[("points", "details")])
             fit = self.edge.check("points", names, cur.fetchall(), lambda row: str(row[0]),
                                   "that point is left out", decoders={"details": details}, columns=_POINT_CHECKED)
             rows = [dict(zip(names, row)) for row in fit]
@@ -642,7 +643,7 @@ class Store:
         does not fit is said once and left out, and so are its points (points())."""
         names = [d[0] for d in cur.description]
         host, legacy, fingerprint = (names.index(n) for n in ("_host_facts", "host_facts", "host_fingerprint"))
-        facts = edge.decoder(COLUMNS["hosts"]["facts"])
+        facts = edge.decoder(COLUMNS["hosts"]["facts"], shape=edge.SHAPES[("hosts", "facts")])
 
         def host_facts(row: tuple[Any, ...]) -> Any:
             # Kept once per host since schema 11 (the run's own column holds '{}' then);
@@ -657,8 +658,13 @@ class Store:
         rows = [(*row[:legacy], host_facts(row), *row[legacy + 1:]) for row in cur.fetchall()]
         # Facts and options are shown, not what the run's points hang on: one that does
         # not read is left out (an empty object), the run kept.
-        lenient = {name: (dict, f"that run is shown without its {name.replace('_', ' ')}")
-                   for name in ("tool_versions", "options", "host_facts", "target_facts")}
+        lenient: dict[str, tuple[Callable[[], Any], str]] = {
+            name: (dict, f"that run is shown without its {name.replace('_', ' ')}")
+            for name in ("tool_versions", "options", "host_facts", "target_facts")}
+        # So are the facts that may be missing anyway (NULL in older stores).
+        lenient.update((name, (lambda: None, f"that run is shown without its {name.replace('_', ' ')}"))
+                       for name in ("server_version", "dbarena_version", "ended_at", "price_per_hour", "currency",
+                                    "flavour", "invocation", "status_reason", "uuid", "study_sha256"))
         fit = self.edge.check("runs", names, rows, lambda row: str(row[0]), "that run and its points are left out",
                               lenient=lenient)
         records = []

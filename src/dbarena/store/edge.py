@@ -116,17 +116,61 @@ def _column_fits(column: Column, values: list[Any]) -> bool:
     return kind != "timestamp"  # (checked one by one: each is parsed)
 
 
-def json_fault(column: Column, value: Any) -> str | None:
+# The keys of JSON objects that readers compute with, and what each must be where it is
+# present: a "count" (an integer >= 0), a "number" (finite), an "object", a "list" of
+# objects, or a nested declaration. A key not named here is shown, never computed with.
+_HARDWARE = {k: "count" for k in ("hardware_threads", "effective_hardware_threads", "usable_hardware_threads",
+                                  "physical_cores", "usable_physical_cores", "server_physical_cores",
+                                  "server_hardware_threads", "memory_bytes")}
+SHAPES: dict[tuple[str, str], dict[str, Any]] = {
+    ("runs", "host_facts"): {**_HARDWARE, "cpu_quota_cores": "number"},
+    ("hosts", "facts"): {**_HARDWARE, "cpu_quota_cores": "number"},  # (the same facts, kept once per host)
+    ("runs", "target_facts"): {**_HARDWARE, "settings": "object", "non_default_settings": "object",
+                               "key_variables": "object"},
+    ("runs", "options"): {"cpus": {"server_threads": "count", "server_cores": "count"}, "together": "object"},
+    ("points", "details"): {"together": {"parts": "list"}, "load_generators": "count"},
+}
+
+
+def _shape_fault(value: dict[str, Any], shape: Mapping[str, Any]) -> str | None:
+    for key, want in shape.items():
+        got = value.get(key)
+        if got is None:
+            continue
+        if isinstance(want, dict):
+            if not isinstance(got, dict):
+                return f"holds {key} {describe(got)}, not a JSON object"
+            if (why := _shape_fault(got, want)) is not None:
+                return why.replace("holds ", f"holds {key}.", 1)
+        elif want == "count" and (type(got) is not int or got < 0):
+            return f"holds {key} {describe(got)}, not a count"
+        elif want == "number" and not _is_number(got):
+            return f"holds {key} {describe(got)}, not a number"
+        elif want == "object" and not isinstance(got, dict):
+            return f"holds {key} {describe(got)}, not a JSON object"
+        elif want == "list" and not (isinstance(got, list) and all(isinstance(v, dict) for v in got)):
+            return f"holds {key} {describe(got)}, not a list of JSON objects"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def json_fault(column: Column, value: Any, shape: Mapping[str, Any] | None = None) -> str | None:
     """Why a JSON value (decoded) does not fit its column: an object where `holds` is
-    "json", a list where it is "json-list"."""
+    "json" (with the keys SHAPES declares as declared), a list where it is "json-list"."""
     if value is None:
         return None
     if column.holds == "json-list":
         return None if isinstance(value, list) else "is not a JSON list"
-    return None if isinstance(value, dict) else "is not a JSON object"
+    if not isinstance(value, dict):
+        return "is not a JSON object"
+    return _shape_fault(value, shape or {})
 
 
-def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value) -> Callable[[Any], Any]:
+def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value,
+            shape: Mapping[str, Any] | None = None) -> Callable[[Any], Any]:
     """JSON text -> its value, each distinct text decoded once (the points of one
     configuration share their params, options and config); a text that does not decode,
     or decodes to something else than the column holds, -> a Misfit."""
@@ -149,16 +193,12 @@ def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value) ->
             except orjson.JSONDecodeError:
                 value = Misfit("is not valid JSON")
             else:
-                why = json_fault(column, decoded)
+                why = json_fault(column, decoded, shape)
                 value = Misfit(why) if why is not None else then(decoded)
         seen[text] = value
         return value
 
     return decode
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
 
 
 # The derived figures analysis.analyse_point caches (point_derived.fields): those that
@@ -285,7 +325,7 @@ class Edge:
         json_decoders = dict(decoders or {})
         for name in wanted:
             if declared[name].holds in ("json", "json-list") and name not in json_decoders:
-                json_decoders[name] = decoder(declared[name])
+                json_decoders[name] = decoder(declared[name], shape=SHAPES.get((table, name)))
         lenient = lenient or {}
         out = [list(row) for row in rows]
         bad: dict[int, tuple[str, Any, str]] = {}
