@@ -570,19 +570,17 @@ class Store:
                     found.update(self.db.execute(
                         f"SELECT point_id, fields FROM point_derived WHERE estimator = ? AND point_id IN "
                         f"({', '.join('?' * len(chunk))})", [estimator, *chunk]))
+            # Cached, never trusted blindly: figures that do not read are computed again.
             out = {}
             for pid, fields in found.items():
-                # Cached, never trusted blindly: figures that do not read are computed again.
                 try:
-                    decoded = orjson.loads(fields)
+                    out[pid] = orjson.loads(fields)
                 except (orjson.JSONDecodeError, TypeError):
                     self.edge.report("point_derived", str(pid), "fields", fields, "is not valid JSON",
                                      "computed again")
-                    continue
-                if (why := edge.derived_fault(decoded)) is not None:
-                    self.edge.report("point_derived", str(pid), "fields", fields, why, "computed again")
-                    continue
-                out[pid] = decoded
+            for pid, why in edge.derived_faults(out).items():
+                self.edge.report("point_derived", str(pid), "fields", found[pid], why, "computed again")
+                del out[pid]
             bulk.keep(len(out))
             return out
 
