@@ -404,6 +404,9 @@ class Store:
         # A point of a run that does not fit goes with its run (runs_by_id says so).
         runs = self.runs_by_id({row["run_id"] for row in rows})
         rows = [row for row in rows if row["run_id"] in runs]
+        for row in rows:  # (the run's columns as its checked record has them)
+            run = runs[row["run_id"]]
+            row["server_version"] = run["server_version"]
         for row in rows:
             if row["study"] is not None and not isinstance(row["study"], str):
                 self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
