@@ -325,7 +325,9 @@ def _hostile(store: Path) -> None:
     con.execute("UPDATE runs SET label = 'vm' || char(27) || ']0;owned' || char(7) || char(27) || '[2J',"
                 " host = 'h' || char(27) || '[31m' WHERE id = 1")
     con.execute("UPDATE runs SET label = '=HYPERLINK(\"http://x\")' WHERE id = 2")
-    con.execute("UPDATE points SET tps = 9e999, latency_avg_ms = -9e999 WHERE run_id = 1")
+    # (Not finite: that point is left out, said on stderr, store/edge.py; the run's others shown.)
+    con.execute("UPDATE points SET tps = 9e999, latency_avg_ms = -9e999 WHERE id = "
+                "(SELECT min(id) FROM points WHERE run_id = 1)")
     con.execute("UPDATE point_derived SET fields = replace(fields, '\"steady_tps\": ', '\"steady_tps\": 1e999 + ')"
                 " WHERE 0")  # (left alone: derived figures are recomputed from the points)
     con.commit()

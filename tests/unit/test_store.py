@@ -91,12 +91,13 @@ def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path):
     )
     run_id = con.execute(
         "INSERT INTO runs (label, host, engine, target, tool_versions, options, host_facts, dbarena_version,"
-        " started_at, status) VALUES ('old', 'h', 'postgres', 't', '{}', '{}', '{}', '0.1.0', 'x', 'finished')"
+        " started_at, status) VALUES ('old', 'h', 'postgres', 't', '{}', '{}', '{}', '0.1.0', '2026-01-01T00:00:00+00:00',"
+        " 'finished')"
     ).lastrowid
     con.execute(
         "INSERT INTO points (run_id, engine, workload, threads, clients, duration_s, scale, status, started_at,"
         " ended_at, command, tps, stdout, stderr) VALUES (?, 'postgres', 'pgbench-tpcb', 1, 2, 60, 10, 'ok',"
-        " 'x', 'x', '[]', 123.5, 'raw', '')", (run_id,))
+        " '2026-01-01T00:00:00+00:00', '2026-01-01T00:01:00+00:00', '[]', 123.5, 'raw', '')", (run_id,))
     con.commit()
     assert con.execute("PRAGMA user_version").fetchone()[0] == 1
     con.close()

@@ -366,10 +366,16 @@ def pooled_latency(ok: list[dict[str, Any]],
     weighted = len(means) == len(ok) and all(n for _, n in means)
     out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means) if weighted else None
     records = histograms([m["point_id"] for m in ok]) if histograms is not None else {}
-    if len(records) == len(ok):
-        pool = latency.merged(latency.Latencies.decode(records[m["point_id"]]) for m in ok)
-        assert pool is not None
-        figures = pool.percentiles_ms()
+    pool, figures = None, {}
+    try:
+        # (The store's edge checked each record's figures; an HDR encoding that does not
+        # decode, from a store edited by hand, is known only here: no pooled percentiles.)
+        if len(records) == len(ok):
+            pool = latency.merged(latency.Latencies.decode(records[m["point_id"]]) for m in ok)
+            figures = pool.percentiles_ms() if pool is not None else {}
+    except Exception:  # noqa: BLE001 - whatever hdrh makes of garbage
+        pool, records = None, {}
+    if pool is not None:
         out.update({f"latency_{name}_ms": figures[name] for name in ("p50", "p90", "p95", "p99", "p999", "max")})
         if out["latency_avg_ms"] is None:
             out["latency_avg_ms"] = pool.mean_ms

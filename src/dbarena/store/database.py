@@ -14,6 +14,7 @@ import json
 import operator
 import sqlite3
 import uuid
+import zlib
 from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
@@ -28,8 +29,10 @@ from dbarena.model import PointResult, RunInfo
 from dbarena.stats import configkey
 from dbarena.store import migrations
 from dbarena.store import postgres as pgstore
+from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
-from dbarena.store.encoding import RUN_NAMESPACE, chunks, decoder, now_utc, pack, unpack, utc
+from dbarena.store.edge import COLUMNS, Edge
+from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, unpack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -57,6 +60,16 @@ _SAMPLE_COLUMNS = (
 )
 
 _SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
+
+# The columns of `points` a read checks (edge.py): all but the id and the legacy ones.
+_POINT_CHECKED = (
+    "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
+    "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
+    *_MEASUREMENT_COLUMNS)
+# A second that is a number (a range, so that PostgreSQL and SQLite both read it: text
+# and blobs sort after numbers in SQLite; NULL, NaN and infinity fall outside).
+_SECOND_FITS = "second BETWEEN 0 AND 1e308"
+_NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series")
@@ -122,6 +135,8 @@ class Store:
         self.path = self.dialect.path
         self.location = self.dialect.location
         self.errors = self.dialect.errors
+        # Every value read is checked against its column (edge.py); misfits are said here.
+        self.edge = Edge(str(self.location))
         self.dialect.migrate(SCHEMA_VERSION, self._after_migrations)
         self.db: SqlConnection = self.dialect.db  # (after migrate: a read-only store may be a copy in memory now)
 
@@ -379,16 +394,24 @@ class Store:
         with collector_paused():
             cur = self.db.execute(sql, args)
             names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, row)) for row in cur.fetchall()]
-            decode = decoder()
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
-            details = decoder(lambda d: {k: v for k, v in d.items() if k != "histogram_ms"})
-            for row in rows:
-                row["params"] = decode(row["params"])
-                row["options"] = decode(row["options"])
-                row["config"] = decode(row["config"] or None)
-                row["source"] = decode(row["source"] or None)
-                row["details"] = details(row["details"])
+            details = edge.decoder(COLUMNS["points"]["details"],
+                                   lambda d: {k: v for k, v in d.items() if k != "histogram_ms"},
+                                   edge.SHAPES[("points", "details")])
+            fit = self.edge.check("points", names, cur.fetchall(), lambda row: str(row[0]),
+                                  "that point is left out", decoders={"details": details}, columns=_POINT_CHECKED)
+            rows = [dict(zip(names, row)) for row in fit]
+        # A point of a run that does not fit goes with its run (runs_by_id says so).
+        runs = self.runs_by_id({row["run_id"] for row in rows})
+        rows = [row for row in rows if row["run_id"] in runs]
+        for row in rows:  # (the run's columns as its checked record has them)
+            run = runs[row["run_id"]]
+            row["server_version"] = run["server_version"]
+        for row in rows:
+            if row["study"] is not None and not isinstance(row["study"], str):
+                self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
+                                 "its points are shown without a study name")
+                row["study"] = None
         bulk.keep(len(rows))
         return rows
 
@@ -396,16 +419,14 @@ class Store:
         """Many runs in one query per chunk (see run())."""
         out = {}
         for chunk in chunks(sorted(set(run_ids))):
-            cur = self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)
-            names = [d[0] for d in cur.description]
-            for row in cur.fetchall():
-                record = self._run_record(names, row)
+            for record in self._run_records(
+                    self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)):
                 out[record["id"]] = record
         return out
 
     def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
         """Per-second rows of many points in one query per chunk: table is 'samples' or
-        'system_samples'."""
+        'system_samples'. A row that does not fit is left out (said once)."""
         columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
         out: dict[int, list[dict[str, Any]]] = {}
         with collector_paused():
@@ -413,9 +434,14 @@ class Store:
                 cur = self.db.execute(
                     f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) ORDER BY point_id, second", chunk)
-                for row in cur.fetchall():
+                for row in self._series_rows(table, ("point_id", *columns), cur.fetchall()):
                     out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
         return out
+
+    def _series_rows(self, table: str, names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+        """Per-second rows (point_id, second first) that fit; the others said and left out."""
+        return self.edge.check(table, names, rows, lambda row: f"of point {row[0]} at second {edge.describe(row[1])}",
+                               "that second is left out")
 
     def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Floats]]:
         """Each point's per-second (seconds, tps), the tps as a numpy array: what its
@@ -425,27 +451,52 @@ class Store:
 
         out: dict[int, tuple[Sequence[float], Floats]] = {}
         wanted = sorted(set(point_ids))
+        def fits(tps: Floats) -> bool:  # (NaN fails both comparisons)
+            return bool((tps >= 0).all() and (tps < np.inf).all())
+
         if self.dialect.name == "sqlite":
             # A query a point, its tps alone: the primary key (point_id, second) hands
             # them over in order, and the seconds are read only if a figure needs them.
+            # (Seconds that are not numbers are left out by the range, in both queries.)
             for pid in wanted:
-                tps = np.fromiter(chain.from_iterable(self.db.execute(
-                    "SELECT tps FROM samples WHERE point_id = ? ORDER BY second", (pid,))), dtype=float)
-                if len(tps):
+                try:
+                    tps = np.fromiter(chain.from_iterable(self.db.execute(
+                        f"SELECT tps FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (pid,))),
+                        dtype=float)
+                except (TypeError, ValueError):  # text or a blob among them
+                    tps = np.array([-1.0])
+                if not fits(tps):
+                    self._checked_tps(pid, out)
+                elif len(tps):
                     out[pid] = (LazySeconds(functools.partial(self._seconds, pid), len(tps)), tps)
             return out
         for chunk in chunks(wanted):  # a server: one round trip a chunk
             rows = np.fromiter(chain.from_iterable(self.db.execute(
                 f"SELECT point_id, second, tps FROM samples WHERE point_id IN ({', '.join('?' * len(chunk))}) "
-                "ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
+                f"AND {_SECOND_FITS} ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
             firsts = cast(list[int], np.flatnonzero(np.diff(rows[:, 0], prepend=-1.0)).tolist())
             for first, end in zip(firsts, [*firsts[1:], len(rows)]):
-                out[int(rows[first, 0])] = (cast(list[float], rows[first:end, 1].tolist()), rows[first:end, 2].copy())
+                pid, tps = int(rows[first, 0]), rows[first:end, 2].copy()
+                if fits(tps):
+                    out[pid] = (cast(list[float], rows[first:end, 1].tolist()), tps)
+                else:
+                    self._checked_tps(pid, out)
         return out
+
+    def _checked_tps(self, point_id: int, out: dict[int, tuple[Sequence[float], Floats]]) -> None:
+        """A point's (seconds, tps) when some of its samples do not fit: those said and
+        left out, row by row."""
+        import numpy as np
+
+        rows = self.db.execute("SELECT point_id, second, tps FROM samples WHERE point_id = ? ORDER BY second",
+                               (point_id,)).fetchall()
+        fit = self._series_rows("samples", ("point_id", "second", "tps"), rows)
+        if fit:
+            out[point_id] = ([row[1] for row in fit], np.array([row[2] for row in fit], dtype=float))
 
     def _seconds(self, point_id: int) -> list[float]:
         return [second for second, in self.db.execute(
-            "SELECT second FROM samples WHERE point_id = ? ORDER BY second", (point_id,))]
+            f"SELECT second FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (point_id,))]
 
     def second_reader(self) -> SqlConnection | None:
         """Another read-only connection to this SQLite store, for a thread of its own
@@ -460,18 +511,26 @@ class Store:
         point, summed in SQL: over all its samples ("all"), and over those from its
         steady start on ("steady", "steady_rows" of them; all of them where the start is
         None). Points without system samples are left out. `db`: the connection to read
-        them with (second_reader's, from another thread), else the store's."""
+        them with (second_reader's, from another thread), else the store's. A point
+        with a sample that does not fit (text, NaN, a negative figure) is summed here
+        instead, without that sample (said once)."""
         db = db or self.db
         sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
+        # Whether any sample of the point does not fit, in the same scan (NULL is none).
+        misfit = "max(CASE WHEN " + " OR ".join(
+            f"NOT ({c} BETWEEN 0 AND 1e308)" for c in ("second", *SYSTEM_MEANS)) + " THEN 1 ELSE 0 END)"
 
         def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
             return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
         out: dict[int, dict[str, Any]] = {}
         cut: list[int] = []
         for chunk in chunks(sorted(starts)):
-            for pid, rows, first, *rest in db.execute(
-                    f"SELECT point_id, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
+            for pid, bad, rows, first, *rest in db.execute(
+                    f"SELECT point_id, {misfit}, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
+                if bad:
+                    self._checked_sums(db, pid, starts[pid], out)
+                    continue
                 whole = figures(rest)
                 out[pid] = {"all": whole, "steady_rows": rows, "steady": whole}
                 start = starts[pid]
@@ -485,21 +544,47 @@ class Store:
             out[pid].update(steady_rows=rows, steady=figures(rest))
         return out
 
+    def _checked_sums(self, db: SqlConnection, point_id: int, start: float | None,
+                      out: dict[int, dict[str, Any]]) -> None:
+        """system_sums of one point whose samples do not all fit: those left out."""
+        names = ("point_id", "second", *SYSTEM_MEANS)
+        rows = self._series_rows("system_samples", names, db.execute(
+            f"SELECT {', '.join(names)} FROM system_samples WHERE point_id = ? ORDER BY second",
+            (point_id,)).fetchall())
+        if not rows:
+            return
+
+        def figures(part: list[list[Any]]) -> dict[str, tuple[int, float | None]]:
+            columns = {c: [row[k] for row in part if row[k] is not None] for k, c in enumerate(names) if k > 1}
+            return {c: (len(v), float(sum(v)) if v else None) for c, v in columns.items()}
+        steady = [row for row in rows if start is None or row[1] >= start]
+        out[point_id] = {"all": figures(rows), "steady_rows": len(steady), "steady": figures(steady)}
+
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
         wanted = set(point_ids)
         with collector_paused():
             if len(wanted) > 5000:  # most of a big store: one scan beats many IN lists
-                found = {pid: orjson.loads(fields) for pid, fields in self.db.execute(
+                found = {pid: fields for pid, fields in self.db.execute(
                     "SELECT point_id, fields FROM point_derived WHERE estimator = ?", (estimator,)) if pid in wanted}
-                bulk.keep(len(found))
-                return found
-            out = {}
-            for chunk in chunks(sorted(wanted)):
-                for pid, fields in self.db.execute(
+            else:
+                found = {}
+                for chunk in chunks(sorted(wanted)):
+                    found.update(self.db.execute(
                         f"SELECT point_id, fields FROM point_derived WHERE estimator = ? AND point_id IN "
-                        f"({', '.join('?' * len(chunk))})", [estimator, *chunk]):
+                        f"({', '.join('?' * len(chunk))})", [estimator, *chunk]))
+            # Cached, never trusted blindly: figures that do not read are computed again.
+            out = {}
+            for pid, fields in found.items():
+                try:
                     out[pid] = orjson.loads(fields)
+                except (orjson.JSONDecodeError, TypeError):
+                    self.edge.report("point_derived", str(pid), "fields", fields, "is not valid JSON",
+                                     "computed again")
+            for pid, why in edge.derived_faults(out).items():
+                self.edge.report("point_derived", str(pid), "fields", found[pid], why, "computed again")
+                del out[pid]
+            bulk.keep(len(out))
             return out
 
     def save_derived(self, figures: dict[int, dict[str, Any]], estimator: int) -> None:
@@ -516,66 +601,109 @@ class Store:
         for chunk in chunks(sorted(set(point_ids))):
             rows = self.db.execute(
                 f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
-                tuple(chunk))
-            out.update((pid, json.loads(record)) for pid, record in rows)
+                tuple(chunk)).fetchall()
+            for pid, record in self.edge.check("latency_histograms", ("point_id", "record"), rows,
+                                               lambda row: str(row[0]), _NO_HISTOGRAM):
+                if (why := edge.histogram_fault(record)) is not None:
+                    self.edge.report("latency_histograms", str(pid), "record", record, why, _NO_HISTOGRAM)
+                else:
+                    out[pid] = record
         return out
 
     def samples(self, point_id: int) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples WHERE point_id = ? ORDER BY second", (point_id,)
-        )
-        return [dict(zip(_SAMPLE_COLUMNS, row)) for row in cur.fetchall()]
+        return self.series_of("samples", [point_id]).get(point_id, [])
 
     def system_samples(self, point_id: int) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            f"SELECT {', '.join(SYSTEM_COLUMNS)} FROM system_samples WHERE point_id = ? ORDER BY second", (point_id,)
-        )
-        return [dict(zip(SYSTEM_COLUMNS, row)) for row in cur.fetchall()]
+        return self.series_of("system_samples", [point_id]).get(point_id, [])
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
         """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
         decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
         out: dict[int, dict[str, Any]] = {}
-        wanted = "bound, evidence, figures, record" if records else "bound, evidence, figures"
+        names = ("point_id", "bound", "evidence", "figures", *(("record",) if records else ()))
+        left_out = "that point's server figures are left out"
         for chunk in chunks(sorted(set(point_ids))):
-            for row in self.db.execute(f"SELECT point_id, {wanted} FROM server_series WHERE point_id IN "
-                                       f"({', '.join('?' * len(chunk))})", tuple(chunk)):
-                out[row[0]] = {"bound": row[1], "evidence": row[2],
-                               "figures": orjson.loads(row[3]) if row[3] is not None else None,
-                               **({"record": orjson.loads(row[4])} if records else {})}
+            rows = self.db.execute(f"SELECT {', '.join(names)} FROM server_series WHERE point_id IN "
+                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
+            for row in self.edge.check("server_series", names, rows, lambda row: str(row[0]), left_out):
+                faults = (("figures", edge.figures_fault(row[3]) if row[3] is not None else None),
+                          ("record", edge.series_fault(row[4]) if records else None))
+                misfit = next(((column, why) for column, why in faults if why is not None), None)
+                if misfit is not None:
+                    self.edge.report("server_series", str(row[0]), misfit[0], None, misfit[1], left_out)
+                    continue
+                out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
+                               **({"record": row[4]} if records else {})}
         return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
 
-    @staticmethod
-    def _run_record(names: list[str], row: tuple[Any, ...]) -> dict[str, Any]:
-        record = dict(zip(names, row))
-        host = record.pop("_host_facts")
-        if host is not None:
-            record["host_facts"] = host  # kept once per host since schema 11
-        for key in ("tool_versions", "options", "host_facts", "target_facts"):
-            record[key] = json.loads(record[key])
-        return record
+    def _run_records(self, cur: Any) -> list[dict[str, Any]]:
+        """The runs a query read that fit (edge.py), as dicts, JSON decoded; a run that
+        does not fit is said once and left out, and so are its points (points())."""
+        names = [d[0] for d in cur.description]
+        host, legacy, fingerprint = (names.index(n) for n in ("_host_facts", "host_facts", "host_fingerprint"))
+        facts = edge.decoder(COLUMNS["hosts"]["facts"], shape=edge.SHAPES[("hosts", "facts")])
+
+        def host_facts(row: tuple[Any, ...]) -> Any:
+            # Kept once per host since schema 11 (the run's own column holds '{}' then);
+            # facts that do not read are said once per host, and its runs shown without.
+            if row[host] is None:
+                return row[legacy]
+            if isinstance(facts(row[host]), edge.Misfit):
+                self.edge.report("hosts", str(row[fingerprint])[:12], "facts", row[host],
+                                 facts(row[host]).reason, "its runs are shown without their host facts")
+                return "{}"
+            return row[host]
+        rows = [(*row[:legacy], host_facts(row), *row[legacy + 1:]) for row in cur.fetchall()]
+        # Facts and options are shown, not what the run's points hang on: one that does
+        # not read is left out (an empty object), the run kept.
+        lenient: dict[str, tuple[Callable[[], Any], str]] = {
+            name: (dict, f"that run is shown without its {name.replace('_', ' ')}")
+            for name in ("tool_versions", "options", "host_facts", "target_facts")}
+        # So are the facts that may be missing anyway (NULL in older stores).
+        lenient.update((name, (lambda: None, f"that run is shown without its {name.replace('_', ' ')}"))
+                       for name in ("server_version", "dbarena_version", "ended_at", "price_per_hour", "currency",
+                                    "flavour", "invocation", "status_reason", "uuid", "study_sha256"))
+        fit = self.edge.check("runs", names, rows, lambda row: str(row[0]), "that run and its points are left out",
+                              lenient=lenient)
+        records = []
+        for row in fit:
+            record = dict(zip(names, row))
+            del record["_host_facts"]
+            records.append(record)
+        return records
 
     def runs(self) -> list[dict[str, Any]]:
-        cur = self.db.execute(self._RUNS + " ORDER BY r.id")
-        names = [d[0] for d in cur.description]
-        return [self._run_record(names, row) for row in cur.fetchall()]
+        return self._run_records(self.db.execute(self._RUNS + " ORDER BY r.id"))
 
     def run(self, run_id: int) -> dict[str, Any] | None:
-        cur = self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,))
-        row = cur.fetchone()
-        return None if row is None else self._run_record([d[0] for d in cur.description], row)
+        found = self._run_records(self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,)))
+        return found[0] if found else None
 
     def study_text(self, sha256: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchone()
-        return None if row is None else {"name": row[0], "source": row[1], "text": row[2], "sha256": sha256}
+        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
+        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
+                              "that study's name and text are left out")
+        return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
 
     def raw_output(self, point_id: int) -> tuple[str, str]:
-        """The tool's stdout and stderr of a point, verbatim."""
+        """The tool's stdout and stderr of a point, verbatim. Output that cannot be read
+        back (not a blob, not zlib, not UTF-8) is refused in one line: nothing else of
+        it could be shown."""
         row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
                               (point_id,)).fetchone()
         if row is None:
             raise StoreError(f"no point {point_id} in {self.location}")
-        return unpack(row[0], row[1]), unpack(row[0], row[2])
+        if not isinstance(row[0], str):
+            raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column codec: "
+                             f"{edge.describe(row[0])} is not text")
+        texts = []
+        for column, blob in zip(("stdout", "stderr"), row[1:]):
+            try:
+                texts.append(unpack(row[0], bytes(blob)))
+            except (TypeError, ValueError, zlib.error) as exc:
+                raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column {column}: "
+                                 f"{edge.describe(blob)} cannot be read ({exc})") from None
+        return texts[0], texts[1]

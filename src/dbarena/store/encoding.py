@@ -1,14 +1,12 @@
-"""How the store writes and reads values: UTC timestamps, compressed raw outputs, JSON
-decoded once per distinct text, ids in chunks below SQLite's limit on parameters."""
+"""How the store writes and reads values: UTC timestamps, compressed raw outputs, ids in
+chunks below SQLite's limit on parameters (JSON is decoded, and checked, by edge.py)."""
 
 from __future__ import annotations
 
 import uuid
 import zlib
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
-
-import orjson
+from typing import Iterator
 
 from dbarena.errors import StoreError
 
@@ -29,25 +27,6 @@ def chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
     # Below SQLite's smallest default limit on bound parameters (999 before 3.32).
     for i in range(0, len(ids), size):
         yield ids[i:i + size]
-
-
-def decoder(then: Callable[[Any], Any] = lambda value: value) -> Callable[[str | None], Any]:
-    """JSON text -> value, each distinct text decoded once: the points of one
-    configuration share their params, options and config, so a read of 100 k points
-    decodes a few hundred texts, not half a million. Rows share the decoded objects,
-    which readers do not modify."""
-    seen: dict[str, Any] = {}
-
-    def decode(text: str | None) -> Any:
-        if text is None:
-            return None
-        try:
-            return seen[text]
-        except KeyError:
-            value = seen[text] = then(orjson.loads(text))
-            return value
-
-    return decode
 
 
 def utc(ts: datetime) -> str:

@@ -44,6 +44,10 @@ class Column:
     # own). SQLite declared it at schema 1 without a default and cannot add one since;
     # PostgreSQL's has `default`, so that a writer need not name it.
     legacy: bool = False
+    # What a value must be beyond its type, checked as rows are read (edge.py): "json"
+    # (an object), "json-list" (an array), "timestamp" (ISO 8601 text), "count" (an
+    # integer >= 0), "figure" (a finite real >= 0: throughput, latency, seconds).
+    holds: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,11 @@ class Index:
 _c = Column
 _nn = partial(Column, not_null=True)
 
+_J = "json"
+_T = "timestamp"
+_N = "count"
+_F = "figure"
+
 
 def _id() -> Column:
     return Column("id", "bigint", primary_key=True, identity=True)
@@ -74,20 +83,22 @@ def _point_key(primary_key: bool = False) -> Column:
 
 
 _SAMPLES = (
-    _point_key(), _nn("second", "real"), _nn("tps", "real"), _c("latency_ms", "real"),
-    _c("latency_stddev_ms", "real"), _c("failed", "bigint"), _c("lag_ms", "real"), _c("skipped", "bigint"),
-    _c("retried", "bigint"), _c("retries", "bigint"), _c("threads", "integer"), _c("qps", "real"),
-    _c("reads_per_s", "real"), _c("writes_per_s", "real"), _c("other_per_s", "real"),
-    _c("latency_percentile", "real"), _c("latency_pct_ms", "real"), _c("errors_per_s", "real"),
-    _c("reconnects_per_s", "real"),
+    _point_key(), _nn("second", "real", holds=_F), _nn("tps", "real", holds=_F), _c("latency_ms", "real", holds=_F),
+    _c("latency_stddev_ms", "real", holds=_F), _c("failed", "bigint", holds=_N), _c("lag_ms", "real", holds=_F),
+    _c("skipped", "bigint", holds=_N), _c("retried", "bigint", holds=_N), _c("retries", "bigint", holds=_N),
+    _c("threads", "integer", holds=_N), _c("qps", "real", holds=_F),
+    _c("reads_per_s", "real", holds=_F), _c("writes_per_s", "real", holds=_F), _c("other_per_s", "real", holds=_F),
+    _c("latency_percentile", "real", holds=_F), _c("latency_pct_ms", "real", holds=_F),
+    _c("errors_per_s", "real", holds=_F), _c("reconnects_per_s", "real", holds=_F),
 )
 _SYSTEM_SAMPLES = (
-    _point_key(), _nn("second", "real"), _c("cpu_user_pct", "real"), _c("cpu_system_pct", "real"),
-    _c("cpu_iowait_pct", "real"), _c("cpu_steal_pct", "real"), _c("cpu_idle_pct", "real"),
-    _c("context_switches_per_s", "real"), _c("disk_read_bytes_per_s", "real"),
-    _c("disk_write_bytes_per_s", "real"), _c("memory_used_bytes", "bigint"),
-    _c("server_cpu", "real"),    # cores used by the database server's processes
-    _c("loadgen_cpu", "real"),   # cores used by the load generator
+    _point_key(), _nn("second", "real", holds=_F), _c("cpu_user_pct", "real", holds=_F),
+    _c("cpu_system_pct", "real", holds=_F), _c("cpu_iowait_pct", "real", holds=_F),
+    _c("cpu_steal_pct", "real", holds=_F), _c("cpu_idle_pct", "real", holds=_F),
+    _c("context_switches_per_s", "real", holds=_F), _c("disk_read_bytes_per_s", "real", holds=_F),
+    _c("disk_write_bytes_per_s", "real", holds=_F), _c("memory_used_bytes", "bigint", holds=_N),
+    _c("server_cpu", "real", holds=_F),    # cores used by the database server's processes
+    _c("loadgen_cpu", "real", holds=_F),   # cores used by the load generator
 )
 
 # In the order PostgreSQL creates them (a table after those it references); columns in
@@ -102,20 +113,20 @@ TABLES: tuple[Table, ...] = (
     )),
     Table("hosts", (
         _c("fingerprint", "text", primary_key=True),  # sha256 of the facts' canonical JSON
-        _nn("facts", "text"),                         # JSON: hostinfo.host_facts()
+        _nn("facts", "text", holds=_J),               # JSON: hostinfo.host_facts()
     )),
     Table("runs", (
         _id(), _nn("label", "text"), _nn("host", "text"), _nn("engine", "text"), _nn("target", "text"),
         _c("server_version", "text"),
-        _nn("tool_versions", "text"),                       # JSON object: tool -> version line
-        _nn("options", "text"),                             # JSON object: the options used, no secrets
-        _nn("host_facts", "text", default="'{}'", legacy=True),
+        _nn("tool_versions", "text", holds=_J),             # JSON object: tool -> version line
+        _nn("options", "text", holds=_J),                   # JSON object: the options used, no secrets
+        _nn("host_facts", "text", default="'{}'", legacy=True, holds=_J),
         _nn("dbarena_version", "text"),
-        _nn("started_at", "text"),                          # UTC, ISO 8601
-        _c("ended_at", "text"),
+        _nn("started_at", "text", holds=_T),                # UTC, ISO 8601
+        _c("ended_at", "text", holds=_T),
         _nn("status", "text"),                              # running | finished | interrupted | failed | imported
-        _nn("target_facts", "text", default="'{}'"),        # JSON: settings, checksums, dataset
-        _c("price_per_hour", "real"),
+        _nn("target_facts", "text", default="'{}'", holds=_J),  # JSON: settings, checksums, dataset
+        _c("price_per_hour", "real", holds=_F),
         _c("study_sha256", "text", references="studies(sha256)"),
         _nn("variant", "text", default="''"),
         _c("flavour", "text"),                              # postgresql, mariadb, mysql
@@ -127,45 +138,49 @@ TABLES: tuple[Table, ...] = (
     )),
     Table("points", (
         _id(), _nn("run_id", "bigint", references="runs(id)"),
-        _nn("engine", "text"), _nn("workload", "text"), _nn("threads", "integer"), _nn("clients", "integer"),
-        _nn("duration_s", "integer"), _c("scale", "integer"),
+        _nn("engine", "text"), _nn("workload", "text"), _nn("threads", "integer", holds=_N),
+        _nn("clients", "integer", holds=_N), _nn("duration_s", "integer", holds=_N),
+        _c("scale", "integer", holds=_N),
         _nn("status", "text", check="status IN ('ok', 'failed')"),
-        _c("error", "text"), _nn("started_at", "text"), _nn("ended_at", "text"),
-        _nn("command", "text"),                             # JSON array, no secrets
-        _c("exit_code", "integer"), _c("tps", "real"), _c("transactions", "bigint"),
-        _c("failed_transactions", "bigint"), _c("retried_transactions", "bigint"), _c("retries", "bigint"),
-        _c("latency_avg_ms", "real"), _c("latency_stddev_ms", "real"), _c("initial_connection_ms", "real"),
-        _nn("details", "text", default="'{}'"),             # JSON: tool-specific facts
+        _c("error", "text"), _nn("started_at", "text", holds=_T),
+        _nn("ended_at", "text", holds=_T),
+        _nn("command", "text", holds="json-list"),         # JSON array, no secrets
+        _c("exit_code", "integer"), _c("tps", "real", holds=_F), _c("transactions", "bigint", holds=_N),
+        _c("failed_transactions", "bigint", holds=_N), _c("retried_transactions", "bigint", holds=_N),
+        _c("retries", "bigint", holds=_N), _c("latency_avg_ms", "real", holds=_F),
+        _c("latency_stddev_ms", "real", holds=_F), _c("initial_connection_ms", "real", holds=_F),
+        _nn("details", "text", default="'{}'", holds=_J),  # JSON: tool-specific facts
         _nn("stdout", "text", default="''", legacy=True),
         _nn("stderr", "text", default="''", legacy=True),
-        _nn("params", "text", default="'{}'"),              # JSON: scale, tables, table_size ...
-        _c("qps", "real"), _c("queries", "bigint"), _c("errors", "bigint"), _c("reconnects", "bigint"),
-        _c("latency_min_ms", "real"), _c("latency_max_ms", "real"), _c("latency_p50_ms", "real"),
-        _c("latency_p95_ms", "real"), _c("latency_p99_ms", "real"),
-        _c("run_avg_s", "real"), _c("run_min_s", "real"), _c("run_max_s", "real"),
-        _nn("repeat", "integer", default="0"),
-        _c("source", "text"),                               # JSON for imported points; NULL if measured
+        _nn("params", "text", default="'{}'", holds=_J),   # JSON: scale, tables, table_size ...
+        _c("qps", "real", holds=_F), _c("queries", "bigint", holds=_N), _c("errors", "bigint", holds=_N),
+        _c("reconnects", "bigint", holds=_N), _c("latency_min_ms", "real", holds=_F),
+        _c("latency_max_ms", "real", holds=_F), _c("latency_p50_ms", "real", holds=_F),
+        _c("latency_p95_ms", "real", holds=_F), _c("latency_p99_ms", "real", holds=_F),
+        _c("run_avg_s", "real", holds=_F), _c("run_min_s", "real", holds=_F), _c("run_max_s", "real", holds=_F),
+        _nn("repeat", "integer", default="0", holds=_N),
+        _c("source", "text", holds=_J),                              # JSON for imported points; NULL if measured
         _nn("phase", "text", default="'measured'", check="phase IN ('measured', 'warmup')"),
         _nn("variant", "text", default="''"),
-        _nn("options", "text", default="'{}'"),             # JSON: the study's tool options
-        _nn("warmup_s", "integer", default="0"),
-        _c("config", "text"),                               # JSON: the configuration key (configkey.py)
+        _nn("options", "text", default="'{}'", holds=_J),  # JSON: the study's tool options
+        _nn("warmup_s", "integer", default="0", holds=_N),
+        _c("config", "text", holds=_J),                     # JSON: the configuration key (configkey.py)
         _c("config_key", "text"),                           # its digest: points of one key may be pooled
-        _c("latency_p90_ms", "real"), _c("latency_p999_ms", "real"),
+        _c("latency_p90_ms", "real", holds=_F), _c("latency_p999_ms", "real", holds=_F),
     )),
     Table("samples", _SAMPLES, primary_key=("point_id", "second"), without_rowid=True),
     Table("system_samples", _SYSTEM_SAMPLES, primary_key=("point_id", "second"), without_rowid=True),
     Table("imports", (
         _c("sha256", "text", primary_key=True),  # of the file's content: the same file twice adds nothing
         _nn("file", "text"),
-        _nn("run_ids", "text"),                  # JSON array
+        _nn("run_ids", "text", holds="json-list"),  # JSON array
         _nn("points", "integer"),
-        _nn("imported_at", "text"),
+        _nn("imported_at", "text", holds=_T),
     )),
     Table("point_derived", (
         _point_key(primary_key=True),
         _nn("estimator", "integer"),             # analysis.ESTIMATOR_VERSION
-        _nn("fields", "text"),                   # JSON: analysis.analyse_point's figures
+        _nn("fields", "text", holds=_J),         # JSON: analysis.analyse_point's figures
     )),
     Table("raw_outputs", (
         _point_key(primary_key=True),
@@ -175,14 +190,14 @@ TABLES: tuple[Table, ...] = (
     )),
     Table("latency_histograms", (
         _point_key(primary_key=True),
-        _nn("record", "text"),                   # JSON: latency.Latencies.encode
+        _nn("record", "text", holds=_J),         # JSON: latency.Latencies.encode
     )),
     Table("server_series", (
         _point_key(primary_key=True),
         _c("bound", "text"),                     # stats/bound.py's kind: locks, I/O, server CPU ...
         _c("evidence", "text"),                  # the figures that say so, in words
-        _nn("record", "text"),                   # JSON: serverside.series.ServerSeries.encode
-        _c("figures", "text"),                   # JSON: stats/bound.figures, what comparisons read
+        _nn("record", "text", holds=_J),         # JSON: serverside.series.ServerSeries.encode
+        _c("figures", "text", holds=_J),         # JSON: stats/bound.figures, what comparisons read
     )),
 )
 
