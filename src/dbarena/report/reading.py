@@ -101,8 +101,10 @@ TPCC: Explanation = (
     "transaction type; latencies are per type averages.")
 
 _SYSTEM = (" of the once-a-second samples, then over repeats. CPU in cores: 1.0 = one hardware thread busy. For a "
-           "remote target the machine and the load generator are this host; the server's CPU is not seen. Below "
-           "each table: the level from which each label's machine CPU was saturated.")
+           "remote target the machine and the load generator are this host; the server's CPU is not seen. 'bound (per "
+           "point)': what bound each point, from the server's waits and the CPU, as results and the decision say it. "
+           "Below each table: the level from which each label's machine CPU was saturated (80 % busy, at a level "
+           "whose points the CPU bound).")
 
 SYSTEM: Explanation = ("System view", "Means over each point's steady state" + _SYSTEM)
 
