@@ -300,20 +300,6 @@ def stop_group(pgid: int, engine: str | None = None) -> None:
     remove_segments(segments)
 
 
-def _children() -> dict[int, list[int]]:
-    """ppid -> pids of every process, from /proc."""
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        out.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    return out
-
-
 def _running(pid: int) -> bool:
     """Alive and not a zombie (a zombie writes nothing more)."""
     try:
@@ -325,16 +311,13 @@ def _running(pid: int) -> bool:
 def _naming(data_dir: str) -> list[int]:
     """Processes given `data_dir` as an argument (-D DIR, --datadir=DIR): those that
     initialise or serve it. A process that merely names a file in it is not one."""
+    import psutil
+
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        argv = proc.info.get("cmdline") or []
         if any(arg == data_dir or arg.endswith("=" + data_dir) for arg in argv):
-            found.append(int(entry))
+            found.append(int(proc.info["pid"]))
     return found
 
 
@@ -349,13 +332,10 @@ def stop_initialisation(top: str, pid: int | None, started: int | None, grace_s:
     members = set(_naming(str(Path(top) / "data")))
     if alive(pid, started):
         assert pid is not None
-        children, todo, tree = _children(), [pid], set()
-        while todo:
-            member = todo.pop()
-            if member not in tree:
-                tree.add(member)
-                todo += children.get(member, [])
-        members |= tree
+        import psutil
+
+        with contextlib.suppress(psutil.Error):
+            members |= {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
     members.discard(os.getpid())
     for how in (signal.SIGSTOP, signal.SIGKILL):
         for member in members:
