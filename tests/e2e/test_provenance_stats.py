@@ -62,7 +62,12 @@ def test_repeats_are_interleaved_and_system_metrics_kept(store):
     for point_id, threads, _ in rows:
         system = db.execute("SELECT second, cpu_user_pct, cpu_idle_pct, server_cpu, loadgen_cpu, "
                             "context_switches_per_s FROM system_samples WHERE point_id = ?", (point_id,)).fetchall()
-        assert len(system) >= 6
+        # The sampler runs at the lowest priority so that it never takes CPU from the
+        # benchmark: on a machine the suite saturates, a "second" stretches to two or
+        # three. What must hold is that the samples cover the 10 s point, in order.
+        seconds = [row[0] for row in system]
+        assert len(system) >= 3 and seconds == sorted(seconds)
+        assert seconds[-1] >= 7 and all(b - a < 4 for a, b in zip(seconds, seconds[1:]))
         for second, user, idle, server, loadgen, ctx in system[1:-1]:
             assert 0 <= user <= 100 and 0 <= idle <= 100 and ctx > 0
             assert server > 0.05 and loadgen > 0.01  # both the server and pgbench were busy
