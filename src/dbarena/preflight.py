@@ -291,8 +291,8 @@ def pooled_note(store: ResultStore, label: str, invocation: str, given: bool) ->
         return None
     counts: dict[int, int] = {}
     for point in store.points(labels=(label,)):
-        if point["run_id"] in runs:
-            counts[point["run_id"]] = counts.get(point["run_id"], 0) + 1
+        if point.run_id in runs:
+            counts[point.run_id] = counts.get(point.run_id, 0) + 1
     if not counts:
         return None
     days = sorted({str(runs[r].get("started_at") or "")[:10] for r in counts} - {""})

@@ -42,8 +42,8 @@ def left_to_do(store: ResultStore, run: dict) -> bool:
     if run["options"].get("precision"):
         return False  # adaptive: a failed run was retried under a new repeat index
     rows = store.points(run_id=run["id"])
-    ok = {(r["config_key"], r["repeat"]) for r in rows if r["status"] == "ok"}
-    return any(r["status"] == "failed" and (r["config_key"], r["repeat"]) not in ok for r in rows)
+    ok = {(r.config_key, r.repeat) for r in rows if r.status == "ok"}
+    return any(r.status == "failed" and (r.config_key, r.repeat) not in ok for r in rows)
 
 
 def never_begun(store: ResultStore, runs: list[dict]) -> list[tuple[str, str]]:
@@ -129,7 +129,7 @@ def identity(spec: PointSpec) -> Identity:
 
 def stored_points(store: ResultStore, invocation: str) -> set[Identity]:
     """identity() of every point the runs of `invocation` stored ok."""
-    return {(r["engine"], r["workload"], r["threads"], r["clients"], r.get("variant") or "", r["repeat"],
-             tuple(sorted((k, str(v)) for k, v in (r.get("params") or {}).items())))
+    return {(r.engine, r.workload, r.threads, r.clients, r.variant or "", r.repeat,
+             tuple(sorted((k, str(v)) for k, v in r.params.items())))
             for run in store.invocation_runs(invocation) for r in store.points(run_id=run["id"])
-            if r["status"] == "ok"}
+            if r.status == "ok"}

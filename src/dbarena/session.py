@@ -200,7 +200,7 @@ def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]
         runs = [store.run(i) if i is not None else None for i in ids]
         if all(r is not None and not resume.left_to_do(store, r) for r in runs):
             outcome.run_ids += [r["id"] for r in runs if r is not None and r["id"] not in outcome.run_ids]
-            outcome.skipped += sum(row["status"] == "ok" for r in runs if r is not None
+            outcome.skipped += sum(row.status == "ok" for r in runs if r is not None
                                    for row in store.points(run_id=r["id"]))
         else:
             left.append((mode, part))
@@ -498,13 +498,13 @@ def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointS
     states: dict[PointSpec, rounds.PointState] = {}
     for b in bound.values():
         for row in analysis.load(store, run_id=b.run_id):
-            spec = by_key.get(row["config_key"])
+            spec = by_key.get(row.config_key or "")
             if spec is None:
                 continue
             state = states.setdefault(spec, rounds.PointState(spec=spec))
-            state.next_repeat = max(state.next_repeat, row["repeat"] + 1)
+            state.next_repeat = max(state.next_repeat, row.repeat + 1)
             figure = analysis.value(row)
             if figure is not None:
-                ok.add((spec, row["repeat"]))
+                ok.add((spec, row.repeat))
                 state.values.append(figure)
     return {"ok": ok, "states": states}

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from points import point
 from scipy import stats as scipy_stats
 
+from dbarena.records import AnalysedPoint
 from dbarena.stats import decision
 
 
@@ -74,9 +76,9 @@ def test_no_difference_overall_is_inconclusive_while_one_workload_is_significant
     assert line.text.endswith("but postgres slow alone is 27.5 % slower")
 
 
-def _point(label: str, **fields) -> dict:
-    return {"label": label, "engine": "postgres", "workload": "pgbench-tpcb", "threads": 2, "status": "ok",
-            "samples": 60, "hardware_threads_usable": 2, "warnings": [], **fields}
+def _point(label: str, **fields) -> AnalysedPoint:
+    return point(**{"label": label, "engine": "postgres", "workload": "pgbench-tpcb", "threads": 2, "status": "ok",
+                    "samples": 60, "hardware_threads_usable": 2, **fields})
 
 
 COMPETE = "the machine had 0 % idle CPU while the server used 0.6 of 2 hardware threads: the load generator competes with the database for CPU; run it on another machine"
@@ -106,7 +108,7 @@ def test_a_significant_difference_says_what_bound_each_side_at_its_farthest_leve
               _point("small", cpu_busy_pct=100.0, server_cpu=0.2, loadgen_cpu=1.7,
                      warnings=[{"code": "load-generator-bound", "message": "the load generator used 85% of a core "
                                                                            "per thread: it may be the bottleneck"}]),
-              {**_point("big", cpu_busy_pct=10.0), "threads": 1}]
+              _point("big", cpu_busy_pct=10.0, threads=1)]
     (d,) = decision.decide([_row(1, 0.9, 0.02, 8), _row(2, 0.5, 0.02, 8)], points)
     assert d.verdict == decision.SLOWER
     assert d.why == ("at 2 thread(s), small: load generator saturated (1.7 cores for 2 thread(s)); "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from points import point
 
 from dbarena.fleet import combine
 from dbarena.fleet.combine import Part
@@ -124,8 +125,8 @@ def _driven(busy: dict[str, float | None]) -> dict:
     for part in details["together"]["parts"]:
         part["host_cpu_busy_pct"] = busy[part["host"]]
         part["loadgen_cpu_cores"] = 0.5
-    return {"point_id": 7, "run_id": 3, "label": "together", "workload": "pgbench-select-only", "status": "ok",
-            "details": {**measurement.details, **details}, "threads": 2}
+    return point(point_id=7, run_id=3, label="together", workload="pgbench-select-only", status="ok",
+                 details={**measurement.details, **details}, threads=2)
 
 
 def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys):
@@ -141,7 +142,7 @@ def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys)
     assert loadgens.bound([_driven({"alpha": None, "beta": None})]) == \
         "2 load generators, their CPU not sampled: cannot tell"
     # A point of one load generator: not this module's to say.
-    alone = {"status": "ok", "details": {}}
+    alone = point(status="ok", details={})
     assert loadgens.bound([alone]) is None and loadgens.count(alone) == 1
     # The decision's "why" says it for such points.
     assert decision.bound([busy]).startswith("load generators saturated")

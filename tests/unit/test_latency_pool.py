@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from points import point
 
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis
 from dbarena.stats import latency
 
 
-def _point(pid: int, values) -> tuple[dict, dict]:
+def _point(pid: int, values) -> tuple[AnalysedPoint, dict]:
     dist = latency.Latencies(source="pgbench log")
     dist.record_array(np.asarray(values))
     figures = dist.percentiles_ms()
-    row = {"point_id": pid, "latency_avg_ms": dist.mean_ms, "transactions": dist.count,
-           **{f"latency_{k}_ms": v for k, v in figures.items()}}
+    row = point(point_id=pid, latency_avg_ms=dist.mean_ms, transactions=dist.count,
+                **{f"latency_{k}_ms": v for k, v in figures.items()})
     return row, dist.encode()
 
 

@@ -21,11 +21,11 @@ T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
 
 
 def test_what_the_tool_printed_decides_the_metric():
-    assert metric.of_point({"tps": 10.0, "qps": 200.0}) == metric.TPS
-    assert metric.of_point({"tps": None, "qps": 3802.3, "run_avg_s": 0.263}) == metric.SECONDS
-    assert metric.of_point({"tps": None, "qps": 3802.3, "run_avg_s": None}) == metric.QPS
+    assert metric.of_point(Measurement(tps=10.0, qps=200.0)) == metric.TPS
+    assert metric.of_point(Measurement(tps=None, qps=3802.3, run_avg_s=0.263)) == metric.SECONDS
+    assert metric.of_point(Measurement(tps=None, qps=3802.3, run_avg_s=None)) == metric.QPS
     assert metric.lower_is_better(metric.SECONDS) and not metric.lower_is_better(metric.TPS)
-    assert metric.figure({"tps": None, "run_avg_s": 0.263, "qps": 3802.3}) == 0.263
+    assert metric.figure(Measurement(tps=None, run_avg_s=0.263, qps=3802.3)) == 0.263
     assert metric.shown(0.263, metric.SECONDS) == "0.263 s" and metric.shown(6442.84, metric.TPS) == "6,442.8"
     assert "lower is better" in metric.MEANING[metric.SECONDS]
 

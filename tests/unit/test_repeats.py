@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke
+from points import point
 from dbarena.report import differing
 from dbarena.stats import repeats
 
@@ -25,10 +26,9 @@ AWS = Path(__file__).resolve().parent.parent / "fixtures" / "external-truth" / "
 
 
 def test_over_repeats_labels_each_figure_with_what_it_is():
-    rows = [{"point_id": 1, "tps": 10.0, "qps": 200.0, "latency_p95_ms": 5.0, "latency_p99_ms": 7.0, "_histogram": 0},
-            {"point_id": 2, "tps": 14.0, "qps": 280.0, "latency_p95_ms": 6.0, "latency_p99_ms": None,
-             "_histogram": 0},
-            {"point_id": 3, "tps": 12.0, "qps": None, "latency_p95_ms": 9.0, "_histogram": 1}]
+    rows = [point(point_id=1, tps=10.0, qps=200.0, latency_p95_ms=5.0, latency_p99_ms=7.0, histogram=False),
+            point(point_id=2, tps=14.0, qps=280.0, latency_p95_ms=6.0, latency_p99_ms=None, histogram=False),
+            point(point_id=3, tps=12.0, qps=None, latency_p95_ms=9.0, histogram=True)]
     found = repeats.over_repeats(rows)
     assert list(found) == ["tps", "qps", "latency_p95_ms", "latency_p99_ms"]
     tps = found["tps"].as_dict()

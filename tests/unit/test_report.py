@@ -4,6 +4,7 @@ and the renderers (escaping, Markdown files, CSV/JSON fields)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import csv
 import hashlib
 import io
@@ -644,9 +645,8 @@ def test_results_fit_a_100_column_terminal_without_cutting_names(store):
 
     from dbarena.report import listings
 
-    rows = analysis.load(store)
-    for r in rows:
-        r["label"] = "hetzner-ax41-nvme-" + r["label"]  # a realistic, long label
+    rows = [dataclasses.replace(r, label="hetzner-ax41-nvme-" + r.label)  # a realistic, long label
+            for r in analysis.load(store)]
     for table, wide_table in ((listings.points_table(rows), listings.points_table(rows, wide=True)),
                               (listings.summary_table(analysis.summaries(rows)),
                                listings.summary_table(analysis.summaries(rows), wide=True))):

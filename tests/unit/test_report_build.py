@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from points import point
 from test_report import MACHINES, T0, store  # noqa: F401  (the fixture: two priced labels, four levels)
 
 from dbarena.errors import UsageError
+from dbarena.records import AnalysedPoint
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
 from dbarena.report import assemble, charts, data, export
 from dbarena.stats import analysis
@@ -121,10 +123,9 @@ def test_each_format_renders_the_model(store, tmp_path):
 def test_series_of_one_label_split_by_clients_per_thread_not_by_their_levels():
     """A label's points at the same levels with 1 and 4 clients a thread are two series
     (never one level row hiding the other); its levels alone never split a series."""
-    def row(threads: int, clients: int, key: str) -> dict:
+    def row(threads: int, clients: int, key: str) -> AnalysedPoint:
         config = {"engine": "postgres", "workload": "pgbench-tpcb", "threads": threads, "clients": clients}
-        return {"label": "box", "engine": "postgres", "workload": "pgbench-tpcb", "variant": None,
-                "config": config, "config_key": key}
+        return point(label="box", threads=threads, clients=clients, config=config, config_key=key)
 
     rows = [row(t, t * cpt, f"k{t}-{cpt}") for t in (1, 2, 4) for cpt in (1, 4)]
     named, order, baseline, _ = data.series_labels(rows, ["box"], "box", {})
@@ -133,7 +134,7 @@ def test_series_of_one_label_split_by_clients_per_thread_not_by_their_levels():
     assert all(len(names) == 1 for names in by_cpt.values())  # one series across the levels ...
     assert by_cpt[1] != by_cpt[4] and len(order) == 2          # ... and one per clients a thread
     assert all(name.startswith("box [config ") for name in order) and baseline in order
-    assert {r["_label"] for r in named} == {"box"}
+    assert {r.series_label for r in named} == {"box"}
 
 
 def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_path):

@@ -31,6 +31,7 @@ from dbarena.store import edge
 from dbarena.store.database import Store
 from dbarena.store.schema import TABLES
 
+from points import point
 from storebuild import build
 
 EXAMPLES = int(os.environ.get("DBARENA_FUZZ_EXAMPLES", "50"))
@@ -253,7 +254,7 @@ def test_a_raw_output_that_does_not_read_is_refused_in_one_line(built: Path) -> 
 def test_the_derived_figures_checked_are_those_analyse_point_makes() -> None:
     """edge.DERIVED_NUMBERS and derived_fault hold to what analysis caches: a fresh
     point's figures fit, and every numeric field is declared."""
-    row = {"status": "ok", "threads": 1, "workload": "pgbench-tpcb", "tps": 1.0, "engine": "postgres"}
+    row = point(status="ok", threads=1, workload="pgbench-tpcb", tps=1.0, engine="postgres")
     fields = analysis.analyse_point(row, 0, None, None, 2)
     assert edge.derived_fault(fields) is None
     numeric = {k for k, v in fields.items() if v is None or isinstance(v, float)}

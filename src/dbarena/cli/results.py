@@ -15,7 +15,6 @@ from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, listings, terminal
-from dbarena.serverside.stored import attach_bounds
 from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
@@ -138,31 +137,29 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
     with open_store(store) as db:
         stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
                                       variants=tuple(variants))
-        rows = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
-        attach_bounds(db, rows)  # each point's bound (stats/bound.py), beside its figures
-        if summary:
-            rows = analysis.summaries(rows, histograms=db.latency_histograms)
-    if as_json:
-        click.echo(export.dumps([analysis.public(r) for r in rows], indent=2))
-    elif as_csv:
-        click.echo(export.rows_csv([analysis.public(r) for r in rows], summary=summary), nl=False)
-    elif not rows:
+        points = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
+        groups = analysis.summaries(points, histograms=db.latency_histograms) if summary else []
+    if as_json or as_csv:
+        exported = [analysis.public(r) for r in groups] if summary else [p.as_json() for p in points]
+        click.echo(export.dumps(exported, indent=2) if as_json else export.rows_csv(exported, summary=summary),
+                   nl=not as_csv)
+    elif not points:
         # Every name matched something (check_names): only their combination matches nothing.
         click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
     elif parts:
-        driven = [r for r in rows if loadgens.parts(r)]
+        driven = [r for r in points if loadgens.parts(r)]
         if not driven:
             raise UsageError("no point here was driven by several load generators (fleet run --together)")
         terminal.show(terminal.console(), listings.parts_table(driven, wide=wide))
     elif figures:
-        terminal.show(terminal.console(), listings.figures_table(rows, wide=wide))
+        terminal.show(terminal.console(), listings.figures_table(groups, wide=wide))
     elif summary:
         console = terminal.console()
-        terminal.show(console, listings.summary_table(rows, wide=wide))
-        for line in listings.warning_lines(rows):
+        terminal.show(console, listings.summary_table(groups, wide=wide))
+        for line in listings.warning_lines(groups):
             console.print(line)
     else:
-        terminal.show(terminal.console(), listings.points_table(rows, wide=wide))
+        terminal.show(terminal.console(), listings.points_table(points, wide=wide))
 
 
 @cli.command()
@@ -196,7 +193,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     """
     with open_store(store) as db:
         analysis.check_names(db, study=study_name)
-        rows = attach_bounds(db, analysis.load(db, study=study_name))
+        rows = analysis.load(db, study=study_name)
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
         raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from dbarena.interfaces import Reporter
 from dbarena.lifecycle import state
 from dbarena.lifecycle.cleanup import reap
 from dbarena.report import listings, terminal
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
 from dbarena.store.dialect import SQLite
@@ -173,11 +176,11 @@ def _confirmed(estimated: preflight.Estimate, yes: bool, err: Console) -> bool:
         return False
 
 
-def _without_short_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows without the short-series warning --quick's own short points earn on
-    every point: the run said it once instead (stored rows keep it)."""
+def _without_short_series(rows: list[AnalysedPoint]) -> list[AnalysedPoint]:
+    """The points without the short-series warning --quick's own short points earn on
+    every point: the run said it once instead (stored points keep it)."""
     code = steadystate.Warning_.SHORT_SERIES.value
-    return [{**r, "warnings": [w for w in r.get("warnings", []) if w["code"] != code]} for r in rows]
+    return [replace(r, warnings=[w for w in r.warnings if w["code"] != code]) for r in rows]
 
 
 def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]

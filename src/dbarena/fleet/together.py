@@ -55,6 +55,7 @@ from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
+from dbarena.records import JSON, StoredPoint
 from dbarena.stats import configkey
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
@@ -312,7 +313,7 @@ class Together:
     def _find(self, store: Any, key: str) -> tuple[int | None, set[tuple]]:
         for run in reversed(store.runs()):
             if (run.get("options") or {}).get("together", {}).get("key") == key:
-                done = {_identity_row(p) for p in store.points(run_id=run["id"]) if p["status"] == "ok"}
+                done = {_identity_row(p) for p in store.points(run_id=run["id"]) if p.status == "ok"}
                 return run["id"], done
         return None, set()
 
@@ -473,11 +474,8 @@ def _identity(spec: PointSpec) -> tuple:
     return (spec.workload, spec.threads, spec.clients, spec.repeat, spec.params)
 
 
-def _identity_row(point: dict[str, Any]) -> tuple:
-    params = point.get("params") or {}
-    if isinstance(params, str):
-        params = json.loads(params)
-    return (point["workload"], point["threads"], point["clients"], point["repeat"], tuple(sorted(params.items())))
+def _identity_row(point: StoredPoint) -> tuple[str, int, int, int, tuple[tuple[str, JSON], ...]]:
+    return (point.workload, point.threads, point.clients, point.repeat, tuple(sorted(point.params.items())))
 
 
 def _config(spec: PointSpec, context: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
 from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
-from dbarena.serverside.stored import attach_bounds
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
 
@@ -58,7 +57,7 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
-    rows = attach_bounds(store, analysis.load(store, labels=tuple(labels)))
+    rows = analysis.load(store, labels=tuple(labels))
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
     levels = sorted({r["threads"] for r in rows})

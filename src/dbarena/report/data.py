@@ -33,6 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -95,8 +96,8 @@ def label_prices(runs: list[dict], overrides: dict[str, Price]) -> dict[str, Pri
     return prices
 
 
-def series_labels(rows: list[dict], order: list[str], baseline: str | None, prices: dict[str, Price]
-                  ) -> tuple[list[dict], list[str], str | None, dict[str, Price]]:
+def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | None, prices: dict[str, Price]
+                  ) -> tuple[list[AnalysedPoint], list[str], str | None, dict[str, Price]]:
     """A report draws one series per label in each engine x workload section; where a
     label holds several configurations there (variants, or runs of other parameters
     under one label), each is a series of its own, named "label [variant]" or
@@ -107,14 +108,15 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
     # stored keys (which include the level): one digest per stored key.
     by_key: dict[str | None, str] = {}
 
-    def level_free(r: dict) -> str:
-        stored = r.get("config_key")
+    def level_free(r: AnalysedPoint) -> str:
+        stored = r.config_key
         if stored is None or stored not in by_key:
             # Clients per thread stays in: two series at the same levels with 1 and 4
             # clients a thread are two configurations, not one.
-            config = r.get("config") or {}
-            per_thread = (round(config["clients"] / config["threads"], 6)
-                          if config.get("clients") and config.get("threads") else None)
+            config = r.config or {}
+            clients, threads = config.get("clients"), config.get("threads")
+            per_thread = (round(clients / threads, 6) if isinstance(clients, int) and isinstance(threads, int)
+                          and clients and threads else None)
             found = configkey.digest({**configkey.ignoring(config, ("threads", "clients")),
                                       "clients_per_thread": per_thread})
             if stored is None:
@@ -125,7 +127,7 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
     row_keys = [level_free(r) for r in rows]
     keys: dict[tuple, dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
     for r, key in zip(rows, row_keys):
-        keys[(r["label"], r["engine"], r["workload"])].setdefault((r.get("variant") or "", key))
+        keys[(r.label, r.engine, r.workload)].setdefault((r.variant or "", key))
 
     # How many configurations each (label, engine, workload, variant) holds.
     per_variant: dict[tuple, int] = defaultdict(int)
@@ -133,27 +135,24 @@ def series_labels(rows: list[dict], order: list[str], baseline: str | None, pric
         for variant, _ in found:
             per_variant[(*series, variant)] += 1
 
-    def name(r: dict, key: str) -> str:
-        series = (r["label"], r["engine"], r["workload"])
-        variant = r.get("variant") or ""
+    def name(r: AnalysedPoint, key: str) -> str:
+        series = (r.label, r.engine, r.workload)
+        variant = r.variant or ""
         if len(keys[series]) == 1:
-            return r["label"]
-        return r["label"] + (f" [{variant}]" if variant else "") + \
+            return r.label
+        return r.label + (f" [{variant}]" if variant else "") + \
             (f" [config {key[:6]}]" if per_variant[(*series, variant)] > 1 else "")
 
-    def named(r: dict, key: str) -> dict:
+    def named(r: AnalysedPoint, key: str) -> AnalysedPoint:
         # A copy only where the name changes: copying 100 k rows of 60 fields costs more
         # than the rest of this function.
         new = name(r, key)
-        if new == r["label"]:
-            r["_label"] = r["label"]
-            return r
-        return {**r, "label": new, "_label": r["label"]}
+        return r if new == r.label else replace(r, label=new)
 
     out = [named(r, key) for r, key in zip(rows, row_keys)]
-    new_order = list(dict.fromkeys(r["label"] for label in order for r in out if r["_label"] == label))
-    new_prices = {r["label"]: prices[r["_label"]] for r in out if r["_label"] in prices}
-    new_baseline = next((r["label"] for r in out if r["_label"] == baseline), baseline)
+    new_order = list(dict.fromkeys(r.label for label in order for r in out if r.series_label == label))
+    new_prices = {r.label: prices[r.series_label] for r in out if r.series_label in prices}
+    new_baseline = next((r.label for r in out if r.series_label == baseline), baseline)
     return out, new_order, new_baseline, new_prices
 
 
@@ -169,7 +168,7 @@ def _differs(row: dict, base: dict) -> list[str]:
     return configkey.differing(row["_config"], base["_config"], ignore)
 
 
-def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
+def build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
@@ -179,7 +178,7 @@ def build(rows: list[dict], runs: list[dict], *, baseline: str | None = None, pr
                       histograms=histograms)
 
 
-def _build(rows: list[dict], runs: list[dict], *, baseline: str | None, prices: dict[str, Price] | None,
+def _build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
@@ -255,7 +254,7 @@ def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
             f"throughput {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
-def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_rows: list[dict],
+def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[dict],
                groups: list[dict]) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
@@ -276,24 +275,25 @@ def _decisions(rows: list[dict], order: list[str], baseline: str | None, level_r
     return decisions, overall
 
 
-def _summaries(rows: list[dict], histograms: Callable[[list[int]], dict[int, dict]] | None) -> list[dict]:
+def _summaries(rows: list[AnalysedPoint], histograms: Callable[[list[int]], dict[int, dict]] | None) -> list[dict]:
     """analysis.summaries, each with the label its series came from (`_label`)."""
     every = analysis.summaries(rows, histograms=histograms)
-    origin_label = {r["label"]: r["_label"] for r in rows}
+    origin_label = {r.label: r.series_label for r in rows}
     for s_ in every:
         s_["_label"] = origin_label[s_["label"]]
     return every
 
 
-def _grouped(rows: list[dict]) -> tuple[dict[tuple, list[dict]], dict[tuple, list[dict]]]:
+def _grouped(rows: list[AnalysedPoint]
+             ) -> tuple[dict[tuple[str, str, str, int], list[AnalysedPoint]], dict[tuple[str, str, str], list[AnalysedPoint]]]:
     """The points of each (label, engine, workload, threads), and the ok points of each
     (label, engine, workload)."""
-    members: dict[tuple, list[dict]] = defaultdict(list)
-    ok_series: dict[tuple, list[dict]] = defaultdict(list)  # (label, engine, workload) -> its ok points
+    members: dict[tuple[str, str, str, int], list[AnalysedPoint]] = defaultdict(list)
+    ok_series: dict[tuple[str, str, str], list[AnalysedPoint]] = defaultdict(list)  # its ok points
     for r in rows:
-        members[(r["label"], r["engine"], r["workload"], r["threads"])].append(r)
-        if r["status"] == "ok":
-            ok_series[(r["label"], r["engine"], r["workload"])].append(r)
+        members[(r.label, r.engine, r.workload, r.threads)].append(r)
+        if r.status == "ok":
+            ok_series[(r.label, r.engine, r.workload)].append(r)
     return members, ok_series
 
 
@@ -347,7 +347,7 @@ class _Picked:
 
 
 def _section(engine: str, workload: str, level_rows: list[dict], by_series: dict[tuple, dict[int, dict]],
-             ok_series: dict[tuple, list[dict]], picked: _Picked) -> Section:
+             ok_series: dict[tuple[str, str, str], list[AnalysedPoint]], picked: _Picked) -> Section:
     order = picked.order
     sec_rows = sorted((r for r in level_rows if (r["engine"], r["workload"]) == (engine, workload)),
                       key=lambda r: (order.index(r["label"]), r["threads"]))
@@ -372,11 +372,11 @@ def _section(engine: str, workload: str, level_rows: list[dict], by_series: dict
                    cheapest=_cheapest(ranking, picked.at_threads, picked.prices))
 
 
-def _shown_level(ok_points: list[list[dict]], at_threads: int | None) -> int | None:
+def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -> int | None:
     """The level of the per-second chart, given each label's ok points."""
     # The per-second chart compares one level: --at-threads, else the highest level
     # every label measured; only when the labels share none, each its own highest.
-    shared = set.intersection(*({r["threads"] for r in points} for points in ok_points)) if ok_points else set()
+    shared = set.intersection(*({r.threads for r in points} for points in ok_points)) if ok_points else set()
     return at_threads if at_threads is not None else (max(shared) if shared else None)
 
 
@@ -429,10 +429,10 @@ def _cheapest(ranking: list[dict], at_threads: int | None, prices: dict[str, Pri
     return None
 
 
-def _provenance(rows: list[dict], order: list[str], runs: list[dict]) -> dict[str, dict]:
+def _provenance(rows: list[AnalysedPoint], order: list[str], runs: list[dict]) -> dict[str, dict]:
     """Each series' runs by engine: those of its label and variant."""
     provenance: dict[str, dict] = {}
-    origin = {r["label"]: (r["_label"], r.get("variant") or "") for r in rows}
+    origin = {r.label: (r.series_label, r.variant or "") for r in rows}
     for name in order:
         label, variant = origin.get(name, (name, ""))
         for run in runs:
@@ -448,20 +448,20 @@ def at_text(report: Report) -> str:
     return f"Price/performance at {report.at_threads} threads (--at-threads), the cheapest label named."
 
 
-def _chosen_series(candidates: list[dict], level: int | None) -> dict:
+def _chosen_series(candidates: list[AnalysedPoint], level: int | None) -> dict:
     """The per-second series shown for a label: of its ok points (candidates), the one at
     `level` (first repeat; none if the label has no point there), or without a level
     its highest; samples are attached by the caller."""
     if not candidates:
         return {}
     if level is None:
-        level = max(c["threads"] for c in candidates)
-    chosen = [r for r in candidates if r["threads"] == level]
+        level = max(c.threads for c in candidates)
+    chosen = [r for r in candidates if r.threads == level]
     if not chosen:
         return {}
-    point = min(chosen, key=lambda r: r.get("repeat", 0))
-    return {"point_id": point["point_id"], "threads": point["threads"], "steady_start_s": point.get("steady_start_s"),
-            "dips_s": point.get("dips_s", [])}
+    point = min(chosen, key=lambda r: r.repeat)
+    return {"point_id": point.point_id, "threads": point.threads, "steady_start_s": point.steady_start_s,
+            "dips_s": point.dips_s}
 
 
 PUBLIC_FIELDS = (

@@ -14,14 +14,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 from rich.markup import escape
 
+from dbarena.records import AnalysedPoint
 from dbarena.report.fitting import Column
 
 
-def _config(r: Mapping[str, Any]) -> Mapping[str, Any]:
+def _config(r: AnalysedPoint | Mapping[str, Any]) -> Mapping[str, Any]:
     return r.get("config") or {}
 
 
-def _fact(r: Mapping[str, Any], name: str) -> Any:
+def _fact(r: AnalysedPoint | Mapping[str, Any], name: str) -> Any:
     """A fact of a row's configuration: its key's (summaries keep only the key), else the
     row's own column (a point stored before keys existed)."""
     config = _config(r)
@@ -48,7 +49,7 @@ def _seconds(value: Any) -> str:
 
 
 # (header, cell) of each fact that may tell rows apart, in the order they are added.
-FACTS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
+FACTS: tuple[tuple[str, Callable[[AnalysedPoint | Mapping[str, Any]], str]], ...] = (
     ("clients", lambda r: str(_fact(r, "clients"))),
     ("dataset", lambda r: escape(dataset(_fact(r, "params")))),
     ("duration", lambda r: _seconds(_fact(r, "duration_s"))),
@@ -60,14 +61,14 @@ FACTS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
 IDENTITY = ("label", "engine", "workload", "threads", "variant")
 
 
-def columns(rows: Sequence[Mapping[str, Any]], shown: Sequence[str] = ()) -> list[Column]:
+def columns(rows: Sequence[AnalysedPoint | Mapping[str, Any]], shown: Sequence[str] = ()) -> list[Column]:
     """Columns for the facts in which rows of one label, engine, workload, threads and
     variant differ (clients that follow threads get none; those named in `shown` are in
     the table already), then the key's digest if rows of different keys still look alike."""
     out: list[Column] = []
-    cells: list[Callable[[Mapping[str, Any]], str]] = []
+    cells: list[Callable[[AnalysedPoint | Mapping[str, Any]], str]] = []
 
-    def alike(r: Mapping[str, Any]) -> tuple:
+    def alike(r: AnalysedPoint | Mapping[str, Any]) -> tuple:
         return tuple(r.get(k) for k in IDENTITY) + tuple(c(r) for c in cells)
 
     for header, cell in FACTS:

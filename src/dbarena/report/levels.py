@@ -4,7 +4,9 @@ level row), and the hardware of each label's server they are divided by."""
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis
 from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
@@ -16,12 +18,11 @@ def _mean(values) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _tpcc_figures(ok: list[dict]) -> dict:
+def _tpcc_figures(ok: list[AnalysedPoint]) -> dict:
     """The TPC-C-like workload's own figures, means over repeats: New-Order transactions
     committed per minute (the tpmC-like figure), the mix of transaction types (% of
     all) and each type's average latency; None for other workloads."""
-    details = [m.get("details") or {} for m in ok]
-    details = [d for d in details if d.get("tpm_new_order") is not None]
+    details: list[Any] = [d for m in ok if (d := m.details).get("tpm_new_order") is not None]
     if not details:
         return {"tpm_new_order": None, "tpcc_mix_pct": None, "tpcc_latency_ms": None, "rollbacks": None}
     found = {k for d in details for k in d.get("per_type", {})}
@@ -42,13 +43,13 @@ def server_is_local(run: dict) -> bool:
     return options.get("target", "throwaway") == "throwaway"
 
 
-def hardware(rows: list[dict], runs_by_id: dict[int, dict]) -> dict[str, dict]:
+def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, dict]) -> dict[str, dict]:
     """Hardware of each label's server, from its runs (a label is one machine): the
     measured host for a throwaway instance, what --server-cores/--server-threads said
     for a remote target."""
     hardware: dict[str, dict] = {}
     # Each run once, in the rows' order (a run holds thousands of points of a big store).
-    for label, run_id in dict.fromkeys((r["label"], r["run_id"]) for r in rows):
+    for label, run_id in dict.fromkeys((r.label, r.run_id) for r in rows):
         if label not in hardware and (found := _server_hardware(runs_by_id[run_id])) is not None:
             hardware[label] = found
     return hardware
@@ -73,13 +74,13 @@ def _server_hardware(run: dict) -> dict | None:
     return None
 
 
-def level_row(key: tuple, summary: dict, members: list[dict], label_price: Price | None, hw: dict) -> dict:
+def level_row(key: tuple, summary: dict, members: list[AnalysedPoint], label_price: Price | None, hw: dict) -> dict:
     """The figures of one label x engine x workload x threads, over its repeats."""
     label, engine, workload, threads = key
-    ok = [m for m in members if m["status"] == "ok"]
+    ok = [m for m in members if m.status == "ok"]
     tps = summary["mean"] if summary["metric"] == "tps" else None
-    qps = _mean(m.get("qps") for m in ok)
-    seconds = _mean(m.get("run_avg_s") for m in ok) if summary["metric"] != "tps" else None
+    qps = _mean(m.qps for m in ok)
+    seconds = _mean(m.run_avg_s for m in ok) if summary["metric"] != "tps" else None
     # Each tool's own figure: mysqlslap's is the seconds it took to run its queries
     # (lower is better), as study A publishes it; the others' their throughput.
     metric = "seconds" if seconds is not None else summary["metric"]
@@ -88,10 +89,10 @@ def level_row(key: tuple, summary: dict, members: list[dict], label_price: Price
         "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": metric,
         "seconds": seconds,
         # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
-        "printed_tps": _mean(m.get("tps") for m in ok) if tps is not None else None,
+        "printed_tps": _mean(m.tps for m in ok) if tps is not None else None,
         **_tpcc_figures(ok),
-        **{k: _mean(m.get(k) for m in ok) for k in analysis.SYSTEM_FIELDS},
-        "bound": point_bound.of_group(m.get("bound") for m in ok),  # each point's, from the server's view
+        **{k: _mean(getattr(m, k) for m in ok) for k in analysis.SYSTEM_FIELDS},
+        "bound": point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
         "bound_kind": point_bound.most_frequent(m.get("bound") for m in ok),
         "n": summary["n"], "failed": summary["failed"],
         **_tps_interval(summary, tps),
@@ -118,13 +119,13 @@ def _tps_interval(summary: dict, tps: float | None) -> dict:
     return {"tps": tps, "tps_ci_low": summary["ci_low"], "tps_ci_high": summary["ci_high"]}
 
 
-def _amounts(ok: list[dict], tps: float | None) -> dict:
+def _amounts(ok: list[AnalysedPoint], tps: float | None) -> dict:
     """Transactions, queries and time of a point, means over its ok repeats: the time a
     run of mysqlslap's queries took where there is no throughput."""
     return {
-        "transactions": _mean(m.get("transactions") for m in ok),
-        "queries": _mean(m.get("queries") for m in ok),
-        "time_s": _mean(m.get("duration_s") for m in ok) if tps is not None else _mean(m.get("run_avg_s") for m in ok),
+        "transactions": _mean(m.transactions for m in ok),
+        "queries": _mean(m.queries for m in ok),
+        "time_s": _mean(m.duration_s for m in ok) if tps is not None else _mean(m.run_avg_s for m in ok),
     }
 
 

@@ -17,6 +17,10 @@ from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.report.terminal import fitted, fmt
 from dbarena.stats import analysis, loadgens, metric, repeats
 from dbarena.stats.steadystate import Warning_
+from dbarena.records import AnalysedPoint
+
+# A line of a table: a point, or a summary over repeats (analysis.summaries).
+Listed = AnalysedPoint | dict[str, Any]
 
 
 def _interval(low, high, digits: int = 1) -> str:
@@ -37,17 +41,17 @@ WARNING_LETTERS: dict[str, str] = {w.value: letter for w, letter in (
 _ORDER = {code: i for i, code in enumerate(WARNING_LETTERS)}
 
 
-def _codes(rows: Iterable[dict]) -> list[str]:
+def _codes(rows: Iterable[Listed]) -> list[str]:
     """The warning codes of the rows, in the legend's order (unknown codes last)."""
     found = {w["code"] for r in rows for w in r.get("warnings", [])}
     return sorted(found, key=lambda code: (_ORDER.get(code, len(_ORDER)), code))
 
 
-def _warnings(row: dict) -> str:
+def _warnings(row: Listed) -> str:
     return "".join(WARNING_LETTERS.get(code, f" {code} ") for code in _codes([row])).strip() or "-"
 
 
-def legend(rows: Iterable[dict]) -> str | None:
+def legend(rows: Iterable[Listed]) -> str | None:
     codes = _codes(rows)
     if not codes:
         return None
@@ -71,7 +75,7 @@ def _merged(messages: list[str]) -> str:
     return out
 
 
-def warning_lines(rows: Iterable[dict]) -> list[str]:
+def warning_lines(rows: Iterable[Listed]) -> list[str]:
     """Each distinct warning once, with the number of rows it applies to and its advice
     (messages that differ only in their figures are one warning)."""
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -91,13 +95,13 @@ def warning_lines(rows: Iterable[dict]) -> list[str]:
 # ------------------------------------------------------------------ tables
 
 
-def _steady(r: dict) -> str:
+def _steady(r: Listed) -> str:
     if r.get("steady_tps") is None:
         return "-"
     return f"{r['steady_tps']:,.1f}"
 
 
-def _status(r: dict) -> str:
+def _status(r: Listed) -> str:
     return "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
 
 
@@ -132,10 +136,10 @@ POINT_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _figure(r: dict, digits: int, field: str | None = None) -> str:
+def _figure(r: Listed, digits: int, field: str | None = None) -> str:
     """A row's figure in its metric (`field`: which of the row's figures, the tool's
     printed one by default): TPS, or mysqlslap's seconds with their unit."""
-    value = metric.figure(r, r["metric"]) if field is None else r.get(field)
+    value = metric.figure(r, r.metric) if isinstance(r, AnalysedPoint) and field is None else r.get(field or "")
     return metric.shown(value, r["metric"], digits)
 
 
@@ -143,13 +147,13 @@ def _figure(r: dict, digits: int, field: str | None = None) -> str:
 SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to run all its queries (lower is better)"
 
 
-def _notes(rows: list[dict], *notes: str) -> list[str]:
+def _notes(rows: Sequence[Listed], *notes: str) -> list[str]:
     found = legend(rows)
     seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
-    return [*notes, *seconds, *together_notes(rows), *duration_notes(rows), *([found] if found else [])]
+    return [*notes, *seconds, *together_notes([r for r in rows if isinstance(r, AnalysedPoint)]), *duration_notes(rows), *([found] if found else [])]
 
 
-def duration_notes(rows: Iterable[dict]) -> list[str]:
+def duration_notes(rows: Iterable[Listed]) -> list[str]:
     """Imported points whose asked duration was not printed: how it was found, once."""
     found: dict[str, int] = {}
     for r in rows:
@@ -163,22 +167,22 @@ def duration_notes(rows: Iterable[dict]) -> list[str]:
             "measured time beside it (source.duration)" for how, n in found.items()]
 
 
-def together_notes(rows: Iterable[dict]) -> list[str]:
+def together_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
     """A line per run whose points several load generators drove at once."""
     runs: dict[Any, tuple[int, list[str]]] = {}
     for r in rows:
         if loadgens.parts(r):
-            runs.setdefault(r.get("run_id"), (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
+            runs.setdefault(r.run_id, (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
     return [f"run {run}: {n} load generators drove each point at once ({', '.join(hosts)}); "
             "`results --parts` shows each one's share and whether they were the bound"
             for run, (n, hosts) in runs.items()]
 
 
-def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+def parts_table(rows: Iterable[AnalysedPoint], wide: bool = False) -> FittedTable:
     """Each load generator's share of the points several drove together (`results
     --parts`): its threads and figures, its CPU, and what bound the point."""
     rows = list(rows)
-    lines = [{**r, "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
+    lines = [{**r.as_json(), "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
     columns: tuple[Column, ...] = (
         Column("point", "right", lambda r: str(r["point_id"]) if r["_first"] else ""),
         Column("label", "left", lambda r: escape(r["label"]) if r["_first"] else "", 3),
@@ -198,7 +202,7 @@ def parts_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
                    columns, lines, wide, bounds)
 
 
-def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple[Column, ...]:
+def _differing(columns: Sequence[Column], rows: Sequence[Listed], wide: bool) -> tuple[Column, ...]:
     """The table's columns with, after threads, one for each fact of the configuration in
     which the rows differ (clients, dataset, duration ...: report/differing.py)."""
     shown = [c.header.replace("\n", " ") for c in columns if wide or c.drop is not WIDE_ONLY]
@@ -206,7 +210,7 @@ def _differing(columns: Sequence[Column], rows: list[dict], wide: bool) -> tuple
     return (*columns[:at], *differing.columns(rows, shown), *columns[at:])
 
 
-def points_table(rows: Iterable[dict], title: str | None = None, wide: bool = False) -> FittedTable:
+def points_table(rows: Iterable[AnalysedPoint], title: str | None = None, wide: bool = False) -> FittedTable:
     """Stored points (analysis.load rows) as a table: the tool's printed figure (TPS, or
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)

@@ -7,6 +7,7 @@ samples), never stored as edited numbers: a better estimator re-reads old runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
+from dbarena.records import DERIVED_FIELDS, AnalysedPoint, StoredPoint
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -40,7 +42,7 @@ ESTIMATOR_VERSION = 4  # 2: the system view (machine CPU, iowait, server and loa
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
-def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyState | None,
+def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyState | None,
                   system: dict[str, Any] | None, hardware_threads: int) -> dict[str, Any]:
     """The derived fields of one stored point (added to its results row): plain JSON
     values, cached in the store (point_derived) by estimator version. `samples`: the
@@ -50,7 +52,7 @@ def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyS
     out: dict[str, Any] = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
-    if row["status"] != "ok":
+    if row.status != "ok":
         return out
     flags: list[steadystate.Flag] = []
     if steady is not None:
@@ -61,7 +63,7 @@ def analyse_point(row: dict[str, Any], samples: int, steady: steadystate.SteadyS
     # A load-generator verdict only from figures with enough samples.
     flags.extend(steadystate.loadgen_verdict(
         _means({k: v for k, v in whole.items() if v[0] >= steadystate.LOADGEN_MIN_SAMPLES}),
-        row["threads"], hardware_threads))
+        row.threads, hardware_threads))
     out["warnings"] = [f.as_dict() for f in flags]
     # The steady part's samples; every sample where none is at or after the start.
     out.update(_system_fields(_means(system["steady"] if system and system["steady_rows"] else whole)))
@@ -110,24 +112,41 @@ def run_threads(run: dict[str, Any]) -> int:
 
 
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
-         variants: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Stored points with their derived fields: from the cache where this estimator
-    version made them, else computed from the stored series (read in batches, not a
-    query per point) and cached."""
+         variants: tuple[str, ...] = ()) -> list[AnalysedPoint]:
+    """Stored points with what is derived from them, once for every view: the figures
+    of their series (from the cache where this estimator version made them, else
+    computed from the stored series, read in batches, not a query per point, and
+    cached), and the bound decided when each was stored (stats/bound.py)."""
     rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
-    runs = store.runs_by_id(r["run_id"] for r in rows)
+    runs = store.runs_by_id(r.run_id for r in rows)
     derived = _derived(store, rows, runs)
+    # Only the bound's columns, not the series (None where the server was not sampled:
+    # imported, --no-server-metrics, or stored before schema 16).
+    bounds = store.server_series((r.point_id for r in rows), records=False)
+    out = []
     for row in rows:
-        row.update(derived[row["point_id"]])
+        figures = derived[row.point_id]
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
-        row["metric"] = metric.of_point(row)
-        row["lower_is_better"] = metric.lower_is_better(row["metric"])
-        # Its number of repeats was chosen by the stopping rule (--precision).
-        row["adaptive"] = bool(runs[row["run_id"]]["options"].get("precision"))
-        # The hardware threads its server could use: what "saturated" is measured against.
-        row["hardware_threads_usable"] = run_threads(runs[row["run_id"]])
-    return rows
+        judged_by = metric.of_point(row)
+        run = runs[row.run_id]
+        found = bounds.get(row.point_id) or {}
+        stored: dict[str, Any] = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+        # (The cache's figures were checked at the store's edge: numbers or None.)
+        numbers: dict[str, Any] = {name: figures.get(name) for name in DERIVED_FIELDS
+                                   if name not in ("metric", "dips_s", "warnings", "samples")}
+        out.append(AnalysedPoint(
+            **stored, **numbers,
+            metric=judged_by, dips_s=list(figures.get("dips_s") or []), warnings=list(figures.get("warnings") or []),
+            samples=int(figures.get("samples") or 0),
+            lower_is_better=metric.lower_is_better(judged_by),
+            # Its number of repeats was chosen by the stopping rule (--precision).
+            adaptive=bool((run["options"] or {}).get("precision")),
+            # The hardware threads its server could use: what "saturated" is measured against.
+            hardware_threads_usable=run_threads(run),
+            bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
+            series_label=row.label))
+    return out
 
 
 def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
@@ -172,31 +191,32 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _derived(store: ResultStore, rows: list[dict[str, Any]], runs: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    derived = store.derived((r["point_id"] for r in rows), ESTIMATOR_VERSION)
-    missing = [r for r in rows if r["point_id"] not in derived]
+def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, dict[str, Any]]
+             ) -> dict[int, dict[str, Any]]:
+    derived = store.derived((r.point_id for r in rows), ESTIMATOR_VERSION)
+    missing = [r for r in rows if r.point_id not in derived]
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
     batches = [missing[start:start + DERIVE_BATCH] for start in range(0, len(missing), DERIVE_BATCH)]
     no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
 
-    def prepare(batch: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
-        series = store.tps_series(r["point_id"] for r in batch)
+    def prepare(batch: Sequence[StoredPoint]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
+        series = store.tps_series(r.point_id for r in batch)
         # Computed together: numpy's work a call is shared by the batch's series.
-        measured = [r for r in batch if r["status"] == "ok" and r.get("tps") is not None and r["point_id"] in series]
-        steady: dict[int, steadystate.SteadyState | None] = dict.fromkeys((r["point_id"] for r in batch), None)
-        steady.update(zip((r["point_id"] for r in measured), steadystate.steady_states(
-            [series[r["point_id"]][0] for r in measured], [series[r["point_id"]][1] for r in measured],
-            [r["duration_s"] for r in measured])))
+        measured = [r for r in batch if r.status == "ok" and r.tps is not None and r.point_id in series]
+        steady: dict[int, steadystate.SteadyState | None] = dict.fromkeys((r.point_id for r in batch), None)
+        steady.update(zip((r.point_id for r in measured), steadystate.steady_states(
+            [series[r.point_id][0] for r in measured], [series[r.point_id][1] for r in measured],
+            [r.duration_s for r in measured])))
         # The system view averages the steady part: summed once its start is known.
-        starts = {r["point_id"]: s.steady_start_s if (s := steady[r["point_id"]]) else None
-                  for r in batch if r["status"] == "ok"}
+        starts = {r.point_id: s.steady_start_s if (s := steady[r.point_id]) else None
+                  for r in batch if r.status == "ok"}
         return series, steady, starts
 
-    def finish(batch: list[dict[str, Any]], series: dict[int, Any], steady: dict[int, Any],
+    def finish(batch: Sequence[StoredPoint], series: dict[int, Any], steady: dict[int, Any],
                sums: Future[dict[int, dict[str, Any]]]) -> None:
         system = sums.result()
-        fresh = {r["point_id"]: analyse_point(r, len(series.get(r["point_id"], no_series)[1]), steady[r["point_id"]],
-                                              system.get(r["point_id"]), run_threads(runs[r["run_id"]]))
+        fresh = {r.point_id: analyse_point(r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id],
+                                           system.get(r.point_id), run_threads(runs[r.run_id]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
@@ -235,27 +255,28 @@ def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
         _derived(store, rows, store.runs_by_id([run_id]))
 
 
-def public(row: dict[str, Any]) -> dict[str, Any]:
-    """A row without the in-memory helper objects (for JSON). Its `repeat` counts from 1,
-    as every view shows it (the store keeps it from 0)."""
+def public(row: AnalysedPoint | dict[str, Any]) -> dict[str, Any]:
+    """A point or summary without the in-memory helper objects (for JSON). Its `repeat`
+    counts from 1, as every view shows it (the store keeps it from 0)."""
+    if isinstance(row, AnalysedPoint):
+        return row.as_json()
     out = {k: v for k, v in row.items() if not k.startswith("_")}
     if isinstance(out.get("repeat"), int):
         out["repeat"] += 1
     return out
 
 
-def _value(row: dict[str, Any]) -> float | None:
+def _value(row: AnalysedPoint) -> float | None:
     # The steady-state mean where a series exists (warm-up excluded), else the tool's
     # figure in its metric (mysqlslap: its seconds).
-    steady: float | None = row.get("steady_tps")
-    if steady is not None and row["metric"] == metric.TPS:
-        return steady
-    return metric.figure(row, row["metric"])
+    if row.steady_tps is not None and row.metric == metric.TPS:
+        return row.steady_tps
+    return metric.figure(row, row.metric)
 
 
-def value(row: dict[str, Any]) -> float | None:
+def value(row: AnalysedPoint) -> float | None:
     """A loaded point's figure, as summaries and comparisons use it (None if failed)."""
-    return _value(row) if row["status"] == "ok" else None
+    return _value(row) if row.status == "ok" else None
 
 
 def result_value(result: PointResult) -> float | None:
@@ -269,43 +290,43 @@ def result_value(result: PointResult) -> float | None:
                                     result.spec.duration_s)
         assert steady is not None  # the series is not empty
         return steady.mean
-    return metric.figure(vars(m))
+    return metric.figure(m)
 
 
-def summaries(rows: Iterable[dict[str, Any]],
+def summaries(rows: Iterable[AnalysedPoint],
               histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
     store.latency_histograms)."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
-        groups[(row["label"], row["config_key"] or f"point {row['point_id']}")].append(row)
+        groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
     out = []
     for key, members in groups.items():
-        valued = [(m, v) for m in members if m["status"] == "ok" and (v := _value(m)) is not None]
+        valued = [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
         ok = [m for m, _ in valued]
         values = [v for _, v in valued]
-        within = (ok[0]["tps_ci_low"], ok[0]["tps_ci_high"]) if len(ok) == 1 and ok[0].get("tps_ci_low") is not None \
-            else None
-        adaptive = any(m.get("adaptive") for m in ok)
+        low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
+        within = (low, high) if low is not None and high is not None else None
+        adaptive = any(m.adaptive for m in ok)
         summary = stats.summarize(values, failed=len(members) - len(ok), within_run=within, adaptive=adaptive)
         # Point-level warnings that matter for the whole group (deduplicated by code).
         seen = {f.code.value for f in summary.flags}
-        point_flags = []
+        point_flags: list[dict[str, str]] = []
         for m in ok:
-            for w in m["warnings"]:
+            for w in m.warnings:
                 if w["code"] not in seen:
                     seen.add(w["code"])
                     point_flags.append(w)
-        hosts = sorted({m["host"] for m in ok if m.get("host") and m["host"] != "imported"})
+        hosts = sorted({m.host for m in ok if m.host and m.host != "imported"})
         if len(hosts) > 1:
             # Two machines under one label with the same CPU model, threads and memory have
             # one configuration key: pooled, but never silently.
             point_flags.append(steadystate.Flag(steadystate.Warning_.SEVERAL_HOSTS, (
                 f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
                 f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
-        judged_by = ok[0]["metric"] if ok else members[0]["metric"]
+        judged_by = ok[0].metric if ok else members[0].metric
         out.append({
             **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
             "metric": judged_by, "lower_is_better": metric.lower_is_better(judged_by),
@@ -316,7 +337,7 @@ def summaries(rows: Iterable[dict[str, Any]],
             "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             "warnings": [f.as_dict() for f in summary.flags] + point_flags,
-            "bound": bound.of_group(m.get("bound") for m in ok),  # where rows carry one (serverside.stored)
+            "bound": bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
             **pooled_latency(ok, histograms),
             # Every figure the repeats stored, each over them (median, mean, n, spread) and
             # labelled: what published tables give (a mean of printed p95s), named as such.
@@ -334,9 +355,9 @@ STEADY = "steady-state mean per run"
 PRINTED = "figure the tool printed per run"
 
 
-def _statistic(ok: list[dict[str, Any]]) -> dict[str, Any]:
-    steady = [m.get("steady_tps") is not None for m in ok]
-    printed = [v for m in ok if (v := metric.figure(m, m["metric"])) is not None]
+def _statistic(ok: list[AnalysedPoint]) -> dict[str, Any]:
+    steady = [m.steady_tps is not None for m in ok]
+    printed = [v for m in ok if (v := metric.figure(m, m.metric)) is not None]
     return {
         "statistic": (STEADY if all(steady) else PRINTED if not any(steady) else
                       f"mixed: {sum(steady)} steady-state mean(s), {len(steady) - sum(steady)} printed figure(s)")
@@ -349,7 +370,7 @@ LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency
                   "latency_max_ms")
 
 
-def pooled_latency(ok: list[dict[str, Any]],
+def pooled_latency(ok: list[AnalysedPoint],
                    histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None) -> dict[str, Any]:
     """Latency over a group's repeats. Percentiles: of their merged histograms, never an
     average of percentiles; repeats without a histogram each (imports of tools that
@@ -360,18 +381,18 @@ def pooled_latency(ok: list[dict[str, Any]],
     if not ok:
         return {**out, "latency_avg_ms": None, "latency_pooled": None}
     if len(ok) == 1:
-        return {**out, **{k: ok[0].get(k) for k in (*LATENCY_FIELDS, "latency_avg_ms")},
+        return {**out, **{k: getattr(ok[0], k) for k in (*LATENCY_FIELDS, "latency_avg_ms")},
                 "latency_pooled": "one point"}
-    means = [(m["latency_avg_ms"], m.get("transactions") or 0) for m in ok if m.get("latency_avg_ms") is not None]
+    means = [(m.latency_avg_ms, m.transactions or 0) for m in ok if m.latency_avg_ms is not None]
     weighted = len(means) == len(ok) and all(n for _, n in means)
     out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means) if weighted else None
-    records = histograms([m["point_id"] for m in ok]) if histograms is not None else {}
+    records = histograms([m.point_id for m in ok]) if histograms is not None else {}
     pool, figures = None, {}
     try:
         # (The store's edge checked each record's figures; an HDR encoding that does not
         # decode, from a store edited by hand, is known only here: no pooled percentiles.)
         if len(records) == len(ok):
-            pool = latency.merged(latency.Latencies.decode(records[m["point_id"]]) for m in ok)
+            pool = latency.merged(latency.Latencies.decode(records[m.point_id]) for m in ok)
             figures = pool.percentiles_ms() if pool is not None else {}
     except Exception:  # noqa: BLE001 - whatever hdrh makes of garbage
         pool, records = None, {}
@@ -380,17 +401,17 @@ def pooled_latency(ok: list[dict[str, Any]],
         if out["latency_avg_ms"] is None:
             out["latency_avg_ms"] = pool.mean_ms
         return {**out, "latency_pooled": f"merged histograms of {len(ok)} points"}
-    maxima = [m["latency_max_ms"] for m in ok if m.get("latency_max_ms") is not None]
+    maxima = [m.latency_max_ms for m in ok if m.latency_max_ms is not None]
     out["latency_max_ms"] = max(maxima) if len(maxima) == len(ok) else None
     return {**out, "latency_pooled": f"no pooled percentiles: {len(ok) - len(records)} of {len(ok)} points "
                                      "have no latency histogram to merge (over_repeats: the median and mean "
                                      "of the percentiles each run printed)"}
 
 
-def sides(rows: list[dict[str, Any]], a: str, b: str) -> str:
+def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
     """What `compare A B` compares: two labels, or two variants (within each label)."""
-    labels = {r["label"] for r in rows}
-    variants = {r["variant"] for r in rows if r.get("variant")}
+    labels = {r.label for r in rows}
+    variants = {r.variant for r in rows if r.variant}
     if a in labels and b in labels:
         return "label"
     if a in variants and b in variants:
@@ -402,7 +423,7 @@ def sides(rows: list[dict[str, Any]], a: str, b: str) -> str:
     raise UsageError(f"{a!r} and {b!r} are not both labels or both variants")
 
 
-def compare(rows: Iterable[dict[str, Any]], a: str, b: str, about: Iterable[str] = (),
+def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
             groups: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart

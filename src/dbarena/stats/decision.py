@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbarena.records import AnalysedPoint
 from dbarena.stats import bound as point_bound
 from dbarena.stats import loadgens, metric, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
@@ -153,32 +154,32 @@ SATURATED, IOWAIT_PCT = thresholds.SATURATED, thresholds.IOWAIT_PCT  # stats/thr
 MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
 
 
-def bound(points: Sequence[dict[str, Any]]) -> str:
-    """What bound one side at one level (its repeats, analysis.load rows with their
-    derived system view), in words with the figure that says so; where the rows carry
-    each point's bound from the server's own series (serverside.stored), that too."""
+def bound(points: Sequence[AnalysedPoint]) -> str:
+    """What bound one side at one level (its repeats, with their derived system view),
+    in words with the figure that says so; where the points carry the bound from the
+    server's own series, that too."""
     said = _machine_bound(points)
-    per_point = point_bound.of_group(p.get("bound") for p in points if p.get("status") == "ok")
+    per_point = point_bound.of_group(p.bound for p in points if p.status == "ok")
     return f"{said}; per point: {per_point}" if per_point else said
 
 
-def _machine_bound(points: Sequence[dict[str, Any]]) -> str:
-    ok = [p for p in points if p.get("status") == "ok"]
+def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
+    ok = [p for p in points if p.status == "ok"]
     # Points several load generators drove (fleet run --together): their hosts' CPU says it.
     if (together := loadgens.bound(ok)) is not None:
         return together
-    if not ok or all((p.get("samples") or 0) < MIN_SAMPLES or p.get("cpu_busy_pct") is None for p in ok):
+    if not ok or all(p.samples < MIN_SAMPLES or p.cpu_busy_pct is None for p in ok):
         return "too few samples to tell"
 
-    def mean(field: str) -> float | None:
-        values = [p[field] for p in ok if p.get(field) is not None]
+    def mean(figures: Iterable[float | None]) -> float | None:
+        values = [v for v in figures if v is not None]
         return sum(values) / len(values) if values else None
 
-    busy, iowait, server, loadgen = mean("cpu_busy_pct"), mean("cpu_iowait_pct"), mean("server_cpu"), \
-        mean("loadgen_cpu")
-    threads = max(int(p.get("hardware_threads_usable") or 1) for p in ok)
-    clients = max(int(p.get("threads") or 1) for p in ok)
-    flagged = [w for p in ok for w in p.get("warnings") or [] if w.get("code") == "load-generator-bound"]
+    busy, iowait = mean(p.cpu_busy_pct for p in ok), mean(p.cpu_iowait_pct for p in ok)
+    server, loadgen = mean(p.server_cpu for p in ok), mean(p.loadgen_cpu for p in ok)
+    threads = max(p.hardware_threads_usable or 1 for p in ok)
+    clients = max(p.threads or 1 for p in ok)
+    flagged = [w for p in ok for w in p.warnings if w.get("code") == "load-generator-bound"]
     if flagged:
         # The warning's own reason (steadystate.loadgen_verdict), not words of its own: a
         # load generator that used 0.2 cores is not "saturated", it competes for the CPU.
@@ -195,27 +196,28 @@ def _machine_bound(points: Sequence[dict[str, Any]]) -> str:
     return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")
 
 
-def _why(d: Decision, points: Sequence[dict[str, Any]]) -> str | None:
+def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
     """At the level whose ratio lies farthest from 1, what bound each side."""
     if d.verdict not in (FASTER, SLOWER) or not d.levels:
         return None
     threads, _ = max(d.levels, key=lambda level: abs(math.log(level[1])))
     workload = d.workload.split(" [", 1)[0] if d.workload else None
-    here = [p for p in points if p.get("engine") == d.engine and p.get("workload") == workload
-            and p.get("threads") == threads]
-    of_side = [[p for p in here if name in (p.get('label'), p.get('variant'))] for name in (d.label, d.baseline)]
+    here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads]
+    of_side = [[p for p in here if name in (p.label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
     return f"at {threads} thread(s), " + "; ".join(sides) + _server_difference(d.label, d.baseline, *of_side)
 
 
-def _server_difference(label: str, baseline: str, ours: Sequence[dict[str, Any]],
-                       theirs: Sequence[dict[str, Any]]) -> str:
+def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
+                       theirs: Sequence[AnalysedPoint]) -> str:
     """The server-side figure (point_bound.figures, each side's mean over its repeats)
     that differs most between the two sides, where both were sampled."""
-    def mean_figures(points: Sequence[dict[str, Any]]) -> dict[str, float]:
-        sampled = [p["server_figures"] for p in points if p.get("status") == "ok" and p.get("server_figures")]
+    def mean_figures(points: Sequence[AnalysedPoint]) -> dict[str, float]:
+        # (Numbers: the store's edge checked each point's figures.)
+        sampled = [p.server_figures for p in points if p.status == "ok" and p.server_figures]
         names = {n for f in sampled for n in f}
-        return {n: sum(f.get(n, 0.0) for f in sampled) / len(sampled) for n in names}
+        return {n: sum(float(v) for f in sampled if isinstance(v := f.get(n, 0.0), (int, float))) / len(sampled)
+                for n in names}
 
     a, b = mean_figures(ours), mean_figures(theirs)
     found = point_bound.differs_most(a, b) if a and b else None
@@ -226,7 +228,7 @@ def _server_difference(label: str, baseline: str, ours: Sequence[dict[str, Any]]
             f"{point_bound.figure_text(name, x)} ({label}) against {point_bound.figure_text(name, y)} ({baseline})")
 
 
-def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[dict[str, Any]] = ()) -> list[Decision]:
+def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[AnalysedPoint] = ()) -> list[Decision]:
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
     engine and workload, worst first (lowest ratio; those without a figure last).
     `points` (analysis.load rows): to say why each significant difference is there."""

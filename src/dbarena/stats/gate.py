@@ -25,11 +25,12 @@ UsageError: exit 2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis, decision, metric
 
 FAIL, PASS, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, MISSING = \
@@ -46,7 +47,7 @@ class Side:
 
     name: str
     what: str  # "run 7" or "label 'nightly' (runs 3-9)"
-    points: list[dict[str, Any]]
+    points: list[AnalysedPoint]
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     """The gate of the candidate against the baseline (see the module's docstring)."""
     if baseline.name == candidate.name:
         raise UsageError(f"--baseline and --candidate are both {baseline.what}")
-    overlap = {p["point_id"] for p in baseline.points} & {p["point_id"] for p in candidate.points}
+    overlap = {p.point_id for p in baseline.points} & {p.point_id for p in candidate.points}
     if overlap:
         raise UsageError(f"{baseline.what} and {candidate.what} share {len(overlap)} point(s): give two runs, two "
                          "labels, or a label and a run of another label")
@@ -182,8 +183,8 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
         if not each.points:
             raise UsageError(f"{each.what} holds no measured point")
     # Each side as a label of its own, so that two runs of one label compare like two labels.
-    rows = [{**p, "label": baseline.name} for p in baseline.points] + \
-           [{**p, "label": candidate.name} for p in candidate.points]
+    rows = [replace(p, label=baseline.name) for p in baseline.points] + \
+           [replace(p, label=candidate.name) for p in candidate.points]
     compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT)
     counted = [r for r in compared if not r.get("differs")]
     items = [_item(d, [r for r in counted if (r["engine"], r["workload"]) == (d.engine, d.workload)], max_regression)
@@ -192,7 +193,7 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     items += [Item(r["engine"], r["workload"], r["metric"], _levels([r]), None, None, None, None, NOT_COMPARABLE,
                    r["reason"]) for r in compared if r.get("differs")]
     seen = {(r["engine"], r["workload"], r["threads"]) for r in compared}
-    for s in analysis.summaries(r for r in rows if r["label"] == baseline.name):
+    for s in analysis.summaries(r for r in rows if r.label == baseline.name):
         if (s["engine"], s["workload"], s["threads"]) not in seen:
             seen.add((s["engine"], s["workload"], s["threads"]))
             items.append(Item(s["engine"], s["workload"], s["metric"], f"{s['threads']}", None, None, None, None,

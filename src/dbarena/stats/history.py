@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.interfaces import ResultStore
+from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis, environment, metric
 from dbarena.stats import estimators as stats
 
@@ -192,39 +193,40 @@ def _change_point(runs: Sequence[RunValue], index: int, start: int, end: int, p_
                        text=metric.change_words(change, judged_by) + interval, causes=causes(runs, index))
 
 
-def _run_value(run: Mapping[str, Any], points: Sequence[dict[str, Any]]) -> RunValue:
+def _run_value(run: Mapping[str, Any], points: Sequence[AnalysedPoint]) -> RunValue:
     ok = [p for p in points if analysis.value(p) is not None]
     values = [v for p in ok if (v := analysis.value(p)) is not None]
-    within = (ok[0]["tps_ci_low"], ok[0]["tps_ci_high"]) \
-        if len(ok) == 1 and ok[0].get("tps_ci_low") is not None else None
+    low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
+    within = (low, high) if low is not None and high is not None else None
     summary = stats.summarize(values, failed=len(points) - len(ok), within_run=within,
-                              adaptive=any(p.get("adaptive") for p in ok))
+                              adaptive=any(p.adaptive for p in ok))
     interval = None if summary.ci_low is None else "within one run" if summary.within_run else "between runs"
     return RunValue(run_id=int(run["id"]), started_at=str(run.get("started_at") or ""), n=summary.n,
                     failed=summary.failed, mean=summary.mean, ci_low=summary.ci_low, ci_high=summary.ci_high,
-                    interval=interval, environment=environment.of_run(run, points[0].get("config") or {}))
+                    interval=interval, environment=environment.of_run(run, points[0].config or {}))
 
 
-def series_key(point: Mapping[str, Any]) -> tuple[Any, ...]:
-    config = point.get("config") or {}
-    dataset = config.get("params") if config.get("params") is not None else point.get("params") or {}
-    return (point["label"], point["engine"], point["workload"], point["threads"], point.get("clients"),
-            json.dumps(dataset, sort_keys=True), point.get("variant") or "")
+def series_key(point: AnalysedPoint) -> tuple[str, str, str, int, int, str, str]:
+    config = point.config or {}
+    dataset = config.get("params") if config.get("params") is not None else point.params or {}
+    return (point.label, point.engine, point.workload, point.threads, point.clients,
+            json.dumps(dataset, sort_keys=True), point.variant or "")
 
 
-def build(points: Iterable[dict[str, Any]], runs: Iterable[Mapping[str, Any]]) -> list[Series]:
+def build(points: Iterable[AnalysedPoint], runs: Iterable[Mapping[str, Any]]) -> list[Series]:
     """Every series in these points (analysis.load rows) with the runs they came from
     (store.runs()), oldest run first, with its change points."""
     by_id = {int(r["id"]): r for r in runs}
-    grouped: dict[tuple[Any, ...], dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[AnalysedPoint]]] = \
+        defaultdict(lambda: defaultdict(list))
     for p in points:
-        grouped[series_key(p)][int(p["run_id"])].append(p)
+        grouped[series_key(p)][p.run_id].append(p)
     out = []
     for key, of_run in grouped.items():
         label, engine, workload, threads, clients, dataset, variant = key
         ordered = sorted(of_run, key=lambda rid: (str(by_id[rid].get("started_at") or ""), rid))
         values = tuple(_run_value(by_id[rid], of_run[rid]) for rid in ordered)
-        judged_by = next((p["metric"] for pts in of_run.values() for p in pts if p.get("metric")), metric.TPS)
+        judged_by = next((p.metric for pts in of_run.values() for p in pts if p.metric), metric.TPS)
         out.append(_with_change_points(Series(
             label=label, engine=engine, workload=workload, threads=int(threads), clients=int(clients or 0),
             dataset=json.loads(dataset), variant=variant, metric=judged_by, runs=values)))
@@ -272,11 +274,11 @@ def of_store(store: ResultStore, selection: Filter = Filter()) -> History:
         return History()
     rows = analysis.load(store, labels=selection.labels)
     if selection.workloads:
-        stored = sorted({r["workload"] for r in rows})
+        stored = sorted({r.workload for r in rows})
         for w in selection.workloads:
             if w not in stored:
                 raise UsageError(f"no workload {w!r} in the store; stored: {', '.join(stored)}")
-    wanted = [r for r in rows if (not selection.workloads or r["workload"] in selection.workloads)
-              and (not selection.threads or r["threads"] in selection.threads)]
-    return History(tuple(s for s in build(wanted, store.runs_by_id({r["run_id"] for r in wanted}).values())
+    wanted = [r for r in rows if (not selection.workloads or r.workload in selection.workloads)
+              and (not selection.threads or r.threads in selection.threads)]
+    return History(tuple(s for s in build(wanted, store.runs_by_id({r.run_id for r in wanted}).values())
                          if selection.keep(s)))

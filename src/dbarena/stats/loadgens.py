@@ -7,31 +7,35 @@ load generator whose host was busy at SATURATED or more could not give more load
 point measures the load generators, as a one-host point with the load-generator-bound
 warning does. Otherwise the load generators had room to spare, and the bound lies with
 the server (or the network between them), which is what adding load generators is for.
-Pure functions of analysis.load rows.
+Pure functions of analysed points (records.AnalysedPoint).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
+from dbarena.records import StoredPoint
 from dbarena.stats import thresholds
 
 # Of a load generator's host CPU: saturated as every view calls it (stats/thresholds.py).
 SATURATED_PCT = thresholds.SATURATED_PCT
 
 
-def parts(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A point's parts, one per load generator ([] for a point of one)."""
-    together = (row.get("details") or {}).get("together") or {}
-    return list(together.get("parts") or [])
+def parts(row: StoredPoint) -> list[dict[str, Any]]:
+    """A point's parts, one per load generator ([] for a point of one): JSON objects
+    fleet/combine.py wrote (the store's edge checked they are objects)."""
+    together = row.details.get("together")
+    found = together.get("parts") if isinstance(together, dict) else None
+    return [p for p in found if isinstance(p, dict)] if isinstance(found, list) else []
 
 
-def count(row: Mapping[str, Any]) -> int:
+def count(row: StoredPoint) -> int:
     """How many load generators drove the point."""
-    return int((row.get("details") or {}).get("load_generators") or 1)
+    n = row.details.get("load_generators")
+    return n if isinstance(n, int) and n > 0 else 1
 
 
-def busiest(points: Sequence[Mapping[str, Any]]) -> tuple[str, float, int] | None:
+def busiest(points: Sequence[StoredPoint]) -> tuple[str, float, int] | None:
     """(host, its busy share, load generators) of the busiest load generator of these
     points (repeats of one level); None when none was driven together or none sampled."""
     found = [(p.get("host"), float(p["host_cpu_busy_pct"]), count(row))
@@ -42,7 +46,7 @@ def busiest(points: Sequence[Mapping[str, Any]]) -> tuple[str, float, int] | Non
     return str(host), busy, n
 
 
-def bound(points: Sequence[Mapping[str, Any]]) -> str | None:
+def bound(points: Sequence[StoredPoint]) -> str | None:
     """Were the load generators or the server the bound, in words with the figure that
     says so; None for points of one load generator (stats/decision.bound says theirs)."""
     if not any(parts(p) for p in points):

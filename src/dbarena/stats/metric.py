@@ -11,7 +11,7 @@ neither (an import of a query rate alone) is judged by its QPS.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Protocol
 
 TPS, QPS, SECONDS = "tps", "qps", "seconds"
 
@@ -26,12 +26,22 @@ MEANING = {
 }
 
 
-def of_point(row: Mapping[str, Any]) -> str:
-    """The metric of a stored point (a row of store.points or a Measurement's fields):
-    what the tool printed decides it."""
-    if row.get("tps") is not None:
+class Printed(Protocol):
+    """What a tool printed of a point (a stored point, or a Measurement before it is)."""
+
+    @property
+    def tps(self) -> float | None: ...
+    @property
+    def qps(self) -> float | None: ...
+    @property
+    def run_avg_s(self) -> float | None: ...
+
+
+def of_point(row: Printed) -> str:
+    """The metric of a point: what the tool printed decides it."""
+    if row.tps is not None:
         return TPS
-    if row.get("run_avg_s") is not None:
+    if row.run_avg_s is not None:
         return SECONDS
     return QPS
 
@@ -40,10 +50,10 @@ def lower_is_better(metric: str) -> bool:
     return metric == SECONDS
 
 
-def figure(row: Mapping[str, Any], metric: str | None = None) -> float | None:
+def figure(row: Printed, metric: str | None = None) -> float | None:
     """The tool's printed figure of a point in its metric."""
-    value: float | None = row.get(FIELD[metric or of_point(row)])
-    return value
+    chosen = metric or of_point(row)
+    return row.tps if chosen == TPS else row.qps if chosen == QPS else row.run_avg_s
 
 
 def shown(value: float | None, metric: str, digits: int = 1) -> str:

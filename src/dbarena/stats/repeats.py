@@ -15,6 +15,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from dbarena.records import StoredPoint
+
 # The stored figures, in the order views show them: (column, its name in a label).
 FIGURES: tuple[tuple[str, str], ...] = (
     ("tps", "TPS"),
@@ -75,20 +77,19 @@ def source(column: str, from_log: bool) -> str:
     return "computed" if from_log and column in PERCENTILES else "printed"
 
 
-def over_repeats(ok: Iterable[Mapping[str, Any]]) -> dict[str, OverRepeats]:
-    """Each stored figure of these repeats (ok points of one configuration, as
-    store.points gives them: `_histogram` is true where the point has a latency
-    histogram) over those that have it. A figure some points printed and others did not is
+def over_repeats(ok: Iterable[StoredPoint]) -> dict[str, OverRepeats]:
+    """Each stored figure of these repeats (ok points of one configuration; `histogram`
+    is true where the point has a latency histogram) over those that have it. A figure some points printed and others did not is
     over those that did, and its n says so."""
     rows = list(ok)
     out: dict[str, OverRepeats] = {}
     for column, name in FIGURES:
-        have = [r for r in rows if r.get(column) is not None]
+        have = [r for r in rows if getattr(r, column) is not None]
         if not have:
             continue
-        sources = {source(column, bool(r.get("_histogram"))) for r in have}
+        sources = {source(column, r.histogram) for r in have}
         out[column] = OverRepeats(column, name, sources.pop() if len(sources) == 1 else "printed or computed",
-                                  tuple(float(r[column]) for r in have))
+                                  tuple(float(getattr(r, column)) for r in have))
     return out
 
 

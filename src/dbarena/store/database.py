@@ -32,6 +32,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
+from dbarena.records import StoredPoint
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, unpack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -357,7 +358,7 @@ class Store:
 
     def points(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False,
                study: str | None = None, variants: tuple[str, ...] = (), point_ids: tuple[int, ...] = ()
-               ) -> list[dict[str, Any]]:
+               ) -> list[StoredPoint]:
         """Stored points with their run's label, host, target and study, oldest first;
         warm-up runs (--warmup) only when asked for. `study` matches a study's name
         or the start of its hash. `point_ids`: only these (at most a few hundred)."""
@@ -412,8 +413,10 @@ class Store:
                 self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
                                  "its points are shown without a study name")
                 row["study"] = None
-        bulk.keep(len(rows))
-        return rows
+            row["histogram"] = bool(row.pop("_histogram"))
+        points = [StoredPoint(**row) for row in rows]
+        bulk.keep(len(points))
+        return points
 
     def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Many runs in one query per chunk (see run())."""

@@ -1,0 +1,198 @@
+"""What a store gives back, as frozen typed records: a run, a stored point, and a point
+with the figures derived from its series (its steady state, system view and bound).
+
+Every view (results, compare, history, gate, the decision, the report) reads these,
+never a row of its own: a field is named once here, typed once, and an answer derived
+from it (store/edge.py checked each value before a record is made) is derived once,
+in stats/analysis.py, before any view sees the point.
+
+`JSON` types what is a JSON document at the edge (options, facts, the configuration
+key's parts): what the store decoded, no more is known of it.
+
+The records still answer `record["field"]` and `record.get("field")` while the views
+move to attributes (issue 40); `as_json` is what the exports print, in the order the
+golden files (tests/fixtures/golden/) hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Iterator, TypeAlias, Union
+
+JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+JSONObject: TypeAlias = dict[str, JSON]
+
+__all__ = ["JSON", "JSONObject", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS"]
+
+
+class _Readable:
+    """Read access by field name, as the dict rows these records replace had it: Any,
+    as theirs was, while the views move to attributes (which are typed)."""
+
+    __slots__ = ()
+    # Names the dict rows had for fields whose name was private to the read path.
+    _ALIASES: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, self._ALIASES.get(key, key))
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, self._ALIASES.get(key, key), default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and hasattr(self, self._ALIASES.get(key, key))
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((name, getattr(self, name)) for name in self.keys())
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun(_Readable):
+    """A run as the store keeps it, its JSON columns decoded and its host's facts joined."""
+
+    id: int
+    label: str
+    host: str
+    engine: str
+    target: str
+    server_version: str | None
+    tool_versions: JSONObject
+    options: JSONObject
+    host_facts: JSONObject
+    dbarena_version: str | None
+    started_at: str
+    ended_at: str | None
+    status: str  # running | finished | interrupted | failed | imported
+    target_facts: JSONObject
+    price_per_hour: float | None
+    study_sha256: str | None
+    variant: str
+    flavour: str | None
+    currency: str | None
+    invocation: str | None
+    status_reason: str | None
+    uuid: str | None
+    host_fingerprint: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredPoint(_Readable):
+    """A measured (or imported) point with its run's label, host, target and study.
+    `repeat` counts from 0 as stored; `histogram`: the store holds its latency histogram
+    (its percentiles over repeats are then computed, not printed: stats/repeats.py)."""
+
+    _ALIASES = {"_histogram": "histogram"}
+
+    point_id: int
+    run_id: int
+    label: str
+    host: str
+    target: str
+    server_version: str | None
+    engine: str
+    workload: str
+    threads: int
+    clients: int
+    duration_s: int
+    repeat: int
+    scale: int | None
+    params: JSONObject
+    status: str  # ok | failed
+    error: str | None
+    started_at: str
+    ended_at: str
+    source: JSON
+    phase: str  # measured | warmup
+    details: JSONObject
+    variant: str
+    options: JSONObject
+    warmup_s: int
+    config: JSONObject | None
+    config_key: str | None
+    study: str | None
+    histogram: bool
+    # What the tool printed (None where it printed no such figure).
+    tps: float | None
+    transactions: int | None
+    qps: float | None
+    queries: int | None
+    failed_transactions: int | None
+    retried_transactions: int | None
+    retries: int | None
+    errors: int | None
+    reconnects: int | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    latency_min_ms: float | None
+    latency_max_ms: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    initial_connection_ms: float | None
+    run_avg_s: float | None
+    run_min_s: float | None
+    run_max_s: float | None
+    latency_p90_ms: float | None
+    latency_p999_ms: float | None
+
+
+# The figures analysis.analyse_point derives from a point's series and caches, in the
+# order the exports print them (the cache's, by name).
+DERIVED_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "dips_s", "loadgen_cpu", "metric", "samples", "server_cpu",
+                  "steady_start_s", "steady_tps", "tps_ci_high", "tps_ci_low", "trend_pct", "warnings")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalysedPoint(StoredPoint):
+    """A stored point with what is derived from it once, for every view: its steady
+    state, its system view, the warnings on it, and the bound decided when it was
+    stored (stats/bound.py; None for a point whose server was not sampled)."""
+
+    _ALIASES = {"_histogram": "histogram", "_label": "series_label"}
+
+    cpu_busy_pct: float | None
+    cpu_iowait_pct: float | None
+    cv: float | None
+    dips_s: list[float]
+    loadgen_cpu: float | None
+    metric: str  # stats/metric.py: tps, qps or seconds
+    samples: int  # the length of its per-second series
+    server_cpu: float | None
+    steady_start_s: float | None
+    steady_tps: float | None
+    tps_ci_high: float | None
+    tps_ci_low: float | None
+    trend_pct: float | None
+    warnings: list[dict[str, str]]  # steadystate.Flag.as_dict of each: its code and message
+    lower_is_better: bool
+    adaptive: bool  # its repeats were chosen by the stopping rule (--precision)
+    hardware_threads_usable: int  # what "saturated" is measured against
+    bound: str | None
+    bound_evidence: str | None
+    server_figures: JSONObject | None
+    # The label of the series it belongs to as stored, where a view shows it under
+    # another name (a report's "label [variant]"); the stored label otherwise.
+    series_label: str
+
+    def as_json(self) -> JSONObject:
+        """The point as the exports print it: every field but the private ones, its
+        `repeat` counted from 1 as every view shows it."""
+        out: JSONObject = {}
+        for f in fields(self):
+            if f.name in _PRIVATE:
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = value + 1 if f.name == "repeat" else value
+        return out
+
+
+_PRIVATE = frozenset({"histogram", "series_label"})

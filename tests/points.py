@@ -1,0 +1,35 @@
+"""Analysed points for unit tests of the views: an `AnalysedPoint` as analysis.load
+makes one, every field at a plain default, the test's own values on top. A test
+states only what it is about; the record's types still hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbarena.records import AnalysedPoint
+
+_DEFAULTS: dict[str, Any] = {
+    "point_id": 1, "run_id": 1, "label": "a", "host": "box", "target": "postgresql://dbarena@127.0.0.1:1/dbarena",
+    "server_version": "17.2", "engine": "postgres", "workload": "pgbench-tpcb", "threads": 1, "clients": 1,
+    "duration_s": 60, "repeat": 0, "scale": 1, "params": {}, "status": "ok", "error": None,
+    "started_at": "2026-11-01T00:00:00+00:00", "ended_at": "2026-11-01T00:01:00+00:00", "source": None,
+    "phase": "measured", "details": {}, "variant": "", "options": {}, "warmup_s": 0, "config": None,
+    "config_key": None, "study": None, "histogram": False,
+    **dict.fromkeys(("tps", "transactions", "qps", "queries", "failed_transactions", "retried_transactions",
+                     "retries", "errors", "reconnects", "latency_avg_ms", "latency_stddev_ms", "latency_min_ms",
+                     "latency_max_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+                     "initial_connection_ms", "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms",
+                     "latency_p999_ms")),
+    **dict.fromkeys(("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "server_cpu", "steady_start_s",
+                     "steady_tps", "tps_ci_high", "tps_ci_low", "trend_pct", "bound", "bound_evidence",
+                     "server_figures")),
+    "dips_s": [], "metric": "tps", "samples": 0, "warnings": [], "lower_is_better": False, "adaptive": False,
+    "hardware_threads_usable": 2,
+}
+
+
+def point(**fields: Any) -> AnalysedPoint:
+    """A point with these fields (`series_label` follows `label` unless given)."""
+    values = {**_DEFAULTS, **fields}
+    values.setdefault("series_label", values["label"])
+    return AnalysedPoint(**values)
