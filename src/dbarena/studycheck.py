@@ -130,11 +130,22 @@ def duration(seconds: float) -> str:
 
 
 def render(summary: dict[str, Any]) -> str:
+    """What `study check` prints: the study's header, each engine's plan, the totals."""
+    lines = [*_header(summary), *_repeats(summary), *_smt_lines(summary.get("smt"))]
+    for e in summary["engines"]:
+        lines += ["", *_engine(e)]
+    lines += ["", *_totals(summary)]
+    # Each line as the file holds it, but nothing in it acts on the terminal: a control
+    # or bidirectional character shows as its escape (a right-to-left override as \u202e
+    # would otherwise reorder the line; a line break in a title would add a line).
+    return "\n".join(map(visible, lines))
+
+
+def _header(summary: dict[str, Any]) -> list[str]:
     lines = [f"study {summary['study']}: {summary['title']}".rstrip(": "),
              f"  from {summary['source']} (sha256 {summary['sha256'][:12]}){'  --quick' if summary['quick'] else ''}",
              f"  precedence: {summary['precedence']}"]
-    for change in summary["changes"]:
-        lines.append(f"  changed: {change}")
+    lines += [f"  changed: {change}" for change in summary["changes"]]
     if summary["label"]:
         lines.append(f"  label: {summary['label']}")
     if summary.get("together"):
@@ -143,53 +154,69 @@ def render(summary: dict[str, Any]) -> str:
     if summary["price"]:
         price = summary["price"]
         lines.append(f"  price: {price['per_hour']:.4f} {price['currency']} per hour ({price['basis']})")
+    return lines
+
+
+def _repeats(summary: dict[str, Any]) -> list[str]:
     precision = summary["precision"]
-    if precision:
-        budget = f"; no round starts after {duration(precision['budget_s'])}" if precision["budget_s"] else ""
-        lines.append(f"  repeats: adaptive, rounds until the 95 % interval is within +-{precision['target']:.1%}: "
-                     f"{precision['min_repeats']} to {precision['max_repeats']} runs a point{budget} "
-                     f"(the plan below is the first {precision['min_repeats']} rounds)")
-    else:
-        lines.append(f"  repeats: {summary['repeats']} (interleaved)")
-    if summary.get("smt"):
-        modes = ", ".join(summary["smt"]["modes"])
-        lines.append(f"  SMT modes {modes}: " + (
-            "emulated by affinity (threads of each core), variants interleaved" if summary["smt"]["by"] == "affinity"
-            else "the kernel's switch (root), one mode after the other, put back as it was at the end"))
-        if summary["smt"].get("refused_here"):
-            lines.append(f"  not on this machine: {summary['smt']['refused_here']} (smt_emulate = true would emulate it)")
-    for e in summary["engines"]:
-        lines.append("")
-        lines.append(f"{e['engine']} ({e['flavour']}): {e['server']}")
-        if e["settings"]:
-            lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in e["settings"].items()))
-        for name, settings in e["variants"].items():
-            created = ", ".join(f"{k}={v}" for k, v in e["cluster"].get(name, {}).items())
-            lines.append(f"  variant {name}: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "as above")
-                         + (f"; created with {created}" if created else ""))
-        if "" in e["cluster"]:
-            lines.append("  created with: " + ", ".join(f"{k}={v}" for k, v in e["cluster"][""].items()))
-        for w in e["workloads"]:
-            params = ", ".join(f"{k} {v}" for k, v in w["params"].items())
-            options = " ".join(f"--{k}={v}" for k, v in w["options"].items())
-            per_point = f"{w['duration_s']} s each" if w["timed"] else \
-                f"bounded by queries, about {duration(w['estimated_s'] / max(1, w['points']))} each"
-            clients = "" if w["clients"] == w["levels"] else f", clients {' '.join(map(str, w['clients']))}"
-            warm = f", warm-up {w['warmup_s']} s" if w["warmup_s"] else ""
-            lines.append(
-                f"  {w['workload']}: threads {' '.join(map(str, w['levels']))}{clients}; {per_point}"
-                f"{warm}; {params or 'no dataset'}"
-                f" (datasets per {w['datasets']}){'; ' + options if options else ''}"
-                f" -> {w['points']} points, ~{duration(w['estimated_s'])}")
-        lines.append(f"  {e['points']} points; {e['dataset_preparations']} dataset preparation(s), "
-                     f"~{duration(e['estimated_prepare_s'])}; ~{duration(e['estimated_s'])} in all")
-    lines.append("")
-    at_least = "at least " if precision else ""
-    lines.append(f"{summary['points']} points, estimated machine time {at_least}~{duration(summary['estimated_s'])} "
-                 "(preparation times are rough)")
-    for d in summary.get("disk", []):
-        lines.append(f"disk: about {_size(d['need_bytes'])} in {d['path']} ({_size(d['free_bytes'])} free), "
-                     f"the largest dataset {d['largest']}")
+    if not precision:
+        return [f"  repeats: {summary['repeats']} (interleaved)"]
+    budget = f"; no round starts after {duration(precision['budget_s'])}" if precision["budget_s"] else ""
+    return [f"  repeats: adaptive, rounds until the 95 % interval is within +-{precision['target']:.1%}: "
+            f"{precision['min_repeats']} to {precision['max_repeats']} runs a point{budget} "
+            f"(the plan below is the first {precision['min_repeats']} rounds)"]
+
+
+def _smt_lines(smt: dict[str, Any] | None) -> list[str]:
+    if not smt:
+        return []
+    lines = [f"  SMT modes {', '.join(smt['modes'])}: " + (
+        "emulated by affinity (threads of each core), variants interleaved" if smt["by"] == "affinity"
+        else "the kernel's switch (root), one mode after the other, put back as it was at the end")]
+    if smt.get("refused_here"):
+        lines.append(f"  not on this machine: {smt['refused_here']} (smt_emulate = true would emulate it)")
+    return lines
+
+
+def _pairs(values: dict[str, Any], between: str = "=") -> str:
+    return ", ".join(f"{k}{between}{v}" for k, v in values.items())
+
+
+def _engine(e: dict[str, Any]) -> list[str]:
+    lines = [f"{e['engine']} ({e['flavour']}): {e['server']}"]
+    if e["settings"]:
+        lines.append("  settings: " + _pairs(e["settings"]))
+    for name, settings in e["variants"].items():
+        created = _pairs(e["cluster"].get(name, {}))
+        lines.append(f"  variant {name}: " + (_pairs(settings) or "as above")
+                     + (f"; created with {created}" if created else ""))
+    if "" in e["cluster"]:
+        lines.append("  created with: " + _pairs(e["cluster"][""]))
+    lines += [_workload(w) for w in e["workloads"]]
+    lines.append(f"  {e['points']} points; {e['dataset_preparations']} dataset preparation(s), "
+                 f"~{duration(e['estimated_prepare_s'])}; ~{duration(e['estimated_s'])} in all")
+    return lines
+
+
+def _workload(w: dict[str, Any]) -> str:
+    params = _pairs(w["params"], " ")
+    options = " ".join(f"--{k}={v}" for k, v in w["options"].items())
+    per_point = f"{w['duration_s']} s each" if w["timed"] else \
+        f"bounded by queries, about {duration(w['estimated_s'] / max(1, w['points']))} each"
+    clients = "" if w["clients"] == w["levels"] else f", clients {' '.join(map(str, w['clients']))}"
+    warm = f", warm-up {w['warmup_s']} s" if w["warmup_s"] else ""
+    return (f"  {w['workload']}: threads {' '.join(map(str, w['levels']))}{clients}; {per_point}"
+            f"{warm}; {params or 'no dataset'}"
+            f" (datasets per {w['datasets']}){'; ' + options if options else ''}"
+            f" -> {w['points']} points, ~{duration(w['estimated_s'])}")
+
+
+def _totals(summary: dict[str, Any]) -> list[str]:
+    at_least = "at least " if summary["precision"] else ""
+    lines = [f"{summary['points']} points, estimated machine time {at_least}~{duration(summary['estimated_s'])} "
+             "(preparation times are rough)"]
+    lines += [f"disk: about {_size(d['need_bytes'])} in {d['path']} ({_size(d['free_bytes'])} free), "
+              f"the largest dataset {d['largest']}" for d in summary.get("disk", [])]
     if summary.get("refused"):
         lines.append(f"refused here: {summary['refused']}")
     commands = summary["commands"]
@@ -197,10 +224,7 @@ def render(summary: dict[str, Any]) -> str:
         said = "; ".join(f"{f['key']} = {f['value']!r} ({f['what']})" for f in commands["found"])
         lines.append(f"runs commands or loads code: {said}; " + (
             f"allowed ({consent.FLAG})" if commands["allowed"] else f"refused without {consent.FLAG}"))
-    # Each line as the file holds it, but nothing in it acts on the terminal: a control
-    # or bidirectional character shows as its escape (a right-to-left override as \u202e
-    # would otherwise reorder the line; a line break in a title would add a line).
-    return "\n".join(map(visible, lines))
+    return lines
 
 
 def _size(n: float) -> str:
