@@ -1,18 +1,24 @@
 """A small real store, every table filled, built with the library: two labels (a, b),
 two levels, three repeats each, with per-second samples, system samples, a latency
 histogram, the server's series, a failed point and a study. What the store-edge tests
-edit cell by cell (tests/unit/test_store_edge.py)."""
+edit cell by cell (tests/unit/test_store_edge.py); `hostile` edits a copy with a value
+that does not fit in every table a merge copies, and `assert_merged` checks what a merge
+of it holds (tests/unit/test_merge_edge.py, tests/e2e/test_pg_store.py)."""
 
 from __future__ import annotations
 
+import math
+import shutil
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.serverside.series import ServerSeries
 from dbarena.stats import analysis, configkey, latency
-from dbarena.store.database import Store
+from dbarena.store.database import POINT_TABLES, Store
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 HOST = {"cpu_model": "test cpu", "hardware_threads": 2, "memory_bytes": 8 * 2 ** 30, "kernel": "6.1.0"}
@@ -69,3 +75,124 @@ def build(path: Path, *, derive: bool = True) -> Path:
         if derive:
             analysis.load(db)
     return path
+
+
+# Each edit and the line a merge must give (after "store SOURCE: "); point ids are the
+# source's (`build`: runs 1, 2, 3 of 7 points each, the 7th failed; ok points have
+# seconds 1-4; one host, one study).
+HOSTILE: tuple[tuple[str, tuple[Any, ...], str], ...] = (
+    ("UPDATE runs SET started_at = 'not a date' WHERE id = 3", (),
+     "runs row 3, column started_at: 'not a date' is not a date and time (ISO 8601); "
+     "that run and its points are not merged"),
+    ("UPDATE points SET tps = 'nan' WHERE id = 2", (),
+     "points row 2, column tps: 'nan' is not a number; that point is not merged"),
+    ("UPDATE points SET options = '{\"a\": ' WHERE id = 3", (),
+     "points row 3, column options: '{\"a\": ' is not valid JSON; that point is not merged"),
+    ("UPDATE points SET details = '{\"together\": 5}' WHERE id = 9", (),
+     "points row 9, column details: it holds together 5, not a JSON object; that point is not merged"),
+    ("UPDATE samples SET tps = 'x' WHERE point_id = 1 AND second = 2", (),
+     "samples row of point 1 at second 2.0, column tps: 'x' is not a number; that second is not merged"),
+    ("UPDATE samples SET failed = 2.5 WHERE point_id = 4 AND second = 3", (),
+     "samples row of point 4 at second 3.0, column failed: 2.5 is not an integer; that second is not merged"),
+    ("UPDATE samples SET second = 1e999 WHERE point_id = 10 AND second = 4", (),
+     "samples row of point 10 at second inf, column second: inf is not a finite number; "
+     "that second is not merged"),
+    ("UPDATE system_samples SET server_cpu = -3 WHERE point_id = 1 AND second = 3", (),
+     "system_samples row of point 1 at second 3.0, column server_cpu: -3.0 is negative where a figure must be; "
+     "that second is not merged"),
+    ("UPDATE system_samples SET memory_used_bytes = x'00' WHERE point_id = 8 AND second = 1", (),
+     "system_samples row of point 8 at second 1.0, column memory_used_bytes: a blob of 1 bytes is not an integer; "
+     "that second is not merged"),
+    ("UPDATE raw_outputs SET stdout = x'00ff' WHERE point_id = 5", (),
+     "raw_outputs row 5, column stdout: a blob of 2 bytes cannot be read ("),
+    ("UPDATE latency_histograms SET record = '{\"count\": -4}' WHERE point_id = 6", (),
+     "latency_histograms row 6, column record: it holds count -4, not a count; that histogram is not merged"),
+    ("UPDATE server_series SET figures = '{\"wait.CPU\": \"a lot\"}' WHERE point_id = 4", (),
+     "server_series row 4, column figures: it holds a figure that is not a number; "
+     "that point's server figures are not merged"),
+    ("UPDATE server_series SET record = x'01' WHERE point_id = 10", (),
+     "server_series row 10, column record: a blob of 1 bytes is not JSON text; "
+     "that point's server figures are not merged"),
+    ("UPDATE point_derived SET fields = '{' WHERE point_id = 1", (),
+     "point_derived row 1, column fields: '{' is not valid JSON; "
+     "those cached figures are not merged (a read computes them again)"),
+    ("UPDATE hosts SET facts = '{\"hardware_threads\": -2}'", (),
+     "column facts: it holds hardware_threads -2, not a count; that host is not merged; "
+     "its runs are, without their host facts"),
+    ("UPDATE studies SET name = x'00'", (),
+     "studies row 'abababababababa, column name: a blob of 1 bytes is not text; "
+     "that study is not merged; its runs are, without it"),
+    ("INSERT INTO imports VALUES ('f1', 'one.log', '[1]', 7, '2026-11-01T00:00:00+00:00')", (), ""),
+    ("INSERT INTO imports VALUES ('f2', 'two.log', '{', 7, '2026-11-01T00:00:00+00:00')", (),
+     "imports row 'f2', column run_ids: '{' is not valid JSON; that file's record of being imported is not merged"),
+)
+# The rows left out, by table: point ids (a row a point) or (point id, second).
+LEFT_OUT = {
+    "points": {2, 3, 9, *range(15, 22)},
+    "samples": {(1, 2.0), (4, 3.0), (10, math.inf)}, "system_samples": {(1, 3.0), (8, 1.0)},
+    "raw_outputs": {5}, "latency_histograms": {6}, "server_series": {4, 10}, "point_derived": {1},
+}
+
+
+def hostile(base: Path, path: Path) -> Path:
+    """A copy of the store `build` made, with the HOSTILE edits, at `path`."""
+    shutil.copy(base, path)
+    db = sqlite3.connect(path)
+    try:
+        for sql, args, _ in HOSTILE:
+            db.execute(sql, args)
+        db.commit()
+    finally:
+        db.close()
+    return path
+
+
+def rows_by_point(db: sqlite3.Connection, table: str) -> dict[Any, list[tuple[Any, ...]]]:
+    """point id -> its rows of `table` (without the id), sorted."""
+    out: dict[Any, list[tuple[Any, ...]]] = {}
+    column = "id" if table == "points" else "point_id"
+    cur = db.execute(f"SELECT * FROM {table}")
+    at = [d[0] for d in cur.description].index(column)
+    for row in cur.fetchall():
+        rest = tuple(v for k, v in enumerate(row) if k != at and not (table == "points" and k == 1))
+        out.setdefault(row[at], []).append(rest)
+    return {k: sorted(v, key=repr) for k, v in out.items()}
+
+
+def assert_merged(source: Path, merged: Path) -> None:
+    """Every row of the source that fits is in the merged store, and nothing else: the
+    points (ids mapped in order) and their rows of every point table, the runs."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(merged)
+    try:
+        kept = sorted(set(r for (r,) in src.execute("SELECT id FROM points")) - LEFT_OUT["points"])
+        new = [r for (r,) in dst.execute("SELECT id FROM points ORDER BY id")]
+        assert len(new) == len(kept)
+        old_of = dict(zip(new, kept))
+        for table in ("points", *POINT_TABLES):
+            want = rows_by_point(src, table)
+            got = {old_of[k]: v for k, v in rows_by_point(dst, table).items()}
+            left = LEFT_OUT.get(table, set())
+            for pid in kept:
+                rows = [r for r in want.get(pid, [])
+                        if pid not in left and (pid, r[0]) not in left]
+                assert got.get(pid, []) == rows, (table, pid)
+        assert [r for (r,) in dst.execute("SELECT label FROM runs ORDER BY id")] == ["a", "b"]
+        # The host and study did not fit: the runs are there without them.
+        assert dst.execute("SELECT COUNT(*) FROM runs r JOIN hosts h ON h.fingerprint = r.host_fingerprint "
+                           "WHERE h.facts = '{}' AND r.study_sha256 IS NULL").fetchone()[0] == 2
+        assert dst.execute("SELECT COUNT(*) FROM hosts").fetchone()[0] == 1
+        assert dst.execute("SELECT COUNT(*) FROM studies").fetchone()[0] == 0
+        assert dst.execute("SELECT sha256, run_ids FROM imports").fetchall() == [("f1", "[1]")]
+    finally:
+        src.close()
+        dst.close()
+
+
+def assert_said(err: str, source: Path) -> None:
+    """A merge of the HOSTILE store said each of its lines once, and nothing else."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    prefix = f"dbarena: store {source}: "
+    for _, _, said in HOSTILE:
+        if said:
+            assert sum(line.startswith(prefix) and said in line for line in lines) == 1, (said, err)
+    assert len(lines) == sum(1 for h in HOSTILE if h[2]), err  # one line a problem, nothing else

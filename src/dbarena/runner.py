@@ -56,7 +56,7 @@ class Bound:
         """A tool started (prepare, warm-up or point): if dbarena is killed, whoever reaps
         the run kills it too, so it does not go on loading the server."""
         if self.record is not None:
-            self.record.update(tool_pid=pid, tool_start=state.start_time(pid))
+            self.record.update(**state.process_fields("tool_pid", pid))
 
     def scratch(self, path: Path | None) -> None:
         """The work directory of the point in flight (the tool's files, pgbench's

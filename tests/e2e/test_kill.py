@@ -115,6 +115,49 @@ def test_cleanup_lists_and_removes_a_kept_instance(public_tmp, tmp_path, env):
     assert "nothing to clean up" in dbarena("cleanup", env=env).stdout
 
 
+def test_cleanup_kills_no_process_a_planted_record_names(public_tmp, tmp_path, env):
+    """Issue 46: a state record names a process for root to SIGKILL. One edited to name a
+    live process that is not dbarena's (its pid and start time, both readable by anyone
+    in /proc), and one with every fact of it forged but in a directory another user can
+    write to: `dbarena cleanup` kills neither, and says so."""
+    import json
+    import sys
+
+    from dbarena.lifecycle import state
+
+    victim = subprocess.Popen(["sleep", "300"])
+    try:
+        owner = subprocess.Popen([sys.executable, "-c", "pass"])
+        owner_start = state.start_time(owner.pid)
+        owner.wait()
+        record = {"kind": "run", "store": str(tmp_path / "none.db"), "run_id": 1, "target": None, "leftovers": [],
+                  "owner_pid": owner.pid, "owner_start": owner_start, **state.machine(),
+                  "tool_pid": victim.pid, "tool_start": state.start_time(victim.pid),
+                  "tool_cmdline": ["pgbench", "-c", "8"], "tool_exe": "/usr/bin/pgbench"}
+        folder = Path(env["DBARENA_STATE_DIR"]) / "records"
+        folder.mkdir(parents=True)
+        (folder / "run-edited.json").write_text(json.dumps(record))
+        done = dbarena("cleanup", env=env)
+        assert done.returncode == 0, done.stderr
+        # (every command reaps first, on stderr; `cleanup` then finds nothing left)
+        assert f"left process {victim.pid} alone: its command line (sleep 300) is not the one recorded" in done.stderr
+        assert victim.poll() is None
+        shared = public_tmp / "shared-state"
+        (shared / "records").mkdir(parents=True)
+        (shared / "records").chmod(0o777)  # anyone may plant a record here
+        forged = {**record, **state.process_fields("tool_pid", victim.pid)}
+        (shared / "records" / "run-planted.json").write_text(json.dumps(forged))
+        done = dbarena("cleanup", env={**env, "DBARENA_STATE_DIR": str(shared)})
+        assert done.returncode == 0, done.stderr
+        assert f"left every record in {shared / 'records'} alone: {shared / 'records'} is writable by others" \
+            in done.stdout
+        time.sleep(0.5)  # (a SIGKILL is delivered at once; nothing was sent)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
 @pytest.fixture
 def tiny_fs(tmp_path):
     """A 1 MB tmpfs the test mounts (the suite runs as root, as CI does)."""

@@ -19,6 +19,7 @@ from dbarena.engines import postgres
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.store.database import Store
 from dbarena.store.migrations import SCHEMA_VERSION
+from storebuild import assert_merged, assert_said, build, hostile
 
 pytestmark = pytest.mark.e2e
 
@@ -135,6 +136,27 @@ def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_
         assert pg_info[field] == back_info[field], field
     compared = dbarena("results", "--summary", "--json", "--store", str(back), env=env)
     assert compared.returncode == 0, compared.stderr
+
+
+def test_a_hostile_sqlite_store_merges_into_postgresql_what_fits(database, public_tmp, tmp_path):
+    """Values that do not fit their columns in every table (storebuild.HOSTILE), merged
+    row by row into PostgreSQL: each said once and left out, every reader reads the
+    PostgreSQL store without a word, and merged back out it holds every row that fits."""
+    url, password = database
+    env = env_for(public_tmp, password)
+    source = hostile(build(tmp_path / "base.db"), tmp_path / "hostile.db")
+    done = dbarena("merge", str(source), "--store", url, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{source}: 2 run(s), 11 point(s) merged into {url}"
+    assert_said(done.stderr, source)
+    back = tmp_path / "back.db"  # (before a read caches the derived figures left out)
+    out = dbarena("merge", url, "--store", str(back), env=env)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert_merged(source, back)
+    for argv in (("results",), ("results", "--summary"), ("compare", "a", "b"),
+                 ("report", "-o", str(tmp_path / "r.html"))):
+        read = dbarena(*argv, "--store", url, env=env)
+        assert read.returncode == 0 and read.stderr == "", (argv, read.stderr)
 
 
 def test_two_runs_write_to_one_new_postgresql_store_at_once(database, public_tmp):

@@ -307,6 +307,16 @@ def test_what_is_not_a_regular_file_is_refused_in_one_line(kind, tmp_path):
     assert stored_points(tmp_path / "s.db") == []
 
 
+def test_a_directory_is_refused_in_one_line(tmp_path):
+    """The command line refuses it before the library sees it (click: dir_okay=False)."""
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    done = _import_in_a_process(folder, tmp_path / "s.db")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("dbarena: error: ") and f"'{folder}' is a directory" in done.stderr, done.stderr
+    assert stored_points(tmp_path / "s.db") == []
+
+
 def test_a_directory_or_a_socket_is_refused_by_the_library_too(tmp_path):
     from dbarena.importing import _Unreadable, read_bounded
 

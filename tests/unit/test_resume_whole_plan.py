@@ -132,7 +132,7 @@ def test_reaping_stops_an_initialisation_and_what_it_gave_the_data_directory(tmp
     assert init.stdout is not None
     sleeper = int(init.stdout.readline())
     apart = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--datadir={top}/data"])
-    path, data = _dead_owner_record(top, init_pid=init.pid, init_start=state.start_time(init.pid))
+    path, data = _dead_owner_record(top, **state.process_fields("init_pid", init.pid))
     said: list[str] = []
     cleanup.reap(path, data, said.append)
     assert init.wait(timeout=10) == -9 and apart.wait(timeout=10) == -9

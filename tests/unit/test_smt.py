@@ -79,11 +79,22 @@ def test_ctrl_c_inside_the_switch_puts_the_original_back(control):
     assert control.read_text() == "off" and state.records() == []
 
 
+def standing_in(control, tmp_path) -> dict:
+    """The environment of a process (and of the watchdog it starts) whose smt.CONTROL is
+    the test's file: a reaper writes no other switch than smt.CONTROL (issue 46)."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(
+        f"from pathlib import Path\nfrom dbarena.host import smt\nsmt.CONTROL = Path({str(control)!r})\n")
+    return {**os.environ, state.ENV: str(tmp_path / "state"),
+            "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 def test_a_killed_owners_switch_is_put_back_by_its_watchdog(control, tmp_path):
     code = ("import time; from dbarena.lifecycle import smt_switch; from pathlib import Path; "
             f"s = smt_switch.Switch(Path({str(control)!r})); s.set('off'); print('ready', flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, state.ENV: str(tmp_path / "state")})
+                             env=standing_in(control, tmp_path))
     assert owner.stdout is not None and owner.stdout.readline() == "ready\n"
     assert control.read_text() == "off"
     owner.kill()
@@ -199,12 +210,15 @@ def _record(tmp_path, control, **fields) -> None:
     (folder / "smt-x.json").write_text(json.dumps(data))
 
 
-def test_the_reaper_keeps_the_record_when_it_cannot_write_and_forgets_it_after_a_reboot(control, tmp_path):
+def test_the_reaper_keeps_the_record_when_it_cannot_write_and_forgets_it_after_a_reboot(control, tmp_path,
+                                                                                        monkeypatch):
     gone = tmp_path / "gone" / "control"
+    monkeypatch.setattr(smt, "CONTROL", gone)  # (a kernel's switch that cannot be written now)
     _record(tmp_path, gone)
     said: list[str] = []
     cleanup.reap_dead(said.append)
     assert len(said) == 1 and said[0].startswith("could not set SMT back to on") and len(state.records()) == 1
+    monkeypatch.setattr(smt, "CONTROL", control)
     control.write_text("off")
     _record(tmp_path, control, boot_id="another boot")  # replaces the first record
     (owner,) = [d["owner_pid"] for _, d in state.records()]
@@ -274,6 +288,7 @@ def test_cpus_an_administrator_had_offline_are_offline_again_after_the_study(tmp
     (cpu / "online").write_text("0-3\n")
     (cpu / "cpu3" / "online").write_text("1\n")
     _record(tmp_path, control, online="0-2")
+    monkeypatch.setattr(smt, "CONTROL", control)  # (this stand-in is the kernel's switch to the reaper)
     said: list[str] = []
     cleanup.reap_dead(said.append)
     assert said[0].startswith("set SMT back to on") and (cpu / "cpu3" / "online").read_text() == "0"

@@ -37,7 +37,9 @@ def merge(others: tuple[Path | str, ...], store: Path | str) -> None:
     """Bring other stores' runs into this one: points, per-second series, raw outputs,
     studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
     store is read through a migrated copy, a newer one is refused; each file is merged
-    whole or not at all. Either side may be an SQLite file or a PostgreSQL URL."""
+    whole or not at all, but for rows that do not fit their columns (each said in one
+    line and left out, a run's points with it). Either side may be an SQLite file or a
+    PostgreSQL URL."""
     target = store
     with Store(target) as db:
         for other in others:

@@ -208,7 +208,7 @@ def cleanup(dry_run: bool) -> None:
     interrupted. Instances of runs still going are listed and left alone."""
     say = click.echo
     found = 0
-    for path, data in state.records():
+    for path, data in state.records(say):
         if data.get("kept") or state.orphaned(data):
             reap(path, data, say, dry_run=dry_run)
             found += 1

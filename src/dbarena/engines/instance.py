@@ -115,13 +115,13 @@ def initialising(record: state.Record) -> Iterator[Callable[[int], None]]:
     while it runs, so that reaping a killed dbarena stops it (and its children) before
     it removes the directory they write in; forgotten once it has ended."""
     def started(pid: int) -> None:
-        record.update(init_pid=pid, init_start=state.start_time(pid))
+        record.update(**state.process_fields("init_pid", pid))
 
     try:
         yield started
     finally:
         if record.data.get("init_pid") is not None:
-            record.update(init_pid=None, init_start=None)
+            record.update(init_pid=None, init_start=None, init_exe=None, init_cmdline=None)
 
 
 def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:

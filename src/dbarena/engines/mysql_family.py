@@ -33,6 +33,7 @@ from dbarena.engines.mysql_target import ENGINE, MyTarget, log_reason, one_line
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
+from dbarena.lifecycle import state
 from dbarena.model import Connection
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ class MySQLFamily:
                 cnf.chmod(0o644)
                 proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
                                      user=user, env=server_env, cpus=cpus)
-                record.update(server_pgid=proc.pid)
+                record.update(**state.process_fields("server_pgid", proc.pid))
                 version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
                 if version is not None:
                     break

@@ -18,6 +18,7 @@ from dbarena.engines.mysql_binaries import client_tool
 from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
+from dbarena.lifecycle import state
 from dbarena.model import Connection
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class MyTarget(instance.SavedData):
         self.process = self.executor.spawn(list(self.server_argv), log_path=self.data_dir.parent / "stdout.log",
                                            user=self.server_user, env=self.server_env, cpus=self.server_cpus)
         if self.record is not None:
-            self.record.update(server_pgid=self.process.pid)
+            self.record.update(**state.process_fields("server_pgid", self.process.pid))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.process.poll() is None:
             # root has a password nobody keeps now (_lock_root): ready when dbarena's

@@ -245,7 +245,7 @@ def throwaway(
                 f.writelines(f"{k} = {_quote_setting(v)}\n" for k, v in conf.items())
             proc = executor.spawn([str(binaries.path("postgres")), "-D", str(data)], log_path=log_path, user=user,
                                   cpus=cpus)
-            record.update(server_pgid=proc.pid)  # a session leader: its group holds every backend
+            record.update(**state.process_fields("server_pgid", proc.pid))  # a session leader: its group holds every backend
             url = f"postgresql://{superuser}@127.0.0.1:{port}/postgres"
             version = wait_ready(proc, url, passfile, log_path, ready_timeout_s)
             # The dynamic shared memory the postmaster made (/dev/shm/PostgreSQL.<n>):

@@ -76,7 +76,7 @@ class PgTarget(instance.SavedData):
         self.process = self.executor.spawn(list(self.server_argv), log_path=self.log_path or Path(os.devnull),
                                            user=self.server_user, cpus=self.server_cpus)
         if self.record is not None:
-            self.record.update(server_pgid=self.process.pid)
+            self.record.update(**state.process_fields("server_pgid", self.process.pid))
         admin = self.conn.url.rsplit("/", 1)[0] + "/postgres"
         assert self.passfile is not None and self.log_path is not None  # a throwaway has both
         if wait_ready(self.process, admin, self.passfile, self.log_path, 120) is None:

@@ -55,7 +55,7 @@ def cleanup(workdir: Path, say: Callable[[str], None]) -> int:
         if host.status(workdir).get("state") in ("running", "starting"):
             say("a study of `fleet run` is running here: left running (it needs no controller; "
                 "`dbarena fleet status` follows it)")
-    for path, data in state.records():
+    for path, data in state.records(said):
         if state.orphaned(data):
             reaper.reap(path, data, said)
     if not done:

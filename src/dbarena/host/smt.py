@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -29,6 +30,12 @@ _CANNOT = {
     "notimplemented": "the kernel says notimplemented (no SMT switch on this architecture)",
     "forceoff": "SMT is forced off at boot (nosmt=force)",
 }
+
+
+def restorable(state: str) -> bool:
+    """Whether `state` is one the switch may be found in and set back to: on, off, or a
+    number of threads per core (not forceoff: once written, only a reboot undoes it)."""
+    return state in ("on", "off") or re.fullmatch(r"[1-9][0-9]?", state) is not None
 
 
 def read(control: Path | None = None) -> str:

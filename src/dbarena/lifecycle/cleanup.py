@@ -24,16 +24,22 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
     owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
     if data["kind"] in ("instance", "scratch") and _refused(path, data, say, dry_run):
         return
+    if data["kind"] == "smt" and _foreign_switch(path, data, say, dry_run):
+        return
     if data["kind"] == "instance":
-        pgid = state.server_of(data)
+        pgid, why = state.server_of(data)
         what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
+        init, init_why = state.recorded_process(data, "init_pid")
         if dry_run:
             say(f"would stop and remove the {what}, left by {owner}")
             return
+        for key, refused in (("server_pgid", why), ("init_pid", init_why)):
+            if refused is not None:
+                say(f"left process {data.get(key)!r} alone: {refused}; it is not the one {path} recorded")
         # Its initialisation first (initdb, mariadb-install-db and their children go on
         # writing into the directory after their dbarena was killed), then its server.
         if data.get("init_pid") or not data.get("server_pgid"):  # killed before its server ran
-            state.stop_initialisation(data["top"], data.get("init_pid"), data.get("init_start"))
+            state.stop_initialisation(data["top"], init)
         if pgid:
             state.stop_group(pgid, data.get("engine"))
         state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
@@ -84,8 +90,11 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
         if dry_run:
             say(f"would mark {where} interrupted (killed), left by {owner}")
             return
-        tool = data.get("tool_pid")
-        if tool and state.alive(tool, data.get("tool_start")):
+        tool, why = state.recorded_process(data, "tool_pid")
+        if why is not None:
+            say(f"left process {data.get('tool_pid')!r} alone: {why}; it is not the load generator of {where} "
+                f"that {path} recorded")
+        if tool is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
             say(f"stopped the load generator (pid {tool}) of {where}")
@@ -124,6 +133,24 @@ def _refused(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_r
     return True
 
 
+def _foreign_switch(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool) -> bool:
+    """An SMT record names a file to write as root and what to write: only the kernel's
+    switch (smt.CONTROL, exactly), and only a state a study may have found it in (on,
+    off, a number of threads on POWER). Any other is said in one line and forgotten."""
+    control, original = data.get("control"), data.get("original")
+    if control == str(smt.CONTROL) and isinstance(original, str) and smt.restorable(original):
+        return False
+    why = (f"{control!r} is not the kernel's SMT switch ({smt.CONTROL})" if control != str(smt.CONTROL)
+           else f"{original!r} is not a state the kernel's SMT switch is set back to (on, off, a number)")
+    if dry_run:
+        say(f"would leave SMT alone: {why} (named by {path})")
+        return True
+    say(f"left SMT alone: {why}; forgot its record {path}")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return True
+
+
 def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
     # Imported here: every command reaps before it starts, and most find nothing to mark.
     from dbarena.store import postgres as pgstore
@@ -147,7 +174,7 @@ def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
 def reap_dead(say: Callable[[str], None]) -> int:
     """Reap every record whose owner is dead; how many."""
     count = 0
-    for path, data in state.records():
+    for path, data in state.records(say):
         if data.get("kept") and not Path(data["top"]).exists():
             # A kept instance its user removed by hand (as the keep note says they may).
             with contextlib.suppress(FileNotFoundError):

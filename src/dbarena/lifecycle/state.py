@@ -19,6 +19,13 @@ back as it was, marks the run `interrupted` with the reason `killed` (so `run
 tables it may have left there and the command that drops them: dbarena never drops
 a user's tables on its own.
 
+What a record names is acted on as root, so a record proves what it names before
+anything is done: records are read only from a directory no other user can write to
+(`untrusted`), a process is stopped only while the one running with its pid is the one
+recorded (its start time, executable and command line: `recorded_process`), a directory
+removed only if dbarena made it (`foreign`), and the SMT switch written only if it is
+the kernel's own (cleanup.py). Anything else is said in one line and left alone.
+
 Why a watchdog rather than the kernel's parent-death signal (prctl PR_SET_PDEATHSIG):
 that signal follows the thread that forked, is cleared when the server switches to
 its unprivileged user, reaches only the one process (not the postmaster's children,
@@ -39,7 +46,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
@@ -49,6 +56,10 @@ STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process g
 DIR_PREFIX = "dbarena-"
 MARKER = ".dbarena-made"
 SHM = Path("/dev/shm")
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+# The fields each kind of record must have, and what they are: reaping reads them.
+_FIELDS: dict[str, dict[str, type]] = {"instance": {"engine": str, "top": str}, "scratch": {"path": str},
+                                       "smt": {"control": str, "original": str}, "run": {"store": str, "run_id": int}}
 
 
 def state_dir() -> Path:
@@ -75,6 +86,73 @@ def alive(pid: int | None, started: int | None) -> bool:
     return pid is not None and start_time(pid) is not None and start_time(pid) == started
 
 
+def _program(pid: int) -> tuple[str | None, list[str] | None]:
+    """A process's executable (None where it cannot be read: another user's, as a
+    user) and command line (None: gone)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        cmdline = process.cmdline()
+    except psutil.Error:
+        return None, None
+    try:
+        exe: str | None = process.exe() or None
+    except psutil.Error:
+        exe = None
+    return exe, cmdline
+
+
+def _prefix(pid_key: str) -> str:
+    return pid_key.rsplit("_", 1)[0]  # tool_pid -> tool, server_pgid -> server
+
+
+def process_fields(pid_key: str, pid: int) -> dict[str, Any]:
+    """What a record keeps of a process dbarena started, to stop it if dbarena is
+    killed: its pid (as `pid_key`: tool_pid, init_pid, server_pgid) and what tells it
+    from any process that gets the pid later (the kernel's start time, its executable
+    and command line: tool_start, tool_exe, tool_cmdline). Taken as it starts: the
+    program it runs then, or the one a wrapper (taskset: execute.pinned) then becomes."""
+    prefix = _prefix(pid_key)
+    exe, cmdline = _program(pid)
+    return {pid_key: pid, f"{prefix}_start": start_time(pid), f"{prefix}_exe": exe, f"{prefix}_cmdline": cmdline}
+
+
+def recorded_process(data: dict[str, Any], pid_key: str) -> tuple[int | None, str | None]:
+    """The process a record names (process_fields), if the one running with that pid now
+    is it: (its pid, None). (None, None): no process has that pid now. (None, why not):
+    another process has it, or the record cannot tell (a pid that names no single
+    process, a record written before dbarena kept the program): not to be touched.
+
+    The start time tells a recycled pid; the command line and executable, a record
+    edited to name another process of the same age. A process may have become the end
+    of its recorded command line since (a wrapper, taskset, exec'd it)."""
+    pid = data.get(pid_key)
+    if pid is None:
+        return None, None
+    if type(pid) is not int or pid <= 1 or pid == os.getpid():
+        return None, f"{pid!r} is not a process of its own (0, 1, -1 and this process are not stopped)"
+    now = start_time(pid)
+    if now is None:
+        return None, None
+    prefix = _prefix(pid_key)
+    if data.get(f"{prefix}_start") != now:
+        return None, "another process has that pid now (it started at another time)"
+    recorded, recorded_exe = data.get(f"{prefix}_cmdline"), data.get(f"{prefix}_exe")
+    if not (isinstance(recorded, list) and recorded and all(isinstance(a, str) for a in recorded)):
+        return None, "the record does not say which program it runs (an older dbarena's record)"
+    exe, cmdline = _program(pid)
+    if cmdline is None:
+        return None, None  # ended in between
+    shown = " ".join(cmdline)
+    if cmdline == recorded:
+        if exe is not None and recorded_exe is not None and exe != recorded_exe:
+            return None, f"it runs {exe}, not {recorded_exe} as recorded"
+    elif not (0 < len(cmdline) < len(recorded) and recorded[-len(cmdline):] == cmdline):
+        return None, f"its command line ({shown[:80]}) is not the one recorded"
+    return pid, None
+
+
 def machine() -> dict[str, str]:
     """This host and this boot: a pid means something only here, and only until reboot."""
     try:
@@ -90,9 +168,16 @@ def _records() -> Path:
 
 def _write(path: Path, record: dict[str, Any]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, sort_keys=True))
+        # This user's alone (0600 whatever the umask): a record another user could edit
+        # would not be read (`records`).
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(record, sort_keys=True))
         tmp.replace(path)  # never a half-written record
     except OSError as exc:
         from dbarena.errors import EnvironmentProblem
@@ -122,6 +207,14 @@ class Record:
 
 
 def _new(kind: str, **fields: Any) -> Record:
+    why = untrusted(_records())
+    if why is not None:
+        from dbarena.errors import EnvironmentProblem
+
+        # Its records would not be read back (records()): nothing this process starts
+        # could be cleaned up after a kill.
+        raise EnvironmentProblem(f"dbarena's state directory cannot be trusted: {why}; "
+                                 f"set {ENV} to a directory of your own")
     me = os.getpid()
     data: dict[str, Any] = {"kind": kind, "owner_pid": me, "owner_start": start_time(me), **machine(),
                             "created": time.time(), **fields}
@@ -224,15 +317,88 @@ def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> It
 # ------------------------------------------------------------------ reaping
 
 
-def records() -> list[tuple[Path, dict[str, Any]]]:
+def records(say: Callable[[str], None] | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """The records of the state directory, each (its file, its fields). None at all
+    from a directory another user could write to, and none of a file another user
+    could have written or may edit: each refusal said (`say`) in one line."""
     out: list[tuple[Path, dict[str, Any]]] = []
     folder = _records()
     if not folder.is_dir():
         return out
+    why = untrusted(folder)
+    if why is not None:
+        if say is not None:
+            say(f"left every record in {folder} alone: {why}; set {ENV} to a directory of your own")
+        return out
     for path in sorted(folder.glob("*.json")):
         with contextlib.suppress(OSError, ValueError):
-            out.append((path, json.loads(path.read_text())))
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & _WRITABLE_BY_OTHERS:
+                if say is not None:
+                    say(f"left {path} alone: {_not_private(info, 'a file')}")
+                continue
+            data = json.loads(path.read_text())
+            why = _malformed(data)
+            if why is None:
+                out.append((path, data))
+            elif say is not None:
+                say(f"left {path} alone: {why}")
     return out
+
+
+def _malformed(data: Any) -> str | None:
+    """Why a record's JSON is not a record reaping can read (None: it is)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    kind = data.get("kind")
+    fields = _FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        return f"its kind {data.get('kind')!r} is none of dbarena's"
+    for name, want in fields.items():
+        if type(data.get(name)) is not want:
+            return f"its {name} is not {'text' if want is str else 'an integer'}"
+    return None
+
+
+def _not_private(info: os.stat_result, what: str) -> str:
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISREG(info.st_mode) and what == "a file":
+        return "not a regular file"
+    if info.st_uid != os.geteuid():
+        return f"owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    return f"writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}"
+
+
+def untrusted(folder: Path) -> str | None:
+    """Why records in `folder` could be another user's (None: only this user, or root,
+    could have put them there). Every existing component of its path, as given and
+    where its links lead, is owned by root or this user and not writable by group or
+    others, but for an ancestor that is root's and sticky (/tmp: no one else can remove
+    or rename what is in it); the folder itself is this user's. The rules of a fleet
+    host's working directory (fleet/playbooks/workdir_check.py, which runs alone on a
+    host and cannot be imported here)."""
+    me = os.geteuid()
+    given = Path(os.path.abspath(folder))
+    for path in dict.fromkeys((given, given.resolve())):
+        for depth in range(len(path.parts)):
+            current = Path(*path.parts[:depth + 1])
+            try:
+                info = os.lstat(current)
+            except FileNotFoundError:
+                break  # nothing below it yet: no record either
+            except OSError as exc:
+                return f"{current} cannot be examined: {exc.strerror or exc}"
+            final = current == path
+            if info.st_uid not in (0, me) or (final and info.st_uid != me):
+                return f"{current} is {_not_private(info, 'a directory')}"
+            if stat.S_ISLNK(info.st_mode):
+                continue  # where it leads is walked too (the second path)
+            if not stat.S_ISDIR(info.st_mode):
+                return f"{current} is not a directory"
+            if info.st_mode & _WRITABLE_BY_OTHERS and (final or not (info.st_uid == 0 and info.st_mode & stat.S_ISVTX)):
+                return f"{current} is {_not_private(info, 'a directory')}"
+    return None
 
 
 def ours(data: dict[str, Any]) -> bool:
@@ -252,17 +418,29 @@ def orphaned(data: dict[str, Any]) -> bool:
     return not alive(data.get("owner_pid"), data.get("owner_start"))
 
 
-def server_of(data: dict[str, Any]) -> int | None:
-    """The instance's server process group, if it still runs there (its command line
-    names the instance's directory: a recycled pid is left alone)."""
+def server_of(data: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The instance's server process group, if it still runs there: the process
+    recorded (recorded_process), whose command line names the instance's directory.
+    (None, None): no server runs there; (None, why): what has its pid is left alone.
+    (A record of an older dbarena, a --keep instance's, kept no program: its command
+    line naming the directory, a checked one of dbarena's, is the proof then.)"""
     pgid = data.get("server_pgid")
     if not pgid:
-        return None
+        return None, None
+    if "server_cmdline" in data:
+        pgid, why = recorded_process(data, "server_pgid")
+        if pgid is None:
+            return None, why
+    elif type(pgid) is not int or pgid <= 1 or pgid == os.getpid():
+        return None, f"{pgid!r} is not a process of its own"
     try:
         cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        return None
-    return pgid if data["top"] in cmdline else None
+        return None, None
+    if data["top"] not in cmdline:
+        return None, ("its command line does not name the instance's directory" if "server_cmdline" in data
+                      else None)  # (an older record's: a recycled pid, as always)
+    return pgid, None
 
 
 def shm_segments(pid: int) -> set[Path]:
@@ -321,17 +499,17 @@ def _naming(data_dir: str) -> list[int]:
     return found
 
 
-def stop_initialisation(top: str, pid: int | None, started: int | None, grace_s: float = STOP_GRACE_S) -> None:
+def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S) -> None:
     """SIGKILL an instance's initialisation that outlived its dbarena, and wait until it
     is gone: it would go on writing into the directory reaping is about to remove. That
     is the recorded process (pid and start time) with its descendants (initdb's
     postgres), and whatever was given the instance's data directory: mariadb-install-db
     is a shell script that dies of SIGPIPE once nobody reads its output, and its
     mariadbd --bootstrap, reparented, goes on. Stopped first, so none forks a child
-    between the listing and the kill."""
+    between the listing and the kill. `pid`: the initialisation as recorded_process
+    found it (None: not running, or not provably it)."""
     members = set(_naming(str(Path(top) / "data")))
-    if alive(pid, started):
-        assert pid is not None
+    if pid is not None:
         import psutil
 
         with contextlib.suppress(psutil.Error):

@@ -14,7 +14,6 @@ import json
 import operator
 import sqlite3
 import uuid
-import zlib
 from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
@@ -33,7 +32,7 @@ from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
 from dbarena.records import StoredPoint
-from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, unpack, utc
+from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -704,9 +703,9 @@ class Store:
                              f"{edge.describe(row[0])} is not text")
         texts = []
         for column, blob in zip(("stdout", "stderr"), row[1:]):
-            try:
-                texts.append(unpack(row[0], bytes(blob)))
-            except (TypeError, ValueError, zlib.error) as exc:
+            text = edge.unpacked(row[0], blob)
+            if isinstance(text, edge.Misfit):
                 raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column {column}: "
-                                 f"{edge.describe(blob)} cannot be read ({exc})") from None
+                                 f"{edge.describe(blob)} {text.reason}")
+            texts.append(text)
         return texts[0], texts[1]

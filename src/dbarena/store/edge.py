@@ -21,15 +21,19 @@ import binascii
 import math
 import operator
 import sys
+import zlib
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
+from dbarena.errors import StoreError
 from dbarena.limits import printable
+from dbarena.store.encoding import unpack
 from dbarena.store.schema import TABLES, Column
 
-__all__ = ["Edge", "Misfit", "COLUMNS", "fault", "describe", "decoder", "DERIVED_NUMBERS"]
+__all__ = ["Edge", "Misfit", "COLUMNS", "fault", "describe", "decoder", "DERIVED_NUMBERS", "sure_fit_sql",
+           "unpacked"]
 
 # table -> column name -> its declaration (schema.py): what a value read must be.
 COLUMNS: dict[str, dict[str, Column]] = {t.name: {c.name: c for c in t.columns} for t in TABLES}
@@ -124,6 +128,30 @@ def _column_fits(column: Column, values: list[Any]) -> bool:
         except ValueError:
             return False
     return True
+
+
+def sure_fit_sql(table: str, alias: str) -> str:
+    """An SQLite condition, never NULL, true of a row of `table` (as `alias`) only where
+    `fault` would find nothing in any of its columns: what a read of millions of rows
+    (merge's per-second series) asks SQL first, so that Python looks only at the rows it
+    is not true of. It decides nothing: a row it is not true of may still fit (a real
+    above 1e308; JSON and timestamps are never sure), and Edge.check decides about those
+    and says why. A unit test holds it to `fault` on hostile values."""
+    parts = []
+    for column in COLUMNS[table].values():
+        kind, name = _kind(column), f"{alias}.{column.name}"
+        if kind in ("integer", "bigint", "count"):
+            sure = f"typeof({name}) = 'integer'" + (f" AND {name} >= 0" if kind == "count" else "")
+        elif kind in ("real", "figure"):
+            # A range alone: SQLite sorts text and blobs after every number, keeps NaN as
+            # NULL, and infinity falls outside (a typeof() test too costs a third more).
+            sure = f"{name} BETWEEN {'0' if kind == 'figure' else '-1e308'} AND 1e308"
+        elif kind in ("blob", "text"):
+            sure = f"typeof({name}) = '{kind}'"
+        else:
+            sure = "0"
+        parts.append(f"({name} {'IS NOT NULL AND' if column.not_null else 'IS NULL OR'} ({sure}))")
+    return " AND ".join(parts)
 
 
 # The keys of JSON objects that readers compute with, and what each must be where it is
@@ -316,6 +344,17 @@ def series_fault(record: Any) -> str | None:
         return "holds a reason for stopping that is not text"
     cpu = record.get("sampler_cpu_s")
     return None if cpu is None or _is_number(cpu) else "holds a sampler CPU time that is not a number"
+
+
+def unpacked(codec: Any, blob: Any) -> str | Misfit:
+    """One stream of a raw output (its codec, its compressed bytes) read back as text, or
+    a Misfit saying why it cannot be."""
+    try:
+        return unpack(codec, bytes(blob))
+    except StoreError as exc:  # a codec this dbarena does not know
+        return Misfit(f"cannot be read ({exc})")
+    except (TypeError, ValueError, zlib.error) as exc:  # (UnicodeDecodeError is a ValueError)
+        return Misfit(f"cannot be read ({exc})")
 
 
 def figures_fault(figures: Any) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 import zlib
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 from dbarena.errors import StoreError
 
@@ -23,7 +23,10 @@ def unpack(codec: str, blob: bytes) -> str:
     return zlib.decompress(blob).decode()
 
 
-def chunks(ids: list[int], size: int = 900) -> Iterator[list[int]]:
+T = TypeVar("T")
+
+
+def chunks(ids: list[T], size: int = 900) -> Iterator[list[T]]:
     # Below SQLite's smallest default limit on bound parameters (999 before 3.32).
     for i in range(0, len(ids), size):
         yield ids[i:i + size]

@@ -1,6 +1,16 @@
 """Merging stores: another store's runs (points, series, raw outputs, studies, hosts)
-brought into this one, each run once (by its UUID). SQLite into SQLite goes through
-ATTACH, in SQL alone; a PostgreSQL store on either side, row by row."""
+brought into this one, each run once (by its UUID).
+
+What is copied passes the store's edge first (edge.py), as every read does: another
+store may have been edited by hand or written by another tool, and a merge must not
+carry a value that does not fit its column into a clean store. A row that does not fit
+is said once, one line naming the other store, the table, the row (its id there) and
+the column, and not merged; a run's points go with their run, a point's rows with their
+point; a host or study that does not fit leaves its runs merged without it.
+
+Rows are read and written through the library, whatever the stores are; SQLite into
+SQLite copies the per-second series (millions of rows) in SQL through ATTACH, Python
+looking only at the rows SQL cannot vouch for (edge.sure_fit_sql)."""
 
 from __future__ import annotations
 
@@ -9,26 +19,48 @@ import json
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from dbarena.errors import StoreError
+from dbarena.store import edge, migrations
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import POINT_TABLES, Store
 from dbarena.store.dialect import read_only_uri
+from dbarena.store.edge import Edge
 from dbarena.store.encoding import chunks
 
+Row = tuple[Any, ...]
 
-def merge(into: Store, other: str | Path) -> tuple[int, int]:
+# What a merge does with a row that does not fit, by table (the end of its line).
+NOT_MERGED = {
+    "runs": "that run and its points are not merged",
+    "points": "that point is not merged",
+    "samples": "that second is not merged",
+    "system_samples": "that second is not merged",
+    "raw_outputs": "that point's raw output is not merged",
+    "point_derived": "those cached figures are not merged (a read computes them again)",
+    "latency_histograms": "that histogram is not merged",
+    "server_series": "that point's server figures are not merged",
+    "hosts": "that host is not merged; its runs are, without their host facts",
+    "studies": "that study is not merged; its runs are, without it",
+    "imports": "that file's record of being imported is not merged",
+}
+# Tables copied in SQL when both stores are SQLite (the others hold a row a point).
+_SERIES = ("samples", "system_samples")
+
+
+def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
     store twice adds nothing. Either store may be SQLite or PostgreSQL. An SQLite file is
     read from a migrated copy (the file itself is left as it is); a newer schema is
-    refused. All or nothing: one transaction."""
+    refused. All or nothing: one transaction. Rows that do not fit their columns are
+    said (`say`, default stderr), one line each, and left out."""
     if pgstore.is_url(other):
         if str(other) == into.location:
             raise StoreError(f"merge: {other} is the store being merged into")
         with Store(str(other), readonly=True) as source:  # a merge reads the other store, never writes it
-            return _merge_from(into, source, str(other))
+            return _merge_from(into, source, str(other), say)
     other = Path(other)
     if not other.is_file():
         raise StoreError(f"merge: no store {other}")
@@ -38,154 +70,251 @@ def merge(into: Store, other: str | Path) -> tuple[int, int]:
         copy = Path(tmp) / "other.db"
         try:
             # SQLite's online backup: a consistent copy even of a store being written.
-            with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source, \
+            with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source_db, \
                     contextlib.closing(sqlite3.connect(copy)) as dest:
-                source.backup(dest)
+                source_db.backup(dest)
             # Migrated to this dbarena's schema, or refused: a newer one, another
             # program's file, an empty one (create=False: not taken for a new store).
             Store(copy, create=False).close()
+            source = Store(copy, readonly=True)
         except StoreError as exc:
             raise StoreError(str(exc).replace(str(copy), str(other))) from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"merge: {other}: {exc}") from None
         except OSError as exc:
             raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
-        if not isinstance(into.db, sqlite3.Connection):
-            with Store(copy) as source:
-                return _merge_from(into, source, str(other))
-        db = into.db
-        try:
-            db.execute("ATTACH DATABASE ? AS src", (str(copy),))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"merge: {other}: {exc}") from None
-        try:
-            with into._writing():
-                return _merge_attached(db)
-        except sqlite3.DatabaseError as exc:  # a damaged file: nothing was added
-            raise StoreError(f"merge: {other}: {exc}") from None
-        finally:
-            db.execute("DETACH DATABASE src")
+        with source:
+            if not isinstance(into.db, sqlite3.Connection):
+                return _merge_from(into, source, str(other), say)
+            db = into.db
+            try:
+                db.execute("ATTACH DATABASE ? AS src", (str(copy),))
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"merge: {other}: {exc}") from None
+            try:
+                return _merge_from(into, source, str(other), say, attached=True)
+            finally:
+                db.execute("DETACH DATABASE src")
 
 
-def _merge_from(into: Store, source: Store, name: str) -> tuple[int, int]:
-    """merge() row by row, for a PostgreSQL store on either side (SQLite to SQLite goes
-    through ATTACH, in SQL alone). New ids come from the target's own sequence (or after
-    its largest id), so that writers of a shared store never collide with a merge."""
+def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None] | None,
+                attached: bool = False) -> tuple[int, int]:
+    """Every run of `source` not yet in `into`, with what belongs to it, in one
+    transaction. New ids come from the target's own sequence (or after its largest id),
+    so that writers of a shared store never collide with a merge."""
     caught: tuple[type[Exception], ...] = (sqlite3.DatabaseError, *into.errors, *source.errors)
     try:
         with into._writing():
-            return _copy_runs(into, source)
-    except caught as exc:
+            return _Copy(into, source, Edge(name, say), attached).runs()
+    except caught as exc:  # a damaged file: nothing was added
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
 
 
-def _select(store: Store, sql: str, args: Iterable[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _select(store: Store, sql: str, args: Iterable[Any] = ()) -> tuple[list[str], list[Row]]:
     cur = store.db.execute(sql, tuple(args))
     return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
 
 
-def _insert_rows(into: Store, table: str, columns: list[str], rows: list[tuple[Any, ...]], ignore: bool = False) -> None:
-    if not rows:
-        return
-    if not ignore:
-        into.dialect.insert_rows(table, columns, rows)  # PostgreSQL: COPY
-        return
-    into.db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) "
-                        f"VALUES ({', '.join('?' * len(columns))})", rows)
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
 
 
-def _copy_runs(into: Store, source: Store) -> tuple[int, int]:
-    names, runs = _select(source, "SELECT * FROM runs ORDER BY id")
-    uuid_at = names.index("uuid")
-    known: set[str] = set()
-    for chunk in chunks([r[uuid_at] for r in runs]):
-        known.update(u for (u,) in into.db.execute(
-            f"SELECT uuid FROM runs WHERE uuid IN ({', '.join('?' * len(chunk))})", chunk))
-    runs = [r for r in runs if r[uuid_at] not in known]
-    if not runs:
-        return 0, 0
-    row_of = {n: i for i, n in enumerate(names)}
-    for table, key, column in (("studies", "sha256", "study_sha256"), ("hosts", "fingerprint", "host_fingerprint")):
-        wanted = sorted({r[row_of[column]] for r in runs if r[row_of[column]] is not None})
-        for chunk in chunks(wanted):
-            cols, rows = _select(source, f"SELECT * FROM {table} WHERE {key} IN ({', '.join('?' * len(chunk))})",
-                                 chunk)
-            _insert_rows(into, table, cols, rows, ignore=True)
-    at = row_of["id"]
-    run_map = dict(zip((r[at] for r in runs), into.dialect.new_ids("runs", len(runs))))
-    _insert_rows(into, "runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
-    points = sum(_copy_points(into, source, run_map, run_chunk) for run_chunk in chunks(list(run_map), 50))
-    # Imported files stay imported once: their run ids follow the runs.
-    for sha256, file, run_ids, count, at in _select(source, "SELECT sha256, file, run_ids, points, imported_at"
-                                                            " FROM imports")[1]:
-        mapped = [run_map[r] for r in json.loads(run_ids) if r in run_map]
-        if mapped:
-            into.db.execute("INSERT OR IGNORE INTO imports VALUES (?, ?, ?, ?, ?)",
-                            (sha256, file, json.dumps(mapped), count, at))
-    return len(run_map), points
+def _first(row: Row) -> str:
+    return str(row[0])
 
 
-def _copy_points(into: Store, source: Store, run_map: dict[int, int], run_chunk: list[int]) -> int:
-    """The points of these runs (source ids) and their rows of every point table, with new
-    ids; how many points."""
-    cols, rows = _select(source, f"SELECT * FROM points WHERE run_id IN ({', '.join('?' * len(run_chunk))})"
-                         " ORDER BY id", run_chunk)
-    if not rows:
-        return 0
-    pid, rid = cols.index("id"), cols.index("run_id")
-    point_map = dict(zip((r[pid] for r in rows), into.dialect.new_ids("points", len(rows))))
-    moved = []
-    for r in rows:
-        row = list(r)
-        row[pid], row[rid] = point_map[r[pid]], run_map[r[rid]]
-        moved.append(tuple(row))
-    _insert_rows(into, "points", cols, moved)
-    for table in POINT_TABLES:
-        for point_chunk in chunks(list(point_map), 100):
-            tcols, trows = _select(source, f"SELECT * FROM {table} WHERE point_id IN "
-                                   f"({', '.join('?' * len(point_chunk))})", point_chunk)
-            at = tcols.index("point_id")
-            _insert_rows(into, table, tcols, [(*t[:at], point_map[t[at]], *t[at + 1:]) for t in trows])
-    return len(moved)
+def _second_row(row: Row) -> str:
+    return f"of point {row[0]} at second {edge.describe(row[1])}"  # (as a read names it)
 
 
-def _columns(db: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in db.execute(f"PRAGMA main.table_info({table})")]
+# A row's name in its line, by table (the row as read, key first); a row a point by default.
+_ROW_NAMES: dict[str, Callable[[Row], str]] = {
+    "samples": _second_row, "system_samples": _second_row,
+    "hosts": lambda row: str(row[0])[:12], "studies": lambda row: repr(row[0])[:16],
+    "imports": lambda row: repr(row[0])[:16],
+}
 
 
-def _merge_attached(db: sqlite3.Connection) -> tuple[int, int]:
-    run_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.runs").fetchone()[0]
-    point_offset = db.execute("SELECT COALESCE(MAX(id), 0) FROM main.points").fetchone()[0]
-    db.execute("CREATE TEMP TABLE run_map AS SELECT id AS old, id + ? AS new FROM src.runs s "
-               "WHERE NOT EXISTS (SELECT 1 FROM main.runs r WHERE r.uuid = s.uuid)", (run_offset,))
-    db.execute("CREATE TEMP TABLE point_map AS SELECT p.id AS old, p.id + ? AS new, m.new AS run FROM src.points p "
-               "JOIN temp.run_map m ON m.old = p.run_id", (point_offset,))
-    try:
-        merged = "SELECT {} FROM src.runs r JOIN temp.run_map m ON m.old = r.id"
-        db.execute("INSERT OR IGNORE INTO main.studies SELECT * FROM src.studies WHERE sha256 IN "
-                   f"({merged.format('r.study_sha256')})")
-        db.execute("INSERT OR IGNORE INTO main.hosts SELECT * FROM src.hosts WHERE fingerprint IN "
-                   f"({merged.format('r.host_fingerprint')})")
-        runs = [c for c in _columns(db, "runs") if c != "id"]
-        db.execute(f"INSERT INTO main.runs (id, {', '.join(runs)}) SELECT m.new, {', '.join('r.' + c for c in runs)} "
-                   "FROM src.runs r JOIN temp.run_map m ON m.old = r.id")
-        points = [c for c in _columns(db, "points") if c not in ("id", "run_id")]
-        db.execute(f"INSERT INTO main.points (id, run_id, {', '.join(points)}) SELECT m.new, m.run, "
-                   f"{', '.join('p.' + c for c in points)} FROM src.points p JOIN temp.point_map m ON m.old = p.id")
-        for table in POINT_TABLES:
-            rest = [c for c in _columns(db, table) if c != "point_id"]
+def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple[str, Any, str] | None]:
+    """What readers check beyond a row's columns (the JSON records they compute with, a raw
+    output that must read back): row (its JSON decoded) -> (column, value, why) or None."""
+    at = {n: i for i, n in enumerate(names)}
+
+    def check(row: Sequence[Any]) -> tuple[str, Any, str] | None:
+        faults: list[tuple[str, Any, str | None]] = []
+        if table == "latency_histograms":
+            faults.append(("record", row[at["record"]], edge.histogram_fault(row[at["record"]])))
+        elif table == "server_series":
+            figures = row[at["figures"]]
+            faults.append(("figures", figures, edge.figures_fault(figures) if figures is not None else None))
+            faults.append(("record", row[at["record"]], edge.series_fault(row[at["record"]])))
+        elif table == "point_derived":
+            faults.append(("fields", row[at["fields"]], edge.derived_fault(row[at["fields"]])))
+        elif table == "raw_outputs":
+            for column in ("stdout", "stderr"):
+                text = edge.unpacked(row[at["codec"]], row[at[column]])
+                faults.append((column, row[at[column]], text.reason if isinstance(text, edge.Misfit) else None))
+        return next(((column, value, why) for column, value, why in faults if why is not None), None)
+    return check
+
+
+class _Copy:
+    """One merge: what of `source` fits (`edge`, which says the rest), copied into `into`."""
+
+    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool):
+        self.into, self.source, self.edge = into, source, edge
+        self.attached = attached  # `source` is also ATTACHed to `into` as src (both SQLite)
+
+    def fitting(self, table: str, names: Sequence[str], rows: list[Row]) -> list[Row]:
+        """The rows of `table` (as read) that fit, every column checked (and what
+        readers check beyond: _deeper); each that does not is said and left out."""
+        name = _ROW_NAMES.get(table, _first)
+        # Each row carries its place, so that the rows given back are the ones read,
+        # not their decoded JSON (the first name is no column: it is not checked).
+        fit = self.edge.check(table, ["", *names], [(i, *row) for i, row in enumerate(rows)],
+                              lambda row: name(row[1:]), NOT_MERGED[table])
+        deeper = _deeper(table, names)
+        kept = []
+        for row in fit:
+            if (misfit := deeper(row[1:])) is not None:
+                column, value, why = misfit
+                self.edge.report(table, name(rows[row[0]]), column, value, why, NOT_MERGED[table])
+            else:
+                kept.append(rows[row[0]])
+        return kept
+
+    def insert(self, table: str, columns: list[str], rows: list[Row], ignore: bool = False) -> None:
+        if not rows:
+            return
+        if not ignore:
+            self.into.dialect.insert_rows(table, columns, rows)  # PostgreSQL: COPY
+            return
+        self.into.db.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) "
+                                 f"VALUES ({_marks(columns)})", rows)
+
+    def runs(self) -> tuple[int, int]:
+        """(runs, points) merged."""
+        names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
+        uuid_at = names.index("uuid")
+        known: set[Any] = set()
+        for chunk in chunks([r[uuid_at] for r in runs if r[uuid_at] is not None]):
+            known.update(u for (u,) in self.into.db.execute(f"SELECT uuid FROM runs WHERE uuid IN ({_marks(chunk)})",
+                                                            chunk))
+        runs = [r for r in runs if r[uuid_at] not in known]
+        for run in runs:  # (a NULL fits the column, but a run is merged once by its UUID)
+            if run[uuid_at] is None:
+                self.edge.report("runs", str(run[0]), "uuid", None, "where a value must be (a run is merged once, "
+                                 "by its UUID)", NOT_MERGED["runs"])
+        runs = self.fitting("runs", names, [r for r in runs if r[uuid_at] is not None])
+        if not runs:
+            return 0, 0
+        row_of = {n: i for i, n in enumerate(names)}
+        for table, key, column in (("studies", "sha256", "study_sha256"),
+                                   ("hosts", "fingerprint", "host_fingerprint")):
+            there = self.parents(table, key, {r[row_of[column]] for r in runs} - {None})
+            at = row_of[column]
+            for i, run in enumerate(runs):
+                if run[at] is not None and run[at] not in there:
+                    # Without its study: none. Without its host facts: the host of no
+                    # facts, as an old run that kept none migrated to (a run with none
+                    # at all would be taken for one not yet migrated, and given another
+                    # identity on the next open).
+                    instead = None if table == "studies" else migrations.store_host(self.into.db, {})
+                    runs[i] = (*run[:at], instead, *run[at + 1:])
+        at = row_of["id"]
+        run_map = dict(zip((r[at] for r in runs), self.into.dialect.new_ids("runs", len(runs))))
+        self.insert("runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
+        points = self.points(run_map)
+        self.imports(run_map)
+        return len(run_map), points
+
+    def parents(self, table: str, key: str, wanted: set[str]) -> set[str]:
+        """The studies or hosts (by key) the merged runs name, copied where they fit and
+        are not there yet: the keys the runs may keep (the others are said, and their
+        runs merged without them)."""
+        there: set[str] = set()
+        for chunk in chunks(sorted(wanted)):
+            there.update(k for (k,) in self.into.db.execute(f"SELECT {key} FROM {table} WHERE {key} IN "
+                                                            f"({_marks(chunk)})", chunk))
+        missing = sorted(wanted - there)
+        for chunk in chunks(missing):
+            cols, rows = _select(self.source, f"SELECT * FROM {table} WHERE {key} IN ({_marks(chunk)})", chunk)
+            fit = self.fitting(table, cols, rows)
+            self.insert(table, cols, fit, ignore=True)
+            there.update(row[cols.index(key)] for row in fit)
+            found = {row[cols.index(key)] for row in rows}
+            for gone in sorted(set(chunk) - found):  # named by a run, absent (a hand edit without foreign keys)
+                self.edge.report(table, _ROW_NAMES[table]((gone,)), key, gone, "is named by runs but not in that "
+                                 "store", NOT_MERGED[table])
+        return there
+
+    def points(self, run_map: dict[int, int]) -> int:
+        """The points of the merged runs (source ids -> new) that fit, and their rows of
+        every point table; how many points."""
+        point_map: dict[int, int] = {}
+        for run_chunk in chunks(list(run_map), 50):
+            cols, rows = _select(self.source, f"SELECT * FROM points WHERE run_id IN ({_marks(run_chunk)}) "
+                                 "ORDER BY id", run_chunk)
+            rows = self.fitting("points", cols, rows)
+            if not rows:
+                continue
+            pid, rid = cols.index("id"), cols.index("run_id")
+            new = dict(zip((r[pid] for r in rows), self.into.dialect.new_ids("points", len(rows))))
+            moved = []
+            for r in rows:
+                row = list(r)
+                row[pid], row[rid] = new[r[pid]], run_map[r[rid]]
+                moved.append(tuple(row))
+            self.insert("points", cols, moved)
+            point_map.update(new)
+        if self.attached:
+            self.into.db.execute("CREATE TEMP TABLE merge_points (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)")
+        try:
+            if self.attached:
+                self.into.db.executemany("INSERT INTO temp.merge_points VALUES (?, ?)", list(point_map.items()))
+            for table in POINT_TABLES:
+                if self.attached and table in _SERIES:
+                    self.series_in_sql(table, point_map)
+                    continue
+                for point_chunk in chunks(list(point_map), 100):
+                    cols, rows = _select(self.source, f"SELECT * FROM {table} WHERE point_id IN "
+                                         f"({_marks(point_chunk)})", point_chunk)
+                    at = cols.index("point_id")
+                    self.insert(table, cols, [(*t[:at], point_map[t[at]], *t[at + 1:])
+                                              for t in self.fitting(table, cols, rows)])
+        finally:
+            if self.attached:
+                self.into.db.execute("DROP TABLE temp.merge_points")
+        return len(point_map)
+
+    def series_in_sql(self, table: str, point_map: dict[int, int]) -> None:
+        """A per-second table of the merged points, SQLite into SQLite, in SQL but for the
+        rows SQL cannot vouch for (edge.sure_fit_sql): those go through the edge."""
+        db = self.into.db
+        cols = [row[1] for row in db.execute(f"PRAGMA main.table_info({table})")]
+        rest = [c for c in cols if c != "point_id"]
+        merged = f"FROM src.{table} t JOIN temp.merge_points m ON m.old = t.point_id"
+        doubtful = [tuple(r) for r in db.execute(
+            f"SELECT {', '.join('t.' + c for c in cols)} {merged} WHERE NOT ({edge.sure_fit_sql(table, 't')})")]
+        skip = ""
+        if doubtful:  # (one evaluation of the condition a row: it costs what the copy does)
+            db.execute("CREATE TEMP TABLE merge_doubtful (point_id, second, PRIMARY KEY (point_id, second))")
+            db.executemany("INSERT OR IGNORE INTO temp.merge_doubtful VALUES (?, ?)", [r[:2] for r in doubtful])
+            skip = (" WHERE NOT EXISTS (SELECT 1 FROM temp.merge_doubtful d WHERE d.point_id = t.point_id "
+                    "AND d.second = t.second)")
+        try:
             db.execute(f"INSERT INTO main.{table} (point_id, {', '.join(rest)}) SELECT m.new, "
-                       f"{', '.join('t.' + c for c in rest)} FROM src.{table} t JOIN temp.point_map m ON m.old = t.point_id")
-        # Imported files stay imported once: their run ids follow the runs.
-        new_run = dict(db.execute("SELECT old, new FROM temp.run_map").fetchall())
-        for sha256, file, run_ids, count, at in db.execute("SELECT * FROM src.imports").fetchall():
-            mapped = [new_run[r] for r in json.loads(run_ids) if r in new_run]
+                       f"{', '.join('t.' + c for c in rest)} {merged}{skip}")
+        finally:
+            if doubtful:
+                db.execute("DROP TABLE temp.merge_doubtful")
+        self.insert(table, cols, [(point_map[r[0]], *r[1:]) for r in self.fitting(table, cols, doubtful)])
+
+    def imports(self, run_map: dict[int, int]) -> None:
+        """Imported files stay imported once: their run ids follow the runs."""
+        cols, rows = _select(self.source, "SELECT sha256, file, run_ids, points, imported_at FROM imports")
+        for sha256, file, run_ids, count, at in self.fitting("imports", cols, rows):
+            mapped = [run_map[r] for r in json.loads(run_ids) if type(r) is int and r in run_map]
             if mapped:
-                db.execute("INSERT OR IGNORE INTO main.imports VALUES (?, ?, ?, ?, ?)",
-                           (sha256, file, json.dumps(mapped), count, at))
-        added = (db.execute("SELECT COUNT(*) FROM temp.run_map").fetchone()[0],
-                 db.execute("SELECT COUNT(*) FROM temp.point_map").fetchone()[0])
-    finally:
-        db.execute("DROP TABLE temp.run_map")
-        db.execute("DROP TABLE temp.point_map")
-    return added
+                self.into.db.execute("INSERT OR IGNORE INTO imports VALUES (?, ?, ?, ?, ?)",
+                                     (sha256, file, json.dumps(mapped), count, at))

@@ -373,7 +373,7 @@ def move_hosts_and_raw(db: SqlConnection) -> None:
         for run_id, facts, label, host, engine, target, started, variant in db.execute(
                 "SELECT id, host_facts, label, host, engine, target, started_at, variant FROM runs"
                 " WHERE host_fingerprint IS NULL").fetchall():
-            fingerprint = store_host(db, json.loads(facts))
+            fingerprint = store_host(db, _facts(facts))
             # Derived from the run, not random: two copies of one old store migrate
             # to the same identities, so merging both adds the runs once.
             identity = uuid.uuid5(RUN_NAMESPACE, json.dumps([run_id, label, host, engine, target, started,
@@ -384,8 +384,23 @@ def move_hosts_and_raw(db: SqlConnection) -> None:
                          "(SELECT point_id FROM raw_outputs)")
         while batch := cur.fetchmany(500):
             db.executemany("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)",
-                           [(pid, pack(out), pack(err)) for pid, out, err in batch])
+                           [(pid, pack(_text(out)), pack(_text(err))) for pid, out, err in batch])
         db.execute("UPDATE points SET stdout = '', stderr = '' WHERE stdout != '' OR stderr != ''")
+
+
+def _facts(text: Any) -> dict[str, Any]:
+    """A run's own host facts (before schema 11), or none where they do not read as a
+    JSON object (a store edited by hand): the run is then kept without them, as a read
+    shows a run whose facts do not fit (edge.py), rather than the store not opening."""
+    try:
+        facts = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return facts if isinstance(facts, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""  # (an output that is not text: none)
 
 
 def backfill_config(db: SqlConnection) -> None:
