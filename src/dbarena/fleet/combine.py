@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from dbarena.model import Measurement, Sample
 from dbarena.stats.latency import Latencies, merged
@@ -156,31 +156,42 @@ def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tupl
     common window, and the details that say how it was made."""
     if not parts:
         raise ValueError("no parts to combine")
-    ms = [p.measurement for p in parts]
     series = aligned(parts)
+    measurement = _measurement([p.measurement for p in parts], series)
+    details = _details(parts, series, duration_s)
+    return replace(measurement, details={**measurement.details, **details}), series, details
+
+
+def _all_or_none(values: Sequence[float | None], pick: Callable[[list[float]], float]) -> float | None:
+    """`pick` of the parts' figures where every part has one, else None (a figure of
+    some parts only would pass for the whole point's)."""
+    known = [v for v in values if v is not None]
+    return pick(known) if known and len(known) == len(values) else None
+
+
+def _measurement(ms: Sequence[Measurement], series: tuple[Sample, ...]) -> Measurement:
     # Over the common window; without one (a run shorter than an interval) the parts' own rates.
     tps = (sum(s.tps for s in series) / len(series) if series else _sum([m.tps for m in ms]))
-    qps_series = [s.qps for s in series]
-    qps_known = [q for q in qps_series if q is not None]
+    qps_known = [s.qps for s in series if s.qps is not None]
     qps = (sum(qps_known) / len(series) if series and len(qps_known) == len(series) else _sum([m.qps for m in ms]))
-    mins = [m.latency_min_ms for m in ms if m.latency_min_ms is not None]
-    maxes = [m.latency_max_ms for m in ms if m.latency_max_ms is not None]
-    connect = [m.initial_connection_ms for m in ms if m.initial_connection_ms is not None]
-    measurement = Measurement(
+    return Measurement(
         tps=tps, transactions=_sum([m.transactions for m in ms]), qps=qps, queries=_sum([m.queries for m in ms]),
         failed_transactions=_sum([m.failed_transactions for m in ms]),
         retried_transactions=_sum([m.retried_transactions for m in ms]), retries=_sum([m.retries for m in ms]),
         errors=_sum([m.errors for m in ms]), reconnects=_sum([m.reconnects for m in ms]),
         latency_avg_ms=_weighted_mean([(m.latency_avg_ms, m.transactions) for m in ms]),
         latency_stddev_ms=_pooled_stddev(ms),
-        latency_min_ms=min(mins) if len(mins) == len(ms) else None,
-        latency_max_ms=max(maxes) if len(maxes) == len(ms) else None,
-        initial_connection_ms=max(connect) if len(connect) == len(ms) else None,
+        latency_min_ms=_all_or_none([m.latency_min_ms for m in ms], min),
+        latency_max_ms=_all_or_none([m.latency_max_ms for m in ms], max),
+        initial_connection_ms=_all_or_none([m.initial_connection_ms for m in ms], max),
         details={k: v for k, v in ms[0].details.items() if k not in ("histogram",)},
     )
+
+
+def _details(parts: Sequence[Part], series: tuple[Sample, ...], duration_s: float) -> dict[str, Any]:
     skew = skew_s(parts)
     window = (series[-1].second - series[0].second + 1.0) if series else 0.0
-    details = {
+    return {
         "load_generators": len(parts),
         "together": {
             "split": [{"host": p.host, "label": p.label, "threads": p.threads, "clients": p.clients} for p in parts],
@@ -192,7 +203,6 @@ def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tupl
             "parts": [_part_record(p) for p in parts],
         },
     }
-    return replace(measurement, details={**measurement.details, **details}), series, details
 
 
 def merged_latencies(parts: Sequence[Part]) -> Latencies | None:
