@@ -163,6 +163,11 @@ def bound(points: Sequence[AnalysedPoint]) -> str:
     return f"{said}; per point: {per_point}" if per_point else said
 
 
+def _mean(figures: Iterable[float | None]) -> float | None:
+    values = [v for v in figures if v is not None]
+    return sum(values) / len(values) if values else None
+
+
 def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
     ok = [p for p in points if p.status == "ok"]
     # Points several load generators drove (fleet run --together): their hosts' CPU says it.
@@ -170,23 +175,12 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
         return together
     if not ok or all(p.samples < MIN_SAMPLES or p.cpu_busy_pct is None for p in ok):
         return "too few samples to tell"
-
-    def mean(figures: Iterable[float | None]) -> float | None:
-        values = [v for v in figures if v is not None]
-        return sum(values) / len(values) if values else None
-
-    busy, iowait = mean(p.cpu_busy_pct for p in ok), mean(p.cpu_iowait_pct for p in ok)
-    server, loadgen = mean(p.server_cpu for p in ok), mean(p.loadgen_cpu for p in ok)
-    threads = max(p.hardware_threads_usable or 1 for p in ok)
-    clients = max(p.threads or 1 for p in ok)
     flagged = [w for p in ok for w in p.warnings if w.get("code") == "load-generator-bound"]
     if flagged:
-        # The warning's own reason (steadystate.loadgen_verdict), not words of its own: a
-        # load generator that used 0.2 cores is not "saturated", it competes for the CPU.
-        if loadgen is not None and loadgen >= SATURATED * clients:
-            return f"load generator saturated ({loadgen:.1f} cores for {clients} thread(s))"
-        said = str(flagged[0].get("message") or "").split(":", 1)[0].split(";", 1)[0]
-        return f"load generator competes for the CPU ({said})" if said else "load generator bound"
+        return _loadgen_bound(flagged[0], _mean(p.loadgen_cpu for p in ok), max(p.threads or 1 for p in ok))
+    busy, iowait, server = (_mean(p.cpu_busy_pct for p in ok), _mean(p.cpu_iowait_pct for p in ok),
+                            _mean(p.server_cpu for p in ok))
+    threads = max(p.hardware_threads_usable or 1 for p in ok)
     if iowait is not None and iowait >= IOWAIT_PCT:
         return f"I/O: iowait {iowait:.0f} %"
     if server is not None and server >= SATURATED * threads:
@@ -194,6 +188,16 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
     if busy is not None and busy >= 100 * SATURATED:
         return f"machine CPU {busy:.0f} % busy"
     return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")
+
+
+def _loadgen_bound(flag: dict[str, str], loadgen: float | None, clients: int) -> str:
+    """A side the load-generator warning flagged, in the warning's own reason
+    (steadystate.loadgen_verdict), not words of its own: a load generator that used 0.2
+    cores is not "saturated", it competes for the CPU."""
+    if loadgen is not None and loadgen >= SATURATED * clients:
+        return f"load generator saturated ({loadgen:.1f} cores for {clients} thread(s))"
+    said = flag.get("message", "").split(":", 1)[0].split(";", 1)[0]
+    return f"load generator competes for the CPU ({said})" if said else "load generator bound"
 
 
 def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
