@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,99 +22,127 @@ def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: 
     """Undo what a dead owner left: see the module's note. `tell_later` (the watchdog,
     which has nobody to tell): a run's record that names tables left on a target is
     kept, so that the next command can say so."""
-    owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
     if data["kind"] in ("instance", "scratch") and _refused(path, data, say, dry_run):
         return
     if data["kind"] == "smt" and _foreign_switch(path, data, say, dry_run):
         return
-    if data["kind"] == "instance":
-        pgid, why = state.server_of(data)
-        what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
-        init, init_why = state.recorded_process(data, "init_pid")
-        if dry_run:
-            say(f"would stop and remove the {what}, left by {owner}")
-            return
-        for key, refused in (("server_pgid", why), ("init_pid", init_why)):
-            if refused is not None:
-                say(f"left process {data.get(key)!r} alone: {refused}; it is not the one {path} recorded")
-        # Its initialisation first (initdb, mariadb-install-db and their children go on
-        # writing into the directory after their dbarena was killed), then its server.
-        if data.get("init_pid") or not data.get("server_pgid"):  # killed before its server ran
-            state.stop_initialisation(data["top"], init)
-        if pgid:
-            state.stop_group(pgid, data.get("engine"))
-        state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
-        shutil.rmtree(data["top"], ignore_errors=True)
-        if Path(data["top"]).exists():
-            # The record stays (the record goes after the directory, never before):
-            # the next command or `dbarena cleanup` tries again, on a directory still
-            # marked as dbarena's (rmtree may have taken the marker first).
-            state.mark(Path(data["top"]))
-            say(f"could not remove the {what}, left by {owner}; `dbarena cleanup` tries again")
-            return
-        say(f"stopped and removed the {what}, left by {owner}")
-    elif data["kind"] == "scratch":
-        if dry_run:
-            say(f"would remove {data['path']}, left by {owner}")
-            return
-        shutil.rmtree(data["path"], ignore_errors=True)
-        say(f"removed {data['path']}, left by {owner}")
-    elif data["kind"] == "smt":
-        control, original = Path(data["control"]), data["original"]
-        if data.get("boot_id") != state.machine()["boot_id"]:
-            # Rebooted since: the boot configuration decides SMT now, not the record.
-            if dry_run:
-                say(f"would forget that {owner} had switched SMT: the machine has rebooted since")
-                return
-            say(f"forgot that {owner} had switched SMT: the machine has rebooted since")
-        elif dry_run:
-            say(f"would set SMT back to {original} ({control}), left switched by {owner}")
-            return
+    undo = {"instance": _instance, "scratch": _scratch, "smt": _smt_back}.get(data["kind"], _run)
+    owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
+    if undo(_Undo(path, data, say, dry_run, tell_later, owner)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@dataclass(frozen=True)
+class _Undo:
+    """One record being undone: what each kind's undoing is given."""
+
+    path: Path
+    data: dict[str, Any]
+    say: Callable[[str], None]
+    dry_run: bool
+    tell_later: bool
+    owner: str  # who left it, as the lines say
+
+
+# Each kind's undoing: True when it is done and its record goes; False keeps the record
+# (a dry run, or what the next command or `dbarena cleanup` must try again).
+
+def _instance(u: _Undo) -> bool:
+    data, say = u.data, u.say
+    pgid, why = state.server_of(data)
+    what = f"{data['engine']} instance in {data['top']}" + (f" (server pid {pgid})" if pgid else "")
+    init, init_why = state.recorded_process(data, "init_pid")
+    if u.dry_run:
+        say(f"would stop and remove the {what}, left by {u.owner}")
+        return False
+    for key, refused in (("server_pgid", why), ("init_pid", init_why)):
+        if refused is not None:
+            say(f"left process {data.get(key)!r} alone: {refused}; it is not the one {u.path} recorded")
+    # Its initialisation first (initdb, mariadb-install-db and their children go on
+    # writing into the directory after their dbarena was killed), then its server.
+    if data.get("init_pid") or not data.get("server_pgid"):  # killed before its server ran
+        state.stop_initialisation(data["top"], init)
+    if pgid:
+        state.stop_group(pgid, data.get("engine"))
+    state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
+    shutil.rmtree(data["top"], ignore_errors=True)
+    if Path(data["top"]).exists():
+        # The record stays (the record goes after the directory, never before):
+        # the next command or `dbarena cleanup` tries again, on a directory still
+        # marked as dbarena's (rmtree may have taken the marker first).
+        state.mark(Path(data["top"]))
+        say(f"could not remove the {what}, left by {u.owner}; `dbarena cleanup` tries again")
+        return False
+    say(f"stopped and removed the {what}, left by {u.owner}")
+    return True
+
+
+def _scratch(u: _Undo) -> bool:
+    if u.dry_run:
+        u.say(f"would remove {u.data['path']}, left by {u.owner}")
+        return False
+    shutil.rmtree(u.data["path"], ignore_errors=True)
+    u.say(f"removed {u.data['path']}, left by {u.owner}")
+    return True
+
+
+def _smt_back(u: _Undo) -> bool:
+    data, say, owner = u.data, u.say, u.owner
+    control, original = Path(data["control"]), data["original"]
+    if data.get("boot_id") != state.machine()["boot_id"]:
+        # Rebooted since: the boot configuration decides SMT now, not the record.
+        say(f"{'would forget' if u.dry_run else 'forgot'} that {owner} had switched SMT: the machine has "
+            "rebooted since")
+        return not u.dry_run
+    if u.dry_run:
+        say(f"would set SMT back to {original} ({control}), left switched by {owner}")
+        return False
+    try:
+        if control.read_text().strip() != original:
+            control.write_text(original)
+    except OSError as exc:
+        # The record stays: the next command (or `dbarena cleanup`) tries again.
+        say(f"could not set SMT back to {original} ({control}), left switched by {owner}: "
+            f"{exc.strerror or exc}; put it back with `echo {original} > {control}`")
+        return False
+    stuck = smt.put_online_back(control, hostinfo.parse_cpu_list(data["online"])) if data.get("online") else []
+    if stuck:
+        say(f"set SMT back to {original} ({control}), but CPU(s) {hostinfo.cpu_list(set(stuck))} could not "
+            f"be set online or offline as before; left switched by {owner}")
+        return False
+    say(f"set SMT back to {original} ({control}), left switched by {owner}")
+    return True
+
+
+def _run(u: _Undo) -> bool:
+    data, say = u.data, u.say
+    where = f"run {data['run_id']} in {data['store']}"
+    if u.dry_run:
+        say(f"would mark {where} interrupted (killed), left by {u.owner}")
+        return False
+    tool, why = state.recorded_process(data, "tool_pid")
+    if why is not None:
+        say(f"left process {data.get('tool_pid')!r} alone: {why}; it is not the load generator of {where} "
+            f"that {u.path} recorded")
+    if tool is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
+        say(f"stopped the load generator (pid {tool}) of {where}")
+    if data.get("scratch"):  # the point's work directory (its per-transaction log)
+        refused = state.foreign(data["scratch"])
+        if refused:
+            say(f"left {data['scratch']} alone: {refused}, not a directory dbarena made (named by {u.path})")
         else:
-            try:
-                if control.read_text().strip() != original:
-                    control.write_text(original)
-            except OSError as exc:
-                # The record stays: the next command (or `dbarena cleanup`) tries again.
-                say(f"could not set SMT back to {original} ({control}), left switched by {owner}: "
-                    f"{exc.strerror or exc}; put it back with `echo {original} > {control}`")
-                return
-            stuck = smt.put_online_back(control, hostinfo.parse_cpu_list(data["online"])) \
-                if data.get("online") else []
-            if stuck:
-                say(f"set SMT back to {original} ({control}), but CPU(s) {hostinfo.cpu_list(set(stuck))} could not "
-                    f"be set online or offline as before; left switched by {owner}")
-                return
-            say(f"set SMT back to {original} ({control}), left switched by {owner}")
-    else:
-        where = f"run {data['run_id']} in {data['store']}"
-        if dry_run:
-            say(f"would mark {where} interrupted (killed), left by {owner}")
-            return
-        tool, why = state.recorded_process(data, "tool_pid")
-        if why is not None:
-            say(f"left process {data.get('tool_pid')!r} alone: {why}; it is not the load generator of {where} "
-                f"that {path} recorded")
-        if tool is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(tool, signal.SIGKILL)  # the load generator of the dead run
-            say(f"stopped the load generator (pid {tool}) of {where}")
-        if data.get("scratch"):  # the point's work directory (its per-transaction log)
-            refused = state.foreign(data["scratch"])
-            if refused:
-                say(f"left {data['scratch']} alone: {refused}, not a directory dbarena made (named by {path})")
-            else:
-                shutil.rmtree(data["scratch"], ignore_errors=True)
-        marked = _mark_killed(data["store"], data["run_id"], data.get("owner_pid"))
-        if marked:
-            say(f"marked {where} interrupted (killed); continue it with: "
-                f"dbarena run --resume {data['run_id']} --store {data['store']}")
-        if tell_later and data.get("leftovers"):
-            return
-        for line in data.get("leftovers") or []:
-            say(f"{where} was killed on {data['target']}: {line}")
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+            shutil.rmtree(data["scratch"], ignore_errors=True)
+    if _mark_killed(data["store"], data["run_id"], data.get("owner_pid")):
+        say(f"marked {where} interrupted (killed); continue it with: "
+            f"dbarena run --resume {data['run_id']} --store {data['store']}")
+    if u.tell_later and data.get("leftovers"):
+        return False
+    for line in data.get("leftovers") or []:
+        say(f"{where} was killed on {data['target']}: {line}")
+    return True
 
 
 def _refused(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool) -> bool:
