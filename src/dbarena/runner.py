@@ -365,7 +365,8 @@ class Sweep:
         started = now_utc()
         # Its connection is made and its first reading taken before the point starts (a
         # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
-        server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S)).connect(
+        server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S),
+                               reader_for=target.server_reader).connect(
             clients=spec.clients + tool.extra_connections) if self.sample_server else None
         if server is not None:
             server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too

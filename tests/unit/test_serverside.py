@@ -8,12 +8,15 @@ import sqlite3
 from datetime import datetime, timezone
 
 from dbarena.model import PointResult, PointSpec, RunInfo
-from dbarena.serverside.mysql import status_values
-from dbarena.serverside.postgres import counters_sql, wait_name
+from dbarena.serverside.mysql import MysqlReader, status_values
+from dbarena.serverside.postgres import PostgresReader, counters_sql, wait_name
 from dbarena.serverside.room import Room, room_note
 from dbarena.serverside.sampler import ServerSampler
 from dbarena.serverside.series import Builder, ServerSeries, rates
 from dbarena.store.database import POINT_TABLES, Store
+
+# Each engine's reader, as its targets give it (interfaces.Target.server_reader).
+_READERS = {"postgres": PostgresReader, "mysql": MysqlReader}
 
 T0 = datetime(2026, 11, 24, 6, 0, tzinfo=timezone.utc)
 SPEC = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=16, duration_s=5)
@@ -89,7 +92,7 @@ def test_a_server_that_cannot_be_reached_is_said_once_without_its_password():
     def refuse():
         raise OSError("connection to postgresql://bench:s3cret@10.0.0.9:5432/db failed: timeout")
 
-    sampler = ServerSampler("postgres", refuse).start()
+    sampler = ServerSampler("postgres", refuse, reader_for=_READERS["postgres"]).start()
     series = sampler.stop()
     assert series.seconds == () and series.stopped is not None
     assert "could not read the server's statistics" in series.stopped and "s3cret" not in series.stopped
@@ -128,7 +131,7 @@ class _Rows:
 
 
 def test_a_reading_that_fails_ends_the_sampling_not_the_point():
-    sampler = ServerSampler("postgres", _Breaks, interval_s=0.01).start()
+    sampler = ServerSampler("postgres", _Breaks, interval_s=0.01, reader_for=_READERS["postgres"]).start()
     import time
     deadline = time.monotonic() + 5
     while sampler.stopped is None and time.monotonic() < deadline:
@@ -153,20 +156,20 @@ def test_the_sampler_lets_go_of_its_connection_where_the_point_needs_every_slot(
     closed = []
     full = _Full()
     full.close = lambda: closed.append(True)
-    sampler = ServerSampler("postgres", lambda: full).connect(clients=4).start()
+    sampler = ServerSampler("postgres", lambda: full, reader_for=_READERS["postgres"]).connect(clients=4).start()
     series = sampler.stop()
     assert closed and series.seconds == ()
     assert series.stopped == ("not sampled: the server takes 3 more connection(s) beside the sampler's, and the "
                               "point opens 4: its clients come first")
     # As many clients as slots left: sampled.
-    sampler = ServerSampler("postgres", _Full, interval_s=0.01).connect(clients=3)
+    sampler = ServerSampler("postgres", _Full, interval_s=0.01, reader_for=_READERS["postgres"]).connect(clients=3)
     assert sampler.reader is not None and sampler.stopped is None
     sampler.start().stop()
 
 
 def test_a_server_without_a_free_slot_is_said_so():
     full = type("NoRoom", (_Full,), {"free": -2})()
-    series = ServerSampler("postgres", lambda: full).connect(clients=1).stop()
+    series = ServerSampler("postgres", lambda: full, reader_for=_READERS["postgres"]).connect(clients=1).stop()
     assert series.stopped.startswith("not sampled: the server takes no more connection beside the sampler's")
 
 
@@ -277,7 +280,7 @@ def test_a_connection_that_stalls_before_the_first_reading_never_holds_the_point
 
     conn = _Stalls(answered=1)  # the first SET answered, nothing after
     t0 = time.monotonic()
-    sampler = ServerSampler("postgres", lambda: conn, connect_wait_s=0.5).connect(clients=2).start()
+    sampler = ServerSampler("postgres", lambda: conn, connect_wait_s=0.5, reader_for=_READERS["postgres"]).connect(clients=2).start()
     assert time.monotonic() - t0 < 1.5  # the point starts without its first reading
     series = sampler.stop()
     assert time.monotonic() - t0 < 2.0
@@ -290,7 +293,7 @@ def test_a_reading_that_stalls_mid_point_is_cut_when_the_point_ends():
     import time
 
     conn = _Stalls(answered=8)  # 2 SETs, version, room, 2 of the first reading, 2 of the next; a stall
-    sampler = ServerSampler("postgres", lambda: conn, interval_s=0.05).connect(clients=2).start()
+    sampler = ServerSampler("postgres", lambda: conn, interval_s=0.05, reader_for=_READERS["postgres"]).connect(clients=2).start()
     deadline = time.monotonic() + 5
     while conn.statements <= conn.answered and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -356,7 +359,7 @@ def test_the_drivers_give_up_on_a_server_that_never_answers_within_the_samplers_
             target = _target(engine, hole.port)
             t0 = time.monotonic()
             sampler = ServerSampler(engine, functools.partial(target.connect, timeout_s=1.0),
-                                    connect_wait_s=0.3).connect(clients=1)
+                                    connect_wait_s=0.3, reader_for=target.server_reader).connect(clients=1)
             assert time.monotonic() - t0 < 1.0
             assert sampler.stopped == "not sampled: the server did not answer the sampler within 0.3 s"
             sampler._thread.join(timeout=bound + 3)  # the driver's own bound ends the attempt

@@ -84,7 +84,8 @@ def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> int | None:
     return status
 
 
-def new_top(prefix: str, engine: str, parent: Path | None = None) -> tuple[Path, state.Record]:
+def new_top(prefix: str, engine: str, parent: Path | None = None,
+            stop_signal: int = signal.SIGTERM) -> tuple[Path, state.Record]:
     """The instance's private directory (in `parent`, e.g. a RAM disk, else the
     temporary directory), recorded in the state directory before it is made, so that
     it is removed even if dbarena is killed at any moment (state.py). The name is
@@ -95,7 +96,7 @@ def new_top(prefix: str, engine: str, parent: Path | None = None) -> tuple[Path,
         top = base / f"{prefix}{secrets.token_hex(5)}"
         if top.exists():
             continue
-        record = state.instance(engine, top)
+        record = state.instance(engine, top, stop_signal)
         try:
             top.mkdir(mode=0o700)
         except FileExistsError:

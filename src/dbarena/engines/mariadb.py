@@ -11,6 +11,7 @@ from dbarena.errors import ToolMissing
 
 class MariaDB(MySQLFamily):
     flavour = "mariadb"
+    server_package = "mariadb-server"
     title = "MariaDB"
     # Debian's /usr/sbin/mysqld is MariaDB too; the version line tells.
     server_names = ("mariadbd", "mysqld")

@@ -11,6 +11,7 @@ from dbarena.engines.mysql_family import MySQLFamily
 
 class MySQL(MySQLFamily):
     flavour = "mysql"
+    server_package = "mysql-server"
     title = "MySQL"
     server_names = ("mysqld",)
     # Debian ships MariaDB's server as mysqld too, which is_mine() tells apart.

@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 from dbarena import execute
 from dbarena.engines import instance, target_url
 from dbarena.engines.mysql_binaries import INSTALL_HINT, MyBinaries, search
-from dbarena.engines.mysql_target import ENGINE, MyTarget, log_reason, one_line
+from dbarena.engines.mysql_target import ENGINE, STOP_SIGNAL, MyTarget, log_reason, one_line
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
@@ -132,6 +132,14 @@ class MySQLFamily:
     protocol = "mysql"
     setting_option = "--mysql-setting"
     code_settings = CODE_SETTINGS
+    stop_signal: int = STOP_SIGNAL
+    password_env = "MYSQL_PWD"  # what the MySQL family's client tools read a password from
+    server_package = ""  # the Debian package of this flavour's server
+
+    def host_packages(self, target: bool) -> set[str]:
+        """The Debian packages a fleet host needs: the client tools (MariaDB's, which
+        speak to either flavour) for a --target, this flavour's server too otherwise."""
+        return {"mariadb-client"} | (set() if target else {self.server_package})
     server_names: tuple[str, ...] = ()
     install_hint = INSTALL_HINT
 
@@ -242,7 +250,7 @@ class MySQLFamily:
         settings = {**dict(settings or {}), **{k.replace("_", "-"): v for k, v in cluster.items()}}
         binaries = self.find_server_binaries(bindir, executor)
         user = instance.unprivileged_user("mysql")
-        top, record = instance.new_top("dbarena-mysql-", self.name, data_parent)
+        top, record = instance.new_top("dbarena-mysql-", self.name, data_parent, stop_signal=self.stop_signal)
         proc = None
         target = None
         try:
@@ -321,7 +329,7 @@ class MySQLFamily:
         finally:
             # SIGTERM is mysqld's normal shutdown. The server may have been restarted
             # (a restored data directory): the current one.
-            instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=signal.SIGTERM,
+            instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=STOP_SIGNAL,
                              grace_s=120)
 
 

@@ -19,6 +19,8 @@ from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
+
+STOP_SIGNAL = signal.SIGTERM  # mysqld's normal shutdown
 from dbarena.model import Connection
 
 if TYPE_CHECKING:
@@ -89,6 +91,13 @@ class MyTarget(instance.SavedData):
     def server_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
+    def server_reader(self, connection: Any) -> Any:
+        """What the server sampler reads of a point: the status counters and row lock
+        waits (serverside/mysql.py)."""
+        from dbarena.serverside.mysql import MysqlReader
+
+        return MysqlReader(connection)
+
     def connect(self, timeout_s: float | None = None):
         # PyMySQL's connect_timeout bounds the TCP connect only; read_timeout and
         # write_timeout bound the handshake and every query after it.
@@ -131,8 +140,8 @@ class MyTarget(instance.SavedData):
         if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
             raise EnvironmentProblem("only a throwaway MySQL server's data directory can be saved and restored")
         process = self.process
-        stop = (lambda: instance.stopped_cleanly(process, first_signal=signal.SIGTERM, grace_s=120, what="mysqld")) \
-            if clean else (lambda: instance.stop_server(process, first_signal=signal.SIGTERM, grace_s=120))
+        stop = (lambda: instance.stopped_cleanly(process, first_signal=STOP_SIGNAL, grace_s=120, what="mysqld")) \
+            if clean else (lambda: instance.stop_server(process, first_signal=STOP_SIGNAL, grace_s=120))
         instance.restarted(stop, between, self._start_again)
 
     def _start_again(self, timeout_s: float = 120) -> None:

@@ -17,13 +17,13 @@ import ipaddress
 import secrets
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from dbarena import execute
 from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url
 from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
-from dbarena.engines.postgres_target import (ENGINE, PgTarget, connection_from_url, log_reason, one_line,
+from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, connection_from_url, log_reason, one_line,
                                              open_connection, wait_ready)
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
@@ -202,7 +202,7 @@ def throwaway(
     auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
     hba = remote_hba(clients, auth) if listen else None  # checked before anything is made
 
-    top, record = instance.new_top("dbarena-pg-", "postgres", data_parent)
+    top, record = instance.new_top("dbarena-pg-", "postgres", data_parent, stop_signal=PostgresEngine.stop_signal)
     proc = None
     target = None
     try:
@@ -287,7 +287,7 @@ def throwaway(
         # SIGINT is PostgreSQL's "fast" shutdown: abort sessions, checkpoint, exit. The
         # server may have been restarted (a restored data directory): the current one.
         instance.release(target.process if target is not None else proc, top, record,
-                         keep=keep and target is not None, first_signal=signal.SIGINT)
+                         keep=keep and target is not None, first_signal=STOP_SIGNAL)
 
 
 # A listening server's superuser: reached from this host only (remote_hba).
@@ -335,6 +335,13 @@ class PostgresEngine:
     protocol = "postgresql"
     setting_option = "--pg-setting"
     code_settings = CODE_SETTINGS
+    stop_signal: int = STOP_SIGNAL
+    password_env = "PGPASSWORD"  # what libpq's tools read a password from
+
+    def host_packages(self, target: bool) -> set[str]:
+        """The Debian packages a fleet host needs: the client tools for a --target,
+        the server too for a throwaway instance."""
+        return {"postgresql-client" if target else "postgresql"}
 
     def code_setting(self, name: str) -> str | None:
         return code_setting(name)

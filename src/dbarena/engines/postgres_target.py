@@ -22,6 +22,10 @@ from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.model import Connection
 
+# PostgreSQL's "fast" shutdown: the postmaster ends the sessions and checkpoints (SIGTERM
+# would be "smart": it waits for every client to leave).
+STOP_SIGNAL = signal.SIGINT
+
 if TYPE_CHECKING:
     import psycopg
 else:
@@ -68,8 +72,8 @@ class PgTarget(instance.SavedData):
         if not self.throwaway or self.process is None or self.data_dir is None or not self.server_argv:
             raise EnvironmentProblem("only a throwaway PostgreSQL's data directory can be saved and restored")
         process = self.process
-        stop = (lambda: instance.stopped_cleanly(process, first_signal=signal.SIGINT, grace_s=60, what="PostgreSQL")) \
-            if clean else (lambda: instance.stop_server(process, first_signal=signal.SIGINT))
+        stop = (lambda: instance.stopped_cleanly(process, first_signal=STOP_SIGNAL, grace_s=60, what="PostgreSQL")) \
+            if clean else (lambda: instance.stop_server(process, first_signal=STOP_SIGNAL))
         instance.restarted(stop, between, self._start_again)
 
     def _start_again(self) -> None:
@@ -134,6 +138,13 @@ class PgTarget(instance.SavedData):
     def server_pid(self) -> int | None:
         """The postmaster's pid, when the server runs here (our instance)."""
         return self.process.pid if self.process is not None else None
+
+    def server_reader(self, connection: Any) -> Any:
+        """What the server sampler reads of a point: pg_stat_activity's waits, the
+        statistics views (serverside/postgres.py)."""
+        from dbarena.serverside.postgres import PostgresReader
+
+        return PostgresReader(connection)
 
     def connect(self, timeout_s: float | None = None) -> psycopg.Connection:
         if timeout_s is None:

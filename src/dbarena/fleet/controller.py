@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbarena.store.merge import merge as merge_stores
-from dbarena import workloads
+from dbarena import engines, workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, outliers
@@ -62,12 +62,10 @@ def packages(study: Study) -> list[str]:
     """The Debian packages a host needs for this study (servers only for throwaway instances)."""
     need = {"python3-venv"}
     for engine in study.engines:
-        if engine.name == "postgres":
-            need.add("postgresql-client" if engine.target else "postgresql")
-        else:
-            need.add("mariadb-client")
-            if not engine.target:
-                need.add("mariadb-server" if engine.flavour in ("auto", "mariadb") else "mysql-server")
+        # "auto" takes the family's first flavour: the hosts' binaries are not known here.
+        flavour = engines.first(engine.name) if engine.flavour == engines.AUTO else \
+            engines.FLAVOURS[engine.name][engine.flavour]
+        need |= flavour.host_packages(target=bool(engine.target))
     for entry in study.workloads:
         if workloads.get(entry.workload).tool.binary == "sysbench":
             need.add("sysbench")

@@ -64,7 +64,7 @@ def _instance(u: _Undo) -> bool:
     if data.get("init_pid") or not data.get("server_pgid"):  # killed before its server ran
         state.stop_initialisation(data["top"], init)
     if pgid:
-        state.stop_group(pgid, data.get("engine"))
+        state.stop_group(pgid, _stop_signal(data.get("stop_signal")))
     state.remove_segments({Path(p) for p in data.get("shm", ())})  # also those of a server already dead
     shutil.rmtree(data["top"], ignore_errors=True)
     if Path(data["top"]).exists():
@@ -76,6 +76,13 @@ def _instance(u: _Undo) -> bool:
         return False
     say(f"stopped and removed the {what}, left by {u.owner}")
     return True
+
+
+def _stop_signal(recorded: Any) -> int:
+    """The server's shutdown signal as its record names it; SIGTERM, every server's
+    (PostgreSQL's slower "smart" shutdown: SIGKILL follows anyway), for a record made
+    before engines declared theirs or naming what is not a shutdown signal."""
+    return recorded if recorded in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT) else signal.SIGTERM
 
 
 def _scratch(u: _Undo) -> bool:

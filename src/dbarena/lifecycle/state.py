@@ -224,16 +224,17 @@ def _new(kind: str, **fields: Any) -> Record:
     return record
 
 
-def instance(engine: str, top: Path) -> Record:
+def instance(engine: str, top: Path, stop_signal: int = signal.SIGTERM) -> Record:
     """A throwaway instance in `top`, recorded before the directory is made (a kill
     between the two must not leave a directory nobody knows of; instance.new_top marks
     it once made) until the caller removes the record after the directory (or disowns
     it: --keep). `top` is marked as dbarena's (mark()) if it exists already. Set
     `init_pid` and `init_start` while its data directory is initialised (initdb,
     mariadb-install-db: reaping stops them and their children before removing the
-    directory they write in), `server_pgid` once its server runs."""
+    directory they write in), `server_pgid` once its server runs. `stop_signal`: what
+    asks its server to shut down, as its engine declares it."""
     mark(top)
-    return _new("instance", engine=engine, top=str(top), server_pgid=None)
+    return _new("instance", engine=engine, top=str(top), server_pgid=None, stop_signal=int(stop_signal))
 
 
 def scratch(path: Path) -> Record:
@@ -464,13 +465,13 @@ def remove_segments(segments: set[Path]) -> None:
                 segment.unlink()
 
 
-def stop_group(pgid: int, engine: str | None = None) -> None:
-    """Stop an orphaned server: its own shutdown first (PostgreSQL's fast shutdown,
-    SIGINT to the postmaster; mysqld's, SIGTERM), then SIGKILL of its whole process
-    group; the shared memory it still held is removed."""
+def stop_group(pgid: int, stop_signal: int = signal.SIGTERM) -> None:
+    """Stop an orphaned server: its own shutdown first (`stop_signal`, what its engine
+    declares: PostgreSQL's fast shutdown is SIGINT to the postmaster), then SIGKILL of
+    its whole process group; the shared memory it still held is removed."""
     segments = shm_segments(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pgid, signal.SIGINT if engine == "postgres" else signal.SIGTERM)
+        os.kill(pgid, stop_signal)
         deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline and start_time(pgid) is not None:
             time.sleep(0.1)

@@ -52,16 +52,6 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
-def make_reader(engine: str, connection: Any) -> Reader:
-    """A reader for the target's engine over a connection of its own (its first
-    statements run here: they set its statement timeout and read the version)."""
-    if engine == "postgres":
-        from dbarena.serverside.postgres import PostgresReader
-        return PostgresReader(connection)
-    from dbarena.serverside.mysql import MysqlReader
-    return MysqlReader(connection)
-
-
 def socket_of(connection: Any) -> socket.socket | None:
     """A duplicate of the connection's socket (psycopg's fileno()), that another thread
     may shut down whatever the driver does; None where the driver shows none (PyMySQL:
@@ -90,8 +80,9 @@ class ServerSampler:
 
     def __init__(self, engine: str, connect: Callable[[], Any], interval_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, origin: float | None = None,
-                 connect_wait_s: float = CONNECT_WAIT_S):
+                 connect_wait_s: float = CONNECT_WAIT_S, *, reader_for: Callable[[Any], Reader]):
         self.engine = engine
+        self.reader_for = reader_for  # the engine's reader (interfaces.Engine.server_reader)
         self.interval_s = interval_s
         self.clock = clock
         self.origin = clock() if origin is None else origin
@@ -214,7 +205,9 @@ class ServerSampler:
         if self._stop.is_set():
             return False
         self._reading_since = self.clock()
-        reader = make_reader(self.engine, connection)
+        # The engine's reader over a connection of its own (its first statements run
+        # here: they set its statement timeout and read the version).
+        reader: Reader = self.reader_for(connection)
         room = reader.room() if self._clients is not None else None
         if room is not None and self._clients is not None and room.free < self._clients:
             self._say(room_note(room, self._clients))

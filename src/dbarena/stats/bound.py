@@ -237,7 +237,9 @@ def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
     average (Innodb_row_lock_time, ms per second / 1000)."""
     series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
     n = len(record.get("seconds") or ())
-    if record.get("engine") == "postgres":
+    # By what the engine's reader recorded, not by its name: the MySQL family's reads
+    # SHOW GLOBAL STATUS (its series are "status."), PostgreSQL's each backend's wait.
+    if not any(name.startswith("status.") for name in series):
         chosen = [v for name, v in series.items() if name.startswith(WAIT)
                   and wait_class(name[len(WAIT):]) in (LOCKS, WAL, IO)]
         return ("backends waiting on locks, WAL or I/O",

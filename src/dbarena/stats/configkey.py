@@ -50,6 +50,8 @@ def server_major(version: str | None, flavour: str | None) -> str | None:
 
 
 def flavour_of(engine: str, version: str | None) -> str | None:
+    """The flavour of a run stored before runs recorded theirs (store/migrations.py):
+    known then only from the family's name and the server's version line."""
     if engine == "postgres":
         return "postgresql"
     if version is None:
