@@ -228,6 +228,13 @@ class Together:
             else:
                 store.reopen_run(run_id, store.run(run_id)["options"])  # type: ignore[index]
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
+                if self.server is not None:
+                    # The resumed points' server is a new one, whose TLS may not be the
+                    # first one's: the fact says this one's, and keeps the other's.
+                    now = self._tls_fact((answer.data["run_info"].get("target_facts") or {}).get("tls"))
+                    before = ((store.run(run_id) or {}).get("target_facts") or {}).get("tls")
+                    if before != now:
+                        store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
             failed = 0
             status = "interrupted"
             try:
