@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
-from dbarena.model import Connection, Measurement, PointResult, PointSpec, RunInfo, Sample, ToolParam
+from dbarena.model import Connection, Measurement, PointResult, PointSpec, RunInfo, Sample, Tls, ToolParam
 from dbarena.records import StoredPoint
 
 LineCallback = Callable[[str], None]
@@ -142,6 +142,10 @@ class Target(Protocol):
     description: str
     server_version: str
     conn: Connection
+    # A throwaway server listening for other hosts, asked for TLS: its certificate (PEM,
+    # public), or None and why not (tls_problem).
+    tls_cert: str | None
+    tls_problem: str | None
 
     @property
     def url(self) -> str: ...
@@ -189,16 +193,21 @@ class Engine(Protocol):
     def check_target_url(self, url: str) -> str: ...
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None: ...
     # listen: an address of this host the server listens on for other hosts, whose IP
-    # addresses `clients` names (no other host is let in); password: dbarena's user's.
+    # addresses `clients` names (no other host is let in); password: dbarena's user's;
+    # tls: those hosts let in over TLS only, with a certificate made for the server
+    # (engines/tls.py), whose client certificates `tls_client_certs` it trusts.
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None,
                   keep: bool, executor: Executor, cluster: Mapping[str, str] | None = None,
                   data_parent: Path | None = None, cpus: Sequence[int] | None = None,
-                  listen: str | None = None, password: str | None = None, clients: Sequence[str] = ()
+                  listen: str | None = None, password: str | None = None, clients: Sequence[str] = (),
+                  tls: bool = False, tls_client_certs: Sequence[str] = ()
                   ) -> AbstractContextManager[Target]: ...
     # A usage error for cluster options (what creating the data directory decides) that
     # this engine does not know.
     def check_cluster(self, cluster: Mapping[str, str]) -> None: ...
-    def external(self, url: str, *, bindir: Path | None, executor: Executor) -> AbstractContextManager[Target]: ...
+    # tls: TLS required of the server by every client, its certificate verified.
+    def external(self, url: str, *, bindir: Path | None, executor: Executor, tls: Tls | None = None
+                 ) -> AbstractContextManager[Target]: ...
     def client_libraries(self) -> dict: ...
 
 

@@ -162,11 +162,29 @@ class PointSpec:
 
 
 @dataclass(frozen=True)
+class Tls:
+    """TLS that every client of a target requires: a connection that is not encrypted,
+    or whose server does not hold the key of the certificate in `ca`, is refused. `ca`
+    is a PEM file holding the server's own self-signed certificate (the server of a
+    `fleet run --together` makes one for each run): with that one certificate trusted,
+    the chain check alone says it is that server, so no host name is checked (libpq's
+    sslmode=verify-ca). `cert` and `key`: a client certificate and its key, which
+    authorise nothing (the password does) but which sysbench 1.0's MySQL driver always
+    presents when it uses TLS, and which the server must therefore trust. Paths only:
+    never a key's content."""
+
+    ca: str
+    cert: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class Connection:
     """How client tools reach a target. Never holds a password: that lives in the
     environment (PGPASSWORD / PGPASSFILE) or in private files (interfaces.Client).
     `protocol` is the wire protocol ("postgresql" or "mysql"): it chooses a tool's
-    driver (sysbench --db-driver), not the engine's name."""
+    driver (sysbench --db-driver), not the engine's name. `tls`: TLS required of the
+    server (None: whatever the URL and the client's defaults say)."""
 
     protocol: str
     host: str
@@ -174,6 +192,7 @@ class Connection:
     user: str
     dbname: str
     url: str
+    tls: Tls | None = None
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,25 @@ first point is killed, and the run that completes it), and sysbench's test measu
 one level (two threads a host).
 
 Without --target, a third host in [server] runs the throwaway server (PostgreSQL or
-MariaDB): who it lets in is checked while the run goes on, and with the controller
-SIGKILLed it stops itself by its lease. A server listening for other hosts is also
-checked on its own: its user is no superuser, and the workloads still run through it."""
+MariaDB): who it lets in is checked while the run goes on, over TLS only (a plain
+connection with the right password is refused, the load generators' are encrypted and
+verify the server's certificate, made on its host for the run, whose key goes nowhere
+else), and with the controller SIGKILLed it stops itself by its lease. A server
+listening for other hosts is also checked on its own: its user is no superuser, and the
+workloads still run through it; without openssl it goes on unencrypted and says why."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import pwd
 import secrets
 import signal
 import socket
 import sqlite3
+import ssl
+import stat
 import struct
 import subprocess
 import sys
@@ -308,18 +314,124 @@ def _server_access(engine: str, status: dict, before: set[int]) -> None:
                  if line.strip() and not line.startswith("#")]
         assert rules == [["local", "all", REMOTE_ADMIN, "scram-sha-256"],
                          ["host", "all", REMOTE_ADMIN, "127.0.0.1/32", "scram-sha-256"],
-                         ["host", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
-                         ["host", "dbarena", "dbarena", "127.0.0.3/32", "scram-sha-256"]], rules
-        answers = {source: _pg_answer("127.0.0.4", port, source)
+                         ["hostssl", "dbarena", "dbarena", "127.0.0.1/32", "scram-sha-256"],
+                         ["hostssl", "dbarena", "dbarena", "127.0.0.3/32", "scram-sha-256"]], rules
+        answers = {source: _pg_answer("127.0.0.4", port, source, tls=True)
                    for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
         assert answers["127.0.0.1"] == answers["127.0.0.3"] == "password", answers
         assert all(answers[s].startswith(f'no pg_hba.conf entry for host "{s}"') for s in ("127.0.0.2", "127.0.0.7")), \
             answers
+        # Without TLS, not even the load generators' addresses get as far as a password.
+        for source in ("127.0.0.1", "127.0.0.3"):
+            assert _pg_answer("127.0.0.4", port, source) == \
+                f'no pg_hba.conf entry for host "{source}", user "dbarena", database "dbarena", no encryption'
     else:
         answers = {source: _mysql_answer("127.0.0.4", port, source)
                    for source in ("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.7")}
         # 1045: an account for that host (the password was wrong); 1130: no account for it.
         assert answers == {"127.0.0.1": 1045, "127.0.0.3": 1045, "127.0.0.2": 1130, "127.0.0.7": 1130}, answers
+
+
+def _server_key(engine: str, port: int, before: set[int], before_mysql: set[str]) -> Path:
+    """The key of the server listening on `port` (made on its host for this run)."""
+    if engine == "postgres":
+        (data,) = [d for d in map(_data_dir, _postmasters() - before)
+                   if (d / "postmaster.pid").read_text().splitlines()[3].strip() == str(port)]
+        return data / "server.key"
+    tops = {Path(arg.split("=", 1)[1]).parent for line in set(processes_mentioning("dbarena-mysql-")) - before_mysql
+            for arg in line.split() if arg.startswith("--defaults-file=")}
+    (top,) = [t for t in tops if f"port = {port}\n" in (t / "my.cnf").read_text()]
+    return top / "tls" / "server.key"
+
+
+def _tool_password(engine: str, workdirs: dict) -> str | None:
+    """The server's password as a load generator's running tool holds it (the test is
+    root, who may read what the host's user can): pgbench's environment, sysbench's
+    private option file. Found by the tool's working directory, the host's point folder."""
+    for name in ("alpha", "beta"):
+        folder = str(workdirs[name] / "point")
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/cwd") != folder:
+                    continue
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+                if engine == "postgres" and argv[0].endswith("pgbench"):
+                    for item in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0"):
+                        if item.startswith("PGPASSWORD="):
+                            return item.split("=", 1)[1]
+                if engine == "mariadb" and argv[0].endswith("sysbench"):
+                    for arg in argv:
+                        if arg.startswith("--config-file="):
+                            return Path(arg.split("=", 1)[1]).read_text().split("mysql-password=", 1)[1].strip()
+    return None
+
+
+def _server_tls(engine: str, status: dict, workdirs: dict, tmp: Path) -> None:
+    """While a point runs: with the right password (its load generators'), a plain
+    connection from a load generator's address is refused and one over TLS, verifying
+    the server's certificate, is let in; the load generators' own connections are TLS."""
+    port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+    ca = tmp / "server-cert.pem"
+    ca.write_text(status["tls_cert"])
+    seen = {"password": ""}
+
+    def running() -> bool:
+        seen["password"] = _tool_password(engine, workdirs) or ""
+        return bool(seen["password"])
+
+    assert _within(300, running), "no load generator's tool was seen running"
+    password = seen["password"]
+    if engine == "postgres":
+        import psycopg
+
+        where = dict(host="127.0.0.4", port=port, user="dbarena", dbname="dbarena", password=password,
+                     connect_timeout=10)
+        with pytest.raises(psycopg.OperationalError, match="no pg_hba.conf entry .* no encryption"):
+            psycopg.connect(**where, sslmode="disable").close()
+        with psycopg.connect(**where, sslmode="verify-ca", sslrootcert=str(ca)) as conn:
+            # Every other session of dbarena's user (the load generators' pgbench
+            # clients; dbarena is in pg_monitor, which sees them all) is encrypted.
+            rows = conn.execute("SELECT s.ssl, s.version, host(a.client_addr) FROM pg_stat_ssl s JOIN "
+                                "pg_stat_activity a USING (pid) WHERE a.usename = 'dbarena' "
+                                "AND a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()").fetchall()
+        print(f"the load generators' sessions during the point: {rows}")
+        assert rows and all(encrypted for encrypted, _, _ in rows), rows
+        assert {address for _, _, address in rows} <= {"127.0.0.1", "127.0.0.3"}, rows
+    else:
+        where = dict(host="127.0.0.4", port=port, user="dbarena", password=password, database="dbarena",
+                     connect_timeout=10)
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            pymysql.connect(**where, ssl_disabled=True).close()
+        assert refused.value.args[0] == 1045, refused.value  # REQUIRE SSL: access denied, password or not
+        with contextlib.closing(pymysql.connect(**where, ssl_ca=str(ca), ssl_verify_cert=True,
+                                                ssl_verify_identity=False)) as db, db.cursor() as cur:
+            cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+            assert cur.fetchone()[1], "not encrypted"
+            # The account every load generator uses (one per address) lets in nothing else.
+            cur.execute("SHOW GRANTS")
+            (usage,) = [g for (g,) in cur.fetchall() if g.startswith("GRANT USAGE ON *.*")]
+            assert usage.endswith(" REQUIRE SSL"), "the account does not require TLS"
+
+
+def _keys_stay(keys: dict[Path, str], tmp: Path, texts: list[str], store: Path) -> None:
+    """Each private key (made on its host for the run: the server's, each load
+    generator's client key) is where it was made and nowhere else: not in the run's
+    output, its store, or any other file under the test's directory (the hosts' working
+    directories, the controller's Ansible files)."""
+    for where, key in keys.items():
+        body = "".join(key.strip().splitlines()[1:-1])
+        assert body and "PRIVATE KEY" in key
+        for text in texts:
+            assert body not in "".join(text.split()), f"the key of {where} was printed"
+        assert body.encode() not in store.read_bytes()
+        for folder, dirs, files in os.walk(tmp):
+            dirs[:] = [d for d in dirs if d != "venv"]  # dbarena and its dependencies, installed
+            for name in files:
+                path = Path(folder) / name
+                if path.is_symlink() or path == where:
+                    continue
+                with contextlib.suppress(OSError):
+                    assert body.encode() not in b"".join(path.read_bytes().split()), f"the key of {where} is in {path}"
 
 
 def _server_inventory(tmp: Path, hosts, workdirs: dict, extra: dict) -> Path:
@@ -337,9 +449,12 @@ def _server_inventory(tmp: Path, hosts, workdirs: dict, extra: dict) -> Path:
 def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_factory):
     """No --target: the one host of the inventory's [server] group (gamma, 127.0.0.4) runs
     a throwaway PostgreSQL (pgbench) or MariaDB (sysbench) listening on its address, open
-    to the two load generators' addresses only (checked while the run goes on), the two
-    drive it over the network, and the server is stopped and removed at the end; its
-    password was made by the controller and is nowhere to be read."""
+    to the two load generators' addresses only and over TLS only (checked while the run
+    goes on: a plain connection with the right password is refused, the load generators'
+    are encrypted), the two drive it over the network, and the server is stopped and
+    removed at the end; its password was made by the controller and is nowhere to be
+    read, its certificate's key (made on gamma) and the load generators' client keys are
+    nowhere but where they were made, and the run records its connections' TLS."""
     if missing():
         pytest.fail(missing())
     tmp = tmp_path_factory.mktemp("server")
@@ -353,15 +468,29 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
         inv = _server_inventory(tmp, hosts, workdirs, extra)
         study = tmp / "server.toml"
-        study.write_text(STUDY.format(name="server", levels=[4], duration=4, sampling=1.0) if engine == "postgres"
-                         else SYSBENCH_STUDY.format(name="server"))
+        # Points of 8 s: long enough to find a load generator's tool running and look at
+        # the server's sessions while it does.
+        study.write_text(STUDY.format(name="server", levels=[4], duration=8, sampling=1.0) if engine == "postgres"
+                         else SYSBENCH_STUDY.format(name="server").replace("duration_s = 4", "duration_s = 8"))
         store = tmp / "server.db"
         env = ansible_env(tmp)
         run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
                                 str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         try:
-            _server_access(engine, _wait_ready(workdirs["gamma"] / "server" / "status.json", run), before)
+            status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)
+            _server_access(engine, status, before)
+            port = int(status["url"].rsplit(":", 1)[1].split("/")[0])
+            key = _server_key(engine, port, before, before_mysql)
+            owner = "postgres" if engine == "postgres" else "mysql"
+            assert key.stat().st_uid == pwd.getpwnam(owner).pw_uid and stat.S_IMODE(key.stat().st_mode) == 0o600
+            keys = {key: key.read_text()}
+            if engine == "mariadb":
+                for name in ("alpha", "beta"):
+                    client_key = workdirs[name] / "tls" / "client-key.pem"
+                    assert stat.S_IMODE(client_key.stat().st_mode) == 0o600
+                    keys[client_key] = client_key.read_text()
+            _server_tls(engine, status, workdirs, tmp)
             out, err = run.communicate(timeout=600)
         finally:
             run.kill()
@@ -369,6 +498,8 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         assert run.returncode == 0, out + err
         assert "starting the server on gamma (127.0.0.4)" in out
         assert "open to alpha (127.0.0.1), beta (127.0.0.3)" in out, out
+        assert "connections to the server: TLS required, its certificate (made on gamma for this run) verified by " \
+               "each load generator" in out, out
         assert "server on gamma: stopped and removed" in out
         (point,) = _points(store)
         assert point["status"] == "ok" and point["run_host"] == "2 load generators: alpha, beta"
@@ -380,6 +511,12 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         assert target.startswith(f"{scheme}://dbarena@127.0.0.4:"), target
         # The server's machine, known from its host: its cores in the run, its identity in the key.
         assert json.loads(facts).get("server_hardware_threads") == os.cpu_count()
+        # The connections were TLS: required, and what the server saw of the first load
+        # generator's (its provenance queries).
+        tls = json.loads(facts)["tls"]
+        assert tls["required"] is True and tls["ssl"] is True, tls
+        assert tls["version"].startswith("TLSv1.") and tls["cipher"], tls
+        _keys_stay(keys, tmp, [out, err], store)
         config = json.loads(db.execute("SELECT config FROM points").fetchone()[0])
         assert "cpu_model" in config["host"] and "target" not in config["host"]
         # The password the controller made is in no output, no store and no file left on a host.
@@ -391,6 +528,46 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
     assert _within(20, lambda: set(processes_mentioning("dbarena-mysql-")) <= before_mysql)
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+@pytest.mark.parametrize("flavour", ["postgres", "mariadb"])
+def test_a_server_for_other_hosts_without_openssl_goes_on_unencrypted_and_says_why(flavour, monkeypatch):
+    """A host without the openssl command cannot make the server's certificate: the
+    server starts all the same, without TLS, its target saying why (the controller says
+    it and records it in the run), and lets its clients in without TLS; the run's
+    measurements go on rather than fail."""
+    from dbarena import execute
+    from dbarena.engines import postgres, tls
+    from dbarena.engines.mariadb import MariaDB
+
+    def no_openssl() -> str:
+        raise tls.TlsUnavailable("no openssl command on this host to make a certificate (Debian: apt-get install "
+                                 "openssl)")
+
+    monkeypatch.setattr(tls, "openssl", no_openssl)
+    password = secrets.token_urlsafe(16)
+    if flavour == "postgres":
+        server = postgres.throwaway(listen="127.0.0.6", password=password, clients=["127.0.0.1"], tls=True)
+    else:
+        server = MariaDB().throwaway(settings={}, max_connections=151, bindir=None, keep=False,
+                                     executor=execute.LOCAL, listen="127.0.0.6", password=password,
+                                     clients=["127.0.0.1"], tls=True, tls_client_certs=())
+    with server as target:
+        assert target.tls_cert is None
+        assert target.tls_problem.startswith("no openssl command on this host"), target.tls_problem
+        if flavour == "postgres":
+            import psycopg
+
+            assert "hostssl" not in (target.data_dir / "pg_hba.conf").read_text()
+            with psycopg.connect(host="127.0.0.6", port=target.conn.port, user="dbarena", dbname="dbarena",
+                                 password=password, sslmode="disable", connect_timeout=10) as conn:
+                assert conn.execute("SHOW ssl").fetchone() == ("off",)
+        else:
+            with contextlib.closing(pymysql.connect(host="127.0.0.6", port=target.conn.port, user="dbarena",
+                                                    password=password, database="dbarena", ssl_disabled=True,
+                                                    connect_timeout=10)) as db, db.cursor() as cur:
+                cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                assert cur.fetchone()[1] == ""
 
 
 def _listening(port: int) -> bool:
@@ -515,11 +692,19 @@ def test_fleet_cleanup_stops_what_a_killed_controller_left_at_once(tmp_path_fact
 # 127.0.0.1, and a probe bound to another loopback address is what "another host" is here.
 
 
-def _pg_answer(host: str, port: int, source: str, user: str = "dbarena", database: str = "dbarena") -> str:
+def _pg_answer(host: str, port: int, source: str, user: str = "dbarena", database: str = "dbarena",
+               tls: bool = False) -> str:
     """What PostgreSQL answers a startup message from `source` (no password needed to
-    tell): "password" when pg_hba lets the connection on to authentication, else the
-    server's error message."""
-    with socket.create_connection((host, port), timeout=10, source_address=(source, 0)) as sock:
+    tell), sent in the clear or (`tls`) over TLS: "password" when pg_hba lets the
+    connection on to authentication, else the server's error message."""
+    with socket.create_connection((host, port), timeout=10, source_address=(source, 0)) as raw:
+        sock: socket.socket = raw
+        if tls:
+            raw.sendall(struct.pack("!II", 8, 80877103))  # SSLRequest
+            assert raw.recv(1) == b"S", "the server offers no TLS"
+            context = ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            sock = context.wrap_socket(raw)
         body = struct.pack("!I", 3 << 16) + f"user\0{user}\0database\0{database}\0\0".encode()
         sock.sendall(struct.pack("!I", len(body) + 4) + body)
         reply = b""

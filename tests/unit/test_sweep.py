@@ -128,6 +128,8 @@ class FakeTarget:
         protocol="postgresql", host="127.0.0.1", port=5999, user="bench", dbname="bench",
         url="postgresql://bench@127.0.0.1:5999/bench"))
     checkpoint_errors: list = field(default_factory=list)  # raised in turn by checkpoint()
+    tls_cert: str | None = None
+    tls_problem: str | None = None
 
     @property
     def url(self) -> str:

@@ -240,6 +240,16 @@ def fleet_host_point(workdir: Path, request_path: Path) -> int:
     return loadgen.point(workdir.expanduser(), request_path)
 
 
+@fleet_group.command("host-tls", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+def fleet_host_tls(workdir: Path) -> None:
+    """On a load generator of a --together run: its client certificate for the run, as JSON."""
+    from dbarena.fleet import loadgen
+
+    click.echo(json.dumps(loadgen.client_tls(workdir.expanduser())))
+
+
 @fleet_group.command("host-point-ctl", hidden=True)
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The host's fleet working directory (dbarena_workdir).")

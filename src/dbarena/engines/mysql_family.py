@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 from dbarena import execute
-from dbarena.engines import instance, target_url
+from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.mysql_binaries import INSTALL_HINT, MyBinaries, search
-from dbarena.engines.mysql_target import ENGINE, STOP_SIGNAL, MyTarget, log_reason, one_line
+from dbarena.engines.mysql_target import ENGINE, STOP_SIGNAL, MyTarget, log_reason, one_line, tls_options
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
-from dbarena.model import Connection
+from dbarena.model import Connection, Tls
 
 if TYPE_CHECKING:
     import pymysql
@@ -190,16 +190,18 @@ class MySQLFamily:
         return client_libraries()
 
     @contextlib.contextmanager
-    def external(self, url: str, *, bindir: Path | None = None, executor: Executor = execute.LOCAL
-                 ) -> Iterator[MyTarget]:
-        """An existing server; its flavour is read from its version."""
+    def external(self, url: str, *, bindir: Path | None = None, executor: Executor = execute.LOCAL,
+                 tls: Tls | None = None) -> Iterator[MyTarget]:
+        """An existing server; its flavour is read from its version. `tls`: TLS required
+        of it, its certificate verified (model.Tls)."""
         url = check_target_url(url)
         parts = urlsplit(url)
         conn_kw: dict[str, Any] = dict(host=parts.hostname, port=parts.port or 3306,
                                        user=unquote(parts.username or "root"), database=unquote(parts.path.strip("/")))
         password = _password_from_environment()
         try:
-            with contextlib.closing(pymysql.connect(password=password or "", connect_timeout=10, **conn_kw)) as db:
+            with contextlib.closing(pymysql.connect(password=password or "", connect_timeout=10, **conn_kw,
+                                                    **tls_options(tls))) as db:
                 with db.cursor() as cur:
                     cur.execute("SELECT VERSION()")
                     version = _first(cur)
@@ -212,7 +214,7 @@ class MySQLFamily:
         secrets_dir, record = instance.new_top("dbarena-mysql-client-", "mysql client files")
         try:
             conn = Connection(protocol=self.protocol, host=str(conn_kw["host"]), port=int(conn_kw["port"]),
-                              user=str(conn_kw["user"]), dbname=str(conn_kw["database"]), url=url)
+                              user=str(conn_kw["user"]), dbname=str(conn_kw["database"]), url=url, tls=tls)
             flavour = "mariadb" if "mariadb" in version.lower() else "mysql"
             yield MyTarget(conn=conn, description=url, server_version=version, throwaway=False, secrets_dir=secrets_dir,
                            password=password, flavour=flavour)
@@ -236,6 +238,8 @@ class MySQLFamily:
         listen: str | None = None,
         password: str | None = None,
         clients: Sequence[str] = (),
+        tls: bool = False,
+        tls_client_certs: Sequence[str] = (),
     ) -> Iterator[MyTarget]:
         """A fresh server of this flavour for the duration of the with-block; cluster
         options go both to the data directory's initialisation and to the server's
@@ -243,7 +247,12 @@ class MySQLFamily:
         `listen`: the address of this host it listens on instead of 127.0.0.1 (the server
         of a `fleet run --together` that other hosts drive): dbarena's user is then one
         account per IP address in `clients` with privileges on the tools' databases only
-        (remote_grants), and nowhere else; `password`: that user's (default random)."""
+        (remote_grants), and nowhere else; `password`: that user's (default random).
+        `tls` (with `listen`): a certificate made for this server (tls.py) and dbarena's
+        user created REQUIRE SSL; `tls_client_certs`: the certificates it trusts from
+        clients that present one (the server verifies any a client presents: sysbench 1.0
+        always does). Where this build or this host cannot (no TLS in the server, no
+        openssl command), the server goes on without and the target's tls_problem says why."""
         cluster = dict(cluster or {})
         grants = remote_grants(clients) if listen else local_grants()  # checked before anything is made
         self.check_cluster(cluster)
@@ -273,6 +282,15 @@ class MySQLFamily:
                 raise EnvironmentProblem(
                     f"initialising the MySQL data directory failed: {(errors or lines or ['no output'])[0].strip()}"
                 )
+            tls_options_cnf: dict[str, str] = {}
+            tls_cert, tls_problem, tls_dir = None, None, top / "tls"
+            if listen and tls:
+                try:
+                    tls_options_cnf = self._server_certificate(binaries, tls_dir, listen, tls_client_certs, user,
+                                                               executor)
+                    tls_cert = tlsmod.read_certificate(tls_dir / "server.crt")
+                except tlsmod.TlsUnavailable as exc:
+                    tls_problem = str(exc)
 
             for attempt in range(3):
                 port = instance.free_port()
@@ -286,6 +304,7 @@ class MySQLFamily:
                     "log-error": str(log_path),
                     "skip-name-resolve": None,
                     "max-connections": str(max_connections),
+                    **tls_options_cnf,
                     **settings,
                 }
                 lines = ["[mysqld]"] + [k if v is None else f"{k} = {v}" for k, v in options.items()]
@@ -309,28 +328,67 @@ class MySQLFamily:
             with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
                                                     connect_timeout=10, autocommit=True)) as db:
                 with db.cursor() as cur:
+                    if tls_cert is not None:
+                        tls_problem = _tls_refused(cur, log_path)
+                        tls_cert = None if tls_problem else tls_cert
                     cur.execute("CREATE DATABASE dbarena")
                     # The host and the password as parameters, which pymysql quotes (a '%'
                     # in the statement's own text would be taken for a format character).
+                    # REQUIRE SSL: a connection without TLS is refused, the right password or not.
+                    require = " REQUIRE SSL" if tls_cert is not None else ""
                     for host in dict.fromkeys(host for host, _ in grants):
-                        cur.execute("CREATE USER 'dbarena'@%s IDENTIFIED BY %s", (host, password))
+                        cur.execute(f"CREATE USER 'dbarena'@%s IDENTIFIED BY %s{require}", (host, password))
                     for host, privileges in grants:
                         cur.execute(f"GRANT {privileges} TO 'dbarena'@%s", (host,))
                     _lock_root(cur)
             conn = Connection(protocol=self.protocol, host=address, port=port, user="dbarena", dbname="dbarena",
-                              url=f"mysql://dbarena@{address}:{port}/dbarena")
+                              url=f"mysql://dbarena@{address}:{port}/dbarena",
+                              tls=Tls(ca=str(tls_dir / "server.crt")) if tls_cert is not None else None)
             target = MyTarget(conn=conn, description=f"throwaway {self.title} {version} at {address}:{port}",
                               server_version=version, throwaway=True, secrets_dir=client_dir, data_dir=data,
                               log_path=log_path, process=proc, password=password, flavour=self.flavour,
                               executor=executor, record=record,
                               server_argv=(str(binaries.server), f"--defaults-file={cnf}"), server_user=user,
-                              server_env=server_env, server_cpus=tuple(cpus) if cpus else None)
+                              server_env=server_env, server_cpus=tuple(cpus) if cpus else None,
+                              tls_cert=tls_cert, tls_problem=tls_problem)
             yield target
         finally:
             # SIGTERM is mysqld's normal shutdown. The server may have been restarted
             # (a restored data directory): the current one.
             instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=STOP_SIGNAL,
                              grace_s=120)
+
+    def _server_certificate(self, binaries: MyBinaries, tls_dir: Path, listen: str, client_certs: Sequence[str],
+                            user: str | None, executor: Executor) -> dict[str, str]:
+        """A certificate and key for a listening server, made by its own user in a
+        directory only that user reaches, and the file of the client certificates it
+        trusts; the server options that name them. TlsUnavailable when this build has
+        no TLS (its options list no ssl-cert: it would refuse to start with one)."""
+        listed = executor.run([str(binaries.server), "--no-defaults", "--verbose", "--help"], user=user, timeout=60)
+        if not any(line.split()[:1] == ["ssl-cert"] for line in listed.stdout.splitlines()):
+            raise tlsmod.TlsUnavailable(f"this {self.title} server has no TLS (its --help lists no ssl-cert)")
+        tls_dir.mkdir(mode=0o700)
+        instance.give_to(user, tls_dir)
+        cert, key = tls_dir / "server.crt", tls_dir / "server.key"
+        tlsmod.make_pair(cert, key, f"dbarena together server {listen}", user=user, executor=executor)
+        options = {"ssl-cert": str(cert), "ssl-key": str(key)}
+        if client_certs:
+            trusted = tls_dir / "clients.pem"
+            trusted.write_text(tlsmod.certificates(client_certs))
+            instance.give_to(user, trusted)
+            options["ssl-ca"] = str(trusted)
+        return options
+
+
+def _tls_refused(cur: Any, log_path: Path) -> str | None:
+    """Why a server given a certificate does not offer TLS (None: it does). MariaDB and
+    MySQL go on without TLS when they cannot load their certificate, saying so in the
+    error log; have_ssl says which (MySQL 8.4 dropped it: there, TLS is always on)."""
+    cur.execute("SHOW GLOBAL VARIABLES LIKE 'have_ssl'")
+    row = cur.fetchone()
+    if row is None or str(row[1]).upper() == "YES":
+        return None
+    return f"the server did not enable TLS (have_ssl = {row[1]}): {log_reason(log_path)}"
 
 
 # What dbarena's user may reach on a server other hosts drive: its database, mysqlslap's

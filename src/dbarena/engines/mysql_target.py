@@ -19,9 +19,7 @@ from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
-
-STOP_SIGNAL = signal.SIGTERM  # mysqld's normal shutdown
-from dbarena.model import Connection
+from dbarena.model import Connection, Tls
 
 if TYPE_CHECKING:
     import pymysql
@@ -29,6 +27,16 @@ else:
     pymysql = lazy_import("pymysql")  # the driver: only a run or a --target needs it
 
 ENGINE = "mysql"
+STOP_SIGNAL = signal.SIGTERM  # mysqld's normal shutdown
+
+
+def tls_options(tls: Tls | None) -> dict[str, Any]:
+    """PyMySQL's options for TLS required (model.Tls): with a CA it refuses a server
+    that offers no TLS, and verifies the server's certificate against that one (no host
+    name checked: the only certificate trusted is the server's own)."""
+    if tls is None:
+        return {}
+    return {"ssl_ca": tls.ca, "ssl_verify_cert": True, "ssl_verify_identity": False}
 
 
 @dataclass
@@ -52,6 +60,10 @@ class MyTarget(instance.SavedData):
     server_user: str | None = None
     server_env: dict | None = field(default=None, repr=False)
     server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
+    # A server listening for other hosts with TLS: its certificate (PEM, public); or
+    # why it has none although asked (engines/tls.py).
+    tls_cert: str | None = field(default=None, repr=False)
+    tls_problem: str | None = None
 
     @property
     def url(self) -> str:
@@ -104,7 +116,7 @@ class MyTarget(instance.SavedData):
         return pymysql.connect(host=self.conn.host, port=self.conn.port, user=self.conn.user,
                                password=self.password or "", database=self.conn.dbname,
                                connect_timeout=10 if timeout_s is None else timeout_s,
-                               read_timeout=timeout_s, write_timeout=timeout_s)
+                               read_timeout=timeout_s, write_timeout=timeout_s, **tls_options(self.conn.tls))
 
     def _query(self, read) -> dict:
         # Provenance is worth having but never worth a failed benchmark.
@@ -122,11 +134,18 @@ class MyTarget(instance.SavedData):
             placeholders = ", ".join(["%s"] * len(KEY_VARIABLES))
             cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", KEY_VARIABLES)
             variables = dict(cur.fetchall())
-            return {
+            facts = {
                 "version_string": f"{version} ({comment})",
                 "key_variables": variables,
                 "data_checksums": variables.get("innodb_checksum_algorithm"),
             }
+            if self.conn.tls is not None:
+                # What this connection got, as the server saw it (empty: not encrypted).
+                cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')")
+                seen = {str(k): str(v) for k, v in cur.fetchall()}
+                facts["tls"] = {"ssl": bool(seen.get("Ssl_cipher")), "version": seen.get("Ssl_version") or None,
+                                "cipher": seen.get("Ssl_cipher") or None}
+            return facts
         return self._query(read)
 
     def remember_shared_memory(self) -> None:
@@ -158,7 +177,8 @@ class MyTarget(instance.SavedData):
             try:
                 with contextlib.closing(pymysql.connect(
                         host=self.conn.host, port=self.conn.port, user=self.conn.user, password=self.password or "",
-                        database=self.conn.dbname, connect_timeout=10, read_timeout=10, write_timeout=10)) as db:
+                        database=self.conn.dbname, connect_timeout=10, read_timeout=10, write_timeout=10,
+                        **tls_options(self.conn.tls))) as db:
                     _await_buffer_pool(db, deadline)
                     return
             except pymysql.MySQLError:

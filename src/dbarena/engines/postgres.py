@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from dbarena import execute
 from dbarena.lifecycle import state
-from dbarena.engines import instance, target_url
+from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
 from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, connection_from_url, log_reason, one_line,
-                                             open_connection, wait_ready)
+                                             open_connection, tls_options, wait_ready)
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
+from dbarena.model import Tls
 
 if TYPE_CHECKING:
     import psycopg
@@ -54,18 +55,20 @@ def check_target_url(url: str) -> str:
 
 
 @contextlib.contextmanager
-def external(url: str, bindir: Path | None = None, executor: Executor = execute.LOCAL) -> Iterator[PgTarget]:
-    """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq)."""
+def external(url: str, bindir: Path | None = None, executor: Executor = execute.LOCAL,
+             tls: Tls | None = None) -> Iterator[PgTarget]:
+    """An existing server. The password comes from PGPASSWORD or ~/.pgpass (libpq).
+    `tls`: TLS required of it, its certificate verified (model.Tls)."""
     url = check_target_url(url)
     try:
-        with open_connection(url) as conn:
+        with open_connection(url, **tls_options(tls)) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
     except psycopg.Error as exc:
         raise ConnectionFailed(
             f"cannot connect to {url}: {one_line(exc)} "
             "(check host, port and user; the password comes from PGPASSWORD or ~/.pgpass)"
         ) from None
-    yield PgTarget(conn=connection_from_url(url), description=url, server_version=version, throwaway=False,
+    yield PgTarget(conn=connection_from_url(url, tls), description=url, server_version=version, throwaway=False,
                    bindir=bindir, executor=executor)
 
 
@@ -184,6 +187,7 @@ def throwaway(
     listen: str | None = None,
     password: str | None = None,
     clients: Sequence[str] = (),
+    tls: bool = False,
 ) -> Iterator[PgTarget]:
     """A fresh PostgreSQL cluster for the duration of the with-block, created with the
     cluster options given (CLUSTER_OPTIONS). `listen`: an address of this host it also
@@ -191,7 +195,10 @@ def throwaway(
     _remote_access): dbarena's user is then an ordinary role that owns its database,
     allowed by `password` from the IP addresses in `clients` only, and the yielded
     target is the local administrator's; `password`: dbarena's user's (default: a
-    random one)."""
+    random one). `tls` (with `listen`): a certificate made for this server (tls.py),
+    ssl on, and dbarena's user let in over TLS only (hostssl); where this build or this
+    host cannot (no OpenSSL in the server, no openssl command), the server goes on
+    without and the target's tls_problem says why."""
     settings = dict(settings or {})
     cluster = dict(cluster or {})
     check_cluster(cluster)
@@ -200,7 +207,8 @@ def throwaway(
     check_settings(settings, executor, binaries.bindir)
     initdb_options = initdb_args(cluster, binaries.version)
     auth = "scram-sha-256" if binaries.version >= (10, 0) else "md5"
-    hba = remote_hba(clients, auth) if listen else None  # checked before anything is made
+    if listen:
+        remote_hba(clients, auth)  # checked before anything is made
 
     top, record = instance.new_top("dbarena-pg-", "postgres", data_parent, stop_signal=PostgresEngine.stop_signal)
     proc = None
@@ -227,8 +235,14 @@ def throwaway(
         pwfile.unlink()
         if done.returncode != 0:
             raise EnvironmentProblem(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
-        if hba is not None:
-            (data / "pg_hba.conf").write_text(hba)
+        tls_cert, tls_problem = None, None
+        if listen and tls:
+            try:
+                tls_cert = _server_certificate(binaries, data, listen, user, executor)
+            except tlsmod.TlsUnavailable as exc:
+                tls_problem = str(exc)
+        if listen:
+            (data / "pg_hba.conf").write_text(remote_hba(clients, auth, ssl=tls_cert is not None))
 
         for attempt in range(3):
             port = instance.free_port()
@@ -237,6 +251,9 @@ def throwaway(
                 "port": str(port),
                 "unix_socket_directories": str(sock),
                 "max_connections": str(max_connections),
+                # ssl_cert_file and ssl_key_file: their defaults, server.crt and server.key
+                # in the data directory (_server_certificate).
+                **({"ssl": "on"} if tls_cert is not None else {}),
                 **settings,
             }
             # Appended last, so these win over initdb's defaults.
@@ -281,6 +298,8 @@ def throwaway(
             server_argv=(str(binaries.path("postgres")), "-D", str(data)),
             server_user=user,
             server_cpus=tuple(cpus) if cpus else None,
+            tls_cert=tls_cert,
+            tls_problem=tls_problem,
         )
         yield target
     finally:
@@ -294,12 +313,14 @@ def throwaway(
 REMOTE_ADMIN = "dbarena_admin"
 
 
-def remote_hba(clients: Sequence[str], auth: str) -> str:
+def remote_hba(clients: Sequence[str], auth: str, ssl: bool = False) -> str:
     """pg_hba.conf of a server other hosts drive (the server of a `fleet run --together`),
     in place of initdb's: its administrator from this host only (the private socket
     directory, 127.0.0.1), dbarena's user to its own database from each client address
     (an IP address: a host name in pg_hba needs reverse DNS that names it back, which
-    cloud and container networks seldom give) and from nowhere else."""
+    cloud and container networks seldom give) and from nowhere else; with `ssl`, over
+    TLS only (hostssl: a connection without it matches no line and is refused before
+    any password is asked)."""
     if not clients:
         raise ValueError("a server that listens for other hosts needs their addresses")
     lines = ["# dbarena: the server of a fleet run (fleet/serverhost.py); its administrator on this host only,",
@@ -308,8 +329,26 @@ def remote_hba(clients: Sequence[str], auth: str) -> str:
              f"host all {REMOTE_ADMIN} 127.0.0.1/32 {auth}"]
     # One host each (ip_address refuses a network such as 10.0.0.0/8).
     for address in sorted({ipaddress.ip_address(c) for c in clients}, key=lambda a: (a.version, a)):
-        lines.append(f"host dbarena dbarena {address}/{address.max_prefixlen} {auth}")
+        lines.append(f"{'hostssl' if ssl else 'host'} dbarena dbarena {address}/{address.max_prefixlen} {auth}")
     return "\n".join(lines) + "\n"
+
+
+def _server_certificate(binaries: PgBinaries, data: Path, listen: str, user: str | None,
+                        executor: Executor) -> str:
+    """A certificate and key for a listening server, made by its own user into its data
+    directory (server.crt, server.key: ssl_cert_file's and ssl_key_file's defaults;
+    initdb made the directory 0700, so no one else ever reaches the key); the
+    certificate's text. TlsUnavailable when this build has no TLS: the server, asked
+    for `ssl = on`, says so (PostgreSQL's check of the setting: "SSL is not supported
+    by this build") without starting."""
+    done = executor.run([str(binaries.path("postgres")), "-D", str(data), "-C", "ssl", "-c", "ssl=on"],
+                        user=user, timeout=60)
+    if done.returncode != 0 or done.stdout.strip() != "on":
+        why = (done.stderr.strip().splitlines() or ["ssl = on refused"])[-1]
+        raise tlsmod.TlsUnavailable(f"this PostgreSQL has no TLS: {why}")
+    cert, key = data / "server.crt", data / "server.key"
+    tlsmod.make_pair(cert, key, f"dbarena together server {listen}", user=user, executor=executor)
+    return tlsmod.read_certificate(cert)
 
 
 def _remote_access(conn: psycopg.Connection, password: str, auth: str) -> None:
@@ -362,17 +401,19 @@ class PostgresEngine:
     def throwaway(self, *, settings: Mapping[str, str], max_connections: int, bindir: Path | None, keep: bool,
                   executor: Executor, cluster: Mapping[str, str] | None = None, data_parent: Path | None = None,
                   cpus: Sequence[int] | None = None, listen: str | None = None, password: str | None = None,
-                  clients: Sequence[str] = ()) -> contextlib.AbstractContextManager[PgTarget]:
+                  clients: Sequence[str] = (), tls: bool = False,
+                  tls_client_certs: Sequence[str] = ()) -> contextlib.AbstractContextManager[PgTarget]:
+        # tls_client_certs: PostgreSQL asks no client for a certificate (no ssl_ca_file).
         return throwaway(settings=settings, max_connections=max_connections, bindir=bindir, keep=keep,
                          executor=executor, cluster=cluster, data_parent=data_parent, cpus=cpus, listen=listen,
-                         password=password, clients=clients)
+                         password=password, clients=clients, tls=tls)
 
     def check_cluster(self, cluster: Mapping[str, str]) -> None:
         check_cluster(cluster)
 
-    def external(self, url: str, *, bindir: Path | None, executor: Executor
+    def external(self, url: str, *, bindir: Path | None, executor: Executor, tls: Tls | None = None
                  ) -> contextlib.AbstractContextManager[PgTarget]:
-        return external(url, bindir=bindir, executor=executor)
+        return external(url, bindir=bindir, executor=executor, tls=tls)
 
     def client_libraries(self) -> dict:
         return client_libraries()

@@ -20,7 +20,7 @@ from dbarena.engines.postgres_binaries import client_tool
 from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
-from dbarena.model import Connection
+from dbarena.model import Connection, Tls
 
 # PostgreSQL's "fast" shutdown: the postmaster ends the sessions and checkpoints (SIGTERM
 # would be "smart": it waits for every client to leave).
@@ -34,13 +34,25 @@ else:
 ENGINE = "postgres"
 
 
-def connection_from_url(url: str) -> Connection:
+def connection_from_url(url: str, tls: Tls | None = None) -> Connection:
     parts = urlsplit(url)
     return Connection(
         protocol="postgresql", host=parts.hostname or "localhost", port=parts.port or 5432,
         user=parts.username or os.environ.get("PGUSER") or "postgres",
-        dbname=parts.path.lstrip("/") or parts.username or "postgres", url=url,
+        dbname=parts.path.lstrip("/") or parts.username or "postgres", url=url, tls=tls,
     )
+
+
+def tls_options(tls: Tls | None) -> dict[str, Any]:
+    """libpq's connection parameters for TLS required (model.Tls): encrypted or refused,
+    the server verified against its own certificate (verify-ca: that one certificate is
+    the only one trusted, so no host name needs checking)."""
+    return {"sslmode": "verify-ca", "sslrootcert": tls.ca} if tls is not None else {}
+
+
+# libpq's environment variable for each of tls_options' parameters: what pgbench and
+# sysbench's pgsql driver read (neither takes them as options).
+_TLS_ENVIRONMENT = {"sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT"}
 
 
 @dataclass
@@ -64,6 +76,10 @@ class PgTarget(instance.SavedData):
     server_argv: tuple[str, ...] = ()  # how a throwaway's postmaster is started (for a restart)
     server_user: str | None = None
     server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
+    # A server listening for other hosts with TLS: its certificate (PEM, public); or
+    # why it has none although asked (engines/tls.py).
+    tls_cert: str | None = field(default=None, repr=False)
+    tls_problem: str | None = None
 
     def _restart(self, between: Callable[[], None], *, clean: bool) -> None:
         """Stop the throwaway server (fast shutdown; `clean`: refused if it had to be
@@ -115,6 +131,8 @@ class PgTarget(instance.SavedData):
             # environment might set for other servers.
             env.pop("PGPASSWORD", None)
             env["PGPASSFILE"] = str(self.passfile)
+        for name, value in tls_options(self.conn.tls).items():
+            env[_TLS_ENVIRONMENT[name]] = value
         return env
 
     def tool(self, name: str) -> Path:
@@ -148,14 +166,14 @@ class PgTarget(instance.SavedData):
 
     def connect(self, timeout_s: float | None = None) -> psycopg.Connection:
         if timeout_s is None:
-            return open_connection(self.url, passfile=self.passfile)
+            return open_connection(self.url, passfile=self.passfile, **tls_options(self.conn.tls))
         # libpq bounds connecting (whole seconds, 2 at least) and, with tcp_user_timeout,
         # data a vanished peer never acknowledges; a peer that acknowledges and never
         # answers is the caller's to cut (serverside/sampler.py shuts its socket down).
         # (tcp_user_timeout is libpq 12's: an older one would refuse the connection.)
         socket_bound: dict[str, Any] = {"tcp_user_timeout": int(timeout_s * 1000)} if psycopg.pq.version() >= 120000 else {}
         return open_connection(self.url, passfile=self.passfile, timeout=max(2, math.ceil(timeout_s)),
-                               **socket_bound)
+                               **socket_bound, **tls_options(self.conn.tls))
 
     def facts(self) -> dict:
         """Provenance of the server: version, settings that differ from the defaults
@@ -173,12 +191,21 @@ class PgTarget(instance.SavedData):
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
             checksums = _first(conn.execute("SHOW data_checksums"))
-        return {
+            seen = None
+            if self.conn.tls is not None:
+                # What this connection got, as the server saw it (pg_stat_ssl, 9.5+).
+                row = conn.execute("SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+                                   ).fetchone()
+                seen = {"ssl": bool(row[0]), "version": row[1], "cipher": row[2]} if row else None
+        facts = {
             "version_string": version,
             "non_default_settings": {name: value for name, value, _ in rows},
             "settings_source": {name: source for name, _, source in rows},
             "data_checksums": checksums,
         }
+        if seen is not None:
+            facts["tls"] = seen
+        return facts
 
     def checkpoint(self) -> None:
         """Write all dirty pages now (after a warm-up), as study B did before each run.

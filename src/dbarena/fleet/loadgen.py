@@ -10,10 +10,18 @@ the host's working directory, through Ansible (playbooks/together.yml):
                       waits for a start time (`go`), sleeps until it, runs the tool,
                       parses its output with the tool's own reader and writes its part
     host-point-ctl    wait-ready | go --at T | status | stop: what the controller asks
+    host-tls          before the server starts (a MySQL-family one): this host's client
+                      certificate and key for the run, made here; the certificate (public)
+                      as JSON, the key left in <workdir>/tls/
 
 The current point lives in <workdir>/point/: request.json, status.json, go.json, stop,
 part.json and the tool's files (removed when the next point starts). A `stop` kills
 the tool at once (the controller stops the others when one host fails).
+
+TLS: where the run's server offers it, the requests of host-prepare and host-point
+carry its certificate (`tls`), which goes to <workdir>/tls/cacert.pem; the target is
+then opened with TLS required and that certificate verified (model.Tls), by every
+client: dbarena's own connections and the tools'.
 """
 
 from __future__ import annotations
@@ -30,9 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from dbarena.fleet.progress import write_json
-from dbarena.model import PointSpec, Sample
+from dbarena.model import PointSpec, Sample, Tls
 
 POINT = "point"
+TLS = "tls"
+# The files of <workdir>/tls/, named as sysbench 1.0's MySQL driver wants them in its
+# working directory (workloads/sysbench.mysql_tls_files), which prepare's is.
+CA, CLIENT_CERT, CLIENT_KEY = "cacert.pem", "client-cert.pem", "client-key.pem"
 READY_WAIT_S = 300.0  # how long host-point-ctl wait-ready waits
 GO_WAIT_S = 600.0     # how long a ready host waits for its start time before it gives up
 FINAL = ("done", "failed", "stopped")
@@ -68,6 +80,54 @@ def _one_line(exc: BaseException) -> str:
     return (" ".join(str(exc).split()) or type(exc).__name__)[:500]
 
 
+# ------------------------------------------------------------------ TLS
+
+def client_tls(workdir: Path) -> dict[str, Any]:
+    """host-tls: this load generator's client certificate and key for the run, made
+    afresh here (engines/tls.py); the certificate, or why there is none."""
+    from dbarena.engines import tls
+
+    folder = workdir / TLS
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(mode=0o700, parents=True)
+    try:
+        tls.make_pair(folder / CLIENT_CERT, folder / CLIENT_KEY, f"dbarena load generator {os.uname().nodename}")
+        return {"cert": tls.read_certificate(folder / CLIENT_CERT)}
+    except tls.TlsUnavailable as exc:
+        return {"error": str(exc)}
+
+
+def _tls(workdir: Path, request: dict[str, Any]) -> Tls | None:
+    """The Tls a request asks for (model.Tls: the server's certificate written where
+    the clients read it, and this host's client pair where host-tls made one), or None."""
+    from dbarena.engines import tls
+
+    asked = request.get("tls")
+    if not asked:
+        return None
+    folder = workdir / TLS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    # The certificate is public; written whole (a point's host-point and the next one's
+    # may overlap), and checked to be one certificate.
+    scratch = folder / f".{CA}.{os.getpid()}"
+    scratch.write_text(tls.certificates([asked["ca"]]))
+    os.replace(scratch, folder / CA)
+    pair = (folder / CLIENT_CERT).exists() and (folder / CLIENT_KEY).exists()
+    return Tls(ca=str(folder / CA), cert=str(folder / CLIENT_CERT) if pair else None,
+               key=str(folder / CLIENT_KEY) if pair else None)
+
+
+def _tls_links(folder: Path, tls: Tls | None, protocol: str) -> None:
+    """sysbench's MySQL TLS files, linked into the point's folder (its working directory)."""
+    if tls is None or protocol != "mysql" or tls.cert is None:
+        return
+    from dbarena.workloads.sysbench import mysql_tls_files
+
+    for name, path in mysql_tls_files(tls).items():
+        (folder / name).symlink_to(path)
+
+
 # ------------------------------------------------------------------ host-prepare
 
 def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +144,8 @@ def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
     engine = engine_get(entry.name, entry.flavour, bindir=Path(entry.bindir) if entry.bindir else None)
     facts = hostinfo.host_facts()
     specs = [spec_of(r) for r in request["datasets"]]
-    with engine.external(request["target"], bindir=None, executor=execute.LOCAL) as target:
+    tls = _tls(workdir, request)
+    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
         tools = {WORKLOADS[s.workload].tool.name: WORKLOADS[s.workload].tool for s in specs}
         versions = provenance.tool_versions(target, engine, tools.values(), execute.LOCAL)
         settings = dict(entry.settings)
@@ -96,7 +157,8 @@ def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
             tool = WORKLOADS[spec.workload].tool
             client = target.client(tool)
             for argv in tool.prepare_argv(client, spec):
-                done = execute.LOCAL.run(argv, env=env, timeout=3600)
+                # In the TLS folder, where sysbench's MySQL driver finds its files by name.
+                done = execute.LOCAL.run(argv, env=env, timeout=3600, cwd=workdir / TLS if tls else None)
                 if done.returncode != 0:
                     tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["?"])[-1]
                     raise RuntimeError(f"preparing the dataset: {argv[0]} exit status {done.returncode}: {tail}")
@@ -124,13 +186,13 @@ def point(workdir: Path, request_path: Path) -> int:
     _status(folder, "starting")
     try:
         _secrets(workdir)
-        return _point(folder, request)
+        return _point(folder, request, _tls(workdir, request))
     except Exception as exc:  # the controller reads the reason from the status
         _status(folder, "failed", reason=_one_line(exc))
         return 1
 
 
-def _point(folder: Path, request: dict[str, Any]) -> int:
+def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
     from dbarena import execute, runner
     from dbarena.engines import get as engine_get
     from dbarena.host.sysmetrics import Sampler
@@ -146,11 +208,12 @@ def _point(folder: Path, request: dict[str, Any]) -> int:
         spec = replace(spec, options=tuple(sorted({**dict(spec.options), "no-vacuum": "on"}.items())))
     rate = request.get("sampling")
     engine = engine_get(request["engine"], request.get("flavour") or "auto")
-    with engine.external(request["target"], bindir=None, executor=execute.LOCAL) as target:
+    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
         client = target.client(tool)
         argv = tool.point_argv(client, spec, workload.mode_args)
         given = tool.point_input(client, spec, workload.mode_args)
         runner.write_point_files(folder, given.files)
+        _tls_links(folder, tls, target.conn.protocol)
         if rate:
             argv = tool.with_latency_log(argv, folder, rate)
         env = target.client_env()

@@ -8,9 +8,12 @@ as a throwaway instance and the other hosts drive it over the network. The contr
                       address as well as 127.0.0.1, dbarena's user (not a superuser)
                       allowed from the load generators' addresses only (clients_of),
                       by the password the controller sent (as a target's password
-                      travels: a file only the user reads, removed once read); says
-                      `ready` with its URL (no password in it) and the machine's cores
-                      and hardware threads; then waits until it is told to stop, and the
+                      travels: a file only the user reads, removed once read), over TLS
+                      only where the request asks for it and the engine and host can
+                      (a certificate made here for this server, engines/tls.py); says
+                      `ready` with its URL (no password in it), its certificate (or why
+                      it has none) and the machine's cores and hardware threads; then
+                      waits until it is told to stop, and the
                       instance is removed as every throwaway instance is (also on
                       SIGTERM; `dbarena cleanup` on that host reaps one whose process
                       was killed)
@@ -63,7 +66,7 @@ def _said(folder: Path, server_id: str, state: str, **more: Any) -> None:
 def serve(workdir: Path, request_path: Path) -> int:
     """The detached process of the run's server (see the module's docstring)."""
     from dbarena import execute
-    from dbarena.engines import get as engine_get
+    from dbarena.engines import FLAVOURS, get as engine_get
     from dbarena.fleet.loadgen import _one_line, _secrets
     from dbarena.host import hostinfo
 
@@ -83,27 +86,27 @@ def serve(workdir: Path, request_path: Path) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         _secrets(workdir)
-        variable = "PGPASSWORD" if request["engine"] == "postgres" else "MYSQL_PWD"
-        password = os.environ.get(variable, "")
-        # Neither stays in this process's environment, which the server it starts (run as
-        # the engine's own user, who may read its environment) would inherit.
-        for sent in ("PGPASSWORD", "MYSQL_PWD"):
+        engine = engine_get(request["engine"], request.get("flavour") or "auto",
+                            bindir=Path(request["bindir"]) if request.get("bindir") else None)
+        password = os.environ.get(engine.password_env, "")
+        # No password stays in this process's environment, which the server it starts
+        # (run as the engine's own user, who may read its environment) would inherit.
+        for sent in {e.password_env for flavours in FLAVOURS.values() for e in flavours.values()}:
             os.environ.pop(sent, None)
         if not password:
             raise RuntimeError("the controller sent no password for the server")
         clients = clients_of(request["clients"])
-        engine = engine_get(request["engine"], request.get("flavour") or "auto",
-                            bindir=Path(request["bindir"]) if request.get("bindir") else None)
+        tls = request.get("tls")  # None: not asked (the controller says why)
         with engine.throwaway(settings=request.get("settings") or {}, max_connections=int(request["max_connections"]),
                               bindir=Path(request["bindir"]) if request.get("bindir") else None, keep=False,
                               executor=execute.LOCAL, listen=request["listen"], password=password,
-                              clients=sorted({ip for ips in clients.values() for ip in ips})) as target:
-            scheme = "postgresql" if request["engine"] == "postgres" else "mysql"
-            url = f"{scheme}://dbarena@{request['listen']}:{target.conn.port}/dbarena"
+                              clients=sorted({ip for ips in clients.values() for ip in ips}),
+                              tls=tls is not None, tls_client_certs=(tls or {}).get("client_certs") or ()) as target:
+            url = f"{engine.protocol}://dbarena@{request['listen']}:{target.conn.port}/dbarena"
             facts = hostinfo.host_facts()
             _said(folder, sid, "ready", url=url, server_version=target.server_version,
                     physical_cores=facts.get("physical_cores"), hardware_threads=facts.get("hardware_threads"),
-                    host_facts=facts, clients=clients)
+                    host_facts=facts, clients=clients, tls_cert=target.tls_cert, tls_problem=target.tls_problem)
             lease = folder / LEASE
             lease.touch()
             why = "asked to stop"

@@ -26,6 +26,17 @@ of loadgen.py, and the store is the controller's own (no fetch, no merge):
 4. **Resume**: the run is found again by a key of the study, the target and the hosts;
    points stored ok are not run again.
 
+With a [server] host, the load generators reach its throwaway server over TLS where the
+engine offers it: the server makes a certificate and key for the run on its host
+(engines/tls.py; the key never leaves it), lets dbarena's user in over TLS only
+(PostgreSQL's hostssl, MySQL's REQUIRE SSL), and says `ready` with the certificate,
+which every host-prepare and host-point request then carries: each load generator
+requires TLS and verifies the server against that certificate. For a MySQL-family
+server, each load generator first makes a client certificate of its own (host-tls:
+sysbench 1.0 presents one), which the server trusts. Where the engine's build, a host's
+missing openssl or a load generator's client certificate rules TLS out, the run goes on
+unencrypted, says so in one line and records why in the run's target facts (`tls`).
+
 The start skew is the spread of the hosts' first transactions (combine.skew_s);
 above 1 % of the duration the point is flagged (details and the line said here).
 Clocks: the hosts' wall clocks are taken to agree (NTP); what they do not agree by
@@ -50,6 +61,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from dbarena import engines
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
@@ -129,6 +141,9 @@ class Together:
         self.host_study = f"{{w}}/study.toml" if study_file else study_arg
         self.run_args = run_args
         self.target = study.engines[0].target or ""
+        # The [server] host's certificate (PEM) when its server requires TLS; else why not.
+        self.tls_ca: str | None = None
+        self.tls_problem: str | None = None
 
     # ------------------------------------------------------------ steps
 
@@ -196,7 +211,7 @@ class Together:
             datasets = list({(s.workload, s.params): s for s in specs}.values())
             request = {"args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
                        "label": self.label, "target": self.target, "invocation": key,
-                       "datasets": [loadgen.spec_record(s) for s in datasets]}
+                       "datasets": [loadgen.spec_record(s) for s in datasets], "tls": self._tls_request()}
             self.say(f"preparing on {first.name}: the run's provenance and its datasets")
             answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
                                request={first.name: json.dumps(request)}, secrets=True,
@@ -215,6 +230,13 @@ class Together:
             else:
                 store.reopen_run(run_id, store.run(run_id)["options"])  # type: ignore[index]
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
+                if self.server is not None:
+                    # The resumed points' server is a new one, whose TLS may not be the
+                    # first one's: the fact says this one's, and keeps the other's.
+                    now = self._tls_fact((answer.data["run_info"].get("target_facts") or {}).get("tls"))
+                    before = ((store.run(run_id) or {}).get("target_facts") or {}).get("tls")
+                    if before != now:
+                        store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
             failed = 0
             status = "interrupted"
             try:
@@ -237,9 +259,11 @@ class Together:
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
         every = [*self.hosts, *([self.server] if self.server else [])]
         self.say(f"installing on {', '.join(h.name for h in every)}: packages, dbarena")
+        # openssl makes the certificates of a [server] host's TLS (engines/tls.py).
+        need = sorted({*packages(self.study), *(("openssl",) if self.server else ())})
         results = self.fleet.ansible.play("start.yml", every, {
             "args": {h.name: [] for h in every}, "dbarena_wheel": str(wheel), "dbarena_wheel_sha256": digest,
-            "dbarena_packages": packages(self.study), "dbarena_study_file": str(self.study_file or ""),
+            "dbarena_packages": need, "dbarena_study_file": str(self.study_file or ""),
             "dbarena_start_run": False}, timeout_s=START_TIMEOUT_S)
         ok = True
         for h in every:
@@ -259,6 +283,7 @@ class Together:
         assert self.server is not None
         entry = self.study.engines[0]
         specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
+        tls, self.tls_problem = self._client_certificates()
         self.server_id = uuid.uuid4().hex[:12]
         request = {"id": self.server_id, "engine": entry.name, "flavour": entry.flavour,
                    "settings": dict(entry.settings), "bindir": entry.bindir,
@@ -267,7 +292,7 @@ class Together:
                    # Who may connect: the load generators, each by the address the inventory
                    # gives it (the server host resolves a name: serverhost.clients_of).
                    "clients": {h.name: h.address for h in self.hosts},
-                   "lease_s": LEASE_S}
+                   "lease_s": LEASE_S, "tls": tls}
         self.say(f"starting the server on {self.server.name} ({self.server.address}): a throwaway {entry.name}")
         answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "wait-ready",
                                            "--server", self.server_id],
@@ -288,7 +313,45 @@ class Together:
         opened = ", ".join(f"{name} ({' '.join(ips)})" for name, ips in (data.get("clients") or {}).items())
         self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}, "
                  f"open to {opened or 'no one'}")
+        self.tls_ca = data.get("tls_cert") or None
+        if self.tls_ca is not None:
+            self.say(f"connections to the server: TLS required, its certificate (made on {self.server.name} for "
+                     "this run) verified by each load generator")
+        else:
+            self.tls_problem = self.tls_problem or data.get("tls_problem") or "the server offers no TLS"
+            self.say(f"connections to the server: NOT encrypted: {self.tls_problem}")
         return True
+
+    def _client_certificates(self) -> tuple[dict[str, Any] | None, str | None]:
+        """What the server's request says of TLS ({"client_certs": [...]}), or None and
+        why not. A MySQL-family server verifies the client certificate that sysbench
+        presents: each load generator makes its own first (host-tls) and the server
+        trusts those. PostgreSQL asks none."""
+        if self.study.engines[0].name == "postgres":
+            return {"client_certs": []}, None
+        answers = self.step(self.hosts, ["host-tls", "--workdir", "{w}"])
+        certs = []
+        for h in self.hosts:
+            answer = answers[h.name]
+            cert = (answer.data or {}).get("cert")
+            if not cert:
+                why = answer.problem or (answer.data or {}).get("error") or "no answer"
+                return None, f"{h.name} could not make its client certificate: {why}"
+            certs.append(str(cert))
+        return {"client_certs": certs}, None
+
+    def _tls_request(self) -> dict[str, str] | None:
+        """What a host-prepare or host-point request says of TLS: the server's certificate."""
+        return {"ca": self.tls_ca} if self.tls_ca is not None else None
+
+    def _tls_fact(self, seen: dict[str, Any] | None) -> dict[str, Any]:
+        """The run's target fact `tls`: required and verified, with what the first load
+        generator's connection got (`seen`: TLS version and cipher, as the server saw
+        them); or not, and why."""
+        if self.tls_ca is None:
+            return {"required": False, "reason": self.tls_problem}
+        return {"required": True, "verified": "against the server's own certificate, made for this run",
+                **(seen or {})}
 
     def server_alive(self) -> str | None:
         """None while the server is up (and so told the controller is there), else why not."""
@@ -322,8 +385,11 @@ class Together:
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
             "labels": [h.label for h in self.hosts]}}
         study = StudyRecord(**record["study"]) if record.get("study") else None
+        facts = dict(record.get("target_facts") or {})
+        if self.server is not None:
+            facts["tls"] = self._tls_fact(facts.get("tls"))
         return RunInfo(**{**record, "started_at": datetime.fromisoformat(record["started_at"]), "study": study,
-                          "options": options,
+                          "options": options, "target_facts": facts,
                           "host": f"{len(self.hosts)} load generators: {', '.join(h.name for h in self.hosts)}"})
 
     # ------------------------------------------------------------ one point
@@ -335,7 +401,8 @@ class Together:
         point_id = uuid.uuid4().hex[:12]
         ctl = ["host-point-ctl", "--workdir", "{w}", "--point", point_id]
         requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour, "target": self.target,
-                                        "spec": loadgen.spec_record(share), "sampling": rate})
+                                        "spec": loadgen.spec_record(share), "sampling": rate,
+                                        "tls": self._tls_request()})
                     for h, share in zip(self.hosts, shares)}
         began = time.time()
         ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
@@ -533,7 +600,7 @@ def _server_password(engine: str) -> Iterator[None]:
     process's environment for the run: the playbooks hand it to the server host and to
     the load generators as they hand a --target's password (a file only the host's user
     reads, removed once read), never as an argument or a logged result."""
-    variable = "PGPASSWORD" if engine == "postgres" else "MYSQL_PWD"
+    variable = engines.first(engine).password_env
     before = os.environ.get(variable)
     os.environ[variable] = secrets.token_urlsafe(24)
     try:

@@ -154,6 +154,10 @@ class Mysqlslap(ToolBase):
             # Must come first; holds the password so it stays off the command line.
             argv.append(f"--defaults-extra-file={client.secret_file}")
         conn = client.conn
+        if conn.tls is not None:
+            # TLS, the server's certificate verified against this CA (its host name
+            # is not: --ssl-verify-server-cert would check it).
+            argv.append(f"--ssl-ca={conn.tls.ca}")
         extra = []
         for name, value in spec.options:
             # A boolean option is a bare flag when on, and left out when off.

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 from dbarena.errors import ParseError
 from dbarena.stats import latency
 from dbarena.interfaces import Client, PointInput
-from dbarena.model import Measurement, PointSpec, Sample, ToolParam
+from dbarena.model import Measurement, PointSpec, Sample, Tls, ToolParam
 from dbarena.workloads import series
 from dbarena.workloads.base import ToolBase
 
@@ -304,7 +304,22 @@ def connection_args(client: Client) -> list[str]:
     if client.secret_file:
         # The password is in this private file, not on the command line.
         args.insert(0, f"--config-file={client.secret_file}")
+    if conn.tls is not None and driver == "mysql":
+        # Its files come from the working directory (mysql_tls_files). The pgsql driver's
+        # libpq reads TLS from the environment (PgTarget.client_env).
+        args.append("--mysql-ssl=on")
     return args
+
+
+def mysql_tls_files(tls: Tls) -> dict[str, str]:
+    """What sysbench 1.0's MySQL driver needs in its working directory for
+    --mysql-ssl=on, by name, and where each is: it hands the client library these fixed
+    names (drv_mysql.c), a missing one failing every connection, and has no option to
+    name others. The CA verifies the server; the client pair it always presents (the
+    server refuses one it cannot verify)."""
+    if tls.cert is None or tls.key is None:
+        raise ValueError("sysbench's MySQL driver presents a client certificate over TLS: it needs one")
+    return {"cacert.pem": tls.ca, "client-cert.pem": tls.cert, "client-key.pem": tls.key}
 
 
 def reserved_options() -> dict[str, str]:
