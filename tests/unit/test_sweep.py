@@ -150,6 +150,9 @@ class FakeTarget:
     def connect(self):
         raise AssertionError("no verifying tool in these plans")
 
+    def server_reader(self, connection):
+        raise AssertionError("these sweeps sample no server")
+
     def facts(self) -> dict:
         return {}
 
