@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from points import point
 from dbarena import preflight, session, study
 from dbarena import study as study_mod
 from dbarena.host import datadir, probe
+from dbarena.records import AnalysedPoint
 from dbarena.study import Overrides
 
 FACTS = {"hardware_threads": 2, "effective_hardware_threads": 2, "hostname": "vm"}
@@ -158,9 +160,9 @@ class FakeStore:
     def runs(self) -> list[dict]:
         return self._runs
 
-    def points(self, *, labels: tuple[str, ...] = ()) -> list[dict]:
+    def points(self, *, labels: tuple[str, ...] = ()) -> list[AnalysedPoint]:
         wanted = {r["id"] for r in self._runs if r["label"] in labels}
-        return [{"run_id": run_id} for run_id, n in self._points.items() if run_id in wanted for _ in range(n)]
+        return [point(run_id=run_id) for run_id, n in self._points.items() if run_id in wanted for _ in range(n)]
 
 
 def test_a_label_that_already_holds_points_of_another_run_is_said():

@@ -194,9 +194,9 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
                    r["reason"]) for r in compared if r.get("differs")]
     seen = {(r["engine"], r["workload"], r["threads"]) for r in compared}
     for s in analysis.summaries(r for r in rows if r.label == baseline.name):
-        if (s["engine"], s["workload"], s["threads"]) not in seen:
-            seen.add((s["engine"], s["workload"], s["threads"]))
-            items.append(Item(s["engine"], s["workload"], s["metric"], f"{s['threads']}", None, None, None, None,
+        if (s.engine, s.workload, s.threads) not in seen:
+            seen.add((s.engine, s.workload, s.threads))
+            items.append(Item(s.engine, s.workload, s.metric, f"{s.threads}", None, None, None, None,
                               MISSING, f"not measured by {candidate.what}"))
     if not any(i.status in JUDGED for i in items):
         reasons = "; ".join(sorted({f"{i.workload}: {i.text}" for i in items})[:3]) or \
