@@ -183,8 +183,8 @@ def _build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None,
            histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r["id"]: r for r in runs}
-    order = labels or list(dict.fromkeys(r["label"] for r in rows))
-    rows = [r for r in rows if r["label"] in order]
+    order = labels or list(dict.fromkeys(r.label for r in rows))
+    rows = [r for r in rows if r.label in order]
     if baseline is None and order:
         baseline = order[0]
     stored_rows, stored_order, stored_baseline = rows, order, baseline

@@ -129,7 +129,7 @@ def side(store: ResultStore, spec: str) -> Side:
         raise UsageError(f"no points stored yet in {store.location}")
     if spec.isdigit() and any(r["id"] == int(spec) for r in runs):
         rows = analysis.load(store, run_id=int(spec))
-        return Side(f"run {spec}", f"run {spec} (label {rows[0]['label']!r})" if rows else f"run {spec}", rows)
+        return Side(f"run {spec}", f"run {spec} (label {rows[0].label!r})" if rows else f"run {spec}", rows)
     labels = list(dict.fromkeys(r["label"] for r in runs))
     if spec in labels:
         ids = sorted(r["id"] for r in runs if r["label"] == spec)
