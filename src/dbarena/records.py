@@ -1,6 +1,6 @@
 """What a store gives back, as frozen typed records: a run, a stored point, a point
 with the figures derived from its series (its steady state, system view and bound), and
-the summary of a level's repeats.
+the summary of a level's repeats and the comparison of two such summaries.
 
 Every view (results, compare, history, gate, the decision, the report) reads these,
 never a row of its own: a field is named once here, typed once, and an answer derived
@@ -25,7 +25,7 @@ JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS", "MeanEstimate",
-           "LevelSummary"]
+           "LevelSummary", "LevelComparison"]
 
 
 class _Readable:
@@ -266,3 +266,49 @@ class LevelSummary:
 
 
 _SUMMARY_PRIVATE = frozenset({"estimate", "series_label"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelComparison:
+    """B against A at one engine, workload and level (analysis.compare): the ratio of
+    their means, its interval and verdict; or, where no group of B matches A's
+    configuration, the fields that differ (`differs`) and no ratio. What `compare
+    --json` prints, in order."""
+
+    engine: str
+    workload: str
+    threads: int
+    metric: str
+    lower_is_better: bool
+    a: str
+    b: str
+    by: str  # what A and B are: "label" or "variant"
+    label: str | None  # the label both variants are of (by "variant")
+    a_mean: float | None
+    a_n: int
+    b_mean: float | None
+    b_n: int
+    ratio: float | None  # b / a
+    ratio_ci_low: float | None
+    ratio_ci_high: float | None
+    p_value: float | None
+    significant: bool
+    differs: list[str]  # the configuration's fields that differ: not comparable
+    # The fields one side does not know, so could not be checked; None where the
+    # configurations differ (not comparable), and then neither are the log figures.
+    unverified: list[str] | None
+    verdict: str | None
+    reason: str | None  # why there is no verdict
+    verdict_text: str
+    log_se: float | None  # the ratio's standard error and degrees of freedom on the log
+    log_df: float | None  # scale, which the decision combines levels with
+
+    @property
+    def comparable(self) -> bool:
+        return self.unverified is not None
+
+    def as_json(self) -> JSONObject:
+        """The row as `compare --json` prints it: a row that is not comparable without
+        the figures only a ratio has."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if self.comparable or f.name not in ("unverified", "log_se", "log_df")}

@@ -150,12 +150,12 @@ def test_comparisons_view_pairs_the_same_configuration_on_two_hosts(tmp_path):
     with Store(path) as db:
         compared = analysis.compare(analysis.load(db), "arm", "x86")
         viewed = rows(db, "SELECT * FROM v_comparisons WHERE a_label = 'arm' AND b_label = 'x86'")
-    matched = [c for c in compared if c["ratio"] is not None]
+    matched = [c for c in compared if c.ratio is not None]
     assert matched and len(viewed) == len(matched)
     for v in viewed:
         assert v["ratio"] == pytest.approx(1.0)  # the same measurements on both "hosts"
         assert v["a_host"] != v["b_host"] and bool(v["enough_repeats"]) == (min(v["a_n"], v["b_n"]) >= 3)
-    assert {(c["workload"], c["threads"]) for c in matched} == {(v["workload"], v["threads"]) for v in viewed}
+    assert {(c.workload, c.threads) for c in matched} == {(v["workload"], v["threads"]) for v in viewed}
 
 
 def test_samples_view_gives_wall_clock_times(tmp_path):

@@ -201,7 +201,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     from dbarena.stats import decision
 
     if as_json:
-        click.echo(export.dumps(comparisons, indent=2))
+        click.echo(export.dumps([c.as_json() for c in comparisons], indent=2))
         return
     decided = decision.decide(comparisons, rows)
     overall = [line for line in (decision.overall(decided),) if line is not None]

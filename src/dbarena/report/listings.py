@@ -18,7 +18,7 @@ from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.report.terminal import fitted, fmt
 from dbarena.stats import analysis, loadgens, metric, repeats
 from dbarena.stats.steadystate import Warning_
-from dbarena.records import JSONObject, AnalysedPoint, LevelSummary
+from dbarena.records import JSONObject, AnalysedPoint, LevelComparison, LevelSummary
 
 # A line of a table: a point, or a summary over repeats (analysis.summaries).
 Listed = AnalysedPoint | LevelSummary
@@ -392,29 +392,28 @@ def _digits(r: LevelSummary) -> int:
     return 3 if r.metric == metric.SECONDS else 1
 
 
-def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> FittedTable:
     rows = list(rows)
-    a, b = rows[0]["a"], rows[0]["b"]
-    by_variant = rows[0].get("by") == "variant"
+    a, b = rows[0].a, rows[0].b
+    by_variant = rows[0].by == "variant"
 
-    def verdict(r: dict) -> str:
-        return ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else "")
+    def verdict(r: LevelComparison) -> str:
+        return ("[bold]" if r.significant else "") + escape(r.verdict_text) + ("[/]" if r.significant else "")
 
     columns: tuple[Column, ...] = (
-        *((Column("label", "left", lambda r: escape(r.get("label") or "")),) if by_variant else ()),
-        Column("engine", "left", lambda r: r["engine"]),
-        Column("workload", "left", lambda r: escape(r["workload"])),
-        Column("threads", "right", lambda r: str(r["threads"])),
-        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
-        Column(escape(a), "right", lambda r: metric.shown(r["a_mean"], r["metric"])),
-        Column(escape(b), "right", lambda r: metric.shown(r["b_mean"], r["metric"])),
-        Column("n", "right", lambda r: f"{r['a_n']}/{r['b_n']}", 2),
-        Column("ratio", "right", lambda r: f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"),
-        Column("95 % CI", "right", lambda r: _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), 1),
+        *((Column("label", "left", lambda r: escape(r.label or "")),) if by_variant else ()),
+        Column("engine", "left", lambda r: r.engine),
+        Column("workload", "left", lambda r: escape(r.workload)),
+        Column("threads", "right", lambda r: str(r.threads)),
+        Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
+        Column(escape(a), "right", lambda r: metric.shown(r.a_mean, r.metric)),
+        Column(escape(b), "right", lambda r: metric.shown(r.b_mean, r.metric)),
+        Column("n", "right", lambda r: f"{r.a_n}/{r.b_n}", 2),
+        Column("ratio", "right", lambda r: f"{r.ratio:.3f}" if r.ratio is not None else "-"),
+        Column("95 % CI", "right", lambda r: _interval(r.ratio_ci_low, r.ratio_ci_high, 3), 1),
         Column("verdict", "left", verdict, wraps=True),
     )
-    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
-                                                                    for r in rows) else []
+    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.metric == metric.SECONDS for r in rows) else []
     # Which statistic it shows, said: `results --summary` shows medians, this means.
     return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its runs; ratio = {escape(b)} / "
                   f"{escape(a)}; n: runs of each)", columns, rows, wide, notes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,7 +27,7 @@ from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelSummary, StoredPoint
+from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -424,7 +425,7 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
-            groups: list[LevelSummary] | None = None) -> list[dict[str, Any]]:
+            groups: list[LevelSummary] | None = None) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -453,24 +454,23 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
             continue
         a_config = sa.config or {}
         match = next((sb for sb in same_place if configkey.matches(a_config, sb.config or {}, ignore)), None)
-        base = {"engine": sa.engine, "workload": sa.workload, "threads": sa.threads, "metric": sa.metric,
-                "lower_is_better": metric.lower_is_better(sa.metric),
-                "a": a, "b": b, "by": by, "label": sa.label if by == "variant" else None,
-                "a_mean": sa.mean, "a_n": sa.n}
+        row = functools.partial(LevelComparison, engine=sa.engine, workload=sa.workload, threads=sa.threads,
+                                metric=sa.metric, lower_is_better=metric.lower_is_better(sa.metric), a=a, b=b,
+                                by=by, label=sa.label if by == "variant" else None, a_mean=sa.mean, a_n=sa.n)
         if match is None:
             sb = same_place[0]
             fields = configkey.differing(a_config, sb.config or {}, ignore)
             reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
-            out.append({**base, "b_mean": sb.mean, "b_n": sb.n, "ratio": None, "ratio_ci_low": None,
-                        "ratio_ci_high": None, "p_value": None, "significant": False, "differs": fields,
-                        "verdict": None, "reason": reason, "verdict_text": reason})
+            out.append(row(b_mean=sb.mean, b_n=sb.n, ratio=None, ratio_ci_low=None, ratio_ci_high=None,
+                           p_value=None, significant=False, differs=fields, unverified=None, verdict=None,
+                           reason=reason, verdict_text=reason, log_se=None, log_df=None))
             continue
         if sa.estimate is None or match.estimate is None:
             continue
         c = stats.compare(sa.estimate, match.estimate, of=sa.metric)
-        out.append({**base, "b_mean": match.mean, "b_n": match.n, "ratio": c.ratio, "ratio_ci_low": c.ci_low,
-                    "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
-                    "unverified": configkey.unknown(a_config, match.config or {}, ignore),
-                    "verdict": c.verdict.value if c.verdict else None, "reason": c.reason, "verdict_text": c.text,
-                    "log_se": c.log_se, "log_df": c.log_df})
+        out.append(row(b_mean=match.mean, b_n=match.n, ratio=c.ratio, ratio_ci_low=c.ci_low,
+                       ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
+                       unverified=configkey.unknown(a_config, match.config or {}, ignore),
+                       verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
+                       log_se=c.log_se, log_df=c.log_df))
     return out
