@@ -1,12 +1,13 @@
-"""Analysed points for unit tests of the views: an `AnalysedPoint` as analysis.load
-makes one, every field at a plain default, the test's own values on top. A test
-states only what it is about; the record's types still hold."""
+"""Records for unit tests of the views: an `AnalysedPoint` as analysis.load makes one,
+a `LevelComparison` as analysis.compare does, every field at a plain default, the
+test's own values on top. A test states only what it is about; the record's types
+still hold."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelComparison
 
 _DEFAULTS: dict[str, Any] = {
     "point_id": 1, "run_id": 1, "label": "a", "host": "box", "target": "postgresql://dbarena@127.0.0.1:1/dbarena",
@@ -33,3 +34,17 @@ def point(**fields: Any) -> AnalysedPoint:
     values = {**_DEFAULTS, **fields}
     values.setdefault("series_label", values["label"])
     return AnalysedPoint(**values)
+
+
+_COMPARISON: dict[str, Any] = {
+    "engine": "postgres", "workload": "pgbench-tpcb", "threads": 1, "metric": "tps", "lower_is_better": False,
+    "a": "a", "b": "b", "by": "label", "label": None, "a_mean": None, "a_n": 3, "b_mean": None, "b_n": 3,
+    "ratio": None, "ratio_ci_low": None, "ratio_ci_high": None, "p_value": None, "significant": False,
+    "differs": [], "unverified": [], "verdict": None, "reason": None, "verdict_text": "", "log_se": None,
+    "log_df": None,
+}
+
+
+def comparison(**fields: Any) -> LevelComparison:
+    """A comparison row (of two labels at one level) with these fields."""
+    return LevelComparison(**{**_COMPARISON, **fields})

@@ -1,5 +1,6 @@
-"""What a store gives back, as frozen typed records: a run, a stored point, and a point
-with the figures derived from its series (its steady state, system view and bound).
+"""What a store gives back, as frozen typed records: a run, a stored point, a point
+with the figures derived from its series (its steady state, system view and bound), and
+the summary of a level's repeats and the comparison of two such summaries.
 
 Every view (results, compare, history, gate, the decision, the report) reads these,
 never a row of its own: a field is named once here, typed once, and an answer derived
@@ -9,20 +10,22 @@ in stats/analysis.py, before any view sees the point.
 `JSON` types what is a JSON document at the edge (options, facts, the configuration
 key's parts): what the store decoded, no more is known of it.
 
-The records still answer `record["field"]` and `record.get("field")` while the views
-move to attributes (issue 40); `as_json` is what the exports print, in the order the
-golden files (tests/fixtures/golden/) hold.
+The run and point records still answer `record["field"]` and `record.get("field")`
+while the views move to attributes (issue 40); a LevelSummary is read by attribute only.
+`as_json` is what the exports print, in the order the golden files
+(tests/fixtures/golden/) hold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Iterator, TypeAlias, Union
+from typing import Any, Iterator, Protocol, TypeAlias, Union
 
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
 
-__all__ = ["JSON", "JSONObject", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS"]
+__all__ = ["JSON", "JSONObject", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS", "MeanEstimate",
+           "LevelSummary", "LevelComparison"]
 
 
 class _Readable:
@@ -196,3 +199,116 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label"})
+
+
+class MeanEstimate(Protocol):
+    """A mean over independent runs with what a comparison's t interval needs: what a
+    summary keeps for comparisons (stats.estimate.Estimate is one; declared here so that
+    a record needs nothing of stats/)."""
+
+    @property
+    def mean(self) -> float: ...
+    @property
+    def se(self) -> float | None: ...
+    @property
+    def df(self) -> int | None: ...
+    @property
+    def n(self) -> int: ...  # observations behind it (repeats, or batches)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelSummary:
+    """The repeats of one label and configuration key pooled (analysis.summaries): their
+    median, mean and interval, the warnings on the group, its bound, its latency over the
+    repeats (pooled_latency) and every figure over them (stats/repeats.py). The fields
+    from `label` to `over_repeats` are what `results --summary --json` prints, in order."""
+
+    label: str
+    config_key: str  # "point N" for a point stored without a key: never pooled
+    engine: str
+    workload: str
+    threads: int
+    clients: int
+    variant: str
+    config: JSONObject | None
+    metric: str  # stats/metric.py: tps, qps or seconds
+    lower_is_better: bool
+    n: int
+    failed: int
+    median: float | None
+    mean: float | None
+    statistic: str | None  # what median and mean are over (analysis.STEADY, PRINTED or mixed)
+    printed_median: float | None
+    stdev: float | None
+    ci_low: float | None
+    ci_high: float | None
+    cv: float | None
+    interval: str | None  # what the interval is: "within one run", "between runs" ...
+    warnings: list[dict[str, str]]  # steadystate.Flag.as_dict of each: its code and message
+    bound: str | None
+    latency_p50_ms: float | None
+    latency_p90_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    latency_p999_ms: float | None
+    latency_max_ms: float | None
+    latency_avg_ms: float | None
+    latency_pooled: str | None  # how its percentiles were found, or why there are none
+    over_repeats: dict[str, JSONObject]  # figure -> repeats.OverRepeats.as_dict
+    # Not exported: what comparisons use (None without a figure), and the label its
+    # points' series had as stored (AnalysedPoint.series_label).
+    estimate: MeanEstimate | None
+    series_label: str
+
+    def as_json(self) -> JSONObject:
+        """The summary as `results --summary --json` prints it."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SUMMARY_PRIVATE}
+
+
+_SUMMARY_PRIVATE = frozenset({"estimate", "series_label"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelComparison:
+    """B against A at one engine, workload and level (analysis.compare): the ratio of
+    their means, its interval and verdict; or, where no group of B matches A's
+    configuration, the fields that differ (`differs`) and no ratio. What `compare
+    --json` prints, in order."""
+
+    engine: str
+    workload: str
+    threads: int
+    metric: str
+    lower_is_better: bool
+    a: str
+    b: str
+    by: str  # what A and B are: "label" or "variant"
+    label: str | None  # the label both variants are of (by "variant")
+    a_mean: float | None
+    a_n: int
+    b_mean: float | None
+    b_n: int
+    ratio: float | None  # b / a
+    ratio_ci_low: float | None
+    ratio_ci_high: float | None
+    p_value: float | None
+    significant: bool
+    differs: list[str]  # the configuration's fields that differ: not comparable
+    # The fields one side does not know, so could not be checked; None where the
+    # configurations differ (not comparable), and then neither are the log figures.
+    unverified: list[str] | None
+    verdict: str | None
+    reason: str | None  # why there is no verdict
+    verdict_text: str
+    log_se: float | None  # the ratio's standard error and degrees of freedom on the log
+    log_df: float | None  # scale, which the decision combines levels with
+
+    @property
+    def comparable(self) -> bool:
+        return self.unverified is not None
+
+    def as_json(self) -> JSONObject:
+        """The row as `compare --json` prints it: a row that is not comparable without
+        the figures only a ratio has."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if self.comparable or f.name not in ("unverified", "log_se", "log_df")}

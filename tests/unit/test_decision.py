@@ -6,18 +6,18 @@ from __future__ import annotations
 import math
 
 import pytest
-from points import point
+from points import comparison, point
 from scipy import stats as scipy_stats
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelComparison
 from dbarena.stats import decision
 
 
 def _row(threads: int, ratio: float | None, log_se: float | None, log_df: float | None, n: int = 3,
-         workload: str = "pgbench-tpcb") -> dict:
-    return {"a": "big", "b": "small", "engine": "postgres", "workload": workload, "threads": threads,
-            "ratio": ratio, "log_se": log_se, "log_df": log_df, "a_n": n, "b_n": n,
-            "verdict_text": "not comparable: params.scale 1 vs 10" if ratio is None else "x"}
+         workload: str = "pgbench-tpcb", metric: str = "tps") -> LevelComparison:
+    return comparison(a="big", b="small", engine="postgres", workload=workload, threads=threads, metric=metric,
+                      ratio=ratio, log_se=log_se, log_df=log_df, a_n=n, b_n=n,
+                      verdict_text="not comparable: params.scale 1 vs 10" if ratio is None else "x")
 
 
 def test_two_levels_combine_as_computed_by_hand():
@@ -148,8 +148,8 @@ def test_no_overall_verdict_that_no_workload_supports():
 
 def test_mysqlslap_seconds_are_decided_as_speed_so_fewer_seconds_is_faster():
     # b took 0.8 and 0.5 of a's seconds: 1.25 and 2 times a's speed, geometric mean sqrt(2.5).
-    rows = [{**_row(1, 0.8, 0.05, 10, workload="mysqlslap"), "metric": "seconds"},
-            {**_row(2, 0.5, 0.05, 10, workload="mysqlslap"), "metric": "seconds"}]
+    rows = [_row(1, 0.8, 0.05, 10, workload="mysqlslap", metric="seconds"),
+            _row(2, 0.5, 0.05, 10, workload="mysqlslap", metric="seconds")]
     (d,) = decision.decide(rows)
     assert d.metric == "seconds" and d.ratio == pytest.approx(math.sqrt(2.5))
     assert d.levels == ((1, pytest.approx(1.25)), (2, pytest.approx(2.0)))

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from points import point
 
+from points import point
 from dbarena import preflight, session, study
 from dbarena.records import AnalysedPoint
 from dbarena import study as study_mod
 from dbarena.host import datadir, probe
+from dbarena.records import AnalysedPoint
 from dbarena.study import Overrides
 
 FACTS = {"hardware_threads": 2, "effective_hardware_threads": 2, "hostname": "vm"}

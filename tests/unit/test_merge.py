@@ -145,10 +145,10 @@ def test_two_hosts_under_one_label_are_pooled_only_with_a_warning(tmp_path):
     with Store(tmp_path / "all.db") as db:
         merge(db, one)
         merge(db, two)
-        groups = [g for g in analysis.summaries(analysis.load(db)) if g["n"]]
+        groups = [g for g in analysis.summaries(analysis.load(db)) if g.n]
     assert groups
     for g in groups:
-        codes = [w["code"] for w in g["warnings"]]
-        assert "several-hosts" in codes, g["warnings"]
-        message = next(w["message"] for w in g["warnings"] if w["code"] == "several-hosts")
+        codes = [w["code"] for w in g.warnings]
+        assert "several-hosts" in codes, g.warnings
+        message = next(w["message"] for w in g.warnings if w["code"] == "several-hosts")
         assert "box-1, box-2" in message

@@ -56,13 +56,13 @@ def slap(tmp_path):
 def test_summaries_and_comparisons_are_of_seconds_and_fewer_is_faster(slap):
     rows = analysis.load(slap)
     assert {r["metric"] for r in rows} == {"seconds"} and all(r["lower_is_better"] for r in rows)
-    assert sorted({r["repeat"] for r in map(analysis.public, rows)}) == [1, 2, 3]  # JSON counts from 1
-    groups = {(g["label"], g["threads"]): g for g in analysis.summaries(rows)}
-    assert groups[("fast", 4)]["mean"] == pytest.approx(0.2) and groups[("fast", 4)]["metric"] == "seconds"
-    compared = {r["threads"]: r for r in analysis.compare(rows, "slow", "fast")}
-    assert compared[4]["ratio"] == pytest.approx(0.4) and compared[4]["lower_is_better"]
-    assert compared[4]["verdict"] == "faster" and compared[4]["verdict_text"].startswith("60.0 % fewer seconds: faster")
-    assert analysis.compare(rows, "fast", "slow")[0]["verdict"] == "slower"
+    assert sorted({r["repeat"] for r in (p.as_json() for p in rows)}) == [1, 2, 3]  # JSON counts from 1
+    groups = {(g.label, g.threads): g for g in analysis.summaries(rows)}
+    assert groups[("fast", 4)].mean == pytest.approx(0.2) and groups[("fast", 4)].metric == "seconds"
+    compared = {r.threads: r for r in analysis.compare(rows, "slow", "fast")}
+    assert compared[4].ratio == pytest.approx(0.4) and compared[4].lower_is_better
+    assert compared[4].verdict == "faster" and compared[4].verdict_text.startswith("60.0 % fewer seconds: faster")
+    assert analysis.compare(rows, "fast", "slow")[0].verdict == "slower"
     # The decision in speed: + is faster; 1 / geomean(0.625, 0.4) = 2.0.
     (d,) = decision.decide(analysis.compare(rows, "slow", "fast"))
     assert d.verdict == decision.FASTER and d.ratio == pytest.approx(2.0) and d.metric == "seconds"

@@ -50,11 +50,10 @@ def test_over_repeats_labels_each_figure_with_what_it_is():
 
 
 def _row(**facts):
-    base = {"label": "a", "engine": "postgres", "workload": "pgbench-tpcb", "threads": 4, "variant": "",
-            "config_key": "k"}
     config = {"clients": 4, "params": {"scale": 100}, "duration_s": 600, "warmup_s": 0}
     config.update(facts.pop("config", {}))
-    return {**base, **facts, "config": config}
+    return point(**{"label": "a", "engine": "postgres", "workload": "pgbench-tpcb", "threads": 4, "variant": "",
+                    "config_key": "k", **facts, "config": config})
 
 
 def test_only_the_facts_that_tell_rows_apart_get_a_column():

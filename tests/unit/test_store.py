@@ -184,4 +184,4 @@ def test_every_historic_store_migrates_and_reads(path, tmp_path):
         assert rows and all(r["config_key"] for r in rows)
         assert any(r["steady_tps"] for r in rows if r["samples"])
         groups = analysis.summaries(rows)
-        assert groups and all(g["n"] >= 1 for g in groups)
+        assert groups and all(g.n >= 1 for g in groups)

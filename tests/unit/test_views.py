@@ -133,16 +133,16 @@ def test_points_view_has_no_value_until_dbarena_derived_it_then_the_same(tmp_pat
 def test_summaries_view_pools_as_dbarena_does(tmp_path):
     path = two_hosts(tmp_path)
     with Store(path) as db:
-        groups = {(g["label"], g["config_key"]): g for g in analysis.summaries(analysis.load(db))}
+        groups = {(g.label, g.config_key): g for g in analysis.summaries(analysis.load(db))}
         viewed = rows(db, "SELECT * FROM v_summaries")
     assert len(viewed) == len(groups)
     for v in viewed:
         g = groups[(v["label"], v["config_key"])]
-        assert (v["n"], v["failed"], v["workload"], v["threads"]) == (g["n"], g["failed"], g["workload"], g["threads"])
-        if g["n"]:
-            assert v["mean"] == pytest.approx(g["mean"], rel=1e-12)
-        if g["n"] > 1:  # these runs had fixed repeats: the plain sample deviation
-            assert v["stdev"] == pytest.approx(g["stdev"], rel=1e-9)
+        assert (v["n"], v["failed"], v["workload"], v["threads"]) == (g.n, g.failed, g.workload, g.threads)
+        if g.n:
+            assert v["mean"] == pytest.approx(g.mean, rel=1e-12)
+        if g.n > 1:  # these runs had fixed repeats: the plain sample deviation
+            assert v["stdev"] == pytest.approx(g.stdev, rel=1e-9)
 
 
 def test_comparisons_view_pairs_the_same_configuration_on_two_hosts(tmp_path):
@@ -150,12 +150,12 @@ def test_comparisons_view_pairs_the_same_configuration_on_two_hosts(tmp_path):
     with Store(path) as db:
         compared = analysis.compare(analysis.load(db), "arm", "x86")
         viewed = rows(db, "SELECT * FROM v_comparisons WHERE a_label = 'arm' AND b_label = 'x86'")
-    matched = [c for c in compared if c["ratio"] is not None]
+    matched = [c for c in compared if c.ratio is not None]
     assert matched and len(viewed) == len(matched)
     for v in viewed:
         assert v["ratio"] == pytest.approx(1.0)  # the same measurements on both "hosts"
         assert v["a_host"] != v["b_host"] and bool(v["enough_repeats"]) == (min(v["a_n"], v["b_n"]) >= 3)
-    assert {(c["workload"], c["threads"]) for c in matched} == {(v["workload"], v["threads"]) for v in viewed}
+    assert {(c.workload, c.threads) for c in matched} == {(v["workload"], v["threads"]) for v in viewed}
 
 
 def test_samples_view_gives_wall_clock_times(tmp_path):
@@ -185,7 +185,7 @@ def test_views_judge_mysqlslap_by_its_seconds_and_count_repeats_from_1(tmp_path)
         point = loaded[v["point_id"]]
         # The figure and the repeat number dbarena's own outputs show.
         assert (v["metric"], v["value"], v["repeat"]) == (point["metric"], analysis.value(point),
-                                                           analysis.public(point)["repeat"])
+                                                           point.as_json()["repeat"])
         assert v["repeat"] == 1 and v["better"] == ("lower" if v["workload"] == "mysqlslap" else "higher")
     slap = [v for v in viewed if v["workload"] == "mysqlslap"]
     assert len(slap) == 2 and all(v["metric"] == "seconds" and v["value"] == v["run_avg_s"] for v in slap)

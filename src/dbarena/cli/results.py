@@ -142,7 +142,7 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
         points = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
         groups = analysis.summaries(points, histograms=db.latency_histograms) if summary else []
     if as_json or as_csv:
-        exported = [analysis.public(r) for r in groups] if summary else [p.as_json() for p in points]
+        exported = [s.as_json() for s in groups] if summary else [p.as_json() for p in points]
         click.echo(export.dumps(exported, indent=2) if as_json else export.rows_csv(exported, summary=summary),
                    nl=not as_csv)
     elif not points:
@@ -203,7 +203,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     from dbarena.stats import decision
 
     if as_json:
-        click.echo(export.dumps(comparisons, indent=2))
+        click.echo(export.dumps([c.as_json() for c in comparisons], indent=2))
         return
     decided = decision.decide(comparisons, rows)
     overall = [line for line in (decision.overall(decided),) if line is not None]

@@ -60,11 +60,11 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
     rows = analysis.load(store, labels=tuple(labels))
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
-    levels = sorted({r["threads"] for r in rows})
+    levels = sorted({r.threads for r in rows})
     if at_threads is not None and at_threads not in levels:
         raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
                          f"(levels: {', '.join(map(str, levels))})")
-    order = list(labels) or list(dict.fromkeys(r["label"] for r in rows))
+    order = list(labels) or list(dict.fromkeys(r.label for r in rows))
     return data.build(rows, store.runs(), baseline=baseline, prices=dict(selection.prices), at_threads=at_threads,
                       labels=order, histograms=store.latency_histograms)
 

@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelSummary
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -183,14 +183,14 @@ def _build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None,
            histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r["id"]: r for r in runs}
-    order = labels or list(dict.fromkeys(r["label"] for r in rows))
-    rows = [r for r in rows if r["label"] in order]
+    order = labels or list(dict.fromkeys(r.label for r in rows))
+    rows = [r for r in rows if r.label in order]
     if baseline is None and order:
         baseline = order[0]
     stored_rows, stored_order, stored_baseline = rows, order, baseline
     rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    every = _summaries(rows, histograms)
-    summaries = {(s["label"], s["engine"], s["workload"], s["threads"]): s for s in every}
+    every = analysis.summaries(rows, histograms=histograms)
+    summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every}
     members, ok_series = _grouped(rows)
     hardware = level_figures.hardware(rows, runs_by_id)
     level_rows = [level_figures.level_row(key, summary, members[key], prices.get(key[0]), hardware.get(key[0], {}))
@@ -202,7 +202,7 @@ def _build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None,
     # The decisions compare the labels as stored: the same groups of points under their
     # stored labels (a summary's points share one configuration key, so renaming a
     # label's configurations apart changes no group), not a second summaries() pass.
-    groups = [{**s, "label": s["_label"]} for s in every]
+    groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in every]
     decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows, groups)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
@@ -255,7 +255,7 @@ def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
 
 
 def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[dict],
-               groups: list[dict]) -> tuple[list[Decision], list[Decision]]:
+               groups: list[LevelSummary]) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
     analysis.summaries of the rows."""
@@ -273,15 +273,6 @@ def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None
         if line is not None:
             overall.append(line)
     return decisions, overall
-
-
-def _summaries(rows: list[AnalysedPoint], histograms: Callable[[list[int]], dict[int, dict]] | None) -> list[dict]:
-    """analysis.summaries, each with the label its series came from (`_label`)."""
-    every = analysis.summaries(rows, histograms=histograms)
-    origin_label = {r.label: r.series_label for r in rows}
-    for s_ in every:
-        s_["_label"] = origin_label[s_["label"]]
-    return every
 
 
 def _grouped(rows: list[AnalysedPoint]

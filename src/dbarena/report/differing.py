@@ -14,19 +14,22 @@ from typing import Any, Callable, Mapping, Sequence
 
 from rich.markup import escape
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelSummary
 from dbarena.report.fitting import Column
 
+# A row of such a table: a point, or a summary over repeats (analysis.summaries).
+Row = AnalysedPoint | LevelSummary
 
-def _config(r: AnalysedPoint | Mapping[str, Any]) -> Mapping[str, Any]:
-    return r.get("config") or {}
+
+def _fact(r: Row, name: str, own: Any = None) -> Any:
+    """A fact of a row's configuration: its key's (summaries keep only the key), else
+    `own`, the row's own column (a point stored before keys existed)."""
+    config = r.config or {}
+    return config[name] if name in config else own
 
 
-def _fact(r: AnalysedPoint | Mapping[str, Any], name: str) -> Any:
-    """A fact of a row's configuration: its key's (summaries keep only the key), else the
-    row's own column (a point stored before keys existed)."""
-    config = _config(r)
-    return config[name] if name in config else r.get(name)
+def _point(r: Row) -> AnalysedPoint | None:
+    return r if isinstance(r, AnalysedPoint) else None
 
 
 def dataset(params: Mapping[str, Any] | None) -> str:
@@ -49,41 +52,44 @@ def _seconds(value: Any) -> str:
 
 
 # (header, cell) of each fact that may tell rows apart, in the order they are added.
-FACTS: tuple[tuple[str, Callable[[AnalysedPoint | Mapping[str, Any]], str]], ...] = (
-    ("clients", lambda r: str(_fact(r, "clients"))),
-    ("dataset", lambda r: escape(dataset(_fact(r, "params")))),
-    ("duration", lambda r: _seconds(_fact(r, "duration_s"))),
-    ("warm-up", lambda r: _seconds(_fact(r, "warmup_s"))),
+FACTS: tuple[tuple[str, Callable[[Row], str]], ...] = (
+    ("clients", lambda r: str(_fact(r, "clients", r.clients))),
+    ("dataset", lambda r: escape(dataset(_fact(r, "params", p.params if (p := _point(r)) else None)))),
+    ("duration", lambda r: _seconds(_fact(r, "duration_s", p.duration_s if (p := _point(r)) else None))),
+    ("warm-up", lambda r: _seconds(_fact(r, "warmup_s", p.warmup_s if (p := _point(r)) else None))),
     ("server", lambda r: escape(str(_fact(r, "server_major") or "-"))),
     ("load\ngenerators", lambda r: str(_fact(r, "load_generators") or 1)),
 )
-# What a row is shown by already, in every table that uses these columns.
-IDENTITY = ("label", "engine", "workload", "threads", "variant")
 
 
-def columns(rows: Sequence[AnalysedPoint | Mapping[str, Any]], shown: Sequence[str] = ()) -> list[Column]:
+def _identity(r: Row) -> tuple[str, str, str, int, str]:
+    """What a row is shown by already, in every table that uses these columns."""
+    return r.label, r.engine, r.workload, r.threads, r.variant
+
+
+def columns(rows: Sequence[Row], shown: Sequence[str] = ()) -> list[Column]:
     """Columns for the facts in which rows of one label, engine, workload, threads and
     variant differ (clients that follow threads get none; those named in `shown` are in
     the table already), then the key's digest if rows of different keys still look alike."""
     out: list[Column] = []
-    cells: list[Callable[[AnalysedPoint | Mapping[str, Any]], str]] = []
+    cells: list[Callable[[Row], str]] = []
 
-    def alike(r: AnalysedPoint | Mapping[str, Any]) -> tuple:
-        return tuple(r.get(k) for k in IDENTITY) + tuple(c(r) for c in cells)
+    def alike(r: Row) -> tuple[object, ...]:
+        return _identity(r) + tuple(c(r) for c in cells)
 
     for header, cell in FACTS:
         if header.replace("\n", " ") in shown:
             cells.append(cell)  # shown already: it tells rows apart all the same
             continue
-        values: dict[tuple, set[str]] = {}
+        values: dict[tuple[object, ...], set[str]] = {}
         for r in rows:
-            values.setdefault(tuple(r.get(k) for k in IDENTITY), set()).add(cell(r))
+            values.setdefault(_identity(r), set()).add(cell(r))
         if any(len(found) > 1 for found in values.values()):
             out.append(Column(header, "left" if header == "dataset" else "right", cell))
             cells.append(cell)
-    keys: dict[tuple, set[str]] = {}
+    keys: dict[tuple[object, ...], set[str]] = {}
     for r in rows:
-        keys.setdefault(alike(r), set()).add(r.get("config_key") or "")
+        keys.setdefault(alike(r), set()).add(r.config_key or "")
     if "config" not in shown and any(len(found) > 1 for found in keys.values()):
-        out.append(Column("config", "left", lambda r: (r.get("config_key") or "-")[:6]))
+        out.append(Column("config", "left", lambda r: (r.config_key or "-")[:6]))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelSummary
 from dbarena.stats import analysis
 from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
@@ -74,17 +74,18 @@ def _server_hardware(run: dict) -> dict | None:
     return None
 
 
-def level_row(key: tuple, summary: dict, members: list[AnalysedPoint], label_price: Price | None, hw: dict) -> dict:
+def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: list[AnalysedPoint],
+              label_price: Price | None, hw: dict[str, Any]) -> dict[str, Any]:
     """The figures of one label x engine x workload x threads, over its repeats."""
     label, engine, workload, threads = key
     ok = [m for m in members if m.status == "ok"]
-    tps = summary["mean"] if summary["metric"] == "tps" else None
+    tps = summary.mean if summary.metric == "tps" else None
     qps = _mean(m.qps for m in ok)
-    seconds = _mean(m.run_avg_s for m in ok) if summary["metric"] != "tps" else None
+    seconds = _mean(m.run_avg_s for m in ok) if summary.metric != "tps" else None
     # Each tool's own figure: mysqlslap's is the seconds it took to run its queries
     # (lower is better), as study A publishes it; the others' their throughput.
-    metric = "seconds" if seconds is not None else summary["metric"]
-    value = seconds if metric == "seconds" else summary["mean"]
+    metric = "seconds" if seconds is not None else summary.metric
+    value = seconds if metric == "seconds" else summary.mean
     return {
         "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": metric,
         "seconds": seconds,
@@ -93,18 +94,19 @@ def level_row(key: tuple, summary: dict, members: list[AnalysedPoint], label_pri
         **_tpcc_figures(ok),
         **{k: _mean(getattr(m, k) for m in ok) for k in analysis.SYSTEM_FIELDS},
         "bound": point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
-        "bound_kind": point_bound.most_frequent(m.get("bound") for m in ok),
-        "n": summary["n"], "failed": summary["failed"],
+        "bound_kind": point_bound.most_frequent(m.bound for m in ok),
+        "n": summary.n, "failed": summary.failed,
         **_tps_interval(summary, tps),
         "qps": qps, "value": value,
         **_amounts(ok, tps),
-        **{k: summary[k] for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled", "over_repeats")},
+        **{k: getattr(summary, k) for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled",
+                                            "over_repeats")},
         **_price_figures(label_price, tps, seconds),
         **_per_core(hw, tps),
-        **dict.fromkeys(COMPARISON_FIELDS), "interval": summary["interval"],
-        "warnings": [w["code"] for w in summary["warnings"]],
-        "_estimate": summary["_estimate"], "_config": summary["config"] or {}, "_variant": summary["variant"],
-        "_label": summary["_label"],
+        **dict.fromkeys(COMPARISON_FIELDS), "interval": summary.interval,
+        "warnings": [w["code"] for w in summary.warnings],
+        "_estimate": summary.estimate, "_config": summary.config or {}, "_variant": summary.variant,
+        "_label": summary.series_label,
     }
 
 
@@ -113,10 +115,10 @@ COMPARISON_FIELDS = ("scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", 
                       "reason", "verdict_text")
 
 
-def _tps_interval(summary: dict, tps: float | None) -> dict:
+def _tps_interval(summary: LevelSummary, tps: float | None) -> dict[str, float | None]:
     if tps is None:
         return {"tps": tps, "tps_ci_low": None, "tps_ci_high": None}
-    return {"tps": tps, "tps_ci_low": summary["ci_low"], "tps_ci_high": summary["ci_high"]}
+    return {"tps": tps, "tps_ci_low": summary.ci_low, "tps_ci_high": summary.ci_high}
 
 
 def _amounts(ok: list[AnalysedPoint], tps: float | None) -> dict:

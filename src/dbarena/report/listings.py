@@ -6,6 +6,7 @@ precision), the warning letters and the notes under them. Each fits the console'
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from rich.markup import escape
@@ -17,13 +18,13 @@ from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.report.terminal import fitted, fmt
 from dbarena.stats import analysis, loadgens, metric, repeats
 from dbarena.stats.steadystate import Warning_
-from dbarena.records import AnalysedPoint
+from dbarena.records import JSONObject, AnalysedPoint, LevelComparison, LevelSummary
 
 # A line of a table: a point, or a summary over repeats (analysis.summaries).
-Listed = AnalysedPoint | dict[str, Any]
+Listed = AnalysedPoint | LevelSummary
 
 
-def _interval(low, high, digits: int = 1) -> str:
+def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
     if low is None or high is None:
         return "-"
     return f"{max(low, 0.0):,.{digits}f} .. {high:,.{digits}f}"  # a throughput is never below 0
@@ -43,7 +44,7 @@ _ORDER = {code: i for i, code in enumerate(WARNING_LETTERS)}
 
 def _codes(rows: Iterable[Listed]) -> list[str]:
     """The warning codes of the rows, in the legend's order (unknown codes last)."""
-    found = {w["code"] for r in rows for w in r.get("warnings", [])}
+    found = {w["code"] for r in rows for w in r.warnings}
     return sorted(found, key=lambda code: (_ORDER.get(code, len(_ORDER)), code))
 
 
@@ -80,7 +81,7 @@ def warning_lines(rows: Iterable[Listed]) -> list[str]:
     (messages that differ only in their figures are one warning)."""
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for r in rows:
-        for w in r.get("warnings", []):
+        for w in r.warnings:
             groups.setdefault((w["code"], tuple(_FIGURE.split(w["message"]))), []).append(w["message"])
     lines = []
     for code, _ in sorted(groups, key=lambda g: _ORDER.get(g[0], len(_ORDER))):
@@ -95,52 +96,60 @@ def warning_lines(rows: Iterable[Listed]) -> list[str]:
 # ------------------------------------------------------------------ tables
 
 
-def _steady(r: Listed) -> str:
-    if r.get("steady_tps") is None:
+def _steady(r: AnalysedPoint) -> str:
+    if r.steady_tps is None:
         return "-"
-    return f"{r['steady_tps']:,.1f}"
+    return f"{r.steady_tps:,.1f}"
 
 
-def _status(r: Listed) -> str:
-    return "ok" if r["status"] == "ok" else f"[red]failed[/]: {escape(r['error'] or '')}"
+def _status(r: AnalysedPoint) -> str:
+    return "ok" if r.status == "ok" else f"[red]failed[/]: {escape(r.error or '')}"
+
+
+def _duration(r: AnalysedPoint) -> JSONObject:
+    """How an imported point's duration was found (source.duration), if it says."""
+    found = r.source.get("duration") if isinstance(r.source, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 # drop: None only with --wide; 0 always shown; otherwise the higher, the sooner left
 # out when a table is too wide. The default columns fit 100 columns for usual names.
 POINT_COLUMNS: tuple[Column, ...] = (
-    Column("run", "right", lambda r: str(r["run_id"]), 3),
-    Column("label", "left", lambda r: escape(r["label"])),
-    Column("engine", "left", lambda r: r["engine"]),
-    Column("workload", "left", lambda r: escape(r["workload"] + (f" [{r['variant']}]" if r.get("variant") else ""))),
-    Column("threads", "right", lambda r: str(r["threads"])),
-    Column("clients", "right", lambda r: str(r["clients"]), WIDE_ONLY),
-    Column("rep", "right", lambda r: str(r.get("repeat", 0) + 1), WIDE_ONLY),
+    Column("run", "right", lambda r: str(r.run_id), 3),
+    Column("label", "left", lambda r: escape(r.label)),
+    Column("engine", "left", lambda r: r.engine),
+    Column("workload", "left", lambda r: escape(r.workload + (f" [{r.variant}]" if r.variant else ""))),
+    Column("threads", "right", lambda r: str(r.threads)),
+    Column("clients", "right", lambda r: str(r.clients), WIDE_ONLY),
+    Column("rep", "right", lambda r: str(r.repeat + 1), WIDE_ONLY),
     Column("printed\nfigure", "right", lambda r: _figure(r, 2), 1),
-    Column("qps", "right", lambda r: fmt(r["qps"]), WIDE_ONLY),
+    Column("qps", "right", lambda r: fmt(r.qps), WIDE_ONLY),
     Column("steady\ntps", "right", _steady),
-    Column("95 % CI within\nthe run", "right", lambda r: _interval(r.get("tps_ci_low"), r.get("tps_ci_high")),
-           WIDE_ONLY),
-    Column("lat avg\nms", "right", lambda r: fmt(r["latency_avg_ms"], 3), WIDE_ONLY),
-    Column("p95 ms", "right", lambda r: fmt(r["latency_p95_ms"], 3), WIDE_ONLY),
-    Column("p99 ms", "right", lambda r: fmt(r.get("latency_p99_ms"), 3), 2),
-    Column("failed\ntx", "right", lambda r: fmt(r["failed_transactions"]), WIDE_ONLY),
-    Column("errors", "right", lambda r: fmt(r["errors"]), WIDE_ONLY),
+    Column("95 % CI within\nthe run", "right", lambda r: _interval(r.tps_ci_low, r.tps_ci_high), WIDE_ONLY),
+    Column("lat avg\nms", "right", lambda r: fmt(r.latency_avg_ms, 3), WIDE_ONLY),
+    Column("p95 ms", "right", lambda r: fmt(r.latency_p95_ms, 3), WIDE_ONLY),
+    Column("p99 ms", "right", lambda r: fmt(r.latency_p99_ms, 3), 2),
+    Column("failed\ntx", "right", lambda r: fmt(r.failed_transactions), WIDE_ONLY),
+    Column("errors", "right", lambda r: fmt(r.errors), WIDE_ONLY),
     Column("warn", "left", _warnings),
-    Column("measured\ns", "right", lambda r: fmt((((r.get("source") or {}).get("duration")) or {}).get("measured_s"),
-                                                  2), WIDE_ONLY),
+    Column("measured\ns", "right", lambda r: fmt(_duration(r).get("measured_s"), 2), WIDE_ONLY),
     # What bound the point, from the server's own series and the machine's (stats/bound.py);
     # the first to go for the width (--wide shows it with its evidence).
-    Column("bound", "left", lambda r: r.get("bound") or "-", 4),
+    Column("bound", "left", lambda r: r.bound or "-", 4),
     Column("status", "left", _status, wraps=True),
-    Column("bound evidence", "left", lambda r: r.get("bound_evidence") or "-", WIDE_ONLY),
+    Column("bound evidence", "left", lambda r: r.bound_evidence or "-", WIDE_ONLY),
 )
 
 
-def _figure(r: Listed, digits: int, field: str | None = None) -> str:
-    """A row's figure in its metric (`field`: which of the row's figures, the tool's
-    printed one by default): TPS, or mysqlslap's seconds with their unit."""
-    value = metric.figure(r, r.metric) if isinstance(r, AnalysedPoint) and field is None else r.get(field or "")
-    return metric.shown(value, r["metric"], digits)
+def _figure(r: AnalysedPoint, digits: int) -> str:
+    """A point's figure in its metric, as the tool printed it: TPS, or mysqlslap's
+    seconds with their unit."""
+    return metric.shown(metric.figure(r, r.metric), r.metric, digits)
+
+
+def _shown(r: LevelSummary, value: float | None, digits: int = 1) -> str:
+    """One of a summary's figures in its metric."""
+    return metric.shown(value, r.metric, digits)
 
 
 # Under a table that shows a figure in seconds: what it is and which way is better.
@@ -149,16 +158,17 @@ SECONDS_NOTE = "s: mysqlslap's figure in place of TPS, the seconds it took to ru
 
 def _notes(rows: Sequence[Listed], *notes: str) -> list[str]:
     found = legend(rows)
-    seconds = [SECONDS_NOTE] if any(r.get("metric") == metric.SECONDS for r in rows) else []
-    return [*notes, *seconds, *together_notes([r for r in rows if isinstance(r, AnalysedPoint)]), *duration_notes(rows), *([found] if found else [])]
+    seconds = [SECONDS_NOTE] if any(r.metric == metric.SECONDS for r in rows) else []
+    points = [r for r in rows if isinstance(r, AnalysedPoint)]
+    return [*notes, *seconds, *together_notes(points), *duration_notes(points), *([found] if found else [])]
 
 
-def duration_notes(rows: Iterable[Listed]) -> list[str]:
+def duration_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
     """Imported points whose asked duration was not printed: how it was found, once."""
     found: dict[str, int] = {}
     for r in rows:
-        how = (((r.get("source") or {}).get("duration")) or {}).get("from")
-        if how in ("inferred", "last progress line", "measured"):
+        how = _duration(r).get("from")
+        if isinstance(how, str) and how in ("inferred", "last progress line", "measured"):
             found[how] = found.get(how, 0) + 1
     words = {"inferred": "inferred from the measured time (600.55 s measured: 600 s asked)",
              "last progress line": "taken from the tool's last interval report",
@@ -178,36 +188,60 @@ def together_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
             for run, (n, hosts) in runs.items()]
 
 
+@dataclass(frozen=True)
+class _PartLine:
+    """A line of the parts table: one load generator's part of a point."""
+
+    point: AnalysedPoint
+    part: dict[str, Any]  # loadgens.parts: a JSON object fleet/combine.py wrote
+    first: bool  # the point's first part: the line that names the point
+
+
 def parts_table(rows: Iterable[AnalysedPoint], wide: bool = False) -> FittedTable:
     """Each load generator's share of the points several drove together (`results
     --parts`): its threads and figures, its CPU, and what bound the point."""
     rows = list(rows)
-    lines = [{**r.as_json(), "_part": p, "_first": k == 0} for r in rows for k, p in enumerate(loadgens.parts(r))]
+    lines = [_PartLine(r, p, k == 0) for r in rows for k, p in enumerate(loadgens.parts(r))]
+
+    def busy(line: _PartLine) -> str:
+        pct = line.part.get("host_cpu_busy_pct")
+        return "-" if pct is None else f"{pct:.0f} %"
+
     columns: tuple[Column, ...] = (
-        Column("point", "right", lambda r: str(r["point_id"]) if r["_first"] else ""),
-        Column("label", "left", lambda r: escape(r["label"]) if r["_first"] else "", 3),
-        Column("workload", "left", lambda r: escape(r["workload"]) if r["_first"] else "", 2),
-        Column("host", "left", lambda r: escape(str(r["_part"].get("host")))),
-        Column("threads", "right", lambda r: str(r["_part"].get("threads"))),
-        Column("clients", "right", lambda r: str(r["_part"].get("clients")), WIDE_ONLY),
-        Column("tps", "right", lambda r: fmt(r["_part"].get("tps"), 1)),
-        Column("qps", "right", lambda r: fmt(r["_part"].get("qps"), 1), WIDE_ONLY),
-        Column("p95 ms", "right", lambda r: fmt(r["_part"].get("latency_p95_ms"), 3), 1),
-        Column("load gen.\ncores", "right", lambda r: fmt(r["_part"].get("loadgen_cpu_cores"), 2)),
-        Column("host\nbusy", "right", lambda r: "-" if r["_part"].get("host_cpu_busy_pct") is None
-               else f"{r['_part']['host_cpu_busy_pct']:.0f} %"),
+        Column("point", "right", lambda r: str(r.point.point_id) if r.first else ""),
+        Column("label", "left", lambda r: escape(r.point.label) if r.first else "", 3),
+        Column("workload", "left", lambda r: escape(r.point.workload) if r.first else "", 2),
+        Column("host", "left", lambda r: escape(str(r.part.get("host")))),
+        Column("threads", "right", lambda r: str(r.part.get("threads"))),
+        Column("clients", "right", lambda r: str(r.part.get("clients")), WIDE_ONLY),
+        Column("tps", "right", lambda r: fmt(r.part.get("tps"), 1)),
+        Column("qps", "right", lambda r: fmt(r.part.get("qps"), 1), WIDE_ONLY),
+        Column("p95 ms", "right", lambda r: fmt(r.part.get("latency_p95_ms"), 3), 1),
+        Column("load gen.\ncores", "right", lambda r: fmt(r.part.get("loadgen_cpu_cores"), 2)),
+        Column("host\nbusy", "right", busy),
     )
-    bounds = [f"point {r['point_id']}: {escape(loadgens.bound([r]) or '')}" for r in rows]
+    bounds = [f"point {r.point_id}: {escape(loadgens.bound([r]) or '')}" for r in rows]
     return fitted("each load generator's share of the points driven together (fleet run --together)",
                    columns, lines, wide, bounds)
 
 
-def _differing(columns: Sequence[Column], rows: Sequence[Listed], wide: bool) -> tuple[Column, ...]:
+def _differing(columns: Sequence[Column], rows: Sequence[Listed], wide: bool,
+               of: Callable[[Any], Listed] | None = None) -> tuple[Column, ...]:
     """The table's columns with, after threads, one for each fact of the configuration in
-    which the rows differ (clients, dataset, duration ...: report/differing.py)."""
+    which the rows differ (clients, dataset, duration ...: report/differing.py). `of`:
+    the point or summary a line of the table shows, where a line is not one itself."""
     shown = [c.header.replace("\n", " ") for c in columns if wide or c.drop is not WIDE_ONLY]
     at = next(k for k, c in enumerate(columns) if c.header == "threads") + 1
-    return (*columns[:at], *differing.columns(rows, shown), *columns[at:])
+    facts = differing.columns(rows, shown)
+    if of is not None:
+        facts = [_through(c, of) for c in facts]
+    return (*columns[:at], *facts, *columns[at:])
+
+
+def _through(column: Column, of: Callable[[Any], Listed]) -> Column:
+    """A column of a point's or summary's that shows it on a line of another table."""
+    cell = column.cell
+    return replace(column, cell=lambda line: cell(of(line)))
 
 
 def points_table(rows: Iterable[AnalysedPoint], title: str | None = None, wide: bool = False) -> FittedTable:
@@ -215,51 +249,54 @@ def points_table(rows: Iterable[AnalysedPoint], title: str | None = None, wide: 
     mysqlslap's seconds) and dbarena's steady-state mean side by side."""
     rows = list(rows)
     # The bound columns only where a point has one (its server was sampled): none for imports.
-    columns = POINT_COLUMNS if any(r.get("bound") for r in rows) else \
+    columns = POINT_COLUMNS if any(r.bound for r in rows) else \
         tuple(c for c in POINT_COLUMNS if c.header not in ("bound", "bound evidence"))
     return fitted(title, _differing(columns, rows, wide), rows, wide, _notes(rows))
 
 
-def _half_width(r: dict) -> str:
+def _half_width(r: LevelSummary) -> str:
     """The 95 % interval as +- a share of the mean: narrow enough for the default columns."""
-    if r["ci_low"] is None or r["ci_high"] is None or not r["mean"]:
+    if r.ci_low is None or r.ci_high is None or not r.mean:
         return "-"
-    return f"\u00b1{(r['ci_high'] - r['ci_low']) / 2 / r['mean']:.1%}"
+    return f"\u00b1{(r.ci_high - r.ci_low) / 2 / r.mean:.1%}"
 
 
-def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+def _steady_median(r: LevelSummary) -> bool:
+    """Is the summary's median over steady-state means (not the tools' printed figures)?"""
+    return r.statistic not in (None, analysis.PRINTED)
+
+
+def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTable:
     """analysis.summaries rows: one per label and configuration key. Where the median
     is over steady-state means, --wide shows the median of the tools' printed figures
     beside it (what a published table would show)."""
     rows = list(rows)
-    variants = any(r.get("variant") for r in rows)
-    printed = any(r.get("statistic") not in (None, analysis.PRINTED) for r in rows)
+    variants = any(r.variant for r in rows)
+    printed = any(_steady_median(r) for r in rows)
+    steady = _steady_median
 
-    def steady(r: dict) -> bool:
-        return r.get("statistic") not in (None, analysis.PRINTED)
-
-    def within(r: dict) -> str:
-        return "*" if r.get("interval") == "within one run" else ""
+    def within(r: LevelSummary) -> str:
+        return "*" if r.interval == "within one run" else ""
 
     shown_percentile = "latency_p99_ms" if _has(rows, "latency_p99_ms") else "latency_p95_ms"
     columns: tuple[Column, ...] = (
-        Column("label", "left", lambda r: escape(r["label"])),
-        Column("engine", "left", lambda r: r["engine"]),
-        Column("workload", "left", lambda r: escape(r["workload"])),
-        Column("threads", "right", lambda r: str(r["threads"])),
-        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),) if variants else ()),
-        Column("config", "left", lambda r: (r.get("config_key") or "-")[:6], WIDE_ONLY),
-        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
-        Column("n", "right", lambda r: f"{r['n']}" + (f" (+{r['failed']} failed)" if r["failed"] else "")),
-        Column("median", "right", lambda r: _figure(r, 1, "median") + ("\u2020" if steady(r) else "")),
-        *((Column("printed\nmedian", "right", lambda r: _figure(r, 1, "printed_median") if steady(r) else "=",
+        Column("label", "left", lambda r: escape(r.label)),
+        Column("engine", "left", lambda r: r.engine),
+        Column("workload", "left", lambda r: escape(r.workload)),
+        Column("threads", "right", lambda r: str(r.threads)),
+        *((Column("variant", "left", lambda r: escape(r.variant or "-")),) if variants else ()),
+        Column("config", "left", lambda r: (r.config_key or "-")[:6], WIDE_ONLY),
+        Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
+        Column("n", "right", lambda r: f"{r.n}" + (f" (+{r.failed} failed)" if r.failed else "")),
+        Column("median", "right", lambda r: _shown(r, r.median) + ("\u2020" if steady(r) else "")),
+        *((Column("printed\nmedian", "right", lambda r: _shown(r, r.printed_median) if steady(r) else "=",
                   WIDE_ONLY),) if printed else ()),
-        Column("mean", "right", lambda r: _figure(r, 1, "mean"), WIDE_ONLY),
-        Column("stdev", "right", lambda r: _figure(r, 1, "stdev"), WIDE_ONLY),
+        Column("mean", "right", lambda r: _shown(r, r.mean), WIDE_ONLY),
+        Column("stdev", "right", lambda r: _shown(r, r.stdev), WIDE_ONLY),
         Column("95 % CI", "right", lambda r: _half_width(r) + within(r), 3),
-        Column("95 % interval", "right", lambda r: _interval(r["ci_low"], r["ci_high"], _digits(r)) + within(r),
+        Column("95 % interval", "right", lambda r: _interval(r.ci_low, r.ci_high, _digits(r)) + within(r),
                WIDE_ONLY),
-        Column("CV", "right", lambda r: f"{r['cv']:.1%}" if r["cv"] is not None else "-", 2),
+        Column("CV", "right", lambda r: f"{r.cv:.1%}" if r.cv is not None else "-", 2),
         # One percentile by default, p99 where there is one (else the p95 sysbench prints).
         *(Column(f"{name} ms", "right", _percentile_of(column), 1 if column == shown_percentile else WIDE_ONLY)
           for column, name in (("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
@@ -274,7 +311,7 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
     if any(_printed_percentiles(r) for r in rows):
         captions.append(f"{PRINTED_MARK} median of the percentile each run printed (there are no histograms to "
                         "merge): not a percentile of all their transactions; --figures shows its mean and spread")
-    if any(r.get("interval") == "within one run" for r in rows):
+    if any(r.interval == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
                         "variation; no comparison verdict without 3 repeats")
     return fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
@@ -284,83 +321,99 @@ def summary_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
 # Beside a summary's percentile that is the median of the ones its runs printed.
 PRINTED_MARK = "\u2021"
 
+# The percentiles a summary table may show, by column: their pooled figure.
+_PERCENTILES: dict[str, Callable[[LevelSummary], float | None]] = {
+    "latency_p95_ms": lambda r: r.latency_p95_ms,
+    "latency_p99_ms": lambda r: r.latency_p99_ms,
+}
 
-def _printed_percentiles(r: dict) -> bool:
-    return any(r.get(c) is None and c in r.get("over_repeats", {}) for c in ("latency_p95_ms", "latency_p99_ms"))
+
+def _printed_percentiles(r: LevelSummary) -> bool:
+    return any(pooled(r) is None and column in r.over_repeats for column, pooled in _PERCENTILES.items())
 
 
-def _percentile(r: dict, column: str) -> str:
+def _percentile(r: LevelSummary, column: str) -> str:
     """A summary's percentile: of its merged histograms (or its one point); else the
     median of what each run printed, marked as such."""
-    if r.get(column) is not None:
-        return fmt(r[column], 3)
-    over = r.get("over_repeats", {}).get(column)
+    pooled = _PERCENTILES[column](r)
+    if pooled is not None:
+        return fmt(pooled, 3)
+    over = r.over_repeats.get(column)
     return "-" if over is None else f"{fmt(over['median'], 3)}{PRINTED_MARK}"
 
 
-def _has(rows: list[dict], column: str) -> bool:
+def _has(rows: list[LevelSummary], column: str) -> bool:
     """Does any summary have this percentile, pooled or printed?"""
-    return any(r.get(column) is not None or column in r.get("over_repeats", {}) for r in rows)
+    return any(_PERCENTILES[column](r) is not None or column in r.over_repeats for r in rows)
 
 
-def _percentile_of(column: str) -> Callable[[dict], str]:
+def _percentile_of(column: str) -> Callable[[LevelSummary], str]:
     return lambda r: _percentile(r, column)
 
 
-def figures_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+@dataclass(frozen=True)
+class _FigureLine:
+    """A line of the figures table: one figure of a summary over its repeats."""
+
+    summary: LevelSummary
+    figure: JSONObject  # repeats.OverRepeats.as_dict
+
+
+def figures_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTable:
     """Every figure of each summary (analysis.summaries rows) over its repeats, a line per
     figure: median, mean, n and spread, and what it is (stats/repeats.py)."""
-    lines = [{**r, "_figure": f} for r in rows for f in r.get("over_repeats", {}).values()]
+    rows = list(rows)
+    lines = [_FigureLine(r, f) for r in rows for f in r.over_repeats.values()]
     columns: tuple[Column, ...] = (
-        Column("label", "left", lambda r: escape(r["label"])),
-        Column("engine", "left", lambda r: r["engine"], 4),
-        Column("workload", "left", lambda r: escape(r["workload"])),
-        Column("threads", "right", lambda r: str(r["threads"])),
-        *((Column("variant", "left", lambda r: escape(r.get("variant") or "-")),)
-          if any(r.get("variant") for r in lines) else ()),
-        Column("figure", "left", lambda r: f"{r['_figure']['source']} {_FIGURE_NAMES[r['_figure']['figure']]}"),
-        Column("n", "right", lambda r: str(r["_figure"]["n"])),
-        Column("median", "right", lambda r: fmt(r["_figure"]["median"], 3)),
-        Column("mean", "right", lambda r: fmt(r["_figure"]["mean"], 3)),
-        Column("stdev", "right", lambda r: fmt(r["_figure"]["stdev"], 3), WIDE_ONLY),
-        Column("min .. max", "right", lambda r: f"{fmt(r['_figure']['min'], 3)} .. {fmt(r['_figure']['max'], 3)}",
-               2),
+        Column("label", "left", lambda r: escape(r.summary.label)),
+        Column("engine", "left", lambda r: r.summary.engine, 4),
+        Column("workload", "left", lambda r: escape(r.summary.workload)),
+        Column("threads", "right", lambda r: str(r.summary.threads)),
+        *((Column("variant", "left", lambda r: escape(r.summary.variant or "-")),)
+          if any(r.summary.variant for r in lines) else ()),
+        Column("figure", "left", lambda r: f"{r.figure['source']} {_FIGURE_NAMES[r.figure['figure']]}"),
+        Column("n", "right", lambda r: str(r.figure["n"])),
+        Column("median", "right", lambda r: fmt(r.figure["median"], 3)),
+        Column("mean", "right", lambda r: fmt(r.figure["mean"], 3)),
+        Column("stdev", "right", lambda r: fmt(r.figure["stdev"], 3), WIDE_ONLY),
+        Column("min .. max", "right", lambda r: f"{fmt(r.figure['min'], 3)} .. {fmt(r.figure['max'], 3)}", 2),
     )
+    # The facts that tell lines apart are their summaries' (a summary with lines).
+    summarised = [r for r in rows if r.over_repeats]
     return fitted("every figure over repeats (one line per figure; printed: as the tool printed it per run; "
                    "computed: by dbarena from each run's transactions)",
-                   _differing(columns, lines, wide), lines, wide)
+                   _differing(columns, summarised, wide, of=lambda line: line.summary), lines, wide)
 
 
 _FIGURE_NAMES = {column: name for column, name in repeats.FIGURES}
 
 
-def _digits(r: dict) -> int:
-    return 3 if r.get("metric") == metric.SECONDS else 1
+def _digits(r: LevelSummary) -> int:
+    return 3 if r.metric == metric.SECONDS else 1
 
 
-def comparison_table(rows: Iterable[dict], wide: bool = False) -> FittedTable:
+def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> FittedTable:
     rows = list(rows)
-    a, b = rows[0]["a"], rows[0]["b"]
-    by_variant = rows[0].get("by") == "variant"
+    a, b = rows[0].a, rows[0].b
+    by_variant = rows[0].by == "variant"
 
-    def verdict(r: dict) -> str:
-        return ("[bold]" if r["significant"] else "") + escape(r["verdict_text"]) + ("[/]" if r["significant"] else "")
+    def verdict(r: LevelComparison) -> str:
+        return ("[bold]" if r.significant else "") + escape(r.verdict_text) + ("[/]" if r.significant else "")
 
     columns: tuple[Column, ...] = (
-        *((Column("label", "left", lambda r: escape(r.get("label") or "")),) if by_variant else ()),
-        Column("engine", "left", lambda r: r["engine"]),
-        Column("workload", "left", lambda r: escape(r["workload"])),
-        Column("threads", "right", lambda r: str(r["threads"])),
-        Column("metric", "left", lambda r: r["metric"], WIDE_ONLY),
-        Column(escape(a), "right", lambda r: _figure(r, 1, "a_mean")),
-        Column(escape(b), "right", lambda r: _figure(r, 1, "b_mean")),
-        Column("n", "right", lambda r: f"{r['a_n']}/{r['b_n']}", 2),
-        Column("ratio", "right", lambda r: f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"),
-        Column("95 % CI", "right", lambda r: _interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), 1),
+        *((Column("label", "left", lambda r: escape(r.label or "")),) if by_variant else ()),
+        Column("engine", "left", lambda r: r.engine),
+        Column("workload", "left", lambda r: escape(r.workload)),
+        Column("threads", "right", lambda r: str(r.threads)),
+        Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
+        Column(escape(a), "right", lambda r: metric.shown(r.a_mean, r.metric)),
+        Column(escape(b), "right", lambda r: metric.shown(r.b_mean, r.metric)),
+        Column("n", "right", lambda r: f"{r.a_n}/{r.b_n}", 2),
+        Column("ratio", "right", lambda r: f"{r.ratio:.3f}" if r.ratio is not None else "-"),
+        Column("95 % CI", "right", lambda r: _interval(r.ratio_ci_low, r.ratio_ci_high, 3), 1),
         Column("verdict", "left", verdict, wraps=True),
     )
-    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.get("metric") == metric.SECONDS
-                                                                    for r in rows) else []
+    notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.metric == metric.SECONDS for r in rows) else []
     # Which statistic it shows, said: `results --summary` shows medians, this means.
     return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its runs; ratio = {escape(b)} / "
                   f"{escape(a)}; n: runs of each)", columns, rows, wide, notes)

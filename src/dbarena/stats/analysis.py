@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,7 +27,7 @@ from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import DERIVED_FIELDS, AnalysedPoint, StoredPoint
+from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -255,17 +256,6 @@ def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
         _derived(store, rows, store.runs_by_id([run_id]))
 
 
-def public(row: AnalysedPoint | dict[str, Any]) -> dict[str, Any]:
-    """A point or summary without the in-memory helper objects (for JSON). Its `repeat`
-    counts from 1, as every view shows it (the store keeps it from 0)."""
-    if isinstance(row, AnalysedPoint):
-        return row.as_json()
-    out = {k: v for k, v in row.items() if not k.startswith("_")}
-    if isinstance(out.get("repeat"), int):
-        out["repeat"] += 1
-    return out
-
-
 def _value(row: AnalysedPoint) -> float | None:
     # The steady-state mean where a series exists (warm-up excluded), else the tool's
     # figure in its metric (mysqlslap: its seconds).
@@ -294,7 +284,7 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[AnalysedPoint],
-              histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+              histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None = None) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
     store.latency_histograms)."""
@@ -327,23 +317,28 @@ def summaries(rows: Iterable[AnalysedPoint],
                 f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
                 f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
         judged_by = ok[0].metric if ok else members[0].metric
-        out.append({
-            **dict(zip(GROUP_KEY, key)), **{k: members[0].get(k) for k in SHOWN},
-            "metric": judged_by, "lower_is_better": metric.lower_is_better(judged_by),
-            "n": summary.n, "failed": summary.failed, "median": summary.median, "mean": summary.mean,
-            **_statistic(ok),
-            "stdev": summary.stdev, "ci_low": summary.ci_low, "ci_high": summary.ci_high, "cv": summary.cv,
+        first = members[0]
+        printed = _statistic(ok)
+        out.append(LevelSummary(
+            label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
+            clients=first.clients, variant=first.variant, config=first.config,
+            metric=judged_by, lower_is_better=metric.lower_is_better(judged_by),
+            n=summary.n, failed=summary.failed, median=summary.median, mean=summary.mean,
+            statistic=printed.statistic, printed_median=printed.printed_median,
+            stdev=summary.stdev, ci_low=summary.ci_low, ci_high=summary.ci_high, cv=summary.cv,
             # What the interval is: over repeats, or (one repeat) the precision of that run.
-            "interval": None if summary.ci_low is None else "within one run" if summary.within_run else
+            interval=None if summary.ci_low is None else "within one run" if summary.within_run else
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
-            "warnings": [f.as_dict() for f in summary.flags] + point_flags,
-            "bound": bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
+            warnings=[f.as_dict() for f in summary.flags] + point_flags,
+            bound=bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
             **pooled_latency(ok, histograms),
             # Every figure the repeats stored, each over them (median, mean, n, spread) and
             # labelled: what published tables give (a mean of printed p95s), named as such.
-            "over_repeats": {column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
-            "_estimate": summary.estimate,
-        })
+            over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
+            estimate=summary.estimate,
+            # A group's points share their label, and so the series it was named from.
+            series_label=first.series_label,
+        ))
     return out
 
 
@@ -355,15 +350,21 @@ STEADY = "steady-state mean per run"
 PRINTED = "figure the tool printed per run"
 
 
-def _statistic(ok: list[AnalysedPoint]) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class _Statistic:
+    statistic: str | None
+    printed_median: float | None
+
+
+def _statistic(ok: list[AnalysedPoint]) -> _Statistic:
     steady = [m.steady_tps is not None for m in ok]
     printed = [v for m in ok if (v := metric.figure(m, m.metric)) is not None]
-    return {
-        "statistic": (STEADY if all(steady) else PRINTED if not any(steady) else
-                      f"mixed: {sum(steady)} steady-state mean(s), {len(steady) - sum(steady)} printed figure(s)")
+    return _Statistic(
+        statistic=(STEADY if all(steady) else PRINTED if not any(steady) else
+                   f"mixed: {sum(steady)} steady-state mean(s), {len(steady) - sum(steady)} printed figure(s)")
         if ok else None,
-        "printed_median": statistics.median(printed) if printed else None,
-    }
+        printed_median=statistics.median(printed) if printed else None,
+    )
 
 
 LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
@@ -424,7 +425,7 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
-            groups: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+            groups: list[LevelSummary] | None = None) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -442,35 +443,34 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
             raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
         ignore.update(configkey.ABOUT[field])
     groups = summaries(rows) if groups is None else groups  # the caller's, when it compares many pairs
-    side_of: Callable[[dict[str, Any]], str] = (lambda s: s["label"]) if by == "label" else (lambda s: s["variant"])
+    side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
     left = [s for s in groups if side_of(s) == a]
     right = [s for s in groups if side_of(s) == b]
     out = []
-    for sa in sorted(left, key=lambda s: (s["engine"], s["workload"], s["threads"], s["label"])):
-        same_place = [sb for sb in right if (sb["engine"], sb["workload"], sb["threads"]) ==
-                      (sa["engine"], sa["workload"], sa["threads"]) and (by == "label" or sb["label"] == sa["label"])]
+    for sa in sorted(left, key=lambda s: (s.engine, s.workload, s.threads, s.label)):
+        same_place = [sb for sb in right if (sb.engine, sb.workload, sb.threads) ==
+                      (sa.engine, sa.workload, sa.threads) and (by == "label" or sb.label == sa.label)]
         if not same_place:
             continue
-        match = next((sb for sb in same_place if configkey.matches(sa["config"] or {}, sb["config"] or {}, ignore)),
-                     None)
-        base = {"engine": sa["engine"], "workload": sa["workload"], "threads": sa["threads"], "metric": sa["metric"],
-                "lower_is_better": metric.lower_is_better(sa["metric"]),
-                "a": a, "b": b, "by": by, "label": sa["label"] if by == "variant" else None,
-                "a_mean": sa["mean"], "a_n": sa["n"]}
+        a_config = sa.config or {}
+        match = next((sb for sb in same_place if configkey.matches(a_config, sb.config or {}, ignore)), None)
+        row = functools.partial(LevelComparison, engine=sa.engine, workload=sa.workload, threads=sa.threads,
+                                metric=sa.metric, lower_is_better=metric.lower_is_better(sa.metric), a=a, b=b,
+                                by=by, label=sa.label if by == "variant" else None, a_mean=sa.mean, a_n=sa.n)
         if match is None:
             sb = same_place[0]
-            fields = configkey.differing(sa["config"] or {}, sb["config"] or {}, ignore)
-            reason = "not comparable: " + configkey.describe(sa["config"] or {}, sb["config"] or {}, fields)
-            out.append({**base, "b_mean": sb["mean"], "b_n": sb["n"], "ratio": None, "ratio_ci_low": None,
-                        "ratio_ci_high": None, "p_value": None, "significant": False, "differs": fields,
-                        "verdict": None, "reason": reason, "verdict_text": reason})
+            fields = configkey.differing(a_config, sb.config or {}, ignore)
+            reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
+            out.append(row(b_mean=sb.mean, b_n=sb.n, ratio=None, ratio_ci_low=None, ratio_ci_high=None,
+                           p_value=None, significant=False, differs=fields, unverified=None, verdict=None,
+                           reason=reason, verdict_text=reason, log_se=None, log_df=None))
             continue
-        if sa["_estimate"] is None or match["_estimate"] is None:
+        if sa.estimate is None or match.estimate is None:
             continue
-        c = stats.compare(sa["_estimate"], match["_estimate"], of=sa["metric"])
-        out.append({**base, "b_mean": match["mean"], "b_n": match["n"], "ratio": c.ratio, "ratio_ci_low": c.ci_low,
-                    "ratio_ci_high": c.ci_high, "p_value": c.p_value, "significant": c.significant, "differs": [],
-                    "unverified": configkey.unknown(sa["config"] or {}, match["config"] or {}, ignore),
-                    "verdict": c.verdict.value if c.verdict else None, "reason": c.reason, "verdict_text": c.text,
-                    "log_se": c.log_se, "log_df": c.log_df})
+        c = stats.compare(sa.estimate, match.estimate, of=sa.metric)
+        out.append(row(b_mean=match.mean, b_n=match.n, ratio=c.ratio, ratio_ci_low=c.ci_low,
+                       ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
+                       unverified=configkey.unknown(a_config, match.config or {}, ignore),
+                       verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
+                       log_se=c.log_se, log_df=c.log_df))
     return out

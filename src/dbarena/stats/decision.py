@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelComparison
 from dbarena.stats import bound as point_bound
 from dbarena.stats import loadgens, metric, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
@@ -118,31 +118,32 @@ def _geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[dict[str, Any]]) -> Decision:
+def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[LevelComparison]) -> Decision:
     """One engine and workload of the label against the baseline, from its level rows."""
-    judged_by = next((r["metric"] for r in rows if r.get("metric")), None)
+    judged_by = next((r.metric for r in rows if r.metric), None)
     inverse = judged_by is not None and metric.lower_is_better(judged_by)
     if inverse:
         # b / a of seconds, turned into b / a of speed; the log-scale spread is the same.
-        rows = [{**r, "ratio": 1 / r["ratio"] if r["ratio"] else r["ratio"]} for r in rows]
-    counted = sorted((r for r in rows if r["ratio"] is not None and r["ratio"] > 0), key=lambda r: r["threads"])
-    strip = tuple((int(r["threads"]), float(r["ratio"])) for r in counted)
+        rows = [replace(r, ratio=1 / r.ratio) if r.ratio else r for r in rows]
+    ratios = sorted(((r, r.ratio) for r in rows if r.ratio is not None and r.ratio > 0), key=lambda c: c[0].threads)
+    counted = [r for r, _ in ratios]
+    strip = tuple((r.threads, ratio) for r, ratio in ratios)
     if not counted:
-        why = next((r["verdict_text"] for r in rows if r.get("verdict_text")), "no level measured by both")
+        why = next((r.verdict_text for r in rows if r.verdict_text), "no level measured by both")
         return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, (),
                         metric=judged_by)
-    point = _geomean(r["ratio"] for r in counted)
+    point = _geomean(ratio for _, ratio in ratios)
     assert point is not None  # every counted ratio is positive
-    short = [r for r in counted if r.get("log_se") is None]
+    short = [r for r in counted if r.log_se is None]
     if short:
-        fewest = min(min(r["a_n"], r["b_n"]) for r in short)
+        fewest = min(min(r.a_n, r.b_n) for r in short)
         text = (f"no verdict: {fewest} run(s) a side at {len(short)} of {len(counted)} level(s), {MIN_REPEATS} "
                 f"needed ({(point - 1) * 100:+.1f} % without an interval{f'; {INVERSE}' if inverse else ''}); "
                 f"run both with --repeat {MIN_REPEATS}")
         return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
                         metric=judged_by)
-    ratio, low, high, p_value, log = combine([_Log(math.log(r["ratio"]), r["log_se"], r["log_df"] or math.inf)
-                                              for r in counted])
+    ratio, low, high, p_value, log = combine([_Log(math.log(value), r.log_se, r.log_df or math.inf)
+                                              for r, value in ratios if r.log_se is not None])
     verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse)
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
                     log_se=log.se, log_df=log.df, metric=judged_by)
@@ -232,15 +233,15 @@ def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
             f"{point_bound.figure_text(name, x)} ({label}) against {point_bound.figure_text(name, y)} ({baseline})")
 
 
-def decide(comparisons: Iterable[dict[str, Any]], points: Sequence[AnalysedPoint] = ()) -> list[Decision]:
+def decide(comparisons: Iterable[LevelComparison], points: Sequence[AnalysedPoint] = ()) -> list[Decision]:
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
     engine and workload, worst first (lowest ratio; those without a figure last).
     `points` (analysis.load rows): to say why each significant difference is there."""
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, str], list[LevelComparison]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
-        workload = f"{r['workload']} [{r['label']}]" if r.get("by") == "variant" and r.get("label") else r["workload"]
-        groups.setdefault((r["b"], r["a"], r["engine"], workload), []).append(r)
+        workload = f"{r.workload} [{r.label}]" if r.by == "variant" and r.label else r.workload
+        groups.setdefault((r.b, r.a, r.engine, workload), []).append(r)
     out = [_workload(label, baseline, engine, workload, rows)
            for (label, baseline, engine, workload), rows in groups.items()]
     if points:

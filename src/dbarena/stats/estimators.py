@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
+from dbarena.records import MeanEstimate
 from dbarena.stats import metric, verdicts
 from dbarena.stats.estimate import CONFIDENCE, Estimate, chi2_dist, sample_stdev, t_dist
 from dbarena.stats.steadystate import Flag, SteadyState, Warning_
@@ -132,7 +133,7 @@ class Comparison:
         return self.verdict in (Verdict.FASTER, Verdict.SLOWER)
 
 
-def welch(a: Estimate, b: Estimate) -> tuple[float, float] | None:
+def welch(a: MeanEstimate, b: MeanEstimate) -> tuple[float, float] | None:
     """(t, df) of Welch's test on b - a; None without standard errors."""
     if a.se is None or b.se is None or a.df is None or b.df is None:
         return None
@@ -144,7 +145,7 @@ def welch(a: Estimate, b: Estimate) -> tuple[float, float] | None:
     return t, df
 
 
-def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE,
+def compare(a: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE,
             min_repeats: int = MIN_REPEATS, of: str = metric.TPS) -> Comparison:
     """b relative to a, each an estimate over independent runs: the ratio of means, its
     interval, and a verdict when both sides have min_repeats runs. `of`: the metric

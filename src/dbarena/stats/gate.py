@@ -30,7 +30,7 @@ from typing import Any
 
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, LevelComparison
 from dbarena.stats import analysis, decision, metric
 
 FAIL, PASS, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, MISSING = \
@@ -129,7 +129,7 @@ def side(store: ResultStore, spec: str) -> Side:
         raise UsageError(f"no points stored yet in {store.location}")
     if spec.isdigit() and any(r["id"] == int(spec) for r in runs):
         rows = analysis.load(store, run_id=int(spec))
-        return Side(f"run {spec}", f"run {spec} (label {rows[0]['label']!r})" if rows else f"run {spec}", rows)
+        return Side(f"run {spec}", f"run {spec} (label {rows[0].label!r})" if rows else f"run {spec}", rows)
     labels = list(dict.fromkeys(r["label"] for r in runs))
     if spec in labels:
         ids = sorted(r["id"] for r in runs if r["label"] == spec)
@@ -140,13 +140,13 @@ def side(store: ResultStore, spec: str) -> Side:
                      f"{runs[0]['id']} to {runs[-1]['id']}")
 
 
-def _levels(rows: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{r['threads']}: {metric.shown(r.get('a_mean'), r['metric'])} ({r.get('a_n')}) -> "
-                     f"{metric.shown(r.get('b_mean'), r['metric'])} ({r.get('b_n')})"
-                     for r in sorted(rows, key=lambda r: r["threads"]))
+def _levels(rows: list[LevelComparison]) -> str:
+    return "; ".join(f"{r.threads}: {metric.shown(r.a_mean, r.metric)} ({r.a_n}) -> "
+                     f"{metric.shown(r.b_mean, r.metric)} ({r.b_n})"
+                     for r in sorted(rows, key=lambda r: r.threads))
 
 
-def _item(d: decision.Decision, rows: list[dict[str, Any]], threshold: float) -> Item:
+def _item(d: decision.Decision, rows: list[LevelComparison], threshold: float) -> Item:
     """A workload's decision as the gate's verdict. Its ratio and interval are of speed
     already (decision.py: 1 / seconds for mysqlslap), on the log scale where its p-value is."""
     change = d.change_pct
@@ -186,17 +186,17 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     rows = [replace(p, label=baseline.name) for p in baseline.points] + \
            [replace(p, label=candidate.name) for p in candidate.points]
     compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT)
-    counted = [r for r in compared if not r.get("differs")]
-    items = [_item(d, [r for r in counted if (r["engine"], r["workload"]) == (d.engine, d.workload)], max_regression)
+    counted = [r for r in compared if not r.differs]
+    items = [_item(d, [r for r in counted if (r.engine, r.workload) == (d.engine, d.workload)], max_regression)
              for d in decision.decide(counted)]
     # Levels that no figure counts, listed rather than dropped.
-    items += [Item(r["engine"], r["workload"], r["metric"], _levels([r]), None, None, None, None, NOT_COMPARABLE,
-                   r["reason"]) for r in compared if r.get("differs")]
-    seen = {(r["engine"], r["workload"], r["threads"]) for r in compared}
+    items += [Item(r.engine, r.workload, r.metric, _levels([r]), None, None, None, None, NOT_COMPARABLE,
+                   r.verdict_text) for r in compared if r.differs]
+    seen = {(r.engine, r.workload, r.threads) for r in compared}
     for s in analysis.summaries(r for r in rows if r.label == baseline.name):
-        if (s["engine"], s["workload"], s["threads"]) not in seen:
-            seen.add((s["engine"], s["workload"], s["threads"]))
-            items.append(Item(s["engine"], s["workload"], s["metric"], f"{s['threads']}", None, None, None, None,
+        if (s.engine, s.workload, s.threads) not in seen:
+            seen.add((s.engine, s.workload, s.threads))
+            items.append(Item(s.engine, s.workload, s.metric, f"{s.threads}", None, None, None, None,
                               MISSING, f"not measured by {candidate.what}"))
     if not any(i.status in JUDGED for i in items):
         reasons = "; ".join(sorted({f"{i.workload}: {i.text}" for i in items})[:3]) or \
