@@ -55,7 +55,8 @@ from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
-from dbarena.records import JSON, StoredPoint
+from dbarena.interfaces import ResultStore
+from dbarena.records import JSON, StoredPoint, json_object
 from dbarena.stats import configkey
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
@@ -213,7 +214,9 @@ class Together:
             if run_id is None:
                 run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
             else:
-                store.reopen_run(run_id, store.run(run_id)["options"])  # type: ignore[index]
+                resumed = store.run(run_id)
+                assert resumed is not None  # _find read it from this store a moment ago
+                store.reopen_run(run_id, resumed.options)
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
             failed = 0
             status = "interrupted"
@@ -310,11 +313,11 @@ class Together:
                                                       f"not confirmed stopped ({answer.problem or state}); "
                                                       f"`dbarena cleanup` on {self.server.name} removes it"))
 
-    def _find(self, store: Any, key: str) -> tuple[int | None, set[tuple]]:
+    def _find(self, store: ResultStore, key: str) -> tuple[int | None, set[tuple]]:
         for run in reversed(store.runs()):
-            if (run.get("options") or {}).get("together", {}).get("key") == key:
-                done = {_identity_row(p) for p in store.points(run_id=run["id"]) if p.status == "ok"}
-                return run["id"], done
+            if json_object(run.options.get("together")).get("key") == key:
+                done = {_identity_row(p) for p in store.points(run_id=run.id) if p.status == "ok"}
+                return run.id, done
         return None, set()
 
     def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
