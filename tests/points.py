@@ -1,13 +1,13 @@
 """Records for unit tests of the views: an `AnalysedPoint` as analysis.load makes one,
-a `LevelComparison` as analysis.compare does, every field at a plain default, the
-test's own values on top. A test states only what it is about; the record's types
-still hold."""
+a `LevelComparison` as analysis.compare does, a `StoredRun` as the store reads one,
+every field at a plain default, the test's own values on top. A test states only what it
+is about; the record's types still hold."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dbarena.records import AnalysedPoint, LevelComparison
+from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
 
 _DEFAULTS: dict[str, Any] = {
     "point_id": 1, "run_id": 1, "label": "a", "host": "box", "target": "postgresql://dbarena@127.0.0.1:1/dbarena",
@@ -48,3 +48,17 @@ _COMPARISON: dict[str, Any] = {
 def comparison(**fields: Any) -> LevelComparison:
     """A comparison row (of two labels at one level) with these fields."""
     return LevelComparison(**{**_COMPARISON, **fields})
+
+
+_RUN_DEFAULTS: dict[str, Any] = {
+    "id": 1, "label": "a", "host": "box", "engine": "postgres", "target": "postgresql://dbarena@127.0.0.1:1/dbarena",
+    "server_version": "17.2", "tool_versions": {}, "options": {}, "host_facts": {}, "dbarena_version": None,
+    "started_at": "2026-11-01T00:00:00+00:00", "ended_at": "2026-11-01T00:01:00+00:00", "status": "finished",
+    "target_facts": {}, "price_per_hour": None, "study_sha256": None, "variant": "", "flavour": "postgresql",
+    "currency": None, "invocation": None, "status_reason": None, "uuid": None, "host_fingerprint": None,
+}
+
+
+def run(**fields: Any) -> StoredRun:
+    """A run with these fields."""
+    return StoredRun(**{**_RUN_DEFAULTS, **fields})

@@ -286,7 +286,7 @@ def pooled_note(store: ResultStore, label: str, invocation: str, given: bool) ->
     """One line when the label already holds points of another `dbarena run` (not the
     one being resumed): summaries and comparisons pool them with this run's when their
     configurations match, which a label defaulting to the host name hides."""
-    runs = {r["id"]: r for r in store.runs() if r["label"] == label and r.get("invocation") != invocation}
+    runs = {r.id: r for r in store.runs() if r.label == label and r.invocation != invocation}
     if not runs:
         return None
     counts: dict[int, int] = {}
@@ -295,7 +295,7 @@ def pooled_note(store: ResultStore, label: str, invocation: str, given: bool) ->
             counts[point.run_id] = counts.get(point.run_id, 0) + 1
     if not counts:
         return None
-    days = sorted({str(runs[r].get("started_at") or "")[:10] for r in counts} - {""})
+    days = sorted({runs[r].started_at[:10] for r in counts} - {""})
     when = f" from {days[0]}" if len(days) == 1 else f" from {days[0]} to {days[-1]}" if days else ""
     ids = sorted(counts)
     which = f"run {ids[0]}" if len(ids) == 1 else (f"runs {', '.join(map(str, ids))}" if len(ids) <= 4

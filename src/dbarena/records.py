@@ -10,10 +10,10 @@ in stats/analysis.py, before any view sees the point.
 `JSON` types what is a JSON document at the edge (options, facts, the configuration
 key's parts): what the store decoded, no more is known of it.
 
-The run and point records still answer `record["field"]` and `record.get("field")`
-while the views move to attributes (issue 40); a LevelSummary is read by attribute only.
-`as_json` is what the exports print, in the order the golden files
-(tests/fixtures/golden/) hold.
+The point records still answer `record["field"]` and `record.get("field")` while the
+views move to attributes (issue 40); a run, a LevelSummary and a LevelComparison are read
+by their attributes only. `as_json` is what the exports print, in the order the golden
+files (tests/fixtures/golden/) hold.
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ from typing import Any, Iterator, Protocol, TypeAlias, Union
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
 
-__all__ = ["JSON", "JSONObject", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS", "MeanEstimate",
-           "LevelSummary", "LevelComparison"]
+__all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS",
+           "MeanEstimate", "LevelSummary", "LevelComparison"]
+
+
+def json_object(value: JSON) -> JSONObject:
+    """`value` where it is a JSON object, else an empty one: a part of a document (a
+    run's options, its facts) that a reader looks into, absent or not an object there."""
+    return value if isinstance(value, dict) else {}
 
 
 class _Readable:
@@ -59,8 +65,13 @@ class _Readable:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredRun(_Readable):
-    """A run as the store keeps it, its JSON columns decoded and its host's facts joined."""
+class StoredRun:
+    """A run as the store keeps it (schema.py's `runs`, in its order), its JSON columns
+    decoded and its host's facts joined. Where one of its facts does not read
+    (store/edge.py says which), a JSON column is an empty object and another fact None
+    (dbarena_version too, NOT NULL as stored); a run whose identity does not read (its
+    id, label, host, engine, target, start, status, variant, host fingerprint) is left
+    out, not made."""
 
     id: int
     label: str

@@ -13,6 +13,7 @@ from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
 from dbarena.lifecycle import state
 from dbarena.model import PointSpec
+from dbarena.records import StoredRun, json_object
 from dbarena.study import Study
 
 
@@ -25,28 +26,28 @@ from dbarena.study import Study
 # up front and stores written before this check resume the same way.
 
 
-def incomplete(store: ResultStore, run: dict) -> bool:
+def incomplete(store: ResultStore, run: StoredRun) -> bool:
     """Whether a stored run left something to do: it did not finish, a point of it
     failed that no later repeat replaced, or its `dbarena run` never began a run its
     study plans (interrupted between engines). What --resume without a run continues."""
     if left_to_do(store, run):
         return True
-    return bool(run.get("invocation")) and bool(never_begun(store, store.invocation_runs(run["invocation"])))
+    return run.invocation is not None and bool(never_begun(store, store.invocation_runs(run.invocation)))
 
 
-def left_to_do(store: ResultStore, run: dict) -> bool:
+def left_to_do(store: ResultStore, run: StoredRun) -> bool:
     """Whether this run itself is unfinished: not finished, or a failed point that no
     later repeat of the same configuration and index replaced."""
-    if run["status"] != "finished":
+    if run.status != "finished":
         return True
-    if run["options"].get("precision"):
+    if run.options.get("precision"):
         return False  # adaptive: a failed run was retried under a new repeat index
-    rows = store.points(run_id=run["id"])
+    rows = store.points(run_id=run.id)
     ok = {(r.config_key, r.repeat) for r in rows if r.status == "ok"}
     return any(r.status == "failed" and (r.config_key, r.repeat) not in ok for r in rows)
 
 
-def never_begun(store: ResultStore, runs: list[dict]) -> list[tuple[str, str]]:
+def never_begun(store: ResultStore, runs: list[StoredRun]) -> list[tuple[str, str]]:
     """(engine, variant) that the study of `runs` (one invocation's) plans and that no
     run of them is for: the engines an interrupt between engines left unstarted. []
     when the stored study cannot be rebuilt any more (resumed_study says why)."""
@@ -56,16 +57,16 @@ def never_begun(store: ResultStore, runs: list[dict]) -> list[tuple[str, str]]:
         planned = plan.planned_runs(_stored_study(store, runs[0]))
     except UsageError:
         return []
-    begun = {(r["engine"], r.get("variant") or "") for r in runs}
+    begun = {(r.engine, r.variant) for r in runs}
     return [key for key in planned if key not in begun]
 
 
-def _unfinished(store: ResultStore, runs: list[dict]) -> bool:
+def _unfinished(store: ResultStore, runs: list[StoredRun]) -> bool:
     """Whether the `dbarena run` these runs belong to left something to do."""
     return any(left_to_do(store, r) for r in runs) or bool(never_begun(store, runs))
 
 
-def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
+def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[StoredRun]]:
     """The `dbarena run` to continue (its invocation) and its stored runs: the one run
     RUN belongs to, or the latest that did not finish every point or never began one
     of its engines. UsageError when there is none, or when its owner is still running it."""
@@ -73,32 +74,35 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[dict]]:
         run = store.run(run_id)
         if run is None:
             raise UsageError(f"--resume {run_id}: no run {run_id} in {store.location}")
-        if not run.get("invocation") or "flags" not in run["options"]:
+        if not run.invocation or "flags" not in run.options:
             raise UsageError(f"--resume {run_id}: run {run_id} was stored by an older dbarena (or imported) "
                              "without its plan; it cannot be resumed")
-        invocation = run["invocation"]
+        invocation = run.invocation
     else:
-        latest_first = dict.fromkeys(r["invocation"] for r in reversed(store.runs())
-                                     if r.get("invocation") and "flags" in r["options"])
+        latest_first = dict.fromkeys(r.invocation for r in reversed(store.runs())
+                                     if r.invocation and "flags" in r.options)
         invocation = next((i for i in latest_first if _unfinished(store, store.invocation_runs(i))), "")
         if not invocation:
             raise UsageError(f"--resume: no interrupted or partly failed run in {store.location}")
     runs = store.invocation_runs(invocation)
     for r in runs:
-        owner = r["options"].get("owner") or {}
-        if r["status"] == "running" and owner.get("host") == socket.gethostname() \
-                and owner.get("pid") != os.getpid() and state.alive(owner.get("pid"), owner.get("start")):
-            raise UsageError(f"--resume: run {r['id']} is still running (process {owner['pid']})")
+        owner = json_object(r.options.get("owner"))
+        pid, start = owner.get("pid"), owner.get("start")
+        if r.status == "running" and owner.get("host") == socket.gethostname() and isinstance(pid, int) \
+                and pid != os.getpid() and state.alive(pid, start if isinstance(start, int) else None):
+            raise UsageError(f"--resume: run {r.id} is still running (process {pid})")
     return invocation, runs
 
 
-def _stored_study(store: ResultStore, first: dict) -> Study:
+def _stored_study(store: ResultStore, first: StoredRun) -> Study:
     """The study a stored run followed, rebuilt from its text and flags."""
-    record = store.study_text(first["study_sha256"]) if first["study_sha256"] else None
-    if record is None:
-        raise UsageError(f"--resume: run {first['id']} has no stored study")
-    return study_mod.rebuild(record["text"], first["options"].get("source") or record["source"],
-                             first["options"]["flags"])
+    record = store.study_text(first.study_sha256) if first.study_sha256 else None
+    flags = first.options.get("flags")
+    if record is None or not isinstance(flags, dict):
+        raise UsageError(f"--resume: run {first.id} has no stored study")
+    source = first.options.get("source")
+    return study_mod.rebuild(record["text"], source if isinstance(source, str) and source else record["source"],
+                             flags)
 
 
 def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = None) -> tuple[Study, str]:
@@ -111,7 +115,7 @@ def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = 
     if given is not None:
         changed = study_mod.differences(stored, given)
         if changed:
-            raise UsageError(f"--resume: the study differs from what run {first['id']} ran: {'; '.join(changed)}")
+            raise UsageError(f"--resume: the study differs from what run {first.id} ran: {'; '.join(changed)}")
     return stored, invocation
 
 
@@ -131,5 +135,5 @@ def stored_points(store: ResultStore, invocation: str) -> set[Identity]:
     """identity() of every point the runs of `invocation` stored ok."""
     return {(r.engine, r.workload, r.threads, r.clients, r.variant or "", r.repeat,
              tuple(sorted((k, str(v)) for k, v in r.params.items())))
-            for run in store.invocation_runs(invocation) for r in store.points(run_id=run["id"])
+            for run in store.invocation_runs(invocation) for r in store.points(run_id=run.id)
             if r.status == "ok"}

@@ -185,7 +185,7 @@ def _probe(study: Study, seconds: int, reporter: Reporter) -> dict | None:
 
 def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str], int]:
     """(engine, variant) -> the run id the earlier `dbarena run` stored, when resuming."""
-    return {(r["engine"], r["variant"]): r["id"] for r in store.invocation_runs(resume)} if resume else {}
+    return {(r.engine, r.variant): r.id for r in store.invocation_runs(resume)} if resume else {}
 
 
 def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]],
@@ -199,9 +199,9 @@ def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]
         ids = [previous.get((part.engine.name, v)) for v in part.variants]
         runs = [store.run(i) if i is not None else None for i in ids]
         if all(r is not None and not resume.left_to_do(store, r) for r in runs):
-            outcome.run_ids += [r["id"] for r in runs if r is not None and r["id"] not in outcome.run_ids]
+            outcome.run_ids += [r.id for r in runs if r is not None and r.id not in outcome.run_ids]
             outcome.skipped += sum(row.status == "ok" for r in runs if r is not None
-                                   for row in store.points(run_id=r["id"]))
+                                   for row in store.points(run_id=r.id))
         else:
             left.append((mode, part))
     return left

@@ -435,7 +435,7 @@ def test_a_kernel_smt_axis_switches_before_each_modes_servers_and_puts_it_back(p
     seen = Seen()
     with Store(tmp_path / "r.db") as db:
         outcome = session.run(study.parse(KERNEL_SMT_STUDY, "smt.toml"), store=db, reporter=seen)
-        options = [db.run(r)["options"]["cpus"] for r in outcome.run_ids]
+        options = [db.run(r).options["cpus"] for r in outcome.run_ids]
     assert control.read_text().strip() == "on" and state.records() == []  # as the machine had it
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []
     if ctrl_c:

@@ -13,7 +13,10 @@ from typing import Any
 
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.stats import configkey, environment, history
+from dbarena.records import StoredRun
 from dbarena.store.database import Store
+
+import points
 
 HOST = {"cpu_model": "test cpu", "hardware_threads": 2, "memory_bytes": 8 * 2 ** 30, "kernel": "6.1.0",
         "usable_cpus": "0-1", "usable_hardware_threads": 2}
@@ -29,9 +32,9 @@ def config(settings: dict[str, str], host: dict[str, Any] | None = None, options
                            host=configkey.host_identity(host or HOST, target))
 
 
-def run(non_default: dict[str, str] | None, host: dict[str, Any] | None = None) -> dict[str, Any]:
+def run(non_default: dict[str, str] | None, host: dict[str, Any] | None = None) -> StoredRun:
     target_facts = {} if non_default is None else {"non_default_settings": non_default}
-    return {"server_version": "17.2", "host_facts": host or HOST, "host": "box", "target_facts": target_facts}
+    return points.run(server_version="17.2", host_facts=host or HOST, host="box", target_facts=target_facts)
 
 
 def texts(before: environment.Environment, after: environment.Environment) -> list[str]:

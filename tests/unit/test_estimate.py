@@ -16,8 +16,9 @@ from dbarena import preflight, session, study
 from dbarena.records import AnalysedPoint
 from dbarena import study as study_mod
 from dbarena.host import datadir, probe
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, StoredRun
 from dbarena.study import Overrides
+from points import point, run
 
 FACTS = {"hardware_threads": 2, "effective_hardware_threads": 2, "hostname": "vm"}
 
@@ -156,20 +157,20 @@ def test_durations_in_words(seconds, words):
 
 
 class FakeStore:
-    def __init__(self, runs: list[dict], points: dict[int, int]):
+    def __init__(self, runs: list[StoredRun], points: dict[int, int]):
         self._runs, self._points = runs, points
 
-    def runs(self) -> list[dict]:
+    def runs(self) -> list[StoredRun]:
         return self._runs
 
     def points(self, *, labels: tuple[str, ...] = ()) -> list[AnalysedPoint]:
-        wanted = {r["id"] for r in self._runs if r["label"] in labels}
+        wanted = {r.id for r in self._runs if r.label in labels}
         return [point(run_id=run_id) for run_id, n in self._points.items() if run_id in wanted for _ in range(n)]
 
 
 def test_a_label_that_already_holds_points_of_another_run_is_said():
-    store = FakeStore([{"id": 3, "label": "vm", "invocation": "a", "started_at": "2026-11-22T10:00:00Z"},
-                       {"id": 4, "label": "other", "invocation": "b", "started_at": "2026-11-23T10:00:00Z"}],
+    store = FakeStore([run(id=3, label="vm", invocation="a", started_at="2026-11-22T10:00:00Z"),
+                       run(id=4, label="other", invocation="b", started_at="2026-11-23T10:00:00Z")],
                       {3: 20, 4: 5})
     assert preflight.pooled_note(store, "vm", "new", given=False) == (  # type: ignore[arg-type]
         "label 'vm' already holds 20 points from 2026-11-22 (run 3); they are pooled with these when the "

@@ -38,7 +38,7 @@ def as_host(source: Path, folder: Path, host: str, label: str) -> Path:
     path = folder / f"{host}.db"
     shutil.copy(source, path)
     with Store(path) as db:
-        facts = {**db.runs()[0]["host_facts"], "hostname": host}
+        facts = {**db.runs()[0].host_facts, "hostname": host}
         with db.db:
             fingerprint = db._host(facts)
             db.db.execute("UPDATE runs SET label = ?, host = ?, host_fingerprint = ?", (label, host, fingerprint))

@@ -20,6 +20,7 @@ from dbarena.stats import analysis
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.store.database import Store
+from points import run
 
 T0 = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
@@ -785,9 +786,9 @@ def test_a_monthly_price_is_shown_as_given_with_its_hourly_figure():
 
     s = study.apply(study.load("seed-a"), study.Overrides(price_per_month=70))
     assert s.price_per_month == 70 and s.price_per_hour == 70 / 730
-    runs = [{"label": "new", "price_per_hour": 70 / 730, "currency": "USD", "options": {"price_per_month": 70}},
-            {"label": "old", "price_per_hour": 70 / 730, "currency": "USD", "options": {"flags": {"price_per_month": 70}}},
-            {"label": "hourly", "price_per_hour": 0.2, "currency": "USD", "options": {}}]
+    runs = [run(label="new", price_per_hour=70 / 730, currency="USD", options={"price_per_month": 70}),
+            run(label="old", price_per_hour=70 / 730, currency="USD", options={"flags": {"price_per_month": 70}}),
+            run(label="hourly", price_per_hour=0.2, currency="USD")]
     shown = {label: p.shown() for label, p in data.label_prices(runs, {}).items()}
     assert shown == {"new": "70 USD/month (0.0959 USD/h)", "old": "70 USD/month (0.0959 USD/h)",
                      "hourly": "0.2 USD/h"}

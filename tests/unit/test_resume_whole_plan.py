@@ -69,7 +69,7 @@ def test_a_study_interrupted_between_engines_is_resumed_and_a_whole_one_is_not(t
         assert resume.incomplete(db, db.run(first))  # as the fleet's hosts ask
         assert not resume.left_to_do(db, db.run(first))  # the run itself is whole
         invocation, runs = resume.resumable(db, None)
-        assert invocation == half and [r["id"] for r in runs] == [first]
+        assert invocation == half and [r.id for r in runs] == [first]
         resumed, again = resume.resumed_study(db, None, arguments.study_from_args(BOTH))
         assert again == half and plan.planned_runs(resumed) == [("postgres", ""), ("mysql", "")]
         _run(db, both, "mysql", half)
@@ -84,7 +84,7 @@ def test_a_run_whose_study_cannot_be_rebuilt_lacks_nothing_it_can_tell(tmp_path)
         db.db.execute("UPDATE runs SET options = ? WHERE id = ?",
                       ('{"flags": {"engines": ["nosuch"]}, "source": "command-line flags"}', run_id))
         db.db.commit()
-        assert resume.never_begun(db, db.invocation_runs(db.run(run_id)["invocation"])) == []
+        assert resume.never_begun(db, db.invocation_runs(str(db.run(run_id).invocation))) == []
 
 
 def test_an_instance_directory_is_recorded_before_it_is_made(tmp_path, monkeypatch):

@@ -64,7 +64,7 @@ def test_the_next_command_reaps_a_dead_owners_directory_and_marks_its_run(tmp_pa
     assert said[1].startswith(f"marked run {run_id} in {tmp_path / 'r.db'} interrupted (killed)")
     with Store(tmp_path / "r.db") as db:
         run = db.run(run_id)
-    assert (run["status"], run["status_reason"]) == ("interrupted", "killed")
+    assert run is not None and (run.status, run.status_reason) == ("interrupted", "killed")
     assert cleanup.reap_dead(said.append) == 0
 
 

@@ -27,7 +27,7 @@ def two_hosts(folder: Path) -> Path:
     shutil.copy(STORES / "v9.db", folder / "arm.db")
     shutil.copy(STORES / "v9.db", folder / "x86.db")
     with Store(folder / "x86.db") as db:
-        facts = {**db.runs()[0]["host_facts"], "hostname": "x86-box", "cpu_model": "Xeon"}
+        facts = {**db.runs()[0].host_facts, "hostname": "x86-box", "cpu_model": "Xeon"}
         with db.db:
             fingerprint = db._host(facts)
             db.db.execute("UPDATE runs SET label = 'x86', host = 'x86-box', host_fingerprint = ?,"

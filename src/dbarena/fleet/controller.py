@@ -31,6 +31,7 @@ from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, outliers
 from dbarena.fleet.inventory import Host
+from dbarena.records import StoredRun, json_object
 from dbarena.store.database import Store
 from dbarena.study import Study
 
@@ -458,27 +459,27 @@ class Fleet:
         store, under its label), matched in the merged store by run UUID."""
         with Store(store) as db:
             probed: list[outliers.HostProbe] = []
-            runs_of: dict[str, list[dict]] = {}
+            runs_of: dict[str, list[StoredRun]] = {}
             for h in self.hosts:
                 fetched = self.states[h.name].fetched
                 source = Store(fetched, readonly=True) if fetched is not None else None
                 try:
                     mine = [r for r in (source or db).runs()
-                            if r["label"] == h.label and (r.get("options") or {}).get("probe")]
+                            if r.label == h.label and r.options.get("probe")]
                 finally:
                     if source is not None:
                         source.close()
                 if not mine:
                     continue
-                latest = max(mine, key=lambda r: r["id"])
-                uuids = {r["uuid"] for r in mine if r.get("invocation") == latest.get("invocation")}
-                runs_of[h.name] = [r for r in db.runs() if r.get("uuid") in uuids]
-                probed.append(outliers.HostProbe(h.name, latest.get("host_facts") or {}, latest["options"]["probe"]))
+                latest = max(mine, key=lambda r: r.id)
+                uuids = {r.uuid for r in mine if r.invocation == latest.invocation}
+                runs_of[h.name] = [r for r in db.runs() if r.uuid in uuids]
+                probed.append(outliers.HostProbe(h.name, latest.host_facts, json_object(latest.options.get("probe"))))
             for found in outliers.findings(probed):
                 self.say(f"host {found.host}: {found.text}")
                 if found.flagged:
                     for r in runs_of.get(found.host, []):
-                        db.update_options(r["id"], {"probe_outlier": found.text})
+                        db.update_options(r.id, {"probe_outlier": found.text})
 
     def summary(self) -> int:
         """The final table; 0 when every host's study is complete, else 1."""

@@ -70,21 +70,21 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     with Store(store) as db:
         seen: set[str] = set()
         for run in reversed(db.runs()):
-            invocation = run.get("invocation")
-            if not invocation or invocation in seen or "flags" not in run["options"] or not run["study_sha256"]:
+            invocation, flags, source = run.invocation, run.options.get("flags"), run.options.get("source")
+            if not invocation or invocation in seen or not isinstance(flags, dict) or not run.study_sha256:
                 continue
             seen.add(invocation)
-            record = db.study_text(run["study_sha256"])
+            record = db.study_text(run.study_sha256)
             if record is None:
                 continue
-            stored = study_mod.rebuild(record["text"], run["options"].get("source") or record["source"],
-                                       run["options"]["flags"])
+            stored = study_mod.rebuild(record["text"], source if isinstance(source, str) and source
+                                       else record["source"], flags)
             if study_mod.differences(stored, given):
                 continue
             runs = db.invocation_runs(invocation)
             if any(resume.incomplete(db, r) for r in runs):
-                return "resume", runs[0]["id"]
-            return "complete", runs[0]["id"]
+                return "resume", runs[0].id
+            return "complete", runs[0].id
     return "new", None
 
 

@@ -67,7 +67,8 @@ from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
-from dbarena.records import JSON, StoredPoint
+from dbarena.interfaces import ResultStore
+from dbarena.records import JSON, StoredPoint, json_object
 from dbarena.stats import configkey
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
@@ -228,13 +229,15 @@ class Together:
             if run_id is None:
                 run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
             else:
-                store.reopen_run(run_id, store.run(run_id)["options"])  # type: ignore[index]
+                resumed = store.run(run_id)
+                assert resumed is not None  # _find read it from this store a moment ago
+                store.reopen_run(run_id, resumed.options)
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
                 if self.server is not None:
                     # The resumed points' server is a new one, whose TLS may not be the
                     # first one's: the fact says this one's, and keeps the other's.
                     now = self._tls_fact((answer.data["run_info"].get("target_facts") or {}).get("tls"))
-                    before = ((store.run(run_id) or {}).get("target_facts") or {}).get("tls")
+                    before = resumed.target_facts.get("tls")
                     if before != now:
                         store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
             failed = 0
@@ -373,11 +376,11 @@ class Together:
                                                       f"not confirmed stopped ({answer.problem or state}); "
                                                       f"`dbarena cleanup` on {self.server.name} removes it"))
 
-    def _find(self, store: Any, key: str) -> tuple[int | None, set[tuple]]:
+    def _find(self, store: ResultStore, key: str) -> tuple[int | None, set[tuple]]:
         for run in reversed(store.runs()):
-            if (run.get("options") or {}).get("together", {}).get("key") == key:
-                done = {_identity_row(p) for p in store.points(run_id=run["id"]) if p.status == "ok"}
-                return run["id"], done
+            if json_object(run.options.get("together")).get("key") == key:
+                done = {_identity_row(p) for p in store.points(run_id=run.id) if p.status == "ok"}
+                return run.id, done
         return None, set()
 
     def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:

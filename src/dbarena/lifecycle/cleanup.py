@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from dbarena.host import hostinfo, smt
 from dbarena.lifecycle import state
+from dbarena.records import json_object
 
 
 def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool = False,
@@ -197,9 +198,9 @@ def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
     try:
         with Store(store) as db:
             run = db.run(run_id)
-            if run is None or run["status"] != "running":
+            if run is None or run.status != "running":
                 return False
-            if (run["options"].get("owner") or {}).get("pid") not in (None, owner):
+            if json_object(run.options.get("owner")).get("pid") not in (None, owner):
                 return False  # resumed since by another process: its run now
             db.finish_run(run_id, "interrupted", reason="killed")
             return True

@@ -71,7 +71,7 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:
     """Every label named (to show, to price, as the baseline) is one the store holds."""
-    stored = {r["label"] for r in store.runs()}
+    stored = {r.label for r in store.runs()}
     named = (*selection.labels, *selection.prices, *([selection.baseline] if selection.baseline else []))
     for label in named:
         if label not in stored:
@@ -110,7 +110,7 @@ def _history(store: ResultStore, shown: list[str]) -> str:
     label the report splits by configuration ('nightly [config 28ea06]') is one history."""
     runs: dict[str, int] = {}
     for r in store.runs():
-        runs[r["label"]] = runs.get(r["label"], 0) + 1
+        runs[r.label] = runs.get(r.label, 0) + 1
     labels = tuple(label for label, n in runs.items() if n >= history_view.MIN_CHART_RUNS
                    and any(s == label or s.startswith(f"{label} [") for s in shown))
     if not labels:

@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from dbarena.records import AnalysedPoint, LevelSummary
+from dbarena.records import AnalysedPoint, LevelSummary, StoredRun, json_object
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -69,7 +69,7 @@ class Report:
     at_threads: int | None
     rows: list[dict]
     sections: list[Section]
-    provenance: dict[str, dict] = field(default_factory=dict)
+    provenance: dict[str, dict[str, StoredRun]] = field(default_factory=dict)  # label -> engine -> its run
     # The decision (stats/decision.py): each label against the baseline, worst first,
     # and each label's line across workloads.
     decisions: list[Decision] = field(default_factory=list)
@@ -79,17 +79,17 @@ class Report:
 # ------------------------------------------------------------------ assembly
 
 
-def label_prices(runs: list[dict], overrides: dict[str, Price]) -> dict[str, Price]:
+def label_prices(runs: list[StoredRun], overrides: dict[str, Price]) -> dict[str, Price]:
     """Each label's price: the newest stored with its runs, unless the report gives one."""
     prices: dict[str, Price] = {}
     for run in runs:  # oldest first: the newest stored price wins
-        if run.get("price_per_hour") is not None:
-            options = run.get("options") or {}
+        if run.price_per_hour is not None:
+            options = run.options
             # A monthly rent as given: recorded since runs store it, else in the flags.
-            monthly = options.get("price_per_month") or (options.get("flags") or {}).get("price_per_month")
-            prices[run["label"]] = Price(per_hour=run["price_per_hour"],
-                                         currency=run.get("currency") or DEFAULT_CURRENCY,
-                                         per_month=float(monthly) if monthly else None)
+            monthly = options.get("price_per_month") or json_object(options.get("flags")).get("price_per_month")
+            prices[run.label] = Price(per_hour=run.price_per_hour, currency=run.currency or DEFAULT_CURRENCY,
+                                      per_month=float(monthly) if isinstance(monthly, (int, float, str)) and monthly
+                                      else None)
     for label, given in overrides.items():
         stored = prices.get(label)
         prices[label] = with_currency(given, stored.currency if stored else None)
@@ -168,7 +168,7 @@ def _differs(row: dict, base: dict) -> list[str]:
     return configkey.differing(row["_config"], base["_config"], ignore)
 
 
-def build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
+def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
@@ -178,11 +178,11 @@ def build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None =
                       histograms=histograms)
 
 
-def _build(rows: list[AnalysedPoint], runs: list[dict], *, baseline: str | None, prices: dict[str, Price] | None,
+def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
-    runs_by_id = {r["id"]: r for r in runs}
+    runs_by_id = {r.id: r for r in runs}
     order = labels or list(dict.fromkeys(r.label for r in rows))
     rows = [r for r in rows if r.label in order]
     if baseline is None and order:
@@ -420,15 +420,16 @@ def _cheapest(ranking: list[dict], at_threads: int | None, prices: dict[str, Pri
     return None
 
 
-def _provenance(rows: list[AnalysedPoint], order: list[str], runs: list[dict]) -> dict[str, dict]:
+def _provenance(rows: list[AnalysedPoint], order: list[str], runs: list[StoredRun]
+                ) -> dict[str, dict[str, StoredRun]]:
     """Each series' runs by engine: those of its label and variant."""
-    provenance: dict[str, dict] = {}
+    provenance: dict[str, dict[str, StoredRun]] = {}
     origin = {r.label: (r.series_label, r.variant or "") for r in rows}
     for name in order:
         label, variant = origin.get(name, (name, ""))
         for run in runs:
-            if run["label"] == label and (run.get("variant") or "") == variant:
-                provenance.setdefault(name, {})[run["engine"]] = run
+            if run.label == label and run.variant == variant:
+                provenance.setdefault(name, {})[run.engine] = run
     return provenance
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from dbarena.records import AnalysedPoint, LevelSummary
+from dbarena.records import AnalysedPoint, LevelSummary, StoredRun, json_object
 from dbarena.stats import analysis
 from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
@@ -35,15 +35,15 @@ def _tpcc_figures(ok: list[AnalysedPoint]) -> dict:
     }
 
 
-def server_is_local(run: dict) -> bool:
+def server_is_local(run: StoredRun) -> bool:
     """Did the server run on the measured host (a throwaway instance)?"""
-    options = run.get("options", {})
-    if "targets" in options:
-        return run["engine"] not in options["targets"]
+    options = run.options
+    if "targets" in options:  # engine -> the URL given (provenance.py)
+        return run.engine not in json_object(options["targets"])
     return options.get("target", "throwaway") == "throwaway"
 
 
-def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, dict]) -> dict[str, dict]:
+def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, StoredRun]) -> dict[str, dict]:
     """Hardware of each label's server, from its runs (a label is one machine): the
     measured host for a throwaway instance, what --server-cores/--server-threads said
     for a remote target."""
@@ -55,20 +55,21 @@ def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, dict]) -> dict[str
     return hardware
 
 
-def _server_hardware(run: dict) -> dict | None:
+def _server_hardware(run: StoredRun) -> dict | None:
     """The cores and hardware threads of one run's server; None when unknown (a remote
     target the run was told nothing about)."""
-    placed = (run.get("options") or {}).get("cpus")
+    placed = run.options.get("cpus")
     if placed and server_is_local(run):
         # [cpus]: the cores and threads the variant's server was confined to.
+        placed = json_object(placed)
         return {"physical_cores": placed.get("server_cores"), "hardware_threads": placed.get("server_threads")}
     if server_is_local(run):
-        facts = run["host_facts"]
+        facts = run.host_facts
         # What the run could use (taskset, cpuset, quota), else the machine's.
         return {"physical_cores": facts.get("usable_physical_cores") or facts.get("physical_cores"),
                 "hardware_threads": facts.get("effective_hardware_threads") or facts.get("hardware_threads")}
-    if run["target_facts"].get("server_physical_cores") or run["target_facts"].get("server_hardware_threads"):
-        facts = run["target_facts"]
+    if run.target_facts.get("server_physical_cores") or run.target_facts.get("server_hardware_threads"):
+        facts = run.target_facts
         return {"physical_cores": facts.get("server_physical_cores"),
                 "hardware_threads": facts.get("server_hardware_threads")}
     return None

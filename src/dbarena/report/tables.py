@@ -9,6 +9,7 @@ from typing import Callable
 
 from dbarena.report import data, reading
 from dbarena.report.data import Report, Section
+from dbarena.records import JSONObject, StoredRun, json_object
 from dbarena.report.reading import Explanation
 from dbarena.stats import environment
 
@@ -248,7 +249,7 @@ def _tool_version(report: Report, label: str, engine: str, workload: str) -> str
     known = WORKLOADS.get(workload)
     binary = getattr(known.tool, "binary", known.tool.name) if known else workload.split("-")[0]
     run = report.provenance.get(label, {}).get(engine)
-    version = (run or {}).get("tool_versions", {}).get(binary)
+    version = run.tool_versions.get(binary) if run is not None else None
     return " ".join(str(version).split()) if version else "-"
 
 
@@ -267,8 +268,10 @@ def parameters(section: Section, report: Report) -> TableSpec:
             return " | ".join(str(v) for v in found)
 
         ratios = sorted({c["clients"] / c["threads"] for c in configs if c.get("clients") and c.get("threads")})
-        run = report.provenance.get(label, {}).get(section.engine) or {}
-        changes = [c for c in (run.get("options") or {}).get("changes", []) if c.startswith(section.workload + " ")]
+        run = report.provenance.get(label, {}).get(section.engine)
+        changed = run.options.get("changes") if run is not None else None
+        changes = [c for c in (changed if isinstance(changed, list) else [])
+                   if isinstance(c, str) and c.startswith(section.workload + " ")]
         rows.append([
             label, values(lambda c: _kv(c.get("params") or {})),
             values(lambda c: "bounded by queries" if c.get("duration_s") is None else f"{c['duration_s']} s"),
@@ -446,7 +449,7 @@ def _as_compared(title: str, cell: str) -> str:
     return cell
 
 
-def _differing_settings(runs: list[dict | None]) -> list[str]:
+def _differing_settings(runs: list[StoredRun | None]) -> list[str]:
     """Per label, only the settings whose values differ between the labels ("default"
     where a server left one at it, "?" where a run did not record its settings)."""
     found = [environment.of_run(r, {}) if r else None for r in runs]
@@ -461,12 +464,12 @@ def _differing_settings(runs: list[dict | None]) -> list[str]:
     return [", ".join(f"{f.removeprefix('setting ')}={value(e, f)}" for f in differing) or "-" for e in found]
 
 
-def _run_of(report: Report, label: str) -> dict:
+def _run_of(report: Report, label: str) -> StoredRun:
     runs = report.provenance[label]
     return runs[sorted(runs)[0]]
 
 
-def _machine_rows(runs: list[dict]) -> list[list[str]]:
+def _machine_rows(runs: list[StoredRun]) -> list[list[str]]:
     """The machine of each label's first run (by engine), one row per fact."""
     # For a remote target the facts below are the load generator's (where dbarena ran):
     # said in so many words, with what the user told of the server, or "unknown".
@@ -476,18 +479,23 @@ def _machine_rows(runs: list[dict]) -> list[list[str]]:
                                            for here in local]]
     if not all(local):
         rows.append(["server cores / threads"] + [_server_cpu(run, here) for run, here in zip(runs, local)])
-    together = [(run.get("options") or {}).get("together") for run in runs]
+    together = [json_object(run.options.get("together")) for run in runs]
     if any(together):
         # fleet run --together: the machine below is the first of them (each the same kind).
-        rows.append(["load generators"] + [f"{t['load_generators']} at once: {', '.join(t['hosts'])}" if t else "1"
-                                           for t in together])
+        rows.append(["load generators"] + [_load_generators(t) if t else "1" for t in together])
     for title, key in _HOST_FIELDS:
-        values = [run["host_facts"].get(key) for run in runs]
+        values = [run.host_facts.get(key) for run in runs]
         if any(v is not None for v in values):
             rows.append([title] + ["-" if v is None else str(v) for v in values])
-    memory = [run["host_facts"].get("memory_bytes") for run in runs]
-    rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if m else "-" for m in memory])
+    memory = [run.host_facts.get("memory_bytes") for run in runs]
+    rows.append(["memory"] + [f"{m / 1024 ** 3:.1f} GiB" if isinstance(m, (int, float)) and m else "-"
+                              for m in memory])
     return rows + _probe_rows(runs)
+
+
+def _load_generators(together: JSONObject) -> str:
+    hosts = together.get("hosts")
+    return f"{together.get('load_generators')} at once: {', '.join(map(str, hosts if isinstance(hosts, list) else []))}"
 
 
 # The host probe's figures (host/probe.py), as the runs' options hold them.
@@ -500,55 +508,55 @@ _PROBE_FIELDS = (
 )
 
 
-def _probe_rows(runs: list[dict]) -> list[list[str]]:
+def _probe_rows(runs: list[StoredRun]) -> list[list[str]]:
     """The host probe before each label's study, and a fleet's flag of a host far from
     its kind (fleet/outliers.py); no rows when no run was probed."""
-    probes = [(run.get("options") or {}).get("probe") or {} for run in runs]
+    probes = [json_object(run.options.get("probe")) for run in runs]
     if not any(probes):
         return []
     rows = [[title] + ["-" if p.get(key) is None else fmt.format(p[key]) for p in probes]
             for title, key, fmt in _PROBE_FIELDS]
-    flags = [(run.get("options") or {}).get("probe_outlier") for run in runs]
+    flags = [run.options.get("probe_outlier") for run in runs]
     if any(flags):
-        rows.append(["probe: far from its kind"] + [f or "no" for f in flags])
+        rows.append(["probe: far from its kind"] + [str(f) if f else "no" for f in flags])
     return rows
 
 
-def _server_cpu(run: dict, here: bool) -> str:
+def _server_cpu(run: StoredRun, here: bool) -> str:
     if here:
         return "as below"
-    facts = run["target_facts"]
+    facts = run.target_facts
     cores, threads = facts.get("server_physical_cores"), facts.get("server_hardware_threads")
     if cores is None and threads is None:
         return "unknown (run --server-cores/--server-threads say it)"
     return f"{cores or '-'} cores / {threads or '-'} hardware threads (as given)"
 
 
-def _engine_rows(engine: str, runs: list[dict | None]) -> list[list[str]]:
+def _engine_rows(engine: str, runs: list[StoredRun | None]) -> list[list[str]]:
     """An engine's rows: a cell per label, from its run of that engine ("-" without one)."""
-    cells: tuple[tuple[str, Callable[[dict], str]], ...] = (
-        ("server", lambda r: r["target_facts"].get("version_string") or r["server_version"] or "-"),
-        ("target", lambda r: r["target"]),
-        ("data checksums", lambda r: str(r["target_facts"].get("data_checksums", "-"))),
+    cells: tuple[tuple[str, Callable[[StoredRun], str]], ...] = (
+        ("server", lambda r: str(r.target_facts.get("version_string") or r.server_version or "-")),
+        ("target", lambda r: r.target),
+        ("data checksums", lambda r: str(r.target_facts.get("data_checksums", "-"))),
         ("data directory", _data_dir),
         ("settings", _settings),
-        ("tools", lambda r: ", ".join(_tool(k, v) for k, v in sorted(r["tool_versions"].items()))),
-        ("price per hour", lambda r: "-" if r.get("price_per_hour") is None else
-         _money(r.get("price_per_hour"), r.get("currency") or "USD")),
+        ("tools", lambda r: ", ".join(_tool(k, v) for k, v in sorted(r.tool_versions.items()))),
+        ("price per hour", lambda r: "-" if r.price_per_hour is None else
+         _money(r.price_per_hour, r.currency or "USD")),
     )
     return [[f"{engine}: {title}"] + [cell(r) if r else "-" for r in runs] for title, cell in cells]
 
 
-def _data_dir(run: dict) -> str:
-    d = (run.get("options") or {}).get("data_dir")
+def _data_dir(run: StoredRun) -> str:
+    d = json_object(run.options.get("data_dir"))
     if not d:
         return "-"
     return f"{d.get('path')}: {d.get('fs', '?')} on {d.get('device', '?')} ({d.get('mount_options', '?')})"
 
 
-def _settings(run: dict) -> str:
-    facts = run["target_facts"]
-    variables = facts.get("non_default_settings") or facts.get("key_variables") or {}
+def _settings(run: StoredRun) -> str:
+    facts = run.target_facts
+    variables = json_object(facts.get("non_default_settings") or facts.get("key_variables"))
     # A throwaway instance's own port and directories explain nothing (stats/environment.py).
     return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())
                      if k.lower() not in environment.PER_INSTANCE) or "-"

@@ -27,7 +27,7 @@ from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint
+from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -101,15 +101,19 @@ def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> d
                            for k in ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")})
 
 
-def run_threads(run: dict[str, Any]) -> int:
+def run_threads(run: StoredRun) -> int:
     """The hardware threads a run's server could use: the CPUs a [cpus] variant confined
     it to; else the run's CPU affinity and quota where recorded (since
     hostinfo.read_usable_cpus); else the machine's."""
-    placed = (run.get("options") or {}).get("cpus")
-    if placed and placed.get("server_threads"):
-        return int(placed["server_threads"])
-    facts = run.get("host_facts") or {}
-    return facts.get("effective_hardware_threads") or facts.get("hardware_threads") or 1
+    # (Counts where present: the store's edge checked them, edge.SHAPES.)
+    placed = run.options.get("cpus")
+    threads = placed.get("server_threads") if isinstance(placed, dict) else None
+    if isinstance(threads, int) and threads:
+        return threads
+    for name in ("effective_hardware_threads", "hardware_threads"):
+        if isinstance(found := run.host_facts.get(name), int) and found:
+            return found
+    return 1
 
 
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
@@ -142,7 +146,7 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
             samples=int(figures.get("samples") or 0),
             lower_is_better=metric.lower_is_better(judged_by),
             # Its number of repeats was chosen by the stopping rule (--precision).
-            adaptive=bool((run["options"] or {}).get("precision")),
+            adaptive=bool(run.options.get("precision")),
             # The hardware threads its server could use: what "saturated" is measured against.
             hardware_threads_usable=run_threads(run),
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
@@ -158,19 +162,19 @@ def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[
     runs = store.runs()
     if not runs:
         return False
-    if run_id is not None and run_id not in {r["id"] for r in runs}:
-        raise UsageError(f"no run {run_id} in the store; stored: {_ranges(sorted(r['id'] for r in runs))}")
-    stored_labels = list(dict.fromkeys(r["label"] for r in runs))
+    if run_id is not None and run_id not in {r.id for r in runs}:
+        raise UsageError(f"no run {run_id} in the store; stored: {_ranges(sorted(r.id for r in runs))}")
+    stored_labels = list(dict.fromkeys(r.label for r in runs))
     for label in labels:
         if label not in stored_labels:
             raise UsageError(f"no label {label!r} in the store; stored: {', '.join(stored_labels)}")
     if study is not None:
         studies = {sha: (store.study_text(sha) or {}).get("name") or sha[:12]
-                   for sha in dict.fromkeys(r["study_sha256"] for r in runs if r.get("study_sha256"))}
+                   for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256)}
         if not any(name == study or sha.startswith(study) for sha, name in studies.items()):
             raise UsageError(f"no study {study!r} in the store; stored: "
                              f"{', '.join(dict.fromkeys(studies.values())) or 'none (no run came from a study)'}")
-    stored_variants = list(dict.fromkeys(r["variant"] for r in runs if r.get("variant")))
+    stored_variants = list(dict.fromkeys(r.variant for r in runs if r.variant))
     for variant in variants:
         if variant not in stored_variants:
             raise UsageError(f"no variant {variant!r} in the store; stored: "
@@ -192,7 +196,7 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, dict[str, Any]]
+def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, StoredRun]
              ) -> dict[int, dict[str, Any]]:
     derived = store.derived((r.point_id for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r.point_id not in derived]

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from dbarena.records import StoredRun
+
 # Settings of a throwaway instance that differ on every run and explain nothing.
 PER_INSTANCE = frozenset({
     "port", "unix_socket_directories", "data_directory", "hba_file", "ident_file", "config_file",
@@ -79,27 +81,27 @@ def kind(fact: str) -> str | None:
 _MACHINE_WORDS = frozenset(words for words, _ in MACHINE_FACTS.values())
 
 
-def of_run(run: Mapping[str, Any], config: Mapping[str, Any]) -> Environment:
-    """A run's environment, from its row (store.runs()) and one of its points'
+def of_run(run: StoredRun, config: Mapping[str, Any]) -> Environment:
+    """A run's environment, from its record (store.runs()) and one of its points'
     configuration key: the server's version, the tools' and client libraries' versions,
     dbarena's, the kernel and the machine, the server's settings (those the study set, and
     every other non-default one the server reported), the duration, warm-up and tool
     options of the point."""
     out: dict[str, str] = {}
     complete: set[str] = set()
-    if run.get("server_version"):
-        out["server version"] = str(run["server_version"])
-    for tool, version in sorted((run.get("tool_versions") or {}).items()):
+    if run.server_version:
+        out["server version"] = run.server_version
+    for tool, version in sorted(run.tool_versions.items()):
         out[f"{tool} version"] = str(version)
-    if run.get("dbarena_version"):
-        out["dbarena version"] = str(run["dbarena_version"])
-    facts = run.get("host_facts") or {}
+    if run.dbarena_version:
+        out["dbarena version"] = run.dbarena_version
+    facts = run.host_facts
     for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
         if facts.get(fact) is not None:
             out[fact.replace("_", " ")] = str(facts[fact])
-    if run.get("host"):
-        out["host"] = str(run["host"])
-    reported = (run.get("target_facts") or {}).get("non_default_settings")
+    if run.host:
+        out["host"] = run.host
+    reported = run.target_facts.get("non_default_settings")
     if isinstance(reported, Mapping):
         complete.add(SETTING)  # the server listed every setting not at its default
         for name, value in reported.items():

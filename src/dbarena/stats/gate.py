@@ -127,17 +127,17 @@ def side(store: ResultStore, spec: str) -> Side:
     runs = store.runs()
     if not runs:
         raise UsageError(f"no points stored yet in {store.location}")
-    if spec.isdigit() and any(r["id"] == int(spec) for r in runs):
+    if spec.isdigit() and any(r.id == int(spec) for r in runs):
         rows = analysis.load(store, run_id=int(spec))
         return Side(f"run {spec}", f"run {spec} (label {rows[0].label!r})" if rows else f"run {spec}", rows)
-    labels = list(dict.fromkeys(r["label"] for r in runs))
+    labels = list(dict.fromkeys(r.label for r in runs))
     if spec in labels:
-        ids = sorted(r["id"] for r in runs if r["label"] == spec)
+        ids = sorted(r.id for r in runs if r.label == spec)
         shown = ", ".join(map(str, ids)) if len(ids) <= 6 else f"{ids[0]} to {ids[-1]}"
         return Side(spec, f"label {spec!r} (run{'s' if len(ids) > 1 else ''} {shown})",
                     analysis.load(store, labels=(spec,)))
     raise UsageError(f"{spec!r} is neither a run nor a label in the store; labels: {', '.join(labels)}; runs: "
-                     f"{runs[0]['id']} to {runs[-1]['id']}")
+                     f"{runs[0].id} to {runs[-1].id}")
 
 
 def _levels(rows: list[LevelComparison]) -> str:

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, StoredRun
 from dbarena.stats import analysis, environment, metric
 from dbarena.stats import estimators as stats
 
@@ -193,7 +193,7 @@ def _change_point(runs: Sequence[RunValue], index: int, start: int, end: int, p_
                        text=metric.change_words(change, judged_by) + interval, causes=causes(runs, index))
 
 
-def _run_value(run: Mapping[str, Any], points: Sequence[AnalysedPoint]) -> RunValue:
+def _run_value(run: StoredRun, points: Sequence[AnalysedPoint]) -> RunValue:
     ok = [p for p in points if analysis.value(p) is not None]
     values = [v for p in ok if (v := analysis.value(p)) is not None]
     low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
@@ -201,7 +201,7 @@ def _run_value(run: Mapping[str, Any], points: Sequence[AnalysedPoint]) -> RunVa
     summary = stats.summarize(values, failed=len(points) - len(ok), within_run=within,
                               adaptive=any(p.adaptive for p in ok))
     interval = None if summary.ci_low is None else "within one run" if summary.within_run else "between runs"
-    return RunValue(run_id=int(run["id"]), started_at=str(run.get("started_at") or ""), n=summary.n,
+    return RunValue(run_id=run.id, started_at=run.started_at, n=summary.n,
                     failed=summary.failed, mean=summary.mean, ci_low=summary.ci_low, ci_high=summary.ci_high,
                     interval=interval, environment=environment.of_run(run, points[0].config or {}))
 
@@ -213,10 +213,10 @@ def series_key(point: AnalysedPoint) -> tuple[str, str, str, int, int, str, str]
             json.dumps(dataset, sort_keys=True), point.variant or "")
 
 
-def build(points: Iterable[AnalysedPoint], runs: Iterable[Mapping[str, Any]]) -> list[Series]:
+def build(points: Iterable[AnalysedPoint], runs: Iterable[StoredRun]) -> list[Series]:
     """Every series in these points (analysis.load rows) with the runs they came from
     (store.runs()), oldest run first, with its change points."""
-    by_id = {int(r["id"]): r for r in runs}
+    by_id = {r.id: r for r in runs}
     grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[AnalysedPoint]]] = \
         defaultdict(lambda: defaultdict(list))
     for p in points:
@@ -224,7 +224,7 @@ def build(points: Iterable[AnalysedPoint], runs: Iterable[Mapping[str, Any]]) ->
     out = []
     for key, of_run in grouped.items():
         label, engine, workload, threads, clients, dataset, variant = key
-        ordered = sorted(of_run, key=lambda rid: (str(by_id[rid].get("started_at") or ""), rid))
+        ordered = sorted(of_run, key=lambda rid: (by_id[rid].started_at, rid))
         values = tuple(_run_value(by_id[rid], of_run[rid]) for rid in ordered)
         judged_by = next((p.metric for pts in of_run.values() for p in pts if p.metric), metric.TPS)
         out.append(_with_change_points(Series(

@@ -31,7 +31,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import StoredPoint
+from dbarena.records import StoredPoint, StoredRun
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -237,7 +237,7 @@ class Store:
                             " WHERE id = ?",
                             (json.dumps(options, sort_keys=True), run_id))
 
-    def invocation_runs(self, invocation: str) -> list[dict[str, Any]]:
+    def invocation_runs(self, invocation: str) -> list[StoredRun]:
         ids = [i for (i,) in self.db.execute("SELECT id FROM runs WHERE invocation = ? ORDER BY id", (invocation,))]
         return [r for r in map(self.run, ids) if r is not None]
 
@@ -406,7 +406,7 @@ class Store:
         rows = [row for row in rows if row["run_id"] in runs]
         for row in rows:  # (the run's columns as its checked record has them)
             run = runs[row["run_id"]]
-            row["server_version"] = run["server_version"]
+            row["server_version"] = run.server_version
         for row in rows:
             if row["study"] is not None and not isinstance(row["study"], str):
                 self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
@@ -417,13 +417,13 @@ class Store:
         bulk.keep(len(points))
         return points
 
-    def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, StoredRun]:
         """Many runs in one query per chunk (see run())."""
-        out = {}
+        out: dict[int, StoredRun] = {}
         for chunk in chunks(sorted(set(run_ids))):
             for record in self._run_records(
                     self.db.execute(self._RUNS + f" WHERE r.id IN ({', '.join('?' * len(chunk))})", chunk)):
-                out[record["id"]] = record
+                out[record.id] = record
         return out
 
     def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
@@ -641,8 +641,8 @@ class Store:
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
 
-    def _run_records(self, cur: Any) -> list[dict[str, Any]]:
-        """The runs a query read that fit (edge.py), as dicts, JSON decoded; a run that
+    def _run_records(self, cur: Any) -> list[StoredRun]:
+        """The runs a query read that fit (edge.py), as records, JSON decoded; a run that
         does not fit is said once and left out, and so are its points (points())."""
         names = [d[0] for d in cur.description]
         host, legacy, fingerprint = (names.index(n) for n in ("_host_facts", "host_facts", "host_fingerprint"))
@@ -670,17 +670,14 @@ class Store:
                                     "flavour", "invocation", "status_reason", "uuid", "study_sha256"))
         fit = self.edge.check("runs", names, rows, lambda row: str(row[0]), "that run and its points are left out",
                               lenient=lenient)
-        records = []
-        for row in fit:
-            record = dict(zip(names, row))
-            del record["_host_facts"]
-            records.append(record)
-        return records
+        # (By name: `r.*` is the table's order, which schema.py and records.py declare alike.)
+        return [StoredRun(**{name: value for name, value in zip(names, row) if name != "_host_facts"})
+                for row in fit]
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[StoredRun]:
         return self._run_records(self.db.execute(self._RUNS + " ORDER BY r.id"))
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
+    def run(self, run_id: int) -> StoredRun | None:
         found = self._run_records(self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,)))
         return found[0] if found else None
 

@@ -17,4 +17,4 @@ def info(store: Store) -> dict[str, Any]:
             "schema_version": store.migrated_from or store.version, "size_bytes": store.dialect.size_bytes(),
             **counts, "raw_output_bytes_compressed": int(raw[0]),
             # The labels of the runs that fit (a run that does not is said, as every read says it).
-            "labels": sorted({r["label"] for r in store.runs()})}
+            "labels": sorted({r.label for r in store.runs()})}
