@@ -67,12 +67,12 @@ def test_a_run_without_uuid_and_a_host_that_is_not_there(built: Path) -> None:
         said: list[str] = []
         with Store(source.parent / "m.db") as into:
             assert merge(into, source, said.append) == (2, 14)
-            runs = {r["label"]: r for r in into.runs()}
+            runs = {r.label: r for r in into.runs()}
         assert said == [f"store {source}: runs row 1, column uuid: NULL where a value must be (a run is merged "
                         "once, by its UUID); that run and its points are not merged",
                         f"store {source}: hosts row ff, column fingerprint: 'ff' is named by runs but not in that "
                         "store; that host is not merged; its runs are, without their host facts"]
-        assert runs["b"]["host_facts"] == {} and runs["a"]["host_facts"]["hardware_threads"] == 2
+        assert runs["b"].host_facts == {} and runs["a"].host_facts["hardware_threads"] == 2
 
 
 NUMERIC = [(t, c.name) for t in ("samples", "system_samples") for c in edge.COLUMNS[t].values()
