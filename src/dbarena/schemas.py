@@ -1,0 +1,90 @@
+"""The JSON Schema of what dbarena exports, generated from the records that make it
+(records.py), so that the documented shape cannot drift from the code: `results --json`
+(AnalysedPoint.as_json), `results --summary --json` (LevelSummary.as_json) and `compare
+--json` (LevelComparison.as_json). docs/schema/ holds them as files; a test regenerates
+them and checks every export of a real store against them.
+
+A field's JSON type follows its Python annotation: `float | None` is a number or null,
+`list[str]` an array of strings, the records' `JSON` alias any JSON value (a document at
+the store's edge: options, facts, a configuration key). A field a record leaves out of
+its JSON (a private one, or one a row has only in some cases) is not required.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import fields
+from typing import Any, ForwardRef, Union
+
+from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelComparison, LevelSummary
+
+__all__ = ["VERSION", "EXPORTS", "schema", "of_record"]
+
+# Bumped when an export changes shape in a way a reader must know: a field removed,
+# renamed or retyped (a field added keeps the version: readers ignore what they do not know).
+VERSION = 1
+BASE = "https://dbarena.dev/schema"  # an identifier, not a location: nothing is fetched from it
+
+_SCALARS: dict[Any, str] = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+_JSON_MEMBERS = {type(None), bool, int, float, str}
+
+
+def _is_json_value(args: tuple[Any, ...]) -> bool:
+    """The records' JSON alias, as typing resolves it: a union of every JSON kind."""
+    kinds = {typing.get_origin(a) or a for a in args}
+    return _JSON_MEMBERS <= kinds and {list, dict} <= kinds
+
+
+def _type(hint: Any) -> JSONObject:
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if isinstance(hint, ForwardRef):  # (inside the JSON alias: any JSON value)
+        return {}
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if _is_json_value(args):
+            return {}
+        members = [_type(a) for a in args]
+        simple: list[JSON] = [m["type"] for m in members if set(m) == {"type"} and isinstance(m["type"], str)]
+        if len(simple) == len(members):
+            return {"type": simple}
+        return {"anyOf": list(members)}
+    if origin is list:
+        return {"type": "array", "items": _type(args[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type(args[1])}
+    raise TypeError(f"no JSON type for {hint!r}")
+
+
+def of_record(record: type, *, leave_out: frozenset[str] = frozenset(),
+              optional: frozenset[str] = frozenset()) -> JSONObject:
+    """The schema of one record's JSON object: its fields but `leave_out`, each
+    required but those in `optional`."""
+    hints = typing.get_type_hints(record)
+    names = [f.name for f in fields(record) if f.name not in leave_out]
+    return {"type": "object", "properties": {name: _type(hints[name]) for name in names},
+            "required": [name for name in names if name not in optional], "additionalProperties": False}
+
+
+def _array_of(name: str, title: str, item: JSONObject) -> JSONObject:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{BASE}/v{VERSION}/{name}.json",
+            "title": title, "type": "array", "items": item}
+
+
+# Export -> (the command that prints it, the schema of its items).
+EXPORTS: dict[str, tuple[str, JSONObject]] = {
+    "results": ("dbarena results --json", of_record(AnalysedPoint, leave_out=frozenset({"histogram",
+                                                                                       "series_label"}))),
+    "results-summary": ("dbarena results --summary --json",
+                        of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label"}))),
+    # A level that is not comparable has no ratio, and without one no interval's terms.
+    "compare": ("dbarena compare A B --json",
+                of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df"}))),
+}
+
+
+def schema(name: str) -> JSONObject:
+    """The whole schema of one export (a key of EXPORTS)."""
+    command, item = EXPORTS[name]
+    return _array_of(name, f"{command} (dbarena export schema version {VERSION})", item)
