@@ -194,3 +194,62 @@ def test_a_killed_runs_work_directory_is_removed_only_if_dbarena_made_it(tmp_pat
     assert not made.exists() and not empty.exists() and (foreign / "keep").exists()
     assert said == [f"left {foreign} alone: it holds no .dbarena-made file, not a directory dbarena made "
                     f"(named by {tmp_path / 'state' / 'records' / 'run-foreign.json'})"]
+
+
+def test_a_record_left_for_reaping_outlives_its_run():
+    with state.run("/nowhere/r.db", 7, None, ["a table"]) as record:
+        record.leave(reason="store unwritable", leftovers=[])
+    ((_, data),) = state.records()
+    assert (data["reason"], data["leftovers"], data["owner_pid"]) == ("store unwritable", [], os.getpid())
+    record.remove()
+    with state.run("/nowhere/r.db", 8, None, []):
+        pass
+    assert state.records() == []
+
+
+def test_a_run_whose_store_cannot_be_written_is_marked_once_it_can_be(tmp_path):
+    """A run its dbarena could not mark (the store stopped taking writes) keeps its record:
+    each command tries again, says why it could not, and marks it once the store takes
+    the write; `dbarena cleanup` gives up on it."""
+    from dbarena.errors import StoreUnwritable
+
+    store = tmp_path / "r.db"
+    with Store(store) as db:
+        run_ids = [db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t",
+                                        started_at=datetime.now(timezone.utc), server_version=None,
+                                        tool_versions={}, options={}, host_facts={})) for _ in range(2)]
+    write_dead_record(tmp_path, "run-a", {"kind": "run", "store": str(store), "run_id": run_ids[0], "target": None,
+                                          "leftovers": [], "reason": "store unwritable"})
+
+    def full(self, *args, **kwargs):
+        raise StoreUnwritable(f"store {store} cannot be written: database or disk is full")
+
+    said: list[str] = []
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(Store, "finish_run", full)
+        cleanup.reap_dead(said.append)
+        cleanup.reap_dead(said.append)
+    where = f"run {run_ids[0]} in {store}"
+    assert said == [f"could not mark {where} interrupted (store unwritable) yet: store {store} cannot be written: "
+                    f"database or disk is full; the next dbarena command tries again (`dbarena cleanup` gives up "
+                    f"on it)"] * 2
+    assert len(state.records()) == 1
+    said.clear()
+    assert cleanup.reap_dead(said.append) == 1
+    assert said == [f"marked {where} interrupted (store unwritable); continue it with: "
+                    f"dbarena run --resume {run_ids[0]} --store {store}"]
+    assert state.records() == []
+    with Store(store) as db:
+        assert (db.run(run_ids[0])["status"], db.run(run_ids[0])["status_reason"]) == ("interrupted",
+                                                                                      "store unwritable")
+    # `dbarena cleanup` gives up on a store that does not come back, and says what is left.
+    write_dead_record(tmp_path, "run-b", {"kind": "run", "store": str(store), "run_id": run_ids[1], "target": None,
+                                          "leftovers": []})
+    said.clear()
+    ((path, data),) = state.records()
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(Store, "finish_run", full)
+        cleanup.reap(path, data, said.append, give_up=True)
+    assert state.records() == [] and said == [
+        f"gave up marking run {run_ids[1]} in {store} interrupted (killed): store {store} cannot be written: database "
+        f"or disk is full; it shows as running until `dbarena run --resume {run_ids[1]} --store {store}` continues it"]

@@ -202,12 +202,14 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]
 def cleanup(dry_run: bool) -> None:
     """Remove what dbarena runs left behind: throwaway instances kept with --keep, and
     those of killed runs (which every command removes anyway), marking their runs
-    interrupted. Instances of runs still going are listed and left alone."""
+    interrupted. Instances of runs still going are listed and left alone. A run whose
+    store cannot be written or reached now is given up on: it shows as running until
+    `dbarena run --resume` continues it (every other command tries again instead)."""
     say = click.echo
     found = 0
     for path, data in state.records():
         if data.get("kept") or state.orphaned(data):
-            reap(path, data, say, dry_run=dry_run)
+            reap(path, data, say, dry_run=dry_run, give_up=True)
             found += 1
         else:
             what = data.get("top") or data.get("path") or (

@@ -107,6 +107,7 @@ class Record:
 
     path: Path
     data: dict[str, Any]  # JSON: the record's fields as written
+    left: bool = False  # kept for reaping when its owner's work with it ends (leave())
 
     def update(self, **fields: Any) -> None:
         self.data.update(fields)
@@ -119,6 +120,13 @@ class Record:
     def disown(self) -> None:
         """Left running on purpose (--keep): no owner to outlive, `dbarena cleanup` lists it."""
         self.update(owner_pid=None, owner_start=None, kept=True)
+
+    def leave(self, **fields: Any) -> None:
+        """Kept when its owner's work with it ends, with `fields` (a run's `reason`), for
+        whoever reaps it: the watchdog once its owner exits, else the next command (a
+        run its owner could not mark in a store that could not be written)."""
+        self.left = True
+        self.update(**fields)
 
 
 def _new(kind: str, **fields: Any) -> Record:
@@ -218,7 +226,8 @@ def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> It
     try:
         yield record
     finally:
-        record.remove()
+        if not record.left:
+            record.remove()
 
 
 # ------------------------------------------------------------------ reaping
