@@ -74,8 +74,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     (--yes: not asked).
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file (or
-    a study that cannot fit), 3 missing binaries or unreachable target, 130 interrupted
-    or not confirmed (finished points are kept; `dbarena run --resume` continues).
+    a study that cannot fit, or a store that stopped taking writes: the point it could
+    not take is saved for `dbarena import`), 3 missing binaries or unreachable target,
+    130 interrupted or not confirmed (finished points are kept; `dbarena run --resume`
+    continues).
     """
     # Everything the user could get wrong is checked before anything starts.
     store_path = store
