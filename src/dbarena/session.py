@@ -331,6 +331,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
     next_index = first_index
     finished = False
     records: dict[int, state.Record] = {}  # run id -> its state record, when the store stopped taking writes
+    done: list[int] = []  # runs marked finished
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
@@ -340,10 +341,12 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
                 for run_id in part.run_ids:
                     ctx.store.finish_run(run_id, "finished")
+                    done.append(run_id)
             except StoreUnwritable:
                 # The runs' records outlive the targets' teardown: if the store cannot be
                 # written once the targets are closed, whoever reaps them marks the runs.
-                records = {b.run_id: b.record for b in bound.values() if b.record is not None}
+                records = {b.run_id: b.record for b in bound.values()
+                           if b.record is not None and b.run_id not in done}
                 for record in records.values():
                     # (Nothing is left on a --target: the sweep dropped its datasets.)
                     with contextlib.suppress(EnvironmentProblem):
@@ -361,7 +364,8 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
     except StoreUnwritable as exc:
         if not part.run_ids:
             raise  # (the first run could not be begun: nothing else to say)
-        raise StoreUnwritable(f"{exc}; {_interrupted_by_store(ctx.store, part.run_ids, records)}") from None
+        left = [run_id for run_id in part.run_ids if run_id not in done]
+        raise StoreUnwritable(f"{exc}; {_interrupted_by_store(ctx.store, left, records)}") from None
     except BaseException:
         _end_runs(ctx.store, part.run_ids, "failed")
         raise
