@@ -49,6 +49,12 @@ class StoreError(DbarenaError):
     exit_status = ExitStatus.USAGE
 
 
+class StoreUnwritable(StoreError):
+    """The store stopped taking writes (disk full, a read-only file or directory, the
+    file removed or replaced, its PostgreSQL server gone): a run ends `interrupted`,
+    the point it could not store saved in a file `dbarena import` reads."""
+
+
 class ParseError(ValueError):
     """A tool's output could not be read. Names the tool, the line number and the line."""
 

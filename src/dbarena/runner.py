@@ -30,7 +30,8 @@ from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
-from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError
+from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError,
+                            StoreUnwritable)
 from dbarena.interfaces import Completed, Executor, LatencyDistribution, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.store.database import now_utc
@@ -169,18 +170,29 @@ class Sweep:
             # Stored apart from what was measured: the point's details, not its time.
             result = replace(result, measurement=replace(result.measurement, details={
                 **result.measurement.details, "restore_s": round(restored, 3)}))
-        if result.server is not None:
-            result = replace(result, server=self._with_bound(bound.run_id, result))
+        measured = result
         try:
+            if result.server is not None:
+                result = replace(result, server=self._with_bound(bound.run_id, result))
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
-            saved = unsaved.save(result, self.store.path)
-            raise StoreError(f"{exc}; the point just measured is saved in {saved} "
-                             f"(dbarena import {saved} --label LABEL --store OTHER.db)") from None
+            raise type(exc)(f"{exc}; {self._unsaved(measured)}") from None
+        except self.store.errors as exc:  # reading the run for the bound: the store went away
+            raise StoreUnwritable(f"store {self.store.location} cannot be read: {' '.join(str(exc).split())}; "
+                                  f"{self._unsaved(measured)}") from None
         # Cached now so that the SQL views show the point's value at once; a store that
         # cannot take the cache right now does not stop the run (reads recompute it).
         with contextlib.suppress(*self.store.errors):
             analysis.derive(self.store, bound.run_id, [point_id])
+
+    def _unsaved(self, result: PointResult) -> str:
+        """The point saved where `dbarena import` reads it, said in words (or why it
+        could not be saved anywhere either)."""
+        try:
+            saved = unsaved.save(result, self.store.path)
+        except StoreError as exc:
+            return str(exc)
+        return f"the point just measured is saved in {saved} (dbarena import {saved} --label LABEL --store OTHER.db)"
 
     def _with_bound(self, run_id: int, result: PointResult):  # -> ServerSeries
         """The point's server series with its bound and the evidence (stats/bound.py)."""
@@ -317,7 +329,11 @@ class Sweep:
         bound = self.targets[spec.variant]
         self.reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
         result = self.measure(replace(spec, duration_s=spec.warmup_s), None)
-        self.store.add_point(bound.run_id, replace(result, phase="warmup"), bound.config(result.spec))
+        try:
+            self.store.add_point(bound.run_id, replace(result, phase="warmup"), bound.config(result.spec))
+        except StoreError as exc:
+            # Not saved for import: a warm-up is no result, and import would take it for one.
+            raise type(exc)(f"{exc}; the warm-up just run is not kept (nothing measured was lost)") from None
         try:
             bound.target.checkpoint()
         except DatabaseError as exc:

@@ -15,6 +15,7 @@ throwaway instances keep their data (estimate).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from contextlib import AbstractContextManager
@@ -30,10 +31,10 @@ from dbarena.host import datadir
 from dbarena.host import hostinfo
 from dbarena.host import probe as probe_mod
 from dbarena.stats import rounds
-from dbarena.lifecycle import smt_switch
+from dbarena.lifecycle import cleanup, smt_switch
 from dbarena.lifecycle import state
 from dbarena.host import topology
-from dbarena.errors import ExitStatus, Interrupted, StoreError, UsageError
+from dbarena.errors import EnvironmentProblem, ExitStatus, Interrupted, StoreError, StoreUnwritable, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.placement import Placement, kernel_smt, placements
@@ -112,7 +113,12 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
 
     Finished points are stored as they finish. Ctrl-C (KeyboardInterrupt) and
     SIGTERM (errors.Interrupted) end the run: it is marked interrupted and the
-    outcome says so (130 / 143); other errors mark it failed and propagate.
+    outcome says so (130 / 143). A store that stops taking writes ends it too
+    (StoreUnwritable propagates): the point it could not take is saved in a file
+    `dbarena import` reads, the targets are closed, and the run is marked interrupted
+    (reason "store unwritable") if the store takes that write by then, else by the
+    watchdog or the next dbarena command once it does; the error's one line says
+    which. Other errors mark it failed and propagate.
     `resume` (an invocation: see resumable) continues the runs of an earlier
     `dbarena run` of this study: points stored ok are not run again, new points
     join the same runs. `system_metrics` False: no once-a-second sampling of the
@@ -324,14 +330,28 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                        data_parent=datadir.resolve(entry.data_dir) if entry.target is None else None)
     next_index = first_index
     finished = False
+    records: dict[int, state.Record] = {}  # run id -> its state record, when the store stopped taking writes
+    done: list[int] = []  # runs marked finished
     try:
         with contextlib.ExitStack() as stack:
             bound: dict[str, Bound] = {}
-            for variant in engine_plan.variants:
-                bound[variant] = _bind(ctx, part, variant, stack)
-            next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
-            for run_id in part.run_ids:
-                ctx.store.finish_run(run_id, "finished")
+            try:
+                for variant in engine_plan.variants:
+                    bound[variant] = _bind(ctx, part, variant, stack)
+                next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
+                for run_id in part.run_ids:
+                    ctx.store.finish_run(run_id, "finished")
+                    done.append(run_id)
+            except StoreUnwritable:
+                # The runs' records outlive the targets' teardown: if the store cannot be
+                # written once the targets are closed, whoever reaps them marks the runs.
+                records = {b.run_id: b.record for b in bound.values()
+                           if b.record is not None and b.run_id not in done}
+                for record in records.values():
+                    # (Nothing is left on a --target: the sweep dropped its datasets.)
+                    with contextlib.suppress(EnvironmentProblem):
+                        record.leave(reason=STORE_REASON, leftovers=[])
+                raise
             finished = True
             if ctx.keep:
                 ctx.outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
@@ -341,10 +361,57 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
         if not finished:
             _end_runs(ctx.store, part.run_ids, "interrupted")
         ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
+    except StoreUnwritable as exc:
+        if not part.run_ids:
+            raise  # (the first run could not be begun: nothing else to say)
+        left = [run_id for run_id in part.run_ids if run_id not in done]
+        raise StoreUnwritable(f"{exc}; {_interrupted_by_store(ctx.store, left, records)}") from None
     except BaseException:
         _end_runs(ctx.store, part.run_ids, "failed")
         raise
     return next_index
+
+
+# A run's status_reason when its store stopped taking writes during it.
+STORE_REASON = "store unwritable"
+
+
+def _interrupted_by_store(store: ResultStore, run_ids: Sequence[int], records: dict[int, state.Record]) -> str:
+    """The runs of a part whose store stopped taking writes, marked interrupted once its
+    targets are closed: through the store's own connection if it takes writes again,
+    else a new one (a PostgreSQL store whose connection dropped, a file replaced by a
+    copy that holds the run); what was done, in words. A run neither can mark keeps
+    its state record: the watchdog (once this process exits) or the next dbarena
+    command marks it when the store can be written, so it does not show as running
+    for good."""
+    location = str(store.path.resolve()) if store.path else store.location
+    marked: list[int] = []
+    pending: list[int] = []  # the store cannot be written yet: their records stay
+    gone: list[int] = []  # the store there now does not hold them running (a file replaced by another)
+    for run_id in run_ids:
+        problem = None
+        try:
+            store.finish_run(run_id, "interrupted", reason=STORE_REASON)
+            done = True
+        except StoreError:
+            done, problem = cleanup.mark_interrupted(location, run_id, os.getpid(), STORE_REASON)
+        (marked if done else pending if problem is not None else gone).append(run_id)
+        if problem is None and run_id in records:
+            records[run_id].remove()
+    said = []
+    if marked:
+        said.append(f"{_runs_words(marked)} {'is' if len(marked) == 1 else 'are'} marked interrupted "
+                    f"(`dbarena run --resume {marked[0]} --store {location}` continues it)")
+    if pending:
+        said.append(f"{_runs_words(pending)} could not be marked interrupted (the store still cannot be written): "
+                    f"the next dbarena command marks {'it' if len(pending) == 1 else 'them'} once it can")
+    if gone:
+        said.append(f"{location} no longer holds {_runs_words(gone)} as running: nothing to mark")
+    return "; ".join(said)
+
+
+def _runs_words(run_ids: Sequence[int]) -> str:
+    return f"run {run_ids[0]}" if len(run_ids) == 1 else f"runs {', '.join(map(str, run_ids))}"
 
 
 def _tools(points: Sequence[PointSpec]) -> dict[str, Tool]:

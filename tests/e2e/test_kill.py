@@ -202,3 +202,12 @@ def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(
     assert f"{row[3]:.6f}" in saved.read_text()  # the figure pgbench printed
     saved.unlink()
     assert [p.name for p in public_tmp.iterdir()] == []
+    # The disk was still full at the end: the run could not be marked, and says so; once
+    # there is room again, the next command marks it (or the watchdog did, as dbarena
+    # exited), so that it never shows as running for good.
+    assert lines[0].endswith("; run 1 could not be marked interrupted (the store still cannot be written): "
+                             "the next dbarena command marks it once it can"), lines[0]
+    (tiny_fs / "filler").unlink()
+    assert dbarena("results", "--store", str(store), env=env).returncode == 0
+    assert sqlite3.connect(store).execute("SELECT status, status_reason FROM runs").fetchall() == [
+        ("interrupted", "store unwritable")]

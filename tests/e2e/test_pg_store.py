@@ -314,3 +314,43 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
     with Store(tmp_path / "r.db") as lite:
         sqlite_columns = [d[0] for d in lite.db.execute("SELECT * FROM v_points LIMIT 0").description]
     assert list(query(url, password, "SELECT * FROM v_points LIMIT 1")[0]) == sqlite_columns
+
+
+def test_a_postgresql_store_whose_connection_drops_between_points_loses_nothing(database, server, public_tmp,
+                                                                                 tmp_path):
+    """The store's server ends dbarena's connection between two points (a restart, a
+    failover, an administrator): the point just measured is saved in a file `dbarena
+    import` reads, the sweep stops and its server goes, one line says so, and the run is
+    marked interrupted through a new connection."""
+    from test_kill import _servers, _within
+    from test_run import _start, _wait_for_line
+
+    url, password = database
+    target, _ = server
+    env = {**env_for(public_tmp, password), "DBARENA_STATE_DIR": str(tmp_path / "state")}
+    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2,3", "--duration", "3", "--scale", "1",
+                   "--store", url], env)
+    _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
+    with psycopg.connect(target.url, password=password, autocommit=True) as admin:
+        ended = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+                              " AND application_name = 'dbarena'", (url.rsplit("/", 1)[1],)).fetchall()
+    assert ended == [(True,)]  # dbarena's one connection to its store
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err
+    lines = [line for line in err.splitlines() if line.startswith("dbarena: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"dbarena: error: store {url} cannot be written: "), lines[0]
+    assert lines[0].endswith(f"; run 1 is marked interrupted (`dbarena run --resume 1 --store {url}` continues it)")
+    stored = query(url, password, "SELECT threads FROM points ORDER BY id")
+    (saved,) = public_tmp.glob("dbarena-unsaved-*.txt")  # a PostgreSQL store has no folder beside it
+    assert f"saved in {saved} (dbarena import {saved} --label LABEL" in lines[0]
+    assert saved.name.endswith(f"-postgres-pgbench-select-only-t{len(stored) + 1}-r0.txt"), (saved, stored)
+    assert query(url, password, "SELECT status, status_reason FROM runs") == [
+        {"status": "interrupted", "status_reason": "store unwritable"}]
+    assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
+    imported = dbarena("import", str(saved), "--label", "rescued", "--store", url, env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert query(url, password, "SELECT p.threads, p.status FROM points p JOIN runs r ON r.id = p.run_id "
+                                "WHERE r.label = 'rescued'") == [{"threads": len(stored) + 1, "status": "ok"}]
+    saved.unlink()
+    assert list(public_tmp.iterdir()) == []

@@ -185,3 +185,27 @@ def test_every_historic_store_migrates_and_reads(path, tmp_path):
         assert any(r["steady_tps"] for r in rows if r["samples"])
         groups = analysis.summaries(rows)
         assert groups and all(g.n >= 1 for g in groups)
+
+
+def test_a_store_file_removed_or_replaced_under_a_writer_is_not_written_into_the_void(tmp_path):
+    """SQLite writes on into the file it holds open: once the path names another file
+    (`mv`, a copy restored) or none, what it wrote would be read by nobody. Each write
+    checks first, and says so in one line."""
+    from dbarena.errors import StoreUnwritable
+
+    path = tmp_path / "r.db"
+    ok = PointResult(spec=SPEC, status="ok", started_at=T0, ended_at=T0, command=("pgbench",), exit_code=0,
+                     stdout="", stderr="", measurement=Measurement(tps=1.5, transactions=3, failed_transactions=None))
+    with Store(path) as db:
+        run_id = db.begin_run(_run_info())
+        db.add_point(run_id, ok)
+        shutil.copy(path, tmp_path / "copy.db")
+        (tmp_path / "copy.db").replace(path)
+        with pytest.raises(StoreUnwritable) as replaced:
+            db.add_point(run_id, ok)
+        path.unlink()
+        with pytest.raises(StoreUnwritable) as removed:
+            db.finish_run(run_id, "finished")
+    assert str(replaced.value) == f"store {path} cannot be written: {path} was replaced by another file since " \
+                                  f"dbarena opened it"
+    assert str(removed.value) == f"store {path} cannot be written: {path} was removed since dbarena opened it"

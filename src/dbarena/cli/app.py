@@ -19,6 +19,7 @@ import click
 
 from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
+from dbarena.lifecycle import pid1
 from dbarena.lifecycle.cleanup import reap_dead
 from dbarena.limits import printable
 from dbarena.masking import masked
@@ -146,6 +147,8 @@ def _raise_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # As PID 1 (a container), the command runs in a child and PID 1 reaps (pid1.py).
+    pid1.become_init()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:

@@ -77,8 +77,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     (--yes: not asked).
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file (or
-    a study that cannot fit), 3 missing binaries or unreachable target, 130 interrupted
-    or not confirmed (finished points are kept; `dbarena run --resume` continues).
+    a study that cannot fit, or a store that stopped taking writes: the point it could
+    not take is saved for `dbarena import`), 3 missing binaries or unreachable target,
+    130 interrupted or not confirmed (finished points are kept; `dbarena run --resume`
+    continues).
     """
     # Everything the user could get wrong is checked before anything starts.
     store_path = store
@@ -205,12 +207,14 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]
 def cleanup(dry_run: bool) -> None:
     """Remove what dbarena runs left behind: throwaway instances kept with --keep, and
     those of killed runs (which every command removes anyway), marking their runs
-    interrupted. Instances of runs still going are listed and left alone."""
+    interrupted. Instances of runs still going are listed and left alone. A run whose
+    store cannot be written or reached now is given up on: it shows as running until
+    `dbarena run --resume` continues it (every other command tries again instead)."""
     say = click.echo
     found = 0
     for path, data in state.records(say):
         if data.get("kept") or state.orphaned(data):
-            reap(path, data, say, dry_run=dry_run)
+            reap(path, data, say, dry_run=dry_run, give_up=True)
             found += 1
         else:
             what = data.get("top") or data.get("path") or (

@@ -15,21 +15,24 @@ from typing import Any, Callable
 
 from dbarena.host import hostinfo, smt
 from dbarena.lifecycle import state
+from dbarena.masking import masked
 from dbarena.records import json_object
 
 
 def reap(path: Path, data: dict[str, Any], say: Callable[[str], None], dry_run: bool = False,
-         tell_later: bool = False) -> None:
+         tell_later: bool = False, give_up: bool = False) -> None:
     """Undo what a dead owner left: see the module's note. `tell_later` (the watchdog,
     which has nobody to tell): a run's record that names tables left on a target is
-    kept, so that the next command can say so."""
+    kept, so that the next command can say so. A run's record whose store cannot be
+    opened or written now is kept too, for the next try, unless `give_up` (`dbarena
+    cleanup`: the user's word that the store is not coming back)."""
     if data["kind"] in ("instance", "scratch") and _refused(path, data, say, dry_run):
         return
     if data["kind"] == "smt" and _foreign_switch(path, data, say, dry_run):
         return
     undo = {"instance": _instance, "scratch": _scratch, "smt": _smt_back}.get(data["kind"], _run)
     owner = f"process {data.get('owner_pid')}" if not data.get("kept") else "--keep"
-    if undo(_Undo(path, data, say, dry_run, tell_later, owner)):
+    if undo(_Undo(path, data, say, dry_run, tell_later, give_up, owner)):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 
@@ -43,6 +46,7 @@ class _Undo:
     say: Callable[[str], None]
     dry_run: bool
     tell_later: bool
+    give_up: bool
     owner: str  # who left it, as the lines say
 
 
@@ -126,8 +130,9 @@ def _smt_back(u: _Undo) -> bool:
 def _run(u: _Undo) -> bool:
     data, say = u.data, u.say
     where = f"run {data['run_id']} in {data['store']}"
+    reason = data.get("reason") or "killed"  # (a run its dbarena could not mark: Record.leave)
     if u.dry_run:
-        say(f"would mark {where} interrupted (killed), left by {u.owner}")
+        say(f"would mark {where} interrupted ({reason}), left by {u.owner}")
         return False
     tool, why = state.recorded_process(data, "tool_pid")
     if why is not None:
@@ -143,9 +148,19 @@ def _run(u: _Undo) -> bool:
             say(f"left {data['scratch']} alone: {refused}, not a directory dbarena made (named by {u.path})")
         else:
             shutil.rmtree(data["scratch"], ignore_errors=True)
-    if _mark_killed(data["store"], data["run_id"], data.get("owner_pid")):
-        say(f"marked {where} interrupted (killed); continue it with: "
+    marked, problem = mark_interrupted(data["store"], data["run_id"], data.get("owner_pid"), reason)
+    if marked:
+        say(f"marked {where} interrupted ({reason}); continue it with: "
             f"dbarena run --resume {data['run_id']} --store {data['store']}")
+    elif problem is not None and not u.give_up:
+        # The record stays: the next command (or `dbarena cleanup`) tries again, so
+        # that the run does not show as running for good once the store is back.
+        say(f"could not mark {where} interrupted ({reason}) yet: {problem}; the next dbarena command "
+            f"tries again (`dbarena cleanup` gives up on it)")
+        return False
+    elif problem is not None:
+        say(f"gave up marking {where} interrupted ({reason}): {problem}; it shows as running until "
+            f"`dbarena run --resume {data['run_id']} --store {data['store']}` continues it")
     if u.tell_later and data.get("leftovers"):
         return False
     for line in data.get("leftovers") or []:
@@ -188,24 +203,31 @@ def _foreign_switch(path: Path, data: dict[str, Any], say: Callable[[str], None]
     return True
 
 
-def _mark_killed(store: str, run_id: int, owner: int | None) -> bool:
+def mark_interrupted(store: str, run_id: int, owner: int | None, reason: str) -> tuple[bool, str | None]:
+    """Mark a run whose dbarena is gone (or could not mark it) interrupted, with `reason`:
+    (whether it was marked, why it could not be now). Nothing to mark (the store or the
+    run is gone, the run is not running, another process resumed it since) is (False,
+    None); a store that cannot be opened or written now is (False, its one line)."""
     # Imported here: every command reaps before it starts, and most find nothing to mark.
+    from dbarena.errors import StoreError
     from dbarena.store import postgres as pgstore
     from dbarena.store.database import Store
 
     if not pgstore.is_url(store) and not Path(store).is_file():
-        return False
+        return False, None
     try:
         with Store(store) as db:
             run = db.run(run_id)
             if run is None or run.status != "running":
-                return False
+                return False, None
             if json_object(run.options.get("owner")).get("pid") not in (None, owner):
-                return False  # resumed since by another process: its run now
-            db.finish_run(run_id, "interrupted", reason="killed")
-            return True
-    except Exception:  # a store that cannot be opened now is reported by the command that uses it
-        return False
+                return False, None  # resumed since by another process: its run now
+            db.finish_run(run_id, "interrupted", reason=reason)
+            return True, None
+    except StoreError as exc:
+        return False, str(exc)
+    except Exception as exc:  # a driver's error past the store's edge: said, tried again later
+        return False, masked(" ".join(str(exc).split())) or type(exc).__name__
 
 
 def reap_dead(say: Callable[[str], None]) -> int:

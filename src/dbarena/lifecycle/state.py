@@ -9,7 +9,8 @@ record. When the owner dies without tearing down (SIGKILL, the OOM killer, a los
 SSH session), two things find the record:
 
 - the owner's watchdog (watchdog.py), a process of its own session that waits for
-  the owner to die and reaps within seconds;
+  the owner to die and reaps within seconds (an owner that exits by itself collects
+  it: _Watchdog.close);
 - failing that (the watchdog was killed too), the next dbarena command, whatever it
   is (`reap_dead` runs before every command), and `dbarena cleanup`.
 
@@ -34,6 +35,7 @@ not the directories, not the store), and cannot tell the next command what happe
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -47,6 +49,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from dbarena.errors import Interrupted
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
@@ -72,18 +76,29 @@ def state_dir() -> Path:
     return Path(base) / "dbarena"
 
 
-def start_time(pid: int) -> int | None:
-    """The kernel's start time of a process (clock ticks since boot), None if it is gone."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (the state first), None if
+    the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of a process (clock ticks since boot), None if it is gone."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None else None
 
 
 def alive(pid: int | None, started: int | None) -> bool:
-    return pid is not None and start_time(pid) is not None and start_time(pid) == started
+    """Whether the process `pid` that started at `started` still runs. A zombie does not:
+    it has ended, and only its exit status waits for a parent that may never collect it
+    (a container's PID 1 that does not reap keeps a killed dbarena a zombie for good)."""
+    fields = _stat(pid) if pid is not None else None
+    return fields is not None and fields[0] != "Z" and int(fields[19]) == started
 
 
 def _program(pid: int) -> tuple[str | None, list[str] | None]:
@@ -192,6 +207,7 @@ class Record:
 
     path: Path
     data: dict[str, Any]  # JSON: the record's fields as written
+    left: bool = False  # kept for reaping when its owner's work with it ends (leave())
 
     def update(self, **fields: Any) -> None:
         self.data.update(fields)
@@ -204,6 +220,13 @@ class Record:
     def disown(self) -> None:
         """Left running on purpose (--keep): no owner to outlive, `dbarena cleanup` lists it."""
         self.update(owner_pid=None, owner_start=None, kept=True)
+
+    def leave(self, **fields: Any) -> None:
+        """Kept when its owner's work with it ends, with `fields` (a run's `reason`), for
+        whoever reaps it: the watchdog once its owner exits, else the next command (a
+        run its owner could not mark in a store that could not be written)."""
+        self.left = True
+        self.update(**fields)
 
 
 def _new(kind: str, **fields: Any) -> Record:
@@ -312,7 +335,8 @@ def run(store: str, run_id: int, target: str | None, leftovers: list[str]) -> It
     try:
         yield record
     finally:
-        record.remove()
+        if not record.left:
+            record.remove()
 
 
 # ------------------------------------------------------------------ reaping
@@ -529,20 +553,43 @@ def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S
 
 
 class _Watchdog:
-    """One watchdog process per dbarena process, started with its first record."""
+    """One watchdog process per dbarena process, started with its first record.
+
+    Its owner collects it when it exits (close()): a process whose parent is gone is
+    handed to PID 1 (or the nearest subreaper), and a container's PID 1 that does not
+    reap would keep every watchdog a zombie. Only a killed owner leaves its watchdog to
+    PID 1, as it must: the watchdog outlives it to reap."""
 
     proc: subprocess.Popen[bytes] | None = None
     pid: int | None = None  # of the process that started it (a fork must start its own)
+    EXIT_WAIT_S = 10.0  # at exit, how long the owner waits for it (it has little to do then)
 
     @classmethod
     def ensure(cls) -> None:
         if cls.proc is not None and cls.pid == os.getpid() and cls.proc.poll() is None:
             return
+        if cls.pid != os.getpid():
+            atexit.register(cls.close)
         # The watchdog waits for EOF on its stdin: the write end is ours alone (not
-        # inherited by servers or tools), so EOF means this process is gone.
+        # inherited by servers or tools), so EOF means this process is gone, or done.
         cls.proc = subprocess.Popen(
             [sys.executable, "-m", "dbarena.lifecycle.watchdog", str(os.getpid()), str(start_time(os.getpid()))],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, ENV: str(state_dir())},
         )
         cls.pid = os.getpid()
+
+    @classmethod
+    def close(cls) -> None:
+        """At this process's exit: EOF to the watchdog, which reaps what records of ours
+        are left (those left on purpose: Record.leave) and exits; it is collected here
+        rather than by PID 1. One still busy after EXIT_WAIT_S goes on alone."""
+        proc = cls.proc
+        if proc is None or cls.pid != os.getpid():
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        # (A Ctrl-C or SIGTERM while exiting must not print a traceback from here.)
+        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt, Interrupted):
+            proc.wait(timeout=cls.EXIT_WAIT_S)

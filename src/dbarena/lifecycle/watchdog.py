@@ -1,6 +1,8 @@
 """python -m dbarena.lifecycle.watchdog OWNER_PID OWNER_START: wait for the owner to end, then
 reap what it left (cleanup.py). Started by the owner, in a session of its own, so that
-neither Ctrl-C at the terminal nor a hang-up of the owner's session reaches it."""
+neither Ctrl-C at the terminal nor a hang-up of the owner's session reaches it. An owner
+that exits by itself closes the pipe first and collects the watchdog (state._Watchdog):
+only a killed owner's watchdog is left to PID 1."""
 
 from __future__ import annotations
 

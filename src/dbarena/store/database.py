@@ -22,7 +22,7 @@ import orjson
 
 from dbarena import bulk
 from dbarena.bulk import collector_paused
-from dbarena.errors import StoreError
+from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import configkey
@@ -174,7 +174,11 @@ class Store:
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """One committed transaction; a store that cannot be written (disk full,
-        read-only, locked by another writer) is a StoreError of one line."""
+        read-only, locked by another writer, the file replaced, the server gone) is a
+        StoreUnwritable of one line."""
+        problem = self.dialect.replaced()
+        if problem is not None:
+            raise StoreUnwritable(f"store {self.location} cannot be written: {problem}")
         try:
             with self.db:
                 yield
@@ -184,7 +188,7 @@ class Store:
             raise StoreError(f"store {self.location}: nothing stored, the rows break a constraint: "
                              f"{pgstore._first_line(exc)}") from None
         except self.errors as exc:
-            raise StoreError(f"store {self.location} cannot be written: {pgstore._first_line(exc)}") from None
+            raise StoreUnwritable(f"store {self.location} cannot be written: {pgstore._first_line(exc)}") from None
 
     def _insert_id(self, sql: str, args: tuple[Any, ...]) -> int:
         """Insert one row; its new id (uncommitted)."""

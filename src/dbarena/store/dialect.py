@@ -6,6 +6,7 @@ SQL itself is written once, in SQLite's spelling (pgstore.Connection translates 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -50,6 +51,15 @@ def not_ours(path: Path | str, why: str) -> StoreError:
     return StoreError(f"{path} is not a dbarena store ({why}): give another --store")
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class SQLite:
     """An SQLite file. `readonly`: opened so that nothing can write it (SQLite's
     mode=ro), for the commands that only read; an older schema or unfinished data
@@ -72,10 +82,13 @@ class SQLite:
         empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
         if empty and (readonly or not create):
             raise not_ours(path, "it is empty")
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file a writer opened
         try:
             # A reader (`dbarena results` during a run) may hold the file for a while:
             # wait for it rather than stop a benchmark.
             self.db = sqlite3.connect(read_only_uri(path) if readonly else path, timeout=60, uri=readonly)
+            if not readonly:
+                self._file = _identity(path)
             if not empty:
                 self._check_ours(new_allowed=create and not readonly)
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -86,6 +99,17 @@ class SQLite:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise not_ours(path, "not an SQLite database") from None
             raise StoreError(f"store {path}: {exc}") from None
+
+    def replaced(self) -> str | None:
+        """Why the file at the store's path is not the one this writer opened (removed,
+        or replaced: `mv`, a restored copy), or None. SQLite would go on writing into the
+        file it holds open, which nobody can read any more: every write is checked first."""
+        if self._file is None or self.path is None:
+            return None
+        now = _identity(self.path)
+        if now is None:
+            return f"{self.path} was removed since dbarena opened it"
+        return f"{self.path} was replaced by another file since dbarena opened it" if now != self._file else None
 
     def _check_ours(self, new_allowed: bool) -> None:
         """Refuse a file another program owns before a single byte is written to it,
@@ -229,6 +253,10 @@ class PostgreSQL:
 
     def version(self) -> int:
         return pgstore.version(self.db)
+
+    def replaced(self) -> str | None:
+        """(A database is not a file that can be replaced under a connection.)"""
+        return None
 
     def insert_id(self, sql: str, args: tuple[Any, ...]) -> int:
         return int(pgstore._scalar(self.db, sql + " RETURNING id", args))
