@@ -273,7 +273,7 @@ def test_a_run_whose_store_cannot_be_written_is_marked_once_it_can_be(tmp_path):
                     f"dbarena run --resume {run_ids[0]} --store {store}"]
     assert state.records() == []
     with Store(store) as db:
-        assert (db.run(run_ids[0])["status"], db.run(run_ids[0])["status_reason"]) == ("interrupted",
+        assert (db.run(run_ids[0]).status, db.run(run_ids[0]).status_reason) == ("interrupted",
                                                                                       "store unwritable")
     # `dbarena cleanup` gives up on a store that does not come back, and says what is left.
     write_dead_record(tmp_path, "run-b", {"kind": "run", "store": str(store), "run_id": run_ids[1], "target": None,
