@@ -156,7 +156,7 @@ def store_holds(store: Path, secret: str) -> bool:
     from dbarena.store.database import Store
 
     with Store(store) as db:
-        return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))
+        return any(secret in "".join(db.raw_output(r.point_id)) for r in db.points(warmups=True))
 
 
 def with_raw(store: Path, rows) -> list[dict]:

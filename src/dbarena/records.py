@@ -10,16 +10,16 @@ in stats/analysis.py, before any view sees the point.
 `JSON` types what is a JSON document at the edge (options, facts, the configuration
 key's parts): what the store decoded, no more is known of it.
 
-The point records still answer `record["field"]` and `record.get("field")` while the
-views move to attributes (issue 40); a run, a LevelSummary and a LevelComparison are read
-by their attributes only. `as_json` is what the exports print, in the order the golden
-files (tests/fixtures/golden/) hold.
+Every record is read by its attributes only, never by a field's name as a string (issue
+40): a misspelt or removed field is then an error mypy finds, not a None at run time.
+`as_json` is what the exports print, in the order the golden files
+(tests/fixtures/golden/) hold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Iterator, Protocol, TypeAlias, Union
+from typing import Protocol, TypeAlias, Union
 
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
@@ -32,36 +32,6 @@ def json_object(value: JSON) -> JSONObject:
     """`value` where it is a JSON object, else an empty one: a part of a document (a
     run's options, its facts) that a reader looks into, absent or not an object there."""
     return value if isinstance(value, dict) else {}
-
-
-class _Readable:
-    """Read access by field name, as the dict rows these records replace had it: Any,
-    as theirs was, while the views move to attributes (which are typed)."""
-
-    __slots__ = ()
-    # Names the dict rows had for fields whose name was private to the read path.
-    _ALIASES: dict[str, str] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, self._ALIASES.get(key, key))
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, self._ALIASES.get(key, key), default)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and hasattr(self, self._ALIASES.get(key, key))
-
-    def keys(self) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(self))  # type: ignore[arg-type]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.keys())
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        return ((name, getattr(self, name)) for name in self.keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +69,10 @@ class StoredRun:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StoredPoint(_Readable):
+class StoredPoint:
     """A measured (or imported) point with its run's label, host, target and study.
     `repeat` counts from 0 as stored; `histogram`: the store holds its latency histogram
     (its percentiles over repeats are then computed, not printed: stats/repeats.py)."""
-
-    _ALIASES = {"_histogram": "histogram"}
 
     point_id: int
     run_id: int
@@ -170,8 +138,6 @@ class AnalysedPoint(StoredPoint):
     """A stored point with what is derived from it once, for every view: its steady
     state, its system view, the warnings on it, and the bound decided when it was
     stored (stats/bound.py; None for a point whose server was not sampled)."""
-
-    _ALIASES = {"_histogram": "histogram", "_label": "series_label"}
 
     cpu_busy_pct: float | None
     cpu_iowait_pct: float | None

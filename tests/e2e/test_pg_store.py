@@ -56,7 +56,7 @@ def holds(url: str, password: str, secret: str) -> bool:
             for (text,) in db.db.execute(f"SELECT t::text FROM {table} t"):
                 if secret in text:
                     return True
-        return any(secret in "".join(db.raw_output(r["point_id"])) for r in db.points(warmups=True))
+        return any(secret in "".join(db.raw_output(r.point_id)) for r in db.points(warmups=True))
 
 
 def query(url: str, password: str, sql: str) -> list[dict]:
@@ -116,11 +116,11 @@ def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_
     assert again.stdout.strip().endswith("(all its runs were here already)")
     monkeypatch.setenv("PGPASSWORD", password)
     with Store(old) as sqlite, Store(url) as pg:
-        assert [(r["label"], r["workload"], r["threads"], r["tps"]) for r in sqlite.points()] == \
-            [(r["label"], r["workload"], r["threads"], r["tps"]) for r in pg.points()]
+        assert [(r.label, r.workload, r.threads, r.tps) for r in sqlite.points()] == \
+            [(r.label, r.workload, r.threads, r.tps) for r in pg.points()]
         a, b = sqlite.points()[0], pg.points()[0]
-        assert sqlite.raw_output(a["point_id"]) == pg.raw_output(b["point_id"])
-        assert sqlite.samples(a["point_id"]) == pg.samples(b["point_id"])
+        assert sqlite.raw_output(a.point_id) == pg.raw_output(b.point_id)
+        assert sqlite.samples(a.point_id) == pg.samples(b.point_id)
     # A run written directly, next to the merged ones: ids never collide.
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
                    "--label", "direct", "--store", url, env=env)

@@ -72,7 +72,7 @@ def test_two_hosts_merge_into_one_store_once_and_report_side_by_side(tmp_path):
     assert "arm" in text and "x86" in text
     with Store(merged) as db:  # raw outputs came along, readable
         point = db.points()[-1]
-        out, _ = db.raw_output(point["point_id"])
+        out, _ = db.raw_output(point.point_id)
         assert out
 
 
@@ -82,7 +82,7 @@ def test_an_older_store_merges_through_a_migrated_copy_and_stays_as_it_was(tmp_p
     with Store(tmp_path / "all.db") as db:
         assert merge(db, old) == (1, 2)
         assert merge(db, old) == (0, 0)  # derived identities: the same runs again
-        assert db.points()[0]["config_key"]
+        assert db.points()[0].config_key
     assert sqlite3.connect(old).execute("PRAGMA user_version").fetchone()[0] == 1
 
 
@@ -131,7 +131,7 @@ def test_a_migration_stopped_before_its_data_step_is_finished_on_the_next_open(t
     with Store(path) as db:
         assert db.db.execute("SELECT COUNT(*) FROM runs WHERE uuid IS NULL OR host_fingerprint IS NULL"
                              ).fetchone()[0] == 0
-        point = db.points()[0]["point_id"]
+        point = db.points()[0].point_id
         assert db.raw_output(point)[0]
 
 

@@ -55,7 +55,7 @@ def slap(tmp_path):
 
 def test_summaries_and_comparisons_are_of_seconds_and_fewer_is_faster(slap):
     rows = analysis.load(slap)
-    assert {r["metric"] for r in rows} == {"seconds"} and all(r["lower_is_better"] for r in rows)
+    assert {r.metric for r in rows} == {"seconds"} and all(r.lower_is_better for r in rows)
     assert sorted({r["repeat"] for r in (p.as_json() for p in rows)}) == [1, 2, 3]  # JSON counts from 1
     groups = {(g.label, g.threads): g for g in analysis.summaries(rows)}
     assert groups[("fast", 4)].mean == pytest.approx(0.2) and groups[("fast", 4)].metric == "seconds"

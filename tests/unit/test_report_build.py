@@ -129,7 +129,7 @@ def test_series_of_one_label_split_by_clients_per_thread_not_by_their_levels():
 
     rows = [row(t, t * cpt, f"k{t}-{cpt}") for t in (1, 2, 4) for cpt in (1, 4)]
     named, order, baseline, _ = data.series_labels(rows, ["box"], "box", {})
-    by_cpt = {cpt: {r["label"] for r in named if r["config"]["clients"] == r["config"]["threads"] * cpt}
+    by_cpt = {cpt: {r.label for r in named if r.config["clients"] == r.config["threads"] * cpt}
               for cpt in (1, 4)}
     assert all(len(names) == 1 for names in by_cpt.values())  # one series across the levels ...
     assert by_cpt[1] != by_cpt[4] and len(order) == 2          # ... and one per clients a thread

@@ -44,10 +44,10 @@ def test_point_and_samples_round_trip_verbatim(tmp_path):
         db.finish_run(run_id, "finished")
     with Store(tmp_path / "r.db") as db:  # reopened: committed, not cached
         rows = db.points()
-        assert [r["status"] for r in rows] == ["ok", "failed"]
-        assert rows[0]["tps"] == 1.5 and rows[0]["failed_transactions"] is None
-        assert len(db.samples(p1)) == 2 and rows[1]["tps"] is None
-        assert rows[1]["error"] == "exit status 2: boom"
+        assert [r.status for r in rows] == ["ok", "failed"]
+        assert rows[0].tps == 1.5 and rows[0].failed_transactions is None
+        assert len(db.samples(p1)) == 2 and rows[1].tps is None
+        assert rows[1].error == "exit status 2: boom"
         assert db.raw_output(p1) == (raw_out, ok.stderr)
         assert [s["latency_ms"] for s in db.samples(p1)] == [1.0, None]
         run = db.run(run_id)
@@ -104,8 +104,8 @@ def test_a_version_1_store_migrates_and_keeps_its_points(tmp_path):
     with Store(path) as db:
         assert db.version == len(MIGRATIONS)
         (row,) = db.points()
-        assert row["tps"] == 123.5 and row["qps"] is None and row["params"] == {"scale": 10}
-        assert db.raw_output(row["point_id"]) == ("raw", "")
+        assert row.tps == 123.5 and row.qps is None and row.params == {"scale": 10}
+        assert db.raw_output(row.point_id) == ("raw", "")
         # Schema 7 gave the old point a configuration key, from what it stored.
         (config_key,) = db.db.execute("SELECT config_key FROM points").fetchone()
         assert config_key
@@ -140,10 +140,10 @@ def test_derived_figures_are_cached_by_estimator_version_and_read_in_batches(tmp
     with Store(store) as db:
         first = analysis.load(db)
         assert calls == ["samples", "system_samples"]  # one batch for all three points
-        assert len(first) == 3 and all(r["steady_tps"] and r["samples"] == 40 for r in first)
+        assert len(first) == 3 and all(r.steady_tps and r.samples == 40 for r in first)
         again = analysis.load(db)
         assert calls == ["samples", "system_samples"]  # cached: no series read
-        assert [r["steady_tps"] for r in again] == [r["steady_tps"] for r in first]
+        assert [r.steady_tps for r in again] == [r.steady_tps for r in first]
     monkeypatch.setattr(analysis, "ESTIMATOR_VERSION", analysis.ESTIMATOR_VERSION + 1)
     with Store(store) as db:
         analysis.load(db)
@@ -181,8 +181,8 @@ def test_every_historic_store_migrates_and_reads(path, tmp_path):
         shown = [d[0] for d in db.db.execute("SELECT * FROM v_points LIMIT 0").description]
         assert {"latency_p90_ms", "latency_p999_ms"} <= set(shown)
         rows = analysis.load(db)
-        assert rows and all(r["config_key"] for r in rows)
-        assert any(r["steady_tps"] for r in rows if r["samples"])
+        assert rows and all(r.config_key for r in rows)
+        assert any(r.steady_tps for r in rows if r.samples)
         groups = analysis.summaries(rows)
         assert groups and all(g.n >= 1 for g in groups)
 

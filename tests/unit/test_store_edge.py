@@ -214,8 +214,8 @@ def test_cached_derived_figures_that_do_not_read_are_computed_again(built: Path)
         with Store(path, readonly=True) as db:
             said: list[str] = []
             db.edge.say = said.append
-            rows = {r["point_id"]: r for r in analysis.load(db)}
-        assert isinstance(rows[1]["steady_tps"], float) and isinstance(rows[2]["steady_tps"], float)
+            rows = {r.point_id: r for r in analysis.load(db)}
+        assert isinstance(rows[1].steady_tps, float) and isinstance(rows[2].steady_tps, float)
         assert any("point_derived row 1, column fields: it holds steady_tps 'fast', not a number; computed again"
                    in line for line in said), said
         assert any("point_derived row 2, column fields: '{' is not valid JSON; computed again" in line

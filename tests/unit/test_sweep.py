@@ -310,7 +310,7 @@ def test_warm_up_runs_stores_apart_checkpoints_then_measures(rig):
     assert result.ok and result.phase == "measured" and result.spec == point
     assert result.measurement.tps == expected.tps == rows[1]["tps"]
     assert rows[1]["transactions"] == expected.transactions
-    assert rig.store.points(run_id=rig.run_id)[0]["phase"] == "measured"  # warm-ups are not results
+    assert rig.store.points(run_id=rig.run_id)[0].phase == "measured"  # warm-ups are not results
     assert len(rig.store.points(run_id=rig.run_id, warmups=True)) == 2
     assert rows[0]["config_key"] != rows[1]["config_key"]
     assert any("warming up pgbench-select-only at 2 threads for 3 s" in s for s in rig.reporter.stages)

@@ -118,16 +118,16 @@ def test_points_view_has_no_value_until_dbarena_derived_it_then_the_same(tmp_pat
     with Store(path) as db:
         before = rows(db, "SELECT point_id, value, value_source FROM v_points")
         assert before and all(r["value"] is None and r["value_source"] is None for r in before)
-        loaded = {r["point_id"]: r for r in analysis.load(db)}
+        loaded = {r.point_id: r for r in analysis.load(db)}
         after = rows(db, "SELECT * FROM v_points")
     assert len(after) == len(loaded)
     for r in after:
         point = loaded[r["point_id"]]
         assert r["value"] == analysis.value(point)
-        assert r["value_source"] == (None if point["status"] != "ok" else
-                                     "steady-state mean" if point["steady_tps"] is not None else "tool")
+        assert r["value_source"] == (None if point.status != "ok" else
+                                     "steady-state mean" if point.steady_tps is not None else "tool")
         assert (r["label"], r["workload"], r["threads"], r["config_key"]) == \
-            (point["label"], point["workload"], point["threads"], point["config_key"])
+            (point.label, point.workload, point.threads, point.config_key)
 
 
 def test_summaries_view_pools_as_dbarena_does(tmp_path):
@@ -175,7 +175,7 @@ DEMO = STORES / "demo-seed-a-quick.db"  # `make demo`: mysqlslap among its workl
 def test_views_judge_mysqlslap_by_its_seconds_and_count_repeats_from_1(tmp_path):
     shutil.copy(DEMO, tmp_path / "demo.db")
     with Store(tmp_path / "demo.db") as db:
-        loaded = {r["point_id"]: r for r in analysis.load(db)}
+        loaded = {r.point_id: r for r in analysis.load(db)}
         viewed = rows(db, "SELECT * FROM v_points")
         groups = rows(db, "SELECT workload, threads, metric, better, mean FROM v_summaries "
                           "WHERE workload = 'mysqlslap'")
@@ -184,7 +184,7 @@ def test_views_judge_mysqlslap_by_its_seconds_and_count_repeats_from_1(tmp_path)
     for v in viewed:
         point = loaded[v["point_id"]]
         # The figure and the repeat number dbarena's own outputs show.
-        assert (v["metric"], v["value"], v["repeat"]) == (point["metric"], analysis.value(point),
+        assert (v["metric"], v["value"], v["repeat"]) == (point.metric, analysis.value(point),
                                                            point.as_json()["repeat"])
         assert v["repeat"] == 1 and v["better"] == ("lower" if v["workload"] == "mysqlslap" else "higher")
     slap = [v for v in viewed if v["workload"] == "mysqlslap"]
