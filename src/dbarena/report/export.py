@@ -84,9 +84,11 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings", *repeats.FLAT_FIELDS], lineterminator="\n")
     writer.writeheader()
-    for row in public_rows(report):
-        figures = repeats.flat(row.pop("over_repeats"))
-        writer.writerow({k: _cell(v) for k, v in {**row, **figures}.items()})
+    for section in report.sections:
+        for level in section.rows:
+            row = level.as_json()
+            del row["over_repeats"]  # as flat columns, below
+            writer.writerow({k: _cell(v) for k, v in {**row, **repeats.flat(level.over_repeats)}.items()})
     return buf.getvalue()
 
 
