@@ -180,7 +180,7 @@ def duration_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
 
 def together_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
     """A line per run whose points several load generators drove at once."""
-    runs: dict[Any, tuple[int, list[str]]] = {}
+    runs: dict[int, tuple[int, list[str]]] = {}
     for r in rows:
         if loadgens.parts(r):
             runs.setdefault(r.run_id, (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
@@ -194,7 +194,7 @@ class _PartLine:
     """A line of the parts table: one load generator's part of a point."""
 
     point: AnalysedPoint
-    part: dict[str, Any]  # loadgens.parts: a JSON object fleet/combine.py wrote
+    part: JSONObject  # loadgens.parts: a JSON object fleet/combine.py wrote
     first: bool  # the point's first part: the line that names the point
 
 
