@@ -1,5 +1,6 @@
 """Records for unit tests of the views: an `AnalysedPoint` as analysis.load makes one,
-a `LevelComparison` as analysis.compare does, a `StoredRun` as the store reads one,
+a `LevelComparison` as analysis.compare does, a `StoredRun` as the store reads one, a
+report's `LevelRow` as report/levels.py does,
 every field at a plain default, the test's own values on top. A test states only what it
 is about; the record's types still hold."""
 
@@ -7,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dataclasses import fields as dataclass_fields
+
 from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
+from dbarena.report.levels import LevelRow
 
 _DEFAULTS: dict[str, Any] = {
     "point_id": 1, "run_id": 1, "label": "a", "host": "box", "target": "postgresql://dbarena@127.0.0.1:1/dbarena",
@@ -62,3 +66,18 @@ _RUN_DEFAULTS: dict[str, Any] = {
 def run(**fields: Any) -> StoredRun:
     """A run with these fields."""
     return StoredRun(**{**_RUN_DEFAULTS, **fields})
+
+
+_LEVEL_ROW: dict[str, Any] = {
+    **{f.name: None for f in dataclass_fields(LevelRow)},
+    "label": "a", "engine": "postgres", "workload": "pgbench-tpcb", "threads": 1, "metric": "tps", "n": 1,
+    "failed": 0, "over_repeats": {}, "warnings": (), "config": {}, "variant": "",
+}
+
+
+def level_row(**fields: Any) -> LevelRow:
+    """A report's level row with these fields (every other figure None; `series_label`
+    follows `label` unless given)."""
+    values = {**_LEVEL_ROW, **fields}
+    values["series_label"] = values["series_label"] or values["label"]
+    return LevelRow(**values)

@@ -72,9 +72,9 @@ def test_summaries_and_comparisons_are_of_seconds_and_fewer_is_faster(slap):
 def test_the_report_and_its_exports_say_the_same(slap):
     report = data.build(analysis.load(slap), slap.runs(), baseline="slow", at_threads=None)
     (section,) = report.sections
-    rows = {(r["label"], r["threads"]): r for r in section.rows}
+    rows = {(r.label, r.threads): r for r in section.rows}
     # The level rows' verdicts are of the same seconds as their ratio.
-    assert rows[("fast", 4)]["ratio_to_baseline"] == pytest.approx(0.4) and rows[("fast", 4)]["verdict"] == "faster"
+    assert rows[("fast", 4)].ratio_to_baseline == pytest.approx(0.4) and rows[("fast", 4)].verdict == "faster"
     (d,) = report.decisions
     assert d.verdict == decision.FASTER and d.text.startswith("fast is 100.0 % faster than slow")
     exported = json.loads(export.to_json(report))

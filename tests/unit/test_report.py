@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from dataclasses import replace
 import csv
 import hashlib
 import io
@@ -20,7 +21,7 @@ from dbarena.stats import analysis
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.store.database import Store
-from points import run
+from points import level_row, run
 
 T0 = datetime(2026, 11, 21, tzinfo=timezone.utc)
 
@@ -58,23 +59,23 @@ def _report(store, **kw):
 
 def test_level_figures_by_hand(store):
     report = _report(store, baseline="x86", at_threads=4)
-    rows = {(r["label"], r["threads"]): r for r in report.rows}
+    rows = {(r.label, r.threads): r for r in report.rows}
     arm4, x864 = rows[("arm", 4)], rows[("x86", 4)]
-    assert arm4["tps"] == 3400.0
+    assert arm4.tps == 3400.0
     # Study E: price per 100 TPS = hourly price / (TPS / 100).
-    assert arm4["price_per_100_tps"] == pytest.approx(1.4464 / 34)
-    assert x864["price_per_100_tps"] == pytest.approx(1.808 / 30)
-    assert arm4["tps_per_dollar_hour"] == pytest.approx(3400 / 1.4464)
+    assert arm4.price_per_100_tps == pytest.approx(1.4464 / 34)
+    assert x864.price_per_100_tps == pytest.approx(1.808 / 30)
+    assert arm4.tps_per_dollar_hour == pytest.approx(3400 / 1.4464)
     # Per core: 32 cores on arm, 16 cores x 2 threads on x86 (study B's quarrel).
-    assert arm4["tps_per_core"] == pytest.approx(3400 / 32) and arm4["tps_per_thread"] == pytest.approx(3400 / 32)
-    assert x864["tps_per_core"] == pytest.approx(3000 / 16) and x864["tps_per_thread"] == pytest.approx(3000 / 32)
+    assert arm4.tps_per_core == pytest.approx(3400 / 32) and arm4.tps_per_thread == pytest.approx(3400 / 32)
+    assert x864.tps_per_core == pytest.approx(3000 / 16) and x864.tps_per_thread == pytest.approx(3000 / 32)
     # Scaling efficiency = TPS(N) / (N x TPS(1)).
-    assert arm4["scaling_efficiency"] == pytest.approx(3400 / (4 * 1000))
-    assert rows[("x86", 1)]["scaling_efficiency"] == pytest.approx(1.0)
-    assert arm4["ratio_to_baseline"] == pytest.approx(3400 / 3000)
-    assert rows[("x86", 2)]["ratio_to_baseline"] == pytest.approx(1.0)
-    assert arm4["verdict"] is None and arm4["reason"] == "no verdict: 1 repeat(s); needs 3"
-    assert arm4["time_s"] == 60 and arm4["transactions"] == 3400 * 60
+    assert arm4.scaling_efficiency == pytest.approx(3400 / (4 * 1000))
+    assert rows[("x86", 1)].scaling_efficiency == pytest.approx(1.0)
+    assert arm4.ratio_to_baseline == pytest.approx(3400 / 3000)
+    assert rows[("x86", 2)].ratio_to_baseline == pytest.approx(1.0)
+    assert arm4.verdict is None and arm4.reason == "no verdict: 1 repeat(s); needs 3"
+    assert arm4.time_s == 60 and arm4.transactions == 3400 * 60
 
 
 def test_points_ranking_geomean_saturation_and_cheapest(store):
@@ -99,8 +100,8 @@ def test_price_override_and_labels_order(store):
     from dbarena.stats.price import Price
 
     report = _report(store, prices={"x86": Price(per_hour=0.9)}, labels=["x86", "arm"])
-    rows = {(r["label"], r["threads"]): r for r in report.rows}
-    assert rows[("x86", 1)]["price_per_100_tps"] == pytest.approx(0.9 / 11)
+    rows = {(r.label, r.threads): r for r in report.rows}
+    assert rows[("x86", 1)].price_per_100_tps == pytest.approx(0.9 / 11)
     assert report.baseline == "x86" and report.labels == ["x86", "arm"]
 
 
@@ -286,12 +287,12 @@ def test_per_core_of_a_remote_server_comes_from_what_the_run_was_told(store):
                      (json.dumps({"targets": {"postgres": "postgresql://u@rds.example/db"}}),
                       json.dumps({"server_physical_cores": 2, "server_hardware_threads": 4})))
     store.db.commit()
-    rows = {(r["label"], r["threads"]): r for r in _report(store).rows}
-    assert rows[("x86", 4)]["tps_per_core"] == pytest.approx(3000 / 2)
-    assert rows[("x86", 4)]["tps_per_thread"] == pytest.approx(3000 / 4)
+    rows = {(r.label, r.threads): r for r in _report(store).rows}
+    assert rows[("x86", 4)].tps_per_core == pytest.approx(3000 / 2)
+    assert rows[("x86", 4)].tps_per_thread == pytest.approx(3000 / 4)
     store.db.execute("UPDATE runs SET target_facts = '{}' WHERE label = 'x86'")
     store.db.commit()
-    assert {r["tps_per_core"] for r in _report(store).rows if r["label"] == "x86"} == {None}
+    assert {r.tps_per_core for r in _report(store).rows if r.label == "x86"} == {None}
 
 
 # ------------------------------------------------------------------ charts
@@ -299,12 +300,12 @@ def test_per_core_of_a_remote_server_comes_from_what_the_run_was_told(store):
 
 def _many_series(n: int) -> data.Section:
     labels = [f"m{i}" for i in range(n)]
-    rows = [{"label": label, "threads": t, "tps": 100.0 * t * (1 + i), "qps": None, "tps_ci_low": None,
-             "tps_ci_high": None, "latency_avg_ms": 1.0 + t, "latency_p95_ms": 2.0 + t}
+    rows = [level_row(label=label, threads=t, tps=100.0 * t * (1 + i), latency_avg_ms=1.0 + t,
+                      latency_p95_ms=2.0 + t)
             for i, label in enumerate(labels) for t in (1, 2, 4)]
     return data.Section(engine="postgres", workload="pgbench-tpcb", metric="tps", labels=labels, rows=rows,
-                        ranking=[], usl={}, series={label: {"point_id": 1, "threads": 4, "steady_start_s": 2.0,
-                                                            "dips_s": []} for label in labels})
+                        ranking=[], usl={}, series={label: data.ShownSeries(point_id=1, threads=4, steady_start_s=2.0,
+                                                                            dips_s=[]) for label in labels})
 
 
 def test_svg_ids_are_unique_across_the_charts_of_a_page(store):
@@ -348,8 +349,7 @@ def test_a_legend_names_every_series_below_the_axes_and_every_line_is_drawn():
 def _with_intervals(n: int) -> data.Section:
     """n labels whose 95 % intervals reach below zero (two noisy repeats)."""
     section = _many_series(n)
-    for row in section.rows:
-        row["tps_ci_low"], row["tps_ci_high"] = -0.5 * row["tps"], 2 * row["tps"]
+    section.rows = [replace(row, tps_ci_low=-0.5 * row.tps, tps_ci_high=2 * row.tps) for row in section.rows]
     return section
 
 
@@ -382,9 +382,8 @@ def test_intervals_are_drawn_from_zero_as_bands_for_few_labels_and_error_bars_fo
 
 def test_the_latency_percentiles_are_one_figure_of_four_small_axes():
     section = _many_series(15)
-    for row in section.rows:
-        row.update(latency_p50_ms=1.0 + row["threads"], latency_p99_ms=5.0 + row["threads"],
-                   latency_p999_ms=9.0 + row["threads"], value=row["tps"])
+    section.rows = [replace(row, latency_p50_ms=1.0 + row.threads, latency_p99_ms=5.0 + row.threads,
+                            latency_p999_ms=9.0 + row.threads, value=row.tps) for row in section.rows]
     svg = charts.percentiles(section)
     assert svg is not None and svg.count("<svg") == 1
     assert len(re.findall(r'<g id="axes_\d+', svg)) == 4
@@ -398,15 +397,14 @@ def test_the_latency_percentiles_are_one_figure_of_four_small_axes():
     assert "latency_percentiles" in drawn and not any(name.startswith("latency_p9") for name in drawn)
     assert charts.percentiles(_many_series(2)) is not None  # p95 only: the others say so
     none = _many_series(2)
-    for row in none.rows:
-        row["latency_p95_ms"] = None
+    none.rows = [replace(row, latency_p95_ms=None) for row in none.rows]
     assert charts.percentiles(none) is None
 
 
 def test_per_second_series_is_the_point_at_the_asked_level_else_the_highest(store):
     for at, want in ((4, 4), (None, 8)):
         (section,) = _report(store, at_threads=at).sections
-        assert {info["threads"] for info in section.series.values()} == {want}
+        assert {info.threads for info in section.series.values() if info} == {want}
 
 
 def test_csv_cells_carry_no_binary_noise():
@@ -523,10 +521,11 @@ def test_the_per_second_chart_shows_one_level_for_every_label(store):
     store.db.execute(f"DELETE FROM points WHERE id IN ({gone})")
     store.db.commit()
     (section,) = _report(store).sections
-    assert {label: info["threads"] for label, info in section.series.items()} == {"arm": 4, "x86": 4}
+    assert {label: info.threads for label, info in section.series.items() if info} == {"arm": 4, "x86": 4}
     # asked for a level only arm has: x86 is left out of that chart rather than drawn at another level
     (section,) = _report(store, at_threads=8).sections
-    assert section.series["arm"]["threads"] == 8 and section.series["x86"] == {}
+    arm = section.series["arm"]
+    assert arm is not None and arm.threads == 8 and section.series["x86"] is None
 
 
 def _slap_store(tmp_path) -> Store:
@@ -554,20 +553,20 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
     report = data.build(analysis.load(db), db.runs(), baseline="slow", at_threads=4)
     (section,) = report.sections
     assert section.metric == "seconds"
-    rows = {(r["label"], r["threads"]): r for r in section.rows}
-    assert rows[("fast", 4)]["seconds"] == pytest.approx(0.2) and rows[("fast", 4)]["value"] == pytest.approx(0.2)
+    rows = {(r.label, r.threads): r for r in section.rows}
+    assert rows[("fast", 4)].seconds == pytest.approx(0.2) and rows[("fast", 4)].value == pytest.approx(0.2)
     # Study A ranks mysqlslap by the fewest seconds over the levels.
     assert [(r["label"], round(r["sum"], 6)) for r in section.ranking] == [("fast", 0.7), ("slow", 1.3)]
     assert section.ranking[0]["peak_threads"] == 4 and section.ranking[0]["saturation_threads"] is None
     assert section.usl == {}
     # Below 1: faster than the baseline.
-    assert rows[("fast", 4)]["ratio_to_baseline"] == pytest.approx(0.2 / 0.5)
+    assert rows[("fast", 4)].ratio_to_baseline == pytest.approx(0.2 / 0.5)
     # The price of one run of the queries = hourly price x seconds / 3600.
-    assert rows[("fast", 4)]["price_per_run"] == pytest.approx(2.0 * 0.2 / 3600)
+    assert rows[("fast", 4)].price_per_run == pytest.approx(2.0 * 0.2 / 3600)
     # N clients share the same queries: 4 threads at 100 % would take a quarter of one's time.
-    assert rows[("fast", 4)]["scaling_efficiency"] == pytest.approx(0.5 / (4 * 0.2))
-    assert rows[("slow", 1)]["scaling_efficiency"] == pytest.approx(1.0)
-    assert rows[("slow", 4)]["price_per_run"] == pytest.approx(1.0 * 0.5 / 3600)
+    assert rows[("fast", 4)].scaling_efficiency == pytest.approx(0.5 / (4 * 0.2))
+    assert rows[("slow", 1)].scaling_efficiency == pytest.approx(1.0)
+    assert rows[("slow", 4)].price_per_run == pytest.approx(1.0 * 0.5 / 3600)
     assert section.cheapest["label"] == "fast"  # 0.000111 against 0.000139 per run
     from dbarena.report import tables
 
@@ -591,7 +590,7 @@ def test_intervals_never_go_below_zero_and_printed_tps_stands_beside_the_steady_
     report = _report(store)
     row = report.rows[0]
     # No per-second series here: the steady-state mean is the printed figure.
-    assert row["printed_tps"] == row["tps"]
+    assert row.printed_tps == row.tps
     results = tables.results(report.sections[0])
     assert results.explain is not None
     assert "printed TPS" in results.headers and "printed TPS' is the figure the tool printed" in results.explain[1]
@@ -610,9 +609,9 @@ def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compare
     # Study A: monthly rents in one currency. Price per 100 TPS per hour = (rent / 730) / (TPS / 100).
     report = _report(store, prices={"arm": price.parse("420 EUR/month"), "x86": price.parse("500EUR/month")},
                      at_threads=4)
-    rows = {(r["label"], r["threads"]): r for r in report.rows}
-    assert rows[("arm", 4)]["price_per_100_tps"] == pytest.approx(420 / 730 / 34)
-    assert rows[("arm", 4)]["currency"] == "EUR" and rows[("arm", 4)]["price"] == "420 EUR/month (0.575 EUR/h)"
+    rows = {(r.label, r.threads): r for r in report.rows}
+    assert rows[("arm", 4)].price_per_100_tps == pytest.approx(420 / 730 / 34)
+    assert rows[("arm", 4)].currency == "EUR" and rows[("arm", 4)].price == "420 EUR/month (0.575 EUR/h)"
     (section,) = report.sections
     assert section.cheapest["label"] == "arm"
     table = tables.price(section, report)
@@ -732,10 +731,10 @@ def test_the_system_view_and_the_level_the_cpu_saturated_from(tmp_path):
     db.finish_run(run_id, "finished")
     report = data.build(analysis.load(db), db.runs())
     (section,) = report.sections
-    rows = {r["threads"]: r for r in section.rows}
-    assert rows[1]["cpu_busy_pct"] == pytest.approx(40.0) and rows[4]["cpu_busy_pct"] == pytest.approx(92.0)
-    assert rows[1]["cpu_iowait_pct"] == pytest.approx(4.0)  # the mean of 2, 4, 6
-    assert rows[8]["server_cpu"] == pytest.approx(3.2) and rows[8]["loadgen_cpu"] == pytest.approx(0.5)
+    rows = {r.threads: r for r in section.rows}
+    assert rows[1].cpu_busy_pct == pytest.approx(40.0) and rows[4].cpu_busy_pct == pytest.approx(92.0)
+    assert rows[1].cpu_iowait_pct == pytest.approx(4.0)  # the mean of 2, 4, 6
+    assert rows[8].server_cpu == pytest.approx(3.2) and rows[8].loadgen_cpu == pytest.approx(0.5)
     assert section.ranking[0]["cpu_saturated_from"] == 4
     table = tables.system(section)
     assert table.rows[1][:6] == ["box", "4", "92", "4.0", "3.00", "0.50"]
@@ -835,11 +834,11 @@ def test_the_cpu_saturates_only_at_a_level_its_points_bound_say_so():
     from dbarena.report.scaling import cpu_saturation
     from dbarena.stats import bound
 
-    rows = [{"threads": 4, "cpu_busy_pct": 60.0, "bound_kind": None},
-            {"threads": 8, "cpu_busy_pct": 95.0, "bound_kind": bound.LOCKS},
-            {"threads": 16, "cpu_busy_pct": 97.0, "bound_kind": bound.SERVER_CPU}]
+    rows = [level_row(threads=4, cpu_busy_pct=60.0, bound_kind=None),
+            level_row(threads=8, cpu_busy_pct=95.0, bound_kind=bound.LOCKS),
+            level_row(threads=16, cpu_busy_pct=97.0, bound_kind=bound.SERVER_CPU)]
     assert cpu_saturation(rows) == 16
-    assert cpu_saturation([{**rows[1], "bound_kind": None}]) == 8  # not known: the machine's figure alone
+    assert cpu_saturation([replace(rows[1], bound_kind=None)]) == 8  # not known: the machine's figure alone
     assert cpu_saturation(rows[:2]) is None
     assert bound.most_frequent([bound.LOCKS, bound.MACHINE_CPU, bound.LOCKS, None]) == bound.LOCKS
     assert bound.most_frequent([None]) is None

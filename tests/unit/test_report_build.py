@@ -26,7 +26,7 @@ def test_the_model_is_the_one_data_build_makes_from_the_same_points(store):
     (section,) = report.sections
     assert (section.engine, section.workload) == ("postgres", "pgbench-tpcb")
     assert section.cheapest["label"] == "arm"
-    assert {(r["label"], r["threads"]): r["tps"] for r in report.rows} == {
+    assert {(r.label, r.threads): r.tps for r in report.rows} == {
         (label, n): tps for label, (_, _, _, levels) in MACHINES.items() for n, tps in levels.items()}
     direct = data.build(analysis.load(store), store.runs(), baseline="x86", at_threads=4, labels=["arm", "x86"],
                         histograms=store.latency_histograms)
@@ -37,9 +37,9 @@ def test_a_baseline_outside_the_labels_comes_first_and_prices_override_the_store
     report = assemble.build(store, assemble.Selection(labels=("arm",), baseline="x86",
                                                       prices={"x86": Price(per_hour=0.9)}))
     assert report.labels == ["x86", "arm"] and report.baseline == "x86"
-    rows = {(r["label"], r["threads"]): r for r in report.rows}
-    assert rows[("x86", 1)]["price_per_100_tps"] == pytest.approx(0.9 / 11)
-    assert rows[("arm", 1)]["price_per_100_tps"] == pytest.approx(1.4464 / 10)
+    rows = {(r.label, r.threads): r for r in report.rows}
+    assert rows[("x86", 1)].price_per_100_tps == pytest.approx(0.9 / 11)
+    assert rows[("arm", 1)].price_per_100_tps == pytest.approx(1.4464 / 10)
 
 
 @pytest.mark.parametrize("selection", [
@@ -88,7 +88,7 @@ def test_charts_show_the_per_second_series_read_in_one_go_as_read_point_by_point
     (section,) = report.sections
     drawn = assemble.draw(db, report, "html", png=True)
     key = ("postgres", "pgbench-tpcb")
-    one_by_one = {label: db.samples(info["point_id"]) for label, info in section.series.items() if info}
+    one_by_one = {label: db.samples(info.point_id) for label, info in section.series.items() if info}
     assert all(one_by_one.values())
     assert drawn.svg[key] == charts.charts(section, one_by_one) and "per_second" in drawn.svg[key]
     assert drawn.png is not None and set(drawn.png[key]) == set(drawn.svg[key])
@@ -164,7 +164,7 @@ def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_pa
     what, _ = bound.waiting(record)
     assert what in svg and "dashed: checkpoints" in svg
     (row,) = report.rows
-    assert row["bound"] == fixture["stored_bound"]
-    bare = charts.charts(section, {"a": db.samples(section.series["a"]["point_id"])})["per_second"]
+    assert row.bound == fixture["stored_bound"]
+    bare = charts.charts(section, {"a": db.samples(section.series["a"].point_id)})["per_second"]
     assert what not in bare and "checkpoints" not in bare  # nothing overlaid without the server's series
     db.close()

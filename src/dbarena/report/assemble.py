@@ -86,7 +86,7 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
         if png:
             raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")
         return Drawn()
-    wanted = [info["point_id"] for section in report.sections for info in section.series.values() if info]
+    wanted = [info.point_id for section in report.sections for info in section.series.values() if info]
     series = store.series_of("samples", wanted)
     # The server's own series of those points, overlaid on their per-second throughput.
     read = getattr(store, "server_series", None)
@@ -94,9 +94,9 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
     drawn = Drawn(png={} if png else None)
     for section in report.sections:
         key = (section.engine, section.workload)
-        samples = {label: series.get(info["point_id"], []) for label, info in section.series.items() if info}
-        overlay = {label: server[info["point_id"]]["record"] for label, info in section.series.items()
-                   if info and info["point_id"] in server}
+        samples = {label: series.get(info.point_id, []) for label, info in section.series.items() if info}
+        overlay = {label: server[info.point_id]["record"] for label, info in section.series.items()
+                   if info and info.point_id in server}
         raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
         drawn.svg[key] = charts.charts(section, samples, png=raster, server=overlay)
     if fmt == "html":

@@ -30,7 +30,7 @@ import io
 import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -43,10 +43,13 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from dbarena.bulk import collector_paused
-from dbarena.report.data import Section, usl
+from dbarena.records import JSON, JSONObject, json_object
+from dbarena.report.data import Section
+from dbarena.report.levels import LevelRow
+from dbarena.report.scaling import usl
 from dbarena.report.layout import fit, legend_below, legend_order
 from dbarena.report.svgparts import (_TAGS, _classes, _hover_layer, _tag, _tag_of, _tips, _unique_ids,
-                                      label_class)
+                                      label_class as label_class)
 
 matplotlib.rcParams.update({
     "svg.fonttype": "none",  # text stays text: smaller, selectable, searchable
@@ -64,7 +67,7 @@ matplotlib.rcParams.update({
     "text.parse_math": False,
 })
 
-COLORS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+COLORS: list[str] = list(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
 MAX_SERIES = len(COLORS)  # series told apart by colour alone; bars beyond this many labels are not drawn
 MARKERS = ("o", "s", "^", "D", "v", "P")  # with the colour, a series' marker: 60 series told apart
 MAX_BANDS = 5  # labels whose 95 % intervals are drawn as bands; beyond, error bars
@@ -100,7 +103,7 @@ class _Plot:
     def __init__(self, ax: Axes) -> None:
         self.ax = ax
         # (style, tagged label) -> x, y
-        self.lines: dict[tuple[tuple, str | None], tuple[list[float], list[float]]] = {}
+        self.lines: dict[tuple[tuple[tuple[str, Any], ...], str | None], tuple[list[float], list[float]]] = {}
         self.entries: list[tuple[str, str, dict[str, Any], str | None]] = []  # (series, text, style, label)
 
     def line(self, x: Iterable[float], y: Iterable[float], legend: str | None = None, series: str | None = None,
@@ -184,11 +187,11 @@ def _svg(ax: Axes, section: Section, name: str) -> str:
     return _unique_ids(_classes(text), key)
 
 
-def _by_label(section: Section, field: str) -> Iterator[tuple[int, str, list[dict]]]:
+def _by_label(section: Section, field: str) -> Iterator[tuple[int, str, list[tuple[LevelRow, float]]]]:
     """(index of the label among the section's, which sets its colour and marker in
-    every chart; label; its rows with the field)."""
+    every chart; label; its rows with the field, each with its value)."""
     for i, label in enumerate(section.labels):
-        rows = [r for r in section.rows if r["label"] == label and r.get(field) is not None]
+        rows = [(r, value) for r in section.rows if r.label == label and (value := r.figure(field)) is not None]
         if rows:
             yield i, label, rows
 
@@ -205,15 +208,15 @@ def throughput(section: Section) -> str | None:
     ax = _axes(3.6, section)
     plot = _Plot(ax)
     drawn = list(_by_label(section, metric))
-    span = max((r["threads"] for _, _, rows in drawn for r in rows), default=1)
+    span = max((r.threads for _, _, rows in drawn for r, _ in rows), default=1)
     for i, label, rows in drawn:
         color = _color(i)
-        x = [r["threads"] for r in rows]
-        y = [r[metric] for r in rows]
-        plot.line(x, y, label, marker=_marker(i), color=color, tips=[_tip(label, r, metric) for r in rows],
+        x = [r.threads for r, _ in rows]
+        y = [value for _, value in rows]
+        plot.line(x, y, label, marker=_marker(i), color=color, tips=[_tip(label, r, metric) for r, _ in rows],
                   label=label)
-        band = [(r["threads"], max(r["tps_ci_low"], 0.0), r["tps_ci_high"]) for r in rows
-                if metric == "tps" and r["tps_ci_low"] is not None and r["tps_ci_high"] is not None]
+        band = [(r.threads, max(low, 0.0), high) for r, _ in rows
+                if metric == "tps" and (low := r.tps_ci_low) is not None and (high := r.tps_ci_high) is not None]
         if len(drawn) > MAX_BANDS and band:
             # Error bars, each label's a little aside (dodged) so that they do not cover
             # each other at a level.
@@ -239,17 +242,19 @@ def throughput(section: Section) -> str | None:
     return _svg(ax, section, "throughput")
 
 
-def _tip(label: str, row: dict, field: str, what: str = "") -> str:
+def _tip(label: str, row: LevelRow, field: str, what: str = "", value: float | None = None) -> str:
     """A point's hover text: its series, level and exact figure (with its interval;
-    `what`: which figure, said after it)."""
-    value = row[field]
+    `what`: which figure, said after it); `value`: the figure, where it is not the
+    row's `field` (a bar's)."""
+    if value is None:
+        value = row.figure(field)
     unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}.get(field, "ms" if field.startswith("latency") else "")
-    text = f"{label}, {row['threads']} threads: {value:,.{3 if unit in ('s', 'ms') else 1}f} {unit}".rstrip()
+    text = f"{label}, {row.threads} threads: {value:,.{3 if unit in ('s', 'ms') else 1}f} {unit}".rstrip()
     text += f" ({what})" if what else ""
-    if field == "tps" and row.get("tps_ci_low") is not None and row.get("tps_ci_high") is not None:
-        text += f" (95 % CI {max(row['tps_ci_low'], 0):,.1f} .. {row['tps_ci_high']:,.1f})"
-    if row.get("n"):
-        text += f", {row['n']} repeat(s)"
+    if field == "tps" and row.tps_ci_low is not None and row.tps_ci_high is not None:
+        text += f" (95 % CI {max(row.tps_ci_low, 0):,.1f} .. {row.tps_ci_high:,.1f})"
+    if row.n:
+        text += f", {row.n} repeat(s)"
     return text
 
 
@@ -265,9 +270,8 @@ def bars(section: Section) -> str | None:
     """Study A's view: a group of bars per thread level, one bar per label, of the
     tool's own figure (a bar where a label measured that level)."""
     metric = section.metric if section.metric in ("tps", "seconds") else "qps"
-    field = "value"
-    levels = sorted({r["threads"] for r in section.rows if r[field] is not None})
-    labels = [label for label in section.labels if any(r["label"] == label and r[field] is not None
+    levels = sorted({r.threads for r in section.rows if r.value is not None})
+    labels = [label for label in section.labels if any(r.label == label and r.value is not None
                                                        for r in section.rows)]
     if not levels or not labels or len(labels) > MAX_SERIES:
         return None  # beyond one colour per label, bars cannot be told apart: the line chart stays
@@ -275,7 +279,7 @@ def bars(section: Section) -> str | None:
     width = 0.8 / len(labels)
     for i, label in enumerate(labels):
         color = _color(section.labels.index(label))
-        _label_bars(ax, section, label, levels, (i - (len(labels) - 1) / 2) * width, width, color, field, metric)
+        _label_bars(ax, section, label, levels, (i - (len(labels) - 1) / 2) * width, width, color, metric)
     ax.set_xticks(range(len(levels)), [str(n) for n in levels])
     ax.grid(axis="x", visible=False)
     ax.set_xlabel("thread level")  # categorical: not "threads", whose axis _svg makes numeric
@@ -290,20 +294,21 @@ def bars(section: Section) -> str | None:
 
 
 def _label_bars(ax: Axes, section: Section, label: str, levels: list[int], offset: float, width: float,
-                color: str, field: str, metric: str) -> None:
-    """One label's bars, at `offset` in each level's group, and their hover tips."""
-    values = {r["threads"]: r[field] for r in section.rows if r["label"] == label and r[field] is not None}
+                color: str, metric: str) -> None:
+    """One label's bars (each tool's own figure, LevelRow.value), at `offset` in each
+    level's group, and their hover tips."""
+    values = {r.threads: value for r in section.rows if r.label == label and (value := r.value) is not None}
     xs = [j + offset for j, n in enumerate(levels) if n in values]
     heights = [values[n] for n in levels if n in values]
     for bar in ax.bar(xs, heights, width=width * 0.95, color=color, label=label):
         _tag(ax, bar, label)
-    by_level = {r["threads"]: r for r in section.rows if r["label"] == label}
-    _tips(ax).extend((x, h / 2, _tip(label, {**by_level[n], metric: values[n]}, metric), _tag_of(ax, label))
+    by_level = {r.threads: r for r in section.rows if r.label == label}
+    _tips(ax).extend((x, h / 2, _tip(label, by_level[n], metric, value=values[n]), _tag_of(ax, label))
                      for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
 
 
 def qps(section: Section) -> str | None:
-    if section.metric == "qps" or not any(r["qps"] for r in section.rows):
+    if section.metric == "qps" or not any(r.qps for r in section.rows):
         return None
     ax = _axes(3.2, section)
     plot = _Plot(ax)
@@ -319,15 +324,15 @@ def qps(section: Section) -> str | None:
 def _lines(plot: _Plot, section: Section, field: str, legend: bool = True, what: str = "") -> None:
     """A line per label of `field` against threads (`what`: said in each hover text)."""
     for i, label, rows in _by_label(section, field):
-        plot.line([r["threads"] for r in rows], [r[field] for r in rows], label if legend else None,
+        plot.line([r.threads for r, _ in rows], [value for _, value in rows], label if legend else None,
                   marker=_marker(i), color=_color(i), label=label,
-                  tips=[_tip(label, r, field, what) for r in rows])
+                  tips=[_tip(label, r, field, what) for r, _ in rows])
 
 
 def latency(section: Section) -> str | None:
     """Average latency against threads, a line per label."""
     field = "latency_avg_ms"
-    if not any(r.get(field) for r in section.rows):
+    if not any(r.latency_avg_ms for r in section.rows):
         return None
     ax = _axes(3.2, section)
     plot = _Plot(ax)
@@ -349,7 +354,7 @@ def percentiles(section: Section) -> str | None:
     """The latency percentiles against threads as small multiples: one figure, four axes
     (p50, p95, p99, p99.9) sharing x, a line per label in each (over repeats: of the
     merged histograms), one legend below them all. An axes without data says so."""
-    if not any(r.get(field) for _, field, _ in PERCENTILE_CHARTS for r in section.rows):
+    if not any(r.figure(field) for _, field, _ in PERCENTILE_CHARTS for r in section.rows):
         return None
     fig = Figure(figsize=(WIDTH, 4.6))
     grid = fig.subplots(2, 2, sharex=True, squeeze=False)
@@ -371,15 +376,31 @@ def percentiles(section: Section) -> str | None:
     fig.suptitle(f"{section.engine} {section.workload}: latency percentiles against threads", fontsize=10)
     names, handles = [], []
     for i, label in enumerate(section.labels):
-        if any(r["label"] == label and r.get(f) is not None for _, f, _ in PERCENTILE_CHARTS for r in section.rows):
+        if any(r.label == label and r.figure(f) is not None for _, f, _ in PERCENTILE_CHARTS for r in section.rows):
             names.append(label)
             handles.append(Line2D([], [], marker=_marker(i), color=_color(i)))
     _tag_legend(first, legend_below(fig, handles, names), [_tag_of(first, n) for n in names])
     return _svg(first, section, "latency_percentiles")
 
 
-def per_second(section: Section, samples: dict[str, list[dict]],
-               server: dict[str, dict] | None = None) -> str | None:
+# A point's per-second rows as the store reads them (store.series_of("samples")): second
+# and tps are never null there.
+Samples = Mapping[str, Sequence[Mapping[str, float | None]]]
+
+
+def _at(value: float | None) -> float:
+    """A per-second figure the store holds NOT NULL (a gap, were it ever null)."""
+    return math.nan if value is None else value
+
+
+def _numbers(value: JSON) -> list[float | None]:
+    """A column of a server record (decoded JSON, checked by store/edge.py): its numbers,
+    None where it holds none."""
+    items = value if isinstance(value, list) else []
+    return [v if isinstance(v, (int, float)) and not isinstance(v, bool) else None for v in items]
+
+
+def per_second(section: Section, samples: Samples, server: Mapping[str, JSONObject] | None = None) -> str | None:
     """The per-second series of the chosen point of each label: warm-up cut dotted,
     dips marked; where `server` holds the point's server record (label -> it), what its
     server waited for on a second axis and its checkpoints as grey dashes, so that a dip
@@ -395,16 +416,18 @@ def per_second(section: Section, samples: dict[str, list[dict]],
         if not series:
             continue
         info = section.series[label]
+        assert info is not None  # samples are of a shown series' point (assemble.draw)
         dashes = ("-", "--", "-.")[(i // len(COLORS)) % 3]  # told apart beyond the colours
-        plot.line([s["second"] for s in series], [s["tps"] for s in series], f"{label} ({info['threads']} threads)",
-                  series=label, color=color, linewidth=1, linestyle=dashes, label=label)
-        cut = info.get("steady_start_s")
+        plot.line([_at(s["second"]) for s in series], [_at(s["tps"]) for s in series],
+                  f"{label} ({info.threads} threads)", series=label, color=color, linewidth=1, linestyle=dashes,
+                  label=label)
+        cut = info.steady_start_s
         # The same dotted line again would add nothing, unless it is toggled with another label.
         if cut and (cut, color, _tag_of(ax, label)) not in cuts:
             cuts.add((cut, color, _tag_of(ax, label)))
             _tag(ax, ax.axvline(cut, color=color, linestyle=":", linewidth=1), label)
-        dips = set(info.get("dips_s") or [])
-        marked = [(s["second"], s["tps"]) for s in series if s["second"] in dips]
+        dips = set(info.dips_s)
+        marked = [(_at(s["second"]), _at(s["tps"])) for s in series if s["second"] in dips]
         if marked:
             x, y = zip(*marked)
             plot.line(x, y, linestyle="none", marker="x", color="red", zorder=3, label=label)  # over every line
@@ -418,7 +441,7 @@ def per_second(section: Section, samples: dict[str, list[dict]],
     return _svg(ax, section, "per_second")
 
 
-def _server_overlay(ax: Axes, section: Section, server: dict[str, dict]) -> bool:
+def _server_overlay(ax: Axes, section: Section, server: Mapping[str, JSONObject]) -> bool:
     """Each label's server-side waits (stats/bound.waiting) as a thin line on a second
     axis, in the label's colour, and its checkpoints; whether anything was drawn."""
     from dbarena.stats import bound as point_bound
@@ -429,13 +452,15 @@ def _server_overlay(ax: Axes, section: Section, server: dict[str, dict]) -> bool
         record = server.get(label)
         if not record or not record.get("seconds"):
             continue
+        seconds = [_at(s) for s in _numbers(record["seconds"])]
+        series = {name: _numbers(column) for name, column in json_object(record.get("series")).items()}
         what, values = point_bound.waiting(record)
         if twin is None:
             twin = ax.twinx()
             setattr(twin, "_dbarena_twin_of", ax)  # layout.fit places it with ax
-        twin.plot(record["seconds"], [v if v is not None else math.nan for v in values], color=_color(i),
+        twin.plot(seconds, [v if v is not None else math.nan for v in values], color=_color(i),
                   linewidth=0.7, alpha=0.6)
-        for second in point_bound.checkpoint_seconds(record.get("series") or {}, record["seconds"]):
+        for second in point_bound.checkpoint_seconds(series, seconds):
             ax.axvline(second, color="grey", linestyle="--", linewidth=0.8)
         drawn = True
     if twin is not None:
@@ -444,8 +469,8 @@ def _server_overlay(ax: Axes, section: Section, server: dict[str, dict]) -> bool
     return drawn
 
 
-def charts(section: Section, samples: dict[str, list[dict]], png: dict[str, bytes] | None = None,
-           server: dict[str, dict] | None = None) -> dict[str, str]:
+def charts(section: Section, samples: Samples, png: dict[str, bytes] | None = None,
+           server: Mapping[str, JSONObject] | None = None) -> dict[str, str]:
     """Every chart of a section that has data: name -> SVG text; and into `png`, when
     given, name -> the same chart as PNG."""
     token = _PNG.set(png)

@@ -31,9 +31,9 @@ from collections import defaultdict
 import math
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, NotRequired, TypedDict
 
-from dbarena.records import AnalysedPoint, LevelSummary, StoredRun, json_object
+from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredRun, json_object
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -41,10 +41,53 @@ from dbarena.stats import estimators as stats
 from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 from dbarena.report import levels as level_figures
-# Also read as data.server_is_local, data.usl, data.USL_MIN_LEVELS ... by the renderers and tests.
-from dbarena.report.levels import server_is_local
-from dbarena.report.scaling import (CPU_SATURATED_PCT, SATURATION_GAIN, USL_MIN_LEVELS, cpu_saturation,
-                                    geomean_ratio, saturation, usl, usl_fit)
+from dbarena.report.levels import PUBLIC_FIELDS as PUBLIC_FIELDS, LevelRow
+# Also read as data.server_is_local, data.usl, data.USL_MIN_LEVELS ... by tests.
+from dbarena.report.levels import server_is_local as server_is_local
+from dbarena.report.scaling import (CPU_SATURATED_PCT as CPU_SATURATED_PCT, SATURATION_GAIN as SATURATION_GAIN,
+                                    USL_MIN_LEVELS as USL_MIN_LEVELS, UslFit, cpu_saturation, geomean_ratio,
+                                    saturation, usl as usl, usl_fit)
+
+
+class Ranking(TypedDict):
+    """Study A's points of one label in a section: its sum over the levels, its peak,
+    its price at --at-threads, and its rank among the section's labels. What the report's
+    JSON exports, in this order."""
+
+    label: str
+    sum: float
+    levels: list[int]
+    geomean_ratio_to_baseline: float | None
+    saturation_threads: int | None
+    peak_threads: int | None
+    peak_value: float | None
+    peak_tps_per_core: float | None
+    peak_tps_per_thread: float | None
+    hardware_threads: int | None
+    price_at: float | None
+    cpu_saturated_from: int | None
+    rank: int
+    price: str | None
+
+
+class Cheapest(TypedDict):
+    """The cheapest label at --at-threads (None: prices in several currencies, named in
+    `currencies`), and how much more each other priced label costs there (a share)."""
+
+    label: str | None
+    threads: int
+    others: dict[str, float]
+    currencies: NotRequired[list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShownSeries:
+    """The point whose per-second series a section's chart shows for a label."""
+
+    point_id: int
+    threads: int
+    steady_start_s: float | None
+    dips_s: list[float]
 
 
 @dataclass
@@ -55,11 +98,15 @@ class Section:
     workload: str
     metric: str
     labels: list[str]
-    rows: list[dict]  # level rows of this section, label by label, threads ascending
-    ranking: list[dict]  # study A's points
-    usl: dict[str, dict]  # label -> fit
-    series: dict[str, dict]  # label -> per-second series of a chosen point
-    cheapest: dict | None = None
+    rows: list[LevelRow]  # level rows of this section, label by label, threads ascending
+    ranking: list[Ranking]  # study A's points
+    usl: dict[str, UslFit]  # label -> fit
+    series: dict[str, ShownSeries | None]  # label -> per-second series of a chosen point (None: none there)
+    cheapest: Cheapest | None = None
+
+
+# (label, engine, workload) -> threads -> its level row
+BySeries = dict[tuple[str, str, str], dict[int, LevelRow]]
 
 
 @dataclass
@@ -67,7 +114,7 @@ class Report:
     labels: list[str]
     baseline: str | None
     at_threads: int | None
-    rows: list[dict]
+    rows: list[LevelRow]
     sections: list[Section]
     provenance: dict[str, dict[str, StoredRun]] = field(default_factory=dict)  # label -> engine -> its run
     # The decision (stats/decision.py): each label against the baseline, worst first,
@@ -125,12 +172,12 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
         return by_key[stored]
 
     row_keys = [level_free(r) for r in rows]
-    keys: dict[tuple, dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
+    keys: dict[tuple[str, str, str], dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
     for r, key in zip(rows, row_keys):
         keys[(r.label, r.engine, r.workload)].setdefault((r.variant or "", key))
 
     # How many configurations each (label, engine, workload, variant) holds.
-    per_variant: dict[tuple, int] = defaultdict(int)
+    per_variant: dict[tuple[str, str, str, str], int] = defaultdict(int)
     for series, found in keys.items():
         for variant, _ in found:
             per_variant[(*series, variant)] += 1
@@ -156,21 +203,21 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
     return out, new_order, new_baseline, new_prices
 
 
-def _differs(row: dict, base: dict) -> list[str]:
+def _differs(row: LevelRow, base: LevelRow) -> list[str]:
     """Fields in which a row's configuration differs from the baseline's, apart from
     what the comparison is about: the host when the labels differ, the variant (and
     its settings) when the variants differ."""
     ignore: set[str] = {"threads", "clients"}
-    if row["_label"] != base["_label"]:
+    if row.series_label != base.series_label:
         ignore.update(configkey.ABOUT["host"])
-    if row["_variant"] != base["_variant"]:
+    if row.variant != base.variant:
         ignore.update(configkey.ABOUT["variant"])
-    return configkey.differing(row["_config"], base["_config"], ignore)
+    return configkey.differing(row.config, base.config, ignore)
 
 
 def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
-          histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
+          histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
     their latency histograms (store.latency_histograms), read per group of repeats."""
     with collector_paused():
@@ -180,7 +227,7 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
-           histograms: Callable[[list[int]], dict[int, dict]] | None = None) -> Report:
+           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     order = labels or list(dict.fromkeys(r.label for r in rows))
@@ -193,12 +240,10 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every}
     members, ok_series = _grouped(rows)
     hardware = level_figures.hardware(rows, runs_by_id)
-    level_rows = [level_figures.level_row(key, summary, members[key], prices.get(key[0]), hardware.get(key[0], {}))
-                  for key, summary in summaries.items()]
-    by_series: dict[tuple, dict[int, dict]] = defaultdict(dict)
-    for row in level_rows:
-        by_series[(row["label"], row["engine"], row["workload"])][row["threads"]] = row
-    _compare(by_series, baseline)
+    level_rows = _compare([level_figures.level_row(key, summary, members[key], prices.get(key[0]),
+                                                   hardware.get(key[0], level_figures.Hardware()))
+                           for key, summary in summaries.items()], baseline)
+    by_series = _by_series(level_rows)
     # The decisions compare the labels as stored: the same groups of points under their
     # stored labels (a summary's points share one configuration key, so renaming a
     # label's configurations apart changes no group), not a second summaries() pass.
@@ -206,12 +251,12 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows, groups)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
-                for engine, workload in dict.fromkeys((r["engine"], r["workload"]) for r in level_rows)]
+                for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall)
 
 
-def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
+def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     """What the same work costs on each side, derived from the decision itself (one
     answer: the throughput ratio and its interval over the levels the decision counts)
     and each side's price per hour: cost ratio = price ratio / throughput ratio, with the
@@ -221,13 +266,13 @@ def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
     if d.ratio is None or not d.levels:
         return None
     counted = {threads for threads, _ in d.levels}
-    hourly = {}
+    hourly: dict[str, tuple[float, str | None]] = {}
     for name in (d.label, d.baseline):
-        mine = [r for r in level_rows if r["label"] == name and r["engine"] == d.engine
-                and r["workload"] == d.workload and r["threads"] in counted and r.get("price_per_hour")]
+        mine = [(float(price), r.currency) for r in level_rows if r.label == name and r.engine == d.engine
+                and r.workload == d.workload and r.threads in counted and (price := r.price_per_hour)]
         if not mine:
             return None
-        hourly[name] = (float(mine[0]["price_per_hour"]), mine[0]["currency"])
+        hourly[name] = mine[0]
     (p_label, cur_label), (p_base, cur_base) = hourly[d.label], hourly[d.baseline]
     if cur_label != cur_base:
         return (f"cost: {d.label} priced in {cur_label}, {d.baseline} in {cur_base}: prices in two currencies are "
@@ -254,7 +299,7 @@ def _price_note(d: Decision, level_rows: list[dict]) -> str | None:
             f"throughput {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
-def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[dict],
+def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[LevelRow],
                groups: list[LevelSummary]) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
@@ -291,37 +336,50 @@ def _grouped(rows: list[AnalysedPoint]
 # ------------------------------------------------------------------ comparisons
 
 
-def _compare(by_series: dict[tuple, dict[int, dict]], baseline: str | None) -> None:
+def _by_series(level_rows: list[LevelRow]) -> BySeries:
+    by_series: BySeries = defaultdict(dict)
+    for row in level_rows:
+        by_series[(row.label, row.engine, row.workload)][row.threads] = row
+    return by_series
+
+
+def _compare(level_rows: list[LevelRow], baseline: str | None) -> list[LevelRow]:
     """Each level row against one thread of its series (scaling efficiency) and against
     the baseline's row at the same level (ratio, interval, verdict)."""
-    for (label, engine, workload), levels in by_series.items():
-        one = levels.get(1)
-        for n, row in levels.items():
-            row["scaling_efficiency"] = _scaling_efficiency(row, n, one)
-            base = by_series.get((baseline, engine, workload), {}).get(n)
-            _against_baseline(row, base, label != baseline)
+    by_series = _by_series(level_rows)
+    compared = []
+    for row in level_rows:
+        one = by_series[(row.label, row.engine, row.workload)].get(1)
+        base = by_series.get((baseline, row.engine, row.workload), {}).get(row.threads) if baseline else None
+        row = replace(row, scaling_efficiency=_scaling_efficiency(row, row.threads, one))
+        compared.append(_against_baseline(row, base, row.label != baseline))
+    return compared
 
 
-def _scaling_efficiency(row: dict, n: int, one: dict | None) -> float | None:
-    if not (one and one["value"] and row["value"]):
+def _scaling_efficiency(row: LevelRow, n: int, one: LevelRow | None) -> float | None:
+    if not (one and one.value and row.value):
         return None
     # The share of N times one thread's speed: for seconds (a fixed amount of
     # work split among N clients) the inverse ratio of times.
-    return (one["value"] / (n * row["value"]) if row["metric"] == "seconds"
-            else row["value"] / (n * one["value"]))
+    return (one.value / (n * row.value) if row.metric == "seconds"
+            else row.value / (n * one.value))
 
 
-def _against_baseline(row: dict, base: dict | None, other: bool) -> None:
-    """other: the row is not the baseline's own."""
+def _against_baseline(row: LevelRow, base: LevelRow | None, other: bool) -> LevelRow:
+    """The row with its comparison to the baseline's at its level; other: the row is
+    not the baseline's own."""
     differs = _differs(row, base) if base and other else []
     if differs:
-        row["reason"] = row["verdict_text"] = "not comparable: " + ", ".join(differs)
-    elif base and base["value"] and row["value"] is not None:
-        row["ratio_to_baseline"] = row["value"] / base["value"]
-        if other and base["_estimate"] is not None and row["_estimate"] is not None:
-            c = stats.compare(base["_estimate"], row["_estimate"], of=row["metric"])
-            row.update(ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
-                       verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
+        said = "not comparable: " + ", ".join(differs)
+        return replace(row, reason=said, verdict_text=said)
+    if not (base and base.value and row.value is not None):
+        return row
+    row = replace(row, ratio_to_baseline=row.value / base.value)
+    if other and base.estimate is not None and row.estimate is not None:
+        c = stats.compare(base.estimate, row.estimate, of=row.metric)
+        row = replace(row, ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
+                      verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
+    return row
 
 
 # ------------------------------------------------------------------ sections
@@ -337,28 +395,31 @@ class _Picked:
     prices: dict[str, Price]
 
 
-def _section(engine: str, workload: str, level_rows: list[dict], by_series: dict[tuple, dict[int, dict]],
+def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: BySeries,
              ok_series: dict[tuple[str, str, str], list[AnalysedPoint]], picked: _Picked) -> Section:
     order = picked.order
-    sec_rows = sorted((r for r in level_rows if (r["engine"], r["workload"]) == (engine, workload)),
-                      key=lambda r: (order.index(r["label"]), r["threads"]))
-    sec_labels = [l for l in order if any(r["label"] == l for r in sec_rows)]
-    ranking, fits, series = [], {}, {}
-    base_levels = {n: r["value"] for n, r in by_series.get((picked.baseline, engine, workload), {}).items()
-                   if r["value"] is not None}
+    sec_rows = sorted((r for r in level_rows if (r.engine, r.workload) == (engine, workload)),
+                      key=lambda r: (order.index(r.label), r.threads))
+    sec_labels = [l for l in order if any(r.label == l for r in sec_rows)]
+    standings: list[_Standing] = []
+    fits: dict[str, UslFit] = {}
+    series: dict[str, ShownSeries | None] = {}
+    base_levels = {n: r.value for n, r in by_series.get((picked.baseline or "", engine, workload), {}).items()
+                   if r.value is not None}
     shown_level = _shown_level([ok_series[(label, engine, workload)] for label in sec_labels], picked.at_threads)
-    lower_is_better = sec_rows[0]["metric"] == "seconds"
+    lower_is_better = sec_rows[0].metric == "seconds"
     for label in sec_labels:
         levels = by_series[(label, engine, workload)]
-        ns = sorted(n for n in levels if levels[n]["value"] is not None)
-        values = [levels[n]["value"] for n in ns]
-        ranking.append(_ranking_entry(label, levels, ns, base_levels, lower_is_better, picked.at_threads))
+        measured = {n: value for n in sorted(levels) if (value := levels[n].value) is not None}
+        ns = sorted(measured)
+        values = [measured[n] for n in ns]
+        standings.append(_ranking_entry(label, levels, measured, base_levels, lower_is_better, picked.at_threads))
         fit = None if lower_is_better else usl_fit(ns, values)
         if fit:
             fits[label] = fit
         series[label] = _chosen_series(ok_series[(label, engine, workload)], shown_level)
-    _rank(ranking, lower_is_better, picked.prices)
-    return Section(engine=engine, workload=workload, metric=sec_rows[0]["metric"], labels=sec_labels,
+    ranking = _rank(standings, lower_is_better, picked.prices)
+    return Section(engine=engine, workload=workload, metric=sec_rows[0].metric, labels=sec_labels,
                    rows=sec_rows, ranking=ranking, usl=fits, series=series,
                    cheapest=_cheapest(ranking, picked.at_threads, picked.prices))
 
@@ -371,49 +432,61 @@ def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -
     return at_threads if at_threads is not None else (max(shared) if shared else None)
 
 
-def _ranking_entry(label: str, levels: dict[int, dict], ns: list[int], base_levels: dict[int, float],
-                   lower_is_better: bool, at_threads: int | None) -> dict:
-    """Study A's points of one label, its peak and its price at --at-threads."""
-    values = [levels[n]["value"] for n in ns]
+class _Standing(TypedDict):
+    """A label's Ranking before the section's labels are ranked."""
+
+    label: str
+    sum: float
+    levels: list[int]
+    geomean_ratio_to_baseline: float | None
+    saturation_threads: int | None
+    peak_threads: int | None
+    peak_value: float | None
+    peak_tps_per_core: float | None
+    peak_tps_per_thread: float | None
+    hardware_threads: int | None
+    price_at: float | None
+    cpu_saturated_from: int | None
+
+
+def _ranking_entry(label: str, levels: dict[int, LevelRow], measured: dict[int, float],
+                   base_levels: dict[int, float], lower_is_better: bool, at_threads: int | None) -> _Standing:
+    """Study A's points of one label, its peak and its price at --at-threads; measured:
+    its figure at each level that has one, levels ascending."""
+    ns, values = list(measured), list(measured.values())
     pick = min if lower_is_better else max
-    peak_n = pick(ns, key=lambda n: levels[n]["value"]) if ns else None
-    price_field = "price_per_run" if lower_is_better else "price_per_100_tps"
+    peak_n = pick(ns, key=lambda n: measured[n]) if ns else None
+    peak = levels[peak_n] if peak_n is not None else None
+    at = levels.get(at_threads) if at_threads is not None else None
     return {
         "label": label, "sum": sum(values), "levels": ns,
-        "geomean_ratio_to_baseline": geomean_ratio({n: levels[n]["value"] for n in ns}, base_levels),
+        "geomean_ratio_to_baseline": geomean_ratio(measured, base_levels),
         # Saturation and the USL describe throughput growing with threads.
         "saturation_threads": None if lower_is_better else saturation(ns, values),
-        "peak_threads": peak_n, **_at_peak(levels[peak_n] if peak_n is not None else None),
-        "price_at": levels[at_threads][price_field] if at_threads in levels else None,
+        "peak_threads": peak_n,
+        "peak_value": peak.value if peak else None, "peak_tps_per_core": peak.tps_per_core if peak else None,
+        "peak_tps_per_thread": peak.tps_per_thread if peak else None,
+        "hardware_threads": peak.hardware_threads if peak else None,
+        "price_at": (at.price_per_run if lower_is_better else at.price_per_100_tps) if at else None,
         "cpu_saturated_from": cpu_saturation(levels[n] for n in ns),
     }
 
 
-def _at_peak(peak: dict | None) -> dict:
-    if peak is None:
-        return dict.fromkeys(("peak_value", "peak_tps_per_core", "peak_tps_per_thread", "hardware_threads"))
-    return {"peak_value": peak["value"], "peak_tps_per_core": peak["tps_per_core"],
-            "peak_tps_per_thread": peak["tps_per_thread"], "hardware_threads": peak["hardware_threads"]}
-
-
-def _rank(ranking: list[dict], lower_is_better: bool, prices: dict[str, Price]) -> None:
+def _rank(standings: list[_Standing], lower_is_better: bool, prices: dict[str, Price]) -> list[Ranking]:
     # Study A's ranking: most throughput, or (mysqlslap) fewest seconds, over the levels.
-    ranking.sort(key=lambda r: r["sum"] if lower_is_better else -r["sum"])
-    for rank, r in enumerate(ranking, start=1):
-        r["rank"] = rank
-    for r in ranking:
-        r["price"] = prices[r["label"]].shown() if r["label"] in prices else None
+    ordered = sorted(standings, key=lambda r: r["sum"] if lower_is_better else -r["sum"])
+    return [{**r, "rank": rank, "price": prices[r["label"]].shown() if r["label"] in prices else None}
+            for rank, r in enumerate(ordered, start=1)]
 
 
-def _cheapest(ranking: list[dict], at_threads: int | None, prices: dict[str, Price]) -> dict | None:
+def _cheapest(ranking: list[Ranking], at_threads: int | None, prices: dict[str, Price]) -> Cheapest | None:
     """The cheapest label at --at-threads, and how much more each other one costs."""
-    priced = [r for r in ranking if r["price_at"]]
-    currencies = sorted({prices[r["label"]].currency for r in priced})
+    priced = [(r["label"], price) for r in ranking if (price := r["price_at"])]
+    currencies = sorted({prices[label].currency for label, _ in priced})
     if at_threads is not None and len(priced) >= 2 and len(currencies) == 1:
-        best = min(priced, key=lambda r: r["price_at"])
-        return {"label": best["label"], "threads": at_threads, "others": {
-            r["label"]: r["price_at"] / best["price_at"] - 1
-            for r in priced if r is not best}}
+        best, lowest = min(priced, key=lambda lp: lp[1])
+        return {"label": best, "threads": at_threads, "others": {
+            label: price / lowest - 1 for label, price in priced if label != best}}
     if at_threads is not None and len(currencies) > 1:
         # No exchange rate is a measurement: prices in two currencies are not compared.
         return {"label": None, "threads": at_threads, "others": {}, "currencies": currencies}
@@ -440,42 +513,22 @@ def at_text(report: Report) -> str:
     return f"Price/performance at {report.at_threads} threads (--at-threads), the cheapest label named."
 
 
-def _chosen_series(candidates: list[AnalysedPoint], level: int | None) -> dict:
+def _chosen_series(candidates: list[AnalysedPoint], level: int | None) -> ShownSeries | None:
     """The per-second series shown for a label: of its ok points (candidates), the one at
     `level` (first repeat; none if the label has no point there), or without a level
     its highest; samples are attached by the caller."""
     if not candidates:
-        return {}
+        return None
     if level is None:
         level = max(c.threads for c in candidates)
     chosen = [r for r in candidates if r.threads == level]
     if not chosen:
-        return {}
+        return None
     point = min(chosen, key=lambda r: r.repeat)
-    return {"point_id": point.point_id, "threads": point.threads, "steady_start_s": point.steady_start_s,
-            "dips_s": point.dips_s}
+    return ShownSeries(point_id=point.point_id, threads=point.threads, steady_start_s=point.steady_start_s,
+                       dips_s=point.dips_s)
 
 
-PUBLIC_FIELDS = (
-    "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
-    "printed_tps", "qps", "seconds", "tpm_new_order", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
-    "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price", "currency", "price_per_hour",
-    "price_per_month", "price_per_100_tps", "price_per_run", "cpu_busy_pct", "cpu_iowait_pct", "server_cpu",
-    "loadgen_cpu",
-    "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
-    "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
-    "bound",
-)
-
-
-def public_rows(report: Report) -> list[dict]:
+def public_rows(report: Report) -> list[JSONObject]:
     """One flat record per label x engine x workload x threads, for CSV and JSON."""
-    out = []
-    for section in report.sections:
-        for row in section.rows:
-            record = {k: row[k] for k in PUBLIC_FIELDS}
-            record["warnings"] = ";".join(row["warnings"])
-            # Every figure over the repeats, labelled (stats/repeats.py); CSV flattens it.
-            record["over_repeats"] = row["over_repeats"]
-            out.append(record)
-    return out
+    return [row.as_json() for section in report.sections for row in section.rows]

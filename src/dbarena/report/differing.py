@@ -10,18 +10,18 @@ the key's digest.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from rich.markup import escape
 
-from dbarena.records import AnalysedPoint, LevelSummary
+from dbarena.records import JSON, AnalysedPoint, LevelSummary, json_object
 from dbarena.report.fitting import Column
 
 # A row of such a table: a point, or a summary over repeats (analysis.summaries).
 Row = AnalysedPoint | LevelSummary
 
 
-def _fact(r: Row, name: str, own: Any = None) -> Any:
+def _fact(r: Row, name: str, own: JSON = None) -> JSON:
     """A fact of a row's configuration: its key's (summaries keep only the key), else
     `own`, the row's own column (a point stored before keys existed)."""
     config = r.config or {}
@@ -32,8 +32,9 @@ def _point(r: Row) -> AnalysedPoint | None:
     return r if isinstance(r, AnalysedPoint) else None
 
 
-def dataset(params: Mapping[str, Any] | None) -> str:
+def dataset(given: JSON) -> str:
     """A dataset in a few words: "scale 100", "10 tables x 100,000 rows", "-"."""
+    params = json_object(given)
     if not params:
         return "-"
     words = []
@@ -47,7 +48,7 @@ def dataset(params: Mapping[str, Any] | None) -> str:
     return ", ".join(words) or "-"
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: JSON) -> str:
     return "-" if value is None else f"{value:,} s"
 
 

@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from dbarena.limits import printable
+from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.data import PUBLIC_FIELDS, Report, public_rows
 from dbarena.stats import repeats
 
@@ -50,7 +51,7 @@ def _cell(value: object) -> object:
     return value
 
 
-def finite(value: Any) -> Any:
+def finite(value: object) -> object:
     """The value with every float that is not finite as None (JSON's null), inside
     lists and objects too."""
     if isinstance(value, float):
@@ -62,7 +63,7 @@ def finite(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any, **options: Any) -> str:
+def dumps(value: object, **options: Any) -> str:
     """JSON that is always JSON: non-finite figures as null, and allow_nan=False so that
     one slipping past raises here instead of printing Infinity or NaN."""
     return json.dumps(finite(value), allow_nan=False, **options)
@@ -84,23 +85,32 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings", *repeats.FLAT_FIELDS], lineterminator="\n")
     writer.writeheader()
-    for row in public_rows(report):
-        figures = repeats.flat(row.pop("over_repeats"))
-        writer.writerow({k: _cell(v) for k, v in {**row, **figures}.items()})
+    for section in report.sections:
+        for level in section.rows:
+            row = level.as_json()
+            del row["over_repeats"]  # as flat columns, below
+            writer.writerow({k: _cell(v) for k, v in {**row, **repeats.flat(level.over_repeats)}.items()})
     return buf.getvalue()
 
 
-def rows_csv(rows: list[dict[str, Any]], summary: bool = False) -> str:
+def _codes(warnings: JSON) -> str:
+    """A row's warnings (steadystate.Flag.as_dict of each) as their codes."""
+    return ";".join(str(json_object(w).get("code")) for w in (warnings if isinstance(warnings, list) else []))
+
+
+def rows_csv(rows: list[JSONObject], summary: bool = False) -> str:
     """`results --csv`: a record per point (or summary), every column of `results --json`
     in its order; nested facts (params, config, details ...) as JSON text, warnings as their
     codes; a summary's figures over its repeats as flat columns (repeats.flat)."""
-    records = []
+    records: list[dict[str, object]] = []
     for row in rows:
-        record = {k: (";".join(w["code"] for w in v) if k == "warnings" else
-                      json.dumps(finite(v), sort_keys=True) if isinstance(v, (dict, list)) else v)
-                  for k, v in row.items() if k != "over_repeats"}
+        record: dict[str, object] = {
+            k: (_codes(v) if k == "warnings" else
+                json.dumps(finite(v), sort_keys=True) if isinstance(v, (dict, list)) else v)
+            for k, v in row.items() if k != "over_repeats"}
         if summary:
-            record.update(repeats.flat(row.get("over_repeats") or {}))
+            over = json_object(row.get("over_repeats"))
+            record.update(repeats.flat({figure: json_object(figures) for figure, figures in over.items()}))
         records.append(record)
     fields = list(dict.fromkeys(k for r in records for k in r))
     buf = io.StringIO()

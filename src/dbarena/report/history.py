@@ -112,7 +112,8 @@ def chart(s: Series) -> str:
     runs = [r for r in s.runs if r.mean is not None and _when(r) is not None]
     with collector_paused():
         ax = Figure(figsize=(7.0, 3.2)).add_subplot()
-        x = [float(dates.date2num(_when(r))) for r in runs]
+        # matplotlib.dates has no annotations: date2num gives days since its epoch, a float.
+        x = [float(dates.date2num(_when(r))) for r in runs]  # type: ignore[no-untyped-call]
         y = [r.mean or 0.0 for r in runs]
         low = [(r.mean or 0.0) - max(r.ci_low, 0.0) if r.ci_low is not None else 0.0 for r in runs]
         high = [(r.ci_high - (r.mean or 0)) if r.ci_high is not None else 0.0 for r in runs]

@@ -1,37 +1,183 @@
 """The figures of one label x engine x workload x threads, over its repeats (a report's
-level row), and the hardware of each label's server they are divided by."""
+level row, LevelRow), and the hardware of each label's server they are divided by."""
 
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypedDict
 
-from dbarena.records import AnalysedPoint, LevelSummary, StoredRun, json_object
-from dbarena.stats import analysis
+from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, MeanEstimate, StoredRun, json_object
 from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
 from dbarena.workloads import tpcc
 
-
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.fmean(values) if values else None
+__all__ = ["LevelRow", "Hardware", "PUBLIC_FIELDS", "level_row", "hardware", "server_is_local"]
 
 
-def _tpcc_figures(ok: list[AnalysedPoint]) -> dict:
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _number(value: JSON) -> float | None:
+    """A figure of a point's details (decoded JSON): a number, else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _count(value: JSON) -> int | None:
+    """A count of cores or threads from a run's facts (decoded JSON): an integer, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# The row as the report's CSV and JSON export it, in their order (then its warnings and
+# its figures over repeats: LevelRow.as_json).
+PUBLIC_FIELDS = (
+    "label", "engine", "workload", "threads", "metric", "n", "failed", "tps", "tps_ci_low", "tps_ci_high",
+    "printed_tps", "qps", "seconds", "tpm_new_order", "transactions", "queries", "time_s", "latency_avg_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
+    "latency_p99_ms", "latency_p999_ms", "latency_max_ms", "latency_pooled", "price", "currency", "price_per_hour",
+    "price_per_month", "price_per_100_tps", "price_per_run", "cpu_busy_pct", "cpu_iowait_pct", "server_cpu",
+    "loadgen_cpu",
+    "tps_per_dollar_hour", "physical_cores", "hardware_threads", "tps_per_core", "tps_per_thread",
+    "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
+    "bound",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelRow:
+    """The figures of one label x engine x workload x threads over its repeats, as the
+    report's tables, charts and exports show them. The comparison fields (against one
+    thread of its series and against the baseline's row at its level) are None until
+    report.data compares the rows (dataclasses.replace)."""
+
+    label: str
+    engine: str
+    workload: str
+    threads: int
+    # Each tool's own figure: "seconds" for mysqlslap (lower is better), else the
+    # summary's metric; `value` is that figure.
+    metric: str
+    seconds: float | None
+    # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
+    printed_tps: float | None
+    # The TPC-C-like workload's own figures (None for other workloads): tpmC-like, the
+    # mix of transaction types (% of all) and each type's average latency.
+    tpm_new_order: float | None
+    tpcc_mix_pct: dict[str, float | None] | None
+    tpcc_latency_ms: dict[str, float | None] | None
+    rollbacks: float | None
+    # analysis.SYSTEM_FIELDS, means over the ok repeats.
+    cpu_busy_pct: float | None
+    cpu_iowait_pct: float | None
+    server_cpu: float | None
+    loadgen_cpu: float | None
+    bound: str | None  # each point's, from the server's view (bound.of_group)
+    bound_kind: str | None  # the most frequent of them
+    n: int
+    failed: int
+    tps: float | None
+    tps_ci_low: float | None
+    tps_ci_high: float | None
+    qps: float | None
+    value: float | None
+    transactions: float | None
+    queries: float | None
+    time_s: float | None
+    latency_p50_ms: float | None
+    latency_p90_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    latency_p999_ms: float | None
+    latency_max_ms: float | None
+    latency_avg_ms: float | None
+    latency_pooled: str | None
+    over_repeats: dict[str, JSONObject]  # figure -> repeats.OverRepeats.as_dict
+    price_per_hour: float | None
+    currency: str | None
+    price_per_month: float | None
+    price: str | None  # the price as shown (Price.shown)
+    price_per_100_tps: float | None
+    price_per_run: float | None  # mysqlslap: what one run of its queries costs
+    tps_per_dollar_hour: float | None
+    physical_cores: int | None
+    hardware_threads: int | None
+    tps_per_core: float | None
+    tps_per_thread: float | None
+    # Against one thread of its series, and against the baseline (report.data).
+    scaling_efficiency: float | None = None
+    ratio_to_baseline: float | None = None
+    ratio_ci_low: float | None = None
+    ratio_ci_high: float | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    verdict_text: str | None = None
+    interval: str | None
+    warnings: tuple[str, ...]  # the codes of the summary's warnings
+    # Not exported: what comparisons use (the summary's estimate, configuration, variant
+    # and the label its points' series had as stored: AnalysedPoint.series_label).
+    estimate: MeanEstimate | None
+    config: JSONObject
+    variant: str
+    series_label: str
+
+    def as_json(self) -> JSONObject:
+        """The row as the report's JSON (and, flattened, CSV) exports it."""
+        out: JSONObject = {name: getattr(self, name) for name in PUBLIC_FIELDS}
+        out["warnings"] = ";".join(self.warnings)
+        # Every figure over the repeats, labelled (stats/repeats.py); CSV flattens it.
+        out["over_repeats"] = {figure: figures for figure, figures in self.over_repeats.items()}
+        return out
+
+    def figure(self, name: str) -> float | None:
+        """One of its figures by name, where a chart or table picks the figure at run
+        time (the section's metric, a latency percentile)."""
+        value = getattr(self, name)
+        if value is not None and not isinstance(value, (int, float)):
+            raise TypeError(f"{name} is not a figure of a level row")
+        return value
+
+
+# Set by report.data, against one thread and against the baseline.
+COMPARISON_FIELDS = ("scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict",
+                     "reason", "verdict_text")
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """The cores and hardware threads of a label's server (None: not known)."""
+
+    physical_cores: int | None = None
+    hardware_threads: int | None = None
+
+
+class _Tpcc(TypedDict):
+    tpm_new_order: float | None
+    tpcc_mix_pct: dict[str, float | None] | None
+    tpcc_latency_ms: dict[str, float | None] | None
+    rollbacks: float | None
+
+
+def _tpcc_figures(ok: list[AnalysedPoint]) -> _Tpcc:
     """The TPC-C-like workload's own figures, means over repeats: New-Order transactions
     committed per minute (the tpmC-like figure), the mix of transaction types (% of
     all) and each type's average latency; None for other workloads."""
-    details: list[Any] = [d for m in ok if (d := m.details).get("tpm_new_order") is not None]
+    details = [d for m in ok if (d := m.details).get("tpm_new_order") is not None]
     if not details:
         return {"tpm_new_order": None, "tpcc_mix_pct": None, "tpcc_latency_ms": None, "rollbacks": None}
-    found = {k for d in details for k in d.get("per_type", {})}
+    per_type = [json_object(d.get("per_type")) for d in details]
+    found = {k for types in per_type for k in types}
     kinds = [k for k in tpcc.KINDS if k in found] + sorted(found - set(tpcc.KINDS))  # the specification's order
+
+    def of_type(kind: str, figure: str) -> float | None:
+        return _mean(_number(json_object(types.get(kind)).get(figure)) for types in per_type)
+
     return {
-        "tpm_new_order": _mean(d["tpm_new_order"] for d in details),
-        "tpcc_mix_pct": {k: _mean(d["per_type"].get(k, {}).get("share_pct") for d in details) for k in kinds},
-        "tpcc_latency_ms": {k: _mean(d["per_type"].get(k, {}).get("latency_avg_ms") for d in details) for k in kinds},
-        "rollbacks": _mean(d.get("rollbacks") for d in details),
+        "tpm_new_order": _mean(_number(d["tpm_new_order"]) for d in details),
+        "tpcc_mix_pct": {k: of_type(k, "share_pct") for k in kinds},
+        "tpcc_latency_ms": {k: of_type(k, "latency_avg_ms") for k in kinds},
+        "rollbacks": _mean(_number(d.get("rollbacks")) for d in details),
     }
 
 
@@ -43,11 +189,11 @@ def server_is_local(run: StoredRun) -> bool:
     return options.get("target", "throwaway") == "throwaway"
 
 
-def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, StoredRun]) -> dict[str, dict]:
+def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, StoredRun]) -> dict[str, Hardware]:
     """Hardware of each label's server, from its runs (a label is one machine): the
     measured host for a throwaway instance, what --server-cores/--server-threads said
     for a remote target."""
-    hardware: dict[str, dict] = {}
+    hardware: dict[str, Hardware] = {}
     # Each run once, in the rows' order (a run holds thousands of points of a big store).
     for label, run_id in dict.fromkeys((r.label, r.run_id) for r in rows):
         if label not in hardware and (found := _server_hardware(runs_by_id[run_id])) is not None:
@@ -55,90 +201,81 @@ def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, StoredRun]) -> dic
     return hardware
 
 
-def _server_hardware(run: StoredRun) -> dict | None:
+def _server_hardware(run: StoredRun) -> Hardware | None:
     """The cores and hardware threads of one run's server; None when unknown (a remote
     target the run was told nothing about)."""
     placed = run.options.get("cpus")
     if placed and server_is_local(run):
         # [cpus]: the cores and threads the variant's server was confined to.
-        placed = json_object(placed)
-        return {"physical_cores": placed.get("server_cores"), "hardware_threads": placed.get("server_threads")}
+        confined = json_object(placed)
+        return Hardware(_count(confined.get("server_cores")), _count(confined.get("server_threads")))
     if server_is_local(run):
         facts = run.host_facts
         # What the run could use (taskset, cpuset, quota), else the machine's.
-        return {"physical_cores": facts.get("usable_physical_cores") or facts.get("physical_cores"),
-                "hardware_threads": facts.get("effective_hardware_threads") or facts.get("hardware_threads")}
+        return Hardware(_count(facts.get("usable_physical_cores") or facts.get("physical_cores")),
+                        _count(facts.get("effective_hardware_threads") or facts.get("hardware_threads")))
     if run.target_facts.get("server_physical_cores") or run.target_facts.get("server_hardware_threads"):
         facts = run.target_facts
-        return {"physical_cores": facts.get("server_physical_cores"),
-                "hardware_threads": facts.get("server_hardware_threads")}
+        return Hardware(_count(facts.get("server_physical_cores")), _count(facts.get("server_hardware_threads")))
     return None
 
 
 def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: list[AnalysedPoint],
-              label_price: Price | None, hw: dict[str, Any]) -> dict[str, Any]:
+              label_price: Price | None, hw: Hardware) -> LevelRow:
     """The figures of one label x engine x workload x threads, over its repeats."""
     label, engine, workload, threads = key
     ok = [m for m in members if m.status == "ok"]
     tps = summary.mean if summary.metric == "tps" else None
-    qps = _mean(m.qps for m in ok)
     seconds = _mean(m.run_avg_s for m in ok) if summary.metric != "tps" else None
     # Each tool's own figure: mysqlslap's is the seconds it took to run its queries
     # (lower is better), as study A publishes it; the others' their throughput.
     metric = "seconds" if seconds is not None else summary.metric
-    value = seconds if metric == "seconds" else summary.mean
-    return {
-        "label": label, "engine": engine, "workload": workload, "threads": threads, "metric": metric,
-        "seconds": seconds,
-        # The figure the tool printed (mean over repeats) beside dbarena's steady-state mean.
-        "printed_tps": _mean(m.tps for m in ok) if tps is not None else None,
+    return LevelRow(
+        label=label, engine=engine, workload=workload, threads=threads, metric=metric, seconds=seconds,
+        printed_tps=_mean(m.tps for m in ok) if tps is not None else None,
         **_tpcc_figures(ok),
-        **{k: _mean(getattr(m, k) for m in ok) for k in analysis.SYSTEM_FIELDS},
-        "bound": point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
-        "bound_kind": point_bound.most_frequent(m.bound for m in ok),
-        "n": summary.n, "failed": summary.failed,
-        **_tps_interval(summary, tps),
-        "qps": qps, "value": value,
-        **_amounts(ok, tps),
-        **{k: getattr(summary, k) for k in (*analysis.LATENCY_FIELDS, "latency_avg_ms", "latency_pooled",
-                                            "over_repeats")},
+        cpu_busy_pct=_mean(m.cpu_busy_pct for m in ok), cpu_iowait_pct=_mean(m.cpu_iowait_pct for m in ok),
+        server_cpu=_mean(m.server_cpu for m in ok), loadgen_cpu=_mean(m.loadgen_cpu for m in ok),
+        bound=point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
+        bound_kind=point_bound.most_frequent(m.bound for m in ok),
+        n=summary.n, failed=summary.failed,
+        tps=tps, tps_ci_low=summary.ci_low if tps is not None else None,
+        tps_ci_high=summary.ci_high if tps is not None else None,
+        qps=_mean(m.qps for m in ok), value=seconds if metric == "seconds" else summary.mean,
+        # Transactions, queries and time of a point, means over its ok repeats: the time
+        # a run of mysqlslap's queries took where there is no throughput.
+        transactions=_mean(m.transactions for m in ok), queries=_mean(m.queries for m in ok),
+        time_s=_mean(m.duration_s for m in ok) if tps is not None else _mean(m.run_avg_s for m in ok),
+        latency_p50_ms=summary.latency_p50_ms, latency_p90_ms=summary.latency_p90_ms,
+        latency_p95_ms=summary.latency_p95_ms, latency_p99_ms=summary.latency_p99_ms,
+        latency_p999_ms=summary.latency_p999_ms, latency_max_ms=summary.latency_max_ms,
+        latency_avg_ms=summary.latency_avg_ms, latency_pooled=summary.latency_pooled,
+        over_repeats=summary.over_repeats,
         **_price_figures(label_price, tps, seconds),
-        **_per_core(hw, tps),
-        **dict.fromkeys(COMPARISON_FIELDS), "interval": summary.interval,
-        "warnings": [w["code"] for w in summary.warnings],
-        "_estimate": summary.estimate, "_config": summary.config or {}, "_variant": summary.variant,
-        "_label": summary.series_label,
-    }
+        physical_cores=hw.physical_cores, hardware_threads=hw.hardware_threads,
+        tps_per_core=tps / hw.physical_cores if tps and hw.physical_cores else None,
+        tps_per_thread=tps / hw.hardware_threads if tps and hw.hardware_threads else None,
+        interval=summary.interval,
+        warnings=tuple(w["code"] for w in summary.warnings),
+        estimate=summary.estimate, config=summary.config or {}, variant=summary.variant,
+        series_label=summary.series_label,
+    )
 
 
-# Filled in by _compare, against one thread and against the baseline.
-COMPARISON_FIELDS = ("scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict",
-                      "reason", "verdict_text")
+class _PriceFigures(TypedDict):
+    price_per_hour: float | None
+    currency: str | None
+    price_per_month: float | None
+    price: str | None
+    price_per_100_tps: float | None
+    price_per_run: float | None
+    tps_per_dollar_hour: float | None
 
 
-def _tps_interval(summary: LevelSummary, tps: float | None) -> dict[str, float | None]:
-    if tps is None:
-        return {"tps": tps, "tps_ci_low": None, "tps_ci_high": None}
-    return {"tps": tps, "tps_ci_low": summary.ci_low, "tps_ci_high": summary.ci_high}
-
-
-def _amounts(ok: list[AnalysedPoint], tps: float | None) -> dict:
-    """Transactions, queries and time of a point, means over its ok repeats: the time a
-    run of mysqlslap's queries took where there is no throughput."""
-    return {
-        "transactions": _mean(m.transactions for m in ok),
-        "queries": _mean(m.queries for m in ok),
-        "time_s": _mean(m.duration_s for m in ok) if tps is not None else _mean(m.run_avg_s for m in ok),
-    }
-
-
-_PRICE_FIELDS = ("price_per_hour", "currency", "price_per_month", "price", "price_per_100_tps", "price_per_run",
-                 "tps_per_dollar_hour")
-
-
-def _price_figures(label_price: Price | None, tps: float | None, seconds: float | None) -> dict:
+def _price_figures(label_price: Price | None, tps: float | None, seconds: float | None) -> _PriceFigures:
     if label_price is None:
-        return dict.fromkeys(_PRICE_FIELDS)
+        return {"price_per_hour": None, "currency": None, "price_per_month": None, "price": None,
+                "price_per_100_tps": None, "price_per_run": None, "tps_per_dollar_hour": None}
     price = label_price.per_hour
     return {
         "price_per_hour": price, "currency": label_price.currency, "price_per_month": label_price.per_month,
@@ -147,12 +284,4 @@ def _price_figures(label_price: Price | None, tps: float | None, seconds: float 
         # mysqlslap: what one run of its queries costs at that hourly price.
         "price_per_run": price * seconds / 3600 if price and seconds else None,
         "tps_per_dollar_hour": tps / price if price and tps else None,
-    }
-
-
-def _per_core(hw: dict, tps: float | None) -> dict:
-    return {
-        "physical_cores": hw.get("physical_cores"), "hardware_threads": hw.get("hardware_threads"),
-        "tps_per_core": tps / hw["physical_cores"] if tps and hw.get("physical_cores") else None,
-        "tps_per_thread": tps / hw["hardware_threads"] if tps and hw.get("hardware_threads") else None,
     }

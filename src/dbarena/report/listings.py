@@ -17,6 +17,7 @@ from dbarena.report import differing
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.report.terminal import fitted, fmt
 from dbarena.stats import analysis, loadgens, metric, repeats
+from dbarena.stats.rounds import PointState
 from dbarena.stats.steadystate import Warning_
 from dbarena.records import JSONObject, AnalysedPoint, LevelComparison, LevelSummary
 
@@ -179,7 +180,7 @@ def duration_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
 
 def together_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
     """A line per run whose points several load generators drove at once."""
-    runs: dict[Any, tuple[int, list[str]]] = {}
+    runs: dict[int, tuple[int, list[str]]] = {}
     for r in rows:
         if loadgens.parts(r):
             runs.setdefault(r.run_id, (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
@@ -193,7 +194,7 @@ class _PartLine:
     """A line of the parts table: one load generator's part of a point."""
 
     point: AnalysedPoint
-    part: dict[str, Any]  # loadgens.parts: a JSON object fleet/combine.py wrote
+    part: JSONObject  # loadgens.parts: a JSON object fleet/combine.py wrote
     first: bool  # the point's first part: the line that names the point
 
 
@@ -419,7 +420,7 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
                   f"{escape(a)}; n: runs of each)", columns, rows, wide, notes)
 
 
-def facts_table(facts: dict) -> Table:
+def facts_table(facts: JSONObject) -> Table:
     table = Table(show_header=False)
     table.add_column("fact")
     table.add_column("value")
@@ -431,7 +432,7 @@ def facts_table(facts: dict) -> Table:
     return table
 
 
-def precision_table(states: Sequence, target: float | None) -> FittedTable:
+def precision_table(states: Sequence[PointState], target: float | None) -> FittedTable:
     """Adaptive repeats: where each point of the plan ended (rounds.PointState)."""
     title = f"precision {f'+-{target:.1%} ' if target else ''}(95 % interval of the mean over runs, conservative)"
     variants = any(s.spec.variant for s in states)

@@ -6,7 +6,7 @@ cheapest label, a level not measured there)."""
 
 from __future__ import annotations
 
-from dbarena.report.data import USL_MIN_LEVELS
+from dbarena.report.scaling import USL_MIN_LEVELS
 from dbarena.stats.estimators import MIN_REPEATS
 
 Explanation = tuple[str, str]  # (what it explains, the text)

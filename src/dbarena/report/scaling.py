@@ -12,18 +12,27 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
+from collections.abc import Iterable
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
+from dbarena.report.levels import LevelRow
 from dbarena.stats import thresholds
 from dbarena.stats.bound import CPU_KINDS
 
 SATURATION_GAIN = 0.05
 
 
-def usl(n, lam, sigma, kappa):
-    n = np.asarray(n, dtype=float)
-    return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+def usl(n: npt.ArrayLike, lam: float, sigma: float, kappa: float) -> npt.NDArray[np.float64]:
+    x = np.asarray(n, dtype=float)
+    return lam * x / (1 + sigma * (x - 1) + kappa * x * (x - 1))
+
+
+# A label's fit, as the report's JSON exports it ("lambda" is a keyword: the functional form).
+UslFit = TypedDict("UslFit", {"lambda": float, "sigma": float, "kappa": float, "peak_threads": float | None,
+                              "peak_tps": float | None, "r2": float | None})
 
 
 # The USL has 3 parameters: through 3 levels it passes exactly (R² 1 whatever the data),
@@ -31,7 +40,7 @@ def usl(n, lam, sigma, kappa):
 USL_MIN_LEVELS = 5
 
 
-def usl_fit(levels: list[int], values: list[float]) -> dict | None:
+def usl_fit(levels: list[int], values: list[float]) -> UslFit | None:
     """Least-squares USL fit; None with fewer than USL_MIN_LEVELS levels or when it does
     not converge. A peak below one thread (kappa tiny against sigma) is no peak."""
     if len(set(levels)) < USL_MIN_LEVELS or min(values) <= 0:
@@ -78,16 +87,16 @@ def saturation(levels: list[int], values: list[float], gain: float = SATURATION_
 CPU_SATURATED_PCT = thresholds.SATURATED_PCT
 
 
-def cpu_saturation(rows) -> int | None:
+def cpu_saturation(rows: Iterable[LevelRow]) -> int | None:
     """The first level at which the machine's CPU was at least CPU_SATURATED_PCT busy
     (study D: past it, more clients queue for CPU rather than add throughput) and its
     points' bound (stats/bound.py, the one answer of what bound a point) is the CPU, or
     not known; None if never. A level busy that much whose points waited on locks, WAL
     or I/O is not where the CPU saturated: its bound says what did."""
     for r in rows:
-        if r.get("cpu_busy_pct") is not None and r["cpu_busy_pct"] >= CPU_SATURATED_PCT \
-                and r.get("bound_kind") in (None, *CPU_KINDS):
-            return r["threads"]
+        if r.cpu_busy_pct is not None and r.cpu_busy_pct >= CPU_SATURATED_PCT \
+                and r.bound_kind in (None, *CPU_KINDS):
+            return r.threads
     return None
 
 

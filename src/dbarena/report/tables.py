@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypeGuard
 
 from dbarena.report import data, reading
-from dbarena.report.data import Report, Section
-from dbarena.records import JSONObject, StoredRun, json_object
+from dbarena.report.data import Cheapest, Ranking, Report, Section
+from dbarena.report.levels import LevelRow, server_is_local
+from dbarena.report.scaling import CPU_SATURATED_PCT
+from dbarena.records import JSON, JSONObject, StoredRun, json_object
 from dbarena.report.reading import Explanation
 from dbarena.stats import environment
 
@@ -27,7 +29,7 @@ class TableSpec:
     explain: Explanation | None = None
 
 
-def num(value, digits: int = 1) -> str:
+def num(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "-"
     if isinstance(value, int):
@@ -35,16 +37,16 @@ def num(value, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def sig(value, digits: int = 3) -> str:
+def sig(value: float | None, digits: int = 3) -> str:
     """Significant digits, for prices that can be 0.00043 or 12.5."""
     return "-" if value is None else f"{value:.{digits}g}"
 
 
-def pct(value) -> str:
+def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def interval(low, high, digits: int = 1) -> str:
+def interval(low: float | None, high: float | None, digits: int = 1) -> str:
     """A 95 % interval of a quantity that cannot be negative (throughput, seconds): a
     t-interval over few repeats can reach below zero, which says only that the data
     bound it loosely; it is shown from 0."""
@@ -58,13 +60,17 @@ PERCENTILE_COLUMNS = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "lat
 PRINTED_MEAN = "\u2021"
 
 
-def percentile(r: dict, column: str) -> str:
+def percentile(r: LevelRow, column: str) -> str:
     """A level's percentile: of its merged histograms (or its one run); else the mean of
     the ones its runs printed, marked."""
-    if r[column] is not None:
-        return num(r[column], 2)
-    over = (r.get("over_repeats") or {}).get(column)
-    return "-" if over is None else num(over["mean"], 2) + PRINTED_MEAN
+    pooled: float | None = getattr(r, column)
+    if pooled is not None:
+        return num(pooled, 2)
+    over = r.over_repeats.get(column)
+    if over is None:
+        return "-"
+    mean = over["mean"]
+    return num(mean if isinstance(mean, (int, float)) and not isinstance(mean, bool) else None, 2) + PRINTED_MEAN
 
 
 def results(section: Section) -> TableSpec:
@@ -73,14 +79,14 @@ def results(section: Section) -> TableSpec:
     seconds = section.metric == "seconds"
     rows = []
     for r in section.rows:
-        figures = ([num(r["seconds"], 3), num(r["qps"])] if seconds else [
-            num(r["tps"]) + (f" ({interval(r['tps_ci_low'], r['tps_ci_high'])}"
-                             f"{'*' if r['interval'] == 'within one run' else ''})" if r["tps_ci_low"] else ""),
-            num(r["printed_tps"]), num(r["qps"])])
+        figures = ([num(r.seconds, 3), num(r.qps)] if seconds else [
+            num(r.tps) + (f" ({interval(r.tps_ci_low, r.tps_ci_high)}"
+                             f"{'*' if r.interval == 'within one run' else ''})" if r.tps_ci_low else ""),
+            num(r.printed_tps), num(r.qps)])
         rows.append([
-            r["label"], str(r["threads"]), num(r["transactions"], 0), num(r["queries"], 0), num(r["time_s"], 1),
-            num(r["latency_avg_ms"], 2), *(percentile(r, c) for c in PERCENTILE_COLUMNS), *figures,
-            str(r["n"]) + (f" (+{r['failed']} failed)" if r["failed"] else ""),
+            r.label, str(r.threads), num(r.transactions, 0), num(r.queries, 0), num(r.time_s, 1),
+            num(r.latency_avg_ms, 2), *(percentile(r, c) for c in PERCENTILE_COLUMNS), *figures,
+            str(r.n) + (f" (+{r.failed} failed)" if r.failed else ""),
         ])
     figure_headers = ["seconds to run the queries", "QPS"] if seconds else ["TPS (95 % CI)", "printed TPS", "QPS"]
     return TableSpec("Results", ["label", "threads", "transactions", "queries", "time (s)", "avg latency (ms)",
@@ -120,7 +126,7 @@ def _threads(n: int) -> str:
     return f"{n} thread{'' if n == 1 else 's'}"
 
 
-def _tool(name: str, version) -> str:
+def _tool(name: str, version: object) -> str:
     """A tool and its version as printed: the name once (mysqlslap prints its path,
     "/usr/bin/mysqlslap  Ver 1.0 Distrib ..."), runs of spaces as one."""
     text = " ".join(str(version).split())
@@ -128,14 +134,14 @@ def _tool(name: str, version) -> str:
     return text if first.rsplit("/", 1)[-1] == name or text.startswith(name) else f"{name} {text}"
 
 
-def _change(ratio) -> str:
+def _change(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
 
 
 def against_baseline(section: Section, report: Report) -> TableSpec | None:
-    rows = [[r["label"], str(r["threads"]), num(r["ratio_to_baseline"], 3), _change(r["ratio_to_baseline"]),
-             interval(r["ratio_ci_low"], r["ratio_ci_high"], 3), r["verdict_text"] or "-"]
-            for r in section.rows if r["label"] != report.baseline and r["ratio_to_baseline"] is not None]
+    rows = [[r.label, str(r.threads), num(r.ratio_to_baseline, 3), _change(r.ratio_to_baseline),
+             interval(r.ratio_ci_low, r.ratio_ci_high, 3), r.verdict_text or "-"]
+            for r in section.rows if r.label != report.baseline and r.ratio_to_baseline is not None]
     if not rows:
         return None
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
@@ -143,21 +149,26 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
                      explain=reading.AGAINST_SECONDS if section.metric == "seconds" else reading.AGAINST)
 
 
-def _money(value, currency: str | None) -> str:
+def _money(value: float | None, currency: str | None) -> str:
     return "-" if value is None else f"{sig(value)} {currency or ''}".rstrip()
 
 
-def _price_cells(r: dict, seconds: bool) -> list[str]:
+def _price_cells(r: LevelRow, seconds: bool) -> list[str]:
     if seconds:
-        return [r["label"], str(r["threads"]), r["price"], num(r["seconds"], 3),
-                _money(r["price_per_run"], r["currency"])]
-    return [r["label"], str(r["threads"]), r["price"], _money(r["price_per_hour"], r["currency"]),
-            _money(r["price_per_100_tps"], r["currency"]), num(r["tps_per_dollar_hour"], 0)]
+        return [r.label, str(r.threads), r.price or "-", num(r.seconds, 3),
+                _money(r.price_per_run, r.currency)]
+    return [r.label, str(r.threads), r.price or "-", _money(r.price_per_hour, r.currency),
+            _money(r.price_per_100_tps, r.currency), num(r.tps_per_dollar_hour, 0)]
 
 
 def _price_headers(seconds: bool) -> list[str]:
     return (["label", "threads", "price", "seconds", "per run"] if seconds else
             ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
+
+
+def _price_of(r: LevelRow, seconds: bool) -> float | None:
+    """What a level's work costs: a run of mysqlslap's queries, or 100 TPS for an hour."""
+    return r.price_per_run if seconds else r.price_per_100_tps
 
 
 def price(section: Section, report: Report) -> TableSpec | None:
@@ -166,37 +177,37 @@ def price(section: Section, report: Report) -> TableSpec | None:
     cheapest named (among prices in one currency). A section that did not measure that
     level says so in one line and shows every level."""
     seconds = section.metric == "seconds"
-    field = "price_per_run" if seconds else "price_per_100_tps"
-    priced = [r for r in section.rows if r["price_per_hour"] is not None
-              and (r["seconds"] if seconds else r["tps"]) is not None]
+    priced = [r for r in section.rows if r.price_per_hour is not None
+              and (r.seconds if seconds else r.tps) is not None]
     if not priced:
         return None
     headers, how = _price_headers(seconds), reading.PRICE_SECONDS if seconds else reading.PRICE
     n = report.at_threads
     if n is None:
         return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced], explain=how)
-    at = sorted((r for r in priced if r["threads"] == n and r[field] is not None), key=lambda r: r[field])
+    at = sorted((r for r in priced if r.threads == n and _price_of(r, seconds) is not None),
+                key=lambda r: _price_of(r, seconds) or 0.0)
     if not at:
-        levels = ", ".join(str(level) for level in sorted({r["threads"] for r in priced}))
+        levels = ", ".join(str(level) for level in sorted({r.threads for r in priced}))
         return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
                          f"No price at {_threads(n)} (--at-threads) in {section.engine} {section.workload}: no "
                          f"priced label measured that level here (levels: {levels}); every level is shown.", how)
     return _price_at(section, n, at, headers, how)
 
 
-def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how: Explanation) -> TableSpec:
+def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], how: Explanation) -> TableSpec:
     """The price table at --at-threads N: the priced rows of that level (at), cheapest first."""
     seconds = section.metric == "seconds"
-    c = section.cheapest or {}
-    others = c.get("others") or {}
+    c = section.cheapest
+    others = c["others"] if c else {}
 
-    def against(r: dict) -> str:
-        if r["label"] == c.get("label"):
+    def against(r: LevelRow) -> str:
+        if c and r.label == c["label"]:
             return "cheapest"
-        return f"{others[r['label']] * 100:+.1f} %" if r["label"] in others else "-"
+        return f"{others[r.label] * 100:+.1f} %" if r.label in others else "-"
 
     verdict = _price_verdict(c, others, at, seconds)
-    missing = [label for label in section.labels if label not in {r["label"] for r in at}]
+    missing = [label for label in section.labels if label not in {r.label for r in at}]
     return TableSpec(f"Price / performance at {_threads(n)}", [*headers, "against the cheapest"],
                      [[*_price_cells(r, seconds), against(r)] for r in at],
                      f"At {_threads(n)} (--at-threads){', cheapest first' if len(at) > 1 else ''}. {verdict} "
@@ -204,22 +215,22 @@ def _price_at(section: Section, n: int, at: list[dict], headers: list[str], how:
                      + "Every level: the report without --at-threads, or the CSV/JSON.", how)
 
 
-def _price_verdict(c: dict, others: dict, at: list[dict], seconds: bool) -> str:
+def _price_verdict(c: Cheapest | None, others: dict[str, float], at: list[LevelRow], seconds: bool) -> str:
     """Which label is cheapest at that level (c: the section's cheapest), in one sentence."""
     what = "per run" if seconds else "for the same throughput"
-    if c.get("currencies"):
-        return (f"No cheapest label named: the prices are in {' and '.join(c['currencies'])}, and dbarena "
+    if c and (currencies := c.get("currencies")):
+        return (f"No cheapest label named: the prices are in {' and '.join(currencies)}, and dbarena "
                 "converts no currency.")
-    if c.get("label"):
+    if c and c["label"]:
         return (f"{c['label']} is cheapest {what}: "
                 + "; ".join(f"{label} costs {share:.0%} more" for label, share in others.items()) + ".")
-    return f"Only {at[0]['label']} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
+    return f"Only {at[0].label} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
 
 
 def per_core(section: Section) -> TableSpec | None:
-    rows = [[r["label"], str(r["threads"]), num(r["tps_per_core"]), num(r["tps_per_thread"]),
-             pct(r["scaling_efficiency"]), f"{r['physical_cores'] or '-'} / {r['hardware_threads'] or '-'}"]
-            for r in section.rows if r["tps"] is not None]
+    rows = [[r.label, str(r.threads), num(r.tps_per_core), num(r.tps_per_thread),
+             pct(r.scaling_efficiency), f"{r.physical_cores or '-'} / {r.hardware_threads or '-'}"]
+            for r in section.rows if r.tps is not None]
     if not any(row[2] != "-" or row[4] != "-" for row in rows):
         return None
     return TableSpec("Per core and scaling", ["label", "threads", "TPS per physical core", "TPS per hardware thread",
@@ -239,8 +250,9 @@ def usl_table(section: Section) -> TableSpec | None:
                      explain=reading.USL)
 
 
-def _kv(mapping: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(mapping.items())) or "-"
+def _kv(mapping: JSON) -> str:
+    """An object's keys and values, sorted; "-" for none (or not an object)."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(json_object(mapping).items())) or "-"
 
 
 def _tool_version(report: Report, label: str, engine: str, workload: str) -> str:
@@ -253,6 +265,10 @@ def _tool_version(report: Report, label: str, engine: str, workload: str) -> str
     return " ".join(str(version).split()) if version else "-"
 
 
+def _is_number(value: JSON) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def parameters(section: Section, report: Report) -> TableSpec:
     """Everything that shapes the numbers of a section, label by label, so that a reader
     can run it again: dataset, duration, warm-up, clients per thread, the tool's options
@@ -260,14 +276,16 @@ def parameters(section: Section, report: Report) -> TableSpec:
     study (e.g. --quick)."""
     rows = []
     for label in section.labels:
-        mine = [r for r in section.rows if r["label"] == label]
-        configs = [r["_config"] for r in mine]
+        mine = [r for r in section.rows if r.label == label]
+        configs = [r.config for r in mine]
 
-        def values(get) -> str:
+        def values(get: Callable[[JSONObject], str]) -> str:
             found = list(dict.fromkeys(get(c) for c in configs))
             return " | ".join(str(v) for v in found)
 
-        ratios = sorted({c["clients"] / c["threads"] for c in configs if c.get("clients") and c.get("threads")})
+        ratios = sorted({clients / threads for c in configs
+                         if _is_number(clients := c.get("clients")) and _is_number(threads := c.get("threads"))
+                         and clients and threads})
         run = report.provenance.get(label, {}).get(section.engine)
         changed = run.options.get("changes") if run is not None else None
         changes = [c for c in (changed if isinstance(changed, list) else [])
@@ -279,8 +297,8 @@ def parameters(section: Section, report: Report) -> TableSpec:
             ", ".join(f"{r:g}" for r in ratios) or "-",
             values(lambda c: _kv(c.get("options") or {})), values(lambda c: _kv(c.get("settings") or {})),
             _tool_version(report, label, section.engine, section.workload),
-            ", ".join(str(r["threads"]) for r in mine),
-            ", ".join(sorted({str(r["n"]) for r in mine})),
+            ", ".join(str(r.threads) for r in mine),
+            ", ".join(sorted({str(r.n) for r in mine})),
             "; ".join(c.split(" ", 1)[1] for c in changes) or "-",
         ])
     return TableSpec("Parameters", ["label", "dataset", "duration per point", "warm-up", "clients per thread",
@@ -290,14 +308,14 @@ def parameters(section: Section, report: Report) -> TableSpec:
 
 def tpcc(section: Section) -> TableSpec | None:
     """The TPC-C-like workload's own table: New-Order rate, the mix, each type's latency."""
-    rows = [r for r in section.rows if r.get("tpm_new_order") is not None]
+    rows = [r for r in section.rows if r.tpm_new_order is not None]
     if not rows:
         return None
-    kinds = list(dict.fromkeys(k for r in rows for k in (r["tpcc_mix_pct"] or {})))
-    body = [[r["label"], str(r["threads"]), _kv(r["_config"].get("params") or {}), num(r["tpm_new_order"]),
-             num(r["tps"]), num(r["rollbacks"], 1),
-             " / ".join(f"{(r['tpcc_mix_pct'] or {}).get(k) or 0:.1f}" for k in kinds),
-             *(num((r["tpcc_latency_ms"] or {}).get(k), 2) for k in kinds)] for r in rows]
+    kinds = list(dict.fromkeys(k for r in rows for k in (r.tpcc_mix_pct or {})))
+    body = [[r.label, str(r.threads), _kv(r.config.get("params") or {}), num(r.tpm_new_order),
+             num(r.tps), num(r.rollbacks, 1),
+             " / ".join(f"{(r.tpcc_mix_pct or {}).get(k) or 0:.1f}" for k in kinds),
+             *(num((r.tpcc_latency_ms or {}).get(k), 2) for k in kinds)] for r in rows]
     short = {"new_order": "New-Order", "payment": "Payment", "order_status": "Order-Status",
              "delivery": "Delivery", "stock_level": "Stock-Level"}
     return TableSpec("TPC-C-like: New-Order rate, mix and latency per transaction type",
@@ -309,15 +327,15 @@ def tpcc(section: Section) -> TableSpec | None:
 def system(section: Section) -> TableSpec | None:
     """Where the CPU went at each level (study D): the machine busy, iowait, the server's
     and the load generator's processes, with the level the CPU saturated from."""
-    rows = [r for r in section.rows if r.get("cpu_busy_pct") is not None]
+    rows = [r for r in section.rows if r.cpu_busy_pct is not None]
     if not rows:
         return None
-    bounds = any(r.get("bound") for r in rows)
-    body = [[r["label"], str(r["threads"]), num(r["cpu_busy_pct"], 0), num(r["cpu_iowait_pct"], 1),
-             num(r["server_cpu"], 2), num(r["loadgen_cpu"], 2), str(r["hardware_threads"] or "-"),
-             *([r.get("bound") or "-"] if bounds else [])] for r in rows]
+    bounds = any(r.bound for r in rows)
+    body = [[r.label, str(r.threads), num(r.cpu_busy_pct, 0), num(r.cpu_iowait_pct, 1),
+             num(r.server_cpu, 2), num(r.loadgen_cpu, 2), str(r.hardware_threads or "-"),
+             *([r.bound or "-"] if bounds else [])] for r in rows]
     saturated = [f"{r['label']}: CPU saturated from {_threads(r['cpu_saturated_from'])}" if r["cpu_saturated_from"]
-                 else f"{r['label']}: CPU never {data.CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
+                 else f"{r['label']}: CPU never {CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
     # The bound column: each point's bound as stats/bound.py classified it when stored,
     # the one answer every view shows.
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
@@ -342,30 +360,31 @@ def cores_and_smt(section: Section) -> TableSpec | None:
     throughput of each core count and SMT mode, per physical core and per hardware
     thread, the scaling efficiency against one core (same SMT mode), and the gain of
     SMT on over off (same cores)."""
-    found = {}
+    # (base label, cores, SMT mode) -> its ranking entry and its peak
+    found: dict[tuple[str, int, str | None], tuple[Ranking, float]] = {}
     for r in section.ranking:
         m = _CORES.match(r["label"])
         if m and r["peak_value"] is not None:
-            found[(m["base"], int(m["cores"]), m["smt"])] = r
+            found[(m["base"], int(m["cores"]), m["smt"])] = (r, r["peak_value"])
     if not found or section.metric == "seconds":
         return None
     rows = []
     ordered = sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1], _smt_order(kv[0][2])))
-    for (base, cores, smt), r in ordered:
+    for (base, cores, smt), (r, peak) in ordered:
         one = found.get((base, 1, smt))
         # The SMT step below this one on the same cores: off -> on, or SMT2 -> SMT4.
         below = [v for (b, c, m), v in ordered if (b, c) == (base, cores) and m is not None and smt is not None
                  and _smt_order(m) < _smt_order(smt)]
         lower = below[-1] if below else None
         gain = "-"
-        if lower and lower["peak_value"]:
+        if lower and lower[1]:
             # Cores without siblings (a VM, Ampere): "on" ran on the very CPUs "off" did,
             # and a difference between them is noise, not SMT.
-            same = r.get("hardware_threads") is not None and r.get("hardware_threads") == lower.get("hardware_threads")
-            gain = "same CPUs (no SMT siblings)" if same else _change(r["peak_value"] / lower["peak_value"])
-        rows.append([r["label"], str(cores), smt or "-", f"{num(r['peak_value'])} at {r['peak_threads']}",
+            same = r["hardware_threads"] is not None and r["hardware_threads"] == lower[0]["hardware_threads"]
+            gain = "same CPUs (no SMT siblings)" if same else _change(peak / lower[1])
+        rows.append([r["label"], str(cores), smt or "-", f"{num(peak)} at {r['peak_threads']}",
                      num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
-                     pct(r["peak_value"] / (cores * one["peak_value"])) if one and one["peak_value"] else "-",
+                     pct(peak / (cores * one[1])) if one and one[1] else "-",
                      gain])
     return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",
                                       "per physical core", "per hardware thread", "scaling efficiency",
@@ -419,7 +438,7 @@ def what_differs(report: Report) -> tuple[TableSpec, TableSpec] | None:
     if len(labels) < 2:
         return None
     rows = list(full.rows)
-    prices = {r["label"]: r.get("price") for r in report.rows if r.get("price")}
+    prices = {r.label: r.price for r in report.rows if r.price}
     if prices:
         # The price the report judges by (the stored one, or the report's --price): said
         # once, not again per engine as stored.
@@ -473,7 +492,7 @@ def _machine_rows(runs: list[StoredRun]) -> list[list[str]]:
     """The machine of each label's first run (by engine), one row per fact."""
     # For a remote target the facts below are the load generator's (where dbarena ran):
     # said in so many words, with what the user told of the server, or "unknown".
-    local = [data.server_is_local(run) for run in runs]
+    local = [server_is_local(run) for run in runs]
     rows = [["machine described below"] + ["server and load generator (throwaway instance)" if here else
                                            "the load generator only: the server is a remote target"
                                            for here in local]]

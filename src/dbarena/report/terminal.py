@@ -119,7 +119,7 @@ def show(out: Console, *renderables: RenderableType) -> None:
         out.print(renderable, crop=False)
 
 
-def fmt(value, digits: int = 2) -> str:
+def fmt(value: object, digits: int = 2) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
