@@ -49,10 +49,8 @@ from dbarena.report.scaling import (CPU_SATURATED_PCT as CPU_SATURATED_PCT, SATU
                                     saturation, usl as usl, usl_fit)
 
 
-class Ranking(TypedDict):
-    """Study A's points of one label in a section: its sum over the levels, its peak,
-    its price at --at-threads, and its rank among the section's labels. What the report's
-    JSON exports, in this order."""
+class _Standing(TypedDict):
+    """A label's Ranking before the section's labels are ranked."""
 
     label: str
     sum: float
@@ -66,6 +64,13 @@ class Ranking(TypedDict):
     hardware_threads: int | None
     price_at: float | None
     cpu_saturated_from: int | None
+
+
+class Ranking(_Standing):
+    """Study A's points of one label in a section: its sum over the levels, its peak,
+    its price at --at-threads, and its rank among the section's labels. What the report's
+    JSON exports, in this order."""
+
     rank: int
     price: str | None
 
@@ -430,23 +435,6 @@ def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -
     # every label measured; only when the labels share none, each its own highest.
     shared = set.intersection(*({r.threads for r in points} for points in ok_points)) if ok_points else set()
     return at_threads if at_threads is not None else (max(shared) if shared else None)
-
-
-class _Standing(TypedDict):
-    """A label's Ranking before the section's labels are ranked."""
-
-    label: str
-    sum: float
-    levels: list[int]
-    geomean_ratio_to_baseline: float | None
-    saturation_threads: int | None
-    peak_threads: int | None
-    peak_value: float | None
-    peak_tps_per_core: float | None
-    peak_tps_per_thread: float | None
-    hardware_threads: int | None
-    price_at: float | None
-    cpu_saturated_from: int | None
 
 
 def _ranking_entry(label: str, levels: dict[int, LevelRow], measured: dict[int, float],
