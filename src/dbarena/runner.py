@@ -7,7 +7,8 @@ Each finished point is committed to the store before the next starts, so a crash
 Ctrl-C or SIGTERM loses at most the point in flight. A failed point (the tool failed,
 its output is unreadable, the server refused a CHECKPOINT or a verification query,
 the dataset could not be prepared) is stored with its reason and the sweep goes on,
-unless fail_fast.
+unless fail_fast. The measured run itself is measure.run_tool, the path each load
+generator of `fleet run --together` measures its share by too.
 Every subprocess starts through the Executor, so tests drive all of this with a fake.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
 import tempfile
 import time
@@ -30,14 +30,13 @@ from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
-from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, ParseError, StoreError,
+from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, StoreError,
                             StoreUnwritable)
-from dbarena.interfaces import Completed, Executor, LatencyDistribution, Reporter, ResultStore, Target, Tool
+from dbarena import measure
+from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
+from dbarena.serverside.series import ServerSeries
 from dbarena.store.database import now_utc
-from dbarena.host.sysmetrics import Sampler
-from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
-from dbarena.stats import bound as point_bound
 from dbarena.workloads import WORKLOADS, failure
 
 
@@ -75,20 +74,6 @@ class Bound:
             options=dict(spec.options), settings=c.get("settings", {}), variant=spec.variant,
             server_version=c.get("server_version"), flavour=c.get("flavour"), host=c.get("host"),
         )
-
-
-def point_timeout_s(expected_s: float) -> float:
-    # Generous: pgbench vacuums before it starts the clock, and a loaded 2-core
-    # machine can be slow to connect many clients. Past this, the point is hung.
-    return expected_s * 3 + 300
-
-
-def _failure_reason(done: Completed, problem: str | None) -> str:
-    if done.timed_out:
-        reason = f"{done.argv[0]} did not finish within {done.elapsed_s:.0f} s and was killed"
-    else:
-        reason = failure.failure_reason(done.returncode, done.stdout, done.stderr)
-    return f"{reason}; {problem}" if problem else reason
 
 
 class Sweep:
@@ -194,19 +179,11 @@ class Sweep:
             return str(exc)
         return f"the point just measured is saved in {saved} (dbarena import {saved} --label LABEL --store OTHER.db)"
 
-    def _with_bound(self, run_id: int, result: PointResult):  # -> ServerSeries
-        """The point's server series with its bound and the evidence (stats/bound.py)."""
+    def _with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
         if run_id not in self.hardware_threads:
             run = self.store.run(run_id)
             self.hardware_threads[run_id] = analysis.run_threads(run) if run is not None else 1
-        series = result.server
-        found = point_bound.classify(
-            {"seconds": series.seconds, "series": series.series}, [vars(s) for s in result.system],
-            hardware_threads=self.hardware_threads[run_id], loadgen_threads=result.spec.threads,
-            clients=result.spec.clients)
-        tps = result.measurement.tps if result.measurement is not None else None
-        return replace(series, bound=found.kind, evidence=found.evidence,
-                       figures=point_bound.figures({"seconds": series.seconds, "series": series.series}, tps))
+        return measure.with_bound(result, self.hardware_threads[run_id])
 
     # ------------------------------------------------------------ datasets
 
@@ -341,116 +318,31 @@ class Sweep:
         return None
 
     def measure(self, spec: PointSpec, reporter: Reporter | None) -> PointResult:
+        """The point's tool run and read (measure.run_tool: the one measuring path),
+        then verified."""
         bound = self.targets[spec.variant]
-        workload = WORKLOADS[spec.workload]
-        tool = workload.tool
-        client = bound.target.client(tool)
-        argv = tool.point_argv(client, spec, workload.mode_args)
-        given = tool.point_input(client, spec, workload.mode_args)
         # Each point (and warm-up run) has a work directory of its own: the tool's files
         # (PointInput.files) and its per-transaction log go there, and the tool runs in
         # it. Removed when the point ends (also on Ctrl-C and SIGTERM: finally).
         # Its name is known before it exists, so that a Ctrl-C between its creation and
         # the try cannot leave it behind.
-        rate = self.latency_sampling
         work_dir = Path(tempfile.gettempdir()) / f"dbarena-point-{uuid.uuid4().hex[:12]}"
         try:
             bound.scratch(work_dir)
             state.make_dir(work_dir)  # marked: a reaper removes only what dbarena made
-            write_point_files(work_dir, given.files)
-            log_dir = work_dir if rate else None
-            if rate:
-                argv = tool.with_latency_log(argv, work_dir, rate)
-            return self._measure(spec, reporter, bound, tool, argv, log_dir, work_dir, given.stdin)
+            ran = measure.run_tool(
+                spec, bound.target, self.executor, work_dir, latency_sampling=self.latency_sampling,
+                sample_system=self.sample_system, sample_server=self.sample_server,
+                on_progress=functools.partial(reporter.sample, spec) if reporter is not None else None,
+                on_start=bound.running, cpus=bound.loadgen_cpus)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
             bound.scratch(None)
-
-    def _measure(self, spec: PointSpec, reporter: Reporter | None, bound: Bound, tool: Tool, argv: list[str],
-                 log_dir: Path | None, work_dir: Path, stdin: str | bytes | None) -> PointResult:
-        target = bound.target
-
-        def on_line(line: str) -> None:
-            try:
-                sample = tool.parse_progress_line(line)
-            except ParseError:
-                return  # the final parse reports it, with the line number
-            if sample is not None and reporter is not None:
-                reporter.sample(spec, sample)
-
-        started = now_utc()
-        # Its connection is made and its first reading taken before the point starts (a
-        # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
-        server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S),
-                               reader_for=target.server_reader).connect(
-            clients=spec.clients + tool.extra_connections) if self.sample_server else None
-        if server is not None:
-            server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
-        sampler = Sampler(server_pid=target.server_pid()).start() if self.sample_system else None
-
-        def on_start(pid: int) -> None:
-            bound.running(pid)
-            if sampler is not None:
-                sampler.loadgen_pid = pid
-
-        try:
-            # pgbench reports progress on stderr, sysbench on stdout.
-            done = self.executor.run(argv, env=target.client_env(), timeout=point_timeout_s(tool.estimate_s(spec)),
-                                     on_stdout_line=on_line, on_stderr_line=on_line, on_start=on_start,
-                                     cpus=bound.loadgen_cpus, cwd=work_dir, stdin=stdin)
-        finally:
-            system = tuple(sampler.stop()) if sampler is not None else ()
-            server_series = server.stop() if server is not None else None
-        ended = now_utc()
-        common = dict(spec=spec, started_at=started, ended_at=ended, command=tuple(done.argv),
-                      exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr, system=system,
-                      server=server_series)
-        if done.returncode != 0:
-            return PointResult(status="failed", error=_failure_reason(done, target.problem()),
-                               samples=tool.read_samples(done.stdout, done.stderr), **common)  # type: ignore[arg-type]
-        try:
-            measurement, samples = tool.read(done.stdout, done.stderr, spec)
-            if log_dir is not None and self.latency_sampling:
-                measurement = with_latencies(measurement, tool.read_latency_log(log_dir, self.latency_sampling))
-        except ParseError as exc:
-            # A tool that exits 0 after an error (mysqlslap whose query the server refused):
-            # its own line says why there is nothing to read.
-            said = failure.error_line(done.stdout, done.stderr)
-            return PointResult(status="failed", error=f"{said} ({exc})" if said else str(exc), samples=tool.read_samples(done.stdout, done.stderr),
-                               **common)  # type: ignore[arg-type]
-        problem, measurement = _verify(tool, target, measurement)
-        return PointResult(status="ok" if problem is None else "failed", error=problem, measurement=measurement,
-                           samples=samples, **common)  # type: ignore[arg-type]
-
-
-def write_point_files(work_dir: Path, files: Mapping[str, str | bytes]) -> None:
-    """A tool's files for its point (PointInput.files), private to this user; a plain
-    name each, so that none lands outside the work directory."""
-    for name, content in files.items():
-        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-            raise ValueError(f"a point's file must have a plain name, not {name!r}")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-        fd = os.open(work_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-
-
-def with_latencies(measurement: Measurement, latencies: LatencyDistribution | None) -> Measurement:
-    """The percentiles of a per-transaction log in a measurement, with the histogram
-    they came from; the tool's printed minimum and maximum stay where it printed
-    them (pgbench prints none: the log's exact ones fill in)."""
-    if latencies is None:
-        return measurement
-    figures = latencies.percentiles_ms()
-    return replace(
-        measurement,
-        latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"], latency_p95_ms=figures["p95"],
-        latency_p99_ms=figures["p99"], latency_p999_ms=figures["p999"],
-        latency_min_ms=measurement.latency_min_ms if measurement.latency_min_ms is not None
-        else (latencies.min_us / 1000.0 if latencies.min_us is not None else None),
-        latency_max_ms=measurement.latency_max_ms if measurement.latency_max_ms is not None else figures["max"],
-        latency_histogram=latencies.encode(),
-    )
+        assert ran is not None  # (it is asked to wait for nothing)
+        if ran.error is not None or ran.measurement is None:
+            return ran.point()
+        problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.target, ran.measurement)
+        return ran.point(status="ok" if problem is None else "failed", error=problem, measurement=measurement)
 
 
 def _verify(tool: Tool, target: Target, measurement: Measurement) -> tuple[str | None, Measurement]:

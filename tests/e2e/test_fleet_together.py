@@ -103,6 +103,9 @@ def _points(store: Path) -> list[dict]:
         row["histogram"] = json.loads(hist[0]) if hist else None
         row["details"] = json.loads(row["details"])
         row["samples"] = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (row["id"],)).fetchone()[0]
+        server = db.execute("SELECT bound, evidence, record FROM server_series WHERE point_id = ?",
+                            (row["id"],)).fetchone()
+        row["server"] = {"bound": server[0], "evidence": server[1], "record": json.loads(server[2])} if server else None
     db.close()
     return rows
 
@@ -190,6 +193,10 @@ def test_two_load_generators_make_one_point_per_level(together, pair):
         assert p["tps"] == pytest.approx(sum(x["tps"] for x in parts), rel=0.25)
         assert p["samples"] >= 3
         assert all(x["loadgen_cpu_cores"] is not None for x in parts)
+        # The server was sampled over the point (by the first host, as a local point's
+        # sweep samples it) and the point's bound decided from it when it was stored.
+        assert p["server"] is not None and p["server"]["record"]["seconds"], p["server"]
+        assert p["server"]["bound"] and p["server"]["evidence"], p["server"]
     print(done.stdout)
     # results says the points are of two load generators, and shows each one's share.
     env = {k: v for k, v in together["env"].items() if k != "PGPASSWORD"}
@@ -267,6 +274,9 @@ def test_two_sysbench_load_generators_against_one_mariadb(together):
         assert p["details"]["together"]["start_skew_from"] == "tool start"
         assert p["details"]["together"]["start_skew_ms"] >= 0
         assert p["qps"] == pytest.approx(sum(x["qps"] for x in parts), rel=0.25)
+        # MariaDB's status counters over the point, and the bound decided from them.
+        assert p["server"] is not None and p["server"]["record"]["engine"] == "mariadb", p["server"]
+        assert p["server"]["bound"], p["server"]
     assert server.password not in done.stdout + done.stderr
     assert server.password.encode() not in store.read_bytes()
 

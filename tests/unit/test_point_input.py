@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import pytest
 from test_sweep import FakeExecutor, rig  # noqa: F401 - rig is the fixture of the sweep tests
 
-from dbarena import dataset_lifecycle, execute, runner
+from dbarena import dataset_lifecycle, execute, measure, runner
 from dbarena.errors import ParseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, PointInput
@@ -137,8 +137,8 @@ def test_every_point_has_a_work_directory_of_its_own_and_the_latency_log_goes_th
 def test_a_tool_file_must_have_a_plain_name(tmp_path):
     for bad in ("../escape", "sub/dir", "", ".."):
         with pytest.raises(ValueError):
-            runner.write_point_files(tmp_path, {bad: "x"})
-    runner.write_point_files(tmp_path, {"ok.lua": "x", "b": b"y"})
+            measure.write_point_files(tmp_path, {bad: "x"})
+    measure.write_point_files(tmp_path, {"ok.lua": "x", "b": b"y"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "ok.lua"]
     assert (tmp_path / "ok.lua").stat().st_mode & 0o777 == 0o600
 

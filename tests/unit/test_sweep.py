@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import pytest
 
-from dbarena import dataset_lifecycle, runner
+from dbarena import dataset_lifecycle, measure, runner
 from dbarena.errors import DatabaseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
@@ -388,7 +388,7 @@ def test_a_tool_killed_on_timeout_fails_its_point(rig):
     assert results[1].ok
     # The executor was told how long to wait: the point's expected time, generously.
     run_call = next(c for c in rig.executor.calls if kind(c["argv"]) == "run")
-    assert run_call["timeout"] == runner.point_timeout_s(10)
+    assert run_call["timeout"] == measure.point_timeout_s(10)
     assert run_call["env"] == rig.target.client_env()
     rows = rig.stored()
     assert (rows[0]["status"], rows[0]["exit_code"]) == ("failed", None) and "was killed" in rows[0]["error"]

@@ -47,7 +47,7 @@ limit_option = click.option("--limit", metavar="PATTERN",
               help="Every host a load generator of the same point against one server: --target, or a throwaway "
                    "server on the inventory's [server] host; each level's threads and clients split over the load "
                    "generators, one merged point stored per level (docs/fleet.md).")
-@click.option("--label", metavar="LABEL", help="With --together: the label of the run [default: together].")
+@click.option("--label", metavar="LABEL", help="With --together: the label of the run [default: the study's label, else together].")
 @store_option
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- RUN OPTIONS...]")
 def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, serial: bool, poll_s: float,
@@ -110,7 +110,7 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
             server = servers[0] if servers else None
             together_mod.check(the_study, [h for h in hosts if h != server], server)
             return together_mod.Together(fleet, the_study, study_name, study_file.resolve() if study_file else None,
-                                         list(args), store, label or "together", server).run()
+                                         list(args), store, label or the_study.label or "together", server).run()
         status = fleet.run(the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
                            serial)
     finally:

@@ -193,14 +193,15 @@ def point(workdir: Path, request_path: Path) -> int:
 
 
 def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
-    from dbarena import execute, runner
+    """The host's share, measured as a local point is (measure.run_tool), between the
+    controller's `go` and its end; the first host's request asks it to sample the
+    server too (`sample_server`), for the whole point."""
+    from dbarena import execute, measure
     from dbarena.engines import get as engine_get
-    from dbarena.host.sysmetrics import Sampler
     from dbarena.workloads import WORKLOADS
 
     spec = spec_of(request["spec"])
-    workload = WORKLOADS[spec.workload]
-    tool = workload.tool
+    tool = WORKLOADS[spec.workload].tool
     if "no-vacuum" in getattr(tool, "known", {}):
         # pgbench vacuums its tables before it starts the clock, each load generator
         # on its own and at its own pace: the start would be skewed by it, and the
@@ -208,54 +209,45 @@ def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
         spec = replace(spec, options=tuple(sorted({**dict(spec.options), "no-vacuum": "on"}.items())))
     rate = request.get("sampling")
     engine = engine_get(request["engine"], request.get("flavour") or "auto")
-    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
-        client = target.client(tool)
-        argv = tool.point_argv(client, spec, workload.mode_args)
-        given = tool.point_input(client, spec, workload.mode_args)
-        runner.write_point_files(folder, given.files)
-        _tls_links(folder, tls, target.conn.protocol)
-        if rate:
-            argv = tool.with_latency_log(argv, folder, rate)
-        env = target.client_env()
+    start_at: list[float] = []
+    pid: list[int] = []
+
+    def ready() -> bool:
         _status(folder, "ready")
-        start_at = _wait_for_go(folder)
-        if start_at is None:
-            _status(folder, "stopped", reason="stopped before it started")
-            return 1
-        time.sleep(max(0.0, start_at - time.time()))
-        pid: list[int] = []
-        sampler = Sampler(server_pid=None).start()
+        at = _wait_for_go(folder)
+        if at is None:
+            return False
+        start_at.append(at)
+        time.sleep(max(0.0, at - time.time()))
+        return True
 
-        def on_start(child: int) -> None:
-            pid.append(child)
-            sampler.loadgen_pid = child
-            _status(folder, "running", tool_pid=child)
+    def on_start(child: int) -> None:
+        pid.append(child)
+        _status(folder, "running", tool_pid=child)
 
-        stopper = threading.Thread(target=_stop_when_asked, args=(folder, pid), daemon=True)
+    stopper = threading.Thread(target=_stop_when_asked, args=(folder, pid), daemon=True)
+    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
+        _tls_links(folder, tls, target.conn.protocol)
         stopper.start()
-        launched = time.time()
-        try:
-            done = execute.LOCAL.run(argv, env=env, timeout=runner.point_timeout_s(tool.estimate_s(spec)),
-                                     on_start=on_start, cwd=folder, stdin=given.stdin)
-        finally:
-            system = sampler.stop()
-        ended = time.time()
+        ran = measure.run_tool(spec, target, execute.LOCAL, folder, latency_sampling=rate,
+                               sample_server=bool(request.get("sample_server")),
+                               server_clients=request.get("server_clients"), before_start=ready, on_start=on_start)
+    if ran is None:
+        _status(folder, "stopped", reason="stopped before it started")
+        return 1
     stopped = (folder / "stop").exists()
+    done = ran.done
     part: dict[str, Any] = {"command": list(done.argv), "exit": done.returncode, "stdout": done.stdout,
-                            "stderr": done.stderr, "launched_at": launched, "ended_at": ended,
-                            "start_at": start_at, "system": [asdict(s) for s in system]}
-    if done.returncode != 0:
-        part["samples"] = [asdict(s) for s in tool.read_samples(done.stdout, done.stderr)]
-        reason = "stopped: another load generator failed" if stopped else _failure(done)
+                            "stderr": done.stderr, "launched_at": ran.started_at.timestamp(),
+                            "ended_at": ran.ended_at.timestamp(), "start_at": start_at[0],
+                            "system": [asdict(s) for s in ran.system], "samples": [asdict(s) for s in ran.samples],
+                            "server": ran.server.encode() if ran.server is not None else None}
+    if ran.measurement is None:
+        reason = "stopped: another load generator failed" if stopped else _failure(ran)
         write_json(folder / "part.json", part)
         _status(folder, "stopped" if stopped else "failed", reason=reason)
         return 1
-    measurement, samples = tool.read(done.stdout, done.stderr, spec)
-    latencies = tool.read_latency_log(folder, rate) if rate else None
-    if latencies is not None:
-        measurement = runner.with_latencies(measurement, latencies)
-    part.update(measurement=_measurement_record(measurement), samples=[asdict(s) for s in samples],
-                first_at=_first_at(folder, spec.clients))
+    part.update(measurement=_measurement_record(ran.measurement), first_at=_first_at(folder, spec.clients))
     write_json(folder / "part.json", part)
     _status(folder, "done")
     return 0
@@ -265,13 +257,12 @@ def _measurement_record(measurement: Any) -> dict[str, Any]:
     return asdict(measurement)
 
 
-def _failure(done: Any) -> str:
-    if done.timed_out:
-        return f"{done.argv[0]} did not finish in time and was killed"
-    from dbarena.workloads import failure
-
+def _failure(ran: Any) -> str:
+    """Why the share has no measurement, the tool named (the controller adds the host)."""
+    if ran.done.timed_out:
+        return f"{ran.done.argv[0]} did not finish in time and was killed"
     # The tool's own error line, wherever it printed it (a local point's failure says the same).
-    return f"{Path(done.argv[0]).name} " + failure.failure_reason(done.returncode, done.stdout, done.stderr)
+    return f"{Path(ran.done.argv[0]).name} {ran.error}"
 
 
 def _first_at(folder: Path, clients: int) -> float | None:

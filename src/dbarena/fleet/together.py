@@ -61,14 +61,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from dbarena import engines
+from dbarena import engines, measure
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, StoredPoint, json_object
+from dbarena.records import JSON, StoredPoint, StoredRun, json_object
+from dbarena.serverside.series import ServerSeries
 from dbarena.stats import configkey
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
@@ -145,6 +146,8 @@ class Together:
         # The [server] host's certificate (PEM) when its server requires TLS; else why not.
         self.tls_ca: str | None = None
         self.tls_problem: str | None = None
+        self.server_facts: dict[str, Any] = {}  # the [server] host's, once its server is up
+        self.server_threads = 1  # the hardware threads the server could use (a point's bound reads it)
 
     # ------------------------------------------------------------ steps
 
@@ -240,6 +243,7 @@ class Together:
                     before = resumed.target_facts.get("tls")
                     if before != now:
                         store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
+            self.server_threads = self._server_threads(store.run(run_id))
             failed = 0
             status = "interrupted"
             try:
@@ -383,6 +387,17 @@ class Together:
                 return run.id, done
         return None, set()
 
+    def _server_threads(self, run: StoredRun | None) -> int:
+        """Those of the [server] host; for a --target, whose machine is not known,
+        those of the run's host (the first load generator's: its CPU is the one the
+        bound's CPU part reads)."""
+        for name in ("effective_hardware_threads", "hardware_threads"):
+            if isinstance(found := self.server_facts.get(name), int) and found > 0:
+                return found
+        from dbarena.stats import analysis
+
+        return analysis.run_threads(run) if run is not None else 1
+
     def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
         options = {**record["options"], "together": {
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
@@ -403,10 +418,14 @@ class Together:
         family = self.study.engines[0]
         point_id = uuid.uuid4().hex[:12]
         ctl = ["host-point-ctl", "--workdir", "{w}", "--point", point_id]
-        requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour, "target": self.target,
-                                        "spec": loadgen.spec_record(share), "sampling": rate,
-                                        "tls": self._tls_request()})
-                    for h, share in zip(self.hosts, shares)}
+        # The first host samples the server's own statistics for the whole point (its
+        # waits: the point's bound), as a local point's sweep does.
+        sample_server = "--no-server-metrics" not in self.run_args
+        requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour,
+                                        "target": self.target, "spec": loadgen.spec_record(share), "sampling": rate,
+                                        "tls": self._tls_request(), "sample_server": sample_server and n == 0,
+                                        "server_clients": spec.clients})
+                    for n, (h, share) in enumerate(zip(self.hosts, shares))}
         began = time.time()
         ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
                           detach=True, secrets=True)
@@ -471,18 +490,28 @@ class Together:
         measurement, samples, details = combine.combine(parts, spec.duration_s)
         latencies = combine.merged_latencies(parts)
         if latencies is not None:
-            from dbarena.runner import with_latencies
-
-            measurement = with_latencies(replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
+            measurement = measure.with_latencies(replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
         for record, (h, _, part) in zip(details["together"]["parts"], raw):
             record["command"] = part["command"]
             record.update(_cpu(part.get("system", [])))
         measurement = replace(measurement, details={**measurement.details, **details})
-        return PointResult(
+        result = PointResult(
             spec=spec, status="ok", started_at=_utc(min(p["launched_at"] for _, _, p in raw)),
             ended_at=_utc(max(p["ended_at"] for _, _, p in raw)), command=tuple(raw[0][2]["command"]),
             exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
             samples=samples)
+        return replace(result, server=self._server_series(result, shares[0], raw[0][2]))
+
+    def _server_series(self, result: PointResult, share: PointSpec, part: dict[str, Any]) -> ServerSeries | None:
+        """The server's series the first host sampled over the point, with the point's
+        bound decided from it as a local point's is (measure.with_bound). The CPU part of
+        that decision sees only that host's load generator: the machines' CPU figures
+        the host sampled are its own, not the server's."""
+        if not part.get("server"):
+            return None
+        series = ServerSeries.decode(part["server"])
+        loadgen = [{"loadgen_cpu": s.get("loadgen_cpu")} for s in part.get("system", [])]
+        return measure.with_bound(replace(result, spec=share, server=series), self.server_threads, loadgen)
 
 
 class Lease:

@@ -1,0 +1,196 @@
+"""One run of a point's tool, read: the one path every measurement takes.
+
+The local sweep (runner.Sweep) and each load generator of `fleet run --together`
+(fleet/loadgen.py) measure through `run_tool`: the tool's command and files built from
+the target's client, its per-transaction log, the server's own statistics sampled over
+SQL (serverside/), the machine's CPU (host/sysmetrics.py), the run under a timeout, and
+the reading of its output by the tool's own parser. What differs lies around it: the
+sweep verifies and stores the point; a load generator waits for the controller's start
+time (`before_start`) and hands its part back to be combined with the others'.
+
+`with_bound` is where a point's bound is decided from its server series, for both.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from dbarena.errors import ParseError
+from dbarena.host.sysmetrics import Sampler, SystemSample
+from dbarena.interfaces import Completed, Executor, LatencyDistribution, Target
+from dbarena.model import Measurement, PointResult, PointSpec, Sample
+from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
+from dbarena.serverside.series import ServerSeries
+from dbarena.stats import bound as point_bound
+from dbarena.store.database import now_utc
+from dbarena.workloads import WORKLOADS, failure
+
+
+def point_timeout_s(expected_s: float) -> float:
+    # Generous: pgbench vacuums before it starts the clock, and a loaded 2-core
+    # machine can be slow to connect many clients. Past this, the point is hung.
+    return expected_s * 3 + 300
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """What one run of a point's tool gave: the completed process, the machine's and the
+    server's series over it, and its reading (`measurement`), or why there is none."""
+
+    spec: PointSpec
+    started_at: datetime  # when the tool was launched (after any wait for a start time)
+    ended_at: datetime
+    done: Completed
+    system: tuple[SystemSample, ...] = ()
+    server: ServerSeries | None = None
+    measurement: Measurement | None = None
+    samples: tuple[Sample, ...] = ()
+    error: str | None = None  # why there is no measurement
+
+    def point(self, *, status: str | None = None, error: str | None = None,
+              measurement: Measurement | None = None) -> PointResult:
+        """The run as a point's result (the sweep's verification may fail an ok run)."""
+        return PointResult(
+            spec=self.spec, status=status or ("ok" if self.error is None else "failed"),
+            started_at=self.started_at, ended_at=self.ended_at, command=tuple(self.done.argv),
+            exit_code=self.done.returncode, stdout=self.done.stdout, stderr=self.done.stderr,
+            measurement=measurement if measurement is not None else self.measurement, samples=self.samples,
+            error=error if error is not None else self.error,
+            system=self.system, server=self.server)
+
+
+def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path, *,
+             latency_sampling: float | None, sample_system: bool = True, sample_server: bool = True,
+             server_clients: int | None = None, on_progress: Callable[[Sample], None] | None = None,
+             on_start: Callable[[int], None] | None = None, before_start: Callable[[], bool] | None = None,
+             cpus: tuple[int, ...] | None = None) -> ToolRun | None:
+    """Run the point's tool on `target` from `work_dir` (which exists and is the
+    caller's to remove) and read it. `server_clients`: the connections of the whole
+    point, where this run is one load generator's share of it (the server sampler
+    counts them against the server's free slots). `before_start` is called once
+    everything is ready, just before the clock starts; False: do not start (None)."""
+    workload = WORKLOADS[spec.workload]
+    tool = workload.tool
+    client = target.client(tool)
+    argv = tool.point_argv(client, spec, workload.mode_args)
+    given = tool.point_input(client, spec, workload.mode_args)
+    write_point_files(work_dir, given.files)
+    if latency_sampling:
+        argv = tool.with_latency_log(argv, work_dir, latency_sampling)
+
+    def on_line(line: str) -> None:
+        try:
+            sample = tool.parse_progress_line(line)
+        except ParseError:
+            return  # the final parse reports it, with the line number
+        if sample is not None and on_progress is not None:
+            on_progress(sample)
+
+    # Its connection is made and its first reading taken before the point starts (a
+    # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
+    server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S),
+                           reader_for=target.server_reader).connect(
+        clients=(server_clients or spec.clients) + tool.extra_connections) if sample_server else None
+    try:
+        if before_start is not None and not before_start():
+            return None
+    except BaseException:
+        if server is not None:
+            server.stop()  # (its connection does not outlive the point that never began)
+        raise
+    started = now_utc()
+    if server is not None:
+        server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
+    sampler = Sampler(server_pid=target.server_pid()).start() if sample_system else None
+
+    def started_tool(pid: int) -> None:
+        if sampler is not None:
+            sampler.loadgen_pid = pid
+        if on_start is not None:
+            on_start(pid)
+
+    try:
+        # pgbench reports progress on stderr, sysbench on stdout.
+        done = executor.run(argv, env=target.client_env(), timeout=point_timeout_s(tool.estimate_s(spec)),
+                            on_stdout_line=on_line, on_stderr_line=on_line, on_start=started_tool,
+                            cpus=cpus, cwd=work_dir, stdin=given.stdin)
+    finally:
+        system = tuple(sampler.stop()) if sampler is not None else ()
+        series = server.stop() if server is not None else None
+    ran = ToolRun(spec=spec, started_at=started, ended_at=now_utc(), done=done, system=system, server=series)
+    if done.returncode != 0:
+        return replace(ran, error=_failure_reason(done, target.problem()),
+                       samples=tuple(tool.read_samples(done.stdout, done.stderr)))
+    try:
+        measurement, samples = tool.read(done.stdout, done.stderr, spec)
+        if latency_sampling:
+            measurement = with_latencies(measurement, tool.read_latency_log(work_dir, latency_sampling))
+    except ParseError as exc:
+        # A tool that exits 0 after an error (mysqlslap whose query the server refused):
+        # its own line says why there is nothing to read.
+        said = failure.error_line(done.stdout, done.stderr)
+        return replace(ran, error=f"{said} ({exc})" if said else str(exc),
+                       samples=tuple(tool.read_samples(done.stdout, done.stderr)))
+    return replace(ran, measurement=measurement, samples=tuple(samples))
+
+
+def _failure_reason(done: Completed, problem: str | None) -> str:
+    if done.timed_out:
+        reason = f"{done.argv[0]} did not finish within {done.elapsed_s:.0f} s and was killed"
+    else:
+        reason = failure.failure_reason(done.returncode, done.stdout, done.stderr)
+    return f"{reason}; {problem}" if problem else reason
+
+
+def write_point_files(work_dir: Path, files: Mapping[str, str | bytes]) -> None:
+    """A tool's files for its point (PointInput.files), private to this user; a plain
+    name each, so that none lands outside the work directory."""
+    for name, content in files.items():
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError(f"a point's file must have a plain name, not {name!r}")
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        fd = os.open(work_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+
+
+def with_latencies(measurement: Measurement, latencies: LatencyDistribution | None) -> Measurement:
+    """The percentiles of a per-transaction log in a measurement, with the histogram
+    they came from; the tool's printed minimum and maximum stay where it printed
+    them (pgbench prints none: the log's exact ones fill in)."""
+    if latencies is None:
+        return measurement
+    figures = latencies.percentiles_ms()
+    return replace(
+        measurement,
+        latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"], latency_p95_ms=figures["p95"],
+        latency_p99_ms=figures["p99"], latency_p999_ms=figures["p999"],
+        latency_min_ms=measurement.latency_min_ms if measurement.latency_min_ms is not None
+        else (latencies.min_us / 1000.0 if latencies.min_us is not None else None),
+        latency_max_ms=measurement.latency_max_ms if measurement.latency_max_ms is not None else figures["max"],
+        latency_histogram=latencies.encode(),
+    )
+
+
+def with_bound(result: PointResult, hardware_threads: int,
+               system: Sequence[Mapping[str, float | None]] | None = None) -> ServerSeries | None:
+    """The point's server series with its bound and the evidence (stats/bound.py),
+    decided once, when the point is stored; None where the server was not sampled.
+    `hardware_threads`: those the server could use; `system`: the machine's seconds the
+    CPU part of the decision reads, where they are not the point's own."""
+    series: ServerSeries | None = result.server
+    if series is None:
+        return None
+    rows = system if system is not None else [vars(s) for s in result.system]
+    found = point_bound.classify(
+        {"seconds": series.seconds, "series": series.series}, rows,
+        hardware_threads=hardware_threads, loadgen_threads=result.spec.threads, clients=result.spec.clients)
+    tps = result.measurement.tps if result.measurement is not None else None
+    return replace(series, bound=found.kind, evidence=found.evidence,
+                   figures=point_bound.figures({"seconds": series.seconds, "series": series.series}, tps))
