@@ -275,7 +275,7 @@ def test_two_sysbench_load_generators_against_one_mariadb(together):
         assert p["details"]["together"]["start_skew_ms"] >= 0
         assert p["qps"] == pytest.approx(sum(x["qps"] for x in parts), rel=0.25)
         # MariaDB's status counters over the point, and the bound decided from them.
-        assert p["server"] is not None and p["server"]["record"]["engine"] == "mariadb", p["server"]
+        assert p["server"] is not None and p["server"]["record"]["engine"] == "mysql", p["server"]
         assert p["server"]["bound"], p["server"]
     assert server.password not in done.stdout + done.stderr
     assert server.password.encode() not in store.read_bytes()
