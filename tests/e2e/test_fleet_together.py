@@ -97,7 +97,7 @@ def _points(store: Path) -> list[dict]:
     db = sqlite3.connect(store)
     db.row_factory = sqlite3.Row
     rows = [dict(r) for r in db.execute("SELECT p.*, r.label, r.host AS run_host FROM points p "
-                                        "JOIN runs r ON r.id = p.run_id ORDER BY p.id")]
+                                        "JOIN runs r ON r.id = p.run_id WHERE p.phase = 'measured' ORDER BY p.id")]
     for row in rows:
         hist = db.execute("SELECT record FROM latency_histograms WHERE point_id = ?", (row["id"],)).fetchone()
         row["histogram"] = json.loads(hist[0]) if hist else None
@@ -231,6 +231,7 @@ def test_two_load_generators_make_one_point_per_level(together, pair):
 
 SYSBENCH_STUDY = """schema = 1
 name = "{name}"
+label = "two-sysbench"
 [sweep]
 levels = [4]
 duration_s = 4
@@ -241,6 +242,7 @@ table_size = 1000
 [engines.mysql]
 [[workloads]]
 workload = "sysbench-read-only"
+warmup_s = 2
 """
 
 
@@ -261,7 +263,15 @@ def test_two_sysbench_load_generators_against_one_mariadb(together):
     print(done.stdout)
     points = _points(store)
     assert [(p["threads"], p["status"]) for p in points] == [(4, "ok")]
+    # The warm-up ran first, through the same shares, and is stored apart; the run has
+    # the study's label.
+    assert "warming up sysbench-read-only at 4 threads for 2 s" in done.stdout
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT phase, duration_s, status FROM points ORDER BY id").fetchall() == [
+        ("warmup", 2, "ok"), ("measured", 4, "ok")]
+    db.close()
     for p in points:
+        assert p["label"] == "two-sysbench"
         parts = p["details"]["together"]["parts"]
         assert [(x["host"], x["threads"]) for x in parts] == [("alpha", p["threads"] // 2), ("beta", p["threads"] // 2)]
         assert p["transactions"] == sum(x["transactions"] for x in parts) > 0

@@ -37,6 +37,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from dbarena.errors import DatabaseError
 from dbarena.fleet.progress import write_json
 from dbarena.model import PointSpec, Sample, Tls
 
@@ -228,6 +229,14 @@ def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
     stopper = threading.Thread(target=_stop_when_asked, args=(folder, pid), daemon=True)
     with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
         _tls_links(folder, tls, target.conn.protocol)
+        if request.get("checkpoint"):
+            # After a warm-up, before this point says it is ready (the controller asks the
+            # first host): the warm-up's dirty pages are not the measured run's to write.
+            try:
+                target.checkpoint()
+            except DatabaseError as exc:
+                _status(folder, "failed", reason=f"after the warm-up: {exc}")
+                return 1
         stopper.start()
         ran = measure.run_tool(spec, target, execute.LOCAL, folder, latency_sampling=rate,
                                sample_server=bool(request.get("sample_server")),

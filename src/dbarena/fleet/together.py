@@ -107,8 +107,6 @@ def check(study: Study, hosts: list[Host], server: Host | None = None) -> None:
     if study.precision is not None:
         raise UsageError("--together runs a fixed number of repeats, not --precision")
     for entry in study.workloads:
-        if entry.warmup_s:
-            raise UsageError("--together runs no warm-up yet (warmup_s)")
         if entry.datasets != "run":
             raise UsageError("--together prepares each dataset once per run: datasets = \"run\"")
 
@@ -250,7 +248,7 @@ class Together:
                 todo = [s for s in specs if _identity(s) not in stored]
                 for n, spec in enumerate(todo, 1):
                     down = self.server_alive() if self.server is not None else None
-                    result = _failed(spec, [down], time.time()) if down else self.point(spec)
+                    result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
                     store.add_point(run_id, result, _config(spec, context))
                     failed += not result.ok
                     self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
@@ -412,7 +410,21 @@ class Together:
 
     # ------------------------------------------------------------ one point
 
-    def point(self, spec: PointSpec) -> PointResult:
+    def warmed(self, store: ResultStore, run_id: int, spec: PointSpec, context: dict[str, Any]) -> PointResult:
+        """The point, after its warm-up where it has one (runner.Sweep.warm's round: a
+        run of the same shares for warmup_s, stored apart as phase 'warmup', then a
+        checkpoint, which the first host makes before it says it is ready to measure)."""
+        if not spec.warmup_s:
+            return self.point(spec)
+        warm = replace(spec, duration_s=spec.warmup_s)
+        self.say(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
+        result = self.point(warm)
+        store.add_point(run_id, replace(result, phase="warmup"), _config(warm, context))
+        if not result.ok:
+            return _failed(spec, [f"the warm-up failed: {result.error}"], time.time())
+        return self.point(spec, checkpoint=True)
+
+    def point(self, spec: PointSpec, checkpoint: bool = False) -> PointResult:
         shares = split_point(spec, self.hosts)
         rate = self.study.latency_sampling
         family = self.study.engines[0]
@@ -424,7 +436,7 @@ class Together:
         requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour,
                                         "target": self.target, "spec": loadgen.spec_record(share), "sampling": rate,
                                         "tls": self._tls_request(), "sample_server": sample_server and n == 0,
-                                        "server_clients": spec.clients})
+                                        "server_clients": spec.clients, "checkpoint": checkpoint and n == 0})
                     for n, (h, share) in enumerate(zip(self.hosts, shares))}
         began = time.time()
         ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
