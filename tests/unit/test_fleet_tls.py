@@ -126,13 +126,13 @@ def test_mysqlslap_verifies_the_server_against_its_certificate():
 def test_a_load_generators_tls_folder_holds_the_servers_certificate_and_its_own_pair(tmp_path):
     workdir = tmp_path / "w"
     workdir.mkdir()
-    assert loadgen._tls(workdir, {"tls": None}) is None
+    assert loadgen._tls(workdir, None) is None
     made = loadgen.client_tls(workdir)
     folder = workdir / loadgen.TLS
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert made["cert"] == (folder / loadgen.CLIENT_CERT).read_text() and "PRIVATE" not in json.dumps(made)
     server_cert, _ = _pair(tmp_path)
-    found = loadgen._tls(workdir, {"tls": {"ca": server_cert.read_text()}})
+    found = loadgen._tls(workdir, {"ca": server_cert.read_text()})
     assert found == Tls(ca=str(folder / "cacert.pem"), cert=str(folder / "client-cert.pem"),
                         key=str(folder / "client-key.pem"))
     assert (folder / "cacert.pem").read_text() == server_cert.read_text()
@@ -145,7 +145,7 @@ def test_a_load_generators_tls_folder_holds_the_servers_certificate_and_its_own_
     assert {p.name: os.readlink(p) for p in point.iterdir()} == sysbench.mysql_tls_files(found)
     # What the controller sends is a certificate: a key is refused, never written.
     with pytest.raises(ValueError):
-        loadgen._tls(workdir, {"tls": {"ca": (folder / loadgen.CLIENT_KEY).read_text()}})
+        loadgen._tls(workdir, {"ca": (folder / loadgen.CLIENT_KEY).read_text()})
     assert (folder / "cacert.pem").read_text() == server_cert.read_text()
 
 

@@ -260,7 +260,7 @@ def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | 
     """On a host of a --together run: the point in flight, asked or told; its status as JSON."""
     from dbarena.fleet import loadgen
 
-    click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at), default=str))
+    click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at).to_json()))
 
 
 @fleet_group.command("host-server", hidden=True)

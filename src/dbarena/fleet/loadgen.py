@@ -35,11 +35,13 @@ import threading
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from dbarena.errors import DatabaseError
+from dbarena.fleet.messages import FINAL, Part, PointRequest, Status, spec_of
 from dbarena.fleet.progress import write_json
-from dbarena.model import PointSpec, Sample, Tls
+from dbarena.measure import ToolRun
+from dbarena.model import Tls
 
 POINT = "point"
 TLS = "tls"
@@ -48,20 +50,10 @@ TLS = "tls"
 CA, CLIENT_CERT, CLIENT_KEY = "cacert.pem", "client-cert.pem", "client-key.pem"
 READY_WAIT_S = 300.0  # how long host-point-ctl wait-ready waits
 GO_WAIT_S = 600.0     # how long a ready host waits for its start time before it gives up
-FINAL = ("done", "failed", "stopped")
 
 
 def point_dir(workdir: Path) -> Path:
     return workdir / POINT
-
-
-def spec_of(record: dict[str, Any]) -> PointSpec:
-    return PointSpec(**{**record, "params": tuple(tuple(p) for p in record.get("params", ())),
-                        "options": tuple(tuple(o) for o in record.get("options", ()))})
-
-
-def spec_record(spec: PointSpec) -> dict[str, Any]:
-    return asdict(spec)
 
 
 def _secrets(workdir: Path) -> None:
@@ -71,10 +63,10 @@ def _secrets(workdir: Path) -> None:
     os.environ.update(read(workdir))
 
 
-def _status(folder: Path, state: str, **more: Any) -> None:
+def _status(folder: Path, state: str, *, reason: str | None = None, tool_pid: int | None = None) -> None:
     point_id = json.loads((folder / "request.json").read_text()).get("id")
-    write_json(folder / "status.json", {"state": state, "updated": time.time(), "pid": os.getpid(), "id": point_id,
-                                        **more})
+    write_json(folder / "status.json", Status(state=state, id=point_id, reason=reason, pid=os.getpid(),
+                                              tool_pid=tool_pid, updated=time.time()).to_json())
 
 
 def _one_line(exc: BaseException) -> str:
@@ -99,12 +91,11 @@ def client_tls(workdir: Path) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
-def _tls(workdir: Path, request: dict[str, Any]) -> Tls | None:
+def _tls(workdir: Path, asked: Mapping[str, str] | None) -> Tls | None:
     """The Tls a request asks for (model.Tls: the server's certificate written where
     the clients read it, and this host's client pair where host-tls made one), or None."""
     from dbarena.engines import tls
 
-    asked = request.get("tls")
     if not asked:
         return None
     folder = workdir / TLS
@@ -145,7 +136,7 @@ def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
     engine = engine_get(entry.name, entry.flavour, bindir=Path(entry.bindir) if entry.bindir else None)
     facts = hostinfo.host_facts()
     specs = [spec_of(r) for r in request["datasets"]]
-    tls = _tls(workdir, request)
+    tls = _tls(workdir, request.get("tls"))
     with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
         tools = {WORKLOADS[s.workload].tool.name: WORKLOADS[s.workload].tool for s in specs}
         versions = provenance.tool_versions(target, engine, tools.values(), execute.LOCAL)
@@ -179,7 +170,7 @@ def session_record(study: Any) -> Any:
 def point(workdir: Path, request_path: Path) -> int:
     """The detached process of one host's part (see the module's docstring)."""
     folder = point_dir(workdir)
-    request = json.loads(request_path.read_text())
+    request = PointRequest.from_json(request_path.read_text())
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(mode=0o700, parents=True)
@@ -187,13 +178,13 @@ def point(workdir: Path, request_path: Path) -> int:
     _status(folder, "starting")
     try:
         _secrets(workdir)
-        return _point(folder, request, _tls(workdir, request))
+        return _point(folder, request, _tls(workdir, request.tls))
     except Exception as exc:  # the controller reads the reason from the status
         _status(folder, "failed", reason=_one_line(exc))
         return 1
 
 
-def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
+def _point(folder: Path, request: PointRequest, tls: Tls | None) -> int:
     """The host's share, measured as a local point is (measure.run_tool), between the
     controller's `go` and its end; the first host's request asks it to sample the
     server too (`sample_server`), for the whole point."""
@@ -201,15 +192,14 @@ def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
     from dbarena.engines import get as engine_get
     from dbarena.workloads import WORKLOADS
 
-    spec = spec_of(request["spec"])
+    spec = request.spec
     tool = WORKLOADS[spec.workload].tool
     if "no-vacuum" in getattr(tool, "known", {}):
         # pgbench vacuums its tables before it starts the clock, each load generator
         # on its own and at its own pace: the start would be skewed by it, and the
         # server vacuumed N times. The dataset was vacuumed when it was prepared.
         spec = replace(spec, options=tuple(sorted({**dict(spec.options), "no-vacuum": "on"}.items())))
-    rate = request.get("sampling")
-    engine = engine_get(request["engine"], request.get("flavour") or "auto")
+    engine = engine_get(request.engine, request.flavour or "auto")
     start_at: list[float] = []
     pid: list[int] = []
 
@@ -227,9 +217,9 @@ def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
         _status(folder, "running", tool_pid=child)
 
     stopper = threading.Thread(target=_stop_when_asked, args=(folder, pid), daemon=True)
-    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
+    with engine.external(request.target, bindir=None, executor=execute.LOCAL, tls=tls) as target:
         _tls_links(folder, tls, target.conn.protocol)
-        if request.get("checkpoint"):
+        if request.checkpoint:
             # After a warm-up, before this point says it is ready (the controller asks the
             # first host): the warm-up's dirty pages are not the measured run's to write.
             try:
@@ -238,35 +228,29 @@ def _point(folder: Path, request: dict[str, Any], tls: Tls | None) -> int:
                 _status(folder, "failed", reason=f"after the warm-up: {exc}")
                 return 1
         stopper.start()
-        ran = measure.run_tool(spec, target, execute.LOCAL, folder, latency_sampling=rate,
-                               sample_server=bool(request.get("sample_server")),
-                               server_clients=request.get("server_clients"), before_start=ready, on_start=on_start)
+        ran = measure.run_tool(spec, target, execute.LOCAL, folder, latency_sampling=request.sampling,
+                               sample_server=request.sample_server, server_clients=request.server_clients,
+                               before_start=ready, on_start=on_start)
     if ran is None:
         _status(folder, "stopped", reason="stopped before it started")
         return 1
     stopped = (folder / "stop").exists()
     done = ran.done
-    part: dict[str, Any] = {"command": list(done.argv), "exit": done.returncode, "stdout": done.stdout,
-                            "stderr": done.stderr, "launched_at": ran.started_at.timestamp(),
-                            "ended_at": ran.ended_at.timestamp(), "start_at": start_at[0],
-                            "system": [asdict(s) for s in ran.system], "samples": [asdict(s) for s in ran.samples],
-                            "server": ran.server.encode() if ran.server is not None else None}
+    part = Part(command=tuple(done.argv), exit=done.returncode, stdout=done.stdout, stderr=done.stderr,
+                launched_at=ran.started_at.timestamp(), ended_at=ran.ended_at.timestamp(), start_at=start_at[0],
+                system=ran.system, samples=ran.samples, server=ran.server.encode() if ran.server is not None else None,
+                measurement=ran.measurement,
+                first_at=_first_at(folder, spec.clients) if ran.measurement is not None else None)
+    write_json(folder / "part.json", part.to_json())
     if ran.measurement is None:
-        reason = "stopped: another load generator failed" if stopped else _failure(ran)
-        write_json(folder / "part.json", part)
-        _status(folder, "stopped" if stopped else "failed", reason=reason)
+        _status(folder, "stopped" if stopped else "failed",
+                reason="stopped: another load generator failed" if stopped else _failure(ran))
         return 1
-    part.update(measurement=_measurement_record(ran.measurement), first_at=_first_at(folder, spec.clients))
-    write_json(folder / "part.json", part)
     _status(folder, "done")
     return 0
 
 
-def _measurement_record(measurement: Any) -> dict[str, Any]:
-    return asdict(measurement)
-
-
-def _failure(ran: Any) -> str:
+def _failure(ran: ToolRun) -> str:
     """Why the share has no measurement, the tool named (the controller adds the host)."""
     if ran.done.timed_out:
         return f"{ran.done.argv[0]} did not finish in time and was killed"
@@ -316,15 +300,15 @@ def _stop_when_asked(folder: Path, pid: list[int]) -> None:
 
 # ------------------------------------------------------------------ host-point-ctl
 
-def control(workdir: Path, action: str, point_id: str, at: float | None = None) -> dict[str, Any]:
+def control(workdir: Path, action: str, point_id: str, at: float | None = None) -> Status:
     """What the controller asks of the point in flight (point_id: the one it started;
     the folder may still hold the one before, until host-point replaces it); the
     point's status (with its part when it has ended)."""
     folder = point_dir(workdir)
 
-    def read() -> dict[str, Any]:
+    def read() -> Status:
         found = _read_status(folder)
-        return found if found.get("id") == point_id else {"state": "absent"}
+        return found if found.id == point_id else Status("absent")
 
     if action == "go":
         write_json(folder / "go.json", {"at": at})
@@ -333,28 +317,28 @@ def control(workdir: Path, action: str, point_id: str, at: float | None = None) 
     if action in ("wait-ready", "stop"):
         deadline = time.monotonic() + (READY_WAIT_S if action == "wait-ready" else 15.0)
         while time.monotonic() < deadline:
-            state = read()
-            if state.get("state") in (("ready",) if action == "wait-ready" else ()) + FINAL:
+            state = read().state
+            if state in (("ready",) if action == "wait-ready" else ()) + FINAL:
                 break
             time.sleep(0.05)
     status = read()
-    if status.get("state") in FINAL and (folder / "part.json").exists():
-        status["part"] = json.loads((folder / "part.json").read_text())
-    elif status.get("state") == "absent" and action != "wait-ready":
-        status = {"state": "failed", "reason": "its host-point did not start"}
-    elif status.get("state") not in FINAL and not _alive(status.get("pid")):
-        status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
+    if status.final and (folder / "part.json").exists():
+        status = replace(status, part=Part.from_json(json.loads((folder / "part.json").read_text())))
+    elif status.state == "absent" and action != "wait-ready":
+        status = Status("failed", reason="its host-point did not start")
+    elif not status.final and not _alive(status.pid):
+        status = replace(status, state="failed", reason="its dbarena process is gone")
     return status
 
 
-def _read_status(folder: Path) -> dict[str, Any]:
+def _read_status(folder: Path) -> Status:
     try:
-        return json.loads((folder / "status.json").read_text())
+        return Status.from_json(json.loads((folder / "status.json").read_text()))
     except (OSError, ValueError):
-        return {"state": "absent"}
+        return Status("absent")
 
 
-def _alive(pid: Any) -> bool:
+def _alive(pid: int | None) -> bool:
     if not isinstance(pid, int):
         return True  # not started yet: not known to be gone
     try:
@@ -364,7 +348,3 @@ def _alive(pid: Any) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def samples_of(records: list[dict[str, Any]]) -> tuple[Sample, ...]:
-    return tuple(Sample(**r) for r in records)

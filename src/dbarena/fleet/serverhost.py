@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dbarena.fleet.loadgen import _alive, _read_status  # a status file read as a host-point's is
+from dbarena.fleet.loadgen import _alive
 from dbarena.fleet.progress import write_json
 
 SERVER = "server"
@@ -159,6 +159,14 @@ def clients_of(hosts: dict[str, str]) -> dict[str, list[str]]:
                                "in the inventory") from None
         out[name] = sorted({str(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in found})
     return out
+
+
+def _read_status(folder: Path) -> dict[str, Any]:
+    try:
+        found = json.loads((folder / "status.json").read_text())
+    except (OSError, ValueError):
+        return {"state": "absent"}
+    return found if isinstance(found, dict) else {"state": "absent"}
 
 
 def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:

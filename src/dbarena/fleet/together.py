@@ -59,16 +59,18 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from dbarena import engines, measure
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
+from dbarena.fleet.messages import Part, PointRequest, Status, spec_record
+from dbarena.host.sysmetrics import SystemSample
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, StoredPoint, StoredRun, json_object
+from dbarena.records import JSON, JSONObject, StoredPoint, StoredRun, json_object
 from dbarena.serverside.series import ServerSeries
 from dbarena.stats import configkey
 from dbarena.stats.latency import Latencies
@@ -81,6 +83,9 @@ LEASE_S = 40.0
 RENEW_S = 10.0
 PREPARE_TIMEOUT_S = 3600.0
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
+# What a point of the plan and a stored one are matched by on resume: workload, threads,
+# clients, repeat, dataset parameters.
+Identity = tuple[str, int, int, int, tuple[tuple[str, JSON], ...]]
 
 
 @dataclass
@@ -213,7 +218,7 @@ class Together:
             datasets = list({(s.workload, s.params): s for s in specs}.values())
             request = {"args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
                        "label": self.label, "target": self.target, "invocation": key,
-                       "datasets": [loadgen.spec_record(s) for s in datasets], "tls": self._tls_request()}
+                       "datasets": [spec_record(s) for s in datasets], "tls": self._tls_request()}
             self.say(f"preparing on {first.name}: the run's provenance and its datasets")
             answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
                                request={first.name: json.dumps(request)}, secrets=True,
@@ -378,7 +383,7 @@ class Together:
                                                       f"not confirmed stopped ({answer.problem or state}); "
                                                       f"`dbarena cleanup` on {self.server.name} removes it"))
 
-    def _find(self, store: ResultStore, key: str) -> tuple[int | None, set[tuple]]:
+    def _find(self, store: ResultStore, key: str) -> tuple[int | None, set[Identity]]:
         for run in reversed(store.runs()):
             if json_object(run.options.get("together")).get("key") == key:
                 done = {_identity_row(p) for p in store.points(run_id=run.id) if p.status == "ok"}
@@ -433,15 +438,15 @@ class Together:
         # The first host samples the server's own statistics for the whole point (its
         # waits: the point's bound), as a local point's sweep does.
         sample_server = "--no-server-metrics" not in self.run_args
-        requests = {h.name: json.dumps({"id": point_id, "engine": family.name, "flavour": family.flavour,
-                                        "target": self.target, "spec": loadgen.spec_record(share), "sampling": rate,
-                                        "tls": self._tls_request(), "sample_server": sample_server and n == 0,
-                                        "server_clients": spec.clients, "checkpoint": checkpoint and n == 0})
+        requests = {h.name: PointRequest(id=point_id, engine=family.name, flavour=family.flavour, target=self.target,
+                                         spec=share, sampling=rate, tls=self._tls_request(),
+                                         sample_server=sample_server and n == 0, server_clients=spec.clients,
+                                         checkpoint=checkpoint and n == 0).to_json()
                     for n, (h, share) in enumerate(zip(self.hosts, shares))}
         began = time.time()
         ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
                           detach=True, secrets=True)
-        problems = self._problems(ready, want="ready")
+        problems = self._problems(_statuses(ready), want="ready")
         if problems:
             self._stop(self.hosts, ctl)
             return _failed(spec, problems, began)
@@ -449,80 +454,74 @@ class Together:
         lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
         start_at = time.time() + lead
         self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
-        answers: dict[str, dict[str, Any]] = {}
+        answers: dict[str, Status] = {}
         # Polled while the point runs (not only at its end): a host that fails stops the others at once.
         time.sleep(max(0.0, start_at + 1.0 - time.time()))
         while True:
             pending = [h for h in self.hosts if h.name not in answers]
-            polled = self.step(pending, [*ctl, "status"])
+            polled = _statuses(self.step(pending, [*ctl, "status"]))
             problems = self._problems(polled, want=None)
-            for name, answer in polled.items():
-                if answer.data is not None and answer.data.get("state") in loadgen.FINAL:
-                    answers[name] = answer.data
+            answers.update((name, status) for name, status in polled.items() if status.final)
             if problems:
                 rest = [h for h in self.hosts if h.name not in answers]
-                for name, answer in self.step(rest, [*ctl, "stop"]).items():
-                    if answer.data is not None:
-                        answers[name] = answer.data
+                answers.update(_statuses(self.step(rest, [*ctl, "stop"])))
                 return _failed(spec, problems, began, answers)
             if len(answers) == len(self.hosts):
                 break
             time.sleep(self.fleet.poll_s)
         return self._combined(spec, shares, answers, began)
 
-    def _problems(self, answers: dict[str, Answer], want: str | None) -> list[str]:
+    def _problems(self, statuses: dict[str, Status], want: str | None) -> list[str]:
         out = []
         for h in self.hosts:
-            answer = answers.get(h.name)
-            if answer is None:
+            status = statuses.get(h.name)
+            if status is None:
                 continue
-            if answer.data is None:
-                out.append(f"{h.name}: {answer.problem}")
-            elif answer.data.get("state") in ("failed", "stopped") or (want and answer.data.get("state") != want):
-                out.append(f"{h.name}: {answer.data.get('reason') or answer.data.get('state')}")
+            if status.state in ("failed", "stopped") or (want and status.state != want):
+                out.append(f"{h.name}: {status.reason or status.state}")
         return out
 
     def _stop(self, hosts: list[Host], ctl: list[str]) -> None:
         with contextlib.suppress(Exception):
             self.step(hosts, [*ctl, "stop"])
 
-    def _combined(self, spec: PointSpec, shares: list[PointSpec], answers: dict[str, dict[str, Any]],
+    def _combined(self, spec: PointSpec, shares: list[PointSpec], answers: dict[str, Status],
                   began: float) -> PointResult:
         parts, raw = [], []
         for h, share in zip(self.hosts, shares):
-            part = answers[h.name]["part"]
-            measurement = Measurement(**part["measurement"])
-            histogram = measurement.latency_histogram
+            part = answers[h.name].part
+            if part is None or part.measurement is None:  # (done says it has both: a host that says otherwise failed)
+                return _failed(spec, [f"{h.name}: done, but its part holds no measurement"], began, answers)
+            histogram = part.measurement.latency_histogram
             parts.append(combine.Part(
                 host=h.name, label=h.label, threads=share.threads, clients=share.clients,
-                launched_at=part["launched_at"], first_at=part.get("first_at"), measurement=measurement,
-                samples=loadgen.samples_of(part["samples"]),
-                latencies=Latencies.decode(histogram) if histogram else None))
+                launched_at=part.launched_at, first_at=part.first_at, measurement=part.measurement,
+                samples=part.samples, latencies=Latencies.decode(histogram) if histogram else None))
             raw.append((h, share, part))
         measurement, samples, details = combine.combine(parts, spec.duration_s)
         latencies = combine.merged_latencies(parts)
         if latencies is not None:
             measurement = measure.with_latencies(replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
         for record, (h, _, part) in zip(details["together"]["parts"], raw):
-            record["command"] = part["command"]
-            record.update(_cpu(part.get("system", [])))
+            record["command"] = list(part.command)
+            record.update(_cpu(part.system))
         measurement = replace(measurement, details={**measurement.details, **details})
         result = PointResult(
-            spec=spec, status="ok", started_at=_utc(min(p["launched_at"] for _, _, p in raw)),
-            ended_at=_utc(max(p["ended_at"] for _, _, p in raw)), command=tuple(raw[0][2]["command"]),
+            spec=spec, status="ok", started_at=_utc(min(p.launched_at for _, _, p in raw)),
+            ended_at=_utc(max(p.ended_at for _, _, p in raw)), command=raw[0][2].command,
             exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
             samples=samples)
         return replace(result, server=self._server_series(result, shares[0], raw[0][2]))
 
-    def _server_series(self, result: PointResult, share: PointSpec, part: dict[str, Any]) -> ServerSeries | None:
+    def _server_series(self, result: PointResult, share: PointSpec, part: Part) -> ServerSeries | None:
         """The server's series the first host sampled over the point, with the point's
         bound decided from it as a local point's is (measure.with_bound). The CPU part of
         that decision sees only that host's load generator: the machines' CPU figures
         the host sampled are its own, not the server's."""
-        if not part.get("server"):
+        if not part.server:
             return None
-        series = ServerSeries.decode(part["server"])
-        loadgen = [{"loadgen_cpu": s.get("loadgen_cpu")} for s in part.get("system", [])]
+        series = ServerSeries.decode(part.server)
+        loadgen = [{"loadgen_cpu": s.loadgen_cpu} for s in part.system]
         return measure.with_bound(replace(result, spec=share, server=series), self.server_threads, loadgen)
 
 
@@ -581,11 +580,11 @@ def _expand(study: Study) -> list[Any]:
     return preflight.expand(study)
 
 
-def _identity(spec: PointSpec) -> tuple:
+def _identity(spec: PointSpec) -> Identity:
     return (spec.workload, spec.threads, spec.clients, spec.repeat, spec.params)
 
 
-def _identity_row(point: StoredPoint) -> tuple[str, int, int, int, tuple[tuple[str, JSON], ...]]:
+def _identity_row(point: StoredPoint) -> Identity:
     return (point.workload, point.threads, point.clients, point.repeat, tuple(sorted(point.params.items())))
 
 
@@ -597,17 +596,17 @@ def _config(spec: PointSpec, context: dict[str, Any]) -> dict[str, Any]:
                            host=context.get("host"), load_generators=int(context.get("load_generators", 1)))
 
 
-def _cpu(system: list[dict[str, Any]]) -> dict[str, Any]:
+def _cpu(system: Sequence[SystemSample]) -> JSONObject:
     """The load generator's CPU over its part: the tool's cores, and the host's busy share."""
-    tool = [s["loadgen_cpu"] for s in system if s.get("loadgen_cpu") is not None]
-    busy = [100.0 - s["cpu_idle_pct"] for s in system if s.get("cpu_idle_pct") is not None]
+    tool = [s.loadgen_cpu for s in system if s.loadgen_cpu is not None]
+    busy = [100.0 - s.cpu_idle_pct for s in system]
     return {"loadgen_cpu_cores": round(sum(tool) / len(tool), 3) if tool else None,
             "host_cpu_busy_pct": round(sum(busy) / len(busy), 1) if busy else None}
 
 
-def _joined(raw: list[tuple[Host, PointSpec, dict[str, Any]]], stream: str) -> str:
-    return "".join(f"# load generator {h.name} ({h.label}): threads {s.threads}, clients {s.clients}\n{p[stream]}"
-                   for h, s, p in raw)
+def _joined(raw: list[tuple[Host, PointSpec, Part]], stream: str) -> str:
+    return "".join(f"# load generator {h.name} ({h.label}): threads {s.threads}, clients {s.clients}\n"
+                   f"{p.stdout if stream == 'stdout' else p.stderr}" for h, s, p in raw)
 
 
 def _utc(seconds: float) -> datetime:
@@ -615,12 +614,24 @@ def _utc(seconds: float) -> datetime:
 
 
 def _failed(spec: PointSpec, problems: list[str], began: float,
-            answers: dict[str, dict[str, Any]] | None = None) -> PointResult:
-    parts = [a.get("part") for a in (answers or {}).values() if a.get("part")]
+            answers: dict[str, Status] | None = None) -> PointResult:
+    parts = [a.part for a in (answers or {}).values() if a.part is not None]
     return PointResult(spec=spec, status="failed", started_at=_utc(began), ended_at=_utc(time.time()),
-                       command=(), exit_code=None, stdout="".join(p.get("stdout", "") for p in parts),  # type: ignore[union-attr]
-                       stderr="".join(p.get("stderr", "") for p in parts),  # type: ignore[union-attr]
-                       error="; ".join(problems))
+                       command=(), exit_code=None, stdout="".join(p.stdout for p in parts),
+                       stderr="".join(p.stderr for p in parts), error="; ".join(problems))
+
+
+def _statuses(answers: dict[str, Answer]) -> dict[str, Status]:
+    """The hosts' answers to host-point-ctl as statuses; one that says nothing readable
+    is a failed one, with why."""
+    out = {}
+    for name, answer in answers.items():
+        try:
+            out[name] = Status("failed", reason=answer.problem) if answer.data is None else \
+                Status.from_json(answer.data)
+        except (ValueError, TypeError) as exc:
+            out[name] = Status("failed", reason=f"an answer that does not read: {' '.join(str(exc).split())}")
+    return out
 
 
 def _describe(spec: PointSpec) -> str:
