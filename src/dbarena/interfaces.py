@@ -11,7 +11,7 @@ import subprocess
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
 
 from dbarena.model import Connection, Measurement, PointResult, PointSpec, RunInfo, Sample, Tls, ToolParam
 from dbarena.records import StoredPoint, StoredRun
@@ -92,6 +92,29 @@ class PointInput:
     stdin: str | bytes | None = None
 
 
+class DbApiCursor(Protocol):
+    """What a tool's check after a point reads with (a DB-API cursor: psycopg's or PyMySQL's)."""
+
+    def execute(self, query: str) -> object: ...
+    def fetchone(self) -> Sequence[Any] | None: ...  # a row: its values as the driver typed them
+    def close(self) -> None: ...
+
+
+class DbApiConnection(Protocol):
+    """An open connection to a target (Target.connect's: psycopg's or PyMySQL's)."""
+
+    def cursor(self) -> DbApiCursor: ...
+
+
+class ConsistencyCheck(TypedDict):
+    """One condition a tool checks in the data after a point (Tool.verify), stored in
+    the point's details ("consistency")."""
+
+    condition: str  # what is checked, in words
+    violations: int  # rows that break it
+    ok: bool
+
+
 class Tool(Protocol):
     """A benchmark tool: builds its command lines and reads its output (pure)."""
 
@@ -126,7 +149,7 @@ class Tool(Protocol):
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]: ...
     def read_samples(self, stdout: str, stderr: str) -> tuple[Sample, ...]: ...
     def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None: ...
-    def verify(self, connection: Any) -> dict | None: ...
+    def verify(self, connection: DbApiConnection) -> dict[str, ConsistencyCheck] | None: ...
     def estimate_s(self, spec: PointSpec) -> float: ...
     def estimate_prepare_s(self, spec: PointSpec) -> float: ...
     def quick_params(self, params: Mapping[str, int]) -> dict[str, int]: ...
