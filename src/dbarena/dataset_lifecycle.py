@@ -5,13 +5,17 @@ sweep (runner.py) and `study check` share them and tests check them without a se
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeAlias
 
 from dbarena.model import PointSpec
 from dbarena.workloads import WORKLOADS
 
+DatasetKey: TypeAlias = tuple[str, str, tuple[tuple[str, int], ...]]  # (variant, tool, params)
+Slot: TypeAlias = tuple[str, str]  # (variant, tool): where one dataset of the tool is prepared at a time
+Step: TypeAlias = tuple[str, PointSpec]  # ("prepare" | "snapshot" | "restore" | "cleanup", spec)
 
-def dataset_key(spec: PointSpec) -> tuple:
+
+def dataset_key(spec: PointSpec) -> DatasetKey:
     """What identifies a dataset on one target: the tool and its parameters."""
     return (spec.variant, WORKLOADS[spec.workload].tool.name, spec.params)
 
@@ -23,8 +27,8 @@ def dataset_use(spec: PointSpec) -> str:
     return workload.tool.dataset_use(workload.mode_args)
 
 
-def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, PointSpec]] | None = None
-                  ) -> list[tuple[list, list]]:
+def dataset_steps(plan: Sequence[PointSpec], current: dict[Slot, tuple[DatasetKey, PointSpec]] | None = None
+                  ) -> list[tuple[list[Step], list[Step]]]:
     """For each point, the dataset steps before and after it: ("prepare" | "cleanup",
     spec). Pure, so the lifecycles are tested without a server. `current` (updated
     in place) carries what is prepared from one round of points to the next.
@@ -46,7 +50,7 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
     and leaves the tool's prepared dataset as it is, for the points after it; one that
     uses it up ("consumed") gets it as with "point", whatever the lifecycle.
     """
-    steps: list[tuple[list, list]] = [([], []) for _ in plan]
+    steps: list[tuple[list[Step], list[Step]]] = [([], []) for _ in plan]
     if current is None:
         current = {}  # (variant, tool) -> (dataset key, who prepared it)
 
@@ -54,7 +58,7 @@ def dataset_steps(plan: Sequence[PointSpec], current: dict[tuple, tuple[tuple, P
         return b is not None and (a.workload, a.repeat, a.variant, a.params, a.options) == \
             (b.workload, b.repeat, b.variant, b.params, b.options)
 
-    last: dict[tuple, PointSpec] = {}  # slot -> the point that used its dataset last
+    last: dict[Slot, PointSpec] = {}  # slot -> the point that used its dataset last
     for i, spec in enumerate(plan):
         use = dataset_use(spec)
         if use == "own":

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import IO, TYPE_CHECKING, AnyStr, Callable, Mapping, Sequence, TypedDict
 
 from dbarena.errors import ToolMissing
 
@@ -39,7 +39,15 @@ class Completed:
     timed_out: bool = False
 
 
-def _as_user(user: str | None) -> dict:
+class _AsUser(TypedDict, total=False):
+    """Popen's keyword arguments for the user a child runs as."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
+def _as_user(user: str | None) -> _AsUser:
     """Popen keyword arguments that run the child as `user` (only when we are root)."""
     if user is None or os.geteuid() != 0:
         return {}
@@ -47,7 +55,7 @@ def _as_user(user: str | None) -> dict:
     return {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
 
 
-def _pump(stream, sink: list[str], callback: LineCallback | None) -> None:
+def _pump(stream: IO[bytes], sink: list[str], callback: LineCallback | None) -> None:
     # Bytes in, decoded line by line without newline translation, so the stored
     # output is the tool's output byte for byte (for UTF-8 text).
     for raw in iter(stream.readline, b""):
@@ -58,7 +66,7 @@ def _pump(stream, sink: list[str], callback: LineCallback | None) -> None:
     stream.close()
 
 
-def _feed(stream, data: bytes) -> None:
+def _feed(stream: IO[bytes], data: bytes) -> None:
     # A child that exits (or closes its input) before reading it all is not an error.
     try:
         stream.write(data)
@@ -72,7 +80,7 @@ def _feed(stream, data: bytes) -> None:
 def run(
     argv: Sequence[str],
     *,
-    env: dict | None = None,
+    env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     user: str | None = None,
     cwd: str | Path | None = None,
@@ -153,9 +161,9 @@ def pinned(argv: Sequence[str], cpus: Sequence[int] | None) -> tuple[str, ...]:
 
 
 def spawn(
-    argv: Sequence[str], *, log_path: Path, env: dict | None = None, user: str | None = None,
+    argv: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None, user: str | None = None,
     cpus: Sequence[int] | None = None,
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """Start a server in the background, its output appended to log_path.
 
     It gets a session of its own so that a Ctrl-C at the terminal reaches dbarena
@@ -177,7 +185,7 @@ def spawn(
             raise ToolMissing(f"{argv[0]} not found") from exc
 
 
-def stop(proc: subprocess.Popen, *, grace_s: float = 10, first_signal: int = signal.SIGTERM) -> int | None:
+def stop(proc: subprocess.Popen[AnyStr], *, grace_s: float = 10, first_signal: int = signal.SIGTERM) -> int | None:
     """Signal proc, wait up to grace_s, then SIGKILL. Returns its exit status."""
     if proc.poll() is not None:
         return proc.returncode

@@ -90,7 +90,7 @@ def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_p
             label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
             started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version), None),
             tool_versions={t: "imported" for t in tools},
-            options={"imported": {"file": str(path), "sha256": sha256, "tool": tools}},
+            options={"imported": {"file": str(path), "sha256": sha256, "tool": list(tools)}},
             host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
             or price_per_hour,
         ), [(p.result, _source(p, path, sha256)) for p in members]))

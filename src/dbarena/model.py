@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from dbarena.records import JSONObject
+
+if TYPE_CHECKING:
+    from dbarena.host.sysmetrics import SystemSample
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class Sample:
     reconnects_per_s: float | None = None
 
     @classmethod
-    def read(cls, *values: Any, **named: Any) -> "Sample":
+    def read(cls, *values: float | None, **named: float | None) -> "Sample":
         """Sample(*values, **named), as the parsers make hundreds of thousands of them:
         equal in every way, without the frozen dataclass's setattr per field (a third of
         an import's time went there). Figures not given are not written at all: the
@@ -117,10 +122,13 @@ class Measurement:
     run_avg_s: float | None = None
     run_min_s: float | None = None
     run_max_s: float | None = None
-    details: dict = field(default_factory=dict)
+    # A JSON document, as stored. (Typed JSONObject once its readers narrow what they
+    # read of it: fleet/together._outcome indexes its parts; runner._verify puts
+    # interfaces.ConsistencyCheck records, not JSON, into it.)
+    details: dict[str, Any] = field(default_factory=dict)
     # The latency distribution the percentiles came from (latency.Latencies.encode()):
     # pgbench's per-transaction log, sysbench's histogram. Stored apart from details.
-    latency_histogram: dict | None = None
+    latency_histogram: JSONObject | None = None
 
 
 DATASET_LIFECYCLES = ("run", "workload", "point")
@@ -210,8 +218,10 @@ class PointResult:
     measurement: Measurement | None = None
     samples: tuple[Sample, ...] = ()
     error: str | None = None
-    system: tuple = ()  # sysmetrics.SystemSample, one per second
-    server: Any = None  # serverside.series.ServerSeries: the server's own view (None: not sampled)
+    system: tuple[SystemSample, ...] = ()  # one per second
+    # serverside.series.ServerSeries: the server's own view (None: not sampled). (Typed
+    # so once runner._with_bound, which reads it without checking for None, checks.)
+    server: Any = None
     phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
 
     @property
@@ -230,10 +240,10 @@ class RunInfo:
     target: str
     started_at: datetime
     server_version: str | None
-    tool_versions: dict
-    options: dict
-    host_facts: dict
-    target_facts: dict = field(default_factory=dict)
+    tool_versions: dict[str, str]  # "pgbench", "pgbench libpq" ... -> its version (provenance.py)
+    options: JSONObject
+    host_facts: JSONObject
+    target_facts: JSONObject = field(default_factory=dict)
     price_per_hour: float | None = None  # per hour of what was measured, in `currency`
     currency: str | None = None
     variant: str = ""

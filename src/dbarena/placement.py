@@ -12,6 +12,7 @@ from dbarena import plan
 from dbarena.errors import UsageError
 from dbarena.host import hostinfo, smt, topology
 from dbarena.lifecycle import smt_switch
+from dbarena.records import JSONObject
 from dbarena.study import Study
 
 
@@ -26,7 +27,7 @@ class Placement:
     note: str = ""
     smt_by: str | None = None  # how the SMT mode was made: the kernel's switch, or affinity
 
-    def facts(self) -> dict:
+    def facts(self) -> JSONObject:
         return {"server": hostinfo.cpu_list(set(self.server)), "server_cores": self.cores,
                 "server_threads": len(self.server), "load_generator": hostinfo.cpu_list(set(self.loadgen)),
                 "smt": self.smt, "smt_by": self.smt_by, "note": self.note or None}

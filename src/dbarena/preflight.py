@@ -21,6 +21,7 @@ from dbarena.host import datadir, hostinfo
 from dbarena.host import probe as probe_mod
 from dbarena.interfaces import Executor, ResultStore
 from dbarena.model import PointSpec
+from dbarena.records import JSONObject
 from dbarena.stats import estimators, steadystate
 from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
@@ -36,19 +37,22 @@ def _warmup(spec: PointSpec) -> PointSpec:
     return replace(spec, duration_s=spec.warmup_s)
 
 
-def hardware_threads_for(host_facts: dict) -> Callable[[EngineEntry], int | None]:
+def hardware_threads_for(host_facts: JSONObject) -> Callable[[EngineEntry], int | None]:
     """What "N%" levels are a share of: this machine for a throwaway instance; the
     server a target runs on (as the study or --server-threads says), else unknown."""
     def threads(engine: EngineEntry) -> int | None:
         if engine.target is not None:
             return engine.server_threads
         # The CPUs this process may use (taskset, cpuset, quota), not the machine's total.
-        return host_facts.get("effective_hardware_threads") or host_facts.get("hardware_threads") \
-            or hostinfo.hardware_threads()
+        for name in ("effective_hardware_threads", "hardware_threads"):
+            counted = host_facts.get(name)
+            if isinstance(counted, int) and counted:
+                return counted
+        return hostinfo.hardware_threads()
     return threads
 
 
-def expand(study: Study, host_facts: dict | None = None) -> list[plan.EnginePlan]:
+def expand(study: Study, host_facts: JSONObject | None = None) -> list[plan.EnginePlan]:
     return plan.expand(study, hardware_threads_for(host_facts or {"effective_hardware_threads":
                                                                   hostinfo.hardware_threads()}))
 
@@ -159,7 +163,7 @@ def size_words(n: float) -> str:
     return f"{n / 1000:.0f} kB"
 
 
-def estimate(study: Study, *, host_facts: dict | None = None, executor: Executor = execute.LOCAL,
+def estimate(study: Study, *, host_facts: JSONObject | None = None, executor: Executor = execute.LOCAL,
              keep: bool = False, stored: Collection[resume.Identity] = (), probe_s: int | None = None) -> Estimate:
     """The study's plan on this machine, its machine time and the disk space its
     throwaway instances need where they keep their data (whether or not data_dir was

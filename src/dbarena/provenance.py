@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from dbarena import execute, workloads
 from dbarena.host import datadir
 from dbarena.interfaces import Engine, Executor, Target, Tool
 from dbarena.lifecycle import state
 from dbarena.model import PointSpec, RunInfo, StudyRecord
+from dbarena.records import JSONObject
 from dbarena.stats import configkey
 from dbarena.store.database import now_utc
 from dbarena.study import EngineEntry, Study
@@ -32,7 +33,7 @@ def tool_versions(target: Target, engine: Engine, tools: Iterable[Tool], executo
     return versions
 
 
-def _target_facts(entry: EngineEntry, target: Target) -> dict:
+def _target_facts(entry: EngineEntry, target: Target) -> JSONObject:
     facts = target.facts()
     if not target.throwaway:
         if entry.server_cores:
@@ -42,27 +43,29 @@ def _target_facts(entry: EngineEntry, target: Target) -> dict:
     return facts
 
 
-def run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: EngineEntry, target: Target,
-             variant: str, settings: dict, tool_versions: dict, init: bool, invocation: str,
-             cluster: dict | None = None, cpus: dict | None = None, data_parent: Path | None = None,
-             probe: dict | None = None) -> RunInfo:
+def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, entry: EngineEntry, target: Target,
+             variant: str, settings: Mapping[str, str], tool_versions: dict[str, str], init: bool, invocation: str,
+             cluster: Mapping[str, str] | None = None, cpus: JSONObject | None = None,
+             data_parent: Path | None = None, probe: JSONObject | None = None) -> RunInfo:
     """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts;
     `probe`: the host probe before the study, host/probe.py)."""
     target_facts = _target_facts(entry, target)
-    options = {
-        "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": settings,
-        "cluster": cluster or {},
+    hostname = facts.get("hostname")
+    host = hostname if isinstance(hostname, str) else ""
+    options: JSONObject = {
+        "study": study.name, "quick": study.quick, "changes": list(study.changes), "settings": dict(settings),
+        "cluster": dict(cluster or {}),
         "cpus": cpus,  # [cpus]: where the server and the tools ran
         # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
         # file system, device and mount options.
-        "data_dir": datadir.facts(data_parent, entry.data_dir) if target.throwaway else None,
+        "data_dir": dict(datadir.facts(data_parent, entry.data_dir)) if target.throwaway else None,
         "init": init, "repeats": study.repeats,
         # A monthly rent as given (the run's price_per_hour is it / 730): shown as given.
         "price_per_month": study.price_per_month,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,
         "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
-        "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": facts.get("hostname", "")},
+        "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": host},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},
         # The host probe before the study (host/probe.py): the machine measured, not the
@@ -70,17 +73,18 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: dict, entry: 
         "probe": probe,
     }
     return RunInfo(
-        label=label, host=facts.get("hostname", ""), engine=entry.name, target=target.url, started_at=now_utc(),
+        label=label, host=host, engine=entry.name, target=target.url, started_at=now_utc(),
         server_version=target.server_version, tool_versions=tool_versions, options=options, host_facts=facts,
         target_facts=target_facts, price_per_hour=study.price_per_hour, currency=study.currency, variant=variant,
         flavour=target.flavour, study=record, invocation=invocation,
     )
 
 
-def key_context(entry: EngineEntry, target: Target, settings: dict, variant: str, facts: dict) -> dict:
+def key_context(entry: EngineEntry, target: Target, settings: Mapping[str, str], variant: str, facts: JSONObject
+                ) -> JSONObject:
     """The run-level part of every point's configuration key."""
     return {
-        "settings": settings, "variant": variant, "server_version": target.server_version,
+        "settings": dict(settings), "variant": variant, "server_version": target.server_version,
         "flavour": target.flavour,
         "host": configkey.host_identity(facts, None if target.throwaway else target.url, entry.server_cores,
                                         entry.server_threads),

@@ -9,7 +9,7 @@ Pure: a study and its plan in, a dict (and its text) out.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from dbarena import workloads
 from dbarena.lifecycle import smt_switch
@@ -22,6 +22,23 @@ from dbarena.study import Study, consent
 
 if TYPE_CHECKING:
     from dbarena.preflight import Estimate
+
+class WorkloadPlan(TypedDict):
+    """One workload of an engine's plan, as the summary gives it."""
+
+    workload: str
+    tool: str
+    levels: list[int]  # threads, in the plan's order
+    clients: list[int]
+    duration_s: int
+    timed: bool
+    warmup_s: int
+    params: dict[str, int]
+    options: dict[str, str]
+    datasets: str
+    points: int
+    estimated_s: NotRequired[int]  # once every point is counted
+
 
 PRECEDENCE = "defaults < study file ([sweep], [datasets] < [[workloads]]) < --quick < command-line flags"
 
@@ -37,7 +54,7 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
     total_s = 0.0
     for p in plans:
         entry = p.engine
-        per_workload: dict[str, dict] = {}
+        per_workload: dict[str, WorkloadPlan] = {}
         seconds: dict[str, float] = defaultdict(float)
         for spec in p.points:
             w = per_workload.setdefault(spec.workload, {

@@ -16,10 +16,10 @@ PG2 = (FIXTURES / "sysbench-1.0.20-tpcc-like-postgres-2threads.stdout").read_tex
 
 def test_per_thread_lines_are_summed():
     threads = tpcc.parse_threads(PG2)
-    assert threads["threads"] == 2 and threads["rollbacks"] == 3 + 1
-    no = threads["per_kind"]["new_order"]
-    assert no["count"] == 306 + 308 and no["sum_ms"] == pytest.approx(1892.961 + 1836.944) and no["max_ms"] == 14.148
-    assert threads["per_kind"]["delivery"]["max_ms"] == 34.858
+    assert threads.threads == 2 and threads.rollbacks == 3 + 1
+    no = threads.per_kind["new_order"]
+    assert no.count == 306 + 308 and no.sum_ms == pytest.approx(1892.961 + 1836.944) and no.max_ms == 14.148
+    assert threads.per_kind["delivery"].max_ms == 34.858
 
 
 def test_read_gives_the_tpm_and_the_mix():

@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
@@ -58,7 +59,8 @@ def check_reachable(path: Path, user: str | None) -> None:
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port): typeshed types the address as Any
+        return port
 
 
 def private_file(path: Path, text: str) -> Path:
@@ -69,13 +71,13 @@ def private_file(path: Path, text: str) -> Path:
     return path
 
 
-def stop_server(proc, *, first_signal: int, grace_s: float = 60) -> int | None:
+def stop_server(proc: subprocess.Popen[bytes], *, first_signal: int, grace_s: float = 60) -> int | None:
     """Ask the server to shut down with first_signal; if it hangs, SIGKILL its whole
     process group (it was spawned as a session leader, so that holds its children) and
     remove the shared memory segments it held (a killed PostgreSQL leaves them in RAM).
     Its exit status: -9 when it had to be killed."""
     segments = state.shm_segments(proc.pid) if proc.poll() is None else set()
-    status = proc.returncode
+    status: int | None = proc.returncode
     if proc.poll() is None:
         status = execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -125,7 +127,8 @@ def initialising(record: state.Record) -> Iterator[Callable[[int], None]]:
             record.update(init_pid=None, init_start=None, init_exe=None, init_cmdline=None)
 
 
-def release(proc, top: Path, record: state.Record, *, keep: bool, first_signal: int, grace_s: float = 60) -> None:
+def release(proc: subprocess.Popen[bytes] | None, top: Path, record: state.Record, *, keep: bool,
+            first_signal: int, grace_s: float = 60) -> None:
     """The end of a throwaway instance: left running for --keep (only if it got as far
     as running), otherwise stopped and its directory removed, shielded from Ctrl-C."""
     if keep and proc is not None and proc.poll() is None:
@@ -153,7 +156,7 @@ def _copy(executor: Executor, source: Path, destination: Path) -> None:
         raise EnvironmentProblem(f"copying {source}: {said[-1][-300:]}")  # one line: cp may say one per file
 
 
-def stopped_cleanly(proc, *, first_signal: int, grace_s: float, what: str) -> None:
+def stopped_cleanly(proc: subprocess.Popen[bytes], *, first_signal: int, grace_s: float, what: str) -> None:
     """stop_server, and an error if the server had to be killed: a copy of its data
     directory would then be a crash image that every restore recovers from."""
     if stop_server(proc, first_signal=first_signal, grace_s=grace_s) == -signal.SIGKILL:

@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -47,7 +48,7 @@ CLUSTER_OPTIONS = {"innodb_page_size": "4k, 8k, 16k, 32k or 64k (InnoDB's page s
 INNODB_PAGE_SIZES = ("4k", "8k", "16k", "32k", "64k", "4096", "8192", "16384", "32768", "65536")
 
 
-def client_libraries() -> dict:
+def client_libraries() -> dict[str, str]:
     return {"pymysql": pymysql.__version__}
 
 
@@ -186,7 +187,7 @@ class MySQLFamily:
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None:
         """Names are checked by the server when it starts (mysqld has no list to ask)."""
 
-    def client_libraries(self) -> dict:
+    def client_libraries(self) -> dict[str, str]:
         return client_libraries()
 
     @contextlib.contextmanager
@@ -380,7 +381,7 @@ class MySQLFamily:
         return options
 
 
-def _tls_refused(cur: Any, log_path: Path) -> str | None:
+def _tls_refused(cur: pymysql.cursors.Cursor, log_path: Path) -> str | None:
     """Why a server given a certificate does not offer TLS (None: it does). MariaDB and
     MySQL go on without TLS when they cannot load their certificate, saying so in the
     error log; have_ssl says which (MySQL 8.4 dropped it: there, TLS is always on)."""
@@ -414,7 +415,7 @@ def remote_grants(clients: Sequence[str]) -> list[tuple[str, str]]:
     return [(host, privileges) for host in hosts for privileges in REMOTE_PRIVILEGES]
 
 
-def _lock_root(cur) -> None:
+def _lock_root(cur: pymysql.cursors.Cursor) -> None:
     """mariadb-install-db creates root at localhost, 127.0.0.1, ::1 and the host name,
     all without a password: anyone on the machine could log in over TCP. Drop all but
     root@localhost and give that one a random password nobody keeps; dbarena's own
@@ -426,7 +427,7 @@ def _lock_root(cur) -> None:
     cur.execute("ALTER USER 'root'@'localhost' IDENTIFIED BY %s", (secrets.token_urlsafe(24),))
 
 
-def _wait_ready(proc, socket_path: Path, timeout_s: float, log_path: Path) -> str | None:
+def _wait_ready(proc: subprocess.Popen[bytes], socket_path: Path, timeout_s: float, log_path: Path) -> str | None:
     """Server version once it accepts connections; None if it exited first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -438,7 +439,7 @@ def _wait_ready(proc, socket_path: Path, timeout_s: float, log_path: Path) -> st
                                                         connect_timeout=5)) as db:
                     with db.cursor() as cur:
                         cur.execute("SELECT VERSION()")
-                        return _first(cur)
+                        return str(_first(cur))
             except pymysql.MySQLError:
                 pass
         time.sleep(0.1)

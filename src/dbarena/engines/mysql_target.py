@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from dbarena import execute
 from dbarena.engines import instance
@@ -20,9 +21,13 @@ from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
 from dbarena.model import Connection, Tls
+from dbarena.records import JSON, JSONObject
 
 if TYPE_CHECKING:
     import pymysql
+    from pymysql.cursors import Cursor
+
+    from dbarena.serverside.sampler import Reader
 else:
     pymysql = lazy_import("pymysql")  # the driver: only a run or a --target needs it
 
@@ -30,7 +35,15 @@ ENGINE = "mysql"
 STOP_SIGNAL = signal.SIGTERM  # mysqld's normal shutdown
 
 
-def tls_options(tls: Tls | None) -> dict[str, Any]:
+class TlsOptions(TypedDict, total=False):
+    """PyMySQL's TLS options (keyword arguments of pymysql.connect)."""
+
+    ssl_ca: str
+    ssl_verify_cert: bool
+    ssl_verify_identity: bool
+
+
+def tls_options(tls: Tls | None) -> TlsOptions:
     """PyMySQL's options for TLS required (model.Tls): with a CA it refuses a server
     that offers no TLS, and verifies the server's certificate against that one (no host
     name checked: the only certificate trusted is the server's own)."""
@@ -48,17 +61,17 @@ class MyTarget(instance.SavedData):
     secrets_dir: Path | None = None
     data_dir: Path | None = None
     log_path: Path | None = None
-    process: Any = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     engine: str = ENGINE
     flavour: str = "mysql"
     password: str | None = field(default=None, repr=False)  # in memory only, for provenance queries
-    _clients: dict = field(default_factory=dict, repr=False)
+    _clients: dict[str, Client] = field(default_factory=dict, repr=False)
     # How a throwaway's server is started again (restore between rounds).
     executor: Executor = field(default=execute.LOCAL, repr=False)
-    record: Any = field(default=None, repr=False)  # a throwaway's state.Record
+    record: state.Record | None = field(default=None, repr=False)  # a throwaway's
     server_argv: tuple[str, ...] = ()
     server_user: str | None = None
-    server_env: dict | None = field(default=None, repr=False)
+    server_env: dict[str, str] | None = field(default=None, repr=False)
     server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
     # A server listening for other hosts with TLS: its certificate (PEM, public); or
     # why it has none although asked (engines/tls.py).
@@ -69,7 +82,7 @@ class MyTarget(instance.SavedData):
     def url(self) -> str:
         return self.conn.url
 
-    def client_env(self) -> dict:
+    def client_env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.pop("MYSQL_PWD", None)  # the option files hold the password
         return env
@@ -103,14 +116,14 @@ class MyTarget(instance.SavedData):
     def server_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    def server_reader(self, connection: Any) -> Any:
+    def server_reader(self, connection: Any) -> Reader:
         """What the server sampler reads of a point: the status counters and row lock
         waits (serverside/mysql.py)."""
         from dbarena.serverside.mysql import MysqlReader
 
         return MysqlReader(connection)
 
-    def connect(self, timeout_s: float | None = None):
+    def connect(self, timeout_s: float | None = None) -> pymysql.Connection[Cursor]:
         # PyMySQL's connect_timeout bounds the TCP connect only; read_timeout and
         # write_timeout bound the handshake and every query after it.
         return pymysql.connect(host=self.conn.host, port=self.conn.port, user=self.conn.user,
@@ -118,7 +131,7 @@ class MyTarget(instance.SavedData):
                                connect_timeout=10 if timeout_s is None else timeout_s,
                                read_timeout=timeout_s, write_timeout=timeout_s, **tls_options(self.conn.tls))
 
-    def _query(self, read) -> dict:
+    def _query(self, read: Callable[[Cursor], JSONObject]) -> JSONObject:
         # Provenance is worth having but never worth a failed benchmark.
         try:
             with contextlib.closing(self.connect()) as db, db.cursor() as cur:
@@ -126,15 +139,15 @@ class MyTarget(instance.SavedData):
         except pymysql.MySQLError as exc:
             return {"facts_error": one_line(exc)}
 
-    def facts(self) -> dict:
+    def facts(self) -> JSONObject:
         """Version and the server variables that decide OLTP throughput."""
-        def read(cur) -> dict:
+        def read(cur: Cursor) -> JSONObject:
             cur.execute("SELECT VERSION(), @@version_comment")
-            version, comment = cur.fetchone()
+            version, comment = _row(cur)
             placeholders = ", ".join(["%s"] * len(KEY_VARIABLES))
             cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", KEY_VARIABLES)
-            variables = dict(cur.fetchall())
-            facts = {
+            variables: dict[str, JSON] = dict(cur.fetchall())
+            facts: JSONObject = {
                 "version_string": f"{version} ({comment})",
                 "key_variables": variables,
                 "data_checksums": variables.get("innodb_checksum_algorithm"),
@@ -194,15 +207,15 @@ class MyTarget(instance.SavedData):
         except pymysql.MySQLError as exc:
             raise DatabaseError(f"FLUSH TABLES failed: {one_line(exc)}") from None
 
-    def dataset_facts(self) -> dict:
-        def read(cur) -> dict:
+    def dataset_facts(self) -> JSONObject:
+        def read(cur: Cursor) -> JSONObject:
             cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables"
                         " WHERE table_schema = DATABASE()")
-            return {"database_bytes": int(cur.fetchone()[0])}
+            return {"database_bytes": int(_row(cur)[0])}
         return self._query(read)
 
     def keep_note(self) -> str:
-        assert self.data_dir is not None  # only throwaway instances are kept
+        assert self.data_dir is not None and self.process is not None  # only throwaway instances are kept
         return (
             f"kept the throwaway MySQL server: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with mysql --defaults-extra-file={self.defaults_file()} -h 127.0.0.1 "
@@ -241,7 +254,15 @@ def _client_file(directory: Path, password: str) -> Path:
     return instance.private_file(directory / "client.cnf", f'[client]\npassword="{escaped}"\n')
 
 
-def _await_buffer_pool(db, deadline: float) -> None:
+def _row(cur: Cursor) -> tuple[Any, ...]:
+    """The one row a query returns (a driver's row: its values as the server typed them)."""
+    row = cur.fetchone()
+    if row is None:
+        raise DatabaseError("the query returned no row")
+    return row
+
+
+def _await_buffer_pool(db: pymysql.Connection[Cursor], deadline: float) -> None:
     """Until InnoDB has loaded the buffer pool it dumped at shutdown (on by default):
     it loads in the background, and would otherwise warm up during the next point's
     measurement instead of within the restore's time."""

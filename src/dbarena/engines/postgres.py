@@ -23,8 +23,8 @@ from dbarena import execute
 from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
-from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, connection_from_url, log_reason, one_line,
-                                             open_connection, tls_options, wait_ready)
+from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, _first, connection_from_url, log_reason,
+                                             one_line, open_connection, tls_options, wait_ready)
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
@@ -36,7 +36,7 @@ else:
     psycopg = lazy_import("psycopg")  # the driver: only a run or a --target needs it
 
 
-def client_libraries() -> dict:
+def client_libraries() -> dict[str, str]:
     """dbarena's own client (provenance checks, settings): psycopg and the libpq it
     loads, which its binary wheel bundles, often a newer one than the tools link (those
     are named per tool: execute.linked_libraries)."""
@@ -62,7 +62,7 @@ def external(url: str, bindir: Path | None = None, executor: Executor = execute.
     url = check_target_url(url)
     try:
         with open_connection(url, **tls_options(tls)) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
+            version = str(_first(conn.execute("SHOW server_version")))
     except psycopg.Error as exc:
         raise ConnectionFailed(
             f"cannot connect to {url}: {one_line(exc)} "
@@ -415,5 +415,5 @@ class PostgresEngine:
                  ) -> contextlib.AbstractContextManager[PgTarget]:
         return external(url, bindir=bindir, executor=executor, tls=tls)
 
-    def client_libraries(self) -> dict:
+    def client_libraries(self) -> dict[str, str]:
         return client_libraries()

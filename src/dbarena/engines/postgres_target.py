@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 from urllib.parse import urlsplit
 
 from dbarena import execute
@@ -21,6 +22,7 @@ from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.model import Connection, Tls
+from dbarena.records import JSONObject
 
 # PostgreSQL's "fast" shutdown: the postmaster ends the sessions and checkpoints (SIGTERM
 # would be "smart": it waits for every client to leave).
@@ -28,6 +30,9 @@ STOP_SIGNAL = signal.SIGINT
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.rows import TupleRow
+
+    from dbarena.serverside.sampler import Reader
 else:
     psycopg = lazy_import("psycopg")  # the driver: only a run or a --target needs it
 
@@ -43,7 +48,14 @@ def connection_from_url(url: str, tls: Tls | None = None) -> Connection:
     )
 
 
-def tls_options(tls: Tls | None) -> dict[str, Any]:
+class TlsOptions(TypedDict, total=False):
+    """libpq's TLS connection parameters (keyword arguments of psycopg.connect)."""
+
+    sslmode: str
+    sslrootcert: str
+
+
+def tls_options(tls: Tls | None) -> TlsOptions:
     """libpq's connection parameters for TLS required (model.Tls): encrypted or refused,
     the server verified against its own certificate (verify-ca: that one certificate is
     the only one trusted, so no host name needs checking)."""
@@ -66,13 +78,13 @@ class PgTarget(instance.SavedData):
     passfile: Path | None = None
     data_dir: Path | None = None
     log_path: Path | None = None
-    process: Any = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     bindir: Path | None = None
     executor: Executor = field(default=execute.LOCAL, repr=False)
     engine: str = ENGINE
     flavour: str = "postgresql"
-    _tools: dict = field(default_factory=dict, repr=False)
-    record: Any = field(default=None, repr=False)  # a throwaway's state.Record
+    _tools: dict[str, Path] = field(default_factory=dict, repr=False)
+    record: state.Record | None = field(default=None, repr=False)  # a throwaway's
     server_argv: tuple[str, ...] = ()  # how a throwaway's postmaster is started (for a restart)
     server_user: str | None = None
     server_cpus: tuple[int, ...] | None = None  # the CPUs it is confined to ([cpus])
@@ -124,7 +136,7 @@ class PgTarget(instance.SavedData):
     def url(self) -> str:
         return self.conn.url
 
-    def client_env(self) -> dict:
+    def client_env(self) -> dict[str, str]:
         env = dict(os.environ)
         if self.passfile is not None:
             # Our own instance: its private passfile, and nothing the user's
@@ -132,7 +144,7 @@ class PgTarget(instance.SavedData):
             env.pop("PGPASSWORD", None)
             env["PGPASSFILE"] = str(self.passfile)
         for name, value in tls_options(self.conn.tls).items():
-            env[_TLS_ENVIRONMENT[name]] = value
+            env[_TLS_ENVIRONMENT[name]] = str(value)  # (each is text: TlsOptions)
         return env
 
     def tool(self, name: str) -> Path:
@@ -157,14 +169,14 @@ class PgTarget(instance.SavedData):
         """The postmaster's pid, when the server runs here (our instance)."""
         return self.process.pid if self.process is not None else None
 
-    def server_reader(self, connection: Any) -> Any:
+    def server_reader(self, connection: Any) -> Reader:
         """What the server sampler reads of a point: pg_stat_activity's waits, the
         statistics views (serverside/postgres.py)."""
         from dbarena.serverside.postgres import PostgresReader
 
         return PostgresReader(connection)
 
-    def connect(self, timeout_s: float | None = None) -> psycopg.Connection:
+    def connect(self, timeout_s: float | None = None) -> psycopg.Connection[TupleRow]:
         if timeout_s is None:
             return open_connection(self.url, passfile=self.passfile, **tls_options(self.conn.tls))
         # libpq bounds connecting (whole seconds, 2 at least) and, with tcp_user_timeout,
@@ -175,13 +187,13 @@ class PgTarget(instance.SavedData):
         return open_connection(self.url, passfile=self.passfile, timeout=max(2, math.ceil(timeout_s)),
                                **socket_bound, **tls_options(self.conn.tls))
 
-    def facts(self) -> dict:
+    def facts(self) -> JSONObject:
         """Provenance of the server: version, settings that differ from the defaults
         (pg_settings where the source is not 'default'; per-connection sources left
         out), data checksums."""
         return _facts_or_error(self._facts)
 
-    def _facts(self) -> dict:
+    def _facts(self) -> JSONObject:
         with self.connect() as conn:
             version = _first(conn.execute("SELECT version()"))
             rows = conn.execute(
@@ -191,13 +203,13 @@ class PgTarget(instance.SavedData):
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
             checksums = _first(conn.execute("SHOW data_checksums"))
-            seen = None
+            seen: JSONObject | None = None
             if self.conn.tls is not None:
                 # What this connection got, as the server saw it (pg_stat_ssl, 9.5+).
                 row = conn.execute("SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
                                    ).fetchone()
                 seen = {"ssl": bool(row[0]), "version": row[1], "cipher": row[2]} if row else None
-        facts = {
+        facts: JSONObject = {
             "version_string": version,
             "non_default_settings": {name: value for name, value, _ in rows},
             "settings_source": {name: source for name, _, source in rows},
@@ -216,14 +228,14 @@ class PgTarget(instance.SavedData):
         except psycopg.Error as exc:
             raise DatabaseError(f"CHECKPOINT failed: {one_line(exc)}") from None
 
-    def dataset_facts(self) -> dict:
-        def size() -> dict:
+    def dataset_facts(self) -> JSONObject:
+        def size() -> JSONObject:
             with self.connect() as conn:
                 return {"database_bytes": _first(conn.execute("SELECT pg_database_size(current_database())"))}
         return _facts_or_error(size)
 
     def keep_note(self) -> str:
-        assert self.data_dir is not None  # only throwaway instances are kept
+        assert self.data_dir is not None and self.process is not None  # only throwaway instances are kept
         return (
             f"kept the throwaway PostgreSQL: {self.url} (pid {self.process.pid}), data in {self.data_dir}; "
             f"connect with PGPASSFILE={self.passfile} psql '{self.url}'; "
@@ -231,7 +243,7 @@ class PgTarget(instance.SavedData):
         )
 
 
-def _facts_or_error(read) -> dict:
+def _facts_or_error(read: Callable[[], JSONObject]) -> JSONObject:
     # Provenance is worth having but never worth a failed benchmark.
     try:
         return read()
@@ -263,7 +275,7 @@ def _first(cur: psycopg.Cursor[Any]) -> Any:
 
 
 def open_connection(url: str, *, passfile: Path | None = None, dbname: str | None = None, timeout: int = 10,
-                    **options: Any):
+                    **options: Any) -> psycopg.Connection[TupleRow]:
     kwargs: dict[str, Any] = {"connect_timeout": timeout, "autocommit": True, **options}
     if passfile is not None:
         # Our own instance: its password given outright, because libpq prefers a
@@ -274,7 +286,7 @@ def open_connection(url: str, *, passfile: Path | None = None, dbname: str | Non
     return psycopg.connect(url, **kwargs)
 
 
-def wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
+def wait_ready(proc: subprocess.Popen[bytes], url: str, passfile: Path, log_path: Path, timeout_s: float) -> str | None:
     """Server version once it accepts connections; None if it exited first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -282,7 +294,7 @@ def wait_ready(proc, url: str, passfile: Path, log_path: Path, timeout_s: float)
             return None
         try:
             with open_connection(url, passfile=passfile, timeout=5) as conn:
-                return conn.execute("SHOW server_version").fetchone()[0]
+                return str(_first(conn.execute("SHOW server_version")))
         except psycopg.OperationalError:
             time.sleep(0.1)
     execute.stop(proc)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dbarena.errors import UsageError
-from dbarena.interfaces import Client, PointInput
+from dbarena.interfaces import Client, ConsistencyCheck, DbApiConnection, PointInput
 from dbarena.stats.latency import Latencies
 from dbarena.model import Measurement, PointSpec, Sample, ToolParam
 
@@ -106,7 +106,7 @@ class ToolBase:
     def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
         return None
 
-    def verify(self, connection: Any) -> dict | None:
+    def verify(self, connection: DbApiConnection) -> dict[str, ConsistencyCheck] | None:
         return None
 
     def estimate_s(self, spec: PointSpec) -> float:

@@ -28,7 +28,7 @@ PARAMS: tuple[ToolParam, ...] = (ToolParam("iterations", 1, "mysqlslap --iterati
 SCHEMA = "dbarena_mysqlslap"
 
 _SECONDS = r"(?P<v>\d+(?:\.\d+)?) seconds"
-_FIELDS: dict[str, tuple[str, re.Pattern]] = {
+_FIELDS: dict[str, tuple[str, re.Pattern[str]]] = {
     "Average number of seconds to run all queries:": ("avg_s", re.compile(rf"^Average number of seconds to run all queries: {_SECONDS}$")),
     "Minimum number of seconds to run all queries:": ("min_s", re.compile(rf"^Minimum number of seconds to run all queries: {_SECONDS}$")),
     "Maximum number of seconds to run all queries:": ("max_s", re.compile(rf"^Maximum number of seconds to run all queries: {_SECONDS}$")),
@@ -60,7 +60,7 @@ class SlapBenchmark:
 def parse(stdout: str, stderr: str = "") -> list[SlapBenchmark]:
     """Every Benchmark block, in order. Raises ParseError for an unreadable field, a
     block missing one, or an output without any block."""
-    blocks: list[dict] = []
+    blocks: list[dict[str, str]] = []  # field name -> its text, per block
     starts: list[int] = []
     for lineno, raw in enumerate(stdout.splitlines(), start=1):
         line = raw.strip()

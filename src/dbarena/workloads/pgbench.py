@@ -54,7 +54,7 @@ _PCT = r"\((?P<pct>\d+(?:\.\d+)?) ?%\)"
 
 # prefix -> anchored pattern for the whole line. A line that starts with a prefix
 # must match its pattern, or the output is not what we think it is.
-_SUMMARY: dict[str, re.Pattern] = {
+_SUMMARY: dict[str, re.Pattern[str]] = {
     "transaction type:": re.compile(r"^transaction type: (?P<v>.+)$"),
     "scaling factor:": re.compile(r"^scaling factor: (?P<v>\d+)$"),
     "query mode:": re.compile(r"^query mode: (?P<v>\w+)$"),
@@ -241,7 +241,10 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
     Raises ParseError when a known field is unreadable or the run's tps or
     transaction count is missing (pgbench did not finish).
     """
-    values: dict = {}
+    # What the summary says, by PgbenchReport's field names, a dict per type.
+    texts: dict[str, str] = {}
+    ints: dict[str, int] = {}
+    floats: dict[str, float] = {}
     tps_by_basis: dict[str, float] = {}
     samples: list[Sample] = []
     for stream_text in (stdout, stderr):
@@ -253,11 +256,11 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
                 continue
             banner = _BANNER.match(line)
             if banner:
-                values["version"] = banner["version"]
+                texts["version"] = banner["version"]
                 server = _BANNER_SERVER.search(banner["rest"])
                 # pgbench names the server's version only when it differs from its own
                 # (printVersion in pgbench.c): one version means both are that version.
-                values["server_version"] = server["server"] if server else banner["version"]
+                texts["server_version"] = server["server"] if server else banner["version"]
                 continue
             prefix = _summary_prefix(line)
             if prefix is None:
@@ -270,15 +273,15 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
                 continue
             name = _FIELD_NAMES[prefix]
             if name in _INT_FIELDS:
-                values[name] = int(m["v"])
+                ints[name] = int(m["v"])
             elif name == "transaction_type" or name == "query_mode":
-                values[name] = m["v"]
+                texts[name] = m["v"]
             else:
-                values[name] = float(m["v"])
+                floats[name] = float(m["v"])
             if name == "transactions" and m["planned"] is not None:
-                values["transactions_planned"] = int(m["planned"])
+                ints["transactions_planned"] = int(m["planned"])
 
-    if "transactions" not in values:
+    if "transactions" not in ints:
         raise ParseError(TOOL, "no 'number of transactions actually processed' line (did pgbench finish?)")
     # The tps that excludes connection set-up is the benchmark's figure; with -C
     # (a new connection per transaction) pgbench prints only the including one.
@@ -294,9 +297,30 @@ def parse(stdout: str, stderr: str = "") -> PgbenchReport:
     return PgbenchReport(
         tps=tps_by_basis[basis],
         tps_basis=basis,
+        transactions=ints["transactions"],
+        version=texts.get("version"),
+        server_version=texts.get("server_version"),
+        transaction_type=texts.get("transaction_type"),
+        scale=ints.get("scale"),
+        query_mode=texts.get("query_mode"),
+        clients=ints.get("clients"),
+        threads=ints.get("threads"),
+        max_tries=ints.get("max_tries"),
+        duration_s=ints.get("duration_s"),
+        transactions_per_client=ints.get("transactions_per_client"),
+        transactions_planned=ints.get("transactions_planned"),
+        failed_transactions=ints.get("failed_transactions"),
+        serialization_failures=ints.get("serialization_failures"),
+        deadlock_failures=ints.get("deadlock_failures"),
+        retried_transactions=ints.get("retried_transactions"),
+        retries=ints.get("retries"),
+        skipped_transactions=ints.get("skipped_transactions"),
+        latency_avg_ms=floats.get("latency_avg_ms"),
+        latency_stddev_ms=floats.get("latency_stddev_ms"),
+        initial_connection_ms=floats.get("initial_connection_ms"),
+        average_connection_ms=floats.get("average_connection_ms"),
         tps_including_connections=tps_by_basis.get("including connections establishing"),
         samples=tuple(samples),
-        **values,
     )
 
 
@@ -340,7 +364,7 @@ class Pgbench(ToolBase):
 
     def check_option(self, name: str, value: Any, base_dir: Path | None) -> str:
         if name == "protocol":
-            if value not in ("simple", "extended", "prepared"):
+            if not isinstance(value, str) or value not in ("simple", "extended", "prepared"):
                 raise UsageError(f"pgbench option 'protocol': expected simple, extended or prepared, not {value!r}")
             return value
         if name in self._FLAGS:

@@ -26,12 +26,20 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Iterator, NoReturn, Union
+from typing import TYPE_CHECKING, Iterable, Iterator, NoReturn, Protocol, Union
 
 from dbarena.errors import ParseError
 from dbarena.stats.latency import Latencies
+
+if TYPE_CHECKING:  # numpy is imported where a log is read (an import of dbarena need not load it)
+    import numpy as np
+    import numpy.typing as npt
+
+    Bytes = npt.NDArray[np.uint8]  # a block's bytes
+    Flags = npt.NDArray[np.bool_]
+    Indexes = npt.NDArray[np.intp]  # positions in a block, or rows of it
 
 TOOL = "pgbench log"
 OUTCOMES = frozenset({b"skipped", b"failed", b"serialization", b"deadlock"})
@@ -44,6 +52,12 @@ _EPOCH_LIKE = 100_000_000  # 1973 as a Unix time; no client number or microsecon
 Block = Union[bytes, bytearray, memoryview]  # whole lines, as read_block takes them
 
 
+class Readable(Protocol):
+    """A binary file object, read with readinto (open(path, "rb"), io.BytesIO)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
 def read_files(paths: Iterable[Path], into: Latencies | None = None) -> Latencies:
     """Every line of every log file, recorded in one distribution (into, or a new one)."""
     out = into if into is not None else Latencies(source="pgbench log")
@@ -53,7 +67,7 @@ def read_files(paths: Iterable[Path], into: Latencies | None = None) -> Latencie
     return out
 
 
-def read_stream(f, out: Latencies, name: str = "log") -> None:
+def read_stream(f: Readable, out: Latencies, name: str = "log") -> None:
     """A binary file object (with readinto), block by block; a last line without its
     newline (the log of a pgbench that was killed) is counted as `truncated`. Every line
     must have the first line's number of columns.
@@ -62,7 +76,7 @@ def read_stream(f, out: Latencies, name: str = "log") -> None:
     each into a distribution of its own, merged in file order: the first bad line of
     the file is the one reported."""
     workers = max(1, min(READERS, os.cpu_count() or 1))
-    in_flight: deque = deque()
+    in_flight: deque[tuple[Future[int], Latencies, int]] = deque()  # (lines read, into, header lines)
     before = [0]  # lines of the blocks merged so far: a block numbers its lines from 1
 
     def absorb() -> None:
@@ -91,7 +105,7 @@ def read_stream(f, out: Latencies, name: str = "log") -> None:
                 future.cancel()
 
 
-def _blocks(f, out: Latencies, name: str, buffers: int = 1) -> Iterator[tuple[memoryview, int, int]]:
+def _blocks(f: Readable, out: Latencies, name: str, buffers: int = 1) -> Iterator[tuple[memoryview, int, int]]:
     """(whole lines, header lines skipped before them (0 or 1), the file's number of
     columns) per block: views of `buffers` reused buffers, taken in turn, each read
     into with readinto after the partial line the previous block ended with. A block
@@ -182,7 +196,7 @@ def read_block(block: Block, out: Latencies, name: str = "log", first_line: int 
     return lines
 
 
-def _time_column(buf, columns: int, below, scratch) -> tuple | None:
+def _time_column(buf: Bytes, columns: int, below: Flags, scratch: Flags) -> tuple[Indexes, Indexes] | None:
     """Each line's third column, [starts, ends), if every line has `columns` columns
     (or, given 0, the first line's number), split by single spaces, none empty; else
     None. below and scratch: bool arrays as long as buf, to work in."""
@@ -209,7 +223,7 @@ def _time_column(buf, columns: int, below, scratch) -> tuple | None:
 _scratch = threading.local()
 
 
-def _flags(n: int) -> tuple:
+def _flags(n: int) -> tuple[Flags, Flags]:
     """Two bool arrays of n elements, reused by the thread: allocated afresh for every
     block, arrays of a block's size cost page faults (measured: a third of the time;
     the allocator hands large freed chunks back to the system)."""
@@ -221,13 +235,13 @@ def _flags(n: int) -> tuple:
     return have[0][:n], have[1][:n]
 
 
-def _count(flags) -> int:
+def _count(flags: Flags) -> int:
     import numpy as np
 
     return int(np.count_nonzero(flags))
 
 
-def _columns(buf, seps) -> int:
+def _columns(buf: Bytes, seps: Indexes) -> int:
     """The number of columns of a block's first line (0 if it has none that a log
     line could have): its separators up to its newline."""
     import numpy as np
@@ -239,7 +253,7 @@ def _columns(buf, seps) -> int:
 _WORD = 8  # digits read at once: latencies below 100 s
 
 
-def _numbers(block: Block, buf, starts, ends, longest: int):
+def _numbers(block: Block, buf: Bytes, starts: Indexes, ends: Indexes, longest: int) -> npt.NDArray[np.int64]:
     """The whole numbers at buf[starts[i]:ends[i]] (digits only), as int64.
 
     Up to _WORD digits: the 8 bytes from each number's start as one little-endian
@@ -272,7 +286,7 @@ _SWAR = ((0x0F0F0F0F0F0F0F0F, 10 << 8 | 1, 8), (0x00FF00FF00FF00FF, 100 << 16 | 
          (0x0000FFFF0000FFFF, 10000 << 32 | 1, 32))
 
 
-def _eight_digits(x) -> None:
+def _eight_digits(x: npt.NDArray[np.uint64]) -> None:
     """In place: each word (uint64) of 8 ASCII digits or zero bytes before them (leading
     zeros), the most significant digit in the lowest byte, becomes the number they write.
     SWAR: every mask, multiply and shift combines all adjacent pairs of lanes at once,
@@ -287,7 +301,8 @@ def _eight_digits(x) -> None:
         x >>= np.uint64(shift)
 
 
-def _outcomes(buf, rows, starts, width, out: Latencies, name: str, first_line: int, block: Block) -> int:
+def _outcomes(buf: Bytes, rows: Indexes, starts: Indexes, width: Indexes, out: Latencies, name: str,
+              first_line: int, block: Block) -> int:
     """Count the outcome words in the time column of rows; the number of their bytes.
     Vectorised per word: a row is that word if its column is as long and has its bytes
     (the words' lengths differ, so a row is compared with one word at most)."""

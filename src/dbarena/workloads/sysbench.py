@@ -62,7 +62,7 @@ _INT = re.compile(r"^(?P<v>\d+)$")
 _PERCENTILE_KEY = re.compile(r"^(?:(?P<a>\d+)th percentile|approx\. +(?P<b>\d+) percentile)$")
 
 # "key:" (indentation stripped) -> (field name, value pattern)
-_KEYS: dict[str, tuple[str, re.Pattern]] = {
+_KEYS: dict[str, tuple[str, re.Pattern[str]]] = {
     "read": ("reads", _INT),
     "write": ("writes", _INT),
     "other": ("other", _INT),
@@ -194,7 +194,7 @@ def parse_progress_line(line: str, lineno: int | None = None) -> Sample | None:
 def parse(stdout: str, stderr: str = "") -> SysbenchReport:
     """Read a finished sysbench run. Raises ParseError when a known field is unreadable
     or there is no transactions line (sysbench did not finish)."""
-    values: dict = {}
+    fields = _Fields()
     samples: list[Sample] = []
     histogram: list[tuple[float, int]] = []
     for text in (stdout, stderr):
@@ -222,37 +222,58 @@ def parse(stdout: str, stderr: str = "") -> SysbenchReport:
             for pattern, name in ((_BANNER, "version"), (_THREADS, "threads"), (_REPORT_EVERY, "report_interval_s")):
                 m = pattern.match(line)
                 if m:
-                    values[name] = m[1] if name == "version" else int(m[1])
+                    if name == "version":
+                        fields.texts[name] = m[1]
+                    else:
+                        fields.ints[name] = int(m[1])
                     break
             else:
-                _read_key_line(line, lineno, values)
+                _read_key_line(line, lineno, fields)
 
-    if "transactions" not in values:
+    ints, floats, rates = fields.ints, fields.floats, fields.rates
+    if "transactions" not in rates:
         raise ParseError(TOOL, "no 'transactions:' line (did sysbench finish?)")
-    transactions, tps = values.pop("transactions")
-    if "queries_line" in values:
-        queries, qps = values.pop("queries_line")
-        values["queries"] = queries
-    elif "rw_requests" in values and "other_operations" in values:
+    transactions, tps = rates["transactions"]
+    queries = ints.get("queries")
+    qps: float | None
+    if "queries_line" in rates:
+        queries, qps = rates["queries_line"]
+    elif "rw_requests" in rates and "other_operations" in rates:
         # 0.4 / 0.5 split queries into read/write requests and other operations.
         # Both printed to 2 decimals: so is their sum (no float noise in the store).
-        qps = round(values["rw_requests"][1] + values["other_operations"][1], 2)
+        qps = round(rates["rw_requests"][1] + rates["other_operations"][1], 2)
     else:
         qps = None
-    if "rw_requests" in values:
-        values["rw_requests_per_s"] = values["rw_requests"][1]
-    for name in ("rw_requests", "other_operations"):
-        values.pop(name, None)
-    for name in ("errors", "reconnects", "deadlocks"):
-        if name in values:
-            values[name] = values[name][0]
-    values.pop("events_per_s", None)
+
+    def count(name: str) -> int | None:
+        return rates[name][0] if name in rates else None
+
     return SysbenchReport(
-        transactions=transactions, tps=tps, qps=qps, histogram=tuple(histogram), samples=tuple(samples), **values
+        transactions=transactions, tps=tps, version=fields.texts.get("version"), threads=ints.get("threads"),
+        report_interval_s=ints.get("report_interval_s"), reads=ints.get("reads"), writes=ints.get("writes"),
+        other=ints.get("other"), queries=queries, qps=qps, errors=count("errors"),
+        reconnects=count("reconnects"), deadlocks=count("deadlocks"), total_time_s=floats.get("total_time_s"),
+        events=ints.get("events"), latency_min_ms=floats.get("latency_min_ms"),
+        latency_avg_ms=floats.get("latency_avg_ms"), latency_max_ms=floats.get("latency_max_ms"),
+        latency_sum_ms=floats.get("latency_sum_ms"), percentile=floats.get("percentile"),
+        latency_pct_ms=floats.get("latency_pct_ms"),
+        rw_requests_per_s=rates["rw_requests"][1] if "rw_requests" in rates else None,
+        histogram=tuple(histogram), samples=tuple(samples),
     )
 
 
-def _read_key_line(line: str, lineno: int, values: dict) -> None:
+@dataclass
+class _Fields:
+    """What a run's summary says, by field name (SysbenchReport's, or _KEYS'), a dict
+    per type: a count and its rate per second ("transactions: 100 (10.00 per sec.)")."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    ints: dict[str, int] = field(default_factory=dict)
+    floats: dict[str, float] = field(default_factory=dict)
+    rates: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+def _read_key_line(line: str, lineno: int, values: _Fields) -> None:
     key, sep, rest = line.strip().partition(":")
     if not sep:
         return
@@ -262,8 +283,8 @@ def _read_key_line(line: str, lineno: int, values: dict) -> None:
         m = _MS.match(value)
         if m is None:
             raise ParseError(TOOL, f"unreadable '{key}' line", lineno, line)
-        values["percentile"] = float(pct["a"] or pct["b"])
-        values["latency_pct_ms"] = float(m["v"])
+        values.floats["percentile"] = float(pct["a"] or pct["b"])
+        values.floats["latency_pct_ms"] = float(m["v"])
         return
     if key not in _KEYS or (key in ("min", "avg", "max", "sum") and not value):
         return
@@ -272,11 +293,11 @@ def _read_key_line(line: str, lineno: int, values: dict) -> None:
     if m is None:
         raise ParseError(TOOL, f"unreadable '{key}' line", lineno, line)
     if pattern is _COUNT_RATE:
-        values[name] = (int(m["n"]), float(m["rate"]))
+        values.rates[name] = (int(m["n"]), float(m["rate"]))
     elif pattern is _INT:
-        values[name] = int(m["v"])
+        values.ints[name] = int(m["v"])
     else:
-        values[name] = float(m["v"])
+        values.floats[name] = float(m["v"])
 
 
 def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measurement, tuple[Sample, ...]]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from dbarena.errors import ParseError
-from dbarena.interfaces import Client
+from dbarena.errors import DatabaseError, ParseError
+from dbarena.interfaces import Client, ConsistencyCheck, DbApiConnection
 from dbarena.model import Measurement, PointSpec, Sample, ToolParam
+from dbarena.records import JSONObject
 from dbarena.workloads import sysbench
 from dbarena.workloads.base import ToolBase
 
@@ -55,9 +56,27 @@ CONSISTENCY = {
 }
 
 
-def parse_threads(stdout: str) -> dict:
+@dataclass(frozen=True)
+class KindTotals:
+    """One transaction type's figures, summed over a run's threads."""
+
+    count: int = 0
+    sum_ms: float = 0.0  # of their latencies
+    max_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ThreadTotals:
+    """The per-thread lines the script prints at the end of a run, summed."""
+
+    threads: int
+    rollbacks: int
+    per_kind: dict[str, KindTotals]  # every one of KINDS
+
+
+def parse_threads(stdout: str) -> ThreadTotals:
     """Sum the per-thread lines the script prints at the end of a run."""
-    per_kind = {k: {"count": 0, "sum_ms": 0.0, "max_ms": 0.0} for k in KINDS}
+    per_kind = {k: KindTotals() for k in KINDS}
     rollbacks = threads = 0
     for lineno, line in enumerate(stdout.splitlines(), start=1):
         if not line.startswith("dbarena-tpcc "):
@@ -71,30 +90,29 @@ def parse_threads(stdout: str) -> dict:
             if k["kind"] not in per_kind:
                 raise ParseError(TOOL, f"unknown transaction type {k['kind']!r}", lineno, line)
             s = per_kind[k["kind"]]
-            s["count"] += int(k["count"])
-            s["sum_ms"] += float(k["sum"])
-            s["max_ms"] = max(s["max_ms"], float(k["max"]))
+            per_kind[k["kind"]] = KindTotals(count=s.count + int(k["count"]), sum_ms=s.sum_ms + float(k["sum"]),
+                                             max_ms=max(s.max_ms, float(k["max"])))
     if threads == 0:
         raise ParseError(TOOL, "no 'dbarena-tpcc' per-thread lines (did the run finish?)")
-    return {"threads": threads, "rollbacks": rollbacks, "per_kind": per_kind}
+    return ThreadTotals(threads=threads, rollbacks=rollbacks, per_kind=per_kind)
 
 
 def read(stdout: str, stderr: str, spec: PointSpec | None = None) -> tuple[Measurement, tuple[Sample, ...]]:
     report = sysbench.parse(stdout, stderr)
     threads = parse_threads(stdout)
-    total = sum(s["count"] for s in threads["per_kind"].values())
+    total = sum(s.count for s in threads.per_kind.values())
     minutes = (report.total_time_s or 0) / 60
-    per_type = {
-        kind: {"count": s["count"], "share_pct": 100 * s["count"] / total if total else None,
-               "latency_avg_ms": s["sum_ms"] / s["count"] if s["count"] else None, "latency_max_ms": s["max_ms"]}
-        for kind, s in threads["per_kind"].items()
+    per_type: JSONObject = {
+        kind: {"count": s.count, "share_pct": 100 * s.count / total if total else None,
+               "latency_avg_ms": s.sum_ms / s.count if s.count else None, "latency_max_ms": s.max_ms}
+        for kind, s in threads.per_kind.items()
     }
-    new_orders = threads["per_kind"]["new_order"]["count"] - threads["rollbacks"]
+    new_orders = threads.per_kind["new_order"].count - threads.rollbacks
     measurement = report.to_measurement()
-    details = {
+    details: JSONObject = {
         **measurement.details,
         "per_type": per_type,
-        "rollbacks": threads["rollbacks"],
+        "rollbacks": threads.rollbacks,
         # New-Order transactions committed per minute: the tpmC-like figure.
         "tpm_new_order": new_orders / minutes if minutes else None,
         "new_orders_committed": new_orders,
@@ -148,7 +166,7 @@ class TpccLike(ToolBase):
     def parse_progress_line(self, line: str, lineno: int | None = None) -> Sample | None:
         return sysbench.parse_progress_line(line, lineno)
 
-    def verify(self, connection: Any) -> dict | None:
+    def verify(self, connection: DbApiConnection) -> dict[str, ConsistencyCheck]:
         return verify(connection)
 
     def estimate_prepare_s(self, spec: PointSpec) -> float:
@@ -156,14 +174,17 @@ class TpccLike(ToolBase):
 
 
 
-def verify(connection) -> dict:
+def verify(connection: DbApiConnection) -> dict[str, ConsistencyCheck]:
     """Consistency conditions 1-4 on an open DB-API connection (psycopg or PyMySQL)."""
-    results = {}
+    results: dict[str, ConsistencyCheck] = {}
     for number, (what, query) in CONSISTENCY.items():
         cur = connection.cursor()
         try:
             cur.execute(query)
-            violations = int(cur.fetchone()[0])
+            row = cur.fetchone()
+            if row is None:  # (COUNT(*) always returns its row)
+                raise DatabaseError(f"consistency condition {number}: the query returned no row")
+            violations = int(row[0])
         finally:
             cur.close()
         results[str(number)] = {"condition": what, "violations": violations, "ok": violations == 0}
