@@ -23,15 +23,16 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, outliers
+from dbarena.fleet.failure import Failure
 from dbarena.fleet.inventory import Host
-from dbarena.records import StoredRun, json_object
+from dbarena.records import JSONObject, StoredRun, json_object
 from dbarena.store.database import Store
 from dbarena.study import Study
 
@@ -110,7 +111,7 @@ def build_wheel(dest: Path) -> Path:
 @dataclass
 class HostState:
     host: Host
-    status: dict = field(default_factory=lambda: {"state": "starting"})
+    status: JSONObject = field(default_factory=lambda: {"state": "starting"})  # as host-status printed it
     unreachable_since: float | None = None
     unreadable_since: float | None = None  # reachable, but its status task fails (a Python that does not start)
     problem: str | None = None
@@ -173,11 +174,13 @@ class HostState:
         return "\n".join([self.line(this_run), *(f"    | {line}" for line in self.output)])
 
 
-def _eta(status: dict) -> str:
+def _eta(status: JSONObject) -> str:
     """The ETA as the host's progress gives it: measured once a point has ended (the
     plan's estimates scaled by how long the ended points really took), the study's
     estimate before that, unknown before the plan is."""
     eta = status.get("eta_s")
+    if not isinstance(eta, (int, float)) or isinstance(eta, bool):
+        eta = None  # (what another version of dbarena on the host may print: not a duration)
     measured = status.get("eta_basis") == "measured" if "eta_basis" in status else bool(status.get("done"))
     if eta is None or (not measured and not eta):
         return "ETA not known yet"
@@ -192,6 +195,20 @@ def _duration(seconds: float) -> str:
         f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+@dataclass
+class HostResult:
+    """What one host did in a play: each task's result (as Ansible's JSON gives it), and
+    `failure` (what the host said) when it was unreachable or a task failed."""
+
+    unreachable: bool = False
+    failed: bool = False
+    tasks: dict[str, JSONObject] = field(default_factory=dict)
+    failure: Failure = field(default_factory=lambda: Failure("", ()))
+
+    def task(self, name: str) -> JSONObject:
+        return self.tasks.get(name, {})
+
+
 class Ansible:
     """Runs the shipped playbooks; results come back through Ansible's json callback."""
 
@@ -202,14 +219,16 @@ class Ansible:
         self.playbook = ansible_command("ansible-playbook")
         self.secrets = _secrets()
 
-    def play(self, name: str, hosts: list[Host], extra: dict, timeout_s: float | None = None) -> dict[str, dict]:
-        """host name -> {"unreachable": bool, "failed": bool, "tasks": {task name: result}}, and
-        "failure" (failure.Failure: what the host said) when unreachable or failed.
+    def play(self, name: str, hosts: list[Host], extra: Mapping[str, object],
+             timeout_s: float | None = None) -> dict[str, HostResult]:
+        """host name -> what it did (HostResult).
         A play that does not end within timeout_s (a connection that hangs) counts every
         host as unreachable this time, rather than hanging the fleet."""
         vars_file = self.workdir / "vars.json"
+        args = extra.get("args")
         variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
-                     "dbarena_fleet": {h.name: {"workdir": h.workdir, "args": extra.get("args", {}).get(h.name, [])}
+                     "dbarena_fleet": {h.name: {"workdir": h.workdir,
+                                                "args": args.get(h.name, []) if isinstance(args, Mapping) else []}
                                        for h in hosts},
                      **{k: v for k, v in extra.items() if k != "args"}}
         vars_file.write_text(json.dumps(variables))
@@ -232,8 +251,8 @@ class Ansible:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook and its forks
                 proc.communicate()
-                return {h.name: {"unreachable": True, "failed": False, "tasks": {},
-                                 "failure": failure.Failure(f"no answer within {timeout_s:.0f} s", ())}
+                return {h.name: HostResult(unreachable=True,
+                                           failure=failure.Failure(f"no answer within {timeout_s:.0f} s", ()))
                         for h in hosts}
             done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         try:
@@ -244,24 +263,27 @@ class Ansible:
             lines = done.stderr.strip().splitlines() or ["no output"]
             found = next((line for line in lines if "ERROR" in line), lines[-1])
             raise EnvironmentProblem(f"ansible-playbook {name} failed: {found.strip()}") from None
-        out: dict[str, dict] = {h.name: {"unreachable": False, "failed": False, "tasks": {}} for h in hosts}
+        out = {h.name: HostResult() for h in hosts}
+        said: set[str] = set()  # the hosts whose failure a task said
         for play in report.get("plays", []):
             for task in play.get("tasks", []):
                 for host, result in task.get("hosts", {}).items():
-                    entry = out.setdefault(host, {"unreachable": False, "failed": False, "tasks": {}})
-                    entry["tasks"][task["task"]["name"]] = result
+                    entry = out.setdefault(host, HostResult())
+                    entry.tasks[task["task"]["name"]] = result
                     if result.get("unreachable"):
-                        entry["unreachable"] = True
-                        entry["failure"] = failure.failure(None, result, self.secrets)
+                        entry.unreachable = True
+                        entry.failure = failure.failure(None, result, self.secrets)
+                        said.add(host)
                     elif result.get("failed"):
-                        entry["failed"] = True
-                        entry["failure"] = failure.failure(task["task"]["name"], result, self.secrets)
+                        entry.failed = True
+                        entry.failure = failure.failure(task["task"]["name"], result, self.secrets)
+                        said.add(host)
         for host, stats in report.get("stats", {}).items():
             if host in out and stats.get("unreachable"):
-                out[host]["unreachable"] = True
-        for entry in out.values():
-            if entry["unreachable"] or entry["failed"]:
-                entry.setdefault("failure", failure.Failure("unreachable" if entry["unreachable"] else "failed", ()))
+                out[host].unreachable = True
+        for host, entry in out.items():
+            if (entry.unreachable or entry.failed) and host not in said:
+                entry.failure = failure.Failure("unreachable" if entry.unreachable else "failed", ())
         return out
 
 
@@ -302,18 +324,18 @@ class Fleet:
         now = time.monotonic()
         for h in hosts:
             state, result = self.states[h.name], results[h.name]
-            if result["unreachable"]:
+            if result.unreachable:
                 state.unreachable_since = state.unreachable_since or now
-                state.set_failure(result["failure"])
+                state.set_failure(result.failure)
                 continue
             state.unreachable_since = None
-            if result["failed"] and "status" not in result["tasks"]:
+            if result.failed and "status" not in result.tasks:
                 # Its working directory was refused (workdir.yml): nothing there is run.
                 state.status = {"state": "failed"}
-                state.set_failure(result["failure"])
+                state.set_failure(result.failure)
                 continue
             state.set_problem(None)
-            task = result["tasks"].get("status", {})
+            task = result.task("status")
             if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")):
                 state.status = {"state": "idle", "error": "dbarena is not installed there yet"}
                 continue
@@ -325,16 +347,17 @@ class Fleet:
                 state.unreadable_since = state.unreadable_since or now
                 continue
             try:
-                state.status = json.loads(task["stdout"].strip().splitlines()[-1])
+                state.status = json.loads(str(task["stdout"]).strip().splitlines()[-1])
             except ValueError:
                 state.status = {"state": "unknown"}
                 state.set_problem(f"host-status printed no status: {_first_line(task['stdout'])}")
                 state.unreadable_since = state.unreadable_since or now
                 continue
             state.unreadable_since = None
-            if state.status.get("state") in ("failed", "stopped") and state.status.get("output"):
+            said = state.status.get("output")
+            if state.status.get("state") in ("failed", "stopped") and isinstance(said, list) and said:
                 # The run's own last lines (its run.log on the host), for why it failed.
-                state.output = tuple(line for text in state.status["output"]
+                state.output = tuple(line for text in said
                                      for line in failure.lines_of(text, self.ansible.secrets))[-failure.MAX_LINES:]
 
     # ------------------------------------------------------------ cleanup
@@ -346,10 +369,10 @@ class Fleet:
         trouble = 0
         for h in hosts:
             result = results[h.name]
-            task = result["tasks"].get("cleanup", {})
-            if result["unreachable"] or result["failed"]:
-                found = result["failure"]
-                self.say(f"{h.name}: {'unreachable' if result['unreachable'] else 'failed'}: {found.summary}")
+            task = result.task("cleanup")
+            if result.unreachable or result.failed:
+                found = result.failure
+                self.say(f"{h.name}: {'unreachable' if result.unreachable else 'failed'}: {found.summary}")
                 self.say("\n".join(f"    | {line}" for line in found.output))
                 trouble += 1
             elif task.get("rc") == 2 and "No such file" in str(task.get("msg", "")):
@@ -380,14 +403,14 @@ class Fleet:
                 timeout_s=START_TIMEOUT_S)
             for h in group:
                 result = started[h.name]
-                if result["unreachable"] or result["failed"]:
+                if result.unreachable or result.failed:
                     state = self.states[h.name]
-                    if result["unreachable"]:
+                    if result.unreachable:
                         state.unreachable_since = time.monotonic()
                         state.status = {"state": "stopped"}
                     else:
                         state.status = {"state": "failed"}
-                    state.set_failure(result["failure"], "start failed: " if result["failed"] else "")
+                    state.set_failure(result.failure, "start failed: " if result.failed else "")
                     self.say(state.block())
             self.wait([h for h in group if not self.states[h.name].problem])
             if not shared:
@@ -443,8 +466,9 @@ class Fleet:
             for h in reachable:
                 state, result = self.states[h.name], results[h.name]
                 copy = folder / f"{h.name}.db"
-                if result["unreachable"] or result["failed"] or not copy.is_file():
-                    found = result.get("failure") or failure.Failure("no store arrived", ())
+                if result.unreachable or result.failed or not copy.is_file():
+                    found = result.failure if result.unreachable or result.failed else \
+                        Failure("no store arrived", ())
                     if state.problem is None:  # else that first problem is why, and stays what is shown
                         state.set_failure(found, "its store could not be fetched: ")
                         self.say(state.block())

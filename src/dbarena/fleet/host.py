@@ -25,6 +25,7 @@ from typing import Iterator
 from dbarena.store import postgres as pgstore
 from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
+from dbarena.records import JSONObject, json_object
 
 PROGRESS = "progress.json"
 STATUS = "status.json"
@@ -153,21 +154,23 @@ def _tail(path: Path, offset: int, lines: int = 10) -> list[str]:
     return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
 
 
-def _counts(workdir: Path) -> dict:
+def _counts(workdir: Path) -> JSONObject:
     """The last progress figures (points done / planned), if the run wrote any."""
     with contextlib.suppress(OSError, ValueError):
-        data = json.loads((workdir / PROGRESS).read_text())
+        data = json_object(json.loads((workdir / PROGRESS).read_text()))
         return {k: data.get(k) for k in ("planned", "done", "failed")}
     return {}
 
 
-def status(workdir: Path) -> dict:
+def status(workdir: Path) -> JSONObject:
     """host-status: the final status if the run ended, else its progress; 'idle' before
     any run, 'stopped' when the run's process is gone without a final status."""
     if not workdir.is_dir():
         return {"state": "idle"}
     with contextlib.suppress(OSError, ValueError):
-        return json.loads((workdir / STATUS).read_text())
+        final: JSONObject = json_object(json.loads((workdir / STATUS).read_text()))
+        if final:
+            return final
     try:
         progress = json.loads((workdir / PROGRESS).read_text())
     except (OSError, ValueError):

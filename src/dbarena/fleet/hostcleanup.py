@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from dbarena.fleet import host, loadgen, serverhost
+from dbarena.fleet import host, loadgen, messages, serverhost
 
 
 def _status(path: Path) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def cleanup(workdir: Path, say: Callable[[str], None]) -> int:
 
     if workdir.is_dir():
         _stop("together point", _status(loadgen.point_dir(workdir) / "status.json"),
-              lambda pid: loadgen.control(workdir, "stop", pid).to_json(), loadgen.FINAL, said)
+              lambda pid: loadgen.control(workdir, "stop", pid).to_json(), messages.FINAL, said)
         _stop("together server", _status(serverhost.folder_of(workdir) / "status.json"),
               lambda sid: serverhost.control(workdir, "stop", sid), serverhost.FINAL, said)
         if host.status(workdir).get("state") in ("running", "starting"):

@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dbarena.records import JSON, JSONObject, json_object
 from dbarena.errors import UsageError
 from dbarena.stats.price import HOURS_PER_MONTH
 
@@ -57,7 +58,7 @@ def _number(host: str, name: str, value: object) -> float:
     return number
 
 
-def host_of(name: str, variables: dict) -> Host:
+def host_of(name: str, variables: JSONObject) -> Host:
     per_hour, per_month = variables.get("dbarena_price_per_hour"), variables.get("dbarena_price_per_month")
     if per_hour is not None and per_month is not None:
         raise UsageError(f"inventory: host {name}: give dbarena_price_per_hour or dbarena_price_per_month, not both")
@@ -104,10 +105,14 @@ def default_workdir(name: str, base: str = DEFAULT_WORKDIR_BASE) -> str:
     return f"{base.rstrip('/') or ''}/{safe}"
 
 
-def read(listing: dict, limit: str | None) -> list[Host]:
+def _names(value: JSON) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def read(listing: JSONObject, limit: str | None) -> list[Host]:
     """The hosts of an `ansible-inventory --list` listing that `limit` selects (names,
     groups or shell-style patterns, comma-separated), checked."""
-    hostvars: dict = listing.get("_meta", {}).get("hostvars", {})
+    hostvars = json_object(json_object(listing.get("_meta")).get("hostvars"))
     groups = {name: body for name, body in listing.items() if name != "_meta" and isinstance(body, dict)}
 
     def members(group: str, seen: set[str]) -> list[str]:
@@ -115,8 +120,8 @@ def read(listing: dict, limit: str | None) -> list[Host]:
             return []
         seen.add(group)
         body = groups.get(group, {})
-        out = list(body.get("hosts", []))
-        for child in body.get("children", []):
+        out = _names(body.get("hosts"))
+        for child in _names(body.get("children")):
             out.extend(members(child, seen))
         return out
 
@@ -131,7 +136,7 @@ def read(listing: dict, limit: str | None) -> list[Host]:
             raise UsageError(f"--limit {pattern!r}: no such host or group in the inventory "
                              f"(hosts: {', '.join(every)})")
         chosen.extend(h for h in found if h not in chosen)
-    hosts = [replace(host_of(name, hostvars.get(name, {})),
+    hosts = [replace(host_of(name, json_object(hostvars.get(name))),
                      groups=tuple(sorted(g for g in groups if g != "all" and name in members(g, set()))))
              for name in chosen]
     by_label: dict[str, str] = {}
@@ -158,5 +163,7 @@ def load(path: Path, limit: str | None, ansible_inventory: str) -> list[Host]:
     try:
         listing = json.loads(done.stdout)
     except ValueError:
-        raise UsageError(f"-i {path}: ansible-inventory printed no inventory") from None
+        listing = None
+    if not isinstance(listing, dict):
+        raise UsageError(f"-i {path}: ansible-inventory printed no inventory")
     return read(listing, limit)

@@ -6,13 +6,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from dbarena.interfaces import Reporter
 from dbarena.model import PointResult, PointSpec, Sample
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: Mapping[str, object]) -> None:
     """Atomically: a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, sort_keys=True))

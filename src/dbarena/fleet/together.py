@@ -169,11 +169,11 @@ class Together:
         out: dict[str, Answer] = {}
         for h in hosts:
             result = results[h.name]
-            if result["unreachable"] or result["failed"]:
-                found = result["failure"]
-                out[h.name] = Answer(None, ("unreachable: " if result["unreachable"] else "") + found.short)
+            if result.unreachable or result.failed:
+                found = result.failure
+                out[h.name] = Answer(None, ("unreachable: " if result.unreachable else "") + found.short)
                 continue
-            stdout = str(result["tasks"].get("step", {}).get("stdout", "")).strip()
+            stdout = str(result.task("step").get("stdout", "")).strip()
             try:
                 out[h.name] = Answer(json.loads(stdout.splitlines()[-1]))
             except (ValueError, IndexError):
@@ -278,9 +278,9 @@ class Together:
         ok = True
         for h in every:
             result = results[h.name]
-            if result["unreachable"] or result["failed"]:
+            if result.unreachable or result.failed:
                 state = self.fleet.states[h.name]
-                state.set_failure(result["failure"], "start failed: " if result["failed"] else "")
+                state.set_failure(result.failure, "start failed: " if result.failed else "")
                 self.say(state.block())
                 ok = False
         return ok

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ansible.plugins.callback import CallbackBase
 
@@ -22,32 +23,33 @@ class CallbackModule(CallbackBase):
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "dbarena_json"
 
-    def __init__(self, *args, **kwargs):
+    # Ansible's task, result and stats objects are untyped (ansible-core ships no stubs): Any.
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.tasks: list[dict] = []
+        self.tasks: list[dict[str, Any]] = []
 
-    def v2_playbook_on_task_start(self, task, is_conditional):
+    def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
         self.tasks.append({"task": {"name": task.get_name()}, "hosts": {}})
 
-    def _record(self, result, **flags):
+    def _record(self, result: Any, **flags: bool) -> None:
         if not self.tasks:
             return
         body = dict(result._result)
         body.update(flags)
         self.tasks[-1]["hosts"][result._host.get_name()] = body
 
-    def v2_runner_on_ok(self, result, **kwargs):
+    def v2_runner_on_ok(self, result: Any, **kwargs: Any) -> None:
         self._record(result)
 
-    def v2_runner_on_failed(self, result, ignore_errors=False, **kwargs):
+    def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False, **kwargs: Any) -> None:
         self._record(result, failed=True)
 
-    def v2_runner_on_unreachable(self, result, **kwargs):
+    def v2_runner_on_unreachable(self, result: Any, **kwargs: Any) -> None:
         self._record(result, unreachable=True)
 
-    def v2_runner_on_skipped(self, result, **kwargs):
+    def v2_runner_on_skipped(self, result: Any, **kwargs: Any) -> None:
         self._record(result, skipped=True)
 
-    def v2_playbook_on_stats(self, stats):
+    def v2_playbook_on_stats(self, stats: Any) -> None:
         summary = {host: stats.summarize(host) for host in sorted(stats.processed.keys())}
         self._display.display(json.dumps({"plays": [{"tasks": self.tasks}], "stats": summary}, default=str))
