@@ -21,9 +21,10 @@ import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from dbarena import engines, execute, plan, provenance, resume, workloads
+from dbarena.records import JSONObject
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.stats import estimators
@@ -99,7 +100,7 @@ class Outcome:
 
 
 def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
-        quiet: bool = False, keep: bool = False, init: bool = True, host_facts: dict | None = None,
+        quiet: bool = False, keep: bool = False, init: bool = True, host_facts: JSONObject | None = None,
         resume: str | None = None, clock: Callable[[], float] = time.monotonic, system_metrics: bool = True,
         estimated: Estimate | None = None, server_metrics: bool = True, probe_s: int | None = None) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
@@ -145,7 +146,8 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     # mode when the kernel switches SMT (machine-wide: one mode at a time).
     parts = [part for p in plans for part in (plan.by_smt(p) if switching else [(None, p)])]
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
-    label = study.label or facts.get("hostname") or "unlabelled"
+    hostname = facts.get("hostname")
+    label = study.label or (hostname if isinstance(hostname, str) and hostname else "unlabelled")
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
     # A resumed run's own points are its to pool; what else the label holds was said when it began.
     pooled = None if resume else pooled_note(store, label, outcome.invocation, bool(study.label))
@@ -173,7 +175,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     return outcome
 
 
-def _probe(study: Study, seconds: int, reporter: Reporter) -> dict | None:
+def _probe(study: Study, seconds: int, reporter: Reporter) -> JSONObject | None:
     """The host probe, before any server starts (nothing else of dbarena's running on
     the machine): said, and returned as its runs' options record it; None if none."""
     where = probe_where(study)
@@ -288,7 +290,7 @@ class _Context:
     study: Study
     record: StudyRecord
     label: str
-    facts: dict
+    facts: JSONObject
     store: ResultStore
     executor: Executor
     reporter: Reporter
@@ -302,7 +304,7 @@ class _Context:
     placements: dict[tuple[str, str], Placement] = field(default_factory=dict)  # [cpus]: (engine, variant) ->
     system_metrics: bool = True
     server_metrics: bool = True
-    probe: dict | None = None  # probe.Probe.to_dict() of the host probe before the study
+    probe: JSONObject | None = None  # probe.Probe.to_dict() of the host probe before the study
 
 
 @dataclass
@@ -455,7 +457,7 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
                  loadgen_cpus=placed.loadgen if placed else None)
 
 
-def _open(ctx: _Context, part: _EnginePart, settings: dict, cluster: dict,
+def _open(ctx: _Context, part: _EnginePart, settings: Mapping[str, str], cluster: Mapping[str, str],
           placed: Placement | None) -> AbstractContextManager[Target]:
     """The engine's target for a variant: the existing server, or a throwaway instance
     with the variant's settings, cluster options and CPUs."""
@@ -492,7 +494,7 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     """The engine's points on its bound targets (those stored ok already skipped when
     resuming): the index of the next point of the session."""
     study = ctx.study
-    stored = _stored(ctx.store, bound, engine_plan.points) if ctx.previous else {}
+    stored = _stored(ctx.store, bound, engine_plan.points) if ctx.previous else _Stored()
     ctx.begin()
     ctx.reporter.stage(_plan_line(study, engine_plan))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
@@ -525,17 +527,17 @@ def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
             f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
 
 
-def _sweep_repeats(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: dict, *, first_index: int,
+def _sweep_repeats(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: _Stored, *, first_index: int,
                    later: list[PointSpec]) -> None:
     """A fixed number of repeats: every point not stored ok already."""
-    todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.get("ok", {})]
+    todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.ok]
     ctx.outcome.skipped += len(engine_plan.points) - len(todo)
     if ctx.previous:
         ctx.reporter.replan(first_index, todo + later)
     ctx.outcome.results += sweep.run(todo)
 
 
-def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: dict, *, precision: float,
+def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: _Stored, *, precision: float,
                     later: list[PointSpec]) -> None:
     """Adaptive repeats: round after round until every point is as precise as asked, at
     most max_repeats, within the budget; where each point ended goes in the outcome
@@ -544,7 +546,7 @@ def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, s
     adaptive = rounds.Adaptive(
         engine_plan.points, target=precision, max_repeats=study.max_repeats,
         budget_s=None if deadline is None else deadline - clock(), value=analysis.result_value,
-        estimate_s=estimate_s, history=stored.get("states"), clock=clock,
+        estimate_s=estimate_s, history=stored.states or None, clock=clock,
         on_forecast=lambda remaining: ctx.reporter.replan(sweep.next_index, remaining + later))
     ctx.outcome.skipped += sum(len(s.values) for s in adaptive.summary())
     try:
@@ -553,10 +555,19 @@ def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, s
         ctx.outcome.precision += adaptive.summary()
 
 
-def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointSpec]) -> dict:
+@dataclass(frozen=True)
+class _Stored:
+    """What earlier sessions of these runs stored: the points stored ok (point, repeat),
+    and where each point's adaptive repeats had got to."""
+
+    ok: frozenset[tuple[PointSpec, int]] = frozenset()
+    states: dict[PointSpec, rounds.PointState] = field(default_factory=dict)
+
+
+def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointSpec]) -> _Stored:
     """What earlier sessions of these runs stored (--resume), matched to the plan by
     configuration key (so a point measured under another server version or setting
-    is not taken for this one): {"ok": {(point, repeat)}, "states": {point: PointState}}."""
+    is not taken for this one)."""
     by_key: dict[str, PointSpec] = {}
     for p in points:
         key = rounds.base(p)
@@ -574,4 +585,4 @@ def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointS
             if figure is not None:
                 ok.add((spec, row.repeat))
                 state.values.append(figure)
-    return {"ok": ok, "states": states}
+    return _Stored(ok=frozenset(ok), states=states)
