@@ -164,8 +164,8 @@ def stream(name: str, parts: Iterable[str], survey: Survey, *, label: str, engin
         yield from _checked(name, points, lambda found: None)
         return
     left = pieces.Pieces(tool)
-    runs = _runs(name, tool, parts, survey, label=label, engine=engine, workload=workload,
-                 max_run_chars=max_run_chars, left=left)
+    runs = _arithmetic(name, _runs(name, tool, parts, survey, label=label, engine=engine, workload=workload,
+                                   max_run_chars=max_run_chars, left=left))
 
     def finish(found: int) -> None:
         """What is decided at the file's end (`found` points read), in read's order: the
@@ -241,14 +241,11 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
         segments = mysqlslap.segments(name, lines, survey.slap_args, max_run_chars)
         read_run = lambda held, first, args: mysqlslap.read_run(name, held, first, args, label, workload)  # noqa: E731
     blocks = 0
-    try:
-        for first, held, runs in segments:
-            found = [p for a, b, args in runs for p in read_run(held[a - first:b - first + 1], a, args)]
-            blocks += len(runs)
-            left.feed(first, held, [(p.first_line, p.last_line) for p in found])
-            yield from found
-    except ArithmeticError as exc:
-        raise ImportProblem(name, None, f"a figure beyond what a tool prints ({exc})") from None
+    for first, held, runs in segments:
+        found = [p for a, b, args in runs for p in read_run(held[a - first:b - first + 1], a, args)]
+        blocks += len(runs)
+        left.feed(first, held, [(p.first_line, p.last_line) for p in found])
+        yield from found
     if tool == "mysqlslap" and not blocks and survey.slap_figures:
         raise mysqlslap.no_benchmark(name)
 

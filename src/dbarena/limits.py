@@ -40,8 +40,10 @@ MAX_NAME_CHARS = 200
 MAX_SETTING_CHARS = 4096
 # One run of a file `dbarena import` reads (the output of one pgbench or sysbench run,
 # one mysqlslap block): a file of any size is read as a stream, one run at a time, and
-# a run is held whole while it is read (its text, lines, point and samples: about 9
-# times its size), so a bound on the one bounds the memory: about 600 MB at this one.
+# a run is held whole while it is read (its text, lines, point and samples: about 11
+# times its size; one pgbench run of 150,000 progress lines, 8.9 MB, took 100 MB more
+# than a small file's import), so a bound on the one bounds the memory: about 750 MB
+# at this one.
 # A run of a day with progress every second is under 10 MB; text with no run boundary
 # in 64 MiB (a log that is no tool's output, /dev/urandom copied to a file) is refused
 # at the line where it starts, not read until the memory is gone.
