@@ -18,15 +18,17 @@ import os
 import stat
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from dbarena import importer
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
-from dbarena.limits import MAX_IMPORT_BYTES, MAX_NAME_CHARS, quoted
+from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -77,24 +79,29 @@ class FileOutcome:
     skipped: list[str] = field(default_factory=list)  # `FILE:LINE: why` of each piece with figures not stored
 
 
-def _runs(path: Path, sha256: str, points: list[importer.ImportedPoint], price_per_hour: float | None
-          ) -> list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]]:
-    """One run per label and engine of the file's points."""
-    groups: dict[tuple[str, str], list[importer.ImportedPoint]] = {}
-    for p in points:
-        groups.setdefault((p.label, p.result.spec.engine), []).append(p)
-    runs = []
-    for (run_label, run_engine), members in groups.items():
-        tools = sorted({p.tool for p in members})
-        runs.append((RunInfo(
-            label=run_label, host="imported", engine=run_engine, target=f"imported from {path.name}",
-            started_at=now_utc(), server_version=next((p.server_version for p in members if p.server_version), None),
+class _Run:
+    """One run of an import (its points' label and engine) while the file is read: its
+    id, and the facts its points give, which the run is stored with at the end."""
+
+    def __init__(self, run_id: int, label: str, engine: str, started_at: datetime):
+        self.run_id, self.label, self.engine, self.started_at = run_id, label, engine, started_at
+        self.tools: set[str] = set()
+        self.server_version: str | None = None  # the first point's that has one
+        self.price_per_hour: float | None = None  # likewise (a CSV's column)
+
+    def add(self, point: importer.ImportedPoint) -> None:
+        self.tools.add(point.tool)
+        self.server_version = self.server_version or point.server_version
+        self.price_per_hour = self.price_per_hour or point.price_per_hour
+
+    def info(self, path: Path, sha256: str, price_per_hour: float | None) -> RunInfo:
+        tools = sorted(self.tools)
+        return RunInfo(
+            label=self.label, host="imported", engine=self.engine, target=f"imported from {path.name}",
+            started_at=self.started_at, server_version=self.server_version,
             tool_versions={t: "imported" for t in tools},
             options={"imported": {"file": str(path), "sha256": sha256, "tool": list(tools)}},
-            host_facts={}, price_per_hour=next((p.price_per_hour for p in members if p.price_per_hour), None)
-            or price_per_hour,
-        ), [(p.result, _source(p, path, sha256)) for p in members]))
-    return runs
+            host_facts={}, price_per_hour=self.price_per_hour or price_per_hour)
 
 
 def _source(point: importer.ImportedPoint, path: Path, sha256: str) -> dict[str, Any]:
@@ -106,12 +113,15 @@ def _source(point: importer.ImportedPoint, path: Path, sha256: str) -> dict[str,
     return source
 
 
-def import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
-    """Read one file and store its runs; a file that cannot be read stores nothing."""
+def import_file(store: Store, path: Path, options: ImportOptions, *, max_run_chars: int = MAX_IMPORT_RUN_CHARS
+                ) -> FileOutcome:
+    """Read one file and store its runs; a file that cannot be read stores nothing. A
+    file of any size is read as a stream, one run at a time: a run (or a line) of more
+    than `max_run_chars` is refused in one line, where it starts."""
     # A file of 10 000 runs makes 600 000 interval reports, none in a reference cycle;
     # each collection they set off would walk all made so far (a fifth of the import).
     with collector_paused():
-        return _import_file(store, path, options)
+        return _import_file(store, path, options, max_run_chars)
 
 
 class _Unreadable(Exception):
@@ -130,74 +140,146 @@ def _not_regular(mode: int) -> str | None:
     return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
-def read_bounded(path: Path, limit: int = MAX_IMPORT_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; _Unreadable (one line)
-    for anything else. The file is opened without blocking (a FIFO without a writer
-    would block the open) and checked on the descriptor read, so what is read is what
-    was checked; a file that grows past the limit while read is refused too."""
+def open_regular(path: Path) -> BinaryIO:
+    """A regular file, open to read; _Unreadable (one line) for anything else. The file
+    is opened without blocking (a FIFO without a writer would block the open) and
+    checked on the descriptor, so what is read is what was checked."""
     try:
         kind = _not_regular(path.stat().st_mode)  # (a socket cannot even be opened: say what it is)
         if kind is None:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as file:
-                info = os.fstat(file.fileno())
-                kind = _not_regular(info.st_mode)
-                if kind is None:
-                    if info.st_size > limit:
-                        raise _Unreadable(_too_big(path, info.st_size, limit))
-                    data = file.read(limit + 1)
-                    if len(data) > limit:
-                        raise _Unreadable(_too_big(path, len(data), limit))
-                    return data
+            file = os.fdopen(fd, "rb")
+            kind = _not_regular(os.fstat(file.fileno()).st_mode)
+            if kind is None:
+                return file
+            file.close()
     except OSError as exc:
         raise _Unreadable(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     raise _Unreadable(f"{path}: {kind}, not a regular file: import reads files")
 
 
-def _too_big(path: Path, size: int, limit: int) -> str:
-    return (f"{path}: {size:,} bytes, more than import reads ({limit:,} bytes, {limit / 2**20:g} MiB: the file is "
-            "read whole, at about 9 times its size in memory): split it at run boundaries and import the parts")
+# Bytes read at a time. The text goes on in parts that end at a line break: a part holds
+# a whole number of lines, so no reader sees half a line (or half a character).
+CHUNK_BYTES = 2**20
 
 
-def _import_file(store: Store, path: Path, options: ImportOptions) -> FileOutcome:
+class _LineTooLong(Exception):
+    """A line longer than import holds (its number is the caller's to say)."""
+
+
+def _parts(file: BinaryIO, path: Path, digest: Any, max_line: int) -> Iterator[str]:
+    """The file's text, in parts of about `chunk` bytes that end at a line break (\n, or
+    a \r not followed by \n), hashed into `digest` as read. Not UTF-8: _Unreadable at
+    the byte. A line of more than `max_line` bytes: _LineTooLong (it would be held whole)."""
+    held = bytearray()
+    offset = 0  # of held's first byte in the file
+    chunk = CHUNK_BYTES  # (read when called: a test makes it small)
+    while True:
+        data = file.read(chunk)
+        digest.update(data)
+        searched = max(0, len(held) - 1)  # (what was held has no break, but a \r at its end)
+        held += data
+        if data:
+            newline = held.rfind(b"\n", searched)
+            ret = held.rfind(b"\r", searched, len(held) - 1)  # a \r with its next byte read
+            cut = max(newline, ret) + 1
+            if not cut:
+                if len(held) > max_line:
+                    raise _LineTooLong
+                continue
+        else:
+            cut = len(held)
+        if cut:
+            try:
+                yield held[:cut].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _Unreadable(f"{path.name}: not UTF-8 text (byte {offset + exc.start})") from None
+            del held[:cut]
+            offset += cut
+        if not data:
+            return
+
+
+def _survey(path: Path, max_run_chars: int) -> tuple[str, importer.Survey]:
+    """The first reading of a file: its content's sha256, and what importer.Survey says
+    of its text (which tool wrote it). Holds one part of the file at a time."""
+    survey = importer.Survey()
+    digest = hashlib.sha256()
+    with open_regular(path) as file:
+        try:
+            for text in importer.texts(_parts(file, path, digest, max_run_chars)):
+                survey.feed(text)
+        except _LineTooLong:
+            raise _Unreadable(f"{path.name}:{survey.lines + 1}: a line of more than {max_run_chars:,} bytes: import "
+                              "holds one run in memory at a time and reads no line that long") from None
+    return digest.hexdigest(), survey
+
+
+def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars: int) -> FileOutcome:
+    # Read twice: once to hash the content (a file imported before adds nothing) and to
+    # tell which tool wrote it, then run by run into the store, in one transaction that
+    # a line that cannot be read (or the process killed) leaves without a trace.
     try:
-        raw = read_bounded(path)
+        sha256, survey = _survey(path, max_run_chars)
     except _Unreadable as exc:
         return FileOutcome(path, error=str(exc))
-    sha256 = hashlib.sha256(raw).hexdigest()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return FileOutcome(path, error=f"{path.name}: not UTF-8 text (byte {exc.start})")
-    del raw  # (the text is all that is read from here: one copy of the file less in memory)
-    skipped: list[importer.Skipped] = []
-    try:
-        points = importer.read(path.name, text, label=options.label, engine=options.engine,
-                               tool=options.tool, workload=options.workload, skipped=skipped)
-    except importer.ImportProblem as exc:
-        return FileOutcome(path, error=str(exc))
-    outcome = FileOutcome(path, points=len(points), ok=sum(p.result.ok for p in points),
-                          skipped=[f"{path.name}:{piece.line}: {piece.message()}" for piece in skipped])
-    if not points:
-        return outcome
-    runs = _runs(path, sha256, points, options.price_per_hour)
     # The options a --replace import is keyed by: the same file imported with other
     # options replaces what it brought before.
     given = json.dumps([options.label, options.engine, options.tool, options.workload, options.price_per_hour])
-    stored = store.import_points(sha256, str(path), runs,
-                                 replace=hashlib.sha256(given.encode()).hexdigest()[:16] if options.replace else None)
-    if stored is None:
+    outcome = FileOutcome(path)
+    skipped: list[importer.Skipped] = []
+    runs: dict[tuple[str, str], _Run] = {}
+    notes: Counter[str] = Counter()
+    inferred: Counter[str] = Counter()
+    try:
+        with store.importing(sha256, str(path), replace=hashlib.sha256(given.encode()).hexdigest()[:16]
+                             if options.replace else None) as batch, open_regular(path) as file:
+            digest = hashlib.sha256()
+            for point in importer.stream(path.name, importer.texts(_parts(file, path, digest, max_run_chars)), survey,
+                                         label=options.label, engine=options.engine, tool=options.tool,
+                                         workload=options.workload, skipped=skipped, max_run_chars=max_run_chars):
+                outcome.points += 1
+                outcome.ok += point.result.ok
+                if point.note:
+                    notes[point.note] += 1
+                if point.duration is not None and point.duration.how == "inferred":
+                    # A duration inferred from the measured time is the importer's reading, not
+                    # the file's: said once per figure, with where both are kept.
+                    inferred[f"duration {point.duration.asked_s} s inferred from the measured time (the output "
+                             f"names no asked duration; the point's source keeps both)"] += 1
+                if batch.already:
+                    continue  # (read all the same: what the file holds is said as before)
+                key = (point.label, point.result.spec.engine)
+                run = runs.get(key)
+                if run is None:
+                    run = runs[key] = _Run(0, *key, now_utc())
+                    run.add(point)
+                    run.run_id = batch.run(run.info(path, sha256, options.price_per_hour))
+                else:
+                    run.add(point)
+                batch.point(run.run_id, point.result, _source(point, path, sha256))
+            if digest.hexdigest() != sha256:
+                raise _Unreadable(f"{path.name}: changed while it was imported; nothing stored (import it again)")
+            for run in runs.values():  # the facts all its points give
+                batch.revise(run.run_id, run.info(path, sha256, options.price_per_hour))
+    except (importer.ImportProblem, _Unreadable) as exc:
+        return FileOutcome(path, error=str(exc))
+    outcome.skipped = [f"{path.name}:{piece.line}: {piece.message()}" for piece in skipped]
+    if not outcome.points:
+        return outcome
+    if batch.already:
         outcome.already = True
         return outcome
-    outcome.run_ids, outcome.replaced = list(stored[0]), stored[1]
+    outcome.run_ids, outcome.replaced = list(batch.run_ids), batch.replaced
     for run_id in outcome.run_ids:  # derived figures cached now: the SQL views show them
-        analysis.load(store, run_id=run_id)
-    outcome.labels = sorted({run.label for run, _ in runs})
-    notes = [p.note for p in points if p.note]
-    # A duration inferred from the measured time is the importer's reading, not the file's:
-    # said once per figure, with where both are kept.
-    notes += [f"duration {p.duration.asked_s} s inferred from the measured time (the output names no asked "
-              f"duration; the point's source keeps both)" for p in points
-              if p.duration is not None and p.duration.how == "inferred"]
-    outcome.notes = list(Counter(notes).items())
+        for page in store.point_ids(run_id, DERIVE_PAGE):
+            analysis.derive(store, run_id, page)
+    outcome.labels = sorted({run.label for run in runs.values()})
+    notes.update(inferred)
+    outcome.notes = list(notes.items())
     return outcome
+
+
+# Points whose derived figures are computed at a time after an import (their series in
+# memory together: analysis reads them in batches of DERIVE_BATCH within a page).
+DERIVE_PAGE = 4 * analysis.DERIVE_BATCH

@@ -38,12 +38,16 @@ MAX_NAME_CHARS = 200
 # server's configuration file and every table that shows the settings. The longest
 # real ones (a list of preload libraries, a search path) are a few hundred characters.
 MAX_SETTING_CHARS = 4096
-# A file `dbarena import` reads: it is read whole (its text, lines, points and their
-# samples), about 9 times its size in memory (a 30 MB file of 8,000 pgbench runs:
-# 350 MB at the most; bench/bounded), so a bound on the one bounds the other: about
-# 1.2 GB at this one. Benchmark logs are far smaller (study A's appended runs: a few
-# MB); a larger file is split at run boundaries and imported in parts.
-MAX_IMPORT_BYTES = 128 * 2**20
+# One run of a file `dbarena import` reads (the output of one pgbench or sysbench run,
+# one mysqlslap block): a file of any size is read as a stream, one run at a time, and
+# a run is held whole while it is read (its text, lines, point and samples: about 11
+# times its size; one pgbench run of 150,000 progress lines, 8.9 MB, took 100 MB more
+# than a small file's import), so a bound on the one bounds the memory: about 750 MB
+# at this one.
+# A run of a day with progress every second is under 10 MB; text with no run boundary
+# in 64 MiB (a log that is no tool's output, /dev/urandom copied to a file) is refused
+# at the line where it starts, not read until the memory is gone.
+MAX_IMPORT_RUN_CHARS = 64 * 2**20
 
 
 def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,

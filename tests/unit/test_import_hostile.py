@@ -318,34 +318,43 @@ def test_a_directory_is_refused_in_one_line(tmp_path):
 
 
 def test_a_directory_or_a_socket_is_refused_by_the_library_too(tmp_path):
-    from dbarena.importing import _Unreadable, read_bounded
+    from dbarena.importing import _Unreadable, open_regular
 
     with pytest.raises(_Unreadable, match="a directory, not a regular file"):
-        read_bounded(tmp_path)
+        open_regular(tmp_path)
     with socket.socket(socket.AF_UNIX) as listening:
         listening.bind(str(tmp_path / "sock"))
         with pytest.raises(_Unreadable, match="a socket, not a regular file"):
-            read_bounded(tmp_path / "sock")
+            open_regular(tmp_path / "sock")
 
 
-def test_a_file_beyond_the_import_limit_is_refused_before_it_is_read(tmp_path):
-    from dbarena.limits import MAX_IMPORT_BYTES
+def test_a_file_beyond_the_old_size_limit_without_a_line_break_is_refused_at_its_line(tmp_path):
+    """No file size is refused any more (import reads a stream, one run at a time); a
+    file bigger than the old limit (128 MiB) that no line break splits would be one
+    line held whole: refused in one line once a run's bound is read, not an OOM."""
+    from dbarena.limits import MAX_IMPORT_RUN_CHARS
 
     big = tmp_path / "big.txt"
     with big.open("wb") as f:
-        f.truncate(MAX_IMPORT_BYTES + 1)  # sparse: no disk, and never read
+        f.truncate(128 * 2**20 + 1)  # sparse: NUL bytes (UTF-8 text), no line break
     done = _import_in_a_process(big, tmp_path / "s.db")
-    assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert done.stderr.startswith(f"dbarena: error: {big}: 134,217,729 bytes, more than import reads "
-                                  "(134,217,728 bytes, 128 MiB: ")
-    assert "split it at run boundaries" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"dbarena: error: big.txt:1: a line of more than {MAX_IMPORT_RUN_CHARS:,} bytes: "
+                                  "import holds one run in memory at a time"), done.stderr
+    assert stored_points(tmp_path / "s.db") == []
 
 
-def test_a_file_at_the_limit_is_read_and_one_byte_more_is_refused(tmp_path):
-    from dbarena.importing import _Unreadable, read_bounded
+def test_a_run_at_the_bound_is_read_and_one_character_more_is_refused(tmp_path):
+    from dbarena.importing import ImportOptions, import_file
+    from dbarena.store.database import Store
 
     path = tmp_path / "f.txt"
     path.write_bytes(PGBENCH.read_bytes())
-    assert read_bounded(path, limit=path.stat().st_size) == PGBENCH.read_bytes()
-    with pytest.raises(_Unreadable, match="bytes, more than import reads"):
-        read_bounded(path, limit=path.stat().st_size - 1)
+    size = len(PGBENCH.read_text())  # one run: the file's text, every line with its break
+    assert PGBENCH.read_text().endswith("\n")
+    with Store(tmp_path / "s.db") as db:
+        refused = import_file(db, path, ImportOptions(label="x"), max_run_chars=size - 1)
+        assert refused.error == (f"f.txt:1: a run of more than {size - 1:,} characters ({(size - 1) / 2**20:g} MiB) "
+                                 "from this line on, with no command line, banner or summary that ends it: import "
+                                 "holds one run in memory at a time and reads none that long")
+        assert import_file(db, path, ImportOptions(label="x"), max_run_chars=size).points == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from dbarena.errors import UsageError
@@ -46,23 +46,30 @@ def _number(value: str, column: str, name: str, line: int) -> float | None:
 
 def read_csv(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
     """One point per row; the first row that cannot be read raises ImportProblem at its line."""
+    return list(stream_csv(name, io.StringIO(text), label, engine, workload))
+
+
+def stream_csv(name: str, lines: Iterable[str], label: str, engine: str | None, workload: str | None
+               ) -> Iterator[ImportedPoint]:
+    """read_csv's points as its rows come, from the file's lines (each with its line
+    break): one row is held at a time (a field is at most csv's field_size_limit)."""
     header: list[str] | None = None
-    points = []
-    for line, fields in _rows(name, text):
+    rows = 0
+    for line, fields in _rows(name, lines):
         if header is None:
             header = _header(name, fields)
             continue
         if len(fields) != len(header):
             raise ImportProblem(name, line, f"{len(fields)} fields where the header has {len(header)} columns")
-        points.append(_point(name, line, header, dict(zip(header, fields)), label, engine, workload))
-    if not points:
+        rows += 1
+        yield _point(name, line, header, dict(zip(header, fields)), label, engine, workload)
+    if not rows:
         raise ImportProblem(name, None, "no rows")
-    return points
 
 
-def _rows(name: str, text: str) -> Iterator[tuple[int, list[str]]]:
+def _rows(name: str, lines: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     """Each row that is not blank, with the line it starts on."""
-    reader = csv.reader(io.StringIO(text), strict=True)
+    reader = csv.reader(lines, strict=True)
     while True:
         start = reader.line_num + 1
         try:

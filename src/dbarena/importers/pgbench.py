@@ -51,7 +51,8 @@ def _workload_of_type(transaction_type: str) -> str:
     return "pgbench-custom"
 
 
-def _ends_run(line: str) -> bool:
+def ends_run(line: str) -> bool:
+    """Whether a line ends a run's summary."""
     return line.startswith("tps = ")
 
 
@@ -65,30 +66,30 @@ def continues_run(line: str) -> bool:
 def read_pgbench(name: str, text: str, label: str, workload: str | None) -> list[ImportedPoint]:
     lines = text.splitlines()
     points = []
-    for first, last, args in split_runs(lines, "pgbench", _ends_run, continues_run):
-        point = _point(name, lines, first, last, args, label, workload)
-        if point is not None:
-            points.append(point)
+    for first, last, args in split_runs(lines, "pgbench", ends_run, continues_run):
+        points.extend(read_run(name, lines[first - 1:last], first, args, label, workload))
     return points
 
 
-def _point(name: str, lines: list[str], first: int, last: int, args: list[str] | None, label: str,
-           workload: str | None) -> ImportedPoint | None:
-    """The point of the run on lines first..last; None where they hold no run."""
-    chunk = "\n".join(lines[first - 1:last]) + "\n"
+def read_run(name: str, lines: list[str], first: int, args: list[str] | None, label: str,
+             workload: str | None) -> list[ImportedPoint]:
+    """The point of the run whose lines are `lines`, from line `first` on (none where
+    they hold no run)."""
+    last = first + len(lines) - 1
+    chunk = "\n".join(lines) + "\n"
     if args is not None and ("-i" in args or "--initialize" in args):
-        return None  # pgbench -i: creates the tables, measures nothing
+        return []  # pgbench -i: creates the tables, measures nothing
     samples, report = _parse(name, chunk, first)
     if report is None and not samples and "transaction type:" not in chunk and "aborted" not in chunk:
         # No run here (pgbench -i output, notes ...), or a summary's last lines without
         # the header that says what ran: the importer reports those (importers/pieces.py).
-        return None
+        return []
     cmd = Command(args, name, first)
     duration = _duration(cmd, report, samples)
     spec = _spec(cmd, report, duration, chunk, workload)
-    return ImportedPoint(result=_result(spec, report, samples, args, chunk), label=label, first_line=first,
-                         last_line=last, tool="pgbench", server_version=report.server_version if report else None,
-                         duration=duration)
+    return [ImportedPoint(result=_result(spec, report, samples, args, chunk), label=label, first_line=first,
+                          last_line=last, tool="pgbench", server_version=report.server_version if report else None,
+                          duration=duration)]
 
 
 def _parse(name: str, chunk: str, first: int) -> tuple[tuple[Sample, ...], PgbenchReport | None]:

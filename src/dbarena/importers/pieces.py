@@ -55,26 +55,58 @@ class Skipped:
 
 def skipped(tool: str, lines: list[str], stored: Iterable[tuple[int, int]]) -> list[Skipped]:
     """The pieces of `tool`'s figures outside the stored points' lines (first, last)."""
-    figure, closing = _FIGURES.get(tool), _CLOSING.get(tool)
-    if figure is None or closing is None:
-        return []
-    covered = sorted(stored)
-    pieces: list[list[int]] = []
-    closed = True
-    k = 0
-    for i, line in enumerate(lines, start=1):
-        while k < len(covered) and covered[k][1] < i:
-            k += 1
-        if k < len(covered) and covered[k][0] <= i:
-            if pieces and pieces[-1]:
-                pieces.append([])  # a stored run's line: what follows starts afresh
-            closed = True
-            continue
-        if not figure.match(line):
-            continue
-        ends = closing.match(line) is not None
-        if closed and not (ends and pieces and pieces[-1] and closing.match(lines[pieces[-1][-1] - 1])):
-            pieces.append([])
-        pieces[-1].append(i)
-        closed = ends
-    return [Skipped(p[0], lines[p[0] - 1].strip(), tuple(p[1:]), _REASONS[tool]) for p in pieces if p]
+    found = Pieces(tool)
+    found.feed(1, lines, stored)
+    return found.finish()
+
+
+class Pieces:
+    """`skipped` over a file read as a stream: fed its lines in order, a segment at a
+    time with the lines its stored points cover (a point lies within one segment).
+    Holds the piece being read, and those found."""
+
+    def __init__(self, tool: str):
+        self.tool = tool
+        self.figure, self.closing = _FIGURES.get(tool), _CLOSING.get(tool)
+        self.found: list[Skipped] = []
+        self._lines: list[int] = []  # the figure lines of the piece being read
+        self._text = ""  # its first line, stripped
+        self._last_closes = False  # whether its last figure line closes a summary
+        self._closed = True
+
+    def _start(self) -> None:
+        """A piece begins (the one before, if it holds a line, is found)."""
+        if self._lines:
+            self.found.append(Skipped(self._lines[0], self._text, tuple(self._lines[1:]), _REASONS[self.tool]))
+        self._lines = []
+
+    def feed(self, first: int, lines: list[str], stored: Iterable[tuple[int, int]]) -> None:
+        """Lines `first`.. of the file, and the (first, last) lines of the points among them."""
+        figure, closing = self.figure, self.closing
+        if figure is None or closing is None:
+            return
+        covered = sorted(stored)
+        k = 0
+        for i, line in enumerate(lines, start=first):
+            while k < len(covered) and covered[k][1] < i:
+                k += 1
+            if k < len(covered) and covered[k][0] <= i:
+                if self._lines:
+                    self._start()  # a stored run's line: what follows starts afresh
+                self._closed = True
+                continue
+            if not figure.match(line):
+                continue
+            ends = closing.match(line) is not None
+            if self._closed and not (ends and self._lines and self._last_closes):
+                self._start()
+            if not self._lines:
+                self._text = line.strip()
+            self._lines.append(i)
+            self._last_closes = ends
+            self._closed = ends
+
+    def finish(self) -> list[Skipped]:
+        """Every piece found, in the file's order."""
+        self._start()
+        return self.found

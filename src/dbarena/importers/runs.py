@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from dbarena.importers.commandline import command
+from dbarena.importers.common import ImportProblem
 
 # A run's first and last line (1-based) and the arguments of its command line, if known.
 Run = tuple[int, int, list[str] | None]
+# Consecutive lines of a file read as a stream: the number of the first, the lines, and
+# the runs among them (lines outside every run belong to a segment too: what is not
+# stored is reported from them, importers/pieces.py).
+Segment = tuple[int, list[str], list[Run]]
 
 _PERF = re.compile(r"^\s*Performance counter stats for '(?P<cmd>.+)':\s*$")
 _PERF_ELAPSED = re.compile(r"^\s*[\d.,]+ seconds time elapsed")
@@ -103,3 +108,35 @@ def split_runs(lines: list[str], tool: str, is_end: Callable[[str], bool],
         splitter.feed(i, line)
     splitter.close(len(lines))
     return splitter.runs
+
+
+def stream_runs(name: str, lines: Iterable[str], tool: str, is_end: Callable[[str], bool],
+                is_continuation: Callable[[str], bool], max_chars: int) -> Iterator[Segment]:
+    """split_runs over lines as they come, without the whole file: the splitter only
+    ever closes a run where the next one begins, so the lines before a beginning are
+    final and go out as a segment with the runs they hold. What is held is the lines
+    since the last beginning: the run being read (and the lines after its summary).
+    More than `max_chars` of them is an ImportProblem at the first held line (text
+    that no run boundary splits would be held whole otherwise)."""
+    splitter = _Splitter(tool, is_end, is_continuation)
+    held: list[str] = []
+    first, chars, i = 1, 0, 0
+    for i, line in enumerate(lines, start=1):
+        splitter.feed(i, line)
+        if splitter.start == i > first:  # a run begins here: what came before is final
+            yield first, held, splitter.runs
+            held, first, chars, splitter.runs = [], i, 0, []
+        held.append(line)
+        chars += len(line) + 1
+        if chars > max_chars:
+            raise ImportProblem(name, first, too_long(max_chars))
+    splitter.close(i)
+    if held:
+        yield first, held, splitter.runs
+
+
+def too_long(max_chars: int) -> str:
+    """Why a run is not read (the problem's line is where it starts)."""
+    return (f"a run of more than {max_chars:,} characters ({max_chars / 2**20:g} MiB) from this line on, with no "
+            "command line, banner or summary that ends it: import holds one run in memory at a time and reads "
+            "none that long")

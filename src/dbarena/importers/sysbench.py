@@ -56,43 +56,58 @@ def _options(args: list[str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found.items()))
 
 
-def _ends_run(line: str) -> bool:
+def ends_run(line: str) -> bool:
+    """Whether a line ends a run's summary."""
     return line.strip().startswith("execution time (avg/stddev):")
 
 
-def _runs(lines: list[str]) -> list[Run]:
-    runs = []
-    # A banner also starts a run when no command line was echoed.
-    for first, last, args in split_runs(lines, "sysbench", _ends_run, lambda l: not l.strip()):
-        echoed = command(lines[first - 1], "sysbench") is not None
-        bounds = [first, *_banners(lines, first, last, echoed), last + 1]
-        for a, b in zip(bounds, bounds[1:]):
-            runs.append((a, b - 1, args if a == first else None))
-    return runs
+def continues_run(line: str) -> bool:
+    """Whether a line after a run's summary is still part of it (a blank one)."""
+    return not line.strip()
 
 
-def _banners(lines: list[str], first: int, last: int, echoed: bool) -> list[int]:
+def _runs(lines: list[str], first: int, args: list[str] | None) -> list[Run]:
+    """The runs among the lines of what the splitter found one, from line `first` on: a
+    banner also starts a run when no command line was echoed."""
+    last = first + len(lines) - 1
+    echoed = command(lines[0], "sysbench") is not None
+    bounds = [first, *_banners(lines, first, echoed), last + 1]
+    return [(a, b - 1, args if a == first else None) for a, b in zip(bounds, bounds[1:])]
+
+
+def _banners(lines: list[str], first: int, echoed: bool) -> list[int]:
     """The lines after `first` with a banner that has output before it (1-based): the
     command line echoed on line `first` (when `echoed`) is its run's, not output."""
-    output = first + 1 if echoed else first
-    return [i for i in range(first, last + 1) if re.match(r"^sysbench \d", lines[i - 1]) and i > first
-            and any(l.strip() for l in lines[output - 1:i - 1])]
+    output = 1 if echoed else 0  # (index of the run's first line of output)
+    return [first + k for k in range(1, len(lines)) if re.match(r"^sysbench \d", lines[k])
+            and any(l.strip() for l in lines[output:k])]
 
 
 def read_sysbench(name: str, text: str, label: str, engine: str | None, workload: str | None) -> list[ImportedPoint]:
     lines = text.splitlines()
     points = []
-    for first, last, args in _runs(lines):
-        point = _point(name, lines, first, last, args, label, engine, workload)
+    for first, last, args in split_runs(lines, "sysbench", ends_run, continues_run):
+        points.extend(read_run(name, lines[first - 1:last], first, args, label, engine, workload))
+    return points
+
+
+def read_run(name: str, lines: list[str], first: int, args: list[str] | None, label: str, engine: str | None,
+             workload: str | None) -> list[ImportedPoint]:
+    """The points of what the splitter found one run, whose lines are `lines` from line
+    `first` on (none where they hold no run)."""
+    points = []
+    for a, b, run_args in _runs(lines, first, args):
+        point = _point(name, lines[a - first:b - first + 1], a, run_args, label, engine, workload)
         if point is not None:
             points.append(point)
     return points
 
 
-def _point(name: str, lines: list[str], first: int, last: int, args: list[str] | None, label: str,
+def _point(name: str, lines: list[str], first: int, args: list[str] | None, label: str,
            engine: str | None, workload: str | None) -> ImportedPoint | None:
-    """The point of the run on lines first..last; None where they hold no run."""
-    chunk = "\n".join(lines[first - 1:last]) + "\n"
+    """The point of the run on `lines` (from line `first` on); None where they hold no run."""
+    last = first + len(lines) - 1
+    chunk = "\n".join(lines) + "\n"
     if args is not None and args and args[-1] in ("prepare", "cleanup"):
         return None
     fatal = re.findall(r"^FATAL: (.+)$", chunk, re.M)

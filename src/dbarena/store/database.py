@@ -314,38 +314,51 @@ class Store:
                              json.dumps(dict(figures), sort_keys=True) if figures is not None else None))
         return point_id
 
-    def import_points(self, sha256: str, file: str, runs: list[tuple[RunInfo, list[tuple[PointResult, dict[str, Any]]]]],
-                      replace: str | None = None) -> tuple[list[int], int] | None:
-        """Store one imported file's runs and points in one transaction (all or nothing):
-        (run ids, points an earlier import of it brought and this one replaced). None if
-        a file with this content was imported before, unless `replace` (a digest of the
-        new import's options): then what it brought is deleted first, in the same
-        transaction, and the new runs get ids of their own."""
-        with self._writing():
-            before = self.db.execute("SELECT run_ids, points FROM imports WHERE sha256 = ?", (sha256,)).fetchone()
-            replaced = 0
-            if before is not None:
-                if replace is None:
-                    return None
-                self._delete_runs(json.loads(before[0]))
-                self.db.execute("DELETE FROM imports WHERE sha256 = ?", (sha256,))
-                replaced = before[1]
-            run_ids, count = [], 0
-            for position, (run, points) in enumerate(runs):
-                # From the file's content: the same file imported into two stores gives the
-                # same runs, which a merge then adds once. A replacement is another import
-                # of the file (other options): other runs.
-                name = f"{sha256}:{position}" + (f":{replace}" if replace else "")
-                run_id = self._insert_run(run, "imported", str(uuid.uuid5(RUN_NAMESPACE, name)))
-                run_ids.append(run_id)
-                for result, source in points:
-                    self._insert_point(run_id, result, source)
-                    count += 1
-                self.db.execute("UPDATE runs SET ended_at = started_at WHERE id = ?", (run_id,))
-            self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
-                            (sha256, file, json.dumps(run_ids), count, utc(now_utc())))
+    @contextlib.contextmanager
+    def importing(self, sha256: str, file: str, replace: str | None = None) -> Iterator["ImportBatch"]:
+        """One imported file's runs and points, written as the file is read, in one
+        transaction (all or nothing): committed when the block ends with at least one
+        point written, rolled back on any exception (a line that cannot be read, the
+        process killed: nothing of the file is stored) or when none was written.
+
+        `batch.already`: a file with this content was imported before; then nothing may
+        be written, unless `replace` (a digest of the new import's options): then what it
+        brought is deleted first, in the same transaction, and the new runs get ids of
+        their own. (SQLite: the store is locked for other writers until the end.)"""
+        batch = ImportBatch(self, sha256, replace)
+        try:
+            with self._writing():
+                before = self.db.execute("SELECT run_ids, points FROM imports WHERE sha256 = ?", (sha256,)).fetchone()
+                if before is not None:
+                    if replace is None:
+                        batch.already = True
+                    else:
+                        self._delete_runs(json.loads(before[0]))
+                        self.db.execute("DELETE FROM imports WHERE sha256 = ?", (sha256,))
+                        batch.replaced = before[1]
+                yield batch
+                if batch.already or not batch.points:
+                    raise _NothingImported
+                for run_id in batch.run_ids:
+                    self.db.execute("UPDATE runs SET ended_at = started_at WHERE id = ?", (run_id,))
+                self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
+                                (sha256, file, json.dumps(batch.run_ids), batch.points, utc(now_utc())))
+        except _NothingImported:
+            batch.run_ids, batch.replaced = [], 0
+            return
         self._backfill_config()  # keys from what the import knows (no host, no settings)
-        return run_ids, replaced
+
+    def point_ids(self, run_id: int, page: int) -> Iterator[list[int]]:
+        """A run's point ids, oldest first, `page` at a time (a run imported from a large
+        file holds hundreds of thousands)."""
+        after = 0
+        while True:
+            ids = [i for (i,) in self.db.execute("SELECT id FROM points WHERE run_id = ? AND id > ? ORDER BY id"
+                                                 " LIMIT ?", (run_id, after, page))]
+            if not ids:
+                return
+            yield ids
+            after = ids[-1]
 
     def _delete_runs(self, run_ids: list[int]) -> None:
         """Runs, their points and everything keyed by those points (uncommitted)."""
@@ -710,3 +723,43 @@ class Store:
                                  f"{edge.describe(blob)} {text.reason}")
             texts.append(text)
         return texts[0], texts[1]
+
+
+class _NothingImported(Exception):
+    """An import that wrote nothing (or may not): its transaction is rolled back."""
+
+
+class ImportBatch:
+    """What Store.importing writes in its transaction: runs, their points, and the
+    run's facts known only once every point is read. Nothing is committed before the
+    import's end."""
+
+    def __init__(self, store: Store, sha256: str, replace: str | None):
+        self.store, self.sha256, self.replace = store, sha256, replace
+        self.already = False  # this content was imported before, and is not replaced: write nothing
+        self.replaced = 0  # points of the earlier import deleted
+        self.run_ids: list[int] = []
+        self.points = 0
+
+    def run(self, run: RunInfo) -> int:
+        """A new run; its id."""
+        assert not self.already
+        # From the file's content: the same file imported into two stores gives the
+        # same runs, which a merge then adds once. A replacement is another import of
+        # the file (other options): other runs.
+        name = f"{self.sha256}:{len(self.run_ids)}" + (f":{self.replace}" if self.replace else "")
+        run_id = self.store._insert_run(run, "imported", str(uuid.uuid5(RUN_NAMESPACE, name)))
+        self.run_ids.append(run_id)
+        return run_id
+
+    def point(self, run_id: int, result: PointResult, source: dict[str, Any]) -> None:
+        self.store._insert_point(run_id, result, source)
+        self.points += 1
+
+    def revise(self, run_id: int, run: RunInfo) -> None:
+        """The facts of a run that its points give (server version, tools, price), once
+        all are read."""
+        self.store.db.execute("UPDATE runs SET server_version = ?, tool_versions = ?, options = ?,"
+                              " price_per_hour = ? WHERE id = ?",
+                              (run.server_version, json.dumps(run.tool_versions, sort_keys=True),
+                               json.dumps(run.options, sort_keys=True), run.price_per_hour, run_id))

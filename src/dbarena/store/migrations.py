@@ -406,13 +406,26 @@ def _text(value: Any) -> str:
 def backfill_config(db: SqlConnection) -> None:
     """Configuration keys for points stored before schema 7 and imported ones, from
     what they kept: the point's tool options, the run's options (settings, targets,
-    --warmup), server version and host facts."""
-    rows = db.execute(
-        "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
-        " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
-        " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
-        " WHERE p.config_key IS NULL"
-    ).fetchall()
+    --warmup), server version and host facts. A page of points at a time: an import of a
+    large file leaves hundreds of thousands without one."""
+    after = 0
+    while True:
+        rows = db.execute(
+            "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
+            " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
+            " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
+            " WHERE p.config_key IS NULL AND p.id > ? ORDER BY p.id LIMIT ?", (after, _BACKFILL_PAGE)
+        ).fetchall()
+        if not rows:
+            return
+        after = rows[-1][0]
+        _backfill_rows(db, rows)
+
+
+_BACKFILL_PAGE = 5000  # points given their configuration key at a time
+
+
+def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
     with db:
         for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
                 version, host, facts in rows:
