@@ -189,8 +189,8 @@ def with_bound(result: PointResult, hardware_threads: int,
         return None
     rows = system if system is not None else [vars(s) for s in result.system]
     found = point_bound.classify(
-        {"seconds": series.seconds, "series": series.series}, rows,
+        series, rows,
         hardware_threads=hardware_threads, loadgen_threads=result.spec.threads, clients=result.spec.clients)
     tps = result.measurement.tps if result.measurement is not None else None
     return replace(series, bound=found.kind, evidence=found.evidence,
-                   figures=point_bound.figures({"seconds": series.seconds, "series": series.series}, tps))
+                   figures=point_bound.figures(series, tps))

@@ -25,7 +25,7 @@ JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS",
-           "MeanEstimate", "LevelSummary", "LevelComparison"]
+           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -176,6 +176,18 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label"})
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSums:
+    """A point's system samples' CPU figures as the store sums them (store.system_sums):
+    figure -> (the samples that have it, their sum; None without any), over all its
+    samples (`whole`) and over those from its steady start on (`steady`, `steady_rows`
+    of them; all of them where it has no steady start)."""
+
+    whole: dict[str, tuple[int, float | None]]
+    steady: dict[str, tuple[int, float | None]]
+    steady_rows: int
 
 
 class MeanEstimate(Protocol):

@@ -134,7 +134,7 @@ def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys)
     from dbarena.stats import decision, loadgens
 
     idle = _driven({"alpha": 35.0, "beta": 41.5})
-    assert loadgens.count(idle) == 2 and [p["host"] for p in loadgens.parts(idle)] == ["alpha", "beta"]
+    assert loadgens.count(idle) == 2 and [p.host for p in loadgens.parts(idle)] == ["alpha", "beta"]
     assert loadgens.bound([idle]) == ("not the load generators (busiest: beta, 42 % busy, of 2): "
                                       "the server or the network")
     busy = _driven({"alpha": 97.0, "beta": 60.0})

@@ -22,7 +22,7 @@ def _load(name: str) -> dict:
 def _classify(f: dict, **changed) -> bound.PointBound:
     args = {"hardware_threads": f["hardware_threads"], "loadgen_threads": f["threads"], "clients": f["clients"],
             **changed}
-    return bound.classify(f["server"], f["system"], **args)
+    return bound.classify(bound.readings(f["server"]), f["system"], **args)
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))
@@ -68,7 +68,7 @@ def test_mariadb_row_lock_waits_are_evidence_and_decide_once_they_hold_enough_cl
 def test_iowait_past_its_threshold_is_io():
     f = _load("pg15-select-only-scale1-4clients")
     system = [{**s, "cpu_iowait_pct": bound.IOWAIT_PCT} for s in f["system"]]
-    found = bound.classify(f["server"], system, hardware_threads=f["hardware_threads"],
+    found = bound.classify(bound.readings(f["server"]), system, hardware_threads=f["hardware_threads"],
                            loadgen_threads=f["threads"], clients=f["clients"])
     assert found.kind == bound.IO and found.evidence.startswith(f"iowait {bound.IOWAIT_PCT:.0f} %")
 
@@ -89,18 +89,18 @@ def test_figures_are_wait_shares_and_counters_per_transaction():
     f = _load("pg15-tpcb-scale1-16clients")
     record = f["server"]
     tps = 1000.0
-    figures = bound.figures(record, tps)
+    figures = bound.figures(bound.readings(record), tps)
     waits = {n: sum(v or 0 for v in vs) for n, vs in record["series"].items() if n.startswith("wait.")}
     assert figures["wait.Lock:transactionid"] == pytest.approx(waits["wait.Lock:transactionid"] /
                                                                 sum(waits.values()))
     commits = [v for v in record["series"]["xact_commit"] if v is not None]
     assert figures["xact_commit"] == pytest.approx(sum(commits) / len(commits) / tps)
-    assert "xact_commit" not in bound.figures(record, None)  # no throughput: no per-transaction figure
+    assert "xact_commit" not in bound.figures(bound.readings(record), None)  # no throughput: no per-transaction figure
 
 
 def test_the_figure_that_differs_most_between_two_real_points():
-    locks = bound.figures(_load("pg15-tpcb-scale1-16clients")["server"], 1000.0)
-    cached = bound.figures(_load("pg15-select-only-scale1-4clients")["server"], 1000.0)
+    locks = bound.figures(bound.readings(_load("pg15-tpcb-scale1-16clients")["server"]), 1000.0)
+    cached = bound.figures(bound.readings(_load("pg15-select-only-scale1-4clients")["server"]), 1000.0)
     name, x, y = bound.differs_most(locks, cached)
     ratios = {n: abs(math.log(max(locks.get(n, 0), 0.01 if n.startswith("wait.") else 0.001)
                               / max(cached.get(n, 0), 0.01 if n.startswith("wait.") else 0.001)))

@@ -161,7 +161,7 @@ def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_pa
     report = assemble.build(db, assemble.Selection())
     (section,) = report.sections
     svg = assemble.draw(db, report, "html").svg[("postgres", "pgbench-simple-update")]["per_second"]
-    what, _ = bound.waiting(record)
+    what, _ = bound.waiting(bound.readings(record))
     assert what in svg and "dashed: checkpoints" in svg
     (row,) = report.rows
     assert row.bound == fixture["stored_bound"]

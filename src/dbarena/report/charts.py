@@ -454,7 +454,7 @@ def _server_overlay(ax: Axes, section: Section, server: Mapping[str, JSONObject]
             continue
         seconds = [_at(s) for s in _numbers(record["seconds"])]
         series = {name: _numbers(column) for name, column in json_object(record.get("series")).items()}
-        what, values = point_bound.waiting(record)
+        what, values = point_bound.waiting(point_bound.readings(record))
         if twin is None:
             twin = ax.twinx()
             setattr(twin, "_dbarena_twin_of", ax)  # layout.fit places it with ax

@@ -183,7 +183,7 @@ def together_notes(rows: Iterable[AnalysedPoint]) -> list[str]:
     runs: dict[int, tuple[int, list[str]]] = {}
     for r in rows:
         if loadgens.parts(r):
-            runs.setdefault(r.run_id, (loadgens.count(r), [str(p.get("host")) for p in loadgens.parts(r)]))
+            runs.setdefault(r.run_id, (loadgens.count(r), [str(p.host) for p in loadgens.parts(r)]))
     return [f"run {run}: {n} load generators drove each point at once ({', '.join(hosts)}); "
             "`results --parts` shows each one's share and whether they were the bound"
             for run, (n, hosts) in runs.items()]
@@ -194,7 +194,7 @@ class _PartLine:
     """A line of the parts table: one load generator's part of a point."""
 
     point: AnalysedPoint
-    part: JSONObject  # loadgens.parts: a JSON object fleet/combine.py wrote
+    part: loadgens.Part
     first: bool  # the point's first part: the line that names the point
 
 
@@ -205,20 +205,20 @@ def parts_table(rows: Iterable[AnalysedPoint], wide: bool = False) -> FittedTabl
     lines = [_PartLine(r, p, k == 0) for r in rows for k, p in enumerate(loadgens.parts(r))]
 
     def busy(line: _PartLine) -> str:
-        pct = line.part.get("host_cpu_busy_pct")
+        pct = line.part.host_cpu_busy_pct
         return "-" if pct is None else f"{pct:.0f} %"
 
     columns: tuple[Column, ...] = (
         Column("point", "right", lambda r: str(r.point.point_id) if r.first else ""),
         Column("label", "left", lambda r: escape(r.point.label) if r.first else "", 3),
         Column("workload", "left", lambda r: escape(r.point.workload) if r.first else "", 2),
-        Column("host", "left", lambda r: escape(str(r.part.get("host")))),
-        Column("threads", "right", lambda r: str(r.part.get("threads"))),
-        Column("clients", "right", lambda r: str(r.part.get("clients")), WIDE_ONLY),
-        Column("tps", "right", lambda r: fmt(r.part.get("tps"), 1)),
-        Column("qps", "right", lambda r: fmt(r.part.get("qps"), 1), WIDE_ONLY),
-        Column("p95 ms", "right", lambda r: fmt(r.part.get("latency_p95_ms"), 3), 1),
-        Column("load gen.\ncores", "right", lambda r: fmt(r.part.get("loadgen_cpu_cores"), 2)),
+        Column("host", "left", lambda r: escape(str(r.part.host))),
+        Column("threads", "right", lambda r: str(r.part.threads)),
+        Column("clients", "right", lambda r: str(r.part.clients), WIDE_ONLY),
+        Column("tps", "right", lambda r: fmt(r.part.tps, 1)),
+        Column("qps", "right", lambda r: fmt(r.part.qps, 1), WIDE_ONLY),
+        Column("p95 ms", "right", lambda r: fmt(r.part.latency_p95_ms, 3), 1),
+        Column("load gen.\ncores", "right", lambda r: fmt(r.part.loadgen_cpu_cores, 2)),
         Column("host\nbusy", "right", busy),
     )
     bounds = [f"point {r.point_id}: {escape(loadgens.bound([r]) or '')}" for r in rows]

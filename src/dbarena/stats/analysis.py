@@ -12,7 +12,7 @@ import functools
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +27,8 @@ from dbarena.stats.steadystate import Floats
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import DERIVED_FIELDS, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun
+from dbarena.records import JSON, JSONObject, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
+    SystemSums
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -44,13 +45,13 @@ DERIVE_BATCH = 500  # points whose series are read at once when derived figures 
 
 
 def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyState | None,
-                  system: dict[str, Any] | None, hardware_threads: int) -> dict[str, Any]:
-    """The derived fields of one stored point (added to its results row): plain JSON
-    values, cached in the store (point_derived) by estimator version. `samples`: the
+                  system: SystemSums | None, hardware_threads: int) -> JSONObject:
+    """The derived fields of one stored point (added to its results row): a JSON
+    document, cached in the store (point_derived) by estimator version. `samples`: the
     length of its tps series; `steady`: that series' steady state (None without one);
     `system`: its system samples' counts and sums (store.system_sums from the steady
     start on)."""
-    out: dict[str, Any] = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
+    out: JSONObject = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
     if row.status != "ok":
@@ -58,16 +59,16 @@ def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyStat
     flags: list[steadystate.Flag] = []
     if steady is not None:
         out.update(steady_start_s=steady.steady_start_s, steady_tps=steady.mean, tps_ci_low=steady.ci_low,
-                   tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=list(steady.dips_s), trend_pct=steady.trend_pct)
+                   tps_ci_high=steady.ci_high, cv=steady.cv, dips_s=[*steady.dips_s], trend_pct=steady.trend_pct)
         flags.extend(steady.flags)
-    whole: dict[str, tuple[int, float | None]] = system["all"] if system else {}
+    whole: dict[str, tuple[int, float | None]] = system.whole if system else {}
     # A load-generator verdict only from figures with enough samples.
     flags.extend(steadystate.loadgen_verdict(
         _means({k: v for k, v in whole.items() if v[0] >= steadystate.LOADGEN_MIN_SAMPLES}),
         row.threads, hardware_threads))
-    out["warnings"] = [f.as_dict() for f in flags]
+    out["warnings"] = [JSONObject(f.as_dict()) for f in flags]
     # The steady part's samples; every sample where none is at or after the start.
-    out.update(_system_fields(_means(system["steady"] if system and system["steady_rows"] else whole)))
+    out.update(_system_fields(_means(system.steady if system and system.steady_rows else whole)))
     return out
 
 
@@ -88,10 +89,12 @@ def _system_fields(means: dict[str, float | None]) -> dict[str, float | None]:
             "loadgen_cpu": means.get("loadgen_cpu")}
 
 
-def system_view(system: list[dict[str, Any]], steady_start_s: float | None) -> dict[str, float | None]:
+def system_view(system: Sequence[Mapping[str, float | None]], steady_start_s: float | None
+                ) -> dict[str, float | None]:
     """Machine CPU busy % (100 - idle), iowait %, and the CPU the server's and the load
-    generator's processes used, in cores (1.0 = one hardware thread busy)."""
-    chosen = [s for s in system if steady_start_s is None or s["second"] >= steady_start_s] or system
+    generator's processes used, in cores (1.0 = one hardware thread busy). `system`: a
+    point's system samples, each with its second."""
+    chosen = [s for s in system if steady_start_s is None or (s["second"] or 0.0) >= steady_start_s] or system
 
     def mean(values: Iterable[float | None]) -> float | None:
         present = [v for v in values if v is not None]
@@ -136,14 +139,22 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
         judged_by = metric.of_point(row)
         run = runs[row.run_id]
         found = bounds.get(row.point_id) or {}
-        stored: dict[str, Any] = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
-        # (The cache's figures were checked at the store's edge: numbers or None.)
-        numbers: dict[str, Any] = {name: figures.get(name) for name in DERIVED_FIELDS
-                                   if name not in ("metric", "dips_s", "warnings", "samples")}
+        # (The cache's figures were checked at the store's edge: numbers or None, a list
+        # of seconds, of {code, message} and a count; _number and the rest only say so.)
+        dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
         out.append(AnalysedPoint(
-            **stored, **numbers,
-            metric=judged_by, dips_s=list(figures.get("dips_s") or []), warnings=list(figures.get("warnings") or []),
-            samples=int(figures.get("samples") or 0),
+            # The stored point's own fields, typed by StoredPoint, of which AnalysedPoint is one.
+            **{f.name: getattr(row, f.name) for f in dataclasses.fields(row)},
+            cpu_busy_pct=_number(figures, "cpu_busy_pct"), cpu_iowait_pct=_number(figures, "cpu_iowait_pct"),
+            cv=_number(figures, "cv"), loadgen_cpu=_number(figures, "loadgen_cpu"),
+            server_cpu=_number(figures, "server_cpu"), steady_start_s=_number(figures, "steady_start_s"),
+            steady_tps=_number(figures, "steady_tps"), tps_ci_high=_number(figures, "tps_ci_high"),
+            tps_ci_low=_number(figures, "tps_ci_low"), trend_pct=_number(figures, "trend_pct"),
+            metric=judged_by,
+            dips_s=[d for d in dips if isinstance(d, (int, float))] if isinstance(dips, list) else [],
+            warnings=[{k: v for k, v in w.items() if isinstance(v, str)} for w in warnings if isinstance(w, dict)]
+            if isinstance(warnings, list) else [],
+            samples=samples if isinstance(samples, int) else 0,
             lower_is_better=metric.lower_is_better(judged_by),
             # Its number of repeats was chosen by the stopping rule (--precision).
             adaptive=bool(run.options.get("precision")),
@@ -152,6 +163,11 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=row.label))
     return out
+
+
+def _number(figures: Mapping[str, JSON], name: str) -> float | None:
+    value = figures.get(name)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
@@ -197,14 +213,14 @@ def _ranges(ids: list[int]) -> str:
 
 
 def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, StoredRun]
-             ) -> dict[int, dict[str, Any]]:
-    derived = store.derived((r.point_id for r in rows), ESTIMATOR_VERSION)
+             ) -> dict[int, JSONObject]:
+    derived: dict[int, JSONObject] = store.derived((r.point_id for r in rows), ESTIMATOR_VERSION)
     missing = [r for r in rows if r.point_id not in derived]
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
     batches = [missing[start:start + DERIVE_BATCH] for start in range(0, len(missing), DERIVE_BATCH)]
     no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
 
-    def prepare(batch: Sequence[StoredPoint]) -> tuple[dict[int, Any], dict[int, Any], dict[int, float | None]]:
+    def prepare(batch: Sequence[StoredPoint]) -> tuple[_Series, _Steady, dict[int, float | None]]:
         series = store.tps_series(r.point_id for r in batch)
         # Computed together: numpy's work a call is shared by the batch's series.
         measured = [r for r in batch if r.status == "ok" and r.tps is not None and r.point_id in series]
@@ -217,8 +233,8 @@ def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, St
                   for r in batch if r.status == "ok"}
         return series, steady, starts
 
-    def finish(batch: Sequence[StoredPoint], series: dict[int, Any], steady: dict[int, Any],
-               sums: Future[dict[int, dict[str, Any]]]) -> None:
+    def finish(batch: Sequence[StoredPoint], series: _Series, steady: _Steady,
+               sums: Future[dict[int, SystemSums]]) -> None:
         system = sums.result()
         fresh = {r.point_id: analyse_point(r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id],
                                            system.get(r.point_id), run_threads(runs[r.run_id]))
@@ -244,12 +260,17 @@ def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, St
             if pool is not None:
                 sums = pool.submit(store.system_sums, starts, reader)
             else:
-                sums = Future()
+                sums = Future[dict[int, SystemSums]]()
                 sums.set_result(store.system_sums(starts))
             pending = (batch, series, steady, sums)
         if pending:
             finish(*pending)
     return derived
+
+
+# A batch's per-second throughput (seconds, numpy TPS) and steady state, by point id.
+_Series = dict[int, tuple[Sequence[float], Floats]]
+_Steady = dict[int, steadystate.SteadyState | None]
 
 
 def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
@@ -288,7 +309,7 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[AnalysedPoint],
-              histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None = None) -> list[LevelSummary]:
+              histograms: Histograms | None = None) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
     store.latency_histograms)."""
@@ -323,6 +344,7 @@ def summaries(rows: Iterable[AnalysedPoint],
         judged_by = ok[0].metric if ok else members[0].metric
         first = members[0]
         printed = _statistic(ok)
+        pooled = pooled_latency(ok, histograms)
         out.append(LevelSummary(
             label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
             clients=first.clients, variant=first.variant, config=first.config,
@@ -335,7 +357,10 @@ def summaries(rows: Iterable[AnalysedPoint],
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             warnings=[f.as_dict() for f in summary.flags] + point_flags,
             bound=bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
-            **pooled_latency(ok, histograms),
+            latency_p50_ms=pooled.latency_p50_ms, latency_p90_ms=pooled.latency_p90_ms,
+            latency_p95_ms=pooled.latency_p95_ms, latency_p99_ms=pooled.latency_p99_ms,
+            latency_p999_ms=pooled.latency_p999_ms, latency_max_ms=pooled.latency_max_ms,
+            latency_avg_ms=pooled.latency_avg_ms, latency_pooled=pooled.latency_pooled,
             # Every figure the repeats stored, each over them (median, mean, n, spread) and
             # labelled: what published tables give (a mean of printed p95s), named as such.
             over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
@@ -371,28 +396,46 @@ def _statistic(ok: list[AnalysedPoint]) -> _Statistic:
     )
 
 
-LATENCY_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
-                  "latency_max_ms")
+# point ids -> each one's stored latency histogram record (store.latency_histograms).
+Histograms = Callable[[list[int]], Mapping[int, JSONObject]]
 
 
-def pooled_latency(ok: list[AnalysedPoint],
-                   histograms: Callable[[list[int]], dict[int, dict[str, Any]]] | None) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PooledLatency:
+    """A group's latency over its repeats (pooled_latency): the LevelSummary fields of
+    the same names. `latency_pooled`: how its percentiles were found, or why there are
+    none (None for a group without an ok point)."""
+
+    latency_p50_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_p99_ms: float | None = None
+    latency_p999_ms: float | None = None
+    latency_max_ms: float | None = None
+    latency_avg_ms: float | None = None
+    latency_pooled: str | None = None
+
+
+def pooled_latency(ok: list[AnalysedPoint], histograms: Histograms | None) -> PooledLatency:
     """Latency over a group's repeats. Percentiles: of their merged histograms, never an
     average of percentiles; repeats without a histogram each (imports of tools that
     print one percentile, stores older than schema 13) get none, and `latency_pooled`
     says why. The average: of what the tool printed, weighted by transactions (a
     sampled log's mean is only an estimate of it). One point: its own figures."""
-    out: dict[str, Any] = dict.fromkeys(LATENCY_FIELDS)
     if not ok:
-        return {**out, "latency_avg_ms": None, "latency_pooled": None}
+        return PooledLatency()
     if len(ok) == 1:
-        return {**out, **{k: getattr(ok[0], k) for k in (*LATENCY_FIELDS, "latency_avg_ms")},
-                "latency_pooled": "one point"}
+        (m,) = ok
+        return PooledLatency(latency_p50_ms=m.latency_p50_ms, latency_p90_ms=m.latency_p90_ms,
+                             latency_p95_ms=m.latency_p95_ms, latency_p99_ms=m.latency_p99_ms,
+                             latency_p999_ms=m.latency_p999_ms, latency_max_ms=m.latency_max_ms,
+                             latency_avg_ms=m.latency_avg_ms, latency_pooled="one point")
     means = [(m.latency_avg_ms, m.transactions or 0) for m in ok if m.latency_avg_ms is not None]
     weighted = len(means) == len(ok) and all(n for _, n in means)
-    out["latency_avg_ms"] = sum(v * n for v, n in means) / sum(n for _, n in means) if weighted else None
+    average = sum(v * n for v, n in means) / sum(n for _, n in means) if weighted else None
     records = histograms([m.point_id for m in ok]) if histograms is not None else {}
-    pool, figures = None, {}
+    pool: latency.Latencies | None = None
+    figures: dict[str, float | None] = {}
     try:
         # (The store's edge checked each record's figures; an HDR encoding that does not
         # decode, from a store edited by hand, is known only here: no pooled percentiles.)
@@ -402,15 +445,16 @@ def pooled_latency(ok: list[AnalysedPoint],
     except Exception:  # noqa: BLE001 - whatever hdrh makes of garbage
         pool, records = None, {}
     if pool is not None:
-        out.update({f"latency_{name}_ms": figures[name] for name in ("p50", "p90", "p95", "p99", "p999", "max")})
-        if out["latency_avg_ms"] is None:
-            out["latency_avg_ms"] = pool.mean_ms
-        return {**out, "latency_pooled": f"merged histograms of {len(ok)} points"}
+        return PooledLatency(latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"],
+                             latency_p95_ms=figures["p95"], latency_p99_ms=figures["p99"],
+                             latency_p999_ms=figures["p999"], latency_max_ms=figures["max"],
+                             latency_avg_ms=average if average is not None else pool.mean_ms,
+                             latency_pooled=f"merged histograms of {len(ok)} points")
     maxima = [m.latency_max_ms for m in ok if m.latency_max_ms is not None]
-    out["latency_max_ms"] = max(maxima) if len(maxima) == len(ok) else None
-    return {**out, "latency_pooled": f"no pooled percentiles: {len(ok) - len(records)} of {len(ok)} points "
-                                     "have no latency histogram to merge (over_repeats: the median and mean "
-                                     "of the percentiles each run printed)"}
+    return PooledLatency(latency_max_ms=max(maxima) if len(maxima) == len(ok) else None, latency_avg_ms=average,
+                         latency_pooled=f"no pooled percentiles: {len(ok) - len(records)} of {len(ok)} points "
+                                        "have no latency histogram to merge (over_repeats: the median and mean "
+                                        "of the percentiles each run printed)")
 
 
 def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
-from dbarena.serverside.series import WAIT
+from dbarena.records import JSON, json_object
+from dbarena.serverside.series import WAIT, ServerSeries
 from dbarena.stats import thresholds
 
 LOCKS = "locks"
@@ -59,6 +60,37 @@ _IO_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:DataFileExtend", "IO
 class PointBound:
     kind: str       # one of KINDS
     evidence: str   # the figures, in words
+
+
+class Readings(Protocol):
+    """A point's server readings: `seconds` since it started and each name's values, one
+    a second. serverside.series.ServerSeries is one; readings() reads one back from the
+    JSON the store keeps."""
+
+    @property
+    def seconds(self) -> Sequence[float]: ...
+    @property
+    def series(self) -> Mapping[str, Sequence[float | None]]: ...
+
+
+def readings(record: Mapping[str, JSON]) -> ServerSeries:
+    """The readings of a stored server record (ServerSeries.encode's JSON; the store's
+    edge checked its seconds and values are numbers or None)."""
+    engine = record.get("engine")
+    seconds = record.get("seconds")
+    return ServerSeries(
+        engine=engine if isinstance(engine, str) else "",
+        seconds=tuple(n for s in seconds if (n := _number(s)) is not None) if isinstance(seconds, list) else (),
+        series={name: tuple(_number(v) for v in values)
+                for name, values in json_object(record.get("series")).items() if isinstance(values, list)})
+
+
+def _number(value: JSON) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+# A once-a-second system sample's figures (host/sysmetrics.SystemSample, as a row).
+Sample = Mapping[str, float | None]
 
 
 def wait_class(event: str) -> str | None:
@@ -154,7 +186,7 @@ def _checkpoint_note(series: Mapping[str, Sequence[float | None]], seconds: Sequ
             + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else "")]
 
 
-def _cpu_bound(system: Sequence[Mapping[str, Any]], hardware_threads: int, loadgen_threads: int,
+def _cpu_bound(system: Sequence[Sample], hardware_threads: int, loadgen_threads: int,
                notes: list[str]) -> PointBound:
     """Where no wait decided: the CPU of the load generator, the server or the machine,
     saturated as every view calls it (stats/thresholds.py), or no single bound."""
@@ -178,15 +210,15 @@ def _cpu_bound(system: Sequence[Mapping[str, Any]], hardware_threads: int, loadg
     return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
 
 
-def classify(server: Mapping[str, Any] | None, system: Sequence[Mapping[str, Any]], *, hardware_threads: int,
+def classify(server: Readings | None, system: Sequence[Sample], *, hardware_threads: int,
              loadgen_threads: int, clients: int) -> PointBound:
-    """The bound of one point. `server`: {"engine", "seconds", "series"} (a decoded
-    ServerSeries record; None: not sampled); `system`: its system_samples rows;
+    """The bound of one point. `server`: its server readings (None: not sampled);
+    `system`: its system_samples rows;
     `hardware_threads`: those the server could use; `loadgen_threads`: the tool's
     threads; `clients`: its connections. What the server waited for decides first (the
     largest share past its threshold), then the CPU."""
-    series: Mapping[str, Sequence[float | None]] = (server or {}).get("series") or {}
-    seconds: Sequence[float] = (server or {}).get("seconds") or ()
+    series: Mapping[str, Sequence[float | None]] = server.series if server is not None else {}
+    seconds: Sequence[float] = server.seconds if server is not None else ()
     found, notes = _backend_waits(series)
     more, said = _innodb(series, clients)
     found, notes = found + more, notes + said
@@ -230,13 +262,13 @@ def of_group(kinds: Iterable[str | None]) -> str | None:
     return ", ".join(f"{k} {c}/{len(known)}" for k, c in ranked)
 
 
-def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
+def waiting(record: Readings) -> tuple[str, list[float | None]]:
     """What the report's per-second chart overlays on the throughput, from a point's
-    server record: (what it is, one value per second). PostgreSQL: the backends seen
+    server readings: (what it is, one value per second). PostgreSQL: the backends seen
     waiting on locks, WAL or I/O; MariaDB/MySQL: the clients waiting on row locks on
     average (Innodb_row_lock_time, ms per second / 1000)."""
-    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
-    n = len(record.get("seconds") or ())
+    series = record.series
+    n = len(record.seconds)
     # By what the engine's reader recorded, not by its name: the MySQL family's reads
     # SHOW GLOBAL STATUS (its series are "status."), PostgreSQL's each backend's wait.
     if not any(name.startswith("status.") for name in series):
@@ -252,12 +284,12 @@ def waiting(record: Mapping[str, Any]) -> tuple[str, list[float | None]]:
 GAUGES = frozenset({"status.Threads_running", "status.Innodb_row_lock_current_waits"})
 
 
-def figures(record: Mapping[str, Any], tps: float | None) -> dict[str, float]:
+def figures(record: Readings, tps: float | None) -> dict[str, float]:
     """A point's server figures that two points can be compared by, whatever their
     throughput: each wait event's share of the active-backend samples (`wait.`), each
     counter per transaction (its mean rate / the tool's TPS; left out without a TPS), each
     gauge's mean. Names never seen move are left out."""
-    series: Mapping[str, Sequence[float | None]] = record.get("series") or {}
+    series = record.series
     waits = {n: sum(v or 0 for v in values) for n, values in series.items() if n.startswith(WAIT)}
     total = sum(waits.values())
     out: dict[str, float] = {n: c / total for n, c in waits.items() if total and c}

@@ -16,15 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 from urllib.parse import urlsplit
+
+from dbarena.records import JSON, JSONObject, json_object
 
 # Fields of a key, in display order.
 FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "load_generators", "duration_s",
           "warmup_s", "params", "options", "settings", "variant", "host")
 # What a key without the field means (keys made before it existed say nothing of it):
 # one load generator, not an unknown that would let a point of two pass for one.
-DEFAULTS: dict[str, Any] = {"load_generators": 1}
+DEFAULTS: JSONObject = {"load_generators": 1}
 # What a comparison may be "about" and the fields it then ignores.
 ABOUT = {
     "host": ("host",),
@@ -59,8 +61,8 @@ def flavour_of(engine: str, version: str | None) -> str | None:
     return "mariadb" if "mariadb" in version.lower() else "mysql"
 
 
-def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None = None,
-                  server_cores: int | None = None, server_threads: int | None = None) -> dict[str, Any] | None:
+def host_identity(host_facts: Mapping[str, JSON] | None, target_url: str | None = None,
+                  server_cores: int | None = None, server_threads: int | None = None) -> JSONObject | None:
     """The machine the server ran on: this host for a throwaway instance; for a
     --target, its address and what the user said of it (its CPU is not visible)."""
     if target_url is not None:
@@ -70,7 +72,7 @@ def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None =
     if not host_facts:
         return None
     memory = host_facts.get("memory_bytes")
-    identity = {
+    identity: JSONObject = {
         "cpu_model": host_facts.get("cpu_model"),
         "hardware_threads": host_facts.get("hardware_threads"),
         # Rounded: the kernel's MemTotal moves by a few MB between boots.
@@ -79,22 +81,22 @@ def host_identity(host_facts: Mapping[str, Any] | None, target_url: str | None =
     # A run confined to some of the machine's CPUs (taskset, a cpuset, a CPU quota)
     # measured another configuration; a run on the whole machine keeps the key it had
     # before dbarena recorded the CPUs a run may use.
-    usable = host_facts.get("usable_hardware_threads")
-    if (usable is not None and usable < (host_facts.get("hardware_threads") or usable)) \
-            or host_facts.get("cpu_quota_cores") is not None:
+    usable, threads = _count(host_facts.get("usable_hardware_threads")), _count(host_facts.get("hardware_threads"))
+    if (usable is not None and usable < (threads or usable)) or host_facts.get("cpu_quota_cores") is not None:
         identity["usable_cpus"] = host_facts.get("usable_cpus")
         identity["cpu_quota_cores"] = host_facts.get("cpu_quota_cores")
     return identity
 
 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
-          params: Mapping[str, Any], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
-          server_version: str | None, flavour: str | None, host: Mapping[str, Any] | None,
-          load_generators: int = 1) -> dict[str, Any]:
+          params: Mapping[str, JSON], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
+          server_version: str | None, flavour: str | None, host: Mapping[str, JSON] | None,
+          load_generators: int = 1) -> JSONObject:
     """A point's key. duration_s is None for a tool bounded by queries (mysqlslap).
     load_generators: the hosts that drove the point together (fleet run --together);
-    in the key only when more than one, so that every other key stays as it was."""
-    key = {
+    in the key only when more than one, so that every other key stays as it was.
+    The key is a JSON document: what the store keeps (points.config) and digests."""
+    key: JSONObject = {
         "engine": engine,
         "flavour": flavour,
         "server_major": server_major(server_version, flavour),
@@ -115,17 +117,17 @@ def build(*, engine: str, workload: str, threads: int, clients: int, duration_s:
     return key
 
 
-def digest(key: Mapping[str, Any]) -> str:
+def digest(key: Mapping[str, JSON]) -> str:
     """A short, stable hash of a key (12 hex digits)."""
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def ignoring(key: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+def ignoring(key: Mapping[str, JSON], fields: Iterable[str]) -> JSONObject:
     skip = set(fields)
     return {k: v for k, v in key.items() if k not in skip}
 
 
-def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
+def differing(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] = ()) -> list[str]:
     """The fields in which two keys differ, in display order; nested ones as
     'settings.shared_buffers', 'params.scale'. A field one side does not know (None:
     an imported summary without a duration, a run without host facts) is not counted
@@ -145,31 +147,36 @@ def differing(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] 
     return out
 
 
-def unknown(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[str]:
+def unknown(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] = ()) -> list[str]:
     """Fields that one side of a comparison does not know, so could not be checked."""
     skip = set(ignore)
     return [n for n in FIELDS if n not in skip
             and (a.get(n, DEFAULTS.get(n)) is None) != (b.get(n, DEFAULTS.get(n)) is None)]
 
 
-def matches(a: Mapping[str, Any], b: Mapping[str, Any], ignore: Iterable[str] = ()) -> bool:
+def matches(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] = ()) -> bool:
     return not differing(a, b, ignore)
 
 
-def describe(a: Mapping[str, Any], b: Mapping[str, Any], fields: list[str]) -> str:
+def describe(a: Mapping[str, JSON], b: Mapping[str, JSON], fields: list[str]) -> str:
     """'params.scale 5 vs 20; duration_s 60 vs 9': what differs, with both values."""
     parts = []
     for f in fields:
         head, _, sub = f.partition(".")
         x, y = (a.get(head, DEFAULTS.get(head)), b.get(head, DEFAULTS.get(head)))
         if sub:
-            x = (x or {}).get(sub)
-            y = (y or {}).get(sub)
+            x = json_object(x).get(sub)
+            y = json_object(y).get(sub)
         parts.append(f"{f} {_short(x)} vs {_short(y)}")
     return "; ".join(parts)
 
 
-def _short(value: Any) -> str:
+def _count(value: JSON) -> float | None:
+    """A count among a host's facts (the store's edge checked them: numbers), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _short(value: JSON) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict):

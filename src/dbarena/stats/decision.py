@@ -21,9 +21,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from dbarena.records import AnalysedPoint, LevelComparison
+from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
 from dbarena.stats import loadgens, metric, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
@@ -60,7 +59,7 @@ class Decision:
     def change_pct(self) -> float | None:
         return None if self.ratio is None else (self.ratio - 1) * 100
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
                 "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,

@@ -16,9 +16,9 @@ socket and data directories, its files) never count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
-from dbarena.records import StoredRun
+from dbarena.records import JSON, StoredRun, json_object
 
 # Settings of a throwaway instance that differ on every run and explain nothing.
 PER_INSTANCE = frozenset({
@@ -81,7 +81,7 @@ def kind(fact: str) -> str | None:
 _MACHINE_WORDS = frozenset(words for words, _ in MACHINE_FACTS.values())
 
 
-def of_run(run: StoredRun, config: Mapping[str, Any]) -> Environment:
+def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     """A run's environment, from its record (store.runs()) and one of its points'
     configuration key: the server's version, the tools' and client libraries' versions,
     dbarena's, the kernel and the machine, the server's settings (those the study set, and
@@ -107,18 +107,18 @@ def of_run(run: StoredRun, config: Mapping[str, Any]) -> Environment:
         for name, value in reported.items():
             if str(name).lower() not in PER_INSTANCE:
                 out[f"setting {str(name).lower()}"] = str(value)
-    for name, value in (config.get("settings") or {}).items():
+    for name, value in json_object(config.get("settings")).items():
         if str(name).lower() not in PER_INSTANCE:
             out[f"setting {str(name).lower()}"] = str(value)
     for fact in ("duration_s", "warmup_s"):
         if config.get(fact) is not None:
             out[fact] = str(config[fact])
-    if isinstance(config.get("options"), Mapping):
+    if isinstance(options := config.get("options"), dict):
         complete.add(OPTION)
-        for name, value in config["options"].items():
+        for name, value in options.items():
             out[f"option {name}"] = str(value)
     host = config.get("host")
-    if isinstance(host, Mapping):
+    if isinstance(host, dict):
         complete.add(MACHINE)
         for name, value in host.items():
             if value is None or name in ("cpu_model", "hardware_threads"):  # the host's facts above

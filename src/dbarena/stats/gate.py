@@ -25,12 +25,11 @@ UsageError: exit 2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, fields, replace
 
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint, LevelComparison
+from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import analysis, decision, metric
 
 FAIL, PASS, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, MISSING = \
@@ -67,8 +66,8 @@ class Item:
     status: str  # FAIL, INCONCLUSIVE, PASS, NO_VERDICT, NOT_COMPARABLE, MISSING
     text: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def as_dict(self) -> JSONObject:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class Gate:
     def exit_status(self) -> int:
         return {FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE}.get(self.status, EXIT_PASS)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"baseline": self.baseline.what, "candidate": self.candidate.what,
                 "max_regression_pct": self.max_regression * 100, "status": self.status,
                 "passed": self.status == PASS, "items": [i.as_dict() for i in self.items]}

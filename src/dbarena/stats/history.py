@@ -23,11 +23,11 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint, StoredRun
+from dbarena.records import AnalysedPoint, JSONObject, StoredRun
 from dbarena.stats import analysis, environment, metric
 from dbarena.stats import estimators as stats
 
@@ -58,7 +58,7 @@ class RunValue:
     interval: str | None  # "between runs", "within one run" or None
     environment: environment.Environment
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"run": self.run_id, "started_at": self.started_at, "n": self.n, "failed": self.failed,
                 "mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "interval": self.interval,
                 "environment": dict(self.environment.facts)}
@@ -94,7 +94,7 @@ class ChangePoint:
     text: str  # "12.3 % slower (95 % CI ...)", in the metric's direction
     causes: tuple[Cause, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"index": self.index, "run": self.run_id, "started_at": self.started_at,
                 "runs_before": self.runs_before, "runs_after": self.runs_after, "mean_before": self.mean_before,
                 "mean_after": self.mean_after, "change_pct": self.change_pct, "ci_low_pct": self.ci_low_pct,
@@ -116,7 +116,7 @@ class Series:
     workload: str
     threads: int
     clients: int
-    dataset: Mapping[str, Any]
+    dataset: JSONObject  # the tool's dataset parameters, as the configuration key holds them
     variant: str
     metric: str
     runs: tuple[RunValue, ...]
@@ -130,7 +130,7 @@ class Series:
         return (f"{self.label} {self.engine} {self.workload}{variant} at {self.threads} thread(s)"
                 + (f", {dataset}" if dataset else ""))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"label": self.label, "engine": self.engine, "workload": self.workload, "threads": self.threads,
                 "clients": self.clients, "dataset": dict(self.dataset), "variant": self.variant,
                 "metric": self.metric, "lower_is_better": metric.lower_is_better(self.metric),
@@ -263,7 +263,7 @@ class Filter:
 class History:
     series: tuple[Series, ...] = field(default_factory=tuple)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"series": [s.as_dict() for s in self.series]}
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from dbarena.lazy import lazy_import
+from dbarena.records import JSON, JSONObject, json_object
 
 if TYPE_CHECKING:  # numpy itself is imported where it is used: most commands never need it
     import numpy as np
@@ -182,8 +183,8 @@ class Latencies:
 
     # -------------------------------------------------------------- storing
 
-    def encode(self) -> dict[str, Any]:
-        """A JSON-able record: the HDR encoding and the exact figures beside it."""
+    def encode(self) -> JSONObject:
+        """A JSON record: the HDR encoding and the exact figures beside it."""
         self._flush()
         return {
             "encoding": ENCODING, "unit": "us", "significant_digits": SIGNIFICANT_DIGITS,
@@ -194,15 +195,30 @@ class Latencies:
         }
 
     @classmethod
-    def decode(cls, record: Mapping[str, Any]) -> "Latencies":
+    def decode(cls, record: Mapping[str, JSON]) -> "Latencies":
+        """The distribution of a record encode() made (the store's edge checked its
+        figures are counts and numbers, store/edge.histogram_fault)."""
         if record.get("encoding") != ENCODING:
             raise ValueError(f"latency histogram encoded as {record.get('encoding')!r}, which this dbarena "
                              "cannot read: upgrade dbarena")
-        hdr = hdrh_histogram.HdrHistogram.decode(record["hdr"]) if record.get("hdr") else new_hdr()
-        return cls(_hdr=hdr, count=int(record.get("count") or 0), sum_us=int(record.get("sum_us") or 0),
-                   min_us=record.get("min_us"), max_us=record.get("max_us"),
-                   over_range=int(record.get("over_range") or 0), outcomes=dict(record.get("outcomes") or {}),
-                   sampling_rate=record.get("sampling_rate"), source=record.get("source") or "")
+        encoded = record.get("hdr")
+        hdr = hdrh_histogram.HdrHistogram.decode(encoded) if isinstance(encoded, str) and encoded else new_hdr()
+        rate = record.get("sampling_rate")
+        return cls(_hdr=hdr, count=_whole(record.get("count")) or 0, sum_us=_whole(record.get("sum_us")) or 0,
+                   min_us=_whole(record.get("min_us")), max_us=_whole(record.get("max_us")),
+                   over_range=_whole(record.get("over_range")) or 0,
+                   outcomes={name: n for name, v in json_object(record.get("outcomes")).items()
+                             if (n := _whole(v)) is not None},
+                   sampling_rate=float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None,
+                   source=str(record.get("source") or ""))
+
+
+def _whole(value: JSON) -> int | None:
+    """A count (of microseconds, of latencies) as a record holds it, or None where it
+    holds none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return int(value)
 
 
 # HDR's layout for SIGNIFICANT_DIGITS and a lowest value of 1: values below

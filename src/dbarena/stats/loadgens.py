@@ -12,21 +12,56 @@ Pure functions of analysed points (records.AnalysedPoint).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
-from dbarena.records import StoredPoint
+from dbarena.records import JSON, JSONObject, StoredPoint
 from dbarena.stats import thresholds
 
 # Of a load generator's host CPU: saturated as every view calls it (stats/thresholds.py).
 SATURATED_PCT = thresholds.SATURATED_PCT
 
 
-def parts(row: StoredPoint) -> list[dict[str, Any]]:
-    """A point's parts, one per load generator ([] for a point of one): JSON objects
-    fleet/combine.py wrote (the store's edge checked they are objects)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Part:
+    """One load generator's part of a point driven together, as fleet/combine.py kept it
+    in the point's details (`together.parts`; its series and histogram stay there), with
+    the CPU fleet/together.py added: each figure None where the part holds none. A
+    figure keeps the JSON number it was (an int prints without decimals)."""
+
+    host: str | None
+    threads: int | None
+    clients: int | None
+    tps: float | None
+    qps: float | None
+    latency_p95_ms: float | None
+    loadgen_cpu_cores: float | None  # the tool's CPU, in cores
+    host_cpu_busy_pct: float | None  # its host's busy share
+
+    @classmethod
+    def of_json(cls, part: JSONObject) -> "Part":
+        host, threads, clients = part.get("host"), part.get("threads"), part.get("clients")
+        return cls(host=host if isinstance(host, str) else None, threads=_count(threads), clients=_count(clients),
+                   tps=_number(part.get("tps")), qps=_number(part.get("qps")),
+                   latency_p95_ms=_number(part.get("latency_p95_ms")),
+                   loadgen_cpu_cores=_number(part.get("loadgen_cpu_cores")),
+                   host_cpu_busy_pct=_number(part.get("host_cpu_busy_pct")))
+
+
+def _number(value: JSON) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _count(value: JSON) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parts(row: StoredPoint) -> list[Part]:
+    """A point's parts, one per load generator ([] for a point of one), from the JSON
+    objects fleet/combine.py wrote (the store's edge checked they are objects)."""
     together = row.details.get("together")
     found = together.get("parts") if isinstance(together, dict) else None
-    return [p for p in found if isinstance(p, dict)] if isinstance(found, list) else []
+    return [Part.of_json(p) for p in found if isinstance(p, dict)] if isinstance(found, list) else []
 
 
 def count(row: StoredPoint) -> int:
@@ -38,8 +73,8 @@ def count(row: StoredPoint) -> int:
 def busiest(points: Sequence[StoredPoint]) -> tuple[str, float, int] | None:
     """(host, its busy share, load generators) of the busiest load generator of these
     points (repeats of one level); None when none was driven together or none sampled."""
-    found = [(p.get("host"), float(p["host_cpu_busy_pct"]), count(row))
-             for row in points for p in parts(row) if p.get("host_cpu_busy_pct") is not None]
+    found = [(p.host, float(p.host_cpu_busy_pct), count(row))
+             for row in points for p in parts(row) if p.host_cpu_busy_pct is not None]
     if not found:
         return None
     host, busy, n = max(found, key=lambda f: f[1])

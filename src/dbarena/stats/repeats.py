@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
-from dbarena.records import StoredPoint
+from dbarena.records import JSONObject, StoredPoint
 
 # The stored figures, in the order views show them: (column, its name in a label).
 FIGURES: tuple[tuple[str, str], ...] = (
@@ -64,7 +64,7 @@ class OverRepeats:
         runs = f"{self.n} run{'' if self.n == 1 else 's'}"
         return f"{statistic} of {self.source} {self.name} over {runs}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"figure": self.column, "source": self.source, "n": self.n, "median": self.median,
                 "mean": self.mean, "stdev": self.stdev, "min": min(self.values), "max": max(self.values),
                 "median_is": self.label("median"), "mean_is": self.label("mean")}
@@ -93,10 +93,10 @@ def over_repeats(ok: Iterable[StoredPoint]) -> dict[str, OverRepeats]:
     return out
 
 
-def flat(figures: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def flat(figures: Mapping[str, JSONObject]) -> JSONObject:
     """Figures as as_dict gives them, as flat columns for CSV: `qps_median`,
     `latency_p95_ms_mean`, ... (every figure and statistic, empty where absent)."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for column, _ in FIGURES:
         found = figures.get(column) or {}
         for statistic in STATISTICS:

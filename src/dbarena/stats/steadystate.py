@@ -450,13 +450,14 @@ def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estima
 LOADGEN_MIN_SAMPLES = 3
 
 
-def loadgen_flags(system: Sequence[dict[str, Any]], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
+def loadgen_flags(system: Sequence[Mapping[str, float | None]], threads: int, hardware_threads: int
+                  ) -> tuple[Flag, ...]:
     """Was the load generator, not the database, the bottleneck? (system: stored
     system_samples rows of one point; nothing is said from fewer than
     LOADGEN_MIN_SAMPLES of a figure)"""
 
     def enough(field: str) -> list[float]:
-        found = [s[field] for s in system if s.get(field) is not None]
+        found = [v for s in system if (v := s.get(field)) is not None]
         return found if len(found) >= LOADGEN_MIN_SAMPLES else []
     means = {f: statistics.fmean(found) for f in ("loadgen_cpu", "cpu_idle_pct", "server_cpu") if (found := enough(f))}
     return loadgen_verdict(means, threads, hardware_threads)

@@ -31,7 +31,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import StoredPoint, StoredRun
+from dbarena.records import StoredPoint, StoredRun, SystemSums
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -525,11 +525,10 @@ class Store:
         return sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
 
     def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
-                    ) -> dict[int, dict[str, Any]]:
+                    ) -> dict[int, SystemSums]:
         """Counts and sums of the system samples' CPU figures (SYSTEM_MEANS) of each
-        point, summed in SQL: over all its samples ("all"), and over those from its
-        steady start on ("steady", "steady_rows" of them; all of them where the start is
-        None). Points without system samples are left out. `db`: the connection to read
+        point, summed in SQL (records.SystemSums): over all its samples, and over those
+        from its steady start on (all of them where the start is None). Points without system samples are left out. `db`: the connection to read
         them with (second_reader's, from another thread), else the store's. A point
         with a sample that does not fit (text, NaN, a negative figure) is summed here
         instead, without that sample (said once)."""
@@ -541,7 +540,7 @@ class Store:
 
         def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
             return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
-        out: dict[int, dict[str, Any]] = {}
+        out: dict[int, SystemSums] = {}
         cut: list[int] = []
         for chunk in chunks(sorted(starts)):
             for pid, bad, rows, first, *rest in db.execute(
@@ -551,7 +550,7 @@ class Store:
                     self._checked_sums(db, pid, starts[pid], out)
                     continue
                 whole = figures(rest)
-                out[pid] = {"all": whole, "steady_rows": rows, "steady": whole}
+                out[pid] = SystemSums(whole=whole, steady=whole, steady_rows=rows)
                 start = starts[pid]
                 if start is not None and start > first:
                     cut.append(pid)
@@ -560,11 +559,11 @@ class Store:
             rows, *rest = db.execute(
                 f"SELECT count(*), {sums} FROM system_samples WHERE point_id = ? AND second >= ?",
                 (pid, starts[pid])).fetchone()
-            out[pid].update(steady_rows=rows, steady=figures(rest))
+            out[pid] = SystemSums(whole=out[pid].whole, steady=figures(rest), steady_rows=rows)
         return out
 
     def _checked_sums(self, db: SqlConnection, point_id: int, start: float | None,
-                      out: dict[int, dict[str, Any]]) -> None:
+                      out: dict[int, SystemSums]) -> None:
         """system_sums of one point whose samples do not all fit: those left out."""
         names = ("point_id", "second", *SYSTEM_MEANS)
         rows = self._series_rows("system_samples", names, db.execute(
@@ -577,7 +576,7 @@ class Store:
             columns = {c: [row[k] for row in part if row[k] is not None] for k, c in enumerate(names) if k > 1}
             return {c: (len(v), float(sum(v)) if v else None) for c, v in columns.items()}
         steady = [row for row in rows if start is None or row[1] >= start]
-        out[point_id] = {"all": figures(rows), "steady_rows": len(steady), "steady": figures(steady)}
+        out[point_id] = SystemSums(whole=figures(rows), steady=figures(steady), steady_rows=len(steady))
 
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
