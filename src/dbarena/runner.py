@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from dbarena.dataset_lifecycle import dataset_key, dataset_steps, dataset_use
+from dbarena.dataset_lifecycle import DatasetKey, Slot, dataset_key, dataset_steps, dataset_use
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
@@ -35,6 +35,7 @@ from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, Stor
 from dbarena import measure
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
+from dbarena.records import JSON, JSONObject, json_object
 from dbarena.serverside.series import ServerSeries
 from dbarena.store.database import now_utc
 from dbarena.workloads import WORKLOADS, failure
@@ -48,7 +49,7 @@ class Bound:
 
     target: Target
     run_id: int
-    context: Mapping = field(default_factory=dict)
+    context: Mapping[str, JSON] = field(default_factory=dict)  # provenance.key_context
     record: state.Record | None = None  # the run's state record: the tool running now goes in it
     loadgen_cpus: tuple[int, ...] | None = None  # the CPUs the tools run on ([cpus]); None: any
 
@@ -65,15 +66,21 @@ class Bound:
         if self.record is not None:
             self.record.update(scratch=str(path) if path is not None else None)
 
-    def config(self, spec: PointSpec) -> dict:
+    def config(self, spec: PointSpec) -> JSONObject:
         tool = WORKLOADS[spec.workload].tool
         c = self.context
+        settings, host = json_object(c.get("settings")), c.get("host")
         return configkey.build(
             engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
             duration_s=spec.duration_s if tool.timed else None, warmup_s=spec.warmup_s, params=dict(spec.params),
-            options=dict(spec.options), settings=c.get("settings", {}), variant=spec.variant,
-            server_version=c.get("server_version"), flavour=c.get("flavour"), host=c.get("host"),
+            options=dict(spec.options), settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()},
+            variant=spec.variant, server_version=_text(c.get("server_version")), flavour=_text(c.get("flavour")),
+            host=host if isinstance(host, dict) else None,
         )
+
+
+def _text(value: JSON) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class Sweep:
@@ -96,8 +103,8 @@ class Sweep:
         # for the percentiles; None: no log.
         self.latency_sampling = latency_sampling
         self.next_index = first_index  # of the next point, over the whole session (for the reporter)
-        self.prepared: dict[tuple, PointSpec] = {}  # dataset key -> a spec that prepared it
-        self.broken: dict[tuple, str] = {}  # dataset key -> why it could not be prepared
+        self.prepared: dict[DatasetKey, PointSpec] = {}  # dataset key -> a spec that prepared it
+        self.broken: dict[DatasetKey, str] = {}  # dataset key -> why it could not be prepared
         self.restore_s: dict[str, float] = {}  # variant -> seconds the last restore took, for its point
 
     def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
@@ -110,7 +117,7 @@ class Sweep:
         adaptive plan of rounds.Adaptive decides each round from the one before).
         Datasets prepared once per run stay prepared from one round to the next."""
         results: list[PointResult] = []
-        current: dict[tuple, tuple[tuple, PointSpec]] = {}
+        current: dict[Slot, tuple[DatasetKey, PointSpec]] = {}
         finished: list[PointResult] = []
         try:
             while plan := next_round(finished):
@@ -269,7 +276,7 @@ class Sweep:
 
     def _record_datasets(self) -> None:
         # Measured before the last cleanup drops the tables on an external target.
-        by_variant: dict[str, dict] = {}
+        by_variant: dict[str, JSONObject] = {}
         for spec in self.prepared.values():
             by_variant.setdefault(spec.variant, {})[WORKLOADS[spec.workload].tool.name] = dict(spec.params)
         for variant, datasets in by_variant.items():
