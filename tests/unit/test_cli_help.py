@@ -31,3 +31,18 @@ def test_every_command_has_help(path, cmd):
 def test_every_command_is_found_by_its_module():
     """The lazy root group names every command the modules define, and no other."""
     assert set(cli.commands) == set(COMMAND_MODULES)
+
+
+def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
+    """Issue 45: a SIGTERM mid-query inside a `with connection:` block made psycopg log
+    "error ignored in rollback on <psycopg.Connection ...>", which Python's last-resort
+    handler printed among the run's lines. In a process of its own: pytest's log
+    capture would hide the last-resort handler here."""
+    import subprocess
+    import sys
+
+    code = ("import logging\nfrom dbarena.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n"
+            "    pass\nlogging.getLogger('psycopg').warning('error ignored in rollback on <psycopg.Connection>')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("dbarena"), done.stdout + done.stderr
+    assert done.stderr == ""
