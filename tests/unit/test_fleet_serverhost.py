@@ -60,3 +60,31 @@ def test_the_lease_file_is_quoted_for_the_hosts_shell_its_home_left_to_expand():
     assert shell_path("~/.dbarena-fleet/db 1/server/lease") == "~/'.dbarena-fleet/db 1/server/lease'"
     assert shell_path("/var/x;rm -rf y/server/lease") == "'/var/x;rm -rf y/server/lease'"
     assert shell_path("~") == "~/"
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, "Interrupted"], ids=["Ctrl-C", "SIGTERM"])
+def test_a_controller_interrupted_while_its_server_starts_stops_that_server(interrupt, monkeypatch):
+    """Issue 45: the controller Ctrl-C'd (or sent SIGTERM) while the [server] host's
+    server starts, detached there, left it running until its lease ran out or `fleet
+    cleanup` came; it is stopped as at a run's end, and the interrupt goes on."""
+    from dbarena.errors import Interrupted
+    from dbarena.fleet import together
+    from dbarena.study import arguments
+
+    raised = Interrupted if interrupt == "Interrupted" else interrupt
+    steps: list[str] = []
+    run = object.__new__(together.Together)
+    run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
+    run.hosts, run.server = [], object()
+    monkeypatch.setattr(together, "check", lambda *args: None)
+    monkeypatch.setattr(run, "install", lambda: True)
+
+    def start_server() -> bool:
+        steps.append("start")
+        raise raised()
+
+    monkeypatch.setattr(run, "start_server", start_server)
+    monkeypatch.setattr(run, "stop_server", lambda: steps.append("stop"))
+    with pytest.raises(raised):
+        run.run()
+    assert steps == ["start", "stop"]

@@ -183,7 +183,15 @@ class Together:
         with _server_password(self.study.engines[0].name):
             if not self.install():
                 return 1
-            if not self.start_server():
+            try:
+                started = self.start_server()
+            except BaseException:
+                # Interrupted (Ctrl-C, SIGTERM) or failed while the server starts: it was
+                # asked to start detached on its host and goes on without the controller,
+                # until its lease or `fleet cleanup`; stopped now, as at a run's end.
+                self.stop_server()
+                raise
+            if not started:
                 return 1
             try:
                 with Lease(self.fleet.ansible.inventory, self.server):
