@@ -88,3 +88,34 @@ def test_a_controller_interrupted_while_its_server_starts_stops_that_server(inte
     with pytest.raises(raised):
         run.run()
     assert steps == ["start", "stop"]
+
+
+def test_a_controller_interrupted_mid_point_stops_the_load_generators_shares(monkeypatch):
+    """Issue 45: a Ctrl-C while a --together point runs left each load generator's
+    share running detached on its host to the end of its time; they are stopped now."""
+    from types import SimpleNamespace
+
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.model import PointSpec
+    from dbarena.study import arguments
+
+    run = object.__new__(together.Together)
+    run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
+    run.hosts = [Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
+                 for n in ("alpha", "beta")]
+    run.fleet, run.target, run.tls_ca = SimpleNamespace(poll_s=0.01), "postgresql://dbarena@db:5432/dbarena", None
+    sent: list[tuple[list[str], str]] = []
+
+    def step(hosts, args, **kwargs):
+        sent.append(([h.name for h in hosts], args[-1]))
+        if args[-1] == "status":
+            raise KeyboardInterrupt  # the Ctrl-C, while the point runs
+        return {h.name: together.Answer({"state": "ready"}) for h in hosts}
+
+    monkeypatch.setattr(run, "step", step)
+    monkeypatch.setattr(together, "GO_LEAD_MIN_S", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        run.point(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=60))
+    assert [what for _, what in sent][-2:] == ["status", "stop"]
+    assert sent[-1][0] == ["alpha", "beta"]

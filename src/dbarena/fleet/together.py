@@ -416,36 +416,42 @@ class Together:
                                         "tls": self._tls_request()})
                     for h, share in zip(self.hosts, shares)}
         began = time.time()
-        ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
-                          detach=True, secrets=True)
-        problems = self._problems(ready, want="ready")
-        if problems:
-            self._stop(self.hosts, ctl)
-            return _failed(spec, problems, began)
-        # Far enough ahead for the go play to reach every host (it takes about as long as a step).
-        lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
-        start_at = time.time() + lead
-        self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
-        answers: dict[str, dict[str, Any]] = {}
-        # Polled while the point runs (not only at its end): a host that fails stops the others at once.
-        time.sleep(max(0.0, start_at + 1.0 - time.time()))
-        while True:
-            pending = [h for h in self.hosts if h.name not in answers]
-            polled = self.step(pending, [*ctl, "status"])
-            problems = self._problems(polled, want=None)
-            for name, answer in polled.items():
-                if answer.data is not None and answer.data.get("state") in loadgen.FINAL:
-                    answers[name] = answer.data
+        try:
+            ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
+                              detach=True, secrets=True)
+            problems = self._problems(ready, want="ready")
             if problems:
-                rest = [h for h in self.hosts if h.name not in answers]
-                for name, answer in self.step(rest, [*ctl, "stop"]).items():
-                    if answer.data is not None:
+                self._stop(self.hosts, ctl)
+                return _failed(spec, problems, began)
+            # Far enough ahead for the go play to reach every host (it takes about as long as a step).
+            lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
+            start_at = time.time() + lead
+            self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
+            answers: dict[str, dict[str, Any]] = {}
+            # Polled while the point runs (not only at its end): a host that fails stops the others at once.
+            time.sleep(max(0.0, start_at + 1.0 - time.time()))
+            while True:
+                pending = [h for h in self.hosts if h.name not in answers]
+                polled = self.step(pending, [*ctl, "status"])
+                problems = self._problems(polled, want=None)
+                for name, answer in polled.items():
+                    if answer.data is not None and answer.data.get("state") in loadgen.FINAL:
                         answers[name] = answer.data
-                return _failed(spec, problems, began, answers)
-            if len(answers) == len(self.hosts):
-                break
-            time.sleep(self.fleet.poll_s)
-        return self._combined(spec, shares, answers, began)
+                if problems:
+                    rest = [h for h in self.hosts if h.name not in answers]
+                    for name, answer in self.step(rest, [*ctl, "stop"]).items():
+                        if answer.data is not None:
+                            answers[name] = answer.data
+                    return _failed(spec, problems, began, answers)
+                if len(answers) == len(self.hosts):
+                    break
+                time.sleep(self.fleet.poll_s)
+            return self._combined(spec, shares, answers, began)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM) or failed mid-point: each load generator's
+            # share runs detached on its host and would run out its time; stopped now.
+            self._stop(self.hosts, ctl)
+            raise
 
     def _problems(self, answers: dict[str, Answer], want: str | None) -> list[str]:
         out = []
