@@ -268,3 +268,33 @@ def _chain_complete(store: Path, plan: list[tuple], kept: dict[int, tuple]) -> N
     assert sorted(points.values()) == plan, "a point lost or measured twice"
     assert {i: p for i, p in points.items() if i in kept} == kept
     assert [(e, s) for _, e, s in _runs(store)] == [("postgres", "finished"), ("mysql", "finished")], _runs(store)
+
+
+def test_a_ctrl_c_while_mariadb_starts_does_not_wait_minutes_for_a_server_that_ignores_sigterm(public_tmp,
+                                                                                              monkeypatch):
+    """Found by the test above: MariaDB 10.11 sent SIGTERM while it starts can hang for
+    good, and a Ctrl-C then waited the 2 minutes of a clean shutdown's grace before the
+    SIGKILL. A real throwaway MariaDB, stopped (SIGSTOP: it acts on no SIGTERM, as the
+    hung one) as it becomes ready, and the Ctrl-C then: the server is gone and its
+    directory removed within seconds."""
+    from dbarena.engines import mysql_family
+    from dbarena.engines.mariadb import MariaDB
+
+    real_wait = mysql_family._wait_ready
+    servers: list[tuple[int, float]] = []
+
+    def ready_then_ctrl_c(proc, *args):
+        assert real_wait(proc, *args) is not None
+        os.kill(proc.pid, signal.SIGSTOP)
+        servers.append((proc.pid, time.monotonic()))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mysql_family, "_wait_ready", ready_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        with MariaDB().throwaway(data_parent=public_tmp):
+            pass
+    ((server, interrupted),) = servers
+    took = time.monotonic() - interrupted
+    assert not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE
+    assert list(public_tmp.iterdir()) == []
+    assert took < mysql_family.NOT_OPEN_GRACE_S + 10, f"{took:.0f} s"
