@@ -52,6 +52,7 @@ import os
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -66,6 +67,7 @@ from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
+from dbarena.lifecycle import state
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, StoredPoint, json_object
@@ -239,7 +241,7 @@ class Together:
             else:
                 resumed = store.run(run_id)
                 assert resumed is not None  # _find read it from this store a moment ago
-                store.reopen_run(run_id, resumed.options)
+                store.reopen_run(run_id, {**resumed.options, "owner": _owner()})
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
                 if self.server is not None:
                     # The resumed points' server is a new one, whose TLS may not be the
@@ -250,17 +252,21 @@ class Together:
                         store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
             failed = 0
             status = "interrupted"
-            try:
-                todo = [s for s in specs if _identity(s) not in stored]
-                for n, spec in enumerate(todo, 1):
-                    down = self.server_alive() if self.server is not None else None
-                    result = _failed(spec, [down], time.time()) if down else self.point(spec)
-                    store.add_point(run_id, result, _config(spec, context))
-                    failed += not result.ok
-                    self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
-                status = "finished"
-            finally:
-                store.finish_run(run_id, status)
+            # Recorded while it runs, as `dbarena run` records its runs: a controller killed
+            # outright (SIGKILL, a lost session) leaves its run to the next dbarena command
+            # here (`fleet cleanup`, `cleanup`, any) to mark interrupted, not running for good.
+            with state.run(str(store.path.resolve()) if store.path else store.location, run_id, None, []):
+                try:
+                    todo = [s for s in specs if _identity(s) not in stored]
+                    for n, spec in enumerate(todo, 1):
+                        down = self.server_alive() if self.server is not None else None
+                        result = _failed(spec, [down], time.time()) if down else self.point(spec)
+                        store.add_point(run_id, result, _config(spec, context))
+                        failed += not result.ok
+                        self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
+                    status = "finished"
+                finally:
+                    store.finish_run(run_id, status)
             self.say(f"{len(todo)} point(s) with {len(self.hosts)} load generators"
                      + (f", {failed} failed" if failed else "") + f"; stored in {store.location}")
             return 1 if failed else 0
@@ -392,7 +398,10 @@ class Together:
         return None, set()
 
     def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
-        options = {**record["options"], "together": {
+        # The run is the controller's (the first host's provenance named the process
+        # that prepared it there): whoever marks it interrupted once its owner is gone
+        # checks that it is still this one's (lifecycle/cleanup.mark_interrupted).
+        options = {**record["options"], "owner": _owner(), "together": {
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
             "labels": [h.label for h in self.hosts]}}
         study = StudyRecord(**record["study"]) if record.get("study") else None
@@ -537,6 +546,11 @@ class Lease:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def _owner() -> dict[str, Any]:
+    """This controller as a run's owner (as provenance records a `dbarena run`)."""
+    return {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": socket.gethostname()}
 
 
 def shell_path(path: str) -> str:
