@@ -1,5 +1,5 @@
 """Kill anything, anywhere, lose nothing (issue 45): a local study on two engines
-(throwaway PostgreSQL and MariaDB, four workloads, 1 s points) killed at 20 moments with
+(throwaway PostgreSQL and MariaDB, three workloads, 1 s points) killed at 20 moments with
 SIGINT, SIGTERM and SIGKILL, sent to dbarena alone, to its process group (as a
 terminal's Ctrl-C) or to it and its watchdog (a `kill -9` of everything). Each kill is
 followed by `dbarena cleanup` and `dbarena run --study FILE --resume`; the resume itself
@@ -53,9 +53,6 @@ flavour = "mariadb"
 [[workloads]]
 workload = "pgbench-select-only"
 [[workloads]]
-workload = "sysbench-point-select"
-engines = ["postgres", "mysql"]
-[[workloads]]
 workload = "sysbench-read-write"
 engines = ["postgres", "mysql"]
 datasets = "point"
@@ -79,10 +76,24 @@ EXITS = {signal.SIGINT: {130, -signal.SIGINT}, signal.SIGTERM: {143, -signal.SIG
 
 
 @pytest.fixture
-def env(public_tmp, tmp_path):
+def ram_tmp(public_tmp):
+    """The runs' TMPDIR (their instances' directories) on a tmpfs the test mounts (the
+    suite runs as root, as CI does): what is tested is what a kill leaves, not the disk,
+    and 20 kills, cleanups and resumes neither wait on the disk I/O of the other tests
+    nor add to it."""
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1g,mode=755", "tmpfs", str(public_tmp)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs (the e2e tests run as root): {done.stderr.strip()}")
+    yield public_tmp
+    subprocess.run(["umount", "-l", str(public_tmp)], check=False)
+
+
+@pytest.fixture
+def env(ram_tmp, tmp_path):
     # A state directory of the test's own, so that it sees only what it made.
     # Unbuffered: the last line a killed run said is what the moment hit.
-    return cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"), PYTHONUNBUFFERED="1")
+    return cli_env(ram_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"), PYTHONUNBUFFERED="1")
 
 
 def _start(args: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -163,14 +174,16 @@ def _nothing_left(public_tmp: Path, state_dir: Path, segments: set[Path]) -> lis
         left.append(f"processes: {processes_mentioning(str(public_tmp))}")
     if list(public_tmp.iterdir()):
         left.append(f"directories: {list(public_tmp.iterdir())}")
-    if list((state_dir / "records").glob("*")) if (state_dir / "records").exists() else []:
-        left.append(f"records: {list((state_dir / 'records').iterdir())}")
+    records = list((state_dir / "records").glob("*"))  # (no folder yet: none)
+    if records:
+        left.append(f"records: {records}")
     if left_in_ram(segments):
         left.append(f"shared memory: {left_in_ram(segments)}")
     return left
 
 
-def test_twenty_kills_at_random_moments_lose_nothing(public_tmp, tmp_path, env):
+def test_twenty_kills_at_random_moments_lose_nothing(ram_tmp, tmp_path, env):
+    public_tmp = ram_tmp  # the runs' TMPDIR
     seed = int(os.environ.get("DBARENA_KILL_SEED") or random.randrange(1 << 30))
     print(f"DBARENA_KILL_SEED={seed}")
     rng = random.Random(seed)
@@ -185,7 +198,7 @@ def test_twenty_kills_at_random_moments_lose_nothing(public_tmp, tmp_path, env):
     length = time.monotonic() - began
     assert done.returncode == 0, done.stderr[-3000:]
     plan = sorted(_ok_points(reference).values())
-    assert len(plan) == 12 and {p[0] for p in plan} == {"postgres", "mysql"}, plan
+    assert len(plan) == 8 and {p[0] for p in plan} == {"postgres", "mysql"}, plan
     print(f"an undisturbed run: {length:.1f} s, {len(plan)} points")
 
     hit: list[str] = []
