@@ -215,10 +215,10 @@ def test_twenty_kills_at_random_moments_lose_nothing(ram_tmp, tmp_path, env):
             continue
         how, whom = HOW[len(hit) % len(HOW)]
         # Anywhere in what is left of the chain: its share of the undisturbed run's length,
-        # at least a third of it (a resume starts a server and prepares datasets again),
+        # and a third more (a resume starts its server and prepares its datasets again),
         # short of its very end (a run that ends first is no moment, and costs its length).
         left = 1 - len(_ok_points(store)) / len(plan)
-        delay = 0.1 + rng.random() * 0.9 * length * max(left, 1 / 3)
+        delay = 0.1 + rng.random() * 0.9 * length * min(1.0, left + 1 / 3)
         log = tmp_path / f"moment{len(hit) + 1}.log"
         resume = bool(_runs(store))  # killed before its run was stored: nothing to resume
         began = time.monotonic()
