@@ -46,3 +46,21 @@ def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("dbarena"), done.stdout + done.stderr
     assert done.stderr == ""
+
+
+def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback():
+    """Issue 45: a Ctrl-C within the first half second of `dbarena ...` (its modules
+    loading) printed the traceback of an import. The SIGINT here comes as one of them is
+    imported; a process of its own, as the terminal's would be."""
+    import subprocess
+    import sys
+
+    code = ("import builtins, os, runpy, signal, sys\nreal = builtins.__import__\n"
+            "def imported(name, *args, **kwargs):\n"
+            "    if name == 'dbarena.lifecycle.cleanup':\n        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = imported\nsys.argv = ['dbarena', '--version']\n"
+            "runpy.run_module('dbarena', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr == "" and done.stdout == ""
