@@ -48,19 +48,29 @@ def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
     assert done.stderr == ""
 
 
-def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback():
-    """Issue 45: a Ctrl-C within the first half second of `dbarena ...` (its modules
-    loading) printed the traceback of an import. The SIGINT here comes as one of them is
-    imported; a process of its own, as the terminal's would be."""
+
+@pytest.mark.parametrize("module, argv", [("dbarena.lifecycle.cleanup", ["--version"]), ("numpy", ["run", "--help"])],
+                         ids=["the command line's", "a command's own (numpy)"])
+def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback(module, argv):
+    """Issue 45: a Ctrl-C within the first second of `dbarena ...` (its modules loading)
+    printed the traceback of an import, or (during numpy's) "RuntimeError: Unable to
+    configure default ndarray.__str__". The SIGINT here comes as `module` is imported,
+    inside initialisation code that turns whatever interrupts it into an error of its
+    own, as numpy's does; in a process of its own, as the terminal's would be."""
     import subprocess
     import sys
 
     code = ("import builtins, os, runpy, signal, sys\nreal = builtins.__import__\n"
             "def imported(name, *args, **kwargs):\n"
-            "    if name == 'dbarena.lifecycle.cleanup':\n        os.kill(os.getpid(), signal.SIGINT)\n"
+            f"    if name == {module!r} and name not in sys.modules:\n"
+            "        try:\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "            sum(range(100000))\n"
+            "        except BaseException:\n"
+            "            raise RuntimeError('Unable to configure default ndarray.__str__')\n"
             "    return real(name, *args, **kwargs)\n"
-            "builtins.__import__ = imported\nsys.argv = ['dbarena', '--version']\n"
+            f"builtins.__import__ = imported\nsys.argv = ['dbarena', *{argv!r}]\n"
             "runpy.run_module('dbarena', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stdout + done.stderr
-    assert done.stderr == "" and done.stdout == ""
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr and done.stdout == "", done.stderr

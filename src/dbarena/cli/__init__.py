@@ -7,29 +7,18 @@ and fleet.py, each registered on the group when its module is imported: on first
 one of its commands (app.COMMAND_MODULES), or all at once by app.load_commands().
 """
 
-import signal
-import threading
-from types import FrameType
-
 from dbarena.errors import ExitStatus
-
-
-def _interrupted_while_loading(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(ExitStatus.INTERRUPTED)
-
+from dbarena.lifecycle import shield
 
 # A Ctrl-C while the command line's modules load (half a second on a busy machine, before
-# `main` can say anything) ends it as an interrupted command, not with the traceback of an
-# import. Only where Ctrl-C would have raised KeyboardInterrupt (not where it is ignored,
-# as in a script's background job), and put back once loaded.
-_loading = threading.current_thread() is threading.main_thread() \
-    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-if _loading:
-    signal.signal(signal.SIGINT, _interrupted_while_loading)
+# `main` can say anything) is held until they are, then ends the command as interrupted:
+# raised in the middle of an import, it was the traceback of that import, or another
+# error altogether (numpy turns it into "RuntimeError: Unable to configure default
+# ndarray.__str__"). app.py holds it so while a command's own module loads.
 try:
-    from dbarena.cli.app import cli, load_commands, main
-finally:
-    if _loading:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    with shield.shielded():
+        from dbarena.cli.app import cli, load_commands, main
+except KeyboardInterrupt:
+    raise SystemExit(ExitStatus.INTERRUPTED) from None
 
 __all__ = ["cli", "load_commands", "main"]

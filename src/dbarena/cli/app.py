@@ -20,7 +20,7 @@ import click
 
 from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
-from dbarena.lifecycle import pid1
+from dbarena.lifecycle import pid1, shield
 from dbarena.lifecycle.cleanup import reap_dead
 from dbarena.limits import printable
 from dbarena.masking import masked
@@ -109,7 +109,10 @@ class _LazyGroup(click.Group):
             if module is None:
                 load_commands()  # click's "no such command" then suggests from every name
             else:
-                importlib.import_module(f"dbarena.cli.{module}")
+                # A Ctrl-C or SIGTERM held until the module is loaded (cli/__init__.py says
+                # why), then delivered: click's Abort, or Interrupted, as anywhere else.
+                with shield.shielded():
+                    importlib.import_module(f"dbarena.cli.{module}")
         return super().get_command(ctx, cmd_name)
 
 
