@@ -2,9 +2,9 @@
 controller of a run whose throwaway PostgreSQL is on the inventory's [server] host
 (gamma) and whose load generators are alpha and beta (sshd on loopback addresses,
 tests/sshd.py) killed three times, with SIGINT (to its process group, as a terminal's
-Ctrl-C), SIGTERM and SIGKILL, each at a seeded random moment: while the server starts
-or is ready, or while a point runs. Each kill is followed by `fleet cleanup` and the
-same command again, which is itself the next one killed; the last runs to the end.
+Ctrl-C), SIGTERM and SIGKILL, each at a seeded random moment: while the server starts or
+is ready, or while the second point runs. Each kill is followed by `fleet cleanup` and
+the same command again, which is itself the next one killed; the last runs to the end.
 After each cleanup: no throwaway server left, no dbarena process on a host, no run
 `running` in the store, the points stored ok before the kill kept; at the end every
 level stored exactly once with status ok."""
@@ -35,8 +35,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
 LEVELS = [2, 4]
 
 # Where each kill may fall: after the event named (the server host says it is starting
-# or ready; a load generator's pgbench runs), and a random part of a few seconds more.
-MOMENTS = [(signal.SIGINT, "starting"), (signal.SIGTERM, "ready"), (signal.SIGKILL, "point")]
+# or ready; a load generator's pgbench runs the second point, the first one stored), and
+# a random part of a few seconds more.
+MOMENTS = [(signal.SIGINT, "starting"), (signal.SIGTERM, "ready"), (signal.SIGKILL, "second point")]
 
 
 def _server_state(workdirs: dict) -> str | None:
@@ -79,6 +80,11 @@ def _rows(store: Path, sql: str) -> list[tuple]:
             raise
 
 
+def _ok(store: Path) -> dict[int, tuple]:
+    """The points stored ok: id -> (threads, repeat)."""
+    return {r[0]: r[1:] for r in _rows(store, "SELECT id, threads, repeat FROM points WHERE status = 'ok'")}
+
+
 def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
     if missing():
         pytest.fail(missing())
@@ -110,7 +116,7 @@ def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
             try:
                 event = {"starting": lambda: _server_state(workdirs) in ("starting", "ready"),
                          "ready": lambda: _server_state(workdirs) == "ready",
-                         "point": lambda: _measuring(workdirs)}[after]
+                         "second point": lambda: bool(_ok(store)) and _measuring(workdirs)}[after]
                 # (the status of the previous server is gone: serve() removes it first)
                 assert _within(300, lambda: event() or run.poll() is not None), log.read_text()[-3000:]
                 assert run.poll() is None, log.read_text()[-3000:]
@@ -139,7 +145,7 @@ def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
             assert _server_state(workdirs) in (None, "stopped", "failed"), _server_state(workdirs)
             runs = _rows(store, "SELECT id, status FROM runs")
             assert [r for r in runs if r[1] == "running"] == [], runs
-            points = {r[0]: r[1:] for r in _rows(store, "SELECT id, threads, repeat FROM points WHERE status = 'ok'")}
+            points = _ok(store)
             assert {i: p for i, p in points.items() if i in kept} == kept, "a point stored before a kill is gone"
             assert len(set(points.values())) == len(points), sorted(points.values())
             kept = points
@@ -147,9 +153,11 @@ def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
                        f"{len(points)} points ok, runs {[s for _, s in runs]}; cleanup said: "
                        f"{' / '.join(cleaned.stdout.splitlines())[:300]}")
             print(hit[-1])
+        assert len(kept) == 1, kept  # the first point, stored before the SIGKILL
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        points = {r[0]: r[1:] for r in _rows(store, "SELECT id, threads, repeat FROM points WHERE status = 'ok'")}
+        assert f"resuming: 1 of {len(LEVELS)} points stored already" in done.stdout, done.stdout
+        points = _ok(store)
         assert sorted(points.values()) == [(level, 0) for level in LEVELS], points
         assert {i: p for i, p in points.items() if i in kept} == kept
         assert [s for (s,) in _rows(store, "SELECT status FROM runs")] == ["finished"]
