@@ -18,6 +18,7 @@ line the run had said."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -114,11 +115,11 @@ def _watchdogs(pid: int) -> list[int]:
 
 
 def _kill(proc: subprocess.Popen, how: signal.Signals, whom: str) -> None:
-    if whom == "all":
-        watchdogs = _watchdogs(proc.pid)
+    if whom == "all":  # its watchdog first, so that it has not begun to reap
+        for pid in _watchdogs(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, how)
         os.killpg(proc.pid, how)
-        for pid in watchdogs:
-            os.kill(pid, how)
     elif whom == "group":
         os.killpg(proc.pid, how)
     else:
