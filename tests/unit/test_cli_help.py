@@ -31,3 +31,46 @@ def test_every_command_has_help(path, cmd):
 def test_every_command_is_found_by_its_module():
     """The lazy root group names every command the modules define, and no other."""
     assert set(cli.commands) == set(COMMAND_MODULES)
+
+
+def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
+    """Issue 45: a SIGTERM mid-query inside a `with connection:` block made psycopg log
+    "error ignored in rollback on <psycopg.Connection ...>", which Python's last-resort
+    handler printed among the run's lines. In a process of its own: pytest's log
+    capture would hide the last-resort handler here."""
+    import subprocess
+    import sys
+
+    code = ("import logging\nfrom dbarena.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n"
+            "    pass\nlogging.getLogger('psycopg').warning('error ignored in rollback on <psycopg.Connection>')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("dbarena"), done.stdout + done.stderr
+    assert done.stderr == ""
+
+
+
+@pytest.mark.parametrize("module, argv", [("dbarena.lifecycle.cleanup", ["--version"]), ("numpy", ["run", "--help"])],
+                         ids=["the command line's", "a command's own (numpy)"])
+def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback(module, argv):
+    """Issue 45: a Ctrl-C within the first second of `dbarena ...` (its modules loading)
+    printed the traceback of an import, or (during numpy's) "RuntimeError: Unable to
+    configure default ndarray.__str__". The SIGINT here comes as `module` is imported,
+    inside initialisation code that turns whatever interrupts it into an error of its
+    own, as numpy's does; in a process of its own, as the terminal's would be."""
+    import subprocess
+    import sys
+
+    code = ("import builtins, os, runpy, signal, sys\nreal = builtins.__import__\n"
+            "def imported(name, *args, **kwargs):\n"
+            f"    if name == {module!r} and name not in sys.modules:\n"
+            "        try:\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "            sum(range(100000))\n"
+            "        except BaseException:\n"
+            "            raise RuntimeError('Unable to configure default ndarray.__str__')\n"
+            "    return real(name, *args, **kwargs)\n"
+            f"builtins.__import__ = imported\nsys.argv = ['dbarena', *{argv!r}]\n"
+            "runpy.run_module('dbarena', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr and done.stdout == "", done.stderr

@@ -172,3 +172,31 @@ def test_a_teardown_that_fails_says_its_own_error_not_the_held_ctrl_c():
             signal.raise_signal(signal.SIGINT)
             raise OSError("disk")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_resume_interrupted_before_its_server_opened_counts_the_points_kept(tmp_path, monkeypatch, capsys):
+    """Issue 45: a resume Ctrl-C'd while its first server starts has no run of its own
+    yet; its line counts the points the earlier attempt stored, not "0 kept" as if they
+    were lost."""
+    from conftest import invoke
+    from dbarena import session
+    from dbarena.errors import ExitStatus
+    from dbarena.model import PointResult, PointSpec
+
+    flags = ["--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "1"]
+    store = tmp_path / "r.db"
+    invocation = str(uuid.uuid4())
+    with Store(store) as db:
+        run_id = _run(db, arguments.study_from_args(flags), "postgres", invocation, status="interrupted")
+        now = datetime.now(timezone.utc)
+        spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=1, clients=2, duration_s=1)
+        db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=now, ended_at=now,
+                                         command=("pgbench",), exit_code=0, stdout="", stderr=""))
+
+    def interrupted_at_once(study, *, store, **kwargs):  # as a Ctrl-C while the server starts
+        return session.Outcome(invocation=kwargs["resume"], exit_status=ExitStatus.INTERRUPTED)
+
+    monkeypatch.setattr(session, "run", interrupted_at_once)
+    code, _, err = invoke(["run", "--resume", "--no-probe", "--store", str(store)], capsys)
+    assert code == ExitStatus.INTERRUPTED
+    assert f"interrupted: 1 finished point(s) kept in {store}" in err, err

@@ -8,6 +8,7 @@ Commands return their exit status (an int) rather than raising SystemExit.
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 import signal
 import sys
@@ -19,7 +20,7 @@ import click
 
 from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
-from dbarena.lifecycle import pid1
+from dbarena.lifecycle import pid1, shield
 from dbarena.lifecycle.cleanup import reap_dead
 from dbarena.limits import printable
 from dbarena.masking import masked
@@ -108,7 +109,10 @@ class _LazyGroup(click.Group):
             if module is None:
                 load_commands()  # click's "no such command" then suggests from every name
             else:
-                importlib.import_module(f"dbarena.cli.{module}")
+                # A Ctrl-C or SIGTERM held until the module is loaded (cli/__init__.py says
+                # why), then delivered: click's Abort, or Interrupted, as anywhere else.
+                with shield.shielded():
+                    importlib.import_module(f"dbarena.cli.{module}")
         return super().get_command(ctx, cmd_name)
 
 
@@ -149,6 +153,11 @@ def _raise_on_sigterm(signum: int, frame: Any) -> None:
 def main(argv: list[str] | None = None) -> None:
     # As PID 1 (a container), the command runs in a child and PID 1 reaps (pid1.py).
     pid1.become_init()
+    # psycopg logs what it ignores, e.g. "error ignored in rollback on <psycopg.Connection
+    # ...>" when a Ctrl-C or SIGTERM lands mid-query inside a `with connection:` block;
+    # with no logging set up, Python's last-resort handler would print it between the
+    # run's own lines. What matters of such a moment, dbarena says itself.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:

@@ -128,7 +128,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
         if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
-            stored = sum(len(db.points(run_id=r)) for r in outcome.run_ids)
+            # Every point of this `dbarena run`, those of earlier attempts too: a resume
+            # interrupted before its first target opened has no run of its own yet, and
+            # "0 finished point(s) kept" would read as if the stored ones were lost.
+            stored = sum(len(db.points(run_id=r.id)) for r in db.invocation_runs(outcome.invocation))
             err.print(f"interrupted: {stored} finished point(s) kept in {store_path}; continue with: "
                       f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
             return outcome.exit_status

@@ -46,6 +46,8 @@ else:
 # directory's life): option -> what it takes.
 CLUSTER_OPTIONS = {"innodb_page_size": "4k, 8k, 16k, 32k or 64k (InnoDB's page size) [default: 16k]"}
 INNODB_PAGE_SIZES = ("4k", "8k", "16k", "32k", "64k", "4096", "8192", "16384", "32768", "65536")
+# How long a throwaway server that never opened is given to stop before SIGKILL (throwaway()).
+NOT_OPEN_GRACE_S = 5.0
 
 
 def client_libraries() -> dict[str, str]:
@@ -355,9 +357,15 @@ class MySQLFamily:
             yield target
         finally:
             # SIGTERM is mysqld's normal shutdown. The server may have been restarted
-            # (a restored data directory): the current one.
-            instance.release(target.process if target is not None else proc, top, record, keep=keep and target is not None, first_signal=STOP_SIGNAL,
-                             grace_s=120)
+            # (a restored data directory): the current one. One that never opened (a
+            # Ctrl-C or SIGTERM while it starts, or a failed start) is given seconds, not
+            # minutes: MariaDB 10.11 sent SIGTERM while it starts can hang for good (its
+            # signal thread begins the shutdown before the startup is done; seen in
+            # tests/e2e/test_kill_anywhere.py), and with nothing of it to keep, a Ctrl-C
+            # would wait the whole grace for the SIGKILL.
+            instance.release(target.process if target is not None else proc, top, record,
+                             keep=keep and target is not None, first_signal=STOP_SIGNAL,
+                             grace_s=120 if target is not None else NOT_OPEN_GRACE_S)
 
     def _server_certificate(self, binaries: MyBinaries, tls_dir: Path, listen: str, client_certs: Sequence[str],
                             user: str | None, executor: Executor) -> dict[str, str]:

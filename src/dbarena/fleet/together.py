@@ -52,6 +52,7 @@ import os
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -68,6 +69,7 @@ from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, bu
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.messages import Part, PointRequest, Status, spec_record
 from dbarena.host.sysmetrics import SystemSample
+from dbarena.lifecycle import state
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, StoredPoint, StoredRun, json_object
@@ -189,7 +191,15 @@ class Together:
         with _server_password(self.study.engines[0].name):
             if not self.install():
                 return 1
-            if not self.start_server():
+            try:
+                started = self.start_server()
+            except BaseException:
+                # Interrupted (Ctrl-C, SIGTERM) or failed while the server starts: it was
+                # asked to start detached on its host and goes on without the controller,
+                # until its lease or `fleet cleanup`; stopped now, as at a run's end.
+                self.stop_server()
+                raise
+            if not started:
                 return 1
             try:
                 with Lease(self.fleet.ansible.inventory, self.server):
@@ -237,7 +247,7 @@ class Together:
             else:
                 resumed = store.run(run_id)
                 assert resumed is not None  # _find read it from this store a moment ago
-                store.reopen_run(run_id, resumed.options)
+                store.reopen_run(run_id, {**resumed.options, "owner": _owner()})
                 self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
                 if self.server is not None:
                     # The resumed points' server is a new one, whose TLS may not be the
@@ -249,17 +259,21 @@ class Together:
             self.server_threads = self._server_threads(store.run(run_id))
             failed = 0
             status = "interrupted"
-            try:
-                todo = [s for s in specs if _identity(s) not in stored]
-                for n, spec in enumerate(todo, 1):
-                    down = self.server_alive() if self.server is not None else None
-                    result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
-                    store.add_point(run_id, result, _config(spec, context))
-                    failed += not result.ok
-                    self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
-                status = "finished"
-            finally:
-                store.finish_run(run_id, status)
+            # Recorded while it runs, as `dbarena run` records its runs: a controller killed
+            # outright (SIGKILL, a lost session) leaves its run to the next dbarena command
+            # here (`fleet cleanup`, `cleanup`, any) to mark interrupted, not running for good.
+            with state.run(str(store.path.resolve()) if store.path else store.location, run_id, None, []):
+                try:
+                    todo = [s for s in specs if _identity(s) not in stored]
+                    for n, spec in enumerate(todo, 1):
+                        down = self.server_alive() if self.server is not None else None
+                        result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
+                        store.add_point(run_id, result, _config(spec, context))
+                        failed += not result.ok
+                        self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
+                    status = "finished"
+                finally:
+                    store.finish_run(run_id, status)
             self.say(f"{len(todo)} point(s) with {len(self.hosts)} load generators"
                      + (f", {failed} failed" if failed else "") + f"; stored in {store.location}")
             return 1 if failed else 0
@@ -402,7 +416,10 @@ class Together:
         return analysis.run_threads(run) if run is not None else 1
 
     def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
-        options = {**record["options"], "together": {
+        # The run is the controller's (the first host's provenance named the process
+        # that prepared it there): whoever marks it interrupted once its owner is gone
+        # checks that it is still this one's (lifecycle/cleanup.mark_interrupted).
+        options = {**record["options"], "owner": _owner(), "together": {
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
             "labels": [h.label for h in self.hosts]}}
         study = StudyRecord(**record["study"]) if record.get("study") else None
@@ -444,32 +461,38 @@ class Together:
                                          checkpoint=checkpoint and n == 0).to_json()
                     for n, (h, share) in enumerate(zip(self.hosts, shares))}
         began = time.time()
-        ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
-                          detach=True, secrets=True)
-        problems = self._problems(_statuses(ready), want="ready")
-        if problems:
-            self._stop(self.hosts, ctl)
-            return _failed(spec, problems, began)
-        # Far enough ahead for the go play to reach every host (it takes about as long as a step).
-        lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
-        start_at = time.time() + lead
-        self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
-        answers: dict[str, Status] = {}
-        # Polled while the point runs (not only at its end): a host that fails stops the others at once.
-        time.sleep(max(0.0, start_at + 1.0 - time.time()))
-        while True:
-            pending = [h for h in self.hosts if h.name not in answers]
-            polled = _statuses(self.step(pending, [*ctl, "status"]))
-            problems = self._problems(polled, want=None)
-            answers.update((name, status) for name, status in polled.items() if status.final)
+        try:
+            ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests,
+                              detach=True, secrets=True)
+            problems = self._problems(_statuses(ready), want="ready")
             if problems:
-                rest = [h for h in self.hosts if h.name not in answers]
-                answers.update(_statuses(self.step(rest, [*ctl, "stop"])))
-                return _failed(spec, problems, began, answers)
-            if len(answers) == len(self.hosts):
-                break
-            time.sleep(self.fleet.poll_s)
-        return self._combined(spec, shares, answers, began)
+                self._stop(self.hosts, ctl)
+                return _failed(spec, problems, began)
+            # Far enough ahead for the go play to reach every host (it takes about as long as a step).
+            lead = max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
+            start_at = time.time() + lead
+            self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
+            answers: dict[str, Status] = {}
+            # Polled while the point runs (not only at its end): a host that fails stops the others at once.
+            time.sleep(max(0.0, start_at + 1.0 - time.time()))
+            while True:
+                pending = [h for h in self.hosts if h.name not in answers]
+                polled = _statuses(self.step(pending, [*ctl, "status"]))
+                problems = self._problems(polled, want=None)
+                answers.update((name, status) for name, status in polled.items() if status.final)
+                if problems:
+                    rest = [h for h in self.hosts if h.name not in answers]
+                    answers.update(_statuses(self.step(rest, [*ctl, "stop"])))
+                    return _failed(spec, problems, began, answers)
+                if len(answers) == len(self.hosts):
+                    break
+                time.sleep(self.fleet.poll_s)
+            return self._combined(spec, shares, answers, began)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM) or failed mid-point: each load generator's
+            # share runs detached on its host and would run out its time; stopped now.
+            self._stop(self.hosts, ctl)
+            raise
 
     def _problems(self, statuses: dict[str, Status], want: str | None) -> list[str]:
         out = []
@@ -563,6 +586,11 @@ class Lease:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def _owner() -> dict[str, Any]:
+    """This controller as a run's owner (as provenance records a `dbarena run`)."""
+    return {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": socket.gethostname()}
 
 
 def shell_path(path: str) -> str:

@@ -1,0 +1,93 @@
+"""A `fleet run --together` controller interrupted or killed at any moment (issue 45):
+what it started on its hosts is stopped, by itself when it can (Ctrl-C, SIGTERM) and
+otherwise by the next dbarena command, which also marks its run interrupted. Its steps
+are replaced here; tests/e2e/test_fleet_kill_anywhere.py does it over real SSH."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, "Interrupted"], ids=["Ctrl-C", "SIGTERM"])
+def test_a_controller_interrupted_while_its_server_starts_stops_that_server(interrupt, monkeypatch):
+    """Issue 45: the controller Ctrl-C'd (or sent SIGTERM) while the [server] host's
+    server starts, detached there, left it running until its lease ran out or `fleet
+    cleanup` came; it is stopped as at a run's end, and the interrupt goes on."""
+    from dbarena.errors import Interrupted
+    from dbarena.fleet import together
+    from dbarena.study import arguments
+
+    raised = Interrupted if interrupt == "Interrupted" else interrupt
+    steps: list[str] = []
+    run = object.__new__(together.Together)
+    run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
+    run.hosts, run.server = [], object()
+    monkeypatch.setattr(together, "check", lambda *args: None)
+    monkeypatch.setattr(run, "install", lambda: True)
+
+    def start_server() -> bool:
+        steps.append("start")
+        raise raised()
+
+    monkeypatch.setattr(run, "start_server", start_server)
+    monkeypatch.setattr(run, "stop_server", lambda: steps.append("stop"))
+    with pytest.raises(raised):
+        run.run()
+    assert steps == ["start", "stop"]
+
+
+def test_a_controller_interrupted_mid_point_stops_the_load_generators_shares(monkeypatch):
+    """Issue 45: a Ctrl-C while a --together point runs left each load generator's
+    share running detached on its host to the end of its time; they are stopped now."""
+    from types import SimpleNamespace
+
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.model import PointSpec
+    from dbarena.study import arguments
+
+    run = object.__new__(together.Together)
+    run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
+    run.hosts = [Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
+                 for n in ("alpha", "beta")]
+    run.fleet, run.target, run.tls_ca = SimpleNamespace(poll_s=0.01), "postgresql://dbarena@db:5432/dbarena", None
+    run.run_args = []
+    sent: list[tuple[list[str], str]] = []
+
+    def step(hosts, args, **kwargs):
+        sent.append(([h.name for h in hosts], args[-1]))
+        if args[-1] == "status":
+            raise KeyboardInterrupt  # the Ctrl-C, while the point runs
+        return {h.name: together.Answer({"state": "ready"}) for h in hosts}
+
+    monkeypatch.setattr(run, "step", step)
+    monkeypatch.setattr(together, "GO_LEAD_MIN_S", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        run.point(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=60))
+    assert [what for _, what in sent][-2:] == ["status", "stop"]
+    assert sent[-1][0] == ["alpha", "beta"]
+
+
+def test_a_together_run_is_the_controllers_so_that_a_killed_one_can_be_marked_interrupted(tmp_path):
+    """The run's owner was the first host's host-prepare process (its provenance), so
+    that nobody could mark the run of a controller killed outright: it showed as running
+    until the next `fleet run`. It is the controller's."""
+    from dbarena.fleet import together
+    from dbarena.lifecycle import cleanup
+    from dbarena.store.database import Store
+
+    run = object.__new__(together.Together)
+    run.hosts, run.server = [], None
+    prepared = {"label": "together", "host": "alpha", "engine": "postgres", "target": "postgresql://db/dbarena",
+                "started_at": datetime.now(timezone.utc).isoformat(), "server_version": "15", "tool_versions": {},
+                "host_facts": {}, "options": {"owner": {"pid": 4_000_000, "start": 1, "host": "alpha"}}}
+    info = run._run_info(prepared, "key")
+    assert info.options["owner"]["pid"] == os.getpid()
+    with Store(tmp_path / "r.db") as db:
+        run_id = db.begin_run(info)
+    assert cleanup.mark_interrupted(str(tmp_path / "r.db"), run_id, os.getpid(), "killed") == (True, None)
+    with Store(tmp_path / "r.db") as db:
+        assert db.run(run_id).status == "interrupted"
