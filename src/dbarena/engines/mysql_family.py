@@ -263,7 +263,7 @@ class MySQLFamily:
         binaries = self.find_server_binaries(bindir, executor)
         user = instance.unprivileged_user("mysql")
         top, record = instance.new_top("dbarena-mysql-", self.name, data_parent, stop_signal=self.stop_signal)
-        proc = None
+        spawned: list[subprocess.Popen[bytes]] = []  # the server's process, once there is one (released below)
         target = None
         try:
             instance.check_reachable(top, user)
@@ -276,15 +276,7 @@ class MySQLFamily:
             # The server writes temporary files to $TMPDIR, which its user may not own.
             server_env = dict(os.environ, TMPDIR=str(tmp))
 
-            init = self.init_argv(binaries, data) + [f"--{k.replace('_', '-')}={v}" for k, v in cluster.items()]
-            with instance.initialising(record) as on_start:
-                done = executor.run(init, user=user, timeout=600, cwd=top, env=server_env, on_start=on_start)
-            if done.returncode != 0:
-                lines = (done.stderr + done.stdout).strip().splitlines()
-                errors = [l for l in lines if "[ERROR]" in l]
-                raise EnvironmentProblem(
-                    f"initialising the MySQL data directory failed: {(errors or lines or ['no output'])[0].strip()}"
-                )
+            self._initialise(binaries, data, cluster, user, top, server_env, record, executor)
             tls_options_cnf: dict[str, str] = {}
             tls_cert, tls_problem, tls_dir = None, None, top / "tls"
             if listen and tls:
@@ -295,55 +287,14 @@ class MySQLFamily:
                 except tlsmod.TlsUnavailable as exc:
                     tls_problem = str(exc)
 
-            for attempt in range(3):
-                port = instance.free_port()
-                options: dict[str, str | None] = {
-                    "datadir": str(data),
-                    "socket": str(socket_path),
-                    "port": str(port),
-                    "bind-address": listen or "127.0.0.1",
-                    "pid-file": str(top / "mysqld.pid"),
-                    "tmpdir": str(tmp),
-                    "log-error": str(log_path),
-                    "skip-name-resolve": None,
-                    "max-connections": str(max_connections),
-                    **tls_options_cnf,
-                    **settings,
-                }
-                lines = ["[mysqld]"] + [k if v is None else f"{k} = {v}" for k, v in options.items()]
-                cnf.write_text("\n".join(lines) + "\n")
-                cnf.chmod(0o644)
-                proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
-                                     user=user, env=server_env, cpus=cpus)
-                record.update(**state.process_fields("server_pgid", proc.pid))
-                version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
-                if version is not None:
-                    break
-                reason = log_reason(log_path)
-                if settings and ("unknown variable" in reason or "unknown option" in reason or "invalid" in reason.lower()):
-                    raise UsageError(f"--mysql-setting: the server refused a setting: {reason}")
-                if "Address already in use" not in reason or attempt == 2:
-                    raise EnvironmentProblem(f"the MySQL server did not start: {reason}")
-            assert version is not None  # each attempt either started the server or raised
+            proc, port, version = self._start(binaries, top, data, socket_path, log_path, cnf, listen,
+                                              max_connections, {**tls_options_cnf, **settings}, bool(settings),
+                                              user, server_env, cpus, record, ready_timeout_s, executor, spawned)
 
             password = password or secrets.token_urlsafe(24)
             address = listen or "127.0.0.1"
-            with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
-                                                    connect_timeout=10, autocommit=True)) as db:
-                with db.cursor() as cur:
-                    if tls_cert is not None:
-                        tls_problem = _tls_refused(cur, log_path)
-                        tls_cert = None if tls_problem else tls_cert
-                    cur.execute("CREATE DATABASE dbarena")
-                    # The host and the password as parameters, which pymysql quotes (a '%'
-                    # in the statement's own text would be taken for a format character).
-                    # REQUIRE SSL: a connection without TLS is refused, the right password or not.
-                    require = " REQUIRE SSL" if tls_cert is not None else ""
-                    for host in dict.fromkeys(host for host, _ in grants):
-                        cur.execute(f"CREATE USER 'dbarena'@%s IDENTIFIED BY %s{require}", (host, password))
-                    for host, privileges in grants:
-                        cur.execute(f"GRANT {privileges} TO 'dbarena'@%s", (host,))
-                    _lock_root(cur)
+            tls_problem = self._create_user(socket_path, log_path, grants, password, tls_cert, tls_problem)
+            tls_cert = None if tls_problem else tls_cert
             conn = Connection(protocol=self.protocol, host=address, port=port, user="dbarena", dbname="dbarena",
                               url=f"mysql://dbarena@{address}:{port}/dbarena",
                               tls=Tls(ca=str(tls_dir / "server.crt")) if tls_cert is not None else None)
@@ -363,9 +314,87 @@ class MySQLFamily:
             # signal thread begins the shutdown before the startup is done; seen in
             # tests/e2e/test_kill_anywhere.py), and with nothing of it to keep, a Ctrl-C
             # would wait the whole grace for the SIGKILL.
-            instance.release(target.process if target is not None else proc, top, record,
+            instance.release(target.process if target is not None else (spawned[-1] if spawned else None), top, record,
                              keep=keep and target is not None, first_signal=STOP_SIGNAL,
                              grace_s=120 if target is not None else NOT_OPEN_GRACE_S)
+
+    def _initialise(self, binaries: MyBinaries, data: Path, cluster: Mapping[str, str], user: str | None, top: Path,
+                    server_env: Mapping[str, str], record: state.Record, executor: Executor) -> None:
+        """The data directory, made by the server's own initialisation (its cluster options
+        given there too)."""
+        init = self.init_argv(binaries, data) + [f"--{k.replace('_', '-')}={v}" for k, v in cluster.items()]
+        with instance.initialising(record) as on_start:
+            done = executor.run(init, user=user, timeout=600, cwd=top, env=dict(server_env), on_start=on_start)
+        if done.returncode != 0:
+            lines = (done.stderr + done.stdout).strip().splitlines()
+            errors = [l for l in lines if "[ERROR]" in l]
+            raise EnvironmentProblem(
+                f"initialising the MySQL data directory failed: {(errors or lines or ['no output'])[0].strip()}"
+            )
+
+    def _start(self, binaries: MyBinaries, top: Path, data: Path, socket_path: Path, log_path: Path, cnf: Path,
+               listen: str | None, max_connections: int, extra: Mapping[str, str], has_settings: bool,
+               user: str | None, server_env: Mapping[str, str], cpus: Sequence[int] | None, record: state.Record,
+               ready_timeout_s: float, executor: Executor, spawned: list[subprocess.Popen[bytes]]
+               ) -> tuple[subprocess.Popen[bytes], int, str]:
+        """The server started on a free port (three tries: another process may take the
+        port between its choice and the server's bind): its process, port and version.
+        `extra`: the TLS options and the study's settings, last so that they win. Each
+        process started goes in `spawned` at once, for the caller to stop whatever happens."""
+        for attempt in range(3):
+            port = instance.free_port()
+            options: dict[str, str | None] = {
+                "datadir": str(data),
+                "socket": str(socket_path),
+                "port": str(port),
+                "bind-address": listen or "127.0.0.1",
+                "pid-file": str(top / "mysqld.pid"),
+                "tmpdir": str(top / "tmp"),
+                "log-error": str(log_path),
+                "skip-name-resolve": None,
+                "max-connections": str(max_connections),
+                **extra,
+            }
+            lines = ["[mysqld]"] + [k if v is None else f"{k} = {v}" for k, v in options.items()]
+            cnf.write_text("\n".join(lines) + "\n")
+            cnf.chmod(0o644)
+            proc = executor.spawn([str(binaries.server), f"--defaults-file={cnf}"], log_path=top / "stdout.log",
+                                  user=user, env=dict(server_env), cpus=cpus)
+            spawned.append(proc)
+            record.update(**state.process_fields("server_pgid", proc.pid))
+            version = _wait_ready(proc, socket_path, ready_timeout_s, log_path)
+            if version is not None:
+                return proc, port, version
+            reason = log_reason(log_path)
+            if has_settings and ("unknown variable" in reason or "unknown option" in reason
+                                 or "invalid" in reason.lower()):
+                raise UsageError(f"--mysql-setting: the server refused a setting: {reason}")
+            if "Address already in use" not in reason or attempt == 2:
+                raise EnvironmentProblem(f"the MySQL server did not start: {reason}")
+        raise AssertionError("unreachable: each attempt either started the server or raised")
+
+    def _create_user(self, socket_path: Path, log_path: Path, grants: Sequence[tuple[str, str]], password: str,
+                     tls_cert: str | None, tls_problem: str | None) -> str | None:
+        """The dbarena database and user (one account per host of `grants`, REQUIRE SSL
+        where the server has TLS), root locked; why TLS is off where the server refused
+        it after all (else `tls_problem` as given)."""
+        with contextlib.closing(pymysql.connect(unix_socket=str(socket_path), user="root", password="",
+                                                connect_timeout=10, autocommit=True)) as db:
+            with db.cursor() as cur:
+                if tls_cert is not None:
+                    tls_problem = _tls_refused(cur, log_path)
+                    tls_cert = None if tls_problem else tls_cert
+                cur.execute("CREATE DATABASE dbarena")
+                # The host and the password as parameters, which pymysql quotes (a '%'
+                # in the statement's own text would be taken for a format character).
+                # REQUIRE SSL: a connection without TLS is refused, the right password or not.
+                require = " REQUIRE SSL" if tls_cert is not None else ""
+                for host in dict.fromkeys(host for host, _ in grants):
+                    cur.execute(f"CREATE USER 'dbarena'@%s IDENTIFIED BY %s{require}", (host, password))
+                for host, privileges in grants:
+                    cur.execute(f"GRANT {privileges} TO 'dbarena'@%s", (host,))
+                _lock_root(cur)
+        return tls_problem
 
     def _server_certificate(self, binaries: MyBinaries, tls_dir: Path, listen: str, client_certs: Sequence[str],
                             user: str | None, executor: Executor) -> dict[str, str]:
