@@ -1,7 +1,7 @@
 """The JSON Schema of what dbarena exports, generated from the records that make it
 (records.py), so that the documented shape cannot drift from the code: `results --json`
-(AnalysedPoint.as_json), `results --summary --json` (LevelSummary.as_json) and `compare
---json` (LevelComparison.as_json). docs/schema/ holds them as files; a test regenerates
+(AnalysedPoint.as_json), `results --summary --json` (LevelSummary.as_json), `compare
+--json` (LevelComparison.as_json) and `history --json` (stats/history.History.as_dict). docs/schema/ holds them as files; a test regenerates
 them and checks every export of a real store against them.
 
 A field's JSON type follows its Python annotation: `float | None` is a number or null,
@@ -15,11 +15,11 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import fields
-from typing import Any, ForwardRef, Union
+from typing import Any, ForwardRef, Mapping, Union
 
 from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelComparison, LevelSummary
 
-__all__ = ["VERSION", "EXPORTS", "schema", "of_record"]
+__all__ = ["VERSION", "EXPORTS", "DOCUMENTS", "schema", "of_record"]
 
 # Bumped when an export changes shape in a way a reader must know: a field removed,
 # renamed or retyped (a field added keeps the version: readers ignore what they do not know).
@@ -58,13 +58,24 @@ def _type(hint: Any) -> JSONObject:
 
 
 def of_record(record: type, *, leave_out: frozenset[str] = frozenset(),
-              optional: frozenset[str] = frozenset()) -> JSONObject:
+              optional: frozenset[str] = frozenset(), renamed: Mapping[str, str] | None = None,
+              nested: Mapping[str, JSONObject] | None = None, added: Mapping[str, JSONObject] | None = None
+              ) -> JSONObject:
     """The schema of one record's JSON object: its fields but `leave_out`, each
-    required but those in `optional`."""
-    hints = typing.get_type_hints(record)
+    required but those in `optional`; `renamed`: a field's name in the JSON where it
+    differs; `nested`: the schema of a field whose value is another record's JSON (or
+    whose annotation says less than its JSON does); `added`: what the JSON has besides
+    the fields (a figure derived from them)."""
+    # (JSON named for a record's module that imports only JSONObject, whose alias names it.)
+    hints = typing.get_type_hints(record, localns={"JSON": JSON})
     names = [f.name for f in fields(record) if f.name not in leave_out]
-    return {"type": "object", "properties": {name: _type(hints[name]) for name in names},
-            "required": [name for name in names if name not in optional], "additionalProperties": False}
+    renamed, nested = renamed or {}, nested or {}
+    properties: JSONObject = {renamed.get(name, name): nested[name] if name in nested else _type(hints[name])
+                              for name in names}
+    properties.update(added or {})
+    required: list[JSON] = [renamed.get(name, name) for name in names if name not in optional]
+    required += list((added or {}).keys())
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def _array_of(name: str, title: str, item: JSONObject) -> JSONObject:
@@ -84,7 +95,34 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
 }
 
 
+def _history() -> JSONObject:
+    """`history --json`: {"series": [...]}, each series with its runs and change points
+    (stats/history.py's records, as their as_dict writes them)."""
+    from dbarena.stats.history import Cause, ChangePoint, RunValue, Series
+
+    facts: JSONObject = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
+    run = of_record(RunValue, renamed={"run_id": "run"}, nested={"environment": facts})
+    cause = of_record(Cause, renamed={"run_id": "run"})
+    change = of_record(ChangePoint, renamed={"run_id": "run"},
+                       nested={"causes": {"type": "array", "items": cause}})
+    series = of_record(Series, nested={"runs": {"type": "array", "items": run},
+                                       "change_points": {"type": "array", "items": change}},
+                       added={"lower_is_better": {"type": "boolean"}})
+    return {"type": "object", "properties": {"series": {"type": "array", "items": series}},
+            "required": ["series"], "additionalProperties": False}
+
+
+# Exports that are one JSON object rather than an array of records: name -> (command, schema).
+DOCUMENTS: dict[str, tuple[str, typing.Callable[[], JSONObject]]] = {
+    "history": ("dbarena history --json", _history),
+}
+
+
 def schema(name: str) -> JSONObject:
-    """The whole schema of one export (a key of EXPORTS)."""
+    """The whole schema of one export (a key of EXPORTS or DOCUMENTS)."""
+    if name in DOCUMENTS:
+        command, make = DOCUMENTS[name]
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{BASE}/v{VERSION}/{name}.json",
+                "title": f"{command} (dbarena export schema version {VERSION})", **make()}
     command, item = EXPORTS[name]
     return _array_of(name, f"{command} (dbarena export schema version {VERSION})", item)

@@ -24,10 +24,11 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 COMMANDS = {
     "results": ["results", "--json"],
     "results-summary": ["results", "--summary", "--json"],
+    "history": ["history", "--json"],
 }
 
 
-@pytest.mark.parametrize("name", sorted(schemas.EXPORTS))
+@pytest.mark.parametrize("name", sorted([*schemas.EXPORTS, *schemas.DOCUMENTS]))
 def test_the_schema_file_is_what_the_records_make(name: str) -> None:
     made = json.dumps(schemas.schema(name), indent=2) + "\n"
     path = DOCS / f"{name}.schema.json"
@@ -58,6 +59,29 @@ def test_every_export_of_a_real_store_fits_its_schema(which: str, store: Path, e
         status, out, err = invoke([*argv, "--store", str(path)], capsys)
         assert status == 0, err
         _valid(name, out)
+
+
+def test_a_history_with_a_change_point_and_its_causes_fits_its_schema(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A step that the history finds, with the facts that changed there: every part of
+    the history's schema (change points, causes) is checked against a real export."""
+    from dbarena.store.database import Store
+    from test_history_and_gate import add_run
+
+    path = tmp_path / "step.db"
+    with Store(path) as db:
+        for day in range(5):
+            add_run(db, "main", day, 1000.0 * (1 + 0.005 * (day % 2)))
+        for day in range(5, 10):
+            add_run(db, "main", day, 600.0 * (1 + 0.005 * (day % 2)), sync="on", server="17.4")
+    status, out, err = invoke(["history", "--json", "--store", str(path)], capsys)
+    assert status == 0, err
+    document = json.loads(out)
+    changes = [c for s in document["series"] for c in s["change_points"]]
+    assert changes and changes[0]["causes"], out  # (else the schema of a change point goes untried)
+    _valid("history", out)
+    broken = {**document, "series": [{**document["series"][0], "change_points": [{**changes[0], "run": "7"}]}]}
+    assert list(Draft202012Validator(schemas.schema("history")).iter_errors(broken))
 
 
 def test_a_field_of_the_wrong_type_is_caught(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
