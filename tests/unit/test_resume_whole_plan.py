@@ -141,6 +141,32 @@ def test_reaping_stops_an_initialisation_and_what_it_gave_the_data_directory(tmp
     assert state.start_time(sleeper) is None or "Z" in Path(f"/proc/{sleeper}/stat").read_text().rsplit(")", 1)[1][:3]
 
 
+
+def test_reaping_an_initialisation_removes_the_shared_memory_it_held(tmp_path):
+    """Issue 45: initdb's postgres (a standalone backend) makes dynamic shared memory as a
+    server does (/dev/shm/PostgreSQL.<n>); SIGKILLed by reaping, it left it in RAM for
+    good. Here a process given the data directory maps such a segment."""
+    import uuid as uuid_mod
+
+    top = tmp_path / "dbarena-pg-x"
+    (top / "data").mkdir(parents=True)
+    state.mark(top)
+    segment = Path(f"/dev/shm/PostgreSQL.test-{uuid_mod.uuid4().hex}")
+    backend = subprocess.Popen(
+        [sys.executable, "-c", f"import mmap, time\nf = open({str(segment)!r}, 'w+b')\nf.truncate(4096)\n"
+         "m = mmap.mmap(f.fileno(), 4096)\nprint('mapped', flush=True)\ntime.sleep(60)", "-D", f"{top}/data"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert backend.stdout is not None and backend.stdout.readline() == "mapped\n"
+        path, data = _dead_owner_record(top)
+        cleanup.reap(path, data, [].append)
+        assert backend.wait(timeout=10) == -9
+        assert not segment.exists() and not top.exists() and not path.exists()
+    finally:
+        backend.kill()
+        segment.unlink(missing_ok=True)
+
+
 def test_a_directory_still_there_after_reaping_keeps_its_record(tmp_path, monkeypatch):
     top = tmp_path / "dbarena-mysql-y"
     (top / "data").mkdir(parents=True)
