@@ -226,3 +226,23 @@ def test_a_resume_interrupted_before_its_server_opened_counts_the_points_kept(tm
     code, _, err = invoke(["run", "--resume", "--no-probe", "--store", str(store)], capsys)
     assert code == ExitStatus.INTERRUPTED
     assert f"interrupted: 1 finished point(s) kept in {store}" in err, err
+
+
+def test_a_ctrl_c_during_a_lazy_import_is_held_until_the_module_is_whole(tmp_path, monkeypatch):
+    """Issue 45: a lazily imported driver loads where it is first read, mid-run; a
+    SIGTERM during psycopg's import left it half made, and `except
+    psycopg.OperationalError` then raised AttributeError in place of the interrupt. The
+    interrupt comes once the module is whole."""
+    from dbarena.lazy import lazy_import
+
+    name = f"half_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                         "sum(range(100000))\nWHOLE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = lazy_import(name)
+        with pytest.raises(KeyboardInterrupt):
+            module.WHOLE
+        assert module.WHOLE is True
+    finally:
+        sys.modules.pop(name, None)
