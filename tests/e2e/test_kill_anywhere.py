@@ -242,7 +242,8 @@ def test_twenty_kills_at_random_moments_lose_nothing(ram_tmp, tmp_path, env):
         code = _ended(proc, public_tmp, log)
         ended = time.monotonic()
         out = log.read_text(errors="replace")
-        assert code in EXITS[how], out[-3000:]
+        # (A signal as it exits, its run complete, may find nothing left to stop: 0.)
+        assert code in EXITS[how] or (code == 0 and _complete(store, plan)), out[-3000:]
         assert "Traceback" not in out, out[-3000:]
         cleaned = dbarena("cleanup", env=env)
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr

@@ -141,6 +141,32 @@ def test_reaping_stops_an_initialisation_and_what_it_gave_the_data_directory(tmp
     assert state.start_time(sleeper) is None or "Z" in Path(f"/proc/{sleeper}/stat").read_text().rsplit(")", 1)[1][:3]
 
 
+
+def test_reaping_an_initialisation_removes_the_shared_memory_it_held(tmp_path):
+    """Issue 45: initdb's postgres (a standalone backend) makes dynamic shared memory as a
+    server does (/dev/shm/PostgreSQL.<n>); SIGKILLed by reaping, it left it in RAM for
+    good. Here a process given the data directory maps such a segment."""
+    import uuid as uuid_mod
+
+    top = tmp_path / "dbarena-pg-x"
+    (top / "data").mkdir(parents=True)
+    state.mark(top)
+    segment = Path(f"/dev/shm/PostgreSQL.test-{uuid_mod.uuid4().hex}")
+    backend = subprocess.Popen(
+        [sys.executable, "-c", f"import mmap, time\nf = open({str(segment)!r}, 'w+b')\nf.truncate(4096)\n"
+         "m = mmap.mmap(f.fileno(), 4096)\nprint('mapped', flush=True)\ntime.sleep(60)", "-D", f"{top}/data"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert backend.stdout is not None and backend.stdout.readline() == "mapped\n"
+        path, data = _dead_owner_record(top)
+        cleanup.reap(path, data, [].append)
+        assert backend.wait(timeout=10) == -9
+        assert not segment.exists() and not top.exists() and not path.exists()
+    finally:
+        backend.kill()
+        segment.unlink(missing_ok=True)
+
+
 def test_a_directory_still_there_after_reaping_keeps_its_record(tmp_path, monkeypatch):
     top = tmp_path / "dbarena-mysql-y"
     (top / "data").mkdir(parents=True)
@@ -200,3 +226,23 @@ def test_a_resume_interrupted_before_its_server_opened_counts_the_points_kept(tm
     code, _, err = invoke(["run", "--resume", "--no-probe", "--store", str(store)], capsys)
     assert code == ExitStatus.INTERRUPTED
     assert f"interrupted: 1 finished point(s) kept in {store}" in err, err
+
+
+def test_a_ctrl_c_during_a_lazy_import_is_held_until_the_module_is_whole(tmp_path, monkeypatch):
+    """Issue 45: a lazily imported driver loads where it is first read, mid-run; a
+    SIGTERM during psycopg's import left it half made, and `except
+    psycopg.OperationalError` then raised AttributeError in place of the interrupt. The
+    interrupt comes once the module is whole."""
+    from dbarena.lazy import lazy_import
+
+    name = f"half_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                         "sum(range(100000))\nWHOLE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = lazy_import(name)
+        with pytest.raises(KeyboardInterrupt):
+            module.WHOLE
+        assert module.WHOLE is True
+    finally:
+        sys.modules.pop(name, None)

@@ -531,8 +531,8 @@ def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S
     postgres), and whatever was given the instance's data directory: mariadb-install-db
     is a shell script that dies of SIGPIPE once nobody reads its output, and its
     mariadbd --bootstrap, reparented, goes on. Stopped first, so none forks a child
-    between the listing and the kill. `pid`: the initialisation as recorded_process
-    found it (None: not running, or not provably it)."""
+    between the listing and the kill; the shared memory they held is removed. `pid`: the
+    initialisation as recorded_process found it (None: not running, or not provably it)."""
     members = set(_naming(str(Path(top) / "data")))
     if pid is not None:
         import psutil
@@ -540,13 +540,20 @@ def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S
         with contextlib.suppress(psutil.Error):
             members |= {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
     members.discard(os.getpid())
+    segments: set[Path] = set()
     for how in (signal.SIGSTOP, signal.SIGKILL):
         for member in members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(member, how)
+        if how == signal.SIGSTOP:
+            # What they map once stopped (no new one can come): initdb's postgres, a
+            # standalone backend, makes dynamic shared memory as a server does, and
+            # SIGKILLed leaves it in RAM for good (seen in tests/e2e/test_kill_anywhere.py).
+            segments = set().union(*map(shm_segments, members))
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(_running(p) for p in members):
         time.sleep(0.05)
+    remove_segments(segments)
 
 
 # ------------------------------------------------------------------ the watchdog
