@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,15 @@ def pytest_configure(config):
     """A pytest-xdist worker finds COLUMNS=80 and LINES=24 in its environment, whatever the
     controller had; the real CLI a test runs would take them for its width in a pipe
     (report/terminal.py): narrower tables and cut cells under `make test` (-n 2) than
-    with pytest alone. A worker has the controller's values instead, or none."""
+    with pytest alone. A worker has the controller's values instead, or none.
+
+    SIGINT as a terminal has it: a suite started in the background of a shell without
+    job control (`make test &`, nohup under `sh -c`) inherits it ignored, and so would
+    every dbarena a test starts (an ignored signal stays ignored across exec), so that
+    the tests of what a Ctrl-C does would see none. Python's own handler here is reset
+    to the default at each exec: the children get a SIGINT that works too."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     sent = getattr(config, "workerinput", {}).get("terminal_size")
     for name, value in (sent or {}).items():
         if value is None:
