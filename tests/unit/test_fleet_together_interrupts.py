@@ -91,3 +91,23 @@ def test_a_together_run_is_the_controllers_so_that_a_killed_one_can_be_marked_in
     assert cleanup.mark_interrupted(str(tmp_path / "r.db"), run_id, os.getpid(), "killed") == (True, None)
     with Store(tmp_path / "r.db") as db:
         assert db.run(run_id).status == "interrupted"
+
+
+def test_a_warm_up_with_a_server_host_is_refused_in_one_line_and_taken_with_a_target():
+    """The checkpoint after a warm-up needs a privilege the [server] host's server keeps
+    from dbarena's user: refused before anything starts; with --target the user's own
+    privileges decide, and the warm-up runs."""
+    from dbarena.errors import UsageError
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    def host(name: str) -> Host:
+        return Host(name=name, label=name, price_per_hour=None, price_per_month=None, currency=None,
+                    workdir=f"/w/{name}")
+
+    warm = ["--engine", "postgres", "--workload", "pgbench-select-only", "--warmup", "5"]
+    with pytest.raises(UsageError, match=r"^--together with a \[server\] host runs no warm-up yet"):
+        together.check(arguments.study_from_args(warm), [host("alpha")], host("gamma"))
+    together.check(arguments.study_from_args([*warm, "--target", "postgresql://dbarena@db:5432/dbarena"]),
+                   [host("alpha")], None)

@@ -114,6 +114,11 @@ def check(study: Study, hosts: list[Host], server: Host | None = None) -> None:
     if study.precision is not None:
         raise UsageError("--together runs a fixed number of repeats, not --precision")
     for entry in study.workloads:
+        if entry.warmup_s and server is not None:
+            # The checkpoint after it (CHECKPOINT, FLUSH TABLES) needs a privilege that the
+            # [server] host's server keeps from dbarena's user there (no superuser, no RELOAD).
+            raise UsageError("--together with a [server] host runs no warm-up yet (warmup_s): the checkpoint after "
+                             "it needs a privilege its server's user is not given; use --target, or no warm-up")
         if entry.datasets != "run":
             raise UsageError("--together prepares each dataset once per run: datasets = \"run\"")
 
