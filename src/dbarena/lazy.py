@@ -12,7 +12,7 @@ from importlib.abc import Loader
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-from dbarena.lifecycle import shield
+from dbarena import shield
 
 
 class _Held(Loader):

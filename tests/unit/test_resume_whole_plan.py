@@ -17,7 +17,8 @@ import pytest
 from dbarena import plan, resume, study as study_mod
 from dbarena.engines import instance
 from dbarena.errors import UsageError
-from dbarena.lifecycle import cleanup, shield, state
+from dbarena import shield
+from dbarena.lifecycle import cleanup, state
 from dbarena.model import RunInfo, StudyRecord
 from dbarena.store.database import Store
 from dbarena.study import arguments

@@ -8,7 +8,7 @@ one of its commands (app.COMMAND_MODULES), or all at once by app.load_commands()
 """
 
 from dbarena.errors import ExitStatus
-from dbarena.lifecycle import shield
+from dbarena import shield
 
 # A Ctrl-C while the command line's modules load (half a second on a busy machine, before
 # `main` can say anything) is held until they are, then ends the command as interrupted:

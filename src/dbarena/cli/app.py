@@ -20,7 +20,8 @@ import click
 
 from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
-from dbarena.lifecycle import pid1, shield
+from dbarena import shield
+from dbarena.lifecycle import pid1
 from dbarena.lifecycle.cleanup import reap_dead
 from dbarena.limits import printable
 from dbarena.masking import masked

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from dbarena import execute
-from dbarena.lifecycle import shield, state
+from dbarena import shield
+from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
 from dbarena.interfaces import Executor
 

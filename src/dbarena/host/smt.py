@@ -50,7 +50,7 @@ def read(control: Path | None = None) -> str:
 def machine_refusal(modes: Sequence[str], control: Path | None = None, *, machine: str | None = None,
             root: bool | None = None) -> str | None:
     """Why this machine cannot switch between `modes` ("on", "off", "2" ...), or None:
-    the kernel, root, /sys and the architecture (lifecycle.smt_switch.refusal adds
+    the kernel, root, /sys and the architecture (the SMT switch's own refusal adds
     another dbarena process holding the switch)."""
     control = control or CONTROL
     now = read(control)

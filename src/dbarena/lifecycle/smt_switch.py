@@ -16,7 +16,7 @@ from typing import Sequence
 from dbarena.errors import EnvironmentProblem
 from dbarena.host import hostinfo, smt
 from dbarena.lifecycle import state
-from dbarena.lifecycle.shield import shielded
+from dbarena.shield import shielded
 
 
 def refusal(modes: Sequence[str], control: Path | None = None, *, machine: str | None = None,
