@@ -180,3 +180,20 @@ def with_raw(store: Path, rows) -> list[dict]:
             record["stdout"], record["stderr"] = db.raw_output(record["id"])
             out.append(record)
         return out
+
+
+def rows_of(store: Path, sql: str) -> list[tuple]:
+    """The rows of a query on an SQLite store that a killed run may have left half made:
+    none where the store or the table does not exist yet (killed while the schema was
+    being made)."""
+    if not store.exists():
+        return []
+    import sqlite3
+
+    with sqlite3.connect(store, timeout=30) as db:
+        try:
+            return db.execute(sql).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise

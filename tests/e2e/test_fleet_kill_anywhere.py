@@ -16,7 +16,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import processes_mentioning
+from conftest import rows_of, processes_mentioning
 from sshd import ansible_env, missing, sshd
 from test_fleet_together import STUDY, _data_dir, _postmasters, _server_inventory
 from test_kill import _within
@@ -68,21 +67,9 @@ def _throwaway_dirs() -> set[Path]:
     return {*Path("/tmp").glob("dbarena-pg-*"), *Path("/tmp").glob("dbarena-mysql-*")}
 
 
-def _rows(store: Path, sql: str) -> list[tuple]:
-    if not store.exists():
-        return []
-    with sqlite3.connect(store, timeout=30) as db:
-        try:
-            return db.execute(sql).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return []
-            raise
-
-
 def _ok(store: Path) -> dict[int, tuple]:
     """The points stored ok: id -> (threads, repeat)."""
-    return {r[0]: r[1:] for r in _rows(store, "SELECT id, threads, repeat FROM points WHERE status = 'ok'")}
+    return {r[0]: r[1:] for r in rows_of(store, "SELECT id, threads, repeat FROM points WHERE status = 'ok'")}
 
 
 def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
@@ -143,7 +130,7 @@ def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
             assert _within(30, lambda: not processes_mentioning(str(base))), processes_mentioning(str(base))
             assert _within(30, lambda: _throwaway_dirs() <= dirs_before), _throwaway_dirs() - dirs_before
             assert _server_state(workdirs) in (None, "stopped", "failed"), _server_state(workdirs)
-            runs = _rows(store, "SELECT id, status FROM runs")
+            runs = rows_of(store, "SELECT id, status FROM runs")
             assert [r for r in runs if r[1] == "running"] == [], runs
             points = _ok(store)
             assert {i: p for i, p in points.items() if i in kept} == kept, "a point stored before a kill is gone"
@@ -160,7 +147,7 @@ def test_three_kills_of_a_together_controller_lose_nothing(tmp_path_factory):
         points = _ok(store)
         assert sorted(points.values()) == [(level, 0) for level in LEVELS], points
         assert {i: p for i, p in points.items() if i in kept} == kept
-        assert [s for (s,) in _rows(store, "SELECT status FROM runs")] == ["finished"]
+        assert [s for (s,) in rows_of(store, "SELECT status FROM runs")] == ["finished"]
         assert _within(30, lambda: _host_servers() <= before), _host_servers() - before
         assert _within(30, lambda: _throwaway_dirs() <= dirs_before), _throwaway_dirs() - dirs_before
         print("\n".join(["moments:", *hit]))

@@ -22,7 +22,6 @@ import contextlib
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
+from conftest import rows_of, cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
 from test_kill import _within
 from test_run import _default_sigint
 
@@ -141,25 +140,13 @@ def _ended(proc: subprocess.Popen, public_tmp: Path, log: Path) -> int:
         raise AssertionError(f"still running 240 s after the signal: {tree}; {log.read_text()[-2000:]}; {logs}")
 
 
-def _rows(store: Path, sql: str) -> list[tuple]:
-    if not store.exists():
-        return []
-    with sqlite3.connect(store, timeout=30) as db:
-        try:
-            return db.execute(sql).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return []  # killed while the schema was being made
-            raise
-
-
 def _runs(store: Path) -> list[tuple[int, str, str]]:
-    return _rows(store, "SELECT id, engine, status FROM runs ORDER BY id")
+    return rows_of(store, "SELECT id, engine, status FROM runs ORDER BY id")
 
 
 def _ok_points(store: Path) -> dict[int, tuple]:
     """The points stored ok: id -> (engine, workload, threads, repeat, variant, phase)."""
-    return {r[0]: r[1:] for r in _rows(
+    return {r[0]: r[1:] for r in rows_of(
         store, "SELECT id, engine, workload, threads, repeat, variant, phase FROM points WHERE status = 'ok'")}
 
 
