@@ -11,16 +11,27 @@ import subprocess
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
 
-from dbarena.model import Connection, Measurement, PointResult, PointSpec, RunInfo, Sample, Tls, ToolParam
+from dbarena.model import Connection, Measurement, PointResult, PointSpec, Room, RunInfo, Sample, Tls, ToolParam
 from dbarena.records import JSONObject, StoredPoint, StoredRun, SystemSums
-
-if TYPE_CHECKING:
-    from dbarena.serverside.sampler import Reader
 
 LineCallback = Callable[[str], None]
 
+
+
+class Reader(Protocol):
+    """What the server-side sampler asks of an engine's reader (serverside/postgres.py,
+    serverside/mysql.py) once a second: its counters and gauges, the connections the
+    server still lets the sampler's role open, and its notes (what it cannot read)."""
+
+    engine: str
+    gauges: frozenset[str]
+    notes: tuple[str, ...]
+
+    def read(self) -> dict[str, float | None]: ...
+    def room(self) -> Room | None: ...
+    def close(self) -> None: ...
 
 
 class LatencyDistribution(Protocol):

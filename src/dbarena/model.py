@@ -7,12 +7,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbarena.records import JSONObject
 
-if TYPE_CHECKING:
-    from dbarena.host.sysmetrics import SystemSample
+
+@dataclass(frozen=True)
+class SystemSample:
+    """One second of machine activity. CPU shares are percent of all hardware threads;
+    server_cpu and loadgen_cpu are in cores (1.0 = one hardware thread busy)."""
+
+    second: float
+    cpu_user_pct: float
+    cpu_system_pct: float
+    cpu_iowait_pct: float
+    cpu_steal_pct: float
+    cpu_idle_pct: float
+    context_switches_per_s: float
+    disk_read_bytes_per_s: float | None
+    disk_write_bytes_per_s: float | None
+    memory_used_bytes: int | None
+    server_cpu: float | None
+    loadgen_cpu: float | None
 
 
 @dataclass(frozen=True)
@@ -261,3 +277,12 @@ class StudyRecord:
     source: str
     text: str
     sha256: str
+
+
+@dataclass(frozen=True)
+class Room:
+    """Connections the server still lets this role/user open, the sampler's own counted,
+    and the tightest limit that says so (None: the server's max_connections)."""
+
+    free: int
+    limit: str | None = None

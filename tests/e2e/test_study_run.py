@@ -404,7 +404,8 @@ def test_a_kernel_smt_axis_switches_before_each_modes_servers_and_puts_it_back(p
     what dbarena writes there and when, around real servers and points."""
     import tempfile
 
-    from dbarena import session, study
+    from dbarena import study
+    from dbarena.run import session
     from dbarena.host import smt
     from dbarena.lifecycle import state
     from dbarena.errors import ExitStatus

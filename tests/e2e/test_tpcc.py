@@ -11,7 +11,8 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
-from dbarena import execute, runner, session
+from dbarena import execute
+from dbarena.run import runner, session
 from dbarena.engines import postgres
 from dbarena.model import PointSpec, RunInfo
 from dbarena.store.database import Store, now_utc

@@ -12,7 +12,8 @@ import pytest
 from points import point
 
 from points import point
-from dbarena import preflight, session, study
+from dbarena import study
+from dbarena.run import preflight, session
 from dbarena.records import AnalysedPoint
 from dbarena import study as study_mod
 from dbarena.host import datadir, probe
@@ -190,7 +191,8 @@ def test_the_library_prints_progress_unless_asked_to_be_quiet():
 
 def test_a_quick_trial_takes_no_automatic_probe():
     """--quick is a trial of the protocol: no host probe unless --probe asks for one."""
-    from dbarena import preflight, session, study
+    from dbarena import study
+    from dbarena.run import preflight, session
 
     quick = study.apply(study.load("seed-a"), study.Overrides(quick=True))
     assert preflight.estimate(quick).probe_s == 0

@@ -96,10 +96,10 @@ def test_a_password_in_an_error_line_is_masked():
 
 
 def test_an_imported_failed_run_says_why_as_a_measured_point_does():
-    from dbarena import importer
+    from dbarena.importers import reading
 
     name = "pg14.3-aborted-run-yugabyte-fragment.txt"
     text = (FIXTURES / "pgbench/corpus" / name).read_text()
-    (point,) = importer.read(name, text, label="x")
+    (point,) = reading.read(name, text, label="x")
     assert point.result.status == "failed" and point.result.error == error_line("", text)
     assert point.result.error.startswith("pgbench: error: client 36 script 0 aborted")

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import invoke
 
-from dbarena import importer
+from dbarena.importers import reading
 from dbarena.importers.durations import nominal
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -65,7 +65,7 @@ def test_without_progress_lines_the_duration_is_inferred_and_the_import_says_so(
     lines = (NIDMGH / "aws-2kiops-sysBench_result0").read_text().splitlines(keepends=True)[252:300]
     cut = tmp_path / "cut.txt"
     cut.write_text("".join(l for l in lines if not l.startswith("[ ")))
-    (point,) = importer.read(cut.name, cut.read_text(), label="x", engine="postgres")
+    (point,) = reading.read(cut.name, cut.read_text(), label="x", engine="postgres")
     assert point.result.spec.duration_s == 600
     assert point.duration is not None and point.duration.source() == {"asked_s": 600, "from": "inferred",
                                                                        "measured_s": 600.5517}
@@ -77,11 +77,11 @@ def test_without_progress_lines_the_duration_is_inferred_and_the_import_says_so(
 
 def test_a_command_line_or_a_printed_duration_is_taken_as_it_is():
     text = (FIXTURES / "import" / "percona-thp2019-tpcc-aborted-then-run.txt").read_text()
-    ok = [p for p in importer.read("thp.txt", text, label="thp") if p.result.ok]
+    ok = [p for p in reading.read("thp.txt", text, label="thp") if p.result.ok]
     assert [(p.result.spec.duration_s, p.duration.how if p.duration else None) for p in ok] == \
         [(600, "command line")]
     pgbench = (FIXTURES / "pgbench" / "corpus" / "pg16.6-select-only-S-r.txt").read_text()
-    (point,) = importer.read("pg.txt", pgbench, label="x")
+    (point,) = reading.read("pg.txt", pgbench, label="x")
     assert point.duration is not None and point.duration.how == "printed"
     assert point.result.spec.duration_s == point.duration.asked_s
 

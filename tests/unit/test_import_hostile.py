@@ -318,7 +318,7 @@ def test_a_directory_is_refused_in_one_line(tmp_path):
 
 
 def test_a_directory_or_a_socket_is_refused_by_the_library_too(tmp_path):
-    from dbarena.importing import _Unreadable, open_regular
+    from dbarena.importers.storing import _Unreadable, open_regular
 
     with pytest.raises(_Unreadable, match="a directory, not a regular file"):
         open_regular(tmp_path)
@@ -345,7 +345,7 @@ def test_a_file_beyond_the_old_size_limit_without_a_line_break_is_refused_at_its
 
 
 def test_a_run_at_the_bound_is_read_and_one_character_more_is_refused(tmp_path):
-    from dbarena.importing import ImportOptions, import_file
+    from dbarena.importers.storing import ImportOptions, import_file
     from dbarena.store.database import Store
 
     path = tmp_path / "f.txt"

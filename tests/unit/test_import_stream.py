@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke
-from dbarena import importer, importing
+from dbarena.importers import reading
+from dbarena.importers import storing
 from dbarena.importers.common import ImportProblem, one_line_break
 from dbarena.importers.pieces import Pieces
-from dbarena.importing import ImportOptions, import_file
+from dbarena.importers.storing import ImportOptions, import_file
 from dbarena.store.database import Store
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -32,9 +33,9 @@ STUDY_A = FIXTURES / "import" / "study-a-appended-pg15.txt"
 PERCONA = FIXTURES / "import" / "percona-thp2019-tpcc-aborted-then-run.txt"
 SYSBENCH = FIXTURES / "sysbench" / "corpus" / "sysbench-1.0.20-oltp-rw-mysql-ri3-systemluajit.txt"
 MYSQLSLAP = FIXTURES / "mysqlslap" / "corpus" / "mysqlslap-5.7plus-warning-prefix-tabs.txt"
-WHOLE = {"pgbench": lambda name, text: importer.read_pgbench(name, text, "x", None),
-         "sysbench": lambda name, text: importer.read_sysbench(name, text, "x", "mysql", None),
-         "mysqlslap": lambda name, text: importer.read_mysqlslap(name, text, "x", None)}
+WHOLE = {"pgbench": lambda name, text: reading.read_pgbench(name, text, "x", None),
+         "sysbench": lambda name, text: reading.read_sysbench(name, text, "x", "mysql", None),
+         "mysqlslap": lambda name, text: reading.read_mysqlslap(name, text, "x", None)}
 
 
 def _engine(tool: str | None) -> str | None:
@@ -53,7 +54,7 @@ def _texts() -> list[tuple[str, str]]:
     """Every captured output alone, and appended: all of one tool's in one file (runs
     with and without command lines, banners, perf stat reports, cut-off pieces)."""
     alone = [(p.name, p.read_text(errors="replace")) for p in (*OUTPUTS, *IMPORTS)]
-    appended = [(f"all-{tool}.txt", "\n".join(t for n, t in alone if importer.detect_tool(one_line_break(t)) == tool))
+    appended = [(f"all-{tool}.txt", "\n".join(t for n, t in alone if reading.detect_tool(one_line_break(t)) == tool))
                 for tool in WHOLE]
     return alone + appended
 
@@ -63,13 +64,13 @@ def test_runs_read_a_line_at_a_time_are_those_the_whole_text_reader_finds(name, 
     """The splitter fed line by line (runs.stream_runs, mysqlslap.segments) against the
     readers of the whole text (split_runs): the same points, or the same problem."""
     text = one_line_break(text)
-    survey = importer.Survey()
+    survey = reading.Survey()
     for line in text.splitlines(keepends=True):
         survey.feed(line)
     tool = survey.tool()
     if tool not in WHOLE:
         pytest.skip(f"{name}: {tool or 'no one tool'}'s")
-    streamed = _outcome(lambda: list(importer._runs(name, tool, text.splitlines(keepends=True), survey, label="x",
+    streamed = _outcome(lambda: list(reading._runs(name, tool, text.splitlines(keepends=True), survey, label="x",
                                                     engine="mysql", workload=None, max_run_chars=len(text) + 1,
                                                     left=Pieces(tool))))
     assert streamed == _outcome(lambda: WHOLE[tool](name, text))
@@ -78,15 +79,15 @@ def test_runs_read_a_line_at_a_time_are_those_the_whole_text_reader_finds(name, 
 @pytest.mark.parametrize("name, text", _texts(), ids=lambda v: v if isinstance(v, str) and len(v) < 80 else "")
 def test_a_file_read_in_parts_of_a_line_reads_as_the_whole_text(name, text):
     """Points, pieces not stored, problems and their lines: the same in parts as whole."""
-    engine = _engine(importer.detect_tool(one_line_break(text)))
-    whole_skipped: list[importer.Skipped] = []
-    whole = _outcome(lambda: importer.read(name, text, label="x", engine=engine, skipped=whole_skipped))
-    parts = list(importer.texts(text.splitlines(keepends=True)))
-    survey = importer.Survey()
+    engine = _engine(reading.detect_tool(one_line_break(text)))
+    whole_skipped: list[reading.Skipped] = []
+    whole = _outcome(lambda: reading.read(name, text, label="x", engine=engine, skipped=whole_skipped))
+    parts = list(reading.texts(text.splitlines(keepends=True)))
+    survey = reading.Survey()
     for part in parts:
         survey.feed(part)
-    skipped: list[importer.Skipped] = []
-    streamed = _outcome(lambda: list(importer.stream(name, parts, survey, label="x", engine=engine, skipped=skipped)))
+    skipped: list[reading.Skipped] = []
+    streamed = _outcome(lambda: list(reading.stream(name, parts, survey, label="x", engine=engine, skipped=skipped)))
     assert streamed == whole and skipped == whole_skipped
 
 
@@ -116,10 +117,10 @@ def _files(tmp_path: Path) -> list[Path]:
 
 def test_a_file_read_7_bytes_at_a_time_stores_what_it_stores_read_at_once(tmp_path, monkeypatch):
     for path in _files(tmp_path):
-        options = ImportOptions(label="x", engine=_engine(importer.detect_tool(path.read_text())))
+        options = ImportOptions(label="x", engine=_engine(reading.detect_tool(path.read_text())))
         with Store(tmp_path / f"{path.name}-whole.db") as db:
             whole = import_file(db, path, options)
-        monkeypatch.setattr(importing, "CHUNK_BYTES", 7)
+        monkeypatch.setattr(storing, "CHUNK_BYTES", 7)
         with Store(tmp_path / f"{path.name}-parts.db") as db:
             parts = import_file(db, path, options)
         monkeypatch.undo()
@@ -139,7 +140,7 @@ def test_a_problem_far_into_a_file_read_in_small_parts_names_its_line(tmp_path, 
                                      "'latency average = 1.000 ms' not stored")):
         path = tmp_path / name
         path.write_text(text)
-        monkeypatch.setattr(importing, "CHUNK_BYTES", 100)
+        monkeypatch.setattr(storing, "CHUNK_BYTES", 100)
         code, out, err = invoke(["import", str(path), "--label", "x", "--store", str(tmp_path / "s.db")], capsys)
         assert err.startswith(f"dbarena: error: {name}:{where}: {what}") if name == "rows.csv" \
             else f"{name}:{where}: {what}" in err, err
@@ -157,7 +158,7 @@ def test_memory_is_bounded_by_the_largest_run_not_by_the_file(tmp_path):
     runs = [STUDY_A.read_text(), (FIXTURES / "pgbench" / "corpus" / "pg14.0-tpcb-progress-P10.txt").read_text()]
     path = tmp_path / "many.txt"
     path.write_text("".join(runs[k % 2] for k in range(400)))
-    expected = importer.read(path.name, path.read_text(), label="x", skipped=[])
+    expected = reading.read(path.name, path.read_text(), label="x", skipped=[])
     largest = max(len("\n".join(path.read_text().splitlines()[p.first_line - 1:p.last_line])) for p in expected)
     assert largest * 100 < path.stat().st_size
     with Store(tmp_path / "s.db") as db:
@@ -197,13 +198,13 @@ def test_an_import_killed_half_way_stores_nothing_and_imports_again(tmp_path):
         assert db.db.execute("SELECT (SELECT count(*) FROM points), (SELECT count(*) FROM runs),"
                              " (SELECT count(*) FROM imports)").fetchone() == (0, 0, 0)
         again = import_file(db, path, ImportOptions(label="x"))
-        assert again.error is None and again.points == 100 * len(importer.read("a", STUDY_A.read_text(), label="x"))
+        assert again.error is None and again.points == 100 * len(reading.read("a", STUDY_A.read_text(), label="x"))
 
 
 def test_a_file_changed_between_its_two_readings_stores_nothing(tmp_path, monkeypatch):
     path = tmp_path / "runs.txt"
     path.write_text(STUDY_A.read_text())
-    survey = importing._survey
+    survey = storing._survey
 
     def then_appended(*args):
         found = survey(*args)
@@ -211,7 +212,7 @@ def test_a_file_changed_between_its_two_readings_stores_nothing(tmp_path, monkey
             f.write(STUDY_A.read_text())
         return found
 
-    monkeypatch.setattr(importing, "_survey", then_appended)
+    monkeypatch.setattr(storing, "_survey", then_appended)
     with Store(tmp_path / "s.db") as db:
         done = import_file(db, path, ImportOptions(label="x"))
         assert done.error == "runs.txt: changed while it was imported; nothing stored (import it again)"

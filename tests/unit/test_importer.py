@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbarena import importer
+from dbarena.importers import reading
 
 
 @pytest.mark.parametrize("line, args", [
@@ -16,12 +16,12 @@ from dbarena import importer
     ("progress: 6.0 s, 691.7 tps, lat 11.528 ms stddev 10.036, 0 failed", None),
 ])
 def test_pgbench_command_lines(line, args):
-    assert importer._command(line, "pgbench") == args
+    assert reading._command(line, "pgbench") == args
 
 
 def test_sysbench_banner_is_not_a_command():
-    assert importer._command("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)", "sysbench") is None
-    assert importer._command("sysbench oltp_read_only --threads=8 --db-driver=pgsql run", "sysbench") == [
+    assert reading._command("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)", "sysbench") is None
+    assert reading._command("sysbench oltp_read_only --threads=8 --db-driver=pgsql run", "sysbench") == [
         "oltp_read_only", "--threads=8", "--db-driver=pgsql", "run"]
 
 
@@ -34,7 +34,7 @@ def test_sysbench_banner_is_not_a_command():
     (["--threads=4", "--threads=8"], ("--threads",), "8"),
 ])
 def test_option(args, names, value):
-    assert importer._option(args, *names) == value
+    assert reading._option(args, *names) == value
 
 
 @pytest.mark.parametrize("text, tool", [
@@ -46,7 +46,7 @@ def test_option(args, names, value):
     ("nothing to see\n", None),
 ])
 def test_detect_tool(text, tool):
-    assert importer.detect_tool(text) == tool
+    assert reading.detect_tool(text) == tool
 
 
 def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_with_the_reason():
@@ -55,7 +55,7 @@ def test_a_sysbench_run_that_failed_before_its_first_report_is_a_failed_point_wi
     name = "percona-thp2019-tpcc-aborted-then-run.txt"
     text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
     # No --engine: the perf stat report after each run names its command (--db-driver=pgsql).
-    failed, ok = importer.read(name, text, label="thp")
+    failed, ok = reading.read(name, text, label="thp")
     assert failed.result.status == "failed" and failed.result.spec.threads == 64
     # sysbench's own first line saying why (workloads/failure.py), as a measured point says it.
     assert failed.result.error == ("sysbench failed before the run started: FATAL: Connection to database failed: "
@@ -70,7 +70,7 @@ def test_a_perf_stat_report_after_a_run_names_its_command():
 
     name = "percona-thp2019-tpcc-aborted-then-run.txt"
     text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
-    for point in importer.read(name, text, label="thp"):
+    for point in reading.read(name, text, label="thp"):
         spec = point.result.spec
         assert (spec.engine, spec.workload, spec.threads, spec.duration_s) == ("postgres", "sysbench-tpcc", 64, 600)
         # Tables and warehouses per table are the dataset; the script's own options are
@@ -87,12 +87,12 @@ def test_a_sysbench_run_without_a_command_line_is_not_guessed_from_its_mix():
     name = "percona-thp2019-tpcc-aborted-then-run.txt"
     text = (Path(__file__).resolve().parent.parent / "fixtures" / "import" / name).read_text()
     bare = "\n".join(l for l in text.splitlines() if "Performance counter stats" not in l) + "\n"
-    with pytest.raises(importer.ImportProblem, match="pass --engine"):
-        importer.read(name, bare, label="thp")
-    (ok,) = [p for p in importer.read(name, bare, label="thp", engine="postgres") if p.result.ok]
+    with pytest.raises(reading.ImportProblem, match="pass --engine"):
+        reading.read(name, bare, label="thp")
+    (ok,) = [p for p in reading.read(name, bare, label="thp", engine="postgres") if p.result.ok]
     # It was tpcc.lua, whose read/write mix looks like oltp_read_write's: not guessed.
     assert ok.result.spec.workload == "sysbench" and "no sysbench script named" in ok.note
-    (named,) = [p for p in importer.read(name, bare, label="thp", engine="postgres", workload="sysbench-tpcc")
+    (named,) = [p for p in reading.read(name, bare, label="thp", engine="postgres", workload="sysbench-tpcc")
                 if p.result.ok]
     assert named.result.spec.workload == "sysbench-tpcc" and named.note is None
 
@@ -130,8 +130,8 @@ def test_a_sysbench_run_without_a_command_line_is_not_guessed_from_its_mix():
                                                                     "\"bench\""),
 ])
 def test_passwords_in_imported_text_are_masked(text, shown):
-    assert importer.masked(text) == shown
-    assert importer.masked(shown) == shown  # masking twice changes nothing
+    assert reading.masked(text) == shown
+    assert reading.masked(shown) == shown  # masking twice changes nothing
 
 
 def test_passwords_in_a_split_command_line_are_masked():
@@ -151,7 +151,7 @@ def test_passwords_in_a_split_command_line_are_masked():
     ("$ env PGPASSWORD=x time pgbench -S", ["-S"]),
 ])
 def test_a_command_line_after_environment_assignments_is_read(line, args):
-    assert importer._command(line, "pgbench") == args
+    assert reading._command(line, "pgbench") == args
 
 
 def test_a_sysbench_banner_after_its_echoed_command_line_does_not_open_a_run():
@@ -159,7 +159,7 @@ def test_a_sysbench_banner_after_its_echoed_command_line_does_not_open_a_run():
 
     corpus = Path(__file__).resolve().parent.parent / "fixtures" / "sysbench" / "corpus"
     text = (corpus / "sysbench-1.0.20-oltp-read-only-pgsql.txt").read_text()
-    (point,) = importer.read("sb.txt", "sysbench oltp_read_only --db-driver=pgsql run\n" + text, label="x")
+    (point,) = reading.read("sb.txt", "sysbench oltp_read_only --db-driver=pgsql run\n" + text, label="x")
     assert point.first_line == 1 and point.result.command[1] == "oltp_read_only"
     assert point.result.spec.engine == "postgres"
 
@@ -171,7 +171,7 @@ def test_a_password_a_sysbench_script_takes_is_no_option_of_its_point():
 
 
 def test_a_tps_line_is_recognised_as_pgbench():
-    assert importer.detect_tool("tps = 532.055085 (including connections establishing)\n") == "pgbench"
+    assert reading.detect_tool("tps = 532.055085 (including connections establishing)\n") == "pgbench"
 
 
 def test_a_mysqlslap_password_on_its_command_line_is_not_stored():
@@ -180,7 +180,7 @@ def test_a_mysqlslap_password_on_its_command_line_is_not_stored():
             "\tMinimum number of seconds to run all queries: 0.101 seconds\n"
             "\tMaximum number of seconds to run all queries: 0.113 seconds\n"
             "\tNumber of clients running queries: 4\n\tAverage number of queries per client: 25\n\n")
-    (point,) = importer.read("slap.txt", text, label="x")
+    (point,) = reading.read("slap.txt", text, label="x")
     assert "secret" not in " ".join(point.result.command) and "-p***" in point.result.command
 
 
@@ -215,10 +215,10 @@ def test_pgbench_query_mode_is_part_of_an_imported_points_configuration():
     from pathlib import Path
 
     corpus = Path(__file__).resolve().parent.parent / "fixtures" / "pgbench" / "corpus"
-    (prepared,) = importer.read("p.txt", (corpus / "pg16.3-select-only-prepared-cedardb.txt").read_text(), label="x")
+    (prepared,) = reading.read("p.txt", (corpus / "pg16.3-select-only-prepared-cedardb.txt").read_text(), label="x")
     assert dict(prepared.result.spec.options) == {"protocol": "prepared"}
     appended = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
-    assert all(p.result.spec.options == () for p in importer.read("a.txt", appended.read_text(), label="x"))
+    assert all(p.result.spec.options == () for p in reading.read("a.txt", appended.read_text(), label="x"))
 
 
 def test_a_sysbench_script_named_on_its_command_line_is_the_registrys_workload():

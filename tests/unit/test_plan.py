@@ -1,6 +1,7 @@
 import pytest
 
-from dbarena import plan, study, workloads
+from dbarena import study, workloads
+from dbarena.run import plan
 from dbarena.errors import UsageError
 
 

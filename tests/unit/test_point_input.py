@@ -17,7 +17,8 @@ from typing import Any, Sequence
 import pytest
 from test_sweep import FakeExecutor, rig  # noqa: F401 - rig is the fixture of the sweep tests
 
-from dbarena import dataset_lifecycle, execute, measure, runner
+from dbarena import execute
+from dbarena.run import dataset_lifecycle, measure, runner
 from dbarena.errors import ParseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, PointInput

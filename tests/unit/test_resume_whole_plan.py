@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import plan, resume, study as study_mod
+from dbarena import study as study_mod
+from dbarena.run import plan, resume
 from dbarena.engines import instance
 from dbarena.errors import UsageError
 from dbarena import shield
@@ -206,7 +207,7 @@ def test_a_resume_interrupted_before_its_server_opened_counts_the_points_kept(tm
     yet; its line counts the points the earlier attempt stored, not "0 kept" as if they
     were lost."""
     from conftest import invoke
-    from dbarena import session
+    from dbarena.run import session
     from dbarena.errors import ExitStatus
     from dbarena.model import PointResult, PointSpec
 

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from dbarena import placement, plan, preflight, session, study
+from dbarena import study
+from dbarena.run import placement, plan, preflight, session
 from dbarena.host import smt
 from dbarena.lifecycle import cleanup, smt_switch, state
 from dbarena.host import topology
@@ -159,7 +160,7 @@ def test_after_the_switch_the_servers_cpus_are_the_online_threads_of_whole_cores
 
 
 def test_study_check_says_how_the_smt_modes_are_made_and_whether_this_machine_can(control):
-    from dbarena import studycheck
+    from dbarena.run import studycheck
 
     control.write_text("notsupported\n")
     s = study.parse(HEAD + '[cpus]\nserver = [1]\nsmt = ["off", "on"]\n', "c.toml")

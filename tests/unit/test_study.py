@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from dbarena import dataset_lifecycle, plan, preflight, studycheck, study, workloads
+from dbarena import study, workloads
+from dbarena.run import dataset_lifecycle, plan, preflight, studycheck
 from dbarena.engines.postgres import PostgresEngine
 from dbarena.interfaces import Client
 from dbarena.model import Connection

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import pytest
 
-from dbarena import dataset_lifecycle, measure, runner
+from dbarena.run import dataset_lifecycle, measure, runner
 from dbarena.errors import DatabaseError
 from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
@@ -635,7 +635,7 @@ def test_dataset_steps_mixed_lifecycles():
 
 
 def test_a_store_that_cannot_be_written_stops_the_sweep_and_the_point_is_saved_importable(rig, tmp_path):
-    from dbarena import importer
+    from dbarena.importers import reading
     from dbarena.errors import StoreError
 
     def full(*args, **kwargs):
@@ -649,7 +649,7 @@ def test_a_store_that_cannot_be_written_stops_the_sweep_and_the_point_is_saved_i
     (saved,) = list(tmp_path.glob("dbarena-unsaved-*-postgres-pgbench-select-only-t1-r0.txt"))
     assert f"saved in {saved} (dbarena import {saved} --label LABEL" in message
     assert len(rig.executor.runs()) == 1  # stopped: the second point never ran
-    (point,) = importer.read(saved.name, saved.read_text(), label="x", engine="postgres", tool="auto", workload=None)
+    (point,) = reading.read(saved.name, saved.read_text(), label="x", engine="postgres", tool="auto", workload=None)
     out, _ = _read(PG_OUT)
     assert point.result.spec.threads == 1 and point.result.spec.workload == "pgbench-select-only"
     assert f"{point.result.measurement.tps:.6f}" in out  # the figure pgbench printed

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import placement, plan, study
+from dbarena import study
+from dbarena.run import placement, plan
 from dbarena.host import smt
 from dbarena.host import topology
 from dbarena.errors import UsageError

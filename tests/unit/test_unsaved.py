@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena import importer
+from dbarena.importers import reading
 from dbarena.errors import StoreError
 from dbarena.lifecycle import unsaved
 from dbarena.model import PointResult, PointSpec
@@ -38,7 +38,7 @@ def test_a_link_planted_at_the_old_name_is_not_followed_and_the_file_is_private(
         "-postgres-pgbench-select-only-t4-r0.txt")
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
     assert unsaved.save(RESULT, tmp_path / "r.db") != saved  # another name each time
-    (point,) = importer.read(saved.name, saved.read_text(), label="x", engine="postgres", tool="auto", workload=None)
+    (point,) = reading.read(saved.name, saved.read_text(), label="x", engine="postgres", tool="auto", workload=None)
     assert point.result.spec.threads == 4 and point.result.measurement is not None
 
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dbarena import atomic, engines, importer, workloads
+from dbarena import atomic, engines, workloads
+from dbarena.importers import reading
 from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
@@ -222,7 +223,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 @click.option("--label", required=True, help="Label for the imported results (a CSV 'label' column overrides it).")
 @click.option("--engine", type=click.Choice(sorted(engines.ENGINES)),
               help="Engine of runs whose output does not say (sysbench without a --db-driver command line).")
-@click.option("--tool", type=click.Choice(("auto", *importer.TOOLS)), default="auto", show_default=True,
+@click.option("--tool", type=click.Choice(("auto", *reading.TOOLS)), default="auto", show_default=True,
               help="Tool that wrote the files [default: recognised from the text].")
 @click.option("--workload", help="Workload of runs whose output does not say which: "
               + ", ".join([*workloads.WORKLOADS, *workloadnames.IMPORTED_ONLY]) + "; or the tool's own name, stored as "
@@ -249,7 +250,7 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
     FILE:LINE, the rest of the file is stored, and the import ends with the count of
     such pieces and exit status 1 (0 with --allow-skipped).
     """
-    from dbarena.importing import ImportOptions, import_file
+    from dbarena.importers.storing import ImportOptions, import_file
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)

@@ -12,8 +12,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from dbarena import resume as resume_mod
-from dbarena import preflight, session
+from dbarena.run import resume as resume_mod
+from dbarena.run import preflight, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, store_option
 from dbarena.errors import ExitStatus, UsageError
@@ -266,7 +266,7 @@ def study_check(file: str | None, as_json: bool, allow_commands: bool, **kwargs:
     checked with this machine's own binaries), and what it holds that runs commands or
     loads code is listed, with exit status 2 unless --allow-commands is given, as `run`
     would refuse it."""
-    from dbarena import studycheck
+    from dbarena.run import studycheck
 
     given = kwargs.get(arguments.STUDY_OPTION)
     if file is not None and given is not None and file != given:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pymysql
     from pymysql.cursors import Cursor
 
-    from dbarena.serverside.sampler import Reader
+    from dbarena.interfaces import Reader
 else:
     pymysql = lazy_import("pymysql")  # the driver: only a run or a --target needs it
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg.rows import TupleRow
 
-    from dbarena.serverside.sampler import Reader
+    from dbarena.interfaces import Reader
 else:
     psycopg = lazy_import("psycopg")  # the driver: only a run or a --target needs it
 

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-# The project's one masking of passwords, through its public name (importer's __all__).
-from dbarena.importer import masked
+# The project's one masking of passwords, through its public name (importers.reading's __all__).
+from dbarena.importers.reading import masked
 
 MAX_LINES = 10   # of the host's output under the summary line
 MAX_WIDTH = 200  # characters of one output line

@@ -61,7 +61,8 @@ def _store_of(args: list[str], workdir: Path) -> str:
 def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
     holds the `dbarena run` these arguments describe, whole or in part."""
-    from dbarena import resume, study as study_mod
+    from dbarena import study as study_mod
+    from dbarena.run import resume
     from dbarena.store.database import Store
     from dbarena.study import arguments
 

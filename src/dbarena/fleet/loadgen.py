@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from dbarena.errors import DatabaseError
 from dbarena.fleet.messages import FINAL, Part, PointRequest, Status, spec_of
 from dbarena.fleet.progress import write_json
-from dbarena.measure import ToolRun
+from dbarena.run.measure import ToolRun
 from dbarena.model import Tls
 
 POINT = "point"
@@ -124,7 +124,8 @@ def _tls_links(folder: Path, tls: Tls | None, protocol: str) -> None:
 
 def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
     """The run's provenance and its datasets prepared, as one JSON document."""
-    from dbarena import execute, provenance
+    from dbarena import execute
+    from dbarena.run import provenance
     from dbarena.engines import get as engine_get
     from dbarena.host import hostinfo
     from dbarena.study import arguments
@@ -188,7 +189,8 @@ def _point(folder: Path, request: PointRequest, tls: Tls | None) -> int:
     """The host's share, measured as a local point is (measure.run_tool), between the
     controller's `go` and its end; the first host's request asks it to sample the
     server too (`sample_server`), for the whole point."""
-    from dbarena import execute, measure
+    from dbarena import execute
+    from dbarena.run import measure
     from dbarena.engines import get as engine_get
     from dbarena.workloads import WORKLOADS
 

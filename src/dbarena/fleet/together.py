@@ -62,7 +62,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from dbarena import engines, measure
+from dbarena import engines
+from dbarena.run import measure
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
@@ -608,7 +609,7 @@ def shell_path(path: str) -> str:
 
 
 def _expand(study: Study) -> list[Any]:
-    from dbarena import preflight
+    from dbarena.run import preflight
 
     return preflight.expand(study)
 

@@ -14,34 +14,17 @@ import contextlib
 import os
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, TypedDict
 
 from dbarena.lazy import lazy_import
+from dbarena.model import SystemSample
 
 # Imported when the sampler first reads: every command imports the runner, and psutil
 # would add about 10 ms to each start.
 psutil = lazy_import("psutil")
 
+__all__ = ["Sampler", "SystemSample", "cpu_split"]
 
-
-@dataclass(frozen=True)
-class SystemSample:
-    """One second of machine activity. CPU shares are percent of all hardware threads;
-    server_cpu and loadgen_cpu are in cores (1.0 = one hardware thread busy)."""
-
-    second: float
-    cpu_user_pct: float
-    cpu_system_pct: float
-    cpu_iowait_pct: float
-    cpu_steal_pct: float
-    cpu_idle_pct: float
-    context_switches_per_s: float
-    disk_read_bytes_per_s: float | None
-    disk_write_bytes_per_s: float | None
-    memory_used_bytes: int | None
-    server_cpu: float | None
-    loadgen_cpu: float | None
 
 
 def cpu_split(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

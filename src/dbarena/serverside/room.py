@@ -1,19 +1,13 @@
-"""The connections a server still lets the sampler's role or user open: what the
-readers (postgres.py, mysql.py) find and the sampler (sampler.py) decides by, in a
-module of its own so that neither imports the other's."""
+"""The connections a server still lets the sampler's role or user open (model.Room):
+which limit is the tightest, and the note a point keeps when its clients leave the
+sampler none; what the readers (postgres.py, mysql.py) find and the sampler (sampler.py)
+decides by, in a module of its own so that neither imports the other's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dbarena.model import Room
 
-
-@dataclass(frozen=True)
-class Room:
-    """Connections the server still lets this role/user open, the sampler's own counted,
-    and the tightest limit that says so (None: the server's max_connections)."""
-
-    free: int
-    limit: str | None = None
+__all__ = ["Room", "room_note", "tightest"]
 
 
 def tightest(*rooms: Room | None) -> Room | None:

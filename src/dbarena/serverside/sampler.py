@@ -24,10 +24,11 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
+from dbarena.interfaces import Reader
 from dbarena.masking import masked
-from dbarena.serverside.room import Room, room_note
+from dbarena.serverside.room import room_note
 from dbarena.serverside.series import Builder, ServerSeries, rates
 
 # The drivers' client-side bound on connecting (and PyMySQL's on every read and write):
@@ -40,16 +41,6 @@ CONNECT_WAIT_S = 5.0
 # 0.5 s) before it cuts the connection, and then for the thread to end.
 STOP_WAIT_S = 2.0
 HANGUP_WAIT_S = 1.0
-
-
-class Reader(Protocol):
-    engine: str
-    gauges: frozenset[str]
-    notes: tuple[str, ...]
-
-    def read(self) -> dict[str, float | None]: ...
-    def room(self) -> Room | None: ...
-    def close(self) -> None: ...
 
 
 def socket_of(connection: Any) -> socket.socket | None:

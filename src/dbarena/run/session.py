@@ -2,7 +2,8 @@
 the run interrupted or failed, and say how it ended. The CLI only turns options into
 a study, calls `run` and renders the outcome; Python code can do the same.
 
-    from dbarena import session, study
+    from dbarena import study
+    from dbarena.run import session
     from dbarena.store.database import Store
     with Store("dbarena.db") as db:
         outcome = session.run(study.apply(study.load("seed-a"), study.Overrides(quick=True)), store=db)
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from dbarena import engines, execute, plan, provenance, resume, workloads
+from dbarena import engines, execute, workloads
+from dbarena.run import plan, provenance, resume
 from dbarena.records import JSONObject
 from dbarena.stats import analysis
 from dbarena.stats import configkey
@@ -38,10 +40,10 @@ from dbarena.host import topology
 from dbarena.errors import EnvironmentProblem, ExitStatus, Interrupted, StoreError, StoreUnwritable, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
-from dbarena.placement import Placement, kernel_smt, placements
-from dbarena.runner import Bound, Sweep
+from dbarena.run.placement import Placement, kernel_smt, placements
+from dbarena.run.runner import Bound, Sweep
 from dbarena.study import Study
-from dbarena.preflight import (Estimate, bindir_of, estimate, estimate_s, points_words, pooled_note, probe_where,
+from dbarena.run.preflight import (Estimate, bindir_of, estimate, estimate_s, points_words, pooled_note, probe_where,
                                quick_note, together_note, who)
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Collection, Sequence
 
-from dbarena import engines, execute, plan, resume, workloads
-from dbarena.dataset_lifecycle import dataset_steps
+from dbarena import engines, execute, workloads
+from dbarena.run import plan, resume
+from dbarena.run.dataset_lifecycle import dataset_steps
 from dbarena.errors import UsageError
 from dbarena.host import datadir, hostinfo
 from dbarena.host import probe as probe_mod

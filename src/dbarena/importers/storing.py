@@ -1,10 +1,10 @@
-"""Bringing results measured elsewhere into a store: read a file (importer.py, pure),
+"""Bringing results measured elsewhere into a store: read a file (reading.py, pure),
 group its points into runs (one per label and engine), store them once per content.
 
 The command line's `import` prints what `import_file` returns; Python code calls it
 the same way:
 
-    from dbarena.importing import ImportOptions, import_file
+    from dbarena.importers.storing import ImportOptions, import_file
     with Store("dbarena.db") as db:
         outcome = import_file(db, Path("run.txt"), ImportOptions(label="vm"))
 """
@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from dbarena import importer
+from dbarena.importers import reading
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
@@ -89,7 +89,7 @@ class _Run:
         self.server_version: str | None = None  # the first point's that has one
         self.price_per_hour: float | None = None  # likewise (a CSV's column)
 
-    def add(self, point: importer.ImportedPoint) -> None:
+    def add(self, point: reading.ImportedPoint) -> None:
         self.tools.add(point.tool)
         self.server_version = self.server_version or point.server_version
         self.price_per_hour = self.price_per_hour or point.price_per_hour
@@ -104,7 +104,7 @@ class _Run:
             host_facts={}, price_per_hour=self.price_per_hour or price_per_hour)
 
 
-def _source(point: importer.ImportedPoint, path: Path, sha256: str) -> dict[str, Any]:
+def _source(point: reading.ImportedPoint, path: Path, sha256: str) -> dict[str, Any]:
     """Where a point comes from (file, lines, content), and how its duration was found:
     the one asked and the one measured, which the configuration key does not hold."""
     source: dict[str, Any] = {"file": path.name, "lines": [point.first_line, point.last_line], "sha256": sha256}
@@ -200,14 +200,14 @@ def _parts(file: BinaryIO, path: Path, digest: Any, max_line: int) -> Iterator[s
             return
 
 
-def _survey(path: Path, max_run_chars: int) -> tuple[str, importer.Survey]:
-    """The first reading of a file: its content's sha256, and what importer.Survey says
+def _survey(path: Path, max_run_chars: int) -> tuple[str, reading.Survey]:
+    """The first reading of a file: its content's sha256, and what reading.Survey says
     of its text (which tool wrote it). Holds one part of the file at a time."""
-    survey = importer.Survey()
+    survey = reading.Survey()
     digest = hashlib.sha256()
     with open_regular(path) as file:
         try:
-            for text in importer.texts(_parts(file, path, digest, max_run_chars)):
+            for text in reading.texts(_parts(file, path, digest, max_run_chars)):
                 survey.feed(text)
         except _LineTooLong:
             raise _Unreadable(f"{path.name}:{survey.lines + 1}: a line of more than {max_run_chars:,} bytes: import "
@@ -227,7 +227,7 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
     # options replaces what it brought before.
     given = json.dumps([options.label, options.engine, options.tool, options.workload, options.price_per_hour])
     outcome = FileOutcome(path)
-    skipped: list[importer.Skipped] = []
+    skipped: list[reading.Skipped] = []
     runs: dict[tuple[str, str], _Run] = {}
     notes: Counter[str] = Counter()
     inferred: Counter[str] = Counter()
@@ -235,7 +235,7 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
         with store.importing(sha256, str(path), replace=hashlib.sha256(given.encode()).hexdigest()[:16]
                              if options.replace else None) as batch, open_regular(path) as file:
             digest = hashlib.sha256()
-            for point in importer.stream(path.name, importer.texts(_parts(file, path, digest, max_run_chars)), survey,
+            for point in reading.stream(path.name, reading.texts(_parts(file, path, digest, max_run_chars)), survey,
                                          label=options.label, engine=options.engine, tool=options.tool,
                                          workload=options.workload, skipped=skipped, max_run_chars=max_run_chars):
                 outcome.points += 1
@@ -262,7 +262,7 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
                 raise _Unreadable(f"{path.name}: changed while it was imported; nothing stored (import it again)")
             for run in runs.values():  # the facts all its points give
                 batch.revise(run.run_id, run.info(path, sha256, options.price_per_hour))
-    except (importer.ImportProblem, _Unreadable) as exc:
+    except (reading.ImportProblem, _Unreadable) as exc:
         return FileOutcome(path, error=str(exc))
     outcome.skipped = [f"{path.name}:{piece.line}: {piece.message()}" for piece in skipped]
     if not outcome.points:

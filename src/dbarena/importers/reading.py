@@ -7,7 +7,8 @@ threads and clients come from it; otherwise from the output. The existing parser
 read the runs; any line that cannot be read raises ImportProblem `FILE:LINE: what`.
 
 This module recognises the tool and hands the text to its reader; the readers are
-in `dbarena.importers` (one module per input format). Callers import from here.
+its neighbours in `dbarena.importers` (one module per input format). Callers import
+from here.
 
 A file of any size is read as a stream (`stream`): a first reading (`Survey`) says
 which tool wrote it, then its text goes to the reader one run at a time, so that what

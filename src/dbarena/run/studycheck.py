@@ -15,13 +15,13 @@ from dbarena import workloads
 from dbarena.lifecycle import smt_switch
 from dbarena.limits import visible
 from dbarena.stats import estimators as stats
-from dbarena.plan import EnginePlan
-from dbarena.dataset_lifecycle import dataset_steps
-from dbarena.preflight import estimate_s
+from dbarena.run.plan import EnginePlan
+from dbarena.run.dataset_lifecycle import dataset_steps
+from dbarena.run.preflight import estimate_s
 from dbarena.study import Study, consent
 
 if TYPE_CHECKING:
-    from dbarena.preflight import Estimate
+    from dbarena.run.preflight import Estimate
 
 class WorkloadPlan(TypedDict):
     """One workload of an engine's plan, as the summary gives it."""
@@ -245,6 +245,6 @@ def _totals(summary: dict[str, Any]) -> list[str]:
 
 
 def _size(n: float) -> str:
-    from dbarena.preflight import size_words
+    from dbarena.run.preflight import size_words
 
     return size_words(n)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from dbarena import plan
+from dbarena.run import plan
 from dbarena.errors import UsageError
 from dbarena.host import hostinfo, smt, topology
 from dbarena.lifecycle import smt_switch

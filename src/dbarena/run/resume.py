@@ -7,7 +7,7 @@ import os
 import socket
 from typing import Any
 
-from dbarena import plan
+from dbarena.run import plan
 from dbarena import study as study_mod
 from dbarena.errors import UsageError
 from dbarena.interfaces import ResultStore

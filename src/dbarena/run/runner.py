@@ -25,14 +25,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from dbarena.dataset_lifecycle import DatasetKey, Slot, dataset_key, dataset_steps, dataset_use
+from dbarena.run.dataset_lifecycle import DatasetKey, Slot, dataset_key, dataset_steps, dataset_use
 from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
 from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, StoreError,
                             StoreUnwritable)
-from dbarena import measure
+from dbarena.run import measure
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec
 from dbarena.records import JSON, JSONObject, json_object

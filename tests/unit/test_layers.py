@@ -1,0 +1,118 @@
+"""The layers docs/architecture.md describes, checked on the tree: every import of a
+dbarena module (at the top, inside a function, under TYPE_CHECKING) stays inside its
+layer or points down, the packages of one layer import nothing of each other, and no
+two modules import each other round a cycle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import dbarena
+
+SRC = Path(dbarena.__file__).parent
+
+# Top to bottom, as the table of docs/architecture.md gives them. A package is named by
+# its directory, a root module by its name.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("python -m dbarena", {"__main__"}),
+    ("front ends", {"cli"}),
+    ("many hosts", {"fleet"}),
+    ("the run", {"run"}),
+    ("studies in, results out", {"study", "report", "importers"}),
+    ("engines and tools", {"engines", "workloads"}),
+    ("lifecycle", {"lifecycle"}),
+    ("store", {"store"}),
+    ("machine and numbers", {"stats", "host"}),
+    ("the server's view", {"serverside"}),
+    ("foundations", {"interfaces", "model", "records", "schemas", "errors", "execute", "lazy", "shield",
+                     "bulk", "masking", "limits", "atomic", "__init__"}),
+]
+RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
+# The foundations are modules that import one another (in no cycle); packages of one
+# layer are separate rooms.
+ONE_ANOTHER = {"foundations"}
+# Above the foundations, schemas reads the history's records (stats.history), lazily.
+EXCEPTIONS = {("schemas", "stats")}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(["dbarena", *parts])
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "dbarena")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.split(".")[0] != "dbarena":
+                continue
+            for alias in node.names:
+                # `from dbarena import session` names a module; `from dbarena.x import f` a name in x.
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if (SRC / Path(*candidate.split(".")[1:])).with_suffix(".py").exists()
+                          or (SRC / Path(*candidate.split(".")[1:])).is_dir() else base)
+    return found
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p, _module_name(p)) for p in sorted(SRC.rglob("*.py"))}
+
+
+def test_every_unit_of_the_tree_has_a_layer():
+    units = {_unit(m) for m in _graph()}
+    assert units - set(RANK) == set(), "a package or root module the layers do not name"
+    assert set(RANK) - units == set(), "a layer names what the tree no longer has"
+
+
+def test_imports_stay_in_their_layer_or_point_down():
+    wrong = []
+    for module, targets in _graph().items():
+        source = _unit(module)
+        for target in targets:
+            unit = _unit(target)
+            if unit == source or (source, unit) in EXCEPTIONS:
+                continue
+            if RANK[unit] < RANK[source]:
+                wrong.append(f"{module} -> {target} (climbs from {LAYERS[RANK[source]][0]} to {LAYERS[RANK[unit]][0]})")
+            elif RANK[unit] == RANK[source] and LAYERS[RANK[unit]][0] not in ONE_ANOTHER:
+                wrong.append(f"{module} -> {target} (two packages of one layer)")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_no_module_imports_itself_round_a_cycle():
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(module: str, path: list[str]) -> bool:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if target not in graph or target == module:
+                continue
+            if state.get(target) == 1:
+                cycle.extend(path[path.index(target):] + [target] if target in path else [module, target])
+                return True
+            if target not in state and visit(target, [*path, target]):
+                return True
+        state[module] = 2
+        return False
+
+    for module in sorted(graph):
+        if module not in state and visit(module, [module]):
+            break
+    assert cycle == []
