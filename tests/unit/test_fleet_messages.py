@@ -48,11 +48,49 @@ def test_a_failed_share_reads_without_a_measurement():
     ('["not", "an", "object"]', "a point's request: not a JSON object"),
     ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "spec": {}, "future": 1}',
      "a point's request: unknown field(s) future (another dbarena version on the host?)"),
+    ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "spec": {}}',
+     "a point's request: no engine, workload, threads, clients, duration_s"),
+    ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "spec": {"engine": "postgres", '
+     '"workload": "w", "threads": "2", "clients": 2, "duration_s": 5}}',
+     "a point's request: threads is str, not int"),
+    ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "spec": {"engine": "postgres", '
+     '"workload": "w", "threads": true, "clients": 2, "duration_s": 5}}',
+     "a point's request: threads is bool, not int"),
+    ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "spec": {"engine": "postgres", '
+     '"workload": "w", "threads": 2, "clients": 2, "duration_s": 5, "params": [["scale", "10"]]}}',
+     "a point's request: not a list of [name, int] pairs"),
+    ('{"id": "a", "engine": "postgres", "flavour": null, "target": "t", "tls": {"ca": 1}, "spec": {}}',
+     "a point's request: tls is not an object of texts"),
 ])
 def test_a_request_that_does_not_fit_is_refused_in_one_line(text, said):
     with pytest.raises(ValueError) as caught:
         PointRequest.from_json(text)
     assert str(caught.value) == said
+
+
+@pytest.mark.parametrize("part, said", [
+    ({"command": "pgbench"}, "a host's part: its command is not a list of texts"),
+    ({"command": ["pgbench"], "exit": 0, "stdout": "", "stderr": "", "launched_at": 1, "ended_at": "2",
+      "start_at": 1}, "a host's part: ended_at is str, not float"),
+    ({"command": ["pgbench"], "exit": 0, "stdout": "", "stderr": "", "launched_at": 1, "ended_at": 2,
+      "start_at": 1, "measurement": {"tps": "fast"}}, "a host's part: tps is str, not float | None"),
+    ({"command": ["pgbench"], "exit": 0, "stdout": "", "stderr": "", "launched_at": 1, "ended_at": 2,
+      "start_at": 1, "samples": {"second": 1}}, "a host's part: Sample records are not a list"),
+])
+def test_a_part_that_does_not_fit_is_refused_in_one_line(part, said):
+    with pytest.raises(ValueError) as caught:
+        Status.from_json({"state": "done", "part": part})
+    assert str(caught.value) == said
+
+
+def test_a_part_read_back_has_its_declared_types():
+    """An integer where a float is declared (JSON writers may drop the .0) is read as a float."""
+    status = Status.from_json({"state": "done", "part": {
+        "command": ["pgbench"], "exit": 0, "stdout": "", "stderr": "", "launched_at": 1, "ended_at": 2,
+        "start_at": 1, "measurement": {"tps": 100, "details": {"a": 1}}}})
+    assert status.part is not None and status.part.measurement is not None
+    assert isinstance(status.part.launched_at, float) and isinstance(status.part.measurement.tps, float)
+    assert status.part.measurement.details == {"a": 1}
 
 
 def test_a_status_without_a_state_is_refused():

@@ -188,7 +188,7 @@ def _without_short_series(rows: list[AnalysedPoint]) -> list[AnalysedPoint]:
     return [replace(r, warnings=[w for w in r.warnings if w["code"] != code]) for r in rows]
 
 
-def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]
+def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object]
                    ) -> tuple[study_mod.Study, str, set[resume_mod.Identity]]:
     """The stored plan of the run to resume, its invocation and the points it stored
     (resume.stored_points). A study or flags given with --resume must describe the
@@ -198,6 +198,7 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, Any]
     if isinstance(store_path, Path) and not store_path.is_file():
         raise UsageError(f"--resume: no store {store_path}")
     study_name = kwargs.pop("study_name")
+    assert study_name is None or isinstance(study_name, str)  # click's --study: a path or nothing
     overrides = study_mod.overrides(kwargs)
     given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
     with Store(store_path) as db:

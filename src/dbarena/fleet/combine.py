@@ -23,10 +23,11 @@ a measurement, a per-second series and the details out.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from dbarena.model import Measurement, Sample
+from dbarena.records import JSONObject
 from dbarena.stats.latency import Latencies, merged
 
 # A start skew above this share of the point's duration is flagged.
@@ -46,6 +47,8 @@ class Part:
     measurement: Measurement
     samples: tuple[Sample, ...]
     latencies: Latencies | None
+    command: tuple[str, ...] = ()  # what it ran
+    cpu: JSONObject = field(default_factory=dict)  # its tool's cores and the host's busy share
 
     @property
     def began_at(self) -> float:
@@ -150,7 +153,7 @@ def _pooled_stddev(parts: Sequence[Measurement]) -> float | None:
     return math.sqrt(sum(n * (sd ** 2 + (mu - mean) ** 2) for n, mu, sd in known) / total)
 
 
-def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tuple[Sample, ...], dict[str, Any]]:
+def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tuple[Sample, ...], JSONObject]:
     """The one point of several parts: its measurement (percentiles from the merged
     histogram still to be read off it: see merged_latencies), its series over the
     common window, and the details that say how it was made."""
@@ -188,7 +191,7 @@ def _measurement(ms: Sequence[Measurement], series: tuple[Sample, ...]) -> Measu
     )
 
 
-def _details(parts: Sequence[Part], series: tuple[Sample, ...], duration_s: float) -> dict[str, Any]:
+def _details(parts: Sequence[Part], series: tuple[Sample, ...], duration_s: float) -> JSONObject:
     skew = skew_s(parts)
     window = (series[-1].second - series[0].second + 1.0) if series else 0.0
     return {
@@ -217,7 +220,7 @@ _KEPT = ("tps", "transactions", "qps", "queries", "failed_transactions", "errors
          "latency_p99_ms", "initial_connection_ms")
 
 
-def _part_record(part: Part) -> dict[str, Any]:
+def _part_record(part: Part) -> JSONObject:
     """A host's part as kept in the point's details: its figures, when it started and
     its series (its histogram too, so that its percentiles can be read again)."""
     figures = asdict(part.measurement)
@@ -227,4 +230,6 @@ def _part_record(part: Part) -> dict[str, Any]:
         **{k: figures[k] for k in _KEPT},
         "samples": [[s.second, s.tps] + ([s.qps] if s.qps is not None else []) for s in part.samples],
         "latency_histogram": part.latencies.encode() if part.latencies is not None else None,
+        **({"command": list(part.command)} if part.command else {}),
+        **part.cpu,
     }

@@ -18,10 +18,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from dbarena.records import JSONObject
 from dbarena.fleet import host, loadgen, messages, serverhost
 
 
-def _status(path: Path) -> dict[str, Any]:
+def _status(path: Path) -> JSONObject:
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -29,7 +30,7 @@ def _status(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _stop(what: str, status: dict[str, Any], stop: Callable[[str], dict[str, Any]], final: tuple[str, ...],
+def _stop(what: str, status: JSONObject, stop: Callable[[str], JSONObject], final: tuple[str, ...],
           say: Callable[[str], None]) -> None:
     if not status or status.get("state") in final or not status.get("id"):
         return

@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dbarena.errors import DatabaseError
-from dbarena.fleet.messages import FINAL, Part, PointRequest, Status, spec_of
+from dbarena.fleet.messages import FINAL, Part, PointRequest, PrepareRequest, Status
 from dbarena.fleet.progress import write_json
 from dbarena.run.measure import ToolRun
 from dbarena.model import Tls
+from dbarena.records import JSON, JSONObject
 
 POINT = "point"
 TLS = "tls"
@@ -75,7 +76,7 @@ def _one_line(exc: BaseException) -> str:
 
 # ------------------------------------------------------------------ TLS
 
-def client_tls(workdir: Path) -> dict[str, Any]:
+def client_tls(workdir: Path) -> JSONObject:
     """host-tls: this load generator's client certificate and key for the run, made
     afresh here (engines/tls.py); the certificate, or why there is none."""
     from dbarena.engines import tls
@@ -122,7 +123,7 @@ def _tls_links(folder: Path, tls: Tls | None, protocol: str) -> None:
 
 # ------------------------------------------------------------------ host-prepare
 
-def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
+def prepare(workdir: Path, asked: JSON) -> JSONObject:
     """The run's provenance and its datasets prepared, as one JSON document."""
     from dbarena import execute
     from dbarena.run import provenance
@@ -131,19 +132,20 @@ def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
     from dbarena.study import arguments
     from dbarena.workloads import WORKLOADS
 
+    request = PrepareRequest.from_json(asked)
     _secrets(workdir)
-    study = arguments.study_from_args(request["args"])
+    study = arguments.study_from_args(list(request.args))
     entry = study.engines[0]
     engine = engine_get(entry.name, entry.flavour, bindir=Path(entry.bindir) if entry.bindir else None)
     facts = hostinfo.host_facts()
-    specs = [spec_of(r) for r in request["datasets"]]
-    tls = _tls(workdir, request.get("tls"))
-    with engine.external(request["target"], bindir=None, executor=execute.LOCAL, tls=tls) as target:
+    specs = request.datasets
+    tls = _tls(workdir, request.tls)
+    with engine.external(request.target, bindir=None, executor=execute.LOCAL, tls=tls) as target:
         tools = {WORKLOADS[s.workload].tool.name: WORKLOADS[s.workload].tool for s in specs}
         versions = provenance.tool_versions(target, engine, tools.values(), execute.LOCAL)
         settings = dict(entry.settings)
-        info = provenance.run_info(study, session_record(study), request["label"], facts, entry, target, "",
-                                   settings, versions, True, request["invocation"])
+        info = provenance.run_info(study, session_record(study), request.label, facts, entry, target, "",
+                                   settings, versions, True, request.invocation)
         context = provenance.key_context(entry, target, settings, "", facts)
         env = target.client_env()
         for spec in specs:
@@ -155,7 +157,7 @@ def prepare(workdir: Path, request: dict[str, Any]) -> dict[str, Any]:
                 if done.returncode != 0:
                     tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["?"])[-1]
                     raise RuntimeError(f"preparing the dataset: {argv[0]} exit status {done.returncode}: {tail}")
-    record = asdict(info)
+    record: JSONObject = asdict(info)
     record["started_at"] = info.started_at.isoformat()
     return {"run_info": record, "context": context}
 
@@ -340,7 +342,7 @@ def _read_status(folder: Path) -> Status:
         return Status("absent")
 
 
-def _alive(pid: int | None) -> bool:
+def _alive(pid: JSON) -> bool:
     if not isinstance(pid, int):
         return True  # not started yet: not known to be gone
     try:

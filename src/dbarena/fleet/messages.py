@@ -10,20 +10,101 @@ of failing deep in the controller.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Callable, Mapping, TypeVar
 
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.model import Measurement, PointSpec, Sample
-from dbarena.records import JSONObject
+from dbarena.records import JSON, JSONObject
 
 # What a point's status is once it has ended (host-point-ctl waits for these).
 FINAL = ("done", "failed", "stopped")
 
+T = TypeVar("T")
 
-def spec_of(record: Mapping[str, Any]) -> PointSpec:
-    return PointSpec(**{**record, "params": tuple(tuple(p) for p in record.get("params", ())),
-                        "options": tuple(tuple(o) for o in record.get("options", ()))})
+# The JSON each declared type of a record's field is read from (the fields whose type is
+# not here, a nested record or a tuple, are read by their record's from_json). A float
+# field takes an integer too: JSON writes 2.0 as 2 in some encoders.
+_NONE = type(None)
+_KINDS: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
+    "int | None": (int, _NONE), "float | None": (int, float, _NONE), "str | None": (str, _NONE),
+}
+
+
+def _object(text: str | JSON, what: str) -> JSONObject:
+    found = json.loads(text) if isinstance(text, str) else text
+    if not isinstance(found, dict):
+        raise ValueError(f"{what}: not a JSON object")
+    return found
+
+
+def _known(cls: type, record: JSONObject, what: str) -> dict[str, str]:
+    """The declared type of each of `cls`'s fields; a field of `record` it does not have
+    is refused (checked before any nested record is read, so that it is what is said)."""
+    declared = {f.name: str(f.type) for f in fields(cls)}
+    unknown = sorted(set(record) - set(declared))
+    if unknown:
+        raise ValueError(f"{what}: unknown field(s) {', '.join(unknown)} (another dbarena version on the host?)")
+    return declared
+
+
+def _record(make: Callable[..., T], cls: type, record: JSONObject, what: str, **read: object) -> T:
+    """`cls` made from a JSON object: a field it does not know is refused (another
+    dbarena on the host), each plain field is checked against its declared type, and
+    the fields given in `read` (nested records, tuples) are taken as their caller read
+    them. `make` is `cls` itself, typed as taking any arguments: the check here is the
+    one the type checker cannot make of JSON."""
+    declared = _known(cls, record, what)
+    missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+               and f.name not in record and f.name not in read]
+    if missing:
+        raise ValueError(f"{what}: no {', '.join(missing)}")
+    values: dict[str, object] = {}
+    for name, value in record.items():
+        if name in read:
+            continue
+        kinds = _KINDS.get(declared[name])
+        if kinds is None:
+            raise ValueError(f"{what}: {name} cannot be read from JSON here")  # a field from_json must read
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            raise ValueError(f"{what}: {name} is {type(value).__name__}, not {declared[name]}")
+        values[name] = float(value) if "float" in declared[name] and isinstance(value, int) else value
+    values.update(read)
+    return make(**values)
+
+
+def _pairs(value: JSON, kind: type, what: str) -> tuple[tuple[str, object], ...]:
+    """A spec's params or options: a list of [name, value] pairs."""
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], kind)
+            and not isinstance(p[1], bool) for p in value):
+        raise ValueError(f"{what}: not a list of [name, {kind.__name__}] pairs")
+    return tuple((str(p[0]), p[1]) for p in value if isinstance(p, list))
+
+
+def _records(value: JSON, cls: type[T], what: str) -> tuple[T, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"{what}: {cls.__name__} records are not a list")
+    return tuple(_record(cls, cls, _object(v, what), what) for v in value)
+
+
+def _tls(value: JSON, what: str) -> dict[str, str] | None:
+    """A request's TLS: {"ca": the server's certificate (PEM)}, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{what}: tls is not an object of texts")
+    return {k: str(v) for k, v in value.items()}
+
+
+def spec_of(record: JSON, what: str = "a point's spec") -> PointSpec:
+    found = _object(record, what)
+    return _record(PointSpec, PointSpec, found, what,
+                   **{name: _pairs(found[name], kind, what) for name, kind in (("params", int), ("options", str))
+                      if name in found})
 
 
 def spec_record(spec: PointSpec) -> JSONObject:
@@ -31,20 +112,30 @@ def spec_record(spec: PointSpec) -> JSONObject:
     return record
 
 
-def _object(text: str | Mapping[str, Any], what: str) -> Mapping[str, Any]:
-    found = json.loads(text) if isinstance(text, str) else text
-    if not isinstance(found, Mapping):
-        raise ValueError(f"{what}: not a JSON object")
-    return found
+@dataclass(frozen=True)
+class PrepareRequest:
+    """What the controller asks of the first load generator before the first point
+    (host-prepare): the run's provenance, and its datasets prepared on the server."""
 
+    args: tuple[str, ...]  # the host's `dbarena run` arguments (its study and flags)
+    label: str
+    target: str
+    invocation: str  # the run's key (resume finds the run again by it)
+    datasets: tuple[PointSpec, ...]  # one spec per dataset to prepare
+    tls: Mapping[str, str] | None = None  # {"ca": PEM}, where the server requires TLS
 
-def _known(cls: type, record: Mapping[str, Any], what: str) -> dict[str, Any]:
-    """The record's fields the class has; a field it does not know is refused."""
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(record) - names)
-    if unknown:
-        raise ValueError(f"{what}: unknown field(s) {', '.join(unknown)} (another dbarena version on the host?)")
-    return dict(record)
+    @classmethod
+    def from_json(cls, record: JSON) -> "PrepareRequest":
+        what = "a run's preparation"
+        found = _object(record, what)
+        _known(cls, found, what)
+        args, datasets = found.get("args"), found.get("datasets")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ValueError(f"{what}: its args are not a list of texts")
+        if not isinstance(datasets, list):
+            raise ValueError(f"{what}: its datasets are not a list")
+        return _record(cls, cls, found, what, args=tuple(str(a) for a in args),
+                       datasets=tuple(spec_of(d, what) for d in datasets), tls=_tls(found.get("tls"), what))
 
 
 @dataclass(frozen=True)
@@ -67,8 +158,11 @@ class PointRequest:
 
     @classmethod
     def from_json(cls, text: str) -> "PointRequest":
-        record = _known(cls, _object(text, "a point's request"), "a point's request")
-        return cls(**{**record, "spec": spec_of(record["spec"])})
+        what = "a point's request"
+        record = _object(text, what)
+        _known(cls, record, what)
+        tls = _tls(record.get("tls"), what)
+        return _record(cls, cls, record, what, spec=spec_of(record.get("spec"), what), tls=tls)
 
 
 @dataclass(frozen=True)
@@ -96,13 +190,18 @@ class Part:
         return record
 
     @classmethod
-    def from_json(cls, record: Mapping[str, Any]) -> "Part":
-        found = _known(cls, _object(record, "a host's part"), "a host's part")
+    def from_json(cls, record: JSON) -> "Part":
+        what = "a host's part"
+        found = _object(record, what)
+        _known(cls, found, what)
+        command = found.get("command")
+        if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+            raise ValueError(f"{what}: its command is not a list of texts")
         measurement = found.get("measurement")
-        return cls(**{**found, "command": tuple(found["command"]),
-                      "system": tuple(SystemSample(**s) for s in found.get("system") or ()),
-                      "samples": tuple(Sample(**s) for s in found.get("samples") or ()),
-                      "measurement": Measurement(**measurement) if measurement is not None else None})
+        return _record(cls, cls, found, what, command=tuple(str(c) for c in command),
+                       system=_records(found.get("system"), SystemSample, what),
+                       samples=_records(found.get("samples"), Sample, what),
+                       measurement=(_measurement(measurement, what) if measurement is not None else None))
 
 
 @dataclass(frozen=True)
@@ -131,11 +230,24 @@ class Status:
         return record
 
     @classmethod
-    def from_json(cls, record: Mapping[str, Any]) -> "Status":
-        found = _object(record, "a point's status")
+    def from_json(cls, record: JSON) -> "Status":
+        what = "a point's status"
+        found = _object(record, what)
         if not isinstance(found.get("state"), str):
-            raise ValueError("a point's status: no state")
+            raise ValueError(f"{what}: no state")
         part = found.get("part")
-        return cls(state=found["state"], id=found.get("id"), reason=found.get("reason"), pid=found.get("pid"),
-                   tool_pid=found.get("tool_pid"), updated=found.get("updated"),
-                   part=Part.from_json(part) if part else None)
+        return _record(cls, cls, found, what, part=Part.from_json(part) if part else None)
+
+
+def _measurement(record: JSON, what: str) -> Measurement:
+    """A part's measurement: its figures checked as any record's; its details and
+    histogram are JSON documents the controller reads as such."""
+    found = _object(record, what)
+    extra: dict[str, object] = {}
+    for name in ("details", "latency_histogram"):
+        if name in found:
+            value = found[name]
+            if not (isinstance(value, dict) or (value is None and name == "latency_histogram")):
+                raise ValueError(f"{what}: its measurement's {name} is not a JSON object")
+            extra[name] = value
+    return _record(Measurement, Measurement, found, what, **extra)

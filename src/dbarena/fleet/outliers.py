@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence, TypeGuard
+
+from dbarena.records import JSON, JSONObject
 
 # Median +- 3 MADs, as the issue asks: about 2 standard deviations of a normal sample
 # (3 x 0.6745), wide enough that the ordinary spread of a group does not trip it.
@@ -49,8 +51,8 @@ FIGURES = (("cpu_events_per_s", "cpu_best_events_per_s", "CPU", True),
 @dataclass(frozen=True)
 class HostProbe:
     host: str  # the inventory's name
-    facts: Mapping[str, Any]  # the run's host facts
-    probe: Mapping[str, Any]  # probe.Probe.to_dict()
+    facts: JSONObject  # the run's host facts
+    probe: JSONObject  # probe.Probe.to_dict()
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class Finding:
     flagged: bool
 
 
-def group_of(facts: Mapping[str, Any]) -> str:
+def group_of(facts: JSONObject) -> str:
     """The kind of machine: its instance type where the cloud says it, else CPU model
     and hardware threads (the machine's, not those a run was confined to)."""
     if facts.get("instance_type"):
@@ -89,11 +91,15 @@ def _words(name: str, share: float, higher_better: bool) -> str:
     return f"{name} {1 + share:.1f}x its group's median"
 
 
+def _is_figure(value: JSON) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _values(members: Sequence[HostProbe], key: str, best: str | None) -> tuple[dict[str, float], bool]:
     """Each member's figure, by host: the best seconds where every member that has the
     figure has one too (True), else the probes' means (False)."""
-    means = {m.host: m.probe[key] for m in members if m.probe.get(key) is not None}
-    bests = {m.host: m.probe[best] for m in members if best is not None and m.probe.get(best) is not None}
+    means = {m.host: v for m in members if _is_figure(v := m.probe.get(key))}
+    bests = {m.host: v for m in members if best is not None and _is_figure(v := m.probe.get(best))}
     if bests and bests.keys() >= means.keys():
         return bests, True
     return means, False

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbarena.records import JSONObject
 from dbarena.fleet.loadgen import _alive
 from dbarena.fleet.progress import write_json
 
@@ -161,7 +162,7 @@ def clients_of(hosts: dict[str, str]) -> dict[str, list[str]]:
     return out
 
 
-def _read_status(folder: Path) -> dict[str, Any]:
+def _read_status(folder: Path) -> JSONObject:
     try:
         found = json.loads((folder / "status.json").read_text())
     except (OSError, ValueError):
@@ -169,12 +170,12 @@ def _read_status(folder: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {"state": "absent"}
 
 
-def control(workdir: Path, action: str, server_id: str) -> dict[str, Any]:
+def control(workdir: Path, action: str, server_id: str) -> JSONObject:
     """What the controller asks of the server it started (server_id: its request's id;
     the folder may still hold the status of one before, until host-server replaces it)."""
     folder = folder_of(workdir)
 
-    def read() -> dict[str, Any]:
+    def read() -> JSONObject:
         found = _read_status(folder)
         return found if found.get("id") == server_id else {"state": "absent"}
 

@@ -525,15 +525,13 @@ class Together:
             parts.append(combine.Part(
                 host=h.name, label=h.label, threads=share.threads, clients=share.clients,
                 launched_at=part.launched_at, first_at=part.first_at, measurement=part.measurement,
-                samples=part.samples, latencies=Latencies.decode(histogram) if histogram else None))
+                samples=part.samples, latencies=Latencies.decode(histogram) if histogram else None,
+                command=part.command, cpu=_cpu(part.system)))
             raw.append((h, share, part))
         measurement, samples, details = combine.combine(parts, spec.duration_s)
         latencies = combine.merged_latencies(parts)
         if latencies is not None:
             measurement = measure.with_latencies(replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
-        for record, (h, _, part) in zip(details["together"]["parts"], raw):
-            record["command"] = list(part.command)
-            record.update(_cpu(part.system))
         measurement = replace(measurement, details={**measurement.details, **details})
         result = PointResult(
             spec=spec, status="ok", started_at=_utc(min(p.launched_at for _, _, p in raw)),

@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal, TypedDict, Unpack
 
 import matplotlib
 import numpy as np
@@ -90,6 +90,19 @@ def _marker(i: int) -> str:
     return MARKERS[(i // len(COLORS)) % len(MARKERS)]
 
 
+
+class LineStyle(TypedDict, total=False):
+    """What a chart's line may set of matplotlib's style (the legend draws its entries
+    with the same)."""
+
+    color: str
+    linestyle: Literal["-", "--", "-.", ":", "none"]
+    linewidth: float
+    marker: str
+    zorder: int
+    alpha: float
+
+
 class _Plot:
     """A chart's lines, gathered and then drawn as one Line2D per style (colour, marker,
     dashes), the series of a style joined with NaN between them: the same picture (NaN
@@ -104,10 +117,10 @@ class _Plot:
         self.ax = ax
         # (style, tagged label) -> x, y
         self.lines: dict[tuple[tuple[tuple[str, Any], ...], str | None], tuple[list[float], list[float]]] = {}
-        self.entries: list[tuple[str, str, dict[str, Any], str | None]] = []  # (series, text, style, label)
+        self.entries: list[tuple[str, str, LineStyle, str | None]] = []  # (series, text, style, label)
 
     def line(self, x: Iterable[float], y: Iterable[float], legend: str | None = None, series: str | None = None,
-             tips: Iterable[str] | None = None, label: str | None = None, **style: Any) -> None:
+             tips: Iterable[str] | None = None, label: str | None = None, **style: Unpack[LineStyle]) -> None:
         """One series' line; `legend` its legend text, `series` the name it is counted
         under in the legend when one series has several entries (default: the text);
         `tips` the hover text of each point; `label` the label it belongs to (toggled
@@ -417,7 +430,7 @@ def per_second(section: Section, samples: Samples, server: Mapping[str, JSONObje
             continue
         info = section.series[label]
         assert info is not None  # samples are of a shown series' point (assemble.draw)
-        dashes = ("-", "--", "-.")[(i // len(COLORS)) % 3]  # told apart beyond the colours
+        dashes: Literal["-", "--", "-."] = ("-", "--", "-.")[(i // len(COLORS)) % 3]  # told apart beyond the colours
         plot.line([_at(s["second"]) for s in series], [_at(s["tps"]) for s in series],
                   f"{label} ({info.threads} threads)", series=label, color=color, linewidth=1, linestyle=dashes,
                   label=label)

@@ -26,17 +26,19 @@ class CallbackModule(CallbackBase):
     # Ansible's task, result and stats objects are untyped (ansible-core ships no stubs): Any.
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.tasks: list[dict[str, Any]] = []
+        # (task name, host -> its result): a task's results, as the playbook runs it (this
+        # module imports nothing of dbarena: Ansible loads it by path).
+        self.tasks: list[tuple[str, dict[str, dict[str, object]]]] = []
 
     def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
-        self.tasks.append({"task": {"name": task.get_name()}, "hosts": {}})
+        self.tasks.append((str(task.get_name()), {}))
 
     def _record(self, result: Any, **flags: bool) -> None:
         if not self.tasks:
             return
-        body = dict(result._result)
+        body: dict[str, object] = dict(result._result)
         body.update(flags)
-        self.tasks[-1]["hosts"][result._host.get_name()] = body
+        self.tasks[-1][1][str(result._host.get_name())] = body
 
     def v2_runner_on_ok(self, result: Any, **kwargs: Any) -> None:
         self._record(result)
@@ -52,4 +54,5 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats: Any) -> None:
         summary = {host: stats.summarize(host) for host in sorted(stats.processed.keys())}
-        self._display.display(json.dumps({"plays": [{"tasks": self.tasks}], "stats": summary}, default=str))
+        self._display.display(json.dumps({"plays": [{"tasks": [{"task": {"name": name}, "hosts": hosts} for name, hosts in self.tasks]}],
+                                      "stats": summary}, default=str))
