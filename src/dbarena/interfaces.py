@@ -217,6 +217,7 @@ class Engine(Protocol):
     flavour: str  # "postgresql", "mariadb", "mysql"
     protocol: str  # the wire protocol: "postgresql" or "mysql"
     setting_option: str  # the command-line option that sets a server setting
+    setting_help: str  # its --help line: what a setting of this family is called
     # Settings that run a command or load code, and what each does (a study file needs
     # the user's consent for them: study/consent.py).
     code_settings: Mapping[str, str]

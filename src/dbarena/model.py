@@ -256,7 +256,7 @@ class RunInfo:
     target: str
     started_at: datetime
     server_version: str | None
-    tool_versions: dict[str, str]  # "pgbench", "pgbench libpq" ... -> its version (provenance.py)
+    tool_versions: dict[str, str]  # "pgbench", "pgbench libpq" ... -> its version (run/provenance.py)
     options: JSONObject
     host_facts: JSONObject
     target_facts: JSONObject = field(default_factory=dict)

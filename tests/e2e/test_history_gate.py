@@ -63,6 +63,23 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     assert faster.returncode == 0, faster.stdout + faster.stderr
     assert faster.stdout.startswith("passed: none of 1 judged workload(s)")
 
+    # --confirm measures each side's own study again here, interleaved, and judges on all
+    # runs: the regression stands (runs 7, the baseline's study, and 8, the candidate's).
+    confirmed = dbarena("gate", "--store", store, "--baseline", "3", "--candidate", "6", "--confirm", "1",
+                        "--json", env=env)
+    assert confirmed.returncode == 1, confirmed.stdout + confirmed.stderr
+    said = json.loads(confirmed.stdout)
+    assert said["status"] == "fail" and said["confirmation"]["first_status"] == "fail"
+    assert said["confirmation"]["baseline_runs"] == [7] and said["confirmation"]["candidate_runs"] == [8]
+    assert said["candidate"] == "run 6 and its confirming run(s) 8"
+    (item,) = said["items"]
+    assert item["levels"].startswith("1: ") and "(6) -> " in item["levels"] and item["levels"].endswith("(6)"), item
+    assert "confirming with 1 more run(s) of each side" in confirmed.stderr
+    stored = json.loads(dbarena("results", "--store", store, "--json", env=env).stdout)
+    # Each side's own study: the baseline's settings for run 7, the candidate's for 8.
+    sync = {p["run_id"]: (p["label"], p["config"]["settings"].get("synchronous_commit")) for p in stored}
+    assert sync[7] == ("h", "off") and sync[8] == ("h", "on"), sync
+
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "history.md"
 
@@ -109,7 +126,11 @@ def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
     assert gated.returncode in (0, 1, 3), gated.stderr
     verdict = (tmp_path / "gate.md").read_text()
     assert verdict.startswith("### ") and "dbarena gate" in verdict and "pgbench-tpcb" in verdict
-    assert "than in run 1 (label 'main')" in verdict
+    # --confirm 1: where the first gate was not a pass, each side measured once more.
+    if "confirmed: the first gate was" in verdict:
+        assert "than in run 1 and its confirming run(s) 3" in verdict and "label 'pr-1' (runs 2, 4)" in verdict
+    else:
+        assert gated.returncode == 0 and "than in run 1 (label 'main')" in verdict
 
 
 def test_real_runs_on_the_whole_machine_and_confined_to_one_cpu_differ_in_their_usable_cpus(public_tmp, tmp_path):

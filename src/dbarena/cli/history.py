@@ -14,6 +14,7 @@ from dbarena.report import gate as gate_report
 from dbarena.report import history as history_report
 from dbarena.stats import gate as gating
 from dbarena.stats import history
+from dbarena.store.database import Store
 
 
 @cli.command("history")
@@ -56,8 +57,11 @@ def history_command(store: Path | str, labels: tuple[str, ...], workloads: tuple
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every level's figures and verdict.")
 @click.option("--format", "fmt", type=click.Choice(("text", "md")), default="text", show_default=True,
               help="text for a CI log, md (Markdown) for a pull-request comment.")
+@click.option("--confirm", "rounds", type=click.IntRange(0, 20), default=0, show_default=True, metavar="N",
+              help="Before failing (or saying inconclusive), measure the regressed workloads N more times "
+                   "here, each side's own study, baseline and candidate interleaved, and judge on all runs.")
 def gate_command(store: Path | str, baseline: str, candidate: str, max_regression: str, as_json: bool,
-                 fmt: str) -> int:
+                 fmt: str, rounds: int) -> int:
     """Does the candidate make any workload slower than the baseline by more than
     --max-regression? The levels both measured with the same workload, dataset, duration
     and tool options are compared (the machine, server version and settings may differ:
@@ -69,16 +73,39 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     narrow it). mysqlslap is judged by its seconds (fewer is faster). A workload with
     fewer than 3 runs a side at a level has no verdict and is listed as such.
 
+    With --confirm N, a gate that would fail or be inconclusive first measures the
+    regressed workloads again on this machine: N more runs of the candidate's own study
+    (the one its newest run followed) and, where the baseline was measured on a machine
+    like this one with a throwaway server, N of the baseline's, interleaved; the runs
+    are stored under each side's label and the verdict is taken on all of them.
+
     Exit status: 0 every judged workload passed, 1 at least one failed, 3 none failed but
     at least one is inconclusive, 2 bad input (an unknown run or label, or nothing both
     sides measured with a verdict)."""
+    from dbarena.run import confirm
+
     threshold = gating.parse_threshold(max_regression)
-    with open_store(store) as db:
-        result = gating.gate(gating.side(db, baseline), gating.side(db, candidate), threshold)
-    if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
-    elif fmt == "md":
-        click.echo(gate_report.markdown(result), nl=False)
+    confirmation: confirm.Confirmation | None = None
+    # --confirm stores the runs it measures: the store is opened to write (and so
+    # upgraded, if it is older), as `run` opens it; a gate alone only reads.
+    if rounds:
+        open_store(store).close()  # what a read checks first: the file is there, and a dbarena store
+        db = Store(store)
     else:
-        click.echo(gate_report.text(result), nl=False)
+        db = open_store(store)
+    with db:
+        result = gating.gate(gating.side(db, baseline), gating.side(db, candidate), threshold)
+        if rounds and confirm.regressed(result):
+            said = gate_report.text(result).splitlines()[0]
+            click.echo(f"dbarena: gate: {said}; confirming with {rounds} more run(s) of each side", err=True)
+            result, confirmation = confirm.confirm(db, result, baseline, candidate, rounds,
+                                                   confirm.session_measure(db, quiet=False))
+    line = confirmation.line() if confirmation is not None else None
+    if as_json:
+        click.echo(json.dumps({**result.as_dict(),
+                               **({"confirmation": confirmation.as_dict()} if confirmation else {})}, indent=2))
+    elif fmt == "md":
+        click.echo(gate_report.markdown(result, line), nl=False)
+    else:
+        click.echo(gate_report.text(result, line), nl=False)
     return result.exit_status

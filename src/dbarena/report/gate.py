@@ -39,8 +39,9 @@ RULE = ("A workload fails when the candidate is significantly slower (p < 0.05; 
         "baseline (runs) -> candidate (runs).")
 
 
-def text(g: Gate) -> str:
-    out = [headline(g)]
+def text(g: Gate, confirmed: str | None = None) -> str:
+    """`confirmed`: what `gate --confirm` measured again before this verdict (one line)."""
+    out = [headline(g)] + ([confirmed] if confirmed else [])
     for i in g.items:
         out.append(f"  {i.status:>14}  {i.engine} {i.workload}: {_change(i)} ({_ci(i)}): {i.text}")
         out.append(f"  {'':>14}  levels {i.levels}")
@@ -48,11 +49,11 @@ def text(g: Gate) -> str:
     return "\n".join(out) + "\n"
 
 
-def markdown(g: Gate) -> str:
+def markdown(g: Gate, confirmed: str | None = None) -> str:
     """Every text from the store (labels in the headline, engines, workloads, the
     verdicts' texts) through md_text: a label cannot split a row or add markup."""
     icon = "❌" if g.failed else "⚠️" if g.inconclusive else "✅"
-    out = [f"### {icon} dbarena gate {md_text(headline(g))}", "",
+    out = [f"### {icon} dbarena gate {md_text(headline(g))}", "", *([md_text(confirmed), ""] if confirmed else []),
            "| verdict | engine | workload | change | 95 % CI | levels | |",
            "|---|---|---|---:|---|---|---|"]
     for i in g.items:

@@ -184,7 +184,7 @@ def _tpcc_figures(ok: list[AnalysedPoint]) -> _Tpcc:
 def server_is_local(run: StoredRun) -> bool:
     """Did the server run on the measured host (a throwaway instance)?"""
     options = run.options
-    if "targets" in options:  # engine -> the URL given (provenance.py)
+    if "targets" in options:  # engine -> the URL given (run/provenance.py)
         return run.engine not in json_object(options["targets"])
     return options.get("target", "throwaway") == "throwaway"
 

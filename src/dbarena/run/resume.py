@@ -54,7 +54,7 @@ def never_begun(store: ResultStore, runs: list[StoredRun]) -> list[tuple[str, st
     if not runs:
         return []
     try:
-        planned = plan.planned_runs(_stored_study(store, runs[0]))
+        planned = plan.planned_runs(stored_study(store, runs[0]))
     except UsageError:
         return []
     begun = {(r.engine, r.variant) for r in runs}
@@ -94,12 +94,12 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[StoredR
     return invocation, runs
 
 
-def _stored_study(store: ResultStore, first: StoredRun) -> Study:
+def stored_study(store: ResultStore, first: StoredRun) -> Study:
     """The study a stored run followed, rebuilt from its text and flags."""
     record = store.study_text(first.study_sha256) if first.study_sha256 else None
     flags = first.options.get("flags")
     if record is None or not isinstance(flags, dict):
-        raise UsageError(f"--resume: run {first.id} has no stored study")
+        raise UsageError(f"run {first.id} has no stored study (imported, or stored before runs kept theirs)")
     source = first.options.get("source")
     return study_mod.rebuild(record["text"], source if isinstance(source, str) and source else record["source"],
                              flags)
@@ -111,7 +111,10 @@ def resumed_study(store: ResultStore, run_id: int | None, given: Study | None = 
     typed with --resume) must describe the same plan."""
     invocation, runs = resumable(store, run_id)
     first = runs[0]
-    stored = _stored_study(store, first)
+    try:
+        stored = stored_study(store, first)
+    except UsageError as exc:
+        raise UsageError(f"--resume: {exc}") from None
     if given is not None:
         changed = study_mod.differences(stored, given)
         if changed:

@@ -139,6 +139,12 @@ def side(store: ResultStore, spec: str) -> Side:
                      f"{runs[0].id} to {runs[-1].id}")
 
 
+def side_of_runs(store: ResultStore, name: str, what: str, run_ids: list[int]) -> Side:
+    """A side made of several runs (a run and the runs `gate --confirm` measured again
+    for it)."""
+    return Side(name, what, [p for run_id in run_ids for p in analysis.load(store, run_id=run_id)])
+
+
 def _levels(rows: list[LevelComparison]) -> str:
     return "; ".join(f"{r.threads}: {metric.shown(r.a_mean, r.metric)} ({r.a_n}) -> "
                      f"{metric.shown(r.b_mean, r.metric)} ({r.b_n})"

@@ -164,12 +164,11 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
 
     threads = f"the {hostinfo.hardware_threads()} hardware threads" if here else "the hardware threads"
 
-    setting_help = {"postgres": "PostgreSQL setting for the throwaway instance (repeatable).",
-                    "mysql": "MySQL/MariaDB server variable for the throwaway instance (repeatable)."}
     setting_flags = [
-        RunFlag(f"{option[2:].replace('-', '_')}s", option, Pairs(), setting_help[name], f"settings.{name}",
-                metavar="NAME=VALUE", multiple=True, study_key=f"engines.{name}.settings", in_key=True)
-        for name, option in ((n, engines.first(n).setting_option) for n in engines.ENGINES)
+        RunFlag(f"{e.setting_option[2:].replace('-', '_')}s", e.setting_option, Pairs(), e.setting_help,
+                f"settings.{name}", metavar="NAME=VALUE", multiple=True, study_key=f"engines.{name}.settings",
+                in_key=True)
+        for name, e in ((n, engines.first(n)) for n in engines.ENGINES)
     ]
     return (
         RunFlag("quick", "--quick", Switch(),
