@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbarena.serverside.room import Room, tightest
+from dbarena.serverside.waits import IO, LOCKS, Family, Found, Limits, Series, mean, pct
 
 # A stuck server makes a reading fail after this long instead of stalling the sampler.
 STATEMENT_TIMEOUT_S = 0.5
@@ -89,3 +90,41 @@ class MysqlReader:
 
     def close(self) -> None:
         self.connection.close()
+
+
+# ------------------------------------------------------------------ what the waits say
+
+def waits(series: Series, clients: int, limits: Limits) -> tuple[Found, list[str]]:
+    """The clients waiting on row locks on average (Innodb_row_lock_time: ms waited per
+    second), and reads that miss InnoDB's buffer pool."""
+    found: Found = []
+    notes: list[str] = []
+    lock_ms = mean(series.get("status.Innodb_row_lock_time") or ())
+    if lock_ms is not None and clients:
+        waiting_ = lock_ms / 1000.0  # ms waited per second: clients waiting on average
+        share = waiting_ / clients
+        waits_per_s = mean(series.get("status.Innodb_row_lock_waits") or ()) or 0.0
+        evidence = (f"row lock waits {waits_per_s:.0f}/s, {waiting_:.1f} of {clients} clients waiting on row locks "
+                    f"on average ({pct(share)})")
+        if share >= limits.wait_share:
+            found.append((LOCKS, share, evidence))
+        elif waits_per_s:
+            notes.append(evidence)
+    reads = mean(series.get("status.Innodb_buffer_pool_reads") or ())
+    requests = mean(series.get("status.Innodb_buffer_pool_read_requests") or ())
+    if reads is not None and requests and reads / requests >= limits.miss_share:
+        found.append((IO, reads / requests, f"{pct(reads / requests)} of buffer pool reads missed it ({reads:.0f}/s)"))
+    return found, notes
+
+
+def waiting(series: Series, n: int) -> tuple[str, list[float | None]]:
+    """The clients waiting on row locks on average, each second (ms per second / 1000)."""
+    times = series.get("status.Innodb_row_lock_time") or [None] * n
+    return "clients waiting on row locks", [v / 1000.0 if v is not None else None for v in times]
+
+
+def recorded(series: Series) -> bool:
+    return any(name.startswith("status.") for name in series)
+
+
+FAMILY = Family(name="mysql", recorded=recorded, waits=waits, waiting=waiting)

@@ -9,6 +9,7 @@ from typing import Any
 
 from dbarena.serverside.room import Room, tightest
 from dbarena.serverside.series import WAIT
+from dbarena.serverside.waits import IO, LOADGEN, LOCKS, SERVER_CPU, WAL, Family, Found, Limits, Series, pct
 
 # A stuck server makes a reading fail after this long instead of stalling the sampler.
 STATEMENT_TIMEOUT_MS = 500
@@ -130,3 +131,71 @@ class PostgresReader:
 
     def close(self) -> None:
         self.connection.close()
+
+
+# ------------------------------------------------------------------ what the waits say
+
+# Wait events by class; other events (Activity, IPC, Timeout ...) count in the total only.
+WAL_EVENTS = frozenset({"LWLock:WALWrite", "LWLock:WALInsert", "LWLock:WALBufMapping", "IO:WALSync", "IO:WALWrite",
+                        "IO:WALInitSync", "IO:WALInitWrite", "IO:DataFileSync", "IO:DataFileImmediateSync"})
+IO_EVENTS = frozenset({"IO:DataFileRead", "IO:DataFilePrefetch", "IO:DataFileExtend", "IO:DataFileWrite",
+                       "IO:BufFileRead", "IO:BufFileWrite"})
+
+
+def wait_class(event: str) -> str | None:
+    """The class of a wait event ('Lock:transactionid', 'CPU' ...)."""
+    if event in WAL_EVENTS:
+        return WAL
+    if event in IO_EVENTS:
+        return IO
+    if event.startswith(("Lock:", "LWLock:", "BufferPin:")):
+        return LOCKS
+    if event == "CPU":
+        return SERVER_CPU
+    if event.startswith("Client:"):
+        return LOADGEN
+    return None
+
+
+def waits(series: Series, clients: int, limits: Limits) -> tuple[Found, list[str]]:
+    """Each class of wait event's share of the active-backend samples (each second counts
+    the non-idle client backends by wait event: where they spent their time)."""
+    counts = {name[len(WAIT):]: sum(v or 0 for v in values) for name, values in series.items()
+              if name.startswith(WAIT)}
+    total = sum(counts.values())
+    if not total:
+        return [], []
+    if total < limits.min_samples:
+        return [], [f"only {total:.0f} active-backend sample(s): too few to tell from the waits"]
+    found: Found = []
+    by_class: dict[str, float] = {}
+    for event, count in counts.items():
+        cls = wait_class(event)
+        if cls is not None:
+            by_class[cls] = by_class.get(cls, 0) + count
+    top = sorted(((c, e) for e, c in counts.items() if e != "CPU" and not e.startswith("Client:")), reverse=True)
+    for cls in (LOCKS, WAL, IO):
+        share = by_class.get(cls, 0) / total
+        if share >= limits.wait_share:
+            named = [f"{e} {pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
+            found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
+    client = by_class.get(LOADGEN, 0) / total
+    if client >= limits.client_share:
+        found.append((LOADGEN, client, f"backends waited for the client in {pct(client)} of {total:.0f} "
+                                       "active-backend samples"))
+    cpu_share = by_class.get(SERVER_CPU, 0) / total
+    return found, [f"on CPU in {pct(cpu_share)} of {total:.0f} active-backend samples"]
+
+
+def waiting(series: Series, n: int) -> tuple[str, list[float | None]]:
+    """The backends seen waiting on locks, WAL or I/O, each second."""
+    chosen = [v for name, v in series.items() if name.startswith(WAIT)
+              and wait_class(name[len(WAIT):]) in (LOCKS, WAL, IO)]
+    return "backends waiting on locks, WAL or I/O", [float(sum(c[i] or 0 for c in chosen)) for i in range(n)]
+
+
+def recorded(series: Series) -> bool:
+    return any(name.startswith(WAIT) for name in series)
+
+
+FAMILY = Family(name="postgres", recorded=recorded, waits=waits, waiting=waiting)

@@ -6,10 +6,10 @@ a level's repeats; this reads one point and also what the server waited for, so 
 it can say "locks" or "WAL or fsync" where the CPU says nothing. Pure: series in,
 (kind, evidence) out.
 
-PostgreSQL: each second counts the non-idle client backends by wait event
-(pg_stat_activity); the share of those samples in each class of event says where
-the backends spent their time. MariaDB/MySQL: the time spent waiting for row locks
-(Innodb_row_lock_time, ms per second) is the clients waiting on average.
+What each engine family's waits say is declared beside its reader
+(serverside/postgres.py: the share of active-backend samples in each class of wait
+event; serverside/mysql.py: the clients waiting on row locks on average, buffer pool
+misses), judged by the thresholds declared here; this module names no family.
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
 from dbarena.records import JSON, json_object
+from dbarena.serverside.families import DEFAULT, FAMILIES
+from dbarena.serverside.mysql import GAUGES
 from dbarena.serverside.series import WAIT, ServerSeries
+from dbarena.serverside.waits import IO, LOADGEN, LOCKS, SERVER_CPU, WAL, Found, Limits
 from dbarena.stats import thresholds
 
-LOCKS = "locks"
-WAL = "WAL or fsync"
-IO = "I/O"
-LOADGEN = "load generator"
-SERVER_CPU = "server CPU"
+__all__ = ["LOCKS", "WAL", "IO", "LOADGEN", "SERVER_CPU", "MACHINE_CPU", "NONE", "KINDS", "CPU_KINDS", "GAUGES",
+           "WAIT_SHARE", "MIN_WAIT_SAMPLES", "PointBound", "Readings", "readings", "classify", "checkpoint_seconds",
+           "most_frequent", "of_group", "waiting", "figures", "differs_most", "figure_text"]
+
 MACHINE_CPU = "machine CPU"
 NONE = "no single bound"
 KINDS = (LOCKS, WAL, IO, LOADGEN, SERVER_CPU, MACHINE_CPU, NONE)
@@ -47,13 +49,8 @@ CLIENT_SHARE = 0.5
 # Fewer active-backend samples than this (a point of short transactions catches its
 # backends busy in few of its once-a-second looks) say too little to decide from.
 MIN_WAIT_SAMPLES = 10
-
-# PostgreSQL wait events by class; other events (Activity, IPC, Timeout ...) count in
-# the total only.
-_WAL_EVENTS = {"LWLock:WALWrite", "LWLock:WALInsert", "LWLock:WALBufMapping", "IO:WALSync", "IO:WALWrite",
-               "IO:WALInitSync", "IO:WALInitWrite", "IO:DataFileSync", "IO:DataFileImmediateSync"}
-_IO_EVENTS = {"IO:DataFileRead", "IO:DataFilePrefetch", "IO:DataFileExtend", "IO:DataFileWrite", "IO:BufFileRead",
-              "IO:BufFileWrite"}
+LIMITS = Limits(wait_share=WAIT_SHARE, client_share=CLIENT_SHARE, miss_share=MISS_SHARE,
+                min_samples=MIN_WAIT_SAMPLES)
 
 
 @dataclass(frozen=True)
@@ -93,89 +90,15 @@ def _number(value: JSON) -> float | None:
 Sample = Mapping[str, float | None]
 
 
-def wait_class(event: str) -> str | None:
-    """The class of a PostgreSQL wait event ('Lock:transactionid', 'CPU' ...)."""
-    if event in _WAL_EVENTS:
-        return WAL
-    if event in _IO_EVENTS:
-        return IO
-    if event.startswith(("Lock:", "LWLock:", "BufferPin:")):
-        return LOCKS
-    if event == "CPU":
-        return SERVER_CPU
-    if event.startswith("Client:"):
-        return LOADGEN
-    return None
-
-
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present else None
-
-
-def _pct(share: float) -> str:
-    return f"{100 * share:.0f} %"
 
 
 def checkpoint_seconds(series: Mapping[str, Sequence[float | None]], seconds: Sequence[float]) -> list[int]:
     """The seconds (rounded) in which a checkpoint began or ended (its counter moved)."""
     column = series.get("checkpoints") or ()
     return [round(s) for s, v in zip(seconds, column) if v]
-
-
-# (kind, share, evidence) of a bound past its threshold, and notes said beside the answer.
-_Found = list[tuple[str, float, str]]
-
-
-def _backend_waits(series: Mapping[str, Sequence[float | None]]) -> tuple[_Found, list[str]]:
-    """PostgreSQL: each class of wait event's share of the active-backend samples."""
-    waits = {name[len(WAIT):]: sum(v or 0 for v in values) for name, values in series.items()
-             if name.startswith(WAIT)}
-    total = sum(waits.values())
-    if not total:
-        return [], []
-    if total < MIN_WAIT_SAMPLES:
-        return [], [f"only {total:.0f} active-backend sample(s): too few to tell from the waits"]
-    found: _Found = []
-    by_class: dict[str, float] = {}
-    for event, count in waits.items():
-        cls = wait_class(event)
-        if cls is not None:
-            by_class[cls] = by_class.get(cls, 0) + count
-    top = sorted(((c, e) for e, c in waits.items() if e != "CPU" and not e.startswith("Client:")), reverse=True)
-    for cls in (LOCKS, WAL, IO):
-        share = by_class.get(cls, 0) / total
-        if share >= WAIT_SHARE:
-            named = [f"{e} {_pct(c / total)}" for c, e in top if wait_class(e) == cls][:2]
-            found.append((cls, share, f"{' and '.join(named)} of {total:.0f} active-backend samples"))
-    client = by_class.get(LOADGEN, 0) / total
-    if client >= CLIENT_SHARE:
-        found.append((LOADGEN, client, f"backends waited for the client in {_pct(client)} of {total:.0f} "
-                                       "active-backend samples"))
-    cpu_share = by_class.get(SERVER_CPU, 0) / total
-    return found, [f"on CPU in {_pct(cpu_share)} of {total:.0f} active-backend samples"]
-
-
-def _innodb(series: Mapping[str, Sequence[float | None]], clients: int) -> tuple[_Found, list[str]]:
-    """MariaDB/MySQL: the clients waiting on row locks on average, and buffer pool misses."""
-    found: _Found = []
-    notes: list[str] = []
-    lock_ms = _mean(series.get("status.Innodb_row_lock_time") or ())
-    if lock_ms is not None and clients:
-        waiting = lock_ms / 1000.0  # ms waited per second: clients waiting on average
-        share = waiting / clients
-        waits_per_s = _mean(series.get("status.Innodb_row_lock_waits") or ()) or 0.0
-        evidence = (f"row lock waits {waits_per_s:.0f}/s, {waiting:.1f} of {clients} clients waiting on row locks "
-                    f"on average ({_pct(share)})")
-        if share >= WAIT_SHARE:
-            found.append((LOCKS, share, evidence))
-        elif waits_per_s:
-            notes.append(evidence)
-    reads = _mean(series.get("status.Innodb_buffer_pool_reads") or ())
-    requests = _mean(series.get("status.Innodb_buffer_pool_read_requests") or ())
-    if reads is not None and requests and reads / requests >= MISS_SHARE:
-        found.append((IO, reads / requests, f"{_pct(reads / requests)} of buffer pool reads missed it ({reads:.0f}/s)"))
-    return found, notes
 
 
 def _checkpoint_note(series: Mapping[str, Sequence[float | None]], seconds: Sequence[float]) -> list[str]:
@@ -219,9 +142,11 @@ def classify(server: Readings | None, system: Sequence[Sample], *, hardware_thre
     largest share past its threshold), then the CPU."""
     series: Mapping[str, Sequence[float | None]] = server.series if server is not None else {}
     seconds: Sequence[float] = server.seconds if server is not None else ()
-    found, notes = _backend_waits(series)
-    more, said = _innodb(series, clients)
-    found, notes = found + more, notes + said
+    found: Found = []
+    notes: list[str] = []
+    for family in FAMILIES:
+        more, said = family.waits(series, clients, LIMITS)
+        found, notes = found + more, notes + said
     iowait = _mean(s.get("cpu_iowait_pct") for s in system)
     if iowait is not None and iowait >= IOWAIT_PCT and not any(k == IO for k, _, _ in found):
         found.append((IO, iowait / 100, f"iowait {iowait:.0f} %"))
@@ -264,24 +189,15 @@ def of_group(kinds: Iterable[str | None]) -> str | None:
 
 def waiting(record: Readings) -> tuple[str, list[float | None]]:
     """What the report's per-second chart overlays on the throughput, from a point's
-    server readings: (what it is, one value per second). PostgreSQL: the backends seen
-    waiting on locks, WAL or I/O; MariaDB/MySQL: the clients waiting on row locks on
-    average (Innodb_row_lock_time, ms per second / 1000)."""
+    server readings: (what it is, one value per second), as the family whose reader
+    recorded them says (serverside/waits.Family.waiting)."""
     series = record.series
-    n = len(record.seconds)
-    # By what the engine's reader recorded, not by its name: the MySQL family's reads
-    # SHOW GLOBAL STATUS (its series are "status."), PostgreSQL's each backend's wait.
-    if not any(name.startswith("status.") for name in series):
-        chosen = [v for name, v in series.items() if name.startswith(WAIT)
-                  and wait_class(name[len(WAIT):]) in (LOCKS, WAL, IO)]
-        return ("backends waiting on locks, WAL or I/O",
-                [float(sum(c[i] or 0 for c in chosen)) for i in range(n)])
-    times = series.get("status.Innodb_row_lock_time") or [None] * n
-    return "clients waiting on row locks", [v / 1000.0 if v is not None else None for v in times]
+    family = next((f for f in FAMILIES if f.recorded(series)), DEFAULT)
+    return family.waiting(series, len(record.seconds))
 
 
-# Read as they are (how many at an instant), not as rates: never divided by throughput.
-GAUGES = frozenset({"status.Threads_running", "status.Innodb_row_lock_current_waits"})
+# GAUGES (serverside/mysql.py): read as they are (how many at an instant), not as rates,
+# so never divided by throughput.
 
 
 def figures(record: Readings, tps: float | None) -> dict[str, float]:
