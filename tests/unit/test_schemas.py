@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from conftest import invoke
 from dbarena import schemas
 from storebuild import build
-from test_golden_exports import store  # noqa: F401  (the fixture: labels main and pr)
+from test_golden_exports import store, wide_store  # noqa: F401  (the fixtures: labels main and pr; and few)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 STORES = Path(__file__).resolve().parents[1] / "fixtures" / "stores"
@@ -101,24 +101,6 @@ def test_a_field_of_the_wrong_type_is_caught(store: Path, capsys: pytest.Capture
              {**item, "warnings": [{"code": 3}]}]
     for document in wrong:
         assert list(validator.iter_errors([document])), document
-
-
-@pytest.fixture(scope="module")
-def wide_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Labels main and pr (three runs each) and few (one run): TPC-B at five levels (a
-    USL fit each) and mysqlslap at three (judged by its seconds, priced per run)."""
-    from dbarena.store.database import Store
-    from test_history_and_gate import add_run
-
-    path = tmp_path_factory.mktemp("schema") / "wide.db"
-    with Store(path) as db:
-        for day in range(3):
-            add_run(db, "main", day, 1000.0 * (1 + 0.01 * (day - 1)), threads=(1, 2, 4, 8, 16))
-            add_run(db, "main", day, seconds=2.0 * (1 + 0.01 * (day - 1)), threads=(1, 2, 4))
-            add_run(db, "pr", 3 + day, 900.0, threads=(1, 2, 4, 8, 16), wobbles=(0.98, 1.0, 1.03))
-            add_run(db, "pr", 3 + day, seconds=1.9, threads=(1, 2, 4))
-        add_run(db, "few", 7, 950.0, threads=(1, 2, 4, 8, 16), repeats=1)
-    return path
 
 
 # The report's JSON of real stores: name -> (store, options). Together they hold every
