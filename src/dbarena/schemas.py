@@ -1,8 +1,9 @@
 """The JSON Schema of what dbarena exports, generated from the records that make it
 (records.py), so that the documented shape cannot drift from the code: `results --json`
 (AnalysedPoint.as_json), `results --summary --json` (LevelSummary.as_json), `compare
---json` (LevelComparison.as_json) and `history --json` (stats/history.History.as_dict). docs/schema/ holds them as files; a test regenerates
-them and checks every export of a real store against them.
+--json` (LevelComparison.as_json), `history --json` (stats/history.History.as_dict) and
+the report's JSON (`report -o FILE.json`: report/data.Report.as_json). docs/schema/ holds
+them as files; a test regenerates them and checks every export of a real store against them.
 
 A field's JSON type follows its Python annotation: `float | None` is a number or null,
 `list[str]` an array of strings, the records' `JSON` alias any JSON value (a document at
@@ -112,9 +113,46 @@ def _history() -> JSONObject:
             "required": ["series"], "additionalProperties": False}
 
 
+def _report() -> JSONObject:
+    """The report's JSON: what was asked (labels, baseline, --at-threads), the decisions
+    (each label against the baseline per engine and workload, and across workloads), one
+    row per label x engine x workload x threads, and each engine x workload section's
+    ranking, USL fits and cheapest label (report/data.py's records, as their as_json
+    writes them; stats/decision.py's Decision as its as_dict)."""
+    from dbarena.report.data import Cheapest, Ranking, Report, Section
+    from dbarena.report.levels import PUBLIC_FIELDS, LevelRow
+    from dbarena.report.scaling import UslFit
+    from dbarena.stats import verdicts
+    from dbarena.stats.decision import Decision, LevelRatio
+
+    def array(item: JSONObject) -> JSONObject:
+        return {"type": "array", "items": item}
+
+    words: list[JSON] = [verdicts.FASTER, verdicts.SLOWER, verdicts.SAME, verdicts.INCONCLUSIVE,
+                         verdicts.NO_VERDICT, verdicts.NOT_COMPARABLE]
+    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}),
+                               nested={"verdict": {"type": "string", "enum": words},
+                                       "levels": array(of_record(LevelRatio))}))
+    # A row exports its public figures, its warnings' codes joined by ";" and every figure
+    # over its repeats (stats/repeats.OverRepeats.as_dict, by figure).
+    exported = {*PUBLIC_FIELDS, "warnings", "over_repeats"}
+    row = of_record(LevelRow, leave_out=frozenset(f.name for f in fields(LevelRow) if f.name not in exported),
+                    nested={"warnings": {"type": "string"}})
+    cheapest = of_record(Cheapest, optional=frozenset({"currencies"}),
+                         nested={"currencies": array({"type": "string"})})
+    section = of_record(Section, leave_out=frozenset({"labels", "rows", "series"}), nested={
+        "ranking": array(of_record(Ranking)),
+        "usl": {"type": "object", "additionalProperties": of_record(UslFit, renamed={"lambda_": "lambda"})},
+        "cheapest": {"anyOf": [cheapest, {"type": "null"}]}})
+    return of_record(Report, leave_out=frozenset({"provenance"}),
+                     nested={"decisions": decision, "overall": decision, "rows": array(row),
+                             "sections": array(section)})
+
+
 # Exports that are one JSON object rather than an array of records: name -> (command, schema).
 DOCUMENTS: dict[str, tuple[str, typing.Callable[[], JSONObject]]] = {
     "history": ("dbarena history --json", _history),
+    "report": ("dbarena report -o FILE.json", _report),
 }
 
 

@@ -31,7 +31,7 @@ def test_two_levels_combine_as_computed_by_hand():
     assert d.ci_low == pytest.approx(math.exp(mean - q * se)) and d.ci_high == pytest.approx(math.exp(mean + q * se))
     assert (round(d.ci_low, 4), round(d.ci_high, 4)) == (0.4653, 0.6447)
     assert d.verdict == decision.SLOWER and d.text.startswith("small is 45.2 % slower than big (95 % CI -53.5 % to")
-    assert d.levels == ((1, 0.5), (2, 0.6))
+    assert d.levels == (decision.LevelRatio(1, 0.5), decision.LevelRatio(2, 0.6))
 
 
 def test_no_verdict_below_three_runs_says_what_to_run():
@@ -152,7 +152,7 @@ def test_mysqlslap_seconds_are_decided_as_speed_so_fewer_seconds_is_faster():
             _row(2, 0.5, 0.05, 10, workload="mysqlslap", metric="seconds")]
     (d,) = decision.decide(rows)
     assert d.metric == "seconds" and d.ratio == pytest.approx(math.sqrt(2.5))
-    assert d.levels == ((1, pytest.approx(1.25)), (2, pytest.approx(2.0)))
+    assert d.levels == (decision.LevelRatio(1, pytest.approx(1.25)), decision.LevelRatio(2, pytest.approx(2.0)))
     assert d.verdict == decision.FASTER and d.text.startswith("small is 58.1 % faster than big")
     assert decision.INVERSE in d.text
     # Combined with a throughput workload like with like: + is faster in both.

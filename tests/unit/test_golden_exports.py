@@ -39,6 +39,21 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def wide_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Labels main and pr (three runs each) and few (one run): TPC-B at five levels (a
+    USL fit each) and mysqlslap at three (judged by its seconds, priced per run)."""
+    path = tmp_path_factory.mktemp("golden") / "wide.db"
+    with Store(path) as db:
+        for day in range(3):
+            add_run(db, "main", day, 1000.0 * (1 + 0.01 * (day - 1)), threads=(1, 2, 4, 8, 16))
+            add_run(db, "main", day, seconds=2.0 * (1 + 0.01 * (day - 1)), threads=(1, 2, 4))
+            add_run(db, "pr", 3 + day, 900.0, threads=(1, 2, 4, 8, 16), wobbles=(0.98, 1.0, 1.03))
+            add_run(db, "pr", 3 + day, seconds=1.9, threads=(1, 2, 4))
+        add_run(db, "few", 7, 950.0, threads=(1, 2, 4, 8, 16), repeats=1)
+    return path
+
+
 def _check(name: str, text: str) -> None:
     golden = GOLDEN / name
     if os.environ.get("DBARENA_UPDATE_GOLDEN"):
@@ -59,3 +74,16 @@ def test_the_reports_json_is_what_it_was(store: Path, tmp_path: Path, capsys: py
     status, _, err = invoke(["report", "--store", str(store), "--format", "json", "-o", str(target)], capsys)
     assert status == 0, err
     _check("report.json", target.read_text())
+
+
+def test_the_reports_json_with_a_baseline_prices_and_fits_is_what_it_was(
+        wide_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every part of the report's JSON: decisions with their verdicts, levels, bounds and
+    costs, the lines across workloads, rankings with prices, USL fits, the cheapest label
+    at --at-threads, mysqlslap's seconds."""
+    target = tmp_path / "report.json"
+    status, _, err = invoke(["report", "--store", str(wide_store), "-o", str(target), "--baseline", "pr",
+                             "--price", "main=1", "--price", "pr=1.3", "--price", "few=2", "--at-threads", "4"],
+                            capsys)
+    assert status == 0, err
+    _check("report-priced.json", target.read_text())

@@ -66,7 +66,7 @@ def test_summaries_and_comparisons_are_of_seconds_and_fewer_is_faster(slap):
     # The decision in speed: + is faster; 1 / geomean(0.625, 0.4) = 2.0.
     (d,) = decision.decide(analysis.compare(rows, "slow", "fast"))
     assert d.verdict == decision.FASTER and d.ratio == pytest.approx(2.0) and d.metric == "seconds"
-    assert d.levels == ((1, pytest.approx(1.6)), (4, pytest.approx(2.5)))
+    assert d.levels == (decision.LevelRatio(1, pytest.approx(1.6)), decision.LevelRatio(4, pytest.approx(2.5)))
 
 
 def test_the_report_and_its_exports_say_the_same(slap):

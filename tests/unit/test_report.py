@@ -81,19 +81,19 @@ def test_level_figures_by_hand(store):
 def test_points_ranking_geomean_saturation_and_cheapest(store):
     report = _report(store, baseline="x86", at_threads=4)
     (section,) = report.sections
-    ranking = {r["label"]: r for r in section.ranking}
-    assert ranking["arm"]["sum"] == pytest.approx(1000 + 1900 + 3400 + 3500)
-    assert ranking["x86"]["sum"] == pytest.approx(1100 + 2000 + 3000 + 3200)
-    assert [r["label"] for r in section.ranking] == ["arm", "x86"] and ranking["arm"]["rank"] == 1
+    ranking = {r.label: r for r in section.ranking}
+    assert ranking["arm"].sum == pytest.approx(1000 + 1900 + 3400 + 3500)
+    assert ranking["x86"].sum == pytest.approx(1100 + 2000 + 3000 + 3200)
+    assert [r.label for r in section.ranking] == ["arm", "x86"] and ranking["arm"].rank == 1
     want = np.exp(np.mean(np.log([1000 / 1100, 1900 / 2000, 3400 / 3000, 3500 / 3200])))
-    assert ranking["arm"]["geomean_ratio_to_baseline"] == pytest.approx(want)
-    assert ranking["x86"]["geomean_ratio_to_baseline"] == pytest.approx(1.0)
+    assert ranking["arm"].geomean_ratio_to_baseline == pytest.approx(want)
+    assert ranking["x86"].geomean_ratio_to_baseline == pytest.approx(1.0)
     # arm: 3400 -> 3500 adds < 5 %; x86: 3000 -> 3200 adds 6.7 %, still growing at 8.
-    assert ranking["arm"]["saturation_threads"] == 4 and ranking["x86"]["saturation_threads"] is None
-    assert ranking["arm"]["peak_threads"] == 8 and ranking["arm"]["peak_tps_per_core"] == pytest.approx(3500 / 32)
+    assert ranking["arm"].saturation_threads == 4 and ranking["x86"].saturation_threads is None
+    assert ranking["arm"].peak_threads == 8 and ranking["arm"].peak_tps_per_core == pytest.approx(3500 / 32)
     cheapest = section.cheapest
-    assert cheapest["label"] == "arm" and cheapest["threads"] == 4
-    assert cheapest["others"]["x86"] == pytest.approx((1.808 / 30) / (1.4464 / 34) - 1)
+    assert cheapest.label == "arm" and cheapest.threads == 4
+    assert cheapest.others["x86"] == pytest.approx((1.808 / 30) / (1.4464 / 34) - 1)
 
 
 def test_price_override_and_labels_order(store):
@@ -110,14 +110,14 @@ def test_usl_fit_recovers_known_parameters(sigma, kappa):
     levels = [1, 2, 4, 8, 16, 32, 64]
     x = list(data.usl(np.array(levels), 1000.0, sigma, kappa))
     fit = data.usl_fit(levels, x)
-    assert fit["lambda"] == pytest.approx(1000.0, rel=1e-3)
-    assert fit["sigma"] == pytest.approx(sigma, abs=1e-4)
-    assert fit["kappa"] == pytest.approx(kappa, abs=1e-6)
+    assert fit.lambda_ == pytest.approx(1000.0, rel=1e-3)
+    assert fit.sigma == pytest.approx(sigma, abs=1e-4)
+    assert fit.kappa == pytest.approx(kappa, abs=1e-6)
     if kappa:
-        assert fit["peak_threads"] == pytest.approx(np.sqrt((1 - sigma) / kappa), rel=1e-2)
+        assert fit.peak_threads == pytest.approx(np.sqrt((1 - sigma) / kappa), rel=1e-2)
     else:
-        assert fit["peak_threads"] is None
-    assert fit["r2"] == pytest.approx(1.0)
+        assert fit.peak_threads is None
+    assert fit.r2 == pytest.approx(1.0)
 
 
 def test_usl_fit_with_noise_stays_close():
@@ -125,7 +125,7 @@ def test_usl_fit_with_noise_stays_close():
     levels = [1, 2, 4, 8, 16, 24, 32, 48, 64]
     x = data.usl(np.array(levels), 5000.0, 0.03, 0.0005) * rng.normal(1, 0.01, len(levels))
     fit = data.usl_fit(levels, list(x))
-    assert fit["sigma"] == pytest.approx(0.03, abs=0.01) and fit["kappa"] == pytest.approx(0.0005, abs=0.0002)
+    assert fit.sigma == pytest.approx(0.03, abs=0.01) and fit.kappa == pytest.approx(0.0005, abs=0.0002)
 
 
 def test_usl_needs_five_levels_since_three_parameters_fit_three_or_four_exactly_or_nearly():
@@ -349,8 +349,8 @@ def test_a_legend_names_every_series_below_the_axes_and_every_line_is_drawn():
 def _with_intervals(n: int) -> data.Section:
     """n labels whose 95 % intervals reach below zero (two noisy repeats)."""
     section = _many_series(n)
-    section.rows = [replace(row, tps_ci_low=-0.5 * row.tps, tps_ci_high=2 * row.tps) for row in section.rows]
-    return section
+    return replace(section, rows=[replace(row, tps_ci_low=-0.5 * row.tps, tps_ci_high=2 * row.tps)
+                                  for row in section.rows])
 
 
 def _drawn_below_zero(svg: str) -> bool:
@@ -382,8 +382,9 @@ def test_intervals_are_drawn_from_zero_as_bands_for_few_labels_and_error_bars_fo
 
 def test_the_latency_percentiles_are_one_figure_of_four_small_axes():
     section = _many_series(15)
-    section.rows = [replace(row, latency_p50_ms=1.0 + row.threads, latency_p99_ms=5.0 + row.threads,
-                            latency_p999_ms=9.0 + row.threads, value=row.tps) for row in section.rows]
+    section = replace(section, rows=[replace(row, latency_p50_ms=1.0 + row.threads, latency_p99_ms=5.0 + row.threads,
+                                             latency_p999_ms=9.0 + row.threads, value=row.tps)
+                                     for row in section.rows])
     svg = charts.percentiles(section)
     assert svg is not None and svg.count("<svg") == 1
     assert len(re.findall(r'<g id="axes_\d+', svg)) == 4
@@ -396,8 +397,8 @@ def test_the_latency_percentiles_are_one_figure_of_four_small_axes():
     drawn = charts.charts(section, {})
     assert "latency_percentiles" in drawn and not any(name.startswith("latency_p9") for name in drawn)
     assert charts.percentiles(_many_series(2)) is not None  # p95 only: the others say so
-    none = _many_series(2)
-    none.rows = [replace(row, latency_p95_ms=None) for row in none.rows]
+    few = _many_series(2)
+    none = replace(few, rows=[replace(row, latency_p95_ms=None) for row in few.rows])
     assert charts.percentiles(none) is None
 
 
@@ -556,8 +557,8 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
     rows = {(r.label, r.threads): r for r in section.rows}
     assert rows[("fast", 4)].seconds == pytest.approx(0.2) and rows[("fast", 4)].value == pytest.approx(0.2)
     # Study A ranks mysqlslap by the fewest seconds over the levels.
-    assert [(r["label"], round(r["sum"], 6)) for r in section.ranking] == [("fast", 0.7), ("slow", 1.3)]
-    assert section.ranking[0]["peak_threads"] == 4 and section.ranking[0]["saturation_threads"] is None
+    assert [(r.label, round(r.sum, 6)) for r in section.ranking] == [("fast", 0.7), ("slow", 1.3)]
+    assert section.ranking[0].peak_threads == 4 and section.ranking[0].saturation_threads is None
     assert section.usl == {}
     # Below 1: faster than the baseline.
     assert rows[("fast", 4)].ratio_to_baseline == pytest.approx(0.2 / 0.5)
@@ -567,7 +568,7 @@ def test_mysqlslap_is_seconds_lower_is_better_ranked_and_priced_per_run(tmp_path
     assert rows[("fast", 4)].scaling_efficiency == pytest.approx(0.5 / (4 * 0.2))
     assert rows[("slow", 1)].scaling_efficiency == pytest.approx(1.0)
     assert rows[("slow", 4)].price_per_run == pytest.approx(1.0 * 0.5 / 3600)
-    assert section.cheapest["label"] == "fast"  # 0.000111 against 0.000139 per run
+    assert section.cheapest.label == "fast"  # 0.000111 against 0.000139 per run
     from dbarena.report import tables
 
     (ranking,) = [t for t in tables.section_tables(section, report) if t.title == "Points and best"]
@@ -613,7 +614,7 @@ def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compare
     assert rows[("arm", 4)].price_per_100_tps == pytest.approx(420 / 730 / 34)
     assert rows[("arm", 4)].currency == "EUR" and rows[("arm", 4)].price == "420 EUR/month (0.575 EUR/h)"
     (section,) = report.sections
-    assert section.cheapest["label"] == "arm"
+    assert section.cheapest.label == "arm"
     table = tables.price(section, report)
     assert table.rows[0][2] == "420 EUR/month (0.575 EUR/h)" and table.rows[0][4].endswith(" EUR")
     ranking = tables.ranking(section, report)
@@ -623,7 +624,7 @@ def test_prices_per_month_and_in_currencies_are_shown_as_given_and_never_compare
     mixed = _report(store, prices={"arm": price.parse("420 EUR/month"), "x86": price.parse("1.808/h")},
                     at_threads=4)
     (section,) = mixed.sections
-    assert section.cheapest == {"label": None, "threads": 4, "others": {}, "currencies": ["EUR", "USD"]}
+    assert section.cheapest == data.Cheapest(label=None, threads=4, others={}, currencies=["EUR", "USD"])
     assert "dbarena converts no currency" in tables.price(section, mixed).note
 
 
@@ -735,7 +736,7 @@ def test_the_system_view_and_the_level_the_cpu_saturated_from(tmp_path):
     assert rows[1].cpu_busy_pct == pytest.approx(40.0) and rows[4].cpu_busy_pct == pytest.approx(92.0)
     assert rows[1].cpu_iowait_pct == pytest.approx(4.0)  # the mean of 2, 4, 6
     assert rows[8].server_cpu == pytest.approx(3.2) and rows[8].loadgen_cpu == pytest.approx(0.5)
-    assert section.ranking[0]["cpu_saturated_from"] == 4
+    assert section.ranking[0].cpu_saturated_from == 4
     table = tables.system(section)
     assert table.rows[1][:6] == ["box", "4", "92", "4.0", "3.00", "0.50"]
     assert "box: CPU saturated from 4 threads" in table.note
@@ -749,8 +750,10 @@ def test_study_c_cores_and_smt_table_by_hand():
     from dbarena.report import tables
 
     def rank(label, peak, at, cores, threads):
-        return {"label": label, "peak_value": peak, "peak_threads": at, "peak_tps_per_core": peak / cores,
-                "peak_tps_per_thread": peak / threads, "hardware_threads": threads}
+        return data.Ranking(label=label, sum=peak, levels=[at], geomean_ratio_to_baseline=None,
+                            saturation_threads=None, peak_threads=at, peak_value=peak,
+                            peak_tps_per_core=peak / cores, peak_tps_per_thread=peak / threads,
+                            hardware_threads=threads, price_at=None, cpu_saturated_from=None, rank=1, price=None)
 
     section = data.Section(engine="postgres", workload="pgbench-select-only", metric="tps", labels=[], rows=[],
                            ranking=[rank("p9 [1core_smt-off]", 20000.0, 4, 1, 1), rank("p9 [1core_smt-on]", 45000.0, 16, 1, 4),

@@ -25,7 +25,7 @@ def test_the_model_is_the_one_data_build_makes_from_the_same_points(store):
     assert report.labels == ["arm", "x86"] and report.baseline == "x86" and report.at_threads == 4
     (section,) = report.sections
     assert (section.engine, section.workload) == ("postgres", "pgbench-tpcb")
-    assert section.cheapest["label"] == "arm"
+    assert section.cheapest.label == "arm"
     assert {(r.label, r.threads): r.tps for r in report.rows} == {
         (label, n): tps for label, (_, _, _, levels) in MACHINES.items() for n, tps in levels.items()}
     direct = data.build(analysis.load(store), store.runs(), baseline="x86", at_threads=4, labels=["arm", "x86"],

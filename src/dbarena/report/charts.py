@@ -242,7 +242,7 @@ def throughput(section: Section) -> str | None:
         fit = section.usl.get(label)
         if fit and len(x) >= 3:
             xs = np.linspace(min(x), max(x), 100)
-            plot.line(xs, usl(xs, fit["lambda"], fit["sigma"], fit["kappa"]), linestyle="--", linewidth=0.8,
+            plot.line(xs, usl(xs, fit.lambda_, fit.sigma, fit.kappa), linestyle="--", linewidth=0.8,
                       color=color, alpha=0.8, label=label)
     if not plot.lines:
         return None

@@ -31,7 +31,7 @@ from collections import defaultdict
 import math
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable, NotRequired, TypedDict
+from typing import Callable
 
 from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredRun, json_object
 from dbarena.stats import analysis
@@ -49,8 +49,11 @@ from dbarena.report.scaling import (CPU_SATURATED_PCT as CPU_SATURATED_PCT, SATU
                                     saturation, usl as usl, usl_fit)
 
 
-class _Standing(TypedDict):
-    """A label's Ranking before the section's labels are ranked."""
+@dataclass(frozen=True)
+class Ranking:
+    """Study A's points of one label in a section: its rank among the section's labels
+    (most throughput over the levels first, or for seconds fewest), its sum over the
+    levels, its peak, and its price (as shown, and at --at-threads)."""
 
     label: str
     sum: float
@@ -62,27 +65,39 @@ class _Standing(TypedDict):
     peak_tps_per_core: float | None
     peak_tps_per_thread: float | None
     hardware_threads: int | None
-    price_at: float | None
+    price_at: float | None  # per 100 TPS at --at-threads, or for seconds per run
     cpu_saturated_from: int | None
-
-
-class Ranking(_Standing):
-    """Study A's points of one label in a section: its sum over the levels, its peak,
-    its price at --at-threads, and its rank among the section's labels. What the report's
-    JSON exports, in this order."""
-
     rank: int
     price: str | None
 
+    def as_json(self) -> JSONObject:
+        """The entry as the report's JSON exports it, in this order."""
+        return {"label": self.label, "sum": self.sum, "levels": list(self.levels),
+                "geomean_ratio_to_baseline": self.geomean_ratio_to_baseline,
+                "saturation_threads": self.saturation_threads, "peak_threads": self.peak_threads,
+                "peak_value": self.peak_value, "peak_tps_per_core": self.peak_tps_per_core,
+                "peak_tps_per_thread": self.peak_tps_per_thread, "hardware_threads": self.hardware_threads,
+                "price_at": self.price_at, "cpu_saturated_from": self.cpu_saturated_from, "rank": self.rank,
+                "price": self.price}
 
-class Cheapest(TypedDict):
-    """The cheapest label at --at-threads (None: prices in several currencies, named in
-    `currencies`), and how much more each other priced label costs there (a share)."""
+
+@dataclass(frozen=True)
+class Cheapest:
+    """The cheapest label at --at-threads, and how much more each other priced label
+    costs there (a share); where the prices are in several currencies, none is named
+    (label None) and `currencies` names them."""
 
     label: str | None
     threads: int
     others: dict[str, float]
-    currencies: NotRequired[list[str]]
+    currencies: list[str] | None = None
+
+    def as_json(self) -> JSONObject:
+        """As the report's JSON exports it: `currencies` only where there are several."""
+        out: JSONObject = {"label": self.label, "threads": self.threads, "others": dict(self.others)}
+        if self.currencies is not None:
+            out["currencies"] = list(self.currencies)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +110,7 @@ class ShownSeries:
     dips_s: list[float]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Section:
     """One engine x workload: what its charts and tables show."""
 
@@ -109,12 +124,21 @@ class Section:
     series: dict[str, ShownSeries | None]  # label -> per-second series of a chosen point (None: none there)
     cheapest: Cheapest | None = None
 
+    def as_json(self) -> JSONObject:
+        """The section as the report's JSON exports it: what it is, its ranking, its fits
+        and its cheapest label (its rows are the report's, its charts' series are not
+        exported)."""
+        return {"engine": self.engine, "workload": self.workload, "metric": self.metric,
+                "ranking": [r.as_json() for r in self.ranking],
+                "usl": {label: fit.as_json() for label, fit in self.usl.items()},
+                "cheapest": self.cheapest.as_json() if self.cheapest is not None else None}
+
 
 # (label, engine, workload) -> threads -> its level row
 BySeries = dict[tuple[str, str, str], dict[int, LevelRow]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
     labels: list[str]
     baseline: str | None
@@ -126,6 +150,17 @@ class Report:
     # and each label's line across workloads.
     decisions: list[Decision] = field(default_factory=list)
     overall: list[Decision] = field(default_factory=list)
+
+    def as_json(self) -> JSONObject:
+        """The report as its JSON export writes it (export.to_json, which rounds its
+        figures): what was asked, the decisions, one row per label x engine x workload x
+        threads (the sections' rows, in their order) and each section. Its provenance is
+        the page's, not exported."""
+        return {"labels": list(self.labels), "baseline": self.baseline, "at_threads": self.at_threads,
+                "decisions": [d.as_dict() for d in self.decisions],
+                "overall": [d.as_dict() for d in self.overall],
+                "rows": [row.as_json() for s in self.sections for row in s.rows],
+                "sections": [s.as_json() for s in self.sections]}
 
 
 # ------------------------------------------------------------------ assembly
@@ -270,7 +305,7 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     price for both."""
     if d.ratio is None or not d.levels:
         return None
-    counted = {threads for threads, _ in d.levels}
+    counted = {level.threads for level in d.levels}
     hourly: dict[str, tuple[float, str | None]] = {}
     for name in (d.label, d.baseline):
         mine = [(float(price), r.currency) for r in level_rows if r.label == name and r.engine == d.engine
@@ -282,7 +317,7 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     if cur_label != cur_base:
         return (f"cost: {d.label} priced in {cur_label}, {d.baseline} in {cur_base}: prices in two currencies are "
                 "not compared")
-    levels = f"at {', '.join(str(t) for t, _ in d.levels)} thread(s)"
+    levels = f"at {', '.join(str(level.threads) for level in d.levels)} thread(s)"
     # The label's cost of a unit of work against the baseline's (throughput, or runs of
     # mysqlslap's queries: d.ratio is of speed either way).
     cost = (p_label / p_base) / d.ratio
@@ -406,24 +441,26 @@ def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: 
     sec_rows = sorted((r for r in level_rows if (r.engine, r.workload) == (engine, workload)),
                       key=lambda r: (order.index(r.label), r.threads))
     sec_labels = [l for l in order if any(r.label == l for r in sec_rows)]
-    standings: list[_Standing] = []
     fits: dict[str, UslFit] = {}
     series: dict[str, ShownSeries | None] = {}
     base_levels = {n: r.value for n, r in by_series.get((picked.baseline or "", engine, workload), {}).items()
                    if r.value is not None}
     shown_level = _shown_level([ok_series[(label, engine, workload)] for label in sec_labels], picked.at_threads)
     lower_is_better = sec_rows[0].metric == "seconds"
+    # Each label's figure at each level that has one, levels ascending.
+    measured = {label: {n: value for n in sorted(levels) if (value := levels[n].value) is not None}
+                for label in sec_labels for levels in (by_series[(label, engine, workload)],)}
+    # Study A's ranking: most throughput, or (mysqlslap) fewest seconds, over the levels.
+    totals = {label: sum(figures.values()) for label, figures in measured.items()}
+    ranked = sorted(sec_labels, key=lambda label: totals[label] if lower_is_better else -totals[label])
+    ranking = [_ranking_entry(label, rank, by_series[(label, engine, workload)], measured[label], base_levels,
+                              lower_is_better, picked.at_threads, picked.prices.get(label))
+               for rank, label in enumerate(ranked, start=1)]
     for label in sec_labels:
-        levels = by_series[(label, engine, workload)]
-        measured = {n: value for n in sorted(levels) if (value := levels[n].value) is not None}
-        ns = sorted(measured)
-        values = [measured[n] for n in ns]
-        standings.append(_ranking_entry(label, levels, measured, base_levels, lower_is_better, picked.at_threads))
-        fit = None if lower_is_better else usl_fit(ns, values)
+        fit = None if lower_is_better else usl_fit(list(measured[label]), list(measured[label].values()))
         if fit:
             fits[label] = fit
         series[label] = _chosen_series(ok_series[(label, engine, workload)], shown_level)
-    ranking = _rank(standings, lower_is_better, picked.prices)
     return Section(engine=engine, workload=workload, metric=sec_rows[0].metric, labels=sec_labels,
                    rows=sec_rows, ranking=ranking, usl=fits, series=series,
                    cheapest=_cheapest(ranking, picked.at_threads, picked.prices))
@@ -437,8 +474,9 @@ def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -
     return at_threads if at_threads is not None else (max(shared) if shared else None)
 
 
-def _ranking_entry(label: str, levels: dict[int, LevelRow], measured: dict[int, float],
-                   base_levels: dict[int, float], lower_is_better: bool, at_threads: int | None) -> _Standing:
+def _ranking_entry(label: str, rank: int, levels: dict[int, LevelRow], measured: dict[int, float],
+                   base_levels: dict[int, float], lower_is_better: bool, at_threads: int | None,
+                   price: Price | None) -> Ranking:
     """Study A's points of one label, its peak and its price at --at-threads; measured:
     its figure at each level that has one, levels ascending."""
     ns, values = list(measured), list(measured.values())
@@ -446,38 +484,32 @@ def _ranking_entry(label: str, levels: dict[int, LevelRow], measured: dict[int, 
     peak_n = pick(ns, key=lambda n: measured[n]) if ns else None
     peak = levels[peak_n] if peak_n is not None else None
     at = levels.get(at_threads) if at_threads is not None else None
-    return {
-        "label": label, "sum": sum(values), "levels": ns,
-        "geomean_ratio_to_baseline": geomean_ratio(measured, base_levels),
+    return Ranking(
+        label=label, sum=sum(values), levels=ns,
+        geomean_ratio_to_baseline=geomean_ratio(measured, base_levels),
         # Saturation and the USL describe throughput growing with threads.
-        "saturation_threads": None if lower_is_better else saturation(ns, values),
-        "peak_threads": peak_n,
-        "peak_value": peak.value if peak else None, "peak_tps_per_core": peak.tps_per_core if peak else None,
-        "peak_tps_per_thread": peak.tps_per_thread if peak else None,
-        "hardware_threads": peak.hardware_threads if peak else None,
-        "price_at": (at.price_per_run if lower_is_better else at.price_per_100_tps) if at else None,
-        "cpu_saturated_from": cpu_saturation(levels[n] for n in ns),
-    }
-
-
-def _rank(standings: list[_Standing], lower_is_better: bool, prices: dict[str, Price]) -> list[Ranking]:
-    # Study A's ranking: most throughput, or (mysqlslap) fewest seconds, over the levels.
-    ordered = sorted(standings, key=lambda r: r["sum"] if lower_is_better else -r["sum"])
-    return [{**r, "rank": rank, "price": prices[r["label"]].shown() if r["label"] in prices else None}
-            for rank, r in enumerate(ordered, start=1)]
+        saturation_threads=None if lower_is_better else saturation(ns, values),
+        peak_threads=peak_n,
+        peak_value=peak.value if peak else None, peak_tps_per_core=peak.tps_per_core if peak else None,
+        peak_tps_per_thread=peak.tps_per_thread if peak else None,
+        hardware_threads=peak.hardware_threads if peak else None,
+        price_at=(at.price_per_run if lower_is_better else at.price_per_100_tps) if at else None,
+        cpu_saturated_from=cpu_saturation(levels[n] for n in ns),
+        rank=rank, price=price.shown() if price is not None else None,
+    )
 
 
 def _cheapest(ranking: list[Ranking], at_threads: int | None, prices: dict[str, Price]) -> Cheapest | None:
     """The cheapest label at --at-threads, and how much more each other one costs."""
-    priced = [(r["label"], price) for r in ranking if (price := r["price_at"])]
+    priced = [(r.label, price) for r in ranking if (price := r.price_at)]
     currencies = sorted({prices[label].currency for label, _ in priced})
     if at_threads is not None and len(priced) >= 2 and len(currencies) == 1:
         best, lowest = min(priced, key=lambda lp: lp[1])
-        return {"label": best, "threads": at_threads, "others": {
-            label: price / lowest - 1 for label, price in priced if label != best}}
+        return Cheapest(label=best, threads=at_threads,
+                        others={label: price / lowest - 1 for label, price in priced if label != best})
     if at_threads is not None and len(currencies) > 1:
         # No exchange rate is a measurement: prices in two currencies are not compared.
-        return {"label": None, "threads": at_threads, "others": {}, "currencies": currencies}
+        return Cheapest(label=None, threads=at_threads, others={}, currencies=currencies)
     return None
 
 
@@ -516,7 +548,3 @@ def _chosen_series(candidates: list[AnalysedPoint], level: int | None) -> ShownS
     return ShownSeries(point_id=point.point_id, threads=point.threads, steady_start_s=point.steady_start_s,
                        dips_s=point.dips_s)
 
-
-def public_rows(report: Report) -> list[JSONObject]:
-    """One flat record per label x engine x workload x threads, for CSV and JSON."""
-    return [row.as_json() for section in report.sections for row in section.rows]

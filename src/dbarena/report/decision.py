@@ -28,7 +28,7 @@ def _interval(d: Decision) -> str:
 
 
 def _strip(d: Decision) -> str:
-    return " · ".join(f"{threads}: {ratio:.2f}" for threads, ratio in d.levels) or "-"
+    return " · ".join(f"{level.threads}: {level.ratio:.2f}" for level in d.levels) or "-"
 
 
 def change_note(decisions: Sequence[Decision]) -> str:
@@ -125,7 +125,7 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
         out += wrapped(f"{mark}: {text}" if mark else text, "", "    ")
     for d in decisions:
         # The strip without a space inside a pair, so that a wrap never splits "2: 1.36".
-        strip = " · ".join(f"{threads}:{ratio:.2f}" for threads, ratio in d.levels)
+        strip = " · ".join(f"{level.threads}:{level.ratio:.2f}" for level in d.levels)
         out += wrapped(f"{d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
                        + (f" (by threads {strip})" if d.levels else ""), "  ", "      ")
         if d.why:

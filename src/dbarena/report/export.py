@@ -17,7 +17,7 @@ from typing import Any
 
 from dbarena.limits import printable
 from dbarena.records import JSON, JSONObject, json_object
-from dbarena.report.data import PUBLIC_FIELDS, Report, public_rows
+from dbarena.report.data import PUBLIC_FIELDS, Report
 from dbarena.stats import repeats
 
 
@@ -121,11 +121,6 @@ def rows_csv(rows: list[JSONObject], summary: bool = False) -> str:
 
 
 def to_json(report: Report) -> str:
-    return dumps(_plain({
-        "labels": report.labels, "baseline": report.baseline, "at_threads": report.at_threads,
-        "decisions": [d.as_dict() for d in report.decisions],
-        "overall": [d.as_dict() for d in report.overall],
-        "rows": public_rows(report),
-        "sections": [{"engine": s.engine, "workload": s.workload, "metric": s.metric, "ranking": s.ranking,
-                      "usl": s.usl, "cheapest": s.cheapest} for s in report.sections],
-    }), indent=2)
+    """The report's JSON (Report.as_json; its shape: docs/schema/report.schema.json),
+    figures without binary noise."""
+    return dumps(_plain(report.as_json()), indent=2)

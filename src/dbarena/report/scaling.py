@@ -13,11 +13,12 @@ import math
 import statistics
 import warnings
 from collections.abc import Iterable
-from typing import TypedDict
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from dbarena.records import JSONObject
 from dbarena.report.levels import LevelRow
 from dbarena.stats import thresholds
 from dbarena.stats.bound import CPU_KINDS
@@ -30,9 +31,22 @@ def usl(n: npt.ArrayLike, lam: float, sigma: float, kappa: float) -> npt.NDArray
     return lam * x / (1 + sigma * (x - 1) + kappa * x * (x - 1))
 
 
-# A label's fit, as the report's JSON exports it ("lambda" is a keyword: the functional form).
-UslFit = TypedDict("UslFit", {"lambda": float, "sigma": float, "kappa": float, "peak_threads": float | None,
-                              "peak_tps": float | None, "r2": float | None})
+@dataclass(frozen=True)
+class UslFit:
+    """A label's fit: lambda (the throughput of one thread), sigma (contention), kappa
+    (coherency delay), the predicted peak (None: no retrograde within reach) and R²."""
+
+    lambda_: float  # "lambda" in the JSON (a Python keyword here)
+    sigma: float
+    kappa: float
+    peak_threads: float | None
+    peak_tps: float | None
+    r2: float | None
+
+    def as_json(self) -> JSONObject:
+        """The fit as the report's JSON exports it."""
+        return {"lambda": self.lambda_, "sigma": self.sigma, "kappa": self.kappa, "peak_threads": self.peak_threads,
+                "peak_tps": self.peak_tps, "r2": self.r2}
 
 
 # The USL has 3 parameters: through 3 levels it passes exactly (R² 1 whatever the data),
@@ -66,11 +80,9 @@ def usl_fit(levels: list[int], values: list[float]) -> UslFit | None:
     peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 1e-12 and sigma < 1 else None
     if peak_n is not None and peak_n < 1:
         peak_n = None
-    return {
-        "lambda": float(lam), "sigma": float(sigma), "kappa": float(kappa),
-        "peak_threads": peak_n, "peak_tps": float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,
-        "r2": 1 - ss_res / ss_tot if ss_tot > 0 else None,
-    }
+    return UslFit(lambda_=float(lam), sigma=float(sigma), kappa=float(kappa), peak_threads=peak_n,
+                  peak_tps=float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,
+                  r2=1 - ss_res / ss_tot if ss_tot > 0 else None)
 
 
 def saturation(levels: list[int], values: list[float], gain: float = SATURATION_GAIN) -> int | None:

@@ -97,15 +97,15 @@ def results(section: Section) -> TableSpec:
 def ranking(section: Section, report: Report) -> TableSpec:
     seconds = section.metric == "seconds"
     metric = "seconds" if seconds else section.metric.upper()
-    rent = any(r.get("price") for r in section.ranking)  # study A: the rent beside the totals
+    rent = any(r.price for r in section.ranking)  # study A: the rent beside the totals
     rows = [[
-        str(r["rank"]), r["label"], num(r["sum"], 3 if seconds else 1), ", ".join(map(str, r["levels"])),
-        num(r["geomean_ratio_to_baseline"], 3),
-        *(() if seconds else (str(r["saturation_threads"] or "not reached"),)),
-        f"{num(r['peak_value'], 3 if seconds else 1)} at {r['peak_threads']}" if r["peak_threads"] is not None
+        str(r.rank), r.label, num(r.sum, 3 if seconds else 1), ", ".join(map(str, r.levels)),
+        num(r.geomean_ratio_to_baseline, 3),
+        *(() if seconds else (str(r.saturation_threads or "not reached"),)),
+        f"{num(r.peak_value, 3 if seconds else 1)} at {r.peak_threads}" if r.peak_threads is not None
         else "-",
-        *(() if seconds else (num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]))),
-        *((r["price"] or "-",) if rent else ()),
+        *(() if seconds else (num(r.peak_tps_per_core), num(r.peak_tps_per_thread))),
+        *((r.price or "-",) if rent else ()),
     ] for r in section.ranking]
     if seconds:
         return TableSpec(
@@ -199,10 +199,10 @@ def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], 
     """The price table at --at-threads N: the priced rows of that level (at), cheapest first."""
     seconds = section.metric == "seconds"
     c = section.cheapest
-    others = c["others"] if c else {}
+    others = c.others if c else {}
 
     def against(r: LevelRow) -> str:
-        if c and r.label == c["label"]:
+        if c and r.label == c.label:
             return "cheapest"
         return f"{others[r.label] * 100:+.1f} %" if r.label in others else "-"
 
@@ -218,11 +218,11 @@ def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], 
 def _price_verdict(c: Cheapest | None, others: dict[str, float], at: list[LevelRow], seconds: bool) -> str:
     """Which label is cheapest at that level (c: the section's cheapest), in one sentence."""
     what = "per run" if seconds else "for the same throughput"
-    if c and (currencies := c.get("currencies")):
+    if c and (currencies := c.currencies):
         return (f"No cheapest label named: the prices are in {' and '.join(currencies)}, and dbarena "
                 "converts no currency.")
-    if c and c["label"]:
-        return (f"{c['label']} is cheapest {what}: "
+    if c and c.label:
+        return (f"{c.label} is cheapest {what}: "
                 + "; ".join(f"{label} costs {share:.0%} more" for label, share in others.items()) + ".")
     return f"Only {at[0].label} has a price and a {'time' if seconds else 'throughput'} there: nothing to compare."
 
@@ -241,9 +241,9 @@ def per_core(section: Section) -> TableSpec | None:
 def usl_table(section: Section) -> TableSpec | None:
     if not section.usl:
         return None
-    rows = [[label, num(f["sigma"], 4), num(f["kappa"], 6), num(f["lambda"], 1),
-             num(f["peak_threads"], 1) if f["peak_threads"] else "no retrograde", num(f["peak_tps"]),
-             num(f["r2"], 3)] for label, f in section.usl.items()]
+    rows = [[label, num(f.sigma, 4), num(f.kappa, 6), num(f.lambda_, 1),
+             num(f.peak_threads, 1) if f.peak_threads else "no retrograde", num(f.peak_tps),
+             num(f.r2, 3)] for label, f in section.usl.items()]
     return TableSpec("Universal Scalability Law fit", ["label", "sigma (contention)", "kappa (coherency)",
                                                        "lambda (TPS of one thread)", "predicted peak threads",
                                                        "predicted peak TPS", "R²"], rows,
@@ -334,8 +334,8 @@ def system(section: Section) -> TableSpec | None:
     body = [[r.label, str(r.threads), num(r.cpu_busy_pct, 0), num(r.cpu_iowait_pct, 1),
              num(r.server_cpu, 2), num(r.loadgen_cpu, 2), str(r.hardware_threads or "-"),
              *([r.bound or "-"] if bounds else [])] for r in rows]
-    saturated = [f"{r['label']}: CPU saturated from {_threads(r['cpu_saturated_from'])}" if r["cpu_saturated_from"]
-                 else f"{r['label']}: CPU never {CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
+    saturated = [f"{r.label}: CPU saturated from {_threads(r.cpu_saturated_from)}" if r.cpu_saturated_from
+                 else f"{r.label}: CPU never {CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
     # The bound column: each point's bound as stats/bound.py classified it when stored,
     # the one answer every view shows.
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
@@ -363,9 +363,9 @@ def cores_and_smt(section: Section) -> TableSpec | None:
     # (base label, cores, SMT mode) -> its ranking entry and its peak
     found: dict[tuple[str, int, str | None], tuple[Ranking, float]] = {}
     for r in section.ranking:
-        m = _CORES.match(r["label"])
-        if m and r["peak_value"] is not None:
-            found[(m["base"], int(m["cores"]), m["smt"])] = (r, r["peak_value"])
+        m = _CORES.match(r.label)
+        if m and r.peak_value is not None:
+            found[(m["base"], int(m["cores"]), m["smt"])] = (r, r.peak_value)
     if not found or section.metric == "seconds":
         return None
     rows = []
@@ -380,10 +380,10 @@ def cores_and_smt(section: Section) -> TableSpec | None:
         if lower and lower[1]:
             # Cores without siblings (a VM, Ampere): "on" ran on the very CPUs "off" did,
             # and a difference between them is noise, not SMT.
-            same = r["hardware_threads"] is not None and r["hardware_threads"] == lower[0]["hardware_threads"]
+            same = r.hardware_threads is not None and r.hardware_threads == lower[0].hardware_threads
             gain = "same CPUs (no SMT siblings)" if same else _change(peak / lower[1])
-        rows.append([r["label"], str(cores), smt or "-", f"{num(peak)} at {r['peak_threads']}",
-                     num(r["peak_tps_per_core"]), num(r["peak_tps_per_thread"]),
+        rows.append([r.label, str(cores), smt or "-", f"{num(peak)} at {r.peak_threads}",
+                     num(r.peak_tps_per_core), num(r.peak_tps_per_thread),
                      pct(peak / (cores * one[1])) if one and one[1] else "-",
                      gain])
     return TableSpec("Cores and SMT", ["series", "physical cores", "SMT", f"best {section.metric.upper()}",

@@ -34,6 +34,18 @@ from dbarena.stats.verdicts import FASTER as FASTER, INCONCLUSIVE as INCONCLUSIV
 
 
 @dataclass(frozen=True)
+class LevelRatio:
+    """One level that a decision counts: its threads and the ratio label / baseline there
+    (of speed, 1 / seconds, where the workload is judged by its seconds)."""
+
+    threads: int
+    ratio: float
+
+    def as_dict(self) -> JSONObject:
+        return {"threads": self.threads, "ratio": self.ratio}
+
+
+@dataclass(frozen=True)
 class Decision:
     label: str
     baseline: str
@@ -45,7 +57,7 @@ class Decision:
     p_value: float | None
     verdict: str  # stats/verdicts.py: FASTER, SLOWER, SAME, INCONCLUSIVE, NO_VERDICT or NOT_COMPARABLE
     text: str  # the verdict in words, or why there is none and what to run for one
-    levels: tuple[tuple[int, float], ...] = ()  # (threads, ratio) of every level that counts
+    levels: tuple[LevelRatio, ...] = ()  # every level that counts, threads ascending
     log_se: float | None = None  # of log(ratio), for combining workloads
     log_df: float | None = None
     why: str | None = None  # of a significant difference: what bound each side, as the stored data show it
@@ -60,11 +72,13 @@ class Decision:
         return None if self.ratio is None else (self.ratio - 1) * 100
 
     def as_dict(self) -> JSONObject:
+        """The decision as the report's JSON exports it (its log-scale spread, which only
+        combining workloads needs, left out)."""
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
                 "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,
                 "metric": self.metric,
-                "levels": [{"threads": t, "ratio": r} for t, r in self.levels]}
+                "levels": [level.as_dict() for level in self.levels]}
 
 
 @dataclass(frozen=True)
@@ -126,7 +140,7 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
         rows = [replace(r, ratio=1 / r.ratio) if r.ratio else r for r in rows]
     ratios = sorted(((r, r.ratio) for r in rows if r.ratio is not None and r.ratio > 0), key=lambda c: c[0].threads)
     counted = [r for r, _ in ratios]
-    strip = tuple((r.threads, ratio) for r, ratio in ratios)
+    strip = tuple(LevelRatio(r.threads, ratio) for r, ratio in ratios)
     if not counted:
         why = next((r.verdict_text for r in rows if r.verdict_text), "no level measured by both")
         return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, (),
@@ -204,7 +218,7 @@ def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
     """At the level whose ratio lies farthest from 1, what bound each side."""
     if d.verdict not in (FASTER, SLOWER) or not d.levels:
         return None
-    threads, _ = max(d.levels, key=lambda level: abs(math.log(level[1])))
+    threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
     workload = d.workload.split(" [", 1)[0] if d.workload else None
     here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads]
     of_side = [[p for p in here if name in (p.label, p.variant)] for name in (d.label, d.baseline)]
