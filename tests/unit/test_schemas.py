@@ -20,7 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conftest import invoke
-from dbarena import schemas
+from dbarena.report import schemas
 from storebuild import build
 from test_golden_exports import store, wide_store  # noqa: F401  (the fixtures: labels main and pr; and few)
 
