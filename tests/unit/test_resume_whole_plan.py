@@ -248,3 +248,44 @@ def test_a_ctrl_c_during_a_lazy_import_is_held_until_the_module_is_whole(tmp_pat
         assert module.WHOLE is True
     finally:
         sys.modules.pop(name, None)
+
+
+class _Refuses:
+    """An executor that lets the questions a run asks first through (pg_config,
+    --version) and fails the test if a server or a tool is started."""
+
+    STARTS = {"initdb", "postgres", "pg_ctl", "pgbench", "mariadbd", "mysqld", "sysbench"}
+
+    def run(self, argv, *args, **kwargs):
+        from dbarena import execute
+
+        if Path(argv[0]).name in self.STARTS and "--version" not in argv and "-V" not in argv:
+            raise AssertionError(f"started {argv}")
+        return execute.LOCAL.run(argv, *args, **kwargs)
+
+    def spawn(self, argv, *args, **kwargs):
+        raise AssertionError(f"spawned {argv}")
+
+
+def test_a_resume_of_a_run_stopped_after_its_last_point_starts_no_server(tmp_path):
+    """A run killed after its last point was stored, before it could say it finished:
+    its resume has nothing to measure, so it starts nothing and marks the run finished."""
+    from dbarena.run import session
+    from dbarena.errors import ExitStatus
+    from dbarena.model import PointResult
+
+    flags = ["--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "1",
+             "--repeat", "2"]
+    the_study = arguments.study_from_args(flags)
+    invocation = str(uuid.uuid4())
+    (engine_plan,) = plan.expand(the_study, lambda engine: 2)
+    with Store(tmp_path / "r.db") as db:
+        run_id = _run(db, the_study, "postgres", invocation, status="running")
+        now = datetime.now(timezone.utc)
+        for spec in engine_plan.points:
+            db.add_point(run_id, PointResult(spec=spec, status="ok", started_at=now, ended_at=now,
+                                             command=("pgbench",), exit_code=0, stdout="", stderr=""))
+        outcome = session.run(the_study, store=db, executor=_Refuses(), quiet=True, resume=invocation,
+                              host_facts={"hardware_threads": 2})
+        assert outcome.exit_status == ExitStatus.OK and outcome.skipped == len(engine_plan.points) == 4
+        assert outcome.run_ids == [run_id] and db.run(run_id).status == "finished"

@@ -157,7 +157,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)
-    parts = _not_done(store, parts, previous, outcome)
+    parts = _not_done(store, parts, previous, outcome, resume if study.precision is None else None)
     deadline = clock() + study.budget_s if study.budget_s is not None else None
     begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
@@ -199,16 +199,27 @@ def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, st
 
 
 def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]],
-              previous: dict[tuple[str, str], int], outcome: Outcome) -> list[tuple[str | None, plan.EnginePlan]]:
+              previous: dict[tuple[str, str], int], outcome: Outcome,
+              invocation: str | None = None) -> list[tuple[str | None, plan.EnginePlan]]:
     """The parts a resumed run has left: one whose every variant's earlier run finished
     every point is not run again, nor its server started (its runs and points count in
-    the outcome as found stored). A part with no earlier run (an interrupt came before
-    its engine began) runs whole."""
+    the outcome as found stored). So is one whose runs stored every planned point ok
+    but were stopped before they could say they finished (`invocation`: the resumed
+    one; None for adaptive repeats, whose plan is not fixed): its runs are marked
+    finished here. A part with no earlier run (an interrupt came before its engine
+    began) runs whole."""
+    stored = resume.stored_points(store, invocation) if invocation else None
     left = []
     for mode, part in parts:
         ids = [previous.get((part.engine.name, v)) for v in part.variants]
         runs = [store.run(i) if i is not None else None for i in ids]
-        if all(r is not None and not resume.left_to_do(store, r) for r in runs):
+        complete = stored is not None and all(r is not None for r in runs) and \
+            {resume.identity(p) for p in part.points} <= stored
+        if complete:
+            for r in runs:
+                if r is not None and r.status != "finished":
+                    store.finish_run(r.id, "finished")
+        if complete or all(r is not None and not resume.left_to_do(store, r) for r in runs):
             outcome.run_ids += [r.id for r in runs if r is not None and r.id not in outcome.run_ids]
             outcome.skipped += sum(row.status == "ok" for r in runs if r is not None
                                    for row in store.points(run_id=r.id))
