@@ -246,7 +246,7 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
     # for the runs after it: sysbench and mysqlslap print no server version themselves.
     server: serverversion.Server | None = None
     for first, held, runs in segments:
-        found = []
+        found: list[ImportedPoint] = []
         seen = first  # the segment's next line not yet looked at for a server
         for a, b, args in runs:
             server = serverversion.last_named(held[seen - first:a - first], server)
