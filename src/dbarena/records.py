@@ -235,6 +235,7 @@ class LevelSummary:
     interval: str | None  # what the interval is: "within one run", "between runs" ...
     warnings: list[dict[str, str]]  # steadystate.Flag.as_dict of each: its code and message
     bound: str | None
+    latency_min_ms: float | None  # the least any repeat printed (the pooled transactions' minimum)
     latency_p50_ms: float | None
     latency_p90_ms: float | None
     latency_p95_ms: float | None

@@ -28,8 +28,10 @@ MARIADB = FIXTURES / "external-truth" / "hgxl64-mariadb"
     (65, 0, 65), (62.4, 0, 62),
     # sysbench 0.5's --max-time=50: last report [ 50s ], total time 51.0026 s.
     (51.0026, 50, 50),
-    # A report every 7 s: the last at 595 s of a 600 s run; the asked time is not below it.
-    (600.3, 595, 600), (605.3, 605, 605),
+    # A report every 7 s: the last at 595 s of a 600 s run; the asked time is not below it
+    # by more than a run overruns: reports go on while the threads finish (Percona's
+    # 600 s tpcc run: 64 threads at [ 602s ], 607.7828 s measured; a 900 s run's [ 902s ]).
+    (600.3, 595, 600), (605.3, 605, 600), (607.7828, 602, 600), (905, 902, 900), (62.4, 62, 62),
     # Nothing round fits: the measured time rounded (and never below the last report).
     (0.4, 0, 0),
 ])

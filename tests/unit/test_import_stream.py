@@ -8,12 +8,14 @@ runs with a bound just above its largest run."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -73,7 +75,16 @@ def test_runs_read_a_line_at_a_time_are_those_the_whole_text_reader_finds(name, 
     streamed = _outcome(lambda: list(reading._runs(name, tool, text.splitlines(keepends=True), survey, label="x",
                                                     engine="mysql", workload=None, max_run_chars=len(text) + 1,
                                                     left=Pieces(tool))))
-    assert streamed == _outcome(lambda: WHOLE[tool](name, text))
+    assert _reader_own(streamed) == _outcome(lambda: WHOLE[tool](name, text))
+
+
+def _reader_own(outcome: tuple[str, object]) -> tuple[str, object]:
+    """The points as the tool's reader makes them: the MySQL-family server the text names
+    around a run (serverversion.py) is what reading._runs adds over the readers."""
+    if outcome[0] != "points":
+        return outcome
+    points = cast(list[reading.ImportedPoint], outcome[1])
+    return "points", [dataclasses.replace(p, server_version=None, flavour=None) if p.flavour else p for p in points]
 
 
 @pytest.mark.parametrize("name, text", _texts(), ids=lambda v: v if isinstance(v, str) and len(v) < 80 else "")

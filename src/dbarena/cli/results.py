@@ -255,6 +255,9 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)
     failed, skipped = False, 0
+    # What the readers noted, said once for the whole import with its counts (an archive
+    # of 400 files would say "duration 300 s inferred" 400 times otherwise).
+    notes: dict[str, list[int]] = {}
     with Store(store) as db:
         for path in files:
             done = import_file(db, path, options)
@@ -274,7 +277,12 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
                 _say(f"{path}: imported {done.points} point(s) ({done.ok} ok, {done.points - done.ok} failed) "
                            f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
                 for note, count in done.notes:
-                    _say(f"{path}: {count} run(s): {note}")
+                    runs_files = notes.setdefault(note, [0, 0])
+                    runs_files[0] += count
+                    runs_files[1] += 1
+    for note, (count, in_files) in notes.items():
+        _say(f"{files[0]}: {count} run(s): {note}" if len(files) == 1
+             else f"dbarena: {count} run(s) in {in_files} file(s): {note}")
     if skipped:
         _say(f"dbarena: {skipped} piece(s) skipped: figures not stored"
              + (" (accepted: --allow-skipped)" if allow_skipped else " (--allow-skipped accepts them)"), err=True)

@@ -51,6 +51,7 @@ class ImportedPoint:
     tool: str
     price_per_hour: float | None = None
     server_version: str | None = None
+    flavour: str | None = None  # mariadb or mysql where the output names the server (serverversion.py)
     note: str | None = None  # what the import could not tell, for the user
     duration: Duration | None = None  # how the asked duration was found (kept in the point's source)
 

@@ -16,8 +16,16 @@ from dbarena.limits import MAX_NAME_CHARS, quoted
 from dbarena.model import Measurement, PointResult, PointSpec
 
 CSV_COLUMNS = ("label", "engine", "workload", "threads", "clients", "tps", "qps", "transactions", "queries",
-               "time_s", "latency_avg_ms", "latency_p95_ms", "latency_p99_ms", "price_per_hour")
-_NUMERIC = tuple(c for c in CSV_COLUMNS if c not in ("label", "engine", "workload"))
+               "time_s", "latency_avg_ms", "latency_p95_ms", "latency_p99_ms", "price_per_hour",
+               # The configuration a tool's output states, each optional: pgbench's scale and
+               # query mode, sysbench's tables and table size, the warm-up before the time.
+               "scale", "tables", "table_size", "warmup_s", "protocol")
+_TEXT = ("label", "engine", "workload", "protocol")
+_NUMERIC = tuple(c for c in CSV_COLUMNS if c not in _TEXT)
+# The tool parameters of a point's configuration key (as the readers of tool outputs store them).
+_PARAMS = ("scale", "tables", "table_size")
+# pgbench's query modes (-M): the configuration key holds one other than simple, as an option.
+_PROTOCOLS = ("simple", "extended", "prepared")
 
 
 # What each numeric column may hold (whole, minimum, maximum, above the minimum):
@@ -26,6 +34,8 @@ _BOUNDS: dict[str, tuple[bool, float, float | None, bool]] = {
     "threads": (True, 1, MAX_THREADS, False), "clients": (True, 1, MAX_THREADS, False),
     "transactions": (True, 0, MAX_COUNT, False), "queries": (True, 0, MAX_COUNT, False),
     "time_s": (False, 0, MAX_SECONDS, False), "price_per_hour": (False, 0, None, True),
+    "scale": (True, 1, MAX_COUNT, False), "tables": (True, 1, MAX_COUNT, False),
+    "table_size": (True, 1, MAX_COUNT, False), "warmup_s": (True, 0, MAX_SECONDS, False),
 }
 
 
@@ -118,12 +128,22 @@ def _point(name: str, line: int, header: list[str], row: dict[str, str], label: 
     tps, qps = _throughput(values, name, line)
     spec = PointSpec(engine=_engine(row, engine, name, line), workload=_workload(row, workload, name, line),
                      threads=threads, clients=int(values["clients"] or threads),
-                     duration_s=round(values["time_s"] or 0))
+                     duration_s=round(values["time_s"] or 0),
+                     params=tuple(sorted((p, int(v)) for p in _PARAMS if (v := values[p]) is not None)),
+                     options=_protocol(row, name, line), warmup_s=int(values["warmup_s"] or 0))
     raw = ",".join(header) + "\n" + ",".join(row.get(h, "") for h in header) + "\n"
     result = PointResult(spec=spec, status="ok", measurement=_measurement(values, tps, qps),
                          **result_fields(None, "csv", raw))
     return ImportedPoint(result=replace(result, command=()), label=_text(row, "label", name, line) or label,
                          first_line=line, last_line=line, tool="csv", price_per_hour=values["price_per_hour"])
+
+
+def _protocol(row: dict[str, str], name: str, line: int) -> tuple[tuple[str, str], ...]:
+    """The query mode as a pgbench output's point holds it: an option, unless simple."""
+    mode = _text(row, "protocol", name, line).lower()
+    if mode and mode not in _PROTOCOLS:
+        raise ImportProblem(name, line, f"column 'protocol': {mode!r} is no query mode ({', '.join(_PROTOCOLS)})")
+    return (("protocol", mode),) if mode and mode != "simple" else ()
 
 
 def _threads(values: dict[str, float | None], name: str, line: int) -> int:

@@ -7,7 +7,9 @@ from what the file says, in this order: a figure the tool printed (pgbench's `du
 600 s`), the echoed command line (`-T 600`, `--time=600`), and otherwise it is inferred
 from the measured time as a person would (`nominal`), bounded below by the last
 progress line's second where sysbench printed them (`[ 600s ]`: the run was still going
-then). How it was found is kept in the point's source (`Duration.source`).
+then), less what a run overruns while its threads finish their last transactions (a
+600 s run of Percona's reports `[ 601s ]` and `[ 602s ]` with all 64 threads, 607.78 s
+measured). How it was found is kept in the point's source (`Duration.source`).
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ def _under(asked: float) -> float:
 def nominal(measured: float, at_least: float = 0) -> int:
     """The duration asked of a run that measured `measured` seconds: the roundest figure
     (a multiple of 60 s, else 10 s, else 5 s, else 1 s) within `_over` below it or
-    `_under` above it, and not below `at_least` (the last progress line's second).
+    `_under` above it, and not below `at_least` (the last progress line's second) by more
+    than a run overruns (`_over`: reports go on while the threads finish).
     600.55 -> 600, 606 -> 600, 300.2 -> 300, 59.98 -> 60, 7.3 -> 7, 3600.9 -> 3600;
-    65 -> 65 (5 s over 60 is too much); a time none fits is rounded to the second."""
+    607.78 after a report at 602 -> 600, 905 after one at 902 -> 900; 65 -> 65 (5 s over
+    60 is too much); a time none fits is rounded to the second."""
     for step in STEPS:
         below, above = math.floor(measured / step) * step, math.ceil(measured / step) * step
         for candidate in (below, above):
-            if candidate <= 0 or candidate < at_least:
+            if candidate <= 0 or candidate + _over(candidate) < at_least:
                 continue
             if -_under(candidate) <= measured - candidate <= _over(candidate):
                 return int(candidate)

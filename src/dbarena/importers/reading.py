@@ -26,7 +26,7 @@ from dbarena.importers.commandline import option as _option
 from dbarena.importers.common import ImportedPoint, ImportProblem, one_line_break
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv, stream_csv
-from dbarena.importers import mysqlslap, pgbench, pieces, sysbench, workloadnames
+from dbarena.importers import mysqlslap, pgbench, pieces, serverversion, sysbench, workloadnames
 from dbarena.importers.pieces import Skipped
 from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
@@ -242,13 +242,33 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
         segments = mysqlslap.segments(name, lines, survey.slap_args, max_run_chars)
         read_run = lambda held, first, args: mysqlslap.read_run(name, held, first, args, label, workload)  # noqa: E731
     blocks = 0
+    # The MySQL-family server the text names (a client's welcome, SELECT VERSION()),
+    # for the runs after it: sysbench and mysqlslap print no server version themselves.
+    server: serverversion.Server | None = None
     for first, held, runs in segments:
-        found = [p for a, b, args in runs for p in read_run(held[a - first:b - first + 1], a, args)]
+        found: list[ImportedPoint] = []
+        seen = first  # the segment's next line not yet looked at for a server
+        for a, b, args in runs:
+            server = serverversion.last_named(held[seen - first:a - first], server)
+            read = read_run(held[a - first:b - first + 1], a, args)
+            if not read:  # text the splitter took for a run but that holds none (a client's output)
+                server = serverversion.last_named(held[a - first:b - first + 1], server)
+            found.extend(_on_server(p, server) for p in read)
+            seen = b + 1
+        server = serverversion.last_named(held[seen - first:], server)
         blocks += len(runs)
         left.feed(first, held, [(p.first_line, p.last_line) for p in found])
         yield from found
     if tool == "mysqlslap" and not blocks and survey.slap_figures:
         raise mysqlslap.no_benchmark(name)
+
+
+def _on_server(point: ImportedPoint, server: serverversion.Server | None) -> ImportedPoint:
+    """A MySQL-family point with the server the text named before it (where the point
+    says none of its own)."""
+    if server is None or point.result.spec.engine != "mysql" or point.server_version is not None:
+        return point
+    return replace(point, server_version=server.version, flavour=server.flavour)
 
 
 def _nothing_of(name: str, survey: Survey, tool: str) -> None:

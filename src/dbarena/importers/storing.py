@@ -87,11 +87,13 @@ class _Run:
         self.run_id, self.label, self.engine, self.started_at = run_id, label, engine, started_at
         self.tools: set[str] = set()
         self.server_version: str | None = None  # the first point's that has one
+        self.flavour: str | None = None  # likewise (MariaDB or MySQL, where the output names it)
         self.price_per_hour: float | None = None  # likewise (a CSV's column)
 
     def add(self, point: reading.ImportedPoint) -> None:
         self.tools.add(point.tool)
         self.server_version = self.server_version or point.server_version
+        self.flavour = self.flavour or point.flavour
         self.price_per_hour = self.price_per_hour or point.price_per_hour
 
     def info(self, path: Path, sha256: str, price_per_hour: float | None) -> RunInfo:
@@ -101,13 +103,16 @@ class _Run:
             started_at=self.started_at, server_version=self.server_version,
             tool_versions={t: "imported" for t in tools},
             options={"imported": {"file": str(path), "sha256": sha256, "tool": list(tools)}},
-            host_facts={}, price_per_hour=self.price_per_hour or price_per_hour)
+            host_facts={}, price_per_hour=self.price_per_hour or price_per_hour, flavour=self.flavour)
 
 
 def _source(point: reading.ImportedPoint, path: Path, sha256: str) -> dict[str, Any]:
     """Where a point comes from (file, lines, content), and how its duration was found:
     the one asked and the one measured, which the configuration key does not hold."""
-    source: dict[str, Any] = {"file": path.name, "lines": [point.first_line, point.last_line], "sha256": sha256}
+    # `file` names it; `path` is the path as given (relative where the user typed it so:
+    # archives reuse one file name in many directories), and `sha256` its content's.
+    source: dict[str, Any] = {"file": path.name, "path": str(path), "lines": [point.first_line, point.last_line],
+                              "sha256": sha256}
     if point.duration is not None:
         source["duration"] = point.duration.source()
     return source

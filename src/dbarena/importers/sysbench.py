@@ -7,7 +7,7 @@ import re
 
 from dbarena.errors import ParseError
 from dbarena.importers.commandline import command, option
-from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields
+from dbarena.importers.common import Command, ImportedPoint, ImportProblem, parse_problem, result_fields, whole_number
 from dbarena.importers.runs import Run, split_runs
 from dbarena.importers.figures import seconds
 from dbarena.importers import durations, workloadnames
@@ -41,7 +41,7 @@ def _workload(args: list[str] | None) -> str | None:
 # where it connected (and any password a script takes), what params and the spec hold,
 # and what only changes the report.
 _NOT_OPTIONS = re.compile(r"^(?:(?:pgsql|mysql)-\w+|(?i:[\w-]*(?:password|passwd|_pwd))|db-driver|threads|"
-                          r"num-threads|time|max-time|tables|table-size|table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
+                          r"num-threads|time|max-time|warmup-time|tables|table-size|table_size|oltp-tables-count|oltp-table-size|scale|report-interval|histogram|"
                           r"percentile|config-file|verbosity|test)$")
 
 
@@ -124,16 +124,20 @@ def _point(name: str, lines: list[str], first: int, args: list[str] | None, labe
             return None
         threads = 1
     measured = seconds(report.total_time_s, name, first, "total time") if report and report.total_time_s else None
-    # The last interval report of a finished run was written while it still ran: the
-    # time asked is at least its second (`[ 600s ]`). A run cut short says nothing of it.
-    last_report = samples[-1].second if report is not None and samples else None
+    # The last interval report of a finished run with all its threads running was
+    # written while it still ran: the time asked is at least its second (`[ 600s ]`).
+    # Reports with fewer threads (`thds: 61` of 64) come while the threads finish their
+    # last transactions after the time asked (a 900 s run's reach `[ 902s ]`). A run
+    # cut short says nothing of it.
+    running = [s for s in samples if s.threads is None or s.threads >= threads]
+    last_report = running[-1].second if report is not None and running else None
     asked = durations.asked(None, cmd.number("--time", "--max-time") or None, measured, last_report)
     duration = asked.asked_s if asked is not None else 0
     params = _params(cmd)
     named = workload or _workload(args)
     spec = PointSpec(engine=run_engine, workload=named or UNNAMED_SYSBENCH,
                      threads=threads, clients=threads, duration_s=duration, params=params,
-                     options=_options(args))
+                     options=_options(args), warmup_s=_warmup(cmd, chunk))
     note = None if named else (f"no sysbench script named (no command line echoed before the run): stored as "
                                f"workload {UNNAMED_SYSBENCH!r}; name it with --workload (and --replace)")
     return ImportedPoint(result=_result(spec, report, samples, fatal, args, chunk), label=label, first_line=first,
@@ -183,6 +187,21 @@ def _fairness_threads(report: SysbenchReport | None, chunk: str) -> int | None:
         return None
     ratio = report.events / float(m[1])
     return round(ratio) if round(ratio) >= 1 and abs(ratio - round(ratio)) < 0.01 else None
+
+
+# sysbench 1.1's run header, when --warmup-time was given (src/sysbench.c,
+# print_run_mode: "Warmup time: %ds"). Its interval reports and summary leave the
+# warm-up out (the statistics are reset after it).
+_WARMUP = re.compile(r"^Warmup time: (\d+)s$", re.M)
+
+
+def _warmup(cmd: Command, chunk: str) -> int:
+    """The warm-up the run was asked for: the echoed --warmup-time, else the header's."""
+    given = cmd.number("--warmup-time")
+    if given is not None:
+        return given
+    printed = _WARMUP.search(chunk)
+    return whole_number(printed[1], cmd.name, cmd.line) or 0 if printed else 0
 
 
 def _params(cmd: Command) -> tuple[tuple[str, int], ...]:

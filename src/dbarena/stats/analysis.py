@@ -38,9 +38,10 @@ SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 4  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+ESTIMATOR_VERSION = 5  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
 # 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples;
-# 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)")
+# 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)");
+# 5: the dips and trend advice in the engine's own terms (InnoDB's settings for a MySQL point)
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
@@ -227,7 +228,7 @@ def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, St
         steady: dict[int, steadystate.SteadyState | None] = dict.fromkeys((r.point_id for r in batch), None)
         steady.update(zip((r.point_id for r in measured), steadystate.steady_states(
             [series[r.point_id][0] for r in measured], [series[r.point_id][1] for r in measured],
-            [r.duration_s for r in measured])))
+            [r.duration_s for r in measured], [r.engine for r in measured])))
         # The system view averages the steady part: summed once its start is known.
         starts = {r.point_id: s.steady_start_s if (s := steady[r.point_id]) else None
                   for r in batch if r.status == "ok"}
@@ -302,7 +303,7 @@ def result_value(result: PointResult) -> float | None:
         return None
     if m.tps is not None and result.samples:
         steady = steadystate.steady_state([s.second for s in result.samples], [s.tps for s in result.samples],
-                                    result.spec.duration_s)
+                                    result.spec.duration_s, result.spec.engine)
         assert steady is not None  # the series is not empty
         return steady.mean
     return metric.figure(m)
@@ -357,7 +358,8 @@ def summaries(rows: Iterable[AnalysedPoint],
             "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
             warnings=[f.as_dict() for f in summary.flags] + point_flags,
             bound=bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
-            latency_p50_ms=pooled.latency_p50_ms, latency_p90_ms=pooled.latency_p90_ms,
+            latency_min_ms=pooled.latency_min_ms, latency_p50_ms=pooled.latency_p50_ms,
+            latency_p90_ms=pooled.latency_p90_ms,
             latency_p95_ms=pooled.latency_p95_ms, latency_p99_ms=pooled.latency_p99_ms,
             latency_p999_ms=pooled.latency_p999_ms, latency_max_ms=pooled.latency_max_ms,
             latency_avg_ms=pooled.latency_avg_ms, latency_pooled=pooled.latency_pooled,
@@ -406,6 +408,7 @@ class PooledLatency:
     the same names. `latency_pooled`: how its percentiles were found, or why there are
     none (None for a group without an ok point)."""
 
+    latency_min_ms: float | None = None
     latency_p50_ms: float | None = None
     latency_p90_ms: float | None = None
     latency_p95_ms: float | None = None
@@ -424,9 +427,14 @@ def pooled_latency(ok: list[AnalysedPoint], histograms: Histograms | None) -> Po
     sampled log's mean is only an estimate of it). One point: its own figures."""
     if not ok:
         return PooledLatency()
+    # The minimum: the least of the minima each repeat printed (the pooled transactions'
+    # own minimum, exact where a histogram's would be rounded to its bucket), when all
+    # printed one.
+    minima = [m.latency_min_ms for m in ok if m.latency_min_ms is not None]
+    least = min(minima) if minima and len(minima) == len(ok) else None
     if len(ok) == 1:
         (m,) = ok
-        return PooledLatency(latency_p50_ms=m.latency_p50_ms, latency_p90_ms=m.latency_p90_ms,
+        return PooledLatency(latency_min_ms=least, latency_p50_ms=m.latency_p50_ms, latency_p90_ms=m.latency_p90_ms,
                              latency_p95_ms=m.latency_p95_ms, latency_p99_ms=m.latency_p99_ms,
                              latency_p999_ms=m.latency_p999_ms, latency_max_ms=m.latency_max_ms,
                              latency_avg_ms=m.latency_avg_ms, latency_pooled="one point")
@@ -445,13 +453,14 @@ def pooled_latency(ok: list[AnalysedPoint], histograms: Histograms | None) -> Po
     except Exception:  # noqa: BLE001 - whatever hdrh makes of garbage
         pool, records = None, {}
     if pool is not None:
-        return PooledLatency(latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"],
+        return PooledLatency(latency_min_ms=least, latency_p50_ms=figures["p50"], latency_p90_ms=figures["p90"],
                              latency_p95_ms=figures["p95"], latency_p99_ms=figures["p99"],
                              latency_p999_ms=figures["p999"], latency_max_ms=figures["max"],
                              latency_avg_ms=average if average is not None else pool.mean_ms,
                              latency_pooled=f"merged histograms of {len(ok)} points")
     maxima = [m.latency_max_ms for m in ok if m.latency_max_ms is not None]
-    return PooledLatency(latency_max_ms=max(maxima) if len(maxima) == len(ok) else None, latency_avg_ms=average,
+    return PooledLatency(latency_min_ms=least, latency_max_ms=max(maxima) if len(maxima) == len(ok) else None,
+                         latency_avg_ms=average,
                          latency_pooled=f"no pooled percentiles: {len(ok) - len(records)} of {len(ok)} points "
                                         "have no latency histogram to merge (over_repeats: the median and mean "
                                         "of the percentiles each run printed)")

@@ -27,6 +27,11 @@ FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients",
 # What a key without the field means (keys made before it existed say nothing of it):
 # one load generator, not an unknown that would let a point of two pass for one.
 DEFAULTS: JSONObject = {"load_generators": 1}
+# Fields whose entries are each known or not: a tool parameter one side's key does not
+# hold (a CSV row without `scale`, an output that did not print it) is unknown there, not
+# another value. Elsewhere an absent entry is a value: an option not given is the tool's
+# default (pgbench's simple protocol), a setting not applied the server's.
+_PER_ENTRY = ("params",)
 # What a comparison may be "about" and the fields it then ignores.
 ABOUT = {
     "host": ("host",),
@@ -141,17 +146,27 @@ def differing(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str
         if x == y or x is None or y is None:
             continue
         if isinstance(x, dict) and isinstance(y, dict):
-            out.extend(f"{name}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k))
+            out.extend(f"{name}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)
+                       and not (name in _PER_ENTRY and (k not in x or k not in y)))
         else:
             out.append(name)
     return out
 
 
 def unknown(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] = ()) -> list[str]:
-    """Fields that one side of a comparison does not know, so could not be checked."""
+    """Fields that one side of a comparison does not know, so could not be checked
+    (for params, each entry one side holds and the other not: 'params.scale')."""
     skip = set(ignore)
-    return [n for n in FIELDS if n not in skip
-            and (a.get(n, DEFAULTS.get(n)) is None) != (b.get(n, DEFAULTS.get(n)) is None)]
+    out = []
+    for n in FIELDS:
+        if n in skip:
+            continue
+        x, y = a.get(n, DEFAULTS.get(n)), b.get(n, DEFAULTS.get(n))
+        if (x is None) != (y is None):
+            out.append(n)
+        elif n in _PER_ENTRY and isinstance(x, dict) and isinstance(y, dict):
+            out.extend(f"{n}.{k}" for k in sorted(set(x) ^ set(y)))
+    return out
 
 
 def matches(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] = ()) -> bool:

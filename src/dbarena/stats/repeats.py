@@ -22,6 +22,7 @@ FIGURES: tuple[tuple[str, str], ...] = (
     ("tps", "TPS"),
     ("qps", "QPS"),
     ("run_avg_s", "seconds"),
+    ("latency_min_ms", "min latency (ms)"),
     ("latency_avg_ms", "average latency (ms)"),
     ("latency_p50_ms", "p50 (ms)"),
     ("latency_p90_ms", "p90 (ms)"),

@@ -351,19 +351,37 @@ def _significant_trends(series: Floats, means: list[float]) -> list[float | None
     return out
 
 
+# What a warning advises, in the engine's own terms: the settings behind periodic dips
+# (checkpoints) and the background work that makes throughput drift. An engine family
+# not listed gets advice that names no engine's settings.
+_DIPS_CAUSE = {
+    "postgres": "periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size",
+    # InnoDB flushes dirty pages as its redo log fills (innodb_log_file_size; MySQL 8.0.30+:
+    # innodb_redo_log_capacity), at the pace innodb_io_capacity allows.
+    "mysql": "periodic dips are usually InnoDB's checkpoints: compare with innodb_log_file_size (MySQL 8.0.30+: "
+             "innodb_redo_log_capacity) / innodb_io_capacity",
+}
+_DIPS_CAUSE_ANY = "periodic dips are usually the server's checkpoints"
+_DRIFT_CAUSES = {"postgres": "caches, autovacuum, growing tables", "mysql": "caches, InnoDB's purge, growing tables"}
+_DRIFT_CAUSES_ANY = "caches, background work, growing tables"
+
+
 def steady_state(seconds: Sequence[float], values: Sequence[float] | Floats,
-                 duration_s: float | None = None) -> SteadyState | None:
+                 duration_s: float | None = None, engine: str | None = None) -> SteadyState | None:
     """Warm-up, steady-state mean and its 95 % interval, dips and trend of a per-second
-    series (tps of each interval report)."""
+    series (tps of each interval report); `engine` (its family: postgres, mysql) words
+    the warnings' advice."""
     if isinstance(seconds, np.ndarray):
         seconds = _list(seconds)  # the seconds a point reports are plain floats
-    return steady_states([seconds], [np.asarray(values, dtype=float)], [duration_s])[0]
+    return steady_states([seconds], [np.asarray(values, dtype=float)], [duration_s], [engine])[0]
 
 
 def steady_states(seconds: Sequence[Sequence[float]], series: Sequence[Floats],
-                  durations: Sequence[float | None]) -> list[SteadyState | None]:
+                  durations: Sequence[float | None], engines: Sequence[str | None] | None = None
+                  ) -> list[SteadyState | None]:
     """steady_state of many series (a read's batch of points): the series of one length
     are computed together, and then those with the same warm-up cut."""
+    engine_of: Sequence[str | None] = engines if engines is not None else [None] * len(series)
     out: list[SteadyState | None] = [None] * len(series)
     by_length: dict[int, list[int]] = {}
     for i, values in enumerate(series):
@@ -387,7 +405,8 @@ def steady_states(seconds: Sequence[Sequence[float]], series: Sequence[Floats],
                 i = rows[a]
                 cv = math.sqrt(math.fsum(map(_pow, spreads[j], repeat(2))) / (n - 1)) / means[j] \
                     if n > 1 and means[j] else None
-                out[i] = _steady(seconds[i], cut, n, means[j], ests[j], cv, found[j], drifts[j], durations[i])
+                out[i] = _steady(seconds[i], cut, n, means[j], ests[j], cv, found[j], drifts[j], durations[i],
+                                 engine_of[i])
     return out
 
 
@@ -410,7 +429,8 @@ def reports(count: int, step: float) -> str:
 
 
 def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estimate | None, cv: float | None,
-            found: tuple[float, ...], drift: float | None, duration_s: float | None) -> SteadyState:
+            found: tuple[float, ...], drift: float | None, duration_s: float | None,
+            engine: str | None = None) -> SteadyState:
     """One series' SteadyState from its figures, with the warnings they call for."""
     start_s = seconds[cut - 1] if cut else 0.0
     interval = est.interval() if est else None
@@ -430,13 +450,13 @@ def _steady(seconds: Sequence[float], cut: int, n: int, mean: float, est: Estima
         every = f", about every {statistics.median(gaps):.0f} s" if len(gaps) >= 2 else ""
         flags.append(Flag(Warning_.DIPS,
                           f"{reports(len(found), step)} with throughput far below the rest{every} "
-                          "(periodic dips are usually checkpoints: compare with checkpoint_timeout / max_wal_size)"))
+                          f"({_DIPS_CAUSE.get(engine or '', _DIPS_CAUSE_ANY)})"))
     trend_pct = None
     if drift is not None:
         trend_pct = 100 * drift
         flags.append(Flag(Warning_.TREND,
                           f"throughput drifted {trend_pct:+.0f} % over the steady part: not yet at steady state "
-                          "(caches, autovacuum, growing tables); use a longer --duration"))
+                          f"({_DRIFT_CAUSES.get(engine or '', _DRIFT_CAUSES_ANY)}); use a longer --duration"))
     return SteadyState(
         steady_start_s=start_s, mean=mean, ci_low=interval[0] if interval else None,
         ci_high=interval[1] if interval else None, cv=cv, dips_s=found, trend_pct=trend_pct,

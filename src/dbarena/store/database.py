@@ -347,6 +347,32 @@ class Store:
             batch.run_ids, batch.replaced = [], 0
             return
         self._backfill_config()  # keys from what the import knows (no host, no settings)
+        self._number_repeats(batch.run_ids)
+
+    def _number_repeats(self, run_ids: list[int]) -> None:
+        """Repeats of imported points numbered per label and configuration key, in import
+        order: after the points of that label and key already stored (an earlier import,
+        the file before), in the order their files held them. Once their keys are made,
+        which the numbering follows (a point without one keeps repeat 0)."""
+        if not run_ids:
+            return
+        marks = ", ".join("?" * len(run_ids))
+        rows = self.db.execute(
+            "SELECT p.id, r.label, p.config_key, p.phase FROM points p JOIN runs r ON r.id = p.run_id"
+            f" WHERE p.run_id IN ({marks}) AND p.config_key IS NOT NULL ORDER BY p.id", tuple(run_ids)).fetchall()
+        counts: dict[tuple[str, str, str], int] = {}
+        numbered = []
+        for point_id, label, key, phase in rows:
+            group = (label, key, phase)
+            if group not in counts:  # the points of this label and key stored before
+                counts[group] = self.db.execute(
+                    "SELECT COUNT(*) FROM points p JOIN runs r ON r.id = p.run_id WHERE r.label = ? AND"
+                    f" p.config_key = ? AND p.phase = ? AND p.run_id NOT IN ({marks})",
+                    (label, key, phase, *run_ids)).fetchone()[0]
+            numbered.append((counts[group], point_id))
+            counts[group] += 1
+        with self._writing():
+            self.db.executemany("UPDATE points SET repeat = ? WHERE id = ?", numbered)
 
     def point_ids(self, run_id: int, page: int) -> Iterator[list[int]]:
         """A run's point ids, oldest first, `page` at a time (a run imported from a large
@@ -756,9 +782,9 @@ class ImportBatch:
         self.points += 1
 
     def revise(self, run_id: int, run: RunInfo) -> None:
-        """The facts of a run that its points give (server version, tools, price), once
-        all are read."""
+        """The facts of a run that its points give (server version and flavour, tools,
+        price), once all are read."""
         self.store.db.execute("UPDATE runs SET server_version = ?, tool_versions = ?, options = ?,"
-                              " price_per_hour = ? WHERE id = ?",
+                              " price_per_hour = ?, flavour = ? WHERE id = ?",
                               (run.server_version, json.dumps(run.tool_versions, sort_keys=True),
-                               json.dumps(run.options, sort_keys=True), run.price_per_hour, run_id))
+                               json.dumps(run.options, sort_keys=True), run.price_per_hour, run.flavour, run_id))

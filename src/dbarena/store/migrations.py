@@ -412,7 +412,8 @@ def backfill_config(db: SqlConnection) -> None:
     while True:
         rows = db.execute(
             "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
-            " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts"
+            " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts,"
+            " p.warmup_s, r.flavour"
             " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
             " WHERE p.config_key IS NULL AND p.id > ? ORDER BY p.id LIMIT ?", (after, _BACKFILL_PAGE)
         ).fetchall()
@@ -428,7 +429,7 @@ _BACKFILL_PAGE = 5000  # points given their configuration key at a time
 def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
     with db:
         for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
-                version, host, facts in rows:
+                version, host, facts, point_warmup, flavour in rows:
             options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
             target = (options.get("targets") or {}).get(engine)
             settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
@@ -437,12 +438,15 @@ def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
                 # Before schema 7 mysqlslap was the one tool bounded by queries, not seconds;
                 # an imported summary without a time has duration 0: unknown.
                 duration_s=None if workload == "mysqlslap" or not duration_s else duration_s,
-                warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or 0),
+                # A run's --warmup, or an imported point's own (sysbench 1.1's `Warmup time`).
+                warmup_s=0 if phase == "warmup" else int(options.get("warmup_s") or point_warmup or 0),
                 # The point's own tool options (an import's query mode, a sysbench
                 # script's --options); none before schema 7.
                 params=json.loads(params), options=json.loads(point_options or "{}"), settings=settings or {},
                 variant=variant or "",
-                server_version=version, flavour=configkey.flavour_of(engine, version),
+                # The flavour an import read from the output (a MariaDB banner), else the
+                # one the family's name and the version line tell.
+                server_version=version, flavour=flavour or configkey.flavour_of(engine, version),
                 host=configkey.host_identity(host, target, facts.get("server_physical_cores"),
                                              facts.get("server_hardware_threads")),
             )
