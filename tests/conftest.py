@@ -45,6 +45,26 @@ def pytest_configure(config):
             os.environ[name] = value
 
 
+FIXTURE_STORES = Path(__file__).parent / "fixtures" / "stores"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fixture_stores_untouched():
+    """The checked-in stores are what tests read (and copy before anything writes):
+    a test that opened one to write would change every later test's input (a store
+    migrated, a derived cache saved). Their bytes at the end of the session must be
+    their bytes at its start; this names the file that changed."""
+    import hashlib
+
+    def digests() -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(FIXTURE_STORES.glob("*.db"))}
+
+    before = digests()
+    yield
+    changed = [name for name, digest in digests().items() if before.get(name) != digest]
+    assert not changed, f"a test wrote to the checked-in store(s) {', '.join(changed)} in {FIXTURE_STORES}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_state_dir(tmp_path_factory):
     """dbarena's state directory (the records of what its processes started, which the
