@@ -23,8 +23,13 @@ of loadgen.py, and the store is the controller's own (no fetch, no merge):
    generator's CPU) come back in the status answer and combine.py makes them one
    point, stored with add_point; each host's part and the split and start skew go in
    the point's details.
-4. **Resume**: the run is found again by a key of the study, the target and the hosts;
-   points stored ok are not run again.
+4. **Resume**: the run is found again by a key of the study, the target and the hosts
+   (one run per variant: the key and the variant); points stored ok are not run again.
+5. **Variants and --precision** as a local run takes them (run/session.py): one stored
+   run per variant, its points keyed by it; the points in rounds, one of everything
+   left, or with --precision as many as rounds.Adaptive decides. Against --target one
+   server holds every variant (interleaved); a [server] host's server is started per
+   variant with its settings, one variant after the other (_parts).
 
 With a [server] host, the load generators reach its throwaway server over TLS where the
 engine offers it: the server makes a certificate and key for the run on its host
