@@ -20,14 +20,16 @@ def _controller(tmp_path, args: list[str], say: list[str]):
     run.hosts = [Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
                  for n in ("alpha", "beta")]
     run.server, run.store_arg, run.say, run.label = None, tmp_path / "r.db", say.append, "together"
-    run.host_study, run.run_args, run.target, run.tls_ca = "study.toml", [], run.study.engines[0].target, None
+    run.host_study, run.run_args, run.target = "study.toml", [], run.study.engines[0].target
+    run.tls_ca, run.tls_problem = None, "the test's server offers no TLS"
     run.server_facts, run.server_threads = {}, 1
     run.install = lambda: True
-    prepared = {"label": "together", "host": "alpha", "engine": "postgres", "target": run.target,
+    url = run.target or "postgresql://dbarena@gamma:5432/dbarena"  # (a [server] host's: once it started)
+    prepared = {"label": "together", "host": "alpha", "engine": "postgres", "target": url,
                 "started_at": datetime.now(timezone.utc).isoformat(), "server_version": "16.4",
                 "tool_versions": {}, "host_facts": {}, "options": {"settings": {}, "precision": run.study.precision}}
     context = {"settings": {}, "variant": "", "server_version": "16.4", "flavour": "postgres",
-               "host": {"target": run.target}}
+               "host": {"target": url}}
 
     def step(hosts, args, **kwargs):
         assert args[0] == "host-prepare", args  # (every point is `point`'s, below)
@@ -113,3 +115,70 @@ def test_together_precision_repeats_each_variant_until_its_interval_is_narrow_en
     second.point, more = _figures({"steady": [], "noisy": []})
     assert second.run() == 0 and more == [], again
     assert any(line.startswith("complete already (8 points stored") for line in again), again
+
+
+def test_a_server_host_runs_each_variant_on_a_server_started_with_its_settings(tmp_path, monkeypatch):
+    """With a [server] host, each variant gets that host's server started with its
+    settings (the host runs one together server at a time): one variant after the
+    other, each server stopped before the next starts; each run records its settings."""
+    import contextlib
+    import sqlite3
+    from types import SimpleNamespace
+
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+
+    study = tmp_path / "variants.toml"
+    study.write_text(VARIANTS_STUDY.replace('levels = [2]', 'levels = [2, 4]'))
+    said: list[str] = []
+    run = _controller(tmp_path, ["--study", str(study)], said)
+    run.server = Host(name="gamma", label="gamma", price_per_hour=None, price_per_month=None, currency=None,
+                      workdir="/w/gamma")
+    run.study_args = []
+    events: list[tuple] = []
+
+    def start_server(settings, cluster, max_clients):
+        events.append(("start", dict(settings)))
+        run.target = "postgresql://dbarena@gamma:5432/dbarena"
+        return True
+
+    monkeypatch.setattr(run, "start_server", start_server)
+    monkeypatch.setattr(run, "stop_server", lambda: events.append(("stop",)))
+    monkeypatch.setattr(run, "server_alive", lambda: None)
+    monkeypatch.setattr(together, "Lease", lambda *args: contextlib.nullcontext())
+    monkeypatch.setattr(together, "check", lambda *args: None)
+    run.fleet = SimpleNamespace(ansible=SimpleNamespace(inventory="hosts.ini"))
+    point, taken = _figures({"steady": [1000.0, 1000.0], "noisy": [900.0, 900.0]})
+
+    def measured(spec, checkpoint=False):
+        events.append(("point", spec.variant, spec.threads))
+        return point(spec)
+
+    run.point = measured
+    assert run.run() == 0, said
+    assert events == [("start", {}), ("point", "steady", 2), ("point", "steady", 4), ("stop",),
+                      ("start", {"work_mem": "8MB"}), ("point", "noisy", 2), ("point", "noisy", 4), ("stop",)]
+    db = sqlite3.connect(tmp_path / "r.db")
+    assert [(v, json.loads(o)["settings"]) for v, o in db.execute("SELECT variant, options FROM runs ORDER BY id")] \
+        == [("steady", {}), ("noisy", {"work_mem": "8MB"})]
+    db.close()
+
+
+def test_cpus_placement_is_refused_in_one_line(tmp_path):
+    """[cpus] divides one machine's cores between a throwaway server and its load
+    generator; a together run's server and load generators are on other machines."""
+    import pytest
+
+    from dbarena.errors import UsageError
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    def host(name: str) -> Host:
+        return Host(name=name, label=name, price_per_hour=None, price_per_month=None, currency=None,
+                    workdir=f"/w/{name}")
+
+    study = tmp_path / "cpus.toml"
+    study.write_text(VARIANTS_STUDY + "[cpus]\nserver = [1]\n")
+    with pytest.raises(UsageError, match=r"^--together places no CPUs \(\[cpus\], variant steady_1core\)"):
+        together.check(arguments.study_from_args(["--study", str(study)]), [host("alpha")], host("gamma"))
