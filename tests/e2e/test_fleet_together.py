@@ -232,6 +232,48 @@ def test_two_load_generators_make_one_point_per_level(together, pair):
     assert len(_points(store)) == 3
 
 
+VARIANTS_STUDY = STUDY + """warmup_s = 1
+[variants.first]
+description = "the server as it is"
+[variants.second]
+description = "the same server again (an A/A pair)"
+"""
+
+
+def test_variants_with_a_warm_up_against_a_target(together):
+    """A study with two variants and a warm-up, as a local `dbarena run --target` takes
+    it: each variant a run of its own, its points interleaved with the other's, each
+    warmed up (stored apart) and measured by both hosts, keyed by its variant, with the
+    server sampled over it and the point's bound decided from that. Short points: one
+    level of 2 s."""
+    study = together["tmp"] / "variants.toml"
+    study.write_text(VARIANTS_STUDY.format(name="variants", levels=[2], duration=2, sampling=0.1))
+    store = together["tmp"] / "variants.db"
+    done = subprocess.run(_command(together, study, store), env=together["env"], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 point(s) with 2 load generators; stored in" in done.stdout, done.stdout
+    points = _points(store)
+    assert [(p["variant"], p["threads"], p["status"]) for p in points] == [("first", 2, "ok"), ("second", 2, "ok")]
+    db = sqlite3.connect(store)
+    runs = dict(db.execute("SELECT id, variant FROM runs").fetchall())
+    warmups = db.execute("SELECT run_id, variant, duration_s, status FROM points WHERE phase = 'warmup' "
+                         "ORDER BY id").fetchall()
+    db.close()
+    # One run per variant, as a local run's; each point in its variant's run.
+    assert sorted(runs.values()) == ["first", "second"]
+    assert all(runs[p["run_id"]] == p["variant"] for p in points)
+    assert [(runs[r], v, d, s) for r, v, d, s in warmups] == [("first", "first", 1, "ok"), ("second", "second", 1, "ok")]
+    assert "warming up pgbench-select-only at 2 threads for 1 s" in done.stdout
+    # Keyed by the variant: compare and report tell the two apart as a local run's.
+    assert len({p["config_key"] for p in points}) == 2
+    for p in points:
+        assert p["transactions"] == sum(x["transactions"] for x in p["details"]["together"]["parts"]) > 0
+        assert p["server"] is not None and p["server"]["record"]["seconds"], p["server"]
+        assert p["server"]["bound"] and p["server"]["evidence"], p["server"]
+
+
 SYSBENCH_STUDY = """schema = 1
 name = "{name}"
 label = "two-sysbench"

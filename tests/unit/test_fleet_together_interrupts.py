@@ -12,23 +12,28 @@ import pytest
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, "Interrupted"], ids=["Ctrl-C", "SIGTERM"])
-def test_a_controller_interrupted_while_its_server_starts_stops_that_server(interrupt, monkeypatch):
+def test_a_controller_interrupted_while_its_server_starts_stops_that_server(interrupt, monkeypatch, tmp_path):
     """Issue 45: the controller Ctrl-C'd (or sent SIGTERM) while the [server] host's
     server starts, detached there, left it running until its lease ran out or `fleet
     cleanup` came; it is stopped as at a run's end, and the interrupt goes on."""
     from dbarena.errors import Interrupted
     from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
     from dbarena.study import arguments
 
     raised = Interrupted if interrupt == "Interrupted" else interrupt
     steps: list[str] = []
     run = object.__new__(together.Together)
     run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
-    run.hosts, run.server = [], object()
+    run.hosts = [Host(name="alpha", label="alpha", price_per_hour=None, price_per_month=None, currency=None,
+                      workdir="/w/alpha")]
+    run.server = Host(name="gamma", label="gamma", price_per_hour=None, price_per_month=None, currency=None,
+                      workdir="/w/gamma")
+    run.store_arg, run.say = tmp_path / "r.db", lambda line: None
     monkeypatch.setattr(together, "check", lambda *args: None)
     monkeypatch.setattr(run, "install", lambda: True)
 
-    def start_server() -> bool:
+    def start_server(*args: object) -> bool:
         steps.append("start")
         raise raised()
 
@@ -111,3 +116,4 @@ def test_a_warm_up_with_a_server_host_is_refused_in_one_line_and_taken_with_a_ta
         together.check(arguments.study_from_args(warm), [host("alpha")], host("gamma"))
     together.check(arguments.study_from_args([*warm, "--target", "postgresql://dbarena@db:5432/dbarena"]),
                    [host("alpha")], None)
+

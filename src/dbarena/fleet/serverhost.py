@@ -98,7 +98,8 @@ def serve(workdir: Path, request_path: Path) -> int:
             raise RuntimeError("the controller sent no password for the server")
         clients = clients_of(request["clients"])
         tls = request.get("tls")  # None: not asked (the controller says why)
-        with engine.throwaway(settings=request.get("settings") or {}, max_connections=int(request["max_connections"]),
+        with engine.throwaway(settings=request.get("settings") or {}, cluster=request.get("cluster") or {},
+                              max_connections=int(request["max_connections"]),
                               bindir=Path(request["bindir"]) if request.get("bindir") else None, keep=False,
                               executor=execute.LOCAL, listen=request["listen"], password=password,
                               clients=sorted({ip for ips in clients.values() for ip in ips}),

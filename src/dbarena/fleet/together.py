@@ -23,8 +23,13 @@ of loadgen.py, and the store is the controller's own (no fetch, no merge):
    generator's CPU) come back in the status answer and combine.py makes them one
    point, stored with add_point; each host's part and the split and start skew go in
    the point's details.
-4. **Resume**: the run is found again by a key of the study, the target and the hosts;
-   points stored ok are not run again.
+4. **Resume**: the run is found again by a key of the study, the target and the hosts
+   (one run per variant: the key and the variant); points stored ok are not run again.
+5. **Variants and --precision** as a local run takes them (run/session.py): one stored
+   run per variant, its points keyed by it; the points in rounds, one of everything
+   left, or with --precision as many as rounds.Adaptive decides. Against --target one
+   server holds every variant (interleaved); a [server] host's server is started per
+   variant with its settings, one variant after the other (_parts).
 
 With a [server] host, the load generators reach its throwaway server over TLS where the
 engine offers it: the server makes a certificate and key for the run on its host
@@ -57,13 +62,13 @@ import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from dbarena import engines
-from dbarena.run import measure
+from dbarena.run import measure, plan
 from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
@@ -75,7 +80,7 @@ from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRec
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, StoredPoint, StoredRun, json_object
 from dbarena.serverside.series import ServerSeries
-from dbarena.stats import configkey
+from dbarena.stats import configkey, rounds
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
 
@@ -89,13 +94,16 @@ GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
 # What a point of the plan and a stored one are matched by on resume: workload, threads,
 # clients, repeat, dataset parameters.
 Identity = tuple[str, int, int, int, tuple[tuple[str, JSON], ...]]
+# A point of the plan whatever its repeat (what adaptive repeats count runs of): variant,
+# workload, threads, clients, dataset parameters.
+Unrepeated = tuple[str, str, int, int, tuple[tuple[str, JSON], ...]]
 
 
 @dataclass
 class Answer:
     """What one host said to a step: its JSON, or why there is none."""
 
-    data: dict[str, Any] | None
+    data: JSONObject | None
     problem: str | None = None
 
 
@@ -110,10 +118,12 @@ def check(study: Study, hosts: list[Host], server: Host | None = None) -> None:
         raise UsageError(f"--together: give --target or a [server] host ({server.name}), not both")
     if not hosts:
         raise UsageError("--together needs at least one load generator besides the [server] host")
-    if study.variants:
-        raise UsageError("--together runs no study variants yet")
-    if study.precision is not None:
-        raise UsageError("--together runs a fixed number of repeats, not --precision")
+    placed = [v.name for v in study.variants if v.cores is not None or v.smt is not None]
+    if placed:
+        # [cpus] confines a throwaway server and its load generator to this machine's
+        # cores; here the server is on another machine and the load generators on theirs.
+        raise UsageError(f"--together places no CPUs ([cpus], variant {placed[0]}): its server and load generators "
+                         "run on other machines than the one [cpus] would divide")
     for entry in study.workloads:
         if entry.warmup_s and server is not None:
             # The checkpoint after it (CHECKPOINT, FLUSH TABLES) needs a privilege that the
@@ -153,11 +163,12 @@ class Together:
         self.study_file = study_file
         self.host_study = f"{{w}}/study.toml" if study_file else study_arg
         self.run_args = run_args
+        self.study_args = list(run_args)  # as given: a [server] host's server adds its --target to run_args
         self.target = study.engines[0].target or ""
         # The [server] host's certificate (PEM) when its server requires TLS; else why not.
         self.tls_ca: str | None = None
         self.tls_problem: str | None = None
-        self.server_facts: dict[str, Any] = {}  # the [server] host's, once its server is up
+        self.server_facts: JSONObject = {}  # the [server] host's, once its server is up
         self.server_threads = 1  # the hardware threads the server could use (a point's bound reads it)
 
     # ------------------------------------------------------------ steps
@@ -169,7 +180,7 @@ class Together:
         host's working directory) on each host; its last line of output, read as JSON."""
         if not hosts:
             return {}
-        extra: dict[str, Any] = {"args": {h.name: [a.replace("{w}", h.workdir) for a in args] for h in hosts},
+        extra: dict[str, object] = {"args": {h.name: [a.replace("{w}", h.workdir) for a in args] for h in hosts},
                                  "dbarena_detach": detach, "dbarena_detached": detached, "dbarena_secrets": secrets}
         if request is not None:
             extra["dbarena_request"] = request
@@ -192,97 +203,200 @@ class Together:
 
     def run(self) -> int:
         check(self.study, self.hosts, self.server)
+        engine_plan = self._plan()
         if self.server is None:
-            return self._run()
+            return self._run(engine_plan)
         with _server_password(self.study.engines[0].name):
-            if not self.install():
-                return 1
-            try:
-                started = self.start_server()
-            except BaseException:
-                # Interrupted (Ctrl-C, SIGTERM) or failed while the server starts: it was
-                # asked to start detached on its host and goes on without the controller,
-                # until its lease or `fleet cleanup`; stopped now, as at a run's end.
-                self.stop_server()
-                raise
-            if not started:
-                return 1
-            try:
-                with Lease(self.fleet.ansible.inventory, self.server):
-                    return self._run(installed=True)
-            finally:
-                self.stop_server()
+            return self._run(engine_plan)
 
-    def _run(self, installed: bool = False) -> int:
-        from dbarena.store.database import Store
-
-        specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
-        for spec in specs:
+    def _plan(self) -> plan.EnginePlan:
+        """The study's one engine's plan (as `dbarena run` expands it: variants and
+        repeats interleaved), every point of it checked to split over the hosts."""
+        (engine_plan,) = _expand(self.study)
+        for spec in engine_plan.points:
             try:
                 split_point(spec, self.hosts)
             except ValueError as exc:
                 raise UsageError(f"{spec.workload} at {spec.threads} threads: {exc}") from None
-        if not installed and not self.install():
+        return engine_plan
+
+    def _run(self, engine_plan: plan.EnginePlan) -> int:
+        from dbarena.store.database import Store
+
+        if not self.install():
             return 1
         key = run_key(self.study, self.hosts, self.server)
+        specs = engine_plan.points
         with Store(self.store_arg) as store:
-            run_id, stored = self._find(store, key)
-            if run_id is not None and not any(_identity(s) not in stored for s in specs):
-                self.say(f"complete already ({len(stored)}/{len(specs)} points stored), not run again")
+            found = self._find(store, key)
+            parts = [p for p in _parts(engine_plan, self.server is not None) if self._left(store, p, found)]
+            if not parts:
+                counted = "" if self.study.precision is not None else f"/{len(specs)}"
+                self.say(f"complete already ({found.count()}{counted} points stored), not run again")
                 return 0
-            first = self.hosts[0]
-            datasets = list({(s.workload, s.params): s for s in specs}.values())
-            request = {"args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
-                       "label": self.label, "target": self.target, "invocation": key,
-                       "datasets": [spec_record(s) for s in datasets], "tls": self._tls_request()}
-            self.say(f"preparing on {first.name}: the run's provenance and its datasets")
-            answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
-                               request={first.name: json.dumps(request)}, secrets=True,
-                               timeout_s=PREPARE_TIMEOUT_S)[first.name]
-            if answer.data is None or "error" in answer.data:
-                self.say(f"{first.name}: preparing failed: {answer.problem or answer.data.get('error')}")  # type: ignore[union-attr]
-                return 1
-            context = {**answer.data["context"], "load_generators": len(self.hosts)}
-            if self.server is not None:
-                # A throwaway server: its key is the machine's, as a one-host run's (its port
-                # differs each time) and holds the study's settings, which it was started with.
-                context.update(host=configkey.host_identity(self.server_facts),
-                               settings=dict(self.study.engines[0].settings))
-            if run_id is None:
-                run_id = store.begin_run(self._run_info(answer.data["run_info"], key))
-            else:
-                resumed = store.run(run_id)
-                assert resumed is not None  # _find read it from this store a moment ago
-                store.reopen_run(run_id, {**resumed.options, "owner": _owner()})
-                self.say(f"resuming: {len(stored)} of {len(specs)} points stored already")
-                if self.server is not None:
-                    # The resumed points' server is a new one, whose TLS may not be the
-                    # first one's: the fact says this one's, and keeps the other's.
-                    now = self._tls_fact((answer.data["run_info"].get("target_facts") or {}).get("tls"))
-                    before = resumed.target_facts.get("tls")
-                    if before != now:
-                        store.update_target_facts(run_id, {"tls": now, "tls_before_resume": before})
-            self.server_threads = self._server_threads(store.run(run_id))
-            failed = 0
+            if found.runs:
+                self.say(f"resuming: {found.count()} of {len(specs)} points stored already")
+            tally = _Tally()
+            deadline = time.monotonic() + self.study.budget_s if self.study.budget_s is not None else None
+            for number, part in enumerate(parts):
+                budget = _budget_share(deadline, part, [p for later in parts[number + 1:] for p in later])
+                with self._serving(engine_plan, part) as up:
+                    if not up or not self._part(store, engine_plan, part, key, found, tally, budget):
+                        return 1
+            for line in _precision_lines(tally.precision, self.study.precision):
+                self.say(line)
+            self.say(f"{tally.measured} point(s) with {len(self.hosts)} load generators"
+                     + (f", {tally.failed} failed" if tally.failed else "") + f"; stored in {store.location}")
+            return 1 if tally.failed else 0
+
+    @contextlib.contextmanager
+    def _serving(self, engine_plan: plan.EnginePlan, part: Sequence[PointSpec]) -> Iterator[bool]:
+        """With a [server] host, its throwaway server for the part's variant, with that
+        variant's settings and cluster options (as a local run's throwaway instance of
+        that variant), kept by its lease and stopped when the part ends, however it
+        ends; True once it is up. Against a --target, nothing to start."""
+        if self.server is None:
+            yield True
+            return
+        variant = part[0].variant
+        try:
+            started = self.start_server(engine_plan.settings[variant], engine_plan.cluster.get(variant, {}),
+                                        engine_plan.max_clients)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM) or failed while the server starts: it was
+            # asked to start detached on its host and goes on without the controller,
+            # until its lease or `fleet cleanup`; stopped now, as at a run's end.
+            self.stop_server()
+            raise
+        if not started:
+            yield False
+            return
+        try:
+            with Lease(self.fleet.ansible.inventory, self.server):
+                yield True
+        finally:
+            self.stop_server()
+
+    def _part(self, store: ResultStore, engine_plan: plan.EnginePlan, part: Sequence[PointSpec], key: str,
+              found: _Found, tally: _Tally, budget_s: float | None) -> bool:
+        """The points of one server (every variant's against a --target, one variant's on
+        a [server] host): the datasets prepared, each variant's run begun (or reopened),
+        the points measured and stored; False if the first host could not prepare."""
+        first = self.hosts[0]
+        datasets = list({(s.workload, s.params): s for s in part}.values())
+        request: JSONObject = {
+            "args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
+            "label": self.label, "target": self.target, "invocation": key,
+            "datasets": [spec_record(s) for s in datasets],
+            "tls": {"ca": self.tls_ca} if self.tls_ca is not None else None}
+        self.say(f"preparing on {first.name}: the run's provenance and its datasets")
+        answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
+                           request={first.name: json.dumps(request)}, secrets=True,
+                           timeout_s=PREPARE_TIMEOUT_S)[first.name]
+        if answer.data is None or "error" in answer.data:
+            self.say(f"{first.name}: preparing failed: {answer.problem or (answer.data or {}).get('error')}")
+            return False
+        prepared = json_object(answer.data.get("run_info"))
+        context: JSONObject = {**json_object(answer.data.get("context")), "load_generators": len(self.hosts)}
+        if self.server is not None:
+            # A throwaway server: its key is the machine's, as a one-host run's (its port
+            # differs each time).
+            context["host"] = configkey.host_identity(self.server_facts)
+        runs: dict[str, int] = {}
+        contexts: dict[str, JSONObject] = {}
+        location = str(store.path.resolve()) if store.path else store.location
+        # Recorded while they run, as `dbarena run` records its runs: a controller killed
+        # outright (SIGKILL, a lost session) leaves its runs to the next dbarena command
+        # here (`fleet cleanup`, `cleanup`, any) to mark interrupted, not running for good.
+        with contextlib.ExitStack() as stack:
+            for variant in dict.fromkeys(s.variant for s in part):
+                settings, cluster = engine_plan.settings[variant], engine_plan.cluster.get(variant, {})
+                # The key's settings as a local run's (session._bind): the variant's, its
+                # cluster options named "cluster.NAME".
+                contexts[variant] = {**context, "variant": variant, "settings": {
+                    **settings, **{f"cluster.{k}": v for k, v in cluster.items()}}}
+                runs[variant] = self._begin(store, prepared, key, variant, settings, cluster, found)
+                stack.enter_context(state.run(location, runs[variant], None, []))
+            self.server_threads = self._server_threads(store.run(next(iter(runs.values()))))
             status = "interrupted"
-            # Recorded while it runs, as `dbarena run` records its runs: a controller killed
-            # outright (SIGKILL, a lost session) leaves its run to the next dbarena command
-            # here (`fleet cleanup`, `cleanup`, any) to mark interrupted, not running for good.
-            with state.run(str(store.path.resolve()) if store.path else store.location, run_id, None, []):
-                try:
-                    todo = [s for s in specs if _identity(s) not in stored]
-                    for n, spec in enumerate(todo, 1):
-                        down = self.server_alive() if self.server is not None else None
-                        result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
-                        store.add_point(run_id, result, _config(spec, context))
-                        failed += not result.ok
-                        self.say(f"point {n}/{len(todo)}: {_describe(spec)}: {_outcome(result)}")
-                    status = "finished"
-                finally:
+            try:
+                self._sweep(store, part, runs, contexts, found, tally, budget_s)
+                status = "finished"
+            finally:
+                for run_id in runs.values():
                     store.finish_run(run_id, status)
-            self.say(f"{len(todo)} point(s) with {len(self.hosts)} load generators"
-                     + (f", {failed} failed" if failed else "") + f"; stored in {store.location}")
-            return 1 if failed else 0
+        return True
+
+    def _begin(self, store: ResultStore, prepared: JSONObject, key: str, variant: str, settings: Mapping[str, str],
+               cluster: Mapping[str, str], found: _Found) -> int:
+        """The variant's stored run: the one an earlier session began (reopened), else a new one."""
+        resumed = found.runs.get(variant)
+        if resumed is None:
+            return store.begin_run(self._run_info(prepared, key, variant, settings, cluster))
+        store.reopen_run(resumed.id, {**resumed.options, "owner": _owner()})
+        if self.server is not None:
+            # The resumed points' server is a new one, whose TLS may not be the first
+            # one's: the fact says this one's, and keeps the other's.
+            seen = json_object(json_object(prepared.get("target_facts")).get("tls")) or None
+            now = self._tls_fact(seen)
+            before = resumed.target_facts.get("tls")
+            if before != now:
+                store.update_target_facts(resumed.id, {"tls": now, "tls_before_resume": before})
+        return resumed.id
+
+    def _sweep(self, store: ResultStore, part: Sequence[PointSpec], runs: Mapping[str, int],
+               contexts: Mapping[str, JSONObject], found: _Found, tally: _Tally, budget_s: float | None) -> None:
+        """The part's points, round after round as the local sweep runs them
+        (Sweep.run_rounds): one round of the points not stored ok yet, or with
+        --precision the rounds rounds.Adaptive decides on, as `dbarena run` does."""
+        adaptive = self._adaptive(store, part, found, budget_s)
+        if adaptive is None:
+            todo = [s for s in part if _identity(s) not in found.ok.get(s.variant, set())]
+            pending = iter([todo])
+            next_round: Callable[[list[PointResult]], Sequence[PointSpec]] = lambda finished: next(pending, [])
+            of = f"/{len(todo)}"
+        else:
+            next_round, of = adaptive.next_round, ""
+        finished: list[PointResult] = []
+        n = 0
+        try:
+            while plan_round := next_round(finished):
+                finished = []
+                for spec in plan_round:
+                    n += 1
+                    run_id, context = runs[spec.variant], contexts[spec.variant]
+                    down = self.server_alive() if self.server is not None else None
+                    result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
+                    store.add_point(run_id, result, _config(spec, context))
+                    finished.append(result)
+                    tally.measured += 1
+                    tally.failed += not result.ok
+                    self.say(f"point {n}{of}: {_describe(spec)}: {_outcome(result)}")
+        finally:
+            if adaptive is not None:
+                # Where each point ended, also when interrupted (as session._sweep_adaptive).
+                tally.precision += adaptive.summary()
+
+    def _adaptive(self, store: ResultStore, part: Sequence[PointSpec], found: _Found,
+                  budget_s: float | None) -> rounds.Adaptive | None:
+        """With --precision, the adaptive repeats of the part's points (the local
+        sweep's own, session._sweep_adaptive), from where earlier sessions left them."""
+        if self.study.precision is None:
+            return None
+        from dbarena.run.preflight import estimate_s
+        from dbarena.stats import analysis
+
+        return rounds.Adaptive(part, target=self.study.precision, max_repeats=self.study.max_repeats,
+                               budget_s=budget_s, value=analysis.result_value, estimate_s=estimate_s,
+                               history=_history(store, part, found) or None)
+
+    def _left(self, store: ResultStore, part: Sequence[PointSpec], found: _Found) -> bool:
+        """Whether the part has points to run: not stored ok yet, or (--precision) not
+        as precise as asked and below their limit."""
+        adaptive = self._adaptive(store, part, found, None)
+        if adaptive is None:
+            return any(_identity(s) not in found.ok.get(s.variant, set()) for s in part)
+        return any(s.status == "running" for s in adaptive.summary())
 
     def install(self) -> bool:
         wheel = build_wheel(self.fleet.workdir)
@@ -307,22 +421,24 @@ class Together:
 
     # ------------------------------------------------------------ the [server] host
 
-    def start_server(self) -> bool:
+    def start_server(self, settings: Mapping[str, str], cluster: Mapping[str, str], max_clients: int) -> bool:
         """The study's engine as a throwaway instance on the [server] host, listening on
-        its address; the run then drives it as a --target."""
+        its address, with a variant's settings and cluster options (the engine's, where
+        the study has no variants); the run then drives it as a --target."""
         assert self.server is not None
         entry = self.study.engines[0]
-        specs = [p for engine_plan in _expand(self.study) for p in engine_plan.points]
         tls, self.tls_problem = self._client_certificates()
         self.server_id = uuid.uuid4().hex[:12]
-        request = {"id": self.server_id, "engine": entry.name, "flavour": entry.flavour,
-                   "settings": dict(entry.settings), "bindir": entry.bindir,
-                   "max_connections": max(151, max((s.clients for s in specs), default=0) + 10),
-                   "listen": self.server.address,
-                   # Who may connect: the load generators, each by the address the inventory
-                   # gives it (the server host resolves a name: serverhost.clients_of).
-                   "clients": {h.name: h.address for h in self.hosts},
-                   "lease_s": LEASE_S, "tls": tls}
+        request: JSONObject = {
+            "id": self.server_id, "engine": entry.name, "flavour": entry.flavour,
+            "settings": dict(settings), "cluster": dict(cluster), "bindir": entry.bindir,
+            # Room for every client of the widest point, plus a few for dbarena itself.
+            "max_connections": max(151, max_clients + 10),
+            "listen": self.server.address,
+            # Who may connect: the load generators, each by the address the inventory
+            # gives it (the server host resolves a name: serverhost.clients_of).
+            "clients": {h.name: h.address for h in self.hosts},
+            "lease_s": LEASE_S, "tls": tls}
         self.say(f"starting the server on {self.server.name} ({self.server.address}): a throwaway {entry.name}")
         answer = self.step([self.server], ["host-server-ctl", "--workdir", "{w}", "wait-ready",
                                            "--server", self.server_id],
@@ -334,25 +450,30 @@ class Together:
                      f"{answer.problem or data.get('reason') or data.get('state')}")
             self.stop_server()
             return False
-        self.server_facts = data.get("host_facts") or {}
-        self.target = data["url"]
+        self.server_facts = json_object(data.get("host_facts"))
+        self.target = str(data["url"])
         cores, threads = data.get("physical_cores"), data.get("hardware_threads")
-        self.run_args = [*self.run_args, "--target", self.target,
+        # This server's (a part per variant starts its own): the study's arguments and it.
+        self.run_args = [*self.study_args, "--target", self.target,
                          *(("--server-cores", str(cores)) if cores else ()),
                          *(("--server-threads", str(threads)) if threads else ())]
-        opened = ", ".join(f"{name} ({' '.join(ips)})" for name, ips in (data.get("clients") or {}).items())
+        opened = ", ".join(f"{name} ({' '.join(map(str, ips if isinstance(ips, list) else [ips]))})"
+                           for name, ips in json_object(data.get("clients")).items())
         self.say(f"server on {self.server.name}: {data.get('server_version')} at {self.target}, "
                  f"open to {opened or 'no one'}")
-        self.tls_ca = data.get("tls_cert") or None
+        cert = data.get("tls_cert")
+        self.tls_ca = cert if isinstance(cert, str) and cert else None
         if self.tls_ca is not None:
             self.say(f"connections to the server: TLS required, its certificate (made on {self.server.name} for "
                      "this run) verified by each load generator")
         else:
-            self.tls_problem = self.tls_problem or data.get("tls_problem") or "the server offers no TLS"
+            problem = data.get("tls_problem")
+            self.tls_problem = self.tls_problem or (problem if isinstance(problem, str) and problem else
+                                                    "the server offers no TLS")
             self.say(f"connections to the server: NOT encrypted: {self.tls_problem}")
         return True
 
-    def _client_certificates(self) -> tuple[dict[str, Any] | None, str | None]:
+    def _client_certificates(self) -> tuple[JSONObject | None, str | None]:
         """What the server's request says of TLS ({"client_certs": [...]}), or None and
         why not. A MySQL-family server verifies the client certificate that sysbench
         presents: each load generator makes its own first (host-tls) and the server
@@ -360,7 +481,7 @@ class Together:
         if self.study.engines[0].name == "postgres":
             return {"client_certs": []}, None
         answers = self.step(self.hosts, ["host-tls", "--workdir", "{w}"])
-        certs = []
+        certs: list[JSON] = []
         for h in self.hosts:
             answer = answers[h.name]
             cert = (answer.data or {}).get("cert")
@@ -374,7 +495,7 @@ class Together:
         """What a host-prepare or host-point request says of TLS: the server's certificate."""
         return {"ca": self.tls_ca} if self.tls_ca is not None else None
 
-    def _tls_fact(self, seen: dict[str, Any] | None) -> dict[str, Any]:
+    def _tls_fact(self, seen: JSONObject | None) -> JSONObject:
         """The run's target fact `tls`: required and verified, with what the first load
         generator's connection got (`seen`: TLS version and cipher, as the server saw
         them); or not, and why."""
@@ -403,12 +524,15 @@ class Together:
                                                       f"not confirmed stopped ({answer.problem or state}); "
                                                       f"`dbarena cleanup` on {self.server.name} removes it"))
 
-    def _find(self, store: ResultStore, key: str) -> tuple[int | None, set[Identity]]:
-        for run in reversed(store.runs()):
+    def _find(self, store: ResultStore, key: str) -> _Found:
+        """The runs earlier sessions of this run began (one per variant; the latest of
+        each), and the points each stored ok."""
+        runs: dict[str, StoredRun] = {}
+        for run in store.runs():
             if json_object(run.options.get("together")).get("key") == key:
-                done = {_identity_row(p) for p in store.points(run_id=run.id) if p.status == "ok"}
-                return run.id, done
-        return None, set()
+                runs[run.variant] = run
+        return _Found(runs=runs, ok={variant: {_identity_row(p) for p in store.points(run_id=run.id)
+                                               if p.status == "ok"} for variant, run in runs.items()})
 
     def _server_threads(self, run: StoredRun | None) -> int:
         """Those of the [server] host; for a --target, whose machine is not known,
@@ -421,24 +545,33 @@ class Together:
 
         return analysis.run_threads(run) if run is not None else 1
 
-    def _run_info(self, record: dict[str, Any], key: str) -> RunInfo:
+    def _run_info(self, record: JSONObject, key: str, variant: str = "", settings: Mapping[str, str] | None = None,
+                  cluster: Mapping[str, str] | None = None) -> RunInfo:
+        """A variant's run, from the provenance the first host made (host-prepare, for
+        the study as a whole): the variant and its settings and cluster options, as a
+        local run records them (session._bind)."""
         # The run is the controller's (the first host's provenance named the process
         # that prepared it there): whoever marks it interrupted once its owner is gone
         # checks that it is still this one's (lifecycle/cleanup.mark_interrupted).
-        options = {**record["options"], "owner": _owner(), "together": {
+        options: JSONObject = {**json_object(record.get("options")), "owner": _owner(), "together": {
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
             "labels": [h.label for h in self.hosts]}}
-        study = StudyRecord(**record["study"]) if record.get("study") else None
-        facts = dict(record.get("target_facts") or {})
+        if settings is not None:
+            options["settings"] = dict(settings)
+        if cluster is not None:
+            options["cluster"] = dict(cluster)
+        studied = json_object(record.get("study"))
+        study = StudyRecord(**studied) if studied else None  # type: ignore[arg-type]  # (host-prepare's asdict)
+        facts = dict(json_object(record.get("target_facts")))
         if self.server is not None:
-            facts["tls"] = self._tls_fact(facts.get("tls"))
-        return RunInfo(**{**record, "started_at": datetime.fromisoformat(record["started_at"]), "study": study,
-                          "options": options, "target_facts": facts,
+            facts["tls"] = self._tls_fact(json_object(facts.get("tls")) or None)
+        return RunInfo(**{**record, "started_at": datetime.fromisoformat(str(record["started_at"])),  # type: ignore[arg-type]
+                          "study": study, "options": options, "target_facts": facts, "variant": variant,
                           "host": f"{len(self.hosts)} load generators: {', '.join(h.name for h in self.hosts)}"})
 
     # ------------------------------------------------------------ one point
 
-    def warmed(self, store: ResultStore, run_id: int, spec: PointSpec, context: dict[str, Any]) -> PointResult:
+    def warmed(self, store: ResultStore, run_id: int, spec: PointSpec, context: JSONObject) -> PointResult:
         """The point, after its warm-up where it has one (runner.Sweep.warm's round: a
         run of the same shares for warmup_s, stored apart as phase 'warmup', then a
         checkpoint, which the first host makes before it says it is ready to measure)."""
@@ -592,7 +725,7 @@ class Lease:
                 proc.wait()
 
 
-def _owner() -> dict[str, Any]:
+def _owner() -> JSONObject:
     """This controller as a run's owner (as provenance records a `dbarena run`)."""
     return {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": socket.gethostname()}
 
@@ -606,10 +739,99 @@ def shell_path(path: str) -> str:
     return shlex.quote(path)
 
 
-def _expand(study: Study) -> list[Any]:
+def _expand(study: Study) -> list[plan.EnginePlan]:
     from dbarena.run import preflight
 
     return preflight.expand(study)
+
+
+@dataclass
+class _Found:
+    """What earlier sessions of this run stored: per variant, its run and the points
+    stored ok in it."""
+
+    runs: dict[str, StoredRun]
+    ok: dict[str, set[Identity]]
+
+    def count(self) -> int:
+        return sum(len(done) for done in self.ok.values())
+
+
+@dataclass
+class _Tally:
+    """What this session measured."""
+
+    measured: int = 0
+    failed: int = 0
+    precision: list[rounds.PointState] = field(default_factory=list)  # --precision: where each point ended
+
+
+def _parts(engine_plan: plan.EnginePlan, server: bool) -> list[tuple[PointSpec, ...]]:
+    """The plan's points by the server they run on, in the plan's order. Against a
+    --target, one part: every variant on that server, interleaved as a local run's are.
+    With a [server] host, one part per variant, one after the other: the host runs one
+    together server at a time, started with that variant's settings and cluster
+    options (as plan.by_smt runs one SMT mode after the other: what cannot be
+    interleaved is not); repeats stay interleaved within a part."""
+    if not server:
+        return [engine_plan.points]
+    return [tuple(p for p in engine_plan.points if p.variant == v) for v in engine_plan.variants]
+
+
+def _budget_share(deadline: float | None, part: Sequence[PointSpec], later: Sequence[PointSpec]) -> float | None:
+    """The seconds of the budget (--budget, with --precision) a part may take: its
+    share of what is left, by the points' estimates, or the first part would take it
+    all (session._budget_share, for SMT modes)."""
+    if deadline is None:
+        return None
+    from dbarena.run.preflight import estimate_s
+
+    mine = sum(estimate_s(p) for p in part)
+    return max(0.0, (deadline - time.monotonic()) * mine / max(mine + sum(estimate_s(p) for p in later), 1e-9))
+
+
+def _history(store: ResultStore, part: Sequence[PointSpec], found: _Found) -> dict[PointSpec, rounds.PointState]:
+    """Where earlier sessions of this run left each point's adaptive repeats (its
+    values and next repeat), as session._stored reads them for `dbarena run --resume`."""
+    from dbarena.stats import analysis
+
+    bases = {_unrepeated(p): rounds.base(p) for p in part}
+    states: dict[PointSpec, rounds.PointState] = {}
+    for variant in dict.fromkeys(p.variant for p in part):
+        run = found.runs.get(variant)
+        if run is None:
+            continue
+        for row in analysis.load(store, run_id=run.id):
+            spec = bases.get(_unrepeated_row(row))
+            if spec is None:
+                continue
+            state = states.setdefault(spec, rounds.PointState(spec=spec))
+            state.next_repeat = max(state.next_repeat, row.repeat + 1)
+            figure = analysis.value(row)
+            if figure is not None:
+                state.values.append(figure)
+    return states
+
+
+def _precision_lines(states: Sequence[rounds.PointState], target: float | None) -> list[str]:
+    """Where each point's adaptive repeats ended, as `dbarena run` shows them (listings.precision_table)."""
+    if not states or target is None:
+        return []
+    lines = [f"precision +-{target:.1%} (95 % interval of the mean over runs, conservative):"]
+    for s in states:
+        interval = f"+-{s.half_width:.1%}" if s.half_width is not None else "-"
+        lines.append(f"  {s.spec.workload} threads={s.spec.threads}{f' variant {s.spec.variant}' if s.spec.variant else ''}"
+                     f": {len(s.values)} runs{f' (+{s.failures} failed)' if s.failures else ''}, {interval}, "
+                     f"{s.describe()}")
+    return lines
+
+
+def _unrepeated(spec: PointSpec) -> Unrepeated:
+    return (spec.variant, spec.workload, spec.threads, spec.clients, spec.params)
+
+
+def _unrepeated_row(point: StoredPoint) -> Unrepeated:
+    return (point.variant, point.workload, point.threads, point.clients, tuple(sorted(point.params.items())))
 
 
 def _identity(spec: PointSpec) -> Identity:
@@ -620,12 +842,23 @@ def _identity_row(point: StoredPoint) -> Identity:
     return (point.workload, point.threads, point.clients, point.repeat, tuple(sorted(point.params.items())))
 
 
-def _config(spec: PointSpec, context: dict[str, Any]) -> dict[str, Any]:
-    return configkey.build(engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
-                           duration_s=spec.duration_s, warmup_s=spec.warmup_s, params=dict(spec.params),
-                           options=dict(spec.options), settings=context.get("settings", {}), variant=spec.variant,
-                           server_version=context.get("server_version"), flavour=context.get("flavour"),
-                           host=context.get("host"), load_generators=int(context.get("load_generators", 1)))
+def _config(spec: PointSpec, context: JSONObject) -> JSONObject:
+    """The point's configuration key, as runner.Bound.config makes a local point's (the
+    variant and its settings in it), with the load generators that drove it."""
+    from dbarena.workloads import WORKLOADS
+
+    settings, host, generators = json_object(context.get("settings")), context.get("host"), context.get("load_generators")
+    return configkey.build(
+        engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
+        duration_s=spec.duration_s if WORKLOADS[spec.workload].tool.timed else None, warmup_s=spec.warmup_s,
+        params=dict(spec.params), options=dict(spec.options),
+        settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()}, variant=spec.variant,
+        server_version=_text(context.get("server_version")), flavour=_text(context.get("flavour")),
+        host=host if isinstance(host, dict) else None, load_generators=generators if isinstance(generators, int) else 1)
+
+
+def _text(value: JSON) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _cpu(system: Sequence[SystemSample]) -> JSONObject:
@@ -667,7 +900,8 @@ def _statuses(answers: dict[str, Answer]) -> dict[str, Status]:
 
 
 def _describe(spec: PointSpec) -> str:
-    return f"{spec.workload} threads={spec.threads} repeat {spec.repeat + 1}"
+    return (f"{spec.workload} threads={spec.threads}{f' variant {spec.variant}' if spec.variant else ''} "
+            f"repeat {spec.repeat + 1}")
 
 
 def _outcome(result: PointResult) -> str:

@@ -1,0 +1,184 @@
+"""The loop of a `fleet run --together` controller with its hosts replaced: variants and
+--precision as a local run takes them (tests/e2e/test_fleet_together.py drives real
+hosts)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+
+def _controller(tmp_path, args: list[str], say: list[str]):
+    """A Together whose hosts are replaced: host-prepare answers with a provenance as the
+    first host makes it, and each point is the figure `measure` gives it."""
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    run = object.__new__(together.Together)
+    run.study = arguments.study_from_args(args)
+    run.hosts = [Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
+                 for n in ("alpha", "beta")]
+    run.server, run.store_arg, run.say, run.label = None, tmp_path / "r.db", say.append, "together"
+    run.host_study, run.run_args, run.target = "study.toml", [], run.study.engines[0].target
+    run.tls_ca, run.tls_problem = None, "the test's server offers no TLS"
+    run.server_facts, run.server_threads = {}, 1
+    run.install = lambda: True
+    url = run.target or "postgresql://dbarena@gamma:5432/dbarena"  # (a [server] host's: once it started)
+    prepared = {"label": "together", "host": "alpha", "engine": "postgres", "target": url,
+                "started_at": datetime.now(timezone.utc).isoformat(), "server_version": "16.4",
+                "tool_versions": {}, "host_facts": {}, "options": {"settings": {}, "precision": run.study.precision}}
+    context = {"settings": {}, "variant": "", "server_version": "16.4", "flavour": "postgres",
+               "host": {"target": url}}
+
+    def step(hosts, args, **kwargs):
+        assert args[0] == "host-prepare", args  # (every point is `point`'s, below)
+        return {hosts[0].name: together.Answer({"run_info": prepared, "context": context})}
+
+    run.step = step
+    return run
+
+
+def _figures(values: dict[str, list[float]]):
+    """A point's result whose TPS is the next of its variant's figures."""
+    from dbarena.model import Measurement, PointResult
+
+    taken: list = []
+
+    def point(spec, checkpoint=False):
+        taken.append(spec)
+        now = datetime.now(timezone.utc)
+        tps = values[spec.variant][sum(s.variant == spec.variant and s.threads == spec.threads for s in taken) - 1]
+        return PointResult(spec=spec, status="ok", started_at=now, ended_at=now, command=(), exit_code=0, stdout="",
+                           stderr="", measurement=Measurement(tps=tps, transactions=int(tps * 2)))
+    return point, taken
+
+
+VARIANTS_STUDY = """schema = 1
+name = "variants"
+[sweep]
+levels = [2]
+duration_s = 2
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+[variants.steady]
+description = "figures that agree"
+[variants.noisy]
+postgres = { work_mem = "8MB" }
+"""
+
+
+def test_together_precision_repeats_each_variant_until_its_interval_is_narrow_enough(tmp_path):
+    """--precision: the together loop decides its rounds with the local sweep's own
+    rounds.Adaptive: a variant whose figures agree stops at the least a verdict needs
+    (3 runs), one whose figures keep wandering runs to --max-repeats; each variant is
+    a run of its own, keyed by its variant and settings as a local run's, and a second
+    session finds every point done."""
+    import sqlite3
+
+    from dbarena.stats.estimators import MIN_REPEATS
+    from dbarena.store.database import Store
+
+    study = tmp_path / "variants.toml"
+    study.write_text(VARIANTS_STUDY)
+    args = ["--study", str(study), "--target", "postgresql://dbarena@db:5432/dbarena", "--precision", "2%",
+            "--max-repeats", "5"]
+    said: list[str] = []
+    run = _controller(tmp_path, args, said)
+    run.point, taken = _figures({"steady": [1000.0, 1001.0, 999.0, 1000.0, 1000.0],
+                                 "noisy": [500.0, 1500.0, 700.0, 1400.0, 600.0]})
+    assert run.run() == 0, said
+    # Interleaved as a local run's rounds: both variants in each round, while both run.
+    assert [(s.variant, s.repeat) for s in taken][:4] == [("steady", 0), ("noisy", 0), ("steady", 1), ("noisy", 1)]
+    db = sqlite3.connect(tmp_path / "r.db")
+    rows = db.execute("SELECT r.variant, p.variant, COUNT(*), COUNT(DISTINCT p.config_key), MAX(p.repeat) "
+                      "FROM points p JOIN runs r ON r.id = p.run_id GROUP BY r.id ORDER BY r.id").fetchall()
+    assert rows == [("steady", "steady", MIN_REPEATS, 1, MIN_REPEATS - 1), ("noisy", "noisy", 5, 1, 4)], rows
+    keys = db.execute("SELECT DISTINCT config_key FROM points").fetchall()
+    assert len(keys) == 2
+    settings = [json.loads(o)["settings"] for (o,) in db.execute("SELECT options FROM runs ORDER BY id")]
+    assert settings == [{}, {"work_mem": "8MB"}]
+    db.close()
+    with Store(tmp_path / "r.db") as store:
+        configs = [p.config for p in store.points()]
+    assert {c["variant"] for c in configs} == {"steady", "noisy"}
+    assert {json.dumps(c["settings"]) for c in configs} == {"{}", '{"work_mem": "8MB"}'}
+    lines = "\n".join(said)
+    assert "  pgbench-select-only threads=2 variant steady: 3 runs, " in lines and "reached" in lines, lines
+    assert "  pgbench-select-only threads=2 variant noisy: 5 runs, " in lines and "not reached (max repeats)" in lines
+    assert f"{MIN_REPEATS + 5} point(s) with 2 load generators; stored in" in lines
+
+    # Again: every point reached its precision or its limit; nothing measured.
+    again: list[str] = []
+    second = _controller(tmp_path, args, again)
+    second.point, more = _figures({"steady": [], "noisy": []})
+    assert second.run() == 0 and more == [], again
+    assert any(line.startswith("complete already (8 points stored") for line in again), again
+
+
+def test_a_server_host_runs_each_variant_on_a_server_started_with_its_settings(tmp_path, monkeypatch):
+    """With a [server] host, each variant gets that host's server started with its
+    settings (the host runs one together server at a time): one variant after the
+    other, each server stopped before the next starts; each run records its settings."""
+    import contextlib
+    import sqlite3
+    from types import SimpleNamespace
+
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+
+    study = tmp_path / "variants.toml"
+    study.write_text(VARIANTS_STUDY.replace('levels = [2]', 'levels = [2, 4]'))
+    said: list[str] = []
+    run = _controller(tmp_path, ["--study", str(study)], said)
+    run.server = Host(name="gamma", label="gamma", price_per_hour=None, price_per_month=None, currency=None,
+                      workdir="/w/gamma")
+    run.study_args = []
+    events: list[tuple] = []
+
+    def start_server(settings, cluster, max_clients):
+        events.append(("start", dict(settings)))
+        run.target = "postgresql://dbarena@gamma:5432/dbarena"
+        return True
+
+    monkeypatch.setattr(run, "start_server", start_server)
+    monkeypatch.setattr(run, "stop_server", lambda: events.append(("stop",)))
+    monkeypatch.setattr(run, "server_alive", lambda: None)
+    monkeypatch.setattr(together, "Lease", lambda *args: contextlib.nullcontext())
+    monkeypatch.setattr(together, "check", lambda *args: None)
+    run.fleet = SimpleNamespace(ansible=SimpleNamespace(inventory="hosts.ini"))
+    point, taken = _figures({"steady": [1000.0, 1000.0], "noisy": [900.0, 900.0]})
+
+    def measured(spec, checkpoint=False):
+        events.append(("point", spec.variant, spec.threads))
+        return point(spec)
+
+    run.point = measured
+    assert run.run() == 0, said
+    assert events == [("start", {}), ("point", "steady", 2), ("point", "steady", 4), ("stop",),
+                      ("start", {"work_mem": "8MB"}), ("point", "noisy", 2), ("point", "noisy", 4), ("stop",)]
+    db = sqlite3.connect(tmp_path / "r.db")
+    assert [(v, json.loads(o)["settings"]) for v, o in db.execute("SELECT variant, options FROM runs ORDER BY id")] \
+        == [("steady", {}), ("noisy", {"work_mem": "8MB"})]
+    db.close()
+
+
+def test_cpus_placement_is_refused_in_one_line(tmp_path):
+    """[cpus] divides one machine's cores between a throwaway server and its load
+    generator; a together run's server and load generators are on other machines."""
+    import pytest
+
+    from dbarena.errors import UsageError
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    def host(name: str) -> Host:
+        return Host(name=name, label=name, price_per_hour=None, price_per_month=None, currency=None,
+                    workdir=f"/w/{name}")
+
+    study = tmp_path / "cpus.toml"
+    study.write_text(VARIANTS_STUDY + "[cpus]\nserver = [1]\n")
+    with pytest.raises(UsageError, match=r"^--together places no CPUs \(\[cpus\], variant steady_1core\)"):
+        together.check(arguments.study_from_args(["--study", str(study)]), [host("alpha")], host("gamma"))
