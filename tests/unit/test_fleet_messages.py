@@ -96,3 +96,16 @@ def test_a_part_read_back_has_its_declared_types():
 def test_a_status_without_a_state_is_refused():
     with pytest.raises(ValueError, match="a point's status: no state"):
         Status.from_json({"id": "x"})
+
+
+def test_a_preparation_request_reads_back_as_it_was_sent():
+    from dbarena.fleet.messages import PrepareRequest
+    from dbarena.model import PointSpec
+
+    spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=2, duration_s=5,
+                     params=(("scale", 10),))
+    sent = PrepareRequest(args=("--study", "/w/study.toml", "--quick"), label="l", target="postgresql://h/db",
+                          invocation="k", datasets=(spec,), tls={"ca": "PEM"})
+    assert PrepareRequest.from_json(json.loads(sent.to_json())) == sent
+    with pytest.raises(ValueError, match="a run's preparation: its args are not a list of texts"):
+        PrepareRequest.from_json({**json.loads(sent.to_json()), "args": "--quick"})

@@ -124,6 +124,11 @@ class PrepareRequest:
     datasets: tuple[PointSpec, ...]  # one spec per dataset to prepare
     tls: Mapping[str, str] | None = None  # {"ca": PEM}, where the server requires TLS
 
+    def to_json(self) -> str:
+        return json.dumps({"args": list(self.args), "label": self.label, "target": self.target,
+                           "invocation": self.invocation, "datasets": [spec_record(s) for s in self.datasets],
+                           "tls": dict(self.tls) if self.tls is not None else None})
+
     @classmethod
     def from_json(cls, record: JSON) -> "PrepareRequest":
         what = "a run's preparation"

@@ -73,7 +73,7 @@ from dbarena.errors import UsageError
 from dbarena.fleet import combine, loadgen, serverhost
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, ansible_command, build_wheel, packages
 from dbarena.fleet.inventory import Host
-from dbarena.fleet.messages import Part, PointRequest, Status, spec_record
+from dbarena.fleet.messages import Part, PointRequest, PrepareRequest, Status
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.lifecycle import state
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, StudyRecord
@@ -284,14 +284,13 @@ class Together:
         the points measured and stored; False if the first host could not prepare."""
         first = self.hosts[0]
         datasets = list({(s.workload, s.params): s for s in part}.values())
-        request: JSONObject = {
-            "args": ["--study", self.host_study.replace("{w}", first.workdir), *self.run_args],
-            "label": self.label, "target": self.target, "invocation": key,
-            "datasets": [spec_record(s) for s in datasets],
-            "tls": {"ca": self.tls_ca} if self.tls_ca is not None else None}
+        request = PrepareRequest(
+            args=("--study", self.host_study.replace("{w}", first.workdir), *self.run_args), label=self.label,
+            target=self.target, invocation=key, datasets=tuple(datasets),
+            tls={"ca": self.tls_ca} if self.tls_ca is not None else None)
         self.say(f"preparing on {first.name}: the run's provenance and its datasets")
         answer = self.step([first], ["host-prepare", "--workdir", "{w}", "--request", "{w}/request.json"],
-                           request={first.name: json.dumps(request)}, secrets=True,
+                           request={first.name: request.to_json()}, secrets=True,
                            timeout_s=PREPARE_TIMEOUT_S)[first.name]
         if answer.data is None or "error" in answer.data:
             self.say(f"{first.name}: preparing failed: {answer.problem or (answer.data or {}).get('error')}")
