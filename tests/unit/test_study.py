@@ -572,3 +572,19 @@ def test_a_study_for_several_load_generators():
                          ("togethr = true", "fleet.togethr: unknown key")):
         with pytest.raises(StudyError, match=message):
             study.parse(text.replace("together = true", bad), "tg.toml")
+
+
+def test_a_variants_settings_are_left_out_and_said_where_target_points_at_a_server_it_does_not_start():
+    """seed-b's variants differ by a cluster option (data checksums), which only a server
+    the study initialises can take: against --target they are measured with the target's
+    own, so they are not recorded as if applied, and study check says so."""
+    from dbarena.study import arguments
+
+    found = arguments.study_from_args(["--study", "seed-b", "--target", "postgresql://dbarena@db.example:5432/x"])
+    assert [v.name for v in found.variants] == ["checksums-off", "checksums-on"]
+    assert all(v.cluster == () and v.settings == () for v in found.variants)
+    assert "variant checksums-on postgres cluster options: data_checksums=on -> none: a --target is measured " \
+           "with its own (--target)" in found.changes
+    throwaway = arguments.study_from_args(["--study", "seed-b"])
+    assert [v.cluster_for("postgres") for v in throwaway.variants] == [{"data_checksums": "off"},
+                                                                      {"data_checksums": "on"}]

@@ -116,6 +116,7 @@ def apply(study: Study, o: Overrides) -> Study:
     entries = [_interval_within(w, was.duration_s, note, shortened_by) for w, was in zip(entries, chosen)]
     new_engines = [_flagged_engine(e, o, note) for e in engine_entries]
     _check_engine_flags(o, new_engines, kept_engines)
+    variants = _variants_on_targets(variants, new_engines, note)
     repeats, precision, max_repeats, budget_s = _repetition(study, o, note)
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
@@ -253,6 +254,25 @@ def _flagged_engine(e: EngineEntry, o: Overrides, note: _Notes) -> EngineEntry:
     threads = o.server_threads if o.server_threads is not None else e.server_threads
     return replace(e, settings=tuple(sorted(settings.items())), target=target, flavour=flavour,
                    server_cores=cores, server_threads=threads, bindir=o.bindirs.get(e.name, e.bindir))
+
+
+def _variants_on_targets(variants: tuple[Variant, ...], engine_entries: list[EngineEntry], note: _Notes
+                         ) -> tuple[Variant, ...]:
+    """A variant's settings and cluster options are for the servers the study starts: an
+    engine that --target points at a server dbarena does not start is measured with its
+    own (as the engine's own settings are), so they are left out, and said, rather than
+    recorded in the variant's runs and keys as if they had been applied."""
+    targets = {e.name for e in engine_entries if e.target is not None}
+    out = []
+    for v in variants:
+        for kind, given in (("settings", v.settings), ("cluster options", v.cluster)):
+            for engine, pairs in given:
+                if engine in targets and pairs:
+                    note(f"variant {v.name} {engine} {kind}", ", ".join(f"{k}={x}" for k, x in pairs),
+                         "none: a --target is measured with its own", "--target")
+        out.append(replace(v, settings=tuple((e, p) for e, p in v.settings if e not in targets),
+                           cluster=tuple((e, p) for e, p in v.cluster if e not in targets)))
+    return tuple(out)
 
 
 def _check_engine_flags(o: Overrides, new_engines: list[EngineEntry], kept_engines: set[str]) -> None:
