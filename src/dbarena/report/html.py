@@ -84,6 +84,11 @@ def _table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
     return f"<h3>{html_text(spec.title)}</h3>{table}"
 
 
+def table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
+    """A table as the report draws it, for another page to show (`dbarena serve`)."""
+    return _table(spec, css, folded)
+
+
 # The table of a section shown open: its figures, level by level; the others are folded.
 KEY_TABLE = "Results"
 
