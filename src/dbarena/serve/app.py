@@ -85,7 +85,8 @@ class Reader:
 
     def __init__(self, location: Path | str, workers: int = WORKERS):
         self.location = location
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dbarena-serve")
+        self.workers = workers
+        self.pool: ThreadPoolExecutor | None = None  # made on first use, again after close()
         self.local = threading.local()
         self.plans = live.Plans()
 
@@ -120,10 +121,15 @@ class Reader:
             pass
 
     async def __call__(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="dbarena-serve")
         return await asyncio.get_running_loop().run_in_executor(self.pool, self._call, fn, args)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """The worker threads stopped (their connections go with them)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -195,7 +201,7 @@ class _Pages:
             report = assemble.build(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc))) from None
-        return pages.decide(report, stored, report.baseline, chosen)
+        return pages.decide(report, stored, baseline, chosen)
 
     async def run(self, request: Request) -> Response:
         return await self.page(f"Run {request.path_params['run_id']}", self._run, request.path_params["run_id"])

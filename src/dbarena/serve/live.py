@@ -67,6 +67,10 @@ class Plans:
         with self._lock:
             return self._plans.get(run_id)
 
+    def made(self, run_id: int) -> bool:
+        with self._lock:
+            return run_id in self._plans
+
 
 def _duration(seconds: float) -> str:
     if seconds < 90:
@@ -107,7 +111,7 @@ def snapshot(store: Store, plans: Plans, watched: list[int]) -> JSONObject:
     runs: JSONObject = {}
     for run_id, progress in sorted(found.items()):
         plan = plans.known(run_id)
-        if plan is None and progress.status == "running" and run_id not in watched:
+        if progress.status == "running" and not plans.made(run_id):
             stored = store.run(run_id)
             plan = plans.of(store, stored) if stored is not None else None
         runs[str(run_id)] = progress_json(progress, plan)
