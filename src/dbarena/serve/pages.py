@@ -36,6 +36,7 @@ def frame(title: str, body: str, store: str) -> str:
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html_text(title)} · dbarena</title>",
+        '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
         '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">',
         '<script src="/static/serve.js" defer></script></head><body>',
         '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> '
@@ -171,7 +172,9 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
                       f"{html_text(item)}</option>" for item in stored)
     boxes = "".join(f'<label><input type="checkbox" name="label" value="{html_text(item)}"'
                     f'{" checked" if item in chosen else ""}> {label(item)}</label> ' for item in stored)
-    out = ['<form class="choose" method="get" action="/decide">',
+    # autocomplete off: going back, the browser would restore the choice made since
+    # rather than show the one the address (and the report below) holds.
+    out = ['<form class="choose" method="get" action="/decide" autocomplete="off">',
            f'<label>Baseline <select name="baseline">{options}</select></label>',
            f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>',
            '<button type="submit">Show</button></form>']
