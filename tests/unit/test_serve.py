@@ -117,7 +117,7 @@ def test_a_poll_is_one_small_query(demo: Path) -> None:
     with Store(demo, readonly=True) as db:
         live.snapshot(db, plans, [1])  # (the plan of a run first seen is made once)
         said: list[str] = []
-        db.db.set_trace_callback(said.append)  # type: ignore[attr-defined]
+        db.db.set_trace_callback(said.append)
         polled = live.snapshot(db, plans, [1])
     assert len([s for s in said if s.lstrip().upper().startswith("SELECT")]) == 1, said
     assert polled["runs"]["1"]["points"] == 4 and polled["runs"]["1"]["left"] == 8
