@@ -28,7 +28,6 @@ from dbarena.model import RunInfo
 from dbarena.store.database import Store
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("starlette")
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

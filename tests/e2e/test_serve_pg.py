@@ -20,7 +20,6 @@ from dbarena.report.decision import html as decision_html
 from dbarena.store.database import Store
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("starlette")
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient  # (the extra dbarena[serve]: make test installs it)
 
-pytest.importorskip("starlette")
-from starlette.testclient import TestClient  # noqa: E402
-
-import storebuild  # noqa: E402
-from conftest import invoke  # noqa: E402
-from dbarena.model import RunInfo  # noqa: E402
-from dbarena.report import assemble  # noqa: E402
-from dbarena.report.decision import html as decision_html  # noqa: E402
-from dbarena.serve import app as serve_app, live  # noqa: E402
-from dbarena.store.database import Store  # noqa: E402
+import storebuild
+from conftest import invoke
+from dbarena.model import RunInfo
+from dbarena.report import assemble
+from dbarena.report.decision import html as decision_html
+from dbarena.serve import app as serve_app, live
+from dbarena.store.database import Store
 
 DEMO = Path(__file__).parent.parent / "fixtures" / "stores" / "demo-seed-a-quick.db"
 EVIL = "<script>alert(1)</script>"
