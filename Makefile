@@ -12,15 +12,17 @@ deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[fleet,history,test]'
+	$(VENV)/bin/pip install --quiet -e '.[fleet,history,serve,test]'
 	touch $(STAMP)
 
 # Study A's whole protocol (pgbench, sysbench and mysqlslap on throwaway PostgreSQL and
 # MariaDB) with --quick: the same levels and workloads, 5 s per point, tiny datasets;
-# results go to ./dbarena.db, and the report of them to ./dbarena-report.html.
+# results go to ./dbarena.db, and the report of them to ./dbarena-report.html; then it says
+# how to browse them (dbarena serve).
 demo: deps $(STAMP)
 	$(VENV)/bin/dbarena run --study seed-a --quick
 	$(VENV)/bin/dbarena report -o dbarena-report.html
+	@echo "Browse them: $(VENV)/bin/dbarena serve, then open http://127.0.0.1:8642/ (docs/serve.md)"
 
 # Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite in two parts.
 # First every test but the fleet's on two CPUs (pytest-xdist), a test module to a worker

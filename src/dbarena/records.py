@@ -25,7 +25,7 @@ JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS",
-           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison"]
+           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -176,6 +176,19 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label"})
+
+
+@dataclass(frozen=True, slots=True)
+class RunProgress:
+    """How far a run is, as the store says it in one small query (Store.run_progress):
+    its status, its measured points (ok and failed) and the newest one's id (None
+    before the first)."""
+
+    run_id: int
+    status: str
+    points: int
+    failed: int
+    last_point_id: int | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ SRC = Path(dbarena.__file__).parent
 LAYERS: list[tuple[str, set[str]]] = [
     ("python -m dbarena", {"__main__"}),
     ("front ends", {"cli"}),
+    ("the web front end", {"serve"}),
     ("many hosts", {"fleet"}),
     ("the run", {"run"}),
     ("studies in, results out", {"study", "report", "importers"}),

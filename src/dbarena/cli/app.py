@@ -94,6 +94,7 @@ COMMAND_MODULES = {
     "fleet": "fleet",
     "history": "history", "gate": "history",
     "probe": "probe",
+    "serve": "serve",
 }
 
 

@@ -84,6 +84,11 @@ def _table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
     return f"<h3>{html_text(spec.title)}</h3>{table}"
 
 
+def table(spec: TableSpec, css: str = "", folded: bool = False) -> str:
+    """A table as the report draws it, for another page to show (`dbarena serve`)."""
+    return _table(spec, css, folded)
+
+
 # The table of a section shown open: its figures, level by level; the others are folded.
 KEY_TABLE = "Results"
 
@@ -127,14 +132,29 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     """charts: (engine, workload) -> chart name -> SVG text (from report.charts);
     pngs, when given (--png), the same charts as PNG, offered for saving too; history:
     the History section (report/history.py), placed before the provenance."""
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     labels = ", ".join(html_text(l) for l in report.labels)
-    bar, rules = toggles(report.labels)
+    _, rules = toggles(report.labels)
     parts = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>dbarena report: {labels}</title><style>{STYLE}{rules}</style></head><body>",
+        body(report, charts, pngs, history),
+        f"<script>{SAVE}</script></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
+         pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "") -> str:
+    """The report's content, from its header to its provenance, without the document
+    around it: what render() wraps into a file and `dbarena serve` into its Decide page
+    (one renderer, two front ends). Without charts (serve draws none yet) neither the
+    bar that hides labels in them nor their empty grids."""
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    labels = ", ".join(html_text(l) for l in report.labels)
+    bar, _ = toggles(report.labels) if charts else ("", "")
+    parts = [
         f"<header><h1>dbarena report</h1><p class=\"meta\">Labels: {labels}. Baseline: "
         f"{html_text(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {html_text(__version__)}.</p></header>",
@@ -150,8 +170,11 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
     for s in report.sections:
         parts.append(f'<section id="{html_text(s.engine)}-{html_text(s.workload)}"><h2>{html_text(s.engine)} '
-                     f'{html_text(s.workload)}</h2><div class="charts">')
-        for name, svg in charts.get((s.engine, s.workload), {}).items():
+                     f'{html_text(s.workload)}</h2>')
+        drawn = charts.get((s.engine, s.workload), {})
+        if drawn:
+            parts.append('<div class="charts">')
+        for name, svg in drawn.items():
             # SVG from matplotlib: its text nodes are XML-escaped by matplotlib itself.
             # The link saves the chart as an .svg file for an article (SAVE fills in its
             # address when it is clicked).
@@ -162,10 +185,10 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
                 link += (f' <a class="save" download="{html_text(file[:-4])}.png" href="data:image/png;base64,'
                          f'{base64.b64encode(png).decode()}">save as PNG</a>')
             parts.append(f'<figure class="chart chart-{name}">{svg}<figcaption>{link}</figcaption></figure>')
-        parts.append("</div>")
+        if drawn:
+            parts.append("</div>")
         parts.extend(_table(t, folded=t.title != KEY_TABLE) for t in section_tables(s, report))
         parts.append("</section>")
     parts.append(history)
     parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
-    parts.append(f"<script>{SAVE}</script></body></html>")
     return "\n".join(parts)

@@ -426,6 +426,13 @@ def provenance(report: Report) -> TableSpec:
     return TableSpec("Provenance", ["", *labels], rows, explain=reading.PROVENANCE)
 
 
+def run_provenance(run: StoredRun) -> TableSpec:
+    """What one run measured on, as the report's provenance gives it for a label:
+    its machine, then its engine's server, target, settings, tools and price."""
+    return TableSpec(f"Provenance of run {run.id}", ["", run.label],
+                     _machine_rows([run]) + _engine_rows(run.engine, [run]), explain=reading.PROVENANCE)
+
+
 def what_differs(report: Report) -> tuple[TableSpec, TableSpec] | None:
     """The provenance split for a reader comparing labels: the facts and settings whose
     values differ between them (with the price each was given), and the rest, which

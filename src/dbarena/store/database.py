@@ -31,7 +31,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import StoredPoint, StoredRun, SystemSums
+from dbarena.records import RunProgress, StoredPoint, StoredRun, SystemSums
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -728,6 +728,34 @@ class Store:
         fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
                               "that study's name and text are left out")
         return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
+
+    def run_progress(self, run_ids: Iterable[int] = (), running: bool = False) -> dict[int, RunProgress]:
+        """Each run's status and measured points (warm-ups left out), in one query: of
+        `run_ids` and, with `running`, of every run still running; of every run when
+        neither is given. What a page that follows a run asks once a second (`dbarena
+        serve`): an index scan of each run's points, no point read. A row whose figures
+        do not read (a status that is not text) is left out."""
+        ids = sorted(set(run_ids))[:1000]  # (a page follows a few; SQLite allows 32766 parameters)
+        where = [*([f"r.id IN ({', '.join('?' * len(ids))})"] if ids else []),
+                 *(["r.status = 'running'"] if running else [])]
+        rows = self.db.execute(
+            "SELECT r.id, r.status, count(p.id), sum(CASE WHEN p.status = 'failed' THEN 1 ELSE 0 END), max(p.id)"
+            " FROM runs r LEFT JOIN points p ON p.run_id = r.id AND p.phase = 'measured'"
+            + (" WHERE " + " OR ".join(where) if where else "") + " GROUP BY r.id, r.status", ids).fetchall()
+        return {int(run_id): RunProgress(run_id=int(run_id), status=status, points=int(points),
+                                         failed=int(failed or 0), last_point_id=None if last is None else int(last))
+                for run_id, status, points, failed, last in rows
+                if isinstance(run_id, int) and isinstance(status, str)}
+
+    def point_command(self, point_id: int) -> list[str] | None:
+        """The command line a point's tool ran, as stored (no secrets: the store keeps
+        none); None for a point that is not there or whose command does not read."""
+        rows = self.db.execute("SELECT id, command FROM points WHERE id = ?", (point_id,)).fetchall()
+        fit = self.edge.check("points", ("id", "command"), rows, lambda row: str(row[0]),
+                              "its command is not shown", columns=("command",))
+        if not fit or not isinstance(fit[0][1], list):
+            return None
+        return [str(arg) for arg in fit[0][1]]
 
     def raw_output(self, point_id: int) -> tuple[str, str]:
         """The tool's stdout and stderr of a point, verbatim. Output that cannot be read

@@ -1,0 +1,217 @@
+"""`dbarena serve` as people use it: the real command started as a process on a free
+loopback port, driven by a real headless Chromium (Debian's, through Playwright, as
+tests/e2e/test_report_browser.py launches it). Home, a link to Decide, another baseline,
+the back button, a copied address reloaded, a point opened; a running run's points
+appearing on Home within 2 s of another process storing one; no console error, no
+request elsewhere. And the token: served on 127.0.0.2, a request from there without it
+is refused."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import storebuild
+from conftest import cli_env
+from dbarena.model import RunInfo
+from dbarena.store.database import Store
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+TESTS = Path(__file__).parent.parent
+# What another process runs to store one more point of the running run (the library's
+# own write, as `dbarena run` stores a point).
+WRITE_POINT = """
+import sys
+import storebuild
+from dbarena.store.database import Store
+with Store(sys.argv[1]) as db:
+    db.add_point(int(sys.argv[2]), storebuild._point(500.0, 1, int(sys.argv[3]), day=9))
+"""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """Labels a and b, finished (a decision), and a run of label `live` still running
+    with two points."""
+    path = storebuild.build(tmp_path_factory.mktemp("serve") / "served.db")
+    with Store(path) as db:
+        run_id = db.begin_run(RunInfo(label="live", host="box", engine="postgres", target="postgresql://x@h/d",
+                                      started_at=storebuild.T0 + timedelta(days=9), server_version="17.2",
+                                      tool_versions={}, options={}, host_facts=storebuild.HOST))
+        for repeat in range(2):
+            db.add_point(run_id, storebuild._point(500.0, 1, repeat, day=9))
+    return path, run_id
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = cli_env(tmp, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def _start(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], list[str]]:
+    """`dbarena serve ARGV` running, and the lines it printed at start (two)."""
+    server = subprocess.Popen([sys.executable, "-m", "dbarena", "serve", *argv], env=env, text=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert server.stderr is not None
+    said = [server.stderr.readline(), server.stderr.readline()]
+    assert all(line.startswith("dbarena serve: ") for line in said), said + [server.stderr.read()]
+    return server, said
+
+
+def _wait_listening(host: str, port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {host}:{port}")
+
+
+def _stop(server: subprocess.Popen[str]) -> str:
+    server.terminate()
+    _, err = server.communicate(timeout=30)
+    return err
+
+
+@pytest.fixture(scope="module")
+def served(store: tuple[Path, int], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path, _ = store
+    port = free_port()
+    server, said = _start(["--store", str(path), "--port", str(port)], _env(tmp_path_factory.mktemp("tmp")))
+    assert said[0] == f"dbarena serve: http://127.0.0.1:{port}/\n"
+    _wait_listening("127.0.0.1", port)
+    yield f"http://127.0.0.1:{port}"
+    err = _stop(server)
+    assert "Traceback" not in err, err
+
+
+def _decision(page: object) -> str:
+    return page.inner_text("#decision")  # type: ignore[attr-defined, no-any-return]
+
+
+def test_home_decide_back_reload_and_a_point_in_chromium(served: str, store: tuple[Path, int],
+                                                         tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    path, run_id = store
+    console, requests, page_errors = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: page_errors.append(str(e)))
+        page.goto(served + "/")
+        assert page.title() == "Home · dbarena"
+        runs = page.eval_on_selector_all("#runs tr[data-run]", "rows => rows.map(r => r.dataset.run)")
+        assert runs == [str(run_id), "3", "2", "1"]  # newest first
+        assert page.inner_text(f'#running tr[data-run="{run_id}"] .points') == "2 so far"
+
+        # Home -> Decide (every label against the first), then another baseline: the
+        # select shows it at once (serve.js), the address holds it.
+        page.click("nav.top >> text=Decide")
+        page.wait_for_url(served + "/decide")
+        first = _decision(page)
+        assert "each label against the baseline" in first.lower()
+        with page.expect_navigation():
+            page.select_option("form.choose select[name=baseline]", "b")
+        assert page.url == served + "/decide?baseline=b"
+        second = _decision(page)
+        assert second != first and page.eval_on_selector("select[name=baseline]", "s => s.value") == "b"
+        copied = page.url
+        page.screenshot(path=str(tmp_path / "decide.png"), full_page=True)
+
+        # Back: the view before, as it was.
+        page.go_back()
+        page.wait_for_url(served + "/decide")
+        assert _decision(page) == first and page.eval_on_selector("select[name=baseline]", "s => s.value") == "a"
+
+        # The copied address, in a new page: the same view.
+        other = browser.new_page()
+        other.on("pageerror", lambda e: page_errors.append(str(e)))
+        other.goto(copied)
+        assert _decision(other) == second
+        other.close()
+
+        # A run, then one of its points: its series drawn, its raw output shown.
+        page.goto(served + "/run/1")
+        page.click("table.points a >> nth=0")
+        page.wait_for_url(re.compile(r".*/point/\d+$"))
+        drawn = page.eval_on_selector("figure.series polyline", "e => e.getBoundingClientRect().width")
+        assert drawn > 300 and "tps = 1" in page.inner_text("pre.raw >> nth=0")
+
+        # Live: another process stores a point of the running run; Home shows it within 2 s.
+        page.goto(served + "/")
+        time.sleep(1.5)  # (a poll or two first: the page is following the run)
+        written = subprocess.run([sys.executable, "-c", WRITE_POINT, str(path), str(run_id), "2"],
+                                 env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+        assert written.returncode == 0, written.stderr
+        stored = time.monotonic()
+        page.wait_for_function(
+            f"() => document.querySelector('#running tr[data-run=\"{run_id}\"] .points').textContent === '3 so far'",
+            timeout=2000)
+        shown = time.monotonic() - stored
+        browser.close()
+    assert shown <= 2.0
+    assert page_errors == [] and [m for m in console if m[0] == "error"] == [], console
+    assert all(url.startswith(served + "/") for url in requests), requests  # nothing from elsewhere
+    assert (tmp_path / "decide.png").stat().st_size > 20_000
+
+
+def test_served_beyond_127_0_0_1_a_request_without_the_token_is_refused(store: tuple[Path, int],
+                                                                         tmp_path: Path) -> None:
+    path, _ = store
+    host = "127.0.0.2"
+    port = free_port(host)
+    server, said = _start(["--store", str(path), "--host", host, "--port", str(port)], _env(tmp_path))
+    try:
+        _wait_listening(host, port)
+        (token,) = re.findall(rf"http://{re.escape(host)}:{port}/\?token=(\S+) ", said[0])
+
+        def get(headers: dict[str, str]) -> tuple[int, str]:
+            # From another address of the loopback range, as a second machine would.
+            connection = http.client.HTTPConnection(host, port, timeout=30, source_address=(host, 0))
+            connection.request("GET", "/", headers=headers)
+            answer = connection.getresponse()
+            body = answer.read().decode()
+            connection.close()
+            return answer.status, body
+
+        refused, body = get({})
+        assert refused == 401 and "token" in body and "<html" not in body
+        assert get({"Authorization": "Bearer not-the-token-at-all-0000"})[0] == 401
+        allowed, body = get({"Authorization": f"Bearer {token}"})
+        assert allowed == 200 and "Runs, newest first" in body
+    finally:
+        err = _stop(server)
+    assert "Traceback" not in err, err
+    # A token given in the environment is not printed.
+    port = free_port(host)
+    server, said = _start(["--store", str(path), "--host", host, "--port", str(port)],
+                          _env(tmp_path, DBARENA_SERVE_TOKEN="given-token-0123456789"))
+    _stop(server)
+    assert "given-token" not in "".join(said) and said[0] == f"dbarena serve: http://{host}:{port}/ (every request " \
+                                                             "needs the token)\n"
