@@ -83,6 +83,7 @@ def test_home_lists_studies_labels_hosts_and_runs_newest_first(demo: Path) -> No
 def _running(demo: Path, keep: int) -> None:
     """Run 1 of the demo store (its study plans 12 points on this 2-thread host) made
     a run still running with only its first `keep` points stored."""
+    Store(demo).close()  # the copy at today's schema, as a writer leaves it (the checked-in store is older)
     with sqlite3.connect(demo) as db:
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = 1")
