@@ -218,6 +218,9 @@ class Engine(Protocol):
     protocol: str  # the wire protocol: "postgresql" or "mysql"
     setting_option: str  # the command-line option that sets a server setting
     setting_help: str  # its --help line: what a setting of this family is called
+    # Whether its server verifies a client certificate that the tools present (the MySQL
+    # family's, for sysbench over TLS): a --together server then trusts each host's own.
+    client_certificates: bool
     # Settings that run a command or load code, and what each does (a study file needs
     # the user's consent for them: study/consent.py).
     code_settings: Mapping[str, str]

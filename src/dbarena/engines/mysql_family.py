@@ -135,6 +135,7 @@ class MySQLFamily:
     protocol = "mysql"
     setting_option = "--mysql-setting"
     setting_help = "MySQL/MariaDB server variable for the throwaway instance (repeatable)."
+    client_certificates = True
     code_settings = CODE_SETTINGS
     stop_signal: int = STOP_SIGNAL
     password_env = "MYSQL_PWD"  # what the MySQL family's client tools read a password from

@@ -374,6 +374,7 @@ class PostgresEngine:
     protocol = "postgresql"
     setting_option = "--pg-setting"
     setting_help = "PostgreSQL setting for the throwaway instance (repeatable)."
+    client_certificates = False
     code_settings = CODE_SETTINGS
     stop_signal: int = STOP_SIGNAL
     password_env = "PGPASSWORD"  # what libpq's tools read a password from

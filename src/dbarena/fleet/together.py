@@ -476,8 +476,8 @@ class Together:
         """What the server's request says of TLS ({"client_certs": [...]}), or None and
         why not. A MySQL-family server verifies the client certificate that sysbench
         presents: each load generator makes its own first (host-tls) and the server
-        trusts those. PostgreSQL asks none."""
-        if self.study.engines[0].name == "postgres":
+        trusts those (Engine.client_certificates). PostgreSQL asks none."""
+        if not engines.first(self.study.engines[0].name).client_certificates:
             return {"client_certs": []}, None
         answers = self.step(self.hosts, ["host-tls", "--workdir", "{w}"])
         certs: list[JSON] = []
