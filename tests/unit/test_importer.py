@@ -232,3 +232,36 @@ def test_a_sysbench_script_named_on_its_command_line_is_the_registrys_workload()
             assert _workload(["sysbench", script, "run"]) == w.name
             assert _workload(["sysbench", f"/usr/share/sysbench/{script}.lua", "run"]) == w.name
     assert _workload(["sysbench", "oltp", "run"]) is None  # 0.4/0.5's oltp says nothing about the mix
+
+
+def test_import_replace_of_an_edited_file_leaves_one_run_with_its_new_figures(tmp_path):
+    """Issue 41: the same source imported again after an edit (its content, and so its
+    digest, changed) with --replace replaces what its earlier import brought; without
+    --replace it is a second import, as before."""
+    import shutil
+    import sqlite3
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
+    source = tmp_path / "run.txt"
+    shutil.copy(fixture, source)
+    store = tmp_path / "s.db"
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "dbarena", "import", str(source), "--store", str(store), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    assert run("--label", "x").returncode == 0
+    text = source.read_text()
+    first_tps = text[text.index("tps = ") + 6:].split()[0]
+    source.write_text(text.replace(f"tps = {first_tps}", "tps = 1234.567890", 1))  # a figure corrected by hand
+    replaced = run("--label", "x", "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert "the 3 point(s) of its earlier import removed" in replaced.stdout, replaced.stdout
+    db = sqlite3.connect(store)
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 3
+    assert 1234.56789 in [t for (t,) in db.execute("SELECT tps FROM points")]
+    assert db.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == 1

@@ -324,18 +324,22 @@ class Store:
         `batch.already`: a file with this content was imported before; then nothing may
         be written, unless `replace` (a digest of the new import's options): then what it
         brought is deleted first, in the same transaction, and the new runs get ids of
-        their own. (SQLite: the store is locked for other writers until the end.)"""
+        their own; so is what earlier imports of the same source (`file`, as given)
+        brought, whatever its content then (the file edited since), so that a source
+        is in the store once. (SQLite: the store is locked for other writers until the end.)"""
         batch = ImportBatch(self, sha256, replace)
         try:
             with self._writing():
                 before = self.db.execute("SELECT run_ids, points FROM imports WHERE sha256 = ?", (sha256,)).fetchone()
-                if before is not None:
-                    if replace is None:
-                        batch.already = True
-                    else:
-                        self._delete_runs(json.loads(before[0]))
-                        self.db.execute("DELETE FROM imports WHERE sha256 = ?", (sha256,))
-                        batch.replaced = before[1]
+                if before is not None and replace is None:
+                    batch.already = True
+                elif replace is not None:
+                    earlier = self.db.execute("SELECT sha256, run_ids, points FROM imports WHERE sha256 = ? OR file = ?",
+                                              (sha256, file)).fetchall()
+                    for digest, run_ids, points in earlier:
+                        self._delete_runs(json.loads(run_ids))
+                        self.db.execute("DELETE FROM imports WHERE sha256 = ?", (digest,))
+                        batch.replaced += points
                 yield batch
                 if batch.already or not batch.points:
                     raise _NothingImported
