@@ -80,6 +80,21 @@ def private_state_dir(tmp_path_factory):
         os.environ["DBARENA_STATE_DIR"] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fleet_deps_dir(tmp_path_factory):
+    """The fleet hosts' shared dependencies (tests/sshd.py, DEPS_ENV), one directory for
+    the session: the first fleet test installs them, the others reuse them. One set
+    in the environment already is kept (a directory kept across sessions)."""
+    from sshd import DEPS_ENV
+
+    if os.environ.get(DEPS_ENV):
+        yield
+        return
+    os.environ[DEPS_ENV] = str(tmp_path_factory.getbasetemp() / "fleet-deps")
+    yield
+    os.environ.pop(DEPS_ENV, None)
+
+
 @pytest.fixture
 def public_tmp():
     """A TMPDIR that the unprivileged 'postgres' user can enter (pytest's own
@@ -204,8 +219,9 @@ def with_raw(store: Path, rows) -> list[dict]:
 
 def rows_of(store: Path, sql: str) -> list[tuple]:
     """The rows of a query on an SQLite store that a killed run may have left half made:
-    none where the store or the table does not exist yet (killed while the schema was
-    being made)."""
+    none where the store or the table does not exist yet, or the column not (killed, or
+    read, while the schema was being made: each migration is a transaction of its own,
+    and a reader between two sees a table without the later one's columns)."""
     if not store.exists():
         return []
     import sqlite3
@@ -214,6 +230,6 @@ def rows_of(store: Path, sql: str) -> list[tuple]:
         try:
             return db.execute(sql).fetchall()
         except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
+            if "no such table" in str(exc) or "no such column" in str(exc):
                 return []
             raise

@@ -51,6 +51,12 @@ SSHD = "/usr/sbin/sshd"  # sshd re-executes itself, which needs an absolute path
 SSH_KEYGEN = "ssh-keygen"
 PRIVSEP_DIR = Path("/run/sshd")
 NAMES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+# Where inventory() puts the hosts' shared dependencies (dbarena_deps_dir) unless a test
+# gives its own: the directory this variable names, one for the whole test session
+# (conftest.py): every "host" is this machine, so one install of numpy, scipy and the
+# rest serves every fleet test, as one serves every working directory of a real host
+# (fleet/playbooks/venv_install.py). Unset: dbarena's default, under the workdir base.
+DEPS_ENV = "DBARENA_TEST_FLEET_DEPS"
 
 
 def missing() -> str | None:
@@ -323,6 +329,8 @@ def inventory(hosts: Sequence[Host], key: Path, path: Path,
       hosts sharing this one machine do not share Ansible's files and a test can clean up
       (or inspect) everything Ansible left on a "host".
     extra_vars: host name -> more host vars.
+    Each host's dbarena_deps_dir is $DBARENA_TEST_FLEET_DEPS when set (DEPS_ENV), unless
+    extra_vars gives one.
     """
     workdirs = workdirs or {}
     extra_vars = extra_vars or {}
@@ -343,6 +351,8 @@ def inventory(hosts: Sequence[Host], key: Path, path: Path,
             hostvars["workdir"] = workdir
             hostvars["ansible_remote_tmp"] = workdir / "ansible-tmp"
             hostvars["ansible_async_dir"] = workdir / "ansible-async"
+        if os.environ.get(DEPS_ENV):
+            hostvars["dbarena_deps_dir"] = os.environ[DEPS_ENV]
         hostvars.update(extra_vars.get(host.name, {}))
         lines.append(" ".join([host.name, *(f"{k}={_ini_value(v)}" for k, v in hostvars.items())]))
     path.write_text("\n".join(lines) + "\n")

@@ -9,6 +9,7 @@ slowed by a CPU cgroup is flagged by its probe. Nothing is left running afterwar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -16,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -296,12 +298,17 @@ def test_a_working_directory_another_user_planted_is_refused_and_nothing_in_it_r
 
 
 def test_a_host_slowed_by_a_cgroup_is_flagged_by_its_probe(fleet):
-    """beta's sshd, and all it starts, on a tenth of one CPU (a CPU cgroup): its probe
-    before the study lies far below alpha's, the other host of its kind (both are this
-    machine), so `fleet run` flags beta, alpha not, and the flag reaches beta's runs and
-    the report. --serial: the two probes do not share the CPUs. A tenth, not a quarter:
-    under this suite's own load a free probe here fell to a quarter of an idle one
-    (2,196 against 8,854 events/s), as close to a quarter-CPU host as 2.2x."""
+    """beta's `dbarena run`, and all it starts, on a tenth of one CPU (a CPU cgroup) from
+    its start until its probe has ended: its probe before the study lies far below
+    alpha's, the other host of its kind (both are this machine), so `fleet run` flags
+    beta, alpha not, and the flag reaches beta's runs and the report. --serial: the two
+    probes do not share the CPUs. A tenth, not a quarter: under this suite's own load a
+    free probe here fell to a quarter of an idle one (2,196 against 8,854 events/s), as
+    close to a quarter-CPU host as 2.2x. Only the run, and only until its probe ends:
+    the whole of beta (its sshd, Ansible's tasks, initdb, the point, the fetch) at a
+    tenth of a CPU made this test take 160 s instead of 50, and the probe is what it is
+    about. The run is caught when it starts: it imports for a second or more before
+    it probes."""
     if cgroup.missing():
         pytest.fail(cgroup.missing())
     if not (fleet["workdirs"]["beta"] / "venv" / ".wheel").is_file():
@@ -310,9 +317,32 @@ def test_a_host_slowed_by_a_cgroup_is_flagged_by_its_probe(fleet):
                          str(fleet["tmp"] / "warm.db"), "--", "--no-probe")
         assert warm.returncode == 0, warm.stdout + warm.stderr
     probed, store = study(fleet, "probed", [1], 2), fleet["tmp"] / "probed.db"
-    with cgroup.throttled(fleet["hosts"]["beta"].pid, 0.1):
-        done = fleet_cmd(fleet, "run", "--study", str(probed), "--poll", "2", "--serial", "--store", str(store),
-                         "--", "--probe", "6")
+    progress = fleet["workdirs"]["beta"] / "progress.json"
+    progress.unlink(missing_ok=True)  # (the last run's: its stages are not this one's)
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(fleet["inventory"]),
+                             "--study", str(probed), "--poll", "2", "--serial", "--store", str(store),
+                             "--", "--probe", "6"], env=fleet["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        def beta_run() -> int | None:
+            found = [line for line in processes_mentioning(str(progress)) if " -m dbarena run " in line]
+            return int(found[0].split(":", 1)[0]) if found else None
+
+        deadline = time.monotonic() + 400
+        while beta_run() is None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run_pid = beta_run()
+        assert run_pid is not None, proc.communicate(timeout=60)
+        with cgroup.throttled(run_pid, 0.1):
+            def probed_already() -> bool:
+                with contextlib.suppress(OSError, ValueError):
+                    return str(json.loads(progress.read_text()).get("stage", "")).startswith("host probe: ")
+                return False
+            assert _within(300, lambda: probed_already() or proc.poll() is not None)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        proc.kill()
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert done.returncode == 0, done.stdout + done.stderr
     flags = [line for line in done.stdout.splitlines() if line.startswith("host ") and ": probe" in line]
     assert len(flags) == 1 and flags[0].startswith("host beta: probe CPU (best second) "), done.stdout

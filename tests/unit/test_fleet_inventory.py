@@ -53,6 +53,15 @@ def test_the_workdir_defaults_per_inventory_host_so_hosts_on_one_machine_never_s
                         "10.0.0.9:2200": "~/.dbarena-fleet/10.0.0.9_2200"}
     assert inventory.default_workdir("../etc") == "~/.dbarena-fleet/_etc"
     assert inventory.default_workdir("x", "/var/tmp/dbarena-fleet") == "/var/tmp/dbarena-fleet/x"
+    # The dependencies the working directories share: beside them under the base (an
+    # explicit dbarena_workdir too), where no working directory can be (no name starts
+    # with a dot: default_workdir), unless dbarena_deps_dir says where.
+    deps = {h.name: h.deps for h in inventory.read(listing, None)}
+    assert deps == {"db-a": "~/.dbarena-fleet/.deps", "db-b": "~/.dbarena-fleet/.deps", "db-c": "/srv/bench/.deps",
+                    "db-d": "/srv/bench/.deps", "10.0.0.9:2200": "~/.dbarena-fleet/.deps"}
+    assert inventory.default_workdir(".deps") == "~/.dbarena-fleet/deps"
+    listing["_meta"]["hostvars"]["db-a"]["dbarena_deps_dir"] = "/srv/shared-deps"
+    assert inventory.read(listing, "db-a")[0].deps == "/srv/shared-deps"
 
 
 def test_limit_takes_names_groups_and_patterns():
@@ -80,6 +89,7 @@ def test_an_unknown_limit_is_refused(limit, message):
     ({"dbarena_workdir": "~other/bench"}, "must be an absolute path or one under ~/"),
     ({"dbarena_workdir": "/srv/../etc"}, "may not hold '..'"),
     ({"dbarena_workdir_base": "bench"}, "dbarena_workdir_base='bench' must be an absolute path"),
+    ({"dbarena_deps_dir": "deps"}, "dbarena_deps_dir='deps' must be an absolute path"),
 ])
 def test_bad_host_vars_are_one_line_errors(hostvars, message):
     listing = {"_meta": {"hostvars": {"h": hostvars}}, "all": {"hosts": ["h"]}}
@@ -174,7 +184,35 @@ def test_the_wheel_for_the_hosts_is_reproducible(tmp_path):
     reinstalled by the next fleet run."""
     import hashlib
 
-    first = controller.build_wheel(tmp_path / "a")
-    second = controller.build_wheel(tmp_path / "b")
+    root = controller.project_root()
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        controller._build(root, tmp_path / name)
+    [first], [second] = (list((tmp_path / name).glob("dbarena-*.whl")) for name in ("a", "b"))
     assert first.name == second.name
     assert hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()
+
+
+def test_the_wheel_is_built_once_per_source_tree(tmp_path, monkeypatch):
+    """A fleet run of an unchanged tree takes the wheel built before (by the hash of its
+    sources); any change of a source file is another wheel."""
+    first = controller.build_wheel(tmp_path / "a")
+
+    def build(root, dest):
+        raise AssertionError("built again")
+    monkeypatch.setattr(controller, "_build", build)
+    again = controller.build_wheel(tmp_path / "b")
+    assert again.parent == tmp_path / "b" and again.read_bytes() == first.read_bytes()
+
+    tree = tmp_path / "tree"
+    (tree / "src" / "dbarena").mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        (tree / name).write_text(name)
+    module = tree / "src" / "dbarena" / "m.py"
+    module.write_text("x = 1\n")
+    digest = controller.source_digest(tree)
+    (tree / "src" / "dbarena" / "__pycache__").mkdir()
+    (tree / "src" / "dbarena" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"compiled")
+    assert controller.source_digest(tree) == digest  # what is not built into the wheel does not count
+    module.write_text("x = 2\n")
+    assert controller.source_digest(tree) != digest

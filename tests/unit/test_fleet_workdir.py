@@ -24,13 +24,14 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to 
 
 
 def check(path: str | Path, mode: str = "create", home: Path | None = None,
-          as_user: int | None = None, script: Path = SCRIPT) -> subprocess.CompletedProcess:
+          as_user: int | None = None, script: Path = SCRIPT, deps: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if home is not None:
         env["HOME"] = str(home)
     # Another user cannot reach this checkout's Python: the system's, as on a host.
     python = sys.executable if as_user is None else "/usr/bin/python3"
-    return subprocess.run([python, str(script), str(path), mode], capture_output=True, text=True,
+    return subprocess.run([python, str(script), str(path), mode, *([str(deps)] if deps else [])],
+                          capture_output=True, text=True,
                           env=env, timeout=30, user=as_user, cwd="/")
 
 
@@ -176,3 +177,52 @@ def _as_another_user(base: Path) -> None:
     roots.mkdir(mode=0o755)
     line = refused(check(roots, as_user=NOBODY, script=script))
     assert f"{roots} is owned by root, not by nobody who runs there" in line
+
+
+def _imports_from(workdir: Path, *paths: Path) -> None:
+    """A venv in workdir whose site-packages imports from paths (as venv_install.py makes it)."""
+    site = workdir / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "dbarena-deps.pth").write_text("".join(f"{p}\n" for p in paths))
+
+
+def test_the_shared_dependencies_are_made_private_beside_the_working_directory(base):
+    """start.yml's check: the working directory, then the shared dependencies' directory
+    (made 0700 as it is), each path a line."""
+    done = check(base / "fleet" / "alpha", deps=base / "fleet" / ".deps")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(base / "fleet" / "alpha"), str(base / "fleet" / ".deps")]
+    assert stat.S_IMODE((base / "fleet" / ".deps").stat().st_mode) == 0o700
+    os.chown(base / "fleet" / ".deps", NOBODY, NOBODY)
+    assert f"{base / 'fleet' / '.deps'} is owned by nobody" in refused(check(base / "fleet" / "alpha",
+                                                                               deps=base / "fleet" / ".deps"))
+
+
+def test_what_the_venv_imports_from_outside_the_working_directory_is_checked_on_every_play(base):
+    """The venv imports dbarena's dependencies from a shared directory (its
+    dbarena-deps.pth): code another user could plant there would run as the login
+    user, so every play refuses one they own or may write to, or one that is gone."""
+    workdir, shared = base / "alpha", base / "deps" / "py3.11-x" / "site-packages"
+    shared.mkdir(parents=True)
+    _imports_from(workdir, shared)
+    assert check(workdir, mode="check").returncode == 0
+    (base / "deps").chmod(0o777)
+    assert f"{base / 'deps'} is writable by others" in refused(check(workdir, mode="check"))
+    (base / "deps").chmod(0o755)
+    os.chown(shared, NOBODY, NOBODY)
+    assert f"{shared} is owned by nobody" in refused(check(workdir, mode="check"))
+    assert f"{shared} is owned by nobody" in refused(check(workdir, mode="create"))  # before the installer runs it
+    os.chown(shared, 0, 0)
+    theirs = base / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, NOBODY, NOBODY)
+    link = base / "deps" / "link"
+    link.symlink_to(theirs)
+    (workdir / "venv" / "lib" / "python3.11" / "site-packages" / "dbarena-deps.pth").write_text(f"{link}\n")
+    assert f"{theirs} is owned by nobody" in refused(check(workdir, mode="check"))
+    gone = base / "deps" / "gone"
+    (workdir / "venv" / "lib" / "python3.11" / "site-packages" / "dbarena-deps.pth").write_text(f"{gone}\n")
+    line = refused(check(workdir, mode="check"))
+    assert f"{gone}, which {workdir}/venv imports from, is gone" in line
+    # start.yml's check lets it pass: the installer points the venv elsewhere before it runs.
+    assert check(workdir, mode="create").returncode == 0

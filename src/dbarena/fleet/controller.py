@@ -84,14 +84,64 @@ def project_root() -> Path:
     return root
 
 
+# How many built wheels the controller keeps (state_dir()/wheels): one per source tree
+# it runs from is what saves the build; a few more cost a few hundred KB each.
+KEPT_WHEELS = 4
+
+
+def source_digest(root: Path) -> str:
+    """What the wheel is built from, hashed: every source file's path and content (and
+    the builder's versions), so that an unchanged tree reuses the wheel built from it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    digest = hashlib.sha256()
+    try:
+        builder = version("setuptools")
+    except PackageNotFoundError:
+        builder = "?"
+    digest.update(f"{sys.version}\0{builder}\0".encode())
+    files = [root / "pyproject.toml", root / "README.md",
+             *(p for p in (root / "src").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+               and not any(part.endswith(".egg-info") for part in p.parts))]
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
 def build_wheel(dest: Path) -> Path:
-    """dbarena's wheel, built on the controller (the hosts need no access to the repository).
+    """dbarena's wheel, built on the controller (the hosts need no access to the repository),
+    copied into dest.
 
     Built from a copy of the sources, so that the build's own files (build/, egg-info)
     never land in the user's tree or race with a running dbarena; and reproducible
     (fixed zip timestamps), so that its hash changes only with its content and a host
-    that has this very wheel installed is not reinstalled on every fleet run."""
+    that has this very wheel installed is not reinstalled on every fleet run. Kept in
+    the state directory under the hash of its sources: a `fleet run` of an unchanged
+    tree reuses it instead of spending seconds (a pip process, setuptools) on a build."""
     root = project_root()
+    cache = state.state_dir() / "wheels"
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    built = cache / source_digest(root)
+    wheels = sorted(built.glob("dbarena-*.whl"))
+    if not wheels:
+        made = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
+        try:
+            _build(root, made)
+            with contextlib.suppress(OSError):  # (another controller built it meanwhile: theirs is as good)
+                made.rename(built)
+        finally:
+            shutil.rmtree(made, ignore_errors=True)
+        wheels = sorted(built.glob("dbarena-*.whl"))
+        if not wheels:
+            raise EnvironmentProblem(f"building dbarena's wheel left none in {built}")
+        _prune(cache, keep=built)
+    os.utime(built)  # the wheels least recently used go first (_prune)
+    dest.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(wheels[-1], dest / wheels[-1].name))
+
+
+def _build(root: Path, dest: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="dbarena-wheel-") as tmp:
         tree = Path(tmp) / "dbarena"
         tree.mkdir()
@@ -102,10 +152,22 @@ def build_wheel(dest: Path) -> Path:
         done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                                "--disable-pip-version-check", "-w", str(dest), str(tree)],
                               capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
-    wheels = sorted(dest.glob("dbarena-*.whl"))
-    if done.returncode != 0 or not wheels:
+    if done.returncode != 0 or not list(dest.glob("dbarena-*.whl")):
         raise EnvironmentProblem(f"building dbarena's wheel failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-    return wheels[-1]
+
+
+def _prune(cache: Path, keep: Path) -> None:
+    """All but the KEPT_WHEELS most recently used wheels (and builds a killed controller left)."""
+    def used(path: Path) -> float:
+        with contextlib.suppress(OSError):
+            return path.stat().st_mtime
+        return 0.0
+
+    now = time.time()
+    entries = sorted((p for p in cache.iterdir() if p.is_dir() and p != keep), key=used, reverse=True)
+    for stale in entries[KEPT_WHEELS - 1:]:
+        if not stale.name.startswith("building-") or now - used(stale) > 3600:  # (another controller's build)
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 @dataclass
@@ -227,7 +289,7 @@ class Ansible:
         vars_file = self.workdir / "vars.json"
         args = extra.get("args")
         variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
-                     "dbarena_fleet": {h.name: {"workdir": h.workdir,
+                     "dbarena_fleet": {h.name: {"workdir": h.workdir, "deps": h.deps,
                                                 "args": args.get(h.name, []) if isinstance(args, Mapping) else []}
                                        for h in hosts},
                      **{k: v for k, v in extra.items() if k != "args"}}

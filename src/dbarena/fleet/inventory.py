@@ -12,7 +12,10 @@ ports) never share one, so neither their stores nor their run locks collide. The
 default is in the home rather than in a world-writable directory such as /var/tmp,
 where another local user could create the directory first (and with it the programs
 the playbooks run); every playbook checks the directory on the host before it runs
-anything there (playbooks/workdir_check.py).
+anything there (playbooks/workdir_check.py). dbarena's dependencies are installed once
+per host, in dbarena_deps_dir (default <dbarena_workdir_base>/.deps, which no working
+directory can be: their names never start with a dot), shared by its working
+directories (playbooks/venv_install.py).
 
 Everything is checked before anything starts: a bad inventory, `--limit` or host
 variable is one line and exit status 2.
@@ -32,6 +35,7 @@ from dbarena.errors import UsageError
 from dbarena.stats.price import HOURS_PER_MONTH
 
 DEFAULT_WORKDIR_BASE = "~/.dbarena-fleet"
+DEPS = ".deps"  # under the working directories' base: the dependencies they share
 # The group whose one host runs a --together run's throwaway server (the others drive it).
 SERVER_GROUP = "server"
 
@@ -46,6 +50,7 @@ class Host:
     workdir: str           # where dbarena lives and works on the host
     groups: tuple[str, ...] = ()  # the inventory groups it is in (SERVER_GROUP: --together's server)
     address: str = ""      # where other hosts reach it: dbarena_server_address, else ansible_host, else its name
+    deps: str = f"{DEFAULT_WORKDIR_BASE}/{DEPS}"  # the dependencies its working directories share
 
 
 def _number(host: str, name: str, value: object) -> float:
@@ -74,17 +79,19 @@ def host_of(name: str, variables: JSONObject) -> Host:
     label = variables.get("dbarena_label", name)
     if not isinstance(label, str) or not label.strip():
         raise UsageError(f"inventory: host {name}: dbarena_label={label!r} is not a label")
+    base = _host_path(name, "dbarena_workdir_base", variables.get("dbarena_workdir_base", DEFAULT_WORKDIR_BASE))
     if "dbarena_workdir" in variables:
         workdir = _host_path(name, "dbarena_workdir", variables["dbarena_workdir"])
     else:
-        base = _host_path(name, "dbarena_workdir_base", variables.get("dbarena_workdir_base", DEFAULT_WORKDIR_BASE))
         workdir = default_workdir(name, base)
+    deps = _host_path(name, "dbarena_deps_dir", variables["dbarena_deps_dir"]) if "dbarena_deps_dir" in variables \
+        else f"{base.rstrip('/')}/{DEPS}"
     address = variables.get("dbarena_server_address", variables.get("ansible_host", name))
     if not isinstance(address, str) or not address.strip() or any(c.isspace() for c in address.strip()):
         raise UsageError(f"inventory: host {name}: dbarena_server_address={address!r} is not an address")
     return Host(name=name, label=label.strip(), price_per_hour=price, address=address.strip(),
                 price_per_month=monthly, currency=(currency or "USD").strip() if price is not None else None,
-                workdir=workdir)
+                workdir=workdir, deps=deps)
 
 
 def _host_path(host: str, name: str, value: object) -> str:

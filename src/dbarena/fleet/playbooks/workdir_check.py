@@ -4,10 +4,13 @@ Run on the host by every playbook (workdir.yml), by the host's own python3, befo
 dbarena is installed there: so it uses the standard library only and runs on any
 Python 3 a host may have.
 
-    python3 workdir_check.py PATH create|check
+    python3 workdir_check.py PATH create|check [DEPS]
 
 PATH is absolute, or starts with ~ (the login user's home). The answer, on stdout, is
-the absolute path; a refusal is one line on stderr and exit status 1.
+the absolute path; a refusal is one line on stderr and exit status 1. With DEPS (start.yml
+gives it, in create mode), the directory of the dependencies the hosts' virtual
+environments share (venv_install.py) is checked and made the same way, and its absolute
+path is a second line.
 
 Why: the playbooks run `<workdir>/venv/bin/pip` and `<workdir>/venv/bin/dbarena`, as
 the login user (often root), and put the passwords a run needs there. A directory that
@@ -19,6 +22,14 @@ when it is root's and sticky (/tmp, /var/tmp): there, no one else can remove or 
 what the login user made. The working directory itself must be the login user's own.
 Missing components are created 0700 in "create" mode (an existing directory's mode is
 left as it is: it may be one the user chose, such as their home).
+
+The working directory's venv imports dbarena's dependencies from a directory outside
+it, shared by the working directories of one host (venv_install.py names it in the
+venv's DEPS_PTH). What that file names is checked by the same rules, on every play:
+code another user could plant there would run as well. In "check" mode a directory it
+names that is gone is refused too (another user could make it before the next import);
+in "create" mode start.yml's installer points the file at the checked DEPS before the
+venv's Python runs.
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ import stat
 import sys
 
 WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+# In the venv's site-packages: one directory a line that the venv imports from too.
+DEPS_PTH = "dbarena-deps.pth"
 
 
 class Refused(Exception):
@@ -103,12 +116,54 @@ def settle(asked: str, create: bool) -> str:
     return real
 
 
+def imported(workdir: str) -> list[str]:
+    """The directories outside the working directory that its venv imports from, as
+    its DEPS_PTH names them (none before venv_install.py made one)."""
+    venv = os.path.join(workdir, "venv")
+    found: list[str] = []
+    for lib in ("lib", "lib64"):
+        try:
+            versions = sorted(os.listdir(os.path.join(venv, lib)))
+        except OSError:
+            continue
+        for version in versions:
+            try:
+                with open(os.path.join(venv, lib, version, "site-packages", DEPS_PTH)) as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                continue
+            found += [line.strip() for line in lines if line.strip() and line.strip() not in found]
+    return found
+
+
+def check_imported(workdir: str, create: bool) -> None:
+    """What the venv imports from outside the working directory, checked (Refused)."""
+    me = os.geteuid()
+    for path in imported(workdir):
+        if not os.path.isabs(path) or ".." in path.split("/"):
+            raise Refused(f"{workdir}/venv imports from {path}: not an absolute path")
+        if not os.path.isdir(path):
+            if create:
+                continue  # the installer points the venv at the checked DEPS before its Python runs
+            raise Refused(f"{path}, which {workdir}/venv imports from, is gone: `dbarena fleet run` installs it again")
+        path = os.path.normpath(path)
+        _walk(path, me, create=False)
+        real = os.path.realpath(path)
+        if real != path:
+            _walk(real, me, create=False)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[2] not in ("create", "check"):
-        sys.stderr.write("usage: workdir_check.py PATH create|check\n")
+    if len(argv) not in (3, 4) or argv[2] not in ("create", "check"):
+        sys.stderr.write("usage: workdir_check.py PATH create|check [DEPS]\n")
         return 2
     try:
-        print(settle(argv[1], create=argv[2] == "create"))
+        workdir = settle(argv[1], create=argv[2] == "create")
+        check_imported(workdir, create=argv[2] == "create")
+        deps = settle(argv[3], create=argv[2] == "create") if len(argv) == 4 else None
+        print(workdir)
+        if deps is not None:
+            print(deps)
     except Refused as exc:
         sys.stderr.write(f"unsafe working directory: {exc}\n")
         return 1
