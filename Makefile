@@ -13,7 +13,7 @@ MYPY   := $(VENV)/bin/mypy --cache-dir .mypy_cache/make
 # of the tree. Without it each pytest worker compiles and rewrites the assertions of
 # every test module again (about 10 s of CPU), and every `python -m dbarena` a test
 # starts compiles dbarena (0.3 s).
-PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache $(VENV)/bin/pytest
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache $(VENV)/bin/pytest
 
 .PHONY: demo test check deps clean
 
