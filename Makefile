@@ -11,7 +11,7 @@ MYPY   := $(VENV)/bin/mypy --cache-dir .mypy_cache/make
 # pytest, and every Python a test starts, with compiled bytecode kept, where the
 # environment says not to write any (PYTHONDONTWRITEBYTECODE) too: kept under .venv, out
 # of the tree. Without it each pytest worker compiles and rewrites the assertions of
-# every test module again (about 10 s of CPU), and every `python -m dbarena` a test
+# every test module again (7 s of CPU or so), and every `python -m dbarena` a test
 # starts compiles dbarena (0.3 s).
 PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache $(VENV)/bin/pytest
 
