@@ -49,6 +49,20 @@ def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
 
 
 
+def test_the_help_and_the_text_commands_do_not_load_matplotlib():
+    """matplotlib takes about a third of a second to import: only what draws a chart
+    loads it, not `dbarena --help` (which loads every command's module), nor `history`."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom dbarena.cli import main\nfor argv in (['--help'], ['history', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Usage:" in done.stdout, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("module, argv", [("dbarena.lifecycle.cleanup", ["--version"]), ("numpy", ["run", "--help"])],
                          ids=["the command line's", "a command's own (numpy)"])
 def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback(module, argv):

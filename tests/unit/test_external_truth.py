@@ -23,7 +23,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env
+from inprocess import dbarena  # the CLI, in process: a user's command line, without a second's start each
 
 from dbarena.importers import workloadnames
 

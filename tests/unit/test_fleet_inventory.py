@@ -4,7 +4,6 @@ labels, prices, working directories, --limit; bad input is one line and exit 2."
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
@@ -13,6 +12,8 @@ from dbarena.fleet import controller, inventory
 from dbarena.fleet.progress import ProgressFile
 from dbarena.model import PointSpec
 from dbarena import study as study_mod
+
+import inprocess
 
 LISTING = {
     "_meta": {"hostvars": {
@@ -105,8 +106,8 @@ def test_two_hosts_with_one_label_are_refused():
 
 
 def _fleet(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dbarena", "fleet", *args], capture_output=True, text=True,
-                          timeout=120)
+    """`dbarena fleet ARGS`, in process (tests/inprocess.py)."""
+    return inprocess.dbarena("fleet", *args)
 
 
 def test_bad_inventories_and_limits_exit_2_with_one_line_before_anything_starts(tmp_path):

@@ -186,16 +186,15 @@ def test_a_mysqlslap_password_on_its_command_line_is_not_stored():
 
 def test_import_replace_reimports_a_file_with_new_options_in_place_of_the_first(tmp_path):
     import sqlite3
-    import subprocess
-    import sys
     from pathlib import Path
+
+    from inprocess import dbarena
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "study-a-appended-pg15.txt"
     store = tmp_path / "s.db"
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "dbarena", "import", str(fixture), "--store", str(store), *args],
-                              capture_output=True, text=True, timeout=120)
+        return dbarena("import", str(fixture), "--store", str(store), *args)
 
     first = run("--label", "old")
     assert first.returncode == 0 and "imported 3 point(s)" in first.stdout, first.stderr

@@ -6,6 +6,7 @@ two modules import each other round a cycle."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import dbarena
@@ -70,8 +71,10 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _graph() -> dict[str, set[str]]:
-    return {_module_name(p): _imports(p, _module_name(p)) for p in sorted(SRC.rglob("*.py"))}
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
+    """Each module's dbarena imports: the tree parsed once for the three tests (a second each)."""
+    return {_module_name(p): frozenset(_imports(p, _module_name(p))) for p in sorted(SRC.rglob("*.py"))}
 
 
 def test_every_unit_of_the_tree_has_a_layer():

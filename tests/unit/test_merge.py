@@ -7,7 +7,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,14 @@ from dbarena.store.database import Store
 from dbarena.store.merge import merge
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
+import inprocess
+
 STORES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dbarena", *args], capture_output=True, text=True, timeout=120)
+    """The command, in process (tests/inprocess.py)."""
+    return inprocess.dbarena(*args)
 
 
 def counts(path: Path) -> tuple[int, ...]:

@@ -504,11 +504,9 @@ def test_a_section_without_the_chosen_level_says_so_in_one_line(store):
 
 
 def test_at_threads_without_a_point_at_that_level_is_one_line_exit_2(store, tmp_path):
-    import subprocess
-    import sys
+    from inprocess import dbarena
 
-    done = subprocess.run([sys.executable, "-m", "dbarena", "report", "--store", str(store.path), "--at-threads", "128",
-                           "-o", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    done = dbarena("report", "--store", str(store.path), "--at-threads", "128", "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2
     assert done.stderr.strip() == "dbarena: error: --at-threads 128: no point was measured at 128 threads " \
                                   "(levels: 1, 2, 4, 8)"

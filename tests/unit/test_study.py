@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -19,6 +18,8 @@ from dbarena.model import Connection
 from dbarena.study import Overrides, StudyError
 from dbarena.study.apply import _size_bytes
 from dbarena.errors import UsageError
+
+import inprocess
 
 BUNDLED = ("seed-a", "seed-b", "seed-c", "seed-d", "seed-e")
 TIMED = lambda name: workloads.WORKLOADS[name].tool.timed  # noqa: E731
@@ -317,9 +318,9 @@ def test_the_good_variants_of_the_bad_files_are_accepted(tmp_path):
     assert s.price_per_hour == pytest.approx(1.0) and s.currency == "USD"
 
 
-def cli(*args: str, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dbarena", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """The command, in process (tests/inprocess.py): what it prints and its exit status."""
+    return inprocess.dbarena(*args, cwd=cwd)
 
 
 def _one_error_line(done: subprocess.CompletedProcess) -> str:

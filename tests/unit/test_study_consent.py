@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from dbarena.errors import UsageError
 from dbarena.study import Overrides, StudyError, consent
 from dbarena.study.arguments import make_study
 
+import inprocess
 from test_study import needs_postgres
 
 
@@ -154,8 +154,7 @@ def _planted(tmp_path: Path) -> tuple[Path, Path]:
 
 def _check(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "DBARENA_STORE"}
-    return subprocess.run([sys.executable, "-m", "dbarena", "study", "check", *args], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    return inprocess.dbarena("study", "check", *args, env=env)
 
 
 @needs_postgres
@@ -180,9 +179,7 @@ def test_study_check_runs_nothing_from_the_studys_bindir(allow, tmp_path):
 def test_run_of_a_study_with_a_bindir_refuses_before_running_it(tmp_path):
     bindir, marker = _planted(tmp_path)
     path = _study(f'[engines.postgres]\nbindir = "{bindir}"\n', tmp_path)
-    done = subprocess.run([sys.executable, "-m", "dbarena", "run", "--study", str(path), "--quick", "--store",
-                           str(tmp_path / "r.db")], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    done = inprocess.dbarena("run", "--study", str(path), "--quick", "--store", str(tmp_path / "r.db"))
     assert done.returncode == 2 and not marker.exists() and not (tmp_path / "r.db").exists()
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("dbarena: error: "), done.stderr
     assert f"engines.postgres.bindir = '{bindir}'" in done.stderr and "--allow-commands" in done.stderr

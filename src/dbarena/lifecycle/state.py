@@ -54,6 +54,7 @@ from dbarena.errors import Interrupted
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
+EXEC_WAIT_S = 5.0  # what process_fields waits at most for a new program's command line
 # What a directory dbarena makes and removes on its own is named (tempfile's prefix)
 # and holds: reaping removes nothing else, whatever a state record names (a record
 # naming a home directory or /etc must not make the next command delete it).
@@ -130,6 +131,17 @@ def process_fields(pid_key: str, pid: int) -> dict[str, Any]:
     program it runs then, or the one a wrapper (taskset: execute.pinned) then becomes."""
     prefix = _prefix(pid_key)
     exe, cmdline = _program(pid)
+    # Popen returns as soon as the child's exec has begun (its close-on-exec pipe shut);
+    # the kernel sets up the new program's arguments a moment later, and until then the
+    # command line reads as empty: more often than not right after Popen, on an idle
+    # machine too. Recorded empty, it would prove nothing, and a reaper would leave the
+    # process running ("the record does not say which program it runs"): read again
+    # until it is there, or the process is gone (None), within a bound that no exec
+    # comes near (a process that empties its own command line is recorded as it reads).
+    deadline = time.monotonic() + EXEC_WAIT_S
+    while cmdline == [] and time.monotonic() < deadline:
+        time.sleep(0.001)
+        exe, cmdline = _program(pid)
     return {pid_key: pid, f"{prefix}_start": start_time(pid), f"{prefix}_exe": exe, f"{prefix}_cmdline": cmdline}
 
 

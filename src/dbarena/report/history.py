@@ -11,15 +11,8 @@ import io
 import re
 from datetime import datetime
 
-import matplotlib
-from matplotlib import dates
-from matplotlib.figure import Figure
-
 from dbarena.bulk import collector_paused
-from dbarena.report import charts  # noqa: F401  (its rcParams: the same fonts and grid as every chart)
 from dbarena.report.escaping import html_text, md_text
-from dbarena.report.layout import fit
-from dbarena.report.svgparts import _unique_ids
 from dbarena.stats import metric
 from dbarena.stats.history import History, RunValue, Series
 
@@ -109,6 +102,16 @@ def _when(r: RunValue) -> datetime | None:
 def chart(s: Series) -> str:
     """The metric against time: each run's value with its 95 % interval, each segment's
     mean as a step, a dashed line at each change point with its size and causes beside it."""
+    # matplotlib (a third of a second to import) only where a chart is drawn: `dbarena
+    # history` and `gate` print text, and `--help` lists the history command.
+    import matplotlib
+    from matplotlib import dates
+    from matplotlib.figure import Figure
+
+    from dbarena.report import charts  # noqa: F401  (its rcParams: the same fonts and grid as every chart)
+    from dbarena.report.layout import fit
+    from dbarena.report.svgparts import _unique_ids
+
     runs = [r for r in s.runs if r.mean is not None and _when(r) is not None]
     with collector_paused():
         ax = Figure(figsize=(7.0, 3.2)).add_subplot()
