@@ -289,3 +289,25 @@ def test_a_resume_of_a_run_stopped_after_its_last_point_starts_no_server(tmp_pat
                               host_facts={"hardware_threads": 2})
         assert outcome.exit_status == ExitStatus.OK and outcome.skipped == len(engine_plan.points) == 4
         assert outcome.run_ids == [run_id] and db.run(run_id).status == "finished"
+
+
+def test_a_fleet_host_finds_its_run_in_its_store_by_the_study_it_followed(tmp_path):
+    """fleet/host.plan_state: the host's `dbarena run` arguments against the runs its
+    store holds, rebuilt as --resume rebuilds them: new, to resume, or complete."""
+    from dbarena.fleet import host
+
+    flags = ["--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1"]
+    store = tmp_path / "h.db"
+    assert host.plan_state(str(store), flags) == ("new", None)
+    invocation = str(uuid.uuid4())
+    with Store(store) as db:
+        run_id = _run(db, arguments.study_from_args(flags), "postgres", invocation, status="interrupted")
+        # An imported run (no study) in the same store is passed over.
+        db.begin_run(RunInfo(label="i", host="h", engine="postgres", target="t",
+                             started_at=datetime.now(timezone.utc), server_version=None, tool_versions={},
+                             options={}, host_facts={}, invocation=str(uuid.uuid4())))
+    assert host.plan_state(str(store), flags) == ("resume", run_id)
+    assert host.plan_state(str(store), [*flags[:-1], "2"]) == ("new", None)  # another plan
+    with Store(store) as db:
+        db.finish_run(run_id, "finished")
+    assert host.plan_state(str(store), flags) == ("complete", run_id)

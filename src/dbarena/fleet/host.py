@@ -62,6 +62,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     """('new', None), ('resume', RUN) or ('complete', RUN): whether the store already
     holds the `dbarena run` these arguments describe, whole or in part."""
     from dbarena import study as study_mod
+    from dbarena.errors import UsageError
     from dbarena.run import resume
     from dbarena.store.database import Store
     from dbarena.study import arguments
@@ -72,18 +73,16 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     with Store(store) as db:
         seen: set[str] = set()
         for run in reversed(db.runs()):
-            invocation, flags, source = run.invocation, run.options.get("flags"), run.options.get("source")
-            if not invocation or invocation in seen or not isinstance(flags, dict) or not run.study_sha256:
+            if not run.invocation or run.invocation in seen:
                 continue
-            seen.add(invocation)
-            record = db.study_text(run.study_sha256)
-            if record is None:
-                continue
-            stored = study_mod.rebuild(record["text"], source if isinstance(source, str) and source
-                                       else record["source"], flags)
+            seen.add(run.invocation)
+            try:
+                stored = resume.stored_study(db, run)  # as --resume rebuilds it
+            except UsageError:
+                continue  # a run without its study (imported, or stored before runs kept it)
             if study_mod.differences(stored, given):
                 continue
-            runs = db.invocation_runs(invocation)
+            runs = db.invocation_runs(run.invocation)
             if any(resume.incomplete(db, r) for r in runs):
                 return "resume", runs[0].id
             return "complete", runs[0].id
