@@ -50,6 +50,7 @@ NOT_HERE = {
     "dbarena merge host1.db host2.db": "other hosts' stores (tests/unit/test_merge.py)",
     "dbarena compare m6i c7g": "stores of two machines labelled m6i and c7g",
     "dbarena run --resume": "an interrupted run (tests/e2e/test_resume_precision.py)",
+    "dbarena serve": "serves until stopped (tests/e2e/test_serve_browser.py starts it and browses it)",
     # make demo's command, 20 points on two engines: tests/e2e/test_study_run.py runs it whole.
     "dbarena run --study seed-a --quick": "make demo's run (tests/e2e/test_study_run.py runs it whole)",
     "dbarena history --label nightly": "a store with nightly runs (tests/e2e/test_history_gate.py makes a history "
