@@ -804,11 +804,7 @@ def _history(store: ResultStore, part: Sequence[PointSpec], found: _Found) -> di
             spec = bases.get(_unrepeated_row(row))
             if spec is None:
                 continue
-            state = states.setdefault(spec, rounds.PointState(spec=spec))
-            state.next_repeat = max(state.next_repeat, row.repeat + 1)
-            figure = analysis.value(row)
-            if figure is not None:
-                state.values.append(figure)
+            states.setdefault(spec, rounds.PointState(spec=spec)).stored(row.repeat, analysis.value(row))
     return states
 
 

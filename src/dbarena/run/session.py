@@ -592,10 +592,8 @@ def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointS
             spec = by_key.get(row.config_key or "")
             if spec is None:
                 continue
-            state = states.setdefault(spec, rounds.PointState(spec=spec))
-            state.next_repeat = max(state.next_repeat, row.repeat + 1)
             figure = analysis.value(row)
+            states.setdefault(spec, rounds.PointState(spec=spec)).stored(row.repeat, figure)
             if figure is not None:
                 ok.add((spec, row.repeat))
-                state.values.append(figure)
     return _Stored(ok=frozenset(ok), states=states)

@@ -42,6 +42,13 @@ class PointState:
     def runs(self) -> int:
         return len(self.values) + self.failures
 
+    def stored(self, repeat: int, figure: float | None) -> None:
+        """A run of this point found stored (a resumed sweep's): the next repeat comes
+        after it, and its figure counts where it has one."""
+        self.next_repeat = max(self.next_repeat, repeat + 1)
+        if figure is not None:
+            self.values.append(figure)
+
     def describe(self) -> str:
         if self.status == "reached":
             return "reached"
