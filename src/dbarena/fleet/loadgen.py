@@ -232,9 +232,11 @@ def _point(folder: Path, request: PointRequest, tls: Tls | None) -> int:
                 _status(folder, "failed", reason=f"after the warm-up: {exc}")
                 return 1
         stopper.start()
+        # Each with pgbench's own per-second report: the point's series is the sum of the
+        # load generators' (combine.py), and only one of them reads the server's counter.
         ran = measure.run_tool(spec, target, execute.LOCAL, folder, latency_sampling=request.sampling,
                                sample_server=request.sample_server, server_clients=request.server_clients,
-                               before_start=ready, on_start=on_start)
+                               before_start=ready, on_start=on_start, client_progress=True)
     if ran is None:
         _status(folder, "stopped", reason="stopped before it started")
         return 1

@@ -366,7 +366,7 @@ class Together:
                     run_id, context = runs[spec.variant], contexts[spec.variant]
                     down = self.server_alive() if self.server is not None else None
                     result = _failed(spec, [down], time.time()) if down else self.warmed(store, run_id, spec, context)
-                    store.add_point(run_id, result, _config(spec, context))
+                    store.add_point(run_id, result, _config(spec, context, self.study.latency_sampling))
                     finished.append(result)
                     tally.measured += 1
                     tally.failed += not result.ok
@@ -579,7 +579,7 @@ class Together:
         warm = replace(spec, duration_s=spec.warmup_s)
         self.say(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
         result = self.point(warm)
-        store.add_point(run_id, replace(result, phase="warmup"), _config(warm, context))
+        store.add_point(run_id, replace(result, phase="warmup"), _config(warm, context, self.study.latency_sampling))
         if not result.ok:
             return _failed(spec, [f"the warm-up failed: {result.error}"], time.time())
         return self.point(spec, checkpoint=True)
@@ -837,9 +837,11 @@ def _identity_row(point: StoredPoint) -> Identity:
     return (point.workload, point.threads, point.clients, point.repeat, tuple(sorted(point.params.items())))
 
 
-def _config(spec: PointSpec, context: JSONObject) -> JSONObject:
+def _config(spec: PointSpec, context: JSONObject, sampling: float | None) -> JSONObject:
     """The point's configuration key, as runner.Bound.config makes a local point's (the
-    variant and its settings in it), with the load generators that drove it."""
+    variant and its settings in it), with the load generators that drove it. Each runs
+    the tool with its own per-second report (fleet/loadgen.py): `sampling`, the share of
+    transactions each logs."""
     from dbarena.workloads import WORKLOADS
 
     settings, host, generators = json_object(context.get("settings")), context.get("host"), context.get("load_generators")
@@ -849,7 +851,8 @@ def _config(spec: PointSpec, context: JSONObject) -> JSONObject:
         params=dict(spec.params), options=dict(spec.options),
         settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()}, variant=spec.variant,
         server_version=_text(context.get("server_version")), flavour=_text(context.get("flavour")),
-        host=host if isinstance(host, dict) else None, load_generators=generators if isinstance(generators, int) else 1)
+        host=host if isinstance(host, dict) else None, load_generators=generators if isinstance(generators, int) else 1,
+        instruments=WORKLOADS[spec.workload].tool.instruments(True, sampling))
 
 
 def _text(value: JSON) -> str | None:

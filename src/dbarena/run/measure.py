@@ -13,6 +13,7 @@ time (`before_start`) and hands its part back to be combined with the others'.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -26,6 +27,7 @@ from dbarena.host.sysmetrics import Sampler, SystemSample
 from dbarena.interfaces import Completed, Executor, LatencyDistribution, Target
 from dbarena.model import Measurement, PointResult, PointSpec, Sample
 from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
+from dbarena.serverside import throughput
 from dbarena.serverside.series import ServerSeries
 from dbarena.stats import bound as point_bound
 from dbarena.store.database import now_utc
@@ -69,18 +71,53 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
              latency_sampling: float | None, sample_system: bool = True, sample_server: bool = True,
              server_clients: int | None = None, on_progress: Callable[[Sample], None] | None = None,
              on_start: Callable[[int], None] | None = None, before_start: Callable[[], bool] | None = None,
-             cpus: tuple[int, ...] | None = None) -> ToolRun | None:
+             cpus: tuple[int, ...] | None = None, client_progress: bool = False) -> ToolRun | None:
     """Run the point's tool on `target` from `work_dir` (which exists and is the
     caller's to remove) and read it. `server_clients`: the connections of the whole
     point, where this run is one load generator's share of it (the server sampler
     counts them against the server's free slots). `before_start` is called once
-    everything is ready, just before the clock starts; False: do not start (None)."""
+    everything is ready, just before the clock starts; False: do not start (None).
+    `client_progress`: the tool's own per-second report even where the server's commit
+    counter could give the series at no cost to the tool (pgbench -P 1: its per-second
+    client latency, for 5-6 % of a CPU-bound point's throughput)."""
     workload = WORKLOADS[spec.workload]
     tool = workload.tool
     client = target.client(tool)
+
+    def on_second(second: float, values: Mapping[str, float | None]) -> None:
+        rate = values.get(counter) if counter is not None else None
+        if rate is not None and on_progress is not None:
+            with contextlib.suppress(Exception):  # a display's failure is not the sampler's
+                on_progress(Sample(second=second, tps=rate))
+
+    # Its connection is made and its first reading taken before the point starts (a
+    # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
+    server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S),
+                           reader_for=target.server_reader).connect(
+        clients=(server_clients or spec.clients) + tool.extra_connections) if sample_server else None
     argv = tool.point_argv(client, spec, workload.mode_args)
+    # The tool's own per-second report where the user asks for it; else the server's
+    # commit counter stands in for it (serverside/throughput.py) where the tool's report
+    # costs throughput. Not the other way round when the counter cannot be read: what
+    # the tool runs is what the point's key says (Tool.instruments), decided beforehand.
+    quiet = None if client_progress else tool.without_progress(argv)
+    counter = None
+    if quiet is not None:
+        argv = quiet
+        counter = server.commits() if server is not None else None
+        if server is not None and counter is not None:
+            server.on_second = on_second  # (before start(): its thread reads it then)
     given = tool.point_input(client, spec, workload.mode_args)
-    write_point_files(work_dir, given.files)
+    try:
+        write_point_files(work_dir, given.files)
+        if before_start is not None and not before_start():
+            if server is not None:
+                server.stop()
+            return None
+    except BaseException:
+        if server is not None:
+            server.stop()  # (its connection does not outlive the point that never began)
+        raise
     if latency_sampling:
         argv = tool.with_latency_log(argv, work_dir, latency_sampling)
 
@@ -92,21 +129,10 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
         if sample is not None and on_progress is not None:
             on_progress(sample)
 
-    # Its connection is made and its first reading taken before the point starts (a
-    # few seconds at most: serverside/sampler.py), each wait of its driver bounded.
-    server = ServerSampler(target.engine, functools.partial(target.connect, timeout_s=SERVER_TIMEOUT_S),
-                           reader_for=target.server_reader).connect(
-        clients=(server_clients or spec.clients) + tool.extra_connections) if sample_server else None
-    try:
-        if before_start is not None and not before_start():
-            return None
-    except BaseException:
-        if server is not None:
-            server.stop()  # (its connection does not outlive the point that never began)
-        raise
+    origin = time.monotonic()
     started = now_utc()
     if server is not None:
-        server.start(origin=time.monotonic())  # second 0 of both samplers: the system one starts now too
+        server.start(origin=origin)  # second 0 of both samplers: the system one starts now too
     sampler = Sampler(server_pid=target.server_pid()).start() if sample_system else None
 
     def started_tool(pid: int) -> None:
@@ -121,8 +147,9 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
                             on_stdout_line=on_line, on_stderr_line=on_line, on_start=started_tool,
                             cpus=cpus, cwd=work_dir, stdin=given.stdin)
     finally:
+        end_s = time.monotonic() - origin
         system = tuple(sampler.stop()) if sampler is not None else ()
-        series = server.stop() if server is not None else None
+        series = server.stop(final=counter is not None) if server is not None else None
     ran = ToolRun(spec=spec, started_at=started, ended_at=now_utc(), done=done, system=system, server=series)
     if done.returncode != 0:
         return replace(ran, error=_failure_reason(done, target.problem()),
@@ -131,6 +158,15 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
         measurement, samples = tool.read(done.stdout, done.stderr, spec)
         if latency_sampling:
             measurement = with_latencies(measurement, tool.read_latency_log(work_dir, latency_sampling))
+        if quiet is not None:
+            if counter is not None and series is not None and server is not None:
+                derived = throughput.from_commits(
+                    series, counter, first_s=server.first_reading_s(), end_s=end_s, duration_s=spec.duration_s,
+                    transactions=measurement.transactions, tool=tool.name)
+            else:
+                derived = throughput.Derived((), throughput.unread(tool.name, server.stopped if server else None))
+            samples = derived.samples
+            measurement = replace(measurement, details={**measurement.details, "per_second": derived.note})
     except ParseError as exc:
         # A tool that exits 0 after an error (mysqlslap whose query the server refused):
         # its own line says why there is nothing to read.

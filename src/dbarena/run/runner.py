@@ -52,6 +52,10 @@ class Bound:
     context: Mapping[str, JSON] = field(default_factory=dict)  # provenance.key_context
     record: state.Record | None = None  # the run's state record: the tool running now goes in it
     loadgen_cpus: tuple[int, ...] | None = None  # the CPUs the tools run on ([cpus]); None: any
+    # How its points measure beyond the bare tool (measure.run_tool): the tool's own
+    # per-second report, the share of transactions logged. In their keys.
+    client_progress: bool = False
+    latency_sampling: float | None = None
 
     def running(self, pid: int) -> None:
         """A tool started (prepare, warm-up or point): if dbarena is killed, whoever reaps
@@ -76,6 +80,7 @@ class Bound:
             options=dict(spec.options), settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()},
             variant=spec.variant, server_version=_text(c.get("server_version")), flavour=_text(c.get("flavour")),
             host=host if isinstance(host, dict) else None,
+            instruments=tool.instruments(self.client_progress, self.latency_sampling),
         )
 
 
@@ -339,6 +344,7 @@ class Sweep:
             state.make_dir(work_dir)  # marked: a reaper removes only what dbarena made
             ran = measure.run_tool(
                 spec, bound.target, self.executor, work_dir, latency_sampling=self.latency_sampling,
+                client_progress=bound.client_progress,
                 sample_system=self.sample_system, sample_server=self.sample_server,
                 on_progress=functools.partial(reporter.sample, spec) if reporter is not None else None,
                 on_start=bound.running, cpus=bound.loadgen_cpus)

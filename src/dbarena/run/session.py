@@ -467,7 +467,15 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     context = provenance.key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
                                                      **(placed.key() if placed else {})}, variant, ctx.facts)
     return Bound(target=target, run_id=run_id, context=context, record=record,
-                 loadgen_cpus=placed.loadgen if placed else None)
+                 loadgen_cpus=placed.loadgen if placed else None,
+                 client_progress=_client_progress(ctx), latency_sampling=ctx.study.latency_sampling)
+
+
+def _client_progress(ctx: _Context) -> bool:
+    """Whether the tools report each second themselves (pgbench -P 1): asked for, or
+    the server's commit counter, which stands in for it, is not read (--no-server-metrics).
+    Decided before the run, as its points' keys are."""
+    return ctx.study.client_progress or not ctx.server_metrics
 
 
 def _open(ctx: _Context, part: _EnginePart, settings: Mapping[str, str], cluster: Mapping[str, str],

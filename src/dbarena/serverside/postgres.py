@@ -98,6 +98,9 @@ class PostgresReader:
 
     engine = "postgres"
     gauges: frozenset[str] = frozenset()
+    # Every backend's committed transactions in this database (the sampler's own
+    # readings, two statements a second, among them).
+    commits: str | None = "xact_commit"
 
     def __init__(self, connection: Any):
         self.connection = connection

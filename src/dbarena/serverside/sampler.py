@@ -24,7 +24,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from dbarena.interfaces import Reader
 from dbarena.masking import masked
@@ -71,8 +71,12 @@ class ServerSampler:
 
     def __init__(self, engine: str, connect: Callable[[], Any], interval_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, origin: float | None = None,
-                 connect_wait_s: float = CONNECT_WAIT_S, *, reader_for: Callable[[Any], Reader]):
+                 connect_wait_s: float = CONNECT_WAIT_S, *, reader_for: Callable[[Any], Reader],
+                 on_second: Callable[[float, Mapping[str, float | None]], None] | None = None):
         self.engine = engine
+        # Called in the sampler's thread with each second's values as stored (a live
+        # display of the point's throughput where the tool does not report it).
+        self.on_second = on_second
         self.reader_for = reader_for  # the engine's reader (interfaces.Engine.server_reader)
         self.interval_s = interval_s
         self.clock = clock
@@ -93,6 +97,7 @@ class ServerSampler:
         self._stop = threading.Event()
         self._reading_since: float | None = None
         self._given_up = False
+        self._final = False
         self._first: tuple[float, dict[str, float | None]] | None = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="dbarena-server-sampler")
 
@@ -117,6 +122,21 @@ class ServerSampler:
             self._hang_up()
         return self
 
+    def commits(self) -> str | None:
+        """The name of the counter of committed transactions, once connected, where the
+        first reading holds it (the role may read it); None otherwise."""
+        first, reader = self._first, self.reader
+        if not self._ready.is_set() or self.stopped is not None or first is None or reader is None:
+            return None
+        name = reader.commits
+        return name if name is not None and first[1].get(name) is not None else None
+
+    def first_reading_s(self) -> float | None:
+        """When the first reading was taken, in seconds since the origin (negative: it is
+        taken before the point starts); None without one."""
+        first = self._first
+        return round(first[0] - self.origin, 3) if first is not None else None
+
     def start(self, origin: float | None = None) -> "ServerSampler":
         """Sample in the background from now on (connected first if not yet), its
         seconds counted from `origin` (default: as given when made)."""
@@ -126,9 +146,12 @@ class ServerSampler:
         self._go.set()
         return self
 
-    def stop(self) -> ServerSeries:
+    def stop(self, final: bool = False) -> ServerSeries:
         """The series read so far; sampling ends, its connection closed (a reading that
-        does not come back within STOP_WAIT_S is cut)."""
+        does not come back within STOP_WAIT_S is cut). `final`: one more reading first,
+        a second's part long, so that the series covers up to now (the point's end:
+        its commits counted to the last, serverside/throughput.py)."""
+        self._final = final
         self._stop.set()
         self._go.set()
         if self._thread.is_alive() and not self._given_up:
@@ -209,18 +232,29 @@ class ServerSampler:
         return not self._stop.is_set()
 
     def _sample(self) -> None:
-        # Lowest priority, as the system sampler: its work waits for an idle moment.
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        # Lowest priority, as the system sampler: its work waits for an idle moment;
+        # unless its seconds are the point's throughput (on_second), which a reading
+        # late by a starved thread would skew (its CPU is a few ms a second either way).
+        if self.on_second is None:
+            with contextlib.suppress(OSError, AttributeError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         assert self.reader is not None and self._first is not None
         previous_t, previous = self._first
-        while not self._stop.wait(self.interval_s):
+        while True:
+            last = self._stop.wait(self.interval_s)
+            if last and not self._final:
+                break
             self._reading_since = self.clock()
             values = self.reader.read()
             t = self.clock()
             self._reading_since = None
-            self.builder.add(round(t - self.origin, 3), rates(previous, values, t - previous_t, self.reader.gauges))
+            second = rates(previous, values, t - previous_t, self.reader.gauges)
+            self.builder.add(round(t - self.origin, 3), second)
             previous_t, previous = t, values
+            if self.on_second is not None:
+                self.on_second(round(t - self.origin, 3), second)
+            if last:
+                break
 
     def _close(self) -> None:
         if self._connection is not None:

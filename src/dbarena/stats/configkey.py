@@ -16,17 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from dbarena.records import JSON, JSONObject, json_object
 
 # Fields of a key, in display order.
 FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "load_generators", "duration_s",
-          "warmup_s", "params", "options", "settings", "variant", "host")
+          "warmup_s", "params", "options", "instruments", "settings", "variant", "host")
 # What a key without the field means (keys made before it existed say nothing of it):
 # one load generator, not an unknown that would let a point of two pass for one.
-DEFAULTS: JSONObject = {"load_generators": 1}
+DEFAULTS: JSONObject = {"load_generators": 1, "instruments": []}
 # Fields whose entries are each known or not: a tool parameter one side's key does not
 # hold (a CSV row without `scale`, an output that did not print it) is unknown there, not
 # another value. Elsewhere an absent entry is a value: an option not given is the tool's
@@ -96,10 +96,13 @@ def host_identity(host_facts: Mapping[str, JSON] | None, target_url: str | None 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
           params: Mapping[str, JSON], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
           server_version: str | None, flavour: str | None, host: Mapping[str, JSON] | None,
-          load_generators: int = 1) -> JSONObject:
+          load_generators: int = 1, instruments: Sequence[str] = ()) -> JSONObject:
     """A point's key. duration_s is None for a tool bounded by queries (mysqlslap).
     load_generators: the hosts that drove the point together (fleet run --together);
     in the key only when more than one, so that every other key stays as it was.
+    instruments: what the tool measured beyond its bare run at a cost to its figures
+    (Tool.instruments: pgbench's -P 1, its per-transaction log), in the key only when
+    there is any: a bare run's key is the one it always was.
     The key is a JSON document: what the store keeps (points.config) and digests."""
     key: JSONObject = {
         "engine": engine,
@@ -119,7 +122,49 @@ def build(*, engine: str, workload: str, threads: int, clients: int, duration_s:
     }
     if load_generators > 1:
         key["load_generators"] = load_generators
+    if instruments:
+        key["instruments"] = list(instruments)
     return key
+
+
+def instruments_in(command: Sequence[str]) -> tuple[str, ...]:
+    """What a stored pgbench command line measured beyond the bare tool, as
+    Tool.instruments writes it: -P N (--progress=N), -l (--log), --sampling-rate X, in
+    getopt's spellings; () for any other program. For points stored or imported before
+    keys held them (store/migrations.py)."""
+    words = list(command)
+    if not words or words[0].rsplit("/", 1)[-1] != "pgbench":
+        return ()
+    progress: str | None = None
+    logged = False
+    rate: str | None = None
+    for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else None
+        if word in ("-P", "--progress") and following is not None:
+            progress = following
+        elif word.startswith("--progress="):
+            progress = word.partition("=")[2]
+        elif word.startswith("-P") and word[2:].isdigit():
+            progress = word[2:]
+        elif word in ("-l", "--log"):
+            logged = True
+        elif word == "--sampling-rate" and following is not None:
+            rate = following
+        elif word.startswith("--sampling-rate="):
+            rate = word.partition("=")[2]
+    found: tuple[str, ...] = (f"-P {progress}",) if progress is not None else ()
+    if logged:
+        share = _number(rate) if rate is not None else 1.0
+        found += ("-l",) if share == 1 else ("-l", f"--sampling-rate {share!r}" if share is not None else
+                                             f"--sampling-rate {rate}")
+    return found
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def digest(key: Mapping[str, JSON]) -> str:

@@ -413,7 +413,7 @@ def backfill_config(db: SqlConnection) -> None:
         rows = db.execute(
             "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
             " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts,"
-            " p.warmup_s, r.flavour"
+            " p.warmup_s, r.flavour, p.command"
             " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
             " WHERE p.config_key IS NULL AND p.id > ? ORDER BY p.id LIMIT ?", (after, _BACKFILL_PAGE)
         ).fetchall()
@@ -426,10 +426,20 @@ def backfill_config(db: SqlConnection) -> None:
 _BACKFILL_PAGE = 5000  # points given their configuration key at a time
 
 
+def _words(command: str | None) -> list[str]:
+    """A stored command (a JSON list of its words; the edge checks what is read back,
+    not what a migration reads) as words; [] where it is not one."""
+    try:
+        words = json.loads(command or "[]")
+    except ValueError:
+        return []
+    return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+
+
 def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
     with db:
         for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
-                version, host, facts, point_warmup, flavour in rows:
+                version, host, facts, point_warmup, flavour, command in rows:
             options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
             target = (options.get("targets") or {}).get(engine)
             settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
@@ -449,6 +459,8 @@ def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
                 server_version=version, flavour=flavour or configkey.flavour_of(engine, version),
                 host=configkey.host_identity(host, target, facts.get("server_physical_cores"),
                                              facts.get("server_hardware_threads")),
+                # What its command line measured beyond the bare tool (pgbench -P, -l).
+                instruments=configkey.instruments_in(_words(command)),
             )
             db.execute("UPDATE points SET config = ?, config_key = ?, warmup_s = ? WHERE id = ?",
                        (json.dumps(key, sort_keys=True), configkey.digest(key), key["warmup_s"], pid))

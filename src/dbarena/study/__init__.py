@@ -35,7 +35,10 @@ The schema (version 1):
                                     #   system can; throwaway instances only) [default: false]
     fail_fast = false
     latency_sampling = 0.1          # the share of transactions pgbench logs for percentiles (-l
-                                    #   --sampling-rate); 1: all; false: no per-transaction log
+                                    #   --sampling-rate); 1: all [default: false, none: it costs
+                                    #   pgbench CPU a transaction, bench/README.md]
+    client_progress = false         # pgbench -P 1 (its per-second latency, at a cost) rather than
+                                    #   the per-second throughput from the server's commit counter
 
     [datasets]                      # tool parameters, defaults for every workload
     scale = 10                      # pgbench -i -s
@@ -63,7 +66,8 @@ The schema (version 1):
     workload = "sysbench-read-only"
     engines = ["mysql"]             # optional [default: every study engine it can run on]
     options = { skip-trx = "on" }   # the tool's options
-    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast/latency_sampling,
+    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast/latency_sampling/
+    # client_progress,
     # and any [datasets] key
 
     [price]

@@ -128,6 +128,7 @@ def apply(study: Study, o: Overrides) -> Study:
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
                    latency_sampling=study.latency_sampling if o.latency_sampling is None else
                    (o.latency_sampling or None),
+                   client_progress=study.client_progress or bool(o.client_progress),
                    price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
                    quick=study.quick or o.quick,
                    changes=study.changes + tuple(note.lines))

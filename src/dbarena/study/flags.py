@@ -252,9 +252,14 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 study_key="sweep.fail_fast", convert=lambda given: True if given else None),
         RunFlag("latency_sampling", "--latency-sampling", Float(min=0, max=1),
                 "The share of transactions pgbench logs (-l --sampling-rate) for the latency percentiles; 1: every "
-                "transaction; 0: no per-transaction log [default: 0.1, which costs about 1 % of a CPU-bound "
-                "machine where logging all costs 3.5 %].", "latency_sampling", metavar="SHARE",
-                study_key="sweep.latency_sampling"),
+                "transaction; 0: none [default: none, as the bare tool runs: one in ten costs pgbench about 5 % more CPU a "
+                "transaction on a CPU-bound 2-core machine, every one 14.5 % (bench/README.md)].", "latency_sampling",
+                metavar="SHARE", study_key="sweep.latency_sampling"),
+        RunFlag("client_progress", "--client-progress", Switch(),
+                "pgbench's own per-second report (-P 1: throughput and latency each second) instead of the "
+                "per-second throughput from the server's commit counter, which costs pgbench nothing; -P 1 costs "
+                "about 5 % of a CPU-bound point's throughput on a 2-core machine (bench/README.md).",
+                "client_progress", study_key="sweep.client_progress", convert=lambda given: True if given else None),
     )
 
 
@@ -291,6 +296,7 @@ class Overrides:
     currency: str | None = None
     fail_fast: bool | None = None
     latency_sampling: float | None = None  # 0: no per-transaction log
+    client_progress: bool | None = None
     datasets: str | None = None  # run, workload or point
     params: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings

@@ -235,6 +235,7 @@ class _Checker:
             budget_s=self.duration(sweep["budget"], "sweep.budget") if sweep["budget"] is not None else None,
             fail_fast=self.bool_(sweep["fail_fast"], "sweep.fail_fast"),
             latency_sampling=self.sampling(sweep["latency_sampling"], "sweep.latency_sampling"),
+            client_progress=self.bool_(sweep["client_progress"], "sweep.client_progress"),
             engines=engine_entries, workloads=tuple(entries),
             variants=self.cpu_axes(raw.get("cpus"), self.variants(raw.get("variants", {}), study_engines)),
             price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,

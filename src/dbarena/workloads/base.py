@@ -97,6 +97,12 @@ class ToolBase:
     def read_latency_log(self, log_dir: Path, sampling_rate: float) -> Latencies | None:
         return None
 
+    def without_progress(self, argv: list[str]) -> list[str] | None:
+        return None  # the tool's report is cheap, or nothing stands in for it
+
+    def instruments(self, progress: bool, sampling: float | None) -> tuple[str, ...]:
+        return ()  # nothing it measures is the user's choice
+
     def read(self, stdout: str, stderr: str, spec: PointSpec | None) -> tuple[Measurement, tuple[Sample, ...]]:
         raise NotImplementedError
 

@@ -339,6 +339,15 @@ LOG_PREFIX = "pgbench_log"  # its files: pgbench_log.<pid>[.<thread>]
 _LOAD_SCALE_PER_S = 8.0
 
 
+def instruments(progress: bool, sampling: float | None) -> tuple[str, ...]:
+    """The options point_argv and with_latency_log add for a point with its own
+    per-second report (-P 1) and that share of its transactions logged."""
+    found: tuple[str, ...] = ("-P 1",) if progress else ()
+    if sampling:
+        found += ("-l",) if sampling >= 1 else ("-l", f"--sampling-rate {sampling!r}")
+    return found
+
+
 class Pgbench(ToolBase):
     """pgbench: `-i` prepares the tables at the point's scale; each point runs
     `-j T -c C -T S -P 1` and the workload's mode (-S, -N or script files)."""
@@ -451,6 +460,19 @@ class Pgbench(ToolBase):
         if sampling_rate < 1:
             log += ["--sampling-rate", repr(sampling_rate)]
         return [*argv[:-1], *log, argv[-1]]
+
+    def without_progress(self, argv: list[str]) -> list[str] | None:
+        """The point without -P 1: with it, pgbench reads the clock around every
+        transaction and keeps its latency sums, which cost 5-6 % of the throughput of a
+        CPU-bound select-only point on a 2-CPU machine (bench/README.md); bare, as the
+        seed studies ran it, it does neither."""
+        for i in range(len(argv) - 1):
+            if argv[i] == "-P" and argv[i + 1] == "1":
+                return [*argv[:i], *argv[i + 2:]]
+        return None
+
+    def instruments(self, progress: bool, sampling: float | None) -> tuple[str, ...]:
+        return instruments(progress, sampling)
 
     def read_latency_log(self, log_dir: Path, sampling_rate: float) -> Latencies | None:
         files = sorted(log_dir.glob(f"{LOG_PREFIX}.*"))

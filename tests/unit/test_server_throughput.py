@@ -1,0 +1,158 @@
+"""A pgbench point's per-second throughput from the server's commit counter
+(serverside/throughput.py), the sampler's last reading at the point's end and its
+seconds handed on as they come, and what a point's key says the tool measured
+(Tool.instruments, configkey.instruments_in) for pgbench run bare or not."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from dbarena.interfaces import Client
+from dbarena.model import Connection
+from dbarena.model import PointSpec
+from dbarena.serverside import throughput
+from dbarena.serverside.postgres import PostgresReader
+from dbarena.serverside.sampler import ServerSampler
+from dbarena.serverside.series import ServerSeries
+from dbarena.stats import configkey
+from dbarena.workloads import WORKLOADS
+
+
+def _series(seconds, rates):
+    return ServerSeries(engine="postgres", seconds=tuple(seconds), series={"xact_commit": tuple(rates)})
+
+
+def test_only_the_whole_seconds_of_the_tools_run_are_its_series_numbered_from_its_start():
+    # The tool ran from 0.4 s to 5.4 s; readings at 1..6 s: (0.4, 1] and (5, 5.4] are
+    # partial, (6, ...] after its end; the four whole seconds are its series.
+    series = _series([1, 2, 3, 4, 5, 6], [600, 1000, 1010, 990, 1000, 400])
+    derived = throughput.from_commits(series, "xact_commit", first_s=-0.2, end_s=5.4, duration_s=5,
+                                      transactions=None, tool="pgbench")
+    assert [(s.second, s.tps) for s in derived.samples] == [(1.6, 1000), (2.6, 1010), (3.6, 990), (4.6, 1000)]
+    assert "4 whole seconds of pgbench's 5 s" in derived.note and "scaled" not in derived.note
+    assert "the server's xact_commit" in derived.note and "not pgbench's own per-second report" in derived.note
+
+
+def test_each_second_is_scaled_to_the_tools_own_count_and_the_note_says_by_how_much():
+    # Three commits a transaction (a script of autocommitted statements): the server
+    # counted 3 x what pgbench did; its series is pgbench's transactions a second.
+    series = _series([1, 2, 3], [3000, 3000, 3000])
+    derived = throughput.from_commits(series, "xact_commit", first_s=0, end_s=3, duration_s=3,
+                                      transactions=3000, tool="pgbench")
+    assert [s.tps for s in derived.samples] == [1000, 1000, 1000]
+    assert "scaled by 0.333, pgbench's transactions over the server's commits" in derived.note
+    # The first interval counts toward the scale only where its start is known.
+    unknown_start = throughput.from_commits(series, "xact_commit", first_s=None, end_s=3, duration_s=3,
+                                            transactions=3000, tool="pgbench")
+    assert [s.tps for s in unknown_start.samples] == [1500, 1500]
+
+
+def test_no_whole_second_and_no_counter_read_are_said_not_made_up():
+    derived = throughput.from_commits(_series([1.5], [100]), "xact_commit", first_s=0.5, end_s=1.2, duration_s=1,
+                                      transactions=100, tool="pgbench")
+    assert derived.samples == () and derived.note.startswith("no per-second series")
+    gaps = throughput.from_commits(_series([1, 2, 3], [None, None, None]), "xact_commit", first_s=0, end_s=3,
+                                   duration_s=3, transactions=10, tool="pgbench")
+    assert gaps.samples == ()
+    note = throughput.unread("pgbench", "not sampled: the server did not answer the sampler within 5 s")
+    assert "did not answer" in note and "--client-progress" in note
+
+
+class _Counting:
+    """A PostgreSQL connection whose commit counter grows 1000 a reading."""
+
+    def __init__(self):
+        self.commits = itertools.count(0, 1000)
+
+    def execute(self, sql):
+        if sql.startswith("SHOW server_version_num"):
+            return _Rows([("150018",)], ["server_version_num"])
+        if sql.startswith("SET"):
+            return _Rows([], [])
+        if "pg_stat_database" in sql:
+            return _Rows([(float(next(self.commits)),)], ["xact_commit"])
+        return _Rows([], [])
+
+    def close(self):
+        pass
+
+
+class _Rows:
+    def __init__(self, rows, names):
+        self.rows = rows
+        self.description = [(n,) for n in names]
+
+    def fetchone(self):
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self):
+        return self.rows
+
+
+def test_the_sampler_names_its_commit_counter_hands_each_second_on_and_reads_once_more_at_the_end():
+    seen = []
+    sampler = ServerSampler("postgres", _Counting, interval_s=0.05, reader_for=PostgresReader,
+                            on_second=lambda second, values: seen.append(values["xact_commit"])).connect()
+    assert sampler.commits() == "xact_commit"
+    assert sampler.first_reading_s() is not None and sampler.first_reading_s() <= 0
+    sampler.start()
+    time.sleep(0.3)
+    series = sampler.stop(final=True)
+    # Every second stored was handed on as it came, the last one a part of a second long
+    # (read at stop, not after a whole interval).
+    assert len(seen) == len(series.seconds) >= 3 and all(v is not None and v > 0 for v in seen)
+    assert series.seconds[-1] - series.seconds[-2] < 0.05
+
+
+def test_a_sampler_that_never_connected_names_no_counter():
+    def refuse():
+        raise OSError("connection refused")
+
+    sampler = ServerSampler("postgres", refuse, reader_for=PostgresReader).connect()
+    assert sampler.commits() is None
+    sampler.stop()
+
+
+CLIENT = Client("/usr/lib/postgresql/15/bin/pgbench",
+                Connection(protocol="postgresql", host="127.0.0.1", port=5432, user="bench", dbname="db",
+                           url="postgresql://bench@127.0.0.1:5432/db"))
+SPEC = PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=10)
+
+
+@pytest.mark.parametrize("progress, sampling", [(False, None), (True, None), (False, 0.1), (True, 1.0)])
+def test_a_points_key_says_what_its_command_line_measures(tmp_path, progress, sampling):
+    workload = WORKLOADS["pgbench-select-only"]
+    tool = workload.tool
+    argv = tool.point_argv(CLIENT, SPEC, workload.mode_args)
+    if not progress:
+        argv = tool.without_progress(argv)
+        assert "-P" not in argv
+    if sampling:
+        argv = tool.with_latency_log(argv, tmp_path, sampling)
+    assert configkey.instruments_in(argv) == tool.instruments(progress, sampling)
+
+
+@pytest.mark.parametrize("command, found", [
+    (["pgbench", "-c", "8", "-T", "60", "bench"], ()),
+    (["/usr/bin/pgbench", "-P", "5", "-S"], ("-P 5",)),
+    (["pgbench", "--progress=1", "--log", "--sampling-rate=0.01"], ("-P 1", "-l", "--sampling-rate 0.01")),
+    (["pgbench", "-P10", "-l", "--sampling-rate", "1"], ("-P 10", "-l")),
+    (["sysbench", "-P", "1"], ()),  # another program's -P is not pgbench's
+    ([], ()),
+])
+def test_a_stored_command_lines_instruments_are_read_in_getopts_spellings(command, found):
+    assert configkey.instruments_in(command) == found
+
+
+def test_a_bare_points_key_is_the_one_it_always_was_and_an_instrumented_one_differs():
+    common = dict(engine="postgres", workload="pgbench-select-only", threads=1, clients=2, duration_s=60, warmup_s=0,
+                  params={"scale": 10}, options={}, settings={}, variant="", server_version="15.18",
+                  flavour="postgresql", host=None)
+    bare = configkey.build(**common)
+    assert "instruments" not in bare
+    measured = configkey.build(**common, instruments=("-P 1",))
+    assert configkey.differing(bare, measured) == ["instruments"]
+    assert configkey.describe(bare, measured, ["instruments"]).startswith("instruments ")
