@@ -37,6 +37,10 @@ class Completed:
     stderr: str
     elapsed_s: float
     timed_out: bool = False
+    # The child's CPU time (user + system, all its threads and the children it waited
+    # for), read as it exited: what the tool itself cost the machine. None where it could
+    # not be read (killed, or gone before).
+    cpu_s: float | None = None
 
 
 class _AsUser(TypedDict, total=False):
@@ -130,9 +134,11 @@ def run(
     for t in pumps:
         t.start()
     timed_out = False
+    cpu_s: float | None = None
     try:
         try:
-            proc.wait(timeout=timeout)
+            cpu_s = _exited(proc, timeout)
+            proc.wait()
         except subprocess.TimeoutExpired:
             timed_out = True
             stop(proc, grace_s=5)
@@ -148,7 +154,35 @@ def run(
         stderr="".join(err),
         elapsed_s=time.monotonic() - started,
         timed_out=timed_out,
+        cpu_s=cpu_s,
     )
+
+
+_EXIT_POLL_S = 0.02  # how often a wait with a timeout looks (the tool's end is seen this late at most)
+
+
+def _exited(proc: subprocess.Popen[bytes], timeout: float | None) -> float | None:
+    """Wait until the child exits, not reaping it, and its CPU time then: a zombie
+    still holds its own and its threads' times, which are gone once it is reaped
+    (Popen.wait, after this). TimeoutExpired past `timeout`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere (a PID 1 that reaps everything)
+            return None
+        if exited is not None:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+        time.sleep(_EXIT_POLL_S if deadline is None else min(_EXIT_POLL_S, max(0.0, deadline - time.monotonic())))
+    import psutil  # (here: every command imports this module, few run a tool)
+
+    try:
+        times = psutil.Process(proc.pid).cpu_times()
+    except psutil.Error:
+        return None
+    return round(float(times.user + times.system + times.children_user + times.children_system), 3)
 
 
 def pinned(argv: Sequence[str], cpus: Sequence[int] | None) -> tuple[str, ...]:

@@ -61,6 +61,8 @@ class Completed(Protocol):
     def elapsed_s(self) -> float: ...
     @property
     def timed_out(self) -> bool: ...
+    @property
+    def cpu_s(self) -> float | None: ...  # the child's own CPU time, where it was read
 
 
 class Executor(Protocol):

@@ -167,6 +167,10 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
                 derived = throughput.Derived((), throughput.unread(tool.name, server.stopped if server else None))
             samples = derived.samples
             measurement = replace(measurement, details={**measurement.details, "per_second": derived.note})
+        if done.cpu_s is not None:
+            # What the tool cost the machine it ran on (its own CPU time, all its threads):
+            # per transaction, the figure bench/overhead compares with the bare tool's.
+            measurement = replace(measurement, details={**measurement.details, "tool_cpu_s": done.cpu_s})
     except ParseError as exc:
         # A tool that exits 0 after an error (mysqlslap whose query the server refused):
         # its own line says why there is nothing to read.
