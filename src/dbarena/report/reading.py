@@ -117,5 +117,16 @@ CORES_SMT: Explanation = (
     "core)), same SMT mode; the SMT gain compares the bests of the same cores one SMT step apart, off to on or "
     "POWER's SMT1 to 2 to 4 to 8 (by the kernel's switch or by affinity: see the provenance).")
 
+PGBENCH: Explanation = (
+    "pgbench's figures",
+    "pgbench runs bare unless asked, as the bare command would. Its per-second TPS (steady state, dips, the "
+    "per-second charts) then comes from the server's commit counter (pg_stat_database.xact_commit): the seconds "
+    "wholly within its run, scaled to pgbench's own transaction count; its latency average is the run's time per "
+    "transaction and client, as pgbench prints it without -P. Asked for, -P 1 (--client-progress) gives pgbench's "
+    "own per-second report and latency, for about 5-6 % of a CPU-bound point's throughput on a 2-core machine, "
+    "and the per-transaction log (--latency-sampling) the percentiles, for about 1 % at one transaction in ten and "
+    "3.5 % at every one (bench/README.md). Points measured with either are another configuration (the key's "
+    "instruments) and never pooled or compared with bare ones.")
+
 PROVENANCE: Explanation = (
     "Provenance", "Settings: PostgreSQL's non-default settings; MySQL's key server variables.")

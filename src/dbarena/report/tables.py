@@ -401,7 +401,15 @@ def how_to_read(report: Report) -> list[Explanation]:
     """What the report's tables and charts show, each said once, in the order the report
     first shows them."""
     kinds = [t.explain for s in report.sections for t in section_tables(s, report)]
-    return list(dict.fromkeys(e for e in [reading.CHARTS, *kinds, reading.PROVENANCE] if e is not None))
+    pgbench = [reading.PGBENCH] if any(_tool_of(s.workload) == "pgbench" for s in report.sections) else []
+    return list(dict.fromkeys(e for e in [reading.CHARTS, *kinds, *pgbench, reading.PROVENANCE] if e is not None))
+
+
+def _tool_of(workload: str) -> str | None:
+    from dbarena.workloads import WORKLOADS  # (a report of an imported workload dbarena does not run has none)
+
+    known = WORKLOADS.get(workload)
+    return known.tool.name if known is not None else None
 
 
 _HOST_FIELDS = (
