@@ -98,7 +98,7 @@ def store_info(store: Path | str, as_json: bool) -> None:
 _ID = click.IntRange(min=1, max=MAX_COUNT)
 
 
-@store_group.command("forget")
+@store_group.command("forget", short_help="Remove runs with their points; no merge brings them back.")
 @click.option("--run", "run_ids", multiple=True, type=_ID, metavar="N", help="A run to forget (repeatable).")
 @click.option("--label", "labels", multiple=True, metavar="L",
               help="Forget every run of this label (repeatable). More than one run is asked about on a terminal; "
@@ -110,8 +110,8 @@ def store_forget(run_ids: tuple[int, ...], labels: tuple[str, ...], yes: bool, s
     histograms, the server's series, raw outputs, cached figures and its place in the
     record of imported files, all in one transaction. A tombstone (the run's UUID) stays,
     so that `dbarena merge` never brings a forgotten run back, and carries the forgetting
-    into the store it merges into. A run still running is refused. Importing the same
-    file again afterwards imports it again, as a new run."""
+    into the store it merges into. A run still running is refused. A file whose runs
+    are all forgotten can be imported again: as new runs."""
     if not run_ids and not labels:
         raise UsageError("store forget: name the runs: --run N (repeatable) or --label L")
     if isinstance(store, Path) and not store.exists():
