@@ -74,7 +74,7 @@ def keyed_rows(path: Path) -> dict[str, dict[str, list[tuple[Any, ...]]]]:
             value = row[names.index(key)]
             run = value if key == "run_id" else point_run[value]
             found.setdefault(str(run), []).append(row)
-        out[table.name] = found
+        out[table.name] = {run: sorted(found_rows, key=repr) for run, found_rows in found.items()}
     out["runs"] = {str(r[0]): [r] for r in rows(path, "SELECT * FROM runs")}
     return out
 
@@ -110,7 +110,7 @@ def test_several_runs_go_in_one_transaction_or_none_does(store: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [line.split(" (")[0] for line in done.stdout.splitlines()[:2]] == ["forgot run 3", "forgot run 1"]
     assert done.stdout.splitlines()[-1] == f"{store}: 2 run(s), 14 point(s) forgotten; a merge will not bring them back"
-    assert rows(store, "SELECT id FROM runs") == [(2,)] and rows(store, "SELECT count(*) FROM forgotten_runs") == [(2,)]
+    assert rows(store, "SELECT id FROM runs ORDER BY id") == [(2,)] and rows(store, "SELECT count(*) FROM forgotten_runs") == [(2,)]
 
 
 @pytest.mark.parametrize("argv, said", [
@@ -136,7 +136,7 @@ def test_a_label_of_several_runs_needs_yes_where_nobody_can_be_asked(store: Path
     done = cli("store", "forget", "--label", "a", "--store", str(store))
     assert done.returncode == 2 and done.stderr == \
         "dbarena: error: --label would forget 2 runs of label 'a' (runs 1, 3): add --yes to forget them\n"
-    assert len(rows(store, "SELECT id FROM runs")) == 3
+    assert len(rows(store, "SELECT id FROM runs ORDER BY id")) == 3
     one = cli("store", "forget", "--label", "b", "--store", str(store))  # one run: nothing to ask
     assert one.returncode == 0 and one.stdout.startswith("forgot run 2 (label b"), one.stderr
     both = cli("store", "forget", "--label", "a", "--yes", "--store", str(store))
@@ -195,7 +195,7 @@ def test_a_file_imported_again_after_its_runs_were_forgotten_is_imported_again_a
     store = tmp_path / "i.db"
     first = cli("import", str(csv), "--label", "l", "--store", str(store))
     assert first.returncode == 0 and "as run 1, 2, label x1, x2" in first.stdout, first.stderr
-    uuids = dict(rows(store, "SELECT label, uuid FROM runs"))
+    uuids = dict(rows(store, "SELECT label, uuid FROM runs ORDER BY id"))
     # One of the file's two runs forgotten: the file stays imported, with the other alone.
     assert cli("store", "forget", "--run", "1", "--store", str(store)).returncode == 0
     assert rows(store, "SELECT run_ids, points FROM imports") == [("[2]", 2)]
@@ -207,11 +207,11 @@ def test_a_file_imported_again_after_its_runs_were_forgotten_is_imported_again_a
     assert rows(store, "SELECT * FROM imports") == []
     again = cli("import", str(csv), "--label", "l", "--store", str(store))
     assert again.returncode == 0 and "imported 3 point(s)" in again.stdout, again.stderr
-    new = dict(rows(store, "SELECT label, uuid FROM runs"))
+    new = dict(rows(store, "SELECT label, uuid FROM runs ORDER BY id"))
     assert set(new) == {"x1", "x2"} and not set(new.values()) & set(uuids.values())
     assert {u for (u,) in rows(store, "SELECT uuid FROM forgotten_runs")} == set(uuids.values())
     (ids,) = rows(store, "SELECT run_ids FROM imports")
-    assert sorted(json.loads(ids[0])) == sorted(r for (r,) in rows(store, "SELECT id FROM runs"))
+    assert sorted(json.loads(ids[0])) == sorted(r for (r,) in rows(store, "SELECT id FROM runs ORDER BY id"))
     # The same file imported into another store (never forgotten there) merges in: its
     # runs are the forgotten ones, and stay out; the new ones here are kept.
     other = tmp_path / "other.db"
@@ -244,7 +244,7 @@ def test_merge_carries_tombstones_both_ways(base: Path, store: Path, tmp_path: P
     assert back.stdout.splitlines() == [
         f"{holder}: run 2 (label b) was forgotten in {store} on {at}: not merged",
         f"{holder}: 0 run(s), 0 point(s) merged into {store}"]
-    assert rows(store, "SELECT id FROM runs") == [(1,), (3,)]
+    assert rows(store, "SELECT id FROM runs ORDER BY id") == [(1,), (3,)]
 
     other = tmp_path / "other.db"
     shutil.copy(holder, other)
@@ -283,7 +283,7 @@ def test_a_run_running_in_the_store_merged_into_is_not_forgotten_by_a_merge(base
     (at,) = rows(forgot, "SELECT forgotten_at FROM forgotten_runs")[0]
     assert said == [f"{forgot}: run 2 was forgotten there on {at}, but is running in {running}: kept here "
                     "(forget it once it has ended)"]
-    assert rows(running, "SELECT id FROM runs") == [(1,), (2,), (3,)]
+    assert rows(running, "SELECT id FROM runs ORDER BY id") == [(1,), (2,), (3,)]
     assert rows(running, "SELECT * FROM forgotten_runs") == []  # not carried: a later merge asks again
 
 
