@@ -296,7 +296,7 @@ MIGRATIONS: list[str] = [
     # into; what the run was (label, engine, start, points) for the line that says so.
     """
     CREATE TABLE forgotten_runs (
-        uuid          TEXT PRIMARY KEY,
+        uuid          TEXT PRIMARY KEY NOT NULL,
         forgotten_at  TEXT NOT NULL,
         label         TEXT,
         engine        TEXT,

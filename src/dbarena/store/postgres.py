@@ -74,7 +74,7 @@ MIGRATIONS: dict[int, str] = {
     """,
     17: """
     CREATE TABLE forgotten_runs (
-        uuid          text PRIMARY KEY,
+        uuid          text PRIMARY KEY NOT NULL,
         forgotten_at  text NOT NULL,
         label         text,
         engine        text,

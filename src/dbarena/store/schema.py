@@ -202,7 +202,7 @@ TABLES: tuple[Table, ...] = (
     # A tombstone a run forgotten (`dbarena store forget`) leaves: merge brings no run of
     # this UUID back, and carries the tombstone on (schema 17).
     Table("forgotten_runs", (
-        _c("uuid", "text", primary_key=True),    # the run's identity across stores (runs.uuid)
+        _nn("uuid", "text", primary_key=True),   # the run's identity across stores (runs.uuid)
         _nn("forgotten_at", "text", holds=_T),   # UTC, ISO 8601: when it was forgotten, in whichever store
         _c("label", "text"),                     # what the run was, for the lines that name it
         _c("engine", "text"),
