@@ -125,6 +125,12 @@ HOSTILE: tuple[tuple[str, tuple[Any, ...], str], ...] = (
     ("INSERT INTO imports VALUES ('f1', 'one.log', '[1]', 7, '2026-11-01T00:00:00+00:00')", (), ""),
     ("INSERT INTO imports VALUES ('f2', 'two.log', '{', 7, '2026-11-01T00:00:00+00:00')", (),
      "imports row 'f2', column run_ids: '{' is not valid JSON; that file's record of being imported is not merged"),
+    # Tombstones of runs forgotten there (`store forget`): carried into the merged store
+    # where they fit (no run of theirs is there: nothing said), left out where they do not.
+    ("INSERT INTO forgotten_runs VALUES ('gone-1', '2026-11-02T00:00:00+00:00', 'old', 'postgres', NULL, 3)", (), ""),
+    ("INSERT INTO forgotten_runs VALUES ('gone-2', 'not a date', NULL, NULL, NULL, 3)", (),
+     "forgotten_runs row gone-2, column forgotten_at: 'not a date' is not a date and time (ISO 8601); "
+     "that run's forgetting is not merged (a merge may bring it back here)"),
 )
 # The rows left out, by table: point ids (a row a point) or (point id, second).
 LEFT_OUT = {
@@ -183,6 +189,7 @@ def assert_merged(source: Path, merged: Path) -> None:
         assert dst.execute("SELECT COUNT(*) FROM hosts").fetchone()[0] == 1
         assert dst.execute("SELECT COUNT(*) FROM studies").fetchone()[0] == 0
         assert dst.execute("SELECT sha256, run_ids FROM imports").fetchall() == [("f1", "[1]")]
+        assert dst.execute("SELECT uuid, label, points FROM forgotten_runs").fetchall() == [("gone-1", "old", 3)]
     finally:
         src.close()
         dst.close()

@@ -25,7 +25,7 @@ JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS",
-           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress"]
+           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "ForgottenRun"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -189,6 +189,30 @@ class RunProgress:
     points: int
     failed: int
     last_point_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgottenRun:
+    """A run removed from a store by `dbarena store forget` (or by a merge that carried
+    its tombstone in): its id in that store (None: a tombstone of a run the store never
+    held), its UUID (None for a run that had none: no tombstone could name it), what it
+    was, and how many points went with it."""
+
+    run_id: int | None
+    uuid: str | None
+    label: str | None
+    engine: str | None
+    started_at: str | None
+    points: int
+    forgotten_at: str
+
+    def named(self) -> str:
+        """The run as a line names it: `run 3 (label a, postgres, started 2026-11-01 ...)`."""
+        facts = [f"label {self.label}" if self.label is not None else None, self.engine,
+                 f"started {self.started_at}" if self.started_at is not None else None]
+        shown = ", ".join(f for f in facts if f)
+        head = f"run {self.run_id}" if self.run_id is not None else f"run {self.uuid}"
+        return f"{head} ({shown})" if shown else head
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ NOT_HERE = {
                              "a killed controller)",
     "dbarena import runs.txt": "another machine's tool output (tests/e2e/test_import.py imports real outputs)",
     "dbarena merge host1.db host2.db": "other hosts' stores (tests/unit/test_merge.py)",
+    "dbarena store forget --run 7": "a store with a run 7 (tests/unit/test_forget.py forgets runs of real stores)",
     "dbarena compare m6i c7g": "stores of two machines labelled m6i and c7g",
     "dbarena run --resume": "an interrupted run (tests/e2e/test_resume_precision.py)",
     "dbarena serve": "serves until stopped (tests/e2e/test_serve_browser.py starts it and browses it)",

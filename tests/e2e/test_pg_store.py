@@ -159,6 +159,71 @@ def test_a_hostile_sqlite_store_merges_into_postgresql_what_fits(database, publi
         assert read.returncode == 0 and read.stderr == "", (argv, read.stderr)
 
 
+def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(database, public_tmp, tmp_path):
+    """`store forget` on PostgreSQL: the run and every row keyed by it or its points go
+    in one transaction, a tombstone stays; a run that may be running on another host is
+    refused; merged out into a store that holds the run, it is forgotten there too, and
+    that store merged back in does not bring it back."""
+    from dbarena.store.schema import TABLES
+
+    url, password = database
+    env = env_for(public_tmp, password)
+    base = build(tmp_path / "base.db")
+    assert dbarena("merge", str(base), "--store", url, env=env).returncode == 0
+    (b,) = query(url, password, "SELECT id, uuid FROM runs WHERE label = 'b'")
+    (a_first, a_last) = [r["id"] for r in query(url, password, "SELECT id FROM runs WHERE label = 'a' ORDER BY id")]
+
+    def keyed(run_id: int) -> dict[str, int]:
+        """Rows keyed by the run or its points, in every table that has such a key."""
+        out = {}
+        for table in TABLES:
+            names = [c.name for c in table.columns]
+            if "run_id" in names:
+                where = f"run_id = {run_id}"
+            elif "point_id" in names:
+                where = f"point_id IN (SELECT id FROM points WHERE run_id = {run_id})"
+            else:
+                continue
+            out[table.name] = query(url, password, f"SELECT count(*) AS n FROM {table.name} WHERE {where}")[0]["n"]
+        return out
+
+    assert all(keyed(b["id"]).values()), keyed(b["id"])
+    kept = keyed(a_first)
+    # A run marked running by a dbarena on another machine: whether it still runs cannot
+    # be told from here, and a shared store is where it would be writing.
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("UPDATE runs SET status = 'running', options = %s WHERE id = %s",
+                     (json.dumps({"owner": {"host": "elsewhere.example", "pid": 4242, "start": 1}}), a_last))
+    refused = dbarena("store", "forget", "--run", str(b["id"]), "--run", str(a_last), "--store", url, env=env)
+    assert refused.returncode == 2 and refused.stderr == (
+        f"dbarena: error: run {a_last} is running on elsewhere.example (process 4242), which cannot be checked "
+        "from here: forget it once it has ended there\n")
+    assert all(keyed(b["id"]).values())
+    done = dbarena("store", "forget", "--run", str(b["id"]), "--store", url, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[-1] == f"{url}: 1 run(s), 7 point(s) forgotten; a merge will not bring them back"
+    assert keyed(b["id"]) == dict.fromkeys(kept, 0) and keyed(a_first) == kept
+    (tomb,) = query(url, password, "SELECT uuid, label, points FROM forgotten_runs")
+    assert tomb == {"uuid": b["uuid"], "label": "b", "points": 7}
+    # Out into a member's store that still holds it: forgotten there too.
+    member = tmp_path / "member.db"
+    shutil.copy(base, member)
+    out = dbarena("merge", url, "--store", str(member), env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith(f"{url}: run 2 (label b, postgres, started ")
+    assert out.stdout.splitlines()[0].endswith(f"forgotten in {member} too (7 point(s) removed)")
+    with Store(member, readonly=True) as db:
+        assert [r.label for r in db.runs()] == ["a", "a"]
+    # And a store that holds it, merged in: not brought back.
+    back = dbarena("merge", str(base), "--store", url, env=env)
+    assert back.returncode == 0, back.stderr
+    (at,) = query(url, password, "SELECT forgotten_at FROM forgotten_runs")
+    assert back.stdout.splitlines() == [
+        f"{base}: run 2 (label b) was forgotten in {url} on {at['forgotten_at']}: not merged",
+        f"{base}: 0 run(s), 0 point(s) merged into {url}"]
+    assert query(url, password, "SELECT count(*) AS n FROM runs WHERE label = 'b'") == [{"n": 0}]
+
+
 def test_two_runs_write_to_one_new_postgresql_store_at_once(database, public_tmp):
     url, password = database
     env = env_for(public_tmp, password)
@@ -247,7 +312,7 @@ def test_the_dashboard_queries_of_the_store_docs_run(database, public_tmp):
 
 def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(database, public_tmp, monkeypatch):
     """Stores created by the dbarena before histograms (base 12) gain the columns and the
-    table (and schema 16's server_series), and keep what they held."""
+    table (and schema 16's server_series, 17's forgotten_runs), and keep what they held."""
     url, password = database
     monkeypatch.setenv("PGPASSWORD", password)
     with Store(url):
@@ -258,6 +323,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute(views.DROP)
         conn.execute("DROP TABLE latency_histograms")
         conn.execute("DROP TABLE server_series")
+        conn.execute("DROP TABLE forgotten_runs")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
@@ -266,7 +332,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
                    "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}]
+        [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17}]
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
                                     "JOIN v_points v ON v.point_id = p.id")
@@ -295,9 +361,10 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
     with Store(url) as db:
         old = add_point(db)
     with psycopg.connect(url, password=password, autocommit=True) as conn:
-        # what the base schema 13 was: today's tables but schema 16's, the views of schema 12
+        # what the base schema 13 was: today's tables but schema 16's and 17's, the views of schema 12
         conn.execute(views.DROP)
         conn.execute("DROP TABLE server_series")
+        conn.execute("DROP TABLE forgotten_runs")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
     assert "latency_p90_ms" not in query(url, password, "SELECT * FROM v_points")[0]
@@ -305,7 +372,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         assert db.version == SCHEMA_VERSION
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
-        [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}]
+        [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
     # Schema 15's views: repeats from 1, each point judged by its tool's metric.

@@ -1,8 +1,10 @@
 """The commands that read and write results: `results`, `compare`, `import`, `merge`,
-`store info`, `report`, `hostinfo`."""
+`store info`, `store migrate`, `store forget`, `report`, `hostinfo`."""
 
 from __future__ import annotations
 
+import socket
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,11 +16,13 @@ from dbarena.cli.app import StoreLocation, cli, open_store, store_option
 from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
+from dbarena.lifecycle import state
 from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
 from dbarena.report import export, listings, terminal
 from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
+from dbarena.records import json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
@@ -36,17 +40,24 @@ def _say(text: str = "", **options: Any) -> None:
 @store_option
 def merge(others: tuple[Path | str, ...], store: Path | str) -> None:
     """Bring other stores' runs into this one: points, per-second series, raw outputs,
-    studies, hosts. Runs already here are skipped (merging twice adds nothing); an older
-    store is read through a migrated copy, a newer one is refused; each file is merged
+    studies, hosts. Runs already here are skipped (merging twice adds nothing), as are
+    runs forgotten here (`store forget`); runs forgotten in another store are forgotten
+    here too, each said in one line. An older store is read through a migrated copy, a
+    newer one is refused; each file is merged
     whole or not at all, but for rows that do not fit their columns (each said in one
     line and left out, a run's points with it). Either side may be an SQLite file or a
     PostgreSQL URL."""
     target = store
     with Store(target) as db:
         for other in others:
-            runs, points = merge_stores(db, other)
+            # What a merge says of forgotten runs (`store forget`), one line a run: said
+            # before its count, which they explain.
+            told: list[str] = []
+            runs, points = merge_stores(db, other, tell=told.append)
+            for line in told:
+                _say(line)
             _say(f"{other}: {runs} run(s), {points} point(s) merged into {target}"
-                       + ("" if runs else " (all its runs were here already)"))
+                 + ("" if runs or told else " (all its runs were here already)"))
 
 
 @cli.group("store")
@@ -85,6 +96,74 @@ def store_info(store: Path | str, as_json: bool) -> None:
 # Ids and levels bounded as every number at the edge (limits.py): an id past SQLite's
 # INTEGER is an OverflowError in the query otherwise.
 _ID = click.IntRange(min=1, max=MAX_COUNT)
+
+
+@store_group.command("forget", short_help="Remove runs with their points; no merge brings them back.")
+@click.option("--run", "run_ids", multiple=True, type=_ID, metavar="N", help="A run to forget (repeatable).")
+@click.option("--label", "labels", multiple=True, metavar="L",
+              help="Forget every run of this label (repeatable). More than one run is asked about on a terminal; "
+                   "elsewhere it needs --yes.")
+@click.option("--yes", "-y", is_flag=True, help="Forget the runs a --label names without asking.")
+@store_option
+def store_forget(run_ids: tuple[int, ...], labels: tuple[str, ...], yes: bool, store: Path | str) -> int | None:
+    """Remove runs from the store: each run with its points, per-second series, latency
+    histograms, the server's series, raw outputs, cached figures and its place in the
+    record of imported files, all in one transaction. A tombstone (the run's UUID) stays,
+    so that `dbarena merge` never brings a forgotten run back, and carries the forgetting
+    into the store it merges into. A run still running is refused. A file whose runs
+    are all forgotten can be imported again: as new runs."""
+    if not run_ids and not labels:
+        raise UsageError("store forget: name the runs: --run N (repeatable) or --label L")
+    if isinstance(store, Path) and not store.exists():
+        raise UsageError(f"no results store at {store}")
+    with Store(store, create=False) as db:
+        by_label: list[int] = []
+        for label in labels:
+            found = db.label_run_ids(label)
+            if not found:
+                stored = list(dict.fromkeys(r.label for r in db.runs()))
+                raise UsageError(f"no label {label!r} in the store; stored: {', '.join(stored) or 'none'}")
+            by_label.extend(found)
+        wanted = list(dict.fromkeys([*run_ids, *by_label]))
+        for run in filter(None, map(db.run, wanted)):
+            if run.status != "running":
+                continue
+            # A run still being written: removing it under its dbarena would fail its next
+            # point. Its owner is checked where it can be (this machine); a shared store's
+            # run owned by another machine may be running there: refused too.
+            owner = json_object(run.options.get("owner"))
+            if state.owner_alive(owner):
+                raise UsageError(f"run {run.id} is still running (process {owner.get('pid')}): "
+                                 "forget it once it has ended")
+            host = owner.get("host")
+            if db.postgresql and isinstance(host, str) and host and host != socket.gethostname():
+                raise UsageError(f"run {run.id} is running on {host} (process {owner.get('pid')}), which cannot be "
+                                 "checked from here: forget it once it has ended there")
+        if len(set(by_label)) > 1 and not yes and not _confirmed_forget(labels, sorted(set(by_label))):
+            _say("nothing forgotten", err=True)
+            return ExitStatus.INTERRUPTED
+        gone = db.forget_runs(wanted)
+    for forgotten in gone:
+        _say(f"forgot {forgotten.named()}: {forgotten.points} point(s)"
+             + ("" if forgotten.uuid else " (it had no UUID: a merge of a store holding it may bring it back)"))
+    _say(f"{store}: {len(gone)} run(s), {sum(r.points for r in gone)} point(s) forgotten; "
+         "a merge will not bring them back")
+    return None
+
+
+def _confirmed_forget(labels: tuple[str, ...], run_ids: list[int]) -> bool:
+    """Whether to forget the runs a --label names, more than one: asked on a terminal
+    (Ctrl-C or "n": nothing forgotten); refused elsewhere (a script's --label that
+    matches more than it meant would remove them for good), where --yes says so."""
+    what = f"{len(run_ids)} runs of label {', '.join(map(repr, labels))} (runs {', '.join(map(str, run_ids))})"
+    if not sys.stdin.isatty():
+        raise UsageError(f"--label would forget {what}: add --yes to forget them")
+    try:
+        return click.confirm(f"forget {what}, with their points, for good? (--yes: do not ask)", default=False,
+                             err=True)
+    except click.Abort:  # Ctrl-C or end of input at the prompt
+        click.echo("", err=True)
+        return False
 
 
 @cli.command()

@@ -102,6 +102,15 @@ def alive(pid: int | None, started: int | None) -> bool:
     return fields is not None and fields[0] != "Z" and int(fields[19]) == started
 
 
+def owner_alive(owner: dict[str, Any]) -> bool:
+    """Whether the dbarena process a run records as its owner (its options' `owner`:
+    pid, kernel start time, host name) runs now, on this machine. One on another
+    machine cannot be told from here: False."""
+    pid, start = owner.get("pid"), owner.get("start")
+    return (owner.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool)
+            and alive(pid, start if isinstance(start, int) else None))
+
+
 def _program(pid: int) -> tuple[str | None, list[str] | None]:
     """A process's executable (None where it cannot be read: another user's, as a
     user) and command line (None: gone)."""

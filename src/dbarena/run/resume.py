@@ -4,7 +4,6 @@ unfinished, and the plan it followed, checked against what the user gave."""
 from __future__ import annotations
 
 import os
-import socket
 from typing import Any
 
 from dbarena.run import plan
@@ -87,10 +86,8 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[StoredR
     runs = store.invocation_runs(invocation)
     for r in runs:
         owner = json_object(r.options.get("owner"))
-        pid, start = owner.get("pid"), owner.get("start")
-        if r.status == "running" and owner.get("host") == socket.gethostname() and isinstance(pid, int) \
-                and pid != os.getpid() and state.alive(pid, start if isinstance(start, int) else None):
-            raise UsageError(f"--resume: run {r.id} is still running (process {pid})")
+        if r.status == "running" and owner.get("pid") != os.getpid() and state.owner_alive(owner):
+            raise UsageError(f"--resume: run {r.id} is still running (process {owner.get('pid')})")
     return invocation, runs
 
 

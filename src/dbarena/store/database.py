@@ -31,7 +31,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import RunProgress, StoredPoint, StoredRun, SystemSums
+from dbarena.records import ForgottenRun, RunProgress, StoredPoint, StoredRun, SystemSums
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -399,6 +399,92 @@ class Store:
                                 f"({marks}))", tuple(chunk))
             self.db.execute(f"DELETE FROM points WHERE run_id IN ({marks})", tuple(chunk))
             self.db.execute(f"DELETE FROM runs WHERE id IN ({marks})", tuple(chunk))
+
+    # ------------------------------------------------------------------ forgetting
+
+    def label_run_ids(self, label: str) -> list[int]:
+        """The ids of every run of `label`, oldest first (whether or not its other
+        columns fit: a run edited by hand can be forgotten too)."""
+        return [i for (i,) in self.db.execute("SELECT id FROM runs WHERE label = ? ORDER BY id", (label,))]
+
+    def forget_runs(self, run_ids: Sequence[int]) -> list[ForgottenRun]:
+        """Remove these runs, their points and every row hanging off them (per-second
+        series, histograms, the server's series, raw outputs, cached derived figures,
+        their ids in the record of imported files), in one transaction, leaving a
+        tombstone for each (`forgotten_runs`, by UUID) so that a merge brings none of
+        them back. An id the store does not hold is a StoreError, and nothing is removed.
+        Whether a run may go (one still running) is the caller's to decide."""
+        wanted = list(dict.fromkeys(run_ids))
+        with self._writing():
+            found = {run.run_id: run for run in self._forgettable(wanted, utc(now_utc()))}
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                total, first, last = self.db.execute("SELECT count(*), min(id), max(id) FROM runs").fetchone()
+                held = f"it holds {total} run(s), ids {first} to {last}" if total else "it holds no run"
+                raise StoreError(f"no run {', '.join(map(str, missing))} in {self.location} ({held})")
+            gone = [found[i] for i in wanted]
+            self._tombstones(gone)
+            self._remove_runs({run.run_id: run.points for run in gone if run.run_id is not None})
+        return gone
+
+    def _forgettable(self, run_ids: Sequence[int], at: str) -> list[ForgottenRun]:
+        """These runs (those the store holds) as their tombstones would say them, with
+        their points counted (warm-ups too). What is not text is left out of the
+        description (a hand-edited row), never carried into a tombstone."""
+        out = []
+        for chunk in chunks(list(run_ids)):
+            for run_id, identity, label, engine, started_at, points in self.db.execute(
+                    "SELECT r.id, r.uuid, r.label, r.engine, r.started_at,"
+                    " (SELECT count(*) FROM points p WHERE p.run_id = r.id) FROM runs r"
+                    f" WHERE r.id IN ({', '.join('?' * len(chunk))})", tuple(chunk)):
+                out.append(ForgottenRun(
+                    run_id=run_id, uuid=identity if isinstance(identity, str) else None,
+                    label=label if isinstance(label, str) else None,
+                    engine=engine if isinstance(engine, str) else None,
+                    started_at=started_at if edge.fault(COLUMNS["runs"]["started_at"], started_at) is None else None,
+                    points=int(points), forgotten_at=at))
+        return out
+
+    def _tombstones(self, runs: Iterable[ForgottenRun]) -> None:
+        """A tombstone for each run that has a UUID (uncommitted); one already there stays
+        as it was (the first forgetting is the one kept)."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO forgotten_runs (uuid, forgotten_at, label, engine, started_at, points)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(r.uuid, r.forgotten_at, r.label, r.engine, r.started_at, r.points) for r in runs if r.uuid is not None])
+
+    def _remove_runs(self, points_by_run: dict[int, int]) -> None:
+        """Runs (id -> their points) deleted with everything keyed by them, and taken out
+        of the record of imported files (uncommitted): a file whose runs are all gone is
+        no longer imported, so that importing it again is not refused as done already; one
+        that keeps some of its runs keeps its record, with those alone."""
+        self._delete_runs(list(points_by_run))
+        for sha256, text, count in self.db.execute("SELECT sha256, run_ids, points FROM imports").fetchall():
+            try:
+                ids = json.loads(text)
+            except (TypeError, ValueError):
+                continue  # a record that does not read (said where it is read): left as it is
+            if not isinstance(ids, list):
+                continue
+            gone = [i for i in ids if type(i) is int and i in points_by_run]
+            if not gone:
+                continue
+            kept = [i for i in ids if i not in gone]
+            if not kept:
+                self.db.execute("DELETE FROM imports WHERE sha256 = ?", (sha256,))
+                continue
+            left = count - sum(points_by_run[i] for i in gone) if type(count) is int else count
+            self.db.execute("UPDATE imports SET run_ids = ?, points = ? WHERE sha256 = ?",
+                            (json.dumps(kept), max(left, 0) if type(left) is int else left, sha256))
+
+    def forgotten(self, uuids: Iterable[str]) -> dict[str, str]:
+        """Those of these UUIDs that name a forgotten run -> when it was forgotten."""
+        out: dict[str, str] = {}
+        for chunk in chunks(sorted(set(uuids))):
+            out.update((u, str(at)) for u, at in self.db.execute(
+                f"SELECT uuid, forgotten_at FROM forgotten_runs WHERE uuid IN ({', '.join('?' * len(chunk))})",
+                tuple(chunk)))
+        return out
 
     # ------------------------------------------------------------------ reading
 
@@ -805,7 +891,15 @@ class ImportBatch:
         # same runs, which a merge then adds once. A replacement is another import of
         # the file (other options): other runs.
         name = f"{self.sha256}:{len(self.run_ids)}" + (f":{self.replace}" if self.replace else "")
-        run_id = self.store._insert_run(run, "imported", str(uuid.uuid5(RUN_NAMESPACE, name)))
+        identity = str(uuid.uuid5(RUN_NAMESPACE, name))
+        # A file imported again after its run was forgotten (`store forget`): the user
+        # asked for it, so it is a run again, but a new one: the tombstone stays, and a
+        # merge still keeps the forgotten run out (and two stores that did the same agree).
+        again = 0
+        while self.store.forgotten([identity]):
+            again += 1
+            identity = str(uuid.uuid5(RUN_NAMESPACE, f"{name}:again:{again}"))
+        run_id = self.store._insert_run(run, "imported", identity)
         self.run_ids.append(run_id)
         return run_id
 

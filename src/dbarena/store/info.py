@@ -10,7 +10,8 @@ from dbarena.store.database import Store
 def info(store: Store) -> dict[str, Any]:
     """What `dbarena store info` shows."""
     counts = {t: int(store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
-              for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports")}
+              for t in ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports",
+                        "forgotten_runs")}
     raw = store.db.execute("SELECT COALESCE(SUM(LENGTH(stdout) + LENGTH(stderr)), 0) FROM raw_outputs").fetchone()
     return {"path": store.location, "backend": store.dialect.name,
             # The file's own version (a reader migrates an older one in memory only).

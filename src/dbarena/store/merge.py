@@ -44,23 +44,27 @@ NOT_MERGED = {
     "hosts": "that host is not merged; its runs are, without their host facts",
     "studies": "that study is not merged; its runs are, without it",
     "imports": "that file's record of being imported is not merged",
+    "forgotten_runs": "that run's forgetting is not merged (a merge may bring it back here)",
 }
 # Tables copied in SQL when both stores are SQLite (the others hold a row a point).
 _SERIES = ("samples", "system_samples")
 
 
-def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None) -> tuple[int, int]:
+def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None,
+          tell: Callable[[str], None] | None = None) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
-    store twice adds nothing. Either store may be SQLite or PostgreSQL. An SQLite file is
-    read from a migrated copy (the file itself is left as it is); a newer schema is
-    refused. All or nothing: one transaction. Rows that do not fit their columns are
-    said (`say`, default stderr), one line each, and left out."""
+    store twice adds nothing; so are runs forgotten in `into` (`store forget`), and the
+    other store's forgotten runs are forgotten in `into` too (removed, with a tombstone),
+    each said in one line (`tell`, default stderr). Either store may be SQLite or
+    PostgreSQL. An SQLite file is read from a migrated copy (the file itself is left as
+    it is); a newer schema is refused. All or nothing: one transaction. Rows that do not
+    fit their columns are said (`say`, default stderr), one line each, and left out."""
     if pgstore.is_url(other):
         if str(other) == into.location:
             raise StoreError(f"merge: {other} is the store being merged into")
         with Store(str(other), readonly=True) as source:  # a merge reads the other store, never writes it
-            return _merge_from(into, source, str(other), say)
+            return _merge_from(into, source, str(other), say, tell)
     other = Path(other)
     if not other.is_file():
         raise StoreError(f"merge: no store {other}")
@@ -85,27 +89,29 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
             raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
         with source:
             if not isinstance(into.db, sqlite3.Connection):
-                return _merge_from(into, source, str(other), say)
+                return _merge_from(into, source, str(other), say, tell)
             db = into.db
             try:
                 db.execute("ATTACH DATABASE ? AS src", (str(copy),))
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"merge: {other}: {exc}") from None
             try:
-                return _merge_from(into, source, str(other), say, attached=True)
+                return _merge_from(into, source, str(other), say, tell, attached=True)
             finally:
                 db.execute("DETACH DATABASE src")
 
 
 def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None] | None,
-                attached: bool = False) -> tuple[int, int]:
-    """Every run of `source` not yet in `into`, with what belongs to it, in one
-    transaction. New ids come from the target's own sequence (or after its largest id),
-    so that writers of a shared store never collide with a merge."""
+                tell: Callable[[str], None] | None = None, attached: bool = False) -> tuple[int, int]:
+    """Every run of `source` not yet in `into` (nor forgotten there), with what belongs
+    to it, and `source`'s tombstones, in one transaction. New ids come from the target's
+    own sequence (or after its largest id), so that writers of a shared store never
+    collide with a merge."""
     caught: tuple[type[Exception], ...] = (sqlite3.DatabaseError, *into.errors, *source.errors)
+    edge_ = Edge(name, say)
     try:
         with into._writing():
-            return _Copy(into, source, Edge(name, say), attached).runs()
+            return _Copy(into, source, edge_, attached, tell or edge_.say).runs()
     except caught as exc:  # a damaged file: nothing was added
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
 
@@ -161,9 +167,10 @@ def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple
 class _Copy:
     """One merge: what of `source` fits (`edge`, which says the rest), copied into `into`."""
 
-    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool):
+    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool, tell: Callable[[str], None]):
         self.into, self.source, self.edge = into, source, edge
         self.attached = attached  # `source` is also ATTACHed to `into` as src (both SQLite)
+        self.tell = tell  # the lines about forgotten runs
 
     def fitting(self, table: str, names: Sequence[str], rows: list[Row]) -> list[Row]:
         """The rows of `table` (as read) that fit, every column checked (and what
@@ -194,6 +201,7 @@ class _Copy:
 
     def runs(self) -> tuple[int, int]:
         """(runs, points) merged."""
+        self.tombstones()
         names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
         uuid_at = names.index("uuid")
         known: set[Any] = set()
@@ -201,6 +209,15 @@ class _Copy:
             known.update(u for (u,) in self.into.db.execute(f"SELECT uuid FROM runs WHERE uuid IN ({_marks(chunk)})",
                                                             chunk))
         runs = [r for r in runs if r[uuid_at] not in known]
+        # Forgotten here (or in the other store, whose tombstones are here now): not merged.
+        gone = self.into.forgotten(r[uuid_at] for r in runs if isinstance(r[uuid_at], str))
+        label_at = names.index("label")
+        for run in runs:
+            if run[uuid_at] in gone:
+                label = f" (label {run[label_at]})" if isinstance(run[label_at], str) else ""
+                self.tell(f"{self.edge.location}: run {run[0]}{label} was forgotten in {self.into.location} on "
+                          f"{gone[run[uuid_at]]}: not merged")
+        runs = [r for r in runs if r[uuid_at] not in gone]
         for run in runs:  # (a NULL fits the column, but a run is merged once by its UUID)
             if run[uuid_at] is None:
                 self.edge.report("runs", str(run[0]), "uuid", None, "where a value must be (a run is merged once, "
@@ -227,6 +244,34 @@ class _Copy:
         points = self.points(run_map)
         self.imports(run_map)
         return len(run_map), points
+
+    def tombstones(self) -> None:
+        """The other store's tombstones (runs forgotten there) carried here, where they
+        fit and are not here yet: a run of one of those UUIDs here is forgotten too,
+        each said in one line; one running here is not (it is being measured into this
+        store), nor is its tombstone carried."""
+        cols, rows = _select(self.source, "SELECT * FROM forgotten_runs ORDER BY forgotten_at, uuid")
+        rows = self.fitting("forgotten_runs", cols, rows)
+        at = cols.index("uuid")
+        here = self.into.forgotten(r[at] for r in rows)
+        rows = [r for r in rows if r[at] not in here]
+        if not rows:
+            return
+        when = {r[at]: r[cols.index("forgotten_at")] for r in rows}
+        held: dict[str, tuple[int, Any]] = {}
+        for chunk in chunks(sorted(when)):
+            held.update((u, (i, status)) for i, u, status in self.into.db.execute(
+                f"SELECT id, uuid, status FROM runs WHERE uuid IN ({_marks(chunk)})", chunk))
+        running = {u for u, (_, status) in held.items() if status == "running"}
+        for u in sorted(running, key=lambda u: held[u][0]):
+            self.tell(f"{self.edge.location}: run {held[u][0]} was forgotten there on {when[u]}, but is running in "
+                      f"{self.into.location}: kept here (forget it once it has ended)")
+        self.insert("forgotten_runs", cols, [r for r in rows if r[at] not in running], ignore=True)
+        doomed = self.into._forgettable(sorted(i for u, (i, _) in held.items() if u not in running), "")
+        self.into._remove_runs({r.run_id: r.points for r in doomed if r.run_id is not None})
+        for r in doomed:
+            self.tell(f"{self.edge.location}: {r.named()} was forgotten there on {when[r.uuid]}: forgotten in "
+                      f"{self.into.location} too ({r.points} point(s) removed)")
 
     def parents(self, table: str, key: str, wanted: set[str]) -> set[str]:
         """The studies or hosts (by key) the merged runs name, copied where they fit and

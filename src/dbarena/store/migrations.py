@@ -291,6 +291,19 @@ MIGRATIONS: list[str] = [
         figures   TEXT
     );
     """,
+    # 17: runs removed by `dbarena store forget`, by UUID (a tombstone each), so that a
+    # merge does not bring them back and carries the forgetting to the store merged
+    # into; what the run was (label, engine, start, points) for the line that says so.
+    """
+    CREATE TABLE forgotten_runs (
+        uuid          TEXT PRIMARY KEY NOT NULL,
+        forgotten_at  TEXT NOT NULL,
+        label         TEXT,
+        engine        TEXT,
+        started_at    TEXT,
+        points        INTEGER NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

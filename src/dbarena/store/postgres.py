@@ -45,8 +45,9 @@ def errors() -> tuple[type[Exception], ...]:
 # MIGRATIONS[13] and [14], those created at 13 (before v_points showed p90 and p99.9) by
 # MIGRATIONS[14]; every store created before 15 (views by each tool's metric, repeats
 # from 1) by MIGRATIONS[15]; every store created before 16 (the server's own series) by
-# MIGRATIONS[16].
-BASE_VERSION = 16
+# MIGRATIONS[16]; every store created before 17 (tombstones of forgotten runs) by
+# MIGRATIONS[17].
+BASE_VERSION = 17
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
@@ -69,6 +70,16 @@ MIGRATIONS: dict[int, str] = {
         evidence  text,
         record    text NOT NULL,
         figures   text
+    );
+    """,
+    17: """
+    CREATE TABLE forgotten_runs (
+        uuid          text PRIMARY KEY NOT NULL,
+        forgotten_at  text NOT NULL,
+        label         text,
+        engine        text,
+        started_at    text,
+        points        integer NOT NULL
     );
     """,
 }
@@ -157,7 +168,7 @@ def version(db: Connection) -> int:
 # a schema_migrations without `runs` (Rails and golang-migrate keep a table of that
 # name too), is another program's.
 _TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
-           "raw_outputs", "latency_histograms", "server_series")
+           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs")
 
 
 def foreign(db: Connection) -> str | None:
@@ -202,7 +213,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(views.postgresql(BASE_VERSION))
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
-        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 to 16)
+        for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 to 17)
             db.raw.execute(MIGRATIONS[number])
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, applied_at))
 
@@ -213,7 +224,7 @@ def size_bytes(db: Connection) -> int:
         db, "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
         " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
-        " 'latency_histograms', 'server_series') AND pg_table_is_visible(c.oid)"))
+        " 'latency_histograms', 'server_series', 'forgotten_runs') AND pg_table_is_visible(c.oid)"))
 
 
 def next_ids(db: Connection, table: str, count: int) -> list[int]:

@@ -199,6 +199,16 @@ TABLES: tuple[Table, ...] = (
         _nn("record", "text", holds=_J),         # JSON: serverside.series.ServerSeries.encode
         _c("figures", "text", holds=_J),         # JSON: stats/bound.figures, what comparisons read
     )),
+    # A tombstone a run forgotten (`dbarena store forget`) leaves: merge brings no run of
+    # this UUID back, and carries the tombstone on (schema 17).
+    Table("forgotten_runs", (
+        _nn("uuid", "text", primary_key=True),   # the run's identity across stores (runs.uuid)
+        _nn("forgotten_at", "text", holds=_T),   # UTC, ISO 8601: when it was forgotten, in whichever store
+        _c("label", "text"),                     # what the run was, for the lines that name it
+        _c("engine", "text"),
+        _c("started_at", "text", holds=_T),
+        _nn("points", "integer", holds=_N),      # its points when it was forgotten (warm-ups too)
+    )),
 )
 
 INDEXES: tuple[Index, ...] = (
