@@ -35,6 +35,8 @@ class Imported:
 def is_bundle(path: Path) -> bool:
     """Whether a file is a bundle rather than a tool's output or a CSV: a tar whose
     first member is manifest.json (the first 512 bytes are its ustar header)."""
+    if not path.is_file():  # (never opened: a FIFO would block its reader; import refuses it itself)
+        return False
     try:
         with path.open("rb") as f:
             head = f.read(512)
