@@ -230,6 +230,9 @@ def test_each_part_tampered_is_refused_in_one_line(made, tmp_path):
     message = _refused(_rebuild(members, key, figure("tps", pg, 1.5)), tmp_path, allowed)
     assert re.search(rf"manifest\.json:\d+: tps of point {pg} is 1\.5, but points/{pg}/stdout\.txt:\d+ gives "
                      rf"{points[pg]['result']['tps']}$", message), message
+    # What the output says of the point itself (its threads), changed and signed again.
+    message = _refused(_rebuild(members, key, figure("threads", sb, 64)), tmp_path)
+    assert re.search(rf"threads of point {sb} is 64, but points/{sb}/stdout\.txt:\d+ gives \d+$", message), message
     # A figure derived from the series: named with the series' file.
     message = _refused(_rebuild(members, key, figure("steady_tps", sb, 1.5)), tmp_path)
     assert re.search(rf"steady_tps of point {sb} is 1\.5, but .+ recomputed from points/{sb}/samples\.csv$",

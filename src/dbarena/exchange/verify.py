@@ -324,6 +324,11 @@ def _from_output(found: Bundle, entry: JSONObject, result: Verified) -> None:
         if len(read) != 1:
             raise BundleProblem(f"{found.name}: {stdout}: {len(read)} runs of {tool} in it, not the point's one")
         measured = read[0].result.measurement
+        if tool in ("pgbench", "sysbench"):  # (they print their threads and clients; mysqlslap's are its command's)
+            spec = read[0].result.spec
+            for key, count in (("threads", spec.threads), ("clients", spec.clients)):
+                figures[key] = count
+                lines[key] = _line_of(text, count, read[0].first_line, read[0].last_line)
         if measured is not None:
             for key in FIGURES:
                 value = getattr(measured, key)
@@ -338,14 +343,14 @@ def _from_output(found: Bundle, entry: JSONObject, result: Verified) -> None:
         latencies = Latencies.decode(bundle.json_document(histogram, found.members[histogram]))
         percentiles = latencies.percentiles_ms()
         for key, name in _PERCENTILES.items():
-            if key not in figures and (value := percentiles[name]) is not None:
-                figures[key], lines[key] = value, 0
+            if key not in figures and (percentile := percentiles[name]) is not None:
+                figures[key], lines[key] = percentile, 0
         # (the tool's printed minimum and maximum stand; pgbench prints none: the log's)
         if "latency_min_ms" not in figures and latencies.min_us is not None:
             figures["latency_min_ms"], lines["latency_min_ms"] = latencies.min_us / 1000.0, 0
         if "latency_max_ms" not in figures and percentiles["max"] is not None:
             figures["latency_max_ms"], lines["latency_max_ms"] = percentiles["max"], 0
-    for key in FIGURES:
+    for key in ("threads", "clients", *FIGURES):
         if key in figures and not _same(record.get(key), figures[key]):
             where = f"{stdout}:{lines[key]}" if lines[key] else histogram
             raise BundleProblem(f"{found.name}: manifest.json:{_manifest_line(found, pid, key)}: {key} of point {pid} "
