@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the web front end", {"serve"}),
     ("many hosts", {"fleet"}),
     ("the run", {"run"}),
+    ("results exchanged", {"exchange"}),
     ("studies in, results out", {"study", "report", "importers"}),
     ("engines and tools", {"engines", "workloads"}),
     ("lifecycle", {"lifecycle"}),

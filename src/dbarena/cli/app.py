@@ -95,6 +95,7 @@ COMMAND_MODULES = {
     "history": "history", "gate": "history",
     "probe": "probe",
     "serve": "serve",
+    "publish": "exchange", "verify": "exchange",
 }
 
 

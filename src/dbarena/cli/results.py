@@ -299,7 +299,8 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 
 @cli.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--label", required=True, help="Label for the imported results (a CSV 'label' column overrides it).")
+@click.option("--label", help="Label for the imported results (a CSV 'label' column overrides it); required but "
+                              "for bundles, whose runs keep their own.")
 @click.option("--engine", type=click.Choice(sorted(engines.ENGINES)),
               help="Engine of runs whose output does not say (sysbench without a --db-driver command line).")
 @click.option("--tool", type=click.Choice(("auto", *reading.TOOLS)), default="auto", show_default=True,
@@ -315,9 +316,12 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 @click.option("--allow-skipped", is_flag=True,
               help="Exit 0 although pieces of a file that carry figures were not stored (a summary whose header was "
                    "cut off): they are still reported, FILE:LINE each.")
+@click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Bundles only: import only those signed by a key of this file (as ssh-keygen reads it).")
 @store_option
-def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool: str, workload: str | None,
-                   price_per_hour: float | None, replace: bool, allow_skipped: bool, store: Path | str) -> int | None:
+def import_command(files: tuple[Path, ...], label: str | None, engine: str | None, tool: str, workload: str | None,
+                   price_per_hour: float | None, replace: bool, allow_skipped: bool, allowed_signers: Path | None,
+                   store: Path | str) -> int | None:
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
     that produced them) and CSV files of summary rows (docs/import.md lists the columns).
@@ -328,7 +332,29 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
     no run that can be stored (a summary whose header was cut off) is reported as
     FILE:LINE, the rest of the file is stored, and the import ends with the count of
     such pieces and exit status 1 (0 with --allow-skipped).
+
+    A bundle (`dbarena publish`) is verified first, as `dbarena verify` does, and
+    refused whole where anything in it does not hold; its runs are stored as they were
+    published, with where they came from (the bundle and its signer) in their options.
     """
+    from dbarena.exchange.importing import is_bundle
+
+    bundles = [path for path in files if is_bundle(path)]
+    if bundles:
+        if len(bundles) != len(files):
+            raise UsageError("import: bundles and tools' outputs go in separate imports")
+        given = [name for name, value in (("--label", label), ("--engine", engine), ("--workload", workload),
+                                          ("--price-per-hour", price_per_hour), ("--replace", replace or None),
+                                          ("--tool", None if tool == "auto" else tool)) if value is not None]
+        if given:
+            raise UsageError(f"import: {', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to a bundle "
+                             "(its runs keep their own)")
+        _import_bundles(bundles, allowed_signers, store)
+        return None
+    if label is None:
+        raise UsageError("Missing option '--label' (the label of the imported results)")
+    if allowed_signers is not None:
+        raise UsageError("import: --allowed-signers applies to bundles only")
     from dbarena.importers.storing import ImportOptions, import_file
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
@@ -368,6 +394,18 @@ def import_command(files: tuple[Path, ...], label: str, engine: str | None, tool
     if failed:
         return ExitStatus.USAGE
     return ExitStatus.POINTS_FAILED if skipped and not allow_skipped else None
+
+
+def _import_bundles(bundles: list[Path], allowed_signers: Path | None, store: Path | str) -> None:
+    """`import` of bundles: each verified, then stored whole (exchange/importing.py)."""
+    from dbarena.exchange.importing import import_bundle
+
+    with Store(store) as db:
+        for path in bundles:
+            done = import_bundle(db, path, allowed_signers)
+            _say(done.verified.summary())
+            _say(f"{path}: imported {done.runs} run(s), {done.points} point(s) into {store}"
+                 + ("" if done.runs else " (all its runs were here already)"))
 
 
 def _prices(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Price]:

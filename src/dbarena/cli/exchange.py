@@ -1,0 +1,103 @@
+"""The commands that exchange results (docs/exchange.md): `publish` and `verify`
+(`import BUNDLE` is `import`'s, in results.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from dbarena import atomic
+from dbarena.cli.app import cli, open_store, store_option
+from dbarena.errors import ExitStatus, UsageError
+from dbarena.limits import MAX_COUNT, printable
+
+if TYPE_CHECKING:
+    from dbarena.exchange.sshsig import Signer
+
+
+def _say(text: str, err: bool = False) -> None:
+    click.echo(printable(text), err=err)
+
+
+def _signer(key: Path) -> tuple[Signer, str | None]:
+    """The key, and an encrypted key's passphrase: from DBARENA_KEY_PASSPHRASE, else
+    asked on the terminal (never an argument: every user of the machine sees those)."""
+    from dbarena.exchange import publish, sshsig
+
+    try:
+        return sshsig.load_key(key, None), None
+    except sshsig.SignatureProblem as exc:
+        if "is encrypted" not in str(exc):
+            raise
+    passphrase = os.environ.get(publish.PASSPHRASE_ENV)
+    if passphrase is None:
+        if not sys.stdin.isatty():
+            raise UsageError(f"--key {key} is encrypted: set {publish.PASSPHRASE_ENV} (no terminal to ask on)")
+        passphrase = str(click.prompt(f"passphrase of {key}", hide_input=True, err=True))
+    return sshsig.load_key(key, passphrase), passphrase
+
+
+@cli.command()
+@store_option
+@click.option("--label", "labels", multiple=True, help="Publish the runs of this label (repeatable).")
+@click.option("--run", "run_ids", multiple=True, type=click.IntRange(min=1, max=MAX_COUNT), metavar="N",
+              help="Publish this run (repeatable; with --label, only runs of those labels).")
+@click.option("--key", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Sign with this OpenSSH Ed25519 private key (ssh-keygen -t ed25519); an encrypted one's "
+                   "passphrase from DBARENA_KEY_PASSPHRASE, else asked.")
+@click.option("--unsigned", is_flag=True, help="Publish without a signature (the bundle says it is unsigned; "
+                                               "`verify --allowed-signers` refuses it).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              metavar="BUNDLE", help="The bundle file to write (a tar).")
+def publish(store: Path | str, labels: tuple[str, ...], run_ids: tuple[int, ...], key: Path | None, unsigned: bool,
+            output: Path) -> None:
+    """Write runs of a store as one bundle others can verify: a manifest (every run and
+    point as `results --json` prints it, studies, host facts and probes, settings, tool
+    versions, prices), the raw tool outputs, the per-second series, SHA256SUMS and an SSH
+    signature of the manifest (ssh-keygen -Y verify checks it). The same runs give the
+    same bytes. Every password is masked, and the bundle is refused if a secret's value
+    (an environment variable named like one, the key's passphrase) would be in it."""
+    from dbarena.exchange import publish as publishing
+
+    if not labels and not run_ids:
+        raise UsageError("publish: give --label or --run (what to publish)")
+    if (key is None) == (not unsigned):
+        raise UsageError("publish: give --key FILE to sign the bundle, or --unsigned" if key is None
+                         else "publish: --key and --unsigned: give one")
+    atomic.check_directory(output)
+    signer, passphrase = _signer(key) if key is not None else (None, None)
+    secrets = publishing.secrets_of(os.environ, [passphrase] if passphrase else [])
+    with open_store(store) as db:
+        done = publishing.publish(db, labels=labels, run_ids=run_ids, signer=signer, secrets=secrets)
+    atomic.write_bytes(output, done.data)
+    signed = f"signed with ED25519 key {done.key}" if done.signed else "UNSIGNED"
+    _say(f"wrote {output}: {done.runs} run(s), {done.points} point(s), {len(done.data):,} bytes, {signed}")
+
+
+@cli.command()
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path),
+                metavar="BUNDLE...")
+@click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Whose keys are trusted, as ssh-keygen reads it (`principal ssh-ed25519 KEY` a line): a bundle "
+                   "signed by another key, or unsigned, is refused.")
+def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | None:
+    """Check bundles: the signature (and whose key), every file's sha256, that no byte
+    of the file was changed, that no password is in it, then every figure recomputed
+    from the raw outputs (by the importer) and the per-second series, equal to the
+    manifest's. A line each; a bundle that fails is refused in one line naming the first
+    thing that does not hold (exit 2)."""
+    from dbarena.exchange.bundle import BundleProblem
+    from dbarena.exchange.verify import verify as check
+
+    failed = False
+    for path in bundles:
+        try:
+            _say(check(path, allowed_signers).summary())
+        except BundleProblem as exc:
+            _say(f"dbarena: error: {' '.join(str(exc).split())}", err=True)
+            failed = True
+    return ExitStatus.USAGE if failed else None

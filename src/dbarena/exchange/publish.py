@@ -1,0 +1,218 @@
+"""`dbarena publish`: runs of a store -> one bundle (bundle.py), every secret masked
+and checked absent before a byte is written, signed with an OpenSSH Ed25519 key
+(sshsig.py) or marked unsigned.
+
+What a bundle holds of each run is what the store holds of it, measured points only
+(warm-ups are not published): the run's record (label, host, target, versions, tool
+versions, options with the host probe and the server settings, host facts, target facts,
+price, study), each point's record as `results --json` prints it, with its command and
+exit status, and its files: raw output, per-second series, latency histogram, server
+series. Nothing in it depends on when or where it is published: the same runs give the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbarena import __version__
+from dbarena.errors import UsageError
+from dbarena.exchange import bundle, sshsig
+from dbarena.masking import masked
+from dbarena.records import JSON, JSONObject, StoredRun
+from dbarena.stats import analysis
+from dbarena.store.database import Store
+from dbarena.store.schema import TABLES
+
+__all__ = ["Published", "publish", "secrets_of", "SERIES_FILES", "series_columns", "PASSPHRASE_ENV"]
+
+# Where an encrypted key's passphrase may come from besides a prompt (never argv).
+PASSPHRASE_ENV = "DBARENA_KEY_PASSPHRASE"
+# A point's per-second tables and their file in the bundle.
+SERIES_FILES = {"samples": "samples.csv", "system_samples": "system_samples.csv"}
+# Environment variables whose values are secrets: none may be in a bundle.
+_SECRET_NAME = re.compile(r"(?i)password|passwd|_pwd$|secret|token|passphrase")
+# A shorter value would be found in any figure (a password "12" in "3,412 tps"); such
+# a value is not looked for, and the masking of every form a password is spelled in
+# (masking.py) is what keeps it out.
+_SHORTEST_SECRET = 4
+
+
+def series_columns(table: str) -> dict[str, str]:
+    """A per-second table's columns but its point, each with its logical type (schema.py)."""
+    found = next(t for t in TABLES if t.name == table)
+    return {c.name: c.type for c in found.columns if c.name != "point_id"}
+
+
+@dataclass(frozen=True)
+class Published:
+    data: bytes
+    runs: int
+    points: int
+    signed: bool
+    key: str | None  # the signing key's fingerprint
+
+
+def secrets_of(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """What must not be in a bundle: the value of every environment variable named like
+    a secret (PGPASSWORD, MYSQL_PWD, ...), and `extra` (the key's passphrase), by name."""
+    found = {f"${name}": value for name, value in environ.items()
+             if _SECRET_NAME.search(name) and len(value) >= _SHORTEST_SECRET}
+    found.update(("the key's passphrase", value) for value in extra if len(value) >= _SHORTEST_SECRET)
+    return found
+
+
+def _masked_json(value: JSON) -> JSON:
+    """Every string of a JSON value masked (masking.py), keys too."""
+    if isinstance(value, str):
+        return masked(value)
+    if isinstance(value, list):
+        return [_masked_json(v) for v in value]
+    if isinstance(value, dict):
+        return {masked(k): _masked_json(v) for k, v in value.items()}
+    return value
+
+
+def _selected(db: Store, labels: Sequence[str], run_ids: Sequence[int]) -> list[StoredRun]:
+    runs = db.runs()
+    known = {r.id for r in runs}
+    for run_id in run_ids:
+        if run_id not in known:
+            raise UsageError(f"publish: no run {run_id} in {db.location}")
+    names = {r.label for r in runs}
+    for label in labels:
+        if label not in names:
+            raise UsageError(f"publish: no run labelled {label!r} in {db.location}")
+    chosen = [r for r in runs if (not labels or r.label in labels) and (not run_ids or r.id in run_ids)]
+    if not chosen:
+        raise UsageError("publish: no run is both of the labels and among the runs given")
+    running = [r.id for r in chosen if r.status == "running"]
+    if running:
+        raise UsageError(f"publish: run {', '.join(map(str, running))} is still running (or was killed: "
+                         "`dbarena run --resume` finishes it); publish finished runs")
+    return chosen
+
+
+def _rows(db: Store, sql: str, args: tuple[Any, ...]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    cur = db.db.execute(sql, args)
+    return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
+
+
+def _run_record(run: StoredRun) -> JSONObject:
+    from dataclasses import fields
+
+    return {f.name: getattr(run, f.name) for f in fields(run)}
+
+
+def _price(run: StoredRun) -> JSONObject | None:
+    """The run's price with where it came from and when it held: what the run stored
+    (its study's [price], or --price-per-hour), on the day the run started."""
+    if run.price_per_hour is None:
+        return None
+    source = run.options.get("source")
+    return {"run": run.uuid, "per_hour": run.price_per_hour, "currency": run.currency or "USD",
+            "per_month": run.options.get("price_per_month"),
+            "source": f"the run's study ({source})" if isinstance(source, str) and source else "the run's options",
+            "date": run.started_at[:10]}
+
+
+def _point_files(db: Store, point_id: int) -> dict[str, bytes]:
+    """A point's files in the bundle (names within its directory), each present only
+    where the store holds it (but the raw output, which every point has)."""
+    files: dict[str, bytes] = {}
+    stdout, stderr = db.raw_output(point_id)
+    files["stdout.txt"], files["stderr.txt"] = masked(stdout).encode(), masked(stderr).encode()
+    for table, name in SERIES_FILES.items():
+        columns = list(series_columns(table))
+        names, rows = _rows(db, f"SELECT {', '.join(columns)} FROM {table} WHERE point_id = ? ORDER BY second",
+                            (point_id,))
+        if rows:
+            files[name] = bundle.series_csv(names, rows)
+    found = db.latency_histograms([point_id]).get(point_id)
+    if found is not None:
+        files["latency-histogram.json"] = bundle.json_bytes(_masked_json(found))
+    server = db.server_series([point_id]).get(point_id)
+    if server is not None:
+        files["server-series.json"] = bundle.json_bytes(_masked_json(server))
+    return files
+
+
+def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (), signer: sshsig.Signer | None,
+            secrets: Mapping[str, str]) -> Published:
+    """The bundle of the runs chosen (by label, by id, or both), signed by `signer` or
+    marked unsigned (None). Refused in one line, nothing made, where a secret's value
+    (`secrets`: what names it -> the value) would be in it after masking."""
+    runs = _selected(db, labels, run_ids)
+    files: dict[str, bytes] = {}
+    points: list[JSON] = []
+    studies: dict[str, JSONObject] = {}
+    for run in runs:
+        if run.study_sha256 is not None and run.study_sha256 not in studies:
+            study = db.study_text(run.study_sha256)
+            if study is not None:
+                studies[run.study_sha256] = study
+        for record in analysis.load(db, run_id=run.id):
+            pid = record.point_id
+            _, (row,) = _rows(db, "SELECT command, exit_code FROM points WHERE id = ?", (pid,))
+            command = json.loads(row[0]) if isinstance(row[0], str) else []
+            own = _point_files(db, pid)
+            names: JSONObject = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
+            files.update((f"points/{pid}/{key}", data) for key, data in own.items())
+            points.append({"result": record.as_json(), "command": command, "exit_code": row[1], "files": names})
+    newest = max((r.ended_at or r.started_at for r in runs))
+    manifest: JSONObject = {
+        "format": bundle.FORMAT, "format_version": bundle.FORMAT_VERSION,
+        # The dbarena that wrote the bundle; each run keeps the one that measured it.
+        "published_by": f"dbarena {__version__}",
+        "signed": signer is not None,
+        "date": newest,
+        "runs": [_run_record(r) for r in runs],
+        "studies": [studies[k] for k in sorted(studies)],
+        "prices": [p for p in map(_price, runs) if p is not None],
+        "points": points,
+        "files": {name: bundle.sha256(data) for name, data in sorted(files.items())},
+    }
+    masked_manifest = _masked_json(manifest)
+    assert isinstance(masked_manifest, dict)  # (a JSON object stays one)
+    manifest = masked_manifest
+    sums = bundle.sums_text({name: bundle.sha256(data) for name, data in files.items()})
+    manifest["sha256sums"] = bundle.sha256(sums)
+    members = {bundle.MANIFEST: bundle.json_bytes(manifest), bundle.SUMS: sums, **files}
+    _check_secrets(members, secrets)
+    key = None
+    if signer is not None:
+        members[bundle.SIGNATURE] = sshsig.sign(signer, members[bundle.MANIFEST], bundle.NAMESPACE)
+        key = sshsig.fingerprint(signer.public_blob)
+    data = bundle.write_tar(members, bundle.epoch_of(newest))
+    return Published(data=data, runs=len(runs), points=len(points), signed=signer is not None, key=key)
+
+
+def _check_secrets(members: Mapping[str, bytes], secrets: Mapping[str, str]) -> None:
+    """Refuse, in one line naming the file and line, a bundle that would hold a secret's
+    value, or a password spelled out in a form masking.py knows (none should be left:
+    this is the check that it is so)."""
+    for name, data in members.items():
+        text = data.decode(errors="replace")
+        for what, value in secrets.items():
+            at = text.find(value)
+            if at >= 0:
+                raise UsageError(f"publish: nothing written: the value of {what} would be in {name} "
+                                 f"(line {text.count(chr(10), 0, at) + 1})")
+        if (line := first_unmasked_line(text)) is not None:
+            raise UsageError(f"publish: nothing written: a password is spelled out in {name} (line {line})")
+
+
+def first_unmasked_line(text: str) -> int | None:
+    """The first line of `text` that masking would change (a password spelled out), or None."""
+    covered = masked(text)
+    if covered == text:
+        return None
+    for number, (a, b) in enumerate(zip(text.split("\n"), covered.split("\n")), 1):
+        if a != b:
+            return number
+    return 1
+

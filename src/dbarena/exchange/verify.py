@@ -1,0 +1,473 @@
+"""`dbarena verify`: a bundle checked part by part, the first part that does not hold
+refused in one line (BundleProblem).
+
+1. It reads as a bundle: a tar of plain files with a bundle's names, none twice, a
+   manifest of this format.
+2. The signature over manifest.json, with the key it names (sshsig.py); whose key that
+   is, from an allowed-signers file where one is given (then an unsigned bundle, or a key
+   the file does not allow, is refused). An unsigned bundle must say so in its manifest.
+3. The files are the manifest's: none missing, none extra, each with its sha256, and
+   SHA256SUMS the list of them whose own sha256 the manifest holds.
+4. The file is byte for byte what dbarena writes of those files (bundle.canonical): no
+   byte of a tar header or of the padding changed either.
+5. No password is spelled out anywhere (masking.py's forms).
+6. Every figure recomputed: each point's raw output read again by the importer
+   (importers/reading.py, the parser `dbarena import` uses) and its latency histogram
+   read again must give the figures the manifest holds; then the bundle's rows, stored
+   in a throwaway store, read by stats.analysis as `results` reads any store, must give
+   each point's record exactly (steady state, system view, warnings, bound ...).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbarena.exchange import bundle, sshsig
+from dbarena.exchange.bundle import BundleProblem
+from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line, series_columns
+from dbarena.importers import reading
+from dbarena.records import JSON, JSONObject
+from dbarena.stats import analysis
+from dbarena.stats.latency import Latencies
+from dbarena.store.database import Store
+from dbarena.store.edge import Edge
+from dbarena.store.encoding import pack
+from dbarena.workloads import WORKLOADS
+
+__all__ = ["Verified", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES"]
+
+# The figures a tool prints, as a point record names them: what the importer must read
+# again from the raw output, exactly.
+FIGURES = ("tps", "transactions", "qps", "queries", "failed_transactions", "retried_transactions", "retries",
+           "errors", "reconnects", "latency_avg_ms", "latency_stddev_ms", "latency_min_ms", "latency_max_ms",
+           "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms",
+           "initial_connection_ms", "run_avg_s", "run_min_s", "run_max_s")
+_PERCENTILES = {"latency_p50_ms": "p50", "latency_p90_ms": "p90", "latency_p95_ms": "p95",
+                "latency_p99_ms": "p99", "latency_p999_ms": "p999"}
+# The tools whose output the importer reads.
+_READABLE = ("pgbench", "sysbench", "mysqlslap")
+
+
+@dataclass
+class Bundle:
+    """A bundle read (step 1): its members, manifest and where it came from."""
+
+    name: str
+    data: bytes
+    members: dict[str, bytes]
+    manifest: JSONObject
+    mtime: int
+
+    def text(self, member: str) -> str:
+        return self.members[member].decode(errors="replace")
+
+
+@dataclass
+class Verified:
+    """What verify found: the signer (None where unsigned), and how much was checked."""
+
+    bundle: Bundle
+    signed: bool
+    key: str | None = None  # the key's fingerprint
+    principals: list[str] = field(default_factory=list)  # whose, per the allowed-signers file
+    files: int = 0
+    points: int = 0
+    from_output: int = 0  # points whose printed figures were read again from their raw output
+    not_readable: list[str] = field(default_factory=list)  # workloads whose output the importer cannot read
+
+    @property
+    def runs(self) -> list[JSONObject]:
+        return [r for r in _list(self.bundle.manifest, "runs") if isinstance(r, dict)]
+
+    def summary(self) -> str:
+        if not self.signed:
+            who = "UNSIGNED (published with --unsigned: nothing ties it to anyone)"
+        elif self.principals:
+            who = f"signed by {', '.join(self.principals)} (ED25519 key {self.key})"
+        else:
+            who = f"signed by ED25519 key {self.key} (whose: give --allowed-signers)"
+        checked = f"{self.points} point(s) of {len(self.runs)} run(s)"
+        also = ""
+        if self.not_readable:
+            also = (f"; {self.points - self.from_output} point(s) of {', '.join(sorted(set(self.not_readable)))} "
+                    "checked from their series only (the importer does not read their tool's output)")
+        return (f"{self.bundle.name}: verified: {who}; {self.files} file(s) match their sha256; {checked}: "
+                f"every figure recomputed from the raw outputs and series equals the manifest's{also}")
+
+
+def _list(obj: Mapping[str, JSON], key: str) -> list[JSON]:
+    value = obj.get(key)
+    if not isinstance(value, list):
+        raise BundleProblem(f"manifest.json: {key!r} is not a list")
+    return value
+
+
+def read_bundle(path: Path) -> Bundle:
+    """Step 1: the file read as a bundle."""
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > bundle.MAX_BUNDLE_BYTES:
+            raise BundleProblem(f"{name}: {size:,} bytes, beyond any bundle ({bundle.MAX_BUNDLE_BYTES:,} at most)")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BundleProblem(f"{name}: {exc.strerror or exc}") from None
+    members, mtime = bundle.read_tar(name, data)
+    if bundle.MANIFEST not in members:
+        raise BundleProblem(f"{name}: no manifest.json in it (not a dbarena bundle, or the manifest was removed)")
+    manifest = bundle.json_document(f"{name}: manifest.json", members[bundle.MANIFEST])
+    if manifest.get("format") != bundle.FORMAT:
+        raise BundleProblem(f"{name}: manifest.json is not a dbarena bundle's (format {manifest.get('format')!r})")
+    if manifest.get("format_version") != bundle.FORMAT_VERSION:
+        raise BundleProblem(f"{name}: a bundle of format version {manifest.get('format_version')!r}, which this "
+                            f"dbarena does not read (it reads {bundle.FORMAT_VERSION}): upgrade dbarena")
+    return Bundle(name, data, members, manifest, mtime)
+
+
+def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
+    """Every check of the module's docstring, in its order; the first that fails is a
+    BundleProblem (or sshsig.SignatureProblem) of one line naming the bundle."""
+    found = read_bundle(path)
+    name, members, manifest = found.name, found.members, found.manifest
+    result = Verified(found, signed=bool(manifest.get("signed")))
+    # 2. The signature.
+    try:
+        _signature(found, result, allowed_signers)
+    except sshsig.SignatureProblem as exc:
+        raise BundleProblem(f"{name}: {exc}") from None
+    # 3. The files.
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise BundleProblem(f"{name}: manifest.json: 'files' is not a map of names to sha256")
+    expected = {bundle.MANIFEST, bundle.SUMS, *((bundle.SIGNATURE,) if result.signed else ()), *files}
+    for member in bundle.order(list(expected)):
+        if member not in members:
+            raise BundleProblem(f"{name}: {member} is missing (manifest.json names it)")
+    for member in members:
+        if member not in expected:
+            raise BundleProblem(f"{name}: {member} is not named by manifest.json (a file added to the bundle)")
+    for member, digest in sorted(files.items()):
+        if bundle.sha256(members[member]) != digest:
+            raise BundleProblem(f"{name}: {member} does not match its sha256 in manifest.json (it was changed)")
+    sums = {m: d for m, d in files.items() if isinstance(d, str)}
+    if members[bundle.SUMS] != bundle.sums_text(sums) \
+            or bundle.sha256(members[bundle.SUMS]) != manifest.get("sha256sums"):
+        raise BundleProblem(f"{name}: {bundle.SUMS} is not the list of manifest.json's files and sha256")
+    result.files = len(files)
+    # 4. Byte for byte as written.
+    canonical = bundle.write_tar(members, bundle.epoch_of(_text(manifest.get("date"))))
+    if canonical != found.data:
+        at = next((i for i, (a, b) in enumerate(zip(canonical, found.data)) if a != b),
+                  min(len(canonical), len(found.data)))
+        raise BundleProblem(f"{name}: byte {at:,} is not what dbarena writes of these files (a tar header, the "
+                            "padding or the file's end was changed)")
+    # 5. No password spelled out.
+    for member in bundle.order(list(members)):
+        if (line := first_unmasked_line(found.text(member))) is not None:
+            raise BundleProblem(f"{name}: {member}:{line}: a password is spelled out there")
+    # 6. The figures.
+    points = [p for p in _list(manifest, "points")]
+    for entry in points:
+        _from_output(found, _entry(entry), result)
+    with throwaway_store(found) as (db, said):
+        recomputed = {p.point_id: json.loads(json.dumps(p.as_json())) for p in analysis.load(db)}
+        if said:
+            raise BundleProblem(f"{name}: {said[0]}")
+    for index, entry in enumerate(points):
+        record = _record(_entry(entry))
+        pid = record.get("point_id")
+        mine = recomputed.get(pid) if isinstance(pid, int) else None
+        if mine is None:
+            raise BundleProblem(f"{name}: manifest.json: point {pid} is not one its runs hold")
+        for key in sorted(set(mine) | set(record)):
+            if not _same(record.get(key), mine.get(key)):
+                line = _manifest_line(found, pid, key)
+                source = _source_of(key, _entry(entry))
+                raise BundleProblem(f"{name}: manifest.json:{line}: {key} of point {pid} is "
+                                    f"{_shown(record.get(key))}, but {_shown(mine.get(key))} recomputed from "
+                                    f"{source}")
+    result.points = len(points)
+    return result
+
+
+def _signature(found: Bundle, result: Verified, allowed_signers: Path | None) -> None:
+    """Step 2."""
+    members = found.members
+    if result.signed and bundle.SIGNATURE not in members:
+        raise BundleProblem(f"{found.name}: {bundle.SIGNATURE} is missing (the manifest says the bundle is signed)")
+    if not result.signed and bundle.SIGNATURE in members:
+        raise BundleProblem(f"{found.name}: manifest.json says the bundle is unsigned, yet it holds "
+                            f"{bundle.SIGNATURE}")
+    if not result.signed:
+        if allowed_signers is not None:
+            raise BundleProblem(f"{found.name}: unsigned (published with --unsigned): no signer to find in "
+                                f"{allowed_signers}")
+        return
+    checked = sshsig.verify(members[bundle.SIGNATURE], members[bundle.MANIFEST], bundle.NAMESPACE)
+    result.key = sshsig.fingerprint(checked.public_blob)
+    if allowed_signers is not None:
+        result.principals = sshsig.principals(allowed_signers, checked.public_blob, bundle.NAMESPACE)
+        if not result.principals:
+            raise BundleProblem(f"{found.name}: signed by ED25519 key {result.key}, which {allowed_signers} does not "
+                                f"allow for namespace {bundle.NAMESPACE!r}")
+
+
+def _text(value: JSON) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _entry(value: JSON) -> JSONObject:
+    if not isinstance(value, dict):
+        raise BundleProblem("manifest.json: a point that is not an object")
+    return value
+
+
+def _record(entry: JSONObject) -> JSONObject:
+    record = entry.get("result")
+    if not isinstance(record, dict) or not isinstance(record.get("point_id"), int):
+        raise BundleProblem("manifest.json: a point without its record (result, point_id)")
+    return record
+
+
+def _file(found: Bundle, entry: JSONObject, key: str) -> str | None:
+    """The member holding a point's file `key` (stdout, samples ...), or None."""
+    files = entry.get("files")
+    name = files.get(key) if isinstance(files, dict) else None
+    if name is None:
+        return None
+    if not isinstance(name, str) or name not in found.members:
+        raise BundleProblem(f"{found.name}: manifest.json: point {_record(entry).get('point_id')}: its {key} file "
+                            f"{name!r} is not in the bundle")
+    return name
+
+
+def _same(a: JSON, b: JSON) -> bool:
+    """Equal as JSON values, a float and an int of one value alike (JSON does not tell them)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _shown(value: JSON) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _manifest_line(found: Bundle, point_id: JSON, key: str) -> int:
+    """The line of manifest.json holding `key` of point `point_id`'s record (json_bytes
+    writes a key a line, the records' keys at an indent of four); its point_id line, or
+    1, where it holds none."""
+    lines = found.text(bundle.MANIFEST).split("\n")
+    mark = f'    "point_id": {json.dumps(point_id)}'
+    at = next((i for i, line in enumerate(lines) if line.rstrip(",") == mark), None)
+    if at is None:
+        return 1
+    start = next((i for i in range(at, -1, -1) if lines[i] == '   "result": {'), at)
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("   }"):
+            break
+        if lines[i].startswith(f'    "{key}": '):
+            return i + 1
+    return at + 1
+
+
+def _source_of(key: str, entry: JSONObject) -> str:
+    """The file a recomputed figure comes from, for the line that names it."""
+    files = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    assert isinstance(files, dict)
+    system = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
+    series = ("cv", "dips_s", "samples", "steady_start_s", "steady_tps", "tps_ci_high", "tps_ci_low", "trend_pct",
+              "warnings")
+    if key in system and files.get("system_samples"):
+        return str(files["system_samples"])
+    if key in series and files.get("samples"):
+        return str(files["samples"])
+    if key in ("bound", "bound_evidence", "server_figures") and files.get("server_series"):
+        return str(files["server_series"])
+    return "the bundle's runs and points (manifest.json)"
+
+
+def _from_output(found: Bundle, entry: JSONObject, result: Verified) -> None:
+    """A point's printed figures read again from its raw output by the importer (and
+    its percentiles from its latency histogram), each equal to the record's."""
+    record = _record(entry)
+    pid, workload = record.get("point_id"), record.get("workload")
+    if record.get("status") != "ok":
+        return  # a failed point has no figures
+    stdout = _file(found, entry, "stdout")
+    known = WORKLOADS.get(workload) if isinstance(workload, str) else None
+    tool = known.tool.name if known is not None else None
+    figures: dict[str, float | int] = {}
+    lines: dict[str, int] = {}
+    text = ""
+    if stdout is not None and tool in _READABLE:
+        text = found.text(stdout)
+        engine = record.get("engine")
+        try:
+            read = reading.read(stdout, text, label="bundle", tool=str(tool), workload=str(workload),
+                                engine=engine if isinstance(engine, str) else None)
+        except reading.ImportProblem as exc:
+            raise BundleProblem(f"{found.name}: {exc} (point {pid}'s output no longer reads as {tool}'s)") from None
+        if len(read) != 1:
+            raise BundleProblem(f"{found.name}: {stdout}: {len(read)} runs of {tool} in it, not the point's one")
+        measured = read[0].result.measurement
+        if tool in ("pgbench", "sysbench"):  # (they print their threads and clients; mysqlslap's are its command's)
+            spec = read[0].result.spec
+            for key, count in (("threads", spec.threads), ("clients", spec.clients)):
+                figures[key] = count
+                lines[key] = _line_of(text, count, read[0].first_line, read[0].last_line)
+        if measured is not None:
+            for key in FIGURES:
+                value = getattr(measured, key)
+                if value is not None:
+                    figures[key] = value
+                    lines[key] = _line_of(text, value, read[0].first_line, read[0].last_line)
+        result.from_output += 1
+    elif isinstance(workload, str):
+        result.not_readable.append(workload)
+    histogram = _file(found, entry, "latency_histogram")
+    if histogram is not None:
+        latencies = Latencies.decode(bundle.json_document(histogram, found.members[histogram]))
+        percentiles = latencies.percentiles_ms()
+        for key, name in _PERCENTILES.items():
+            if key not in figures and (percentile := percentiles[name]) is not None:
+                figures[key], lines[key] = percentile, 0
+        # (the tool's printed minimum and maximum stand; pgbench prints none: the log's)
+        if "latency_min_ms" not in figures and latencies.min_us is not None:
+            figures["latency_min_ms"], lines["latency_min_ms"] = latencies.min_us / 1000.0, 0
+        if "latency_max_ms" not in figures and percentiles["max"] is not None:
+            figures["latency_max_ms"], lines["latency_max_ms"] = percentiles["max"], 0
+    for key in ("threads", "clients", *FIGURES):
+        if key in figures and not _same(record.get(key), figures[key]):
+            where = f"{stdout}:{lines[key]}" if lines[key] else histogram
+            raise BundleProblem(f"{found.name}: manifest.json:{_manifest_line(found, pid, key)}: {key} of point {pid} "
+                                f"is {_shown(record.get(key))}, but {where} gives {_shown(figures[key])}")
+
+
+def _line_of(text: str, value: float | int, first: int, last: int) -> int:
+    """The line of the run (first..last) that prints `value`: the first that holds it
+    as Python writes the number; the run's first line where none does."""
+    spelled = {repr(value), str(value), f"{value:g}"}
+    if isinstance(value, float) and value.is_integer():
+        spelled.add(str(int(value)))
+    lines = text.split("\n")
+    for number in range(max(first, 1), min(last, len(lines)) + 1):
+        if any(s in lines[number - 1] for s in spelled):
+            return number
+    return max(first, 1)
+
+
+# ---------------------------------------------------------------- the bundle as rows
+
+
+def _json_text(value: JSON) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+_RUN_COLUMNS = ("id", "label", "host", "engine", "target", "server_version", "tool_versions", "options",
+                "host_facts", "dbarena_version", "started_at", "ended_at", "status", "target_facts",
+                "price_per_hour", "study_sha256", "variant", "flavour", "currency", "invocation", "status_reason",
+                "uuid", "host_fingerprint")
+_POINT_COLUMNS = ("id", "run_id", "engine", "workload", "threads", "clients", "duration_s", "scale", "status",
+                  "error", "started_at", "ended_at", "command", "exit_code", "details", "params", "repeat", "source",
+                  "phase", "variant", "options", "warmup_s", "config", "config_key", "stdout", "stderr", *FIGURES)
+
+
+@contextmanager
+def throwaway_store(found: Bundle, provenance: JSONObject | None = None
+                    ) -> Iterator[tuple[Store, list[str]]]:
+    """The bundle's runs and points as rows of a new SQLite store in a temporary
+    directory (removed after), each run's options with `provenance` under "bundle"
+    where given; and the list of what the store's edge said of rows that do not fit.
+    A manifest whose runs or points lack what a row needs is a BundleProblem."""
+    with tempfile.TemporaryDirectory(prefix="dbarena-bundle-") as tmp:
+        said: list[str] = []
+        db = Store(Path(tmp) / "bundle.db")
+        db.edge = Edge(found.name, said.append)
+        try:
+            _fill(db, found, provenance)
+            yield db, said
+        finally:
+            db.close()
+
+
+def _fill(db: Store, found: Bundle, provenance: JSONObject | None) -> None:
+    manifest = found.manifest
+    try:
+        with db._writing():
+            for study in _list(manifest, "studies"):
+                assert isinstance(study, dict)
+                db.db.execute("INSERT OR IGNORE INTO studies (sha256, name, source, text) VALUES (?, ?, ?, ?)",
+                              (study["sha256"], study["name"], study["source"], study["text"]))
+            for run in _list(manifest, "runs"):
+                assert isinstance(run, dict)
+                _insert_run(db, run, provenance)
+            for entry in _list(manifest, "points"):
+                _insert_point(db, found, _entry(entry))
+    except (KeyError, AssertionError, TypeError, ValueError) as exc:
+        raise BundleProblem(f"{found.name}: manifest.json: a run or point lacks what the store needs ({exc!r})") \
+            from None
+
+
+def _insert_run(db: Store, run: JSONObject, provenance: JSONObject | None) -> None:
+    facts = run["host_facts"]
+    fingerprint = run["host_fingerprint"]
+    db.db.execute("INSERT OR IGNORE INTO hosts (fingerprint, facts) VALUES (?, ?)", (fingerprint, _json_text(facts)))
+    options = dict(run["options"]) if isinstance(run["options"], dict) else {}
+    if provenance is not None:
+        options["bundle"] = provenance
+    values: dict[str, Any] = {c: run[c] for c in _RUN_COLUMNS}
+    values.update(tool_versions=_json_text(run["tool_versions"]), options=_json_text(options), host_facts="{}",
+                  target_facts=_json_text(run["target_facts"]))
+    db.db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+                  tuple(values[c] for c in _RUN_COLUMNS))
+
+
+def _insert_point(db: Store, found: Bundle, entry: JSONObject) -> None:
+    record = _record(entry)
+    pid = record["point_id"]
+    repeat = record["repeat"]
+    values: dict[str, Any] = {c: record.get(c) for c in _POINT_COLUMNS if c in record}
+    values.update(
+        id=pid, run_id=record["run_id"], command=_json_text(entry["command"]), exit_code=entry["exit_code"],
+        stdout="", stderr="",  # (legacy columns: raw_outputs holds the raw output)
+        details=_json_text(record["details"]), params=_json_text(record["params"]),
+        options=_json_text(record["options"]),
+        repeat=repeat - 1 if isinstance(repeat, int) else repeat,  # (printed from 1, stored from 0)
+        source=_json_text(record["source"]) if record["source"] is not None else None,
+        config=_json_text(record["config"]) if record["config"] is not None else None)
+    db.db.execute(f"INSERT INTO points ({', '.join(_POINT_COLUMNS)}) VALUES ({', '.join('?' * len(_POINT_COLUMNS))})",
+                  tuple(values.get(c) for c in _POINT_COLUMNS))
+    texts = [found.text(name) if (name := _file(found, entry, key)) is not None else ""
+             for key in ("stdout", "stderr")]
+    db.db.execute("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)", (pid, pack(texts[0]), pack(texts[1])))
+    for table, file_name in SERIES_FILES.items():
+        member = _file(found, entry, file_name.split(".")[0])
+        if member is None:
+            continue
+        columns, rows = bundle.read_series_csv(member, found.members[member], series_columns(table))
+        db.db.executemany(f"INSERT INTO {table} (point_id, {', '.join(columns)}) VALUES "
+                          f"({', '.join('?' * (len(columns) + 1))})", [(pid, *row) for row in rows])
+    if (member := _file(found, entry, "latency_histogram")) is not None:
+        db.db.execute("INSERT INTO latency_histograms (point_id, record) VALUES (?, ?)",
+                      (pid, _json_text(bundle.json_document(member, found.members[member]))))
+    if (member := _file(found, entry, "server_series")) is not None:
+        server = bundle.json_document(member, found.members[member])
+        figures = server.get("figures")
+        db.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures) VALUES (?, ?, ?, ?, ?)",
+                      (pid, server.get("bound"), server.get("evidence"), _json_text(server.get("record")),
+                       _json_text(figures) if figures is not None else None))
+

@@ -1,0 +1,154 @@
+"""The bundle's parts without a database: SSH signatures against the real ssh-keygen
+(both ways, byte for byte), allowed-signers files as ssh-keygen reads them, keys that
+cannot sign, and tar files that are no bundle, each refused in one line."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dbarena.exchange import bundle, sshsig
+from dbarena.exchange.bundle import BundleProblem
+from dbarena.exchange.verify import read_bundle
+
+NS = bundle.NAMESPACE
+
+
+def _key(path: Path, passphrase: str = "", kind: str = "ed25519") -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", "me@here", "-f", str(path)],
+                   check=True)
+    return path
+
+
+def test_a_signature_is_byte_for_byte_ssh_keygens_and_each_checks_the_others(tmp_path):
+    key = _key(tmp_path / "k")
+    message = tmp_path / "manifest.json"
+    message.write_bytes(b'{"a": 1}\n')
+    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", NS, str(message)], check=True)
+    theirs = (tmp_path / "manifest.json.sig").read_bytes()
+    signer = sshsig.load_key(key, None)
+    mine = sshsig.sign(signer, message.read_bytes(), NS)
+    assert mine == theirs
+    found = sshsig.verify(theirs, message.read_bytes(), NS)
+    assert sshsig.fingerprint(found.public_blob) in subprocess.run(
+        ["ssh-keygen", "-lf", str(key) + ".pub"], capture_output=True, text=True, check=True).stdout
+    allowed = tmp_path / "allowed"
+    allowed.write_text(f"me@here {sshsig.public_line(signer.public_blob)}\n")
+    (tmp_path / "mine.sig").write_bytes(mine)
+    with message.open("rb") as stdin:
+        done = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "me@here", "-n", NS,
+                               "-s", str(tmp_path / "mine.sig")], stdin=stdin, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # Another message, another namespace: refused.
+    with pytest.raises(sshsig.SignatureProblem, match="does not match"):
+        sshsig.verify(mine, b'{"a": 2}\n', NS)
+    with pytest.raises(sshsig.SignatureProblem, match="namespace 'dbarena-bundle', not 'git'"):
+        sshsig.verify(mine, message.read_bytes(), "git")
+    for damaged in (mine[:-40] + mine[-30:], b"hello", mine.replace(b"SSH SIGNATURE", b"PGP SIGNATURE")):
+        with pytest.raises(sshsig.SignatureProblem):
+            sshsig.verify(damaged, message.read_bytes(), NS)
+
+
+def test_allowed_signers_as_ssh_keygen_reads_them(tmp_path):
+    signer = sshsig.load_key(_key(tmp_path / "k"), None)
+    line = sshsig.public_line(signer.public_blob)
+    other = sshsig.public_line(sshsig.load_key(_key(tmp_path / "o"), None).public_blob)
+    allowed = tmp_path / "allowed"
+    allowed.write_text("# a comment\n\n"
+                       f"alice@example.org,bob@example.org {line} alice's laptop\n"
+                       f'carol@example.org namespaces="git,file" {line}\n'
+                       f'dave@example.org namespaces="dbarena-*",valid-before="20300101" {line}\n'
+                       f'erin@example.org valid-after="20290101Z" {line}\n'
+                       f"mallory@example.org {other}\n"
+                       f"ca@example.org cert-authority {line}\n")
+    at = datetime.datetime(2028, 6, 1, tzinfo=datetime.timezone.utc)
+    assert sshsig.principals(allowed, signer.public_blob, NS, now=at) == \
+        ["alice@example.org", "bob@example.org", "dave@example.org"]
+    later = datetime.datetime(2029, 6, 1, tzinfo=datetime.timezone.utc)
+    assert "erin@example.org" in sshsig.principals(allowed, signer.public_blob, NS, now=later)
+    allowed.write_text(f"broken {line.split()[0]}\n")
+    with pytest.raises(sshsig.UsageError, match=r"allowed:1: not `principals \[options\] keytype key`"):
+        sshsig.principals(allowed, signer.public_blob, NS)
+
+
+def test_keys_that_cannot_sign_are_one_line_each(tmp_path):
+    with pytest.raises(sshsig.SignatureProblem, match="an Ed25519 key is needed"):
+        sshsig.load_key(_key(tmp_path / "e", kind="ecdsa"), None)
+    locked = _key(tmp_path / "l", passphrase="secret words")
+    with pytest.raises(sshsig.SignatureProblem, match="is encrypted"):
+        sshsig.load_key(locked, None)
+    with pytest.raises(sshsig.SignatureProblem, match="wrong passphrase"):
+        sshsig.load_key(locked, "other words")
+    assert sshsig.load_key(locked, "secret words").public_blob
+    (tmp_path / "pub").write_text("ssh-ed25519 AAAA me\n")
+    with pytest.raises(sshsig.SignatureProblem, match="not an OpenSSH private key"):
+        sshsig.load_key(tmp_path / "pub", None)
+    with pytest.raises(sshsig.SignatureProblem, match="No such file"):
+        sshsig.load_key(tmp_path / "absent", None)
+
+
+def _tar(add) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        add(tar)
+    return out.getvalue()
+
+
+def _file(tar: tarfile.TarFile, name: str, data: bytes = b"{}\n") -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _link(tar: tarfile.TarFile) -> None:
+    info = tarfile.TarInfo("manifest.json")
+    info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    tar.addfile(info)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: b"not a tar at all\n" * 40, "not a tar file that reads"),
+    (lambda: _tar(lambda t: None), "an empty tar file"),
+    (lambda: _tar(_link), "'manifest.json' is not a plain file"),
+    (lambda: _tar(lambda t: _file(t, "../escape.txt")), "no file a bundle holds has such a name"),
+    (lambda: _tar(lambda t: _file(t, "/etc/passwd")), "no file a bundle holds has such a name"),
+    (lambda: _tar(lambda t: (_file(t, "manifest.json"), _file(t, "manifest.json"))), "manifest.json is in it twice"),
+    (lambda: _tar(lambda t: _file(t, "SHA256SUMS")), "no manifest.json in it"),
+    (lambda: _tar(lambda t: _file(t, "manifest.json", b"[1]")), "not a JSON object"),
+    (lambda: _tar(lambda t: _file(t, "manifest.json", b'{"format": "other"}')), "is not a dbarena bundle's"),
+    (lambda: _tar(lambda t: _file(t, "manifest.json", b'{"format": "dbarena-bundle", "format_version": 9}')),
+     "format version 9, which this dbarena does not read"),
+])
+def test_files_that_are_no_bundle_are_refused_in_one_line(make, message, tmp_path):
+    path = tmp_path / "b.tar"
+    path.write_bytes(make())
+    with pytest.raises(BundleProblem) as refused:
+        read_bundle(path)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_series_read_back_exactly_and_a_bad_cell_names_its_line():
+    rows = [[1.0, 0.1 + 0.2, 3, None], [2.0, 1e-300, 0, 7]]
+    data = bundle.series_csv(["second", "tps", "failed", "threads"], rows)
+    types = {"second": "real", "tps": "real", "failed": "bigint", "threads": "integer"}
+    assert bundle.read_series_csv("s.csv", data, types) == (["second", "tps", "failed", "threads"], rows)
+    with pytest.raises(BundleProblem, match=r"s\.csv:3: tps 'x' is not a number"):
+        bundle.read_series_csv("s.csv", data.replace(b"1e-300", b"x"), types)
+    with pytest.raises(BundleProblem, match=r"s\.csv:1: columns \['evil'\]"):
+        bundle.read_series_csv("s.csv", b"evil\n1\n", types)
+
+
+def test_the_tar_is_the_same_bytes_whatever_the_order_given():
+    members = {"points/2/stdout.txt": b"b", "manifest.json": b"{}", "SHA256SUMS": b"", "points/1/stdout.txt": b"a"}
+    one = bundle.write_tar(members, 1_700_000_000)
+    assert one == bundle.write_tar(dict(reversed(list(members.items()))), 1_700_000_000)
+    with tarfile.open(fileobj=io.BytesIO(one)) as tar:
+        infos = tar.getmembers()
+    assert [i.name for i in infos] == ["manifest.json", "SHA256SUMS", "points/1/stdout.txt", "points/2/stdout.txt"]
+    assert {(i.uid, i.gid, i.uname, i.gname, i.mode, i.mtime) for i in infos} == {(0, 0, "", "", 0o644,
+                                                                                   1_700_000_000)}
