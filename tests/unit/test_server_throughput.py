@@ -97,8 +97,8 @@ def test_the_sampler_names_its_commit_counter_hands_each_second_on_and_reads_onc
     sampler = ServerSampler("postgres", _Counting, interval_s=0.05, reader_for=PostgresReader,
                             on_second=lambda second, values: seen.append(values["xact_commit"])).connect()
     assert sampler.commits() == "xact_commit"
+    sampler.start(origin=time.monotonic())  # the point's second 0, after the first reading
     assert sampler.first_reading_s() is not None and sampler.first_reading_s() <= 0
-    sampler.start()
     time.sleep(0.3)
     series = sampler.stop(final=True)
     # Every second stored was handed on as it came, the last one a part of a second long
@@ -156,3 +156,32 @@ def test_a_bare_points_key_is_the_one_it_always_was_and_an_instrumented_one_diff
     measured = configkey.build(**common, instruments=("-P 1",))
     assert configkey.differing(bare, measured) == ["instruments"]
     assert configkey.describe(bare, measured, ["instruments"]).startswith("instruments ")
+
+
+def test_points_stored_before_keys_held_instruments_gain_them_from_their_command_lines(tmp_path):
+    """Schema 18's data step, on a copy of a store written by an older dbarena (pgbench
+    with -P 1 and one transaction in ten logged, as it then ran it)."""
+    import json
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from dbarena.store.database import Store
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "stores" / "demo-seed-a-quick.db", path)
+    before = dict(sqlite3.connect(path).execute("SELECT id, config_key FROM points").fetchall())
+    with Store(path) as store:
+        assert store.version >= 18
+        rows = store.db.execute("SELECT id, workload, command, config, config_key FROM points").fetchall()
+        assert store.db.execute("SELECT COUNT(*) FROM pending_rekey").fetchone()[0] == 0
+    pgbench = [r for r in rows if r[1].startswith("pgbench")]
+    assert pgbench and len(pgbench) < len(rows)
+    for pid, workload, command, config, digest in rows:
+        key = json.loads(config)
+        assert digest == configkey.digest(key)  # the digest follows the key
+        if workload.startswith("pgbench"):
+            assert "-P" in json.loads(command)
+            assert key["instruments"] == ["-P 1", "-l", "--sampling-rate 0.1"] and digest != before[pid]
+        else:
+            assert "instruments" not in key and digest == before[pid]  # every other key as it was

@@ -127,7 +127,9 @@ class SQLite:
         try:
             if self.readonly:
                 version = self.version()
-                if version >= target and not data_steps_pending(self.db, version):
+                # (a newer store is refused before its data is asked anything: its tables
+                # may not be this dbarena's)
+                if version > target or (version == target and not data_steps_pending(self.db, version)):
                     migrate_sqlite(self.db, Path(self.location), target)  # (refuses a newer store; writes nothing)
                     return
                 size = Path(self.location).stat().st_size

@@ -304,6 +304,17 @@ MIGRATIONS: list[str] = [
         points        INTEGER NOT NULL
     );
     """,
+    # 18: a point's key says what its tool measured beyond the bare run (`instruments`:
+    # pgbench's -P, its per-transaction log), which costs throughput: pgbench points
+    # stored before keys held it ran with -P 1 and their log. The points whose command
+    # line holds either are listed here; after_migrations gives their keys the options
+    # read off the command (configkey.instruments_in) and its new digest, a page at a time.
+    """
+    CREATE TABLE pending_rekey (point_id INTEGER PRIMARY KEY);
+    INSERT INTO pending_rekey SELECT id FROM points WHERE config IS NOT NULL AND command LIKE '%pgbench%'
+        AND (command LIKE '%"-P%' OR command LIKE '%"--progress%' OR command LIKE '%"-l"%'
+             OR command LIKE '%"--log"%');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -354,21 +365,46 @@ def foreign_tables(db: sqlite3.Connection) -> str | None:
 
 
 def data_steps_pending(db: SqlConnection, version: int) -> bool:
-    """Whether the data steps of migrations 7 and 11 have rows left to do."""
+    """Whether the data steps of migrations 7, 11 and 18 have rows left to do."""
     return bool(
         (version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone())
         or (version >= 11 and db.execute(
-            "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone()))
+            "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone())
+        or (version >= 18 and db.execute("SELECT 1 FROM pending_rekey LIMIT 1").fetchone()))
 
 
 def after_migrations(db: SqlConnection, version: int) -> None:
-    """The data steps of migrations 7 and 11, also when an earlier open was stopped
-    half-way (each is one transaction, so it is either done or not begun)."""
+    """The data steps of migrations 7, 11 and 18, also when an earlier open was stopped
+    half-way (each is one transaction a page, so a page is either done or not begun)."""
     if version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone():
         backfill_config(db)
     if version >= 11 and db.execute(
             "SELECT 1 FROM runs WHERE host_fingerprint IS NULL OR uuid IS NULL LIMIT 1").fetchone():
         move_hosts_and_raw(db)
+    if version >= 18 and db.execute("SELECT 1 FROM pending_rekey LIMIT 1").fetchone():
+        rekey_instruments(db)
+
+
+def rekey_instruments(db: SqlConnection) -> None:
+    """Schema 18's data step: the keys of the points listed in pending_rekey gain what
+    their pgbench command line measured (configkey.instruments_in) and their new
+    digest; a key that already holds it (a point stored by this dbarena) or a command
+    that holds none keeps its key. A page of points a transaction."""
+    while True:
+        rows = db.execute(
+            "SELECT q.point_id, p.config, p.command FROM pending_rekey q LEFT JOIN points p ON p.id = q.point_id"
+            " ORDER BY q.point_id LIMIT ?", (_BACKFILL_PAGE,)).fetchall()
+        if not rows:
+            return
+        with db:
+            for pid, config, command in rows:
+                key = _facts(config)
+                found = configkey.instruments_in(_words(command))
+                if key and found and "instruments" not in key:
+                    key["instruments"] = list(found)
+                    db.execute("UPDATE points SET config = ?, config_key = ? WHERE id = ?",
+                               (json.dumps(key, sort_keys=True), configkey.digest(key), pid))
+                db.execute("DELETE FROM pending_rekey WHERE point_id = ?", (pid,))
 
 
 def store_host(db: SqlConnection, facts: dict[str, Any]) -> str:

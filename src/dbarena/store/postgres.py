@@ -46,8 +46,9 @@ def errors() -> tuple[type[Exception], ...]:
 # MIGRATIONS[14]; every store created before 15 (views by each tool's metric, repeats
 # from 1) by MIGRATIONS[15]; every store created before 16 (the server's own series) by
 # MIGRATIONS[16]; every store created before 17 (tombstones of forgotten runs) by
-# MIGRATIONS[17].
-BASE_VERSION = 17
+# MIGRATIONS[17]; every store created before 18 (keys with what pgbench measured) by
+# MIGRATIONS[18].
+BASE_VERSION = 18
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
@@ -81,6 +82,12 @@ MIGRATIONS: dict[int, str] = {
         started_at    text,
         points        integer NOT NULL
     );
+    """,
+    18: """
+    CREATE TABLE pending_rekey (point_id bigint PRIMARY KEY);
+    INSERT INTO pending_rekey SELECT id FROM points WHERE config IS NOT NULL AND command LIKE '%pgbench%'
+        AND (command LIKE '%"-P%' OR command LIKE '%"--progress%' OR command LIKE '%"-l"%'
+             OR command LIKE '%"--log"%');
     """,
 }
 
