@@ -306,3 +306,20 @@ def test_a_store_of_an_older_schema_migrates_and_forgets(tmp_path: Path) -> None
     assert merged.stdout.splitlines()[0].startswith(f"{STORES / 'v11.db'}: run {run_id} ")
     assert merged.stdout.splitlines()[-1] == f"{STORES / 'v11.db'}: 0 run(s), 0 point(s) merged into {old}"
     assert rows(old, "SELECT count(*) FROM points WHERE run_id = ?", (run_id,)) == [(0,)]
+
+
+def test_what_an_import_replaced_stays_out_of_a_merge_of_a_store_that_still_holds_it(tmp_path: Path) -> None:
+    csv = tmp_path / "one.csv"
+    csv.write_text("label,engine,workload,threads,transactions,queries,time_s,latency_avg_ms\n"
+                   "x1,mysql,sysbench-read-write,16,150075,3001500,300,31.98\n")
+    store, copy = tmp_path / "i.db", tmp_path / "copy.db"
+    assert cli("import", str(csv), "--label", "l", "--store", str(store)).returncode == 0
+    shutil.copy(store, copy)  # a colleague's copy, taken before the fix below
+    (old,) = rows(store, "SELECT uuid FROM runs")
+    csv.write_text(csv.read_text().replace("150075", "150999"))  # the file corrected
+    replaced = cli("import", str(csv), "--label", "l", "--replace", "--store", str(store))
+    assert replaced.returncode == 0, replaced.stderr
+    assert rows(store, "SELECT uuid FROM forgotten_runs") == [old]
+    merged = cli("merge", str(copy), "--store", str(store))
+    assert merged.returncode == 0, merged.stderr
+    assert rows(store, "SELECT transactions FROM points") == [(150999,)]  # one run, the corrected one

@@ -337,6 +337,9 @@ class Store:
                     earlier = self.db.execute("SELECT sha256, run_ids, points FROM imports WHERE sha256 = ? OR file = ?",
                                               (sha256, file)).fetchall()
                     for digest, run_ids, points in earlier:
+                        # Replaced is forgotten: a tombstone each, so that a merge of a store
+                        # that still holds the old runs does not bring them back.
+                        self._tombstones(self._forgettable(json.loads(run_ids), utc(now_utc())))
                         self._delete_runs(json.loads(run_ids))
                         self.db.execute("DELETE FROM imports WHERE sha256 = ?", (digest,))
                         batch.replaced += points
