@@ -137,6 +137,19 @@ def test_decide_shows_the_decision_exactly_as_the_report_renders_it(built: Path)
     assert "dbarena report --baseline a --label a --label b -o decide.html" in page.text
 
 
+def test_decide_answers_first_and_folds_how_to_read_it(built: Path) -> None:
+    """The page's first screen: the choice, then the report's decision (or the one line
+    saying one label has nothing to decide), "How to read this" folded below it."""
+    with client(built) as c:
+        two = c.get("/decide", params=[("baseline", "a"), ("label", "a"), ("label", "b")]).text
+        one = c.get("/decide", params=[("baseline", "a"), ("label", "a")]).text
+    for page in (two, one):
+        form, decision = page.index('<form class="choose"'), page.index('<section id="decision">')
+        assert form < decision < page.index('<details id="reading">') < page.index("dbarena report --baseline a")
+    assert "One label: nothing to decide." in one
+    assert one.index("One label: nothing to decide.") < one.index("How to read this")
+
+
 def test_decide_without_a_choice_takes_every_label_against_the_first(built: Path) -> None:
     with client(built) as c:
         page = c.get("/decide")

@@ -184,12 +184,11 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
     assert report is not None
     argv = ["dbarena", "report", *(["--baseline", baseline] if baseline else []),
             *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
+    # The report's own first section is the decision (or the line saying there is none):
+    # the first screen answers; the command that writes the same file comes last.
+    out.append(f'<div class="report">{report_html.body(report, {})}</div>')
     out.append(f'<p class="note">The same view as a file, with its charts: <code>{html_text(shlex.join(argv))}'
                "</code></p>")
-    if not report.decisions:
-        out.append('<p class="note">One label: nothing to decide. Tick two labels or more (or none: every '
-                   "label), and choose the baseline the others are judged against.</p>")
-    out.append(f'<div class="report">{report_html.body(report, {})}</div>')
     return "\n".join(out)
 
 
