@@ -7,6 +7,8 @@ loopback; hostile labels as text; every store problem one line, never a tracebac
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import sqlite3
@@ -180,8 +182,9 @@ def test_a_point_shows_its_series_command_configuration_and_raw_output_masked(de
     assert "s3cret-pw" not in body and "s3cret-pw" not in raw.text
     assert "postgresql://bench:***@db" in body and "postgresql://bench:***@db" in raw.text
     assert "pgbench-select-only" in body and "number of transactions actually processed" in body
-    (points,) = re.findall(r'<polyline points="([^"]+)"', body)
-    assert len(points.split()) >= 4  # one vertex a second
+    (chart,) = [json.loads(html.unescape(text)) for text in re.findall(r'data-chart="([^"]*)"', body)
+                if "Throughput per second" in html.unescape(text)]
+    assert len(chart["series"][0]["points"]) >= 4  # one point a second
     with Store(demo, readonly=True) as db:
         (stored,) = db.points(point_ids=(3,))
     assert stored.config_key and f"<code>{stored.config_key}</code>" in body

@@ -132,15 +132,19 @@ def toggles(labels: list[str]) -> tuple[str, str]:
     are not tagged)."""
     if not 2 <= len(labels) <= MAX_TOGGLED:
         return "", ""
-    boxes, rules = [], []
-    for label in labels:
-        cls = label_class(label)
-        boxes.append(f'<label><input type="checkbox" id="show-{cls}" checked> {html_text(label)}</label>')
-        rules.append(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
-                     f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}")
+    boxes = [f'<label><input type="checkbox" id="show-{label_class(label)}" checked> {html_text(label)}</label>'
+             for label in labels]
     bar = ('<nav class="toggles" aria-label="labels shown in the charts">Show in the charts: '
            + " ".join(boxes) + "</nav>")
-    return bar, "\n".join(rules)
+    return bar, toggle_rules([label_class(label) for label in labels])
+
+
+def toggle_rules(classes: list[str]) -> str:
+    """The CSS that hides a label's chart elements (and dims its legend entries) while
+    its checkbox is cleared; classes: charts.label_class of each label (a digest: no
+    label text reaches the CSS). `dbarena serve` serves them as a style sheet of its own."""
+    return "\n".join(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
+                     f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}" for cls in classes)
 
 
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
