@@ -202,3 +202,43 @@ def test_hostile_labels_stay_text_in_the_charts_data(built: Path) -> None:
     assert page.status_code == 200
     assert EVIL not in page.text and "<script>alert" not in page.text
     assert EVIL in [s["name"] for spec in charts(page.text) for s in spec["series"]]
+
+
+def test_a_view_is_kept_while_the_store_holds_the_same_data_and_made_again_when_it_changes(tmp_path: Path) -> None:
+    """Decide's page is made once per choice and data version (Store.data_version): the
+    same page while nothing changes, a new one as soon as a run or point is stored."""
+    from dbarena.serve.app import Views
+
+    path = storebuild.build(tmp_path / "kept.db")
+    made: list[tuple[str, ...]] = []
+
+    def page(store: Store, chosen: list[str]) -> str:
+        made.append(tuple(chosen))
+        return f"page {len(made)}"
+
+    views = Views(size=2)
+    kept = views.of("page", page)
+    with Store(path, readonly=True) as reader:
+        assert kept(reader, ["a"]) == kept(reader, ["a"]) == "page 1"
+        assert kept(reader, ["b"]) == "page 2" and made == [("a",), ("b",)]
+        with Store(path) as writer:  # another connection stores a point
+            run_id = writer.begin_run(RunInfo(label="c", host="box", engine="postgres", target="postgresql://x@h/d",
+                                              started_at=storebuild.T0, server_version="17.2", tool_versions={},
+                                              options={}, host_facts=storebuild.HOST))
+        assert kept(reader, ["a"]) == "page 3"
+        with Store(path) as writer:
+            writer.add_point(run_id, storebuild._point(800.0, 1, 0, day=1))
+        assert kept(reader, ["a"]) == "page 4"
+        with Store(path) as writer:
+            writer.finish_run(run_id, "finished")
+        assert kept(reader, ["a"]) == "page 5" and kept(reader, ["a"]) == "page 5"
+    # Bounded: the least recently used view went first.
+    assert len(views._pages) == 2
+    # A run's options changed (a fleet flags a host after its runs ended): Hosts anew.
+    with client(path) as c:
+        first = c.get("/hosts")
+        with Store(path) as writer:
+            writer.update_options(run_id, {"probe_outlier": "probe CPU far below its kind"})
+        second = c.get("/hosts")
+    assert "probe CPU far below its kind" not in first.text and 'class="flagged"' not in first.text
+    assert "probe CPU far below its kind" in second.text and 'class="flagged"' in second.text

@@ -24,6 +24,7 @@ import re
 import sqlite3
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -138,16 +139,53 @@ def _one_line(exc: BaseException) -> str:
     return printable(" ".join(masked(str(exc)).split())) or type(exc).__name__
 
 
+# Views kept (the pages a report model makes: Decide, a workload, History, Hosts, a
+# diff): a view of 4 labels over 10 k points costs seconds to derive and is the same
+# page until the store changes. Bounded: a page is at most a few MB.
+CACHED_VIEWS = 32
+
+
+class Views:
+    """Pages already made, by (view, its choice, the store's data version): one small
+    query (Store.data_version) tells whether a page still holds; the least recently
+    used goes first."""
+
+    def __init__(self, size: int = CACHED_VIEWS):
+        self.size = size
+        self._pages: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, name: str, fn: Callable[..., str]) -> Callable[..., str]:
+        """fn(store, *choice), answered from the pages kept while the store holds the
+        same data; a problem (an exception) is not kept."""
+        def made(store: Store, *args: Any) -> str:
+            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version())
+            with self._lock:
+                if key in self._pages:
+                    self._pages.move_to_end(key)
+                    return self._pages[key]
+            body = fn(store, *args)
+            with self._lock:
+                self._pages[key] = body
+                while len(self._pages) > self.size:
+                    self._pages.popitem(last=False)
+            return body
+        return made
+
+
 class _Pages:
     """The routes, over one Reader."""
 
     def __init__(self, reader: Reader):
         self.reader = reader
         self.location = str(reader.location)
+        self.views = Views()
 
-    async def page(self, title: str, fn: Callable[..., str], *args: Any) -> Response:
+    async def page(self, title: str, fn: Callable[..., str], *args: Any, kept: bool = False) -> Response:
+        """The page fn(store, *args) makes, in a worker thread; with `kept`, from the
+        views kept while the store's data are the same (Views)."""
         try:
-            body = await self.reader(fn, *args)
+            body = await self.reader(self.views.of(fn.__name__, fn) if kept else fn, *args)
         except _Choice as exc:  # a choice the store cannot answer: the form, and why
             return HTMLResponse(pages.frame(title, exc.body, self.location), status_code=400)
         except NotFound as exc:
@@ -190,7 +228,7 @@ class _Pages:
     async def decide(self, request: Request) -> Response:
         baseline = request.query_params.get("baseline") or None
         chosen = list(dict.fromkeys(request.query_params.getlist("label")))
-        return await self.page("Decide", self._decide, baseline, chosen)
+        return await self.page("Decide", self._decide, baseline, chosen, kept=True)
 
     def _decide(self, store: Store, baseline: str | None, chosen: list[str]) -> str:
         stored = list(dict.fromkeys(r.label for r in store.runs()))
@@ -209,7 +247,7 @@ class _Pages:
         chosen = list(dict.fromkeys(query.getlist("label")))
         engine, workload = query.get("engine"), query.get("workload")
         return await self.page(f"{engine or ''} {workload or 'Workloads'}".strip(), self._workload, engine, workload,
-                               baseline, chosen)
+                               baseline, chosen, kept=True)
 
     def _workload(self, store: Store, engine: str | None, workload: str | None, baseline: str | None,
                   chosen: list[str]) -> str:
@@ -228,7 +266,8 @@ class _Pages:
                               baseline, chosen)
 
     async def history(self, request: Request) -> Response:
-        return await self.page("History", self._history, list(dict.fromkeys(request.query_params.getlist("label"))))
+        return await self.page("History", self._history, list(dict.fromkeys(request.query_params.getlist("label"))),
+                               kept=True)
 
     def _history(self, store: Store, chosen: list[str]) -> str:
         from dbarena.errors import ToolMissing
@@ -248,7 +287,7 @@ class _Pages:
             before, after = (int(request.query_params.get(name, "")) for name in ("before", "after"))
         except ValueError:
             return self.problem("Diff", UsageError("before and after: two run ids (/diff?before=N&after=M)"), 400)
-        return await self.page(f"Run {before} → {after}", self._diff, before, after)
+        return await self.page(f"Run {before} → {after}", self._diff, before, after, kept=True)
 
     def _diff(self, store: Store, before_id: int, after_id: int) -> str:
         from dbarena.stats import analysis, environment, metric
@@ -283,7 +322,7 @@ class _Pages:
         return pages.diff_page(runs[0], runs[1], changes, facts, compared)
 
     async def hosts(self, request: Request) -> Response:
-        return await self.page("Hosts", self._hosts)
+        return await self.page("Hosts", self._hosts, kept=True)
 
     def _hosts(self, store: Store) -> str:
         from dbarena.fleet import outliers
