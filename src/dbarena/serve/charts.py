@@ -51,9 +51,12 @@ def _figure_of(section: Section) -> str:
     return section.metric if section.metric in ("tps", "seconds") else "qps"
 
 
-def _level_tip(label: str, row: LevelRow, field: str, value: float, points: Sequence[int]) -> str:
+def _level_tip(label: str, row: LevelRow, field: str, value: float, points: Sequence[int], what: str = "") -> str:
+    """A level's hover text: its series, level and exact figure (with its interval), its
+    repeats and bound, and which point a click opens."""
     unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}.get(field, "ms" if field.startswith("latency") else "")
     text = f"{label}, {row.threads} threads: {value:,.{3 if unit in ('s', 'ms') else 1}f} {unit}".rstrip()
+    text += f" ({what})" if what else ""
     if field == "tps" and row.tps_ci_low is not None and row.tps_ci_high is not None:
         text += f" (95 % CI {max(row.tps_ci_low, 0):,.1f} .. {row.tps_ci_high:,.1f})"
     text += f", {row.n} repeat(s)" if row.n else ""
@@ -113,8 +116,7 @@ def percentiles(section: Section, links: Links) -> Spec | None:
                 value = r.figure(field)
                 assert value is not None
                 mine = links.get((label, r.threads), ())
-                points.append([r.threads, value, _level_tip(label, r, field, value, mine).replace(
-                    " ms", f" ms ({what})", 1), _point_href(mine)])
+                points.append([r.threads, value, _level_tip(label, r, field, value, mine, what), _point_href(mine)])
             series.append({"name": f"{label} {what}", "i": i, "cls": _cls(section, label), "dash": n > 0,
                            "points": points, "band": []})
     if not series:

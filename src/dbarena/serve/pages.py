@@ -42,7 +42,7 @@ def frame(title: str, body: str, store: str) -> str:
         '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
         '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">',
         '<script src="/static/serve.js" defer></script><script src="/static/charts.js" defer></script></head><body>',
-        '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> <a href="/history">History</a> '
+        '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> <a href="/workload">Workloads</a> <a href="/history">History</a> '
         '<a href="/hosts">Hosts</a> '
         f'<span class="meta">store {html_text(masked(store))} · dbarena {html_text(__version__)}</span></nav>',
         body, "</body></html>"])
