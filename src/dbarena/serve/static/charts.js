@@ -49,8 +49,9 @@
     if (old) old.remove();
     const all = spec.series.flatMap(function (s) { return s.points.map(function (p) { return p[0]; }); });
     if (!all.length) return;
-    const x0 = domain ? domain[0] : Math.min.apply(null, all);
-    const x1 = domain ? domain[1] : Math.max.apply(null, all);
+    // (A loop, not Math.min(...all): a day-long series holds more seconds than a call takes arguments.)
+    const x0 = domain ? domain[0] : all.reduce(function (a, b) { return Math.min(a, b); }, Infinity);
+    const x1 = domain ? domain[1] : all.reduce(function (a, b) { return Math.max(a, b); }, -Infinity);
     const inside = function (x) { return x >= x0 && x <= x1; };
     let top = 0;
     for (const s of spec.series) {
