@@ -233,7 +233,7 @@ def test_a_view_is_kept_while_the_store_holds_the_same_data_and_made_again_when_
             writer.finish_run(run_id, "finished")
         assert kept(reader, ["a"]) == "page 5" and kept(reader, ["a"]) == "page 5"
     # Bounded: the least recently used view went first.
-    assert len(views._pages) == 2
+    assert len(views._kept) == 2
     # A run's options changed (a fleet flags a host after its runs ended): Hosts anew.
     with client(path) as c:
         first = c.get("/hosts")
@@ -242,3 +242,24 @@ def test_a_view_is_kept_while_the_store_holds_the_same_data_and_made_again_when_
         second = c.get("/hosts")
     assert "probe CPU far below its kind" not in first.text and 'class="flagged"' not in first.text
     assert "probe CPU far below its kind" in second.text and 'class="flagged"' in second.text
+
+
+def test_decide_and_its_workloads_share_one_report_model(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report model of a choice is derived once (seconds for 100 k points) for Decide
+    and each workload page of that choice."""
+    calls: list[tuple[str, ...]] = []
+    real = assemble.build_with_points
+
+    def counted(store: Any, selection: assemble.Selection) -> Any:
+        calls.append(selection.labels)
+        return real(store, selection)
+
+    monkeypatch.setattr(assemble, "build_with_points", counted)
+    choice = [("baseline", "a"), ("label", "a"), ("label", "b")]
+    with client(built) as c:
+        assert c.get("/decide", params=choice).status_code == 200
+        assert c.get("/workload", params=[("engine", "postgres"), ("workload", "pgbench-tpcb"), *choice]).status_code \
+            == 200
+        assert c.get("/workload", params=choice).status_code == 200
+        assert c.get("/decide", params=[("baseline", "b"), ("label", "a"), ("label", "b")]).status_code == 200
+    assert calls == [("a", "b"), ("a", "b")]  # once per choice (baseline b: another choice)

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -145,32 +145,43 @@ def _one_line(exc: BaseException) -> str:
 CACHED_VIEWS = 32
 
 
-class Views:
-    """Pages already made, by (view, its choice, the store's data version): one small
-    query (Store.data_version) tells whether a page still holds; the least recently
-    used goes first."""
+# Report models kept (a choice of labels and baseline: its report and each level's
+# points), shared by Decide and the workload pages of that choice.
+CACHED_MODELS = 4
 
-    def __init__(self, size: int = CACHED_VIEWS):
+
+class Kept(Generic[T]):
+    """Values already made, by (what, its arguments, the store's data version): one small
+    query (Store.data_version) tells whether a value still holds; the least recently
+    used goes first. A problem (an exception) is not kept."""
+
+    def __init__(self, size: int):
         self.size = size
-        self._pages: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._kept: OrderedDict[tuple[Any, ...], T] = OrderedDict()
         self._lock = threading.Lock()
 
-    def of(self, name: str, fn: Callable[..., str]) -> Callable[..., str]:
-        """fn(store, *choice), answered from the pages kept while the store holds the
-        same data; a problem (an exception) is not kept."""
-        def made(store: Store, *args: Any) -> str:
+    def of(self, name: str, fn: Callable[..., T]) -> Callable[..., T]:
+        """fn(store, *args), answered from what is kept while the store holds the same data."""
+        def made(store: Store, *args: Any) -> T:
             key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version())
             with self._lock:
-                if key in self._pages:
-                    self._pages.move_to_end(key)
-                    return self._pages[key]
-            body = fn(store, *args)
+                if key in self._kept:
+                    self._kept.move_to_end(key)
+                    return self._kept[key]
+            value = fn(store, *args)
             with self._lock:
-                self._pages[key] = body
-                while len(self._pages) > self.size:
-                    self._pages.popitem(last=False)
-            return body
+                self._kept[key] = value
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+            return value
         return made
+
+
+class Views(Kept[str]):
+    """Pages already made (Kept), CACHED_VIEWS of them."""
+
+    def __init__(self, size: int = CACHED_VIEWS):
+        super().__init__(size)
 
 
 class _Pages:
@@ -180,6 +191,8 @@ class _Pages:
         self.reader = reader
         self.location = str(reader.location)
         self.views = Views()
+        # A choice's report model, derived once for Decide and its workloads alike.
+        self.model = Kept[Model](CACHED_MODELS).of("model", _model)
 
     async def page(self, title: str, fn: Callable[..., str], *args: Any, kept: bool = False) -> Response:
         """The page fn(store, *args) makes, in a worker thread; with `kept`, from the
@@ -236,10 +249,10 @@ class _Pages:
             return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet")
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
-            report, points = _report(store, baseline, chosen)
+            report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc))) from None
-        return pages.decide(report, stored, baseline, chosen, links=_links(report, points))
+        return pages.decide(report, stored, baseline, chosen, links=links)
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -255,14 +268,14 @@ class _Pages:
         if not stored:
             raise NotFound(f"no runs in {store.location} yet")
         baseline = baseline or (chosen[0] if chosen else stored[0])
-        report, points = _report(store, baseline, chosen)
+        report, links = self.model(store, baseline, chosen)
         if not engine or not workload:
             return pages.workloads(report, baseline, chosen)
         section = next((s for s in report.sections if (s.engine, s.workload) == (engine, workload)), None)
         if section is None:
             shown = ", ".join(f"{s.engine} {s.workload}" for s in report.sections)
             raise NotFound(f"no points of {engine} {workload} under the labels chosen (workloads: {shown})")
-        return pages.workload(report, section, _links(report, points).get((engine, workload), {}), stored,
+        return pages.workload(report, section, links.get((engine, workload), {}), stored,
                               baseline, chosen)
 
     async def history(self, request: Request) -> Response:
@@ -443,20 +456,28 @@ class _Pages:
         return Response(report_html.STYLE, media_type="text/css")
 
 
-def _report(store: Store, baseline: str | None, chosen: list[str]) -> tuple[Report, list[AnalysedPoint]]:
+# (engine, workload) -> (label as the report names its series, threads) -> point ids
+Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
+Model = tuple[Report, Links]
+
+
+def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
+    """The report of a choice (as `dbarena report` builds it) and the points of each of
+    its levels."""
     from dbarena.report import assemble  # (its charts' modules load on first use)
 
-    return assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
+    report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
+    return report, _links(report, points)
 
 
-def _links(report: Report, points: list[AnalysedPoint]) -> dict[tuple[str, str], dict[tuple[str, int], list[int]]]:
+def _links(report: Report, points: list[AnalysedPoint]) -> Links:
     """(engine, workload) -> (label as the report names its series, threads) -> the ids
     of the points measured there: what a chart's level opens. The names are the
     report's own (report.data.series_labels: a label's configurations apart)."""
     from dbarena.report import data
 
     named, _, _, _ = data.series_labels(points, list(report.labels), report.baseline, {})
-    out: dict[tuple[str, str], dict[tuple[str, int], list[int]]] = {}
+    out: Links = {}
     for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
     return out
