@@ -160,7 +160,7 @@ def test_home_decide_back_reload_and_a_point_in_chromium(served: str, store: tup
         page.goto(served + "/run/1")
         page.click("table.points a >> nth=0")
         page.wait_for_url(re.compile(r".*/point/\d+$"))
-        drawn = page.eval_on_selector("figure.series polyline", "e => e.getBoundingClientRect().width")
+        drawn = page.eval_on_selector("div.chart svg.drawn polyline", "e => e.getBoundingClientRect().width")
         assert drawn > 300 and "tps = 1" in page.inner_text("pre.raw >> nth=0")
 
         # Live: another process stores a point of the running run; Home shows it within 2 s.
@@ -215,3 +215,134 @@ def test_served_beyond_127_0_0_1_a_request_without_the_token_is_refused(store: t
     _stop(server)
     assert "given-token" not in "".join(said) and said[0] == f"dbarena serve: http://{host}:{port}/ (every request " \
                                                              "needs the token)\n"
+
+
+EVIL = "<script>alert(1)</script>"
+BIDI = "box\u202eevil\u2066x"
+PROBES = (("p1", 1000.0), ("p2", 1040.0), ("p3", 980.0), ("slow", 520.0))
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`dbarena serve` over a store of labels a and b, a history with a step (label
+    nightly: synchronous_commit off, then on), four probed hosts (one slow), and hostile
+    labels; its address."""
+    from unit.test_history_and_gate import add_run
+
+    path = storebuild.build(tmp_path_factory.mktemp("rich") / "rich.db")
+    with Store(path) as db:
+        for day in range(10):
+            level = (800.0 if day >= 5 else 1000.0) * (1 + 0.01 * ((day * 7) % 3 - 1))
+            add_run(db, "nightly", day, level, sync="on" if day >= 5 else "off")
+        for day, (host, cpu) in enumerate(PROBES):
+            probe = {"cpu_events_per_s": cpu, "cpu_best_events_per_s": cpu, "memory_mib_per_s": 9000.0,
+                     "fsync_p99_ms": 2.0}
+            name = EVIL if host == "slow" else host
+            run_id = db.begin_run(RunInfo(label=name, host=host if host != "p3" else BIDI, engine="postgres",
+                                          target="postgresql://x@h/d", started_at=storebuild.T0 + timedelta(days=day),
+                                          server_version="17.2", tool_versions={}, options={"probe": probe},
+                                          host_facts=storebuild.HOST))
+            db.add_point(run_id, storebuild._point(700.0 + day, 1, 0, day=day))
+            db.finish_run(run_id, "finished")
+    port = free_port()
+    server, _ = _start(["--store", str(path), "--port", str(port)], _env(tmp_path_factory.mktemp("tmp")))
+    _wait_listening("127.0.0.1", port)
+    yield f"http://127.0.0.1:{port}"
+    err = _stop(server)
+    assert "Traceback" not in err, err
+
+
+def _ticks(page: object, n: int = 0) -> list[str]:
+    return page.eval_on_selector(  # type: ignore[attr-defined, no-any-return]
+        f"div.chart >> nth={n}", "c => [...c.querySelectorAll('g.axes text')].map(t => t.textContent)")
+
+
+def test_workload_point_zoom_history_diff_and_hosts_in_chromium(rich: str) -> None:
+    """Every new page as a user goes through them: Decide's chart and its workload link,
+    a level's point clicked and back, a label hidden in the charts, a point's series
+    zoomed together and back, a change point clicked to the diff of its runs, the hosts
+    with the slow one flagged, a copied address reloaded; hostile labels as text."""
+    from playwright.sync_api import sync_playwright
+
+    console, requests, errors, dialogs = [], [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+        # Decide a against b: the decision first, the section's sweep drawn, then its workload.
+        page.goto(rich + "/decide?baseline=a&label=a&label=b")
+        assert page.eval_on_selector("#decision", "e => e.getBoundingClientRect().top") < 400
+        assert page.is_visible("#postgres-pgbench-tpcb div.chart svg.drawn polyline")
+        page.click("#postgres-pgbench-tpcb >> text=the sweep level by level")
+        page.wait_for_url(re.compile(r".*/workload\?engine=postgres&workload=pgbench-tpcb&baseline=a&label=a&label=b$"))
+        workload = page.url
+        assert page.locator("div.chart svg.drawn").count() == 2
+        lines = page.locator("div.chart >> nth=0 >> polyline.line")
+        assert lines.count() >= 2
+        # A label hidden in the charts by the report's own toggles (the rules from /toggles.css).
+        first_cls = page.eval_on_selector("div.chart >> nth=0 >> polyline.line",
+                                          "e => [...e.classList].find(c => c.startsWith('lbl-'))")
+        page.uncheck(f"#show-{first_cls}")
+        assert page.eval_on_selector(f"div.chart polyline.{first_cls}", "e => getComputedStyle(e).display") == "none"
+        page.check(f"#show-{first_cls}")
+        # A level's point opens the first point measured there; back returns to the sweep.
+        href = page.eval_on_selector("div.chart >> nth=0 >> a circle", "c => c.parentNode.getAttribute('href')")
+        page.click("div.chart >> nth=0 >> a circle >> nth=0", force=True)
+        page.wait_for_url(rich + href)
+        assert page.title().startswith("Point ")
+        page.go_back()
+        page.wait_for_url(workload)
+        assert page.locator("div.chart svg.drawn").count() == 2
+
+        # The point's charts zoom together: drag across the first, every one follows.
+        page.goto(rich + href)
+        charts = page.locator("div.chart svg.drawn")
+        assert charts.count() == 5
+        before = [_ticks(page, n) for n in range(5)]
+        box = charts.nth(0).bounding_box()
+        assert box is not None
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] * 0.35, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.55, y, steps=5)
+        page.mouse.up()
+        zoomed = [_ticks(page, n) for n in range(5)]
+        assert all(z != b for z, b in zip(zoomed, before)), (before, zoomed)
+        assert page.is_visible("div.chart >> nth=0 >> button.reset")
+        page.click("div.chart >> nth=0 >> button.reset")
+        assert [_ticks(page, n) for n in range(5)] == before
+
+        # History: the step of nightly, its change point clicked: the diff of the runs around it.
+        page.click("nav.top >> text=History")
+        page.wait_for_url(rich + "/history")
+        section = page.locator("section.series", has_text="nightly")
+        section.locator("a.mark-link line.hit").click(force=True)
+        page.wait_for_url(re.compile(r".*/diff\?before=\d+&after=\d+$"))
+        assert "setting synchronous_commit" in page.inner_text("table.diff >> nth=0")
+        page.go_back()
+        page.wait_for_url(rich + "/history")
+
+        # Hosts: the slow one flagged among its kind; a hostile label and host as text.
+        page.click("nav.top >> text=Hosts")
+        page.wait_for_url(rich + "/hosts")
+        flagged = page.locator("table.hosts tr.flagged td >> nth=0").all_inner_texts()
+        assert flagged == ["slow"]
+        assert EVIL in page.inner_text("table.hosts") and BIDI in page.inner_text("table.hosts")
+
+        # A hostile label's workload, copied and opened anew: its name as text in the legend.
+        other = browser.new_page()
+        other.on("pageerror", lambda e: errors.append(str(e)))
+        other.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        other.goto(rich + "/workload?" + f"engine=postgres&workload=pgbench-tpcb&baseline={EVIL}&label={EVIL}&label=a"
+                   .replace("<", "%3C").replace(">", "%3E").replace("(", "%28").replace(")", "%29"))
+        assert EVIL in other.locator("div.chart >> nth=0 >> ul.legend").inner_text()
+        other.goto(workload)
+        assert other.locator("div.chart svg.drawn").count() == 2
+        other.close()
+        browser.close()
+    assert errors == [] and dialogs == [] and [m for m in console if m[0] == "error"] == [], (errors, console)
+    assert all(url.startswith(rich + "/") for url in requests), requests

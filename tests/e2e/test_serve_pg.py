@@ -65,3 +65,15 @@ def test_home_decide_and_a_live_point_over_a_postgresql_store(team_store, monkey
             writer.finish_run(run_id, "finished")
             assert c.get(f"/live.json?runs={run_id}").json()["runs"][str(run_id)]["status"] == "finished"
         assert c.get(f"/run/{run_id}").status_code == 200
+        # Decide was kept under the store's data version: a new label stored since makes it anew.
+        again = c.get("/decide", params=[("baseline", "a"), ("label", "a"), ("label", "b")])
+        assert '<input type="checkbox" name="label" value="live">' in again.text
+        assert '<input type="checkbox" name="label" value="live">' not in decide.text
+        for path in ("/history", "/hosts", "/workload?engine=postgres&workload=pgbench-tpcb&baseline=a",
+                     f"/diff?before=1&after={run_id}", f"/point/{storebuild_first_point(url)}"):
+            assert c.get(path).status_code == 200, path
+
+
+def storebuild_first_point(url: str) -> int:
+    with Store(url, readonly=True) as db:
+        return min(p.point_id for p in db.points() if p.status == "ok")

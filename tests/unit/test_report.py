@@ -226,6 +226,22 @@ def test_each_explanation_is_said_once_and_the_sections_keep_what_is_their_own(s
     assert "<h3>How to read" not in page and "### How to read" not in text  # no table there
 
 
+def test_the_first_screen_is_the_decision_and_how_to_read_it_is_folded_below(store):
+    """The decision (or, for one label, the line saying there is none) before anything
+    else of the report; "How to read this" after it, in a <details> closed by default."""
+    report = _report(store, baseline="x86", at_threads=4)
+    page = html.render(report, {})
+    assert report.decisions
+    assert page.index('<section id="decision">') < page.index('<details id="reading"><summary><h2>How to read this')
+    assert page.index("</header>") < page.index('<section id="decision">')  # nothing between header and answer
+    assert page.index("</header>") + len("</header>\n") == page.index('<section id="decision">')
+    one = _report(store, labels=["x86"])
+    alone = html.render(one, {})
+    assert not one.decisions
+    decided = alone.index('<section id="decision"><h2>Decision</h2><p class="none">One label: nothing to decide.')
+    assert alone.index("</header>") < decided < alone.index('<details id="reading">')
+
+
 def test_a_section_shows_its_charts_in_a_grid_and_folds_all_but_its_results_table(store):
     from dbarena.report import tables
 

@@ -7,6 +7,8 @@ loopback; hostile labels as text; every store problem one line, never a tracebac
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import sqlite3
@@ -137,6 +139,19 @@ def test_decide_shows_the_decision_exactly_as_the_report_renders_it(built: Path)
     assert "dbarena report --baseline a --label a --label b -o decide.html" in page.text
 
 
+def test_decide_answers_first_and_folds_how_to_read_it(built: Path) -> None:
+    """The page's first screen: the choice, then the report's decision (or the one line
+    saying one label has nothing to decide), "How to read this" folded below it."""
+    with client(built) as c:
+        two = c.get("/decide", params=[("baseline", "a"), ("label", "a"), ("label", "b")]).text
+        one = c.get("/decide", params=[("baseline", "a"), ("label", "a")]).text
+    for page in (two, one):
+        form, decision = page.index('<form class="choose"'), page.index('<section id="decision">')
+        assert form < decision < page.index('<details id="reading">') < page.index("dbarena report --baseline a")
+    assert "One label: nothing to decide." in one
+    assert one.index("One label: nothing to decide.") < one.index("How to read this")
+
+
 def test_decide_without_a_choice_takes_every_label_against_the_first(built: Path) -> None:
     with client(built) as c:
         page = c.get("/decide")
@@ -167,8 +182,9 @@ def test_a_point_shows_its_series_command_configuration_and_raw_output_masked(de
     assert "s3cret-pw" not in body and "s3cret-pw" not in raw.text
     assert "postgresql://bench:***@db" in body and "postgresql://bench:***@db" in raw.text
     assert "pgbench-select-only" in body and "number of transactions actually processed" in body
-    (points,) = re.findall(r'<polyline points="([^"]+)"', body)
-    assert len(points.split()) >= 4  # one vertex a second
+    (chart,) = [json.loads(html.unescape(text)) for text in re.findall(r'data-chart="([^"]*)"', body)
+                if "Throughput per second" in html.unescape(text)]
+    assert len(chart["series"][0]["points"]) >= 4  # one point a second
     with Store(demo, readonly=True) as db:
         (stored,) = db.points(point_ids=(3,))
     assert stored.config_key and f"<code>{stored.config_key}</code>" in body

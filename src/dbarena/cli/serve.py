@@ -41,9 +41,12 @@ INSTALL = "dbarena serve needs its extra: pip install 'dbarena[serve]'"
 def serve_command(ctx: click.Context, store: Path | str, host: str, port: int, token: str | None) -> int:
     """Browse the store in a web browser, read-only: Home (studies, labels, hosts and runs,
     newest first; a running run's points update by themselves), Decide (a baseline and
-    labels chosen in the address: the decision as `dbarena report` gives it), a run, and a
-    point (its per-second series, command, configuration, provenance and raw output,
-    passwords masked). Ctrl-C stops it.
+    labels chosen in the address: the decision as `dbarena report` gives it), a workload
+    (the sweep, latency percentiles, the bound and points of each level), History (change
+    points and their causes, each linked to the diff of its runs), Hosts (probes, hosts
+    far from their kind flagged), a run, and a point (its per-second series zoomable, the
+    server's waits, the machine's CPU and I/O, command, configuration, provenance and raw
+    output, passwords masked). Ctrl-C stops it.
 
     Listens on 127.0.0.1 unless --host says otherwise; then every request must carry a
     token (printed at start unless given): a first visit to ...?token=TOKEN keeps it in a

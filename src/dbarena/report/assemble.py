@@ -23,6 +23,7 @@ from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
+from dbarena.records import AnalysedPoint
 
 FORMATS = ("html", "md", "csv", "json")
 CHART_FORMATS = ("html", "md")  # CSV and JSON carry figures only
@@ -53,6 +54,12 @@ class Drawn:
 
 def build(store: ResultStore, selection: Selection) -> data.Report:
     """The report model of the selection's points in the store."""
+    return build_with_points(store, selection)[0]
+
+
+def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Report, list[AnalysedPoint]]:
+    """The report model, and the analysed points it was made of (a view that links each
+    level to its points: `dbarena serve`), read once."""
     baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
@@ -66,7 +73,7 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
                          f"(levels: {', '.join(map(str, levels))})")
     order = list(labels) or list(dict.fromkeys(r.label for r in rows))
     return data.build(rows, store.runs(), baseline=baseline, prices=dict(selection.prices), at_threads=at_threads,
-                      labels=order, histograms=store.latency_histograms)
+                      labels=order, histograms=store.latency_histograms), rows
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:

@@ -51,6 +51,7 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 @media (max-width: 1000px) { .charts { grid-template-columns: minmax(0, 1fr); } }
 details.table { margin: 0.4em 0; } details.table summary { cursor: pointer; }
 details.table summary h3 { display: inline; margin: 0; font-size: 1.05em; }
+#reading summary { cursor: pointer; } #reading summary h2 { display: inline; border: 0; }
 #reading dt { font-weight: 600; margin-top: 0.5em; } #reading dd { margin-left: 0; color: #444; max-width: 60em; }
 figcaption { font-size: 12px; } a.save { color: #555; }
 .hover circle:hover { fill-opacity: 0.25; }
@@ -94,9 +95,24 @@ KEY_TABLE = "Results"
 
 
 def _reading(report: Report) -> str:
-    """What each table and the charts show, once for the whole report."""
+    """What each table and the charts show, once for the whole report: folded (a
+    <details>), so that the first screen is the decision, not a page of explanations."""
     items = "".join(f"<dt>{html_text(what)}</dt><dd>{html_text(text)}</dd>" for what, text in how_to_read(report))
-    return f'<section id="reading"><h2>How to read this</h2><dl>{items}</dl></section>'
+    return (f'<details id="reading"><summary><h2>How to read this</h2></summary><dl>{items}</dl></details>')
+
+
+def _decision(report: Report) -> str:
+    """The decision, or where there is none, the one line that says why: either way the
+    report's first section (the answer first)."""
+    if report.decisions:
+        return decision_html(report.decisions, report.overall)
+    # The labels as stored (the decision compares those: one label whose configurations
+    # the report shows apart is still one label).
+    stored = {run.label for runs in report.provenance.values() for run in runs.values()}
+    why = ("One label: nothing to decide. A report of two labels or more judges each against the baseline."
+           if len(stored) < 2 else
+           "Nothing to decide: no workload was measured under the baseline and another label alike.")
+    return f'<section id="decision"><h2>Decision</h2><p class="none">{html_text(why)}</p></section>'
 
 
 def _differs(report: Report) -> str:
@@ -116,15 +132,19 @@ def toggles(labels: list[str]) -> tuple[str, str]:
     are not tagged)."""
     if not 2 <= len(labels) <= MAX_TOGGLED:
         return "", ""
-    boxes, rules = [], []
-    for label in labels:
-        cls = label_class(label)
-        boxes.append(f'<label><input type="checkbox" id="show-{cls}" checked> {html_text(label)}</label>')
-        rules.append(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
-                     f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}")
+    boxes = [f'<label><input type="checkbox" id="show-{label_class(label)}" checked> {html_text(label)}</label>'
+             for label in labels]
     bar = ('<nav class="toggles" aria-label="labels shown in the charts">Show in the charts: '
            + " ".join(boxes) + "</nav>")
-    return bar, "\n".join(rules)
+    return bar, toggle_rules([label_class(label) for label in labels])
+
+
+def toggle_rules(classes: list[str]) -> str:
+    """The CSS that hides a label's chart elements (and dims its legend entries) while
+    its checkbox is cleared; classes: charts.label_class of each label (a digest: no
+    label text reaches the CSS). `dbarena serve` serves them as a style sheet of its own."""
+    return "\n".join(f"body:has(#show-{cls}:not(:checked)) .{cls}:not(.key) {{ display: none; }}\n"
+                     f"body:has(#show-{cls}:not(:checked)) .{cls}.key {{ opacity: 0.3; }}" for cls in classes)
 
 
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
@@ -159,7 +179,7 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f"{html_text(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {html_text(__version__)}.</p></header>",
         # The answer first: the decision above every chart (the first screen).
-        decision_html(report.decisions, report.overall), _differs(report), _reading(report), bar,
+        _decision(report), _differs(report), _reading(report), bar,
         "<nav><ul>",
     ]
     for s in report.sections:

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import re
 import sqlite3
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -43,7 +45,8 @@ from starlette.types import ASGIApp
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, StoredRun
+from dbarena.report.data import Report
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
 from dbarena.store.database import Store
@@ -136,16 +139,66 @@ def _one_line(exc: BaseException) -> str:
     return printable(" ".join(masked(str(exc)).split())) or type(exc).__name__
 
 
+# Views kept (the pages a report model makes: Decide, a workload, History, Hosts, a
+# diff): a view of 4 labels over 10 k points costs seconds to derive and is the same
+# page until the store changes. Bounded: a page is at most a few MB.
+CACHED_VIEWS = 32
+
+
+# Report models kept (a choice of labels and baseline: its report and each level's
+# points), shared by Decide and the workload pages of that choice.
+CACHED_MODELS = 4
+
+
+class Kept(Generic[T]):
+    """Values already made, by (what, its arguments, the store's data version): one small
+    query (Store.data_version) tells whether a value still holds; the least recently
+    used goes first. A problem (an exception) is not kept."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, name: str, fn: Callable[..., T]) -> Callable[..., T]:
+        """fn(store, *args), answered from what is kept while the store holds the same data."""
+        def made(store: Store, *args: Any) -> T:
+            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version())
+            with self._lock:
+                if key in self._kept:
+                    self._kept.move_to_end(key)
+                    return self._kept[key]
+            value = fn(store, *args)
+            with self._lock:
+                self._kept[key] = value
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+            return value
+        return made
+
+
+class Views(Kept[str]):
+    """Pages already made (Kept), CACHED_VIEWS of them."""
+
+    def __init__(self, size: int = CACHED_VIEWS):
+        super().__init__(size)
+
+
 class _Pages:
     """The routes, over one Reader."""
 
     def __init__(self, reader: Reader):
         self.reader = reader
         self.location = str(reader.location)
+        self.views = Views()
+        # A choice's report model, derived once for Decide and its workloads alike.
+        self.model = Kept[Model](CACHED_MODELS).of("model", _model)
 
-    async def page(self, title: str, fn: Callable[..., str], *args: Any) -> Response:
+    async def page(self, title: str, fn: Callable[..., str], *args: Any, kept: bool = False) -> Response:
+        """The page fn(store, *args) makes, in a worker thread; with `kept`, from the
+        views kept while the store's data are the same (Views)."""
         try:
-            body = await self.reader(fn, *args)
+            body = await self.reader(self.views.of(fn.__name__, fn) if kept else fn, *args)
         except _Choice as exc:  # a choice the store cannot answer: the form, and why
             return HTMLResponse(pages.frame(title, exc.body, self.location), status_code=400)
         except NotFound as exc:
@@ -188,20 +241,139 @@ class _Pages:
     async def decide(self, request: Request) -> Response:
         baseline = request.query_params.get("baseline") or None
         chosen = list(dict.fromkeys(request.query_params.getlist("label")))
-        return await self.page("Decide", self._decide, baseline, chosen)
+        return await self.page("Decide", self._decide, baseline, chosen, kept=True)
 
     def _decide(self, store: Store, baseline: str | None, chosen: list[str]) -> str:
-        from dbarena.report import assemble  # (its charts' modules load on first use)
-
         stored = list(dict.fromkeys(r.label for r in store.runs()))
         if not stored:
             return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet")
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
-            report = assemble.build(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
+            report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc))) from None
-        return pages.decide(report, stored, baseline, chosen)
+        return pages.decide(report, stored, baseline, chosen, links=links)
+
+    async def workload(self, request: Request) -> Response:
+        query = request.query_params
+        baseline = query.get("baseline") or None
+        chosen = list(dict.fromkeys(query.getlist("label")))
+        engine, workload = query.get("engine"), query.get("workload")
+        return await self.page(f"{engine or ''} {workload or 'Workloads'}".strip(), self._workload, engine, workload,
+                               baseline, chosen, kept=True)
+
+    def _workload(self, store: Store, engine: str | None, workload: str | None, baseline: str | None,
+                  chosen: list[str]) -> str:
+        stored = list(dict.fromkeys(r.label for r in store.runs()))
+        if not stored:
+            raise NotFound(f"no runs in {store.location} yet")
+        baseline = baseline or (chosen[0] if chosen else stored[0])
+        report, links = self.model(store, baseline, chosen)
+        if not engine or not workload:
+            return pages.workloads(report, baseline, chosen)
+        section = next((s for s in report.sections if (s.engine, s.workload) == (engine, workload)), None)
+        if section is None:
+            shown = ", ".join(f"{s.engine} {s.workload}" for s in report.sections)
+            raise NotFound(f"no points of {engine} {workload} under the labels chosen (workloads: {shown})")
+        return pages.workload(report, section, links.get((engine, workload), {}), stored,
+                              baseline, chosen)
+
+    async def history(self, request: Request) -> Response:
+        return await self.page("History", self._history, list(dict.fromkeys(request.query_params.getlist("label"))),
+                               kept=True)
+
+    def _history(self, store: Store, chosen: list[str]) -> str:
+        from dbarena.errors import ToolMissing
+        from dbarena.stats import history
+
+        stored = list(dict.fromkeys(r.label for r in store.runs()))
+        try:
+            found = history.of_store(store, history.Filter(labels=tuple(chosen)))
+        except ToolMissing as exc:  # without the optional change-point library: said, not a 500
+            return pages.history_page(history.History(), stored, chosen, problem=_one_line(exc))
+        except UsageError as exc:
+            raise _Choice(pages.history_page(history.History(), stored, chosen, problem=_one_line(exc))) from None
+        return pages.history_page(found, stored, chosen)
+
+    async def diff(self, request: Request) -> Response:
+        try:
+            before, after = (int(request.query_params.get(name, "")) for name in ("before", "after"))
+        except ValueError:
+            return self.problem("Diff", UsageError("before and after: two run ids (/diff?before=N&after=M)"), 400)
+        return await self.page(f"Run {before} → {after}", self._diff, before, after, kept=True)
+
+    def _diff(self, store: Store, before_id: int, after_id: int) -> str:
+        from dbarena.stats import analysis, environment, metric
+
+        runs = []
+        for run_id in (before_id, after_id):
+            run = store.run(run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id} in {store.location}")
+            runs.append(run)
+        levels: list[dict[tuple[str, str, str, int], list[float]]] = []
+        units: dict[str, str] = {}
+        envs = []
+        for run in runs:
+            if store.run_progress([run.id])[run.id].points > ANALYSED_POINTS:
+                raise DbarenaError(f"run {run.id} holds more than {ANALYSED_POINTS} points: compare it with "
+                                   "`dbarena compare` instead")
+            analysed = [a for a in analysis.load(store, run_id=run.id) if a.phase == "measured"]
+            mine: dict[tuple[str, str, str, int], list[float]] = {}
+            for a in analysed:
+                # Each point's figure as History judges the run by it (analysis.value).
+                if (value := analysis.value(a)) is not None:
+                    mine.setdefault((a.engine, a.workload, a.variant or "", a.threads), []).append(value)
+                    units[a.workload] = metric.of_point(a)
+            levels.append(mine)
+            # The run's environment as History names its causes: the run and a point's configuration.
+            envs.append(environment.of_run(run, analysed[0].config or {} if analysed else {}))
+        changes = [(c.fact, c.before, c.after) for c in environment.changes(envs[0], envs[1])]
+        facts = [(f, envs[0].facts.get(f), envs[1].facts.get(f)) for f in sorted(set(envs[0].facts) | set(envs[1].facts))]
+        compared = [pages.Compared(key, _mean(levels[0][key]), _mean(levels[1][key]), units.get(key[1], "tps"))
+                    for key in sorted(set(levels[0]) & set(levels[1]))]
+        return pages.diff_page(runs[0], runs[1], changes, facts, compared)
+
+    async def hosts(self, request: Request) -> Response:
+        return await self.page("Hosts", self._hosts, kept=True)
+
+    def _hosts(self, store: Store) -> str:
+        from dbarena.fleet import outliers
+        from dbarena.records import json_object
+
+        by_host: dict[str, list[StoredRun]] = {}
+        for r in store.runs():
+            by_host.setdefault(r.host, []).append(r)
+        probed: list[outliers.HostProbe] = []
+        latest: dict[str, StoredRun] = {}
+        for host, runs in by_host.items():
+            with_probe = [r for r in runs if json_object(r.options.get("probe"))]
+            if with_probe:
+                newest = max(with_probe, key=lambda r: r.id)
+                latest[host] = newest
+                probed.append(outliers.HostProbe(host, newest.host_facts, json_object(newest.options.get("probe"))))
+        # One derivation of "far from its kind": fleet/outliers.py's, as `dbarena fleet` flags it.
+        found: dict[str, outliers.Finding] = {}
+        for f in outliers.findings(probed):
+            for host in (f.host, *f.host.split(" and ")):
+                found.setdefault(host, f)
+        lines = []
+        for host, runs in by_host.items():
+            last = latest.get(host)
+            finding = found.get(host)
+            stored_flag = next((str(r.options["probe_outlier"]) for r in runs if r.options.get("probe_outlier")), None)
+            facts = (last or runs[-1]).host_facts
+            lines.append(pages.HostLine(
+                host=host, group=outliers.group_of(facts), runs=runs,
+                probe=json_object(last.options.get("probe")) if last is not None else {},
+                finding=finding.text if finding is not None else stored_flag,
+                flagged=(finding.flagged if finding is not None else stored_flag is not None)))
+        return pages.hosts_page(lines)
+
+    async def toggles(self, request: Request) -> Response:
+        """The label toggles' rules for the classes asked (digests only: no text of a label)."""
+        classes = [c for c in request.query_params.getlist("c") if re.fullmatch(r"lbl-[0-9a-f]{12}", c)]
+        return Response(report_html.toggle_rules(classes[:200]), media_type="text/css")
 
     async def run(self, request: Request) -> Response:
         return await self.page(f"Run {request.path_params['run_id']}", self._run, request.path_params["run_id"])
@@ -245,7 +417,9 @@ class _Pages:
             raw: tuple[str | None, str | None, str | None] = (stdout, stderr, None)
         except StoreError as exc:
             raw = (None, None, _one_line(exc))
-        return pages.point_page(point, run, analysed, store.samples(point_id), store.point_command(point_id), *raw)
+        server = store.server_series([point_id]).get(point_id, {}).get("record")
+        return pages.point_page(point, run, analysed, store.samples(point_id), store.point_command(point_id), *raw,
+                                system=store.system_samples(point_id), server=server)
 
     async def raw(self, request: Request) -> Response:
         point_id = request.path_params["point_id"]
@@ -280,6 +454,37 @@ class _Pages:
     async def style(self, request: Request) -> Response:
         """The report's own style sheet: one look for the file and the served page."""
         return Response(report_html.STYLE, media_type="text/css")
+
+
+# (engine, workload) -> (label as the report names its series, threads) -> point ids
+Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
+Model = tuple[Report, Links]
+
+
+def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
+    """The report of a choice (as `dbarena report` builds it) and the points of each of
+    its levels."""
+    from dbarena.report import assemble  # (its charts' modules load on first use)
+
+    report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
+    return report, _links(report, points)
+
+
+def _links(report: Report, points: list[AnalysedPoint]) -> Links:
+    """(engine, workload) -> (label as the report names its series, threads) -> the ids
+    of the points measured there: what a chart's level opens. The names are the
+    report's own (report.data.series_labels: a label's configurations apart)."""
+    from dbarena.report import data
+
+    named, _, _, _ = data.series_labels(points, list(report.labels), report.baseline, {})
+    out: Links = {}
+    for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
+        out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 class _Choice(Exception):
@@ -372,6 +577,11 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
             Route("/run/{run_id:int}", routes.run),
             Route("/point/{point_id:int}", routes.point),
             Route("/point/{point_id:int}/raw.txt", routes.raw),
+            Route("/workload", routes.workload),
+            Route("/history", routes.history),
+            Route("/hosts", routes.hosts),
+            Route("/diff", routes.diff),
+            Route("/toggles.css", routes.toggles),
             Route("/live.json", routes.live),
             Route("/static/report.css", routes.style),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),

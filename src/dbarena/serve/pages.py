@@ -19,9 +19,12 @@ from dbarena import __version__
 from dbarena.masking import masked
 from dbarena.records import AnalysedPoint, JSON, StoredPoint, StoredRun
 from dbarena.report import html as report_html
-from dbarena.report.data import Report
+from dbarena.report.charts import MAX_TOGGLED, label_class
+from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
-from dbarena.report.tables import num, run_provenance
+from dbarena.report.tables import num, run_provenance, section_tables
+from dbarena.stats.history import History
+from dbarena.serve import charts as chart_specs
 from dbarena.serve.live import Plan, progress_text
 
 # The points a run page lists before it says how many more there are (an imported run
@@ -38,8 +41,9 @@ def frame(title: str, body: str, store: str) -> str:
         f"<title>{html_text(title)} · dbarena</title>",
         '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
         '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">',
-        '<script src="/static/serve.js" defer></script></head><body>',
-        '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> '
+        '<script src="/static/serve.js" defer></script><script src="/static/charts.js" defer></script></head><body>',
+        '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> <a href="/workload">Workloads</a> <a href="/history">History</a> '
+        '<a href="/hosts">Hosts</a> '
         f'<span class="meta">store {html_text(masked(store))} · dbarena {html_text(__version__)}</span></nav>',
         body, "</body></html>"])
 
@@ -164,32 +168,27 @@ def _gib(value: JSON) -> str:
 
 
 def decide(report: Report | None, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
-           problem: str | None = None) -> str:
+           problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None) -> str:
     """The choice (a baseline, the labels against it: a GET form, so that the address
     holds it), the command that writes the same view as a file, then the report itself
     as `dbarena report` renders it (its decision first), or the line that says why not."""
-    options = "".join(f'<option value="{html_text(item)}"{" selected" if item == baseline else ""}>'
-                      f"{html_text(item)}</option>" for item in stored)
-    boxes = "".join(f'<label><input type="checkbox" name="label" value="{html_text(item)}"'
-                    f'{" checked" if item in chosen else ""}> {label(item)}</label> ' for item in stored)
-    # autocomplete off: going back, the browser would restore the choice made since
-    # rather than show the one the address (and the report below) holds.
-    out = ['<form class="choose" method="get" action="/decide" autocomplete="off">',
-           f'<label>Baseline <select name="baseline">{options}</select></label>',
-           f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>',
-           '<button type="submit">Show</button></form>']
+    out = [choice_form("/decide", stored, baseline, chosen)]
     if problem is not None:
         out.append(f'<p class="error">{html_text(problem)}</p>')
         return "\n".join(out)
     assert report is not None
     argv = ["dbarena", "report", *(["--baseline", baseline] if baseline else []),
             *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
+    # The report's own first section is the decision (or the line saying there is none):
+    # the first screen answers; the command that writes the same file comes last.
+    # Each section's sweep drawn in the browser (serve/charts.py), where the report file
+    # has its matplotlib charts; its labels toggled by the report's own bar and rules.
+    drawn = {(s.engine, s.workload): sweep_charts(s, (links or {}).get((s.engine, s.workload), {}), baseline,
+                                                  chosen) for s in report.sections}
+    out.append(toggles_sheet(report.labels))
+    out.append(f'<div class="report">{report_html.body(report, drawn)}</div>')
     out.append(f'<p class="note">The same view as a file, with its charts: <code>{html_text(shlex.join(argv))}'
                "</code></p>")
-    if not report.decisions:
-        out.append('<p class="note">One label: nothing to decide. Tick two labels or more (or none: every '
-                   "label), and choose the baseline the others are judged against.</p>")
-    out.append(f'<div class="report">{report_html.body(report, {})}</div>')
     return "\n".join(out)
 
 
@@ -223,7 +222,8 @@ def run_page(run: StoredRun, study: str | None, points: Sequence[StoredPoint], a
 
 
 def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Mapping[str, Any]],
-               command: list[str] | None, stdout: str | None, stderr: str | None, raw_problem: str | None) -> str:
+               command: list[str] | None, stdout: str | None, stderr: str | None, raw_problem: str | None,
+               system: Sequence[Mapping[str, Any]] = (), server: Mapping[str, Any] | None = None) -> str:
     """A point: its figures, its per-second series, the command it ran, its
     configuration key and provenance, and its raw output (passwords masked), with a
     download of it."""
@@ -253,7 +253,7 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         f'<p class="meta">Label {label(point.label)}, <a href="/run/{run.id}">run {run.id}</a> on '
         f"{html_text(run.host)}.</p>",
         f'<table class="facts">{"".join(rows)}</table>',
-        "<h2>Per second</h2>", series_svg(samples, steady),
+        "<h2>Per second</h2>", *point_charts(samples, system, server, steady),
         "<h2>Command</h2>",
         f"<pre class=\"command\">{html_text(masked(shlex.join(command))) if command else '-'}</pre>",
         "<h2>Configuration</h2>",
@@ -283,41 +283,239 @@ def raw_text(point: StoredPoint, stdout: str, stderr: str) -> str:
             f"# stdout\n{masked(stdout)}\n# stderr\n{masked(stderr)}\n")
 
 
-# The chart's box, in SVG units (it scales to the page's width).
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 800, 260, 64, 30, 12, 12
+def chart(spec: chart_specs.Spec | None) -> str:
+    """A chart as the page holds it: its title, its data in an attribute (escaped),
+    drawn by /static/charts.js under the title."""
+    if spec is None:
+        return ""
+    zoom = " data-zoom" if spec.get("zoom") else ""
+    return (f'<div class="chart" data-chart="{html_text(chart_specs.as_attribute(spec))}"{zoom}>'
+            f'<p class="title">{html_text(spec["title"])}</p></div>')
 
 
-def series_svg(samples: Sequence[Mapping[str, Any]], steady_start: float | None) -> str:
-    """A point's throughput second by second as a line, its warm-up cut marked; each
-    second's value in a <title> (hover). Drawn here, small: no library, no inline style
-    (the style sheet colours it)."""
-    pairs = [(float(s["second"]), float(s["tps"])) for s in samples
-             if isinstance(s.get("second"), (int, float)) and isinstance(s.get("tps"), (int, float))]
-    if not pairs:
-        return '<p class="note">No per-second series stored for this point.</p>'
-    x0, x1 = min(x for x, _ in pairs), max(x for x, _ in pairs)
-    top = max(y for _, y in pairs) or 1.0
-    span = (x1 - x0) or 1.0
+def point_charts(samples: Sequence[Mapping[str, Any]], system: Sequence[Mapping[str, Any]],
+                 server: Mapping[str, Any] | None, steady: float | None) -> list[str]:
+    """A point's series, one zoom for all: its throughput (and latency) per second, the
+    server's waits, the machine's CPU and I/O."""
+    specs = [chart_specs.per_second(samples, steady), chart_specs.latency(samples),
+             chart_specs.waits(server) if server else None, *chart_specs.machine(system)]
+    drawn = [chart(spec) for spec in specs if spec is not None]
+    if not drawn:
+        return ['<p class="note">No per-second series stored for this point.</p>']
+    return ['<p class="note">Drag across a chart to zoom into those seconds (every chart below follows); '
+            "double-click or “whole series” to go back. Hover a point for its value.</p>", *drawn]
 
-    def at(x: float, y: float) -> tuple[float, float]:
-        return (LEFT + (x - x0) / span * (WIDTH - LEFT - RIGHT), HEIGHT - BOTTOM - y / top * (HEIGHT - BOTTOM - TOP))
 
-    line = " ".join(f"{px:.1f},{py:.1f}" for px, py in (at(x, y) for x, y in pairs))
-    dots = "".join(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5"><title>second {x:g}: {y:,.1f} tps</title></circle>'
-                   for (x, y), (px, py) in ((p, at(*p)) for p in pairs))
-    axes = (f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}"/>'
-            f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}"/>'
-            f'<text x="{LEFT - 6}" y="{TOP + 10}" text-anchor="end">{top:,.0f}</text>'
-            f'<text x="{LEFT - 6}" y="{HEIGHT - BOTTOM}" text-anchor="end">0</text>'
-            f'<text x="{LEFT}" y="{HEIGHT - 8}">{x0:g} s</text>'
-            f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end">{x1:g} s</text>'
-            f'<text x="{LEFT + 6}" y="{TOP + 10}">tps</text>')
-    cut = ""
-    if steady_start is not None and x0 < steady_start <= x1:
-        cx = at(steady_start, 0)[0]
-        cut = (f'<line class="cut" x1="{cx:.1f}" y1="{TOP}" x2="{cx:.1f}" y2="{HEIGHT - BOTTOM}">'
-               f"<title>steady state from second {steady_start:g}</title></line>")
-    return (f'<figure class="series"><svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-            f'aria-label="throughput per second">{axes}{cut}<polyline points="{line}"/>'
-            f'<g class="dots">{dots}</g></svg><figcaption>{len(pairs)} seconds; the dotted line: where the '
-            "steady state starts (the warm-up before it is cut).</figcaption></figure>")
+def toggles_sheet(labels: Sequence[str]) -> str:
+    """The style sheet of the report's label toggles (the CSP allows no inline style):
+    served by /toggles.css from the labels' classes (digests, no label text)."""
+    if not 2 <= len(labels) <= MAX_TOGGLED:
+        return ""
+    query = urlencode([("c", label_class(item)) for item in labels])
+    return f'<link rel="stylesheet" href="/toggles.css?{html_text(query)}">'
+
+
+def choice_form(action: str, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
+                hidden: Sequence[tuple[str, str]] = ()) -> str:
+    """The choice of a baseline and labels, a GET form: the address holds it."""
+    options = "".join(f'<option value="{html_text(item)}"{" selected" if item == baseline else ""}>'
+                      f"{html_text(item)}</option>" for item in stored)
+    boxes = "".join(f'<label><input type="checkbox" name="label" value="{html_text(item)}"'
+                    f'{" checked" if item in chosen else ""}> {label(item)}</label> ' for item in stored)
+    kept = "".join(f'<input type="hidden" name="{html_text(k)}" value="{html_text(v)}">' for k, v in hidden)
+    # autocomplete off: going back, the browser would restore the choice made since
+    # rather than show the one the address (and the report below) holds.
+    return (f'<form class="choose" method="get" action="{html_text(action)}" autocomplete="off">{kept}'
+            f'<label>Baseline <select name="baseline">{options}</select></label>'
+            f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>'
+            '<button type="submit">Show</button></form>')
+
+
+def workload_link(engine: str, workload: str, baseline: str | None, labels: Sequence[str] = ()) -> str:
+    """The address of a workload's sweep, with the choice of labels it was opened with."""
+    query = [("engine", engine), ("workload", workload), *([("baseline", baseline)] if baseline else []),
+             *(("label", item) for item in labels)]
+    return f"/workload?{urlencode(query)}"
+
+
+def sweep_charts(section: Section, links: chart_specs.Links, baseline: str | None,
+                 chosen: Sequence[str]) -> dict[str, str]:
+    """A section's charts on Decide: its sweep (throughput with its band), a link to the
+    workload's page under it."""
+    spec = chart_specs.sweep(section, links)
+    if spec is None:
+        return {}
+    more = (f'<p class="note"><a href="{html_text(workload_link(section.engine, section.workload, baseline, chosen))}">'
+            f"{html_text(section.engine)} {html_text(section.workload)}: the sweep level by level, latency "
+            "percentiles and the bound at each level</a></p>")
+    return {"throughput": chart(spec) + more}
+
+
+def workload(report: Report, section: Section, links: chart_specs.Links, stored: Sequence[str],
+             baseline: str | None, chosen: Sequence[str]) -> str:
+    """A workload: the sweep of the chosen labels (the figure with its interval band,
+    latency percentiles), each level's bound and points (links), then the report's own
+    tables of the section."""
+    hidden = [("engine", section.engine), ("workload", section.workload)]
+    out = [choice_form("/workload", stored, baseline, chosen, hidden),
+           f"<h1>{html_text(section.engine)} {html_text(section.workload)}</h1>",
+           f'<p class="meta">Labels: {", ".join(label(item) for item in section.labels)}; baseline '
+           f'{label(report.baseline or "-")}. <a href="{html_text(decide_link(baseline, chosen))}">The decision '
+           "for these labels</a>. A point of a chart opens the first point measured at that level.</p>",
+           toggles_sheet(section.labels)]
+    bar, _ = report_html.toggles(section.labels)
+    out += [bar, chart(chart_specs.sweep(section, links)), chart(chart_specs.percentiles(section, links))]
+    rows = []
+    for r in sorted(section.rows, key=lambda r: (section.labels.index(r.label) if r.label in section.labels
+                                                 else len(section.labels), r.threads)):
+        interval = (f" ({num(max(r.tps_ci_low, 0.0))} .. {num(r.tps_ci_high)})"
+                    if r.tps_ci_low is not None and r.tps_ci_high is not None else "")
+        points = " ".join(f'<a href="/point/{pid}">{pid}</a>' for pid in links.get((r.label, r.threads), ()))
+        rows.append(f"<tr><td>{label(r.label)}</td><td>{r.threads}</td><td>{num(r.value)}{html_text(interval)}</td>"
+                    f"<td>{num(r.latency_p50_ms, 3)}</td><td>{num(r.latency_p95_ms, 3)}</td>"
+                    f"<td>{num(r.latency_p99_ms, 3)}</td><td>{html_text(r.bound or '-')}</td>"
+                    f"<td>{r.n}{f' ({r.failed} failed)' if r.failed else ''}</td><td>{points or '-'}</td></tr>")
+    out += ["<h2>Level by level</h2>",
+            _table(["label", "threads", f"{section.metric} (95 % CI)", "p50 ms", "p95 ms", "p99 ms", "bound",
+                    "repeats", "points"], rows, "levels"),
+            '<p class="note">bound: what limited each level, from the server\'s view of its points '
+            "(stats/bound.py; several: the points disagreed).</p>",
+            "<h2>The report's tables</h2>",
+            *(report_html.table(t, folded=t.title != report_html.KEY_TABLE) for t in section_tables(section, report))]
+    return "\n".join(out)
+
+
+def workloads(report: Report, baseline: str | None, chosen: Sequence[str]) -> str:
+    """The workloads of a choice, each a link (a workload page asked without one)."""
+    items = "".join(f'<li><a href="{html_text(workload_link(s.engine, s.workload, baseline, chosen))}">'
+                    f"{html_text(s.engine)} {html_text(s.workload)}</a></li>" for s in report.sections)
+    return f"<h1>Workloads</h1><ul>{items}</ul>"
+
+
+@dataclass(frozen=True)
+class HostLine:
+    """A host as the Hosts page shows it: its kind, its runs, its latest probe, and what
+    fleet/outliers.py finds of it among the hosts of its kind."""
+
+    host: str
+    group: str
+    runs: Sequence[StoredRun]
+    probe: Mapping[str, JSON]
+    finding: str | None
+    flagged: bool
+
+
+def hosts_page(lines: Sequence[HostLine]) -> str:
+    """Probes by host, grouped by kind; a host far from its kind flagged (fleet/outliers.py
+    decides, as `dbarena fleet` flags it)."""
+    from dbarena.fleet.outliers import FIGURES
+
+    heads = ["host", "kind", "runs", "labels", "latest probe"]
+    for key, best, words, higher in FIGURES:
+        heads.append(f"{words} ({'higher' if higher else 'lower'} is better)")
+        if best:
+            heads.append(f"{words}, best second")
+    heads.append("far from its kind?")
+    rows = []
+    for line in sorted(lines, key=lambda line: (line.group, line.host)):
+        cells = [html_text(line.host), html_text(line.group), str(len(line.runs)),
+                 ", ".join(label(n) for n in dict.fromkeys(r.label for r in line.runs)),
+                 html_text(_when(line.runs[-1].started_at) if line.probe else "no probe")]
+        for key, best, _, _ in FIGURES:
+            cells.append(num(_float(line.probe.get(key)), 2))
+            if best:
+                cells.append(num(_float(line.probe.get(best)), 2))
+        cells.append(html_text(line.finding or ("-" if line.probe else "not probed")))
+        css = ' class="flagged"' if line.flagged else ""
+        rows.append(f"<tr{css}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    flagged = sum(line.flagged for line in lines)
+    return "\n".join([
+        "<h1>Hosts</h1>",
+        f'<p class="meta">{len(lines)} hosts, {flagged} far from their kind. Each host\'s latest probe '
+        "(`dbarena probe`, run before a study): CPU events/s, memory MiB/s and fsync p99 ms. A kind is the "
+        "cloud's instance type, else the CPU model and hardware threads; a host is flagged where its probe "
+        "lies far from its kind's (fleet/outliers.py: three hosts or more, beyond 3 MADs of the median and 30 % "
+        "of it; two hosts, beyond 3x apart).</p>",
+        _table(heads, rows, "hosts")])
+
+
+def _float(value: JSON) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def history_page(history: History, stored: Sequence[str], chosen: Sequence[str], problem: str | None = None) -> str:
+    """Each series of runs with its change points and their causes; a change point
+    links to the diff of the runs on either side."""
+    boxes = "".join(f'<label><input type="checkbox" name="label" value="{html_text(item)}"'
+                    f'{" checked" if item in chosen else ""}> {label(item)}</label> ' for item in stored)
+    out = ['<form class="choose" method="get" action="/history" autocomplete="off">'
+           f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>'
+           '<button type="submit">Show</button></form>', "<h1>History</h1>"]
+    if problem is not None:
+        out.append(f'<p class="error">{html_text(problem)}</p>')
+        return "\n".join(out)
+    shown = [s for s in history.series if len(s.runs) >= 2]
+    out.append(f'<p class="meta">{len(shown)} series of two runs or more (of {len(history.series)}), each of one '
+               "label, engine, workload, level and dataset over time; change points by Apache Otava (p &lt; "
+               "0.001), each a dotted red line: click it for what differs between the runs on either side. "
+               "`dbarena history` prints the same.</p>")
+    for n, s in enumerate(shown[:MAX_SERIES]):
+        diff = {c.run_id: diff_link(s.runs[c.index - 1].run_id, c.run_id) for c in s.change_points if c.index >= 1}
+        items = "".join(f'<li><a href="{html_text(diff[c.run_id])}">{html_text(c.summary())}</a>: '
+                        f"{html_text(c.text)}</li>" if c.run_id in diff else
+                        f"<li>{html_text(c.summary())}: {html_text(c.text)}</li>" for c in s.change_points)
+        note = f'<p class="note">{html_text(s.note)}</p>' if s.note else ""
+        out.append(f'<section class="series" id="series-{n}"><h2>{label(s.name)}</h2>'
+                   f"{chart(chart_specs.history(s, diff))}{note}"
+                   f'<ul class="changes">{items or "<li>no change point</li>"}</ul></section>')
+    if len(shown) > MAX_SERIES:
+        out.append(f'<p class="note">The first {MAX_SERIES} of {len(shown)} series: choose labels to see others.</p>')
+    return "\n".join(out)
+
+
+# The series a History page draws before it asks for a narrower choice.
+MAX_SERIES = 60
+
+
+def diff_link(before: int, after: int) -> str:
+    return f"/diff?{urlencode([('before', before), ('after', after)])}"
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A level measured in both runs of a diff: (engine, workload, variant, threads) and
+    the figure of each run there as History judges it (a mean over its repeats)."""
+
+    key: tuple[str, str, str, int]
+    before: float | None
+    after: float | None
+    metric: str  # what the figures are (stats/metric.py): tps, qps, or seconds (lower is better)
+
+
+def diff_page(before: StoredRun, after: StoredRun, changes: Sequence[tuple[str, str, str]],
+              facts: Sequence[tuple[str, str | None, str | None]], compared: Sequence[Compared]) -> str:
+    """What differs between two runs: the facts that changed (stats/environment.py, the
+    causes History names), the figures of the levels both measured, every fact side by side."""
+    changed = "".join(f"<tr><td>{html_text(f)}</td><td>{html_text(a)}</td><td>{html_text(b)}</td></tr>"
+                      for f, a, b in changes)
+    levels = "".join(
+        f"<tr><td>{html_text(c.key[0])}</td><td>{html_text(c.key[1])}</td><td>{label(c.key[2]) if c.key[2] else ''}"
+        f"</td><td>{c.key[3]}</td><td>{html_text(c.metric)}</td><td>{num(c.before)}</td><td>{num(c.after)}</td>"
+        f"<td>{'-' if not c.before or c.after is None else f'{(c.after / c.before - 1) * 100:+.1f} %'}</td></tr>"
+        for c in compared)
+    every = "".join(f"<tr><td>{html_text(f)}</td><td>{html_text(a if a is not None else '-')}</td>"
+                    f"<td>{html_text(b if b is not None else '-')}</td></tr>" for f, a, b in facts)
+    return "\n".join([
+        f'<h1>Run {before.id} → run {after.id}</h1>',
+        f'<p class="meta"><a href="/run/{before.id}">Run {before.id}</a> ({label(before.label)}, '
+        f'{_when(before.started_at)}) and <a href="/run/{after.id}">run {after.id}</a> ({label(after.label)}, '
+        f"{_when(after.started_at)}).</p>",
+        "<h2>What changed</h2>",
+        (_table(["fact", f"run {before.id}", f"run {after.id}"], [changed], "diff") if changed else
+         '<p class="note">No recorded fact changed between these runs.</p>'),
+        "<h2>Levels both measured</h2>",
+        (_table(["engine", "workload", "variant", "threads", "figure", f"run {before.id}", f"run {after.id}",
+                 "change"],
+                [levels], "diff") if levels else '<p class="note">No level measured in both runs.</p>'),
+        f"<details><summary>Every fact of both runs ({len(facts)})</summary>"
+        f'{_table(["fact", f"run {before.id}", f"run {after.id}"], [every], "diff")}</details>'])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import operator
 import sqlite3
@@ -839,6 +840,16 @@ class Store:
                                          failed=int(failed or 0), last_point_id=None if last is None else int(last))
                 for run_id, status, points, failed, last in rows
                 if isinstance(run_id, int) and isinstance(status, str)}
+
+    def data_version(self) -> tuple[Any, ...]:
+        """What changes whenever what a reader shows could: the points' highest id and
+        count (points are only ever added or deleted: a merge, an import) and every run's
+        id, label, status, end and options (a run that ends, is relabelled or flagged),
+        in two small queries (an index's count; the runs table, a row a run). A view
+        cached under one version is the same view while it holds (`dbarena serve`)."""
+        points = tuple(self.db.execute("SELECT max(id), count(*) FROM points").fetchone() or ())
+        runs = self.db.execute("SELECT id, label, status, ended_at, options FROM runs ORDER BY id").fetchall()
+        return points, hashlib.sha256(repr([tuple(r) for r in runs]).encode()).hexdigest()
 
     def point_command(self, point_id: int) -> list[str] | None:
         """The command line a point's tool ran, as stored (no secrets: the store keeps

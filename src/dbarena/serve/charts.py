@@ -1,0 +1,235 @@
+"""The charts of `dbarena serve`'s pages as data, drawn in the browser by
+static/charts.js (shipped in the package: no CDN, no inline script).
+
+Why not the report's matplotlib SVG: drawing a section's charts took about 20 s a
+request on a loaded 2-CPU machine, and a cache keyed by the store's data version would
+still pay that on the first view of every choice of labels (every address is a view).
+The figures here are the report's own (report.data's LevelRow, stats/history.py's
+Series, stats/bound's waiting): this module only lays them out as points, bands and
+marks, with each point's hover text and link; the browser draws a few hundred SVG
+elements in milliseconds, and zooms a per-second series without asking the server.
+
+    spec = charts.sweep(section, links)    # a dict: JSON for the element's data-chart
+
+A chart's spec: {"title", "x", "y", "zoom", "group", "xticks" (optional: where the x
+axis is labelled), "integer" (optional: whole x ticks only), "series": [{"name", "i" (colour),
+"cls" (the report's label class, for the label toggles), "dash", "points": [[x, y,
+tip, href]], "band": [[x, low, high]]}], "marks": [{"x", "text", "href"}]}. Pure:
+records in, dicts out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dbarena.records import JSONObject
+from dbarena.report.charts import MAX_TOGGLED, PERCENTILE_CHARTS, label_class
+from dbarena.report.data import Section
+from dbarena.report.levels import LevelRow
+from dbarena.stats import metric as metrics
+from dbarena.stats.history import Series
+
+Spec = dict[str, Any]
+# (label, threads) -> the ids of the points measured there (their repeats), first first
+Links = Mapping[tuple[str, int], Sequence[int]]
+
+
+def as_attribute(spec: Spec) -> str:
+    """The spec as the text of a data-chart attribute (escaped by the caller's
+    html_text); compact, and never NaN (JSON has none)."""
+    return json.dumps(spec, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+def _cls(section: Section, label: str) -> str:
+    # The class the report's label toggles hide (report/html.py's toggles), where it tags.
+    return label_class(label) if len(section.labels) <= MAX_TOGGLED else ""
+
+
+def _figure_of(section: Section) -> str:
+    return section.metric if section.metric in ("tps", "seconds") else "qps"
+
+
+def _level_tip(label: str, row: LevelRow, field: str, value: float, points: Sequence[int], what: str = "") -> str:
+    """A level's hover text: its series, level and exact figure (with its interval), its
+    repeats and bound, and which point a click opens."""
+    unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}.get(field, "ms" if field.startswith("latency") else "")
+    text = f"{label}, {row.threads} threads: {value:,.{3 if unit in ('s', 'ms') else 1}f} {unit}".rstrip()
+    text += f" ({what})" if what else ""
+    if field == "tps" and row.tps_ci_low is not None and row.tps_ci_high is not None:
+        text += f" (95 % CI {max(row.tps_ci_low, 0):,.1f} .. {row.tps_ci_high:,.1f})"
+    text += f", {row.n} repeat(s)" if row.n else ""
+    text += f", bound: {row.bound}" if row.bound else ""
+    return text + (f"; click: point {points[0]}" if points else "")
+
+
+def _point_href(points: Sequence[int]) -> str | None:
+    return f"/point/{points[0]}" if points else None
+
+
+def sweep(section: Section, links: Links) -> Spec | None:
+    """The section's figure (TPS, QPS, or mysqlslap's seconds) against threads, a line
+    per label, its 95 % interval as a band where repeats give one; each level's point
+    opens the first point measured there."""
+    field = _figure_of(section)
+    series = []
+    for i, label in enumerate(section.labels):
+        rows = sorted((r for r in section.rows if r.label == label and r.figure(field) is not None),
+                      key=lambda r: r.threads)
+        if not rows:
+            continue
+        points = []
+        for r in rows:
+            value = r.figure(field)
+            assert value is not None
+            mine = links.get((label, r.threads), ())
+            points.append([r.threads, value, _level_tip(label, r, field, value, mine), _point_href(mine)])
+        band = [[r.threads, max(r.tps_ci_low, 0.0), r.tps_ci_high] for r in rows
+                if field == "tps" and r.tps_ci_low is not None and r.tps_ci_high is not None]
+        series.append({"name": label, "i": i, "cls": _cls(section, label), "dash": False, "points": points,
+                       "band": band if len(band) >= 2 else []})
+    if not series:
+        return None
+    axis = {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(field, field.upper())
+    return {"title": f"{section.engine} {section.workload}: {axis} against threads (band: 95 % CI)",
+            "x": "threads", "y": axis, "zoom": False, "group": "", "series": series, "marks": [],
+            "xticks": _levels(series)}
+
+
+def _levels(series: Sequence[Spec]) -> list[float]:
+    return sorted({p[0] for s in series for p in s["points"]})
+
+
+def percentiles(section: Section, links: Links) -> Spec | None:
+    """The latency percentiles against threads: per label a line per percentile (p50
+    solid, the higher ones dashed), each point opening the first point of its level."""
+    series = []
+    for i, label in enumerate(section.labels):
+        for n, (_, field, what) in enumerate(PERCENTILE_CHARTS):
+            rows = sorted((r for r in section.rows if r.label == label and r.figure(field) is not None),
+                          key=lambda r: r.threads)
+            if not rows:
+                continue
+            points = []
+            for r in rows:
+                value = r.figure(field)
+                assert value is not None
+                mine = links.get((label, r.threads), ())
+                points.append([r.threads, value, _level_tip(label, r, field, value, mine, what), _point_href(mine)])
+            series.append({"name": f"{label} {what}", "i": i, "cls": _cls(section, label), "dash": n > 0,
+                           "points": points, "band": []})
+    if not series:
+        return None
+    return {"title": f"{section.engine} {section.workload}: latency percentiles against threads (ms; "
+                     f"{', '.join(what for _, _, what in PERCENTILE_CHARTS[1:])} dashed)",
+            "x": "threads", "y": "latency (ms)", "zoom": False, "group": "", "series": series, "marks": [],
+            "xticks": _levels(series)}
+
+
+def _numbers(rows: Sequence[Mapping[str, Any]], field: str) -> list[tuple[float, float]]:
+    return [(float(s["second"]), float(s[field])) for s in rows
+            if isinstance(s.get("second"), (int, float)) and isinstance(s.get(field), (int, float))]
+
+
+def _line(name: str, i: int, pairs: Sequence[tuple[float, float]], unit: str, digits: int = 1) -> JSONObject:
+    return {"name": name, "i": i, "cls": "", "dash": False, "band": [],
+            "points": [[x, y, f"second {x:g}: {y:,.{digits}f} {unit} ({name})", None] for x, y in pairs]}
+
+
+def per_second(samples: Sequence[Mapping[str, Any]], steady_start: float | None) -> Spec | None:
+    """A point's throughput second by second (and its latency where the tool printed
+    one a second), the warm-up cut marked; zoomable with the point's other charts."""
+    tps = _numbers(samples, "tps")
+    if not tps:
+        return None
+    marks = ([{"x": steady_start, "text": f"steady state from second {steady_start:g}", "href": None}]
+             if steady_start is not None else [])
+    return {"title": "Throughput per second (dotted: where the steady state starts)", "x": "second",
+            "y": "TPS", "zoom": True, "group": "point", "series": [_line("tps", 0, tps, "TPS")], "marks": marks}
+
+
+def latency(samples: Sequence[Mapping[str, Any]]) -> Spec | None:
+    lat = _numbers(samples, "latency_ms")
+    if not lat:
+        return None
+    return {"title": "Latency per second (the tool's mean in that second, ms)", "x": "second", "y": "ms",
+            "zoom": True, "group": "point", "series": [_line("latency", 1, lat, "ms", 3)], "marks": []}
+
+
+# The machine's figures a point's page draws: (column, name, unit, scale).
+CPU = (("cpu_user_pct", "user", "%"), ("cpu_system_pct", "system", "%"), ("cpu_iowait_pct", "iowait", "%"),
+       ("cpu_steal_pct", "steal", "%"))
+DISK = (("disk_read_bytes_per_s", "read"), ("disk_write_bytes_per_s", "write"))
+
+
+def machine(system: Sequence[Mapping[str, Any]]) -> list[Spec]:
+    """The machine's CPU (user, system, iowait, steal: % of all CPUs) and its disks' I/O
+    (MiB/s read and written) second by second, as the sampler stored them."""
+    out: list[Spec] = []
+    cpu = [_line(name, i, pairs, unit) for i, (field, name, unit) in enumerate(CPU)
+           if (pairs := _numbers(system, field))]
+    if cpu:
+        out.append({"title": "The machine's CPU per second (% of all its CPUs)", "x": "second", "y": "%",
+                    "zoom": True, "group": "point", "series": cpu, "marks": []})
+    disk = [_line(name, i, [(x, y / 2 ** 20) for x, y in pairs], "MiB/s") for i, (field, name) in enumerate(DISK)
+            if (pairs := _numbers(system, field))]
+    if disk:
+        out.append({"title": "The machine's disk I/O per second (MiB/s)", "x": "second", "y": "MiB/s",
+                    "zoom": True, "group": "point", "series": disk, "marks": []})
+    return out
+
+
+# The wait events a point's page draws one line each: the most frequent (more would be
+# a tangle of lines nobody can tell apart; the rest are summed in the waiting line).
+TOP_WAITS = 6
+
+
+def waits(record: Mapping[str, Any]) -> Spec | None:
+    """The server's waits second by second (stats/bound: what the family of its engine
+    counts as waiting, and the most frequent wait events, each its own line), its
+    checkpoints marked."""
+    from dbarena.serverside.series import WAIT
+    from dbarena.stats import bound
+
+    readings = bound.readings(record)
+    seconds = list(readings.seconds)
+    if not seconds:
+        return None
+    what, values = bound.waiting(readings)
+    lines = [_line(what, 0, [(s, v) for s, v in zip(seconds, values) if v is not None], "")]
+    events = sorted(((sum(v or 0 for v in column), name) for name, column in readings.series.items()
+                     if name.startswith(WAIT)), reverse=True)
+    for i, (total, name) in enumerate(events[:TOP_WAITS], start=1):
+        if total:
+            column = readings.series[name]
+            lines.append(_line(name.removeprefix(WAIT), i, [(s, float(v)) for s, v in zip(seconds, column)
+                                                             if v is not None], "sessions", 0))
+    marks = [{"x": s, "text": f"checkpoint at second {s}", "href": None}
+             for s in bound.checkpoint_seconds(readings.series, seconds)]
+    return {"title": f"The server's waits per second ({what}; the most frequent wait events; "
+                     "dotted: checkpoints)", "x": "second", "y": "sessions waiting", "zoom": True,
+            "group": "point", "series": [line for line in lines if line["points"]], "marks": marks}
+
+
+def history(series: Series, diff: Mapping[int, str]) -> Spec | None:
+    """A history series: each run's value (x: its place in the series; hover: its date)
+    with its 95 % interval as a band, each run opening its page; each change point a
+    dotted line that opens the diff of the runs on either side (`diff`: run id of the
+    first run after it -> the address)."""
+    runs = [(n, r) for n, r in enumerate(series.runs, start=1) if r.mean is not None]
+    if not runs:
+        return None
+    judged = series.metric
+    points = [[n, r.mean, f"run {r.run_id} ({r.started_at[:16].replace('T', ' ')}): "
+               f"{metrics.shown(r.mean, judged)}" + (f" (95 % CI {metrics.shown(r.ci_low, judged)} .. "
+                                                      f"{metrics.shown(r.ci_high, judged)})"
+                                                      if r.ci_low is not None and r.ci_high is not None else ""),
+               f"/run/{r.run_id}"] for n, r in runs]
+    band = [[n, max(r.ci_low, 0.0), r.ci_high] for n, r in runs if r.ci_low is not None and r.ci_high is not None]
+    marks = [{"x": c.index + 0.5, "text": f"{c.summary()}: {c.text} (click: what differs between runs "
+                                          f"{series.runs[c.index - 1].run_id} and {c.run_id})",
+              "href": diff.get(c.run_id)} for c in series.change_points if c.index >= 1]
+    return {"title": series.name, "x": "run, oldest first", "y": metrics.MEANING[series.metric], "zoom": False,
+            "group": "", "integer": True, "series": [{"name": series.label, "i": 0, "cls": "", "dash": False, "points": points,
+                                     "band": band if len(band) >= 2 else []}], "marks": marks}
