@@ -53,3 +53,28 @@ def test_a_report_of_a_store_with_a_100000_character_label_draws_it_clipped(tmp_
     # The legend names it (with its configuration, "[config ...]", at the end).
     assert any(t.startswith("start-xxx") and "\u2026" in t and t.endswith("]") for t in texts)
     assert LONG in html  # a table shows it whole
+
+
+def test_control_characters_in_a_label_leave_every_chart_an_svg_a_browser_shows(tmp_path: Path, capsys) -> None:
+    """ESC, BEL and a vertical tab in a store's label (issue 46's hostile labels): the
+    Markdown report's chart files and the HTML report's charts are still XML (one such
+    character made the file no image at all), and show the label without them."""
+    from xml.etree import ElementTree
+
+    store = build(tmp_path / "s.db")
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE runs SET label = ? WHERE label = 'b'", ("vm\x1b]0;owned\x07\x1b[2J\x0bz",))
+    db.close()
+    code, _, err = invoke(["report", "-o", str(tmp_path / "r.md"), "--store", str(store)], capsys)
+    assert code == 0, err
+    files = sorted((tmp_path / "r_files").glob("*.svg"))
+    assert files
+    for file in files:
+        ElementTree.parse(file)  # raises on a character XML does not allow
+    code, _, err = invoke(["report", "-o", str(tmp_path / "r.html"), "--store", str(store)], capsys)
+    assert code == 0, err
+    charts = re.findall(r"<svg\b.*?</svg>", (tmp_path / "r.html").read_text(), flags=re.S)
+    assert charts
+    for chart in charts:
+        ElementTree.fromstring(chart)
+    assert any("vm]0;owned[2Jz" in t for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", charts[0] + charts[-1]))

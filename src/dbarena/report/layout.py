@@ -21,6 +21,8 @@ from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.textpath import TextToPath
 
+from dbarena.limits import printable
+
 _text_size = TextToPath()  # measures text as the SVG writer lays it out, without a renderer
 LEGEND_SIZE = 8.0  # points
 PAD = 4.0
@@ -51,6 +53,14 @@ def clipped(text: str, chars: int = CHART_TEXT_CHARS) -> str:
     return "\n".join(lines)
 
 
+def chart_text(text: str) -> str:
+    """The text as a chart shows it: without the characters that act on a terminal or
+    turn text around (limits.printable: matplotlib has no glyph for them, and ESC or BEL
+    in an SVG's text makes it no XML, an image no browser shows), line breaks kept; each
+    line clipped()."""
+    return clipped(printable(text, keep="\n"))
+
+
 def width_of(text: str, size: float) -> float:
     """Width of a text in points at `size` points (the default font)."""
     if not text:
@@ -72,7 +82,7 @@ def legend_below(fig: Figure, handles: Sequence[Any], texts: Sequence[str]) -> L
     holds (entries fill a row, then the next): placed by fit()."""
     width = fig.get_size_inches()[0] * 72 - 2 * PAD
     em = LEGEND_SIZE
-    texts = [clipped(t) for t in texts]
+    texts = [chart_text(t) for t in texts]
     # matplotlib's defaults: handle 2 em, handle to text 0.8 em, between columns 2 em.
     column = 2 * em + 0.8 * em + max(width_of(t, LEGEND_SIZE) for t in texts) + 2 * em
     ncols = max(1, min(len(texts), int((width + 2 * em) // column)))
@@ -97,10 +107,11 @@ def fit(fig: Figure) -> None:
     their measured tick labels, axis labels and titles; the legend below them. Call once."""
     rc = matplotlib.rcParams
     # Every text the chart holds (titles, annotations, tick labels; the legend's were
-    # clipped as it was made), bounded before anything measures or draws it.
+    # made so), as a chart shows it, before anything measures or draws it.
     for text in fig.findobj(Text):
-        if len(text.get_text()) > CHART_TEXT_CHARS:
-            text.set_text(clipped(text.get_text()))
+        shown = chart_text(text.get_text())
+        if shown != text.get_text():
+            text.set_text(shown)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     # A second y axis on the right (charts._server_overlay marks it with the axes it
     # twins): placed with that one, its tick labels and label in the right margin.
