@@ -71,7 +71,15 @@ def _inert_start(m: re.Match[str]) -> str:
     return f"{start[:-1]}\\{start[-1]}" if start[-1] in ".)" else "\\" + start
 
 
+# What XML 1.0 allows in no document: the C0 controls but tab, line feed and carriage
+# return, U+FFFE and U+FFFF, lone surrogates. HTML reads them as parse errors; an SVG
+# chart holding one (in its hover texts) is no image at all, a browser shows an XML error
+# where the "save as SVG" file or the Markdown report's chart file should show.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
 def html_text(value: object) -> str:
-    """`value` as HTML text or a quoted attribute's value: &, <, >, " and ' as entities
-    (the standard library's html.escape, quotes included)."""
-    return _html.escape(str(value), quote=True)
+    """`value` as HTML (or SVG) text or a quoted attribute's value: &, <, >, " and ' as
+    entities (the standard library's html.escape, quotes included); the characters no
+    XML document may hold dropped."""
+    return _html.escape(_NOT_XML.sub("", str(value)), quote=True)

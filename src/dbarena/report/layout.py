@@ -21,12 +21,44 @@ from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.textpath import TextToPath
 
+from dbarena.limits import printable
+
 _text_size = TextToPath()  # measures text as the SVG writer lays it out, without a renderer
 LEGEND_SIZE = 8.0  # points
 PAD = 4.0
+# The characters a line of a chart's text holds at most, the middle of a longer one left
+# out. A label or workload comes from a store that an older dbarena or another tool may
+# have written, at any length (limits.MAX_NAME_CHARS binds only what is typed or
+# imported now), and matplotlib lays text out in time that grows faster than its length:
+# one 100,000-character label made `report` draw for over two minutes (issue 46). The
+# tables and the hover texts keep every value whole.
+CHART_TEXT_CHARS = 80
 
 # Figure -> its legend below the axes and that legend's height in points.
 _LEGENDS: "weakref.WeakKeyDictionary[Figure, tuple[Legend, float]]" = weakref.WeakKeyDictionary()
+
+
+def clipped(text: str, chars: int = CHART_TEXT_CHARS) -> str:
+    """The text with each line of it at most `chars` characters: its start and its end
+    kept (labels that differ only at the end, like variants, stay apart), an ellipsis
+    between."""
+    if len(text) <= chars:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if len(line) > chars:
+            tail = (chars - 1) // 3
+            line = line[:chars - 1 - tail] + "\u2026" + line[len(line) - tail:]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def chart_text(text: str) -> str:
+    """The text as a chart shows it: without the characters that act on a terminal or
+    turn text around (limits.printable: matplotlib has no glyph for them, and ESC or BEL
+    in an SVG's text makes it no XML, an image no browser shows), line breaks kept; each
+    line clipped()."""
+    return clipped(printable(text, keep="\n"))
 
 
 def width_of(text: str, size: float) -> float:
@@ -50,6 +82,7 @@ def legend_below(fig: Figure, handles: Sequence[Any], texts: Sequence[str]) -> L
     holds (entries fill a row, then the next): placed by fit()."""
     width = fig.get_size_inches()[0] * 72 - 2 * PAD
     em = LEGEND_SIZE
+    texts = [chart_text(t) for t in texts]
     # matplotlib's defaults: handle 2 em, handle to text 0.8 em, between columns 2 em.
     column = 2 * em + 0.8 * em + max(width_of(t, LEGEND_SIZE) for t in texts) + 2 * em
     ncols = max(1, min(len(texts), int((width + 2 * em) // column)))
@@ -73,6 +106,12 @@ def fit(fig: Figure) -> None:
     """Margins of the figure's axes (one, or a grid of rows x columns sharing x) from
     their measured tick labels, axis labels and titles; the legend below them. Call once."""
     rc = matplotlib.rcParams
+    # Every text the chart holds (titles, annotations, tick labels; the legend's were
+    # made so), as a chart shows it, before anything measures or draws it.
+    for text in fig.findobj(Text):
+        shown = chart_text(text.get_text())
+        if shown != text.get_text():
+            text.set_text(shown)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     # A second y axis on the right (charts._server_overlay marks it with the axes it
     # twins): placed with that one, its tick labels and label in the right margin.
