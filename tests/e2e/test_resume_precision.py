@@ -18,7 +18,9 @@ pytestmark = pytest.mark.e2e
 
 def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public_tmp, tmp_path):
     store = tmp_path / "r.db"
-    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
+    # (3 s points: at least one whole second of the server's commit counter each, so that
+    # every run's figure is its steady-state mean, as the rule takes it)
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
                    "--precision", "3%", "--max-repeats", "4", "--store", str(store), env=cli_env(public_tmp),
                    timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
