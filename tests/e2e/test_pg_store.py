@@ -178,6 +178,8 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
         """Rows keyed by the run or its points, in every table that has such a key."""
         out = {}
         for table in TABLES:
+            if table.name == "pending_rekey":
+                continue  # (points listed only while schema 18's data step has some left to do)
             names = [c.name for c in table.columns]
             if "run_id" in names:
                 where = f"run_id = {run_id}"

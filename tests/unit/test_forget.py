@@ -65,6 +65,8 @@ def keyed_rows(path: Path) -> dict[str, dict[str, list[tuple[Any, ...]]]]:
     out: dict[str, dict[str, list[tuple[Any, ...]]]] = {}
     point_run = dict(rows(path, "SELECT id, run_id FROM points"))
     for table in TABLES:
+        if table.name == "pending_rekey":
+            continue  # (points listed only while schema 18's data step has some left to do)
         names = [c.name for c in table.columns]
         key = "run_id" if "run_id" in names else "point_id" if "point_id" in names else None
         if key is None:
@@ -81,9 +83,7 @@ def keyed_rows(path: Path) -> dict[str, dict[str, list[tuple[Any, ...]]]]:
 
 def test_a_forgotten_run_goes_with_every_row_that_hangs_off_it_and_leaves_a_tombstone(store: Path) -> None:
     before = keyed_rows(store)
-    # (pending_rekey lists points only while schema 18's data step has some left to do)
-    assert all("2" in found for t, found in before.items() if t != "pending_rekey"), \
-        {t: list(f) for t, f in before.items()}
+    assert all("2" in found for found in before.values()), {t: list(f) for t, f in before.items()}
     (identity, started), = rows(store, "SELECT uuid, started_at FROM runs WHERE id = 2")
     done = cli("store", "forget", "--run", "2", "--store", str(store))
     assert done.returncode == 0 and done.stderr == "", done.stderr
