@@ -60,7 +60,8 @@ allow_commands_option = click.option(
               help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
 @click.option("--no-server-metrics", is_flag=True,
               help="No once-a-second reading of the server's own statistics over SQL (wait events, commits, "
-                   "blocks read, checkpoints, WAL; SHOW GLOBAL STATUS), and so no bound per point from them.")
+                   "blocks read, checkpoints, WAL; SHOW GLOBAL STATUS), and so no bound per point from them; "
+                   "pgbench then reports each second itself (-P 1, as --client-progress), its series' only source.")
 @click.option("--probe", "probe_s", type=click.IntRange(0, MAX_SECONDS), metavar="SECONDS",
               help=f"Probe this host (CPU, memory, fsync: `dbarena probe`) for this long before the first point; "
                    f"0: not [default: {probe.DEFAULT_SECONDS} s or a tenth of the estimated time, whichever is "
