@@ -45,6 +45,7 @@ from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, Store
 from dbarena.report import data
 from dbarena.report import decision as decision_view
 from dbarena.report.escaping import html_text
+from dbarena.report.levels import LevelRow
 from dbarena.stats import analysis, decision
 
 __all__ = ["build", "Built", "MAX_BASELINES"]
@@ -148,8 +149,9 @@ def _examine(path: str, allowed_signers: str | None, index: int) -> Examined:
 
 
 def _row(rid: str, name: str, label: str, run: StoredRun, engine: str, workload: str,
-         levels: Sequence[data.LevelRow], trust: JSONObject) -> JSONObject:
+         levels: Sequence[LevelRow], trust: JSONObject) -> JSONObject:
     facts, target = run.host_facts, run.target_facts
+    memory = facts.get("memory_bytes")
     imported = run.options.get("imported")
     version = _text(run.server_version)
     major = version.split(".")[0].split(" ")[0] if version else ""
@@ -165,7 +167,7 @@ def _row(rid: str, name: str, label: str, run: StoredRun, engine: str, workload:
         "cloud": _text(facts.get("cloud")), "instance": _text(facts.get("instance_type")),
         "managed": "managed" if _managed(run) else "self-run",
         "cores": best.physical_cores if best else None, "threads_hw": best.hardware_threads if best else None,
-        "memory_gib": round(facts["memory_bytes"] / 2**30, 1) if isinstance(facts.get("memory_bytes"), int) else None,
+        "memory_gib": round(memory / 2**30, 1) if isinstance(memory, int) else None,
         "price": best.price if best else None,
         "peak": best.value if best else None, "peak_threads": best.threads if best else None,
         "peak_per_core": best.tps_per_core if best else None,
