@@ -139,3 +139,28 @@ def test_run_like_a_tampered_bundle_is_refused_before_anything_runs(made, tmp_pa
     assert re.fullmatch(r"dbarena: error: --like: .*tampered\.tar: manifest\.json:\d+: tps of point .*\n",
                         done.stderr), done.stderr
     assert not store.exists()
+
+
+def test_results_repository_commands_as_documented(made, tmp_path):
+    """docs/exchange.md's CI commands, run as written in a results repository."""
+    import os
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "exchange.md").read_text()
+    block = text.split("<!-- results-ci:start -->")[1].split("<!-- results-ci:end -->")[0]
+    commands = [line for line in block.split("\n") if line.startswith("dbarena ")]
+    assert len(commands) == 2
+    repo = tmp_path / "results"
+    (repo / "bundles").mkdir(parents=True)
+    shutil.copy(made["a"], repo / "bundles" / "a.tar")
+    pub = (made["base"] / "key.pub").read_text().split()
+    (repo / "allowed_signers").write_text(f"alice@example.org {pub[0]} {pub[1]}\n")
+    env = {**made["env"], "PATH": f"{Path(os.sys.executable).parent}:{made['env']['PATH']}"}
+    for command in commands:
+        done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (command, done.stderr)
+    assert (repo / "public" / "index.html").is_file()
+    # A pull request adding an unsigned (or tampered) bundle fails both.
+    shutil.copy(made["b"], repo / "bundles" / "b.tar")
+    for command in commands:
+        done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and "b.tar: unsigned" in done.stderr, (command, done.stderr)
