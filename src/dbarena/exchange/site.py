@@ -12,7 +12,7 @@ engine and workload and the command that reproduces it.
 One derivation per answer: a level's throughput, per core and per price come from
 report.data.build (what `dbarena report` shows), a decision from analysis.compare and
 stats.decision (what `report` and `compare` decide), rendered by report.decision.html,
-a probe's standing from fleet.outliers (what a fleet flags). The site only lays them
+a probe's standing from stats.outliers (what a fleet flags). The site only lays them
 out.
 
 What a browser gets: index.html, site.js (the filters and curves, shipped in the
@@ -40,7 +40,7 @@ from pathlib import Path
 from dbarena.exchange import bundle
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.verify import Verified, throwaway_store, verify
-from dbarena.fleet import outliers
+from dbarena.stats import outliers
 from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, StoredRun
 from dbarena.report import data
 from dbarena.report import decision as decision_view
@@ -180,7 +180,7 @@ def _row(rid: str, name: str, label: str, run: StoredRun, engine: str, workload:
 
 
 def _probes(results: Sequence[Result]) -> None:
-    """Each result's probe against the others of its machine type (fleet.outliers)."""
+    """Each result's probe against the others of its machine type (stats.outliers)."""
     by_run: dict[str, Result] = {}
     hosts = []
     for r in results:
