@@ -1,4 +1,4 @@
-"""The fleet's probe-outlier rule (fleet/outliers.py): median +- 3 MADs within a kind of
+"""The fleet's probe-outlier rule (stats/outliers.py): median +- 3 MADs within a kind of
 machine, for groups of 3 or more hosts."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dbarena.fleet import outliers
-from dbarena.fleet.outliers import HostProbe
+from dbarena.stats import outliers
+from dbarena.stats.outliers import HostProbe
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "probe" / "fleet"
 KIND = {"cpu_model": "Intel Xeon", "hardware_threads": 2}

@@ -95,7 +95,7 @@ COMMAND_MODULES = {
     "history": "history", "gate": "history",
     "probe": "probe",
     "serve": "serve",
-    "publish": "exchange", "verify": "exchange",
+    "publish": "exchange", "verify": "exchange", "site": "exchange",
 }
 
 

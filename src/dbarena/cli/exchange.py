@@ -101,3 +101,34 @@ def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | Non
             _say(f"dbarena: error: {' '.join(str(exc).split())}", err=True)
             failed = True
     return ExitStatus.USAGE if failed else None
+
+
+@cli.command()
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path),
+                metavar="BUNDLE...")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True, metavar="DIR",
+              help="The directory to write the site into (index.html, r/, bundles/ ...).")
+@click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Whose keys are trusted, as ssh-keygen reads it: each row then names its signer, and a bundle "
+                   "signed by another key, or unsigned, is refused.")
+@click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, metavar="N",
+              help="Bundles verified at once (default: one per CPU).")
+def site(bundles: tuple[Path, ...], output: Path, allowed_signers: Path | None, jobs: int | None) -> int | None:
+    """Write a static comparison site of bundles: a row per result (a run at one engine
+    and workload) with its sweep curve, filters in the URL (engine, version, workload,
+    architecture, CPU model, cloud, instance type, managed), throughput per core and per
+    unit of price, each row's trust (verified, signed by which key, imported, its probe
+    against others of its machine type), a page per result with its decision against a
+    baseline and how to reproduce it. Every bundle is verified first: one that fails is
+    listed as refused with its reason (exit 2), never shown. It opens from file:// and
+    from any static host; nothing is fetched from elsewhere."""
+    from dbarena.exchange import site as making
+
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"site: -o {output} is not a directory")
+    built = making.build(list(bundles), output, allowed_signers, jobs)
+    for line in built.refused:
+        _say(f"dbarena: error: refused {line}", err=True)
+    _say(f"wrote {output}/index.html: {built.results} result(s) from {built.bundles} bundle(s)"
+         + (f", {len(built.refused)} refused" if built.refused else ""))
+    return ExitStatus.USAGE if built.refused else None

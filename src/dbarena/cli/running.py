@@ -16,7 +16,7 @@ from dbarena.run import resume as resume_mod
 from dbarena.run import preflight, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, store_option
-from dbarena.errors import ExitStatus, UsageError
+from dbarena.errors import ExitStatus, ToolMissing, UsageError
 from dbarena.host import hostinfo, probe
 from dbarena.limits import MAX_SECONDS
 from dbarena.interfaces import Reporter
@@ -67,9 +67,13 @@ allow_commands_option = click.option(
                    f"0: not [default: {probe.DEFAULT_SECONDS} s or a tenth of the estimated time, whichever is "
                    f"shorter; under {probe.MIN_SECONDS} s none; none when every engine is a --target].")
 @click.option("--no-probe", is_flag=True, help="No host probe before the first point (--probe 0).")
+@click.option("--like", "like_path", type=click.Path(dir_okay=False, path_type=Path), metavar="BUNDLE",
+              help="Run a published bundle's study here (or on --target; flags given override it, e.g. --quick), "
+                   "after saying what cannot be the same here; the bundle is verified and imported into the store "
+                   "first, and the run decided against it as baseline.")
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
         no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, allow_commands: bool,
-        **kwargs: Any) -> int:
+        like_path: Path | None, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
@@ -87,7 +91,18 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     store_path = store
     invocation = None
     already: set[resume_mod.Identity] = set()
-    if resume is not None:
+    like = None
+    if like_path is not None:
+        from dbarena.exchange import like as like_mod
+
+        if resume is not None or kwargs.get(arguments.STUDY_OPTION):
+            raise UsageError("--like runs the bundle's study: not with " + ("--resume" if resume else "--study"))
+        like = like_mod.read(like_path)
+        # Another label than the bundle's: both runs are in one store, and a decision
+        # is between labels.
+        kwargs["label"] = kwargs.get("label") or f"{like.label}-here"
+        the_study = like.study(study_mod.overrides(kwargs))
+    elif resume is not None:
         the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
     else:
         the_study = arguments.study_from_values(kwargs)
@@ -113,6 +128,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             raise UsageError(f"--no-probe and --probe {probe_s}: give one")
         probe_s = 0
     facts = hostinfo.host_facts()
+    if like is not None:  # what cannot be the same here, before anything starts
+        for line in like_mod.differences(like, facts, _engine_versions(the_study),
+                                         on_target=any(e.target for e in the_study.engines)):
+            err.print(line, markup=False, soft_wrap=True)
     estimated = preflight.estimate(the_study, host_facts=facts, keep=keep, stored=already, probe_s=probe_s)
     refused = estimated.refusal()
     if refused:
@@ -122,6 +141,12 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         err.print("not started: nothing was run or stored", markup=False)
         return ExitStatus.INTERRUPTED
     with Store(store_path) as db:
+        if like is not None and like_path is not None:
+            from dbarena.exchange.importing import import_bundle
+
+            imported = import_bundle(db, like_path)
+            err.print(f"imported {like_path} as the baseline: {imported.runs} run(s), {imported.points} point(s) "
+                      "added", markup=False, soft_wrap=True)
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
                               resume=invocation, system_metrics=not no_system_metrics,
                               server_metrics=not no_server_metrics, host_facts=facts,
@@ -150,11 +175,33 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             terminal.show(out, listings.summary_table(groups))
             for line in listings.warning_lines(groups):
                 out.print(line)
+        if like is not None and outcome.run_ids:
+            for line in like_mod.decided_lines(db, like_mod.bundle_runs(db, like), list(outcome.run_ids), like):
+                out.print(line, markup=False, soft_wrap=True)
     out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
               f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
     if outcome.failed:
         err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
     return outcome.exit_status
+
+
+def _engine_versions(the_study: study_mod.Study) -> dict[str, str | None]:
+    """The version of each throwaway engine's binaries here (what --like compares with
+    the bundle's before anything starts); None where a --target serves the engine or
+    the binaries do not say (the run then says what is missing)."""
+    out: dict[str, str | None] = {}
+    for e in the_study.engines:
+        out[e.name] = None
+        if e.target or e.name != "postgres":
+            continue
+        try:
+            from dbarena.engines.postgres_binaries import find_server_binaries
+
+            major, minor = find_server_binaries(Path(e.bindir) if e.bindir else None).version
+            out[e.name] = f"{major}.{minor}"
+        except ToolMissing:  # (the run says what is missing, in its own words)
+            pass
+    return out
 
 
 # A study estimated over this long is confirmed first on a terminal.

@@ -29,7 +29,8 @@ from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
-from dbarena.fleet import failure, outliers
+from dbarena.fleet import failure
+from dbarena.stats import outliers
 from dbarena.fleet.failure import Failure
 from dbarena.fleet.inventory import Host
 from dbarena.records import JSONObject, StoredRun, json_object
@@ -539,7 +540,7 @@ class Fleet:
                 state.merged = merge_stores(db, copy)
 
     def flag_outliers(self, store: Path | str) -> None:
-        """Hosts whose probe lies far from their kind's (fleet/outliers.py): a line each,
+        """Hosts whose probe lies far from their kind's (stats/outliers.py): a line each,
         and the flag in the options of the host's runs, where the report shows it. Each
         host's latest probed invocation, found in its fetched store (or, with a shared
         store, under its label), matched in the merged store by run UUID."""

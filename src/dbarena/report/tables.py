@@ -544,7 +544,7 @@ _PROBE_FIELDS = (
 
 def _probe_rows(runs: list[StoredRun]) -> list[list[str]]:
     """The host probe before each label's study, and a fleet's flag of a host far from
-    its kind (fleet/outliers.py); no rows when no run was probed."""
+    its kind (stats/outliers.py); no rows when no run was probed."""
     probes = [json_object(run.options.get("probe")) for run in runs]
     if not any(probes):
         return []

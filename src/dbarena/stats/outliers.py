@@ -16,7 +16,7 @@ hosts agree closely has a MAD near 0, which would flag noise).
 Two hosts: no median tells which one is off, but a machine is not faster than its kind
 by accident: where the best seconds of two hosts lie more than PAIR_FACTOR apart, the
 slower is flagged; closer than that but beyond MIN_SHARE, the finding says it cannot
-tell. Pure: probes and facts in, findings out.
+tell. Pure: probes and facts in, findings out (the fleet and `dbarena site` use it).
 """
 
 from __future__ import annotations

@@ -1,0 +1,369 @@
+"""`dbarena site`: a static comparison site of bundles (docs/exchange.md), like
+ClickBench's but for OLTP sweeps.
+
+Every bundle is verified first (verify.py); one that does not hold is listed as refused
+with its one-line reason and never shown as a result. A result is one run of a bundle
+at one engine and workload: its sweep (a level a thread count), throughput per core and
+per unit of price, its trust (verified, signed by which key or unsigned, imported from a
+tool's output rather than measured by dbarena, its host probe against the others of its
+machine type), and a page of its own with its decision against the others of the same
+engine and workload and the command that reproduces it.
+
+One derivation per answer: a level's throughput, per core and per price come from
+report.data.build (what `dbarena report` shows), a decision from analysis.compare and
+stats.decision (what `report` and `compare` decide), rendered by report.decision.html,
+a probe's standing from stats.outliers (what a fleet flags). The site only lays them
+out.
+
+What a browser gets: index.html, site.js (the filters and curves, shipped in the
+package), data.js (every result's figures, as a script: a page opened from file:// may
+not fetch a file), r/ID.html (a page per result, drawn here, its curve inline SVG) and
+bundles/ (the verified bundles, so that a result can be reproduced from the site).
+Nothing is fetched from anywhere else, so it opens from file:// and from any static
+host. Values from bundles are hostile: HTML gets them through escaping.html_text, the
+index's script sets them as text (textContent), never as markup.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import math
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+
+from dbarena.exchange import bundle
+from dbarena.exchange.bundle import BundleProblem
+from dbarena.exchange.verify import Verified, throwaway_store, verify
+from dbarena.stats import outliers
+from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, StoredRun
+from dbarena.report import data
+from dbarena.report import decision as decision_view
+from dbarena.report.escaping import html_text
+from dbarena.report.levels import LevelRow
+from dbarena.stats import analysis, decision
+
+__all__ = ["build", "Built", "MAX_BASELINES"]
+
+# A result's page holds its decision against this many others of its engine and workload,
+# nearest first (the same machine type, then architecture and CPU model, then engine
+# version): every pair of a thousand results would be a million decisions and a page of
+# megabytes. Any other pair: `dbarena import` both bundles, then `dbarena compare`.
+MAX_BASELINES = 24
+# Managed services whose name a target's host or version string carries: a result is
+# "managed" where one does (or where its run's options say so); a throwaway server that
+# dbarena started, or another server, "self-run".
+_MANAGED = re.compile(r"rds\.amazonaws|aurora|cloudsql|azure|neon\.tech|supabase|timescale\.com|crunchy|aiven|"
+                      r"planetscale|alloydb|digitalocean|render\.com", re.IGNORECASE)
+
+
+@dataclass
+class Result:
+    """One row of the site: a run of a bundle at one engine and workload."""
+
+    id: str
+    bundle: str  # the bundle's file name under bundles/
+    label: str  # the result's name in the site: the bundle's stem and the run's label
+    figures: JSONObject  # what data.js holds of it (see _row)
+    points: list[AnalysedPoint] = field(default_factory=list)
+    groups: list[LevelSummary] = field(default_factory=list)
+    run: StoredRun | None = None
+
+
+@dataclass
+class Examined:
+    """What a worker made of one bundle: its results, or the one line refusing it."""
+
+    path: str
+    results: list[Result] = field(default_factory=list)
+    refused: str | None = None
+    signed: bool = False
+    sha256: str = ""
+
+
+@dataclass(frozen=True)
+class Built:
+    results: int
+    bundles: int
+    refused: list[str]
+
+
+def _text(value: JSON) -> str:
+    return "" if value is None else str(value)
+
+
+def _managed(run: StoredRun) -> bool:
+    said = run.options.get("managed")
+    if isinstance(said, bool):
+        return said
+    return bool(_MANAGED.search(f"{run.target} {run.target_facts.get('version_string') or ''}"))
+
+
+def _trust(verified: Verified) -> JSONObject:
+    if not verified.signed:
+        return {"signed": False, "key": None, "signer": None, "text": "verified, UNSIGNED (nothing ties it to anyone)"}
+    who = ", ".join(verified.principals) if verified.principals else None
+    return {"signed": True, "key": verified.key, "signer": who,
+            "text": f"verified, signed by {who} (key {verified.key})" if who
+            else f"verified, signed by key {verified.key} (not in the allowed-signers file given)"}
+
+
+def _examine(path: str, allowed_signers: str | None, index: int) -> Examined:
+    """Verify one bundle and derive its results (runs in a worker process)."""
+    out = Examined(path)
+    try:
+        verified = verify(Path(path), Path(allowed_signers) if allowed_signers else None)
+    except BundleProblem as exc:
+        said = " ".join(str(exc).split())
+        out.refused = said[len(path) + 2:] if said.startswith(f"{path}: ") else said
+        return out
+    out.signed, out.sha256 = verified.signed, bundle.sha256(verified.bundle.data)
+    stem = Path(path).name
+    name = f"{index:04d}-{out.sha256[:12]}.tar"
+    with throwaway_store(verified.bundle) as (db, _):
+        rows, runs = analysis.load(db), db.runs()
+    trust = _trust(verified)
+    for run in runs:
+        label = f"{stem}: {run.label}"
+        mine = [replace(r, label=label, series_label=label) for r in rows if r.run_id == run.id]
+        if not mine:
+            continue
+        relabelled = replace(run, label=label)
+        report = data.build(mine, [relabelled])
+        groups = analysis.summaries(mine)
+        for engine, workload in dict.fromkeys((r.engine, r.workload) for r in mine):
+            levels = sorted((row for row in report.rows if (row.engine, row.workload) == (engine, workload)),
+                            key=lambda row: row.threads)
+            rid = f"{out.sha256[:12]}-{run.id}-{re.sub(r'[^a-z0-9]+', '-', f'{engine}-{workload}'.lower())[:60]}"
+            points = [p for p in mine if (p.engine, p.workload) == (engine, workload)]
+            out.results.append(Result(
+                id=rid, bundle=name, label=label, points=points,
+                groups=[g for g in groups if (g.engine, g.workload) == (engine, workload)], run=relabelled,
+                figures=_row(rid, name, label, run, engine, workload, levels, trust)))
+    return out
+
+
+def _row(rid: str, name: str, label: str, run: StoredRun, engine: str, workload: str,
+         levels: Sequence[LevelRow], trust: JSONObject) -> JSONObject:
+    facts, target = run.host_facts, run.target_facts
+    memory = facts.get("memory_bytes")
+    imported = run.options.get("imported")
+    version = _text(run.server_version)
+    major = version.split(".")[0].split(" ")[0] if version else ""
+    curve: list[JSON] = [[row.threads, row.value, row.tps_per_core, row.tps_per_dollar_hour] for row in levels]
+    values = [row.value for row in levels if row.value is not None]
+    best = max(levels, key=lambda row: row.value if row.value is not None else -math.inf) if values else None
+    lower = bool(levels and levels[0].metric == "seconds")
+    return {
+        "id": rid, "bundle": name, "label": label, "engine": engine, "flavour": _text(run.flavour),
+        "version": major, "server_version": version, "workload": workload,
+        "metric": levels[0].metric if levels else "tps", "lower_is_better": lower,
+        "arch": _text(facts.get("architecture")), "cpu": _text(facts.get("cpu_model")),
+        "cloud": _text(facts.get("cloud")), "instance": _text(facts.get("instance_type")),
+        "managed": "managed" if _managed(run) else "self-run",
+        "cores": best.physical_cores if best else None, "threads_hw": best.hardware_threads if best else None,
+        "memory_gib": round(memory / 2**30, 1) if isinstance(memory, int) else None,
+        "price": best.price if best else None,
+        "peak": best.value if best else None, "peak_threads": best.threads if best else None,
+        "peak_per_core": best.tps_per_core if best else None,
+        "peak_per_price": best.tps_per_dollar_hour if best else None,
+        "curve": curve, "trust": trust,
+        "imported": bool(imported), "probe": None, "probe_text": "",
+        "date": _text(run.ended_at or run.started_at)[:10], "study": _text(run.options.get("study")),
+        "dataset": json.loads(json.dumps(target.get("datasets") or {})),
+    }
+
+
+def _probes(results: Sequence[Result]) -> None:
+    """Each result's probe against the others of its machine type (stats.outliers)."""
+    by_run: dict[str, Result] = {}
+    hosts = []
+    for r in results:
+        assert r.run is not None
+        key = f"{r.bundle}/{r.run.id}"
+        probe = r.run.options.get("probe")
+        if key in by_run or not isinstance(probe, dict):
+            by_run.setdefault(key, r)
+            continue
+        by_run[key] = r
+        hosts.append(outliers.HostProbe(key, r.run.host_facts, probe))
+    kinds: dict[str, int] = {}
+    for h in hosts:
+        kinds[outliers.group_of(h.facts)] = kinds.get(outliers.group_of(h.facts), 0) + 1
+    said = {f.host: f for f in outliers.findings(hosts)}
+    for r in results:
+        assert r.run is not None
+        key = f"{r.bundle}/{r.run.id}"
+        probe = r.run.options.get("probe")
+        if not isinstance(probe, dict):
+            r.figures["probe_text"] = "no probe"
+            continue
+        group = outliers.group_of(r.run.host_facts)
+        r.figures["probe"] = probe.get("cpu_best_events_per_s") or probe.get("cpu_events_per_s")
+        if key in said:
+            r.figures["probe_text"] = ("FAR FROM ITS KIND: " if said[key].flagged else "") + said[key].text
+        elif kinds[group] < 2:
+            r.figures["probe_text"] = f"probed; the only {group} here"
+        else:
+            r.figures["probe_text"] = f"in line with the {kinds[group] - 1} other(s) of {group}"
+
+
+def _nearness(a: JSONObject, b: JSONObject) -> tuple[int, ...]:
+    return (a["instance"] != b["instance"] or not a["instance"], a["cpu"] != b["cpu"], a["arch"] != b["arch"],
+            a["version"] != b["version"], a["cloud"] != b["cloud"])
+
+
+def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, str]]:
+    """The result against each of its nearest others as baseline, rendered as `report` does."""
+    out = []
+    for other in sorted(others, key=lambda o: (*_nearness(result.figures, o.figures), o.id))[:MAX_BASELINES]:
+        rows = other.points + result.points
+        decided = decision.decide(analysis.compare(rows, other.label, result.label,
+                                                   groups=other.groups + result.groups), rows)
+        line = decision.overall(decided)
+        out.append((other, decision_view.html(decided, [line] if line else [])
+                    or "<p>Nothing to decide: no level of one was measured with the other's configuration.</p>"))
+    return out
+
+
+_STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}table{border-collapse:collapse}
+td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}.num{text-align:right}
+code,pre{background:#f4f4f4;padding:2px 4px}.refused{color:#a00}.unsigned{color:#a60}.imported{color:#a60}
+.verdict-slower{color:#a00}.verdict-faster{color:#060}select{margin-right:1em}svg{vertical-align:middle}"""
+
+
+def _svg(curve: Sequence[JSON], width: int = 360, height: int = 160) -> str:
+    """The sweep as inline SVG: throughput by threads, the axes' ends labelled."""
+    pts = [(c[0], c[1]) for c in curve if isinstance(c, list) and isinstance(c[0], int)
+           and isinstance(c[1], (int, float))]
+    if not pts:
+        return "<p>no level with a figure</p>"
+    top = max(y for _, y in pts) or 1.0
+    xs = [x for x, _ in pts]
+    lo, hi = min(xs), max(xs)
+
+    def at(x: float, y: float) -> str:
+        fx = 30 + (width - 40) * ((x - lo) / (hi - lo) if hi > lo else 0.5)
+        return f"{fx:.1f},{height - 20 - (height - 30) * y / top:.1f}"
+    line = " ".join(at(x, y) for x, y in pts)
+    dots = "".join(f'<circle cx="{at(x, y).split(",")[0]}" cy="{at(x, y).split(",")[1]}" r="3"><title>'
+                   f'{x} threads: {y:,.1f}</title></circle>' for x, y in pts)
+    return (f'<svg width="{width}" height="{height}" role="img" aria-label="throughput by threads">'
+            f'<polyline fill="none" stroke="#36c" stroke-width="2" points="{line}"/>{dots}'
+            f'<text x="2" y="12" font-size="10">{top:,.0f}</text><text x="30" y="{height - 4}" font-size="10">'
+            f'{lo} threads</text><text x="{width - 60}" y="{height - 4}" font-size="10">{hi} threads</text></svg>')
+
+
+def _page(result: Result, decided: list[tuple[Result, str]]) -> str:
+    f = result.figures
+    trust = f["trust"]
+    assert isinstance(trust, dict)
+    e = html_text
+    facts = [("engine", f"{f['engine']} {f['server_version']}"), ("workload", f["workload"]),
+             ("architecture", f["arch"]), ("CPU model", f["cpu"]), ("cores", f["cores"]),
+             ("hardware threads", f["threads_hw"]), ("memory GiB", f["memory_gib"]),
+             ("cloud / instance type", f"{f['cloud'] or '-'} / {f['instance'] or '-'}"), ("managed", f["managed"]),
+             ("price", f["price"] or "not given"), ("study", f["study"]), ("measured", f["date"]),
+             ("trust", trust["text"]), ("probe", f["probe_text"])]
+    if f["imported"]:
+        facts.insert(0, ("source", "imported, not measured by dbarena (a tool's output read by `dbarena import`)"))
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e('-' if v is None else v)}</td></tr>" for k, v in facts)
+    curve = f["curve"]
+    assert isinstance(curve, list)
+    levels = "".join(f'<tr><td class="num">{e(c[0])}</td><td class="num">{e(_fmt(c[1]))}</td>'
+                     f'<td class="num">{e(_fmt(c[2]))}</td><td class="num">{e(_fmt(c[3]))}</td></tr>'
+                     for c in curve if isinstance(c, list))
+    options = "".join(f'<option value="{e(o.id)}">{e(o.label)} ({e(o.figures["instance"] or o.figures["cpu"])})'
+                      f"</option>" for o, _ in decided)
+    sections = "".join(f'<div class="vs" id="vs-{e(o.id)}" hidden>{html}</div>' for o, html in decided)
+    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label> '
+               f"(the {len(decided)} nearest of its engine and workload; any other pair: <code>dbarena import</code> "
+               f"both bundles, then <code>dbarena compare</code>)</p>{sections}" if decided
+               else "<p>No other result of this engine and workload to decide against.</p>")
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
+<title>{e(f['label'])}: {e(f['workload'])}</title><style>{_STYLE}</style></head><body>
+<p><a href="../index.html">all results</a></p>
+<h1>{e(f['label'])}</h1><h2>{e(f['engine'])} {e(f['workload'])}</h2>
+{_svg(curve)}
+<table><thead><tr><th>threads</th><th>{e(f['metric'])}</th><th>per core</th><th>per price unit (per hour)</th></tr></thead>
+<tbody>{levels}</tbody></table>
+<h2>What it ran on, and trust</h2><table>{rows}</table>
+<h2>Decision against a baseline</h2>{against}
+<h2>Reproduce it</h2>
+<pre>dbarena verify bundles/{e(result.bundle)}
+dbarena run --like bundles/{e(result.bundle)}    # here; or --target URL for another server</pre>
+<p><a href="../bundles/{e(result.bundle)}">the bundle</a></p>
+<script src="../page.js"></script></body></html>
+"""
+
+
+def _fmt(value: JSON) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
+    return "-" if value is None else str(value)
+
+
+def _index(refused: list[tuple[str, str]], count: int, bundles: int) -> str:
+    e = html_text
+    refusals = "".join(f'<li class="refused">{e(Path(p).name)}: {e(reason)}</li>' for p, reason in refused)
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
+<title>dbarena results</title><style>{_STYLE}</style></head><body>
+<h1>dbarena results</h1>
+<p>{count} result(s) from {bundles} verified bundle(s). Each was checked by <code>dbarena verify</code> before it
+was shown: its signature, every file's sha256 and every figure recomputed from its raw outputs.</p>
+<form id="filters"></form>
+<p id="shown"></p>
+<table id="results"><thead><tr><th>result</th><th>engine</th><th>workload</th><th>machine</th>
+<th id="figure-head">peak</th><th>sweep</th><th>trust</th></tr></thead><tbody></tbody></table>
+<h2>Refused</h2><ul id="refused">{refusals or '<li>none</li>'}</ul>
+<script src="data.js"></script><script src="site.js"></script></body></html>
+"""
+
+
+def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = None,
+          workers: int | None = None) -> Built:
+    """Verify every bundle, derive its results and write the site into `output`."""
+    workers = workers or min(len(paths), os.cpu_count() or 1) or 1
+    examined: list[Examined] = []
+    args = [(str(p), str(allowed_signers) if allowed_signers else None, i) for i, p in enumerate(paths)]
+    if workers > 1:
+        with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+            examined = list(pool.map(_examine, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
+    else:
+        examined = [_examine(*a) for a in args]
+    results = [r for x in examined for r in x.results]
+    refused = [(x.path, x.refused) for x in examined if x.refused is not None]
+    _probes(results)
+    output.mkdir(parents=True, exist_ok=True)
+    for sub in ("r", "bundles"):
+        if (output / sub).exists():
+            shutil.rmtree(output / sub)
+        (output / sub).mkdir()
+    for x in examined:
+        if x.refused is None and x.results:
+            shutil.copyfile(x.path, output / "bundles" / x.results[0].bundle)
+    by_kind: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        by_kind.setdefault((str(r.figures["engine"]), str(r.figures["workload"])), []).append(r)
+    for r in results:
+        others = [o for o in by_kind[(str(r.figures["engine"]), str(r.figures["workload"]))] if o is not r]
+        (output / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others)))
+    site = {"results": [r.figures for r in results],
+            "refused": [{"bundle": Path(p).name, "reason": reason} for p, reason in refused]}
+    # A script, not a JSON file: a page opened from file:// may not fetch one. JSON is a
+    # JavaScript literal; "</" cannot close anything in a file of its own.
+    (output / "data.js").write_text("window.DBARENA_SITE = " + json.dumps(site, separators=(",", ":"),
+                                                                           allow_nan=False) + ";\n")
+    assets = resources.files("dbarena.exchange") / "assets"
+    for asset in ("site.js", "page.js"):
+        (output / asset).write_text(assets.joinpath(asset).read_text())
+    (output / "index.html").write_text(_index(refused, len(results), sum(1 for x in examined if not x.refused)))
+    return Built(results=len(results), bundles=sum(1 for x in examined if not x.refused),
+                 refused=[f"{Path(p).name}: {reason}" for p, reason in refused])
