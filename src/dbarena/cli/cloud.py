@@ -13,8 +13,7 @@ from dbarena.errors import UsageError
 
 max_cost_option = click.option(
     "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
-    help="Refuse before anything is created when the estimate is over AMOUNT (the catalogue's currency); "
-         "while the resources exist, stop and delete them once their spend so far reaches it.")
+    help="Refuse before anything is created when the estimate is over AMOUNT (the catalogue's currency).")
 max_instances_option = click.option(
     "--max-instances", type=click.IntRange(min=1), metavar="N",
     help="Refuse before anything is created when the study makes more than N instances and databases.")
@@ -76,8 +75,8 @@ def cloud_reap(provider: str, region: str, yes: bool) -> None:
 
 
 @cloud_group.command("prices")
-@click.option("--provider", default="aws", show_default=True)
-@click.option("--region", default="us-east-1", show_default=True)
+@click.option("--provider", default="aws", show_default=True, help="The provider whose prices to show.")
+@click.option("--region", default="us-east-1", show_default=True, help="The region whose prices to show or refresh.")
 @click.option("--catalogue", "catalogue_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A catalogue file [default: the bundled one].")
 @click.option("--refresh-from", "offer", metavar="FILE|URL",
