@@ -23,7 +23,7 @@ deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[fleet,history,serve,test]'
+	$(VENV)/bin/pip install --quiet -e '.[fleet,cloud,history,serve,test]'
 	touch $(STAMP)
 
 # Study A's whole protocol (pgbench, sysbench and mysqlslap on throwaway PostgreSQL and

@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("python -m dbarena", {"__main__"}),
     ("front ends", {"cli"}),
     ("the web front end", {"serve"}),
+    ("machines on demand", {"cloud"}),
     ("many hosts", {"fleet"}),
     ("the run", {"run"}),
     ("results exchanged", {"exchange"}),

@@ -92,6 +92,7 @@ COMMAND_MODULES = {
     "results": "results", "compare": "results", "import": "results", "report": "results",
     "merge": "results", "store": "results", "hostinfo": "results",
     "fleet": "fleet",
+    "cloud": "cloud",
     "history": "history", "gate": "history",
     "probe": "probe",
     "serve": "serve",

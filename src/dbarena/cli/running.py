@@ -106,6 +106,10 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
     else:
         the_study = arguments.study_from_values(kwargs)
+    if the_study.machines is not None:
+        # Not run here: this machine is not the one [machines] describes.
+        raise UsageError(f"{the_study.source} has [machines]: `dbarena cloud up` makes them (docs/cloud.md); "
+                         "`dbarena study check` shows what it would cost")
     # Before anything of the study runs (preflight checks setting names with its binaries).
     consent.check(the_study, allow_commands)
     if keep and all(e.target for e in the_study.engines):
@@ -324,10 +328,21 @@ def study_check(file: str | None, as_json: bool, allow_commands: bool, **kwargs:
     the_study = arguments.study_from_values(kwargs)
     estimated = preflight.estimate(consent.checkable(the_study))
     summary = studycheck.summarise(the_study, estimated.plans, estimated, allow_commands=allow_commands)
+    cost = None
+    if the_study.machines is not None:
+        from dbarena.cloud import catalogue, estimate
+
+        cost = estimate.estimate(the_study, catalogue.for_machines(the_study.machines, the_study.source))
+        summary["machines"] = cost.as_json()
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(studycheck.render(summary))
+        if cost is not None:
+            from dbarena.cloud.estimate import describe
+            from dbarena.limits import visible
+
+            click.echo("\n" + "\n".join(map(visible, describe(cost))))
     # `run` would refuse it on this machine: the plan is shown, and the status says so.
     return ExitStatus.USAGE if summary["refused"] or summary["commands"]["refused"] else ExitStatus.OK
 

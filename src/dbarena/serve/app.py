@@ -338,7 +338,7 @@ class _Pages:
         return await self.page("Hosts", self._hosts, kept=True)
 
     def _hosts(self, store: Store) -> str:
-        from dbarena.fleet import outliers
+        from dbarena.stats import outliers
         from dbarena.records import json_object
 
         by_host: dict[str, list[StoredRun]] = {}

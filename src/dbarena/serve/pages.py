@@ -408,7 +408,7 @@ class HostLine:
 def hosts_page(lines: Sequence[HostLine]) -> str:
     """Probes by host, grouped by kind; a host far from its kind flagged (fleet/outliers.py
     decides, as `dbarena fleet` flags it)."""
-    from dbarena.fleet.outliers import FIGURES
+    from dbarena.stats.outliers import FIGURES
 
     heads = ["host", "kind", "runs", "labels", "latest probe"]
     for key, best, words, higher in FIGURES:

@@ -42,7 +42,7 @@ QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
-             "price", "variants", "cpus", "fleet"}
+             "price", "variants", "cpus", "fleet", "machines"}
 _FLEET_KEYS = {"together"}
 _CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
 LOAD_GENERATOR_PLACES = ("rest", "same")
@@ -51,6 +51,14 @@ _WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "war
 _ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
                 "data_dir"}
 _PRICE_KEYS = {"per_hour", "per_month", "currency"}
+# [machines] (docs/cloud.md): the hosts and managed databases `run --study` makes, runs
+# on and deletes. Only what every provider has a word for; the provider's own spelling
+# (an AMI, an RDS class) is the value.
+_MACHINES_KEYS = {"provider", "region", "instance_types", "count", "disk", "disk_gb", "disk_iops", "image",
+                  "ssh_user", "key_name", "managed", "prices", "catalogue", "lifetime"}
+_MANAGED_KEYS = {"engine", "version", "instance_class", "storage_gb", "storage_type", "iops", "ha"}
+_PRICES_KEYS = {"compute", "storage", "iops", "managed", "managed_storage", "managed_iops", "replicas",
+                "currency"}
 
 
 FLAGS_SOURCE = "command-line flags"
@@ -147,6 +155,49 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class ManagedDb:
+    """A managed database [machines.managed] asks for: its engine is one of the study's
+    [engines], whose target becomes the database once it is made."""
+
+    engine: str  # postgres, mysql (an engine of the study)
+    version: str | None  # as the provider spells it ("16.4"); None: the provider's default
+    instance_class: str  # "db.m7g.large"
+    storage_gb: int
+    storage_type: str  # "gp3", "io1" ...
+    iops: int | None  # provisioned IOPS; None: what the storage type includes
+    ha: bool  # a standby replica in another zone (RDS Multi-AZ)
+
+
+@dataclass(frozen=True)
+class Machines:
+    """A study's [machines]: the hosts (`count` of each instance type, each labelled by
+    its type) and managed databases made for the run and deleted after it."""
+
+    provider: str  # "aws"
+    region: str
+    instance_types: tuple[str, ...] = ()
+    count: int = 1  # hosts of each instance type
+    disk: str = "gp3"  # the disk class of each host's volume
+    disk_gb: int = 20
+    disk_iops: int | None = None
+    image: str | None = None  # the provider's image id (an AMI); needed to create, not to price
+    ssh_user: str = "admin"  # what the image's SSH login is (Debian's AMIs: admin)
+    key_name: str | None = None  # the provider's key pair the hosts accept
+    managed: tuple[ManagedDb, ...] = ()
+    # The study's own prices over the catalogue's: (part, name) -> per hour, or per
+    # GB-month / IOPS-month for storage and IOPS (cloud/catalogue.py's units).
+    prices: tuple[tuple[tuple[str, str], float], ...] = ()
+    currency: str | None = None  # of the study's prices; the catalogue's must match
+    catalogue: str | None = None  # a catalogue file instead of the bundled one (`cloud prices --refresh`)
+    lifetime_s: int | None = None  # the expiry tag's distance from creation [default: the estimate, doubled]
+
+    @property
+    def hosts(self) -> tuple[tuple[str, str], ...]:
+        """(host name, instance type) of every host made: m7g.large-1, m7i.large-1 ..."""
+        return tuple((f"{t}-{i + 1}", t) for t in self.instance_types for i in range(self.count))
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     source: str  # the file, "bundled study seed-a", or "command-line flags"
@@ -176,6 +227,7 @@ class Study:
     load_generator: str = "rest"  # with [cpus]: the load generator on the other CPUs, or the "same"
     together: bool = False  # [fleet] together: `fleet run` drives one server from every host at once
     flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
+    machines: Machines | None = None  # [machines]: hosts and managed databases made for the run
 
     @property
     def sha256(self) -> str:

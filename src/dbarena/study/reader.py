@@ -12,12 +12,12 @@ from typing import Any, Callable, Iterable
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
-from dbarena.limits import quoted, setting_problem
+from dbarena.limits import MAX_PRICE, name_problem, quoted, setting_problem
 from dbarena.model import DATASET_LIFECYCLES
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
-    _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _PRICE_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
-    RESTORE_CHOICES, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Level, Study, StudyError, Variant, WorkloadEntry,
+    _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _MACHINES_KEYS, _MANAGED_KEYS, _PRICE_KEYS, _PRICES_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
+    RESTORE_CHOICES, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Study, StudyError, Variant, WorkloadEntry,
     parse_duration, parse_level, parse_precision,
 )
 
@@ -242,7 +242,106 @@ class _Checker:
             **self.cpu_options(raw.get("cpus")),
             together=self.bool_(self.table(raw.get("fleet", {}), "fleet", _FLEET_KEYS).get("together", False),
                                 "fleet.together"),
+            machines=self.machines(raw.get("machines")),
         )
+
+    def name(self, raw: Any, key: str) -> str:
+        """A provider's name for something (a region, an instance type, an AMI): a
+        non-empty text that acts on no terminal and fits a table's column."""
+        text = self.str_(raw, key)
+        problem = name_problem(text)
+        if problem is not None:
+            raise self.fail(key, f"{quoted(text)} {problem}")
+        return text
+
+    def machines(self, raw: Any) -> Machines | None:
+        """[machines]: checked here, priced and made by dbarena.cloud (docs/cloud.md)."""
+        if raw is None:
+            return None
+        body = self.table(raw, "machines", _MACHINES_KEYS)
+        for required in ("provider", "region"):
+            if required not in body:
+                raise self.fail(f"machines.{required}", "missing (e.g. provider = \"aws\", region = \"us-east-1\")")
+        types = body.get("instance_types", [])
+        if not isinstance(types, list):
+            raise self.fail("machines.instance_types", f"expected a list of instance types, not {_kind(types)}")
+        instance_types = tuple(self.name(t, f"machines.instance_types[{i}]") for i, t in enumerate(types))
+        if len(set(instance_types)) != len(instance_types):
+            raise self.fail("machines.instance_types", "an instance type is listed twice (count = N makes N of each)")
+        raw_managed = body.get("managed", [])
+        if not isinstance(raw_managed, list):
+            raise self.fail("machines.managed", "expected [[machines.managed]] tables")
+        managed = tuple(self.managed(m, f"machines.managed[{i}]") for i, m in enumerate(raw_managed))
+        if not instance_types and not managed:
+            raise self.fail("machines", "nothing to make: give instance_types and/or [[machines.managed]]")
+        if managed and not instance_types:
+            # The load has to come from somewhere dbarena runs: a host of its own.
+            raise self.fail("machines.instance_types", "a managed database needs a host to load it from: give an "
+                                                       "instance type for the load generator")
+        if len({m.engine for m in managed}) != len(managed):
+            raise self.fail("machines.managed", "one managed database per engine (the engine's target is it)")
+        prices, currency = self.machine_prices(body.get("prices"))
+        lifetime = body.get("lifetime")
+        return Machines(
+            provider=self.name(body["provider"], "machines.provider"),
+            region=self.name(body["region"], "machines.region"),
+            instance_types=instance_types,
+            count=self.int_(body.get("count", 1), "machines.count"),
+            disk=self.name(body.get("disk", "gp3"), "machines.disk"),
+            disk_gb=self.int_(body.get("disk_gb", 20), "machines.disk_gb"),
+            disk_iops=self.int_(body["disk_iops"], "machines.disk_iops") if "disk_iops" in body else None,
+            image=self.name(body["image"], "machines.image") if "image" in body else None,
+            ssh_user=self.name(body.get("ssh_user", "admin"), "machines.ssh_user"),
+            key_name=self.name(body["key_name"], "machines.key_name") if "key_name" in body else None,
+            managed=managed, prices=prices, currency=currency,
+            catalogue=str((self.base_dir or Path.cwd()) / self.str_(body["catalogue"], "machines.catalogue"))
+            if "catalogue" in body else None,
+            lifetime_s=self.duration(lifetime, "machines.lifetime") if lifetime is not None else None,
+        )
+
+    def managed(self, raw: Any, key: str) -> ManagedDb:
+        body = self.table(raw, key, _MANAGED_KEYS)
+        for required in ("engine", "instance_class"):
+            if required not in body:
+                raise self.fail(f"{key}.{required}", "missing")
+        engine = self.str_(body["engine"], f"{key}.engine")
+        entry = next((e for e in self.entries if e.name == engine), None)
+        if entry is None:
+            raise self.fail(f"{key}.engine", f"{engine!r} is not an engine of this study "
+                                             f"([engines] has: {', '.join(e.name for e in self.entries)})")
+        if entry.target is not None:
+            raise self.fail(f"{key}.engine", f"engines.{engine} has a target already: the managed database "
+                                             "becomes its target")
+        if entry.settings or entry.cluster or entry.data_dir:
+            raise self.fail(f"{key}.engine", f"engines.{engine}'s settings, cluster options and data_dir apply to a "
+                                             "throwaway instance only, not to a managed database")
+        return ManagedDb(
+            engine=engine, version=self.name(str(body["version"]), f"{key}.version") if "version" in body else None,
+            instance_class=self.name(body["instance_class"], f"{key}.instance_class"),
+            storage_gb=self.int_(body.get("storage_gb", 20), f"{key}.storage_gb"),
+            storage_type=self.name(body.get("storage_type", "gp3"), f"{key}.storage_type"),
+            iops=self.int_(body["iops"], f"{key}.iops") if "iops" in body else None,
+            ha=self.bool_(body.get("ha", False), f"{key}.ha"),
+        )
+
+    def machine_prices(self, raw: Any) -> tuple[tuple[tuple[tuple[str, str], float], ...], str | None]:
+        """[machines.prices]: compute."m7g.large" = 0.0816 (per hour), storage.gp3 = 0.08
+        (per GB-month), iops.gp3 = 0.005 (per IOPS-month), managed."db.m7g.large",
+        replicas."db.m7g.large" (per hour), managed_storage, managed_iops; currency."""
+        if raw is None:
+            return (), None
+        body = self.table(raw, "machines.prices", _PRICES_KEYS)
+        currency = self.name(body["currency"], "machines.prices.currency") if "currency" in body else None
+        out = []
+        for part, table in body.items():
+            if part == "currency":
+                continue
+            for name, value in self.table(table, f"machines.prices.{part}", None).items():
+                where = f"machines.prices.{part}.{quoted(name)}"
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PRICE:
+                    raise self.fail(where, f"expected a price of 0 or more, not {_kind(value)}")
+                out.append(((part, self.name(name, where)), float(value)))
+        return tuple(sorted(out)), currency
 
     def cpu_options(self, raw: Any) -> dict[str, Any]:
         if raw is None:

@@ -1,0 +1,129 @@
+"""`dbarena cloud`: a study's [machines] made, deleted and reaped (docs/cloud.md), and
+the price catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from dbarena.cli.app import cli
+from dbarena.errors import UsageError
+
+max_cost_option = click.option(
+    "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
+    help="Refuse before anything is created when the estimate is over AMOUNT (the catalogue's currency).")
+max_instances_option = click.option(
+    "--max-instances", type=click.IntRange(min=1), metavar="N",
+    help="Refuse before anything is created when the study makes more than N instances and databases.")
+
+
+@cli.group("cloud")
+def cloud_group() -> None:
+    """Machines on demand: a study's [machines] made, deleted and reaped (docs/cloud.md)."""
+
+
+@cloud_group.command("up")
+@click.argument("study_name", metavar="FILE|NAME")
+@max_cost_option
+@max_instances_option
+def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None) -> None:
+    """Create a study's [machines] (after its estimate and the cost guard), tagged with
+    the run, its owner and an expiry; print the run, the inventory `fleet run` takes and
+    each managed database's --target. They stay until `dbarena cloud down RUN` (or
+    `cloud reap` once expired)."""
+    from dbarena import study as study_mod
+    from dbarena.cloud import machines
+
+    the_study = study_mod.load(study_name)
+    estimated, cat = machines.checked_estimate(the_study, max_cost, max_instances)
+    assert the_study.machines is not None
+    machines.reap_orphans(click.echo)
+    provider = machines.provider_for(the_study.machines.provider, the_study.machines.region)
+    made = machines.up(the_study, provider, estimated, cat, click.echo, kept=True)
+    for r in made.resources:
+        click.echo(f"made {r.line()} at {r.address}")
+    click.echo(f"run {made.run}: inventory {made.inventory}")
+    for engine, url in made.targets.items():
+        click.echo(f"target of {engine}: {url}")
+    click.echo(f"delete them with: dbarena cloud down {made.run}")
+
+
+@cloud_group.command("down")
+@click.argument("run")
+def cloud_down(run: str) -> None:
+    """Delete everything a run made (found by its tags, so also what a creation cut short made)."""
+    from dbarena.cloud import machines
+
+    n = machines.down(run, click.echo)
+    click.echo(f"run {run}: {n} resource(s) deleted")
+
+
+@cloud_group.command("reap")
+@click.option("--provider", default="aws", show_default=True, help="The provider to look in.")
+@click.option("--region", required=True, help="The region to look in.")
+@click.option("--yes", is_flag=True, help="Delete what is listed [default: list only].")
+def cloud_reap(provider: str, region: str, yes: bool) -> None:
+    """List every dbarena-tagged resource that is expired, or whose run (made from here)
+    is gone; with --yes, delete them. What killed controllers of this machine made is
+    deleted first, without asking (their records say so)."""
+    from dbarena.cloud import machines
+
+    machines.reap_orphans(click.echo)
+    machines.reap(machines.provider_for(provider, region), yes, click.echo)
+
+
+@cloud_group.command("prices")
+@click.option("--provider", default="aws", show_default=True, help="The provider whose prices to show.")
+@click.option("--region", default="us-east-1", show_default=True, help="The region whose prices to show or refresh.")
+@click.option("--catalogue", "catalogue_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A catalogue file [default: the bundled one].")
+@click.option("--refresh-from", "offer", metavar="FILE|URL",
+              help="AWS's EC2 offer file for the region (its bulk price list, e.g. "
+                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json): "
+                   "its on-demand Linux instance and EBS prices replace the catalogue's, with their dates.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --refresh-from: write the refreshed catalogue here (a study names it in machines.catalogue).")
+def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer: str | None,
+                 output: Path | None) -> None:
+    """Show the price catalogue's prices for a region, each with its source and date;
+    or refresh them from the provider's public price list."""
+    from dbarena.atomic import write_text
+    from dbarena.cloud import awsprices, catalogue
+
+    text = catalogue_path.read_text() if catalogue_path else catalogue.bundled_text()
+    origin = str(catalogue_path) if catalogue_path else "bundled catalogue"
+    if offer is not None:
+        if provider != "aws":
+            raise UsageError("--refresh-from reads AWS's price list: --provider aws")
+        if output is None:
+            raise UsageError("--refresh-from needs --output FILE (the bundled catalogue is not written)")
+        entries = awsprices.read_offer(_offer_text(offer), region, offer)
+        data = json.loads(text)
+        for line in awsprices.refresh(data, region, entries) or ["nothing changed"]:
+            click.echo(line)
+        write_text(output, json.dumps(data, indent=1))
+        click.echo(f"catalogue written to {output}")
+        return
+    cat = catalogue.read(text, origin, provider, region)
+    click.echo(f"{provider} {region} ({origin}), {cat.currency}")
+    for part, billing in cat.billing.items():
+        click.echo(f"  billing of {part}: per {billing.increment_s} s, at least {billing.minimum_s} s ({billing.how})")
+    for (part, name), price in sorted(cat.prices.items()):
+        click.echo(f"  {part} {name}: {price.amount:g} per {price.unit} [{price.date or 'undated'}] {price.source}")
+
+
+def _offer_text(offer: str) -> str:
+    if offer.startswith(("https://", "http://")):
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(offer, timeout=300) as answer:  # noqa: S310 (the user's own URL)
+                return str(answer.read().decode())
+        except OSError as exc:
+            raise UsageError(f"{offer}: cannot read it: {exc}") from None
+    try:
+        return Path(offer).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{offer}: cannot read it: {exc}") from None

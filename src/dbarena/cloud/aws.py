@@ -1,0 +1,168 @@
+"""AWS as a Provider: EC2 instances for hosts, RDS for managed databases, through
+Ansible's amazon.aws collection (the playbooks in playbooks/aws-*.yml), driven by the
+same ansible-playbook the fleet uses.
+
+Credentials: only where the AWS SDK looks for them (AWS_ACCESS_KEY_ID and the rest of
+the environment, ~/.aws profiles, an instance role); dbarena never reads, stores,
+shows or passes them. DBARENA_AWS_ENDPOINT_URL points the modules at another endpoint
+(the tests' moto server). A managed database's master password is made here, handed
+to the playbook in a private vars file (never in an argument), and kept in a private
+file of the run's record for the clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dbarena.cloud.provider import TAG_HOST, TAG_RUN, Resource, utc
+from dbarena.errors import EnvironmentProblem
+from dbarena.fleet.controller import ansible_command
+from dbarena.masking import masked
+from dbarena.study.model import Machines
+
+ENDPOINT_ENV = "DBARENA_AWS_ENDPOINT_URL"
+# RDS's engine names for dbarena's.
+RDS_ENGINES = {"postgres": "postgres", "mysql": "mysql"}
+MASTER_USER = "dbarena"
+# A play that has not ended in this long has hung (RDS creation takes up to ~20 min).
+PLAY_TIMEOUT_S = 3600
+
+
+class Aws:
+    name = "aws"
+
+    def __init__(self, region: str, endpoint_url: str | None = None):
+        self.region = region
+        self.endpoint_url = endpoint_url if endpoint_url is not None else os.environ.get(ENDPOINT_ENV, "")
+        self.passwords: dict[str, str] = {}  # database identifier -> its master password, made here
+
+    def _play(self, book: str, variables: Mapping[str, Any]) -> Any:
+        """Run one playbook with `variables` (in a private file), return what it wrote
+        to `out`; a one-line EnvironmentProblem with the failed task's message."""
+        with tempfile.TemporaryDirectory(prefix="dbarena-cloud-") as work:
+            folder = Path(work)
+            folder.chmod(0o700)
+            out = folder / "out.json"
+            vars_file = folder / "vars.json"
+            vars_file.touch(mode=0o600)
+            vars_file.write_text(json.dumps({"region": self.region, "endpoint_url": self.endpoint_url,
+                                             "out": str(out), **variables}))
+            env = dict(os.environ)
+            env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_NOCOLOR": "1",
+                        "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False",
+                        "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"})
+            with resources.as_file(resources.files("dbarena.cloud") / "playbooks" / book) as path, \
+                    resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
+                env["ANSIBLE_CALLBACK_PLUGINS"] = str(callbacks)
+                # The modules run in this Python, where boto3 is (the venv dbarena runs in).
+                args = [ansible_command("ansible-playbook"), "-i", "localhost,", "-c", "local",
+                        "-e", f"ansible_python_interpreter={os.environ.get('DBARENA_ANSIBLE_PYTHON', _python())}",
+                        "-e", f"@{vars_file}", str(path)]
+                proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                try:
+                    stdout, stderr = proc.communicate(timeout=PLAY_TIMEOUT_S)
+                except BaseException:
+                    # Ctrl-C or the timeout: the play stops with us (its group), then we go on
+                    # unwinding (the caller deletes what was made).
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
+                    raise
+            if proc.returncode != 0 or not out.exists():
+                raise EnvironmentProblem(f"aws: {book.removesuffix('.yml')} failed: {self._why(stdout, stderr)}")
+            return json.loads(out.read_text())
+
+    def _why(self, stdout: str, stderr: str) -> str:
+        """The failed task's message, one line, passwords masked."""
+        try:
+            report = json.loads(stdout[stdout.index("{"):])
+        except ValueError:
+            lines = stderr.strip().splitlines() or ["no output"]
+            return masked(next((line for line in lines if "ERROR" in line), lines[-1]).strip())
+        for play in report.get("plays", []):
+            for task in play.get("tasks", []):
+                for result in task.get("hosts", {}).values():
+                    if result.get("failed") or result.get("unreachable"):
+                        msg = result.get("msg") or next(
+                            (r.get("msg") for r in result.get("results", []) if r.get("failed")), "failed")
+                        text = " ".join(str(msg).split())
+                        for password in self.passwords.values():
+                            text = text.replace(password, "***")
+                        return f"{task['task']['name']}: {masked(text)}"
+        return "failed"
+
+    def create(self, machines: Machines, tags: Mapping[str, str]) -> list[Resource]:
+        if machines.instance_types and machines.image is None:
+            raise EnvironmentProblem("aws: [machines] image is missing: the AMI every host starts from")
+        run = tags[TAG_RUN]
+        databases = []
+        for m in machines.managed:
+            identifier = f"{run}-{m.engine}"[:63]
+            self.passwords[identifier] = secrets.token_urlsafe(24)
+            databases.append({"identifier": identifier, "name": m.engine, "engine": RDS_ENGINES[m.engine],
+                              "version": m.version, "instance_class": m.instance_class, "storage_gb": m.storage_gb,
+                              "storage_type": m.storage_type, "iops": m.iops, "ha": m.ha, "user": MASTER_USER,
+                              "password": self.passwords[identifier]})
+        self._play("aws-up.yml", {
+            "tags": dict(tags), "hosts": [{"name": n, "type": t} for n, t in machines.hosts],
+            "image": machines.image, "key_name": machines.key_name, "disk": machines.disk,
+            "disk_gb": machines.disk_gb, "disk_iops": machines.disk_iops, "databases": databases})
+        return [r for r in self.describe() if r.run == run]
+
+    def describe(self) -> list[Resource]:
+        found = self._play("aws-describe.yml", {})
+        return [*map(_instance, found.get("hosts", [])), *map(_database, found.get("databases", []))]
+
+    def delete(self, resources: Sequence[Resource]) -> None:
+        if not resources:
+            return
+        self._play("aws-delete.yml", {"instance_ids": [r.id for r in resources if r.kind == "instance"],
+                                      "database_ids": [r.id for r in resources if r.kind == "database"]})
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def _tags(raw: Any) -> dict[str, str]:
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, list):  # the API's [{"Key": ..., "Value": ...}]
+        return {str(t.get("Key", t.get("key"))): str(t.get("Value", t.get("value"))) for t in raw}
+    return {}
+
+
+def _instance(raw: Mapping[str, Any]) -> Resource:
+    tags = _tags(raw.get("tags"))
+    launched = raw.get("launch_time")
+    return Resource(kind="instance", id=str(raw["instance_id"]), name=tags.get(TAG_HOST, str(raw["instance_id"])),
+                    type=str(raw.get("instance_type", "")),
+                    zone=(raw.get("placement") or {}).get("availability_zone"),
+                    # A public address where there is one, else the private one (a VPN, the same VPC).
+                    address=raw.get("public_ip_address") or raw.get("private_ip_address"), port=None, engine=None,
+                    created=utc(str(launched)) if launched else None,
+                    state=str((raw.get("state") or {}).get("name", "")), tags=tags)
+
+
+def _database(raw: Mapping[str, Any]) -> Resource:
+    tags = _tags(raw.get("tags"))
+    endpoint = raw.get("endpoint") or {}
+    created = raw.get("instance_create_time")
+    engine = next((k for k, v in RDS_ENGINES.items() if v == raw.get("engine")), raw.get("engine"))
+    return Resource(kind="database", id=str(raw["db_instance_identifier"]), name=tags.get(TAG_HOST, str(engine)),
+                    type=str(raw.get("db_instance_class", "")), zone=raw.get("availability_zone"),
+                    address=endpoint.get("address"), port=endpoint.get("port"), engine=engine,
+                    created=utc(str(created)) if created else None, state=str(raw.get("db_instance_status", "")),
+                    tags=tags)

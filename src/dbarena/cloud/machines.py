@@ -1,0 +1,234 @@
+"""Up, down and reap: a study's [machines] made (after the estimate and the cost
+guard, before any cloud is called), deleted, and what is left found and deleted.
+
+Every run that makes resources keeps a record in the state directory
+(lifecycle.state.state_dir()/cloud/RUN.json: the provider, region, owner process, the
+resources, the inventory). `cloud up` marks its record kept (deleted by `cloud down`);
+a `run --study` owns its record for as long as it runs, so a record whose owner is
+gone and was not kept is a controller that was killed: the next cloud command deletes
+what it made (reap_orphans). What no record knows of is found by its tags (`cloud
+reap`): expired, or made here by a run this machine no longer has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from dbarena.cloud import catalogue as catalogue_mod
+from dbarena.cloud import estimate as estimate_mod
+from dbarena.cloud.provider import (
+    TAG_EXPIRES, TAG_OWNER, TAG_RUN, Provider, Resource, inventory, owner, stamp, target,
+)
+from dbarena.errors import UsageError
+from dbarena.lifecycle import state
+from dbarena.study.model import Machines, Study
+
+Say = Callable[[str], None]
+
+
+def records_dir() -> Path:
+    return state.state_dir() / "cloud"
+
+
+def provider_for(name: str, region: str) -> Provider:
+    """The provider of that name (a second one is a module and a line here)."""
+    if name == "aws":
+        from dbarena.cloud.aws import Aws
+
+        return Aws(region)
+    raise UsageError(f"provider {name!r}: dbarena knows aws only")
+
+
+@dataclass
+class Made:
+    """What one run made, and where its record, inventory and targets are."""
+
+    run: str
+    record: Path
+    resources: list[Resource]
+    inventory: Path
+    targets: dict[str, str]  # engine -> --target URL of its managed database
+    estimated: estimate_mod.CostEstimate
+    catalogue: catalogue_mod.Catalogue
+
+    @property
+    def hosts(self) -> list[Resource]:
+        return [r for r in self.resources if r.kind == "instance"]
+
+    @property
+    def created(self) -> dict[str, datetime]:
+        """resource name as the estimate names it -> when it was created."""
+        out = {}
+        for r in self.resources:
+            if r.created is not None:
+                out[r.name if r.kind == "instance" else f"{r.engine} (managed)"] = r.created
+        return out
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_suffix(".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+    temporary.replace(path)
+
+
+def new_run() -> str:
+    """A run's name, unique and valid as a tag, an RDS identifier's start and a file name."""
+    return f"dbarena-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{secrets.token_hex(3)}"
+
+
+def checked_estimate(study: Study, max_cost: float | None, max_instances: int | None
+                     ) -> tuple[estimate_mod.CostEstimate, catalogue_mod.Catalogue]:
+    """The estimate, refused in one line beyond --max-cost or --max-instances: before
+    any cloud is called."""
+    if study.machines is None:
+        raise UsageError(f"{study.source}: no [machines]: nothing to create")
+    cat = catalogue_mod.for_machines(study.machines, study.source)
+    estimated = estimate_mod.estimate(study, cat)
+    estimate_mod.check_max_instances(estimated, max_instances)
+    estimate_mod.check_max_cost(estimated, max_cost)
+    return estimated, cat
+
+
+def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, cat: catalogue_mod.Catalogue,
+       say: Say, *, kept: bool) -> Made:
+    """Make the study's [machines], tagged, recorded before the first call; on any
+    failure or interruption, delete what this run made before the error goes on."""
+    machines = study.machines
+    assert machines is not None  # (checked_estimate refused a study without)
+    run = new_run()
+    now = datetime.now(timezone.utc)
+    lifetime = machines.lifetime_s or int(2 * estimated.longest_s + 3600)
+    tags = {TAG_RUN: run, TAG_OWNER: owner(), TAG_EXPIRES: stamp(now + timedelta(seconds=lifetime))}
+    record = records_dir() / f"{run}.json"
+    data: dict[str, Any] = {"run": run, "provider": provider.name, "region": machines.region,
+                            "owner_pid": os.getpid(), "owner_start": state.start_time(os.getpid()),
+                            "kept": False, "study": study.source, "expires": tags[TAG_EXPIRES], "resources": []}
+    _write(record, data)
+    say(f"creating {len(estimated.resources)} resource(s) of run {run} on {provider.name} {machines.region} "
+        f"(expires {tags[TAG_EXPIRES]})")
+    try:
+        resources = provider.create(machines, tags)
+    except BaseException:
+        say(f"creation failed or interrupted: deleting what run {run} made")
+        _delete_run(provider, run, record, say)
+        raise
+    made = _made(run, record, resources, machines, estimated, cat)
+    data.update({"resources": [r.as_json() for r in resources], "kept": kept, "inventory": str(made.inventory),
+                 "targets": made.targets})
+    _write(record, data)
+    return made
+
+
+def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
+          estimated: estimate_mod.CostEstimate, cat: catalogue_mod.Catalogue) -> Made:
+    hosts = [r for r in resources if r.kind == "instance"]
+    prices: dict[str, float | None] = {}
+    for host in hosts:
+        parts = [line.per_hour for line in estimated.lines if line.resource == host.name]
+        prices[host.name] = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+    path = record.with_suffix(".inventory.json")
+    _write(path, json.loads(inventory(hosts, machines, prices, cat.currency)))
+    from dbarena.cloud.aws import MASTER_USER
+
+    targets = {r.engine: target(r, MASTER_USER) for r in resources if r.kind == "database" and r.engine}
+    return Made(run=run, record=record, resources=resources, inventory=path, targets=targets, estimated=estimated,
+                catalogue=cat)
+
+
+def _delete_run(provider: Provider, run: str, record: Path, say: Say) -> int:
+    """Delete every resource tagged with `run` (found by its tags, not by the record:
+    what a creation cut short made is in no record), then the run's record."""
+    found = [r for r in provider.describe() if r.run == run]
+    for r in found:
+        say(f"deleting {r.line()}")
+    provider.delete(found)
+    for path in (record, record.with_suffix(".inventory.json")):
+        path.unlink(missing_ok=True)
+    return len(found)
+
+
+def down(run: str, say: Say) -> int:
+    """Delete what a run made (`cloud down RUN`); the number of resources deleted."""
+    record = records_dir() / f"{run}.json"
+    data = _read(record)
+    if data is None:
+        raise UsageError(f"no run {run!r} here (records in {records_dir()}); `dbarena cloud reap` finds "
+                         "resources by their tags")
+    return _delete_run(provider_for(str(data["provider"]), str(data["region"])), run, record, say)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("run"), str) else None
+
+
+def records() -> list[dict[str, Any]]:
+    folder = records_dir()
+    found = [_read(p) for p in sorted(folder.glob("*.json")) if not p.name.endswith(".inventory.json")] \
+        if folder.is_dir() else []
+    return [d for d in found if d is not None]
+
+
+def orphaned(data: dict[str, Any]) -> bool:
+    """A record of a run whose controller is gone and that was not kept (`cloud up`)."""
+    pid, start = data.get("owner_pid"), data.get("owner_start")
+    return not data.get("kept") and not state.alive(pid if isinstance(pid, int) else None,
+                                                    start if isinstance(start, int) else None)
+
+
+def reap_orphans(say: Say) -> int:
+    """Delete what killed controllers made (their records: not kept, owner gone)."""
+    deleted = 0
+    for data in records():
+        if orphaned(data):
+            say(f"run {data['run']}'s controller (process {data.get('owner_pid')}) is gone: deleting what it made")
+            provider = provider_for(str(data["provider"]), str(data["region"]))
+            deleted += _delete_run(provider, str(data["run"]), records_dir() / f"{data['run']}.json", say)
+    return deleted
+
+
+def reapable(resources: Sequence[Resource], now: datetime) -> list[tuple[Resource, str]]:
+    """The resources `cloud reap` deletes, each with why: past its expiry tag (whoever
+    made it), or made from here by a run this machine has no live record of."""
+    live = {str(d["run"]) for d in records() if not orphaned(d)}
+    me = owner()
+    out = []
+    for r in resources:
+        expires = r.expires
+        if expires is not None and expires <= now:
+            out.append((r, f"expired at {r.tags.get(TAG_EXPIRES)}"))
+        elif expires is None:
+            out.append((r, "no valid expiry tag"))
+        elif r.tags.get(TAG_OWNER) == me and r.run not in live:
+            out.append((r, "its run is gone"))
+    return out
+
+
+def reap(provider: Provider, yes: bool, say: Say, now: datetime | None = None) -> int:
+    """List what is reapable; delete it with `yes`. The number listed."""
+    found = reapable(provider.describe(), now or datetime.now(timezone.utc))
+    for r, why in found:
+        say(f"{'deleting' if yes else 'would delete'} {r.line()}: {why}")
+    if not found:
+        say("nothing to reap")
+    elif yes:
+        provider.delete([r for r, _ in found])
+        runs = {r.run for r, _ in found}
+        for run in runs:
+            for path in (records_dir() / f"{run}.json", records_dir() / f"{run}.inventory.json"):
+                path.unlink(missing_ok=True)
+    else:
+        say(f"{len(found)} resource(s) listed: nothing deleted (--yes deletes them)")
+    return len(found)
