@@ -158,28 +158,36 @@ def run(
     )
 
 
-_EXIT_POLL_S = 0.02  # how often a wait with a timeout looks (the tool's end is seen this late at most)
-
-
 def _exited(proc: subprocess.Popen[bytes], timeout: float | None) -> float | None:
     """Wait until the child exits, not reaping it, and its CPU time then: a zombie
     still holds its own and its threads' times, which are gone once it is reaped
-    (Popen.wait, after this). TimeoutExpired past `timeout`."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
+    (Popen.wait, after this). TimeoutExpired past `timeout`. The wait blocks in a
+    thread of its own (waitid cannot time out, and polling would wake this process
+    tens of times a second while the benchmark runs)."""
+    seen: list[float | None] = []
+    done = threading.Event()
+
+    def wait() -> None:
         try:
-            exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            seen.append(_cpu_of(proc.pid))
         except ChildProcessError:  # reaped elsewhere (a PID 1 that reaps everything)
-            return None
-        if exited is not None:
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
-        time.sleep(_EXIT_POLL_S if deadline is None else min(_EXIT_POLL_S, max(0.0, deadline - time.monotonic())))
+            seen.append(None)
+        finally:
+            done.set()
+
+    threading.Thread(target=wait, daemon=True, name="dbarena-exit").start()
+    if not done.wait(timeout):
+        raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+    return seen[0] if seen else None
+
+
+def _cpu_of(pid: int) -> float | None:
+    """A process's CPU time, its threads' and the children it waited for included."""
     import psutil  # (here: every command imports this module, few run a tool)
 
     try:
-        times = psutil.Process(proc.pid).cpu_times()
+        times = psutil.Process(pid).cpu_times()
     except psutil.Error:
         return None
     return round(float(times.user + times.system + times.children_user + times.children_system), 3)

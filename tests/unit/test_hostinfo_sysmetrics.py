@@ -199,3 +199,23 @@ def test_taskset_narrows_what_dbarena_records_and_counts():
                           check=True)
     machine, cpus, usable, effective, levels_of = json.loads(done.stdout)
     assert machine == os.cpu_count() and (cpus, usable, effective, levels_of) == ("1", 1, 1, 1)
+
+
+def test_the_servers_tree_walked_down_from_its_root_counts_what_the_whole_proc_scan_counts():
+    import subprocess
+    import time
+
+    # A shell with three children, one of them busy: the server's processes as the
+    # system sampler counts them each second.
+    tree = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & while :; do :; done & wait"])
+    try:
+        time.sleep(1.0)
+        walked = sysmetrics.server_tree_seconds(tree.pid)
+        scanned = sysmetrics.tree_seconds(sysmetrics.all_process_seconds(), tree.pid)
+        assert walked is not None and walked > 0.3
+        assert abs(walked - scanned) < 0.2  # (read a moment apart, the busy child running)
+        assert sysmetrics.server_tree_seconds(2 ** 22 + 7) == 0.0  # no such process: nothing
+    finally:
+        subprocess.run(["pkill", "-P", str(tree.pid)], check=False)
+        tree.kill()
+        tree.wait()
