@@ -52,6 +52,12 @@ NOT_HERE = {
     "dbarena compare m6i c7g": "stores of two machines labelled m6i and c7g",
     "dbarena run --resume": "an interrupted run (tests/e2e/test_resume_precision.py)",
     "dbarena serve": "serves until stopped (tests/e2e/test_serve_browser.py starts it and browses it)",
+    "dbarena publish --label c7g --key": "a store with a label c7g and an SSH key (tests/e2e/test_exchange.py "
+                                         "publishes real runs with keys it makes)",
+    "dbarena verify c7g.tar": "a published bundle (tests/e2e/test_exchange.py verifies and tampers with real ones)",
+    "dbarena import c7g.tar": "a published bundle (tests/e2e/test_exchange.py imports real ones)",
+    "dbarena site bundles/": "a directory of bundles (tests/e2e/test_site.py builds a site and browses it)",
+    "dbarena run --like c7g.tar": "a published bundle (tests/e2e/test_site.py runs --like of one it made)",
     # make demo's command, 20 points on two engines: tests/e2e/test_study_run.py runs it whole.
     "dbarena run --study seed-a --quick": "make demo's run (tests/e2e/test_study_run.py runs it whole)",
     "dbarena history --label nightly": "a store with nightly runs (tests/e2e/test_history_gate.py makes a history "
