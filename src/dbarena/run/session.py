@@ -251,11 +251,17 @@ def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]
     index = 0
     for number, (mode, part) in enumerate(parts):
         later = [spec for _, other in parts[number + 1:] for spec in other.points]
-        if switch is not None:
-            _switch(ctx, switch, mode, part)
-            if deadline is not None:
-                ctx.deadline = _budget_share(deadline, ctx.clock, part, later)
-        index = _run_engine(ctx, part, first_index=index, later=later)
+        try:
+            if switch is not None:
+                _switch(ctx, switch, mode, part)
+                if deadline is not None:
+                    ctx.deadline = _budget_share(deadline, ctx.clock, part, later)
+            index = _run_engine(ctx, part, first_index=index, later=later)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            # Between two parts, before the next one's runs begin (finding its engine
+            # runs `mariadbd --version`; switching SMT): nothing of it to mark, the study
+            # stops as an interrupt within a part stops it (_run_engine).
+            ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
         if ctx.outcome.exit_status != ExitStatus.OK or (ctx.study.fail_fast and ctx.outcome.failed):
             break
 
