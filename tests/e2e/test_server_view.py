@@ -119,7 +119,10 @@ def test_select_only_on_a_cached_dataset_is_not_lock_bound(public_tmp, tmp_path)
     looks = sum(sum(v) for k, v in point["record"]["series"].items() if k.startswith("wait."))
     if looks >= bound.MIN_WAIT_SAMPLES:  # (fewer: a share of them says nothing, and decides nothing)
         assert _share(point["record"], "wait.Lock") + _share(point["record"], "wait.LWLock") < bound.WAIT_SHARE
-    assert "on CPU in" in point["evidence"] or "too few to tell from the waits" in point["evidence"]
+    # (No backend caught active in any second, which happens on a busy machine: the
+    # waits then say nothing, and the evidence is the CPU's alone.)
+    assert "on CPU in" in point["evidence"] or "too few to tell from the waits" in point["evidence"] \
+        or (looks == 0 and point["evidence"].startswith("machine CPU")), point["evidence"]
 
 
 def test_no_server_metrics_reads_nothing_of_the_server(public_tmp, tmp_path):
