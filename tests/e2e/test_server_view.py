@@ -122,7 +122,7 @@ def test_select_only_on_a_cached_dataset_is_not_lock_bound(public_tmp, tmp_path)
     # (No backend caught active in any second, which happens on a busy machine: the
     # waits then say nothing, and the evidence is the CPU's alone.)
     assert "on CPU in" in point["evidence"] or "too few to tell from the waits" in point["evidence"] \
-        or (looks == 0 and point["evidence"].startswith("machine CPU")), point["evidence"]
+        or looks == 0, point["evidence"]
 
 
 def test_no_server_metrics_reads_nothing_of_the_server(public_tmp, tmp_path):
