@@ -75,16 +75,9 @@ def sweep(section: Section, links: Links) -> Spec | None:
     field = _figure_of(section)
     series = []
     for i, label in enumerate(section.labels):
-        rows = sorted((r for r in section.rows if r.label == label and r.figure(field) is not None),
-                      key=lambda r: r.threads)
+        rows, points = _level_points(section, links, label, field)
         if not rows:
             continue
-        points = []
-        for r in rows:
-            value = r.figure(field)
-            assert value is not None
-            mine = links.get((label, r.threads), ())
-            points.append([r.threads, value, _level_tip(label, r, field, value, mine), _point_href(mine)])
         band = [[r.threads, max(r.tps_ci_low, 0.0), r.tps_ci_high] for r in rows
                 if field == "tps" and r.tps_ci_low is not None and r.tps_ci_high is not None]
         series.append({"name": label, "i": i, "cls": _cls(section, label), "dash": False, "points": points,
@@ -97,6 +90,21 @@ def sweep(section: Section, links: Links) -> Spec | None:
             "xticks": _levels(series)}
 
 
+def _level_points(section: Section, links: Links, label: str, field: str, what: str = ""
+                  ) -> tuple[list[LevelRow], list[list[Any]]]:
+    """The label's levels that have the figure, by threads, and each as a chart point:
+    threads, value, its tip, and the link to the first point measured there."""
+    rows = sorted((r for r in section.rows if r.label == label and r.figure(field) is not None),
+                  key=lambda r: r.threads)
+    points: list[list[Any]] = []
+    for r in rows:
+        value = r.figure(field)
+        assert value is not None
+        mine = links.get((label, r.threads), ())
+        points.append([r.threads, value, _level_tip(label, r, field, value, mine, what), _point_href(mine)])
+    return rows, points
+
+
 def _levels(series: Sequence[Spec]) -> list[float]:
     return sorted({p[0] for s in series for p in s["points"]})
 
@@ -107,16 +115,9 @@ def percentiles(section: Section, links: Links) -> Spec | None:
     series = []
     for i, label in enumerate(section.labels):
         for n, (_, field, what) in enumerate(PERCENTILE_CHARTS):
-            rows = sorted((r for r in section.rows if r.label == label and r.figure(field) is not None),
-                          key=lambda r: r.threads)
+            rows, points = _level_points(section, links, label, field, what)
             if not rows:
                 continue
-            points = []
-            for r in rows:
-                value = r.figure(field)
-                assert value is not None
-                mine = links.get((label, r.threads), ())
-                points.append([r.threads, value, _level_tip(label, r, field, value, mine, what), _point_href(mine)])
             series.append({"name": f"{label} {what}", "i": i, "cls": _cls(section, label), "dash": n > 0,
                            "points": points, "band": []})
     if not series:
