@@ -93,10 +93,14 @@ def run(
     on_start: Callable[[int], None] | None = None,
     cpus: Sequence[int] | None = None,
     stdin: str | bytes | None = None,
+    session: bool = False,
 ) -> Completed:
     """Run argv to completion and capture both streams; on `cpus` only, when given
     (the CPU affinity its children inherit); in `cwd`, when given; with `stdin` (str
-    as UTF-8) on its standard input, else /dev/null.
+    as UTF-8) on its standard input, else /dev/null; with `session`, as the leader of a
+    session of its own, which a signal to dbarena's process group does not reach (a
+    database's initialisation, whose children a SIGKILL would leave in RAM: see
+    engines/instance.py initialising).
 
     The child is always gone when this returns or raises: on timeout, Ctrl-C or any
     exception it is terminated, then killed.
@@ -111,6 +115,7 @@ def run(
             stderr=subprocess.PIPE,
             env=env,
             cwd=cwd,
+            start_new_session=session,
             **_as_user(user),
         )
     except FileNotFoundError as exc:

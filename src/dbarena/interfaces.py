@@ -81,9 +81,11 @@ class Executor(Protocol):
         on_start: Callable[[int], None] | None = None,
         cpus: Sequence[int] | None = None,
         stdin: str | bytes | None = None,
+        session: bool = False,
     ) -> Completed: ...
     # cwd: where it runs (a point's work directory: see PointInput); stdin: what it
-    # reads on its standard input (str as UTF-8), None: nothing (/dev/null).
+    # reads on its standard input (str as UTF-8), None: nothing (/dev/null); session:
+    # in a session (and process group) of its own, out of reach of a signal to dbarena's.
 
     def spawn(self, argv: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None,
               user: str | None = None, cpus: Sequence[int] | None = None) -> subprocess.Popen[bytes]: ...

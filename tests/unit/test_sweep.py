@@ -76,7 +76,7 @@ class FakeExecutor:
         self.rules.append((predicate, answer))
 
     def run(self, argv, *, env=None, timeout=None, user=None, cwd=None, on_stdout_line=None,
-            on_stderr_line=None, on_start=None, cpus=None, stdin=None) -> Completed:
+            on_stderr_line=None, on_start=None, cpus=None, stdin=None, session=False) -> Completed:
         argv = tuple(str(a) for a in argv)
         # The files in its working directory as the command starts (a point's work directory),
         # but dbarena's own marker (lifecycle/state.py: a reaper removes what holds it).

@@ -77,7 +77,7 @@ def stop_server(proc: subprocess.Popen[bytes], *, first_signal: int, grace_s: fl
     process group (it was spawned as a session leader, so that holds its children) and
     remove the shared memory segments it held (a killed PostgreSQL leaves them in RAM).
     Its exit status: -9 when it had to be killed."""
-    segments = state.shm_segments(proc.pid) if proc.poll() is None else set()
+    segments = state.group_segments(proc.pid) if proc.poll() is None else set()
     status: int | None = proc.returncode
     if proc.poll() is None:
         status = execute.stop(proc, grace_s=grace_s, first_signal=first_signal)
@@ -117,7 +117,12 @@ def new_top(prefix: str, engine: str, parent: Path | None = None,
 def initialising(record: state.Record) -> Iterator[Callable[[int], None]]:
     """An on_start for the run of initdb or mariadb-install-db: the process recorded
     while it runs, so that reaping a killed dbarena stops it (and its children) before
-    it removes the directory they write in; forgotten once it has ended."""
+    it removes the directory they write in; forgotten once it has ended. The run is
+    a session of its own (executor.run's `session`): initdb's standalone postgres makes
+    dynamic shared memory as a server does, and a SIGKILL to dbarena's process group
+    (`kill -9 -PGID`) that took it too would leave that in RAM with nobody knowing its
+    name; alone, it is stopped by whoever reaps the instance, who reads what it maps
+    first (state.stop_initialisation)."""
     def started(pid: int) -> None:
         record.update(**state.process_fields("init_pid", pid))
 

@@ -326,7 +326,8 @@ class MySQLFamily:
         given there too)."""
         init = self.init_argv(binaries, data) + [f"--{k.replace('_', '-')}={v}" for k, v in cluster.items()]
         with instance.initialising(record) as on_start:
-            done = executor.run(init, user=user, timeout=600, cwd=top, env=dict(server_env), on_start=on_start)
+            done = executor.run(init, user=user, timeout=600, cwd=top, env=dict(server_env), on_start=on_start,
+                                session=True)
         if done.returncode != 0:
             lines = (done.stderr + done.stdout).strip().splitlines()
             errors = [l for l in lines if "[ERROR]" in l]

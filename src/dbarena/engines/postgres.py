@@ -230,7 +230,7 @@ def throwaway(
             done = executor.run(
                 [str(binaries.path("initdb")), "-D", str(data), "-U", superuser, f"--pwfile={pwfile}",
                  f"--auth={auth}", *initdb_options, "--no-sync"],
-                user=user, timeout=300, on_start=on_start,
+                user=user, timeout=300, on_start=on_start, session=True,
             )
         pwfile.unlink()
         if done.returncode != 0:

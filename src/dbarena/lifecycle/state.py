@@ -501,6 +501,20 @@ def shm_segments(pid: int) -> set[Path]:
             if len(line.split(None, 5)) == 6 and line.split(None, 5)[5].startswith("/dev/shm/")}
 
 
+def group_segments(pgid: int) -> set[Path]:
+    """The shared memory segments that the processes of a process group map (a server
+    spawned as a session leader: the postmaster and its backends). A postmaster maps
+    only its control segment; the statistics' (PostgreSQL 15's, made at start) and those
+    made later are mapped by its children alone, and a SIGKILL leaves them in RAM too."""
+    found = shm_segments(pgid)
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != pgid:
+            fields = _stat(int(proc.name))
+            if fields is not None and fields[2] == str(pgid):  # (the fields after the name: state, ppid, pgrp)
+                found |= shm_segments(int(proc.name))
+    return found
+
+
 def remove_segments(segments: set[Path]) -> None:
     """Unlink shared memory segments: only files right in /dev/shm (a state record that
     names another path names no segment)."""
@@ -514,7 +528,7 @@ def stop_group(pgid: int, stop_signal: int = signal.SIGTERM) -> None:
     """Stop an orphaned server: its own shutdown first (`stop_signal`, what its engine
     declares: PostgreSQL's fast shutdown is SIGINT to the postmaster), then SIGKILL of
     its whole process group; the shared memory it still held is removed."""
-    segments = shm_segments(pgid)
+    segments = group_segments(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pgid, stop_signal)
         deadline = time.monotonic() + STOP_GRACE_S
