@@ -32,7 +32,7 @@ from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure
 from dbarena.stats import outliers
 from dbarena.fleet.failure import Failure
-from dbarena.fleet.inventory import Host
+from dbarena.fleet.inventory import SERVER_GROUP, Host
 from dbarena.records import JSONObject, StoredRun, json_object
 from dbarena.store.database import Store
 from dbarena.study import Study
@@ -427,8 +427,16 @@ class Fleet:
 
     def cleanup(self, hosts: list[Host]) -> int:
         """`fleet cleanup`: each host's own lines of what it stopped and removed
-        (fleet/hostcleanup.py); 0 when every host answered, else 1."""
-        results = self.ansible.play("cleanup.yml", hosts, {}, timeout_s=CLEANUP_TIMEOUT_S)
+        (fleet/hostcleanup.py); 0 when every host answered, else 1. The load generators
+        first, then --together's server: stopped at once, the server would end their
+        points with errors of its own before they were stopped (and each host could not
+        say what it stopped)."""
+        servers = [h for h in hosts if SERVER_GROUP in h.groups]
+        first = [h for h in hosts if h not in servers]
+        results = {}
+        for part in (first, servers):
+            if part:
+                results.update(self.ansible.play("cleanup.yml", part, {}, timeout_s=CLEANUP_TIMEOUT_S))
         trouble = 0
         for h in hosts:
             result = results[h.name]
