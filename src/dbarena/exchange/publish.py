@@ -23,7 +23,7 @@ from dbarena import __version__
 from dbarena.errors import UsageError
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange.manifest import Manifest, PointEntry, Price, StudyText
-from dbarena.masking import masked
+from dbarena.masking import MASK, masked
 from dbarena.records import JSON, StoredRun
 from dbarena.stats import analysis
 from dbarena.store.database import Store
@@ -67,10 +67,19 @@ def secrets_of(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[st
     return found
 
 
+# A string that ends in a password option with no value (`--pgsql-password=`, an
+# argument of a command run without a password): as JSON text, `"--pgsql-password=",`,
+# its closing quote reads as the start of a quoted password to the check of every line
+# (first_unmasked_line), which would refuse the bundle. Such a string is written with
+# the mask after it, as a password would be: nothing is hidden that was there.
+_EMPTY_PASSWORD_AT_END = re.compile(r"(?i)[\w-]*(?:password|passwd|_pwd)=$")
+
+
 def _masked_json(value: JSON) -> JSON:
     """Every string of a JSON value masked (masking.py), keys too."""
     if isinstance(value, str):
-        return masked(value)
+        value = masked(value)
+        return value + MASK if _EMPTY_PASSWORD_AT_END.search(value) else value
     if isinstance(value, list):
         return [_masked_json(v) for v in value]
     if isinstance(value, dict):

@@ -3,7 +3,8 @@ ClickBench's but for OLTP sweeps.
 
 Every bundle is verified first (verify.py); one that does not hold is listed as refused
 with its one-line reason and never shown as a result. A result is one run of a bundle
-at one engine and workload: its sweep (a level a thread count), throughput per core and
+at one engine and workload (the imported runs of one label together: an import stores a
+run per file it reads): its sweep (a level a thread count), throughput per core and
 per unit of price, its trust (verified, signed by which key or unsigned, imported from a
 tool's output rather than measured by dbarena, its host probe against the others of its
 machine type), and a page of its own with its decision against the others of the same
@@ -128,23 +129,31 @@ def _examine(path: str, allowed_signers: str | None, index: int) -> Examined:
     with throwaway_store(verified.bundle) as (db, _):
         rows, runs = analysis.load(db), db.runs()
     trust = _trust(verified)
+    # A result is a run; but `dbarena import` stores each file it reads as a run of its
+    # own (a published sweep is a file a level), so the imported runs of one label are
+    # one result, their levels its sweep.
+    together: dict[tuple[str, str | int], list[StoredRun]] = {}
     for run in runs:
-        label = f"{stem}: {run.label}"
-        mine = [replace(r, label=label, series_label=label) for r in rows if r.run_id == run.id]
+        together.setdefault(("label", run.label) if run.status == "imported" else ("run", run.id), []).append(run)
+    for group in together.values():
+        first = group[0]
+        label = f"{stem}: {first.label}"
+        ids = {run.id for run in group}
+        mine = [replace(r, label=label, series_label=label) for r in rows if r.run_id in ids]
         if not mine:
             continue
-        relabelled = replace(run, label=label)
-        report = data.build(mine, [relabelled])
+        relabelled = [replace(run, label=label) for run in group]
+        report = data.build(mine, relabelled)
         groups = analysis.summaries(mine)
         for engine, workload in dict.fromkeys((r.engine, r.workload) for r in mine):
             levels = sorted((row for row in report.rows if (row.engine, row.workload) == (engine, workload)),
                             key=lambda row: row.threads)
-            rid = f"{out.sha256[:12]}-{run.id}-{re.sub(r'[^a-z0-9]+', '-', f'{engine}-{workload}'.lower())[:60]}"
+            rid = f"{out.sha256[:12]}-{first.id}-{re.sub(r'[^a-z0-9]+', '-', f'{engine}-{workload}'.lower())[:60]}"
             points = [p for p in mine if (p.engine, p.workload) == (engine, workload)]
             out.results.append(Result(
                 id=rid, bundle=name, label=label, points=points,
-                groups=[g for g in groups if (g.engine, g.workload) == (engine, workload)], run=relabelled,
-                figures=_row(rid, name, label, run, engine, workload, levels, trust)))
+                groups=[g for g in groups if (g.engine, g.workload) == (engine, workload)], run=relabelled[0],
+                figures=_row(rid, name, label, first, engine, workload, levels, trust)))
     return out
 
 

@@ -103,6 +103,12 @@ class Verified:
         if self.not_readable:
             also = (f"; {self.points - self.from_output} point(s) of {', '.join(sorted(set(self.not_readable)))} "
                     "checked from their series only (the importer does not read their tool's output)")
+        # A run `dbarena import` made of a tool's output: its figures are what the tool
+        # printed there, read again here, but nobody measured them with dbarena.
+        imported = sum(1 for r in self.runs if r.get("status") == "imported")
+        if imported:
+            also += (f"; {imported} run(s) imported, not measured by dbarena (a tool's output read by "
+                     "`dbarena import`)")
         return (f"{self.bundle.name}: verified: {who}; {self.files} file(s) match their sha256; {checked}: "
                 f"every figure recomputed from the raw outputs and series equals the manifest's{also}")
 
