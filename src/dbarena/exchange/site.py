@@ -30,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -51,11 +52,18 @@ from dbarena.stats import analysis, decision
 
 __all__ = ["build", "Built", "MAX_BASELINES"]
 
-# A result's page holds its decision against this many others of its engine and workload,
-# nearest first (the same machine type, then architecture and CPU model, then engine
-# version): every pair of a thousand results would be a million decisions and a page of
-# megabytes. Any other pair: `dbarena import` both bundles, then `dbarena compare`.
-MAX_BASELINES = 24
+# A result's page holds its decision against every other result of its workload key:
+# the same engine and workload, the only others a decision can be made against (a
+# decision compares the levels both measured with one configuration; another workload
+# has none). Each is decided when the site is built, by analysis.compare and
+# stats.decision as `dbarena compare` and `report` decide, and drawn as `report` draws
+# it: a static page cannot ask for a pair later, and a decision computed by the page's
+# script would be a second derivation of it. Where more results share a key than this,
+# the page holds the nearest this many (the same machine type, then CPU model,
+# architecture, engine version, cloud) and says so: every pair of a thousand results of
+# one key is a million decisions (0.14 ms each measured, 1.3 kB drawn), beyond the
+# minute and the size a site of a thousand bundles may take (bench/site).
+MAX_BASELINES = 99
 # Managed services whose name a target's host or version string carries: a result is
 # "managed" where one does (or where its run's options say so); a throwaway server that
 # dbarena started, or another server, "self-run".
@@ -228,7 +236,8 @@ def _nearness(a: JSONObject, b: JSONObject) -> tuple[int, ...]:
 
 
 def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, str]]:
-    """The result against each of its nearest others as baseline, rendered as `report` does."""
+    """The result against each other of its workload key as baseline (the nearest
+    MAX_BASELINES where there are more), rendered as `report` does."""
     out = []
     for other in sorted(others, key=lambda o: (*_nearness(result.figures, o.figures), o.id))[:MAX_BASELINES]:
         rows = other.points + result.points
@@ -238,6 +247,24 @@ def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, s
         out.append((other, decision_view.html(decided, [line] if line else [])
                     or "<p>Nothing to decide: no level of one was measured with the other's configuration.</p>"))
     return out
+
+
+# The results and their keys, set before the pages' workers are forked (which inherit
+# them: a result's points are not sent to a worker for each page).
+_SHARED: list[Result] = []
+_KINDS: dict[tuple[str, str], list[int]] = {}
+
+
+def _kind(result: Result) -> tuple[str, str]:
+    return str(result.figures["engine"]), str(result.figures["workload"])
+
+
+def _write_pages(indices: Sequence[int], output: str) -> None:
+    """The pages of these results (in a worker, or in this process)."""
+    for i in indices:
+        r = _SHARED[i]
+        others = [_SHARED[j] for j in _KINDS[_kind(r)] if j != i]
+        (Path(output) / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others), len(others)))
 
 
 _STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}table{border-collapse:collapse}
@@ -268,7 +295,7 @@ def _svg(curve: Sequence[JSON], width: int = 360, height: int = 160) -> str:
             f'{lo} threads</text><text x="{width - 60}" y="{height - 4}" font-size="10">{hi} threads</text></svg>')
 
 
-def _page(result: Result, decided: list[tuple[Result, str]]) -> str:
+def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
     f = result.figures
     trust = f["trust"]
     assert isinstance(trust, dict)
@@ -290,9 +317,13 @@ def _page(result: Result, decided: list[tuple[Result, str]]) -> str:
     options = "".join(f'<option value="{e(o.id)}">{e(o.label)} ({e(o.figures["instance"] or o.figures["cpu"])})'
                       f"</option>" for o, _ in decided)
     sections = "".join(f'<div class="vs" id="vs-{e(o.id)}" hidden>{html}</div>' for o, html in decided)
-    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label> '
-               f"(the {len(decided)} nearest of its engine and workload; any other pair: <code>dbarena import</code> "
-               f"both bundles, then <code>dbarena compare</code>)</p>{sections}" if decided
+    which = (f"any of the {of} other result(s) of its engine and workload" if len(decided) == of else
+             f"the {len(decided)} nearest of the {of} other results of its engine and workload (the same machine "
+             f"type first); any other: <code>dbarena import</code> both bundles, then <code>dbarena compare</code>")
+    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
+               f"<p>Against {which}: the results a decision can be made against (it compares the levels both "
+               f"measured with one configuration), each decided when the site was built, as <code>dbarena "
+               f"compare</code> decides.</p>{sections}" if decided
                else "<p>No other result of this engine and workload to decide against.</p>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
@@ -358,12 +389,20 @@ def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = No
     for x in examined:
         if x.refused is None and x.results:
             shutil.copyfile(x.path, output / "bundles" / x.results[0].bundle)
-    by_kind: dict[tuple[str, str], list[Result]] = {}
-    for r in results:
-        by_kind.setdefault((str(r.figures["engine"]), str(r.figures["workload"])), []).append(r)
-    for r in results:
-        others = [o for o in by_kind[(str(r.figures["engine"]), str(r.figures["workload"]))] if o is not r]
-        (output / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others)))
+    _SHARED[:] = results
+    _KINDS.clear()
+    for i, r in enumerate(results):
+        _KINDS.setdefault(_kind(r), []).append(i)
+    # The pages in forked workers where there are many (a page is up to MAX_BASELINES
+    # decisions): fork, so that each inherits the results rather than receive them.
+    chunks = [list(range(i, len(results), workers)) for i in range(workers)]
+    if workers > 1 and len(results) > workers and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            list(pool.map(_write_pages, chunks, [str(output)] * len(chunks)))
+    else:
+        _write_pages(range(len(results)), str(output))
+    _SHARED.clear()
     site = {"results": [r.figures for r in results],
             "refused": [{"bundle": Path(p).name, "reason": reason} for p, reason in refused]}
     # A script, not a JSON file: a page opened from file:// may not fetch one. JSON is a
