@@ -107,6 +107,7 @@ def test_site_in_chromium_filters_back_views_refused(made, tmp_path):
         page.click(f"#results tbody tr:has-text('box-a') a")
         assert "/r/" in page.url
         assert page.locator("div.vs:not([hidden]) table.decision").count() == 1
+        assert "Against any of the 1 other result(s) of its engine and workload" in page.inner_text("body")
         assert "dbarena run --like bundles/" in page.inner_text("pre")
         browser.close()
     assert not dialogs and not errors, (dialogs, errors)

@@ -152,3 +152,16 @@ def test_the_tar_is_the_same_bytes_whatever_the_order_given():
     assert [i.name for i in infos] == ["manifest.json", "SHA256SUMS", "points/1/stdout.txt", "points/2/stdout.txt"]
     assert {(i.uid, i.gid, i.uname, i.gname, i.mode, i.mtime) for i in infos} == {(0, 0, "", "", 0o644,
                                                                                    1_700_000_000)}
+
+
+def test_an_empty_password_option_ending_a_string_does_not_refuse_the_bundle():
+    """`--pgsql-password=` with no value (an imported sysbench command run without a
+    password): as JSON text its closing quote would read as a quoted password to the
+    check of every line; written masked, the manifest passes that check."""
+    from dbarena.exchange.publish import _masked_json, first_unmasked_line
+
+    command = ["sysbench", "--pgsql-password=", "--db-driver=pgsql", "--pgsql-password=x"]
+    assert first_unmasked_line(bundle.json_bytes({"command": command}).decode()) is not None
+    kept = _masked_json({"command": command})
+    assert kept == {"command": ["sysbench", "--pgsql-password=***", "--db-driver=pgsql", "--pgsql-password=***"]}
+    assert first_unmasked_line(bundle.json_bytes(kept).decode()) is None

@@ -22,8 +22,9 @@ from typing import Any
 from dbarena import __version__
 from dbarena.errors import UsageError
 from dbarena.exchange import bundle, sshsig
-from dbarena.masking import masked
-from dbarena.records import JSON, JSONObject, StoredRun
+from dbarena.exchange.manifest import Manifest, PointEntry, Price, StudyText
+from dbarena.masking import MASK, masked
+from dbarena.records import JSON, StoredRun
 from dbarena.stats import analysis
 from dbarena.store.database import Store
 from dbarena.store.schema import TABLES
@@ -66,10 +67,19 @@ def secrets_of(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[st
     return found
 
 
+# A string that ends in a password option with no value (`--pgsql-password=`, an
+# argument of a command run without a password): as JSON text, `"--pgsql-password=",`,
+# its closing quote reads as the start of a quoted password to the check of every line
+# (first_unmasked_line), which would refuse the bundle. Such a string is written with
+# the mask after it, as a password would be: nothing is hidden that was there.
+_EMPTY_PASSWORD_AT_END = re.compile(r"(?i)[\w-]*(?:password|passwd|_pwd)=$")
+
+
 def _masked_json(value: JSON) -> JSON:
     """Every string of a JSON value masked (masking.py), keys too."""
     if isinstance(value, str):
-        return masked(value)
+        value = masked(value)
+        return value + MASK if _EMPTY_PASSWORD_AT_END.search(value) else value
     if isinstance(value, list):
         return [_masked_json(v) for v in value]
     if isinstance(value, dict):
@@ -102,22 +112,18 @@ def _rows(db: Store, sql: str, args: tuple[Any, ...]) -> tuple[list[str], list[t
     return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
 
 
-def _run_record(run: StoredRun) -> JSONObject:
-    from dataclasses import fields
-
-    return {f.name: getattr(run, f.name) for f in fields(run)}
-
-
-def _price(run: StoredRun) -> JSONObject | None:
+def _price(run: StoredRun) -> Price | None:
     """The run's price with where it came from and when it held: what the run stored
     (its study's [price], or --price-per-hour), on the day the run started."""
     if run.price_per_hour is None:
         return None
     source = run.options.get("source")
-    return {"run": run.uuid, "per_hour": run.price_per_hour, "currency": run.currency or "USD",
-            "per_month": run.options.get("price_per_month"),
-            "source": f"the run's study ({source})" if isinstance(source, str) and source else "the run's options",
-            "date": run.started_at[:10]}
+    per_month = run.options.get("price_per_month")
+    return Price(run=run.uuid, per_hour=run.price_per_hour, currency=run.currency or "USD",
+                 per_month=per_month if isinstance(per_month, (int, float)) and not isinstance(per_month, bool)
+                 else None,
+                 source=f"the run's study ({source})" if isinstance(source, str) and source else "the run's options",
+                 date=run.started_at[:10])
 
 
 def _point_files(db: Store, point_id: int) -> dict[str, bytes]:
@@ -148,39 +154,33 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
     (`secrets`: what names it -> the value) would be in it after masking."""
     runs = _selected(db, labels, run_ids)
     files: dict[str, bytes] = {}
-    points: list[JSON] = []
-    studies: dict[str, JSONObject] = {}
+    points: list[PointEntry] = []
+    studies: dict[str, StudyText] = {}
     for run in runs:
         if run.study_sha256 is not None and run.study_sha256 not in studies:
             study = db.study_text(run.study_sha256)
             if study is not None:
-                studies[run.study_sha256] = study
+                studies[run.study_sha256] = StudyText(sha256=run.study_sha256, name=study["name"],
+                                                      source=study["source"], text=study["text"])
         for record in analysis.load(db, run_id=run.id):
             pid = record.point_id
             _, (row,) = _rows(db, "SELECT command, exit_code FROM points WHERE id = ?", (pid,))
             command = json.loads(row[0]) if isinstance(row[0], str) else []
             own = _point_files(db, pid)
-            names: JSONObject = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
+            names = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
             files.update((f"points/{pid}/{key}", data) for key, data in own.items())
-            points.append({"result": record.as_json(), "command": command, "exit_code": row[1], "files": names})
+            points.append(PointEntry(result=record.as_json(), command=[str(c) for c in command],
+                                     exit_code=row[1], files=names))
     newest = max((r.ended_at or r.started_at for r in runs))
-    manifest: JSONObject = {
-        "format": bundle.FORMAT, "format_version": bundle.FORMAT_VERSION,
+    digests = {name: bundle.sha256(data) for name, data in sorted(files.items())}
+    sums = bundle.sums_text(digests)
+    made = Manifest(
+        format=bundle.FORMAT, format_version=bundle.FORMAT_VERSION,
         # The dbarena that wrote the bundle; each run keeps the one that measured it.
-        "published_by": f"dbarena {__version__}",
-        "signed": signer is not None,
-        "date": newest,
-        "runs": [_run_record(r) for r in runs],
-        "studies": [studies[k] for k in sorted(studies)],
-        "prices": [p for p in map(_price, runs) if p is not None],
-        "points": points,
-        "files": {name: bundle.sha256(data) for name, data in sorted(files.items())},
-    }
-    masked_manifest = _masked_json(manifest)
-    assert isinstance(masked_manifest, dict)  # (a JSON object stays one)
-    manifest = masked_manifest
-    sums = bundle.sums_text({name: bundle.sha256(data) for name, data in files.items()})
-    manifest["sha256sums"] = bundle.sha256(sums)
+        published_by=f"dbarena {__version__}", signed=signer is not None, date=newest, runs=runs,
+        studies=[studies[k] for k in sorted(studies)], prices=[p for p in map(_price, runs) if p is not None],
+        points=points, files=digests, sha256sums=bundle.sha256(sums))
+    manifest = _masked_json(made.as_json())
     members = {bundle.MANIFEST: bundle.json_bytes(manifest), bundle.SUMS: sums, **files}
     _check_secrets(members, secrets)
     key = None

@@ -3,7 +3,8 @@ ClickBench's but for OLTP sweeps.
 
 Every bundle is verified first (verify.py); one that does not hold is listed as refused
 with its one-line reason and never shown as a result. A result is one run of a bundle
-at one engine and workload: its sweep (a level a thread count), throughput per core and
+at one engine and workload (the imported runs of one label together: an import stores a
+run per file it reads): its sweep (a level a thread count), throughput per core and
 per unit of price, its trust (verified, signed by which key or unsigned, imported from a
 tool's output rather than measured by dbarena, its host probe against the others of its
 machine type), and a page of its own with its decision against the others of the same
@@ -29,6 +30,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -50,11 +52,18 @@ from dbarena.stats import analysis, decision
 
 __all__ = ["build", "Built", "MAX_BASELINES"]
 
-# A result's page holds its decision against this many others of its engine and workload,
-# nearest first (the same machine type, then architecture and CPU model, then engine
-# version): every pair of a thousand results would be a million decisions and a page of
-# megabytes. Any other pair: `dbarena import` both bundles, then `dbarena compare`.
-MAX_BASELINES = 24
+# A result's page holds its decision against every other result of its workload key:
+# the same engine and workload, the only others a decision can be made against (a
+# decision compares the levels both measured with one configuration; another workload
+# has none). Each is decided when the site is built, by analysis.compare and
+# stats.decision as `dbarena compare` and `report` decide, and drawn as `report` draws
+# it: a static page cannot ask for a pair later, and a decision computed by the page's
+# script would be a second derivation of it. Where more results share a key than this,
+# the page holds the nearest this many (the same machine type, then CPU model,
+# architecture, engine version, cloud) and says so: every pair of a thousand results of
+# one key is a million decisions (0.14 ms each measured, 1.3 kB drawn), beyond the
+# minute and the size a site of a thousand bundles may take (bench/site).
+MAX_BASELINES = 99
 # Managed services whose name a target's host or version string carries: a result is
 # "managed" where one does (or where its run's options say so); a throwaway server that
 # dbarena started, or another server, "self-run".
@@ -128,23 +137,31 @@ def _examine(path: str, allowed_signers: str | None, index: int) -> Examined:
     with throwaway_store(verified.bundle) as (db, _):
         rows, runs = analysis.load(db), db.runs()
     trust = _trust(verified)
+    # A result is a run; but `dbarena import` stores each file it reads as a run of its
+    # own (a published sweep is a file a level), so the imported runs of one label are
+    # one result, their levels its sweep.
+    together: dict[tuple[str, str | int], list[StoredRun]] = {}
     for run in runs:
-        label = f"{stem}: {run.label}"
-        mine = [replace(r, label=label, series_label=label) for r in rows if r.run_id == run.id]
+        together.setdefault(("label", run.label) if run.status == "imported" else ("run", run.id), []).append(run)
+    for group in together.values():
+        first = group[0]
+        label = f"{stem}: {first.label}"
+        ids = {run.id for run in group}
+        mine = [replace(r, label=label, series_label=label) for r in rows if r.run_id in ids]
         if not mine:
             continue
-        relabelled = replace(run, label=label)
-        report = data.build(mine, [relabelled])
+        relabelled = [replace(run, label=label) for run in group]
+        report = data.build(mine, relabelled)
         groups = analysis.summaries(mine)
         for engine, workload in dict.fromkeys((r.engine, r.workload) for r in mine):
             levels = sorted((row for row in report.rows if (row.engine, row.workload) == (engine, workload)),
                             key=lambda row: row.threads)
-            rid = f"{out.sha256[:12]}-{run.id}-{re.sub(r'[^a-z0-9]+', '-', f'{engine}-{workload}'.lower())[:60]}"
+            rid = f"{out.sha256[:12]}-{first.id}-{re.sub(r'[^a-z0-9]+', '-', f'{engine}-{workload}'.lower())[:60]}"
             points = [p for p in mine if (p.engine, p.workload) == (engine, workload)]
             out.results.append(Result(
                 id=rid, bundle=name, label=label, points=points,
-                groups=[g for g in groups if (g.engine, g.workload) == (engine, workload)], run=relabelled,
-                figures=_row(rid, name, label, run, engine, workload, levels, trust)))
+                groups=[g for g in groups if (g.engine, g.workload) == (engine, workload)], run=relabelled[0],
+                figures=_row(rid, name, label, first, engine, workload, levels, trust)))
     return out
 
 
@@ -219,7 +236,8 @@ def _nearness(a: JSONObject, b: JSONObject) -> tuple[int, ...]:
 
 
 def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, str]]:
-    """The result against each of its nearest others as baseline, rendered as `report` does."""
+    """The result against each other of its workload key as baseline (the nearest
+    MAX_BASELINES where there are more), rendered as `report` does."""
     out = []
     for other in sorted(others, key=lambda o: (*_nearness(result.figures, o.figures), o.id))[:MAX_BASELINES]:
         rows = other.points + result.points
@@ -229,6 +247,24 @@ def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, s
         out.append((other, decision_view.html(decided, [line] if line else [])
                     or "<p>Nothing to decide: no level of one was measured with the other's configuration.</p>"))
     return out
+
+
+# The results and their keys, set before the pages' workers are forked (which inherit
+# them: a result's points are not sent to a worker for each page).
+_SHARED: list[Result] = []
+_KINDS: dict[tuple[str, str], list[int]] = {}
+
+
+def _kind(result: Result) -> tuple[str, str]:
+    return str(result.figures["engine"]), str(result.figures["workload"])
+
+
+def _write_pages(indices: Sequence[int], output: str) -> None:
+    """The pages of these results (in a worker, or in this process)."""
+    for i in indices:
+        r = _SHARED[i]
+        others = [_SHARED[j] for j in _KINDS[_kind(r)] if j != i]
+        (Path(output) / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others), len(others)))
 
 
 _STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}table{border-collapse:collapse}
@@ -259,7 +295,7 @@ def _svg(curve: Sequence[JSON], width: int = 360, height: int = 160) -> str:
             f'{lo} threads</text><text x="{width - 60}" y="{height - 4}" font-size="10">{hi} threads</text></svg>')
 
 
-def _page(result: Result, decided: list[tuple[Result, str]]) -> str:
+def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
     f = result.figures
     trust = f["trust"]
     assert isinstance(trust, dict)
@@ -281,9 +317,13 @@ def _page(result: Result, decided: list[tuple[Result, str]]) -> str:
     options = "".join(f'<option value="{e(o.id)}">{e(o.label)} ({e(o.figures["instance"] or o.figures["cpu"])})'
                       f"</option>" for o, _ in decided)
     sections = "".join(f'<div class="vs" id="vs-{e(o.id)}" hidden>{html}</div>' for o, html in decided)
-    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label> '
-               f"(the {len(decided)} nearest of its engine and workload; any other pair: <code>dbarena import</code> "
-               f"both bundles, then <code>dbarena compare</code>)</p>{sections}" if decided
+    which = (f"any of the {of} other result(s) of its engine and workload" if len(decided) == of else
+             f"the {len(decided)} nearest of the {of} other results of its engine and workload (the same machine "
+             f"type first); any other: <code>dbarena import</code> both bundles, then <code>dbarena compare</code>")
+    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
+               f"<p>Against {which}: the results a decision can be made against (it compares the levels both "
+               f"measured with one configuration), each decided when the site was built, as <code>dbarena "
+               f"compare</code> decides.</p>{sections}" if decided
                else "<p>No other result of this engine and workload to decide against.</p>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
@@ -349,12 +389,20 @@ def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = No
     for x in examined:
         if x.refused is None and x.results:
             shutil.copyfile(x.path, output / "bundles" / x.results[0].bundle)
-    by_kind: dict[tuple[str, str], list[Result]] = {}
-    for r in results:
-        by_kind.setdefault((str(r.figures["engine"]), str(r.figures["workload"])), []).append(r)
-    for r in results:
-        others = [o for o in by_kind[(str(r.figures["engine"]), str(r.figures["workload"]))] if o is not r]
-        (output / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others)))
+    _SHARED[:] = results
+    _KINDS.clear()
+    for i, r in enumerate(results):
+        _KINDS.setdefault(_kind(r), []).append(i)
+    # The pages in forked workers where there are many (a page is up to MAX_BASELINES
+    # decisions): fork, so that each inherits the results rather than receive them.
+    chunks = [list(range(i, len(results), workers)) for i in range(workers)]
+    if workers > 1 and len(results) > workers and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            list(pool.map(_write_pages, chunks, [str(output)] * len(chunks)))
+    else:
+        _write_pages(range(len(results)), str(output))
+    _SHARED.clear()
     site = {"results": [r.figures for r in results],
             "refused": [{"bundle": Path(p).name, "reason": reason} for p, reason in refused]}
     # A script, not a JSON file: a page opened from file:// may not fetch one. JSON is a

@@ -2,7 +2,8 @@
 refused in one line (BundleProblem).
 
 1. It reads as a bundle: a tar of plain files with a bundle's names, none twice, a
-   manifest of this format.
+   manifest of this format that fits its JSON Schema (manifest.py), every field of the
+   type the records it was written from give it.
 2. The signature over manifest.json, with the key it names (sshsig.py); whose key that
    is, from an allowed-signers file where one is given (then an unsigned bundle, or a key
    the file does not allow, is refused). An unsigned bundle must say so in its manifest.
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from dbarena.exchange import bundle, sshsig
+from dbarena.exchange import manifest as manifest_schema
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line, series_columns
 from dbarena.importers import reading
@@ -101,6 +103,12 @@ class Verified:
         if self.not_readable:
             also = (f"; {self.points - self.from_output} point(s) of {', '.join(sorted(set(self.not_readable)))} "
                     "checked from their series only (the importer does not read their tool's output)")
+        # A run `dbarena import` made of a tool's output: its figures are what the tool
+        # printed there, read again here, but nobody measured them with dbarena.
+        imported = sum(1 for r in self.runs if r.get("status") == "imported")
+        if imported:
+            also += (f"; {imported} run(s) imported, not measured by dbarena (a tool's output read by "
+                     "`dbarena import`)")
         return (f"{self.bundle.name}: verified: {who}; {self.files} file(s) match their sha256; {checked}: "
                 f"every figure recomputed from the raw outputs and series equals the manifest's{also}")
 
@@ -131,6 +139,11 @@ def read_bundle(path: Path) -> Bundle:
     if manifest.get("format_version") != bundle.FORMAT_VERSION:
         raise BundleProblem(f"{name}: a bundle of format version {manifest.get('format_version')!r}, which this "
                             f"dbarena does not read (it reads {bundle.FORMAT_VERSION}): upgrade dbarena")
+    try:
+        manifest_schema.check(manifest)
+    except manifest_schema.ManifestProblem as exc:
+        raise BundleProblem(f"{name}: manifest.json does not fit the manifest's schema "
+                            f"({manifest_schema.SCHEMA_FILE}): {exc}") from None
     return Bundle(name, data, members, manifest, mtime)
 
 
