@@ -163,3 +163,29 @@ def test_verify_refuses_a_bundle_whose_manifest_does_not_fit(published: dict[str
 def test_a_run_record_is_the_stores_run() -> None:
     """A manifest's run is records.StoredRun: the schema's run object is made from it."""
     assert manifest.RECORDS["runs[]"] is StoredRun
+
+
+def test_a_bundle_names_an_imported_file_and_a_study_file_not_where_they_were(tmp_path: Path) -> None:
+    """The store keeps an imported file's whole path (which file to look at again); a
+    bundle goes to strangers: the file's name only, and the same for a study's file."""
+    home = tmp_path / "home" / "alice" / "results"
+    home.mkdir(parents=True)
+    source = home / "sysbench-mariadb-session.txt"
+    shutil.copyfile(Path(__file__).parent.parent / "fixtures" / "import" / source.name, source)
+    store = tmp_path / "s.db"
+    done = dbarena("import", str(source), "--label", "theirs", "--store", str(store), env=cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    with Store(store) as db:
+        (run,) = db.runs()
+        assert run.options["imported"]["file"] == str(source)  # the store keeps it whole
+        made = publish(db, run_ids=[run.id], signer=None, secrets={})
+    members, _ = bundle.read_tar("theirs", made.data)
+    manifest_text = members[bundle.MANIFEST].decode()
+    assert str(home) not in manifest_text and "alice" not in manifest_text
+    (stored,) = json.loads(manifest_text)["runs"]
+    assert stored["options"]["imported"]["file"] == source.name
+    (point,) = json.loads(manifest_text)["points"]
+    assert point["result"]["source"]["path"] == source.name
+    bundled = tmp_path / "theirs.tar"
+    bundled.write_bytes(made.data)
+    assert verify(bundled).points == 1  # the figures still come back from the bundle's own file

@@ -13,10 +13,12 @@ same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from dbarena import __version__
@@ -104,7 +106,21 @@ def _selected(db: Store, labels: Sequence[str], run_ids: Sequence[int]) -> list[
     if running:
         raise UsageError(f"publish: run {', '.join(map(str, running))} is still running (or was killed: "
                          "`dbarena run --resume` finishes it); publish finished runs")
-    return chosen
+    return [_public(r) for r in chosen]
+
+
+def _public(run: StoredRun) -> StoredRun:
+    """A run as a bundle shows it: an imported run names its file, and a study run its
+    study file, not where they were on the publisher's machine (the store keeps the
+    whole path, where it says which file to look at again; in a bundle it tells strangers
+    a home directory, and the study's text is all `run --like` reads)."""
+    options = dict(run.options)
+    imported, source = options.get("imported"), options.get("source")
+    if isinstance(imported, dict) and isinstance(file := imported.get("file"), str):
+        options["imported"] = {**imported, "file": PurePath(file).name}
+    if isinstance(source, str) and "/" in source:  # a study file's path (a seed's name has none)
+        options["source"] = PurePath(source).name
+    return dataclasses.replace(run, options=options) if options != run.options else run
 
 
 def _rows(db: Store, sql: str, args: tuple[Any, ...]) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -160,8 +176,10 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
         if run.study_sha256 is not None and run.study_sha256 not in studies:
             study = db.study_text(run.study_sha256)
             if study is not None:
+                # A study file by its name (its text is all a reader needs), as _public does.
                 studies[run.study_sha256] = StudyText(sha256=run.study_sha256, name=study["name"],
-                                                      source=study["source"], text=study["text"])
+                                                      source=PurePath(study["source"]).name if "/" in study["source"] else study["source"],
+                                                      text=study["text"])
         for record in analysis.load(db, run_id=run.id):
             pid = record.point_id
             _, (row,) = _rows(db, "SELECT command, exit_code FROM points WHERE id = ?", (pid,))
@@ -169,7 +187,10 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
             own = _point_files(db, pid)
             names = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
             files.update((f"points/{pid}/{key}", data) for key, data in own.items())
-            points.append(PointEntry(result=record.as_json(), command=[str(c) for c in command],
+            result = record.as_json()
+            if isinstance(found := result.get("source"), dict) and isinstance(path := found.get("path"), str):
+                result["source"] = {**found, "path": PurePath(path).name}  # an imported point's file: as _public
+            points.append(PointEntry(result=result, command=[str(c) for c in command],
                                      exit_code=row[1], files=names))
     newest = max((r.ended_at or r.started_at for r in runs))
     digests = {name: bundle.sha256(data) for name, data in sorted(files.items())}
