@@ -189,3 +189,28 @@ def test_a_bundle_names_an_imported_file_and_a_study_file_not_where_they_were(tm
     bundled = tmp_path / "theirs.tar"
     bundled.write_bytes(made.data)
     assert verify(bundled).points == 1  # the figures still come back from the bundle's own file
+
+
+def test_an_imported_output_of_a_workload_dbarena_does_not_run_is_read_again(tmp_path: Path) -> None:
+    """Percona's sysbench TPC-C, imported: `verify` reads its output again as sysbench's,
+    as `import` did (it said "checked from their series only"), so a figure changed in
+    the manifest is refused, naming the output's line."""
+    source = Path(__file__).parent.parent / "fixtures" / "import" / "percona-thp2019-tpcc-aborted-then-run.txt"
+    store = tmp_path / "s.db"
+    done = dbarena("import", str(source), "--label", "tpcc", "--store", str(store), env=cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    with Store(store) as db:
+        made = publish(db, labels=["tpcc"], signer=None, secrets={})
+    path = tmp_path / "tpcc.tar"
+    path.write_bytes(made.data)
+    checked = verify(path)
+    assert checked.from_output == 1 and "series only" not in checked.summary(), checked.summary()
+    members, _ = bundle.read_tar("tpcc", made.data)
+    document = json.loads(members[bundle.MANIFEST])
+    (ok,) = [i for i, p in enumerate(document["points"]) if p["result"]["status"] == "ok"]
+    assert document["points"][ok]["result"]["workload"] == "sysbench-tpcc"
+    document["points"][ok]["result"]["tps"] += 1
+    members[bundle.MANIFEST] = bundle.json_bytes(document)
+    path.write_bytes(bundle.write_tar(members, bundle.epoch_of(document["date"])))
+    with pytest.raises(BundleProblem, match=r"tps of point \d+ is .*, but points/\d+/stdout\.txt:\d+ gives"):
+        verify(path)

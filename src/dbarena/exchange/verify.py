@@ -329,6 +329,12 @@ def _from_output(found: Bundle, entry: JSONObject, result: Verified) -> None:
     figures: dict[str, float | int] = {}
     lines: dict[str, int] = {}
     text = ""
+    if stdout is not None and tool is None:
+        # An imported output under a workload dbarena does not run (Percona's sysbench
+        # TPC-C): read again as the tool `import` found it to be, as `import` read it.
+        survey = reading.Survey()
+        survey.feed(found.text(stdout))
+        tool = survey.tool()
     if stdout is not None and tool in _READABLE:
         text = found.text(stdout)
         engine = record.get("engine")
