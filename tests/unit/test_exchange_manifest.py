@@ -165,6 +165,7 @@ def test_a_run_record_is_the_stores_run() -> None:
     assert manifest.RECORDS["runs[]"] is StoredRun
 
 
+@pytest.mark.slow  # an import, a publish and a verify: seconds
 def test_a_bundle_names_an_imported_file_and_a_study_file_not_where_they_were(tmp_path: Path) -> None:
     """The store keeps an imported file's whole path (which file to look at again); a
     bundle goes to strangers: the file's name only, and the same for a study's file."""
@@ -191,6 +192,7 @@ def test_a_bundle_names_an_imported_file_and_a_study_file_not_where_they_were(tm
     assert verify(bundled).points == 1  # the figures still come back from the bundle's own file
 
 
+@pytest.mark.slow  # an import, a publish and a verify: seconds
 def test_an_imported_output_of_a_workload_dbarena_does_not_run_is_read_again(tmp_path: Path) -> None:
     """Percona's sysbench TPC-C, imported: `verify` reads its output again as sysbench's,
     as `import` did (it said "checked from their series only"), so a figure changed in
