@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping
 
-from dbarena.cloud.catalogue import Catalogue, Price
+from dbarena.cloud.catalogue import ZERO_HOW, Catalogue, Price
 from dbarena.errors import UsageError
 from dbarena.run import plan as plan_mod
 from dbarena.run.preflight import machine_s
@@ -251,7 +251,12 @@ def describe(estimated: CostEstimate) -> list[str]:
     total = estimated.total
     lines.append(f"estimated cost: {_money(total, c)}" if total is not None
                  else f"estimated cost: unknown (no price for {', '.join(estimated.missing)})")
-    undated = sorted({f"{line.part} {line.name}" for line in estimated.lines if line.price and not line.price.date})
+    zero = sorted({f"{line.part} {line.name}" for line in estimated.lines
+                   if line.price and line.price.how == ZERO_HOW})
+    if zero:
+        lines.append(f"  counted as zero (this machine; no price given in [machines.prices]): {', '.join(zero)}")
+    undated = sorted({f"{line.part} {line.name}" for line in estimated.lines
+                      if line.price and not line.price.date and line.price.how != ZERO_HOW})
     if undated:
         lines.append(f"  undated prices (entered by hand, not read from a price list): {', '.join(undated)}; "
                      "`dbarena cloud prices --refresh-from` reads the provider's")
