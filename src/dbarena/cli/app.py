@@ -72,6 +72,16 @@ class StoreLocation(_StoreLocationBase):
         return Path(value).resolve()
 
 
+# A study's [machines] (docs/cloud.md): on `cloud up` and on `run --study`.
+max_cost_option = click.option(
+    "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
+    help="With [machines]: refuse before anything is created when the estimate is over AMOUNT (the catalogue's "
+         "currency); `run` also stops and deletes the machines once their spend so far reaches it.")
+max_instances_option = click.option(
+    "--max-instances", type=click.IntRange(min=1), metavar="N",
+    help="With [machines]: refuse before anything is created when the study makes more than N instances and "
+         "databases.")
+
 store_option = click.option(
     "--store",
     type=StoreLocation(),

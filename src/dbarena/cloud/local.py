@@ -6,8 +6,10 @@ with no cloud. What it is for: trying a study's [machines] flow here, and testin
 An instance is a directory, state_dir()/cloud/local/ID/, holding its state record
 (instance.json: its tags, address, port, sshd's process, when it was created and when
 it answered), its keys, its sshd's configuration and log, and everything run on it:
-its sshd sets TMPDIR, DBARENA_STATE_DIR and DBARENA_LOCAL_INSTANCE for every session,
-and the fleet's working directory is under it. Deleting one stops every process that
+its sshd sets DBARENA_STATE_DIR and DBARENA_LOCAL_INSTANCE for every session, and the
+fleet's working directory is under it. Its TMPDIR (where throwaway servers keep their
+data) is a directory of its own in the system's temporary directory, as it must be
+reachable by the servers' user (postgres) and the state directory is private. Deleting one stops every process that
 carries its marker or names its directory (sshd, the fleet's detached runs, their
 throwaway servers), removes the shared memory they held, and removes the directory:
 as a cloud's instance takes everything on it when it is terminated.
@@ -29,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,8 +102,12 @@ class Local:
         # Written before anything starts: a controller killed from here on leaves an
         # instance that describe() finds by its tags, and the next command deletes.
         _write(folder, record)
-        for sub in ("tmp", "state", "work"):
+        for sub in ("state", "work"):
             (folder / sub).mkdir(mode=0o700)
+        scratch = Path(tempfile.mkdtemp(prefix=f"dbarena-{ident}-"))
+        scratch.chmod(0o755)  # (the throwaway servers' user makes its directories in it)
+        record["tmp"] = str(scratch)
+        _write(folder, record)
         _keygen(folder / "host_key")
         _keygen(folder / "client_key")
         (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
@@ -108,7 +115,7 @@ class Local:
         for _attempt in range(5):  # the free port may be taken between the probe and sshd's bind
             port = _free_port(address)
             config = folder / "sshd.conf"
-            config.write_text(_config(folder, ident, address, port))
+            config.write_text(_config(folder, ident, address, port, scratch))
             with open(folder / "sshd.log", "ab") as log:
                 proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=log, start_new_session=True)
@@ -120,7 +127,7 @@ class Local:
                 _write(folder, record)
                 return _resource(record)
             last = _tail(folder / "sshd.log")
-            _stop(ident, folder)
+            _stop(ident, [folder, scratch])
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
             if "Address already in use" not in last:
@@ -147,11 +154,14 @@ class Local:
             folder = root() / r.id
             if r.kind != "instance" or not r.id.startswith("local-") or folder.parent != root():
                 continue
-            _stop(r.id, folder)
+            scratch = _scratch(folder)
+            _stop(r.id, [folder, *([scratch] if scratch else [])])
             child = self._children.pop(r.id, None)
             if child is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(timeout=10)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             shutil.rmtree(folder, ignore_errors=True)
 
     def host_vars(self, host: Resource, machines: Machines) -> dict[str, object]:
@@ -168,6 +178,19 @@ class Local:
             "dbarena_workdir_base": str(folder / "work"),
             "dbarena_deps_dir": str(deps_dir()),
         }
+
+
+def _scratch(folder: Path) -> Path | None:
+    """The instance's TMPDIR, as its record names it (only a directory this provider
+    made: dbarena-local-... in the system's temporary directory)."""
+    try:
+        text = json.loads((folder / "instance.json").read_text()).get("tmp")
+    except (OSError, ValueError, AttributeError):
+        return None
+    path = Path(text) if isinstance(text, str) else None
+    ok = path is not None and path.name.startswith(f"dbarena-{folder.name}-") and \
+        path.parent == Path(tempfile.gettempdir())
+    return path if ok else None
 
 
 def _write(folder: Path, record: Mapping[str, Any]) -> None:
@@ -214,8 +237,8 @@ def _keygen(path: Path) -> None:
         raise EnvironmentProblem(f"local: ssh-keygen failed: {exc}") from None
 
 
-def _config(folder: Path, ident: str, address: str, port: int) -> str:
-    env = {"SHLVL": "1", MARKER: ident, "TMPDIR": str(folder / "tmp"), state.ENV: str(folder / "state")}
+def _config(folder: Path, ident: str, address: str, port: int, scratch: Path) -> str:
+    env = {"SHLVL": "1", MARKER: ident, "TMPDIR": str(scratch), state.ENV: str(folder / "state")}
     return "\n".join([
         f"ListenAddress {address}:{port}",
         f"HostKey {folder / 'host_key'}",
@@ -265,10 +288,10 @@ def _tail(log: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def _on_instance(ident: str, folder: Path) -> list[int]:
-    """The processes of an instance: those carrying its marker, or naming its directory."""
+def _on_instance(ident: str, folders: list[Path]) -> list[int]:
+    """The processes of an instance: those carrying its marker, or naming its directories."""
     marker = b"\0" + f"{MARKER}={ident}".encode() + b"\0"
-    needle = str(folder).encode()
+    needles = [str(folder).encode() for folder in folders]
     me = os.getpid()
     found = []
     for entry in os.listdir("/proc"):
@@ -279,18 +302,18 @@ def _on_instance(ident: str, folder: Path) -> list[int]:
             environ = Path(f"/proc/{entry}/environ").read_bytes()
         except OSError:
             continue
-        if needle in cmdline or marker in b"\0" + environ + b"\0":
+        if any(needle in cmdline for needle in needles) or marker in b"\0" + environ + b"\0":
             found.append(int(entry))
     return found
 
 
-def _stop(ident: str, folder: Path) -> None:
+def _stop(ident: str, folders: list[Path]) -> None:
     """Every process of the instance stopped (SIGSTOP, until no new one appears, so that
     none forks away in between), then killed; the shared memory they held removed (a
     real machine's RAM goes with it; this one's stays)."""
     stopped: set[int] = set()
     for _ in range(50):
-        new = [p for p in _on_instance(ident, folder) if p not in stopped]
+        new = [p for p in _on_instance(ident, folders) if p not in stopped]
         if not new:
             break
         for pid in new:

@@ -129,7 +129,7 @@ def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, c
         resources, asked = _create(provider, machines, tags, run, record, say)
     except BaseException:
         say(f"creation failed or interrupted: deleting what run {run} made")
-        _delete_run(provider, run, record, say)
+        delete_run(provider, run, record, say)
         raise
     made = _made(run, record, resources, machines, estimated, cat, provider)
     made.timings.update(timings(resources, asked, datetime.now(timezone.utc)))
@@ -157,7 +157,7 @@ def _create(provider: Provider, machines: Machines, tags: dict[str, str], run: s
             tried += [zone, exc.zone]
             where = exc.zone or zone or "the zone the provider chose"
             say(f"no capacity in {where}: {exc}")
-            _delete_run(provider, run, record, say, keep_record=True)
+            delete_run(provider, run, record, say, keep_record=True)
             if zones is None:
                 zones = provider.zones()
             left = [z for z in zones if z not in tried]
@@ -200,7 +200,7 @@ def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
                 catalogue=cat)
 
 
-def _delete_run(provider: Provider, run: str, record: Path, say: Say, keep_record: bool = False) -> int:
+def delete_run(provider: Provider, run: str, record: Path, say: Say, keep_record: bool = False) -> int:
     """Delete every resource tagged with `run` (found by its tags, not by the record:
     what a creation cut short made is in no record), then the run's record; say how
     long the deletion took."""
@@ -224,7 +224,7 @@ def down(run: str, say: Say) -> int:
     if data is None:
         raise UsageError(f"no run {run!r} here (records in {records_dir()}); `dbarena cloud reap` finds "
                          "resources by their tags")
-    return _delete_run(provider_for(str(data["provider"]), str(data["region"])), run, record, say)
+    return delete_run(provider_for(str(data["provider"]), str(data["region"])), run, record, say)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -256,7 +256,7 @@ def reap_orphans(say: Say) -> int:
         if orphaned(data):
             say(f"run {data['run']}'s controller (process {data.get('owner_pid')}) is gone: deleting what it made")
             provider = provider_for(str(data["provider"]), str(data["region"]))
-            deleted += _delete_run(provider, str(data["run"]), records_dir() / f"{data['run']}.json", say)
+            deleted += delete_run(provider, str(data["run"]), records_dir() / f"{data['run']}.json", say)
     return deleted
 
 
