@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import click
 
@@ -144,8 +144,31 @@ def cli() -> None:
     Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every
     concurrency level of this machine), then `dbarena results`.
     """
-    # Whatever the command: first undo what a killed dbarena left (state.py).
+    # Whatever the command: first undo what a killed dbarena left (state.py), and what
+    # a killed `run --study` made on a provider (cloud/machines.py).
     reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
+    _reap_machines(lambda line: click.echo(f"dbarena: {line}", err=True))
+
+
+def _reap_machines(say: Callable[[str], None]) -> None:
+    """Delete what killed controllers' `run --study` made (their records in the state
+    directory: not kept, owner gone). The cloud package is imported only when there is
+    a record to look at; a provider that refuses now is said in a line, and the next
+    command (or `dbarena cloud reap`) tries again."""
+    from dbarena.lifecycle import state
+
+    folder = state.state_dir() / "cloud"
+    if not folder.is_dir() or not any(p for p in folder.glob("dbarena-*.json")
+                                      if not p.name.endswith(".inventory.json")):
+        return
+    from dbarena.cloud import machines
+
+    if not any(machines.orphaned(data) for data in machines.records()):
+        return
+    try:
+        machines.reap_orphans(say)
+    except DbarenaError as exc:
+        say(f"{exc}; the next command, or `dbarena cloud reap`, tries again")
 
 
 

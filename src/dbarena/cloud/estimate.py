@@ -11,7 +11,7 @@ a catalogue in, records out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 from dbarena.cloud.catalogue import ZERO_HOW, Catalogue, Price
@@ -221,6 +221,21 @@ def over_budget(estimated: CostEstimate, created: Mapping[str, datetime], now: d
         return None
     return (f"spent about {so_far:,.2f} {estimated.currency} so far, at --max-cost {max_cost:g}: "
             f"stopping the run and deleting what it made")
+
+
+def would_pass(estimated: CostEstimate, created: Mapping[str, datetime], now: datetime, catalogue: Catalogue,
+               max_cost: float | None, ahead_s: float) -> str | None:
+    """The one line that stops a run whose spend would reach `max_cost` within
+    `ahead_s` (until the next check, and the deletion after it), or None: so that a
+    run stops before it passes its budget, not after."""
+    if max_cost is None:
+        return None
+    later = spent(estimated, created, now + timedelta(seconds=ahead_s), catalogue)
+    if later < max_cost:
+        return None
+    so_far = spent(estimated, created, now, catalogue)
+    return (f"spent about {so_far:,.2f} {estimated.currency} so far, {later:,.2f} within {ahead_s:.0f} s (the next "
+            f"check and the deletion): at --max-cost {max_cost:g}: stopping the run and deleting what it made")
 
 
 def _money(amount: float | None, currency: str) -> str:

@@ -4,9 +4,10 @@ on what was made (each managed database its engine's --target), and everything
 deleted, on success, failure, Ctrl-C and SIGTERM alike (a SIGKILLed controller's
 record is found by the next cloud command, machines.reap_orphans).
 
-While the hosts run, the spend so far (from the resources' creation times, with the
-billing granularity) is held against --max-cost after every poll; at it, the hosts'
-stores are fetched as they are (what was measured is kept) and everything is deleted.
+While the hosts run, the spend (from the resources' creation times, with the billing
+granularity) is held against --max-cost after every poll, looking ahead to the next
+poll and the deletion; when it would reach it, the hosts' stores are fetched as they
+are (what was measured is kept) and everything is deleted.
 Each run measured on a host carries in its options, under "machine", what it ran on:
 provider, region, instance type, zone, image, the prices with their source and date,
 and the times to create, be ready and delete its host.
@@ -28,6 +29,10 @@ from dbarena.errors import UsageError
 from dbarena.study.model import Study
 
 Say = Callable[[str], None]
+# How long deleting the machines is counted for when the guard looks ahead (an EC2
+# instance is billed until it is terminated: about a minute): an allowance, not a
+# measurement.
+DELETE_ALLOWANCE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,8 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
             args += ["--target", url]
 
         def guard() -> str | None:
-            return estimate_mod.over_budget(estimated, made.created, datetime.now(timezone.utc), cat, max_cost)
+            return estimate_mod.would_pass(estimated, made.created, datetime.now(timezone.utc), cat, max_cost,
+                                           poll_s + DELETE_ALLOWANCE_S)
 
         hosts = inventory_mod.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
         fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard)
