@@ -181,16 +181,15 @@ class Local:
 
 
 def _scratch(folder: Path) -> Path | None:
-    """The instance's TMPDIR, as its record names it (only a directory this provider
-    made: dbarena-local-... in the system's temporary directory)."""
+    """The instance's TMPDIR, as its record names it (only a directory named as this
+    provider names them: dbarena-local-ID-...)."""
     try:
         text = json.loads((folder / "instance.json").read_text()).get("tmp")
     except (OSError, ValueError, AttributeError):
         return None
     path = Path(text) if isinstance(text, str) else None
-    ok = path is not None and path.name.startswith(f"dbarena-{folder.name}-") and \
-        path.parent == Path(tempfile.gettempdir())
-    return path if ok else None
+    return path if path is not None and path.is_absolute() and path.name.startswith(f"dbarena-{folder.name}-") \
+        else None
 
 
 def _write(folder: Path, record: Mapping[str, Any]) -> None:
