@@ -86,6 +86,11 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     data is refused, and one estimated over an hour is confirmed first on a terminal
     (--yes: not asked).
 
+    A study with [machines] runs on machines made for it (docs/cloud.md): its cost
+    estimated and held to --max-cost / --max-instances before anything is made, then
+    the machines made, the study run on each as `fleet run` does, and the machines
+    deleted, also on failure, Ctrl-C or SIGTERM (exit status then as `fleet run`'s).
+
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file (or
     a study that cannot fit, or a store that stopped taking writes: the point it could
     not take is saved for `dbarena import`), 3 missing binaries or unreachable target,
