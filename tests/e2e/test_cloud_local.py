@@ -1,7 +1,7 @@
 """`dbarena run --study` of a study with [machines] provider = "local": its "instances"
 are sshd processes of their own on loopback addresses (cloud/local.py), made, run on by
 the real fleet (Ansible over SSH, real PostgreSQL and pgbench on each), their stores
-merged into a real store, and deleted. Interrupted (SIGINT) or killed (SIGKILL, then
+merged into a real store, and deleted. Interrupted (SIGINT, SIGTERM) or killed (SIGKILL, then
 the next command), nothing is left: no sshd, no host's run, no server, no directory.
 --max-cost over the estimate refuses before anything is made."""
 
@@ -133,13 +133,14 @@ def _started(here: dict, study: Path) -> tuple[subprocess.Popen[str], list[str]]
     raise AssertionError("".join(lines))
 
 
-def test_an_interrupted_run_study_leaves_nothing(here: dict) -> None:
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_study_leaves_nothing(here: dict, signum: int, status: int) -> None:
     proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20))
     assert len(_instances(here["state"])) == 2
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     rest, _ = proc.communicate(timeout=120)
     out = "".join(lines) + rest
-    assert proc.returncode == 130, out
+    assert proc.returncode == status, out
     assert "deleting what run" in out and "2 resource(s) deleted in " in out
     assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-local-*"))
     assert _within(20, lambda: not _left(here["state"], here["public"])), _left(here["state"], here["public"])

@@ -246,6 +246,10 @@ def test_run_max_cost_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "r.db").exists() and machines.records() == []
     code, out, err = invoke(["run", "--quick", "--max-cost", "1", "--store", str(tmp_path / "r.db")], capsys)
     assert code == 2 and "--max-cost applies to a study with [machines]" in err
+    for flags, message in ((["--label", "x"], "--label does not go with a study with [machines]"),
+                           (["--keep"], "--keep does not go with a study with [machines]")):
+        code, out, err = invoke(["run", "--study", str(path), *flags, "--store", str(tmp_path / "r.db")], capsys)
+        assert code == 2 and message in err and machines.records() == [], err
 
 
 def test_the_local_provider_prices_are_the_studys_or_zero_said_plainly(tmp_path: Path) -> None:

@@ -222,6 +222,9 @@ def _on_machines(the_study: study_mod.Study, store_path: Path | str, allow_comma
     consent.check(the_study, allow_commands)
     ondemand.check(the_study, max_cost, max_instances)  # refused here: nothing created, no provider called
     ctx = click.get_current_context()
+    if ctx.params.get("label"):
+        raise UsageError("--label does not go with a study with [machines]: each host's runs are labelled by its "
+                         "instance type")
     args: list[str] = []
     for param in ctx.command.params:
         if param.name in _MACHINES_OWN or param.name is None or \
