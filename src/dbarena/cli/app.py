@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import click
 
@@ -71,6 +71,16 @@ class StoreLocation(_StoreLocationBase):
             self.fail(f"{value!r} is a directory", param, ctx)
         return Path(value).resolve()
 
+
+# A study's [machines] (docs/cloud.md): on `cloud up` and on `run --study`.
+max_cost_option = click.option(
+    "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
+    help="With [machines]: refuse before anything is created when the estimate is over AMOUNT (the catalogue's "
+         "currency); `run` also stops and deletes the machines once their spend so far reaches it.")
+max_instances_option = click.option(
+    "--max-instances", type=click.IntRange(min=1), metavar="N",
+    help="With [machines]: refuse before anything is created when the study makes more than N instances and "
+         "databases.")
 
 store_option = click.option(
     "--store",
@@ -134,8 +144,31 @@ def cli() -> None:
     Start with `dbarena run` (a throwaway local PostgreSQL, pgbench at every
     concurrency level of this machine), then `dbarena results`.
     """
-    # Whatever the command: first undo what a killed dbarena left (state.py).
+    # Whatever the command: first undo what a killed dbarena left (state.py), and what
+    # a killed `run --study` made on a provider (cloud/machines.py).
     reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
+    _reap_machines(lambda line: click.echo(f"dbarena: {line}", err=True))
+
+
+def _reap_machines(say: Callable[[str], None]) -> None:
+    """Delete what killed controllers' `run --study` made (their records in the state
+    directory: not kept, owner gone). The cloud package is imported only when there is
+    a record to look at; a provider that refuses now is said in a line, and the next
+    command (or `dbarena cloud reap`) tries again."""
+    from dbarena.lifecycle import state
+
+    folder = state.state_dir() / "cloud"
+    if not folder.is_dir() or not any(p for p in folder.glob("dbarena-*.json")
+                                      if not p.name.endswith(".inventory.json")):
+        return
+    from dbarena.cloud import machines
+
+    if not any(machines.orphaned(data) for data in machines.records()):
+        return
+    try:
+        machines.reap_orphans(say)
+    except DbarenaError as exc:
+        say(f"{exc}; the next command, or `dbarena cloud reap`, tries again")
 
 
 

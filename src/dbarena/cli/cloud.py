@@ -8,15 +8,8 @@ from pathlib import Path
 
 import click
 
-from dbarena.cli.app import cli
+from dbarena.cli.app import cli, max_cost_option, max_instances_option
 from dbarena.errors import UsageError
-
-max_cost_option = click.option(
-    "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
-    help="Refuse before anything is created when the estimate is over AMOUNT (the catalogue's currency).")
-max_instances_option = click.option(
-    "--max-instances", type=click.IntRange(min=1), metavar="N",
-    help="Refuse before anything is created when the study makes more than N instances and databases.")
 
 
 @cli.group("cloud")

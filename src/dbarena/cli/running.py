@@ -15,7 +15,7 @@ from rich.console import Console
 from dbarena.run import resume as resume_mod
 from dbarena.run import preflight, session
 from dbarena import study as study_mod
-from dbarena.cli.app import cli, store_option
+from dbarena.cli.app import cli, max_cost_option, max_instances_option, store_option
 from dbarena.errors import ExitStatus, ToolMissing, UsageError
 from dbarena.host import hostinfo, probe
 from dbarena.limits import MAX_SECONDS
@@ -71,15 +71,25 @@ allow_commands_option = click.option(
               help="Run a published bundle's study here (or on --target; flags given override it, e.g. --quick), "
                    "after saying what cannot be the same here; the bundle is verified and imported into the store "
                    "first, and the run decided against it as baseline.")
+@max_cost_option
+@max_instances_option
+@click.option("--machines-poll", "machines_poll_s", type=click.FloatRange(min=0.5), default=10.0, hidden=True,
+              help="With [machines]: how often the hosts' progress is read (as `fleet run --poll`).")
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
         no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, allow_commands: bool,
-        like_path: Path | None, **kwargs: Any) -> int:
+        like_path: Path | None, max_cost: float | None, max_instances: int | None, machines_poll_s: float,
+        **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
     space; a study whose datasets cannot fit where its throwaway instances keep their
     data is refused, and one estimated over an hour is confirmed first on a terminal
     (--yes: not asked).
+
+    A study with [machines] runs on machines made for it (docs/cloud.md): its cost
+    estimated and held to --max-cost / --max-instances before anything is made, then
+    the machines made, the study run on each as `fleet run` does, and the machines
+    deleted, also on failure, Ctrl-C or SIGTERM (exit status then as `fleet run`'s).
 
     Exit status: 0 all points ok, 1 some point failed, 2 bad option or study file (or
     a study that cannot fit, or a store that stopped taking writes: the point it could
@@ -106,10 +116,16 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
     else:
         the_study = arguments.study_from_values(kwargs)
-    if the_study.machines is not None:
-        # Not run here: this machine is not the one [machines] describes.
-        raise UsageError(f"{the_study.source} has [machines]: `dbarena cloud up` makes them (docs/cloud.md); "
-                         "`dbarena study check` shows what it would cost")
+    if the_study.machines is not None and progress_file is None:
+        # Not run here: on the machines [machines] describes, made for the run. (With
+        # --progress-file this is one of them: the fleet's host, running its part.)
+        not_here = [flag for flag, given in (("--resume", resume), ("--keep", keep), ("--no-init", no_init)) if given]
+        if not_here:
+            raise UsageError(f"{not_here[0]} does not go with a study with [machines] (its hosts are made for the run)")
+        return _on_machines(the_study, store_path, allow_commands, max_cost, max_instances, machines_poll_s)
+    if max_cost is not None or max_instances is not None:
+        raise UsageError(f"{'--max-cost' if max_cost is not None else '--max-instances'} applies to a study with "
+                         "[machines] (docs/cloud.md)")
     # Before anything of the study runs (preflight checks setting names with its binaries).
     consent.check(the_study, allow_commands)
     if keep and all(e.target for e in the_study.engines):
@@ -187,6 +203,50 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     if outcome.failed:
         err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
     return outcome.exit_status
+
+
+# The options of `run` a study with [machines] passes on to each host's `dbarena run`
+# (as `fleet run -- ...` would); the others are the controller's own.
+_MACHINES_OWN = {"store", "yes", "max_cost", "max_instances", "machines_poll_s", arguments.STUDY_OPTION}
+
+
+def _on_machines(the_study: study_mod.Study, store_path: Path | str, allow_commands: bool, max_cost: float | None,
+                 max_instances: int | None, poll_s: float) -> int:
+    """`run --study` of a study with [machines]: the cost guard before any provider is
+    called, then the machines made, the fleet run on them, and everything deleted
+    (cloud/ondemand.py). Exit status as `fleet run`'s."""
+    from dbarena.cloud import estimate as estimate_mod
+    from dbarena.cloud import machines as machines_mod
+    from dbarena.cloud import ondemand
+
+    consent.check(the_study, allow_commands)
+    ondemand.check(the_study, max_cost, max_instances)  # refused here: nothing created, no provider called
+    ctx = click.get_current_context()
+    if ctx.params.get("label"):
+        raise UsageError("--label does not go with a study with [machines]: each host's runs are labelled by its "
+                         "instance type")
+    args: list[str] = []
+    for param in ctx.command.params:
+        if param.name in _MACHINES_OWN or param.name is None or \
+                ctx.get_parameter_source(param.name) != click.core.ParameterSource.COMMANDLINE:
+            continue
+        value, flag = ctx.params[param.name], param.opts[-1]
+        if isinstance(param, click.Option) and param.is_flag:
+            args += [flag] if value else []
+        elif isinstance(value, (tuple, list)):
+            args += [part for v in value for part in (flag, str(v))]
+        elif value is not None:
+            args += [flag, str(value)]
+    if not Path(the_study.source).is_file():
+        raise UsageError(f"{the_study.source}: a study with [machines] runs from its file (copied to the hosts)")
+    estimated, _ = machines_mod.checked_estimate(the_study, max_cost, max_instances)
+    for line in estimate_mod.describe(estimated):
+        click.echo(line, err=True)
+    ended = ondemand.run(the_study, Path(the_study.source), args, store_path, lambda line: click.echo(line),
+                         max_cost=max_cost, max_instances=max_instances, poll_s=poll_s)
+    click.echo(f"machines of run {ended.run} deleted in {ended.delete_s:.1f} s; results in {store_path}: "
+               f"dbarena results --store {store_path}")
+    return ended.status
 
 
 def _engine_versions(the_study: study_mod.Study) -> dict[str, str | None]:

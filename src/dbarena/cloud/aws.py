@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dbarena.cloud.provider import TAG_HOST, TAG_RUN, Resource, utc
+from dbarena.cloud.provider import TAG_HOST, TAG_RUN, CapacityError, Resource, utc
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet.controller import ansible_command
 from dbarena.masking import masked
@@ -35,6 +35,10 @@ RDS_ENGINES = {"postgres": "postgres", "mysql": "mysql"}
 MASTER_USER = "dbarena"
 # A play that has not ended in this long has hung (RDS creation takes up to ~20 min).
 PLAY_TIMEOUT_S = 3600
+# The error codes of a zone without room for what was asked: another zone of the region
+# may have it (EC2's and RDS's API references, "Common causes" of each).
+CAPACITY_CODES = ("InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientReservedInstanceCapacity",
+                  "InsufficientDBInstanceCapacity", "InsufficientStorageClusterCapacity", "Unsupported")
 
 
 class Aws:
@@ -101,7 +105,16 @@ class Aws:
                         return f"{task['task']['name']}: {masked(text)}"
         return "failed"
 
-    def create(self, machines: Machines, tags: Mapping[str, str]) -> list[Resource]:
+    def zones(self) -> list[str]:
+        found = self._play("aws-zones.yml", {})
+        return [str(z) for z in found.get("zones", [])]
+
+    def host_vars(self, host: Resource, machines: Machines) -> dict[str, object]:
+        # The image's login is [machines] ssh_user (in the inventory already); the key
+        # and Python are the user's own SSH configuration and the image's python3.
+        return {"ansible_python_interpreter": "/usr/bin/python3"}
+
+    def create(self, machines: Machines, tags: Mapping[str, str], zone: str | None = None) -> list[Resource]:
         if machines.instance_types and machines.image is None:
             raise EnvironmentProblem("aws: [machines] image is missing: the AMI every host starts from")
         run = tags[TAG_RUN]
@@ -113,10 +126,16 @@ class Aws:
                               "version": m.version, "instance_class": m.instance_class, "storage_gb": m.storage_gb,
                               "storage_type": m.storage_type, "iops": m.iops, "ha": m.ha, "user": MASTER_USER,
                               "password": self.passwords[identifier]})
-        self._play("aws-up.yml", {
-            "tags": dict(tags), "hosts": [{"name": n, "type": t} for n, t in machines.hosts],
-            "image": machines.image, "key_name": machines.key_name, "disk": machines.disk,
-            "disk_gb": machines.disk_gb, "disk_iops": machines.disk_iops, "databases": databases})
+        try:
+            self._play("aws-up.yml", {
+                "tags": dict(tags), "hosts": [{"name": n, "type": t} for n, t in machines.hosts],
+                "image": machines.image, "key_name": machines.key_name, "disk": machines.disk,
+                "disk_gb": machines.disk_gb, "disk_iops": machines.disk_iops, "databases": databases,
+                "zone": zone or ""})
+        except EnvironmentProblem as exc:
+            if any(code in str(exc) for code in CAPACITY_CODES):
+                raise CapacityError(str(exc), zone) from None
+            raise
         return [r for r in self.describe() if r.run == run]
 
     def describe(self) -> list[Resource]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,10 @@ BY_ENGINE = ("managed", "replicas")
 BILLING_OF = {"compute": "compute", "storage": "storage", "iops": "storage", "managed": "managed",
               "replicas": "managed", "managed_storage": "managed", "managed_iops": "managed"}
 UNITS = {"hour": 1.0, "GB-month": 1 / HOURS_PER_MONTH, "IOPS-month": 1 / HOURS_PER_MONTH}
+# The local provider (cloud/local.py) bills nothing: a price the study does not give
+# is zero, and says so wherever it is shown.
+LOCAL_SOURCE = "local provider"
+ZERO_HOW = "this machine: no price given in [machines.prices], counted as zero"
 
 
 @dataclass(frozen=True)
@@ -147,9 +152,27 @@ def _price(part: str, name: str, entry: Mapping[str, Any]) -> Price:
                  arch=entry.get("arch"), included=int(entry.get("included", 0)))
 
 
+def local(machines: Machines) -> Catalogue:
+    """The local provider's catalogue: every instance and disk at zero (the study's own
+    prices go over it), billed per second with no minimum; each instance type has this
+    machine's CPUs (what "N%" levels are a share of: every local instance is it)."""
+    billing = {part: Billing(1, 0, LOCAL_SOURCE, "this machine: the study's own prices, per second")
+               for part in set(BILLING_OF.values())}
+    prices = {("compute", t): Price(part="compute", name=t, amount=0.0, unit="hour", source=LOCAL_SOURCE, date=None,
+                                    how=ZERO_HOW, vcpus=os.cpu_count())
+              for t in machines.instance_types}
+    prices[("storage", machines.disk)] = Price(part="storage", name=machines.disk, amount=0.0, unit="GB-month",
+                                               source=LOCAL_SOURCE, date=None, how=ZERO_HOW)
+    return Catalogue(provider="local", region=machines.region, currency=machines.currency or "USD", billing=billing,
+                     prices=prices, origin="local provider (the study's own prices, else zero)")
+
+
 def for_machines(machines: Machines, study_source: str) -> Catalogue:
     """The catalogue a study's [machines] is priced with: its `catalogue` file or the
-    bundled one, with the study's own [machines.prices] over it."""
+    bundled one (the local provider's: zeros), with the study's own [machines.prices]
+    over it."""
+    if machines.provider == "local" and machines.catalogue is None:
+        return overridden(local(machines), machines, study_source)
     if machines.catalogue is not None:
         path = Path(machines.catalogue)
         try:

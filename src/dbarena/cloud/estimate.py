@@ -11,10 +11,10 @@ a catalogue in, records out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Mapping
 
-from dbarena.cloud.catalogue import Catalogue, Price
+from dbarena.cloud.catalogue import ZERO_HOW, Catalogue, Price
 from dbarena.errors import UsageError
 from dbarena.run import plan as plan_mod
 from dbarena.run.preflight import machine_s
@@ -223,6 +223,21 @@ def over_budget(estimated: CostEstimate, created: Mapping[str, datetime], now: d
             f"stopping the run and deleting what it made")
 
 
+def would_pass(estimated: CostEstimate, created: Mapping[str, datetime], now: datetime, catalogue: Catalogue,
+               max_cost: float | None, ahead_s: float) -> str | None:
+    """The one line that stops a run whose spend would reach `max_cost` within
+    `ahead_s` (until the next check, and the deletion after it), or None: so that a
+    run stops before it passes its budget, not after."""
+    if max_cost is None:
+        return None
+    later = spent(estimated, created, now + timedelta(seconds=ahead_s), catalogue)
+    if later < max_cost:
+        return None
+    so_far = spent(estimated, created, now, catalogue)
+    return (f"spent about {so_far:,.2f} {estimated.currency} so far, {later:,.2f} within {ahead_s:.0f} s (the next "
+            f"check and the deletion): at --max-cost {max_cost:g}: stopping the run and deleting what it made")
+
+
 def _money(amount: float | None, currency: str) -> str:
     if amount is None:
         return "no price"
@@ -251,7 +266,12 @@ def describe(estimated: CostEstimate) -> list[str]:
     total = estimated.total
     lines.append(f"estimated cost: {_money(total, c)}" if total is not None
                  else f"estimated cost: unknown (no price for {', '.join(estimated.missing)})")
-    undated = sorted({f"{line.part} {line.name}" for line in estimated.lines if line.price and not line.price.date})
+    zero = sorted({f"{line.part} {line.name}" for line in estimated.lines
+                   if line.price and line.price.how == ZERO_HOW})
+    if zero:
+        lines.append(f"  counted as zero (this machine; no price given in [machines.prices]): {', '.join(zero)}")
+    undated = sorted({f"{line.part} {line.name}" for line in estimated.lines
+                      if line.price and not line.price.date and line.price.how != ZERO_HOW})
     if undated:
         lines.append(f"  undated prices (entered by hand, not read from a price list): {', '.join(undated)}; "
                      "`dbarena cloud prices --refresh-from` reads the provider's")

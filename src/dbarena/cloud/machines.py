@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -23,7 +24,7 @@ from typing import Any, Callable, Sequence
 from dbarena.cloud import catalogue as catalogue_mod
 from dbarena.cloud import estimate as estimate_mod
 from dbarena.cloud.provider import (
-    TAG_EXPIRES, TAG_OWNER, TAG_RUN, Provider, Resource, inventory, owner, stamp, target,
+    TAG_EXPIRES, TAG_OWNER, TAG_RUN, CapacityError, Provider, Resource, inventory, owner, stamp, target,
 )
 from dbarena.errors import UsageError
 from dbarena.lifecycle import state
@@ -42,7 +43,11 @@ def provider_for(name: str, region: str) -> Provider:
         from dbarena.cloud.aws import Aws
 
         return Aws(region)
-    raise UsageError(f"provider {name!r}: dbarena knows aws only")
+    if name == "local":
+        from dbarena.cloud.local import Local
+
+        return Local(region)
+    raise UsageError(f"provider {name!r}: dbarena knows aws and local")
 
 
 @dataclass
@@ -56,6 +61,9 @@ class Made:
     targets: dict[str, str]  # engine -> --target URL of its managed database
     estimated: estimate_mod.CostEstimate
     catalogue: catalogue_mod.Catalogue
+    # resource name -> {"create_s": ..., "ready_s": ...}: from the request to the
+    # provider's creation time, and to when it answered (timings()).
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[Resource]:
@@ -91,6 +99,8 @@ def checked_estimate(study: Study, max_cost: float | None, max_instances: int | 
     any cloud is called."""
     if study.machines is None:
         raise UsageError(f"{study.source}: no [machines]: nothing to create")
+    if study.machines.provider == "local" and study.machines.managed:
+        raise UsageError(f"{study.source}: machines.managed: the local provider makes hosts, not managed databases")
     cat = catalogue_mod.for_machines(study.machines, study.source)
     estimated = estimate_mod.estimate(study, cat)
     estimate_mod.check_max_instances(estimated, max_instances)
@@ -116,27 +126,73 @@ def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, c
     say(f"creating {len(estimated.resources)} resource(s) of run {run} on {provider.name} {machines.region} "
         f"(expires {tags[TAG_EXPIRES]})")
     try:
-        resources = provider.create(machines, tags)
+        resources, asked = _create(provider, machines, tags, run, record, say)
     except BaseException:
         say(f"creation failed or interrupted: deleting what run {run} made")
-        _delete_run(provider, run, record, say)
+        delete_run(provider, run, record, say)
         raise
-    made = _made(run, record, resources, machines, estimated, cat)
+    made = _made(run, record, resources, machines, estimated, cat, provider)
+    made.timings.update(timings(resources, asked, datetime.now(timezone.utc)))
     data.update({"resources": [r.as_json() for r in resources], "kept": kept, "inventory": str(made.inventory),
-                 "targets": made.targets})
+                 "targets": made.targets, "timings": made.timings})
     _write(record, data)
+    for name, t in made.timings.items():
+        say(f"{name}: created in {t['create_s']:.1f} s, ready in {t['ready_s']:.1f} s")
     return made
 
 
+def _create(provider: Provider, machines: Machines, tags: dict[str, str], run: str, record: Path,
+            say: Say) -> tuple[list[Resource], datetime]:
+    """provider.create, tried again in another zone of the region when one has no
+    capacity (what the first try made deleted first); refused in one line when no zone
+    has it. What was made, and when the try that made it was asked."""
+    tried: list[str | None] = []
+    zones: list[str] | None = None
+    zone: str | None = None
+    while True:
+        asked = datetime.now(timezone.utc)
+        try:
+            return provider.create(machines, tags, zone), asked
+        except CapacityError as exc:
+            tried += [zone, exc.zone]
+            where = exc.zone or zone or "the zone the provider chose"
+            say(f"no capacity in {where}: {exc}")
+            delete_run(provider, run, record, say, keep_record=True)
+            if zones is None:
+                zones = provider.zones()
+            left = [z for z in zones if z not in tried]
+            if not left:
+                named = ", ".join(z for z in dict.fromkeys(tried) if z) or "the one the provider chose"
+                raise CapacityError(f"{provider.name} {machines.region}: no capacity for the study's machines in any "
+                                    f"zone tried ({named}); nothing is left running: try another instance type or "
+                                    f"region", None) from None
+            zone = left[0]
+            say(f"trying again in {zone}")
+
+
+def timings(resources: list[Resource], asked: datetime, now: datetime) -> dict[str, dict[str, float]]:
+    """Each resource's time to be created (the provider's creation time) and to be
+    ready (when it answered, or `now`: when create() returned), from `asked`. A
+    provider's times have a second's resolution: a negative difference is 0."""
+    out: dict[str, dict[str, float]] = {}
+    for r in resources:
+        created = r.created or now
+        ready = r.ready or now
+        out[r.name] = {"create_s": round(max(0.0, (created - asked).total_seconds()), 3),
+                       "ready_s": round(max(0.0, (ready - asked).total_seconds()), 3)}
+    return out
+
+
 def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
-          estimated: estimate_mod.CostEstimate, cat: catalogue_mod.Catalogue) -> Made:
+          estimated: estimate_mod.CostEstimate, cat: catalogue_mod.Catalogue, provider: Provider) -> Made:
     hosts = [r for r in resources if r.kind == "instance"]
     prices: dict[str, float | None] = {}
     for host in hosts:
         parts = [line.per_hour for line in estimated.lines if line.resource == host.name]
         prices[host.name] = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
     path = record.with_suffix(".inventory.json")
-    _write(path, json.loads(inventory(hosts, machines, prices, cat.currency)))
+    _write(path, json.loads(inventory(hosts, machines, prices, cat.currency,
+                                      {h.name: provider.host_vars(h, machines) for h in hosts})))
     from dbarena.cloud.aws import MASTER_USER
 
     targets = {r.engine: target(r, MASTER_USER) for r in resources if r.kind == "database" and r.engine}
@@ -144,15 +200,20 @@ def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
                 catalogue=cat)
 
 
-def _delete_run(provider: Provider, run: str, record: Path, say: Say) -> int:
+def delete_run(provider: Provider, run: str, record: Path, say: Say, keep_record: bool = False) -> int:
     """Delete every resource tagged with `run` (found by its tags, not by the record:
-    what a creation cut short made is in no record), then the run's record."""
+    what a creation cut short made is in no record), then the run's record; say how
+    long the deletion took."""
     found = [r for r in provider.describe() if r.run == run]
     for r in found:
         say(f"deleting {r.line()}")
+    started = time.monotonic()
     provider.delete(found)
-    for path in (record, record.with_suffix(".inventory.json")):
-        path.unlink(missing_ok=True)
+    if found:
+        say(f"run {run}: {len(found)} resource(s) deleted in {time.monotonic() - started:.1f} s")
+    if not keep_record:
+        for path in (record, record.with_suffix(".inventory.json")):
+            path.unlink(missing_ok=True)
     return len(found)
 
 
@@ -163,7 +224,7 @@ def down(run: str, say: Say) -> int:
     if data is None:
         raise UsageError(f"no run {run!r} here (records in {records_dir()}); `dbarena cloud reap` finds "
                          "resources by their tags")
-    return _delete_run(provider_for(str(data["provider"]), str(data["region"])), run, record, say)
+    return delete_run(provider_for(str(data["provider"]), str(data["region"])), run, record, say)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -195,7 +256,7 @@ def reap_orphans(say: Say) -> int:
         if orphaned(data):
             say(f"run {data['run']}'s controller (process {data.get('owner_pid')}) is gone: deleting what it made")
             provider = provider_for(str(data["provider"]), str(data["region"]))
-            deleted += _delete_run(provider, str(data["run"]), records_dir() / f"{data['run']}.json", say)
+            deleted += delete_run(provider, str(data["run"]), records_dir() / f"{data['run']}.json", say)
     return deleted
 
 

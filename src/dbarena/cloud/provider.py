@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Mapping, Protocol, Sequence
 
+from dbarena.errors import EnvironmentProblem
 from dbarena.study.model import Machines
 
 TAG_RUN = "dbarena-run"
@@ -54,6 +55,9 @@ class Resource:
     created: datetime | None
     state: str
     tags: Mapping[str, str] = field(default_factory=dict)
+    # When it answered (an instance's SSH, a database's endpoint), where the provider
+    # says; else None and the caller counts the moment create() returned.
+    ready: datetime | None = None
 
     @property
     def run(self) -> str | None:
@@ -76,31 +80,49 @@ class Resource:
         return {"kind": self.kind, "id": self.id, "name": self.name, "type": self.type, "zone": self.zone,
                 "address": self.address, "port": self.port, "engine": self.engine,
                 "created": stamp(self.created) if self.created else None, "state": self.state,
-                "tags": dict(self.tags)}
+                "tags": dict(self.tags), "ready": stamp(self.ready) if self.ready else None}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Resource:
         created = data.get("created")
         port = data.get("port")
         tags = data.get("tags")
+        ready = data.get("ready")
         return cls(kind=str(data["kind"]), id=str(data["id"]), name=str(data["name"]), type=str(data["type"]),
                    zone=str(data["zone"]) if data.get("zone") else None,
                    address=str(data["address"]) if data.get("address") else None,
                    port=int(port) if isinstance(port, (int, str)) and str(port).isdigit() else None,
                    engine=str(data["engine"]) if data.get("engine") else None,
                    created=utc(created) if isinstance(created, str) else None, state=str(data.get("state", "")),
-                   tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {})
+                   tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {},
+                   ready=utc(ready) if isinstance(ready, str) else None)
+
+
+class CapacityError(EnvironmentProblem):
+    """The provider has no capacity for what was asked in that zone (AWS's
+    InsufficientInstanceCapacity ...): another zone of the region may have it."""
+
+    def __init__(self, message: str, zone: str | None):
+        super().__init__(message)
+        self.zone = zone
 
 
 class Provider(Protocol):
     """A cloud, as dbarena uses one. Every call raises errors.EnvironmentProblem in one
-    line when the cloud refuses (no credentials, no capacity, a quota)."""
+    line when the cloud refuses (no credentials, a quota), CapacityError when a zone
+    has no capacity for what was asked."""
 
     name: str
 
-    def create(self, machines: Machines, tags: Mapping[str, str]) -> list[Resource]:
+    def zones(self) -> list[str]:
+        """The zones of the region a creation may be tried in, in order ([]: one try,
+        where the provider chooses)."""
+        ...
+
+    def create(self, machines: Machines, tags: Mapping[str, str], zone: str | None = None) -> list[Resource]:
         """Every host and managed database of `machines`, each tagged with `tags` and its
-        dbarena-host; returns once they are running (or available)."""
+        dbarena-host, in `zone` (None: where the provider chooses); returns once they
+        are running (or available)."""
         ...
 
     def describe(self) -> list[Resource]:
@@ -111,16 +133,21 @@ class Provider(Protocol):
         """Delete these resources and wait until they are gone (or going: terminated)."""
         ...
 
+    def host_vars(self, host: Resource, machines: Machines) -> dict[str, object]:
+        """How Ansible reaches this host beyond its address (user, port, key, Python, the
+        working directories): inventory variables."""
+        ...
 
-def inventory(hosts: Sequence[Resource], machines: Machines,
-              prices: Mapping[str, float | None], currency: str) -> str:
+
+def inventory(hosts: Sequence[Resource], machines: Machines, prices: Mapping[str, float | None], currency: str,
+              host_vars: Mapping[str, Mapping[str, object]] | None = None) -> str:
     """The Ansible inventory `fleet run` takes, as JSON (a YAML inventory is JSON too):
     each host labelled by its instance type, with its price per hour (compute and
-    disk) for the report's price/performance."""
+    disk) for the report's price/performance, and the provider's `host_vars` of it."""
     entries: dict[str, dict[str, object]] = {}
     for host in hosts:
         variables: dict[str, object] = {"ansible_host": host.address, "ansible_user": machines.ssh_user,
-                                        "dbarena_label": host.type}
+                                        "dbarena_label": host.type, **(host_vars or {}).get(host.name, {})}
         price = prices.get(host.name)
         if price is not None:
             variables.update({"dbarena_price_per_hour": round(price, 6), "dbarena_currency": currency})

@@ -369,6 +369,11 @@ class Fleet:
     poll_s: float = 10.0
     unreachable_timeout_s: float = 120.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dbarena-fleet-")))
+    # Asked after every poll while hosts run: a reason to stop waiting for them (the
+    # cost guard of `run --study`'s machines), or None. Their stores are then fetched
+    # as they are, so that what was measured is kept.
+    stop: Callable[[], str | None] | None = None
+    stopped: str | None = None
 
     def __post_init__(self) -> None:
         self.states = {h.name: HostState(h) for h in self.hosts}
@@ -513,6 +518,11 @@ class Fleet:
                 if shown.get(h.name) != block:
                     shown[h.name] = block
                     self.say(block)
+            if self.stop is not None:
+                self.stopped = self.stop()
+                if self.stopped is not None:
+                    self.say(self.stopped)
+                    return
             if any(not self.states[h.name].final and not self._given_up(h) for h in hosts):
                 time.sleep(self.poll_s)
 

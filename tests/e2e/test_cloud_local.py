@@ -1,0 +1,174 @@
+"""`dbarena run --study` of a study with [machines] provider = "local": its "instances"
+are sshd processes of their own on loopback addresses (cloud/local.py), made, run on by
+the real fleet (Ansible over SSH, real PostgreSQL and pgbench on each), their stores
+merged into a real store, and deleted. Interrupted (SIGINT, SIGTERM) or killed (SIGKILL, then
+the next command), nothing is left: no sshd, no host's run, no server, no directory.
+--max-cost over the estimate refuses before anything is made."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, error_line, processes_mentioning
+from sshd import DEPS_ENV, ansible_env
+from sshd import missing as sshd_missing
+from test_kill import _within
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
+
+STUDY = """schema = 1
+name = "local-machines"
+[sweep]
+levels = {levels}
+duration_s = {duration}
+repeats = 1
+[datasets]
+scale = 1
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+[machines]
+provider = "local"
+region = "here"
+instance_types = ["small", "large"]
+[machines.prices]
+compute.small = 0.5
+compute.large = 2.0
+"""
+
+
+@pytest.fixture
+def here(tmp_path: Path, public_tmp: Path) -> dict:
+    if sshd_missing():
+        pytest.fail(sshd_missing())
+    state = tmp_path / "state"
+    # TMPDIR: where each instance's own temporary directory is made, reachable by the
+    # throwaway servers' user (postgres); the hosts' dependencies: the session's.
+    env = cli_env(public_tmp, DBARENA_STATE_DIR=str(state), DBARENA_LOCAL_DEPS_DIR=os.environ[DEPS_ENV])
+    env.update({k: v for k, v in ansible_env(tmp_path).items() if k.startswith("ANSIBLE_")})
+    yield {"tmp": tmp_path, "state": state, "env": env, "public": public_tmp}
+    # Nothing of any instance left running, whatever the test did.
+    assert _within(20, lambda: not _left(state, public_tmp)), _left(state, public_tmp)
+
+
+def _left(state: Path, public: Path) -> list[str]:
+    return processes_mentioning(str(state)) + processes_mentioning(str(public)) + \
+        processes_mentioning("dbarena-local-")
+
+
+def _instances(state: Path) -> list[Path]:
+    folder = state / "cloud" / "local"
+    return sorted(folder.glob("local-*")) if folder.is_dir() else []
+
+
+def _study(here: dict, levels: list[int], duration: int) -> Path:
+    path = here["tmp"] / "s.toml"
+    path.write_text(STUDY.format(levels=levels, duration=duration))
+    return path
+
+
+def _dbarena(here: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dbarena", *args], env=here["env"], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_run_study_makes_the_machines_runs_on_them_and_deletes_them(here: dict) -> None:
+    study, store = _study(here, [1, 2], 3), here["tmp"] / "r.db"
+    done = _dbarena(here, "run", "--study", str(study), "--store", str(store), "--machines-poll", "2")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    # Said: what it costs, each instance's times, the hosts' runs, the deletion.
+    assert "estimated cost:" in out and "counted as zero (this machine; no price given in [machines.prices]): " \
+                                      "storage gp3" in out
+    assert "small-1: created in " in out and "large-1: created in " in out and ", ready in " in out
+    assert "small-1 (small): complete; 2/2 points" in out and "large-1 (large): complete; 2/2 points" in out
+    assert "2 resource(s) deleted in " in out
+    db = sqlite3.connect(store)
+    runs = db.execute("SELECT label, price_per_hour, currency, status, options FROM runs ORDER BY label").fetchall()
+    assert [r[:4] for r in runs] == [("large", 2.0, "USD", "finished"), ("small", 0.5, "USD", "finished")]
+    assert db.execute("SELECT COUNT(*) FROM points WHERE status = 'ok' AND phase = 'measured'").fetchone()[0] == 4
+    for label, _, _, _, options in runs:
+        machine = json.loads(options)["machine"]
+        assert machine["provider"] == "local" and machine["instance_type"] == label and machine["zone"] == "local"
+        assert machine["image"] == "this machine" and machine["host"] == f"{label}-1"
+        compute = next(p for p in machine["prices"] if p["part"] == "compute")
+        assert compute["price"] == {"small": 0.5, "large": 2.0}[label] and compute["source"] == str(study)
+        storage = next(p for p in machine["prices"] if p["part"] == "storage")
+        assert storage["price"] == 0 and "counted as zero" in storage["how"]
+        assert 0 <= machine["create_s"] <= machine["ready_s"] < 60 and 0 <= machine["delete_s"] < 60
+    # The report prices each level from what the runs carry, no price typed.
+    report = _dbarena(here, "report", "-o", str(here["tmp"] / "r.md"), "--store", str(store), timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert "per hour per 100 TPS" in (here["tmp"] / "r.md").read_text()
+    # Deleted: no instance, no record, no temporary directory of one.
+    assert _instances(here["state"]) == [] and not list((here["state"] / "cloud").glob("dbarena-*.json"))
+    assert not list(here["public"].glob("dbarena-local-*"))
+
+
+def _started(here: dict, study: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """A run --study, read until both hosts run their study."""
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "run", "--study", str(study), "--store",
+                             str(here["tmp"] / "r.db"), "--machines-poll", "1"], env=here["env"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if sum(" running; " in seen for seen in lines) >= 2:
+            return proc, lines
+    proc.kill()
+    raise AssertionError("".join(lines))
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_study_leaves_nothing(here: dict, signum: int, status: int) -> None:
+    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20))
+    assert len(_instances(here["state"])) == 2
+    proc.send_signal(signum)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == status, out
+    assert "deleting what run" in out and "2 resource(s) deleted in " in out
+    assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-local-*"))
+    assert _within(20, lambda: not _left(here["state"], here["public"])), _left(here["state"], here["public"])
+
+
+def test_a_killed_run_study_is_cleaned_up_by_the_next_command(here: dict) -> None:
+    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20))
+    proc.kill()
+    proc.wait(timeout=30)
+    assert len(_instances(here["state"])) == 2  # its hosts run on (a killed controller deletes nothing)
+    # The next dbarena command, whatever it is, deletes what the killed one made.
+    after = _dbarena(here, "study", "list", timeout=120)
+    assert after.returncode == 0, after.stderr
+    assert "controller (process" in after.stderr and "2 resource(s) deleted in " in after.stderr, after.stderr
+    assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-local-*"))
+    assert _within(20, lambda: not _left(here["state"], here["public"])), _left(here["state"], here["public"])
+    reap = _dbarena(here, "cloud", "reap", "--provider", "local", "--region", "here", timeout=120)
+    assert reap.returncode == 0 and "nothing to reap" in reap.stdout, reap.stdout + reap.stderr
+
+
+def test_max_cost_over_the_estimate_refuses_before_anything_is_made(here: dict) -> None:
+    study = _study(here, [1, 2], 3)
+    refused = _dbarena(here, "run", "--study", str(study), "--store", str(here["tmp"] / "r.db"), "--max-cost",
+                       "0.01", timeout=120)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    line = error_line(refused.stderr)
+    assert line.startswith("dbarena: error: estimated ") and \
+        line.endswith(" USD is over --max-cost 0.01 USD: nothing was created (`dbarena study check` itemises it)\n")
+    assert not (here["state"] / "cloud").exists() and not (here["tmp"] / "r.db").exists()
+    many = _dbarena(here, "run", "--study", str(study), "--max-instances", "1", timeout=120)
+    assert many.returncode == 2 and "2 instances and databases to create, over --max-instances 1" in many.stderr

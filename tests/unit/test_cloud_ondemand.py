@@ -1,0 +1,270 @@
+"""`run --study` of a study with [machines], with a fake Provider and a fake fleet (the
+real ones: tests/e2e/test_cloud_local.py, tests/e2e/test_cloud_aws.py): a zone without
+capacity tried again in another, or refused in one line with nothing left; the cost
+guard before anything is made and while the hosts run; teardown on a stop, an error
+and Ctrl-C; each resource's times; the local provider's prices."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pytest
+
+from dbarena import study as study_mod
+from dbarena.cloud import catalogue, estimate, machines, ondemand
+from dbarena.cloud.provider import TAG_HOST, TAG_RUN, CapacityError, Resource
+from dbarena.errors import UsageError
+from dbarena.study.model import Machines
+
+STUDY = """
+schema = 1
+name = "ondemand"
+[sweep]
+levels = [1, 2]
+duration_s = 60
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+[machines]
+provider = "aws"
+region = "us-east-1"
+instance_types = ["m7g.large", "m7i.large"]
+image = "ami-0123"
+"""
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def study(tmp_path: Path, text: str = STUDY) -> study_mod.Study:
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return study_mod.load(str(path))
+
+
+class Fake:
+    """A provider whose zones in `full` have no capacity: the first host is made
+    before the error, as a cloud that fails half-way through a creation leaves it."""
+
+    name = "fake"
+
+    def __init__(self, zones: Sequence[str] = (), full: Sequence[str | None] = (),
+                 created: datetime | None = None):
+        self._zones, self.full, self.created = list(zones), set(full), created
+        self.made: list[Resource] = []
+        self.asked: list[str | None] = []
+        self.deleted: list[str] = []
+
+    def zones(self) -> list[str]:
+        return list(self._zones)
+
+    def _resource(self, name: str, kind: str, tags: Mapping[str, str], zone: str | None) -> Resource:
+        now = self.created or datetime.now(timezone.utc)
+        return Resource(kind="instance", id=f"i-{len(self.made) + len(self.deleted)}", name=name, type=kind,
+                        zone=zone, address="10.0.0.9", port=None, engine=None, created=now, state="running",
+                        tags={**tags, TAG_HOST: name}, ready=now + timedelta(seconds=30))
+
+    def create(self, machines: Machines, tags: Mapping[str, str], zone: str | None = None) -> list[Resource]:
+        self.asked.append(zone)
+        hosts = list(machines.hosts)
+        self.made.append(self._resource(*hosts[0], tags, zone))
+        if zone in self.full:
+            raise CapacityError(f"create the hosts: InsufficientInstanceCapacity: no {hosts[0][1]} in {zone}", zone)
+        self.made += [self._resource(name, kind, tags, zone) for name, kind in hosts[1:]]
+        return [r for r in self.made if r.run == tags[TAG_RUN]]
+
+    def describe(self) -> list[Resource]:
+        return list(self.made)
+
+    def delete(self, resources: Sequence[Resource]) -> None:
+        ids = {r.id for r in resources}
+        self.deleted += sorted(ids)
+        self.made = [r for r in self.made if r.id not in ids]
+
+    def host_vars(self, host: Resource, machines: Machines) -> dict[str, object]:
+        return {"ansible_port": 2222}
+
+
+def test_a_zone_without_capacity_is_left_for_another_and_what_it_made_is_deleted(tmp_path: Path) -> None:
+    s = study(tmp_path)
+    estimated, cat = machines.checked_estimate(s, None, None)
+    fake = Fake(zones=["us-east-1a", "us-east-1b", "us-east-1c"], full=[None, "us-east-1a"])
+    said: list[str] = []
+    made = machines.up(s, fake, estimated, cat, said.append, kept=False)
+    assert fake.asked == [None, "us-east-1a", "us-east-1b"]
+    # What the two refused tries made was deleted; what the third made stays, in its zone.
+    assert len(fake.deleted) == 2
+    assert {r.zone for r in made.resources} == {"us-east-1b"} and len(made.resources) == 2
+    assert {r.id for r in fake.made} == {r.id for r in made.resources}
+    assert "trying again in us-east-1a" in said and "trying again in us-east-1b" in said
+    assert made.record.exists() and made.inventory.exists()
+    assert '"ansible_port": 2222' in made.inventory.read_text()
+
+
+def test_no_capacity_in_any_zone_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    s = study(tmp_path)
+    estimated, cat = machines.checked_estimate(s, None, None)
+    fake = Fake(zones=["us-east-1a", "us-east-1b"], full=[None, "us-east-1a", "us-east-1b"])
+    with pytest.raises(CapacityError) as refused:
+        machines.up(s, fake, estimated, cat, lambda line: None, kept=False)
+    line = str(refused.value)
+    assert "\n" not in line and "no capacity" in line and "us-east-1a, us-east-1b" in line
+    assert fake.made == [] and len(fake.deleted) == 3
+    assert machines.records() == []
+
+
+def test_times_to_create_and_be_ready_from_the_request() -> None:
+    def made(created: datetime | None, ready: datetime | None) -> Resource:
+        return Resource(kind="instance", id="i", name="h", type="t", zone=None, address=None, port=None, engine=None,
+                        created=created, state="running", ready=ready)
+
+    asked = NOW
+    times = machines.timings([made(NOW + timedelta(seconds=4), NOW + timedelta(seconds=41.5))], asked,
+                             NOW + timedelta(seconds=50))
+    assert times == {"h": {"create_s": 4.0, "ready_s": 41.5}}
+    # No ready time from the provider: when create() returned; a creation time a second
+    # before the request (a provider's whole seconds) is 0, not negative.
+    times = machines.timings([made(NOW - timedelta(seconds=1), None)], asked, NOW + timedelta(seconds=50))
+    assert times == {"h": {"create_s": 0.0, "ready_s": 50.0}}
+
+
+def test_the_guard_looks_ahead_to_the_next_check_and_the_deletion(tmp_path: Path) -> None:
+    s = study(tmp_path, STUDY.replace('image = "ami-0123"', 'image = "ami-0123"\n[machines.prices]\n'
+                                      'compute."m7g.large" = 3.6\ncompute."m7i.large" = 3.6\nstorage.gp3 = 0\n'))
+    estimated, cat = machines.checked_estimate(s, None, None)
+    # Two hosts at 3.6 an hour, per second (60 s at least): 0.002 a second together.
+    created = {"m7g.large-1": NOW, "m7i.large-1": NOW}
+    later = NOW + timedelta(seconds=400)
+    assert estimate.spent(estimated, created, later, cat) == pytest.approx(0.8)
+    assert estimate.would_pass(estimated, created, later, cat, 1.0, 60) is None  # 0.92 within a minute
+    stop = estimate.would_pass(estimated, created, later, cat, 1.0, 130)  # 1.06 within 130 s
+    assert stop is not None and "spent about 0.80" in stop and "1.06 within 130 s" in stop
+    assert estimate.would_pass(estimated, created, later, cat, None, 130) is None
+
+
+class FakeFleet:
+    """controller.Fleet as ondemand uses it; `then` says how its run ends."""
+
+    then = "complete"
+    made: list["FakeFleet"] = []
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+        self.stop = kwargs["stop"]
+        self.stopped: str | None = None
+        self.states: dict[str, Any] = {}
+        self.closed = False
+        FakeFleet.made.append(self)
+
+    def run(self, *args: Any, **kwargs: Any) -> int:
+        self.args = args
+        if FakeFleet.then == "interrupt":
+            raise KeyboardInterrupt
+        if FakeFleet.then == "fail":
+            raise RuntimeError("the fleet broke")
+        self.stopped = self.stop()
+        return 1 if self.stopped else 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_cloud(monkeypatch: pytest.MonkeyPatch) -> Fake:
+    from dbarena.fleet import controller, inventory
+
+    fake = Fake(created=datetime.now(timezone.utc) - timedelta(hours=10))
+    monkeypatch.setattr(machines, "provider_for", lambda name, region: fake)
+    monkeypatch.setattr(controller, "Fleet", FakeFleet)
+    monkeypatch.setattr(inventory, "load", lambda *args: [])
+    FakeFleet.made = []
+    return fake
+
+
+@pytest.mark.parametrize("then", ["complete", "interrupt", "fail"])
+def test_the_machines_are_deleted_however_the_run_ends(tmp_path: Path, fake_cloud: Fake, then: str) -> None:
+    s = study(tmp_path)
+    FakeFleet.then = then
+    said: list[str] = []
+    if then == "complete":
+        ended = ondemand.run(s, tmp_path / "s.toml", ["--quick"], tmp_path / "r.db", said.append, max_cost=None,
+                             max_instances=None)
+        assert ended.status == 0 and ended.stopped is None
+    else:
+        with pytest.raises(KeyboardInterrupt if then == "interrupt" else RuntimeError):
+            ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None,
+                         max_instances=None)
+        assert any("deleting what run" in line for line in said)
+    assert fake_cloud.made == [] and len(fake_cloud.deleted) == 2
+    assert machines.records() == []
+    assert [f.closed for f in FakeFleet.made] == [True]
+
+
+def test_a_run_that_would_pass_max_cost_stops_and_deletes(tmp_path: Path, fake_cloud: Fake) -> None:
+    s = study(tmp_path)
+    estimated, _ = machines.checked_estimate(s, None, None)
+    assert estimated.total is not None
+    FakeFleet.then = "complete"
+    said: list[str] = []
+    # Under the estimate's budget (refused otherwise), but the fake's hosts were made
+    # ten hours ago: their spend is past it at the first check.
+    ended = ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append,
+                         max_cost=estimated.total + 0.01, max_instances=None)
+    assert ended.stopped is not None and ended.stopped.startswith("spent about") and ended.status == 1
+    assert fake_cloud.made == [] and machines.records() == []
+    assert any(line.startswith("stopped at --max-cost") for line in said)
+
+
+def test_max_cost_refuses_before_any_provider_is_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_provider(name: str, region: str) -> Fake:
+        raise AssertionError("a provider was called")
+
+    monkeypatch.setattr(machines, "provider_for", no_provider)
+    monkeypatch.setattr(machines, "reap_orphans", no_provider)
+    s = study(tmp_path)
+    with pytest.raises(UsageError, match="is over --max-cost 0.01 USD: nothing was created"):
+        ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", print, max_cost=0.01, max_instances=None)
+    with pytest.raises(UsageError, match="over --max-instances 1"):
+        ondemand.check(s, None, 1)
+
+
+def test_run_max_cost_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import invoke
+
+    path = tmp_path / "s.toml"
+    path.write_text(STUDY)
+    code, out, err = invoke(["run", "--study", str(path), "--max-cost", "0.001", "--store", str(tmp_path / "r.db")],
+                            capsys)
+    assert code == 2 and err.startswith("dbarena: error: estimated ") and err.count("\n") == 1, err
+    assert not (tmp_path / "r.db").exists() and machines.records() == []
+    code, out, err = invoke(["run", "--quick", "--max-cost", "1", "--store", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and "--max-cost applies to a study with [machines]" in err
+    for flags, message in ((["--label", "x"], "--label does not go with a study with [machines]"),
+                           (["--keep"], "--keep does not go with a study with [machines]")):
+        code, out, err = invoke(["run", "--study", str(path), *flags, "--store", str(tmp_path / "r.db")], capsys)
+        assert code == 2 and message in err and machines.records() == [], err
+
+
+def test_the_local_provider_prices_are_the_studys_or_zero_said_plainly(tmp_path: Path) -> None:
+    s = study(tmp_path, STUDY.replace('provider = "aws"', 'provider = "local"').replace(
+        'image = "ami-0123"', '[machines.prices]\ncompute."m7g.large" = 0.36\n'))
+    assert s.machines is not None
+    cat = catalogue.for_machines(s.machines, s.source)
+    assert cat.price("compute", "m7g.large").amount == 0.36  # type: ignore[union-attr]
+    assert cat.price("compute", "m7i.large").amount == 0.0  # type: ignore[union-attr]
+    lines = estimate.describe(estimate.estimate(s, cat))
+    zero = [line for line in lines if line.strip().startswith("counted as zero")]
+    assert zero == ["  counted as zero (this machine; no price given in [machines.prices]): compute m7i.large, "
+                    "storage gp3"]
+    managed = STUDY.replace('provider = "aws"', 'provider = "local"') + \
+        '[[machines.managed]]\nengine = "postgres"\ninstance_class = "db.m7g.large"\nstorage_gb = 20\n' \
+        'storage_type = "gp3"\n'
+    with pytest.raises(UsageError, match="the local provider makes hosts, not managed databases"):
+        machines.checked_estimate(study(tmp_path, managed), None, None)
