@@ -171,7 +171,6 @@ def _reap_machines(say: Callable[[str], None]) -> None:
         say(f"{exc}; the next command, or `dbarena cloud reap`, tries again")
 
 
-
 def open_store(path: Path | str) -> Store:
     """An existing store, to read: opened read-only, so that a read never writes (a
     file that is not there is a usage error, not a new store; a file that is not a
