@@ -35,8 +35,10 @@ def _assert_nothing_left(tmpdir):
 
 def test_run_two_workloads_two_levels(public_tmp, tmp_path):
     store = tmp_path / "r.db"
+    # 3 s points: in a 2 s one on a loaded machine (CI) the sampler's readings, a second
+    # apart when it gets the CPU, bounded no whole second of pgbench's run (said so).
     done = dbarena("run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2",
-                   "--duration", "2", "--scale", "1", "--store", str(store), "--label", "e2e",
+                   "--duration", "3", "--scale", "1", "--store", str(store), "--label", "e2e",
                    "--latency-sampling", "1", env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     assert f"Results stored in {store}" in done.stdout
@@ -72,7 +74,7 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
         assert details["per_second"].startswith("per-second throughput from the server's xact_commit"), details
         samples = db.execute("SELECT second, tps FROM samples WHERE point_id = ? ORDER BY second",
                              (p["id"],)).fetchall()
-        assert 1 <= len(samples) <= 2 and all(tps > 0 for _, tps in samples)
+        assert 1 <= len(samples) <= 3 and all(tps > 0 for _, tps in samples)
         assert sum(tps for _, tps in samples) <= p["transactions"] * 1.01  # whole seconds of its run
         assert json.loads(p["config"])["instruments"] == ["-l"]  # asked for: --latency-sampling 1
         # Percentiles from pgbench's per-transaction log (written to a directory of the

@@ -37,6 +37,7 @@ from dbarena.stats import rounds
 from dbarena.lifecycle import cleanup, smt_switch
 from dbarena.lifecycle import state
 from dbarena.host import topology
+from dbarena import shield
 from dbarena.errors import EnvironmentProblem, ExitStatus, Interrupted, StoreError, StoreUnwritable, UsageError
 from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
@@ -459,15 +460,20 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
                                versions, ctx.init, ctx.outcome.invocation, cluster,
                                placed.facts() if placed else None, part.data_parent, ctx.probe)
-    run_id = _begin_run(ctx, info, (entry.name, variant))
-    part.run_ids.append(run_id)
-    ctx.outcome.run_ids.append(run_id)
-    # Recorded until the run ends here: if dbarena is killed, the next command
-    # marks it interrupted and names what it may have left on a target.
     store = ctx.store
-    record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
-                                           None if target.throwaway else target.url,
-                                           provenance.leftovers(target, engine_plan.points, variant)))
+    # The run begun, known to its part and recorded as one step that a Ctrl-C or
+    # SIGTERM cannot split (held until the record is made: shield.py): one that fell
+    # after the run was stored and before the part knew of it left the run `running`
+    # for good, with no record for the next command to mark it by (kill tests, CI).
+    with shield.shielded():
+        run_id = _begin_run(ctx, info, (entry.name, variant))
+        part.run_ids.append(run_id)
+        ctx.outcome.run_ids.append(run_id)
+        # Recorded until the run ends here: if dbarena is killed, the next command
+        # marks it interrupted and names what it may have left on a target.
+        record = stack.enter_context(state.run(str(store.path.resolve()) if store.path else store.location, run_id,
+                                               None if target.throwaway else target.url,
+                                               provenance.leftovers(target, engine_plan.points, variant)))
     # Cluster options are part of the configuration as settings are (named
     # "cluster.NAME" in the key's settings, apart from the server's own).
     context = provenance.key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
