@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -134,15 +135,37 @@ def _started(here: dict, study: Path) -> tuple[subprocess.Popen[str], list[str]]
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_an_interrupted_run_study_leaves_nothing(here: dict, signum: int, status: int) -> None:
-    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20))
+def test_an_interrupted_run_study_leaves_nothing_and_keeps_what_was_measured(here: dict, signum: int,
+                                                                            status: int) -> None:
+    """Interrupted once each host has stored a point: the hosts' stores are fetched
+    before their machines go (nothing measured is lost), their runs marked interrupted
+    with why, and nothing is left."""
+    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 6))
     assert len(_instances(here["state"])) == 2
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not all(
+            any(re.search(rf"\({kind}\): running; [1-4]/4 points", seen) for seen in lines) for kind in ("small", "large")):
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
     proc.send_signal(signum)
-    rest, _ = proc.communicate(timeout=120)
+    rest, _ = proc.communicate(timeout=180)
     out = "".join(lines) + rest
     assert proc.returncode == status, out
-    assert "deleting what run" in out and "2 resource(s) deleted in " in out
+    assert "fetching what the hosts measured, then deleting what run" in out and "2 resource(s) deleted in " in out
+    assert "interrupted: what it made is deleted; what the hosts had measured, if anything, was fetched" in out
+    assert "Traceback" not in out and "aborted" not in out
     assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-local-*"))
+    db = sqlite3.connect(here["tmp"] / "r.db")
+    runs = db.execute("SELECT label, status, status_reason FROM runs ORDER BY label").fetchall()
+    why = f"its machine was deleted: {'Ctrl-C' if signum == signal.SIGINT else 'SIGTERM'}"
+    assert [r[0] for r in runs] == ["large", "small"], (runs, out)
+    assert all(r[1] in ("interrupted", "finished") and (r[1] == "finished" or r[2] == why) for r in runs), runs
+    kept = db.execute("SELECT r.label, COUNT(*) FROM points p JOIN runs r ON r.id = p.run_id "
+                      "WHERE p.status = 'ok' AND p.phase = 'measured' GROUP BY r.label").fetchall()
+    assert dict(kept).keys() == {"large", "small"}, (kept, out)
     assert _within(20, lambda: not _left(here["state"], here["public"])), _left(here["state"], here["public"])
 
 

@@ -16,7 +16,7 @@ from dbarena.run import resume as resume_mod
 from dbarena.run import preflight, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, max_cost_option, max_instances_option, store_option
-from dbarena.errors import ExitStatus, ToolMissing, UsageError
+from dbarena.errors import ExitStatus, Interrupted, ToolMissing, UsageError
 from dbarena.host import hostinfo, probe
 from dbarena.limits import MAX_SECONDS
 from dbarena.interfaces import Reporter
@@ -242,8 +242,15 @@ def _on_machines(the_study: study_mod.Study, store_path: Path | str, allow_comma
     estimated, _ = machines_mod.checked_estimate(the_study, max_cost, max_instances)
     for line in estimate_mod.describe(estimated):
         click.echo(line, err=True)
-    ended = ondemand.run(the_study, Path(the_study.source), args, store_path, lambda line: click.echo(line),
-                         max_cost=max_cost, max_instances=max_instances, poll_s=poll_s)
+    try:
+        ended = ondemand.run(the_study, Path(the_study.source), args, store_path, lambda line: click.echo(line),
+                             max_cost=max_cost, max_instances=max_instances, poll_s=poll_s)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        # The machines are deleted by now (ondemand.run's teardown), what the hosts had
+        # stored fetched first: said in one line, not click's "aborted".
+        click.echo(f"interrupted: what it made is deleted; what the hosts had measured, if anything, was fetched "
+                   f"into {store_path} first (their runs marked interrupted)", err=True)
+        return ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     click.echo(f"machines of run {ended.run} deleted in {ended.delete_s:.1f} s; results in {store_path}: "
                f"dbarena results --store {store_path}")
     return ended.status

@@ -15,6 +15,7 @@ and the times to create, be ready and delete its host.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from dbarena import shield
 from dbarena.cloud import estimate as estimate_mod
 from dbarena.cloud import machines as machines_mod
 from dbarena.cloud.provider import Resource
-from dbarena.errors import UsageError
+from dbarena.errors import DbarenaError, Interrupted, UsageError
 from dbarena.study.model import Study
 
 Say = Callable[[str], None]
@@ -73,6 +74,8 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
     made = machines_mod.up(study, provider, estimated, cat, say, kept=False)
     delete_s = 0.0
     fleet = None
+    measured: dict[str, list[str]] = {}
+    left: str | None = None  # why the hosts' runs still running were ended: their machines deleted
     try:
         args = list(run_args)
         for engine, url in made.targets.items():
@@ -87,8 +90,19 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
         fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard)
         status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
         stopped = fleet.stopped
-        # Read before the fleet's directory (where they were fetched) is removed.
-        measured = {name: _uuids(state.fetched) for name, state in fleet.states.items()}
+        if stopped is not None:
+            left = "its machine was deleted at --max-cost"
+    except (KeyboardInterrupt, Interrupted) as exc:
+        # What the hosts measured is fetched before their machines go (nothing measured
+        # is lost); held against a second Ctrl-C, as the deletion is.
+        left = f"its machine was deleted: {'SIGTERM' if isinstance(exc, Interrupted) else 'Ctrl-C'}"
+        if fleet is not None and isinstance(store, Path):
+            say(f"stopped: fetching what the hosts measured, then deleting what run {made.run} made")
+            with shield.shielded(), contextlib.suppress(DbarenaError):
+                fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
+        else:
+            say(f"stopped: deleting what run {made.run} made")
+        raise
     except BaseException:
         say(f"stopped: deleting what run {made.run} made (the hosts' results are not fetched)")
         raise
@@ -96,12 +110,14 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
         # Held against Ctrl-C and SIGTERM: a teardown cut half-way leaks money.
         with shield.shielded():
             if fleet is not None:
+                # Read before the fleet's directory (where they were fetched) is removed.
+                measured = {name: _uuids(state.fetched) for name, state in fleet.states.items()}
                 fleet.close()
             started = time.monotonic()
             machines_mod.delete_run(provider, made.run, made.record, say)
             delete_s = time.monotonic() - started
-    if isinstance(store, Path):
-        _provenance(store, made, measured, machines.image, delete_s)
+            if isinstance(store, Path):
+                _provenance(store, made, measured, machines.image, delete_s, left)
     if stopped is not None:
         say(f"stopped at --max-cost: the points measured until then are kept in {store}")
     return Ended(status=status, run=made.run, stopped=stopped, delete_s=delete_s)
@@ -134,9 +150,11 @@ def _uuids(fetched: Path | None) -> list[str]:
 
 
 def _provenance(store: Path, made: machines_mod.Made, measured: dict[str, list[str]], image: str | None,
-                delete_s: float) -> None:
+                delete_s: float, left: str | None = None) -> None:
     """Each host's runs (found by the UUIDs of the store fetched from it, as the
-    fleet's outlier flags are) get what they ran on in their options."""
+    fleet's outlier flags are) get what they ran on in their options; those still
+    running when their machines were deleted (`left`: why) are marked interrupted,
+    their points kept: no host is left to finish them."""
     from dbarena.store.database import Store
 
     if not store.exists():
@@ -147,3 +165,5 @@ def _provenance(store: Path, made: machines_mod.Made, measured: dict[str, list[s
             for uuid in measured.get(host.name, []):
                 if uuid in by_uuid:
                     db.update_options(by_uuid[uuid].id, {"machine": machine_of(host, made, image, delete_s)})
+                    if left is not None and by_uuid[uuid].status == "running":
+                        db.finish_run(by_uuid[uuid].id, "interrupted", reason=left)
