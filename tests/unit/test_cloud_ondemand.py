@@ -160,6 +160,8 @@ class FakeFleet:
         self.stop = kwargs["stop"]
         self.stopped: str | None = None
         self.states: dict[str, Any] = {}
+        self.hosts: list[Any] = []
+        self.fetches: list[Path] = []
         self.closed = False
         FakeFleet.made.append(self)
 
@@ -171,6 +173,10 @@ class FakeFleet:
             raise RuntimeError("the fleet broke")
         self.stopped = self.stop()
         return 1 if self.stopped else 0
+
+    def fetch(self, hosts: list[Any], store: Path) -> None:
+        assert not self.closed  # (fetched from the fleet's directory, before it is removed)
+        self.fetches.append(store)
 
     def close(self) -> None:
         self.closed = True
@@ -202,6 +208,8 @@ def test_the_machines_are_deleted_however_the_run_ends(tmp_path: Path, fake_clou
             ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None,
                          max_instances=None)
         assert any("deleting what run" in line for line in said)
+        # An interrupt fetches what the hosts measured before their machines go; a failure cannot.
+        assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"] if then == "interrupt" else []]
     assert fake_cloud.made == [] and len(fake_cloud.deleted) == 2
     assert machines.records() == []
     assert [f.closed for f in FakeFleet.made] == [True]
