@@ -4,6 +4,7 @@ charts drawn from per-second series read in one go, and each format rendered."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from points import point
 from test_report import MACHINES, T0, store  # noqa: F401  (the fixture: two priced labels, four levels)
 
 from dbarena.errors import UsageError
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, relabelled
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
 from dbarena.report import assemble, charts, data, export
 from dbarena.stats import analysis
@@ -168,3 +169,14 @@ def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_pa
     bare = charts.charts(section, {"a": db.samples(section.series["a"].point_id)})["per_second"]
     assert what not in bare and "checkpoints" not in bare  # nothing overlaid without the server's series
     db.close()
+
+
+def test_a_point_relabelled_is_the_copy_dataclasses_replace_makes():
+    """records.relabelled (series_labels' fast copy, slot by slot) gives the record
+    dataclasses.replace gives: every field the same but the label, the original intact."""
+    original = point(label="box", threads=4, clients=8, config={"threads": 4}, config_key="k")
+    copy = relabelled(original, "box [config 1a2b3c]")
+    assert copy == dataclasses.replace(original, label="box [config 1a2b3c]")
+    assert copy.series_label == original.series_label == "box" and original.label == "box"
+    assert all(getattr(copy, f.name) is getattr(original, f.name)
+               for f in dataclasses.fields(original) if f.name != "label")

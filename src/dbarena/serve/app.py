@@ -467,16 +467,13 @@ def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
     from dbarena.report import assemble  # (its charts' modules load on first use)
 
     report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
-    return report, _links(report, points)
+    return report, _links(points)
 
 
-def _links(report: Report, points: list[AnalysedPoint]) -> Links:
+def _links(named: list[AnalysedPoint]) -> Links:
     """(engine, workload) -> (label as the report names its series, threads) -> the ids
-    of the points measured there: what a chart's level opens. The names are the
-    report's own (report.data.series_labels: a label's configurations apart)."""
-    from dbarena.report import data
-
-    named, _, _, _ = data.series_labels(points, list(report.labels), report.baseline, {})
+    of the points measured there: what a chart's level opens. `named`: the points under
+    the report's own names (build_with_points: a label's configurations apart)."""
     out: Links = {}
     for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
