@@ -180,3 +180,18 @@ def test_a_point_relabelled_is_the_copy_dataclasses_replace_makes():
     assert copy.series_label == original.series_label == "box" and original.label == "box"
     assert all(getattr(copy, f.name) is getattr(original, f.name)
                for f in dataclasses.fields(original) if f.name != "label")
+
+
+def test_a_decision_is_priced_where_the_report_shows_a_label_s_configurations_apart(tmp_path):
+    """The decision compares the labels as stored ("a", "b"); the level rows carry the
+    series names ("a [config 4c3c47]"): the price line reads each label's price from its
+    series (it said nothing when the names differed)."""
+    import storebuild
+
+    path = storebuild.build(tmp_path / "built.db")
+    with Store(path, readonly=True) as db:
+        report = assemble.build(db, assemble.Selection(labels=("a", "b"), baseline="a"))
+    assert all(" [config " in name for name in report.labels)  # the labels' configurations shown apart
+    (decided,) = report.decisions
+    assert decided.price is not None and decided.price.startswith("a is the cheaper for the same work")
+    assert f"throughput b / a {decided.ratio:.3f}" in decided.price

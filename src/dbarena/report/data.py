@@ -321,7 +321,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     counted = {level.threads for level in d.levels}
     hourly: dict[str, tuple[float, str | None]] = {}
     for name in (d.label, d.baseline):
-        mine = [(float(price), r.currency) for r in level_rows if r.label == name and r.engine == d.engine
+        # A decision names the labels as stored; a level row, its series (a label whose
+        # configurations the report shows apart, "a [config 1a2b3c]", still has its price).
+        mine = [(float(price), r.currency) for r in level_rows if r.series_label == name and r.engine == d.engine
                 and r.workload == d.workload and r.threads in counted and (price := r.price_per_hour)]
         if not mine:
             return None
