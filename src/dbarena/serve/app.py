@@ -241,18 +241,23 @@ class _Pages:
     async def decide(self, request: Request) -> Response:
         baseline = request.query_params.get("baseline") or None
         chosen = list(dict.fromkeys(request.query_params.getlist("label")))
-        return await self.page("Decide", self._decide, baseline, chosen, kept=True)
+        per = request.query_params.get("per", "")
+        return await self.page("Decide", self._decide, baseline, chosen, per, kept=True)
 
-    def _decide(self, store: Store, baseline: str | None, chosen: list[str]) -> str:
+    def _decide(self, store: Store, baseline: str | None, chosen: list[str], per: str = "") -> str:
         stored = list(dict.fromkeys(r.label for r in store.runs()))
+        if per not in pages.VIEWS:
+            views = ", ".join(f"per={key}" for key in pages.VIEWS if key)
+            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=f"per={printable(per)!r}: "
+                                       f"no such view (views: {views}, or none for the throughput)"))
         if not stored:
-            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet")
+            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet", per=per)
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
             report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
-            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc))) from None
-        return pages.decide(report, stored, baseline, chosen, links=links)
+            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
+        return pages.decide(report, stored, baseline, chosen, links=links, per=per)
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -461,6 +466,18 @@ Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
 Model = tuple[Report, Links]
 
 
+def _preload() -> None:
+    """What the first report model of the process imports besides dbarena (scipy's
+    special functions for the intervals, stats/estimate.py, and its optimizer for the
+    USL fit, report/scaling.py: 0.5 to 1 s), imported while the server waits for its
+    first requests rather than inside the first Decide's (each command imports them
+    only when it needs them, for a fast start)."""
+    from dbarena.stats import estimate
+
+    estimate.t_dist()
+    import scipy.optimize  # noqa: F401  (report/scaling.py's usl_fit imports it where it fits)
+
+
 def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
     """The report of a choice (as `dbarena report` builds it) and the points of each of
     its levels."""
@@ -561,6 +578,7 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        threading.Thread(target=_preload, name="preload", daemon=True).start()
         yield
         reader.close()
 
