@@ -92,6 +92,7 @@ class Reader:
         self.pool: ThreadPoolExecutor | None = None  # made on first use, again after close()
         self.local = threading.local()
         self.plans = live.Plans()
+        self.latests = live.Latests()
 
     def open(self) -> Store:
         """The store as every reading command opens it (cli.app.open_store): a file that
@@ -232,10 +233,13 @@ class _Pages:
         lines = []
         for r in runs:
             done = progress.get(r.id)
+            last = done.last_point_id if done is not None and r.status == "running" else None
             lines.append(pages.RunLine(
                 run=r, study=names.get(r.study_sha256 or ""), points=done.points if done else 0,
                 failed=done.failed if done else 0,
-                plan=self.reader.plans.of(store, r) if r.status == "running" else None))
+                plan=self.reader.plans.of(store, r) if r.status == "running" else None,
+                latest=live.latest_text(self.reader.latests.of(store, last) if last is not None else None)
+                if r.status == "running" else None))
         return pages.home(lines, self.location)
 
     async def decide(self, request: Request) -> Response:
@@ -452,7 +456,7 @@ class _Pages:
         except ValueError:
             return JSONResponse({"error": "runs: run ids separated by commas"}, status_code=400)
         try:
-            return JSONResponse(await self.reader(live.snapshot, self.reader.plans, watched))
+            return JSONResponse(await self.reader(live.snapshot, self.reader.plans, watched, self.reader.latests))
         except DbarenaError as exc:
             return JSONResponse({"error": _one_line(exc)}, status_code=503)
 

@@ -78,6 +78,7 @@ class RunLine:
     points: int
     failed: int
     plan: Plan | None
+    latest: str | None = None  # a running run's: its last point's throughput (live.Latest)
 
 
 def home(lines: Sequence[RunLine], store: str) -> str:
@@ -91,7 +92,7 @@ def home(lines: Sequence[RunLine], store: str) -> str:
     # The page follows the runs running when it was drawn; one that starts later reloads it.
     out.append(f'<section id="running" data-live="{",".join(str(line.run.id) for line in running)}">'
                "<h2>Running now</h2>")
-    out.append(_runs_table(running) if running else '<p class="note">No run is running.</p>')
+    out.append(_runs_table(running, current=True) if running else '<p class="note">No run is running.</p>')
     out.append("</section>")
     out.append(_labels(newest))
     out.append(_studies(newest))
@@ -100,19 +101,23 @@ def home(lines: Sequence[RunLine], store: str) -> str:
     return "\n".join(out)
 
 
-def _runs_table(lines: Sequence[RunLine]) -> str:
+def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
+    """The runs, a row each; with `current` (the runs running now), the per-second
+    throughput of the point each stored last, which the page rewrites as points come."""
     rows = []
     for line in lines:
         r = line.run
         variant = f" [{label(r.variant)}]" if r.variant else ""
+        latest = f'<td class="current">{html_text(line.latest or "-")}</td>' if current else ""
         rows.append(
             f'<tr data-run="{r.id}"><td><a href="/run/{r.id}">{r.id}</a></td><td>{label(r.label)}{variant}</td>'
             f"<td>{html_text(r.host)}</td><td>{html_text(r.engine)}</td><td>{html_text(line.study or '-')}</td>"
             f"<td>{_when(r.started_at)}</td><td>{_when(r.ended_at)}</td>"
             f'<td class="status">{html_text(r.status)}</td><td class="points">'
-            f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td></tr>")
-    return _table(["run", "label", "host", "engine", "study", "started (UTC)", "ended", "status", "points"], rows,
-                  "runs")
+            f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td>"
+            f"{latest}</tr>")
+    return _table(["run", "label", "host", "engine", "study", "started (UTC)", "ended", "status", "points",
+                   *(["last point stored, per second"] if current else [])], rows, "runs")
 
 
 def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "") -> str:
