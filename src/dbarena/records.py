@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol, TypeAlias, Union
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
 
-__all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "relabelled", "DERIVED_FIELDS",
+__all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "analysed", "relabelled", "DERIVED_FIELDS",
            "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "ForgottenRun"]
 
 
@@ -177,10 +177,37 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label"})
+_STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
+_stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
 _analysed_values: Callable[[AnalysedPoint], tuple[Any, ...]] = attrgetter(*_ANALYSED_FIELDS)
+# Each field's slot setter (a frozen record's fields are set once, here, as its generated
+# __init__ sets them: object.__setattr__ on the slot).
 _analysed_slots = tuple(getattr(AnalysedPoint, name).__set__ for name in _ANALYSED_FIELDS)
+_stored_slots, _derived_slots = _analysed_slots[:len(_STORED_FIELDS)], _analysed_slots[len(_STORED_FIELDS):]
 _set_label = _analysed_slots[_ANALYSED_FIELDS.index("label")]
+
+
+def analysed(point: StoredPoint, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
+             dips_s: list[float], loadgen_cpu: float | None, metric: str, samples: int, server_cpu: float | None,
+             steady_start_s: float | None, steady_tps: float | None, tps_ci_high: float | None,
+             tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
+             lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, bound: str | None,
+             bound_evidence: str | None, server_figures: JSONObject | None, series_label: str) -> AnalysedPoint:
+    """The stored point with what analysis.load derives from it: the record
+    AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
+    __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
+    time, a third of load() for 10 k points (bench/serve). The arguments are the
+    record's own fields in their order (tests/unit/test_report_build.py checks it)."""
+    made = object.__new__(AnalysedPoint)
+    for put, value in zip(_stored_slots, _stored_values(point)):
+        put(made, value)
+    for put, value in zip(_derived_slots, (
+            cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, samples, server_cpu, steady_start_s,
+            steady_tps, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better, adaptive,
+            hardware_threads_usable, bound, bound_evidence, server_figures, series_label)):
+        put(made, value)
+    return made
 
 
 def relabelled(point: AnalysedPoint, label: str) -> AnalysedPoint:

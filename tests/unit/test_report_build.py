@@ -195,3 +195,19 @@ def test_a_decision_is_priced_where_the_report_shows_a_label_s_configurations_ap
     (decided,) = report.decisions
     assert decided.price is not None and decided.price.startswith("a is the cheaper for the same work")
     assert f"throughput b / a {decided.ratio:.3f}" in decided.price
+
+
+def test_a_point_analysed_is_the_record_its_constructor_makes():
+    """records.analysed (analysis.load's fast constructor, slot by slot) takes the
+    record's own fields in their order and makes what AnalysedPoint(...) makes."""
+    from dbarena.records import StoredPoint, analysed
+
+    stored = {f.name for f in dataclasses.fields(StoredPoint)}
+    own = [f.name for f in dataclasses.fields(AnalysedPoint) if f.name not in stored]
+    code = analysed.__code__
+    assert list(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]) == own
+    full = point(label="box", threads=4, clients=8, config={"threads": 4}, config_key="k", steady_tps=12.5,
+                 dips_s=[3.0], warnings=[{"code": "short-series", "message": "m"}], bound="server CPU")
+    base = StoredPoint(**{name: getattr(full, name) for name in stored})
+    derived = {name: getattr(full, name) for name in own}
+    assert analysed(base, **derived) == full == AnalysedPoint(**{f: getattr(full, f) for f in stored}, **derived)

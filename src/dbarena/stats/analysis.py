@@ -9,11 +9,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import operator
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from dbarena.errors import UsageError
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
-    SystemSums
+    SystemSums, analysed
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -144,9 +143,9 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
         # (The cache's figures were checked at the store's edge: numbers or None, a list
         # of seconds, of {code, message} and a count; _number and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
-        out.append(AnalysedPoint(
+        out.append(analysed(
             # The stored point's own fields, typed by StoredPoint, of which AnalysedPoint is one.
-            **dict(zip(_STORED_FIELDS, _stored_values(row))),
+            row,
             cpu_busy_pct=_number(figures, "cpu_busy_pct"), cpu_iowait_pct=_number(figures, "cpu_iowait_pct"),
             cv=_number(figures, "cv"), loadgen_cpu=_number(figures, "loadgen_cpu"),
             server_cpu=_number(figures, "server_cpu"), steady_start_s=_number(figures, "steady_start_s"),
@@ -165,12 +164,6 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=row.label))
     return out
-
-
-# A stored point's fields and (in C, at once) their values: dataclasses.fields() and a
-# getattr each, per point, were a third of load() for 10 k points.
-_STORED_FIELDS = tuple(f.name for f in dataclasses.fields(StoredPoint))
-_stored_values: Callable[[StoredPoint], tuple[Any, ...]] = operator.attrgetter(*_STORED_FIELDS)
 
 
 def _number(figures: Mapping[str, JSON], name: str) -> float | None:
