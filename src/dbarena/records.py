@@ -19,12 +19,14 @@ Every record is read by its attributes only, never by a field's name as a string
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol, TypeAlias, Union
+from operator import attrgetter
+from typing import Any, Callable, Protocol, Sequence, TypeAlias, Union
 
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
 
-__all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "AnalysedPoint", "DERIVED_FIELDS",
+__all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
+           "relabelled", "DERIVED_FIELDS",
            "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "ForgottenRun"]
 
 
@@ -176,6 +178,63 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label"})
+_STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
+_ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
+_stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
+_analysed_values: Callable[[AnalysedPoint], tuple[Any, ...]] = attrgetter(*_ANALYSED_FIELDS)
+# Each field's slot setter (a frozen record's fields are set once, here, as its generated
+# __init__ sets them: object.__setattr__ on the slot).
+_analysed_slots = tuple(getattr(AnalysedPoint, name).__set__ for name in _ANALYSED_FIELDS)
+_stored_slots, _derived_slots = _analysed_slots[:len(_STORED_FIELDS)], _analysed_slots[len(_STORED_FIELDS):]
+_set_label = _analysed_slots[_ANALYSED_FIELDS.index("label")]
+
+
+STORED_FIELDS = _STORED_FIELDS  # (the order stored_point takes a point's values in)
+_stored_point_slots = tuple(getattr(StoredPoint, name).__set__ for name in _STORED_FIELDS)
+
+
+def stored_point(values: Sequence[Any]) -> StoredPoint:
+    """A stored point from its fields' values in STORED_FIELDS' order, as the store read
+    and checked them (store/edge.py), made slot by slot: StoredPoint's generated
+    __init__ of 50 keyword arguments costs 3x (store.points of 10 k points, bench/serve)."""
+    made = object.__new__(StoredPoint)
+    for put, value in zip(_stored_point_slots, values, strict=True):
+        put(made, value)
+    return made
+
+
+def analysed(point: StoredPoint, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
+             dips_s: list[float], loadgen_cpu: float | None, metric: str, samples: int, server_cpu: float | None,
+             steady_start_s: float | None, steady_tps: float | None, tps_ci_high: float | None,
+             tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
+             lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, bound: str | None,
+             bound_evidence: str | None, server_figures: JSONObject | None, series_label: str) -> AnalysedPoint:
+    """The stored point with what analysis.load derives from it: the record
+    AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
+    __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
+    time, a third of load() for 10 k points (bench/serve). The arguments are the
+    record's own fields in their order (tests/unit/test_report_build.py checks it)."""
+    made = object.__new__(AnalysedPoint)
+    for put, value in zip(_stored_slots, _stored_values(point)):
+        put(made, value)
+    for put, value in zip(_derived_slots, (
+            cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, samples, server_cpu, steady_start_s,
+            steady_tps, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better, adaptive,
+            hardware_threads_usable, bound, bound_evidence, server_figures, series_label)):
+        put(made, value)
+    return made
+
+
+def relabelled(point: AnalysedPoint, label: str) -> AnalysedPoint:
+    """A copy of the point under another label (a report's series name), made slot by
+    slot: dataclasses.replace walks the 70 fields' descriptions and runs the generated
+    __init__ each call, 3x the time (0.25 s for the 10 k points of a report, bench/serve).
+    The record has no __post_init__, so the copy is the one replace would make."""
+    copy = object.__new__(AnalysedPoint)
+    for put, value in zip(_analysed_slots, _analysed_values(point)):
+        put(copy, value)
+    _set_label(copy, label)
+    return copy
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ import pytest
 import storebuild
 from conftest import cli_env
 from dbarena.model import RunInfo
+from dbarena.serve import live
 from dbarena.store.database import Store
 
 pytestmark = pytest.mark.e2e
@@ -163,8 +164,14 @@ def test_home_decide_back_reload_and_a_point_in_chromium(served: str, store: tup
         drawn = page.eval_on_selector("div.chart svg.drawn polyline", "e => e.getBoundingClientRect().width")
         assert drawn > 300 and "tps = 1" in page.inner_text("pre.raw >> nth=0")
 
-        # Live: another process stores a point of the running run; Home shows it within 2 s.
+        # Live: another process stores a point of the running run; Home shows it within 2 s,
+        # and the per-second throughput of that point (its last seconds as stored).
         page.goto(served + "/")
+        current = f'#running tr[data-run="{run_id}"] .current'
+        before = page.inner_text(current)
+        with Store(path, readonly=True) as db:
+            last = live.latest_of(db, max(p.point_id for p in db.points(run_id=run_id)))
+        assert last is not None and before == last.text() and " TPS over its last " in before
         time.sleep(1.5)  # (a poll or two first: the page is following the run)
         written = subprocess.run([sys.executable, "-c", WRITE_POINT, str(path), str(run_id), "2"],
                                  env=_env(tmp_path), capture_output=True, text=True, timeout=60)
@@ -174,6 +181,10 @@ def test_home_decide_back_reload_and_a_point_in_chromium(served: str, store: tup
             f"() => document.querySelector('#running tr[data-run=\"{run_id}\"] .points').textContent === '3 so far'",
             timeout=2000)
         shown = time.monotonic() - stored
+        with Store(path, readonly=True) as db:
+            new = live.latest_of(db, max(p.point_id for p in db.points(run_id=run_id)))
+        assert new is not None and new.text() != before and len(new.tps) == 4  # the new point's 4 seconds
+        assert page.inner_text(current) == new.text()
         browser.close()
     assert shown <= 2.0
     assert page_errors == [] and [m for m in console if m[0] == "error"] == [], console
@@ -346,3 +357,74 @@ def test_workload_point_zoom_history_diff_and_hosts_in_chromium(rich: str) -> No
         browser.close()
     assert errors == [] and dialogs == [] and [m for m in console if m[0] == "error"] == [], (errors, console)
     assert all(url.startswith(rich + "/") for url in requests), requests
+
+
+def test_decide_per_core_and_per_price_views_keep_the_choice_and_go_back_in_chromium(rich: str,
+                                                                                  tmp_path: Path) -> None:
+    """Decide's views: from the throughput to per core and per price by their links, each
+    keeping the baseline and labels; another baseline keeps the view; back returns
+    through each view as it was; a copied address reloads it; the hostile label, which
+    has no price, said so as text."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from playwright.sync_api import sync_playwright
+
+    def query(url: str) -> list[tuple[str, str]]:
+        return parse_qsl(urlsplit(url).query)
+
+    choice = [("baseline", "a"), ("label", "a"), ("label", "b"), ("label", EVIL)]
+    console, requests, errors, dialogs = [], [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(rich + "/decide?baseline=a&label=a&label=b&label=%3Cscript%3Ealert%281%29%3C%2Fscript%3E")
+        assert page.locator("#per-core, #per-price").count() == 0
+        throughput = page.url
+
+        page.click("nav.views >> text=per core")
+        page.wait_for_url(re.compile(r".*per=core$"))
+        assert query(page.url) == [*choice, ("per", "core")]
+        per_core = page.inner_text("#per-core")
+        assert "TPS per hardware thread" in per_core and "postgres pgbench-tpcb" in per_core
+
+        page.click("nav.views >> text=per price")
+        page.wait_for_url(re.compile(r".*per=price$"))
+        assert query(page.url) == [*choice, ("per", "price")]
+        per_price = page.inner_text("#per-price")
+        assert f"No price stored for {EVIL}" in per_price  # as text, not 0
+        assert "a is the cheaper for the same work" in per_price and "per hour per 100 TPS" in per_price
+        page.screenshot(path=str(tmp_path / "decide-per-price.png"), full_page=True)
+
+        # Another baseline: the view stays (the form keeps it).
+        with page.expect_navigation():
+            page.select_option("form.choose select[name=baseline]", "b")
+        assert dict(query(page.url))["baseline"] == "b" and ("per", "price") in query(page.url)
+        rebased = page.url
+        assert page.locator("#per-price").count() == 1
+
+        # Back, through each view as it was.
+        page.go_back()
+        page.wait_for_url(re.compile(r".*per=price$"))
+        assert query(page.url) == [*choice, ("per", "price")] and page.inner_text("#per-price") == per_price
+        page.go_back()
+        page.wait_for_url(re.compile(r".*per=core$"))
+        assert page.inner_text("#per-core") == per_core
+        page.go_back()
+        page.wait_for_url(throughput)
+        assert page.locator("#per-core, #per-price").count() == 0
+
+        # A copied address: the same view.
+        other = browser.new_page()
+        other.on("pageerror", lambda e: errors.append(str(e)))
+        other.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        other.goto(rebased)
+        assert other.locator("#per-price").count() == 1 and ("per", "price") in query(other.url)
+        other.close()
+        browser.close()
+    assert errors == [] and dialogs == [] and [m for m in console if m[0] == "error"] == [], (errors, console)
+    assert all(url.startswith(rich + "/") for url in requests), requests
+    assert (tmp_path / "decide-per-price.png").stat().st_size > 20_000

@@ -4,6 +4,7 @@ charts drawn from per-second series read in one go, and each format rendered."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from points import point
 from test_report import MACHINES, T0, store  # noqa: F401  (the fixture: two priced labels, four levels)
 
 from dbarena.errors import UsageError
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, relabelled
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
 from dbarena.report import assemble, charts, data, export
 from dbarena.stats import analysis
@@ -168,3 +169,45 @@ def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_pa
     bare = charts.charts(section, {"a": db.samples(section.series["a"].point_id)})["per_second"]
     assert what not in bare and "checkpoints" not in bare  # nothing overlaid without the server's series
     db.close()
+
+
+def test_a_point_relabelled_is_the_copy_dataclasses_replace_makes():
+    """records.relabelled (series_labels' fast copy, slot by slot) gives the record
+    dataclasses.replace gives: every field the same but the label, the original intact."""
+    original = point(label="box", threads=4, clients=8, config={"threads": 4}, config_key="k")
+    copy = relabelled(original, "box [config 1a2b3c]")
+    assert copy == dataclasses.replace(original, label="box [config 1a2b3c]")
+    assert copy.series_label == original.series_label == "box" and original.label == "box"
+    assert all(getattr(copy, f.name) is getattr(original, f.name)
+               for f in dataclasses.fields(original) if f.name != "label")
+
+
+def test_a_decision_is_priced_where_the_report_shows_a_label_s_configurations_apart(tmp_path):
+    """The decision compares the labels as stored ("a", "b"); the level rows carry the
+    series names ("a [config 4c3c47]"): the price line reads each label's price from its
+    series (it said nothing when the names differed)."""
+    import storebuild
+
+    path = storebuild.build(tmp_path / "built.db")
+    with Store(path, readonly=True) as db:
+        report = assemble.build(db, assemble.Selection(labels=("a", "b"), baseline="a"))
+    assert all(" [config " in name for name in report.labels)  # the labels' configurations shown apart
+    (decided,) = report.decisions
+    assert decided.price is not None and decided.price.startswith("a is the cheaper for the same work")
+    assert f"throughput b / a {decided.ratio:.3f}" in decided.price
+
+
+def test_a_point_analysed_is_the_record_its_constructor_makes():
+    """records.analysed (analysis.load's fast constructor, slot by slot) takes the
+    record's own fields in their order and makes what AnalysedPoint(...) makes."""
+    from dbarena.records import StoredPoint, analysed
+
+    stored = {f.name for f in dataclasses.fields(StoredPoint)}
+    own = [f.name for f in dataclasses.fields(AnalysedPoint) if f.name not in stored]
+    code = analysed.__code__
+    assert list(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]) == own
+    full = point(label="box", threads=4, clients=8, config={"threads": 4}, config_key="k", steady_tps=12.5,
+                 dips_s=[3.0], warnings=[{"code": "short-series", "message": "m"}], bound="server CPU")
+    base = StoredPoint(**{name: getattr(full, name) for name in stored})
+    derived = {name: getattr(full, name) for name in own}
+    assert analysed(base, **derived) == full == AnalysedPoint(**{f: getattr(full, f) for f in stored}, **derived)

@@ -108,20 +108,31 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
     assert polled["running"] == [1]
     assert polled["runs"]["1"] | {"left_s": 0} == {"status": "running", "points": 10, "failed": 0, "planned": 12,
                                                    "left": 2, "left_s": 0, "last_point_id": 10,
-                                                   "text": polled["runs"]["1"]["text"]}
+                                                   "text": polled["runs"]["1"]["text"],
+                                                   "latest_tps": polled["runs"]["1"]["latest_tps"],
+                                                   "latest_text": polled["runs"]["1"]["latest_text"]}
     assert polled["runs"]["1"]["left_s"] >= 10  # two points of 5 s, and their preparation
+    # The point stored last, second by second: its stored series' last seconds, as drawn and polled.
+    with Store(demo, readonly=True) as db:
+        (last,) = db.points(point_ids=(10,))
+        tps = [s["tps"] for s in db.samples(10)][-live.TAIL_S:]
+    assert polled["runs"]["1"]["latest_tps"] == pytest.approx(tps) and len(tps) == live.TAIL_S
+    said = polled["runs"]["1"]["latest_text"]
+    assert said.startswith(f"{last.workload}, {last.threads} thread") and f"{sum(tps) / len(tps):,.1f} TPS" in said
+    assert f'<td class="current">{html.escape(said)}</td>' in running
 
 
 def test_a_poll_is_one_small_query(demo: Path) -> None:
     _running(demo, keep=4)
-    plans = live.Plans()
+    plans, latests = live.Plans(), live.Latests()
     with Store(demo, readonly=True) as db:
-        live.snapshot(db, plans, [1])  # (the plan of a run first seen is made once)
+        live.snapshot(db, plans, [1], latests)  # (the plan of a run first seen is made once, its last point read once)
         said: list[str] = []
         db.db.set_trace_callback(said.append)
-        polled = live.snapshot(db, plans, [1])
+        polled = live.snapshot(db, plans, [1], latests)
     assert len([s for s in said if s.lstrip().upper().startswith("SELECT")]) == 1, said
     assert polled["runs"]["1"]["points"] == 4 and polled["runs"]["1"]["left"] == 8
+    assert polled["runs"]["1"]["latest_tps"]  # (the point stored last: read at the first poll, kept)
 
 
 def test_decide_shows_the_decision_exactly_as_the_report_renders_it(built: Path) -> None:

@@ -12,6 +12,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -263,3 +264,45 @@ def test_decide_and_its_workloads_share_one_report_model(built: Path, monkeypatc
         assert c.get("/workload", params=choice).status_code == 200
         assert c.get("/decide", params=[("baseline", "b"), ("label", "a"), ("label", "b")]).status_code == 200
     assert calls == [("a", "b"), ("a", "b")]  # once per choice (baseline b: another choice)
+
+
+def test_decide_per_core_and_per_price_show_the_report_s_own_figures_and_keep_the_choice(built: Path) -> None:
+    """per=core and per=price: the report's per-core and price tables of each workload
+    (report/tables.py over report/levels.py's figures, not derived again), the decision's
+    price line, a label without a price said so (never a 0), and links
+    between the views that keep the baseline and labels; a view that is not one is 400."""
+    from test_serve import _text
+
+    choice = [("baseline", "a"), ("label", "a"), ("label", "b"), ("label", EVIL)]
+    with Store(built, readonly=True) as db:
+        report = assemble.build(db, assemble.Selection(labels=("a", "b", EVIL), baseline="a"))
+    with client(built) as c:
+        plain = c.get("/decide", params=choice)
+        core = c.get("/decide", params=[*choice, ("per", "core")])
+        price = c.get("/decide", params=[*choice, ("per", "price")])
+        wrong = c.get("/decide", params=[*choice, ("per", "cores")])
+    assert plain.status_code == core.status_code == price.status_code == 200
+    assert 'id="per-core"' not in plain.text and 'id="per-price"' not in plain.text
+    # Each view links to the others with the same choice; the form keeps the view.
+    links = {per: parse_qsl(urlsplit(html.unescape(href)).query)
+             for href, per in re.findall(r'<a href="([^"]+)" data-per="(\w*)"', core.text)}
+    assert links == {"": choice, "price": [*choice, ("per", "price")]}
+    assert '<input type="hidden" name="per" value="core">' in core.text
+    # Per core: the report's figure per hardware thread at each level (the store gives no physical cores).
+    section = core.text[core.text.index('id="per-core"'):core.text.index("</section>", core.text.index('id="per-core"'))]
+    for row in report.rows:
+        if row.tps is not None:
+            assert row.tps_per_thread is not None
+            assert f"{row.tps_per_thread:,.1f}" in section
+    assert "No core count stored" not in section  # every label's server: the machine's threads
+    # Per price: the decision's own price line, the report's price per 100 TPS, and the unpriced label said so.
+    text = _text(price.text)
+    priced = next(d for d in report.decisions if d.label == "b")
+    assert priced.price is not None and priced.price in text
+    for row in report.rows:
+        if row.price_per_100_tps is not None:
+            assert f"{row.price_per_100_tps:.3g} USD" in text
+    said = " ".join(text.split())
+    assert f"No price stored for {EVIL} :" in said and f"against a , postgres pgbench-tpcb: no price for {EVIL}" in said
+    assert " 0 USD" not in text
+    assert wrong.status_code == 400 and "per='cores': no such view" in _text(wrong.text)

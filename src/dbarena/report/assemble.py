@@ -58,8 +58,9 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
 
 
 def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Report, list[AnalysedPoint]]:
-    """The report model, and the analysed points it was made of (a view that links each
-    level to its points: `dbarena serve`), read once."""
+    """The report model, and the analysed points it shows, each under the name the
+    report gives its series (data.series_labels: "label [config 1a2b3c]"; a view that
+    links each level to its points: `dbarena serve`), read and named once."""
     baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
@@ -72,8 +73,8 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
         raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
                          f"(levels: {', '.join(map(str, levels))})")
     order = list(labels) or list(dict.fromkeys(r.label for r in rows))
-    return data.build(rows, store.runs(), baseline=baseline, prices=dict(selection.prices), at_threads=at_threads,
-                      labels=order, histograms=store.latency_histograms), rows
+    return data.build_named(rows, store.runs(), baseline=baseline, prices=dict(selection.prices),
+                            at_threads=at_threads, labels=order, histograms=store.latency_histograms)
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:

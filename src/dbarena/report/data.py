@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredRun, json_object
+from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredRun, json_object, relabelled
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -231,10 +231,10 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
             (f" [config {key[:6]}]" if per_variant[(*series, variant)] > 1 else "")
 
     def named(r: AnalysedPoint, key: str) -> AnalysedPoint:
-        # A copy only where the name changes: copying 100 k rows of 60 fields costs more
-        # than the rest of this function.
+        # A copy only where the name changes: copying 100 k rows of 70 fields costs more
+        # than the rest of this function (records.relabelled: the fast copy).
         new = name(r, key)
-        return r if new == r.label else replace(r, label=new)
+        return r if new == r.label else relabelled(r, new)
 
     out = [named(r, key) for r, key in zip(rows, row_keys)]
     new_order = list(dict.fromkeys(r.label for label in order for r in out if r.series_label == label))
@@ -260,6 +260,18 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
     """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
     their latency histograms (store.latency_histograms), read per group of repeats."""
+    return build_named(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
+                       histograms=histograms)[0]
+
+
+def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
+                prices: dict[str, Price] | None = None, at_threads: int | None = None,
+                labels: list[str] | None = None,
+                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None
+                ) -> tuple[Report, list[AnalysedPoint]]:
+    """The report (build), and the points it shows as it names their series
+    (series_labels): what a view that links each level to its points needs, without
+    naming 100 k points a second time."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
                       histograms=histograms)
@@ -267,7 +279,8 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
-           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
+           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None
+           ) -> tuple[Report, list[AnalysedPoint]]:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     order = labels or list(dict.fromkeys(r.label for r in rows))
@@ -293,7 +306,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
-                  provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall)
+                  provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
 
 
 def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
@@ -308,7 +321,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     counted = {level.threads for level in d.levels}
     hourly: dict[str, tuple[float, str | None]] = {}
     for name in (d.label, d.baseline):
-        mine = [(float(price), r.currency) for r in level_rows if r.label == name and r.engine == d.engine
+        # A decision names the labels as stored; a level row, its series (a label whose
+        # configurations the report shows apart, "a [config 1a2b3c]", still has its price).
+        mine = [(float(price), r.currency) for r in level_rows if r.series_label == name and r.engine == d.engine
                 and r.workload == d.workload and r.threads in counted and (price := r.price_per_hour)]
         if not mine:
             return None

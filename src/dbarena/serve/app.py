@@ -92,6 +92,7 @@ class Reader:
         self.pool: ThreadPoolExecutor | None = None  # made on first use, again after close()
         self.local = threading.local()
         self.plans = live.Plans()
+        self.latests = live.Latests()
 
     def open(self) -> Store:
         """The store as every reading command opens it (cli.app.open_store): a file that
@@ -232,27 +233,35 @@ class _Pages:
         lines = []
         for r in runs:
             done = progress.get(r.id)
+            last = done.last_point_id if done is not None and r.status == "running" else None
             lines.append(pages.RunLine(
                 run=r, study=names.get(r.study_sha256 or ""), points=done.points if done else 0,
                 failed=done.failed if done else 0,
-                plan=self.reader.plans.of(store, r) if r.status == "running" else None))
+                plan=self.reader.plans.of(store, r) if r.status == "running" else None,
+                latest=live.latest_text(self.reader.latests.of(store, last) if last is not None else None)
+                if r.status == "running" else None))
         return pages.home(lines, self.location)
 
     async def decide(self, request: Request) -> Response:
         baseline = request.query_params.get("baseline") or None
         chosen = list(dict.fromkeys(request.query_params.getlist("label")))
-        return await self.page("Decide", self._decide, baseline, chosen, kept=True)
+        per = request.query_params.get("per", "")
+        return await self.page("Decide", self._decide, baseline, chosen, per, kept=True)
 
-    def _decide(self, store: Store, baseline: str | None, chosen: list[str]) -> str:
+    def _decide(self, store: Store, baseline: str | None, chosen: list[str], per: str = "") -> str:
         stored = list(dict.fromkeys(r.label for r in store.runs()))
+        if per not in pages.VIEWS:
+            views = ", ".join(f"per={key}" for key in pages.VIEWS if key)
+            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=f"per={printable(per)!r}: "
+                                       f"no such view (views: {views}, or none for the throughput)"))
         if not stored:
-            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet")
+            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet", per=per)
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
             report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
-            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc))) from None
-        return pages.decide(report, stored, baseline, chosen, links=links)
+            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
+        return pages.decide(report, stored, baseline, chosen, links=links, per=per)
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -447,7 +456,7 @@ class _Pages:
         except ValueError:
             return JSONResponse({"error": "runs: run ids separated by commas"}, status_code=400)
         try:
-            return JSONResponse(await self.reader(live.snapshot, self.reader.plans, watched))
+            return JSONResponse(await self.reader(live.snapshot, self.reader.plans, watched, self.reader.latests))
         except DbarenaError as exc:
             return JSONResponse({"error": _one_line(exc)}, status_code=503)
 
@@ -461,22 +470,31 @@ Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
 Model = tuple[Report, Links]
 
 
+def _preload() -> None:
+    """What the first report model of the process imports besides dbarena (scipy's
+    special functions for the intervals, stats/estimate.py, and its optimizer for the
+    USL fit, report/scaling.py: 0.5 to 1 s), imported while the server waits for its
+    first requests rather than inside the first Decide's (each command imports them
+    only when it needs them, for a fast start)."""
+    from dbarena.stats import estimate
+
+    estimate.t_dist()
+    import scipy.optimize  # noqa: F401  (report/scaling.py's usl_fit imports it where it fits)
+
+
 def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
     """The report of a choice (as `dbarena report` builds it) and the points of each of
     its levels."""
     from dbarena.report import assemble  # (its charts' modules load on first use)
 
     report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
-    return report, _links(report, points)
+    return report, _links(points)
 
 
-def _links(report: Report, points: list[AnalysedPoint]) -> Links:
+def _links(named: list[AnalysedPoint]) -> Links:
     """(engine, workload) -> (label as the report names its series, threads) -> the ids
-    of the points measured there: what a chart's level opens. The names are the
-    report's own (report.data.series_labels: a label's configurations apart)."""
-    from dbarena.report import data
-
-    named, _, _, _ = data.series_labels(points, list(report.labels), report.baseline, {})
+    of the points measured there: what a chart's level opens. `named`: the points under
+    the report's own names (build_with_points: a label's configurations apart)."""
     out: Links = {}
     for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
@@ -564,6 +582,7 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        threading.Thread(target=_preload, name="preload", daemon=True).start()
         yield
         reader.close()
 

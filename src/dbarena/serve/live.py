@@ -1,6 +1,12 @@
 """How far the runs still running are: the points each plans (rebuilt once from its
-stored study and the host it runs on) and the JSON a live page polls once a second,
-made from one small query (Store.run_progress)."""
+stored study and the host it runs on), the per-second throughput of the point each
+stored last, and the JSON a live page polls once a second, made from one small query
+(Store.run_progress).
+
+A run stores a point whole when it ends (its row, its per-second series, its raw
+output: Store.add_point); nothing of the point being measured is in the store until
+then, so "the current point's throughput" is the last seconds of the point stored
+last, shown within a poll of its being stored."""
 
 from __future__ import annotations
 
@@ -72,6 +78,64 @@ class Plans:
             return run_id in self._plans
 
 
+# The seconds of a point's per-second throughput Home shows for a running run.
+TAIL_S = 5
+
+
+@dataclass(frozen=True)
+class Latest:
+    """The per-second throughput of the point a running run stored last: what it measured
+    at, and its last TAIL_S seconds (oldest first; empty for a point without a series)."""
+
+    point_id: int
+    what: str
+    status: str
+    tps: tuple[float, ...]
+
+    def text(self) -> str:
+        if self.status != "ok":
+            return f"{self.what}: {self.status}"
+        if not self.tps:
+            return f"{self.what}: no per-second series"
+        mean = sum(self.tps) / len(self.tps)
+        seconds = ", ".join(f"{v:,.0f}" for v in self.tps)
+        return f"{self.what}: {mean:,.1f} TPS over its last {len(self.tps)} s ({seconds})"
+
+
+def latest_of(store: Store, point_id: int) -> Latest | None:
+    """The point's Latest, from the store's per-second series (None: not there)."""
+    found = store.points(point_ids=(point_id,), warmups=True)
+    if not found:
+        return None
+    point = found[0]
+    series = store.tps_series([point_id]).get(point_id)
+    tps = tuple(float(v) for v in series[1][-TAIL_S:]) if series is not None else ()
+    what = f"{point.workload}, {point.threads} thread{'s' if point.threads != 1 else ''}"
+    return Latest(point_id=point_id, what=what, status=point.status, tps=tps)
+
+
+class Latests:
+    """Each point's Latest, read once (its seconds never change once stored): a poll reads
+    a point's series only when a run has stored a new one, one small query otherwise."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._latest: dict[int, Latest | None] = {}
+        self._lock = threading.Lock()
+
+    def of(self, store: Store, point_id: int) -> Latest | None:
+        with self._lock:
+            if point_id in self._latest:
+                return self._latest[point_id]
+        made = latest_of(store, point_id)
+        with self._lock:
+            self._latest[point_id] = made
+            while len(self._latest) > self.SIZE:  # the oldest first (dicts keep their order)
+                del self._latest[next(iter(self._latest))]
+        return made
+
+
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -92,21 +156,28 @@ def progress_text(points: int, failed: int, plan: Plan | None, running: bool) ->
     return text + (f", {failed} failed" if failed else "")
 
 
-def progress_json(progress: RunProgress, plan: Plan | None) -> JSONObject:
-    """One run's progress as the live page shows it: points done (ok or failed), and
-    where the plan is known, the points and the seconds left (an estimate)."""
+def latest_text(latest: Latest | None) -> str:
+    return latest.text() if latest is not None else "no point stored yet"
+
+
+def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | None = None) -> JSONObject:
+    """One run's progress as the live page shows it: points done (ok or failed), where
+    the plan is known the points and the seconds left (an estimate), and the throughput
+    of the point it stored last, second by second."""
     left = max(plan.points - progress.points, 0) if plan is not None else None
     return {"status": progress.status, "points": progress.points, "failed": progress.failed,
             "planned": plan.points if plan is not None else None, "left": left,
             "left_s": round(plan.left_s(progress.points)) if plan is not None else None,
             "last_point_id": progress.last_point_id,
+            "latest_tps": list(latest.tps) if latest is not None else None,
+            "latest_text": latest_text(latest),
             "text": progress_text(progress.points, progress.failed, plan, progress.status == "running")}
 
 
-def snapshot(store: Store, plans: Plans, watched: list[int]) -> JSONObject:
+def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | None = None) -> JSONObject:
     """What a live page polls: the runs it watches (those running when it was drawn)
     and every run running now, with their progress; one query (a run first seen here
-    has its plan made once)."""
+    has its plan made once; a point stored since the last poll has its seconds read once)."""
     found = store.run_progress(watched, running=True)
     runs: JSONObject = {}
     for run_id, progress in sorted(found.items()):
@@ -114,5 +185,8 @@ def snapshot(store: Store, plans: Plans, watched: list[int]) -> JSONObject:
         if progress.status == "running" and not plans.made(run_id):
             stored = store.run(run_id)
             plan = plans.of(store, stored) if stored is not None else None
-        runs[str(run_id)] = progress_json(progress, plan)
+        last = progress.last_point_id
+        latest = (latests.of(store, last) if latests is not None and last is not None
+                  and progress.status == "running" else None)
+        runs[str(run_id)] = progress_json(progress, plan, latest)
     return {"runs": runs, "running": [run_id for run_id, p in sorted(found.items()) if p.status == "running"]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,7 +22,8 @@ from dbarena.report import html as report_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
-from dbarena.report.tables import num, run_provenance, section_tables
+from dbarena.report import reading, tables
+from dbarena.report.tables import TableSpec, num, run_provenance, section_tables
 from dbarena.stats.history import History
 from dbarena.serve import charts as chart_specs
 from dbarena.serve.live import Plan, progress_text
@@ -77,6 +78,7 @@ class RunLine:
     points: int
     failed: int
     plan: Plan | None
+    latest: str | None = None  # a running run's: its last point's throughput (live.Latest)
 
 
 def home(lines: Sequence[RunLine], store: str) -> str:
@@ -90,7 +92,7 @@ def home(lines: Sequence[RunLine], store: str) -> str:
     # The page follows the runs running when it was drawn; one that starts later reloads it.
     out.append(f'<section id="running" data-live="{",".join(str(line.run.id) for line in running)}">'
                "<h2>Running now</h2>")
-    out.append(_runs_table(running) if running else '<p class="note">No run is running.</p>')
+    out.append(_runs_table(running, current=True) if running else '<p class="note">No run is running.</p>')
     out.append("</section>")
     out.append(_labels(newest))
     out.append(_studies(newest))
@@ -99,26 +101,101 @@ def home(lines: Sequence[RunLine], store: str) -> str:
     return "\n".join(out)
 
 
-def _runs_table(lines: Sequence[RunLine]) -> str:
+def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
+    """The runs, a row each; with `current` (the runs running now), the per-second
+    throughput of the point each stored last, which the page rewrites as points come."""
     rows = []
     for line in lines:
         r = line.run
         variant = f" [{label(r.variant)}]" if r.variant else ""
+        latest = f'<td class="current">{html_text(line.latest or "-")}</td>' if current else ""
         rows.append(
             f'<tr data-run="{r.id}"><td><a href="/run/{r.id}">{r.id}</a></td><td>{label(r.label)}{variant}</td>'
             f"<td>{html_text(r.host)}</td><td>{html_text(r.engine)}</td><td>{html_text(line.study or '-')}</td>"
             f"<td>{_when(r.started_at)}</td><td>{_when(r.ended_at)}</td>"
             f'<td class="status">{html_text(r.status)}</td><td class="points">'
-            f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td></tr>")
-    return _table(["run", "label", "host", "engine", "study", "started (UTC)", "ended", "status", "points"], rows,
-                  "runs")
+            f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td>"
+            f"{latest}</tr>")
+    return _table(["run", "label", "host", "engine", "study", "started (UTC)", "ended", "status", "points",
+                   *(["last point stored, per second"] if current else [])], rows, "runs")
 
 
-def decide_link(baseline: str | None, labels: Sequence[str] = ()) -> str:
+def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "") -> str:
     """The address of a Decide view: every choice in the query, so that a link
     reproduces it and the back button returns to the one before."""
-    query = ([("baseline", baseline)] if baseline else []) + [("label", item) for item in labels]
+    query = ([("baseline", baseline)] if baseline else []) + [("label", item) for item in labels] + \
+        ([("per", per)] if per else [])
     return "/decide" + (f"?{urlencode(query)}" if query else "")
+
+
+# Decide's views (its `per` parameter): the throughput as measured, per core of each
+# label's server, or per unit of its price. Each shows the report's own figures
+# (report/levels.py derives them, report/tables.py lays them out as `dbarena report`
+# shows them), gathered above the report: no second derivation.
+VIEWS = {"": "throughput", "core": "per core", "price": "per price"}
+
+
+def view_bar(baseline: str | None, chosen: Sequence[str], per: str) -> str:
+    """Links to Decide's other views, each keeping the baseline and labels chosen."""
+    items = [f'<strong aria-current="page">{name}</strong>' if key == per else
+             f'<a href="{html_text(decide_link(baseline, chosen, key))}" data-per="{key}">{name}</a>'
+             for key, name in VIEWS.items()]
+    return f'<nav class="views">View: {" · ".join(items)}</nav>'
+
+
+def _titled(spec: TableSpec, section: Section) -> TableSpec:
+    return replace(spec, title=f"{section.engine} {section.workload}")
+
+
+def per_core_view(report: Report) -> str:
+    """The throughput of every level divided by the cores and hardware threads of its
+    label's server as its runs stored them; a label whose count is unknown said so."""
+    parts = []
+    for section in report.sections:
+        spec = tables.per_core(section)
+        if spec is not None:
+            parts.append(report_html.table(_titled(spec, section)))
+        elif section.metric == "seconds":
+            parts.append(f'<h3>{html_text(section.engine)} {html_text(section.workload)}</h3><p class="note">Judged '
+                         "by the seconds a run of its queries takes: no throughput to divide by the cores.</p>")
+    known = {r.label for r in report.rows if r.physical_cores or r.hardware_threads}
+    unknown = [name for name in report.labels if name not in known]
+    if unknown:
+        parts.append('<p class="none">No core count stored for ' + ", ".join(label(n) for n in unknown)
+                     + ": a remote server whose runs were not given <code>--server-cores</code> / "
+                       "<code>--server-threads</code>.</p>")
+    return (f'<section id="per-core"><h2>Per core</h2><p class="note">{html_text(reading.PER_CORE[1])}</p>'
+            + "".join(parts) + "</section>")
+
+
+def per_price_view(report: Report) -> str:
+    """What the same work costs: each decision's price line (report.data's, from its
+    throughput ratio and the two prices), then each workload's price table as the
+    report has it; a label without a price said so, never shown as 0."""
+    priced = {r.label for r in report.rows if r.price_per_hour is not None}
+    unpriced = [name for name in report.labels if name not in priced]
+    parts = []
+    if unpriced:
+        parts.append('<p class="none">No price stored for ' + ", ".join(label(n) for n in unpriced)
+                     + ": give one with <code>dbarena run --price-per-hour</code> or the study's [price], or to the report "
+                       "with <code>dbarena report --price LABEL=PRICE</code>.</p>")
+    lines = []
+    # (The decisions compare the labels as stored: a row's series_label.)
+    priced_stored = {r.series_label for r in report.rows if r.price_per_hour is not None}
+    for d in report.decisions:
+        missing = [name for name in (d.label, d.baseline) if name not in priced_stored]
+        said = (d.price if d.price is not None else
+                f"no price for {', '.join(missing)}" if missing else "no throughput ratio to price")
+        lines.append(f"<li>{label(d.label)} against {label(d.baseline)}, {html_text(d.engine or '')} "
+                     f"{html_text(d.workload or '')}: {html_text(said)}</li>")
+    if lines:
+        parts.append(f'<h3>The decision, priced</h3><ul class="priced">{"".join(lines)}</ul>')
+    for section in report.sections:
+        spec = tables.price(section, report)
+        if spec is not None:
+            parts.append(report_html.table(_titled(spec, section)))
+    return (f'<section id="per-price"><h2>Per price</h2><p class="note">{html_text(reading.PRICE[1])}</p>'
+            + "".join(parts) + "</section>")
 
 
 def _labels(newest: Sequence[RunLine]) -> str:
@@ -168,15 +245,22 @@ def _gib(value: JSON) -> str:
 
 
 def decide(report: Report | None, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
-           problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None) -> str:
-    """The choice (a baseline, the labels against it: a GET form, so that the address
-    holds it), the command that writes the same view as a file, then the report itself
-    as `dbarena report` renders it (its decision first), or the line that says why not."""
-    out = [choice_form("/decide", stored, baseline, chosen)]
+           problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None,
+           per: str = "") -> str:
+    """The choice (a baseline, the labels against it, the view: a GET form, so that the
+    address holds it), the view asked for (per core, per price), the command that writes
+    the same report as a file, then the report itself as `dbarena report` renders it (its
+    decision first), or the line that says why not."""
+    out = [choice_form("/decide", stored, baseline, chosen, hidden=[("per", per)] if per else ())]
+    out.append(view_bar(baseline, chosen, per))
     if problem is not None:
         out.append(f'<p class="error">{html_text(problem)}</p>')
         return "\n".join(out)
     assert report is not None
+    if per == "core":
+        out.append(per_core_view(report))
+    elif per == "price":
+        out.append(per_price_view(report))
     argv = ["dbarena", "report", *(["--baseline", baseline] if baseline else []),
             *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
     # The report's own first section is the decision (or the line saying there is none):

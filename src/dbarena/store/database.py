@@ -32,7 +32,7 @@ from dbarena.store import postgres as pgstore
 from dbarena.store import edge
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import ForgottenRun, RunProgress, StoredPoint, StoredRun, SystemSums
+from dbarena.records import STORED_FIELDS, ForgottenRun, RunProgress, StoredPoint, StoredRun, SystemSums, stored_point
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -530,27 +530,33 @@ class Store:
         )
         with collector_paused():
             cur = self.db.execute(sql, args)
-            names = [d[0] for d in cur.description]
+            names = ["histogram" if d[0] == "_histogram" else d[0] for d in cur.description]
             # The histogram stays in the store; results show the rest (tpm, mix, consistency ...).
             details = edge.decoder(COLUMNS["points"]["details"],
                                    lambda d: {k: v for k, v in d.items() if k != "histogram_ms"},
                                    edge.SHAPES[("points", "details")])
             fit = self.edge.check("points", names, cur.fetchall(), lambda row: str(row[0]),
                                   "that point is left out", decoders={"details": details}, columns=_POINT_CHECKED)
-            rows = [dict(zip(names, row)) for row in fit]
-        # A point of a run that does not fit goes with its run (runs_by_id says so).
-        runs = self.runs_by_id({row["run_id"] for row in rows})
-        rows = [row for row in rows if row["run_id"] in runs]
-        for row in rows:  # (the run's columns as its checked record has them)
-            run = runs[row["run_id"]]
-            row["server_version"] = run.server_version
-        for row in rows:
-            if row["study"] is not None and not isinstance(row["study"], str):
-                self.edge.report("studies", f"of run {row['run_id']}", "name", row["study"], "is not text",
-                                 "its points are shown without a study name")
-                row["study"] = None
-            row["histogram"] = bool(row.pop("_histogram"))
-        points = [StoredPoint(**row) for row in rows]
+            # Each row, a list in StoredPoint's field order (the SELECT's), is made a record
+            # as it is: no dict of 50 names a row (records.stored_point).
+            if tuple(names) != STORED_FIELDS:
+                raise AssertionError(f"points(): columns {names} are not StoredPoint's fields")
+            at_run, at_version, at_study, at_histogram = (names.index(n) for n in (
+                "run_id", "server_version", "study", "histogram"))
+            # A point of a run that does not fit goes with its run (runs_by_id says so).
+            runs = self.runs_by_id({row[at_run] for row in fit})
+            points = []
+            for row in fit:
+                run = runs.get(row[at_run])
+                if run is None:
+                    continue
+                row[at_version] = run.server_version  # (the run's columns as its checked record has them)
+                if row[at_study] is not None and not isinstance(row[at_study], str):
+                    self.edge.report("studies", f"of run {row[at_run]}", "name", row[at_study], "is not text",
+                                     "its points are shown without a study name")
+                    row[at_study] = None
+                row[at_histogram] = bool(row[at_histogram])
+                points.append(stored_point(row))
         bulk.keep(len(points))
         return points
 
