@@ -23,11 +23,25 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+# Whether keep() freezes: off in a process that serves request after request.
+_freezing = True
+
+
+def never_freeze() -> None:
+    """For a long-lived process (`dbarena serve`): keep() freezes nothing. Each request
+    reads its points and lets them go; a freeze would move whatever reference cycles
+    earlier requests left for the collector into the permanent generation, where it is
+    never collected, and the server's memory would grow request after request."""
+    global _freezing
+    _freezing = False
+
+
 def keep(count: int, threshold: int = 10_000) -> None:
     """After a read of `count` rows that a command keeps to the end (a large store's
     points): freeze what the process holds, so that the collector does not walk those
     rows again and again (a fifth of `results --summary` on 100 k points). Only for
-    large reads, which only the read commands make: a frozen object is never freed, and
-    a long `dbarena run` must not freeze its garbage point after point."""
-    if count >= threshold:
+    large reads, which only the read commands make, and never in `serve`
+    (never_freeze): a frozen object in a reference cycle is never collected, and a long
+    `dbarena run` must not freeze its garbage point after point."""
+    if count >= threshold and _freezing:
         gc.freeze()

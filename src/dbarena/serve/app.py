@@ -42,6 +42,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
@@ -577,6 +578,7 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
     """The application over the store at `location`. With a token, every request must
     carry it (_Guard); without one, only requests naming a loopback host are answered
     (`loopback_only`, what cli/serve.py asks when it binds 127.0.0.1)."""
+    bulk.never_freeze()  # a process that serves request after request (bulk.py)
     reader = Reader(location, workers)
     routes = _Pages(reader)
 
