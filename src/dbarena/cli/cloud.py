@@ -24,7 +24,7 @@ def cloud_group() -> None:
 def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None) -> None:
     """Create a study's [machines] (after its estimate and the cost guard), tagged with
     the run, its owner and an expiry; print the run, the inventory `fleet run` takes and
-    each managed database's --target. They stay until `dbarena cloud down RUN` (or
+    each managed database's --target and the private file holding its password. They stay until `dbarena cloud down RUN` (or
     `cloud reap` once expired)."""
     from dbarena import study as study_mod
     from dbarena.cloud import machines
@@ -40,6 +40,10 @@ def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None)
     click.echo(f"run {made.run}: inventory {made.inventory}")
     for engine, url in made.targets.items():
         click.echo(f"target of {engine}: {url}")
+    for engine, path in made.secrets.items():
+        # The password stays in the file (only its owner reads it); the clients read it there.
+        how = f"PGPASSFILE={path}" if engine == "postgres" else f"--defaults-extra-file={path}"
+        click.echo(f"password of {engine}'s master user: in {path} (private; {how})")
     click.echo(f"delete them with: dbarena cloud down {made.run}")
 
 
