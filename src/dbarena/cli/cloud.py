@@ -77,9 +77,12 @@ def cloud_reap(provider: str, region: str, yes: bool) -> None:
 @click.option("--catalogue", "catalogue_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A catalogue file [default: the bundled one].")
 @click.option("--refresh-from", "offer", metavar="FILE|URL",
-              help="AWS's EC2 offer file for the region (its bulk price list, e.g. "
-                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json): "
-                   "its on-demand Linux instance and EBS prices replace the catalogue's, with their dates.")
+              help="AWS's EC2 or RDS offer file for the region (its bulk price list, e.g. "
+                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json, "
+                   "or .../AmazonRDS/current/us-east-1/index.json): EC2's on-demand Linux instance and EBS prices, "
+                   "or RDS's on-demand PostgreSQL and MySQL instance (Single-AZ, Multi-AZ standby), storage and IOPS "
+                   "prices, replace the catalogue's, with their dates. Both: refresh twice, the second time with "
+                   "--catalogue naming the first's output.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="With --refresh-from: write the refreshed catalogue here (a study names it in machines.catalogue).")
 def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer: str | None,
