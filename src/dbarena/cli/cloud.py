@@ -24,7 +24,7 @@ def cloud_group() -> None:
 def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None) -> None:
     """Create a study's [machines] (after its estimate and the cost guard), tagged with
     the run, its owner and an expiry; print the run, the inventory `fleet run` takes and
-    each managed database's --target. They stay until `dbarena cloud down RUN` (or
+    each managed database's --target and the private file holding its password. They stay until `dbarena cloud down RUN` (or
     `cloud reap` once expired)."""
     from dbarena import study as study_mod
     from dbarena.cloud import machines
@@ -40,6 +40,10 @@ def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None)
     click.echo(f"run {made.run}: inventory {made.inventory}")
     for engine, url in made.targets.items():
         click.echo(f"target of {engine}: {url}")
+    for engine, path in made.secrets.items():
+        # The password stays in the file (only its owner reads it); the clients read it there.
+        how = f"PGPASSFILE={path}" if engine == "postgres" else f"--defaults-extra-file={path}"
+        click.echo(f"password of {engine}'s master user: in {path} (private; {how})")
     click.echo(f"delete them with: dbarena cloud down {made.run}")
 
 
@@ -73,9 +77,12 @@ def cloud_reap(provider: str, region: str, yes: bool) -> None:
 @click.option("--catalogue", "catalogue_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A catalogue file [default: the bundled one].")
 @click.option("--refresh-from", "offer", metavar="FILE|URL",
-              help="AWS's EC2 offer file for the region (its bulk price list, e.g. "
-                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json): "
-                   "its on-demand Linux instance and EBS prices replace the catalogue's, with their dates.")
+              help="AWS's EC2 or RDS offer file for the region (its bulk price list, e.g. "
+                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json, "
+                   "or .../AmazonRDS/current/us-east-1/index.json): EC2's on-demand Linux instance and EBS prices, "
+                   "or RDS's on-demand PostgreSQL and MySQL instance (Single-AZ, Multi-AZ standby), storage and IOPS "
+                   "prices, replace the catalogue's, with their dates. Both: refresh twice, the second time with "
+                   "--catalogue naming the first's output.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="With --refresh-from: write the refreshed catalogue here (a study names it in machines.catalogue).")
 def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer: str | None,

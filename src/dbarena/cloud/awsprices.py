@@ -5,8 +5,12 @@ https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.ht
 
 Read from EC2's offer file: compute (an instance type's on-demand hour: Linux, shared
 tenancy, no pre-installed software, no licence, capacity status "Used") and storage
-(an EBS volume type's GB-month). RDS's prices are not read from its offer file yet:
-they stay as the catalogue has them. Pure: the offer file's text in, prices out.
+(an EBS volume type's GB-month). Read from RDS's (AmazonRDS/current/REGION/index.json):
+managed (a database instance class's on-demand hour, Single-AZ, by engine: PostgreSQL
+and MySQL, no licence), replicas (the Multi-AZ hour less the Single-AZ hour: what the
+standby adds), managed_storage (a volume type's Single-AZ GB-month: a Multi-AZ standby
+keeps a copy of its own, which the estimate counts twice) and managed_iops (Single-AZ
+provisioned IOPS-month). Pure: the offer file's text in, prices out.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dbarena.cloud.catalogue import BY_ENGINE
 from dbarena.errors import UsageError
 
 OFFER_URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/{service}/current/{region}/index.json"
@@ -21,7 +26,20 @@ OFFER_URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/{service}/c
 # SQL Server, dedicated hosts and capacity reservations are other products).
 _LINUX = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
           "licenseModel": "No License required"}
-UNITS = {"Hrs": "hour", "GB-Mo": "GB-month"}
+UNITS = {"Hrs": "hour", "GB-Mo": "GB-month", "IOPS-Mo": "IOPS-month"}
+# RDS's engine names (the offer file's databaseEngine) for dbarena's (cloud/aws.py's
+# RDS_ENGINES): Aurora, MariaDB, Oracle and SQL Server are other products.
+RDS_ENGINES = {"PostgreSQL": "postgres", "MySQL": "mysql"}
+# The storage type (CreateDBInstance's StorageType) of RDS's usage types, without the
+# region's prefix ("USE2-"; us-east-1 has none): Single-AZ only ("RDS:Multi-AZ-..." are
+# the standby's copy, priced as a second copy of these).
+RDS_STORAGE = {"RDS:GP3-Storage": "gp3", "RDS:GP2-Storage": "gp2", "RDS:PIOPS-Storage": "io1",
+               "RDS:PIOPS-Storage-IO2": "io2", "RDS:StorageUsage": "standard"}
+RDS_IOPS = {"RDS:GP3-PIOPS": "gp3", "RDS:PIOPS": "io1", "RDS:IO2-PIOPS": "io2"}
+# What a storage type includes at no charge, not in the price list (RDS User Guide,
+# "Amazon RDS DB instance storage", gp3: 3,000 IOPS below 400 GiB for PostgreSQL and
+# MySQL; 12,000 from 400 GiB, which this smaller figure errs against, on the money's side).
+RDS_INCLUDED_IOPS = {"gp3": 3000}
 
 
 def _on_demand(terms: dict[str, Any], sku: str, unit: str, currency: str) -> tuple[float, str] | None:
@@ -37,18 +55,26 @@ def _arch(attributes: dict[str, Any]) -> str:
     return "arm64" if "Graviton" in str(attributes.get("physicalProcessor", "")) else "x86_64"
 
 
-def read_offer(text: str, region: str, source: str, currency: str = "USD") -> dict[str, dict[str, dict[str, Any]]]:
-    """The catalogue entries ("compute", "storage" -> name -> entry) an EC2 offer file
-    gives for `region`; a one-line UsageError for a file that is not one."""
+Entries = dict[str, dict[str, dict[str, Any]]]
+
+
+def read_offer(text: str, region: str, source: str, currency: str = "USD") -> Entries:
+    """The catalogue entries (part -> name -> entry) an EC2 or RDS offer file gives for
+    `region` (managed and replicas named ENGINE/CLASS); a one-line UsageError for a
+    file that is not one."""
     try:
         offer = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{source}: not an AWS offer file (not JSON: {exc})") from None
-    if not isinstance(offer, dict) or offer.get("formatVersion") != "v1.0" or offer.get("offerCode") != "AmazonEC2":
-        raise UsageError(f"{source}: not an AWS EC2 offer file (formatVersion v1.0, offerCode AmazonEC2)")
+    if not isinstance(offer, dict) or offer.get("formatVersion") != "v1.0" \
+            or offer.get("offerCode") not in ("AmazonEC2", "AmazonRDS"):
+        raise UsageError(f"{source}: not an AWS EC2 or RDS offer file (formatVersion v1.0, offerCode AmazonEC2 "
+                         "or AmazonRDS)")
+    if offer["offerCode"] == "AmazonRDS":
+        return _read_rds(offer, region, source, currency)
     terms = offer.get("terms", {}).get("OnDemand", {})
     version = f"offer file version {offer.get('version')}, published {offer.get('publicationDate')}"
-    out: dict[str, dict[str, dict[str, Any]]] = {"compute": {}, "storage": {}}
+    out: Entries = {"compute": {}, "storage": {}}
     for sku, product in offer.get("products", {}).items():
         attributes = product.get("attributes", {})
         # The regional offer file holds one region; older files name it by location only
@@ -72,17 +98,82 @@ def read_offer(text: str, region: str, source: str, currency: str = "USD") -> di
     return out
 
 
-def refresh(catalogue: dict[str, Any], region: str, entries: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+def _read_rds(offer: dict[str, Any], region: str, source: str, currency: str) -> Entries:
+    terms = offer.get("terms", {}).get("OnDemand", {})
+    version = f"offer file version {offer.get('version')}, published {offer.get('publicationDate')}"
+    out: Entries = {"managed": {}, "replicas": {}, "managed_storage": {}, "managed_iops": {}}
+    multi_az: dict[str, tuple[float, str]] = {}  # ENGINE/CLASS -> the Multi-AZ hour, its date
+    for sku, product in offer.get("products", {}).items():
+        attributes = product.get("attributes", {})
+        if attributes.get("regionCode", region) != region or attributes.get("locationType", "AWS Region") != "AWS Region":
+            continue  # another region, an Outpost, a Local Zone
+        family = product.get("productFamily")
+        deployment = attributes.get("deploymentOption")
+        usage = str(attributes.get("usagetype", ""))
+        usage = usage[usage.find("RDS:"):] if "RDS:" in usage else usage  # ("USE2-RDS:GP3-Storage")
+        if family == "Database Instance" and attributes.get("databaseEngine") in RDS_ENGINES \
+                and str(attributes.get("licenseModel", "")).lower() == "no license required" \
+                and deployment in ("Single-AZ", "Multi-AZ"):
+            found = _on_demand(terms, sku, "Hrs", currency)
+            if found is None:
+                continue
+            name = f"{RDS_ENGINES[attributes['databaseEngine']]}/{attributes['instanceType']}"
+            if deployment == "Multi-AZ":
+                multi_az[name] = found
+            else:
+                out["managed"][name] = {"price": found[0], "unit": "hour", "source": source, "date": found[1],
+                                        "how": f"on demand, Single-AZ ({version})"}
+        elif family == "Database Storage" and deployment == "Single-AZ" and usage in RDS_STORAGE:
+            _highest(out["managed_storage"], RDS_STORAGE[usage], _on_demand(terms, sku, "GB-Mo", currency),
+                     "GB-month", source, f"RDS storage, Single-AZ ({version})")
+        elif family == "Provisioned IOPS" and deployment == "Single-AZ" and usage in RDS_IOPS:
+            kind = RDS_IOPS[usage]
+            _highest(out["managed_iops"], kind, _on_demand(terms, sku, "IOPS-Mo", currency), "IOPS-month", source,
+                     f"RDS provisioned IOPS, Single-AZ ({version})", included=RDS_INCLUDED_IOPS.get(kind, 0))
+    for name, (price, date) in multi_az.items():
+        single = out["managed"].get(name)
+        if single is not None:  # (a standby's price is only known beside its primary's)
+            out["replicas"][name] = {
+                "price": round(price - single["price"], 10), "unit": "hour", "source": source, "date": date,
+                "how": f"on demand, the Multi-AZ hour {price:g} less the Single-AZ hour {single['price']:g} ({version})"}
+    return out
+
+
+def _highest(table: dict[str, dict[str, Any]], name: str, found: tuple[float, str] | None, unit: str, source: str,
+             how: str, included: int | None = None) -> None:
+    """Put a storage or IOPS price in; RDS lists one per engine: where two engines'
+    differ, the higher is kept (an estimate errs on the side of the money) and says so."""
+    if found is None:
+        return
+    old = table.get(name)
+    if old is not None and old["price"] != found[0]:
+        how += "; the highest of the engines' prices"
+    if old is None or found[0] >= old["price"]:
+        entry: dict[str, Any] = {"price": found[0], "unit": unit, "source": source, "date": found[1], "how": how}
+        if included is not None:
+            entry["included"] = included
+        table[name] = entry
+    else:
+        old["how"] = how
+
+
+def refresh(catalogue: dict[str, Any], region: str, entries: Entries) -> list[str]:
     """Put the entries into a catalogue's AWS region (made if new), over what it had;
-    what changed, a line each."""
+    what changed, a line each. Managed and replica prices (ENGINE/CLASS) go under
+    their engine, as the catalogue keeps them."""
     aws = catalogue.setdefault("providers", {}).setdefault("aws", {})
     place = aws.setdefault("regions", {}).setdefault(region, {})
     changed = []
     for part, table in entries.items():
         for name, entry in sorted(table.items()):
-            old = place.setdefault(part, {}).get(name)
+            where = place.setdefault(part, {})
+            key = name
+            if part in BY_ENGINE:
+                engine, key = name.split("/", 1)
+                where = where.setdefault(engine, {})
+            old = where.get(key)
             if old is None or any(old.get(k) != entry[k] for k in ("price", "date", "source")):
                 was = "new" if old is None else f"was {old.get('price')} ({old.get('date') or 'undated'})"
                 changed.append(f"{part} {name}: {entry['price']:g} per {entry['unit']} of {entry['date']} ({was})")
-            place[part][name] = entry
+            where[key] = entry
     return changed

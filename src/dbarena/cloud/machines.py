@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from dbarena.cloud import catalogue as catalogue_mod
 from dbarena.cloud import estimate as estimate_mod
@@ -64,6 +64,9 @@ class Made:
     # resource name -> {"create_s": ..., "ready_s": ...}: from the request to the
     # provider's creation time, and to when it answered (timings()).
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    # engine -> the private file (0600) holding its master password for the clients: a
+    # libpq password file (PGPASSFILE) or a MySQL option file (--defaults-extra-file).
+    secrets: dict[str, Path] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[Resource]:
@@ -80,12 +83,51 @@ class Made:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
+    _write_private(path, json.dumps(data, indent=1))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read, from its creation on (never a moment
+    readable by others), whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temporary = path.with_suffix(".tmp")
+    temporary = path.with_name(path.name + ".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
+        f.write(text)
     temporary.replace(path)
+
+
+def run_files(record: Path) -> list[Path]:
+    """Every file the run of this record keeps: the record, its inventory, its password
+    files (RUN.json, RUN.inventory.json, RUN.ENGINE.pgpass / .my.cnf)."""
+    run = record.name.removesuffix(".json")
+    return [record, *(p for p in record.parent.glob(f"{run}.*") if p != record)]
+
+
+def write_secrets(record: Path, databases: Sequence[Resource], passwords: Mapping[str, str]) -> dict[str, Path]:
+    """Each managed database's master password, in a private file beside the run's
+    record that its clients read themselves (never in an argument or the output):
+    PostgreSQL's password file (PGPASSFILE=FILE), MySQL's option file
+    (--defaults-extra-file=FILE). engine -> the file."""
+    from dbarena.cloud.aws import MASTER_USER
+
+    run = record.name.removesuffix(".json")
+    out: dict[str, Path] = {}
+    for r in databases:
+        password = passwords.get(r.id)
+        if password is None or r.engine is None or r.address is None:
+            continue
+        if r.engine == "postgres":
+            # host:port:database:user:password, ":" and a backslash escaped (libpq's "The Password File").
+            escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+            path, text = record.parent / f"{run}.postgres.pgpass", f"{r.address}:{r.port}:*:{MASTER_USER}:{escaped}\n"
+        else:
+            quoted = password.replace("\\", "\\\\").replace('"', '\\"')  # (MySQL's option files' escapes)
+            path = record.parent / f"{run}.{r.engine}.my.cnf"
+            text = f"[client]\nuser={MASTER_USER}\npassword=\"{quoted}\"\nhost={r.address}\nport={r.port}\n"
+        _write_private(path, text)
+        out[r.engine] = path
+    return out
 
 
 def new_run() -> str:
@@ -133,8 +175,13 @@ def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, c
         raise
     made = _made(run, record, resources, machines, estimated, cat, provider)
     made.timings.update(timings(resources, asked, datetime.now(timezone.utc)))
+    # (A provider of managed databases keeps the master passwords it made: Aws.passwords.)
+    passwords = getattr(provider, "passwords", None)
+    made.secrets.update(write_secrets(record, [r for r in resources if r.kind == "database"],
+                                      passwords if isinstance(passwords, dict) else {}))
     data.update({"resources": [r.as_json() for r in resources], "kept": kept, "inventory": str(made.inventory),
-                 "targets": made.targets, "timings": made.timings})
+                 "targets": made.targets, "secrets": {k: str(v) for k, v in made.secrets.items()},
+                 "timings": made.timings})
     _write(record, data)
     for name, t in made.timings.items():
         say(f"{name}: created in {t['create_s']:.1f} s, ready in {t['ready_s']:.1f} s")
@@ -212,7 +259,7 @@ def delete_run(provider: Provider, run: str, record: Path, say: Say, keep_record
     if found:
         say(f"run {run}: {len(found)} resource(s) deleted in {time.monotonic() - started:.1f} s")
     if not keep_record:
-        for path in (record, record.with_suffix(".inventory.json")):
+        for path in run_files(record):
             path.unlink(missing_ok=True)
     return len(found)
 
@@ -288,7 +335,7 @@ def reap(provider: Provider, yes: bool, say: Say, now: datetime | None = None) -
         provider.delete([r for r, _ in found])
         runs = {r.run for r, _ in found}
         for run in runs:
-            for path in (records_dir() / f"{run}.json", records_dir() / f"{run}.inventory.json"):
+            for path in run_files(records_dir() / f"{run}.json"):
                 path.unlink(missing_ok=True)
     else:
         say(f"{len(found)} resource(s) listed: nothing deleted (--yes deletes them)")
