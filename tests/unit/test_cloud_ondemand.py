@@ -6,6 +6,7 @@ and Ctrl-C; each resource's times; the local provider's prices."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -276,3 +277,52 @@ def test_the_local_provider_prices_are_the_studys_or_zero_said_plainly(tmp_path:
         'storage_type = "gp3"\n'
     with pytest.raises(UsageError, match="the local provider makes hosts, not managed databases"):
         machines.checked_estimate(study(tmp_path, managed), None, None)
+
+
+class FakeWithDatabase(Fake):
+    """A provider that also makes the study's managed database, with a master password
+    of its own making (as Aws.passwords keeps them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passwords: dict[str, str] = {}
+
+    def create(self, machines: Machines, tags: Mapping[str, str], zone: str | None = None) -> list[Resource]:
+        made = super().create(machines, tags, zone)
+        now = datetime.now(timezone.utc)
+        database = Resource(kind="database", id=f"{tags[TAG_RUN]}-postgres", name="postgres", type="db.m7g.large",
+                            zone=zone, address="db.example", port=5432, engine="postgres", created=now,
+                            state="available", tags=dict(tags), ready=now)
+        self.passwords[database.id] = "s3cret-made-by-the-provider"
+        self.made.append(database)
+        return [*made, database]
+
+
+def test_the_hosts_runs_get_the_managed_databases_password_as_a_user_exported_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fleet sends PGPASSWORD from the controller's environment to its hosts in a
+    private file: set while it runs (never in an argument), as it was afterwards."""
+    from dbarena.fleet import controller, inventory
+
+    fake = FakeWithDatabase()
+    monkeypatch.setattr(machines, "provider_for", lambda name, region: fake)
+    monkeypatch.setattr(inventory, "load", lambda *args: [])
+    monkeypatch.setenv("PGPASSWORD", "the user's own")
+    seen: list[tuple[str | None, list[str]]] = []
+
+    class Watching(FakeFleet):
+        def run(self, *args: Any, **kwargs: Any) -> int:
+            seen.append((os.environ.get("PGPASSWORD"), list(args[3])))
+            return 0
+
+    monkeypatch.setattr(controller, "Fleet", Watching)
+    s = study(tmp_path, STUDY.replace('image = "ami-0123"', 'image = "ami-0123"\n[[machines.managed]]\n'
+                                      'engine = "postgres"\nversion = "16.4"\ninstance_class = "db.m7g.large"\n'
+                                      'storage_gb = 20\n'))
+    ended = ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", lambda line: None, max_cost=None,
+                         max_instances=None)
+    assert ended.status == 0
+    ((password, args),) = seen
+    assert password == "s3cret-made-by-the-provider"
+    assert "--target" in args and not any("s3cret" in a for a in args)
+    assert os.environ["PGPASSWORD"] == "the user's own"

@@ -16,11 +16,12 @@ and the times to create, be ready and delete its host.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from dbarena import shield
 from dbarena.cloud import estimate as estimate_mod
@@ -88,7 +89,8 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
 
         hosts = inventory_mod.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
         fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard)
-        status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
+        with _passwords_in_environment(provider, made):
+            status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
         stopped = fleet.stopped
         if stopped is not None:
             left = "its machine was deleted at --max-cost"
@@ -121,6 +123,32 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
     if stopped is not None:
         say(f"stopped at --max-cost: the points measured until then are kept in {store}")
     return Ended(status=status, run=made.run, stopped=stopped, delete_s=delete_s)
+
+
+# The variable each engine's clients read a password from: the fleet sends the
+# controller's to its hosts in a private file (fleet/host.py), never in an argument.
+PASSWORD_VARIABLES = {"postgres": "PGPASSWORD", "mysql": "MYSQL_PWD"}
+
+
+@contextlib.contextmanager
+def _passwords_in_environment(provider: object, made: machines_mod.Made) -> Iterator[None]:
+    """The managed database's master password (what the provider made it with) in this
+    process's environment while the fleet runs, so that the hosts' runs can log in to
+    their --target, as a password a user exports would; the environment as it was after."""
+    passwords = getattr(provider, "passwords", None)
+    found = {PASSWORD_VARIABLES[r.engine]: passwords[r.id] for r in made.resources
+             if r.kind == "database" and r.engine in PASSWORD_VARIABLES
+             and isinstance(passwords, dict) and isinstance(passwords.get(r.id), str)}
+    before = {name: os.environ.get(name) for name in found}
+    os.environ.update(found)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def machine_of(host: Resource, made: machines_mod.Made, image: str | None, delete_s: float) -> dict[str, Any]:
