@@ -88,3 +88,35 @@ def test_resume_after_ctrl_c_runs_only_what_is_missing_and_refuses_a_changed_pla
 
     again = dbarena("run", "--resume", "--store", str(store), env=env)
     assert again.returncode == 2 and "no interrupted or partly failed run" in again.stderr
+
+
+def test_a_resume_says_which_stored_points_another_dbarena_measured_with_other_instruments(public_tmp, tmp_path):
+    """A run an earlier dbarena stored ran pgbench with -P 1 and its log (schema 18 puts
+    them in the points' keys): resumed now, such a point is another configuration,
+    measured again bare, and the resume says so instead of re-running it silently."""
+    from dbarena.stats import configkey
+
+    store = tmp_path / "r.db"
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2",
+                   "--scale", "1", "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stderr
+    db = sqlite3.connect(store)
+    (first, config), (second, _) = db.execute("SELECT id, config FROM points WHERE phase = 'measured' "
+                                              "ORDER BY id").fetchall()
+    older = {**json.loads(config), "instruments": ["-P 1", "-l"]}  # as schema 18's step rekeys an older point
+    db.execute("UPDATE points SET config = ?, config_key = ? WHERE id = ?",
+               (json.dumps(older), configkey.digest(older), first))
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        if any(column[1] == "point_id" for column in db.execute(f"PRAGMA table_info({table})")):
+            db.execute(f"DELETE FROM {table} WHERE point_id = ?", (second,))  # the point, whole
+    db.execute("DELETE FROM points WHERE id = ?", (second,))
+    db.execute("DELETE FROM point_derived")
+    db.execute("UPDATE runs SET status = 'interrupted'")
+    db.commit()
+    db.close()
+    resumed = dbarena("run", "--resume", "--store", str(store), env=cli_env(public_tmp))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed: 1 point(s) stored with other instruments" in resumed.stdout + resumed.stderr
+    db = sqlite3.connect(store)
+    measured = db.execute("SELECT threads, config_key FROM points WHERE phase = 'measured' AND status = 'ok'").fetchall()
+    assert sorted(t for t, _ in measured) == [1, 1, 2]  # both planned points measured again beside the older one

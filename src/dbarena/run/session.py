@@ -528,6 +528,10 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     resuming): the index of the next point of the session."""
     study = ctx.study
     stored = _stored(ctx.store, bound, engine_plan.points) if ctx.previous else _Stored()
+    if stored.other_instruments:
+        ctx.reporter.stage(f"resumed: {stored.other_instruments} point(s) stored with other instruments (an earlier "
+                           "dbarena ran pgbench with -P 1 and its log by default) are another configuration: "
+                           "measured again as planned (--client-progress and --latency-sampling ask for them)")
     ctx.begin()
     ctx.reporter.stage(_plan_line(study, engine_plan))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
@@ -595,6 +599,10 @@ class _Stored:
 
     ok: frozenset[tuple[PointSpec, int]] = frozenset()
     states: dict[PointSpec, rounds.PointState] = field(default_factory=dict)
+    # Points stored under a key that differs from a planned point's in what the tool
+    # measured beyond its bare run alone (configkey's `instruments`: an earlier dbarena
+    # ran pgbench with -P 1 and its log by default): not this configuration, measured again.
+    other_instruments: int = 0
 
 
 def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointSpec]) -> _Stored:
@@ -602,18 +610,25 @@ def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointS
     configuration key (so a point measured under another server version or setting
     is not taken for this one)."""
     by_key: dict[str, PointSpec] = {}
+    bare: set[str] = set()  # the planned keys without their instruments
     for p in points:
         key = rounds.base(p)
-        by_key[configkey.digest(bound[p.variant].config(key))] = key
+        config = bound[p.variant].config(key)
+        by_key[configkey.digest(config)] = key
+        bare.add(configkey.digest(configkey.ignoring(config, ("instruments",))))
     ok: set[tuple[PointSpec, int]] = set()
     states: dict[PointSpec, rounds.PointState] = {}
+    other_instruments = 0
     for b in bound.values():
         for row in analysis.load(store, run_id=b.run_id):
             spec = by_key.get(row.config_key or "")
             if spec is None:
+                if row.config is not None and row.status == "ok" and \
+                        configkey.digest(configkey.ignoring(row.config, ("instruments",))) in bare:
+                    other_instruments += 1
                 continue
             figure = analysis.value(row)
             states.setdefault(spec, rounds.PointState(spec=spec)).stored(row.repeat, figure)
             if figure is not None:
                 ok.add((spec, row.repeat))
-    return _Stored(ok=frozenset(ok), states=states)
+    return _Stored(ok=frozenset(ok), states=states, other_instruments=other_instruments)
