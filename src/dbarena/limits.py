@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from dbarena.errors import UsageError
@@ -155,3 +156,20 @@ def quoted(text: str, chars: int = 60) -> str:
     """A name as an error line shows it: repr() of its first `chars` characters, and
     `...` after them for a longer one (a refused 20,000-character label is not echoed)."""
     return repr(text) if len(text) <= chars else repr(text[:chars]) + "..."
+
+
+def listed(names: Iterable[str], chars: int = 60, most: int = 20) -> str:
+    """Names (a store's labels, variants) as a one-line message lists them: each without
+    what acts on a terminal and cut to its first `chars` characters (`...` after), at
+    most `most` of them and how many more. A store written before labels were bounded
+    (or by hand) may hold a 100,000-character label or ten thousand labels: a message
+    naming them all would be a screenful, not a line."""
+    shown = []
+    count = 0
+    for name in names:
+        count += 1
+        if count <= most:
+            text = printable(name)
+            shown.append(text if len(text) <= chars else text[:chars] + "...")
+    more = f" and {count - most:,} more" if count > most else ""
+    return ", ".join(shown) + more

@@ -454,3 +454,41 @@ def test_a_study_too_big_for_any_machine_is_refused_before_an_estimate(command, 
     code, out, err = invoke([*command, *argv], capsys)
     assert said in one_line_error(code, err) and out == ""
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ a store's names listed in one line
+
+LONG = "L" * 100_000
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["compare", "vm", "other"], "no points labelled 'other' and no variant of that name (labels: LLL"),
+    (["results", "--summary", "--label", "nosuch"], "no label 'nosuch' in the store; stored: LLL"),
+    (["gate", "--baseline", "nosuch", "--candidate", "vm"], "'nosuch' is neither a run nor a label in the store; labels: LLL"),
+    (["report", "--label", "nosuch", "--format", "json"], "no results labelled 'nosuch'"),
+])
+def test_a_stores_long_or_many_labels_are_listed_in_a_short_line(argv, said, current, capsys):
+    """A store written before labels were bounded (or by hand) holding a 100,000-character
+    label and 500 more: an error naming what the store holds lists each cut short and
+    the first 20, not a screenful (the long one was echoed whole)."""
+    with sqlite3.connect(current) as db:
+        (run_id, *_), = db.execute("SELECT id FROM runs ORDER BY id LIMIT 1").fetchall()
+        db.execute("UPDATE runs SET label = ? WHERE id = ?", (LONG, run_id))
+        columns = [c for (_, c, *_) in db.execute("PRAGMA table_info(runs)") if c not in ("id", "uuid", "label")]
+        db.executemany(f"INSERT INTO runs (uuid, label, {', '.join(columns)}) SELECT ?, ?, {', '.join(columns)}"
+                       " FROM runs WHERE id = ?",
+                       [(f"u{i}", f"extra{i:03}", run_id) for i in range(500)])
+    code, _, err = invoke([*argv, "--store", str(current)], capsys)
+    line = one_line_error(code, err)
+    assert said in line and len(line) < 2_000, line[:300]
+    if argv[0] in ("results", "gate"):  # (compare and report list the labels of points; the runs added have none)
+        assert line.endswith(" and 482 more") or " and 482 more;" in line
+
+
+def test_the_report_names_its_labels_in_a_short_line(current, tmp_path, capsys):
+    with sqlite3.connect(current) as db:
+        db.execute("UPDATE runs SET label = ?", (LONG,))
+    code, out, err = invoke(["report", "--store", str(current), "-o", str(tmp_path / "r.json")], capsys)
+    assert code == 0, err[-500:]
+    (line,) = [x for x in (out + err).splitlines() if x.startswith("wrote ")]
+    assert "labels: LLL" in line and len(line) < 400, line[:300]

@@ -17,7 +17,7 @@ from dbarena.errors import ExitStatus, UsageError
 from dbarena.host import hostinfo
 from dbarena.importers import workloadnames
 from dbarena.lifecycle import state
-from dbarena.limits import MAX_COUNT, MAX_THREADS, printable
+from dbarena.limits import MAX_COUNT, MAX_THREADS, listed, printable, quoted
 from dbarena.report import export, listings, terminal
 from dbarena.stats import analysis, configkey, loadgens
 from dbarena.store.info import info
@@ -122,7 +122,7 @@ def store_forget(run_ids: tuple[int, ...], labels: tuple[str, ...], yes: bool, s
             found = db.label_run_ids(label)
             if not found:
                 stored = list(dict.fromkeys(r.label for r in db.runs()))
-                raise UsageError(f"no label {label!r} in the store; stored: {', '.join(stored) or 'none'}")
+                raise UsageError(f"no label {quoted(label)} in the store; stored: {listed(stored) or 'none'}")
             by_label.extend(found)
         wanted = list(dict.fromkeys([*run_ids, *by_label]))
         for run in filter(None, map(db.run, wanted)):
@@ -462,7 +462,7 @@ def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, pri
     # Whole or not at all: a report that fails or is killed while written leaves the
     # previous one as it was (atomic.py).
     atomic.write_text(output, assemble.render(built, fmt, output, drawn))
-    _say(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {', '.join(built.labels)})")
+    _say(f"wrote {output} ({len(built.sections)} engine/workload sections, labels: {listed(built.labels)})")
 
 
 @cli.command("hostinfo")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbarena.errors import ToolMissing, UsageError
+from dbarena.limits import listed, quoted
 from dbarena.report import charts, data, export, html, markdown
 from dbarena.report import history as history_view
 from dbarena.report.escaping import html_text
@@ -83,8 +84,8 @@ def _check_labels(store: ResultStore, selection: Selection) -> None:
     named = (*selection.labels, *selection.prices, *([selection.baseline] if selection.baseline else []))
     for label in named:
         if label not in stored:
-            raise UsageError(f"no results labelled {label!r} in {store.location} "
-                             f"(labels: {', '.join(sorted(stored))})")
+            raise UsageError(f"no results labelled {quoted(label)} in {store.location} "
+                             f"(labels: {listed(sorted(stored))})")
 
 
 def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -> Drawn:

@@ -26,6 +26,7 @@ from dbarena.stats import steadystate
 from dbarena.stats.steadystate import Floats
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
+from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
@@ -195,18 +196,18 @@ def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[
     stored_labels = list(dict.fromkeys(r.label for r in runs))
     for label in labels:
         if label not in stored_labels:
-            raise UsageError(f"no label {label!r} in the store; stored: {', '.join(stored_labels)}")
+            raise UsageError(f"no label {quoted(label)} in the store; stored: {listed(stored_labels)}")
     if study is not None:
         studies = {sha: (store.study_text(sha) or {}).get("name") or sha[:12]
                    for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256)}
         if not any(name == study or sha.startswith(study) for sha, name in studies.items()):
-            raise UsageError(f"no study {study!r} in the store; stored: "
-                             f"{', '.join(dict.fromkeys(studies.values())) or 'none (no run came from a study)'}")
+            raise UsageError(f"no study {quoted(study)} in the store; stored: "
+                             f"{listed(dict.fromkeys(studies.values())) or 'none (no run came from a study)'}")
     stored_variants = list(dict.fromkeys(r.variant for r in runs if r.variant))
     for variant in variants:
         if variant not in stored_variants:
-            raise UsageError(f"no variant {variant!r} in the store; stored: "
-                             f"{', '.join(stored_variants) or 'none (no run had variants)'}")
+            raise UsageError(f"no variant {quoted(variant)} in the store; stored: "
+                             f"{listed(stored_variants) or 'none (no run had variants)'}")
     return True
 
 
@@ -487,9 +488,9 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
         return "variant"
     for name in (a, b):
         if name not in labels and name not in variants:
-            raise UsageError(f"no points labelled {name!r} and no variant of that name "
-                             f"(labels: {', '.join(sorted(labels)) or '-'}; variants: {', '.join(sorted(variants)) or '-'})")
-    raise UsageError(f"{a!r} and {b!r} are not both labels or both variants")
+            raise UsageError(f"no points labelled {quoted(name)} and no variant of that name "
+                             f"(labels: {listed(sorted(labels)) or '-'}; variants: {listed(sorted(variants)) or '-'})")
+    raise UsageError(f"{quoted(a)} and {quoted(b)} are not both labels or both variants")
 
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),

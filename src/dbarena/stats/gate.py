@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from dbarena.errors import UsageError
+from dbarena.limits import listed, quoted
 from dbarena.interfaces import ResultStore
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import analysis, decision, metric
@@ -135,7 +136,7 @@ def side(store: ResultStore, spec: str) -> Side:
         shown = ", ".join(map(str, ids)) if len(ids) <= 6 else f"{ids[0]} to {ids[-1]}"
         return Side(spec, f"label {spec!r} (run{'s' if len(ids) > 1 else ''} {shown})",
                     analysis.load(store, labels=(spec,)))
-    raise UsageError(f"{spec!r} is neither a run nor a label in the store; labels: {', '.join(labels)}; runs: "
+    raise UsageError(f"{quoted(spec)} is neither a run nor a label in the store; labels: {listed(labels)}; runs: "
                      f"{runs[0].id} to {runs[-1].id}")
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
+from dbarena.limits import listed, quoted
 from dbarena.interfaces import ResultStore
 from dbarena.records import AnalysedPoint, JSONObject, StoredRun
 from dbarena.stats import analysis, environment, metric
@@ -277,7 +278,7 @@ def of_store(store: ResultStore, selection: Filter = Filter()) -> History:
         stored = sorted({r.workload for r in rows})
         for w in selection.workloads:
             if w not in stored:
-                raise UsageError(f"no workload {w!r} in the store; stored: {', '.join(stored)}")
+                raise UsageError(f"no workload {quoted(w)} in the store; stored: {listed(stored)}")
     wanted = [r for r in rows if (not selection.workloads or r.workload in selection.workloads)
               and (not selection.threads or r.threads in selection.threads)]
     return History(tuple(s for s in build(wanted, store.runs_by_id({r.run_id for r in wanted}).values())
