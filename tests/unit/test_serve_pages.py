@@ -283,6 +283,9 @@ def test_decide_per_core_and_per_price_show_the_report_s_own_figures_and_keep_th
         wrong = c.get("/decide", params=[*choice, ("per", "cores")])
     assert plain.status_code == core.status_code == price.status_code == 200
     assert 'id="per-core"' not in plain.text and 'id="per-price"' not in plain.text
+    # The answer first in every view: the decision above the per-core or per-price tables.
+    assert 0 < core.text.index('id="decision"') < core.text.index('id="per-core"')
+    assert 0 < price.text.index('id="decision"') < price.text.index('id="per-price"')
     # Each view links to the others with the same choice; the form keeps the view.
     links = {per: parse_qsl(urlsplit(html.unescape(href)).query)
              for href, per in re.findall(r'<a href="([^"]+)" data-per="(\w*)"', core.text)}

@@ -166,11 +166,14 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
 
 
 def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
-         pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "") -> str:
+         pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "",
+         after_decision: str = "") -> str:
     """The report's content, from its header to its provenance, without the document
     around it: what render() wraps into a file and `dbarena serve` into its Decide page
     (one renderer, two front ends). Without charts (serve draws none yet) neither the
-    bar that hides labels in them nor their empty grids."""
+    bar that hides labels in them nor their empty grids. `after_decision`: a view the
+    front end asked for (serve's per core or per price), right below the decision, so
+    that the answer stays the first thing on the page."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     labels = ", ".join(html_text(l) for l in report.labels)
     bar, _ = toggles(report.labels) if charts else ("", "")
@@ -179,7 +182,7 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f"{html_text(report.baseline or '-')}. {data.at_text(report)} "
         f"Generated {generated} by dbarena {html_text(__version__)}.</p></header>",
         # The answer first: the decision above every chart (the first screen).
-        _decision(report), _differs(report), _reading(report), bar,
+        _decision(report), *([after_decision] if after_decision else []), _differs(report), _reading(report), bar,
         "<nav><ul>",
     ]
     for s in report.sections:

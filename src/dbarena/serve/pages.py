@@ -257,10 +257,9 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
         out.append(f'<p class="error">{html_text(problem)}</p>')
         return "\n".join(out)
     assert report is not None
-    if per == "core":
-        out.append(per_core_view(report))
-    elif per == "price":
-        out.append(per_price_view(report))
+    # A per-core or per-price view goes right below the decision (report_html.body), the
+    # answer first in every view.
+    view = per_core_view(report) if per == "core" else per_price_view(report) if per == "price" else ""
     argv = ["dbarena", "report", *(["--baseline", baseline] if baseline else []),
             *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
     # The report's own first section is the decision (or the line saying there is none):
@@ -270,7 +269,7 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
     drawn = {(s.engine, s.workload): sweep_charts(s, (links or {}).get((s.engine, s.workload), {}), baseline,
                                                   chosen) for s in report.sections}
     out.append(toggles_sheet(report.labels))
-    out.append(f'<div class="report">{report_html.body(report, drawn)}</div>')
+    out.append(f'<div class="report">{report_html.body(report, drawn, after_decision=view)}</div>')
     out.append(f'<p class="note">The same view as a file, with its charts: <code>{html_text(shlex.join(argv))}'
                "</code></p>")
     return "\n".join(out)
