@@ -286,3 +286,31 @@ def test_a_run_whose_store_cannot_be_written_is_marked_once_it_can_be(tmp_path):
     assert state.records() == [] and said == [
         f"gave up marking run {run_ids[1]} in {store} interrupted (killed): store {store} cannot be written: database "
         f"or disk is full; it shows as running until `dbarena run --resume {run_ids[1]} --store {store}` continues it"]
+
+
+def test_fleet_host_cleanup_gives_up_on_a_store_that_cannot_be_written(tmp_path):
+    """`fleet cleanup` (host-cleanup on each host) is the user's word, as `dbarena cleanup`
+    is: a dead run's record whose store cannot be written is given up on and said, not
+    kept for every later cleanup to retry."""
+    from dbarena.errors import StoreUnwritable
+    from dbarena.fleet import hostcleanup
+
+    store = tmp_path / "r.db"
+    with Store(store) as db:
+        run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t",
+                                      started_at=datetime.now(timezone.utc), server_version=None,
+                                      tool_versions={}, options={}, host_facts={}))
+    write_dead_record(tmp_path, "run-a", {"kind": "run", "store": str(store), "run_id": run_id, "target": None,
+                                          "leftovers": []})
+
+    def full(self, *args, **kwargs):
+        raise StoreUnwritable(f"store {store} cannot be written: database or disk is full")
+
+    said: list[str] = []
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(Store, "finish_run", full)
+        assert hostcleanup.cleanup(tmp_path / "no-workdir", said.append) == 1
+    assert state.records() == []
+    assert said == [f"gave up marking run {run_id} in {store} interrupted (killed): store {store} cannot be "
+                    f"written: database or disk is full; it shows as running until `dbarena run --resume {run_id} "
+                    f"--store {store}` continues it"]

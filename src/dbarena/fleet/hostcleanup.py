@@ -58,7 +58,10 @@ def cleanup(workdir: Path, say: Callable[[str], None]) -> int:
                 "`dbarena fleet status` follows it)")
     for path, data in state.records(said):
         if state.orphaned(data):
-            reaper.reap(path, data, said)
+            # `fleet cleanup` is the user's word, as `dbarena cleanup` is: a run whose
+            # store cannot be written is given up on (said), not retried by every
+            # later cleanup for good.
+            reaper.reap(path, data, said, give_up=True)
     if not done:
         say("nothing to clean up")
     return len(done)
