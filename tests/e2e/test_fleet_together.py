@@ -585,6 +585,8 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         _keys_stay(keys, tmp, [out, err], store)
         config = json.loads(db.execute("SELECT config FROM points").fetchone()[0])
         assert "cpu_model" in config["host"] and "target" not in config["host"]
+        # Encrypted connections are another configuration than plain ones: in the key.
+        assert config["tls"] == f"{tls['version']} {tls['cipher']}", config
         # The password the controller made is in no output, no store and no file left on a host.
         status = json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
         assert status["state"] == "stopped"

@@ -185,3 +185,29 @@ def test_points_stored_before_keys_held_instruments_gain_them_from_their_command
             assert key["instruments"] == ["-P 1", "-l", "--sampling-rate 0.1"] and digest != before[pid]
         else:
             assert "instruments" not in key and digest == before[pid]  # every other key as it was
+
+
+@pytest.mark.parametrize("facts, said", [
+    ({"tls": {"ssl": True, "version": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384"}}, "TLSv1.3 TLS_AES_256_GCM_SHA384"),
+    ({"tls": {"ssl": True, "version": None, "cipher": None}}, "on"),  # encrypted, the server said no more
+    ({"tls": {"ssl": False, "version": None, "cipher": None}}, None),  # asked for, not given: plain
+    ({"tls": {"ssl": "yes"}}, None),  # not what a target writes
+    ({}, None),
+    (None, None),
+])
+def test_what_a_runs_connections_were_encrypted_with_is_read_from_its_target_facts(facts, said):
+    assert configkey.tls_of(facts) == said
+
+
+def test_a_plain_points_key_is_the_one_it_always_was_and_an_encrypted_one_differs():
+    """TLS costs CPU on both ends: a point over it is another configuration (never pooled
+    with a plain one, and `compare` names it); a key that says nothing of it is plain."""
+    common = dict(engine="postgres", workload="pgbench-select-only", threads=1, clients=2, duration_s=60, warmup_s=0,
+                  params={"scale": 10}, options={}, settings={}, variant="", server_version="15.18",
+                  flavour="postgresql", host=None)
+    plain = configkey.build(**common)
+    assert "tls" not in plain and plain == configkey.build(**common, tls=None)
+    encrypted = configkey.build(**common, tls="TLSv1.3 TLS_AES_256_GCM_SHA384")
+    assert configkey.digest(plain) != configkey.digest(encrypted)
+    assert configkey.differing(plain, encrypted) == ["tls"]
+    assert configkey.differing(encrypted, configkey.build(**common, tls="TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384")) == ["tls"]

@@ -146,7 +146,7 @@ def prepare(workdir: Path, asked: JSON) -> JSONObject:
         settings = dict(entry.settings)
         info = provenance.run_info(study, session_record(study), request.label, facts, entry, target, "",
                                    settings, versions, True, request.invocation)
-        context = provenance.key_context(entry, target, settings, "", facts)
+        context = provenance.key_context(entry, target, settings, "", facts, info.target_facts)
         env = target.client_env()
         for spec in specs:
             tool = WORKLOADS[spec.workload].tool

@@ -852,7 +852,7 @@ def _config(spec: PointSpec, context: JSONObject, sampling: float | None) -> JSO
         settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()}, variant=spec.variant,
         server_version=_text(context.get("server_version")), flavour=_text(context.get("flavour")),
         host=host if isinstance(host, dict) else None, load_generators=generators if isinstance(generators, int) else 1,
-        instruments=WORKLOADS[spec.workload].tool.instruments(True, sampling))
+        instruments=WORKLOADS[spec.workload].tool.instruments(True, sampling), tls=_text(context.get("tls")))
 
 
 def _text(value: JSON) -> str | None:

@@ -14,7 +14,7 @@ from dbarena.host import datadir
 from dbarena.interfaces import Engine, Executor, Target, Tool
 from dbarena.lifecycle import state
 from dbarena.model import PointSpec, RunInfo, StudyRecord
-from dbarena.records import JSONObject
+from dbarena.records import JSON, JSONObject
 from dbarena.stats import configkey
 from dbarena.store.database import now_utc
 from dbarena.study import EngineEntry, Study
@@ -80,14 +80,16 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
     )
 
 
-def key_context(entry: EngineEntry, target: Target, settings: Mapping[str, str], variant: str, facts: JSONObject
-                ) -> JSONObject:
-    """The run-level part of every point's configuration key."""
+def key_context(entry: EngineEntry, target: Target, settings: Mapping[str, str], variant: str, facts: JSONObject,
+                target_facts: Mapping[str, JSON] | None = None) -> JSONObject:
+    """The run-level part of every point's configuration key; `target_facts` the run's
+    (run_info's), which say whether its connections were encrypted."""
     return {
         "settings": dict(settings), "variant": variant, "server_version": target.server_version,
         "flavour": target.flavour,
         "host": configkey.host_identity(facts, None if target.throwaway else target.url, entry.server_cores,
                                         entry.server_threads),
+        "tls": configkey.tls_of(target_facts),
     }
 
 

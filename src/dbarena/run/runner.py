@@ -80,7 +80,7 @@ class Bound:
             options=dict(spec.options), settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()},
             variant=spec.variant, server_version=_text(c.get("server_version")), flavour=_text(c.get("flavour")),
             host=host if isinstance(host, dict) else None,
-            instruments=tool.instruments(self.client_progress, self.latency_sampling),
+            instruments=tool.instruments(self.client_progress, self.latency_sampling), tls=_text(c.get("tls")),
         )
 
 

@@ -477,7 +477,8 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     # Cluster options are part of the configuration as settings are (named
     # "cluster.NAME" in the key's settings, apart from the server's own).
     context = provenance.key_context(entry, target, {**settings, **{f"cluster.{k}": v for k, v in cluster.items()},
-                                                     **(placed.key() if placed else {})}, variant, ctx.facts)
+                                                     **(placed.key() if placed else {})}, variant, ctx.facts,
+                                     info.target_facts)
     return Bound(target=target, run_id=run_id, context=context, record=record,
                  loadgen_cpus=placed.loadgen if placed else None,
                  client_progress=_client_progress(ctx), latency_sampling=ctx.study.latency_sampling)

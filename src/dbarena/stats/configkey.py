@@ -23,10 +23,13 @@ from dbarena.records import JSON, JSONObject, json_object
 
 # Fields of a key, in display order.
 FIELDS = ("engine", "flavour", "server_major", "workload", "threads", "clients", "load_generators", "duration_s",
-          "warmup_s", "params", "options", "instruments", "settings", "variant", "host")
+          "warmup_s", "params", "options", "instruments", "tls", "settings", "variant", "host")
 # What a key without the field means (keys made before it existed say nothing of it):
-# one load generator, not an unknown that would let a point of two pass for one.
-DEFAULTS: JSONObject = {"load_generators": 1, "instruments": []}
+# one load generator, not an unknown that would let a point of two pass for one; a
+# plain connection (the tools' connections encrypted cost CPU on both ends: a point over
+# TLS is another configuration, and a key that says nothing of it was not encrypted:
+# store/migrations.py gave stored TLS points theirs).
+DEFAULTS: JSONObject = {"load_generators": 1, "instruments": [], "tls": "off"}
 # Fields whose entries are each known or not: a tool parameter one side's key does not
 # hold (a CSV row without `scale`, an output that did not print it) is unknown there, not
 # another value. Elsewhere an absent entry is a value: an option not given is the tool's
@@ -38,6 +41,7 @@ ABOUT = {
     "variant": ("variant", "settings"),
     "server": ("server_major", "flavour"),
     "settings": ("settings",),
+    "tls": ("tls",),
 }
 
 _MAJOR = re.compile(r"^(\d+)(?:\.(\d+))?")
@@ -96,13 +100,15 @@ def host_identity(host_facts: Mapping[str, JSON] | None, target_url: str | None 
 def build(*, engine: str, workload: str, threads: int, clients: int, duration_s: int | None, warmup_s: int,
           params: Mapping[str, JSON], options: Mapping[str, str], settings: Mapping[str, str], variant: str,
           server_version: str | None, flavour: str | None, host: Mapping[str, JSON] | None,
-          load_generators: int = 1, instruments: Sequence[str] = ()) -> JSONObject:
+          load_generators: int = 1, instruments: Sequence[str] = (), tls: str | None = None) -> JSONObject:
     """A point's key. duration_s is None for a tool bounded by queries (mysqlslap).
     load_generators: the hosts that drove the point together (fleet run --together);
     in the key only when more than one, so that every other key stays as it was.
     instruments: what the tool measured beyond its bare run at a cost to its figures
     (Tool.instruments: pgbench's -P 1, its per-transaction log), in the key only when
     there is any: a bare run's key is the one it always was.
+    tls: the protocol and cipher the tools' connections were encrypted with (tls_of), in
+    the key only when they were: a plain run's key is the one it always was.
     The key is a JSON document: what the store keeps (points.config) and digests."""
     key: JSONObject = {
         "engine": engine,
@@ -124,7 +130,20 @@ def build(*, engine: str, workload: str, threads: int, clients: int, duration_s:
         key["load_generators"] = load_generators
     if instruments:
         key["instruments"] = list(instruments)
+    if tls is not None:
+        key["tls"] = tls
     return key
+
+
+def tls_of(target_facts: Mapping[str, JSON] | None) -> str | None:
+    """What a run's connection to its server was encrypted with, as its target facts
+    recorded what the server saw ({"ssl": true, "version": "TLSv1.3", "cipher": ...}):
+    'TLSv1.3 TLS_AES_256_GCM_SHA384'; None for a plain connection or one not asked about."""
+    seen = (target_facts or {}).get("tls")
+    if not isinstance(seen, dict) or seen.get("ssl") is not True:
+        return None
+    said = " ".join(str(seen[k]) for k in ("version", "cipher") if isinstance(seen.get(k), str) and seen[k])
+    return said or "on"
 
 
 def instruments_in(command: Sequence[str]) -> tuple[str, ...]:
