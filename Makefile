@@ -50,10 +50,11 @@ demo: deps $(STAMP)
 # other worker's servers lowers past its threshold: seen in CI).
 # Every other test that checks what it leaves looks at what it started itself (its
 # TMPDIR, its server's shared memory segments), never at the whole machine.
+# Each phase ends with its 15 slowest tests (--durations): where the suite's time goes.
 test: deps $(STAMP)
 	$(MYPY)
-	$(PYTEST) -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone'
-	$(PYTEST) -q -m 'fleet or alone'
+	$(PYTEST) -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15
+	$(PYTEST) -q -m 'fleet or alone' --durations=15
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
 # benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two
