@@ -146,3 +146,22 @@ def test_rows_that_do_not_read_are_nothing_live() -> None:
     for bad in ([*good[:8], "x", 5.0], [*good[:9], float("nan")], [*good[:2], -1, *good[3:]], good[:9]):
         assert live.live_point(1, [good, bad]) is None, bad
     assert live.from_json(1, "[[1, 2") is None and live.from_json(1, None) is None
+
+
+def test_a_reader_holding_the_sidecar_costs_seconds_not_the_publishing(store: Path) -> None:
+    """A write that finds the sidecar locked (a reader, or another writer, holding it past
+    the publisher's wait) loses those seconds; the next ones are written."""
+    publisher = live.Publisher(store)
+    try:
+        publish(publisher, 1, range(1, 2))
+        holder = sqlite3.connect(live.sidecar(store), isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        token = publish(publisher, 2, range(1, 3))  # (waits its second, then gives up on these)
+        holder.execute("COMMIT")
+        holder.close()
+        publisher.second(token, 3.0, 3.0)
+        publisher.flush()
+        assert publisher.broken is None
+        assert (2, "measured", 3.0, 3.0, 0) in sidecar_rows(store)
+    finally:
+        publisher.close()

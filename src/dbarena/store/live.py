@@ -47,6 +47,8 @@ LIVE_KEEP_S = 10
 # How long the run waits for the seconds queued to be written before it stores the
 # point (a publisher that cannot keep up is not worth waiting for).
 FLUSH_WAIT_S = 2.0
+# Writes that fail in a row before the publisher gives up (each loses its seconds).
+MAX_FAILURES = 5
 
 _TABLE = next(t for t in TABLES if t.name == "live_seconds")
 COLUMNS = tuple(c.name for c in _TABLE.columns)
@@ -226,6 +228,7 @@ class Publisher:
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         points: dict[int, _Point] = {}  # run id -> the point it is measuring
+        failures = 0
         try:
             while True:
                 batch = [self._queue.get()]
@@ -236,8 +239,15 @@ class Publisher:
                 if self.broken is None:
                     try:
                         self._write(batch, points)
+                        failures = 0
                     except Exception as exc:  # the drivers' errors differ; none may reach the run
-                        self.broken = " ".join(str(exc).split()) or type(exc).__name__
+                        # A reader holding the sidecar a moment too long, a connection
+                        # dropped: those seconds are lost, the next ones tried on a new
+                        # connection; publishing ends after MAX_FAILURES in a row.
+                        failures += 1
+                        self._close()
+                        if failures >= MAX_FAILURES:
+                            self.broken = " ".join(str(exc).split()) or type(exc).__name__
                 for item in batch:
                     if item[0] == "flush":
                         item[1].set()
