@@ -102,6 +102,11 @@ def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_p
 
     with psycopg.connect(url, password=password) as conn:
         assert conn.execute("SELECT relpersistence FROM pg_class WHERE relname = 'live_seconds'").fetchone() == ("u",)
+
+    def publishers() -> int:
+        with psycopg.connect(url, password=password) as conn:
+            return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dbarena-live'"
+                                    ).fetchone()[0])
     publisher = store_live.Publisher(url)
     try:
         with Store(url) as writer, TestClient(serve_app.create_app(url), base_url="http://127.0.0.1:8642") as c:
@@ -113,7 +118,7 @@ def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_p
                 publisher.second(token, float(second), 200.0 + second)
             publisher.flush()
             assert publisher.broken is None
-            assert rows() == [(run_id, float(s)) for s in range(1, 8)]
+            assert rows() == [(run_id, float(s)) for s in range(1, 8)] and publishers() == 1
             progress = writer.run_progress([run_id])[run_id]
             assert progress.live is not None and progress.live.seconds[-1] == (7.0, 207.0)
             polled = c.get(f"/live.json?runs={run_id}").json()["runs"][str(run_id)]
@@ -137,4 +142,4 @@ def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_p
             publisher.flush()
     finally:
         publisher.close()
-    assert rows() == []
+    assert rows() == [] and publishers() == 0  # (its connection closed with it)

@@ -299,8 +299,10 @@ class Publisher:
             return self._db
         if self.path is None:
             db: Any = pgstore.Connection(str(self.location))
-            # Unlogged rows write no WAL; nor does a commit wait for any.
+            # Unlogged rows write no WAL; nor does a commit wait for any. Named apart from
+            # the run's own connection to the store (pg_stat_activity).
             db.execute("SET synchronous_commit = off")
+            db.execute("SET application_name = 'dbarena-live'")
             self._db = db
             return db
         try:
