@@ -165,3 +165,24 @@ def test_a_reader_holding_the_sidecar_costs_seconds_not_the_publishing(store: Pa
         assert (2, "measured", 3.0, 3.0, 0) in sidecar_rows(store)
     finally:
         publisher.close()
+
+
+def test_live_seconds_are_never_merged(store: Path, tmp_path: Path) -> None:
+    """A store whose own live_seconds holds rows (as a PostgreSQL store's does while a
+    run measures), and whose sidecar holds some: a merge of it copies its runs, none of
+    those rows."""
+    from dbarena.store.merge import merge
+
+    publisher = live.Publisher(store)
+    try:
+        publish(publisher, 1, range(1, 4))
+        with Store(store) as db, db.db:
+            db.db.execute("INSERT INTO live_seconds VALUES (1, 'measured', 'w', 1, 1, '', 0, 10, 0, 1, 5)")
+        into = tmp_path / "into.db"
+        with Store(into) as db:
+            merge(db, store)
+            assert db.db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+            assert db.db.execute("SELECT count(*) FROM live_seconds").fetchone()[0] == 0
+        assert not live.sidecar(into).exists()
+    finally:
+        publisher.close()
