@@ -348,6 +348,7 @@ class Sweep:
                 reporter.sample(spec, sample)
             if token is not None and self.live is not None and sample.tps is not None:
                 self.live.second(token, sample.second, sample.tps)
+
         # Each point (and warm-up run) has a work directory of its own: the tool's files
         # (PointInput.files) and its per-transaction log go there, and the tool runs in
         # it. Removed when the point ends (also on Ctrl-C and SIGTERM: finally).
@@ -366,16 +367,16 @@ class Sweep:
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
             bound.scratch(None)
-            if token is not None and self.live is not None:
-                # Its seconds written before the point is stored (the transaction that
-                # stores it removes them: none may land after it).
-                self.live.flush()
+        if token is not None and self.live is not None:
+            # Its seconds written before the point is stored (the transaction that stores
+            # it removes them: none may land after it). Not on an interrupt: the run's end
+            # removes them then, without a wait.
+            self.live.flush()
         assert ran is not None  # (it is asked to wait for nothing)
         if ran.error is not None or ran.measurement is None:
             return ran.point()
         problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.target, ran.measurement)
         return ran.point(status="ok" if problem is None else "failed", error=problem, measurement=measurement)
-
 
     def _live_begin(self, run_id: int, spec: PointSpec, phase: str) -> int | None:
         """The point announced to the live publisher: what it measures and how many of
