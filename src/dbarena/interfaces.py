@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
 
 from dbarena.model import Connection, Measurement, PointResult, PointSpec, Room, RunInfo, Sample, Tls, ToolParam
-from dbarena.records import JSONObject, StoredPoint, StoredRun, SystemSums
+from dbarena.records import JSONObject, RunProgress, StoredPoint, StoredRun, SystemSums
 
 LineCallback = Callable[[str], None]
 
@@ -349,3 +349,4 @@ class ResultStore(Protocol):
     def run(self, run_id: int) -> StoredRun | None: ...
     def study_text(self, sha256: str) -> dict[str, Any] | None: ...
     def raw_output(self, point_id: int) -> tuple[str, str]: ...
+    def run_progress(self, run_ids: Iterable[int] = (), running: bool = False) -> dict[int, RunProgress]: ...

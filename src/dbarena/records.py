@@ -27,7 +27,7 @@ JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "DERIVED_FIELDS",
-           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "ForgottenRun"]
+           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -238,16 +238,39 @@ def relabelled(point: AnalysedPoint, label: str) -> AnalysedPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class LivePoint:
+    """The point a run is measuring now, as its publisher wrote it (store/live.py): what
+    it measures, and its latest seconds (second since the tool started, throughput),
+    oldest first. `stored_before`: the run's points (warm-ups too) stored when it began;
+    once the run has stored more, these seconds are those of a point stored since."""
+
+    run_id: int
+    phase: str  # warmup or measured
+    workload: str
+    threads: int
+    clients: int
+    variant: str
+    repeat: int
+    duration_s: float
+    stored_before: int
+    seconds: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RunProgress:
     """How far a run is, as the store says it in one small query (Store.run_progress):
     its status, its measured points (ok and failed) and the newest one's id (None
-    before the first)."""
+    before the first), its points of every phase (warm-ups too), and the point it is
+    measuring now where the store holds its seconds (a PostgreSQL store; an SQLite
+    store's are in its sidecar: store/live.py)."""
 
     run_id: int
     status: str
     points: int
     failed: int
     last_point_id: int | None
+    stored: int = 0
+    live: LivePoint | None = None
 
 
 @dataclass(frozen=True, slots=True)

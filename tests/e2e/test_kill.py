@@ -51,6 +51,7 @@ def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finis
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     time.sleep(1.0)  # into the second point
     assert _servers(public_tmp)
+    assert _within(3, lambda: store.with_name("r.db.live").exists())  # its seconds published, live
     segments = server_segments(str(public_tmp))  # the server's own: what it could leave in RAM
     assert segments
     os.kill(proc.pid, signal.SIGKILL)
@@ -65,6 +66,8 @@ def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finis
     assert _within(10, lambda: db.execute("SELECT status, status_reason FROM runs").fetchall() == marked), \
         db.execute("SELECT status, status_reason FROM runs").fetchall()
     assert list((tmp_path / "state" / "records").iterdir()) == []
+    # The point it was measuring is live no more: its seconds went as the run was marked.
+    assert not store.with_name("r.db.live").exists()
     resumed = dbarena("run", "--resume", "--store", str(store), env=env, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert sorted(db.execute("SELECT threads FROM points WHERE status = 'ok'").fetchall()) == [(1,), (2,)]

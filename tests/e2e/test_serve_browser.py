@@ -26,6 +26,7 @@ import storebuild
 from conftest import cli_env
 from dbarena.model import RunInfo
 from dbarena.serve import live
+from dbarena.store import live as store_live
 from dbarena.store.database import Store
 
 pytestmark = pytest.mark.e2e
@@ -190,6 +191,78 @@ def test_home_decide_back_reload_and_a_point_in_chromium(served: str, store: tup
     assert page_errors == [] and [m for m in console if m[0] == "error"] == [], console
     assert all(url.startswith(served + "/") for url in requests), requests  # nothing from elsewhere
     assert (tmp_path / "decide.png").stat().st_size > 20_000
+
+
+CURRENT = "document.querySelector('#running tr[data-run] .current')"
+
+
+def _measured_second(page: object) -> int | None:
+    """The second of the point in flight Home shows ("measuring: ..., N s of 8: ..."), if any."""
+    text = page.evaluate(f"() => {{ const c = {CURRENT}; return c ? c.textContent : ''; }}")  # type: ignore[attr-defined]
+    found = re.match(r"measuring: pgbench-select-only, 2 clients on 1 thread, repeat \d, (\d+) s of 8: ", text)
+    return int(found[1]) if found else None
+
+
+def test_a_real_runs_point_in_flight_shows_its_seconds_before_it_is_stored_in_chromium(public_tmp: Path,
+                                                                                       tmp_path: Path) -> None:
+    """A real `dbarena run` (a throwaway PostgreSQL, pgbench bare: its seconds from the
+    server's commit counter) writes the store while Home is open: the run appears, then
+    the point it is measuring, second by second, its seconds growing while the store holds
+    none of its points; then the next repeat's. The store's file is an SQLite one: the
+    seconds come from its sidecar, which is gone once the run ends."""
+    from playwright.sync_api import sync_playwright
+
+    path = tmp_path / "flight.db"
+    Store(path).close()
+    port = free_port()
+    server, _ = _start(["--store", str(path), "--port", str(port)], _env(tmp_path))
+    run: subprocess.Popen[str] | None = None
+    page_errors: list[str] = []
+    try:
+        _wait_listening("127.0.0.1", port)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page()
+            page.on("pageerror", lambda e: page_errors.append(str(e)))
+            page.goto(f"http://127.0.0.1:{port}/")
+            assert "No run is running." in page.inner_text("#running")
+            run = subprocess.Popen(
+                [sys.executable, "-m", "dbarena", "run", "--workload", "pgbench-select-only", "--threads", "1",
+                 "--clients-per-thread", "2", "--duration", "8", "--scale", "1", "--repeat", "2", "--no-probe",
+                 "--store", str(path)],
+                env=_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")), text=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # The run starts (the page reloads to follow it), then its first point's seconds.
+            page.wait_for_function(f"() => {{ const c = {CURRENT}; return c && /^measuring: .* repeat [12], [1-4] s of 8: /"
+                                   ".test(c.textContent); }", timeout=180_000)
+            first = _measured_second(page)
+            repeat = int(page.inner_text("#running .current").split("repeat ")[1][0])
+            with Store(path, readonly=True) as db:
+                (progress,) = db.run_progress().values()
+            assert first is not None and progress.status == "running" and progress.stored == repeat - 1, progress
+            page.wait_for_function(f"() => {{ const m = {CURRENT}.textContent.match(/, (\\d+) s of 8: /); "
+                                   f"return m && +m[1] > {first}; }}", timeout=3000)  # within 2 s, and a poll
+            grown = _measured_second(page)
+            with Store(path, readonly=True) as db:
+                (progress,) = db.run_progress().values()
+            # Still in flight: nothing of it stored, yet its seconds shown and growing.
+            assert grown is not None and grown > first and progress.stored == repeat - 1 == progress.points
+            assert re.search(r": [\d,.]+ TPS over its last \d s \(", page.inner_text("#running .current"))
+            if repeat == 1:
+                # Stored, then the second repeat measured: shown the same way.
+                page.wait_for_function(f"() => /^measuring: .* repeat 2, [1-7] s of 8: /.test({CURRENT}.textContent)",
+                                       timeout=60_000)
+                assert page.inner_text("#running .points").startswith("1 ")
+            browser.close()
+        assert run.wait(timeout=120) == 0, run.stderr.read() if run.stderr else ""
+    finally:
+        if run is not None and run.poll() is None:
+            run.terminate()
+            run.wait(timeout=60)
+        err = _stop(server)
+    assert "Traceback" not in err, err
+    assert page_errors == []
+    assert not store_live.sidecar(path).exists()  # (transient: gone with the run)
 
 
 def test_served_beyond_127_0_0_1_a_request_without_the_token_is_refused(store: tuple[Path, int],

@@ -77,3 +77,69 @@ def test_home_decide_and_a_live_point_over_a_postgresql_store(team_store, monkey
 def storebuild_first_point(url: str) -> int:
     with Store(url, readonly=True) as db:
         return min(p.point_id for p in db.points() if p.status == "ok")
+
+
+def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_point(team_store,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    """The live publisher over a PostgreSQL store (store/live.py): its seconds in the
+    store's unlogged live_seconds, read by run_progress's one query and shown by the
+    poll; removed in the transaction that stores the point, and when the run ends or its
+    publisher closes (an interrupt)."""
+    from starlette.testclient import TestClient
+
+    from dbarena.model import PointSpec
+    from dbarena.serve import app as serve_app
+    from dbarena.store import live as store_live
+
+    url, password = team_store
+    monkeypatch.setenv("PGPASSWORD", password)
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=10, repeat=1)
+
+    def rows() -> list[tuple[int, float]]:
+        with psycopg.connect(url, password=password) as conn:
+            return conn.execute("SELECT run_id, second FROM live_seconds ORDER BY run_id, second").fetchall()
+
+    with psycopg.connect(url, password=password) as conn:
+        assert conn.execute("SELECT relpersistence FROM pg_class WHERE relname = 'live_seconds'").fetchone() == ("u",)
+
+    def publishers() -> int:
+        with psycopg.connect(url, password=password) as conn:
+            return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dbarena-live'"
+                                    ).fetchone()[0])
+    publisher = store_live.Publisher(url)
+    try:
+        with Store(url) as writer, TestClient(serve_app.create_app(url), base_url="http://127.0.0.1:8642") as c:
+            run_id = writer.begin_run(RunInfo(label="flight", host="box", engine="postgres", target="postgresql://x@h/d",
+                                              started_at=storebuild.T0 + timedelta(days=9), server_version="17.2",
+                                              tool_versions={}, options={}, host_facts=storebuild.HOST))
+            token = publisher.begin(run_id, spec, "measured", 0, 10)
+            for second in range(1, 8):
+                publisher.second(token, float(second), 200.0 + second)
+            publisher.flush()
+            assert publisher.broken is None
+            assert rows() == [(run_id, float(s)) for s in range(1, 8)] and publishers() == 1
+            progress = writer.run_progress([run_id])[run_id]
+            assert progress.live is not None and progress.live.seconds[-1] == (7.0, 207.0)
+            polled = c.get(f"/live.json?runs={run_id}").json()["runs"][str(run_id)]
+            assert polled["current_text"] == ("measuring: pgbench-select-only, 4 clients on 2 threads, repeat 2, "
+                                              "7 s of 10: 205.0 TPS over its last 5 s (203, 204, 205, 206, 207)")
+            assert "measuring: pgbench-select-only" in c.get("/").text
+            # Stored: its seconds gone in the same transaction, before the publisher is told.
+            writer.add_point(run_id, storebuild._point(500.0, 1, 0, day=9))
+            assert rows() == []
+            polled = c.get(f"/live.json?runs={run_id}").json()["runs"][str(run_id)]
+            assert polled["measuring"] is None and polled["current_text"].startswith("pgbench-tpcb, 1 thread")
+            publisher.clear(run_id)
+            token = publisher.begin(run_id, spec, "measured", 1, 10)
+            publisher.second(token, 1.0, 300.0)
+            publisher.flush()
+            assert rows() == [(run_id, 1.0)]
+            writer.finish_run(run_id, "interrupted")  # (the session's, or cleanup's, mark)
+            assert rows() == []
+            token = publisher.begin(run_id, spec, "measured", 1, 10)
+            publisher.second(token, 1.0, 300.0)
+            publisher.flush()
+    finally:
+        publisher.close()
+    assert rows() == [] and publishers() == 0  # (its connection closed with it)

@@ -22,10 +22,11 @@ from starlette.testclient import TestClient  # (the extra dbarena[serve]: make t
 
 import storebuild
 from conftest import invoke
-from dbarena.model import RunInfo
+from dbarena.model import PointSpec, RunInfo
 from dbarena.report import assemble
 from dbarena.report.decision import html as decision_html
 from dbarena.serve import app as serve_app, live
+from dbarena.store import live as store_live
 from dbarena.store.database import Store
 
 DEMO = Path(__file__).parent.parent / "fixtures" / "stores" / "demo-seed-a-quick.db"
@@ -110,7 +111,9 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
                                                    "left": 2, "left_s": 0, "last_point_id": 10,
                                                    "text": polled["runs"]["1"]["text"],
                                                    "latest_tps": polled["runs"]["1"]["latest_tps"],
-                                                   "latest_text": polled["runs"]["1"]["latest_text"]}
+                                                   "latest_text": polled["runs"]["1"]["latest_text"],
+                                                   "measuring": None,  # (nothing published: no point in flight)
+                                                   "current_text": polled["runs"]["1"]["latest_text"]}
     assert polled["runs"]["1"]["left_s"] >= 10  # two points of 5 s, and their preparation
     # The point stored last, second by second: its stored series' last seconds, as drawn and polled.
     with Store(demo, readonly=True) as db:
@@ -125,14 +128,65 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
 def test_a_poll_is_one_small_query(demo: Path) -> None:
     _running(demo, keep=4)
     plans, latests = live.Plans(), live.Latests()
-    with Store(demo, readonly=True) as db:
-        live.snapshot(db, plans, [1], latests)  # (the plan of a run first seen is made once, its last point read once)
-        said: list[str] = []
-        db.db.set_trace_callback(said.append)
-        polled = live.snapshot(db, plans, [1], latests)
+    publisher = _measuring(demo, run_id=1, seconds=3)
+    try:
+        with Store(demo, readonly=True) as db:
+            live.snapshot(db, plans, [1], latests)  # (the plan of a run first seen is made once, its last point read once)
+            said: list[str] = []
+            db.db.set_trace_callback(said.append)
+            polled = live.snapshot(db, plans, [1], latests)
+    finally:
+        publisher.close()
+    # One query of the store; the point in flight from the sidecar (a file of its own).
     assert len([s for s in said if s.lstrip().upper().startswith("SELECT")]) == 1, said
     assert polled["runs"]["1"]["points"] == 4 and polled["runs"]["1"]["left"] == 8
     assert polled["runs"]["1"]["latest_tps"]  # (the point stored last: read at the first poll, kept)
+    assert polled["runs"]["1"]["measuring"]["tps"] == [100.0, 101.0, 102.0]
+
+
+def _measuring(store: Path, run_id: int, seconds: int, repeat: int = 1) -> store_live.Publisher:
+    """A publisher, as `dbarena run` has one, that has published `seconds` seconds of the
+    point it measures in run `run_id` (100, 101 ... TPS), written when this returns."""
+    publisher = store_live.Publisher(store)
+    with Store(store, readonly=True) as db:
+        stored = db.run_progress([run_id])[run_id].stored
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=10,
+                     repeat=repeat)
+    token = publisher.begin(run_id, spec, "measured", stored, 10)
+    for second in range(seconds):
+        publisher.second(token, second + 1.0, 100.0 + second)
+    publisher.flush()
+    assert publisher.broken is None
+    return publisher
+
+
+def test_home_shows_the_point_being_measured_then_the_one_stored_once_it_is(demo: Path) -> None:
+    """A run's point in flight, published to the store's sidecar second by second, is what
+    Home and the poll show of it; once the point is stored (its seconds removed with it),
+    the point stored last again; seconds left behind by a point stored since never show."""
+    _running(demo, keep=4)
+    publisher = _measuring(demo, run_id=1, seconds=7)
+    try:
+        assert store_live.sidecar(demo).is_file()
+        with client(demo) as c:
+            home = c.get("/").text
+            polled = c.get("/live.json?runs=1").json()["runs"]["1"]
+        said = ("measuring: pgbench-select-only, 4 clients on 2 threads, repeat 2, 7 s of 10: "
+                "104.0 TPS over its last 5 s (102, 103, 104, 105, 106)")
+        assert polled["current_text"] == said and polled["measuring"]["second"] == 7.0
+        assert polled["latest_text"] != said and polled["measuring"]["tps"] == [102.0, 103.0, 104.0, 105.0, 106.0]
+        assert f'<td class="current">{html.escape(said)}</td>' in home
+        # Another point stored (by another writer): the seconds published before it are a
+        # point stored since, whatever the sidecar still holds.
+        with Store(demo) as db:
+            db.add_point(1, storebuild._point(500.0, 1, 9, day=9))
+        with client(demo) as c:
+            polled = c.get("/live.json?runs=1").json()["runs"]["1"]
+        assert polled["measuring"] is None and polled["current_text"] == polled["latest_text"]
+        assert polled["latest_text"].startswith("pgbench-tpcb, 1 thread")
+    finally:
+        publisher.close()
+    assert not store_live.sidecar(demo).exists()  # (no run holds rows there any more)
 
 
 def test_decide_shows_the_decision_exactly_as_the_report_renders_it(built: Path) -> None:

@@ -24,6 +24,7 @@ from dbarena.execute import Completed
 from dbarena.interfaces import Client, Executor, Reporter, Target, Tool
 from dbarena.lifecycle.state import MARKER
 from dbarena.model import Connection, PointResult, PointSpec, RunInfo, Sample
+from dbarena.store import live
 from dbarena.store.database import Store
 from dbarena.workloads import WORKLOADS, mysqlslap, pgbench, sysbench
 
@@ -317,6 +318,53 @@ def test_warm_up_runs_stores_apart_checkpoints_then_measures(rig):
     # The measured run's progress lines reached the reporter (the warm-up's did not).
     assert len(rig.reporter.samples) == len(expected.samples) > 0
     assert_every_point_has_a_config_key(rig)
+
+
+class SpyPublisher(live.Publisher):
+    """The real publisher (its sidecar beside the rig's store), its calls recorded: at a
+    flush, how many points the run had stored and what the sidecar held."""
+
+    def __init__(self, store: Store):
+        super().__init__(store.path)
+        self.store = store
+        self.calls: list[tuple] = []
+
+    def begin(self, run_id, spec, phase, stored_before, duration_s):
+        self.calls.append(("begin", phase, stored_before, duration_s))
+        return super().begin(run_id, spec, phase, stored_before, duration_s)
+
+    def second(self, token, second, tps):
+        self.calls.append(("second", second, tps))
+        super().second(token, second, tps)
+
+    def flush(self):
+        super().flush()
+        (progress,) = self.store.run_progress().values()
+        held = live.read_sidecar(live.sidecar(self.store.path), [progress.run_id])
+        self.calls.append(("flush", progress.stored, [s for s, _ in held[progress.run_id].seconds]))
+
+    def clear(self, run_id):
+        self.calls.append(("clear", self.store.run_progress()[run_id].stored))
+        super().clear(run_id)
+
+
+def test_the_point_being_measured_is_published_second_by_second_and_cleared_once_stored(rig):
+    """The warm-up's seconds and the measured run's, as the tool reported them (the
+    reporter's samples), written before the point is stored, cleared once it is."""
+    publisher = SpyPublisher(rig.store)
+    try:
+        rig.sweep(live=publisher).run([spec("pgbench-select-only", 2, duration_s=10, warmup_s=3)])
+    finally:
+        publisher.close()
+    calls = publisher.calls
+    seconds = [(c[1], c[2]) for c in calls if c[0] == "second"]
+    measured = [(s.second, s.tps) for s in rig.reporter.samples]
+    assert measured and seconds == measured * 2  # the warm-up's (the same fixture output), then the point's
+    kept = [float(s) for s, _ in measured][-live.LIVE_KEEP_S - 1:]
+    assert [c for c in calls if c[0] != "second"] == [
+        ("begin", "warmup", 0, 3), ("flush", 0, kept), ("clear", 1),
+        ("begin", "measured", 1, 10), ("flush", 1, kept), ("clear", 2)]
+    assert not live.sidecar(rig.store.path).exists()
 
 
 def test_without_warm_up_there_is_no_checkpoint(rig):

@@ -40,7 +40,8 @@ INSTALL = "dbarena serve needs its extra: pip install 'dbarena[serve]'"
 @click.pass_context
 def serve_command(ctx: click.Context, store: Path | str, host: str, port: int, token: str | None) -> int:
     """Browse the store in a web browser, read-only: Home (studies, labels, hosts and runs,
-    newest first; a running run's points update by themselves), Decide (a baseline and
+    newest first; a running run's points, and the point it is measuring second by second,
+    update by themselves), Decide (a baseline and
     labels chosen in the address: the decision as `dbarena report` gives it), a workload
     (the sweep, latency percentiles, the bound and points of each level), History (change
     points and their causes, each linked to the diff of its runs), Hosts (probes, hosts

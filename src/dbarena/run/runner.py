@@ -15,7 +15,6 @@ Every subprocess starts through the Executor, so tests drive all of this with a 
 from __future__ import annotations
 
 import contextlib
-import functools
 import shutil
 import tempfile
 import time
@@ -34,10 +33,11 @@ from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, Stor
                             StoreUnwritable)
 from dbarena.run import measure
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
-from dbarena.model import Measurement, PointResult, PointSpec
+from dbarena.model import Measurement, PointResult, PointSpec, Sample
 from dbarena.records import JSON, JSONObject, json_object
 from dbarena.serverside.series import ServerSeries
 from dbarena.store.database import now_utc
+from dbarena.store.live import Publisher
 from dbarena.workloads import WORKLOADS, failure
 
 
@@ -94,7 +94,7 @@ class Sweep:
     def __init__(self, *, targets: Mapping[str, Bound], store: ResultStore, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
                  latency_sampling: float | None = 1.0,  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
-                 sample_server: bool = True):
+                 sample_server: bool = True, live: Publisher | None = None):
         self.targets = targets
         self.store = store
         self.reporter = reporter
@@ -111,6 +111,9 @@ class Sweep:
         self.prepared: dict[DatasetKey, PointSpec] = {}  # dataset key -> a spec that prepared it
         self.broken: dict[DatasetKey, str] = {}  # dataset key -> why it could not be prepared
         self.restore_s: dict[str, float] = {}  # variant -> seconds the last restore took, for its point
+        # The point being measured, second by second, published for `dbarena serve`
+        # (store/live.py); None: not published.
+        self.live = live
 
     def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
         """Every point of the plan in order; the results, each already stored."""
@@ -177,6 +180,8 @@ class Sweep:
         except self.store.errors as exc:  # reading the run for the bound: the store went away
             raise StoreUnwritable(f"store {self.store.location} cannot be read: {' '.join(str(exc).split())}; "
                                   f"{self._unsaved(measured)}") from None
+        if self.live is not None:
+            self.live.clear(bound.run_id)  # (its seconds left the store's table as it was stored)
         # Cached now so that the SQL views show the point's value at once; a store that
         # cannot take the cache right now does not stop the run (reads recompute it).
         with contextlib.suppress(*self.store.errors):
@@ -317,22 +322,33 @@ class Sweep:
         for the warm-up's dirty pages. Why the point cannot go on, if it cannot."""
         bound = self.targets[spec.variant]
         self.reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
-        result = self.measure(replace(spec, duration_s=spec.warmup_s), None)
+        result = self.measure(replace(spec, duration_s=spec.warmup_s), None, phase="warmup")
         try:
             self.store.add_point(bound.run_id, replace(result, phase="warmup"), bound.config(result.spec))
         except StoreError as exc:
             # Not saved for import: a warm-up is no result, and import would take it for one.
             raise type(exc)(f"{exc}; the warm-up just run is not kept (nothing measured was lost)") from None
+        if self.live is not None:
+            self.live.clear(bound.run_id)
         try:
             bound.target.checkpoint()
         except DatabaseError as exc:
             return f"after the warm-up: {exc}"
         return None
 
-    def measure(self, spec: PointSpec, reporter: Reporter | None) -> PointResult:
+    def measure(self, spec: PointSpec, reporter: Reporter | None, phase: str = "measured") -> PointResult:
         """The point's tool run and read (measure.run_tool: the one measuring path),
-        then verified."""
+        then verified. Its seconds go to the reporter (if any) and, as they come, to
+        the live publisher (`phase`: warmup or measured)."""
         bound = self.targets[spec.variant]
+        token = self._live_begin(bound.run_id, spec, phase)
+
+        def on_progress(sample: Sample) -> None:
+            if reporter is not None:
+                reporter.sample(spec, sample)
+            if token is not None and self.live is not None and sample.tps is not None:
+                self.live.second(token, sample.second, sample.tps)
+
         # Each point (and warm-up run) has a work directory of its own: the tool's files
         # (PointInput.files) and its per-transaction log go there, and the tool runs in
         # it. Removed when the point ends (also on Ctrl-C and SIGTERM: finally).
@@ -346,16 +362,35 @@ class Sweep:
                 spec, bound.target, self.executor, work_dir, latency_sampling=self.latency_sampling,
                 client_progress=bound.client_progress,
                 sample_system=self.sample_system, sample_server=self.sample_server,
-                on_progress=functools.partial(reporter.sample, spec) if reporter is not None else None,
+                on_progress=on_progress if reporter is not None or token is not None else None,
                 on_start=bound.running, cpus=bound.loadgen_cpus)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
             bound.scratch(None)
+        if token is not None and self.live is not None:
+            # Its seconds written before the point is stored (the transaction that stores
+            # it removes them: none may land after it). Not on an interrupt: the run's end
+            # removes them then, without a wait.
+            self.live.flush()
         assert ran is not None  # (it is asked to wait for nothing)
         if ran.error is not None or ran.measurement is None:
             return ran.point()
         problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.target, ran.measurement)
         return ran.point(status="ok" if problem is None else "failed", error=problem, measurement=measurement)
+
+    def _live_begin(self, run_id: int, spec: PointSpec, phase: str) -> int | None:
+        """The point announced to the live publisher: what it measures and how many of
+        the run's points are stored before it (so that a reader can tell its seconds
+        from those of a point stored since); None where nothing is published."""
+        if self.live is None:
+            return None
+        try:
+            found = self.store.run_progress([run_id]).get(run_id)
+        except self.store.errors:
+            return None  # the store cannot be read now: storing the point will say so
+        if found is None:
+            return None
+        return self.live.begin(run_id, spec, phase, found.stored, spec.duration_s)
 
 
 def _verify(tool: Tool, target: Target, measurement: Measurement) -> tuple[str | None, Measurement]:

@@ -42,6 +42,8 @@ from dbarena.errors import EnvironmentProblem, ExitStatus, Interrupted, StoreErr
 from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.run.placement import Placement, kernel_smt, placements
+from dbarena.store import postgres as pgstore
+from dbarena.store.live import Publisher
 from dbarena.run.runner import Bound, Sweep
 from dbarena.study import Study
 from dbarena.run.preflight import (Estimate, bindir_of, estimate, estimate_s, points_words, pooled_note, probe_where,
@@ -164,18 +166,30 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
                    clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
-                   server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter))
+                   server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter),
+                   live=_publisher(store))
     switch = smt_switch.Switch() if switching else None
     try:
         _run_parts(ctx, parts, switch)
     finally:
         # The machine's SMT as it was, whatever ended the parts (Ctrl-C included).
         _restore_smt(ctx, switch)
+        if ctx.live is not None:
+            ctx.live.close()  # (its runs' live seconds gone with it)
         if begin.shown:
             reporter.end()
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _publisher(store: ResultStore) -> Publisher | None:
+    """The run's live publisher (store/live.py), beside the store: its sidecar file, or
+    its PostgreSQL database (the URL names no password: the store found it in
+    PGPASSWORD or ~/.pgpass, as the publisher's own connection does)."""
+    if store.path is not None:
+        return Publisher(store.path)
+    return Publisher(store.location) if pgstore.is_url(store.location) else None
 
 
 def _probe(study: Study, seconds: int, reporter: Reporter) -> JSONObject | None:
@@ -325,6 +339,7 @@ class _Context:
     system_metrics: bool = True
     server_metrics: bool = True
     probe: JSONObject | None = None  # probe.Probe.to_dict() of the host probe before the study
+    live: Publisher | None = None  # the point being measured, second by second, for `dbarena serve`
 
 
 @dataclass
@@ -538,7 +553,7 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
                   latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics,
-                  sample_server=ctx.server_metrics)
+                  sample_server=ctx.server_metrics, live=ctx.live)
     if study.precision is None:
         _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
     else:

@@ -226,6 +226,7 @@ class _Pages:
     def _home(self, store: Store) -> str:
         runs = store.runs()
         progress = store.run_progress()
+        measuring = live.measuring_of(store, progress)
         names: dict[str, str | None] = {}
         for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256):
             record = store.study_text(sha)
@@ -239,7 +240,8 @@ class _Pages:
                 run=r, study=names.get(r.study_sha256 or ""), points=done.points if done else 0,
                 failed=done.failed if done else 0,
                 plan=self.reader.plans.of(store, r) if r.status == "running" else None,
-                latest=live.latest_text(self.reader.latests.of(store, last) if last is not None else None)
+                latest=live.measuring_text(measuring[r.id]) if r.id in measuring
+                else live.latest_text(self.reader.latests.of(store, last) if last is not None else None)
                 if r.status == "running" else None))
         return pages.home(lines, self.location)
 
@@ -450,7 +452,8 @@ class _Pages:
         return pages.raw_text(found[0], stdout, stderr)
 
     async def live(self, request: Request) -> Response:
-        """What a live page polls once a second: one small query."""
+        """What a live page polls once a second: one small query of the store (and of an
+        SQLite store's live sidecar while a run is running)."""
         given = request.query_params.get("runs", "")
         try:
             watched = sorted({int(part) for part in given.split(",") if part.strip()})[:100]

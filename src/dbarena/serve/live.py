@@ -1,12 +1,15 @@
 """How far the runs still running are: the points each plans (rebuilt once from its
-stored study and the host it runs on), the per-second throughput of the point each
-stored last, and the JSON a live page polls once a second, made from one small query
-(Store.run_progress).
+stored study and the host it runs on), the per-second throughput of the point each is
+measuring now or, between points, of the point it stored last, and the JSON a live page
+polls once a second, made from one small query of the store (Store.run_progress).
 
 A run stores a point whole when it ends (its row, its per-second series, its raw
-output: Store.add_point); nothing of the point being measured is in the store until
-then, so "the current point's throughput" is the last seconds of the point stored
-last, shown within a poll of its being stored."""
+output: Store.add_point). While it measures one, it publishes the point's seconds as
+they come (store/live.py): on a PostgreSQL store in the store's table live_seconds, which
+run_progress's one query reads with the rest; on an SQLite store in the sidecar file
+STORE.live, read here read-only (a tiny file apart from the store) while a run is
+running. Those seconds are shown while the run has stored no point since they began
+(their `stored_before`); once it has, the point stored last is."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ import threading
 from dataclasses import dataclass
 
 from dbarena.errors import DbarenaError
-from dbarena.records import JSONObject, RunProgress, StoredRun
+from dbarena.records import JSONObject, LivePoint, RunProgress, StoredRun
+from dbarena.store import live as store_live
 from dbarena.store.database import Store
 
 
@@ -136,6 +140,40 @@ class Latests:
         return made
 
 
+def measuring_of(store: Store, found: dict[int, RunProgress]) -> dict[int, LivePoint]:
+    """The point each running run of `found` is measuring now, where its seconds are
+    published and no point was stored since they began: from the store's own rows
+    (PostgreSQL, read by run_progress's query), or from an SQLite store's sidecar (read
+    only when a run is running; a missing sidecar is nothing live)."""
+    running = [run_id for run_id, p in found.items() if p.status == "running"]
+    if not running:
+        return {}
+    points = {run_id: p.live for run_id, p in found.items() if p.live is not None}
+    if store.path is not None:
+        points.update(store_live.read_sidecar(store_live.sidecar(store.path), running))
+    return {run_id: point for run_id, point in points.items()
+            if run_id in running and point.stored_before == found[run_id].stored and point.seconds}
+
+
+def measuring_text(point: LivePoint) -> str:
+    """The point being measured as Home shows it: what, how far, its last TAIL_S seconds."""
+    clients = f"{point.clients} client{'s' if point.clients != 1 else ''}"
+    threads = f" on {point.threads} thread{'s' if point.threads != 1 else ''}" if point.threads != point.clients else ""
+    variant = f" [{point.variant}]" if point.variant else ""
+    second = point.seconds[-1][0]
+    tps = [v for _, v in point.seconds[-TAIL_S:]]
+    head = (f"{'warming up' if point.phase == 'warmup' else 'measuring'}: {point.workload}{variant}, {clients}{threads}, "
+            f"repeat {point.repeat + 1}, {second:.0f} s of {point.duration_s:g}")
+    mean = sum(tps) / len(tps)
+    return f"{head}: {mean:,.1f} TPS over its last {len(tps)} s ({', '.join(f'{v:,.0f}' for v in tps)})"
+
+
+def measuring_json(point: LivePoint) -> JSONObject:
+    return {"phase": point.phase, "workload": point.workload, "threads": point.threads, "clients": point.clients,
+            "variant": point.variant, "repeat": point.repeat, "duration_s": point.duration_s,
+            "second": point.seconds[-1][0], "tps": [v for _, v in point.seconds[-TAIL_S:]]}
+
+
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -160,10 +198,12 @@ def latest_text(latest: Latest | None) -> str:
     return latest.text() if latest is not None else "no point stored yet"
 
 
-def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | None = None) -> JSONObject:
+def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | None = None,
+                  measuring: LivePoint | None = None) -> JSONObject:
     """One run's progress as the live page shows it: points done (ok or failed), where
-    the plan is known the points and the seconds left (an estimate), and the throughput
-    of the point it stored last, second by second."""
+    the plan is known the points and the seconds left (an estimate), the throughput of
+    the point it is measuring, second by second, and of the point it stored last;
+    `current_text`, the one the page shows (the point being measured, else the last)."""
     left = max(plan.points - progress.points, 0) if plan is not None else None
     return {"status": progress.status, "points": progress.points, "failed": progress.failed,
             "planned": plan.points if plan is not None else None, "left": left,
@@ -171,14 +211,19 @@ def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | Non
             "last_point_id": progress.last_point_id,
             "latest_tps": list(latest.tps) if latest is not None else None,
             "latest_text": latest_text(latest),
+            "measuring": measuring_json(measuring) if measuring is not None else None,
+            "current_text": measuring_text(measuring) if measuring is not None else latest_text(latest),
             "text": progress_text(progress.points, progress.failed, plan, progress.status == "running")}
 
 
 def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | None = None) -> JSONObject:
     """What a live page polls: the runs it watches (those running when it was drawn)
-    and every run running now, with their progress; one query (a run first seen here
-    has its plan made once; a point stored since the last poll has its seconds read once)."""
+    and every run running now, with their progress and the point each is measuring; one
+    query of the store (a run first seen here has its plan made once; a point stored
+    since the last poll has its seconds read once; an SQLite store's sidecar is read
+    while a run is running)."""
     found = store.run_progress(watched, running=True)
+    measuring = measuring_of(store, found)
     runs: JSONObject = {}
     for run_id, progress in sorted(found.items()):
         plan = plans.known(run_id)
@@ -188,5 +233,5 @@ def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | 
         last = progress.last_point_id
         latest = (latests.of(store, last) if latests is not None and last is not None
                   and progress.status == "running" else None)
-        runs[str(run_id)] = progress_json(progress, plan, latest)
+        runs[str(run_id)] = progress_json(progress, plan, latest, measuring.get(run_id))
     return {"runs": runs, "running": [run_id for run_id, p in sorted(found.items()) if p.status == "running"]}

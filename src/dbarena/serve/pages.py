@@ -78,7 +78,7 @@ class RunLine:
     points: int
     failed: int
     plan: Plan | None
-    latest: str | None = None  # a running run's: its last point's throughput (live.Latest)
+    latest: str | None = None  # a running run's: the point it measures, else its last one's throughput
 
 
 def home(lines: Sequence[RunLine], store: str) -> str:
@@ -103,7 +103,8 @@ def home(lines: Sequence[RunLine], store: str) -> str:
 
 def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
     """The runs, a row each; with `current` (the runs running now), the per-second
-    throughput of the point each stored last, which the page rewrites as points come."""
+    throughput of the point each is measuring (between points: of the one it stored
+    last), which the page rewrites every second."""
     rows = []
     for line in lines:
         r = line.run
@@ -117,7 +118,7 @@ def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
             f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td>"
             f"{latest}</tr>")
     return _table(["run", "label", "host", "engine", "study", "started (UTC)", "ended", "status", "points",
-                   *(["last point stored, per second"] if current else [])], rows, "runs")
+                   *(["the point being measured (else the last stored), per second"] if current else [])], rows, "runs")
 
 
 def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "") -> str:

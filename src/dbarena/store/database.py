@@ -27,6 +27,7 @@ from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import configkey
+from dbarena.store import live
 from dbarena.store import migrations
 from dbarena.store import postgres as pgstore
 from dbarena.store import edge
@@ -140,6 +141,9 @@ class Store:
         self.edge = Edge(str(self.location))
         self.dialect.migrate(SCHEMA_VERSION, self._after_migrations)
         self.db: SqlConnection = self.dialect.db  # (after migrate: a read-only store may be a copy in memory now)
+        # Whether it has schema 19's live_seconds (every store a writer opens does, once
+        # migrated; one held at an older schema, as the migration tests hold one, not).
+        self.live_table = self.version >= 19
 
     @property
     def migrated_from(self) -> int | None:
@@ -247,15 +251,25 @@ class Store:
         return [r for r in map(self.run, ids) if r is not None]
 
     def finish_run(self, run_id: int, status: str, reason: str | None = None) -> None:
+        """The run ended (finished, interrupted, failed; or reaped by `cleanup`): what
+        it was measuring is no longer live (store/live.py)."""
         with self._writing():
             self.db.execute("UPDATE runs SET status = ?, status_reason = ?, ended_at = ? WHERE id = ?",
                             (status, reason, utc(now_utc()), run_id))
+            if self.live_table:
+                self.db.execute("DELETE FROM live_seconds WHERE run_id = ?", (run_id,))
+        if self.path is not None:
+            live.clear_sidecar(self.path, [run_id])
 
     def add_point(self, run_id: int, result: PointResult, config: dict[str, Any] | None = None) -> int:
         """Store one finished point, its configuration key and its samples, committed at once.
         StoreError (one line) when the store cannot be written: disk full, read-only, locked."""
         with self._writing():
             point_id = self._insert_point(run_id, result, config=config)
+            # Its live seconds go in the transaction that stores it (store/live.py; an
+            # SQLite store's are in the sidecar, which its publisher clears next).
+            if self.live_table:
+                self.db.execute("DELETE FROM live_seconds WHERE run_id = ?", (run_id,))
         if config is None:
             self._backfill_config()  # a key from what the point and its run hold
         return point_id
@@ -402,6 +416,8 @@ class Store:
                 self.db.execute(f"DELETE FROM {table} WHERE point_id IN (SELECT id FROM points WHERE run_id IN "
                                 f"({marks}))", tuple(chunk))
             self.db.execute(f"DELETE FROM points WHERE run_id IN ({marks})", tuple(chunk))
+            if self.live_table:
+                self.db.execute(f"DELETE FROM live_seconds WHERE run_id IN ({marks})", tuple(chunk))
             self.db.execute(f"DELETE FROM runs WHERE id IN ({marks})", tuple(chunk))
 
     # ------------------------------------------------------------------ forgetting
@@ -429,6 +445,8 @@ class Store:
             gone = [found[i] for i in wanted]
             self._tombstones(gone)
             self._remove_runs({run.run_id: run.points for run in gone if run.run_id is not None})
+        if self.path is not None:
+            live.clear_sidecar(self.path, [run.run_id for run in gone if run.run_id is not None])
         return gone
 
     def _forgettable(self, run_ids: Sequence[int], at: str) -> list[ForgottenRun]:
@@ -830,21 +848,29 @@ class Store:
         return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
 
     def run_progress(self, run_ids: Iterable[int] = (), running: bool = False) -> dict[int, RunProgress]:
-        """Each run's status and measured points (warm-ups left out), in one query: of
-        `run_ids` and, with `running`, of every run still running; of every run when
-        neither is given. What a page that follows a run asks once a second (`dbarena
-        serve`): an index scan of each run's points, no point read. A row whose figures
-        do not read (a status that is not text) is left out."""
+        """Each run's status and measured points (warm-ups left out), its points of
+        every phase, and the seconds of the point it is measuring where this store holds
+        them (PostgreSQL's live_seconds; an SQLite store's runs write theirs to the
+        sidecar: store/live.py), in one query: of `run_ids` and, with `running`, of
+        every run still running; of every run when neither is given. What a page that
+        follows a run asks once a second (`dbarena serve`): an index scan of each run's
+        points and live seconds, no point read. A row whose figures do not read (a
+        status that is not text) is left out."""
         ids = sorted(set(run_ids))[:1000]  # (a page follows a few; SQLite allows 32766 parameters)
         where = [*([f"r.id IN ({', '.join('?' * len(ids))})"] if ids else []),
                  *(["r.status = 'running'"] if running else [])]
+        measured = "p.phase = 'measured'"
         rows = self.db.execute(
-            "SELECT r.id, r.status, count(p.id), sum(CASE WHEN p.status = 'failed' THEN 1 ELSE 0 END), max(p.id)"
-            " FROM runs r LEFT JOIN points p ON p.run_id = r.id AND p.phase = 'measured'"
+            f"SELECT r.id, r.status, sum(CASE WHEN {measured} THEN 1 ELSE 0 END),"
+            f" sum(CASE WHEN {measured} AND p.status = 'failed' THEN 1 ELSE 0 END),"
+            f" max(CASE WHEN {measured} THEN p.id END), count(p.id),"
+            f" CASE WHEN r.status = 'running' THEN {self.dialect.live_json if self.live_table else 'NULL'} END"
+            " FROM runs r LEFT JOIN points p ON p.run_id = r.id"
             + (" WHERE " + " OR ".join(where) if where else "") + " GROUP BY r.id, r.status", ids).fetchall()
-        return {int(run_id): RunProgress(run_id=int(run_id), status=status, points=int(points),
-                                         failed=int(failed or 0), last_point_id=None if last is None else int(last))
-                for run_id, status, points, failed, last in rows
+        return {int(run_id): RunProgress(run_id=int(run_id), status=status, points=int(points or 0),
+                                         failed=int(failed or 0), last_point_id=None if last is None else int(last),
+                                         stored=int(stored or 0), live=live.from_json(int(run_id), seconds))
+                for run_id, status, points, failed, last, stored, seconds in rows
                 if isinstance(run_id, int) and isinstance(status, str)}
 
     def data_version(self) -> tuple[Any, ...]:

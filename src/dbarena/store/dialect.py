@@ -60,6 +60,12 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+# A run's live seconds (store/live.py's columns but run_id) as one JSON text, in
+# Store.run_progress's one query: r is the run.
+_LIVE_ROW = ("l.phase, l.workload, l.threads, l.clients, l.variant, l.repeat, l.duration_s, l.stored_before, "
+             "l.second, l.tps")
+
+
 class SQLite:
     """An SQLite file. `readonly`: opened so that nothing can write it (SQLite's
     mode=ro), for the commands that only read; an older schema or unfinished data
@@ -68,6 +74,8 @@ class SQLite:
     file is refused, as is a file that holds anything but a dbarena store."""
 
     name = "sqlite"
+    # (Empty in an SQLite store: its runs write their live seconds to the sidecar.)
+    live_json = f"(SELECT json_group_array(json_array({_LIVE_ROW})) FROM live_seconds l WHERE l.run_id = r.id)"
 
     def __init__(self, path: Path, *, readonly: bool = False, create: bool = True):
         self.path: Path | None = path
@@ -208,6 +216,8 @@ class PostgreSQL:
     run. `create`: a database without dbarena's schema gets it (writers)."""
 
     name = "postgresql"
+    live_json = (f"(SELECT json_agg(json_build_array({_LIVE_ROW}) ORDER BY l.second)::text FROM live_seconds l"
+                 " WHERE l.run_id = r.id)")
 
     def __init__(self, url: str, *, readonly: bool = False, create: bool = True):
         self.path: Path | None = None

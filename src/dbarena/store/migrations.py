@@ -315,6 +315,27 @@ MIGRATIONS: list[str] = [
         AND (command LIKE '%"-P%' OR command LIKE '%"--progress%' OR command LIKE '%"-l"%'
              OR command LIKE '%"--log"%');
     """,
+    # 19: the point a run is measuring, second by second, while it measures it (`dbarena
+    # serve` shows it live): transient rows, removed in the transaction that stores the
+    # point and when the run ends. An SQLite store keeps this table empty: a run writes
+    # them to the sidecar STORE.live (store/live.py), which holds the same table, so
+    # that the store's file is not written (nor synced) every second.
+    """
+    CREATE TABLE live_seconds (
+        run_id         INTEGER NOT NULL,
+        phase          TEXT NOT NULL,
+        workload       TEXT NOT NULL,
+        threads        INTEGER NOT NULL,
+        clients        INTEGER NOT NULL,
+        variant        TEXT NOT NULL,
+        repeat         INTEGER NOT NULL,
+        duration_s     REAL NOT NULL,
+        stored_before  INTEGER NOT NULL,
+        second         REAL NOT NULL,
+        tps            REAL NOT NULL,
+        PRIMARY KEY (run_id, second)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -47,8 +47,9 @@ def errors() -> tuple[type[Exception], ...]:
 # from 1) by MIGRATIONS[15]; every store created before 16 (the server's own series) by
 # MIGRATIONS[16]; every store created before 17 (tombstones of forgotten runs) by
 # MIGRATIONS[17]; every store created before 18 (keys with what pgbench measured) by
-# MIGRATIONS[18].
-BASE_VERSION = 18
+# MIGRATIONS[18]; every store created before 19 (the live seconds of a point being
+# measured) by MIGRATIONS[19].
+BASE_VERSION = 19
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
@@ -88,6 +89,22 @@ MIGRATIONS: dict[int, str] = {
     INSERT INTO pending_rekey SELECT id FROM points WHERE config IS NOT NULL AND command LIKE '%pgbench%'
         AND (command LIKE '%"-P%' OR command LIKE '%"--progress%' OR command LIKE '%"-l"%'
              OR command LIKE '%"--log"%');
+    """,
+    19: """
+    CREATE UNLOGGED TABLE live_seconds (
+        run_id         bigint NOT NULL,
+        phase          text NOT NULL,
+        workload       text NOT NULL,
+        threads        integer NOT NULL,
+        clients        integer NOT NULL,
+        variant        text NOT NULL,
+        repeat         integer NOT NULL,
+        duration_s     double precision NOT NULL,
+        stored_before  integer NOT NULL,
+        second         double precision NOT NULL,
+        tps            double precision NOT NULL,
+        PRIMARY KEY (run_id, second)
+    );
     """,
 }
 

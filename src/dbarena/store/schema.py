@@ -17,7 +17,7 @@ from functools import partial
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Column", "Table", "Index", "TABLES", "INDEXES", "TYPES", "MIGRATIONS", "SCHEMA_VERSION",
-           "postgresql_ddl"]
+           "postgresql_ddl", "sqlite_ddl"]
 
 # logical type -> (SQLite's declared type, PostgreSQL's type)
 TYPES: dict[str, tuple[str, str]] = {
@@ -56,6 +56,9 @@ class Table:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...] = ()   # a key of several columns
     without_rowid: bool = False         # SQLite stores the rows in key order
+    # PostgreSQL writes no WAL for it (nor syncs it): its rows are lost in a crash,
+    # and are emptied then, which transient rows may be.
+    unlogged: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,24 @@ TABLES: tuple[Table, ...] = (
     Table("pending_rekey", (
         _c("point_id", "bigint", primary_key=True),
     )),
+    # The seconds of the point a run is measuring now (schema 19), for `dbarena serve`:
+    # written once a second by the run's publisher (store/live.py), removed in the
+    # transaction that stores the point and when the run ends. Never merged, exported or
+    # published. Unlogged on PostgreSQL (no WAL, no fsync); empty in an SQLite store,
+    # whose runs write the same table in the sidecar file STORE.live instead.
+    Table("live_seconds", (
+        _nn("run_id", "bigint"),
+        _nn("phase", "text"),                    # warmup or measured
+        _nn("workload", "text"),
+        _nn("threads", "integer", holds=_N),
+        _nn("clients", "integer", holds=_N),
+        _nn("variant", "text"),
+        _nn("repeat", "integer", holds=_N),
+        _nn("duration_s", "real", holds=_F),     # the run's planned length
+        _nn("stored_before", "integer", holds=_N),  # the run's points (warm-ups too) stored when it began
+        _nn("second", "real", holds=_F),         # since the tool started
+        _nn("tps", "real", holds=_F),
+    ), primary_key=("run_id", "second"), unlogged=True),
 )
 
 INDEXES: tuple[Index, ...] = (
@@ -250,7 +271,18 @@ def postgresql_ddl() -> str:
         lines = [_postgresql_column(c) for c in table.columns]
         if table.primary_key:
             lines.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
-        statements.append(f"CREATE TABLE {table.name} (\n    " + ",\n    ".join(lines) + "\n);\n")
+        statements.append(f"CREATE {'UNLOGGED ' if table.unlogged else ''}TABLE {table.name} (\n    " + ",\n    ".join(lines) + "\n);\n")
         statements.extend(f"CREATE INDEX {i.name} ON {i.table}({', '.join(i.columns)});\n"
                           for i in INDEXES if i.table == table.name)
     return "".join(statements)
+
+
+def sqlite_ddl(table: Table) -> str:
+    """SQLite's CREATE TABLE of one table as described (what migrations.py creates it
+    as, for a table without defaults, checks or references): the live sidecar's."""
+    lines = [" ".join([c.name, TYPES[c.type][0], *(["PRIMARY KEY"] if c.primary_key else []),
+                       *(["NOT NULL"] if c.not_null else [])]) for c in table.columns]
+    if table.primary_key:
+        lines.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
+    return (f"CREATE TABLE IF NOT EXISTS {table.name} (" + ", ".join(lines) + ")"
+            + (" WITHOUT ROWID" if table.without_rowid else ""))

@@ -1,9 +1,9 @@
 // dbarena serve: the pages' one script (served from /static: the Content-Security-Policy
 // allows no inline script). Two jobs:
 // - Home follows the runs running when it was drawn: once a second it asks /live.json
-//   (one small query on the server) and rewrites their status, points and the per-second
-//   throughput of the point each stored last; a run that starts meanwhile reloads the
-//   page, which then lists it.
+//   (one small query of the store on the server) and rewrites their status, points and
+//   the per-second throughput of the point each is measuring (between points, of the
+//   one it stored last); a run that starts meanwhile reloads the page, which lists it.
 // - Decide's baseline: choosing another shows it at once (the form's GET keeps every
 //   choice in the address, so the back button and a copied link work as without script).
 'use strict';
@@ -28,7 +28,7 @@
               row.querySelector('.status').textContent = run.status;
               const current = row.querySelector('.current');
               if (current && run.status === 'running') {
-                current.textContent = run.latest_text;
+                current.textContent = run.current_text;
               }
             }
           }
