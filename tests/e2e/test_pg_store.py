@@ -338,7 +338,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}]
+         {"version": 18}, {"version": 19}, {"version": 20}]
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
                                     "JOIN v_points v ON v.point_id = p.id")
@@ -381,7 +381,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}]
+         {"version": 18}, {"version": 19}, {"version": 20}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
     # Schema 15's views: repeats from 1, each point judged by its tool's metric.

@@ -211,3 +211,39 @@ def test_a_plain_points_key_is_the_one_it_always_was_and_an_encrypted_one_differ
     assert configkey.digest(plain) != configkey.digest(encrypted)
     assert configkey.differing(plain, encrypted) == ["tls"]
     assert configkey.differing(encrypted, configkey.build(**common, tls="TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384")) == ["tls"]
+
+
+def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
+    """Schema 20's data step, on a store whose first run recorded encrypted connections
+    (as `fleet run --together` has since its server requires TLS) before keys held
+    them: that run's points gain `tls` and a new digest; every other key stays."""
+    import json
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from dbarena.store.database import Store
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parents[1] / "fixtures" / "stores" / "demo-seed-a-quick.db", path)
+    Store(path).close()  # today's schema: then back to 19, as a dbarena before this one left it
+    seen = {"ssl": True, "version": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384", "required": True}
+    with sqlite3.connect(path) as db:
+        first = db.execute("SELECT MIN(id) FROM runs").fetchone()[0]
+        facts = json.loads(db.execute("SELECT target_facts FROM runs WHERE id = ?", (first,)).fetchone()[0])
+        db.execute("UPDATE runs SET target_facts = ? WHERE id = ?", (json.dumps({**facts, "tls": seen}), first))
+        db.execute("DELETE FROM schema_migrations WHERE version = 20")
+        db.execute("PRAGMA user_version = 19")
+    before = dict(sqlite3.connect(path).execute("SELECT id, config_key FROM points").fetchall())
+    with Store(path) as store:
+        assert store.version >= 20
+        rows = store.db.execute("SELECT id, run_id, config, config_key FROM points").fetchall()
+        assert store.db.execute("SELECT COUNT(*) FROM pending_rekey").fetchone()[0] == 0
+    assert {r[1] for r in rows} - {first}, "the demo store has another run"
+    for pid, run_id, config, digest in rows:
+        key = json.loads(config)
+        assert digest == configkey.digest(key)
+        if run_id == first:
+            assert key["tls"] == "TLSv1.3 TLS_AES_256_GCM_SHA384" and digest != before[pid]
+        else:
+            assert "tls" not in key and digest == before[pid]

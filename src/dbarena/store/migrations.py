@@ -336,6 +336,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, second)
     );
     """,
+    # 20: a point's key says whether its tools' connections were encrypted (`tls`: TLS
+    # costs CPU on both ends): the points of runs whose target facts recorded TLS (`fleet
+    # run --together`'s server, since it requires it) are listed for schema 18's data step,
+    # which now also gives a key the protocol and cipher its run's facts name.
+    """
+    INSERT OR IGNORE INTO pending_rekey SELECT p.id FROM points p JOIN runs r ON r.id = p.run_id
+        WHERE p.config IS NOT NULL AND r.target_facts LIKE '%"tls"%';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -386,7 +394,7 @@ def foreign_tables(db: sqlite3.Connection) -> str | None:
 
 
 def data_steps_pending(db: SqlConnection, version: int) -> bool:
-    """Whether the data steps of migrations 7, 11 and 18 have rows left to do."""
+    """Whether the data steps of migrations 7, 11 and 18 (and 20) have rows left to do."""
     return bool(
         (version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone())
         or (version >= 11 and db.execute(
@@ -395,7 +403,7 @@ def data_steps_pending(db: SqlConnection, version: int) -> bool:
 
 
 def after_migrations(db: SqlConnection, version: int) -> None:
-    """The data steps of migrations 7, 11 and 18, also when an earlier open was stopped
+    """The data steps of migrations 7, 11 and 18 (and 20), also when an earlier open was stopped
     half-way (each is one transaction a page, so a page is either done or not begun)."""
     if version >= 7 and db.execute("SELECT 1 FROM points WHERE config_key IS NULL LIMIT 1").fetchone():
         backfill_config(db)
@@ -407,22 +415,32 @@ def after_migrations(db: SqlConnection, version: int) -> None:
 
 
 def rekey_instruments(db: SqlConnection) -> None:
-    """Schema 18's data step: the keys of the points listed in pending_rekey gain what
-    their pgbench command line measured (configkey.instruments_in) and their new
-    digest; a key that already holds it (a point stored by this dbarena) or a command
-    that holds none keeps its key. A page of points a transaction."""
+    """The data step of schemas 18 and 20: the keys of the points listed in
+    pending_rekey gain what their pgbench command line measured
+    (configkey.instruments_in) and the TLS their run's connections had
+    (configkey.tls_of of its target facts), and their new digest; a key that already
+    holds either (a point stored by this dbarena) or a point with neither keeps its key.
+    A page of points a transaction."""
     while True:
         rows = db.execute(
-            "SELECT q.point_id, p.config, p.command FROM pending_rekey q LEFT JOIN points p ON p.id = q.point_id"
+            "SELECT q.point_id, p.config, p.command, r.target_facts FROM pending_rekey q"
+            " LEFT JOIN points p ON p.id = q.point_id LEFT JOIN runs r ON r.id = p.run_id"
             " ORDER BY q.point_id LIMIT ?", (_BACKFILL_PAGE,)).fetchall()
         if not rows:
             return
         with db:
-            for pid, config, command in rows:
+            for pid, config, command, target_facts in rows:
                 key = _facts(config)
                 found = configkey.instruments_in(_words(command))
+                tls = configkey.tls_of(_facts(target_facts))
+                changed = False
                 if key and found and "instruments" not in key:
                     key["instruments"] = list(found)
+                    changed = True
+                if key and tls is not None and "tls" not in key:
+                    key["tls"] = tls
+                    changed = True
+                if changed:
                     db.execute("UPDATE points SET config = ?, config_key = ? WHERE id = ?",
                                (json.dumps(key, sort_keys=True), configkey.digest(key), pid))
                 db.execute("DELETE FROM pending_rekey WHERE point_id = ?", (pid,))
@@ -531,6 +549,7 @@ def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
                                              facts.get("server_hardware_threads")),
                 # What its command line measured beyond the bare tool (pgbench -P, -l).
                 instruments=configkey.instruments_in(_words(command)),
+                tls=configkey.tls_of(facts),  # its connections' encryption, where its run recorded it
             )
             db.execute("UPDATE points SET config = ?, config_key = ?, warmup_s = ? WHERE id = ?",
                        (json.dumps(key, sort_keys=True), configkey.digest(key), key["warmup_s"], pid))

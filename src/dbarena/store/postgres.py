@@ -48,8 +48,9 @@ def errors() -> tuple[type[Exception], ...]:
 # MIGRATIONS[16]; every store created before 17 (tombstones of forgotten runs) by
 # MIGRATIONS[17]; every store created before 18 (keys with what pgbench measured) by
 # MIGRATIONS[18]; every store created before 19 (the live seconds of a point being
-# measured) by MIGRATIONS[19].
-BASE_VERSION = 19
+# measured) by MIGRATIONS[19]; every store created before 20 (keys with the TLS their
+# connections had) by MIGRATIONS[20].
+BASE_VERSION = 20
 SCHEMA = schema.postgresql_ddl()
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
@@ -105,6 +106,10 @@ MIGRATIONS: dict[int, str] = {
         tps            double precision NOT NULL,
         PRIMARY KEY (run_id, second)
     );
+    """,
+    20: """
+    INSERT INTO pending_rekey SELECT p.id FROM points p JOIN runs r ON r.id = p.run_id
+        WHERE p.config IS NOT NULL AND r.target_facts LIKE '%"tls"%' ON CONFLICT DO NOTHING;
     """,
 }
 
