@@ -172,7 +172,7 @@ class Hosts:
     """Where this test's hosts make things (see the module's docstring)."""
 
     base: Path  # their working directories
-    tmp: Path  # their TMPDIRs, one folder each (enterable by the servers' user)
+    tmp: Path  # their TMPDIRs, one folder each (enterable by the servers' user), and the controller's
     states: list[Path]  # their state directories and the controller's
     mark: str
 
@@ -222,6 +222,8 @@ def test_kills_of_a_together_controller_at_random_moments_lose_nothing(tmp_path_
         (host_tmp / name).mkdir(mode=0o755)
         env_of[name] = {"TMPDIR": str(host_tmp / name), "DBARENA_STATE_DIR": str(tmp / "state" / name),
                         MARK: str(tmp)}
+    # The controller's own TMPDIR too (its scratch directory, dbarena-fleet-...).
+    (host_tmp / "controller").mkdir(mode=0o700)
     ours = Hosts(base=tmp / "hosts", tmp=host_tmp, states=[tmp / "state" / n for n in (*names, "controller")],
                  mark=str(tmp))
     began = time.monotonic()
@@ -233,7 +235,8 @@ def test_kills_of_a_together_controller_at_random_moments_lose_nothing(tmp_path_
             inv = _server_inventory(tmp, hosts, workdirs, extra)
             study = tmp / "kill.toml"
             study.write_text(STUDY.format(name="kill", levels=LEVELS, duration=4, sampling=0.1))
-            env = {**ansible_env(tmp), "DBARENA_STATE_DIR": str(tmp / "state" / "controller"), "PYTHONUNBUFFERED": "1"}
+            env = {**ansible_env(tmp), "DBARENA_STATE_DIR": str(tmp / "state" / "controller"),
+                   "TMPDIR": str(host_tmp / "controller"), "PYTHONUNBUFFERED": "1"}
             # What a host's commands get (else every check below would look at empty folders).
             said = subprocess.run([ansible_command("ansible"), "-i", str(inv), "gamma", "-m", "command",
                                    "-a", "env"], env=env, capture_output=True, text=True, timeout=120,
