@@ -128,7 +128,9 @@ def _tools_done(c: Chain) -> bool:
 
 
 PHASES = [
-    Phase("server starting", lambda c: _server_state(c.workdirs) in ("starting", "ready"), 3.0),
+    # (Its initdb and start take a second or two on an idle machine: 3 s after them, 20
+    # kills never found it starting. Ready counts too, for a start too quick to be seen.)
+    Phase("server starting", lambda c: _server_state(c.workdirs) in ("starting", "ready"), 1.0),
     Phase("server ready", lambda c: _server_state(c.workdirs) == "ready", 3.0),
     Phase("dataset prepare", lambda c: _preparing(c.workdirs), 1.0),
     Phase("first point", lambda c: not _ok(c.store) and _measuring(c.workdirs), 3.0, lambda stored: stored == 0),
