@@ -204,7 +204,9 @@ def _keygen(path: Path, comment: str) -> None:
                    check=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
 
 
-def _config(address: str, port: int, private: Path, name: str) -> str:
+def _config(address: str, port: int, private: Path, name: str, env: Mapping[str, str] | None = None) -> str:
+    if any(c in f"{k}{v}" for k, v in (env or {}).items() for c in " \t\"'\n"):
+        raise ValueError(f"an environment variable for sshd's SetEnv with a blank or a quote in it: {env}")
     return "\n".join([
         f"ListenAddress {address}:{port}",
         f"HostKey {private / 'ssh_host_ed25519_key'}",
@@ -222,7 +224,8 @@ def _config(address: str, port: int, private: Path, name: str) -> str:
         # waits 60 s for a lock that a test killing a "host" mid-login leaves behind: then
         # every Ansible task of every later test took a minute and the fleet tests hung.
         # The hosts' logins need nothing from an interactive shell's set-up.
-        "SetEnv SHLVL=1",
+        # (sshd takes the first SetEnv line only: a host's own variables go on it too.)
+        " ".join(["SetEnv SHLVL=1", *(f"{k}={v}" for k, v in (env or {}).items())]),
         "PrintMotd no",
         "PrintLastLog no",
         "X11Forwarding no",
@@ -252,12 +255,12 @@ def _wait_accepting(host: Host, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def _start(name: str, address: str, private: Path, deadline: float) -> Host:
+def _start(name: str, address: str, private: Path, deadline: float, env: Mapping[str, str] | None = None) -> Host:
     last: Exception | None = None
     for _attempt in range(5):  # the free port may be taken between the probe and sshd's bind
         port = _free_port(address)
         config = private / f"sshd-{name}.conf"
-        config.write_text(_config(address, port, private, name))
+        config.write_text(_config(address, port, private, name, env))
         log = private / f"sshd-{name}.log"
         with open(log, "ab") as err:
             process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
@@ -276,10 +279,14 @@ def _start(name: str, address: str, private: Path, deadline: float) -> Host:
 
 @contextlib.contextmanager
 def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3"), tmp: Path | None = None,
-         names: Sequence[str] | None = None, timeout: float = 20) -> Iterator[Fleet]:
+         names: Sequence[str] | None = None, timeout: float = 20,
+         env: Mapping[str, Mapping[str, str]] | None = None) -> Iterator[Fleet]:
     """Start one sshd per loopback address (named alpha, beta, ... unless names are
     given); yield a Fleet. Keys, configs and logs go to a fresh 0700 directory under
-    tmp (or the system's temporary directory)."""
+    tmp (or the system's temporary directory). env: host name -> environment variables
+    its sessions get (sshd's SetEnv), e.g. a TMPDIR and a DBARENA_STATE_DIR of that
+    host's own, so that what the host's dbarena makes is found apart from what other
+    tests on this machine make in /tmp and /var/lib/dbarena."""
     reason = missing()
     if reason:
         raise RuntimeError(reason)
@@ -300,7 +307,7 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3"), tmp: Path | None
     try:
         deadline = time.monotonic() + timeout
         for name, address in zip(names, addresses):
-            hosts.append(_start(name, address, private, deadline))
+            hosts.append(_start(name, address, private, deadline, (env or {}).get(name)))
         yield Fleet(hosts, key, private)
     finally:
         for host in hosts:
