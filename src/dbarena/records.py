@@ -203,7 +203,7 @@ def stored_point(values: Sequence[Any]) -> StoredPoint:
     return made
 
 
-def analysed(point: StoredPoint, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
+def analysed(point: StoredPoint, label: str | None = None, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
              dips_s: list[float], loadgen_cpu: float | None, metric: str, samples: int, server_cpu: float | None,
              steady_start_s: float | None, steady_tps: float | None, tps_ci_high: float | None,
              tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
@@ -213,10 +213,15 @@ def analysed(point: StoredPoint, *, cpu_busy_pct: float | None, cpu_iowait_pct: 
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
     time, a third of load() for 10 k points (bench/serve). The arguments are the
-    record's own fields in their order (tests/unit/test_report_build.py checks it)."""
+    record's own fields in their order (tests/unit/test_report_build.py checks it).
+    `label`: the name it is shown under instead of its stored label (a report's series,
+    report.data.series_names; series_label keeps the stored one), set here rather than
+    in a copy made after (records.relabelled: the cost of making it again)."""
     made = object.__new__(AnalysedPoint)
     for put, value in zip(_stored_slots, _stored_values(point)):
         put(made, value)
+    if label is not None:
+        _set_label(made, label)
     for put, value in zip(_derived_slots, (
             cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, samples, server_cpu, steady_start_s,
             steady_tps, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better, adaptive,

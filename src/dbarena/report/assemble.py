@@ -66,16 +66,17 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
-    rows = analysis.load(store, labels=tuple(labels))
+    # Each point made once, under the name the report gives its series.
+    rows = analysis.load(store, labels=tuple(labels), named=data.series_names)
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
     levels = sorted({r.threads for r in rows})
     if at_threads is not None and at_threads not in levels:
         raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
                          f"(levels: {', '.join(map(str, levels))})")
-    order = list(labels) or list(dict.fromkeys(r.label for r in rows))
+    order = list(labels) or list(dict.fromkeys(r.series_label for r in rows))  # (as stored)
     return data.build_named(rows, store.runs(), baseline=baseline, prices=dict(selection.prices),
-                            at_threads=at_threads, labels=order, histograms=store.latency_histograms)
+                            at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True)
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:

@@ -31,9 +31,9 @@ from collections import defaultdict
 import math
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
-from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredRun, json_object, relabelled
+from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredPoint, StoredRun, json_object, relabelled
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -188,14 +188,31 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
     """A report draws one series per label in each engine x workload section; where a
     label holds several configurations there (variants, or runs of other parameters
     under one label), each is a series of its own, named "label [variant]" or
-    "label [config 1a2b3c]", so that points of different configurations are never
-    pooled."""
+    "label [config 1a2b3c]" (series_names), so that points of different configurations
+    are never pooled. The rows under those names, and the order, baseline and prices
+    of the series."""
+    names = series_names(rows, [r.series_label for r in rows])
+    # A copy only where the name changes: copying 100 k rows of 70 fields costs more than
+    # the rest of this function (records.relabelled: the fast copy; analysis.load names
+    # them as it makes them, series_names given as `named`, and none is copied here).
+    out = [r if new == r.label else relabelled(r, new) for r, new in zip(rows, names)]
+    return (out, *_renamed(out, order, baseline, prices))
+
+
+def series_names(points: Sequence[StoredPoint], stored: Sequence[str] | None = None) -> list[str]:
+    """The name of each point's series in a report (series_labels): its label, or
+    "label [variant]", "label [config 1a2b3c]" where its label holds several
+    configurations in its engine x workload. `stored`: each point's label as stored,
+    where its `label` may be a series name already (AnalysedPoint.series_label);
+    default: their labels. analysis.load takes it as `named`: each record is then made
+    once, under its name."""
+    labels = stored if stored is not None else [p.label for p in points]
     # Each row's configuration digest but for its level. A digest hashes the whole
     # configuration and a store can hold 100 k points, but they share a few hundred
     # stored keys (which include the level): one digest per stored key.
     by_key: dict[str | None, str] = {}
 
-    def level_free(r: AnalysedPoint) -> str:
+    def level_free(r: StoredPoint) -> str:
         stored = r.config_key
         if stored is None or stored not in by_key:
             # Clients per thread stays in: two series at the same levels with 1 and 4
@@ -211,10 +228,10 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
             by_key[stored] = found
         return by_key[stored]
 
-    row_keys = [level_free(r) for r in rows]
+    row_keys = [level_free(r) for r in points]
     keys: dict[tuple[str, str, str], dict[tuple[str, str], None]] = defaultdict(dict)  # (label, engine, workload) -> (variant, key)
-    for r, key in zip(rows, row_keys):
-        keys[(r.label, r.engine, r.workload)].setdefault((r.variant or "", key))
+    for r, label, key in zip(points, labels, row_keys):
+        keys[(label, r.engine, r.workload)].setdefault((r.variant or "", key))
 
     # How many configurations each (label, engine, workload, variant) holds.
     per_variant: dict[tuple[str, str, str, str], int] = defaultdict(int)
@@ -222,25 +239,25 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
         for variant, _ in found:
             per_variant[(*series, variant)] += 1
 
-    def name(r: AnalysedPoint, key: str) -> str:
-        series = (r.label, r.engine, r.workload)
+    def name(r: StoredPoint, label: str, key: str) -> str:
+        series = (label, r.engine, r.workload)
         variant = r.variant or ""
         if len(keys[series]) == 1:
-            return r.label
-        return r.label + (f" [{variant}]" if variant else "") + \
+            return label
+        return label + (f" [{variant}]" if variant else "") + \
             (f" [config {key[:6]}]" if per_variant[(*series, variant)] > 1 else "")
 
-    def named(r: AnalysedPoint, key: str) -> AnalysedPoint:
-        # A copy only where the name changes: copying 100 k rows of 70 fields costs more
-        # than the rest of this function (records.relabelled: the fast copy).
-        new = name(r, key)
-        return r if new == r.label else relabelled(r, new)
+    return [name(r, label, key) for r, label, key in zip(points, labels, row_keys)]
 
-    out = [named(r, key) for r, key in zip(rows, row_keys)]
+
+def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, prices: dict[str, Price]
+             ) -> tuple[list[str], str | None, dict[str, Price]]:
+    """The order, baseline and prices of the series the rows (`out`, named by
+    series_names) are shown under, from those of their labels as stored."""
     new_order = list(dict.fromkeys(r.label for label in order for r in out if r.series_label == label))
     new_prices = {r.label: prices[r.series_label] for r in out if r.series_label in prices}
     new_baseline = next((r.label for r in out if r.series_label == baseline), baseline)
-    return out, new_order, new_baseline, new_prices
+    return new_order, new_baseline, new_prices
 
 
 def _differs(row: LevelRow, base: LevelRow) -> list[str]:
@@ -267,28 +284,33 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
 def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
-                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None
+                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
                 ) -> tuple[Report, list[AnalysedPoint]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
-    naming 100 k points a second time."""
+    naming 100 k points a second time. `named`: the rows carry those names already
+    (analysis.load with series_names as `named`, over the points of these labels)."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms)
+                      histograms=histograms, named=named)
 
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
-           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None
+           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
            ) -> tuple[Report, list[AnalysedPoint]]:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
-    order = labels or list(dict.fromkeys(r.label for r in rows))
-    rows = [r for r in rows if r.label in order]
+    # (Labels as stored: series_label, which is the label itself until the series are named.)
+    order = labels or list(dict.fromkeys(r.series_label for r in rows))
+    rows = [r for r in rows if r.series_label in order]
     if baseline is None and order:
         baseline = order[0]
-    stored_rows, stored_order, stored_baseline = rows, order, baseline
-    rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
+    stored_order, stored_baseline = order, baseline
+    if named:
+        order, baseline, prices = _renamed(rows, order, baseline, prices)
+    else:
+        rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     every = analysis.summaries(rows, histograms=histograms)
     summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every}
     members, ok_series = _grouped(rows)
@@ -301,7 +323,9 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     # stored labels (a summary's points share one configuration key, so renaming a
     # label's configurations apart changes no group), not a second summaries() pass.
     groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in every]
-    decisions, overall = _decisions(stored_rows, stored_order, stored_baseline, level_rows, groups)
+    # (The points under their series' names: analysis.compare and the decision read
+    # each one's label as stored, its series_label.)
+    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]

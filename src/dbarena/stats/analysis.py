@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import operator
 import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -122,60 +124,91 @@ def run_threads(run: StoredRun) -> int:
     return 1
 
 
+# What names each point for a view (report.data.series_names): the points as stored in,
+# the name each is shown under out, in their order.
+Naming = Callable[[Sequence[StoredPoint]], Sequence[str]]
+
+
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
-         variants: tuple[str, ...] = ()) -> list[AnalysedPoint]:
+         variants: tuple[str, ...] = (), named: Naming | None = None) -> list[AnalysedPoint]:
     """Stored points with what is derived from them, once for every view: the figures
     of their series (from the cache where this estimator version made them, else
     computed from the stored series, read in batches, not a query per point, and
-    cached), and the bound decided when each was stored (stats/bound.py)."""
+    cached), and the bound decided when each was stored (stats/bound.py). `named`: the
+    name each point is shown under (a report's series, "a [config 1a2b3c]"), its
+    `label`, the stored one kept as its series_label: each record is made once, under
+    its name, not made and then copied under another."""
     rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
     runs = store.runs_by_id(r.run_id for r in rows)
     derived = _derived(store, rows, runs)
+    names = named(rows) if named is not None else None
     # A record and its lists per point, no reference cycle among them: the collector's
     # passes over them were a tenth to a third of this function for 10 k points.
     with collector_paused():
-        return _analysed(store, rows, runs, derived)
+        return _analysed(store, rows, runs, derived, names)
+
+
+# The derived figures that are a number or None, in the order analysed() takes them.
+_NUMBERS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "server_cpu", "steady_start_s", "steady_tps",
+            "tps_ci_high", "tps_ci_low", "trend_pct")
+_numbers = operator.itemgetter(*_NUMBERS)
+_NUMBER_TYPES = frozenset({int, float, type(None)})
 
 
 def _analysed(store: ResultStore, rows: Sequence[StoredPoint], runs: Mapping[int, StoredRun],
-              derived: Mapping[int, JSONObject]) -> list[AnalysedPoint]:
+              derived: Mapping[int, JSONObject], names: Sequence[str] | None = None) -> list[AnalysedPoint]:
     """The points as records with their derived figures (`derived`: point id -> them)
-    and their bound."""
+    and their bound, each under its name in `names` where given."""
     # Only the bound's columns, not the series (None where the server was not sampled:
     # imported, --no-server-metrics, or stored before schema 16).
     bounds = store.server_series((r.point_id for r in rows), records=False)
+    # A run's facts, read once a run rather than once a point: its number of repeats
+    # was chosen by the stopping rule (--precision); the hardware threads its server
+    # could use, what "saturated" is measured against.
+    of_run = {run_id: (bool(run.options.get("precision")), run_threads(run)) for run_id, run in runs.items()}
+    no_bound: dict[str, Any] = {}
     out = []
-    for row in rows:
+    for row, name in zip(rows, names if names is not None else repeat(None)):
         figures = derived[row.point_id]
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
         judged_by = metric.of_point(row)
-        run = runs[row.run_id]
-        found = bounds.get(row.point_id) or {}
+        adaptive, threads = of_run[row.run_id]
+        found = bounds.get(row.point_id) or no_bound
         # (The cache's figures were checked at the store's edge: numbers or None, a list
-        # of seconds, of {code, message} and a count; _number and the rest only say so.)
+        # of seconds, of {code, message} and a count; _figures and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
+        (cpu_busy_pct, cpu_iowait_pct, cv, loadgen_cpu, server_cpu, steady_start_s, steady_tps, tps_ci_high,
+         tps_ci_low, trend_pct) = _figures(figures)
         out.append(analysed(
             # The stored point's own fields, typed by StoredPoint, of which AnalysedPoint is one.
-            row,
-            cpu_busy_pct=_number(figures, "cpu_busy_pct"), cpu_iowait_pct=_number(figures, "cpu_iowait_pct"),
-            cv=_number(figures, "cv"), loadgen_cpu=_number(figures, "loadgen_cpu"),
-            server_cpu=_number(figures, "server_cpu"), steady_start_s=_number(figures, "steady_start_s"),
-            steady_tps=_number(figures, "steady_tps"), tps_ci_high=_number(figures, "tps_ci_high"),
-            tps_ci_low=_number(figures, "tps_ci_low"), trend_pct=_number(figures, "trend_pct"),
+            row, name,
+            cpu_busy_pct=cpu_busy_pct, cpu_iowait_pct=cpu_iowait_pct, cv=cv, loadgen_cpu=loadgen_cpu,
+            server_cpu=server_cpu, steady_start_s=steady_start_s, steady_tps=steady_tps, tps_ci_high=tps_ci_high,
+            tps_ci_low=tps_ci_low, trend_pct=trend_pct,
             metric=judged_by,
             dips_s=[d for d in dips if isinstance(d, (int, float))] if isinstance(dips, list) else [],
             warnings=[{k: v for k, v in w.items() if isinstance(v, str)} for w in warnings if isinstance(w, dict)]
             if isinstance(warnings, list) else [],
             samples=samples if isinstance(samples, int) else 0,
             lower_is_better=metric.lower_is_better(judged_by),
-            # Its number of repeats was chosen by the stopping rule (--precision).
-            adaptive=bool(run.options.get("precision")),
-            # The hardware threads its server could use: what "saturated" is measured against.
-            hardware_threads_usable=run_threads(run),
+            adaptive=adaptive, hardware_threads_usable=threads,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=row.label))
     return out
+
+
+def _figures(figures: Mapping[str, JSON]) -> tuple[float | None, ...]:
+    """The derived figures that are numbers (_NUMBERS, in order), each None where it is
+    not one: all ten at once where they are (the store's edge saw to it for the cache),
+    else one by one."""
+    try:
+        found: tuple[Any, ...] = _numbers(figures)
+    except KeyError:  # (a figure missing from the cache: None)
+        found = tuple(figures.get(name) for name in _NUMBERS)
+    if _NUMBER_TYPES.issuperset(map(type, found)):
+        return found
+    return tuple(_number(figures, name) for name in _NUMBERS)
 
 
 def _number(figures: Mapping[str, JSON], name: str) -> float | None:
@@ -479,8 +512,10 @@ def pooled_latency(ok: list[AnalysedPoint], histograms: Histograms | None) -> Po
 
 
 def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
-    """What `compare A B` compares: two labels, or two variants (within each label)."""
-    labels = {r.label for r in rows}
+    """What `compare A B` compares: two labels, or two variants (within each label).
+    The labels as stored: a point a report shows under its series' name ("a [config
+    1a2b3c]") is still of label "a" (its series_label)."""
+    labels = {r.series_label for r in rows}
     variants = {r.variant for r in rows if r.variant}
     if a in labels and b in labels:
         return "label"

@@ -221,7 +221,8 @@ def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
     threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
     workload = d.workload.split(" [", 1)[0] if d.workload else None
     here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads]
-    of_side = [[p for p in here if name in (p.label, p.variant)] for name in (d.label, d.baseline)]
+    # (Its stored label: a report may show the point under its series' name, analysis.sides.)
+    of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
     return f"at {threads} thread(s), " + "; ".join(sides) + _server_difference(d.label, d.baseline, *of_side)
 
