@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any, Callable, Protocol, Sequence, TypeAlias, Union
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypeAlias, Union
 
 JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
-           "relabelled", "DERIVED_FIELDS",
+           "relabelled", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
            "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun"]
 
 
@@ -203,7 +203,7 @@ def stored_point(values: Sequence[Any]) -> StoredPoint:
     return made
 
 
-def analysed(point: StoredPoint, label: str | None = None, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
+def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
              dips_s: list[float], loadgen_cpu: float | None, metric: str, samples: int, server_cpu: float | None,
              steady_start_s: float | None, steady_tps: float | None, tps_ci_high: float | None,
              tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
@@ -214,11 +214,15 @@ def analysed(point: StoredPoint, label: str | None = None, *, cpu_busy_pct: floa
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
     time, a third of load() for 10 k points (bench/serve). The arguments are the
     record's own fields in their order (tests/unit/test_report_build.py checks it).
-    `label`: the name it is shown under instead of its stored label (a report's series,
-    report.data.series_names; series_label keeps the stored one), set here rather than
-    in a copy made after (records.relabelled: the cost of making it again)."""
+    `point`: a stored point, or its fields' values in STORED_FIELDS' order as the store
+    read and checked them (Store.point_values: no StoredPoint made first, only to be
+    copied). `label`: the name it is shown under instead of its stored label (a
+    report's series, report.data.series_names; series_label keeps the stored one), set
+    here rather than in a copy made after (records.relabelled: the cost of making it
+    again)."""
     made = object.__new__(AnalysedPoint)
-    for put, value in zip(_stored_slots, _stored_values(point)):
+    for put, value in zip(_stored_slots, _stored_values(point) if isinstance(point, StoredPoint) else point,
+                          strict=True):
         put(made, value)
     if label is not None:
         _set_label(made, label)
@@ -240,6 +244,40 @@ def relabelled(point: AnalysedPoint, label: str) -> AnalysedPoint:
         put(copy, value)
     _set_label(copy, label)
     return copy
+
+
+class Configured(Protocol):
+    """What names a point's series in a report (report.data.series_names): its label,
+    engine, workload and variant, its configuration and that configuration's key. A
+    StoredPoint is one; so is a SeriesKey."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def config(self) -> JSONObject | None: ...
+    @property
+    def config_key(self) -> str | None: ...
+
+
+class SeriesKey(NamedTuple):
+    """A point's Configured fields alone (analysis.load names the points from these,
+    before any record of them is made)."""
+
+    label: str
+    engine: str
+    workload: str
+    variant: str
+    config: JSONObject | None
+    config_key: str | None
+
+
+SERIES_KEY_AT = tuple(_STORED_FIELDS.index(name) for name in SeriesKey._fields)  # (in STORED_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from dbarena.records import JSONObject, AnalysedPoint, LevelSummary, StoredPoint, StoredRun, json_object, relabelled
+from dbarena.records import JSONObject, AnalysedPoint, Configured, LevelSummary, StoredRun, json_object, relabelled
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -199,7 +199,7 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
     return (out, *_renamed(out, order, baseline, prices))
 
 
-def series_names(points: Sequence[StoredPoint], stored: Sequence[str] | None = None) -> list[str]:
+def series_names(points: Sequence[Configured], stored: Sequence[str] | None = None) -> list[str]:
     """The name of each point's series in a report (series_labels): its label, or
     "label [variant]", "label [config 1a2b3c]" where its label holds several
     configurations in its engine x workload. `stored`: each point's label as stored,
@@ -212,7 +212,7 @@ def series_names(points: Sequence[StoredPoint], stored: Sequence[str] | None = N
     # stored keys (which include the level): one digest per stored key.
     by_key: dict[str | None, str] = {}
 
-    def level_free(r: StoredPoint) -> str:
+    def level_free(r: Configured) -> str:
         stored = r.config_key
         if stored is None or stored not in by_key:
             # Clients per thread stays in: two series at the same levels with 1 and 4
@@ -239,7 +239,7 @@ def series_names(points: Sequence[StoredPoint], stored: Sequence[str] | None = N
         for variant, _ in found:
             per_variant[(*series, variant)] += 1
 
-    def name(r: StoredPoint, label: str, key: str) -> str:
+    def name(r: Configured, label: str, key: str) -> str:
         series = (label, r.engine, r.workload)
         variant = r.variant or ""
         if len(keys[series]) == 1:

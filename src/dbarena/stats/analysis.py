@@ -26,13 +26,14 @@ from dbarena.stats import repeats
 from dbarena.stats import estimators as stats
 from dbarena.stats import steadystate
 from dbarena.stats.steadystate import Floats
+from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
-    SystemSums, analysed
+    SystemSums, analysed, SeriesKey, SERIES_KEY_AT, STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -124,9 +125,15 @@ def run_threads(run: StoredRun) -> int:
     return 1
 
 
-# What names each point for a view (report.data.series_names): the points as stored in,
-# the name each is shown under out, in their order.
-Naming = Callable[[Sequence[StoredPoint]], Sequence[str]]
+# What names each point for a view (report.data.series_names): what names its series
+# (records.Configured) in, the name each is shown under out, in their order.
+Naming = Callable[[Sequence[SeriesKey]], Sequence[str]]
+
+# Where load finds a point's fields among its values (records.STORED_FIELDS' order).
+_AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s")}
+_series_key = operator.itemgetter(*SERIES_KEY_AT)
+_point_id = operator.itemgetter(_AT["point_id"])
+_run_id = operator.itemgetter(_AT["run_id"])
 
 
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
@@ -136,16 +143,23 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     computed from the stored series, read in batches, not a query per point, and
     cached), and the bound decided when each was stored (stats/bound.py). `named`: the
     name each point is shown under (a report's series, "a [config 1a2b3c]"), its
-    `label`, the stored one kept as its series_label: each record is made once, under
-    its name, not made and then copied under another."""
-    rows = store.points(run_id=run_id, labels=labels, study=study, variants=variants)
-    runs = store.runs_by_id(r.run_id for r in rows)
-    derived = _derived(store, rows, runs)
-    names = named(rows) if named is not None else None
+    `label`, the stored one kept as its series_label. Each point is made a record once,
+    from its values as the store checked them (Store.point_values), under its name: not
+    a StoredPoint first, nor a copy under another name after (50 and 70 fields set one
+    by one, each time; a third of a report's model of 10 k points)."""
+    values = store.point_values(run_id=run_id, labels=labels, study=study, variants=variants)
+    runs = store.runs_by_id(set(map(_run_id, values)))
+    derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
+    # (Only the points whose figures are not cached yet are made StoredPoints, to compute them.)
+    _compute(store, [stored_point(v) for v in values if v[_AT["point_id"]] not in derived], runs, derived)
+    names = named([SeriesKey._make(_series_key(v)) for v in values]) if named is not None else None
     # A record and its lists per point, no reference cycle among them: the collector's
     # passes over them were a tenth to a third of this function for 10 k points.
     with collector_paused():
-        return _analysed(store, rows, runs, derived, names)
+        out = _analysed(store, values, runs, derived, names)
+    del values
+    bulk.keep(len(out))  # (what a read command keeps to its end: bulk.keep)
+    return out
 
 
 # The derived figures that are a number or None, in the order analysed() takes them.
@@ -155,26 +169,29 @@ _numbers = operator.itemgetter(*_NUMBERS)
 _NUMBER_TYPES = frozenset({int, float, type(None)})
 
 
-def _analysed(store: ResultStore, rows: Sequence[StoredPoint], runs: Mapping[int, StoredRun],
+def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping[int, StoredRun],
               derived: Mapping[int, JSONObject], names: Sequence[str] | None = None) -> list[AnalysedPoint]:
-    """The points as records with their derived figures (`derived`: point id -> them)
-    and their bound, each under its name in `names` where given."""
+    """The points (each one's values in STORED_FIELDS' order) as records with their
+    derived figures (`derived`: point id -> them) and their bound, each under its name
+    in `names` where given."""
     # Only the bound's columns, not the series (None where the server was not sampled:
     # imported, --no-server-metrics, or stored before schema 16).
-    bounds = store.server_series((r.point_id for r in rows), records=False)
+    bounds = store.server_series(map(_point_id, values), records=False)
     # A run's facts, read once a run rather than once a point: its number of repeats
     # was chosen by the stopping rule (--precision); the hardware threads its server
     # could use, what "saturated" is measured against.
     of_run = {run_id: (bool(run.options.get("precision")), run_threads(run)) for run_id, run in runs.items()}
     no_bound: dict[str, Any] = {}
+    at = operator.itemgetter(_AT["point_id"], _AT["run_id"], _AT["label"], _AT["tps"], _AT["run_avg_s"])
     out = []
-    for row, name in zip(rows, names if names is not None else repeat(None)):
-        figures = derived[row.point_id]
+    for row, name in zip(values, names if names is not None else repeat(None)):
+        point_id, run_id, label, tps, run_avg_s = at(row)
+        figures = derived[point_id]
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
-        judged_by = metric.of_point(row)
-        adaptive, threads = of_run[row.run_id]
-        found = bounds.get(row.point_id) or no_bound
+        judged_by = metric.of_figures(tps, run_avg_s)
+        adaptive, threads = of_run[run_id]
+        found = bounds.get(point_id) or no_bound
         # (The cache's figures were checked at the store's edge: numbers or None, a list
         # of seconds, of {code, message} and a count; _figures and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
@@ -194,7 +211,7 @@ def _analysed(store: ResultStore, rows: Sequence[StoredPoint], runs: Mapping[int
             lower_is_better=metric.lower_is_better(judged_by),
             adaptive=adaptive, hardware_threads_usable=threads,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
-            series_label=row.label))
+            series_label=label))
     return out
 
 
@@ -258,10 +275,18 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, StoredRun]
+def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: Mapping[int, StoredRun]
              ) -> dict[int, JSONObject]:
+    """The derived figures of these points: cached, or computed and cached."""
     derived: dict[int, JSONObject] = store.derived((r.point_id for r in rows), ESTIMATOR_VERSION)
-    missing = [r for r in rows if r.point_id not in derived]
+    _compute(store, [r for r in rows if r.point_id not in derived], runs, derived)
+    return derived
+
+
+def _compute(store: ResultStore, missing: Sequence[StoredPoint], runs: Mapping[int, StoredRun],
+             derived: dict[int, JSONObject]) -> None:
+    """The derived figures of points that have none cached, computed from their series,
+    cached, and added to `derived`."""
     # In batches: the series of 100 k points of 600 s would not fit in memory at once.
     batches = [missing[start:start + DERIVE_BATCH] for start in range(0, len(missing), DERIVE_BATCH)]
     no_series: tuple[Sequence[float], Floats] = ([], np.empty(0))
@@ -311,7 +336,6 @@ def _derived(store: ResultStore, rows: Sequence[StoredPoint], runs: dict[int, St
             pending = (batch, series, steady, sums)
         if pending:
             finish(*pending)
-    return derived
 
 
 # A batch's per-second throughput (seconds, numpy TPS) and steady state, by point id.

@@ -39,9 +39,15 @@ class Printed(Protocol):
 
 def of_point(row: Printed) -> str:
     """The metric of a point: what the tool printed decides it."""
-    if row.tps is not None:
+    return of_figures(row.tps, row.run_avg_s)
+
+
+def of_figures(tps: float | None, run_avg_s: float | None) -> str:
+    """of_point, from the two printed figures that decide it (a point's values read
+    before it is made a record: analysis.load)."""
+    if tps is not None:
         return TPS
-    if row.run_avg_s is not None:
+    if run_avg_s is not None:
         return SECONDS
     return QPS
 
