@@ -492,7 +492,10 @@ def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
     from dbarena.report import assemble  # (its charts' modules load on first use)
 
     report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
-    return report, _links(points)
+    # (The points hold no reference cycle: the collector's passes over them while they
+    # were sorted cost more than the sort.)
+    with bulk.collector_paused():
+        return report, _links(points)
 
 
 def _links(named: list[AnalysedPoint]) -> Links:

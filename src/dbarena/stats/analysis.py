@@ -147,17 +147,26 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     from its values as the store checked them (Store.point_values), under its name: not
     a StoredPoint first, nor a copy under another name after (50 and 70 fields set one
     by one, each time; a third of a report's model of 10 k points)."""
-    values = store.point_values(run_id=run_id, labels=labels, study=study, variants=variants)
-    runs = store.runs_by_id(set(map(_run_id, values)))
-    derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
-    # (Only the points whose figures are not cached yet are made StoredPoints, to compute them.)
-    _compute(store, [stored_point(v) for v in values if v[_AT["point_id"]] not in derived], runs, derived)
-    names = named([SeriesKey._make(_series_key(v)) for v in values]) if named is not None else None
     # A record and its lists per point, no reference cycle among them: the collector's
-    # passes over them were a tenth to a third of this function for 10 k points.
-    with collector_paused():
+    # passes over them were a tenth to a third of this function for 10 k points (and a
+    # sixth of a `dbarena serve` Decide of 100 k points, where they ran while the points
+    # were named).
+    # (Objects made while it is paused are walked by its first pass after: one pause
+    # for the whole read, but for figures to compute, which take long and many objects.)
+    with contextlib.ExitStack() as paused:
+        paused.enter_context(collector_paused())
+        values = store.point_values(run_id=run_id, labels=labels, study=study, variants=variants)
+        runs = store.runs_by_id(set(map(_run_id, values)))
+        derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
+        # (Only the points whose figures are not cached yet are made StoredPoints, to compute them.)
+        missing = [stored_point(v) for v in values if v[_AT["point_id"]] not in derived]
+        if missing:
+            paused.close()
+            _compute(store, missing, runs, derived)
+            paused.enter_context(collector_paused())
+        names = named([SeriesKey._make(_series_key(v)) for v in values]) if named is not None else None
         out = _analysed(store, values, runs, derived, names)
-    del values
+        del values
     bulk.keep(len(out))  # (what a read command keeps to its end: bulk.keep)
     return out
 
