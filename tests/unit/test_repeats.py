@@ -13,9 +13,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import statistics
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import invoke
 from points import point
@@ -150,3 +154,37 @@ def test_warnings_count_interval_reports_in_their_own_unit():
     (dips,) = [f for f in found.flags if f.code == steadystate.Warning_.DIPS]
     assert dips.message.startswith("1 interval of 60 s with throughput far below the rest")
     assert steadystate.report_interval(seconds) == 60.0 and steadystate.report_interval([5.0]) == 1.0
+
+
+# estimate.exact_stdev: statistics.stdev's own float (what the figures over repeats
+# print, byte for byte in the golden exports), from integer sums instead of fractions.
+_FINITE = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_FINITE, min_size=2, max_size=40)
+       | st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=2, max_size=40)
+       | st.lists(st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 1.5, 1e300, -2.25]), min_size=2, max_size=12))
+def test_exact_stdev_is_statistics_stdev_bit_for_bit(values):
+    from dbarena.stats.estimate import exact_stdev
+
+    try:
+        expected = statistics.stdev(values)
+    except OverflowError:  # (a variance beyond the floats: statistics says so, and so must this)
+        with pytest.raises(OverflowError):
+            exact_stdev(values)
+        return
+    assert exact_stdev(values).hex() == expected.hex()
+
+
+def test_exact_stdev_leaves_what_is_not_finite_floats_to_statistics():
+    from dbarena.stats.estimate import exact_stdev
+
+    def outcome(stdev, values):
+        try:
+            return stdev(values).hex()
+        except Exception as exc:  # noqa: BLE001 - whatever statistics raises (3.11: AttributeError on NaN)
+            return type(exc)
+
+    for values in ([1.0, math.nan, 2.0], [1.0, math.inf], [1, 2, 4], [1.0], [], [2.0, 3]):
+        assert outcome(exact_stdev, values) == outcome(statistics.stdev, values)
