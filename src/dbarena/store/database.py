@@ -550,7 +550,8 @@ class Store:
             where.append(f"p.variant IN ({', '.join('?' * len(variants))})")
             args.extend(variants)
         sql = (
-            "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, r.server_version, p.engine, p.workload,"
+            # (The server version is the run's as its checked record has it, set below: not read twice.)
+            "SELECT p.id AS point_id, p.run_id, r.label, r.host, r.target, NULL AS server_version, p.engine, p.workload,"
             " p.threads, p.clients, p.duration_s, p.repeat, p.scale, p.params, p.status, p.error, p.started_at,"
             " p.ended_at, p.source, p.phase, p.details, p.variant, p.options, p.warmup_s, p.config, p.config_key,"
             " st.name AS study,"
