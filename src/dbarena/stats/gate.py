@@ -188,9 +188,10 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     for each in (baseline, candidate):
         if not each.points:
             raise UsageError(f"{each.what} holds no measured point")
-    # Each side as a label of its own, so that two runs of one label compare like two labels.
-    rows = [replace(p, label=baseline.name) for p in baseline.points] + \
-           [replace(p, label=candidate.name) for p in candidate.points]
+    # Each side as a label of its own, so that two runs of one label compare like two labels
+    # (as stored, to the comparison: its series_label, analysis.sides).
+    rows = [replace(p, label=baseline.name, series_label=baseline.name) for p in baseline.points] + \
+           [replace(p, label=candidate.name, series_label=candidate.name) for p in candidate.points]
     compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT)
     counted = [r for r in compared if not r.differs]
     items = [_item(d, [r for r in counted if (r.engine, r.workload) == (d.engine, d.workload)], max_regression)

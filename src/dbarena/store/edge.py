@@ -400,19 +400,15 @@ class Edge:
             if declared[name].holds in ("json", "json-list") and name not in json_decoders:
                 json_decoders[name] = decoder(declared[name], shape=SHAPES.get((table, name)))
         lenient = lenient or {}
-        if not rows or not names:
-            return [list(row) for row in rows]
-        # Column by column: one transposition (in C) for the checks; the JSON columns
-        # decoded a column at a time (map, in C, but for the decoder); the rows made
-        # again from the columns at the end (zip: a list a row, in C, not a store per cell).
-        by_column: list[list[Any]] = [list(values) for values in zip(*rows)]
+        out = [list(row) for row in rows]
+        by_column = list(zip(*rows))  # (one transposition, in C, for the column-wise checks)
         bad: dict[int, tuple[str, Any, str]] = {}
 
         def misfit(i: int, k: int, name: str, why: str) -> None:
             if name in lenient:  # the value left out, the row kept
                 fallback, instead = lenient[name]
                 self.report(table, row_name(rows[i]), name, rows[i][k], why, instead)
-                by_column[k][i] = fallback()
+                out[i][k] = fallback()
             elif i not in bad:
                 bad[i] = (name, rows[i][k], why)
 
@@ -420,22 +416,20 @@ class Edge:
             k = names.index(name)
             column = declared[name]
             if name in json_decoders:
-                decoded = by_column[k] = list(map(json_decoders[name], by_column[k]))
-                kinds = set(map(type, decoded))
-                if Misfit in kinds or (column.not_null and _NONE in kinds):
-                    for i, value in enumerate(decoded):
-                        if type(value) is Misfit:
-                            misfit(i, k, name, value.reason)
-                        elif value is None and column.not_null:
-                            misfit(i, k, name, "where a value must be")
+                decode = json_decoders[name]
+                for i, row in enumerate(out):
+                    value = row[k] = decode(row[k])
+                    if type(value) is Misfit:
+                        misfit(i, k, name, value.reason)
+                    elif value is None and column.not_null:
+                        misfit(i, k, name, "where a value must be")
                 continue
-            values = by_column[k]
+            values = list(by_column[k]) if by_column else []
             if _column_fits(column, values):
                 continue
-            for i, value in enumerate(list(values)):
+            for i, value in enumerate(values):
                 if (why := fault(column, value)) is not None:
                     misfit(i, k, name, why)
-        out = list(map(list, zip(*by_column)))
         if not bad:
             return out
         for i, (name, value, why) in sorted(bad.items()):
