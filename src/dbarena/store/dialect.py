@@ -51,7 +51,7 @@ def not_ours(path: Path | str, why: str) -> StoreError:
     return StoreError(f"{path} is not a dbarena store ({why}): give another --store")
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def file_identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file at `path`, None if there is none."""
     try:
         st = os.stat(path)
@@ -96,7 +96,7 @@ class SQLite:
             # wait for it rather than stop a benchmark.
             self.db = sqlite3.connect(read_only_uri(path) if readonly else path, timeout=60, uri=readonly)
             if not readonly:
-                self._file = _identity(path)
+                self._file = file_identity(path)
             if not empty:
                 self._check_ours(new_allowed=create and not readonly)
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -114,7 +114,7 @@ class SQLite:
         file it holds open, which nobody can read any more: every write is checked first."""
         if self._file is None or self.path is None:
             return None
-        now = _identity(self.path)
+        now = file_identity(self.path)
         if now is None:
             return f"{self.path} was removed since dbarena opened it"
         return f"{self.path} was replaced by another file since dbarena opened it" if now != self._file else None

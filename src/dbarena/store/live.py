@@ -39,6 +39,7 @@ from typing import Any, Iterable, Sequence
 from dbarena.model import PointSpec
 from dbarena.records import LivePoint
 from dbarena.store import postgres as pgstore
+from dbarena.store.dialect import file_identity, read_only_uri
 from dbarena.store.schema import TABLES, sqlite_ddl
 
 # The seconds of a point kept (older ones deleted as new ones come): what a page shows
@@ -106,7 +107,6 @@ def read_sidecar(path: Path, run_ids: Iterable[int]) -> dict[int, LivePoint]:
     ids = sorted(set(run_ids))[:1000]
     if not ids or not path.is_file():
         return {}
-    from dbarena.store.dialect import read_only_uri  # (dialect imports this module's neighbours)
 
     rows: list[tuple[Any, ...]] = []
     with contextlib.suppress(sqlite3.Error):
@@ -293,7 +293,7 @@ class Publisher:
     def _connection(self) -> Any:
         """The publisher's connection: the store's (PostgreSQL), or the sidecar's, made
         anew when the file there is not the one it opened (removed by a run that ended)."""
-        if self.path is not None and self._db is not None and _identity(self.path) != self._identity:
+        if self.path is not None and self._db is not None and file_identity(self.path) != self._identity:
             self._close()
         if self._db is not None:
             return self._db
@@ -325,7 +325,7 @@ class Publisher:
         except BaseException:
             db.close()
             raise
-        self._identity = _identity(path)
+        self._identity = file_identity(path)
         return db
 
     def _close(self) -> None:
@@ -334,11 +334,3 @@ class Publisher:
                 self._db.close()
         self._db = None
         self._identity = None
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
