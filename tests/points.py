@@ -42,7 +42,7 @@ def point(**fields: Any) -> AnalysedPoint:
 
 _COMPARISON: dict[str, Any] = {
     "engine": "postgres", "workload": "pgbench-tpcb", "threads": 1, "metric": "tps", "lower_is_better": False,
-    "a": "a", "b": "b", "by": "label", "label": None, "a_mean": None, "a_n": 3, "b_mean": None, "b_n": 3,
+    "a": "a", "b": "b", "by": "label", "label": None, "a_mean": None, "a_n": 3, "b_mean": None, "b_n": 3, "a_sessions": 3, "b_sessions": 3,
     "ratio": None, "ratio_ci_low": None, "ratio_ci_high": None, "p_value": None, "significant": False,
     "differs": [], "unverified": [], "verdict": None, "reason": None, "verdict_text": "", "log_se": None,
     "log_df": None,

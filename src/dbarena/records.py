@@ -386,6 +386,10 @@ class LevelSummary:
     lower_is_better: bool
     n: int
     failed: int
+    # The stored runs (sessions: stats/sessions.py) its ok repeats come from, and where
+    # the spread between sessions that comparisons use comes from (None: unknown).
+    sessions: int
+    between_sessions: str | None
     median: float | None
     mean: float | None
     statistic: str | None  # what median and mean are over (analysis.STEADY, PRINTED or mixed)
@@ -440,6 +444,8 @@ class LevelComparison:
     a_n: int
     b_mean: float | None
     b_n: int
+    a_sessions: int  # the stored runs each side's repeats come from (stats/sessions.py)
+    b_sessions: int
     ratio: float | None  # b / a
     ratio_ci_low: float | None
     ratio_ci_high: float | None

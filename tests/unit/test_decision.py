@@ -4,6 +4,7 @@ label, checked against figures computed by hand."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from points import comparison, point
@@ -15,29 +16,51 @@ from dbarena.stats import decision
 
 def _row(threads: int, ratio: float | None, log_se: float | None, log_df: float | None, n: int = 3,
          workload: str = "pgbench-tpcb", metric: str = "tps") -> LevelComparison:
+    """A level's row as analysis.compare makes it, its verdict from its own interval (n
+    sessions a side, each of one run)."""
+    verdict = None
+    if ratio is not None and log_se is not None and log_df is not None:
+        significant = abs(math.log(ratio)) / log_se > scipy_stats.t.ppf(0.975, log_df)
+        faster = (ratio > 1) != (metric == "seconds")
+        verdict = ("faster" if faster else "slower") if significant else "inconclusive"
     return comparison(a="big", b="small", engine="postgres", workload=workload, threads=threads, metric=metric,
-                      ratio=ratio, log_se=log_se, log_df=log_df, a_n=n, b_n=n,
-                      verdict_text="not comparable: params.scale 1 vs 10" if ratio is None else "x")
+                      ratio=ratio, log_se=log_se, log_df=log_df, a_n=n, b_n=n, a_sessions=n, b_sessions=n,
+                      verdict=verdict, verdict_text="not comparable: params.scale 1 vs 10" if ratio is None else "x")
 
 
 def test_two_levels_combine_as_computed_by_hand():
     (d,) = decision.decide([_row(1, 0.5, 0.1, 4), _row(2, 0.6, 0.1, 4)])
-    # By hand: the mean of the log ratios, its standard error sqrt(0.1^2 + 0.1^2) / 2, and
-    # Welch-Satterthwaite's df = (0.005)^2 / (2 x 0.0025^2 / 4) = 8.
+    # By hand: the mean of the log ratios; the levels share their sessions, so its
+    # standard error is that of perfectly correlated levels, the mean of theirs (0.1, not
+    # sqrt(0.1^2 + 0.1^2) / 2 as if independent), with the fewest degrees of freedom (4).
     mean = (math.log(0.5) + math.log(0.6)) / 2
-    se = math.sqrt(0.01 + 0.01) / 2
-    q = scipy_stats.t.ppf(0.975, 8)
+    se = (0.1 + 0.1) / 2
+    q = scipy_stats.t.ppf(0.975, 4)
     assert d.ratio == pytest.approx(math.sqrt(0.3))
     assert d.ci_low == pytest.approx(math.exp(mean - q * se)) and d.ci_high == pytest.approx(math.exp(mean + q * se))
-    assert (round(d.ci_low, 4), round(d.ci_high, 4)) == (0.4653, 0.6447)
-    assert d.verdict == decision.SLOWER and d.text.startswith("small is 45.2 % slower than big (95 % CI -53.5 % to")
+    assert (round(d.ci_low, 4), round(d.ci_high, 4)) == (0.4149, 0.7230)
+    assert d.verdict == decision.SLOWER and d.text.startswith("small is 45.2 % slower than big (95 % CI -58.5 % to")
+    assert "3 sessions a side" in d.text
     assert d.levels == (decision.LevelRatio(1, 0.5), decision.LevelRatio(2, 0.6))
 
 
-def test_no_verdict_below_three_runs_says_what_to_run():
+def test_one_session_a_side_is_inconclusive_and_says_what_to_run():
     (d,) = decision.decide([_row(1, 0.9, None, None, n=1), _row(2, 1.0, 0.05, 4)])
     assert d.verdict == decision.NO_VERDICT and d.ci_low is None and d.ratio == pytest.approx(math.sqrt(0.9))
-    assert "1 run(s) a side at 1 of 2 level(s), 3 needed" in d.text and "--repeat 3" in d.text
+    assert d.text.startswith("inconclusive: one session a side at 1 of 2 level(s)")
+    assert "between-session variation unknown" in d.text and "--sessions 2" in d.text
+
+
+def test_a_workload_none_of_whose_levels_alone_differs_is_inconclusive():
+    """Issue 52's alpha/beta pair: four levels each inconclusive (p 0.17-0.32) were one
+    "slower" workload once combined as independent. Combined as levels of the same
+    sessions, and guarded, the workload is inconclusive."""
+    rows = [_row(t, 0.8, 0.12, 4) for t in (1, 2, 3, 4)]
+    assert all(r.verdict == "inconclusive" for r in rows)
+    (d,) = decision.decide(rows)
+    assert d.verdict == decision.INCONCLUSIVE and d.ci_low is not None and d.ci_low < 1
+    # Its interval is no narrower than the narrowest level's: the levels share their sessions.
+    assert math.log(d.ci_high / d.ci_low) >= 2 * scipy_stats.t.ppf(0.975, 4) * 0.12 - 1e-9
 
 
 def test_not_comparable_and_worst_first_and_overall():
@@ -48,9 +71,12 @@ def test_not_comparable_and_worst_first_and_overall():
     assert decided[-1].verdict == decision.NOT_COMPARABLE and "params.scale" in decided[-1].text
     line = decision.overall(decided)
     assert line is not None and line.ratio == pytest.approx(math.sqrt(1.2 * 0.7))
-    # Two workloads of log se 0.05 each: se of their mean sqrt(2) x 0.05 / 2.
-    assert line.ci_high / line.ci_low == pytest.approx(math.exp(2 * scipy_stats.t.ppf(0.975, 20) * 0.05 / math.sqrt(2)))
-    assert line.verdict == decision.SLOWER and line.text.startswith("across 2 workload(s): small is 8.3 % slower")
+    # Two workloads of log se 0.05 each, measured in the same sessions: the se of their
+    # mean is 0.05 (perfectly correlated), with 10 degrees of freedom.
+    assert line.ci_high / line.ci_low == pytest.approx(math.exp(2 * scipy_stats.t.ppf(0.975, 10) * 0.05))
+    assert line.verdict == decision.INCONCLUSIVE
+    assert line.text.startswith("across 2 workload(s): inconclusive: -8.3 %")
+    assert line.text.endswith("but postgres slow alone is 30.0 % slower")
 
 
 def test_a_difference_within_the_noise_is_no_difference_only_when_its_interval_lies_within_the_margin():
@@ -142,7 +168,13 @@ def test_no_overall_verdict_that_no_workload_supports():
     decided = decision.decide(rows)
     assert [d.verdict for d in decided] == [decision.INCONCLUSIVE, decision.INCONCLUSIVE]
     line = decision.overall(decided)
-    assert line is not None and line.ci_low > 1  # the combined interval alone would say "faster"
+    # Combined as workloads of the same sessions, the interval is as wide as theirs.
+    assert line is not None and line.ci_low < 1 < line.ci_high
+    assert line.verdict == decision.INCONCLUSIVE
+    # Had the combination been narrower, the guard would still hold the verdict back.
+    narrow = [replace(d, log_se=0.005) for d in decided]
+    line = decision.overall(narrow)
+    assert line is not None and line.ci_low > 1
     assert line.verdict == decision.NO_VERDICT and "no workload alone shows a difference" in line.text
 
 
@@ -170,15 +202,17 @@ def test_a_reason_for_no_verdict_is_said_once_for_the_rows_it_holds_for():
     # 24 workloads of one run a side at both levels: one reason, without each one's
     # own change (the change column has it); the not comparable one apart.
     assert [(text, len(held)) for text, held in grouped] == [
-        ("no verdict: 1 run(s) a side at 2 of 2 level(s), 3 needed; run both with --repeat 3", 24),
+        ("inconclusive: one session a side at 2 of 2 level(s); between-session variation unknown: run both with "
+         "--sessions 2", 24),
         ("not comparable: params.scale 1 vs 10", 1)]
     lines = shown.lines(decided, [])
-    assert lines.count("  24 workloads: no verdict: 1 run(s) a side at 2 of 2 level(s), 3 needed; run both with "
-                       "--repeat 3") == 1
+    assert " ".join(line.strip() for line in lines).count(
+        "24 workloads: inconclusive: one session a side at 2 of 2 level(s); between-session variation unknown: "
+        "run both with --sessions 2") == 1
     assert "  postgres other: not comparable: params.scale 1 vs 10" in lines
-    assert sum("3 needed" in line for line in lines) == 1
+    assert sum("--sessions 2" in line for line in lines) == 1
     # The HTML table shows the first SHOWN_ROWS rows; the rest are folded below them.
     page = shown.html(decided, [])
     head, folded = page.split("<details>")
     assert head.count("<tr class=") == shown.SHOWN_ROWS and folded.count("<tr class=") == 25 - shown.SHOWN_ROWS
-    assert "<summary>5 more rows" in folded and page.split('<ul class="why">')[1].count("3 needed") == 1
+    assert "<summary>5 more rows" in folded and page.split('<ul class="why">')[1].count("--sessions 2") == 1

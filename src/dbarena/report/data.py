@@ -455,7 +455,7 @@ def _against_baseline(row: LevelRow, base: LevelRow | None, other: bool) -> Leve
         return row
     row = replace(row, ratio_to_baseline=row.value / base.value)
     if other and base.estimate is not None and row.estimate is not None:
-        c = stats.compare(base.estimate, row.estimate, of=row.metric)
+        c = stats.over_sessions(base.estimate, row.estimate, of=row.metric)
         row = replace(row, ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
                       verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
     return row

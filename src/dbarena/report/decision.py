@@ -38,8 +38,11 @@ def change_note(decisions: Sequence[Decision]) -> str:
     return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
             "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
                                   "of 1 / seconds, so that + is faster there too" if seconds else "")
-            + "; verdicts from Welch's t-test at 95 %, needing 3 runs a side at every level; no difference only "
-              f"where the interval lies within ±{verdicts.MARGIN:.0%}, else inconclusive.")
+            + "; verdicts from Welch's t-test at 95 % on the sessions' means (a session: one stored run, its "
+              "servers started once), needing 2 sessions a side, or the spread between sessions of the same "
+              "configuration in the store, at every level; a workload is called faster or slower only where a "
+              f"level alone is; no difference only where the interval lies within ±{verdicts.MARGIN:.0%}, else "
+              "inconclusive.")
 
 
 # A no-verdict text's own change, in brackets: the change column shows it already.

@@ -23,6 +23,7 @@ from dbarena.stats import configkey
 from dbarena.stats import latency
 from dbarena.stats import metric
 from dbarena.stats import repeats
+from dbarena.stats import sessions
 from dbarena.stats import estimators as stats
 from dbarena.stats import steadystate
 from dbarena.stats.steadystate import Floats
@@ -396,9 +397,18 @@ def summaries(rows: Iterable[AnalysedPoint],
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
         groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
+    valued_of = {key: [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
+                 for key, members in groups.items()}
+    # Each group by session (a stored run is one session: stats/sessions.py), and every
+    # configuration's groups, whose spread between sessions a group of one session borrows.
+    by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
+    of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
+    for (_, config_key), found in by_session.items():
+        if found is not None:
+            of_config[config_key].append(found)
     out = []
     for key, members in groups.items():
-        valued = [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
+        valued = valued_of[key]
         ok = [m for m, _ in valued]
         values = [v for _, v in valued]
         low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
@@ -422,13 +432,16 @@ def summaries(rows: Iterable[AnalysedPoint],
                 f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
         judged_by = ok[0].metric if ok else members[0].metric
         first = members[0]
+        found = by_session[key]
+        known = sessions.known_for(key[1], found, of_config) if found is not None else None
         printed = _statistic(ok)
         pooled = pooled_latency(ok, histograms)
         out.append(LevelSummary(
             label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
             clients=first.clients, variant=first.variant, config=first.config,
             metric=judged_by, lower_is_better=metric.lower_is_better(judged_by),
-            n=summary.n, failed=summary.failed, median=summary.median, mean=summary.mean,
+            n=summary.n, failed=summary.failed, sessions=found.count if found is not None else 0,
+            between_sessions=_between_words(found, known), median=summary.median, mean=summary.mean,
             statistic=printed.statistic, printed_median=printed.printed_median,
             stdev=summary.stdev, ci_low=summary.ci_low, ci_high=summary.ci_high, cv=summary.cv,
             # What the interval is: over repeats, or (one repeat) the precision of that run.
@@ -444,11 +457,24 @@ def summaries(rows: Iterable[AnalysedPoint],
             # Every figure the repeats stored, each over them (median, mean, n, spread) and
             # labelled: what published tables give (a mean of printed p95s), named as such.
             over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
-            estimate=summary.estimate,
+            # What comparisons use: the mean over sessions, with the spread between them.
+            estimate=sessions.estimate(found, known) if found is not None else None,
             # A group's points share their label, and so the series it was named from.
             series_label=first.series_label,
         ))
     return out
+
+
+def _between_words(found: sessions.Sessions | None, known: sessions.Between | None) -> str | None:
+    """Where a group's spread between sessions comes from, in words (None: nowhere)."""
+    if found is None:
+        return None
+    if found.count >= sessions.MIN_SESSIONS:
+        return f"its own {found.count} sessions"
+    if known is not None:
+        return (f"{known.sessions} sessions of the same configuration in {known.groups} other group(s) "
+                "(other labels, same host facts, server and settings)")
+    return None
 
 
 # What a summary's median and mean are over: each repeat's steady-state mean (warm-up
@@ -598,14 +624,15 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
             sb = same_place[0]
             fields = configkey.differing(a_config, sb.config or {}, ignore)
             reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
-            out.append(row(b_mean=sb.mean, b_n=sb.n, ratio=None, ratio_ci_low=None, ratio_ci_high=None,
+            out.append(row(b_mean=sb.mean, b_n=sb.n, a_sessions=sa.sessions, b_sessions=sb.sessions, ratio=None, ratio_ci_low=None, ratio_ci_high=None,
                            p_value=None, significant=False, differs=fields, unverified=None, verdict=None,
                            reason=reason, verdict_text=reason, log_se=None, log_df=None))
             continue
         if sa.estimate is None or match.estimate is None:
             continue
-        c = stats.compare(sa.estimate, match.estimate, of=sa.metric)
-        out.append(row(b_mean=match.mean, b_n=match.n, ratio=c.ratio, ratio_ci_low=c.ci_low,
+        c = stats.over_sessions(sa.estimate, match.estimate, of=sa.metric)
+        out.append(row(b_mean=match.mean, b_n=match.n, a_sessions=sa.sessions, b_sessions=match.sessions,
+                       ratio=c.ratio, ratio_ci_low=c.ci_low,
                        ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
                        unverified=configkey.unknown(a_config, match.config or {}, ignore),
                        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,

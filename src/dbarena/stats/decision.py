@@ -6,14 +6,14 @@ One figure per workload is the geometric mean of the per-level throughput ratios
 (label / baseline; for mysqlslap, judged by its seconds, of the ratios of 1 / seconds, so
 that + is faster everywhere) over the levels both measured with the same configuration: every
 level counts alike, whatever its throughput (an arithmetic mean of TPS would let the
-busiest level decide). Its interval combines the levels' intervals on the log scale:
-each level's ratio comes from its own independent runs, so the variances of the log
-ratios add (delta method), with Welch-Satterthwaite degrees of freedom. Levels measured
-in one session may drift together (a noisy neighbour for an hour); the interval does
-not know that, which is why the per-level strip stands beside it.
+busiest level decide). Its interval combines the levels' intervals on the log scale
+as if their errors were perfectly correlated (combine): the levels are measured in the
+same sessions and share their drift. A workload none of whose levels alone shows a
+difference is inconclusive whatever the combination says.
 
-A verdict needs MIN_REPEATS runs a side at every level that counts; otherwise the
-figure is shown without a verdict, with the reason and the run that would give one.
+Each level's comparison is over sessions (stats/sessions.py); where a side's spread
+between sessions is unknown (one session, no other of its configuration), the figure
+is shown without an interval, with the reason and the run that would give one.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
-from dbarena.stats import loadgens, metric, thresholds, verdicts
+from dbarena.stats import loadgens, metric, sessions, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
-from dbarena.stats.estimators import MIN_REPEATS
 
 # The vocabulary's words, here too for the views that read decisions (re-exported).
 from dbarena.stats.verdicts import FASTER as FASTER, INCONCLUSIVE as INCONCLUSIVE, NO_VERDICT as NO_VERDICT, \
@@ -91,16 +90,21 @@ class _Log:
 
 
 def combine(parts: Sequence[_Log]) -> tuple[float, float, float, float, _Log]:
-    """The geometric mean of independent ratios (given on the log scale): (ratio, low,
-    high, p, the mean on the log scale) with the CONFIDENCE interval and the two-sided
-    p-value of ratio = 1."""
+    """The geometric mean of ratios (given on the log scale) measured in the same
+    sessions: (ratio, low, high, p, the mean on the log scale) with the CONFIDENCE
+    interval and the two-sided p-value of ratio = 1.
+
+    A workload's levels (and a label's workloads) are measured minutes apart in the same
+    server sessions and share their drift: their errors are not independent, and adding
+    their variances as if they were made four inconclusive levels one "slower" workload
+    in an A/A pair (issue 52). With correlations unknown, the standard error of the mean
+    is taken at its largest, that of perfectly correlated parts: the mean of their
+    standard errors (never less than sqrt(sum se^2) / k, whatever the correlations), and
+    the fewest degrees of freedom of any part."""
     k = len(parts)
     mean = sum(p.value for p in parts) / k
-    variance = sum(p.se ** 2 for p in parts) / k ** 2
-    se = math.sqrt(variance)
-    # Welch-Satterthwaite: the combined variance's degrees of freedom.
-    denominator = sum((p.se ** 2 / k ** 2) ** 2 / p.df for p in parts if p.df > 0)
-    df = variance ** 2 / denominator if denominator > 0 else math.inf
+    se = sum(p.se for p in parts) / k
+    df = min((p.df for p in parts if p.df > 0), default=math.inf)
     log = _Log(mean, se, df)
     if se == 0:
         return math.exp(mean), math.exp(mean), math.exp(mean), 0.0 if mean else 1.0, log
@@ -114,13 +118,15 @@ INVERSE = "speed, 1 / seconds: fewer seconds is faster"
 
 
 def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
-             inverse: bool = False) -> tuple[str, str]:
+             inverse: bool = False, said: str | None = None) -> tuple[str, str]:
+    """The verdict of a combined ratio and its words; `said`: the sessions behind it."""
     change = (ratio - 1) * 100
     verdict = verdicts.of_interval(change > 0, low, high, p_value)
+    tail = (f"; {said}" if said else "") + (f"; {INVERSE}" if inverse else "")
     if verdict in (FASTER, SLOWER):
-        interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + (f"; {INVERSE}" if inverse else "")
+        interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + tail
         return verdict, f"{label} is {abs(change):.1f} % {verdict} than {baseline} ({interval})"
-    interval = verdicts.interval_words(low, high) + (f"; {INVERSE}" if inverse else "")
+    interval = verdicts.interval_words(low, high) + tail
     if verdict == SAME:
         return SAME, f"no difference between {label} and {baseline} ({change:+.1f} %, {interval})"
     return INCONCLUSIVE, f"inconclusive between {label} and {baseline} ({change:+.1f} %, {interval})"
@@ -149,15 +155,25 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
     assert point is not None  # every counted ratio is positive
     short = [r for r in counted if r.log_se is None]
     if short:
-        fewest = min(min(r.a_n, r.b_n) for r in short)
-        text = (f"no verdict: {fewest} run(s) a side at {len(short)} of {len(counted)} level(s), {MIN_REPEATS} "
-                f"needed ({(point - 1) * 100:+.1f} % without an interval{f'; {INVERSE}' if inverse else ''}); "
-                f"run both with --repeat {MIN_REPEATS}")
+        # Each side's spread between sessions is unknown at these levels (stats/sessions.py).
+        a, b = min(r.a_sessions for r in short), min(r.b_sessions for r in short)
+        one = "one session a side" if a == b == 1 else sessions.words(a, b)
+        text = (f"inconclusive: {one} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % "
+                f"without an interval{f'; {INVERSE}' if inverse else ''}); between-session variation unknown: "
+                f"run both with --sessions {sessions.MIN_SESSIONS}")
         return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
                         metric=judged_by)
     ratio, low, high, p_value, log = combine([_Log(math.log(value), r.log_se, r.log_df or math.inf)
                                               for r, value in ratios if r.log_se is not None])
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse)
+    said = sessions.words(min(r.a_sessions for r in counted), min(r.b_sessions for r in counted))
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse, said)
+    if verdict in (FASTER, SLOWER) and not any(r.verdict == verdict for r in counted):
+        # Its levels share their sessions: a workload none of whose levels alone shows
+        # the difference is not shown to differ by their combination either.
+        verdict = INCONCLUSIVE
+        text = (f"inconclusive between {label} and {baseline}: {(ratio - 1) * 100:+.1f} % (95 % CI "
+                f"{(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %; {said}), but no level alone shows a "
+                f"difference{f'; {INVERSE}' if inverse else ''}")
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
                     log_se=log.se, log_df=log.df, metric=judged_by)
 
@@ -274,8 +290,8 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
     point = _geomean(d.ratio for d in figures if d.ratio is not None)
     assert point is not None
     if any(d.verdict == NO_VERDICT for d in figures):
-        text = (f"no verdict across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): "
-                f"some have fewer than {MIN_REPEATS} runs a side")
+        text = (f"inconclusive across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): the "
+                f"spread between sessions is unknown for some (run both with --sessions {sessions.MIN_SESSIONS})")
         return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text)
     parts = []
     for d in figures:

@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Sequence
 
 from dbarena.records import MeanEstimate
-from dbarena.stats import metric, verdicts
+from dbarena.stats import metric, sessions, verdicts
 from dbarena.stats.estimate import CONFIDENCE, Estimate, chi2_dist, sample_stdev, t_dist
 from dbarena.stats.steadystate import Flag, SteadyState, Warning_
 
@@ -145,12 +145,30 @@ def welch(a: MeanEstimate, b: MeanEstimate) -> tuple[float, float] | None:
     return t, df
 
 
+def over_sessions(a: MeanEstimate, b: MeanEstimate, of: str = metric.TPS) -> Comparison:
+    """b relative to a, each an estimate over sessions (stats/sessions.py: a session's
+    mean of its runs is one observation): what every verdict between two labels or
+    variants rests on, since two sides never share a session. A side whose spread
+    between sessions is unknown (one session, and no other of its configuration) has
+    no interval: the comparison is inconclusive, says why and what measures it."""
+    if a.se is None or b.se is None:
+        ratio = b.mean / a.mean if a.mean else math.inf
+        one = "one session a side" if a.se is None and b.se is None and a.n == b.n == 1 else \
+            sessions.words(a.n, b.n)
+        reason = (f"inconclusive: {one} ({(ratio - 1) * 100:+.1f} %); between-session variation unknown "
+                  f"(`--sessions {sessions.MIN_SESSIONS}` measures it)")
+        return Comparison(ratio=ratio, ci_low=None, ci_high=None, p_value=None, verdict=None, reason=reason,
+                          text=reason)
+    return compare(a, b, min_repeats=1, of=of, said=sessions.words(a.n, b.n))
+
+
 def compare(a: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE,
-            min_repeats: int = MIN_REPEATS, of: str = metric.TPS) -> Comparison:
+            min_repeats: int = MIN_REPEATS, of: str = metric.TPS, said: str | None = None) -> Comparison:
     """b relative to a, each an estimate over independent runs: the ratio of means, its
     interval, and a verdict when both sides have min_repeats runs. `of`: the metric
     (metric.py) the estimates are of; for seconds (lower is better) a ratio below 1
-    is "faster"."""
+    is "faster". `said`: what the observations are, added to the verdict's words
+    ("2 sessions a side")."""
     ratio = b.mean / a.mean if a.mean else math.inf
     fewest = min(a.n, b.n)
     if fewest < min_repeats:
@@ -175,12 +193,13 @@ def compare(a: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE,
     change = (ratio - 1) * 100
     if p < 1 - confidence:
         verdict = Verdict.FASTER if (change > 0) != metric.lower_is_better(of) else Verdict.SLOWER
-        text = f"{metric.change_words(change, of)} (significant, p = {p:.3g})"
+        text = f"{metric.change_words(change, of)} (significant, p = {p:.3g}{f'; {said}' if said else ''})"
     else:
         verdict = Verdict(verdicts.of_interval((change > 0) != metric.lower_is_better(of), low, high, 1.0))
         # The interval is in the table beside it: only where it lies against the margin.
         where = "within" if verdicts.within(low, high) else "reaches past"
-        text = f"{verdict.value} ({change:+.1f} %, p = {p:.2f}; the CI {where} ±{verdicts.MARGIN:.0%})"
+        text = (f"{verdict.value} ({change:+.1f} %, p = {p:.2f}; the CI {where} ±{verdicts.MARGIN:.0%}"
+                f"{f'; {said}' if said else ''})")
     return Comparison(ratio=ratio, ci_low=low, ci_high=high, p_value=p, verdict=verdict, reason=None, text=text,
                       log_se=se_log, log_df=df_log)
 
