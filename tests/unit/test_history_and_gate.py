@@ -50,6 +50,13 @@ def add_run(db: Store, label: str, day: int, tps: float | None = None, *, second
     return run_id
 
 
+def add_sessions(db: Store, label: str, day: int, tps: float | None = None, *, wobbles: tuple[float, ...] = WOBBLE,
+                 **given: object) -> list[int]:
+    """One run (session) of one repeat per wobble: a side whose spread between sessions
+    is its own (stats/sessions.py)."""
+    return [add_run(db, label, day, tps, repeats=1, wobbles=(w,), **given) for w in wobbles]  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def stepped(tmp_path: Path) -> Path:
     """Label 'nightly': 5 runs at 1000 TPS with synchronous_commit off on 17.2, then 5 at
@@ -170,8 +177,8 @@ def test_a_gate_whose_interval_reaches_past_the_threshold_is_inconclusive_not_pa
     spread with a threshold wider than the interval passes."""
     path = tmp_path / "noisy.db"
     with Store(path) as db:
-        add_run(db, "main", 0, 1000.0, wobbles=(0.6, 1.0, 1.4))
-        add_run(db, "pr", 1, 980.0, wobbles=(1.35, 0.62, 1.0))
+        add_sessions(db, "main", 0, 1000.0, wobbles=(0.6, 1.0, 1.4))
+        add_sessions(db, "pr", 1, 980.0, wobbles=(1.35, 0.62, 1.0))
     argv = ["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr"]
     status, out, _ = run_cli(argv, capsys)
     assert status == 3, out
@@ -192,23 +199,24 @@ def test_a_gate_whose_interval_reaches_past_the_threshold_is_inconclusive_not_pa
 def test_gate_by_labels_lists_workloads_without_a_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "labels.db"
     with Store(path) as db:
-        add_run(db, "main", 0, 1000.0)
+        add_sessions(db, "main", 0, 1000.0)
         add_run(db, "main", 0, seconds=2.0)
-        add_run(db, "pr", 1, 1000.0)
+        add_sessions(db, "pr", 1, 1000.0)
         add_run(db, "pr", 1, seconds=2.0, repeats=1)
     status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr",
                               "--format", "md"], capsys)
-    assert status == 0, out
-    assert "**Without a verdict (1)**" in out
-    assert "- mysql mysqlslap (levels 1: 2.000 s (3) -> 2.000 s (1)): no verdict: 1 run(s) a side" in out
+    # mysqlslap: one session a side, whose spread between sessions nothing in the store
+    # tells: inconclusive (exit 3), said why; pgbench-tpcb, 3 sessions a side, passes.
+    assert status == 3, out
+    assert "| **inconclusive** | mysql | mysqlslap |" in out and "inconclusive: one session a side" in out
     assert "| pass | postgres | pgbench-tpcb |" in out
 
 
 def test_gate_mysqlslap_more_seconds_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "slap.db"
     with Store(path) as db:
-        add_run(db, "main", 0, seconds=2.0)
-        add_run(db, "pr", 1, seconds=2.4)
+        add_sessions(db, "main", 0, seconds=2.0)
+        add_sessions(db, "pr", 1, seconds=2.4)
     status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr"], capsys)
     assert status == 1 and "16.7 % slower" in out
     status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "pr", "--candidate", "main"], capsys)
@@ -227,8 +235,12 @@ def test_gate_bad_input_exits_2(stepped: Path, tmp_path: Path, capsys: pytest.Ca
     with Store(path) as db:
         add_run(db, "a", 0, 1000.0, repeats=1)
         add_run(db, "b", 1, 500.0, repeats=1)
-    status, _, err = run_cli(["gate", "--store", str(path), "--baseline", "a", "--candidate", "b"], capsys)
-    assert status == 2 and "nothing to gate: no point of label 'b' (run 2) has a verdict" in err
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "a", "--candidate", "b"], capsys)
+    assert status == 3 and "inconclusive: one session a side at 1 of 1 level(s) (-50.0 % without an interval)" in out
+    with Store(path) as db:
+        add_run(db, "c", 2, 1000.0, repeats=1, scale=10)
+    status, _, err = run_cli(["gate", "--store", str(path), "--baseline", "a", "--candidate", "c"], capsys)
+    assert status == 2 and "nothing to gate: no point of label 'c' (run 3) has a verdict" in err
 
 
 def test_the_html_report_gains_a_history_section_only_with_a_history(stepped: Path, tmp_path: Path,

@@ -94,7 +94,8 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     else:
         db = open_store(store)
     with db:
-        result = gating.gate(gating.side(db, baseline), gating.side(db, candidate), threshold)
+        sides = gating.side(db, baseline), gating.side(db, candidate)
+        result = gating.gate(*sides, threshold, history=gating.history(db, *sides))
         if rounds and confirm.regressed(result):
             said = gate_report.text(result).splitlines()[0]
             click.echo(f"dbarena: gate: {said}; confirming with {rounds} more run(s) of each side", err=True)

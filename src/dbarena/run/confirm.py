@@ -152,7 +152,7 @@ def confirm(store: ResultStore, found: gating.Gate, baseline_spec: str, candidat
                 failed.append(f"{name}: {problem}")
     baseline = _grown(store, baseline_spec, found.baseline, added["baseline"], left_out)
     candidate = _grown(store, candidate_spec, found.candidate, added["candidate"], left_out)
-    again = gating.gate(baseline, candidate, found.max_regression)
+    again = gating.gate(baseline, candidate, found.max_regression, history=gating.history(store, baseline, candidate))
     return again, Confirmation(found, rounds, tuple(added["baseline"]), tuple(added["candidate"]), reason,
                                tuple(failed))
 

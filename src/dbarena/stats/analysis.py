@@ -588,13 +588,15 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
-            groups: list[LevelSummary] | None = None) -> list[LevelComparison]:
+            groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = ()) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
     the comparison is about (server, settings, host, variant). A verdict rests on the
     variation between runs: with fewer than stats.MIN_REPEATS repeats on a side the row
-    has the ratio, `verdict` None and the reason. Where a group of A has
+    has the ratio, `verdict` None and the reason. `history`: other points of the store
+    (none of A's or B's), read only for the spread between sessions of the sides'
+    configurations (stats/sessions.py), never compared. Where a group of A has
     no matching group in B at its engine, workload and threads, the row says which
     fields differ instead of giving a ratio. `groups`: summaries(rows), when the caller
     has them (a report comparing every label with the baseline)."""
@@ -605,7 +607,8 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
         if field not in configkey.ABOUT:
             raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
         ignore.update(configkey.ABOUT[field])
-    groups = summaries(rows) if groups is None else groups  # the caller's, when it compares many pairs
+    # The caller's, when it compares many pairs; history's groups lend only their spread.
+    groups = summaries([*rows, *history]) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
     left = [s for s in groups if side_of(s) == a]
     right = [s for s in groups if side_of(s) == b]

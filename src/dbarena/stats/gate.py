@@ -15,9 +15,10 @@ A workload fails when it is significantly slower (p < 0.05) and its estimated sl
 more than the threshold. It passes when the 95 % interval of its change excludes a
 slowdown beyond the threshold (its lower end is above -threshold). Otherwise it is
 inconclusive: the interval reaches past the threshold, so the data can tell neither a
-regression beyond it nor its absence (a noisy machine, too few repeats); "no difference"
-with an interval of -41.6 % .. +63.7 % is not a pass of a 5 % gate. One with fewer than
-MIN_REPEATS runs a side at a level has no verdict and is listed as such. The gate's exit
+regression beyond it nor its absence (a noisy machine, too few sessions); "no difference"
+with an interval of -41.6 % .. +63.7 % is not a pass of a 5 % gate. So is one without an
+interval: a side of one session whose spread between sessions neither its label's other
+runs of the same configuration nor the other side tell (stats/sessions.py). The gate's exit
 status: 1 when a workload fails, else 3 when one is inconclusive, else 0; with nothing to
 judge (no comparable level, or none with a verdict) the input cannot be gated (a
 UsageError: exit 2).
@@ -25,6 +26,7 @@ UsageError: exit 2).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from dbarena.errors import UsageError
@@ -161,7 +163,9 @@ def _item(d: decision.Decision, rows: list[LevelComparison], threshold: float) -
     if d.verdict == decision.NOT_COMPARABLE:
         status = NOT_COMPARABLE
     elif d.verdict == decision.NO_VERDICT:
-        status = NO_VERDICT
+        # A workload's figure without an interval: a side's spread between sessions is
+        # unknown (stats/sessions.py). It may hide a regression: inconclusive, with why.
+        status = INCONCLUSIVE
     elif d.verdict == decision.SLOWER and change is not None and change < -threshold * 100:
         status = FAIL
     elif d.verdict == decision.FASTER or (low is not None and low >= -threshold * 100):
@@ -170,15 +174,26 @@ def _item(d: decision.Decision, rows: list[LevelComparison], threshold: float) -
         status = INCONCLUSIVE
     beyond = {FAIL: f"; more than {threshold:.0%}",
               PASS: f"; within {threshold:.0%}" if d.verdict != decision.FASTER else "",
-              INCONCLUSIVE: f"; inconclusive: the interval reaches below -{threshold:.0%}, so a slowdown beyond "
-                            f"{threshold:.0%} is neither shown nor ruled out (more repeats narrow it)"}.get(status, "")
+              INCONCLUSIVE: "" if d.verdict == decision.NO_VERDICT else
+              f"; inconclusive: the interval reaches below -{threshold:.0%}, so a slowdown beyond "
+              f"{threshold:.0%} is neither shown nor ruled out (more sessions narrow it)"}.get(status, "")
     return Item(engine=d.engine or "", workload=d.workload or "", metric=d.metric, levels=_levels(rows),
                 speed_change_pct=change, ci_low_pct=low, ci_high_pct=high, p_value=d.p_value, status=status,
                 text=d.text + beyond)
 
 
-def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
-    """The gate of the candidate against the baseline (see the module's docstring)."""
+def history(store: ResultStore, *sides: Side) -> list[AnalysedPoint]:
+    """The other runs of the sides' labels: what tells the spread between sessions of
+    their configurations where a side is one run (stats/sessions.py), never compared."""
+    taken = {p.point_id for s in sides for p in s.points}
+    labels = tuple(dict.fromkeys(p.label for s in sides for p in s.points))
+    return [p for p in analysis.load(store, labels=labels) if p.point_id not in taken] if labels else []
+
+
+def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequence[AnalysedPoint] = ()) -> Gate:
+    """The gate of the candidate against the baseline (see the module's docstring);
+    `history` (gate.history): the sides' labels' other runs, for the spread between
+    sessions of a side of one run."""
     if baseline.name == candidate.name:
         raise UsageError(f"--baseline and --candidate are both {baseline.what}")
     overlap = {p.point_id for p in baseline.points} & {p.point_id for p in candidate.points}
@@ -192,7 +207,7 @@ def gate(baseline: Side, candidate: Side, max_regression: float) -> Gate:
     # (as stored, to the comparison: its series_label, analysis.sides).
     rows = [replace(p, label=baseline.name, series_label=baseline.name) for p in baseline.points] + \
            [replace(p, label=candidate.name, series_label=candidate.name) for p in candidate.points]
-    compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT)
+    compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT, history=history)
     counted = [r for r in compared if not r.differs]
     items = [_item(d, [r for r in counted if (r.engine, r.workload) == (d.engine, d.workload)], max_regression)
              for d in decision.decide(counted)]
