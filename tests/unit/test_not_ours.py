@@ -117,3 +117,28 @@ def test_a_store_that_is_not_a_regular_file_is_refused_and_nothing_made_beside_i
         assert done.returncode != 0, done.stderr
         assert error_line(done.stderr).strip() == f"dbarena: error: store {path}: it is {kind}, not a regular file"
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no NAME-journal
+
+
+@pytest.mark.parametrize("text", ["file:///etc/passwd: cannot read it", "cannot read /etc/passwd: Permission denied",
+                                  r"C:\secrets\db-password: not found", "/srv/my-passwd: no such file"])
+def test_a_file_named_like_a_password_is_no_password_and_its_message_stays_whole(text):
+    from dbarena.masking import masked
+
+    assert masked(text) == text
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("password: hunter2", "password: ***"), ("spring.datasource.password: hunter2", "spring.datasource.password: ***"),
+    ("host=h password = hunter2", "host=h password = ***"), ("x;PGPASSWORD=hunter2", "x;PGPASSWORD=***"),
+    ("postgresql://u:hunter2@h/db: refused", "postgresql://u:***@h/db: refused"),
+    ("--pgsql-password=hunter2", "--pgsql-password=***")])
+def test_real_passwords_are_still_masked(text, shown):
+    from dbarena.masking import masked
+
+    assert masked(text) == shown
+
+
+def test_an_error_naming_such_a_file_is_said_whole(store, tmp_path):
+    done = dbarena("report", "--store", str(store), "-o", str(tmp_path / "nowhere" / "passwd"), env=cli_env(tmp_path))
+    assert error_line(done.stderr).strip() == (f"dbarena: error: cannot write {tmp_path}/nowhere/passwd: directory "
+                                               f"{tmp_path}/nowhere does not exist")
