@@ -86,8 +86,8 @@ def check_replaceable(path: Path) -> None:
 
 
 def kind_of(mode: int) -> str:
-    """What a file that is not a regular one is, as an error names it."""
-    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    """What a file is, as an error names it."""
+    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
                        (stat.S_ISDIR, "a directory")):
         if test(mode):

@@ -63,7 +63,8 @@ def test_an_empty_output_is_refused_not_taken_for_the_working_directory(work, ma
     shutil.copyfile(work / "bundles" / "a.tar", work / "tmp" / "b.tar")
     code, err = _site(work, "tmp/b.tar", "-o", "")
     assert code == 2
-    assert error_line(err) == "dbarena: error: site: -o is empty: give the directory to write the site into\n"
+    assert error_line(err) == ("dbarena: error: Invalid value for '-o' / '--output': it is empty: give the directory "
+                               "to write the site into\n")
     _untouched(work, made)
 
 

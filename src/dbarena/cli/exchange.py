@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -103,10 +103,20 @@ def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | Non
     return ExitStatus.USAGE if failed else None
 
 
+class _SiteFolder(click.Path):
+    """A directory to write a site into, never an empty word: Path("") is the working
+    directory, and `-o "$UNSET"` would write the site there."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("it is empty: give the directory to write the site into", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path),
                 metavar="BUNDLE...")
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=str), required=True, metavar="DIR",
+@click.option("-o", "--output", type=_SiteFolder(file_okay=False, path_type=Path), required=True, metavar="DIR",
               help="The directory to write the site into (index.html, r/, bundles/ ...): a new or empty one, or "
                    "one a site was written into.")
 @click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
@@ -114,7 +124,7 @@ def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | Non
                    "signed by another key, or unsigned, is refused.")
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, metavar="N",
               help="Bundles verified at once (default: one per CPU).")
-def site(bundles: tuple[Path, ...], output: str, allowed_signers: Path | None, jobs: int | None) -> int | None:
+def site(bundles: tuple[Path, ...], output: Path, allowed_signers: Path | None, jobs: int | None) -> int | None:
     """Write a static comparison site of bundles: a row per result (a run at one engine
     and workload) with its sweep curve, filters in the URL (engine, version, workload,
     architecture, CPU model, cloud, instance type, managed), throughput per core and per
@@ -125,12 +135,10 @@ def site(bundles: tuple[Path, ...], output: str, allowed_signers: Path | None, j
     from any static host; nothing is fetched from elsewhere."""
     from dbarena.exchange import site as making
 
-    if not output:
-        # (Path("") is the working directory: `-o "$UNSET"` would write the site there.)
-        raise UsageError("site: -o is empty: give the directory to write the site into")
-    folder = Path(output)
-    making.check_output(folder, [*bundles, *([allowed_signers] if allowed_signers else [])])  # before verifying
-    built = making.build(list(bundles), folder, allowed_signers, jobs)
+    making.check_output(output, [*bundles, *([allowed_signers] if allowed_signers else [])])  # before verifying
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"site: -o {output} is not a directory")
+    built = making.build(list(bundles), output, allowed_signers, jobs)
     for line in built.refused:
         _say(f"dbarena: error: refused {line}", err=True)
     _say(f"wrote {output}/index.html: {built.results} result(s) from {built.bundles} bundle(s)"
