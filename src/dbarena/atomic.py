@@ -6,6 +6,12 @@ is killed half-way leaves the previous file as it was and no temporary file behi
 
 A write that fails is one line: a directory that does not exist is a usage error
 (nothing was started), a full disk or a refused permission an environment problem.
+
+What may be replaced: a regular file, or nothing. A destination that is anything else
+is refused before anything is written: a device (`-o /dev/null` run as root would
+replace the machine's /dev/null with a regular file), a FIFO, a socket, a symbolic link
+(the rename would replace the link, never write through it to what it names, which is
+what a user giving one may have meant; /proc/self/fd/1 is not a file to replace).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from dbarena.errors import EnvironmentProblem, UsageError
@@ -39,7 +46,11 @@ def write_bytes(path: Path, data: bytes) -> None:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        check_replaceable(path)  # again: the time it took to write is a time to swap one in
         os.replace(tmp, path)
+    except UsageError:
+        tmp.unlink(missing_ok=True)
+        raise
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise _problem(path, exc) from None
@@ -48,11 +59,40 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 def check_directory(path: Path) -> None:
     """A usage error of one line when `path` cannot be a file to write: its directory
-    does not exist, or it is a directory itself."""
+    does not exist, or it is anything but a regular file (check_replaceable)."""
     if not path.parent.is_dir():
         raise UsageError(f"cannot write {path}: directory {path.parent} does not exist")
-    if path.is_dir():
+    check_replaceable(path)
+
+
+def check_replaceable(path: Path) -> None:
+    """A usage error of one line when `path` exists and is not a regular file dbarena
+    may replace (the module's docstring says why)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
         raise UsageError(f"cannot write {path}: it is a directory")
+    if stat.S_ISLNK(mode):
+        raise UsageError(f"cannot write {path}: it is a symbolic link (dbarena neither replaces one nor writes "
+                         f"through it): give the file it names, or another path")
+    raise UsageError(f"cannot write {path}: it is {kind_of(mode)}, not a regular file (dbarena replaces only "
+                     f"those): give another path")
+
+
+def kind_of(mode: int) -> str:
+    """What a file is, as an error names it."""
+    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _mode_of(path: Path) -> int:

@@ -16,6 +16,9 @@ output, a stored command and an error message are masked alike:
   `-p'x'`, `-p"x"` (`-p x` is not a password there: a bare -p prompts for one, and
   pgbench's `-p 5432` is a port, so `-p x` is left as it is).
 
+A key is a whole word, never the last part of a path: `/etc/passwd: cannot read it` is
+an error about a file, shown whole (`password: x` after a path's `/` is a file's name).
+
 Masking is done on what is kept, after the figures are read: it may hide a little
 more than the password (a word after `--password` that a MySQL client would have taken
 as a database name) but never less.
@@ -37,8 +40,10 @@ _QUOTED = r"""'(?:[^'\\\n]|\\.)*'|'[^'\n]*'|"(?:[^"\\\n]|\\.)*"|['"][^\n]*"""
 # `psql "host=h password=x" -c "select 1"` the `"` after x closes the outer string.
 _VALUE = rf"""(?:{_QUOTED}|[^\s'"]+(?:(?:'[^'\n]*'|"(?:[^"\\\n]|\\.)*")(?=\s|$)|[^\s'"]+)*)"""
 # The name of a setting holding a password: PGPASSWORD, MYSQL_PWD, password (libpq),
-# --password, --pgsql-password, db_passwd ...
-_KEY = r"(?i:\b[\w-]*(?:password|passwd|_pwd))"
+# --password, --pgsql-password, db_passwd ... A whole word, and not a file's name in a
+# path: `/etc/passwd: cannot read it` is a file and its error, which masking made
+# `/etc/passwd: *** read it` (a message garbled, nothing secret hidden).
+_KEY = r"(?i:(?<![\w/\\-])[\w-]*(?:password|passwd|_pwd))"
 
 # (The user part may hold a bare @, as urlsplit reads it: the password is what stands
 # between the first ':' and the last '@' before the path.)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -103,11 +103,22 @@ def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | Non
     return ExitStatus.USAGE if failed else None
 
 
+class _SiteFolder(click.Path):
+    """A directory to write a site into, never an empty word: Path("") is the working
+    directory, and `-o "$UNSET"` would write the site there."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("it is empty: give the directory to write the site into", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @cli.command()
 @click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path),
                 metavar="BUNDLE...")
-@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True, metavar="DIR",
-              help="The directory to write the site into (index.html, r/, bundles/ ...).")
+@click.option("-o", "--output", type=_SiteFolder(file_okay=False, path_type=Path), required=True, metavar="DIR",
+              help="The directory to write the site into (index.html, r/, bundles/ ...): a new or empty one, or "
+                   "one a site was written into.")
 @click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Whose keys are trusted, as ssh-keygen reads it: each row then names its signer, and a bundle "
                    "signed by another key, or unsigned, is refused.")
@@ -124,6 +135,7 @@ def site(bundles: tuple[Path, ...], output: Path, allowed_signers: Path | None, 
     from any static host; nothing is fetched from elsewhere."""
     from dbarena.exchange import site as making
 
+    making.check_output(output, [*bundles, *([allowed_signers] if allowed_signers else [])])  # before verifying
     if output.exists() and not output.is_dir():
         raise UsageError(f"site: -o {output} is not a directory")
     built = making.build(list(bundles), output, allowed_signers, jobs)

@@ -28,17 +28,25 @@ index's script sets them as text (textContent), never as markup.
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
+import contextlib
 import json
 import math
 import multiprocessing
 import os
 import re
 import shutil
-from collections.abc import Sequence
+import signal
+import stat
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from dbarena import atomic
+from dbarena.errors import EnvironmentProblem, UsageError
 from dbarena.exchange import bundle
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.verify import Verified, throwaway_store, verify
@@ -50,7 +58,7 @@ from dbarena.report.escaping import html_text
 from dbarena.report.levels import LevelRow
 from dbarena.stats import analysis, decision
 
-__all__ = ["build", "Built", "MAX_BASELINES"]
+__all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "WRITES"]
 
 # A result's page holds its decision against every other result of its workload key:
 # the same engine and workload, the only others a decision can be made against (a
@@ -367,24 +375,139 @@ was shown: its signature, every file's sha256 and every figure recomputed from i
 """
 
 
+# What a site writes at the top of its directory, and nothing else: all that it removes
+# there when it writes the directory again. MARKER says the directory is a site's, so
+# that a directory holding anything else (the working directory of `-o .`, with the
+# bundles themselves under bundles/) is refused rather than emptied; a site is written
+# into STAGING... first, then each entry swapped in by rename, so that a site killed
+# while written leaves the previous one and a STAGING... directory the next one removes.
+WRITES = ("index.html", "data.js", "site.js", "page.js", "r", "bundles")
+MARKER = ".dbarena-site"
+STAGING = ".dbarena-site-new-"
+_FOLDERS = ("r", "bundles")
+
+
+def check_output(output: Path, inputs: Sequence[Path]) -> None:
+    """A usage error of one line unless `output` may be written as a site: absent, an
+    empty directory, or a directory a site was written into (MARKER) holding none of
+    the `inputs` (bundles, the allowed-signers file) and nothing of another kind where
+    a site's entries go."""
+    try:
+        info = os.lstat(output)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"site: -o {output}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"site: -o {output} is {atomic.kind_of(info.st_mode)}, not a directory"
+                         + (" (dbarena writes nothing through one: give the directory it names)"
+                            if stat.S_ISLNK(info.st_mode) else ""))
+    home = output.resolve()
+    for given in inputs:
+        if home in given.resolve().parents:
+            raise UsageError(f"site: -o {output} holds {given}, which the site is made from (a site's directory "
+                             f"holds only what the site writes): give another directory")
+    try:
+        entries = {entry.name: entry for entry in os.scandir(output)}
+        if not entries:
+            return
+        marker = entries.get(MARKER)
+        if marker is None or not marker.is_file(follow_symlinks=False):
+            raise UsageError(f"site: -o {output} holds files no dbarena site wrote (it has no {MARKER}): give a "
+                             f"new or empty directory")
+        for name in WRITES:
+            if name in entries:
+                mode = os.lstat(output / name).st_mode
+                if not (stat.S_ISDIR(mode) if name in _FOLDERS else stat.S_ISREG(mode)):
+                    raise UsageError(f"site: {output / name} is {atomic.kind_of(mode)}, not what a site writes "
+                                     f"there: remove it, or give another directory")
+    except OSError as exc:
+        raise UsageError(f"site: -o {output}: {exc.strerror or exc}") from None
+
+
+def _quiet_worker() -> None:
+    """A worker leaves Ctrl-C and SIGTERM to the command: it cancels what is queued and
+    waits for what runs (each bundle's temporary store removed as it ends); a worker
+    stopped where it waits for work would print a traceback, and one stopped midway
+    would break the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextmanager
+def _pool(workers: int, context: multiprocessing.context.BaseContext | None = None
+          ) -> Iterator[concurrent.futures.ProcessPoolExecutor]:
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_quiet_worker)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # nothing queued starts once interrupted
+        raise
+    pool.shutdown(wait=True)
+
+
 def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = None,
           workers: int | None = None) -> Built:
-    """Verify every bundle, derive its results and write the site into `output`."""
+    """Verify every bundle, derive its results and write the site into `output`
+    (check_output says which directories may be; it is checked again before writing)."""
+    check_output(output, [*paths, *([allowed_signers] if allowed_signers else [])])
     workers = workers or min(len(paths), os.cpu_count() or 1) or 1
     examined: list[Examined] = []
     args = [(str(p), str(allowed_signers) if allowed_signers else None, i) for i, p in enumerate(paths)]
-    if workers > 1:
-        with concurrent.futures.ProcessPoolExecutor(workers) as pool:
-            examined = list(pool.map(_examine, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
-    else:
-        examined = [_examine(*a) for a in args]
+    try:
+        if workers > 1:
+            with _pool(workers) as pool:
+                examined = list(pool.map(_examine, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
+        else:
+            examined = [_examine(*a) for a in args]
+    except concurrent.futures.process.BrokenProcessPool:
+        raise EnvironmentProblem("site: a worker process verifying the bundles died (out of memory?)") from None
     results = [r for x in examined for r in x.results]
     refused = [(x.path, x.refused) for x in examined if x.refused is not None]
     _probes(results)
+    check_output(output, [*paths, *([allowed_signers] if allowed_signers else [])])
+    try:
+        staging = _staging(output)
+    except OSError as exc:
+        raise EnvironmentProblem(f"site: cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        _write(staging, examined, results, refused, workers)
+        _swap(staging, output)
+    except OSError as exc:
+        raise EnvironmentProblem(f"site: cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Built(results=len(results), bundles=sum(1 for x in examined if not x.refused),
+                 refused=[f"{Path(p).name}: {reason}" for p, reason in refused])
+
+
+def _staging(output: Path) -> Path:
+    """The directory, marked as a site's (before anything else is written in it), with
+    what killed sites left removed, and a new staging directory in it."""
     output.mkdir(parents=True, exist_ok=True)
-    for sub in ("r", "bundles"):
-        if (output / sub).exists():
-            shutil.rmtree(output / sub)
+    os.close(os.open(output / MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+    if not (output / MARKER).stat().st_size:
+        (output / MARKER).write_text("A site written by `dbarena site`; it replaces "
+                                     + ", ".join(WRITES) + " here, and nothing else.\n")
+    for entry in os.scandir(output):
+        if entry.name.startswith(STAGING) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=STAGING, dir=output))
+
+
+def _swap(staging: Path, output: Path) -> None:
+    """Each entry of the new site in place of the old one's, by rename (the old one
+    moved into the staging directory, removed with it)."""
+    for name in WRITES:
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(output / name, staging / f".old-{name}")
+        os.rename(staging / name, output / name)
+
+
+def _write(output: Path, examined: Sequence[Examined], results: list[Result], refused: list[tuple[str, str]],
+           workers: int) -> None:
+    """The whole site into `output` (a new directory)."""
+    for sub in _FOLDERS:
         (output / sub).mkdir()
     for x in examined:
         if x.refused is None and x.results:
@@ -396,13 +519,16 @@ def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = No
     # The pages in forked workers where there are many (a page is up to MAX_BASELINES
     # decisions): fork, so that each inherits the results rather than receive them.
     chunks = [list(range(i, len(results), workers)) for i in range(workers)]
-    if workers > 1 and len(results) > workers and "fork" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            list(pool.map(_write_pages, chunks, [str(output)] * len(chunks)))
-    else:
-        _write_pages(range(len(results)), str(output))
-    _SHARED.clear()
+    try:
+        if workers > 1 and len(results) > workers and "fork" in multiprocessing.get_all_start_methods():
+            with _pool(workers, multiprocessing.get_context("fork")) as pool:
+                list(pool.map(_write_pages, chunks, [str(output)] * len(chunks)))
+        else:
+            _write_pages(range(len(results)), str(output))
+    except concurrent.futures.process.BrokenProcessPool:
+        raise EnvironmentProblem("site: a worker process writing the pages died (out of memory?)") from None
+    finally:
+        _SHARED.clear()
     site = {"results": [r.figures for r in results],
             "refused": [{"bundle": Path(p).name, "reason": reason} for p, reason in refused]}
     # A script, not a JSON file: a page opened from file:// may not fetch one. JSON is a
@@ -413,5 +539,3 @@ def build(paths: Sequence[Path], output: Path, allowed_signers: Path | None = No
     for asset in ("site.js", "page.js"):
         (output / asset).write_text(assets.joinpath(asset).read_text())
     (output / "index.html").write_text(_index(refused, len(results), sum(1 for x in examined if not x.refused)))
-    return Built(results=len(results), bundles=sum(1 for x in examined if not x.refused),
-                 refused=[f"{Path(p).name}: {reason}" for p, reason in refused])

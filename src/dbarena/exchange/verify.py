@@ -21,7 +21,6 @@ refused in one line (BundleProblem).
 
 from __future__ import annotations
 
-import atexit
 import json
 import math
 import os
@@ -408,21 +407,20 @@ _POINT_COLUMNS = ("id", "run_id", "engine", "workload", "threads", "clients", "d
                   "phase", "variant", "options", "warmup_s", "config", "config_key", "stdout", "stderr", *FIGURES)
 
 
-_templates: dict[int, Path] = {}
+_template_bytes: list[bytes] = []
 
 
-def _template() -> Path:
-    """An empty store, made once per process and copied for each throwaway store:
-    creating one runs every migration (a third of a second, most of verifying a small
-    bundle), copying it a millisecond; `dbarena site` verifies a thousand. Per process,
-    so that a forked worker never shares a file another one is writing."""
-    pid = os.getpid()
-    if pid not in _templates:
-        directory = Path(tempfile.mkdtemp(prefix="dbarena-bundle-template-"))
-        Store(directory / "empty.db").close()
-        atexit.register(shutil.rmtree, directory, True)
-        _templates[pid] = directory / "empty.db"
-    return _templates[pid]
+def _template() -> bytes:
+    """An empty store's bytes, made once per process and written for each throwaway
+    store: creating one runs every migration (a third of a second, most of verifying a
+    small bundle), writing it a millisecond; `dbarena site` verifies a thousand. Kept in
+    memory, not as a file: a file would outlive a forked worker of `site`, which ends
+    without running atexit (a worker forked after it was made inherits it)."""
+    if not _template_bytes:
+        with tempfile.TemporaryDirectory(prefix="dbarena-bundle-template-") as directory:
+            Store(Path(directory) / "empty.db").close()
+            _template_bytes.append((Path(directory) / "empty.db").read_bytes())
+    return _template_bytes[0]
 
 
 @contextmanager
@@ -434,7 +432,7 @@ def throwaway_store(found: Bundle, provenance: JSONObject | None = None
     A manifest whose runs or points lack what a row needs is a BundleProblem."""
     with tempfile.TemporaryDirectory(prefix="dbarena-bundle-") as tmp:
         said: list[str] = []
-        shutil.copyfile(_template(), Path(tmp) / "bundle.db")
+        (Path(tmp) / "bundle.db").write_bytes(_template())
         db = Store(Path(tmp) / "bundle.db")
         # Throwaway: nothing of it needs to survive a crash, so no fsync per commit.
         db.db.execute("PRAGMA synchronous = OFF")

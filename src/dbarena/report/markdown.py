@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
 from dbarena import atomic
-from dbarena.errors import EnvironmentProblem
+from dbarena.errors import EnvironmentProblem, UsageError
 from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
@@ -71,5 +73,9 @@ def _make(folder: Path) -> None:
     """The chart folder beside the report; one line when it cannot be made."""
     try:
         folder.mkdir(exist_ok=True)
+        mode = os.lstat(folder).st_mode
     except OSError as exc:
         raise EnvironmentProblem(f"cannot make {folder}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        # A symbolic link to a directory too: dbarena writes nothing through one (atomic.py).
+        raise UsageError(f"cannot write charts into {folder}: it is {atomic.kind_of(mode)}, not a directory")

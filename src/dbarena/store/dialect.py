@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
+from dbarena import atomic
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
 from dbarena.store.encoding import now_utc, utc
@@ -85,6 +87,12 @@ class SQLite:
         self.errors: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
         if not path.parent.is_dir():
             raise StoreError(f"store {path}: directory {path.parent} does not exist")
+        # Only a regular file (or none) is a store: SQLite would open /dev/null and make
+        # /dev/null-journal beside it (as root, in /dev, mode 0666), or wait on a FIFO.
+        with contextlib.suppress(OSError):
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise StoreError(f"store {path}: it is {atomic.kind_of(mode)}, not a regular file")
         if not path.exists() and (readonly or not create):
             raise StoreError(f"no results store at {path}")
         empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
