@@ -110,7 +110,7 @@ def test_without_three_runs_the_decision_says_what_to_run(tmp_path, capsys):
                                              exit_code=0, stdout="", stderr="", measurement=Measurement(tps=tps)))
             db.finish_run(run_id, "finished")
     out = _run(["compare", "big", "small", "--store", str(path), "--format", "md"], capsys)
-    assert "| postgres | pgbench-tpcb | -20.0 % | - | no verdict |" in out
+    assert "| postgres | pgbench-tpcb | -20.0 % | - | inconclusive |" in out
     assert "inconclusive: one session a side at 1 of 1 level(s)" in out and "run both with --sessions 2" in out
 
 
@@ -120,10 +120,11 @@ def test_repeats_of_one_session_a_side_are_not_a_verdict(tmp_path, capsys):
     a -44.7 % is not called slower; the row says why and what measures it."""
     path = _stored(tmp_path / "one-session.db", TPS, sessions=False)
     out = _run(["compare", "big", "small", "--store", str(path), "--format", "md"], capsys)
-    assert "| postgres | pgbench-tpcb | -44.7 % | - | no verdict |" in out
+    assert "| postgres | pgbench-tpcb | -44.7 % | - | inconclusive |" in out
     assert "**slower**" not in out and "inconclusive: one session a side at 2 of 2 level(s)" in out
     level_rows = _run(["compare", "big", "small", "--store", str(path), "--json"], capsys)
-    assert '"verdict": null' in level_rows and "between-session variation unknown" in level_rows
+    assert '"verdict": null' in level_rows and '"reason": "inconclusive: 1 session a side"' in level_rows
+    assert "between-session variation unknown" in out
 
 
 def test_the_report_leads_with_the_decision(store_path, tmp_path):

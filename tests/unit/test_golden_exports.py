@@ -41,7 +41,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def wide_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Labels main and pr (three runs each) and few (one run): TPC-B at five levels (a
+    """Labels main and pr (three runs each), few (one run, of main's configuration) and
+    lone (one run on another machine): TPC-B at five levels (a
     USL fit each) and mysqlslap at three (judged by its seconds, priced per run)."""
     path = tmp_path_factory.mktemp("golden") / "wide.db"
     with Store(path) as db:
@@ -51,6 +52,9 @@ def wide_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             add_run(db, "pr", 3 + day, 900.0, threads=(1, 2, 4, 8, 16), wobbles=(0.98, 1.0, 1.03))
             add_run(db, "pr", 3 + day, seconds=1.9, threads=(1, 2, 4))
         add_run(db, "few", 7, 950.0, threads=(1, 2, 4, 8, 16), repeats=1)
+        # One run on another machine: its spread between sessions is nowhere in the store.
+        add_run(db, "lone", 8, 950.0, threads=(1, 2), repeats=1, host={"cpu_model": "another cpu",
+                                                                       "hardware_threads": 4})
     return path
 
 

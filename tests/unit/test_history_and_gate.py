@@ -24,13 +24,14 @@ WOBBLE = (1.0, 1.004, 0.996)
 
 def add_run(db: Store, label: str, day: int, tps: float | None = None, *, seconds: float | None = None,
             sync: str = "off", server: str = "17.2", threads: tuple[int, ...] = (1,), repeats: int = 3,
-            scale: int = 1, kernel: str = "6.1.0", wobbles: tuple[float, ...] = WOBBLE) -> int:
+            scale: int = 1, kernel: str = "6.1.0", wobbles: tuple[float, ...] = WOBBLE,
+            host: dict[str, object] | None = None) -> int:
     workload = "mysqlslap" if seconds is not None else "pgbench-tpcb"
     engine = "mysql" if seconds is not None else "postgres"
     run_id = db.begin_run(RunInfo(
         label=label, host="box", engine=engine, target="postgresql://dbarena@127.0.0.1:1/dbarena",
         started_at=T0 + timedelta(days=day), server_version=server, tool_versions={"pgbench": f"pgbench {server}"},
-        options={"targets": {}}, host_facts={**HOST, "kernel": kernel}))
+        options={"targets": {}}, host_facts={**(host or HOST), "kernel": kernel}))
     for level in threads:
         for repeat in range(repeats):
             spec = PointSpec(engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60,
@@ -38,7 +39,7 @@ def add_run(db: Store, label: str, day: int, tps: float | None = None, *, second
             config = configkey.build(
                 engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60, warmup_s=0,
                 params={"scale": scale}, options={}, settings={"synchronous_commit": sync}, variant="",
-                server_version=server, flavour="postgresql", host=configkey.host_identity(HOST))
+                server_version=server, flavour="postgresql", host=configkey.host_identity(host or HOST))
             wobble = wobbles[repeat % len(wobbles)]
             measurement = Measurement(run_avg_s=seconds * wobble, qps=1000 / (seconds * wobble)) \
                 if seconds is not None else Measurement(tps=(tps or 0) * level * wobble,

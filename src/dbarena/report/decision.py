@@ -13,8 +13,10 @@ from dbarena.stats.decision import Decision
 from dbarena.stats import verdicts
 from dbarena.stats.verdicts import FASTER, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, SAME, SLOWER
 
+# A figure without an interval (NO_VERDICT: a side's spread between sessions unknown,
+# stats/sessions.py) is shown as what it is to a reader, inconclusive; its reason below.
 _MARK = {FASTER: "faster", SLOWER: "slower", SAME: "no difference", INCONCLUSIVE: "inconclusive",
-         NO_VERDICT: "no verdict", NOT_COMPARABLE: "not comparable"}
+         NO_VERDICT: "inconclusive", NOT_COMPARABLE: "not comparable"}
 
 
 def _pct(ratio: float | None) -> str:
@@ -73,7 +75,8 @@ def _headed(verdict: str, text: str) -> tuple[str, str]:
     """The mark and the text of an overall line, the mark left out when the text
     starts with it ("no verdict across ...")."""
     mark = _MARK[verdict]
-    return ("", text) if text.startswith(mark) else (mark, text)
+    # ("inconclusive: one session a side ...": a figure without an interval says so itself.)
+    return ("", text) if text.startswith((mark, INCONCLUSIVE)) else (mark, text)
 
 
 def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:

@@ -153,22 +153,29 @@ def over_sessions(a: MeanEstimate, b: MeanEstimate, of: str = metric.TPS) -> Com
     no interval: the comparison is inconclusive, says why and what measures it."""
     if a.se is None or b.se is None:
         ratio = b.mean / a.mean if a.mean else math.inf
-        one = "one session a side" if a.se is None and b.se is None and a.n == b.n == 1 else \
-            sessions.words(a.n, b.n)
-        reason = (f"inconclusive: {one} ({(ratio - 1) * 100:+.1f} %); between-session variation unknown "
-                  f"(`--sessions {sessions.MIN_SESSIONS}` measures it)")
+        # Short, for a table's verdict column: the decision above the table says the
+        # rest once (the spread between sessions unknown, and what measures it).
+        reason = f"inconclusive: {sessions.words(a.n, b.n)}"
         return Comparison(ratio=ratio, ci_low=None, ci_high=None, p_value=None, verdict=None, reason=reason,
                           text=reason)
-    return compare(a, b, min_repeats=1, of=of, said=sessions.words(a.n, b.n))
+    # A side of one session borrowed its spread from a pool (sessions.known_for) that may
+    # hold the other side's sessions, or lend both sides the same estimate: the two
+    # variances are not independent, and Satterthwaite's degrees of freedom, which adds
+    # them as if they were, would be up to twice too many. The pool's own, the fewer.
+    borrowed = a.n < sessions.MIN_SESSIONS or b.n < sessions.MIN_SESSIONS
+    df = min(a.df or math.inf, b.df or math.inf) if borrowed else None
+    return compare(a, b, min_repeats=1, of=of, said=sessions.words(a.n, b.n), df=df)
 
 
 def compare(a: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE,
-            min_repeats: int = MIN_REPEATS, of: str = metric.TPS, said: str | None = None) -> Comparison:
+            min_repeats: int = MIN_REPEATS, of: str = metric.TPS, said: str | None = None,
+            df: float | None = None) -> Comparison:
     """b relative to a, each an estimate over independent runs: the ratio of means, its
     interval, and a verdict when both sides have min_repeats runs. `of`: the metric
     (metric.py) the estimates are of; for seconds (lower is better) a ratio below 1
     is "faster". `said`: what the observations are, added to the verdict's words
-    ("2 sessions a side")."""
+    ("2 sessions a side"); `df`: the difference's degrees of freedom where Welch's
+    would overstate them (over_sessions)."""
     ratio = b.mean / a.mean if a.mean else math.inf
     fewest = min(a.n, b.n)
     if fewest < min_repeats:
@@ -181,13 +188,15 @@ def compare(a: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE,
             "no verdict: a mean is not positive"
         return Comparison(ratio=ratio, ci_low=None, ci_high=None, p_value=None, verdict=None, reason=reason,
                           text=reason)
-    t, df = test
+    t, welch_df = test
     assert a.se is not None and b.se is not None  # welch() returns None without them
-    p = 2 * float(t_dist().sf(abs(t), df))
+    p = 2 * float(t_dist().sf(abs(t), welch_df if df is None else min(df, welch_df)))
     # Delta method: var(log(b/a)) ~= (se_a/mean_a)^2 + (se_b/mean_b)^2.
     rel_a, rel_b = (a.se / a.mean) ** 2, (b.se / b.mean) ** 2
     se_log = math.sqrt(rel_a + rel_b)
     df_log = (rel_a + rel_b) ** 2 / ((rel_a ** 2 / a.df if a.df else 0) + (rel_b ** 2 / b.df if b.df else 0))
+    if df is not None:
+        df_log = min(df, df_log)
     q = float(t_dist().ppf(0.5 + confidence / 2, df_log))
     low, high = ratio * math.exp(-q * se_log), ratio * math.exp(q * se_log)
     change = (ratio - 1) * 100

@@ -1,7 +1,8 @@
 """How much a point's throughput varies: within one run (per second) and between runs.
 
-The model behind the calibration tests and `bench/precision`: a run's level is the
-point's true mean times (1 + between_cv * Z), independent per run; its per-second
+The model behind the calibration tests and `bench/precision`: a session's level is the
+point's true mean times (1 + session_cv * Z), a run's level that times (1 + between_cv
+* Z), independent per session and per run; its per-second
 series is an AR(1) process around that level with lag-one autocorrelation `ar1` and
 a stationary spread of `within_cv` of the level. `measure` estimates the three from
 stored repeats, so the simulations use the noise of a real machine.
@@ -23,6 +24,13 @@ class NoiseModel:
     within_cv: float  # per-second standard deviation within a run, relative to its level
     ar1: float  # lag-one autocorrelation of the per-second series
     source: str = "stated"
+    # Session-to-session standard deviation of a session's level, relative to the mean:
+    # what a new server start and another hour of the machine add (stats/sessions.py).
+    session_cv: float = 0.0
+
+    def session(self, rng: np.random.Generator, mean: float) -> float:
+        """One session's level, around which its runs vary by between_cv."""
+        return mean * (1 + self.session_cv * rng.standard_normal())
 
     def run(self, rng: np.random.Generator, mean: float, seconds: int) -> np.ndarray:
         """One run's per-second series."""
