@@ -50,3 +50,47 @@ def test_a_studys_archive_command_runs_only_with_allow_commands(public_tmp, tmp_
     assert marker.exists()  # the server ran the study's command
     ok = sqlite3.connect(store).execute("SELECT COUNT(*) FROM points WHERE status = 'ok'").fetchone()[0]
     assert ok >= 1
+
+
+def test_a_bundles_or_a_stored_runs_archive_command_needs_allow_commands_too(public_tmp, tmp_path, drop_box):
+    """The settings a run stored (its publisher's typed flags) come with its bundle:
+    `run --like` of it, and `run --resume` of it imported, are refused without
+    --allow-commands before anything starts, the setting named (issue 53)."""
+    marker = drop_box / "archived"
+    study = tmp_path / "plain.toml"
+    study.write_text('schema = 1\nname = "plain"\n[sweep]\nlevels = [1]\n[engines.postgres]\n'
+                     '[[workloads]]\nworkload = "pgbench-tpcb"\n')
+    env = cli_env(public_tmp)
+    theirs = tmp_path / "theirs.db"
+    # The publisher typed the command (their own consent): it is stored with their run.
+    done = dbarena("run", "--study", str(study), "--quick", "--no-probe", "--label", "theirs", "--store", str(theirs),
+                   "--pg-setting", "archive_mode=on", "--pg-setting", "archive_timeout=1",
+                   "--pg-setting", f"archive_command=touch {marker}", env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert marker.exists()
+    marker.unlink()
+    bundle = tmp_path / "theirs.tar"
+    done = dbarena("publish", "--store", str(theirs), "--label", "theirs", "--unsigned", "-o", str(bundle), env=env)
+    assert done.returncode == 0, done.stderr
+    setting = f"engines.postgres.settings.archive_command = 'touch {marker}' (runs a shell command)"
+
+    mine = tmp_path / "mine.db"
+    refused = dbarena("run", "--like", str(bundle), "--quick", "--no-probe", "--store", str(mine), env=env)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    line = error_line(refused.stderr)
+    assert refused.stderr == line and line.startswith(f"dbarena: error: --like {bundle}: {setting}"), line
+    assert "--allow-commands" in line
+    assert not marker.exists() and not mine.exists()
+
+    # Imported, a point of its run left to do (as an interrupted run leaves one), resumed.
+    done = dbarena("import", str(bundle), "--store", str(mine), env=env)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(mine) as db:
+        db.execute("UPDATE points SET status = 'failed' WHERE id = (SELECT MAX(id) FROM points)")
+    db.close()
+    refused = dbarena("run", "--resume", "--no-probe", "--store", str(mine), env=env)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    line = error_line(refused.stderr)
+    assert refused.stderr == line and line.startswith(f"dbarena: error: --resume latest (the stored run's study and "
+                                                      f"flags): {setting}"), line
+    assert not marker.exists()

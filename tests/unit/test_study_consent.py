@@ -234,3 +234,34 @@ def test_tool_options_that_run_commands_or_load_code_are_found(tmp_path):
     path.write_text('schema = 1\nname = "t"\n[[workloads]]\nworkload = "pgbench-custom"\n'
                     'options = { file = "plain.sql@2" }\n')
     assert consent.findings(study.load(str(path))) == []
+
+
+def test_a_bundles_or_a_stored_runs_flags_are_not_typed_here(tmp_path):
+    """A run's stored flags (a bundle's publisher's, a stored run's) came with what the
+    user was handed: `run --like` and `run --resume` check them as a study file's; only
+    what is typed with them now is the user's (issue 53)."""
+    from dbarena.exchange.like import Like
+    from dbarena.exchange.verify import Verified
+
+    text = 'schema = 1\nname = "s"\n[engines.postgres]\n[[workloads]]\nworkload = "pgbench-select-only"\n'
+    stored = {"settings": {"postgres": {"archive_command": "touch /tmp/pwned"}}, "bindirs": {"postgres": "/tmp/evil"}}
+    rebuilt = study.rebuild(text, "theirs.toml", stored)  # as resume.stored_study rebuilds a stored run
+    assert consent.findings(rebuilt) == []  # (the study's own flags: what `run --study` was typed with)
+    found = consent.findings(rebuilt, typed={})
+    assert [f.key for f in found] == ["engines.postgres.settings.archive_command", "engines.postgres.bindir"]
+    line = consent.refusal(rebuilt, typed={}, where="--resume 3 (the stored run's study and flags)")
+    assert line is not None and "\n" not in line and line.startswith("--resume 3 (the stored run's study and flags): ")
+    assert "engines.postgres.settings.archive_command = 'touch /tmp/pwned' (runs a shell command) and 1 more" in line
+    with pytest.raises(UsageError, match="--allow-commands"):
+        consent.check(rebuilt, allowed=False, typed={}, where="--resume 3")
+    consent.check(rebuilt, allowed=True, typed={}, where="--resume 3")
+    # Typed again now, the same value is the user's.
+    assert consent.findings(rebuilt, typed={"settings": {"postgres": {"archive_command": "touch /tmp/pwned"}},
+                                            "bindirs": {"postgres": "/tmp/evil"}}) == []
+    # run --like: the bundle's flags (but its bindirs, dropped as its publisher's) over its study.
+    like = Like(verified=Verified.__new__(Verified), run={"options": {"flags": stored, "source": "theirs.toml"}},
+                study_text=text, study_source="theirs.toml")
+    given = Overrides()
+    liked = like.study(given)
+    assert liked.engine("postgres").settings == (("archive_command", "touch /tmp/pwned"),)
+    assert [f.key for f in consent.findings(liked, given.flags())] == ["engines.postgres.settings.archive_command"]

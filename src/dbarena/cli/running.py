@@ -35,10 +35,10 @@ from dbarena.study import arguments, consent
 # every host's `dbarena run`, and checks it itself before anything starts.
 allow_commands_option = click.option(
     "--allow-commands", is_flag=True,
-    help="Let the study file's settings that run commands or load code (archive_command, "
-         "shared_preload_libraries, plugin_load_add ...) and its bindir (binaries run from it) through; without "
-         "it such a study is refused. What you type yourself (--pg-setting, --mysql-setting, --pg-bindir) needs "
-         "no flag.")
+    help="Let the settings that run commands or load code (archive_command, shared_preload_libraries, "
+         "plugin_load_add ...) and the bindir (binaries run from it) of a study file, a bundle (--like) or a stored "
+         "run (--resume) through; without it such a study is refused. What you type yourself now (--pg-setting, "
+         "--mysql-setting, --pg-bindir) needs no flag.")
 
 
 @cli.command()
@@ -111,11 +111,19 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         # Another label than the bundle's: both runs are in one store, and a decision
         # is between labels.
         kwargs["label"] = kwargs.get("label") or f"{like.label}-here"
-        the_study = like.study(study_mod.overrides(kwargs))
+        given = study_mod.overrides(kwargs)
+        the_study = like.study(given)
+        # The bundle's stored flags are its publisher's, not typed here (consent.py).
+        typed, where = given.flags(), f"--like {like_path}"
     elif resume is not None:
-        the_study, invocation, already = _resumed_study(store_path, resume, kwargs)
+        the_study, invocation, already, typed = _resumed_study(store_path, resume, kwargs)
+        where = f"--resume {resume} (the stored run's study and flags)"
     else:
         the_study = arguments.study_from_values(kwargs)
+        typed, where = None, None
+    # Before anything of the study runs (preflight checks setting names with its
+    # binaries), on machines or here.
+    consent.check(the_study, allow_commands, typed, where)
     if the_study.machines is not None and progress_file is None:
         # Not run here: on the machines [machines] describes, made for the run. (With
         # --progress-file this is one of them: the fleet's host, running its part.)
@@ -126,8 +134,6 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     if max_cost is not None or max_instances is not None:
         raise UsageError(f"{'--max-cost' if max_cost is not None else '--max-instances'} applies to a study with "
                          "[machines] (docs/cloud.md)")
-    # Before anything of the study runs (preflight checks setting names with its binaries).
-    consent.check(the_study, allow_commands)
     if keep and all(e.target for e in the_study.engines):
         raise UsageError("--keep applies to throwaway instances only, not to --target")
     out = terminal.console()
@@ -308,10 +314,11 @@ def _without_short_series(rows: list[AnalysedPoint]) -> list[AnalysedPoint]:
 
 
 def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object]
-                   ) -> tuple[study_mod.Study, str, set[resume_mod.Identity]]:
-    """The stored plan of the run to resume, its invocation and the points it stored
-    (resume.stored_points). A study or flags given with --resume must describe the
-    same plan."""
+                   ) -> tuple[study_mod.Study, str, set[resume_mod.Identity], dict[str, Any]]:
+    """The stored plan of the run to resume, its invocation, the points it stored
+    (resume.stored_points) and the flags typed with --resume (what consent.py counts as
+    the user's: the stored ones are not). A study or flags given with --resume must
+    describe the same plan."""
     if resume != "latest" and not resume.isdigit():
         raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
     if isinstance(store_path, Path) and not store_path.is_file():
@@ -322,7 +329,7 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object
     given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
     with Store(store_path) as db:
         the_study, invocation = resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
-        return the_study, invocation, resume_mod.stored_points(db, invocation)
+        return the_study, invocation, resume_mod.stored_points(db, invocation), overrides.flags()
 
 
 @cli.command()

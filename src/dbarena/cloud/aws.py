@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from dbarena.cloud.provider import TAG_HOST, TAG_RUN, CapacityError, Resource, utc
 from dbarena.errors import EnvironmentProblem
+from dbarena.fleet import untemplated
 from dbarena.fleet.controller import ansible_command
 from dbarena.masking import masked
 from dbarena.study.model import Machines
@@ -56,10 +57,10 @@ class Aws:
             folder = Path(work)
             folder.chmod(0o700)
             out = folder / "out.json"
-            vars_file = folder / "vars.json"
-            vars_file.touch(mode=0o600)
-            vars_file.write_text(json.dumps({"region": self.region, "endpoint_url": self.endpoint_url,
-                                             "out": str(out), **variables}))
+            vars_file = folder / "vars.yml"
+            # As data Ansible never templates: the study's [machines] values (untemplated.py).
+            untemplated.write(vars_file, {"region": self.region, "endpoint_url": self.endpoint_url,
+                                          "out": str(out), **variables})
             env = dict(os.environ)
             env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_NOCOLOR": "1",
                         "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False",

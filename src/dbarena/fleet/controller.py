@@ -29,7 +29,7 @@ from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
 from dbarena.errors import EnvironmentProblem
-from dbarena.fleet import failure
+from dbarena.fleet import failure, untemplated
 from dbarena.stats import outliers
 from dbarena.fleet.failure import Failure
 from dbarena.fleet.inventory import SERVER_GROUP, Host
@@ -287,15 +287,16 @@ class Ansible:
         """host name -> what it did (HostResult).
         A play that does not end within timeout_s (a connection that hangs) counts every
         host as unreachable this time, rather than hanging the fleet."""
-        vars_file = self.workdir / "vars.json"
+        vars_file = self.workdir / "vars.yml"
         args = extra.get("args")
         variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
                      "dbarena_fleet": {h.name: {"workdir": h.workdir, "deps": h.deps,
                                                 "args": args.get(h.name, []) if isinstance(args, Mapping) else []}
                                        for h in hosts},
                      **{k: v for k, v in extra.items() if k != "args"}}
-        vars_file.write_text(json.dumps(variables))
-        vars_file.chmod(0o600)
+        # As data Ansible never templates: labels, paths and arguments come from the
+        # inventory and the study (untemplated.py).
+        untemplated.write(vars_file, variables)
         env = dict(os.environ)
         env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
                     "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})

@@ -8,8 +8,11 @@ shared_preload_libraries, plugin_load_add ...; the tool options each tool declar
 mysqlslap's pre-system, a pgbench script with \\shell) and a `bindir` (whose binaries
 dbarena runs) are refused unless the user types `--allow-commands`. What the user types on the
 command line (`--pg-setting`, `--mysql-setting`, `--pg-bindir`) is their own doing and
-consent already: only what came from the study file counts. A run resumed from a store
-counts as the study it resumes (its stored flags as typed).
+consent already: only what came from the study file counts. The flags a run stored are
+not typed now: a bundle's run (`run --like`, carrying its publisher's flags) and a
+stored run (`run --resume`, an imported bundle's too) are checked as a study file is,
+flags and all; only what is typed with --like or --resume counts as the user's
+(`typed`).
 
 `study check` runs nothing of a study in any case: `checkable` gives it the study
 without the file's bindirs, so that setting names are checked against the machine's
@@ -40,12 +43,14 @@ class Finding:
         return f"{self.key} = {self.value!r} ({self.what})"
 
 
-def findings(study: Study) -> list[Finding]:
+def findings(study: Study, typed: Mapping[str, Any] | None = None) -> list[Finding]:
     """What of the study, not typed on the command line, runs a command or loads code:
     each engine's settings (and its variants') that the engine declares as such, and a
-    bindir."""
-    typed_settings: Mapping[str, Mapping[str, Any]] = study.flags.get("settings", {})
-    typed_bindirs: Mapping[str, Any] = study.flags.get("bindirs", {})
+    bindir. `typed`: the flags typed for this command (Overrides.flags()); None: the
+    study's own flags are (`run --study FILE` applies what was typed with it)."""
+    flags = study.flags if typed is None else typed
+    typed_settings: Mapping[str, Mapping[str, Any]] = flags.get("settings", {})
+    typed_bindirs: Mapping[str, Any] = flags.get("bindirs", {})
     found: list[Finding] = []
     for entry in study.engines:
         engine = engines.first(entry.name)
@@ -87,22 +92,27 @@ def _tool_options(study: Study) -> list[Finding]:
     return found
 
 
-def refusal(study: Study) -> str | None:
+def refusal(study: Study, typed: Mapping[str, Any] | None = None, where: str | None = None) -> str | None:
     """One line saying why the study is refused without --allow-commands; None when
-    nothing in it needs the user's word."""
-    found = findings(study)
+    nothing in it needs the user's word. `where` names what it came from (a bundle, a
+    stored run) when that is not the study file."""
+    found = findings(study, typed)
     if not found:
         return None
     more = f" and {len(found) - 1} more" if len(found) > 1 else ""
-    return (f"{study.source}: {found[0].words()}{more}: a study file may not run commands or load code "
-            f"unless you allow it with {FLAG} (`dbarena study check` lists what)")
+    if where is None:
+        return (f"{study.source}: {found[0].words()}{more}: a study file may not run commands or load code "
+                f"unless you allow it with {FLAG} (`dbarena study check` lists what)")
+    return (f"{where}: {found[0].words()}{more}: what a study, a bundle or a stored run gives may not run "
+            f"commands or load code unless you allow it with {FLAG}")
 
 
-def check(study: Study, allowed: bool) -> None:
-    """A UsageError (exit 2) when the study needs --allow-commands and it was not given."""
+def check(study: Study, allowed: bool, typed: Mapping[str, Any] | None = None, where: str | None = None) -> None:
+    """A UsageError (exit 2) when the study needs --allow-commands and it was not given
+    (`typed` and `where` as refusal() takes them)."""
     if allowed:
         return
-    refused = refusal(study)
+    refused = refusal(study, typed, where)
     if refused is not None:
         raise UsageError(refused)
 

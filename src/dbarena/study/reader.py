@@ -21,6 +21,17 @@ from dbarena.study.model import (
     parse_duration, parse_level, parse_precision,
 )
 
+# The shapes of a provider's identifiers in [machines] (Reader.ident): what AWS and the
+# local provider name them with, and nothing Ansible or a shell would read as code.
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # region, instance type or class, disk, version
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*")  # an AMI id, or resolve:ssm:/aws/service/...
+_KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+=-]*")  # an EC2 key pair
+_LOGIN = re.compile(r"[A-Za-z_][A-Za-z0-9._-]*")  # a login name on the image
+_SHAPES = {_IDENT.pattern: "letters, digits, '.', '_' and '-'",
+           _IMAGE.pattern: "letters, digits and '.', '_', '-', ':', '/'",
+           _KEY_NAME.pattern: "letters, digits and '.', '_', '-', ':', '/', '@', '+', '='",
+           _LOGIN.pattern: "a login name: letters, digits, '.', '_' and '-'"}
+
 # A server setting's name as both engines spell theirs (PostgreSQL's custom ones have a dot).
 
 # A study file's size and nesting, bounded before tomllib parses it: a study is a few KB
@@ -254,6 +265,19 @@ class _Checker:
             raise self.fail(key, f"{quoted(text)} {problem}")
         return text
 
+    def ident(self, raw: Any, key: str, shape: re.Pattern[str] | None = None) -> str:
+        """A provider's identifier (a region, an instance type, an AMI, a key pair, a
+        login), in the shape its provider spells it. These values reach Ansible (the
+        providers' playbooks, the inventory's ansible_user and host names), where a
+        `{{ ... }}` would be a template run on the controller: a shape without braces,
+        quotes or spaces refuses one in one line (and the variables dbarena hands a
+        playbook are never templated anyway: fleet/untemplated.py)."""
+        text = self.name(raw, key)
+        shape = shape or _IDENT
+        if not shape.fullmatch(text):
+            raise self.fail(key, f"{quoted(text)} is not a provider's name ({_SHAPES[shape.pattern]})")
+        return text
+
     def machines(self, raw: Any) -> Machines | None:
         """[machines]: checked here, priced and made by dbarena.cloud (docs/cloud.md)."""
         if raw is None:
@@ -265,7 +289,7 @@ class _Checker:
         types = body.get("instance_types", [])
         if not isinstance(types, list):
             raise self.fail("machines.instance_types", f"expected a list of instance types, not {_kind(types)}")
-        instance_types = tuple(self.name(t, f"machines.instance_types[{i}]") for i, t in enumerate(types))
+        instance_types = tuple(self.ident(t, f"machines.instance_types[{i}]") for i, t in enumerate(types))
         if len(set(instance_types)) != len(instance_types):
             raise self.fail("machines.instance_types", "an instance type is listed twice (count = N makes N of each)")
         raw_managed = body.get("managed", [])
@@ -283,16 +307,16 @@ class _Checker:
         prices, currency = self.machine_prices(body.get("prices"))
         lifetime = body.get("lifetime")
         return Machines(
-            provider=self.name(body["provider"], "machines.provider"),
-            region=self.name(body["region"], "machines.region"),
+            provider=self.ident(body["provider"], "machines.provider"),
+            region=self.ident(body["region"], "machines.region"),
             instance_types=instance_types,
             count=self.int_(body.get("count", 1), "machines.count"),
-            disk=self.name(body.get("disk", "gp3"), "machines.disk"),
+            disk=self.ident(body.get("disk", "gp3"), "machines.disk"),
             disk_gb=self.int_(body.get("disk_gb", 20), "machines.disk_gb"),
             disk_iops=self.int_(body["disk_iops"], "machines.disk_iops") if "disk_iops" in body else None,
-            image=self.name(body["image"], "machines.image") if "image" in body else None,
-            ssh_user=self.name(body.get("ssh_user", "admin"), "machines.ssh_user"),
-            key_name=self.name(body["key_name"], "machines.key_name") if "key_name" in body else None,
+            image=self.ident(body["image"], "machines.image", _IMAGE) if "image" in body else None,
+            ssh_user=self.ident(body.get("ssh_user", "admin"), "machines.ssh_user", _LOGIN),
+            key_name=self.ident(body["key_name"], "machines.key_name", _KEY_NAME) if "key_name" in body else None,
             managed=managed, prices=prices, currency=currency,
             catalogue=str((self.base_dir or Path.cwd()) / self.str_(body["catalogue"], "machines.catalogue"))
             if "catalogue" in body else None,
@@ -316,10 +340,10 @@ class _Checker:
             raise self.fail(f"{key}.engine", f"engines.{engine}'s settings, cluster options and data_dir apply to a "
                                              "throwaway instance only, not to a managed database")
         return ManagedDb(
-            engine=engine, version=self.name(str(body["version"]), f"{key}.version") if "version" in body else None,
-            instance_class=self.name(body["instance_class"], f"{key}.instance_class"),
+            engine=engine, version=self.ident(str(body["version"]), f"{key}.version") if "version" in body else None,
+            instance_class=self.ident(body["instance_class"], f"{key}.instance_class"),
             storage_gb=self.int_(body.get("storage_gb", 20), f"{key}.storage_gb"),
-            storage_type=self.name(body.get("storage_type", "gp3"), f"{key}.storage_type"),
+            storage_type=self.ident(body.get("storage_type", "gp3"), f"{key}.storage_type"),
             iops=self.int_(body["iops"], f"{key}.iops") if "iops" in body else None,
             ha=self.bool_(body.get("ha", False), f"{key}.ha"),
         )
