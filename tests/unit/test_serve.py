@@ -339,6 +339,21 @@ def test_with_a_token_the_first_visit_keeps_it_in_a_cookie_and_leaves_the_addres
         assert fresh.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
+@pytest.mark.parametrize("path", ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/%2F%2Fevil.example/",
+                                  "/%5C%5Cevil.example/", "//evil.example/a%0d%0aSet-Cookie:x=1"])
+def test_the_first_visit_is_sent_on_only_to_a_path_of_this_server(guarded: TestClient, path: str) -> None:
+    """A link `//evil.example/?token=T` must not send the browser (and its new cookie's
+    visit) to another host: the Location is a path of this server, one slash first."""
+    with guarded as c:
+        # (The whole address: a path given alone that starts with // is another host to the client too.)
+        first = c.get(f"http://0.0.0.0:8642{path}?token={TOKEN}&x=1", follow_redirects=False)
+    where = first.headers["location"]
+    assert first.status_code == 303 and where.startswith("/") and not where.startswith(("//", "/\\")), where
+    assert "\r" not in where and "\n" not in where and "set-cookie" not in {k.lower() for k in first.headers
+                                                                            if k.lower() != "set-cookie"}
+    assert where.endswith("?x=1")
+
+
 def test_without_a_token_only_requests_naming_a_loopback_host_are_answered(demo: Path) -> None:
     app = serve_app.create_app(demo)
     with TestClient(app, base_url="http://evil.example") as c:

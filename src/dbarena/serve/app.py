@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -550,7 +551,7 @@ class _Guard(BaseHTTPMiddleware):
             if not _same(given, self.token):
                 return _refused()
             query = request.url.remove_query_params("token").query
-            answer = RedirectResponse(request.url.path + (f"?{query}" if query else ""), status_code=303)
+            answer = RedirectResponse(_here(request.url.path) + (f"?{query}" if query else ""), status_code=303)
             answer.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
             return answer
         header = request.headers.get("authorization", "")
@@ -560,6 +561,14 @@ class _Guard(BaseHTTPMiddleware):
         if cookie is not None and _same(cookie, self.token):
             return None
         return _refused()
+
+
+def _here(path: str) -> str:
+    """A request's path as a redirect to this server only: a browser reads a Location of
+    `//evil.example/` (or `/\\evil.example/`, a backslash taken for a slash) as another host,
+    so the leading slashes and backslashes become one slash; what the path holds is
+    percent-encoded again (its decoded form may hold a space, a CR or LF)."""
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
 
 
 def _refused() -> Response:
