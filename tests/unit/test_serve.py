@@ -324,7 +324,7 @@ def test_with_a_token_a_request_without_it_is_refused(guarded: TestClient) -> No
             assert "vm" not in refused.text
         assert c.get("/", params={"token": TOKEN[:-1] + "x"}).status_code == 401
         assert c.get("/", headers={"Authorization": "Bearer wrong-token-wrong-token"}).status_code == 401
-        c.cookies.set(serve_app.COOKIE, "wrong")
+        c.cookies.set(f"{serve_app.COOKIE}_8642", "wrong")
         assert c.get("/").status_code == 401
 
 
@@ -352,6 +352,47 @@ def test_the_first_visit_is_sent_on_only_to_a_path_of_this_server(guarded: TestC
     assert "\r" not in where and "\n" not in where and "set-cookie" not in {k.lower() for k in first.headers
                                                                             if k.lower() != "set-cookie"}
     assert where.endswith("?x=1")
+
+
+def _cookie(answer: object) -> tuple[str, str, str]:
+    """The name, value and attributes of the one cookie an answer sets."""
+    header = answer.headers["set-cookie"]  # type: ignore[attr-defined]
+    pair, _, attributes = header.partition(";")
+    name, _, value = pair.partition("=")
+    return name.strip(), value.strip(), attributes.lower()
+
+
+def test_two_servers_on_one_host_keep_their_own_cookies(demo: Path) -> None:
+    """A browser sends a host's cookies to every port of it: the second server's visit
+    must not replace the first's token, nor the first's be taken for the second's."""
+    other = "another-token-for-the-tests-0123456789"
+    jar: dict[str, str] = {}
+    clients = [TestClient(serve_app.create_app(demo, token=token, loopback_only=False),
+                          base_url=f"http://10.0.0.7:{port}") for token, port in ((TOKEN, 8642), (other, 8643))]
+    for c, token in zip(clients, (TOKEN, other)):
+        with c:
+            name, value, _ = _cookie(c.get("/", params={"token": token}, follow_redirects=False))
+            jar[name] = value  # (one jar: what the browser holds for the host 10.0.0.7)
+    assert len(jar) == 2
+    for c in clients:
+        c.cookies.clear()
+        for name, value in jar.items():
+            c.cookies.set(name, value)
+        with c:
+            assert c.get("/").status_code == 200
+
+
+def test_the_cookie_is_secure_when_the_browser_came_over_tls(demo: Path) -> None:
+    app = serve_app.create_app(demo, token=TOKEN, loopback_only=False)
+    with TestClient(app, base_url="https://dbarena.example") as c:
+        assert "secure" in _cookie(c.get("/", params={"token": TOKEN}, follow_redirects=False))[2].split("; ")
+    with TestClient(app, base_url="http://10.0.0.7:8642") as c:
+        plain = c.get("/", params={"token": TOKEN}, follow_redirects=False)
+        assert "secure" not in _cookie(plain)[2]
+        for header in ({"X-Forwarded-Proto": "https"}, {"Forwarded": "for=10.0.0.1;proto=https"}):
+            # A proxy that terminates TLS says so.
+            proxied = c.get("/", params={"token": TOKEN}, headers=header, follow_redirects=False)
+            assert "secure" in _cookie(proxied)[2].split("; "), header
 
 
 def test_without_a_token_only_requests_naming_a_loopback_host_are_answered(demo: Path) -> None:

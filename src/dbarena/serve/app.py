@@ -68,6 +68,9 @@ HEADERS = {
     # What a page shows changes as runs store points, and it is the store's, not a cache's.
     "Cache-Control": "no-store",
 }
+# The token's cookie, named after the port the server listens on: a browser sends a
+# host's cookies to every port of it (cookies ignore ports), so two servers on one host
+# would otherwise overwrite each other's under one name (cookie_name).
 COOKIE = "dbarena_serve_token"
 # Hosts whose address only this machine reaches: served without a token, but only to
 # requests that name them (a web page elsewhere cannot rebind its own name to 127.0.0.1
@@ -552,15 +555,37 @@ class _Guard(BaseHTTPMiddleware):
                 return _refused()
             query = request.url.remove_query_params("token").query
             answer = RedirectResponse(_here(request.url.path) + (f"?{query}" if query else ""), status_code=303)
-            answer.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+            answer.set_cookie(cookie_name(request), self.token, httponly=True, samesite="strict", path="/",
+                              secure=_over_tls(request))
             return answer
         header = request.headers.get("authorization", "")
         if header.startswith("Bearer ") and _same(header.removeprefix("Bearer ").strip(), self.token):
             return None
-        cookie = request.cookies.get(COOKIE)
+        cookie = request.cookies.get(cookie_name(request))
         if cookie is not None and _same(cookie, self.token):
             return None
         return _refused()
+
+
+def cookie_name(request: Request) -> str:
+    """The token's cookie for the server that answers `request`: COOKIE and the port it
+    listens on (behind a proxy too, where the browser's port is the proxy's)."""
+    server = request.scope.get("server")
+    port = server[1] if server and server[1] is not None else request.url.port
+    return f"{COOKIE}_{port}" if port else COOKIE
+
+
+def _over_tls(request: Request) -> bool:
+    """Whether the browser reached us over TLS: the request's own scheme (uvicorn's, which
+    also takes a trusted local proxy's X-Forwarded-Proto), or a proxy elsewhere saying so
+    (X-Forwarded-Proto, Forwarded: proto=https). The cookie is then Secure, never sent
+    over plain HTTP. Taken from any client: a client that claims https only keeps its own
+    cookie from coming back over HTTP; no page can make a browser send these headers."""
+    if request.url.scheme in ("https", "wss"):
+        return True
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    claims = re.findall(r"proto=\"?([a-z]+)", request.headers.get("forwarded", "").split(",")[0].lower())
+    return forwarded == "https" or claims[:1] == ["https"]
 
 
 def _here(path: str) -> str:
