@@ -301,6 +301,38 @@ def test_served_beyond_127_0_0_1_a_request_without_the_token_is_refused(store: t
                                                              "needs the token)\n"
 
 
+def test_served_on_ipv6_loopback_it_answers_requests_to_it(store: tuple[Path, int], tmp_path: Path) -> None:
+    """`--host ::1`: served without a token, as 127.0.0.1 is, and answers requests that
+    name [::1] (a browser's Host header holds the address in brackets)."""
+    path, _ = store
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))  # (a machine without IPv6's loopback: an error here, not a skip)
+        port = int(probe.getsockname()[1])
+    server, said = _start(["--store", str(path), "--host", "::1", "--port", str(port)], _env(tmp_path))
+    try:
+        assert said[0] == f"dbarena serve: http://[::1]:{port}/\n"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connection = http.client.HTTPConnection("::1", port, timeout=30)
+                connection.request("GET", "/")  # Host: [::1]:PORT, as a browser sends it
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "nothing listens on [::1]"
+                time.sleep(0.1)
+        answer = connection.getresponse()
+        body = answer.read().decode()
+        connection.close()
+        assert answer.status == 200 and "Runs, newest first" in body, (answer.status, body)
+        connection = http.client.HTTPConnection("::1", port, timeout=30)
+        connection.request("GET", "/", headers={"Host": "evil.example"})
+        assert connection.getresponse().status == 400  # (another name for it is still refused)
+        connection.close()
+    finally:
+        err = _stop(server)
+    assert "Traceback" not in err, err
+
+
 EVIL = "<script>alert(1)</script>"
 BIDI = "box\u202eevil\u2066x"
 PROBES = (("p1", 1000.0), ("p2", 1040.0), ("p3", 980.0), ("slow", 520.0))

@@ -401,6 +401,12 @@ def test_without_a_token_only_requests_naming_a_loopback_host_are_answered(demo:
         assert c.get("/").status_code == 400
     with TestClient(app, base_url="http://localhost:8642") as c:
         assert c.get("/").status_code == 200
+    # IPv6's loopback, named in its brackets (`--host ::1`); and hosts that only look like one.
+    with TestClient(app, base_url="http://[::1]:8642") as c:
+        assert c.get("/").status_code == 200
+        for host in ("[::1].evil.example", "[::1]evil.example:80", "[::2]:8642", "[::1", "evil.example:[::1]"):
+            refused = c.get("/", headers={"Host": host})
+            assert refused.status_code == 400 and len(refused.text.splitlines()) == 1, host
 
 
 def _problem(page_text: str) -> str:

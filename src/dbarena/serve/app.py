@@ -36,12 +36,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
@@ -596,6 +596,35 @@ def _here(path: str) -> str:
     return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
 
 
+def host_of(header: str) -> str:
+    """The host a Host header names, without its port: an IPv6 address in its brackets
+    (`[::1]:8642` is ::1; split at the first colon it was `[`, and every request to
+    `--host ::1` was refused)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        inside, closed, rest = header[1:].partition("]")
+        return inside if closed and (not rest or rest.startswith(":")) else ""
+    return header.split(":", 1)[0]
+
+
+class _LoopbackOnly:
+    """Without a token: only requests that name a loopback host (LOOPBACK) are answered;
+    any other Host is 400 in one line."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            named = host_of(Headers(scope=scope).get("host", ""))
+            if named not in LOOPBACK:
+                answer = PlainTextResponse(f"dbarena serve: host {printable(named[:100])!r}: this server answers only "
+                                           "requests to 127.0.0.1, localhost or [::1]\n", status_code=400)
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _refused() -> Response:
     return PlainTextResponse(
         "dbarena serve: this server asks for its token: open the address it printed at start (...?token=TOKEN) "
@@ -630,7 +659,7 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
 
     middleware = [Middleware(_Guard, token=token)]
     if token is None and loopback_only:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK)))
+        middleware.append(Middleware(_LoopbackOnly))
     return Starlette(
         routes=[
             Route("/", routes.home),
