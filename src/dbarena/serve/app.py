@@ -52,6 +52,7 @@ from dbarena.report.data import Report
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
 from dbarena.store.database import Store
+from dbarena.store.dialect import file_identity
 
 # Nothing but the server's own files: scripts from /static (no inline script), its style
 # sheets, and fetches of its own live data; no frame may hold a page, no form post
@@ -98,6 +99,10 @@ class Reader:
         self.local = threading.local()
         self.plans = live.Plans()
         self.latests = live.Latests()
+        # (device, inode) of the file at an SQLite store's path when last opened: a file
+        # renamed over it (an import's, a copy restored) is another store.
+        self.identity: tuple[int, int] | None = None
+        self._lock = threading.Lock()
 
     def open(self) -> Store:
         """The store as every reading command opens it (cli.app.open_store): a file that
@@ -108,9 +113,16 @@ class Reader:
 
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         store: Store | None = getattr(self.local, "store", None)
+        now = file_identity(self.location) if isinstance(self.location, Path) else None
+        if store is not None and now != getattr(self.local, "identity", None):
+            # The file at the path is not the one this connection reads (SQLite goes on
+            # reading the inode it opened, renamed over or removed): open the path again.
+            self._drop(store)
+            store = None
         if store is None:
-            store = self.open()
-            self.local.store = store
+            self._replaced(now)
+            store = self.open()  # (the identity taken before: a file replaced meanwhile is seen next time)
+            self.local.store, self.local.identity = store, now
         failures: tuple[type[BaseException], ...] = (sqlite3.Error, *store.errors)
         try:
             return fn(store, *args)
@@ -121,6 +133,15 @@ class Reader:
         except StoreError:
             self._drop(store)
             raise
+
+    def _replaced(self, now: tuple[int, int] | None) -> None:
+        """Forget what was kept of the runs (plans, last points: by run and point id) when
+        the file is another than the one last opened: its ids are another store's."""
+        with self._lock:
+            if now != self.identity:
+                if self.identity is not None:
+                    self.plans, self.latests = live.Plans(), live.Latests()
+                self.identity = now
 
     def _drop(self, store: Store) -> None:
         self.local.store = None
@@ -169,7 +190,10 @@ class Kept(Generic[T]):
     def of(self, name: str, fn: Callable[..., T]) -> Callable[..., T]:
         """fn(store, *args), answered from what is kept while the store holds the same data."""
         def made(store: Store, *args: Any) -> T:
-            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version())
+            # (The file's identity too: a store renamed over the path may hold the same
+            # version, its points' highest id and count and its runs' ends, with other figures.)
+            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version(),
+                   file_identity(store.path) if store.path is not None else None)
             with self._lock:
                 if key in self._kept:
                     self._kept.move_to_end(key)
