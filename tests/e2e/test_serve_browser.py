@@ -436,6 +436,13 @@ def test_workload_point_zoom_history_diff_and_hosts_in_chromium(rich: str) -> No
         page.click("nav.top >> text=History")
         page.wait_for_url(rich + "/history")
         section = page.locator("section.series", has_text="nightly")
+        # Its runs named on the x axis by their ids, as the tips, the links and `dbarena
+        # history` name them (the store's first runs are a's and b's: not 1, 2, 3 ...).
+        ids = section.locator("div.chart a circle").evaluate_all(
+            "cs => cs.map(c => c.parentNode.getAttribute('href').replace('/run/', ''))")
+        ticks = section.locator("div.chart g.axes text.xtick").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert ticks == ids and len(ids) == 10 and ids != [str(n) for n in range(1, 11)], (ticks, ids)
+        assert "run id, oldest first" in section.locator("div.chart g.axes").text_content()
         section.locator("a.mark-link line.hit").click(force=True)
         page.wait_for_url(re.compile(r".*/diff\?before=\d+&after=\d+$"))
         assert "setting synchronous_commit" in page.inner_text("table.diff >> nth=0")
