@@ -253,8 +253,24 @@ def test_a_real_runs_point_in_flight_shows_its_seconds_before_it_is_stored_in_ch
                 page.wait_for_function(f"() => /^measuring: .* repeat 2, [1-7] s of 8: /.test({CURRENT}.textContent)",
                                        timeout=60_000)
                 assert page.inner_text("#running .points").startswith("1 ")
+            # The run ends with the page left open: it leaves "Running now" by itself (no
+            # reload: the mark set here stays), its row in the list finished, with its end.
+            (run_id,) = page.eval_on_selector_all("#running tr[data-run]", "rows => rows.map(r => r.dataset.run)")
+            page.evaluate("() => { window.followed = true; }")
+            assert run.wait(timeout=120) == 0, run.stderr.read() if run.stderr else ""
+            ended = time.monotonic()
+            page.wait_for_function("() => !document.querySelector('#running tr[data-run]')", timeout=3000)
+            moved = time.monotonic() - ended
+            assert page.inner_text("#running").split() == "Running now No run is running.".split()
+            row = f'#runs tr[data-run="{run_id}"]'
+            assert page.inner_text(f"{row} .status") == "finished" and page.inner_text(f"{row} .points") == "2"
+            with Store(path, readonly=True) as db:
+                stored = db.run(int(run_id))
+            assert stored is not None and stored.ended_at
+            assert page.inner_text(f"{row} .ended") == stored.ended_at.replace("T", " ")[:19]
+            assert page.evaluate("() => window.followed === true")  # the same page, not reloaded
             browser.close()
-        assert run.wait(timeout=120) == 0, run.stderr.read() if run.stderr else ""
+        assert moved <= 2.5
     finally:
         if run is not None and run.poll() is None:
             run.terminate()

@@ -113,7 +113,8 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
                                                    "latest_tps": polled["runs"]["1"]["latest_tps"],
                                                    "latest_text": polled["runs"]["1"]["latest_text"],
                                                    "measuring": None,  # (nothing published: no point in flight)
-                                                   "current_text": polled["runs"]["1"]["latest_text"]}
+                                                   "current_text": polled["runs"]["1"]["latest_text"],
+                                                   "ended": None}  # (running: no end yet)
     assert polled["runs"]["1"]["left_s"] >= 10  # two points of 5 s, and their preparation
     # The point stored last, second by second: its stored series' last seconds, as drawn and polled.
     with Store(demo, readonly=True) as db:
