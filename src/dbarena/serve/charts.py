@@ -85,10 +85,29 @@ def sweep(section: Section, links: Links) -> Spec | None:
                        "band": band if len(band) >= 2 else []})
     if not series:
         return None
-    axis = {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(field, field.upper())
+    axis = _axis(field)
     return {"title": f"{section.engine} {section.workload}: {axis} against threads (band: 95 % CI)",
             "x": "threads", "y": axis, "zoom": False, "group": "", "series": series, "marks": [],
             "xticks": _levels(series)}
+
+
+def _axis(field: str) -> str:
+    return {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(field, field.upper())
+
+
+def curve(engine: str, workload: str, label: str, metric: str, levels: Sequence[tuple[int, float]]) -> Spec | None:
+    """One result's sweep as `dbarena site`'s result page draws it (with charts.js, as
+    serve draws a sweep): its figure against threads, axes named with their units, a
+    point per level with its figure as hover text. `levels`: (threads, figure)."""
+    field = "tps" if metric == "tps" else "seconds" if metric == "seconds" else "qps"
+    unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}[field]
+    points = [[threads, value, f"{label}, {threads} threads: {value:,.{3 if field == 'seconds' else 1}f} {unit}", None]
+              for threads, value in sorted(levels)]
+    if not points:
+        return None
+    series = [{"name": label, "i": 0, "cls": "", "dash": False, "points": points, "band": []}]
+    return {"title": f"{engine} {workload}: {_axis(field)} against threads", "x": "threads", "y": _axis(field),
+            "zoom": False, "group": "", "series": series, "marks": [], "xticks": _levels(series)}
 
 
 def _level_points(section: Section, links: Links, label: str, field: str, what: str = ""

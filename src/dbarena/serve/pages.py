@@ -41,7 +41,8 @@ def frame(title: str, body: str, store: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html_text(title)} · dbarena</title>",
         '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
-        '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">',
+        '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">'
+        '<link rel="stylesheet" href="/static/charts.css">',
         '<script src="/static/serve.js" defer></script><script src="/static/charts.js" defer></script></head><body>',
         '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> <a href="/workload">Workloads</a> <a href="/history">History</a> '
         '<a href="/hosts">Hosts</a> '
