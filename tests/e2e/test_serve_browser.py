@@ -253,8 +253,24 @@ def test_a_real_runs_point_in_flight_shows_its_seconds_before_it_is_stored_in_ch
                 page.wait_for_function(f"() => /^measuring: .* repeat 2, [1-7] s of 8: /.test({CURRENT}.textContent)",
                                        timeout=60_000)
                 assert page.inner_text("#running .points").startswith("1 ")
+            # The run ends with the page left open: it leaves "Running now" by itself (no
+            # reload: the mark set here stays), its row in the list finished, with its end.
+            (run_id,) = page.eval_on_selector_all("#running tr[data-run]", "rows => rows.map(r => r.dataset.run)")
+            page.evaluate("() => { window.followed = true; }")
+            assert run.wait(timeout=120) == 0, run.stderr.read() if run.stderr else ""
+            ended = time.monotonic()
+            page.wait_for_function("() => !document.querySelector('#running tr[data-run]')", timeout=3000)
+            moved = time.monotonic() - ended
+            assert page.inner_text("#running").split() == "Running now No run is running.".split()
+            row = f'#runs tr[data-run="{run_id}"]'
+            assert page.inner_text(f"{row} .status") == "finished" and page.inner_text(f"{row} .points") == "2"
+            with Store(path, readonly=True) as db:
+                stored = db.run(int(run_id))
+            assert stored is not None and stored.ended_at
+            assert page.inner_text(f"{row} .ended") == stored.ended_at.replace("T", " ")[:19]
+            assert page.evaluate("() => window.followed === true")  # the same page, not reloaded
             browser.close()
-        assert run.wait(timeout=120) == 0, run.stderr.read() if run.stderr else ""
+        assert moved <= 2.5
     finally:
         if run is not None and run.poll() is None:
             run.terminate()
@@ -299,6 +315,38 @@ def test_served_beyond_127_0_0_1_a_request_without_the_token_is_refused(store: t
     _stop(server)
     assert "given-token" not in "".join(said) and said[0] == f"dbarena serve: http://{host}:{port}/ (every request " \
                                                              "needs the token)\n"
+
+
+def test_served_on_ipv6_loopback_it_answers_requests_to_it(store: tuple[Path, int], tmp_path: Path) -> None:
+    """`--host ::1`: served without a token, as 127.0.0.1 is, and answers requests that
+    name [::1] (a browser's Host header holds the address in brackets)."""
+    path, _ = store
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))  # (a machine without IPv6's loopback: an error here, not a skip)
+        port = int(probe.getsockname()[1])
+    server, said = _start(["--store", str(path), "--host", "::1", "--port", str(port)], _env(tmp_path))
+    try:
+        assert said[0] == f"dbarena serve: http://[::1]:{port}/\n"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connection = http.client.HTTPConnection("::1", port, timeout=30)
+                connection.request("GET", "/")  # Host: [::1]:PORT, as a browser sends it
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "nothing listens on [::1]"
+                time.sleep(0.1)
+        answer = connection.getresponse()
+        body = answer.read().decode()
+        connection.close()
+        assert answer.status == 200 and "Runs, newest first" in body, (answer.status, body)
+        connection = http.client.HTTPConnection("::1", port, timeout=30)
+        connection.request("GET", "/", headers={"Host": "evil.example"})
+        assert connection.getresponse().status == 400  # (another name for it is still refused)
+        connection.close()
+    finally:
+        err = _stop(server)
+    assert "Traceback" not in err, err
 
 
 EVIL = "<script>alert(1)</script>"
@@ -404,6 +452,13 @@ def test_workload_point_zoom_history_diff_and_hosts_in_chromium(rich: str) -> No
         page.click("nav.top >> text=History")
         page.wait_for_url(rich + "/history")
         section = page.locator("section.series", has_text="nightly")
+        # Its runs named on the x axis by their ids, as the tips, the links and `dbarena
+        # history` name them (the store's first runs are a's and b's: not 1, 2, 3 ...).
+        ids = section.locator("div.chart a circle").evaluate_all(
+            "cs => cs.map(c => c.parentNode.getAttribute('href').replace('/run/', ''))")
+        ticks = section.locator("div.chart g.axes text.xtick").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert ticks == ids and len(ids) == 10 and ids != [str(n) for n in range(1, 11)], (ticks, ids)
+        assert "run id, oldest first" in section.locator("div.chart g.axes").text_content()
         section.locator("a.mark-link line.hit").click(force=True)
         page.wait_for_url(re.compile(r".*/diff\?before=\d+&after=\d+$"))
         assert "setting synchronous_commit" in page.inner_text("table.diff >> nth=0")

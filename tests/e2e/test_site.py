@@ -109,6 +109,20 @@ def test_site_in_chromium_filters_back_views_refused(made, tmp_path):
         assert page.locator("div.vs:not([hidden]) table.decision").count() == 1
         assert "Against any of the 1 other result(s) of its engine and workload" in page.inner_text("body")
         assert "dbarena run --like bundles/" in page.inner_text("pre")
+        # Its sweep drawn as serve draws one (serve's charts.js): axes named with their
+        # units, a tick per level, the figure's scale, a point per level with its figure.
+        chart = page.locator("div.chart svg.drawn")
+        assert chart.count() == 1 and page.locator("div.chart svg.drawn polyline.line").count() == 1
+        axes = page.locator("div.chart svg.drawn g.axes text").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert "threads" in axes and "TPS (steady state)" in axes, axes
+        ticks = page.locator("div.chart svg.drawn g.axes text.xtick").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert ticks == ["1", "2"], ticks
+        assert len([t for t in axes if re.fullmatch(r"[\d,.]+k?", t)]) >= 4  # the y axis' scale, and the levels
+        tips = page.locator("div.chart svg.drawn circle title").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert len(tips) == 2 and all(re.fullmatch(r"a.tar: box-a, [12] threads: [\d,.]+ TPS", t) for t in tips), tips
+        assert page.locator("div.chart ul.legend").inner_text() == "a.tar: box-a"
+        assert chart.bounding_box()["width"] > 300
+        page.screenshot(path=str(tmp_path / "result.png"), full_page=True)
         browser.close()
     assert not dialogs and not errors, (dialogs, errors)
     assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]

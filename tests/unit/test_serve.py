@@ -113,7 +113,8 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
                                                    "latest_tps": polled["runs"]["1"]["latest_tps"],
                                                    "latest_text": polled["runs"]["1"]["latest_text"],
                                                    "measuring": None,  # (nothing published: no point in flight)
-                                                   "current_text": polled["runs"]["1"]["latest_text"]}
+                                                   "current_text": polled["runs"]["1"]["latest_text"],
+                                                   "ended": None}  # (running: no end yet)
     assert polled["runs"]["1"]["left_s"] >= 10  # two points of 5 s, and their preparation
     # The point stored last, second by second: its stored series' last seconds, as drawn and polled.
     with Store(demo, readonly=True) as db:
@@ -324,7 +325,7 @@ def test_with_a_token_a_request_without_it_is_refused(guarded: TestClient) -> No
             assert "vm" not in refused.text
         assert c.get("/", params={"token": TOKEN[:-1] + "x"}).status_code == 401
         assert c.get("/", headers={"Authorization": "Bearer wrong-token-wrong-token"}).status_code == 401
-        c.cookies.set(serve_app.COOKIE, "wrong")
+        c.cookies.set(f"{serve_app.COOKIE}_8642", "wrong")
         assert c.get("/").status_code == 401
 
 
@@ -339,12 +340,74 @@ def test_with_a_token_the_first_visit_keeps_it_in_a_cookie_and_leaves_the_addres
         assert fresh.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
+@pytest.mark.parametrize("path", ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/%2F%2Fevil.example/",
+                                  "/%5C%5Cevil.example/", "//evil.example/a%0d%0aSet-Cookie:x=1"])
+def test_the_first_visit_is_sent_on_only_to_a_path_of_this_server(guarded: TestClient, path: str) -> None:
+    """A link `//evil.example/?token=T` must not send the browser (and its new cookie's
+    visit) to another host: the Location is a path of this server, one slash first."""
+    with guarded as c:
+        # (The whole address: a path given alone that starts with // is another host to the client too.)
+        first = c.get(f"http://0.0.0.0:8642{path}?token={TOKEN}&x=1", follow_redirects=False)
+    where = first.headers["location"]
+    assert first.status_code == 303 and where.startswith("/") and not where.startswith(("//", "/\\")), where
+    assert "\r" not in where and "\n" not in where and "set-cookie" not in {k.lower() for k in first.headers
+                                                                            if k.lower() != "set-cookie"}
+    assert where.endswith("?x=1")
+
+
+def _cookie(answer: object) -> tuple[str, str, str]:
+    """The name, value and attributes of the one cookie an answer sets."""
+    header = answer.headers["set-cookie"]  # type: ignore[attr-defined]
+    pair, _, attributes = header.partition(";")
+    name, _, value = pair.partition("=")
+    return name.strip(), value.strip(), attributes.lower()
+
+
+def test_two_servers_on_one_host_keep_their_own_cookies(demo: Path) -> None:
+    """A browser sends a host's cookies to every port of it: the second server's visit
+    must not replace the first's token, nor the first's be taken for the second's."""
+    other = "another-token-for-the-tests-0123456789"
+    jar: dict[str, str] = {}
+    clients = [TestClient(serve_app.create_app(demo, token=token, loopback_only=False),
+                          base_url=f"http://10.0.0.7:{port}") for token, port in ((TOKEN, 8642), (other, 8643))]
+    for c, token in zip(clients, (TOKEN, other)):
+        with c:
+            name, value, _ = _cookie(c.get("/", params={"token": token}, follow_redirects=False))
+            jar[name] = value  # (one jar: what the browser holds for the host 10.0.0.7)
+    assert len(jar) == 2
+    for c in clients:
+        c.cookies.clear()
+        for name, value in jar.items():
+            c.cookies.set(name, value)
+        with c:
+            assert c.get("/").status_code == 200
+
+
+def test_the_cookie_is_secure_when_the_browser_came_over_tls(demo: Path) -> None:
+    app = serve_app.create_app(demo, token=TOKEN, loopback_only=False)
+    with TestClient(app, base_url="https://dbarena.example") as c:
+        assert "secure" in _cookie(c.get("/", params={"token": TOKEN}, follow_redirects=False))[2].split("; ")
+    with TestClient(app, base_url="http://10.0.0.7:8642") as c:
+        plain = c.get("/", params={"token": TOKEN}, follow_redirects=False)
+        assert "secure" not in _cookie(plain)[2]
+        for header in ({"X-Forwarded-Proto": "https"}, {"Forwarded": "for=10.0.0.1;proto=https"}):
+            # A proxy that terminates TLS says so.
+            proxied = c.get("/", params={"token": TOKEN}, headers=header, follow_redirects=False)
+            assert "secure" in _cookie(proxied)[2].split("; "), header
+
+
 def test_without_a_token_only_requests_naming_a_loopback_host_are_answered(demo: Path) -> None:
     app = serve_app.create_app(demo)
     with TestClient(app, base_url="http://evil.example") as c:
         assert c.get("/").status_code == 400
     with TestClient(app, base_url="http://localhost:8642") as c:
         assert c.get("/").status_code == 200
+    # IPv6's loopback, named in its brackets (`--host ::1`); and hosts that only look like one.
+    with TestClient(app, base_url="http://[::1]:8642") as c:
+        assert c.get("/").status_code == 200
+        for host in ("[::1].evil.example", "[::1]evil.example:80", "[::2]:8642", "[::1", "evil.example:[::1]"):
+            refused = c.get("/", headers={"Host": host})
+            assert refused.status_code == 400 and len(refused.text.splitlines()) == 1, host
 
 
 def _problem(page_text: str) -> str:
@@ -361,6 +424,22 @@ def test_a_missing_store_is_one_line_and_is_read_once_it_appears(tmp_path: Path,
         assert c.get("/live.json").json() == {"error": _problem(page.text)}
         shutil.copy(demo, where)
         assert c.get("/").status_code == 200
+
+
+def test_a_store_file_renamed_over_the_path_is_read_anew(tmp_path: Path, demo: Path) -> None:
+    """A new store renamed over the path (as an import, or a copy restored, replaces it)
+    is what the pages show next, not the file the server had open: Home, and a page kept
+    by its data version, which the new file shares (only a host differs)."""
+    Store(demo).close()  # (at today's schema: read from the file, not a copy in memory)
+    other = tmp_path / "other.db"
+    shutil.copy(demo, other)
+    with sqlite3.connect(other) as db:
+        db.execute("UPDATE runs SET host = 'replaced-host'")
+    with client(demo, workers=1) as c:
+        assert "replaced-host" not in c.get("/").text and "replaced-host" not in c.get("/hosts").text
+        (tmp_path / "other.db").replace(demo)
+        assert "replaced-host" in c.get("/").text
+        assert "replaced-host" in c.get("/hosts").text
 
 
 def test_a_damaged_store_is_one_line(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ out.
 
 What a browser gets: index.html, site.js (the filters and curves, shipped in the
 package), data.js (every result's figures, as a script: a page opened from file:// may
-not fetch a file), r/ID.html (a page per result, drawn here, its curve inline SVG) and
+not fetch a file), r/ID.html (a page per result, drawn here, its curve drawn by serve's
+charts.js from serve/charts.py's spec, as `dbarena serve` draws a sweep), charts.js and
 bundles/ (the verified bundles, so that a result can be reproduced from the site).
 Nothing is fetched from anywhere else, so it opens from file:// and from any static
 host. Values from bundles are hostile: HTML gets them through escaping.html_text, the
@@ -56,6 +57,8 @@ from dbarena.report import data
 from dbarena.report import decision as decision_view
 from dbarena.report.escaping import html_text
 from dbarena.report.levels import LevelRow
+from dbarena.serve import charts as chart_specs
+from dbarena.serve.pages import chart
 from dbarena.stats import analysis, decision
 
 __all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "WRITES"]
@@ -275,32 +278,25 @@ def _write_pages(indices: Sequence[int], output: str) -> None:
         (Path(output) / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others), len(others)))
 
 
+# The result page's chart is drawn as `dbarena serve` draws its charts: serve's
+# charts.js and its look.
+SERVE_STATIC = resources.files("dbarena.serve") / "static"
+_CHART_STYLE = SERVE_STATIC.joinpath("charts.css").read_text()
 _STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}table{border-collapse:collapse}
 td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}.num{text-align:right}
 code,pre{background:#f4f4f4;padding:2px 4px}.refused{color:#a00}.unsigned{color:#a60}.imported{color:#a60}
 .verdict-slower{color:#a00}.verdict-faster{color:#060}select{margin-right:1em}svg{vertical-align:middle}"""
 
 
-def _svg(curve: Sequence[JSON], width: int = 360, height: int = 160) -> str:
-    """The sweep as inline SVG: throughput by threads, the axes' ends labelled."""
-    pts = [(c[0], c[1]) for c in curve if isinstance(c, list) and isinstance(c[0], int)
-           and isinstance(c[1], (int, float))]
-    if not pts:
-        return "<p>no level with a figure</p>"
-    top = max(y for _, y in pts) or 1.0
-    xs = [x for x, _ in pts]
-    lo, hi = min(xs), max(xs)
-
-    def at(x: float, y: float) -> str:
-        fx = 30 + (width - 40) * ((x - lo) / (hi - lo) if hi > lo else 0.5)
-        return f"{fx:.1f},{height - 20 - (height - 30) * y / top:.1f}"
-    line = " ".join(at(x, y) for x, y in pts)
-    dots = "".join(f'<circle cx="{at(x, y).split(",")[0]}" cy="{at(x, y).split(",")[1]}" r="3"><title>'
-                   f'{x} threads: {y:,.1f}</title></circle>' for x, y in pts)
-    return (f'<svg width="{width}" height="{height}" role="img" aria-label="throughput by threads">'
-            f'<polyline fill="none" stroke="#36c" stroke-width="2" points="{line}"/>{dots}'
-            f'<text x="2" y="12" font-size="10">{top:,.0f}</text><text x="30" y="{height - 4}" font-size="10">'
-            f'{lo} threads</text><text x="{width - 60}" y="{height - 4}" font-size="10">{hi} threads</text></svg>')
+def _chart(f: JSONObject, curve: Sequence[JSON]) -> str:
+    """The sweep as `dbarena serve` draws one: serve/charts.py's spec in the page, drawn
+    by its charts.js (written beside page.js) with axes, their units and each level's
+    figure on hover; its look is serve's charts.css, in the page's style."""
+    levels = [(c[0], float(c[1])) for c in curve if isinstance(c, list) and isinstance(c[0], int)
+              and not isinstance(c[0], bool) and isinstance(c[1], (int, float)) and not isinstance(c[1], bool)
+              and math.isfinite(c[1])]
+    spec = chart_specs.curve(_text(f["engine"]), _text(f["workload"]), _text(f["label"]), _text(f["metric"]), levels)
+    return chart(spec) if spec is not None else "<p>no level with a figure</p>"
 
 
 def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
@@ -335,10 +331,11 @@ def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
                else "<p>No other result of this engine and workload to decide against.</p>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
-<title>{e(f['label'])}: {e(f['workload'])}</title><style>{_STYLE}</style></head><body>
+<title>{e(f['label'])}: {e(f['workload'])}</title><style>{_STYLE}
+{_CHART_STYLE}</style></head><body>
 <p><a href="../index.html">all results</a></p>
 <h1>{e(f['label'])}</h1><h2>{e(f['engine'])} {e(f['workload'])}</h2>
-{_svg(curve)}
+{_chart(f, curve)}
 <table><thead><tr><th>threads</th><th>{e(f['metric'])}</th><th>per core</th><th>per price unit (per hour)</th></tr></thead>
 <tbody>{levels}</tbody></table>
 <h2>What it ran on, and trust</h2><table>{rows}</table>
@@ -347,7 +344,7 @@ def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
 <pre>dbarena verify bundles/{e(result.bundle)}
 dbarena run --like bundles/{e(result.bundle)}    # here; or --target URL for another server</pre>
 <p><a href="../bundles/{e(result.bundle)}">the bundle</a></p>
-<script src="../page.js"></script></body></html>
+<script src="../page.js"></script><script src="../charts.js"></script></body></html>
 """
 
 
@@ -538,4 +535,5 @@ def _write(output: Path, examined: Sequence[Examined], results: list[Result], re
     assets = resources.files("dbarena.exchange") / "assets"
     for asset in ("site.js", "page.js"):
         (output / asset).write_text(assets.joinpath(asset).read_text())
+    (output / "charts.js").write_text(SERVE_STATIC.joinpath("charts.js").read_text())  # (serve's: one chart code)
     (output / "index.html").write_text(_index(refused, len(results), sum(1 for x in examined if not x.refused)))

@@ -30,17 +30,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
@@ -51,6 +52,7 @@ from dbarena.report.data import Report
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
 from dbarena.store.database import Store
+from dbarena.store.dialect import file_identity
 
 # Nothing but the server's own files: scripts from /static (no inline script), its style
 # sheets, and fetches of its own live data; no frame may hold a page, no form post
@@ -67,6 +69,9 @@ HEADERS = {
     # What a page shows changes as runs store points, and it is the store's, not a cache's.
     "Cache-Control": "no-store",
 }
+# The token's cookie, named after the port the server listens on: a browser sends a
+# host's cookies to every port of it (cookies ignore ports), so two servers on one host
+# would otherwise overwrite each other's under one name (cookie_name).
 COOKIE = "dbarena_serve_token"
 # Hosts whose address only this machine reaches: served without a token, but only to
 # requests that name them (a web page elsewhere cannot rebind its own name to 127.0.0.1
@@ -94,6 +99,10 @@ class Reader:
         self.local = threading.local()
         self.plans = live.Plans()
         self.latests = live.Latests()
+        # (device, inode) of the file at an SQLite store's path when last opened: a file
+        # renamed over it (an import's, a copy restored) is another store.
+        self.identity: tuple[int, int] | None = None
+        self._lock = threading.Lock()
 
     def open(self) -> Store:
         """The store as every reading command opens it (cli.app.open_store): a file that
@@ -104,9 +113,16 @@ class Reader:
 
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         store: Store | None = getattr(self.local, "store", None)
+        now = file_identity(self.location) if isinstance(self.location, Path) else None
+        if store is not None and now != getattr(self.local, "identity", None):
+            # The file at the path is not the one this connection reads (SQLite goes on
+            # reading the inode it opened, renamed over or removed): open the path again.
+            self._drop(store)
+            store = None
         if store is None:
-            store = self.open()
-            self.local.store = store
+            self._replaced(now)
+            store = self.open()  # (the identity taken before: a file replaced meanwhile is seen next time)
+            self.local.store, self.local.identity = store, now
         failures: tuple[type[BaseException], ...] = (sqlite3.Error, *store.errors)
         try:
             return fn(store, *args)
@@ -117,6 +133,15 @@ class Reader:
         except StoreError:
             self._drop(store)
             raise
+
+    def _replaced(self, now: tuple[int, int] | None) -> None:
+        """Forget what was kept of the runs (plans, last points: by run and point id) when
+        the file is another than the one last opened: its ids are another store's."""
+        with self._lock:
+            if now != self.identity:
+                if self.identity is not None:
+                    self.plans, self.latests = live.Plans(), live.Latests()
+                self.identity = now
 
     def _drop(self, store: Store) -> None:
         self.local.store = None
@@ -165,7 +190,10 @@ class Kept(Generic[T]):
     def of(self, name: str, fn: Callable[..., T]) -> Callable[..., T]:
         """fn(store, *args), answered from what is kept while the store holds the same data."""
         def made(store: Store, *args: Any) -> T:
-            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version())
+            # (The file's identity too: a store renamed over the path may hold the same
+            # version, its points' highest id and count and its runs' ends, with other figures.)
+            key = (name, tuple(tuple(a) if isinstance(a, list) else a for a in args), store.data_version(),
+                   file_identity(store.path) if store.path is not None else None)
             with self._lock:
                 if key in self._kept:
                     self._kept.move_to_end(key)
@@ -550,16 +578,75 @@ class _Guard(BaseHTTPMiddleware):
             if not _same(given, self.token):
                 return _refused()
             query = request.url.remove_query_params("token").query
-            answer = RedirectResponse(request.url.path + (f"?{query}" if query else ""), status_code=303)
-            answer.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+            answer = RedirectResponse(_here(request.url.path) + (f"?{query}" if query else ""), status_code=303)
+            answer.set_cookie(cookie_name(request), self.token, httponly=True, samesite="strict", path="/",
+                              secure=_over_tls(request))
             return answer
         header = request.headers.get("authorization", "")
         if header.startswith("Bearer ") and _same(header.removeprefix("Bearer ").strip(), self.token):
             return None
-        cookie = request.cookies.get(COOKIE)
+        cookie = request.cookies.get(cookie_name(request))
         if cookie is not None and _same(cookie, self.token):
             return None
         return _refused()
+
+
+def cookie_name(request: Request) -> str:
+    """The token's cookie for the server that answers `request`: COOKIE and the port it
+    listens on (behind a proxy too, where the browser's port is the proxy's)."""
+    server = request.scope.get("server")
+    port = server[1] if server and server[1] is not None else request.url.port
+    return f"{COOKIE}_{port}" if port else COOKIE
+
+
+def _over_tls(request: Request) -> bool:
+    """Whether the browser reached us over TLS: the request's own scheme (uvicorn's, which
+    also takes a trusted local proxy's X-Forwarded-Proto), or a proxy elsewhere saying so
+    (X-Forwarded-Proto, Forwarded: proto=https). The cookie is then Secure, never sent
+    over plain HTTP. Taken from any client: a client that claims https only keeps its own
+    cookie from coming back over HTTP; no page can make a browser send these headers."""
+    if request.url.scheme in ("https", "wss"):
+        return True
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    claims = re.findall(r"proto=\"?([a-z]+)", request.headers.get("forwarded", "").split(",")[0].lower())
+    return forwarded == "https" or claims[:1] == ["https"]
+
+
+def _here(path: str) -> str:
+    """A request's path as a redirect to this server only: a browser reads a Location of
+    `//evil.example/` (or `/\\evil.example/`, a backslash taken for a slash) as another host,
+    so the leading slashes and backslashes become one slash; what the path holds is
+    percent-encoded again (its decoded form may hold a space, a CR or LF)."""
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
+
+
+def host_of(header: str) -> str:
+    """The host a Host header names, without its port: an IPv6 address in its brackets
+    (`[::1]:8642` is ::1; split at the first colon it was `[`, and every request to
+    `--host ::1` was refused)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        inside, closed, rest = header[1:].partition("]")
+        return inside if closed and (not rest or rest.startswith(":")) else ""
+    return header.split(":", 1)[0]
+
+
+class _LoopbackOnly:
+    """Without a token: only requests that name a loopback host (LOOPBACK) are answered;
+    any other Host is 400 in one line."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            named = host_of(Headers(scope=scope).get("host", ""))
+            if named not in LOOPBACK:
+                answer = PlainTextResponse(f"dbarena serve: host {printable(named[:100])!r}: this server answers only "
+                                           "requests to 127.0.0.1, localhost or [::1]\n", status_code=400)
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _refused() -> Response:
@@ -596,7 +683,7 @@ def create_app(location: Path | str, token: str | None = None, loopback_only: bo
 
     middleware = [Middleware(_Guard, token=token)]
     if token is None and loopback_only:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK)))
+        middleware.append(Middleware(_LoopbackOnly))
     return Starlette(
         routes=[
             Route("/", routes.home),

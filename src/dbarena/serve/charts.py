@@ -12,7 +12,8 @@ elements in milliseconds, and zooms a per-second series without asking the serve
     spec = charts.sweep(section, links)    # a dict: JSON for the element's data-chart
 
 A chart's spec: {"title", "x", "y", "zoom", "group", "xticks" (optional: where the x
-axis is labelled), "integer" (optional: whole x ticks only), "series": [{"name", "i" (colour),
+axis is labelled), "integer" (optional: whole x ticks only), "xlabels" (optional: [[x, text]],
+the x axis labelled with these texts where it is, e.g. a run's id at its place), "series": [{"name", "i" (colour),
 "cls" (the report's label class, for the label toggles), "dash", "points": [[x, y,
 tip, href]], "band": [[x, low, high]]}], "marks": [{"x", "text", "href"}]}. Pure:
 records in, dicts out.
@@ -84,10 +85,29 @@ def sweep(section: Section, links: Links) -> Spec | None:
                        "band": band if len(band) >= 2 else []})
     if not series:
         return None
-    axis = {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(field, field.upper())
+    axis = _axis(field)
     return {"title": f"{section.engine} {section.workload}: {axis} against threads (band: 95 % CI)",
             "x": "threads", "y": axis, "zoom": False, "group": "", "series": series, "marks": [],
             "xticks": _levels(series)}
+
+
+def _axis(field: str) -> str:
+    return {"tps": "TPS (steady state)", "seconds": "seconds (lower is better)"}.get(field, field.upper())
+
+
+def curve(engine: str, workload: str, label: str, metric: str, levels: Sequence[tuple[int, float]]) -> Spec | None:
+    """One result's sweep as `dbarena site`'s result page draws it (with charts.js, as
+    serve draws a sweep): its figure against threads, axes named with their units, a
+    point per level with its figure as hover text. `levels`: (threads, figure)."""
+    field = "tps" if metric == "tps" else "seconds" if metric == "seconds" else "qps"
+    unit = {"tps": "TPS", "qps": "QPS", "seconds": "s"}[field]
+    points = [[threads, value, f"{label}, {threads} threads: {value:,.{3 if field == 'seconds' else 1}f} {unit}", None]
+              for threads, value in sorted(levels)]
+    if not points:
+        return None
+    series = [{"name": label, "i": 0, "cls": "", "dash": False, "points": points, "band": []}]
+    return {"title": f"{engine} {workload}: {_axis(field)} against threads", "x": "threads", "y": _axis(field),
+            "zoom": False, "group": "", "series": series, "marks": [], "xticks": _levels(series)}
 
 
 def _level_points(section: Section, links: Links, label: str, field: str, what: str = ""
@@ -231,6 +251,9 @@ def history(series: Series, diff: Mapping[int, str]) -> Spec | None:
     marks = [{"x": c.index + 0.5, "text": f"{c.summary()}: {c.text} (click: what differs between runs "
                                           f"{series.runs[c.index - 1].run_id} and {c.run_id})",
               "href": diff.get(c.run_id)} for c in series.change_points if c.index >= 1]
-    return {"title": series.name, "x": "run, oldest first", "y": metrics.MEANING[series.metric], "zoom": False,
-            "group": "", "integer": True, "series": [{"name": series.label, "i": 0, "cls": "", "dash": False, "points": points,
+    # A run sits at its place in the series (evenly spaced: runs days apart or minutes
+    # apart alike) and is labelled with its id, as `dbarena history`, its page and every
+    # other view name it (run 4, not "the 2nd").
+    return {"title": series.name, "x": "run id, oldest first", "y": metrics.MEANING[series.metric], "zoom": False,
+            "group": "", "integer": True, "xlabels": [[n, str(r.run_id)] for n, r in runs], "series": [{"name": series.label, "i": 0, "cls": "", "dash": False, "points": points,
                                      "band": band if len(band) >= 2 else []}], "marks": marks}

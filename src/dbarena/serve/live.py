@@ -199,7 +199,7 @@ def latest_text(latest: Latest | None) -> str:
 
 
 def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | None = None,
-                  measuring: LivePoint | None = None) -> JSONObject:
+                  measuring: LivePoint | None = None, ended: str | None = None) -> JSONObject:
     """One run's progress as the live page shows it: points done (ok or failed), where
     the plan is known the points and the seconds left (an estimate), the throughput of
     the point it is measuring, second by second, and of the point it stored last;
@@ -213,7 +213,8 @@ def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | Non
             "latest_text": latest_text(latest),
             "measuring": measuring_json(measuring) if measuring is not None else None,
             "current_text": measuring_text(measuring) if measuring is not None else latest_text(latest),
-            "text": progress_text(progress.points, progress.failed, plan, progress.status == "running")}
+            "text": progress_text(progress.points, progress.failed, plan, progress.status == "running"),
+            "ended": ended}
 
 
 def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | None = None) -> JSONObject:
@@ -233,5 +234,13 @@ def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | 
         last = progress.last_point_id
         latest = (latests.of(store, last) if latests is not None and last is not None
                   and progress.status == "running" else None)
-        runs[str(run_id)] = progress_json(progress, plan, latest, measuring.get(run_id))
+        ended = None
+        if progress.status != "running":
+            # A run the page followed has ended: when, for its row in the list (asked once:
+            # the page stops following it).
+            from dbarena.serve.pages import when
+
+            stored = store.run(run_id)
+            ended = when(stored.ended_at if stored is not None else None)
+        runs[str(run_id)] = progress_json(progress, plan, latest, measuring.get(run_id), ended)
     return {"runs": runs, "running": [run_id for run_id, p in sorted(found.items()) if p.status == "running"]}

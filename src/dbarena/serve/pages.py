@@ -41,7 +41,8 @@ def frame(title: str, body: str, store: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html_text(title)} · dbarena</title>",
         '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
-        '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">',
+        '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/serve.css">'
+        '<link rel="stylesheet" href="/static/charts.css">',
         '<script src="/static/serve.js" defer></script><script src="/static/charts.js" defer></script></head><body>',
         '<nav class="top"><a href="/">Home</a> <a href="/decide">Decide</a> <a href="/workload">Workloads</a> <a href="/history">History</a> '
         '<a href="/hosts">Hosts</a> '
@@ -64,7 +65,7 @@ def _table(headers: Sequence[str], rows: Sequence[str], css: str = "") -> str:
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _when(stamp: str | None) -> str:
+def when(stamp: str | None) -> str:
     """A stored UTC timestamp as the page shows it: date and time to the second."""
     return "-" if not stamp else stamp.replace("T", " ").removesuffix("+00:00")[:19]
 
@@ -113,7 +114,7 @@ def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
         rows.append(
             f'<tr data-run="{r.id}"><td><a href="/run/{r.id}">{r.id}</a></td><td>{label(r.label)}{variant}</td>'
             f"<td>{html_text(r.host)}</td><td>{html_text(r.engine)}</td><td>{html_text(line.study or '-')}</td>"
-            f"<td>{_when(r.started_at)}</td><td>{_when(r.ended_at)}</td>"
+            f'<td>{when(r.started_at)}</td><td class="ended">{when(r.ended_at)}</td>'
             f'<td class="status">{html_text(r.status)}</td><td class="points">'
             f"{html_text(progress_text(line.points, line.failed, line.plan, r.status == 'running'))}</td>"
             f"{latest}</tr>")
@@ -206,7 +207,7 @@ def _labels(newest: Sequence[RunLine]) -> str:
     rows = [f'<tr><td><a href="{html_text(decide_link(name))}">{label(name)}</a></td><td>{len(mine)}</td>'
             f"<td>{sum(line.points for line in mine)}</td>"
             f"<td>{html_text(', '.join(sorted({line.run.host for line in mine})))}</td>"
-            f"<td>{_when(mine[0].run.started_at)}</td></tr>" for name, mine in seen.items()]
+            f"<td>{when(mine[0].run.started_at)}</td></tr>" for name, mine in seen.items()]
     return (f'<section id="labels"><h2>Labels</h2>'
             f'<p class="note">A label opens Decide with it as the baseline, every other label against it.</p>'
             f'{_table(["label", "runs", "points", "hosts", "newest run"], rows)}</section>')
@@ -221,7 +222,7 @@ def _studies(newest: Sequence[RunLine]) -> str:
         return '<section id="studies"><h2>Studies</h2><p class="note">No run stored its study.</p></section>'
     rows = [f"<tr><td>{html_text(mine[0].study or '-')}</td><td><code>{html_text(sha[:12])}</code></td>"
             f"<td>{len(mine)}</td><td>{', '.join(label(n) for n in dict.fromkeys(l.run.label for l in mine))}</td>"
-            f"<td>{_when(mine[0].run.started_at)}</td></tr>" for sha, mine in seen.items()]
+            f"<td>{when(mine[0].run.started_at)}</td></tr>" for sha, mine in seen.items()]
     return (f'<section id="studies"><h2>Studies</h2>'
             f'{_table(["study", "sha256", "runs", "labels", "newest run"], rows)}</section>')
 
@@ -294,7 +295,7 @@ def run_page(run: StoredRun, study: str | None, points: Sequence[StoredPoint], a
     return "\n".join([
         f"<h1>Run {run.id}: {label(run.label)}</h1>",
         f'<p class="meta">{html_text(run.engine)} on {html_text(run.host)}, study {html_text(study or "-")}, '
-        f"started {_when(run.started_at)}, ended {_when(run.ended_at)}, <span class=\"status\">"
+        f"started {when(run.started_at)}, ended {when(run.ended_at)}, <span class=\"status\">"
         f"{html_text(run.status)}</span>"
         f"{': ' + html_text(run.status_reason) if run.status_reason else ''}; points: "
         f"{html_text(progress_text(total, failed, plan, run.status == 'running'))}.</p>",
@@ -314,7 +315,7 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
     steady = analysed.steady_start_s if analysed is not None else None
     figures: list[tuple[str, str]] = [
         ("status", point.status + (f": {point.error}" if point.error else "")),
-        ("started (UTC)", _when(point.started_at)), ("ended", _when(point.ended_at)),
+        ("started (UTC)", when(point.started_at)), ("ended", when(point.ended_at)),
         ("threads / clients", f"{point.threads} / {point.clients}"), ("duration", f"{point.duration_s} s"),
         ("repeat", str(point.repeat + 1)), ("phase", point.phase),
         ("printed tps", num(point.tps)), ("printed qps", num(point.qps)),
@@ -504,7 +505,7 @@ def hosts_page(lines: Sequence[HostLine]) -> str:
     for line in sorted(lines, key=lambda line: (line.group, line.host)):
         cells = [html_text(line.host), html_text(line.group), str(len(line.runs)),
                  ", ".join(label(n) for n in dict.fromkeys(r.label for r in line.runs)),
-                 html_text(_when(line.runs[-1].started_at) if line.probe else "no probe")]
+                 html_text(when(line.runs[-1].started_at) if line.probe else "no probe")]
         for key, best, _, _ in FIGURES:
             cells.append(num(_float(line.probe.get(key)), 2))
             if best:
@@ -592,8 +593,8 @@ def diff_page(before: StoredRun, after: StoredRun, changes: Sequence[tuple[str, 
     return "\n".join([
         f'<h1>Run {before.id} → run {after.id}</h1>',
         f'<p class="meta"><a href="/run/{before.id}">Run {before.id}</a> ({label(before.label)}, '
-        f'{_when(before.started_at)}) and <a href="/run/{after.id}">run {after.id}</a> ({label(after.label)}, '
-        f"{_when(after.started_at)}).</p>",
+        f'{when(before.started_at)}) and <a href="/run/{after.id}">run {after.id}</a> ({label(after.label)}, '
+        f"{when(after.started_at)}).</p>",
         "<h2>What changed</h2>",
         (_table(["fact", f"run {before.id}", f"run {after.id}"], [changed], "diff") if changed else
          '<p class="note">No recorded fact changed between these runs.</p>'),

@@ -68,11 +68,16 @@
       el('line', {class: 'grid', x1: L, x2: W - R, y1: sy(y), y2: sy(y)}, axes);
       el('text', {x: L - 6, y: sy(y) + 4, 'text-anchor': 'end'}, axes).textContent = fmt(y);
     }
-    // Levels of threads (or runs in order) where the spec names them, never 1.5 threads.
-    const xs = spec.xticks ? spec.xticks.filter(inside)
-      : ticks(x0, x1, 8).filter(function (v) { return !spec.integer || Number.isInteger(v); });
-    for (const x of xs) {
-      el('text', {x: sx(x), y: H - B + 16, 'text-anchor': 'middle'}, axes).textContent = fmt(x);
+    // Levels of threads where the spec names them, never 1.5 threads; or the spec's own
+    // texts at their places (a History run's id), about 12 of them where there are more.
+    const named = spec.xlabels ? spec.xlabels.filter(function (l) { return inside(l[0]); }) : null;
+    const every = named ? Math.max(1, Math.ceil(named.length / 12)) : 1;
+    const xs = named ? named.filter(function (l, n) { return n % every === 0; })
+      : (spec.xticks ? spec.xticks.filter(inside)
+         : ticks(x0, x1, 8).filter(function (v) { return !spec.integer || Number.isInteger(v); }))
+        .map(function (x) { return [x, fmt(x)]; });
+    for (const [x, text] of xs) {
+      el('text', {x: sx(x), y: H - B + 16, 'text-anchor': 'middle', class: 'xtick'}, axes).textContent = text;
     }
     el('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}, axes);
     el('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}, axes);
