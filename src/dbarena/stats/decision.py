@@ -19,12 +19,13 @@ figure is shown without a verdict, with the reason and the run that would give o
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
-from dbarena.stats import loadgens, metric, thresholds, verdicts
+from dbarena.stats import interference, loadgens, metric, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 from dbarena.stats.estimators import MIN_REPEATS
 
@@ -199,6 +200,15 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
         return f"I/O: iowait {iowait:.0f} %"
     if server is not None and server >= SATURATED * threads:
         return f"server CPU saturated ({server:.1f} of {threads} hardware threads)"
+    # Other processes, not the load generator, took the CPU (the neighbours warning,
+    # steadystate.loadgen_verdict): said with their figure over the repeats.
+    neighbours = [p.neighbour_cpu for p in ok if p.neighbour_cpu is not None]
+    machine = max(p.machine_threads for p in ok)
+    if neighbours and interference.notable(statistics.fmean(neighbours), machine):
+        low, high = interference.cpus(min(neighbours)), interference.cpus(max(neighbours))
+        took = low if low == high else f"{low}-{high}"
+        return (f"neighbours took {took} of {machine} CPUs (machine CPU {busy:.0f} % busy"
+                + (f", server {server:.1f} cores" if server is not None else "") + ")")
     if busy is not None and busy >= 100 * SATURATED:
         return f"machine CPU {busy:.0f} % busy"
     return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")
