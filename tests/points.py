@@ -25,11 +25,11 @@ _DEFAULTS: dict[str, Any] = {
                      "latency_max_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
                      "initial_connection_ms", "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms",
                      "latency_p999_ms")),
-    **dict.fromkeys(("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "server_cpu", "steady_start_s",
-                     "steady_tps", "tps_ci_high", "tps_ci_low", "trend_pct", "bound", "bound_evidence",
-                     "server_figures")),
+    **dict.fromkeys(("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "neighbour_cpu", "server_cpu",
+                     "steady_start_s", "steady_tps", "steal_cpu", "tps_ci_high", "tps_ci_low", "trend_pct", "bound",
+                     "bound_evidence", "server_figures")),
     "dips_s": [], "metric": "tps", "samples": 0, "warnings": [], "lower_is_better": False, "adaptive": False,
-    "hardware_threads_usable": 2,
+    "hardware_threads_usable": 2, "machine_threads": 2,
 }
 
 

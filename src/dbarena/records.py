@@ -27,7 +27,7 @@ JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
-           "SystemSums", "MeanEstimate", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun"]
+           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -131,8 +131,9 @@ class StoredPoint:
 
 # The figures analysis.analyse_point derives from a point's series and caches, in the
 # order the exports print them (the cache's, by name).
-DERIVED_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "dips_s", "loadgen_cpu", "metric", "samples", "server_cpu",
-                  "steady_start_s", "steady_tps", "tps_ci_high", "tps_ci_low", "trend_pct", "warnings")
+DERIVED_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "dips_s", "loadgen_cpu", "metric", "neighbour_cpu", "samples",
+                  "server_cpu", "steady_start_s", "steady_tps", "steal_cpu", "tps_ci_high", "tps_ci_low", "trend_pct",
+                  "warnings")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,10 +148,14 @@ class AnalysedPoint(StoredPoint):
     dips_s: list[float]
     loadgen_cpu: float | None
     metric: str  # stats/metric.py: tps, qps or seconds
+    # The CPUs other processes took on average over its steady state (stats/interference.py),
+    # and the hypervisor's steal, in CPUs of the machine's machine_threads.
+    neighbour_cpu: float | None
     samples: int  # the length of its per-second series
     server_cpu: float | None
     steady_start_s: float | None
     steady_tps: float | None
+    steal_cpu: float | None
     tps_ci_high: float | None
     tps_ci_low: float | None
     trend_pct: float | None
@@ -158,6 +163,7 @@ class AnalysedPoint(StoredPoint):
     lower_is_better: bool
     adaptive: bool  # its repeats were chosen by the stopping rule (--precision)
     hardware_threads_usable: int  # what "saturated" is measured against
+    machine_threads: int  # the machine's hardware threads, which its CPU shares are of
     bound: str | None
     bound_evidence: str | None
     server_figures: JSONObject | None
@@ -204,10 +210,12 @@ def stored_point(values: Sequence[Any]) -> StoredPoint:
 
 
 def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cpu_busy_pct: float | None, cpu_iowait_pct: float | None, cv: float | None,
-             dips_s: list[float], loadgen_cpu: float | None, metric: str, samples: int, server_cpu: float | None,
-             steady_start_s: float | None, steady_tps: float | None, tps_ci_high: float | None,
+             dips_s: list[float], loadgen_cpu: float | None, metric: str, neighbour_cpu: float | None,
+             samples: int, server_cpu: float | None, steady_start_s: float | None, steady_tps: float | None,
+             steal_cpu: float | None, tps_ci_high: float | None,
              tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
-             lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, bound: str | None,
+             lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, machine_threads: int,
+             bound: str | None,
              bound_evidence: str | None, server_figures: JSONObject | None, series_label: str) -> AnalysedPoint:
     """The stored point with what analysis.load derives from it: the record
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
@@ -227,9 +235,10 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
     if label is not None:
         _set_label(made, label)
     for put, value in zip(_derived_slots, (
-            cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, samples, server_cpu, steady_start_s,
-            steady_tps, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better, adaptive,
-            hardware_threads_usable, bound, bound_evidence, server_figures, series_label)):
+            cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, neighbour_cpu, samples, server_cpu,
+            steady_start_s, steady_tps, steal_cpu, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better,
+            adaptive, hardware_threads_usable, machine_threads, bound, bound_evidence, server_figures,
+            series_label)):
         put(made, value)
     return made
 
@@ -367,6 +376,26 @@ class MeanEstimate(Protocol):
     def n(self) -> int: ...  # observations behind it (repeats, or batches)
 
 
+@dataclass(frozen=True, slots=True)
+class Interference:
+    """What one side's points (a level's ok repeats) ran under (stats/interference.py):
+    the neighbours' CPU over its points (mean, least, most), the steal's mean (None where
+    no point has one), and the machine's hardware threads these are CPUs of (the most of
+    its points')."""
+
+    points: int
+    neighbour_mean: float
+    neighbour_low: float
+    neighbour_high: float
+    steal_mean: float | None
+    machine_threads: int
+
+    def range_text(self) -> str:
+        """The neighbours' CPU as the messages write it: "1.4-1.7", or "1.4" where one."""
+        low, high = f"{self.neighbour_low:.1f}", f"{self.neighbour_high:.1f}"
+        return low if low == high else f"{low}-{high}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LevelSummary:
     """The repeats of one label and configuration key pooled (analysis.summaries): their
@@ -415,13 +444,16 @@ class LevelSummary:
     # points' series had as stored (AnalysedPoint.series_label).
     estimate: MeanEstimate | None
     series_label: str
+    # What its ok points ran under (stats/interference.py; None without a figure): a
+    # comparison of two sides that differ in it is not decided (analysis.compare).
+    interference: Interference | None = None
 
     def as_json(self) -> JSONObject:
         """The summary as `results --summary --json` prints it."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SUMMARY_PRIVATE}
 
 
-_SUMMARY_PRIVATE = frozenset({"estimate", "series_label"})
+_SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

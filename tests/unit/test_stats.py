@@ -200,7 +200,7 @@ def test_single_repeat_takes_its_run_interval():
 
 
 def test_load_generator_warnings():
-    busy_client = [{"loadgen_cpu": 1.8, "cpu_idle_pct": 30.0, "server_cpu": 2.0}] * 5
+    busy_client = [{"loadgen_cpu": 1.8, "cpu_idle_pct": 50.0, "server_cpu": 2.0}] * 5
     assert [f.code for f in steadystate.loadgen_flags(busy_client, threads=2, hardware_threads=8)] == [
         steadystate.Warning_.LOADGEN_BOUND]
     saturated = [{"loadgen_cpu": 0.5, "cpu_idle_pct": 1.0, "server_cpu": 1.4}] * 5
@@ -208,8 +208,13 @@ def test_load_generator_warnings():
     assert "competes with the database" in flag.message
     fine = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 40.0, "server_cpu": 1.0}] * 5
     assert steadystate.loadgen_flags(fine, threads=2, hardware_threads=2) == ()
+    # A server on another machine: 98 % of this one busy, 0.3 of it the load generator's,
+    # the rest other processes': neighbours, never the load generator.
     remote = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 2.0, "server_cpu": None}] * 5
-    assert steadystate.loadgen_flags(remote, threads=2, hardware_threads=2) == ()
+    (flag,) = steadystate.loadgen_flags(remote, threads=2, hardware_threads=2)
+    assert flag.code == steadystate.Warning_.NEIGHBOURS and "neighbours took 1.6 of 2 CPUs" in flag.message
+    quiet_remote = [{"loadgen_cpu": 0.3, "cpu_idle_pct": 80.0, "server_cpu": None}] * 5
+    assert steadystate.loadgen_flags(quiet_remote, threads=2, hardware_threads=2) == ()
     # Two samples (a 4 s point, the first second connection set-up) say nothing either way.
     assert steadystate.loadgen_flags(saturated[:2], threads=2, hardware_threads=2) == ()
     assert steadystate.loadgen_flags(busy_client[:2], threads=2, hardware_threads=8) == ()

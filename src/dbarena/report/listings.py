@@ -36,7 +36,8 @@ def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
 # A letter per warning in the tables' warning column; one legend line under a table
 # names those that appear. JSON keeps the full codes and messages.
 WARNING_LETTERS: dict[str, str] = {w.value: letter for w, letter in (
-    (Warning_.SHORT_SERIES, "S"), (Warning_.LOADGEN_BOUND, "L"), (Warning_.HIGH_VARIATION, "V"),
+    (Warning_.SHORT_SERIES, "S"), (Warning_.LOADGEN_BOUND, "L"), (Warning_.NEIGHBOURS, "N"),
+    (Warning_.HIGH_VARIATION, "V"),
     (Warning_.FEW_REPEATS, "R"), (Warning_.DIPS, "D"), (Warning_.TREND, "T"), (Warning_.LONG_WARMUP, "W"),
     (Warning_.FAILED_POINTS, "F"), (Warning_.SEVERAL_HOSTS, "H"),
 )}
@@ -134,6 +135,9 @@ POINT_COLUMNS: tuple[Column, ...] = (
     Column("errors", "right", lambda r: fmt(r.errors), WIDE_ONLY),
     Column("warn", "left", _warnings),
     Column("measured\ns", "right", lambda r: fmt(_duration(r).get("measured_s"), 2), WIDE_ONLY),
+    # The CPUs other processes and the hypervisor took while it ran (stats/interference.py).
+    Column("neighbours\nCPUs", "right", lambda r: fmt(r.neighbour_cpu, 2), WIDE_ONLY),
+    Column("steal\nCPUs", "right", lambda r: fmt(r.steal_cpu, 2), WIDE_ONLY),
     # What bound the point, from the server's own series and the machine's (stats/bound.py);
     # the first to go for the width (--wide shows it with its evidence).
     Column("bound", "left", lambda r: r.bound or "-", 4),

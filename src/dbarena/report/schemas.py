@@ -89,7 +89,7 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
     "results": ("dbarena results --json", of_record(AnalysedPoint, leave_out=frozenset({"histogram",
                                                                                        "series_label"}))),
     "results-summary": ("dbarena results --summary --json",
-                        of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label"}))),
+                        of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
                 of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df"}))),

@@ -20,6 +20,7 @@ import numpy as np
 
 from dbarena.stats import bound
 from dbarena.stats import configkey
+from dbarena.stats import interference
 from dbarena.stats import latency
 from dbarena.stats import metric
 from dbarena.stats import repeats
@@ -44,20 +45,24 @@ SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 5  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+ESTIMATOR_VERSION = 6  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
 # 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples;
 # 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)");
-# 5: the dips and trend advice in the engine's own terms (InnoDB's settings for a MySQL point)
+# 5: the dips and trend advice in the engine's own terms (InnoDB's settings for a MySQL point);
+# 6: the neighbours' CPU and the steal (stats/interference.py), the neighbours warning, and
+# load-generator-bound only where the load generator took more than the neighbours
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
 def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyState | None,
-                  system: SystemSums | None, hardware_threads: int) -> JSONObject:
+                  system: SystemSums | None, hardware_threads: int, machine_threads: int | None = None) -> JSONObject:
     """The derived fields of one stored point (added to its results row): a JSON
     document, cached in the store (point_derived) by estimator version. `samples`: the
     length of its tps series; `steady`: that series' steady state (None without one);
     `system`: its system samples' counts and sums (store.system_sums from the steady
-    start on)."""
+    start on); `hardware_threads`: those the server could use; `machine_threads`: the
+    machine's, which its CPU shares are of [hardware_threads]."""
+    machine = machine_threads or hardware_threads
     out: JSONObject = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
@@ -72,10 +77,10 @@ def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyStat
     # A load-generator verdict only from figures with enough samples.
     flags.extend(steadystate.loadgen_verdict(
         _means({k: v for k, v in whole.items() if v[0] >= steadystate.LOADGEN_MIN_SAMPLES}),
-        row.threads, hardware_threads))
+        row.threads, hardware_threads, machine))
     out["warnings"] = [JSONObject(f.as_dict()) for f in flags]
     # The steady part's samples; every sample where none is at or after the start.
-    out.update(_system_fields(_means(system.steady if system and system.steady_rows else whole)))
+    out.update(_system_fields(_means(system.steady if system and system.steady_rows else whole), machine))
     return out
 
 
@@ -86,29 +91,34 @@ def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]
 
 # The system view of a point (study D's discussion of where the CPU went): means over
 # its steady state (the whole point without a series) of the 1 Hz system samples.
-SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
+# The neighbours' CPU and the steal: what other processes and the hypervisor took
+# (stats/interference.py), in CPUs.
+SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu", "neighbour_cpu", "steal_cpu")
+_SAMPLED = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu")
 
 
-def _system_fields(means: dict[str, float | None]) -> dict[str, float | None]:
-    idle = means.get("cpu_idle_pct")
-    return {"cpu_busy_pct": 100 - idle if idle is not None else None,
-            "cpu_iowait_pct": means.get("cpu_iowait_pct"), "server_cpu": means.get("server_cpu"),
-            "loadgen_cpu": means.get("loadgen_cpu")}
+def _system_fields(means: dict[str, float | None], machine_threads: int) -> dict[str, float | None]:
+    idle, iowait, steal = means.get("cpu_idle_pct"), means.get("cpu_iowait_pct"), means.get("cpu_steal_pct")
+    server, loadgen = means.get("server_cpu"), means.get("loadgen_cpu")
+    return {"cpu_busy_pct": 100 - idle if idle is not None else None, "cpu_iowait_pct": iowait,
+            "server_cpu": server, "loadgen_cpu": loadgen,
+            "neighbour_cpu": interference.neighbour_cpu(idle, iowait, steal, server, loadgen, machine_threads),
+            "steal_cpu": interference.steal_cpu(steal, machine_threads)}
 
 
-def system_view(system: Sequence[Mapping[str, float | None]], steady_start_s: float | None
-                ) -> dict[str, float | None]:
-    """Machine CPU busy % (100 - idle), iowait %, and the CPU the server's and the load
-    generator's processes used, in cores (1.0 = one hardware thread busy). `system`: a
-    point's system samples, each with its second."""
+def system_view(system: Sequence[Mapping[str, float | None]], steady_start_s: float | None,
+                machine_threads: int = 1) -> dict[str, float | None]:
+    """Machine CPU busy % (100 - idle), iowait %, the CPU the server's and the load
+    generator's processes used, in cores (1.0 = one hardware thread busy), and what
+    other processes and the hypervisor took (stats/interference.py) of the machine's
+    `machine_threads`. `system`: a point's system samples, each with its second."""
     chosen = [s for s in system if steady_start_s is None or (s["second"] or 0.0) >= steady_start_s] or system
 
     def mean(values: Iterable[float | None]) -> float | None:
         present = [v for v in values if v is not None]
         return statistics.fmean(present) if present else None
 
-    return _system_fields({k: mean(s.get(k) for s in chosen)
-                           for k in ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")})
+    return _system_fields({k: mean(s.get(k) for s in chosen) for k in _SAMPLED}, machine_threads)
 
 
 def run_threads(run: StoredRun) -> int:
@@ -124,6 +134,14 @@ def run_threads(run: StoredRun) -> int:
         if isinstance(found := run.host_facts.get(name), int) and found:
             return found
     return 1
+
+
+def machine_threads(run: StoredRun) -> int:
+    """The hardware threads of the machine a run measured on, which its system samples'
+    CPU shares are of (/proc/stat counts all of them, whatever the run was confined to);
+    the server's where the machine's are not recorded."""
+    found = run.host_facts.get("hardware_threads")
+    return found if isinstance(found, int) and found > 0 else run_threads(run)
 
 
 # What names each point for a view (report.data.series_names): what names its series
@@ -173,8 +191,8 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
 
 
 # The derived figures that are a number or None, in the order analysed() takes them.
-_NUMBERS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "server_cpu", "steady_start_s", "steady_tps",
-            "tps_ci_high", "tps_ci_low", "trend_pct")
+_NUMBERS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "neighbour_cpu", "server_cpu", "steady_start_s",
+            "steady_tps", "steal_cpu", "tps_ci_high", "tps_ci_low", "trend_pct")
 _numbers = operator.itemgetter(*_NUMBERS)
 _NUMBER_TYPES = frozenset({int, float, type(None)})
 
@@ -190,7 +208,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     # A run's facts, read once a run rather than once a point: its number of repeats
     # was chosen by the stopping rule (--precision); the hardware threads its server
     # could use, what "saturated" is measured against.
-    of_run = {run_id: (bool(run.options.get("precision")), run_threads(run)) for run_id, run in runs.items()}
+    of_run = {run_id: (bool(run.options.get("precision")), run_threads(run), machine_threads(run))
+              for run_id, run in runs.items()}
     no_bound: dict[str, Any] = {}
     at = operator.itemgetter(_AT["point_id"], _AT["run_id"], _AT["label"], _AT["tps"], _AT["run_avg_s"])
     out = []
@@ -200,18 +219,19 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
         judged_by = metric.of_figures(tps, run_avg_s)
-        adaptive, threads = of_run[run_id]
+        adaptive, threads, machine = of_run[run_id]
         found = bounds.get(point_id) or no_bound
         # (The cache's figures were checked at the store's edge: numbers or None, a list
         # of seconds, of {code, message} and a count; _figures and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
-        (cpu_busy_pct, cpu_iowait_pct, cv, loadgen_cpu, server_cpu, steady_start_s, steady_tps, tps_ci_high,
-         tps_ci_low, trend_pct) = _figures(figures)
+        (cpu_busy_pct, cpu_iowait_pct, cv, loadgen_cpu, neighbour_cpu, server_cpu, steady_start_s, steady_tps,
+         steal_cpu, tps_ci_high, tps_ci_low, trend_pct) = _figures(figures)
         out.append(analysed(
             # The stored point's own fields, typed by StoredPoint, of which AnalysedPoint is one.
             row, name,
             cpu_busy_pct=cpu_busy_pct, cpu_iowait_pct=cpu_iowait_pct, cv=cv, loadgen_cpu=loadgen_cpu,
-            server_cpu=server_cpu, steady_start_s=steady_start_s, steady_tps=steady_tps, tps_ci_high=tps_ci_high,
+            neighbour_cpu=neighbour_cpu, server_cpu=server_cpu, steady_start_s=steady_start_s,
+            steady_tps=steady_tps, steal_cpu=steal_cpu, tps_ci_high=tps_ci_high,
             tps_ci_low=tps_ci_low, trend_pct=trend_pct,
             metric=judged_by,
             dips_s=[d for d in dips if isinstance(d, (int, float))] if isinstance(dips, list) else [],
@@ -219,7 +239,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             if isinstance(warnings, list) else [],
             samples=samples if isinstance(samples, int) else 0,
             lower_is_better=metric.lower_is_better(judged_by),
-            adaptive=adaptive, hardware_threads_usable=threads,
+            adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=label))
     return out
@@ -227,7 +247,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
 
 def _figures(figures: Mapping[str, JSON]) -> tuple[float | None, ...]:
     """The derived figures that are numbers (_NUMBERS, in order), each None where it is
-    not one: all ten at once where they are (the store's edge saw to it for the cache),
+    not one: all twelve at once where they are (the store's edge saw to it for the cache),
     else one by one."""
     try:
         found: tuple[Any, ...] = _numbers(figures)
@@ -318,7 +338,8 @@ def _compute(store: ResultStore, missing: Sequence[StoredPoint], runs: Mapping[i
                sums: Future[dict[int, SystemSums]]) -> None:
         system = sums.result()
         fresh = {r.point_id: analyse_point(r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id],
-                                           system.get(r.point_id), run_threads(runs[r.run_id]))
+                                           system.get(r.point_id), run_threads(runs[r.run_id]),
+                                           machine_threads(runs[r.run_id]))
                  for r in batch}
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
@@ -461,6 +482,7 @@ def summaries(rows: Iterable[AnalysedPoint],
             estimate=sessions.estimate(found, known) if found is not None else None,
             # A group's points share their label, and so the series it was named from.
             series_label=first.series_label,
+            interference=interference.of_points(ok),
         ))
     return out
 
@@ -634,6 +656,12 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
         if sa.estimate is None or match.estimate is None:
             continue
         c = stats.over_sessions(sa.estimate, match.estimate, of=sa.metric)
+        # Sides measured under different interference (other processes' CPU, steal): the
+        # ratio and its interval are shown, but not decided, here nor where the decision
+        # combines levels (no log-scale spread to combine).
+        if (unlike := interference.apart(sa.interference, match.interference, a, b)) is not None:
+            said = f"inconclusive: {unlike}"
+            c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
         out.append(row(b_mean=match.mean, b_n=match.n, a_sessions=sa.sessions, b_sessions=match.sessions,
                        ratio=c.ratio, ratio_ci_low=c.ci_low,
                        ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],

@@ -19,12 +19,13 @@ is shown without an interval, with the reason and the run that would give one.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
-from dbarena.stats import loadgens, metric, sessions, thresholds, verdicts
+from dbarena.stats import interference, loadgens, metric, sessions, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 
 # The vocabulary's words, here too for the views that read decisions (re-exported).
@@ -154,6 +155,13 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
     point = _geomean(ratio for _, ratio in ratios)
     assert point is not None  # every counted ratio is positive
     short = [r for r in counted if r.log_se is None]
+    unlike = next((r.reason for r in short if r.reason and r.reason.startswith(interference.UNLIKE)), None)
+    if unlike is not None:
+        # Levels whose sides ran under different interference (stats/interference.py).
+        text = (f"inconclusive at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % without an "
+                f"interval{f'; {INVERSE}' if inverse else ''}): {unlike.removeprefix('inconclusive: ')}")
+        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
+                        metric=judged_by)
     if short:
         # Each side's spread between sessions is unknown at these levels (stats/sessions.py).
         a, b = min(r.a_sessions for r in short), min(r.b_sessions for r in short)
@@ -215,6 +223,15 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
         return f"I/O: iowait {iowait:.0f} %"
     if server is not None and server >= SATURATED * threads:
         return f"server CPU saturated ({server:.1f} of {threads} hardware threads)"
+    # Other processes, not the load generator, took the CPU (the neighbours warning,
+    # steadystate.loadgen_verdict): said with their figure over the repeats.
+    neighbours = [p.neighbour_cpu for p in ok if p.neighbour_cpu is not None]
+    machine = max(p.machine_threads for p in ok)
+    if neighbours and interference.notable(statistics.fmean(neighbours), machine):
+        low, high = interference.cpus(min(neighbours)), interference.cpus(max(neighbours))
+        took = low if low == high else f"{low}-{high}"
+        return (f"neighbours took {took} of {machine} CPUs (machine CPU {busy:.0f} % busy"
+                + (f", server {server:.1f} cores" if server is not None else "") + ")")
     if busy is not None and busy >= 100 * SATURATED:
         return f"machine CPU {busy:.0f} % busy"
     return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence, cast
 import numpy as np
 import numpy.typing as npt
 
-from dbarena.stats import thresholds
+from dbarena.stats import interference, thresholds
 from dbarena.stats.estimate import Estimate, sample_stdev, t_dist
 
 
@@ -248,6 +248,7 @@ class Warning_(str, Enum):
     TREND = "trend"
     SHORT_SERIES = "short-series"
     SEVERAL_HOSTS = "several-hosts"
+    NEIGHBOURS = "neighbours"  # other processes (stats/interference.py) took much of the machine's CPU
 
 
 @dataclass(frozen=True)
@@ -479,23 +480,57 @@ def loadgen_flags(system: Sequence[Mapping[str, float | None]], threads: int, ha
     def enough(field: str) -> list[float]:
         found = [v for s in system if (v := s.get(field)) is not None]
         return found if len(found) >= LOADGEN_MIN_SAMPLES else []
-    means = {f: statistics.fmean(found) for f in ("loadgen_cpu", "cpu_idle_pct", "server_cpu") if (found := enough(f))}
+    means = {f: statistics.fmean(found) for f in ("loadgen_cpu", "cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct",
+                                                  "server_cpu") if (found := enough(f))}
     return loadgen_verdict(means, threads, hardware_threads)
 
 
-def loadgen_verdict(means: Mapping[str, float | None], threads: int, hardware_threads: int) -> tuple[Flag, ...]:
+def loadgen_verdict(means: Mapping[str, float | None], threads: int, hardware_threads: int,
+                    machine_threads: int | None = None) -> tuple[Flag, ...]:
     """loadgen_flags() from the means of a point's system figures (loadgen_cpu,
-    cpu_idle_pct, server_cpu), each left out or None where it has too few samples."""
+    cpu_idle_pct, cpu_iowait_pct, cpu_steal_pct, server_cpu), each left out or None where
+    it has too few samples. `hardware_threads`: those the server could use;
+    `machine_threads`: the machine's [hardware_threads].
+
+    The load generator is blamed where it is itself the limit: its own CPU near its
+    threads' capacity, or, on a machine left without idle CPU while the server was not
+    saturated, where it took more of that CPU than the other processes did. Where the
+    others (stats/interference.py) took a notable share, the `neighbours` warning says
+    so instead, with their figure: moving the load generator would not help then."""
+    machine = machine_threads or hardware_threads
     lg, idle, server = means.get("loadgen_cpu"), means.get("cpu_idle_pct"), means.get("server_cpu")
+    steal_pct = means.get("cpu_steal_pct")
+    neighbours = interference.neighbour_cpu(idle, means.get("cpu_iowait_pct"), steal_pct, server, lg, machine)
+    steal = interference.steal_cpu(steal_pct, machine)
+    starved = idle is not None and server is not None and idle < thresholds.NEARLY_NO_IDLE_PCT \
+        and server < thresholds.SATURATED * hardware_threads
     flags = []
     if lg is not None and threads and lg / threads >= thresholds.SATURATED:
         flags.append(Flag(Warning_.LOADGEN_BOUND,
                           f"the load generator used {lg / threads:.0%} of a core per thread: it may "
                           "be the bottleneck; run it on another machine or use fewer clients per thread"))
-    elif idle is not None and server is not None and idle < thresholds.NEARLY_NO_IDLE_PCT \
-            and server < thresholds.SATURATED * hardware_threads:
+    elif starved and lg is not None and neighbours is not None and lg >= neighbours:
+        assert idle is not None and server is not None
         flags.append(Flag(Warning_.LOADGEN_BOUND,
                           f"the machine had {idle:.0f} % idle CPU while the server used "
                           f"{server:.1f} of {hardware_threads} hardware threads: the load generator "
-                          "competes with the database for CPU; run it on another machine"))
+                          f"(using {lg:.1f} CPUs, other processes {neighbours:.1f}) competes with the database "
+                          "for CPU; run it on another machine"))
+    stolen = interference.notable(steal, machine)
+    if interference.notable(neighbours, machine) or stolen:
+        took = []
+        if neighbours is not None and interference.notable(neighbours, machine):
+            took.append(f"neighbours took {interference.cpus(neighbours)} of {machine} CPUs")
+        if steal is not None and stolen:
+            took.append(f"the hypervisor took (steal) {interference.cpus(steal)}")
+        if starved:
+            assert idle is not None and server is not None
+            said = (f"{' and '.join(took)} while the server used {server:.1f} of {hardware_threads} hardware "
+                    f"threads (the machine {idle:.0f} % idle"
+                    + (f", the load generator {lg:.1f} CPUs" if lg is not None else "") +
+                    "): other processes, not the load generator, took the CPU the server could have used")
+        else:
+            said = f"{' and '.join(took)} while the point ran: its figures move with their load"
+        flags.append(Flag(Warning_.NEIGHBOURS, said + "; measure on a quiet machine, and compare only points "
+                                                      "measured under the same load"))
     return tuple(flags)
