@@ -49,6 +49,16 @@ MAX_SETTING_CHARS = 4096
 # in 64 MiB (a log that is no tool's output, /dev/urandom copied to a file) is refused
 # at the line where it starts, not read until the memory is gone.
 MAX_IMPORT_RUN_CHARS = 64 * 2**20
+# Files read whole from outside (inbound.read_bytes refuses a larger one before holding
+# it): an OpenSSH private key is a few hundred bytes (an RSA one of 16,384 bits 13 kB);
+# an allowed-signers file a line a key, 100 bytes each (a megabyte is 10,000 signers);
+# AWS's regional offer files (EC2's is the largest) are hundreds of megabytes and are
+# parsed whole as JSON (about ten times their size in memory); a price catalogue is
+# dbarena's own, kilobytes.
+MAX_KEY_BYTES = 2**20
+MAX_ALLOWED_SIGNERS_BYTES = 16 * 2**20
+MAX_OFFER_BYTES = 2 * 2**30
+MAX_CATALOGUE_BYTES = 64 * 2**20
 
 
 def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,

@@ -165,3 +165,40 @@ def test_an_empty_password_option_ending_a_string_does_not_refuse_the_bundle():
     kept = _masked_json({"command": command})
     assert kept == {"command": ["sysbench", "--pgsql-password=***", "--db-driver=pgsql", "--pgsql-password=***"]}
     assert first_unmasked_line(bundle.json_bytes(kept).decode()) is None
+
+
+@pytest.mark.parametrize("options, said", [
+    ('namespaces="git', "a quote is not closed"),
+    ('namespaces="git,dbarena-bundle', "a quote is not closed"),
+    ("namespaces=git", 'are not `name` or `name="value"` separated by commas'),
+    ('namespace="dbarena-bundle"', "'namespace' is no allowed-signers option"),
+    ('namespaces="git",', "options end with a comma"),
+    ('valid-before="2030"', "'2030' is not a time"),
+    ('valid-after="20301399"', "'20301399' is not a time"),
+    ('cert-authority="x"', "cert-authority takes no value"),
+    ('namespaces="a",namespaces="b"', "namespaces is given twice"),
+])
+def test_an_allowed_signers_line_that_does_not_read_whole_refuses_the_file(options, said, tmp_path):
+    """Fail closed: a line read in part may allow a key for more than its author wrote
+    (`namespaces="git` with its quote unclosed was read as no namespace at all, so a key
+    allowed for git signed bundles). The file is refused in one line naming the line."""
+    signer = sshsig.load_key(_key(tmp_path / "k"), None)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(f"# mine\nalice {options} {sshsig.public_line(signer.public_blob)}\n")
+    with pytest.raises(sshsig.SignatureProblem) as refused:
+        sshsig.principals(allowed, signer.public_blob, NS)
+    assert str(refused.value).startswith(f"{allowed}:2: ") and said in str(refused.value), str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_unterminated_quote_refuses_the_file_at_the_command_line(tmp_path):
+    signer = sshsig.load_key(_key(tmp_path / "k"), None)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(f'alice namespaces="git {sshsig.public_line(signer.public_blob)}\n')
+    from conftest import cli_env
+    from inprocess import dbarena
+
+    (tmp_path / "b.tar").write_bytes(_tar(lambda t: _file(t, "manifest.json")))
+    done = dbarena("verify", str(tmp_path / "b.tar"), "--allowed-signers", str(allowed), env=cli_env(tmp_path))
+    assert done.returncode == 2 and done.stderr == (f"dbarena: error: {allowed}:1: a quote is not closed (the line "
+                                                    "is refused: what it allows cannot be told)\n"), done.stderr

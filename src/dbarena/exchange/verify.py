@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbarena import inbound
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange import manifest as manifest_schema
 from dbarena.exchange.bundle import BundleProblem
@@ -123,13 +124,10 @@ def _list(obj: Mapping[str, JSON], key: str) -> list[JSON]:
 def read_bundle(path: Path) -> Bundle:
     """Step 1: the file read as a bundle."""
     name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > bundle.MAX_BUNDLE_BYTES:
-            raise BundleProblem(f"{name}: {size:,} bytes, beyond any bundle ({bundle.MAX_BUNDLE_BYTES:,} at most)")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BundleProblem(f"{name}: {exc.strerror or exc}") from None
+    try:  # (a FIFO, /dev/zero, a file beyond any bundle: refused before it is read)
+        data = inbound.read_bytes(path, bundle.MAX_BUNDLE_BYTES)
+    except inbound.Unreadable as exc:
+        raise BundleProblem(str(exc)) from None
     members, mtime = bundle.read_tar(name, data)
     if bundle.MANIFEST not in members:
         raise BundleProblem(f"{name}: no manifest.json in it (not a dbarena bundle, or the manifest was removed)")
