@@ -38,7 +38,7 @@ from dbarena.records import JSON, JSONObject
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "NAMESPACE", "MANIFEST", "SIGNATURE", "SUMS", "BundleProblem",
            "json_bytes", "sha256", "sums_text", "write_tar", "read_tar", "order", "series_csv", "read_series_csv",
-           "epoch_of", "MAX_BUNDLE_BYTES", "MAX_MEMBERS", "MAX_JSON_DEPTH", "json_depth"]
+           "epoch_of", "PUBLISHED_STATUSES", "MAX_BUNDLE_BYTES", "MAX_MEMBERS", "MAX_JSON_DEPTH", "json_depth"]
 
 FORMAT = "dbarena-bundle"
 FORMAT_VERSION = 1
@@ -48,6 +48,11 @@ NAMESPACE = "dbarena-bundle"
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.json.sig"
 SUMS = "SHA256SUMS"
+# The statuses of the runs a bundle may hold: runs that ended (a failed run too: its
+# failure is a result). A run still running, or interrupted (which `run --resume` would
+# go on with), is no result yet: publish refuses it, verify and import refuse a bundle
+# that holds one.
+PUBLISHED_STATUSES = ("finished", "failed", "imported")
 # A bundle is read whole into memory: a bound, so that a hostile file is one line, not
 # a machine out of memory (a published study's bundle is megabytes).
 MAX_BUNDLE_BYTES = 2 * 2**30

@@ -102,10 +102,10 @@ def _selected(db: Store, labels: Sequence[str], run_ids: Sequence[int]) -> list[
     chosen = [r for r in runs if (not labels or r.label in labels) and (not run_ids or r.id in run_ids)]
     if not chosen:
         raise UsageError("publish: no run is both of the labels and among the runs given")
-    running = [r.id for r in chosen if r.status == "running"]
+    running = [r.id for r in chosen if r.status not in bundle.PUBLISHED_STATUSES]
     if running:
-        raise UsageError(f"publish: run {', '.join(map(str, running))} is still running (or was killed: "
-                         "`dbarena run --resume` finishes it); publish finished runs")
+        raise UsageError(f"publish: run {', '.join(map(str, running))} is still running or was interrupted "
+                         "(`dbarena run --resume` finishes it); publish finished runs")
     return [_public(r) for r in chosen]
 
 

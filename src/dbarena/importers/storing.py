@@ -16,7 +16,6 @@ import json
 import math
 import os
 import stat
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from dbarena.importers import reading
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
-from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, quoted
+from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, name_problem, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -56,8 +55,8 @@ class ImportOptions:
             if len(value) > MAX_NAME_CHARS:
                 raise UsageError(f"{flag}: {quoted(value)} is {len(value):,} characters long (at most "
                                  f"{MAX_NAME_CHARS})")
-            if any(unicodedata.category(c) == "Cc" for c in value):
-                raise UsageError(f"{flag}: {value!r} holds control characters")
+            if (problem := name_problem(value)) is not None:  # (the one rule of names: limits.py)
+                raise UsageError(f"{flag}: {quoted(value)} {problem}")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
             raise UsageError(f"--price-per-hour: {self.price_per_hour} is not a price above 0")
         if self.workload is not None:
