@@ -111,3 +111,32 @@ def test_a_merged_store_brings_no_label_that_breaks_the_rule(label: str, tmp_pat
     assert label not in labels and len(labels) == kept
     assert any("label" in line and "holds control characters" in line or "characters long" in line
                for line in said), said
+
+
+def test_a_published_bundle_holds_no_path_of_the_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/exchange.md: no path of the publisher's machine. The demo run's TMPDIR (/tmp:
+    pgbench's --log-prefix, unix_socket_directories, the data directory), the publisher's
+    TMPDIR and HOME: none in any byte of the bundle; and it still verifies."""
+    home = tmp_path / "home" / "alice"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    store = tmp_path / "s.db"
+    shutil.copyfile(DEMO, store)
+    with sqlite3.connect(store) as db:  # a home path in what the run stored, as a user's study would put it
+        (options,) = db.execute("SELECT options FROM runs WHERE id = 1").fetchone()
+        options = json.loads(options)
+        options["settings"]["stats_temp_directory"] = f"{home}/pg_stat_tmp"
+        db.execute("UPDATE runs SET options = ? WHERE id = 1", (json.dumps(options),))
+    with Store(store) as db:
+        run = db.run(1)
+        assert run is not None
+        data_dir = run.options["data_dir"]["path"]
+        made = publish(db, run_ids=[1], signer=None, secrets={})
+    for path in ("/tmp", str(home), str(tmp_path / "t"), data_dir, "/root"):
+        assert path.encode() not in made.data, path
+    members, _ = bundle.read_tar("b", made.data)
+    text = members[bundle.MANIFEST].decode()
+    assert "$TMPDIR/dbarena-point-" in text and '"$HOME/pg_stat_tmp"' in text
+    (tmp_path / "b.tar").write_bytes(made.data)
+    assert verify(tmp_path / "b.tar").points
