@@ -72,11 +72,18 @@ def read_bytes(path: Path, limit: int, what: str = "") -> bytes:
             size = os.fstat(file.fileno()).st_size
             if size > limit:
                 raise Unreadable(f"{shown}: {size:,} bytes, more than such a file may be ({limit:,} at most)")
-            data = file.read(limit + 1)  # (one byte more: a file that grew since is refused too)
+            # Its size, not the bound: read(n) allocates n bytes before it reads one.
+            data = file.read(size)
+            more = file.read(1)
+            if more:  # a file that grew since: read on a part at a time, up to the bound
+                grown = bytearray(data + more)
+                while len(grown) <= limit and (part := file.read(min(2**20, limit + 1 - len(grown)))):
+                    grown += part
+                if len(grown) > limit:
+                    raise Unreadable(f"{shown}: more than {limit:,} bytes, more than such a file may be")
+                data = bytes(grown)
         except OSError as exc:
             raise Unreadable(f"{shown}: cannot be read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise Unreadable(f"{shown}: more than {limit:,} bytes, more than such a file may be")
     return data
 
 
