@@ -49,6 +49,16 @@ MAX_SETTING_CHARS = 4096
 # in 64 MiB (a log that is no tool's output, /dev/urandom copied to a file) is refused
 # at the line where it starts, not read until the memory is gone.
 MAX_IMPORT_RUN_CHARS = 64 * 2**20
+# Files read whole from outside (inbound.read_bytes refuses a larger one before holding
+# it): an OpenSSH private key is a few hundred bytes (an RSA one of 16,384 bits 13 kB);
+# an allowed-signers file a line a key, 100 bytes each (a megabyte is 10,000 signers);
+# AWS's regional offer files (EC2's is the largest) are hundreds of megabytes and are
+# parsed whole as JSON (about ten times their size in memory); a price catalogue is
+# dbarena's own, kilobytes.
+MAX_KEY_BYTES = 2**20
+MAX_ALLOWED_SIGNERS_BYTES = 16 * 2**20
+MAX_OFFER_BYTES = 2 * 2**30
+MAX_CATALOGUE_BYTES = 64 * 2**20
 
 
 def number_problem(value: float, *, whole: bool = False, minimum: float = 0, maximum: float | None = None,
@@ -122,16 +132,33 @@ def visible(text: str, *, keep: str = "") -> str:
 _SAFE = re.compile(r"[ -~\u00a0-\u2029\u202f-\u2065\u206a-\ud7ff\ue000-\U0010ffff]*")
 
 
+# The Unicode categories a name may not hold: control characters (Cc: ESC and the rest,
+# which act on a terminal), format characters (Cf: the bidirectional marks, overrides
+# and isolates U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069, which reorder what
+# follows them, and the invisible ones, which make two names look alike), surrogates,
+# and the line and paragraph separators (U+2028, U+2029: a line break to many
+# terminals and every browser, which would split a table's row).
+_NOT_IN_NAMES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def unfit_in_name(c: str) -> bool:
+    """Whether a name (a label, a currency) may not hold this character (_NOT_IN_NAMES)."""
+    return unicodedata.category(c) in _NOT_IN_NAMES or c in _BIDI_CONTROLS or c in _BIDI_MARKS
+
+
 def name_problem(text: str) -> str | None:
-    """What is wrong with a name a user gives (a label, a currency; None: nothing):
-    empty, longer than MAX_NAME_CHARS, or holding control characters, which would act
-    on a terminal (move the cursor, retitle the window) wherever the name is shown."""
+    """What is wrong with a name a user gives or a bundle or store brings (a label, a
+    currency; None: nothing): empty, longer than MAX_NAME_CHARS, or holding control,
+    format or separator characters (unfit_in_name), which would act on a terminal (move
+    the cursor, retitle the window), reorder or break the line wherever the name is
+    shown. The one rule of names: flags, study files, imports, bundles and merged
+    stores are held to it."""
     if not text.strip():
         return "is empty"
     if len(text) > MAX_NAME_CHARS:
         return f"is {len(text):,} characters long (at most {MAX_NAME_CHARS})"
-    if any(map(_acts, text)):
-        return "holds control characters"
+    if (bad := next((c for c in text if unfit_in_name(c)), None)) is not None:
+        return f"holds control characters (U+{ord(bad):04X})"
     return None
 
 

@@ -165,3 +165,81 @@ def test_an_empty_password_option_ending_a_string_does_not_refuse_the_bundle():
     kept = _masked_json({"command": command})
     assert kept == {"command": ["sysbench", "--pgsql-password=***", "--db-driver=pgsql", "--pgsql-password=***"]}
     assert first_unmasked_line(bundle.json_bytes(kept).decode()) is None
+
+
+@pytest.mark.parametrize("options, said", [
+    ('namespaces="git', "a quote is not closed"),
+    ('namespaces="git,dbarena-bundle', "a quote is not closed"),
+    ("namespaces=git", 'are not `name` or `name="value"` separated by commas'),
+    ('namespace="dbarena-bundle"', "'namespace' is no allowed-signers option"),
+    ('namespaces="git",', "options end with a comma"),
+    ('valid-before="2030"', "'2030' is not a time"),
+    ('valid-after="20301399"', "'20301399' is not a time"),
+    ('cert-authority="x"', "cert-authority takes no value"),
+    ('namespaces="a",namespaces="b"', "namespaces is given twice"),
+])
+def test_an_allowed_signers_line_that_does_not_read_whole_refuses_the_file(options, said, tmp_path):
+    """Fail closed: a line read in part may allow a key for more than its author wrote
+    (`namespaces="git` with its quote unclosed was read as no namespace at all, so a key
+    allowed for git signed bundles). The file is refused in one line naming the line."""
+    signer = sshsig.load_key(_key(tmp_path / "k"), None)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(f"# mine\nalice {options} {sshsig.public_line(signer.public_blob)}\n")
+    with pytest.raises(sshsig.SignatureProblem) as refused:
+        sshsig.principals(allowed, signer.public_blob, NS)
+    assert str(refused.value).startswith(f"{allowed}:2: ") and said in str(refused.value), str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_unterminated_quote_refuses_the_file_at_the_command_line(tmp_path):
+    signer = sshsig.load_key(_key(tmp_path / "k"), None)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(f'alice namespaces="git {sshsig.public_line(signer.public_blob)}\n')
+    from conftest import cli_env
+    from inprocess import dbarena
+
+    (tmp_path / "b.tar").write_bytes(_tar(lambda t: _file(t, "manifest.json")))
+    done = dbarena("verify", str(tmp_path / "b.tar"), "--allowed-signers", str(allowed), env=cli_env(tmp_path))
+    assert done.returncode == 2 and done.stderr == (f"dbarena: error: {allowed}:1: a quote is not closed (the line "
+                                                    "is refused: what it allows cannot be told)\n"), done.stderr
+
+
+def _sparse(real_size: int) -> bytes:
+    """A tar of one GNU sparse member "manifest.json": a header of a few bytes whose
+    sparse map says it is `real_size` bytes of zeros (tarfile expands them on read)."""
+    header = bytearray(_tar(lambda t: _file(t, "manifest.json", b""))[:512])
+    header[156:157] = b"S"  # GNUTYPE_SPARSE
+    header[386:398] = b"%011o\0" % real_size  # one hole-free entry at the end: offset
+    header[398:410] = b"%011o\0" % 0  # and its bytes
+    header[483:495] = b"%011o\0" % real_size  # the size it unpacks to
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return bytes(header) + b"\0" * 1024
+
+
+def test_a_sparse_member_is_refused_before_it_is_expanded(tmp_path):
+    """10 KB that read as 1.5 GB of zeros (MemoryError, or the OOM killer) before."""
+    path = tmp_path / "b.tar"
+    path.write_bytes(_sparse(1536 * 2**20))
+    with pytest.raises(BundleProblem, match="'manifest.json' is not a plain file"):
+        read_bundle(path)
+
+
+def test_a_member_larger_than_the_file_is_refused(tmp_path):
+    data = bytearray(_tar(lambda t: _file(t, "manifest.json", b"{}\n")))
+    data[124:136] = b"%011o\0" % (2**33 - 1)  # a size field beyond the file
+    data[148:156] = b" " * 8
+    data[148:156] = b"%06o\0 " % sum(data[:512])
+    (tmp_path / "b.tar").write_bytes(bytes(data))
+    with pytest.raises(BundleProblem) as refused:
+        read_bundle(tmp_path / "b.tar")
+    assert "more than the file holds after it" in str(refused.value) or "not a tar file" in str(refused.value)
+
+
+def test_a_manifest_nested_deeper_than_any_bundle_is_refused_before_it_is_parsed(tmp_path):
+    deep = b'{"format": "dbarena-bundle", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    (tmp_path / "b.tar").write_bytes(_tar(lambda t: _file(t, "manifest.json", deep)))
+    with pytest.raises(BundleProblem, match=r"manifest\.json: JSON nested more than 32 deep"):
+        read_bundle(tmp_path / "b.tar")
+    # Brackets in strings are text, not depth.
+    assert bundle.json_depth(b'{"a": "[[[[[[\\"[[[[", "b": [[1]]}') == 3

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
+from dbarena import inbound
 from dbarena.cli.app import cli, max_cost_option, max_instances_option
 from dbarena.errors import UsageError
+from dbarena.limits import MAX_CATALOGUE_BYTES, MAX_OFFER_BYTES
 
 
 @cli.group("cloud")
@@ -92,7 +94,8 @@ def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer:
     from dbarena.atomic import write_text
     from dbarena.cloud import awsprices, catalogue
 
-    text = catalogue_path.read_text() if catalogue_path else catalogue.bundled_text()
+    text = inbound.read_text(catalogue_path, MAX_CATALOGUE_BYTES, "--catalogue") if catalogue_path \
+        else catalogue.bundled_text()
     origin = str(catalogue_path) if catalogue_path else "bundled catalogue"
     if offer is not None:
         if provider != "aws":
@@ -120,10 +123,13 @@ def _offer_text(offer: str) -> str:
 
         try:
             with urllib.request.urlopen(offer, timeout=300) as answer:  # noqa: S310 (the user's own URL)
-                return str(answer.read().decode())
+                data: bytes = answer.read(MAX_OFFER_BYTES + 1)  # (an answer without end is not held whole)
         except OSError as exc:
             raise UsageError(f"{offer}: cannot read it: {exc}") from None
-    try:
-        return Path(offer).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{offer}: cannot read it: {exc}") from None
+        if len(data) > MAX_OFFER_BYTES:
+            raise UsageError(f"{offer}: more than {MAX_OFFER_BYTES:,} bytes, beyond any offer file")
+        try:
+            return data.decode()
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{offer}: not UTF-8 text (byte {exc.start:,})") from None
+    return inbound.read_text(Path(offer), MAX_OFFER_BYTES, "--refresh-from")

@@ -41,6 +41,16 @@ def _signer(key: Path) -> tuple[Signer, str | None]:
     return sshsig.load_key(key, passphrase), passphrase
 
 
+def check_allowed_signers(path: Path | None) -> None:
+    """The allowed-signers file read once before any bundle: a file that cannot be read
+    whole (a FIFO, a line with an unterminated quote) is one line, not the reason given
+    for refusing each bundle in turn."""
+    if path is not None:
+        from dbarena.exchange import sshsig
+
+        sshsig.allowed_signers(path)
+
+
 @cli.command()
 @store_option
 @click.option("--label", "labels", multiple=True, help="Publish the runs of this label (repeatable).")
@@ -93,6 +103,7 @@ def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | Non
     from dbarena.exchange.bundle import BundleProblem
     from dbarena.exchange.verify import verify as check
 
+    check_allowed_signers(allowed_signers)
     failed = False
     for path in bundles:
         try:
@@ -138,6 +149,7 @@ def site(bundles: tuple[Path, ...], output: Path, allowed_signers: Path | None, 
     making.check_output(output, [*bundles, *([allowed_signers] if allowed_signers else [])])  # before verifying
     if output.exists() and not output.is_dir():
         raise UsageError(f"site: -o {output} is not a directory")
+    check_allowed_signers(allowed_signers)
     built = making.build(list(bundles), output, allowed_signers, jobs)
     for line in built.refused:
         _say(f"dbarena: error: refused {line}", err=True)

@@ -399,7 +399,9 @@ def import_command(files: tuple[Path, ...], label: str | None, engine: str | Non
 def _import_bundles(bundles: list[Path], allowed_signers: Path | None, store: Path | str) -> None:
     """`import` of bundles: each verified, then stored whole (exchange/importing.py)."""
     from dbarena.exchange.importing import import_bundle
+    from dbarena.cli.exchange import check_allowed_signers
 
+    check_allowed_signers(allowed_signers)
     with Store(store) as db:
         for path in bundles:
             done = import_bundle(db, path, allowed_signers)

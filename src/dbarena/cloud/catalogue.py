@@ -19,7 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from dbarena import inbound
 from dbarena.errors import UsageError
+from dbarena.limits import MAX_CATALOGUE_BYTES
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import Machines
 
@@ -176,9 +178,9 @@ def for_machines(machines: Machines, study_source: str) -> Catalogue:
     if machines.catalogue is not None:
         path = Path(machines.catalogue)
         try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{study_source}: machines.catalogue: cannot read {path}: {exc}") from None
+            text = inbound.read_text(path, MAX_CATALOGUE_BYTES)
+        except inbound.Unreadable as exc:
+            raise UsageError(f"{study_source}: machines.catalogue: {exc}") from None
         catalogue = read(text, str(path), machines.provider, machines.region)
     else:
         catalogue = read(bundled_text(), "bundled catalogue", machines.provider, machines.region)

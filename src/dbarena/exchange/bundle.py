@@ -38,7 +38,7 @@ from dbarena.records import JSON, JSONObject
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "NAMESPACE", "MANIFEST", "SIGNATURE", "SUMS", "BundleProblem",
            "json_bytes", "sha256", "sums_text", "write_tar", "read_tar", "order", "series_csv", "read_series_csv",
-           "epoch_of", "MAX_BUNDLE_BYTES"]
+           "epoch_of", "PUBLISHED_STATUSES", "MAX_BUNDLE_BYTES", "MAX_MEMBERS", "MAX_JSON_DEPTH", "json_depth"]
 
 FORMAT = "dbarena-bundle"
 FORMAT_VERSION = 1
@@ -48,9 +48,23 @@ NAMESPACE = "dbarena-bundle"
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.json.sig"
 SUMS = "SHA256SUMS"
+# The statuses of the runs a bundle may hold: runs that ended (a failed run too: its
+# failure is a result). A run still running, or interrupted (which `run --resume` would
+# go on with), is no result yet: publish refuses it, verify and import refuse a bundle
+# that holds one.
+PUBLISHED_STATUSES = ("finished", "failed", "imported")
 # A bundle is read whole into memory: a bound, so that a hostile file is one line, not
 # a machine out of memory (a published study's bundle is megabytes).
 MAX_BUNDLE_BYTES = 2 * 2**30
+# The members of a bundle: three at the top and at most six a point. Each member read is
+# a tarfile.TarInfo held until the file is read (hundreds of bytes each); past this many
+# no bundle is meant (a million points' bundle is beyond MAX_BUNDLE_BYTES already).
+MAX_MEMBERS = 1_000_000
+# How deep a JSON member (the manifest, a histogram, a server series) may nest: dbarena
+# writes at most 6 levels; each level is a frame of every recursive reader after
+# (json, the schema's validator, the comparisons), whose stack ends in a RecursionError
+# about a thousand frames down. Checked on the bytes before they are parsed.
+MAX_JSON_DEPTH = 32
 # A member's name: points/<id>/<file>, or one of the three at the top.
 _NAME = re.compile(r"(?:manifest\.json(?:\.sig)?|SHA256SUMS|points/[0-9]{1,19}/[a-z_-]{1,40}\.(?:txt|csv|json))")
 
@@ -101,8 +115,18 @@ def read_tar(name: str, data: bytes) -> tuple[dict[str, bytes], int]:
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             for info in tar:
-                if not info.isreg():
-                    raise BundleProblem(f"{name}: {info.name!r} is not a plain file (a bundle holds files only)")
+                # A plain file as write_tar writes it and nothing else: no sparse member
+                # (a few bytes of header that read as gigabytes of zeros), no PAX or GNU
+                # extension headers, no size beyond the bytes the file has left.
+                if info.type != tarfile.REGTYPE or info.sparse is not None:
+                    raise BundleProblem(f"{name}: {info.name[:80]!r} is not a plain file (a bundle holds files only)")
+                if info.pax_headers:
+                    raise BundleProblem(f"{name}: {info.name[:80]!r} has extended (PAX) headers, which no bundle has")
+                if info.offset_data + info.size > len(data):
+                    raise BundleProblem(f"{name}: {info.name[:80]!r} says it is {info.size:,} bytes, more than the "
+                                        "file holds after it")
+                if len(members) >= MAX_MEMBERS:
+                    raise BundleProblem(f"{name}: more than {MAX_MEMBERS:,} files, more than any bundle holds")
                 if _NAME.fullmatch(info.name) is None:
                     raise BundleProblem(f"{name}: {info.name[:80]!r}: no file a bundle holds has such a name")
                 if info.name in members:
@@ -111,7 +135,7 @@ def read_tar(name: str, data: bytes) -> tuple[dict[str, bytes], int]:
                     mtime = int(info.mtime)
                 extracted = tar.extractfile(info)
                 assert extracted is not None  # (a regular file always has its content)
-                members[info.name] = extracted.read()
+                members[info.name] = extracted.read(info.size)
     except (tarfile.TarError, EOFError) as exc:
         raise BundleProblem(f"{name}: not a dbarena bundle (not a tar file that reads: {exc})") from None
     if not members:
@@ -177,12 +201,35 @@ def read_series_csv(name: str, data: bytes, types: Mapping[str, str]) -> tuple[l
     return columns, out
 
 
+# A JSON string (its escapes included): what json_depth leaves out before counting.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(data: bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep JSON text nests (its arrays and objects), counted on its bytes without
+    parsing them, and no further than `limit` + 1: so that text nested too deep is
+    refused before any recursive reader sees it."""
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    depth = deepest = 0
+    for byte in brackets:
+        depth += 1 if byte in b"[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+    return deepest
+
+
 def json_document(name: str, data: bytes) -> JSONObject:
-    """A JSON object member; one that does not read is a BundleProblem naming it."""
+    """A JSON object member; one that does not read, or nests deeper than
+    MAX_JSON_DEPTH, is a BundleProblem naming it."""
+    if (depth := json_depth(data)) > MAX_JSON_DEPTH:
+        raise BundleProblem(f"{name}: JSON nested more than {MAX_JSON_DEPTH} deep (dbarena writes at most 6)")
     try:
         value = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BundleProblem(f"{name}: not JSON ({exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BundleProblem(f"{name}: not JSON ({str(exc)[:200]})") from None
     if not isinstance(value, dict):
         raise BundleProblem(f"{name}: not a JSON object")
     return value

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from dbarena import __version__
@@ -89,6 +91,60 @@ def _masked_json(value: JSON) -> JSON:
     return value
 
 
+# A directory dbarena made for a run under its TMPDIR (dbarena-point-..., dbarena-pg-...):
+# what is before it is that run's TMPDIR, which may not be the publisher's now.
+_MADE_UNDER = re.compile(r"(/[^\s\"'=:,;]*?)/dbarena-[a-z]+-[A-Za-z0-9_]+")
+# What a path of the machine is written as in a bundle, longest first.
+TMPDIR, HOME, DATA_DIR = "$TMPDIR", "$HOME", "$DATA_DIR"
+
+
+def machine_paths(manifest_text: str, runs: Sequence[StoredRun], environ: Mapping[str, str]) -> dict[str, str]:
+    """The paths of the publisher's machine a bundle would hold (path -> what it is
+    written as): its temporary directories (the publisher's, and each run's, found
+    before the directories dbarena made in it: pgbench's --log-prefix, the server's
+    unix_socket_directories), its home, each run's data directory. `/` is no such path."""
+    found: dict[str, str] = {}
+
+    def add(path: object, token: str) -> None:
+        if isinstance(path, str) and path.startswith("/") and path.rstrip("/"):
+            found[path.rstrip("/")] = token
+
+    for run in runs:
+        data_dir = run.options.get("data_dir")
+        add(data_dir.get("path") if isinstance(data_dir, dict) else None, DATA_DIR)
+        for where in (run.target_facts, run.target_facts.get("non_default_settings")):
+            if isinstance(where, dict):
+                add(where.get("data_directory"), DATA_DIR)
+                add(where.get("datadir"), DATA_DIR)
+    add(environ.get("HOME"), HOME)
+    add(str(Path.home()), HOME)
+    for m in _MADE_UNDER.finditer(manifest_text):
+        add(m.group(1), TMPDIR)
+    add(environ.get("TMPDIR"), TMPDIR)
+    add(tempfile.gettempdir(), TMPDIR)
+    return found
+
+
+def _unpathed(paths: Mapping[str, str]) -> Callable[[str], str]:
+    """A function writing each of `paths` in a text as what it is ($TMPDIR ...), a whole
+    path only (/tmp, not the /tmp of /var/tmp or of /tmpfs), the longest first."""
+    if not paths:
+        return lambda text: text
+    ordered = sorted(paths, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, ordered)) + r")(?![\w.-])")
+    return lambda text: pattern.sub(lambda m: paths[m.group(0)], text) if "/" in text else text
+
+
+def _map_strings(value: JSON, change: Callable[[str], str]) -> JSON:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(v, change) for v in value]
+    if isinstance(value, dict):
+        return {change(k): _map_strings(v, change) for k, v in value.items()}
+    return value
+
+
 def _selected(db: Store, labels: Sequence[str], run_ids: Sequence[int]) -> list[StoredRun]:
     runs = db.runs()
     known = {r.id for r in runs}
@@ -102,10 +158,10 @@ def _selected(db: Store, labels: Sequence[str], run_ids: Sequence[int]) -> list[
     chosen = [r for r in runs if (not labels or r.label in labels) and (not run_ids or r.id in run_ids)]
     if not chosen:
         raise UsageError("publish: no run is both of the labels and among the runs given")
-    running = [r.id for r in chosen if r.status == "running"]
+    running = [r.id for r in chosen if r.status not in bundle.PUBLISHED_STATUSES]
     if running:
-        raise UsageError(f"publish: run {', '.join(map(str, running))} is still running (or was killed: "
-                         "`dbarena run --resume` finishes it); publish finished runs")
+        raise UsageError(f"publish: run {', '.join(map(str, running))} is still running or was interrupted "
+                         "(`dbarena run --resume` finishes it); publish finished runs")
     return [_public(r) for r in chosen]
 
 
@@ -202,6 +258,17 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
         studies=[studies[k] for k in sorted(studies)], prices=[p for p in map(_price, runs) if p is not None],
         points=points, files=digests, sha256sums=bundle.sha256(sums))
     manifest = _masked_json(made.as_json())
+    # No path of this machine (docs/exchange.md): its TMPDIR, home and data directories
+    # written as $TMPDIR, $HOME, $DATA_DIR, in the manifest and in every file, before the
+    # files' sha256 are taken.
+    unpathed = _unpathed(machine_paths(json.dumps(manifest), runs, os.environ))
+    files = {name: (unpathed(data.decode()).encode() if not name.endswith(".csv") else data)
+             for name, data in files.items()}
+    digests = {name: bundle.sha256(data) for name, data in sorted(files.items())}
+    sums = bundle.sums_text(digests)
+    manifest = _map_strings(manifest, unpathed)
+    assert isinstance(manifest, dict)
+    manifest.update(files=dict[str, JSON](digests), sha256sums=bundle.sha256(sums))
     members = {bundle.MANIFEST: bundle.json_bytes(manifest), bundle.SUMS: sums, **files}
     _check_secrets(members, secrets)
     key = None

@@ -34,10 +34,12 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_ssh_private_key
 
+from dbarena import inbound
 from dbarena.errors import UsageError
+from dbarena.limits import MAX_ALLOWED_SIGNERS_BYTES, MAX_KEY_BYTES
 
 __all__ = ["SignatureProblem", "Signer", "Signature", "load_key", "sign", "parse", "verify", "fingerprint",
-           "principals"]
+           "principals", "allowed_signers", "AllowedSigner"]
 
 MAGIC = b"SSHSIG"
 VERSION = 1
@@ -96,9 +98,9 @@ def load_key(path: Path, passphrase: str | None) -> Signer:
     """The OpenSSH Ed25519 private key in `path` (what `ssh-keygen -t ed25519` writes),
     decrypted with `passphrase` where it is encrypted. Every problem is one line."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SignatureProblem(f"--key {path}: {exc.strerror or exc}") from None
+        data = inbound.read_bytes(path, MAX_KEY_BYTES, "--key")
+    except inbound.Unreadable as exc:
+        raise SignatureProblem(str(exc)) from None
     if b"BEGIN OPENSSH PRIVATE KEY" not in data:
         raise SignatureProblem(f"--key {path}: not an OpenSSH private key (make one with ssh-keygen -t ed25519)")
     try:
@@ -209,59 +211,142 @@ def public_line(public_blob: bytes) -> str:
     return f"{KEY_TYPE} {base64.b64encode(public_blob).decode()}"
 
 
-# An allowed-signers option: name, or name="value" (the value may hold commas).
-_OPTION = re.compile(r'([A-Za-z-]+)(?:="([^"]*)")?(?:,|$)')
+# The options an allowed-signers line may have (ssh-keygen(1), ALLOWED SIGNERS): any
+# other is refused, as ssh-keygen refuses it, rather than passed over (an option this
+# reader does not know may narrow what the line allows).
+_OPTIONS = frozenset({"cert-authority", "namespaces", "valid-after", "valid-before"})
+# A key type as the field after the principals (or the options) names it.
+_KEY_TYPE = re.compile(r"(?:ssh-|ecdsa-|sk-)[A-Za-z0-9@.+-]+")
+
+
+@dataclass(frozen=True)
+class AllowedSigner:
+    """One line of an allowed-signers file, read."""
+
+    number: int  # its line in the file
+    principals: tuple[str, ...]
+    options: dict[str, str | None]  # (an option without a value: None)
+    key_type: str
+    key: str  # base64, as the line writes it
+
+
+def _fields(line: str, where: str) -> list[str]:
+    """A line's fields, split at blanks outside double quotes (a quoted value may hold
+    blanks); an unterminated quote refuses the line. The quotes are kept: the options'
+    reader takes them off."""
+    fields: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for c in line:
+        if c == '"':
+            quoted = not quoted
+        if c in " \t" and not quoted:
+            if current:
+                fields.append("".join(current))
+                current = []
+            continue
+        current.append(c)
+    if quoted:
+        raise SignatureProblem(f"{where}: a quote is not closed (the line is refused: what it allows cannot be told)")
+    if current:
+        fields.append("".join(current))
+    return fields
+
+
+def _options(text: str, where: str) -> dict[str, str | None]:
+    """An options field, `name` or `name="value"` separated by commas (a value may hold
+    commas); anything else, or an option ssh-keygen does not know, refuses the line."""
+    out: dict[str, str | None] = {}
+    at = 0
+    while at < len(text):
+        m = re.compile(r'([A-Za-z-]+)(?:="([^"]*)")?(,|$)').match(text, at)
+        if m is None:
+            raise SignatureProblem(f"{where}: options {text[:80]!r} are not `name` or `name=\"value\"` separated "
+                                   "by commas")
+        name = m.group(1).lower()
+        if name not in _OPTIONS:
+            raise SignatureProblem(f"{where}: {name!r} is no allowed-signers option (cert-authority, namespaces, "
+                             "valid-after, valid-before)")
+        if (m.group(2) is None) != (name == "cert-authority"):
+            raise SignatureProblem(f"{where}: {name} " + ("takes no value" if name == "cert-authority"
+                                                    else 'needs a value: name="value"'))
+        if name in out:
+            raise SignatureProblem(f"{where}: {name} is given twice")
+        out[name] = m.group(2)
+        at = m.end()
+        if m.group(3) == "," and at == len(text):
+            raise SignatureProblem(f"{where}: options end with a comma")
+    return out
+
+
+def allowed_signers(path: Path) -> list[AllowedSigner]:
+    """An allowed-signers file read as ssh-keygen reads it, every line checked: a line
+    that cannot be read whole (an unterminated quote, an unknown option, a time that is
+    no time, no key) refuses the file in one line naming it, rather than being read in
+    part: a line read in part may allow a key for more than its author wrote (a
+    `namespaces="git` whose quote is not closed was read as no namespace restriction at
+    all, so a key allowed for git signed bundles)."""
+    try:
+        data = inbound.read_bytes(path, MAX_ALLOWED_SIGNERS_BYTES, "--allowed-signers")
+    except inbound.Unreadable as exc:
+        raise SignatureProblem(str(exc)) from None
+    found = []
+    for number, raw in enumerate(data.decode(errors="replace").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        fields = _fields(line, where)
+        options: dict[str, str | None] = {}
+        if len(fields) >= 2 and not _KEY_TYPE.fullmatch(fields[1]):
+            options = _options(fields[1], where)
+            del fields[1]
+        if len(fields) < 3 or not _KEY_TYPE.fullmatch(fields[1]):
+            raise SignatureProblem(f"{where}: not `principals [options] keytype key`")
+        names = tuple(fields[0].strip('"').split(","))
+        if not all(names):
+            raise SignatureProblem(f"{where}: an empty principal (principals are separated by single commas)")
+        for name in ("valid-after", "valid-before"):
+            if (value := options.get(name)) is not None:
+                _time(value, path, number)  # (a time that is no time refuses the file now, not when matched)
+        found.append(AllowedSigner(number, names, options, fields[1], fields[2]))
+    return found
 
 
 def _time(text: str, file: Path, number: int) -> datetime.datetime:
     """An allowed-signers time, YYYYMMDD[HHMM[SS]][Z]: local time, UTC with Z."""
     m = re.fullmatch(r"(\d{8})(\d{4}(\d{2})?)?(Z?)", text)
     if m is None:
-        raise UsageError(f"{file}:{number}: {text!r} is not a time YYYYMMDD[HHMM[SS]][Z]")
+        raise SignatureProblem(f"{file}:{number}: {text!r} is not a time YYYYMMDD[HHMM[SS]][Z]")
     digits = (m.group(1) + (m.group(2) or "0000")).ljust(14, "0")
-    at = datetime.datetime.strptime(digits, "%Y%m%d%H%M%S")
+    try:
+        at = datetime.datetime.strptime(digits, "%Y%m%d%H%M%S")
+    except ValueError:
+        raise SignatureProblem(f"{file}:{number}: {text!r} is not a time YYYYMMDD[HHMM[SS]][Z]") from None
     return at.replace(tzinfo=datetime.timezone.utc) if m.group(4) else at.astimezone()
 
 
-def principals(allowed_signers: Path, public_blob: bytes, namespace: str,
+def principals(allowed_signers_file: Path, public_blob: bytes, namespace: str,
                now: datetime.datetime | None = None) -> list[str]:
     """The principals of the allowed-signers file's lines naming this key, valid now and
     for this namespace (as `ssh-keygen -Y find-principals` lists them); none when no line
-    does. A line that cannot be read is a UsageError naming it."""
-    try:
-        lines = allowed_signers.read_text(errors="replace").splitlines()
-    except OSError as exc:
-        raise UsageError(f"--allowed-signers {allowed_signers}: {exc.strerror or exc}") from None
+    does. A file with a line that cannot be read whole is a UsageError naming the line
+    (allowed_signers)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     wanted = base64.b64encode(public_blob).decode()
     found: list[str] = []
-    for number, line in enumerate(lines, 1):
-        words = line.strip()
-        if not words or words.startswith("#"):
+    for line in allowed_signers(allowed_signers_file):
+        if "cert-authority" in line.options or line.key_type != KEY_TYPE or line.key != wanted:
             continue
-        names, _, rest = words.partition(" ")
-        rest = rest.strip()
-        options: dict[str, str | None] = {}
-        if rest and not rest.startswith(("ssh-", "ecdsa-", "sk-")):
-            text, _, rest = rest.partition(" ")
-            rest = rest.strip()
-            for m in _OPTION.finditer(text):
-                if m.group(1):
-                    options[m.group(1).lower()] = m.group(2)
-        parts = rest.split()
-        if len(parts) < 2:
-            raise UsageError(f"{allowed_signers}:{number}: not `principals [options] keytype key`")
-        if "cert-authority" in options or parts[0] != KEY_TYPE or parts[1] != wanted:
-            continue
-        spaces = options.get("namespaces")
+        spaces = line.options.get("namespaces")
         if spaces is not None and not any(fnmatch.fnmatchcase(namespace, p) for p in spaces.split(",")):
             continue
-        after, before = options.get("valid-after"), options.get("valid-before")
-        if after is not None and now < _time(after, allowed_signers, number):
+        after, before = line.options.get("valid-after"), line.options.get("valid-before")
+        if after is not None and now < _time(after, allowed_signers_file, line.number):
             continue
-        if before is not None and now > _time(before, allowed_signers, number):
+        if before is not None and now > _time(before, allowed_signers_file, line.number):
             continue
-        found.extend(p for p in names.split(",") if p and p not in found)
+        found.extend(p for p in line.principals if p not in found)
     return found
 
 

@@ -32,11 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbarena import inbound
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange import manifest as manifest_schema
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line, series_columns
 from dbarena.importers import reading
+from dbarena.limits import name_problem, quoted
 from dbarena.records import JSON, JSONObject
 from dbarena.stats import analysis
 from dbarena.stats.latency import Latencies
@@ -122,13 +124,10 @@ def _list(obj: Mapping[str, JSON], key: str) -> list[JSON]:
 def read_bundle(path: Path) -> Bundle:
     """Step 1: the file read as a bundle."""
     name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > bundle.MAX_BUNDLE_BYTES:
-            raise BundleProblem(f"{name}: {size:,} bytes, beyond any bundle ({bundle.MAX_BUNDLE_BYTES:,} at most)")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BundleProblem(f"{name}: {exc.strerror or exc}") from None
+    try:  # (a FIFO, /dev/zero, a file beyond any bundle: refused before it is read)
+        data = inbound.read_bytes(path, bundle.MAX_BUNDLE_BYTES)
+    except inbound.Unreadable as exc:
+        raise BundleProblem(str(exc)) from None
     members, mtime = bundle.read_tar(name, data)
     if bundle.MANIFEST not in members:
         raise BundleProblem(f"{name}: no manifest.json in it (not a dbarena bundle, or the manifest was removed)")
@@ -143,7 +142,31 @@ def read_bundle(path: Path) -> Bundle:
     except manifest_schema.ManifestProblem as exc:
         raise BundleProblem(f"{name}: manifest.json does not fit the manifest's schema "
                             f"({manifest_schema.SCHEMA_FILE}): {exc}") from None
+    _check_names(name, manifest)
     return Bundle(name, data, members, manifest, mtime)
+
+
+def _check_names(name: str, manifest: JSONObject) -> None:
+    """Every label a bundle brings held to the rule of names a flag or a study is
+    (limits.name_problem: a 100,000-character label, ESC, a line break or U+202E would
+    reach every table that shows it), and every run one that ended (PUBLISHED_STATUSES):
+    a running or interrupted run is no result, and `run --resume` of one imported would
+    go on with a stranger's run."""
+    for i, run in enumerate(_list(manifest, "runs")):
+        if not isinstance(run, dict):
+            continue
+        label = run.get("label")
+        if isinstance(label, str) and (problem := name_problem(label)) is not None:
+            raise BundleProblem(f"{name}: manifest.json: runs[{i}].label {quoted(label)} {problem}")
+        status = run.get("status")
+        if status not in bundle.PUBLISHED_STATUSES:
+            raise BundleProblem(f"{name}: manifest.json: runs[{i}] is {quoted(str(status))}, not a run that ended "
+                                f"({', '.join(bundle.PUBLISHED_STATUSES)}): only those are published")
+    for i, entry in enumerate(_list(manifest, "points")):
+        record = entry.get("result") if isinstance(entry, dict) else None
+        label = record.get("label") if isinstance(record, dict) else None
+        if isinstance(label, str) and (problem := name_problem(label)) is not None:
+            raise BundleProblem(f"{name}: manifest.json: points[{i}].result.label {quoted(label)} {problem}")
 
 
 def verify(path: Path, allowed_signers: Path | None = None) -> Verified:

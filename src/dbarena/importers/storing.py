@@ -16,7 +16,6 @@ import json
 import math
 import os
 import stat
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,11 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from dbarena import inbound
 from dbarena.importers import reading
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
-from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, quoted
+from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, name_problem, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
 from dbarena.store.database import Store, now_utc
@@ -55,8 +55,8 @@ class ImportOptions:
             if len(value) > MAX_NAME_CHARS:
                 raise UsageError(f"{flag}: {quoted(value)} is {len(value):,} characters long (at most "
                                  f"{MAX_NAME_CHARS})")
-            if any(unicodedata.category(c) == "Cc" for c in value):
-                raise UsageError(f"{flag}: {value!r} holds control characters")
+            if (problem := name_problem(value)) is not None:  # (the one rule of names: limits.py)
+                raise UsageError(f"{flag}: {quoted(value)} {problem}")
         if self.price_per_hour is not None and not (math.isfinite(self.price_per_hour) and self.price_per_hour > 0):
             raise UsageError(f"--price-per-hour: {self.price_per_hour} is not a price above 0")
         if self.workload is not None:
@@ -133,34 +133,16 @@ class _Unreadable(Exception):
     """A file import does not read, and why (one line)."""
 
 
-# What a file is that is not one: import reads regular files only (a FIFO would block
-# it for ever, /dev/zero fill the memory).
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _not_regular(mode: int) -> str | None:
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
-
-
 def open_regular(path: Path) -> BinaryIO:
-    """A regular file, open to read; _Unreadable (one line) for anything else. The file
-    is opened without blocking (a FIFO without a writer would block the open) and
-    checked on the descriptor, so what is read is what was checked."""
+    """A regular file, open to read (inbound.open_regular, the one check of every file
+    read from outside: a FIFO would block import for ever, /dev/zero fill the memory);
+    _Unreadable (one line) for anything else."""
     try:
-        kind = _not_regular(path.stat().st_mode)  # (a socket cannot even be opened: say what it is)
-        if kind is None:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            file = os.fdopen(fd, "rb")
-            kind = _not_regular(os.fstat(file.fileno()).st_mode)
-            if kind is None:
-                return file
-            file.close()
-    except OSError as exc:
-        raise _Unreadable(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
-    raise _Unreadable(f"{path}: {kind}, not a regular file: import reads files")
+        return inbound.open_regular(path)
+    except inbound.Unreadable as exc:
+        if exc.kind is None:
+            raise _Unreadable(f"{path.name}: {str(exc).removeprefix(f'{path}: ')}") from None
+        raise _Unreadable(f"{path}: {exc.kind}, not a regular file: import reads files") from None
 
 
 # Bytes read at a time. The text goes on in parts that end at a line break: a part holds

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from dbarena.errors import StoreError
+from dbarena.limits import name_problem
 from dbarena.store import edge, migrations
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import POINT_TABLES, Store
@@ -154,6 +155,9 @@ def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple
             figures = row[at["figures"]]
             faults.append(("figures", figures, edge.figures_fault(figures) if figures is not None else None))
             faults.append(("record", row[at["record"]], edge.series_fault(row[at["record"]])))
+        elif table == "runs":  # (a label is shown in every table: the rule of names, limits.py)
+            label = row[at["label"]]
+            faults.append(("label", label, name_problem(label) if isinstance(label, str) else None))
         elif table == "point_derived":
             faults.append(("fields", row[at["fields"]], edge.derived_fault(row[at["fields"]])))
         elif table == "raw_outputs":
