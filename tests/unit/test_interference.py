@@ -142,9 +142,10 @@ def test_a_comparison_of_sides_under_different_interference_is_not_decided(tmp_p
     assert rows and all(r.verdict is None and not r.significant and r.log_se is None for r in rows)
     for r in rows:
         assert r.reason is not None and r.reason.startswith(
-            "no verdict: the sides ran under different interference: neighbours took 0.0 of 2 CPUs during a, 0.8 "
+            "inconclusive: the sides ran under different interference: neighbours took 0.0 of 2 CPUs during a, 0.8 "
             "during b")
         assert r.ratio == pytest.approx(0.9, rel=0.01)  # the figure is still shown
     # Nor does the decision combine the levels into a verdict.
     (d,) = decision.decide(rows, raw_points)
     assert d.verdict == decision.NO_VERDICT
+    assert d.text.startswith("inconclusive at 2 of 2 level(s)") and "different interference" in d.text

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("machine and numbers", {"stats", "host"}),
     ("the server's view", {"serverside"}),
     ("foundations", {"interfaces", "model", "records", "errors", "execute", "lazy", "shield",
-                     "bulk", "masking", "limits", "atomic", "__init__"}),
+                     "bulk", "masking", "limits", "atomic", "inbound", "__init__"}),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 # The foundations are modules that import one another (in no cycle); packages of one

@@ -19,7 +19,7 @@ out.
 What a browser gets: index.html, site.js (the filters and curves, shipped in the
 package), data.js (every result's figures, as a script: a page opened from file:// may
 not fetch a file), r/ID.html (a page per result, drawn here, its curve drawn by serve's
-charts.js from serve/charts.py's spec, as `dbarena serve` draws a sweep), charts.js and
+charts.js from report/chartspecs.py's spec, as `dbarena serve` draws a sweep), charts.js and
 bundles/ (the verified bundles, so that a result can be reproduced from the site).
 Nothing is fetched from anywhere else, so it opens from file:// and from any static
 host. Values from bundles are hostile: HTML gets them through escaping.html_text, the
@@ -57,8 +57,8 @@ from dbarena.report import data
 from dbarena.report import decision as decision_view
 from dbarena.report.escaping import html_text
 from dbarena.report.levels import LevelRow
-from dbarena.serve import charts as chart_specs
-from dbarena.serve.pages import chart
+from dbarena.report import chartspecs as chart_specs
+from dbarena.report.chartspecs import html as chart
 from dbarena.stats import analysis, decision
 
 __all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "WRITES"]
@@ -289,7 +289,7 @@ code,pre{background:#f4f4f4;padding:2px 4px}.refused{color:#a00}.unsigned{color:
 
 
 def _chart(f: JSONObject, curve: Sequence[JSON]) -> str:
-    """The sweep as `dbarena serve` draws one: serve/charts.py's spec in the page, drawn
+    """The sweep as `dbarena serve` draws one: report/chartspecs.py's spec in the page, drawn
     by its charts.js (written beside page.js) with axes, their units and each level's
     figure on hover; its look is serve's charts.css, in the page's style."""
     levels = [(c[0], float(c[1])) for c in curve if isinstance(c, list) and isinstance(c[0], int)

@@ -180,9 +180,11 @@ def estimate(study: Study, *, host_facts: JSONObject | None = None, executor: Ex
     check_settings(study, executor)
     left = [replace(p, points=tuple(s for s in p.points if resume.identity(s) not in stored)) for p in plans] \
         if stored else plans
-    seconds = sum(machine_s(p.points) for p in left)
-    points = sum(len(p.points) for p in left)
-    done = sum(len(p.points) for p in plans) - points
+    # Every session runs the whole plan again, its datasets prepared again (a resumed
+    # run's sessions counted as if each had what the first has left: an estimate).
+    seconds = sum(machine_s(p.points) for p in left) * study.sessions
+    points = sum(len(p.points) for p in left) * study.sessions
+    done = sum(len(p.points) for p in plans) * study.sessions - points
     max_points = max_seconds = None
     if study.precision is not None and points:
         # The plan holds the first rounds; rounds.Adaptive may add up to max_repeats.

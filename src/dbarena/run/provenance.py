@@ -46,9 +46,11 @@ def _target_facts(entry: EngineEntry, target: Target) -> JSONObject:
 def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, entry: EngineEntry, target: Target,
              variant: str, settings: Mapping[str, str], tool_versions: dict[str, str], init: bool, invocation: str,
              cluster: Mapping[str, str] | None = None, cpus: JSONObject | None = None,
-             data_parent: Path | None = None, probe: JSONObject | None = None) -> RunInfo:
+             data_parent: Path | None = None, probe: JSONObject | None = None,
+             session: tuple[int, int] = (0, 1)) -> RunInfo:
     """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts;
-    `probe`: the host probe before the study, host/probe.py)."""
+    `probe`: the host probe before the study, host/probe.py; `session`: which of how
+    many sessions of the study it is, stats/sessions.py)."""
     target_facts = _target_facts(entry, target)
     hostname = facts.get("hostname")
     host = hostname if isinstance(hostname, str) else ""
@@ -59,7 +61,7 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
         # Where the data lived (a RAM disk, an NVMe mount, the temporary directory): its
         # file system, device and mount options.
         "data_dir": dict(datadir.facts(data_parent, entry.data_dir)) if target.throwaway else None,
-        "init": init, "repeats": study.repeats,
+        "init": init, "repeats": study.repeats, "sessions": study.sessions,
         # A monthly rent as given (the run's price_per_hour is it / 730): shown as given.
         "price_per_month": study.price_per_month,
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
@@ -71,6 +73,9 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
         # The host probe before the study (host/probe.py): the machine measured, not the
         # configuration, so here rather than in host_facts (kept once per host) or the key.
         "probe": probe,
+        # The session this run is (stats/sessions.py: the unit a comparison replicates),
+        # and the state it began in, which the next session's start does not reset.
+        "session": {"index": session[0] + 1, "of": session[1], "start": _session_start(target)},
     }
     return RunInfo(
         label=label, host=host, engine=entry.name, target=target.url, started_at=now_utc(),
@@ -120,3 +125,13 @@ def leftovers(target: Target, points: Sequence[PointSpec], variant: str) -> list
                       f"pgbench -i -I d -h {target.conn.host} -p {target.conn.port} -U {target.conn.user} "
                       f"{target.conn.dbname}")
     return out
+
+
+def _session_start(target: Target) -> str:
+    """How a session's server began, in words: the OS page cache is never dropped (that
+    needs root and empties every other process's cache too), so it is stated instead."""
+    if target.throwaway:
+        return ("a throwaway server started afresh on a new data directory; its datasets prepared in it; the OS "
+                "page cache not dropped (it holds what preparing them wrote)")
+    return ("an existing server, connected to again; its datasets prepared again; its own caches and the OS page "
+            "cache as the last session left them")

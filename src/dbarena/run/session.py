@@ -160,17 +160,31 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)
-    parts = _not_done(store, parts, previous, outcome, resume if study.precision is None else None)
+    # Each session runs every part (stats/sessions.py): its servers started afresh, its
+    # datasets prepared again. A resumed run's sessions each continue their own runs.
+    sessions = [(number, _not_done(store, parts, _of_session(previous, number), outcome,
+                                   resume if study.precision is None else None))
+                for number in range(study.sessions)]
     deadline = clock() + study.budget_s if study.budget_s is not None else None
-    begin = _Begin(reporter, [spec for _, part in parts for spec in part.points])
+    begin = _Begin(reporter, [spec for _, left in sessions for _, part in left for spec in part.points])
     ctx = _Context(study=study, record=record, label=label, facts=facts, store=store, executor=executor,
-                   reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin, previous=previous,
-                   clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
+                   reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin,
+                   previous=_of_session(previous, 0), clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
                    server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter),
                    live=_publisher(store))
     switch = smt_switch.Switch() if switching else None
     try:
-        _run_parts(ctx, parts, switch)
+        index = 0
+        for number, left in sessions:
+            ctx.session, ctx.previous = number, _of_session(previous, number)
+            if study.sessions > 1 and left:
+                reporter.stage(f"session {number + 1} of {study.sessions}: "
+                               + ("servers started afresh, datasets prepared again" if number else
+                                  "each session starts its servers afresh and prepares its datasets again"))
+            after = [spec for _, later in sessions[number + 1:] for _, part in later for spec in part.points]
+            index = _run_parts(ctx, left, switch, first_index=index, after=after)
+            if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
+                break
     finally:
         # The machine's SMT as it was, whatever ended the parts (Ctrl-C included).
         _restore_smt(ctx, switch)
@@ -208,9 +222,22 @@ def _probe(study: Study, seconds: int, reporter: Reporter) -> JSONObject | None:
 
 
 
-def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str], int]:
-    """(engine, variant) -> the run id the earlier `dbarena run` stored, when resuming."""
-    return {(r.engine, r.variant): r.id for r in store.invocation_runs(resume)} if resume else {}
+def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, str, int], int]:
+    """(engine, variant, session) -> the run id the earlier `dbarena run` stored, when
+    resuming (a run stored before sessions were recorded is of the first)."""
+    return {(r.engine, r.variant, session_of(r.options)): r.id for r in store.invocation_runs(resume)} \
+        if resume else {}
+
+
+def session_of(options: Mapping[str, object]) -> int:
+    """The session (0, 1, ...) a run's options record it was of; 0 where none is recorded."""
+    said = options.get("session")
+    index = said.get("index") if isinstance(said, Mapping) else None
+    return index - 1 if isinstance(index, int) and index >= 1 else 0
+
+
+def _of_session(previous: Mapping[tuple[str, str, int], int], number: int) -> dict[tuple[str, str], int]:
+    return {(engine, variant): run_id for (engine, variant, session), run_id in previous.items() if session == number}
 
 
 def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]],
@@ -259,13 +286,14 @@ class _Begin:
 
 
 def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]],
-               switch: smt_switch.Switch | None) -> None:
+               switch: smt_switch.Switch | None, *, first_index: int = 0, after: Sequence[PointSpec] = ()) -> int:
     """Every part one after the other, until one ends the run (interrupted, or a point
-    failed under fail_fast). The caller puts SMT back."""
+    failed under fail_fast); the index of the next point. `after`: the points of the
+    sessions after this one (for the ETA). The caller puts SMT back."""
     deadline = ctx.deadline
-    index = 0
+    index = first_index
     for number, (mode, part) in enumerate(parts):
-        later = [spec for _, other in parts[number + 1:] for spec in other.points]
+        later = [spec for _, other in parts[number + 1:] for spec in other.points] + list(after)
         try:
             if switch is not None:
                 _switch(ctx, switch, mode, part)
@@ -279,6 +307,7 @@ def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]
             ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
         if ctx.outcome.exit_status != ExitStatus.OK or (ctx.study.fail_fast and ctx.outcome.failed):
             break
+    return index
 
 
 def _budget_share(deadline: float, clock: Callable[[], float], part: plan.EnginePlan,
@@ -332,7 +361,7 @@ class _Context:
     init: bool
     outcome: Outcome
     begin: Callable[[], None]  # shows the plan, once the first targets are open
-    previous: dict[tuple[str, str], int]  # (engine, variant) -> run id, when resuming
+    previous: dict[tuple[str, str], int]  # (engine, variant) -> run id of this session, when resuming
     clock: Callable[[], float]
     deadline: float | None  # of the budget, on clock
     placements: dict[tuple[str, str], Placement] = field(default_factory=dict)  # [cpus]: (engine, variant) ->
@@ -340,6 +369,7 @@ class _Context:
     server_metrics: bool = True
     probe: JSONObject | None = None  # probe.Probe.to_dict() of the host probe before the study
     live: Publisher | None = None  # the point being measured, second by second, for `dbarena serve`
+    session: int = 0  # which of the study's sessions is running (0, 1, ...)
 
 
 @dataclass
@@ -474,7 +504,8 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     versions = provenance.tool_versions(target, part.engine, part.tools.values(), ctx.executor)
     info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
                                versions, ctx.init, ctx.outcome.invocation, cluster,
-                               placed.facts() if placed else None, part.data_parent, ctx.probe)
+                               placed.facts() if placed else None, part.data_parent, ctx.probe,
+                               session=(ctx.session, ctx.study.sessions))
     store = ctx.store
     # The run begun, known to its part and recorded as one step that a Ctrl-C or
     # SIGTERM cannot split (held until the record is made: shield.py): one that fell

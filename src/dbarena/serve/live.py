@@ -198,6 +198,11 @@ def latest_text(latest: Latest | None) -> str:
     return latest.text() if latest is not None else "no point stored yet"
 
 
+def when(stamp: str | None) -> str:
+    """A stored UTC timestamp as the pages show it: date and time to the second."""
+    return "-" if not stamp else stamp.replace("T", " ").removesuffix("+00:00")[:19]
+
+
 def progress_json(progress: RunProgress, plan: Plan | None, latest: Latest | None = None,
                   measuring: LivePoint | None = None, ended: str | None = None) -> JSONObject:
     """One run's progress as the live page shows it: points done (ok or failed), where
@@ -238,8 +243,6 @@ def snapshot(store: Store, plans: Plans, watched: list[int], latests: Latests | 
         if progress.status != "running":
             # A run the page followed has ended: when, for its row in the list (asked once:
             # the page stops following it).
-            from dbarena.serve.pages import when
-
             stored = store.run(run_id)
             ended = when(stored.ended_at if stored is not None else None)
         runs[str(run_id)] = progress_json(progress, plan, latest, measuring.get(run_id), ended)

@@ -25,8 +25,8 @@ from dbarena.report.escaping import html_text
 from dbarena.report import reading, tables
 from dbarena.report.tables import TableSpec, num, run_provenance, section_tables
 from dbarena.stats.history import History
-from dbarena.serve import charts as chart_specs
-from dbarena.serve.live import Plan, progress_text
+from dbarena.report import chartspecs as chart_specs
+from dbarena.serve.live import Plan, progress_text, when as when
 
 # The points a run page lists before it says how many more there are (an imported run
 # can hold hundreds of thousands).
@@ -63,11 +63,6 @@ def _table(headers: Sequence[str], rows: Sequence[str], css: str = "") -> str:
     """A table of rows already made (<tr>...</tr>)."""
     head = "".join(f"<th>{html_text(h)}</th>" for h in headers)
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def when(stamp: str | None) -> str:
-    """A stored UTC timestamp as the page shows it: date and time to the second."""
-    return "-" if not stamp else stamp.replace("T", " ").removesuffix("+00:00")[:19]
 
 
 @dataclass(frozen=True)
@@ -266,7 +261,7 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
             *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
     # The report's own first section is the decision (or the line saying there is none):
     # the first screen answers; the command that writes the same file comes last.
-    # Each section's sweep drawn in the browser (serve/charts.py), where the report file
+    # Each section's sweep drawn in the browser (report/chartspecs.py), where the report file
     # has its matplotlib charts; its labels toggled by the report's own bar and rules.
     drawn = {(s.engine, s.workload): sweep_charts(s, (links or {}).get((s.engine, s.workload), {}), baseline,
                                                   chosen) for s in report.sections}
@@ -368,14 +363,7 @@ def raw_text(point: StoredPoint, stdout: str, stderr: str) -> str:
             f"# stdout\n{masked(stdout)}\n# stderr\n{masked(stderr)}\n")
 
 
-def chart(spec: chart_specs.Spec | None) -> str:
-    """A chart as the page holds it: its title, its data in an attribute (escaped),
-    drawn by /static/charts.js under the title."""
-    if spec is None:
-        return ""
-    zoom = " data-zoom" if spec.get("zoom") else ""
-    return (f'<div class="chart" data-chart="{html_text(chart_specs.as_attribute(spec))}"{zoom}>'
-            f'<p class="title">{html_text(spec["title"])}</p></div>')
+chart = chart_specs.html  # (the site draws its charts with it too: report/chartspecs.py)
 
 
 def point_charts(samples: Sequence[Mapping[str, Any]], system: Sequence[Mapping[str, Any]],

@@ -24,6 +24,8 @@ The schema (version 1):
     duration_s = 600                # seconds per point (timed tools)
     warmup_s = 0                    # a same-parameter run before each point, then a checkpoint
     repeats = 1                     # every point N times, interleaved
+    sessions = 1                    # the whole plan N times, each with servers started afresh and
+                                    #   datasets prepared again: what a verdict needs two of a side
     precision = "2%"                # instead: repeat each point (in rounds) until the 95 % interval
                                     #   of its mean over runs is within +-2 % (at least 3 runs)
     max_repeats = 10                # with precision: at most this many runs of a point
@@ -66,7 +68,7 @@ The schema (version 1):
     workload = "sysbench-read-only"
     engines = ["mysql"]             # optional [default: every study engine it can run on]
     options = { skip-trx = "on" }   # the tool's options
-    # and any [sweep] key but repeats/precision/max_repeats/budget/fail_fast/latency_sampling/
+    # and any [sweep] key but repeats/sessions/precision/max_repeats/budget/fail_fast/latency_sampling/
     # client_progress,
     # and any [datasets] key
 

@@ -118,10 +118,16 @@ def apply(study: Study, o: Overrides) -> Study:
     _check_engine_flags(o, new_engines, kept_engines)
     variants = _variants_on_targets(variants, new_engines, note)
     repeats, precision, max_repeats, budget_s = _repetition(study, o, note)
+    sessions = o.sessions if o.sessions is not None else study.sessions
+    note("sessions", study.sessions, sessions, "--sessions")
+    if sessions > 1 and precision is not None:
+        raise UsageError("--sessions with --precision: adaptive repeats stop within one session, and their "
+                         "budget is not shared between sessions yet; give --repeat N with --sessions")
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
     price, currency, basis, per_month = _price(study, o, note)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
+                   sessions=sessions,
                    label=label,
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
                    flags={**study.flags, **o.flags()},

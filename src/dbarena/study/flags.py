@@ -25,7 +25,7 @@ from dbarena.errors import UsageError
 from dbarena.limits import MAX_PRICE, MAX_SECONDS, MAX_THREADS, MAX_TOOL_INT
 from dbarena.model import DATASET_LIFECYCLES
 from dbarena.study.model import (
-    MAX_REPEATS, QUICK_DURATION_S, Level, check_name, parse_duration, parse_levels, parse_precision,
+    MAX_REPEATS, MAX_SESSIONS, QUICK_DURATION_S, Level, check_name, parse_duration, parse_levels, parse_precision,
 )
 
 
@@ -209,6 +209,11 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("repeats", "--repeat", Int(1, MAX_REPEATS),
                 "Run every point this many times, interleaved across points (not back to back) [default: 1].",
                 "repeats", study_key="sweep.repeats"),
+        RunFlag("sessions", "--sessions", Int(1, MAX_SESSIONS),
+                "Run the whole plan this many times, each a session of its own: servers started afresh, datasets "
+                "prepared again, --repeat runs a point in each. Two labels are two sessions, so a verdict between "
+                "them needs 2 sessions a side (or earlier sessions of the same configuration in the store) "
+                "[default: 1].", "sessions", study_key="sweep.sessions"),
         RunFlag("precision", "--precision", Text(parse_precision),
                 "Instead of --repeat: run the plan in rounds until the 95 % interval of each point's mean over "
                 "runs is within +-PCT, e.g. 2% (at least 3 runs a point; see docs/studies.md on how).",
@@ -284,6 +289,7 @@ class Overrides:
     duration_s: int | None = None
     warmup_s: int | None = None
     repeats: int | None = None
+    sessions: int | None = None
     precision: float | None = None
     max_repeats: int | None = None
     budget_s: int | None = None

@@ -28,7 +28,8 @@ DEFAULT_LATENCY_SAMPLING: float | None = None
 # keys [datasets] and a workload entry accept.
 PARAM_DEFAULTS = {p.name: p.default for tool in workloads.TOOLS.values() for p in tool.params}
 SWEEP_DEFAULTS: dict[str, Any] = {"levels": [1, 2, "20%", "40%", "60%", "80%", "99%"], "duration_s": 60,
-                                  "warmup_s": 0, "repeats": 1, "clients_per_thread": 2, "datasets": "run",
+                                  "warmup_s": 0, "repeats": 1, "sessions": 1, "clients_per_thread": 2,
+                                  "datasets": "run",
                                   "fail_fast": False, "precision": None, "max_repeats": 10, "budget": None,
                                   "latency_sampling": DEFAULT_LATENCY_SAMPLING or False, "restore": False,
                                   "client_progress": False}
@@ -37,6 +38,9 @@ MAX_PRECISION = 0.5  # +-50 %: anything wider is not a precision target
 # Runs of one point: beyond this, the plan alone (one record per run of a point) would
 # fill the memory before anything starts.
 MAX_REPEATS = 10_000
+# Sessions of a study (each its servers started afresh, its datasets prepared again):
+# beyond a few dozen, a study is better run as nightly runs of one label (history).
+MAX_SESSIONS = 100
 # --quick: seconds per point and a tiny dataset, the protocol's shape kept.
 QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
@@ -206,6 +210,9 @@ class Study:
     description: str = ""
     label: str | None = None
     repeats: int = 1
+    # Sessions (stats/sessions.py): the whole plan this many times, each with its servers
+    # started afresh and its datasets prepared again, `repeats` runs a point in each.
+    sessions: int = 1
     precision: float | None = None  # adaptive repeats: the relative half width to reach
     max_repeats: int = 10
     budget_s: int | None = None
@@ -284,6 +291,7 @@ def bounds_problems(study: Study) -> list[str]:
                                                      beyond="what dbarena takes")))
 
     whole("sweep.repeats", study.repeats, MAX_REPEATS)
+    whole("sweep.sessions", study.sessions, MAX_SESSIONS)
     whole("sweep.max_repeats", study.max_repeats, MAX_REPEATS)
     whole("sweep.budget", study.budget_s, MAX_SECONDS)
     for e in study.engines:
@@ -323,7 +331,7 @@ def _whole_study_problems(study: Study) -> list[str]:
     resolved on a machine: a share is one level whatever its threads): more points
     than MAX_POINTS, or timed points that run longer than MAX_STUDY_SECONDS in all (the
     least the study takes: no preparation, no pause counted)."""
-    runs = study.max_repeats if study.precision is not None else study.repeats
+    runs = (study.max_repeats if study.precision is not None else study.repeats) * study.sessions
     variants = max(1, len(study.variants))
     points = seconds = 0
     for w in study.workloads:
@@ -332,7 +340,8 @@ def _whole_study_problems(study: Study) -> list[str]:
         if workloads.WORKLOADS[w.workload].tool.timed:
             seconds += n * (w.duration_s + w.warmup_s)
     if points > MAX_POINTS:
-        return [f"the plan has {points:,} points (levels x engines x variants x repeats): at most {MAX_POINTS:,}"]
+        return [f"the plan has {points:,} points (levels x engines x variants x repeats x sessions): at most "
+                f"{MAX_POINTS:,}"]
     if seconds > MAX_STUDY_SECONDS:
         return [f"its timed points alone run {seconds / (365 * 86400):,.0f} years: at most "
                 f"{MAX_STUDY_SECONDS // (365 * 86400)} years of machine time"]

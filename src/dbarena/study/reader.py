@@ -241,6 +241,7 @@ class _Checker:
             else self._bad("description", "expected a text"),
             label=self.str_(label, "label") if label is not None else None,
             repeats=self.int_(sweep["repeats"], "sweep.repeats"),
+            sessions=self.int_(sweep["sessions"], "sweep.sessions"),
             precision=self.precision(sweep["precision"], sweep),
             max_repeats=self.int_(sweep["max_repeats"], "sweep.max_repeats", minimum=3),
             budget_s=self.duration(sweep["budget"], "sweep.budget") if sweep["budget"] is not None else None,

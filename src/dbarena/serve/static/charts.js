@@ -1,5 +1,5 @@
 // dbarena serve: draws the pages' charts in the browser from the data the server put in
-// each <div class="chart" data-chart="..."> (serve/charts.py says the format and why it
+// each <div class="chart" data-chart="..."> (report/chartspecs.py says the format and why it
 // is drawn here). Small and self-contained: it ships in the package, loads from /static
 // (the Content-Security-Policy allows no CDN and no inline script), and puts every text
 // in the page as text (textContent, never HTML). A chart whose spec says zoom: drag

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dbarena.records import JSONObject
+from dbarena.report.escaping import html_text
 from dbarena.report.charts import MAX_TOGGLED, PERCENTILE_CHARTS, label_class
 from dbarena.report.data import Section
 from dbarena.report.levels import LevelRow
@@ -257,3 +258,13 @@ def history(series: Series, diff: Mapping[int, str]) -> Spec | None:
     return {"title": series.name, "x": "run id, oldest first", "y": metrics.MEANING[series.metric], "zoom": False,
             "group": "", "integer": True, "xlabels": [[n, str(r.run_id)] for n, r in runs], "series": [{"name": series.label, "i": 0, "cls": "", "dash": False, "points": points,
                                      "band": band if len(band) >= 2 else []}], "marks": marks}
+
+
+def html(spec: Spec | None) -> str:
+    """A chart as a page holds it: its title, its data in an attribute (escaped), drawn by
+    serve's static/charts.js under the title (`dbarena serve`'s pages and the site's)."""
+    if spec is None:
+        return ""
+    zoom = " data-zoom" if spec.get("zoom") else ""
+    return (f'<div class="chart" data-chart="{html_text(as_attribute(spec))}"{zoom}>'
+            f'<p class="title">{html_text(spec["title"])}</p></div>')
