@@ -71,16 +71,18 @@ def _side(rng: np.random.Generator, mean: float, count: int, model: noise.NoiseM
     return found
 
 
-def _verdict_share(difference: float, count: int, pairs: int, seed: int, history: int = 0) -> float:
+def _verdict_share(difference: float, count: int, pairs: int, seed: int, history: int = 0,
+                   one_host: bool = False) -> float:
     """The share of pairs called faster or slower: A at the mean, B `difference` away,
     `count` sessions a side; `history`: earlier sessions of A's configuration (another
-    group of the same key) that a side of one session borrows its spread from."""
+    group of the same key) that a side of one session borrows its spread from;
+    `one_host`: both sides on one machine, their spreads pooled."""
     rng = np.random.default_rng(seed)
     called = 0
     for _ in range(pairs):
         a, b = _side(rng, 1000.0, count), _side(rng, 1000.0 * (1 + difference), count)
         known = sessions.between([_side(rng, 1000.0, history)]) if history else None
-        c = stats.over_sessions(sessions.estimate(a, known), sessions.estimate(b, known))
+        c = stats.over_sessions(sessions.estimate(a, known), sessions.estimate(b, known), one_host=one_host)
         called += c.significant
     return called / pairs
 
@@ -101,21 +103,28 @@ def test_one_session_a_side_is_never_a_verdict():
     assert _verdict_share(0.5, count=1, pairs=200, seed=1) == 0.0
 
 
-@pytest.mark.parametrize("count, history", [(2, 0), (3, 0), (1, 6)])
-def test_a_a_pairs_over_sessions_are_called_different_at_most_5_percent_of_the_time(count, history):
-    share = _verdict_share(0.0, count=count, pairs=2000, seed=20261127 + count + history, history=history)
+@pytest.mark.parametrize("count, history, one_host", [(2, 0, False), (3, 0, False), (1, 6, False), (2, 0, True),
+                                                     (3, 0, True)])
+def test_a_a_pairs_over_sessions_are_called_different_at_most_5_percent_of_the_time(count, history, one_host):
+    share = _verdict_share(0.0, count=count, pairs=2000, seed=20261127 + count + history, history=history,
+                           one_host=one_host)
     # 2000 pairs: the upper end of a 95 % binomial interval around 5 % is 6 %.
     assert share <= 0.06
 
 
 def test_the_power_over_sessions_at_this_noise():
-    """What sessions buy at a session spread of 8 %: two a side find a doubling in most
-    pairs (each side's spread rests on one degree of freedom), three a side a 50 %
-    difference in nearly all; one session a side borrowing 6 earlier sessions' spread
-    finds a 30 % difference in a good share. docs/statistics.md states these."""
+    """What sessions buy at a session spread of 8 %: two a side on two machines find a
+    doubling in most pairs (each side's spread rests on one degree of freedom), three a
+    side a 50 % difference in nearly all; one session a side borrowing 6 earlier
+    sessions' spread finds a 30 % difference in a good share. docs/statistics.md states
+    these."""
     assert _verdict_share(1.0, count=2, pairs=500, seed=11) >= 0.55
     assert _verdict_share(0.5, count=3, pairs=500, seed=12) >= 0.85
     assert _verdict_share(0.3, count=1, pairs=500, seed=13, history=6) >= 0.35
+    # On one machine the two sides' spreads are pooled: two sessions a side find a 50 %
+    # difference in most pairs, where Welch's test, on one degree of freedom, does not.
+    assert _verdict_share(0.5, count=2, pairs=500, seed=14, one_host=True) >= 0.7
+    assert _verdict_share(0.5, count=2, pairs=500, seed=14) < 0.5
 
 
 def test_a_borrowed_spread_has_the_degrees_of_freedom_of_the_sessions_it_came_from():

@@ -655,7 +655,8 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
             continue
         if sa.estimate is None or match.estimate is None:
             continue
-        c = stats.over_sessions(sa.estimate, match.estimate, of=sa.metric)
+        c = stats.over_sessions(sa.estimate, match.estimate, of=sa.metric,
+                                one_host=configkey.same_host(a_config, match.config or {}))
         # Sides measured under different interference (other processes' CPU, steal): the
         # ratio and its interval are shown, but not decided, here nor where the decision
         # combines levels (no log-scale spread to combine).

@@ -237,6 +237,11 @@ def matches(a: Mapping[str, JSON], b: Mapping[str, JSON], ignore: Iterable[str] 
     return not differing(a, b, ignore)
 
 
+def same_host(a: Mapping[str, JSON], b: Mapping[str, JSON]) -> bool:
+    """Whether two keys name the same machine: both know its facts and they are equal."""
+    return a.get("host") is not None and a.get("host") == b.get("host")
+
+
 def describe(a: Mapping[str, JSON], b: Mapping[str, JSON], fields: list[str]) -> str:
     """'params.scale 5 vs 20; duration_s 60 vs 9': what differs, with both values."""
     parts = []

@@ -45,4 +45,4 @@ def interval_words(low: float, high: float, margin: float = MARGIN) -> str:
     bounds = f"{(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %"
     if within(low, high, margin):
         return f"95 % CI {bounds}, within ±{margin:.0%}"
-    return f"95 % CI {bounds} reaches past ±{margin:.0%}: more repeats narrow it"
+    return f"95 % CI {bounds} reaches past ±{margin:.0%}: more sessions narrow it"
