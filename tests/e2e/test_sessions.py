@@ -1,0 +1,96 @@
+"""Verdicts that hold (issue 52), end to end on real throwaway PostgreSQL servers: two
+labels of one configuration, one session each, run one after the other (the second with a
+CPU-burning neighbour started between them) are never called faster or slower by
+compare, the report (Decide's first line) or gate, and each says why; with `--sessions 2`
+a side, a real difference (pgbench-tpcb with synchronous_commit on against off) is still
+decided, the sessions named; each session is a run of its own, its start stated."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, dbarena
+
+pytestmark = pytest.mark.e2e
+
+RUN = ("run", "--engine", "postgres", "--workload", "pgbench-tpcb", "--threads", "1,2", "--duration", "3",
+       "--scale", "1", "--no-probe", "--yes")
+JUDGED = {"faster", "slower"}
+
+
+def _run(store: Path, env: dict, label: str, *more: str) -> None:
+    done = dbarena(*RUN, "--label", label, "--store", str(store), *more, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_one_session_a_side_is_never_a_verdict_and_says_why(public_tmp, tmp_path):
+    store = tmp_path / "aa.db"
+    env = cli_env(public_tmp)
+    _run(store, env, "alpha", "--repeat", "3")
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        _run(store, env, "beta", "--repeat", "3")
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+
+    compared = dbarena("compare", "alpha", "beta", "--store", str(store), env=env)
+    assert compared.returncode == 0, compared.stderr
+    assert " faster than " not in compared.stdout and " slower than " not in compared.stdout
+    assert "inconclusive: one session a side at 2 of 2 level(s)" in compared.stdout, compared.stdout
+    assert "run both with --sessions 2" in compared.stdout
+    rows = json.loads(dbarena("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
+    assert rows and all(r["verdict"] is None and r["a_sessions"] == r["b_sessions"] == 1 for r in rows)
+
+    report = tmp_path / "r.json"
+    done = dbarena("report", "--store", str(store), "--baseline", "alpha", "-o", str(report), env=env)
+    assert done.returncode == 0, done.stderr
+    decided = json.loads(report.read_text())["decisions"]
+    assert decided and not {d["verdict"] for d in decided} & JUDGED
+    assert all("one session a side" in d["text"] or "different interference" in d["text"] for d in decided)
+
+    gated = dbarena("gate", "--store", str(store), "--baseline", "alpha", "--candidate", "beta", "--json", env=env)
+    assert gated.returncode == 3, gated.stdout + gated.stderr  # inconclusive, never a failure
+    (item,) = json.loads(gated.stdout)["items"]
+    assert item["status"] == "inconclusive" and item["p_value"] is None
+
+
+def test_two_sessions_a_side_decide_a_real_difference(public_tmp, tmp_path):
+    store = tmp_path / "known.db"
+    env = cli_env(public_tmp)
+    _run(store, env, "sync-on", "--sessions", "2", "--pg-setting", "synchronous_commit=on",
+         "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0")
+    _run(store, env, "sync-off", "--sessions", "2", "--pg-setting", "synchronous_commit=off",
+         "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0")
+    runs = json.loads(dbarena("results", "--store", str(store), "--json", env=env).stdout)
+    sessions = {(p["label"], p["run_id"]) for p in runs}
+    assert sorted(sessions) == [("sync-off", 3), ("sync-off", 4), ("sync-on", 1), ("sync-on", 2)]
+    compared = dbarena("compare", "sync-on", "sync-off", "--about", "settings", "--format", "md",
+                       "--store", str(store), env=env)
+    assert compared.returncode == 0, compared.stderr
+    assert "sync-off is " in compared.stdout and "% faster than sync-on" in compared.stdout, compared.stdout
+    assert "2 sessions a side" in compared.stdout
+
+
+def test_each_session_is_a_run_whose_start_is_stated(public_tmp, tmp_path):
+    import sqlite3
+
+    store = tmp_path / "s.db"
+    env = cli_env(public_tmp)
+    done = dbarena("run", "--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1",
+                   "--duration", "2", "--scale", "1", "--sessions", "2", "--label", "s", "--store", str(store),
+                   "--no-probe", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "session 2 of 2: servers started afresh, datasets prepared again" in done.stderr
+    db = sqlite3.connect(store)
+    said = [json.loads(o)["session"] for (o,) in db.execute("SELECT options FROM runs ORDER BY id")]
+    assert [(s["index"], s["of"]) for s in said] == [(1, 2), (2, 2)]
+    assert all("page cache not dropped" in s["start"] for s in said)
+    summary = json.loads(dbarena("results", "--summary", "--json", "--store", str(store), env=env).stdout)
+    (group,) = summary
+    assert group["n"] == 2 and group["sessions"] == 2 and group["between_sessions"] == "its own 2 sessions"
