@@ -55,8 +55,10 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
     store twice adds nothing; so are runs forgotten in `into` (`store forget`), and the
-    other store's forgotten runs are forgotten in `into` too (removed, with a tombstone),
-    each said in one line (`tell`, default stderr). Either store may be SQLite or
+    other store's forgotten runs are forgotten in `into` too (removed, with a tombstone)
+    where `into` holds them because an earlier merge brought them from that very store
+    (run_origins, by the other store's identity), each said in one line (`tell`,
+    default stderr): a store's tombstone never removes a run it did not give. Either store may be SQLite or
     PostgreSQL. An SQLite file is read from a migrated copy (the file itself is left as
     it is); a newer schema is refused. All or nothing: one transaction. Rows that do not
     fit their columns are said (`say`, default stderr), one line each, and left out."""
@@ -171,6 +173,7 @@ class _Copy:
         self.into, self.source, self.edge = into, source, edge
         self.attached = attached  # `source` is also ATTACHed to `into` as src (both SQLite)
         self.tell = tell  # the lines about forgotten runs
+        self.origin: str | None = None  # the other store's identity (runs())
 
     def fitting(self, table: str, names: Sequence[str], rows: list[Row]) -> list[Row]:
         """The rows of `table` (as read) that fit, every column checked (and what
@@ -201,6 +204,11 @@ class _Copy:
 
     def runs(self) -> tuple[int, int]:
         """(runs, points) merged."""
+        # The other store's identity: what the runs merged from it are recorded as
+        # coming from, and what its tombstones must match to remove a run here. A store
+        # whose identity does not read (a hand edit) gives none: its tombstones remove
+        # nothing, its runs are merged without an origin.
+        self.origin = self.source.identity()
         self.tombstones()
         names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
         uuid_at = names.index("uuid")
@@ -241,15 +249,22 @@ class _Copy:
         at = row_of["id"]
         run_map = dict(zip((r[at] for r in runs), self.into.dialect.new_ids("runs", len(runs))))
         self.insert("runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
+        if self.origin is not None and self.origin != self.into.identity():
+            self.insert("run_origins", ["uuid", "merged_from"], [(r[uuid_at], self.origin) for r in runs],
+                        ignore=True)
         points = self.points(run_map)
         self.imports(run_map)
         return len(run_map), points
 
     def tombstones(self) -> None:
-        """The other store's tombstones (runs forgotten there) carried here, where they
-        fit and are not here yet: a run of one of those UUIDs here is forgotten too,
-        each said in one line; one running here is not (it is being measured into this
-        store), nor is its tombstone carried."""
+        """The other store's tombstones (runs forgotten there) applied here to the runs
+        an earlier merge brought from that store (run_origins): each such run is
+        forgotten here too, with the tombstone, said in one line; one running here is
+        not (it is being measured into this store). A tombstone for a run this store
+        holds from elsewhere (measured here, imported, merged from another store) is
+        said and not applied, one for a run it does not hold is left there: run UUIDs
+        are public (bundles carry them), so a store may not remove, nor keep out, a run
+        it never gave."""
         cols, rows = _select(self.source, "SELECT * FROM forgotten_runs ORDER BY forgotten_at, uuid")
         rows = self.fitting("forgotten_runs", cols, rows)
         at = cols.index("uuid")
@@ -262,12 +277,18 @@ class _Copy:
         for chunk in chunks(sorted(when)):
             held.update((u, (i, status)) for i, u, status in self.into.db.execute(
                 f"SELECT id, uuid, status FROM runs WHERE uuid IN ({_marks(chunk)})", chunk))
-        running = {u for u, (_, status) in held.items() if status == "running"}
+        came_from = self.into.origins(held)
+        given = {u for u in held if self.origin is not None and came_from.get(u) == self.origin}
+        for u in sorted(set(held) - given, key=lambda u: held[u][0]):
+            self.tell(f"{self.edge.location}: run {held[u][0]} was forgotten there on {when[u]}, but did not come to "
+                      f"{self.into.location} from there: kept here")
+        running = {u for u in given if held[u][1] == "running"}
         for u in sorted(running, key=lambda u: held[u][0]):
             self.tell(f"{self.edge.location}: run {held[u][0]} was forgotten there on {when[u]}, but is running in "
                       f"{self.into.location}: kept here (forget it once it has ended)")
-        self.insert("forgotten_runs", cols, [r for r in rows if r[at] not in running], ignore=True)
-        doomed = self.into._forgettable(sorted(i for u, (i, _) in held.items() if u not in running), "")
+        applied = given - running
+        self.insert("forgotten_runs", cols, [r for r in rows if r[at] in applied], ignore=True)
+        doomed = self.into._forgettable(sorted(held[u][0] for u in applied), "")
         self.into._remove_runs({r.run_id: r.points for r in doomed if r.run_id is not None})
         for r in doomed:
             self.tell(f"{self.edge.location}: {r.named()} was forgotten there on {when[r.uuid]}: forgotten in "
