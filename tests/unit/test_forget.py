@@ -357,3 +357,28 @@ def test_what_an_import_replaced_stays_out_of_a_merge_of_a_store_that_still_hold
     merged = cli("merge", str(copy), "--store", str(store))
     assert merged.returncode == 0, merged.stderr
     assert rows(store, "SELECT transactions FROM points") == [(150999,)]  # one run, the corrected one
+
+
+def test_a_store_identity_is_never_in_a_bundle_and_imported_runs_have_no_origin(tmp_path: Path) -> None:
+    """What a tombstone must match (the identity of the store a run was merged from) is
+    not in what a store publishes, so a bundle cannot lend it; and runs imported from a
+    bundle are recorded as from no store, so no store's tombstone removes them."""
+    from dbarena.exchange import bundle
+    from dbarena.exchange.importing import import_bundle
+    from dbarena.exchange.publish import publish
+
+    source = tmp_path / "demo.db"
+    shutil.copyfile(STORES / "demo-seed-a-quick.db", source)
+    with Store(source) as db:
+        identity = db.identity()
+        made = publish(db, run_ids=[1], signer=None, secrets={})
+    assert identity is not None and identity.encode() not in made.data
+    members, _ = bundle.read_tar("demo", made.data)
+    assert not any(identity.encode() in data for data in members.values())
+    path = tmp_path / "demo.tar"
+    path.write_bytes(made.data)
+    into = tmp_path / "into.db"
+    with Store(into) as db:
+        assert import_bundle(db, path).runs == 1
+    assert rows(into, "SELECT count(*) FROM runs") == [(1,)]
+    assert rows(into, "SELECT count(*) FROM run_origins") == [(0,)]

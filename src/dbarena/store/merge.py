@@ -51,7 +51,7 @@ _SERIES = ("samples", "system_samples")
 
 
 def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None,
-          tell: Callable[[str], None] | None = None) -> tuple[int, int]:
+          tell: Callable[[str], None] | None = None, store: bool = True) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
     store twice adds nothing; so are runs forgotten in `into` (`store forget`), and the
@@ -61,12 +61,15 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
     default stderr): a store's tombstone never removes a run it did not give. Either store may be SQLite or
     PostgreSQL. An SQLite file is read from a migrated copy (the file itself is left as
     it is); a newer schema is refused. All or nothing: one transaction. Rows that do not
-    fit their columns are said (`say`, default stderr), one line each, and left out."""
+    fit their columns are said (`say`, default stderr), one line each, and left out.
+    `store`: whether `other` is a store its runs came from (False: a bundle's throwaway
+    store, `import`: its runs are recorded as from no store, and its tombstones, which
+    a bundle has none of, are not applied)."""
     if pgstore.is_url(other):
         if str(other) == into.location:
             raise StoreError(f"merge: {other} is the store being merged into")
         with Store(str(other), readonly=True) as source:  # a merge reads the other store, never writes it
-            return _merge_from(into, source, str(other), say, tell)
+            return _merge_from(into, source, str(other), say, tell, store=store)
     other = Path(other)
     if not other.is_file():
         raise StoreError(f"merge: no store {other}")
@@ -91,20 +94,21 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
             raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
         with source:
             if not isinstance(into.db, sqlite3.Connection):
-                return _merge_from(into, source, str(other), say, tell)
+                return _merge_from(into, source, str(other), say, tell, store=store)
             db = into.db
             try:
                 db.execute("ATTACH DATABASE ? AS src", (str(copy),))
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"merge: {other}: {exc}") from None
             try:
-                return _merge_from(into, source, str(other), say, tell, attached=True)
+                return _merge_from(into, source, str(other), say, tell, attached=True, store=store)
             finally:
                 db.execute("DETACH DATABASE src")
 
 
 def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None] | None,
-                tell: Callable[[str], None] | None = None, attached: bool = False) -> tuple[int, int]:
+                tell: Callable[[str], None] | None = None, attached: bool = False, store: bool = True
+                ) -> tuple[int, int]:
     """Every run of `source` not yet in `into` (nor forgotten there), with what belongs
     to it, and `source`'s tombstones, in one transaction. New ids come from the target's
     own sequence (or after its largest id), so that writers of a shared store never
@@ -113,7 +117,7 @@ def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None
     edge_ = Edge(name, say)
     try:
         with into._writing():
-            return _Copy(into, source, edge_, attached, tell or edge_.say).runs()
+            return _Copy(into, source, edge_, attached, tell or edge_.say, store).runs()
     except caught as exc:  # a damaged file: nothing was added
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
 
@@ -169,11 +173,13 @@ def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple
 class _Copy:
     """One merge: what of `source` fits (`edge`, which says the rest), copied into `into`."""
 
-    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool, tell: Callable[[str], None]):
+    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool, tell: Callable[[str], None],
+                 store: bool = True):
         self.into, self.source, self.edge = into, source, edge
         self.attached = attached  # `source` is also ATTACHed to `into` as src (both SQLite)
         self.tell = tell  # the lines about forgotten runs
         self.origin: str | None = None  # the other store's identity (runs())
+        self.store = store  # False: a bundle's throwaway store (no origin, no tombstones)
 
     def fitting(self, table: str, names: Sequence[str], rows: list[Row]) -> list[Row]:
         """The rows of `table` (as read) that fit, every column checked (and what
@@ -208,8 +214,9 @@ class _Copy:
         # coming from, and what its tombstones must match to remove a run here. A store
         # whose identity does not read (a hand edit) gives none: its tombstones remove
         # nothing, its runs are merged without an origin.
-        self.origin = self.source.identity()
-        self.tombstones()
+        self.origin = self.source.identity() if self.store else None
+        if self.store:
+            self.tombstones()
         names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
         uuid_at = names.index("uuid")
         known: set[Any] = set()
