@@ -189,7 +189,8 @@ def assert_merged(source: Path, merged: Path) -> None:
         assert dst.execute("SELECT COUNT(*) FROM hosts").fetchone()[0] == 1
         assert dst.execute("SELECT COUNT(*) FROM studies").fetchone()[0] == 0
         assert dst.execute("SELECT sha256, run_ids FROM imports").fetchall() == [("f1", "[1]")]
-        assert dst.execute("SELECT uuid, label, points FROM forgotten_runs").fetchall() == [("gone-1", "old", 3)]
+        # Its tombstone that fits names a run the merged store never held from it: not carried.
+        assert dst.execute("SELECT uuid, label, points FROM forgotten_runs").fetchall() == []
     finally:
         src.close()
         dst.close()

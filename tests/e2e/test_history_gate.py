@@ -71,14 +71,19 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     said = json.loads(confirmed.stdout)
     assert said["status"] == "fail" and said["confirmation"]["first_status"] == "fail"
     assert said["confirmation"]["baseline_runs"] == [7] and said["confirmation"]["candidate_runs"] == [8]
-    assert said["candidate"] == "run 6 and its confirming run(s) 8"
+    assert said["candidate"] == "run 6 (label 'h') and its confirming run(s) 8"
+    assert said["confirmation"]["labels"] == ["h-confirm-1", "h-confirm-1"]
     (item,) = said["items"]
     assert item["levels"].startswith("1: ") and "(6) -> " in item["levels"] and item["levels"].endswith("(6)"), item
     assert "confirming with 1 more run(s) of each side" in confirmed.stderr
     stored = json.loads(dbarena("results", "--store", store, "--json", env=env).stdout)
     # Each side's own study: the baseline's settings for run 7, the candidate's for 8.
     sync = {p["run_id"]: (p["label"], p["config"]["settings"].get("synchronous_commit")) for p in stored}
-    assert sync[7] == ("h", "off") and sync[8] == ("h", "on"), sync
+    assert sync[7] == ("h-confirm-1", "off") and sync[8] == ("h-confirm-1", "on"), sync
+    # Under a label of their own: the history of `h` is its six runs still.
+    shown = dbarena("history", "--store", store, "--label", "h", "--json", env=env)
+    (series,) = json.loads(shown.stdout)["series"]
+    assert [r["run"] for r in series["runs"]] == list(range(1, 7))
 
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "history.md"
@@ -128,7 +133,9 @@ def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
     assert verdict.startswith("### ") and "dbarena gate" in verdict and "pgbench-tpcb" in verdict
     # --confirm 1: where the first gate was not a pass, each side measured once more.
     if "confirmed: the first gate was" in verdict:
-        assert "than in run 1 and its confirming run(s) 3" in verdict and "label 'pr-1' (runs 2, 4)" in verdict
+        assert "than in run 1 (label 'main') and its confirming run(s) 3" in verdict, verdict
+        assert "label 'pr-1' (run 2) and its confirming run(s) 4" in verdict, verdict
+        assert "(stored as 'main-confirm-1' and 'pr-1-confirm-1')" in verdict, verdict
     else:
         assert gated.returncode == 0 and "than in run 1 (label 'main')" in verdict
 

@@ -163,8 +163,9 @@ def test_a_hostile_sqlite_store_merges_into_postgresql_what_fits(database, publi
 def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(database, public_tmp, tmp_path):
     """`store forget` on PostgreSQL: the run and every row keyed by it or its points go
     in one transaction, a tombstone stays; a run that may be running on another host is
-    refused; merged out into a store that holds the run, it is forgotten there too, and
-    that store merged back in does not bring it back."""
+    refused; merged out into a store that got the run from it, it is forgotten there
+    too (not in one that holds the run of its own), and a store holding it merged back
+    in does not bring it back."""
     from dbarena.store.schema import TABLES
 
     url, password = database
@@ -192,6 +193,9 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
 
     assert all(keyed(b["id"]).values()), keyed(b["id"])
     kept = keyed(a_first)
+    # A member's store that got its runs from this one (before run b is forgotten here).
+    member = tmp_path / "member.db"
+    assert dbarena("merge", url, "--store", str(member), env=env).returncode == 0
     # A run marked running by a dbarena on another machine: whether it still runs cannot
     # be told from here, and a shared store is where it would be writing.
     with psycopg.connect(url, password=password, autocommit=True) as conn:
@@ -208,15 +212,21 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
     assert keyed(b["id"]) == dict.fromkeys(kept, 0) and keyed(a_first) == kept
     (tomb,) = query(url, password, "SELECT uuid, label, points FROM forgotten_runs")
     assert tomb == {"uuid": b["uuid"], "label": "b", "points": 7}
-    # Out into a member's store that still holds it: forgotten there too.
-    member = tmp_path / "member.db"
-    shutil.copy(base, member)
+    # Out into the member's store that holds it from here: forgotten there too.
     out = dbarena("merge", url, "--store", str(member), env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith(f"{url}: run 2 (label b, postgres, started ")
     assert out.stdout.splitlines()[0].endswith(f"forgotten in {member} too (7 point(s) removed)")
     with Store(member, readonly=True) as db:
         assert [r.label for r in db.runs()] == ["a", "a"]
+    # Into a store that holds it of its own (a copy of where it was measured): kept, said.
+    holder = tmp_path / "holder.db"
+    shutil.copy(base, holder)
+    kept_there = dbarena("merge", url, "--store", str(holder), env=env)
+    assert kept_there.returncode == 0, kept_there.stderr
+    assert kept_there.stdout.splitlines()[0].endswith(f"but did not come to {holder} from there: kept here")
+    with Store(holder, readonly=True) as db:
+        assert [r.label for r in db.runs()] == ["a", "b", "a"]
     # And a store that holds it, merged in: not brought back.
     back = dbarena("merge", str(base), "--store", url, env=env)
     assert back.returncode == 0, back.stderr
@@ -329,6 +339,8 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute("DROP TABLE forgotten_runs")
         conn.execute("DROP TABLE pending_rekey")
         conn.execute("DROP TABLE live_seconds")
+        conn.execute("DROP TABLE store_identity")
+        conn.execute("DROP TABLE run_origins")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
@@ -338,7 +350,8 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}, {"version": 20}]
+         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}]
+    assert len(query(url, password, "SELECT uuid FROM store_identity")) == 1  # (made by schema 21)
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
                                     "JOIN v_points v ON v.point_id = p.id")
@@ -373,6 +386,8 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         conn.execute("DROP TABLE forgotten_runs")
         conn.execute("DROP TABLE pending_rekey")
         conn.execute("DROP TABLE live_seconds")
+        conn.execute("DROP TABLE store_identity")
+        conn.execute("DROP TABLE run_origins")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
     assert "latency_p90_ms" not in query(url, password, "SELECT * FROM v_points")[0]
@@ -381,7 +396,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}, {"version": 20}]
+         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
     # Schema 15's views: repeats from 1, each point judged by its tool's metric.

@@ -324,3 +324,32 @@ def test_a_study_over_an_hour_starts_without_asking_when_not_on_a_terminal(publi
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err
     _assert_nothing_left(public_tmp)
+
+
+@pytest.mark.parametrize("planted", ["victim", "dangling"])
+def test_a_planted_live_sidecar_link_is_not_followed_and_the_run_is_measured(public_tmp, tmp_path, planted):
+    """STORE.live planted as a symbolic link (to another SQLite file, or to a name that
+    does not exist yet) before a run, which may be root's: the run says in one line
+    that it publishes no live seconds, is measured and stored, and the link's target
+    is neither written nor made."""
+    store = tmp_path / "r.db"
+    target = tmp_path / ("victim.db" if planted == "victim" else "made-by-dbarena.db")
+    if planted == "victim":
+        victim = sqlite3.connect(target)
+        with victim:
+            victim.execute("CREATE TABLE accounts (name TEXT, balance INTEGER)")
+            victim.execute("INSERT INTO accounts VALUES ('alice', 100)")
+        victim.close()
+    before = target.read_bytes() if target.exists() else None
+    sidecar = tmp_path / "r.db.live"
+    sidecar.symlink_to(target)
+    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "3", "--scale", "1",
+                   "--store", str(store), env=cli_env(public_tmp))
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "no live seconds for serve" in line]
+    assert said == [f"no live seconds for serve: {sidecar} is a symbolic link; dbarena writes no file it did not "
+                    f"make"], done.stdout + done.stderr
+    (status, tps), = sqlite3.connect(store).execute("SELECT status, tps FROM points WHERE phase = 'measured'")
+    assert status == "ok" and tps > 0
+    assert sidecar.is_symlink() and os.readlink(sidecar) == str(target)
+    assert (target.read_bytes() if target.exists() else None) == before

@@ -273,3 +273,54 @@ def test_a_mariadb_account_limited_to_the_points_clients_leaves_them_their_conne
             else:
                 assert stopped == ("not sampled: the user's max_user_connections 2 lets in 1 more connection(s) "
                                    "beside the sampler's, and the point opens 2: its clients come first"), stopped
+
+
+def _terminate_sampler(target, password, after_s: float, done: list[float]) -> None:
+    """Ends the sampler's backend `after_s` seconds after it connects (as an
+    administrator's pg_terminate_backend, or an idle-session reaper, would)."""
+    import psycopg
+
+    with psycopg.connect(target.url, password=password, autocommit=True) as conn:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'dbarena-sampler%'"
+                               ).fetchone()
+            if row is not None:
+                time.sleep(after_s)
+                conn.execute("SELECT pg_terminate_backend(%s)", (row[0],))
+                done.append(time.time())
+                return
+            time.sleep(0.05)
+
+
+def test_a_sampler_terminated_mid_point_leaves_the_point_pgbenchs_own_figure(server, public_tmp, tmp_path):
+    """A bare pgbench point (no -P: its per-second series comes from the server's commit
+    counter) whose sampler backend is terminated 4 s into its 10 s: the commits of 4 s
+    were scaled by pgbench's transactions of 10 s, and the point's steady-state figure
+    stored at several times what pgbench printed. Now it has no per-second series, says
+    why, and its figure is pgbench's own."""
+    target, password = server
+    store = tmp_path / "r.db"
+    env = cli_env(public_tmp, PGPASSWORD=password)
+    terminated: list[float] = []
+    killer = threading.Thread(target=_terminate_sampler, args=(target, password, 4.0, terminated), daemon=True)
+    killer.start()
+    done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
+                   "--duration", "10", "--scale", "1", "--store", str(store), env=env, timeout=180)
+    killer.join(timeout=5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert terminated, "the sampler never connected"
+    (point,) = _points(store)
+    assert point["status"] == "ok" and point["tps"] > 0, point["error"]
+    assert point["record"]["stopped"].endswith("terminating connection due to administrator command")
+    db = sqlite3.connect(store)
+    (pid, details), = db.execute("SELECT id, details FROM points WHERE phase = 'measured'").fetchall()
+    note = json.loads(details)["per_second"]
+    assert note.startswith("no per-second series: the server's xact_commit was read for only "), note
+    assert "cannot be scaled to pgbench's transactions over the whole" in note
+    assert db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (pid,)).fetchone()[0] == 0
+    # The figure every comparison uses is the one pgbench printed.
+    shown = dbarena("results", "--json", "--store", str(store), env=env)
+    assert shown.returncode == 0, shown.stderr
+    (row,) = json.loads(shown.stdout)
+    assert row["steady_tps"] is None and row["tps"] == pytest.approx(point["tps"])

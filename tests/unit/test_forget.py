@@ -231,12 +231,13 @@ def test_a_file_imported_again_after_its_runs_were_forgotten_is_imported_again_a
 
 
 def test_merge_carries_tombstones_both_ways(base: Path, store: Path, tmp_path: Path) -> None:
-    """A run forgotten in one member's store: merged into a store that holds it, it is
-    forgotten there too (said in one line); a store holding it merged into the one
-    where it was forgotten does not bring it back (said too). A third store that
-    merges both, in either order, ends without it."""
-    holder = tmp_path / "holder.db"  # a member's store that still holds run 2
-    shutil.copy(base, holder)
+    """A run forgotten in one member's store (`store`, a copy of `base`: the same store):
+    merged into a store that holds it from there, it is forgotten there too (said in one
+    line); a store holding it merged into the one where it was forgotten does not bring
+    it back (said too). A third store that holds it from elsewhere keeps it: a store's
+    tombstone removes only what it gave."""
+    holder = tmp_path / "holder.db"  # a central store that got run 2 from the member's
+    assert cli("merge", str(base), "--store", str(holder)).returncode == 0
     (started,) = rows(store, "SELECT started_at FROM runs WHERE id = 2")[0]
     assert cli("store", "forget", "--run", "2", "--store", str(store)).returncode == 0
     (at,) = rows(store, "SELECT forgotten_at FROM forgotten_runs")[0]
@@ -265,15 +266,48 @@ def test_merge_carries_tombstones_both_ways(base: Path, store: Path, tmp_path: P
         third = tmp_path / f"third-{order[0].stem}.db"
         done = cli("merge", *map(str, order), "--store", str(third))
         assert done.returncode == 0, done.stderr
-        assert sum("run 2 " in line for line in done.stdout.splitlines()) == 1, done.stdout
-        assert [r for (r,) in rows(third, "SELECT label FROM runs ORDER BY started_at")] == ["a", "a"]
-        assert rows(third, "SELECT uuid FROM forgotten_runs") == rows(store, "SELECT uuid FROM forgotten_runs")
+        # Run 2 came to it from the holder, whose tombstone it is not.
+        said = [line for line in done.stdout.splitlines() if "run 2 " in line]
+        assert said == ([f"{store}: run 2 was forgotten there on {at}, but did not come to {third} from there: "
+                         "kept here"] if order[0] == holder else []), done.stdout
+        assert [r for (r,) in rows(third, "SELECT label FROM runs ORDER BY started_at")] == ["a", "b", "a"]
+        assert rows(third, "SELECT uuid FROM forgotten_runs") == []
+
+
+def test_a_tombstone_for_a_run_the_other_store_never_held_removes_nothing(base: Path, store: Path,
+                                                                          tmp_path: Path) -> None:
+    """Run UUIDs are public (every bundle carries them): a store carrying a tombstone
+    for another store's run (written by hand, or by a `store forget` of a copy of that
+    run it got elsewhere) merged into the store that measured it removes nothing, nor
+    keeps the run out later; one line says so."""
+    victim_uuid, started = rows(store, "SELECT uuid, started_at FROM runs WHERE id = 2")[0]
+    hostile = tmp_path / "hostile.db"
+    with Store(hostile):
+        pass
+    db = sqlite3.connect(hostile)
+    with db:
+        db.execute("INSERT INTO forgotten_runs (uuid, forgotten_at, label, engine, started_at, points) VALUES "
+                   "(?, '2026-01-01T00:00:00+00:00', 'b', 'postgres', ?, 7)", (victim_uuid, started))
+    db.close()
+    before = keyed_rows(store)
+    done = cli("merge", str(hostile), "--store", str(store))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == [
+        f"{hostile}: run 2 was forgotten there on 2026-01-01T00:00:00+00:00, but did not come to {store} from "
+        "there: kept here",
+        f"{hostile}: 0 run(s), 0 point(s) merged into {store}"]
+    assert keyed_rows(store) == before and rows(store, "SELECT uuid FROM forgotten_runs") == []
+    # A store that merges the hostile one first and the run's own store after ends with it.
+    third = tmp_path / "third.db"
+    assert cli("merge", str(hostile), str(store), "--store", str(third)).returncode == 0
+    assert rows(third, "SELECT count(*) FROM runs WHERE uuid = ?", (victim_uuid,)) == [(1,)]
+    assert rows(third, "SELECT count(*) FROM points") == rows(store, "SELECT count(*) FROM points")
 
 
 def test_a_run_running_in_the_store_merged_into_is_not_forgotten_by_a_merge(base: Path, tmp_path: Path) -> None:
     forgot, running = tmp_path / "forgot.db", tmp_path / "running.db"
     shutil.copy(base, forgot)
-    shutil.copy(base, running)
+    assert cli("merge", str(base), "--store", str(running)).returncode == 0  # its runs from there
     assert cli("store", "forget", "--run", "2", "--store", str(forgot)).returncode == 0
     db = sqlite3.connect(running)
     with db:
@@ -323,3 +357,28 @@ def test_what_an_import_replaced_stays_out_of_a_merge_of_a_store_that_still_hold
     merged = cli("merge", str(copy), "--store", str(store))
     assert merged.returncode == 0, merged.stderr
     assert rows(store, "SELECT transactions FROM points") == [(150999,)]  # one run, the corrected one
+
+
+def test_a_store_identity_is_never_in_a_bundle_and_imported_runs_have_no_origin(tmp_path: Path) -> None:
+    """What a tombstone must match (the identity of the store a run was merged from) is
+    not in what a store publishes, so a bundle cannot lend it; and runs imported from a
+    bundle are recorded as from no store, so no store's tombstone removes them."""
+    from dbarena.exchange import bundle
+    from dbarena.exchange.importing import import_bundle
+    from dbarena.exchange.publish import publish
+
+    source = tmp_path / "demo.db"
+    shutil.copyfile(STORES / "demo-seed-a-quick.db", source)
+    with Store(source) as db:
+        identity = db.identity()
+        made = publish(db, run_ids=[1], signer=None, secrets={})
+    assert identity is not None and identity.encode() not in made.data
+    members, _ = bundle.read_tar("demo", made.data)
+    assert not any(identity.encode() in data for data in members.values())
+    path = tmp_path / "demo.tar"
+    path.write_bytes(made.data)
+    into = tmp_path / "into.db"
+    with Store(into) as db:
+        assert import_bundle(db, path).runs == 1
+    assert rows(into, "SELECT count(*) FROM runs") == [(1,)]
+    assert rows(into, "SELECT count(*) FROM run_origins") == [(0,)]

@@ -71,7 +71,7 @@ class FakeMeasure:
 
     def __call__(self, study: Study) -> tuple[list[int], str | None]:
         self.studies.append(study)
-        label = study.label or ""
+        label = (study.label or "").rsplit(confirm.CONFIRMING, 1)[0]  # the side's figures
         return [_store_run(self.db, study, self.figures[label], day=len(self.studies) + 10,
                            version=self.versions.get(label, "17.2"))], None
 
@@ -96,16 +96,18 @@ def test_noise_that_leaves_the_gate_inconclusive_passes_once_confirmed(tmp_path:
         assert confirm.regressed(first) == {("postgres", "pgbench-tpcb")}, [i.text for i in first.items]
         fake = FakeMeasure(db, {"a": {"pgbench-tpcb": TIGHT}, "b": {"pgbench-tpcb": TIGHT}})
         again, done = confirm.confirm(db, first, "a", "b", 3, fake, here=HOST)
-    # Each side's own study, narrowed to the regressed workload, under its label,
-    # interleaved baseline first.
-    assert [s.label for s in fake.studies] == ["a", "b"] * 3
+    # Each side's own study, narrowed to the regressed workload, under a label of its
+    # own (not the side's), interleaved baseline first.
+    assert [s.label for s in fake.studies] == ["a-confirm-1", "b-confirm-1"] * 3
     assert all([w.workload for w in s.workloads] == ["pgbench-tpcb"] for s in fake.studies)
     assert done is not None and done.first is first and done.baseline_not_here is None
     assert len(done.baseline_runs) == len(done.candidate_runs) == 3
     # Judged on every run: 12 points a side at each level of the regressed workload.
     assert again.status == gating.PASS, [(i.text, i.levels) for i in again.items]
-    assert "confirmed: the first gate was inconclusive; 3 more run(s) of the candidate and 3 of the baseline" \
-        in done.line()
+    assert done.line().startswith("confirmed: the first gate was inconclusive; 3 more run(s) of the candidate and "
+                                  "3 of the baseline, interleaved, measured here (stored as 'a-confirm-1' and "
+                                  "'b-confirm-1'), then judged on all runs")
+    assert again.baseline.what == "label 'a' (run 1) and its confirming run(s) 3, 5, 7"
 
 
 def test_a_real_regression_still_fails_after_confirming(tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_a_real_regression_still_fails_after_confirming(tmp_path: Path) -> None:
     assert again.status == gating.FAIL and again.exit_status == gating.EXIT_FAIL
     assert done is not None and done.baseline_runs == (3,) and done.candidate_runs == (4,)
     # A side given as a run grows by the runs measured again for it.
-    assert again.candidate.what == "run 2 and its confirming run(s) 4"
+    assert again.candidate.what == "run 2 (label 'b') and its confirming run(s) 4"
     assert {p.run_id for p in again.candidate.points} == {2, 4}
 
 
@@ -130,7 +132,7 @@ def test_a_baseline_measured_on_another_machine_is_not_measured_again(tmp_path: 
         first = _gate(db)
         fake = FakeMeasure(db, {"b": {"pgbench-tpcb": TIGHT}})
         again, done = confirm.confirm(db, first, "a", "b", 2, fake, here=HOST)
-    assert [s.label for s in fake.studies] == ["b", "b"]
+    assert [s.label for s in fake.studies] == ["b-confirm-1", "b-confirm-1"]
     assert done is not None and done.baseline_runs == () and len(done.candidate_runs) == 2
     assert done.baseline_not_here == "run 1 was measured on another machine (far)"
     assert "(the baseline was not measured again: run 1 was measured on another machine (far))" in done.line()
@@ -174,3 +176,33 @@ def test_a_run_measured_again_on_another_server_version_is_not_counted(tmp_path:
                            "not counted",)
     assert "not counted: baseline: run 3 measured another configuration" in done.line()
     assert {p.run_id for p in again.baseline.points} == {1} and {p.run_id for p in again.candidate.points} == {2, 4}
+
+
+def test_the_confirming_runs_are_not_in_the_baseline_labels_history(tmp_path: Path) -> None:
+    """Issue 52: the runs a gate measured again were stored under the baseline's label
+    and became its newest run (the next gate's baseline, history's latest point). They
+    are stored under labels of their own, a new number for each gate that confirms; the
+    sides' own labels hold what they held, and the next gate judges on those alone."""
+    from dbarena.stats import history
+
+    with Store(tmp_path / "s.db") as db:
+        _store_run(db, _study("a", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT})
+        _store_run(db, _study("b", "pgbench-tpcb"), {"pgbench-tpcb": WIDE}, day=1)
+        first = _gate(db)
+        fake = FakeMeasure(db, {"a": {"pgbench-tpcb": TIGHT}, "b": {"pgbench-tpcb": WIDE}})
+        again, done = confirm.confirm(db, first, "a", "b", 2, fake, here=HOST)
+        assert done is not None and done.labels == ("a-confirm-1", "b-confirm-1")
+        by_label = {r.id: r.label for r in db.runs()}
+        assert by_label == {1: "a", 2: "b", 3: "a-confirm-1", 4: "b-confirm-1", 5: "a-confirm-1", 6: "b-confirm-1"}
+        # The verdict was taken on every run, the sides' and those measured again.
+        assert {p.run_id for p in again.baseline.points} == {1, 3, 5}
+        assert {p.run_id for p in again.candidate.points} == {2, 4, 6}
+        # History of the baseline's label: its own run alone.
+        found = history.of_store(db, history.Filter(labels=("a",)))
+        assert {r.run_id for s in found.series for r in s.runs} == {1}, found.as_dict()
+        # A second gate of the same sides: its own number, and judged as the first was.
+        second = _gate(db)
+        assert {p.run_id for p in second.baseline.points} == {1}
+        fake = FakeMeasure(db, {"a": {"pgbench-tpcb": TIGHT}, "b": {"pgbench-tpcb": WIDE}})
+        _, done = confirm.confirm(db, second, "a", "b", 1, fake, here=HOST)
+        assert done is not None and done.labels == ("a-confirm-2", "b-confirm-2")

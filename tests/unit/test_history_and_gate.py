@@ -184,6 +184,8 @@ def test_a_gate_whose_interval_reaches_past_the_threshold_is_inconclusive_not_pa
     status, out, _ = run_cli(argv, capsys)
     assert status == 3, out
     assert out.startswith("INCONCLUSIVE: 1 of 1 judged workload(s) may be more than 5% slower in label 'pr'")
+    # The headline is a whole sentence (it ended "none is shown to be").
+    assert out.splitlines()[0].endswith("(their intervals reach past it), but none is shown to be that much slower")
     assert "inconclusive: the interval reaches below -5%" in out and "passed" not in out
     status, out, _ = run_cli([*argv, "--format", "md"], capsys)
     assert status == 3 and out.startswith("### ⚠️ dbarena gate INCONCLUSIVE")

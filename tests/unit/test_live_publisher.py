@@ -130,7 +130,18 @@ def test_a_run_ending_leaves_another_runs_point_and_a_publisher_follows_a_new_si
 
 
 def test_a_damaged_sidecar_is_made_anew_and_read_as_nothing_live(store: Path) -> None:
-    live.sidecar(store).write_bytes(b"not a database at all, " * 100)
+    """A sidecar of dbarena's damaged mid-write (its pages after SQLite's header
+    overwritten, as a crash with synchronous OFF may leave them)."""
+    publisher = live.Publisher(store)
+    publish(publisher, 1, range(1, 3))
+    publisher._queue.put(("close",))  # (its thread ended, the sidecar left behind)
+    assert publisher._thread is not None
+    publisher._thread.join()
+    publisher._thread = None
+    with open(live.sidecar(store), "r+b") as damaged:
+        damaged.seek(16)
+        damaged.write(b"not a database at all, " * 300)
+    assert live.foreign(live.sidecar(store)) is None
     assert live.read_sidecar(live.sidecar(store), [1]) == {}
     publisher = live.Publisher(store)
     try:
@@ -138,6 +149,134 @@ def test_a_damaged_sidecar_is_made_anew_and_read_as_nothing_live(store: Path) ->
         assert [r[2] for r in sidecar_rows(store)] == [1.0, 2.0]
     finally:
         publisher.close()
+
+
+def _victim(path: Path) -> bytes:
+    """Another application's SQLite database: what a planted link points at."""
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("CREATE TABLE accounts (name TEXT, balance INTEGER)")
+        db.execute("INSERT INTO accounts VALUES ('alice', 100)")
+    db.close()
+    return path.read_bytes()
+
+
+def _refused(publisher: live.Publisher, run_id: int) -> str:
+    token = publisher.begin(run_id, SPEC, "measured", 0, SPEC.duration_s)
+    publisher.second(token, 1.0, 1000.0)
+    publisher.flush()
+    assert publisher.refused is not None and publisher.broken == publisher.refused
+    return publisher.refused
+
+
+@pytest.mark.parametrize("victim_kind", ["another application's database", "another dbarena store"])
+def test_a_planted_symlink_to_a_victim_database_is_never_written_through(store: Path, tmp_path: Path,
+                                                                           victim_kind: str) -> None:
+    """STORE.live planted as a symbolic link to another SQLite file (the run may be
+    root's): neither the live table nor a row is written into that file, nor is it
+    cleared or removed; the link stays as planted and the run is told in one line."""
+    victim = tmp_path / "victim.db"
+    if victim_kind == "another dbarena store":
+        with Store(victim):
+            pass  # (it has a live_seconds table of its own: schema 19)
+        before = victim.read_bytes()
+    else:
+        before = _victim(victim)
+    live.sidecar(store).symlink_to(victim)
+    refusal = live.refusal(store)
+    assert refusal == (f"no live seconds for serve: {live.sidecar(store)} is a symbolic link; dbarena writes no "
+                       "file it did not make")
+    publisher = live.Publisher(store)
+    try:
+        assert _refused(publisher, 1) == refusal
+        publish_more = publisher.begin(2, SPEC, "measured", 0, SPEC.duration_s)
+        publisher.second(publish_more, 2.0, 1.0)
+        publisher.flush()
+    finally:
+        publisher.close()
+    with Store(store) as db:
+        db.finish_run(1, "finished")  # (clears the sidecar: not through the link)
+        db.forget_runs([2])
+    assert victim.read_bytes() == before
+    assert live.sidecar(store).is_symlink() and os.readlink(live.sidecar(store)) == str(victim)
+    assert live.read_sidecar(live.sidecar(store), [1, 2]) == {}
+
+
+def test_a_dangling_symlink_makes_no_file_at_its_target(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "made.db"
+    target.parent.mkdir()
+    live.sidecar(store).symlink_to(target)
+    publisher = live.Publisher(store)
+    try:
+        assert "is a symbolic link" in _refused(publisher, 1)
+    finally:
+        publisher.close()
+    assert not target.exists() and list(target.parent.iterdir()) == []
+    assert live.sidecar(store).is_symlink()
+
+
+def test_a_link_planted_after_the_check_is_refused_before_anything_is_written(store: Path, tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """The name swapped for a link between the publisher's check and SQLite's open
+    (which follows links): the file SQLite opened is not the one examined, so nothing
+    is written and the victim stays as it was."""
+    victim = tmp_path / "victim.db"
+    before = _victim(victim)
+    real = live.foreign
+    calls = []
+
+    def swapped_after_check(path: Path) -> str | None:
+        found = real(path)
+        calls.append(path)
+        if len(calls) == 2:  # the check after making the file, just before the open
+            path.unlink()
+            path.symlink_to(victim)
+        return found
+
+    monkeypatch.setattr(live, "foreign", swapped_after_check)
+    publisher = live.Publisher(store)
+    try:
+        assert "was replaced as it was opened" in _refused(publisher, 1)
+    finally:
+        publisher.close()
+    assert victim.read_bytes() == before
+
+
+@pytest.mark.parametrize("planted, why", [
+    ("a text file", "is not an SQLite database"),
+    ("another user's", "belongs to another user"),
+    ("a hard link", "has 2 links"),
+    ("a directory", "is not a regular file"),
+    ("a FIFO", "is not a regular file"),
+])
+def test_a_file_dbarena_did_not_make_at_the_sidecars_name_is_left_alone(store: Path, tmp_path: Path,
+                                                                         planted: str, why: str) -> None:
+    path = live.sidecar(store)
+    if planted == "a text file":
+        path.write_text("someone's notes\n")
+    elif planted == "another user's":
+        if os.geteuid() != 0:
+            pytest.skip("only root gives a file to another user")
+        sqlite3.connect(path).close()  # (an empty file, as the publisher makes one)
+        os.chown(path, 65534, 65534)
+    elif planted == "a hard link":
+        victim = tmp_path / "victim.db"
+        sqlite3.connect(victim).close()
+        os.link(victim, path)
+    elif planted == "a directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    before = os.lstat(path)
+    assert why in (live.foreign(path) or "")
+    publisher = live.Publisher(store)
+    try:
+        assert why in _refused(publisher, 1)
+    finally:
+        publisher.close()
+    after = os.lstat(path)
+    assert (after.st_ino, after.st_mode, after.st_size, after.st_mtime_ns) == (
+        before.st_ino, before.st_mode, before.st_size, before.st_mtime_ns)
 
 
 def test_rows_that_do_not_read_are_nothing_live() -> None:

@@ -6,7 +6,10 @@ seconds handed on as they come, and what a point's key says the tool measured
 from __future__ import annotations
 
 import itertools
+import json
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -44,10 +47,69 @@ def test_each_second_is_scaled_to_the_tools_own_count_and_the_note_says_by_how_m
                                       transactions=3000, tool="pgbench")
     assert [s.tps for s in derived.samples] == [1000, 1000, 1000]
     assert "scaled by 0.333, pgbench's transactions over the server's commits" in derived.note
-    # The first interval counts toward the scale only where its start is known.
+    # Where the first interval's start is unknown its commits are not counted: two
+    # seconds' commits against three seconds' transactions would scale by 1.5.
     unknown_start = throughput.from_commits(series, "xact_commit", first_s=None, end_s=3, duration_s=3,
                                             transactions=3000, tool="pgbench")
-    assert [s.tps for s in unknown_start.samples] == [1500, 1500]
+    assert unknown_start.samples == () and "was not read from the start of pgbench's 3 s" in unknown_start.note
+
+
+REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "serverside"
+                   / "pg15-select-only-bare-sampler-terminated.json").read_text())
+
+
+def _derive(point: dict, server: ServerSeries | None = None) -> throughput.Derived:
+    return throughput.from_commits(server or ServerSeries.decode(json.dumps(point["server"])), point["counter"],
+                                   first_s=point["first_s"], end_s=point["end_s"], duration_s=point["duration_s"],
+                                   transactions=point["transactions"], tool=point["tool"])
+
+
+def test_a_real_series_read_throughout_sums_to_pgbenchs_own_count():
+    whole = REAL["whole"]
+    derived = _derive(whole)
+    assert len(derived.samples) == 9 and "scaled by 1.006" in derived.note
+    # Its whole seconds leave out pgbench's first, spent connecting (12 commits).
+    mean = sum(s.tps for s in derived.samples) / len(derived.samples)
+    assert mean == pytest.approx(whole["pgbench_tps"], rel=0.1)
+    assert [s.tps for s in derived.samples] == [tps for _, tps in whole["stored_before"]]  # as it was
+
+
+def test_a_real_series_whose_sampler_was_terminated_mid_point_is_refused_not_scaled_from_its_part():
+    """The sampler's backend ended by pg_terminate_backend 4 s into a 10 s point: its
+    two whole seconds, scaled by pgbench's transactions of 10 s over the commits of 3,
+    were stored at about 5 times pgbench's figure. Refused, the point's figure is
+    pgbench's own (stats/analysis.py: no series, the tool's figure)."""
+    cut = REAL["terminated"]
+    before = [tps for _, tps in cut["stored_before"]]
+    assert min(before) > 4 * cut["pgbench_tps"]  # what the scaling from a part stored
+    derived = _derive(cut)
+    assert derived.samples == ()
+    assert derived.note.startswith("no per-second series: the server's xact_commit was read for only 3 s of "
+                                   "pgbench's 10 s (stopped at 4 s: terminating connection due to administrator "
+                                   "command); its commits over a part cannot be scaled"), derived.note
+    assert "the point's figure is pgbench's own" in derived.note
+
+
+@pytest.mark.parametrize("keep", [3, 6, 9])
+def test_a_real_series_cut_short_anywhere_is_refused(keep):
+    """The whole real series as a sampler cut after `keep` readings would have left it."""
+    whole = REAL["whole"]
+    server = ServerSeries.decode(json.dumps(whole["server"]))
+    cut = replace(server, seconds=server.seconds[:keep], series={k: v[:keep] for k, v in server.series.items()},
+                  stopped=f"stopped at {keep} s: terminating connection due to administrator command")
+    derived = _derive(whole, cut)
+    assert derived.samples == () and f"read for only {keep} s of pgbench's 10 s" in derived.note, derived.note
+
+
+def test_a_real_series_with_a_second_lost_in_the_middle_is_refused():
+    """A reading lower than the one before (the statistics were reset) leaves a second
+    without a rate: the commits of that second are not counted, so none is scaled."""
+    whole = REAL["whole"]
+    server = ServerSeries.decode(json.dumps(whole["server"]))
+    rates = list(server.series["xact_commit"])
+    rates[5] = None
+    derived = _derive(whole, replace(server, series={**server.series, "xact_commit": tuple(rates)}))
+    assert derived.samples == () and "has a gap in its readings within pgbench's 10 s" in derived.note
 
 
 def test_no_whole_second_and_no_counter_read_are_said_not_made_up():

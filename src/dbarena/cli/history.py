@@ -77,7 +77,9 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     regressed workloads again on this machine: N more runs of the candidate's own study
     (the one its newest run followed) and, where the baseline was measured on a machine
     like this one with a throwaway server, N of the baseline's, interleaved; the runs
-    are stored under each side's label and the verdict is taken on all of them.
+    are stored under labels of their own (each side's label with -confirm-1, -confirm-2
+    ... for each gate that confirms), so that they never enter the side's own history,
+    and the verdict is taken on all of them.
 
     Exit status: 0 every judged workload passed, 1 at least one failed, 3 none failed but
     at least one is inconclusive, 2 bad input (an unknown run or label, or nothing both

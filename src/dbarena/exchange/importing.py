@@ -68,7 +68,7 @@ def import_bundle(into: Store, path: Path, allowed_signers: Path | None = None) 
         assert location is not None
         try:
             runs, points = merge(into, location, say=lambda line: print(line.replace(str(location), str(path)),
-                                                                          file=sys.stderr))
+                                                                          file=sys.stderr), store=False)
         except StoreError as exc:  # named by the bundle, not by the throwaway store it was read into
             raise StoreError(str(exc).replace(str(location), str(path))) from None
     return Imported(verified, runs, points)

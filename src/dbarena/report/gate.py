@@ -17,7 +17,7 @@ def headline(g: Gate) -> str:
     if g.inconclusive:
         return (f"INCONCLUSIVE: {len(g.inconclusive)} of {len(judged)} judged workload(s) may be more than "
                 f"{g.max_regression:.0%} slower in {g.candidate.what} than in {g.baseline.what} (their intervals "
-                f"reach past it); none is shown to be{unjudged}")
+                f"reach past it), but none is shown to be that much slower{unjudged}")
     return (f"passed: none of {len(judged)} judged workload(s) is more than {g.max_regression:.0%} slower in "
             f"{g.candidate.what} than in {g.baseline.what}{unjudged}")
 

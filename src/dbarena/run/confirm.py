@@ -10,7 +10,10 @@ worth a second look before it fails a build.
 
 Each side's study is the one its newest run followed (its text and flags, as `--resume`
 rebuilds it), narrowed to the regressed engines and workloads (and to the variant that
-run measured), under the side's label. The baseline is measured again only where it is
+run measured), under a label of its own: the side's label with `-confirm-N` (N the
+first number neither side's label has used for it), so that the runs measured again
+join the side for this verdict alone and never the side's label's history (where they
+would be its newest runs, and the next gate's baseline). The baseline is measured again only where it is
 measurable here: its runs were made on a machine like this one (the same CPU model,
 hardware threads and memory, stats/configkey.host_identity), not on a --target, and its
 study still rebuilds; otherwise the candidate alone gets the N runs, and the gate says
@@ -22,6 +25,7 @@ but not counted, and the gate says so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -33,6 +37,7 @@ from dbarena.run import resume
 from dbarena.stats import analysis, configkey
 from dbarena.stats import gate as gating
 from dbarena.study import Study
+from dbarena.study.model import check_name
 
 # A study measured once more under a label: the ids of the runs it stored, or why it
 # stored none (a one-line reason). session.run in use; a fake in the unit tests.
@@ -52,18 +57,22 @@ class Confirmation:
     candidate_runs: tuple[int, ...]
     baseline_not_here: str | None = None  # why the baseline was not measured again
     failed: tuple[str, ...] = ()  # runs (or their points) not counted, and why
+    labels: tuple[str, ...] = ()  # the labels the runs measured again are stored under
 
     def as_dict(self) -> JSONObject:
         return {"rounds": self.rounds, "first_status": self.first.status,
                 "baseline_runs": list(self.baseline_runs), "candidate_runs": list(self.candidate_runs),
+                "labels": list(self.labels),
                 "baseline_not_measured_again": self.baseline_not_here, "not_counted": list(self.failed)}
 
     def line(self) -> str:
         """What the gate's report says of it, in one line."""
         sides = f"{len(self.candidate_runs)} more run(s) of the candidate"
         if self.baseline_runs:
-            sides += f" and {len(self.baseline_runs)} of the baseline, interleaved"
-        said = f"confirmed: the first gate was {self.first.status}; {sides} measured here, then judged on all runs"
+            sides += f" and {len(self.baseline_runs)} of the baseline, interleaved,"
+        stored = f" (stored as {' and '.join(repr(label) for label in self.labels)})" if self.labels else ""
+        said = (f"confirmed: the first gate was {self.first.status}; {sides} measured here{stored}, then judged on "
+                "all runs")
         if self.baseline_not_here:
             said += f" (the baseline was not measured again: {self.baseline_not_here})"
         if self.failed:
@@ -84,11 +93,29 @@ def _newest_run(store: ResultStore, side: gating.Side, wanted: set[tuple[str, st
     return max(runs.values(), key=lambda r: r.id)
 
 
-def narrowed(store: ResultStore, side: gating.Side, wanted: set[tuple[str, str]]) -> Study:
+CONFIRMING = "-confirm-"  # between a side's label and the number of the gate that measured it again
+
+
+def confirming_number(store: ResultStore, found: gating.Gate) -> int:
+    """The N of this gate's `-confirm-N` labels: one more than any such label of either
+    side's runs holds already, so that each gate's runs measured again are apart."""
+    mine = {p.label for side in (found.baseline, found.candidate) for p in side.points}
+    used = [int(m.group(2)) for r in store.runs()
+            if (m := re.fullmatch(r"(.*)" + re.escape(CONFIRMING) + r"([0-9]{1,9})", r.label)) and m.group(1) in mine]
+    return max(used, default=0) + 1
+
+
+def narrowed(store: ResultStore, side: gating.Side, wanted: set[tuple[str, str]], number: int = 1) -> Study:
     """The study of the side's newest run of a regressed workload, rebuilt as --resume
     rebuilds it, narrowed to the regressed engines and workloads and that run's variant,
-    under the side's label. A DbarenaError (one line) where it cannot be rebuilt."""
+    under the label `LABEL-confirm-N` (the run's label; N: `number`). A DbarenaError
+    (one line) where it cannot be rebuilt."""
     run = _newest_run(store, side, wanted)
+    label = f"{run.label}{CONFIRMING}{number}"
+    try:
+        check_name(label, "label")
+    except DbarenaError as exc:
+        raise DbarenaError(f"--confirm: {side.what}: the label of its runs measured again: {exc}") from None
     try:
         stored = resume.stored_study(store, run)
     except DbarenaError as exc:
@@ -97,7 +124,7 @@ def narrowed(store: ResultStore, side: gating.Side, wanted: set[tuple[str, str]]
     workloads = tuple(w for w in stored.workloads if any((e, w.workload) in wanted for e in engines))
     if not workloads:
         raise DbarenaError(f"--confirm: the study of run {run.id} ({side.what}) runs none of the regressed workloads")
-    return replace(stored, label=run.label, engines=tuple(e for e in stored.engines if e.name in engines),
+    return replace(stored, label=label, engines=tuple(e for e in stored.engines if e.name in engines),
                    workloads=workloads,
                    variants=tuple(v for v in stored.variants if v.name == run.variant) if run.variant else ())
 
@@ -124,16 +151,16 @@ def confirm(store: ResultStore, found: gating.Gate, baseline_spec: str, candidat
     wanted = regressed(found)
     if not wanted:
         return found, None
-    candidate_study = narrowed(store, found.candidate, wanted)
+    number = confirming_number(store, found)
+    candidate_study = narrowed(store, found.candidate, wanted, number)
     reason = not_here(store, found.baseline, here)
     baseline_study: Study | None = None
     if reason is None:
         try:
-            baseline_study = narrowed(store, found.baseline, wanted)
+            baseline_study = narrowed(store, found.baseline, wanted, number)
         except DbarenaError as exc:
             reason = str(exc).removeprefix("--confirm: ")
     added: dict[str, list[int]] = {"baseline": [], "candidate": []}
-    left_out: set[int] = set()  # runs measured again but not counted (another configuration)
     failed: list[str] = []
     for _ in range(rounds):
         for name, study in (("baseline", baseline_study), ("candidate", candidate_study)):
@@ -146,15 +173,15 @@ def confirm(store: ResultStore, found: gating.Gate, baseline_spec: str, candidat
                 if unlike is None:
                     added[name].append(run_id)
                 else:
-                    left_out.add(run_id)
                     failed.append(f"{name}: {unlike}")
             if problem is not None:
                 failed.append(f"{name}: {problem}")
-    baseline = _grown(store, baseline_spec, found.baseline, added["baseline"], left_out)
-    candidate = _grown(store, candidate_spec, found.candidate, added["candidate"], left_out)
+    baseline = _grown(store, found.baseline, added["baseline"])
+    candidate = _grown(store, found.candidate, added["candidate"])
     again = gating.gate(baseline, candidate, found.max_regression, history=gating.history(store, baseline, candidate))
+    labels = tuple(s.label for s in (baseline_study, candidate_study) if s is not None and s.label)
     return again, Confirmation(found, rounds, tuple(added["baseline"]), tuple(added["candidate"]), reason,
-                               tuple(failed))
+                               tuple(failed), labels)
 
 
 def _unlike(store: ResultStore, side: gating.Side, run_id: int, wanted: set[tuple[str, str]]) -> str | None:
@@ -171,20 +198,13 @@ def _unlike(store: ResultStore, side: gating.Side, run_id: int, wanted: set[tupl
     return None
 
 
-def _grown(store: ResultStore, spec: str, side: gating.Side, added: list[int], left_out: set[int]) -> gating.Side:
-    """The side with the runs --confirm added: a label takes them by itself (but those
-    left out); a run id becomes that run and the runs measured again for it."""
+def _grown(store: ResultStore, side: gating.Side, added: list[int]) -> gating.Side:
+    """The side with the runs --confirm added and counted (stored under a label of their
+    own: the side as given, a label or a run, does not hold them), for this verdict."""
     if not added:
         return side
-    if not spec.isdigit():
-        grown = gating.side(store, spec)
-        dropped = sorted({p.run_id for p in grown.points} & left_out)
-        if not dropped:
-            return grown
-        return replace(grown, what=f"{grown.what}, but run(s) {', '.join(map(str, dropped))}",
-                       points=[p for p in grown.points if p.run_id not in left_out])
-    return gating.side_of_runs(store, side.name, f"run {spec} and its confirming run(s) "
-                               f"{', '.join(map(str, added))}", [int(spec), *added])
+    points = [*side.points, *(p for run_id in added for p in analysis.load(store, run_id=run_id))]
+    return replace(side, what=f"{side.what} and its confirming run(s) {', '.join(map(str, added))}", points=points)
 
 
 def session_measure(store: ResultStore, quiet: bool = True) -> Measure:

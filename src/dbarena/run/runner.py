@@ -372,6 +372,12 @@ class Sweep:
             # it removes them: none may land after it). Not on an interrupt: the run's end
             # removes them then, without a wait.
             self.live.flush()
+            if self.live.refused is not None:
+                # The sidecar's name became something dbarena did not make: said once,
+                # and the run goes on without publishing.
+                self.reporter.stage(self.live.refused)
+                self.live.close()
+                self.live = None
         assert ran is not None  # (it is asked to wait for nothing)
         if ran.error is not None or ran.measurement is None:
             return ran.point()

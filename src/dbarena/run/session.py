@@ -43,7 +43,7 @@ from dbarena.interfaces import Engine, Executor, Reporter, ResultStore, Target, 
 from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
 from dbarena.run.placement import Placement, kernel_smt, placements
 from dbarena.store import postgres as pgstore
-from dbarena.store.live import Publisher
+from dbarena.store.live import Publisher, refusal as live_refusal
 from dbarena.run.runner import Bound, Sweep
 from dbarena.study import Study
 from dbarena.run.preflight import (Estimate, bindir_of, estimate, estimate_s, points_words, pooled_note, probe_where,
@@ -171,7 +171,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin,
                    previous=_of_session(previous, 0), clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
                    server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter),
-                   live=_publisher(store))
+                   live=_publisher(store, reporter))
     switch = smt_switch.Switch() if switching else None
     try:
         index = 0
@@ -197,11 +197,17 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     return outcome
 
 
-def _publisher(store: ResultStore) -> Publisher | None:
+def _publisher(store: ResultStore, reporter: Reporter) -> Publisher | None:
     """The run's live publisher (store/live.py), beside the store: its sidecar file, or
     its PostgreSQL database (the URL names no password: the store found it in
-    PGPASSWORD or ~/.pgpass, as the publisher's own connection does)."""
+    PGPASSWORD or ~/.pgpass, as the publisher's own connection does). None, said in one
+    line, where the sidecar's name holds a file dbarena did not make (a symbolic link
+    planted there): the run is measured without publishing."""
     if store.path is not None:
+        refused = live_refusal(store.path)
+        if refused is not None:
+            reporter.stage(refused)
+            return None
         return Publisher(store.path)
     return Publisher(store.location) if pgstore.is_url(store.location) else None
 

@@ -13,7 +13,16 @@ statements a second), pgbench's vacuum before its clock starts, another client's
 script's statements outside an explicit transaction one commit each. So each second is
 scaled by the tool's own transaction count over the server's commits of the whole
 series: the series then sums to what the tool reported, and the scale is said in the
-note wherever it is not 1 within half a percent. Pure.
+note wherever it is not 1 within half a percent.
+
+The scale is a ratio of two counts over the same window, so it is taken only where the
+counter was read without a gap from before the tool started to after it ended. A series
+that stopped early (the sampler's connection was cut or terminated mid-point), began
+late, or lost a second (the counter went down: statistics reset) holds the commits of a
+part of the run against the tool's transactions of all of it: scaled, its seconds would
+read as a multiple of the true rate (a series cut at 4 s of a 10 s point, 2.5 times), and
+unscaled they count others' commits. Such a series is refused, and said to be: the point
+then has no per-second series and its figure is the tool's own (stats/analysis.py). Pure.
 """
 
 from __future__ import annotations
@@ -52,21 +61,48 @@ def from_commits(series: ServerSeries, counter: str, *, first_s: float | None, e
     start_s = end_s - duration_s
     commits_total = 0.0
     kept: list[tuple[float, float]] = []  # (end of the interval since start_s, commits/s)
+    read_from: float | None = None  # where the gapless run of readings began
+    read_to: float | None = None    # and where it ended (the last reading)
+    gap = False  # a second without a rate after the first reading
     for i in range(min(len(series.seconds), len(rates))):
         rate = rates[i]
         begin = series.seconds[i - 1] if i else first_s
-        if rate is None or begin is None:
+        if begin is None:
+            continue  # the first interval's start unknown: the series begins at its end
+        if rate is None:
+            gap = True
             continue
         end = series.seconds[i]
         commits_total += rate * (end - begin)
+        read_from = begin if read_from is None else read_from
+        read_to = end
         if begin >= start_s and end <= end_s:
             kept.append((end - start_s, rate))
     source = f"the server's {counter}"
     if not kept:
         return Derived((), f"no per-second series: {source} covered no whole second of {tool}'s run")
+    if gap or read_from is None or read_to is None or read_from > start_s or read_to < end_s:
+        return Derived((), _partial(source, tool, duration_s, start_s, end_s, read_from, read_to, gap,
+                                    series.stopped))
     scale = transactions / commits_total if transactions is not None and commits_total > 0 else 1.0
     samples = tuple(Sample(second=round(second, 3), tps=round(rate * scale, 3)) for second, rate in kept)
     note = f"per-second throughput from {source} ({len(samples)} whole seconds of {tool}'s {duration_s:g} s"
     if abs(scale - 1) > _SCALE_SAID:
         note += f"; scaled by {scale:.3f}, {tool}'s transactions over the server's commits"
     return Derived(samples, note + f"), not {tool}'s own per-second report")
+
+
+def _partial(source: str, tool: str, duration_s: float, start_s: float, end_s: float, read_from: float | None,
+             read_to: float | None, gap: bool, stopped: str | None) -> str:
+    """The note of a series that does not cover the tool's run without a gap."""
+    if read_to is not None and read_to < end_s:
+        covered = max(0.0, min(read_to, end_s) - max(read_from if read_from is not None else start_s, start_s))
+        what = f"was read for only {covered:.0f} s of {tool}'s {duration_s:g} s"
+    elif gap:
+        what = f"has a gap in its readings within {tool}'s {duration_s:g} s"
+    else:
+        what = f"was not read from the start of {tool}'s {duration_s:g} s"
+    why = f" ({stopped})" if stopped else ""
+    return (f"no per-second series: {source} {what}{why}; its commits over a part cannot be scaled to {tool}'s "
+            f"transactions over the whole, so the point's figure is {tool}'s own; --client-progress gives "
+            f"{tool}'s own per-second report, at a cost")

@@ -418,6 +418,9 @@ class Store:
             self.db.execute(f"DELETE FROM points WHERE run_id IN ({marks})", tuple(chunk))
             if self.live_table:
                 self.db.execute(f"DELETE FROM live_seconds WHERE run_id IN ({marks})", tuple(chunk))
+            if self.version >= 21:
+                self.db.execute(f"DELETE FROM run_origins WHERE uuid IN (SELECT uuid FROM runs WHERE id IN "
+                                f"({marks}))", tuple(chunk))
             self.db.execute(f"DELETE FROM runs WHERE id IN ({marks})", tuple(chunk))
 
     # ------------------------------------------------------------------ forgetting
@@ -498,6 +501,23 @@ class Store:
             left = count - sum(points_by_run[i] for i in gone) if type(count) is int else count
             self.db.execute("UPDATE imports SET run_ids = ?, points = ? WHERE sha256 = ?",
                             (json.dumps(kept), max(left, 0) if type(left) is int else left, sha256))
+
+    def identity(self) -> str | None:
+        """This store's own identity (schema 21: random, made with it, never exported),
+        which run_origins names it by in the stores it is merged into; None in a store
+        without one (a hand edit)."""
+        row = self.db.execute("SELECT min(uuid) FROM store_identity").fetchone()
+        return row[0] if row is not None and isinstance(row[0], str) and row[0] else None
+
+    def origins(self, uuids: Iterable[str]) -> dict[str, str]:
+        """Those of these runs that a merge brought here -> the identity of the store
+        it brought each from."""
+        out: dict[str, str] = {}
+        for chunk in chunks(sorted(set(uuids))):
+            out.update((u, str(src)) for u, src in self.db.execute(
+                f"SELECT uuid, merged_from FROM run_origins WHERE uuid IN ({', '.join('?' * len(chunk))})",
+                tuple(chunk)))
+        return out
 
     def forgotten(self, uuids: Iterable[str]) -> dict[str, str]:
         """Those of these UUIDs that name a forgotten run -> when it was forgotten."""

@@ -53,10 +53,11 @@ def not_ours(path: Path | str, why: str) -> StoreError:
     return StoreError(f"{path} is not a dbarena store ({why}): give another --store")
 
 
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file at `path`, None if there is none."""
+def file_identity(path: Path, follow: bool = True) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None if there is none; `follow`: of the
+    file a symbolic link there points to, else of the link itself."""
     try:
-        st = os.stat(path)
+        st = os.stat(path, follow_symlinks=follow)
     except OSError:
         return None
     return st.st_dev, st.st_ino

@@ -22,6 +22,16 @@ Where they are written costs the benchmark nothing it would notice:
 One thread of the publisher's own writes, with its own connection (sqlite3's belong to
 the thread that made them): the run only puts each second in a queue. A failure to
 publish ends publishing, never the run.
+
+The sidecar is a name beside the store, in a directory others may write (a shared
+results folder), opened by a run that may be root's: dbarena writes it only where it
+is its own (`foreign`): a regular file, not a symbolic link (a planted `STORE.live`
+pointing at another SQLite file would have the live table written into that file, and
+a dangling one a file made at its target), with a single link, owned by this user, and
+holding no table but `live_seconds`; else it makes the file itself (O_CREAT | O_EXCL |
+O_NOFOLLOW), and checks after opening that the name is still that file. A sidecar that
+is not its own is neither written, cleared nor removed: the run goes on without
+publishing and says so in one line.
 """
 
 from __future__ import annotations
@@ -31,10 +41,12 @@ import json
 import os
 import queue
 import sqlite3
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+from urllib.parse import quote
 
 from dbarena.model import PointSpec
 from dbarena.records import LivePoint
@@ -60,6 +72,91 @@ _INSERT = (f"INSERT INTO live_seconds ({', '.join(COLUMNS)}) VALUES ({', '.join(
 def sidecar(path: Path) -> Path:
     """Where an SQLite store's live seconds are: STORE.live beside it."""
     return path.with_name(path.name + ".live")
+
+
+def _uri(path: Path) -> str:
+    """The sidecar's file URI for writing: its directory resolved, not its own name
+    (a symbolic link there is refused, never followed: foreign)."""
+    return f"file:{quote(str(path.parent.resolve() / path.name))}"
+
+
+def _open_files() -> set[tuple[int, int, int]] | None:
+    """(descriptor, device, inode) of each file this process has open; None where the
+    system does not say (no /proc)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    out = set()
+    for name in fds:
+        with contextlib.suppress(OSError, ValueError):
+            st = os.stat(f"/proc/self/fd/{name}")
+            out.add((int(name), st.st_dev, st.st_ino))
+    return out
+
+
+# What a file SQLite wrote begins with (an empty file is one just made, not yet written).
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class NotOurs(Exception):
+    """The sidecar's name holds something dbarena did not make: one line of why."""
+
+
+def foreign(path: Path) -> str | None:
+    """Why the file at `path` is not a sidecar dbarena may write, clear or remove; None
+    where it is one (or there is none yet: the publisher makes it itself)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be examined ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if st.st_nlink != 1:
+        return f"{path} has {st.st_nlink} links (another name shares the file)"
+    if st.st_uid != os.geteuid():
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            return f"{path} was replaced while it was examined"
+        head = os.read(fd, len(_SQLITE_HEADER))
+    finally:
+        os.close(fd)
+    if head and head != _SQLITE_HEADER:
+        return f"{path} is not an SQLite database"
+    if head:
+        # Another SQLite database with tables of its own (a store, an application's
+        # file) is not a sidecar, whatever its name.
+        try:
+            db = sqlite3.connect(read_only_uri(path), uri=True, timeout=0.2)
+            try:
+                names = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+            finally:
+                db.close()
+        except sqlite3.DatabaseError as exc:
+            if "malformed" in str(exc) or "not a database" in str(exc):
+                return None  # a sidecar damaged by a crash mid-write: its loss is harmless
+            return f"{path} cannot be read ({' '.join(str(exc).split())})"
+        others = sorted(names - {"live_seconds"})
+        if others:
+            return f"{path} holds tables other than live_seconds ({', '.join(others[:3])})"
+    return None
+
+
+def refusal(path: Path) -> str | None:
+    """The one line a run says when an SQLite store's sidecar (`path`: the store file)
+    is not dbarena's to write; None where it is."""
+    why = foreign(sidecar(path))
+    return f"no live seconds for serve: {why}; dbarena writes no file it did not make" if why else None
 
 
 def live_point(run_id: int, rows: Iterable[Sequence[Any]]) -> LivePoint | None:
@@ -105,7 +202,7 @@ def read_sidecar(path: Path, run_ids: Iterable[int]) -> dict[int, LivePoint]:
     """The live points of these runs in an SQLite store's sidecar (`path`: the sidecar),
     read-only; a missing, busy or damaged sidecar: none (nothing live this time)."""
     ids = sorted(set(run_ids))[:1000]
-    if not ids or not path.is_file():
+    if not ids or not path.is_file() or path.is_symlink():
         return {}
 
     rows: list[tuple[Any, ...]] = []
@@ -130,13 +227,16 @@ def clear_sidecar(path: Path, run_ids: Iterable[int]) -> None:
     the new one). Best effort: a sidecar is never worth failing a command for."""
     live = sidecar(path)
     ids = sorted(set(run_ids))
-    if not live.is_file():
-        return
+    if not live.is_file() or foreign(live) is not None:
+        return  # (not dbarena's: left as it is)
     with contextlib.suppress(sqlite3.Error, OSError):
-        db = sqlite3.connect(live, timeout=1, isolation_level=None)
+        identity = file_identity(live, follow=False)
+        db = sqlite3.connect(_uri(live), uri=True, timeout=1, isolation_level=None)
         try:
             db.execute("BEGIN EXCLUSIVE")
             try:
+                if file_identity(live, follow=False) != identity:
+                    return  # replaced since it was examined
                 for start in range(0, len(ids), 500):
                     chunk = ids[start:start + 500]
                     db.execute(f"DELETE FROM live_seconds WHERE run_id IN ({', '.join('?' * len(chunk))})", chunk)
@@ -166,6 +266,7 @@ class Publisher:
         self.store_path = None if self.postgresql else Path(location)
         self.path = sidecar(self.store_path) if self.store_path is not None else None
         self.broken: str | None = None  # why publishing stopped, once it has
+        self.refused: str | None = None  # why, where the sidecar is not dbarena's (the run says it)
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._tokens = 0
@@ -240,6 +341,11 @@ class Publisher:
                     try:
                         self._write(batch, points)
                         failures = 0
+                    except NotOurs as exc:
+                        # Not a passing failure: nothing is written there, from now on.
+                        self._close()
+                        self.refused = self.broken = (f"no live seconds for serve: {exc}; dbarena writes no file "
+                                                      f"it did not make")
                     except Exception as exc:  # the drivers' errors differ; none may reach the run
                         # A reader holding the sidecar a moment too long, a connection
                         # dropped: those seconds are lost, the next ones tried on a new
@@ -293,7 +399,7 @@ class Publisher:
     def _connection(self) -> Any:
         """The publisher's connection: the store's (PostgreSQL), or the sidecar's, made
         anew when the file there is not the one it opened (removed by a run that ended)."""
-        if self.path is not None and self._db is not None and file_identity(self.path) != self._identity:
+        if self.path is not None and self._db is not None and file_identity(self.path, follow=False) != self._identity:
             self._close()
         if self._db is not None:
             return self._db
@@ -305,18 +411,41 @@ class Publisher:
             db.execute("SET application_name = 'dbarena-live'")
             self._db = db
             return db
+        why = foreign(self.path)
+        if why is not None:
+            raise NotOurs(why)
         try:
             self._db = self._sqlite(self.path)
         except sqlite3.DatabaseError as exc:
             if "malformed" not in str(exc) and "not a database" not in str(exc):
                 raise
-            self.path.unlink(missing_ok=True)  # damaged (a crash mid-write): its loss is harmless
+            # Damaged (a crash mid-write): its loss is harmless; removed only as the
+            # file just examined (foreign: a regular file of this user's, one link).
+            self.path.unlink(missing_ok=True)
             self._db = self._sqlite(self.path)
         return self._db
 
     def _sqlite(self, path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, timeout=1)
+        # Made here where there is none: O_EXCL and O_NOFOLLOW fail on any name already
+        # there, a dangling symbolic link included.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        identity = file_identity(path, follow=False)
+        why = foreign(path)
+        if why is not None or identity is None:
+            raise NotOurs(why or f"{path} vanished as it was made")
+        before = _open_files()
+        db = sqlite3.connect(_uri(path), uri=True, timeout=1)
         try:
+            # SQLite opens a name, following a symbolic link (it has no URI parameter to
+            # refuse one): the name may have been swapped between the check and the
+            # open. Before anything is written, the file SQLite opened (a descriptor new
+            # since) is checked to be the one examined, and the name to be it still.
+            after = _open_files()
+            opened = before is None or after is None or any(
+                (dev, ino) == identity for fd, dev, ino in after - before)
+            if not opened or file_identity(path, follow=False) != identity:
+                raise NotOurs(f"{path} was replaced as it was opened")
             # Nothing here is worth a sync: a crash loses seconds shown once.
             db.execute("PRAGMA synchronous = OFF")
             db.execute("PRAGMA journal_mode = MEMORY")
@@ -325,7 +454,7 @@ class Publisher:
         except BaseException:
             db.close()
             raise
-        self._identity = file_identity(path)
+        self._identity = identity
         return db
 
     def _close(self) -> None:

@@ -52,20 +52,25 @@ _SERIES = ("samples", "system_samples")
 
 
 def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None,
-          tell: Callable[[str], None] | None = None) -> tuple[int, int]:
+          tell: Callable[[str], None] | None = None, store: bool = True) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
     store twice adds nothing; so are runs forgotten in `into` (`store forget`), and the
-    other store's forgotten runs are forgotten in `into` too (removed, with a tombstone),
-    each said in one line (`tell`, default stderr). Either store may be SQLite or
+    other store's forgotten runs are forgotten in `into` too (removed, with a tombstone)
+    where `into` holds them because an earlier merge brought them from that very store
+    (run_origins, by the other store's identity), each said in one line (`tell`,
+    default stderr): a store's tombstone never removes a run it did not give. Either store may be SQLite or
     PostgreSQL. An SQLite file is read from a migrated copy (the file itself is left as
     it is); a newer schema is refused. All or nothing: one transaction. Rows that do not
-    fit their columns are said (`say`, default stderr), one line each, and left out."""
+    fit their columns are said (`say`, default stderr), one line each, and left out.
+    `store`: whether `other` is a store its runs came from (False: a bundle's throwaway
+    store, `import`: its runs are recorded as from no store, and its tombstones, which
+    a bundle has none of, are not applied)."""
     if pgstore.is_url(other):
         if str(other) == into.location:
             raise StoreError(f"merge: {other} is the store being merged into")
         with Store(str(other), readonly=True) as source:  # a merge reads the other store, never writes it
-            return _merge_from(into, source, str(other), say, tell)
+            return _merge_from(into, source, str(other), say, tell, store=store)
     other = Path(other)
     if not other.is_file():
         raise StoreError(f"merge: no store {other}")
@@ -90,20 +95,21 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
             raise StoreError(f"merge: {other}: cannot copy it to {tmp}: {exc.strerror or exc}") from None
         with source:
             if not isinstance(into.db, sqlite3.Connection):
-                return _merge_from(into, source, str(other), say, tell)
+                return _merge_from(into, source, str(other), say, tell, store=store)
             db = into.db
             try:
                 db.execute("ATTACH DATABASE ? AS src", (str(copy),))
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"merge: {other}: {exc}") from None
             try:
-                return _merge_from(into, source, str(other), say, tell, attached=True)
+                return _merge_from(into, source, str(other), say, tell, attached=True, store=store)
             finally:
                 db.execute("DETACH DATABASE src")
 
 
 def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None] | None,
-                tell: Callable[[str], None] | None = None, attached: bool = False) -> tuple[int, int]:
+                tell: Callable[[str], None] | None = None, attached: bool = False, store: bool = True
+                ) -> tuple[int, int]:
     """Every run of `source` not yet in `into` (nor forgotten there), with what belongs
     to it, and `source`'s tombstones, in one transaction. New ids come from the target's
     own sequence (or after its largest id), so that writers of a shared store never
@@ -112,7 +118,7 @@ def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None
     edge_ = Edge(name, say)
     try:
         with into._writing():
-            return _Copy(into, source, edge_, attached, tell or edge_.say).runs()
+            return _Copy(into, source, edge_, attached, tell or edge_.say, store).runs()
     except caught as exc:  # a damaged file: nothing was added
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
 
@@ -171,10 +177,13 @@ def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple
 class _Copy:
     """One merge: what of `source` fits (`edge`, which says the rest), copied into `into`."""
 
-    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool, tell: Callable[[str], None]):
+    def __init__(self, into: Store, source: Store, edge: Edge, attached: bool, tell: Callable[[str], None],
+                 store: bool = True):
         self.into, self.source, self.edge = into, source, edge
         self.attached = attached  # `source` is also ATTACHed to `into` as src (both SQLite)
         self.tell = tell  # the lines about forgotten runs
+        self.origin: str | None = None  # the other store's identity (runs())
+        self.store = store  # False: a bundle's throwaway store (no origin, no tombstones)
 
     def fitting(self, table: str, names: Sequence[str], rows: list[Row]) -> list[Row]:
         """The rows of `table` (as read) that fit, every column checked (and what
@@ -205,7 +214,13 @@ class _Copy:
 
     def runs(self) -> tuple[int, int]:
         """(runs, points) merged."""
-        self.tombstones()
+        # The other store's identity: what the runs merged from it are recorded as
+        # coming from, and what its tombstones must match to remove a run here. A store
+        # whose identity does not read (a hand edit) gives none: its tombstones remove
+        # nothing, its runs are merged without an origin.
+        self.origin = self.source.identity() if self.store else None
+        if self.store:
+            self.tombstones()
         names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
         uuid_at = names.index("uuid")
         known: set[Any] = set()
@@ -245,15 +260,22 @@ class _Copy:
         at = row_of["id"]
         run_map = dict(zip((r[at] for r in runs), self.into.dialect.new_ids("runs", len(runs))))
         self.insert("runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
+        if self.origin is not None and self.origin != self.into.identity():
+            self.insert("run_origins", ["uuid", "merged_from"], [(r[uuid_at], self.origin) for r in runs],
+                        ignore=True)
         points = self.points(run_map)
         self.imports(run_map)
         return len(run_map), points
 
     def tombstones(self) -> None:
-        """The other store's tombstones (runs forgotten there) carried here, where they
-        fit and are not here yet: a run of one of those UUIDs here is forgotten too,
-        each said in one line; one running here is not (it is being measured into this
-        store), nor is its tombstone carried."""
+        """The other store's tombstones (runs forgotten there) applied here to the runs
+        an earlier merge brought from that store (run_origins): each such run is
+        forgotten here too, with the tombstone, said in one line; one running here is
+        not (it is being measured into this store). A tombstone for a run this store
+        holds from elsewhere (measured here, imported, merged from another store) is
+        said and not applied, one for a run it does not hold is left there: run UUIDs
+        are public (bundles carry them), so a store may not remove, nor keep out, a run
+        it never gave."""
         cols, rows = _select(self.source, "SELECT * FROM forgotten_runs ORDER BY forgotten_at, uuid")
         rows = self.fitting("forgotten_runs", cols, rows)
         at = cols.index("uuid")
@@ -266,12 +288,18 @@ class _Copy:
         for chunk in chunks(sorted(when)):
             held.update((u, (i, status)) for i, u, status in self.into.db.execute(
                 f"SELECT id, uuid, status FROM runs WHERE uuid IN ({_marks(chunk)})", chunk))
-        running = {u for u, (_, status) in held.items() if status == "running"}
+        came_from = self.into.origins(held)
+        given = {u for u in held if self.origin is not None and came_from.get(u) == self.origin}
+        for u in sorted(set(held) - given, key=lambda u: held[u][0]):
+            self.tell(f"{self.edge.location}: run {held[u][0]} was forgotten there on {when[u]}, but did not come to "
+                      f"{self.into.location} from there: kept here")
+        running = {u for u in given if held[u][1] == "running"}
         for u in sorted(running, key=lambda u: held[u][0]):
             self.tell(f"{self.edge.location}: run {held[u][0]} was forgotten there on {when[u]}, but is running in "
                       f"{self.into.location}: kept here (forget it once it has ended)")
-        self.insert("forgotten_runs", cols, [r for r in rows if r[at] not in running], ignore=True)
-        doomed = self.into._forgettable(sorted(i for u, (i, _) in held.items() if u not in running), "")
+        applied = given - running
+        self.insert("forgotten_runs", cols, [r for r in rows if r[at] in applied], ignore=True)
+        doomed = self.into._forgettable(sorted(held[u][0] for u in applied), "")
         self.into._remove_runs({r.run_id: r.points for r in doomed if r.run_id is not None})
         for r in doomed:
             self.tell(f"{self.edge.location}: {r.named()} was forgotten there on {when[r.uuid]}: forgotten in "

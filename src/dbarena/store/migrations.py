@@ -344,6 +344,21 @@ MIGRATIONS: list[str] = [
     INSERT OR IGNORE INTO pending_rekey SELECT p.id FROM points p JOIN runs r ON r.id = p.run_id
         WHERE p.config IS NOT NULL AND r.target_facts LIKE '%"tls"%';
     """,
+    # 21: a merge applies another store's tombstones only to runs it brought from that
+    # store (merge.py): each store has an identity of its own (a random one, made here,
+    # never exported: a store's run UUIDs are public in its bundles, its identity is
+    # not), and each run a merge brings records the identity of the store it came from.
+    # Runs merged before have none recorded: no other store's tombstone removes them.
+    """
+    CREATE TABLE store_identity (
+        uuid  TEXT PRIMARY KEY NOT NULL
+    );
+    INSERT INTO store_identity VALUES (lower(hex(randomblob(16))));
+    CREATE TABLE run_origins (
+        uuid         TEXT PRIMARY KEY NOT NULL,
+        merged_from  TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -50,8 +50,10 @@ def errors() -> tuple[type[Exception], ...]:
 # MIGRATIONS[18]; every store created before 19 (the live seconds of a point being
 # measured) by MIGRATIONS[19]; every store created before 20 (keys with the TLS their
 # connections had) by MIGRATIONS[20].
-BASE_VERSION = 20
+BASE_VERSION = 21
 SCHEMA = schema.postgresql_ddl()
+# The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
+_IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
 # SQLite one). A new store is created at BASE_VERSION and runs none of them.
@@ -111,6 +113,10 @@ MIGRATIONS: dict[int, str] = {
     INSERT INTO pending_rekey SELECT p.id FROM points p JOIN runs r ON r.id = p.run_id
         WHERE p.config IS NOT NULL AND r.target_facts LIKE '%"tls"%' ON CONFLICT DO NOTHING;
     """,
+    21: """
+    CREATE TABLE store_identity (uuid text PRIMARY KEY NOT NULL);
+    CREATE TABLE run_origins (uuid text PRIMARY KEY NOT NULL, merged_from text NOT NULL);
+    """ + _IDENTITY,
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
@@ -239,6 +245,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
                 raise StoreError("the database has a table `runs` that dbarena did not create: "
                                  "use another database or schema (options=-csearch_path=...)")
             db.raw.execute(SCHEMA)
+            db.raw.execute(_IDENTITY)
             db.raw.execute(views.postgresql(BASE_VERSION))
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION

@@ -212,6 +212,17 @@ TABLES: tuple[Table, ...] = (
         _c("started_at", "text", holds=_T),
         _nn("points", "integer", holds=_N),      # its points when it was forgotten (warm-ups too)
     )),
+    # This store's identity (schema 21): one row, random, made with the store and never
+    # exported; what run_origins names a store by.
+    Table("store_identity", (
+        _nn("uuid", "text", primary_key=True),
+    )),
+    # Each run a merge brought here, by UUID, and the identity of the store it came
+    # from (schema 21): that store's tombstones may remove it, no other's (merge.py).
+    Table("run_origins", (
+        _nn("uuid", "text", primary_key=True),   # runs.uuid
+        _nn("merged_from", "text"),              # store_identity.uuid of the store merged from
+    )),
     # Points whose keys are yet to hold what their command measured (schema 18's data
     # step, migrations.rekey_instruments): empty once it has run.
     Table("pending_rekey", (
