@@ -33,9 +33,9 @@ def _study(label: str, *workloads: str) -> Study:
 
 
 def _store_run(db: Store, study: Study, figures: dict[str, list[float]], facts: JSONObject = HOST,
-               day: int = 0, version: str = "17.2") -> int:
-    """A finished run of `study` whose points at each level have these TPS (per repeat,
-    times the level), as session.run would store them."""
+               day: int = 0, version: str = "17.2", scale: float = 1.0) -> int:
+    """A finished run (one session) of `study` whose points at each level have these TPS
+    (per repeat, times the level and `scale`), as session.run would store them."""
     label = study.label or "x"
     run_id = db.begin_run(RunInfo(
         label=label, host=str(facts["hostname"]), engine="postgres",
@@ -46,7 +46,7 @@ def _store_run(db: Store, study: Study, figures: dict[str, list[float]], facts: 
         study=StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)))
     (engine_plan,) = plan.expand(study, lambda engine: 2)
     for spec in engine_plan.points:
-        tps = figures[spec.workload][spec.repeat % len(figures[spec.workload])] * spec.threads
+        tps = figures[spec.workload][spec.repeat % len(figures[spec.workload])] * spec.threads * scale
         config = configkey.build(engine="postgres", workload=spec.workload, threads=spec.threads,
                                  clients=spec.clients, duration_s=spec.duration_s, warmup_s=0,
                                  params=dict(spec.params), options=dict(spec.options), settings={}, variant="",
@@ -82,15 +82,23 @@ SLOW = [800.0, 803.0, 797.0]
 
 
 def _gate(db: Store, baseline: str = "a", candidate: str = "b") -> gating.Gate:
-    return gating.gate(gating.side(db, baseline), gating.side(db, candidate), 0.05)
+    """The gate as `dbarena gate` makes it: with the sides' labels' other runs (history)."""
+    sides = gating.side(db, baseline), gating.side(db, candidate)
+    return gating.gate(*sides, 0.05, history=gating.history(db, *sides))
 
 
 def test_noise_that_leaves_the_gate_inconclusive_passes_once_confirmed(tmp_path: Path) -> None:
+    """Two sessions a side; b's two sessions of pgbench-tpcb 10 % apart (its select-only
+    as tight as a's): tpcb is inconclusive, select-only passes, and tpcb alone is measured
+    again."""
     with Store(tmp_path / "s.db") as db:
-        _store_run(db, _study("a", "pgbench-tpcb", "pgbench-select-only"),
-                   {"pgbench-tpcb": TIGHT, "pgbench-select-only": TIGHT})
-        _store_run(db, _study("b", "pgbench-tpcb", "pgbench-select-only"),
-                   {"pgbench-tpcb": WIDE, "pgbench-select-only": TIGHT}, day=1)
+        for scale in (1.0, 1.004):
+            _store_run(db, _study("a", "pgbench-tpcb", "pgbench-select-only"),
+                       {"pgbench-tpcb": TIGHT, "pgbench-select-only": TIGHT}, scale=scale)
+        for scale, tpcb in ((1.0, 0.95), (1.004, 1.05)):
+            _store_run(db, _study("b", "pgbench-tpcb", "pgbench-select-only"),
+                       {"pgbench-tpcb": [v * tpcb / scale for v in TIGHT], "pgbench-select-only": TIGHT}, day=1,
+                       scale=scale)
         first = _gate(db)
         assert first.status == gating.INCONCLUSIVE
         assert confirm.regressed(first) == {("postgres", "pgbench-tpcb")}, [i.text for i in first.items]
@@ -107,22 +115,26 @@ def test_noise_that_leaves_the_gate_inconclusive_passes_once_confirmed(tmp_path:
     assert done.line().startswith("confirmed: the first gate was inconclusive; 3 more run(s) of the candidate and "
                                   "3 of the baseline, interleaved, measured here (stored as 'a-confirm-1' and "
                                   "'b-confirm-1'), then judged on all runs")
-    assert again.baseline.what == "label 'a' (run 1) and its confirming run(s) 3, 5, 7"
+    assert again.baseline.what == "label 'a' (runs 1, 2) and its confirming run(s) 5, 7, 9"
 
 
 def test_a_real_regression_still_fails_after_confirming(tmp_path: Path) -> None:
+    """Two runs, each one session: the spread between sessions comes from each label's
+    two earlier runs of the same configuration (gate.history)."""
     with Store(tmp_path / "s.db") as db:
-        base = _store_run(db, _study("a", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT})
-        cand = _store_run(db, _study("b", "pgbench-tpcb"), {"pgbench-tpcb": SLOW}, day=1)
+        base = [_store_run(db, _study("a", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT}, scale=scale)
+                for scale in (1.0, 1.004, 0.998)][-1]
+        cand = [_store_run(db, _study("b", "pgbench-tpcb"), {"pgbench-tpcb": SLOW}, day=1, scale=scale)
+                for scale in (1.0, 1.004, 0.998)][-1]
         first = _gate(db, str(base), str(cand))
-        assert first.status == gating.FAIL
+        assert first.status == gating.FAIL, [i.text for i in first.items]
         fake = FakeMeasure(db, {"a": {"pgbench-tpcb": TIGHT}, "b": {"pgbench-tpcb": SLOW}})
         again, done = confirm.confirm(db, first, str(base), str(cand), 1, fake, here=HOST)
     assert again.status == gating.FAIL and again.exit_status == gating.EXIT_FAIL
-    assert done is not None and done.baseline_runs == (3,) and done.candidate_runs == (4,)
+    assert done is not None and done.baseline_runs == (7,) and done.candidate_runs == (8,)
     # A side given as a run grows by the runs measured again for it.
-    assert again.candidate.what == "run 2 (label 'b') and its confirming run(s) 4"
-    assert {p.run_id for p in again.candidate.points} == {2, 4}
+    assert again.candidate.what == "run 6 (label 'b') and its confirming run(s) 8"
+    assert {p.run_id for p in again.candidate.points} == {6, 8}
 
 
 def test_a_baseline_measured_on_another_machine_is_not_measured_again(tmp_path: Path) -> None:
@@ -140,8 +152,9 @@ def test_a_baseline_measured_on_another_machine_is_not_measured_again(tmp_path: 
 
 def test_a_gate_that_passes_measures_nothing(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as db:
-        _store_run(db, _study("a", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT})
-        _store_run(db, _study("b", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT}, day=1)
+        for scale in (1.0, 1.004):
+            _store_run(db, _study("a", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT}, scale=scale)
+            _store_run(db, _study("b", "pgbench-tpcb"), {"pgbench-tpcb": TIGHT}, day=1, scale=scale)
         first = _gate(db)
         fake = FakeMeasure(db, {})
         again, done = confirm.confirm(db, first, "a", "b", 3, fake, here=HOST)
