@@ -326,3 +326,29 @@ def test_the_hosts_runs_get_the_managed_databases_password_as_a_user_exported_on
     assert password == "s3cret-made-by-the-provider"
     assert "--target" in args and not any("s3cret" in a for a in args)
     assert os.environ["PGPASSWORD"] == "the user's own"
+
+
+@pytest.mark.parametrize("amount", ["nan", "NaN", "inf", "-inf", "1e309", "0", "-5", "five"])
+@pytest.mark.parametrize("command", ["run", "cloud up"])
+def test_a_max_cost_that_no_estimate_is_over_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        amount: str, command: str) -> None:
+    """nan, inf (1e309 is inf as a float): no total is over them, so the guard would
+    let a study of any cost through; 0 or less refuses everything. One line, exit 2,
+    nothing made."""
+    from conftest import invoke
+
+    path = tmp_path / "s.toml"
+    path.write_text(STUDY)
+    argv = [*command.split(), *(["--study"] if command == "run" else []), str(path), "--max-cost", amount,
+            *(["--store", str(tmp_path / "r.db")] if command == "run" else [])]
+    code, out, err = invoke(argv, capsys)
+    assert code == 2 and err.startswith("dbarena: error: ") and err.count("\n") == 1, err
+    assert "--max-cost" in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists() and machines.records() == []
+
+
+@pytest.mark.parametrize("amount", [float("nan"), float("inf"), 0.0, -1.0])
+def test_the_estimate_check_refuses_a_budget_nothing_is_over(tmp_path: Path, amount: float) -> None:
+    s = study(tmp_path)
+    with pytest.raises(UsageError, match="must be a finite amount above 0"):
+        machines.checked_estimate(s, amount, None)
