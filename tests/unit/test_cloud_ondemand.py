@@ -352,3 +352,20 @@ def test_the_estimate_check_refuses_a_budget_nothing_is_over(tmp_path: Path, amo
     s = study(tmp_path)
     with pytest.raises(UsageError, match="must be a finite amount above 0"):
         machines.checked_estimate(s, amount, None)
+
+
+def test_a_study_named_relative_to_the_working_directory_reaches_the_fleet_absolute(
+        tmp_path: Path, fake_cloud: Fake, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`dbarena run --study local.toml`, as docs/cloud.md writes it: the fleet's
+    playbook copies the file from the controller, and Ansible looks for a relative
+    source beside the playbook ("Could not find or access 'local.toml'")."""
+    from conftest import invoke
+
+    (tmp_path / "s.toml").write_text(STUDY)
+    monkeypatch.chdir(tmp_path)
+    FakeFleet.then = "complete"
+    code, out, err = invoke(["run", "--study", "s.toml", "--store", "r.db"], capsys)
+    assert code == 0, err
+    _, study_arg, study_file, *_ = FakeFleet.made[0].args
+    assert study_file == tmp_path / "s.toml" and study_file.is_absolute()
+    assert study_arg == str(tmp_path / "s.toml")

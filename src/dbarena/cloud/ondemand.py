@@ -69,6 +69,9 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
 
     machines = study.machines
     assert machines is not None
+    # Absolute, as `fleet run` gives it: Ansible's copy looks for a relative source
+    # beside its playbook, not in this process's directory (`run --study local.toml`).
+    study_file = study_file.resolve()
     estimated, cat = machines_mod.checked_estimate(study, max_cost, max_instances)
     machines_mod.reap_orphans(say)  # what killed controllers of this machine left, first
     provider = machines_mod.provider_for(machines.provider, machines.region)
