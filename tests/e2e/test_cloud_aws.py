@@ -153,6 +153,34 @@ def test_reap_lists_first_then_deletes_the_expired(moto: str, env: dict[str, str
     assert "nothing to reap" in again.stdout
 
 
+def test_reap_leaves_what_another_installation_made_and_what_has_no_expiry(
+        moto: str, env: dict[str, str], tmp_path: Path) -> None:
+    """Another state directory of the same user and host (its `cloud up`, alive and
+    unexpired) and an instance someone tagged dbarena-run by hand (prod-db: no expiry,
+    no owner id): `cloud reap --yes` lists neither and deletes neither."""
+    other = {**env, "DBARENA_STATE_DIR": str(tmp_path / "other")}
+    (tmp_path / "other").mkdir(mode=0o700)
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY)
+    made = dbarena("cloud", "up", str(study), env=other)
+    assert made.returncode == 0, made.stderr
+    theirs = _run_of(made.stdout)
+    prod = ec2(moto).run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType="m7g.large",
+                                   TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                       {"Key": "Name", "Value": "prod-db"},
+                                       {"Key": "dbarena-run", "Value": "prod"}]}])["Instances"][0]["InstanceId"]
+    try:
+        reaped = dbarena("cloud", "reap", "--region", REGION, "--yes", env=env)
+        assert reaped.returncode == 0, reaped.stderr
+        assert theirs not in reaped.stdout and prod not in reaped.stdout
+        assert "tagged resource(s) alone: not made by this installation" in reaped.stdout
+        assert len(live(moto, theirs)) == 2 and prod in live(moto, "prod")
+    finally:
+        ec2(moto).terminate_instances(InstanceIds=[prod])
+        assert dbarena("cloud", "down", theirs, env=other).returncode == 0
+    assert live(moto, theirs) == {}
+
+
 CONTROLLER = """
 import sys, time
 from dbarena import study as study_mod

@@ -369,3 +369,83 @@ def test_a_study_named_relative_to_the_working_directory_reaches_the_fleet_absol
     _, study_arg, study_file, *_ = FakeFleet.made[0].args
     assert study_file == tmp_path / "s.toml" and study_file.is_absolute()
     assert study_arg == str(tmp_path / "s.toml")
+
+
+def _tagged(fake: Fake, name: str, **tags: str) -> Resource:
+    r = Resource(kind="instance", id=f"i-{name}", name=name, type="m7g.large", zone=None, address=None, port=None,
+                 engine=None, created=NOW, state="running", tags={TAG_RUN: "dbarena-20260101120000-abcdef", **tags})
+    fake.made.append(r)
+    return r
+
+
+def test_the_owner_id_is_one_per_state_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  state: Path) -> None:
+    from dbarena.cloud.provider import owner_id
+    from dbarena.errors import EnvironmentProblem
+
+    first = owner_id()
+    assert first == owner_id() and len(first) == 32
+    assert (state / "cloud" / "owner-id").stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(tmp_path / "other"))
+    assert owner_id() != first  # another state directory (a container's): another installation
+    (tmp_path / "other" / "cloud" / "owner-id").write_text("x\n")
+    with pytest.raises(EnvironmentProblem, match="not an owner identity dbarena made"):
+        owner_id()
+
+
+def test_reap_deletes_only_what_this_installation_made_with_a_valid_expiry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
+    """Another state directory's `cloud up` (same user@host, alive, unexpired), a
+    production instance someone tagged dbarena-run (no expiry, no owner id), and
+    another installation's expired instance are left; this installation's expired
+    instance and the one of a run it no longer has are deleted."""
+    from dbarena.cloud.provider import TAG_EXPIRES, TAG_OWNER, TAG_OWNER_ID, owner, owner_id, stamp
+
+    s = study(tmp_path)
+    estimated, cat = machines.checked_estimate(s, None, None)
+    fake = Fake()
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(tmp_path / "other"))
+    theirs = machines.up(s, fake, estimated, cat, lambda line: None, kept=True)
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(state))
+    assert theirs.resources[0].tags[TAG_OWNER] == owner()  # the same user@host: not what tells them apart
+    prod = _tagged(fake, "prod-db")
+    old = stamp(NOW - timedelta(hours=1))
+    stranger = _tagged(fake, "stranger", **{TAG_EXPIRES: old, TAG_OWNER_ID: "0" * 32})
+    no_expiry = _tagged(fake, "mine-no-expiry", **{TAG_OWNER_ID: owner_id()})
+    expired = _tagged(fake, "mine-expired", **{TAG_EXPIRES: old, TAG_OWNER_ID: owner_id()})
+    gone = _tagged(fake, "mine-gone", **{TAG_EXPIRES: stamp(datetime.now(timezone.utc) + timedelta(hours=1)),
+                                         TAG_OWNER_ID: owner_id()})
+    said: list[str] = []
+    assert machines.reap(fake, True, said.append) == 2
+    assert sorted(fake.deleted) == sorted([expired.id, gone.id])
+    left = {r.id for r in fake.made}
+    assert {r.id for r in theirs.resources} <= left and {prod.id, stranger.id, no_expiry.id} <= left
+    assert any(line.startswith("left 5 tagged resource(s) alone: not made by this installation") for line in said)
+    # `cloud down` of a run goes by the owner id too: their run, named here, is not deleted.
+    monkeypatch.setattr(machines, "provider_for", lambda name, region: fake)
+    record = machines.records_dir() / f"{theirs.run}.json"
+    record.write_text(theirs.record.read_text())
+    said.clear()
+    assert machines.down(theirs.run, said.append) == 0
+    assert {r.id for r in theirs.resources} <= {r.id for r in fake.made}
+    assert sum("alone: not tagged with this installation's dbarena-owner-id" in line for line in said) == 2
+
+
+def test_reap_of_the_local_provider_leaves_an_instance_it_did_not_make(tmp_path: Path, state: Path) -> None:
+    """An instance record in the local provider's directory with a dbarena-run tag and
+    no expiry or owner id (as another tool, or a hand, could leave): listed by describe,
+    never deleted."""
+    import json
+
+    from dbarena.cloud import local
+
+    folder = local.root() / "local-0badc0de"
+    folder.mkdir(parents=True)
+    (folder / "instance.json").write_text(json.dumps({
+        "id": "local-0badc0de", "name": "prod-db", "type": "big", "address": "127.77.1.1", "state": "running",
+        "tags": {TAG_RUN: "prod"}}))
+    provider = local.Local("here")
+    assert [r.name for r in provider.describe()] == ["prod-db"]
+    said: list[str] = []
+    assert machines.reap(provider, True, said.append) == 0
+    assert folder.is_dir() and "nothing to reap" in said
