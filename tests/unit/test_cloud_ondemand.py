@@ -449,3 +449,38 @@ def test_reap_of_the_local_provider_leaves_an_instance_it_did_not_make(tmp_path:
     said: list[str] = []
     assert machines.reap(provider, True, said.append) == 0
     assert folder.is_dir() and "nothing to reap" in said
+
+
+LOCAL_UNPRICED = """
+schema = 1
+name = "local-unpriced"
+[sweep]
+levels = [1]
+duration_s = 60
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+[machines]
+provider = "local"
+instance_types = ["small", "large"]
+"""
+
+
+def test_the_local_provider_needs_no_region_and_no_prices(tmp_path: Path) -> None:
+    """As docs/cloud.md writes a local study: no region, no [machines.prices]. Its hosts
+    are priced at zero, and the inventory made for the fleet carries no price for them
+    (the fleet takes only a positive one: it refused `dbarena_price_per_hour=0.0` after
+    the instances were made)."""
+    from dbarena.fleet import controller, inventory
+
+    s = study(tmp_path, LOCAL_UNPRICED)
+    assert s.machines is not None and s.machines.region == "local"
+    estimated, cat = machines.checked_estimate(s, None, None)
+    assert estimated.total == 0
+    made = machines.up(s, Fake(), estimated, cat, lambda line: None, kept=False)
+    assert "dbarena_price_per_hour" not in made.inventory.read_text()
+    hosts = inventory.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
+    assert sorted(h.label for h in hosts) == ["large", "small"]
+    assert all(h.price_per_hour is None for h in hosts)
+    with pytest.raises(Exception, match="machines.region"):
+        study(tmp_path, LOCAL_UNPRICED.replace('"local"', '"aws"').replace('["small", "large"]', '["m7g.large"]'))

@@ -60,17 +60,19 @@ def cloud_down(run: str) -> None:
 
 @cloud_group.command("reap")
 @click.option("--provider", default="aws", show_default=True, help="The provider to look in.")
-@click.option("--region", required=True, help="The region to look in.")
+@click.option("--region", help="The region to look in (required but for --provider local: this machine).")
 @click.option("--yes", is_flag=True, help="Delete what is listed [default: list only].")
-def cloud_reap(provider: str, region: str, yes: bool) -> None:
+def cloud_reap(provider: str, region: str | None, yes: bool) -> None:
     """List what this installation made (its dbarena-owner-id tag, with a valid expiry)
     that is expired, or whose run this state directory no longer has; with --yes, delete
     them. Nothing else is touched, whoever made it. What killed controllers of this
     installation made is deleted first, without asking (their records say so)."""
     from dbarena.cloud import machines
 
+    if region is None and provider != "local":
+        raise UsageError("cloud reap: --region is required (the region to look in)")
     machines.reap_orphans(click.echo)
-    machines.reap(machines.provider_for(provider, region), yes, click.echo)
+    machines.reap(machines.provider_for(provider, region or "local"), yes, click.echo)
 
 
 @cloud_group.command("prices")

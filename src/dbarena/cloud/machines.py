@@ -243,7 +243,11 @@ def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
     prices: dict[str, float | None] = {}
     for host in hosts:
         parts = [line.per_hour for line in estimated.lines if line.resource == host.name]
-        prices[host.name] = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+        total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+        # A host priced at nothing (the local provider's prices not given: counted as
+        # zero) has no price per hour for the report: none in the inventory, which takes
+        # only a positive one (else the fleet refuses it after the machines are made).
+        prices[host.name] = total if total is not None and total > 0 else None
     path = record.with_suffix(".inventory.json")
     _write(path, json.loads(inventory(hosts, machines, prices, cat.currency,
                                       {h.name: provider.host_vars(h, machines) for h in hosts})))
