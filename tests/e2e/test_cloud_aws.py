@@ -243,6 +243,46 @@ def test_sigkill_mid_provision_leaves_nothing_after_reap(moto: str, env: dict[st
     assert live(moto, run) == {}
 
 
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_killed_cloud_up_leaves_nothing_in_tmpdir(moto: str, env: dict[str, str], tmp_path: Path,
+                                                    signum: int) -> None:
+    """`cloud up` killed while its creation play runs (its scratch directory, holding the
+    play's variables, exists then): SIGTERM and SIGINT delete what it made and remove it;
+    after a SIGKILL, its watchdog or the next command does. Nothing of it is left in
+    TMPDIR, and nothing running."""
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY)
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "cloud", "up", str(study)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("creating "):
+                run = line.split("of run ")[1].split()[0]
+                break
+        else:
+            pytest.fail(f"cloud up made nothing: {proc.stderr.read() if proc.stderr else ''}")
+        deadline = time.monotonic() + 120
+        while not (live(moto, run) and list(tmp_path.glob("dbarena-cloud-*"))) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp_path.glob("dbarena-cloud-*")), "no play's scratch directory seen"
+    finally:
+        proc.send_signal(signum)
+        proc.communicate(timeout=120)
+    if signum == signal.SIGKILL:
+        time.sleep(1)  # an ansible-playbook of the killed controller's may finish a call in flight
+        after = dbarena("cloud", "reap", "--region", REGION, env=env)
+        assert after.returncode == 0, after.stderr
+    else:
+        assert proc.returncode != 0
+    deadline = time.monotonic() + 30
+    while list(tmp_path.glob("dbarena-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob("dbarena-*")) == []
+    assert live(moto, run) == {}
+
+
 def test_the_zones_of_the_region_and_a_creation_in_one(moto: str, env: dict[str, str], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Where a creation refused for capacity is tried again (moto raises no capacity

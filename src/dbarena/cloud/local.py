@@ -104,10 +104,14 @@ class Local:
         _write(folder, record)
         for sub in ("state", "work"):
             (folder / sub).mkdir(mode=0o700)
-        scratch = Path(tempfile.mkdtemp(prefix=f"dbarena-{ident}-"))
-        scratch.chmod(0o755)  # (the throwaway servers' user makes its directories in it)
+        # Named and recorded before it is made: a `cloud up` killed in between leaves a
+        # record naming it, and deleting the instance removes it (never a directory in
+        # TMPDIR that nothing names).
+        scratch = Path(tempfile.gettempdir()) / f"dbarena-{ident}-{os.urandom(4).hex()}"
         record["tmp"] = str(scratch)
         _write(folder, record)
+        scratch.mkdir(mode=0o700)
+        scratch.chmod(0o755)  # (the throwaway servers' user makes its directories in it)
         _keygen(folder / "host_key")
         _keygen(folder / "client_key")
         (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
