@@ -172,6 +172,8 @@ class FakeFleet:
             raise KeyboardInterrupt
         if FakeFleet.then == "fail":
             raise RuntimeError("the fleet broke")
+        if FakeFleet.then == "scratch gone":
+            raise FileNotFoundError("[Errno 2] No such file or directory: '/tmp/dbarena-fleet-x/vars.json'")
         self.stopped = self.stop()
         return 1 if self.stopped else 0
 
@@ -209,8 +211,9 @@ def test_the_machines_are_deleted_however_the_run_ends(tmp_path: Path, fake_clou
             ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None,
                          max_instances=None)
         assert any("deleting what run" in line for line in said)
-        # An interrupt fetches what the hosts measured before their machines go; a failure cannot.
-        assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"] if then == "interrupt" else []]
+        # An interrupt, or a failure of the controller's, fetches what the hosts measured
+        # before their machines go.
+        assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"]]
     assert fake_cloud.made == [] and len(fake_cloud.deleted) == 2
     assert machines.records() == []
     assert [f.closed for f in FakeFleet.made] == [True]
@@ -484,3 +487,44 @@ def test_the_local_provider_needs_no_region_and_no_prices(tmp_path: Path) -> Non
     assert all(h.price_per_hour is None for h in hosts)
     with pytest.raises(Exception, match="machines.region"):
         study(tmp_path, LOCAL_UNPRICED.replace('"local"', '"aws"').replace('["small", "large"]', '["m7g.large"]'))
+
+
+def test_what_the_hosts_measured_is_fetched_when_the_controller_itself_fails(tmp_path: Path,
+                                                                            fake_cloud: Fake) -> None:
+    """The controller's own scratch directory gone mid-run (vars.json: a traceback once
+    in three): the hosts' stores are fetched before their machines are deleted."""
+    s = study(tmp_path)
+    FakeFleet.then = "scratch gone"
+    said: list[str] = []
+    with pytest.raises(FileNotFoundError):
+        ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None, max_instances=None)
+    assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"]]
+    assert any(line.startswith("failed: fetching what the hosts measured") for line in said)
+    assert fake_cloud.made == [] and machines.records() == []
+
+
+def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ansible.play writes its variables into the fleet's working directory: gone (the
+    cause of the traceback above), it is made again rather than the run lost."""
+    import shutil
+    import subprocess
+
+    from dbarena.fleet import controller
+
+    work = tmp_path / "dbarena-fleet-x"
+    work.mkdir()
+    ansible = controller.Ansible(tmp_path / "inventory.json", work, forks=1)
+    shutil.rmtree(work)
+    seen: list[str] = []
+
+    class Played:
+        def __init__(self, args: list[str], **kwargs: Any):
+            seen.append((work / "vars.json").read_text())
+            self.args, self.pid, self.returncode = args, 0, 0
+
+        def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+            return '{"plays": [], "stats": {}}', ""
+
+    monkeypatch.setattr(subprocess, "Popen", Played)
+    assert ansible.play("status.yml", [], {}) == {}
+    assert seen and '"dbarena_hosts": ""' in seen[0]
