@@ -528,3 +528,16 @@ def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, m
     monkeypatch.setattr(subprocess, "Popen", Played)
     assert ansible.play("status.yml", [], {}) == {}
     assert seen and '"dbarena_hosts": ""' in seen[0]
+
+
+def test_the_local_provider_makes_sshds_privilege_separation_directory(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root where sshd never ran (a container): no /run/sshd, and every instance's
+    sshd refused to start ("Missing privilege separation directory") after the run began."""
+    from dbarena.cloud import local
+
+    monkeypatch.setattr(local, "PRIVSEP_DIR", tmp_path / "run" / "sshd")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    local._privsep()
+    assert (tmp_path / "run" / "sshd").is_dir()
+    local._privsep()  # (there already: nothing to do)
