@@ -153,6 +153,34 @@ def test_reap_lists_first_then_deletes_the_expired(moto: str, env: dict[str, str
     assert "nothing to reap" in again.stdout
 
 
+def test_reap_leaves_what_another_installation_made_and_what_has_no_expiry(
+        moto: str, env: dict[str, str], tmp_path: Path) -> None:
+    """Another state directory of the same user and host (its `cloud up`, alive and
+    unexpired) and an instance someone tagged dbarena-run by hand (prod-db: no expiry,
+    no owner id): `cloud reap --yes` lists neither and deletes neither."""
+    other = {**env, "DBARENA_STATE_DIR": str(tmp_path / "other")}
+    (tmp_path / "other").mkdir(mode=0o700)
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY)
+    made = dbarena("cloud", "up", str(study), env=other)
+    assert made.returncode == 0, made.stderr
+    theirs = _run_of(made.stdout)
+    prod = ec2(moto).run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType="m7g.large",
+                                   TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                       {"Key": "Name", "Value": "prod-db"},
+                                       {"Key": "dbarena-run", "Value": "prod"}]}])["Instances"][0]["InstanceId"]
+    try:
+        reaped = dbarena("cloud", "reap", "--region", REGION, "--yes", env=env)
+        assert reaped.returncode == 0, reaped.stderr
+        assert theirs not in reaped.stdout and prod not in reaped.stdout
+        assert "tagged resource(s) alone: not made by this installation" in reaped.stdout
+        assert len(live(moto, theirs)) == 2 and prod in live(moto, "prod")
+    finally:
+        ec2(moto).terminate_instances(InstanceIds=[prod])
+        assert dbarena("cloud", "down", theirs, env=other).returncode == 0
+    assert live(moto, theirs) == {}
+
+
 CONTROLLER = """
 import sys, time
 from dbarena import study as study_mod
@@ -212,6 +240,46 @@ def test_sigkill_mid_provision_leaves_nothing_after_reap(moto: str, env: dict[st
     time.sleep(1)  # an ansible-playbook of the killed controller's may finish a call in flight
     after = dbarena("cloud", "reap", "--region", REGION, env=env)
     assert after.returncode == 0, after.stderr
+    assert live(moto, run) == {}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_killed_cloud_up_leaves_nothing_in_tmpdir(moto: str, env: dict[str, str], tmp_path: Path,
+                                                    signum: int) -> None:
+    """`cloud up` killed while its creation play runs (its scratch directory, holding the
+    play's variables, exists then): SIGTERM and SIGINT delete what it made and remove it;
+    after a SIGKILL, its watchdog or the next command does. Nothing of it is left in
+    TMPDIR, and nothing running."""
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY)
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "cloud", "up", str(study)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("creating "):
+                run = line.split("of run ")[1].split()[0]
+                break
+        else:
+            pytest.fail(f"cloud up made nothing: {proc.stderr.read() if proc.stderr else ''}")
+        deadline = time.monotonic() + 120
+        while not (live(moto, run) and list(tmp_path.glob("dbarena-cloud-*"))) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp_path.glob("dbarena-cloud-*")), "no play's scratch directory seen"
+    finally:
+        proc.send_signal(signum)
+        proc.communicate(timeout=120)
+    if signum == signal.SIGKILL:
+        time.sleep(1)  # an ansible-playbook of the killed controller's may finish a call in flight
+        after = dbarena("cloud", "reap", "--region", REGION, env=env)
+        assert after.returncode == 0, after.stderr
+    else:
+        assert proc.returncode != 0
+    deadline = time.monotonic() + 30
+    while list(tmp_path.glob("dbarena-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob("dbarena-*")) == []
     assert live(moto, run) == {}
 
 

@@ -195,3 +195,41 @@ def test_max_cost_over_the_estimate_refuses_before_anything_is_made(here: dict) 
     assert not (here["state"] / "cloud").exists() and not (here["tmp"] / "r.db").exists()
     many = _dbarena(here, "run", "--study", str(study), "--max-instances", "1", timeout=120)
     assert many.returncode == 2 and "2 instances and databases to create, over --max-instances 1" in many.stderr
+
+
+def test_a_study_as_the_docs_write_it_runs_from_its_own_directory(here: dict) -> None:
+    """docs/cloud.md's local study: no region, no prices, named relative to the working
+    directory (`dbarena run --study local.toml`): Ansible looked for a relative study
+    beside its playbook, and the unpriced hosts' price of 0 was refused by the fleet
+    after they were made."""
+    study = here["tmp"] / "local.toml"
+    study.write_text(STUDY.format(levels=[1], duration=3).replace('region = "here"\n', "")
+                     .split("[machines.prices]")[0])
+    done = subprocess.run([sys.executable, "-m", "dbarena", "run", "--study", "local.toml", "--store", "r.db",
+                           "--machines-poll", "2"], env=here["env"], capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL, cwd=here["tmp"])
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "small-1 (small): complete; 1/1 points" in out and "large-1 (large): complete; 1/1 points" in out
+    db = sqlite3.connect(here["tmp"] / "r.db")
+    assert db.execute("SELECT label, price_per_hour FROM runs ORDER BY label").fetchall() == \
+        [("large", None), ("small", None)]
+    assert json.loads(db.execute("SELECT options FROM runs").fetchone()[0])["machine"]["region"] == "local"
+    assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-*"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_cloud_up_leaves_nothing_in_tmpdir(here: dict, signum: int) -> None:
+    """`cloud up` killed while it makes the instances: after SIGTERM, or SIGKILL and the
+    next command, no instance, process or directory of it is left in TMPDIR."""
+    study = _study(here, [1], 3)
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "cloud", "up", str(study)], env=here["env"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    assert _within(60, lambda: list(here["public"].glob("dbarena-local-*"))), "no instance's directory seen"
+    proc.send_signal(signum)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0, out
+    after = _dbarena(here, "cloud", "reap", "--provider", "local", timeout=120)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert _within(20, lambda: not list(here["public"].glob("dbarena-*"))), list(here["public"].iterdir())
+    assert _instances(here["state"]) == []

@@ -172,6 +172,8 @@ class FakeFleet:
             raise KeyboardInterrupt
         if FakeFleet.then == "fail":
             raise RuntimeError("the fleet broke")
+        if FakeFleet.then == "scratch gone":
+            raise FileNotFoundError("[Errno 2] No such file or directory: '/tmp/dbarena-fleet-x/vars.json'")
         self.stopped = self.stop()
         return 1 if self.stopped else 0
 
@@ -209,8 +211,9 @@ def test_the_machines_are_deleted_however_the_run_ends(tmp_path: Path, fake_clou
             ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None,
                          max_instances=None)
         assert any("deleting what run" in line for line in said)
-        # An interrupt fetches what the hosts measured before their machines go; a failure cannot.
-        assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"] if then == "interrupt" else []]
+        # An interrupt, or a failure of the controller's, fetches what the hosts measured
+        # before their machines go.
+        assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"]]
     assert fake_cloud.made == [] and len(fake_cloud.deleted) == 2
     assert machines.records() == []
     assert [f.closed for f in FakeFleet.made] == [True]
@@ -326,3 +329,215 @@ def test_the_hosts_runs_get_the_managed_databases_password_as_a_user_exported_on
     assert password == "s3cret-made-by-the-provider"
     assert "--target" in args and not any("s3cret" in a for a in args)
     assert os.environ["PGPASSWORD"] == "the user's own"
+
+
+@pytest.mark.parametrize("amount", ["nan", "NaN", "inf", "-inf", "1e309", "0", "-5", "five"])
+@pytest.mark.parametrize("command", ["run", "cloud up"])
+def test_a_max_cost_that_no_estimate_is_over_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        amount: str, command: str) -> None:
+    """nan, inf (1e309 is inf as a float): no total is over them, so the guard would
+    let a study of any cost through; 0 or less refuses everything. One line, exit 2,
+    nothing made."""
+    from conftest import invoke
+
+    path = tmp_path / "s.toml"
+    path.write_text(STUDY)
+    argv = [*command.split(), *(["--study"] if command == "run" else []), str(path), "--max-cost", amount,
+            *(["--store", str(tmp_path / "r.db")] if command == "run" else [])]
+    code, out, err = invoke(argv, capsys)
+    assert code == 2 and err.startswith("dbarena: error: ") and err.count("\n") == 1, err
+    assert "--max-cost" in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists() and machines.records() == []
+
+
+@pytest.mark.parametrize("amount", [float("nan"), float("inf"), 0.0, -1.0])
+def test_the_estimate_check_refuses_a_budget_nothing_is_over(tmp_path: Path, amount: float) -> None:
+    s = study(tmp_path)
+    with pytest.raises(UsageError, match="must be a finite amount above 0"):
+        machines.checked_estimate(s, amount, None)
+
+
+def test_a_study_named_relative_to_the_working_directory_reaches_the_fleet_absolute(
+        tmp_path: Path, fake_cloud: Fake, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`dbarena run --study local.toml`, as docs/cloud.md writes it: the fleet's
+    playbook copies the file from the controller, and Ansible looks for a relative
+    source beside the playbook ("Could not find or access 'local.toml'")."""
+    from conftest import invoke
+
+    (tmp_path / "s.toml").write_text(STUDY)
+    monkeypatch.chdir(tmp_path)
+    FakeFleet.then = "complete"
+    code, out, err = invoke(["run", "--study", "s.toml", "--store", "r.db"], capsys)
+    assert code == 0, err
+    _, study_arg, study_file, *_ = FakeFleet.made[0].args
+    assert study_file == tmp_path / "s.toml" and study_file.is_absolute()
+    assert study_arg == str(tmp_path / "s.toml")
+
+
+def _tagged(fake: Fake, name: str, **tags: str) -> Resource:
+    r = Resource(kind="instance", id=f"i-{name}", name=name, type="m7g.large", zone=None, address=None, port=None,
+                 engine=None, created=NOW, state="running", tags={TAG_RUN: "dbarena-20260101120000-abcdef", **tags})
+    fake.made.append(r)
+    return r
+
+
+def test_the_owner_id_is_one_per_state_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  state: Path) -> None:
+    from dbarena.cloud.provider import owner_id
+    from dbarena.errors import EnvironmentProblem
+
+    first = owner_id()
+    assert first == owner_id() and len(first) == 32
+    assert (state / "cloud" / "owner-id").stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(tmp_path / "other"))
+    assert owner_id() != first  # another state directory (a container's): another installation
+    (tmp_path / "other" / "cloud" / "owner-id").write_text("x\n")
+    with pytest.raises(EnvironmentProblem, match="not an owner identity dbarena made"):
+        owner_id()
+
+
+def test_reap_deletes_only_what_this_installation_made_with_a_valid_expiry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
+    """Another state directory's `cloud up` (same user@host, alive, unexpired), a
+    production instance someone tagged dbarena-run (no expiry, no owner id), and
+    another installation's expired instance are left; this installation's expired
+    instance and the one of a run it no longer has are deleted."""
+    from dbarena.cloud.provider import TAG_EXPIRES, TAG_OWNER, TAG_OWNER_ID, owner, owner_id, stamp
+
+    s = study(tmp_path)
+    estimated, cat = machines.checked_estimate(s, None, None)
+    fake = Fake()
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(tmp_path / "other"))
+    theirs = machines.up(s, fake, estimated, cat, lambda line: None, kept=True)
+    monkeypatch.setenv("DBARENA_STATE_DIR", str(state))
+    assert theirs.resources[0].tags[TAG_OWNER] == owner()  # the same user@host: not what tells them apart
+    prod = _tagged(fake, "prod-db")
+    old = stamp(NOW - timedelta(hours=1))
+    stranger = _tagged(fake, "stranger", **{TAG_EXPIRES: old, TAG_OWNER_ID: "0" * 32})
+    no_expiry = _tagged(fake, "mine-no-expiry", **{TAG_OWNER_ID: owner_id()})
+    expired = _tagged(fake, "mine-expired", **{TAG_EXPIRES: old, TAG_OWNER_ID: owner_id()})
+    gone = _tagged(fake, "mine-gone", **{TAG_EXPIRES: stamp(datetime.now(timezone.utc) + timedelta(hours=1)),
+                                         TAG_OWNER_ID: owner_id()})
+    said: list[str] = []
+    assert machines.reap(fake, True, said.append) == 2
+    assert sorted(fake.deleted) == sorted([expired.id, gone.id])
+    left = {r.id for r in fake.made}
+    assert {r.id for r in theirs.resources} <= left and {prod.id, stranger.id, no_expiry.id} <= left
+    assert any(line.startswith("left 5 tagged resource(s) alone: not made by this installation") for line in said)
+    # `cloud down` of a run goes by the owner id too: their run, named here, is not deleted.
+    monkeypatch.setattr(machines, "provider_for", lambda name, region: fake)
+    record = machines.records_dir() / f"{theirs.run}.json"
+    record.write_text(theirs.record.read_text())
+    said.clear()
+    assert machines.down(theirs.run, said.append) == 0
+    assert {r.id for r in theirs.resources} <= {r.id for r in fake.made}
+    assert sum("alone: not tagged with this installation's dbarena-owner-id" in line for line in said) == 2
+
+
+def test_reap_of_the_local_provider_leaves_an_instance_it_did_not_make(tmp_path: Path, state: Path) -> None:
+    """An instance record in the local provider's directory with a dbarena-run tag and
+    no expiry or owner id (as another tool, or a hand, could leave): listed by describe,
+    never deleted."""
+    import json
+
+    from dbarena.cloud import local
+
+    folder = local.root() / "local-0badc0de"
+    folder.mkdir(parents=True)
+    (folder / "instance.json").write_text(json.dumps({
+        "id": "local-0badc0de", "name": "prod-db", "type": "big", "address": "127.77.1.1", "state": "running",
+        "tags": {TAG_RUN: "prod"}}))
+    provider = local.Local("here")
+    assert [r.name for r in provider.describe()] == ["prod-db"]
+    said: list[str] = []
+    assert machines.reap(provider, True, said.append) == 0
+    assert folder.is_dir() and "nothing to reap" in said
+
+
+LOCAL_UNPRICED = """
+schema = 1
+name = "local-unpriced"
+[sweep]
+levels = [1]
+duration_s = 60
+[engines.postgres]
+[[workloads]]
+workload = "pgbench-select-only"
+[machines]
+provider = "local"
+instance_types = ["small", "large"]
+"""
+
+
+def test_the_local_provider_needs_no_region_and_no_prices(tmp_path: Path) -> None:
+    """As docs/cloud.md writes a local study: no region, no [machines.prices]. Its hosts
+    are priced at zero, and the inventory made for the fleet carries no price for them
+    (the fleet takes only a positive one: it refused `dbarena_price_per_hour=0.0` after
+    the instances were made)."""
+    from dbarena.fleet import controller, inventory
+
+    s = study(tmp_path, LOCAL_UNPRICED)
+    assert s.machines is not None and s.machines.region == "local"
+    estimated, cat = machines.checked_estimate(s, None, None)
+    assert estimated.total == 0
+    made = machines.up(s, Fake(), estimated, cat, lambda line: None, kept=False)
+    assert "dbarena_price_per_hour" not in made.inventory.read_text()
+    hosts = inventory.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
+    assert sorted(h.label for h in hosts) == ["large", "small"]
+    assert all(h.price_per_hour is None for h in hosts)
+    with pytest.raises(Exception, match="machines.region"):
+        study(tmp_path, LOCAL_UNPRICED.replace('"local"', '"aws"').replace('["small", "large"]', '["m7g.large"]'))
+
+
+def test_what_the_hosts_measured_is_fetched_when_the_controller_itself_fails(tmp_path: Path,
+                                                                            fake_cloud: Fake) -> None:
+    """The controller's own scratch directory gone mid-run (vars.json: a traceback once
+    in three): the hosts' stores are fetched before their machines are deleted."""
+    s = study(tmp_path)
+    FakeFleet.then = "scratch gone"
+    said: list[str] = []
+    with pytest.raises(FileNotFoundError):
+        ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", said.append, max_cost=None, max_instances=None)
+    assert [f.fetches for f in FakeFleet.made] == [[tmp_path / "r.db"]]
+    assert any(line.startswith("failed: fetching what the hosts measured") for line in said)
+    assert fake_cloud.made == [] and machines.records() == []
+
+
+def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ansible.play writes its variables into the fleet's working directory: gone (the
+    cause of the traceback above), it is made again rather than the run lost."""
+    import shutil
+    import subprocess
+
+    from dbarena.fleet import controller
+
+    work = tmp_path / "dbarena-fleet-x"
+    work.mkdir()
+    ansible = controller.Ansible(tmp_path / "inventory.json", work, forks=1)
+    shutil.rmtree(work)
+    seen: list[str] = []
+
+    class Played:
+        def __init__(self, args: list[str], **kwargs: Any):
+            seen.append((work / "vars.json").read_text())
+            self.args, self.pid, self.returncode = args, 0, 0
+
+        def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+            return '{"plays": [], "stats": {}}', ""
+
+    monkeypatch.setattr(subprocess, "Popen", Played)
+    assert ansible.play("status.yml", [], {}) == {}
+    assert seen and '"dbarena_hosts": ""' in seen[0]
+
+
+def test_the_local_provider_makes_sshds_privilege_separation_directory(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root where sshd never ran (a container): no /run/sshd, and every instance's
+    sshd refused to start ("Missing privilege separation directory") after the run began."""
+    from dbarena.cloud import local
+
+    monkeypatch.setattr(local, "PRIVSEP_DIR", tmp_path / "run" / "sshd")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    local._privsep()
+    assert (tmp_path / "run" / "sshd").is_dir()
+    local._privsep()  # (there already: nothing to do)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import re
 import signal
 import sys
@@ -35,8 +36,10 @@ DEFAULT_STORE = "dbarena.db"
 # parametrised base is for the type checker only, the plain class at runtime.
 if TYPE_CHECKING:
     _StoreLocationBase = click.ParamType[Path | str, Path | str]
+    _AmountBase = click.ParamType[float, float | str]
 else:
     _StoreLocationBase = click.ParamType
+    _AmountBase = click.ParamType
 
 
 # A libpq keyword connection string ("host=h dbname=d"): not a file name, and it may
@@ -72,11 +75,31 @@ class StoreLocation(_StoreLocationBase):
         return Path(value).resolve()
 
 
+class MaxCost(_AmountBase):
+    """--max-cost: a finite amount above zero. float() takes "nan", "inf" and 1e309
+    (inf), and no estimate is over nan or inf: such a budget would switch the cost
+    guard off, and zero or less would refuse every study."""
+
+    name = "amount"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float) and math.isfinite(value) and value > 0:
+            return value
+        try:
+            amount = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{printable(str(value))!r} is not an amount (a number above 0, in the catalogue's currency)",
+                      param, ctx)
+        if not math.isfinite(amount) or amount <= 0:
+            self.fail(f"{printable(str(value))!r}: the budget must be a finite amount above 0", param, ctx)
+        return amount
+
+
 # A study's [machines] (docs/cloud.md): on `cloud up` and on `run --study`.
 max_cost_option = click.option(
-    "--max-cost", type=click.FloatRange(min=0), metavar="AMOUNT",
-    help="With [machines]: refuse before anything is created when the estimate is over AMOUNT (the catalogue's "
-         "currency); `run` also stops and deletes the machines once their spend so far reaches it.")
+    "--max-cost", type=MaxCost(), metavar="AMOUNT",
+    help="With [machines]: refuse before anything is created when the estimate is over AMOUNT (above 0, in the "
+         "catalogue's currency); `run` also stops and deletes the machines once their spend so far reaches it.")
 max_instances_option = click.option(
     "--max-instances", type=click.IntRange(min=1), metavar="N",
     help="With [machines]: refuse before anything is created when the study makes more than N instances and "

@@ -52,7 +52,8 @@ def cloud_up(study_name: str, max_cost: float | None, max_instances: int | None)
 @cloud_group.command("down")
 @click.argument("run")
 def cloud_down(run: str) -> None:
-    """Delete everything a run made (found by its tags, so also what a creation cut short made)."""
+    """Delete everything a run of this installation made (found by its tags, so also what a creation cut short
+    made)."""
     from dbarena.cloud import machines
 
     n = machines.down(run, click.echo)
@@ -61,16 +62,19 @@ def cloud_down(run: str) -> None:
 
 @cloud_group.command("reap")
 @click.option("--provider", default="aws", show_default=True, help="The provider to look in.")
-@click.option("--region", required=True, help="The region to look in.")
+@click.option("--region", help="The region to look in (required but for --provider local: this machine).")
 @click.option("--yes", is_flag=True, help="Delete what is listed [default: list only].")
-def cloud_reap(provider: str, region: str, yes: bool) -> None:
-    """List every dbarena-tagged resource that is expired, or whose run (made from here)
-    is gone; with --yes, delete them. What killed controllers of this machine made is
-    deleted first, without asking (their records say so)."""
+def cloud_reap(provider: str, region: str | None, yes: bool) -> None:
+    """List what this installation made (its dbarena-owner-id tag, with a valid expiry)
+    that is expired, or whose run this state directory no longer has; with --yes, delete
+    them. Nothing else is touched, whoever made it. What killed controllers of this
+    installation made is deleted first, without asking (their records say so)."""
     from dbarena.cloud import machines
 
+    if region is None and provider != "local":
+        raise UsageError("cloud reap: --region is required (the region to look in)")
     machines.reap_orphans(click.echo)
-    machines.reap(machines.provider_for(provider, region), yes, click.echo)
+    machines.reap(machines.provider_for(provider, region or "local"), yes, click.echo)
 
 
 @cloud_group.command("prices")

@@ -16,12 +16,13 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from dbarena.cloud.provider import TAG_HOST, TAG_RUN, CapacityError, Resource, utc
 from dbarena.errors import EnvironmentProblem
@@ -42,6 +43,26 @@ CAPACITY_CODES = ("InsufficientInstanceCapacity", "InsufficientHostCapacity", "I
                   "InsufficientDBInstanceCapacity", "InsufficientStorageClusterCapacity", "Unsupported")
 
 
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """A private working directory for one playbook (its variables, which may hold a
+    master password, and its output), in TMPDIR. Recorded in the state directory before
+    it is made (lifecycle/state.py), so that a `cloud up` killed with SIGKILL leaves
+    nothing there: its watchdog, or the next command, removes it; removed here
+    otherwise, however the play ends."""
+    from dbarena.lifecycle import state
+
+    folder = Path(tempfile.gettempdir()) / f"dbarena-cloud-{secrets.token_hex(8)}"
+    record = state.scratch(folder)
+    try:
+        state.make_dir(folder)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            record.remove()
+
+
 class Aws:
     name = "aws"
 
@@ -53,9 +74,7 @@ class Aws:
     def _play(self, book: str, variables: Mapping[str, Any]) -> Any:
         """Run one playbook with `variables` (in a private file), return what it wrote
         to `out`; a one-line EnvironmentProblem with the failed task's message."""
-        with tempfile.TemporaryDirectory(prefix="dbarena-cloud-") as work:
-            folder = Path(work)
-            folder.chmod(0o700)
+        with _scratch() as folder:
             out = folder / "out.json"
             vars_file = folder / "vars.yml"
             # As data Ansible never templates: the study's [machines] values (untemplated.py).

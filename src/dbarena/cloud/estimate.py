@@ -10,6 +10,7 @@ a catalogue in, records out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping
@@ -178,6 +179,10 @@ def check_max_cost(estimated: CostEstimate, max_cost: float | None) -> None:
     or one that cannot be totalled (a price missing) when a maximum is given."""
     if max_cost is None:
         return
+    if not math.isfinite(max_cost) or max_cost <= 0:
+        # (The command line refuses these first; a caller of this module must not get
+        # a guard that nothing is over either.)
+        raise UsageError(f"--max-cost {max_cost!r}: the budget must be a finite amount above 0")
     total = estimated.total
     if total is None:
         raise UsageError(f"--max-cost {max_cost:g}: no price for {', '.join(estimated.missing)} in "

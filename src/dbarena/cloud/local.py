@@ -48,6 +48,9 @@ DEPS_ENV = "DBARENA_LOCAL_DEPS_DIR"
 ZONE = "local"
 # How long an sshd has to answer with its banner (a loaded machine takes a second or two).
 READY_TIMEOUT_S = 30.0
+# sshd's privilege separation directory, which it needs when started as root: made at
+# boot by the ssh service (RuntimeDirectory), so missing where sshd never ran (a container).
+PRIVSEP_DIR = Path("/run/sshd")
 
 
 def root() -> Path:
@@ -84,6 +87,7 @@ class Local:
             raise EnvironmentProblem(reason)
         if machines.managed:
             raise EnvironmentProblem("the local provider makes hosts, not managed databases")
+        _privsep()
         used = {r.address for r in self.describe()}
         made = []
         for name, instance_type in machines.hosts:
@@ -104,10 +108,14 @@ class Local:
         _write(folder, record)
         for sub in ("state", "work"):
             (folder / sub).mkdir(mode=0o700)
-        scratch = Path(tempfile.mkdtemp(prefix=f"dbarena-{ident}-"))
-        scratch.chmod(0o755)  # (the throwaway servers' user makes its directories in it)
+        # Named and recorded before it is made: a `cloud up` killed in between leaves a
+        # record naming it, and deleting the instance removes it (never a directory in
+        # TMPDIR that nothing names).
+        scratch = Path(tempfile.gettempdir()) / f"dbarena-{ident}-{os.urandom(4).hex()}"
         record["tmp"] = str(scratch)
         _write(folder, record)
+        scratch.mkdir(mode=0o700)
+        scratch.chmod(0o755)  # (the throwaway servers' user makes its directories in it)
         _keygen(folder / "host_key")
         _keygen(folder / "client_key")
         (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
@@ -178,6 +186,18 @@ class Local:
             "dbarena_workdir_base": str(folder / "work"),
             "dbarena_deps_dir": str(deps_dir()),
         }
+
+
+def _privsep() -> None:
+    """As root, sshd refuses to start without its privilege separation directory (root's,
+    not writable by others): made as the ssh service would make it."""
+    if os.geteuid() != 0:
+        return
+    try:
+        PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(f"local: sshd needs {PRIVSEP_DIR}, which cannot be made: "
+                                 f"{exc.strerror or exc}") from None
 
 
 def _scratch(folder: Path) -> Path | None:

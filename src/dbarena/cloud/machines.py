@@ -7,13 +7,15 @@ resources, the inventory). `cloud up` marks its record kept (deleted by `cloud d
 a `run --study` owns its record for as long as it runs, so a record whose owner is
 gone and was not kept is a controller that was killed: the next cloud command deletes
 what it made (reap_orphans). What no record knows of is found by its tags (`cloud
-reap`): expired, or made here by a run this machine no longer has.
+reap`): expired, or made by a run this state directory no longer has; and only ever
+what carries this installation's owner id (provider.owner_id()) and a valid expiry.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -24,7 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 from dbarena.cloud import catalogue as catalogue_mod
 from dbarena.cloud import estimate as estimate_mod
 from dbarena.cloud.provider import (
-    TAG_EXPIRES, TAG_OWNER, TAG_RUN, CapacityError, Provider, Resource, inventory, owner, stamp, target,
+    OWNER_ID_FILE, TAG_EXPIRES, TAG_OWNER, TAG_OWNER_ID, TAG_RUN, CapacityError, Provider, Resource, inventory,
+    owner, owner_id, stamp, target,
 )
 from dbarena.errors import UsageError
 from dbarena.lifecycle import state
@@ -130,6 +133,9 @@ def write_secrets(record: Path, databases: Sequence[Resource], passwords: Mappin
     return out
 
 
+RUN_NAME = re.compile(r"dbarena-[0-9]{14}-[0-9a-f]{6}")
+
+
 def new_run() -> str:
     """A run's name, unique and valid as a tag, an RDS identifier's start and a file name."""
     return f"dbarena-{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{secrets.token_hex(3)}"
@@ -159,7 +165,8 @@ def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, c
     run = new_run()
     now = datetime.now(timezone.utc)
     lifetime = machines.lifetime_s or int(2 * estimated.longest_s + 3600)
-    tags = {TAG_RUN: run, TAG_OWNER: owner(), TAG_EXPIRES: stamp(now + timedelta(seconds=lifetime))}
+    tags = {TAG_RUN: run, TAG_OWNER: owner(), TAG_OWNER_ID: owner_id(),
+            TAG_EXPIRES: stamp(now + timedelta(seconds=lifetime))}
     record = records_dir() / f"{run}.json"
     data: dict[str, Any] = {"run": run, "provider": provider.name, "region": machines.region,
                             "owner_pid": os.getpid(), "owner_start": state.start_time(os.getpid()),
@@ -236,7 +243,11 @@ def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
     prices: dict[str, float | None] = {}
     for host in hosts:
         parts = [line.per_hour for line in estimated.lines if line.resource == host.name]
-        prices[host.name] = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+        total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+        # A host priced at nothing (the local provider's prices not given: counted as
+        # zero) has no price per hour for the report: none in the inventory, which takes
+        # only a positive one (else the fleet refuses it after the machines are made).
+        prices[host.name] = total if total is not None and total > 0 else None
     path = record.with_suffix(".inventory.json")
     _write(path, json.loads(inventory(hosts, machines, prices, cat.currency,
                                       {h.name: provider.host_vars(h, machines) for h in hosts})))
@@ -248,10 +259,16 @@ def _made(run: str, record: Path, resources: list[Resource], machines: Machines,
 
 
 def delete_run(provider: Provider, run: str, record: Path, say: Say, keep_record: bool = False) -> int:
-    """Delete every resource tagged with `run` (found by its tags, not by the record:
-    what a creation cut short made is in no record), then the run's record; say how
-    long the deletion took."""
-    found = [r for r in provider.describe() if r.run == run]
+    """Delete every resource tagged with `run` and this installation's owner id (found
+    by its tags, not by the record: what a creation cut short made is in no record),
+    then the run's record; say how long the deletion took. One tagged with the run but
+    not with this owner id is not this installation's: said, and left."""
+    mine = owner_id()
+    tagged = [r for r in provider.describe() if r.run == run]
+    found = [r for r in tagged if mine_to_reap(r, mine)]
+    for r in tagged:
+        if r not in found:
+            say(f"left {r.line()} alone: not tagged with this installation's {TAG_OWNER_ID}")
     for r in found:
         say(f"deleting {r.line()}")
     started = time.monotonic()
@@ -307,36 +324,54 @@ def reap_orphans(say: Say) -> int:
     return deleted
 
 
+def mine_to_reap(r: Resource, mine: str) -> bool:
+    """Whether reaping may touch `r` at all: it carries this installation's owner id.
+    user@host (TAG_OWNER) is not enough: another state directory or container of the
+    same user and host has it too, and runs this one has no record of."""
+    return r.tags.get(TAG_OWNER_ID) == mine
+
+
 def reapable(resources: Sequence[Resource], now: datetime) -> list[tuple[Resource, str]]:
-    """The resources `cloud reap` deletes, each with why: past its expiry tag (whoever
-    made it), or made from here by a run this machine has no live record of."""
+    """The resources `cloud reap` deletes, each with why: among those this installation
+    made (its owner id) and tagged with a valid expiry, those past it, or whose run
+    this installation has no live record of. Nothing else, whoever's it is: another
+    installation's, or one without a valid expiry (a hand-made `dbarena-run` tag on a
+    production database), is never ours to delete."""
     live = {str(d["run"]) for d in records() if not orphaned(d)}
-    me = owner()
+    mine = owner_id()
     out = []
     for r in resources:
         expires = r.expires
-        if expires is not None and expires <= now:
+        if not mine_to_reap(r, mine) or expires is None:
+            continue
+        if expires <= now:
             out.append((r, f"expired at {r.tags.get(TAG_EXPIRES)}"))
-        elif expires is None:
-            out.append((r, "no valid expiry tag"))
-        elif r.tags.get(TAG_OWNER) == me and r.run not in live:
+        elif r.run not in live:
             out.append((r, "its run is gone"))
     return out
 
 
 def reap(provider: Provider, yes: bool, say: Say, now: datetime | None = None) -> int:
     """List what is reapable; delete it with `yes`. The number listed."""
-    found = reapable(provider.describe(), now or datetime.now(timezone.utc))
+    described = provider.describe()
+    found = reapable(described, now or datetime.now(timezone.utc))
     for r, why in found:
         say(f"{'deleting' if yes else 'would delete'} {r.line()}: {why}")
+    mine = owner_id()
+    others = sum(1 for r in described if not mine_to_reap(r, mine) or r.expires is None)
+    if others:
+        say(f"left {others} tagged resource(s) alone: not made by this installation (tagged with its "
+            f"{TAG_OWNER_ID}, {records_dir() / OWNER_ID_FILE}) with a valid expiry tag")
     if not found:
         say("nothing to reap")
     elif yes:
         provider.delete([r for r, _ in found])
         runs = {r.run for r, _ in found}
         for run in runs:
-            for path in run_files(records_dir() / f"{run}.json"):
-                path.unlink(missing_ok=True)
+            # (A tag names the record: only a run name as new_run() makes them, never a path.)
+            if run is not None and RUN_NAME.fullmatch(run):
+                for path in run_files(records_dir() / f"{run}.json"):
+                    path.unlink(missing_ok=True)
     else:
         say(f"{len(found)} resource(s) listed: nothing deleted (--yes deletes them)")
     return len(found)

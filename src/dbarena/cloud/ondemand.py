@@ -69,6 +69,9 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
 
     machines = study.machines
     assert machines is not None
+    # Absolute, as `fleet run` gives it: Ansible's copy looks for a relative source
+    # beside its playbook, not in this process's directory (`run --study local.toml`).
+    study_file = study_file.resolve()
     estimated, cat = machines_mod.checked_estimate(study, max_cost, max_instances)
     machines_mod.reap_orphans(say)  # what killed controllers of this machine left, first
     provider = machines_mod.provider_for(machines.provider, machines.region)
@@ -104,6 +107,17 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
                 fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
         else:
             say(f"stopped: deleting what run {made.run} made")
+        raise
+    except Exception:
+        # A failure of the controller's own (a play that would not start, a file of its
+        # working directory gone) is not the hosts': what they measured is on them, and
+        # is fetched before their machines go, as on an interrupt.
+        if fleet is not None and isinstance(store, Path):
+            say(f"failed: fetching what the hosts measured, then deleting what run {made.run} made")
+            with shield.shielded(), contextlib.suppress(Exception):
+                fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
+        else:
+            say(f"stopped: deleting what run {made.run} made (the hosts' results are not fetched)")
         raise
     except BaseException:
         say(f"stopped: deleting what run {made.run} made (the hosts' results are not fetched)")

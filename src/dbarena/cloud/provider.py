@@ -9,11 +9,17 @@ profiles)."""
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
+import os
+import re
+import secrets
 import socket
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
 from dbarena.errors import EnvironmentProblem
@@ -21,13 +27,65 @@ from dbarena.study.model import Machines
 
 TAG_RUN = "dbarena-run"
 TAG_OWNER = "dbarena-owner"
+TAG_OWNER_ID = "dbarena-owner-id"  # the installation that made it (owner_id()): what reaping goes by
 TAG_EXPIRES = "dbarena-expires"
 TAG_HOST = "dbarena-host"  # the host's name in the inventory (m7g.large-1) or the database's engine
 
+OWNER_ID_FILE = "owner-id"
+_OWNER_ID = re.compile(r"[0-9a-f]{32}")
+
 
 def owner() -> str:
-    """Who made it: user@host of the controller (not a secret; says whom to ask)."""
+    """Who made it: user@host of the controller (not a secret; says whom to ask). Not
+    who may delete it: two state directories (or containers) of one user and host have
+    the same user@host, and each knows only its own runs (owner_id())."""
     return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def owner_id() -> str:
+    """This installation's identity: random, made once in its state directory
+    (state_dir()/cloud/owner-id, private) and tagged on everything it makes, so that
+    `cloud reap` and `cloud down` act only on what this installation made. Two state
+    directories, or two containers, never share one (user@host they may)."""
+    from dbarena.lifecycle import state
+
+    folder = state.state_dir() / "cloud"
+    path = folder / OWNER_ID_FILE
+    try:
+        return _read_owner_id(path)
+    except FileNotFoundError:
+        pass
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Written whole under another name, then linked into place: two processes making it
+    # at once end with one identity (the loser reads the winner's), never a half file.
+    temporary = folder / f".{OWNER_ID_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return _read_owner_id(path)
+
+
+def _read_owner_id(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # (a FIFO: no wait)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise EnvironmentProblem(f"{path}: cannot read dbarena's owner identity: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        text = f.read(64).decode("ascii", "replace").strip() if stat.S_ISREG(info.st_mode) else ""
+    if not _OWNER_ID.fullmatch(text) or info.st_uid != os.geteuid():
+        # Never made anew here: what this installation tagged with the old one would
+        # be left to no one. The user removes it, knowing that.
+        raise EnvironmentProblem(f"{path}: not an owner identity dbarena made (32 hex digits, a file of this "
+                                 "user's): cloud commands refuse until it is repaired or removed")
+    return text
 
 
 def utc(text: str) -> datetime:

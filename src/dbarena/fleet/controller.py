@@ -287,6 +287,9 @@ class Ansible:
         """host name -> what it did (HostResult).
         A play that does not end within timeout_s (a connection that hangs) counts every
         host as unreachable this time, rather than hanging the fleet."""
+        # (Made again if it is gone: a play must not fail, and what the hosts measured be
+        # lost, for the want of the controller's own scratch directory.)
+        self.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         vars_file = self.workdir / "vars.yml"
         args = extra.get("args")
         variables = {"dbarena_hosts": ",".join(h.name for h in hosts),
@@ -541,7 +544,7 @@ class Fleet:
         if not reachable:
             return
         folder = self.workdir / "stores"
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         results = self.ansible.play("fetch.yml", reachable, {"dbarena_fetch_dir": str(folder)},
                                     timeout_s=FETCH_TIMEOUT_S)
         with Store(store) as db:

@@ -284,7 +284,10 @@ class _Checker:
         if raw is None:
             return None
         body = self.table(raw, "machines", _MACHINES_KEYS)
-        for required in ("provider", "region"):
+        # The local provider's instances are on this machine: its one region is "local"
+        # (a region named otherwise is only a name, as its instance types are).
+        local = body.get("provider") == "local"
+        for required in ("provider", *(() if local else ("region",))):
             if required not in body:
                 raise self.fail(f"machines.{required}", "missing (e.g. provider = \"aws\", region = \"us-east-1\")")
         types = body.get("instance_types", [])
@@ -309,7 +312,7 @@ class _Checker:
         lifetime = body.get("lifetime")
         return Machines(
             provider=self.ident(body["provider"], "machines.provider"),
-            region=self.ident(body["region"], "machines.region"),
+            region=self.ident(body["region"], "machines.region") if "region" in body else "local",
             instance_types=instance_types,
             count=self.int_(body.get("count", 1), "machines.count"),
             disk=self.ident(body.get("disk", "gp3"), "machines.disk"),
