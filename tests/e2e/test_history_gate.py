@@ -8,7 +8,7 @@ tens of percent from run to run, and synchronous_commit alone changed TPC-B by a
 1.5 x here (a fast disk). commit_delay = 10 ms with commit_siblings = 0 on both sides
 makes every synchronous commit wait, so that turning synchronous_commit on divides the
 throughput by about 20, and only that setting differs between the two halves. A step
-that size is found from 3 runs a side of 2 s each (Otava's t test on the log scale:
+that size is found from 4 runs a side of 2 s each (Otava's t test on the log scale:
 p = 3e-5 here for 647, 622, 926 TPS before and 76, 80, 74 after), which keeps this test
 to under a minute."""
 
@@ -34,10 +34,11 @@ RUN = ("run", "--workload", "pgbench-tpcb", "--threads", "1", "--duration", "2",
 def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(public_tmp, tmp_path):
     store = str(tmp_path / "h.db")
     env = cli_env(public_tmp)
-    # Runs 1-3 with synchronous_commit off, 4-6 with it on; the last of each with 3
-    # repeats, so that gate has a verdict between runs 3 and 6.
-    for i, sync in enumerate(["off"] * 3 + ["on"] * 3):
-        repeats = "3" if i in (2, 5) else "1"
+    # Runs 1-4 with synchronous_commit off, 5-8 with it on; the last of each with 3
+    # repeats. Each run is one session: gate's verdict between runs 4 and 8 takes the
+    # spread between sessions from the label's three earlier runs of each configuration.
+    for i, sync in enumerate(["off"] * 4 + ["on"] * 4):
+        repeats = "3" if i in (3, 7) else "1"
         done = dbarena(*RUN, "--pg-setting", f"synchronous_commit={sync}", "--repeat", repeats, "--store", store,
                        env=env)
         assert done.returncode == 0, done.stderr
@@ -45,45 +46,45 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     shown = dbarena("history", "--store", store, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     (series,) = json.loads(shown.stdout)["series"]
-    assert [r["run"] for r in series["runs"]] == list(range(1, 7))
+    assert [r["run"] for r in series["runs"]] == list(range(1, 9))
     values = [r["mean"] for r in series["runs"]]
     steps = {cp["run"]: cp for cp in series["change_points"]}
-    assert 4 in steps, (values, series["change_points"])
-    cp = steps[4]
+    assert 5 in steps, (values, series["change_points"])
+    cp = steps[5]
     assert cp["change_pct"] < -50 and "slower" in cp["text"]
-    assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 4} in cp["causes"]
+    assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 5} in cp["causes"]
 
     text = dbarena("history", "--store", store, env=env)
-    assert "at run 4: setting synchronous_commit off -> on" in text.stdout
+    assert "at run 5: setting synchronous_commit off -> on" in text.stdout
 
-    slower = dbarena("gate", "--store", store, "--baseline", "3", "--candidate", "6", "--format", "md", env=env)
+    slower = dbarena("gate", "--store", store, "--baseline", "4", "--candidate", "8", "--format", "md", env=env)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     assert "❌ dbarena gate FAILED" in slower.stdout and "| **fail** | postgres | pgbench-tpcb |" in slower.stdout
-    faster = dbarena("gate", "--store", store, "--baseline", "6", "--candidate", "3", env=env)
+    faster = dbarena("gate", "--store", store, "--baseline", "8", "--candidate", "4", env=env)
     assert faster.returncode == 0, faster.stdout + faster.stderr
     assert faster.stdout.startswith("passed: none of 1 judged workload(s)")
 
     # --confirm measures each side's own study again here, interleaved, and judges on all
-    # runs: the regression stands (runs 7, the baseline's study, and 8, the candidate's).
-    confirmed = dbarena("gate", "--store", store, "--baseline", "3", "--candidate", "6", "--confirm", "1",
+    # runs: the regression stands (runs 9, the baseline's study, and 10, the candidate's).
+    confirmed = dbarena("gate", "--store", store, "--baseline", "4", "--candidate", "8", "--confirm", "1",
                         "--json", env=env)
     assert confirmed.returncode == 1, confirmed.stdout + confirmed.stderr
     said = json.loads(confirmed.stdout)
     assert said["status"] == "fail" and said["confirmation"]["first_status"] == "fail"
-    assert said["confirmation"]["baseline_runs"] == [7] and said["confirmation"]["candidate_runs"] == [8]
-    assert said["candidate"] == "run 6 (label 'h') and its confirming run(s) 8"
+    assert said["confirmation"]["baseline_runs"] == [9] and said["confirmation"]["candidate_runs"] == [10]
+    assert said["candidate"] == "run 8 (label 'h') and its confirming run(s) 10"
     assert said["confirmation"]["labels"] == ["h-confirm-1", "h-confirm-1"]
     (item,) = said["items"]
     assert item["levels"].startswith("1: ") and "(6) -> " in item["levels"] and item["levels"].endswith("(6)"), item
     assert "confirming with 1 more run(s) of each side" in confirmed.stderr
     stored = json.loads(dbarena("results", "--store", store, "--json", env=env).stdout)
-    # Each side's own study: the baseline's settings for run 7, the candidate's for 8.
+    # Each side's own study: the baseline's settings for run 9, the candidate's for 10.
     sync = {p["run_id"]: (p["label"], p["config"]["settings"].get("synchronous_commit")) for p in stored}
-    assert sync[7] == ("h-confirm-1", "off") and sync[8] == ("h-confirm-1", "on"), sync
-    # Under a label of their own: the history of `h` is its six runs still.
+    assert sync[9] == ("h-confirm-1", "off") and sync[10] == ("h-confirm-1", "on"), sync
+    # Under a label of their own: the history of `h` is its eight runs still.
     shown = dbarena("history", "--store", store, "--label", "h", "--json", env=env)
     (series,) = json.loads(shown.stdout)["series"]
-    assert [r["run"] for r in series["runs"]] == list(range(1, 7))
+    assert [r["run"] for r in series["runs"]] == list(range(1, 9))
 
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "history.md"

@@ -519,7 +519,7 @@ def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, m
 
     class Played:
         def __init__(self, args: list[str], **kwargs: Any):
-            seen.append((work / "vars.json").read_text())
+            seen.append((work / "vars.yml").read_text())
             self.args, self.pid, self.returncode = args, 0, 0
 
         def communicate(self, timeout: float | None = None) -> tuple[str, str]:

@@ -216,3 +216,13 @@ def test_a_reason_for_no_verdict_is_said_once_for_the_rows_it_holds_for():
     head, folded = page.split("<details>")
     assert head.count("<tr class=") == shown.SHOWN_ROWS and folded.count("<tr class=") == 25 - shown.SHOWN_ROWS
     assert "<summary>5 more rows" in folded and page.split('<ul class="why">')[1].count("--sessions 2") == 1
+
+
+def test_workloads_that_differ_both_ways_are_mixed_across_workloads():
+    rows = [_row(1, 1.107, 0.01, 4, workload="fast"), _row(1, 0.95, 0.005, 4, workload="slow")]
+    decided = decision.decide(rows)
+    assert {d.workload: d.verdict for d in decided} == {"fast": decision.FASTER, "slow": decision.SLOWER}
+    line = decision.overall(decided)
+    assert line is not None and line.verdict == decision.INCONCLUSIVE
+    assert line.text.startswith("across 2 workload(s): mixed: +2.5 %")
+    assert line.text.endswith("but postgres fast faster and postgres slow slower")

@@ -294,7 +294,7 @@ def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTab
         Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
         Column("n", "right", lambda r: f"{r.n}" + (f" (+{r.failed} failed)" if r.failed else "")),
         # The stored runs its repeats come from: what a comparison replicates (stats/sessions.py).
-        Column("sessions", "right", lambda r: str(r.sessions), 3),
+        Column("sessions", "right", lambda r: str(r.sessions), 4),
         Column("median", "right", lambda r: _shown(r, r.median) + ("\u2020" if steady(r) else "")),
         *((Column("printed\nmedian", "right", lambda r: _shown(r, r.printed_median) if steady(r) else "=",
                   WIDE_ONLY),) if printed else ()),
@@ -416,7 +416,7 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
         Column(escape(a), "right", lambda r: metric.shown(r.a_mean, r.metric)),
         Column(escape(b), "right", lambda r: metric.shown(r.b_mean, r.metric)),
         Column("n", "right", lambda r: f"{r.a_n}/{r.b_n}", 2),
-        Column("sessions", "right", lambda r: f"{r.a_sessions}/{r.b_sessions}", 3),
+        Column("sessions", "right", lambda r: f"{r.a_sessions}/{r.b_sessions}", 4),
         Column("ratio", "right", lambda r: f"{r.ratio:.3f}" if r.ratio is not None else "-"),
         Column("95 % CI", "right", lambda r: _interval(r.ratio_ci_low, r.ratio_ci_high, 3), 1),
         Column("verdict", "left", verdict, wraps=True),

@@ -327,6 +327,14 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         alone = f"{abs(worst.change_pct or 0):.1f} % {worst.verdict}" if worst in significant else "inconclusive"
         text = (f"inconclusive: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
                 f"{(high - 1) * 100:+.1f} %), but {worst.engine} {worst.workload} alone is {alone}")
+    faster, slower = ([d for d in figures if d.verdict == v] for v in (FASTER, SLOWER))
+    if verdict in (FASTER, SLOWER) and faster and slower:
+        # Workloads that differ both ways: one figure across them would say the label is
+        # faster where the reader's workload may be one that is slower.
+        verdict = INCONCLUSIVE
+        text = (f"mixed: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), "
+                f"but {', '.join(f'{d.engine} {d.workload}' for d in faster)} faster and "
+                f"{', '.join(f'{d.engine} {d.workload}' for d in slower)} slower")
     if verdict in (FASTER, SLOWER) and not any(d.verdict == verdict for d in figures):
         # Combining workloads narrows the interval as if their errors were independent;
         # runs of one label made in one session share its drift (another load on the
