@@ -70,8 +70,9 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     is significantly slower (p < 0.05) and the estimated slowdown is beyond the
     threshold; it passes when the interval rules out a slowdown beyond the threshold;
     else it is inconclusive (the interval reaches past the threshold: more repeats
-    narrow it). mysqlslap is judged by its seconds (fewer is faster). A workload with
-    fewer than 3 runs a side at a level has no verdict and is listed as such.
+    narrow it). mysqlslap is judged by its seconds (fewer is faster). Each run is a
+    session: a side of one run takes the spread between sessions from its label's
+    other runs of the same configuration; without any, its workload is inconclusive.
 
     With --confirm N, a gate that would fail or be inconclusive first measures the
     regressed workloads again on this machine: N more runs of the candidate's own study

@@ -2,12 +2,14 @@
 two sides, and when adaptive repeats may stop.
 
 - Across repeats: mean, median, sample stdev, t-interval, coefficient of variation.
-- Comparing two sides: Welch's t-test on the difference of their run means (Welch 1947,
-  Satterthwaite degrees of freedom) and a ratio interval by the delta method on the log
-  scale. A verdict needs MIN_REPEATS independent runs on each side: the interval within
-  one run (batch means, steadystate.py) is the precision of that run, blind to what
-  changes between runs (connection pool, buffer placement, CPU frequency, neighbours),
-  which is the variation a comparison of two machines must beat.
+- Comparing two sides: a t-test on the difference of their means (Welch 1947,
+  Satterthwaite degrees of freedom; or Student's on pooled spreads) and a ratio interval
+  by the delta method on the log scale. Two labels or variants are compared over their
+  sessions (over_sessions; stats/sessions.py): the interval of one session's runs is
+  blind to what changes between server starts and hours of the machine, as the interval
+  within one run (batch means, steadystate.py) is blind to what changes between runs.
+  compare() itself, over runs, needs MIN_REPEATS of them a side (history's change
+  points compare runs, each a session, with 2).
 - Adaptive repeats: a point stops once the 95 % interval of its mean over runs, computed
   with an upper confidence bound on the standard deviation (stop_rule), is within the
   precision asked; see precision().

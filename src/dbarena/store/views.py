@@ -14,7 +14,8 @@ dialects with the same names and columns. docs/store.md documents them.
   `dbarena results --summary` and `dbarena compare`.
 - `v_comparisons`: every pair of labels that measured the same configuration apart
   from the host: both means and repeat counts, ratio = b_mean / a_mean, and
-  `enough_repeats` (3 or more runs on each side, the least a verdict needs).
+  `enough_repeats` (3 or more runs on each side; a verdict also needs two sessions a
+  side, or a known spread between sessions, which `dbarena compare` counts).
 - `v_samples`: the per-second series with a wall-clock `time` (start of the point plus
   the second), for time-series panels.
 
