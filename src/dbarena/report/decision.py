@@ -40,8 +40,9 @@ def change_note(decisions: Sequence[Decision]) -> str:
     return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
             "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
                                   "of 1 / seconds, so that + is faster there too" if seconds else "")
-            + "; verdicts from Welch's t-test at 95 % on the sessions' means (a session: one stored run, its "
-              "servers started once), needing 2 sessions a side, or the spread between sessions of the same "
+            + "; verdicts from a t-test at 95 % on the sessions' means (a session: one stored run, its servers "
+              "started once; spreads pooled on one machine, Welch's between machines), needing 2 sessions a side, "
+              "or the spread between sessions of the same "
               "configuration in the store, at every level; a workload is called faster or slower only where a "
               f"level alone is; no difference only where the interval lies within ±{verdicts.MARGIN:.0%}, else "
               "inconclusive.")
