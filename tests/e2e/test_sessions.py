@@ -42,8 +42,10 @@ def test_one_session_a_side_is_never_a_verdict_and_says_why(public_tmp, tmp_path
     compared = dbarena("compare", "alpha", "beta", "--store", str(store), env=env)
     assert compared.returncode == 0, compared.stderr
     assert " faster than " not in compared.stdout and " slower than " not in compared.stdout
-    assert "inconclusive: one session a side at 2 of 2 level(s)" in compared.stdout, compared.stdout
-    assert "run both with --sessions 2" in compared.stdout
+    # Why: one session a side, or (where the neighbour's CPU set the sides apart) that.
+    why = " ".join(compared.stdout.split())
+    assert "one session a side" in why or "ran under different interference" in why, compared.stdout
+    assert "--sessions 2" in why or "measure both under the same load" in why
     rows = json.loads(dbarena("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
     assert rows and all(r["verdict"] is None and r["a_sessions"] == r["b_sessions"] == 1 for r in rows)
 

@@ -660,7 +660,13 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
         # Sides measured under different interference (other processes' CPU, steal): the
         # ratio and its interval are shown, but not decided, here nor where the decision
         # combines levels (no log-scale spread to combine).
-        if (unlike := interference.apart(sa.interference, match.interference, a, b)) is not None:
+        # Only between sides of one configuration (apart from the host): where what the
+        # comparison is about differs (settings, a variant, the server), so does the
+        # servers' appetite for CPU, and the CPU other processes got then says nothing of
+        # what they took from the server (a server waiting on its commits leaves the CPU
+        # to them: synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2).
+        if configkey.matches(a_config, match.config or {}, configkey.ABOUT["host"]) and \
+                (unlike := interference.apart(sa.interference, match.interference, a, b)) is not None:
             said = f"inconclusive: {unlike}"
             c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
         out.append(row(b_mean=match.mean, b_n=match.n, a_sessions=sa.sessions, b_sessions=match.sessions,
