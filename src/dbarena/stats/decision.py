@@ -307,8 +307,12 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
     point = _geomean(d.ratio for d in figures if d.ratio is not None)
     assert point is not None
     if any(d.verdict == NO_VERDICT for d in figures):
-        text = (f"inconclusive across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): the "
-                f"spread between sessions is unknown for some (run both with --sessions {sessions.MIN_SESSIONS})")
+        held = [d for d in figures if d.verdict == NO_VERDICT]
+        said = (["some ran under different interference"] if any("interference" in d.text for d in held) else []) \
+            + ([f"the spread between sessions is unknown for some (run both with --sessions {sessions.MIN_SESSIONS})"]
+               if any("interference" not in d.text for d in held) else [])
+        why = "; ".join(said)
+        text = f"inconclusive across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): {why}"
         return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text)
     parts = []
     for d in figures:
