@@ -142,6 +142,10 @@ def test_run_like_a_bundle_made_here_quick(made, tmp_path):
     assert f"imported {made['a']} as the baseline: 1 run(s), 2 point(s) added" in done.stderr
     assert re.search(r"^decision, here against the bundle \(\"box-a\"\) as baseline:$", done.stdout, re.M), done.stdout
     assert re.search(r"^  postgres pgbench-select-only: [+-]\d+\.\d %", done.stdout, re.M), done.stdout
+    # One session here against the bundle's one (issue 52): never a verdict, and why.
+    decided = " ".join(done.stdout.split())
+    assert " faster than " not in decided and " slower than " not in decided
+    assert "one session a side" in decided or "ran under different interference" in decided, done.stdout
     assert "box-a-here" in done.stdout
     # The bundle's study, its label aside: the same workload and levels.
     assert re.search(r"box-a-here\s+postgres\s+pgbench-select-only\s+2\s", done.stdout), done.stdout
