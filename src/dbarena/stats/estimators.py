@@ -95,7 +95,8 @@ def summarize(values: Sequence[float], failed: int = 0, single_run: SteadyState 
     if n < MIN_REPEATS:
         flags.append(Flag(Warning_.FEW_REPEATS,
                           f"only {n} repeat(s): use --repeat {MIN_REPEATS} or more (or --precision) so that the "
-                          "interval covers run-to-run variation and comparisons get a verdict"))
+                          "interval covers run-to-run variation (a verdict against another label needs "
+                          "sessions too: --sessions 2)"))
     if cv is not None and cv >= CV_WARN:
         flags.append(Flag(Warning_.HIGH_VARIATION,
                           f"repeats vary by {cv:.0%} (coefficient of variation): look for background load, CPU "
