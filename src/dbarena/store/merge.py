@@ -17,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from dbarena.errors import StoreError
+from dbarena.lifecycle import state
 from dbarena.limits import name_problem
 from dbarena.store import edge, migrations
 from dbarena.store import postgres as pgstore
@@ -76,8 +76,10 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
         raise StoreError(f"merge: no store {other}")
     if into.path is not None and other.resolve() == into.path.resolve():
         raise StoreError(f"merge: {other} is the store being merged into")
-    with tempfile.TemporaryDirectory(prefix="dbarena-merge-") as tmp:
-        copy = Path(tmp) / "other.db"
+    # Recorded in the state directory (state.temporary): a merge or an `import` killed
+    # with SIGKILL leaves its copy to its watchdog or the next dbarena command to remove.
+    with state.temporary("dbarena-merge-") as tmp:
+        copy = tmp / "other.db"
         try:
             # SQLite's online backup: a consistent copy even of a store being written.
             with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source_db, \
