@@ -179,3 +179,36 @@ def test_a_live_verifys_directory_is_left_alone_by_other_commands(bundles, tmp_p
     assert proc.returncode == 0, err
     assert out.count("verified") >= len(bundles), out
     assert sorted(os.listdir(tmp)) == []
+
+
+# A process that takes in the orphans of its descendants (PR_SET_CHILD_SUBREAPER), runs
+# the command and prints how many it had to collect once the command ended: the
+# processes the command left to PID 1.
+_ADOPTING = """
+import ctypes, os, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+done = subprocess.run([sys.executable, "-m", "dbarena", *sys.argv[1:]], capture_output=True, text=True)
+assert done.returncode == 0, done.stderr
+orphans = 0
+while True:
+    try:
+        pid, _ = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    orphans += 1
+print(orphans)
+"""
+
+
+def test_a_site_leaves_no_watchdog_of_its_workers_to_pid_1(bundles, tmp_path):
+    """Each worker of `site` records its bundles' throwaway stores, which starts a watchdog
+    of its own; a worker ends without atexit (where dbarena collects its watchdog), and
+    its watchdog was left to PID 1, a zombie for good under one that does not reap."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = cli_env(tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
+    done = subprocess.run([sys.executable, "-c", _ADOPTING, "site", *map(str, bundles), "-o", str(tmp_path / "site"),
+                           "--jobs", "2"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"]
+    assert sorted(os.listdir(tmp)) == []

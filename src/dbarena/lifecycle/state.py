@@ -624,6 +624,13 @@ def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S
 # ------------------------------------------------------------------ the watchdog
 
 
+def collect_watchdog() -> None:
+    """Close and collect this process's watchdog, as an exiting dbarena does (atexit:
+    _Watchdog.close), for a process that ends without atexit (a multiprocessing worker
+    runs its finalizers instead). Nothing if it started none."""
+    _Watchdog.close()
+
+
 class _Watchdog:
     """One watchdog process per dbarena process, started with its first record.
 
