@@ -128,6 +128,35 @@ def test_a_killed_fleet_controllers_working_directory_is_removed(tmp_path):
     assert not work.exists() and state.records() == []
 
 
+def test_a_temporary_directory_is_recorded_while_it_exists(tmp_path, monkeypatch):
+    """state.temporary (a bundle's throwaway store, a merge's copy): recorded as scratch
+    while the block runs (a SIGKILL then leaves it to the watchdog or the next command),
+    marked as dbarena's and private; directory and record gone however the block ends."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with pytest.raises(RuntimeError), state.temporary("dbarena-bundle-") as made:
+        assert made.parent == tmp_path and made.name.startswith("dbarena-bundle-")
+        assert (made / state.MARKER).is_file() and made.stat().st_mode & 0o777 == 0o700
+        assert state.foreign(str(made)) is None
+        assert [(data["kind"], data["path"]) for _, data in state.records()] == [("scratch", str(made))]
+        assert cleanup.reap_dead(lambda line: None) == 0  # its owner (this process) lives
+        raise RuntimeError
+    assert not made.exists() and state.records() == []
+    with pytest.raises(ValueError):
+        with state.temporary("bundle-"):  # a name reaping would refuse (state.foreign)
+            pass
+
+
+def test_a_temporary_directory_needs_no_usable_state_directory(tmp_path, monkeypatch):
+    """A state directory others may write to: nothing recorded there, and the directory
+    made all the same (a verify must not fail for it; only a SIGKILL then leaves it)."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    (tmp_path / "state").mkdir(mode=0o777)
+    (tmp_path / "state").chmod(0o777)
+    with state.temporary("dbarena-merge-") as made:
+        assert made.is_dir()
+    assert not made.exists() and not (tmp_path / "state" / "records").exists()
+
+
 def write_dead_record(tmp_path, name: str, record: dict) -> None:
     pid, started = dead_pid()
     folder = tmp_path / "state" / "records"

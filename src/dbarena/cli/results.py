@@ -53,7 +53,7 @@ def merge(others: tuple[Path | str, ...], store: Path | str) -> None:
             # What a merge says of forgotten runs (`store forget`), one line a run: said
             # before its count, which they explain.
             told: list[str] = []
-            runs, points = merge_stores(db, other, tell=told.append)
+            runs, points = merge_stores(db, other, tell=told.append, scratch=state.temporary)
             for line in told:
                 _say(line)
             _say(f"{other}: {runs} run(s), {points} point(s) merged into {target}"

@@ -17,6 +17,7 @@ from pathlib import Path
 from dbarena.errors import StoreError
 from dbarena.exchange import bundle
 from dbarena.exchange.verify import Verified, throwaway_store, verify
+from dbarena.lifecycle import state
 from dbarena.records import JSON, JSONObject
 from dbarena.store.database import Store, now_utc
 from dbarena.store.encoding import utc
@@ -68,7 +69,8 @@ def import_bundle(into: Store, path: Path, allowed_signers: Path | None = None) 
         assert location is not None
         try:
             runs, points = merge(into, location, say=lambda line: print(line.replace(str(location), str(path)),
-                                                                          file=sys.stderr), store=False)
+                                                                          file=sys.stderr), store=False,
+                                 scratch=state.temporary)
         except StoreError as exc:  # named by the bundle, not by the throwaway store it was read into
             raise StoreError(str(exc).replace(str(location), str(path))) from None
     return Imported(verified, runs, points)

@@ -34,6 +34,7 @@ import contextlib
 import json
 import math
 import multiprocessing
+import multiprocessing.util
 import os
 import re
 import shutil
@@ -51,6 +52,7 @@ from dbarena.errors import EnvironmentProblem, UsageError
 from dbarena.exchange import bundle
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.verify import Verified, throwaway_store, verify
+from dbarena.lifecycle import state
 from dbarena.stats import outliers
 from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, StoredRun
 from dbarena.report import data
@@ -426,9 +428,13 @@ def _quiet_worker() -> None:
     """A worker leaves Ctrl-C and SIGTERM to the command: it cancels what is queued and
     waits for what runs (each bundle's temporary store removed as it ends); a worker
     stopped where it waits for work would print a traceback, and one stopped midway
-    would break the pool."""
+    would break the pool. Its bundles' throwaway stores are recorded (state.temporary),
+    which starts a watchdog of the worker's own; a worker ends without atexit, where an
+    exiting dbarena collects its watchdog, so its finalizers do (else each worker's
+    watchdog would be left to PID 1, a zombie under one that does not reap)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    multiprocessing.util.Finalize(None, state.collect_watchdog, exitpriority=0)
 
 
 @contextmanager

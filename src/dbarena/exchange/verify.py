@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from dbarena.exchange import manifest as manifest_schema
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line, series_columns
 from dbarena.importers import reading
+from dbarena.lifecycle import state
 from dbarena.limits import name_problem, quoted
 from dbarena.records import JSON, JSONObject
 from dbarena.stats import analysis
@@ -433,16 +432,18 @@ _POINT_COLUMNS = ("id", "run_id", "engine", "workload", "threads", "clients", "d
 _template_bytes: list[bytes] = []
 
 
-def _template() -> bytes:
-    """An empty store's bytes, made once per process and written for each throwaway
-    store: creating one runs every migration (a third of a second, most of verifying a
-    small bundle), writing it a millisecond; `dbarena site` verifies a thousand. Kept in
-    memory, not as a file: a file would outlive a forked worker of `site`, which ends
-    without running atexit (a worker forked after it was made inherits it)."""
+def _template(directory: Path) -> bytes:
+    """An empty store's bytes, made once per process (in `directory`, a throwaway
+    store's, and removed there) and written for each throwaway store: creating one runs
+    every migration (a third of a second, most of verifying a small bundle), writing it
+    a millisecond; `dbarena site` verifies a thousand. Kept in memory, not as a file: a
+    file would outlive a forked worker of `site`, which ends without running atexit (a
+    worker forked after it was made inherits it)."""
     if not _template_bytes:
-        with tempfile.TemporaryDirectory(prefix="dbarena-bundle-template-") as directory:
-            Store(Path(directory) / "empty.db").close()
-            _template_bytes.append((Path(directory) / "empty.db").read_bytes())
+        empty = directory / "empty.db"
+        Store(empty).close()
+        _template_bytes.append(empty.read_bytes())
+        empty.unlink()
     return _template_bytes[0]
 
 
@@ -452,11 +453,14 @@ def throwaway_store(found: Bundle, provenance: JSONObject | None = None
     """The bundle's runs and points as rows of a new SQLite store in a temporary
     directory (removed after), each run's options with `provenance` under "bundle"
     where given; and the list of what the store's edge said of rows that do not fit.
-    A manifest whose runs or points lack what a row needs is a BundleProblem."""
-    with tempfile.TemporaryDirectory(prefix="dbarena-bundle-") as tmp:
+    A manifest whose runs or points lack what a row needs is a BundleProblem. The
+    directory is recorded in the state directory (state.temporary): a `verify`,
+    `import`, `site` or `run --like` killed with SIGKILL leaves it to its watchdog or
+    the next dbarena command to remove."""
+    with state.temporary("dbarena-bundle-") as tmp:
         said: list[str] = []
-        (Path(tmp) / "bundle.db").write_bytes(_template())
-        db = Store(Path(tmp) / "bundle.db")
+        (tmp / "bundle.db").write_bytes(_template(tmp))
+        db = Store(tmp / "bundle.db")
         # Throwaway: nothing of it needs to survive a crash, so no fsync per commit.
         db.db.execute("PRAGMA synchronous = OFF")
         db.edge = Edge(found.name, said.append)

@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
+from dbarena.lifecycle.state import temporary
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, untemplated
 from dbarena.stats import outliers
@@ -559,7 +560,7 @@ class Fleet:
                         self.say(state.block())
                     continue
                 state.fetched = copy
-                state.merged = merge_stores(db, copy)
+                state.merged = merge_stores(db, copy, scratch=temporary)
 
     def flag_outliers(self, store: Path | str) -> None:
         """Hosts whose probe lies far from their kind's (stats/outliers.py): a line each,

@@ -39,18 +39,21 @@ import atexit
 import contextlib
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from dbarena.errors import Interrupted
+from dbarena.errors import EnvironmentProblem, Interrupted
 
 ENV = "DBARENA_STATE_DIR"
 STOP_GRACE_S = 5.0  # a fast shutdown first; then SIGKILL of the whole process group
@@ -216,8 +219,6 @@ def _write(path: Path, record: dict[str, Any]) -> None:
             f.write(json.dumps(record, sort_keys=True))
         tmp.replace(path)  # never a half-written record
     except OSError as exc:
-        from dbarena.errors import EnvironmentProblem
-
         raise EnvironmentProblem(f"cannot write dbarena's state directory {path.parent.parent}: "
                                  f"{exc.strerror or exc}; set {ENV} to a writable directory") from None
 
@@ -253,8 +254,6 @@ class Record:
 def _new(kind: str, **fields: Any) -> Record:
     why = untrusted(_records())
     if why is not None:
-        from dbarena.errors import EnvironmentProblem
-
         # Its records would not be read back (records()): nothing this process starts
         # could be cleaned up after a kill.
         raise EnvironmentProblem(f"dbarena's state directory cannot be trusted: {why}; "
@@ -287,6 +286,37 @@ def scratch(path: Path) -> Record:
     dbarena's (mark()) if it exists already."""
     mark(path)
     return _new("scratch", path=str(path))
+
+
+@contextlib.contextmanager
+def temporary(prefix: str) -> Iterator[Path]:
+    """A private directory in TMPDIR, named `prefix` (DIR_PREFIX...) and 16 random hex
+    digits, for the length of the block (a bundle's throwaway store, a merge's copy):
+    recorded (scratch()) before it is made, so that a process killed with SIGKILL in the
+    block leaves nothing there either: its watchdog, or the next dbarena command, removes
+    it once the process is gone (and only if it is dbarena's: foreign()); a live one is
+    never touched. Removed here however the block ends.
+
+    A state directory that cannot be written or trusted does not stop the command (a
+    `verify` in a CI job with a read-only home reads bundles; it starts nothing that
+    would outlive it): the directory is then made without a record, as tempfile would,
+    and only a SIGKILL leaves it."""
+    if not prefix.startswith(DIR_PREFIX):
+        raise ValueError(f"{prefix!r}: a directory reaping may remove is named {DIR_PREFIX}...")
+    path = Path(tempfile.gettempdir()).absolute() / f"{prefix}{secrets.token_hex(8)}"
+    try:
+        record: Record | None = scratch(path)
+    except EnvironmentProblem:
+        record = None
+    try:
+        make_dir(path)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        # The record goes after the directory, never before (a kill in between leaves a
+        # record naming nothing, which reaping forgets).
+        if record is not None and not path.exists():
+            record.remove()
 
 
 def make_dir(path: Path) -> None:
@@ -592,6 +622,13 @@ def stop_initialisation(top: str, pid: int | None, grace_s: float = STOP_GRACE_S
 
 
 # ------------------------------------------------------------------ the watchdog
+
+
+def collect_watchdog() -> None:
+    """Close and collect this process's watchdog, as an exiting dbarena does (atexit:
+    _Watchdog.close), for a process that ends without atexit (a multiprocessing worker
+    runs its finalizers instead). Nothing if it started none."""
+    _Watchdog.close()
 
 
 class _Watchdog:

@@ -19,7 +19,7 @@ import json
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from dbarena.errors import StoreError
 from dbarena.limits import name_problem
@@ -51,8 +51,22 @@ NOT_MERGED = {
 _SERIES = ("samples", "system_samples")
 
 
+# What makes the directory an SQLite store is copied into: given `dbarena-merge-`, a
+# new directory for the length of a with block. The commands pass state.temporary (the
+# lifecycle layer, above this one), which records it so that a merge killed with
+# SIGKILL does not leave the copy in TMPDIR for good.
+Scratch = Callable[[str], contextlib.AbstractContextManager[Path]]
+
+
+@contextlib.contextmanager
+def _tempdir(prefix: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield Path(tmp)
+
+
 def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = None,
-          tell: Callable[[str], None] | None = None, store: bool = True) -> tuple[int, int]:
+          tell: Callable[[str], None] | None = None, store: bool = True,
+          scratch: Scratch = _tempdir) -> tuple[int, int]:
     """Bring another store's runs (points, series, raw outputs, studies, hosts) into
     `into`; (runs, points) added. Runs already there (by UUID) are skipped, so merging a
     store twice adds nothing; so are runs forgotten in `into` (`store forget`), and the
@@ -76,8 +90,8 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
         raise StoreError(f"merge: no store {other}")
     if into.path is not None and other.resolve() == into.path.resolve():
         raise StoreError(f"merge: {other} is the store being merged into")
-    with tempfile.TemporaryDirectory(prefix="dbarena-merge-") as tmp:
-        copy = Path(tmp) / "other.db"
+    with scratch("dbarena-merge-") as tmp:
+        copy = tmp / "other.db"
         try:
             # SQLite's online backup: a consistent copy even of a store being written.
             with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source_db, \
