@@ -8,7 +8,7 @@ tens of percent from run to run, and synchronous_commit alone changed TPC-B by a
 1.5 x here (a fast disk). commit_delay = 10 ms with commit_siblings = 0 on both sides
 makes every synchronous commit wait, so that turning synchronous_commit on divides the
 throughput by about 20, and only that setting differs between the two halves. A step
-that size is found from 4 runs a side of 2 s each (Otava's t test on the log scale:
+that size is found from 5 runs a side of 2 s each (Otava's t test on the log scale:
 p = 3e-5 here for 647, 622, 926 TPS before and 76, 80, 74 after), which keeps this test
 to under a minute."""
 
@@ -34,11 +34,12 @@ RUN = ("run", "--workload", "pgbench-tpcb", "--threads", "1", "--duration", "2",
 def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(public_tmp, tmp_path):
     store = str(tmp_path / "h.db")
     env = cli_env(public_tmp)
-    # Runs 1-4 with synchronous_commit off, 5-8 with it on; the last of each with 3
-    # repeats. Each run is one session: gate's verdict between runs 4 and 8 takes the
-    # spread between sessions from the label's three earlier runs of each configuration.
-    for i, sync in enumerate(["off"] * 4 + ["on"] * 4):
-        repeats = "3" if i in (3, 7) else "1"
+    # Runs 1-5 with synchronous_commit off, 6-10 with it on; the last of each with 3
+    # repeats. Each run is one session: gate's verdict between runs 5 and 10 takes the
+    # spread between sessions from the label's four earlier runs of each configuration
+    # (on this shared machine 2 s runs of one configuration differ by up to 3x).
+    for i, sync in enumerate(["off"] * 5 + ["on"] * 5):
+        repeats = "3" if i in (4, 9) else "1"
         done = dbarena(*RUN, "--pg-setting", f"synchronous_commit={sync}", "--repeat", repeats, "--store", store,
                        env=env)
         assert done.returncode == 0, done.stderr
@@ -46,45 +47,45 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     shown = dbarena("history", "--store", store, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     (series,) = json.loads(shown.stdout)["series"]
-    assert [r["run"] for r in series["runs"]] == list(range(1, 9))
+    assert [r["run"] for r in series["runs"]] == list(range(1, 11))
     values = [r["mean"] for r in series["runs"]]
     steps = {cp["run"]: cp for cp in series["change_points"]}
-    assert 5 in steps, (values, series["change_points"])
-    cp = steps[5]
+    assert 6 in steps, (values, series["change_points"])
+    cp = steps[6]
     assert cp["change_pct"] < -50 and "slower" in cp["text"]
-    assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 5} in cp["causes"]
+    assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 6} in cp["causes"]
 
     text = dbarena("history", "--store", store, env=env)
-    assert "at run 5: setting synchronous_commit off -> on" in text.stdout
+    assert "at run 6: setting synchronous_commit off -> on" in text.stdout
 
-    slower = dbarena("gate", "--store", store, "--baseline", "4", "--candidate", "8", "--format", "md", env=env)
+    slower = dbarena("gate", "--store", store, "--baseline", "5", "--candidate", "10", "--format", "md", env=env)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     assert "❌ dbarena gate FAILED" in slower.stdout and "| **fail** | postgres | pgbench-tpcb |" in slower.stdout
-    faster = dbarena("gate", "--store", store, "--baseline", "8", "--candidate", "4", env=env)
+    faster = dbarena("gate", "--store", store, "--baseline", "10", "--candidate", "5", env=env)
     assert faster.returncode == 0, faster.stdout + faster.stderr
     assert faster.stdout.startswith("passed: none of 1 judged workload(s)")
 
     # --confirm measures each side's own study again here, interleaved, and judges on all
-    # runs: the regression stands (runs 9, the baseline's study, and 10, the candidate's).
-    confirmed = dbarena("gate", "--store", store, "--baseline", "4", "--candidate", "8", "--confirm", "1",
+    # runs: the regression stands (runs 11, the baseline's study, and 12, the candidate's).
+    confirmed = dbarena("gate", "--store", store, "--baseline", "5", "--candidate", "10", "--confirm", "1",
                         "--json", env=env)
     assert confirmed.returncode == 1, confirmed.stdout + confirmed.stderr
     said = json.loads(confirmed.stdout)
     assert said["status"] == "fail" and said["confirmation"]["first_status"] == "fail"
-    assert said["confirmation"]["baseline_runs"] == [9] and said["confirmation"]["candidate_runs"] == [10]
-    assert said["candidate"] == "run 8 (label 'h') and its confirming run(s) 10"
+    assert said["confirmation"]["baseline_runs"] == [11] and said["confirmation"]["candidate_runs"] == [12]
+    assert said["candidate"] == "run 10 (label 'h') and its confirming run(s) 12"
     assert said["confirmation"]["labels"] == ["h-confirm-1", "h-confirm-1"]
     (item,) = said["items"]
     assert item["levels"].startswith("1: ") and "(6) -> " in item["levels"] and item["levels"].endswith("(6)"), item
     assert "confirming with 1 more run(s) of each side" in confirmed.stderr
     stored = json.loads(dbarena("results", "--store", store, "--json", env=env).stdout)
-    # Each side's own study: the baseline's settings for run 9, the candidate's for 10.
+    # Each side's own study: the baseline's settings for run 11, the candidate's for 12.
     sync = {p["run_id"]: (p["label"], p["config"]["settings"].get("synchronous_commit")) for p in stored}
-    assert sync[9] == ("h-confirm-1", "off") and sync[10] == ("h-confirm-1", "on"), sync
-    # Under a label of their own: the history of `h` is its eight runs still.
+    assert sync[11] == ("h-confirm-1", "off") and sync[12] == ("h-confirm-1", "on"), sync
+    # Under a label of their own: the history of `h` is its ten runs still.
     shown = dbarena("history", "--store", store, "--label", "h", "--json", env=env)
     (series,) = json.loads(shown.stdout)["series"]
-    assert [r["run"] for r in series["runs"]] == list(range(1, 9))
+    assert [r["run"] for r in series["runs"]] == list(range(1, 11))
 
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "history.md"

@@ -380,7 +380,7 @@ was shown: its signature, every file's sha256 and every figure recomputed from i
 # bundles themselves under bundles/) is refused rather than emptied; a site is written
 # into STAGING... first, then each entry swapped in by rename, so that a site killed
 # while written leaves the previous one and a STAGING... directory the next one removes.
-WRITES = ("index.html", "data.js", "site.js", "page.js", "r", "bundles")
+WRITES = ("index.html", "data.js", "site.js", "page.js", "charts.js", "r", "bundles")
 MARKER = ".dbarena-site"
 STAGING = ".dbarena-site-new-"
 _FOLDERS = ("r", "bundles")

@@ -292,9 +292,10 @@ def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTab
         *((Column("variant", "left", lambda r: escape(r.variant or "-")),) if variants else ()),
         Column("config", "left", lambda r: (r.config_key or "-")[:6], WIDE_ONLY),
         Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
-        Column("n", "right", lambda r: f"{r.n}" + (f" (+{r.failed} failed)" if r.failed else "")),
-        # The stored runs its repeats come from: what a comparison replicates (stats/sessions.py).
-        Column("sessions", "right", lambda r: str(r.sessions), 4),
+        # Runs, and the sessions (stored runs) they come from where more than one: what a
+        # comparison replicates (stats/sessions.py); "6 in 2" is 6 runs in 2 sessions.
+        Column("n", "right", lambda r: f"{r.n}" + (f" in {r.sessions}" if r.sessions > 1 else "")
+               + (f" (+{r.failed} failed)" if r.failed else "")),
         Column("median", "right", lambda r: _shown(r, r.median) + ("\u2020" if steady(r) else "")),
         *((Column("printed\nmedian", "right", lambda r: _shown(r, r.printed_median) if steady(r) else "=",
                   WIDE_ONLY),) if printed else ()),
@@ -320,7 +321,10 @@ def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTab
                         "merge): not a percentile of all their transactions; --figures shows its mean and spread")
     if any(r.interval == "within one run" for r in rows):
         captions.append("* one repeat: the interval within that run (its precision), blind to run-to-run "
-                        "variation; no comparison verdict without 3 repeats")
+                        "variation; a comparison's verdict needs sessions: --sessions 2")
+    if any(r.sessions > 1 for r in rows):
+        captions.append("n: runs, \"in N\" the sessions they come from (each a stored run: its servers started "
+                        "once); comparisons are over sessions")
     return fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
                        "the mean)", _differing(columns, rows, wide), rows, wide, _notes(rows, *captions))
 

@@ -491,6 +491,9 @@ def _between_words(found: sessions.Sessions | None, known: sessions.Between | No
     """Where a group's spread between sessions comes from, in words (None: nowhere)."""
     if found is None:
         return None
+    if found.count >= sessions.MIN_SESSIONS and known is not None:
+        return (f"its own {found.count} sessions, pooled with {known.sessions} of the same configuration in "
+                f"{known.groups} other group(s)")
     if found.count >= sessions.MIN_SESSIONS:
         return f"its own {found.count} sessions"
     if known is not None:

@@ -160,7 +160,10 @@ def over_sessions(a: MeanEstimate, b: MeanEstimate, of: str = metric.TPS, one_ho
     t with n_a + n_b - 2 degrees of freedom). Two sessions a side leave Welch's test
     about one degree of freedom (t = 12.7): a 65 % difference with sessions 9 % apart
     was not found; pooled, it has two (t = 4.3). Between machines, Welch's."""
-    if one_host and a.se is not None and b.se is not None and a.df and b.df and \
+    # A side's estimate borrowed (or pooled with) another group's spread where its degrees
+    # of freedom exceed its own sessions' (sessions.estimate).
+    borrowed = (a.df or 0) > a.n - 1 or (b.df or 0) > b.n - 1
+    if one_host and not borrowed and a.se is not None and b.se is not None and a.df and b.df and \
             a.n >= sessions.MIN_SESSIONS and b.n >= sessions.MIN_SESSIONS and a.mean > 0 and b.mean > 0:
         rel_a, rel_b = a.se / a.mean * math.sqrt(a.n), b.se / b.mean * math.sqrt(b.n)
         both = a.df + b.df
@@ -179,7 +182,6 @@ def over_sessions(a: MeanEstimate, b: MeanEstimate, of: str = metric.TPS, one_ho
     # hold the other side's sessions, or lend both sides the same estimate: the two
     # variances are not independent, and Satterthwaite's degrees of freedom, which adds
     # them as if they were, would be up to twice too many. The pool's own, the fewer.
-    borrowed = a.n < sessions.MIN_SESSIONS or b.n < sessions.MIN_SESSIONS
     fewest = min(a.df or math.inf, b.df or math.inf) if borrowed else None
     # (The sessions behind it are a column of the level tables and in the decision's words.)
     return compare(a, b, min_repeats=1, of=of, df=fewest)

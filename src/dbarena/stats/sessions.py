@@ -97,11 +97,20 @@ def between(groups: Iterable[Sessions]) -> Between | None:
 
 def estimate(group: Sessions, known: Between | None = None) -> Estimate:
     """The group's mean over sessions with its standard error: from its own session
-    means when it has MIN_SESSIONS or more; else from `known` (the same configuration's
-    spread between sessions elsewhere), on the relative scale; else without one
-    (n = 1 session: no comparison can have an interval)."""
+    means when it has MIN_SESSIONS or more, pooled with `known` (the same
+    configuration's spread between sessions elsewhere: its label's history) where there
+    is one, on the relative scale; else from `known` alone; else without one (n = 1
+    session: no comparison can have an interval). An estimate whose degrees of freedom
+    exceed its own sessions' (n - 1) borrowed from a pool: estimators.over_sessions
+    counts them once."""
     n = group.count
     mean = group.mean
+    if n >= MIN_SESSIONS and known is not None and mean > 0 and all(m > 0 for m in group.means):
+        own = between([group])
+        assert own is not None  # two or more positive sessions
+        df = own.df + known.df
+        pooled = (own.df * own.log_variance + known.df * known.log_variance) / df
+        return Estimate(mean=mean, se=mean * math.sqrt(pooled / n), df=df, n=n)
     if n >= MIN_SESSIONS:
         spread = statistics.stdev(group.means)
         return Estimate(mean=mean, se=spread / math.sqrt(n), df=n - 1, n=n)
@@ -112,11 +121,9 @@ def estimate(group: Sessions, known: Between | None = None) -> Estimate:
 
 
 def known_for(key: str, own: Sessions, groups: Mapping[str, Sequence[Sessions]]) -> Between | None:
-    """For a group of fewer than MIN_SESSIONS sessions: the between-session spread of
-    the same configuration key in the other groups read (other labels of the same
-    configuration, i.e. the same host facts, server and settings); None if none has two."""
-    if own.count >= MIN_SESSIONS:
-        return None
+    """The between-session spread of the same configuration key in the other groups read
+    (other labels of the same configuration, i.e. the same host facts, server and
+    settings; for a gate, its sides' labels' other runs); None if none has two."""
     return between(g for g in groups.get(key, ()) if g is not own)
 
 
