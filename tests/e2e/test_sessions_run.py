@@ -96,3 +96,36 @@ def test_each_session_is_a_run_whose_start_is_stated(public_tmp, tmp_path):
     summary = json.loads(dbarena("results", "--summary", "--json", "--store", str(store), env=env).stdout)
     (group,) = summary
     assert group["n"] == 2 and group["sessions"] == 2 and group["between_sessions"] == "its own 2 sessions"
+
+
+def test_a_run_of_two_sessions_interrupted_in_the_second_resumes_the_second(public_tmp, tmp_path):
+    """Ctrl-C once session 2 has begun; `--resume` runs what session 2 has left, in its
+    own run, and nothing of session 1 again (every session plans the same points: what
+    is stored is matched per session)."""
+    import signal
+    import sqlite3
+    import time
+
+    store = tmp_path / "r.db"
+    env = cli_env(public_tmp)
+    started = subprocess.Popen([sys.executable, "-m", "dbarena", "run", "--engine", "postgres", "--workload",
+                                "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
+                                "--sessions", "2", "--label", "rr", "--store", str(store), "--no-probe"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert started.stderr is not None
+    said = []
+    deadline = time.monotonic() + 180
+    for line in started.stderr:
+        said.append(line)
+        if line.startswith("session 2 of 2") or time.monotonic() > deadline:
+            break
+    started.send_signal(signal.SIGINT)
+    rest, _ = started.communicate(timeout=120)
+    assert started.returncode in (0, 130), "".join(said) + rest
+    done = dbarena("run", "--resume", "--store", str(store), "--no-probe", env=env)
+    assert done.returncode == 0, done.stderr
+    db = sqlite3.connect(store)
+    points = db.execute("SELECT run_id, threads, status FROM points ORDER BY run_id, threads, id").fetchall()
+    runs = [json.loads(o)["session"]["index"] for (o,) in db.execute("SELECT options FROM runs ORDER BY id")]
+    assert runs == [1, 2]
+    assert [(r, t) for r, t, s in points if s == "ok"] == [(1, 1), (1, 2), (2, 1), (2, 2)], points

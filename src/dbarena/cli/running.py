@@ -100,7 +100,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     # Everything the user could get wrong is checked before anything starts.
     store_path = store
     invocation = None
-    already: set[resume_mod.Identity] = set()
+    already: tuple[set[resume_mod.Identity], ...] = ()
     like = None
     if like_path is not None:
         from dbarena.exchange import like as like_mod
@@ -314,9 +314,9 @@ def _without_short_series(rows: list[AnalysedPoint]) -> list[AnalysedPoint]:
 
 
 def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object]
-                   ) -> tuple[study_mod.Study, str, set[resume_mod.Identity], dict[str, Any]]:
+                   ) -> tuple[study_mod.Study, str, tuple[set[resume_mod.Identity], ...], dict[str, Any]]:
     """The stored plan of the run to resume, its invocation, the points it stored
-    (resume.stored_points) and the flags typed with --resume (what consent.py counts as
+    (resume.stored_by_session) and the flags typed with --resume (what consent.py counts as
     the user's: the stored ones are not). A study or flags given with --resume must
     describe the same plan."""
     if resume != "latest" and not resume.isdigit():
@@ -329,7 +329,7 @@ def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object
     given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
     with Store(store_path) as db:
         the_study, invocation = resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
-        return the_study, invocation, resume_mod.stored_points(db, invocation), overrides.flags()
+        return the_study, invocation, resume_mod.stored_by_session(db, invocation), overrides.flags()
 
 
 @cli.command()

@@ -165,26 +165,30 @@ def size_words(n: float) -> str:
 
 
 def estimate(study: Study, *, host_facts: JSONObject | None = None, executor: Executor = execute.LOCAL,
-             keep: bool = False, stored: Collection[resume.Identity] = (), probe_s: int | None = None) -> Estimate:
+             keep: bool = False, stored: Sequence[Collection[resume.Identity]] = (),
+             probe_s: int | None = None) -> Estimate:
     """The study's plan on this machine, its machine time and the disk space its
     throwaway instances need where they keep their data (whether or not data_dir was
     set: by default the temporary directory, $TMPDIR), after checking every setting
     name. Nothing is started. `Estimate.refusal()` says if it cannot fit. `stored`
     (--resume): resume.stored_points of the run continued, whose points are not
-    counted (the plans keep them: the run itself skips what is stored). `probe_s`: the
+    counted (the plans keep them: the run itself skips what is stored), one collection
+    per session (resume.stored_by_session). `probe_s`: the
     host probe's seconds as asked (0: none; None: probe.planned_seconds's share of the
     study), counted in the time; none when every engine is a --target (the server's
     machine is not this one)."""
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     plans = expand(study, facts)
     check_settings(study, executor)
-    left = [replace(p, points=tuple(s for s in p.points if resume.identity(s) not in stored)) for p in plans] \
-        if stored else plans
-    # Every session runs the whole plan again, its datasets prepared again (a resumed
-    # run's sessions counted as if each had what the first has left: an estimate).
-    seconds = sum(machine_s(p.points) for p in left) * study.sessions
-    points = sum(len(p.points) for p in left) * study.sessions
+    # Every session runs the whole plan again, its datasets prepared again; a resumed
+    # run's sessions each have what their own runs did not store.
+    done_of = [set(stored[s]) if s < len(stored) else set() for s in range(study.sessions)]
+    lefts = [[replace(p, points=tuple(s for s in p.points if resume.identity(s) not in done)) for p in plans]
+             if done else plans for done in done_of]
+    seconds = sum(machine_s(p.points) for left in lefts for p in left)
+    points = sum(len(p.points) for left in lefts for p in left)
     done = sum(len(p.points) for p in plans) * study.sessions - points
+    left = next((left for left in lefts if any(p.points for p in left)), lefts[0])
     max_points = max_seconds = None
     if study.precision is not None and points:
         # The plan holds the first rounds; rounds.Adaptive may add up to max_repeats.

@@ -3,6 +3,8 @@ unfinished, and the plan it followed, checked against what the user gave."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import os
 from typing import Any
 
@@ -46,18 +48,20 @@ def left_to_do(store: ResultStore, run: StoredRun) -> bool:
     return any(r.status == "failed" and (r.config_key, r.repeat) not in ok for r in rows)
 
 
-def never_begun(store: ResultStore, runs: list[StoredRun]) -> list[tuple[str, str]]:
-    """(engine, variant) that the study of `runs` (one invocation's) plans and that no
-    run of them is for: the engines an interrupt between engines left unstarted. []
-    when the stored study cannot be rebuilt any more (resumed_study says why)."""
+def never_begun(store: ResultStore, runs: list[StoredRun]) -> list[tuple[str, str, int]]:
+    """(engine, variant, session) that the study of `runs` (one invocation's) plans and
+    that no run of them is for: the engines (or sessions) an interrupt between them left
+    unstarted. [] when the stored study cannot be rebuilt any more (resumed_study says
+    why)."""
     if not runs:
         return []
     try:
-        planned = plan.planned_runs(stored_study(store, runs[0]))
+        study = stored_study(store, runs[0])
     except UsageError:
         return []
-    begun = {(r.engine, r.variant) for r in runs}
-    return [key for key in planned if key not in begun]
+    begun = {(r.engine, r.variant, session_of(r.options)) for r in runs}
+    return [(engine, variant, session) for session in range(study.sessions)
+            for engine, variant in plan.planned_runs(study) if (engine, variant, session) not in begun]
 
 
 def _unfinished(store: ResultStore, runs: list[StoredRun]) -> bool:
@@ -131,9 +135,24 @@ def identity(spec: PointSpec) -> Identity:
             tuple(sorted((k, str(v)) for k, v in spec.params)))
 
 
-def stored_points(store: ResultStore, invocation: str) -> set[Identity]:
-    """identity() of every point the runs of `invocation` stored ok."""
+def session_of(options: Mapping[str, object]) -> int:
+    """The session (0, 1, ...) of a study a run's options record it was; 0 where none is
+    recorded (a run stored before sessions were: its study had one)."""
+    said = options.get("session")
+    index = said.get("index") if isinstance(said, Mapping) else None
+    return index - 1 if isinstance(index, int) and index >= 1 else 0
+
+
+def stored_points(store: ResultStore, invocation: str, session: int | None = None) -> set[Identity]:
+    """identity() of every point the runs of `invocation` stored ok (of one of its
+    sessions: the same points are planned once per session)."""
     return {(r.engine, r.workload, r.threads, r.clients, r.variant or "", r.repeat,
              tuple(sorted((k, str(v)) for k, v in r.params.items())))
-            for run in store.invocation_runs(invocation) for r in store.points(run_id=run.id)
-            if r.status == "ok"}
+            for run in store.invocation_runs(invocation) if session is None or session_of(run.options) == session
+            for r in store.points(run_id=run.id) if r.status == "ok"}
+
+
+def stored_by_session(store: ResultStore, invocation: str) -> tuple[set[Identity], ...]:
+    """stored_points of each session of `invocation`, in order (as many as its runs name)."""
+    count = max((session_of(run.options) for run in store.invocation_runs(invocation)), default=0) + 1
+    return tuple(stored_points(store, invocation, s) for s in range(count))

@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from dbarena import engines, execute, workloads
 from dbarena.run import plan, provenance, resume
+from dbarena.run.resume import session_of
 from dbarena.records import JSONObject
 from dbarena.stats import analysis
 from dbarena.stats import configkey
@@ -163,7 +164,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     # Each session runs every part (stats/sessions.py): its servers started afresh, its
     # datasets prepared again. A resumed run's sessions each continue their own runs.
     sessions = [(number, _not_done(store, parts, _of_session(previous, number), outcome,
-                                   resume if study.precision is None else None))
+                                   resume if study.precision is None else None, number))
                 for number in range(study.sessions)]
     deadline = clock() + study.budget_s if study.budget_s is not None else None
     begin = _Begin(reporter, [spec for _, left in sessions for _, part in left for spec in part.points])
@@ -235,20 +236,13 @@ def _previous_runs(store: ResultStore, resume: str | None) -> dict[tuple[str, st
         if resume else {}
 
 
-def session_of(options: Mapping[str, object]) -> int:
-    """The session (0, 1, ...) a run's options record it was of; 0 where none is recorded."""
-    said = options.get("session")
-    index = said.get("index") if isinstance(said, Mapping) else None
-    return index - 1 if isinstance(index, int) and index >= 1 else 0
-
-
 def _of_session(previous: Mapping[tuple[str, str, int], int], number: int) -> dict[tuple[str, str], int]:
     return {(engine, variant): run_id for (engine, variant, session), run_id in previous.items() if session == number}
 
 
 def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]],
               previous: dict[tuple[str, str], int], outcome: Outcome,
-              invocation: str | None = None) -> list[tuple[str | None, plan.EnginePlan]]:
+              invocation: str | None = None, session: int = 0) -> list[tuple[str | None, plan.EnginePlan]]:
     """The parts a resumed run has left: one whose every variant's earlier run finished
     every point is not run again, nor its server started (its runs and points count in
     the outcome as found stored). So is one whose runs stored every planned point ok
@@ -256,7 +250,8 @@ def _not_done(store: ResultStore, parts: list[tuple[str | None, plan.EnginePlan]
     one; None for adaptive repeats, whose plan is not fixed): its runs are marked
     finished here. A part with no earlier run (an interrupt came before its engine
     began) runs whole."""
-    stored = resume.stored_points(store, invocation) if invocation else None
+    # (Of this session's runs alone: every session plans the same points.)
+    stored = resume.stored_points(store, invocation, session) if invocation else None
     left = []
     for mode, part in parts:
         ids = [previous.get((part.engine.name, v)) for v in part.variants]
