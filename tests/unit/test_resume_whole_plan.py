@@ -67,7 +67,7 @@ def test_a_study_interrupted_between_engines_is_resumed_and_a_whole_one_is_not(t
         # The latest `dbarena run`: PostgreSQL's run finished, MariaDB's never begun.
         half = str(uuid.uuid4())
         first = _run(db, both, "postgres", half)
-        assert resume.never_begun(db, db.invocation_runs(half)) == [("mysql", "")]
+        assert resume.never_begun(db, db.invocation_runs(half)) == [("mysql", "", 0)]  # (engine, variant, session)
         assert resume.incomplete(db, db.run(first))  # as the fleet's hosts ask
         assert not resume.left_to_do(db, db.run(first))  # the run itself is whole
         invocation, runs = resume.resumable(db, None)
