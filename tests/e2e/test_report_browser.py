@@ -185,5 +185,6 @@ def test_the_first_screen_holds_the_decision_above_the_first_chart(stored, tmp_p
     assert table is not None and chart is not None
     assert table["y"] + table["height"] <= 900 and table["y"] + table["height"] <= chart["y"]
     # One session a side: a figure without a verdict, and what to run to get one.
-    assert verdicts == ["inconclusive"] and "--sessions 2" in why
+    # (Or, where the neighbours' CPU set the two runs apart, that reason.)
+    assert verdicts == ["inconclusive"] and ("--sessions 2" in why or "different interference" in why), why
     assert requests == [out.as_uri()]
