@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from dbarena import shield
 from dbarena.cloud import estimate as estimate_mod
@@ -29,6 +29,9 @@ from dbarena.cloud import machines as machines_mod
 from dbarena.cloud.provider import Resource
 from dbarena.errors import DbarenaError, Interrupted, UsageError
 from dbarena.study.model import Study
+
+if TYPE_CHECKING:  # (imported when a run needs it: the fleet's Ansible is not loaded for an estimate)
+    from dbarena.fleet import controller
 
 Say = Callable[[str], None]
 # How long deleting the machines is counted for when the guard looks ahead (an EC2
@@ -60,6 +63,20 @@ def check(study: Study, max_cost: float | None, max_instances: int | None) -> No
     if not machines.instance_types:
         raise UsageError(f"{study.source}: machines.instance_types: run --study runs the study on hosts: give one")
     machines_mod.checked_estimate(study, max_cost, max_instances)
+
+
+def _fetch_before_deleting(fleet: controller.Fleet | None, store: Path | str, run: str, say: Say,
+                           how: str) -> None:
+    """What the hosts measured fetched into a store file before their machines are
+    deleted (a PostgreSQL store has it already), whatever fetching meets: an interrupt
+    or a failure of the controller is not a reason to lose it."""
+    if fleet is None or not isinstance(store, Path):
+        say(f"stopped: deleting what run {run} made (the hosts' results are not fetched)"
+            if how == "failed" else f"stopped: deleting what run {run} made")
+        return
+    say(f"{how}: fetching what the hosts measured, then deleting what run {run} made")
+    with shield.shielded(), contextlib.suppress(Exception):
+        fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
 
 
 def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | str, say: Say, *,
@@ -101,23 +118,13 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
         # What the hosts measured is fetched before their machines go (nothing measured
         # is lost); held against a second Ctrl-C, as the deletion is.
         left = f"its machine was deleted: {'SIGTERM' if isinstance(exc, Interrupted) else 'Ctrl-C'}"
-        if fleet is not None and isinstance(store, Path):
-            say(f"stopped: fetching what the hosts measured, then deleting what run {made.run} made")
-            with shield.shielded(), contextlib.suppress(DbarenaError):
-                fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
-        else:
-            say(f"stopped: deleting what run {made.run} made")
+        _fetch_before_deleting(fleet, store, made.run, say, "stopped")
         raise
     except Exception:
         # A failure of the controller's own (a play that would not start, a file of its
         # working directory gone) is not the hosts': what they measured is on them, and
         # is fetched before their machines go, as on an interrupt.
-        if fleet is not None and isinstance(store, Path):
-            say(f"failed: fetching what the hosts measured, then deleting what run {made.run} made")
-            with shield.shielded(), contextlib.suppress(Exception):
-                fleet.fetch([h for h in fleet.hosts if fleet.states[h.name].fetched is None], store)
-        else:
-            say(f"stopped: deleting what run {made.run} made (the hosts' results are not fetched)")
+        _fetch_before_deleting(fleet, store, made.run, say, "failed")
         raise
     except BaseException:
         say(f"stopped: deleting what run {made.run} made (the hosts' results are not fetched)")
