@@ -151,9 +151,12 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
         return ""
     out = ['<section id="decision"><h2>Decision</h2>']
     if overall:
-        out.append("<ul class=\"overall\">" + "".join(
-            f'<li class="verdict-{html_text(o.verdict.replace(" ", "-"))}"><strong>{html_text(_MARK[o.verdict])}</strong> '
-            f"{html_text(o.text)}</li>" for o in overall) + "</ul>")
+        lines = []
+        for o in overall:
+            mark, text = _headed(o.verdict, o.text)  # (no mark where the text begins with it)
+            lines.append(f'<li class="verdict-{html_text(o.verdict.replace(" ", "-"))}">'
+                         + (f"<strong>{html_text(mark)}</strong> " if mark else "") + f"{html_text(text)}</li>")
+        out.append("<ul class=\"overall\">" + "".join(lines) + "</ul>")
     out.append("<h3>Each label against the baseline, worst first</h3>")
     out.append('<table class="decision"><thead><tr><th>label</th><th>against</th><th>engine</th><th>workload</th>'
                '<th>change</th><th>95 % CI</th><th>verdict</th><th>ratio by threads</th></tr></thead><tbody>')
