@@ -45,6 +45,8 @@ FINAL = ("complete", "failed", "stopped")
 POLL_TIMEOUT_S = 120.0
 # fleet cleanup: a throwaway server's stop (serverhost.STOP_WAIT_S) and the rest.
 CLEANUP_TIMEOUT_S = 300.0
+# How long an interrupted play may take to end (_let_end): about one step's time.
+INTERRUPTED_PLAY_S = 60.0
 FETCH_TIMEOUT_S = 1800.0
 # Starting includes apt-get and pip installs on a fresh host: generous, but not forever.
 START_TIMEOUT_S = 3600.0
@@ -322,6 +324,9 @@ class Ansible:
                 return {h.name: HostResult(unreachable=True,
                                            failure=failure.Failure(f"no answer within {timeout_s:.0f} s", ()))
                         for h in hosts}
+            except BaseException:
+                _let_end(proc)
+                raise
             done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         try:
             report = json.loads(done.stdout[done.stdout.index("{"):])
@@ -353,6 +358,20 @@ class Ansible:
             if (entry.unreachable or entry.failed) and host not in said:
                 entry.failure = failure.Failure("unreachable" if entry.unreachable else "failed", ())
         return out
+
+
+def _let_end(proc: "subprocess.Popen[str]") -> None:
+    """A play interrupted (Ctrl-C, SIGTERM) on the controller is let end, within
+    INTERRUPTED_PLAY_S: it runs in a session of its own, so the signal did not stop it,
+    and a play still under way would start what it was asked to (a point's load
+    generator, detached) after the stop that the interrupted caller sends next had
+    looked for it. One that takes longer, or a second interrupt, kills it."""
+    try:
+        proc.communicate(timeout=INTERRUPTED_PLAY_S)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
 
 
 def _first_line(text: object) -> str:
