@@ -147,6 +147,9 @@ class Tool(Protocol):
     interval_option: str | None  # the option that sets how often it reports, if a study may set it
     extra_connections: int  # connections a point holds besides one per client
     verifies: bool  # checks the data after each point (verify)
+    # Why it cannot run an open-loop point for --slo (an offered rate, latency from each
+    # transaction's scheduled start), in a few words; None: it can (option "rate").
+    open_loop_refusal: str | None
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]: ...
     # What a checked option makes the tool run or load (a command, a client plugin),

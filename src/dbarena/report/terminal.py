@@ -132,6 +132,9 @@ def point_line(result: PointResult) -> str:
     head = f"{spec.engine} {spec.workload} threads={spec.threads} clients={spec.clients}"
     if spec.variant:
         head += f" variant={spec.variant}"
+    rate = spec.option("rate")
+    if rate is not None:  # an open-loop point (--slo's search)
+        head += f" offered={rate} TPS"
     head = printable(head)  # (a variant's name, a tool's error: text that must not act on the terminal)
     if not result.ok:
         return f"[red]failed[/] {escape(head)}: {escape(printable(result.error or ''))}"
@@ -205,7 +208,8 @@ class TerminalReporter:
         variant = f" [{spec.variant}]" if spec.variant else ""
         self.progress.update(
             self.task,
-            description=f"[{index + 1}/{len(self.plan)}] {escape(spec.workload)} threads={spec.threads}{escape(variant)}",
+            description=f"[{index + 1}/{len(self.plan)}] {escape(spec.workload)} threads={spec.threads}{escape(variant)}"
+                        + (f" offered={escape(rate)} TPS" if (rate := spec.option("rate")) is not None else ""),
         )
 
     def sample(self, spec: PointSpec, sample: Sample) -> None:

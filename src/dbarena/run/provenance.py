@@ -67,6 +67,8 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
         # What --resume rebuilds the plan from: the study's text (stored apart) and these flags.
         "flags": dict(study.flags), "source": study.source,
         "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
+        # The latency objective whose capacity its points' search found (stats/capacity.py).
+        "slo": study.slo.to_json() if study.slo else None,
         "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": host},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},

@@ -43,6 +43,8 @@ def left_to_do(store: ResultStore, run: StoredRun) -> bool:
         return True
     if run.options.get("precision"):
         return False  # adaptive: a failed run was retried under a new repeat index
+    if run.options.get("slo"):
+        return False  # a search over offered rates: a failed rate is one it missed, not one to measure again
     rows = store.points(run_id=run.id)
     ok = {(r.config_key, r.repeat) for r in rows if r.status == "ok"}
     return any(r.status == "failed" and (r.config_key, r.repeat) not in ok for r in rows)

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from dbarena import engines, execute, workloads
-from dbarena.run import plan, provenance, resume
+from dbarena.run import plan, provenance, resume, searching
 from dbarena.run.resume import session_of
 from dbarena.records import JSONObject
 from dbarena.stats import analysis
+from dbarena.stats import capacity
 from dbarena.stats import configkey
 from dbarena.stats import estimators
 from dbarena.host import datadir
@@ -164,7 +165,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     # Each session runs every part (stats/sessions.py): its servers started afresh, its
     # datasets prepared again. A resumed run's sessions each continue their own runs.
     sessions = [(number, _not_done(store, parts, _of_session(previous, number), outcome,
-                                   resume if study.precision is None else None, number))
+                                   resume if study.precision is None and study.slo is None else None, number))
                 for number in range(study.sessions)]
     deadline = clock() + study.budget_s if study.budget_s is not None else None
     begin = _Begin(reporter, [spec for _, left in sessions for _, part in left for spec in part.points])
@@ -586,7 +587,12 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
                   latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics,
                   sample_server=ctx.server_metrics, live=ctx.live)
-    if study.precision is None:
+    if study.slo is not None:
+        # Each point's closed-loop runs, then its search over offered rates (--slo).
+        ctx.outcome.skipped += sum((rounds.base(p), p.repeat) in stored.ok for p in engine_plan.points)
+        ctx.outcome.results += searching.sweep(study.slo, engine_plan.points, study.repeats, sweep, ctx.store,
+                                               ctx.reporter, stored.ok, resumed=bool(ctx.previous), later=later)
+    elif study.precision is None:
         _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
     else:
         _sweep_adaptive(ctx, engine_plan, sweep, stored, precision=study.precision, later=later)
@@ -607,6 +613,10 @@ def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
     else:
         count = f"{points_words(len(points))} on {engine_plan.engine.name}"
     how = f", {study.repeats} repeats interleaved" if study.repeats > 1 and not study.precision else ""
+    if study.slo is not None:
+        how += (f", then each point's capacity at {study.slo.text}: about {capacity.planned_rates(study.slo)} "
+                f"offered rates a point (at most {study.slo.max_rates}) until the bracket is within "
+                f"{study.slo.precision:.0%}")
     return (f"{who(study)}{' --quick' if study.quick else ''}: {count}: "
             f"{', '.join(dict.fromkeys(p.workload for p in points))} at threads {levels}{how}"
             f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")

@@ -13,6 +13,8 @@ import tomli_w
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.stats import capacity
+from dbarena.stats.capacity import Objective
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.flags import Overrides, flag_of, run_flags
 from dbarena.study.model import (
@@ -126,14 +128,15 @@ def apply(study: Study, o: Overrides) -> Study:
     label = o.label if o.label is not None else study.label
     note("label", study.label, label, "--label")
     price, currency, basis, per_month = _price(study, o, note)
+    sampling = study.latency_sampling if o.latency_sampling is None else (o.latency_sampling or None)
+    slo, sampling = _slo(study, o, note, entries, precision, sampling)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    sessions=sessions,
                    label=label,
                    precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
                    flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
-                   latency_sampling=study.latency_sampling if o.latency_sampling is None else
-                   (o.latency_sampling or None),
+                   latency_sampling=sampling, slo=slo,
                    client_progress=study.client_progress or bool(o.client_progress),
                    price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
                    quick=study.quick or o.quick,
@@ -293,6 +296,41 @@ def _check_engine_flags(o: Overrides, new_engines: list[EngineEntry], kept_engin
         if engine not in kept_engines:
             raise UsageError(f"--target {o.targets[engine]} is a {engine} server, but --engine does not include "
                              f"{engine}")
+
+
+def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry], precision: float | None,
+         sampling: float | None) -> tuple[Objective | None, float | None]:
+    """The latency objective (--slo over [slo]: its statistic and limit, the file's
+    budget and precision kept) and the latency sampling it needs; a UsageError where the
+    study cannot search for a capacity."""
+    slo = study.slo
+    if o.slo is not None:
+        given = capacity.parse(o.slo)
+        slo = replace(slo, statistic=given.statistic, limit_ms=given.limit_ms) if slo else given
+    note("slo", study.slo.spec if study.slo else None, slo.spec if slo else None, "--slo")
+    if slo is None:
+        return None, sampling
+    if precision is not None:
+        raise UsageError("--slo with --precision: each offered rate runs --repeat N times; adaptive repeats "
+                         "do not search rates yet")
+    if study.together:
+        raise UsageError("--slo with [fleet] together: a search over offered rates runs on one host's "
+                         "`dbarena run` (or `fleet run` without --together) for now")
+    for w in entries:
+        refusal = workloads.WORKLOADS[w.workload].tool.open_loop_refusal
+        if refusal is not None:
+            raise UsageError(f"--slo: {w.workload} cannot be searched for a capacity: "
+                             f"{workloads.WORKLOADS[w.workload].tool.name} {refusal}")
+        if capacity.RATE_OPTION in dict(w.options):
+            raise UsageError(f"--slo: {w.workload} sets the option {capacity.RATE_OPTION!r}, which the search "
+                             "over offered rates sets itself (leave it out, or leave out --slo)")
+    if o.latency_sampling == 0:
+        raise UsageError("--slo with --latency-sampling 0: the objective is judged on the per-transaction log's "
+                         "latencies (from each transaction's scheduled start); give a share above 0")
+    if sampling is None:
+        note("latency_sampling", None, 1.0, "--slo: each transaction's latency from its scheduled start")
+        sampling = 1.0
+    return slo, sampling
 
 
 def _repetition(study: Study, o: Overrides, note: _Notes) -> tuple[int, float | None, int, int | None]:

@@ -24,6 +24,7 @@ from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.limits import MAX_PRICE, MAX_SECONDS, MAX_THREADS, MAX_TOOL_INT
 from dbarena.model import DATASET_LIFECYCLES
+from dbarena.stats import capacity
 from dbarena.study.model import (
     MAX_REPEATS, MAX_SESSIONS, QUICK_DURATION_S, Level, check_name, parse_duration, parse_levels, parse_precision,
 )
@@ -118,6 +119,11 @@ def _label(text: str) -> str:
 
 def _currency(text: str) -> str:
     return check_name(text, "currency")
+
+
+def _slo(text: str) -> str:
+    """An objective as --slo gives it, checked and written as dbarena writes it."""
+    return capacity.parse(text).spec
 
 
 def _levels(text: str) -> tuple[Level, ...]:
@@ -224,6 +230,12 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("budget", "--budget", Text(parse_duration),
                 "With --precision: start no round past this much time, e.g. 90m or 2h; points not reached by then "
                 "say so.", "budget_s", metavar="TIME", study_key="sweep.budget"),
+        RunFlag("slo", "--slo", Text(_slo),
+                "A latency objective, e.g. p99=10ms (p50, p90, p95, p99, p99.9 or avg): besides each point's "
+                "closed-loop throughput, search offered rates (pgbench -R, latency from each transaction's "
+                "scheduled start) for the highest that meets it, its capacity (docs/capacity.md); every "
+                "transaction is logged unless --latency-sampling says otherwise.", "slo", metavar="OBJECTIVE",
+                study_key="slo.objective"),
         RunFlag("datasets", "--datasets", Choice(DATASET_LIFECYCLES),
                 "When each workload's dataset is prepared: once per run, before each workload's points, or before "
                 "every point (each point on a fresh dataset) [default: run].", "datasets", study_key="sweep.datasets",
@@ -304,6 +316,7 @@ class Overrides:
     latency_sampling: float | None = None  # 0: no per-transaction log
     client_progress: bool | None = None
     datasets: str | None = None  # run, workload or point
+    slo: str | None = None  # a latency objective (capacity.parse): its capacity searched
     params: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings
     targets: Mapping[str, str] = field(default_factory=dict)  # engine -> URL

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from dbarena import engines, workloads
 from dbarena.errors import UsageError
+from dbarena.stats.capacity import Objective
 from dbarena.limits import (
     MAX_POINTS, MAX_PRICE, MAX_SECONDS, MAX_STUDY_SECONDS, MAX_THREADS, MAX_TOOL_INT, name_problem, number_problem,
     quoted,
@@ -46,7 +47,9 @@ QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
-             "price", "variants", "cpus", "fleet", "machines"}
+             "price", "variants", "cpus", "fleet", "machines", "slo"}
+# [slo] (docs/capacity.md): the latency objective whose capacity each point's search finds.
+SLO_KEYS = {"objective", "errors", "precision", "max_rates"}
 _FLEET_KEYS = {"together"}
 _CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
 LOAD_GENERATOR_PLACES = ("rest", "same")
@@ -235,6 +238,8 @@ class Study:
     together: bool = False  # [fleet] together: `fleet run` drives one server from every host at once
     flags: Mapping[str, Any] = field(default_factory=dict)  # Overrides.flags() applied over the text
     machines: Machines | None = None  # [machines]: hosts and managed databases made for the run
+    # [slo] / --slo: each point's capacity at this latency objective, searched over offered rates.
+    slo: Objective | None = None
 
     @property
     def sha256(self) -> str:

@@ -14,10 +14,12 @@ from dbarena import engines, workloads
 from dbarena.errors import UsageError
 from dbarena.limits import MAX_PRICE, name_problem, quoted, setting_problem
 from dbarena.model import DATASET_LIFECYCLES
+from dbarena.stats import capacity
+from dbarena.stats.capacity import Objective
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
     _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _MACHINES_KEYS, _MANAGED_KEYS, _PRICE_KEYS, _PRICES_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
-    RESTORE_CHOICES, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Study, StudyError, Variant, WorkloadEntry,
+    RESTORE_CHOICES, SCHEMA_VERSION, SLO_KEYS, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Study, StudyError, Variant, WorkloadEntry,
     parse_duration, parse_level, parse_precision,
 )
 
@@ -255,6 +257,7 @@ class _Checker:
             together=self.bool_(self.table(raw.get("fleet", {}), "fleet", _FLEET_KEYS).get("together", False),
                                 "fleet.together"),
             machines=self.machines(raw.get("machines")),
+            slo=self.slo(raw.get("slo")),
         )
 
     def name(self, raw: Any, key: str) -> str:
@@ -439,6 +442,41 @@ class _Checker:
 
     def _bad(self, key: str, message: str) -> Any:
         raise self.fail(key, message)
+
+    def slo(self, raw: Any) -> Objective | None:
+        """[slo]: objective = "p99=10ms", errors = "0.1%", precision = "2%", max_rates = 12."""
+        if raw is None:
+            return None
+        body = self.table(raw, "slo", SLO_KEYS)
+        if "objective" not in body:
+            raise self.fail("slo.objective", "missing (e.g. objective = \"p99=10ms\")")
+        try:
+            found = capacity.parse(self.str_(body["objective"], "slo.objective"))
+        except UsageError as exc:
+            raise self.fail("slo.objective", str(exc).removeprefix("--slo ")) from None
+        share = {}
+        for key, default in (("errors", capacity.DEFAULT_ERRORS), ("precision", capacity.DEFAULT_PRECISION)):
+            given = body.get(key)
+            if given is None:
+                share[key] = default
+                continue
+            if not isinstance(given, str):
+                raise self.fail(f"slo.{key}", f"expected a percentage like \"{default:.1%}\", not {_kind(given)}")
+            number = given.strip().removesuffix("%")
+            try:
+                value = float(number) / 100
+            except ValueError:
+                value = -1.0
+            if not given.strip().endswith("%") or not 0 <= value <= 0.5 or (key == "precision" and value <= 0):
+                raise self.fail(f"slo.{key}", f"{given!r}: expected a percentage from "
+                                              f"{'above ' if key == 'precision' else ''}0 to 50 %, e.g. "
+                                              f"\"{default:.1%}\"")
+            share[key] = value
+        rates = self.int_(body.get("max_rates", capacity.DEFAULT_MAX_RATES), "slo.max_rates", minimum=2)
+        if rates > 100:
+            raise self.fail("slo.max_rates", f"{rates}: at most 100 offered rates a search")
+        return Objective(found.statistic, found.limit_ms, errors=share["errors"], precision=share["precision"],
+                         max_rates=rates)
 
     def sampling(self, raw: Any, key: str) -> float | None:
         if raw is False:

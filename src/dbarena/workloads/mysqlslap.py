@@ -122,6 +122,7 @@ class Mysqlslap(ToolBase):
     through."""
 
     name = TOOL
+    open_loop_refusal: str | None = "runs a number of queries as fast as it can and offers no rate"
     binary = "mysqlslap"
     params = PARAMS
     timed = False

@@ -354,6 +354,9 @@ class Pgbench(ToolBase):
 
     name = TOOL
     binary = "pgbench"
+    # -R RATE: a Poisson schedule, each transaction's latency from its scheduled start
+    # (pgbench.c's processXactStats: latency = now - txn_scheduled; docs/capacity.md).
+    open_loop_refusal: str | None = None
     params = PARAMS
     reserved = {
         "client": "threads x clients_per_thread", "jobs": "the sweep's levels", "time": "duration_s",

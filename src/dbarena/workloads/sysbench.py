@@ -409,6 +409,9 @@ class Sysbench(ToolBase):
 
     name = TOOL
     binary = "sysbench"
+    # --rate=N: events queued on a schedule, each one's latency counted from its place in
+    # the queue (sysbench.c: sb_timer_stop adds the queue_time sb_more_events measured).
+    open_loop_refusal: str | None = None
     params = PARAMS
     reserved = reserved_options()
     passthrough = True

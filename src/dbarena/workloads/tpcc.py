@@ -126,6 +126,9 @@ class TpccLike(ToolBase):
 
     name = TOOL
     binary = BINARY
+    open_loop_refusal: str | None = ("runs a mix of five transaction kinds, whose objective TPC-C states per "
+                                      "kind (New-Order's 90th percentile): --slo searches one kind's rate (pgbench, "
+                                      "sysbench) for now")
     params = PARAMS
     passthrough = True
     verifies = True
