@@ -170,6 +170,11 @@ class AnalysedPoint(StoredPoint):
     # The label of the series it belongs to as stored, where a view shows it under
     # another name (a report's "label [variant]"); the stored label otherwise.
     series_label: str
+    # An open-loop point's offered rate (its `rate` option: --slo's search), None for a
+    # closed-loop point; and the latency objective its run searched for (stats/capacity.py's
+    # Objective.to_json), None for a run without one.
+    target_tps: float | None = None
+    slo: JSONObject | None = None
 
     def as_json(self) -> JSONObject:
         """The point as the exports print it: every field but the private ones, its
@@ -179,11 +184,15 @@ class AnalysedPoint(StoredPoint):
             if f.name in _PRIVATE:
                 continue
             value = getattr(self, f.name)
+            if value is None and f.name in _OPEN_LOOP:
+                continue  # (a closed-loop point's exports as they were before --slo)
             out[f.name] = value + 1 if f.name == "repeat" else value
         return out
 
 
-_PRIVATE = frozenset({"histogram", "series_label"})
+_PRIVATE = frozenset({"histogram", "series_label", "slo"})
+# Fields of --slo's points and groups, printed only where they hold something.
+_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -216,7 +225,8 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
              tps_ci_low: float | None, trend_pct: float | None, warnings: list[dict[str, str]],
              lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, machine_threads: int,
              bound: str | None,
-             bound_evidence: str | None, server_figures: JSONObject | None, series_label: str) -> AnalysedPoint:
+             bound_evidence: str | None, server_figures: JSONObject | None, series_label: str,
+             target_tps: float | None = None, slo: JSONObject | None = None) -> AnalysedPoint:
     """The stored point with what analysis.load derives from it: the record
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
@@ -238,7 +248,7 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
             cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, neighbour_cpu, samples, server_cpu,
             steady_start_s, steady_tps, steal_cpu, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better,
             adaptive, hardware_threads_usable, machine_threads, bound, bound_evidence, server_figures,
-            series_label)):
+            series_label, target_tps, slo), strict=True):
         put(made, value)
     return made
 
@@ -440,6 +450,11 @@ class LevelSummary:
     latency_avg_ms: float | None
     latency_pooled: str | None  # how its percentiles were found, or why there are none
     over_repeats: dict[str, JSONObject]  # figure -> repeats.OverRepeats.as_dict
+    # --slo: the offered rate of a group of open-loop points; and, on the closed-loop
+    # group whose search they are, its capacity at the objective (stats/capacity.py's
+    # Capacity.as_json: {slo, tps, ci_low, ci_high, met_by, failed_at, sessions, reason}).
+    target_tps: float | None = None
+    capacity: JSONObject | None = None
     # Not exported: what comparisons use (None without a figure), and the label its
     # points' series had as stored (AnalysedPoint.series_label).
     estimate: MeanEstimate | None
@@ -447,13 +462,16 @@ class LevelSummary:
     # What its ok points ran under (stats/interference.py; None without a figure): a
     # comparison of two sides that differ in it is not decided (analysis.compare).
     interference: Interference | None = None
+    # The capacity's mean over sessions with its spread, for comparisons (None: no capacity).
+    capacity_estimate: MeanEstimate | None = None
 
     def as_json(self) -> JSONObject:
         """The summary as `results --summary --json` prints it."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SUMMARY_PRIVATE}
+        return {f.name: value for f in fields(self) if f.name not in _SUMMARY_PRIVATE
+                and ((value := getattr(self, f.name)) is not None or f.name not in _OPEN_LOOP)}
 
 
-_SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference"})
+_SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -492,6 +510,9 @@ class LevelComparison:
     verdict_text: str
     log_se: float | None  # the ratio's standard error and degrees of freedom on the log
     log_df: float | None  # scale, which the decision combines levels with
+    # --slo: the objective whose capacities the row compares (its means are capacities,
+    # in TPS at it); None: the closed-loop throughput's row.
+    slo: str | None = None
 
     @property
     def comparable(self) -> bool:
@@ -501,4 +522,5 @@ class LevelComparison:
         """The row as `compare --json` prints it: a row that is not comparable without
         the figures only a ratio has."""
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if self.comparable or f.name not in ("unverified", "log_se", "log_df")}
+                if (self.comparable or f.name not in ("unverified", "log_se", "log_df"))
+                and not (f.name == "slo" and self.slo is None)}

@@ -309,9 +309,14 @@ def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTab
         *(Column(f"{name} ms", "right", _percentile_of(column), 1 if column == shown_percentile else WIDE_ONLY)
           for column, name in (("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
           if _has(rows, column)),
+        *((Column("offered", "right", lambda r: fmt(r.target_tps, 0)),) if any(r.target_tps for r in rows) else ()),
+        *((Column("capacity", "right", _capacity_cell),) if any(r.capacity for r in rows) else ()),
         Column("warn", "left", _warnings),
     )
     captions = []
+    for r in rows:
+        if r.capacity is not None:
+            captions.append(_capacity_caption(r))
     if printed:
         captions.append("\u2020 median of each run's steady-state mean (warm-up excluded, from its per-second "
                         "series); " + ("'printed median': of the figures the tool printed ('=': the same)" if wide
@@ -327,6 +332,33 @@ def summary_table(rows: Iterable[LevelSummary], wide: bool = False) -> FittedTab
                         "once); comparisons are over sessions")
     return fitted("summary over repeats (one line per label and configuration; 95 % CI: \u00b1 a share of "
                        "the mean)", _differing(columns, rows, wide), rows, wide, _notes(rows, *captions))
+
+
+def _capacity_cell(r: LevelSummary) -> str:
+    """A closed-loop group's capacity at its objective (--slo): its TPS, or why none."""
+    found = r.capacity
+    if found is None:
+        return ""
+    tps = found.get("tps")
+    return f"{tps:,.0f}" if isinstance(tps, (int, float)) else "none"
+
+
+def _capacity_caption(r: LevelSummary) -> str:
+    """What a capacity is, in one line: its objective, bracket, interval or reason."""
+    found = r.capacity or {}
+    tps, low, high = found.get("tps"), found.get("ci_low"), found.get("ci_high")
+    met, failed = found.get("met_by"), found.get("failed_at")
+    head = f"capacity of {escape(r.label)} {escape(r.workload)} at {r.threads} threads at {found.get('slo')}"
+    if not isinstance(tps, (int, float)):
+        return f"{head}: none ({escape(str(found.get('reason') or ''))})"
+    said = [f"{tps:,.0f} TPS"]
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        said.append(f"95 % CI {low:,.0f} to {high:,.0f} between sessions")
+    if isinstance(met, (int, float)):
+        said.append(f"met at {met:,.0f} offered" + (f", missed at {failed:,.0f}" if isinstance(failed, (int, float))
+                                                     else ""))
+    reason = found.get("reason")
+    return f"{head}: {'; '.join(said)}" + (f" ({escape(str(reason))})" if reason else "")
 
 
 # Beside a summary's percentile that is the median of the ones its runs printed.
@@ -414,7 +446,7 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
     columns: tuple[Column, ...] = (
         *((Column("label", "left", lambda r: escape(r.label or "")),) if by_variant else ()),
         Column("engine", "left", lambda r: r.engine),
-        Column("workload", "left", lambda r: escape(r.workload)),
+        Column("workload", "left", lambda r: escape(r.workload) + ("§" if r.slo else "")),
         Column("threads", "right", lambda r: str(r.threads)),
         Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
         Column(escape(a), "right", lambda r: metric.shown(r.a_mean, r.metric)),
@@ -426,6 +458,8 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
         Column("verdict", "left", verdict, wraps=True),
     )
     notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.metric == metric.SECONDS for r in rows) else []
+    notes += [f"§ capacity at {escape(slo)}: the highest offered rate that met it (its TPS achieved), each "
+              "session's own search; not the closed-loop throughput" for slo in dict.fromkeys(r.slo for r in rows if r.slo)]
     # Which statistic it shows, said: `results --summary` shows medians, this means.
     return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its sessions, a session's over its "
                   f"runs; ratio = {escape(b)} / {escape(a)}; n: runs of each)", columns, rows, wide, notes)

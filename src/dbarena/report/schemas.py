@@ -86,13 +86,18 @@ def _array_of(name: str, title: str, item: JSONObject) -> JSONObject:
 
 # Export -> (the command that prints it, the schema of its items).
 EXPORTS: dict[str, tuple[str, JSONObject]] = {
+    # (--slo's fields are printed only where they hold something: a closed-loop point has no
+    # target_tps, a group without a search no capacity, a closed-loop row no slo.)
     "results": ("dbarena results --json", of_record(AnalysedPoint, leave_out=frozenset({"histogram",
-                                                                                       "series_label"}))),
+                                                                                       "series_label", "slo"}),
+                                                    optional=frozenset({"target_tps"}))),
     "results-summary": ("dbarena results --summary --json",
-                        of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference"}))),
+                        of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
+                                                                     "capacity_estimate"}),
+                                  optional=frozenset({"target_tps", "capacity"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
-                of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df"}))),
+                of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo"}))),
 }
 
 

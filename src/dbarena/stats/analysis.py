@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from dbarena.stats import capacity
 from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import interference
@@ -149,7 +150,7 @@ def machine_threads(run: StoredRun) -> int:
 Naming = Callable[[Sequence[SeriesKey]], Sequence[str]]
 
 # Where load finds a point's fields among its values (records.STORED_FIELDS' order).
-_AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s")}
+_AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s", "options")}
 _series_key = operator.itemgetter(*SERIES_KEY_AT)
 _point_id = operator.itemgetter(_AT["point_id"])
 _run_id = operator.itemgetter(_AT["run_id"])
@@ -208,7 +209,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     # A run's facts, read once a run rather than once a point: its number of repeats
     # was chosen by the stopping rule (--precision); the hardware threads its server
     # could use, what "saturated" is measured against.
-    of_run = {run_id: (bool(run.options.get("precision")), run_threads(run), machine_threads(run))
+    of_run = {run_id: (bool(run.options.get("precision")), run_threads(run), machine_threads(run),
+                       slo if isinstance(slo := run.options.get("slo"), dict) else None)
               for run_id, run in runs.items()}
     no_bound: dict[str, Any] = {}
     at = operator.itemgetter(_AT["point_id"], _AT["run_id"], _AT["label"], _AT["tps"], _AT["run_avg_s"])
@@ -219,7 +221,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
         judged_by = metric.of_figures(tps, run_avg_s)
-        adaptive, threads, machine = of_run[run_id]
+        adaptive, threads, machine, slo = of_run[run_id]
         found = bounds.get(point_id) or no_bound
         # (The cache's figures were checked at the store's edge: numbers or None, a list
         # of seconds, of {code, message} and a count; _figures and the rest only say so.)
@@ -241,7 +243,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             lower_is_better=metric.lower_is_better(judged_by),
             adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
-            series_label=label))
+            series_label=label, target_tps=capacity.offered(options) if isinstance(options := row[_AT["options"]], dict)
+            and capacity.RATE_OPTION in options else None, slo=slo))
     return out
 
 
@@ -427,6 +430,7 @@ def summaries(rows: Iterable[AnalysedPoint],
     for (_, config_key), found in by_session.items():
         if found is not None:
             of_config[config_key].append(found)
+    searched = _capacities(groups)
     out = []
     for key, members in groups.items():
         valued = valued_of[key]
@@ -457,6 +461,9 @@ def summaries(rows: Iterable[AnalysedPoint],
         known = sessions.known_for(key[1], found, of_config) if found is not None else None
         printed = _statistic(ok)
         pooled = pooled_latency(ok, histograms)
+        # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
+        found_capacity = searched.get((key[0], capacity.search_key(first.config))) \
+            if searched and first.target_tps is None and first.config is not None else None
         out.append(LevelSummary(
             label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
             clients=first.clients, variant=first.variant, config=first.config,
@@ -483,7 +490,33 @@ def summaries(rows: Iterable[AnalysedPoint],
             # A group's points share their label, and so the series it was named from.
             series_label=first.series_label,
             interference=interference.of_points(ok),
+            target_tps=first.target_tps,
+            capacity=found_capacity.as_json() if found_capacity is not None else None,
+            capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
         ))
+    return out
+
+
+def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]) -> dict[tuple[str, str], capacity.Capacity]:
+    """(label, search key) -> the capacity its open-loop points found (--slo), at the
+    objective of the latest run that searched (its runs' objectives may differ: one
+    capacity is of one objective, and the newest is what was asked last)."""
+    by_search: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
+    for (label, _), members in groups.items():
+        first = members[0]
+        if first.target_tps is not None and first.config is not None:
+            by_search[(label, capacity.search_key(first.config))] += members
+    out = {}
+    for key, members in by_search.items():
+        searched = [m for m in members if m.slo is not None]
+        if not searched:
+            continue
+        objective = capacity.Objective.from_json(max(searched, key=lambda m: m.run_id).slo)
+        if objective is None:
+            continue
+        out[key] = capacity.capacity(objective, [
+            capacity.RatePoint(m.run_id, capacity.judge(objective, m.target_tps, capacity.of_point(m)))
+            for m in members if m.target_tps is not None and m.phase == "measured"])
     return out
 
 
@@ -635,8 +668,9 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     # The caller's, when it compares many pairs; history's groups lend only their spread.
     groups = summaries([*rows, *history]) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
-    left = [s for s in groups if side_of(s) == a]
-    right = [s for s in groups if side_of(s) == b]
+    # (An open-loop group is a step of its closed-loop group's search: its capacity is compared.)
+    left = [s for s in groups if side_of(s) == a and s.target_tps is None]
+    right = [s for s in groups if side_of(s) == b and s.target_tps is None]
     out = []
     for sa in sorted(left, key=lambda s: (s.engine, s.workload, s.threads, s.label)):
         same_place = [sb for sb in right if (sb.engine, sb.workload, sb.threads) ==
@@ -656,10 +690,13 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
                            p_value=None, significant=False, differs=fields, unverified=None, verdict=None,
                            reason=reason, verdict_text=reason, log_se=None, log_df=None))
             continue
-        if sa.estimate is None or match.estimate is None:
+        # Where both searched for a capacity at one objective (--slo), the capacities are
+        # what is compared: the throughput each carries within the objective.
+        slo = _same_objective(sa, match)
+        a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
+        if a_est is None or b_est is None:
             continue
-        c = stats.over_sessions(sa.estimate, match.estimate, of=sa.metric,
-                                one_host=configkey.same_host(a_config, match.config or {}))
+        c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=configkey.same_host(a_config, match.config or {}))
         # Sides measured under different interference (other processes' CPU, steal): the
         # ratio and its interval are shown, but not decided, here nor where the decision
         # combines levels (no log-scale spread to combine).
@@ -672,10 +709,22 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
                 (unlike := interference.apart(sa.interference, match.interference, a, b)) is not None:
             said = f"inconclusive: {unlike}"
             c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
-        out.append(row(b_mean=match.mean, b_n=match.n, a_sessions=sa.sessions, b_sessions=match.sessions,
+        if slo:
+            row = functools.partial(row, a_mean=a_est.mean, a_n=a_est.n)
+        out.append(row(b_mean=b_est.mean if slo else match.mean, b_n=b_est.n if slo else match.n,
+                       a_sessions=sa.sessions, b_sessions=match.sessions,
                        ratio=c.ratio, ratio_ci_low=c.ci_low,
                        ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
                        unverified=configkey.unknown(a_config, match.config or {}, ignore),
                        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
-                       log_se=c.log_se, log_df=c.log_df))
+                       log_se=c.log_se, log_df=c.log_df, slo=slo))
     return out
+
+
+def _same_objective(a: LevelSummary, b: LevelSummary) -> str | None:
+    """The objective both groups' capacities are at (--slo), or None: compare their
+    closed-loop throughput."""
+    if a.capacity is None or b.capacity is None or a.capacity_estimate is None or b.capacity_estimate is None:
+        return None
+    slo = a.capacity.get("slo")
+    return slo if isinstance(slo, str) and slo == b.capacity.get("slo") else None
