@@ -395,7 +395,8 @@ def capacity(objective: Objective, points: Iterable[RatePoint]) -> Capacity:
     assert group is not None
     est = sessions.estimate(group)
     interval = est.interval()
-    low, high = interval if interval is not None else (None, None)
+    # (No capacity is below nothing: a t interval of two sessions far apart can reach under 0.)
+    low, high = (max(0.0, interval[0]), interval[1]) if interval is not None else (None, None)
     met = [s.met_by for s in found if s.met_by is not None]
     failed = [s.failed_at for s in found if s.failed_at is not None]
     unmet = len(found) - len(values)
