@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from dbarena.records import JSONObject, AnalysedPoint, Configured, LevelSummary, StoredRun, json_object, relabelled
+from dbarena.stats import capacity
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision
 from dbarena.stats.decision import Decision
@@ -216,8 +217,9 @@ def series_names(points: Sequence[Configured], stored: Sequence[str] | None = No
         stored = r.config_key
         if stored is None or stored not in by_key:
             # Clients per thread stays in: two series at the same levels with 1 and 4
-            # clients a thread are two configurations, not one.
-            config = r.config or {}
+            # clients a thread are two configurations, not one. An offered rate (--slo's
+            # search) is a step of its closed-loop point's series, not a series of its own.
+            config = capacity.closed_loop(r.config or {})
             clients, threads = config.get("clients"), config.get("threads")
             per_thread = (round(clients / threads, 6) if isinstance(clients, int) and isinstance(threads, int)
                           and clients and threads else None)
