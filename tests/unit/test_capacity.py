@@ -207,3 +207,47 @@ def test_the_sweep_runs_the_closed_loop_points_then_every_points_rates_in_rounds
     # The rate is an option of the point (pgbench -R), its other options kept.
     assert dict(searching.with_rate(spec(1), 1234.4).options) == {"protocol": "prepared", "rate": "1234"}
     assert math.isclose(capacity.offered(searching.with_rate(spec(1), 12.34).options) or 0, 12.3)
+
+
+class FakeSweep:
+    """Sweep.run_rounds over a model server, and its clock moving 10 s a point."""
+
+    def __init__(self, clock: list[float]):
+        self.targets: dict = {}
+        self.next_index = 0
+        self.clock = clock
+        self.ran: list[PointSpec] = []
+
+    def run_rounds(self, next_round):
+        finished: list[PointResult] = []
+        while specs := next_round(finished):
+            finished = []
+            for s in specs:
+                self.clock[0] += 10
+                self.ran.append(s)
+                finished.append(measured(s, 1_000.0))
+        return self.ran
+
+
+class Said:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def stage(self, text: str) -> None:
+        self.lines.append(text)
+
+    def replan(self, first_index, remaining) -> None:
+        pass
+
+
+def test_a_budget_stops_the_search_between_rounds_and_says_where_it_got_to():
+    clock = [0.0]
+    fake, said = FakeSweep(clock), Said()
+    searching.sweep(SLO, [spec(1)], 1, fake, None, said, frozenset(), resumed=False, later=[], deadline=25.0,
+                    clock=lambda: clock[0])
+    # The closed-loop point (10 s), two rates (20 s more): no round starts past 25 s.
+    assert len(fake.ran) == 3
+    assert any("the budget was spent" in line and "capacity of pgbench-select-only" in line for line in said.lines)
+    unbounded = FakeSweep([0.0])
+    searching.sweep(SLO, [spec(1)], 1, unbounded, None, Said(), frozenset(), resumed=False, later=[])
+    assert len(unbounded.ran) > 3

@@ -433,7 +433,7 @@ def test_precision_keys_and_flags():
     assert study.apply(study.load("seed-a"), Overrides(precision=0.05)).repeats == 1
     with pytest.raises(UsageError, match="not both"):
         study.apply(s, Overrides(repeats=3, precision=0.02))
-    with pytest.raises(UsageError, match="give --precision too"):
+    with pytest.raises(UsageError, match="give --precision or --slo too"):
         study.apply(study.load("seed-a"), Overrides(budget_s=60))
     assert study.parse_duration("2h") == 7200 and study.parse_duration("45") == 45
     assert study.parse_precision(" 0.5% ") == 0.005

@@ -73,3 +73,16 @@ def test_slo_refuses_what_it_would_contradict():
         study.apply(rated, Overrides(slo="p99=5ms"))
     # A sampling the user gave is kept.
     assert study.apply(s, Overrides(slo="p99=5ms", latency_sampling=0.5)).latency_sampling == 0.5
+
+
+def test_a_budget_bounds_a_search_for_capacity_as_it_bounds_adaptive_repeats():
+    s = study.parse(BASE.format(workload="pgbench-select-only").replace("duration_s = 10", "duration_s = 10\nbudget = \"20m\"")
+                    + '[slo]\nobjective = "p99=5ms"\n', "s.toml")
+    assert study.apply(s, Overrides()).budget_s == 1200
+    plain = study.parse(BASE.format(workload="pgbench-select-only"), "s.toml")
+    assert study.apply(plain, Overrides(slo="p99=5ms", budget_s=600)).budget_s == 600
+    with pytest.raises(UsageError, match="give --precision or --slo too"):
+        study.apply(plain, Overrides(budget_s=600))
+    with pytest.raises(StudyError, match="sweep.precision or \\[slo\\]"):
+        study.parse(BASE.format(workload="pgbench-select-only").replace("duration_s = 10", "duration_s = 10\nbudget = \"20m\""),
+                    "s.toml")

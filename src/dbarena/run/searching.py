@@ -6,6 +6,7 @@ resumed session continues its searches from what its runs stored."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
@@ -72,6 +73,10 @@ class Searches:
             out += [replace(spec, repeat=k) for k in range(self.repeats)]
         return out
 
+    def closed_pending(self, specs: Sequence[PointSpec]) -> bool:
+        """Whether a round is of closed-loop points (the plan's, which a budget does not cut)."""
+        return all(capacity.offered(s.options) is None for s in specs)
+
     def forecast(self) -> list[PointSpec]:
         """The points expected after the round under way (the reporter's ETA): each open
         search's typical number of rates (capacity.planned_rates) less those it tried
@@ -112,9 +117,11 @@ def searches(objective: Objective, points: Sequence[PointSpec], repeats: int, bo
 
 def sweep(objective: Objective, points: Sequence[PointSpec], repeats: int, sweep: Sweep, store: ResultStore,
           reporter: Reporter, stored_ok: frozenset[tuple[PointSpec, int]], *, resumed: bool,
-          later: Sequence[PointSpec]) -> list[PointResult]:
+          later: Sequence[PointSpec], deadline: float | None = None,
+          clock: Callable[[], float] = time.monotonic) -> list[PointResult]:
     """The session's closed-loop points, then every point's search; each search's end
-    said in one line."""
+    said in one line. `deadline` (of `clock`: --budget): no round of rates starts past
+    it, and the searches it stops say where they had got to."""
 
     def said(base: PointSpec, search: Search) -> None:
         reporter.stage(end_line(objective, base, search))
@@ -124,6 +131,11 @@ def sweep(objective: Objective, points: Sequence[PointSpec], repeats: int, sweep
 
     def next_round(finished: list[PointResult]) -> Sequence[PointSpec]:
         specs = found.next_round(finished)
+        if specs and deadline is not None and clock() >= deadline and not found.closed_pending(specs):
+            for base, search in found.searches.items():
+                if search.done() is None:
+                    reporter.stage(end_line(objective, base, search, "the budget was spent"))
+            return []
         if specs:
             reporter.replan(sweep.next_index, [*specs, *found.forecast(), *later])
         return specs
@@ -131,11 +143,11 @@ def sweep(objective: Objective, points: Sequence[PointSpec], repeats: int, sweep
     return sweep.run_rounds(next_round)
 
 
-def end_line(objective: Objective, base: PointSpec, search: Search) -> str:
-    """How one point's search ended, in one line."""
+def end_line(objective: Objective, base: PointSpec, search: Search, stopped: str | None = None) -> str:
+    """How one point's search ended (or was `stopped`), in one line."""
     where = f"{base.workload} at {base.threads} threads{f' [{base.variant}]' if base.variant else ''}"
     lo, hi = search.bracket()
-    why = search.done() or ""
+    why = stopped or search.done() or ""
     if lo is None:
         return f"capacity of {where} at {objective.text}: none ({why})"
     achieved = [j.achieved for j in search.tried[lo] if j.achieved is not None]

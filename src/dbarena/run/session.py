@@ -591,7 +591,8 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
         # Each point's closed-loop runs, then its search over offered rates (--slo).
         ctx.outcome.skipped += sum((rounds.base(p), p.repeat) in stored.ok for p in engine_plan.points)
         ctx.outcome.results += searching.sweep(study.slo, engine_plan.points, study.repeats, sweep, ctx.store,
-                                               ctx.reporter, stored.ok, resumed=bool(ctx.previous), later=later)
+                                               ctx.reporter, stored.ok, resumed=bool(ctx.previous), later=later,
+                                               deadline=ctx.deadline, clock=ctx.clock)
     elif study.precision is None:
         _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
     else:

@@ -119,7 +119,7 @@ def apply(study: Study, o: Overrides) -> Study:
     new_engines = [_flagged_engine(e, o, note) for e in engine_entries]
     _check_engine_flags(o, new_engines, kept_engines)
     variants = _variants_on_targets(variants, new_engines, note)
-    repeats, precision, max_repeats, budget_s = _repetition(study, o, note)
+    repeats, precision, max_repeats, budget_s = _repetition(study, o, note, study.slo is not None or o.slo is not None)
     sessions = o.sessions if o.sessions is not None else study.sessions
     note("sessions", study.sessions, sessions, "--sessions")
     if sessions > 1 and precision is not None:
@@ -133,7 +133,8 @@ def apply(study: Study, o: Overrides) -> Study:
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    sessions=sessions,
                    label=label,
-                   precision=precision, max_repeats=max_repeats, budget_s=budget_s if precision else None,
+                   precision=precision, max_repeats=max_repeats,
+                   budget_s=budget_s if precision or slo else None,
                    flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
                    latency_sampling=sampling, slo=slo,
@@ -333,8 +334,9 @@ def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry],
     return slo, sampling
 
 
-def _repetition(study: Study, o: Overrides, note: _Notes) -> tuple[int, float | None, int, int | None]:
-    """repeats, precision, max_repeats and budget: --repeat and --precision exclude each other."""
+def _repetition(study: Study, o: Overrides, note: _Notes, searching: bool) -> tuple[int, float | None, int, int | None]:
+    """repeats, precision, max_repeats and budget: --repeat and --precision exclude each
+    other; a budget bounds adaptive repeats or (`searching`: --slo) the search for capacity."""
     repeats = o.repeats if o.repeats is not None else study.repeats
     note("repeats", study.repeats, repeats, "--repeat")
     precision = o.precision if o.precision is not None else study.precision
@@ -349,8 +351,10 @@ def _repetition(study: Study, o: Overrides, note: _Notes) -> tuple[int, float | 
     note("max_repeats", study.max_repeats, max_repeats, "--max-repeats")
     budget_s = o.budget_s if o.budget_s is not None else study.budget_s
     note("budget_s", study.budget_s, budget_s, "--budget")
-    if precision is None and (o.budget_s is not None or o.max_repeats is not None):
-        raise UsageError("--budget and --max-repeats bound adaptive repeats: give --precision too")
+    if precision is None and o.max_repeats is not None:
+        raise UsageError("--max-repeats bounds adaptive repeats: give --precision too")
+    if precision is None and not searching and o.budget_s is not None:
+        raise UsageError("--budget bounds adaptive repeats or a search for capacity: give --precision or --slo too")
     return repeats, precision, max_repeats, budget_s
 
 

@@ -228,8 +228,9 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "With --precision: at most N runs of a point [default: 10].",
                 "max_repeats", metavar="N", study_key="sweep.max_repeats"),
         RunFlag("budget", "--budget", Text(parse_duration),
-                "With --precision: start no round past this much time, e.g. 90m or 2h; points not reached by then "
-                "say so.", "budget_s", metavar="TIME", study_key="sweep.budget"),
+                "With --precision or --slo: start no round (of repeats, or of offered rates) past this much time, "
+                "e.g. 90m or 2h; points not reached by then say so.", "budget_s", metavar="TIME",
+                study_key="sweep.budget"),
         RunFlag("slo", "--slo", Text(_slo),
                 "A latency objective, e.g. p99=10ms (p50, p90, p95, p99, p99.9 or avg): besides each point's "
                 "closed-loop throughput, search offered rates (pgbench -R, latency from each transaction's "

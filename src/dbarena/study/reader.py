@@ -131,6 +131,7 @@ class _Checker:
         self.source = source
         self.base_dir = base_dir
         self.entries: tuple[EngineEntry, ...] = ()
+        self.searching = False  # the study has [slo] (study(): a budget may bound its search)
 
     def fail(self, key: str, message: str) -> StudyError:
         return StudyError(f"{self.source}: {key}: {message}")
@@ -208,6 +209,7 @@ class _Checker:
             raise self.fail("name", "missing (the study's name, stored with every run)")
         name = self.str_(raw["name"], "name")
         sweep = {**SWEEP_DEFAULTS, **self.table(raw.get("sweep", {}), "sweep", SWEEP_DEFAULTS)}
+        self.searching = raw.get("slo") is not None  # [slo]: a budget may bound its search
         # [datasets]: the tools' parameters for every workload that reads them; what it
         # leaves out is each tool's own default (workload entries may override both).
         params = self.table(raw.get("datasets", {}), "datasets", PARAM_DEFAULTS)
@@ -417,8 +419,9 @@ class _Checker:
 
     def precision(self, raw: Any, sweep: dict[str, Any]) -> float | None:
         if raw is None:
-            if sweep["budget"] is not None:
-                raise self.fail("sweep.budget", "a budget bounds adaptive repeats: give sweep.precision too")
+            if sweep["budget"] is not None and not self.searching:
+                raise self.fail("sweep.budget", "a budget bounds adaptive repeats or a search for capacity: give "
+                                                "sweep.precision or [slo] too")
             return None
         if not isinstance(raw, str):
             raise self.fail("sweep.precision", f"expected a percentage like \"2%\", not {_kind(raw)}")
