@@ -175,6 +175,13 @@ class AnalysedPoint(StoredPoint):
     # Objective.to_json), None for a run without one.
     target_tps: float | None = None
     slo: JSONObject | None = None
+    # The machine's context switches and disk bytes a second over its steady state, and
+    # what one transaction cost (stats/efficiency.py: server CPU us, context switches, KB
+    # read and written, WAL or redo bytes, buffer reads); None where it has no throughput.
+    context_switches_per_s: float | None = None
+    disk_read_bytes_per_s: float | None = None
+    disk_write_bytes_per_s: float | None = None
+    efficiency: JSONObject | None = None
 
     def as_json(self) -> JSONObject:
         """The point as the exports print it: every field but the private ones, its
@@ -184,7 +191,7 @@ class AnalysedPoint(StoredPoint):
             if f.name in _PRIVATE:
                 continue
             value = getattr(self, f.name)
-            if value is None and f.name in _OPEN_LOOP:
+            if value is None and f.name in ("target_tps", "slo"):
                 continue  # (a closed-loop point's exports as they were before --slo)
             out[f.name] = value + 1 if f.name == "repeat" else value
         return out
@@ -192,7 +199,7 @@ class AnalysedPoint(StoredPoint):
 
 _PRIVATE = frozenset({"histogram", "series_label", "slo"})
 # Fields of --slo's points and groups, printed only where they hold something.
-_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo"})
+_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -226,7 +233,9 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
              lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, machine_threads: int,
              bound: str | None,
              bound_evidence: str | None, server_figures: JSONObject | None, series_label: str,
-             target_tps: float | None = None, slo: JSONObject | None = None) -> AnalysedPoint:
+             target_tps: float | None = None, slo: JSONObject | None = None,
+             context_switches_per_s: float | None = None, disk_read_bytes_per_s: float | None = None,
+             disk_write_bytes_per_s: float | None = None, efficiency: JSONObject | None = None) -> AnalysedPoint:
     """The stored point with what analysis.load derives from it: the record
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
@@ -248,7 +257,8 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
             cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, neighbour_cpu, samples, server_cpu,
             steady_start_s, steady_tps, steal_cpu, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better,
             adaptive, hardware_threads_usable, machine_threads, bound, bound_evidence, server_figures,
-            series_label, target_tps, slo), strict=True):
+            series_label, target_tps, slo, context_switches_per_s, disk_read_bytes_per_s, disk_write_bytes_per_s,
+            efficiency), strict=True):
         put(made, value)
     return made
 
@@ -455,6 +465,8 @@ class LevelSummary:
     # Capacity.as_json: {slo, tps, ci_low, ci_high, met_by, failed_at, sessions, reason}).
     target_tps: float | None = None
     capacity: JSONObject | None = None
+    # Each cost per transaction's mean over its ok points (stats/efficiency.py); None: none.
+    efficiency: JSONObject | None = None
     # Not exported: what comparisons use (None without a figure), and the label its
     # points' series had as stored (AnalysedPoint.series_label).
     estimate: MeanEstimate | None
@@ -513,6 +525,9 @@ class LevelComparison:
     # --slo: the objective whose capacities the row compares (its means are capacities,
     # in TPS at it); None: the closed-loop throughput's row.
     slo: str | None = None
+    # Each side's cost per transaction at this level (LevelSummary.efficiency), where known.
+    a_efficiency: JSONObject | None = None
+    b_efficiency: JSONObject | None = None
 
     @property
     def comparable(self) -> bool:
@@ -523,4 +538,4 @@ class LevelComparison:
         the figures only a ratio has."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (self.comparable or f.name not in ("unverified", "log_se", "log_df"))
-                and not (f.name == "slo" and self.slo is None)}
+                and not (f.name in _OPEN_LOOP and getattr(self, f.name) is None)}

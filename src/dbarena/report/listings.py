@@ -16,7 +16,7 @@ from dbarena.limits import printable
 from dbarena.report import differing
 from dbarena.report.fitting import WIDE_ONLY, Column, FittedTable
 from dbarena.report.terminal import fitted, fmt
-from dbarena.stats import analysis, loadgens, metric, repeats
+from dbarena.stats import analysis, efficiency, loadgens, metric, repeats
 from dbarena.stats.rounds import PointState
 from dbarena.stats.steadystate import Warning_
 from dbarena.records import JSONObject, AnalysedPoint, LevelComparison, LevelSummary
@@ -138,12 +138,26 @@ POINT_COLUMNS: tuple[Column, ...] = (
     # The CPUs other processes and the hypervisor took while it ran (stats/interference.py).
     Column("neighbours\nCPUs", "right", lambda r: fmt(r.neighbour_cpu, 2), WIDE_ONLY),
     Column("steal\nCPUs", "right", lambda r: fmt(r.steal_cpu, 2), WIDE_ONLY),
+    # What one transaction cost (stats/efficiency.py): the server's CPU, the machine's
+    # context switches and disk writes.
+    Column("server\nus/tx", "right", lambda r: _cost(r, "server_cpu_us_per_tx", 1), WIDE_ONLY),
+    Column("ctx sw\n/tx", "right", lambda r: _cost(r, "context_switches_per_tx", 2), WIDE_ONLY),
+    Column("write\nKB/tx", "right", lambda r: _cost(r, "write_kb_per_tx", 3), WIDE_ONLY),
+    Column("WAL or\nredo B/tx", "right",
+           lambda r: _cost(r, "wal_bytes_per_tx", 0) if r.engine == "postgres" else _cost(r, "redo_bytes_per_tx", 0),
+           WIDE_ONLY),
     # What bound the point, from the server's own series and the machine's (stats/bound.py);
     # the first to go for the width (--wide shows it with its evidence).
     Column("bound", "left", lambda r: r.bound or "-", 4),
     Column("status", "left", _status, wraps=True),
     Column("bound evidence", "left", lambda r: r.bound_evidence or "-", WIDE_ONLY),
 )
+
+
+def _cost(r: AnalysedPoint, name: str, digits: int) -> str:
+    """One of a point's costs per transaction (stats/efficiency.py), or "-"."""
+    value = (r.efficiency or {}).get(name)
+    return fmt(float(value), digits) if isinstance(value, (int, float)) else "-"
 
 
 def _figure(r: AnalysedPoint, digits: int) -> str:
@@ -458,11 +472,23 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
         Column("verdict", "left", verdict, wraps=True),
     )
     notes = [f"{SECONDS_NOTE}: a ratio below 1 is faster"] if any(r.metric == metric.SECONDS for r in rows) else []
+    notes += [line for r in rows if (line := _cost_line(r))]
     notes += [f"§ capacity at {escape(slo)}: the highest offered rate that met it (its TPS achieved), each "
               "session's own search; not the closed-loop throughput" for slo in dict.fromkeys(r.slo for r in rows if r.slo)]
     # Which statistic it shows, said: `results --summary` shows medians, this means.
     return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its sessions, a session's over its "
                   f"runs; ratio = {escape(b)} / {escape(a)}; n: runs of each)", columns, rows, wide, notes)
+
+
+def _cost_line(r: LevelComparison) -> str:
+    """What one transaction of B cost against A's at a level, where it differs most
+    (stats/efficiency.py): '' where no figure is large enough to say, or a side has none."""
+    a = {k: float(v) for k, v in (r.a_efficiency or {}).items() if isinstance(v, (int, float))}
+    b = {k: float(v) for k, v in (r.b_efficiency or {}).items() if isinstance(v, (int, float))}
+    found = efficiency.differs_most(a, b) if a and b else None
+    if found is None:
+        return ""
+    return f"cost per transaction, {escape(r.workload)} at {r.threads} threads: {escape(found.words(r.a, r.b))}"
 
 
 def facts_table(facts: JSONObject) -> Table:

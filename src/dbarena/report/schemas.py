@@ -94,10 +94,11 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
     "results-summary": ("dbarena results --summary --json",
                         of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
                                                                      "capacity_estimate"}),
-                                  optional=frozenset({"target_tps", "capacity"}))),
+                                  optional=frozenset({"target_tps", "capacity", "efficiency"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
-                of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo"}))),
+                of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo", "a_efficiency",
+                                                               "b_efficiency"}))),
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from dbarena.stats import capacity
+from dbarena.stats import efficiency
 from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import interference
@@ -46,12 +47,13 @@ SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 6  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+ESTIMATOR_VERSION = 7  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
 # 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples;
 # 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)");
 # 5: the dips and trend advice in the engine's own terms (InnoDB's settings for a MySQL point);
 # 6: the neighbours' CPU and the steal (stats/interference.py), the neighbours warning, and
-# load-generator-bound only where the load generator took more than the neighbours
+# load-generator-bound only where the load generator took more than the neighbours;
+# 7: the machine's context switches and disk bytes a second (cost per transaction)
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
 
 
@@ -94,8 +96,12 @@ def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]
 # its steady state (the whole point without a series) of the 1 Hz system samples.
 # The neighbours' CPU and the steal: what other processes and the hypervisor took
 # (stats/interference.py), in CPUs.
-SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu", "neighbour_cpu", "steal_cpu")
-_SAMPLED = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu")
+# The machine's context switches and disk bytes a second: what cost per transaction
+# divides (stats/efficiency.py).
+SYSTEM_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu", "neighbour_cpu", "steal_cpu",
+                 "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
+_SAMPLED = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu", "context_switches_per_s",
+            "disk_read_bytes_per_s", "disk_write_bytes_per_s")
 
 
 def _system_fields(means: dict[str, float | None], machine_threads: int) -> dict[str, float | None]:
@@ -104,7 +110,10 @@ def _system_fields(means: dict[str, float | None], machine_threads: int) -> dict
     return {"cpu_busy_pct": 100 - idle if idle is not None else None, "cpu_iowait_pct": iowait,
             "server_cpu": server, "loadgen_cpu": loadgen,
             "neighbour_cpu": interference.neighbour_cpu(idle, iowait, steal, server, loadgen, machine_threads),
-            "steal_cpu": interference.steal_cpu(steal, machine_threads)}
+            "steal_cpu": interference.steal_cpu(steal, machine_threads),
+            "context_switches_per_s": means.get("context_switches_per_s"),
+            "disk_read_bytes_per_s": means.get("disk_read_bytes_per_s"),
+            "disk_write_bytes_per_s": means.get("disk_write_bytes_per_s")}
 
 
 def system_view(system: Sequence[Mapping[str, float | None]], steady_start_s: float | None,
@@ -150,7 +159,8 @@ def machine_threads(run: StoredRun) -> int:
 Naming = Callable[[Sequence[SeriesKey]], Sequence[str]]
 
 # Where load finds a point's fields among its values (records.STORED_FIELDS' order).
-_AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s", "options")}
+_AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s", "options",
+                                                     "status")}
 _series_key = operator.itemgetter(*SERIES_KEY_AT)
 _point_id = operator.itemgetter(_AT["point_id"])
 _run_id = operator.itemgetter(_AT["run_id"])
@@ -193,7 +203,8 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
 
 # The derived figures that are a number or None, in the order analysed() takes them.
 _NUMBERS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "loadgen_cpu", "neighbour_cpu", "server_cpu", "steady_start_s",
-            "steady_tps", "steal_cpu", "tps_ci_high", "tps_ci_low", "trend_pct")
+            "steady_tps", "steal_cpu", "tps_ci_high", "tps_ci_low", "trend_pct", "context_switches_per_s",
+            "disk_read_bytes_per_s", "disk_write_bytes_per_s")
 _numbers = operator.itemgetter(*_NUMBERS)
 _NUMBER_TYPES = frozenset({int, float, type(None)})
 
@@ -227,7 +238,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
         # of seconds, of {code, message} and a count; _figures and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
         (cpu_busy_pct, cpu_iowait_pct, cv, loadgen_cpu, neighbour_cpu, server_cpu, steady_start_s, steady_tps,
-         steal_cpu, tps_ci_high, tps_ci_low, trend_pct) = _figures(figures)
+         steal_cpu, tps_ci_high, tps_ci_low, trend_pct, switches, reads, writes) = _figures(figures)
         out.append(analysed(
             # The stored point's own fields, typed by StoredPoint, of which AnalysedPoint is one.
             row, name,
@@ -244,7 +255,12 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=label, target_tps=capacity.offered(options) if isinstance(options := row[_AT["options"]], dict)
-            and capacity.RATE_OPTION in options else None, slo=slo))
+            and capacity.RATE_OPTION in options else None, slo=slo,
+            context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
+            efficiency=efficiency.of_point(
+                steady_tps if steady_tps is not None else tps, server_cpu=server_cpu, loadgen_cpu=loadgen_cpu,
+                context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
+                server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None))
     return out
 
 
@@ -493,6 +509,7 @@ def summaries(rows: Iterable[AnalysedPoint],
             target_tps=first.target_tps,
             capacity=found_capacity.as_json() if found_capacity is not None else None,
             capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
+            efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
         ))
     return out
 
@@ -717,7 +734,8 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
                        ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
                        unverified=configkey.unknown(a_config, match.config or {}, ignore),
                        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
-                       log_se=c.log_se, log_df=c.log_df, slo=slo))
+                       log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency,
+                       b_efficiency=match.efficiency))
     return out
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
-from dbarena.stats import interference, loadgens, metric, sessions, thresholds, verdicts
+from dbarena.stats import efficiency, interference, loadgens, metric, sessions, thresholds, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 
 # The vocabulary's words, here too for the views that read decisions (re-exported).
@@ -253,11 +253,24 @@ def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
         return None
     threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
     workload = d.workload.split(" [", 1)[0] if d.workload else None
-    here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads]
+    # (Closed-loop points only: an offered rate's is a step of a search, --slo.)
+    here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
+            and p.target_tps is None]
     # (Its stored label: a report may show the point under its series' name, analysis.sides.)
     of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
-    return f"at {threads} thread(s), " + "; ".join(sides) + _server_difference(d.label, d.baseline, *of_side)
+    return f"at {threads} thread(s), " + "; ".join(sides) + _cost_difference(d.label, d.baseline, *of_side) \
+        + _server_difference(d.label, d.baseline, *of_side)
+
+
+def _cost_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
+                     theirs: Sequence[AnalysedPoint]) -> str:
+    """The cost per transaction (stats/efficiency.py, each side's mean over its ok
+    points) that differs most between the two sides, in words."""
+    a = efficiency.mean(p.efficiency for p in theirs if p.status == "ok")
+    b = efficiency.mean(p.efficiency for p in ours if p.status == "ok")
+    found = efficiency.differs_most(a, b)
+    return f"; {found.words(baseline, label)}" if found is not None else ""
 
 
 def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],

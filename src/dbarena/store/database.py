@@ -54,7 +54,8 @@ SYSTEM_COLUMNS = (
     "server_cpu", "loadgen_cpu",
 )
 # The system samples' figures a point's derived figures average (analysis.system_view).
-SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu")
+SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu",
+                "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
 _SAMPLE_COLUMNS = (
     "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
     "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",

@@ -242,7 +242,8 @@ def decoder(column: Column, then: Callable[[Any], Any] = lambda value: value,
 # The derived figures analysis.analyse_point caches (point_derived.fields): those that
 # are a number or None. A unit test holds this to what analyse_point returns.
 DERIVED_NUMBERS = ("steady_start_s", "steady_tps", "tps_ci_low", "tps_ci_high", "cv", "trend_pct",
-                   "cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu", "neighbour_cpu", "steal_cpu")
+                   "cpu_busy_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu", "neighbour_cpu", "steal_cpu",
+                   "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
 
 
 _DERIVED_GET = operator.itemgetter(*DERIVED_NUMBERS)
