@@ -185,3 +185,24 @@ def test_cpus_placement_is_refused_in_one_line(tmp_path):
     study.write_text(VARIANTS_STUDY + "[cpus]\nserver = [1]\n")
     with pytest.raises(UsageError, match=r"^--together places no CPUs \(\[cpus\], variant steady_1core\)"):
         together.check(arguments.study_from_args(["--study", str(study)]), [host("alpha")], host("gamma"))
+
+
+def test_slo_is_refused_by_together_in_one_line(tmp_path):
+    """--slo's search over offered rates is not built for load generators on several
+    hosts: refused before anything starts, not run closed-loop without a word."""
+    import pytest
+
+    from dbarena.errors import UsageError
+    from dbarena.fleet import together
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    def host(name: str) -> Host:
+        return Host(name=name, label=name, price_per_hour=None, price_per_month=None, currency=None,
+                    workdir=f"/w/{name}")
+
+    study = tmp_path / "slo.toml"
+    study.write_text(VARIANTS_STUDY)
+    with pytest.raises(UsageError, match=r"^--together with --slo"):
+        together.check(arguments.study_from_args(["--study", str(study), "--slo", "p99=5ms"]), [host("alpha")],
+                       host("gamma"))
