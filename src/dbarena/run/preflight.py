@@ -23,7 +23,7 @@ from dbarena.host import probe as probe_mod
 from dbarena.interfaces import Executor, ResultStore
 from dbarena.model import PointSpec
 from dbarena.records import JSONObject
-from dbarena.stats import estimators, steadystate
+from dbarena.stats import capacity, estimators, steadystate
 from dbarena import study as study_mod
 from dbarena.study import EngineEntry, Study
 
@@ -106,6 +106,9 @@ class Estimate:
     max_seconds: float | None = None  # --precision: the most it may take (within the budget)
     stored: int = 0  # --resume: points of the plan stored already, not counted above
     probe_s: int = 0  # the host probe before the first point (counted in seconds); 0: none
+    # --slo: the search over offered rates after the closed-loop points, not counted in
+    # points and seconds: about capacity.planned_rates rates a point, at most max_rates.
+    search: SearchCost | None = None
 
     def line(self) -> str:
         """One line: what the study will take, said before anything starts."""
@@ -122,7 +125,8 @@ class Estimate:
         else:
             disk = "no disk on this machine (the datasets live on the target)"
         probe = f" (a {self.probe_s} s host probe first)" if self.probe_s else ""
-        return f"{who(self.study)}: {points}, {time_} of machine time{probe}, {disk}"
+        search = f"; then {self.search.words()}" if self.search is not None else ""
+        return f"{who(self.study)}: {points}, {time_} of machine time{probe}, {disk}{search}"
 
     def refusal(self) -> str | None:
         """Why the study cannot run here (its datasets do not fit), in one line; None if it fits."""
@@ -136,6 +140,44 @@ class Estimate:
                     f"{size_words(r.free_bytes)}{memory} free: set data_dir to a larger file system (a study file's "
                     f"[engines.{r.engine}] data_dir) or use --quick")
         return None
+
+
+@dataclass(frozen=True)
+class SearchCost:
+    """What --slo's search over offered rates adds to a study: each point's closed-loop
+    runs are followed by about capacity.planned_rates offered rates (at most max_rates),
+    each run as often as the point (--repeat), in every session. Rough as the adaptive
+    repeats' maximum is: a rate takes what its point takes (warm-up included), and a
+    dataset prepared again between rounds is not counted."""
+
+    objective: capacity.Objective
+    rates: int  # offered rates a search typically tries (capacity.planned_rates)
+    points: int  # about this many offered-rate points in all (every repeat and session)
+    seconds: float  # and this much machine time
+    max_points: int  # at most (max_rates a search)
+    max_seconds: float
+
+    def words(self) -> str:
+        """'a search for each point's capacity at p99 <= 5 ms: about 6 offered rates a point
+        (at most 12), about 12 points and 48 s of machine time more'."""
+        return (f"a search for each point's capacity at {self.objective.text}: about {self.rates} offered rates "
+                f"a point (at most {self.objective.max_rates}), about {points_words(self.points)} and "
+                f"{duration_words(self.seconds)} of machine time more")
+
+
+def search_of(study: Study, plans: Sequence[plan.EnginePlan], *, sessions: int | None = None) -> SearchCost | None:
+    """The search --slo adds after the closed-loop points of `plans` in `sessions`
+    sessions (by default the study's: each session runs them all and searches on its
+    own); None without an objective. A resumed run's searches continue from the rates
+    they stored, which this does not count."""
+    if study.slo is None:
+        return None
+    rates = capacity.planned_rates(study.slo)
+    runs = study.sessions if sessions is None else sessions
+    points = sum(len(p.points) for p in plans) * runs
+    seconds = sum(estimate_s(s) for p in plans for s in p.points) * runs
+    return SearchCost(objective=study.slo, rates=rates, points=points * rates, seconds=seconds * rates,
+                  max_points=points * study.slo.max_rates, max_seconds=seconds * study.slo.max_rates)
 
 
 def points_words(n: int) -> str:
@@ -199,12 +241,14 @@ def estimate(study: Study, *, host_facts: JSONObject | None = None, executor: Ex
             max_seconds = max(seconds, min(max_seconds, float(study.budget_s)))
     # Automatic only before a study (a file or a bundled one) measured in earnest: not
     # before an ad-hoc run of flags, nor a --quick trial; --probe N asks for one anywhere.
+    search = search_of(study, plans)
     automatic_off = (study.quick or study.source == study_mod.FLAGS_SOURCE) and probe_s is None
-    probing = probe_mod.planned_seconds(probe_s, seconds) if probe_where(study) is not None and not automatic_off \
-        else 0
+    # (The probe's share is of the whole study, the search's expected rates included.)
+    probing = probe_mod.planned_seconds(probe_s, seconds + (search.seconds if search else 0)) \
+        if probe_where(study) is not None and not automatic_off else 0
     return Estimate(study=study, plans=plans, points=points, seconds=seconds + probing, rooms=rooms(left, keep=keep),
                     max_points=max_points, max_seconds=None if max_seconds is None else max_seconds + probing,
-                    stored=done, probe_s=probing)
+                    stored=done, probe_s=probing, search=search)
 
 
 def probe_where(study: Study) -> Path | None:

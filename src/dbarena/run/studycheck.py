@@ -3,6 +3,9 @@
 Machine time is estimated per tool: timed tools run for their duration (plus the
 warm-up); mysqlslap's points are bounded by queries, estimated from an assumed rate
 (workloads/mysqlslap.py); dataset preparation from rough loading rates of each tool.
+Each session (--sessions) runs the whole plan again. With an objective ([slo], --slo),
+each point's search over offered rates follows its closed-loop runs: about
+capacity.planned_rates rates a point, each run as the point is (preflight.search_of).
 Pure: a study and its plan in, a dict (and its text) out.
 """
 
@@ -14,10 +17,11 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from dbarena import workloads
 from dbarena.lifecycle import smt_switch
 from dbarena.limits import visible
+from dbarena.stats import capacity
 from dbarena.stats import estimators as stats
 from dbarena.run.plan import EnginePlan
 from dbarena.run.dataset_lifecycle import dataset_steps
-from dbarena.run.preflight import estimate_s
+from dbarena.run.preflight import estimate_s, search_of
 from dbarena.study import Study, consent
 
 if TYPE_CHECKING:
@@ -79,6 +83,7 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
         for name, w in per_workload.items():
             w["estimated_s"] = round(seconds[name])
         engine_s = sum(seconds.values()) + prepare_s
+        searched = search_of(study, [p], sessions=1)
         engines_out.append({
             "engine": entry.name, "flavour": entry.flavour,
             "server": entry.target or _throwaway(study.engine(entry.name).bindir),
@@ -89,19 +94,26 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
             "workloads": list(per_workload.values()), "points": len(p.points),
             "dataset_preparations": prepares, "estimated_prepare_s": round(prepare_s),
             "estimated_s": round(engine_s),
+            # --slo: its points' searches, after them (one session's, as the figures above).
+            "search": None if searched is None else {"points": searched.points, "estimated_s": round(searched.seconds),
+                                                     "max_points": searched.max_points,
+                                                     "max_estimated_s": round(searched.max_seconds)},
         })
         total_points += len(p.points)
         total_s += engine_s
     return {
         "study": study.name, "source": study.source, "title": study.title, "sha256": study.sha256,
         "quick": study.quick, "precedence": PRECEDENCE, "changes": list(study.changes),
-        "repeats": study.repeats, "label": study.label, "together": study.together,
+        "repeats": study.repeats, "sessions": study.sessions, "label": study.label, "together": study.together,
         "precision": None if study.precision is None else {
             "target": study.precision, "min_repeats": min(stats.MIN_REPEATS, study.max_repeats),
             "max_repeats": study.max_repeats, "budget_s": study.budget_s},
         "price": None if study.price_per_hour is None else {
             "per_hour": study.price_per_hour, "currency": study.currency, "basis": study.price_basis},
+        # One session's plan: every session runs it again (in_all: the whole study's).
         "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
+        "in_all": {"points": total_points * study.sessions, "estimated_s": round(total_s * study.sessions)},
+        "slo": _slo(study, plans),
         "smt": _smt(study, plans),
         "disk": [] if estimated is None else [
             {"path": str(r.where), "need_bytes": r.need_bytes, "free_bytes": r.free_bytes, "largest": r.largest}
@@ -109,6 +121,18 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
         "refused": None if estimated is None else estimated.refusal(),
         "commands": _commands(study, allow_commands),
     }
+
+
+def _slo(study: Study, plans: list[EnginePlan]) -> dict[str, Any] | None:
+    """[slo] / --slo: the objective and what its searches add, over every session."""
+    searched = search_of(study, plans)
+    if searched is None:
+        return None
+    o = searched.objective
+    return {"objective": o.spec, "text": o.text, "errors": o.errors, "precision": o.precision,
+            "max_rates": o.max_rates, "planned_rates": searched.rates,
+            "points": searched.points, "estimated_s": round(searched.seconds),
+            "max_points": searched.max_points, "max_estimated_s": round(searched.max_seconds)}
 
 
 def _throwaway(bindir: str | None) -> str:
@@ -176,12 +200,23 @@ def _header(summary: dict[str, Any]) -> list[str]:
 
 def _repeats(summary: dict[str, Any]) -> list[str]:
     precision = summary["precision"]
+    sessions = summary.get("sessions", 1)
+    lines = [f"  sessions: {sessions} (each runs the whole plan below again: its servers started afresh, its "
+             "datasets prepared again)"] if sessions > 1 else []
+    slo = summary.get("slo")
+    if slo:
+        runs = "once" if summary["repeats"] == 1 else f"{summary['repeats']} times"
+        lines.append(f"  capacity at {slo['text']}: after each point's closed-loop runs, a search over offered "
+                     f"rates (the first {capacity.FIRST_SHARE:.0%} of its closed-loop throughput) until the bracket "
+                     f"is within {slo['precision']:.1%}: about {slo['planned_rates']} rates a point (at most "
+                     f"{slo['max_rates']}), each run {runs} as the point is; failed, skipped or in error: at most "
+                     f"{slo['errors']:.1%} of transactions")
     if not precision:
-        return [f"  repeats: {summary['repeats']} (interleaved)"]
+        return [f"  repeats: {summary['repeats']} (interleaved)", *lines]
     budget = f"; no round starts after {duration(precision['budget_s'])}" if precision["budget_s"] else ""
     return [f"  repeats: adaptive, rounds until the 95 % interval is within +-{precision['target']:.1%}: "
             f"{precision['min_repeats']} to {precision['max_repeats']} runs a point{budget} "
-            f"(the plan below is the first {precision['min_repeats']} rounds)"]
+            f"(the plan below is the first {precision['min_repeats']} rounds)", *lines]
 
 
 def _smt_lines(smt: dict[str, Any] | None) -> list[str]:
@@ -212,6 +247,10 @@ def _engine(e: dict[str, Any]) -> list[str]:
     lines += [_workload(w) for w in e["workloads"]]
     lines.append(f"  {e['points']} points; {e['dataset_preparations']} dataset preparation(s), "
                  f"~{duration(e['estimated_prepare_s'])}; ~{duration(e['estimated_s'])} in all")
+    if e.get("search"):
+        lines.append(f"  then their searches: about {e['search']['points']} offered-rate points, "
+                     f"~{duration(e['search']['estimated_s'])} (at most {e['search']['max_points']}, "
+                     f"~{duration(e['search']['max_estimated_s'])})")
     return lines
 
 
@@ -232,6 +271,17 @@ def _totals(summary: dict[str, Any]) -> list[str]:
     at_least = "at least " if summary["precision"] else ""
     lines = [f"{summary['points']} points, estimated machine time {at_least}~{duration(summary['estimated_s'])} "
              "(preparation times are rough)"]
+    in_all = summary.get("in_all")
+    if in_all and summary.get("sessions", 1) > 1:
+        lines[0] = (f"{summary['points']} points a session, {in_all['points']} in {summary['sessions']} sessions, "
+                    f"estimated machine time {at_least}~{duration(in_all['estimated_s'])} "
+                    "(preparation times are rough)")
+    slo = summary.get("slo")
+    if slo:
+        lines.append(f"then a search for each point's capacity at {slo['text']}: about {slo['planned_rates']} "
+                     f"offered rates a point (at most {slo['max_rates']}), about {slo['points']} points and "
+                     f"~{duration(slo['estimated_s'])} of machine time more (at most {slo['max_points']} points, "
+                     f"~{duration(slo['max_estimated_s'])})")
     lines += [f"disk: about {_size(d['need_bytes'])} in {d['path']} ({_size(d['free_bytes'])} free), "
               f"the largest dataset {d['largest']}" for d in summary.get("disk", [])]
     if summary.get("refused"):
