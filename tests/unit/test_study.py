@@ -21,7 +21,7 @@ from dbarena.errors import UsageError
 
 import inprocess
 
-BUNDLED = ("seed-a", "seed-b", "seed-c", "seed-d", "seed-e")
+BUNDLED = ("seed-a", "seed-b", "seed-c", "seed-d", "seed-e", "capacity-e")
 TIMED = lambda name: workloads.WORKLOADS[name].tool.timed  # noqa: E731
 STUDY_A_LEVELS_AT_128 = [1, 2, 25, 51, 76, 102, 126]
 PG_WORKLOADS_A = ["pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update",
@@ -160,6 +160,39 @@ def test_study_e():
     assert [p.threads for p in points] == [2, 4, 8, 16, 24, 32, 48, 64, 96, 128]
     assert {p.duration_s for p in points} == {300}
     assert {p.params for p in points} == {(("table_size", 1_000_000), ("tables", 10))}
+
+
+def test_capacity_e():
+    from dbarena.stats.capacity import Objective
+
+    s = study.load("capacity-e")
+    assert [e.name for e in s.engines] == ["postgres"] and s.engines[0].settings == ()
+    assert s.slo == Objective("p99", 20.0, errors=0.001, precision=0.02, max_rates=12)
+    assert (s.price_per_hour, s.currency, s.sessions, s.latency_sampling) == (0.159, "USD", 2, 1.0)
+    points = expand(s, 2)["postgres"].points
+    assert [(p.workload, p.threads, p.clients) for p in points] == [
+        (w, t, 2 * t) for w in ("pgbench-tpcb", "pgbench-select-only") for t in (4, 16, 64)]
+    assert {p.duration_s for p in points} == {60} and {p.params for p in points} == {(("scale", 100),)}
+    assert not any("rate" in dict(p.options) for p in points)  # the search sets it
+    # It asks for what --slo needs and nothing else: applied without flags, nothing changes.
+    assert study.apply(s, Overrides()).changes == ()
+    # A managed service through --target: the objective stays.
+    target = study.apply(s, Overrides(targets={"postgres": "postgresql://bench@db.example:5432/bench"}))
+    assert target.slo == s.slo and target.engines[0].target is not None
+
+
+@needs_postgres
+def test_study_check_capacity_e_through_the_cli():
+    done = cli("study", "check", "capacity-e")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("study capacity-e: Capacity E: ")
+    assert "6 points a session, 12 in 2 sessions, estimated machine time ~" in done.stdout
+    assert ("then a search for each point's capacity at p99 <= 20 ms: about 6 offered rates a point (at most 12), "
+            "about 72 points and ~72 min of machine time more (at most 144 points, ~2.4 h)") in lines
+    summary = json.loads(cli("study", "check", "capacity-e", "--json").stdout)
+    assert summary["slo"]["objective"] == "p99=20ms" and summary["slo"]["points"] == 72
+    assert summary["in_all"]["points"] == 12
 
 
 # ------------------------------------------------------------------ --quick and flags
