@@ -6,6 +6,7 @@ the point, in every session."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_study_check_states_the_searchs_cost():
     assert summary["in_all"]["estimated_s"] == 3 * summary["estimated_s"]
     assert summary["slo"] == {"objective": "p99=5ms", "text": "p99 <= 5 ms", "errors": 0.001, "precision": 0.05,
                               "max_rates": 8, "planned_rates": 5, "points": 120, "estimated_s": 1440,
-                              "max_points": 192, "max_estimated_s": 2304}
+                              "max_points": 192, "max_estimated_s": 2304, "budget_s": None}
     (engine,) = summary["engines"]
     assert engine["search"] == {"points": 40, "estimated_s": 480, "max_points": 64, "max_estimated_s": 768}
     json.dumps(summary)  # what --json prints
@@ -137,3 +138,26 @@ def test_the_host_probe_is_a_share_of_the_whole_study_search_included():
     e = preflight.estimate(s, host_facts=FACTS)
     assert without.search is not None
     assert e.probe_s == probe.planned_seconds(None, without.seconds + without.search.seconds)
+
+
+def test_a_budget_cuts_the_search_not_the_closed_loop_points():
+    # 24 closed-loop points of 12 s (288 s) and 3 preparations; the search would take 24 min.
+    s = loaded(budget_s=900)
+    e = preflight.estimate(s, host_facts=FACTS, probe_s=0)
+    search = e.search
+    assert search is not None and e.points == 24
+    room = 900 - e.seconds
+    assert search.seconds == pytest.approx(room) and search.max_seconds == pytest.approx(room)
+    assert search.points == math.ceil(120 * room / 1440) and search.cut and search.budget_s == 900
+    assert e.line().endswith(f"about {search.points} points and {preflight.duration_words(room)} of machine time "
+                             "more (--budget 15 min stops it sooner)")
+    summary = studycheck.summarise(s, e.plans, e)
+    assert summary["slo"]["budget_s"] == 900 and summary["slo"]["points"] == search.points
+    assert "no round of rates starts after ~15 min, which cuts them)" in studycheck.render(summary)
+    # A budget that holds the typical search but not the longest cuts the longest only.
+    roomy = preflight.estimate(loaded(budget_s=2400), host_facts=FACTS, probe_s=0)
+    assert roomy.search is not None and not roomy.search.cut and roomy.search.points == 120
+    assert roomy.search.max_seconds == pytest.approx(2400 - roomy.seconds) and "--budget" not in roomy.line()
+    # One that holds the longest changes nothing.
+    assert preflight.estimate(loaded(budget_s=36000), host_facts=FACTS, probe_s=0).search == \
+        preflight.estimate(loaded(), host_facts=FACTS, probe_s=0).search

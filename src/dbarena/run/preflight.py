@@ -8,6 +8,7 @@ writes to a store; `session.run` acts on it.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass, replace
@@ -156,13 +157,34 @@ class SearchCost:
     seconds: float  # and this much machine time
     max_points: int  # at most (max_rates a search)
     max_seconds: float
+    budget_s: float | None = None  # --budget, where it cuts the figures above (within)
+    cut: bool = False  # the budget cuts even the typical search
+
+    def within(self, budget_s: float | None, closed_s: float) -> SearchCost:
+        """The search as --budget bounds it: no round of offered rates starts once the run
+        has taken `budget_s` (its closed-loop points, `closed_s`, are never cut), so about
+        what is left of the budget after them (a round under way runs on)."""
+        if budget_s is None or self.max_seconds <= 0:
+            return self
+        room = max(0.0, budget_s - closed_s)
+        if self.max_seconds <= room:
+            return self
+
+        def cut(points: int, seconds: float) -> tuple[int, float]:
+            return (points, seconds) if seconds <= room else (math.ceil(points * room / seconds), room)
+
+        points, seconds = cut(self.points, self.seconds)
+        max_points, max_seconds = cut(self.max_points, self.max_seconds)
+        return replace(self, points=points, seconds=seconds, max_points=max_points, max_seconds=max_seconds,
+                       budget_s=budget_s, cut=seconds < self.seconds)
 
     def words(self) -> str:
         """'a search for each point's capacity at p99 <= 5 ms: about 6 offered rates a point
         (at most 12), about 12 points and 48 s of machine time more'."""
+        budget = f" (--budget {duration_words(self.budget_s)} stops it sooner)" if self.cut else ""
         return (f"a search for each point's capacity at {self.objective.text}: about {self.rates} offered rates "
                 f"a point (at most {self.objective.max_rates}), about {points_words(self.points)} and "
-                f"{duration_words(self.seconds)} of machine time more")
+                f"{duration_words(self.seconds)} of machine time more{budget}")
 
 
 def search_of(study: Study, plans: Sequence[plan.EnginePlan], *, sessions: int | None = None) -> SearchCost | None:
@@ -242,6 +264,8 @@ def estimate(study: Study, *, host_facts: JSONObject | None = None, executor: Ex
     # Automatic only before a study (a file or a bundled one) measured in earnest: not
     # before an ad-hoc run of flags, nor a --quick trial; --probe N asks for one anywhere.
     search = search_of(study, plans)
+    if search is not None:
+        search = search.within(study.budget_s, seconds)
     automatic_off = (study.quick or study.source == study_mod.FLAGS_SOURCE) and probe_s is None
     # (The probe's share is of the whole study, the search's expected rates included.)
     probing = probe_mod.planned_seconds(probe_s, seconds + (search.seconds if search else 0)) \

@@ -113,7 +113,7 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
         # One session's plan: every session runs it again (in_all: the whole study's).
         "engines": engines_out, "points": total_points, "estimated_s": round(total_s),
         "in_all": {"points": total_points * study.sessions, "estimated_s": round(total_s * study.sessions)},
-        "slo": _slo(study, plans),
+        "slo": _slo(study, plans, total_s * study.sessions),
         "smt": _smt(study, plans),
         "disk": [] if estimated is None else [
             {"path": str(r.where), "need_bytes": r.need_bytes, "free_bytes": r.free_bytes, "largest": r.largest}
@@ -123,16 +123,19 @@ def summarise(study: Study, plans: list[EnginePlan], estimated: Estimate | None 
     }
 
 
-def _slo(study: Study, plans: list[EnginePlan]) -> dict[str, Any] | None:
-    """[slo] / --slo: the objective and what its searches add, over every session."""
+def _slo(study: Study, plans: list[EnginePlan], closed_s: float) -> dict[str, Any] | None:
+    """[slo] / --slo: the objective and what its searches add, over every session, within
+    --budget where one is given (after the `closed_s` the closed-loop points take)."""
     searched = search_of(study, plans)
     if searched is None:
         return None
+    searched = searched.within(study.budget_s, closed_s)
     o = searched.objective
     return {"objective": o.spec, "text": o.text, "errors": o.errors, "precision": o.precision,
             "max_rates": o.max_rates, "planned_rates": searched.rates,
             "points": searched.points, "estimated_s": round(searched.seconds),
-            "max_points": searched.max_points, "max_estimated_s": round(searched.max_seconds)}
+            "max_points": searched.max_points, "max_estimated_s": round(searched.max_seconds),
+            "budget_s": searched.budget_s}
 
 
 def _throwaway(bindir: str | None) -> str:
@@ -281,7 +284,7 @@ def _totals(summary: dict[str, Any]) -> list[str]:
         lines.append(f"then a search for each point's capacity at {slo['text']}: about {slo['planned_rates']} "
                      f"offered rates a point (at most {slo['max_rates']}), about {slo['points']} points and "
                      f"~{duration(slo['estimated_s'])} of machine time more (at most {slo['max_points']} points, "
-                     f"~{duration(slo['max_estimated_s'])})")
+                     f"~{duration(slo['max_estimated_s'])}{_budget(slo.get('budget_s'))})")
     lines += [f"disk: about {_size(d['need_bytes'])} in {d['path']} ({_size(d['free_bytes'])} free), "
               f"the largest dataset {d['largest']}" for d in summary.get("disk", [])]
     if summary.get("refused"):
@@ -292,6 +295,11 @@ def _totals(summary: dict[str, Any]) -> list[str]:
         lines.append(f"runs commands or loads code: {said}; " + (
             f"allowed ({consent.FLAG})" if commands["allowed"] else f"refused without {consent.FLAG}"))
     return lines
+
+
+def _budget(budget_s: float | None) -> str:
+    """What --budget does to the search's figures: no round of rates starts past it."""
+    return "" if budget_s is None else f"; no round of rates starts after ~{duration(budget_s)}, which cuts them"
 
 
 def _size(n: float) -> str:
