@@ -113,8 +113,8 @@ def test_a_search_waits_for_its_closed_loop_figure_and_says_so_when_it_failed():
 
 
 def test_the_typical_number_of_rates_follows_the_precision():
-    assert capacity.planned_rates(Objective("p99", 1, precision=0.02)) == 6
-    assert capacity.planned_rates(Objective("p99", 1, precision=0.2)) == 3
+    assert capacity.planned_rates(Objective("p99", 1, precision=0.02)) == 8
+    assert capacity.planned_rates(Objective("p99", 1, precision=0.2)) == 4
     assert capacity.planned_rates(Objective("p99", 1, precision=0.001, max_rates=8)) == 8
 
 

@@ -61,8 +61,8 @@ def test_capacity_es_figures_as_the_docs_give_them():
     e = preflight.estimate(s, probe_s=0)
     summary = studycheck.summarise(s, e.plans, e)
     text = " ".join(studycheck.render(summary).split())
-    for said in ("then their searches: about 36 offered-rate points, ~36 min (at most 72, ~72 min)",
-                 "about 6 offered rates a point (at most 12), about 72 points and ~72 min of machine time more "
+    for said in ("then their searches: about 48 offered-rate points, ~48 min (at most 72, ~72 min)",
+                 "about 8 offered rates a point (at most 12), about 96 points and ~96 min of machine time more "
                  "(at most 144 points, ~2.4 h)"):
         assert said in text and said in CAPACITY
     closed, searched = studycheck.duration(summary["in_all"]["estimated_s"]), \

@@ -188,10 +188,10 @@ def test_study_check_capacity_e_through_the_cli():
     lines = done.stdout.splitlines()
     assert lines[0].startswith("study capacity-e: Capacity E: ")
     assert "6 points a session, 12 in 2 sessions, estimated machine time ~" in done.stdout
-    assert ("then a search for each point's capacity at p99 <= 20 ms: about 6 offered rates a point (at most 12), "
-            "about 72 points and ~72 min of machine time more (at most 144 points, ~2.4 h)") in lines
+    assert ("then a search for each point's capacity at p99 <= 20 ms: about 8 offered rates a point (at most 12), "
+            "about 96 points and ~96 min of machine time more (at most 144 points, ~2.4 h)") in lines
     summary = json.loads(cli("study", "check", "capacity-e", "--json").stdout)
-    assert summary["slo"]["objective"] == "p99=20ms" and summary["slo"]["points"] == 72
+    assert summary["slo"]["objective"] == "p99=20ms" and summary["slo"]["points"] == 96
     assert summary["in_all"]["points"] == 12
 
 

@@ -289,11 +289,14 @@ def _confirmed(estimated: preflight.Estimate, yes: bool, err: Console) -> bool:
     """Whether to start: a study estimated over an hour is asked about on a terminal
     (Ctrl-C or "n": not started); elsewhere (a pipe, cron, the fleet) it starts, and
     says why it did not ask."""
-    longest = estimated.max_seconds if estimated.max_seconds is not None else estimated.seconds
-    if yes or estimated.seconds <= CONFIRM_OVER_S:
+    # (--slo's search over offered rates comes after the closed-loop points: counted too.)
+    search, search_max = (estimated.search.seconds, estimated.search.max_seconds) if estimated.search else (0.0, 0.0)
+    typical = estimated.seconds + search
+    longest = (estimated.max_seconds if estimated.max_seconds is not None else estimated.seconds) + search_max
+    if yes or typical <= CONFIRM_OVER_S:
         return True
-    took = preflight.duration_words(estimated.seconds)
-    if estimated.max_seconds is not None and estimated.max_seconds > estimated.seconds:
+    took = preflight.duration_words(typical)
+    if longest > typical:
         took = f"{took} to {preflight.duration_words(longest)}"
     if not (sys.stdin.isatty() and err.is_terminal):
         err.print(f"estimated {took}; not a terminal, so not asking: starting", markup=False)

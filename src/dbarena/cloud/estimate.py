@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from dbarena.cloud.catalogue import ZERO_HOW, Catalogue, Price
 from dbarena.errors import UsageError
 from dbarena.run import plan as plan_mod
-from dbarena.run.preflight import machine_s
+from dbarena.run.preflight import machine_s, search_of
 from dbarena.study.model import EngineEntry, Study
 
 # An allowance for what a fresh host does before its first point and after its last:
@@ -116,7 +116,10 @@ def host_seconds(study: Study, vcpus: int | None) -> float:
         plans = plan_mod.expand(study, threads)
     except UsageError as exc:
         raise UsageError(f"{study.source}: [machines]: {exc}") from None
-    return sum(machine_s(p.points) for p in plans) + SETUP_S
+    # --slo's search after the closed-loop points, at its most (max_rates a point): a
+    # cost guard that counted the typical search would let a long one slip under it.
+    search = search_of(study, plans)
+    return sum(machine_s(p.points) for p in plans) + (search.max_seconds if search else 0.0) + SETUP_S
 
 
 def estimate(study: Study, catalogue: Catalogue) -> CostEstimate:
