@@ -41,6 +41,23 @@ MACHINE_FACTS = {
 }
 _MACHINE_ABSENT = {words: absent for words, absent in MACHINE_FACTS.values() if absent is not None}
 
+# The kernel's settings among a host's facts (host/tuning.py records them, "not exposed"
+# where the machine has no such file), in words. Facts of the host, not of the
+# configuration: a change of one is a cause History names and the report's "What differs"
+# shows, never a reason two points are not comparable (stats/configkey.py says why). A run
+# recorded before dbarena read them lacks them: unknown there, not a change. Left out:
+# hugepages_free (it moves with whatever else holds huge pages when a run starts),
+# nr_hugepages (the pool asked for; HugePages_Total is the pool there is) and
+# kernel_preemption_source (how the model was read, not the model).
+HOST_SETTINGS = (
+    ("hugepages_total", "huge pages (kernel pool)"), ("hugepage_size_kib", "huge page size (KiB)"),
+    ("transparent_hugepage", "transparent huge pages"), ("transparent_hugepage_defrag", "THP defrag"),
+    ("kernel_preemption", "kernel preemption"), ("frequency_governor", "CPU frequency governor"),
+    ("frequency_driver", "CPU frequency driver"), ("idle_driver", "CPU idle driver"),
+    ("idle_governor", "CPU idle governor"), ("idle_states", "CPU idle states"),
+    ("numa_balancing", "NUMA balancing"), ("irqbalance", "irqbalance"),
+)
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -86,7 +103,7 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     configuration key: the server's version, the tools' and client libraries' versions,
     dbarena's, the kernel and the machine, the server's settings (those the study set, and
     every other non-default one the server reported), the duration, warm-up and tool
-    options of the point."""
+    options of the point; the kernel's settings (HOST_SETTINGS)."""
     out: dict[str, str] = {}
     complete: set[str] = set()
     if run.server_version:
@@ -99,6 +116,9 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
         if facts.get(fact) is not None:
             out[fact.replace("_", " ")] = str(facts[fact])
+    for fact, words in HOST_SETTINGS:
+        if facts.get(fact) is not None:
+            out[words] = str(facts[fact])
     if run.host:
         out["host"] = run.host
     reported = run.target_facts.get("non_default_settings")
@@ -130,8 +150,9 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
 
 
 def _weight(fact: str) -> tuple[int, str]:
-    # What most often explains a step first: the settings, the CPUs, the server, the kernel.
-    order = ("setting ", "usable CPUs", "CPU quota", "server version", "kernel")
+    # What most often explains a step first: the settings, the CPUs, the server, the kernel
+    # and its settings.
+    order = ("setting ", "usable CPUs", "CPU quota", "server version", "kernel", *(w for _, w in HOST_SETTINGS))
     return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
 
 
