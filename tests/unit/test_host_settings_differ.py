@@ -82,3 +82,39 @@ def test_the_reports_what_differs_names_them(tmp_path):
     assert rows["huge pages (kernel pool)"] == ["0", "3170"]
     assert ["CPU idle states", "POLL, haltpoll idle", "POLL, haltpoll idle"] in same.rows
     assert ["CPU frequency governor", "not exposed", "not exposed"] in same.rows
+
+
+def server(target_facts: dict[str, Any]) -> environment.Environment:
+    return environment.of_run(points.run(host_facts=VM, target_facts=target_facts), {})
+
+
+def test_the_servers_huge_pages_as_asked_and_as_got():
+    pg15 = {"huge_pages": {"huge_page_size": "0", "huge_pages": "try"}}  # as this VM's PostgreSQL 15 said
+    pg17 = {"huge_pages": {"huge_page_size": "0", "huge_pages": "try", "huge_pages_status": "off"}}
+    assert environment.server_huge_pages(pg15) == "try"
+    assert environment.server_huge_pages(pg17) == "try (got off)"
+    assert environment.server_huge_pages({"huge_pages": {"huge_pages": "on", "huge_page_size": "1GB",
+                                                         "huge_pages_status": "on"}}) == "on, 1GB pages (got on)"
+    mariadb = {"key_variables": {"large_pages": "OFF", "large_page_size": "0"}}  # this VM's MariaDB 10.11
+    assert environment.server_huge_pages(mariadb) == "large_pages OFF"
+    assert environment.server_huge_pages({"key_variables": {"large_pages": "ON", "large_page_size": "2097152"}}) == \
+        "large_pages ON, large_page_size 2097152"
+    # Not recorded (before dbarena asked), or not an object: nothing said.
+    assert environment.server_huge_pages({"non_default_settings": {}}) is None
+    assert environment.server_huge_pages({"huge_pages": "on"}) is None
+    # 'try' that got huge pages once the kernel had a pool: the change History names.
+    got = {"huge_pages": {**pg17["huge_pages"], "huge_pages_status": "on"}}
+    assert [c.text() for c in environment.changes(server(pg17), server(got))] == [
+        "server huge pages try (got off) -> try (got on)"]
+    assert environment.changes(server({}), server(got)) == []
+
+
+def test_mysql_key_variables_are_settings_where_runs_differ():
+    """MariaDB's large_pages, and every key variable, where two runs recorded them: a
+    change between runs and a setting What differs names (not recorded in full: one a
+    run lacks is unknown there)."""
+    off = {"key_variables": {"large_pages": "OFF", "innodb_buffer_pool_size": "134217728"}}
+    on = {"key_variables": {"large_pages": "ON", "innodb_buffer_pool_size": "134217728", "socket": "/tmp/x"}}
+    assert [c.text() for c in environment.changes(server(off), server(on))] == [
+        "setting large_pages OFF -> ON", "server huge pages large_pages OFF -> large_pages ON"]
+    assert environment.changes(server({"key_variables": {}}), server(on)) == []

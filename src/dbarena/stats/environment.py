@@ -103,7 +103,8 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     configuration key: the server's version, the tools' and client libraries' versions,
     dbarena's, the kernel and the machine, the server's settings (those the study set, and
     every other non-default one the server reported), the duration, warm-up and tool
-    options of the point; the kernel's settings (HOST_SETTINGS)."""
+    options of the point; the kernel's settings (HOST_SETTINGS) and the server's huge
+    pages."""
     out: dict[str, str] = {}
     complete: set[str] = set()
     if run.server_version:
@@ -121,6 +122,15 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
             out[words] = str(facts[fact])
     if run.host:
         out["host"] = run.host
+    huge = server_huge_pages(run.target_facts)
+    if huge is not None:
+        out["server huge pages"] = huge
+    # MySQL's and MariaDB's key variables (engines/mysql_target.py), each at its value
+    # whether or not that is the default: not every setting, so not recorded in full (a
+    # variable one run lacks is unknown there).
+    for name, value in json_object(run.target_facts.get("key_variables")).items():
+        if str(name).lower() not in PER_INSTANCE:
+            out[f"setting {str(name).lower()}"] = str(value)
     reported = run.target_facts.get("non_default_settings")
     if isinstance(reported, Mapping):
         complete.add(SETTING)  # the server listed every setting not at its default
@@ -149,10 +159,29 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     return Environment(out, frozenset(complete))
 
 
+def server_huge_pages(target_facts: Mapping[str, JSON]) -> str | None:
+    """The server's huge pages in a few words, as its target facts recorded them:
+    PostgreSQL's huge_pages, its page size where not the default, and from 17 what it
+    got ('try (got off)': no kernel pool to take them from); MariaDB's and MySQL's
+    large_pages. None where the run did not record them (before dbarena asked)."""
+    asked = json_object(target_facts.get("huge_pages"))
+    if asked:
+        words = str(asked.get("huge_pages", "?"))
+        if str(asked.get("huge_page_size", "0")) not in ("0", "0kB"):
+            words += f", {asked['huge_page_size']} pages"
+        return f"{words} (got {asked['huge_pages_status']})" if "huge_pages_status" in asked else words
+    variables = json_object(target_facts.get("key_variables"))
+    if "large_pages" not in variables:
+        return None
+    size = variables.get("large_page_size")
+    return f"large_pages {variables['large_pages']}" + (
+        f", large_page_size {size}" if size not in (None, 0, "0") else "")
+
+
 def _weight(fact: str) -> tuple[int, str]:
     # What most often explains a step first: the settings, the CPUs, the server, the kernel
     # and its settings.
-    order = ("setting ", "usable CPUs", "CPU quota", "server version", "kernel", *(w for _, w in HOST_SETTINGS))
+    order = ("setting ", "server huge pages", "usable CPUs", "CPU quota", "server version", "kernel", *(w for _, w in HOST_SETTINGS))
     return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
 
 
