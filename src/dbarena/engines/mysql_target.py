@@ -231,6 +231,7 @@ KEY_VARIABLES = (
     "innodb_checksum_algorithm", "innodb_file_per_table", "max_connections", "log_bin", "binlog_format",
     "transaction_isolation", "tx_isolation", "thread_handling", "table_open_cache", "performance_schema",
     "innodb_page_size",  # a cluster option: fixed when the data directory is created
+    "large_pages", "large_page_size",  # huge pages for the buffer pool (host/tuning.py: the kernel's pool)
 )
 
 

@@ -190,7 +190,7 @@ class PgTarget(instance.SavedData):
     def facts(self) -> JSONObject:
         """Provenance of the server: version, settings that differ from the defaults
         (pg_settings where the source is not 'default'; per-connection sources left
-        out), data checksums."""
+        out), data checksums, huge pages."""
         return _facts_or_error(self._facts)
 
     def _facts(self) -> JSONObject:
@@ -203,6 +203,10 @@ class PgTarget(instance.SavedData):
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
             checksums = _first(conn.execute("SHOW data_checksums"))
+            # Huge pages as asked (huge_pages, huge_page_size from 14) and, from 17, as got
+            # (huge_pages_status): 'try' alone does not say which.
+            huge = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name IN"
+                                " ('huge_pages', 'huge_page_size', 'huge_pages_status') ORDER BY name").fetchall()
             seen: JSONObject | None = None
             if self.conn.tls is not None:
                 # What this connection got, as the server saw it (pg_stat_ssl, 9.5+).
@@ -214,6 +218,7 @@ class PgTarget(instance.SavedData):
             "non_default_settings": {name: value for name, value, _ in rows},
             "settings_source": {name: source for name, _, source in rows},
             "data_checksums": checksums,
+            "huge_pages": {name: value for name, value in huge},
         }
         if seen is not None:
             facts["tls"] = seen

@@ -4,7 +4,8 @@ Study B was argued over because "32 vCPU" meant 32 cores on Graviton and 16 core
 hyper-threads on x86: every run records sockets, physical cores, hardware threads and
 threads per core separately. The parsers are pure (text in, dict out) and are tested
 on captures from x86, ARM (Ampere Altra) and POWER9 machines; `host_facts()` is the
-only part that reads the machine.
+only part that reads the machine. The kernel's settings that decided real results
+(huge pages, preemption, governor ...) are tuning.py's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dbarena import execute
-from dbarena.host import topology
+from dbarena.host import topology, tuning
 
 # ARM /proc/cpuinfo names no model, only implementer and part numbers (lscpu decodes
 # them, older lscpu does not). The parts one meets in database servers, from Arm's
@@ -328,9 +329,9 @@ def host_facts() -> dict[str, Any]:
     if facts.get("threads_per_core") is None and facts.get("physical_cores"):
         facts["threads_per_core"] = facts["hardware_threads"] // facts["physical_cores"]
     cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq"
-    governor = _read(f"{cpufreq}/scaling_governor").strip()
-    if governor:
-        facts["frequency_governor"] = governor
+    # The kernel's settings (huge pages, THP, preemption, frequency governor and driver,
+    # idle states, NUMA balancing, irqbalance), each "not exposed" where missing.
+    facts.update(tuning.facts())
     base_khz = _int(_read(f"{cpufreq}/base_frequency").strip())
     if base_khz:
         facts["base_mhz"] = base_khz / 1000

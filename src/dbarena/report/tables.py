@@ -418,9 +418,9 @@ _HOST_FIELDS = (
     ("CPUs the run could use", "usable_cpus"), ("their physical cores", "usable_physical_cores"),
     ("CPU quota (cores)", "cpu_quota_cores"),
     ("threads per core (SMT)", "threads_per_core"), ("NUMA nodes", "numa_nodes"), ("max MHz", "max_mhz"),
-    ("governor", "frequency_governor"), ("L3 cache", "l3_cache"), ("hypervisor", "hypervisor"),
+    ("L3 cache", "l3_cache"), ("hypervisor", "hypervisor"),
     ("cloud", "cloud"), ("instance type", "instance_type"), ("container", "container"), ("kernel", "kernel"),
-    ("distribution", "distribution"),
+    ("distribution", "distribution"), *((words, key) for key, words in environment.HOST_SETTINGS),
 )
 
 

@@ -80,6 +80,16 @@ def host_identity(host_facts: Mapping[str, JSON] | None, target_url: str | None 
                 "server_threads": server_threads}
     if not host_facts:
         return None
+    # What the machine is, not how its kernel was set: the kernel's version and its
+    # settings (huge pages, transparent huge pages, the preemption model, the frequency
+    # governor and driver, idle states, NUMA balancing, irqbalance: host/tuning.py) stay
+    # out of the key, as the kernel and the governor always have. Repeats on one machine
+    # across a kernel upgrade or a sysctl pool, and an A/B of two labels on it is not
+    # refused for them; where one changed, stats/environment.py names it, so History's
+    # causes and the report's "What differs" say so beside the figures. In the key, a
+    # fact one run could not read ("not exposed": no debugfs, a container's view) would
+    # split repeats of one configuration, and a run recorded before dbarena read them
+    # would match none of its successors.
     memory = host_facts.get("memory_bytes")
     identity: JSONObject = {
         "cpu_model": host_facts.get("cpu_model"),

@@ -41,6 +41,23 @@ MACHINE_FACTS = {
 }
 _MACHINE_ABSENT = {words: absent for words, absent in MACHINE_FACTS.values() if absent is not None}
 
+# The kernel's settings among a host's facts (host/tuning.py records them, "not exposed"
+# where the machine has no such file), in words. Facts of the host, not of the
+# configuration: a change of one is a cause History names and the report's "What differs"
+# shows, never a reason two points are not comparable (stats/configkey.py says why). A run
+# recorded before dbarena read them lacks them: unknown there, not a change. Left out:
+# hugepages_free (it moves with whatever else holds huge pages when a run starts),
+# nr_hugepages (the pool asked for; HugePages_Total is the pool there is) and
+# kernel_preemption_source (how the model was read, not the model).
+HOST_SETTINGS = (
+    ("hugepages_total", "huge pages (kernel pool)"), ("hugepage_size_kib", "huge page size (KiB)"),
+    ("transparent_hugepage", "transparent huge pages"), ("transparent_hugepage_defrag", "THP defrag"),
+    ("kernel_preemption", "kernel preemption"), ("frequency_governor", "CPU frequency governor"),
+    ("frequency_driver", "CPU frequency driver"), ("idle_driver", "CPU idle driver"),
+    ("idle_governor", "CPU idle governor"), ("idle_states", "CPU idle states"),
+    ("numa_balancing", "NUMA balancing"), ("irqbalance", "irqbalance"),
+)
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -86,7 +103,8 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     configuration key: the server's version, the tools' and client libraries' versions,
     dbarena's, the kernel and the machine, the server's settings (those the study set, and
     every other non-default one the server reported), the duration, warm-up and tool
-    options of the point."""
+    options of the point; the kernel's settings (HOST_SETTINGS) and the server's huge
+    pages."""
     out: dict[str, str] = {}
     complete: set[str] = set()
     if run.server_version:
@@ -99,8 +117,20 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     for fact in ("kernel", "cpu_model", "hardware_threads", "distribution"):
         if facts.get(fact) is not None:
             out[fact.replace("_", " ")] = str(facts[fact])
+    for fact, words in HOST_SETTINGS:
+        if facts.get(fact) is not None:
+            out[words] = str(facts[fact])
     if run.host:
         out["host"] = run.host
+    huge = server_huge_pages(run.target_facts)
+    if huge is not None:
+        out["server huge pages"] = huge
+    # MySQL's and MariaDB's key variables (engines/mysql_target.py), each at its value
+    # whether or not that is the default: not every setting, so not recorded in full (a
+    # variable one run lacks is unknown there).
+    for name, value in json_object(run.target_facts.get("key_variables")).items():
+        if str(name).lower() not in PER_INSTANCE:
+            out[f"setting {str(name).lower()}"] = str(value)
     reported = run.target_facts.get("non_default_settings")
     if isinstance(reported, Mapping):
         complete.add(SETTING)  # the server listed every setting not at its default
@@ -129,9 +159,29 @@ def of_run(run: StoredRun, config: Mapping[str, JSON]) -> Environment:
     return Environment(out, frozenset(complete))
 
 
+def server_huge_pages(target_facts: Mapping[str, JSON]) -> str | None:
+    """The server's huge pages in a few words, as its target facts recorded them:
+    PostgreSQL's huge_pages, its page size where not the default, and from 17 what it
+    got ('try (got off)': no kernel pool to take them from); MariaDB's and MySQL's
+    large_pages. None where the run did not record them (before dbarena asked)."""
+    asked = json_object(target_facts.get("huge_pages"))
+    if asked:
+        words = str(asked.get("huge_pages", "?"))
+        if str(asked.get("huge_page_size", "0")) not in ("0", "0kB"):
+            words += f", {asked['huge_page_size']} pages"
+        return f"{words} (got {asked['huge_pages_status']})" if "huge_pages_status" in asked else words
+    variables = json_object(target_facts.get("key_variables"))
+    if "large_pages" not in variables:
+        return None
+    size = variables.get("large_page_size")
+    return f"large_pages {variables['large_pages']}" + (
+        f", large_page_size {size}" if size not in (None, 0, "0") else "")
+
+
 def _weight(fact: str) -> tuple[int, str]:
-    # What most often explains a step first: the settings, the CPUs, the server, the kernel.
-    order = ("setting ", "usable CPUs", "CPU quota", "server version", "kernel")
+    # What most often explains a step first: the settings, the CPUs, the server, the kernel
+    # and its settings.
+    order = ("setting ", "server huge pages", "usable CPUs", "CPU quota", "server version", "kernel", *(w for _, w in HOST_SETTINGS))
     return next((i for i, head in enumerate(order) if fact.startswith(head)), len(order)), fact
 
 
