@@ -205,3 +205,20 @@ def test_the_command_says_the_differences_and_the_estimate_and_checks_its_sides(
         assert bad.returncode == 2 and said in bad.stderr, bad.stderr
     runs = inprocess.dbarena(*["bisect", "--run-a", "3", "--run-b", "4", "--store", str(store), "--dry-run"])
     assert runs.returncode == 0, runs.stderr
+
+
+def test_a_failed_gate_says_the_bisect_command_that_would_explain_it() -> None:
+    from dbarena.stats import gate as gating
+
+    def item(workload: str, status: str) -> gating.Item:
+        return gating.Item("postgres", workload, "tps", "1: 1,000.0 (2) -> 500.0 (2)", -50.0, -60.0, -40.0, 0.001,
+                           status, "slower")
+
+    found = gating.Gate(gating.Side("run 4", "run 4 (label 'main')", [], "4"),
+                        gating.Side("pr 1", "label 'pr 1' (run 5)", [], "pr 1"), 0.05,
+                        (item("pgbench-tpcb", gating.FAIL), item("pgbench-select-only", gating.PASS)))
+    assert bisecting.commands(found, "postgresql://u@h:5432/d") == [
+        "dbarena bisect 4 'pr 1' --workload pgbench-tpcb --budget 1h --store postgresql://u@h:5432/d"]
+    assert found.as_dict()["baseline_spec"] == "4" and found.as_dict()["candidate_spec"] == "pr 1"
+    passed = gating.Gate(found.baseline, found.candidate, 0.05, (item("pgbench-tpcb", gating.PASS),))
+    assert bisecting.commands(passed, "s.db") == []

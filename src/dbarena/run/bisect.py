@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import statistics
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -575,3 +576,15 @@ def from_gate(path: Path) -> tuple[str, str, str | None]:
         if isinstance(items, list) else []
     workload = next((w for w in failed if isinstance(w, str)), None)
     return data["baseline_spec"], data["candidate_spec"], workload
+
+
+def commands(found: gating.Gate, store: Path | str, budget: str = "1h") -> list[str]:
+    """The `dbarena bisect` command that would explain each workload a gate failed on
+    (what `gate --confirm` prints when it still fails): the baseline as A, the candidate
+    as B, as the gate was given them."""
+    a, b = found.baseline.spec, found.candidate.spec
+    if a is None or b is None:
+        return []
+    return [" ".join(shlex.quote(word) for word in ("dbarena", "bisect", a, b, "--workload", workload, "--budget",
+                                                     budget, "--store", str(store)))
+            for workload in dict.fromkeys(i.workload for i in found.failed)]
