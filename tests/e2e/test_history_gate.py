@@ -140,6 +140,12 @@ def test_the_ci_job_of_docs_history(store_server, public_tmp, tmp_path):
         assert "(stored as 'main-confirm-1' and 'pr-1-confirm-1')" in verdict, verdict
     else:
         assert gated.returncode == 0 and "than in run 1 (label 'main')" in verdict
+    # Still failing once confirmed: the next step adds the bisect that would explain it.
+    explained = step("What made it slower", "pr-1")
+    assert explained.returncode == 0, explained.stderr
+    if gated.returncode == 1 and "confirmed: the first gate was" in verdict:
+        assert "find which difference made it slower with: dbarena bisect 1 pr-1 --workload pgbench-tpcb" in \
+            (tmp_path / "gate.md").read_text()
 
 
 def test_real_runs_on_the_whole_machine_and_confined_to_one_cpu_differ_in_their_usable_cpus(public_tmp, tmp_path):

@@ -126,7 +126,7 @@ COMMAND_MODULES = {
     "merge": "results", "store": "results", "hostinfo": "results",
     "fleet": "fleet",
     "cloud": "cloud",
-    "history": "history", "gate": "history",
+    "history": "history", "gate": "history", "bisect": "bisect",
     "probe": "probe",
     "serve": "serve",
     "publish": "exchange", "verify": "exchange", "site": "exchange",

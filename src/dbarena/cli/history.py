@@ -85,6 +85,7 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
     Exit status: 0 every judged workload passed, 1 at least one failed, 3 none failed but
     at least one is inconclusive, 2 bad input (an unknown run or label, or nothing both
     sides measured with a verdict)."""
+    from dbarena.run import bisect as bisecting
     from dbarena.run import confirm
 
     threshold = gating.parse_threshold(max_regression)
@@ -105,9 +106,14 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
             result, confirmation = confirm.confirm(db, result, baseline, candidate, rounds,
                                                    confirm.session_measure(db, quiet=False))
     line = confirmation.line() if confirmation is not None else None
+    # Still failing once confirmed: the command that would find which difference did it.
+    explain = bisecting.commands(result, store) if confirmation is not None else []
+    for command in explain:
+        click.echo(f"dbarena: gate: find which difference made it slower with: {command}", err=True)
     if as_json:
         click.echo(json.dumps({**result.as_dict(),
-                               **({"confirmation": confirmation.as_dict()} if confirmation else {})}, indent=2))
+                               **({"confirmation": confirmation.as_dict()} if confirmation else {}),
+                               **({"bisect": explain} if explain else {})}, indent=2))
     elif fmt == "md":
         click.echo(gate_report.markdown(result, line), nl=False)
     else:

@@ -50,6 +50,7 @@ class Side:
     name: str
     what: str  # "run 7" or "label 'nightly' (runs 3-9)"
     points: list[AnalysedPoint]
+    spec: str | None = None  # as given: a run id or a label (what `dbarena bisect --from-gate` reads back)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class Gate:
 
     def as_dict(self) -> JSONObject:
         return {"baseline": self.baseline.what, "candidate": self.candidate.what,
+                "baseline_spec": self.baseline.spec, "candidate_spec": self.candidate.spec,
                 "max_regression_pct": self.max_regression * 100, "status": self.status,
                 "passed": self.status == PASS, "items": [i.as_dict() for i in self.items]}
 
@@ -131,13 +133,13 @@ def side(store: ResultStore, spec: str) -> Side:
         raise UsageError(f"no points stored yet in {store.location}")
     if spec.isdigit() and any(r.id == int(spec) for r in runs):
         rows = analysis.load(store, run_id=int(spec))
-        return Side(f"run {spec}", f"run {spec} (label {rows[0].label!r})" if rows else f"run {spec}", rows)
+        return Side(f"run {spec}", f"run {spec} (label {rows[0].label!r})" if rows else f"run {spec}", rows, spec)
     labels = list(dict.fromkeys(r.label for r in runs))
     if spec in labels:
         ids = sorted(r.id for r in runs if r.label == spec)
         shown = ", ".join(map(str, ids)) if len(ids) <= 6 else f"{ids[0]} to {ids[-1]}"
         return Side(spec, f"label {spec!r} (run{'s' if len(ids) > 1 else ''} {shown})",
-                    analysis.load(store, labels=(spec,)))
+                    analysis.load(store, labels=(spec,)), spec)
     raise UsageError(f"{quoted(spec)} is neither a run nor a label in the store; labels: {listed(labels)}; runs: "
                      f"{runs[0].id} to {runs[-1].id}")
 
