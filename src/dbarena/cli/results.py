@@ -19,13 +19,14 @@ from dbarena.importers import workloadnames
 from dbarena.lifecycle import state
 from dbarena.limits import MAX_COUNT, MAX_THREADS, listed, printable, quoted
 from dbarena.report import export, listings, terminal
-from dbarena.stats import analysis, configkey, loadgens
+from dbarena.stats import analysis, configkey, loadgens, metric
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
 from dbarena.records import json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
+    from dbarena.records import AnalysedPoint
     from dbarena.stats.price import Price
 
 
@@ -278,7 +279,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         rows = analysis.load(db, study=study_name)
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
-        raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
+        raise UsageError(_nothing_in_common(rows, a, b))
     from dbarena.report import decision as decision_text
     from dbarena.stats import decision
 
@@ -295,6 +296,20 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         _say(line)
     click.echo()
     terminal.show(console, listings.comparison_table(comparisons, wide=wide))
+
+
+def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:
+    """Why `compare a b` has no row: sides judged by different metrics (a pgbench TPS
+    against a HammerDB NOPM) are not comparable, whatever their workloads; else they
+    share no point."""
+    def judged(side: str) -> set[str]:
+        return {r.metric for r in rows if r.status == "ok" and side in (r.label, r.variant)}
+
+    of_a, of_b = judged(a), judged(b)
+    if of_a and of_b and not of_a & of_b:
+        reason = metric.comparable(sorted(of_a)[0], sorted(of_b)[0])
+        return f"{a!r} and {b!r} are {reason}"
+    return f"{a!r} and {b!r} have no point (engine, workload, threads) in common"
 
 
 @cli.command("import")
