@@ -331,12 +331,16 @@ def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:
 @click.option("--allow-skipped", is_flag=True,
               help="Exit 0 although pieces of a file that carry figures were not stored (a summary whose header was "
                    "cut off): they are still reported, FILE:LINE each.")
+@click.option("--together", is_flag=True,
+              help="The files are the outputs of load generators that ran at once against one server (one run each, "
+                   "one configuration): store them as one point, throughput summed and latency pooled, each part kept "
+                   "with its own figures (as fleet run --together).")
 @click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Bundles only: import only those signed by a key of this file (as ssh-keygen reads it).")
 @store_option
 def import_command(files: tuple[Path, ...], label: str | None, engine: str | None, tool: str, workload: str | None,
-                   price_per_hour: float | None, replace: bool, allow_skipped: bool, allowed_signers: Path | None,
-                   store: Path | str) -> int | None:
+                   price_per_hour: float | None, replace: bool, allow_skipped: bool, together: bool,
+                   allowed_signers: Path | None, store: Path | str) -> int | None:
     """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
     outputs (one run or many appended in a file, with or without the command lines
     that produced them) and CSV files of summary rows (docs/import.md lists the columns).
@@ -370,10 +374,26 @@ def import_command(files: tuple[Path, ...], label: str | None, engine: str | Non
         raise UsageError("Missing option '--label' (the label of the imported results)")
     if allowed_signers is not None:
         raise UsageError("import: --allowed-signers applies to bundles only")
-    from dbarena.importers.storing import ImportOptions, import_file
+    from dbarena.importers.storing import ImportOptions, import_file, import_together
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)
+    if together:
+        if len(files) < 2:
+            raise UsageError("import --together: give the outputs of two or more load generators")
+        with Store(store) as db:
+            done = import_together(db, list(files), options)
+        if done.error is not None:
+            _say(f"dbarena: error: {done.error}", err=True)
+            return ExitStatus.USAGE
+        if done.already:
+            _say(f"{' + '.join(map(str, files))}: already imported together; nothing added")
+            return None
+        _say(f"{' + '.join(map(str, files))}: imported together as 1 point of {len(files)} load generators, run "
+             f"{', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
+        for note, _ in done.notes:
+            _say(f"dbarena: {note}")
+        return None
     failed, skipped = False, 0
     # What the readers noted, said once for the whole import with its counts (an archive
     # of 400 files would say "duration 300 s inferred" 400 times otherwise).

@@ -270,3 +270,67 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
 # Points whose derived figures are computed at a time after an import (their series in
 # memory together: analysis reads them in batches of DERIVE_BATCH within a page).
 DERIVE_PAGE = 4 * analysis.DERIVE_BATCH
+
+
+def import_together(store: Store, paths: list[Path], options: ImportOptions, *,
+                    max_run_chars: int = MAX_IMPORT_RUN_CHARS) -> FileOutcome:
+    """`import --together`: the outputs of load generators that ran at once against one
+    server (one run per file, one configuration) stored as the one point they measured
+    (importers/together.py), in one transaction; nothing is stored where a file cannot
+    be read or the runs do not go together. The same files imported together again add
+    nothing."""
+    from dbarena.importers import together
+
+    with collector_paused():
+        outcome = FileOutcome(paths[0])
+        parts: list[tuple[str, reading.ImportedPoint]] = []
+        digests: list[str] = []
+        try:
+            for path in paths:
+                sha256, survey = _survey(path, max_run_chars)
+                with open_regular(path) as file:
+                    digest = hashlib.sha256()
+                    points = list(reading.stream(path.name, reading.texts(_parts(file, path, digest, max_run_chars)),
+                                                 survey, label=options.label, engine=options.engine, tool=options.tool,
+                                                 workload=options.workload, max_run_chars=max_run_chars))
+                if digest.hexdigest() != sha256:
+                    raise _Unreadable(f"{path.name}: changed while it was imported; nothing stored (import it again)")
+                if len(points) != 1:
+                    raise _Unreadable(f"{path.name}: {len(points)} runs: --together takes one run per file (each load "
+                                      "generator's output)")
+                parts.append((path.name, points[0]))
+                digests.append(sha256)
+            point = together.combine(parts, ", ".join(p.name for p in paths))
+            reading.check(paths[0].name, point)
+        except (reading.ImportProblem, _Unreadable) as exc:
+            return FileOutcome(paths[0], error=str(exc))
+        # The content imported: these files, together (in any order).
+        sha256 = hashlib.sha256(("together\n" + "\n".join(sorted(digests))).encode()).hexdigest()
+        given = json.dumps([options.label, options.engine, options.tool, options.workload, options.price_per_hour,
+                            "together"])
+        shown = " + ".join(str(p) for p in paths)
+        with store.importing(sha256, shown, replace=hashlib.sha256(given.encode()).hexdigest()[:16]
+                             if options.replace else None) as batch:
+            if not batch.already:
+                run = _Run(0, point.label, point.result.spec.engine, now_utc())
+                run.add(point)
+                run.run_id = batch.run(run.info(paths[0], sha256, options.price_per_hour))
+                source: dict[str, Any] = {
+                    "file": " + ".join(p.name for p in paths), "path": shown, "sha256": sha256,
+                    "together": [{"file": p.name, "path": str(p), "sha256": d, "lines": [q.first_line, q.last_line]}
+                                 for p, d, (_, q) in zip(paths, digests, parts)]}
+                if point.duration is not None:
+                    source["duration"] = point.duration.source()
+                batch.point(run.run_id, point.result, source)
+        outcome.points, outcome.ok = 1, 1
+        if point.note:
+            outcome.notes = [(point.note, 1)]
+        if batch.already:
+            outcome.already = True
+            return outcome
+        outcome.run_ids, outcome.replaced = list(batch.run_ids), batch.replaced
+        for run_id in outcome.run_ids:
+            for page in store.point_ids(run_id, DERIVE_PAGE):
+                analysis.derive(store, run_id, page)
+        outcome.labels = [point.label]
+        return outcome
