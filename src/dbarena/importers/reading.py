@@ -270,8 +270,10 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
         for a, b, args in runs:
             server = serverversion.last_named(held[seen - first:a - first], server)
             read = read_run(held[a - first:b - first + 1], a, args)
-            if not read:  # text the splitter took for a run but that holds none (a client's output)
-                server = serverversion.last_named(held[a - first:b - first + 1], server)
+            # A server named within the run's own lines (a `SELECT version()` result the
+            # splitter kept with a pgbench run that has no command line), or text the
+            # splitter took for a run but that holds none (a client's output).
+            server = serverversion.last_named(held[a - first:b - first + 1], server)
             found.extend(_on_server(p, server) for p in read)
             seen = b + 1
         server = serverversion.last_named(held[seen - first:], server)
@@ -283,11 +285,15 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
 
 
 def _on_server(point: ImportedPoint, server: serverversion.Server | None) -> ImportedPoint:
-    """A MySQL-family point with the server the text named before it (where the point
-    says none of its own)."""
-    if server is None or point.result.spec.engine != "mysql" or point.server_version is not None:
+    """A point with the server of its family the text named before it (where the point
+    says none of its own): a MySQL-family server for a MySQL point, PostgreSQL's
+    version() for a PostgreSQL one."""
+    if server is None or point.server_version is not None:
         return point
-    return replace(point, server_version=server.version, flavour=server.flavour)
+    family = "postgres" if server.flavour == "postgresql" else "mysql"
+    if point.result.spec.engine != family:
+        return point
+    return replace(point, server_version=server.version, flavour=None if family == "postgres" else server.flavour)
 
 
 def _nothing_of(name: str, survey: Survey, tool: str) -> None:
