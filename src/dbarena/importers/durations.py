@@ -62,7 +62,7 @@ class Duration:
     """A run's asked duration, how it was found, and the time it measured (if printed)."""
 
     asked_s: int
-    how: str  # "printed", "command line", "last progress line", "inferred", "measured"
+    how: str  # "printed", "command line", "last progress line", "inferred", "measured", "its configuration"
     measured_s: float | None = None
 
     def source(self) -> dict[str, Any]:
