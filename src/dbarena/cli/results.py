@@ -341,9 +341,11 @@ def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:
 def import_command(files: tuple[Path, ...], label: str | None, engine: str | None, tool: str, workload: str | None,
                    price_per_hour: float | None, replace: bool, allow_skipped: bool, together: bool,
                    allowed_signers: Path | None, store: Path | str) -> int | None:
-    """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
-    outputs (one run or many appended in a file, with or without the command lines
-    that produced them) and CSV files of summary rows (docs/import.md lists the columns).
+    """Bring results measured elsewhere into the store: pgbench, sysbench, mysqlslap,
+    HammerDB or go-tpc outputs (one run or many appended in a file, with or without the
+    command lines that produced them), pgbench's log files (-l) and CSV files of summary
+    rows (docs/import.md lists the columns). --together: the outputs of load generators that ran at once, as
+    one point.
 
     A line that cannot be read is reported as FILE:LINE and nothing from that file is
     stored (exit 2); importing the same file twice adds nothing the second time, unless

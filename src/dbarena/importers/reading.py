@@ -26,7 +26,8 @@ from dbarena.importers.commandline import option as _option
 from dbarena.importers.common import ImportedPoint, ImportProblem, one_line_break
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv, stream_csv
-from dbarena.importers import gotpc, hammerdb, mysqlslap, pgbench, pieces, serverversion, sysbench, workloadnames
+from dbarena.importers import (gotpc, hammerdb, mysqlslap, pgbench, pgbenchlog, pieces, serverversion, sysbench,
+                               workloadnames)
 from dbarena.importers.pieces import Skipped
 from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
@@ -40,7 +41,7 @@ __all__ = ["CSV_COLUMNS", "TOOLS", "UNNAMED_SYSBENCH", "ImportProblem", "Importe
            "read", "read_csv", "read_mysqlslap", "read_pgbench", "read_sysbench",
            "_command", "_option"]  # the last two: tests/unit/test_importer.py tests them here
 
-TOOLS = ("pgbench", "sysbench", "mysqlslap", "hammerdb", "go-tpc", "csv")
+TOOLS = ("pgbench", "sysbench", "mysqlslap", "hammerdb", "go-tpc", "pgbench-log", "csv")
 # The TPC-C kits, whose readers are Reader objects (a file of no result is refused
 # saying what it holds).
 _KITS = {"hammerdb": hammerdb, "go-tpc": gotpc}
@@ -80,6 +81,8 @@ def _looks_like(text: str, known: Iterable[str] = ()) -> list[str]:
             and re.search(r"^(?:\[(?:Current|Summary)\] [A-Z][A-Z_0-9]* +- (?:Takes\(s\)|Count):|tpmC: \d)", text,
                           re.M):
         found.append("go-tpc")
+    if "pgbench-log" not in known and pgbenchlog.looks_like(text.lstrip("\n")):
+        found.append("pgbench-log")
     return found
 
 
@@ -170,6 +173,13 @@ def stream(name: str, parts: Iterable[str], survey: Survey, *, label: str, engin
         tool = detected
     if tool == "pgbench" and engine not in (None, "postgres"):
         raise ImportProblem(name, None, "pgbench runs are PostgreSQL runs; --engine mysql does not apply")
+    if tool == "pgbench-log":
+        def nothing(found: int) -> None:
+            if not found:
+                _nothing_of(name, survey, tool)
+
+        yield from _checked(name, _arithmetic(name, pgbenchlog.read(name, parts, label, workload)), nothing)
+        return
     if tool == "csv":
         points: Iterator[ImportedPoint] = _arithmetic(name, stream_csv(name, _lines(parts, ends=True), label, engine,
                                                                       workload))
