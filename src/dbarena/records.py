@@ -147,7 +147,7 @@ class AnalysedPoint(StoredPoint):
     cv: float | None
     dips_s: list[float]
     loadgen_cpu: float | None
-    metric: str  # stats/metric.py: tps, qps or seconds
+    metric: str  # stats/metric.py: tps, qps, seconds, nopm or tpmc
     # The CPUs other processes took on average over its steady state (stats/interference.py),
     # and the hypervisor's steal, in CPUs of the machine's machine_threads.
     neighbour_cpu: float | None
@@ -431,7 +431,7 @@ class LevelSummary:
     clients: int
     variant: str
     config: JSONObject | None
-    metric: str  # stats/metric.py: tps, qps or seconds
+    metric: str  # stats/metric.py: tps, qps, seconds, nopm or tpmc
     lower_is_better: bool
     n: int
     failed: int

@@ -19,13 +19,14 @@ from dbarena.importers import workloadnames
 from dbarena.lifecycle import state
 from dbarena.limits import MAX_COUNT, MAX_THREADS, listed, printable, quoted
 from dbarena.report import export, listings, terminal
-from dbarena.stats import analysis, configkey, loadgens
+from dbarena.stats import analysis, configkey, loadgens, metric
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
 from dbarena.records import json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
+    from dbarena.records import AnalysedPoint
     from dbarena.stats.price import Price
 
 
@@ -278,7 +279,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         rows = analysis.load(db, study=study_name)
     comparisons = analysis.compare(rows, a, b, about)
     if not comparisons:
-        raise UsageError(f"{a!r} and {b!r} have no point (engine, workload, threads) in common")
+        raise UsageError(_nothing_in_common(rows, a, b))
     from dbarena.report import decision as decision_text
     from dbarena.stats import decision
 
@@ -295,6 +296,20 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         _say(line)
     click.echo()
     terminal.show(console, listings.comparison_table(comparisons, wide=wide))
+
+
+def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:
+    """Why `compare a b` has no row: sides judged by different metrics (a pgbench TPS
+    against a HammerDB NOPM) are not comparable, whatever their workloads; else they
+    share no point."""
+    def judged(side: str) -> set[str]:
+        return {r.metric for r in rows if r.status == "ok" and side in (r.label, r.variant)}
+
+    of_a, of_b = judged(a), judged(b)
+    if of_a and of_b and not of_a & of_b:
+        reason = metric.comparable(sorted(of_a)[0], sorted(of_b)[0])
+        return f"{a!r} and {b!r} are {reason}"
+    return f"{a!r} and {b!r} have no point (engine, workload, threads) in common"
 
 
 @cli.command("import")
@@ -316,15 +331,21 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 @click.option("--allow-skipped", is_flag=True,
               help="Exit 0 although pieces of a file that carry figures were not stored (a summary whose header was "
                    "cut off): they are still reported, FILE:LINE each.")
+@click.option("--together", is_flag=True,
+              help="The files are the outputs of load generators that ran at once against one server (one run each, "
+                   "one configuration): store them as one point, throughput summed and latency pooled, each part kept "
+                   "with its own figures (as fleet run --together).")
 @click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Bundles only: import only those signed by a key of this file (as ssh-keygen reads it).")
 @store_option
 def import_command(files: tuple[Path, ...], label: str | None, engine: str | None, tool: str, workload: str | None,
-                   price_per_hour: float | None, replace: bool, allow_skipped: bool, allowed_signers: Path | None,
-                   store: Path | str) -> int | None:
-    """Bring results measured elsewhere into the store: pgbench, sysbench or mysqlslap
-    outputs (one run or many appended in a file, with or without the command lines
-    that produced them) and CSV files of summary rows (docs/import.md lists the columns).
+                   price_per_hour: float | None, replace: bool, allow_skipped: bool, together: bool,
+                   allowed_signers: Path | None, store: Path | str) -> int | None:
+    """Bring results measured elsewhere into the store: pgbench, sysbench, mysqlslap,
+    HammerDB or go-tpc outputs (one run or many appended in a file, with or without the
+    command lines that produced them), pgbench's log files (-l) and CSV files of summary
+    rows (docs/import.md lists the columns). --together: the outputs of load generators that ran at once, as
+    one point.
 
     A line that cannot be read is reported as FILE:LINE and nothing from that file is
     stored (exit 2); importing the same file twice adds nothing the second time, unless
@@ -355,10 +376,26 @@ def import_command(files: tuple[Path, ...], label: str | None, engine: str | Non
         raise UsageError("Missing option '--label' (the label of the imported results)")
     if allowed_signers is not None:
         raise UsageError("import: --allowed-signers applies to bundles only")
-    from dbarena.importers.storing import ImportOptions, import_file
+    from dbarena.importers.storing import ImportOptions, import_file, import_together
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)
+    if together:
+        if len(files) < 2:
+            raise UsageError("import --together: give the outputs of two or more load generators")
+        with Store(store) as db:
+            done = import_together(db, list(files), options)
+        if done.error is not None:
+            _say(f"dbarena: error: {done.error}", err=True)
+            return ExitStatus.USAGE
+        if done.already:
+            _say(f"{' + '.join(map(str, files))}: already imported together; nothing added")
+            return None
+        _say(f"{' + '.join(map(str, files))}: imported together as 1 point of {len(files)} load generators, run "
+             f"{', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
+        for note, _ in done.notes:
+            _say(f"dbarena: {note}")
+        return None
     failed, skipped = False, 0
     # What the readers noted, said once for the whole import with its counts (an archive
     # of 400 files would say "duration 300 s inferred" 400 times otherwise).

@@ -22,13 +22,16 @@ a measurement, a per-second series and the details out.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from dbarena.model import Measurement, Sample
 from dbarena.records import JSONObject
 from dbarena.stats.latency import Latencies, merged
+from dbarena.stats.pooling import all_or_none as _all_or_none
+from dbarena.stats.pooling import pooled_stddev as _pooled_stddev
+from dbarena.stats.pooling import summed as _sum
+from dbarena.stats.pooling import weighted_mean as _weighted_mean
 
 # A start skew above this share of the point's duration is flagged.
 SKEW_LIMIT = 0.01
@@ -110,10 +113,6 @@ def aligned(parts: Sequence[Part]) -> tuple[Sample, ...]:
     return tuple(out)
 
 
-def _sum(values: Sequence[float | int | None]) -> Any:
-    """The sum, or None when some part lacks the figure (never a made-up zero)."""
-    present = [v for v in values if v is not None]
-    return None if len(present) < len(values) else sum(present)
 
 
 def _summed(second: float, samples: Sequence[Sample]) -> Sample:
@@ -133,24 +132,8 @@ def _summed(second: float, samples: Sequence[Sample]) -> Sample:
     )
 
 
-def _weighted_mean(pairs: Sequence[tuple[float | None, int | None]]) -> float | None:
-    known = [(v, n) for v, n in pairs if v is not None and n is not None]
-    if len(known) < len(pairs):
-        return None
-    total = sum(n for _, n in known)
-    return sum(v * n for v, n in known) / total if total else None
 
 
-def _pooled_stddev(parts: Sequence[Measurement]) -> float | None:
-    """Standard deviation of the union from each part's count, mean and standard
-    deviation (parallel variance, Chan et al. 1979; population form, as pgbench prints)."""
-    rows = [(m.transactions, m.latency_avg_ms, m.latency_stddev_ms) for m in parts]
-    known = [(n, mu, sd) for n, mu, sd in rows if n is not None and mu is not None and sd is not None]
-    total = sum(n for n, _, _ in known)
-    if len(known) < len(rows) or not total:
-        return None
-    mean = sum(n * mu for n, mu, _ in known) / total
-    return math.sqrt(sum(n * (sd ** 2 + (mu - mean) ** 2) for n, mu, sd in known) / total)
 
 
 def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tuple[Sample, ...], JSONObject]:
@@ -165,11 +148,6 @@ def combine(parts: Sequence[Part], duration_s: float) -> tuple[Measurement, tupl
     return replace(measurement, details={**measurement.details, **details}), series, details
 
 
-def _all_or_none(values: Sequence[float | None], pick: Callable[[list[float]], float]) -> float | None:
-    """`pick` of the parts' figures where every part has one, else None (a figure of
-    some parts only would pass for the whole point's)."""
-    known = [v for v in values if v is not None]
-    return pick(known) if known and len(known) == len(values) else None
 
 
 def _measurement(ms: Sequence[Measurement], series: tuple[Sample, ...]) -> Measurement:

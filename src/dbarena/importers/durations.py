@@ -43,11 +43,13 @@ def nominal(measured: float, at_least: float = 0) -> int:
     `_under` above it, and not below `at_least` (the last progress line's second) by more
     than a run overruns (`_over`: reports go on while the threads finish).
     600.55 -> 600, 606 -> 600, 300.2 -> 300, 59.98 -> 60, 7.3 -> 7, 3600.9 -> 3600;
+    3599.8 -> 3600 (the nearer of the two a step allows);
     607.78 after a report at 602 -> 600, 905 after one at 902 -> 900; 65 -> 65 (5 s over
     60 is too much); a time none fits is rounded to the second."""
     for step in STEPS:
         below, above = math.floor(measured / step) * step, math.ceil(measured / step) * step
-        for candidate in (below, above):
+        # The nearer first: 3599.8 s is 3600 s (0.2 s short), not 3540 s overrun by 59.8 s.
+        for candidate in sorted((below, above), key=lambda c: abs(measured - c)):
             if candidate <= 0 or candidate + _over(candidate) < at_least:
                 continue
             if -_under(candidate) <= measured - candidate <= _over(candidate):
@@ -60,7 +62,7 @@ class Duration:
     """A run's asked duration, how it was found, and the time it measured (if printed)."""
 
     asked_s: int
-    how: str  # "printed", "command line", "last progress line", "inferred", "measured"
+    how: str  # "printed", "command line", "last progress line", "inferred", "measured", "its configuration"
     measured_s: float | None = None
 
     def source(self) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from dbarena.importers.commandline import option as _option
 from dbarena.importers.common import ImportedPoint, ImportProblem, one_line_break
 from dbarena.masking import masked
 from dbarena.importers.csvrows import CSV_COLUMNS, read_csv, stream_csv
-from dbarena.importers import mysqlslap, pgbench, pieces, serverversion, sysbench, workloadnames
+from dbarena.importers import (gotpc, hammerdb, mysqlslap, pgbench, pgbenchlog, pieces, serverversion, sysbench,
+                               workloadnames)
 from dbarena.importers.pieces import Skipped
 from dbarena.importers.figures import check
 from dbarena.importers.mysqlslap import read_mysqlslap
@@ -35,12 +36,15 @@ from dbarena.importers.runs import Segment, stream_runs
 from dbarena.importers.sysbench import UNNAMED_SYSBENCH, read_sysbench
 from dbarena.limits import MAX_IMPORT_RUN_CHARS
 
-__all__ = ["CSV_COLUMNS", "TOOLS", "UNNAMED_SYSBENCH", "ImportProblem", "ImportedPoint", "Skipped", "Survey",
+__all__ = ["CSV_COLUMNS", "TOOLS", "UNNAMED_SYSBENCH", "ImportProblem", "ImportedPoint", "Skipped", "Survey", "check",
            "detect_tool", "masked", "stream", "texts",
            "read", "read_csv", "read_mysqlslap", "read_pgbench", "read_sysbench",
            "_command", "_option"]  # the last two: tests/unit/test_importer.py tests them here
 
-TOOLS = ("pgbench", "sysbench", "mysqlslap", "csv")
+TOOLS = ("pgbench", "sysbench", "mysqlslap", "hammerdb", "go-tpc", "pgbench-log", "csv")
+# The TPC-C kits, whose readers are Reader objects (a file of no result is refused
+# saying what it holds).
+_KITS = {"hammerdb": hammerdb, "go-tpc": gotpc}
 
 
 def _is_csv_line(line: str) -> bool:
@@ -69,6 +73,16 @@ def _looks_like(text: str, known: Iterable[str] = ()) -> list[str]:
     if "mysqlslap" not in known and "Average number of seconds to run all queries:" in text \
             and re.search(r"^\s*Average number of seconds to run all queries:", text, re.M):
         found.append("mysqlslap")
+    if "hammerdb" not in known and any(word in text for word in ("Vuser ", "Hammerdb ", "HammerDB ", "TEST RESULT : "))\
+            and re.search(r"^(?:Vuser \d+:|HammerDB CLI v|\w* ?Hammerdb (?:Transaction Counter Log|Time Profile "
+                          r"Report) @|\s*\"?TEST RESULT : System achieved \d+ )", text, re.M):
+        found.append("hammerdb")
+    if "go-tpc" not in known and any(word in text for word in ("[Summary] ", "[Current] ", "tpmC: ")) \
+            and re.search(r"^(?:\[(?:Current|Summary)\] [A-Z][A-Z_0-9]* +- (?:Takes\(s\)|Count):|tpmC: \d)", text,
+                          re.M):
+        found.append("go-tpc")
+    if "pgbench-log" not in known and pgbenchlog.looks_like(text.lstrip("\n")):
+        found.append("pgbench-log")
     return found
 
 
@@ -154,19 +168,27 @@ def stream(name: str, parts: Iterable[str], survey: Survey, *, label: str, engin
     if tool == "auto":
         detected = survey.tool()
         if detected is None:
-            raise ImportProblem(name, None, "cannot tell which tool wrote this (pgbench, sysbench, mysqlslap or a "
-                                            "CSV with a header): pass --tool")
+            raise ImportProblem(name, None, "cannot tell which tool wrote this (pgbench, sysbench, mysqlslap, "
+                                            "HammerDB, go-tpc or a CSV with a header): pass --tool")
         tool = detected
     if tool == "pgbench" and engine not in (None, "postgres"):
         raise ImportProblem(name, None, "pgbench runs are PostgreSQL runs; --engine mysql does not apply")
+    if tool == "pgbench-log":
+        def nothing(found: int) -> None:
+            if not found:
+                _nothing_of(name, survey, tool)
+
+        yield from _checked(name, _arithmetic(name, pgbenchlog.read(name, parts, label, workload)), nothing)
+        return
     if tool == "csv":
         points: Iterator[ImportedPoint] = _arithmetic(name, stream_csv(name, _lines(parts, ends=True), label, engine,
                                                                       workload))
         yield from _checked(name, points, lambda found: None)
         return
     left = pieces.Pieces(tool)
+    kit = _KITS[tool].Reader(name, label, engine, workload) if tool in _KITS else None
     runs = _arithmetic(name, _runs(name, tool, parts, survey, label=label, engine=engine, workload=workload,
-                                   max_run_chars=max_run_chars, left=left))
+                                   max_run_chars=max_run_chars, left=left, kit=kit))
 
     def finish(found: int) -> None:
         """What is decided at the file's end (`found` points read), in read's order: the
@@ -181,6 +203,8 @@ def stream(name: str, parts: Iterable[str], survey: Survey, *, label: str, engin
             skipped.extend(found_left)
         if not found:
             _nothing_of(name, survey, tool)
+            if kit is not None:  # a file of that kit's that holds no result: what it is, in one line
+                raise ImportProblem(name, None, kit.nothing())
 
     yield from _checked(name, runs, finish)
 
@@ -225,7 +249,8 @@ def _checked(name: str, points: Iterator[ImportedPoint], finish: Callable[[int],
 
 
 def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: str, engine: str | None,
-          workload: str | None, max_run_chars: int, left: pieces.Pieces) -> Iterator[ImportedPoint]:
+          workload: str | None, max_run_chars: int, left: pieces.Pieces,
+          kit: hammerdb.Reader | gotpc.Reader | None = None) -> Iterator[ImportedPoint]:
     """The points of a tool's output, a segment (a run and what surrounds it) at a
     time; `left` is fed every segment with the lines its points cover."""
     lines = _lines(parts)
@@ -234,6 +259,10 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
     if tool == "pgbench":
         segments = stream_runs(name, lines, tool, pgbench.ends_run, pgbench.continues_run, max_run_chars)
         read_run = lambda held, first, args: pgbench.read_run(name, held, first, args, label, workload)  # noqa: E731
+    elif kit is not None:
+        module = _KITS[tool]
+        segments = stream_runs(name, lines, tool, module.ends_run, module.continues_run, max_run_chars)
+        read_run = kit.read_run
     elif tool == "sysbench":
         segments = stream_runs(name, lines, tool, sysbench.ends_run, sysbench.continues_run, max_run_chars)
         read_run = lambda held, first, args: sysbench.read_run(  # noqa: E731
@@ -251,8 +280,10 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
         for a, b, args in runs:
             server = serverversion.last_named(held[seen - first:a - first], server)
             read = read_run(held[a - first:b - first + 1], a, args)
-            if not read:  # text the splitter took for a run but that holds none (a client's output)
-                server = serverversion.last_named(held[a - first:b - first + 1], server)
+            # A server named within the run's own lines (a `SELECT version()` result the
+            # splitter kept with a pgbench run that has no command line), or text the
+            # splitter took for a run but that holds none (a client's output).
+            server = serverversion.last_named(held[a - first:b - first + 1], server)
             found.extend(_on_server(p, server) for p in read)
             seen = b + 1
         server = serverversion.last_named(held[seen - first:], server)
@@ -264,11 +295,15 @@ def _runs(name: str, tool: str, parts: Iterable[str], survey: Survey, *, label: 
 
 
 def _on_server(point: ImportedPoint, server: serverversion.Server | None) -> ImportedPoint:
-    """A MySQL-family point with the server the text named before it (where the point
-    says none of its own)."""
-    if server is None or point.result.spec.engine != "mysql" or point.server_version is not None:
+    """A point with the server of its family the text named before it (where the point
+    says none of its own): a MySQL-family server for a MySQL point, PostgreSQL's
+    version() for a PostgreSQL one."""
+    if server is None or point.server_version is not None:
         return point
-    return replace(point, server_version=server.version, flavour=server.flavour)
+    family = "postgres" if server.flavour == "postgresql" else "mysql"
+    if point.result.spec.engine != family:
+        return point
+    return replace(point, server_version=server.version, flavour=None if family == "postgres" else server.flavour)
 
 
 def _nothing_of(name: str, survey: Survey, tool: str) -> None:
@@ -281,5 +316,5 @@ def _nothing_of(name: str, survey: Survey, tool: str) -> None:
     if others:
         said = " or ".join("a CSV of summary rows" if t == "csv" else f"{t} output" for t in others)
         raise ImportProblem(name, None, f"no {tool} run found (the file looks like {said}: try --tool {others[0]})")
-    raise ImportProblem(name, None, f"no {tool} run found (nothing in it looks like what pgbench, sysbench or "
-                                    "mysqlslap print)")
+    raise ImportProblem(name, None, f"no {tool} run found (nothing in it looks like what pgbench, sysbench, "
+                                    "mysqlslap, HammerDB or go-tpc print)")

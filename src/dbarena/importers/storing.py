@@ -18,7 +18,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,6 +28,7 @@ from dbarena.importers import reading
 from dbarena.bulk import collector_paused
 from dbarena.errors import UsageError
 from dbarena.importers import workloadnames
+from dbarena.importers.durations import Duration
 from dbarena.limits import MAX_IMPORT_RUN_CHARS, MAX_NAME_CHARS, name_problem, quoted
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import analysis
@@ -218,6 +219,23 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
     runs: dict[tuple[str, str], _Run] = {}
     notes: Counter[str] = Counter()
     inferred: Counter[str] = Counter()
+    # A failed run's output may end before it says how long it was asked to run: such a
+    # point is stored once the file is read, with the duration its configuration's runs
+    # were asked for (in this file, else stored before under its label), so that it counts
+    # on its configuration's row ("+1 failed"), not on a row of its own.
+    asked: dict[tuple[Any, ...], int] = {}
+    undated: list[reading.ImportedPoint] = []
+
+    def put(point: reading.ImportedPoint) -> None:
+        key = (point.label, point.result.spec.engine)
+        run = runs.get(key)
+        if run is None:
+            run = runs[key] = _Run(0, *key, now_utc())
+            run.add(point)
+            run.run_id = batch.run(run.info(path, sha256, options.price_per_hour))
+        else:
+            run.add(point)
+        batch.point(run.run_id, point.result, _source(point, path, sha256))
     try:
         with store.importing(sha256, str(path), replace=hashlib.sha256(given.encode()).hexdigest()[:16]
                              if options.replace else None) as batch, open_regular(path) as file:
@@ -236,15 +254,14 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
                              f"names no asked duration; the point's source keeps both)"] += 1
                 if batch.already:
                     continue  # (read all the same: what the file holds is said as before)
-                key = (point.label, point.result.spec.engine)
-                run = runs.get(key)
-                if run is None:
-                    run = runs[key] = _Run(0, *key, now_utc())
-                    run.add(point)
-                    run.run_id = batch.run(run.info(path, sha256, options.price_per_hour))
-                else:
-                    run.add(point)
-                batch.point(run.run_id, point.result, _source(point, path, sha256))
+                if point.result.ok and point.duration is not None:
+                    asked.setdefault(_shape(point), point.duration.asked_s)
+                elif not point.result.ok and point.duration is None and not point.result.spec.duration_s:
+                    undated.append(point)  # stored at the file's end, with its configuration's duration
+                    continue
+                put(point)
+            for point in undated:
+                put(_dated(point, asked.get(_shape(point)) or _stored_duration(store, point)))
             if digest.hexdigest() != sha256:
                 raise _Unreadable(f"{path.name}: changed while it was imported; nothing stored (import it again)")
             for run in runs.values():  # the facts all its points give
@@ -267,6 +284,97 @@ def _import_file(store: Store, path: Path, options: ImportOptions, max_run_chars
     return outcome
 
 
+def _shape(point: reading.ImportedPoint) -> tuple[Any, ...]:
+    """A point's configuration apart from its duration, as an import knows it."""
+    spec = point.result.spec
+    return (point.label, spec.engine, spec.workload, spec.threads, spec.clients, tuple(sorted(spec.params)),
+            tuple(sorted(spec.options)), spec.warmup_s)
+
+
+def _stored_duration(store: Store, point: reading.ImportedPoint) -> int | None:
+    """The duration the stored ok points of the failed point's label and configuration
+    (apart from the duration) were asked for, where they agree on one."""
+    spec = point.result.spec
+    found = {p.duration_s for p in store.points(labels=(point.label,))
+             if p.status == "ok" and p.duration_s and (p.engine, p.workload, p.threads, p.clients, p.warmup_s) ==
+             (spec.engine, spec.workload, spec.threads, spec.clients, spec.warmup_s)
+             and dict(p.params) == dict(spec.params) and dict(p.options) == dict(spec.options)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _dated(point: reading.ImportedPoint, duration_s: int | None) -> reading.ImportedPoint:
+    """A failed point given its configuration's duration (as it is, where none is known)."""
+    if not duration_s:
+        return point
+    spec = replace(point.result.spec, duration_s=duration_s)
+    return replace(point, result=replace(point.result, spec=spec),
+                   duration=Duration(duration_s, "its configuration"))
+
+
 # Points whose derived figures are computed at a time after an import (their series in
 # memory together: analysis reads them in batches of DERIVE_BATCH within a page).
 DERIVE_PAGE = 4 * analysis.DERIVE_BATCH
+
+
+def import_together(store: Store, paths: list[Path], options: ImportOptions, *,
+                    max_run_chars: int = MAX_IMPORT_RUN_CHARS) -> FileOutcome:
+    """`import --together`: the outputs of load generators that ran at once against one
+    server (one run per file, one configuration) stored as the one point they measured
+    (importers/together.py), in one transaction; nothing is stored where a file cannot
+    be read or the runs do not go together. The same files imported together again add
+    nothing."""
+    from dbarena.importers import together
+
+    with collector_paused():
+        outcome = FileOutcome(paths[0])
+        parts: list[tuple[str, reading.ImportedPoint]] = []
+        digests: list[str] = []
+        try:
+            for path in paths:
+                sha256, survey = _survey(path, max_run_chars)
+                with open_regular(path) as file:
+                    digest = hashlib.sha256()
+                    points = list(reading.stream(path.name, reading.texts(_parts(file, path, digest, max_run_chars)),
+                                                 survey, label=options.label, engine=options.engine, tool=options.tool,
+                                                 workload=options.workload, max_run_chars=max_run_chars))
+                if digest.hexdigest() != sha256:
+                    raise _Unreadable(f"{path.name}: changed while it was imported; nothing stored (import it again)")
+                if len(points) != 1:
+                    raise _Unreadable(f"{path.name}: {len(points)} runs: --together takes one run per file (each load "
+                                      "generator's output)")
+                parts.append((path.name, points[0]))
+                digests.append(sha256)
+            point = together.combine(parts, ", ".join(p.name for p in paths))
+            reading.check(paths[0].name, point)
+        except (reading.ImportProblem, _Unreadable) as exc:
+            return FileOutcome(paths[0], error=str(exc))
+        # The content imported: these files, together (in any order).
+        sha256 = hashlib.sha256(("together\n" + "\n".join(sorted(digests))).encode()).hexdigest()
+        given = json.dumps([options.label, options.engine, options.tool, options.workload, options.price_per_hour,
+                            "together"])
+        shown = " + ".join(str(p) for p in paths)
+        with store.importing(sha256, shown, replace=hashlib.sha256(given.encode()).hexdigest()[:16]
+                             if options.replace else None) as batch:
+            if not batch.already:
+                run = _Run(0, point.label, point.result.spec.engine, now_utc())
+                run.add(point)
+                run.run_id = batch.run(run.info(paths[0], sha256, options.price_per_hour))
+                source: dict[str, Any] = {
+                    "file": " + ".join(p.name for p in paths), "path": shown, "sha256": sha256,
+                    "together": [{"file": p.name, "path": str(p), "sha256": d, "lines": [q.first_line, q.last_line]}
+                                 for p, d, (_, q) in zip(paths, digests, parts)]}
+                if point.duration is not None:
+                    source["duration"] = point.duration.source()
+                batch.point(run.run_id, point.result, source)
+        outcome.points, outcome.ok = 1, 1
+        if point.note:
+            outcome.notes = [(point.note, 1)]
+        if batch.already:
+            outcome.already = True
+            return outcome
+        outcome.run_ids, outcome.replaced = list(batch.run_ids), batch.replaced
+        for run_id in outcome.run_ids:
+            for page in store.point_ids(run_id, DERIVE_PAGE):
+                analysis.derive(store, run_id, page)
+        outcome.labels = [point.label]
+        return outcome

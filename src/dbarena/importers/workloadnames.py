@@ -17,6 +17,9 @@ from dbarena.errors import UsageError
 # names them when a command line (or perf stat report) names their script.
 IMPORTED_ONLY: dict[str, str] = {
     "sysbench-tpcc": "Percona-Lab's sysbench-tpcc (tpcc.lua), read from its command line or given",
+    "hammerdb-tprocc": "HammerDB's TPROC-C (derived from TPC-C), read from its output",
+    "go-tpc-tpcc": "go-tpc's TPC-C (tiup bench tpcc), read from its output",
+    "go-tpc-ch": "go-tpc's CH-benCHmark (TPC-C with TPC-H queries alongside: tiup bench ch), read from its output",
 }
 
 # What the importer stores when the output does not say which script ran (progress

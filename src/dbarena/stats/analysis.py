@@ -160,7 +160,7 @@ Naming = Callable[[Sequence[SeriesKey]], Sequence[str]]
 
 # Where load finds a point's fields among its values (records.STORED_FIELDS' order).
 _AT = {name: STORED_FIELDS.index(name) for name in ("point_id", "run_id", "label", "tps", "run_avg_s", "options",
-                                                     "status")}
+                                                     "status", "details")}
 _series_key = operator.itemgetter(*SERIES_KEY_AT)
 _point_id = operator.itemgetter(_AT["point_id"])
 _run_id = operator.itemgetter(_AT["run_id"])
@@ -231,7 +231,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
         figures = derived[point_id]
         # Decided here, not read from the cache: figures cached before mysqlslap was
         # judged by its seconds said "qps".
-        judged_by = metric.of_figures(tps, run_avg_s)
+        judged_by = metric.of_figures(tps, run_avg_s, row[_AT["details"]] if tps is None and run_avg_s is None
+                                      else None)
         adaptive, threads, machine, slo = of_run[run_id]
         found = bounds.get(point_id) or no_bound
         # (The cache's figures were checked at the store's edge: numbers or None, a list

@@ -516,7 +516,7 @@ def backfill_config(db: SqlConnection) -> None:
         rows = db.execute(
             "SELECT p.id, p.engine, p.workload, p.threads, p.clients, p.duration_s, p.params, p.phase,"
             " p.options, p.variant, r.options, r.server_version, COALESCE(h.facts, r.host_facts), r.target_facts,"
-            " p.warmup_s, r.flavour, p.command"
+            " p.warmup_s, r.flavour, p.command, p.details"
             " FROM points p JOIN runs r ON r.id = p.run_id LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint"
             " WHERE p.config_key IS NULL AND p.id > ? ORDER BY p.id LIMIT ?", (after, _BACKFILL_PAGE)
         ).fetchall()
@@ -539,10 +539,19 @@ def _words(command: str | None) -> list[str]:
     return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
 
 
+def _load_generators(details: str | None) -> int:
+    """The load generators a point's details name (import --together), else 1."""
+    try:
+        found = json.loads(details or "{}").get("load_generators")
+    except (ValueError, AttributeError):
+        return 1
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 1 else 1
+
+
 def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
     with db:
         for pid, engine, workload, threads, clients, duration_s, params, phase, point_options, variant, options, \
-                version, host, facts, point_warmup, flavour, command in rows:
+                version, host, facts, point_warmup, flavour, command, details in rows:
             options, host, facts = json.loads(options), json.loads(host), json.loads(facts)
             target = (options.get("targets") or {}).get(engine)
             settings = {} if target else options.get({"postgres": "pg_settings"}.get(engine, "mysql_settings"), {})
@@ -565,6 +574,8 @@ def _backfill_rows(db: SqlConnection, rows: list[Any]) -> None:
                 # What its command line measured beyond the bare tool (pgbench -P, -l).
                 instruments=configkey.instruments_in(_words(command)),
                 tls=configkey.tls_of(facts),  # its connections' encryption, where its run recorded it
+                # The load generators of a point imported --together (its details say).
+                load_generators=_load_generators(details),
             )
             db.execute("UPDATE points SET config = ?, config_key = ?, warmup_s = ? WHERE id = ?",
                        (json.dumps(key, sort_keys=True), configkey.digest(key), key["warmup_s"], pid))
