@@ -161,7 +161,8 @@ def per_core_view(report: Report) -> str:
         parts.append('<p class="none">No core count stored for ' + ", ".join(label(n) for n in unknown)
                      + ": a remote server whose runs were not given <code>--server-cores</code> / "
                        "<code>--server-threads</code>.</p>")
-    return (f'<section id="per-core"><h2>Per core</h2><p class="note">{html_text(reading.PER_CORE[1])}</p>'
+    said = reading.PER_CORE[1] + (f" {reading.CAPACITY_PER_CORE}" if any(r.slo for r in report.rows) else "")
+    return (f'<section id="per-core"><h2>Per core</h2><p class="note">{html_text(said)}</p>'
             + "".join(parts) + "</section>")
 
 
@@ -316,6 +317,7 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         ("printed tps", num(point.tps)), ("printed qps", num(point.qps)),
         ("latency avg / p95 / p99 ms", f"{num(point.latency_avg_ms, 3)} / {num(point.latency_p95_ms, 3)} / "
                                        f"{num(point.latency_p99_ms, 3)}"),
+        *_objective_figures(point, run),
     ]
     if analysed is not None:
         figures += [
@@ -351,6 +353,31 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         out.append(f'<h3>stdout</h3><pre class="raw">{html_text(masked(stdout or ""))}</pre>')
         out.append(f'<h3>stderr</h3><pre class="raw">{html_text(masked(stderr or ""))}</pre>')
     return "\n".join(out)
+
+
+def _objective_figures(point: StoredPoint, run: StoredRun) -> list[tuple[str, str]]:
+    """A point of a capacity search (--slo): an open-loop point's offered rate and whether
+    it met the run's objective, judged as the search judged it (stats/capacity.py); the
+    closed-loop point the search started from said so. Nothing for other points."""
+    from dbarena.stats import capacity
+
+    objective = capacity.Objective.from_json(run.options.get("slo"))
+    rate = capacity.offered(point.options)
+    if rate is None:
+        return [] if objective is None else [
+            ("objective (--slo)", f"{objective.text}: this closed-loop point (its clients as fast as the server "
+                                  "answers) started the search of its capacity; Decide draws the curve")]
+    out = [("offered rate (open loop)", f"{capacity.rate_text(rate)} TPS offered (its transactions scheduled at "
+                                        "that rate; latency counted from each one's scheduled start), "
+                                        f"{num(point.tps)} achieved")]
+    if objective is None:
+        out.append(("objective", "none recorded with its run: an offered rate, not a step of a search"))
+    elif point.phase != "measured":
+        out.append(("objective", f"{objective.text}: not judged (a warm-up)"))
+    else:
+        judged = capacity.judge(objective, rate, capacity.of_point(point))
+        out.append(("objective (--slo)", f"{objective.text}: {'met' if judged.meets else 'missed'} ({judged.why})"))
+    return out
 
 
 def _pretty(value: JSON) -> str:
