@@ -4,7 +4,8 @@ at 1 and 2 threads each, prices): the open-loop points are steps of their closed
 point's search, not series of their own; each search's latency-throughput curve holds
 every rate tried, judged as the capacity judged it; the capacity, its price per 1,000
 TPS at the objective and per core beside the closed-loop figures; the decision compares
-the capacities; the exports and their schema; a point's page."""
+the capacities and says so, one session a side staying inconclusive; the exports and
+their schema; a point's page."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from jsonschema import Draft202012Validator
 
 from dbarena.report import assemble, export, schemas, tables
 from dbarena.report.curves import Curve
-from dbarena.stats import analysis, capacity
+from dbarena.stats import analysis, capacity, decision
 from dbarena.store.database import Store
 from test_serve import client
 
@@ -121,6 +122,23 @@ def test_each_level_has_its_capacity_its_price_per_1000_tps_there_and_per_core(r
         assert r.price_per_100_tps == pytest.approx(price / (r.tps / 100))
         assert r.physical_cores and r.capacity_per_core == pytest.approx(found["tps"] / r.physical_cores)
         assert r.hardware_threads and r.capacity_per_thread == pytest.approx(found["tps"] / r.hardware_threads)
+
+
+def test_the_decision_compares_the_capacities_says_so_and_one_session_a_side_stays_inconclusive(report, summary):
+    (d,) = report.decisions
+    assert (d.label, d.baseline, d.slo) == ("beta", "alpha", SLO)
+    ratios = {t: summary[("beta", t)]["tps"] / summary[("alpha", t)]["tps"] for t in (1, 2)}
+    assert [(level.threads, level.ratio) for level in d.levels] == [(t, pytest.approx(ratios[t])) for t in (1, 2)]
+    assert d.ratio == pytest.approx(math.sqrt(ratios[1] * ratios[2]))
+    # +60 % between two runs of one configuration on one machine: one session a side, no verdict.
+    assert d.verdict == decision.NO_VERDICT and d.ci_low is None
+    assert d.text.startswith(f"inconclusive on the capacity at {SLO}: one session a side at 2 of 2 level(s)")
+    (line,) = report.overall
+    assert line.verdict == decision.NO_VERDICT and line.slo == SLO
+    assert line.text.startswith(f"inconclusive on the capacity at {SLO} across 1 workload(s)")
+    # What the same work costs: of the capacities, within the objective.
+    assert d.price is not None and f"within {SLO}" in d.price and f"capacity at {SLO} beta / alpha" in d.price
+    assert json.loads(export.to_json(report))["decisions"][0]["slo"] == SLO
 
 
 def test_the_tables_give_the_capacity_and_its_price_beside_the_closed_loop_figures(report):

@@ -370,6 +370,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
         return (f"cost: {d.label} priced in {cur_label}, {d.baseline} in {cur_base}: prices in two currencies are "
                 "not compared")
     levels = f"at {', '.join(str(level.threads) for level in d.levels)} thread(s)"
+    # (--slo: the decision's ratio is of capacities, the work done within the objective.)
+    if d.slo:
+        levels += f" within {d.slo}"
     # The label's cost of a unit of work against the baseline's (throughput, or runs of
     # mysqlslap's queries: d.ratio is of speed either way).
     cost = (p_label / p_base) / d.ratio
@@ -387,8 +390,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     else:
         said = (f"{dearer} costs {more - 1:.0%} more for the same work {levels} (no interval: fewer than 3 runs "
                 "a side)")
+    figure = f"capacity at {d.slo}" if d.slo else "throughput"
     return (f"{said}; prices {p_label:.4g} ({d.label}) and {p_base:.4g} ({d.baseline}) {cur_label}/h, "
-            f"throughput {d.label} / {d.baseline} {d.ratio:.3f}")
+            f"{figure} {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
 def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[LevelRow],

@@ -138,8 +138,9 @@ def _report() -> JSONObject:
     words: list[JSON] = [verdicts.FASTER, verdicts.SLOWER, verdicts.SAME, verdicts.INCONCLUSIVE,
                          verdicts.NO_VERDICT, verdicts.NOT_COMPARABLE]
     # (--slo's fields are exported only where they hold something, as in the other exports:
-    # a level without a search has no capacity, a section without one no curves.)
-    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}),
+    # a decision of closed-loop throughput has no slo, a level without a search no
+    # capacity, a section without one no curves.)
+    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}), optional=frozenset({"slo"}),
                                nested={"verdict": {"type": "string", "enum": words},
                                        "levels": array(of_record(LevelRatio))}))
     # A row exports its public figures, its warnings' codes joined by ";" and every figure

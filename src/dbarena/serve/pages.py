@@ -19,6 +19,7 @@ from dbarena import __version__
 from dbarena.masking import masked
 from dbarena.records import AnalysedPoint, JSON, StoredPoint, StoredRun
 from dbarena.report import html as report_html
+from dbarena.report.decision import workload_of
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
@@ -185,14 +186,15 @@ def per_price_view(report: Report) -> str:
         said = (d.price if d.price is not None else
                 f"no price for {', '.join(missing)}" if missing else "no throughput ratio to price")
         lines.append(f"<li>{label(d.label)} against {label(d.baseline)}, {html_text(d.engine or '')} "
-                     f"{html_text(d.workload or '')}: {html_text(said)}</li>")
+                     f"{html_text(workload_of(d))}: {html_text(said)}</li>")
     if lines:
         parts.append(f'<h3>The decision, priced</h3><ul class="priced">{"".join(lines)}</ul>')
     for section in report.sections:
         spec = tables.price(section, report)
         if spec is not None:
             parts.append(report_html.table(_titled(spec, section)))
-    return (f'<section id="per-price"><h2>Per price</h2><p class="note">{html_text(reading.PRICE[1])}</p>'
+    said = reading.PRICE[1] + (f" {reading.PRICE_AT_OBJECTIVE}" if any(r.slo for r in report.rows) else "")
+    return (f'<section id="per-price"><h2>Per price</h2><p class="note">{html_text(said)}</p>'
             + "".join(parts) + "</section>")
 
 
