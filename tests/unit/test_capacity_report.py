@@ -5,7 +5,7 @@ point's search, not series of their own; each search's latency-throughput curve 
 every rate tried, judged as the capacity judged it; the capacity, its price per 1,000
 TPS at the objective and per core beside the closed-loop figures; the decision compares
 the capacities and says so, one session a side staying inconclusive; the exports and
-their schema; a point's page."""
+their schema; the report's charts and Decide's, a point's page."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from dbarena.report import assemble, export, schemas, tables
+from dbarena.report import assemble, charts, chartspecs, export, schemas, tables
 from dbarena.report.curves import Curve
 from dbarena.stats import analysis, capacity, decision
 from dbarena.store.database import Store
@@ -180,6 +180,44 @@ def test_the_json_export_fits_its_schema_and_carries_the_curves(report):
     assert table[0]["slo"] == SLO and float(table[0]["capacity_tps"]) == pytest.approx(row["capacity_tps"])
 
 
+def test_the_reports_curve_chart_draws_every_rate_the_objective_and_the_capacity(report):
+    (section,) = report.sections
+    drawn = charts.capacity_curves(section)
+    assert sorted(drawn) == ["capacity_1", "capacity_2"]
+    svg = drawn["capacity_1"]
+    assert svg.startswith("<svg") and "objective p99 &lt;= 5 ms" in svg
+    tips = [html.unescape(t) for t in re.findall(r"<title>([^<]*)</title>", svg)]
+    c = _curve(report, "alpha", 1)
+    for p in c.points:
+        said = f"alpha, 1 threads: offered {p.offered:,.0f} TPS, achieved {p.tps:,.0f} TPS"
+        assert any(t.startswith(said) and ("met" if p.meets else "missed") + f" {SLO}: {p.why}" in t for t in tips)
+    assert any("closed loop" in t for t in tips)
+    assert f"capacity {c.capacity_tps:,.0f}" in svg
+    # The label toggles reach the curves too.
+    assert charts.label_class("alpha") in svg and charts.label_class("beta") in svg
+
+
+def test_decides_curve_specs_link_each_rate_to_its_point(report):
+    (section,) = report.sections
+    tps, latency = chartspecs.capacity(section, 2)
+    assert latency["ylog"] is True and latency["hlines"] == [{"y": 5.0, "text": f"objective {SLO}"}]
+    assert tps["xmin"] == 0 and tps["xmax"] == latency["xmax"]
+    c = _curve(report, "beta", 2)
+    (series,) = [s for s in tps["series"] if s["name"] == "beta"]
+    assert [p[0] for p in series["points"]] == [p.offered for p in c.points]
+    assert [p[3] for p in series["points"]] == [f"/point/{p.point_ids[0]}" for p in c.points]
+    assert [p[4] for p in series["points"]] == [0 if p.meets else 1 for p in c.points]
+    (star,) = [s for s in tps["series"] if s["name"] == "beta closed loop"]
+    assert star["star"] and star["line"] is False and star["points"][0][3] == f"/point/{c.closed.point_ids[0]}"
+    met, _ = c.bracket()
+    assert any(m["x"] == met and m["label"] == f"beta: {c.capacity_tps:,.0f}" for m in tps["marks"])
+    json.dumps(tps, allow_nan=False)  # what the page's attribute holds
+
+
+def _specs(page: str) -> list[dict[str, Any]]:
+    return [json.loads(html.unescape(t)) for t in re.findall(r'<div class="chart" data-chart="([^"]*)"', page)]
+
+
 def test_an_open_loop_points_page_says_its_offered_rate_and_whether_it_met_the_objective(stored, report):
     c = _curve(report, "alpha", 1)
     met, failed = c.bracket()
@@ -195,3 +233,20 @@ def test_an_open_loop_points_page_says_its_offered_rate_and_whether_it_met_the_o
     assert f"{met:.0f} TPS offered" in shown[met] and f"{SLO}: met ({at[met].why})" in shown[met]
     assert f"{failed:.0f} TPS offered" in shown[failed] and f"{SLO}: missed ({at[failed].why})" in shown[failed]
     assert "started the search of its capacity" in closed_page and "TPS offered" not in closed_page
+
+
+def test_decide_draws_each_searchs_curve_and_prices_the_capacity(stored, report):
+    with client(stored) as served:
+        page = served.get("/decide", params={"per": "price"})
+    assert page.status_code == 200
+    specs = _specs(page.text)
+    titles = [s["title"] for s in specs]
+    assert any(t.startswith("postgres pgbench-select-only at 1 threads: latency against offered rate")
+               for t in titles)
+    assert sum("achieved TPS against offered rate" in t for t in titles) == 2
+    text = html.unescape(page.text)
+    assert f"per hour per 1,000 TPS at {SLO}" in text and f"pgbench-select-only (capacity at {SLO})" in text
+    # The sweep's levels open closed-loop points only.
+    (sweep,) = [s for s in specs if s["x"] == "threads"]
+    opened = {i for p in _curve(report, "alpha", 1).points for i in p.point_ids}
+    assert not any(p[3] == f"/point/{i}" for s in sweep["series"] for p in s["points"] for i in opened)

@@ -144,8 +144,12 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
             for r in section.rows if r.label != report.baseline and r.ratio_to_baseline is not None]
     if not rows:
         return None
+    # (--slo: these are the closed-loop figures; the decision compares the capacities.)
+    slo = _objective(section.rows)
+    note = (f"Closed-loop throughput, level by level; where both sides searched a capacity at {slo}, the decision "
+            "compares those capacities instead (the table 'Capacity at the objective')." if slo else None)
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
-                                                                   "verdict"], rows,
+                                                                   "verdict"], rows, note,
                      explain=reading.AGAINST_SECONDS if section.metric == "seconds" else reading.AGAINST)
 
 

@@ -450,7 +450,18 @@ def sweep_charts(section: Section, links: chart_specs.Links, baseline: str | Non
     more = (f'<p class="note"><a href="{html_text(workload_link(section.engine, section.workload, baseline, chosen))}">'
             f"{html_text(section.engine)} {html_text(section.workload)}: the sweep level by level, latency "
             "percentiles and the bound at each level</a></p>")
-    return {"throughput": chart(spec) + more}
+    return {"throughput": chart(spec) + more, **capacity_charts(section)}
+
+
+def capacity_charts(section: Section) -> dict[str, str]:
+    """A section's latency-throughput curves (--slo), a pair of charts per level searched
+    (report/chartspecs.capacity): name -> their HTML."""
+    out = {}
+    for threads in sorted({c.threads for c in section.curves}):
+        specs = chart_specs.capacity(section, threads)
+        if specs:
+            out[f"capacity_{threads}"] = "".join(chart(spec) for spec in specs)
+    return out
 
 
 def workload(report: Report, section: Section, links: chart_specs.Links, stored: Sequence[str],
@@ -466,7 +477,8 @@ def workload(report: Report, section: Section, links: chart_specs.Links, stored:
            "for these labels</a>. A point of a chart opens the first point measured at that level.</p>",
            toggles_sheet(section.labels)]
     bar, _ = report_html.toggles(section.labels)
-    out += [bar, chart(chart_specs.sweep(section, links)), chart(chart_specs.percentiles(section, links))]
+    out += [bar, chart(chart_specs.sweep(section, links)), chart(chart_specs.percentiles(section, links)),
+            *capacity_charts(section).values()]
     rows = []
     for r in sorted(section.rows, key=lambda r: (section.labels.index(r.label) if r.label in section.labels
                                                  else len(section.labels), r.threads)):
