@@ -40,14 +40,17 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.transforms import blended_transform_factory
 
 from dbarena.bulk import collector_paused
 from dbarena.records import JSON, JSONObject, json_object
+from dbarena.report.curves import Curve
 from dbarena.report.data import Section
 from dbarena.report.levels import LevelRow
 from dbarena.report.scaling import usl
 from dbarena.report.layout import fit, legend_below, legend_order
+from dbarena.stats import capacity
 from dbarena.report.svgparts import (_TAGS, _classes, _hover_layer, _tag, _tag_of, _tips, _unique_ids,
                                       label_class as label_class)
 
@@ -101,6 +104,8 @@ class LineStyle(TypedDict, total=False):
     marker: str
     zorder: int
     alpha: float
+    markerfacecolor: str
+    markersize: float
 
 
 class _Plot:
@@ -482,6 +487,152 @@ def _server_overlay(ax: Axes, section: Section, server: Mapping[str, JSONObject]
     return drawn
 
 
+# The latency percentiles a curve draws (field, name, line style), and the objective's
+# statistic besides where it is none of them (p90, p99.9, avg): dash-dotted.
+Dashes = Literal["-", "--", ":", "-."]
+CURVE_LATENCIES: tuple[tuple[str, str, Dashes], ...] = (
+    ("latency_p50_ms", "p50", ":"), ("latency_p95_ms", "p95", "--"), ("latency_p99_ms", "p99", "-"))
+OBJECTIVE_COLOR = "#d62728"
+
+
+def _curve_tip(c: Curve, offered: float, tps: float | None, lat: Sequence[float | None], meets: bool,
+               why: str) -> str:
+    shown = " / ".join("-" if v is None else f"{v:,.3g}" for v in lat)
+    return (f"{c.label}, {c.threads} threads: offered {offered:,.0f} TPS, achieved "
+            f"{'-' if tps is None else f'{tps:,.0f}'} TPS; p50 / p95 / p99 {shown} ms; "
+            f"{'met' if meets else 'missed'} {c.slo}: {why}")
+
+
+def _thousands(value: float, _: object = None) -> str:
+    return f"{value:,.0f}"
+
+
+def _plain_log(value: float, _: object = None) -> str:
+    """A log axis' tick as a plain number (mathtext is off: text.parse_math)."""
+    return f"{value:g}"
+
+
+def _capacity_mark(ax: Axes, c: Curve, color: str, top: bool) -> None:
+    """The capacity's rate (met_by) as a dashed vertical line; above, its figure named."""
+    met, _ = c.bracket()
+    if met is None:
+        return
+    _tag(ax, ax.axvline(met, color=color, linestyle="--", linewidth=1, alpha=0.8), c.label)
+    tps = c.capacity_tps
+    if top and tps is not None:
+        text = ax.text(met, 0.98, f" capacity {tps:,.0f}", transform=blended_transform_factory(ax.transData,
+                                                                                                 ax.transAxes),
+                       ha="left", va="top", fontsize=8, color=color)
+        _tag(ax, text, c.label)
+
+
+def capacity_curve(section: Section, threads: int) -> str | None:
+    """The searches of one level (--slo, report/curves.py), a label each: achieved TPS
+    against offered rate above (the diagonal: all that was offered carried), latency
+    p50 / p95 / p99 against it below on a log scale with the objective a red horizontal
+    line, named; the capacity's rate a dashed vertical line in both, a rate that missed
+    the objective an open marker, the closed-loop point a star."""
+    found = [c for c in section.curves if c.threads == threads and c.points]
+    if not found:
+        return None
+    fig = Figure(figsize=(WIDTH, 5.4))
+    grid = fig.subplots(2, 1, sharex=True, squeeze=False)
+    tput, lat = grid[0][0], grid[1][0]
+    counter = itertools.count(1)
+    if len(section.labels) <= MAX_TOGGLED:
+        _TAGS[tput] = counter
+        _TAGS[lat] = counter
+    top_plot, lat_plot = _Plot(tput), _Plot(lat)
+    highest = 0.0
+    for c in found:
+        i = section.labels.index(c.label) if c.label in section.labels else 0
+        color = _color(i)
+        xs = [p.offered for p in c.points]
+        lats = [(p.latency_p50_ms, p.latency_p95_ms, p.latency_p99_ms) for p in c.points]
+        tips = [_curve_tip(c, p.offered, p.tps, lat_p, p.meets, p.why) for p, lat_p in zip(c.points, lats)]
+        done = [(p.offered, p.tps) for p in c.points if p.tps is not None]
+        top_plot.line([x for x, _ in done], [y for _, y in done], marker=_marker(i), color=color, label=c.label,
+                      tips=[t for p, t in zip(c.points, tips) if p.tps is not None])
+        missed = [(p.offered, p.tps) for p in c.points if p.tps is not None and not p.meets]
+        if missed:
+            top_plot.line([x for x, _ in missed], [y for _, y in missed], linestyle="none", marker=_marker(i),
+                          color=color, markerfacecolor="white", zorder=3, label=c.label)
+        fields: list[tuple[str, str, Dashes]] = [*CURVE_LATENCIES]
+        own = capacity.STATISTICS[c.statistic]
+        if own not in {f for f, _, _ in fields}:
+            fields.append((own, c.slo.split(" ", 1)[0], "-."))
+        for field, _, dashes in fields:
+            pairs = [(p.offered, v, t) for p, t in zip(c.points, tips)
+                     if (v := getattr(p, field, None) if field != own else p.latency_ms) is not None and v > 0]
+            if pairs:
+                lat_plot.line([x for x, _, _ in pairs], [y for _, y, _ in pairs], linestyle=dashes,
+                              marker=_marker(i) if field == own else "", markersize=4, color=color, label=c.label,
+                              tips=[t for _, _, t in pairs] if field == own else None)
+        missed_lat = [(p.offered, p.latency_ms) for p in c.points if not p.meets and p.latency_ms]
+        if missed_lat:
+            lat_plot.line([x for x, _ in missed_lat], [y for _, y in missed_lat], linestyle="none",
+                          marker=_marker(i), markersize=4, color=color, markerfacecolor="white", zorder=3,
+                          label=c.label)
+        closed = c.closed
+        if closed is not None and closed.tps is not None:
+            tip = (f"{c.label}, {c.threads} threads: closed loop (no offered rate: each client as fast as the "
+                   f"server answers) {closed.tps:,.0f} TPS, p99 "
+                   f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms "
+                   "(from each transaction's actual start: no queue counted)")
+            top_plot.line([closed.tps], [closed.tps], linestyle="none", marker="*", markersize=12, color=color,
+                          zorder=4, label=c.label, tips=[tip])
+            if closed.latency_ms:
+                lat_plot.line([closed.tps], [closed.latency_ms], linestyle="none", marker="*", markersize=12,
+                              color=color, zorder=4, label=c.label, tips=[tip])
+            highest = max(highest, closed.tps)
+        highest = max([highest, *xs, *(y for _, y in done)])
+        _capacity_mark(tput, c, color, top=True)
+        _capacity_mark(lat, c, color, top=False)
+    top_plot.draw()
+    lat_plot.draw()
+    tput.plot([0, highest * 1.05], [0, highest * 1.05], color="#999", linestyle=":", linewidth=0.8)
+    for slo, limit in dict.fromkeys((c.slo, c.limit_ms) for c in found):
+        lat.axhline(limit, color=OBJECTIVE_COLOR, linewidth=1.2)
+        lat.text(0.995, limit, f"objective {slo}", transform=blended_transform_factory(lat.transAxes, lat.transData),
+                 ha="right", va="bottom", fontsize=8, color=OBJECTIVE_COLOR)
+    lat.set_yscale("log")
+    lat.yaxis.set_major_locator(LogLocator(base=10))
+    lat.yaxis.set_major_formatter(FuncFormatter(_plain_log))
+    lat.yaxis.set_minor_formatter(NullFormatter())
+    tput.set_xlim(left=0, right=highest * 1.05)
+    tput.set_ylim(bottom=0, top=highest * 1.1)
+    for ax in (tput, lat):
+        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    tput.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    tput.set_title("achieved TPS (dotted: all that was offered)", fontsize=9)
+    lat.set_title("latency (ms, log scale): p50 dotted, p95 dashed, p99 solid", fontsize=9)
+    lat.set_xlabel("offered TPS (open loop)")
+    # (The objective is named on its line: a title longer than a chart's text is clipped.)
+    fig.suptitle(f"{section.engine} {section.workload} at {threads} thread{'' if threads == 1 else 's'}: latency "
+                 "against offered rate", fontsize=10)
+    names = list(dict.fromkeys(c.label for c in found))
+    handles: list[Any] = [Line2D([], [], marker=_marker(section.labels.index(n) if n in section.labels else 0),
+                                 color=_color(section.labels.index(n) if n in section.labels else 0)) for n in names]
+    keys = [(Line2D([], [], color="#555", marker="o", markerfacecolor="white", linestyle="none"),
+             "missed the objective"),
+            (Line2D([], [], color="#555", marker="*", markersize=10, linestyle="none"), "closed loop"),
+            (Line2D([], [], color="#555", linestyle="--"), "capacity"),
+            (Line2D([], [], color=OBJECTIVE_COLOR), "objective")]
+    legend = legend_below(fig, [*handles, *(h for h, _ in keys)], [*names, *(t for _, t in keys)])
+    _tag_legend(tput, legend, [*(_tag_of(tput, n) for n in names), *(None for _ in keys)])
+    return _svg(tput, section, f"capacity_{threads}")
+
+
+def capacity_curves(section: Section) -> dict[str, str]:
+    """The section's curves (--slo), a chart per level searched: name -> SVG."""
+    out = {}
+    for threads in sorted({c.threads for c in section.curves}):
+        drawn = capacity_curve(section, threads)
+        if drawn:
+            out[f"capacity_{threads}"] = drawn
+    return out
+
+
 def charts(section: Section, samples: Samples, png: dict[str, bytes] | None = None,
            server: Mapping[str, JSONObject] | None = None) -> dict[str, str]:
     """Every chart of a section that has data: name -> SVG text; and into `png`, when
@@ -491,7 +642,8 @@ def charts(section: Section, samples: Samples, png: dict[str, bytes] | None = No
         with collector_paused():  # see there: drawing allocates a lot
             drawn = [("throughput", throughput(section)), ("bars", bars(section)), ("qps", qps(section)),
                      ("latency", latency(section)), ("latency_percentiles", percentiles(section)),
-                     ("per_second", per_second(section, samples, server))]
+                     ("per_second", per_second(section, samples, server)),
+                     *capacity_curves(section).items()]
     finally:
         _PNG.reset(token)
     return {name: svg for name, svg in drawn if svg}

@@ -27,7 +27,8 @@ from typing import Any
 
 from dbarena.records import JSONObject
 from dbarena.report.escaping import html_text
-from dbarena.report.charts import MAX_TOGGLED, PERCENTILE_CHARTS, label_class
+from dbarena.report.charts import CURVE_LATENCIES, MAX_TOGGLED, PERCENTILE_CHARTS, label_class
+from dbarena.report.curves import Curve
 from dbarena.report.data import Section
 from dbarena.report.levels import LevelRow
 from dbarena.stats import metric as metrics
@@ -258,6 +259,101 @@ def history(series: Series, diff: Mapping[int, str]) -> Spec | None:
     return {"title": series.name, "x": "run id, oldest first", "y": metrics.MEANING[series.metric], "zoom": False,
             "group": "", "integer": True, "xlabels": [[n, str(r.run_id)] for n, r in runs], "series": [{"name": series.label, "i": 0, "cls": "", "dash": False, "points": points,
                                      "band": band if len(band) >= 2 else []}], "marks": marks}
+
+
+# Dashes of a curve's percentiles as charts.js draws them (the report's: p50 dotted, p95
+# dashed, p99 solid), and of the objective's own statistic where it is none of them.
+_PATTERNS = {":": "1 3", "--": "5 3", "-": "none", "-.": "6 2 1 2"}
+
+
+def _point_link(ids: Sequence[int]) -> str | None:
+    return f"/point/{ids[0]}" if ids else None
+
+
+def _curve_tip(c: Curve, offered: float, tps: float | None, lat: Sequence[float | None], meets: bool,
+               why: str, ids: Sequence[int]) -> str:
+    shown = " / ".join("-" if v is None else f"{v:,.3g}" for v in lat)
+    return (f"{c.label}, {c.threads} threads: offered {offered:,.0f} TPS, achieved "
+            f"{'-' if tps is None else f'{tps:,.0f}'} TPS; p50 / p95 / p99 {shown} ms; "
+            f"{'met' if meets else 'missed'} {c.slo}: {why}" + (f"; click: point {ids[0]}" if ids else ""))
+
+
+def capacity(section: Section, threads: int) -> list[Spec]:
+    """The searches of one level (--slo, report/curves.py) as `dbarena serve` draws them,
+    the report's curve in two charts sharing the offered-rate axis (from 0): achieved TPS
+    (a dotted diagonal: all that was offered carried) and latency p50 / p95 / p99 on a log
+    scale, the objective a red horizontal line named; per label the capacity's rate a
+    mark named with its figure, a rate that missed an open marker, the closed-loop point a
+    star (at its throughput). Each rate opens its first point."""
+    found = [c for c in section.curves if c.threads == threads and c.points]
+    if not found:
+        return []
+    tps_series: list[Spec] = []
+    lat_series: list[Spec] = []
+    marks: list[Spec] = []
+    highest = 0.0
+    for c in found:
+        i = section.labels.index(c.label) if c.label in section.labels else 0
+        cls = _cls(section, c.label)
+        tips = [_curve_tip(c, p.offered, p.tps, (p.latency_p50_ms, p.latency_p95_ms, p.latency_p99_ms), p.meets,
+                           p.why, p.point_ids) for p in c.points]
+        tps_series.append({"name": c.label, "i": i, "cls": cls, "dash": False, "band": [],
+                           "points": [[p.offered, p.tps, tip, _point_link(p.point_ids), 0 if p.meets else 1]
+                                      for p, tip in zip(c.points, tips) if p.tps is not None]})
+        own = capacity_field(c)
+        fields: list[tuple[str, str, str]] = [*CURVE_LATENCIES]
+        if own not in {f for f, _, _ in fields}:
+            fields.append((own, c.slo.split(" ", 1)[0], "-."))
+        for field, name, dashes in fields:
+            points = [[p.offered, value, tip, _point_link(p.point_ids), 0 if p.meets or field != own else 1]
+                      for p, tip in zip(c.points, tips)
+                      if (value := (p.latency_ms if field == own else getattr(p, field))) is not None]
+            if points:
+                lat_series.append({"name": f"{c.label} {name}", "i": i, "cls": cls, "dash": dashes != "-",
+                                   "pattern": _PATTERNS[dashes], "band": [], "points": points})
+        highest = max([highest, *(p.offered for p in c.points), *(p.tps or 0.0 for p in c.points)])
+        closed = c.closed
+        if closed is not None and closed.tps is not None:
+            tip = (f"{c.label}, {c.threads} threads: closed loop (each client as fast as the server answers) "
+                   f"{closed.tps:,.0f} TPS, p99 "
+                   f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms (from each "
+                   "transaction's actual start: no queue counted)")
+            link = _point_link(closed.point_ids)
+            star = {"name": f"{c.label} closed loop", "i": i, "cls": cls, "dash": False, "band": [], "line": False,
+                    "star": True}
+            tps_series.append({**star, "points": [[closed.tps, closed.tps, tip, link]]})
+            if closed.latency_ms is not None:
+                lat_series.append({**star, "points": [[closed.tps, closed.latency_ms, tip, link]]})
+            highest = max(highest, closed.tps)
+        met, failed = c.bracket()
+        if met is not None:
+            tps = c.capacity_tps
+            text = (f"{c.label}: capacity at {c.slo} {'-' if tps is None else f'{tps:,.0f}'} TPS (met at "
+                    f"{met:,.0f} offered" + (f", missed at {failed:,.0f}" if failed is not None else "") + ")")
+            marks.append({"x": met, "text": text, "href": None,
+                          "label": f"{c.label}: {'-' if tps is None else f'{tps:,.0f}'}"})
+    top = highest * 1.05
+    tps_series.append({"name": "all that was offered", "i": 7, "cls": "", "dash": True, "pattern": "1 3",
+                       "band": [], "line": True, "dots": False, "points": [[0, 0, "", None], [top, top, "", None]]})
+    slos = list(dict.fromkeys((c.slo, c.limit_ms) for c in found))
+    where = f"{section.engine} {section.workload} at {threads} threads"
+    shared = {"x": "offered TPS (open loop; star: the closed-loop point at its throughput)", "zoom": False,
+              "group": "", "xmin": 0, "xmax": top, "marks": marks}
+    return [
+        {**shared, "title": f"{where}: achieved TPS against offered rate (capacity at "
+                            f"{' / '.join(slo for slo, _ in slos)}; open: missed it)", "y": "achieved TPS",
+         "series": tps_series},
+        {**shared, "title": f"{where}: latency against offered rate (log scale; p50 dotted, p95 dashed, p99 solid)",
+         "y": "latency (ms)", "ylog": True, "series": lat_series,
+         "hlines": [{"y": limit, "text": f"objective {slo}"} for slo, limit in slos]},
+    ]
+
+
+def capacity_field(c: Curve) -> str:
+    """The latency field of a curve's objective (stats/capacity.STATISTICS)."""
+    from dbarena.stats.capacity import STATISTICS
+
+    return STATISTICS[c.statistic]
 
 
 def html(spec: Spec | None) -> str:

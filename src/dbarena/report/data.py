@@ -42,6 +42,8 @@ from dbarena.stats import estimators as stats
 from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 from dbarena.report import levels as level_figures
+from dbarena.report.curves import Curve
+from dbarena.report import curves as search_curves
 from dbarena.report.levels import PUBLIC_FIELDS as PUBLIC_FIELDS, LevelRow
 # Also read as data.server_is_local, data.usl, data.USL_MIN_LEVELS ... by tests.
 from dbarena.report.levels import server_is_local as server_is_local
@@ -124,15 +126,21 @@ class Section:
     usl: dict[str, UslFit]  # label -> fit
     series: dict[str, ShownSeries | None]  # label -> per-second series of a chosen point (None: none there)
     cheapest: Cheapest | None = None
+    # --slo: each search's latency-throughput curve (report/curves.py), label by label,
+    # threads ascending; none in a section without a search.
+    curves: list[Curve] = field(default_factory=list)
 
     def as_json(self) -> JSONObject:
         """The section as the report's JSON exports it: what it is, its ranking, its fits
         and its cheapest label (its rows are the report's, its charts' series are not
-        exported)."""
-        return {"engine": self.engine, "workload": self.workload, "metric": self.metric,
-                "ranking": [r.as_json() for r in self.ranking],
-                "usl": {label: fit.as_json() for label, fit in self.usl.items()},
-                "cheapest": self.cheapest.as_json() if self.cheapest is not None else None}
+        exported); and where it has searches (--slo), their curves."""
+        out: JSONObject = {"engine": self.engine, "workload": self.workload, "metric": self.metric,
+                           "ranking": [r.as_json() for r in self.ranking],
+                           "usl": {label: fit.as_json() for label, fit in self.usl.items()},
+                           "cheapest": self.cheapest.as_json() if self.cheapest is not None else None}
+        if self.curves:
+            out["curves"] = [c.as_json() for c in self.curves]
+        return out
 
 
 # (label, engine, workload) -> threads -> its level row
@@ -314,8 +322,11 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     else:
         rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     every = analysis.summaries(rows, histograms=histograms)
-    summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every}
-    members, ok_series = _grouped(rows)
+    # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
+    # its own: its series' curve shows it (report/curves.py), its level the capacity.
+    curves = search_curves.curves(rows, every)
+    summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every if s.target_tps is None}
+    members, ok_series = _grouped([r for r in rows if r.target_tps is None])
     hardware = level_figures.hardware(rows, runs_by_id)
     level_rows = _compare([level_figures.level_row(key, summary, members[key], prices.get(key[0]),
                                                    hardware.get(key[0], level_figures.Hardware()))
@@ -329,7 +340,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     # each one's label as stored, its series_label.)
     decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
-    sections = [_section(engine, workload, level_rows, by_series, ok_series, picked)
+    sections = [_section(engine, workload, level_rows, by_series, ok_series, picked, curves)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
@@ -359,6 +370,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
         return (f"cost: {d.label} priced in {cur_label}, {d.baseline} in {cur_base}: prices in two currencies are "
                 "not compared")
     levels = f"at {', '.join(str(level.threads) for level in d.levels)} thread(s)"
+    # (--slo: the decision's ratio is of capacities, the work done within the objective.)
+    if d.slo:
+        levels += f" within {d.slo}"
     # The label's cost of a unit of work against the baseline's (throughput, or runs of
     # mysqlslap's queries: d.ratio is of speed either way).
     cost = (p_label / p_base) / d.ratio
@@ -376,8 +390,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     else:
         said = (f"{dearer} costs {more - 1:.0%} more for the same work {levels} (no interval: fewer than 3 runs "
                 "a side)")
+    figure = f"capacity at {d.slo}" if d.slo else "throughput"
     return (f"{said}; prices {p_label:.4g} ({d.label}) and {p_base:.4g} ({d.baseline}) {cur_label}/h, "
-            f"throughput {d.label} / {d.baseline} {d.ratio:.3f}")
+            f"{figure} {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
 def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[LevelRow],
@@ -392,7 +407,9 @@ def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None
     for label in order:
         if label == baseline:
             continue
-        decided = decision.decide(analysis.compare(rows, baseline, label, groups=groups), rows)
+        # (What bound each side: its closed-loop points; a search's steps are not its levels.)
+        decided = decision.decide(analysis.compare(rows, baseline, label, groups=groups),
+                                  [r for r in rows if r.target_tps is None])
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)
@@ -477,7 +494,8 @@ class _Picked:
 
 
 def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: BySeries,
-             ok_series: dict[tuple[str, str, str], list[AnalysedPoint]], picked: _Picked) -> Section:
+             ok_series: dict[tuple[str, str, str], list[AnalysedPoint]], picked: _Picked,
+             curves: Sequence[Curve] = ()) -> Section:
     order = picked.order
     sec_rows = sorted((r for r in level_rows if (r.engine, r.workload) == (engine, workload)),
                       key=lambda r: (order.index(r.label), r.threads))
@@ -502,9 +520,11 @@ def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: 
         if fit:
             fits[label] = fit
         series[label] = _chosen_series(ok_series[(label, engine, workload)], shown_level)
+    mine = sorted((c for c in curves if (c.engine, c.workload) == (engine, workload) and c.label in sec_labels),
+                  key=lambda c: (sec_labels.index(c.label), c.threads))
     return Section(engine=engine, workload=workload, metric=sec_rows[0].metric, labels=sec_labels,
                    rows=sec_rows, ranking=ranking, usl=fits, series=series,
-                   cheapest=_cheapest(ranking, picked.at_threads, picked.prices))
+                   cheapest=_cheapest(ranking, picked.at_threads, picked.prices), curves=mine)
 
 
 def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -> int | None:

@@ -29,17 +29,28 @@ def _interval(d: Decision) -> str:
     return f"{_pct(d.ci_low)} .. {_pct(d.ci_high)}"
 
 
+def workload_of(d: Decision) -> str:
+    """A decision's workload as its line names it: with the objective where its figure is
+    the capacity there (--slo), "pgbench-select-only (capacity at p99 <= 5 ms)"."""
+    return (d.workload or "") + (f" (capacity at {d.slo})" if d.slo and d.workload else "")
+
+
 def _strip(d: Decision) -> str:
     return " · ".join(f"{level.threads}: {level.ratio:.2f}" for level in d.levels) or "-"
 
 
 def change_note(decisions: Sequence[Decision]) -> str:
     """What a change is, said under the decision; for mysqlslap, judged by its seconds,
-    which way its figure goes."""
+    which way its figure goes; where a line's figure is a capacity at an objective, what
+    that is."""
     seconds = any(d.metric is not None and metric.lower_is_better(d.metric) for d in decisions)
+    capacities = any(d.slo for d in decisions)
     return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
             "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
                                   "of 1 / seconds, so that + is faster there too" if seconds else "")
+            + ("; for a line marked 'capacity at' an objective (--slo), of each level's capacity ratio: the "
+               "throughput achieved at the highest offered rate that met the objective, each session's own "
+               "search, not the closed-loop throughput" if capacities else "")
             + "; verdicts from a t-test at 95 % on the sessions' means (a session: one stored run, its servers "
               "started once; spreads pooled on one machine, Welch's between machines), needing 2 sessions a side, "
               "or the spread between sessions of the same "
@@ -108,7 +119,7 @@ def markdown(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
                                    f"{md_text(d.why)}")
             if d.price:
                 notes.append(f"- {md_text(d.engine or '')} {md_text(d.workload or '')}: {md_text(d.price)}")
-            out.append(f"| {md_text(d.engine or '')} | {md_text(d.workload or '')} | {_pct(d.ratio)} | "
+            out.append(f"| {md_text(d.engine or '')} | {md_text(workload_of(d))} | {_pct(d.ratio)} | "
                        f"{_interval(d)} | {mark} | {_strip(d)} |")
         notes += [f"- {md_text(_which(rows))}: {md_text(text)}" for text, rows in reasons(mine)]
         if notes:
@@ -133,7 +144,7 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
     for d in decisions:
         # The strip without a space inside a pair, so that a wrap never splits "2: 1.36".
         strip = " · ".join(f"{level.threads}:{level.ratio:.2f}" for level in d.levels)
-        out += wrapped(f"{d.engine} {d.workload}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
+        out += wrapped(f"{d.engine} {workload_of(d)}: {_pct(d.ratio)} [{_interval(d)}] {_MARK[d.verdict]}"
                        + (f" (by threads {strip})" if d.levels else ""), "  ", "      ")
         if d.why:
             out += wrapped(f"why: {d.why}", "    ", "      ")
@@ -166,7 +177,7 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
                        'better ones last</summary><table class="decision"><tbody>')
         title = f' title="{html_text(d.text)}"'
         out.append(f'<tr class="verdict-{html_text(d.verdict.replace(" ", "-"))}"{title}><td>{html_text(d.label)}</td>'
-                   f"<td>{html_text(d.baseline)}</td><td>{html_text(d.engine or '')}</td><td>{html_text(d.workload or '')}</td>"
+                   f"<td>{html_text(d.baseline)}</td><td>{html_text(d.engine or '')}</td><td>{html_text(workload_of(d))}</td>"
                    f'<td class="num">{html_text(_pct(d.ratio))}</td><td class="num">{html_text(_interval(d))}</td>'
                    f"<td>{html_text(_MARK[d.verdict])}</td><td>{html_text(_strip(d))}</td></tr>")
     out.append("</tbody></table>" + ("</details>" if len(decisions) > SHOWN_ROWS else ""))

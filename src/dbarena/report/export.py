@@ -18,6 +18,7 @@ from typing import Any
 from dbarena.limits import printable
 from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.data import PUBLIC_FIELDS, Report
+from dbarena.report.levels import CAPACITY_FIELDS
 from dbarena.stats import repeats
 
 
@@ -83,7 +84,10 @@ def _plain(value: object) -> object:
 
 def to_csv(report: Report) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, "warnings", *repeats.FLAT_FIELDS], lineterminator="\n")
+    # (--slo's columns only where a level has a capacity: a report without one as before.)
+    capacities = CAPACITY_FIELDS if any(level.slo is not None for s in report.sections for level in s.rows) else ()
+    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, *capacities, "warnings", *repeats.FLAT_FIELDS],
+                            lineterminator="\n", restval="")
     writer.writeheader()
     for section in report.sections:
         for level in section.rows:

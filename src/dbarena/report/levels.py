@@ -13,7 +13,7 @@ from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
 from dbarena.workloads import tpcc
 
-__all__ = ["LevelRow", "Hardware", "PUBLIC_FIELDS", "level_row", "hardware", "server_is_local"]
+__all__ = ["LevelRow", "Hardware", "PUBLIC_FIELDS", "CAPACITY_FIELDS", "level_row", "hardware", "server_is_local"]
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -43,6 +43,10 @@ PUBLIC_FIELDS = (
     "scaling_efficiency", "ratio_to_baseline", "ratio_ci_low", "ratio_ci_high", "verdict", "reason",
     "bound",
 )
+# --slo (docs/capacity.md): a closed-loop level whose search found a capacity at a latency
+# objective has these too, after the public fields (a row without one: as before --slo).
+CAPACITY_FIELDS = ("slo", "capacity_tps", "capacity_ci_low", "capacity_ci_high", "price_per_1000_tps_at_slo",
+                   "capacity_per_core", "capacity_per_thread")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +119,18 @@ class LevelRow:
     verdict_text: str | None = None
     interval: str | None
     warnings: tuple[str, ...]  # the codes of the summary's warnings
+    # --slo: the objective its search was for (Objective.text, "p99 <= 5 ms"), the capacity
+    # there (the mean over sessions, its 95 % interval between them), what 1,000 TPS at the
+    # objective cost an hour (hourly price / (capacity / 1,000): price_per_100_tps's
+    # counterpart within the objective), and the capacity per physical core and hardware
+    # thread of the label's server. None without a search.
+    slo: str | None = None
+    capacity_tps: float | None = None
+    capacity_ci_low: float | None = None
+    capacity_ci_high: float | None = None
+    price_per_1000_tps_at_slo: float | None = None
+    capacity_per_core: float | None = None
+    capacity_per_thread: float | None = None
     # Not exported: what comparisons use (the summary's estimate, configuration, variant
     # and the label its points' series had as stored: AnalysedPoint.series_label).
     estimate: MeanEstimate | None
@@ -125,6 +141,8 @@ class LevelRow:
     def as_json(self) -> JSONObject:
         """The row as the report's JSON (and, flattened, CSV) exports it."""
         out: JSONObject = {name: getattr(self, name) for name in PUBLIC_FIELDS}
+        if self.slo is not None:
+            out.update({name: getattr(self, name) for name in CAPACITY_FIELDS})
         out["warnings"] = ";".join(self.warnings)
         # Every figure over the repeats, labelled (stats/repeats.py); CSV flattens it.
         out["over_repeats"] = {figure: figures for figure, figures in self.over_repeats.items()}
@@ -259,7 +277,36 @@ def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: li
         warnings=tuple(w["code"] for w in summary.warnings),
         estimate=summary.estimate, config=summary.config or {}, variant=summary.variant,
         series_label=summary.series_label,
+        **_capacity_figures(summary.capacity, label_price, hw),
     )
+
+
+class _CapacityFigures(TypedDict):
+    slo: str | None
+    capacity_tps: float | None
+    capacity_ci_low: float | None
+    capacity_ci_high: float | None
+    price_per_1000_tps_at_slo: float | None
+    capacity_per_core: float | None
+    capacity_per_thread: float | None
+
+
+def _capacity_figures(found: JSONObject | None, label_price: Price | None, hw: Hardware) -> _CapacityFigures:
+    """A closed-loop level's capacity at its objective (LevelSummary.capacity: --slo), its
+    price per 1,000 TPS there and per core; all None without a search."""
+    slo = found.get("slo") if found is not None else None
+    if found is None or not isinstance(slo, str):
+        return {"slo": None, "capacity_tps": None, "capacity_ci_low": None, "capacity_ci_high": None,
+                "price_per_1000_tps_at_slo": None, "capacity_per_core": None, "capacity_per_thread": None}
+    tps = _number(found.get("tps"))
+    price = label_price.per_hour if label_price is not None else None
+    return {
+        "slo": slo, "capacity_tps": tps, "capacity_ci_low": _number(found.get("ci_low")),
+        "capacity_ci_high": _number(found.get("ci_high")),
+        "price_per_1000_tps_at_slo": price / (tps / 1000) if price and tps else None,
+        "capacity_per_core": tps / hw.physical_cores if tps and hw.physical_cores else None,
+        "capacity_per_thread": tps / hw.hardware_threads if tps and hw.hardware_threads else None,
+    }
 
 
 class _PriceFigures(TypedDict):

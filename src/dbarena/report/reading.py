@@ -76,6 +76,26 @@ PRICE_SECONDS: Explanation = (
     "Price of one run = hourly price x seconds / 3600: what running mysqlslap's queries once costs on that machine; "
     "lower is better." + _AT)
 
+CAPACITY: Explanation = (
+    "Capacity at a latency objective",
+    "--slo searched each closed-loop point's capacity: the highest offered rate (pgbench -R, sysbench --rate: "
+    "transactions scheduled on a Poisson clock, their latency counted from the scheduled start, so the wait "
+    "behind a slow one counts) whose runs achieved the rate and kept the objective's latency statistic within its "
+    "limit; the capacity is the throughput achieved there, the mean of the sessions' own searches (95 % interval "
+    "between sessions where there are two or more). 'met at' and 'missed at' bracket it. The curve charts "
+    "(latency against offered rate, the 'hockey stick') show every rate tried: achieved TPS above (the diagonal: "
+    "all that was offered carried), p50, p95 and p99 latency below on a log scale, the objective a horizontal red "
+    "line, the capacity a vertical line, a rate that missed the objective an open marker, the closed-loop point a "
+    "star (its latency is from each transaction's actual start: no queue counted, not comparable with the "
+    "objective). Price per 1,000 TPS at the objective = hourly price / (capacity / 1,000): what carrying 1,000 TPS "
+    "within the objective costs an hour, beside price per 100 TPS at saturation (the closed-loop throughput).")
+
+# Said beside the price and per-core views where a level has a capacity (--slo).
+PRICE_AT_OBJECTIVE = ("Price per 1,000 TPS at the objective = hourly price / (capacity / 1,000), the capacity being "
+                      "the throughput carried within the latency objective (--slo); beside it, price per 100 TPS at "
+                      "saturation, of the closed-loop throughput.")
+CAPACITY_PER_CORE = "Capacity per core: the capacity at the objective (--slo) divided likewise."
+
 PER_CORE: Explanation = (
     "Per core and scaling",
     "Per core: of the machine the server ran on (throwaway instances: measured; remote targets: as given by "

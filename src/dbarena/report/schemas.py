@@ -125,8 +125,9 @@ def _report() -> JSONObject:
     row per label x engine x workload x threads, and each engine x workload section's
     ranking, USL fits and cheapest label (report/data.py's records, as their as_json
     writes them; stats/decision.py's Decision as its as_dict)."""
+    from dbarena.report.curves import ClosedLoop, Curve, CurvePoint
     from dbarena.report.data import Cheapest, Ranking, Report, Section
-    from dbarena.report.levels import PUBLIC_FIELDS, LevelRow
+    from dbarena.report.levels import CAPACITY_FIELDS, PUBLIC_FIELDS, LevelRow
     from dbarena.report.scaling import UslFit
     from dbarena.stats import verdicts
     from dbarena.stats.decision import Decision, LevelRatio
@@ -136,17 +137,28 @@ def _report() -> JSONObject:
 
     words: list[JSON] = [verdicts.FASTER, verdicts.SLOWER, verdicts.SAME, verdicts.INCONCLUSIVE,
                          verdicts.NO_VERDICT, verdicts.NOT_COMPARABLE]
-    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}),
+    # (--slo's fields are exported only where they hold something, as in the other exports:
+    # a decision of closed-loop throughput has no slo, a level without a search no
+    # capacity, a section without one no curves.)
+    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}), optional=frozenset({"slo"}),
                                nested={"verdict": {"type": "string", "enum": words},
                                        "levels": array(of_record(LevelRatio))}))
     # A row exports its public figures, its warnings' codes joined by ";" and every figure
     # over its repeats (stats/repeats.OverRepeats.as_dict, by figure).
-    exported = {*PUBLIC_FIELDS, "warnings", "over_repeats"}
+    exported = {*PUBLIC_FIELDS, *CAPACITY_FIELDS, "warnings", "over_repeats"}
     row = of_record(LevelRow, leave_out=frozenset(f.name for f in fields(LevelRow) if f.name not in exported),
-                    nested={"warnings": {"type": "string"}})
+                    optional=frozenset(CAPACITY_FIELDS), nested={"warnings": {"type": "string"}})
+    closed = of_record(ClosedLoop, leave_out=frozenset({"point_ids"}))
+    curve = of_record(Curve, nested={
+        "points": array(of_record(CurvePoint, leave_out=frozenset({"point_ids"}))),
+        "closed": {"anyOf": [closed, {"type": "null"}]},
+        # LevelSummary.capacity: stats/capacity.Capacity.as_json
+        "capacity": {"anyOf": [{"type": "object"}, {"type": "null"}]}})
     cheapest = of_record(Cheapest, optional=frozenset({"currencies"}),
                          nested={"currencies": array({"type": "string"})})
-    section = of_record(Section, leave_out=frozenset({"labels", "rows", "series"}), nested={
+    section = of_record(Section, leave_out=frozenset({"labels", "rows", "series"}), optional=frozenset({"curves"}),
+                        nested={
+        "curves": array(curve),
         "ranking": array(of_record(Ranking)),
         "usl": {"type": "object", "additionalProperties": of_record(UslFit, renamed={"lambda_": "lambda"})},
         "cheapest": {"anyOf": [cheapest, {"type": "null"}]}})

@@ -144,8 +144,12 @@ def against_baseline(section: Section, report: Report) -> TableSpec | None:
             for r in section.rows if r.label != report.baseline and r.ratio_to_baseline is not None]
     if not rows:
         return None
+    # (--slo: these are the closed-loop figures; the decision compares the capacities.)
+    slo = _objective(section.rows)
+    note = (f"Closed-loop throughput, level by level; where both sides searched a capacity at {slo}, the decision "
+            "compares those capacities instead (the table 'Capacity at the objective')." if slo else None)
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
-                                                                   "verdict"], rows,
+                                                                   "verdict"], rows, note,
                      explain=reading.AGAINST_SECONDS if section.metric == "seconds" else reading.AGAINST)
 
 
@@ -153,17 +157,32 @@ def _money(value: float | None, currency: str | None) -> str:
     return "-" if value is None else f"{sig(value)} {currency or ''}".rstrip()
 
 
-def _price_cells(r: LevelRow, seconds: bool) -> list[str]:
+def _price_cells(r: LevelRow, seconds: bool, slo: str | None = None) -> list[str]:
     if seconds:
         return [r.label, str(r.threads), r.price or "-", num(r.seconds, 3),
                 _money(r.price_per_run, r.currency)]
+    # (--slo: the price of 1,000 TPS within the objective, beside 100 TPS at saturation;
+    # a row searched at another objective than the column's names its own.)
+    at = [] if slo is None else [_money(r.price_per_1000_tps_at_slo, r.currency)
+                                 + (f" (at {r.slo})" if r.slo and r.slo != slo else "")]
     return [r.label, str(r.threads), r.price or "-", _money(r.price_per_hour, r.currency),
-            _money(r.price_per_100_tps, r.currency), num(r.tps_per_dollar_hour, 0)]
+            _money(r.price_per_100_tps, r.currency), *at, num(r.tps_per_dollar_hour, 0)]
 
 
-def _price_headers(seconds: bool) -> list[str]:
-    return (["label", "threads", "price", "seconds", "per run"] if seconds else
-            ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"])
+def _price_headers(seconds: bool, slo: str | None = None) -> list[str]:
+    if seconds:
+        return ["label", "threads", "price", "seconds", "per run"]
+    if slo is None:
+        return ["label", "threads", "price", "per hour", "per hour per 100 TPS", "TPS per currency unit-hour"]
+    return ["label", "threads", "price", "per hour", "per hour per 100 TPS at saturation",
+            f"per hour per 1,000 TPS at {slo}", "TPS per currency unit-hour"]
+
+
+def _objective(rows: list[LevelRow]) -> str | None:
+    """The objective of a section's capacities (--slo; the most frequent where they
+    differ), None where it has none."""
+    found = [r.slo for r in rows if r.slo is not None]
+    return max(dict.fromkeys(found), key=found.count) if found else None
 
 
 def _price_of(r: LevelRow, seconds: bool) -> float | None:
@@ -181,21 +200,24 @@ def price(section: Section, report: Report) -> TableSpec | None:
               and (r.seconds if seconds else r.tps) is not None]
     if not priced:
         return None
-    headers, how = _price_headers(seconds), reading.PRICE_SECONDS if seconds else reading.PRICE
+    slo = None if seconds else _objective(priced)
+    headers, how = _price_headers(seconds, slo), reading.PRICE_SECONDS if seconds else reading.PRICE
     n = report.at_threads
     if n is None:
-        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced], explain=how)
+        return TableSpec("Price / performance", headers, [_price_cells(r, seconds, slo) for r in priced],
+                         explain=how)
     at = sorted((r for r in priced if r.threads == n and _price_of(r, seconds) is not None),
                 key=lambda r: _price_of(r, seconds) or 0.0)
     if not at:
         levels = ", ".join(str(level) for level in sorted({r.threads for r in priced}))
-        return TableSpec("Price / performance", headers, [_price_cells(r, seconds) for r in priced],
+        return TableSpec("Price / performance", headers, [_price_cells(r, seconds, slo) for r in priced],
                          f"No price at {_threads(n)} (--at-threads) in {section.engine} {section.workload}: no "
                          f"priced label measured that level here (levels: {levels}); every level is shown.", how)
-    return _price_at(section, n, at, headers, how)
+    return _price_at(section, n, at, headers, how, slo)
 
 
-def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], how: Explanation) -> TableSpec:
+def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], how: Explanation,
+              slo: str | None = None) -> TableSpec:
     """The price table at --at-threads N: the priced rows of that level (at), cheapest first."""
     seconds = section.metric == "seconds"
     c = section.cheapest
@@ -209,7 +231,7 @@ def _price_at(section: Section, n: int, at: list[LevelRow], headers: list[str], 
     verdict = _price_verdict(c, others, at, seconds)
     missing = [label for label in section.labels if label not in {r.label for r in at}]
     return TableSpec(f"Price / performance at {_threads(n)}", [*headers, "against the cheapest"],
-                     [[*_price_cells(r, seconds), against(r)] for r in at],
+                     [[*_price_cells(r, seconds, slo), against(r)] for r in at],
                      f"At {_threads(n)} (--at-threads){', cheapest first' if len(at) > 1 else ''}. {verdict} "
                      + (f"Not at this level (no point or no price): {', '.join(missing)}. " if missing else "")
                      + "Every level: the report without --at-threads, or the CSV/JSON.", how)
@@ -228,14 +250,54 @@ def _price_verdict(c: Cheapest | None, others: dict[str, float], at: list[LevelR
 
 
 def per_core(section: Section) -> TableSpec | None:
+    """TPS per core and hardware thread, scaling efficiency; with capacities (--slo), the
+    capacity at the objective per core and hardware thread beside them."""
+    slo = _objective(section.rows)
     rows = [[r.label, str(r.threads), num(r.tps_per_core), num(r.tps_per_thread),
-             pct(r.scaling_efficiency), f"{r.physical_cores or '-'} / {r.hardware_threads or '-'}"]
+             pct(r.scaling_efficiency), f"{r.physical_cores or '-'} / {r.hardware_threads or '-'}",
+             *(() if slo is None else (num(r.capacity_per_core) + (f" (at {r.slo})" if r.slo and r.slo != slo else ""),
+                                       num(r.capacity_per_thread)))]
             for r in section.rows if r.tps is not None]
     if not any(row[2] != "-" or row[4] != "-" for row in rows):
         return None
     return TableSpec("Per core and scaling", ["label", "threads", "TPS per physical core", "TPS per hardware thread",
-                                              "scaling efficiency", "cores / hardware threads"], rows,
+                                              "scaling efficiency", "cores / hardware threads",
+                                              *(() if slo is None else (f"capacity at {slo} per physical core",
+                                                                        "per hardware thread"))], rows,
                      explain=reading.PER_CORE)
+
+
+def capacity(section: Section) -> TableSpec | None:
+    """Each search's capacity at its objective (--slo): the capacity with its interval
+    between sessions, the bracket of offered rates, the closed-loop throughput it started
+    from and the share of it carried within the objective, the rates tried, and the
+    price of 1,000 TPS there; a search without a capacity says why."""
+    if not section.curves:
+        return None
+    by_level = {(r.label, r.threads): r for r in section.rows}
+    rows = []
+    for c in section.curves:
+        found = c.capacity or {}
+        met, failed = c.bracket()
+        tps = c.capacity_tps
+        low, high = found.get("ci_low"), found.get("ci_high")
+        level = by_level.get((c.label, c.threads))
+        # (The closed-loop figure as the report gives it everywhere: its steady-state mean.)
+        closed = level.tps if level is not None and level.tps is not None else c.closed.tps if c.closed else None
+        reason = found.get("reason") if c.capacity is not None else "no closed-loop point of this search"
+        rows.append([
+            c.label, str(c.threads), c.slo,
+            num(tps, 0) + (f" ({interval(low, high, 0)})" if isinstance(low, (int, float))
+                           and isinstance(high, (int, float)) else "") if tps is not None else "none",
+            num(met, 0), num(failed, 0), num(closed, 0), pct(tps / closed) if tps and closed else "-",
+            str(len(c.points)),
+            _money(level.price_per_1000_tps_at_slo, level.currency) if level is not None else "-",
+            str(reason) if reason else "-"])
+    return TableSpec("Capacity at the objective", ["label", "threads", "objective", "capacity TPS (95 % CI)",
+                                                   "met at (offered)", "missed at (offered)", "closed-loop TPS",
+                                                   "share of closed loop", "rates tried",
+                                                   "price per hour per 1,000 TPS there", "note"], rows,
+                     explain=reading.CAPACITY)
 
 
 def usl_table(section: Section) -> TableSpec | None:
@@ -392,9 +454,10 @@ def cores_and_smt(section: Section) -> TableSpec | None:
 
 
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
-    return [t for t in (parameters(section, report), results(section), tpcc(section), ranking(section, report),
-                        cores_and_smt(section), system(section), against_baseline(section, report),
-                        price(section, report), per_core(section), usl_table(section)) if t is not None]
+    return [t for t in (parameters(section, report), results(section), capacity(section), tpcc(section),
+                        ranking(section, report), cores_and_smt(section), system(section),
+                        against_baseline(section, report), price(section, report), per_core(section),
+                        usl_table(section)) if t is not None]
 
 
 def how_to_read(report: Report) -> list[Explanation]:

@@ -529,9 +529,12 @@ def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
 def _links(named: list[AnalysedPoint]) -> Links:
     """(engine, workload) -> (label as the report names its series, threads) -> the ids
     of the points measured there: what a chart's level opens. `named`: the points under
-    the report's own names (build_with_points: a label's configurations apart)."""
+    the report's own names (build_with_points: a label's configurations apart). An
+    open-loop point (--slo's search) is no level's: its curve links it (report/curves.py)."""
     out: Links = {}
     for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
+        if p.target_tps is not None:
+            continue
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
     return out
 

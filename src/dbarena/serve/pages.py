@@ -19,6 +19,7 @@ from dbarena import __version__
 from dbarena.masking import masked
 from dbarena.records import AnalysedPoint, JSON, StoredPoint, StoredRun
 from dbarena.report import html as report_html
+from dbarena.report.decision import workload_of
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
@@ -161,7 +162,8 @@ def per_core_view(report: Report) -> str:
         parts.append('<p class="none">No core count stored for ' + ", ".join(label(n) for n in unknown)
                      + ": a remote server whose runs were not given <code>--server-cores</code> / "
                        "<code>--server-threads</code>.</p>")
-    return (f'<section id="per-core"><h2>Per core</h2><p class="note">{html_text(reading.PER_CORE[1])}</p>'
+    said = reading.PER_CORE[1] + (f" {reading.CAPACITY_PER_CORE}" if any(r.slo for r in report.rows) else "")
+    return (f'<section id="per-core"><h2>Per core</h2><p class="note">{html_text(said)}</p>'
             + "".join(parts) + "</section>")
 
 
@@ -184,14 +186,15 @@ def per_price_view(report: Report) -> str:
         said = (d.price if d.price is not None else
                 f"no price for {', '.join(missing)}" if missing else "no throughput ratio to price")
         lines.append(f"<li>{label(d.label)} against {label(d.baseline)}, {html_text(d.engine or '')} "
-                     f"{html_text(d.workload or '')}: {html_text(said)}</li>")
+                     f"{html_text(workload_of(d))}: {html_text(said)}</li>")
     if lines:
         parts.append(f'<h3>The decision, priced</h3><ul class="priced">{"".join(lines)}</ul>')
     for section in report.sections:
         spec = tables.price(section, report)
         if spec is not None:
             parts.append(report_html.table(_titled(spec, section)))
-    return (f'<section id="per-price"><h2>Per price</h2><p class="note">{html_text(reading.PRICE[1])}</p>'
+    said = reading.PRICE[1] + (f" {reading.PRICE_AT_OBJECTIVE}" if any(r.slo for r in report.rows) else "")
+    return (f'<section id="per-price"><h2>Per price</h2><p class="note">{html_text(said)}</p>'
             + "".join(parts) + "</section>")
 
 
@@ -316,6 +319,7 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         ("printed tps", num(point.tps)), ("printed qps", num(point.qps)),
         ("latency avg / p95 / p99 ms", f"{num(point.latency_avg_ms, 3)} / {num(point.latency_p95_ms, 3)} / "
                                        f"{num(point.latency_p99_ms, 3)}"),
+        *_objective_figures(point, run),
     ]
     if analysed is not None:
         figures += [
@@ -351,6 +355,31 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         out.append(f'<h3>stdout</h3><pre class="raw">{html_text(masked(stdout or ""))}</pre>')
         out.append(f'<h3>stderr</h3><pre class="raw">{html_text(masked(stderr or ""))}</pre>')
     return "\n".join(out)
+
+
+def _objective_figures(point: StoredPoint, run: StoredRun) -> list[tuple[str, str]]:
+    """A point of a capacity search (--slo): an open-loop point's offered rate and whether
+    it met the run's objective, judged as the search judged it (stats/capacity.py); the
+    closed-loop point the search started from said so. Nothing for other points."""
+    from dbarena.stats import capacity
+
+    objective = capacity.Objective.from_json(run.options.get("slo"))
+    rate = capacity.offered(point.options)
+    if rate is None:
+        return [] if objective is None else [
+            ("objective (--slo)", f"{objective.text}: this closed-loop point (its clients as fast as the server "
+                                  "answers) started the search of its capacity; Decide draws the curve")]
+    out = [("offered rate (open loop)", f"{capacity.rate_text(rate)} TPS offered (its transactions scheduled at "
+                                        "that rate; latency counted from each one's scheduled start), "
+                                        f"{num(point.tps)} achieved")]
+    if objective is None:
+        out.append(("objective", "none recorded with its run: an offered rate, not a step of a search"))
+    elif point.phase != "measured":
+        out.append(("objective", f"{objective.text}: not judged (a warm-up)"))
+    else:
+        judged = capacity.judge(objective, rate, capacity.of_point(point))
+        out.append(("objective (--slo)", f"{objective.text}: {'met' if judged.meets else 'missed'} ({judged.why})"))
+    return out
 
 
 def _pretty(value: JSON) -> str:
@@ -421,7 +450,18 @@ def sweep_charts(section: Section, links: chart_specs.Links, baseline: str | Non
     more = (f'<p class="note"><a href="{html_text(workload_link(section.engine, section.workload, baseline, chosen))}">'
             f"{html_text(section.engine)} {html_text(section.workload)}: the sweep level by level, latency "
             "percentiles and the bound at each level</a></p>")
-    return {"throughput": chart(spec) + more}
+    return {"throughput": chart(spec) + more, **capacity_charts(section)}
+
+
+def capacity_charts(section: Section) -> dict[str, str]:
+    """A section's latency-throughput curves (--slo), a pair of charts per level searched
+    (report/chartspecs.capacity): name -> their HTML."""
+    out = {}
+    for threads in sorted({c.threads for c in section.curves}):
+        specs = chart_specs.capacity(section, threads)
+        if specs:
+            out[f"capacity_{threads}"] = "".join(chart(spec) for spec in specs)
+    return out
 
 
 def workload(report: Report, section: Section, links: chart_specs.Links, stored: Sequence[str],
@@ -437,7 +477,8 @@ def workload(report: Report, section: Section, links: chart_specs.Links, stored:
            "for these labels</a>. A point of a chart opens the first point measured at that level.</p>",
            toggles_sheet(section.labels)]
     bar, _ = report_html.toggles(section.labels)
-    out += [bar, chart(chart_specs.sweep(section, links)), chart(chart_specs.percentiles(section, links))]
+    out += [bar, chart(chart_specs.sweep(section, links)), chart(chart_specs.percentiles(section, links)),
+            *capacity_charts(section).values()]
     rows = []
     for r in sorted(section.rows, key=lambda r: (section.labels.index(r.label) if r.label in section.labels
                                                  else len(section.labels), r.threads)):

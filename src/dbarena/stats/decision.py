@@ -14,6 +14,13 @@ difference is inconclusive whatever the combination says.
 Each level's comparison is over sessions (stats/sessions.py); where a side's spread
 between sessions is unknown (one session, no other of its configuration), the figure
 is shown without an interval, with the reason and the run that would give one.
+
+Where both sides searched for a capacity at one latency objective (--slo), the levels'
+figures are those capacities (analysis.compare's rows with `slo` set): the decision is
+of the throughput each carries within the objective, and says so ("beta carries 12.3 %
+more than alpha at p99 <= 5 ms"); a workload's capacities and its closed-loop
+throughputs are never combined into one figure (one line each). The words change, not
+the rules: the same intervals, the same verdicts.
 """
 
 from __future__ import annotations
@@ -66,6 +73,10 @@ class Decision:
     # here is of speed, 1 / seconds: + is faster in every line, and the overall line
     # combines like with like.
     metric: str | None = None
+    # --slo: the objective whose capacities the levels' ratios are of ("p99 <= 5 ms"; the
+    # capacity each side carries within it), None for closed-loop throughput. An overall
+    # line has one where every workload's line is of capacities at that one objective.
+    slo: str | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -73,12 +84,13 @@ class Decision:
 
     def as_dict(self) -> JSONObject:
         """The decision as the report's JSON exports it (its log-scale spread, which only
-        combining workloads needs, left out)."""
+        combining workloads needs, left out; `slo` only where it has one)."""
         return {"label": self.label, "baseline": self.baseline, "engine": self.engine, "workload": self.workload,
                 "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
                 "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,
                 "metric": self.metric,
-                "levels": [level.as_dict() for level in self.levels]}
+                "levels": [level.as_dict() for level in self.levels],
+                **({"slo": self.slo} if self.slo is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -119,18 +131,30 @@ INVERSE = "speed, 1 / seconds: fewer seconds is faster"
 
 
 def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
-             inverse: bool = False, said: str | None = None) -> tuple[str, str]:
-    """The verdict of a combined ratio and its words; `said`: the sessions behind it."""
+             inverse: bool = False, said: str | None = None, slo: str | None = None) -> tuple[str, str]:
+    """The verdict of a combined ratio and its words; `said`: the sessions behind it;
+    `slo`: the objective whose capacities the ratio is of (said in the words)."""
     change = (ratio - 1) * 100
     verdict = verdicts.of_interval(change > 0, low, high, p_value)
     tail = (f"; {said}" if said else "") + (f"; {INVERSE}" if inverse else "")
     if verdict in (FASTER, SLOWER):
         interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + tail
+        if slo is not None:
+            more = "more" if verdict == FASTER else "less"
+            return verdict, (f"{label} carries {abs(change):.1f} % {more} than {baseline} at {slo} (its capacity "
+                             f"there; {interval})")
         return verdict, f"{label} is {abs(change):.1f} % {verdict} than {baseline} ({interval})"
     interval = verdicts.interval_words(low, high) + tail
+    within = f" in capacity at {slo}" if slo is not None else ""
     if verdict == SAME:
-        return SAME, f"no difference between {label} and {baseline} ({change:+.1f} %, {interval})"
-    return INCONCLUSIVE, f"inconclusive between {label} and {baseline} ({change:+.1f} %, {interval})"
+        return SAME, f"no difference{within} between {label} and {baseline} ({change:+.1f} %, {interval})"
+    return INCONCLUSIVE, f"inconclusive between {label} and {baseline}{within} ({change:+.1f} %, {interval})"
+
+
+def capacity_words(slo: str | None) -> str:
+    """What a decision's figure is where it is a capacity (--slo), said after
+    "inconclusive": "" for closed-loop throughput."""
+    return f" on the capacity at {slo}" if slo is not None else ""
 
 
 def _geomean(values: Iterable[float]) -> float | None:
@@ -139,7 +163,10 @@ def _geomean(values: Iterable[float]) -> float | None:
 
 
 def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[LevelComparison]) -> Decision:
-    """One engine and workload of the label against the baseline, from its level rows."""
+    """One engine and workload of the label against the baseline, from its level rows
+    (all of capacities at one objective, or all of closed-loop throughput: decide)."""
+    slo = rows[0].slo if rows else None
+    on = capacity_words(slo)
     judged_by = next((r.metric for r in rows if r.metric), None)
     inverse = judged_by is not None and metric.lower_is_better(judged_by)
     if inverse:
@@ -151,39 +178,39 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
     if not counted:
         why = next((r.verdict_text for r in rows if r.verdict_text), "no level measured by both")
         return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, (),
-                        metric=judged_by)
+                        metric=judged_by, slo=slo)
     point = _geomean(ratio for _, ratio in ratios)
     assert point is not None  # every counted ratio is positive
     short = [r for r in counted if r.log_se is None]
     unlike = next((r.reason for r in short if r.reason and r.reason.startswith(interference.UNLIKE)), None)
     if unlike is not None:
         # Levels whose sides ran under different interference (stats/interference.py).
-        text = (f"inconclusive at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % without an "
-                f"interval{f'; {INVERSE}' if inverse else ''}): {unlike.removeprefix('inconclusive: ')}")
+        text = (f"inconclusive{on} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % without "
+                f"an interval{f'; {INVERSE}' if inverse else ''}): {unlike.removeprefix('inconclusive: ')}")
         return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
-                        metric=judged_by)
+                        metric=judged_by, slo=slo)
     if short:
         # Each side's spread between sessions is unknown at these levels (stats/sessions.py).
         a, b = min(r.a_sessions for r in short), min(r.b_sessions for r in short)
         one = "one session a side" if a == b == 1 else sessions.words(a, b)
-        text = (f"inconclusive: {one} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % "
+        text = (f"inconclusive{on}: {one} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % "
                 f"without an interval{f'; {INVERSE}' if inverse else ''}); between-session variation unknown: "
                 f"run both with --sessions {sessions.MIN_SESSIONS}")
         return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
-                        metric=judged_by)
+                        metric=judged_by, slo=slo)
     ratio, low, high, p_value, log = combine([_Log(math.log(value), r.log_se, r.log_df or math.inf)
                                               for r, value in ratios if r.log_se is not None])
     said = sessions.words(min(r.a_sessions for r in counted), min(r.b_sessions for r in counted))
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse, said)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse, said, slo)
     if verdict in (FASTER, SLOWER) and not any(r.verdict == verdict for r in counted):
         # Its levels share their sessions: a workload none of whose levels alone shows
         # the difference is not shown to differ by their combination either.
         verdict = INCONCLUSIVE
-        text = (f"inconclusive between {label} and {baseline}: {(ratio - 1) * 100:+.1f} % (95 % CI "
+        text = (f"inconclusive between {label} and {baseline}{on}: {(ratio - 1) * 100:+.1f} % (95 % CI "
                 f"{(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %; {said}), but no level alone shows a "
                 f"difference{f'; {INVERSE}' if inverse else ''}")
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
-                    log_se=log.se, log_df=log.df, metric=judged_by)
+                    log_se=log.se, log_df=log.df, metric=judged_by, slo=slo)
 
 
 # What bound a point, from its once-a-second system samples (means over its steady
@@ -297,16 +324,26 @@ def decide(comparisons: Iterable[LevelComparison], points: Sequence[AnalysedPoin
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
     engine and workload, worst first (lowest ratio; those without a figure last).
     `points` (analysis.load rows): to say why each significant difference is there."""
-    groups: dict[tuple[str, str, str, str], list[LevelComparison]] = {}
+    groups: dict[tuple[str, str, str, str, str | None], list[LevelComparison]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
         workload = f"{r.workload} [{r.label}]" if r.by == "variant" and r.label else r.workload
-        groups.setdefault((r.b, r.a, r.engine, workload), []).append(r)
+        # Capacities at an objective (--slo) and closed-loop throughputs: a line each.
+        groups.setdefault((r.b, r.a, r.engine, workload, r.slo), []).append(r)
     out = [_workload(label, baseline, engine, workload, rows)
-           for (label, baseline, engine, workload), rows in groups.items()]
+           for (label, baseline, engine, workload, _), rows in groups.items()]
     if points:
         out = [replace(d, why=_why(d, points)) for d in out]
     return sorted(out, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
+
+
+def _kinds(objectives: Sequence[str | None]) -> str:
+    """What an overall line's figures are where its workloads' lines differ in kind
+    (capacities at objectives, closed-loop throughput), said after it; "" for one kind."""
+    if len(objectives) <= 1:
+        return ""
+    what = " and ".join(f"capacity at {o}" for o in objectives if o is not None)
+    return f"; {what} where searched, closed-loop throughput elsewhere" if None in objectives else f"; {what}"
 
 
 def overall(decisions: Sequence[Decision]) -> Decision | None:
@@ -319,20 +356,26 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
     n = len(figures)
     point = _geomean(d.ratio for d in figures if d.ratio is not None)
     assert point is not None
+    # --slo: every line of capacities at one objective, the overall line is too; lines of
+    # both kinds (a workload searched, another not) said so after the figure.
+    objectives = list(dict.fromkeys(d.slo for d in figures))
+    slo = objectives[0] if len(objectives) == 1 else None
+    on = capacity_words(slo)
+    kinds = _kinds(objectives)
     if any(d.verdict == NO_VERDICT for d in figures):
         held = [d for d in figures if d.verdict == NO_VERDICT]
         said = (["some ran under different interference"] if any("interference" in d.text for d in held) else []) \
             + ([f"the spread between sessions is unknown for some (run both with --sessions {sessions.MIN_SESSIONS})"]
                if any("interference" not in d.text for d in held) else [])
         why = "; ".join(said)
-        text = f"inconclusive across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): {why}"
-        return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text)
+        text = f"inconclusive{on} across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): {why}{kinds}"
+        return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text, slo=slo)
     parts = []
     for d in figures:
         assert d.ratio is not None and d.log_se is not None and d.log_df is not None
         parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
     ratio, low, high, p_value, log = combine(parts)
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, slo=slo)
     significant = [d for d in figures if d.verdict in (FASTER, SLOWER)]
     apart = significant or [d for d in figures if d.verdict == INCONCLUSIVE]
     if (verdict == SAME and apart) or (verdict == INCONCLUSIVE and significant):
@@ -342,15 +385,15 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         verdict = INCONCLUSIVE
         worst = min(apart, key=lambda d: (d.verdict != SLOWER, d.verdict != FASTER, d.ratio or 1.0))
         alone = f"{abs(worst.change_pct or 0):.1f} % {worst.verdict}" if worst in significant else "inconclusive"
-        text = (f"inconclusive: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
+        text = (f"inconclusive{on}: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
                 f"{(high - 1) * 100:+.1f} %), but {worst.engine} {worst.workload} alone is {alone}")
     faster, slower = ([d for d in figures if d.verdict == v] for v in (FASTER, SLOWER))
     if verdict in (FASTER, SLOWER) and faster and slower:
         # Workloads that differ both ways: one figure across them would say the label is
         # faster where the reader's workload may be one that is slower.
         verdict = INCONCLUSIVE
-        text = (f"mixed: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), "
-                f"but {', '.join(f'{d.engine} {d.workload}' for d in faster)} faster and "
+        text = (f"mixed{on}: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
+                f"{(high - 1) * 100:+.1f} %), but {', '.join(f'{d.engine} {d.workload}' for d in faster)} faster and "
                 f"{', '.join(f'{d.engine} {d.workload}' for d in slower)} slower")
     if verdict in (FASTER, SLOWER) and not any(d.verdict == verdict for d in figures):
         # Combining workloads narrows the interval as if their errors were independent;
@@ -361,4 +404,4 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         text = (f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), but "
                 f"no workload alone shows a difference: not a verdict (the labels' sessions may differ in load)")
     return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
-                    f"across {n} workload(s): {text}", log_se=log.se, log_df=log.df)
+                    f"across {n} workload(s): {text}{kinds}", log_se=log.se, log_df=log.df, slo=slo)

@@ -5,10 +5,16 @@
 // in the page as text (textContent, never HTML). A chart whose spec says zoom: drag
 // across it to zoom into those seconds (every chart of its group follows), double-click
 // or "whole series" to go back.
+// A capacity curve (--slo) adds to a spec: "xmin"/"xmax" (its x axis, shared by its two
+// charts), "ylog" (a log y axis), "hlines" ([{y, text}]: the objective, a red line named),
+// per series "line": false (markers only), "dots": false (a line only), "star" (star markers: the closed-loop point),
+// "pattern" (its dashes, e.g. "1 3"), a point's fifth item 1 (an open marker: a rate that
+// missed the objective), and a mark's "label" (a text at its top: the capacity).
 'use strict';
 (function () {
   const NS = 'http://www.w3.org/2000/svg';
   const W = 800, H = 280, L = 70, R = 16, T = 14, B = 40;
+  const OBJECTIVE = '#d62728';
   // matplotlib's colours (the report's charts): a label has the same colour in both. Set
   // as attributes, not by the style sheet, so that a saved SVG keeps them.
   const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f',
@@ -50,21 +56,37 @@
     const all = spec.series.flatMap(function (s) { return s.points.map(function (p) { return p[0]; }); });
     if (!all.length) return;
     // (A loop, not Math.min(...all): a day-long series holds more seconds than a call takes arguments.)
-    const x0 = domain ? domain[0] : all.reduce(function (a, b) { return Math.min(a, b); }, Infinity);
-    const x1 = domain ? domain[1] : all.reduce(function (a, b) { return Math.max(a, b); }, -Infinity);
+    const x0 = domain ? domain[0] : (typeof spec.xmin === 'number' ? spec.xmin
+      : all.reduce(function (a, b) { return Math.min(a, b); }, Infinity));
+    const x1 = domain ? domain[1] : (typeof spec.xmax === 'number' ? spec.xmax
+      : all.reduce(function (a, b) { return Math.max(a, b); }, -Infinity));
     const inside = function (x) { return x >= x0 && x <= x1; };
-    let top = 0;
+    const hlines = spec.hlines || [];
+    let top = 0, low = Infinity;
     for (const s of spec.series) {
-      for (const p of s.points) if (inside(p[0])) top = Math.max(top, p[1]);
+      for (const p of s.points) if (inside(p[0])) { top = Math.max(top, p[1]); if (p[1] > 0) low = Math.min(low, p[1]); }
       for (const b of s.band) if (inside(b[0])) top = Math.max(top, b[2]);
     }
-    top = top * 1.05 || 1;
+    for (const h of hlines) { top = Math.max(top, h.y); if (h.y > 0) low = Math.min(low, h.y); }
     const sx = function (x) { return L + (x - x0) / ((x1 - x0) || 1) * (W - L - R); };
-    const sy = function (y) { return H - B - y / top * (H - B - T); };
+    let sy, yticks;
+    if (spec.ylog && low < Infinity) {
+      // Whole decades, the lowest and highest figure within them.
+      const lo = Math.floor(Math.log10(low)), hi = Math.max(Math.ceil(Math.log10(top)), lo + 1);
+      sy = function (y) { return H - B - (Math.log10(y) - lo) / (hi - lo) * (H - B - T); };
+      yticks = [];
+      for (let k = lo; k <= hi; k++) yticks.push(Math.pow(10, k));
+    } else {
+      top = top * 1.05 || 1;
+      sy = function (y) { return H - B - y / top * (H - B - T); };
+      yticks = ticks(0, top, 5);
+    }
+    // (On a log axis a figure of 0 or less has no place: left out.)
+    const shownY = function (p) { return !spec.ylog || p[1] > 0; };
     const svg = el('svg', {viewBox: '0 0 ' + W + ' ' + H, role: 'img', class: 'drawn'});
     el('title', {}, svg).textContent = spec.title;
     const axes = el('g', {class: 'axes'}, svg);
-    for (const y of ticks(0, top, 5)) {
+    for (const y of yticks) {
       el('line', {class: 'grid', x1: L, x2: W - R, y1: sy(y), y2: sy(y)}, axes);
       el('text', {x: L - 6, y: sy(y) + 4, 'text-anchor': 'end'}, axes).textContent = fmt(y);
     }
@@ -96,21 +118,43 @@
         const lower = s.band.slice().reverse().map(function (b) { return sx(b[0]).toFixed(1) + ',' + sy(b[1]).toFixed(1); });
         el('polygon', {class: 'band' + cls, fill: color, 'fill-opacity': 0.15, stroke: 'none', points: upper.concat(lower).join(' ')}, plot);
       }
-      const shown = s.points.filter(function (p) { return inside(p[0]); });
-      el('polyline', {class: 'line' + cls + (s.dash ? ' dash' : ''), fill: 'none', stroke: color,
-                      'stroke-width': 1.5, 'stroke-dasharray': s.dash ? '5 3' : 'none',
-                      points: shown.map(function (p) { return sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1); }).join(' ')}, plot);
+      const shown = s.points.filter(function (p) { return inside(p[0]) && shownY(p); });
+      if (s.line !== false) {
+        el('polyline', {class: 'line' + cls + (s.dash ? ' dash' : ''), fill: 'none', stroke: color,
+                        'stroke-width': 1.5, 'stroke-dasharray': s.pattern || (s.dash ? '5 3' : 'none'),
+                        points: shown.map(function (p) { return sx(p[0]).toFixed(1) + ',' + sy(p[1]).toFixed(1); }).join(' ')}, plot);
+      }
       // Hover targets: every point of a short series, about 400 of a long one (the line
       // shows them all; a zoom brings every second back).
       const every = Math.max(1, Math.ceil(shown.length / 400));
       const dots = el('g', {class: 'dots' + cls, fill: color}, plot);
+      if (s.dots === false) continue;
       shown.forEach(function (p, n) {
         if (n % every) return;
         const href = local(p[3]);
         const parent = href ? el('a', {href: href}, dots) : dots;
-        const dot = el('circle', {cx: sx(p[0]).toFixed(1), cy: sy(p[1]).toFixed(1), r: href ? 4 : 3}, parent);
+        const cx = sx(p[0]), cy = sy(p[1]);
+        let dot;
+        if (s.star) {
+          const corners = [];
+          for (let k = 0; k < 10; k++) {
+            const r = k % 2 ? 3.5 : 8, a = Math.PI * k / 5 - Math.PI / 2;
+            corners.push((cx + r * Math.cos(a)).toFixed(1) + ',' + (cy + r * Math.sin(a)).toFixed(1));
+          }
+          dot = el('polygon', {class: 'star', points: corners.join(' ')}, parent);
+        } else {
+          dot = el('circle', {cx: cx.toFixed(1), cy: cy.toFixed(1), r: href ? 4 : 3}, parent);
+          if (p[4]) { dot.setAttribute('class', 'open'); dot.setAttribute('fill', '#fff'); dot.setAttribute('stroke', color); }
+        }
         el('title', {}, dot).textContent = p[2];
       });
+    }
+    for (const h of hlines) {
+      const at = sy(h.y);
+      const line = el('line', {class: 'hline', x1: L, x2: W - R, y1: at, y2: at, stroke: OBJECTIVE, 'stroke-width': 1.5}, plot);
+      el('title', {}, line).textContent = h.text;
+      el('text', {class: 'hline-label', x: W - R - 4, y: at - 4, 'text-anchor': 'end', fill: OBJECTIVE}, plot)
+        .textContent = h.text;
     }
     for (const m of spec.marks) {
       if (!inside(m.x)) continue;
@@ -118,6 +162,7 @@
       const parent = href ? el('a', {href: href, class: 'mark-link'}, plot) : plot;
       const line = el('line', {class: 'mark', x1: sx(m.x), x2: sx(m.x), y1: T, y2: H - B}, parent);
       el('title', {}, line).textContent = m.text;
+      if (m.label) el('text', {class: 'mark-label', x: sx(m.x) + 3, y: T + 10}, parent).textContent = m.label;
       if (href) {
         // A wide, invisible line over it: a dotted line 1 px wide is hard to click.
         const hit = el('line', {class: 'hit', x1: sx(m.x), x2: sx(m.x), y1: T, y2: H - B}, parent);
