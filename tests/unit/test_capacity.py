@@ -79,7 +79,7 @@ def model(capacity_tps: float):
     """A server whose p99 stays within the objective up to capacity_tps."""
     def run(rate: float) -> capacity.Judged:
         p99 = 1.0 if rate <= capacity_tps else 50.0
-        return capacity.judge(SLO, rate, figures(min(rate, 1.02 * capacity_tps), p99))
+        return capacity.judge(SLO, rate, figures(min(rate, 1.02 * capacity_tps), p99, duration=1000.0))
     return run
 
 
@@ -251,3 +251,17 @@ def test_a_budget_stops_the_search_between_rounds_and_says_where_it_got_to():
     unbounded = FakeSweep([0.0])
     searching.sweep(SLO, [spec(1)], 1, unbounded, None, Said(), frozenset(), resumed=False, later=[])
     assert len(unbounded.ran) > 3
+
+
+def test_a_percentile_of_too_few_transactions_is_not_judged_and_the_search_stops_above_such_rates():
+    assert [capacity.needed(Objective(s, 5)) for s in ("p50", "p90", "p95", "p99", "p999", "avg")] == \
+        [20, 100, 200, 1000, 10000, 100]
+    # 31 TPS for 4 s: 124 transactions, whose p99 is their slowest but one.
+    few = capacity.judge(SLO, 31, figures(31, 1.0, duration=4))
+    assert not few.meets and "too few for a p99 (at least 1,000" in few.why
+    # A search of 4 s points whose rates all miss stops before offering one that gives
+    # fewer than 1,000 transactions (250 TPS), and says why.
+    search = Search(SLO, closed=[1_000.0], duration_s=4.0)
+    while (rate := search.next_rate()) is not None:
+        search.add(capacity.judge(SLO, rate, figures(rate, 50.0, duration=4)))
+    assert min(search.tried) >= 250 and "too few transactions for its p99" in (search.done() or "")

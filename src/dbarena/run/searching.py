@@ -96,7 +96,7 @@ def searches(objective: Objective, points: Sequence[PointSpec], repeats: int, bo
     found = Searches(objective=objective, repeats=repeats,
                      closed=[p for p in points if (rounds.base(p), p.repeat) not in stored_ok])
     bases = list(dict.fromkeys(closed_loop(p) for p in points))
-    found.searches = {b: Search(objective) for b in bases}
+    found.searches = {b: Search(objective, duration_s=float(b.duration_s)) for b in bases}
     if not resumed:
         return found
     of_key = {capacity.search_key(bound[b.variant].config(b)): b for b in bases}

@@ -50,6 +50,10 @@ FIRST_SHARE = 0.8  # the first offered rate: this share of the closed-loop throu
 STEP_UP = 1.25  # above a rate that met, with nothing missed yet (past the closed-loop figure)
 LOWEST_SHARE = 0.001  # halving below this share of the closed-loop throughput: no rate meets
 RATE_OPTION = "rate"  # the tool option an offered rate is (pgbench -R)
+# A percentile judged on a point rests on at least this many of its transactions above it
+# (p99 of 1,000: the 10 slowest; p99 of 100 is the slowest one, a single stall).
+TAIL_TRANSACTIONS = 10
+AVERAGE_TRANSACTIONS = 100  # and an average on at least this many
 
 _OBJECTIVE = re.compile(r"^\s*(?P<stat>p50|p90|p95|p99|p99\.9|p999|avg)\s*(?:=|<=)\s*"
                         r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|ms|s)\s*$", re.IGNORECASE)
@@ -99,6 +103,15 @@ class Objective:
                        max_rates=int(max_rates) if isinstance(max_rates, int) else DEFAULT_MAX_RATES)
         except (UsageError, ValueError):
             return None
+
+
+def needed(objective: Objective) -> int:
+    """The transactions a point needs for its statistic to be judged (TAIL_TRANSACTIONS
+    above a percentile, AVERAGE_TRANSACTIONS for an average)."""
+    if objective.statistic == "avg":
+        return AVERAGE_TRANSACTIONS
+    share = float(objective.statistic.removeprefix("p").replace("999", "99.9")) / 100
+    return math.ceil(round(TAIL_TRANSACTIONS / (1 - share), 6))
 
 
 def _ms(value: float) -> str:
@@ -218,7 +231,10 @@ def judge(objective: Objective, rate: float, point: Figures) -> Judged:
     missed = []
     if point.tps < floor:
         missed.append(f"achieved {point.tps:,.0f} of {rate:,.0f} TPS offered ({point.tps / rate:.1%})")
-    if stat is None:
+    if done < needed(objective):
+        missed.append(f"{done:,} transactions: too few for a {_name(objective)} (at least {needed(objective):,}; "
+                      "a longer --duration)")
+    elif stat is None:
         missed.append(f"no {objective.statistic} latency (the per-transaction log is needed)")
     elif stat > objective.limit_ms:
         missed.append(f"{_name(objective)} {stat:.3g} ms > {_ms(objective.limit_ms)} ms")
@@ -264,6 +280,7 @@ class Search:
     closed: list[float] = field(default_factory=list)  # the closed-loop runs' throughput
     closed_failed: bool = False
     tried: dict[float, list[Judged]] = field(default_factory=dict)
+    duration_s: float | None = None  # a point's; no rate is offered that gives too few transactions to judge
 
     def add(self, judged: Judged) -> None:
         self.tried.setdefault(judged.offered, []).append(judged)
@@ -299,6 +316,10 @@ class Search:
             assert hi is not None
             if hi / 2 < LOWEST_SHARE * closed:
                 return None, f"no rate met the objective (down to {rate_text(hi)} TPS)"
+            if self.duration_s and hi / 2 * self.duration_s < needed(self.objective):
+                return None, (f"no rate met the objective down to {rate_text(hi)} TPS, and a lower one gives a "
+                              f"{self.duration_s:g} s point too few transactions for its {_name(self.objective)} "
+                              "(a longer --duration)")
             return self._new(hi / 2)
         if hi is None:
             return self._new(closed if lo < closed * (1 - self.objective.precision) else lo * STEP_UP)

@@ -221,6 +221,8 @@ def build(points: Iterable[AnalysedPoint], runs: Iterable[StoredRun]) -> list[Se
     grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[AnalysedPoint]]] = \
         defaultdict(lambda: defaultdict(list))
     for p in points:
+        if p.target_tps is not None:
+            continue  # an offered rate (--slo's search): a step, not the run's figure at its level
         grouped[series_key(p)][p.run_id].append(p)
     out = []
     for key, of_run in grouped.items():
