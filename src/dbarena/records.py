@@ -175,6 +175,10 @@ class AnalysedPoint(StoredPoint):
     # Objective.to_json), None for a run without one.
     target_tps: float | None = None
     slo: JSONObject | None = None
+    # The server's on-CPU profile of a profiled point (--profile), its summary as the
+    # store keeps it beside the stacks: {samples, top: [{function, share}], frequency_hz,
+    # symbols}; None for a point without one (its exports as they were before).
+    profile: JSONObject | None = None
 
     def as_json(self) -> JSONObject:
         """The point as the exports print it: every field but the private ones, its
@@ -191,8 +195,9 @@ class AnalysedPoint(StoredPoint):
 
 
 _PRIVATE = frozenset({"histogram", "series_label", "slo"})
-# Fields of --slo's points and groups, printed only where they hold something.
-_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo"})
+# Fields of --slo's points and groups, and a profiled point's profile, printed only where
+# they hold something.
+_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "profile"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -226,7 +231,8 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
              lower_is_better: bool, adaptive: bool, hardware_threads_usable: int, machine_threads: int,
              bound: str | None,
              bound_evidence: str | None, server_figures: JSONObject | None, series_label: str,
-             target_tps: float | None = None, slo: JSONObject | None = None) -> AnalysedPoint:
+             target_tps: float | None = None, slo: JSONObject | None = None,
+             profile: JSONObject | None = None) -> AnalysedPoint:
     """The stored point with what analysis.load derives from it: the record
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
@@ -248,7 +254,7 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
             cpu_busy_pct, cpu_iowait_pct, cv, dips_s, loadgen_cpu, metric, neighbour_cpu, samples, server_cpu,
             steady_start_s, steady_tps, steal_cpu, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better,
             adaptive, hardware_threads_usable, machine_threads, bound, bound_evidence, server_figures,
-            series_label, target_tps, slo), strict=True):
+            series_label, target_tps, slo, profile), strict=True):
         put(made, value)
     return made
 

@@ -4,10 +4,14 @@ checked at the store's edge, copied by merge and removed with its run."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
+from conftest import invoke
 from dbarena.model import Measurement, PointResult, PointSpec, Profile, RunInfo
 from dbarena.stats import profiles
 from dbarena.store.database import POINT_TABLES, Store
@@ -94,3 +98,16 @@ def test_merge_copies_profiles_and_forgetting_removes_them(tmp_path: Path) -> No
         assert raw.execute("SELECT count(*) FROM profiles").fetchone() == (0,)
     finally:
         raw.close()
+
+
+def test_results_json_gives_a_profiled_point_its_profile_and_no_other(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    db, profiled, bare = _store(tmp_path / "s.db", "postgres;main;ExecScan 3\npostgres;main;[postgres] 1\n")
+    db.close()
+    status, out, err = invoke(["results", "--json", "--store", str(tmp_path / "s.db")], capsys)
+    assert status == 0, err
+    points = {p["point_id"]: p for p in json.loads(out)}
+    assert points[profiled]["profile"] == {
+        "samples": 4, "top": [{"function": "ExecScan", "share": 0.75}, {"function": "[postgres]", "share": 0.25}],
+        "frequency_hz": 99.0, "symbols": SYMBOLS}
+    assert "profile" not in points[bare]

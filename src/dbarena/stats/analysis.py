@@ -206,6 +206,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     # Only the bound's columns, not the series (None where the server was not sampled:
     # imported, --no-server-metrics, or stored before schema 16).
     bounds = store.server_series(map(_point_id, values), records=False)
+    # A profiled point's profile, its summary alone (the stacks stay in the store).
+    profiled = store.profiles(map(_point_id, values))
     # A run's facts, read once a run rather than once a point: its number of repeats
     # was chosen by the stopping rule (--precision); the hardware threads its server
     # could use, what "saturated" is measured against.
@@ -244,7 +246,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
             bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
             series_label=label, target_tps=capacity.offered(options) if isinstance(options := row[_AT["options"]], dict)
-            and capacity.RATE_OPTION in options else None, slo=slo))
+            and capacity.RATE_OPTION in options else None, slo=slo, profile=profiled.get(point_id)))
     return out
 
 

@@ -854,6 +854,8 @@ class Store:
         "symbols"}, and with `folded` its folded stacks as text ("folded"); points without
         a profile are left out. The summary alone reads no stacks (a read of every point)."""
         out: dict[int, dict[str, Any]] = {}
+        if not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
+            return out  # (most stores hold none: a query, not one a chunk of points)
         names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
         for chunk in chunks(sorted(set(point_ids))):
             rows = self.db.execute(f"SELECT {', '.join(names)} FROM profiles WHERE point_id IN "
