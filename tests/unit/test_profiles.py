@@ -1,6 +1,7 @@
-"""stats/profiles.py: `perf script`'s text folded (real outputs of this machine's perf
-6.1 in tests/fixtures/perf, captured by its capture.py through run/profiling.py), the
-folded text read back, a profile's top functions, and the differential per transaction."""
+"""stats/profiles.py: `perf script`'s text folded and the server's processes found in
+`perf report --tasks` (real outputs of this machine's perf 6.1 in tests/fixtures/perf,
+captured by its capture.py through run/profiling.py), the folded text read back, a
+profile's top functions, and the differential per transaction."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from dbarena.stats.profiles import Folded
 PERF = Path(__file__).resolve().parent.parent / "fixtures" / "perf"
 PG = PERF / "pg15-tpcb-2x8-5s.perf-script.txt"
 MARIADB = PERF / "mariadb10.11-read-only-2-3s.perf-script.txt"
+# The servers' main processes when they were captured (capture.py says them).
+PG_PID, MARIADB_PID = 14697, 15125
 
 
 def _samples(text: str) -> list[str]:
@@ -27,8 +30,9 @@ def test_every_sample_of_a_real_postgres_profile_is_folded_under_its_process() -
     assert profiles.samples(stacks) == len(headers) == len(_samples(text)) > 100
     assert all(stack.startswith("postgres;") for stack in stacks)
     frames = {frame for stack in stacks for frame in stack.split(";")}
-    # Offsets dropped, functions perf could not name (not exported) named by their binary.
-    assert not any("+0x" in f or "[unknown]" in f for f in frames)
+    # Offsets dropped, functions perf could not name (not exported) named by their binary;
+    # [unknown] only where perf knew no binary either.
+    assert not any("+0x" in f or ("[unknown]" in f and f != "[unknown]") for f in frames)
     assert {"[postgres]", "PostgresMain", "PostmasterMain", "main", "CommitTransactionCommand"} <= frames
     assert "do_syscall_64" in frames  # the kernel's frames, on the server's behalf
 
@@ -36,10 +40,32 @@ def test_every_sample_of_a_real_postgres_profile_is_folded_under_its_process() -
 def test_one_real_sample_folded_callers_first() -> None:
     third = _samples(PG.read_text())[2]
     assert profiles.fold(third) == {";".join([
-        "postgres", "__libc_start_call_main", "main", "PostmasterMain", "[postgres]", "PostgresMain", "[postgres]",
-        "CommitTransactionCommand", "[postgres]", "[postgres]", "ProcReleaseLocks", "LockReleaseAll", "__GI___kill",
-        "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_kill", "kill_something_info",
-        "kill_pid_info_type", "do_send_sig_info", "_raw_spin_unlock_irqrestore"]): 1}
+        "postgres", "[unknown]", "pthread_rwlock_rdlock@GLIBC_2.2.5", "asm_exc_page_fault", "exc_page_fault",
+        "handle_mm_fault", "__handle_mm_fault", "do_wp_page", "folio_add_new_anon_rmap", "__folio_mod_stat",
+        "__lruvec_stat_mod_folio"]): 1}
+
+
+@pytest.mark.parametrize("script, root", [(PG, PG_PID), (MARIADB, MARIADB_PID)])
+def test_the_servers_processes_are_its_main_process_and_its_descendants(script: Path, root: int) -> None:
+    """Every CPU was sampled (other servers of the machine, the tool, the rest): the
+    samples read are those of the server's main process and of the processes it started,
+    before perf or after (PostgreSQL's backends), as `perf report --tasks` saw them."""
+    tasks = script.with_name(script.name.replace(".perf-script.txt", ".perf-report-tasks.txt")).read_text()
+    found = profiles.descendants(tasks, root)
+    rows = [line.split() for line in tasks.splitlines() if line.split() and not line.lstrip().startswith("#")]
+    server = "postgres" if script == PG else "mariadbd"
+    same_name = {int(r[0]) for r in rows if r[-1] == server}
+    assert root in found and found <= same_name
+    sampled = {int(line.split()[-1].split("/")[0]) for line in script.read_text().splitlines()
+               if line and not line[0].isspace()}
+    assert sampled <= found
+    if script == PG:
+        assert same_name - found, "other PostgreSQL servers ran on the machine: left out"
+        assert len(found) > 10  # the postmaster, its auxiliary processes, pgbench's 16 backends
+        assert all(int(r[2]) == root for r in rows if int(r[0]) in found - {root})
+    assert profiles.descendants(tasks, 999_999_999) == {999_999_999}
+    assert profiles.descendants("# pid tid ppid comm\n  1 1 0 | init\n  2 2 1 | a\n  2 3 2 | a\n  3 3 2 | b\n"
+                                "garbage line\n", 1) == {1, 2, 3}
 
 
 def test_a_real_mariadb_profile_keeps_its_cpp_names() -> None:

@@ -56,7 +56,8 @@ def test_perf_that_may_not_sample_says_perfs_own_reason() -> None:
     assert why is not None and why.startswith("perf may not sample here: Error:"), why
     assert profiler.version == "perf version 6.1.187"
     record = executor.argvs[1]
-    assert record[:7] == ("perf", "record", "-e", "cpu-clock", "-F", "49", "-g") and record[-2:] == ("--", "true")
+    assert record[:9] == ("perf", "record", "-e", "cpu-clock:I", "-F", "49", "-g", "--no-buildid-cache", "-a")
+    assert record[-2:] == ("--", "true")
 
 
 def test_perf_that_works_is_no_problem() -> None:
@@ -64,12 +65,12 @@ def test_perf_that_works_is_no_problem() -> None:
     assert Profiler(executor).check() is None  # type: ignore[arg-type]
 
 
-def test_the_record_command_samples_the_whole_tree_enabled_through_its_fifo(tmp_path: Path) -> None:
-    argv = Profiler(Answers(lambda a: _done(a)), frequency_hz=99).argv([10, 11, 12], tmp_path)  # type: ignore[arg-type]
-    assert argv[:8] == ["perf", "record", "-e", "cpu-clock", "-F", "99", "-g", "--no-buildid-cache"]
+def test_the_record_command_samples_every_cpu_enabled_through_its_fifo(tmp_path: Path) -> None:
+    argv = Profiler(Answers(lambda a: _done(a)), frequency_hz=99).argv(tmp_path)  # type: ignore[arg-type]
+    assert argv[:9] == ["perf", "record", "-e", "cpu-clock:I", "-F", "99", "-g", "--no-buildid-cache", "-a"]
     assert argv[argv.index("-D") + 1] == "-1"
     assert argv[argv.index("--control") + 1] == f"fifo:{tmp_path / 'perf.ctl'},{tmp_path / 'perf.ack'}"
-    assert argv[argv.index("-p") + 1] == "10,11,12" and argv[-2:] == ["-o", str(tmp_path / "perf.data")]
+    assert argv[-2:] == ["-o", str(tmp_path / "perf.data")] and "-p" not in argv
 
 
 def _elf(path: Path, sections: dict[str, bytes]) -> Path:

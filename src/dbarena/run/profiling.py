@@ -1,17 +1,22 @@
 """On-CPU profiles of a point's server (--profile, [profile]): perf sampling the
 server's processes during the point's measured run, folded stacks after it.
 
-`perf record -e cpu-clock -F FREQ -g -p PIDS` of the server's process tree (the
-postmaster and every child it has, mariadbd and its threads), with inheritance (perf's
-default), so that what they start after perf does is sampled too: PostgreSQL forks a
-backend per connection as the tool connects. perf starts with its events disabled
-(`-D -1`) and is told to enable them through its control FIFO; its acknowledgement
-means every process is attached, and only then does the tool start (a backend forked
-before would be missed). When the tool exits the events are disabled, then perf is
-stopped (SIGINT: it writes its file), and `perf script` reads the samples with their
-functions, folded by stats/profiles.py. cpu-clock is a timer on each task's own CPU
-time, the same in a VM without hardware counters as on a bare machine, so a sample is
-1/FREQ s of CPU wherever it ran.
+`perf record -e cpu-clock:I -F FREQ -g -a` samples every CPU (its idle task left out)
+while the tool runs, and only the server's samples are read back: those of its main
+process (the postmaster, mariadbd) and of every process descended from it, found in the
+recording's own record of forks (`perf report --tasks`), so that the backends
+PostgreSQL forks as the tool connects are in, whenever they start, and another server's
+or the tool's are not. Per-CPU sampling rather than perf following the server's
+processes (`-p PID` with inheritance, which samples the same processes): per-task
+events are switched out and in, with their timer, at every context switch of every
+sampled process, which cost the server 10 to 16 % more CPU per transaction of a
+select-only point here (bench/README.md), per-CPU ones nothing measurable. perf starts
+with its events disabled (`-D -1`) and is told to enable them through its control FIFO;
+its acknowledgement means it samples, and only then does the tool start. When the tool
+exits the events are disabled, perf is stopped (SIGINT: it writes its file), and `perf
+script --pid` prints the server's samples with their functions, folded by
+stats/profiles.py. cpu-clock is a timer on each CPU, the same in a VM without hardware
+counters as on a bare machine, so a sample is 1/FREQ s of a CPU's time wherever it ran.
 
 Everything starts through the Executor; the files (perf.data, the FIFOs, perf's log)
 are in the point's work directory, removed with it. Where perf is missing or may not
@@ -48,6 +53,8 @@ PERF = "perf"
 DEFAULT_FREQUENCY_HZ = 99
 # What `perf script` prints of each sample: what stats/profiles.fold reads.
 SCRIPT_FIELDS = "comm,pid,tid,ip,sym,dso"
+# The event sampled: each CPU's clock, its idle task left out (the I modifier).
+EVENT = "cpu-clock:I"
 _ATTACH_S = 30.0  # how long perf may take to attach to the server's processes
 _DEBUG = Path("/usr/lib/debug")
 
@@ -71,10 +78,14 @@ class Profiler:
         self.perf = perf
         self.version = ""  # perf's version line, once check() has read it
 
-    def argv(self, pids: list[int], work_dir: Path) -> list[str]:
-        return [self.perf, "record", "-e", "cpu-clock", "-F", str(self.frequency_hz), "-g", "--no-buildid-cache",
-                "-D", "-1", "--control", f"fifo:{work_dir / 'perf.ctl'},{work_dir / 'perf.ack'}",
-                "-p", ",".join(map(str, pids)), "-o", str(work_dir / "perf.data")]
+    def sampling(self) -> list[str]:
+        """perf record's options that say what it samples: every CPU's time but its idle
+        task's, FREQ times a second, with the call chains."""
+        return ["-e", EVENT, "-F", str(self.frequency_hz), "-g", "--no-buildid-cache", "-a"]
+
+    def argv(self, work_dir: Path) -> list[str]:
+        return [self.perf, "record", *self.sampling(), "-D", "-1",
+                "--control", f"fifo:{work_dir / 'perf.ctl'},{work_dir / 'perf.ack'}", "-o", str(work_dir / "perf.data")]
 
     def check(self) -> str | None:
         """Why this machine cannot profile (perf missing, not permitted to sample, too old
@@ -89,39 +100,38 @@ class Profiler:
         self.version = " ".join(done.stdout.split())
         with tempfile.TemporaryDirectory(prefix="dbarena-perf-") as tmp:
             try:
-                done = self.executor.run([self.perf, "record", "-e", "cpu-clock", "-F", str(self.frequency_hz), "-g",
-                                          "--no-buildid-cache", "-o", str(Path(tmp) / "check.data"), "--", "true"],
-                                         timeout=60, cwd=tmp)
+                done = self.executor.run([self.perf, "record", *self.sampling(), "-o", str(Path(tmp) / "check.data"),
+                                          "--", "true"], timeout=60, cwd=tmp)
             except ToolMissing:
                 return f"{self.perf} is not installed (not on PATH)"
             if done.returncode != 0:
                 why = _first_line(done.stderr or done.stdout)
                 paranoid = _paranoid()
                 return (f"{self.perf} may not sample here: {why}"
-                        + (f" (kernel.perf_event_paranoid is {paranoid}; run as root or lower it)"
-                           if paranoid is not None and paranoid > 1 and os.geteuid() != 0 else ""))
+                        + (f" (kernel.perf_event_paranoid is {paranoid}: every CPU is sampled, which takes root, "
+                           "CAP_PERFMON or a setting of 0 or less)"
+                           if paranoid is not None and paranoid > 0 and os.geteuid() != 0 else ""))
         return None
 
     def start(self, server_pid: int, work_dir: Path) -> Recording | str:
-        """perf attached to the server's processes and sampling, in `work_dir`; or why not."""
-        import psutil  # (here: only a profiled point reads the process tree)
+        """perf sampling, in `work_dir`, for the server whose main process is `server_pid`;
+        or why not."""
+        import psutil  # (here: only a profiled point reads the server's process)
 
         try:
-            root = psutil.Process(server_pid)
-            pids = sorted({server_pid, *(c.pid for c in root.children(recursive=True))})
-            binary = root.exe()
+            binary = psutil.Process(server_pid).exe()
         except psutil.Error as exc:
-            return f"the server's processes could not be read ({exc})"
+            return f"the server's process could not be read ({exc})"
         for name in ("perf.ctl", "perf.ack"):
             os.mkfifo(work_dir / name, 0o600)
         # Its acknowledgements' reader first: perf may refuse a FIFO nobody reads yet.
         ack = os.open(work_dir / "perf.ack", os.O_RDONLY | os.O_NONBLOCK)
         try:
-            proc = self.executor.spawn(self.argv(pids, work_dir), log_path=work_dir / "perf.log")
+            proc = self.executor.spawn(self.argv(work_dir), log_path=work_dir / "perf.log")
         except ToolMissing:
             os.close(ack)
             return f"{self.perf} is not installed (not on PATH)"
-        recording = Recording(self, proc, work_dir, symbol_source(Path(binary)), ack=ack)
+        recording = Recording(self, proc, work_dir, server_pid, symbol_source(Path(binary)), ack=ack)
         problem = recording.enable()
         if problem is not None:
             recording.abandon()
@@ -144,6 +154,7 @@ class Recording:
     profiler: Profiler
     proc: subprocess.Popen[bytes]
     work_dir: Path
+    server_pid: int  # the server's main process: its samples and its descendants' are read
     symbols: str
     control: int | None = None  # the control FIFO, written
     ack: int | None = None  # its acknowledgements, read
@@ -212,15 +223,23 @@ class Recording:
         execute.stop(self.proc, grace_s=120, first_signal=signal.SIGINT)
 
     def read(self) -> Profile | str:
-        """The samples folded, with where their names came from; or why there are none."""
+        """The server's samples folded, with where their names came from; or why there
+        are none."""
         data = self.work_dir / "perf.data"
         if not data.is_file():
             return f"perf wrote no samples: {_first_line(self._log())}"
+        perf, run = self.profiler.perf, self.profiler.executor.run
         try:
-            done = self.profiler.executor.run([self.profiler.perf, "script", "-i", str(data), "-F", SCRIPT_FIELDS],
-                                              timeout=600, cwd=self.work_dir)
+            # The processes the recording saw, each with its parent: the server's are its
+            # main process's descendants.
+            tasks = run([perf, "report", "-i", str(data), "--tasks"], timeout=600, cwd=self.work_dir)
+            if tasks.returncode != 0:
+                return f"perf report --tasks failed: {_first_line(tasks.stderr or tasks.stdout)}"
+            pids = profiles.descendants(tasks.stdout, self.server_pid)
+            done = run([perf, "script", "-i", str(data), "--pid", ",".join(map(str, sorted(pids))),
+                        "-F", SCRIPT_FIELDS], timeout=600, cwd=self.work_dir)
         except ToolMissing:
-            return f"{self.profiler.perf} is no longer installed"
+            return f"{perf} is no longer installed"
         if done.returncode != 0:
             return f"perf script failed: {_first_line(done.stderr or done.stdout)}"
         stacks = profiles.fold(done.stdout)

@@ -6,15 +6,16 @@ A folded profile is one line a distinct stack, `root;caller;...;leaf COUNT`, the
 process's name first and the function on CPU last, as Brendan Gregg's
 stackcollapse-perf.pl writes it and his flamegraph.pl (and speedscope, inferno ...)
 read it: `fold` makes it from `perf script -F comm,pid,tid,ip,sym,dso` (run/profiling.py
-records with `perf record -e cpu-clock -F FREQ -g`), `folded_text` writes it (lines
+records with `perf record -e cpu-clock:I -F FREQ -g -a`, and prints the server's
+processes alone, `descendants` of its main process), `folded_text` writes it (lines
 sorted: the same samples give the same bytes), `parse_folded` reads it back. Frames are
 named as stackcollapse-perf.pl names them: a function's offset dropped, a frame perf
 could not name (`[unknown]`: a function the binary does not export, when it has only
 dynamic symbols) named by its binary, `[postgres]`; `;` within a name written `:`.
 
-Each sample is 1/FREQ s of a CPU's time (cpu-clock samples on a timer of the task's own
-CPU time), so a function's samples over the frequency are the CPU seconds it took, and
-over a point's transactions its microseconds per transaction: `differential`.
+Each sample is 1/FREQ s of a CPU's time (cpu-clock samples each CPU on a timer), so a
+function's samples over the frequency are the CPU seconds it took, and over a point's
+transactions its microseconds per transaction: `differential`.
 
 Pure: text in, records out.
 """
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Folded", "Change", "fold", "folded_text", "parse_folded", "samples", "top", "differential", "merged",
+__all__ = ["Folded", "Change", "fold", "descendants", "folded_text", "parse_folded", "samples", "top", "differential", "merged",
            "TOP", "FoldedProblem"]
 
 # How many functions a profile's summary names (results --json's `profile.top`).
@@ -129,6 +130,30 @@ def fold(script: str) -> dict[str, int]:
             comm, frames = header["comm"].strip(), []
     end()
     return dict(stacks)
+
+
+def descendants(tasks: str, root: int) -> set[int]:
+    """The processes of `perf report --tasks` (`pid tid ppid comm` a line) descended from
+    `root`, `root` among them: a server's main process and the processes it started,
+    before the recording or during it."""
+    children: dict[int, set[int]] = {}
+    for line in tasks.splitlines():
+        words = line.split()
+        if len(words) < 3 or line.lstrip().startswith("#"):
+            continue
+        try:
+            pid, tid, ppid = int(words[0]), int(words[1]), int(words[2])
+        except ValueError:
+            continue
+        if pid == tid:  # (a thread's line names its own process as its parent)
+            children.setdefault(ppid, set()).add(pid)
+    found, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def folded_text(stacks: Mapping[str, int]) -> str:
