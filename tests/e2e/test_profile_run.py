@@ -126,3 +126,21 @@ def test_a_study_that_requires_profiles_is_refused_without_perf(public_tmp: Path
         "dbarena: error: on-CPU profiles are required ([profile] required = true), but perf is not installed (not "
         "on PATH; Debian and Ubuntu: linux-perf or linux-tools)"), done.stderr
     assert "target:" not in done.stderr  # (no server was started)
+
+
+@pytest.mark.skipif(PERF is None or os.geteuid() != 0, reason="needs perf, run as root (perf samples every CPU)")
+def test_a_target_is_not_profiled_and_a_line_says_so(public_tmp: Path, tmp_path: Path) -> None:
+    from dbarena.engines import postgres
+
+    with postgres.throwaway() as target:
+        password = target.passfile.read_text().strip().rsplit(":", 1)[1]
+        env = cli_env(public_tmp, PGPASSWORD=password)
+        store = tmp_path / "r.db"
+        done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
+                       "--duration", "2", "--scale", "1", "--profile", "--store", str(store), env=env)
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "profile" in line]
+        assert said == [f"no on-CPU profile of {target.url}: perf samples only a server dbarena started on this "
+                        "machine (a throwaway instance), not a --target"], done.stderr
+        points = _points(store, env)
+        assert points and all(p["status"] == "ok" and "profile" not in p for p in points)

@@ -607,7 +607,9 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
                            "dbarena ran pgbench with -P 1 and its log by default) are another configuration: "
                            "measured again as planned (--client-progress and --latency-sampling ask for them)")
     ctx.begin()
-    ctx.reporter.stage(_plan_line(study, engine_plan, ctx.profiler))
+    # (Profiled where dbarena started the server: a --target's was said not to be.)
+    profiled = any(b.target.server_pid() is not None for b in bound.values())
+    ctx.reporter.stage(_plan_line(study, engine_plan, ctx.profiler if profiled else None))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
                   latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics,

@@ -148,6 +148,7 @@ class Store:
         # Whether it has schema 19's live_seconds (every store a writer opens does, once
         # migrated; one held at an older schema, as the migration tests hold one, not).
         self.live_table = self.version >= 19
+        self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
 
     @property
     def migrated_from(self) -> int | None:
@@ -854,7 +855,7 @@ class Store:
         "symbols"}, and with `folded` its folded stacks as text ("folded"); points without
         a profile are left out. The summary alone reads no stacks (a read of every point)."""
         out: dict[int, dict[str, Any]] = {}
-        if not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
+        if not self.profile_table or not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
             return out  # (most stores hold none: a query, not one a chunk of points)
         names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
         for chunk in chunks(sorted(set(point_ids))):
