@@ -1,6 +1,6 @@
 """A small real store, every table filled, built with the library: two labels (a, b),
 two levels, three repeats each, with per-second samples, system samples, a latency
-histogram, the server's series, a failed point and a study. What the store-edge tests
+histogram, the server's series, an on-CPU profile, a failed point and a study. What the store-edge tests
 edit cell by cell (tests/unit/test_store_edge.py); `hostile` edits a copy with a value
 that does not fit in every table a merge copies, and `assert_merged` checks what a merge
 of it holds (tests/unit/test_merge_edge.py, tests/e2e/test_pg_store.py)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dbarena.host.sysmetrics import SystemSample
-from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample, StudyRecord
+from dbarena.model import Measurement, PointResult, PointSpec, Profile, RunInfo, Sample, StudyRecord
 from dbarena.serverside.series import ServerSeries
 from dbarena.stats import analysis, configkey, latency
 from dbarena.store.database import POINT_TABLES, Store
@@ -45,7 +45,12 @@ def _point(label_tps: float, level: int, repeat: int, *, day: int) -> PointResul
                        exit_code=0, stdout="tps = 1\n", stderr="",
                        measurement=Measurement(tps=tps, transactions=int(tps * 4), latency_avg_ms=1.0,
                                                latency_histogram=hist.encode(), details={"mode": "simple"}),
-                       samples=samples, system=system, server=server)
+                       samples=samples, system=system, server=server,
+                       profile=Profile(folded=f"postgres;main;PostgresMain;ExecScan {3 + level}\n"
+                                       f"postgres;main;PostgresMain;[postgres] {2 + repeat}\n"
+                                       "postgres;main;PostmasterMain;epoll_wait 1\n", frequency_hz=99.0,
+                                       symbols="perf version 6.1.187; /usr/lib/postgresql/17/bin/postgres: "
+                                       "dynamic symbols only"))
 
 
 def build(path: Path, *, derive: bool = True) -> Path:
@@ -113,6 +118,10 @@ HOSTILE: tuple[tuple[str, tuple[Any, ...], str], ...] = (
     ("UPDATE server_series SET record = x'01' WHERE point_id = 10", (),
      "server_series row 10, column record: a blob of 1 bytes is not JSON text; "
      "that point's server figures are not merged"),
+    ("UPDATE profiles SET top = '[{\"function\": \"f\", \"share\": 2}]' WHERE point_id = 4", (),
+     "profiles row 4, column top: it holds a share 2, not a number from 0 to 1; that point's profile is not merged"),
+    ("UPDATE profiles SET folded = x'789c' WHERE point_id = 11", (),
+     "profiles row 11, column folded: a blob of 2 bytes cannot be read ("),
     ("UPDATE point_derived SET fields = '{' WHERE point_id = 1", (),
      "point_derived row 1, column fields: '{' is not valid JSON; "
      "those cached figures are not merged (a read computes them again)"),
@@ -137,6 +146,7 @@ LEFT_OUT = {
     "points": {2, 3, 9, *range(15, 22)},
     "samples": {(1, 2.0), (4, 3.0), (10, math.inf)}, "system_samples": {(1, 3.0), (8, 1.0)},
     "raw_outputs": {5}, "latency_histograms": {6}, "server_series": {4, 10}, "point_derived": {1},
+    "profiles": {4, 11},
 }
 
 

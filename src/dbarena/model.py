@@ -220,6 +220,19 @@ class Connection:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """The server's on-CPU profile over a point's measured run (--profile: run/profiling.py):
+    its samples as folded stacks (stats/profiles.folded_text: `root;...;leaf COUNT` a
+    line), the frequency they were taken at (each sample 1/frequency_hz s of a CPU's
+    time) and where the functions' names came from (perf's version, the server binary's
+    symbols)."""
+
+    folded: str
+    frequency_hz: float
+    symbols: str
+
+
+@dataclass(frozen=True)
 class PointResult:
     """What happened when a point ran. `measurement` is None when it failed."""
 
@@ -239,6 +252,7 @@ class PointResult:
     # so once runner._with_bound, which reads it without checking for None, checks.)
     server: Any = None
     phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
+    profile: Profile | None = None  # the server's on-CPU profile (--profile), None: not profiled
 
     @property
     def ok(self) -> bool:

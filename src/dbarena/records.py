@@ -182,6 +182,10 @@ class AnalysedPoint(StoredPoint):
     disk_read_bytes_per_s: float | None = None
     disk_write_bytes_per_s: float | None = None
     efficiency: JSONObject | None = None
+    # The server's on-CPU profile of a profiled point (--profile), its summary as the
+    # store keeps it beside the stacks: {samples, top: [{function, share}], frequency_hz,
+    # symbols}; None for a point without one (its exports as they were before).
+    profile: JSONObject | None = None
 
     def as_json(self) -> JSONObject:
         """The point as the exports print it: every field but the private ones, its
@@ -191,15 +195,16 @@ class AnalysedPoint(StoredPoint):
             if f.name in _PRIVATE:
                 continue
             value = getattr(self, f.name)
-            if value is None and f.name in ("target_tps", "slo"):
+            if value is None and f.name in ("target_tps", "slo", "profile"):
                 continue  # (a closed-loop point's exports as they were before --slo)
             out[f.name] = value + 1 if f.name == "repeat" else value
         return out
 
 
 _PRIVATE = frozenset({"histogram", "series_label", "slo"})
-# Fields of --slo's points and groups, printed only where they hold something.
-_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency"})
+# Fields of --slo's points and groups, cost per transaction, and a profiled point's
+# profile, printed only where they hold something.
+_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency", "profile"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -235,7 +240,8 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
              bound_evidence: str | None, server_figures: JSONObject | None, series_label: str,
              target_tps: float | None = None, slo: JSONObject | None = None,
              context_switches_per_s: float | None = None, disk_read_bytes_per_s: float | None = None,
-             disk_write_bytes_per_s: float | None = None, efficiency: JSONObject | None = None) -> AnalysedPoint:
+             disk_write_bytes_per_s: float | None = None, efficiency: JSONObject | None = None,
+             profile: JSONObject | None = None) -> AnalysedPoint:
     """The stored point with what analysis.load derives from it: the record
     AnalysedPoint(**the point's fields, **these) makes, made slot by slot. The generated
     __init__ takes 70 keyword arguments and sets each through object.__setattr__: 3x the
@@ -258,7 +264,7 @@ def analysed(point: StoredPoint | Sequence[Any], label: str | None = None, *, cp
             steady_start_s, steady_tps, steal_cpu, tps_ci_high, tps_ci_low, trend_pct, warnings, lower_is_better,
             adaptive, hardware_threads_usable, machine_threads, bound, bound_evidence, server_figures,
             series_label, target_tps, slo, context_switches_per_s, disk_read_bytes_per_s, disk_write_bytes_per_s,
-            efficiency), strict=True):
+            efficiency, profile), strict=True):
         put(made, value)
     return made
 

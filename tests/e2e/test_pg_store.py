@@ -16,7 +16,7 @@ import pytest
 from conftest import cli_env, dbarena
 from dbarena.store import views
 from dbarena.engines import postgres
-from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+from dbarena.model import Measurement, PointResult, PointSpec, Profile, RunInfo
 from dbarena.store.database import Store
 from dbarena.store.migrations import SCHEMA_VERSION
 from storebuild import assert_merged, assert_said, build, hostile
@@ -341,6 +341,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP TABLE profiles")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
@@ -350,7 +351,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 12}, {"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}]
+         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}, {"version": 22}]
     assert len(query(url, password, "SELECT uuid FROM store_identity")) == 1  # (made by schema 21)
     (point,) = query(url, password, "SELECT p.latency_p90_ms, v.latency_p999_ms, h.record FROM points p "
                                     "JOIN latency_histograms h ON h.point_id = p.id "
@@ -388,6 +389,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP TABLE profiles")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
     assert "latency_p90_ms" not in query(url, password, "SELECT * FROM v_points")[0]
@@ -396,7 +398,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         new = add_point(db)
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
         [{"version": 13}, {"version": 14}, {"version": 15}, {"version": 16}, {"version": 17},
-         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}]
+         {"version": 18}, {"version": 19}, {"version": 20}, {"version": 21}, {"version": 22}]
     viewed = query(url, password, f"SELECT point_id, {', '.join(percentiles)} FROM v_points ORDER BY point_id")
     assert viewed == [{"point_id": old, **figures}, {"point_id": new, **figures}]
     # Schema 15's views: repeats from 1, each point judged by its tool's metric.
@@ -405,6 +407,37 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
     with Store(tmp_path / "r.db") as lite:
         sqlite_columns = [d[0] for d in lite.db.execute("SELECT * FROM v_points LIMIT 0").description]
     assert list(query(url, password, "SELECT * FROM v_points LIMIT 1")[0]) == sqlite_columns
+
+
+def test_a_store_created_at_schema_21_gains_the_profiles_table(database, monkeypatch):
+    """A store created at base 21 (before on-CPU profiles) gains schema 22's table, and a
+    point's profile goes in and comes back out: its folded stacks compressed (bytea),
+    its summary beside them."""
+    url, password = database
+    monkeypatch.setenv("PGPASSWORD", password)
+    with Store(url):
+        pass
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("DROP TABLE profiles")
+        conn.execute("DELETE FROM schema_migrations")
+        conn.execute("INSERT INTO schema_migrations VALUES (21, '2026-11-27T00:00:00+00:00')")
+    t0 = datetime(2026, 11, 27, 10, 0, tzinfo=timezone.utc)
+    spec = PointSpec(engine="postgres", workload="pgbench-select-only", threads=1, clients=1, duration_s=10)
+    folded = "postgres;main;PostgresMain;ExecScan 7\npostgres;main;PostgresMain;[postgres] 3\n"
+    with Store(url) as db:
+        assert db.version == SCHEMA_VERSION == 22
+        run_id = db.begin_run(RunInfo(label="l", host="h", engine="postgres", target="t", started_at=t0,
+                                      server_version="15", tool_versions={}, options={}, host_facts={}))
+        pid = db.add_point(run_id, PointResult(
+            spec=spec, status="ok", started_at=t0, ended_at=t0, command=("pgbench",), exit_code=0, stdout="",
+            stderr="", measurement=Measurement(tps=100.0, transactions=1000),
+            profile=Profile(folded=folded, frequency_hz=99.0, symbols="perf; postgres: dynamic symbols only")))
+        got = db.profiles([pid], folded=True)[pid]
+    assert got == {"samples": 10, "top": [{"function": "ExecScan", "share": 0.7},
+                                          {"function": "[postgres]", "share": 0.3}],
+                   "frequency_hz": 99.0, "symbols": "perf; postgres: dynamic symbols only", "folded": folded}
+    assert [r["version"] for r in query(url, password, "SELECT version FROM schema_migrations ORDER BY version")] \
+        == [21, 22]
 
 
 def test_a_postgresql_store_whose_connection_drops_between_points_loses_nothing(database, server, public_tmp,

@@ -10,7 +10,8 @@ from the same runs, so that publishing them again gives the same bytes.
                          in the manifest, so the signature covers it too)
     points/ID/...        each point's raw tool output (stdout.txt, stderr.txt), per-second
                          series (samples.csv, system_samples.csv), latency histogram and
-                         server series (JSON), ID its id in the store it was published from
+                         server series (JSON), on-CPU profile (profile.txt, folded stacks),
+                         ID its id in the store it was published from
 
 What keeps the bytes the same: the members in one order (the manifest, its signature,
 the sums, then the files by name), POSIX ustar headers with owner 0, no owner names,
@@ -56,7 +57,7 @@ PUBLISHED_STATUSES = ("finished", "failed", "imported")
 # A bundle is read whole into memory: a bound, so that a hostile file is one line, not
 # a machine out of memory (a published study's bundle is megabytes).
 MAX_BUNDLE_BYTES = 2 * 2**30
-# The members of a bundle: three at the top and at most six a point. Each member read is
+# The members of a bundle: three at the top and at most seven a point. Each member read is
 # a tarfile.TarInfo held until the file is read (hundreds of bytes each); past this many
 # no bundle is meant (a million points' bundle is beyond MAX_BUNDLE_BYTES already).
 MAX_MEMBERS = 1_000_000

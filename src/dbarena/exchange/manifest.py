@@ -33,7 +33,7 @@ __all__ = ["StudyText", "Price", "PointEntry", "Manifest", "RECORDS", "SCHEMA_FI
 # The shipped schema's file in the package, by the bundle format version it describes.
 SCHEMA_FILE = "schema/manifest-1.json"
 # A point's files, by the key the manifest names each with (publish.py's names).
-POINT_FILES = ("stdout", "stderr", "samples", "system_samples", "latency_histogram", "server_series")
+POINT_FILES = ("stdout", "stderr", "samples", "system_samples", "latency_histogram", "server_series", "profile")
 
 
 class ManifestProblem(ValueError):

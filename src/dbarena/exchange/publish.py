@@ -7,8 +7,8 @@ What a bundle holds of each run is what the store holds of it, measured points o
 versions, options with the host probe and the server settings, host facts, target facts,
 price, study), each point's record as `results --json` prints it, with its command and
 exit status, and its files: raw output, per-second series, latency histogram, server
-series. Nothing in it depends on when or where it is published: the same runs give the
-same bytes.
+series, on-CPU profile (its folded stacks as text: flamegraph.pl reads them). Nothing in
+it depends on when or where it is published: the same runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -216,6 +216,9 @@ def _point_files(db: Store, point_id: int) -> dict[str, bytes]:
     server = db.server_series([point_id]).get(point_id)
     if server is not None:
         files["server-series.json"] = bundle.json_bytes(_masked_json(server))
+    profile = db.profiles([point_id], folded=True).get(point_id)
+    if profile is not None:  # (its frequency and symbols are in the point's record)
+        files["profile.txt"] = masked(profile["folded"]).encode()
     return files
 
 

@@ -16,7 +16,8 @@ refused in one line (BundleProblem).
    (importers/reading.py, the parser `dbarena import` uses) and its latency histogram
    read again must give the figures the manifest holds; then the bundle's rows, stored
    in a throwaway store, read by stats.analysis as `results` reads any store, must give
-   each point's record exactly (steady state, system view, warnings, bound ...).
+   each point's record exactly (steady state, system view, warnings, bound, and the
+   profile's samples and top functions, made again from its folded stacks ...).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from dbarena.limits import name_problem, quoted
 from dbarena.records import JSON, JSONObject
 from dbarena.stats import analysis
 from dbarena.stats.latency import Latencies
+from dbarena.stats.profiles import FoldedProblem
 from dbarena.store.database import Store
 from dbarena.store.edge import Edge
 from dbarena.store.encoding import pack
@@ -334,6 +336,8 @@ def _source_of(key: str, entry: JSONObject) -> str:
         return str(files["samples"])
     if key in ("bound", "bound_evidence", "server_figures") and files.get("server_series"):
         return str(files["server_series"])
+    if key == "profile" and files.get("profile"):
+        return str(files["profile"])
     return "the bundle's runs and points (manifest.json)"
 
 
@@ -531,6 +535,7 @@ def _insert_point(db: Store, found: Bundle, entry: JSONObject) -> None:
     if (member := _file(found, entry, "latency_histogram")) is not None:
         db.db.execute("INSERT INTO latency_histograms (point_id, record) VALUES (?, ?)",
                       (pid, _json_text(bundle.json_document(member, found.members[member]))))
+    _insert_profile(db, found, entry, record)
     if (member := _file(found, entry, "server_series")) is not None:
         server = bundle.json_document(member, found.members[member])
         figures = server.get("figures")
@@ -538,3 +543,26 @@ def _insert_point(db: Store, found: Bundle, entry: JSONObject) -> None:
                       (pid, server.get("bound"), server.get("evidence"), _json_text(server.get("record")),
                        _json_text(figures) if figures is not None else None))
 
+
+
+def _insert_profile(db: Store, found: Bundle, entry: JSONObject, record: JSONObject) -> None:
+    """A point's on-CPU profile: its folded stacks from its file, its frequency and symbols
+    from its record (what no file holds); its samples and top functions made again from
+    the stacks as the store makes them (Store.add_profile), for the record to match."""
+    member = _file(found, entry, "profile")
+    profile = record.get("profile")
+    pid = record["point_id"]
+    assert isinstance(pid, int)  # (_record saw to it)
+    if member is None and profile is None:
+        return
+    if member is None or not isinstance(profile, dict):
+        held = f"a profile file ({member}) but no profile in its record" if member is not None \
+            else "a profile in its record but no profile file"
+        raise BundleProblem(f"{found.name}: manifest.json: point {pid} has {held}")
+    frequency, symbols = profile.get("frequency_hz"), profile.get("symbols")
+    if not isinstance(frequency, (int, float)) or isinstance(frequency, bool) or not isinstance(symbols, str):
+        raise BundleProblem(f"{found.name}: manifest.json: point {pid}'s profile lacks its frequency or symbols")
+    try:
+        db.add_profile(pid, found.text(member), float(frequency), symbols)
+    except FoldedProblem as exc:
+        raise BundleProblem(f"{found.name}: {member}: not folded stacks ({exc})") from None

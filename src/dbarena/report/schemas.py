@@ -84,13 +84,22 @@ def _array_of(name: str, title: str, item: JSONObject) -> JSONObject:
             "title": title, "type": "array", "items": item}
 
 
+# A profiled point's profile (--profile), printed only where there is one.
+PROFILE: JSONObject = {
+    "type": "object", "additionalProperties": False, "required": ["samples", "top", "frequency_hz", "symbols"],
+    "properties": {"samples": {"type": "integer"}, "frequency_hz": {"type": "number"}, "symbols": {"type": "string"},
+                   "top": {"type": "array", "items": {
+                       "type": "object", "additionalProperties": False, "required": ["function", "share"],
+                       "properties": {"function": {"type": "string"}, "share": {"type": "number"}}}}}}
+
 # Export -> (the command that prints it, the schema of its items).
 EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # (--slo's fields are printed only where they hold something: a closed-loop point has no
     # target_tps, a group without a search no capacity, a closed-loop row no slo.)
     "results": ("dbarena results --json", of_record(AnalysedPoint, leave_out=frozenset({"histogram",
                                                                                        "series_label", "slo"}),
-                                                    optional=frozenset({"target_tps"}))),
+                                                    optional=frozenset({"target_tps", "profile"}),
+                                                    nested={"profile": PROFILE})),
     "results-summary": ("dbarena results --summary --json",
                         of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
                                                                      "capacity_estimate"}),

@@ -9,6 +9,8 @@ sweep verifies and stores the point; a load generator waits for the controller's
 time (`before_start`) and hands its part back to be combined with the others'.
 
 `with_bound` is where a point's bound is decided from its server series, for both.
+A `profiler` (--profile: run/profiling.py) samples the server's processes from just
+before the tool starts until it exits, and folds what it took after the samplers stop.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import Callable, Mapping, Sequence
 from dbarena.errors import ParseError
 from dbarena.host.sysmetrics import Sampler, SystemSample
 from dbarena.interfaces import Completed, Executor, LatencyDistribution, Target
-from dbarena.model import Measurement, PointResult, PointSpec, Sample
+from dbarena.model import Measurement, PointResult, PointSpec, Profile, Sample
+from dbarena.run.profiling import Profiler, Recording
 from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
 from dbarena.serverside import throughput
 from dbarena.serverside.series import ServerSeries
@@ -54,6 +57,8 @@ class ToolRun:
     measurement: Measurement | None = None
     samples: tuple[Sample, ...] = ()
     error: str | None = None  # why there is no measurement
+    profile: Profile | None = None  # the server's on-CPU profile (a profiler given)
+    profile_problem: str | None = None  # why a profiler given made none
 
     def point(self, *, status: str | None = None, error: str | None = None,
               measurement: Measurement | None = None) -> PointResult:
@@ -64,14 +69,15 @@ class ToolRun:
             exit_code=self.done.returncode, stdout=self.done.stdout, stderr=self.done.stderr,
             measurement=measurement if measurement is not None else self.measurement, samples=self.samples,
             error=error if error is not None else self.error,
-            system=self.system, server=self.server)
+            system=self.system, server=self.server, profile=self.profile)
 
 
 def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path, *,
              latency_sampling: float | None, sample_system: bool = True, sample_server: bool = True,
              server_clients: int | None = None, on_progress: Callable[[Sample], None] | None = None,
              on_start: Callable[[int], None] | None = None, before_start: Callable[[], bool] | None = None,
-             cpus: tuple[int, ...] | None = None, client_progress: bool = False) -> ToolRun | None:
+             cpus: tuple[int, ...] | None = None, client_progress: bool = False,
+             profiler: Profiler | None = None) -> ToolRun | None:
     """Run the point's tool on `target` from `work_dir` (which exists and is the
     caller's to remove) and read it. `server_clients`: the connections of the whole
     point, where this run is one load generator's share of it (the server sampler
@@ -79,7 +85,9 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
     everything is ready, just before the clock starts; False: do not start (None).
     `client_progress`: the tool's own per-second report even where the server's commit
     counter could give the series at no cost to the tool (pgbench -P 1: its per-second
-    client latency, for 5-6 % of a CPU-bound point's throughput)."""
+    client latency, for 5-6 % of a CPU-bound point's throughput). `profiler`: the
+    server's on-CPU profile over the run (a server of this machine whose process dbarena
+    knows, target.server_pid(); none otherwise), or why there is none (`profile_problem`)."""
     workload = WORKLOADS[spec.workload]
     tool = workload.tool
     client = target.client(tool)
@@ -129,11 +137,27 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
         if sample is not None and on_progress is not None:
             on_progress(sample)
 
-    origin = time.monotonic()
-    started = now_utc()
-    if server is not None:
-        server.start(origin=origin)  # second 0 of both samplers: the system one starts now too
-    sampler = Sampler(server_pid=target.server_pid()).start() if sample_system else None
+    # perf attached to every process of the server before the tool connects (a backend
+    # forked before would not be sampled): a second or less.
+    recording: Recording | None = None
+    profile_problem: str | None = None
+    server_pid = target.server_pid() if profiler is not None else None
+    if profiler is not None and server_pid is not None:
+        found = profiler.start(server_pid, work_dir)
+        if isinstance(found, str):
+            profile_problem = found
+        else:
+            recording = found
+    try:
+        origin = time.monotonic()
+        started = now_utc()
+        if server is not None:
+            server.start(origin=origin)  # second 0 of both samplers: the system one starts now too
+        sampler = Sampler(server_pid=target.server_pid()).start() if sample_system else None
+    except BaseException:
+        if recording is not None:
+            recording.abandon()  # (perf does not outlive the point that never began)
+        raise
 
     def started_tool(pid: int) -> None:
         if sampler is not None:
@@ -147,10 +171,22 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
                             on_stdout_line=on_line, on_stderr_line=on_line, on_start=started_tool,
                             cpus=cpus, cwd=work_dir, stdin=given.stdin)
     finally:
+        if recording is not None:
+            recording.disable()  # (the samples end with the tool)
         end_s = time.monotonic() - origin
-        system = tuple(sampler.stop()) if sampler is not None else ()
-        series = server.stop(final=counter is not None) if server is not None else None
-    ran = ToolRun(spec=spec, started_at=started, ended_at=now_utc(), done=done, system=system, server=series)
+        try:
+            system = tuple(sampler.stop()) if sampler is not None else ()
+            series = server.stop(final=counter is not None) if server is not None else None
+            ended = now_utc()
+        finally:
+            if recording is not None:
+                recording.stop()  # (perf writes its file: a second or less, after the point's end)
+    profile: Profile | None = None
+    if recording is not None:
+        read = recording.read()
+        profile, profile_problem = (None, read) if isinstance(read, str) else (read, None)
+    ran = ToolRun(spec=spec, started_at=started, ended_at=ended, done=done, system=system, server=series,
+                  profile=profile, profile_problem=profile_problem)
     if done.returncode != 0:
         return replace(ran, error=_failure_reason(done, target.problem()),
                        samples=tuple(tool.read_samples(done.stdout, done.stderr)))

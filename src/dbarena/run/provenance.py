@@ -47,10 +47,11 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
              variant: str, settings: Mapping[str, str], tool_versions: dict[str, str], init: bool, invocation: str,
              cluster: Mapping[str, str] | None = None, cpus: JSONObject | None = None,
              data_parent: Path | None = None, probe: JSONObject | None = None,
-             session: tuple[int, int] = (0, 1)) -> RunInfo:
+             session: tuple[int, int] = (0, 1), profiling: JSONObject | None = None) -> RunInfo:
     """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts;
     `probe`: the host probe before the study, host/probe.py; `session`: which of how
-    many sessions of the study it is, stats/sessions.py)."""
+    many sessions of the study it is, stats/sessions.py; `profiling`: the on-CPU
+    profiles asked for, with perf's version or why there are none)."""
     target_facts = _target_facts(entry, target)
     hostname = facts.get("hostname")
     host = hostname if isinstance(hostname, str) else ""
@@ -69,6 +70,9 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
         "precision": study.precision, "max_repeats": study.max_repeats, "budget_s": study.budget_s,
         # The latency objective whose capacity its points' search found (stats/capacity.py).
         "slo": study.slo.to_json() if study.slo else None,
+        # The on-CPU profiles asked for (--profile, [profile]: run/profiling.py): the
+        # frequency, and perf's version or why this run has none.
+        "profile": profiling,
         "owner": {"pid": os.getpid(), "start": state.start_time(os.getpid()), "host": host},
         # What older runs recorded, so that report and analysis read both alike.
         "targets": {entry.name: entry.target} if entry.target else {},

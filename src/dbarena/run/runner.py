@@ -32,6 +32,7 @@ from dbarena.lifecycle import unsaved
 from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, StoreError,
                             StoreUnwritable)
 from dbarena.run import measure
+from dbarena.run.profiling import Profiler
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec, Sample
 from dbarena.records import JSON, JSONObject, json_object
@@ -94,7 +95,7 @@ class Sweep:
     def __init__(self, *, targets: Mapping[str, Bound], store: ResultStore, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
                  latency_sampling: float | None = 1.0,  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
-                 sample_server: bool = True, live: Publisher | None = None):
+                 sample_server: bool = True, live: Publisher | None = None, profiler: Profiler | None = None):
         self.targets = targets
         self.store = store
         self.reporter = reporter
@@ -114,6 +115,9 @@ class Sweep:
         # The point being measured, second by second, published for `dbarena serve`
         # (store/live.py); None: not published.
         self.live = live
+        # The server's on-CPU profile of each measured run (--profile; not of a warm-up):
+        # None, none.
+        self.profiler = profiler
 
     def run(self, plan: Sequence[PointSpec]) -> list[PointResult]:
         """Every point of the plan in order; the results, each already stored."""
@@ -363,7 +367,8 @@ class Sweep:
                 client_progress=bound.client_progress,
                 sample_system=self.sample_system, sample_server=self.sample_server,
                 on_progress=on_progress if reporter is not None or token is not None else None,
-                on_start=bound.running, cpus=bound.loadgen_cpus)
+                on_start=bound.running, cpus=bound.loadgen_cpus,
+                profiler=self.profiler if phase == "measured" else None)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
             bound.scratch(None)
@@ -379,6 +384,8 @@ class Sweep:
                 self.live.close()
                 self.live = None
         assert ran is not None  # (it is asked to wait for nothing)
+        if ran.profile_problem is not None:
+            self.reporter.stage(f"no on-CPU profile of this point: {ran.profile_problem}")
         if ran.error is not None or ran.measurement is None:
             return ran.point()
         problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.target, ran.measurement)

@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from dbarena import engines, execute, workloads
 from dbarena.run import plan, provenance, resume, searching
+from dbarena.run.profiling import Profiler
 from dbarena.run.resume import session_of
 from dbarena.records import JSONObject
 from dbarena.stats import analysis
@@ -162,6 +163,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
         if line:
             reporter.stage(line)
     previous = _previous_runs(store, resume)
+    profiler, profiling = _profiler(study, executor, reporter)
     # Each session runs every part (stats/sessions.py): its servers started afresh, its
     # datasets prepared again. A resumed run's sessions each continue their own runs.
     sessions = [(number, _not_done(store, parts, _of_session(previous, number), outcome,
@@ -173,7 +175,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin,
                    previous=_of_session(previous, 0), clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
                    server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter),
-                   live=_publisher(store, reporter))
+                   live=_publisher(store, reporter), profiler=profiler, profiling=profiling)
     switch = smt_switch.Switch() if switching else None
     try:
         index = 0
@@ -197,6 +199,24 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _profiler(study: Study, executor: Executor, reporter: Reporter) -> tuple[Profiler | None, JSONObject | None]:
+    """The profiler of the study's points (--profile, [profile]) and what its runs record
+    of it; none where none was asked for. Where perf is missing or may not sample, one
+    line says so and the run goes on without profiles, or, where the study requires
+    them, is refused before anything starts."""
+    if study.profile is None:
+        return None, None
+    profiler = Profiler(executor, study.profile.frequency_hz)
+    problem = profiler.check()
+    facts: JSONObject = {**study.profile.to_json(), "perf": profiler.version or None, "problem": problem}
+    if problem is None:
+        return profiler, facts
+    if study.profile.required:
+        raise UsageError(f"on-CPU profiles are required ([profile] required = true), but {problem}")
+    reporter.stage(f"no on-CPU profiles: {problem}; the run goes on without them")
+    return None, facts
 
 
 def _publisher(store: ResultStore, reporter: Reporter) -> Publisher | None:
@@ -372,6 +392,8 @@ class _Context:
     probe: JSONObject | None = None  # probe.Probe.to_dict() of the host probe before the study
     live: Publisher | None = None  # the point being measured, second by second, for `dbarena serve`
     session: int = 0  # which of the study's sessions is running (0, 1, ...)
+    profiler: Profiler | None = None  # each point's server profiled on CPU (--profile), where perf can
+    profiling: JSONObject | None = None  # what the runs record of the profiles asked for
 
 
 @dataclass
@@ -507,7 +529,10 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
                                versions, ctx.init, ctx.outcome.invocation, cluster,
                                placed.facts() if placed else None, part.data_parent, ctx.probe,
-                               session=(ctx.session, ctx.study.sessions))
+                               session=(ctx.session, ctx.study.sessions), profiling=ctx.profiling)
+    if ctx.profiler is not None and target.server_pid() is None:
+        ctx.reporter.stage(f"no on-CPU profile of {target.description}: perf samples only a server dbarena "
+                           "started on this machine (a throwaway instance), not a --target")
     store = ctx.store
     # The run begun, known to its part and recorded as one step that a Ctrl-C or
     # SIGTERM cannot split (held until the record is made: shield.py): one that fell
@@ -582,11 +607,13 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
                            "dbarena ran pgbench with -P 1 and its log by default) are another configuration: "
                            "measured again as planned (--client-progress and --latency-sampling ask for them)")
     ctx.begin()
-    ctx.reporter.stage(_plan_line(study, engine_plan))
+    # (Profiled where dbarena started the server: a --target's was said not to be.)
+    profiled = any(b.target.server_pid() is not None for b in bound.values())
+    ctx.reporter.stage(_plan_line(study, engine_plan, ctx.profiler if profiled else None))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
                   latency_sampling=study.latency_sampling, sample_system=ctx.system_metrics,
-                  sample_server=ctx.server_metrics, live=ctx.live)
+                  sample_server=ctx.server_metrics, live=ctx.live, profiler=ctx.profiler)
     if study.slo is not None:
         # Each point's closed-loop runs, then its search over offered rates (--slo).
         ctx.outcome.skipped += sum((rounds.base(p), p.repeat) in stored.ok for p in engine_plan.points)
@@ -600,9 +627,9 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     return sweep.next_index
 
 
-def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
+def _plan_line(study: Study, engine_plan: plan.EnginePlan, profiler: Profiler | None = None) -> str:
     """What the reporter is told of an engine's plan before its first point: what it
-    will run, counted as it will run it."""
+    will run, counted as it will run it (and profiled, where `profiler`)."""
     points = engine_plan.points
     levels = ", ".join(map(str, engine_plan.levels))
     if study.precision:
@@ -618,6 +645,8 @@ def _plan_line(study: Study, engine_plan: plan.EnginePlan) -> str:
         how += (f", then each point's capacity at {study.slo.text}: about {capacity.planned_rates(study.slo)} "
                 f"offered rates a point (at most {study.slo.max_rates}) until the bracket is within "
                 f"{study.slo.precision:.0%}")
+    if profiler is not None:
+        how += f", the server profiled on CPU by perf at {profiler.frequency_hz} Hz"
     return (f"{who(study)}{' --quick' if study.quick else ''}: {count}: "
             f"{', '.join(dict.fromkeys(p.workload for p in points))} at threads {levels}{how}"
             f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")

@@ -217,6 +217,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     # Only the bound's columns, not the series (None where the server was not sampled:
     # imported, --no-server-metrics, or stored before schema 16).
     bounds = store.server_series(map(_point_id, values), records=False)
+    # A profiled point's profile, its summary alone (the stacks stay in the store).
+    profiled = store.profiles(map(_point_id, values))
     # A run's facts, read once a run rather than once a point: its number of repeats
     # was chosen by the stopping rule (--precision); the hardware threads its server
     # could use, what "saturated" is measured against.
@@ -261,7 +263,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             efficiency=efficiency.of_point(
                 steady_tps if steady_tps is not None else tps, server_cpu=server_cpu, loadgen_cpu=loadgen_cpu,
                 context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
-                server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None))
+                server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None,
+            profile=profiled.get(point_id)))
     return out
 
 

@@ -27,6 +27,7 @@ from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
 from dbarena.model import PointResult, RunInfo
 from dbarena.stats import configkey
+from dbarena.stats import profiles as folding
 from dbarena.store import live
 from dbarena.store import migrations
 from dbarena.store import postgres as pgstore
@@ -75,7 +76,10 @@ _SECOND_FITS = "second BETWEEN 0 AND 1e308"
 _NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
-POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series")
+POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series",
+                "profiles")
+_NO_PROFILE = "that point's profile is left out"
+
 
 
 class LazySeconds(Sequence[float]):
@@ -145,6 +149,7 @@ class Store:
         # Whether it has schema 19's live_seconds (every store a writer opens does, once
         # migrated; one held at an older schema, as the migration tests hold one, not).
         self.live_table = self.version >= 19
+        self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
 
     @property
     def migrated_from(self) -> int | None:
@@ -328,7 +333,19 @@ class Store:
                             " VALUES (?, ?, ?, ?, ?)",
                             (point_id, result.server.bound, result.server.evidence, result.server.encode(),
                              json.dumps(dict(figures), sort_keys=True) if figures is not None else None))
+        if result.profile is not None:
+            self.add_profile(point_id, result.profile.folded, result.profile.frequency_hz, result.profile.symbols)
         return point_id
+
+    def add_profile(self, point_id: int, folded: str, frequency_hz: float, symbols: str) -> None:
+        """A point's on-CPU profile (uncommitted: the callers own the transaction): its
+        folded stacks compressed, and its summary made from them here, the one place it is
+        made (a bundle's verify stores what it read through this too)."""
+        stacks = folding.parse_folded(folded)
+        self.db.execute("INSERT INTO profiles (point_id, codec, folded, frequency_hz, symbols, samples, top)"
+                        " VALUES (?, 'zlib', ?, ?, ?, ?, ?)",
+                        (point_id, pack(folded), frequency_hz, symbols, folding.samples(stacks),
+                         json.dumps(folding.top(stacks))))
 
     @contextlib.contextmanager
     def importing(self, sha256: str, file: str, replace: str | None = None) -> Iterator["ImportBatch"]:
@@ -832,6 +849,32 @@ class Store:
                     continue
                 out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
                                **({"record": row[4]} if records else {})}
+        return out
+
+    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, dict[str, Any]]:
+        """point id -> its on-CPU profile's summary {"samples", "top", "frequency_hz",
+        "symbols"}, and with `folded` its folded stacks as text ("folded"); points without
+        a profile are left out. The summary alone reads no stacks (a read of every point)."""
+        out: dict[int, dict[str, Any]] = {}
+        if not self.profile_table or not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
+            return out  # (most stores hold none: a query, not one a chunk of points)
+        names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
+        for chunk in chunks(sorted(set(point_ids))):
+            rows = self.db.execute(f"SELECT {', '.join(names)} FROM profiles WHERE point_id IN "
+                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
+            for row in self.edge.check("profiles", names, rows, lambda row: str(row[0]), _NO_PROFILE):
+                found = {"samples": row[3], "top": row[4], "frequency_hz": row[1], "symbols": row[2]}
+                faults = [("top", row[4], edge.top_fault(row[4]))]
+                if folded:
+                    text = edge.unpacked(row[5], row[6])
+                    faults.append(("folded", row[6], text.reason if isinstance(text, edge.Misfit)
+                                   else edge.folded_fault(text)))
+                    found["folded"] = text
+                misfit = next(((column, value, why) for column, value, why in faults if why is not None), None)
+                if misfit is not None:
+                    self.edge.report("profiles", str(row[0]), *misfit, _NO_PROFILE)
+                    continue
+                out[row[0]] = found
         return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"

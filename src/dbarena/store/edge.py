@@ -29,6 +29,7 @@ import orjson
 
 from dbarena.errors import StoreError
 from dbarena.limits import printable
+from dbarena.stats import profiles
 from dbarena.store.encoding import unpack
 from dbarena.store.schema import TABLES, Column
 
@@ -356,6 +357,29 @@ def unpacked(codec: Any, blob: Any) -> str | Misfit:
         return Misfit(f"cannot be read ({exc})")
     except (TypeError, ValueError, zlib.error) as exc:  # (UnicodeDecodeError is a ValueError)
         return Misfit(f"cannot be read ({exc})")
+
+
+def top_fault(top: Any) -> str | None:
+    """Why a profile's top functions (decoded JSON: [{function, share}], stats/profiles.top)
+    cannot be read, or None."""
+    if not isinstance(top, list):
+        return "is not a JSON list"
+    for entry in top:
+        if not isinstance(entry, dict) or not isinstance(entry.get("function"), str):
+            return "holds an entry that is not {function, share}"
+        share = entry.get("share")
+        if share is None or not _is_number(share) or not 0 <= share <= 1:
+            return f"holds a share {describe(share)}, not a number from 0 to 1"
+    return None
+
+
+def folded_fault(text: str) -> str | None:
+    """Why a profile's folded stacks (text, uncompressed) cannot be read, or None."""
+    try:
+        profiles.parse_folded(text)
+    except profiles.FoldedProblem as exc:
+        return f"holds folded stacks that do not read ({exc})"
+    return None
 
 
 def figures_fault(figures: Any) -> str | None:

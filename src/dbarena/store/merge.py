@@ -1,4 +1,4 @@
-"""Merging stores: another store's runs (points, series, raw outputs, studies, hosts)
+"""Merging stores: another store's runs (points, series, raw outputs, profiles, studies, hosts)
 brought into this one, each run once (by its UUID).
 
 What is copied passes the store's edge first (edge.py), as every read does: another
@@ -42,6 +42,7 @@ NOT_MERGED = {
     "point_derived": "those cached figures are not merged (a read computes them again)",
     "latency_histograms": "that histogram is not merged",
     "server_series": "that point's server figures are not merged",
+    "profiles": "that point's profile is not merged",
     "hosts": "that host is not merged; its runs are, without their host facts",
     "studies": "that study is not merged; its runs are, without it",
     "imports": "that file's record of being imported is not merged",
@@ -175,6 +176,11 @@ def _deeper(table: str, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple
             figures = row[at["figures"]]
             faults.append(("figures", figures, edge.figures_fault(figures) if figures is not None else None))
             faults.append(("record", row[at["record"]], edge.series_fault(row[at["record"]])))
+        elif table == "profiles":
+            faults.append(("top", row[at["top"]], edge.top_fault(row[at["top"]])))
+            text = edge.unpacked(row[at["codec"]], row[at["folded"]])
+            faults.append(("folded", row[at["folded"]],
+                           text.reason if isinstance(text, edge.Misfit) else edge.folded_fault(text)))
         elif table == "runs":  # (a label is shown in every table: the rule of names, limits.py)
             label = row[at["label"]]
             faults.append(("label", label, name_problem(label) if isinstance(label, str) else None))

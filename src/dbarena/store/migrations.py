@@ -359,6 +359,22 @@ MIGRATIONS: list[str] = [
         merged_from  TEXT NOT NULL
     );
     """,
+    # 22: the server's on-CPU profile of a point (--profile: run/profiling.py): its folded
+    # stacks compressed (stats/profiles.py's text, zlib), the frequency they were taken
+    # at and where the functions' names came from; beside them its summary, what a read
+    # of many points takes without opening the stacks: the samples and the functions
+    # that took most of them (self time, a JSON list of {function, share}).
+    """
+    CREATE TABLE profiles (
+        point_id      INTEGER PRIMARY KEY REFERENCES points(id),
+        codec         TEXT NOT NULL,
+        folded        BLOB NOT NULL,
+        frequency_hz  REAL NOT NULL,
+        symbols       TEXT NOT NULL,
+        samples       INTEGER NOT NULL,
+        top           TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

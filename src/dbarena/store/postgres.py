@@ -49,8 +49,10 @@ def errors() -> tuple[type[Exception], ...]:
 # MIGRATIONS[17]; every store created before 18 (keys with what pgbench measured) by
 # MIGRATIONS[18]; every store created before 19 (the live seconds of a point being
 # measured) by MIGRATIONS[19]; every store created before 20 (keys with the TLS their
-# connections had) by MIGRATIONS[20].
-BASE_VERSION = 21
+# connections had) by MIGRATIONS[20]; every store created before 21 (each store's
+# identity, merged runs' origins) by MIGRATIONS[21]; every store created before 22 (the
+# points' on-CPU profiles) by MIGRATIONS[22].
+BASE_VERSION = 22
 SCHEMA = schema.postgresql_ddl()
 # The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
 _IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
@@ -117,6 +119,17 @@ MIGRATIONS: dict[int, str] = {
     CREATE TABLE store_identity (uuid text PRIMARY KEY NOT NULL);
     CREATE TABLE run_origins (uuid text PRIMARY KEY NOT NULL, merged_from text NOT NULL);
     """ + _IDENTITY,
+    22: """
+    CREATE TABLE profiles (
+        point_id      bigint PRIMARY KEY REFERENCES points(id),
+        codec         text NOT NULL,
+        folded        bytea NOT NULL,
+        frequency_hz  double precision NOT NULL,
+        symbols       text NOT NULL,
+        samples       bigint NOT NULL,
+        top           text NOT NULL
+    );
+    """,
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
@@ -203,7 +216,7 @@ def version(db: Connection) -> int:
 # a schema_migrations without `runs` (Rails and golang-migrate keep a table of that
 # name too), is another program's.
 _TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
-           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs")
+           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles")
 
 
 def foreign(db: Connection) -> str | None:
@@ -260,7 +273,7 @@ def size_bytes(db: Connection) -> int:
         db, "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
         " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
-        " 'latency_histograms', 'server_series', 'forgotten_runs') AND pg_table_is_visible(c.oid)"))
+        " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles') AND pg_table_is_visible(c.oid)"))
 
 
 def next_ids(db: Connection, table: str, count: int) -> list[int]:

@@ -202,6 +202,17 @@ TABLES: tuple[Table, ...] = (
         _nn("record", "text", holds=_J),         # JSON: serverside.series.ServerSeries.encode
         _c("figures", "text", holds=_J),         # JSON: stats/bound.figures, what comparisons read
     )),
+    # The server's on-CPU profile of a point (schema 22, --profile): its folded stacks
+    # compressed, and the summary a read of many points takes without them.
+    Table("profiles", (
+        _point_key(primary_key=True),
+        _nn("codec", "text"),                    # zlib
+        _nn("folded", "blob"),                   # stats/profiles.folded_text, compressed
+        _nn("frequency_hz", "real", holds=_F),   # each sample 1/frequency_hz s of a CPU's time
+        _nn("symbols", "text"),                  # perf's version; where the server's names came from
+        _nn("samples", "bigint", holds=_N),      # the stacks' samples, all told
+        _nn("top", "text", holds="json-list"),   # JSON: [{function, share}], stats/profiles.top
+    )),
     # A tombstone a run forgotten (`dbarena store forget`) leaves: merge brings no run of
     # this UUID back, and carries the tombstone on (schema 17).
     Table("forgotten_runs", (

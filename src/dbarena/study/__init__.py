@@ -84,6 +84,11 @@ The schema (version 1):
                                     #   kernel's switch, one mode after the other, restored at the end
     load_generator = "rest"         #   the load generator on the other usable CPUs, or the "same" ones
 
+    [profile]                       # the server's on-CPU profile of every point (as --profile;
+                                    #   perf, during each measured run: docs/running.md)
+    frequency = 99                  # perf's samples a second of each CPU's time [default: 99]
+    required = false                # true: refuse to run where perf is missing or may not sample
+
     [fleet]
     together = true                 # `fleet run` drives one server from every host at once, one
                                     #   merged point per level (as --together; docs/fleet.md)

@@ -18,8 +18,8 @@ from dbarena.stats.capacity import Objective
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.flags import Overrides, flag_of, run_flags
 from dbarena.study.model import (
-    FLAGS_SOURCE, QUICK_DURATION_S, QUICK_WARMUP_S, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Study, Variant,
-    WorkloadEntry,
+    FLAGS_SOURCE, QUICK_DURATION_S, QUICK_WARMUP_S, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Profiling, Study,
+    Variant, WorkloadEntry,
 )
 from dbarena.study.reader import _Checker, parse
 
@@ -130,6 +130,7 @@ def apply(study: Study, o: Overrides) -> Study:
     price, currency, basis, per_month = _price(study, o, note)
     sampling = study.latency_sampling if o.latency_sampling is None else (o.latency_sampling or None)
     slo, sampling = _slo(study, o, note, entries, precision, sampling)
+    profile = _profile(study, o, note, new_engines)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    sessions=sessions,
                    label=label,
@@ -137,7 +138,7 @@ def apply(study: Study, o: Overrides) -> Study:
                    budget_s=budget_s if precision or slo else None,
                    flags={**study.flags, **o.flags()},
                    fail_fast=study.fail_fast if o.fail_fast is None else (o.fail_fast or study.fail_fast),
-                   latency_sampling=sampling, slo=slo,
+                   latency_sampling=sampling, slo=slo, profile=profile,
                    client_progress=study.client_progress or bool(o.client_progress),
                    price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
                    quick=study.quick or o.quick,
@@ -332,6 +333,23 @@ def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry],
         note("latency_sampling", None, 1.0, "--slo: each transaction's latency from its scheduled start")
         sampling = 1.0
     return slo, sampling
+
+
+def _profile(study: Study, o: Overrides, note: _Notes, new_engines: list[EngineEntry]) -> Profiling | None:
+    """The on-CPU profiles asked for (--profile over [profile]: the file's frequency and
+    `required` kept); a UsageError where the study cannot have them."""
+    profile = study.profile or (Profiling() if o.profile else None)
+    note("profile", study.profile is not None, profile is not None, "--profile")
+    if profile is None:
+        return None
+    if study.together:
+        raise UsageError("--profile with [fleet] together: the server's host does not profile its server yet; "
+                         "profile it in a run of its own (`dbarena run`, or `fleet run` without --together)")
+    targets = [e.name for e in new_engines if e.target is not None]
+    if profile.required and targets:
+        raise UsageError(f"[profile] required = true with a --target ({', '.join(targets)}): perf samples only a "
+                         "server dbarena started on this machine (a throwaway instance)")
+    return profile
 
 
 def _repetition(study: Study, o: Overrides, note: _Notes, searching: bool) -> tuple[int, float | None, int, int | None]:

@@ -273,6 +273,14 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "transaction; 0: none [default: none, as the bare tool runs: one in ten costs pgbench about 5 % more CPU a "
                 "transaction on a CPU-bound 2-core machine, every one 14.5 % (bench/README.md)].", "latency_sampling",
                 metavar="SHARE", study_key="sweep.latency_sampling"),
+        RunFlag("profile", "--profile", Switch(),
+                "The server's on-CPU profile of every point: perf samples the server's processes (new backends "
+                "too) during each point's measured run, not its warm-up, at 99 Hz unless [profile] frequency says "
+                "otherwise (about 0.7 % of the server's CPU a transaction on a 2-CPU VM, bench/README.md); stored "
+                "as folded stacks, its top functions in results --json. A throwaway server only; where perf is "
+                "missing or may not sample, one line says so and the run goes on ([profile] required = true: "
+                "refused).", "profile",
+                study_key="profile", convert=lambda given: True if given else None),
         RunFlag("client_progress", "--client-progress", Switch(),
                 "pgbench's own per-second report (-P 1: throughput and latency each second) instead of the "
                 "per-second throughput from the server's commit counter, which costs pgbench nothing; -P 1 costs "
@@ -318,6 +326,7 @@ class Overrides:
     client_progress: bool | None = None
     datasets: str | None = None  # run, workload or point
     slo: str | None = None  # a latency objective (capacity.parse): its capacity searched
+    profile: bool | None = None  # each point's server profiled on CPU (run/profiling.py)
     params: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # engine -> settings
     targets: Mapping[str, str] = field(default_factory=dict)  # engine -> URL

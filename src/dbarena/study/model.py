@@ -47,9 +47,29 @@ QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
 _TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
-             "price", "variants", "cpus", "fleet", "machines", "slo"}
+             "price", "variants", "cpus", "fleet", "machines", "slo", "profile"}
 # [slo] (docs/capacity.md): the latency objective whose capacity each point's search finds.
 SLO_KEYS = {"objective", "errors", "precision", "max_rates"}
+# [profile] (docs/running.md): the server's on-CPU profile of every point, sampled by perf.
+PROFILE_KEYS = {"frequency", "required"}
+# perf's samples a second of each CPU's time a server process takes, by default: 99, an
+# odd number, so that sampling does not beat in step with a timer of the server's
+# (bench/overhead --profile measured what it costs).
+PROFILE_FREQUENCY_HZ = 99
+MAX_PROFILE_FREQUENCY_HZ = 1000  # beyond it a profile costs more than the 1 % it may
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """[profile] / --profile: each point's server sampled by perf during its measured run
+    (run/profiling.py). `required`: a run where perf is missing or may not sample is
+    refused before anything starts, rather than run without profiles."""
+
+    frequency_hz: int = PROFILE_FREQUENCY_HZ
+    required: bool = False
+
+    def to_json(self) -> dict[str, int | bool]:
+        return {"frequency_hz": self.frequency_hz, "required": self.required}
 _FLEET_KEYS = {"together"}
 _CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
 LOAD_GENERATOR_PLACES = ("rest", "same")
@@ -240,6 +260,8 @@ class Study:
     machines: Machines | None = None  # [machines]: hosts and managed databases made for the run
     # [slo] / --slo: each point's capacity at this latency objective, searched over offered rates.
     slo: Objective | None = None
+    # [profile] / --profile: each point's server profiled on CPU (None: not profiled).
+    profile: Profiling | None = None
 
     @property
     def sha256(self) -> str:

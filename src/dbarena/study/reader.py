@@ -19,7 +19,7 @@ from dbarena.stats.capacity import Objective
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
     _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _MACHINES_KEYS, _MANAGED_KEYS, _PRICE_KEYS, _PRICES_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
-    RESTORE_CHOICES, SCHEMA_VERSION, SLO_KEYS, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Study, StudyError, Variant, WorkloadEntry,
+    MAX_PROFILE_FREQUENCY_HZ, PROFILE_FREQUENCY_HZ, PROFILE_KEYS, RESTORE_CHOICES, SCHEMA_VERSION, SLO_KEYS, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Profiling, Study, StudyError, Variant, WorkloadEntry,
     parse_duration, parse_level, parse_precision,
 )
 
@@ -260,6 +260,7 @@ class _Checker:
                                 "fleet.together"),
             machines=self.machines(raw.get("machines")),
             slo=self.slo(raw.get("slo")),
+            profile=self.profile(raw.get("profile")),
         )
 
     def name(self, raw: Any, key: str) -> str:
@@ -480,6 +481,18 @@ class _Checker:
             raise self.fail("slo.max_rates", f"{rates}: at most 100 offered rates a search")
         return Objective(found.statistic, found.limit_ms, errors=share["errors"], precision=share["precision"],
                          max_rates=rates)
+
+    def profile(self, raw: Any) -> Profiling | None:
+        """[profile]: frequency = 99 (samples a second of each CPU's time), required = false.
+        The table present, even empty: each point profiled."""
+        if raw is None:
+            return None
+        body = self.table(raw, "profile", PROFILE_KEYS)
+        frequency = self.int_(body.get("frequency", PROFILE_FREQUENCY_HZ), "profile.frequency")
+        if frequency > MAX_PROFILE_FREQUENCY_HZ:
+            raise self.fail("profile.frequency", f"{frequency}: at most {MAX_PROFILE_FREQUENCY_HZ} samples a second "
+                                                 "(a profile may cost 1 % of throughput at most)")
+        return Profiling(frequency_hz=frequency, required=self.bool_(body.get("required", False), "profile.required"))
 
     def sampling(self, raw: Any, key: str) -> float | None:
         if raw is False:
