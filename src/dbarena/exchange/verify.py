@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbarena.errors import StoreError, StoreUnwritable
 from dbarena import inbound
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange import manifest as manifest_schema
@@ -491,6 +492,14 @@ def _fill(db: Store, found: Bundle, provenance: JSONObject | None) -> None:
     except (KeyError, AssertionError, TypeError, ValueError) as exc:
         raise BundleProblem(f"{found.name}: manifest.json: a run or point lacks what the store needs ({exc!r})") \
             from None
+    except StoreUnwritable:
+        raise  # (the temporary store's disk, not the bundle)
+    except StoreError as exc:
+        # A row the store's constraints refuse (a run with a null dbarena_version): the
+        # bundle's fault, said as such (verify, import and site refuse the bundle alike).
+        said = " ".join(str(exc).split())
+        raise BundleProblem(f"{found.name}: manifest.json: a run or point the store refuses "
+                            f"({said.split(': ', 1)[1] if ': ' in said else said})") from None
 
 
 def _insert_run(db: Store, run: JSONObject, provenance: JSONObject | None) -> None:
