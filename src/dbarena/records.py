@@ -480,8 +480,10 @@ class LevelSummary:
     # What its ok points ran under (stats/interference.py; None without a figure): a
     # comparison of two sides that differ in it is not decided (analysis.compare).
     interference: Interference | None = None
-    # The capacity's mean over sessions with its spread, for comparisons (None: no capacity).
+    # The capacity's mean over sessions with its spread, for comparisons (None: no capacity),
+    # and what its search's offered-rate points ran under (a comparison of capacities checks it).
     capacity_estimate: MeanEstimate | None = None
+    capacity_interference: Interference | None = None
 
     def as_json(self) -> JSONObject:
         """The summary as `results --summary --json` prints it."""
@@ -489,7 +491,8 @@ class LevelSummary:
                 and ((value := getattr(self, f.name)) is not None or f.name not in _OPEN_LOOP)}
 
 
-_SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate"})
+_SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate",
+                              "capacity_interference"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

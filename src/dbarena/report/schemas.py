@@ -102,7 +102,7 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
                                                     nested={"profile": PROFILE})),
     "results-summary": ("dbarena results --summary --json",
                         of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
-                                                                     "capacity_estimate"}),
+                                                                     "capacity_estimate", "capacity_interference"}),
                                   optional=frozenset({"target_tps", "capacity", "efficiency"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",

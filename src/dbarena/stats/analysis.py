@@ -36,7 +36,7 @@ from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, JSONObject, AnalysedPoint, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
+from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
     SystemSums, analysed, SeriesKey, SERIES_KEY_AT, STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
@@ -482,8 +482,8 @@ def summaries(rows: Iterable[AnalysedPoint],
         printed = _statistic(ok)
         pooled = pooled_latency(ok, histograms)
         # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
-        found_capacity = searched.get((key[0], capacity.search_key(first.config))) \
-            if searched and first.target_tps is None and first.config is not None else None
+        found_capacity, stepped_under = searched.get((key[0], capacity.search_key(first.config)), (None, None)) \
+            if searched and first.target_tps is None and first.config is not None else (None, None)
         out.append(LevelSummary(
             label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
             clients=first.clients, variant=first.variant, config=first.config,
@@ -513,15 +513,18 @@ def summaries(rows: Iterable[AnalysedPoint],
             target_tps=first.target_tps,
             capacity=found_capacity.as_json() if found_capacity is not None else None,
             capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
+            capacity_interference=stepped_under,
             efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
         ))
     return out
 
 
-def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]) -> dict[tuple[str, str], capacity.Capacity]:
+def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]
+                ) -> dict[tuple[str, str], tuple[capacity.Capacity, Interference | None]]:
     """(label, search key) -> the capacity its open-loop points found (--slo), at the
     objective of the latest run that searched (its runs' objectives may differ: one
-    capacity is of one objective, and the newest is what was asked last)."""
+    capacity is of one objective, and the newest is what was asked last); and what its
+    offered-rate points ran under (stats/interference.py), which its comparisons check."""
     by_search: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
     for (label, _), members in groups.items():
         first = members[0]
@@ -535,9 +538,10 @@ def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]) -> dict[t
         objective = capacity.Objective.from_json(max(searched, key=lambda m: m.run_id).slo)
         if objective is None:
             continue
-        out[key] = capacity.capacity(objective, [
+        stepped = [m for m in members if m.target_tps is not None and m.phase == "measured"]
+        out[key] = (capacity.capacity(objective, [
             capacity.RatePoint(m.run_id, capacity.judge(objective, m.target_tps, capacity.of_point(m)))
-            for m in members if m.target_tps is not None and m.phase == "measured"])
+            for m in stepped if m.target_tps is not None]), interference.of_points(stepped))
     return out
 
 
@@ -727,7 +731,8 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
         # what they took from the server (a server waiting on its commits leaves the CPU
         # to them: synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2).
         if configkey.matches(a_config, match.config or {}, configkey.ABOUT["host"]) and \
-                (unlike := interference.apart(sa.interference, match.interference, a, b)) is not None:
+                (unlike := interference.apart(*((sa.capacity_interference, match.capacity_interference) if slo
+                                                 else (sa.interference, match.interference)), a, b)) is not None:
             said = f"inconclusive: {unlike}"
             c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
         if slo:
