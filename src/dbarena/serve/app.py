@@ -458,8 +458,9 @@ class _Pages:
         except StoreError as exc:
             raw = (None, None, _one_line(exc))
         server = store.server_series([point_id]).get(point_id, {}).get("record")
+        profile = store.profiles([point_id], folded=True).get(point_id)
         return pages.point_page(point, run, analysed, store.samples(point_id), store.point_command(point_id), *raw,
-                                system=store.system_samples(point_id), server=server)
+                                system=store.system_samples(point_id), server=server, profile=profile)
 
     async def raw(self, request: Request) -> Response:
         point_id = request.path_params["point_id"]
