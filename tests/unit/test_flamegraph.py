@@ -86,3 +86,41 @@ def test_a_profiled_points_page_shows_its_flame_graph(tmp_path: Path) -> None:
     (svg,) = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph".*?</svg>', page, re.S)
     names = _frames(svg)
     assert "PostgresMain" in names or "[postgres]" in names
+
+
+def _profiled(tmp_path: Path) -> Path:
+    copy = tmp_path / "profiled.db"
+    shutil.copy(PROFILED, copy)
+    return copy
+
+
+def test_the_html_report_shows_each_labels_flame_graph_and_the_differential(tmp_path: Path) -> None:
+    from dbarena.report import assemble
+    from dbarena.store.database import Store
+
+    with Store(_profiled(tmp_path), readonly=True) as db:
+        report = assemble.build(db, assemble.Selection(labels=("sync", "async")))
+        drawn = assemble.draw(db, report, "html")
+    page = assemble.render(report, "html", tmp_path / "r.html", drawn)
+    assert '<section id="profiles">' in page and '<a href="#profiles">' in page
+    svgs = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph[^"]*".*?</svg>', page, re.S)
+    assert len(svgs) == 3
+    assert 'aria-label="sync: point 1 at 2 threads' in svgs[0] and 'aria-label="async: point 2' in svgs[1]
+    assert "differential" in svgs[2] and "async against sync a transaction" in svgs[2]
+    titles = re.findall(r"<title>([^<]*)</title>", svgs[2])
+    assert any(" us/tx, async " in t and "change " in t for t in titles)
+    with Store(_profiled(tmp_path), readonly=True) as db:
+        markdown = assemble.draw(db, assemble.build(db, assemble.Selection(labels=("sync", "async"))), "md")
+    assert markdown.profiles == ""
+
+
+def test_decide_shows_the_differential_of_the_labels_compared(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from dbarena.serve import app as serve_app
+
+    with TestClient(serve_app.create_app(_profiled(tmp_path)), base_url="http://127.0.0.1:8642") as c:
+        page = c.get("/decide?baseline=sync&label=sync&label=async").text
+    assert '<section id="profiles">' in page
+    assert 'class="flamegraph differential"' in page and "async against sync" in page

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from dbarena.report.escaping import html_text
 
-__all__ = ["flame_svg", "differential_svg", "MIN_WIDTH"]
+__all__ = ["flame_svg", "differential_svg", "clipped", "MIN_WIDTH"]
 
 WIDTH = 1200
 ROW = 17  # a frame's height, pixels
@@ -61,6 +61,18 @@ def _tree(sides: list[tuple[Mapping[str, int], float]]) -> _Node:
                 else:
                     node.b += value
     return root
+
+
+# A caption's characters at most (report/layout.py's CHART_TEXT_CHARS, without its matplotlib).
+CAPTION_CHARS = 80
+
+
+def clipped(text: str, chars: int = CAPTION_CHARS) -> str:
+    """The text at most `chars` characters: its start and end kept, an ellipsis between."""
+    if len(text) <= chars:
+        return text
+    head = (chars - 1) // 2
+    return text[:head] + "\u2026" + text[len(text) - (chars - 1 - head):]
 
 
 def _fits(name: str, width: float) -> str:
@@ -113,7 +125,7 @@ def _draw(root: _Node, caption: str, title_of: Callable[[_Node], str], fill_of: 
     height = _TOP + (depth_seen + 1) * ROW + _PAD
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="{css_class}" width="100%" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{html_text(caption)}" font-family="monospace" font-size="11">'
-            f'<text x="{_PAD}" y="16" font-size="13">{html_text(caption)}</text>'
+            f'<text x="{_PAD}" y="16" font-size="13">{html_text(clipped(caption))}</text>'
             + "".join(frames) + "</svg>")
 
 
@@ -142,7 +154,8 @@ def differential_svg(a_stacks: Mapping[str, int], b_stacks: Mapping[str, int], a
     def title(node: _Node) -> str:
         return (f"{node.name}: {a} {node.a:,.2f} us/tx, {b} {node.b:,.2f} us/tx, change {node.b - node.a:+,.2f} us/tx")
 
-    caption = f"on CPU a transaction, {b} against {a}: red where {b} spends more, blue where less"
+    short_a, short_b = clipped(a, 24), clipped(b, 24)
+    caption = f"{short_b} against {short_a} a transaction: red {short_b} more, blue less"
     return _draw(root, caption, title, lambda node: _cool_or_hot(node.b - node.a, largest), width,
                  "flamegraph differential")
 

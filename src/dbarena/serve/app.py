@@ -292,7 +292,10 @@ class _Pages:
             report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
-        return pages.decide(report, stored, baseline, chosen, links=links, per=per)
+        from dbarena.report import profileview
+
+        return pages.decide(report, stored, baseline, chosen, links=links, per=per,
+                            profiles=profileview.section(store, report))
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params

@@ -246,7 +246,7 @@ def _gib(value: JSON) -> str:
 
 def decide(report: Report | None, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
            problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None,
-           per: str = "") -> str:
+           per: str = "", profiles: str = "") -> str:
     """The choice (a baseline, the labels against it, the view: a GET form, so that the
     address holds it), the view asked for (per core, per price), the command that writes
     the same report as a file, then the report itself as `dbarena report` renders it (its
@@ -269,7 +269,7 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
     drawn = {(s.engine, s.workload): sweep_charts(s, (links or {}).get((s.engine, s.workload), {}), baseline,
                                                   chosen) for s in report.sections}
     out.append(toggles_sheet(report.labels))
-    out.append(f'<div class="report">{report_html.body(report, drawn, after_decision=view)}</div>')
+    out.append(f'<div class="report">{report_html.body(report, drawn, after_decision=view, profiles=profiles)}</div>')
     out.append(f'<p class="note">The same view as a file, with its charts: <code>{html_text(shlex.join(argv))}'
                "</code></p>")
     return "\n".join(out)
