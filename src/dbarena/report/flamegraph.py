@@ -136,7 +136,8 @@ def flame_svg(stacks: Mapping[str, int], caption: str = "on CPU", width: int = W
     total = root.value or 1.0
 
     def title(node: _Node) -> str:
-        return f"{node.name}: {node.value:,.0f} samples, {100 * node.value / total:.2f} %"
+        return (f"{node.name}: {node.value:,.0f} sample{'' if node.value == 1 else 's'}, "
+                f"{100 * node.value / total:.2f} %")
 
     return _draw(root, caption, title, lambda node: _warm(node.name) if node is not root else "rgb(230,230,230)",
                  width, "flamegraph")
