@@ -68,3 +68,32 @@ def test_the_lines_after_compares_table() -> None:
     lines = listings.profile_change_lines([row, SimpleNamespace(profile_changes=None)])  # type: ignore[list-item]
     assert "async against sync at postgres pgbench-tpcb threads=2" in lines[1]
     assert lines[3].split() == ["XLogFlush", "40.00", "1.50", "-38.50"]
+
+
+def test_compare_of_two_profiled_labels_in_the_terminal_and_its_json(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The fixture store's two real profiled points (synchronous_commit on and off):
+    compare names the functions that changed, compare --json gives the row its
+    profile_changes, which compare's schema takes."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    from conftest import invoke
+    from dbarena.report import schemas
+
+    store = tmp_path / "profiled.db"
+    shutil.copy(Path(__file__).parent.parent / "fixtures" / "stores" / "profiled-sync-async.db", store)
+    code, out, err = invoke(["compare", "sync", "async", "--about", "settings", "--store", str(store)], capsys)
+    assert code == 0, err
+    assert "on CPU, async against sync at postgres pgbench-tpcb threads=2" in out
+    code, out, err = invoke(["compare", "sync", "async", "--about", "settings", "--json", "--store", str(store)],
+                            capsys)
+    assert code == 0, err
+    (row,) = json.loads(out)
+    changes = row["profile_changes"]
+    assert len(changes) == analysis.PROFILE_CHANGES
+    assert [abs(c["change_us_per_tx"]) for c in changes] == sorted((abs(c["change_us_per_tx"]) for c in changes),
+                                                                   reverse=True)
+    assert not list(Draft202012Validator(schemas.schema("compare")).iter_errors([row]))
