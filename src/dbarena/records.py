@@ -204,7 +204,8 @@ class AnalysedPoint(StoredPoint):
 _PRIVATE = frozenset({"histogram", "series_label", "slo"})
 # Fields of --slo's points and groups, cost per transaction, and a profiled point's
 # profile, printed only where they hold something.
-_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency", "profile"})
+_OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency", "profile",
+                        "profile_changes"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -537,6 +538,10 @@ class LevelComparison:
     # Each side's cost per transaction at this level (LevelSummary.efficiency), where known.
     a_efficiency: JSONObject | None = None
     b_efficiency: JSONObject | None = None
+    # Where both sides' points were profiled (--profile): the functions whose CPU time per
+    # transaction changed most, each side's profiles pooled (stats/profiles.py's
+    # pooled_differential, Change.as_json each); None: a side without profiles.
+    profile_changes: list[JSONObject] | None = None
 
     @property
     def comparable(self) -> bool:

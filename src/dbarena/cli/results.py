@@ -277,7 +277,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     with open_store(store) as db:
         analysis.check_names(db, study=study_name)
         rows = analysis.load(db, study=study_name)
-    comparisons = analysis.compare(rows, a, b, about)
+        comparisons = analysis.compare(rows, a, b, about, profile_store=db)
     if not comparisons:
         raise UsageError(_nothing_in_common(rows, a, b))
     from dbarena.report import decision as decision_text
@@ -296,6 +296,8 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         _say(line)
     click.echo()
     terminal.show(console, listings.comparison_table(comparisons, wide=wide))
+    for line in listings.profile_change_lines(comparisons):
+        _say(line)
 
 
 def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:

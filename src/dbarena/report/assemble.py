@@ -51,6 +51,7 @@ class Drawn:
     svg: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     png: dict[tuple[str, str], dict[str, bytes]] | None = None
     history: str = ""  # the HTML report's History section (report/history.py), if any
+    profiles: str = ""  # the HTML report's On CPU section (report/profileview.py), if any
 
 
 def build(store: ResultStore, selection: Selection) -> data.Report:
@@ -110,7 +111,10 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
         raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
         drawn.svg[key] = charts.charts(section, samples, png=raster, server=overlay)
     if fmt == "html":
+        from dbarena.report import profileview
+
         drawn.history = _history(store, report.labels)
+        drawn.profiles = profileview.section(store, report)
     return drawn
 
 
@@ -137,7 +141,7 @@ def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = No
     `<output stem>_files/` beside `output`; HTML inlines them."""
     drawn = drawn or Drawn()
     if fmt == "html":
-        return html.render(report, drawn.svg, drawn.png, history=drawn.history)
+        return html.render(report, drawn.svg, drawn.png, history=drawn.history, profiles=drawn.profiles)
     if fmt == "md":
         return markdown.render(report, drawn.svg, output, drawn.png)
     if fmt == "csv":

@@ -148,7 +148,8 @@ def toggle_rules(classes: list[str]) -> str:
 
 
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
-           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "") -> str:
+           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "",
+           profiles: str = "") -> str:
     """charts: (engine, workload) -> chart name -> SVG text (from report.charts);
     pngs, when given (--png), the same charts as PNG, offered for saving too; history:
     the History section (report/history.py), placed before the provenance."""
@@ -159,7 +160,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>dbarena report: {labels}</title><style>{STYLE}{rules}</style></head><body>",
-        body(report, charts, pngs, history),
+        body(report, charts, pngs, history, profiles=profiles),
         f"<script>{SAVE}</script></body></html>",
     ]
     return "\n".join(parts)
@@ -167,7 +168,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]],
 
 def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
          pngs: dict[tuple[str, str], dict[str, bytes]] | None = None, history: str = "",
-         after_decision: str = "") -> str:
+         after_decision: str = "", profiles: str = "") -> str:
     """The report's content, from its header to its provenance, without the document
     around it: what render() wraps into a file and `dbarena serve` into its Decide page
     (one renderer, two front ends). Without charts (serve draws none yet) neither the
@@ -188,6 +189,8 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     for s in report.sections:
         parts.append(f'<li><a href="#{html_text(s.engine)}-{html_text(s.workload)}">{html_text(s.engine)} '
                      f"{html_text(s.workload)}</a></li>")
+    if profiles:
+        parts.append('<li><a href="#profiles">On CPU</a></li>')
     if history:
         parts.append('<li><a href="#history">History</a></li>')
     parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
@@ -212,6 +215,7 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
             parts.append("</div>")
         parts.extend(_table(t, folded=t.title != KEY_TABLE) for t in section_tables(s, report))
         parts.append("</section>")
+    parts.append(profiles)
     parts.append(history)
     parts.append(f'<section id="provenance"><h2>Provenance</h2>{_table(provenance(report), "provenance")}</section>')
     return "\n".join(parts)

@@ -449,6 +449,27 @@ def _digits(r: LevelSummary) -> int:
     return 3 if r.metric == metric.SECONDS else 1
 
 
+def profile_change_lines(rows: Iterable[LevelComparison]) -> list[str]:
+    """After compare's table, per level both sides profiled: the functions whose CPU time
+    per transaction changed most (self time, us a transaction), as plain lines."""
+    out: list[str] = []
+    for r in rows:
+        if not r.profile_changes:
+            continue
+        where = f"{r.engine} {r.workload} threads={r.threads}" + (f" [{r.label}]" if r.label else "")
+        out += ["", f"on CPU, {r.b} against {r.a} at {where}: the functions whose time per transaction changed most "
+                    "(self time, us a transaction)"]
+        width = min(60, max(len(str(c["function"])) for c in r.profile_changes))
+        out.append(f"  {'function':<{width}}  {r.a[:10]:>10}  {r.b[:10]:>10}  {'change':>10}")
+        for c in r.profile_changes:
+            name = str(c["function"])
+            name = name if len(name) <= width else name[:width - 1] + "…"
+            us = [v if isinstance(v := c[k], (int, float)) else 0.0 for k in ("a_us_per_tx", "b_us_per_tx",
+                                                                          "change_us_per_tx")]
+            out.append(f"  {name:<{width}}  {us[0]:>10.2f}  {us[1]:>10.2f}  {us[2]:>+10.2f}")
+    return out
+
+
 def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> FittedTable:
     rows = list(rows)
     a, b = rows[0].a, rows[0].b

@@ -92,6 +92,14 @@ PROFILE: JSONObject = {
                        "type": "object", "additionalProperties": False, "required": ["function", "share"],
                        "properties": {"function": {"type": "string"}, "share": {"type": "number"}}}}}}
 
+# compare's functions whose time per transaction changed most (profiles.Change.as_json).
+PROFILE_CHANGES: JSONObject = {
+    "type": "array", "items": {
+        "type": "object", "additionalProperties": False,
+        "required": ["function", "a_us_per_tx", "b_us_per_tx", "change_us_per_tx"],
+        "properties": {"function": {"type": "string"}, "a_us_per_tx": {"type": "number"},
+                       "b_us_per_tx": {"type": "number"}, "change_us_per_tx": {"type": "number"}}}}
+
 # Export -> (the command that prints it, the schema of its items).
 EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # (--slo's fields are printed only where they hold something: a closed-loop point has no
@@ -107,7 +115,8 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
                 of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo", "a_efficiency",
-                                                               "b_efficiency"}))),
+                                                               "b_efficiency", "profile_changes"}),
+                          nested={"profile_changes": PROFILE_CHANGES})),
 }
 
 

@@ -292,7 +292,10 @@ class _Pages:
             report, links = self.model(store, baseline, chosen)
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
-        return pages.decide(report, stored, baseline, chosen, links=links, per=per)
+        from dbarena.report import profileview
+
+        return pages.decide(report, stored, baseline, chosen, links=links, per=per,
+                            profiles=profileview.section(store, report))
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -458,8 +461,9 @@ class _Pages:
         except StoreError as exc:
             raw = (None, None, _one_line(exc))
         server = store.server_series([point_id]).get(point_id, {}).get("record")
+        profile = store.profiles([point_id], folded=True).get(point_id)
         return pages.point_page(point, run, analysed, store.samples(point_id), store.point_command(point_id), *raw,
-                                system=store.system_samples(point_id), server=server)
+                                system=store.system_samples(point_id), server=server, profile=profile)
 
     async def raw(self, request: Request) -> Response:
         point_id = request.path_params["point_id"]

@@ -246,7 +246,7 @@ def _gib(value: JSON) -> str:
 
 def decide(report: Report | None, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
            problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None,
-           per: str = "") -> str:
+           per: str = "", profiles: str = "") -> str:
     """The choice (a baseline, the labels against it, the view: a GET form, so that the
     address holds it), the view asked for (per core, per price), the command that writes
     the same report as a file, then the report itself as `dbarena report` renders it (its
@@ -269,7 +269,7 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
     drawn = {(s.engine, s.workload): sweep_charts(s, (links or {}).get((s.engine, s.workload), {}), baseline,
                                                   chosen) for s in report.sections}
     out.append(toggles_sheet(report.labels))
-    out.append(f'<div class="report">{report_html.body(report, drawn, after_decision=view)}</div>')
+    out.append(f'<div class="report">{report_html.body(report, drawn, after_decision=view, profiles=profiles)}</div>')
     out.append(f'<p class="note">The same view as a file, with its charts: <code>{html_text(shlex.join(argv))}'
                "</code></p>")
     return "\n".join(out)
@@ -306,8 +306,10 @@ def run_page(run: StoredRun, study: str | None, points: Sequence[StoredPoint], a
 
 def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Mapping[str, Any]],
                command: list[str] | None, stdout: str | None, stderr: str | None, raw_problem: str | None,
-               system: Sequence[Mapping[str, Any]] = (), server: Mapping[str, Any] | None = None) -> str:
-    """A point: its figures, its per-second series, the command it ran, its
+               system: Sequence[Mapping[str, Any]] = (), server: Mapping[str, Any] | None = None,
+               profile: Mapping[str, Any] | None = None) -> str:
+    """A point: its figures, its per-second series, its on-CPU profile's flame graph
+    (`profile`: Store.profiles' with its folded stacks, where it was profiled), the command it ran, its
     configuration key and provenance, and its raw output (passwords masked), with a
     download of it."""
     steady = analysed.steady_start_s if analysed is not None else None
@@ -338,6 +340,7 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         f"{html_text(run.host)}.</p>",
         f'<table class="facts">{"".join(rows)}</table>',
         "<h2>Per second</h2>", *point_charts(samples, system, server, steady),
+        *profile_section(profile),
         "<h2>Command</h2>",
         f"<pre class=\"command\">{html_text(masked(shlex.join(command))) if command else '-'}</pre>",
         "<h2>Configuration</h2>",
@@ -355,6 +358,22 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
         out.append(f'<h3>stdout</h3><pre class="raw">{html_text(masked(stdout or ""))}</pre>')
         out.append(f'<h3>stderr</h3><pre class="raw">{html_text(masked(stderr or ""))}</pre>')
     return "\n".join(out)
+
+
+def profile_section(profile: Mapping[str, Any] | None) -> list[str]:
+    """A profiled point's flame graph (report/flamegraph.py), or nothing."""
+    from dbarena.report import flamegraph
+    from dbarena.stats import profiles
+
+    if not profile or not isinstance(profile.get("folded"), str):
+        return []
+    stacks = profiles.parse_folded(profile["folded"])
+    caption = (f"on CPU: {profiles.samples(stacks):,} samples at {float(profile.get('frequency_hz') or 0):g} Hz "
+               "(hover a frame for its samples)")
+    return ['<h2 id="profile">On CPU (flame graph)</h2>',
+            "<p>The server's processes sampled on CPU while the point ran (--profile): each frame a function, "
+            "below its caller, as wide as the samples it was on the stack of.</p>",
+            f'<div class="flame">{flamegraph.flame_svg(stacks, caption)}</div>']
 
 
 def _objective_figures(point: StoredPoint, run: StoredRun) -> list[tuple[str, str]]:

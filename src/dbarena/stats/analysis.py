@@ -23,6 +23,7 @@ from dbarena.stats import efficiency
 from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import interference
+from dbarena.stats import profiles
 from dbarena.stats import latency
 from dbarena.stats import metric
 from dbarena.stats import repeats
@@ -671,7 +672,8 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
-            groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = ()) -> list[LevelComparison]:
+            groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = (),
+            profile_store: ResultStore | None = None) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -682,7 +684,8 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     configurations (stats/sessions.py), never compared. Where a group of A has
     no matching group in B at its engine, workload and threads, the row says which
     fields differ instead of giving a ratio. `groups`: summaries(rows), when the caller
-    has them (a report comparing every label with the baseline)."""
+    has them (a report comparing every label with the baseline). `profile_store`: the store,
+    to read the stacks of levels both sides profiled (profile_changes: level_profiles)."""
     rows = list(rows)
     by = sides(rows, a, b)
     ignore = {*configkey.ABOUT["host" if by == "label" else "variant"]}
@@ -697,6 +700,7 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]
     right = [s for s in groups if side_of(s) == b and s.target_tps is None]
     out = []
+    pairs: dict[int, tuple[list[AnalysedPoint], list[AnalysedPoint]]] = {}
     for sa in sorted(left, key=lambda s: (s.engine, s.workload, s.threads, s.label)):
         same_place = [sb for sb in right if (sb.engine, sb.workload, sb.threads) ==
                       (sa.engine, sa.workload, sa.threads) and (by == "label" or sb.label == sa.label)]
@@ -745,7 +749,52 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
                        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
                        log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency,
                        b_efficiency=match.efficiency))
+        if profile_store is not None:
+            pairs[len(out) - 1] = (_members(rows, sa), _members(rows, match))
+    if profile_store is not None and pairs:
+        changed = level_profiles(profile_store, pairs.values())
+        for at, found in zip(pairs, changed):
+            if found is not None:
+                out[at] = dataclasses.replace(out[at], profile_changes=[dict(c.as_json().items()) for c in found])
     return out
+
+
+def _members(rows: Sequence[AnalysedPoint], group: LevelSummary) -> list[AnalysedPoint]:
+    """A group's ok points (summaries' key: its label and configuration key)."""
+    return [r for r in rows if r.status == "ok" and r.label == group.label
+            and (r.config_key or f"point {r.point_id}") == group.config_key]
+
+
+# How many functions compare names a level's change in time per transaction by.
+PROFILE_CHANGES = 10
+
+
+def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPoint], Sequence[AnalysedPoint]]],
+                   limit: int = PROFILE_CHANGES) -> list[list[profiles.Change] | None]:
+    """For each (A's points, B's points) of a level, the functions whose CPU time per
+    transaction changed most from A to B (profiles.pooled_differential: each side's
+    profiled points with transactions pooled), or None where a side has no such point.
+    One read of the store for every pair's stacks, of the profiled points alone."""
+    pairs = [([p for p in a if p.profile and p.transactions], [p for p in b if p.profile and p.transactions])
+             for a, b in pairs]
+    wanted = {p.point_id for a, b in pairs if a and b for p in (*a, *b)}
+    stacks = store.profiles(wanted, folded=True) if wanted else {}
+
+    def side(points: Sequence[AnalysedPoint]) -> list[tuple[dict[str, int], float, float]]:
+        out = []
+        for p in points:
+            found = stacks.get(p.point_id)
+            if found is not None and isinstance(found.get("folded"), str):
+                out.append((profiles.parse_folded(found["folded"]), float(found["frequency_hz"]),
+                            float(p.transactions or 0)))
+        return out
+
+    result: list[list[profiles.Change] | None] = []
+    for a, b in pairs:
+        sides = (side(a), side(b)) if a and b else ([], [])
+        changes = profiles.pooled_differential(*sides, limit=limit) if sides[0] and sides[1] else []
+        result.append(changes or None)
+    return result
 
 
 def _same_objective(a: LevelSummary, b: LevelSummary) -> str | None:

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["Folded", "Change", "fold", "descendants", "folded_text", "parse_folded", "samples", "top", "differential", "merged",
-           "TOP", "FoldedProblem"]
+           "TOP", "FoldedProblem", "pooled_differential"]
 
 # How many functions a profile's summary names (results --json's `profile.top`).
 TOP = 20
@@ -234,3 +234,34 @@ def merged(profiles: Iterable[Mapping[str, int]]) -> dict[str, int]:
     for stacks in profiles:
         out.update(stacks)
     return dict(out)
+
+
+def pooled_differential(a: Iterable[tuple[Mapping[str, int], float, float]],
+                        b: Iterable[tuple[Mapping[str, int], float, float]], *,
+                        limit: int = TOP, inclusive: bool = False) -> list[Change]:
+    """`differential` of two sides of several profiles each, every side's profiles pooled:
+    (stacks, frequency_hz, transactions) a profile (a point: its stacks and the
+    transactions it committed). A side's CPU time is each profile's samples over its own
+    frequency, summed, over the side's transactions summed; a profile without
+    transactions or frequency is left out. [] where a side has none left."""
+    count = _inclusive if inclusive else _self
+
+    def side(profiles: Iterable[tuple[Mapping[str, int], float, float]]) -> dict[str, float] | None:
+        seconds: dict[str, float] = {}
+        transactions = 0.0
+        for stacks, frequency_hz, committed in profiles:
+            if frequency_hz <= 0 or committed <= 0:
+                continue
+            transactions += committed
+            for name, found in count(stacks).items():
+                seconds[name] = seconds.get(name, 0.0) + found / frequency_hz
+        if transactions <= 0:
+            return None
+        return {name: s * 1e6 / transactions for name, s in seconds.items()}
+
+    per_a, per_b = side(a), side(b)
+    if per_a is None or per_b is None:
+        return []
+    changes = [Change(name, per_a.get(name, 0.0), per_b.get(name, 0.0)) for name in set(per_a) | set(per_b)]
+    changes.sort(key=lambda c: (-abs(c.change_us_per_tx), c.function))
+    return changes[:limit]
