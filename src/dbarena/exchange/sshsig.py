@@ -131,6 +131,11 @@ def sign(signer: Signer, message: bytes, namespace: str) -> bytes:
     signature = signer.key.sign(_signed_data(message, namespace))
     blob = (MAGIC + struct.pack(">I", VERSION) + _string(signer.public_blob) + _string(namespace.encode())
             + _string(b"") + _string(HASH.encode()) + _string(_string(KEY_TYPE.encode()) + _string(signature)))
+    return armor(blob)
+
+
+def armor(blob: bytes) -> bytes:
+    """A signature's wire blob as `ssh-keygen -Y sign` writes it: base64 in lines of 70."""
     text = base64.b64encode(blob).decode()
     return "\n".join([BEGIN, *(text[i:i + 70] for i in range(0, len(text), 70)), END, ""]).encode()
 
@@ -155,6 +160,12 @@ def parse(armored: bytes) -> Signature:
         blob = base64.b64decode(body, validate=True)
     except ValueError:
         raise SignatureProblem("the signature is not base64") from None
+    # Exactly the text ssh-keygen writes of that blob: base64 decoding passes over some
+    # changes (the unused bits of the last character, a line break turned into another
+    # space), and a file whose every byte is signed or summed but this one's would let a
+    # changed byte pass unnoticed.
+    if armor(blob) != armored:
+        raise SignatureProblem("the signature's text is not as ssh-keygen writes it (it was changed)")
     r = _Reader(blob)
     if r.raw(6) != MAGIC or r.uint32() != VERSION:
         raise SignatureProblem("not an SSH signature of version 1")
