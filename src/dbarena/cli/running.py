@@ -15,7 +15,7 @@ from rich.console import Console
 from dbarena.run import preflight, request, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, max_cost_option, max_instances_option, store_option
-from dbarena.errors import ExitStatus, Interrupted, ToolMissing, UsageError
+from dbarena.errors import ExitStatus, Interrupted, UsageError
 from dbarena.host import hostinfo, probe
 from dbarena.limits import MAX_SECONDS
 from dbarena.interfaces import Reporter
@@ -240,19 +240,10 @@ def _engine_versions(the_study: study_mod.Study) -> dict[str, str | None]:
     """The version of each throwaway engine's binaries here (what --like compares with
     the bundle's before anything starts); None where a --target serves the engine or
     the binaries do not say (the run then says what is missing)."""
-    out: dict[str, str | None] = {}
-    for e in the_study.engines:
-        out[e.name] = None
-        if e.target or e.name != "postgres":
-            continue
-        try:
-            from dbarena.engines.postgres_binaries import find_server_binaries
+    from dbarena import engines
 
-            major, minor = find_server_binaries(Path(e.bindir) if e.bindir else None).version
-            out[e.name] = f"{major}.{minor}"
-        except ToolMissing:  # (the run says what is missing, in its own words)
-            pass
-    return out
+    return {e.name: None if e.target else engines.first(e.name).version_here(Path(e.bindir) if e.bindir else None)
+            for e in the_study.engines}
 
 
 # A study estimated over this long is confirmed first on a terminal.

@@ -112,22 +112,17 @@ def write_secrets(record: Path, databases: Sequence[Resource], passwords: Mappin
     record that its clients read themselves (never in an argument or the output):
     PostgreSQL's password file (PGPASSFILE=FILE), MySQL's option file
     (--defaults-extra-file=FILE). engine -> the file."""
+    from dbarena import engines  # (the engines' modules load psycopg: not for every cloud command)
     from dbarena.cloud.aws import MASTER_USER
 
     run = record.name.removesuffix(".json")
     out: dict[str, Path] = {}
     for r in databases:
         password = passwords.get(r.id)
-        if password is None or r.engine is None or r.address is None:
+        if password is None or r.engine is None or r.address is None or r.port is None:
             continue
-        if r.engine == "postgres":
-            # host:port:database:user:password, ":" and a backslash escaped (libpq's "The Password File").
-            escaped = password.replace("\\", "\\\\").replace(":", "\\:")
-            path, text = record.parent / f"{run}.postgres.pgpass", f"{r.address}:{r.port}:*:{MASTER_USER}:{escaped}\n"
-        else:
-            quoted = password.replace("\\", "\\\\").replace('"', '\\"')  # (MySQL's option files' escapes)
-            path = record.parent / f"{run}.{r.engine}.my.cnf"
-            text = f"[client]\nuser={MASTER_USER}\npassword=\"{quoted}\"\nhost={r.address}\nport={r.port}\n"
+        suffix, text = engines.first(r.engine).password_file(r.address, r.port, MASTER_USER, password)
+        path = record.parent / f"{run}.{r.engine}.{suffix}"
         _write_private(path, text)
         out[r.engine] = path
     return out

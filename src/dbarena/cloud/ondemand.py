@@ -146,19 +146,18 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
     return Ended(status=status, run=made.run, stopped=stopped, delete_s=delete_s)
 
 
-# The variable each engine's clients read a password from: the fleet sends the
-# controller's to its hosts in a private file (fleet/host.py), never in an argument.
-PASSWORD_VARIABLES = {"postgres": "PGPASSWORD", "mysql": "MYSQL_PWD"}
-
-
 @contextlib.contextmanager
 def _passwords_in_environment(provider: object, made: machines_mod.Made) -> Iterator[None]:
     """The managed database's master password (what the provider made it with) in this
     process's environment while the fleet runs, so that the hosts' runs can log in to
     their --target, as a password a user exports would; the environment as it was after."""
     passwords = getattr(provider, "passwords", None)
-    found = {PASSWORD_VARIABLES[r.engine]: passwords[r.id] for r in made.resources
-             if r.kind == "database" and r.engine in PASSWORD_VARIABLES
+    from dbarena import engines  # (the engines' modules load psycopg: not for every cloud command)
+
+    # (The variable each engine's clients read a password from: the fleet sends the
+    # controller's to its hosts in a private file, fleet/host.py, never in an argument.)
+    found = {engines.first(r.engine).password_env: passwords[r.id] for r in made.resources
+             if r.kind == "database" and r.engine in engines.ENGINES
              and isinstance(passwords, dict) and isinstance(passwords.get(r.id), str)}
     before = {name: os.environ.get(name) for name in found}
     os.environ.update(found)

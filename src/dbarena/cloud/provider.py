@@ -216,6 +216,8 @@ def inventory(hosts: Sequence[Resource], machines: Machines, prices: Mapping[str
 def target(database: Resource, user: str) -> str:
     """The --target URL of a managed database (no password in it: PGPASSWORD or
     MYSQL_PWD, or the client's own files, give it)."""
-    scheme = "postgresql" if database.engine == "postgres" else "mysql"
-    name = "postgres" if database.engine == "postgres" else "mysql"
-    return f"{scheme}://{user}@{database.address}:{database.port}/{name}"
+    from dbarena import engines  # (the engines' modules load psycopg: not for every cloud command)
+
+    # (A database made: its engine, address and port known.)
+    assert database.engine is not None and database.address is not None and database.port is not None
+    return engines.first(database.engine).target_url(database.address, database.port, user)

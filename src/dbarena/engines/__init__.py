@@ -27,6 +27,11 @@ FLAVOURS: dict[str, dict[str, Engine]] = {
 ENGINES = tuple(FLAVOURS)
 AUTO = "auto"
 
+# The environment variables the engines' client tools read a password from: what a
+# fleet's controller hands to its hosts (in a private file) and keeps out of the rest.
+PASSWORD_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(
+    e.password_env for flavours in FLAVOURS.values() for e in flavours.values()))
+
 # --target URL scheme -> engine
 SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql"}
 

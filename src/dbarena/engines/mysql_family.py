@@ -188,6 +188,21 @@ class MySQLFamily:
     def check_target_url(self, url: str) -> str:
         return check_target_url(url)
 
+    def target_url(self, host: str, port: int, user: str) -> str:
+        return f"mysql://{user}@{host}:{port}/mysql"
+
+    def password_file(self, host: str, port: int, user: str, password: str) -> tuple[str, str]:
+        """An option file (--defaults-extra-file) of the [client] group: the password
+        quoted, a backslash and a double quote escaped (MySQL's option files' escapes)."""
+        quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+        return "my.cnf", f"[client]\nuser={user}\npassword=\"{quoted}\"\nhost={host}\nport={port}\n"
+
+    def version_here(self, bindir: Path | None) -> str | None:
+        # The server's --version line ("mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for ...")
+        # is not the version() the server reports, which a bundle records: known once
+        # it runs.
+        return None
+
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None:
         """Names are checked by the server when it starts (mysqld has no list to ask)."""
 

@@ -397,6 +397,22 @@ class PostgresEngine:
     def check_target_url(self, url: str) -> str:
         return check_target_url(url)
 
+    def target_url(self, host: str, port: int, user: str) -> str:
+        return f"postgresql://{user}@{host}:{port}/postgres"
+
+    def password_file(self, host: str, port: int, user: str, password: str) -> tuple[str, str]:
+        """libpq's password file (PGPASSFILE): host:port:database:user:password, ":" and
+        a backslash escaped ("The Password File")."""
+        escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+        return "pgpass", f"{host}:{port}:*:{user}:{escaped}\n"
+
+    def version_here(self, bindir: Path | None) -> str | None:
+        try:
+            major, minor = find_server_binaries(bindir).version
+        except ToolMissing:  # (the run says what is missing, in its own words)
+            return None
+        return f"{major}.{minor}"
+
     def check_settings(self, settings: Mapping[str, str], executor: Executor, bindir: Path | None = None) -> None:
         check_settings(settings, executor, bindir)
 

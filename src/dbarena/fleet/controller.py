@@ -380,7 +380,7 @@ def _first_line(text: object) -> str:
 
 def _secrets() -> list[str]:
     """The passwords the controller hands to the hosts: never shown, whatever a host echoes."""
-    return [os.environ[name] for name in ("PGPASSWORD", "MYSQL_PWD") if os.environ.get(name)]
+    return [os.environ[name] for name in engines.PASSWORD_VARIABLES if os.environ.get(name)]
 
 
 @dataclass

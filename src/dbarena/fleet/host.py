@@ -90,7 +90,9 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
 
 
 def _secrets(workdir: Path) -> dict[str, str]:
-    """The passwords the controller sent (PGPASSWORD, MYSQL_PWD), read once and removed."""
+    """The passwords the controller sent (engines.PASSWORD_VARIABLES), read once and removed."""
+    from dbarena import engines
+
     path = workdir / SECRETS
     try:
         data = json.loads(path.read_text())
@@ -98,7 +100,7 @@ def _secrets(workdir: Path) -> dict[str, str]:
         return {}
     finally:
         path.unlink(missing_ok=True)
-    return {k: str(v) for k, v in data.items() if k in ("PGPASSWORD", "MYSQL_PWD") and v}
+    return {k: str(v) for k, v in data.items() if k in engines.PASSWORD_VARIABLES and v}
 
 
 def run(workdir: Path, args: list[str]) -> int:

@@ -701,7 +701,7 @@ class Lease:
         self.argv = [ansible_command("ansible"), "-i", str(inventory), host.name, "-m", "raw",
                      "-a", f"touch -c {shell_path(lease)}"]
         # The passwords stay out of it (the raw module sends no environment, but why hand them on).
-        self.env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "MYSQL_PWD")}
+        self.env = {k: v for k, v in os.environ.items() if k not in engines.PASSWORD_VARIABLES}
         self.env.setdefault("ANSIBLE_TIMEOUT", str(int(RENEW_S)))
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._renew, name="dbarena-server-lease", daemon=True)
