@@ -82,16 +82,16 @@ def cloud_reap(provider: str, region: str | None, yes: bool) -> None:
 @click.option("--region", default="us-east-1", show_default=True, help="The region whose prices to show or refresh.")
 @click.option("--catalogue", "catalogue_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A catalogue file [default: the bundled one].")
-@click.option("--refresh-from", "offer", metavar="FILE|URL",
+@click.option("--refresh-from", "offers", metavar="FILE|URL", multiple=True,
               help="AWS's EC2 or RDS offer file for the region (its bulk price list, e.g. "
-                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.json, "
-                   "or .../AmazonRDS/current/us-east-1/index.json): EC2's on-demand Linux instance and EBS prices, "
-                   "or RDS's on-demand PostgreSQL and MySQL instance (Single-AZ, Multi-AZ standby), storage and IOPS "
-                   "prices, replace the catalogue's, with their dates. Both: refresh twice, the second time with "
-                   "--catalogue naming the first's output.")
+                   "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/eu-west-1/index.json, "
+                   "or .../AmazonRDS/current/eu-west-1/index.json): EC2's on-demand Linux instance, EBS storage and "
+                   "provisioned IOPS prices, or RDS's on-demand PostgreSQL and MySQL instance (Single-AZ, Multi-AZ "
+                   "standby), storage and IOPS prices, replace the catalogue's for --region, with their dates. "
+                   "Repeatable: EC2's and RDS's together. A file of another region is refused.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="With --refresh-from: write the refreshed catalogue here (a study names it in machines.catalogue).")
-def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer: str | None,
+def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offers: tuple[str, ...],
                  output: Path | None) -> None:
     """Show the price catalogue's prices for a region, each with its source and date;
     or refresh them from the provider's public price list."""
@@ -101,14 +101,16 @@ def cloud_prices(provider: str, region: str, catalogue_path: Path | None, offer:
     text = inbound.read_text(catalogue_path, MAX_CATALOGUE_BYTES, "--catalogue") if catalogue_path \
         else catalogue.bundled_text()
     origin = str(catalogue_path) if catalogue_path else "bundled catalogue"
-    if offer is not None:
+    if offers:
         if provider != "aws":
             raise UsageError("--refresh-from reads AWS's price list: --provider aws")
         if output is None:
             raise UsageError("--refresh-from needs --output FILE (the bundled catalogue is not written)")
-        entries = awsprices.read_offer(_offer_text(offer), region, offer)
         data = json.loads(text)
-        for line in awsprices.refresh(data, region, entries) or ["nothing changed"]:
+        changed = []
+        for offer in offers:  # (one file's error leaves nothing written)
+            changed += awsprices.refresh(data, region, awsprices.read_offer(_offer_text(offer), region, offer))
+        for line in changed or ["nothing changed"]:
             click.echo(line)
         write_text(output, json.dumps(data, indent=1))
         click.echo(f"catalogue written to {output}")

@@ -4,8 +4,10 @@ aws/AmazonEC2/current/REGION/index.json; its format:
 https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html).
 
 Read from EC2's offer file: compute (an instance type's on-demand hour: Linux, shared
-tenancy, no pre-installed software, no licence, capacity status "Used") and storage
-(an EBS volume type's GB-month). Read from RDS's (AmazonRDS/current/REGION/index.json):
+tenancy, no pre-installed software, no licence, capacity status "Used"), storage (an
+EBS volume type's GB-month) and iops (a provisioned IOPS-month of gp3, io1 and io2; io2's
+first tier, to 32,000 IOPS, the dearest). What a volume includes at no charge is not in
+the price list: volumes.py has AWS's rules by type and size. Read from RDS's (AmazonRDS/current/REGION/index.json):
 managed (a database instance class's on-demand hour, Single-AZ, by engine: PostgreSQL
 and MySQL, no licence), replicas (the Multi-AZ hour less the Single-AZ hour: what the
 standby adds), managed_storage (a volume type's Single-AZ GB-month: a Multi-AZ standby
@@ -36,17 +38,21 @@ RDS_ENGINES = {"PostgreSQL": "postgres", "MySQL": "mysql"}
 RDS_STORAGE = {"RDS:GP3-Storage": "gp3", "RDS:GP2-Storage": "gp2", "RDS:PIOPS-Storage": "io1",
                "RDS:PIOPS-Storage-IO2": "io2", "RDS:StorageUsage": "standard"}
 RDS_IOPS = {"RDS:GP3-PIOPS": "gp3", "RDS:PIOPS": "io1", "RDS:IO2-PIOPS": "io2"}
-# What a storage type includes at no charge, not in the price list (RDS User Guide,
-# "Amazon RDS DB instance storage", gp3: 3,000 IOPS below 400 GiB for PostgreSQL and
-# MySQL; 12,000 from 400 GiB, which this smaller figure errs against, on the money's side).
-RDS_INCLUDED_IOPS = {"gp3": 3000}
+# EBS's provisioned IOPS (product family "System Operation", unit IOPS-Mo) by usage type
+# without the region's prefix. io2 is tiered by the IOPS of a volume: ".tier2" (32,001 to
+# 64,000) and ".tier3" (beyond) are cheaper than the first tier kept here, which errs on
+# the money's side for volumes beyond 32,000 IOPS.
+EBS_IOPS = {"EBS:VolumeP-IOPS.gp3": "gp3", "EBS:VolumeP-IOPS.piops": "io1", "EBS:VolumeP-IOPS.io2": "io2"}
+# A GB-month is "GB-Mo" in most of EC2's storage prices and "GB-month" in io2's.
+GB_MONTH = ("GB-Mo", "GB-month")
 
 
-def _on_demand(terms: dict[str, Any], sku: str, unit: str, currency: str) -> tuple[float, str] | None:
-    """(price, effective date) of a SKU's on-demand term in `unit`, or None."""
+def _on_demand(terms: dict[str, Any], sku: str, unit: str | tuple[str, ...], currency: str) -> tuple[float, str] | None:
+    """(price, effective date) of a SKU's on-demand term in `unit` (or one of them), or None."""
+    units = (unit,) if isinstance(unit, str) else unit
     for term in terms.get(sku, {}).values():
         for dimension in term.get("priceDimensions", {}).values():
-            if dimension.get("unit") == unit and currency in dimension.get("pricePerUnit", {}):
+            if dimension.get("unit") in units and currency in dimension.get("pricePerUnit", {}):
                 return float(dimension["pricePerUnit"][currency]), str(term.get("effectiveDate", ""))[:10]
     return None
 
@@ -70,11 +76,30 @@ def read_offer(text: str, region: str, source: str, currency: str = "USD") -> En
             or offer.get("offerCode") not in ("AmazonEC2", "AmazonRDS"):
         raise UsageError(f"{source}: not an AWS EC2 or RDS offer file (formatVersion v1.0, offerCode AmazonEC2 "
                          "or AmazonRDS)")
-    if offer["offerCode"] == "AmazonRDS":
-        return _read_rds(offer, region, source, currency)
+    out = _read_rds(offer, region, source, currency) if offer["offerCode"] == "AmazonRDS" \
+        else _read_ec2(offer, region, source, currency)
+    if not any(out.values()):
+        others = sorted({str(p.get("attributes", {}).get("regionCode")) for p in offer.get("products", {}).values()
+                         if isinstance(p, dict) and p.get("attributes", {}).get("regionCode")} - {region})
+        if others:  # (a file of another region: its prices are not this one's)
+            raise UsageError(f"{source}: no prices for region {region!r} in this offer file (it holds "
+                             f"{', '.join(others[:5])}{' ...' if len(others) > 5 else ''}): --region names the file's")
+    return out
+
+
+def _usage(attributes: dict[str, Any]) -> str:
+    """The usage type without the region's prefix ("EU-EBS:VolumeP-IOPS.gp3" -> "EBS:...")."""
+    usage = str(attributes.get("usagetype", ""))
+    for mark in ("RDS:", "EBS:"):
+        if mark in usage:
+            return usage[usage.find(mark):]
+    return usage
+
+
+def _read_ec2(offer: dict[str, Any], region: str, source: str, currency: str) -> Entries:
     terms = offer.get("terms", {}).get("OnDemand", {})
     version = f"offer file version {offer.get('version')}, published {offer.get('publicationDate')}"
-    out: Entries = {"compute": {}, "storage": {}}
+    out: Entries = {"compute": {}, "storage": {}, "iops": {}}
     for sku, product in offer.get("products", {}).items():
         attributes = product.get("attributes", {})
         # The regional offer file holds one region; older files name it by location only
@@ -90,11 +115,18 @@ def read_offer(text: str, region: str, source: str, currency: str = "USD") -> En
                     "price": found[0], "unit": "hour", "vcpus": int(attributes["vcpu"]), "arch": _arch(attributes),
                     "source": source, "date": found[1], "how": f"on demand, Linux ({version})"}
         elif family == "Storage" and attributes.get("volumeApiName"):
-            found = _on_demand(terms, sku, "GB-Mo", currency)
+            found = _on_demand(terms, sku, GB_MONTH, currency)
             if found is not None:
                 out["storage"][attributes["volumeApiName"]] = {
                     "price": found[0], "unit": "GB-month", "source": source, "date": found[1],
                     "how": f"EBS volume ({version})"}
+        elif family == "System Operation" and _usage(attributes) in EBS_IOPS:
+            found = _on_demand(terms, sku, "IOPS-Mo", currency)
+            kind = EBS_IOPS[_usage(attributes)]
+            if found is not None:
+                tier = "; io2's first tier (to 32,000 IOPS), the dearest" if kind == "io2" else ""
+                out["iops"][kind] = {"price": found[0], "unit": "IOPS-month", "source": source, "date": found[1],
+                                     "how": f"EBS provisioned IOPS{tier} ({version})"}
     return out
 
 
@@ -109,8 +141,7 @@ def _read_rds(offer: dict[str, Any], region: str, source: str, currency: str) ->
             continue  # another region, an Outpost, a Local Zone
         family = product.get("productFamily")
         deployment = attributes.get("deploymentOption")
-        usage = str(attributes.get("usagetype", ""))
-        usage = usage[usage.find("RDS:"):] if "RDS:" in usage else usage  # ("USE2-RDS:GP3-Storage")
+        usage = _usage(attributes)  # ("USE2-RDS:GP3-Storage" -> "RDS:GP3-Storage")
         if family == "Database Instance" and attributes.get("databaseEngine") in RDS_ENGINES \
                 and str(attributes.get("licenseModel", "")).lower() == "no license required" \
                 and deployment in ("Single-AZ", "Multi-AZ"):
@@ -127,9 +158,8 @@ def _read_rds(offer: dict[str, Any], region: str, source: str, currency: str) ->
             _highest(out["managed_storage"], RDS_STORAGE[usage], _on_demand(terms, sku, "GB-Mo", currency),
                      "GB-month", source, f"RDS storage, Single-AZ ({version})")
         elif family == "Provisioned IOPS" and deployment == "Single-AZ" and usage in RDS_IOPS:
-            kind = RDS_IOPS[usage]
-            _highest(out["managed_iops"], kind, _on_demand(terms, sku, "IOPS-Mo", currency), "IOPS-month", source,
-                     f"RDS provisioned IOPS, Single-AZ ({version})", included=RDS_INCLUDED_IOPS.get(kind, 0))
+            _highest(out["managed_iops"], RDS_IOPS[usage], _on_demand(terms, sku, "IOPS-Mo", currency), "IOPS-month",
+                     source, f"RDS provisioned IOPS, Single-AZ ({version})")
     for name, (price, date) in multi_az.items():
         single = out["managed"].get(name)
         if single is not None:  # (a standby's price is only known beside its primary's)
@@ -140,7 +170,7 @@ def _read_rds(offer: dict[str, Any], region: str, source: str, currency: str) ->
 
 
 def _highest(table: dict[str, dict[str, Any]], name: str, found: tuple[float, str] | None, unit: str, source: str,
-             how: str, included: int | None = None) -> None:
+             how: str) -> None:
     """Put a storage or IOPS price in; RDS lists one per engine: where two engines'
     differ, the higher is kept (an estimate errs on the side of the money) and says so."""
     if found is None:
@@ -149,10 +179,7 @@ def _highest(table: dict[str, dict[str, Any]], name: str, found: tuple[float, st
     if old is not None and old["price"] != found[0]:
         how += "; the highest of the engines' prices"
     if old is None or found[0] >= old["price"]:
-        entry: dict[str, Any] = {"price": found[0], "unit": unit, "source": source, "date": found[1], "how": how}
-        if included is not None:
-            entry["included"] = included
-        table[name] = entry
+        table[name] = {"price": found[0], "unit": unit, "source": source, "date": found[1], "how": how}
     else:
         old["how"] = how
 

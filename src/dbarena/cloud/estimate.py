@@ -11,10 +11,11 @@ a catalogue in, records out.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, timezone
 from typing import Any, Mapping
 
+from dbarena.cloud import volumes
 from dbarena.cloud.catalogue import ZERO_HOW, Catalogue, Price
 from dbarena.errors import UsageError
 from dbarena.run import plan as plan_mod
@@ -43,6 +44,7 @@ class Line:
     seconds: float  # how long it is expected to exist
     billed_s: int  # the seconds billed for it (granularity applied)
     price: Price | None  # None: the catalogue has no price for it
+    note: str = ""  # what the quantity leaves out ("EBS gp3: 3,000 IOPS ... included")
 
     @property
     def per_hour(self) -> float | None:
@@ -61,7 +63,7 @@ class Line:
                 "seconds": round(self.seconds), "billed_s": self.billed_s, "per_hour": self.per_hour,
                 "cost": self.cost, "unit": self.price.unit if self.price else None,
                 "price": self.price.amount if self.price else None,
-                "source": self.price.provenance if self.price else None}
+                "source": self.price.provenance if self.price else None, "note": self.note or None}
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,13 @@ class CostEstimate:
         return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
     @property
+    def oldest_date(self) -> str | None:
+        """The catalogue's age as this estimate sees it: the oldest date of the prices
+        it uses (the study's own prices and zeros have none), or None."""
+        dates = [line.price.date for line in self.lines if line.price and line.price.date]
+        return min(dates) if dates else None
+
+    @property
     def longest_s(self) -> float:
         return max(self.host_s.values(), default=0.0)
 
@@ -94,7 +103,8 @@ class CostEstimate:
     def as_json(self) -> dict[str, Any]:
         return {"provider": self.provider, "region": self.region, "currency": self.currency,
                 "catalogue": self.catalogue, "hosts": {k: round(v) for k, v in self.host_s.items()},
-                "lines": [line.as_json() for line in self.lines], "total": self.total, "missing": self.missing}
+                "lines": [line.as_json() for line in self.lines], "total": self.total, "missing": self.missing,
+                "oldest_price_date": self.oldest_date}
 
 
 def managed_engines(study: Study) -> set[str]:
@@ -145,7 +155,8 @@ def estimate(study: Study, catalogue: Catalogue) -> CostEstimate:
         seconds = host_s[host] = by_type[instance_type]
         lines.append(_line(catalogue, host, "compute", instance_type, 1, seconds))
         lines.append(_line(catalogue, host, "storage", machines.disk, machines.disk_gb, seconds))
-        lines += _iops(catalogue, host, "iops", machines.disk, machines.disk_iops, seconds)
+        lines += _iops(catalogue, host, "iops", machines.disk, machines.disk_gb, machines.disk_iops, seconds,
+                       where=f"{study.source}: machines.disk_iops")
     longest = max(host_s.values(), default=0.0)
     for m in machines.managed:
         seconds = longest + MANAGED_SETUP_S
@@ -155,7 +166,8 @@ def estimate(study: Study, catalogue: Catalogue) -> CostEstimate:
         if m.ha:
             lines.append(_line(catalogue, resource, "replicas", f"{m.engine}/{m.instance_class}", 1, seconds))
         lines.append(_line(catalogue, resource, "managed_storage", m.storage_type, m.storage_gb * copies, seconds))
-        lines += _iops(catalogue, resource, "managed_iops", m.storage_type, m.iops, seconds, copies)
+        lines += _iops(catalogue, resource, "managed_iops", m.storage_type, m.storage_gb, m.iops, seconds,
+                       where=f"{study.source}: machines.managed ({m.engine}).iops", copies=copies)
     return CostEstimate(provider=machines.provider, region=machines.region, currency=catalogue.currency,
                         lines=tuple(lines), host_s=host_s, catalogue=catalogue.origin)
 
@@ -165,14 +177,23 @@ def _line(catalogue: Catalogue, resource: str, part: str, name: str, quantity: f
                 billed_s=catalogue.billing_of(part).billed_s(seconds), price=catalogue.price(part, name))
 
 
-def _iops(catalogue: Catalogue, resource: str, part: str, storage: str, iops: int | None, seconds: float,
-          copies: int = 1) -> list[Line]:
-    """Provisioned IOPS beyond what the storage class includes (gp3: 3,000): none asked, none billed."""
+def _iops(catalogue: Catalogue, resource: str, part: str, storage: str, size_gb: float, iops: int | None,
+          seconds: float, where: str, copies: int = 1) -> list[Line]:
+    """Provisioned IOPS beyond what the storage type includes at that size (volumes.py:
+    EBS gp3 3,000; RDS gp3 3,000 below 400 GiB, 12,000 from it; io1 and io2 none; else
+    the catalogue's `included`): none asked, none billed. IOPS that the type cannot
+    have at that size are refused in one line (the provider would refuse them)."""
     if iops is None:
         return []
     price = catalogue.price(part, storage)
-    billable = max(0, iops - (price.included if price else 0)) * copies
-    return [_line(catalogue, resource, part, storage, billable, seconds)] if billable else []
+    rule = volumes.included(part, storage, size_gb) if catalogue.provider == "aws" else None
+    if rule is not None and not rule.provisionable and iops > rule.iops:
+        raise UsageError(f"{where}: {iops:,} IOPS on {size_gb:g} GB: {rule.why} ({rule.source}); "
+                         f"ask for {volumes.RDS_GP3_THRESHOLD_GB} GB or more, or io1/io2")
+    included = rule.iops if rule is not None else (price.included if price else 0)
+    billable = max(0, iops - included) * copies
+    note = rule.why if rule is not None else (f"{included:,} IOPS included" if included else "")
+    return [replace(_line(catalogue, resource, part, storage, billable, seconds), note=note)] if billable else []
 
 
 # The cost guard.
@@ -252,8 +273,19 @@ def _money(amount: float | None, currency: str) -> str:
     return f"{amount:,.2f} {currency}" if amount >= 1 or amount == 0 else f"{amount:.4f} {currency}"
 
 
-def describe(estimated: CostEstimate) -> list[str]:
-    """What `study check` prints of [machines]: each resource, how long, what it costs."""
+def _age(day: str, today: date | None) -> str:
+    try:
+        then = date.fromisoformat(day)
+    except ValueError:
+        return ""  # (a catalogue's date that is not a day is shown as it is, without an age)
+    now = today or datetime.now(timezone.utc).date()
+    return f", {(now - then).days:,} days before {now.isoformat()}"
+
+
+def describe(estimated: CostEstimate, today: date | None = None) -> list[str]:
+    """What `study check` prints of [machines]: each resource, how long, what it costs,
+    and the age of the prices (the oldest date among those used, `today` [default:
+    today, UTC] the age is counted to)."""
     from dbarena.run.studycheck import duration
 
     c = estimated.currency
@@ -268,9 +300,13 @@ def describe(estimated: CostEstimate) -> list[str]:
             rate = "no price in the catalogue" if price is None else (
                 f"{price.amount:g} {c}/{price.unit} x {line.quantity:g}, billed {duration(line.billed_s)} "
                 f"-> {_money(line.cost, c)} [{price.date or 'undated'}]")
-            lines.append(f"    {line.part} {line.name}: {rate}")
+            lines.append(f"    {line.part} {line.name}: {rate}" + (f" ({line.note})" if line.note else ""))
     sources = sorted({line.price.source for line in estimated.lines if line.price})
     lines += [f"  price source: {source}" for source in sources]
+    oldest = estimated.oldest_date
+    if oldest is not None:
+        lines.append(f"  prices as of {oldest} (the oldest date of those used){_age(oldest, today)}; "
+                     "`dbarena cloud prices --refresh-from` reads newer ones")
     total = estimated.total
     lines.append(f"estimated cost: {_money(total, c)}" if total is not None
                  else f"estimated cost: unknown (no price for {', '.join(estimated.missing)})")
