@@ -55,6 +55,7 @@ class Fake:
     before the error, as a cloud that fails half-way through a creation leaves it."""
 
     name = "fake"
+    passwords: dict[str, str] = {}  # (hosts only: no managed database, no password)
 
     def __init__(self, zones: Sequence[str] = (), full: Sequence[str | None] = (),
                  created: datetime | None = None):
@@ -303,8 +304,9 @@ class FakeWithDatabase(Fake):
 
 def test_the_hosts_runs_get_the_managed_databases_password_as_a_user_exported_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fleet sends PGPASSWORD from the controller's environment to its hosts in a
-    private file: set while it runs (never in an argument), as it was afterwards."""
+    """The fleet is handed PGPASSWORD explicitly (its plays send it to the hosts in a
+    private file, never in an argument): the provider's password for its database,
+    the user's own for the rest; this process's environment is never changed."""
     from dbarena.fleet import controller, inventory
 
     fake = FakeWithDatabase()
@@ -315,7 +317,8 @@ def test_the_hosts_runs_get_the_managed_databases_password_as_a_user_exported_on
 
     class Watching(FakeFleet):
         def run(self, *args: Any, **kwargs: Any) -> int:
-            seen.append((os.environ.get("PGPASSWORD"), list(args[3])))
+            assert os.environ["PGPASSWORD"] == "the user's own"
+            seen.append((self.kwargs["passwords"].get("PGPASSWORD"), list(args[3])))
             return 0
 
     monkeypatch.setattr(controller, "Fleet", Watching)
@@ -513,7 +516,7 @@ def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, m
 
     work = tmp_path / "dbarena-fleet-x"
     work.mkdir()
-    ansible = controller.Ansible(tmp_path / "inventory.json", work, forks=1)
+    ansible = controller.Ansible(tmp_path / "inventory.json", work, forks=1, passwords={})
     shutil.rmtree(work)
     seen: list[str] = []
 

@@ -58,7 +58,7 @@ def test_a_fleet_hosts_label_and_working_directory_are_never_templated(tmp_path:
     work.mkdir()
     host = Host(name="h1", label=_lookup(marker), price_per_hour=None, price_per_month=None, currency=None,
                 workdir=f"{tmp_path}/{_lookup(marker)}")
-    ansible = controller.Ansible(inventory, work, forks=1)
+    ansible = controller.Ansible(inventory, work, forks=1, passwords={})
     results = ansible.play("status.yml", [host], {"args": {"h1": ["--label", host.label]}}, timeout_s=240)
     assert not marker.exists()
     # The host was handed the directory as written, braces and all.

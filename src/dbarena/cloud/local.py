@@ -76,6 +76,7 @@ class Local:
 
     def __init__(self, region: str):
         self.region = region
+        self.passwords: dict[str, str] = {}  # (it makes no managed database)
         self._children: dict[str, subprocess.Popen[bytes]] = {}  # instance id -> its sshd, to reap
 
     def zones(self) -> list[str]:

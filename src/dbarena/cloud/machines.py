@@ -177,10 +177,7 @@ def up(study: Study, provider: Provider, estimated: estimate_mod.CostEstimate, c
         raise
     made = _made(run, record, resources, machines, estimated, cat, provider)
     made.timings.update(timings(resources, asked, datetime.now(timezone.utc)))
-    # (A provider of managed databases keeps the master passwords it made: Aws.passwords.)
-    passwords = getattr(provider, "passwords", None)
-    made.secrets.update(write_secrets(record, [r for r in resources if r.kind == "database"],
-                                      passwords if isinstance(passwords, dict) else {}))
+    made.secrets.update(write_secrets(record, [r for r in resources if r.kind == "database"], provider.passwords))
     data.update({"resources": [r.as_json() for r in resources], "kept": kept, "inventory": str(made.inventory),
                  "targets": made.targets, "secrets": {k: str(v) for k, v in made.secrets.items()},
                  "timings": made.timings})

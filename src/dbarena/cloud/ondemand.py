@@ -16,17 +16,16 @@ and the times to create, be ready and delete its host.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dbarena import shield
 from dbarena.cloud import estimate as estimate_mod
 from dbarena.cloud import machines as machines_mod
-from dbarena.cloud.provider import Resource
+from dbarena.cloud.provider import Provider, Resource
 from dbarena.errors import DbarenaError, Interrupted, UsageError
 from dbarena.study.model import Study
 
@@ -108,9 +107,9 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
                                            poll_s + DELETE_ALLOWANCE_S)
 
         hosts = inventory_mod.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
-        fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard)
-        with _passwords_in_environment(provider, made):
-            status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
+        fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard,
+                                 passwords={**controller.passwords_from_environment(), **passwords_of(provider, made)})
+        status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
         stopped = fleet.stopped
         if stopped is not None:
             left = "its machine was deleted at --max-cost"
@@ -146,29 +145,15 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
     return Ended(status=status, run=made.run, stopped=stopped, delete_s=delete_s)
 
 
-@contextlib.contextmanager
-def _passwords_in_environment(provider: object, made: machines_mod.Made) -> Iterator[None]:
-    """The managed database's master password (what the provider made it with) in this
-    process's environment while the fleet runs, so that the hosts' runs can log in to
-    their --target, as a password a user exports would; the environment as it was after."""
-    passwords = getattr(provider, "passwords", None)
+def passwords_of(provider: Provider, made: machines_mod.Made) -> dict[str, str]:
+    """The managed databases' master passwords (what the provider made them with), by
+    the variable their engine's clients read one from: handed to the fleet, which gives
+    them to its plays and, in a private file, to the hosts' runs, as a password a user
+    exports would be; never put in this process's environment."""
     from dbarena import engines  # (the engines' modules load psycopg: not for every cloud command)
 
-    # (The variable each engine's clients read a password from: the fleet sends the
-    # controller's to its hosts in a private file, fleet/host.py, never in an argument.)
-    found = {engines.first(r.engine).password_env: passwords[r.id] for r in made.resources
-             if r.kind == "database" and r.engine in engines.ENGINES
-             and isinstance(passwords, dict) and isinstance(passwords.get(r.id), str)}
-    before = {name: os.environ.get(name) for name in found}
-    os.environ.update(found)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return {engines.first(r.engine).password_env: provider.passwords[r.id] for r in made.resources
+            if r.kind == "database" and r.engine in engines.ENGINES and r.id in provider.passwords}
 
 
 def machine_of(host: Resource, made: machines_mod.Made, image: str | None, delete_s: float) -> dict[str, Any]:

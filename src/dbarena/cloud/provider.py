@@ -171,6 +171,10 @@ class Provider(Protocol):
     has no capacity for what was asked."""
 
     name: str
+    @property
+    def passwords(self) -> Mapping[str, str]:
+        """The master password of each managed database it made (identifier ->
+        password), for the run's clients only; empty for a provider of hosts."""
 
     def zones(self) -> list[str]:
         """The zones of the region a creation may be tried in, in order ([]: one try,

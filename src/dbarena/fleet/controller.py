@@ -278,12 +278,16 @@ class HostResult:
 class Ansible:
     """Runs the shipped playbooks; results come back through Ansible's json callback."""
 
-    def __init__(self, inventory: Path, workdir: Path, forks: int):
+    def __init__(self, inventory: Path, workdir: Path, forks: int, passwords: Mapping[str, str]):
         self.inventory = inventory
         self.workdir = workdir
         self.forks = forks
         self.playbook = ansible_command("ansible-playbook")
-        self.secrets = _secrets()
+        # The passwords the hosts' runs need (variable -> value): in the plays' environment
+        # (their lookup('env') writes them to a private file on each host), never shown,
+        # whatever a host echoes.
+        self.passwords = dict(passwords)
+        self.secrets = [v for v in self.passwords.values() if v]
 
     def play(self, name: str, hosts: list[Host], extra: Mapping[str, object],
              timeout_s: float | None = None) -> dict[str, HostResult]:
@@ -303,7 +307,8 @@ class Ansible:
         # As data Ansible never templates: labels, paths and arguments come from the
         # inventory and the study (untemplated.py).
         untemplated.write(vars_file, variables)
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if k not in engines.PASSWORD_VARIABLES}
+        env.update(self.passwords)
         env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
                     "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})
         env.setdefault("ANSIBLE_TIMEOUT", "30")  # SSH connection timeout, unless the user set one
@@ -378,9 +383,10 @@ def _first_line(text: object) -> str:
     return (str(text or "").strip().splitlines() or ["?"])[0][:300]
 
 
-def _secrets() -> list[str]:
-    """The passwords the controller hands to the hosts: never shown, whatever a host echoes."""
-    return [os.environ[name] for name in engines.PASSWORD_VARIABLES if os.environ.get(name)]
+def passwords_from_environment() -> dict[str, str]:
+    """The passwords a user exported for the hosts' runs (engines.PASSWORD_VARIABLES):
+    what `fleet run` hands to them."""
+    return {name: os.environ[name] for name in engines.PASSWORD_VARIABLES if os.environ.get(name)}
 
 
 @dataclass
@@ -398,10 +404,13 @@ class Fleet:
     # as they are, so that what was measured is kept.
     stop: Callable[[], str | None] | None = None
     stopped: str | None = None
+    # The passwords the hosts' runs log in with (variable -> value: engines.PASSWORD_VARIABLES);
+    # by default those exported here.
+    passwords: Mapping[str, str] = field(default_factory=passwords_from_environment, repr=False)
 
     def __post_init__(self) -> None:
         self.states = {h.name: HostState(h) for h in self.hosts}
-        self.ansible = Ansible(self.inventory, self.workdir, forks=max(len(self.hosts), 1))
+        self.ansible = Ansible(self.inventory, self.workdir, forks=max(len(self.hosts), 1), passwords=self.passwords)
         # Removed by close(); if the controller is killed first, by the reaper.
         self._scratch = state.scratch(self.workdir)
 
