@@ -24,7 +24,7 @@ from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena import shield
 from dbarena.lifecycle import pid1
 from dbarena.lifecycle.cleanup import reap_dead
-from dbarena.limits import printable
+from dbarena.limits import one_line, printable
 from dbarena.masking import masked
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import Store
@@ -235,5 +235,5 @@ def main(argv: list[str] | None = None) -> None:
 def _fail(message: str, status: int) -> NoReturn:
     # One line, whatever the message quotes: no password a user mistyped into a URL or
     # a connection string (masked), nothing that acts on the terminal (printable).
-    click.echo(f"dbarena: error: {printable(' '.join(masked(message).split()))}", err=True)
+    click.echo(f"dbarena: error: {one_line(message)}", err=True)
     sys.exit(status)

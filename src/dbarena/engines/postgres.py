@@ -24,10 +24,11 @@ from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
 from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, _first, connection_from_url, log_reason,
-                                             one_line, open_connection, tls_options, wait_ready)
+                                             open_connection, tls_options, wait_ready)
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
+from dbarena.limits import one_line
 from dbarena.model import Tls
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from dbarena.engines.postgres_binaries import client_tool
 from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
+from dbarena.limits import one_line
 from dbarena.model import Connection, Tls
 from dbarena.records import JSONObject
 
@@ -265,10 +266,6 @@ def log_reason(log_path: Path | None) -> str:
         if i > 0:
             return f"{lines[i - 1]} ({reason})"
     return reason
-
-
-def one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def _first(cur: psycopg.Cursor[Any]) -> Any:

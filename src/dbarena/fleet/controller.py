@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
+from dbarena.limits import one_line
 from dbarena.lifecycle.state import temporary
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, untemplated
@@ -374,10 +375,6 @@ def _let_end(proc: "subprocess.Popen[str]") -> None:
         proc.communicate()
 
 
-def _first_line(text: object) -> str:
-    return (str(text or "").strip().splitlines() or ["?"])[0][:300]
-
-
 def _secrets() -> list[str]:
     """The passwords the controller hands to the hosts: never shown, whatever a host echoes."""
     return [os.environ[name] for name in ("PGPASSWORD", "MYSQL_PWD") if os.environ.get(name)]
@@ -442,7 +439,7 @@ class Fleet:
                 state.status = json.loads(str(task["stdout"]).strip().splitlines()[-1])
             except ValueError:
                 state.status = {"state": "unknown"}
-                state.set_problem(f"host-status printed no status: {_first_line(task['stdout'])}")
+                state.set_problem(f"host-status printed no status: {one_line(str(task['stdout']), 300) or '?'}")
                 state.unreadable_since = state.unreadable_since or now
                 continue
             state.unreadable_since = None

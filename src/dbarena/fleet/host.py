@@ -25,6 +25,7 @@ from typing import Iterator
 from dbarena.store import postgres as pgstore
 from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
+from dbarena.limits import one_line
 from dbarena.records import JSONObject, json_object
 
 PROGRESS = "progress.json"
@@ -120,7 +121,7 @@ def run(workdir: Path, args: list[str]) -> int:
         try:
             state, run_id = plan_state(store, argv)
         except Exception as exc:  # reported through the status, where the controller reads it
-            write_json(workdir / STATUS, {"state": "failed", "exit": 2, "error": str(exc).splitlines()[0],
+            write_json(workdir / STATUS, {"state": "failed", "exit": 2, "error": one_line(exc),
                                           "updated": time.time()})
             return 2
         if state == "complete":

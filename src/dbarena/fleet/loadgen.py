@@ -40,6 +40,7 @@ from typing import Any, Mapping
 from dbarena.errors import DatabaseError
 from dbarena.fleet.messages import FINAL, Part, PointRequest, PrepareRequest, Status
 from dbarena.fleet.progress import write_json
+from dbarena.limits import one_line
 from dbarena.run.measure import ToolRun
 from dbarena.model import Tls
 from dbarena.records import JSON, JSONObject
@@ -64,14 +65,14 @@ def _secrets(workdir: Path) -> None:
     os.environ.update(read(workdir))
 
 
+# The longest reason a status file keeps: the controller shows it on one line.
+STATUS_CHARS = 500
+
+
 def _status(folder: Path, state: str, *, reason: str | None = None, tool_pid: int | None = None) -> None:
     point_id = json.loads((folder / "request.json").read_text()).get("id")
     write_json(folder / "status.json", Status(state=state, id=point_id, reason=reason, pid=os.getpid(),
                                               tool_pid=tool_pid, updated=time.time()).to_json())
-
-
-def _one_line(exc: BaseException) -> str:
-    return (" ".join(str(exc).split()) or type(exc).__name__)[:500]
 
 
 # ------------------------------------------------------------------ TLS
@@ -183,7 +184,7 @@ def point(workdir: Path, request_path: Path) -> int:
         _secrets(workdir)
         return _point(folder, request, _tls(workdir, request.tls))
     except Exception as exc:  # the controller reads the reason from the status
-        _status(folder, "failed", reason=_one_line(exc))
+        _status(folder, "failed", reason=one_line(exc, STATUS_CHARS))
         return 1
 
 

@@ -68,7 +68,8 @@ def serve(workdir: Path, request_path: Path) -> int:
     """The detached process of the run's server (see the module's docstring)."""
     from dbarena import execute
     from dbarena.engines import FLAVOURS, get as engine_get
-    from dbarena.fleet.loadgen import _one_line, _secrets
+    from dbarena.fleet.loadgen import STATUS_CHARS, _secrets
+    from dbarena.limits import one_line
     from dbarena.host import hostinfo
 
     folder = folder_of(workdir)
@@ -123,7 +124,7 @@ def serve(workdir: Path, request_path: Path) -> int:
         _said(folder, sid, "stopped", reason=why)
         return 0
     except Exception as exc:  # the controller reads the reason from the status
-        _said(folder, sid, "failed", reason=_one_line(exc))
+        _said(folder, sid, "failed", reason=one_line(exc, STATUS_CHARS))
         return 1
 
 
