@@ -90,7 +90,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     return "new", None
 
 
-def _secrets(workdir: Path) -> dict[str, str]:
+def sent_secrets(workdir: Path) -> dict[str, str]:
     """The passwords the controller sent (PGPASSWORD, MYSQL_PWD), read once and removed."""
     path = workdir / SECRETS
     try:
@@ -105,7 +105,7 @@ def _secrets(workdir: Path) -> dict[str, str]:
 def run(workdir: Path, args: list[str]) -> int:
     """host-run: the exit status of `dbarena run` (0 when there was nothing to do)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    secrets = _secrets(workdir)
+    secrets = sent_secrets(workdir)
     os.environ.update(secrets)  # for the store this process opens, and the run it starts
     with _locked(workdir) as mine:
         if not mine:
