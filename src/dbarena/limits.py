@@ -2,7 +2,8 @@
 tool's output: what a tool can take or print, what the store, the statistics and JSON
 can hold, and which characters a name may not hold (they would act on a terminal). One place, so that flags, study files and imports refuse the same values in
 one line before anything starts (a duration of 10**26 s is an OverflowError deep in a
-run otherwise, a thread level of 10**23 an error after initdb)."""
+run otherwise, a thread level of 10**23 an error after initdb). And the one way an
+exception becomes one line to show or keep (one_line)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,18 @@ def printable(text: str, *, keep: str = "") -> str:
     if _SAFE.fullmatch(text):  # the common case, without a character-by-character pass
         return text
     return "".join(c for c in text if c in keep or not _acts(c))
+
+
+def one_line(said: BaseException | str, limit: int | None = None) -> str:
+    """An exception (or a text) as one line, to show or to keep in a status or a record:
+    passwords masked first (a driver's message may quote the URL or the command that
+    held one, over several lines), every run of whitespace and line breaks one space,
+    nothing that acts on a terminal (printable), at most `limit` characters; an
+    exception that says nothing by its type's name."""
+    text = printable(" ".join(masked(str(said)).split()))
+    if not text and isinstance(said, BaseException):
+        text = type(said).__name__
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _acts(c: str) -> bool:

@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from dbarena.cli import cli, load_commands
-from dbarena.cli.app import COMMAND_MODULES
+from dbarena.cli.app import COMMAND_MODULES, COMMANDS
 
 load_commands()
 
@@ -31,6 +31,31 @@ def test_every_command_has_help(path, cmd):
 def test_every_command_is_found_by_its_module():
     """The lazy root group names every command the modules define, and no other."""
     assert set(cli.commands) == set(COMMAND_MODULES)
+    assert all(f"dbarena.cli.{COMMAND_MODULES[name]}" == cmd.callback.__module__ for name, cmd in cli.commands.items())
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_dbarena_help_lists_each_command_as_its_own_help_begins(name):
+    """`dbarena --help` lists the commands from COMMANDS without importing them: at
+    every width it can be printed at (50 to 100 columns), each line as click would cut
+    the command's own help."""
+    listed = click.Command(name, help=COMMANDS[name][1])
+    for limit in range(20, 100 - 2 - 6 - len("hostinfo") + 1):
+        assert listed.get_short_help_str(limit) == cli.commands[name].get_short_help_str(limit), limit
+
+
+def test_dbarena_help_imports_no_command_module_and_no_numpy():
+    """Issue 57: --help took 2-3 s loading every command's module and numpy. In a process
+    of its own: this one has imported them all."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom dbarena.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('dbarena.cli.') or m in ('numpy', 'rich')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Commands:" in done.stdout
+    assert done.stdout.splitlines()[-1] == "['dbarena.cli.app']"
 
 
 def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
@@ -51,7 +76,7 @@ def test_what_psycopg_logs_is_not_printed_between_the_commands_lines():
 
 def test_the_help_and_the_text_commands_do_not_load_matplotlib():
     """matplotlib takes about a third of a second to import: only what draws a chart
-    loads it, not `dbarena --help` (which loads every command's module), nor `history`."""
+    loads it, not `dbarena --help` (which loads no command's module), nor `history --help`."""
     import subprocess
     import sys
 
@@ -63,8 +88,10 @@ def test_the_help_and_the_text_commands_do_not_load_matplotlib():
     assert done.stdout.splitlines()[-1] == "[]"
 
 
-@pytest.mark.parametrize("module, argv", [("dbarena.lifecycle.cleanup", ["--version"]), ("numpy", ["run", "--help"])],
-                         ids=["the command line's", "a command's own (numpy)"])
+@pytest.mark.parametrize("module, argv", [("dbarena.limits", ["--version"]),
+                                          ("dbarena.lifecycle.cleanup", ["results", "--help"]),
+                                          ("numpy", ["run", "--help"])],
+                         ids=["the command line's", "what every command loads first", "a command's own (numpy)"])
 def test_a_ctrl_c_while_the_command_line_loads_is_an_interrupted_exit_not_a_traceback(module, argv):
     """Issue 45: a Ctrl-C within the first second of `dbarena ...` (its modules loading)
     printed the traceback of an import, or (during numpy's) "RuntimeError: Unable to

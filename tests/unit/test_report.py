@@ -859,3 +859,23 @@ def test_the_cpu_saturates_only_at_a_level_its_points_bound_say_so():
     assert cpu_saturation(rows[:2]) is None
     assert bound.most_frequent([bound.LOCKS, bound.MACHINE_CPU, bound.LOCKS, None]) == bound.LOCKS
     assert bound.most_frequent([None]) is None
+
+
+def test_a_usl_fit_of_linear_growth_reports_no_peak_and_no_optimizer_noise():
+    """Throughput that grows linearly fits sigma and kappa the optimizer leaves at ~1e-10
+    (inside its bounds) and a "peak" at 354,045 threads whose digits moved from machine
+    to machine (issue 57): no peak, sigma and kappa 0, lambda the one thread's TPS."""
+    levels = [1, 2, 4, 8, 16]
+    fit = data.usl_fit(levels, [1000.0 * n for n in levels])
+    assert fit is not None
+    assert (fit.lambda_, fit.sigma, fit.kappa, fit.peak_threads, fit.peak_tps, fit.r2) == \
+        (1000.0, 0.0, 0.0, None, None, 1.0)
+
+
+def test_a_usl_peak_beyond_four_times_the_highest_level_is_no_peak():
+    from dbarena.report.scaling import PEAK_REACH, usl_peak
+
+    assert usl_peak(1000.0, 0.05, 0.001, highest=64) == (pytest.approx(30.8, abs=0.1), pytest.approx(9038, rel=1e-3))
+    kappa = 0.95 / (PEAK_REACH * 16 + 1) ** 2  # its peak just past 4 x 16 threads
+    assert usl_peak(1000.0, 0.05, kappa, highest=16) is None
+    assert usl_peak(1000.0, 0.05, kappa, highest=17) is not None

@@ -23,11 +23,11 @@ from dbarena import __version__
 from dbarena.errors import DbarenaError, ExitStatus, Interrupted, UsageError
 from dbarena import shield
 from dbarena.lifecycle import pid1
-from dbarena.lifecycle.cleanup import reap_dead
-from dbarena.limits import printable
+from dbarena.limits import one_line, printable
 from dbarena.masking import masked
-from dbarena.store import postgres as pgstore
-from dbarena.store.database import Store
+
+if TYPE_CHECKING:
+    from dbarena.store.database import Store
 
 DEFAULT_STORE = "dbarena.db"
 
@@ -58,6 +58,8 @@ class StoreLocation(_StoreLocationBase):
     def convert(self, value: Path | str, param: click.Parameter | None, ctx: click.Context | None) -> Path | str:
         if isinstance(value, Path):
             return value.resolve()
+        with shield.shielded():  # a Ctrl-C held while it loads (cli/__init__.py says why)
+            from dbarena.store import postgres as pgstore
         if pgstore.is_url(value):
             try:
                 return pgstore.check_url(value)
@@ -117,20 +119,35 @@ store_option = click.option(
 
 
 
-# Which module defines each command (the module registers it on `cli` when imported).
-# A command imports only its own module: `dbarena report` does not load the run and
-# fleet machinery (about 0.3 s of every start), `--help` and a mistyped name load all.
-COMMAND_MODULES = {
-    "run": "running", "cleanup": "running", "study": "running",
-    "results": "results", "compare": "results", "import": "results", "report": "results",
-    "merge": "results", "store": "results", "hostinfo": "results",
-    "fleet": "fleet",
-    "cloud": "cloud",
-    "history": "history", "gate": "history", "bisect": "bisect",
-    "probe": "probe",
-    "serve": "serve",
-    "publish": "exchange", "verify": "exchange", "site": "exchange",
+# Each command: the module that defines it (and registers it on `cli` when imported) and
+# the start of its help, which `dbarena --help` lists. A command imports only its own
+# module: `dbarena report` does not load the run and fleet machinery, and `--help`
+# loads none (all of them, numpy among them, were about 2 s of a loaded machine's
+# start; issue 57). The start runs past the widest listing's cut (100 columns) or to
+# the first sentence's end; tests/unit/test_cli_help.py holds it to the command's own.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bisect": ("bisect", "Which of the differences between A and B (two labels, two runs, or a failed gate's baseline and candidate)"),
+    "cleanup": ("running", 'Remove what dbarena runs left behind: throwaway instances kept with --keep, and those of killed runs (which'),
+    "cloud": ("cloud", "Machines on demand: a study's [machines] made, deleted and reaped (docs/cloud.md)."),
+    "compare": ("results", 'Compare B against A: two labels (hosts), or two variants of a study.'),
+    "fleet": ("fleet", 'One study on many hosts through Ansible (docs/fleet.md).'),
+    "gate": ("history", 'Does the candidate make any workload slower than the baseline by more than --max-regression? The levels'),
+    "history": ("history", "Each series of runs of one label, workload, level and dataset over time: every run's value with its 95"),
+    "hostinfo": ("results", 'Print what dbarena records about this machine (CPU, cores vs threads, memory ...).'),
+    "import": ("results", 'Bring results measured elsewhere into the store: pgbench, sysbench, mysqlslap, HammerDB or go-tpc outputs'),
+    "merge": ("results", "Bring other stores' runs into this one: points, per-second series, raw outputs, studies, hosts."),
+    "probe": ("probe", 'Measure this machine: CPU (sysbench cpu), memory bandwidth (sysbench memory) and the latency of a write'),
+    "publish": ("exchange", 'Write runs of a store as one bundle others can verify: a manifest (every run and point as `results --json`'),
+    "report": ("results", 'Charts and tables to publish: throughput, latency, price/performance, per core, scaling (USL), differences'),
+    "results": ("results", 'List stored points (or their summaries), with steady-state figures and warnings.'),
+    "run": ("running", 'Run a study, or the workloads of the flags, across a concurrency sweep; store every point.'),
+    "serve": ("serve", 'Browse the store in a web browser, read-only: Home (studies, labels, hosts and runs, newest first; a running'),
+    "site": ("exchange", 'Write a static comparison site of bundles: a row per result (a run at one engine and workload) with its'),
+    "store": ("results", 'The results store itself.'),
+    "study": ("running", 'Study files: a whole benchmark protocol in one TOML file (see `dbarena study show seed-a`).'),
+    "verify": ("exchange", "Check bundles: the signature (and whose key), every file's sha256, that no byte of the file was changed,"),
 }
+COMMAND_MODULES = {name: module for name, (module, _) in COMMANDS.items()}
 
 
 class _LazyGroup(click.Group):
@@ -139,6 +156,19 @@ class _LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands as click lists them, each not loaded yet from COMMANDS: listing
+        them imports none."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = self.commands.get(name) or click.Command(name, help=COMMANDS[name][1])
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
@@ -168,7 +198,11 @@ def cli() -> None:
     concurrency level of this machine), then `dbarena results`.
     """
     # Whatever the command: first undo what a killed dbarena left (state.py), and what
-    # a killed `run --study` made on a provider (cloud/machines.py).
+    # a killed `run --study` made on a provider (cloud/machines.py). Imported here, as
+    # the store is, so that `--help` and `--version` load neither; a Ctrl-C held while
+    # they load, as while a command's module does (cli/__init__.py says why).
+    with shield.shielded():
+        from dbarena.lifecycle.cleanup import reap_dead
     reap_dead(lambda line: click.echo(f"dbarena: {line}", err=True))
     _reap_machines(lambda line: click.echo(f"dbarena: {line}", err=True))
 
@@ -202,6 +236,8 @@ def open_store(path: Path | str) -> Store:
     command that writes (or `dbarena store migrate`) upgrades it (docs/store.md)."""
     if isinstance(path, Path) and not path.exists():
         raise UsageError(f"no results store at {path} (run `dbarena run` first, or pass --store)")
+    with shield.shielded():
+        from dbarena.store.database import Store
     return Store(path, readonly=True)
 
 
@@ -235,5 +271,5 @@ def main(argv: list[str] | None = None) -> None:
 def _fail(message: str, status: int) -> NoReturn:
     # One line, whatever the message quotes: no password a user mistyped into a URL or
     # a connection string (masked), nothing that acts on the terminal (printable).
-    click.echo(f"dbarena: error: {printable(' '.join(masked(message).split()))}", err=True)
+    click.echo(f"dbarena: error: {one_line(message)}", err=True)
     sys.exit(status)

@@ -11,6 +11,7 @@ import click
 
 from dbarena.cli.app import cli, store_option
 from dbarena.errors import StoreError, UsageError
+from dbarena.limits import one_line
 
 
 @cli.group("fleet")
@@ -226,7 +227,7 @@ def fleet_host_prepare(workdir: Path, request_path: Path) -> None:
         request_path.unlink(missing_ok=True)
         answer = loadgen.prepare(workdir.expanduser(), request)
     except Exception as exc:  # said by the controller, in one line
-        answer = {"error": " ".join(str(exc).split())[:500] or type(exc).__name__}
+        answer = {"error": one_line(exc, loadgen.STATUS_CHARS)}
     click.echo(json.dumps(answer, default=str))
 
 

@@ -30,11 +30,12 @@ from urllib.parse import unquote, urlsplit
 from dbarena import execute
 from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.mysql_binaries import INSTALL_HINT, MyBinaries, search
-from dbarena.engines.mysql_target import ENGINE, STOP_SIGNAL, MyTarget, log_reason, one_line, tls_options
+from dbarena.engines.mysql_target import ENGINE, STOP_SIGNAL, MyTarget, log_reason, tls_options
 from dbarena.errors import ConnectionFailed, DatabaseError, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
+from dbarena.limits import one_line
 from dbarena.model import Connection, Tls
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
 from dbarena.lifecycle import state
+from dbarena.limits import one_line
 from dbarena.model import Connection, Tls
 from dbarena.records import JSON, JSONObject
 
@@ -243,10 +244,6 @@ def log_reason(log_path: Path | None) -> str:
         if errors:
             return errors[-1]
     return instance.log_reason(log_path, ("[ERROR]",))
-
-
-def one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def _client_file(directory: Path, password: str) -> Path:

@@ -23,11 +23,12 @@ from dbarena import execute
 from dbarena.lifecycle import state
 from dbarena.engines import instance, target_url, tls as tlsmod
 from dbarena.engines.postgres_binaries import PgBinaries, find_server_binaries
-from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, _first, connection_from_url, log_reason,
-                                             one_line, open_connection, tls_options, wait_ready)
+from dbarena.engines.postgres_target import (ENGINE, STOP_SIGNAL, PgTarget, first_value, connection_from_url, log_reason,
+                                             open_connection, tls_options, wait_ready)
 from dbarena.errors import ConnectionFailed, EnvironmentProblem, ToolMissing, UsageError
 from dbarena.interfaces import Executor
 from dbarena.lazy import lazy_import
+from dbarena.limits import one_line
 from dbarena.model import Tls
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def external(url: str, bindir: Path | None = None, executor: Executor = execute.
     url = check_target_url(url)
     try:
         with open_connection(url, **tls_options(tls)) as conn:
-            version = str(_first(conn.execute("SHOW server_version")))
+            version = str(first_value(conn.execute("SHOW server_version")))
     except psycopg.Error as exc:
         raise ConnectionFailed(
             f"cannot connect to {url}: {one_line(exc)} "

@@ -21,6 +21,7 @@ from dbarena.engines.postgres_binaries import client_tool
 from dbarena.errors import DatabaseError, EnvironmentProblem
 from dbarena.interfaces import Client, Executor, Tool
 from dbarena.lazy import lazy_import
+from dbarena.limits import one_line
 from dbarena.model import Connection, Tls
 from dbarena.records import JSONObject
 
@@ -195,14 +196,14 @@ class PgTarget(instance.SavedData):
 
     def _facts(self) -> JSONObject:
         with self.connect() as conn:
-            version = _first(conn.execute("SELECT version()"))
+            version = first_value(conn.execute("SELECT version()"))
             rows = conn.execute(
                 # current_setting() shows a value as SHOW does ('16MB'); setting || unit
                 # would glue a count of 8kB pages to its unit ('20488kB').
                 "SELECT name, current_setting(name), source FROM pg_settings"
                 " WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name"
             ).fetchall()
-            checksums = _first(conn.execute("SHOW data_checksums"))
+            checksums = first_value(conn.execute("SHOW data_checksums"))
             # Huge pages as asked (huge_pages, huge_page_size from 14) and, from 17, as got
             # (huge_pages_status): 'try' alone does not say which.
             huge = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name IN"
@@ -236,7 +237,7 @@ class PgTarget(instance.SavedData):
     def dataset_facts(self) -> JSONObject:
         def size() -> JSONObject:
             with self.connect() as conn:
-                return {"database_bytes": _first(conn.execute("SELECT pg_database_size(current_database())"))}
+                return {"database_bytes": first_value(conn.execute("SELECT pg_database_size(current_database())"))}
         return _facts_or_error(size)
 
     def keep_note(self) -> str:
@@ -267,11 +268,7 @@ def log_reason(log_path: Path | None) -> str:
     return reason
 
 
-def one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
-
-
-def _first(cur: psycopg.Cursor[Any]) -> Any:
+def first_value(cur: psycopg.Cursor[Any]) -> Any:
     """The first value of a query that returns one row."""
     row = cur.fetchone()
     if row is None:
@@ -299,7 +296,7 @@ def wait_ready(proc: subprocess.Popen[bytes], url: str, passfile: Path, log_path
             return None
         try:
             with open_connection(url, passfile=passfile, timeout=5) as conn:
-                return str(_first(conn.execute("SHOW server_version")))
+                return str(first_value(conn.execute("SHOW server_version")))
         except psycopg.OperationalError:
             time.sleep(0.1)
     execute.stop(proc)

@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 from dbarena.store.merge import merge as merge_stores
 from dbarena import engines, workloads
 from dbarena.lifecycle import state
+from dbarena.limits import one_line
 from dbarena.lifecycle.state import temporary
 from dbarena.errors import EnvironmentProblem
 from dbarena.fleet import failure, untemplated
@@ -379,10 +380,6 @@ def _let_end(proc: "subprocess.Popen[str]") -> None:
         proc.communicate()
 
 
-def _first_line(text: object) -> str:
-    return (str(text or "").strip().splitlines() or ["?"])[0][:300]
-
-
 def passwords_from_environment() -> dict[str, str]:
     """The passwords a user exported for the hosts' runs (engines.PASSWORD_VARIABLES):
     what `fleet run` hands to them."""
@@ -451,7 +448,7 @@ class Fleet:
                 state.status = json.loads(str(task["stdout"]).strip().splitlines()[-1])
             except ValueError:
                 state.status = {"state": "unknown"}
-                state.set_problem(f"host-status printed no status: {_first_line(task['stdout'])}")
+                state.set_problem(f"host-status printed no status: {one_line(str(task['stdout']), 300) or '?'}")
                 state.unreadable_since = state.unreadable_since or now
                 continue
             state.unreadable_since = None

@@ -25,6 +25,7 @@ from typing import Iterator
 from dbarena.store import postgres as pgstore
 from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
+from dbarena.limits import one_line
 from dbarena.records import JSONObject, json_object
 
 PROGRESS = "progress.json"
@@ -89,7 +90,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     return "new", None
 
 
-def _secrets(workdir: Path) -> dict[str, str]:
+def sent_secrets(workdir: Path) -> dict[str, str]:
     """The passwords the controller sent (engines.PASSWORD_VARIABLES), read once and removed."""
     from dbarena import engines
 
@@ -106,7 +107,7 @@ def _secrets(workdir: Path) -> dict[str, str]:
 def run(workdir: Path, args: list[str]) -> int:
     """host-run: the exit status of `dbarena run` (0 when there was nothing to do)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    secrets = _secrets(workdir)
+    secrets = sent_secrets(workdir)
     os.environ.update(secrets)  # for the store this process opens, and the run it starts
     with _locked(workdir) as mine:
         if not mine:
@@ -122,7 +123,7 @@ def run(workdir: Path, args: list[str]) -> int:
         try:
             state, run_id = plan_state(store, argv)
         except Exception as exc:  # reported through the status, where the controller reads it
-            write_json(workdir / STATUS, {"state": "failed", "exit": 2, "error": str(exc).splitlines()[0],
+            write_json(workdir / STATUS, {"state": "failed", "exit": 2, "error": one_line(exc),
                                           "updated": time.time()})
             return 2
         if state == "complete":

@@ -40,6 +40,7 @@ from typing import Any, Mapping
 from dbarena.errors import DatabaseError
 from dbarena.fleet.messages import FINAL, Part, PointRequest, PrepareRequest, Status
 from dbarena.fleet.progress import write_json
+from dbarena.limits import one_line
 from dbarena.run.measure import ToolRun
 from dbarena.model import Tls
 from dbarena.records import JSON, JSONObject
@@ -57,21 +58,21 @@ def point_dir(workdir: Path) -> Path:
     return workdir / POINT
 
 
-def _secrets(workdir: Path) -> None:
+def take_secrets(workdir: Path) -> None:
     """The passwords the controller sent, into this process's environment; the file removed."""
-    from dbarena.fleet.host import _secrets as read
+    from dbarena.fleet.host import sent_secrets as read
 
     os.environ.update(read(workdir))
+
+
+# The longest reason a status file keeps: the controller shows it on one line.
+STATUS_CHARS = 500
 
 
 def _status(folder: Path, state: str, *, reason: str | None = None, tool_pid: int | None = None) -> None:
     point_id = json.loads((folder / "request.json").read_text()).get("id")
     write_json(folder / "status.json", Status(state=state, id=point_id, reason=reason, pid=os.getpid(),
                                               tool_pid=tool_pid, updated=time.time()).to_json())
-
-
-def _one_line(exc: BaseException) -> str:
-    return (" ".join(str(exc).split()) or type(exc).__name__)[:500]
 
 
 # ------------------------------------------------------------------ TLS
@@ -133,7 +134,7 @@ def prepare(workdir: Path, asked: JSON) -> JSONObject:
     from dbarena.workloads import WORKLOADS
 
     request = PrepareRequest.from_json(asked)
-    _secrets(workdir)
+    take_secrets(workdir)
     study = arguments.study_from_args(list(request.args))
     entry = study.engines[0]
     engine = engine_get(entry.name, entry.flavour, bindir=Path(entry.bindir) if entry.bindir else None)
@@ -180,10 +181,10 @@ def point(workdir: Path, request_path: Path) -> int:
     os.replace(request_path, folder / "request.json")
     _status(folder, "starting")
     try:
-        _secrets(workdir)
+        take_secrets(workdir)
         return _point(folder, request, _tls(workdir, request.tls))
     except Exception as exc:  # the controller reads the reason from the status
-        _status(folder, "failed", reason=_one_line(exc))
+        _status(folder, "failed", reason=one_line(exc, STATUS_CHARS))
         return 1
 
 
@@ -332,7 +333,7 @@ def control(workdir: Path, action: str, point_id: str, at: float | None = None) 
         status = replace(status, part=Part.from_json(json.loads((folder / "part.json").read_text())))
     elif status.state == "absent" and action != "wait-ready":
         status = Status("failed", reason="its host-point did not start")
-    elif not status.final and not _alive(status.pid):
+    elif not status.final and not alive(status.pid):
         status = replace(status, state="failed", reason="its dbarena process is gone")
     return status
 
@@ -344,7 +345,7 @@ def _read_status(folder: Path) -> Status:
         return Status("absent")
 
 
-def _alive(pid: JSON) -> bool:
+def alive(pid: JSON) -> bool:
     if not isinstance(pid, int):
         return True  # not started yet: not known to be gone
     try:

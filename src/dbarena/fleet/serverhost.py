@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dbarena.records import JSONObject
-from dbarena.fleet.loadgen import _alive
+from dbarena.fleet.loadgen import alive
 from dbarena.fleet.progress import write_json
 
 SERVER = "server"
@@ -68,7 +68,8 @@ def serve(workdir: Path, request_path: Path) -> int:
     """The detached process of the run's server (see the module's docstring)."""
     from dbarena import execute
     from dbarena.engines import FLAVOURS, get as engine_get
-    from dbarena.fleet.loadgen import _one_line, _secrets
+    from dbarena.fleet.loadgen import STATUS_CHARS, take_secrets
+    from dbarena.limits import one_line
     from dbarena.host import hostinfo
 
     folder = folder_of(workdir)
@@ -86,7 +87,7 @@ def serve(workdir: Path, request_path: Path) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        _secrets(workdir)
+        take_secrets(workdir)
         engine = engine_get(request["engine"], request.get("flavour") or "auto",
                             bindir=Path(request["bindir"]) if request.get("bindir") else None)
         password = os.environ.get(engine.password_env, "")
@@ -123,7 +124,7 @@ def serve(workdir: Path, request_path: Path) -> int:
         _said(folder, sid, "stopped", reason=why)
         return 0
     except Exception as exc:  # the controller reads the reason from the status
-        _said(folder, sid, "failed", reason=_one_line(exc))
+        _said(folder, sid, "failed", reason=one_line(exc, STATUS_CHARS))
         return 1
 
 
@@ -187,12 +188,12 @@ def control(workdir: Path, action: str, server_id: str) -> JSONObject:
         deadline = time.monotonic() + wait
         wanted = (("ready",) if action == "wait-ready" else ()) + FINAL
         while time.monotonic() < deadline and read().get("state") not in wanted:
-            if not _alive(read().get("pid")):
+            if not alive(read().get("pid")):
                 break
             time.sleep(0.2)
     status = read()
     if (folder / LEASE).exists():
         (folder / LEASE).touch()  # the controller is still there
-    if status.get("state") not in FINAL and status.get("state") != "absent" and not _alive(status.get("pid")):
+    if status.get("state") not in FINAL and status.get("state") != "absent" and not alive(status.get("pid")):
         status = {**status, "state": "failed", "reason": "its dbarena process is gone"}
     return status

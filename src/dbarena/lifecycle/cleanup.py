@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from dbarena.host import hostinfo, smt
 from dbarena.lifecycle import state
-from dbarena.masking import masked
+from dbarena.limits import one_line
 from dbarena.records import json_object
 
 
@@ -227,7 +227,7 @@ def mark_interrupted(store: str, run_id: int, owner: int | None, reason: str) ->
     except StoreError as exc:
         return False, str(exc)
     except Exception as exc:  # a driver's error past the store's edge: said, tried again later
-        return False, masked(" ".join(str(exc).split())) or type(exc).__name__
+        return False, one_line(exc)
 
 
 def reap_dead(say: Callable[[str], None]) -> int:

@@ -51,8 +51,8 @@ from dbarena.report.levels import LevelRow
 from dbarena.report.scaling import usl
 from dbarena.report.layout import fit, legend_below, legend_order
 from dbarena.stats import capacity
-from dbarena.report.svgparts import (_TAGS, _classes, _hover_layer, _tag, _tag_of, _tips, _unique_ids,
-                                      label_class as label_class)
+from dbarena.report.svgparts import (hover_layer, hover_tips, label_class as label_class, label_classes, label_tag,
+                                      tag_artist, tag_labels, unique_ids)
 
 matplotlib.rcParams.update({
     "svg.fonttype": "none",  # text stays text: smaller, selectable, searchable
@@ -84,7 +84,7 @@ WIDTH = 7.0  # inches
 def _axes(height: float, section: Section) -> Axes:
     ax = Figure(figsize=(WIDTH, height)).add_subplot()
     if len(section.labels) <= MAX_TOGGLED:
-        _TAGS[ax] = itertools.count(1)
+        tag_labels(ax, itertools.count(1))
     return ax
 
 
@@ -115,7 +115,7 @@ class _Plot:
     ten artists, not 130, and an artist's fixed cost (creation, clipping, transforms, its
     SVG group) far exceeds that of a few dozen points. Up to MAX_SERIES series each style
     holds one series, drawn in label order as before. The legend names series through
-    proxy lines of the same style. On a chart that tags its series (_TAGS) the label is
+    proxy lines of the same style. On a chart that tags its series (tag_labels) the label is
     part of the style: a line per series and style, whose group carries the label's class."""
 
     def __init__(self, ax: Axes) -> None:
@@ -131,7 +131,7 @@ class _Plot:
         `tips` the hover text of each point; `label` the label it belongs to (toggled
         with it in the HTML report)."""
         x, y = list(x), list(y)
-        tag = _tag_of(self.ax, label)
+        tag = label_tag(self.ax, label)
         xs, ys = self.lines.setdefault((tuple(sorted(style.items())), tag), ([], []))
         if xs:
             xs.append(math.nan)
@@ -141,12 +141,12 @@ class _Plot:
         if legend is not None:
             self.entries.append((series or legend, legend, style, tag))
         if tips is not None:
-            _tips(self.ax).extend((px, py, text, tag) for px, py, text in zip(x, y, tips))
+            hover_tips(self.ax).extend((px, py, text, tag) for px, py, text in zip(x, y, tips))
 
     def draw(self) -> None:
         for (style, tag), (xs, ys) in self.lines.items():
             (drawn,) = self.ax.plot(xs, ys, **dict(style))
-            _tag(self.ax, drawn, tag)
+            tag_artist(self.ax, drawn, tag)
         self._legend()
 
     def _legend(self) -> None:
@@ -166,8 +166,8 @@ def _tag_legend(ax: Axes, legend: Any, labels: Sequence[str | None]) -> None:
     the order the entries were given."""
     ordered = [labels[i] for i in legend_order(legend)]
     for handle, text, label in zip(legend.legend_handles, legend.get_texts(), ordered):
-        _tag(ax, handle, label, key=True)
-        _tag(ax, text, label, key=True)
+        tag_artist(ax, handle, label, key=True)
+        tag_artist(ax, text, label, key=True)
 
 
 # PNG copies, when asked for (charts(png=...)): chart name -> PNG bytes. Many sites an
@@ -198,11 +198,11 @@ def _svg(ax: Axes, section: Section, name: str) -> str:
     # Drop the XML prologue and the RDF metadata block (a timestamp and namespace
     # identifiers): smaller, and the same chart gives the same text.
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
-    hover = "".join(_hover_layer(each) for each in fig.axes)
+    hover = "".join(hover_layer(each) for each in fig.axes)
     if hover:
         end = text.rindex("</svg>")
         text = text[:end] + hover + text[end:]
-    return _unique_ids(_classes(text), key)
+    return unique_ids(label_classes(text), key)
 
 
 def _by_label(section: Section, field: str) -> Iterator[tuple[int, str, list[tuple[LevelRow, float]]]]:
@@ -240,10 +240,10 @@ def throughput(section: Section) -> str | None:
             # each other at a level.
             bx, lo, hi = zip(*band)
             dx = (i - (len(section.labels) - 1) / 2) * span * 0.006
-            _tag(ax, ax.vlines([b + dx for b in bx], lo, hi, color=color, linewidth=1.2, alpha=0.7), label)
+            tag_artist(ax, ax.vlines([b + dx for b in bx], lo, hi, color=color, linewidth=1.2, alpha=0.7), label)
         elif len(band) >= 2:
             bx, lo, hi = zip(*band)
-            _tag(ax, ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0), label)
+            tag_artist(ax, ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0), label)
         fit = section.usl.get(label)
         if fit and len(x) >= 3:
             xs = np.linspace(min(x), max(x), 100)
@@ -319,9 +319,9 @@ def _label_bars(ax: Axes, section: Section, label: str, levels: list[int], offse
     xs = [j + offset for j, n in enumerate(levels) if n in values]
     heights = [values[n] for n in levels if n in values]
     for bar in ax.bar(xs, heights, width=width * 0.95, color=color, label=label):
-        _tag(ax, bar, label)
+        tag_artist(ax, bar, label)
     by_level = {r.threads: r for r in section.rows if r.label == label}
-    _tips(ax).extend((x, h / 2, _tip(label, by_level[n], metric, value=values[n]), _tag_of(ax, label))
+    hover_tips(ax).extend((x, h / 2, _tip(label, by_level[n], metric, value=values[n]), label_tag(ax, label))
                      for x, h, n in zip(xs, heights, [n for n in levels if n in values]))
 
 
@@ -379,7 +379,7 @@ def percentiles(section: Section) -> str | None:
     counter = itertools.count(1)  # one per figure: its group ids stay unique
     for ax, (name, field, what) in zip(grid.flat, PERCENTILE_CHARTS):
         if len(section.labels) <= MAX_TOGGLED:
-            _TAGS[ax] = counter
+            tag_labels(ax, counter)
         plot = _Plot(ax)
         _lines(plot, section, field, legend=False, what=what)
         plot.draw()
@@ -397,7 +397,7 @@ def percentiles(section: Section) -> str | None:
         if any(r.label == label and r.figure(f) is not None for _, f, _ in PERCENTILE_CHARTS for r in section.rows):
             names.append(label)
             handles.append(Line2D([], [], marker=_marker(i), color=_color(i)))
-    _tag_legend(first, legend_below(fig, handles, names), [_tag_of(first, n) for n in names])
+    _tag_legend(first, legend_below(fig, handles, names), [label_tag(first, n) for n in names])
     return _svg(first, section, "latency_percentiles")
 
 
@@ -441,9 +441,9 @@ def per_second(section: Section, samples: Samples, server: Mapping[str, JSONObje
                   label=label)
         cut = info.steady_start_s
         # The same dotted line again would add nothing, unless it is toggled with another label.
-        if cut and (cut, color, _tag_of(ax, label)) not in cuts:
-            cuts.add((cut, color, _tag_of(ax, label)))
-            _tag(ax, ax.axvline(cut, color=color, linestyle=":", linewidth=1), label)
+        if cut and (cut, color, label_tag(ax, label)) not in cuts:
+            cuts.add((cut, color, label_tag(ax, label)))
+            tag_artist(ax, ax.axvline(cut, color=color, linestyle=":", linewidth=1), label)
         dips = set(info.dips_s)
         marked = [(_at(s["second"]), _at(s["tps"])) for s in series if s["second"] in dips]
         if marked:
@@ -517,13 +517,13 @@ def _capacity_mark(ax: Axes, c: Curve, color: str, top: bool) -> None:
     met, _ = c.bracket()
     if met is None:
         return
-    _tag(ax, ax.axvline(met, color=color, linestyle="--", linewidth=1, alpha=0.8), c.label)
+    tag_artist(ax, ax.axvline(met, color=color, linestyle="--", linewidth=1, alpha=0.8), c.label)
     tps = c.capacity_tps
     if top and tps is not None:
         text = ax.text(met, 0.98, f" capacity {tps:,.0f}", transform=blended_transform_factory(ax.transData,
                                                                                                  ax.transAxes),
                        ha="left", va="top", fontsize=8, color=color)
-        _tag(ax, text, c.label)
+        tag_artist(ax, text, c.label)
 
 
 def _curve_achieved(plot: _Plot, c: Curve, i: int, color: str, tips: list[str]) -> None:
@@ -609,7 +609,7 @@ def _curve_legend(fig: Figure, tput: Axes, section: Section, found: list[Curve])
             (Line2D([], [], color="#555", linestyle="--"), "capacity"),
             (Line2D([], [], color=OBJECTIVE_COLOR), "objective")]
     legend = legend_below(fig, [*handles, *(h for h, _ in keys)], [*names, *(t for _, t in keys)])
-    _tag_legend(tput, legend, [*(_tag_of(tput, n) for n in names), *(None for _ in keys)])
+    _tag_legend(tput, legend, [*(label_tag(tput, n) for n in names), *(None for _ in keys)])
 
 
 def capacity_curve(section: Section, threads: int) -> str | None:
@@ -626,8 +626,8 @@ def capacity_curve(section: Section, threads: int) -> str | None:
     tput, lat = grid[0][0], grid[1][0]
     counter = itertools.count(1)
     if len(section.labels) <= MAX_TOGGLED:
-        _TAGS[tput] = counter
-        _TAGS[lat] = counter
+        tag_labels(tput, counter)
+        tag_labels(lat, counter)
     top_plot, lat_plot = _Plot(tput), _Plot(lat)
     highest = 0.0
     for c in found:

@@ -110,7 +110,7 @@ def chart(s: Series) -> str:
 
     from dbarena.report import charts  # noqa: F401  (its rcParams: the same fonts and grid as every chart)
     from dbarena.report.layout import fit
-    from dbarena.report.svgparts import _unique_ids
+    from dbarena.report.svgparts import unique_ids
 
     runs = [r for r in s.runs if r.mean is not None and _when(r) is not None]
     with collector_paused():
@@ -152,7 +152,7 @@ def chart(s: Series) -> str:
     svg = buf.getvalue()
     # As charts._svg: no XML prologue nor metadata (a timestamp); ids unique per chart.
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg[svg.index("<svg"):], flags=re.S)
-    return _unique_ids(svg, key)
+    return unique_ids(svg, key)
 
 
 def section(history: History) -> str:

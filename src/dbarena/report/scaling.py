@@ -34,7 +34,8 @@ def usl(n: npt.ArrayLike, lam: float, sigma: float, kappa: float) -> npt.NDArray
 @dataclass(frozen=True)
 class UslFit:
     """A label's fit: lambda (the throughput of one thread), sigma (contention), kappa
-    (coherency delay), the predicted peak (None: no retrograde within reach) and R²."""
+    (coherency delay), the predicted peak (None: no retrograde within reach) and R²,
+    each to the precision the fit determines it (rounded_fit)."""
 
     lambda_: float  # "lambda" in the JSON (a Python keyword here)
     sigma: float
@@ -53,10 +54,46 @@ class UslFit:
 # and 4 leave one degree of freedom. A fit is published from 5 distinct levels on.
 USL_MIN_LEVELS = 5
 
+# How far past the highest level measured a predicted peak is still a prediction. A
+# peak at N* makes kappa's term at the highest level L about (1 - sigma) (L / N*)²: past
+# 4 L under 1/16 of the denominator, within a few run-to-run spreads (1-3 %) of nothing.
+# There the data cannot tell kappa from 0, and N* = sqrt((1 - sigma) / kappa) is the
+# optimizer's rounding blown up: throughput that grows linearly fits kappa ~1e-11 and a
+# "peak" at 354,045 threads whose digits moved from machine to machine (issue 57).
+PEAK_REACH = 4
+
+# Significant digits of a fit's figures. curve_fit stops once a step changes the
+# parameters or the squares by less than 1e-8 (its ftol and xtol): digits past the 7th
+# are the optimizer's path, which a machine's floating point and BLAS change, not the data's.
+FIT_DIGITS = 6
+
+
+def _significant(value: float, digits: int = FIT_DIGITS) -> float:
+    return float(format(value, f".{digits}g"))
+
+
+def _decimals(value: float, scale: float) -> float:
+    """`value` rounded where its term value * scale (in the USL's denominator, against
+    its 1) shows FIT_DIGITS decimals: sigma and kappa the optimizer leaves at 1e-10
+    instead of 0 (it keeps inside its bounds) are 0, as the data have them."""
+    return round(value, FIT_DIGITS + math.ceil(math.log10(scale)))
+
+
+def usl_peak(lam: float, sigma: float, kappa: float, highest: int) -> tuple[float, float] | None:
+    """The predicted peak (threads, throughput); None without retrograde (kappa 0, sigma
+    1), below one thread (kappa tiny against sigma) or beyond PEAK_REACH times the
+    highest level measured (a degenerate fit: kappa indistinguishable from 0)."""
+    if kappa <= 0 or sigma >= 1:
+        return None
+    peak_n = math.sqrt((1 - sigma) / kappa)
+    if peak_n < 1 or peak_n > PEAK_REACH * highest:
+        return None
+    return round(peak_n, 1), _significant(float(usl(peak_n, lam, sigma, kappa)))
+
 
 def usl_fit(levels: list[int], values: list[float]) -> UslFit | None:
     """Least-squares USL fit; None with fewer than USL_MIN_LEVELS levels or when it does
-    not converge. A peak below one thread (kappa tiny against sigma) is no peak."""
+    not converge. Its peak as usl_peak finds it (None where the fit is degenerate)."""
     if len(set(levels)) < USL_MIN_LEVELS or min(values) <= 0:
         return None
     # Imported here, not at the top: scipy.optimize takes about 0.4 s to import, a fifth
@@ -74,15 +111,17 @@ def usl_fit(levels: list[int], values: list[float]) -> UslFit | None:
                                               bounds=([0, 0, 0], [np.inf, 1, 1]), maxfev=20000)
     except (RuntimeError, ValueError):
         return None
+    highest = max(levels)
+    lam = _significant(float(lam))
+    sigma = _decimals(float(sigma), highest - 1)
+    kappa = _decimals(float(kappa), highest * (highest - 1))
     predicted = usl(n, lam, sigma, kappa)
     ss_res = float(np.sum((x - predicted) ** 2))
     ss_tot = float(np.sum((x - x.mean()) ** 2))
-    peak_n = math.sqrt((1 - sigma) / kappa) if kappa > 1e-12 and sigma < 1 else None
-    if peak_n is not None and peak_n < 1:
-        peak_n = None
-    return UslFit(lambda_=float(lam), sigma=float(sigma), kappa=float(kappa), peak_threads=peak_n,
-                  peak_tps=float(usl(peak_n, lam, sigma, kappa)) if peak_n else None,
-                  r2=1 - ss_res / ss_tot if ss_tot > 0 else None)
+    peak = usl_peak(lam, sigma, kappa, highest)
+    return UslFit(lambda_=lam, sigma=sigma, kappa=kappa, peak_threads=peak[0] if peak else None,
+                  peak_tps=peak[1] if peak else None,
+                  r2=round(1 - ss_res / ss_tot, FIT_DIGITS) if ss_tot > 0 else None)
 
 
 def saturation(levels: list[int], values: list[float], gain: float = SATURATION_GAIN) -> int | None:

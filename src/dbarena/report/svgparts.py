@@ -29,13 +29,19 @@ def label_class(label: str) -> str:
 _TAGS: "weakref.WeakKeyDictionary[Axes, Iterator[int]]" = weakref.WeakKeyDictionary()
 
 
-def _tag_of(ax: Axes, label: str | None) -> str | None:
+def tag_labels(ax: Axes, counter: Iterator[int]) -> None:
+    """Tag this chart's series with their labels (label_tag, tag_artist), numbering
+    their groups by `counter` (one counter for the charts of one figure)."""
+    _TAGS[ax] = counter
+
+
+def label_tag(ax: Axes, label: str | None) -> str | None:
     """The label a series of this chart is tagged with: None where the chart tags none."""
     return label if ax in _TAGS else None
 
 
-def _tag(ax: Axes, artist: Any, label: str | None, key: bool = False) -> None:
-    """Mark an artist as the label's (key: its legend entry): a gid that _classes turns
+def tag_artist(ax: Axes, artist: Any, label: str | None, key: bool = False) -> None:
+    """Mark an artist as the label's (key: its legend entry): a gid that label_classes turns
     into the SVG group's class. A no-op on charts that tag nothing."""
     counter = _TAGS.get(ax)
     if counter is not None and label is not None:
@@ -46,12 +52,12 @@ def _tag(ax: Axes, artist: Any, label: str | None, key: bool = False) -> None:
 _TAGGED = re.compile(r'<g id="(?P<id>[a-z0-9]+-(?P<cls>lbl-[0-9a-f]{12})-(?P<role>[ks])\d+)"')
 
 
-def _classes(text: str) -> str:
-    """Groups tagged by _tag get their label's class (and "key" for legend entries)."""
+def label_classes(text: str) -> str:
+    """Groups tagged by tag_artist get their label's class (and "key" for legend entries)."""
     return _TAGGED.sub(lambda m: f'<g id="{m["id"]}" class="{m["cls"]}{" key" if m["role"] == "k" else ""}"', text)
 
 
-def _unique_ids(text: str, suffix: str) -> str:
+def unique_ids(text: str, suffix: str) -> str:
     """The SVG with `-suffix` appended to its group ids. matplotlib salts the ids it
     refers to (clip paths, markers, hatches: svg.hashsalt, set per chart by _svg), but
     its group ids (figure_1, axes_1, line2d_1 ...) are the same in every chart and would
@@ -68,11 +74,11 @@ _TIPS: "weakref.WeakKeyDictionary[Axes, list[tuple[float, float, str, str | None
 MAX_TIPS = 2000  # a chart with more points gets none: its SVG would grow by ~100 bytes each
 
 
-def _tips(ax: Axes) -> list[tuple[float, float, str, str | None]]:
+def hover_tips(ax: Axes) -> list[tuple[float, float, str, str | None]]:
     return _TIPS.setdefault(ax, [])
 
 
-def _hover_layer(ax: Axes) -> str:
+def hover_layer(ax: Axes) -> str:
     """<circle> elements at the chart's points, each with its exact values as <title>.
     SVG coordinates are points (72 per inch) from the top left; matplotlib's display
     coordinates are pixels at the figure's dpi from the bottom left."""

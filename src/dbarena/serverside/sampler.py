@@ -27,7 +27,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from dbarena.interfaces import Reader
-from dbarena.masking import masked
+from dbarena.limits import one_line
 from dbarena.serverside.room import room_note
 from dbarena.serverside.series import Builder, ServerSeries, rates
 
@@ -59,10 +59,6 @@ def socket_of(connection: Any) -> socket.socket | None:
     except OSError:
         os.close(fd)
         return None
-
-
-def _one_line(exc: BaseException) -> str:
-    return masked(" ".join(str(exc).split()) or type(exc).__name__)
 
 
 class ServerSampler:
@@ -200,9 +196,9 @@ class ServerSampler:
                 if self._ready.is_set():
                     since = self._reading_since
                     second = round((since if since is not None else self.clock()) - self.origin)
-                    self._say(f"stopped at {second} s: {_one_line(exc)}")
+                    self._say(f"stopped at {second} s: {one_line(exc)}")
                 else:
-                    self._say(f"could not read the server's statistics: {_one_line(exc)}")
+                    self._say(f"could not read the server's statistics: {one_line(exc)}")
         finally:
             self._reading_since = None
             self._close()

@@ -21,7 +21,7 @@ from dbarena.study.model import (
     FLAGS_SOURCE, QUICK_DURATION_S, QUICK_WARMUP_S, SCHEMA_VERSION, SWEEP_DEFAULTS, EngineEntry, Profiling, Study,
     Variant, WorkloadEntry,
 )
-from dbarena.study.reader import _Checker, parse
+from dbarena.study.reader import Checker, parse
 
 # --quick: the memory settings of a study tuned for a large server, capped so that its
 # throwaway instances start on a small machine (study B's shared_buffers is 32 GB).
@@ -78,7 +78,7 @@ def implicit(overrides: Overrides) -> Study:
         raw["sweep"] = {"levels": [int(n) for n in dict.fromkeys(
             max(1, hostinfo.hardware_threads() * int(str(p).removesuffix("%")) // 100) if isinstance(p, str) else p
             for p in SWEEP_DEFAULTS["levels"])]}
-    skeleton = _Checker(FLAGS_SOURCE, Path.cwd()).study(raw, "")
+    skeleton = Checker(FLAGS_SOURCE, Path.cwd()).study(raw, "")
     study = apply(skeleton, replace(overrides, workloads=None, engines=None))
     body = {"schema": SCHEMA_VERSION, "name": "flags", "title": "a study made of command-line flags",
             "flags": overrides.flags()}

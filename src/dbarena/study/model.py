@@ -46,7 +46,7 @@ MAX_SESSIONS = 100
 QUICK_DURATION_S = 5
 QUICK_WARMUP_S = 2
 
-_TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
+TOP_KEYS = {"schema", "name", "title", "description", "label", "sweep", "datasets", "engines", "workloads",
              "price", "variants", "cpus", "fleet", "machines", "slo", "profile"}
 # [slo] (docs/capacity.md): the latency objective whose capacity each point's search finds.
 SLO_KEYS = {"objective", "errors", "precision", "max_rates"}
@@ -70,21 +70,21 @@ class Profiling:
 
     def to_json(self) -> dict[str, int | bool]:
         return {"frequency_hz": self.frequency_hz, "required": self.required}
-_FLEET_KEYS = {"together"}
-_CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
+FLEET_KEYS = {"together"}
+CPUS_KEYS = {"server", "smt", "smt_emulate", "load_generator"}
 LOAD_GENERATOR_PLACES = ("rest", "same")
-_WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
+WORKLOAD_KEYS = {"workload", "engines", "options", "levels", "duration_s", "warmup_s", "clients_per_thread",
                   "datasets", "restore", *PARAM_DEFAULTS}
-_ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
+ENGINE_KEYS = {"flavour", "settings", "target", "server_cores", "server_threads", "bindir", "cluster",
                 "data_dir"}
-_PRICE_KEYS = {"per_hour", "per_month", "currency"}
+PRICE_KEYS = {"per_hour", "per_month", "currency"}
 # [machines] (docs/cloud.md): the hosts and managed databases `run --study` makes, runs
 # on and deletes. Only what every provider has a word for; the provider's own spelling
 # (an AMI, an RDS class) is the value.
-_MACHINES_KEYS = {"provider", "region", "instance_types", "count", "disk", "disk_gb", "disk_iops", "image",
+MACHINES_KEYS = {"provider", "region", "instance_types", "count", "disk", "disk_gb", "disk_iops", "image",
                   "ssh_user", "key_name", "managed", "prices", "catalogue", "lifetime"}
-_MANAGED_KEYS = {"engine", "version", "instance_class", "storage_gb", "storage_type", "iops", "ha"}
-_PRICES_KEYS = {"compute", "storage", "iops", "managed", "managed_storage", "managed_iops", "replicas",
+MANAGED_KEYS = {"engine", "version", "instance_class", "storage_gb", "storage_type", "iops", "ha"}
+PRICES_KEYS = {"compute", "storage", "iops", "managed", "managed_storage", "managed_iops", "replicas",
                 "currency"}
 
 

@@ -18,7 +18,7 @@ from dbarena.stats import capacity
 from dbarena.stats.capacity import Objective
 from dbarena.stats.price import HOURS_PER_MONTH
 from dbarena.study.model import (
-    _CPUS_KEYS, _ENGINE_KEYS, _FLEET_KEYS, _MACHINES_KEYS, _MANAGED_KEYS, _PRICE_KEYS, _PRICES_KEYS, _TOP_KEYS, _WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
+    CPUS_KEYS, ENGINE_KEYS, FLEET_KEYS, MACHINES_KEYS, MANAGED_KEYS, PRICE_KEYS, PRICES_KEYS, TOP_KEYS, WORKLOAD_KEYS, LOAD_GENERATOR_PLACES, PARAM_DEFAULTS,
     MAX_PROFILE_FREQUENCY_HZ, PROFILE_FREQUENCY_HZ, PROFILE_KEYS, RESTORE_CHOICES, SCHEMA_VERSION, SLO_KEYS, SWEEP_DEFAULTS, EngineEntry, Level, Machines, ManagedDb, Profiling, Study, StudyError, Variant, WorkloadEntry,
     parse_duration, parse_level, parse_precision,
 )
@@ -97,7 +97,7 @@ def parse(text: str, source: str, base_dir: Path | None = None) -> Study:
         raise StudyError(f"{source}: not valid TOML: {exc}") from None
     except RecursionError:  # (the bounds keep it from happening; never a traceback if it does)
         raise StudyError(f"{source}: nested too deep to read") from None
-    return _Checker(source, base_dir).study(raw, text)
+    return Checker(source, base_dir).study(raw, text)
 
 
 def _check_bounds(text: str, source: str) -> None:
@@ -124,7 +124,7 @@ def _check_bounds(text: str, source: str) -> None:
                              f"(a study's tables are a few levels deep)")
 
 
-class _Checker:
+class Checker:
     """Checks a parsed file against the schema; every error names the file and key."""
 
     def __init__(self, source: str, base_dir: Path | None):
@@ -200,7 +200,7 @@ class _Checker:
         return options
 
     def study(self, raw: dict[str, Any], text: str) -> Study:
-        self.table(raw, "", _TOP_KEYS)
+        self.table(raw, "", TOP_KEYS)
         if "schema" not in raw:
             raise self.fail("schema", f"missing (this dbarena reads schema = {SCHEMA_VERSION})")
         if raw["schema"] != SCHEMA_VERSION:
@@ -256,7 +256,7 @@ class _Checker:
             variants=self.cpu_axes(raw.get("cpus"), self.variants(raw.get("variants", {}), study_engines)),
             price_per_hour=price, currency=currency, price_basis=basis, price_per_month=per_month,
             **self.cpu_options(raw.get("cpus")),
-            together=self.bool_(self.table(raw.get("fleet", {}), "fleet", _FLEET_KEYS).get("together", False),
+            together=self.bool_(self.table(raw.get("fleet", {}), "fleet", FLEET_KEYS).get("together", False),
                                 "fleet.together"),
             machines=self.machines(raw.get("machines")),
             slo=self.slo(raw.get("slo")),
@@ -289,7 +289,7 @@ class _Checker:
         """[machines]: checked here, priced and made by dbarena.cloud (docs/cloud.md)."""
         if raw is None:
             return None
-        body = self.table(raw, "machines", _MACHINES_KEYS)
+        body = self.table(raw, "machines", MACHINES_KEYS)
         # The local provider's instances are on this machine: its one region is "local"
         # (a region named otherwise is only a name, as its instance types are).
         local = body.get("provider") == "local"
@@ -334,7 +334,7 @@ class _Checker:
         )
 
     def managed(self, raw: Any, key: str) -> ManagedDb:
-        body = self.table(raw, key, _MANAGED_KEYS)
+        body = self.table(raw, key, MANAGED_KEYS)
         for required in ("engine", "instance_class"):
             if required not in body:
                 raise self.fail(f"{key}.{required}", "missing")
@@ -364,7 +364,7 @@ class _Checker:
         replicas."db.m7g.large" (per hour), managed_storage, managed_iops; currency."""
         if raw is None:
             return (), None
-        body = self.table(raw, "machines.prices", _PRICES_KEYS)
+        body = self.table(raw, "machines.prices", PRICES_KEYS)
         currency = self.name(body["currency"], "machines.prices.currency") if "currency" in body else None
         out = []
         for part, table in body.items():
@@ -380,7 +380,7 @@ class _Checker:
     def cpu_options(self, raw: Any) -> dict[str, Any]:
         if raw is None:
             return {}
-        body = self.table(raw, "cpus", _CPUS_KEYS)
+        body = self.table(raw, "cpus", CPUS_KEYS)
         place = body.get("load_generator", "rest")
         if place not in LOAD_GENERATOR_PLACES:
             raise self.fail("cpus.load_generator", f"expected \"rest\" or \"same\", not {_kind(place)}")
@@ -393,7 +393,7 @@ class _Checker:
         server of its own confined to those CPUs (study C)."""
         if raw is None:
             return variants
-        body = self.table(raw, "cpus", _CPUS_KEYS)
+        body = self.table(raw, "cpus", CPUS_KEYS)
         if any(e.target for e in self.entries):
             raise self.fail("cpus", "a target's CPUs are not dbarena's to choose: [cpus] needs throwaway instances")
         counts = body.get("server")
@@ -513,7 +513,7 @@ class _Checker:
         out = []
         for name, body in table.items():
             key = f"engines.{name}"
-            body = self.table(body, key, _ENGINE_KEYS)
+            body = self.table(body, key, ENGINE_KEYS)
             flavour = body.get("flavour", engines.AUTO)
             try:
                 engines.check_flavour(name, self.str_(flavour, f"{key}.flavour"))
@@ -552,7 +552,7 @@ class _Checker:
 
     def workload(self, raw: Any, key: str, sweep: dict[str, Any], params: dict[str, Any],
                  study_engines: tuple[str, ...]) -> WorkloadEntry:
-        body = self.table(raw, key, _WORKLOAD_KEYS)
+        body = self.table(raw, key, WORKLOAD_KEYS)
         w = self._workload_of(body, key)
         name = w.name
         chosen = self._workload_engines(body, key, w, study_engines)
@@ -641,7 +641,7 @@ class _Checker:
         """(per hour, currency, how it was given, the monthly amount when it was one)."""
         if raw is None:
             return None, None, None, None
-        body = self.table(raw, "price", _PRICE_KEYS)
+        body = self.table(raw, "price", PRICE_KEYS)
         if ("per_hour" in body) == ("per_month" in body):
             raise self.fail("price", "give either per_hour or per_month")
         currency = self.str_(body.get("currency", "USD"), "price.currency")
