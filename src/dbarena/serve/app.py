@@ -346,36 +346,37 @@ class _Pages:
         return await self.page(f"Run {before} → {after}", self._diff, before, after, kept=True)
 
     def _diff(self, store: Store, before_id: int, after_id: int) -> str:
-        from dbarena.stats import analysis, environment, metric
+        from dbarena.stats import analysis, environment, gate
 
+        if before_id == after_id:
+            raise UsageError(f"before and after are both run {before_id}: give two runs")
         runs = []
         for run_id in (before_id, after_id):
             run = store.run(run_id)
             if run is None:
                 raise NotFound(f"no run {run_id} in {store.location}")
-            runs.append(run)
-        levels: list[dict[tuple[str, str, str, int], list[float]]] = []
-        units: dict[str, str] = {}
-        envs = []
-        for run in runs:
-            if store.run_progress([run.id])[run.id].points > ANALYSED_POINTS:
-                raise DbarenaError(f"run {run.id} holds more than {ANALYSED_POINTS} points: compare it with "
+            if store.run_progress([run_id])[run_id].points > ANALYSED_POINTS:
+                raise DbarenaError(f"run {run_id} holds more than {ANALYSED_POINTS} points: compare it with "
                                    "`dbarena compare` instead")
-            analysed = [a for a in analysis.load(store, run_id=run.id) if a.phase == "measured"]
-            mine: dict[tuple[str, str, str, int], list[float]] = {}
-            for a in analysed:
-                # Each point's figure as History judges the run by it (analysis.value).
-                if (value := analysis.value(a)) is not None:
-                    mine.setdefault((a.engine, a.workload, a.variant or "", a.threads), []).append(value)
-                    units[a.workload] = metric.of_point(a)
-            levels.append(mine)
-            # The run's environment as History names its causes: the run and a point's configuration.
-            envs.append(environment.of_run(run, analysed[0].config or {} if analysed else {}))
+            runs.append(run)
+        # Every point of the store, as `compare` reads them: the two runs' are the sides, the
+        # others lend only the spread between sessions of the sides' configurations.
+        every = analysis.load(store)
+        sides = [[p for p in every if p.run_id == run.id] for run in runs]
+        names = [f"run {run.id}" for run in runs]
+        # The runs' environments as History names its causes: the run and a point's configuration.
+        envs = [environment.of_run(run, side[0].config or {} if side else {}) for run, side in zip(runs, sides)]
         changes = [(c.fact, c.before, c.after) for c in environment.changes(envs[0], envs[1])]
         facts = [(f, envs[0].facts.get(f), envs[1].facts.get(f)) for f in sorted(set(envs[0].facts) | set(envs[1].facts))]
-        compared = [pages.Compared(key, _mean(levels[0][key]), _mean(levels[1][key]), units.get(key[1], "tps"))
-                    for key in sorted(set(levels[0]) & set(levels[1]))]
-        return pages.diff_page(runs[0], runs[1], changes, facts, compared)
+        compared = []
+        if all(sides):
+            # Each run a label of its own (two runs of one label compare like two labels),
+            # compared as the gate compares two runs: about the machine, the server and its
+            # settings; a level whose workload, clients or options differ is not comparable.
+            taken = {p.point_id for side in sides for p in side}
+            compared = analysis.compare(gate.as_labels(*zip(names, sides)), names[0], names[1], about=gate.ABOUT,
+                                        history=[p for p in every if p.point_id not in taken])
+        return pages.diff_page(runs[0], runs[1], changes, facts, compared, about=gate.ABOUT)
 
     async def hosts(self, request: Request) -> Response:
         return await self.page("Hosts", self._hosts, kept=True)
@@ -541,10 +542,6 @@ def _links(named: list[AnalysedPoint]) -> Links:
             continue
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
     return out
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 class _Choice(Exception):
