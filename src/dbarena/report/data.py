@@ -273,7 +273,8 @@ def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, p
 def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
-    """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
+    """rows: analysis.load(...) points (those of labels not shown lend only their spread
+    between sessions, as `history` does); runs: store.runs(); histograms: point ids ->
     their latency histograms (store.latency_histograms), read per group of repeats."""
     return build_named(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
                        histograms=histograms)[0]
@@ -282,26 +283,32 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
 def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
-                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
-                ) -> tuple[Report, list[AnalysedPoint]]:
+                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
+                history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
     naming 100 k points a second time. `named`: the rows carry those names already
-    (analysis.load with series_names as `named`, over the points of these labels)."""
+    (analysis.load with series_names as `named`, over the points of these labels).
+    `history`: the store's points of the labels not shown, read only for the spread
+    between sessions of the shown groups' configurations, as `compare` reads them
+    (analysis.compare's `history`): a comparison in the report is then the one
+    `compare` makes of its pair, whichever labels the report shows."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms, named=named)
+                      histograms=histograms, named=named, history=history)
 
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
-           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
-           ) -> tuple[Report, list[AnalysedPoint]]:
+           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
+           history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     # (Labels as stored: series_label, which is the label itself until the series are named.)
     order = labels or list(dict.fromkeys(r.series_label for r in rows))
-    rows = [r for r in rows if r.series_label in order]
+    shown = set(order)
+    history = [*history, *(r for r in rows if r.series_label not in shown)]
+    rows = [r for r in rows if r.series_label in shown]
     if baseline is None and order:
         baseline = order[0]
     stored_order, stored_baseline = order, baseline
@@ -309,7 +316,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
         order, baseline, prices = _renamed(rows, order, baseline, prices)
     else:
         rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    every = analysis.summaries(rows, histograms=histograms)
+    every = _lent(analysis.summaries(rows, histograms=histograms), rows, history)
     # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
     # its own: its series' curve shows it (report/curves.py), its level the capacity.
     curves = search_curves.curves(rows, every)
@@ -332,6 +339,20 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
+
+
+def _lent(every: list[LevelSummary], rows: list[AnalysedPoint], history: Sequence[AnalysedPoint]
+          ) -> list[LevelSummary]:
+    """The shown groups with the spread between sessions `compare` gives them, where the
+    store's other labels lend one (analysis.summaries over the shown points and
+    `history`: the same groups, their estimates from every group of their
+    configuration); as they are without a history."""
+    if not history:
+        return every
+    # (No latency here: only the estimates are taken, and a history's groups need none.)
+    lent = {(s.label, s.config_key): s for s in analysis.summaries([*rows, *history])}
+    return [replace(s, estimate=found.estimate, between_sessions=found.between_sessions)
+            if (found := lent.get((s.label, s.config_key))) is not None else s for s in every]
 
 
 def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:

@@ -47,7 +47,7 @@ from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, StoredRun
+from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
 from dbarena.report.data import Report
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
@@ -346,7 +346,7 @@ class _Pages:
         return await self.page(f"Run {before} → {after}", self._diff, before, after, kept=True)
 
     def _diff(self, store: Store, before_id: int, after_id: int) -> str:
-        from dbarena.stats import analysis, environment, gate
+        from dbarena.stats import environment, gate
 
         if before_id == after_id:
             raise UsageError(f"before and after are both run {before_id}: give two runs")
@@ -359,23 +359,11 @@ class _Pages:
                 raise DbarenaError(f"run {run_id} holds more than {ANALYSED_POINTS} points: compare it with "
                                    "`dbarena compare` instead")
             runs.append(run)
-        # Every point of the store, as `compare` reads them: the two runs' are the sides, the
-        # others lend only the spread between sessions of the sides' configurations.
-        every = analysis.load(store)
-        sides = [[p for p in every if p.run_id == run.id] for run in runs]
-        names = [f"run {run.id}" for run in runs]
+        compared, sides = diff_levels(store, runs[0].id, runs[1].id)
         # The runs' environments as History names its causes: the run and a point's configuration.
         envs = [environment.of_run(run, side[0].config or {} if side else {}) for run, side in zip(runs, sides)]
         changes = [(c.fact, c.before, c.after) for c in environment.changes(envs[0], envs[1])]
         facts = [(f, envs[0].facts.get(f), envs[1].facts.get(f)) for f in sorted(set(envs[0].facts) | set(envs[1].facts))]
-        compared = []
-        if all(sides):
-            # Each run a label of its own (two runs of one label compare like two labels),
-            # compared as the gate compares two runs: about the machine, the server and its
-            # settings; a level whose workload, clients or options differ is not comparable.
-            taken = {p.point_id for side in sides for p in side}
-            compared = analysis.compare(gate.as_labels(*zip(names, sides)), names[0], names[1], about=gate.ABOUT,
-                                        history=[p for p in every if p.point_id not in taken])
         return pages.diff_page(runs[0], runs[1], changes, facts, compared, about=gate.ABOUT)
 
     async def hosts(self, request: Request) -> Response:
@@ -505,6 +493,25 @@ class _Pages:
 # (engine, workload) -> (label as the report names its series, threads) -> point ids
 Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
 Model = tuple[Report, Links]
+
+
+def diff_levels(store: Store, before: int, after: int
+                ) -> tuple[list[LevelComparison], tuple[list[AnalysedPoint], list[AnalysedPoint]]]:
+    """The levels two runs both measured, as /diff shows them: each run a label of its own
+    ("run N"), compared as the gate compares two runs (analysis.compare about the machine,
+    the server and its settings; a level whose workload, clients or options differ is not
+    comparable), every other point of the store lending the spread between sessions of
+    the sides' configurations as it does to `compare`; and each run's points."""
+    from dbarena.stats import analysis, gate
+
+    every = analysis.load(store)
+    sides = ([p for p in every if p.run_id == before], [p for p in every if p.run_id == after])
+    if not all(sides):
+        return [], sides
+    names = f"run {before}", f"run {after}"
+    taken = {p.point_id for side in sides for p in side}
+    return analysis.compare(gate.as_labels(*zip(names, sides)), *names, about=gate.ABOUT,
+                            history=[p for p in every if p.point_id not in taken]), sides
 
 
 def _preload() -> None:
