@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from conftest import invoke
-from dbarena.report import data, tables
+from dbarena.report import data, listings, tables
 from dbarena.serve import app as serve_app
 from dbarena.stats import analysis, gate
 from dbarena.store.database import Store
 from test_history_and_gate import add_run
 from test_serve import client
+from points import point
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
 # What /diff compares two runs about, as `compare` spells it.
@@ -167,3 +168,20 @@ def test_the_fixture_stores_agree_in_all_three_views(fixture_store: Path, capsys
     verdicts = _check_report(fixture_store, labels[0], capsys)
     assert verdicts and not any(verdict in ("faster", "slower") for verdict, _ in verdicts)
     _check_diff(fixture_store, ids[0], ids[1], labels[0], labels[1], capsys)
+
+
+def test_two_labels_that_hold_variants_have_a_named_row_per_variant() -> None:
+    ids = itertools.count(1)
+    rows = [point(label=label, variant=variant, run_id=run, point_id=next(ids), tps=tps * (1 + 0.01 * run),
+                  config={"variant": variant, "threads": 1}, config_key=variant)
+            for label, base in (("a", 100.0), ("b", 120.0)) for run in (1, 2, 3)
+            for variant, tps in (("v1", base), ("v2", 2 * base))]
+    compared = analysis.compare(rows, "a", "b")
+    assert [(c.variant, c.threads) for c in compared] == [("v1", 1), ("v2", 1)]
+    assert [c.as_json()["variant"] for c in compared] == ["v1", "v2"]
+    assert [round(c.ratio or 0, 6) for c in compared] == [1.2, 1.2]
+    table = listings.comparison_table(compared, wide=True)
+    assert "variant" in [c.header for c in table.columns]
+    # Variants compared as the sides: no variant column, nor the field.
+    (by_variant,) = analysis.compare([r for r in rows if r.label == "a"], "v1", "v2")
+    assert by_variant.variant is None and "variant" not in by_variant.as_json()
