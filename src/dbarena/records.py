@@ -542,6 +542,9 @@ class LevelComparison:
     # transaction changed most, each side's profiles pooled (stats/profiles.py's
     # pooled_differential, Change.as_json each); None: a side without profiles.
     profile_changes: list[JSONObject] | None = None
+    # A's group's variant, where it has one: two labels that hold variants are compared
+    # variant by variant, a row each at one level (printed only where there is one).
+    variant: str | None = None
 
     @property
     def comparable(self) -> bool:
@@ -552,4 +555,8 @@ class LevelComparison:
         the figures only a ratio has."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (self.comparable or f.name not in ("unverified", "log_se", "log_df"))
-                and not (f.name in _OPEN_LOOP and getattr(self, f.name) is None)}
+                and not (f.name in _WHERE_SET and getattr(self, f.name) is None)}
+
+
+# A comparison's fields printed only where they hold something.
+_WHERE_SET = _OPEN_LOOP | {"variant"}

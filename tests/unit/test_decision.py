@@ -121,7 +121,7 @@ COMPETE = "the machine had 0 % idle CPU while the server used 0.6 of 2 hardware 
       "warnings": [{"code": "load-generator-bound", "message": "the load generator used 90% of a core per thread: "
                                                                 "it may be the bottleneck"}]},
      "load generator saturated (1.8 cores for 2 thread(s))"),
-    ({"cpu_busy_pct": 40.0, "cpu_iowait_pct": 35.0, "server_cpu": 0.5}, "I/O: iowait 35 %"),
+    ({"cpu_busy_pct": 40.0, "cpu_iowait_pct": 35.0, "server_cpu": 0.5}, "I/O (iowait 35 %)"),
     ({"cpu_busy_pct": 30.0, "server_cpu": 0.4}, "no single bound (CPU 30 % busy, server 0.4 cores)"),
     ({"cpu_busy_pct": 99.0, "samples": 2}, "too few samples to tell"),
 ])

@@ -25,7 +25,7 @@ WOBBLE = (1.0, 1.004, 0.996)
 def add_run(db: Store, label: str, day: int, tps: float | None = None, *, seconds: float | None = None,
             sync: str = "off", server: str = "17.2", threads: tuple[int, ...] = (1,), repeats: int = 3,
             scale: int = 1, kernel: str = "6.1.0", wobbles: tuple[float, ...] = WOBBLE,
-            host: dict[str, object] | None = None) -> int:
+            host: dict[str, object] | None = None, clients_per_thread: int = 2) -> int:
     workload = "mysqlslap" if seconds is not None else "pgbench-tpcb"
     engine = "mysql" if seconds is not None else "postgres"
     run_id = db.begin_run(RunInfo(
@@ -34,10 +34,11 @@ def add_run(db: Store, label: str, day: int, tps: float | None = None, *, second
         options={"targets": {}}, host_facts={**(host or HOST), "kernel": kernel}))
     for level in threads:
         for repeat in range(repeats):
-            spec = PointSpec(engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60,
+            clients = clients_per_thread * level
+            spec = PointSpec(engine=engine, workload=workload, threads=level, clients=clients, duration_s=60,
                              params=(("scale", scale),), repeat=repeat)
             config = configkey.build(
-                engine=engine, workload=workload, threads=level, clients=2 * level, duration_s=60, warmup_s=0,
+                engine=engine, workload=workload, threads=level, clients=clients, duration_s=60, warmup_s=0,
                 params={"scale": scale}, options={}, settings={"synchronous_commit": sync}, variant="",
                 server_version=server, flavour="postgresql", host=configkey.host_identity(host or HOST))
             wobble = wobbles[repeat % len(wobbles)]

@@ -76,8 +76,15 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
         raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
                          f"(levels: {', '.join(map(str, levels))})")
     order = list(labels) or list(dict.fromkeys(r.series_label for r in rows))  # (as stored)
-    return data.build_named(rows, store.runs(), baseline=baseline, prices=dict(selection.prices),
-                            at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True)
+    runs = store.runs()
+    # The other labels' points lend the spread between sessions of the shown groups'
+    # configurations, as they do to `compare` (read only where some label is not shown).
+    shown = set(order)
+    others = tuple(dict.fromkeys(r.label for r in runs if r.label not in shown))
+    history = analysis.load(store, labels=others) if labels and others else []
+    return data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
+                            at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True,
+                            history=history)
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:

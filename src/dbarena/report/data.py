@@ -13,7 +13,8 @@ Figures per label x engine x workload x threads (over that point's repeats):
   the server ran on (throwaway instances only: a remote server's cores are unknown);
 - scaling efficiency: TPS(N) / (N x TPS(1 thread)); mysqlslap, whose N clients share a
   fixed number of queries: seconds(1 thread) / (N x seconds(N));
-- against the baseline label: ratio, 95 % interval and verdict (stats.compare).
+- against the baseline label: ratio, 95 % interval and verdict, as `compare` gives them
+  (stats/levelcompare.py), or why the configurations are not comparable.
 Per label x engine x workload:
 - study A's "points": the sum of TPS over all of the label's levels, and next to it a
   fairer score, the geometric mean of the per-level ratios to the baseline over the
@@ -36,9 +37,8 @@ from typing import Callable, Sequence
 from dbarena.records import JSONObject, AnalysedPoint, Configured, LevelSummary, StoredRun, json_object, relabelled
 from dbarena.stats import capacity
 from dbarena.stats import analysis
-from dbarena.stats import configkey, decision
+from dbarena.stats import configkey, decision, levelcompare
 from dbarena.stats.decision import Decision
-from dbarena.stats import estimators as stats
 from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 from dbarena.report import levels as level_figures
@@ -270,22 +270,11 @@ def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, p
     return new_order, new_baseline, new_prices
 
 
-def _differs(row: LevelRow, base: LevelRow) -> list[str]:
-    """Fields in which a row's configuration differs from the baseline's, apart from
-    what the comparison is about: the host when the labels differ, the variant (and
-    its settings) when the variants differ."""
-    ignore: set[str] = {"threads", "clients"}
-    if row.series_label != base.series_label:
-        ignore.update(configkey.ABOUT["host"])
-    if row.variant != base.variant:
-        ignore.update(configkey.ABOUT["variant"])
-    return configkey.differing(row.config, base.config, ignore)
-
-
 def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
-    """rows: analysis.load(...) points; runs: store.runs(); histograms: point ids ->
+    """rows: analysis.load(...) points (those of labels not shown lend only their spread
+    between sessions, as `history` does); runs: store.runs(); histograms: point ids ->
     their latency histograms (store.latency_histograms), read per group of repeats."""
     return build_named(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
                        histograms=histograms)[0]
@@ -294,26 +283,32 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
 def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
-                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
-                ) -> tuple[Report, list[AnalysedPoint]]:
+                histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
+                history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
     naming 100 k points a second time. `named`: the rows carry those names already
-    (analysis.load with series_names as `named`, over the points of these labels)."""
+    (analysis.load with series_names as `named`, over the points of these labels).
+    `history`: the store's points of the labels not shown, read only for the spread
+    between sessions of the shown groups' configurations, as `compare` reads them
+    (analysis.compare's `history`): a comparison in the report is then the one
+    `compare` makes of its pair, whichever labels the report shows."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms, named=named)
+                      histograms=histograms, named=named, history=history)
 
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
-           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False
-           ) -> tuple[Report, list[AnalysedPoint]]:
+           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
+           history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     # (Labels as stored: series_label, which is the label itself until the series are named.)
     order = labels or list(dict.fromkeys(r.series_label for r in rows))
-    rows = [r for r in rows if r.series_label in order]
+    shown = set(order)
+    history = [*history, *(r for r in rows if r.series_label not in shown)]
+    rows = [r for r in rows if r.series_label in shown]
     if baseline is None and order:
         baseline = order[0]
     stored_order, stored_baseline = order, baseline
@@ -321,7 +316,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
         order, baseline, prices = _renamed(rows, order, baseline, prices)
     else:
         rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    every = analysis.summaries(rows, histograms=histograms)
+    every = _lent(analysis.summaries(rows, histograms=histograms), rows, history)
     # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
     # its own: its series' curve shows it (report/curves.py), its level the capacity.
     curves = search_curves.curves(rows, every)
@@ -330,7 +325,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     hardware = level_figures.hardware(rows, runs_by_id)
     level_rows = _compare([level_figures.level_row(key, summary, members[key], prices.get(key[0]),
                                                    hardware.get(key[0], level_figures.Hardware()))
-                           for key, summary in summaries.items()], baseline)
+                           for key, summary in summaries.items()], baseline, summaries)
     by_series = _by_series(level_rows)
     # The decisions compare the labels as stored: the same groups of points under their
     # stored labels (a summary's points share one configuration key, so renaming a
@@ -344,6 +339,20 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
+
+
+def _lent(every: list[LevelSummary], rows: list[AnalysedPoint], history: Sequence[AnalysedPoint]
+          ) -> list[LevelSummary]:
+    """The shown groups with the spread between sessions `compare` gives them, where the
+    store's other labels lend one (analysis.summaries over the shown points and
+    `history`: the same groups, their estimates from every group of their
+    configuration); as they are without a history."""
+    if not history:
+        return every
+    # (No latency here: only the estimates are taken, and a history's groups need none.)
+    lent = {(s.label, s.config_key): s for s in analysis.summaries([*rows, *history])}
+    return [replace(s, estimate=found.estimate, between_sessions=found.between_sessions)
+            if (found := lent.get((s.label, s.config_key))) is not None else s for s in every]
 
 
 def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
@@ -441,16 +450,21 @@ def _by_series(level_rows: list[LevelRow]) -> BySeries:
     return by_series
 
 
-def _compare(level_rows: list[LevelRow], baseline: str | None) -> list[LevelRow]:
+# (label, engine, workload, threads) -> the closed-loop group a level row shows
+Summaries = dict[tuple[str, str, str, int], LevelSummary]
+
+
+def _compare(level_rows: list[LevelRow], baseline: str | None, summaries: Summaries) -> list[LevelRow]:
     """Each level row against one thread of its series (scaling efficiency) and against
-    the baseline's row at the same level (ratio, interval, verdict)."""
+    the baseline's row at the same level (ratio, interval, verdict: its group's against
+    the baseline's, stats/levelcompare.py)."""
     by_series = _by_series(level_rows)
     compared = []
     for row in level_rows:
         one = by_series[(row.label, row.engine, row.workload)].get(1)
         base = by_series.get((baseline, row.engine, row.workload), {}).get(row.threads) if baseline else None
         row = replace(row, scaling_efficiency=_scaling_efficiency(row, row.threads, one))
-        compared.append(_against_baseline(row, base, row.label != baseline))
+        compared.append(_against_baseline(row, base, summaries))
     return compared
 
 
@@ -463,21 +477,30 @@ def _scaling_efficiency(row: LevelRow, n: int, one: LevelRow | None) -> float | 
             else row.value / (n * one.value))
 
 
-def _against_baseline(row: LevelRow, base: LevelRow | None, other: bool) -> LevelRow:
-    """The row with its comparison to the baseline's at its level; other: the row is
-    not the baseline's own."""
-    differs = _differs(row, base) if base and other else []
-    if differs:
-        said = "not comparable: " + ", ".join(differs)
-        return replace(row, reason=said, verdict_text=said)
-    if not (base and base.value and row.value is not None):
+def _against_baseline(row: LevelRow, base: LevelRow | None, summaries: Summaries) -> LevelRow:
+    """The row with its comparison to the baseline's row at its level: the one `compare`
+    makes of the pair (levelcompare.level), about the host where their labels differ and
+    the variant where their variants do; any other field of their configurations that
+    differs (the clients too) makes them not comparable, and the row says which."""
+    if base is None:
         return row
-    row = replace(row, ratio_to_baseline=row.value / base.value)
-    if other and base.estimate is not None and row.estimate is not None:
-        c = stats.over_sessions(base.estimate, row.estimate, of=row.metric)
-        row = replace(row, ratio_ci_low=c.ci_low, ratio_ci_high=c.ci_high,
-                      verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text)
-    return row
+    if base.label == row.label:
+        # The baseline's own row: 1 by definition, nothing to decide.
+        return replace(row, ratio_to_baseline=1.0) if row.value else row
+    by = "label" if row.series_label != base.series_label else "variant"
+    about = [name for name, differs in (("host", by == "label"), ("variant", row.variant != base.variant)) if differs]
+    ignore = {field for name in about for field in configkey.ABOUT[name]}
+    found = levelcompare.level(summaries[_key(base)], [summaries[_key(row)]], a=base.label, b=row.label, by=by,
+                               ignore=ignore)
+    if found is None:
+        return row
+    return replace(row, ratio_to_baseline=found.ratio, ratio_ci_low=found.ratio_ci_low,
+                   ratio_ci_high=found.ratio_ci_high, verdict=found.verdict, reason=found.reason,
+                   verdict_text=found.verdict_text)
+
+
+def _key(row: LevelRow) -> tuple[str, str, str, int]:
+    return row.label, row.engine, row.workload, row.threads
 
 
 # ------------------------------------------------------------------ sections

@@ -474,6 +474,8 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
     rows = list(rows)
     a, b = rows[0].a, rows[0].b
     by_variant = rows[0].by == "variant"
+    # Two labels that hold variants: a row per variant at one level, each named.
+    variants = any(r.variant for r in rows)
 
     def verdict(r: LevelComparison) -> str:
         return ("[bold]" if r.significant else "") + escape(r.verdict_text) + ("[/]" if r.significant else "")
@@ -482,6 +484,7 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
         *((Column("label", "left", lambda r: escape(r.label or "")),) if by_variant else ()),
         Column("engine", "left", lambda r: r.engine),
         Column("workload", "left", lambda r: escape(r.workload) + ("§" if r.slo else "")),
+        *((Column("variant", "left", lambda r: escape(r.variant or "")),) if variants else ()),
         Column("threads", "right", lambda r: str(r.threads)),
         Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
         Column(escape(a), "right", lambda r: metric.shown(r.a_mean, r.metric)),

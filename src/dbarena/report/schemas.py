@@ -115,7 +115,7 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
                 of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo", "a_efficiency",
-                                                               "b_efficiency", "profile_changes"}),
+                                                               "b_efficiency", "profile_changes", "variant"}),
                           nested={"profile_changes": PROFILE_CHANGES})),
 }
 

@@ -141,13 +141,15 @@ def _change(ratio: float | None) -> str:
 def against_baseline(section: Section, report: Report) -> TableSpec | None:
     rows = [[r.label, str(r.threads), num(r.ratio_to_baseline, 3), _change(r.ratio_to_baseline),
              interval(r.ratio_ci_low, r.ratio_ci_high, 3), r.verdict_text or "-"]
-            for r in section.rows if r.label != report.baseline and r.ratio_to_baseline is not None]
+            for r in section.rows
+            # (A row not comparable with the baseline's has no ratio: it says why.)
+            if r.label != report.baseline and (r.ratio_to_baseline is not None or r.verdict_text)]
     if not rows:
         return None
-    # (--slo: these are the closed-loop figures; the decision compares the capacities.)
+    # (--slo: as `compare` and the decision, the capacities where both sides searched one.)
     slo = _objective(section.rows)
-    note = (f"Closed-loop throughput, level by level; where both sides searched a capacity at {slo}, the decision "
-            "compares those capacities instead (the table 'Capacity at the objective')." if slo else None)
+    note = (f"Level by level; where both sides searched a capacity at {slo}, the ratio is of those capacities "
+            "(the table 'Capacity at the objective'), as `compare` and the decision compare them." if slo else None)
     return TableSpec(f"Against the baseline ({report.baseline})", ["label", "threads", "ratio", "change", "95 % CI",
                                                                    "verdict"], rows, note,
                      explain=reading.AGAINST_SECONDS if section.metric == "seconds" else reading.AGAINST)

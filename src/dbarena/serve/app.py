@@ -47,7 +47,7 @@ from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, StoredRun
+from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
 from dbarena.report.data import Report
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
@@ -346,36 +346,25 @@ class _Pages:
         return await self.page(f"Run {before} → {after}", self._diff, before, after, kept=True)
 
     def _diff(self, store: Store, before_id: int, after_id: int) -> str:
-        from dbarena.stats import analysis, environment, metric
+        from dbarena.stats import environment, gate
 
+        if before_id == after_id:
+            raise UsageError(f"before and after are both run {before_id}: give two runs")
         runs = []
         for run_id in (before_id, after_id):
             run = store.run(run_id)
             if run is None:
                 raise NotFound(f"no run {run_id} in {store.location}")
-            runs.append(run)
-        levels: list[dict[tuple[str, str, str, int], list[float]]] = []
-        units: dict[str, str] = {}
-        envs = []
-        for run in runs:
-            if store.run_progress([run.id])[run.id].points > ANALYSED_POINTS:
-                raise DbarenaError(f"run {run.id} holds more than {ANALYSED_POINTS} points: compare it with "
+            if store.run_progress([run_id])[run_id].points > ANALYSED_POINTS:
+                raise DbarenaError(f"run {run_id} holds more than {ANALYSED_POINTS} points: compare it with "
                                    "`dbarena compare` instead")
-            analysed = [a for a in analysis.load(store, run_id=run.id) if a.phase == "measured"]
-            mine: dict[tuple[str, str, str, int], list[float]] = {}
-            for a in analysed:
-                # Each point's figure as History judges the run by it (analysis.value).
-                if (value := analysis.value(a)) is not None:
-                    mine.setdefault((a.engine, a.workload, a.variant or "", a.threads), []).append(value)
-                    units[a.workload] = metric.of_point(a)
-            levels.append(mine)
-            # The run's environment as History names its causes: the run and a point's configuration.
-            envs.append(environment.of_run(run, analysed[0].config or {} if analysed else {}))
+            runs.append(run)
+        compared, sides = diff_levels(store, runs[0].id, runs[1].id)
+        # The runs' environments as History names its causes: the run and a point's configuration.
+        envs = [environment.of_run(run, side[0].config or {} if side else {}) for run, side in zip(runs, sides)]
         changes = [(c.fact, c.before, c.after) for c in environment.changes(envs[0], envs[1])]
         facts = [(f, envs[0].facts.get(f), envs[1].facts.get(f)) for f in sorted(set(envs[0].facts) | set(envs[1].facts))]
-        compared = [pages.Compared(key, _mean(levels[0][key]), _mean(levels[1][key]), units.get(key[1], "tps"))
-                    for key in sorted(set(levels[0]) & set(levels[1]))]
-        return pages.diff_page(runs[0], runs[1], changes, facts, compared)
+        return pages.diff_page(runs[0], runs[1], changes, facts, compared, about=gate.ABOUT)
 
     async def hosts(self, request: Request) -> Response:
         return await self.page("Hosts", self._hosts, kept=True)
@@ -506,6 +495,25 @@ Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
 Model = tuple[Report, Links]
 
 
+def diff_levels(store: Store, before: int, after: int
+                ) -> tuple[list[LevelComparison], tuple[list[AnalysedPoint], list[AnalysedPoint]]]:
+    """The levels two runs both measured, as /diff shows them: each run a label of its own
+    ("run N"), compared as the gate compares two runs (analysis.compare about the machine,
+    the server and its settings; a level whose workload, clients or options differ is not
+    comparable), every other point of the store lending the spread between sessions of
+    the sides' configurations as it does to `compare`; and each run's points."""
+    from dbarena.stats import analysis, gate
+
+    every = analysis.load(store)
+    sides = ([p for p in every if p.run_id == before], [p for p in every if p.run_id == after])
+    if not all(sides):
+        return [], sides
+    names = f"run {before}", f"run {after}"
+    taken = {p.point_id for side in sides for p in side}
+    return analysis.compare(gate.as_labels(*zip(names, sides)), *names, about=gate.ABOUT,
+                            history=[p for p in every if p.point_id not in taken]), sides
+
+
 def _preload() -> None:
     """What the first report model of the process imports besides dbarena (scipy's
     special functions for the intervals, stats/estimate.py, and its optimizer for the
@@ -541,10 +549,6 @@ def _links(named: list[AnalysedPoint]) -> Links:
             continue
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
     return out
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 class _Choice(Exception):

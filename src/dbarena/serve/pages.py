@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from dbarena import __version__
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, JSON, StoredPoint, StoredRun
+from dbarena.records import AnalysedPoint, JSON, LevelComparison, StoredPoint, StoredRun
 from dbarena.report import html as report_html
 from dbarena.report.decision import workload_of
 from dbarena.report.charts import MAX_TOGGLED, label_class
@@ -614,28 +614,34 @@ def diff_link(before: int, after: int) -> str:
     return f"/diff?{urlencode([('before', before), ('after', after)])}"
 
 
-@dataclass(frozen=True)
-class Compared:
-    """A level measured in both runs of a diff: (engine, workload, variant, threads) and
-    the figure of each run there as History judges it (a mean over its repeats)."""
+def _change(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
 
-    key: tuple[str, str, str, int]
-    before: float | None
-    after: float | None
-    metric: str  # what the figures are (stats/metric.py): tps, qps, or seconds (lower is better)
+
+def _compared(c: LevelComparison) -> str:
+    """A level of a diff: each run's figure, the change, its 95 % interval and the verdict,
+    as `compare` gives them; a level not comparable says why instead."""
+    figure = html_text(c.metric) + (f" (capacity at {html_text(c.slo)})" if c.slo else "")
+    within = ("-" if c.ratio_ci_low is None or c.ratio_ci_high is None
+              else f"{_change(c.ratio_ci_low)} .. {_change(c.ratio_ci_high)}")
+    verdict = html_text(c.verdict_text)
+    return (f"<tr><td>{html_text(c.engine)}</td><td>{html_text(c.workload)}</td>"
+            f"<td>{label(c.variant) if c.variant else ''}</td><td>{c.threads}</td><td>{figure}</td>"
+            f"<td>{num(c.a_mean)}</td><td>{num(c.b_mean)}</td><td>{_change(c.ratio)}</td><td>{within}</td>"
+            f"<td>{f'<strong>{verdict}</strong>' if c.significant else verdict}</td></tr>")
 
 
 def diff_page(before: StoredRun, after: StoredRun, changes: Sequence[tuple[str, str, str]],
-              facts: Sequence[tuple[str, str | None, str | None]], compared: Sequence[Compared]) -> str:
+              facts: Sequence[tuple[str, str | None, str | None]], compared: Sequence[LevelComparison],
+              about: Sequence[str] = ()) -> str:
     """What differs between two runs: the facts that changed (stats/environment.py, the
-    causes History names), the figures of the levels both measured, every fact side by side."""
+    causes History names), the levels both measured as `compare` compares them (each run
+    a label of its own, about the host and `about`: analysis.compare's rows), every fact
+    side by side."""
     changed = "".join(f"<tr><td>{html_text(f)}</td><td>{html_text(a)}</td><td>{html_text(b)}</td></tr>"
                       for f, a, b in changes)
-    levels = "".join(
-        f"<tr><td>{html_text(c.key[0])}</td><td>{html_text(c.key[1])}</td><td>{label(c.key[2]) if c.key[2] else ''}"
-        f"</td><td>{c.key[3]}</td><td>{html_text(c.metric)}</td><td>{num(c.before)}</td><td>{num(c.after)}</td>"
-        f"<td>{'-' if not c.before or c.after is None else f'{(c.after / c.before - 1) * 100:+.1f} %'}</td></tr>"
-        for c in compared)
+    levels = "".join(_compared(c) for c in compared)
+    also = "".join(f" --about {html_text(a)}" for a in about)
     every = "".join(f"<tr><td>{html_text(f)}</td><td>{html_text(a if a is not None else '-')}</td>"
                     f"<td>{html_text(b if b is not None else '-')}</td></tr>" for f, a, b in facts)
     return "\n".join([
@@ -647,8 +653,12 @@ def diff_page(before: StoredRun, after: StoredRun, changes: Sequence[tuple[str, 
         (_table(["fact", f"run {before.id}", f"run {after.id}"], [changed], "diff") if changed else
          '<p class="note">No recorded fact changed between these runs.</p>'),
         "<h2>Levels both measured</h2>",
+        '<p class="note">Each run as a label of its own, compared as <code>dbarena compare</code> compares two '
+        f"labels{also and f' with <code>{also.strip()}</code>'}: the change of run {after.id} against run "
+        f"{before.id}, its 95 % interval over sessions and the verdict; a level whose configuration differs in "
+        "anything else (the workload, its clients, the tool's options) is not compared.</p>",
         (_table(["engine", "workload", "variant", "threads", "figure", f"run {before.id}", f"run {after.id}",
-                 "change"],
+                 "change", "95 % CI", "verdict"],
                 [levels], "diff") if levels else '<p class="note">No level measured in both runs.</p>'),
         f"<details><summary>Every fact of both runs ({len(facts)})</summary>"
         f'{_table(["fact", f"run {before.id}", f"run {after.id}"], [every], "diff")}</details>'])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import operator
 import statistics
 from collections import defaultdict
@@ -23,6 +22,7 @@ from dbarena.stats import efficiency
 from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import interference
+from dbarena.stats import levelcompare
 from dbarena.stats import profiles
 from dbarena.stats import latency
 from dbarena.stats import metric
@@ -688,11 +688,7 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     to read the stacks of levels both sides profiled (profile_changes: level_profiles)."""
     rows = list(rows)
     by = sides(rows, a, b)
-    ignore = {*configkey.ABOUT["host" if by == "label" else "variant"]}
-    for field in about:
-        if field not in configkey.ABOUT:
-            raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
-        ignore.update(configkey.ABOUT[field])
+    ignore = levelcompare.ignoring(by, about)
     # The caller's, when it compares many pairs; history's groups lend only their spread.
     groups = summaries([*rows, *history]) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
@@ -706,50 +702,12 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
                       (sa.engine, sa.workload, sa.threads) and (by == "label" or sb.label == sa.label)]
         if not same_place:
             continue
-        a_config = sa.config or {}
-        match = next((sb for sb in same_place if configkey.matches(a_config, sb.config or {}, ignore)), None)
-        row = functools.partial(LevelComparison, engine=sa.engine, workload=sa.workload, threads=sa.threads,
-                                metric=sa.metric, lower_is_better=metric.lower_is_better(sa.metric), a=a, b=b,
-                                by=by, label=sa.label if by == "variant" else None, a_mean=sa.mean, a_n=sa.n)
-        if match is None:
-            sb = same_place[0]
-            fields = configkey.differing(a_config, sb.config or {}, ignore)
-            reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
-            out.append(row(b_mean=sb.mean, b_n=sb.n, a_sessions=sa.sessions, b_sessions=sb.sessions, ratio=None, ratio_ci_low=None, ratio_ci_high=None,
-                           p_value=None, significant=False, differs=fields, unverified=None, verdict=None,
-                           reason=reason, verdict_text=reason, log_se=None, log_df=None))
+        row = levelcompare.level(sa, same_place, a=a, b=b, by=by, ignore=ignore)
+        if row is None:
             continue
-        # Where both searched for a capacity at one objective (--slo), the capacities are
-        # what is compared: the throughput each carries within the objective.
-        slo = _same_objective(sa, match)
-        a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
-        if a_est is None or b_est is None:
-            continue
-        c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=configkey.same_host(a_config, match.config or {}))
-        # Sides measured under different interference (other processes' CPU, steal): the
-        # ratio and its interval are shown, but not decided, here nor where the decision
-        # combines levels (no log-scale spread to combine).
-        # Only between sides of one configuration (apart from the host): where what the
-        # comparison is about differs (settings, a variant, the server), so does the
-        # servers' appetite for CPU, and the CPU other processes got then says nothing of
-        # what they took from the server (a server waiting on its commits leaves the CPU
-        # to them: synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2).
-        if configkey.matches(a_config, match.config or {}, configkey.ABOUT["host"]) and \
-                (unlike := interference.apart(*((sa.capacity_interference, match.capacity_interference) if slo
-                                                 else (sa.interference, match.interference)), a, b)) is not None:
-            said = f"inconclusive: {unlike}"
-            c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
-        if slo:
-            row = functools.partial(row, a_mean=a_est.mean, a_n=a_est.n)
-        out.append(row(b_mean=b_est.mean if slo else match.mean, b_n=b_est.n if slo else match.n,
-                       a_sessions=sa.sessions, b_sessions=match.sessions,
-                       ratio=c.ratio, ratio_ci_low=c.ci_low,
-                       ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
-                       unverified=configkey.unknown(a_config, match.config or {}, ignore),
-                       verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
-                       log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency,
-                       b_efficiency=match.efficiency))
-        if profile_store is not None:
+        out.append(row)
+        if row.comparable and profile_store is not None:
+            match = next(sb for sb in same_place if configkey.matches(sa.config or {}, sb.config or {}, ignore))
             pairs[len(out) - 1] = (_members(rows, sa), _members(rows, match))
     if profile_store is not None and pairs:
         changed = level_profiles(profile_store, pairs.values())
@@ -796,11 +754,3 @@ def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPo
         result.append(changes or None)
     return result
 
-
-def _same_objective(a: LevelSummary, b: LevelSummary) -> str | None:
-    """The objective both groups' capacities are at (--slo), or None: compare their
-    closed-loop throughput."""
-    if a.capacity is None or b.capacity is None or a.capacity_estimate is None or b.capacity_estimate is None:
-        return None
-    slo = a.capacity.get("slo")
-    return slo if isinstance(slo, str) and slo == b.capacity.get("slo") else None

@@ -3,8 +3,9 @@
 
 decision.bound() reads only the machine (CPU, iowait, the load generator's CPU) over
 a level's repeats; this reads one point and also what the server waited for, so that
-it can say "locks" or "WAL or fsync" where the CPU says nothing. Pure: series in,
-(kind, evidence) out.
+it can say "locks" or "WAL or fsync" where the CPU says nothing. Where no wait decides,
+both climb one CPU ladder (stats/cpuladder.py): the same steps, thresholds and words.
+Pure: series in, (kind, evidence) out.
 
 What each engine family's waits say is declared beside its reader
 (serverside/postgres.py: the share of active-backend samples in each class of wait
@@ -24,22 +25,22 @@ from dbarena.serverside.families import DEFAULT, FAMILIES
 from dbarena.serverside.mysql import GAUGES
 from dbarena.serverside.series import WAIT, ServerSeries
 from dbarena.serverside.waits import IO, LOADGEN, LOCKS, SERVER_CPU, WAL, Found, Limits
-from dbarena.stats import thresholds
+from dbarena.stats import cpuladder, thresholds
 
 __all__ = ["LOCKS", "WAL", "IO", "LOADGEN", "SERVER_CPU", "MACHINE_CPU", "NONE", "KINDS", "CPU_KINDS", "GAUGES",
            "WAIT_SHARE", "MIN_WAIT_SAMPLES", "PointBound", "Readings", "readings", "classify", "checkpoint_seconds",
            "most_frequent", "of_group", "waiting", "figures", "differs_most", "figure_text"]
 
-MACHINE_CPU = "machine CPU"
-NONE = "no single bound"
+MACHINE_CPU, NONE = cpuladder.MACHINE_CPU, cpuladder.NONE
 KINDS = (LOCKS, WAL, IO, LOADGEN, SERVER_CPU, MACHINE_CPU, NONE)
 
 # A class of waits that holds this share of the active-backend samples (or of the
 # clients, waiting on row locks on average) bounds the point: below it the server
 # spends most of its time elsewhere and no one wait decides the throughput.
 WAIT_SHARE = 0.3
-# Saturation and iowait: the thresholds every view judges by (stats/thresholds.py).
-SATURATED, IOWAIT_PCT = thresholds.SATURATED, thresholds.IOWAIT_PCT
+# iowait: the threshold every view judges by (stats/thresholds.py); saturation is the
+# CPU ladder's (stats/cpuladder.py).
+IOWAIT_PCT = thresholds.IOWAIT_PCT
 # Reads that miss InnoDB's buffer pool, as a share of its read requests, past which
 # the point reads from storage rather than memory.
 MISS_SHARE = 0.05
@@ -111,26 +112,14 @@ def _checkpoint_note(series: Mapping[str, Sequence[float | None]], seconds: Sequ
 
 def _cpu_bound(system: Sequence[Sample], hardware_threads: int, loadgen_threads: int,
                notes: list[str]) -> PointBound:
-    """Where no wait decided: the CPU of the load generator, the server or the machine,
-    saturated as every view calls it (stats/thresholds.py), or no single bound."""
-    server_cpu = _mean(s.get("server_cpu") for s in system)
-    loadgen_cpu = _mean(s.get("loadgen_cpu") for s in system)
+    """Where no wait decided: the CPU ladder (stats/cpuladder.py) over the point's
+    system samples, the notes after its figures."""
     idle = _mean(s.get("cpu_idle_pct") for s in system)
-    busy = 100 - idle if idle is not None else None
-    cpu = ", ".join(part for part in (
-        f"machine CPU {busy:.0f} % busy" if busy is not None else "",
-        f"server {server_cpu:.1f}" + (" cores" if loadgen_cpu is None else "") if server_cpu is not None else "",
-        f"load generator {loadgen_cpu:.1f} cores" if loadgen_cpu is not None else "") if part)
-    usable_loadgen = max(1, min(loadgen_threads, hardware_threads))
-    if loadgen_cpu is not None and loadgen_cpu >= SATURATED * usable_loadgen:
-        return PointBound(LOADGEN, "; ".join([f"load generator {loadgen_cpu:.1f} cores for {loadgen_threads} "
-                                              "thread(s)", *notes]))
-    if server_cpu is not None and server_cpu >= SATURATED * hardware_threads:
-        return PointBound(SERVER_CPU, "; ".join([f"server {server_cpu:.1f} of {hardware_threads} hardware threads",
-                                                 *notes]))
-    if busy is not None and busy >= 100 * SATURATED:
-        return PointBound(MACHINE_CPU, "; ".join([cpu, *notes]))
-    return PointBound(NONE, "; ".join([p for p in (cpu, *notes) if p]) or "too few samples to tell")
+    found = cpuladder.step(cpuladder.Figures(
+        busy_pct=100 - idle if idle is not None else None, iowait_pct=_mean(s.get("cpu_iowait_pct") for s in system),
+        server_cpu=_mean(s.get("server_cpu") for s in system), loadgen_cpu=_mean(s.get("loadgen_cpu") for s in system),
+        server_threads=hardware_threads, loadgen_threads=loadgen_threads, loadgen_cores=hardware_threads))
+    return PointBound(found.kind, "; ".join([p for p in (found.figures, *notes) if p]) or cpuladder.TOO_FEW)
 
 
 def classify(server: Readings | None, system: Sequence[Sample], *, hardware_threads: int,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
 from dbarena.stats import bound as point_bound
-from dbarena.stats import efficiency, interference, loadgens, metric, sessions, thresholds, verdicts
+from dbarena.stats import cpuladder, efficiency, interference, loadgens, metric, sessions, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 
 # The vocabulary's words, here too for the views that read decisions (re-exported).
@@ -213,9 +213,8 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
                     log_se=log.se, log_df=log.df, metric=judged_by, slo=slo)
 
 
-# What bound a point, from its once-a-second system samples (means over its steady
-# state; analysis.system_view): thresholds as the load-generator warning uses them.
-SATURATED, IOWAIT_PCT = thresholds.SATURATED, thresholds.IOWAIT_PCT  # stats/thresholds.py, for every view
+# What bound a side, from its points' once-a-second system samples (means over their
+# steady state; analysis.system_view): the CPU ladder every view climbs (stats/cpuladder.py).
 MIN_SAMPLES = 3  # steadystate.LOADGEN_MIN_SAMPLES: nothing is said from fewer
 
 
@@ -239,39 +238,32 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
     if (together := loadgens.bound(ok)) is not None:
         return together
     if not ok or all(p.samples < MIN_SAMPLES or p.cpu_busy_pct is None for p in ok):
-        return "too few samples to tell"
+        return cpuladder.TOO_FEW
+    busy, server = _mean(p.cpu_busy_pct for p in ok), _mean(p.server_cpu for p in ok)
+    machine = max(p.machine_threads for p in ok)
+    found = cpuladder.step(cpuladder.Figures(
+        busy_pct=busy, iowait_pct=_mean(p.cpu_iowait_pct for p in ok), server_cpu=server,
+        loadgen_cpu=_mean(p.loadgen_cpu for p in ok), server_threads=max(p.hardware_threads_usable or 1 for p in ok),
+        loadgen_threads=max(p.threads or 1 for p in ok), loadgen_cores=machine))
+    if found.kind in (point_bound.IO, point_bound.LOADGEN):
+        return found.words()
+    # A load generator the warning flagged that is not saturated competes for the CPU: in
+    # the warning's own reason (steadystate.loadgen_verdict), not "saturated" at 0.2 cores.
     flagged = [w for p in ok for w in p.warnings if w.get("code") == "load-generator-bound"]
     if flagged:
-        return _loadgen_bound(flagged[0], _mean(p.loadgen_cpu for p in ok), max(p.threads or 1 for p in ok))
-    busy, iowait, server = (_mean(p.cpu_busy_pct for p in ok), _mean(p.cpu_iowait_pct for p in ok),
-                            _mean(p.server_cpu for p in ok))
-    threads = max(p.hardware_threads_usable or 1 for p in ok)
-    if iowait is not None and iowait >= IOWAIT_PCT:
-        return f"I/O: iowait {iowait:.0f} %"
-    if server is not None and server >= SATURATED * threads:
-        return f"server CPU saturated ({server:.1f} of {threads} hardware threads)"
+        said = flagged[0].get("message", "").split(":", 1)[0].split(";", 1)[0]
+        return f"load generator competes for the CPU ({said})" if said else "load generator bound"
     # Other processes, not the load generator, took the CPU (the neighbours warning,
-    # steadystate.loadgen_verdict): said with their figure over the repeats.
+    # steadystate.loadgen_verdict): said with their figure over the repeats, before the
+    # machine's CPU (theirs is part of it).
     neighbours = [p.neighbour_cpu for p in ok if p.neighbour_cpu is not None]
-    machine = max(p.machine_threads for p in ok)
-    if neighbours and interference.notable(statistics.fmean(neighbours), machine):
+    if found.kind != point_bound.SERVER_CPU and neighbours and \
+            interference.notable(statistics.fmean(neighbours), machine):
         low, high = interference.cpus(min(neighbours)), interference.cpus(max(neighbours))
         took = low if low == high else f"{low}-{high}"
         return (f"neighbours took {took} of {machine} CPUs (machine CPU {busy:.0f} % busy"
                 + (f", server {server:.1f} cores" if server is not None else "") + ")")
-    if busy is not None and busy >= 100 * SATURATED:
-        return f"machine CPU {busy:.0f} % busy"
-    return f"no single bound (CPU {busy:.0f} % busy" + (f", server {server:.1f} cores)" if server is not None else ")")
-
-
-def _loadgen_bound(flag: dict[str, str], loadgen: float | None, clients: int) -> str:
-    """A side the load-generator warning flagged, in the warning's own reason
-    (steadystate.loadgen_verdict), not words of its own: a load generator that used 0.2
-    cores is not "saturated", it competes for the CPU."""
-    if loadgen is not None and loadgen >= SATURATED * clients:
-        return f"load generator saturated ({loadgen:.1f} cores for {clients} thread(s))"
-    said = flag.get("message", "").split(":", 1)[0].split(";", 1)[0]
-    return f"load generator competes for the CPU ({said})" if said else "load generator bound"
+    return found.words()
 
 
 def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:

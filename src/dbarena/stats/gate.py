@@ -192,6 +192,12 @@ def history(store: ResultStore, *sides: Side) -> list[AnalysedPoint]:
     return [p for p in analysis.load(store, labels=labels) if p.point_id not in taken] if labels else []
 
 
+def as_labels(*sides: tuple[str, Sequence[AnalysedPoint]]) -> list[AnalysedPoint]:
+    """Each side's points as a label of its own, its name, so that two runs of one label
+    compare like two labels (as stored, to the comparison: its series_label, analysis.sides)."""
+    return [replace(p, label=name, series_label=name) for name, points in sides for p in points]
+
+
 def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequence[AnalysedPoint] = ()) -> Gate:
     """The gate of the candidate against the baseline (see the module's docstring);
     `history` (gate.history): the sides' labels' other runs, for the spread between
@@ -205,10 +211,7 @@ def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequen
     for each in (baseline, candidate):
         if not each.points:
             raise UsageError(f"{each.what} holds no measured point")
-    # Each side as a label of its own, so that two runs of one label compare like two labels
-    # (as stored, to the comparison: its series_label, analysis.sides).
-    rows = [replace(p, label=baseline.name, series_label=baseline.name) for p in baseline.points] + \
-           [replace(p, label=candidate.name, series_label=candidate.name) for p in candidate.points]
+    rows = as_labels((baseline.name, baseline.points), (candidate.name, candidate.points))
     compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT, history=history)
     counted = [r for r in compared if not r.differs]
     items = [_item(d, [r for r in counted if (r.engine, r.workload) == (d.engine, d.workload)], max_regression)

@@ -1,0 +1,101 @@
+"""One level of B against one of A: the comparison every view states of a pair of groups
+(analysis.summaries), so that `compare`, the report's level tables and its decision,
+serve's /diff and the gate give one figure, one interval and one verdict for one pair.
+
+What it checks, in order: that the configurations match apart from what the comparison
+is about (configkey.ABOUT: the host for two labels, the variant for two variants, more
+where asked); else the row names what differs ("not comparable: clients 8 vs 32") and
+has no ratio. Then the ratio of the sides' means over sessions, its interval and verdict
+(estimators.over_sessions: pooled spreads where both ran on one machine); and where both
+searched a capacity at one objective (--slo), of those capacities. Sides of one
+configuration measured under different interference keep their ratio and interval but
+no verdict (stats/interference.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Iterable, Sequence
+
+from dbarena.errors import UsageError
+from dbarena.records import LevelComparison, LevelSummary
+from dbarena.stats import configkey, interference, metric
+from dbarena.stats import estimators as stats
+
+__all__ = ["ignoring", "level", "same_objective"]
+
+
+def ignoring(by: str, about: Iterable[str] = ()) -> set[str]:
+    """The configuration's fields two sides may differ in: those of what the comparison
+    is by ("label": the host; "variant": the variant and its settings) and of each
+    field of `about` (configkey.ABOUT's names; another is a UsageError)."""
+    ignore = {*configkey.ABOUT["host" if by == "label" else "variant"]}
+    for field in about:
+        if field not in configkey.ABOUT:
+            raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
+        ignore.update(configkey.ABOUT[field])
+    return ignore
+
+
+def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: str, by: str,
+          ignore: Iterable[str]) -> LevelComparison | None:
+    """A's group `sa` against the first of B's groups at its engine, workload and threads
+    (`same_place`, not empty) whose configuration matches apart from `ignore`; where none
+    does, the row that says what differs from the first. `a`, `b`: the sides' names as
+    the row and its words give them; `by`: what they are ("label" or "variant"). None
+    where a side has no figure to compare (no ok point, or a capacity not found)."""
+    ignore = set(ignore)
+    a_config = sa.config or {}
+    match = next((sb for sb in same_place if configkey.matches(a_config, sb.config or {}, ignore)), None)
+    # (Two labels that hold variants have a row for each variant at one level: named.)
+    row = functools.partial(LevelComparison, engine=sa.engine, workload=sa.workload, threads=sa.threads,
+                            metric=sa.metric, lower_is_better=metric.lower_is_better(sa.metric), a=a, b=b, by=by,
+                            label=sa.label if by == "variant" else None,
+                            variant=(sa.variant or None) if by == "label" else None,
+                            a_sessions=sa.sessions)
+    if match is None:
+        sb = same_place[0]
+        fields = configkey.differing(a_config, sb.config or {}, ignore)
+        reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
+        return row(a_mean=sa.mean, a_n=sa.n, b_mean=sb.mean, b_n=sb.n, b_sessions=sb.sessions, ratio=None,
+                   ratio_ci_low=None, ratio_ci_high=None, p_value=None, significant=False, differs=fields,
+                   unverified=None, verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None)
+    b_config = match.config or {}
+    # Where both searched for a capacity at one objective (--slo), the capacities are
+    # what is compared: the throughput each carries within the objective.
+    slo = same_objective(sa, match)
+    a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
+    if a_est is None or b_est is None:
+        return None
+    c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=configkey.same_host(a_config, b_config))
+    # Sides measured under different interference (other processes' CPU, steal): the
+    # ratio and its interval are shown, but not decided, here nor where the decision
+    # combines levels (no log-scale spread to combine).
+    # Only between sides of one configuration (apart from the host): where what the
+    # comparison is about differs (settings, a variant, the server), so does the
+    # servers' appetite for CPU, and the CPU other processes got then says nothing of
+    # what they took from the server (a server waiting on its commits leaves the CPU
+    # to them: synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2).
+    if configkey.matches(a_config, b_config, configkey.ABOUT["host"]) and \
+            (unlike := interference.apart(*((sa.capacity_interference, match.capacity_interference) if slo
+                                             else (sa.interference, match.interference)), a, b)) is not None:
+        said = f"inconclusive: {unlike}"
+        c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
+    return row(
+        a_mean=a_est.mean if slo else sa.mean, a_n=a_est.n if slo else sa.n,
+        b_mean=b_est.mean if slo else match.mean, b_n=b_est.n if slo else match.n,
+        b_sessions=match.sessions, ratio=c.ratio, ratio_ci_low=c.ci_low,
+        ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
+        unverified=configkey.unknown(a_config, b_config, ignore),
+        verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
+        log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency)
+
+
+def same_objective(a: LevelSummary, b: LevelSummary) -> str | None:
+    """The objective both groups' capacities are at (--slo), or None: compare their
+    closed-loop throughput."""
+    if a.capacity is None or b.capacity is None or a.capacity_estimate is None or b.capacity_estimate is None:
+        return None
+    slo = a.capacity.get("slo")
+    return slo if isinstance(slo, str) and slo == b.capacity.get("slo") else None
