@@ -26,7 +26,7 @@ from dbarena.report import listings, terminal
 from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
-from dbarena.store.dialect import SQLite
+from dbarena.store.dialect import refuse_foreign
 from dbarena.study import arguments, consent
 
 
@@ -146,7 +146,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     # A file another program owns is refused before anything is said of the study (the
     # store itself is opened, and made if new, only once the study is confirmed).
     if isinstance(store_path, Path) and store_path.is_file() and store_path.stat().st_size:
-        SQLite(store_path, readonly=True).db.close()
+        refuse_foreign(store_path)
     # The whole study said, refused if it cannot fit, and confirmed if long: before
     # the store is opened (nothing stored, no store file made) or any server starts.
     if no_probe:
