@@ -28,6 +28,7 @@ from dbarena.store.database import Store
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
     from dbarena.records import AnalysedPoint
     from dbarena.stats.price import Price
+    from dbarena.importers.storing import ImportOptions
 
 
 def _say(text: str = "", **options: Any) -> None:
@@ -378,26 +379,42 @@ def import_command(files: tuple[Path, ...], label: str | None, engine: str | Non
         raise UsageError("Missing option '--label' (the label of the imported results)")
     if allowed_signers is not None:
         raise UsageError("import: --allowed-signers applies to bundles only")
-    from dbarena.importers.storing import ImportOptions, import_file, import_together
+    from dbarena.importers.storing import ImportOptions
 
     options = ImportOptions(label=label, engine=engine, tool=tool, workload=workload, price_per_hour=price_per_hour,
                             replace=replace)
     if together:
-        if len(files) < 2:
-            raise UsageError("import --together: give the outputs of two or more load generators")
-        with Store(store) as db:
-            done = import_together(db, list(files), options)
-        if done.error is not None:
-            _say(f"dbarena: error: {done.error}", err=True)
-            return ExitStatus.USAGE
-        if done.already:
-            _say(f"{' + '.join(map(str, files))}: already imported together; nothing added")
-            return None
-        _say(f"{' + '.join(map(str, files))}: imported together as 1 point of {len(files)} load generators, run "
-             f"{', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
-        for note, _ in done.notes:
-            _say(f"dbarena: {note}")
+        return _import_together(list(files), options, store)
+    return _import_files(files, options, store, allow_skipped)
+
+
+def _import_together(files: list[Path], options: ImportOptions, store: Path | str) -> int | None:
+    """`import --together`: the outputs of load generators that ran at once, one point."""
+    from dbarena.importers.storing import import_together
+
+    if len(files) < 2:
+        raise UsageError("import --together: give the outputs of two or more load generators")
+    with Store(store) as db:
+        done = import_together(db, files, options)
+    if done.error is not None:
+        _say(f"dbarena: error: {done.error}", err=True)
+        return ExitStatus.USAGE
+    if done.already:
+        _say(f"{' + '.join(map(str, files))}: already imported together; nothing added")
         return None
+    _say(f"{' + '.join(map(str, files))}: imported together as 1 point of {len(files)} load generators, run "
+         f"{', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
+    for note, _ in done.notes:
+        _say(f"dbarena: {note}")
+    return None
+
+
+def _import_files(files: tuple[Path, ...], options: ImportOptions, store: Path | str, allow_skipped: bool
+                  ) -> int | None:
+    """`import` of tools' outputs: each file whole or not at all; its pieces that carry
+    figures but hold no run said FILE:LINE (exit 1 unless --allow-skipped)."""
+    from dbarena.importers.storing import import_file
+
     failed, skipped = False, 0
     # What the readers noted, said once for the whole import with its counts (an archive
     # of 400 files would say "duration 300 s inferred" 400 times otherwise).
@@ -419,7 +436,7 @@ def import_command(files: tuple[Path, ...], label: str | None, engine: str | Non
                 if done.replaced:
                     _say(f"{path}: the {done.replaced} point(s) of its earlier import removed")
                 _say(f"{path}: imported {done.points} point(s) ({done.ok} ok, {done.points - done.ok} failed) "
-                           f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
+                     f"as run {', '.join(map(str, done.run_ids))}, label {', '.join(done.labels)}")
                 for note, count in done.notes:
                     runs_files = notes.setdefault(note, [0, 0])
                     runs_files[0] += count

@@ -7,13 +7,12 @@ from dataclasses import replace
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from dbarena.run import resume as resume_mod
-from dbarena.run import preflight, session
+from dbarena.run import preflight, request, session
 from dbarena import study as study_mod
 from dbarena.cli.app import cli, max_cost_option, max_instances_option, store_option
 from dbarena.errors import ExitStatus, Interrupted, ToolMissing, UsageError
@@ -26,8 +25,10 @@ from dbarena.report import listings, terminal
 from dbarena.records import AnalysedPoint
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
-from dbarena.store.dialect import refuse_foreign
 from dbarena.study import arguments, consent
+
+if TYPE_CHECKING:
+    from dbarena.exchange.like import Like
 
 
 # Not a run flag (study/flags.py): it changes no point, only whether a study file may
@@ -98,67 +99,32 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     continues).
     """
     # Everything the user could get wrong is checked before anything starts.
-    store_path = store
-    invocation = None
-    already: tuple[set[resume_mod.Identity], ...] = ()
-    like = None
-    if like_path is not None:
-        from dbarena.exchange import like as like_mod
-
-        if resume is not None or kwargs.get(arguments.STUDY_OPTION):
-            raise UsageError("--like runs the bundle's study: not with " + ("--resume" if resume else "--study"))
-        like = like_mod.read(like_path)
-        # Another label than the bundle's: both runs are in one store, and a decision
-        # is between labels.
-        kwargs["label"] = kwargs.get("label") or f"{like.label}-here"
-        given = study_mod.overrides(kwargs)
-        the_study = like.study(given)
-        # The bundle's stored flags are its publisher's, not typed here (consent.py).
-        typed, where = given.flags(), f"--like {like_path}"
-    elif resume is not None:
-        the_study, invocation, already, typed = _resumed_study(store_path, resume, kwargs)
-        where = f"--resume {resume} (the stored run's study and flags)"
-    else:
-        the_study = arguments.study_from_values(kwargs)
-        typed, where = None, None
-    # Before anything of the study runs (preflight checks setting names with its
-    # binaries), on machines or here.
-    consent.check(the_study, allow_commands, typed, where)
-    if the_study.machines is not None and progress_file is None:
-        # Not run here: on the machines [machines] describes, made for the run. (With
-        # --progress-file this is one of them: the fleet's host, running its part.)
-        not_here = [flag for flag, given in (("--resume", resume), ("--keep", keep), ("--no-init", no_init)) if given]
-        if not_here:
-            raise UsageError(f"{not_here[0]} does not go with a study with [machines] (its hosts are made for the run)")
-        return _on_machines(the_study, store_path, allow_commands, max_cost, max_instances, machines_poll_s)
-    if max_cost is not None or max_instances is not None:
-        raise UsageError(f"{'--max-cost' if max_cost is not None else '--max-instances'} applies to a study with "
-                         "[machines] (docs/cloud.md)")
-    if keep and all(e.target for e in the_study.engines):
-        raise UsageError("--keep applies to throwaway instances only, not to --target")
-    out = terminal.console()
-    err = terminal.console(stderr=True)
+    asked = request.Asked(store, keep=keep, init=not no_init, resume=resume, like=like_path,
+                          allow_commands=allow_commands, progress_file=progress_file, max_cost=max_cost,
+                          max_instances=max_instances)
+    resolved = request.resolve(asked, kwargs)
+    if resolved.on_machines:
+        return _on_machines(resolved.study, store, allow_commands, max_cost, max_instances, machines_poll_s)
+    the_study, like = resolved.study, resolved.like
+    out, err = terminal.console(), terminal.console(stderr=True)
     reporter: Reporter = terminal.TerminalReporter(err)
     if progress_file is not None:
         from dbarena.fleet.progress import ProgressFile, Tee
 
         reporter = Tee(reporter, ProgressFile(progress_file))
-    # A file another program owns is refused before anything is said of the study (the
-    # store itself is opened, and made if new, only once the study is confirmed).
-    if isinstance(store_path, Path) and store_path.is_file() and store_path.stat().st_size:
-        refuse_foreign(store_path)
+    request.refuse_foreign_store(store)
     # The whole study said, refused if it cannot fit, and confirmed if long: before
     # the store is opened (nothing stored, no store file made) or any server starts.
-    if no_probe:
-        if probe_s:
-            raise UsageError(f"--no-probe and --probe {probe_s}: give one")
-        probe_s = 0
+    probe_for = request.probe_seconds(probe_s, no_probe)
     facts = hostinfo.host_facts()
     if like is not None:  # what cannot be the same here, before anything starts
+        from dbarena.exchange import like as like_mod
+
         for line in like_mod.differences(like, facts, _engine_versions(the_study),
                                          on_target=any(e.target for e in the_study.engines)):
             err.print(line, markup=False, soft_wrap=True)
-    estimated = preflight.estimate(the_study, host_facts=facts, keep=keep, stored=already, probe_s=probe_s)
+    estimated = preflight.estimate(the_study, host_facts=facts, keep=keep, stored=resolved.already,
+                                   probe_s=probe_for)
     refused = estimated.refusal()
     if refused:
         raise UsageError(refused)
@@ -166,7 +132,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
     if not _confirmed(estimated, yes, err):
         err.print("not started: nothing was run or stored", markup=False)
         return ExitStatus.INTERRUPTED
-    with Store(store_path) as db:
+    with Store(store) as db:
         if like is not None and like_path is not None:
             from dbarena.exchange.importing import import_bundle
 
@@ -174,7 +140,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             err.print(f"imported {like_path} as the baseline: {imported.runs} run(s), {imported.points} point(s) "
                       "added", markup=False, soft_wrap=True)
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
-                              resume=invocation, system_metrics=not no_system_metrics,
+                              resume=resolved.invocation, system_metrics=not no_system_metrics,
                               server_metrics=not no_server_metrics, host_facts=facts,
                               estimated=estimated)
         for note in outcome.notes:
@@ -184,31 +150,39 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             # interrupted before its first target opened has no run of its own yet, and
             # "0 finished point(s) kept" would read as if the stored ones were lost.
             stored = sum(len(db.points(run_id=r.id)) for r in db.invocation_runs(outcome.invocation))
-            err.print(f"interrupted: {stored} finished point(s) kept in {store_path}; continue with: "
-                      f"dbarena run --resume --store {store_path}", markup=False, soft_wrap=True)
+            err.print(f"interrupted: {stored} finished point(s) kept in {store}; continue with: "
+                      f"dbarena run --resume --store {store}", markup=False, soft_wrap=True)
             return outcome.exit_status
-        rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
-        if preflight.short_for_steady_state(the_study, estimated.plans) is not None:
-            rows = _without_short_series(rows)  # said once, before the first point (preflight.quick_note)
-        label = the_study.label or facts["hostname"]
-        if outcome.skipped:
-            err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
-        terminal.show(out, listings.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
-        if outcome.precision:
-            terminal.show(out, listings.precision_table(outcome.precision, the_study.precision))
-        if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
-            groups = analysis.summaries(rows, histograms=db.latency_histograms)
-            terminal.show(out, listings.summary_table(groups))
-            for line in listings.warning_lines(groups):
-                out.print(line)
-        if like is not None and outcome.run_ids:
-            for line in like_mod.decided_lines(db, like_mod.bundle_runs(db, like), list(outcome.run_ids), like):
-                out.print(line, markup=False, soft_wrap=True)
-    out.print(f"Results stored in {store_path} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
-              f"dbarena results --store {store_path}", markup=False, soft_wrap=True)
+        _show_outcome(out, err, db, outcome, the_study, estimated, the_study.label or str(facts["hostname"]), like)
+    out.print(f"Results stored in {store} (run {', '.join(map(str, outcome.run_ids))}); show them with: "
+              f"dbarena results --store {store}", markup=False, soft_wrap=True)
     if outcome.failed:
         err.print(f"{outcome.failed} point(s) failed; see the status column", markup=False)
     return outcome.exit_status
+
+
+def _show_outcome(out: Console, err: Console, db: Store, outcome: session.Outcome, the_study: study_mod.Study,
+                  estimated: preflight.Estimate, label: str, like: Like | None) -> None:
+    """What a finished run measured: its points, the precision reached, the summaries of
+    its repeats or variants, and with --like the decision against the bundle's runs."""
+    rows = [row for r in outcome.run_ids for row in analysis.load(db, run_id=r)]
+    if preflight.short_for_steady_state(the_study, estimated.plans) is not None:
+        rows = _without_short_series(rows)  # said once, before the first point (preflight.quick_note)
+    if outcome.skipped:
+        err.print(f"resumed: {outcome.skipped} point(s) were stored already and not run again", markup=False)
+    terminal.show(out, listings.points_table(rows, title=f"{label}: run {', '.join(map(str, outcome.run_ids))}"))
+    if outcome.precision:
+        terminal.show(out, listings.precision_table(outcome.precision, the_study.precision))
+    if the_study.repeats > 1 or the_study.precision or len(the_study.variants) > 1:
+        groups = analysis.summaries(rows, histograms=db.latency_histograms)
+        terminal.show(out, listings.summary_table(groups))
+        for line in listings.warning_lines(groups):
+            out.print(line)
+    if like is not None and outcome.run_ids:
+        from dbarena.exchange import like as like_mod
+
+        for line in like_mod.decided_lines(db, like_mod.bundle_runs(db, like), list(outcome.run_ids), like):
+            out.print(line, markup=False, soft_wrap=True)
 
 
 # The options of `run` a study with [machines] passes on to each host's `dbarena run`
@@ -314,25 +288,6 @@ def _without_short_series(rows: list[AnalysedPoint]) -> list[AnalysedPoint]:
     every point: the run said it once instead (stored points keep it)."""
     code = steadystate.Warning_.SHORT_SERIES.value
     return [replace(r, warnings=[w for w in r.warnings if w["code"] != code]) for r in rows]
-
-
-def _resumed_study(store_path: Path | str, resume: str, kwargs: dict[str, object]
-                   ) -> tuple[study_mod.Study, str, tuple[set[resume_mod.Identity], ...], dict[str, Any]]:
-    """The stored plan of the run to resume, its invocation, the points it stored
-    (resume.stored_by_session) and the flags typed with --resume (what consent.py counts as
-    the user's: the stored ones are not). A study or flags given with --resume must
-    describe the same plan."""
-    if resume != "latest" and not resume.isdigit():
-        raise UsageError(f"--resume {resume!r}: expected a run number (see `dbarena results`)")
-    if isinstance(store_path, Path) and not store_path.is_file():
-        raise UsageError(f"--resume: no store {store_path}")
-    study_name = kwargs.pop("study_name")
-    assert study_name is None or isinstance(study_name, str)  # click's --study: a path or nothing
-    overrides = study_mod.overrides(kwargs)
-    given = arguments.make_study(study_name, overrides) if study_name is not None or overrides.flags() else None
-    with Store(store_path) as db:
-        the_study, invocation = resume_mod.resumed_study(db, None if resume == "latest" else int(resume), given)
-        return the_study, invocation, resume_mod.stored_by_session(db, invocation), overrides.flags()
 
 
 @cli.command()

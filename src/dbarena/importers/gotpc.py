@@ -26,6 +26,7 @@ refused in one line saying so.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 import re
 from typing import Any
 
@@ -84,6 +85,39 @@ def warehouses_of(tpmc: float, efficiency_pct: float) -> int | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
+@dataclass
+class _Seen:
+    """What one run's lines hold: summary rows by transaction type, TPC-H queries' rows,
+    the tpmC line and the CH-benCHmark workers line."""
+
+    summary: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tpmc_line: re.Match[str] | None = None
+    workers: re.Match[str] | None = None
+
+
+def _measurement(seen: _Seen, tpmc: float, efficiency: float | None) -> Measurement:
+    """The run's figures: transactions and failures counted over the summary's rows, the
+    latencies NEW_ORDER's (the transaction tpmC counts), the rest in details."""
+    summary, new_order = seen.summary, seen.summary.get("NEW_ORDER", {})
+    ok_rows = {k: v for k, v in summary.items() if not k.endswith("_ERR")}
+    errors = {k: v for k, v in summary.items() if k.endswith("_ERR")}
+    details: dict[str, Any] = {"tpmC": tpmc, "transaction_types": summary}
+    if seen.tpmc_line is not None and seen.tpmc_line["total"] is not None:
+        details["tpmTotal"] = float(seen.tpmc_line["total"])
+    if efficiency is not None:
+        details["efficiency_pct"] = efficiency
+    if seen.queries:
+        details["tpch_queries"] = seen.queries
+    return Measurement(
+        transactions=sum(int(v.get("count", 0)) for v in ok_rows.values()) or None,
+        failed_transactions=sum(int(v.get("count", 0)) for v in errors.values()) if summary else None,
+        latency_avg_ms=new_order.get("avg_ms"), latency_p50_ms=new_order.get("p50_ms"),
+        latency_p90_ms=new_order.get("p90_ms"), latency_p95_ms=new_order.get("p95_ms"),
+        latency_p99_ms=new_order.get("p99_ms"), latency_p999_ms=new_order.get("p999_ms"),
+        latency_max_ms=new_order.get("max_ms"), details=details)
+
+
 class Reader:
     """A file's go-tpc runs, one at a time; what it saw, for a file of none."""
 
@@ -105,10 +139,24 @@ class Reader:
     def read_run(self, lines: list[str], first: int, args: list[str] | None) -> list[ImportedPoint]:
         """The point of a run (lines from line `first` on), none where they hold no summary."""
         last = first + len(lines) - 1
-        summary: dict[str, dict[str, Any]] = {}
-        queries: dict[str, dict[str, Any]] = {}
-        tpmc_line: re.Match[str] | None = None
-        workers: re.Match[str] | None = None
+        seen = self._scan(lines)
+        if not seen.summary and seen.tpmc_line is None:
+            return []
+        cmd = Command(args, self.name, first)
+        notes: list[str] = []
+        tpmc = self._tpmc(seen, notes, first, last)
+        efficiency = float(seen.tpmc_line["eff"]) if seen.tpmc_line is not None else None
+        spec, duration = self._spec(seen, cmd, tpmc, efficiency, notes, first, last)
+        measurement = _measurement(seen, tpmc, efficiency)
+        return [ImportedPoint(result=PointResult(spec=spec, status="ok", measurement=measurement,
+                                                 **result_fields(args, TOOL, "\n".join(lines) + "\n")),
+                              label=self.label, first_line=first, last_line=last, tool=TOOL,
+                              note="; ".join(notes) or None, duration=duration)]
+
+    def _scan(self, lines: list[str]) -> _Seen:
+        """A run's summary rows, TPC-H queries' rows, tpmC and workers lines; its interval
+        reports counted (for a file of no summary: nothing())."""
+        seen = _Seen()
         for line in lines:
             if (m := _ROW.match(line)) is not None:
                 figures = {_KEYS[f["key"]]: float(f["value"]) for f in _FIGURE.finditer(m["figures"])}
@@ -118,31 +166,32 @@ class Reader:
                     self.intervals += 1
                     self.queries += bool(_QUERY.match(m["name"]))
                 elif _QUERY.match(m["name"]):
-                    queries[m["name"]] = figures
+                    seen.queries[m["name"]] = figures
                 else:
-                    summary[m["name"]] = figures
+                    seen.summary[m["name"]] = figures
             elif (m := _TPMC.match(line)) is not None:
-                tpmc_line = m
+                seen.tpmc_line = m
             elif (m := _WORKERS.match(line)) is not None:
-                workers = m
-        if not summary and tpmc_line is None:
-            return []
-        chunk = "\n".join(lines) + "\n"
-        cmd = Command(args, self.name, first)
-        notes = []
-        new_order = summary.get("NEW_ORDER", {})
-        if tpmc_line is not None:
-            tpmc: float | None = float(tpmc_line["tpmc"])
-        else:
-            tpmc = new_order.get("tpm")
-            notes.append("go-tpc printed no tpmC line: tpmC is NEW_ORDER's summary TPM, the figure that line prints")
+                seen.workers = m
+        return seen
+
+    def _tpmc(self, seen: _Seen, notes: list[str], first: int, last: int) -> float:
+        """The run's tpmC: its tpmC line's, else NEW_ORDER's summary TPM (said in a note)."""
+        if seen.tpmc_line is not None:
+            return float(seen.tpmc_line["tpmc"])
+        tpmc = seen.summary.get("NEW_ORDER", {}).get("tpm")
         if tpmc is None:
             raise ImportProblem(self.name, first, f"the go-tpc run on lines {first}-{last} has no NEW_ORDER summary "
                                                   "and no tpmC line: no tpmC")
-        efficiency = float(tpmc_line["eff"]) if tpmc_line is not None else None
+        notes.append("go-tpc printed no tpmC line: tpmC is NEW_ORDER's summary TPM, the figure that line prints")
+        return float(tpmc)
+
+    def _spec(self, seen: _Seen, cmd: Command, tpmc: float, efficiency: float | None, notes: list[str], first: int,
+              last: int) -> tuple[PointSpec, durations.Duration | None]:
+        """The point's configuration (engine, workload, threads, warehouses) and duration."""
         engine = self._engine(cmd, first, last)
-        ch = bool(queries) or workers is not None or bool(cmd.args and "ch" in cmd.args[:1])
-        threads = cmd.number("-T", "--threads") or (int(workers["oltp"]) if workers is not None else None)
+        ch = bool(seen.queries) or seen.workers is not None or bool(cmd.args and "ch" in cmd.args[:1])
+        threads = cmd.number("-T", "--threads") or (int(seen.workers["oltp"]) if seen.workers is not None else None)
         if threads is None:
             notes.append("go-tpc prints no thread count: stored as 1 thread (echo its command line before the output "
                          "to give it)")
@@ -152,35 +201,14 @@ class Reader:
             if warehouses is not None:
                 notes.append("go-tpc prints no warehouse count: taken from its efficiency (100 * tpmC / (12.86 * "
                              "warehouses))")
-        takes = max((row["takes_s"] for row in summary.values() if "takes_s" in row), default=None)
+        takes = max((row["takes_s"] for row in seen.summary.values() if "takes_s" in row), default=None)
         measured = seconds(takes, self.name, first, "the summary's Takes(s)") if takes is not None else None
         duration = durations.asked(None, _go_duration(cmd.value("--time")), measured)
-        options: tuple[tuple[str, str], ...] = ()
-        if workers is not None:
-            options = (("olap_workers", workers["olap"]),)
+        options = (("olap_workers", seen.workers["olap"]),) if seen.workers is not None else ()
         spec = PointSpec(engine=engine, workload=self.workload or (CH if ch else TPCC), threads=threads or 1,
                          clients=threads or 1, duration_s=duration.asked_s if duration else 0,
                          params=(("scale", warehouses),) if warehouses else (), options=options)
-        ok_rows = {k: v for k, v in summary.items() if not k.endswith("_ERR")}
-        errors = {k: v for k, v in summary.items() if k.endswith("_ERR")}
-        details: dict[str, Any] = {"tpmC": tpmc, "transaction_types": summary}
-        if tpmc_line is not None and tpmc_line["total"] is not None:
-            details["tpmTotal"] = float(tpmc_line["total"])
-        if efficiency is not None:
-            details["efficiency_pct"] = efficiency
-        if queries:
-            details["tpch_queries"] = queries
-        measurement = Measurement(
-            transactions=sum(int(v.get("count", 0)) for v in ok_rows.values()) or None,
-            failed_transactions=sum(int(v.get("count", 0)) for v in errors.values()) if summary else None,
-            latency_avg_ms=new_order.get("avg_ms"), latency_p50_ms=new_order.get("p50_ms"),
-            latency_p90_ms=new_order.get("p90_ms"), latency_p95_ms=new_order.get("p95_ms"),
-            latency_p99_ms=new_order.get("p99_ms"), latency_p999_ms=new_order.get("p999_ms"),
-            latency_max_ms=new_order.get("max_ms"), details=details)
-        return [ImportedPoint(result=PointResult(spec=spec, status="ok", measurement=measurement,
-                                                 **result_fields(args, TOOL, chunk)),
-                              label=self.label, first_line=first, last_line=last, tool=TOOL,
-                              note="; ".join(notes) or None, duration=duration)]
+        return spec, duration
 
     def _engine(self, cmd: Command, first: int, last: int) -> str:
         """The engine: the command line's driver (go-tpc's default is mysql), else --engine."""

@@ -166,10 +166,11 @@ def _per_transaction(name: str, lines: Iterator[str], label: str, workload: str 
                          label=label, first_line=1, last_line=n, tool=TOOL, note=note, duration=duration)
 
 
-def _aggregate(name: str, lines: Iterator[str], label: str, workload: str | None) -> ImportedPoint:
+def _aggregate_rows(name: str, lines: Iterator[str]) -> tuple[list[list[int]], int]:
+    """An aggregate log's rows (whole numbers, as many on every line as on the first) and
+    their column count."""
     rows: list[list[int]] = []
     columns = 0
-    n = 0
     for n, line in enumerate(lines, start=1):
         fields = line.split(" ")
         if not columns:
@@ -177,6 +178,30 @@ def _aggregate(name: str, lines: Iterator[str], label: str, workload: str | None
         if len(fields) != columns or not all(f.isdigit() for f in fields):
             raise ImportProblem(name, n, f"not a line of the aggregate log ({columns} whole numbers): {line[:80]!r}")
         rows.append([int(f) for f in fields])
+    return rows, columns
+
+
+def _aggregate_sample(row: list[int], start: int, interval: int) -> Sample:
+    """One interval of an aggregate log as a per-interval sample: its throughput, and its
+    latency's mean and standard deviation from the sums the row keeps."""
+    count = row[1]
+    if not count:
+        return Sample(second=float(row[0] - start + interval), tps=0.0, latency_ms=None, latency_stddev_ms=None)
+    mean = row[2] / count
+    sd = math.sqrt(max(row[3] / count - mean ** 2, 0.0))
+    return Sample(second=float(row[0] - start + interval), tps=count / interval, latency_ms=mean / 1000,
+                  latency_stddev_ms=sd / 1000)
+
+
+# The failures an aggregate log's columns hold after the sixth, by its column count
+# (pgbench 15+): 7, the failures; 8 (--failures-detailed), serialization and deadlock
+# failures apart.
+_FAILED_COLUMNS = {7: (6,), 8: (6, 7)}
+
+
+def _aggregate(name: str, lines: Iterator[str], label: str, workload: str | None) -> ImportedPoint:
+    rows, columns = _aggregate_rows(name, lines)
+    n = len(rows)
     starts = [r[0] for r in rows]
     steps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
     interval = min(steps) if steps else 1
@@ -186,19 +211,8 @@ def _aggregate(name: str, lines: Iterator[str], label: str, workload: str | None
     sum_us, sum2 = sum(r[2] for r in rows), sum(r[3] for r in rows)
     mean_us = sum_us / total
     stddev_us = math.sqrt(max(sum2 / total - mean_us ** 2, 0.0))
-    failed = None
-    if columns == 7:
-        failed = sum(r[6] for r in rows)
-    elif columns == 8:
-        failed = sum(r[6] + r[7] for r in rows)
-    samples = []
-    for r in rows:
-        count = r[1]
-        mean = r[2] / count if count else None
-        sd = math.sqrt(max(r[3] / count - (r[2] / count) ** 2, 0.0)) if count else None
-        samples.append(Sample(second=float(r[0] - starts[0] + interval), tps=count / interval,
-                              latency_ms=mean / 1000 if mean is not None else None,
-                              latency_stddev_ms=sd / 1000 if sd is not None else None))
+    failed = sum(r[c] for r in rows for c in _FAILED_COLUMNS[columns]) if columns in _FAILED_COLUMNS else None
+    samples = tuple(_aggregate_sample(r, starts[0], interval) for r in rows)
     measured = float(starts[-1] - starts[0] + interval)
     duration = durations.asked(None, None, measured)
     details: dict[str, Any] = {"log": "aggregate", "columns": columns, "interval_s": interval}
@@ -211,7 +225,7 @@ def _aggregate(name: str, lines: Iterator[str], label: str, workload: str | None
         latency_max_ms=max(r[5] for r in rows if r[1]) / 1000, details=details)
     spec = PointSpec(engine="postgres", workload=workload or UNNAMED, threads=1, clients=1,
                      duration_s=duration.asked_s if duration else 0)
-    return ImportedPoint(result=PointResult(spec=spec, status="ok", measurement=measurement, samples=tuple(samples),
+    return ImportedPoint(result=PointResult(spec=spec, status="ok", measurement=measurement, samples=samples,
                                             **result_fields(None, TOOL, f"pgbench aggregate log, {n} lines\n")),
                          label=label, first_line=1, last_line=n, tool=TOOL,
                          note=note + "; the clients are not logged: stored as 1", duration=duration)

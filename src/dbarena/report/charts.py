@@ -526,6 +526,92 @@ def _capacity_mark(ax: Axes, c: Curve, color: str, top: bool) -> None:
         _tag(ax, text, c.label)
 
 
+def _curve_achieved(plot: _Plot, c: Curve, i: int, color: str, tips: list[str]) -> None:
+    """A search's achieved TPS against offered rate; a rate that missed, an open marker."""
+    done = [(p.offered, p.tps) for p in c.points if p.tps is not None]
+    plot.line([x for x, _ in done], [y for _, y in done], marker=_marker(i), color=color, label=c.label,
+              tips=[t for p, t in zip(c.points, tips) if p.tps is not None])
+    missed = [(p.offered, p.tps) for p in c.points if p.tps is not None and not p.meets]
+    if missed:
+        plot.line([x for x, _ in missed], [y for _, y in missed], linestyle="none", marker=_marker(i),
+                  color=color, markerfacecolor="white", zorder=3, label=c.label)
+
+
+def _curve_latency(plot: _Plot, c: Curve, i: int, color: str, tips: list[str]) -> None:
+    """A search's p50 / p95 / p99 (and the objective's own statistic, if another) against
+    offered rate, markers on the objective's; a rate that missed, an open marker."""
+    fields: list[tuple[str, str, Dashes]] = [*CURVE_LATENCIES]
+    own = capacity.STATISTICS[c.statistic]
+    if own not in {f for f, _, _ in fields}:
+        fields.append((own, c.slo.split(" ", 1)[0], "-."))
+    for field, _, dashes in fields:
+        pairs = [(p.offered, v, t) for p, t in zip(c.points, tips)
+                 if (v := getattr(p, field, None) if field != own else p.latency_ms) is not None and v > 0]
+        if pairs:
+            plot.line([x for x, _, _ in pairs], [y for _, y, _ in pairs], linestyle=dashes,
+                      marker=_marker(i) if field == own else "", markersize=4, color=color, label=c.label,
+                      tips=[t for _, _, t in pairs] if field == own else None)
+    missed_lat = [(p.offered, p.latency_ms) for p in c.points if not p.meets and p.latency_ms]
+    if missed_lat:
+        plot.line([x for x, _ in missed_lat], [y for _, y in missed_lat], linestyle="none",
+                  marker=_marker(i), markersize=4, color=color, markerfacecolor="white", zorder=3,
+                  label=c.label)
+
+
+def _curve_closed(top_plot: _Plot, lat_plot: _Plot, c: Curve, color: str) -> float:
+    """The closed-loop point of a search as a star in both plots; its TPS (0: none)."""
+    closed = c.closed
+    if closed is None or closed.tps is None:
+        return 0.0
+    tip = (f"{c.label}, {c.threads} threads: closed loop (no offered rate: each client as fast as the "
+           f"server answers) {closed.tps:,.0f} TPS, p99 "
+           f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms "
+           "(from each transaction's actual start: no queue counted)")
+    top_plot.line([closed.tps], [closed.tps], linestyle="none", marker="*", markersize=12, color=color,
+                  zorder=4, label=c.label, tips=[tip])
+    if closed.latency_ms:
+        lat_plot.line([closed.tps], [closed.latency_ms], linestyle="none", marker="*", markersize=12,
+                      color=color, zorder=4, label=c.label, tips=[tip])
+    return closed.tps
+
+
+def _curve_axes(tput: Axes, lat: Axes, found: list[Curve], highest: float) -> None:
+    """The two plots' scales, ticks and titles; the diagonal of all offered carried, and
+    each objective a named red line."""
+    tput.plot([0, highest * 1.05], [0, highest * 1.05], color="#999", linestyle=":", linewidth=0.8)
+    for slo, limit in dict.fromkeys((c.slo, c.limit_ms) for c in found):
+        lat.axhline(limit, color=OBJECTIVE_COLOR, linewidth=1.2)
+        lat.text(0.995, limit, f"objective {slo}", transform=blended_transform_factory(lat.transAxes, lat.transData),
+                 ha="right", va="bottom", fontsize=8, color=OBJECTIVE_COLOR)
+    lat.set_yscale("log")
+    lat.yaxis.set_major_locator(LogLocator(base=10))
+    lat.yaxis.set_major_formatter(FuncFormatter(_plain_log))
+    lat.yaxis.set_minor_formatter(NullFormatter())
+    tput.set_xlim(left=0, right=highest * 1.05)
+    tput.set_ylim(bottom=0, top=highest * 1.1)
+    for ax in (tput, lat):
+        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    tput.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    tput.set_title("achieved TPS (dotted: all that was offered)", fontsize=9)
+    lat.set_title("latency (ms, log scale): p50 dotted, p95 dashed, p99 solid", fontsize=9)
+    lat.set_xlabel("offered TPS (open loop)")
+
+
+def _curve_legend(fig: Figure, tput: Axes, section: Section, found: list[Curve]) -> None:
+    """The labels' markers, then what the open marker, the star, the dashed and the red
+    lines mean."""
+    names = list(dict.fromkeys(c.label for c in found))
+    handles: list[Any] = [Line2D([], [], marker=_marker(section.labels.index(n) if n in section.labels else 0),
+                                 color=_color(section.labels.index(n) if n in section.labels else 0)) for n in names]
+    keys = [(Line2D([], [], color="#555", marker="o", markerfacecolor="white", linestyle="none"),
+             "missed the objective"),
+            (Line2D([], [], color="#555", marker="*", markersize=10, linestyle="none"), "closed loop"),
+            (Line2D([], [], color="#555", linestyle="--"), "capacity"),
+            (Line2D([], [], color=OBJECTIVE_COLOR), "objective")]
+    legend = legend_below(fig, [*handles, *(h for h, _ in keys)], [*names, *(t for _, t in keys)])
+    _tag_legend(tput, legend, [*(_tag_of(tput, n) for n in names), *(None for _ in keys)])
+
+
 def capacity_curve(section: Section, threads: int) -> str | None:
     """The searches of one level (--slo, report/curves.py), a label each: achieved TPS
     against offered rate above (the diagonal: all that was offered carried), latency
@@ -547,79 +633,21 @@ def capacity_curve(section: Section, threads: int) -> str | None:
     for c in found:
         i = section.labels.index(c.label) if c.label in section.labels else 0
         color = _color(i)
-        xs = [p.offered for p in c.points]
         lats = [(p.latency_p50_ms, p.latency_p95_ms, p.latency_p99_ms) for p in c.points]
         tips = [_curve_tip(c, p.offered, p.tps, lat_p, p.meets, p.why) for p, lat_p in zip(c.points, lats)]
-        done = [(p.offered, p.tps) for p in c.points if p.tps is not None]
-        top_plot.line([x for x, _ in done], [y for _, y in done], marker=_marker(i), color=color, label=c.label,
-                      tips=[t for p, t in zip(c.points, tips) if p.tps is not None])
-        missed = [(p.offered, p.tps) for p in c.points if p.tps is not None and not p.meets]
-        if missed:
-            top_plot.line([x for x, _ in missed], [y for _, y in missed], linestyle="none", marker=_marker(i),
-                          color=color, markerfacecolor="white", zorder=3, label=c.label)
-        fields: list[tuple[str, str, Dashes]] = [*CURVE_LATENCIES]
-        own = capacity.STATISTICS[c.statistic]
-        if own not in {f for f, _, _ in fields}:
-            fields.append((own, c.slo.split(" ", 1)[0], "-."))
-        for field, _, dashes in fields:
-            pairs = [(p.offered, v, t) for p, t in zip(c.points, tips)
-                     if (v := getattr(p, field, None) if field != own else p.latency_ms) is not None and v > 0]
-            if pairs:
-                lat_plot.line([x for x, _, _ in pairs], [y for _, y, _ in pairs], linestyle=dashes,
-                              marker=_marker(i) if field == own else "", markersize=4, color=color, label=c.label,
-                              tips=[t for _, _, t in pairs] if field == own else None)
-        missed_lat = [(p.offered, p.latency_ms) for p in c.points if not p.meets and p.latency_ms]
-        if missed_lat:
-            lat_plot.line([x for x, _ in missed_lat], [y for _, y in missed_lat], linestyle="none",
-                          marker=_marker(i), markersize=4, color=color, markerfacecolor="white", zorder=3,
-                          label=c.label)
-        closed = c.closed
-        if closed is not None and closed.tps is not None:
-            tip = (f"{c.label}, {c.threads} threads: closed loop (no offered rate: each client as fast as the "
-                   f"server answers) {closed.tps:,.0f} TPS, p99 "
-                   f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms "
-                   "(from each transaction's actual start: no queue counted)")
-            top_plot.line([closed.tps], [closed.tps], linestyle="none", marker="*", markersize=12, color=color,
-                          zorder=4, label=c.label, tips=[tip])
-            if closed.latency_ms:
-                lat_plot.line([closed.tps], [closed.latency_ms], linestyle="none", marker="*", markersize=12,
-                              color=color, zorder=4, label=c.label, tips=[tip])
-            highest = max(highest, closed.tps)
-        highest = max([highest, *xs, *(y for _, y in done)])
+        _curve_achieved(top_plot, c, i, color, tips)
+        _curve_latency(lat_plot, c, i, color, tips)
+        highest = max([highest, _curve_closed(top_plot, lat_plot, c, color), *(p.offered for p in c.points),
+                       *(p.tps for p in c.points if p.tps is not None)])
         _capacity_mark(tput, c, color, top=True)
         _capacity_mark(lat, c, color, top=False)
     top_plot.draw()
     lat_plot.draw()
-    tput.plot([0, highest * 1.05], [0, highest * 1.05], color="#999", linestyle=":", linewidth=0.8)
-    for slo, limit in dict.fromkeys((c.slo, c.limit_ms) for c in found):
-        lat.axhline(limit, color=OBJECTIVE_COLOR, linewidth=1.2)
-        lat.text(0.995, limit, f"objective {slo}", transform=blended_transform_factory(lat.transAxes, lat.transData),
-                 ha="right", va="bottom", fontsize=8, color=OBJECTIVE_COLOR)
-    lat.set_yscale("log")
-    lat.yaxis.set_major_locator(LogLocator(base=10))
-    lat.yaxis.set_major_formatter(FuncFormatter(_plain_log))
-    lat.yaxis.set_minor_formatter(NullFormatter())
-    tput.set_xlim(left=0, right=highest * 1.05)
-    tput.set_ylim(bottom=0, top=highest * 1.1)
-    for ax in (tput, lat):
-        ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
-    tput.yaxis.set_major_formatter(FuncFormatter(_thousands))
-    tput.set_title("achieved TPS (dotted: all that was offered)", fontsize=9)
-    lat.set_title("latency (ms, log scale): p50 dotted, p95 dashed, p99 solid", fontsize=9)
-    lat.set_xlabel("offered TPS (open loop)")
+    _curve_axes(tput, lat, found, highest)
     # (The objective is named on its line: a title longer than a chart's text is clipped.)
     fig.suptitle(f"{section.engine} {section.workload} at {threads} thread{'' if threads == 1 else 's'}: latency "
                  "against offered rate", fontsize=10)
-    names = list(dict.fromkeys(c.label for c in found))
-    handles: list[Any] = [Line2D([], [], marker=_marker(section.labels.index(n) if n in section.labels else 0),
-                                 color=_color(section.labels.index(n) if n in section.labels else 0)) for n in names]
-    keys = [(Line2D([], [], color="#555", marker="o", markerfacecolor="white", linestyle="none"),
-             "missed the objective"),
-            (Line2D([], [], color="#555", marker="*", markersize=10, linestyle="none"), "closed loop"),
-            (Line2D([], [], color="#555", linestyle="--"), "capacity"),
-            (Line2D([], [], color=OBJECTIVE_COLOR), "objective")]
-    legend = legend_below(fig, [*handles, *(h for h, _ in keys)], [*names, *(t for _, t in keys)])
-    _tag_legend(tput, legend, [*(_tag_of(tput, n) for n in names), *(None for _ in keys)])
+    _curve_legend(fig, tput, section, found)
     return _svg(tput, section, f"capacity_{threads}")
 
 

@@ -278,6 +278,53 @@ def _curve_tip(c: Curve, offered: float, tps: float | None, lat: Sequence[float 
             f"{'met' if meets else 'missed'} {c.slo}: {why}" + (f"; click: point {ids[0]}" if ids else ""))
 
 
+def _curve_latencies(c: Curve, i: int, cls: str, tips: list[str]) -> list[Spec]:
+    """A search's latency series against offered rate: p50 / p95 / p99, and the
+    objective's own statistic if another; a rate that missed, open on the objective's."""
+    own = capacity_field(c)
+    fields: list[tuple[str, str, str]] = [*CURVE_LATENCIES]
+    if own not in {f for f, _, _ in fields}:
+        fields.append((own, c.slo.split(" ", 1)[0], "-."))
+    out: list[Spec] = []
+    for field, name, dashes in fields:
+        points = [[p.offered, value, tip, _point_link(p.point_ids), 0 if p.meets or field != own else 1]
+                  for p, tip in zip(c.points, tips)
+                  if (value := (p.latency_ms if field == own else getattr(p, field))) is not None]
+        if points:
+            out.append({"name": f"{c.label} {name}", "i": i, "cls": cls, "dash": dashes != "-",
+                        "pattern": _PATTERNS[dashes], "band": [], "points": points})
+    return out
+
+
+def _curve_closed(c: Curve, i: int, cls: str, tps_series: list[Spec], lat_series: list[Spec]) -> float:
+    """A search's closed-loop point as a star in both charts; its TPS (0: none)."""
+    closed = c.closed
+    if closed is None or closed.tps is None:
+        return 0.0
+    tip = (f"{c.label}, {c.threads} threads: closed loop (each client as fast as the server answers) "
+           f"{closed.tps:,.0f} TPS, p99 "
+           f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms (from each "
+           "transaction's actual start: no queue counted)")
+    link = _point_link(closed.point_ids)
+    star = {"name": f"{c.label} closed loop", "i": i, "cls": cls, "dash": False, "band": [], "line": False,
+            "star": True}
+    tps_series.append({**star, "points": [[closed.tps, closed.tps, tip, link]]})
+    if closed.latency_ms is not None:
+        lat_series.append({**star, "points": [[closed.tps, closed.latency_ms, tip, link]]})
+    return closed.tps
+
+
+def _capacity_mark(c: Curve) -> Spec | None:
+    """The capacity's rate as a mark named with its figure (None: no rate met)."""
+    met, failed = c.bracket()
+    if met is None:
+        return None
+    tps = c.capacity_tps
+    text = (f"{c.label}: capacity at {c.slo} {'-' if tps is None else f'{tps:,.0f}'} TPS (met at "
+            f"{met:,.0f} offered" + (f", missed at {failed:,.0f}" if failed is not None else "") + ")")
+    return {"x": met, "text": text, "href": None, "label": f"{c.label}: {'-' if tps is None else f'{tps:,.0f}'}"}
+
+
 def capacity(section: Section, threads: int) -> list[Spec]:
     """The searches of one level (--slo, report/curves.py) as `dbarena serve` draws them,
     the report's curve in two charts sharing the offered-rate axis (from 0): achieved TPS
@@ -300,38 +347,11 @@ def capacity(section: Section, threads: int) -> list[Spec]:
         tps_series.append({"name": c.label, "i": i, "cls": cls, "dash": False, "band": [],
                            "points": [[p.offered, p.tps, tip, _point_link(p.point_ids), 0 if p.meets else 1]
                                       for p, tip in zip(c.points, tips) if p.tps is not None]})
-        own = capacity_field(c)
-        fields: list[tuple[str, str, str]] = [*CURVE_LATENCIES]
-        if own not in {f for f, _, _ in fields}:
-            fields.append((own, c.slo.split(" ", 1)[0], "-."))
-        for field, name, dashes in fields:
-            points = [[p.offered, value, tip, _point_link(p.point_ids), 0 if p.meets or field != own else 1]
-                      for p, tip in zip(c.points, tips)
-                      if (value := (p.latency_ms if field == own else getattr(p, field))) is not None]
-            if points:
-                lat_series.append({"name": f"{c.label} {name}", "i": i, "cls": cls, "dash": dashes != "-",
-                                   "pattern": _PATTERNS[dashes], "band": [], "points": points})
+        lat_series += _curve_latencies(c, i, cls, tips)
         highest = max([highest, *(p.offered for p in c.points), *(p.tps or 0.0 for p in c.points)])
-        closed = c.closed
-        if closed is not None and closed.tps is not None:
-            tip = (f"{c.label}, {c.threads} threads: closed loop (each client as fast as the server answers) "
-                   f"{closed.tps:,.0f} TPS, p99 "
-                   f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms (from each "
-                   "transaction's actual start: no queue counted)")
-            link = _point_link(closed.point_ids)
-            star = {"name": f"{c.label} closed loop", "i": i, "cls": cls, "dash": False, "band": [], "line": False,
-                    "star": True}
-            tps_series.append({**star, "points": [[closed.tps, closed.tps, tip, link]]})
-            if closed.latency_ms is not None:
-                lat_series.append({**star, "points": [[closed.tps, closed.latency_ms, tip, link]]})
-            highest = max(highest, closed.tps)
-        met, failed = c.bracket()
-        if met is not None:
-            tps = c.capacity_tps
-            text = (f"{c.label}: capacity at {c.slo} {'-' if tps is None else f'{tps:,.0f}'} TPS (met at "
-                    f"{met:,.0f} offered" + (f", missed at {failed:,.0f}" if failed is not None else "") + ")")
-            marks.append({"x": met, "text": text, "href": None,
-                          "label": f"{c.label}: {'-' if tps is None else f'{tps:,.0f}'}"})
+        highest = max(highest, _curve_closed(c, i, cls, tps_series, lat_series))
+        if (mark := _capacity_mark(c)) is not None:
+            marks.append(mark)
     top = highest * 1.05
     tps_series.append({"name": "all that was offered", "i": 7, "cls": "", "dash": True, "pattern": "1 3",
                        "band": [], "line": True, "dots": False, "points": [[0, 0, "", None], [top, top, "", None]]})

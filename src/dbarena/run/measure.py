@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from dbarena.errors import ParseError
 from dbarena.host.sysmetrics import Sampler, SystemSample
-from dbarena.interfaces import Completed, Executor, LatencyDistribution, Target
+from dbarena.interfaces import Completed, Executor, LatencyDistribution, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec, Profile, Sample
 from dbarena.run.profiling import Profiler, Recording
 from dbarena.serverside.sampler import TIMEOUT_S as SERVER_TIMEOUT_S, ServerSampler
@@ -139,15 +139,7 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
 
     # perf attached to every process of the server before the tool connects (a backend
     # forked before would not be sampled): a second or less.
-    recording: Recording | None = None
-    profile_problem: str | None = None
-    server_pid = target.server_pid() if profiler is not None else None
-    if profiler is not None and server_pid is not None:
-        found = profiler.start(server_pid, work_dir)
-        if isinstance(found, str):
-            profile_problem = found
-        else:
-            recording = found
+    recording, profile_problem = _start_profile(profiler, target, work_dir)
     try:
         origin = time.monotonic()
         started = now_utc()
@@ -190,15 +182,37 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
     if done.returncode != 0:
         return replace(ran, error=_failure_reason(done, target.problem()),
                        samples=tuple(tool.read_samples(done.stdout, done.stderr)))
+    commits = _Commits(server, counter, series, end_s) if quiet is not None else None
+    return _read(ran, tool, work_dir, latency_sampling, commits)
+
+
+@dataclass(frozen=True)
+class _Commits:
+    """The server's commit counter over a point run without the tool's per-second report:
+    what its series is derived from (serverside/throughput.py), or why it cannot be."""
+
+    server: ServerSampler | None
+    counter: str | None
+    series: ServerSeries | None
+    end_s: float
+
+
+def _read(ran: ToolRun, tool: Tool, work_dir: Path, latency_sampling: float | None,
+          commits: _Commits | None) -> ToolRun:
+    """A finished tool's output read into its measurement and series: the latency log's
+    percentiles, the series from the commit counter where the tool printed none, and
+    the tool's own CPU time. Output that does not read: the run failed, saying why."""
+    done, spec = ran.done, ran.spec
     try:
         measurement, samples = tool.read(done.stdout, done.stderr, spec)
         if latency_sampling:
             measurement = with_latencies(measurement, tool.read_latency_log(work_dir, latency_sampling))
-        if quiet is not None:
-            if counter is not None and series is not None and server is not None:
+        if commits is not None:
+            server = commits.server
+            if commits.counter is not None and commits.series is not None and server is not None:
                 derived = throughput.from_commits(
-                    series, counter, first_s=server.first_reading_s(), end_s=end_s, duration_s=spec.duration_s,
-                    transactions=measurement.transactions, tool=tool.name)
+                    commits.series, commits.counter, first_s=server.first_reading_s(), end_s=commits.end_s,
+                    duration_s=spec.duration_s, transactions=measurement.transactions, tool=tool.name)
             else:
                 derived = throughput.Derived((), throughput.unread(tool.name, server.stopped if server else None))
             samples = derived.samples
@@ -214,6 +228,16 @@ def run_tool(spec: PointSpec, target: Target, executor: Executor, work_dir: Path
         return replace(ran, error=f"{said} ({exc})" if said else str(exc),
                        samples=tuple(tool.read_samples(done.stdout, done.stderr)))
     return replace(ran, measurement=measurement, samples=tuple(samples))
+
+
+def _start_profile(profiler: Profiler | None, target: Target, work_dir: Path) -> tuple[Recording | None, str | None]:
+    """perf attached to the server's processes (its pid known: a server of this machine),
+    or why it could not be; nothing without a profiler."""
+    server_pid = target.server_pid() if profiler is not None else None
+    if profiler is None or server_pid is None:
+        return None, None
+    found = profiler.start(server_pid, work_dir)
+    return (None, found) if isinstance(found, str) else (found, None)
 
 
 def _failure_reason(done: Completed, problem: str | None) -> str:

@@ -140,22 +140,17 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
     if estimated is None:
         estimated = estimate(study, host_facts=facts, executor=executor, keep=keep, probe_s=probe_s)
-        refused = estimated.refusal()
-        if refused:
-            raise UsageError(refused)
+        _refuse(estimated)
         reporter.stage(estimated.line())
+    _refuse(estimated)
     plans = estimated.plans
-    refused = estimated.refusal()
-    if refused:
-        raise UsageError(refused)
     switching = kernel_smt(study, plans)
     where = placements(study, plans, kernel=switching)
     # (SMT mode, the engine's points in it): one part per engine, or per engine and
     # mode when the kernel switches SMT (machine-wide: one mode at a time).
     parts = [part for p in plans for part in (plan.by_smt(p) if switching else [(None, p)])]
     record = StudyRecord(name=study.name, source=study.source, text=study.text, sha256=study.sha256)
-    hostname = facts.get("hostname")
-    label = study.label or (hostname if isinstance(hostname, str) and hostname else "unlabelled")
+    label = _label(study, facts)
     outcome = Outcome(invocation=resume or str(uuid.uuid4()))
     # A resumed run's own points are its to pool; what else the label holds was said when it began.
     pooled = None if resume else pooled_note(store, label, outcome.invocation, bool(study.label))
@@ -178,17 +173,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
                    live=_publisher(store, reporter), profiler=profiler, profiling=profiling)
     switch = smt_switch.Switch() if switching else None
     try:
-        index = 0
-        for number, left in sessions:
-            ctx.session, ctx.previous = number, _of_session(previous, number)
-            if study.sessions > 1 and left:
-                reporter.stage(f"session {number + 1} of {study.sessions}: "
-                               + ("servers started afresh, datasets prepared again" if number else
-                                  "each session starts its servers afresh and prepares its datasets again"))
-            after = [spec for _, later in sessions[number + 1:] for _, part in later for spec in part.points]
-            index = _run_parts(ctx, left, switch, first_index=index, after=after)
-            if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
-                break
+        _run_sessions(ctx, sessions, previous, switch)
     finally:
         # The machine's SMT as it was, whatever ended the parts (Ctrl-C included).
         _restore_smt(ctx, switch)
@@ -199,6 +184,37 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     if outcome.exit_status == ExitStatus.OK and outcome.failed:
         outcome.exit_status = ExitStatus.POINTS_FAILED
     return outcome
+
+
+def _refuse(estimated: Estimate) -> None:
+    """A study whose datasets cannot fit (preflight's refusal): one line, nothing started."""
+    refused = estimated.refusal()
+    if refused:
+        raise UsageError(refused)
+
+
+def _label(study: Study, facts: JSONObject) -> str:
+    """The runs' label: the study's, else the host's name."""
+    hostname = facts.get("hostname")
+    return study.label or (hostname if isinstance(hostname, str) and hostname else "unlabelled")
+
+
+def _run_sessions(ctx: _Context, sessions: list[tuple[int, list[tuple[str | None, plan.EnginePlan]]]],
+                  previous: Mapping[tuple[str, str, int], int], switch: smt_switch.Switch | None) -> None:
+    """Each session's parts in turn, until one ends the run (an interrupt, a full store,
+    a failure with fail_fast)."""
+    study, reporter, outcome = ctx.study, ctx.reporter, ctx.outcome
+    index = 0
+    for number, left in sessions:
+        ctx.session, ctx.previous = number, _of_session(previous, number)
+        if study.sessions > 1 and left:
+            reporter.stage(f"session {number + 1} of {study.sessions}: "
+                           + ("servers started afresh, datasets prepared again" if number else
+                              "each session starts its servers afresh and prepares its datasets again"))
+        after = [spec for _, later in sessions[number + 1:] for _, part in later for spec in part.points]
+        index = _run_parts(ctx, left, switch, first_index=index, after=after)
+        if outcome.exit_status != ExitStatus.OK or (study.fail_fast and outcome.failed):
+            break
 
 
 def _profiler(study: Study, executor: Executor, reporter: Reporter) -> tuple[Profiler | None, JSONObject | None]:
