@@ -26,7 +26,7 @@ from dbarena.store.encoding import pack
 from dbarena.store.schema import TABLES, Column
 
 
-class Store(Protocol):
+class _Store(Protocol):
     """What of store.database.Store this module uses (it imports this module)."""
 
     @property
@@ -45,8 +45,6 @@ __all__ = ["SeriesRows", "ServerRecord", "PointFiles", "Verbatim", "SERIES_TABLE
 # The per-second tables a point's series are kept in.
 SERIES_TABLES = ("samples", "system_samples")
 _COLUMNS: dict[str, tuple[Column, ...]] = {t.name: t.columns for t in TABLES}
-# The columns kept empty since schema 11 (schema.py's `legacy`): what they are written as.
-_LEGACY = {"json": "{}", None: ""}
 # The points' columns that are no field of StoredPoint: the point's command and its end,
 # the row's id (StoredPoint's point_id).
 _POINT_OWN = ("id", "command", "exit_code")
@@ -106,7 +104,9 @@ def _json(column: Column, value: Any) -> Any:
 
 
 def _legacy(column: Column) -> str:
-    return _LEGACY["json" if column.holds == "json" else None]
+    """What a column kept empty since schema 11 (schema.py's `legacy`) is written as:
+    SQLite declared it without a default, so a row names it."""
+    return "{}" if column.holds == "json" else ""
 
 
 class Verbatim:
@@ -114,7 +114,7 @@ class Verbatim:
     (the module's docstring). Each method writes one row or a point's rows of one
     table, so that a reader of a bundle adds them in the order it reads them."""
 
-    def __init__(self, store: Store, db: SqlConnection):
+    def __init__(self, store: _Store, db: SqlConnection):
         self.store, self.db = store, db
 
     def study(self, study: StudyRecord) -> None:
@@ -172,7 +172,7 @@ class Verbatim:
                         tuple(values))
 
 
-def point_files(store: Store, point_id: int) -> PointFiles:
+def point_files(store: _Store, point_id: int) -> PointFiles:
     """A point's command, end and files as stored (Store.point_files): the raw output
     (StoreError where it does not read back), the per-second rows as they are, and the
     histogram, server series and profile that fit (edge.py; one that does not is said
