@@ -6,8 +6,8 @@ two modules import each other round a cycle."""
 from __future__ import annotations
 
 import ast
-import re
 import functools
+import re
 from pathlib import Path
 
 import dbarena
@@ -233,3 +233,144 @@ def test_no_module_takes_a_private_name_of_another():
     needs it public (tests may reach in; src/ may not)."""
     reached = set().union(*(_private_reached(p, _module_name(p)) for p in sorted(SRC.rglob("*.py"))))
     assert sorted(reached - PRIVATE_REACHED) == []
+
+
+# ---------------------------------------------------------------- the store's own SQL
+#
+# The store's tables are the store's (store/): every other module reads and writes them
+# through Store's public methods (issue 57: exchange/ once copied its column lists, so
+# that every migration had to be repeated there). No module outside store/ reaches the
+# store's connection (`.db`, its `.dialect`), a private member of Store, the classes
+# and functions of store/dialect.py and store/postgres.py that open or take a
+# connection, nor sqlite3.connect; and no SQL statement is written outside store/ but
+# where a module talks to a database that is not the result store:
+SQL_ELSEWHERE = {
+    "engines": "the benchmarked server's settings, size and users (its own catalogue)",
+    "serverside": "the benchmarked server's statistics, sampled while a point runs",
+    "workloads": "the benchmark's own tables (TPC-C's consistency checks)",
+}
+# Private names of Store that other objects have too, where a module reads those.
+NOT_A_STORE = {("fleet", "_host"): "Ansible's TaskResult._host (fleet/callbacks/dbarena_json.py)"}
+# The store's connection, and the dialect that holds it.
+CONNECTION_ATTRIBUTES = {"db", "dialect"}
+# What of store/dialect.py and store/postgres.py other modules may use: none opens or
+# takes the store's connection.
+DIALECT_PUBLIC = {
+    "dbarena.store.dialect": {"file_identity", "sqlite_copy", "refuse_foreign", "read_only_uri", "not_ours"},
+    "dbarena.store.postgres": {"is_url", "check_url", "errors"},
+}
+# Modules that connect to a database themselves: the benchmarked server's.
+CONNECTS = {"engines": "the benchmarked server (psycopg, pymysql)"}
+_SQL = re.compile(r"\b(?:SELECT\b[\s\S]*?\bFROM|INSERT\s+(?:OR\s+[A-Z]+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b")
+_DRIVERS = {"sqlite3", "psycopg", "pymysql", "sqlalchemy"}
+
+
+@functools.cache
+def _store_private() -> frozenset[str]:
+    """Store's private members (store/database.py): its methods, class attributes and
+    the attributes it sets on itself whose names begin with one underscore."""
+    tree = ast.parse((SRC / "store" / "database.py").read_text())
+    store = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
+    names: set[str] = set()
+    for node in ast.walk(store):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name) and node.value.id == "self":
+            names.add(node.attr)
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def store_trespasses(source: str, unit: str) -> list[str]:
+    """What a module outside store/ (of package or root module `unit`) does that only
+    the store may: each as `line: what`."""
+    tree = ast.parse(source)
+    found: list[str] = []
+    private = _store_private()
+    aliases: dict[str, str] = {}  # a name bound to store/dialect.py or store/postgres.py
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in DIALECT_PUBLIC:
+            found += [f"{node.lineno}: imports {a.name} of {node.module}" for a in node.names
+                      if a.name not in DIALECT_PUBLIC[node.module]]
+        elif isinstance(node, ast.ImportFrom) and node.module == "dbarena.store":
+            aliases.update((a.asname or a.name, f"dbarena.store.{a.name}") for a in node.names
+                           if f"dbarena.store.{a.name}" in DIALECT_PUBLIC)
+        elif isinstance(node, ast.Import):
+            aliases.update((a.asname, a.name) for a in node.names if a.name in DIALECT_PUBLIC and a.asname)
+    # Docstrings are prose; an f-string's parts are read with it, as one text.
+    skipped = _docstrings(tree) | {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            receiver = node.value.id if isinstance(node.value, ast.Name) else None
+            if node.attr in CONNECTION_ATTRIBUTES:
+                found.append(f"{node.lineno}: .{node.attr} (the store's connection)")
+            elif node.attr in private and receiver not in ("self", "cls") \
+                    and (unit, node.attr) not in NOT_A_STORE:
+                found.append(f"{node.lineno}: .{node.attr} (a private member of Store)")
+            elif receiver in aliases and node.attr not in DIALECT_PUBLIC[aliases[receiver]]:
+                found.append(f"{node.lineno}: {receiver}.{node.attr} of {aliases[receiver]}")
+            elif receiver in _DRIVERS and node.attr == "connect" and unit not in CONNECTS:
+                found.append(f"{node.lineno}: {receiver}.connect")
+        text = None
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            text = node.value
+        if text is not None and unit not in SQL_ELSEWHERE and (m := _SQL.search(text)) is not None:
+            found.append(f"{node.lineno}: SQL {m.group(0)[:40]!r}")
+    return sorted(found, key=lambda f: int(f.split(":")[0]))
+
+
+def test_only_the_store_touches_its_tables_and_its_connection():
+    wrong = []
+    for path in sorted(SRC.rglob("*.py")):
+        unit = _unit(_module_name(path))
+        if unit == "store":
+            continue
+        wrong += [f"{path.relative_to(SRC)}:{line}" for line in store_trespasses(path.read_text(), unit)]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_store_rule_sees_each_trespass():
+    """The rule itself, on a module that does each thing the store keeps to itself."""
+    source = '''
+"""SELECT label FROM runs (a docstring may say it)."""
+import sqlite3
+from dbarena.store import postgres as pgstore
+from dbarena.store.dialect import SQLite, file_identity
+
+def f(db, path):
+    with db._writing():
+        db.db.execute(f"INSERT INTO points ({columns}) VALUES (?)", ())
+    db.dialect.new_ids("runs", 1)
+    db._insert_run(None, "imported")
+    pgstore.Connection("postgresql://x")
+    sqlite3.connect(path)
+    rows = "SELECT command, exit_code FROM points WHERE id = ?"
+    self._writing = True  # (a class of its own may use the name)
+    return pgstore.is_url(path), file_identity(path)
+'''
+    found = [line.split(": ", 1)[1] for line in store_trespasses(source, "exchange")]
+    assert sorted(found) == sorted([
+        "imports SQLite of dbarena.store.dialect",
+        "._writing (a private member of Store)",
+        ".db (the store's connection)",
+        "SQL 'INSERT INTO'",
+        ".dialect (the store's connection)",
+        "._insert_run (a private member of Store)",
+        "pgstore.Connection of dbarena.store.postgres",
+        "sqlite3.connect",
+        "SQL 'SELECT command, exit_code FROM'",
+    ])
+    # Where a module talks to another database: its SQL and its connections are its own.
+    # (but the store's connection and Store's members are no more theirs than anyone's)
+    assert store_trespasses(source, "engines") == [
+        f for f in store_trespasses(source, "exchange") if " SQL " not in f and not f.endswith("sqlite3.connect")]

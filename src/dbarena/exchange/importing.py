@@ -9,7 +9,6 @@ runs equals the publishing store's, ids aside.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +18,7 @@ from dbarena.exchange import bundle
 from dbarena.exchange.verify import Verified, throwaway_store, verify
 from dbarena.lifecycle import state
 from dbarena.records import JSON, JSONObject
-from dbarena.store.database import Store, now_utc
-from dbarena.store.encoding import utc
+from dbarena.store.database import Store
 from dbarena.store.merge import merge
 
 __all__ = ["Imported", "import_bundle", "is_bundle"]
@@ -59,12 +57,8 @@ def import_bundle(into: Store, path: Path, allowed_signers: Path | None = None) 
     store its runs, all or nothing."""
     verified = verify(path, allowed_signers)
     with throwaway_store(verified.bundle, provenance(verified)) as (db, _):
-        run_ids = [i for (i,) in db.db.execute("SELECT id FROM runs ORDER BY id")]
-        points = db.db.execute("SELECT count(*) FROM points").fetchone()[0]
-        with db._writing():  # the file counts as imported in the store it goes to (`store info`)
-            db.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
-                          (bundle.sha256(verified.bundle.data), str(path), json.dumps(run_ids), points,
-                           utc(now_utc())))
+        # The file counts as imported in the store it goes to (`store info`).
+        db.record_import(bundle.sha256(verified.bundle.data), str(path), db.run_ids(), db.point_count())
         location = db.path
         assert location is not None
         try:

@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
 
 from dbarena import __version__
 from dbarena.errors import UsageError
@@ -31,9 +30,9 @@ from dbarena.masking import MASK, masked
 from dbarena.records import JSON, StoredRun
 from dbarena.stats import analysis
 from dbarena.store.database import Store
-from dbarena.store.schema import TABLES
+from dbarena.store.verbatim import PointFiles
 
-__all__ = ["Published", "publish", "secrets_of", "SERIES_FILES", "series_columns", "PASSPHRASE_ENV"]
+__all__ = ["Published", "publish", "secrets_of", "SERIES_FILES", "PASSPHRASE_ENV"]
 
 # Where an encrypted key's passphrase may come from besides a prompt (never argv).
 PASSPHRASE_ENV = "DBARENA_KEY_PASSPHRASE"
@@ -45,12 +44,6 @@ _SECRET_NAME = re.compile(r"(?i)password|passwd|_pwd$|secret|token|passphrase")
 # a value is not looked for, and the masking of every form a password is spelled in
 # (masking.py) is what keeps it out.
 _SHORTEST_SECRET = 4
-
-
-def series_columns(table: str) -> dict[str, str]:
-    """A per-second table's columns but its point, each with its logical type (schema.py)."""
-    found = next(t for t in TABLES if t.name == table)
-    return {c.name: c.type for c in found.columns if c.name != "point_id"}
 
 
 @dataclass(frozen=True)
@@ -179,11 +172,6 @@ def _public(run: StoredRun) -> StoredRun:
     return dataclasses.replace(run, options=options) if options != run.options else run
 
 
-def _rows(db: Store, sql: str, args: tuple[Any, ...]) -> tuple[list[str], list[tuple[Any, ...]]]:
-    cur = db.db.execute(sql, args)
-    return [d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()]
-
-
 def _price(run: StoredRun) -> Price | None:
     """The run's price with where it came from and when it held: what the run stored
     (its study's [price], or --price-per-hour), on the day the run started."""
@@ -198,27 +186,22 @@ def _price(run: StoredRun) -> Price | None:
                  date=run.started_at[:10])
 
 
-def _point_files(db: Store, point_id: int) -> dict[str, bytes]:
+def _point_files(found: PointFiles) -> dict[str, bytes]:
     """A point's files in the bundle (names within its directory), each present only
     where the store holds it (but the raw output, which every point has)."""
     files: dict[str, bytes] = {}
-    stdout, stderr = db.raw_output(point_id)
-    files["stdout.txt"], files["stderr.txt"] = masked(stdout).encode(), masked(stderr).encode()
-    for table, name in SERIES_FILES.items():
-        columns = list(series_columns(table))
-        names, rows = _rows(db, f"SELECT {', '.join(columns)} FROM {table} WHERE point_id = ? ORDER BY second",
-                            (point_id,))
-        if rows:
-            files[name] = bundle.series_csv(names, rows)
-    found = db.latency_histograms([point_id]).get(point_id)
-    if found is not None:
-        files["latency-histogram.json"] = bundle.json_bytes(_masked_json(found))
-    server = db.server_series([point_id]).get(point_id)
-    if server is not None:
-        files["server-series.json"] = bundle.json_bytes(_masked_json(server))
-    profile = db.profiles([point_id], folded=True).get(point_id)
-    if profile is not None:  # (its frequency and symbols are in the point's record)
-        files["profile.txt"] = masked(profile["folded"]).encode()
+    files["stdout.txt"], files["stderr.txt"] = masked(found.stdout).encode(), masked(found.stderr).encode()
+    for series, name in ((found.samples, SERIES_FILES["samples"]),
+                         (found.system_samples, SERIES_FILES["system_samples"])):
+        if series is not None:
+            files[name] = bundle.series_csv(series.columns, series.rows)
+    if found.latency_histogram is not None:
+        files["latency-histogram.json"] = bundle.json_bytes(_masked_json(found.latency_histogram))
+    if (server := found.server) is not None:
+        files["server-series.json"] = bundle.json_bytes(_masked_json(
+            {"bound": server.bound, "evidence": server.evidence, "figures": server.figures, "record": server.record}))
+    if found.profile is not None:  # (its frequency and symbols are in the point's record)
+        files["profile.txt"] = masked(found.profile).encode()
     return files
 
 
@@ -233,24 +216,23 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
     studies: dict[str, StudyText] = {}
     for run in runs:
         if run.study_sha256 is not None and run.study_sha256 not in studies:
-            study = db.study_text(run.study_sha256)
+            study = db.study(run.study_sha256)
             if study is not None:
                 # A study file by its name (its text is all a reader needs), as _public does.
-                studies[run.study_sha256] = StudyText(sha256=run.study_sha256, name=study["name"],
-                                                      source=PurePath(study["source"]).name if "/" in study["source"] else study["source"],
-                                                      text=study["text"])
+                studies[run.study_sha256] = StudyText(sha256=run.study_sha256, name=study.name,
+                                                      source=PurePath(study.source).name if "/" in study.source else study.source,
+                                                      text=study.text)
         for record in analysis.load(db, run_id=run.id):
             pid = record.point_id
-            _, (row,) = _rows(db, "SELECT command, exit_code FROM points WHERE id = ?", (pid,))
-            command = json.loads(row[0]) if isinstance(row[0], str) else []
-            own = _point_files(db, pid)
+            stored = db.point_files(pid)
+            own = _point_files(stored)
             names = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
             files.update((f"points/{pid}/{key}", data) for key, data in own.items())
             result = record.as_json()
             if isinstance(found := result.get("source"), dict) and isinstance(path := found.get("path"), str):
                 result["source"] = {**found, "path": PurePath(path).name}  # an imported point's file: as _public
-            points.append(PointEntry(result=result, command=[str(c) for c in command],
-                                     exit_code=row[1], files=names))
+            points.append(PointEntry(result=result, command=stored.command, exit_code=stored.exit_code,
+                                     files=names))
     newest = max((r.ended_at or r.started_at for r in runs))
     digests = {name: bundle.sha256(data) for name, data in sorted(files.items())}
     sums = bundle.sums_text(digests)

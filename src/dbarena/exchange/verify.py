@@ -27,7 +27,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +36,18 @@ from dbarena import inbound
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange import manifest as manifest_schema
 from dbarena.exchange.bundle import BundleProblem
-from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line, series_columns
+from dbarena.exchange.publish import SERIES_FILES, first_unmasked_line
 from dbarena.importers import reading
 from dbarena.lifecycle import state
 from dbarena.limits import name_problem, quoted
-from dbarena.records import JSON, JSONObject
+from dbarena.model import StudyRecord
+from dbarena.records import JSON, STORED_FIELDS, JSONObject, StoredPoint, StoredRun
 from dbarena.stats import analysis
 from dbarena.stats.latency import Latencies
 from dbarena.stats.profiles import FoldedProblem
 from dbarena.store.database import Store
 from dbarena.store.edge import Edge
-from dbarena.store.encoding import pack
+from dbarena.store.verbatim import SeriesRows, ServerRecord, Verbatim, series_columns
 from dbarena.workloads import WORKLOADS
 
 __all__ = ["Verified", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES"]
@@ -421,19 +422,6 @@ def _line_of(text: str, value: float | int, first: int, last: int) -> int:
 # ---------------------------------------------------------------- the bundle as rows
 
 
-def _json_text(value: JSON) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-_RUN_COLUMNS = ("id", "label", "host", "engine", "target", "server_version", "tool_versions", "options",
-                "host_facts", "dbarena_version", "started_at", "ended_at", "status", "target_facts",
-                "price_per_hour", "study_sha256", "variant", "flavour", "currency", "invocation", "status_reason",
-                "uuid", "host_fingerprint")
-_POINT_COLUMNS = ("id", "run_id", "engine", "workload", "threads", "clients", "duration_s", "scale", "status",
-                  "error", "started_at", "ended_at", "command", "exit_code", "details", "params", "repeat", "source",
-                  "phase", "variant", "options", "warmup_s", "config", "config_key", "stdout", "stderr", *FIGURES)
-
-
 _template_bytes: list[bytes] = []
 
 
@@ -465,9 +453,8 @@ def throwaway_store(found: Bundle, provenance: JSONObject | None = None
     with state.temporary("dbarena-bundle-") as tmp:
         said: list[str] = []
         (tmp / "bundle.db").write_bytes(_template(tmp))
-        db = Store(tmp / "bundle.db")
         # Throwaway: nothing of it needs to survive a crash, so no fsync per commit.
-        db.db.execute("PRAGMA synchronous = OFF")
+        db = Store(tmp / "bundle.db", durable=False)
         db.edge = Edge(found.name, said.append)
         try:
             _fill(db, found, provenance)
@@ -479,16 +466,16 @@ def throwaway_store(found: Bundle, provenance: JSONObject | None = None
 def _fill(db: Store, found: Bundle, provenance: JSONObject | None) -> None:
     manifest = found.manifest
     try:
-        with db._writing():
+        with db.verbatim() as add:
             for study in _list(manifest, "studies"):
                 assert isinstance(study, dict)
-                db.db.execute("INSERT OR IGNORE INTO studies (sha256, name, source, text) VALUES (?, ?, ?, ?)",
-                              (study["sha256"], study["name"], study["source"], study["text"]))
+                add.study(StudyRecord(sha256=_string(study["sha256"]), name=_string(study["name"]),
+                                      source=_string(study["source"]), text=_string(study["text"])))
             for run in _list(manifest, "runs"):
                 assert isinstance(run, dict)
-                _insert_run(db, run, provenance)
+                add.run(_run(run, provenance))
             for entry in _list(manifest, "points"):
-                _insert_point(db, found, _entry(entry))
+                _add_point(add, found, _entry(entry))
     except (KeyError, AssertionError, TypeError, ValueError) as exc:
         raise BundleProblem(f"{found.name}: manifest.json: a run or point lacks what the store needs ({exc!r})") \
             from None
@@ -502,59 +489,58 @@ def _fill(db: Store, found: Bundle, provenance: JSONObject | None) -> None:
                             f"({said.split(': ', 1)[1] if ': ' in said else said})") from None
 
 
-def _insert_run(db: Store, run: JSONObject, provenance: JSONObject | None) -> None:
+def _string(value: JSON) -> str:
+    """A value the manifest's schema holds to be text (a TypeError, which _fill says, if not)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not text")
+    return value
+
+
+def _run(run: JSONObject, provenance: JSONObject | None) -> StoredRun:
+    """A run of the manifest as the store keeps it, its options with `provenance`
+    under "bundle" where given; each value as the manifest holds it (the store's edge
+    checks them as they are read)."""
     facts = run["host_facts"]
     fingerprint = run["host_fingerprint"]
-    db.db.execute("INSERT OR IGNORE INTO hosts (fingerprint, facts) VALUES (?, ?)", (fingerprint, _json_text(facts)))
     options = dict(run["options"]) if isinstance(run["options"], dict) else {}
     if provenance is not None:
         options["bundle"] = provenance
-    values: dict[str, Any] = {c: run[c] for c in _RUN_COLUMNS}
-    values.update(tool_versions=_json_text(run["tool_versions"]), options=_json_text(options), host_facts="{}",
-                  target_facts=_json_text(run["target_facts"]))
-    db.db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
-                  tuple(values[c] for c in _RUN_COLUMNS))
+    values: dict[str, Any] = {f.name: run[f.name] for f in fields(StoredRun)}
+    values.update(options=options, host_facts=facts, host_fingerprint=fingerprint)
+    return StoredRun(**values)
 
 
-def _insert_point(db: Store, found: Bundle, entry: JSONObject) -> None:
+def _add_point(add: Verbatim, found: Bundle, entry: JSONObject) -> None:
     record = _record(entry)
     pid = record["point_id"]
+    assert isinstance(pid, int)  # (_record saw to it)
     repeat = record["repeat"]
-    values: dict[str, Any] = {c: record.get(c) for c in _POINT_COLUMNS if c in record}
+    values: dict[str, Any] = {name: record.get(name) for name in STORED_FIELDS}
+    run_id, command, exit_code = record["run_id"], entry["command"], entry["exit_code"]
     values.update(
-        id=pid, run_id=record["run_id"], command=_json_text(entry["command"]), exit_code=entry["exit_code"],
-        stdout="", stderr="",  # (legacy columns: raw_outputs holds the raw output)
-        details=_json_text(record["details"]), params=_json_text(record["params"]),
-        options=_json_text(record["options"]),
+        point_id=pid, run_id=run_id, details=record["details"], params=record["params"], options=record["options"],
         repeat=repeat - 1 if isinstance(repeat, int) else repeat,  # (printed from 1, stored from 0)
-        source=_json_text(record["source"]) if record["source"] is not None else None,
-        config=_json_text(record["config"]) if record["config"] is not None else None)
-    db.db.execute(f"INSERT INTO points ({', '.join(_POINT_COLUMNS)}) VALUES ({', '.join('?' * len(_POINT_COLUMNS))})",
-                  tuple(values.get(c) for c in _POINT_COLUMNS))
+        source=record["source"], config=record["config"])
+    add.point(StoredPoint(**values), command, exit_code)
     texts = [found.text(name) if (name := _file(found, entry, key)) is not None else ""
              for key in ("stdout", "stderr")]
-    db.db.execute("INSERT INTO raw_outputs VALUES (?, 'zlib', ?, ?)", (pid, pack(texts[0]), pack(texts[1])))
+    add.raw_output(pid, texts[0], texts[1])
     for table, file_name in SERIES_FILES.items():
         member = _file(found, entry, file_name.split(".")[0])
         if member is None:
             continue
         columns, rows = bundle.read_series_csv(member, found.members[member], series_columns(table))
-        db.db.executemany(f"INSERT INTO {table} (point_id, {', '.join(columns)}) VALUES "
-                          f"({', '.join('?' * (len(columns) + 1))})", [(pid, *row) for row in rows])
+        add.series(table, pid, SeriesRows(tuple(columns), rows))
     if (member := _file(found, entry, "latency_histogram")) is not None:
-        db.db.execute("INSERT INTO latency_histograms (point_id, record) VALUES (?, ?)",
-                      (pid, _json_text(bundle.json_document(member, found.members[member]))))
-    _insert_profile(db, found, entry, record)
+        add.latency_histogram(pid, bundle.json_document(member, found.members[member]))
+    _add_profile(add, found, entry, record)
     if (member := _file(found, entry, "server_series")) is not None:
         server = bundle.json_document(member, found.members[member])
-        figures = server.get("figures")
-        db.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures) VALUES (?, ?, ?, ?, ?)",
-                      (pid, server.get("bound"), server.get("evidence"), _json_text(server.get("record")),
-                       _json_text(figures) if figures is not None else None))
+        add.server_series(pid, ServerRecord(bound=server.get("bound"), evidence=server.get("evidence"),
+                                            record=server.get("record"), figures=server.get("figures")))
 
 
-
-def _insert_profile(db: Store, found: Bundle, entry: JSONObject, record: JSONObject) -> None:
+def _add_profile(add: Verbatim, found: Bundle, entry: JSONObject, record: JSONObject) -> None:
     """A point's on-CPU profile: its folded stacks from its file, its frequency and symbols
     from its record (what no file holds); its samples and top functions made again from
     the stacks as the store makes them (Store.add_profile), for the record to match."""
@@ -572,6 +558,6 @@ def _insert_profile(db: Store, found: Bundle, entry: JSONObject, record: JSONObj
     if not isinstance(frequency, (int, float)) or isinstance(frequency, bool) or not isinstance(symbols, str):
         raise BundleProblem(f"{found.name}: manifest.json: point {pid}'s profile lacks its frequency or symbols")
     try:
-        db.add_profile(pid, found.text(member), float(frequency), symbols)
+        add.profile(pid, found.text(member), float(frequency), symbols)
     except FoldedProblem as exc:
         raise BundleProblem(f"{found.name}: {member}: not folded stacks ({exc})") from None

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dbarena.store import postgres as pgstore
+from dbarena.store.dialect import sqlite_copy
 from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
 from dbarena.limits import one_line
@@ -195,8 +195,6 @@ def snapshot(workdir: Path) -> Path:
     if not source.is_file():
         raise FileNotFoundError(f"no store at {source}")
     copy.unlink(missing_ok=True)
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=60)) as src, \
-            contextlib.closing(sqlite3.connect(copy)) as dest:
-        src.backup(dest)
+    sqlite_copy(source, copy)
     os.chmod(copy, 0o600)
     return copy

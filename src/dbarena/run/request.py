@@ -95,10 +95,10 @@ def probe_seconds(probe_s: int | None, no_probe: bool) -> int | None:
 def refuse_foreign_store(store: Path | str) -> None:
     """A file another program owns is refused before anything is said of the study (the
     store itself is opened, and made if new, only once the study is confirmed)."""
-    from dbarena.store.dialect import SQLite
+    from dbarena.store.dialect import refuse_foreign
 
     if isinstance(store, Path) and store.is_file() and store.stat().st_size:
-        SQLite(store, readonly=True).db.close()
+        refuse_foreign(store)
 
 
 def _liked(path: Path, resume: str | None, values: dict[str, Any]) -> Resolved:

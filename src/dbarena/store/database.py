@@ -25,13 +25,15 @@ from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
-from dbarena.model import PointResult, RunInfo
+from dbarena.model import PointResult, RunInfo, StudyRecord
 from dbarena.stats import configkey
 from dbarena.stats import profiles as folding
 from dbarena.store import live
 from dbarena.store import migrations
 from dbarena.store import postgres as pgstore
 from dbarena.store import edge
+from dbarena.store import verbatim
+from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
 from dbarena.records import STORED_FIELDS, ForgottenRun, RunProgress, StoredPoint, StoredRun, SystemSums, stored_point
@@ -125,7 +127,7 @@ class Store:
     tables; the SQL below is written once, in SQLite's spelling, and pgstore.Connection
     translates it."""
 
-    def __init__(self, location: str | Path, *, readonly: bool = False, create: bool = True):
+    def __init__(self, location: str | Path, *, readonly: bool = False, create: bool = True, durable: bool = True):
         """Open (and migrate) the store at `location`. A file or database that holds
         something else than a dbarena store is refused (StoreError), untouched.
 
@@ -134,7 +136,9 @@ class Store:
         SQLite store is migrated in a copy in memory (`migrated_from` then says its
         own version), an older PostgreSQL one refused with the command to run.
         create: whether an absent or empty file (or a database without dbarena's
-        tables) becomes a new store; a reader never creates one."""
+        tables) becomes a new store; a reader never creates one.
+        durable: False for a throwaway SQLite store (a bundle's, verify.py) nothing of
+        which needs to survive a crash: no fsync per commit."""
         self.postgresql = pgstore.is_url(location)
         self.dialect: Dialect = (PostgreSQL(str(location), readonly=readonly, create=create) if self.postgresql
                                  else SQLite(Path(location), readonly=readonly, create=create))
@@ -150,6 +154,8 @@ class Store:
         # migrated; one held at an older schema, as the migration tests hold one, not).
         self.live_table = self.version >= 19
         self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
+        if not durable and self.dialect.name == "sqlite":
+            self.db.execute("PRAGMA synchronous = OFF")
 
     @property
     def migrated_from(self) -> int | None:
@@ -346,6 +352,20 @@ class Store:
                         " VALUES (?, 'zlib', ?, ?, ?, ?, ?)",
                         (point_id, pack(folded), frequency_hz, symbols, folding.samples(stacks),
                          json.dumps(folding.top(stacks))))
+
+    @contextlib.contextmanager
+    def verbatim(self) -> Iterator[Verbatim]:
+        """Rows added as another store held them (verbatim.py: a bundle's, into the
+        throwaway store that verifies it), in one transaction: all or nothing."""
+        with self._writing():
+            yield Verbatim(self, self.db)
+
+    def record_import(self, sha256: str, file: str, run_ids: Sequence[int], points: int) -> None:
+        """Record that a file (its content's sha256) brought these runs and points (`store
+        info` lists it; a merge carries the record on with the runs)."""
+        with self._writing():
+            self.db.execute("INSERT INTO imports VALUES (?, ?, ?, ?, ?)",
+                            (sha256, file, json.dumps(list(run_ids)), points, utc(now_utc())))
 
     @contextlib.contextmanager
     def importing(self, sha256: str, file: str, replace: str | None = None) -> Iterator["ImportBatch"]:
@@ -991,6 +1011,26 @@ class Store:
                                  f"{edge.describe(blob)} {text.reason}")
             texts.append(text)
         return texts[0], texts[1]
+
+
+    def point_files(self, point_id: int) -> PointFiles:
+        """A point's command, end, raw output, series, histogram, server series and
+        profile (verbatim.point_files)."""
+        return verbatim.point_files(self, point_id)
+
+    def run_ids(self) -> list[int]:
+        """Every run's id, oldest first (whether or not its other columns fit)."""
+        return [i for (i,) in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+    def point_count(self) -> int:
+        """How many points the store holds, warm-ups too."""
+        return int(self.db.execute("SELECT count(*) FROM points").fetchone()[0])
+
+    def study(self, sha256: str) -> StudyRecord | None:
+        """The study of this sha256 (study_text, as a record), or None."""
+        found = self.study_text(sha256)
+        return None if found is None else StudyRecord(name=found["name"], source=found["source"],
+                                                      text=found["text"], sha256=sha256)
 
 
 class _NothingImported(Exception):

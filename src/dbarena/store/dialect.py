@@ -49,6 +49,21 @@ def read_only_uri(path: Path) -> str:
     return f"file:{quote(str(path.resolve()))}?mode=ro"
 
 
+def sqlite_copy(source: Path, copy: Path) -> None:
+    """A consistent copy of an SQLite store even while it is written (SQLite's online
+    backup), the store opened read-only; sqlite3.Error or OSError where it cannot be made."""
+    with contextlib.closing(sqlite3.connect(read_only_uri(source), uri=True, timeout=60)) as src, \
+            contextlib.closing(sqlite3.connect(copy)) as dest:
+        src.backup(dest)
+
+
+def refuse_foreign(path: Path) -> None:
+    """An SQLite file another program owns (or none dbarena can read) refused, a
+    StoreError of one line; the file opened read-only and closed, nothing written nor
+    migrated: what a command checks of --store before it says anything else."""
+    SQLite(path, readonly=True).db.close()
+
+
 def not_ours(path: Path | str, why: str) -> StoreError:
     return StoreError(f"{path} is not a dbarena store ({why}): give another --store")
 

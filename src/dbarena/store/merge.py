@@ -26,7 +26,7 @@ from dbarena.limits import name_problem
 from dbarena.store import edge, migrations
 from dbarena.store import postgres as pgstore
 from dbarena.store.database import POINT_TABLES, Store
-from dbarena.store.dialect import read_only_uri
+from dbarena.store.dialect import sqlite_copy
 from dbarena.store.edge import Edge
 from dbarena.store.encoding import chunks
 
@@ -94,10 +94,7 @@ def merge(into: Store, other: str | Path, say: Callable[[str], None] | None = No
     with scratch("dbarena-merge-") as tmp:
         copy = tmp / "other.db"
         try:
-            # SQLite's online backup: a consistent copy even of a store being written.
-            with contextlib.closing(sqlite3.connect(read_only_uri(other), uri=True, timeout=60)) as source_db, \
-                    contextlib.closing(sqlite3.connect(copy)) as dest:
-                source_db.backup(dest)
+            sqlite_copy(other, copy)  # (consistent even of a store being written)
             # Migrated to this dbarena's schema, or refused: a newer one, another
             # program's file, an empty one (create=False: not taken for a new store).
             Store(copy, create=False).close()
