@@ -162,6 +162,24 @@ def _geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+def _without_interval(counted: list[LevelComparison], point: float, on: str, inverse: bool) -> str | None:
+    """Why a workload's levels give no interval, where some do not: sides that ran under
+    different interference (stats/interference.py), or a spread between sessions unknown
+    (stats/sessions.py); None where every level has one."""
+    short = [r for r in counted if r.log_se is None]
+    if not short:
+        return None
+    shown = f"({(point - 1) * 100:+.1f} % without an interval{f'; {INVERSE}' if inverse else ''})"
+    unlike = next((r.reason for r in short if r.reason and r.reason.startswith(interference.UNLIKE)), None)
+    if unlike is not None:
+        return f"inconclusive{on} at {len(short)} of {len(counted)} level(s) {shown}: " \
+            f"{unlike.removeprefix('inconclusive: ')}"
+    a, b = min(r.a_sessions for r in short), min(r.b_sessions for r in short)
+    one = "one session a side" if a == b == 1 else sessions.words(a, b)
+    return (f"inconclusive{on}: {one} at {len(short)} of {len(counted)} level(s) {shown[:-1]}); between-session "
+            f"variation unknown: run both with --sessions {sessions.MIN_SESSIONS}")
+
+
 def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[LevelComparison]) -> Decision:
     """One engine and workload of the label against the baseline, from its level rows
     (all of capacities at one objective, or all of closed-loop throughput: decide)."""
@@ -181,22 +199,9 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
                         metric=judged_by, slo=slo)
     point = _geomean(ratio for _, ratio in ratios)
     assert point is not None  # every counted ratio is positive
-    short = [r for r in counted if r.log_se is None]
-    unlike = next((r.reason for r in short if r.reason and r.reason.startswith(interference.UNLIKE)), None)
-    if unlike is not None:
-        # Levels whose sides ran under different interference (stats/interference.py).
-        text = (f"inconclusive{on} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % without "
-                f"an interval{f'; {INVERSE}' if inverse else ''}): {unlike.removeprefix('inconclusive: ')}")
-        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
-                        metric=judged_by, slo=slo)
-    if short:
-        # Each side's spread between sessions is unknown at these levels (stats/sessions.py).
-        a, b = min(r.a_sessions for r in short), min(r.b_sessions for r in short)
-        one = "one session a side" if a == b == 1 else sessions.words(a, b)
-        text = (f"inconclusive{on}: {one} at {len(short)} of {len(counted)} level(s) ({(point - 1) * 100:+.1f} % "
-                f"without an interval{f'; {INVERSE}' if inverse else ''}); between-session variation unknown: "
-                f"run both with --sessions {sessions.MIN_SESSIONS}")
-        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, text, strip,
+    held = _without_interval(counted, point, on, inverse)
+    if held is not None:
+        return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, held, strip,
                         metric=judged_by, slo=slo)
     ratio, low, high, p_value, log = combine([_Log(math.log(value), r.log_se, r.log_df or math.inf)
                                               for r, value in ratios if r.log_se is not None])
@@ -367,6 +372,17 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         assert d.ratio is not None and d.log_se is not None and d.log_df is not None
         parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
     ratio, low, high, p_value, log = combine(parts)
+    verdict, text = _overall_verdict(figures, ratio, low, high, p_value, label, baseline, slo)
+    return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
+                    f"across {n} workload(s): {text}{kinds}", log_se=log.se, log_df=log.df, slo=slo)
+
+
+def _overall_verdict(figures: list[Decision], ratio: float, low: float, high: float, p_value: float,
+                     label: str, baseline: str, slo: str | None) -> tuple[str, str]:
+    """The verdict across workloads and its words, held to what the workloads' own
+    verdicts support: none that hides a workload that differs, none across workloads
+    that differ both ways, and none that no single workload shows."""
+    on = capacity_words(slo)
     verdict, text = _verdict(ratio, low, high, p_value, label, baseline, slo=slo)
     significant = [d for d in figures if d.verdict in (FASTER, SLOWER)]
     apart = significant or [d for d in figures if d.verdict == INCONCLUSIVE]
@@ -395,5 +411,4 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
         verdict = NO_VERDICT
         text = (f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), but "
                 f"no workload alone shows a difference: not a verdict (the labels' sessions may differ in load)")
-    return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
-                    f"across {n} workload(s): {text}{kinds}", log_se=log.se, log_df=log.df, slo=slo)
+    return verdict, text
