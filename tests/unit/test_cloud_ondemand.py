@@ -544,3 +544,38 @@ def test_the_local_provider_makes_sshds_privilege_separation_directory(tmp_path:
     local._privsep()
     assert (tmp_path / "run" / "sshd").is_dir()
     local._privsep()  # (there already: nothing to do)
+
+
+def test_each_hosts_machine_is_handed_to_its_runs_as_they_begin(tmp_path: Path, fake_cloud: Fake) -> None:
+    """What each host is (provider, type, zone, prices, the times to make it) goes to its
+    runs as they begin (Fleet(machines=...) -> `run --machine-facts`), not written into
+    the stored runs after the fact; only the time to delete it is added then."""
+    s = study(tmp_path)
+    FakeFleet.then = "complete"
+    ondemand.run(s, tmp_path / "s.toml", [], tmp_path / "r.db", lambda line: None, max_cost=None,
+                 max_instances=None)
+    (fleet,) = FakeFleet.made
+    machines_given = fleet.kwargs["machines"]
+    assert sorted(machines_given) == ["m7g.large-1", "m7i.large-1"]  # (the study's two hosts, deleted by now)
+    for name, facts in machines_given.items():
+        assert facts["host"] == name and facts["provider"] == "aws" and facts["delete_s"] is None
+        assert facts["instance_type"] and facts["cloud_run"] and isinstance(facts["prices"], list)
+
+
+def test_a_hosts_machine_is_an_argument_of_its_own_run() -> None:
+    from dbarena.fleet.controller import Fleet
+
+    host = type("H", (), {"label": "small", "price_per_month": None, "price_per_hour": None, "currency": None})()
+    args = Fleet._host_args(host, "s.toml", [], None, {"host": "small-1", "delete_s": None})  # type: ignore[arg-type]
+    assert args[args.index("--machine-facts") + 1] == '{"delete_s": null, "host": "small-1"}'
+    assert "--machine-facts" not in Fleet._host_args(host, "s.toml", [], None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("given", ["[1]", "nope", '"text"'])
+def test_machine_facts_not_an_object_is_one_line(tmp_path: Path, given: str, capsys: pytest.CaptureFixture[str]
+                                                 ) -> None:
+    from conftest import invoke
+
+    code, _, err = invoke(["run", "--machine-facts", given, "--store", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and "--machine-facts" in err and "expected a JSON object" in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists()

@@ -22,7 +22,7 @@ from dbarena.interfaces import Reporter
 from dbarena.lifecycle import state
 from dbarena.lifecycle.cleanup import reap
 from dbarena.report import listings, terminal
-from dbarena.records import AnalysedPoint
+from dbarena.records import AnalysedPoint, JSONObject
 from dbarena.stats import analysis, steadystate
 from dbarena.store.database import Store
 from dbarena.study import arguments, consent
@@ -57,6 +57,9 @@ allow_commands_option = click.option(
               help="Start a study estimated over an hour without asking (only a terminal is asked).")
 @click.option("--progress-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
               help="Also write the progress as JSON to this file (what `dbarena fleet` reads on a host).")
+@click.option("--machine-facts", "machine_facts", metavar="JSON", hidden=True, callback=lambda c, p, v: _machine(v),
+              help="What the machine made for a study's [machines] is (a JSON object): recorded in each run's "
+                   "options as it begins (what `run --study` of such a study passes to each host).")
 @click.option("--no-system-metrics", is_flag=True, hidden=True,
               help="No once-a-second CPU, disk and memory sampling (bench/overhead measures its cost).")
 @click.option("--no-server-metrics", is_flag=True,
@@ -79,7 +82,7 @@ allow_commands_option = click.option(
 def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: bool, progress_file: Path | None,
         no_system_metrics: bool, no_server_metrics: bool, probe_s: int | None, no_probe: bool, allow_commands: bool,
         like_path: Path | None, max_cost: float | None, max_instances: int | None, machines_poll_s: float,
-        **kwargs: Any) -> int:
+        machine_facts: JSONObject | None, **kwargs: Any) -> int:
     """Run a study, or the workloads of the flags, across a concurrency sweep; store every point.
 
     Before anything starts, one line says the study's points, machine time and disk
@@ -142,7 +145,7 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
                               resume=resolved.invocation, system_metrics=not no_system_metrics,
                               server_metrics=not no_server_metrics, host_facts=facts,
-                              estimated=estimated)
+                              estimated=estimated, machine=machine_facts)
         for note in outcome.notes:
             err.print(note, markup=False, soft_wrap=True)
         if outcome.exit_status in (ExitStatus.INTERRUPTED, ExitStatus.TERMINATED):
@@ -185,9 +188,23 @@ def _show_outcome(out: Console, err: Console, db: Store, outcome: session.Outcom
             out.print(line, markup=False, soft_wrap=True)
 
 
+def _machine(text: str | None) -> JSONObject | None:
+    """--machine-facts: a JSON object, or a one-line error."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise click.BadParameter("expected a JSON object (what `run --study` of a [machines] study passes)")
+    return value
+
+
 # The options of `run` a study with [machines] passes on to each host's `dbarena run`
 # (as `fleet run -- ...` would); the others are the controller's own.
-_MACHINES_OWN = {"store", "yes", "max_cost", "max_instances", "machines_poll_s", arguments.STUDY_OPTION}
+_MACHINES_OWN = {"store", "yes", "max_cost", "max_instances", "machines_poll_s", "machine_facts",
+                 arguments.STUDY_OPTION}
 
 
 def _on_machines(the_study: study_mod.Study, store_path: Path | str, allow_commands: bool, max_cost: float | None,

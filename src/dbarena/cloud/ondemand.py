@@ -108,7 +108,8 @@ def run(study: Study, study_file: Path, run_args: Sequence[str], store: Path | s
 
         hosts = inventory_mod.load(made.inventory, None, controller.ansible_command("ansible-inventory"))
         fleet = controller.Fleet(inventory=made.inventory, hosts=hosts, say=say, poll_s=poll_s, stop=guard,
-                                 passwords={**controller.passwords_from_environment(), **passwords_of(provider, made)})
+                                 passwords={**controller.passwords_from_environment(), **passwords_of(provider, made)},
+                                 machines={h.name: machine_of(h, made, machines.image, None) for h in made.hosts})
         status = fleet.run(study, str(study_file), study_file, args, store, serial=False)
         stopped = fleet.stopped
         if stopped is not None:
@@ -156,8 +157,9 @@ def passwords_of(provider: Provider, made: machines_mod.Made) -> dict[str, str]:
             if r.kind == "database" and r.engine in engines.ENGINES and r.id in provider.passwords}
 
 
-def machine_of(host: Resource, made: machines_mod.Made, image: str | None, delete_s: float) -> dict[str, Any]:
-    """What a run measured on `host` ran on, and what it cost: its options' "machine"."""
+def machine_of(host: Resource, made: machines_mod.Made, image: str | None, delete_s: float | None) -> dict[str, Any]:
+    """What a run measured on `host` ran on, and what it cost: its options' "machine"
+    (`delete_s` None: not deleted yet, as the run begins)."""
     machines = made.estimated
     prices = [{"part": line.part, "name": line.name, "quantity": line.quantity, "per_hour": line.per_hour,
                "price": line.price.amount if line.price else None, "unit": line.price.unit if line.price else None,
@@ -169,7 +171,8 @@ def machine_of(host: Resource, made: machines_mod.Made, image: str | None, delet
             "zone": host.zone,
             "image": image or ("this machine" if machines.provider == "local" else None), "host": host.name, "resource": host.id, "cloud_run": made.run,
             "currency": machines.currency, "catalogue": machines.catalogue, "prices": prices,
-            "create_s": timing.get("create_s"), "ready_s": timing.get("ready_s"), "delete_s": round(delete_s, 3)}
+            "create_s": timing.get("create_s"), "ready_s": timing.get("ready_s"),
+            "delete_s": round(delete_s, 3) if delete_s is not None else None}
 
 
 def _uuids(fetched: Path | None) -> list[str]:
@@ -185,9 +188,11 @@ def _uuids(fetched: Path | None) -> list[str]:
 def _provenance(store: Path, made: machines_mod.Made, measured: dict[str, list[str]], image: str | None,
                 delete_s: float, left: str | None = None) -> None:
     """Each host's runs (found by the UUIDs of the store fetched from it, as the
-    fleet's outlier flags are) get what they ran on in their options; those still
-    running when their machines were deleted (`left`: why) are marked interrupted,
-    their points kept: no host is left to finish them."""
+    fleet's outlier flags are) get the time their machine took to delete in their
+    options' "machine" (recorded as they began, but for that; a run of a host that
+    did not record it gets it whole); those still running when their machines were
+    deleted (`left`: why) are marked interrupted, their points kept: no host is left
+    to finish them."""
     from dbarena.store.database import Store
 
     if not store.exists():
@@ -197,6 +202,9 @@ def _provenance(store: Path, made: machines_mod.Made, measured: dict[str, list[s
         for host in made.hosts:
             for uuid in measured.get(host.name, []):
                 if uuid in by_uuid:
-                    db.update_options(by_uuid[uuid].id, {"machine": machine_of(host, made, image, delete_s)})
+                    recorded = by_uuid[uuid].options.get("machine")
+                    machine = {**recorded, "delete_s": round(delete_s, 3)} if isinstance(recorded, dict) \
+                        else machine_of(host, made, image, delete_s)
+                    db.update_options(by_uuid[uuid].id, {"machine": machine})
                     if left is not None and by_uuid[uuid].status == "running":
                         db.finish_run(by_uuid[uuid].id, "interrupted", reason=left)

@@ -404,6 +404,9 @@ class Fleet:
     # The passwords the hosts' runs log in with (variable -> value: engines.PASSWORD_VARIABLES);
     # by default those exported here.
     passwords: Mapping[str, str] = field(default_factory=passwords_from_environment, repr=False)
+    # What each host is, where it was made for the run (a study's [machines]): host name
+    # -> the facts its runs record as they begin (run --machine-facts).
+    machines: Mapping[str, JSONObject] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.states = {h.name: HostState(h) for h in self.hosts}
@@ -499,7 +502,8 @@ class Fleet:
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
         shared = isinstance(store, str)  # a PostgreSQL URL: hosts write there themselves
         args = {h.name: self._host_args(h, f"{h.workdir}/study.toml" if study_file else study_arg, run_args,
-                                        store if isinstance(store, str) else None) for h in self.hosts}
+                                        store if isinstance(store, str) else None, self.machines.get(h.name))
+                for h in self.hosts}
         groups = [[h] for h in self.hosts] if serial else [self.hosts]
         for group in groups:
             self.say(f"starting on {', '.join(h.name for h in group)}: packages, dbarena, the study")
@@ -525,8 +529,11 @@ class Fleet:
         return self.summary()
 
     @staticmethod
-    def _host_args(host: Host, study_arg: str, run_args: list[str], shared_store: str | None) -> list[str]:
+    def _host_args(host: Host, study_arg: str, run_args: list[str], shared_store: str | None,
+                   machine: JSONObject | None = None) -> list[str]:
         out = ["--study", study_arg, *run_args, "--label", host.label]
+        if machine is not None:
+            out += ["--machine-facts", json.dumps(machine, sort_keys=True)]
         if host.price_per_month is not None:
             out += ["--price-per-month", repr(host.price_per_month), "--currency", host.currency or "USD"]
         elif host.price_per_hour is not None:

@@ -47,11 +47,13 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
              variant: str, settings: Mapping[str, str], tool_versions: dict[str, str], init: bool, invocation: str,
              cluster: Mapping[str, str] | None = None, cpus: JSONObject | None = None,
              data_parent: Path | None = None, probe: JSONObject | None = None,
-             session: tuple[int, int] = (0, 1), profiling: JSONObject | None = None) -> RunInfo:
+             session: tuple[int, int] = (0, 1), profiling: JSONObject | None = None,
+             machine: JSONObject | None = None) -> RunInfo:
     """A run's provenance, as begin_run stores it (`cpus`: the [cpus] placement's facts;
     `probe`: the host probe before the study, host/probe.py; `session`: which of how
     many sessions of the study it is, stats/sessions.py; `profiling`: the on-CPU
-    profiles asked for, with perf's version or why there are none)."""
+    profiles asked for, with perf's version or why there are none; `machine`: the
+    machine made for the run that it runs on, cloud/ondemand.py's machine_of)."""
     target_facts = _target_facts(entry, target)
     hostname = facts.get("hostname")
     host = hostname if isinstance(hostname, str) else ""
@@ -83,6 +85,10 @@ def run_info(study: Study, record: StudyRecord, label: str, facts: JSONObject, e
         # and the state it began in, which the next session's start does not reset.
         "session": {"index": session[0] + 1, "of": session[1], "start": _session_start(target)},
     }
+    if machine is not None:
+        # A study's [machines]: what this host is (provider, region, type, image, prices
+        # with their source and date, the times to make it), known as the run begins.
+        options["machine"] = machine
     return RunInfo(
         label=label, host=host, engine=entry.name, target=target.url, started_at=now_utc(),
         server_version=target.server_version, tool_versions=tool_versions, options=options, host_facts=facts,

@@ -110,7 +110,8 @@ class Outcome:
 def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL, reporter: Reporter | None = None,
         quiet: bool = False, keep: bool = False, init: bool = True, host_facts: JSONObject | None = None,
         resume: str | None = None, clock: Callable[[], float] = time.monotonic, system_metrics: bool = True,
-        estimated: Estimate | None = None, server_metrics: bool = True, probe_s: int | None = None) -> Outcome:
+        estimated: Estimate | None = None, server_metrics: bool = True, probe_s: int | None = None,
+        machine: JSONObject | None = None) -> Outcome:
     """Run every engine's plan of the study, one stored run per engine and variant.
 
     Progress goes to `reporter`: by default the progress lines of `dbarena run` on
@@ -134,7 +135,9 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     machine's CPU, disk and memory (bench/overhead measures what it costs);
     `server_metrics` False: none of the server's own statistics over SQL (serverside/). `probe_s`:
     the host probe before the first point, as estimate takes it (with `estimated`, its
-    probe_s instead): stored in every run's options["probe"].
+    probe_s instead): stored in every run's options["probe"]. `machine`: the machine made
+    for the run that this is one host of (a study's [machines]), in every run's
+    options["machine"].
     """
     reporter = SILENT if quiet else reporter or default_reporter()
     facts = host_facts if host_facts is not None else hostinfo.host_facts()
@@ -170,7 +173,7 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
                    reporter=reporter, keep=keep, init=init, outcome=outcome, begin=begin,
                    previous=_of_session(previous, 0), clock=clock, deadline=deadline, system_metrics=system_metrics, placements=where,
                    server_metrics=server_metrics, probe=_probe(study, estimated.probe_s, reporter),
-                   live=_publisher(store, reporter), profiler=profiler, profiling=profiling)
+                   live=_publisher(store, reporter), profiler=profiler, profiling=profiling, machine=machine)
     switch = smt_switch.Switch() if switching else None
     try:
         _run_sessions(ctx, sessions, previous, switch)
@@ -410,6 +413,7 @@ class _Context:
     session: int = 0  # which of the study's sessions is running (0, 1, ...)
     profiler: Profiler | None = None  # each point's server profiled on CPU (--profile), where perf can
     profiling: JSONObject | None = None  # what the runs record of the profiles asked for
+    machine: JSONObject | None = None  # the machine made for the run, which it runs on ([machines])
 
 
 @dataclass
@@ -545,7 +549,8 @@ def _bind(ctx: _Context, part: _EnginePart, variant: str, stack: contextlib.Exit
     info = provenance.run_info(ctx.study, ctx.record, ctx.label, ctx.facts, entry, target, variant, settings,
                                versions, ctx.init, ctx.outcome.invocation, cluster,
                                placed.facts() if placed else None, part.data_parent, ctx.probe,
-                               session=(ctx.session, ctx.study.sessions), profiling=ctx.profiling)
+                               session=(ctx.session, ctx.study.sessions), profiling=ctx.profiling,
+                               machine=ctx.machine)
     if ctx.profiler is not None and target.server_pid() is None:
         ctx.reporter.stage(f"no on-CPU profile of {target.description}: perf samples only a server dbarena "
                            "started on this machine (a throwaway instance), not a --target")
