@@ -13,11 +13,13 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from dbarena.limits import printable
 from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.data import PUBLIC_FIELDS, Report
+from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
 from dbarena.report.levels import CAPACITY_FIELDS
 from dbarena.stats import repeats
 
@@ -124,7 +126,14 @@ def rows_csv(rows: list[JSONObject], summary: bool = False) -> str:
     return buf.getvalue()
 
 
-def to_json(report: Report) -> str:
+def to_json(report: Report, level_profiles: Sequence[LevelProfile] = (),
+            profile_changes: Sequence[ProfileDifference] = ()) -> str:
     """The report's JSON (Report.as_json; its shape: docs/schema/report.schema.json),
-    figures without binary noise."""
-    return dumps(_plain(report.as_json()), indent=2)
+    figures without binary noise; where a level was profiled, its pooled profile
+    (`profiles`) and each label's against the baseline's (`profile_changes`:
+    report/levelprofiles.py), a report without profiles as before."""
+    out = report.as_json()
+    if level_profiles:
+        out["profiles"] = [p.as_json() for p in level_profiles]
+        out["profile_changes"] = [d.as_json() for d in profile_changes]
+    return dumps(_plain(out), indent=2)
