@@ -103,12 +103,12 @@ def test_the_html_report_and_decide_draw_the_pools(pooled: Path, tmp_path: Path,
     assert status == 0, err
     page = target.read_text()
     section = page[page.index('<section id="profiles">'):]
-    assert "<h3>postgres pgbench-tpcb at 1 threads</h3>" in section  # the level the per-second chart shows
+    assert "<h3>postgres pgbench-tpcb at 1 thread</h3>" in section  # the level the per-second chart shows
     assert len(re.findall(r'<svg [^>]*class="flamegraph"', section)) == 2
     assert len(re.findall(r'<svg [^>]*class="flamegraph differential"', section)) == 1
-    assert "sync at 1 threads: 2 points pooled (points 1, 2), " in section
+    assert "sync at 1 thread: 2 points pooled (points 1, 2), " in section
     assert re.search(r"samples at 50, 99 Hz over 13,000 transactions: [\d.,]+ us a transaction on CPU", section)
-    assert "async against sync at 1 threads: 2 points against 2 points pooled" in section
+    assert "async against sync at 1 thread: 2 points against 2 points pooled" in section
     titles = re.findall(r"<title>([^<]*)</title>", section)
     assert any(t.endswith(" %") and " us/tx, " in t for t in titles)
 

@@ -21,7 +21,7 @@ from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.data import PUBLIC_FIELDS, Report
 from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
 from dbarena.report.levels import CAPACITY_FIELDS
-from dbarena.stats import repeats
+from dbarena.stats import efficiency, repeats
 
 
 # Significant digits of a derived figure in CSV: sums and means of printed figures carry
@@ -88,13 +88,16 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     # (--slo's columns only where a level has a capacity: a report without one as before.)
     capacities = CAPACITY_FIELDS if any(level.slo is not None for s in report.sections for level in s.rows) else ()
-    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, *capacities, "warnings", *repeats.FLAT_FIELDS],
+    # (The costs per transaction likewise, only where a level has one.)
+    costs = tuple(efficiency.FIGURES) if any(level.efficiency for s in report.sections for level in s.rows) else ()
+    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, *capacities, "warnings", *repeats.FLAT_FIELDS, *costs],
                             lineterminator="\n", restval="")
     writer.writeheader()
     for section in report.sections:
         for level in section.rows:
             row = level.as_json()
             del row["over_repeats"]  # as flat columns, below
+            row.update(json_object(row.pop("efficiency", None)))
             writer.writerow({k: _cell(v) for k, v in {**row, **repeats.flat(level.over_repeats)}.items()})
     return buf.getvalue()
 

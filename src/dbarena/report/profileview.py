@@ -43,10 +43,14 @@ def _points(n: int) -> str:
     return f"{n} point{'' if n == 1 else 's'}"
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
 def _caption(pool: levelprofiles.Pool) -> str:
     """The graph's own caption (short: it is cut to the graph's width)."""
     _, _, label, threads = pool.key
-    return f"{flamegraph.clipped(label, 30)} at {threads} threads: {_points(len(pool.point_ids))} pooled"
+    return f"{flamegraph.clipped(label, 30)} at {_threads(threads)}: {_points(len(pool.point_ids))} pooled"
 
 
 def _note(pool: levelprofiles.Pool, per_tx: float) -> str:
@@ -97,9 +101,9 @@ def section(store: ResultStore, report: data.Report, chosen: levelprofiles.Profi
             drawn.append(_figure(
                 flamegraph.differential_svg(base.us_per_tx(), pool.us_per_tx(), 1.0, 1.0, str(report.baseline),
                                             pool.key[2]),
-                f"{pool.key[2]} against {report.baseline} at {threads} threads: {_points(len(pool.point_ids))} "
+                f"{pool.key[2]} against {report.baseline} at {_threads(threads)}: {_points(len(pool.point_ids))} "
                 f"against {_points(len(base.point_ids))} pooled, {pool.samples:,} against {base.samples:,} samples"))
-        parts.append(f"<h3>{html_text(s.engine)} {html_text(s.workload)} at {threads} threads</h3>")
+        parts.append(f"<h3>{html_text(s.engine)} {html_text(s.workload)} at {_threads(threads)}</h3>")
         parts.extend(drawn)
     parts.append("</section>")
     return "\n".join(parts) if len(parts) > 3 else ""

@@ -169,9 +169,12 @@ def _report() -> JSONObject:
                                        "levels": array(of_record(LevelRatio))}))
     # A row exports its public figures, its warnings' codes joined by ";" and every figure
     # over its repeats (stats/repeats.OverRepeats.as_dict, by figure).
-    exported = {*PUBLIC_FIELDS, *CAPACITY_FIELDS, "warnings", "over_repeats"}
+    # Its costs per transaction where known (stats/efficiency.FIGURES' names, each a number).
+    exported = {*PUBLIC_FIELDS, *CAPACITY_FIELDS, "warnings", "over_repeats", "efficiency"}
     row = of_record(LevelRow, leave_out=frozenset(f.name for f in fields(LevelRow) if f.name not in exported),
-                    optional=frozenset(CAPACITY_FIELDS), nested={"warnings": {"type": "string"}})
+                    optional=frozenset({*CAPACITY_FIELDS, "efficiency"}),
+                    nested={"warnings": {"type": "string"},
+                            "efficiency": {"type": "object", "additionalProperties": {"type": "number"}}})
     closed = of_record(ClosedLoop, leave_out=frozenset({"point_ids"}))
     curve = of_record(Curve, nested={
         "points": array(of_record(CurvePoint, leave_out=frozenset({"point_ids"}))),
