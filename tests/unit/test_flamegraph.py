@@ -99,19 +99,22 @@ def test_the_html_report_shows_each_labels_flame_graph_and_the_differential(tmp_
     from dbarena.store.database import Store
 
     with Store(_profiled(tmp_path), readonly=True) as db:
-        report = assemble.build(db, assemble.Selection(labels=("sync", "async")))
-        drawn = assemble.draw(db, report, "html")
+        report, points = assemble.build_with_points(db, assemble.Selection(labels=("sync", "async")))
+        drawn = assemble.draw(db, report, "html", points=points)
     page = assemble.render(report, "html", tmp_path / "r.html", drawn)
     assert '<section id="profiles">' in page and '<a href="#profiles">' in page
     svgs = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph[^"]*".*?</svg>', page, re.S)
     assert len(svgs) == 3
-    assert 'aria-label="sync: point 1 at 2 threads' in svgs[0] and 'aria-label="async: point 2' in svgs[1]
+    assert 'aria-label="sync at 2 threads: 1 point pooled' in svgs[0]
+    assert 'aria-label="async at 2 threads: 1 point pooled' in svgs[1]
     assert "differential" in svgs[2] and "async against sync a transaction" in svgs[2]
+    assert "sync at 2 threads: 1 point pooled (point 1), 381 samples at 99 Hz over 6,617 transactions" in page
     titles = re.findall(r"<title>([^<]*)</title>", svgs[2])
     assert any(" us/tx, async " in t and "change " in t for t in titles)
+    # Without the report's points, nothing to pool: the report as before --profile.
     with Store(_profiled(tmp_path), readonly=True) as db:
-        markdown = assemble.draw(db, assemble.build(db, assemble.Selection(labels=("sync", "async"))), "md")
-    assert markdown.profiles == ""
+        bare = assemble.draw(db, assemble.build(db, assemble.Selection(labels=("sync", "async"))), "html")
+    assert bare.profiles == ""
 
 
 def test_decide_shows_the_differential_of_the_labels_compared(tmp_path: Path) -> None:

@@ -515,8 +515,8 @@ def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, pri
     atomic.check_directory(output)  # before the store is read and the charts drawn
     selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads)
     with open_store(store) as db:
-        built = assemble.build(db, selection)
-        drawn = assemble.draw(db, built, fmt, png=png)
+        built, points = assemble.build_with_points(db, selection)
+        drawn = assemble.draw(db, built, fmt, png=png, points=points)
     # Whole or not at all: a report that fails or is killed while written leaves the
     # previous one as it was (atomic.py).
     atomic.write_text(output, assemble.render(built, fmt, output, drawn))

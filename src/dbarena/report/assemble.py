@@ -12,13 +12,13 @@ one line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.limits import listed, quoted
-from dbarena.report import charts, data, export, html, markdown
+from dbarena.report import charts, data, export, html, levelprofiles, markdown
 from dbarena.report import history as history_view
 from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
@@ -52,6 +52,10 @@ class Drawn:
     png: dict[tuple[str, str], dict[str, bytes]] | None = None
     history: str = ""  # the HTML report's History section (report/history.py), if any
     profiles: str = ""  # the HTML report's On CPU section (report/profileview.py), if any
+    # The Markdown and JSON reports' pooled profiles of every profiled level, and each
+    # label's against the baseline's (report/levelprofiles.py); none where none was profiled.
+    level_profiles: list[levelprofiles.LevelProfile] = field(default_factory=list)
+    profile_changes: list[levelprofiles.ProfileDifference] = field(default_factory=list)
 
 
 def build(store: ResultStore, selection: Selection) -> data.Report:
@@ -97,13 +101,17 @@ def _check_labels(store: ResultStore, selection: Selection) -> None:
                              f"(labels: {listed(sorted(stored))})")
 
 
-def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -> Drawn:
+def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False,
+         points: Iterable[AnalysedPoint] = ()) -> Drawn:
     """The charts of the report in format `fmt` (none for CSV and JSON), also as PNG
-    with `png`; the per-second series they show are read from the store in one go."""
+    with `png`; the per-second series they show are read from the store in one go.
+    `points`: the analysed points the report shows (build_with_points), whose profiles
+    the HTML, Markdown and JSON reports pool by level (none given: no profiles)."""
+    profiled = levelprofiles.profiled(points)
     if fmt not in CHART_FORMATS:
         if png:
             raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")
-        return Drawn()
+        return _listed(store, report, Drawn(), profiled) if fmt == "json" else Drawn()
     wanted = [info.point_id for section in report.sections for info in section.series.values() if info]
     series = store.series_of("samples", wanted)
     # The server's own series of those points, overlaid on their per-second throughput.
@@ -121,7 +129,22 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False) -
         from dbarena.report import profileview
 
         drawn.history = _history(store, report.labels)
-        drawn.profiles = profileview.section(store, report)
+        drawn.profiles = profileview.section(store, report, profiled)
+        return drawn
+    return _listed(store, report, drawn, profiled)
+
+
+def _listed(store: ResultStore, report: data.Report, drawn: Drawn, profiled: levelprofiles.Profiled) -> Drawn:
+    """The Markdown or JSON report's pooled profiles (every profiled level's, and the
+    differentials against the baseline) added to `drawn`."""
+    if profiled:
+        # In the report's order: its sections', each section's labels', levels ascending.
+        place = {(s.engine, s.workload, label): (at, s.labels.index(label))
+                 for at, s in enumerate(report.sections) for label in s.labels}
+        pools = sorted(levelprofiles.read(store, profiled),
+                       key=lambda p: (place.get(p.key[:3], (len(place), 0)), p.key))
+        drawn.level_profiles = levelprofiles.summaries(pools)
+        drawn.profile_changes = levelprofiles.differences(pools, report.baseline)
     return drawn
 
 
@@ -150,9 +173,10 @@ def render(report: data.Report, fmt: str, output: Path, drawn: Drawn | None = No
     if fmt == "html":
         return html.render(report, drawn.svg, drawn.png, history=drawn.history, profiles=drawn.profiles)
     if fmt == "md":
-        return markdown.render(report, drawn.svg, output, drawn.png)
+        return markdown.render(report, drawn.svg, output, drawn.png, level_profiles=drawn.level_profiles,
+                               profile_changes=drawn.profile_changes)
     if fmt == "csv":
         return export.to_csv(report)
     if fmt == "json":
-        return export.to_json(report)
+        return export.to_json(report, drawn.level_profiles, drawn.profile_changes)
     raise UsageError(f"no report format {fmt!r} (formats: {', '.join(FORMATS)})")

@@ -13,13 +13,15 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from dbarena.limits import printable
 from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.data import PUBLIC_FIELDS, Report
+from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
 from dbarena.report.levels import CAPACITY_FIELDS
-from dbarena.stats import repeats
+from dbarena.stats import efficiency, repeats
 
 
 # Significant digits of a derived figure in CSV: sums and means of printed figures carry
@@ -86,13 +88,16 @@ def to_csv(report: Report) -> str:
     buf = io.StringIO()
     # (--slo's columns only where a level has a capacity: a report without one as before.)
     capacities = CAPACITY_FIELDS if any(level.slo is not None for s in report.sections for level in s.rows) else ()
-    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, *capacities, "warnings", *repeats.FLAT_FIELDS],
+    # (The costs per transaction likewise, only where a level has one.)
+    costs = tuple(efficiency.FIGURES) if any(level.efficiency for s in report.sections for level in s.rows) else ()
+    writer = csv.DictWriter(buf, fieldnames=[*PUBLIC_FIELDS, *capacities, "warnings", *repeats.FLAT_FIELDS, *costs],
                             lineterminator="\n", restval="")
     writer.writeheader()
     for section in report.sections:
         for level in section.rows:
             row = level.as_json()
             del row["over_repeats"]  # as flat columns, below
+            row.update(json_object(row.pop("efficiency", None)))
             writer.writerow({k: _cell(v) for k, v in {**row, **repeats.flat(level.over_repeats)}.items()})
     return buf.getvalue()
 
@@ -124,7 +129,14 @@ def rows_csv(rows: list[JSONObject], summary: bool = False) -> str:
     return buf.getvalue()
 
 
-def to_json(report: Report) -> str:
+def to_json(report: Report, level_profiles: Sequence[LevelProfile] = (),
+            profile_changes: Sequence[ProfileDifference] = ()) -> str:
     """The report's JSON (Report.as_json; its shape: docs/schema/report.schema.json),
-    figures without binary noise."""
-    return dumps(_plain(report.as_json()), indent=2)
+    figures without binary noise; where a level was profiled, its pooled profile
+    (`profiles`) and each label's against the baseline's (`profile_changes`:
+    report/levelprofiles.py), a report without profiles as before."""
+    out = report.as_json()
+    if level_profiles:
+        out["profiles"] = [p.as_json() for p in level_profiles]
+        out["profile_changes"] = [d.as_json() for d in profile_changes]
+    return dumps(_plain(out), indent=2)

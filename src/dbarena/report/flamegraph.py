@@ -4,7 +4,8 @@ An icicle layout: the processes on the top row, each frame below its caller, a f
 width its samples' share of the profile's (its inclusive time), siblings by name left to
 right as flamegraph.pl orders them; a function's name written within its frame, cut to
 fit (none in a frame too narrow for three characters), and a <title> per frame that a
-browser shows on hover: the function, its samples and share (or, differential, each
+browser shows on hover: the function, its samples and share (`per_transaction_svg`, a
+level's pooled profile: its microseconds a transaction and share; differential: each
 side's microseconds a transaction and the change). A frame narrower than MIN_WIDTH
 pixels is left out (with what it called), as flamegraph.pl's --minwidth leaves it.
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from dbarena.report.escaping import html_text
 
-__all__ = ["flame_svg", "differential_svg", "clipped", "MIN_WIDTH"]
+__all__ = ["flame_svg", "per_transaction_svg", "differential_svg", "clipped", "MIN_WIDTH"]
 
 WIDTH = 1200
 ROW = 17  # a frame's height, pixels
@@ -44,7 +45,7 @@ class _Node:
     children: dict[str, "_Node"] = field(default_factory=dict)
 
 
-def _tree(sides: list[tuple[Mapping[str, int], float]]) -> _Node:
+def _tree(sides: list[tuple[Mapping[str, float], float]]) -> _Node:
     """The stacks of each side, each sample weighted by its side's weight, as one tree:
     a node's value the sum over its sides, `a` and `b` each side's (sides[0], sides[1])."""
     root = _Node("all")
@@ -143,12 +144,26 @@ def flame_svg(stacks: Mapping[str, int], caption: str = "on CPU", width: int = W
                  width, "flamegraph")
 
 
-def differential_svg(a_stacks: Mapping[str, int], b_stacks: Mapping[str, int], a_per_sample_us: float,
+def per_transaction_svg(stacks: Mapping[str, float], caption: str = "on CPU", width: int = WIDTH) -> str:
+    """A pooled profile (stack -> microseconds a transaction: report/levelprofiles.py)
+    as an icicle flame graph, its frames' widths their time a transaction."""
+    root = _tree([(stacks, 1.0)])
+    total = root.value or 1.0
+
+    def title(node: _Node) -> str:
+        return f"{node.name}: {node.value:,.2f} us/tx, {100 * node.value / total:.2f} %"
+
+    return _draw(root, caption, title, lambda node: _warm(node.name) if node is not root else "rgb(230,230,230)",
+                 width, "flamegraph")
+
+
+def differential_svg(a_stacks: Mapping[str, float], b_stacks: Mapping[str, float], a_per_sample_us: float,
                      b_per_sample_us: float, a: str = "A", b: str = "B", width: int = WIDTH) -> str:
     """Two profiles as one flame graph, coloured by the change of each frame's time a
     transaction (inclusive) from A to B: red where B spends more, blue where less.
     `a_per_sample_us`, `b_per_sample_us`: a sample's microseconds a transaction on each
-    side (1e6 / frequency / transactions, pooled as profiles.pooled_differential pools)."""
+    side (1e6 / frequency / transactions), or 1.0 for stacks in microseconds a
+    transaction already (a pool's: report/levelprofiles.Pool.us_per_tx)."""
     root = _tree([(a_stacks, a_per_sample_us), (b_stacks, b_per_sample_us)])
     largest = max((abs(n.b - n.a) for n in _nodes(root) if n is not root), default=0.0)
 

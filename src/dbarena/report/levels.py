@@ -131,6 +131,10 @@ class LevelRow:
     price_per_1000_tps_at_slo: float | None = None
     capacity_per_core: float | None = None
     capacity_per_thread: float | None = None
+    # What one transaction cost (stats/efficiency.py: server CPU us, context switches, KB
+    # read and written, WAL or redo bytes, buffer reads ...), each figure's mean over the
+    # ok repeats that have it (LevelSummary.efficiency); exported only where known.
+    efficiency: JSONObject | None = None
     # Not exported: what comparisons use (the summary's estimate, configuration, variant
     # and the label its points' series had as stored: AnalysedPoint.series_label).
     estimate: MeanEstimate | None
@@ -146,6 +150,8 @@ class LevelRow:
         out["warnings"] = ";".join(self.warnings)
         # Every figure over the repeats, labelled (stats/repeats.py); CSV flattens it.
         out["over_repeats"] = {figure: figures for figure, figures in self.over_repeats.items()}
+        if self.efficiency:
+            out["efficiency"] = dict(self.efficiency)
         return out
 
     def figure(self, name: str) -> float | None:
@@ -278,6 +284,7 @@ def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: li
         estimate=summary.estimate, config=summary.config or {}, variant=summary.variant,
         series_label=summary.series_label,
         **_capacity_figures(summary.capacity, label_price, hw),
+        efficiency=dict(summary.efficiency) if summary.efficiency else None,
     )
 
 

@@ -138,14 +138,18 @@ POINT_COLUMNS: tuple[Column, ...] = (
     # The CPUs other processes and the hypervisor took while it ran (stats/interference.py).
     Column("neighbours\nCPUs", "right", lambda r: fmt(r.neighbour_cpu, 2), WIDE_ONLY),
     Column("steal\nCPUs", "right", lambda r: fmt(r.steal_cpu, 2), WIDE_ONLY),
-    # What one transaction cost (stats/efficiency.py): the server's CPU, the machine's
-    # context switches and disk writes.
+    # What one transaction cost (stats/efficiency.py): the server's and the load
+    # generator's CPU, the machine's context switches and disk bytes, the server's WAL or
+    # redo and its buffer reads (blocks read, InnoDB's pool reads).
     Column("server\nus/tx", "right", lambda r: _cost(r, "server_cpu_us_per_tx", 1), WIDE_ONLY),
+    Column("loadgen\nus/tx", "right", lambda r: _cost(r, "loadgen_cpu_us_per_tx", 1), WIDE_ONLY),
     Column("ctx sw\n/tx", "right", lambda r: _cost(r, "context_switches_per_tx", 2), WIDE_ONLY),
+    Column("read\nKB/tx", "right", lambda r: _cost(r, "read_kb_per_tx", 3), WIDE_ONLY),
     Column("write\nKB/tx", "right", lambda r: _cost(r, "write_kb_per_tx", 3), WIDE_ONLY),
     Column("WAL or\nredo B/tx", "right",
            lambda r: _cost(r, "wal_bytes_per_tx", 0) if r.engine == "postgres" else _cost(r, "redo_bytes_per_tx", 0),
            WIDE_ONLY),
+    Column("buffer\nreads/tx", "right", lambda r: _cost(r, "buffer_reads_per_tx", 3), WIDE_ONLY),
     # What bound the point, from the server's own series and the machine's (stats/bound.py);
     # the first to go for the width (--wide shows it with its evidence).
     Column("bound", "left", lambda r: r.bound or "-", 4),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,6 +15,8 @@ from dbarena.report import data
 from dbarena.report.data import Report
 from dbarena.report.decision import markdown as decision_markdown
 from dbarena.report.escaping import md_text
+from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
+from dbarena.report.profiletables import profile_tables
 from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
 
 
@@ -28,10 +31,13 @@ def _table(spec: TableSpec) -> str:
 
 
 def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: Path,
-           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None) -> str:
+           pngs: dict[tuple[str, str], dict[str, bytes]] | None = None,
+           level_profiles: Sequence[LevelProfile] = (), profile_changes: Sequence[ProfileDifference] = ()) -> str:
     """Writes the charts into `<out stem>_files/` and returns the Markdown text; with
     `pngs` (--png) the PNG files beside the SVG ones, and the text shows those (many
-    sites an article goes to take no SVG)."""
+    sites an article goes to take no SVG). `level_profiles`, `profile_changes`: each
+    section's pooled on-CPU profiles and their differentials (report/levelprofiles.py),
+    listed after its tables."""
     folder = out.parent / f"{out.stem}_files"
     parts = ["# dbarena report", "",
              f"Labels: {', '.join(md_text(l) for l in report.labels)}. Baseline: {md_text(report.baseline or '-')}. "
@@ -65,6 +71,7 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
             parts += [f"![{md_text(f'{s.engine} {s.workload} ' + name.replace('_', ' '))}]"
                       f"({quote(f'{folder.name}/{path.name}')})", ""]
         parts += [_table(t) for t in section_tables(s, report)]
+        parts += [_table(t) for t in profile_tables(s.engine, s.workload, level_profiles, profile_changes)]
     parts += ["## Provenance", "", _table(provenance(report))]
     return "\n".join(parts)
 

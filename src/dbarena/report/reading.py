@@ -130,6 +130,15 @@ SYSTEM: Explanation = ("System view", "Means over each point's steady state" + _
 
 SYSTEM_SECONDS: Explanation = ("System view (mysqlslap)", "Means over each point's whole run" + _SYSTEM)
 
+COST: Explanation = (
+    "Cost per transaction",
+    "What one transaction cost the server and the machine (no profiler needed), means over the ok repeats: the "
+    "server's and the load generator's CPU microseconds, the machine's context switches and KB read and written "
+    "over each point's steady state divided by its steady-state throughput; the server's own WAL (PostgreSQL) or "
+    "redo (InnoDB) bytes and buffer reads over the point divided by the throughput the tool printed. Context switches "
+    "and disk bytes are the whole machine's (the load generator's and any neighbour's included): compare them "
+    "between labels measured alike. A column no level has is left out.")
+
 CORES_SMT: Explanation = (
     "Cores and SMT",
     "Best: the highest throughput over the sessions measured (study C's peak), per physical core and per hardware "

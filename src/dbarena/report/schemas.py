@@ -100,6 +100,11 @@ PROFILE_CHANGES: JSONObject = {
         "properties": {"function": {"type": "string"}, "a_us_per_tx": {"type": "number"},
                        "b_us_per_tx": {"type": "number"}, "change_us_per_tx": {"type": "number"}}}}
 
+# A pooled profile's top functions in the report's JSON (report/levelprofiles.LevelProfile).
+POOL_TOP: JSONObject = {
+    "type": "object", "additionalProperties": False, "required": ["function", "share", "us_per_tx"],
+    "properties": {"function": {"type": "string"}, "share": {"type": "number"}, "us_per_tx": {"type": "number"}}}
+
 # Export -> (the command that prints it, the schema of its items).
 EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # (--slo's fields are printed only where they hold something: a closed-loop point has no
@@ -145,6 +150,7 @@ def _report() -> JSONObject:
     writes them; stats/decision.py's Decision as its as_dict)."""
     from dbarena.report.curves import ClosedLoop, Curve, CurvePoint
     from dbarena.report.data import Cheapest, Ranking, Report, Section
+    from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
     from dbarena.report.levels import CAPACITY_FIELDS, PUBLIC_FIELDS, LevelRow
     from dbarena.report.scaling import UslFit
     from dbarena.stats import verdicts
@@ -163,9 +169,12 @@ def _report() -> JSONObject:
                                        "levels": array(of_record(LevelRatio))}))
     # A row exports its public figures, its warnings' codes joined by ";" and every figure
     # over its repeats (stats/repeats.OverRepeats.as_dict, by figure).
-    exported = {*PUBLIC_FIELDS, *CAPACITY_FIELDS, "warnings", "over_repeats"}
+    # Its costs per transaction where known (stats/efficiency.FIGURES' names, each a number).
+    exported = {*PUBLIC_FIELDS, *CAPACITY_FIELDS, "warnings", "over_repeats", "efficiency"}
     row = of_record(LevelRow, leave_out=frozenset(f.name for f in fields(LevelRow) if f.name not in exported),
-                    optional=frozenset(CAPACITY_FIELDS), nested={"warnings": {"type": "string"}})
+                    optional=frozenset({*CAPACITY_FIELDS, "efficiency"}),
+                    nested={"warnings": {"type": "string"},
+                            "efficiency": {"type": "object", "additionalProperties": {"type": "number"}}})
     closed = of_record(ClosedLoop, leave_out=frozenset({"point_ids"}))
     curve = of_record(Curve, nested={
         "points": array(of_record(CurvePoint, leave_out=frozenset({"point_ids"}))),
@@ -180,9 +189,17 @@ def _report() -> JSONObject:
         "ranking": array(of_record(Ranking)),
         "usl": {"type": "object", "additionalProperties": of_record(UslFit, renamed={"lambda_": "lambda"})},
         "cheapest": {"anyOf": [cheapest, {"type": "null"}]}})
-    return of_record(Report, leave_out=frozenset({"provenance"}),
-                     nested={"decisions": decision, "overall": decision, "rows": array(row),
-                             "sections": array(section)})
+    out = of_record(Report, leave_out=frozenset({"provenance"}),
+                    nested={"decisions": decision, "overall": decision, "rows": array(row),
+                            "sections": array(section)})
+    # Where a level was profiled (--profile): each label's pooled profile a level and
+    # each label's against the baseline's (report/levelprofiles.py); a report without
+    # profiles has neither.
+    properties = out["properties"]
+    assert isinstance(properties, dict)
+    properties["profiles"] = array(of_record(LevelProfile, nested={"top": array(POOL_TOP)}))
+    properties["profile_changes"] = array(of_record(ProfileDifference, nested={"changes": PROFILE_CHANGES}))
+    return out
 
 
 # Exports that are one JSON object rather than an array of records: name -> (command, schema).

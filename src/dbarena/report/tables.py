@@ -409,6 +409,31 @@ def system(section: Section) -> TableSpec | None:
                      reading.SYSTEM_SECONDS if section.metric == "seconds" else reading.SYSTEM)
 
 
+# The costs per transaction (stats/efficiency.FIGURES) as the table heads them, with
+# the digits each is shown to.
+_COSTS = {"server_cpu_us_per_tx": ("server CPU us/tx", 1), "loadgen_cpu_us_per_tx": ("load generator CPU us/tx", 1),
+          "context_switches_per_tx": ("context switches/tx", 2), "read_kb_per_tx": ("read KB/tx", 3),
+          "write_kb_per_tx": ("write KB/tx", 3), "wal_bytes_per_tx": ("WAL bytes/tx", 0),
+          "redo_bytes_per_tx": ("redo bytes/tx", 0), "buffer_reads_per_tx": ("buffer reads/tx", 3)}
+
+
+def _cost(row: LevelRow, name: str) -> float | None:
+    value = (row.efficiency or {}).get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cost_per_transaction(section: Section) -> TableSpec | None:
+    """What one transaction cost at each level (stats/efficiency.py), the figures some
+    level has; None where none has any."""
+    rows = [r for r in section.rows if r.efficiency]
+    names = [name for name in _COSTS if any(_cost(r, name) is not None for r in rows)]
+    if not names:
+        return None
+    body = [[r.label, str(r.threads), *(num(_cost(r, name), _COSTS[name][1]) for name in names)] for r in rows]
+    return TableSpec("Cost per transaction", ["label", "threads", *(_COSTS[name][0] for name in names)], body,
+                     None, reading.COST)
+
+
 _CORES = re.compile(r"^(?P<base>.*?)(?P<cores>\d+)cores?(?:_smt-(?P<smt>on|off|\d))?\]$")
 
 
@@ -458,6 +483,7 @@ def cores_and_smt(section: Section) -> TableSpec | None:
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
     return [t for t in (parameters(section, report), results(section), capacity(section), tpcc(section),
                         ranking(section, report), cores_and_smt(section), system(section),
+                        cost_per_transaction(section),
                         against_baseline(section, report), price(section, report), per_core(section),
                         usl_table(section)) if t is not None]
 

@@ -49,6 +49,7 @@ from dbarena.limits import printable
 from dbarena.masking import masked
 from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
 from dbarena.report.data import Report
+from dbarena.report.levelprofiles import Profiled
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
 from dbarena.store.database import Store
@@ -289,13 +290,13 @@ class _Pages:
             return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet", per=per)
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
-            report, links = self.model(store, baseline, chosen)
+            report, links, profiled = self.model(store, baseline, chosen)
         except UsageError as exc:
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
         from dbarena.report import profileview
 
         return pages.decide(report, stored, baseline, chosen, links=links, per=per,
-                            profiles=profileview.section(store, report))
+                            profiles=profileview.section(store, report, profiled))
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -311,7 +312,7 @@ class _Pages:
         if not stored:
             raise NotFound(f"no runs in {store.location} yet")
         baseline = baseline or (chosen[0] if chosen else stored[0])
-        report, links = self.model(store, baseline, chosen)
+        report, links, _ = self.model(store, baseline, chosen)
         if not engine or not workload:
             return pages.workloads(report, baseline, chosen)
         section = next((s for s in report.sections if (s.engine, s.workload) == (engine, workload)), None)
@@ -492,7 +493,8 @@ class _Pages:
 
 # (engine, workload) -> (label as the report names its series, threads) -> point ids
 Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
-Model = tuple[Report, Links]
+# The report, its levels' points, and its profiled points by level (report/levelprofiles.py).
+Model = tuple[Report, Links, Profiled]
 
 
 def diff_levels(store: Store, before: int, after: int
@@ -527,15 +529,15 @@ def _preload() -> None:
 
 
 def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
-    """The report of a choice (as `dbarena report` builds it) and the points of each of
-    its levels."""
-    from dbarena.report import assemble  # (its charts' modules load on first use)
+    """The report of a choice (as `dbarena report` builds it), the points of each of
+    its levels, and the profiled ones Decide pools."""
+    from dbarena.report import assemble, levelprofiles  # (its charts' modules load on first use)
 
     report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
     # (The points hold no reference cycle: the collector's passes over them while they
     # were sorted cost more than the sort.)
     with bulk.collector_paused():
-        return report, _links(points)
+        return report, _links(points), levelprofiles.profiled(points)
 
 
 def _links(named: list[AnalysedPoint]) -> Links:
