@@ -28,10 +28,8 @@ from typing import Iterable, Sequence
 from dbarena.model import Measurement, Sample
 from dbarena.records import JSONObject
 from dbarena.stats.latency import Latencies, merged
-from dbarena.stats.pooling import all_or_none as _all_or_none
-from dbarena.stats.pooling import pooled_stddev as _pooled_stddev
+from dbarena.stats import pooling
 from dbarena.stats.pooling import summed as _sum
-from dbarena.stats.pooling import weighted_mean as _weighted_mean
 
 # A start skew above this share of the point's duration is flagged.
 SKEW_LIMIT = 0.01
@@ -155,18 +153,7 @@ def _measurement(ms: Sequence[Measurement], series: tuple[Sample, ...]) -> Measu
     tps = (sum(s.tps for s in series) / len(series) if series else _sum([m.tps for m in ms]))
     qps_known = [s.qps for s in series if s.qps is not None]
     qps = (sum(qps_known) / len(series) if series and len(qps_known) == len(series) else _sum([m.qps for m in ms]))
-    return Measurement(
-        tps=tps, transactions=_sum([m.transactions for m in ms]), qps=qps, queries=_sum([m.queries for m in ms]),
-        failed_transactions=_sum([m.failed_transactions for m in ms]),
-        retried_transactions=_sum([m.retried_transactions for m in ms]), retries=_sum([m.retries for m in ms]),
-        errors=_sum([m.errors for m in ms]), reconnects=_sum([m.reconnects for m in ms]),
-        latency_avg_ms=_weighted_mean([(m.latency_avg_ms, m.transactions) for m in ms]),
-        latency_stddev_ms=_pooled_stddev(ms),
-        latency_min_ms=_all_or_none([m.latency_min_ms for m in ms], min),
-        latency_max_ms=_all_or_none([m.latency_max_ms for m in ms], max),
-        initial_connection_ms=_all_or_none([m.initial_connection_ms for m in ms], max),
-        details={k: v for k, v in ms[0].details.items() if k not in ("histogram",)},
-    )
+    return pooling.pooled(ms, tps=tps, qps=qps, details={k: v for k, v in ms[0].details.items() if k != "histogram"})
 
 
 def _details(parts: Sequence[Part], series: tuple[Sample, ...], duration_s: float) -> JSONObject:

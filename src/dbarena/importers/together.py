@@ -31,7 +31,8 @@ from typing import Any
 from dbarena.importers.common import ImportedPoint, ImportProblem
 from dbarena.model import Measurement, PointResult, Sample
 from dbarena.stats.latency import Latencies, merged
-from dbarena.stats.pooling import all_or_none, pooled_stddev, summed, weighted_mean
+from dbarena.stats import pooling
+from dbarena.stats.pooling import summed
 
 # The details of a TPC-C kit's point that are throughputs: summed like TPS.
 _DETAIL_RATES = ("nopm", "tpm", "tpmC", "tpmTotal")
@@ -103,18 +104,8 @@ def _measurement(ms: Sequence[Measurement]) -> Measurement:
             if total is not None:
                 details[key] = round(total, 6) if isinstance(total, float) else total
     tps = summed([m.tps for m in ms])
-    return Measurement(
-        tps=round(tps, 6) if tps is not None else None, transactions=summed([m.transactions for m in ms]),
-        qps=summed([m.qps for m in ms]), queries=summed([m.queries for m in ms]),
-        failed_transactions=summed([m.failed_transactions for m in ms]),
-        retried_transactions=summed([m.retried_transactions for m in ms]), retries=summed([m.retries for m in ms]),
-        errors=summed([m.errors for m in ms]), reconnects=summed([m.reconnects for m in ms]),
-        latency_avg_ms=weighted_mean([(m.latency_avg_ms, m.transactions) for m in ms]),
-        latency_stddev_ms=pooled_stddev(ms),
-        latency_min_ms=all_or_none([m.latency_min_ms for m in ms], min),
-        latency_max_ms=all_or_none([m.latency_max_ms for m in ms], max),
-        initial_connection_ms=all_or_none([m.initial_connection_ms for m in ms], max),
-        details=details)
+    return pooling.pooled(ms, tps=round(tps, 6) if tps is not None else None, qps=summed([m.qps for m in ms]),
+                          details=details)
 
 
 def _series(parts: Sequence[tuple[Sample, ...]]) -> tuple[Sample, ...]:

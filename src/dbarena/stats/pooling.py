@@ -47,3 +47,21 @@ def all_or_none(values: Sequence[float | None], pick: Callable[[list[float]], fl
     some parts only would pass for the whole point's)."""
     known = [v for v in values if v is not None]
     return pick(known) if known and len(known) == len(values) else None
+
+
+def pooled(ms: Sequence[Measurement], *, tps: float | None, qps: float | None,
+           details: dict[str, Any]) -> Measurement:
+    """The parts' measurements as one point's: counts summed, latencies pooled by the
+    rules above. Its rates and details are the caller's: `fleet run --together` takes
+    them over the parts' common window, `import --together` sums the parts' own."""
+    return Measurement(
+        tps=tps, transactions=summed([m.transactions for m in ms]), qps=qps, queries=summed([m.queries for m in ms]),
+        failed_transactions=summed([m.failed_transactions for m in ms]),
+        retried_transactions=summed([m.retried_transactions for m in ms]), retries=summed([m.retries for m in ms]),
+        errors=summed([m.errors for m in ms]), reconnects=summed([m.reconnects for m in ms]),
+        latency_avg_ms=weighted_mean([(m.latency_avg_ms, m.transactions) for m in ms]),
+        latency_stddev_ms=pooled_stddev(ms),
+        latency_min_ms=all_or_none([m.latency_min_ms for m in ms], min),
+        latency_max_ms=all_or_none([m.latency_max_ms for m in ms], max),
+        initial_connection_ms=all_or_none([m.initial_connection_ms for m in ms], max),
+        details=details)
