@@ -746,7 +746,7 @@ def test_fleet_cleanup_stops_what_a_killed_controller_left_at_once(tmp_path_fact
     """The controller SIGKILLed mid-point, then `fleet cleanup` on the inventory: the
     server stops listening and both load generators' pgbench are gone within seconds of
     it, not at the lease's end or the point's; each host says what it stopped."""
-    from dbarena.fleet.together import LEASE_S
+    from dbarena.fleet.togetherserver import LEASE_S
 
     if missing():
         pytest.fail(missing())

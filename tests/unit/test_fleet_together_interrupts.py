@@ -28,7 +28,8 @@ def test_a_controller_interrupted_while_its_server_starts_stops_that_server(inte
     raised = Interrupted if interrupt == "Interrupted" else interrupt
     steps: list[str] = []
     run = object.__new__(together.Together)
-    run.fleet = SimpleNamespace(ansible=SimpleNamespace(inventory=tmp_path / "hosts.ini"), poll_s=0.01)
+    run.fleet = SimpleNamespace(ansible=SimpleNamespace(inventory=tmp_path / "hosts.ini", passwords={}, secrets=[]),
+                                poll_s=0.01)
     run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
     run.hosts = [Host(name="alpha", label="alpha", price_per_hour=None, price_per_month=None, currency=None,
                       workdir="/w/alpha")]

@@ -25,7 +25,7 @@ def _controller(tmp_path, args: list[str], say: list[str]):
     run.server, run.store_arg, run.say, run.label = None, tmp_path / "r.db", say.append, "together"
     run.host_study, run.run_args, run.target = "study.toml", [], run.study.engines[0].target or ""
     run.outcome = session.Outcome()
-    run.fleet = SimpleNamespace(poll_s=0.01, ansible=SimpleNamespace(inventory="hosts.ini"))
+    run.fleet = SimpleNamespace(poll_s=0.01, ansible=SimpleNamespace(inventory="hosts.ini", passwords={}, secrets=[]))
     run.install = lambda: True
     url = run.target or "postgresql://dbarena@gamma:5432/dbarena"  # (a [server] host's: once it started)
     prepared = {"label": "together", "host": "alpha", "engine": "postgres", "target": url,
@@ -136,6 +136,7 @@ def test_a_server_host_runs_each_variant_on_a_server_started_with_its_settings(t
     A warm-up is the sweep's: stored apart, then the measured run asks the first host
     for a checkpoint."""
     import contextlib
+    import os
     import sqlite3
 
     from dbarena.fleet import together, togetherserver
@@ -145,12 +146,16 @@ def test_a_server_host_runs_each_variant_on_a_server_started_with_its_settings(t
     study.write_text(VARIANTS_STUDY.replace('levels = [2]', 'levels = [2, 4]').replace(
         'duration_s = 2', 'duration_s = 2\nwarmup_s = 1'))
     said: list[str] = []
+    monkeypatch.delenv("PGPASSWORD", raising=False)
     run = _controller(tmp_path, ["--study", str(study)], said)
     run.server = Host(name="gamma", label="gamma", price_per_hour=None, price_per_month=None, currency=None,
                       workdir="/w/gamma")
     events: list[tuple] = []
 
     def start(self, settings, cluster, max_clients):
+        # The server's password, made for the run, is in the plays' environment only (not
+        # os.environ: the plays take the fleet's passwords, not this process's).
+        assert set(run.fleet.ansible.passwords) == {"PGPASSWORD"} and "PGPASSWORD" not in os.environ
         events.append(("start", dict(settings)))
         self.target = "postgresql://dbarena@gamma:5432/dbarena"
         return True
@@ -162,6 +167,7 @@ def test_a_server_host_runs_each_variant_on_a_server_started_with_its_settings(t
     monkeypatch.setattr(together, "check", lambda *args: None)
     _figures(monkeypatch, {"steady": [1.0, 1000.0, 1.0, 1000.0], "noisy": [1.0, 900.0, 1.0, 900.0]}, events)
     assert run.run() == 0, said
+    assert run.fleet.ansible.passwords == {}
     # The server asked once a point (before its warm-up); the measured run after a checkpoint.
     point = [("alive",), ("point", "{v}", 2, 1, False), ("point", "{v}", 2, 2, True),
              ("alive",), ("point", "{v}", 4, 1, False), ("point", "{v}", 4, 2, True)]
@@ -218,3 +224,38 @@ def test_slo_is_refused_by_together_in_one_line(tmp_path):
     with pytest.raises(UsageError, match=r"^--together with --slo"):
         together.check(arguments.study_from_args(["--study", str(study), "--slo", "p99=5ms"]), [host("alpha")],
                        host("gamma"))
+
+
+def test_a_warm_up_that_failed_fails_its_point_without_a_measured_run(tmp_path, monkeypatch):
+    """A warm-up some load generator could not run is stored failed, and its point fails
+    with why at once: no checkpoint asked for, no measured shares started."""
+    import sqlite3
+
+    from dbarena.fleet import togetherpoint
+    from dbarena.model import Measurement, PointResult
+
+    study = tmp_path / "warm.toml"
+    study.write_text(VARIANTS_STUDY.replace('duration_s = 2', 'duration_s = 2\nwarmup_s = 1'))
+    said: list[str] = []
+    run = _controller(tmp_path, ["--study", str(study), "--target", "postgresql://dbarena@db:5432/dbarena"], said)
+    asked: list[tuple] = []
+
+    def point(self, spec, checkpoint=False):
+        asked.append((spec.variant, spec.duration_s, checkpoint))
+        now = datetime.now(timezone.utc)
+        if spec.variant == "noisy" and spec.duration_s == 1:
+            return PointResult(spec=spec, status="failed", started_at=now, ended_at=now, command=(), exit_code=None,
+                               stdout="", stderr="", error="beta: pgbench killed by signal 9 (SIGKILL)")
+        return PointResult(spec=spec, status="ok", started_at=now, ended_at=now, command=(), exit_code=0, stdout="",
+                           stderr="", measurement=Measurement(tps=100.0, transactions=200))
+
+    monkeypatch.setattr(togetherpoint.Together, "point", point)
+    assert run.run() == 1, said
+    assert asked == [("steady", 1, False), ("steady", 2, True), ("noisy", 1, False)], asked
+    db = sqlite3.connect(tmp_path / "r.db")
+    assert db.execute("SELECT variant, phase, status, error FROM points ORDER BY id").fetchall() == [
+        ("steady", "warmup", "ok", None), ("steady", "measured", "ok", None),
+        ("noisy", "warmup", "failed", "beta: pgbench killed by signal 9 (SIGKILL)"),
+        ("noisy", "measured", "failed", "the warm-up failed: beta: pgbench killed by signal 9 (SIGKILL)")]
+    db.close()
+    assert "2 point(s) with 2 load generators, 1 failed; stored in" in "\n".join(said)

@@ -129,7 +129,7 @@ class Together:
         if self.server is None:
             return self._run(engine_plan, None)
         serving = ServerHost(self.server, self.hosts, self.study, self.step, self.say, self.fleet.ansible.inventory)
-        with server_password(self.study.engines[0].name):
+        with server_password(self.fleet.ansible, self.study.engines[0].name):
             return self._run(engine_plan, serving)
 
     def _plan(self) -> plan.EnginePlan:

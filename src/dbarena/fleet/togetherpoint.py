@@ -59,19 +59,25 @@ class Together:
     sample_server: bool = True  # the first host samples the server's own statistics
     alive: Callable[[], str | None] | None = None  # a [server] host's: None while its server is up, else why not
     pending_checkpoint: bool = False
+    warm_up_failed: str | None = None  # why the last warm-up failed, if it did
 
     def measure(self, spec: PointSpec, reporter: Reporter | None, phase: str = "measured") -> PointResult:
         # A [server] host's server asked before each point (its warm-up, or its run
         # where it has none): one that is gone fails the point with why.
         down = self.alive() if self.alive is not None and (phase == "warmup" or not spec.warmup_s) else None
-        if down:
-            return _failed(spec, [down], time.time())
         checkpoint, self.pending_checkpoint = self.pending_checkpoint, False
-        return self.point(spec, checkpoint)
+        result = _failed(spec, [down], time.time()) if down else self.point(spec, checkpoint)
+        if phase == "warmup":
+            self.warm_up_failed = None if result.ok else result.error or "failed"
+        return result
 
     def checkpoint(self, spec: PointSpec) -> str | None:
-        # Made by the first host before it says it is ready for the measured run; one it
-        # cannot make fails that point with why.
+        # A warm-up that failed on some host fails its point at once (several plays
+        # saved, and no share measured on a server some host could not load). Else the
+        # checkpoint is the first host's, made before it says it is ready for the
+        # measured run; one it cannot make fails that point with why.
+        if self.warm_up_failed is not None:
+            return f"the warm-up failed: {self.warm_up_failed}"
         self.pending_checkpoint = True
         return None
 

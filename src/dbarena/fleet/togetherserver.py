@@ -28,7 +28,7 @@ from typing import Callable, Iterator, Mapping
 
 from dbarena import engines
 from dbarena.fleet import serverhost
-from dbarena.fleet.controller import ansible_command
+from dbarena.fleet.controller import Ansible, ansible_command
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.togethersteps import STEP_TIMEOUT_S, Step
 from dbarena.records import JSON, JSONObject, json_object
@@ -228,18 +228,20 @@ def shell_path(path: str) -> str:
 
 
 @contextlib.contextmanager
-def server_password(engine: str) -> Iterator[None]:
-    """A password for the [server] host's throwaway server, made here and set in this
-    process's environment for the run: the playbooks hand it to the server host and to
-    the load generators as they hand a --target's password (a file only the host's user
-    reads, removed once read), never as an argument or a logged result."""
+def server_password(ansible: Ansible, engine: str) -> Iterator[None]:
+    """A password for the [server] host's throwaway server, made here and handed to the
+    plays for the run as a --target's password is (Ansible.passwords: in the plays'
+    environment only, written to a file only the host's user reads, removed once read;
+    never an argument or a logged result, and masked in what a host says)."""
     variable = engines.first(engine).password_env
-    before = os.environ.get(variable)
-    os.environ[variable] = secrets.token_urlsafe(24)
+    before = ansible.passwords.get(variable)
+    password = secrets.token_urlsafe(24)
+    ansible.passwords[variable] = password
+    ansible.secrets.append(password)
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(variable, None)
+            ansible.passwords.pop(variable, None)
         else:
-            os.environ[variable] = before
+            ansible.passwords[variable] = before
