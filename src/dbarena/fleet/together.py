@@ -112,7 +112,7 @@ class Together:
         self.store_arg = store
         self.study_file = study_file
         self.host_study = "{w}/study.toml" if study_file else study_arg
-        self.run_args = run_args  # as given: a [server] host's server adds its --target to them
+        self.run_args = run_args  # as given (a [server] host's server adds its own: ServerHost.args)
         self.target = study.engines[0].target or ""
         self.outcome = session.Outcome()  # what this session measured; precision: where each point ended
 
