@@ -139,7 +139,7 @@ class Measurement:
     run_min_s: float | None = None
     run_max_s: float | None = None
     # A JSON document, as stored. (Typed JSONObject once its readers narrow what they
-    # read of it: fleet/together._outcome indexes its parts; runner._verify puts
+    # read of it: fleet/togetherpoint.outcome indexes its parts; runner._verify puts
     # interfaces.ConsistencyCheck records, not JSON, into it.)
     details: dict[str, Any] = field(default_factory=dict)
     # The latency distribution the percentiles came from (latency.Latencies.encode()):

@@ -472,9 +472,11 @@ def _server_tls(engine: str, status: dict, workdirs: dict, tmp: Path) -> None:
                                                 ssl_verify_identity=False)) as db, db.cursor() as cur:
             cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             assert cur.fetchone()[1], "not encrypted"
-            # The account every load generator uses (one per address) lets in nothing else.
+            # The account every load generator uses (one per address) lets in nothing else;
+            # its one global privilege is RELOAD (the FLUSH TABLES after a warm-up).
             cur.execute("SHOW GRANTS")
-            (usage,) = [g for (g,) in cur.fetchall() if g.startswith("GRANT USAGE ON *.*")]
+            (usage,) = [g for (g,) in cur.fetchall() if " ON *.* " in g]
+            assert usage.startswith("GRANT RELOAD ON *.* TO "), usage
             assert usage.endswith(" REQUIRE SSL"), "the account does not require TLS"
 
 
@@ -536,8 +538,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         # Points of 8 s: long enough to find a load generator's tool running and look at
         # the server's sessions while it does.
         study.write_text(STUDY.format(name="server", levels=[4], duration=8, sampling=1.0) if engine == "postgres"
-                         else SYSBENCH_STUDY.format(name="server").replace("duration_s = 4", "duration_s = 8")
-                         .replace("warmup_s = 2\n", ""))  # (no warm-up with a [server] host: together.check)
+                         else SYSBENCH_STUDY.format(name="server").replace("duration_s = 4", "duration_s = 8"))
         store = tmp / "server.db"
         env = ansible_env(tmp)
         run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
@@ -598,6 +599,52 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
 
 
+def test_variants_with_a_warm_up_on_a_server_host(tmp_path_factory):
+    """Two variants and a warm-up with the inventory's [server] host (gamma): each
+    variant's server started there with its settings, one after the other; each point
+    warmed up (stored apart), then checkpointed by the first load generator as
+    dbarena's user there (pg_checkpoint: no superuser) and measured by both hosts; one
+    run per variant, and no server left."""
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("server-variants")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        study = tmp / "variants.toml"
+        study.write_text(VARIANTS_STUDY.format(name="server-variants", levels=[2], duration=2, sampling=0.1)
+                         + 'postgres = { work_mem = "8MB" }\n')
+        store = tmp / "variants.db"
+        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study", str(study),
+                               "--together", "--poll", "1", "--store", str(store)], env=ansible_env(tmp),
+                              capture_output=True, text=True, timeout=800, stdin=subprocess.DEVNULL)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 point(s) with 2 load generators; stored in" in done.stdout, done.stdout
+    assert done.stdout.count("starting the server on gamma") == 2, done.stdout
+    assert done.stdout.count("server on gamma: stopped and removed") == 2, done.stdout
+    assert done.stdout.count("warming up pgbench-select-only at 2 threads for 1 s") == 2, done.stdout
+    points = _points(store)
+    assert [(p["variant"], p["status"]) for p in points] == [("first", "ok"), ("second", "ok")], points
+    db = sqlite3.connect(store)
+    runs = {run_id: (variant, json.loads(options)["settings"])
+            for run_id, variant, options in db.execute("SELECT id, variant, options FROM runs")}
+    warmups = db.execute("SELECT run_id, duration_s, status FROM points WHERE phase = 'warmup' ORDER BY id").fetchall()
+    db.close()
+    assert sorted(runs.values()) == [("first", {}), ("second", {"work_mem": "8MB"})]
+    assert [(runs[r][0], d, s) for r, d, s in warmups] == [("first", 1, "ok"), ("second", 1, "ok")]
+    assert all(runs[p["run_id"]][0] == p["variant"] for p in points)
+    for p in points:
+        assert p["transactions"] == sum(x["transactions"] for x in p["details"]["together"]["parts"]) > 0
+    assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
 @pytest.mark.parametrize("flavour", ["postgres", "mariadb"])
 def test_a_server_for_other_hosts_without_openssl_goes_on_unencrypted_and_says_why(flavour, monkeypatch):
     """A host without the openssl command cannot make the server's certificate: the
@@ -648,7 +695,7 @@ def test_a_server_outlives_a_killed_controller_by_its_lease_only(tmp_path_factor
     """The controller SIGKILLed in the middle of a 30 s point: it no longer renews its
     server's lease, and the server on gamma stops itself, listening no more within a
     minute (its lease is 40 s), where it used to wait a point's length and 30 minutes."""
-    from dbarena.fleet.together import LEASE_S, RENEW_S
+    from dbarena.fleet.togetherserver import LEASE_S, RENEW_S
 
     if missing():
         pytest.fail(missing())
@@ -701,7 +748,7 @@ def test_fleet_cleanup_stops_what_a_killed_controller_left_at_once(tmp_path_fact
     """The controller SIGKILLed mid-point, then `fleet cleanup` on the inventory: the
     server stops listening and both load generators' pgbench are gone within seconds of
     it, not at the lease's end or the point's; each host says what it stopped."""
-    from dbarena.fleet.together import LEASE_S
+    from dbarena.fleet.togetherserver import LEASE_S
 
     if missing():
         pytest.fail(missing())
@@ -846,6 +893,12 @@ def test_a_server_for_other_hosts_lets_in_its_clients_only_as_no_superuser(flavo
                                     "WHERE rolname = current_user").fetchone() == (False, False, False)
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute("ALTER SYSTEM SET work_mem = '1GB'")
+                # The checkpoint after a warm-up: pg_checkpoint's, from PostgreSQL 15.
+                if conn.info.server_version >= postgres.CHECKPOINT_ROLE_SINCE:
+                    conn.execute("CHECKPOINT")
+                else:
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute("CHECKPOINT")
             url, workloads, env = (f"postgresql://dbarena@127.0.0.6:{port}/dbarena", POSTGRES_WORKLOADS,
                                    cli_env(public_tmp, PGPASSWORD=password))
         else:
@@ -856,7 +909,9 @@ def test_a_server_for_other_hosts_lets_in_its_clients_only_as_no_superuser(flavo
                                                     database="dbarena", connect_timeout=10)) as db, \
                     db.cursor() as cur:
                 cur.execute("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES")
-                assert {p for (p,) in cur.fetchall()} == {"USAGE"}  # no global privilege at all
+                # One global privilege: RELOAD, for the FLUSH TABLES after a warm-up.
+                assert {p for (p,) in cur.fetchall()} == {"RELOAD"}
+                cur.execute("FLUSH TABLES")
                 with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
                     cur.execute("CREATE DATABASE elsewhere")
             url, workloads, env = (f"mysql://dbarena@127.0.0.6:{port}/dbarena", MARIADB_WORKLOADS,

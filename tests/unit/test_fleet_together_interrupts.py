@@ -21,9 +21,15 @@ def test_a_controller_interrupted_while_its_server_starts_stops_that_server(inte
     from dbarena.fleet.inventory import Host
     from dbarena.study import arguments
 
+    from types import SimpleNamespace
+
+    from dbarena.fleet import togetherserver
+
     raised = Interrupted if interrupt == "Interrupted" else interrupt
     steps: list[str] = []
     run = object.__new__(together.Together)
+    run.fleet = SimpleNamespace(ansible=SimpleNamespace(inventory=tmp_path / "hosts.ini", passwords={}, secrets=[]),
+                                poll_s=0.01)
     run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
     run.hosts = [Host(name="alpha", label="alpha", price_per_hour=None, price_per_month=None, currency=None,
                       workdir="/w/alpha")]
@@ -33,12 +39,12 @@ def test_a_controller_interrupted_while_its_server_starts_stops_that_server(inte
     monkeypatch.setattr(together, "check", lambda *args: None)
     monkeypatch.setattr(run, "install", lambda: True)
 
-    def start_server(*args: object) -> bool:
+    def start(*args: object) -> bool:
         steps.append("start")
         raise raised()
 
-    monkeypatch.setattr(run, "start_server", start_server)
-    monkeypatch.setattr(run, "stop_server", lambda: steps.append("stop"))
+    monkeypatch.setattr(togetherserver.ServerHost, "start", start)
+    monkeypatch.setattr(togetherserver.ServerHost, "stop", lambda self: steps.append("stop"))
     with pytest.raises(raised):
         run.run()
     assert steps == ["start", "stop"]
@@ -47,31 +53,29 @@ def test_a_controller_interrupted_while_its_server_starts_stops_that_server(inte
 def test_a_controller_interrupted_mid_point_stops_the_load_generators_shares(monkeypatch):
     """Issue 45: a Ctrl-C while a --together point runs left each load generator's
     share running detached on its host to the end of its time; they are stopped now."""
-    from types import SimpleNamespace
-
-    from dbarena.fleet import together
+    from dbarena.fleet import togetherpoint
     from dbarena.fleet.inventory import Host
+    from dbarena.fleet.togethersteps import Answer
     from dbarena.model import PointSpec
     from dbarena.study import arguments
 
-    run = object.__new__(together.Together)
-    run.study = arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"])
-    run.hosts = [Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
-                 for n in ("alpha", "beta")]
-    run.fleet, run.target, run.tls_ca = SimpleNamespace(poll_s=0.01), "postgresql://dbarena@db:5432/dbarena", None
-    run.run_args = []
     sent: list[tuple[list[str], str]] = []
 
     def step(hosts, args, **kwargs):
         sent.append(([h.name for h in hosts], args[-1]))
         if args[-1] == "status":
             raise KeyboardInterrupt  # the Ctrl-C, while the point runs
-        return {h.name: together.Answer({"state": "ready"}) for h in hosts}
+        return {h.name: Answer({"state": "ready"}) for h in hosts}
 
-    monkeypatch.setattr(run, "step", step)
-    monkeypatch.setattr(together, "GO_LEAD_MIN_S", 0.0)
+    measure = togetherpoint.Together(
+        step=step, study=arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"]),
+        hosts=[Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
+               for n in ("alpha", "beta")],
+        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, server_threads=1, poll_s=0.01)
+    monkeypatch.setattr(togetherpoint, "GO_LEAD_MIN_S", 0.0)
     with pytest.raises(KeyboardInterrupt):
-        run.point(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4, duration_s=60))
+        measure.measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4,
+                                  duration_s=60), None)
     assert [what for _, what in sent][-2:] == ["status", "stop"]
     assert sent[-1][0] == ["alpha", "beta"]
 
@@ -98,11 +102,10 @@ def test_a_together_run_is_the_controllers_so_that_a_killed_one_can_be_marked_in
         assert db.run(run_id).status == "interrupted"
 
 
-def test_a_warm_up_with_a_server_host_is_refused_in_one_line_and_taken_with_a_target():
-    """The checkpoint after a warm-up needs a privilege the [server] host's server keeps
-    from dbarena's user: refused before anything starts; with --target the user's own
-    privileges decide, and the warm-up runs."""
-    from dbarena.errors import UsageError
+def test_a_warm_up_is_taken_with_a_server_host_as_with_a_target():
+    """The checkpoint after a warm-up is the first load generator's to make: a [server]
+    host's server grants dbarena's user the least privilege it needs (pg_checkpoint,
+    RELOAD), so a warm-up is no longer refused there."""
     from dbarena.fleet import together
     from dbarena.fleet.inventory import Host
     from dbarena.study import arguments
@@ -112,8 +115,6 @@ def test_a_warm_up_with_a_server_host_is_refused_in_one_line_and_taken_with_a_ta
                     workdir=f"/w/{name}")
 
     warm = ["--engine", "postgres", "--workload", "pgbench-select-only", "--warmup", "5"]
-    with pytest.raises(UsageError, match=r"^--together with a \[server\] host runs no warm-up yet"):
-        together.check(arguments.study_from_args(warm), [host("alpha")], host("gamma"))
+    together.check(arguments.study_from_args(warm), [host("alpha")], host("gamma"))
     together.check(arguments.study_from_args([*warm, "--target", "postgresql://dbarena@db:5432/dbarena"]),
                    [host("alpha")], None)
-

@@ -112,8 +112,18 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
                                  f"({', '.join(h.name for h in servers)}): a --together run has one server")
             server = servers[0] if servers else None
             together_mod.check(the_study, [h for h in hosts if h != server], server)
-            return together_mod.Together(fleet, the_study, study_name, study_file.resolve() if study_file else None,
-                                         list(args), store, label or the_study.label or "together", server).run()
+            controller_run = together_mod.Together(
+                fleet, the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
+                label or the_study.label or "together", server)
+            try:
+                return controller_run.run()
+            finally:
+                if controller_run.outcome.precision:
+                    # Where each point's adaptive repeats ended, as `dbarena run` shows it.
+                    from dbarena.report import listings, terminal
+
+                    terminal.show(terminal.console(),
+                                  listings.precision_table(controller_run.outcome.precision, the_study.precision))
         status = fleet.run(the_study, study_name, study_file.resolve() if study_file else None, list(args), store,
                            serial)
     finally:

@@ -449,10 +449,11 @@ def _tls_refused(cur: pymysql.cursors.Cursor, log_path: Path) -> str | None:
 
 
 # What dbarena's user may reach on a server other hosts drive: its database, mysqlslap's
-# (workloads/mysqlslap.SCHEMA, which mysqlslap drops and makes again) and the read-only
-# statistics the server sampler reads (performance_schema); no global privilege.
+# (workloads/mysqlslap.SCHEMA, which mysqlslap drops and makes again), the read-only
+# statistics the server sampler reads (performance_schema), and one global privilege:
+# RELOAD, the least that the FLUSH TABLES after a warm-up (the target's checkpoint) needs.
 REMOTE_PRIVILEGES = ("ALL PRIVILEGES ON `dbarena`.*", "ALL PRIVILEGES ON `dbarena_mysqlslap`.*",
-                     "SELECT ON performance_schema.*")
+                     "SELECT ON performance_schema.*", "RELOAD ON *.*")
 
 
 def local_grants() -> list[tuple[str, str]]:

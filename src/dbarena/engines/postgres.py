@@ -357,14 +357,23 @@ def _remote_access(conn: psycopg.Connection, password: str, auth: str) -> None:
     database, so the workloads create, fill, vacuum and drop their tables there (the
     public schema is the database owner's from PostgreSQL 15, open to every role
     before), and is in pg_monitor, the read-only statistics role, so the server
-    sampler sees every session as it does on a local server. The password goes to the
-    server as its hash (libpq's PQencryptPasswordConn), so that no statement log holds it."""
+    sampler sees every session as it does on a local server; from PostgreSQL 15 it is
+    in pg_checkpoint too, the least privilege the CHECKPOINT after a warm-up needs
+    (before 15 only a superuser may: that checkpoint fails its point, saying so). The
+    password goes to the server as its hash (libpq's PQencryptPasswordConn), so that
+    no statement log holds it."""
     from psycopg import sql
 
     verifier = conn.pgconn.encrypt_password(password.encode(), b"dbarena", auth.encode()).decode()
     conn.execute(sql.SQL("CREATE ROLE dbarena LOGIN PASSWORD {}").format(sql.Literal(verifier)))
     conn.execute("CREATE DATABASE dbarena OWNER dbarena")
     conn.execute("GRANT pg_monitor TO dbarena")
+    if conn.info.server_version >= CHECKPOINT_ROLE_SINCE:
+        conn.execute("GRANT pg_checkpoint TO dbarena")
+
+
+# The server version (server_version_num) from which the pg_checkpoint role exists.
+CHECKPOINT_ROLE_SINCE = 150000
 
 
 class PostgresEngine:

@@ -20,7 +20,7 @@ as a throwaway instance and the other hosts drive it over the network. The contr
     host-server-ctl   wait-ready | status | stop
 
 A lease keeps the server: the file LEASE in its folder, which the controller touches
-every few seconds (together.Lease) and every host-server-ctl call touches too. A lease
+every few seconds (togetherserver.Lease) and every host-server-ctl call touches too. A lease
 older than the request's `lease_s` (the controller was killed, its machine or the
 network went) makes the server stop itself: it outlives its controller by that and its
 shutdown, well within a minute, whatever the length of a point.

@@ -8,7 +8,11 @@ Ctrl-C or SIGTERM loses at most the point in flight. A failed point (the tool fa
 its output is unreadable, the server refused a CHECKPOINT or a verification query,
 the dataset could not be prepared) is stored with its reason and the sweep goes on,
 unless fail_fast. The measured run itself is measure.run_tool, the path each load
-generator of `fleet run --together` measures its share by too.
+generator of `fleet run --together` measures its share by too. How a point's run is
+measured is the sweep's strategy (Measure): on this machine by default, or, for
+`fleet run --together`, by every load generator of the inventory at once
+(fleet/togetherpoint.py); rounds, warm-ups, storing and the configuration key are the
+sweep's either way.
 Every subprocess starts through the Executor, so tests drive all of this with a fake.
 """
 
@@ -22,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from dbarena.run.dataset_lifecycle import DatasetKey, Slot, dataset_key, dataset_steps, dataset_use
 from dbarena.stats import analysis
@@ -48,7 +52,7 @@ class Bound:
     run-level part of their configuration keys (settings, variant, server version,
     flavour, host: see configkey.build)."""
 
-    target: Target
+    target: Target | None  # None: its points are measured elsewhere (Sweep(measure=...))
     run_id: int
     context: Mapping[str, JSON] = field(default_factory=dict)  # provenance.key_context
     record: state.Record | None = None  # the run's state record: the tool running now goes in it
@@ -57,6 +61,14 @@ class Bound:
     # per-second report, the share of transactions logged. In their keys.
     client_progress: bool = False
     latency_sampling: float | None = None
+
+    @property
+    def local(self) -> Target:
+        """The target on this machine's side (what the local strategy measures on and
+        the datasets are prepared on); a sweep with another strategy has none."""
+        if self.target is None:
+            raise AssertionError("a bound with no target of its own is measured by its sweep's strategy only")
+        return self.target
 
     def running(self, pid: int) -> None:
         """A tool started (prepare, warm-up or point): if dbarena is killed, whoever reaps
@@ -72,15 +84,18 @@ class Bound:
             self.record.update(scratch=str(path) if path is not None else None)
 
     def config(self, spec: PointSpec) -> JSONObject:
+        """The point's configuration key: the run's context (provenance.key_context; with
+        `load_generators` where several hosts drove it at once) and the point's own."""
         tool = WORKLOADS[spec.workload].tool
         c = self.context
-        settings, host = json_object(c.get("settings")), c.get("host")
+        settings, host, generators = json_object(c.get("settings")), c.get("host"), c.get("load_generators")
         return configkey.build(
             engine=spec.engine, workload=spec.workload, threads=spec.threads, clients=spec.clients,
             duration_s=spec.duration_s if tool.timed else None, warmup_s=spec.warmup_s, params=dict(spec.params),
             options=dict(spec.options), settings={k: v if isinstance(v, str) else str(v) for k, v in settings.items()},
             variant=spec.variant, server_version=_text(c.get("server_version")), flavour=_text(c.get("flavour")),
             host=host if isinstance(host, dict) else None,
+            load_generators=generators if isinstance(generators, int) else 1,
             instruments=tool.instruments(self.client_progress, self.latency_sampling), tls=_text(c.get("tls")),
         )
 
@@ -89,14 +104,35 @@ def _text(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
 
 
+class Measure(Protocol):
+    """How a sweep measures one run of a point (a warm-up's or the measured one): the
+    sweep's own on this machine (measure.run_tool), or a strategy given to it."""
+
+    def measure(self, spec: PointSpec, reporter: Reporter | None, phase: str = "measured") -> PointResult:
+        """The run, read (and verified), as a PointResult; a failed one with why."""
+        ...
+
+    def checkpoint(self, spec: PointSpec) -> str | None:
+        """After the point's warm-up, before its measured run: the server's dirty pages
+        written; why the point cannot go on, if it cannot."""
+        ...
+
+    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
+        """The point's server series with its bound decided, as it is stored."""
+        ...
+
+
 class Sweep:
-    """Runs a plan on its targets (one per variant) through an executor."""
+    """Runs a plan on its targets (one per variant) through an executor, or with
+    another way of measuring each point (`measure`)."""
 
     def __init__(self, *, targets: Mapping[str, Bound], store: ResultStore, reporter: Reporter, executor: Executor,
                  fail_fast: bool = False, init: bool = True, sample_system: bool = True, first_index: int = 0,
                  latency_sampling: float | None = 1.0,  # (a study's default: study.DEFAULT_LATENCY_SAMPLING)
-                 sample_server: bool = True, live: Publisher | None = None, profiler: Profiler | None = None):
+                 sample_server: bool = True, live: Publisher | None = None, profiler: Profiler | None = None,
+                 measure: Measure | None = None):
         self.targets = targets
+        self.measuring: Measure = measure if measure is not None else self
         self.store = store
         self.reporter = reporter
         self.executor = executor
@@ -168,7 +204,8 @@ class Sweep:
         """Commit a finished point; if the store cannot take it, save it where `dbarena
         import` can read it and stop the run with one line that says where."""
         bound = self.targets[result.spec.variant]
-        bound.target.remember_shared_memory()
+        if bound.target is not None:
+            bound.target.remember_shared_memory()
         restored = self.restore_s.pop(result.spec.variant, None)
         if restored is not None and result.measurement is not None:
             # Stored apart from what was measured: the point's details, not its time.
@@ -177,7 +214,7 @@ class Sweep:
         measured = result
         try:
             if result.server is not None:
-                result = replace(result, server=self._with_bound(bound.run_id, result))
+                result = replace(result, server=self.measuring.with_bound(bound.run_id, result))
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
             raise type(exc)(f"{exc}; {self._unsaved(measured)}") from None
@@ -200,7 +237,7 @@ class Sweep:
             return str(exc)
         return f"the point just measured is saved in {saved} (dbarena import {saved} --label LABEL --store OTHER.db)"
 
-    def _with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
+    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
         if run_id not in self.hardware_threads:
             run = self.store.run(run_id)
             self.hardware_threads[run_id] = analysis.run_threads(run) if run is not None else 1
@@ -229,7 +266,7 @@ class Sweep:
         """Copy the stopped data directory aside after a prepare, or put that copy back
         before a point; the seconds it took are shown and stored with the point, apart
         from its measurement. A failure breaks the dataset: its points fail, with why."""
-        target = self.targets[spec.variant].target
+        target = self.targets[spec.variant].local
         started = time.monotonic()
         try:
             if action == "snapshot":
@@ -249,7 +286,7 @@ class Sweep:
             self.restore_s[spec.variant] = seconds
 
     def _run_steps(self, spec: PointSpec, commands: list[list[str]], timeout: float) -> str | None:
-        target = self.targets[spec.variant].target
+        target = self.targets[spec.variant].local
         for argv in commands:
             done = self.executor.run(argv, env=target.client_env(), timeout=timeout,
                                      on_start=self.targets[spec.variant].running,
@@ -261,7 +298,7 @@ class Sweep:
 
     def prepare(self, spec: PointSpec) -> str | None:
         """Create the tool's dataset (pgbench -i, sysbench prepare); why not, if it failed."""
-        target = self.targets[spec.variant].target
+        target = self.targets[spec.variant].local
         tool = WORKLOADS[spec.workload].tool
         commands = tool.prepare_argv(target.client(tool), spec)
         if not commands:
@@ -278,7 +315,7 @@ class Sweep:
     def cleanup(self, spec: PointSpec) -> None:
         """Drop what prepare created (sysbench cleanup). Best effort: the results are
         already stored."""
-        target = self.targets[spec.variant].target
+        target = self.targets[spec.variant].local
         tool = WORKLOADS[spec.workload].tool
         commands = tool.cleanup_argv(target.client(tool), spec)
         if not commands:
@@ -296,13 +333,13 @@ class Sweep:
         for variant, datasets in by_variant.items():
             bound = self.targets[variant]
             with contextlib.suppress(Exception):
-                self.store.update_target_facts(bound.run_id, {"datasets": datasets, **bound.target.dataset_facts()})
+                self.store.update_target_facts(bound.run_id, {"datasets": datasets, **bound.local.dataset_facts()})
 
     def _cleanup_left(self) -> None:
         """What is still prepared at the end (after an error too): dropped, except on a
         throwaway instance, which goes away whole."""
         for key, spec in list(self.prepared.items()):
-            if self.init and not self.targets[spec.variant].target.throwaway:
+            if self.init and not self.targets[spec.variant].local.throwaway:
                 self.cleanup(spec)
             del self.prepared[key]
 
@@ -318,7 +355,7 @@ class Sweep:
             problem = self.warm(spec)
             if problem is not None:
                 return _failed(spec, problem)
-        return self.measure(spec, self.reporter)
+        return self.measuring.measure(spec, self.reporter)
 
     def warm(self, spec: PointSpec) -> str | None:
         """Study B's round: a run with the same parameters for warmup_s seconds, stored
@@ -326,7 +363,7 @@ class Sweep:
         for the warm-up's dirty pages. Why the point cannot go on, if it cannot."""
         bound = self.targets[spec.variant]
         self.reporter.stage(f"warming up {spec.workload} at {spec.threads} threads for {spec.warmup_s} s")
-        result = self.measure(replace(spec, duration_s=spec.warmup_s), None, phase="warmup")
+        result = self.measuring.measure(replace(spec, duration_s=spec.warmup_s), None, phase="warmup")
         try:
             self.store.add_point(bound.run_id, replace(result, phase="warmup"), bound.config(result.spec))
         except StoreError as exc:
@@ -334,8 +371,11 @@ class Sweep:
             raise type(exc)(f"{exc}; the warm-up just run is not kept (nothing measured was lost)") from None
         if self.live is not None:
             self.live.clear(bound.run_id)
+        return self.measuring.checkpoint(spec)
+
+    def checkpoint(self, spec: PointSpec) -> str | None:
         try:
-            bound.target.checkpoint()
+            self.targets[spec.variant].local.checkpoint()
         except DatabaseError as exc:
             return f"after the warm-up: {exc}"
         return None
@@ -363,7 +403,7 @@ class Sweep:
             bound.scratch(work_dir)
             state.make_dir(work_dir)  # marked: a reaper removes only what dbarena made
             ran = measure.run_tool(
-                spec, bound.target, self.executor, work_dir, latency_sampling=self.latency_sampling,
+                spec, bound.local, self.executor, work_dir, latency_sampling=self.latency_sampling,
                 client_progress=bound.client_progress,
                 sample_system=self.sample_system, sample_server=self.sample_server,
                 on_progress=on_progress if reporter is not None or token is not None else None,
@@ -388,7 +428,7 @@ class Sweep:
             self.reporter.stage(f"no on-CPU profile of this point: {ran.profile_problem}")
         if ran.error is not None or ran.measurement is None:
             return ran.point()
-        problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.target, ran.measurement)
+        problem, measurement = _verify(WORKLOADS[spec.workload].tool, bound.local, ran.measurement)
         return ran.point(status="ok" if problem is None else "failed", error=problem, measurement=measurement)
 
     def _live_begin(self, run_id: int, spec: PointSpec, phase: str) -> int | None:

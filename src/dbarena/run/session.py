@@ -339,7 +339,7 @@ def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]
             if switch is not None:
                 _switch(ctx, switch, mode, part)
                 if deadline is not None:
-                    ctx.deadline = _budget_share(deadline, ctx.clock, part, later)
+                    ctx.deadline = budget_share(deadline, ctx.clock, part.points, later)
             index = _run_engine(ctx, part, first_index=index, later=later)
         except (KeyboardInterrupt, Interrupted) as exc:
             # Between two parts, before the next one's runs begin (finding its engine
@@ -351,12 +351,14 @@ def _run_parts(ctx: _Context, parts: Sequence[tuple[str | None, plan.EnginePlan]
     return index
 
 
-def _budget_share(deadline: float, clock: Callable[[], float], part: plan.EnginePlan,
-                  later: Sequence[PointSpec]) -> float:
-    """One SMT mode after the other: each gets its share of what is left of the budget,
-    or the first would take it all (interleaved variants share it round by round)."""
+def budget_share(deadline: float, clock: Callable[[], float], part: Sequence[PointSpec],
+                 later: Sequence[PointSpec]) -> float:
+    """The deadline of a part of the budget (--budget, with --precision) run one after
+    the other (SMT modes; a --together [server] host's variants): its share of what is
+    left, by the points' estimates, or the first part would take it all (interleaved
+    variants share it round by round)."""
     left = deadline - clock()
-    mine = sum(estimate_s(p) for p in part.points)
+    mine = sum(estimate_s(p) for p in part)
     return clock() + left * mine / max(mine + sum(estimate_s(p) for p in later), 1e-9)
 
 
@@ -465,7 +467,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 raise
             finished = True
             if ctx.keep:
-                ctx.outcome.notes += [b.target.keep_note() for b in bound.values() if b.target.throwaway]
+                ctx.outcome.notes += [b.local.keep_note() for b in bound.values() if b.local.throwaway]
     except (KeyboardInterrupt, Interrupted) as exc:
         # An interrupt while its targets close (held until they are: shield.py) stops
         # the study, but leaves runs that finished every point finished.
@@ -622,14 +624,14 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
     """The engine's points on its bound targets (those stored ok already skipped when
     resuming): the index of the next point of the session."""
     study = ctx.study
-    stored = _stored(ctx.store, bound, engine_plan.points) if ctx.previous else _Stored()
-    if stored.other_instruments:
-        ctx.reporter.stage(f"resumed: {stored.other_instruments} point(s) stored with other instruments (an earlier "
+    found = stored(ctx.store, bound, engine_plan.points) if ctx.previous else Stored()
+    if found.other_instruments:
+        ctx.reporter.stage(f"resumed: {found.other_instruments} point(s) stored with other instruments (an earlier "
                            "dbarena ran pgbench with -P 1 and its log by default) are another configuration: "
                            "measured again as planned (--client-progress and --latency-sampling ask for them)")
     ctx.begin()
     # (Profiled where dbarena started the server: a --target's was said not to be.)
-    profiled = any(b.target.server_pid() is not None for b in bound.values())
+    profiled = any(b.local.server_pid() is not None for b in bound.values())
     ctx.reporter.stage(_plan_line(study, engine_plan, ctx.profiler if profiled else None))
     sweep = Sweep(targets=bound, store=ctx.store, reporter=ctx.reporter, executor=ctx.executor,
                   fail_fast=study.fail_fast, init=ctx.init, first_index=first_index,
@@ -637,14 +639,14 @@ def _sweep(ctx: _Context, engine_plan: plan.EnginePlan, bound: dict[str, Bound],
                   sample_server=ctx.server_metrics, live=ctx.live, profiler=ctx.profiler)
     if study.slo is not None:
         # Each point's closed-loop runs, then its search over offered rates (--slo).
-        ctx.outcome.skipped += sum((rounds.base(p), p.repeat) in stored.ok for p in engine_plan.points)
+        ctx.outcome.skipped += sum((rounds.base(p), p.repeat) in found.ok for p in engine_plan.points)
         ctx.outcome.results += searching.sweep(study.slo, engine_plan.points, study.repeats, sweep, ctx.store,
-                                               ctx.reporter, stored.ok, resumed=bool(ctx.previous), later=later,
+                                               ctx.reporter, found.ok, resumed=bool(ctx.previous), later=later,
                                                deadline=ctx.deadline, clock=ctx.clock)
-    elif study.precision is None:
-        _sweep_repeats(ctx, engine_plan, sweep, stored, first_index=first_index, later=later)
     else:
-        _sweep_adaptive(ctx, engine_plan, sweep, stored, precision=study.precision, later=later)
+        sweep_points(sweep, engine_plan.points, found, ctx.outcome, study=study, reporter=ctx.reporter,
+                     deadline=ctx.deadline, clock=ctx.clock, first_index=first_index, later=later,
+                     resumed=bool(ctx.previous))
     return sweep.next_index
 
 
@@ -673,36 +675,37 @@ def _plan_line(study: Study, engine_plan: plan.EnginePlan, profiler: Profiler | 
             f"{f', variants ' + ', '.join(engine_plan.variants) if engine_plan.variants != ('',) else ''}")
 
 
-def _sweep_repeats(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: _Stored, *, first_index: int,
-                   later: list[PointSpec]) -> None:
-    """A fixed number of repeats: every point not stored ok already."""
-    todo = [p for p in engine_plan.points if (rounds.base(p), p.repeat) not in stored.ok]
-    ctx.outcome.skipped += len(engine_plan.points) - len(todo)
-    if ctx.previous:
-        ctx.reporter.replan(first_index, todo + later)
-    ctx.outcome.results += sweep.run(todo)
-
-
-def _sweep_adaptive(ctx: _Context, engine_plan: plan.EnginePlan, sweep: Sweep, stored: _Stored, *, precision: float,
-                    later: list[PointSpec]) -> None:
-    """Adaptive repeats: round after round until every point is as precise as asked, at
-    most max_repeats, within the budget; where each point ended goes in the outcome
-    even when the sweep is interrupted."""
-    study, deadline, clock = ctx.study, ctx.deadline, ctx.clock
+def sweep_points(sweep: Sweep, points: Sequence[PointSpec], stored: Stored, outcome: Outcome, *, study: Study,
+                 reporter: Reporter, deadline: float | None, clock: Callable[[], float], first_index: int = 0,
+                 later: Sequence[PointSpec] = (), resumed: bool = False) -> None:
+    """The points of one sweep (its strategy measures them: this machine's, or
+    `fleet run --together`'s load generators), what the results go in `outcome`.
+    A fixed number of repeats: every point not stored ok already, in one round.
+    With --precision, adaptive repeats: round after round until every point is as
+    precise as asked, at most max_repeats, within the budget (`deadline`, on `clock`);
+    where each point ended goes in the outcome even when the sweep is interrupted.
+    `later`: the points after these (for the reporter's ETA)."""
+    if study.precision is None:
+        todo = [p for p in points if (rounds.base(p), p.repeat) not in stored.ok]
+        outcome.skipped += len(points) - len(todo)
+        if resumed:
+            reporter.replan(first_index, [*todo, *later])
+        outcome.results += sweep.run(todo)
+        return
     adaptive = rounds.Adaptive(
-        engine_plan.points, target=precision, max_repeats=study.max_repeats,
+        points, target=study.precision, max_repeats=study.max_repeats,
         budget_s=None if deadline is None else deadline - clock(), value=analysis.result_value,
         estimate_s=estimate_s, history=stored.states or None, clock=clock,
-        on_forecast=lambda remaining: ctx.reporter.replan(sweep.next_index, remaining + later))
-    ctx.outcome.skipped += sum(len(s.values) for s in adaptive.summary())
+        on_forecast=lambda remaining: reporter.replan(sweep.next_index, [*remaining, *later]))
+    outcome.skipped += sum(len(s.values) for s in adaptive.summary())
     try:
-        ctx.outcome.results += sweep.run_rounds(adaptive.next_round)
+        outcome.results += sweep.run_rounds(adaptive.next_round)
     finally:
-        ctx.outcome.precision += adaptive.summary()
+        outcome.precision += adaptive.summary()
 
 
 @dataclass(frozen=True)
-class _Stored:
+class Stored:
     """What earlier sessions of these runs stored: the points stored ok (point, repeat),
     and where each point's adaptive repeats had got to."""
 
@@ -714,9 +717,9 @@ class _Stored:
     other_instruments: int = 0
 
 
-def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointSpec]) -> _Stored:
-    """What earlier sessions of these runs stored (--resume), matched to the plan by
-    configuration key (so a point measured under another server version or setting
+def stored(store: ResultStore, bound: Mapping[str, Bound], points: Sequence[PointSpec]) -> Stored:
+    """What earlier sessions of these runs stored (--resume, a --together run's next
+    session), matched to the plan by configuration key (so a point measured under another server version or setting
     is not taken for this one)."""
     by_key: dict[str, PointSpec] = {}
     bare: set[str] = set()  # the planned keys without their instruments
@@ -740,4 +743,4 @@ def _stored(store: ResultStore, bound: dict[str, Bound], points: Sequence[PointS
             states.setdefault(spec, rounds.PointState(spec=spec)).stored(row.repeat, figure)
             if figure is not None:
                 ok.add((spec, row.repeat))
-    return _Stored(ok=frozenset(ok), states=states, other_instruments=other_instruments)
+    return Stored(ok=frozenset(ok), states=states, other_instruments=other_instruments)

@@ -1,0 +1,222 @@
+"""`fleet run --together`'s way of measuring a point (runner.Measure): every load
+generator of the inventory runs its share of the point at once, against one server.
+
+The point's threads and clients are split over the hosts (combine.split); every host
+starts `host-point` detached, which opens the target, builds its share's command with
+the tool's point_argv and says it is ready; once every host is ready, the controller
+sends one start time a little ahead (long enough for that play to reach them all), and
+each host sleeps until it and starts its tool. The controller polls the hosts; when
+one fails (its tool died, it cannot be reached) it tells the others to stop and the
+point fails with that host's reason. When all are done, their parts come back in the
+status answer and combine.py makes them one point (each host's part, the split and
+the start skew in its details). The sweep (runner.Sweep) does the rest as it does for
+a local point: rounds, warm-ups (the checkpoint after one is the first host's, made
+before it says it is ready for the measured run), storing, the configuration key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from dbarena.fleet import combine
+from dbarena.fleet.inventory import Host
+from dbarena.fleet.messages import Part, PointRequest, Status
+from dbarena.fleet.togethersteps import Step, statuses
+from dbarena.host.sysmetrics import SystemSample
+from dbarena.interfaces import Reporter
+from dbarena.model import PointResult, PointSpec
+from dbarena.records import JSONObject
+from dbarena.run import measure as measure_mod
+from dbarena.serverside.series import ServerSeries
+from dbarena.stats.latency import Latencies
+from dbarena.study import Study
+
+GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
+
+
+def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
+    threads = combine.split(spec.threads, len(hosts))
+    clients = combine.split(spec.clients, len(hosts))
+    return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
+
+
+@dataclass
+class Together:
+    """The load generators measuring one server's points (runner.Measure)."""
+
+    step: Step
+    hosts: list[Host]
+    study: Study
+    target: str
+    tls_ca: str | None  # the server's certificate, which each load generator verifies it by
+    server_threads: int  # the hardware threads the server could use (a point's bound reads it)
+    poll_s: float
+    sample_server: bool = True  # the first host samples the server's own statistics
+    alive: Callable[[], str | None] | None = None  # a [server] host's: None while its server is up, else why not
+    pending_checkpoint: bool = False
+    warm_up_failed: str | None = None  # why the last warm-up failed, if it did
+
+    def measure(self, spec: PointSpec, reporter: Reporter | None, phase: str = "measured") -> PointResult:
+        # A [server] host's server asked before each point (its warm-up, or its run
+        # where it has none): one that is gone fails the point with why.
+        down = self.alive() if self.alive is not None and (phase == "warmup" or not spec.warmup_s) else None
+        checkpoint, self.pending_checkpoint = self.pending_checkpoint, False
+        result = _failed(spec, [down], time.time()) if down else self.point(spec, checkpoint)
+        if phase == "warmup":
+            self.warm_up_failed = None if result.ok else result.error or "failed"
+        return result
+
+    def checkpoint(self, spec: PointSpec) -> str | None:
+        # A warm-up that failed on some host fails its point at once (several plays
+        # saved, and no share measured on a server some host could not load). Else the
+        # checkpoint is the first host's, made before it says it is ready for the
+        # measured run; one it cannot make fails that point with why.
+        if self.warm_up_failed is not None:
+            return f"the warm-up failed: {self.warm_up_failed}"
+        self.pending_checkpoint = True
+        return None
+
+    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
+        series: ServerSeries | None = result.server  # decided as the parts were combined (_server_series)
+        return series
+
+    def point(self, spec: PointSpec, checkpoint: bool = False) -> PointResult:
+        shares = split_point(spec, self.hosts)
+        family = self.study.engines[0]
+        point_id = uuid.uuid4().hex[:12]
+        ctl = ["host-point-ctl", "--workdir", "{w}", "--point", point_id]
+        tls = {"ca": self.tls_ca} if self.tls_ca is not None else None
+        requests = {h.name: PointRequest(id=point_id, engine=family.name, flavour=family.flavour, target=self.target,
+                                         spec=share, sampling=self.study.latency_sampling, tls=tls,
+                                         sample_server=self.sample_server and n == 0, server_clients=spec.clients,
+                                         checkpoint=checkpoint and n == 0).to_json()
+                    for n, (h, share) in enumerate(zip(self.hosts, shares))}
+        began = time.time()
+        try:
+            ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests, detach=True, secrets=True)
+            problems = self._problems(statuses(ready), want="ready")
+            if problems:
+                self._stop(self.hosts, ctl)
+                return _failed(spec, problems, began)
+            # Far enough ahead for the go play to reach every host (it takes about as long as a step).
+            start_at = time.time() + max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
+            self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
+            answers: dict[str, Status] = {}
+            # Polled while the point runs (not only at its end): a host that fails stops the others at once.
+            time.sleep(max(0.0, start_at + 1.0 - time.time()))
+            while True:
+                polled = statuses(self.step([h for h in self.hosts if h.name not in answers], [*ctl, "status"]))
+                problems = self._problems(polled, want=None)
+                answers.update((name, status) for name, status in polled.items() if status.final)
+                if problems:
+                    rest = [h for h in self.hosts if h.name not in answers]
+                    answers.update(statuses(self.step(rest, [*ctl, "stop"])))
+                    return _failed(spec, problems, began, answers)
+                if len(answers) == len(self.hosts):
+                    break
+                time.sleep(self.poll_s)
+            return self._combined(spec, shares, answers, began)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM) or failed mid-point: each load generator's
+            # share runs detached on its host and would run out its time; stopped now.
+            self._stop(self.hosts, ctl)
+            raise
+
+    def _problems(self, found: dict[str, Status], want: str | None) -> list[str]:
+        out = []
+        for h in self.hosts:
+            status = found.get(h.name)
+            if status is None:
+                continue
+            if status.state in ("failed", "stopped") or (want and status.state != want):
+                out.append(f"{h.name}: {status.reason or status.state}")
+        return out
+
+    def _stop(self, hosts: list[Host], ctl: list[str]) -> None:
+        with contextlib.suppress(Exception):
+            self.step(hosts, [*ctl, "stop"])
+
+    def _combined(self, spec: PointSpec, shares: list[PointSpec], answers: dict[str, Status],
+                  began: float) -> PointResult:
+        parts, raw = [], []
+        for h, share in zip(self.hosts, shares):
+            part = answers[h.name].part
+            if part is None or part.measurement is None:  # (done says it has both: a host that says otherwise failed)
+                return _failed(spec, [f"{h.name}: done, but its part holds no measurement"], began, answers)
+            histogram = part.measurement.latency_histogram
+            parts.append(combine.Part(
+                host=h.name, label=h.label, threads=share.threads, clients=share.clients,
+                launched_at=part.launched_at, first_at=part.first_at, measurement=part.measurement,
+                samples=part.samples, latencies=Latencies.decode(histogram) if histogram else None,
+                command=part.command, cpu=_cpu(part.system)))
+            raw.append((h, share, part))
+        measurement, samples, details = combine.combine(parts, spec.duration_s)
+        latencies = combine.merged_latencies(parts)
+        if latencies is not None:
+            measurement = measure_mod.with_latencies(
+                replace(measurement, latency_min_ms=None, latency_max_ms=None), latencies)
+        measurement = replace(measurement, details={**measurement.details, **details})
+        result = PointResult(
+            spec=spec, status="ok", started_at=_utc(min(p.launched_at for _, _, p in raw)),
+            ended_at=_utc(max(p.ended_at for _, _, p in raw)), command=raw[0][2].command,
+            exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
+            samples=samples)
+        return replace(result, server=self._server_series(result, shares[0], raw[0][2]))
+
+    def _server_series(self, result: PointResult, share: PointSpec, part: Part) -> ServerSeries | None:
+        """The server's series the first host sampled over the point, with the point's
+        bound decided from it as a local point's is (measure.with_bound). The CPU part of
+        that decision sees only that host's load generator: the machines' CPU figures
+        the host sampled are its own, not the server's."""
+        if not part.server:
+            return None
+        series = ServerSeries.decode(part.server)
+        loadgen = [{"loadgen_cpu": s.loadgen_cpu} for s in part.system]
+        return measure_mod.with_bound(replace(result, spec=share, server=series), self.server_threads, loadgen)
+
+
+def describe(spec: PointSpec) -> str:
+    return (f"{spec.workload} threads={spec.threads}{f' variant {spec.variant}' if spec.variant else ''} "
+            f"repeat {spec.repeat + 1}")
+
+
+def outcome(result: PointResult) -> str:
+    """A together point in words: its TPS and each host's, its start skew."""
+    if not result.ok or result.measurement is None:
+        return f"failed: {result.error}"
+    m = result.measurement
+    together = m.details.get("together", {})
+    parts = " + ".join(f"{p['host']} {p['tps']:.0f}" for p in together.get("parts", []) if p.get("tps") is not None)
+    flag = " (above 1 % of the duration: flagged)" if together.get("start_skew_flagged") else ""
+    return (f"{m.tps:.0f} TPS over the common window ({parts}), {m.transactions} transactions, "
+            f"start skew {together.get('start_skew_ms', 0):.1f} ms{flag}")
+
+
+def _cpu(system: Sequence[SystemSample]) -> JSONObject:
+    """The load generator's CPU over its part: the tool's cores, and the host's busy share."""
+    tool = [s.loadgen_cpu for s in system if s.loadgen_cpu is not None]
+    busy = [100.0 - s.cpu_idle_pct for s in system]
+    return {"loadgen_cpu_cores": round(sum(tool) / len(tool), 3) if tool else None,
+            "host_cpu_busy_pct": round(sum(busy) / len(busy), 1) if busy else None}
+
+
+def _joined(raw: list[tuple[Host, PointSpec, Part]], stream: str) -> str:
+    return "".join(f"# load generator {h.name} ({h.label}): threads {s.threads}, clients {s.clients}\n"
+                   f"{p.stdout if stream == 'stdout' else p.stderr}" for h, s, p in raw)
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _failed(spec: PointSpec, problems: list[str], began: float,
+            answers: dict[str, Status] | None = None) -> PointResult:
+    parts = [a.part for a in (answers or {}).values() if a.part is not None]
+    return PointResult(spec=spec, status="failed", started_at=_utc(began), ended_at=_utc(time.time()),
+                       command=(), exit_code=None, stdout="".join(p.stdout for p in parts),
+                       stderr="".join(p.stderr for p in parts), error="; ".join(problems))
