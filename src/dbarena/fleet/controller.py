@@ -308,11 +308,7 @@ class Ansible:
         # As data Ansible never templates: labels, paths and arguments come from the
         # inventory and the study (untemplated.py).
         untemplated.write(vars_file, variables)
-        env = {k: v for k, v in os.environ.items() if k not in engines.PASSWORD_VARIABLES}
-        env.update(self.passwords)
-        env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
-                    "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})
-        env.setdefault("ANSIBLE_TIMEOUT", "30")  # SSH connection timeout, unless the user set one
+        env = self._environment()
         with resources.as_file(resources.files("dbarena.fleet") / "playbooks" / name) as book, \
                 resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
             env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
@@ -333,13 +329,27 @@ class Ansible:
             except BaseException:
                 _let_end(proc)
                 raise
-            done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        return self._results(name, hosts, stdout, stderr)
+
+    def _environment(self) -> dict[str, str]:
+        """ansible-playbook's environment: this process's without the password variables
+        the user exported, the fleet's passwords instead, and the callback's settings."""
+        env = {k: v for k, v in os.environ.items() if k not in engines.PASSWORD_VARIABLES}
+        env.update(self.passwords)
+        env.update({"ANSIBLE_STDOUT_CALLBACK": "dbarena_json", "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1",
+                    "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"})
+        env.setdefault("ANSIBLE_TIMEOUT", "30")  # SSH connection timeout, unless the user set one
+        return env
+
+    def _results(self, name: str, hosts: list[Host], stdout: str, stderr: str) -> dict[str, HostResult]:
+        """What each host did, read from the json callback's report (its failures said
+        with the secrets hidden)."""
         try:
-            report = json.loads(done.stdout[done.stdout.index("{"):])
+            report = json.loads(stdout[stdout.index("{"):])
         except ValueError:
             # Ansible's own error (its "[ERROR]: ..." line), rather than the last line of
             # the context it prints under it ("Origin: ...").
-            lines = done.stderr.strip().splitlines() or ["no output"]
+            lines = stderr.strip().splitlines() or ["no output"]
             found = next((line for line in lines if "ERROR" in line), lines[-1])
             raise EnvironmentProblem(f"ansible-playbook {name} failed: {found.strip()}") from None
         out = {h.name: HostResult() for h in hosts}

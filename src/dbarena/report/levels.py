@@ -263,22 +263,19 @@ def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: li
         bound=point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
         bound_kind=point_bound.most_frequent(m.bound for m in ok),
         n=summary.n, failed=summary.failed,
-        tps=tps, tps_ci_low=summary.ci_low if tps is not None else None,
-        tps_ci_high=summary.ci_high if tps is not None else None,
+        tps=tps, **_tps_interval(summary, tps),
         qps=_mean(m.qps for m in ok), value=seconds if metric == "seconds" else summary.mean,
         # Transactions, queries and time of a point, means over its ok repeats: the time
         # a run of mysqlslap's queries took where there is no throughput.
         transactions=_mean(m.transactions for m in ok), queries=_mean(m.queries for m in ok),
-        time_s=_mean(m.duration_s for m in ok) if tps is not None else _mean(m.run_avg_s for m in ok),
+        time_s=_mean(m.duration_s if tps is not None else m.run_avg_s for m in ok),
         latency_p50_ms=summary.latency_p50_ms, latency_p90_ms=summary.latency_p90_ms,
         latency_p95_ms=summary.latency_p95_ms, latency_p99_ms=summary.latency_p99_ms,
         latency_p999_ms=summary.latency_p999_ms, latency_max_ms=summary.latency_max_ms,
         latency_avg_ms=summary.latency_avg_ms, latency_pooled=summary.latency_pooled,
         over_repeats=summary.over_repeats,
         **_price_figures(label_price, tps, seconds),
-        physical_cores=hw.physical_cores, hardware_threads=hw.hardware_threads,
-        tps_per_core=tps / hw.physical_cores if tps and hw.physical_cores else None,
-        tps_per_thread=tps / hw.hardware_threads if tps and hw.hardware_threads else None,
+        **_per_hardware(tps, hw),
         interval=summary.interval,
         warnings=tuple(w["code"] for w in summary.warnings),
         estimate=summary.estimate, config=summary.config or {}, variant=summary.variant,
@@ -286,6 +283,32 @@ def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: li
         **_capacity_figures(summary.capacity, label_price, hw),
         efficiency=dict(summary.efficiency) if summary.efficiency else None,
     )
+
+
+class _TpsInterval(TypedDict):
+    tps_ci_low: float | None
+    tps_ci_high: float | None
+
+
+def _tps_interval(summary: LevelSummary, tps: float | None) -> _TpsInterval:
+    """The level's throughput interval, where its figure is a throughput."""
+    if tps is None:
+        return {"tps_ci_low": None, "tps_ci_high": None}
+    return {"tps_ci_low": summary.ci_low, "tps_ci_high": summary.ci_high}
+
+
+class _PerHardware(TypedDict):
+    physical_cores: int | None
+    hardware_threads: int | None
+    tps_per_core: float | None
+    tps_per_thread: float | None
+
+
+def _per_hardware(tps: float | None, hw: Hardware) -> _PerHardware:
+    """The server's cores and hardware threads, and the throughput per each."""
+    return {"physical_cores": hw.physical_cores, "hardware_threads": hw.hardware_threads,
+            "tps_per_core": tps / hw.physical_cores if tps and hw.physical_cores else None,
+            "tps_per_thread": tps / hw.hardware_threads if tps and hw.hardware_threads else None}
 
 
 class _CapacityFigures(TypedDict):
