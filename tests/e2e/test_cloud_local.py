@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -223,7 +224,16 @@ def test_a_killed_cloud_up_leaves_nothing_in_tmpdir(here: dict, signum: int) -> 
     """`cloud up` killed while it makes the instances: after SIGTERM, or SIGKILL and the
     next command, no instance, process or directory of it is left in TMPDIR."""
     study = _study(here, [1], 3)
-    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "cloud", "up", str(study)], env=here["env"],
+    # The instances are made in a few hundredths of a second on a quiet machine: an
+    # ssh-keygen that takes a second (the next step after an instance's directory in
+    # TMPDIR) holds `cloud up` inside the making when the signal lands, rather than
+    # after it, when its record says the machines are kept (seen: both made in 55 ms).
+    slow = here["tmp"] / "slow-bin"
+    slow.mkdir(exist_ok=True)
+    (slow / "ssh-keygen").write_text(f"#!/bin/sh\nsleep 1\nexec {shutil.which('ssh-keygen')} \"$@\"\n")
+    (slow / "ssh-keygen").chmod(0o755)
+    env = {**here["env"], "PATH": f"{slow}{os.pathsep}{here['env'].get('PATH', os.environ['PATH'])}"}
+    proc = subprocess.Popen([sys.executable, "-m", "dbarena", "cloud", "up", str(study)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     assert _within(60, lambda: list(here["public"].glob("dbarena-local-*"))), "no instance's directory seen"
     proc.send_signal(signum)
