@@ -37,8 +37,9 @@ from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
-    SystemSums, analysed, SeriesKey, SERIES_KEY_AT, STORED_FIELDS, stored_point
+from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelSummary, \
+    SessionMember, SessionSummary, StoredPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
+    STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -400,10 +401,16 @@ _Steady = dict[int, steadystate.SteadyState | None]
 
 def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
     """Compute and cache the derived figures of points just stored, so that the SQL
-    views (views.py) show their `value` without a dbarena read first."""
-    rows = store.points(run_id=run_id, warmups=True, point_ids=tuple(point_ids))
-    if rows:
-        _derived(store, rows, store.runs_by_id([run_id]))
+    views (views.py) show their `value` without a dbarena read first, and fold them into
+    their run's summaries (session_summaries)."""
+    ids = tuple(point_ids)
+    values = store.point_values(run_id=run_id, warmups=True, point_ids=ids)
+    if not values:
+        return
+    runs = store.runs_by_id([run_id])
+    derived = _derived(store, [stored_point(v) for v in values], runs)
+    # Their run's summaries kept up to date as they are stored (session_summaries).
+    summarise_stored(store, run_id, _analysed(store, values, runs, derived))
 
 
 def _value(row: AnalysedPoint) -> float | None:
@@ -434,10 +441,12 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[AnalysedPoint],
-              histograms: Histograms | None = None) -> list[LevelSummary]:
+              histograms: Histograms | None = None, lent: Sequence[LentSession] = ()) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
-    store.latency_histograms)."""
+    store.latency_histograms). `lent`: the sessions of other labels' groups (in the order
+    of their points: store.lent_sessions, lend), which lend only their spread between
+    sessions, as those labels' points among `rows` would."""
     groups: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
@@ -451,6 +460,8 @@ def summaries(rows: Iterable[AnalysedPoint],
     for (_, config_key), found in by_session.items():
         if found is not None:
             of_config[config_key].append(found)
+    for config_key, found in _lent_groups(lent, groups):
+        of_config[config_key].append(found)
     searched = _capacities(groups)
     out = []
     for key, members in groups.items():
@@ -518,6 +529,112 @@ def summaries(rows: Iterable[AnalysedPoint],
             efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
         ))
     return out
+
+
+def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], object]
+                 ) -> list[tuple[str, sessions.Sessions]]:
+    """The lent sessions as groups (label, configuration key), each with its Sessions, in
+    the order of its first point (where its points would have come among the rows: the
+    order the pooled spread is summed in); a group the rows hold is theirs, not lent."""
+    grouped: dict[tuple[str, str], list[LentSession]] = {}
+    for one in lent:
+        if (one.label, one.config_key) not in shown:
+            grouped.setdefault((one.label, one.config_key), []).append(one)
+    out = []
+    for (_, config_key), found in grouped.items():
+        valued = sorted((s for s in found if s.runs), key=operator.attrgetter("run_id"))
+        if valued:
+            out.append((config_key, sessions.Sessions(means=tuple(s.mean for s in valued),
+                                                      runs=tuple(s.runs for s in valued))))
+    return out
+
+
+def session_summaries(rows: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+    """Each configuration's measured points by session (label, configuration key, run),
+    as summaries groups them (a point without a key alone), in the order their first
+    points come in `rows` (load's: the points' own): what the store keeps of them as they
+    are stored (store.save_session_summaries)."""
+    groups: dict[tuple[int, str], list[AnalysedPoint]] = {}
+    for row in rows:
+        if row.phase == "measured":
+            groups.setdefault((row.run_id, row.config_key or f"point {row.point_id}"), []).append(row)
+    return [SessionSummary(run_id=run_id, label=members[0].series_label, config_key=config_key,
+                           members=tuple(SessionMember(m.point_id, value(m), len(m.warnings), m.bound)
+                                         for m in members))
+            for (run_id, config_key), members in groups.items()]
+
+
+def lend(summary: SessionSummary) -> LentSession:
+    """What a session's summary lends other labels' comparisons."""
+    values = summary.values
+    return LentSession(label=summary.label, config_key=summary.config_key, run_id=summary.run_id,
+                       first_point=summary.members[0].point_id, runs=len(values),
+                       mean=statistics.fmean(values) if values else 0.0)
+
+
+def folded(kept: Iterable[SessionSummary], fresh: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+    """A run's summaries with points just stored (or figured again) folded in: each
+    point replaces itself where it was held already. The same as session_summaries of
+    all the run's points, without reading the others again."""
+    members: dict[tuple[int, str], dict[int, SessionMember]] = {}
+    labels: dict[tuple[int, str], str] = {}
+    for summary in [*kept, *session_summaries(fresh)]:
+        key = (summary.run_id, summary.config_key)
+        labels[key] = summary.label
+        members.setdefault(key, {}).update((m.point_id, m) for m in summary.members)
+    out = [SessionSummary(run_id=key[0], label=labels[key], config_key=key[1],
+                          members=tuple(sorted(held.values(), key=operator.attrgetter("point_id"))))
+           for key, held in members.items()]
+    return sorted(out, key=lambda s: s.members[0].point_id)
+
+
+def lent_sessions(store: ResultStore, labels: Sequence[str]) -> list[LentSession]:
+    """What the points of `labels` lend a comparison of others, from the summaries the
+    store keeps (store.lent_sessions) rather than from every point: a run whose
+    summaries are missing, of another estimator version or short of its points (a
+    merged run, a store migrated, a point stored by an older dbarena) is summarised
+    from its points, and its summaries saved for the next read."""
+    if not labels:
+        return []
+    kept, stale = store.lent_sessions(tuple(labels), ESTIMATOR_VERSION)
+    if not stale:
+        return kept
+    wanted = set(stale)
+    # (One read of the labels whose runs are stale, not a read per run: after a
+    # migration every run is.)
+    points = [p for p in load(store, labels=tuple(dict.fromkeys(
+        run.label for run in store.runs_by_id(wanted).values()))) if p.run_id in wanted]
+    made = session_summaries(points)
+    store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
+    return sorted([*kept, *map(lend, made)], key=operator.attrgetter("first_point"))
+
+
+def summarise_cached(store: ResultStore, labels: Sequence[str]) -> None:
+    """Summarise the runs of `labels` that have no summaries yet (or stale ones) but
+    whose points' derived figures are all cached (a merge brought them); the others
+    are left for the first read that needs them, which computes their figures too."""
+    if not labels:
+        return
+    _, stale = store.lent_sessions(tuple(labels), ESTIMATOR_VERSION)
+    if not stale:
+        return
+    wanted = set(stale)
+    with collector_paused():
+        values = [v for v in store.point_values(labels=tuple(dict.fromkeys(
+            run.label for run in store.runs_by_id(wanted).values()))) if v[_AT["run_id"]] in wanted]
+        derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
+        missing = {v[_AT["run_id"]] for v in values if v[_AT["point_id"]] not in derived}
+        ready = [v for v in values if v[_AT["run_id"]] not in missing]
+        runs = store.runs_by_id({v[_AT["run_id"]] for v in ready})
+        made = session_summaries(_analysed(store, ready, runs, derived))
+    store.save_session_summaries(sorted(wanted - missing), made, ESTIMATOR_VERSION)
+
+
+def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:
+    """Fold points just stored in a run (with their derived figures) into the summaries
+    the store keeps of its configurations (session_summaries)."""
+    kept = store.session_summaries([run_id], ESTIMATOR_VERSION)
+    store.save_session_summaries([run_id], folded(kept, points), ESTIMATOR_VERSION)
 
 
 def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]
