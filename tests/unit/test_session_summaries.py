@@ -107,6 +107,12 @@ def test_kept_summaries_are_a_full_recomputation_and_lend_what_the_points_lend(
         assert lent == kept
         by_points = [s for s in analysis.summaries([*rows, *analysis.load(db, labels=others)]) if s.label == shown]
         assert _estimates(analysis.summaries(rows, lent=lent)) == _estimates(by_points)
+        # `compare A B` of two labels: their points and the others' summaries, or every point.
+        if len(stored) >= 2:
+            a, b = stored[:2]
+            rest = tuple(stored[2:])
+            assert analysis.compare(analysis.load(db, labels=(a, b)), a, b, lent=analysis.lent_sessions(db, rest)) \
+                == analysis.compare(analysis.load(db), a, b)
 
 
 def test_a_run_without_summaries_is_summarised_by_the_read_that_lends_it(tmp_path: Path) -> None:

@@ -441,12 +441,16 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[AnalysedPoint],
-              histograms: Histograms | None = None, lent: Sequence[LentSession] = ()) -> list[LevelSummary]:
+              histograms: Histograms | None = None, lent: Sequence[LentSession] = (),
+              interleaved: bool = False) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
     store.latency_histograms). `lent`: the sessions of other labels' groups (in the order
     of their points: store.lent_sessions, lend), which lend only their spread between
-    sessions, as those labels' points among `rows` would."""
+    sessions, as those labels' points would: after `rows` (their points read after the
+    rows'), or `interleaved` with them by their first points (read with the rows, in
+    the points' order): the order the spread between sessions is pooled in, to the
+    last bit."""
     groups: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
@@ -457,11 +461,13 @@ def summaries(rows: Iterable[AnalysedPoint],
     # configuration's groups, whose spread between sessions a group of one session borrows.
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
     of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
-    for (_, config_key), found in by_session.items():
-        if found is not None:
-            of_config[config_key].append(found)
-    for config_key, found in _lent_groups(lent, groups):
-        of_config[config_key].append(found)
+    own = [(members[0].point_id, key[1], of_group) for (key, members), of_group in zip(groups.items(),
+                                                                                       by_session.values())
+           if of_group is not None]
+    borrowed = _lent_groups(lent, groups)
+    for _, config_key, group in sorted([*own, *borrowed], key=operator.itemgetter(0)) if interleaved and borrowed \
+            else [*own, *borrowed]:
+        of_config[config_key].append(group)
     searched = _capacities(groups)
     out = []
     for key, members in groups.items():
@@ -532,10 +538,11 @@ def summaries(rows: Iterable[AnalysedPoint],
 
 
 def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], object]
-                 ) -> list[tuple[str, sessions.Sessions]]:
+                 ) -> list[tuple[int, str, sessions.Sessions]]:
     """The lent sessions as groups (label, configuration key), each with its Sessions, in
     the order of its first point (where its points would have come among the rows: the
-    order the pooled spread is summed in); a group the rows hold is theirs, not lent."""
+    order the pooled spread is summed in), each after its first point's id; a group the
+    rows hold is theirs, not lent."""
     grouped: dict[tuple[str, str], list[LentSession]] = {}
     for one in lent:
         if (one.label, one.config_key) not in shown:
@@ -544,8 +551,8 @@ def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], ob
     for (_, config_key), found in grouped.items():
         valued = sorted((s for s in found if s.runs), key=operator.attrgetter("run_id"))
         if valued:
-            out.append((config_key, sessions.Sessions(means=tuple(s.mean for s in valued),
-                                                      runs=tuple(s.runs for s in valued))))
+            out.append((min(s.first_point for s in found), config_key,
+                        sessions.Sessions(means=tuple(s.mean for s in valued), runs=tuple(s.runs for s in valued))))
     return out
 
 
@@ -790,7 +797,7 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
             groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = (),
-            profile_store: ResultStore | None = None) -> list[LevelComparison]:
+            profile_store: ResultStore | None = None, lent: Sequence[LentSession] = ()) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -802,12 +809,14 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     no matching group in B at its engine, workload and threads, the row says which
     fields differ instead of giving a ratio. `groups`: summaries(rows), when the caller
     has them (a report comparing every label with the baseline). `profile_store`: the store,
-    to read the stacks of levels both sides profiled (profile_changes: level_profiles)."""
+    to read the stacks of levels both sides profiled (profile_changes: level_profiles).
+    `lent`: what the sessions of labels not among the rows lend (lent_sessions), as
+    their points in `history` would."""
     rows = list(rows)
     by = sides(rows, a, b)
     ignore = levelcompare.ignoring(by, about)
     # The caller's, when it compares many pairs; history's groups lend only their spread.
-    groups = summaries([*rows, *history]) if groups is None else groups
+    groups = summaries([*rows, *history], lent=lent, interleaved=True) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
     # (An open-loop group is a step of its closed-loop group's search: its capacity is compared.)
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]
