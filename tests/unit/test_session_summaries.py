@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
+from dbarena.errors import UsageError
 from dbarena.stats import analysis, configkey
+from dbarena.stats import gate as gating
 from dbarena.store import merge as merging
 from dbarena.store.database import Store
 
@@ -81,7 +83,7 @@ def _estimates(rows: list[object]) -> list[tuple[object, ...]]:
     return [(s.label, s.config_key, s.estimate, s.between_sessions, s.sessions) for s in rows]  # type: ignore[attr-defined]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(runs=st.lists(runs_, min_size=1, max_size=6), forget=st.sets(st.integers(0, 5), max_size=2))
 def test_kept_summaries_are_a_full_recomputation_and_lend_what_the_points_lend(
@@ -113,6 +115,21 @@ def test_kept_summaries_are_a_full_recomputation_and_lend_what_the_points_lend(
             rest = tuple(stored[2:])
             assert analysis.compare(analysis.load(db, labels=(a, b)), a, b, lent=analysis.lent_sessions(db, rest)) \
                 == analysis.compare(analysis.load(db), a, b)
+        # The gate of two runs: their labels' other runs lend from their summaries.
+        kept_runs = [r.id for r in db.runs()]
+        if len(kept_runs) >= 2:
+            sides = gating.side(db, str(kept_runs[0])), gating.side(db, str(kept_runs[-1]))
+            lending = gating.lenders(db, *sides)
+            assert lending.history == [] and {s.run_id for s in lending.lent}.isdisjoint(kept_runs[:1] + kept_runs[-1:])
+            assert _gated(*sides, lent=lending.lent) == _gated(*sides, history=gating.history(db, *sides))
+
+
+def _gated(*sides: gating.Side, **lenders: object) -> object:
+    """The gate's result, or the one line it refuses with."""
+    try:
+        return gating.gate(*sides, 0.05, **lenders)  # type: ignore[arg-type]
+    except UsageError as exc:
+        return str(exc)
 
 
 def test_a_run_without_summaries_is_summarised_by_the_read_that_lends_it(tmp_path: Path) -> None:

@@ -797,7 +797,8 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
             groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = (),
-            profile_store: ResultStore | None = None, lent: Sequence[LentSession] = ()) -> list[LevelComparison]:
+            profile_store: ResultStore | None = None, lent: Sequence[LentSession] = (),
+            interleaved: bool = True) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -811,12 +812,13 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     has them (a report comparing every label with the baseline). `profile_store`: the store,
     to read the stacks of levels both sides profiled (profile_changes: level_profiles).
     `lent`: what the sessions of labels not among the rows lend (lent_sessions), as
-    their points in `history` would."""
+    their points would: among the rows' (`interleaved`, the rows read in the points'
+    order with them), or after them as `history` (summaries' order)."""
     rows = list(rows)
     by = sides(rows, a, b)
     ignore = levelcompare.ignoring(by, about)
     # The caller's, when it compares many pairs; history's groups lend only their spread.
-    groups = summaries([*rows, *history], lent=lent, interleaved=True) if groups is None else groups
+    groups = summaries([*rows, *history], lent=lent, interleaved=interleaved) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
     # (An open-loop group is a step of its closed-loop group's search: its capacity is compared.)
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]
