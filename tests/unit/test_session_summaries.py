@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dbarena.serve import app as serve_app
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
 from dbarena.errors import UsageError
 from dbarena.stats import analysis, configkey
@@ -122,6 +123,15 @@ def test_kept_summaries_are_a_full_recomputation_and_lend_what_the_points_lend(
             lending = gating.lenders(db, *sides)
             assert lending.history == [] and {s.run_id for s in lending.lent}.isdisjoint(kept_runs[:1] + kept_runs[-1:])
             assert _gated(*sides, lent=lending.lent) == _gated(*sides, history=gating.history(db, *sides))
+            # serve's /diff of the two runs: every other run of the store lends, as its points did.
+            before, after = kept_runs[0], kept_runs[-1]
+            every = analysis.load(db)
+            pair = [p for p in every if p.run_id == before], [p for p in every if p.run_id == after]
+            names = f"run {before}", f"run {after}"
+            by_points = analysis.compare(gating.as_labels(*zip(names, pair)), *names, about=gating.ABOUT,
+                                         history=[p for p in every if p.run_id not in (before, after)]) \
+                if all(pair) else []
+            assert serve_app.diff_levels(db, before, after)[0] == by_points
 
 
 def _gated(*sides: gating.Side, **lenders: object) -> object:
