@@ -54,7 +54,7 @@ def _point(label_tps: float, level: int, repeat: int, *, day: int) -> PointResul
 
 
 def build(path: Path, *, derive: bool = True) -> Path:
-    """The store at `path`; with `derive`, its derived figures cached too."""
+    """The store at `path`; with `derive`, its derived figures cached and its sessions summarised too."""
     study = StudyRecord(name="edge", source="flags", text="engines: [postgres]\n", sha256="ab" * 32)
     with Store(path) as db:
         for day, (label, tps) in enumerate((("a", 1000.0), ("b", 900.0), ("a", 1010.0))):
@@ -79,6 +79,7 @@ def build(path: Path, *, derive: bool = True) -> Path:
             db.finish_run(run_id, "finished")
         if derive:
             analysis.load(db)
+            analysis.lent_sessions(db, ("a", "b"))  # (each run's summaries, as a read lending them makes them)
     return path
 
 

@@ -27,7 +27,8 @@ JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
-           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun"]
+           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
+           "SessionMember", "SessionSummary", "LentSession"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -386,6 +387,52 @@ class SystemSums:
     whole: dict[str, tuple[int, float | None]]
     steady: dict[str, tuple[int, float | None]]
     steady_rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMember:
+    """A point as its configuration's summary in its session holds it
+    (analysis.session_summaries): the figure summaries pool (analysis.value; None for a
+    failed point or one without a figure), its warnings counted, its bound."""
+
+    point_id: int
+    value: float | None
+    warnings: int
+    bound: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """One configuration (a label and configuration key) in one session (a stored run):
+    its measured points in point order, and what the views read of them first, kept in
+    the store as points are stored (store table session_summaries, by estimator version)."""
+
+    run_id: int
+    label: str
+    config_key: str  # "point N" for a point stored without a key, as summaries group it
+    members: tuple[SessionMember, ...]
+
+    @property
+    def values(self) -> list[float]:
+        return [m.value for m in self.members if m.value is not None]
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for m in self.members if m.value is None)
+
+
+@dataclass(frozen=True, slots=True)
+class LentSession:
+    """What a configuration's session lends a comparison of other labels (its spread
+    between sessions: stats/sessions.py): the mean of its runs' figures and how many
+    there were; `first_point` orders the groups as the points would have been read."""
+
+    label: str
+    config_key: str
+    run_id: int
+    first_point: int
+    runs: int
+    mean: float
 
 
 class MeanEstimate(Protocol):

@@ -341,6 +341,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
@@ -389,6 +390,7 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
@@ -418,6 +420,7 @@ def test_a_store_created_at_schema_21_gains_the_profiles_table(database, monkeyp
     with Store(url):
         pass
     with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute("DELETE FROM schema_migrations")
         conn.execute("INSERT INTO schema_migrations VALUES (21, '2026-11-27T00:00:00+00:00')")

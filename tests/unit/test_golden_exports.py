@@ -91,3 +91,23 @@ def test_the_reports_json_with_a_baseline_prices_and_fits_is_what_it_was(
                             capsys)
     assert status == 0, err
     _check("report-priced.json", target.read_text())
+
+
+# Views of some labels, the others lending only their spread between sessions (issue
+# 59: read from the store's session summaries, not their points): taken with the
+# dbarena before that change (3a23477), which read every point of the labels not shown.
+LENT = {
+    "report-lent.json": ["report", "--baseline", "few", "--label", "few", "--label", "main", "--format", "json"],
+    "compare-lent.json": ["compare", "few", "main", "--json"],
+    "gate-lent.json": ["gate", "--baseline", "5", "--candidate", "pr", "--json"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LENT))
+def test_views_whose_other_labels_lend_their_spread_are_what_they_were(
+        wide_store: Path, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / name
+    argv = [*LENT[name], "--store", str(wide_store)]
+    status, out, err = invoke([*argv, "-o", str(target)] if argv[0] == "report" else argv, capsys)
+    assert status == (1 if argv[0] == "gate" else 0), err  # (the gate fails: pr is 10 % slower)
+    _check(name, target.read_text() if argv[0] == "report" else out)

@@ -294,11 +294,12 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         first = db.execute("SELECT MIN(id) FROM runs").fetchone()[0]
         facts = json.loads(db.execute("SELECT target_facts FROM runs WHERE id = ?", (first,)).fetchone()[0])
         db.execute("UPDATE runs SET target_facts = ? WHERE id = ?", (json.dumps({**facts, "tls": seen}), first))
-        # (Schema 21's and 22's tables gone too: a store of 19 had none of them.)
+        # (Schema 21's, 22's and 23's tables gone too: a store of 19 had none of them.)
         db.execute("DELETE FROM schema_migrations WHERE version >= 20")
         db.execute("DROP TABLE store_identity")
         db.execute("DROP TABLE run_origins")
         db.execute("DROP TABLE profiles")
+        db.execute("DROP TABLE session_summaries")
         db.execute("PRAGMA user_version = 19")
     before = dict(sqlite3.connect(path).execute("SELECT id, config_key FROM points").fetchall())
     with Store(path) as store:

@@ -99,7 +99,8 @@ def gate_command(store: Path | str, baseline: str, candidate: str, max_regressio
         db = open_store(store)
     with db:
         sides = gating.side(db, baseline), gating.side(db, candidate)
-        result = gating.gate(*sides, threshold, history=gating.history(db, *sides))
+        lending = gating.lenders(db, *sides)
+        result = gating.gate(*sides, threshold, history=lending.history, lent=lending.lent)
         if rounds and confirm.regressed(result):
             said = gate_report.text(result).splitlines()[0]
             click.echo(f"dbarena: gate: {said}; confirming with {rounds} more run(s) of each side", err=True)

@@ -22,7 +22,7 @@ from dbarena.report import export, listings, terminal
 from dbarena.stats import analysis, configkey, loadgens, metric
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
-from dbarena.records import json_object
+from dbarena.records import LentSession, json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
@@ -277,8 +277,19 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     """
     with open_store(store) as db:
         analysis.check_names(db, study=study_name)
-        rows = analysis.load(db, study=study_name)
-        comparisons = analysis.compare(rows, a, b, about, profile_store=db)
+        runs = db.runs()
+        labels = list(dict.fromkeys(r.label for r in runs))
+        lent: list[LentSession] = []
+        if study_name is None and {a, b} <= set(labels) and not {a, b} & {r.variant for r in runs}:
+            # Two labels: their points, and the other labels' session summaries, which
+            # lend only their spread between sessions (not every point of the store).
+            rows = analysis.load(db, labels=(a, b))
+            lent = analysis.lent_sessions(db, tuple(x for x in labels if x not in (a, b)))
+            if not {a, b} <= {r.label for r in rows}:  # (a label without a measured point: said as before)
+                rows, lent = analysis.load(db, study=study_name), []
+        else:
+            rows = analysis.load(db, study=study_name)
+        comparisons = analysis.compare(rows, a, b, about, profile_store=db, lent=lent)
     if not comparisons:
         raise UsageError(_nothing_in_common(rows, a, b))
     from dbarena.report import decision as decision_text

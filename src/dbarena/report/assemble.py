@@ -81,14 +81,15 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
                          f"(levels: {', '.join(map(str, levels))})")
     order = list(labels) or list(dict.fromkeys(r.series_label for r in rows))  # (as stored)
     runs = store.runs()
-    # The other labels' points lend the spread between sessions of the shown groups'
-    # configurations, as they do to `compare` (read only where some label is not shown).
+    # The other labels lend the spread between sessions of the shown groups'
+    # configurations, as they do to `compare` (read only where some label is not shown):
+    # from the summaries the store keeps of their sessions, not their points.
     shown = set(order)
     others = tuple(dict.fromkeys(r.label for r in runs if r.label not in shown))
-    history = analysis.load(store, labels=others) if labels and others else []
+    lent = analysis.lent_sessions(store, others) if labels and others else []
     return data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
                             at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True,
-                            history=history)
+                            lent=lent)
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:

@@ -34,7 +34,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from dbarena.records import JSONObject, AnalysedPoint, Configured, LevelSummary, StoredRun, json_object, relabelled
+from dbarena.records import JSONObject, AnalysedPoint, Configured, LentSession, LevelSummary, StoredRun, json_object, \
+    relabelled
 from dbarena.stats import capacity
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision, levelcompare
@@ -284,7 +285,8 @@ def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: s
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
                 histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-                history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
+                history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = ()
+                ) -> tuple[Report, list[AnalysedPoint]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
     naming 100 k points a second time. `named`: the rows carry those names already
@@ -292,16 +294,18 @@ def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: s
     `history`: the store's points of the labels not shown, read only for the spread
     between sessions of the shown groups' configurations, as `compare` reads them
     (analysis.compare's `history`): a comparison in the report is then the one
-    `compare` makes of its pair, whichever labels the report shows."""
+    `compare` makes of its pair, whichever labels the report shows. `lent`: what the
+    sessions of those labels lend (analysis.lent_sessions), the same without their points."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms, named=named, history=history)
+                      histograms=histograms, named=named, history=history, lent=lent)
 
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-           history: Sequence[AnalysedPoint] = ()) -> tuple[Report, list[AnalysedPoint]]:
+           history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = ()
+           ) -> tuple[Report, list[AnalysedPoint]]:
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     # (Labels as stored: series_label, which is the label itself until the series are named.)
@@ -316,7 +320,11 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
         order, baseline, prices = _renamed(rows, order, baseline, prices)
     else:
         rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
-    every = _lent(analysis.summaries(rows, histograms=histograms), rows, history)
+    # The labels not shown lend their sessions' spread (as `compare`'s history does):
+    # the store's summaries of theirs, then those of the points read but not shown,
+    # in the order their points would have come.
+    borrowed = [*lent, *map(analysis.lend, analysis.session_summaries(history))]
+    every = analysis.summaries(rows, histograms=histograms, lent=borrowed)
     # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
     # its own: its series' curve shows it (report/curves.py), its level the capacity.
     curves = search_curves.curves(rows, every)
@@ -339,20 +347,6 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
                   provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
-
-
-def _lent(every: list[LevelSummary], rows: list[AnalysedPoint], history: Sequence[AnalysedPoint]
-          ) -> list[LevelSummary]:
-    """The shown groups with the spread between sessions `compare` gives them, where the
-    store's other labels lend one (analysis.summaries over the shown points and
-    `history`: the same groups, their estimates from every group of their
-    configuration); as they are without a history."""
-    if not history:
-        return every
-    # (No latency here: only the estimates are taken, and a history's groups need none.)
-    lent = {(s.label, s.config_key): s for s in analysis.summaries([*rows, *history])}
-    return [replace(s, estimate=found.estimate, between_sessions=found.between_sessions)
-            if (found := lent.get((s.label, s.config_key))) is not None else s for s in every]
 
 
 def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:

@@ -178,7 +178,8 @@ def confirm(store: ResultStore, found: gating.Gate, baseline_spec: str, candidat
                 failed.append(f"{name}: {problem}")
     baseline = _grown(store, found.baseline, added["baseline"])
     candidate = _grown(store, found.candidate, added["candidate"])
-    again = gating.gate(baseline, candidate, found.max_regression, history=gating.history(store, baseline, candidate))
+    lending = gating.lenders(store, baseline, candidate)
+    again = gating.gate(baseline, candidate, found.max_regression, history=lending.history, lent=lending.lent)
     labels = tuple(s.label for s in (baseline_study, candidate_study) if s is not None and s.label)
     return again, Confirmation(found, rounds, tuple(added["baseline"]), tuple(added["candidate"]), reason,
                                tuple(failed), labels)

@@ -506,14 +506,19 @@ def diff_levels(store: Store, before: int, after: int
     the sides' configurations as it does to `compare`; and each run's points."""
     from dbarena.stats import analysis, gate
 
-    every = analysis.load(store)
-    sides = ([p for p in every if p.run_id == before], [p for p in every if p.run_id == after])
+    sides = (analysis.load(store, run_id=before), analysis.load(store, run_id=after))
     if not all(sides):
         return [], sides
     names = f"run {before}", f"run {after}"
-    taken = {p.point_id for side in sides for p in side}
-    return analysis.compare(gate.as_labels(*zip(names, sides)), *names, about=gate.ABOUT,
-                            history=[p for p in every if p.point_id not in taken]), sides
+    # The store's other runs lend from their session summaries, not their points (but
+    # where one's label is named as a side is: its points would join that side's groups).
+    labels = tuple(dict.fromkeys(r.label for r in store.runs()))
+    lent = [one for one in analysis.lent_sessions(store, labels) if one.run_id not in (before, after)]
+    history: list[AnalysedPoint] = []
+    if any(one.label in names for one in lent):
+        history, lent = [p for p in analysis.load(store) if p.run_id not in (before, after)], []
+    return analysis.compare(gate.as_labels(*zip(names, sides)), *names, about=gate.ABOUT, history=history,
+                            lent=lent, interleaved=False), sides
 
 
 def _preload() -> None:

@@ -37,8 +37,9 @@ from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LevelComparison, LevelSummary, StoredPoint, StoredRun, \
-    SystemSums, analysed, SeriesKey, SERIES_KEY_AT, STORED_FIELDS, stored_point
+from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelSummary, \
+    SessionMember, SessionSummary, StoredPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
+    STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
 # mixes points whose engine, workload, parameters, settings, variant, server version
@@ -400,10 +401,16 @@ _Steady = dict[int, steadystate.SteadyState | None]
 
 def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
     """Compute and cache the derived figures of points just stored, so that the SQL
-    views (views.py) show their `value` without a dbarena read first."""
-    rows = store.points(run_id=run_id, warmups=True, point_ids=tuple(point_ids))
-    if rows:
-        _derived(store, rows, store.runs_by_id([run_id]))
+    views (views.py) show their `value` without a dbarena read first, and fold them into
+    their run's summaries (session_summaries)."""
+    ids = tuple(point_ids)
+    values = store.point_values(run_id=run_id, warmups=True, point_ids=ids)
+    if not values:
+        return
+    runs = store.runs_by_id([run_id])
+    derived = _derived(store, [stored_point(v) for v in values], runs)
+    # Their run's summaries kept up to date as they are stored (session_summaries).
+    summarise_stored(store, run_id, _analysed(store, values, runs, derived))
 
 
 def _value(row: AnalysedPoint) -> float | None:
@@ -434,10 +441,16 @@ def result_value(result: PointResult) -> float | None:
 
 
 def summaries(rows: Iterable[AnalysedPoint],
-              histograms: Histograms | None = None) -> list[LevelSummary]:
+              histograms: Histograms | None = None, lent: Sequence[LentSession] = (),
+              interleaved: bool = False) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
     (pooled_latency; percentiles of several repeats need `histograms`, i.e.
-    store.latency_histograms)."""
+    store.latency_histograms). `lent`: the sessions of other labels' groups (in the order
+    of their points: store.lent_sessions, lend), which lend only their spread between
+    sessions, as those labels' points would: after `rows` (their points read after the
+    rows'), or `interleaved` with them by their first points (read with the rows, in
+    the points' order): the order the spread between sessions is pooled in, to the
+    last bit."""
     groups: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
@@ -448,9 +461,13 @@ def summaries(rows: Iterable[AnalysedPoint],
     # configuration's groups, whose spread between sessions a group of one session borrows.
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
     of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
-    for (_, config_key), found in by_session.items():
-        if found is not None:
-            of_config[config_key].append(found)
+    own = [(members[0].point_id, key[1], of_group) for (key, members), of_group in zip(groups.items(),
+                                                                                       by_session.values())
+           if of_group is not None]
+    borrowed = _lent_groups(lent, groups)
+    for _, config_key, group in sorted([*own, *borrowed], key=operator.itemgetter(0)) if interleaved and borrowed \
+            else [*own, *borrowed]:
+        of_config[config_key].append(group)
     searched = _capacities(groups)
     out = []
     for key, members in groups.items():
@@ -518,6 +535,113 @@ def summaries(rows: Iterable[AnalysedPoint],
             efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
         ))
     return out
+
+
+def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], object]
+                 ) -> list[tuple[int, str, sessions.Sessions]]:
+    """The lent sessions as groups (label, configuration key), each with its Sessions, in
+    the order of its first point (where its points would have come among the rows: the
+    order the pooled spread is summed in), each after its first point's id; a group the
+    rows hold is theirs, not lent."""
+    grouped: dict[tuple[str, str], list[LentSession]] = {}
+    for one in lent:
+        if (one.label, one.config_key) not in shown:
+            grouped.setdefault((one.label, one.config_key), []).append(one)
+    out = []
+    for (_, config_key), found in grouped.items():
+        valued = sorted((s for s in found if s.runs), key=operator.attrgetter("run_id"))
+        if valued:
+            out.append((min(s.first_point for s in found), config_key,
+                        sessions.Sessions(means=tuple(s.mean for s in valued), runs=tuple(s.runs for s in valued))))
+    return out
+
+
+def session_summaries(rows: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+    """Each configuration's measured points by session (label, configuration key, run),
+    as summaries groups them (a point without a key alone), in the order their first
+    points come in `rows` (load's: the points' own): what the store keeps of them as they
+    are stored (store.save_session_summaries)."""
+    groups: dict[tuple[int, str], list[AnalysedPoint]] = {}
+    for row in rows:
+        if row.phase == "measured":
+            groups.setdefault((row.run_id, row.config_key or f"point {row.point_id}"), []).append(row)
+    return [SessionSummary(run_id=run_id, label=members[0].series_label, config_key=config_key,
+                           members=tuple(SessionMember(m.point_id, value(m), len(m.warnings), m.bound)
+                                         for m in members))
+            for (run_id, config_key), members in groups.items()]
+
+
+def lend(summary: SessionSummary) -> LentSession:
+    """What a session's summary lends other labels' comparisons."""
+    values = summary.values
+    return LentSession(label=summary.label, config_key=summary.config_key, run_id=summary.run_id,
+                       first_point=summary.members[0].point_id, runs=len(values),
+                       mean=statistics.fmean(values) if values else 0.0)
+
+
+def folded(kept: Iterable[SessionSummary], fresh: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+    """A run's summaries with points just stored (or figured again) folded in: each
+    point replaces itself where it was held already. The same as session_summaries of
+    all the run's points, without reading the others again."""
+    members: dict[tuple[int, str], dict[int, SessionMember]] = {}
+    labels: dict[tuple[int, str], str] = {}
+    for summary in [*kept, *session_summaries(fresh)]:
+        key = (summary.run_id, summary.config_key)
+        labels[key] = summary.label
+        members.setdefault(key, {}).update((m.point_id, m) for m in summary.members)
+    out = [SessionSummary(run_id=key[0], label=labels[key], config_key=key[1],
+                          members=tuple(sorted(held.values(), key=operator.attrgetter("point_id"))))
+           for key, held in members.items()]
+    return sorted(out, key=lambda s: s.members[0].point_id)
+
+
+def lent_sessions(store: ResultStore, labels: Sequence[str]) -> list[LentSession]:
+    """What the points of `labels` lend a comparison of others, from the summaries the
+    store keeps (store.lent_sessions) rather than from every point: a run whose
+    summaries are missing, of another estimator version or short of its points (a
+    merged run, a store migrated, a point stored by an older dbarena) is summarised
+    from its points, and its summaries saved for the next read."""
+    if not labels:
+        return []
+    kept, stale = store.lent_sessions(tuple(labels), ESTIMATOR_VERSION)
+    if not stale:
+        return kept
+    wanted = set(stale)
+    # (One read of the labels whose runs are stale, not a read per run: after a
+    # migration every run is.)
+    points = [p for p in load(store, labels=tuple(dict.fromkeys(
+        run.label for run in store.runs_by_id(wanted).values()))) if p.run_id in wanted]
+    made = session_summaries(points)
+    store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
+    return sorted([*kept, *map(lend, made)], key=operator.attrgetter("first_point"))
+
+
+def summarise_cached(store: ResultStore, labels: Sequence[str]) -> None:
+    """Summarise the runs of `labels` that have no summaries yet (or stale ones) but
+    whose points' derived figures are all cached (a merge brought them); the others
+    are left for the first read that needs them, which computes their figures too."""
+    if not labels:
+        return
+    _, stale = store.lent_sessions(tuple(labels), ESTIMATOR_VERSION)
+    if not stale:
+        return
+    wanted = set(stale)
+    with collector_paused():
+        values = [v for v in store.point_values(labels=tuple(dict.fromkeys(
+            run.label for run in store.runs_by_id(wanted).values()))) if v[_AT["run_id"]] in wanted]
+        derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
+        missing = {v[_AT["run_id"]] for v in values if v[_AT["point_id"]] not in derived}
+        ready = [v for v in values if v[_AT["run_id"]] not in missing]
+        runs = store.runs_by_id({v[_AT["run_id"]] for v in ready})
+        made = session_summaries(_analysed(store, ready, runs, derived))
+    store.save_session_summaries(sorted(wanted - missing), made, ESTIMATOR_VERSION)
+
+
+def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:
+    """Fold points just stored in a run (with their derived figures) into the summaries
+    the store keeps of its configurations (session_summaries)."""
+    kept = store.session_summaries([run_id], ESTIMATOR_VERSION)
+    store.save_session_summaries([run_id], folded(kept, points), ESTIMATOR_VERSION)
 
 
 def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]
@@ -673,7 +797,8 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
 
 def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
             groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = (),
-            profile_store: ResultStore | None = None) -> list[LevelComparison]:
+            profile_store: ResultStore | None = None, lent: Sequence[LentSession] = (),
+            interleaved: bool = True) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -685,12 +810,15 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     no matching group in B at its engine, workload and threads, the row says which
     fields differ instead of giving a ratio. `groups`: summaries(rows), when the caller
     has them (a report comparing every label with the baseline). `profile_store`: the store,
-    to read the stacks of levels both sides profiled (profile_changes: level_profiles)."""
+    to read the stacks of levels both sides profiled (profile_changes: level_profiles).
+    `lent`: what the sessions of labels not among the rows lend (lent_sessions), as
+    their points would: among the rows' (`interleaved`, the rows read in the points'
+    order with them), or after them as `history` (summaries' order)."""
     rows = list(rows)
     by = sides(rows, a, b)
     ignore = levelcompare.ignoring(by, about)
     # The caller's, when it compares many pairs; history's groups lend only their spread.
-    groups = summaries([*rows, *history]) if groups is None else groups
+    groups = summaries([*rows, *history], lent=lent, interleaved=interleaved) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
     # (An open-loop group is a step of its closed-loop group's search: its capacity is compared.)
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]

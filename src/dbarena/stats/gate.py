@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields, replace
 from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
+from dbarena.records import AnalysedPoint, JSONObject, LentSession, LevelComparison
 from dbarena.stats import analysis, decision, metric
 
 FAIL, PASS, INCONCLUSIVE, NO_VERDICT, NOT_COMPARABLE, MISSING = \
@@ -192,16 +192,39 @@ def history(store: ResultStore, *sides: Side) -> list[AnalysedPoint]:
     return [p for p in analysis.load(store, labels=labels) if p.point_id not in taken] if labels else []
 
 
+@dataclass(frozen=True)
+class Lenders:
+    """What lends the sides of a gate their spread between sessions (gate's `history`
+    and `lent`): the session summaries of their labels' other runs, or (where such a run's
+    label is named as a side is, and its points would join that side's groups) their points."""
+
+    history: list[AnalysedPoint]
+    lent: list[LentSession]
+
+
+def lenders(store: ResultStore, *sides: Side) -> Lenders:
+    """The other runs of the sides' labels as `history` gives them, from the store's
+    session summaries of them (analysis.lent_sessions) rather than their points."""
+    labels = tuple(dict.fromkeys(p.label for s in sides for p in s.points))
+    taken = {p.run_id for s in sides for p in s.points}  # (a side is whole runs)
+    lent = [one for one in analysis.lent_sessions(store, labels) if one.run_id not in taken]
+    if any(one.label in {s.name for s in sides} for one in lent):
+        return Lenders(history(store, *sides), [])
+    return Lenders([], lent)
+
+
 def as_labels(*sides: tuple[str, Sequence[AnalysedPoint]]) -> list[AnalysedPoint]:
     """Each side's points as a label of its own, its name, so that two runs of one label
     compare like two labels (as stored, to the comparison: its series_label, analysis.sides)."""
     return [replace(p, label=name, series_label=name) for name, points in sides for p in points]
 
 
-def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequence[AnalysedPoint] = ()) -> Gate:
+def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequence[AnalysedPoint] = (),
+         lent: Sequence[LentSession] = ()) -> Gate:
     """The gate of the candidate against the baseline (see the module's docstring);
     `history` (gate.history): the sides' labels' other runs, for the spread between
-    sessions of a side of one run."""
+    sessions of a side of one run; or `lent`, what those runs' session summaries lend
+    (gate.lenders), the same without their points."""
     if baseline.name == candidate.name:
         raise UsageError(f"--baseline and --candidate are both {baseline.what}")
     overlap = {p.point_id for p in baseline.points} & {p.point_id for p in candidate.points}
@@ -212,7 +235,8 @@ def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequen
         if not each.points:
             raise UsageError(f"{each.what} holds no measured point")
     rows = as_labels((baseline.name, baseline.points), (candidate.name, candidate.points))
-    compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT, history=history)
+    compared = analysis.compare(rows, baseline.name, candidate.name, about=ABOUT, history=history, lent=lent,
+                                interleaved=False)
     counted = [r for r in compared if not r.differs]
     items = [_item(d, [r for r in counted if (r.engine, r.workload) == (d.engine, d.workload)], max_regression)
              for d in decision.decide(counted)]

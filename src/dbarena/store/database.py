@@ -36,7 +36,9 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, ForgottenRun, RunProgress, StoredPoint, StoredRun, SystemSums, stored_point
+from dbarena.records import STORED_FIELDS, ForgottenRun, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+    SystemSums, stored_point
+from dbarena.store import summaries as summary_rows
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -459,6 +461,8 @@ class Store:
             if self.version >= 21:
                 self.db.execute(f"DELETE FROM run_origins WHERE uuid IN (SELECT uuid FROM runs WHERE id IN "
                                 f"({marks}))", tuple(chunk))
+            if self.version >= 23:
+                self.db.execute(f"DELETE FROM session_summaries WHERE run_id IN ({marks})", tuple(chunk))
             self.db.execute(f"DELETE FROM runs WHERE id IN ({marks})", tuple(chunk))
 
     # ------------------------------------------------------------------ forgetting
@@ -828,6 +832,42 @@ class Store:
             return
         self.dialect.save_derived([(pid, estimator, orjson.dumps(f, option=orjson.OPT_SORT_KEYS).decode())
                                    for pid, f in figures.items()])
+
+    def session_summaries(self, run_ids: Sequence[int], estimator: int) -> list[SessionSummary]:
+        """The summaries kept of these runs' configurations (analysis.session_summaries)
+        at this estimator version; a row that does not read is left out (its run is then
+        short of points, and summarised again by the next read that lends it)."""
+        out: list[SessionSummary] = []
+        for chunk in chunks(sorted(set(run_ids))):
+            out.extend(summary_rows.decoded(self.db.execute(
+                "SELECT s.run_id, r.label, s.config_key, s.members FROM session_summaries s JOIN runs r"
+                f" ON r.id = s.run_id WHERE s.estimator = ? AND s.run_id IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY s.first_point", [estimator, *chunk]).fetchall()))
+        return sorted(out, key=lambda found: found.members[0].point_id)
+
+    def save_session_summaries(self, run_ids: Sequence[int], found: Sequence[SessionSummary], estimator: int) -> None:
+        """These runs' summaries replaced by `found` (all of theirs, at this estimator
+        version); as the derived figures, a store that cannot be written now is not."""
+        if self.version < 23:
+            return  # (a store held at an older schema, as the migration tests hold one)
+        self.dialect.save_summaries(list(run_ids), [summary_rows.encoded(one, estimator) for one in found])
+
+    def lent_sessions(self, labels: tuple[str, ...], estimator: int) -> tuple[list[LentSession], list[int]]:
+        """What the runs of `labels` lend other labels' comparisons, from the summaries
+        kept at this estimator version, in the order of their first points; and the runs
+        of those labels whose summaries are missing, of another version or short of their
+        measured points (analysis.lent_sessions summarises them from their points)."""
+        if self.version < 23:
+            return [], [run.id for run in self.runs() if run.label in labels]
+        marks = ", ".join("?" * len(labels))
+        measured = dict(self.db.execute(
+            "SELECT p.run_id, count(*) FROM points p JOIN runs r ON r.id = p.run_id"
+            f" WHERE p.phase = 'measured' AND r.label IN ({marks}) GROUP BY p.run_id", labels).fetchall())
+        rows = self.db.execute(
+            "SELECT r.label, s.config_key, s.run_id, s.first_point, s.runs, s.mean, s.points FROM session_summaries s"
+            f" JOIN runs r ON r.id = s.run_id WHERE s.estimator = ? AND r.label IN ({marks}) ORDER BY s.first_point",
+            (estimator, *labels)).fetchall()
+        return summary_rows.lent(rows, measured)
 
     def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """point id -> its stored latency histogram record (latency.Latencies.decode

@@ -16,11 +16,21 @@ from urllib.parse import quote
 from dbarena import atomic
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
-from dbarena.store.encoding import now_utc, utc
+from dbarena.store.encoding import chunks, now_utc, utc
+from dbarena.store.summaries import SUMMARY_COLUMNS
 from dbarena.store.migrations import data_steps_pending, foreign_tables, migrate_sqlite
 
 # point_derived: a point's figures replace those of an older estimator.
 _DERIVED = "INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)"
+
+
+def summaries_replaced(db: Any, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
+    """Every session summary of these runs deleted, these inserted (uncommitted)."""
+    for chunk in chunks(run_ids):
+        db.execute(f"DELETE FROM session_summaries WHERE run_id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+    if rows:
+        db.executemany("INSERT INTO session_summaries (" + ", ".join(SUMMARY_COLUMNS) + ") VALUES ("
+                       + ", ".join("?" * len(SUMMARY_COLUMNS)) + ")", rows)
 
 
 def _ensure_sqrt(db: sqlite3.Connection) -> None:
@@ -206,6 +216,27 @@ class SQLite:
             with self.db:
                 self.db.executemany("INSERT OR REPLACE " + _DERIVED, rows)
 
+    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
+        """Runs' session summaries replaced (summaries.encoded rows), as derived figures
+        are saved: a copy in memory keeps none, a reader's go through a connection of their
+        own, and a busy or unwritable store is not waited for."""
+        if self.migrated_from is not None:
+            return
+        if self.readonly:
+            assert self.path is not None
+            with contextlib.suppress(sqlite3.Error):
+                writer = sqlite3.connect(self.path, timeout=0)
+                try:
+                    with writer:
+                        summaries_replaced(writer, run_ids, rows)
+                finally:
+                    writer.close()
+            return
+        self.db.execute("PRAGMA busy_timeout = 0")
+        with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
+            with self.db:
+                summaries_replaced(self.db, run_ids, rows)
+
     def _cache(self, rows: list[tuple[int, int, str]]) -> None:
         """A read's derived figures kept for the next read, in a connection of their own:
         the reader's stays read-only, and only a file already checked to be a dbarena
@@ -311,6 +342,19 @@ class PostgreSQL:
             try:
                 with writer:
                     writer.executemany(sql, rows)
+            finally:
+                writer.close()
+
+    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
+        if not self.readonly:
+            with contextlib.suppress(*self.errors), self.db:
+                summaries_replaced(self.db, run_ids, rows)
+            return
+        with contextlib.suppress(*self.errors):
+            writer = pgstore.Connection(self.location)
+            try:
+                with writer:
+                    summaries_replaced(writer, run_ids, rows)
             finally:
                 writer.close()
 

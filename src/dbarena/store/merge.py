@@ -25,6 +25,7 @@ from dbarena.errors import StoreError
 from dbarena.limits import name_problem
 from dbarena.store import edge, migrations
 from dbarena.store import postgres as pgstore
+from dbarena.stats import analysis
 from dbarena.store.database import POINT_TABLES, Store
 from dbarena.store.dialect import sqlite_copy
 from dbarena.store.edge import Edge
@@ -130,9 +131,16 @@ def _merge_from(into: Store, source: Store, name: str, say: Callable[[str], None
     edge_ = Edge(name, say)
     try:
         with into._writing():
-            return _Copy(into, source, edge_, attached, tell or edge_.say, store).runs()
+            added = _Copy(into, source, edge_, attached, tell or edge_.say, store).runs()
     except caught as exc:  # a damaged file: nothing was added
         raise StoreError(f"merge: {name}: {pgstore._first_line(exc)}") from None
+    if added[1]:
+        # The merged runs' configurations summarised by session, as stored points are,
+        # where their derived figures came with them (the others are summarised by the
+        # first read, which computes those figures): the store's other runs, summarised
+        # already, are only counted.
+        analysis.summarise_cached(into, tuple(dict.fromkeys(run.label for run in into.runs())))
+    return added
 
 
 def _select(store: Store, sql: str, args: Iterable[Any] = ()) -> tuple[list[str], list[Row]]:

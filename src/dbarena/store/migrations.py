@@ -375,6 +375,29 @@ MIGRATIONS: list[str] = [
         top           TEXT NOT NULL
     );
     """,
+    # 23: each configuration's points in each session summarised as they are stored
+    # (stats/analysis.session_summaries): what a view reads of a label it does not show,
+    # instead of every point's row. Empty here: each run is summarised by the first read
+    # that needs it (a store's derived figures may be of another estimator version, or
+    # not computed yet), and by every point stored after.
+    """
+    CREATE TABLE session_summaries (
+        run_id       INTEGER NOT NULL REFERENCES runs(id),
+        config_key   TEXT NOT NULL,
+        estimator    INTEGER NOT NULL,
+        first_point  INTEGER NOT NULL,
+        points       INTEGER NOT NULL,
+        runs         INTEGER NOT NULL,
+        failed       INTEGER NOT NULL,
+        mean         REAL,
+        total        REAL,
+        squares      REAL,
+        warnings     INTEGER NOT NULL,
+        bounds       TEXT NOT NULL,
+        members      TEXT NOT NULL,
+        PRIMARY KEY (run_id, config_key)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

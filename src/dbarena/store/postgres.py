@@ -51,8 +51,9 @@ def errors() -> tuple[type[Exception], ...]:
 # measured) by MIGRATIONS[19]; every store created before 20 (keys with the TLS their
 # connections had) by MIGRATIONS[20]; every store created before 21 (each store's
 # identity, merged runs' origins) by MIGRATIONS[21]; every store created before 22 (the
-# points' on-CPU profiles) by MIGRATIONS[22].
-BASE_VERSION = 22
+# points' on-CPU profiles) by MIGRATIONS[22]; every store created before 23 (the
+# configurations' summaries by session) by MIGRATIONS[23].
+BASE_VERSION = 23
 SCHEMA = schema.postgresql_ddl()
 # The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
 _IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
@@ -128,6 +129,24 @@ MIGRATIONS: dict[int, str] = {
         symbols       text NOT NULL,
         samples       bigint NOT NULL,
         top           text NOT NULL
+    );
+    """,
+    23: """
+    CREATE TABLE session_summaries (
+        run_id       bigint NOT NULL REFERENCES runs(id),
+        config_key   text NOT NULL,
+        estimator    integer NOT NULL,
+        first_point  bigint NOT NULL,
+        points       integer NOT NULL,
+        runs         integer NOT NULL,
+        failed       integer NOT NULL,
+        mean         double precision,
+        total        double precision,
+        squares      double precision,
+        warnings     integer NOT NULL,
+        bounds       text NOT NULL,
+        members      text NOT NULL,
+        PRIMARY KEY (run_id, config_key)
     );
     """,
 }
@@ -216,7 +235,7 @@ def version(db: Connection) -> int:
 # a schema_migrations without `runs` (Rails and golang-migrate keep a table of that
 # name too), is another program's.
 _TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
-           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles")
+           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles", "session_summaries")
 
 
 def foreign(db: Connection) -> str | None:
@@ -273,7 +292,8 @@ def size_bytes(db: Connection) -> int:
         db, "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
         " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
-        " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles') AND pg_table_is_visible(c.oid)"))
+        " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles', 'session_summaries')"
+        " AND pg_table_is_visible(c.oid)"))
 
 
 def next_ids(db: Connection, table: str, count: int) -> list[int]:

@@ -257,6 +257,26 @@ TABLES: tuple[Table, ...] = (
         _nn("second", "real", holds=_F),         # since the tool started
         _nn("tps", "real", holds=_F),
     ), primary_key=("run_id", "second"), unlogged=True),
+    # Each configuration's points in each session (schema 23): what every view reads of
+    # them first, kept as points are stored (stats/analysis.session_summaries), by the
+    # estimator version of their derived figures. A run without rows at the version a
+    # reader computes, or with fewer members than measured points, is summarised again
+    # from its points by the read that finds it so (analysis.lent_sessions).
+    Table("session_summaries", (
+        _nn("run_id", "bigint", references="runs(id)"),  # the session
+        _nn("config_key", "text"),               # points.config_key ("point N" for a point without one)
+        _nn("estimator", "integer"),             # analysis.ESTIMATOR_VERSION of the figures below
+        _nn("first_point", "bigint"),            # its first point's id: the order points are read in
+        _nn("points", "integer", holds=_N),      # its measured points
+        _nn("runs", "integer", holds=_N),        # those with a figure (ok): the runs the mean is of
+        _nn("failed", "integer", holds=_N),      # those without
+        _c("mean", "real"),                      # the runs' figures' mean (statistics.fmean); NULL without one
+        _c("total", "real"),                     # their exact sum (math.fsum)
+        _c("squares", "real"),                   # the sum of their squared deviations from the mean
+        _nn("warnings", "integer", holds=_N),    # the warnings derived for its points, counted
+        _nn("bounds", "text", holds=_J),         # JSON: bound -> its points that the server's figures say so
+        _nn("members", "text", holds="json-list"),  # JSON: [[point id, figure or null, warnings, bound], ...]
+    ), primary_key=("run_id", "config_key")),
 )
 
 INDEXES: tuple[Index, ...] = (
