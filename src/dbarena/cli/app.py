@@ -7,6 +7,7 @@ Commands return their exit status (an int) rather than raising SystemExit.
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import logging
 import math
@@ -245,6 +246,21 @@ def _raise_on_sigterm(signum: int, frame: Any) -> None:
     raise Interrupted()
 
 
+def _unraisable(found: Any) -> None:
+    """sys.unraisablehook: an interrupt that lands while a finalizer runs (a driver's
+    __del__, as Ctrl-C or SIGTERM arrives) is neither lost nor printed as Python's
+    "Exception ignored in ..." traceback (seen: pymysql's MySQLResult.__del__ under a
+    Ctrl-C, the run going on as if none came): it is raised again in the main thread,
+    at its next step. Anything else as Python says it."""
+    if isinstance(found.exc_value, (KeyboardInterrupt, Interrupted)):
+        signum = signal.SIGINT if isinstance(found.exc_value, KeyboardInterrupt) else signal.SIGTERM
+        # From another thread, a moment later: raised here, in the hook, it would be
+        # swallowed again ("Exception ignored in sys.unraisablehook").
+        threading.Timer(0.01, _thread.interrupt_main, (signum,)).start()
+    else:
+        sys.__unraisablehook__(found)
+
+
 def main(argv: list[str] | None = None) -> None:
     # As PID 1 (a container), the command runs in a child and PID 1 reaps (pid1.py).
     pid1.become_init()
@@ -255,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    sys.unraisablehook = _unraisable
     try:
         status = cli.main(args=argv, prog_name="dbarena", standalone_mode=False)
     except click.exceptions.UsageError as exc:
