@@ -206,7 +206,7 @@ _PRIVATE = frozenset({"histogram", "series_label", "slo"})
 # Fields of --slo's points and groups, cost per transaction, and a profiled point's
 # profile, printed only where they hold something.
 _OPEN_LOOP = frozenset({"target_tps", "capacity", "slo", "efficiency", "a_efficiency", "b_efficiency", "profile",
-                        "profile_changes"})
+                        "profile_changes", "cost_difference"})
 _STORED_FIELDS = tuple(f.name for f in fields(StoredPoint))
 _ANALYSED_FIELDS = tuple(f.name for f in fields(AnalysedPoint))
 _stored_values: Callable[[StoredPoint], tuple[Any, ...]] = attrgetter(*_STORED_FIELDS)
@@ -532,6 +532,9 @@ class LevelSummary:
     # and what its search's offered-rate points ran under (a comparison of capacities checks it).
     capacity_estimate: MeanEstimate | None = None
     capacity_interference: Interference | None = None
+    # Each cost per transaction's mean in each session (stats/efficiency.by_session): what
+    # a comparison tests a difference in cost against.
+    efficiency_sessions: dict[str, tuple[float, ...]] | None = None
 
     def as_json(self) -> JSONObject:
         """The summary as `results --summary --json` prints it."""
@@ -540,7 +543,7 @@ class LevelSummary:
 
 
 _SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate",
-                              "capacity_interference"})
+                              "capacity_interference", "efficiency_sessions"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -585,6 +588,10 @@ class LevelComparison:
     # Each side's cost per transaction at this level (LevelSummary.efficiency), where known.
     a_efficiency: JSONObject | None = None
     b_efficiency: JSONObject | None = None
+    # The cost per transaction the sides differ in most beyond their sessions' spread
+    # (stats/efficiency.differs_most's Difference.as_json: figure, a, b, p_value); None:
+    # none does, or it cannot be told (one session a side, different interference).
+    cost_difference: JSONObject | None = None
     # Where both sides' points were profiled (--profile): the functions whose CPU time per
     # transaction changed most, each side's profiles pooled (stats/profiles.py's
     # pooled_differential, Change.as_json each); None: a side without profiles.

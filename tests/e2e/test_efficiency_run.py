@@ -1,7 +1,8 @@
 """Cost per transaction (issue 55), end to end on real throwaway PostgreSQL servers,
 without a profiler: every point's `efficiency` in `results --json`, and `compare` of two
 labels that differ in a setting that changes the server's work per transaction
-(synchronous_commit) says what one transaction of B cost against A's."""
+(synchronous_commit) says what one transaction of B cost against A's, where the
+sessions' spread shows it (three a side)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import cli_env, dbarena
 pytestmark = pytest.mark.e2e
 
 RUN = ("run", "--engine", "postgres", "--workload", "pgbench-tpcb", "--threads", "2", "--clients-per-thread", "8",
-       "--duration", "4", "--scale", "1", "--no-probe", "--yes")
+       "--duration", "4", "--scale", "1", "--no-probe", "--yes", "--sessions", "3")
 
 
 def test_every_point_has_its_cost_per_transaction_and_compare_names_the_largest_difference(public_tmp, tmp_path):
@@ -25,7 +26,7 @@ def test_every_point_has_its_cost_per_transaction_and_compare_names_the_largest_
                        env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
     points = json.loads(dbarena("results", "--store", str(store), "--json", env=env).stdout)
-    assert len(points) == 2
+    assert len(points) == 6
     for p in points:
         cost = p["efficiency"]
         for name in ("server_cpu_us_per_tx", "loadgen_cpu_us_per_tx", "context_switches_per_tx", "write_kb_per_tx",
@@ -36,6 +37,7 @@ def test_every_point_has_its_cost_per_transaction_and_compare_names_the_largest_
     rows = json.loads(dbarena("compare", "sync", "async", "--about", "settings", "--store", str(store), "--json", env=env).stdout)
     (row,) = rows
     assert row["a_efficiency"]["wal_bytes_per_tx"] > 0 and row["b_efficiency"]["wal_bytes_per_tx"] > 0
+    assert row["cost_difference"]["p_value"] < 0.05, row
     said = " ".join(dbarena("compare", "sync", "async", "--about", "settings", "--store", str(store), env=env).stdout.split())
     assert "cost per transaction, pgbench-tpcb at 2 threads: async uses" in said, said
     shown = dbarena("results", "--store", str(store), "--wide", env=env)

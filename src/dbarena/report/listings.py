@@ -510,12 +510,10 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
 
 def _cost_line(r: LevelComparison) -> str:
     """What one transaction of B cost against A's at a level, where it differs most
-    (stats/efficiency.py): '' where no figure is large enough to say, or a side has none."""
-    a = {k: float(v) for k, v in (r.a_efficiency or {}).items() if isinstance(v, (int, float))}
-    b = {k: float(v) for k, v in (r.b_efficiency or {}).items() if isinstance(v, (int, float))}
-    found = efficiency.differs_most(a, b) if a and b else None
-    if found is None:
+    beyond the sessions' spread (stats/efficiency.differs_most): '' where none does."""
+    if r.cost_difference is None:
         return ""
+    found = efficiency.Difference.of_json(r.cost_difference)
     return f"cost per transaction, {escape(r.workload)} at {r.threads} threads: {escape(found.words(r.a, r.b))}"
 
 

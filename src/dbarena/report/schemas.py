@@ -105,6 +105,12 @@ POOL_TOP: JSONObject = {
     "type": "object", "additionalProperties": False, "required": ["function", "share", "us_per_tx"],
     "properties": {"function": {"type": "string"}, "share": {"type": "number"}, "us_per_tx": {"type": "number"}}}
 
+# stats/efficiency.Difference.as_json: the cost per transaction two sides differ in most.
+COST_DIFFERENCE: JSONObject = {
+    "type": "object", "additionalProperties": False, "required": ["figure", "a", "b", "p_value"],
+    "properties": {"figure": {"type": "string"}, "a": {"type": "number"}, "b": {"type": "number"},
+                   "p_value": {"type": ["number", "null"]}}}
+
 # Export -> (the command that prints it, the schema of its items).
 EXPORTS: dict[str, tuple[str, JSONObject]] = {
     # (--slo's fields are printed only where they hold something: a closed-loop point has no
@@ -115,13 +121,15 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
                                                     nested={"profile": PROFILE})),
     "results-summary": ("dbarena results --summary --json",
                         of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
-                                                                     "capacity_estimate", "capacity_interference"}),
+                                                                     "capacity_estimate", "capacity_interference",
+                                                                     "efficiency_sessions"}),
                                   optional=frozenset({"target_tps", "capacity", "efficiency"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
                 of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo", "a_efficiency",
-                                                               "b_efficiency", "profile_changes", "variant"}),
-                          nested={"profile_changes": PROFILE_CHANGES})),
+                                                               "b_efficiency", "profile_changes", "variant",
+                                                               "cost_difference"}),
+                          nested={"profile_changes": PROFILE_CHANGES, "cost_difference": COST_DIFFERENCE})),
 }
 
 

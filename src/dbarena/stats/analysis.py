@@ -533,6 +533,7 @@ def summaries(rows: Iterable[AnalysedPoint],
             capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
             capacity_interference=stepped_under,
             efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
+            efficiency_sessions=efficiency.by_session((m.run_id, m.efficiency) for m in ok) or None,
         ))
     return out
 

@@ -271,8 +271,9 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
     return found.words()
 
 
-def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
-    """At the level whose ratio lies farthest from 1, what bound each side."""
+def _why(d: Decision, rows: Sequence[LevelComparison], points: Sequence[AnalysedPoint]) -> str | None:
+    """At the level whose ratio lies farthest from 1, what bound each side, and the cost
+    per transaction they differ in most (its row's, stats/levelcompare.py)."""
     if d.verdict not in (FASTER, SLOWER) or not d.levels:
         return None
     threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
@@ -283,18 +284,10 @@ def _why(d: Decision, points: Sequence[AnalysedPoint]) -> str | None:
     # (Its stored label: a report may show the point under its series' name, analysis.sides.)
     of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
-    return f"at {threads} thread(s), " + "; ".join(sides) + _cost_difference(d.label, d.baseline, *of_side) \
-        + _server_difference(d.label, d.baseline, *of_side)
-
-
-def _cost_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
-                     theirs: Sequence[AnalysedPoint]) -> str:
-    """The cost per transaction (stats/efficiency.py, each side's mean over its ok
-    points) that differs most between the two sides, in words."""
-    a = efficiency.mean(p.efficiency for p in theirs if p.status == "ok")
-    b = efficiency.mean(p.efficiency for p in ours if p.status == "ok")
-    found = efficiency.differs_most(a, b)
-    return f"; {found.words(baseline, label)}" if found is not None else ""
+    row = next((r for r in rows if r.threads == threads and r.slo is None and r.cost_difference is not None), None)
+    cost = f"; {efficiency.Difference.of_json(row.cost_difference).words(d.baseline, d.label)}" \
+        if row is not None and row.cost_difference is not None else ""
+    return f"at {threads} thread(s), " + "; ".join(sides) + cost + _server_difference(d.label, d.baseline, *of_side)
 
 
 def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
@@ -327,11 +320,10 @@ def decide(comparisons: Iterable[LevelComparison], points: Sequence[AnalysedPoin
         workload = f"{r.workload} [{r.label}]" if r.by == "variant" and r.label else r.workload
         # Capacities at an objective (--slo) and closed-loop throughputs: a line each.
         groups.setdefault((r.b, r.a, r.engine, workload, r.slo), []).append(r)
-    out = [_workload(label, baseline, engine, workload, rows)
+    out = [(_workload(label, baseline, engine, workload, rows), rows)
            for (label, baseline, engine, workload, _), rows in groups.items()]
-    if points:
-        out = [replace(d, why=_why(d, points)) for d in out]
-    return sorted(out, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
+    decided = [replace(d, why=_why(d, rows, points)) if points else d for d, rows in out]
+    return sorted(decided, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
 
 
 def _kinds(objectives: Sequence[str | None]) -> str:

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 from dbarena.errors import UsageError
 from dbarena.records import LevelComparison, LevelSummary
-from dbarena.stats import configkey, interference, metric
+from dbarena.stats import configkey, efficiency, interference, metric
 from dbarena.stats import estimators as stats
 
 __all__ = ["ignoring", "level", "same_objective"]
@@ -68,7 +68,10 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
     a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
     if a_est is None or b_est is None:
         return None
-    c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=configkey.same_host(a_config, b_config))
+    one_host = configkey.same_host(a_config, b_config)
+    c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=one_host)
+    # Where the sides differ in their cost per transaction beyond their sessions' spread.
+    cost = efficiency.differs_most(sa.efficiency_sessions or {}, match.efficiency_sessions or {}, one_host=one_host)
     # Sides measured under different interference (other processes' CPU, steal): the
     # ratio and its interval are shown, but not decided, here nor where the decision
     # combines levels (no log-scale spread to combine).
@@ -82,6 +85,8 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
                                              else (sa.interference, match.interference)), a, b)) is not None:
         said = f"inconclusive: {unlike}"
         c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
+        # (The machine's context switches and disk bytes include the neighbours'.)
+        cost = None
     return row(
         a_mean=a_est.mean if slo else sa.mean, a_n=a_est.n if slo else sa.n,
         b_mean=b_est.mean if slo else match.mean, b_n=b_est.n if slo else match.n,
@@ -89,7 +94,8 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
         ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
         unverified=configkey.unknown(a_config, b_config, ignore),
         verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
-        log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency)
+        log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency,
+        cost_difference=cost.as_json() if cost is not None else None)
 
 
 def same_objective(a: LevelSummary, b: LevelSummary) -> str | None:
