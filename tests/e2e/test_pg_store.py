@@ -316,11 +316,16 @@ def test_the_dashboard_queries_of_the_store_docs_run(database, public_tmp):
                    "--label", "m6i", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     queries = store_doc_queries()
-    assert len(queries) == 3
+    assert len(queries) == 4
     for sql in queries:
         query(url, password, sql.replace("$__timeFilter(time)", "TRUE"))
     levels = query(url, password, queries[0].replace("AND study = 'seed-a'", ""))
     assert levels == [{"level": "1", "label": "m6i", "tps": pytest.approx(levels[0]["tps"])}]
+    # The run's session, summarised as its point was stored: one session, its mean the
+    # point's figure (a run of one point), no spread between sessions yet.
+    (over_sessions,) = query(url, password, queries[3])
+    assert over_sessions["sessions"] == 1 and over_sessions["between_sessions"] is None
+    assert float(over_sessions["tps"]) == pytest.approx(levels[0]["tps"], abs=0.06)
 
 
 def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(database, public_tmp, monkeypatch):
@@ -341,6 +346,8 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP VIEW v_levels")
+        conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
@@ -389,6 +396,8 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         conn.execute("DROP TABLE live_seconds")
         conn.execute("DROP TABLE store_identity")
         conn.execute("DROP TABLE run_origins")
+        conn.execute("DROP VIEW v_levels")
+        conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute(views.postgresql(13))
@@ -418,6 +427,8 @@ def test_a_store_created_at_schema_21_gains_the_profiles_table(database, monkeyp
     with Store(url):
         pass
     with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("DROP VIEW v_levels")
+        conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
         conn.execute("DROP TABLE profiles")
         conn.execute("DELETE FROM schema_migrations")

@@ -47,10 +47,12 @@ def rows(db: Store, sql: str) -> list[dict]:
 
 
 def test_views_exist_in_both_dialects_with_the_same_names():
-    for schema in (12, SCHEMA_VERSION):
-        for name in views.NAMES:
+    for schema in (12, views.SESSIONS_SINCE - 1, SCHEMA_VERSION):
+        # (v_sessions and v_levels came with schema 24.)
+        for name in views.NAMES if schema >= views.SESSIONS_SINCE else views.NAMES[:4]:
             assert f"CREATE VIEW {name} AS" in views.sqlite(schema)
             assert f"CREATE VIEW {name} AS" in views.postgresql(schema)
+        assert ("v_levels" in views.sqlite(schema)) == (schema >= views.SESSIONS_SINCE)
     with pytest.raises(ValueError):
         views.sqlite(11)
 
@@ -192,3 +194,32 @@ def test_views_judge_mysqlslap_by_its_seconds_and_count_repeats_from_1(tmp_path)
     assert sorted((g["threads"], g["metric"], g["better"], g["mean"]) for g in groups) == \
         sorted((v["threads"], "seconds", "lower", v["run_avg_s"]) for v in slap)
     assert samples == [{"repeat": 1}]
+
+
+def test_sessions_and_levels_views_say_what_the_summaries_and_the_estimate_over_sessions_say(tmp_path):
+    path = two_hosts(tmp_path)
+    with Store(path) as db:
+        labels = [r.label for r in db.runs()]
+        analysis.lent_sessions(db, sorted(set(labels)))  # (summarises every run of them)
+        made = analysis.session_summaries(analysis.load(db))
+        sessions_rows = rows(db, "SELECT * FROM v_sessions")
+        groups = {(g.label, g.config_key): g for g in analysis.summaries(analysis.load(db))}
+        levels = rows(db, "SELECT * FROM v_levels")
+    assert len(sessions_rows) == len(made) > 0
+    by_key = {(s.run_id, s.config_key): s for s in made}
+    for v in sessions_rows:
+        s = by_key[(v["run_id"], v["config_key"])]
+        assert (v["label"], v["runs"], v["failed"], v["estimator"]) == \
+            (s.label, len(s.values), s.failed, analysis.ESTIMATOR_VERSION)
+        if s.values:
+            assert v["mean"] == pytest.approx(sum(s.values) / len(s.values), rel=1e-12)
+        if len(s.values) > 1:
+            mean = sum(s.values) / len(s.values)
+            assert v["stdev"] == pytest.approx(math.sqrt(sum((x - mean) ** 2 for x in s.values)
+                                                         / (len(s.values) - 1)), rel=1e-9)
+    assert len(levels) == len(groups)
+    for v in levels:
+        g = groups[(v["label"], v["config_key"])]
+        assert (v["sessions"], v["workload"], v["threads"]) == (g.sessions, g.workload, g.threads)
+        if g.estimate is not None:  # the mean over sessions every verdict rests on
+            assert v["mean"] == pytest.approx(g.estimate.mean, rel=1e-12)

@@ -398,6 +398,9 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, config_key)
     );
     """,
+    # 24: those summaries as SQL views (views.py: v_sessions, a row a session; v_levels,
+    # the sessions of a label's configuration), for dashboards over a team's store.
+    views.sessions_sqlite(),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

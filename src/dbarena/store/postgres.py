@@ -52,8 +52,9 @@ def errors() -> tuple[type[Exception], ...]:
 # connections had) by MIGRATIONS[20]; every store created before 21 (each store's
 # identity, merged runs' origins) by MIGRATIONS[21]; every store created before 22 (the
 # points' on-CPU profiles) by MIGRATIONS[22]; every store created before 23 (the
-# configurations' summaries by session) by MIGRATIONS[23].
-BASE_VERSION = 23
+# configurations' summaries by session) by MIGRATIONS[23]; every store created before 24
+# (those summaries' views) by MIGRATIONS[24].
+BASE_VERSION = 24
 SCHEMA = schema.postgresql_ddl()
 # The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
 _IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
@@ -149,6 +150,7 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, config_key)
     );
     """,
+    24: views.sessions_postgresql(),
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at

@@ -18,6 +18,16 @@ dialects with the same names and columns. docs/store.md documents them.
   side, or a known spread between sessions, which `dbarena compare` counts).
 - `v_samples`: the per-second series with a wall-clock `time` (start of the point plus
   the second), for time-series panels.
+- `v_sessions` (schema 24): the table `session_summaries` with its run's label, host and
+  study and its configuration's engine, workload, variant, threads and clients (of its
+  first point): one row per label, configuration key and session (a stored run), with
+  the session's points, runs, failed, mean and the standard deviation of its runs.
+- `v_levels` (schema 24): those sessions per label and configuration key: `sessions`,
+  `mean` (the mean of the sessions' means: what every verdict rests on,
+  stats/sessions.py) and `between_stdev`, the standard deviation between sessions.
+  Both hold the runs summarised so far, each under the estimator version its figures
+  were computed with (`estimator`; a row of another version than the reader's is
+  summarised again by the next read that needs it).
 
 Views read the tables through JSON functions, which differ per dialect: hence two
 texts. A view's columns change only in a migration (which drops and recreates it), so
@@ -95,6 +105,30 @@ WHERE p.phase = 'measured';
 """
 
 
+_SESSIONS = """
+CREATE VIEW v_sessions AS
+SELECT ss.run_id, r.uuid AS run_uuid, r.label, r.host, st.name AS study, r.engine, r.flavour,
+       p.workload, p.variant, p.threads, p.clients, ss.config_key,
+       {metric},
+       ss.estimator, ss.points, ss.runs, ss.failed, ss.mean,
+       CASE WHEN ss.runs > 1 THEN sqrt(ss.squares / (ss.runs - 1)) END AS stdev,
+       ss.warnings, r.started_at
+FROM session_summaries ss
+JOIN runs r ON r.id = ss.run_id
+JOIN points p ON p.id = ss.first_point
+LEFT JOIN studies st ON st.sha256 = r.study_sha256;
+
+CREATE VIEW v_levels AS
+SELECT label, config_key, MIN(study) AS study, MIN(engine) AS engine, MIN(workload) AS workload,
+       MIN(variant) AS variant, MIN(threads) AS threads, MIN(clients) AS clients, MIN(metric) AS metric,
+       MIN(better) AS better, COUNT(mean) AS sessions, SUM(runs) AS runs, SUM(failed) AS failed,
+       AVG(mean) AS mean, {between} AS between_stdev, MIN(estimator) AS estimator,
+       MIN(started_at) AS first_started_at, MAX(started_at) AS last_started_at
+FROM v_sessions
+GROUP BY label, config_key;
+"""
+
+
 # v_points' latency columns, by the schema version that set them. Schema 12 showed
 # p95 and p99 alone; 14 shows every percentile a point stores, p90 and p99.9 (schema 13)
 # and p50 among them, in order.
@@ -127,10 +161,17 @@ def _render(schema: int, **sql: str) -> str:
         raise ValueError(f"schema {schema} has no views (they came with schema 12)")
     sql["latency"] = _LATENCY[max(set_by)]
     sql.update(_BY_TOOL[max(v for v in _BY_TOOL if v <= schema)])
-    return "".join(text.format(**sql) for text in (_POINTS, _SUMMARIES, _COMPARISONS, _SAMPLES))
+    texts = (_POINTS, _SUMMARIES, _COMPARISONS, _SAMPLES) + ((_SESSIONS,) if schema >= SESSIONS_SINCE else ())
+    return "".join(text.format(**sql) for text in texts)
 
 
-NAMES = ("v_points", "v_summaries", "v_comparisons", "v_samples")
+def _sessions(**sql: str) -> str:
+    sql.update(_BY_TOOL[15])
+    return _SESSIONS.format(**sql)
+
+
+SESSIONS_SINCE = 24  # v_sessions and v_levels: the schema that added them
+NAMES = ("v_points", "v_summaries", "v_comparisons", "v_samples", "v_sessions", "v_levels")
 
 # Every view, dependants first (PostgreSQL refuses to drop a view another one reads), for
 # a migration that recreates them: column lists change only that way (PostgreSQL's
@@ -146,6 +187,8 @@ _SQLITE = dict(
     # SQLite has no stddev_samp; the textbook formula, clamped at 0 against rounding.
     stdev="CASE WHEN COUNT(value) > 1 THEN sqrt(MAX(SUM(value * value) - SUM(value) * SUM(value) / COUNT(value), 0)"
           " / (COUNT(value) - 1)) END",
+    between="CASE WHEN COUNT(mean) > 1 THEN sqrt(MAX(SUM(mean * mean) - SUM(mean) * SUM(mean) / COUNT(mean), 0)"
+            " / (COUNT(mean) - 1)) END",
     except_host="json_remove(MIN(config), '$.host')",
     time="datetime(p.started_at, '+' || s.second || ' seconds')",
 )
@@ -157,6 +200,7 @@ _POSTGRESQL = dict(
     hardware_threads="(h.facts::jsonb ->> 'hardware_threads')::integer",
     architecture="(h.facts::jsonb ->> 'architecture')",
     stdev="stddev_samp(value)",
+    between="stddev_samp(mean)",
     except_host="(MIN(config)::jsonb - 'host')::text",
     time="p.started_at::timestamptz + s.second * interval '1 second'",
 )
@@ -170,3 +214,13 @@ def sqlite(schema: int) -> str:
 def postgresql(schema: int) -> str:
     """The same for a PostgreSQL store."""
     return _render(schema, **_POSTGRESQL)
+
+
+def sessions_sqlite() -> str:
+    """v_sessions and v_levels alone (the migration that adds them), SQLite's."""
+    return _sessions(**_SQLITE)
+
+
+def sessions_postgresql() -> str:
+    """The same, PostgreSQL's."""
+    return _sessions(**_POSTGRESQL)
