@@ -560,13 +560,9 @@ def _curve_latency(plot: _Plot, c: Curve, i: int, color: str, tips: list[str]) -
 
 def _curve_closed(top_plot: _Plot, lat_plot: _Plot, c: Curve, color: str) -> float:
     """The closed-loop point of a search as a star in both plots; its TPS (0: none)."""
-    closed = c.closed
-    if closed is None or closed.tps is None:
+    closed, tip = c.closed, c.closed_tip()
+    if closed is None or closed.tps is None or tip is None:
         return 0.0
-    tip = (f"{c.label}, {c.threads} threads: closed loop (no offered rate: each client as fast as the "
-           f"server answers) {closed.tps:,.0f} TPS, p99 "
-           f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms "
-           "(from each transaction's actual start: no queue counted)")
     top_plot.line([closed.tps], [closed.tps], linestyle="none", marker="*", markersize=12, color=color,
                   zorder=4, label=c.label, tips=[tip])
     if closed.latency_ms:

@@ -298,13 +298,9 @@ def _curve_latencies(c: Curve, i: int, cls: str, tips: list[str]) -> list[Spec]:
 
 def _curve_closed(c: Curve, i: int, cls: str, tps_series: list[Spec], lat_series: list[Spec]) -> float:
     """A search's closed-loop point as a star in both charts; its TPS (0: none)."""
-    closed = c.closed
-    if closed is None or closed.tps is None:
+    closed, tip = c.closed, c.closed_tip()
+    if closed is None or closed.tps is None or tip is None:
         return 0.0
-    tip = (f"{c.label}, {c.threads} threads: closed loop (each client as fast as the server answers) "
-           f"{closed.tps:,.0f} TPS, p99 "
-           f"{'-' if closed.latency_p99_ms is None else f'{closed.latency_p99_ms:,.3g}'} ms (from each "
-           "transaction's actual start: no queue counted)")
     link = _point_link(closed.point_ids)
     star = {"name": f"{c.label} closed loop", "i": i, "cls": cls, "dash": False, "band": [], "line": False,
             "star": True}

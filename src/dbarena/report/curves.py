@@ -95,6 +95,17 @@ class Curve:
         return (float(met) if isinstance(met, (int, float)) else None,
                 float(failed) if isinstance(failed, (int, float)) else None)
 
+    def closed_tip(self) -> str | None:
+        """What the closed-loop point's star says when pointed at, in every chart that
+        draws it (static and interactive); None without one."""
+        closed = self.closed
+        if closed is None or closed.tps is None:
+            return None
+        p99 = "-" if closed.latency_p99_ms is None else f"{closed.latency_p99_ms:,.3g}"
+        return (f"{self.label}, {self.threads} threads: closed loop (no offered rate: each client as fast as the "
+                f"server answers) {closed.tps:,.0f} TPS, p99 {p99} ms (from each transaction's actual start: no "
+                "queue counted)")
+
     def as_json(self) -> JSONObject:
         return {"label": self.label, "engine": self.engine, "workload": self.workload, "threads": self.threads,
                 "slo": self.slo, "statistic": self.statistic, "limit_ms": self.limit_ms,
