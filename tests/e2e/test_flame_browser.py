@@ -92,7 +92,7 @@ def test_the_reports_flame_graphs_and_differential_in_chromium(stored: Path, tmp
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(stored), "-o", str(out), env=cli_env(tmp_path))
+    done = dbarena("report", "--store", str(stored), "-o", str(out), "--about", "settings", env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     requests, page_errors = [], []
     with sync_playwright() as p:
@@ -143,7 +143,8 @@ def test_the_pooled_flame_graphs_and_their_differential_in_chromium(tmp_path: Pa
 
     pooled = profiledstore.build(tmp_path / "pooled.db")
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(pooled), "-o", str(out), "--at-threads", "1", env=cli_env(tmp_path))
+    done = dbarena("report", "--store", str(pooled), "-o", str(out), "--at-threads", "1", "--about", "settings",
+                   env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     port = free_port()
     server, _ = _start(["--store", str(pooled), "--port", str(port)], _env(tmp_path))
@@ -158,7 +159,7 @@ def test_the_pooled_flame_graphs_and_their_differential_in_chromium(tmp_path: Pa
             page.on("pageerror", lambda e: page_errors.append(str(e)))
             page.goto(out.as_uri())
             in_report = page.eval_on_selector_all("#profiles svg.flamegraph", GRAPHS)
-            page.goto(served + "/decide?baseline=sync&label=sync&label=async")
+            page.goto(served + "/decide?baseline=sync&label=sync&label=async&about=settings")
             on_decide = page.eval_on_selector_all("#profiles svg.flamegraph", GRAPHS)
             browser.close()
     finally:
@@ -192,7 +193,7 @@ def test_decides_differential_screenshot(stored: Path, tmp_path: Path) -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/decide?baseline=sync&label=sync&label=async")
+            page.goto(f"http://127.0.0.1:{port}/decide?baseline=sync&label=sync&label=async&about=settings")
             figure = page.locator("#profiles figure.flame").filter(has=page.locator("svg.differential"))
             figure.scroll_into_view_if_needed()
             figure.screenshot(path=str(tmp_path / "flame-differential.png"))

@@ -99,7 +99,7 @@ def test_the_html_report_shows_each_labels_flame_graph_and_the_differential(tmp_
     from dbarena.store.database import Store
 
     with Store(_profiled(tmp_path), readonly=True) as db:
-        report, points = assemble.build_with_points(db, assemble.Selection(labels=("sync", "async")))
+        report, points = assemble.build_with_points(db, assemble.Selection(labels=("sync", "async"), about=("settings",)))
         drawn = assemble.draw(db, report, "html", points=points)
     page = assemble.render(report, "html", tmp_path / "r.html", drawn)
     assert '<section id="profiles">' in page and '<a href="#profiles">' in page
@@ -124,6 +124,6 @@ def test_decide_shows_the_differential_of_the_labels_compared(tmp_path: Path) ->
     from dbarena.serve import app as serve_app
 
     with TestClient(serve_app.create_app(_profiled(tmp_path)), base_url="http://127.0.0.1:8642") as c:
-        page = c.get("/decide?baseline=sync&label=sync&label=async").text
+        page = c.get("/decide?baseline=sync&label=sync&label=async&about=settings").text
     assert '<section id="profiles">' in page
     assert 'class="flamegraph differential"' in page and "async against sync" in page

@@ -60,7 +60,9 @@ def test_a_pool_is_its_levels_ok_points_summed_per_transaction(pooled: Path, tmp
 def test_the_reports_json_has_each_pool_and_the_changes_compare_lists(
         pooled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "r.json"
-    status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target), "--baseline", "sync"], capsys)
+    # (The labels differ in a setting: compared about it, as compare is below.)
+    status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target), "--baseline", "sync",
+                             "--about", "settings"], capsys)
     assert status == 0, err
     document = json.loads(target.read_text())
     errors = list(Draft202012Validator(schemas.schema("report")).iter_errors(document))
@@ -85,7 +87,7 @@ def test_the_reports_json_has_each_pool_and_the_changes_compare_lists(
 def test_the_markdown_report_lists_the_pools_and_the_changes(
         pooled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "r.md"
-    status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target)], capsys)
+    status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target), "--about", "settings"], capsys)
     assert status == 0, err
     text = target.read_text()
     assert "### On CPU: the functions that took most of the time (self time)" in text
@@ -100,6 +102,14 @@ def test_the_html_report_and_decide_draw_the_pools(pooled: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "r.html"
     status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target), "--at-threads", "1"], capsys)
+    assert status == 0, err
+    # Without --about settings the labels (synchronous_commit on and off) are not
+    # comparable: each pool drawn, no differential.
+    section = target.read_text().split('<section id="profiles">', 1)[1]
+    assert len(re.findall(r'<svg [^>]*class="flamegraph"', section)) == 2
+    assert 'class="flamegraph differential"' not in section
+    status, _, err = invoke(["report", "--store", str(pooled), "-o", str(target), "--at-threads", "1",
+                             "--about", "settings"], capsys)
     assert status == 0, err
     page = target.read_text()
     section = page[page.index('<section id="profiles">'):]
@@ -118,11 +128,16 @@ def test_the_html_report_and_decide_draw_the_pools(pooled: Path, tmp_path: Path,
     from dbarena.serve import app as serve_app
 
     with TestClient(serve_app.create_app(pooled), base_url="http://127.0.0.1:8642") as c:
-        decide = c.get("/decide?baseline=sync&label=sync&label=async").text
+        apart = c.get("/decide?baseline=sync&label=sync&label=async").text
+        decide = c.get("/decide?baseline=sync&label=sync&label=async&about=settings").text
+        wrong = c.get("/decide?baseline=sync&label=sync&label=async&about=colour")
+    assert "sync at 2 threads: 2 points pooled" in apart and 'class="flamegraph differential"' not in apart
     assert "sync at 2 threads: 2 points pooled" in decide  # the highest level both measured
     assert 'class="flamegraph differential"' in decide and "async against sync at 2 threads" in decide
+    assert 'value="settings" checked' in decide and "--about settings" in decide
+    assert wrong.status_code == 400 and "--about &#x27;colour&#x27;: expected one of" in wrong.text
 
 
 def test_a_report_without_profiles_has_none() -> None:
     assert levelprofiles.profiled([]) == {}
-    assert levelprofiles.differences([], "a") == []
+    assert levelprofiles.differences([], "a", lambda *_: True) == []

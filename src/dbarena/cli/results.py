@@ -506,6 +506,10 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
 @click.option("--at-threads", type=click.IntRange(min=1, max=MAX_THREADS), metavar="N",
               help="Thread level of the price table (that level only, cheapest first, the cheapest named) and the "
                    "per-second chart (study E used 16) [default: prices at every level].")
+@click.option("--about", "about", multiple=True, type=click.Choice(sorted(configkey.ABOUT)),
+              help="What else the labels' comparisons are about, as compare's --about (repeatable): `--about "
+                   "settings` compares labels that differ in their settings, which are otherwise not comparable "
+                   "[default: the host].")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), help="[default: from -o's extension, else html]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="File to write [default: dbarena-report.FORMAT]; Markdown charts go to FILE_files/.")
@@ -513,7 +517,7 @@ REPORT_FORMATS = ("html", "md", "csv", "json")
               help="Charts also as PNG (200 dpi), for sites that take no SVG: Markdown links the PNG files, HTML "
                    "offers them for saving.")
 def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, prices: dict[str, Price],
-           at_threads: int | None, fmt: str | None, output: Path | None, png: bool) -> None:
+           at_threads: int | None, about: tuple[str, ...], fmt: str | None, output: Path | None, png: bool) -> None:
     """Charts and tables to publish: throughput, latency, price/performance, per core,
     scaling (USL), differences against a baseline, provenance."""
     from dbarena.report import assemble
@@ -524,7 +528,8 @@ def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, pri
             else "html"
     output = output or Path(f"dbarena-report.{fmt}")
     atomic.check_directory(output)  # before the store is read and the charts drawn
-    selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads)
+    selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads,
+                                   about=about)
     with open_store(store) as db:
         built, points = assemble.build_with_points(db, selection)
         drawn = assemble.draw(db, built, fmt, png=png, points=points)

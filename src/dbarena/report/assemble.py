@@ -41,6 +41,9 @@ class Selection:
     baseline: str | None = None
     prices: Mapping[str, Price] = field(default_factory=dict)
     at_threads: int | None = None
+    # What else the labels' comparisons are about (configkey.ABOUT's names): `report
+    # --about settings` compares labels whose settings differ, as `compare` does.
+    about: tuple[str, ...] = ()
 
 
 @dataclass
@@ -89,7 +92,7 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
     lent = analysis.lent_sessions(store, others) if labels and others else []
     return data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
                             at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True,
-                            lent=lent)
+                            lent=lent, about=selection.about)
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:
@@ -145,7 +148,7 @@ def _listed(store: ResultStore, report: data.Report, drawn: Drawn, profiled: lev
         pools = sorted(levelprofiles.read(store, profiled),
                        key=lambda p: (place.get(p.key[:3], (len(place), 0)), p.key))
         drawn.level_profiles = levelprofiles.summaries(pools)
-        drawn.profile_changes = levelprofiles.differences(pools, report.baseline)
+        drawn.profile_changes = levelprofiles.differences(pools, report.baseline, report.compared)
     return drawn
 
 

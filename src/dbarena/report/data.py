@@ -172,6 +172,13 @@ class Report:
                 "rows": [row.as_json() for s in self.sections for row in s.rows],
                 "sections": [s.as_json() for s in self.sections]}
 
+    def compared(self, engine: str, workload: str, label: str, threads: int) -> bool:
+        """Whether the label's level was compared with the baseline's (its row has a
+        ratio): not where the configurations differ (the row says "not comparable: ..."),
+        whose profiles' differential would be of other configurations too."""
+        return any(r.ratio_to_baseline is not None for r in self.rows
+                   if (r.engine, r.workload, r.label, r.threads) == (engine, workload, label, threads))
+
 
 # ------------------------------------------------------------------ assembly
 
@@ -273,19 +280,19 @@ def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, p
 
 def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
-          histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None) -> Report:
+          histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, about: Sequence[str] = ()) -> Report:
     """rows: analysis.load(...) points (those of labels not shown lend only their spread
     between sessions, as `history` does); runs: store.runs(); histograms: point ids ->
     their latency histograms (store.latency_histograms), read per group of repeats."""
     return build_named(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                       histograms=histograms)[0]
+                       histograms=histograms, about=about)[0]
 
 
 def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
                 histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-                history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = ()
+                history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = ()
                 ) -> tuple[Report, list[AnalysedPoint]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
@@ -295,17 +302,21 @@ def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: s
     between sessions of the shown groups' configurations, as `compare` reads them
     (analysis.compare's `history`): a comparison in the report is then the one
     `compare` makes of its pair, whichever labels the report shows. `lent`: what the
-    sessions of those labels lend (analysis.lent_sessions), the same without their points."""
+    sessions of those labels lend (analysis.lent_sessions), the same without their points.
+    `about`: what else the labels' comparisons are about (configkey.ABOUT's names, as
+    `compare --about`): fields their configurations may differ in besides the host."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms, named=named, history=history, lent=lent)
+                      histograms=histograms, named=named, history=history, lent=lent, about=about)
 
 
 def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-           history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = ()
+           history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = ()
            ) -> tuple[Report, list[AnalysedPoint]]:
+    # (Checked first: an unknown name is the user's error, before any work.)
+    levelcompare.ignoring("label", about)
     prices = label_prices(runs, prices or {})
     runs_by_id = {r.id: r for r in runs}
     # (Labels as stored: series_label, which is the label itself until the series are named.)
@@ -333,7 +344,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     hardware = level_figures.hardware(rows, runs_by_id)
     level_rows = _compare([level_figures.level_row(key, summary, members[key], prices.get(key[0]),
                                                    hardware.get(key[0], level_figures.Hardware()))
-                           for key, summary in summaries.items()], baseline, summaries)
+                           for key, summary in summaries.items()], baseline, summaries, about)
     by_series = _by_series(level_rows)
     # The decisions compare the labels as stored: the same groups of points under their
     # stored labels (a summary's points share one configuration key, so renaming a
@@ -341,7 +352,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in every]
     # (The points under their series' names: analysis.compare and the decision read
     # each one's label as stored, its series_label.)
-    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups)
+    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups, about)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked, curves)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
@@ -399,7 +410,7 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
 
 
 def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[LevelRow],
-               groups: list[LevelSummary]) -> tuple[list[Decision], list[Decision]]:
+               groups: list[LevelSummary], about: Sequence[str]) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
     analysis.summaries of the rows."""
@@ -411,7 +422,7 @@ def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None
         if label == baseline:
             continue
         # (What bound each side: its closed-loop points; a search's steps are not its levels.)
-        decided = decision.decide(analysis.compare(rows, baseline, label, groups=groups),
+        decided = decision.decide(analysis.compare(rows, baseline, label, about=about, groups=groups),
                                   [r for r in rows if r.target_tps is None])
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
@@ -448,7 +459,8 @@ def _by_series(level_rows: list[LevelRow]) -> BySeries:
 Summaries = dict[tuple[str, str, str, int], LevelSummary]
 
 
-def _compare(level_rows: list[LevelRow], baseline: str | None, summaries: Summaries) -> list[LevelRow]:
+def _compare(level_rows: list[LevelRow], baseline: str | None, summaries: Summaries,
+             about: Sequence[str] = ()) -> list[LevelRow]:
     """Each level row against one thread of its series (scaling efficiency) and against
     the baseline's row at the same level (ratio, interval, verdict: its group's against
     the baseline's, stats/levelcompare.py)."""
@@ -458,7 +470,7 @@ def _compare(level_rows: list[LevelRow], baseline: str | None, summaries: Summar
         one = by_series[(row.label, row.engine, row.workload)].get(1)
         base = by_series.get((baseline, row.engine, row.workload), {}).get(row.threads) if baseline else None
         row = replace(row, scaling_efficiency=_scaling_efficiency(row, row.threads, one))
-        compared.append(_against_baseline(row, base, summaries))
+        compared.append(_against_baseline(row, base, summaries, about))
     return compared
 
 
@@ -471,19 +483,21 @@ def _scaling_efficiency(row: LevelRow, n: int, one: LevelRow | None) -> float | 
             else row.value / (n * one.value))
 
 
-def _against_baseline(row: LevelRow, base: LevelRow | None, summaries: Summaries) -> LevelRow:
+def _against_baseline(row: LevelRow, base: LevelRow | None, summaries: Summaries,
+                      about: Sequence[str] = ()) -> LevelRow:
     """The row with its comparison to the baseline's row at its level: the one `compare`
-    makes of the pair (levelcompare.level), about the host where their labels differ and
-    the variant where their variants do; any other field of their configurations that
-    differs (the clients too) makes them not comparable, and the row says which."""
+    makes of the pair (levelcompare.level), about the host where their labels differ,
+    the variant where their variants do and `about` (report --about); any other field
+    of their configurations that differs (the clients too) makes them not comparable,
+    and the row says which."""
     if base is None:
         return row
     if base.label == row.label:
         # The baseline's own row: 1 by definition, nothing to decide.
         return replace(row, ratio_to_baseline=1.0) if row.value else row
     by = "label" if row.series_label != base.series_label else "variant"
-    about = [name for name, differs in (("host", by == "label"), ("variant", row.variant != base.variant)) if differs]
-    ignore = {field for name in about for field in configkey.ABOUT[name]}
+    named = [name for name, differs in (("host", by == "label"), ("variant", row.variant != base.variant)) if differs]
+    ignore = {field for name in [*named, *about] for field in configkey.ABOUT[name]}
     found = levelcompare.level(summaries[_key(base)], [summaries[_key(row)]], a=base.label, b=row.label, by=by,
                                ignore=ignore)
     if found is None:

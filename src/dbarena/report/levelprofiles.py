@@ -16,7 +16,7 @@ reads their stacks in one go."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dbarena.interfaces import ResultStore
@@ -169,8 +169,11 @@ class ProfileDifference:
                 "b_samples": self.b_samples, "changes": list(self.changes)}
 
 
-def differences(pools: Sequence[Pool], baseline: str | None, limit: int = CHANGES) -> list[ProfileDifference]:
-    """Each label's pool against the baseline's at the same engine, workload and level."""
+def differences(pools: Sequence[Pool], baseline: str | None, compared: Callable[[str, str, str, int], bool],
+                limit: int = CHANGES) -> list[ProfileDifference]:
+    """Each label's pool against the baseline's at the same engine, workload and level,
+    where the report compared them (`compared(engine, workload, label, threads)`:
+    data.Report.compared; not where the configurations differ)."""
     if baseline is None:
         return []
     base = {(p.key[0], p.key[1], p.key[3]): p for p in pools if p.key[2] == baseline}
@@ -178,7 +181,7 @@ def differences(pools: Sequence[Pool], baseline: str | None, limit: int = CHANGE
     for pool in pools:
         engine, workload, label, threads = pool.key
         other = base.get((engine, workload, threads))
-        if other is None or label == baseline:
+        if other is None or label == baseline or not compared(engine, workload, label, threads):
             continue
         changes = profiles.pooled_differential(other.parts, pool.parts, limit=limit)
         if changes:

@@ -96,7 +96,8 @@ def section(store: ResultStore, report: data.Report, chosen: levelprofiles.Profi
                                  _note(pool, sum(per_tx.values()))))
         base = next((p for p in mine if p.key[2] == report.baseline), None)
         for pool in mine:
-            if base is None or pool is base:
+            # (Only where the level table compared them: not configurations that differ.)
+            if base is None or pool is base or not report.compared(s.engine, s.workload, pool.key[2], threads):
                 continue
             drawn.append(_figure(
                 flamegraph.differential_svg(base.us_per_tx(), pool.us_per_tx(), 1.0, 1.0, str(report.baseline),

@@ -25,7 +25,7 @@ import sqlite3
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -278,25 +278,29 @@ class _Pages:
         baseline = request.query_params.get("baseline") or None
         chosen = list(dict.fromkeys(request.query_params.getlist("label")))
         per = request.query_params.get("per", "")
-        return await self.page("Decide", self._decide, baseline, chosen, per, kept=True)
+        about = list(dict.fromkeys(request.query_params.getlist("about")))
+        return await self.page("Decide", self._decide, baseline, chosen, per, about, kept=True)
 
-    def _decide(self, store: Store, baseline: str | None, chosen: list[str], per: str = "") -> str:
+    def _decide(self, store: Store, baseline: str | None, chosen: list[str], per: str = "",
+                about: Sequence[str] = ()) -> str:
         stored = list(dict.fromkeys(r.label for r in store.runs()))
         if per not in pages.VIEWS:
             views = ", ".join(f"per={key}" for key in pages.VIEWS if key)
             raise _Choice(pages.decide(None, stored, baseline, chosen, problem=f"per={printable(per)!r}: "
-                                       f"no such view (views: {views}, or none for the throughput)"))
+                                       f"no such view (views: {views}, or none for the throughput)", about=about))
         if not stored:
-            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet", per=per)
+            return pages.decide(None, stored, baseline, chosen, problem=f"no runs in {store.location} yet", per=per,
+                                about=about)
         baseline = baseline or (chosen[0] if chosen else stored[0])
         try:
-            report, links, profiled = self.model(store, baseline, chosen)
+            report, links, profiled = self.model(store, baseline, chosen, list(about))
         except UsageError as exc:
-            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per)) from None
+            raise _Choice(pages.decide(None, stored, baseline, chosen, problem=_one_line(exc), per=per,
+                                       about=about)) from None
         from dbarena.report import profileview
 
         return pages.decide(report, stored, baseline, chosen, links=links, per=per,
-                            profiles=profileview.section(store, report, profiled))
+                            profiles=profileview.section(store, report, profiled), about=about)
 
     async def workload(self, request: Request) -> Response:
         query = request.query_params
@@ -312,7 +316,7 @@ class _Pages:
         if not stored:
             raise NotFound(f"no runs in {store.location} yet")
         baseline = baseline or (chosen[0] if chosen else stored[0])
-        report, links, _ = self.model(store, baseline, chosen)
+        report, links, _ = self.model(store, baseline, chosen, [])  # (the key Decide gives it: one model)
         if not engine or not workload:
             return pages.workloads(report, baseline, chosen)
         section = next((s for s in report.sections if (s.engine, s.workload) == (engine, workload)), None)
@@ -533,12 +537,13 @@ def _preload() -> None:
     import scipy.optimize  # noqa: F401  (report/scaling.py's usl_fit imports it where it fits)
 
 
-def _model(store: Store, baseline: str | None, chosen: list[str]) -> Model:
-    """The report of a choice (as `dbarena report` builds it), the points of each of
-    its levels, and the profiled ones Decide pools."""
+def _model(store: Store, baseline: str | None, chosen: list[str], about: Sequence[str] = ()) -> Model:
+    """The report of a choice (as `dbarena report` builds it, `about` as its --about),
+    the points of each of its levels, and the profiled ones Decide pools."""
     from dbarena.report import assemble, levelprofiles  # (its charts' modules load on first use)
 
-    report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline))
+    report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline,
+                                                                          about=tuple(about)))
     # (The points hold no reference cycle: the collector's passes over them while they
     # were sorted cost more than the sort.)
     with bulk.collector_paused():

@@ -25,6 +25,7 @@ from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
 from dbarena.report import reading, tables
 from dbarena.report.tables import TableSpec, num, run_provenance, section_tables
+from dbarena.stats import configkey
 from dbarena.stats.history import History
 from dbarena.report import chartspecs as chart_specs
 from dbarena.serve.live import Plan, progress_text, when as when
@@ -118,11 +119,11 @@ def _runs_table(lines: Sequence[RunLine], current: bool = False) -> str:
                    *(["the point being measured (else the last stored), per second"] if current else [])], rows, "runs")
 
 
-def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "") -> str:
+def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "", about: Sequence[str] = ()) -> str:
     """The address of a Decide view: every choice in the query, so that a link
     reproduces it and the back button returns to the one before."""
     query = ([("baseline", baseline)] if baseline else []) + [("label", item) for item in labels] + \
-        ([("per", per)] if per else [])
+        ([("per", per)] if per else []) + [("about", item) for item in about]
     return "/decide" + (f"?{urlencode(query)}" if query else "")
 
 
@@ -133,10 +134,10 @@ def decide_link(baseline: str | None, labels: Sequence[str] = (), per: str = "")
 VIEWS = {"": "throughput", "core": "per core", "price": "per price"}
 
 
-def view_bar(baseline: str | None, chosen: Sequence[str], per: str) -> str:
-    """Links to Decide's other views, each keeping the baseline and labels chosen."""
+def view_bar(baseline: str | None, chosen: Sequence[str], per: str, about: Sequence[str] = ()) -> str:
+    """Links to Decide's other views, each keeping the baseline, labels and `about` chosen."""
     items = [f'<strong aria-current="page">{name}</strong>' if key == per else
-             f'<a href="{html_text(decide_link(baseline, chosen, key))}" data-per="{key}">{name}</a>'
+             f'<a href="{html_text(decide_link(baseline, chosen, key, about))}" data-per="{key}">{name}</a>'
              for key, name in VIEWS.items()]
     return f'<nav class="views">View: {" · ".join(items)}</nav>'
 
@@ -246,13 +247,14 @@ def _gib(value: JSON) -> str:
 
 def decide(report: Report | None, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
            problem: str | None = None, links: Mapping[tuple[str, str], chart_specs.Links] | None = None,
-           per: str = "", profiles: str = "") -> str:
-    """The choice (a baseline, the labels against it, the view: a GET form, so that the
-    address holds it), the view asked for (per core, per price), the command that writes
-    the same report as a file, then the report itself as `dbarena report` renders it (its
-    decision first), or the line that says why not."""
-    out = [choice_form("/decide", stored, baseline, chosen, hidden=[("per", per)] if per else ())]
-    out.append(view_bar(baseline, chosen, per))
+           per: str = "", profiles: str = "", about: Sequence[str] = ()) -> str:
+    """The choice (a baseline, the labels against it, what else they are compared about,
+    the view: a GET form, so that the address holds it), the view asked for (per core,
+    per price), the command that writes the same report as a file, then the report
+    itself as `dbarena report` renders it (its decision first), or the line that says
+    why not."""
+    out = [choice_form("/decide", stored, baseline, chosen, hidden=[("per", per)] if per else (), about=about)]
+    out.append(view_bar(baseline, chosen, per, about))
     if problem is not None:
         out.append(f'<p class="error">{html_text(problem)}</p>')
         return "\n".join(out)
@@ -261,7 +263,8 @@ def decide(report: Report | None, stored: Sequence[str], baseline: str | None, c
     # answer first in every view.
     view = per_core_view(report) if per == "core" else per_price_view(report) if per == "price" else ""
     argv = ["dbarena", "report", *(["--baseline", baseline] if baseline else []),
-            *(a for item in chosen for a in ("--label", item)), "-o", "decide.html"]
+            *(a for item in chosen for a in ("--label", item)), *(a for item in about for a in ("--about", item)),
+            "-o", "decide.html"]
     # The report's own first section is the decision (or the line saying there is none):
     # the first screen answers; the command that writes the same file comes last.
     # Each section's sweep drawn in the browser (report/chartspecs.py), where the report file
@@ -437,18 +440,25 @@ def toggles_sheet(labels: Sequence[str]) -> str:
 
 
 def choice_form(action: str, stored: Sequence[str], baseline: str | None, chosen: Sequence[str],
-                hidden: Sequence[tuple[str, str]] = ()) -> str:
-    """The choice of a baseline and labels, a GET form: the address holds it."""
+                hidden: Sequence[tuple[str, str]] = (), about: Sequence[str] | None = None) -> str:
+    """The choice of a baseline and labels (and, where `about` is given, what else the
+    labels are compared about: `report --about`), a GET form: the address holds it."""
     options = "".join(f'<option value="{html_text(item)}"{" selected" if item == baseline else ""}>'
                       f"{html_text(item)}</option>" for item in stored)
     boxes = "".join(f'<label><input type="checkbox" name="label" value="{html_text(item)}"'
                     f'{" checked" if item in chosen else ""}> {label(item)}</label> ' for item in stored)
     kept = "".join(f'<input type="hidden" name="{html_text(k)}" value="{html_text(v)}">' for k, v in hidden)
+    # (The host is what two labels differ in by default: the other fields of a key.)
+    asked = "" if about is None else (
+        '<fieldset><legend>Compared about (besides the host: labels may differ in these)</legend>'
+        + "".join(f'<label><input type="checkbox" name="about" value="{name}"{" checked" if name in about else ""}>'
+                  f' {name}</label> ' for name in sorted(configkey.ABOUT) if name != "host")
+        + "</fieldset>")
     # autocomplete off: going back, the browser would restore the choice made since
     # rather than show the one the address (and the report below) holds.
     return (f'<form class="choose" method="get" action="{html_text(action)}" autocomplete="off">{kept}'
             f'<label>Baseline <select name="baseline">{options}</select></label>'
-            f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>'
+            f'<fieldset><legend>Labels (none ticked: every label)</legend>{boxes}</fieldset>{asked}'
             '<button type="submit">Show</button></form>')
 
 
