@@ -216,6 +216,25 @@ def test_gate_by_labels_lists_workloads_without_a_verdict(tmp_path: Path, capsys
     assert "| pass | postgres | pgbench-tpcb |" in out
 
 
+def test_a_gate_of_two_runs_borrows_the_spread_of_another_label_of_their_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As `compare` does: one run a side, and a third label that measured the very same
+    configuration (same machine, server, settings) in three sessions lends its spread
+    between sessions; the gate then judges, where it said 'one session a side' before."""
+    path = tmp_path / "lend.db"
+    with Store(path) as db:
+        add_run(db, "main", 0, 1000.0)
+        add_run(db, "pr", 1, 700.0)
+        add_sessions(db, "calibration", 2, 1000.0)
+    status, out, _ = run_cli(["gate", "--store", str(path), "--baseline", "main", "--candidate", "pr", "--json"],
+                             capsys)
+    (item,) = json.loads(out)["items"]
+    assert status == 1 and item["status"] == "fail", out
+    assert item["ci_low_pct"] is not None and "one session a side" not in item["text"]
+    compared = json.loads(run_cli(["compare", "main", "pr", "--json", "--store", str(path)], capsys)[1])
+    assert compared[0]["ratio_ci_low"] is not None  # the same spread compare borrows
+
+
 def test_gate_mysqlslap_more_seconds_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "slap.db"
     with Store(path) as db:

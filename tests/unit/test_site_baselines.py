@@ -63,6 +63,9 @@ def test_a_page_decides_against_every_other_result_of_its_workload(bundles: list
     assert all("pgbench-tpcb" in o[0] for o in options)  # only its workload's
     assert "Against any of the 2 other result(s) of its engine and workload" in page
     assert page.count('<div class="vs"') == 2 and page.count('class="decision"') == 2
+    # What a change is, said once on the page, after the decisions, not under each.
+    assert page.count("Change: the geometric mean") == 1
+    assert page.index("Change: the geometric mean") > page.rindex('<div class="vs"')
     # Each is the decision `dbarena compare` makes of the pair (the verdict's words).
     into = tmp_path / "both.db"
     for path in bundles[:2]:

@@ -62,6 +62,7 @@ from dbarena.report.levels import LevelRow
 from dbarena.report import chartspecs as chart_specs
 from dbarena.report.chartspecs import html as chart
 from dbarena.stats import analysis, decision
+from dbarena.stats.decision import Decision
 
 __all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "WRITES"]
 
@@ -248,18 +249,22 @@ def _nearness(a: JSONObject, b: JSONObject) -> tuple[int, ...]:
             a["version"] != b["version"], a["cloud"] != b["cloud"])
 
 
-def _decisions(result: Result, others: Sequence[Result]) -> list[tuple[Result, str]]:
+def _decisions(result: Result, others: Sequence[Result]) -> tuple[list[tuple[Result, str]], str]:
     """The result against each other of its workload key as baseline (the nearest
-    MAX_BASELINES where there are more), rendered as `report` does."""
+    MAX_BASELINES where there are more), rendered as `report` does, and what a change
+    in them is (decision_view.change_note), said once on the page rather than under each
+    of them (it was two fifths of a page of 99)."""
     out = []
+    every: list[Decision] = []
     for other in sorted(others, key=lambda o: (*_nearness(result.figures, o.figures), o.id))[:MAX_BASELINES]:
         rows = other.points + result.points
         decided = decision.decide(analysis.compare(rows, other.label, result.label,
                                                    groups=other.groups + result.groups), rows)
+        every += decided
         line = decision.overall(decided)
-        out.append((other, decision_view.html(decided, [line] if line else [])
+        out.append((other, decision_view.html(decided, [line] if line else [], note=False)
                     or "<p>Nothing to decide: no level of one was measured with the other's configuration.</p>"))
-    return out
+    return out, decision_view.change_note(every) if every else ""
 
 
 # The results and their keys, set before the pages' workers are forked (which inherit
@@ -277,7 +282,8 @@ def _write_pages(indices: Sequence[int], output: str) -> None:
     for i in indices:
         r = _SHARED[i]
         others = [_SHARED[j] for j in _KINDS[_kind(r)] if j != i]
-        (Path(output) / "r" / f"{r.id}.html").write_text(_page(r, _decisions(r, others), len(others)))
+        decided, note = _decisions(r, others)
+        (Path(output) / "r" / f"{r.id}.html").write_text(_page(r, decided, len(others), note))
 
 
 # The result page's chart is drawn as `dbarena serve` draws its charts: serve's
@@ -301,7 +307,7 @@ def _chart(f: JSONObject, curve: Sequence[JSON]) -> str:
     return chart(spec) if spec is not None else "<p>no level with a figure</p>"
 
 
-def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
+def _page(result: Result, decided: list[tuple[Result, str]], of: int, note: str = "") -> str:
     f = result.figures
     trust = f["trust"]
     assert isinstance(trust, dict)
@@ -329,7 +335,8 @@ def _page(result: Result, decided: list[tuple[Result, str]], of: int) -> str:
     against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
                f"<p>Against {which}: the results a decision can be made against (it compares the levels both "
                f"measured with one configuration), each decided when the site was built, as <code>dbarena "
-               f"compare</code> decides.</p>{sections}" if decided
+               f"compare</code> decides.</p>{sections}"
+               + (f'<p class="note">{e(note)}</p>' if note else "") if decided
                else "<p>No other result of this engine and workload to decide against.</p>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">

@@ -155,9 +155,10 @@ def lines(decisions: Sequence[Decision], overall: Sequence[Decision], width: int
     return out
 
 
-def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
+def html(decisions: Sequence[Decision], overall: Sequence[Decision], note: bool = True) -> str:
     """The decision as the HTML report's first section: the overall line of each label,
-    then one table row per label, engine and workload, worst first."""
+    then one table row per label, engine and workload, worst first; and what a change is
+    (change_note), unless `note` is False (a page of many decisions says it once)."""
     if not decisions:
         return ""
     out = ['<section id="decision"><h2>Decision</h2>']
@@ -186,5 +187,7 @@ def html(decisions: Sequence[Decision], overall: Sequence[Decision]) -> str:
         [f"{_which(rows, labels=True)}: {text}" for text, rows in reasons(decisions)]
     if notes:
         out.append("<ul class=\"why\">" + "".join(f"<li>{html_text(text)}</li>" for text in notes) + "</ul>")
-    out.append(f'<p class="note">{html_text(change_note(decisions))}</p></section>')
+    if note:
+        out.append(f'<p class="note">{html_text(change_note(decisions))}</p>')
+    out.append("</section>")
     return "\n".join(out)

@@ -185,17 +185,18 @@ def _item(d: decision.Decision, rows: list[LevelComparison], threshold: float) -
 
 
 def history(store: ResultStore, *sides: Side) -> list[AnalysedPoint]:
-    """The other runs of the sides' labels: what tells the spread between sessions of
-    their configurations where a side is one run (stats/sessions.py), never compared."""
+    """The store's other runs (of any label, as `compare` and serve's /diff read them):
+    what tells the spread between sessions of the sides' configurations where a side is
+    one run (stats/sessions.py: only groups of the same configuration key lend), never
+    compared."""
     taken = {p.point_id for s in sides for p in s.points}
-    labels = tuple(dict.fromkeys(p.label for s in sides for p in s.points))
-    return [p for p in analysis.load(store, labels=labels) if p.point_id not in taken] if labels else []
+    return [p for p in analysis.load(store) if p.point_id not in taken] if taken else []
 
 
 @dataclass(frozen=True)
 class Lenders:
     """What lends the sides of a gate their spread between sessions (gate's `history`
-    and `lent`): the session summaries of their labels' other runs, or (where such a run's
+    and `lent`): the session summaries of the store's other runs, or (where such a run's
     label is named as a side is, and its points would join that side's groups) their points."""
 
     history: list[AnalysedPoint]
@@ -203,9 +204,11 @@ class Lenders:
 
 
 def lenders(store: ResultStore, *sides: Side) -> Lenders:
-    """The other runs of the sides' labels as `history` gives them, from the store's
-    session summaries of them (analysis.lent_sessions) rather than their points."""
-    labels = tuple(dict.fromkeys(p.label for s in sides for p in s.points))
+    """The store's other runs as `history` gives them, from the store's session
+    summaries of them (analysis.lent_sessions) rather than their points: every label's,
+    as `compare` and /diff lend (a label of another name that measured the same
+    configuration on the same machine varies between sessions as the sides do)."""
+    labels = tuple(dict.fromkeys(r.label for r in store.runs()))
     taken = {p.run_id for s in sides for p in s.points}  # (a side is whole runs)
     lent = [one for one in analysis.lent_sessions(store, labels) if one.run_id not in taken]
     if any(one.label in {s.name for s in sides} for one in lent):
@@ -222,7 +225,7 @@ def as_labels(*sides: tuple[str, Sequence[AnalysedPoint]]) -> list[AnalysedPoint
 def gate(baseline: Side, candidate: Side, max_regression: float, history: Sequence[AnalysedPoint] = (),
          lent: Sequence[LentSession] = ()) -> Gate:
     """The gate of the candidate against the baseline (see the module's docstring);
-    `history` (gate.history): the sides' labels' other runs, for the spread between
+    `history` (gate.history): the store's other runs, for the spread between
     sessions of a side of one run; or `lent`, what those runs' session summaries lend
     (gate.lenders), the same without their points."""
     if baseline.name == candidate.name:
