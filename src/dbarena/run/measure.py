@@ -289,4 +289,4 @@ def with_figures(result: PointResult) -> ServerSeries | None:
     if series is None:
         return None
     tps = result.measurement.tps if result.measurement is not None else None
-    return replace(series, bound=None, evidence=None, figures=point_bound.figures(series, tps))
+    return replace(series, figures=point_bound.figures(series, tps))
