@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 from dbarena.errors import ParseError
 from dbarena.host.sysmetrics import Sampler, SystemSample

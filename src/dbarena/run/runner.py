@@ -33,14 +33,12 @@ from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
-from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, StoreError,
-                            StoreUnwritable)
+from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, StoreError
 from dbarena.run import measure
 from dbarena.run.profiling import Profiler
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec, Sample
 from dbarena.records import JSON, JSONObject, json_object
-from dbarena.serverside.series import ServerSeries
 from dbarena.store.database import now_utc
 from dbarena.store.live import Publisher
 from dbarena.workloads import WORKLOADS, failure

@@ -78,8 +78,8 @@ def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyStat
     out: JSONObject = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
-    # (Of a failed point too, as the bound decided when a point was stored was: what its
-    # server waited for while it ran. Over all its system samples, not its steady part.)
+    # (Of a failed point too, whose server was sampled while it ran; over all its system
+    # samples, not its steady part: a bound says what limited the point as a whole.)
     found = bound.of_point(row, server, _means(system.whole) if system else {}, hardware_threads)
     if found is not None:
         out[BOUND] = {"kind": found.kind, "evidence": found.evidence}
