@@ -38,8 +38,7 @@ def _point(label_tps: float, level: int, repeat: int, *, day: int) -> PointResul
                                 disk_read_bytes_per_s=0.0, disk_write_bytes_per_s=10.0, memory_used_bytes=2 ** 30,
                                 server_cpu=0.8, loadgen_cpu=0.2) for s in range(1, 5))
     server = ServerSeries(engine="postgres", seconds=(1.0, 2.0), series={"wait.CPU": (1.0, 0.5)}, notes=(),
-                          stopped=None, bound="server CPU", evidence="server 0.8 of 2 hardware threads",
-                          figures={"wait.CPU": 0.75})
+                          stopped=None, figures={"wait.CPU": 0.75})
     return PointResult(spec=spec, status="ok", started_at=T0 + timedelta(days=day),
                        ended_at=T0 + timedelta(days=day, seconds=4), command=("pgbench", "-c", str(level)),
                        exit_code=0, stdout="tps = 1\n", stderr="",

@@ -248,8 +248,8 @@ class PointResult:
     samples: tuple[Sample, ...] = ()
     error: str | None = None
     system: tuple[SystemSample, ...] = ()  # one per second
-    # serverside.series.ServerSeries: the server's own view (None: not sampled). (Typed
-    # so once runner._with_bound, which reads it without checking for None, checks.)
+    # serverside.series.ServerSeries: the server's own view (None: not sampled). (Any: a
+    # foundation imports no serverside/; measure.with_figures reads it as that type.)
     server: Any = None
     phase: str = "measured"  # or "warmup": a --warmup run, kept apart from the results
     profile: Profile | None = None  # the server's on-CPU profile (--profile), None: not profiled

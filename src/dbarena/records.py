@@ -140,8 +140,9 @@ DERIVED_FIELDS = ("cpu_busy_pct", "cpu_iowait_pct", "cv", "dips_s", "loadgen_cpu
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnalysedPoint(StoredPoint):
     """A stored point with what is derived from it once, for every view: its steady
-    state, its system view, the warnings on it, and the bound decided when it was
-    stored (stats/bound.py; None for a point whose server was not sampled)."""
+    state, its system view, the warnings on it, and its bound, derived from its stored
+    server series and system samples (stats/bound.py; None for a point whose server
+    was not sampled)."""
 
     cpu_busy_pct: float | None
     cpu_iowait_pct: float | None

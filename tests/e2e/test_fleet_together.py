@@ -43,6 +43,8 @@ import pytest
 from conftest import cli_env, dbarena, processes_mentioning
 from sshd import ansible_env, inventory, missing, sshd
 from test_kill import _within
+from dbarena.stats import analysis
+from dbarena.store.database import Store
 
 pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(900)]
 
@@ -103,10 +105,15 @@ def _points(store: Path) -> list[dict]:
         row["histogram"] = json.loads(hist[0]) if hist else None
         row["details"] = json.loads(row["details"])
         row["samples"] = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (row["id"],)).fetchone()[0]
-        server = db.execute("SELECT bound, evidence, record FROM server_series WHERE point_id = ?",
-                            (row["id"],)).fetchone()
-        row["server"] = {"bound": server[0], "evidence": server[1], "record": json.loads(server[2])} if server else None
+        server = db.execute("SELECT record FROM server_series WHERE point_id = ?", (row["id"],)).fetchone()
+        row["server"] = {"record": json.loads(server[0])} if server else None
     db.close()
+    # The bound derived from each point's stored series (the store keeps no verdict).
+    with Store(store) as analysed:
+        derived = {p.point_id: (p.bound, p.bound_evidence) for p in analysis.load(analysed)}
+    for row in rows:
+        if row["server"] is not None:
+            row["server"]["bound"], row["server"]["evidence"] = derived[row["id"]]
     return rows
 
 

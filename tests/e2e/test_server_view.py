@@ -18,7 +18,8 @@ import pytest
 
 from conftest import cli_env, dbarena, store_holds
 from dbarena.engines import postgres
-from dbarena.stats import bound
+from dbarena.stats import analysis, bound
+from dbarena.store.database import Store
 
 pytestmark = pytest.mark.e2e
 
@@ -31,14 +32,20 @@ def server():
 
 
 def _series(store) -> list[dict]:
+    """Each measured point's stored server series, and the bound derived from it (the
+    store keeps the series, not the verdict: stats/analysis derives it)."""
+    with Store(store) as analysed:
+        derived = {p.point_id: (p.bound, p.bound_evidence) for p in analysis.load(analysed)}
     db = sqlite3.connect(store)
-    rows = db.execute("SELECT p.id, p.status, p.error, p.started_at, s.bound, s.evidence, s.record FROM points p"
+    rows = db.execute("SELECT p.id, p.status, p.error, p.started_at, s.record FROM points p"
                       " LEFT JOIN server_series s ON s.point_id = p.id WHERE p.phase = 'measured' ORDER BY p.id")
     out = []
-    for pid, status, error, started, kind, evidence, record in rows.fetchall():
+    for pid, status, error, started, record in rows.fetchall():
         assert status == "ok", error
+        kind, evidence = derived[pid]
         out.append({"point_id": pid, "started_at": started, "bound": kind, "evidence": evidence,
                     "record": json.loads(record) if record is not None else None})
+    db.close()
     return out
 
 

@@ -71,7 +71,7 @@ def test_a_controller_interrupted_mid_point_stops_the_load_generators_shares(mon
         step=step, study=arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"]),
         hosts=[Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
                for n in ("alpha", "beta")],
-        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, server_threads=1, poll_s=0.01)
+        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, poll_s=0.01)
     monkeypatch.setattr(togetherpoint, "GO_LEAD_MIN_S", 0.0)
     with pytest.raises(KeyboardInterrupt):
         measure.measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4,

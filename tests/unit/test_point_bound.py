@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dbarena.stats import bound
+from dbarena.stats import bound, thresholds
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serverside"
 
@@ -70,10 +70,10 @@ def test_mariadb_row_lock_waits_are_evidence_and_decide_once_they_hold_enough_cl
 
 def test_iowait_past_its_threshold_is_io():
     f = _load("pg15-select-only-scale1-4clients")
-    system = [{**s, "cpu_iowait_pct": bound.IOWAIT_PCT} for s in f["system"]]
+    system = [{**s, "cpu_iowait_pct": thresholds.IOWAIT_PCT} for s in f["system"]]
     found = bound.classify(bound.readings(f["server"]), system, hardware_threads=f["hardware_threads"],
                            loadgen_threads=f["threads"], clients=f["clients"])
-    assert found.kind == bound.IO and found.evidence.startswith(f"iowait {bound.IOWAIT_PCT:.0f} %")
+    assert found.kind == bound.IO and found.evidence.startswith(f"iowait {thresholds.IOWAIT_PCT:.0f} %")
 
 
 def test_nothing_sampled_says_so():

@@ -157,8 +157,7 @@ def test_the_per_second_chart_overlays_the_server_s_waits_and_checkpoints(tmp_pa
     db.add_point(run_id, PointResult(
         spec=spec, status="ok", started_at=T0, ended_at=T0, command=("pgbench",), exit_code=0, stdout="", stderr="",
         measurement=Measurement(tps=600.0), samples=tuple(Sample(second=float(s), tps=600.0) for s in range(1, 9)),
-        server=ServerSeries.decode(json.dumps(record), bound=fixture["stored_bound"],
-                                   evidence=fixture["stored_evidence"])))
+        server=ServerSeries.decode(json.dumps(record))))
     report = assemble.build(db, assemble.Selection())
     (section,) = report.sections
     svg = assemble.draw(db, report, "html").svg[("postgres", "pgbench-simple-update")]["per_second"]

@@ -45,8 +45,7 @@ def test_names_that_come_and_go_keep_every_column_one_value_a_second():
 
 def test_the_record_survives_the_store_and_goes_with_its_point(tmp_path):
     server = ServerSeries(engine="postgres", seconds=(1.0, 2.0), series={"wait.CPU": (1.0, None)},
-                          notes=("PostgreSQL 15 has no pg_stat_io",), stopped=None, bound="server CPU",
-                          evidence="server 1.9 of 2 hardware threads")
+                          notes=("PostgreSQL 15 has no pg_stat_io",), stopped=None, figures={"wait.CPU": 1.0})
     assert "server_series" in POINT_TABLES  # so that merge copies it and deleting a run removes it
     with Store(tmp_path / "r.db") as db:
         run_id = db.begin_run(RunInfo(label="a", host="h", engine="postgres", target="t", started_at=T0,
@@ -57,9 +56,9 @@ def test_the_record_survives_the_store_and_goes_with_its_point(tmp_path):
                                                 exit_code=0, stdout="", stderr=""))
         got = db.server_series([pid, bare])
     assert list(got) == [pid]
-    assert got[pid]["bound"] == "server CPU" and got[pid]["evidence"] == server.evidence
-    assert ServerSeries.decode(ServerSeries(**{**vars(server), "bound": None, "evidence": None}).encode()) == \
-        ServerSeries(**{**vars(server), "bound": None, "evidence": None})
+    # The series and its figures; no verdict (stats/analysis derives the bound from the series).
+    assert got[pid]["bound"] is None and got[pid]["evidence"] is None and got[pid]["figures"] == {"wait.CPU": 1.0}
+    assert ServerSeries.decode(server.encode()) == ServerSeries(**{**vars(server), "figures": None})
     assert got[pid]["record"]["series"] == {"wait.CPU": [1.0, None]}
 
 

@@ -27,7 +27,7 @@ from dbarena.errors import UsageError
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange.manifest import Manifest, PointEntry, Price, StudyText
 from dbarena.masking import MASK, masked
-from dbarena.records import JSON, StoredRun
+from dbarena.records import JSON, AnalysedPoint, StoredRun
 from dbarena.stats import analysis
 from dbarena.store.database import Store
 from dbarena.store.verbatim import PointFiles
@@ -186,9 +186,11 @@ def _price(run: StoredRun) -> Price | None:
                  date=run.started_at[:10])
 
 
-def _point_files(found: PointFiles) -> dict[str, bytes]:
+def _point_files(found: PointFiles, record: AnalysedPoint) -> dict[str, bytes]:
     """A point's files in the bundle (names within its directory), each present only
-    where the store holds it (but the raw output, which every point has)."""
+    where the store holds it (but the raw output, which every point has). Its server
+    series file gives the bound its record gives, derived from that series (the store
+    keeps none for a point stored since ESTIMATOR_VERSION 8), which verify derives again."""
     files: dict[str, bytes] = {}
     files["stdout.txt"], files["stderr.txt"] = masked(found.stdout).encode(), masked(found.stderr).encode()
     for series, name in ((found.samples, SERIES_FILES["samples"]),
@@ -199,7 +201,8 @@ def _point_files(found: PointFiles) -> dict[str, bytes]:
         files["latency-histogram.json"] = bundle.json_bytes(_masked_json(found.latency_histogram))
     if (server := found.server) is not None:
         files["server-series.json"] = bundle.json_bytes(_masked_json(
-            {"bound": server.bound, "evidence": server.evidence, "figures": server.figures, "record": server.record}))
+            {"bound": record.bound, "evidence": record.bound_evidence, "figures": server.figures,
+             "record": server.record}))
     if found.profile is not None:  # (its frequency and symbols are in the point's record)
         files["profile.txt"] = masked(found.profile).encode()
     return files
@@ -225,7 +228,7 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
         for record in analysis.load(db, run_id=run.id):
             pid = record.point_id
             stored = db.point_files(pid)
-            own = _point_files(stored)
+            own = _point_files(stored, record)
             names = {key.split(".")[0].replace("-", "_"): f"points/{pid}/{key}" for key in sorted(own)}
             files.update((f"points/{pid}/{key}", data) for key, data in own.items())
             result = record.as_json()

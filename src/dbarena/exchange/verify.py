@@ -16,8 +16,10 @@ refused in one line (BundleProblem).
    (importers/reading.py, the parser `dbarena import` uses) and its latency histogram
    read again must give the figures the manifest holds; then the bundle's rows, stored
    in a throwaway store, read by stats.analysis as `results` reads any store, must give
-   each point's record exactly (steady state, system view, warnings, bound, and the
-   profile's samples and top functions, made again from its folded stacks ...).
+   each point's record exactly (steady state, system view, warnings, the bound derived
+   from its server series and system samples, and the profile's samples and top
+   functions, made again from its folded stacks ...); and each server series file's
+   bound and evidence must be the ones derived from its series.
 """
 
 from __future__ import annotations
@@ -234,8 +236,25 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
                 raise BundleProblem(f"{name}: manifest.json:{line}: {key} of point {pid} is "
                                     f"{_shown(record.get(key))}, but {_shown(mine.get(key))} recomputed from "
                                     f"{source}")
+        _server_bound(found, _entry(entry), pid, mine)
     result.points = len(points)
     return result
+
+
+def _server_bound(found: Bundle, entry: JSONObject, pid: JSON, mine: JSONObject) -> None:
+    """A point's server series file says the bound (and its evidence) derived again from
+    its series: the store keeps no verdict of its own (_add_point), so a file's that
+    differs would be a claim nothing here checked."""
+    member = _file(found, entry, "server_series")
+    if member is None:
+        return
+    server = bundle.json_document(member, found.members[member])
+    system = _file(found, entry, "system_samples")
+    for key, figure in (("bound", "bound"), ("evidence", "bound_evidence")):
+        if not _same(server.get(key), mine.get(figure)):
+            raise BundleProblem(f"{found.name}: {member}: {key} of point {pid} is {_shown(server.get(key))}, but "
+                                f"{_shown(mine.get(figure))} recomputed from its record"
+                                + (f" and {system}" if system is not None else ""))
 
 
 def _signature(found: Bundle, result: Verified, allowed_signers: Path | None) -> None:
@@ -536,8 +555,13 @@ def _add_point(add: Verbatim, found: Bundle, entry: JSONObject) -> None:
     _add_profile(add, found, entry, record)
     if (member := _file(found, entry, "server_series")) is not None:
         server = bundle.json_document(member, found.members[member])
-        add.server_series(pid, ServerRecord(bound=server.get("bound"), evidence=server.get("evidence"),
-                                            record=server.get("record"), figures=server.get("figures")))
+        # The raw series, as a store keeps it since ESTIMATOR_VERSION 8: the bound is
+        # derived from it (and checked against the file's, _server_bound). The file's
+        # verdict is kept only where it holds no series, as an older store's is read.
+        series = server.get("record")
+        add.server_series(pid, ServerRecord(bound=None if series is not None else server.get("bound"),
+                                            evidence=None if series is not None else server.get("evidence"),
+                                            record=series, figures=server.get("figures")))
 
 
 def _add_profile(add: Verbatim, found: Bundle, entry: JSONObject, record: JSONObject) -> None:

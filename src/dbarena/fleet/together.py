@@ -233,16 +233,8 @@ class Together:
                tls_ca: str | None, deadline: float | None, serving: ServerHost | None) -> None:
         """The part's points, swept as a local run's (session.sweep_points), each
         measured by the load generators at once."""
-        from dbarena.stats import analysis
-
-        run = store.run(next(iter(bound.values())).run_id)
-        # The hardware threads the server could use: the [server] host's; for a
-        # --target, whose machine is not known, those of the run's host (the first load
-        # generator's: its CPU is the one the bound's CPU part reads).
-        threads = (serving.threads() if serving is not None else None) or \
-            (analysis.run_threads(run) if run is not None else 1)
         measure = Measure(step=self.step, hosts=self.hosts, study=self.study, target=target, tls_ca=tls_ca,
-                          server_threads=threads, poll_s=self.fleet.poll_s,
+                          poll_s=self.fleet.poll_s,
                           sample_server="--no-server-metrics" not in self.run_args,
                           alive=serving.alive if serving is not None else None)
         earlier = session.stored(store, bound, part)

@@ -54,7 +54,6 @@ class Together:
     study: Study
     target: str
     tls_ca: str | None  # the server's certificate, which each load generator verifies it by
-    server_threads: int  # the hardware threads the server could use (a point's bound reads it)
     poll_s: float
     sample_server: bool = True  # the first host samples the server's own statistics
     alive: Callable[[], str | None] | None = None  # a [server] host's: None while its server is up, else why not
@@ -80,10 +79,6 @@ class Together:
             return f"the warm-up failed: {self.warm_up_failed}"
         self.pending_checkpoint = True
         return None
-
-    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
-        series: ServerSeries | None = result.server  # decided as the parts were combined (_server_series)
-        return series
 
     def point(self, spec: PointSpec, checkpoint: bool = False) -> PointResult:
         shares = split_point(spec, self.hosts)
@@ -166,18 +161,12 @@ class Together:
             ended_at=_utc(max(p.ended_at for _, _, p in raw)), command=raw[0][2].command,
             exit_code=0, stdout=_joined(raw, "stdout"), stderr=_joined(raw, "stderr"), measurement=measurement,
             samples=samples)
-        return replace(result, server=self._server_series(result, shares[0], raw[0][2]))
-
-    def _server_series(self, result: PointResult, share: PointSpec, part: Part) -> ServerSeries | None:
-        """The server's series the first host sampled over the point, with the point's
-        bound decided from it as a local point's is (measure.with_bound). The CPU part of
-        that decision sees only that host's load generator: the machines' CPU figures
-        the host sampled are its own, not the server's."""
-        if not part.server:
-            return None
-        series = ServerSeries.decode(part.server)
-        loadgen = [{"loadgen_cpu": s.loadgen_cpu} for s in part.system]
-        return measure_mod.with_bound(replace(result, spec=share, server=series), self.server_threads, loadgen)
+        # The server's series the first host sampled over the point. Its bound is derived
+        # when the point is read (stats/bound.of_point), beside that host's share and its
+        # load generator's CPU, which the point's details keep (the machine's other CPU
+        # figures the host sampled are its own, not the server's).
+        server = raw[0][2].server
+        return replace(result, server=ServerSeries.decode(server) if server else None)
 
 
 def describe(spec: PointSpec) -> str:

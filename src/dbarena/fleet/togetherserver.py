@@ -170,13 +170,6 @@ class ServerHost:
                                                     f"not confirmed stopped ({answer.problem or state}); "
                                                     f"`dbarena cleanup` on {self.host.name} removes it"))
 
-    def threads(self) -> int | None:
-        """The hardware threads the server could use, where its host said."""
-        for name in ("effective_hardware_threads", "hardware_threads"):
-            if isinstance(found := self.facts.get(name), int) and found > 0:
-                return found
-        return None
-
 
 class Lease:
     """Keeps the [server] host's server while this controller is there: a thread that

@@ -400,8 +400,8 @@ def system(section: Section) -> TableSpec | None:
              *([r.bound or "-"] if bounds else [])] for r in rows]
     saturated = [f"{r.label}: CPU saturated from {_threads(r.cpu_saturated_from)}" if r.cpu_saturated_from
                  else f"{r.label}: CPU never {CPU_SATURATED_PCT:.0f} % busy" for r in section.ranking]
-    # The bound column: each point's bound as stats/bound.py classified it when stored,
-    # the one answer every view shows.
+    # The bound column: each point's bound as stats/bound.py derives it from its stored
+    # series (stats/analysis), the one answer every view shows.
     return TableSpec("System view", ["label", "threads", "machine CPU busy %", "iowait %", "server CPU (cores)",
                                      "load generator CPU (cores)", "hardware threads",
                                      *(["bound (per point)"] if bounds else [])], body,

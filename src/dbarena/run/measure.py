@@ -8,7 +8,8 @@ the reading of its output by the tool's own parser. What differs lies around it:
 sweep verifies and stores the point; a load generator waits for the controller's start
 time (`before_start`) and hands its part back to be combined with the others'.
 
-`with_bound` is where a point's bound is decided from its server series, for both.
+`with_figures` adds to a point's server series the figures comparisons read, for both
+(its bound is not decided here: stats/analysis derives it from the stored series).
 A `profiler` (--profile: run/profiling.py) samples the server's processes from just
 before the tool starts until it exits, and folds what it took after the samplers stop.
 """
@@ -22,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 from dbarena.errors import ParseError
 from dbarena.host.sysmetrics import Sampler, SystemSample
@@ -278,19 +279,14 @@ def with_latencies(measurement: Measurement, latencies: LatencyDistribution | No
     )
 
 
-def with_bound(result: PointResult, hardware_threads: int,
-               system: Sequence[Mapping[str, float | None]] | None = None) -> ServerSeries | None:
-    """The point's server series with its bound and the evidence (stats/bound.py),
-    decided once, when the point is stored; None where the server was not sampled.
-    `hardware_threads`: those the server could use; `system`: the machine's seconds the
-    CPU part of the decision reads, where they are not the point's own."""
+def with_figures(result: PointResult) -> ServerSeries | None:
+    """The point's server series with the figures comparisons read (stats/bound.figures:
+    per transaction, so the throughput with them), as it is stored; None where the server
+    was not sampled. No bound: what bound the point is a verdict derived from the stored
+    series and system samples each time the derived figures are (stats/analysis.py), so
+    that thresholds changed later judge it again."""
     series: ServerSeries | None = result.server
     if series is None:
         return None
-    rows = system if system is not None else [vars(s) for s in result.system]
-    found = point_bound.classify(
-        series, rows,
-        hardware_threads=hardware_threads, loadgen_threads=result.spec.threads, clients=result.spec.clients)
     tps = result.measurement.tps if result.measurement is not None else None
-    return replace(series, bound=found.kind, evidence=found.evidence,
-                   figures=point_bound.figures(series, tps))
+    return replace(series, figures=point_bound.figures(series, tps))

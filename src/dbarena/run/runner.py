@@ -33,14 +33,12 @@ from dbarena.stats import analysis
 from dbarena.stats import configkey
 from dbarena.lifecycle import state
 from dbarena.lifecycle import unsaved
-from dbarena.errors import (DatabaseError, EnvironmentProblem, Interrupted, StoreError,
-                            StoreUnwritable)
+from dbarena.errors import DatabaseError, EnvironmentProblem, Interrupted, StoreError
 from dbarena.run import measure
 from dbarena.run.profiling import Profiler
 from dbarena.interfaces import Executor, Reporter, ResultStore, Target, Tool
 from dbarena.model import Measurement, PointResult, PointSpec, Sample
 from dbarena.records import JSON, JSONObject, json_object
-from dbarena.serverside.series import ServerSeries
 from dbarena.store.database import now_utc
 from dbarena.store.live import Publisher
 from dbarena.workloads import WORKLOADS, failure
@@ -117,10 +115,6 @@ class Measure(Protocol):
         written; why the point cannot go on, if it cannot."""
         ...
 
-    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
-        """The point's server series with its bound decided, as it is stored."""
-        ...
-
 
 class Sweep:
     """Runs a plan on its targets (one per variant) through an executor, or with
@@ -140,7 +134,6 @@ class Sweep:
         self.init = init
         self.sample_system = sample_system
         self.sample_server = sample_server  # the server's own statistics over SQL (serverside/)
-        self.hardware_threads: dict[int, int] = {}  # run id -> those its server could use
         # The share of transactions a tool with a per-transaction log (pgbench -l) logs
         # for the percentiles; None: no log.
         self.latency_sampling = latency_sampling
@@ -214,13 +207,10 @@ class Sweep:
         measured = result
         try:
             if result.server is not None:
-                result = replace(result, server=self.measuring.with_bound(bound.run_id, result))
+                result = replace(result, server=measure.with_figures(result))
             point_id = self.store.add_point(bound.run_id, result, bound.config(result.spec))
         except StoreError as exc:
             raise type(exc)(f"{exc}; {self._unsaved(measured)}") from None
-        except self.store.errors as exc:  # reading the run for the bound: the store went away
-            raise StoreUnwritable(f"store {self.store.location} cannot be read: {' '.join(str(exc).split())}; "
-                                  f"{self._unsaved(measured)}") from None
         if self.live is not None:
             self.live.clear(bound.run_id)  # (its seconds left the store's table as it was stored)
         # Cached now so that the SQL views show the point's value at once; a store that
@@ -236,12 +226,6 @@ class Sweep:
         except StoreError as exc:
             return str(exc)
         return f"the point just measured is saved in {saved} (dbarena import {saved} --label LABEL --store OTHER.db)"
-
-    def with_bound(self, run_id: int, result: PointResult) -> ServerSeries | None:
-        if run_id not in self.hardware_threads:
-            run = self.store.run(run_id)
-            self.hardware_threads[run_id] = analysis.run_threads(run) if run is not None else 1
-        return measure.with_bound(result, self.hardware_threads[run_id])
 
     # ------------------------------------------------------------ datasets
 

@@ -34,9 +34,9 @@ class ServerSeries:
     notes: tuple[str, ...] = ()
     stopped: str | None = None
     sampler_cpu_s: float | None = None  # CPU time of the sampling thread itself (its cost, in dbarena)
-    bound: str | None = None      # stats/bound.py's kind, filled in when the point is stored
-    evidence: str | None = None
-    figures: Mapping[str, float] | None = None  # stats/bound.figures, filled in alike
+    # stats/bound.figures, filled in when the point is stored (run/measure.with_figures).
+    # (No bound: stats/analysis derives it from the stored series whenever it is read.)
+    figures: Mapping[str, float] | None = None
 
     def encode(self) -> str:
         return orjson.dumps({"engine": self.engine, "seconds": list(self.seconds),
@@ -45,12 +45,12 @@ class ServerSeries:
                              "sampler_cpu_s": self.sampler_cpu_s}).decode()
 
     @classmethod
-    def decode(cls, text: str | bytes, bound: str | None = None, evidence: str | None = None) -> "ServerSeries":
+    def decode(cls, text: str | bytes) -> "ServerSeries":
         raw: dict[str, Any] = orjson.loads(text)
         return cls(engine=raw["engine"], seconds=tuple(raw.get("seconds") or ()),
                    series={k: tuple(v) for k, v in (raw.get("series") or {}).items()},
                    notes=tuple(raw.get("notes") or ()), stopped=raw.get("stopped"),
-                   sampler_cpu_s=raw.get("sampler_cpu_s"), bound=bound, evidence=evidence)
+                   sampler_cpu_s=raw.get("sampler_cpu_s"))
 
 
 def rates(before: Mapping[str, float | None], after: Mapping[str, float | None], dt: float,

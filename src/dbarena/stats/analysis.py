@@ -49,28 +49,40 @@ SHOWN = ("engine", "workload", "threads", "clients", "variant", "config")
 
 # The version of what analyse_point computes: bump it when stats.py's estimators or
 # warnings change, and every store recomputes its cached figures on the next read.
-ESTIMATOR_VERSION = 7  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
+ESTIMATOR_VERSION = 8  # 2: the system view (machine CPU, iowait, server and load-generator CPU);
 # 3: no load-generator verdict from fewer than steadystate.LOADGEN_MIN_SAMPLES samples;
 # 4: warnings count interval reports in their own unit ("3 intervals of 60 s", not "3 second(s)");
 # 5: the dips and trend advice in the engine's own terms (InnoDB's settings for a MySQL point);
 # 6: the neighbours' CPU and the steal (stats/interference.py), the neighbours warning, and
 # load-generator-bound only where the load generator took more than the neighbours;
-# 7: the machine's context switches and disk bytes a second (cost per transaction)
+# 7: the machine's context switches and disk bytes a second (cost per transaction);
+# 8: the point's bound (stats/bound.py) derived here from its stored server series and
+# system samples, no longer decided once when it was stored: a threshold changed reaches
+# every point stored before
 DERIVE_BATCH = 500  # points whose series are read at once when derived figures are computed
+SERVER_BATCH = 50  # of those, points whose server series are read at once
 
 
 def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyState | None,
-                  system: SystemSums | None, hardware_threads: int, machine_threads: int | None = None) -> JSONObject:
+                  system: SystemSums | None, hardware_threads: int, machine_threads: int | None = None,
+                  server: bound.Readings | None = None) -> JSONObject:
     """The derived fields of one stored point (added to its results row): a JSON
     document, cached in the store (point_derived) by estimator version. `samples`: the
     length of its tps series; `steady`: that series' steady state (None without one);
     `system`: its system samples' counts and sums (store.system_sums from the steady
     start on); `hardware_threads`: those the server could use; `machine_threads`: the
-    machine's, which its CPU shares are of [hardware_threads]."""
+    machine's, which its CPU shares are of [hardware_threads]; `server`: its server's
+    series as stored (None where the server was not sampled), which with the system
+    samples give its bound (BOUND: kind and evidence; absent without a series)."""
     machine = machine_threads or hardware_threads
     out: JSONObject = {"metric": metric.of_point(row), "samples": samples, "steady_start_s": None,
                            "steady_tps": None, "tps_ci_low": None, "tps_ci_high": None, "cv": None, "dips_s": [],
                            "trend_pct": None, "warnings": [], **dict.fromkeys(SYSTEM_FIELDS)}
+    # (Of a failed point too, whose server was sampled while it ran; over all its system
+    # samples, not its steady part: a bound says what limited the point as a whole.)
+    found = bound.of_point(row, server, _means(system.whole) if system else {}, hardware_threads)
+    if found is not None:
+        out[BOUND] = {"kind": found.kind, "evidence": found.evidence}
     if row.status != "ok":
         return out
     flags: list[steadystate.Flag] = []
@@ -87,6 +99,10 @@ def analyse_point(row: StoredPoint, samples: int, steady: steadystate.SteadyStat
     # The steady part's samples; every sample where none is at or after the start.
     out.update(_system_fields(_means(system.steady if system and system.steady_rows else whole), machine))
     return out
+
+
+# Where the derived figures keep a point's bound: {"kind", "evidence"} (stats/bound.py).
+BOUND = "bound"
 
 
 def _means(sums: dict[str, tuple[int, float | None]]) -> dict[str, float | None]:
@@ -171,9 +187,9 @@ _run_id = operator.itemgetter(_AT["run_id"])
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
          variants: tuple[str, ...] = (), named: Naming | None = None) -> list[AnalysedPoint]:
     """Stored points with what is derived from them, once for every view: the figures
-    of their series (from the cache where this estimator version made them, else
-    computed from the stored series, read in batches, not a query per point, and
-    cached), and the bound decided when each was stored (stats/bound.py). `named`: the
+    of their series and their bound (stats/bound.py), from the cache where this
+    estimator version made them, else computed from the stored series, read in batches,
+    not a query per point, and cached. `named`: the
     name each point is shown under (a report's series, "a [config 1a2b3c]"), its
     `label`, the stored one kept as its series_label. Each point is made a record once,
     from its values as the store checked them (Store.point_values), under its name: not
@@ -216,8 +232,8 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     """The points (each one's values in STORED_FIELDS' order) as records with their
     derived figures (`derived`: point id -> them) and their bound, each under its name
     in `names` where given."""
-    # Only the bound's columns, not the series (None where the server was not sampled:
-    # imported, --no-server-metrics, or stored before schema 16).
+    # Only the server's figures (and the bound's columns), not the series (None where the
+    # server was not sampled: imported, --no-server-metrics, or stored before schema 16).
     bounds = store.server_series(map(_point_id, values), records=False)
     # A profiled point's profile, its summary alone (the stacks stay in the store).
     profiled = store.profiles(map(_point_id, values))
@@ -239,6 +255,11 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
                                       else None)
         adaptive, threads, machine, slo = of_run[run_id]
         found = bounds.get(point_id) or no_bound
+        # The bound derived from the point's series (analyse_point). The verdict a store
+        # kept in server_series.bound (before ESTIMATOR_VERSION 8 every point's was
+        # decided once, when it was stored) is read only where no series derived one:
+        # a row whose series does not read, or a bundle's point that holds none.
+        kind, evidence = _bound(figures.get(BOUND), found)
         # (The cache's figures were checked at the store's edge: numbers or None, a list
         # of seconds, of {code, message} and a count; _figures and the rest only say so.)
         dips, warnings, samples = figures.get("dips_s"), figures.get("warnings"), figures.get("samples")
@@ -258,7 +279,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             samples=samples if isinstance(samples, int) else 0,
             lower_is_better=metric.lower_is_better(judged_by),
             adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
-            bound=found.get("bound"), bound_evidence=found.get("evidence"), server_figures=found.get("figures"),
+            bound=kind, bound_evidence=evidence, server_figures=found.get("figures"),
             series_label=label, target_tps=capacity.offered(options) if isinstance(options := row[_AT["options"]], dict)
             and capacity.RATE_OPTION in options else None, slo=slo,
             context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
@@ -268,6 +289,16 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
                 server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None,
             profile=profiled.get(point_id)))
     return out
+
+
+def _bound(derived: JSON, stored: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(kind, evidence) of a point's bound: the derived one where its series gave one
+    (the cache's, text as analyse_point made it), else the stored columns' (text or None)."""
+    if isinstance(derived, dict) and isinstance(kind := derived.get("kind"), str):
+        evidence = derived.get("evidence")
+        return kind, evidence if isinstance(evidence, str) else None
+    kind, evidence = stored.get("bound"), stored.get("evidence")
+    return kind if isinstance(kind, str) else None, evidence if isinstance(evidence, str) else None
 
 
 def _figures(figures: Mapping[str, JSON]) -> tuple[float | None, ...]:
@@ -362,10 +393,17 @@ def _compute(store: ResultStore, missing: Sequence[StoredPoint], runs: Mapping[i
     def finish(batch: Sequence[StoredPoint], series: _Series, steady: _Steady,
                sums: Future[dict[int, SystemSums]]) -> None:
         system = sums.result()
-        fresh = {r.point_id: analyse_point(r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id],
-                                           system.get(r.point_id), run_threads(runs[r.run_id]),
-                                           machine_threads(runs[r.run_id]))
-                 for r in batch}
+        fresh: dict[int, JSONObject] = {}
+        # The server's series (what its bound is derived from) a few points at a time:
+        # a long point's is hundreds of names a second, too many for a whole batch at once.
+        for start in range(0, len(batch), SERVER_BATCH):
+            part = batch[start:start + SERVER_BATCH]
+            servers = store.server_series(r.point_id for r in part)
+            fresh.update((r.point_id, analyse_point(
+                r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id], system.get(r.point_id),
+                run_threads(runs[r.run_id]), machine_threads(runs[r.run_id]),
+                bound.readings(record) if isinstance(record := servers.get(r.point_id, {}).get("record"), dict)
+                else None)) for r in part)
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)
 

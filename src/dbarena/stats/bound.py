@@ -5,7 +5,10 @@ decision.bound() reads only the machine (CPU, iowait, the load generator's CPU) 
 a level's repeats; this reads one point and also what the server waited for, so that
 it can say "locks" or "WAL or fsync" where the CPU says nothing. Where no wait decides,
 both climb one CPU ladder (stats/cpuladder.py): the same steps, thresholds and words.
-Pure: series in, (kind, evidence) out.
+Pure: series in, (kind, evidence) out. Derived on read from what the store keeps (the
+server's series, the system samples) like every other figure of a point
+(stats/analysis.py, cached by its ESTIMATOR_VERSION), never decided once and stored:
+a threshold changed here changes the bound of every point stored before.
 
 What each engine family's waits say is declared beside its reader
 (serverside/postgres.py: the share of active-backend samples in each class of wait
@@ -20,15 +23,16 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
-from dbarena.records import JSON, json_object
+from dbarena.records import JSON, StoredPoint, json_object
 from dbarena.serverside.families import DEFAULT, FAMILIES
 from dbarena.serverside.mysql import GAUGES
 from dbarena.serverside.series import WAIT, ServerSeries
 from dbarena.serverside.waits import IO, LOADGEN, LOCKS, SERVER_CPU, WAL, Found, Limits
-from dbarena.stats import cpuladder, thresholds
+from dbarena.stats import cpuladder, loadgens, thresholds
 
 __all__ = ["LOCKS", "WAL", "IO", "LOADGEN", "SERVER_CPU", "MACHINE_CPU", "NONE", "KINDS", "CPU_KINDS", "GAUGES",
-           "WAIT_SHARE", "MIN_WAIT_SAMPLES", "PointBound", "Readings", "readings", "classify", "checkpoint_seconds",
+           "WAIT_SHARE", "MIN_WAIT_SAMPLES", "PointBound", "Readings", "readings", "classify", "classify_means",
+           "of_point", "checkpoint_seconds",
            "most_frequent", "of_group", "waiting", "figures", "differs_most", "figure_text"]
 
 MACHINE_CPU, NONE = cpuladder.MACHINE_CPU, cpuladder.NONE
@@ -38,9 +42,8 @@ KINDS = (LOCKS, WAL, IO, LOADGEN, SERVER_CPU, MACHINE_CPU, NONE)
 # clients, waiting on row locks on average) bounds the point: below it the server
 # spends most of its time elsewhere and no one wait decides the throughput.
 WAIT_SHARE = 0.3
-# iowait: the threshold every view judges by (stats/thresholds.py); saturation is the
-# CPU ladder's (stats/cpuladder.py).
-IOWAIT_PCT = thresholds.IOWAIT_PCT
+# iowait: the threshold every view judges by (stats/thresholds.IOWAIT_PCT, read where it
+# is declared, when a point is judged); saturation is the CPU ladder's (stats/cpuladder.py).
 # Reads that miss InnoDB's buffer pool, as a share of its read requests, past which
 # the point reads from storage rather than memory.
 MISS_SHARE = 0.05
@@ -50,8 +53,13 @@ CLIENT_SHARE = 0.5
 # Fewer active-backend samples than this (a point of short transactions catches its
 # backends busy in few of its once-a-second looks) say too little to decide from.
 MIN_WAIT_SAMPLES = 10
-LIMITS = Limits(wait_share=WAIT_SHARE, client_share=CLIENT_SHARE, miss_share=MISS_SHARE,
-                min_samples=MIN_WAIT_SAMPLES)
+
+
+def _limits() -> Limits:
+    """The thresholds above as the families' readers take them, made when a point is
+    judged (not once at import): a threshold changed is the one every point is judged by."""
+    return Limits(wait_share=WAIT_SHARE, client_share=CLIENT_SHARE, miss_share=MISS_SHARE,
+                  min_samples=MIN_WAIT_SAMPLES)
 
 
 @dataclass(frozen=True)
@@ -110,16 +118,20 @@ def _checkpoint_note(series: Mapping[str, Sequence[float | None]], seconds: Sequ
             + (f" and {len(checkpoints) - 3} more" if len(checkpoints) > 3 else "")]
 
 
-def _cpu_bound(system: Sequence[Sample], hardware_threads: int, loadgen_threads: int,
+def _cpu_bound(means: Mapping[str, float | None], hardware_threads: int, loadgen_threads: int,
                notes: list[str]) -> PointBound:
-    """Where no wait decided: the CPU ladder (stats/cpuladder.py) over the point's
-    system samples, the notes after its figures."""
-    idle = _mean(s.get("cpu_idle_pct") for s in system)
+    """Where no wait decided: the CPU ladder (stats/cpuladder.py) over the means of the
+    point's system samples, the notes after its figures."""
+    idle = means.get("cpu_idle_pct")
     found = cpuladder.step(cpuladder.Figures(
-        busy_pct=100 - idle if idle is not None else None, iowait_pct=_mean(s.get("cpu_iowait_pct") for s in system),
-        server_cpu=_mean(s.get("server_cpu") for s in system), loadgen_cpu=_mean(s.get("loadgen_cpu") for s in system),
+        busy_pct=100 - idle if idle is not None else None, iowait_pct=means.get("cpu_iowait_pct"),
+        server_cpu=means.get("server_cpu"), loadgen_cpu=means.get("loadgen_cpu"),
         server_threads=hardware_threads, loadgen_threads=loadgen_threads, loadgen_cores=hardware_threads))
     return PointBound(found.kind, "; ".join([p for p in (found.figures, *notes) if p]) or cpuladder.TOO_FEW)
+
+
+# The system samples' figures the bound reads, as means over the point.
+MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "server_cpu", "loadgen_cpu")
 
 
 def classify(server: Readings | None, system: Sequence[Sample], *, hardware_threads: int,
@@ -129,21 +141,51 @@ def classify(server: Readings | None, system: Sequence[Sample], *, hardware_thre
     `hardware_threads`: those the server could use; `loadgen_threads`: the tool's
     threads; `clients`: its connections. What the server waited for decides first (the
     largest share past its threshold), then the CPU."""
+    return classify_means(server, {name: _mean(s.get(name) for s in system) for name in MEANS},
+                          hardware_threads=hardware_threads, loadgen_threads=loadgen_threads, clients=clients)
+
+
+def classify_means(server: Readings | None, means: Mapping[str, float | None], *, hardware_threads: int,
+                   loadgen_threads: int, clients: int) -> PointBound:
+    """classify, from the means of the point's system samples (MEANS: each None where
+    none was sampled) rather than the samples: what the store sums for every point
+    (store.system_sums) is all it reads."""
     series: Mapping[str, Sequence[float | None]] = server.series if server is not None else {}
     seconds: Sequence[float] = server.seconds if server is not None else ()
     found: Found = []
     notes: list[str] = []
+    limits = _limits()
     for family in FAMILIES:
-        more, said = family.waits(series, clients, LIMITS)
+        more, said = family.waits(series, clients, limits)
         found, notes = found + more, notes + said
-    iowait = _mean(s.get("cpu_iowait_pct") for s in system)
-    if iowait is not None and iowait >= IOWAIT_PCT and not any(k == IO for k, _, _ in found):
+    iowait = means.get("cpu_iowait_pct")
+    if iowait is not None and iowait >= thresholds.IOWAIT_PCT and not any(k == IO for k, _, _ in found):
         found.append((IO, iowait / 100, f"iowait {iowait:.0f} %"))
     notes += _checkpoint_note(series, seconds)
     if found:
         kind, _, evidence = max(found, key=lambda f: f[1])
         return PointBound(kind, "; ".join([evidence, *notes]))
-    return _cpu_bound(system, hardware_threads, loadgen_threads, notes)
+    return _cpu_bound(means, hardware_threads, loadgen_threads, notes)
+
+
+def of_point(row: StoredPoint, server: Readings | None, means: Mapping[str, float | None],
+             hardware_threads: int) -> PointBound | None:
+    """The bound of a stored point from what the store keeps of it: its server readings
+    (None where the server was not sampled: then no bound), the means of its system
+    samples (MEANS), the hardware threads its server could use. A point several load
+    generators drove together (fleet --together) keeps no system samples of its own:
+    its first load generator's share (threads, clients) and that host's load-generator
+    CPU (stats/loadgens.Part, from its details) are what its server was sampled beside;
+    the machine's other figures there are that host's, not the server's."""
+    if server is None:
+        return None
+    parts = loadgens.parts(row)
+    if parts:
+        first = parts[0]
+        return classify_means(server, {"loadgen_cpu": first.loadgen_cpu_cores}, hardware_threads=hardware_threads,
+                              loadgen_threads=first.threads or row.threads, clients=first.clients or row.clients)
+    return classify_means(server, means, hardware_threads=hardware_threads, loadgen_threads=row.threads,
+                          clients=row.clients)
 
 
 # The kinds that say the CPU (the server's, the machine's, the load generator's) bound a point.

@@ -1,7 +1,7 @@
 """The CPU ladder: what the machine's figures say bound a point or a level, where the
 server's waits decided nothing. Its steps, their order, their thresholds
 (stats/thresholds.py) and their words, declared once for the two views that say it: a
-point's bound, decided when it is stored (stats/bound.py), and a side's "why" in the
+point's bound (stats/bound.py, derived whenever its figures are), and a side's "why" in the
 decision (stats/decision.py).
 
 From the top: storage (iowait past thresholds.IOWAIT_PCT), the load generator (its CPU

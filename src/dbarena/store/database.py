@@ -337,9 +337,10 @@ class Store:
             )
         if result.server is not None:
             figures = result.server.figures
-            self.db.execute("INSERT INTO server_series (point_id, bound, evidence, record, figures)"
-                            " VALUES (?, ?, ?, ?, ?)",
-                            (point_id, result.server.bound, result.server.evidence, result.server.encode(),
+            # The series, not a verdict: the bound is derived from it on read (stats/analysis);
+            # the bound and evidence columns are an older store's, left NULL.
+            self.db.execute("INSERT INTO server_series (point_id, record, figures) VALUES (?, ?, ?)",
+                            (point_id, result.server.encode(),
                              json.dumps(dict(figures), sort_keys=True) if figures is not None else None))
         if result.profile is not None:
             self.add_profile(point_id, result.profile.folded, result.profile.frequency_hz, result.profile.symbols)

@@ -197,8 +197,12 @@ TABLES: tuple[Table, ...] = (
     )),
     Table("server_series", (
         _point_key(primary_key=True),
-        _c("bound", "text"),                     # stats/bound.py's kind: locks, I/O, server CPU ...
-        _c("evidence", "text"),                  # the figures that say so, in words
+        # The verdict (stats/bound.py's kind: locks, I/O ...; the figures that say so) a store
+        # of estimator version 7 or earlier decided when the point was stored: NULL since,
+        # as the bound is derived from `record` on read, which reads these only where
+        # `record` does not.
+        _c("bound", "text"),
+        _c("evidence", "text"),
         _nn("record", "text", holds=_J),         # JSON: serverside.series.ServerSeries.encode
         _c("figures", "text", holds=_J),         # JSON: stats/bound.figures, what comparisons read
     )),

@@ -69,10 +69,11 @@ class SeriesRows:
 
 @dataclass(frozen=True)
 class ServerRecord:
-    """A point's server series as stored: the bound and its evidence, the series
-    (serverside.series.ServerSeries.encode) and the figures comparisons read."""
+    """A point's server series as stored: the series (serverside.series.ServerSeries.encode),
+    the figures comparisons read, and the bound and its evidence an older store decided
+    when the point was stored (None since: stats/analysis derives the bound from the series)."""
 
-    bound: JSON  # text (or None) as stored; a bundle's as it gives it, checked as it is read
+    bound: JSON  # text (or None) as stored; checked as it is read
     evidence: JSON
     record: JSON
     figures: JSON
