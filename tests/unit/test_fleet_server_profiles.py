@@ -152,3 +152,20 @@ def test_a_point_is_profiled_from_ready_in_its_measured_part_only_and_discarded_
         measure.measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4,
                                   duration_s=60), None, phase)
     assert profiles.calls == (["start", "discard"] if phase == "measured" else [])
+
+
+def test_a_profile_asked_on_its_host_answers_at_once_when_it_never_started_or_its_process_is_gone(tmp_path) -> None:
+    import time
+
+    from dbarena.fleet import serverprofile
+    from dbarena.fleet.progress import write_json
+
+    began = time.monotonic()
+    assert serverprofile.control(tmp_path, "stop", "p1") == ProfileStatus("failed",
+                                                                           reason="its host-profile did not start")
+    folder = serverprofile.folder_of(tmp_path)
+    folder.mkdir()
+    write_json(folder / "status.json", ProfileStatus("sampling", id="p1", pid=2**22 + 12345).to_json())
+    gone = serverprofile.control(tmp_path, "discard", "p1")
+    assert (gone.state, gone.reason) == ("failed", "its dbarena process is gone") and (folder / "discard").exists()
+    assert time.monotonic() - began < 5

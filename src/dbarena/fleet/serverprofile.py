@@ -171,7 +171,8 @@ def control(workdir: Path, action: str, profile_id: str) -> ProfileStatus:
     deadline = time.monotonic() + (SAMPLING_WAIT_S if action == "wait-sampling" else READ_WAIT_S)
     while time.monotonic() < deadline:
         status = read()
-        if status.state in wanted or not alive(status.pid):
+        # (A profile absent when told to stop never started: wait-sampling said so.)
+        if status.state in wanted or not alive(status.pid) or (status.state == "absent" and action != "wait-sampling"):
             break
         time.sleep(0.05)
     status = read()
