@@ -25,7 +25,9 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import secrets
+import shutil
 import signal
 import socket
 import sqlite3
@@ -648,6 +650,63 @@ def test_variants_with_a_warm_up_on_a_server_host(tmp_path_factory):
     assert all(runs[p["run_id"]][0] == p["variant"] for p in points)
     for p in points:
         assert p["transactions"] == sum(x["transactions"] for x in p["details"]["together"]["parts"]) > 0
+    assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
+    assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
+
+
+@pytest.mark.skipif(shutil.which("perf") is None or os.geteuid() != 0,
+                    reason="needs perf, run as root (perf samples every CPU)")
+def test_a_server_host_profiles_its_server_around_the_measured_point(tmp_path_factory):
+    """--profile with a [server] host (gamma): gamma's perf samples its PostgreSQL around
+    the point's measured part, and the point is stored with a profile as a one-host
+    run's: PostgreSQL's own functions by name among its top, every sample the server's
+    (most of them its backends, forked for the load generators after perf started),
+    perf's version in its symbols and in the run's options; no perf left running."""
+    from dbarena.stats import profiles
+    from dbarena.store.database import Store
+    from test_profile_run import _exported_functions
+
+    if missing():
+        pytest.fail(missing())
+    tmp = tmp_path_factory.mktemp("server-profile")
+    tmp.chmod(0o755)
+    before = _postmasters()
+    with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
+        base = tmp / "hosts"
+        workdirs = {h.name: base / h.name for h in hosts}
+        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
+        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        study = tmp / "profiled.toml"
+        study.write_text(STUDY.format(name="profiled", levels=[2], duration=4, sampling=0.1))
+        store = tmp / "profiled.db"
+        env = ansible_env(tmp)
+        done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study", str(study),
+                               "--together", "--poll", "1", "--store", str(store), "--", "--profile"], env=env,
+                              capture_output=True, text=True, timeout=800, stdin=subprocess.DEVNULL)
+        print(done.stdout)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "no on-CPU profile" not in done.stdout, done.stdout
+        shown = subprocess.run([sys.executable, "-m", "dbarena", "results", "--json", "--store", str(store)], env=env,
+                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert shown.returncode == 0, shown.stderr
+        (point,) = json.loads(shown.stdout)
+        profile = point["profile"]
+        assert point["status"] == "ok" and profile["frequency_hz"] == 99.0 and profile["samples"] > 50, profile
+        binary = re.match(r"perf version [\d.]+\S*; (/\S+): ", profile["symbols"])
+        assert binary is not None, profile["symbols"]
+        names = [entry["function"] for entry in profile["top"]]
+        own = [n for n in names if n in _exported_functions(binary[1])]
+        assert len(own) >= 3, (own, names)
+        with Store(store, readonly=True) as db:
+            stacks = profiles.parse_folded(db.profiles([point["point_id"]], folded=True)[point["point_id"]]["folded"])
+            (run,) = db.runs()
+        assert all(stack.split(";")[0] == "postgres" for stack in stacks), list(stacks)[:5]
+        backends = sum(count for stack, count in stacks.items() if ";PostgresMain;" in f";{stack};")
+        assert backends > profiles.samples(stacks) / 2, (backends, profiles.samples(stacks))
+        facts = run.options["profile"]
+        assert facts["frequency_hz"] == 99 and facts["problem"] is None and facts["perf"].startswith("perf version")
+        assert not (workdirs["gamma"] / "profile" / "perf.data").exists()
     assert _within(20, lambda: _postmasters() <= before), _postmasters() - before
     assert _within(20, lambda: not processes_mentioning(str(tmp))), processes_mentioning(str(tmp))
 

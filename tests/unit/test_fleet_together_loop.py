@@ -50,7 +50,7 @@ def _figures(monkeypatch, values: dict[str, list[float]], events: list | None = 
 
     taken: list = []
 
-    def point(self, spec, checkpoint=False):
+    def point(self, spec, checkpoint=False, profile=False):
         if events is not None:
             events.append(("point", spec.variant, spec.threads, spec.duration_s, checkpoint))
         taken.append(spec)
@@ -240,7 +240,7 @@ def test_a_warm_up_that_failed_fails_its_point_without_a_measured_run(tmp_path, 
     run = _controller(tmp_path, ["--study", str(study), "--target", "postgresql://dbarena@db:5432/dbarena"], said)
     asked: list[tuple] = []
 
-    def point(self, spec, checkpoint=False):
+    def point(self, spec, checkpoint=False, profile=False):
         asked.append((spec.variant, spec.duration_s, checkpoint))
         now = datetime.now(timezone.utc)
         if spec.variant == "noisy" and spec.duration_s == 1:

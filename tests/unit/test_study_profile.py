@@ -15,6 +15,7 @@ from dbarena.model import Profile
 from dbarena.run import session
 from dbarena.study import Overrides, apply, implicit, parse
 from dbarena.study.model import Profiling
+from dbarena.study.apply import check_profile_targets
 
 from test_sweep import FakeTarget, Rig, rig, spec  # noqa: F401 (rig: the fixture)
 
@@ -61,11 +62,16 @@ def test_the_flag_profiles_and_keeps_the_files_frequency() -> None:
 
 
 def test_profiles_a_run_cannot_have_are_refused() -> None:
-    with pytest.raises(UsageError, match="--profile with \\[fleet\\] together"):
-        apply(_study("[fleet]\ntogether = true\n"), Overrides(profile=True))  # type: ignore[arg-type]
+    # A together run's server host profiles its server: its study is not refused.
+    together = apply(_study("[fleet]\ntogether = true\n"), Overrides(profile=True))  # type: ignore[arg-type]
+    assert together.profile == Profiling(99, False)
+    target = Overrides(targets={"postgres": "postgresql://u@127.0.0.1:5432/d"})
+    required = apply(_study("[profile]\nrequired = true\n"), target)  # type: ignore[arg-type]
+    # Read as the flags apply (a together run's load generators read it so); refused
+    # where a run would start on it (run/request.py, cli/fleet.py).
     with pytest.raises(UsageError, match="required = true with a --target \\(postgres\\)"):
-        apply(_study("[profile]\nrequired = true\n"),  # type: ignore[arg-type]
-              Overrides(targets={"postgres": "postgresql://u@127.0.0.1:5432/d"}))
+        check_profile_targets(required)
+    check_profile_targets(apply(_study("[profile]\n"), target))  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ the session's check

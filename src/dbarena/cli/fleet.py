@@ -71,6 +71,7 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     from dbarena.cli.running import run
     from dbarena.fleet import controller, inventory as inventory_mod
     from dbarena.study import arguments, consent
+    from dbarena.study.apply import check_profile_targets
     from dbarena.study.model import check_name
 
     if label is not None:
@@ -91,6 +92,8 @@ def fleet_run(inventory: Path, limit: str | None, study_name: str, quick: bool, 
     # touched (a --together server host never runs `dbarena run`); `-- --allow-commands`
     # allows it, and reaches every host's `dbarena run` with the other run options.
     consent.check(the_study, params.pop("allow_commands"))
+    # A --target is not profiled (a --together run's [server] host profiles its own server).
+    check_profile_targets(the_study)
     together = together or the_study.together  # the study's [fleet] together = true
     if label is not None and not together:
         raise UsageError("--label is the label of a --together run (or of a study with [fleet] together = true); "
@@ -298,3 +301,34 @@ def fleet_host_server_ctl(workdir: Path, action: str, server_id: str) -> None:
     from dbarena.fleet import serverhost
 
     click.echo(json.dumps(serverhost.control(workdir.expanduser(), action, server_id), default=str))
+
+
+@fleet_group.command("host-profile", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The controller's request (JSON), removed once read.")
+def fleet_host_profile(workdir: Path, request_path: Path) -> int:
+    """On the [server] host of a --together run, detached: its server's profile of one point."""
+    from dbarena.fleet import serverprofile
+
+    return serverprofile.record(workdir.expanduser(), request_path)
+
+
+@fleet_group.command("host-profile-ctl", hidden=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The host's fleet working directory (dbarena_workdir).")
+@click.argument("action", type=click.Choice(["check", "wait-sampling", "stop", "discard"]))
+@click.option("--point", "point_id", help="The point's id, as the profile's request gave it.")
+@click.option("--frequency", type=click.IntRange(min=1), help="check: the samples a second asked for.")
+def fleet_host_profile_ctl(workdir: Path, action: str, point_id: str | None, frequency: int | None) -> None:
+    """On the [server] host of a --together run: whether perf can sample there, or a
+    point's profile asked or told; as JSON."""
+    from dbarena.fleet import serverprofile
+
+    if action == "check":
+        click.echo(json.dumps(serverprofile.check(frequency or 1)))
+        return
+    if point_id is None:
+        raise UsageError(f"host-profile-ctl {action} needs --point")
+    click.echo(json.dumps(serverprofile.control(workdir.expanduser(), action, point_id).to_json()))

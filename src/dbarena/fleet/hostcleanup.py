@@ -2,14 +2,16 @@
 when it was killed, stopped, and what dead dbarena processes left, reaped.
 
 A `fleet run --together` controller drives its hosts step by step: killed, it leaves a
-throwaway server (which its lease stops within a minute anyway) and the load
-generators' points of the moment (which run to the end of their point). Both are
-detached processes of this working directory (fleet/serverhost.py, fleet/loadgen.py),
-stopped here the way the controller stops them. A study started by `fleet run` without
---together (host-run) is the host's own run, which goes on without its controller and
-which a later `fleet run` fetches: it is left running and said so. Then every record of
-a dbarena process that is gone (fleet/lifecycle state: throwaway instances, scratch
-directories) is reaped, as `dbarena cleanup` does on one machine.
+throwaway server (which its lease stops within a minute anyway), the load
+generators' points of the moment (which run to the end of their point) and the
+server's profile of the moment (--profile: which ends with its server). All are
+detached processes of this working directory (fleet/serverhost.py, fleet/loadgen.py,
+fleet/serverprofile.py), stopped here the way the controller stops them. A study
+started by `fleet run` without --together (host-run) is the host's own run, which goes
+on without its controller and which a later `fleet run` fetches: it is left running and
+said so. Then every record of a dbarena process that is gone (fleet/lifecycle state:
+throwaway instances, scratch directories) is reaped, as `dbarena cleanup` does on one
+machine.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dbarena.records import JSONObject
-from dbarena.fleet import host, loadgen, messages, serverhost
+from dbarena.fleet import host, loadgen, messages, serverhost, serverprofile
 
 
 def _status(path: Path) -> JSONObject:
@@ -51,6 +53,8 @@ def cleanup(workdir: Path, say: Callable[[str], None]) -> int:
     if workdir.is_dir():
         _stop("together point", _status(loadgen.point_dir(workdir) / "status.json"),
               lambda pid: loadgen.control(workdir, "stop", pid).to_json(), messages.FINAL, said)
+        _stop("server's profile", _status(serverprofile.folder_of(workdir) / "status.json"),
+              lambda pid: serverprofile.control(workdir, "discard", pid).to_json(), serverprofile.FINAL, said)
         _stop("together server", _status(serverhost.folder_of(workdir) / "status.json"),
               lambda sid: serverhost.control(workdir, "stop", sid), serverhost.FINAL, said)
         if host.status(workdir).get("state") in ("running", "starting"):

@@ -1,7 +1,9 @@
 """What the controller of `fleet run --together` and a load generator say to each other
 about one point, as records on both sides: the request (controller -> host-point), the
 host's part of the point (host-point -> part.json -> the controller) and the point's
-status as host-point-ctl answers it. JSON on the wire, since the playbooks carry text;
+status as host-point-ctl answers it; and what it says with the [server] host about the
+server's profile of a point (--profile: the request, and the status host-profile-ctl
+answers, with the folded stacks). JSON on the wire, since the playbooks carry text;
 each record reads its JSON back through `from_json`, which refuses (ValueError, one
 line) a document that does not fit, so a host running another dbarena says so instead
 of failing deep in the controller.
@@ -9,12 +11,14 @@ of failing deep in the controller.
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Callable, Mapping, TypeVar
 
 from dbarena.host.sysmetrics import SystemSample
-from dbarena.model import Measurement, PointSpec, Sample
+from dbarena.model import Measurement, PointSpec, Profile, Sample
 from dbarena.records import JSON, JSONObject
 
 # What a point's status is once it has ended (host-point-ctl waits for these).
@@ -256,3 +260,94 @@ def _measurement(record: JSON, what: str) -> Measurement:
                 raise ValueError(f"{what}: its measurement's {name} is not a JSON object")
             extra[name] = value
     return _record(Measurement, Measurement, found, what, **extra)
+
+
+# ------------------------------------------------------------------ the server host's profiles
+
+# What a [server] host may send of one point's profile (fleet/serverprofile.py): its
+# folded stacks zlib-compressed and in base64, and their text once decompressed. A
+# profile of a 10-minute point on 64 CPUs at 99 Hz folds to some 15 MB of text, about
+# 2 MB sent; beyond these a host's answer is refused, not held in memory.
+MAX_PROFILE_SENT_CHARS = 32 * 2**20
+MAX_PROFILE_CHARS = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """What the controller asks of the [server] host around one point's measured part:
+    its server (by id, as host-server started it) sampled by perf at `frequency_hz`,
+    for at most `max_s` (a controller that is gone stops it no later)."""
+
+    id: str  # the point's
+    server: str  # the server's id
+    frequency_hz: int
+    perf: str  # perf's version line, as the run's check read it (the profile's symbols name it)
+    max_s: float
+
+    def to_json(self) -> str:
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, text: str) -> "ProfileRequest":
+        what = "a profile's request"
+        return _record(cls, cls, _object(text, what), what)
+
+
+@dataclass(frozen=True)
+class ProfileStatus:
+    """Where the [server] host's profile of a point is, as host-profile-ctl answers:
+    once done, the server's folded stacks (`folded`: zlib, base64) with where their
+    names came from, as run/profiling.py made them there."""
+
+    state: str  # starting, sampling, reading, done, failed, stopped; "absent": no such profile there
+    id: str | None = None
+    reason: str | None = None  # why it failed or stopped
+    pid: int | None = None
+    updated: float | None = None
+    folded: str | None = None
+    frequency_hz: float | None = None
+    symbols: str | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL
+
+    def to_json(self) -> JSONObject:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, record: JSON) -> "ProfileStatus":
+        what = "a profile's status"
+        found = _object(record, what)
+        if not isinstance(found.get("state"), str):
+            raise ValueError(f"{what}: no state")
+        folded = found.get("folded")
+        if isinstance(folded, str) and len(folded) > MAX_PROFILE_SENT_CHARS:
+            raise ValueError(f"{what}: its folded stacks are {len(folded) / 2**20:.0f} MiB sent, above the "
+                             f"{MAX_PROFILE_SENT_CHARS // 2**20} MiB a host may send")
+        return _record(cls, cls, found, what)
+
+    @staticmethod
+    def pack(text: str) -> str:
+        return base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")
+
+    def profile(self) -> Profile:
+        """The profile it holds, read and checked as the store would take it; ValueError
+        (one line) where it holds none that reads."""
+        from dbarena.stats import profiles
+
+        if self.folded is None or self.frequency_hz is None or self.symbols is None:
+            raise ValueError("a profile's status: done, but it holds no profile")
+        if not self.frequency_hz > 0:
+            raise ValueError(f"a profile's status: its frequency is {self.frequency_hz} Hz")
+        try:
+            inflate = zlib.decompressobj()
+            data = inflate.decompress(base64.b64decode(self.folded, validate=True), MAX_PROFILE_CHARS)
+            if not inflate.eof:
+                raise ValueError(f"its folded stacks are above the {MAX_PROFILE_CHARS // 2**20} MiB read"
+                                 if len(data) >= MAX_PROFILE_CHARS else "its folded stacks are cut short")
+            text = data.decode()
+            profiles.parse_folded(text)
+        except (ValueError, zlib.error, profiles.FoldedProblem) as exc:  # (binascii.Error, UnicodeDecodeError too)
+            raise ValueError(f"a profile's folded stacks do not read: {' '.join(str(exc).split())}") from None
+        return Profile(folded=text, frequency_hz=self.frequency_hz, symbols=self.symbols)

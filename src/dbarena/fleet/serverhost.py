@@ -109,7 +109,8 @@ def serve(workdir: Path, request_path: Path) -> int:
             facts = hostinfo.host_facts()
             _said(folder, sid, "ready", url=url, server_version=target.server_version,
                     physical_cores=facts.get("physical_cores"), hardware_threads=facts.get("hardware_threads"),
-                    host_facts=facts, clients=clients, tls_cert=target.tls_cert, tls_problem=target.tls_problem)
+                    host_facts=facts, clients=clients, tls_cert=target.tls_cert, tls_problem=target.tls_problem,
+                    server_pid=target.server_pid())  # (what host-profile samples: serverprofile.py)
             lease = folder / LEASE
             lease.touch()
             why = "asked to stop"
@@ -164,7 +165,7 @@ def clients_of(hosts: dict[str, str]) -> dict[str, list[str]]:
     return out
 
 
-def _read_status(folder: Path) -> JSONObject:
+def read_status(folder: Path) -> JSONObject:
     try:
         found = json.loads((folder / "status.json").read_text())
     except (OSError, ValueError):
@@ -178,7 +179,7 @@ def control(workdir: Path, action: str, server_id: str) -> JSONObject:
     folder = folder_of(workdir)
 
     def read() -> JSONObject:
-        found = _read_status(folder)
+        found = read_status(folder)
         return found if found.get("id") == server_id else {"state": "absent"}
 
     if action == "stop":

@@ -24,6 +24,8 @@ hidden commands of loadgen.py, and the store is the controller's own (no fetch, 
    [server] host's server is started per variant with its settings, one variant after
    the other (_parts; togetherserver.py: its life, its lease, its TLS), each with its
    share of the budget (session.budget_share).
+6. **Profiles** (--profile, [profile]): the [server] host's perf around each measured
+   part, stored with the point as a one-host run's (togetherprofile.py).
 
 The start skew is the spread of the hosts' first transactions (combine.skew_s);
 above 1 % of the duration the point is flagged (details and the line said here).
@@ -45,7 +47,7 @@ from typing import Callable, Mapping, Sequence
 
 from dbarena import execute
 from dbarena.errors import UsageError
-from dbarena.fleet import togethersteps
+from dbarena.fleet import togetherprofile, togethersteps
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.messages import PrepareRequest
@@ -102,6 +104,9 @@ def run_key(study: Study, hosts: list[Host], server: Host | None = None) -> str:
 class Together:
     """One `fleet run --together`."""
 
+    profiles: togetherprofile.ServerProfiles | None = None  # the [server] host's perf (--profile), once checked
+    profiling: JSONObject | None = None  # what the runs record of the profiles asked for
+
     def __init__(self, fleet: Fleet, study: Study, study_arg: str, study_file: Path | None, run_args: list[str],
                  store: Path | str, label: str, server: Host | None = None):
         self.fleet, self.study, self.label = fleet, study, label
@@ -150,6 +155,7 @@ class Together:
 
         if not self.install():
             return 1
+        self.profiles, self.profiling = togetherprofile.for_run(self.study, serving, self.step, self.say)
         key = run_key(self.study, self.hosts, self.server)
         specs = engine_plan.points
         with Store(self.store_arg) as store:
@@ -236,7 +242,7 @@ class Together:
         measure = Measure(step=self.step, hosts=self.hosts, study=self.study, target=target, tls_ca=tls_ca,
                           poll_s=self.fleet.poll_s,
                           sample_server="--no-server-metrics" not in self.run_args,
-                          alive=serving.alive if serving is not None else None)
+                          alive=serving.alive if serving is not None else None, profiles=self.profiles)
         earlier = session.stored(store, bound, part)
         todo = sum((rounds.base(p), p.repeat) not in earlier.ok for p in part)
         reporter = _Said(self.say, "" if self.study.precision is not None else f"/{todo}")
@@ -293,7 +299,7 @@ class Together:
         # checks that it is still this one's (lifecycle/cleanup.mark_interrupted).
         options: JSONObject = {**json_object(record.get("options")), "owner": _owner(), "together": {
             "key": key, "load_generators": len(self.hosts), "hosts": [h.name for h in self.hosts],
-            "labels": [h.label for h in self.hosts]}}
+            "labels": [h.label for h in self.hosts]}, "profile": self.profiling}
         if settings is not None:
             options["settings"] = dict(settings)
         if cluster is not None:

@@ -12,6 +12,9 @@ status answer and combine.py makes them one point (each host's part, the split a
 the start skew in its details). The sweep (runner.Sweep) does the rest as it does for
 a local point: rounds, warm-ups (the checkpoint after one is the first host's, made
 before it says it is ready for the measured run), storing, the configuration key.
+With --profile, the [server] host's perf samples the server from when every host is
+ready until every part has ended, and the point is stored with that profile
+(togetherprofile.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from dbarena.fleet import combine
 from dbarena.fleet.inventory import Host
@@ -29,7 +32,7 @@ from dbarena.fleet.messages import Part, PointRequest, Status
 from dbarena.fleet.togethersteps import Step, statuses
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.interfaces import Reporter
-from dbarena.model import PointResult, PointSpec
+from dbarena.model import PointResult, PointSpec, Profile
 from dbarena.records import JSONObject
 from dbarena.run import measure as measure_mod
 from dbarena.serverside.series import ServerSeries
@@ -37,6 +40,22 @@ from dbarena.stats.latency import Latencies
 from dbarena.study import Study
 
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
+
+
+class Profiles(Protocol):
+    """The server's on-CPU profile of a point's measured part (--profile: togetherprofile.py)."""
+
+    def start(self, point_id: str, spec: PointSpec) -> bool:
+        """The server sampled from now on; False (said) where it cannot be."""
+        ...
+
+    def stop(self, point_id: str) -> Profile | None:
+        """The profile since start; None (said) where there is none."""
+        ...
+
+    def discard(self, point_id: str) -> None:
+        """Sampling stopped, nothing read."""
+        ...
 
 
 def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
@@ -57,6 +76,7 @@ class Together:
     poll_s: float
     sample_server: bool = True  # the first host samples the server's own statistics
     alive: Callable[[], str | None] | None = None  # a [server] host's: None while its server is up, else why not
+    profiles: Profiles | None = None  # the [server] host's perf, around each measured part (--profile)
     pending_checkpoint: bool = False
     warm_up_failed: str | None = None  # why the last warm-up failed, if it did
 
@@ -65,7 +85,7 @@ class Together:
         # where it has none): one that is gone fails the point with why.
         down = self.alive() if self.alive is not None and (phase == "warmup" or not spec.warmup_s) else None
         checkpoint, self.pending_checkpoint = self.pending_checkpoint, False
-        result = _failed(spec, [down], time.time()) if down else self.point(spec, checkpoint)
+        result = _failed(spec, [down], time.time()) if down else self.point(spec, checkpoint, phase == "measured")
         if phase == "warmup":
             self.warm_up_failed = None if result.ok else result.error or "failed"
         return result
@@ -80,7 +100,7 @@ class Together:
         self.pending_checkpoint = True
         return None
 
-    def point(self, spec: PointSpec, checkpoint: bool = False) -> PointResult:
+    def point(self, spec: PointSpec, checkpoint: bool = False, profile: bool = False) -> PointResult:
         shares = split_point(spec, self.hosts)
         family = self.study.engines[0]
         point_id = uuid.uuid4().hex[:12]
@@ -92,12 +112,15 @@ class Together:
                                          checkpoint=checkpoint and n == 0).to_json()
                     for n, (h, share) in enumerate(zip(self.hosts, shares))}
         began = time.time()
+        profiled = False  # the server's perf sampling, until stopped (read) or discarded
         try:
             ready = self.step(self.hosts, [*ctl, "wait-ready"], request=requests, detach=True, secrets=True)
             problems = self._problems(statuses(ready), want="ready")
             if problems:
                 self._stop(self.hosts, ctl)
                 return _failed(spec, problems, began)
+            # Sampling from here: after the first host's checkpoint, before any host's tool starts.
+            profiled = profile and self.profiles is not None and self.profiles.start(point_id, spec)
             # Far enough ahead for the go play to reach every host (it takes about as long as a step).
             start_at = time.time() + max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
             self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
@@ -115,12 +138,19 @@ class Together:
                 if len(answers) == len(self.hosts):
                     break
                 time.sleep(self.poll_s)
-            return self._combined(spec, shares, answers, began)
+            found = None
+            if profiled and self.profiles is not None:
+                profiled, found = False, self.profiles.stop(point_id)
+            result = self._combined(spec, shares, answers, began)
+            return replace(result, profile=found) if result.ok else result
         except BaseException:
             # Interrupted (Ctrl-C, SIGTERM) or failed mid-point: each load generator's
             # share runs detached on its host and would run out its time; stopped now.
             self._stop(self.hosts, ctl)
             raise
+        finally:
+            if profiled and self.profiles is not None:
+                self.profiles.discard(point_id)
 
     def _problems(self, found: dict[str, Status], want: str | None) -> list[str]:
         out = []

@@ -16,6 +16,7 @@ from dbarena.errors import UsageError
 from dbarena.run import resume as resume_mod
 from dbarena.store.database import Store
 from dbarena.study import arguments, consent
+from dbarena.study.apply import check_profile_targets
 
 if TYPE_CHECKING:
     from dbarena.exchange.like import Like
@@ -69,6 +70,7 @@ def resolve(asked: Asked, values: dict[str, Any]) -> Resolved:
     else:
         resolved = Resolved(arguments.study_from_values(values))
     consent.check(resolved.study, asked.allow_commands, resolved.typed, resolved.where)
+    check_profile_targets(resolved.study)
     if resolved.study.machines is not None and asked.progress_file is None:
         not_here = [flag for flag, given in (("--resume", asked.resume), ("--keep", asked.keep),
                                              ("--no-init", not asked.init)) if given]

@@ -130,7 +130,7 @@ def apply(study: Study, o: Overrides) -> Study:
     price, currency, basis, per_month = _price(study, o, note)
     sampling = study.latency_sampling if o.latency_sampling is None else (o.latency_sampling or None)
     slo, sampling = _slo(study, o, note, entries, precision, sampling)
-    profile = _profile(study, o, note, new_engines)
+    profile = _profile(study, o, note)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    sessions=sessions,
                    label=label,
@@ -335,21 +335,24 @@ def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry],
     return slo, sampling
 
 
-def _profile(study: Study, o: Overrides, note: _Notes, new_engines: list[EngineEntry]) -> Profiling | None:
+def _profile(study: Study, o: Overrides, note: _Notes) -> Profiling | None:
     """The on-CPU profiles asked for (--profile over [profile]: the file's frequency and
-    `required` kept); a UsageError where the study cannot have them."""
+    `required` kept)."""
     profile = study.profile or (Profiling() if o.profile else None)
     note("profile", study.profile is not None, profile is not None, "--profile")
-    if profile is None:
-        return None
-    if study.together:
-        raise UsageError("--profile with [fleet] together: the server's host does not profile its server yet; "
-                         "profile it in a run of its own (`dbarena run`, or `fleet run` without --together)")
-    targets = [e.name for e in new_engines if e.target is not None]
-    if profile.required and targets:
-        raise UsageError(f"[profile] required = true with a --target ({', '.join(targets)}): perf samples only a "
-                         "server dbarena started on this machine (a throwaway instance)")
     return profile
+
+
+def check_profile_targets(study: Study) -> None:
+    """A study that requires profiles of a server dbarena did not start (a --target),
+    refused in one line before anything starts: perf samples only a throwaway instance
+    (this machine's, or a `fleet run --together` [server] host's). Not checked as the
+    flags are applied: a together run's load generators read the study with their
+    [server] host's server as a --target, which that host profiles."""
+    targets = [e.name for e in study.engines if e.target is not None]
+    if study.profile is not None and study.profile.required and targets:
+        raise UsageError(f"[profile] required = true with a --target ({', '.join(targets)}): perf samples only a "
+                         "server dbarena started (a throwaway instance)")
 
 
 def _repetition(study: Study, o: Overrides, note: _Notes, searching: bool) -> tuple[int, float | None, int, int | None]:

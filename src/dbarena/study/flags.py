@@ -277,7 +277,8 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "The server's on-CPU profile of every point: perf samples the server's processes (new backends "
                 "too) during each point's measured run, not its warm-up, at 99 Hz unless [profile] frequency says "
                 "otherwise (about 0.7 % of the server's CPU a transaction on a 2-CPU VM, bench/README.md); stored "
-                "as folded stacks, its top functions in results --json. A throwaway server only; where perf is "
+                "as folded stacks, its top functions in results --json. A throwaway server only (fleet run --together: "
+                "its [server] host's); where perf is "
                 "missing or may not sample, one line says so and the run goes on ([profile] required = true: "
                 "refused).", "profile",
                 study_key="profile", convert=lambda given: True if given else None),
