@@ -145,7 +145,7 @@ def test_a_point_is_profiled_from_ready_in_its_measured_part_only_and_discarded_
 
     measure = togetherpoint.Together(
         step=step, study=_study("--profile"), hosts=[_host("alpha"), _host("beta")],
-        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, server_threads=1, poll_s=0.01,
+        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, poll_s=0.01,
         profiles=profiles)
     monkeypatch.setattr(togetherpoint, "GO_LEAD_MIN_S", 0.0)
     with pytest.raises(KeyboardInterrupt):
