@@ -43,18 +43,27 @@ demo: deps $(STAMP)
 # pytest-xdist issue 1386.) The modules go out in the order of collection
 # (--no-loadscope-reorder), not those of most tests first: the e2e modules, few tests of
 # up to two minutes each, start first, and the many short unit tests even out the end.
-# Then, one after the other and alone on the machine, the fleet's tests (marker fleet):
-# they bind fixed loopback addresses and check that no server is left running anywhere;
-# and those whose figures depend on an otherwise idle machine (marker alone: a point's
-# bound, decided from the share of clients waiting on a lock, which CPU taken by the
-# other worker's servers lowers past its threshold: seen in CI).
+# Then the fleet's tests (marker fleet: real sshd and Ansible), two modules at a time,
+# apart from the first phase's: their figures (a cgroup-slowed host's probe against its
+# twin's) want the CPU the other worker's database servers would take, and they are
+# mostly Ansible's waits, which two at a time overlap. Each fleet's hosts make what they
+# make in a TMPDIR and a state directory of their own (tests/sshd.py), and a test checks
+# that nothing is left there, not on the whole machine; their sshd listen on free ports.
+# Last, alone on the machine, the tests whose figures depend on an otherwise idle
+# machine (marker alone: a point's bound, decided from the share of clients waiting on
+# a lock, which CPU taken by the other worker's servers lowers past its threshold: seen
+# in CI).
 # Every other test that checks what it leaves looks at what it started itself (its
 # TMPDIR, its server's shared memory segments), never at the whole machine.
 # Each phase ends with its 15 slowest tests (--durations): where the suite's time goes.
+# The fleet hosts' shared dependencies (numpy, scipy, ...: most of a minute to install)
+# are kept under .venv, for both fleet parts and the next `make test` (tests/conftest.py).
+FLEET_DEPS := DBARENA_TEST_FLEET_DEPS=$(abspath $(VENV))/fleet-deps
 test: deps $(STAMP)
 	$(MYPY)
 	$(PYTEST) -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15
-	$(PYTEST) -q -m 'fleet or alone' --durations=15
+	$(FLEET_DEPS) $(PYTEST) -q -n 2 --dist loadfile -m 'fleet and not alone' --durations=15
+	$(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
 # benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two

@@ -84,13 +84,19 @@ def private_state_dir(tmp_path_factory):
 def fleet_deps_dir(tmp_path_factory):
     """The fleet hosts' shared dependencies (tests/sshd.py, DEPS_ENV), one directory for
     the session: the first fleet test installs them, the others reuse them. One set
-    in the environment already is kept (a directory kept across sessions)."""
+    in the environment already is kept (a directory kept across sessions). Under
+    pytest-xdist, one for all workers (their base directories' parent, the session's):
+    the install takes a lock (fleet/playbooks/venv_install.py), so the second worker
+    waits for the first's instead of making its own, most of a minute of both CPUs."""
     from sshd import DEPS_ENV
 
     if os.environ.get(DEPS_ENV):
         yield
         return
-    os.environ[DEPS_ENV] = str(tmp_path_factory.getbasetemp() / "fleet-deps")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    os.environ[DEPS_ENV] = str(base / "fleet-deps")
     yield
     os.environ.pop(DEPS_ENV, None)
 

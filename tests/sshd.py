@@ -18,6 +18,15 @@ Nothing is installed here: missing() says what is absent (Debian's openssh-serve
 provides /usr/sbin/sshd) so that a test can skip or fail with a clear reason.
 Logging in as root needs root: missing() says so too.
 
+Every host's sessions get a TMPDIR and a DBARENA_STATE_DIR of their own (sshd's SetEnv;
+dbarena takes both from the environment on a real host too): TMPDIR under Fleet.scratch,
+a fresh directory in /tmp that the servers' users can enter, state under the private
+directory. So what a fleet's runs make (throwaway servers and their data directories,
+scratch folders, the records of what they started) is found under its own two
+directories, never among what other tests on this machine make in /tmp and
+/var/lib/dbarena at the same time (`make test` runs the fleet tests two at a time), and
+`fleet cleanup` on a host reaps that host's records only. env= may set others.
+
 What Ansible leaves behind (with ansible_env() and per-host workdirs, all of it lands
 under the test's own temporary directory; without them it is the defaults in brackets):
   controller: ANSIBLE_LOCAL_TEMP [~/.ansible/tmp], ANSIBLE_SSH_CONTROL_PATH_DIR
@@ -177,6 +186,11 @@ class Fleet:
     hosts: list[Host]
     key: Path  # private key; key.with_suffix(".pub") is in every host's authorized_keys
     dir: Path  # the private directory holding keys, configs, logs
+    # The parent of the hosts' TMPDIRs (scratch/<name>, unless env= gave one): the data
+    # directories of their runs' throwaway servers are under it, so processes_mentioning
+    # (scratch) is what is left running of them. Removed when the test process exits
+    # (not with the context: a test checks after it that nothing is left there).
+    scratch: Path
 
     def __iter__(self) -> Iterator[Host]:
         return iter(self.hosts)
@@ -284,9 +298,9 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3"), tmp: Path | None
     """Start one sshd per loopback address (named alpha, beta, ... unless names are
     given); yield a Fleet. Keys, configs and logs go to a fresh 0700 directory under
     tmp (or the system's temporary directory). env: host name -> environment variables
-    its sessions get (sshd's SetEnv), e.g. a TMPDIR and a DBARENA_STATE_DIR of that
-    host's own, so that what the host's dbarena makes is found apart from what other
-    tests on this machine make in /tmp and /var/lib/dbarena."""
+    its sessions get (sshd's SetEnv) besides, or instead of, the TMPDIR and
+    DBARENA_STATE_DIR of that host's own that every host gets (see the module's
+    docstring)."""
     reason = missing()
     if reason:
         raise RuntimeError(reason)
@@ -296,6 +310,17 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3"), tmp: Path | None
     if tmp is not None:
         tmp.mkdir(parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix="sshd-", dir=tmp))  # mkdtemp makes it 0700
+    # In /tmp, not under tmp: pytest's own folders are 0700, and PostgreSQL's and
+    # MariaDB's users must reach their data directories.
+    scratch = Path(tempfile.mkdtemp(prefix="dbarena-fleet-", dir="/tmp"))
+    scratch.chmod(0o755)
+    atexit.register(shutil.rmtree, scratch, True)
+    own: dict[str, dict[str, str]] = {}
+    for name in names:
+        (scratch / name).mkdir()
+        (scratch / name).chmod(0o755)  # whatever the umask
+        own[name] = {"TMPDIR": str(scratch / name), "DBARENA_STATE_DIR": str(private / "state" / name),
+                     **(env or {}).get(name, {})}
     # sshd's privilege separation directory: must exist, be owned by root, not writable by others
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     _keygen(private / "ssh_host_ed25519_key", "dbarena-test-host")
@@ -307,8 +332,8 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3"), tmp: Path | None
     try:
         deadline = time.monotonic() + timeout
         for name, address in zip(names, addresses):
-            hosts.append(_start(name, address, private, deadline, (env or {}).get(name)))
-        yield Fleet(hosts, key, private)
+            hosts.append(_start(name, address, private, deadline, own[name]))
+        yield Fleet(hosts, key, private, scratch)
     finally:
         for host in hosts:
             host.kill()

@@ -51,7 +51,8 @@ import pytest
 from conftest import rows_of, processes_mentioning
 from dbarena.fleet.controller import ansible_command
 from sshd import ansible_env, missing, sshd
-from test_fleet_together import STUDY, _data_dir, _postmasters, _server_inventory
+from test_fleet_together_server import _data_dir, _postmasters, _server_inventory
+from test_fleet_together import STUDY
 from test_kill import _within
 from test_run import _default_sigint
 

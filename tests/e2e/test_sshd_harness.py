@@ -49,6 +49,16 @@ def test_ansible_pings_both_hosts_then_one_after_the_other_is_killed(tmp_path):
         rc, out = _ping(inv, env)
         assert rc == 0, out
         assert _answered(out, "alpha") and _answered(out, "beta"), out
+        # Each host's sessions have a TMPDIR and a state directory of that host's own: what
+        # its runs make is told apart from what other tests make at the same time.
+        said = subprocess.run([str(ANSIBLE), "all", "-i", str(inv), "-m", "command", "-a", "env"], env=env,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert said.returncode == 0, said.stdout + said.stderr
+        for host in fleet:
+            block = said.stdout.split(f"{host.name} | CHANGED", 1)[1].split(" | CHANGED", 1)[0]
+            assert f"TMPDIR={fleet.scratch / host.name}" in block.splitlines(), said.stdout
+            assert f"DBARENA_STATE_DIR={private / 'state' / host.name}" in block.splitlines(), said.stdout
+        assert fleet.scratch.parent == Path("/tmp") and (fleet.scratch / "alpha").stat().st_mode & 0o755 == 0o755
 
         fleet["beta"].kill()
         assert not fleet["beta"].alive and fleet["alpha"].alive

@@ -3,7 +3,7 @@ the certificates (engines/tls.py, made by the real openssl), the server's pg_hba
 (hostssl), what each client is given to require TLS and verify the server (libpq's
 parameters and environment, PyMySQL's options, sysbench's and mysqlslap's arguments,
 sysbench 1.0's files), and the load generator's TLS folder (fleet/loadgen.py). The
-servers themselves, TLS refused plain and measured points: tests/e2e/test_fleet_together.py."""
+servers themselves, TLS refused plain and measured points: tests/e2e/test_fleet_together_server.py."""
 
 from __future__ import annotations
 

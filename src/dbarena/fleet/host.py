@@ -32,6 +32,11 @@ PROGRESS = "progress.json"
 STATUS = "status.json"
 LOCK = "host-run.lock"
 OWNER = "host-run.json"  # pid and start time of the host-run holding the lock
+# Touched by start.yml just before it detaches a host-run: until that host-run writes
+# OWNER (Python starting and importing dbarena, seconds on a loaded host), the last
+# run's progress, status or dead owner are not this one's.
+ASKED = "host-run.asked"
+ASKED_GRACE_S = 120.0  # a host-run asked for that never wrote OWNER by then is stopped
 LOG = "run.log"
 STORE = "dbarena.db"
 SNAPSHOT = "snapshot.db"
@@ -170,6 +175,8 @@ def status(workdir: Path) -> JSONObject:
     any run, 'stopped' when the run's process is gone without a final status."""
     if not workdir.is_dir():
         return {"state": "idle"}
+    if _asked_since(workdir) and not _owner_alive(workdir):
+        return {"state": "starting"}
     with contextlib.suppress(OSError, ValueError):
         final: JSONObject = json_object(json.loads((workdir / STATUS).read_text()))
         if final:
@@ -178,15 +185,35 @@ def status(workdir: Path) -> JSONObject:
         progress = json.loads((workdir / PROGRESS).read_text())
     except (OSError, ValueError):
         progress = {}
+    if _owner_alive(workdir):
+        return {**progress, "state": "running"} if progress else {"state": "starting"}
+    return {**progress, "state": "stopped"} if progress else {"state": "idle"}
+
+
+def _owner_alive(workdir: Path) -> bool:
     # Not by taking the lock, even briefly: a host-run starting that moment would
     # think another one is going and not start.
     try:
         owner = json.loads((workdir / OWNER).read_text())
     except (OSError, ValueError):
-        owner = {}
-    if state_mod.alive(owner.get("pid"), owner.get("start")):
-        return {**progress, "state": "running"} if progress else {"state": "starting"}
-    return {**progress, "state": "stopped"} if progress else {"state": "idle"}
+        return False
+    return isinstance(owner, dict) and state_mod.alive(owner.get("pid"), owner.get("start"))
+
+
+def _asked_since(workdir: Path) -> bool:
+    """A host-run was asked for (ASKED) after the last one wrote OWNER or STATUS, lately:
+    it is starting. Else a poll in that moment read the last run's files: 'stopped'
+    (its owner dead) or its final status, and the controller stopped waiting for a run
+    that was about to begin (seen in the fleet tests on a loaded machine)."""
+    try:
+        asked = (workdir / ASKED).stat().st_mtime
+    except OSError:
+        return False
+    for name in (OWNER, STATUS):
+        with contextlib.suppress(OSError):
+            if (workdir / name).stat().st_mtime >= asked:
+                return False
+    return time.time() - asked < ASKED_GRACE_S
 
 
 def snapshot(workdir: Path) -> Path:
