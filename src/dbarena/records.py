@@ -378,6 +378,24 @@ class ForgottenRun:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredProfile:
+    """A point's on-CPU profile as the store keeps it (Store.profiles): its summary (the
+    samples, the top functions [{function, share}] as stats/profiles.top made them, the
+    sampling frequency, how symbols were resolved), and its folded stacks as text where
+    they were asked for (a summary alone reads no stacks)."""
+
+    samples: int
+    top: JSON
+    frequency_hz: float
+    symbols: str
+    folded: str | None = None
+
+    def summary(self) -> JSONObject:
+        """The summary as an analysed point carries it and the exports print it."""
+        return {"samples": self.samples, "top": self.top, "frequency_hz": self.frequency_hz, "symbols": self.symbols}
+
+
+@dataclass(frozen=True, slots=True)
 class SystemSums:
     """A point's system samples' CPU figures as the store sums them (store.system_sums):
     figure -> (the samples that have it, their sum; None without any), over all its

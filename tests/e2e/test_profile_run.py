@@ -72,7 +72,7 @@ def test_a_profiled_tpcb_run_stores_a_profile_per_point_of_postgresqls_functions
     with Store(store, readonly=True) as db:
         found = db.profiles([p["point_id"] for p in points], folded=True)
         system = db.system_samples(points[0]["point_id"])
-    stacks = profiles.parse_folded(found[points[0]["point_id"]]["folded"])
+    stacks = profiles.parse_folded(found[points[0]["point_id"]].folded or "")
     assert all(stack.split(";")[0] == "postgres" for stack in stacks)
     backends = sum(count for stack, count in stacks.items() if ";PostgresMain;" in f";{stack};")
     assert backends > profiles.samples(stacks) / 2, (backends, profiles.samples(stacks))

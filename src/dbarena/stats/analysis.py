@@ -266,7 +266,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
                 steady_tps if steady_tps is not None else tps, server_cpu=server_cpu, loadgen_cpu=loadgen_cpu,
                 context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
                 server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None,
-            profile=profiled.get(point_id)))
+            profile=profile.summary() if (profile := profiled.get(point_id)) is not None else None))
     return out
 
 
@@ -303,7 +303,7 @@ def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[
         if label not in stored_labels:
             raise UsageError(f"no label {quoted(label)} in the store; stored: {listed(stored_labels)}")
     if study is not None:
-        studies = {sha: (store.study_text(sha) or {}).get("name") or sha[:12]
+        studies = {sha: (found.name if (found := store.study(sha)) else None) or sha[:12]
                    for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256)}
         if not any(name == study or sha.startswith(study) for sha, name in studies.items()):
             raise UsageError(f"no study {quoted(study)} in the store; stored: "
@@ -896,8 +896,8 @@ def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPo
         out = []
         for p in points:
             found = stacks.get(p.point_id)
-            if found is not None and isinstance(found.get("folded"), str):
-                out.append((profiles.parse_folded(found["folded"]), float(found["frequency_hz"]),
+            if found is not None and found.folded is not None:
+                out.append((profiles.parse_folded(found.folded), float(found.frequency_hz),
                             float(p.transactions or 0)))
         return out
 

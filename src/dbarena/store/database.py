@@ -36,7 +36,7 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, ForgottenRun, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, ForgottenRun, StoredProfile, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
@@ -911,11 +911,11 @@ class Store:
                                **({"record": row[4]} if records else {})}
         return out
 
-    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, dict[str, Any]]:
-        """point id -> its on-CPU profile's summary {"samples", "top", "frequency_hz",
-        "symbols"}, and with `folded` its folded stacks as text ("folded"); points without
-        a profile are left out. The summary alone reads no stacks (a read of every point)."""
-        out: dict[int, dict[str, Any]] = {}
+    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]:
+        """point id -> its on-CPU profile's summary, and with `folded` its folded stacks
+        as text; points without a profile are left out. The summary alone reads no stacks
+        (a read of every point)."""
+        out: dict[int, StoredProfile] = {}
         if not self.profile_table or not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
             return out  # (most stores hold none: a query, not one a chunk of points)
         names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
@@ -923,18 +923,19 @@ class Store:
             rows = self.db.execute(f"SELECT {', '.join(names)} FROM profiles WHERE point_id IN "
                                    f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
             for row in self.edge.check("profiles", names, rows, lambda row: str(row[0]), _NO_PROFILE):
-                found = {"samples": row[3], "top": row[4], "frequency_hz": row[1], "symbols": row[2]}
                 faults = [("top", row[4], edge.top_fault(row[4]))]
+                text: str | edge.Misfit | None = None
                 if folded:
                     text = edge.unpacked(row[5], row[6])
                     faults.append(("folded", row[6], text.reason if isinstance(text, edge.Misfit)
                                    else edge.folded_fault(text)))
-                    found["folded"] = text
                 misfit = next(((column, value, why) for column, value, why in faults if why is not None), None)
                 if misfit is not None:
                     self.edge.report("profiles", str(row[0]), *misfit, _NO_PROFILE)
                     continue
-                out[row[0]] = found
+                # (A misfit's text was said above: what is left is the stacks or, unasked, None.)
+                out[row[0]] = StoredProfile(samples=row[3], top=row[4], frequency_hz=row[1], symbols=row[2],
+                                            folded=text if isinstance(text, str) else None)
         return out
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
@@ -979,12 +980,6 @@ class Store:
     def run(self, run_id: int) -> StoredRun | None:
         found = self._run_records(self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,)))
         return found[0] if found else None
-
-    def study_text(self, sha256: str) -> dict[str, Any] | None:
-        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
-        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
-                              "that study's name and text are left out")
-        return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
 
     def run_progress(self, run_ids: Iterable[int] = (), running: bool = False) -> dict[int, RunProgress]:
         """Each run's status and measured points (warm-ups left out), its points of
@@ -1067,10 +1062,11 @@ class Store:
         return int(self.db.execute("SELECT count(*) FROM points").fetchone()[0])
 
     def study(self, sha256: str) -> StudyRecord | None:
-        """The study of this sha256 (study_text, as a record), or None."""
-        found = self.study_text(sha256)
-        return None if found is None else StudyRecord(name=found["name"], source=found["source"],
-                                                      text=found["text"], sha256=sha256)
+        """The study of this sha256, or None (absent, or a row that does not fit)."""
+        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
+        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
+                              "that study's name and text are left out")
+        return StudyRecord(name=fit[0][1], source=fit[0][2], text=fit[0][3], sha256=sha256) if fit else None
 
 
 class _NothingImported(Exception):
