@@ -17,7 +17,9 @@ from urllib.parse import urlencode
 
 from dbarena import __version__
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, JSON, LevelComparison, StoredPoint, StoredProfile, StoredRun
+from dbarena.model import Sample
+from dbarena.records import AnalysedPoint, JSON, LevelComparison, StoredPoint, StoredProfile, StoredRun, \
+    StoredSystemSample
 from dbarena.report import html as report_html
 from dbarena.report.decision import workload_of
 from dbarena.report.charts import MAX_TOGGLED, label_class
@@ -304,9 +306,9 @@ def run_page(run: StoredRun, study: str | None, points: Sequence[StoredPoint], a
         report_html.table(run_provenance(run), "provenance")])
 
 
-def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Mapping[str, Any]],
+def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Sample],
                command: list[str] | None, stdout: str | None, stderr: str | None, raw_problem: str | None,
-               system: Sequence[Mapping[str, Any]] = (), server: Mapping[str, Any] | None = None,
+               system: Sequence[StoredSystemSample] = (), server: Mapping[str, Any] | None = None,
                profile: StoredProfile | None = None) -> str:
     """A point: its figures, its per-second series, its on-CPU profile's flame graph
     (`profile`: Store.profiles' with its folded stacks, where it was profiled), the command it ran, its
@@ -414,7 +416,7 @@ def raw_text(point: StoredPoint, stdout: str, stderr: str) -> str:
 chart = chart_specs.html  # (the site draws its charts with it too: report/chartspecs.py)
 
 
-def point_charts(samples: Sequence[Mapping[str, Any]], system: Sequence[Mapping[str, Any]],
+def point_charts(samples: Sequence[Sample], system: Sequence[StoredSystemSample],
                  server: Mapping[str, Any] | None, steady: float | None) -> list[str]:
     """A point's series, one zoom for all: its throughput (and latency) per second, the
     server's waits, the machine's CPU and I/O."""

@@ -15,9 +15,10 @@ import json
 import operator
 import sqlite3
 import uuid
+from dataclasses import fields
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast, overload
 
 import orjson
 
@@ -25,7 +26,7 @@ from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
-from dbarena.model import PointResult, RunInfo, StudyRecord
+from dbarena.model import PointResult, RunInfo, Sample, StudyRecord
 from dbarena.stats import configkey
 from dbarena.stats import profiles as folding
 from dbarena.store import live
@@ -36,7 +37,7 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, ForgottenRun, StoredProfile, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
@@ -53,21 +54,16 @@ _MEASUREMENT_COLUMNS = (
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
     "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms", "latency_p999_ms",
 )
-SYSTEM_COLUMNS = (
-    "second", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct",
-    "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "memory_used_bytes",
-    "server_cpu", "loadgen_cpu",
-)
+# The per-second tables' columns are the records' fields, in their order: a row read is
+# its record made from its values as they come (Sample.read, StoredSystemSample).
+SYSTEM_COLUMNS = tuple(f.name for f in fields(StoredSystemSample))
 # The system samples' figures a point's derived figures average (analysis.system_view).
 SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu",
                 "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
-_SAMPLE_COLUMNS = (
-    "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
-    "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
-    "errors_per_s", "reconnects_per_s",
-)
+_SAMPLE_COLUMNS = tuple(f.name for f in fields(Sample))
 
 _SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
+_Second = TypeVar("_Second", Sample, StoredSystemSample)  # a per-second row's record
 
 # The columns of `points` a read checks (edge.py): all but the id and the legacy ones.
 _POINT_CHECKED = (
@@ -664,18 +660,26 @@ class Store:
                 out[record.id] = record
         return out
 
-    def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
-        """Per-second rows of many points in one query per chunk: table is 'samples' or
-        'system_samples'. A row that does not fit is left out (said once)."""
-        columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
-        out: dict[int, list[dict[str, Any]]] = {}
+    def samples_of(self, point_ids: Iterable[int]) -> dict[int, list[Sample]]:
+        """Many points' per-second samples, in one query per chunk; points without any
+        are left out, and so is a row that does not fit (said once)."""
+        return self._series("samples", _SAMPLE_COLUMNS, Sample.read, point_ids)
+
+    def system_samples_of(self, point_ids: Iterable[int]) -> dict[int, list[StoredSystemSample]]:
+        """Many points' system samples, as samples_of."""
+        return self._series("system_samples", SYSTEM_COLUMNS, StoredSystemSample, point_ids)
+
+    def _series(self, table: str, columns: Sequence[str], record: Callable[..., _Second],
+                point_ids: Iterable[int]) -> dict[int, list[_Second]]:
+        """Per-second rows of many points (`columns`: the fields of `record`, in order)."""
+        out: dict[int, list[_Second]] = {}
         with collector_paused():
             for chunk in chunks(sorted(set(point_ids))):
                 cur = self.db.execute(
                     f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
                     f"({', '.join('?' * len(chunk))}) ORDER BY point_id, second", chunk)
                 for row in self._series_rows(table, ("point_id", *columns), cur.fetchall()):
-                    out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
+                    out.setdefault(row[0], []).append(record(*row[1:]))
         return out
 
     def _series_rows(self, table: str, names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[list[Any]]:
@@ -885,11 +889,11 @@ class Store:
                     out[pid] = record
         return out
 
-    def samples(self, point_id: int) -> list[dict[str, Any]]:
-        return self.series_of("samples", [point_id]).get(point_id, [])
+    def samples(self, point_id: int) -> list[Sample]:
+        return self.samples_of([point_id]).get(point_id, [])
 
-    def system_samples(self, point_id: int) -> list[dict[str, Any]]:
-        return self.series_of("system_samples", [point_id]).get(point_id, [])
+    def system_samples(self, point_id: int) -> list[StoredSystemSample]:
+        return self.system_samples_of([point_id]).get(point_id, [])
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
         """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
