@@ -37,7 +37,7 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
@@ -873,10 +873,11 @@ class Store:
             (estimator, *labels)).fetchall()
         return summary_rows.lent(rows, measured)
 
-    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        """point id -> its stored latency histogram record (latency.Latencies.decode
-        reads it); points without one are left out."""
-        out: dict[int, dict[str, Any]] = {}
+    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, JSONObject]:
+        """point id -> its stored latency histogram, the JSON document latency.Latencies
+        encoded (its decode reads it back, exchange/ carries it as it is); points without
+        one are left out."""
+        out: dict[int, JSONObject] = {}
         for chunk in chunks(sorted(set(point_ids))):
             rows = self.db.execute(
                 f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
