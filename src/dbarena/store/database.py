@@ -9,16 +9,14 @@ Merging stores is merge.py; `dbarena store info`, info.py.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import operator
 import sqlite3
 import uuid
-from dataclasses import fields
-from itertools import chain, repeat
+from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -40,6 +38,7 @@ from dbarena.store.edge import COLUMNS, Edge
 from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
+from dbarena.store.seconds import SAMPLE_COLUMNS, SYSTEM_COLUMNS, Seconds
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -54,25 +53,13 @@ _MEASUREMENT_COLUMNS = (
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
     "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms", "latency_p999_ms",
 )
-# The per-second tables' columns are the records' fields, in their order: a row read is
-# its record made from its values as they come (Sample.read, StoredSystemSample).
-SYSTEM_COLUMNS = tuple(f.name for f in fields(StoredSystemSample))
-# The system samples' figures a point's derived figures average (analysis.system_view).
-SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu",
-                "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
-_SAMPLE_COLUMNS = tuple(f.name for f in fields(Sample))
-
-_SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
-_Second = TypeVar("_Second", Sample, StoredSystemSample)  # a per-second row's record
+_SAMPLE_VALUES = operator.attrgetter(*SAMPLE_COLUMNS)
 
 # The columns of `points` a read checks (edge.py): all but the id and the legacy ones.
 _POINT_CHECKED = (
     "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
     "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
     *_MEASUREMENT_COLUMNS)
-# A second that is a number (a range, so that PostgreSQL and SQLite both read it: text
-# and blobs sort after numbers in SQLite; NULL, NaN and infinity fall outside).
-_SECOND_FITS = "second BETWEEN 0 AND 1e308"
 _NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
@@ -80,43 +67,6 @@ POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "la
                 "profiles")
 _NO_PROFILE = "that point's profile is left out"
 
-
-
-class LazySeconds(Sequence[float]):
-    """A point's seconds, read from the store when first indexed: most points' derived
-    figures need none (only a warm-up cut, a dip or a missing duration names a second).
-    Slices from an index to the end (what steadystate takes) stay lazy and share what
-    one of them read."""
-
-    def __init__(self, load: Callable[[], list[float]], length: int, offset: int = 0,
-                 read: list[list[float]] | None = None):
-        self._load, self._length, self._offset = load, length, offset
-        self._read = read if read is not None else []
-
-    def _values(self) -> list[float]:
-        if not self._read:
-            self._read.append(self._load())
-        return self._read[0]
-
-    def __len__(self) -> int:
-        return self._length - self._offset
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[float]: ...
-
-    def __getitem__(self, index: int | slice) -> float | Sequence[float]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1 and stop == len(self):
-                return LazySeconds(self._load, self._length, self._offset + start, self._read)
-            return self._values()[self._offset:][index]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._values()[self._offset + index]
 
 
 class Store:
@@ -152,6 +102,7 @@ class Store:
         # migrated; one held at an older schema, as the migration tests hold one, not).
         self.live_table = self.version >= 19
         self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
+        self.seconds = Seconds(self.db, self.edge, self.dialect.name == "sqlite")
         if not durable and self.dialect.name == "sqlite":
             self.db.execute("PRAGMA synchronous = OFF")
 
@@ -321,7 +272,7 @@ class Store:
             # (attrgetter: a sample's columns as one tuple, in C.)
             columns = list(zip(*map(_SAMPLE_VALUES, result.samples)))
             used = [k for k, values in enumerate(columns) if k < 2 or values.count(None) < len(values)]
-            names = ", ".join(_SAMPLE_COLUMNS[k] for k in used)
+            names = ", ".join(SAMPLE_COLUMNS[k] for k in used)
             self.db.executemany(
                 f"INSERT INTO samples (point_id, {names}) VALUES (?, {', '.join('?' * len(used))})",
                 zip(repeat(point_id), *(columns[k] for k in used)))
@@ -660,87 +611,25 @@ class Store:
                 out[record.id] = record
         return out
 
+    # ------------------------------------------------------------------ per second (seconds.py)
+
     def samples_of(self, point_ids: Iterable[int]) -> dict[int, list[Sample]]:
-        """Many points' per-second samples, in one query per chunk; points without any
-        are left out, and so is a row that does not fit (said once)."""
-        return self._series("samples", _SAMPLE_COLUMNS, Sample.read, point_ids)
+        """Many points' per-second samples; points without any are left out."""
+        return self.seconds.samples_of(point_ids)
 
     def system_samples_of(self, point_ids: Iterable[int]) -> dict[int, list[StoredSystemSample]]:
-        """Many points' system samples, as samples_of."""
-        return self._series("system_samples", SYSTEM_COLUMNS, StoredSystemSample, point_ids)
-
-    def _series(self, table: str, columns: Sequence[str], record: Callable[..., _Second],
-                point_ids: Iterable[int]) -> dict[int, list[_Second]]:
-        """Per-second rows of many points (`columns`: the fields of `record`, in order)."""
-        out: dict[int, list[_Second]] = {}
-        with collector_paused():
-            for chunk in chunks(sorted(set(point_ids))):
-                cur = self.db.execute(
-                    f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
-                    f"({', '.join('?' * len(chunk))}) ORDER BY point_id, second", chunk)
-                for row in self._series_rows(table, ("point_id", *columns), cur.fetchall()):
-                    out.setdefault(row[0], []).append(record(*row[1:]))
-        return out
-
-    def _series_rows(self, table: str, names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[list[Any]]:
-        """Per-second rows (point_id, second first) that fit; the others said and left out."""
-        return self.edge.check(table, names, rows, lambda row: f"of point {row[0]} at second {edge.describe(row[1])}",
-                               "that second is left out")
+        """Many points' system samples; points without any are left out."""
+        return self.seconds.system_samples_of(point_ids)
 
     def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Floats]]:
-        """Each point's per-second (seconds, tps), the tps as a numpy array: what its
-        derived figures are computed from, without a dict of 18 columns a row (a 10 k-
-        point store holds 6 M rows). Points without samples are left out."""
-        import numpy as np  # here: most commands read no series
+        """Each point's per-second (seconds, tps), the tps as a numpy array (Seconds.tps_series)."""
+        return self.seconds.tps_series(point_ids)
 
-        out: dict[int, tuple[Sequence[float], Floats]] = {}
-        wanted = sorted(set(point_ids))
-        def fits(tps: Floats) -> bool:  # (NaN fails both comparisons)
-            return bool((tps >= 0).all() and (tps < np.inf).all())
-
-        if self.dialect.name == "sqlite":
-            # A query a point, its tps alone: the primary key (point_id, second) hands
-            # them over in order, and the seconds are read only if a figure needs them.
-            # (Seconds that are not numbers are left out by the range, in both queries.)
-            for pid in wanted:
-                try:
-                    tps = np.fromiter(chain.from_iterable(self.db.execute(
-                        f"SELECT tps FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (pid,))),
-                        dtype=float)
-                except (TypeError, ValueError):  # text or a blob among them
-                    tps = np.array([-1.0])
-                if not fits(tps):
-                    self._checked_tps(pid, out)
-                elif len(tps):
-                    out[pid] = (LazySeconds(functools.partial(self._seconds, pid), len(tps)), tps)
-            return out
-        for chunk in chunks(wanted):  # a server: one round trip a chunk
-            rows = np.fromiter(chain.from_iterable(self.db.execute(
-                f"SELECT point_id, second, tps FROM samples WHERE point_id IN ({', '.join('?' * len(chunk))}) "
-                f"AND {_SECOND_FITS} ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
-            firsts = cast(list[int], np.flatnonzero(np.diff(rows[:, 0], prepend=-1.0)).tolist())
-            for first, end in zip(firsts, [*firsts[1:], len(rows)]):
-                pid, tps = int(rows[first, 0]), rows[first:end, 2].copy()
-                if fits(tps):
-                    out[pid] = (cast(list[float], rows[first:end, 1].tolist()), tps)
-                else:
-                    self._checked_tps(pid, out)
-        return out
-
-    def _checked_tps(self, point_id: int, out: dict[int, tuple[Sequence[float], Floats]]) -> None:
-        """A point's (seconds, tps) when some of its samples do not fit: those said and
-        left out, row by row."""
-        import numpy as np
-
-        rows = self.db.execute("SELECT point_id, second, tps FROM samples WHERE point_id = ? ORDER BY second",
-                               (point_id,)).fetchall()
-        fit = self._series_rows("samples", ("point_id", "second", "tps"), rows)
-        if fit:
-            out[point_id] = ([row[1] for row in fit], np.array([row[2] for row in fit], dtype=float))
-
-    def _seconds(self, point_id: int) -> list[float]:
-        return [second for second, in self.db.execute(
-            f"SELECT second FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (point_id,))]
+    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
+                    ) -> dict[int, SystemSums]:
+        """Counts and sums of each point's system samples' CPU figures (Seconds.system_sums);
+        `db`: second_reader's connection, from another thread."""
+        return self.seconds.system_sums(starts, db)
 
     def second_reader(self) -> SqlConnection | None:
         """Another read-only connection to this SQLite store, for a thread of its own
@@ -748,60 +637,6 @@ class Store:
         if self.dialect.name != "sqlite" or self.path is None or self.dialect.migrated_from is not None:
             return None
         return sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
-
-    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
-                    ) -> dict[int, SystemSums]:
-        """Counts and sums of the system samples' CPU figures (SYSTEM_MEANS) of each
-        point, summed in SQL (records.SystemSums): over all its samples, and over those
-        from its steady start on (all of them where the start is None). Points without system samples are left out. `db`: the connection to read
-        them with (second_reader's, from another thread), else the store's. A point
-        with a sample that does not fit (text, NaN, a negative figure) is summed here
-        instead, without that sample (said once)."""
-        db = db or self.db
-        sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
-        # Whether any sample of the point does not fit, in the same scan (NULL is none).
-        misfit = "max(CASE WHEN " + " OR ".join(
-            f"NOT ({c} BETWEEN 0 AND 1e308)" for c in ("second", *SYSTEM_MEANS)) + " THEN 1 ELSE 0 END)"
-
-        def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
-            return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
-        out: dict[int, SystemSums] = {}
-        cut: list[int] = []
-        for chunk in chunks(sorted(starts)):
-            for pid, bad, rows, first, *rest in db.execute(
-                    f"SELECT point_id, {misfit}, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
-                    f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
-                if bad:
-                    self._checked_sums(db, pid, starts[pid], out)
-                    continue
-                whole = figures(rest)
-                out[pid] = SystemSums(whole=whole, steady=whole, steady_rows=rows)
-                start = starts[pid]
-                if start is not None and start > first:
-                    cut.append(pid)
-        # A warm-up cut: the steady part summed on its own (a range of the primary key).
-        for pid in cut:
-            rows, *rest = db.execute(
-                f"SELECT count(*), {sums} FROM system_samples WHERE point_id = ? AND second >= ?",
-                (pid, starts[pid])).fetchone()
-            out[pid] = SystemSums(whole=out[pid].whole, steady=figures(rest), steady_rows=rows)
-        return out
-
-    def _checked_sums(self, db: SqlConnection, point_id: int, start: float | None,
-                      out: dict[int, SystemSums]) -> None:
-        """system_sums of one point whose samples do not all fit: those left out."""
-        names = ("point_id", "second", *SYSTEM_MEANS)
-        rows = self._series_rows("system_samples", names, db.execute(
-            f"SELECT {', '.join(names)} FROM system_samples WHERE point_id = ? ORDER BY second",
-            (point_id,)).fetchall())
-        if not rows:
-            return
-
-        def figures(part: list[list[Any]]) -> dict[str, tuple[int, float | None]]:
-            columns = {c: [row[k] for row in part if row[k] is not None] for k, c in enumerate(names) if k > 1}
-            return {c: (len(v), float(sum(v)) if v else None) for c, v in columns.items()}
-        steady = [row for row in rows if start is None or row[1] >= start]
-        out[point_id] = SystemSums(whole=figures(rows), steady=figures(steady), steady_rows=len(steady))
 
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
