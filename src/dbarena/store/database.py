@@ -38,6 +38,7 @@ from dbarena.store.edge import COLUMNS, Edge
 from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
+from dbarena.store.pointfiles import FileReads
 from dbarena.store.seconds import SAMPLE_COLUMNS, SYSTEM_COLUMNS, Seconds
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -60,13 +61,10 @@ _POINT_CHECKED = (
     "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
     "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
     *_MEASUREMENT_COLUMNS)
-_NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series",
                 "profiles")
-_NO_PROFILE = "that point's profile is left out"
-
 
 
 class Store:
@@ -103,6 +101,7 @@ class Store:
         self.live_table = self.version >= 19
         self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
         self.seconds = Seconds(self.db, self.edge, self.dialect.name == "sqlite")
+        self.files = FileReads(self.db, self.edge, str(self.location), self.profile_table)
         if not durable and self.dialect.name == "sqlite":
             self.db.execute("PRAGMA synchronous = OFF")
 
@@ -631,6 +630,12 @@ class Store:
         `db`: second_reader's connection, from another thread."""
         return self.seconds.system_sums(starts, db)
 
+    def samples(self, point_id: int) -> list[Sample]:
+        return self.samples_of([point_id]).get(point_id, [])
+
+    def system_samples(self, point_id: int) -> list[StoredSystemSample]:
+        return self.system_samples_of([point_id]).get(point_id, [])
+
     def second_reader(self) -> SqlConnection | None:
         """Another read-only connection to this SQLite store, for a thread of its own
         (system_sums's `db`); None for a PostgreSQL store or a copy migrated in memory."""
@@ -708,75 +713,27 @@ class Store:
             (estimator, *labels)).fetchall()
         return summary_rows.lent(rows, measured)
 
+    # ------------------------------------------------------------------ a point's files (pointfiles.py)
+
     def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, JSONObject]:
-        """point id -> its stored latency histogram, the JSON document latency.Latencies
-        encoded (its decode reads it back, exchange/ carries it as it is); points without
-        one are left out."""
-        out: dict[int, JSONObject] = {}
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(
-                f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
-                tuple(chunk)).fetchall()
-            for pid, record in self.edge.check("latency_histograms", ("point_id", "record"), rows,
-                                               lambda row: str(row[0]), _NO_HISTOGRAM):
-                if (why := edge.histogram_fault(record)) is not None:
-                    self.edge.report("latency_histograms", str(pid), "record", record, why, _NO_HISTOGRAM)
-                else:
-                    out[pid] = record
-        return out
-
-    def samples(self, point_id: int) -> list[Sample]:
-        return self.samples_of([point_id]).get(point_id, [])
-
-    def system_samples(self, point_id: int) -> list[StoredSystemSample]:
-        return self.system_samples_of([point_id]).get(point_id, [])
+        """point id -> its stored latency histogram (a JSON document: latency.Latencies.decode)."""
+        return self.files.latency_histograms(point_ids)
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
-        """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
-        decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
-        out: dict[int, dict[str, Any]] = {}
-        names = ("point_id", "bound", "evidence", "figures", *(("record",) if records else ()))
-        left_out = "that point's server figures are left out"
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(f"SELECT {', '.join(names)} FROM server_series WHERE point_id IN "
-                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
-            for row in self.edge.check("server_series", names, rows, lambda row: str(row[0]), left_out):
-                faults = (("figures", edge.figures_fault(row[3]) if row[3] is not None else None),
-                          ("record", edge.series_fault(row[4]) if records else None))
-                misfit = next(((column, why) for column, why in faults if why is not None), None)
-                if misfit is not None:
-                    self.edge.report("server_series", str(row[0]), misfit[0], None, misfit[1], left_out)
-                    continue
-                out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
-                               **({"record": row[4]} if records else {})}
-        return out
+        """point id -> its server's figures, bound, and with `records` its series."""
+        return self.files.server_series(point_ids, records)
 
     def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]:
-        """point id -> its on-CPU profile's summary, and with `folded` its folded stacks
-        as text; points without a profile are left out. The summary alone reads no stacks
-        (a read of every point)."""
-        out: dict[int, StoredProfile] = {}
-        if not self.profile_table or not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
-            return out  # (most stores hold none: a query, not one a chunk of points)
-        names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(f"SELECT {', '.join(names)} FROM profiles WHERE point_id IN "
-                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
-            for row in self.edge.check("profiles", names, rows, lambda row: str(row[0]), _NO_PROFILE):
-                faults = [("top", row[4], edge.top_fault(row[4]))]
-                text: str | edge.Misfit | None = None
-                if folded:
-                    text = edge.unpacked(row[5], row[6])
-                    faults.append(("folded", row[6], text.reason if isinstance(text, edge.Misfit)
-                                   else edge.folded_fault(text)))
-                misfit = next(((column, value, why) for column, value, why in faults if why is not None), None)
-                if misfit is not None:
-                    self.edge.report("profiles", str(row[0]), *misfit, _NO_PROFILE)
-                    continue
-                # (A misfit's text was said above: what is left is the stacks or, unasked, None.)
-                out[row[0]] = StoredProfile(samples=row[3], top=row[4], frequency_hz=row[1], symbols=row[2],
-                                            folded=text if isinstance(text, str) else None)
-        return out
+        """point id -> its on-CPU profile's summary, and with `folded` its stacks."""
+        return self.files.profiles(point_ids, folded)
+
+    def point_command(self, point_id: int) -> list[str] | None:
+        """The command line a point's tool ran (None: no point, or it does not read)."""
+        return self.files.point_command(point_id)
+
+    def raw_output(self, point_id: int) -> tuple[str, str]:
+        """The tool's stdout and stderr of a point, verbatim (StoreError: they do not read)."""
+        return self.files.raw_output(point_id)
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
@@ -856,37 +813,6 @@ class Store:
         points = tuple(self.db.execute("SELECT max(id), count(*) FROM points").fetchone() or ())
         runs = self.db.execute("SELECT id, label, status, ended_at, options FROM runs ORDER BY id").fetchall()
         return points, hashlib.sha256(repr([tuple(r) for r in runs]).encode()).hexdigest()
-
-    def point_command(self, point_id: int) -> list[str] | None:
-        """The command line a point's tool ran, as stored (no secrets: the store keeps
-        none); None for a point that is not there or whose command does not read."""
-        rows = self.db.execute("SELECT id, command FROM points WHERE id = ?", (point_id,)).fetchall()
-        fit = self.edge.check("points", ("id", "command"), rows, lambda row: str(row[0]),
-                              "its command is not shown", columns=("command",))
-        if not fit or not isinstance(fit[0][1], list):
-            return None
-        return [str(arg) for arg in fit[0][1]]
-
-    def raw_output(self, point_id: int) -> tuple[str, str]:
-        """The tool's stdout and stderr of a point, verbatim. Output that cannot be read
-        back (not a blob, not zlib, not UTF-8) is refused in one line: nothing else of
-        it could be shown."""
-        row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
-                              (point_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no point {point_id} in {self.location}")
-        if not isinstance(row[0], str):
-            raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column codec: "
-                             f"{edge.describe(row[0])} is not text")
-        texts = []
-        for column, blob in zip(("stdout", "stderr"), row[1:]):
-            text = edge.unpacked(row[0], blob)
-            if isinstance(text, edge.Misfit):
-                raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column {column}: "
-                                 f"{edge.describe(blob)} {text.reason}")
-            texts.append(text)
-        return texts[0], texts[1]
-
 
     def point_files(self, point_id: int) -> PointFiles:
         """A point's command, end, raw output, series, histogram, server series and
