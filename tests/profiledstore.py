@@ -31,7 +31,7 @@ def real_stacks(tmp: Path) -> dict[str, tuple[dict[str, int], str]]:
     shutil.copy(FIXTURE, copy)
     with Store(copy, readonly=True) as db:
         found = db.profiles([1, 2], folded=True)
-    return {label: (profiles.parse_folded(found[point]["folded"]), str(found[point]["symbols"]))
+    return {label: (profiles.parse_folded(found[point].folded or ""), found[point].symbols)
             for label, (_, point, _) in LABELS.items()}
 
 

@@ -379,6 +379,44 @@ class ForgottenRun:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSystemSample:
+    """One second of a point's machine activity as the store keeps it (Store.system_samples):
+    model.SystemSample's figures, by the same names, each None where the store holds
+    none (its columns allow it: a sampler that could not read one, an older store)."""
+
+    second: float
+    cpu_user_pct: float | None
+    cpu_system_pct: float | None
+    cpu_iowait_pct: float | None
+    cpu_steal_pct: float | None
+    cpu_idle_pct: float | None
+    context_switches_per_s: float | None
+    disk_read_bytes_per_s: float | None
+    disk_write_bytes_per_s: float | None
+    memory_used_bytes: int | None
+    server_cpu: float | None
+    loadgen_cpu: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredProfile:
+    """A point's on-CPU profile as the store keeps it (Store.profiles): its summary (the
+    samples, the top functions [{function, share}] as stats/profiles.top made them, the
+    sampling frequency, how symbols were resolved), and its folded stacks as text where
+    they were asked for (a summary alone reads no stacks)."""
+
+    samples: int
+    top: JSON
+    frequency_hz: float
+    symbols: str
+    folded: str | None = None
+
+    def summary(self) -> JSONObject:
+        """The summary as an analysed point carries it and the exports print it."""
+        return {"samples": self.samples, "top": self.top, "frequency_hz": self.frequency_hz, "symbols": self.symbols}
+
+
+@dataclass(frozen=True, slots=True)
 class SystemSums:
     """A point's system samples' CPU figures as the store sums them (store.system_sums):
     figure -> (the samples that have it, their sum; None without any), over all its

@@ -17,6 +17,7 @@ from conftest import cli_env, dbarena
 from dbarena.store import views
 from dbarena.engines import postgres
 from dbarena.model import Measurement, PointResult, PointSpec, Profile, RunInfo
+from dbarena.records import StoredProfile
 from dbarena.store.database import Store
 from dbarena.store.migrations import SCHEMA_VERSION
 from storebuild import assert_merged, assert_said, build, hostile
@@ -446,9 +447,9 @@ def test_a_store_created_at_schema_21_gains_the_profiles_table(database, monkeyp
             stderr="", measurement=Measurement(tps=100.0, transactions=1000),
             profile=Profile(folded=folded, frequency_hz=99.0, symbols="perf; postgres: dynamic symbols only")))
         got = db.profiles([pid], folded=True)[pid]
-    assert got == {"samples": 10, "top": [{"function": "ExecScan", "share": 0.7},
-                                          {"function": "[postgres]", "share": 0.3}],
-                   "frequency_hz": 99.0, "symbols": "perf; postgres: dynamic symbols only", "folded": folded}
+    assert got == StoredProfile(samples=10, top=[{"function": "ExecScan", "share": 0.7},
+                                                 {"function": "[postgres]", "share": 0.3}],
+                                frequency_hz=99.0, symbols="perf; postgres: dynamic symbols only", folded=folded)
     assert [r["version"] for r in query(url, password, "SELECT version FROM schema_migrations ORDER BY version")] \
         == list(range(21, SCHEMA_VERSION + 1))
 

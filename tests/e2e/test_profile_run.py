@@ -72,13 +72,13 @@ def test_a_profiled_tpcb_run_stores_a_profile_per_point_of_postgresqls_functions
     with Store(store, readonly=True) as db:
         found = db.profiles([p["point_id"] for p in points], folded=True)
         system = db.system_samples(points[0]["point_id"])
-    stacks = profiles.parse_folded(found[points[0]["point_id"]]["folded"])
+    stacks = profiles.parse_folded(found[points[0]["point_id"]].folded or "")
     assert all(stack.split(";")[0] == "postgres" for stack in stacks)
     backends = sum(count for stack, count in stacks.items() if ";PostgresMain;" in f";{stack};")
     assert backends > profiles.samples(stacks) / 2, (backends, profiles.samples(stacks))
     # As much CPU as the server took (the system sampler's figure), within what a 5 s
     # point's sampling and the sampler's whole seconds allow.
-    server_s = sum(s["server_cpu"] or 0 for s in system)
+    server_s = sum(s.server_cpu or 0 for s in system)
     assert 0.4 * server_s <= profiles.samples(stacks) / 99 <= 2.5 * server_s, (profiles.samples(stacks), server_s)
 
 

@@ -64,7 +64,7 @@ def test_import_brings_the_profiles_into_the_store(published: dict[str, Any], tm
         import_bundle(db, published["path"])
         found = db.profiles([p.point_id for p in db.points()], folded=True)
         assert len(found) == 2
-        assert all(f["folded"] == published["folded"] and f["frequency_hz"] == 99.0 for f in found.values())
+        assert all(f.folded == published["folded"] and f.frequency_hz == 99.0 for f in found.values())
 
 
 def _edited(published: dict[str, Any], path: Path, change: Callable[[dict[str, bytes], dict[str, Any]], None]

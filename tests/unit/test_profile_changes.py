@@ -10,6 +10,7 @@ import pytest
 
 from dbarena.report import listings
 from dbarena.stats import analysis, profiles
+from dbarena.records import StoredProfile
 
 
 def test_pooled_differential_pools_each_sides_seconds_over_its_transactions() -> None:
@@ -41,10 +42,11 @@ class _Store:
     def __init__(self, stacks: dict[int, str]) -> None:
         self.stacks, self.asked = stacks, []  # type: ignore[var-annotated]
 
-    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, dict[str, Any]]:
+    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]:
         ids = sorted(point_ids)
         self.asked.append(ids)
-        return {i: {"frequency_hz": 100.0, "folded": self.stacks[i]} for i in ids if i in self.stacks}
+        return {i: StoredProfile(samples=0, top=[], frequency_hz=100.0, symbols="", folded=self.stacks[i])
+                for i in ids if i in self.stacks}
 
 
 def _point(point_id: int, transactions: int, profiled: bool = True) -> Any:

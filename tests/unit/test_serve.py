@@ -119,7 +119,7 @@ def test_a_running_run_shows_its_points_done_and_left_from_its_stored_study(demo
     # The point stored last, second by second: its stored series' last seconds, as drawn and polled.
     with Store(demo, readonly=True) as db:
         (last,) = db.points(point_ids=(10,))
-        tps = [s["tps"] for s in db.samples(10)][-live.TAIL_S:]
+        tps = [s.tps for s in db.samples(10)][-live.TAIL_S:]
     assert polled["runs"]["1"]["latest_tps"] == pytest.approx(tps) and len(tps) == live.TAIL_S
     said = polled["runs"]["1"]["latest_text"]
     assert said.startswith(f"{last.workload}, {last.threads} thread") and f"{sum(tps) / len(tps):,.1f} TPS" in said

@@ -121,9 +121,9 @@ def test_a_points_charts_are_its_stored_series_the_servers_waits_and_the_machine
                           "The machine's CPU per second", "The machine's disk I/O per second"}
     assert all(spec["zoom"] and spec["group"] == "point" for spec in specs.values())
     (tps,) = specs["Throughput per second"]["series"]
-    assert [(p[0], p[1]) for p in tps["points"]] == [(s["second"], s["tps"]) for s in samples]
+    assert [(p[0], p[1]) for p in tps["points"]] == [(s.second, s.tps) for s in samples]
     cpu = {s["name"]: [p[1] for p in s["points"]] for s in specs["The machine's CPU per second"]["series"]}
-    assert cpu["user"] == [s["cpu_user_pct"] for s in system] and cpu["iowait"] == [1.0] * 4
+    assert cpu["user"] == [s.cpu_user_pct for s in system] and cpu["iowait"] == [1.0] * 4
     waits = {s["name"]: [(p[0], p[1]) for p in s["points"]] for s in specs["The server's waits per second"]["series"]}
     assert waits["CPU"] == [(1.0, 1.0), (2.0, 0.5)]  # the stored wait event, second by second
 

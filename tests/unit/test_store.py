@@ -49,7 +49,7 @@ def test_point_and_samples_round_trip_verbatim(tmp_path):
         assert len(db.samples(p1)) == 2 and rows[1].tps is None
         assert rows[1].error == "exit status 2: boom"
         assert db.raw_output(p1) == (raw_out, ok.stderr)
-        assert [s["latency_ms"] for s in db.samples(p1)] == [1.0, None]
+        assert [s.latency_ms for s in db.samples(p1)] == [1.0, None]
         run = db.run(run_id)
         assert run is not None and run.status == "finished" and run.tool_versions == {"pgbench": "pgbench 15.18"}
         assert db.points(labels=("other",)) == []

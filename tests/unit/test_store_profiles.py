@@ -46,9 +46,9 @@ def test_a_real_profile_is_stored_compressed_with_its_summary(tmp_path: Path) ->
         summary = db.profiles([profiled, bare])
         assert set(summary) == {profiled}
         stacks = profiles.parse_folded(folded)
-        assert summary[profiled] == {"samples": profiles.samples(stacks), "top": profiles.top(stacks),
+        assert summary[profiled].summary() == {"samples": profiles.samples(stacks), "top": profiles.top(stacks),
                                      "frequency_hz": 99.0, "symbols": SYMBOLS}
-        assert db.profiles([profiled], folded=True)[profiled]["folded"] == folded
+        assert db.profiles([profiled], folded=True)[profiled].folded == folded
         codec, size = db.db.execute("SELECT codec, length(folded) FROM profiles").fetchone()
         assert codec == "zlib" and size < len(folded) / 4
 
@@ -91,7 +91,7 @@ def test_merge_copies_profiles_and_forgetting_removes_them(tmp_path: Path) -> No
         assert merge(into, tmp_path / "a.db") == (1, 2)
         (pid,) = [p for (p,) in into.db.execute("SELECT point_id FROM profiles")]
         got = into.profiles([pid], folded=True)[pid]
-        assert got["folded"] == "postgres;main;ExecScan 3\npostgres;main;[postgres] 1\n" and got["samples"] == 4
+        assert got.folded == "postgres;main;ExecScan 3\npostgres;main;[postgres] 1\n" and got.samples == 4
         into.forget_runs([r.id for r in into.runs()])
     raw = sqlite3.connect(tmp_path / "b.db")
     try:

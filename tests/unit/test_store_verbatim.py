@@ -40,7 +40,7 @@ def _copy_all(source: Store, into: Store) -> None:
                 add.server_series(point.point_id, files.server)
             profile = source.profiles([point.point_id]).get(point.point_id)
             if files.profile is not None and profile is not None:
-                add.profile(point.point_id, files.profile, profile["frequency_hz"], profile["symbols"])
+                add.profile(point.point_id, files.profile, profile.frequency_hz, profile.symbols)
 
 
 # (capacity: latency histograms and a study; profiled: server series, system samples, profiles)

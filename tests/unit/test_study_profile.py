@@ -173,8 +173,8 @@ def test_each_measured_run_is_profiled_and_no_warm_up(rig: Rig) -> None:  # noqa
     assert rig.reporter.stages.count("no on-CPU profile of this point: perf took no sample of the server") == 1
     ids = [p.point_id for p in rig.store.points(run_id=rig.run_id)]
     found = rig.store.profiles(ids, folded=True)
-    assert list(found) == [ids[0]] and found[ids[0]]["folded"] == PROFILE.folded
-    assert found[ids[0]]["top"][0] == {"function": "ExecScan", "share": 0.75}
+    assert list(found) == [ids[0]] and found[ids[0]].folded == PROFILE.folded
+    assert found[ids[0]].summary()["top"][0] == {"function": "ExecScan", "share": 0.75}
     warm = [p for p in rig.store.points(run_id=rig.run_id, warmups=True) if p.phase == "warmup"]
     assert warm and not rig.store.profiles([p.point_id for p in warm])
 

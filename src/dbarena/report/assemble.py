@@ -117,7 +117,7 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False,
             raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")
         return _listed(store, report, Drawn(), profiled) if fmt == "json" else Drawn()
     wanted = [info.point_id for section in report.sections for info in section.series.values() if info]
-    series = store.series_of("samples", wanted)
+    series = store.samples_of(wanted)
     # The server's own series of those points, overlaid on their per-second throughput.
     read = getattr(store, "server_series", None)
     server = read(wanted) if read is not None else {}

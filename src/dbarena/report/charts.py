@@ -44,6 +44,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from matplotlib.transforms import blended_transform_factory
 
 from dbarena.bulk import collector_paused
+from dbarena.model import Sample
 from dbarena.records import JSON, JSONObject, json_object
 from dbarena.report.curves import Curve
 from dbarena.report.data import Section
@@ -401,9 +402,8 @@ def percentiles(section: Section) -> str | None:
     return _svg(first, section, "latency_percentiles")
 
 
-# A point's per-second rows as the store reads them (store.series_of("samples")): second
-# and tps are never null there.
-Samples = Mapping[str, Sequence[Mapping[str, float | None]]]
+# Each label's point's per-second samples as the store reads them (store.samples_of).
+Samples = Mapping[str, Sequence[Sample]]
 
 
 def _at(value: float | None) -> float:
@@ -436,7 +436,7 @@ def per_second(section: Section, samples: Samples, server: Mapping[str, JSONObje
         info = section.series[label]
         assert info is not None  # samples are of a shown series' point (assemble.draw)
         dashes: Literal["-", "--", "-."] = ("-", "--", "-.")[(i // len(COLORS)) % 3]  # told apart beyond the colours
-        plot.line([_at(s["second"]) for s in series], [_at(s["tps"]) for s in series],
+        plot.line([s.second for s in series], [s.tps for s in series],
                   f"{label} ({info.threads} threads)", series=label, color=color, linewidth=1, linestyle=dashes,
                   label=label)
         cut = info.steady_start_s
@@ -445,7 +445,7 @@ def per_second(section: Section, samples: Samples, server: Mapping[str, JSONObje
             cuts.add((cut, color, label_tag(ax, label)))
             tag_artist(ax, ax.axvline(cut, color=color, linestyle=":", linewidth=1), label)
         dips = set(info.dips_s)
-        marked = [(_at(s["second"]), _at(s["tps"])) for s in series if s["second"] in dips]
+        marked = [(s.second, s.tps) for s in series if s.second in dips]
         if marked:
             x, y = zip(*marked)
             plot.line(x, y, linestyle="none", marker="x", color="red", zorder=3, label=label)  # over every line

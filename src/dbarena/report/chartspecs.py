@@ -25,7 +25,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dbarena.records import JSONObject
+from dbarena.model import Sample
+from dbarena.records import JSONObject, StoredSystemSample
 from dbarena.report.escaping import html_text
 from dbarena.report.charts import CURVE_LATENCIES, MAX_TOGGLED, PERCENTILE_CHARTS, label_class
 from dbarena.report.curves import Curve
@@ -150,9 +151,10 @@ def percentiles(section: Section, links: Links) -> Spec | None:
             "xticks": _levels(series)}
 
 
-def _numbers(rows: Sequence[Mapping[str, Any]], field: str) -> list[tuple[float, float]]:
-    return [(float(s["second"]), float(s[field])) for s in rows
-            if isinstance(s.get("second"), (int, float)) and isinstance(s.get(field), (int, float))]
+def _numbers(rows: Sequence[Sample | StoredSystemSample], field: str) -> list[tuple[float, float]]:
+    """(second, the figure `field`) of each row that holds that figure."""
+    return [(float(s.second), float(figure)) for s in rows
+            if isinstance(figure := getattr(s, field), (int, float))]
 
 
 def _line(name: str, i: int, pairs: Sequence[tuple[float, float]], unit: str, digits: int = 1) -> JSONObject:
@@ -160,7 +162,7 @@ def _line(name: str, i: int, pairs: Sequence[tuple[float, float]], unit: str, di
             "points": [[x, y, f"second {x:g}: {y:,.{digits}f} {unit} ({name})", None] for x, y in pairs]}
 
 
-def per_second(samples: Sequence[Mapping[str, Any]], steady_start: float | None) -> Spec | None:
+def per_second(samples: Sequence[Sample], steady_start: float | None) -> Spec | None:
     """A point's throughput second by second (and its latency where the tool printed
     one a second), the warm-up cut marked; zoomable with the point's other charts."""
     tps = _numbers(samples, "tps")
@@ -172,7 +174,7 @@ def per_second(samples: Sequence[Mapping[str, Any]], steady_start: float | None)
             "y": "TPS", "zoom": True, "group": "point", "series": [_line("tps", 0, tps, "TPS")], "marks": marks}
 
 
-def latency(samples: Sequence[Mapping[str, Any]]) -> Spec | None:
+def latency(samples: Sequence[Sample]) -> Spec | None:
     lat = _numbers(samples, "latency_ms")
     if not lat:
         return None
@@ -186,7 +188,7 @@ CPU = (("cpu_user_pct", "user", "%"), ("cpu_system_pct", "system", "%"), ("cpu_i
 DISK = (("disk_read_bytes_per_s", "read"), ("disk_write_bytes_per_s", "write"))
 
 
-def machine(system: Sequence[Mapping[str, Any]]) -> list[Spec]:
+def machine(system: Sequence[StoredSystemSample]) -> list[Spec]:
     """The machine's CPU (user, system, iowait, steal: % of all CPUs) and its disks' I/O
     (MiB/s read and written) second by second, as the sampler stored them."""
     out: list[Spec] = []

@@ -90,12 +90,12 @@ def read(store: ResultStore, chosen: Profiled) -> list[Pool]:
         parts, ids = [], []
         for point_id, committed in members:
             profile = found.get(point_id)
-            if profile is None or not isinstance(profile.get("folded"), str):
+            if profile is None or profile.folded is None:
                 continue
-            frequency_hz = float(profile.get("frequency_hz") or 0)
+            frequency_hz = float(profile.frequency_hz or 0)
             if frequency_hz <= 0:
                 continue
-            parts.append((profiles.parse_folded(profile["folded"]), frequency_hz, committed))
+            parts.append((profiles.parse_folded(profile.folded), frequency_hz, committed))
             ids.append(point_id)
         if parts:
             out.append(Pool(key, tuple(parts), tuple(ids)))

@@ -257,11 +257,11 @@ def number_for(store: ResultStore, a: str, b: str, resuming: bool) -> tuple[int,
 
 def _said(store: ResultStore, run: StoredRun) -> JSONObject | None:
     """A bisect run's description, read back from its stored study (None: not one)."""
-    record = store.study_text(run.study_sha256) if run.study_sha256 else None
+    record = store.study(run.study_sha256) if run.study_sha256 else None
     if record is None:
         return None
     try:
-        described = tomllib.loads(record["text"]).get("description", "")
+        described = tomllib.loads(record.text).get("description", "")
         said = json.loads(described) if isinstance(described, str) else None
     except (tomllib.TOMLDecodeError, ValueError):
         return None

@@ -99,12 +99,12 @@ def resumable(store: ResultStore, run_id: int | None) -> tuple[str, list[StoredR
 
 def stored_study(store: ResultStore, first: StoredRun) -> Study:
     """The study a stored run followed, rebuilt from its text and flags."""
-    record = store.study_text(first.study_sha256) if first.study_sha256 else None
+    record = store.study(first.study_sha256) if first.study_sha256 else None
     flags = first.options.get("flags")
     if record is None or not isinstance(flags, dict):
         raise UsageError(f"run {first.id} has no stored study (imported, or stored before runs kept theirs)")
     source = first.options.get("source")
-    return study_mod.rebuild(record["text"], source if isinstance(source, str) and source else record["source"],
+    return study_mod.rebuild(record.text, source if isinstance(source, str) and source else record.source,
                              flags)
 
 

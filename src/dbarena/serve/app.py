@@ -258,9 +258,8 @@ class _Pages:
         measuring = live.measuring_of(store, progress)
         names: dict[str, str | None] = {}
         for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256):
-            record = store.study_text(sha)
-            name = record.get("name") if record else None
-            names[sha] = name if isinstance(name, str) else None
+            record = store.study(sha)
+            names[sha] = record.name if record else None
         lines = []
         for r in runs:
             done = progress.get(r.id)
@@ -424,13 +423,13 @@ class _Pages:
         points = store.points(run_id=run_id, warmups=True)
         analysed = ({a.point_id: a for a in analysis.load(store, run_id=run_id)}
                     if len(points) <= ANALYSED_POINTS else {})
-        study = None
+        study: str | None = None
         if run.study_sha256:
-            record = store.study_text(run.study_sha256)
-            study = record.get("name") if record else None
+            record = store.study(run.study_sha256)
+            study = record.name if record else None
         measured = sum(p.phase == "measured" for p in points)
         plan = self.reader.plans.of(store, run) if run.status == "running" else None
-        return pages.run_page(run, study if isinstance(study, str) else None, points, analysed, plan, measured)
+        return pages.run_page(run, study, points, analysed, plan, measured)
 
     async def point(self, request: Request) -> Response:
         point_id = request.path_params["point_id"]

@@ -17,7 +17,9 @@ from urllib.parse import urlencode
 
 from dbarena import __version__
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, JSON, LevelComparison, StoredPoint, StoredRun
+from dbarena.model import Sample
+from dbarena.records import AnalysedPoint, JSON, LevelComparison, StoredPoint, StoredProfile, StoredRun, \
+    StoredSystemSample
 from dbarena.report import html as report_html
 from dbarena.report.decision import workload_of
 from dbarena.report.charts import MAX_TOGGLED, label_class
@@ -307,10 +309,10 @@ def run_page(run: StoredRun, study: str | None, points: Sequence[StoredPoint], a
         report_html.table(run_provenance(run), "provenance")])
 
 
-def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Mapping[str, Any]],
+def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | None, samples: Sequence[Sample],
                command: list[str] | None, stdout: str | None, stderr: str | None, raw_problem: str | None,
-               system: Sequence[Mapping[str, Any]] = (), server: Mapping[str, Any] | None = None,
-               profile: Mapping[str, Any] | None = None) -> str:
+               system: Sequence[StoredSystemSample] = (), server: Mapping[str, Any] | None = None,
+               profile: StoredProfile | None = None) -> str:
     """A point: its figures, its per-second series, its on-CPU profile's flame graph
     (`profile`: Store.profiles' with its folded stacks, where it was profiled), the command it ran, its
     configuration key and provenance, and its raw output (passwords masked), with a
@@ -363,15 +365,15 @@ def point_page(point: StoredPoint, run: StoredRun, analysed: AnalysedPoint | Non
     return "\n".join(out)
 
 
-def profile_section(profile: Mapping[str, Any] | None) -> list[str]:
+def profile_section(profile: StoredProfile | None) -> list[str]:
     """A profiled point's flame graph (report/flamegraph.py), or nothing."""
     from dbarena.report import flamegraph
     from dbarena.stats import profiles
 
-    if not profile or not isinstance(profile.get("folded"), str):
+    if profile is None or profile.folded is None:
         return []
-    stacks = profiles.parse_folded(profile["folded"])
-    caption = (f"on CPU: {profiles.samples(stacks):,} samples at {float(profile.get('frequency_hz') or 0):g} Hz "
+    stacks = profiles.parse_folded(profile.folded)
+    caption = (f"on CPU: {profiles.samples(stacks):,} samples at {float(profile.frequency_hz or 0):g} Hz "
                "(hover a frame for its samples)")
     return ['<h2 id="profile">On CPU (flame graph)</h2>',
             "<p>The server's processes sampled on CPU while the point ran (--profile): each frame a function, "
@@ -417,7 +419,7 @@ def raw_text(point: StoredPoint, stdout: str, stderr: str) -> str:
 chart = chart_specs.html  # (the site draws its charts with it too: report/chartspecs.py)
 
 
-def point_charts(samples: Sequence[Mapping[str, Any]], system: Sequence[Mapping[str, Any]],
+def point_charts(samples: Sequence[Sample], system: Sequence[StoredSystemSample],
                  server: Mapping[str, Any] | None, steady: float | None) -> list[str]:
     """A point's series, one zoom for all: its throughput (and latency) per second, the
     server's waits, the machine's CPU and I/O."""

@@ -287,7 +287,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
                 steady_tps if steady_tps is not None else tps, server_cpu=server_cpu, loadgen_cpu=loadgen_cpu,
                 context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
                 server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None,
-            profile=profiled.get(point_id)))
+            profile=profile.summary() if (profile := profiled.get(point_id)) is not None else None))
     return out
 
 
@@ -334,7 +334,7 @@ def check_names(store: ResultStore, *, run_id: int | None = None, labels: tuple[
         if label not in stored_labels:
             raise UsageError(f"no label {quoted(label)} in the store; stored: {listed(stored_labels)}")
     if study is not None:
-        studies = {sha: (store.study_text(sha) or {}).get("name") or sha[:12]
+        studies = {sha: (found.name if (found := store.study(sha)) else None) or sha[:12]
                    for sha in dict.fromkeys(r.study_sha256 for r in runs if r.study_sha256)}
         if not any(name == study or sha.startswith(study) for sha, name in studies.items()):
             raise UsageError(f"no study {quoted(study)} in the store; stored: "
@@ -495,9 +495,19 @@ def summaries(rows: Iterable[AnalysedPoint],
         groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
     valued_of = {key: [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
                  for key, members in groups.items()}
-    # Each group by session (a stored run is one session: stats/sessions.py), and every
-    # configuration's groups, whose spread between sessions a group of one session borrows.
+    # Each group by session (a stored run is one session: stats/sessions.py).
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
+    of_config = _sessions_of_configs(groups, by_session, lent, interleaved)
+    searched = _capacities(groups)
+    return [_summary(key, members, valued_of[key], by_session[key], of_config, histograms, searched)
+            for key, members in groups.items()]
+
+
+def _sessions_of_configs(groups: Mapping[tuple[str, str], list[AnalysedPoint]],
+                         by_session: Mapping[tuple[str, str], sessions.Sessions | None],
+                         lent: Sequence[LentSession], interleaved: bool) -> dict[str, list[sessions.Sessions]]:
+    """Every configuration's groups by session, the rows' and the lent ones, whose spread
+    between sessions a group of one session borrows, in the order it is pooled in."""
     of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
     own = [(members[0].point_id, key[1], of_group) for (key, members), of_group in zip(groups.items(),
                                                                                        by_session.values())
@@ -506,74 +516,89 @@ def summaries(rows: Iterable[AnalysedPoint],
     for _, config_key, group in sorted([*own, *borrowed], key=operator.itemgetter(0)) if interleaved and borrowed \
             else [*own, *borrowed]:
         of_config[config_key].append(group)
-    searched = _capacities(groups)
-    out = []
-    for key, members in groups.items():
-        valued = valued_of[key]
-        ok = [m for m, _ in valued]
-        values = [v for _, v in valued]
-        low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
-        within = (low, high) if low is not None and high is not None else None
-        adaptive = any(m.adaptive for m in ok)
-        summary = stats.summarize(values, failed=len(members) - len(ok), within_run=within, adaptive=adaptive)
-        # Point-level warnings that matter for the whole group (deduplicated by code).
-        seen = {f.code.value for f in summary.flags}
-        point_flags: list[dict[str, str]] = []
-        for m in ok:
-            for w in m.warnings:
-                if w["code"] not in seen:
-                    seen.add(w["code"])
-                    point_flags.append(w)
-        hosts = sorted({m.host for m in ok if m.host and m.host != "imported"})
-        if len(hosts) > 1:
-            # Two machines under one label with the same CPU model, threads and memory have
-            # one configuration key: pooled, but never silently.
-            point_flags.append(steadystate.Flag(steadystate.Warning_.SEVERAL_HOSTS, (
-                f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
-                f"{key[0]!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
-        judged_by = ok[0].metric if ok else members[0].metric
-        first = members[0]
-        found = by_session[key]
-        known = sessions.known_for(key[1], found, of_config) if found is not None else None
-        printed = _statistic(ok)
-        pooled = pooled_latency(ok, histograms)
-        # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
-        found_capacity, stepped_under = searched.get((key[0], capacity.search_key(first.config)), (None, None)) \
-            if searched and first.target_tps is None and first.config is not None else (None, None)
-        out.append(LevelSummary(
-            label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
-            clients=first.clients, variant=first.variant, config=first.config,
-            metric=judged_by, lower_is_better=metric.lower_is_better(judged_by),
-            n=summary.n, failed=summary.failed, sessions=found.count if found is not None else 0,
-            between_sessions=_between_words(found, known), median=summary.median, mean=summary.mean,
-            statistic=printed.statistic, printed_median=printed.printed_median,
-            stdev=summary.stdev, ci_low=summary.ci_low, ci_high=summary.ci_high, cv=summary.cv,
-            # What the interval is: over repeats, or (one repeat) the precision of that run.
-            interval=None if summary.ci_low is None else "within one run" if summary.within_run else
-            "between runs, conservative (adaptive repeats)" if adaptive else "between runs",
-            warnings=[f.as_dict() for f in summary.flags] + point_flags,
-            bound=bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
-            latency_min_ms=pooled.latency_min_ms, latency_p50_ms=pooled.latency_p50_ms,
-            latency_p90_ms=pooled.latency_p90_ms,
-            latency_p95_ms=pooled.latency_p95_ms, latency_p99_ms=pooled.latency_p99_ms,
-            latency_p999_ms=pooled.latency_p999_ms, latency_max_ms=pooled.latency_max_ms,
-            latency_avg_ms=pooled.latency_avg_ms, latency_pooled=pooled.latency_pooled,
-            # Every figure the repeats stored, each over them (median, mean, n, spread) and
-            # labelled: what published tables give (a mean of printed p95s), named as such.
-            over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
-            # What comparisons use: the mean over sessions, with the spread between them.
-            estimate=sessions.estimate(found, known) if found is not None else None,
-            # A group's points share their label, and so the series it was named from.
-            series_label=first.series_label,
-            interference=interference.of_points(ok),
-            target_tps=first.target_tps,
-            capacity=found_capacity.as_json() if found_capacity is not None else None,
-            capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
-            capacity_interference=stepped_under,
-            efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
-            efficiency_sessions=efficiency.by_session((m.run_id, m.efficiency) for m in ok) or None,
-        ))
-    return out
+    return of_config
+
+
+def _summary(key: tuple[str, str], members: list[AnalysedPoint], valued: list[tuple[AnalysedPoint, float]],
+             found: sessions.Sessions | None, of_config: Mapping[str, list[sessions.Sessions]],
+             histograms: Histograms | None, searched: Mapping[tuple[str, str], tuple[capacity.Capacity, Interference | None]]
+             ) -> LevelSummary:
+    """One group's summary: `valued` its ok points with their figures, `found` its
+    sessions, `of_config` every configuration's (summaries)."""
+    ok = [m for m, _ in valued]
+    low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
+    within = (low, high) if low is not None and high is not None else None
+    adaptive = any(m.adaptive for m in ok)
+    summary = stats.summarize([v for _, v in valued], failed=len(members) - len(ok), within_run=within,
+                              adaptive=adaptive)
+    judged_by = ok[0].metric if ok else members[0].metric
+    first = members[0]
+    known = sessions.known_for(key[1], found, of_config) if found is not None else None
+    printed = _statistic(ok)
+    pooled = pooled_latency(ok, histograms)
+    # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
+    found_capacity, stepped_under = searched.get((key[0], capacity.search_key(first.config)), (None, None)) \
+        if searched and first.target_tps is None and first.config is not None else (None, None)
+    return LevelSummary(
+        label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
+        clients=first.clients, variant=first.variant, config=first.config,
+        metric=judged_by, lower_is_better=metric.lower_is_better(judged_by),
+        n=summary.n, failed=summary.failed, sessions=found.count if found is not None else 0,
+        between_sessions=_between_words(found, known), median=summary.median, mean=summary.mean,
+        statistic=printed.statistic, printed_median=printed.printed_median,
+        stdev=summary.stdev, ci_low=summary.ci_low, ci_high=summary.ci_high, cv=summary.cv,
+        interval=_interval_words(summary, adaptive),
+        warnings=[f.as_dict() for f in summary.flags] + _group_warnings(summary, ok, key[0]),
+        bound=bound.of_group(m.bound for m in ok),  # where the server was sampled (analysis.load)
+        latency_min_ms=pooled.latency_min_ms, latency_p50_ms=pooled.latency_p50_ms,
+        latency_p90_ms=pooled.latency_p90_ms,
+        latency_p95_ms=pooled.latency_p95_ms, latency_p99_ms=pooled.latency_p99_ms,
+        latency_p999_ms=pooled.latency_p999_ms, latency_max_ms=pooled.latency_max_ms,
+        latency_avg_ms=pooled.latency_avg_ms, latency_pooled=pooled.latency_pooled,
+        # Every figure the repeats stored, each over them (median, mean, n, spread) and
+        # labelled: what published tables give (a mean of printed p95s), named as such.
+        over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
+        # What comparisons use: the mean over sessions, with the spread between them.
+        estimate=sessions.estimate(found, known) if found is not None else None,
+        # A group's points share their label, and so the series it was named from.
+        series_label=first.series_label,
+        interference=interference.of_points(ok),
+        target_tps=first.target_tps,
+        capacity=found_capacity.as_json() if found_capacity is not None else None,
+        capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
+        capacity_interference=stepped_under,
+        efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
+        efficiency_sessions=efficiency.by_session((m.run_id, m.efficiency) for m in ok) or None,
+    )
+
+
+def _interval_words(summary: stats.Summary, adaptive: bool) -> str | None:
+    """What a group's interval is: over repeats, or (one repeat) the precision of that run."""
+    if summary.ci_low is None:
+        return None
+    if summary.within_run:
+        return "within one run"
+    return "between runs, conservative (adaptive repeats)" if adaptive else "between runs"
+
+
+def _group_warnings(summary: stats.Summary, ok: list[AnalysedPoint], label: str) -> list[dict[str, str]]:
+    """The point-level warnings that matter for the whole group (deduplicated by code,
+    after the summary's own), and several hosts under one label."""
+    seen = {f.code.value for f in summary.flags}
+    point_flags: list[dict[str, str]] = []
+    for m in ok:
+        for w in m.warnings:
+            if w["code"] not in seen:
+                seen.add(w["code"])
+                point_flags.append(w)
+    hosts = sorted({m.host for m in ok if m.host and m.host != "imported"})
+    if len(hosts) > 1:
+        # Two machines under one label with the same CPU model, threads and memory have
+        # one configuration key: pooled, but never silently.
+        point_flags.append(steadystate.Flag(steadystate.Warning_.SEVERAL_HOSTS, (
+            f"the repeats come from {len(hosts)} hosts ({', '.join(hosts)}) that share the label "
+            f"{label!r} and identical hardware facts: give each host its own label to compare them")).as_dict())
+    return point_flags
 
 
 def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], object]
@@ -909,8 +934,8 @@ def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPo
         out = []
         for p in points:
             found = stacks.get(p.point_id)
-            if found is not None and isinstance(found.get("folded"), str):
-                out.append((profiles.parse_folded(found["folded"]), float(found["frequency_hz"]),
+            if found is not None and found.folded is not None:
+                out.append((profiles.parse_folded(found.folded), float(found.frequency_hz),
                             float(p.transactions or 0)))
         return out
 

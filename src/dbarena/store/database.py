@@ -9,15 +9,14 @@ Merging stores is merge.py; `dbarena store info`, info.py.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import operator
 import sqlite3
 import uuid
-from itertools import chain, repeat
+from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -25,7 +24,7 @@ from dbarena import bulk
 from dbarena.bulk import collector_paused
 from dbarena.errors import StoreError, StoreUnwritable
 from dbarena.interfaces import SqlConnection
-from dbarena.model import PointResult, RunInfo, StudyRecord
+from dbarena.model import PointResult, RunInfo, Sample, StudyRecord
 from dbarena.stats import configkey
 from dbarena.stats import profiles as folding
 from dbarena.store import live
@@ -36,9 +35,11 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, ForgottenRun, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
+from dbarena.store.pointfiles import FileReads
+from dbarena.store.seconds import SAMPLE_COLUMNS, SYSTEM_COLUMNS, Seconds
 from dbarena.store.encoding import RUN_NAMESPACE, chunks, now_utc, pack, utc
 from dbarena.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -53,74 +54,17 @@ _MEASUREMENT_COLUMNS = (
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "initial_connection_ms",
     "run_avg_s", "run_min_s", "run_max_s", "latency_p90_ms", "latency_p999_ms",
 )
-SYSTEM_COLUMNS = (
-    "second", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct", "cpu_steal_pct", "cpu_idle_pct",
-    "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "memory_used_bytes",
-    "server_cpu", "loadgen_cpu",
-)
-# The system samples' figures a point's derived figures average (analysis.system_view).
-SYSTEM_MEANS = ("cpu_idle_pct", "cpu_iowait_pct", "cpu_steal_pct", "server_cpu", "loadgen_cpu",
-                "context_switches_per_s", "disk_read_bytes_per_s", "disk_write_bytes_per_s")
-_SAMPLE_COLUMNS = (
-    "second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "retried", "retries",
-    "threads", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_percentile", "latency_pct_ms",
-    "errors_per_s", "reconnects_per_s",
-)
-
-_SAMPLE_VALUES = operator.attrgetter(*_SAMPLE_COLUMNS)
+_SAMPLE_VALUES = operator.attrgetter(*SAMPLE_COLUMNS)
 
 # The columns of `points` a read checks (edge.py): all but the id and the legacy ones.
 _POINT_CHECKED = (
     "run_id", "engine", "workload", "threads", "clients", "duration_s", "repeat", "scale", "params", "status", "error",
     "started_at", "ended_at", "source", "phase", "details", "variant", "options", "warmup_s", "config", "config_key",
     *_MEASUREMENT_COLUMNS)
-# A second that is a number (a range, so that PostgreSQL and SQLite both read it: text
-# and blobs sort after numbers in SQLite; NULL, NaN and infinity fall outside).
-_SECOND_FITS = "second BETWEEN 0 AND 1e308"
-_NO_HISTOGRAM = "that histogram is left out (its point's percentiles are the ones its tool printed)"
 
 # Tables whose rows belong to a point (deleted with it, copied with it by merge).
 POINT_TABLES = ("samples", "system_samples", "raw_outputs", "point_derived", "latency_histograms", "server_series",
                 "profiles")
-_NO_PROFILE = "that point's profile is left out"
-
-
-
-class LazySeconds(Sequence[float]):
-    """A point's seconds, read from the store when first indexed: most points' derived
-    figures need none (only a warm-up cut, a dip or a missing duration names a second).
-    Slices from an index to the end (what steadystate takes) stay lazy and share what
-    one of them read."""
-
-    def __init__(self, load: Callable[[], list[float]], length: int, offset: int = 0,
-                 read: list[list[float]] | None = None):
-        self._load, self._length, self._offset = load, length, offset
-        self._read = read if read is not None else []
-
-    def _values(self) -> list[float]:
-        if not self._read:
-            self._read.append(self._load())
-        return self._read[0]
-
-    def __len__(self) -> int:
-        return self._length - self._offset
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[float]: ...
-
-    def __getitem__(self, index: int | slice) -> float | Sequence[float]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step == 1 and stop == len(self):
-                return LazySeconds(self._load, self._length, self._offset + start, self._read)
-            return self._values()[self._offset:][index]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._values()[self._offset + index]
 
 
 class Store:
@@ -156,6 +100,8 @@ class Store:
         # migrated; one held at an older schema, as the migration tests hold one, not).
         self.live_table = self.version >= 19
         self.profile_table = self.version >= 22  # (schema 22's profiles: likewise)
+        self.seconds = Seconds(self.db, self.edge, self.dialect.name == "sqlite")
+        self.files = FileReads(self.db, self.edge, str(self.location), self.profile_table)
         if not durable and self.dialect.name == "sqlite":
             self.db.execute("PRAGMA synchronous = OFF")
 
@@ -325,7 +271,7 @@ class Store:
             # (attrgetter: a sample's columns as one tuple, in C.)
             columns = list(zip(*map(_SAMPLE_VALUES, result.samples)))
             used = [k for k, values in enumerate(columns) if k < 2 or values.count(None) < len(values)]
-            names = ", ".join(_SAMPLE_COLUMNS[k] for k in used)
+            names = ", ".join(SAMPLE_COLUMNS[k] for k in used)
             self.db.executemany(
                 f"INSERT INTO samples (point_id, {names}) VALUES (?, {', '.join('?' * len(used))})",
                 zip(repeat(point_id), *(columns[k] for k in used)))
@@ -665,79 +611,31 @@ class Store:
                 out[record.id] = record
         return out
 
-    def series_of(self, table: str, point_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
-        """Per-second rows of many points in one query per chunk: table is 'samples' or
-        'system_samples'. A row that does not fit is left out (said once)."""
-        columns = {"samples": _SAMPLE_COLUMNS, "system_samples": SYSTEM_COLUMNS}[table]
-        out: dict[int, list[dict[str, Any]]] = {}
-        with collector_paused():
-            for chunk in chunks(sorted(set(point_ids))):
-                cur = self.db.execute(
-                    f"SELECT point_id, {', '.join(columns)} FROM {table} WHERE point_id IN "
-                    f"({', '.join('?' * len(chunk))}) ORDER BY point_id, second", chunk)
-                for row in self._series_rows(table, ("point_id", *columns), cur.fetchall()):
-                    out.setdefault(row[0], []).append(dict(zip(columns, row[1:])))
-        return out
+    # ------------------------------------------------------------------ per second (seconds.py)
 
-    def _series_rows(self, table: str, names: Sequence[str], rows: list[tuple[Any, ...]]) -> list[list[Any]]:
-        """Per-second rows (point_id, second first) that fit; the others said and left out."""
-        return self.edge.check(table, names, rows, lambda row: f"of point {row[0]} at second {edge.describe(row[1])}",
-                               "that second is left out")
+    def samples_of(self, point_ids: Iterable[int]) -> dict[int, list[Sample]]:
+        """Many points' per-second samples; points without any are left out."""
+        return self.seconds.samples_of(point_ids)
+
+    def system_samples_of(self, point_ids: Iterable[int]) -> dict[int, list[StoredSystemSample]]:
+        """Many points' system samples; points without any are left out."""
+        return self.seconds.system_samples_of(point_ids)
 
     def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Floats]]:
-        """Each point's per-second (seconds, tps), the tps as a numpy array: what its
-        derived figures are computed from, without a dict of 18 columns a row (a 10 k-
-        point store holds 6 M rows). Points without samples are left out."""
-        import numpy as np  # here: most commands read no series
+        """Each point's per-second (seconds, tps), the tps as a numpy array (Seconds.tps_series)."""
+        return self.seconds.tps_series(point_ids)
 
-        out: dict[int, tuple[Sequence[float], Floats]] = {}
-        wanted = sorted(set(point_ids))
-        def fits(tps: Floats) -> bool:  # (NaN fails both comparisons)
-            return bool((tps >= 0).all() and (tps < np.inf).all())
+    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
+                    ) -> dict[int, SystemSums]:
+        """Counts and sums of each point's system samples' CPU figures (Seconds.system_sums);
+        `db`: second_reader's connection, from another thread."""
+        return self.seconds.system_sums(starts, db)
 
-        if self.dialect.name == "sqlite":
-            # A query a point, its tps alone: the primary key (point_id, second) hands
-            # them over in order, and the seconds are read only if a figure needs them.
-            # (Seconds that are not numbers are left out by the range, in both queries.)
-            for pid in wanted:
-                try:
-                    tps = np.fromiter(chain.from_iterable(self.db.execute(
-                        f"SELECT tps FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (pid,))),
-                        dtype=float)
-                except (TypeError, ValueError):  # text or a blob among them
-                    tps = np.array([-1.0])
-                if not fits(tps):
-                    self._checked_tps(pid, out)
-                elif len(tps):
-                    out[pid] = (LazySeconds(functools.partial(self._seconds, pid), len(tps)), tps)
-            return out
-        for chunk in chunks(wanted):  # a server: one round trip a chunk
-            rows = np.fromiter(chain.from_iterable(self.db.execute(
-                f"SELECT point_id, second, tps FROM samples WHERE point_id IN ({', '.join('?' * len(chunk))}) "
-                f"AND {_SECOND_FITS} ORDER BY point_id, second", chunk)), dtype=float).reshape(-1, 3)
-            firsts = cast(list[int], np.flatnonzero(np.diff(rows[:, 0], prepend=-1.0)).tolist())
-            for first, end in zip(firsts, [*firsts[1:], len(rows)]):
-                pid, tps = int(rows[first, 0]), rows[first:end, 2].copy()
-                if fits(tps):
-                    out[pid] = (cast(list[float], rows[first:end, 1].tolist()), tps)
-                else:
-                    self._checked_tps(pid, out)
-        return out
+    def samples(self, point_id: int) -> list[Sample]:
+        return self.samples_of([point_id]).get(point_id, [])
 
-    def _checked_tps(self, point_id: int, out: dict[int, tuple[Sequence[float], Floats]]) -> None:
-        """A point's (seconds, tps) when some of its samples do not fit: those said and
-        left out, row by row."""
-        import numpy as np
-
-        rows = self.db.execute("SELECT point_id, second, tps FROM samples WHERE point_id = ? ORDER BY second",
-                               (point_id,)).fetchall()
-        fit = self._series_rows("samples", ("point_id", "second", "tps"), rows)
-        if fit:
-            out[point_id] = ([row[1] for row in fit], np.array([row[2] for row in fit], dtype=float))
-
-    def _seconds(self, point_id: int) -> list[float]:
-        return [second for second, in self.db.execute(
-            f"SELECT second FROM samples WHERE point_id = ? AND {_SECOND_FITS} ORDER BY second", (point_id,))]
+    def system_samples(self, point_id: int) -> list[StoredSystemSample]:
+        return self.system_samples_of([point_id]).get(point_id, [])
 
     def second_reader(self) -> SqlConnection | None:
         """Another read-only connection to this SQLite store, for a thread of its own
@@ -745,60 +643,6 @@ class Store:
         if self.dialect.name != "sqlite" or self.path is None or self.dialect.migrated_from is not None:
             return None
         return sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
-
-    def system_sums(self, starts: dict[int, float | None], db: SqlConnection | None = None
-                    ) -> dict[int, SystemSums]:
-        """Counts and sums of the system samples' CPU figures (SYSTEM_MEANS) of each
-        point, summed in SQL (records.SystemSums): over all its samples, and over those
-        from its steady start on (all of them where the start is None). Points without system samples are left out. `db`: the connection to read
-        them with (second_reader's, from another thread), else the store's. A point
-        with a sample that does not fit (text, NaN, a negative figure) is summed here
-        instead, without that sample (said once)."""
-        db = db or self.db
-        sums = ", ".join(f"count({c}), sum({c})" for c in SYSTEM_MEANS)
-        # Whether any sample of the point does not fit, in the same scan (NULL is none).
-        misfit = "max(CASE WHEN " + " OR ".join(
-            f"NOT ({c} BETWEEN 0 AND 1e308)" for c in ("second", *SYSTEM_MEANS)) + " THEN 1 ELSE 0 END)"
-
-        def figures(row: Sequence[Any]) -> dict[str, tuple[int, float | None]]:
-            return {c: (row[2 * i], row[2 * i + 1]) for i, c in enumerate(SYSTEM_MEANS)}
-        out: dict[int, SystemSums] = {}
-        cut: list[int] = []
-        for chunk in chunks(sorted(starts)):
-            for pid, bad, rows, first, *rest in db.execute(
-                    f"SELECT point_id, {misfit}, count(*), min(second), {sums} FROM system_samples WHERE point_id IN "
-                    f"({', '.join('?' * len(chunk))}) GROUP BY point_id", chunk):
-                if bad:
-                    self._checked_sums(db, pid, starts[pid], out)
-                    continue
-                whole = figures(rest)
-                out[pid] = SystemSums(whole=whole, steady=whole, steady_rows=rows)
-                start = starts[pid]
-                if start is not None and start > first:
-                    cut.append(pid)
-        # A warm-up cut: the steady part summed on its own (a range of the primary key).
-        for pid in cut:
-            rows, *rest = db.execute(
-                f"SELECT count(*), {sums} FROM system_samples WHERE point_id = ? AND second >= ?",
-                (pid, starts[pid])).fetchone()
-            out[pid] = SystemSums(whole=out[pid].whole, steady=figures(rest), steady_rows=rows)
-        return out
-
-    def _checked_sums(self, db: SqlConnection, point_id: int, start: float | None,
-                      out: dict[int, SystemSums]) -> None:
-        """system_sums of one point whose samples do not all fit: those left out."""
-        names = ("point_id", "second", *SYSTEM_MEANS)
-        rows = self._series_rows("system_samples", names, db.execute(
-            f"SELECT {', '.join(names)} FROM system_samples WHERE point_id = ? ORDER BY second",
-            (point_id,)).fetchall())
-        if not rows:
-            return
-
-        def figures(part: list[list[Any]]) -> dict[str, tuple[int, float | None]]:
-            columns = {c: [row[k] for row in part if row[k] is not None] for k, c in enumerate(names) if k > 1}
-            return {c: (len(v), float(sum(v)) if v else None) for c, v in columns.items()}
-        steady = [row for row in rows if start is None or row[1] >= start]
-        out[point_id] = SystemSums(whole=figures(rows), steady=figures(steady), steady_rows=len(steady))
 
     def derived(self, point_ids: Iterable[int], estimator: int) -> dict[int, dict[str, Any]]:
         """Cached derived figures of these points made by this estimator version."""
@@ -870,73 +714,27 @@ class Store:
             (estimator, *labels)).fetchall()
         return summary_rows.lent(rows, measured)
 
-    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        """point id -> its stored latency histogram record (latency.Latencies.decode
-        reads it); points without one are left out."""
-        out: dict[int, dict[str, Any]] = {}
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(
-                f"SELECT point_id, record FROM latency_histograms WHERE point_id IN ({', '.join('?' * len(chunk))})",
-                tuple(chunk)).fetchall()
-            for pid, record in self.edge.check("latency_histograms", ("point_id", "record"), rows,
-                                               lambda row: str(row[0]), _NO_HISTOGRAM):
-                if (why := edge.histogram_fault(record)) is not None:
-                    self.edge.report("latency_histograms", str(pid), "record", record, why, _NO_HISTOGRAM)
-                else:
-                    out[pid] = record
-        return out
+    # ------------------------------------------------------------------ a point's files (pointfiles.py)
 
-    def samples(self, point_id: int) -> list[dict[str, Any]]:
-        return self.series_of("samples", [point_id]).get(point_id, [])
-
-    def system_samples(self, point_id: int) -> list[dict[str, Any]]:
-        return self.series_of("system_samples", [point_id]).get(point_id, [])
+    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, JSONObject]:
+        """point id -> its stored latency histogram (a JSON document: latency.Latencies.decode)."""
+        return self.files.latency_histograms(point_ids)
 
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
-        """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
-        decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
-        out: dict[int, dict[str, Any]] = {}
-        names = ("point_id", "bound", "evidence", "figures", *(("record",) if records else ()))
-        left_out = "that point's server figures are left out"
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(f"SELECT {', '.join(names)} FROM server_series WHERE point_id IN "
-                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
-            for row in self.edge.check("server_series", names, rows, lambda row: str(row[0]), left_out):
-                faults = (("figures", edge.figures_fault(row[3]) if row[3] is not None else None),
-                          ("record", edge.series_fault(row[4]) if records else None))
-                misfit = next(((column, why) for column, why in faults if why is not None), None)
-                if misfit is not None:
-                    self.edge.report("server_series", str(row[0]), misfit[0], None, misfit[1], left_out)
-                    continue
-                out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
-                               **({"record": row[4]} if records else {})}
-        return out
+        """point id -> its server's figures, bound, and with `records` its series."""
+        return self.files.server_series(point_ids, records)
 
-    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, dict[str, Any]]:
-        """point id -> its on-CPU profile's summary {"samples", "top", "frequency_hz",
-        "symbols"}, and with `folded` its folded stacks as text ("folded"); points without
-        a profile are left out. The summary alone reads no stacks (a read of every point)."""
-        out: dict[int, dict[str, Any]] = {}
-        if not self.profile_table or not self.db.execute("SELECT 1 FROM profiles LIMIT 1").fetchone():
-            return out  # (most stores hold none: a query, not one a chunk of points)
-        names = ("point_id", "frequency_hz", "symbols", "samples", "top", *(("codec", "folded") if folded else ()))
-        for chunk in chunks(sorted(set(point_ids))):
-            rows = self.db.execute(f"SELECT {', '.join(names)} FROM profiles WHERE point_id IN "
-                                   f"({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
-            for row in self.edge.check("profiles", names, rows, lambda row: str(row[0]), _NO_PROFILE):
-                found = {"samples": row[3], "top": row[4], "frequency_hz": row[1], "symbols": row[2]}
-                faults = [("top", row[4], edge.top_fault(row[4]))]
-                if folded:
-                    text = edge.unpacked(row[5], row[6])
-                    faults.append(("folded", row[6], text.reason if isinstance(text, edge.Misfit)
-                                   else edge.folded_fault(text)))
-                    found["folded"] = text
-                misfit = next(((column, value, why) for column, value, why in faults if why is not None), None)
-                if misfit is not None:
-                    self.edge.report("profiles", str(row[0]), *misfit, _NO_PROFILE)
-                    continue
-                out[row[0]] = found
-        return out
+    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]:
+        """point id -> its on-CPU profile's summary, and with `folded` its stacks."""
+        return self.files.profiles(point_ids, folded)
+
+    def point_command(self, point_id: int) -> list[str] | None:
+        """The command line a point's tool ran (None: no point, or it does not read)."""
+        return self.files.point_command(point_id)
+
+    def raw_output(self, point_id: int) -> tuple[str, str]:
+        """The tool's stdout and stderr of a point, verbatim (StoreError: they do not read)."""
+        return self.files.raw_output(point_id)
 
     _RUNS = ("SELECT r.*, h.facts AS _host_facts FROM runs r"
              " LEFT JOIN hosts h ON h.fingerprint = r.host_fingerprint")
@@ -981,12 +779,6 @@ class Store:
         found = self._run_records(self.db.execute(self._RUNS + " WHERE r.id = ?", (run_id,)))
         return found[0] if found else None
 
-    def study_text(self, sha256: str) -> dict[str, Any] | None:
-        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
-        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
-                              "that study's name and text are left out")
-        return {"name": fit[0][1], "source": fit[0][2], "text": fit[0][3], "sha256": sha256} if fit else None
-
     def run_progress(self, run_ids: Iterable[int] = (), running: bool = False) -> dict[int, RunProgress]:
         """Each run's status and measured points (warm-ups left out), its points of
         every phase, and the seconds of the point it is measuring where this store holds
@@ -1023,37 +815,6 @@ class Store:
         runs = self.db.execute("SELECT id, label, status, ended_at, options FROM runs ORDER BY id").fetchall()
         return points, hashlib.sha256(repr([tuple(r) for r in runs]).encode()).hexdigest()
 
-    def point_command(self, point_id: int) -> list[str] | None:
-        """The command line a point's tool ran, as stored (no secrets: the store keeps
-        none); None for a point that is not there or whose command does not read."""
-        rows = self.db.execute("SELECT id, command FROM points WHERE id = ?", (point_id,)).fetchall()
-        fit = self.edge.check("points", ("id", "command"), rows, lambda row: str(row[0]),
-                              "its command is not shown", columns=("command",))
-        if not fit or not isinstance(fit[0][1], list):
-            return None
-        return [str(arg) for arg in fit[0][1]]
-
-    def raw_output(self, point_id: int) -> tuple[str, str]:
-        """The tool's stdout and stderr of a point, verbatim. Output that cannot be read
-        back (not a blob, not zlib, not UTF-8) is refused in one line: nothing else of
-        it could be shown."""
-        row = self.db.execute("SELECT codec, stdout, stderr FROM raw_outputs WHERE point_id = ?",
-                              (point_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no point {point_id} in {self.location}")
-        if not isinstance(row[0], str):
-            raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column codec: "
-                             f"{edge.describe(row[0])} is not text")
-        texts = []
-        for column, blob in zip(("stdout", "stderr"), row[1:]):
-            text = edge.unpacked(row[0], blob)
-            if isinstance(text, edge.Misfit):
-                raise StoreError(f"store {self.location}: raw_outputs row {point_id}, column {column}: "
-                                 f"{edge.describe(blob)} {text.reason}")
-            texts.append(text)
-        return texts[0], texts[1]
-
-
     def point_files(self, point_id: int) -> PointFiles:
         """A point's command, end, raw output, series, histogram, server series and
         profile (verbatim.point_files)."""
@@ -1068,10 +829,11 @@ class Store:
         return int(self.db.execute("SELECT count(*) FROM points").fetchone()[0])
 
     def study(self, sha256: str) -> StudyRecord | None:
-        """The study of this sha256 (study_text, as a record), or None."""
-        found = self.study_text(sha256)
-        return None if found is None else StudyRecord(name=found["name"], source=found["source"],
-                                                      text=found["text"], sha256=sha256)
+        """The study of this sha256, or None (absent, or a row that does not fit)."""
+        rows = self.db.execute("SELECT sha256, name, source, text FROM studies WHERE sha256 = ?", (sha256,)).fetchall()
+        fit = self.edge.check("studies", ("sha256", "name", "source", "text"), rows, lambda row: repr(row[0])[:16],
+                              "that study's name and text are left out")
+        return StudyRecord(name=fit[0][1], source=fit[0][2], text=fit[0][3], sha256=sha256) if fit else None
 
 
 class _NothingImported(Exception):

@@ -247,6 +247,24 @@ class _Copy:
         if self.store:
             self.tombstones()
         names, runs = _select(self.source, "SELECT * FROM runs ORDER BY id")
+        runs = self.fitting("runs", names, self.new_runs(names, runs))
+        if not runs:
+            return 0, 0
+        runs = self.with_parents(names, runs)
+        at = names.index("id")
+        run_map = dict(zip((r[at] for r in runs), self.into.dialect.new_ids("runs", len(runs))))
+        self.insert("runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
+        if self.origin is not None and self.origin != self.into.identity():
+            uuid_at = names.index("uuid")
+            self.insert("run_origins", ["uuid", "merged_from"], [(r[uuid_at], self.origin) for r in runs],
+                        ignore=True)
+        points = self.points(run_map)
+        self.imports(run_map)
+        return len(run_map), points
+
+    def new_runs(self, names: Sequence[str], runs: list[Row]) -> list[Row]:
+        """The other store's runs (as read) this one neither holds (by UUID) nor has
+        forgotten (each forgotten one said), with a UUID (each without one said)."""
         uuid_at = names.index("uuid")
         known: set[Any] = set()
         for chunk in chunks([r[uuid_at] for r in runs if r[uuid_at] is not None]):
@@ -266,10 +284,13 @@ class _Copy:
             if run[uuid_at] is None:
                 self.edge.report("runs", str(run[0]), "uuid", None, "where a value must be (a run is merged once, "
                                  "by its UUID)", NOT_MERGED["runs"])
-        runs = self.fitting("runs", names, [r for r in runs if r[uuid_at] is not None])
-        if not runs:
-            return 0, 0
+        return [r for r in runs if r[uuid_at] is not None]
+
+    def with_parents(self, names: Sequence[str], runs: list[Row]) -> list[Row]:
+        """The runs (as read), their studies and hosts copied (parents), each run whose
+        study or host could not come pointing at none instead."""
         row_of = {n: i for i, n in enumerate(names)}
+        runs = list(runs)
         for table, key, column in (("studies", "sha256", "study_sha256"),
                                    ("hosts", "fingerprint", "host_fingerprint")):
             there = self.parents(table, key, {r[row_of[column]] for r in runs} - {None})
@@ -282,15 +303,7 @@ class _Copy:
                     # identity on the next open).
                     instead = None if table == "studies" else migrations.store_host(self.into.db, {})
                     runs[i] = (*run[:at], instead, *run[at + 1:])
-        at = row_of["id"]
-        run_map = dict(zip((r[at] for r in runs), self.into.dialect.new_ids("runs", len(runs))))
-        self.insert("runs", names, [(*r[:at], run_map[r[at]], *r[at + 1:]) for r in runs])
-        if self.origin is not None and self.origin != self.into.identity():
-            self.insert("run_origins", ["uuid", "merged_from"], [(r[uuid_at], self.origin) for r in runs],
-                        ignore=True)
-        points = self.points(run_map)
-        self.imports(run_map)
-        return len(run_map), points
+        return runs
 
     def tombstones(self) -> None:
         """The other store's tombstones (runs forgotten there) applied here to the runs

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Protocol, Sequence
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
 from dbarena.model import StudyRecord
-from dbarena.records import JSON, JSONObject, StoredPoint, StoredRun
+from dbarena.records import JSON, JSONObject, StoredPoint, StoredProfile, StoredRun
 from dbarena.store.encoding import pack
 from dbarena.store.schema import TABLES, Column
 
@@ -34,9 +34,9 @@ class _Store(Protocol):
     @property
     def location(self) -> str: ...
     def raw_output(self, point_id: int) -> tuple[str, str]: ...
-    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, dict[str, Any]]: ...
+    def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, JSONObject]: ...
     def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]: ...
-    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, dict[str, Any]]: ...
+    def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]: ...
     def add_profile(self, point_id: int, folded: str, frequency_hz: float, symbols: str) -> None: ...
 
 __all__ = ["SeriesRows", "ServerRecord", "PointFiles", "Verbatim", "SERIES_TABLES", "series_columns",
@@ -197,4 +197,4 @@ def point_files(store: _Store, point_id: int) -> PointFiles:
     return PointFiles(command=[str(c) for c in command], exit_code=row[1], stdout=stdout, stderr=stderr,
                       samples=series["samples"], system_samples=series["system_samples"],
                       latency_histogram=histogram, server=server,
-                      profile=profile["folded"] if profile is not None else None)
+                      profile=profile.folded if profile is not None else None)
