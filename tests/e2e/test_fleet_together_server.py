@@ -396,7 +396,7 @@ def test_a_server_host_profiles_its_server_around_the_measured_point(tmp_path_fa
         own = [n for n in names if n in _exported_functions(binary[1])]
         assert len(own) >= 3, (own, names)
         with Store(store, readonly=True) as db:
-            stacks = profiles.parse_folded(db.profiles([point["point_id"]], folded=True)[point["point_id"]]["folded"])
+            stacks = profiles.parse_folded(db.profiles([point["point_id"]], folded=True)[point["point_id"]].folded or "")
             (run,) = db.runs()
         assert all(stack.split(";")[0] == "postgres" for stack in stacks), list(stacks)[:5]
         backends = sum(count for stack, count in stacks.items() if ";PostgresMain;" in f";{stack};")
