@@ -29,6 +29,14 @@ limit_option = click.option("--limit", metavar="PATTERN",
                             help="Only these hosts or groups (comma-separated; shell-style patterns).")
 
 
+# The options every command a fleet's host runs takes (hidden: the playbooks' own).
+workdir_option = click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+                              help="The host's fleet working directory (dbarena_workdir).")
+request_option = click.option("--request", "request_path", required=True,
+                              type=click.Path(dir_okay=False, path_type=Path),
+                              help="The controller's request (JSON), removed once read.")
+
+
 @fleet_group.command("run", context_settings={"ignore_unknown_options": False})
 @inventory_option
 @limit_option
@@ -181,8 +189,7 @@ def fleet_cleanup(inventory: Path, limit: str | None) -> int:
 
 
 @fleet_group.command("host-cleanup", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 def fleet_host_cleanup(workdir: Path) -> None:
     """On a host, for `fleet cleanup`: stop and reap (fleet/hostcleanup.py)."""
     from dbarena.fleet import hostcleanup
@@ -191,8 +198,7 @@ def fleet_host_cleanup(workdir: Path) -> None:
 
 
 @fleet_group.command("host-run", hidden=True, context_settings={"ignore_unknown_options": True})
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 def fleet_host_run(workdir: Path, run_args: tuple[str, ...]) -> int:
     """On a host (started by `fleet run`): the study, started, resumed or skipped."""
@@ -202,8 +208,7 @@ def fleet_host_run(workdir: Path, run_args: tuple[str, ...]) -> int:
 
 
 @fleet_group.command("host-status", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 def fleet_host_status(workdir: Path) -> None:
     """On a host: its run's state as one JSON line."""
     from dbarena.fleet import host
@@ -212,8 +217,7 @@ def fleet_host_status(workdir: Path) -> None:
 
 
 @fleet_group.command("host-snapshot", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 def fleet_host_snapshot(workdir: Path) -> None:
     """On a host: a consistent copy of its store, to be fetched."""
     from dbarena.fleet import host
@@ -227,10 +231,8 @@ def fleet_host_snapshot(workdir: Path) -> None:
 
 
 @fleet_group.command("host-prepare", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
-@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The controller's request (JSON), removed once read.")
+@workdir_option
+@request_option
 def fleet_host_prepare(workdir: Path, request_path: Path) -> None:
     """On one host of a --together run: the run's provenance and its datasets, as JSON."""
     from dbarena.fleet import loadgen
@@ -245,10 +247,8 @@ def fleet_host_prepare(workdir: Path, request_path: Path) -> None:
 
 
 @fleet_group.command("host-point", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
-@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The controller's request (JSON), removed once read.")
+@workdir_option
+@request_option
 def fleet_host_point(workdir: Path, request_path: Path) -> int:
     """On a host of a --together run, detached: its share of one point."""
     from dbarena.fleet import loadgen
@@ -257,8 +257,7 @@ def fleet_host_point(workdir: Path, request_path: Path) -> int:
 
 
 @fleet_group.command("host-tls", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 def fleet_host_tls(workdir: Path) -> None:
     """On a load generator of a --together run: its client certificate for the run, as JSON."""
     from dbarena.fleet import loadgen
@@ -267,8 +266,7 @@ def fleet_host_tls(workdir: Path) -> None:
 
 
 @fleet_group.command("host-point-ctl", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 @click.argument("action", type=click.Choice(["wait-ready", "go", "status", "stop"]))
 @click.option("--point", "point_id", required=True, help="The point's id, as its request gave it.")
 @click.option("--at", type=float, help="go: the common start time (Unix seconds).")
@@ -280,10 +278,8 @@ def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | 
 
 
 @fleet_group.command("host-server", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
-@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The controller's request (JSON), removed once read.")
+@workdir_option
+@request_option
 def fleet_host_server(workdir: Path, request_path: Path) -> int:
     """On the [server] host of a --together run, detached: the run's throwaway server."""
     from dbarena.fleet import serverhost
@@ -292,8 +288,7 @@ def fleet_host_server(workdir: Path, request_path: Path) -> int:
 
 
 @fleet_group.command("host-server-ctl", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 @click.argument("action", type=click.Choice(["wait-ready", "status", "stop"]))
 @click.option("--server", "server_id", required=True, help="The server's id, as its request gave it.")
 def fleet_host_server_ctl(workdir: Path, action: str, server_id: str) -> None:
@@ -304,10 +299,8 @@ def fleet_host_server_ctl(workdir: Path, action: str, server_id: str) -> None:
 
 
 @fleet_group.command("host-profile", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
-@click.option("--request", "request_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The controller's request (JSON), removed once read.")
+@workdir_option
+@request_option
 def fleet_host_profile(workdir: Path, request_path: Path) -> int:
     """On the [server] host of a --together run, detached: its server's profile of one point."""
     from dbarena.fleet import serverprofile
@@ -316,8 +309,7 @@ def fleet_host_profile(workdir: Path, request_path: Path) -> int:
 
 
 @fleet_group.command("host-profile-ctl", hidden=True)
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The host's fleet working directory (dbarena_workdir).")
+@workdir_option
 @click.argument("action", type=click.Choice(["check", "wait-sampling", "stop", "discard"]))
 @click.option("--point", "point_id", help="The point's id, as the profile's request gave it.")
 @click.option("--frequency", type=click.IntRange(min=1), help="check: the samples a second asked for.")
