@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -63,11 +64,21 @@ def test_three_sysbench_workloads_on_both_engines(public_tmp, tmp_path):
         assert p["errors"] == int(_printed(r"^\s+ignored errors:\s+(\d+)", out))
         assert p["reconnects"] == int(_printed(r"^\s+reconnects:\s+(\d+)", out))
         assert p["latency_avg_ms"] == float(_printed(r"^\s+avg:\s+([\d.]+)", out))
-        # sysbench prints its histogram before it computes the summary percentile; events
-        # finishing in between can move the latter by a bucket (1.8 % apart), by two on a
-        # loaded machine (22.287 against 21.50 once: 3.7 %).
+        # The percentiles are read from the histogram sysbench printed, as every tool's
+        # are (stats/latency.py: the first bucket whose running count reaches
+        # ceil(share x total), to the histogram's precision), here independently. sysbench prints the histogram
+        # before it computes its summary percentile, and events finishing in between move
+        # the latter (by 3 buckets, 4.1 against 4.331 ms, on a loaded machine): that one
+        # is kept in the point's details as printed.
+        rows = [(float(v), int(n)) for v, n in re.findall(r"^\s+([\d.]+) \|\**\s+(\d+)$", out, re.M)]
+        total = sum(n for _, n in rows)
+        assert rows and total > 0
+        for share, column in ((50, "latency_p50_ms"), (95, "latency_p95_ms"), (99, "latency_p99_ms")):
+            running, need = 0, max(1, math.ceil(total * share / 100 - 1e-9))
+            bucket = next(v for v, n in rows if (running := running + n) >= need)
+            assert p[column] == pytest.approx(bucket, abs=0.0005, rel=0.002), (column, bucket)
         printed_p95 = float(_printed(r"^\s+95th percentile:\s+([\d.]+)", out))
-        assert p["latency_p95_ms"] == pytest.approx(printed_p95, abs=0.0055 + 0.04 * printed_p95)
+        assert json.loads(p["details"])["latency_pct_ms"] == printed_p95
         assert p["latency_p50_ms"] <= p["latency_p95_ms"] <= p["latency_p99_ms"]
         assert p["tps"] > 0 and p["qps"] > p["tps"]
         n_samples = db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (p["id"],)).fetchone()[0]

@@ -4,9 +4,12 @@ Reads sysbench 1.0.x and 1.1 (`SQL statistics`, `Latency (ms)`, 1.1's `Throughpu
 section, `[ 1s ] thds: ...` interval lines) and the legacy 0.5 / 0.4 formats
 (`OLTP test statistics`, `response time` / `per-request statistics`, `[   2s]
 threads: ...` interval lines). With `--histogram=on` sysbench prints the latency
-distribution of the whole run; p50, p95 and p99 are computed from it the way
-sysbench computes its own single percentile (the first bucket at which the
-cumulative count reaches the share), so our p95 equals the one it prints.
+distribution of the whole run; p50, p95 and p99 are read from it as every tool's
+percentiles are (stats/latency.py: the first bucket whose cumulative count reaches
+ceil(share x count)). sysbench's own printed percentile rounds the rank to the nearest
+and is computed after the histogram is printed (events finishing in between move it),
+so it can be a bucket or more apart (about 1.8 % each); it is kept in the details as
+printed (percentile, latency_pct_ms).
 A line that starts like a known field but cannot be read raises ParseError naming
 the line; a figure the version does not print stays None.
 """
