@@ -150,6 +150,7 @@ class Tool(Protocol):
     # Why it cannot run an open-loop point for --slo (an offered rate, latency from each
     # transaction's scheduled start), in a few words; None: it can (option "rate").
     open_loop_refusal: str | None
+    whole_rates: bool  # its rate option takes whole TPS only (sysbench --rate; pgbench -R takes fractions)
 
     def check_options(self, options: Mapping[str, Any], base_dir: Path | None = None) -> dict[str, str]: ...
     # What a checked option makes the tool run or load (a command, a client plugin),

@@ -211,15 +211,21 @@ def _keys_stay(keys: dict[Path, str], tmp: Path, texts: list[str], store: Path) 
                     assert body.encode() not in b"".join(path.read_bytes().split()), f"the key of {where} is in {path}"
 
 
-def _server_inventory(tmp: Path, hosts, workdirs: dict, extra: dict) -> Path:
-    """alpha and beta in [fleet], gamma in [server]."""
+def _server_inventory(tmp: Path, hosts) -> tuple[Path, dict[str, Path]]:
+    """alpha and beta in [fleet], gamma in [server], each host's work directory under
+    tmp/hosts (the inventory's dbarena_workdir_base), alpha reaching the server from
+    127.0.0.1: the inventory, and the hosts' work directories by name."""
+    base = tmp / "hosts"
+    workdirs = {h.name: base / h.name for h in hosts}
+    extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
+    extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
     drivers = [h for h in hosts.hosts if h.name != "gamma"]
     (server,) = [h for h in hosts.hosts if h.name == "gamma"]
     inv = tmp / "hosts.ini"
     inv.write_text(inventory(drivers, hosts.key, tmp / "fleet.ini", workdirs=workdirs, extra_vars=extra).read_text()
                    + inventory([server], hosts.key, tmp / "server.ini", workdirs=workdirs, extra_vars=extra,
                                group="server").read_text())
-    return inv
+    return inv, workdirs
 
 
 @pytest.mark.parametrize("engine", ["postgres", "mariadb"])
@@ -237,11 +243,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
     tmp = tmp_path_factory.mktemp("server")
     tmp.chmod(0o755)
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
-        base = tmp / "hosts"
-        workdirs = {h.name: base / h.name for h in hosts}
-        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        inv, workdirs = _server_inventory(tmp, hosts)
         study = tmp / "server.toml"
         # Points of 8 s: long enough to find a load generator's tool running and look at
         # the server's sessions while it does.
@@ -299,7 +301,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         # The password the controller made is in no output, no store and no file left on a host.
         status = json.loads((workdirs["gamma"] / "server" / "status.json").read_text())
         assert status["state"] == "stopped"
-        for path in base.rglob("*"):
+        for path in (tmp / "hosts").rglob("*"):
             if path.is_file() and path.name == "secrets.json":
                 raise AssertionError(f"{path} left behind")
     # No server of the hosts' left (other tests' may run meanwhile: not theirs).
@@ -318,11 +320,7 @@ def test_variants_with_a_warm_up_on_a_server_host(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server-variants")
     tmp.chmod(0o755)
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
-        base = tmp / "hosts"
-        workdirs = {h.name: base / h.name for h in hosts}
-        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        inv, workdirs = _server_inventory(tmp, hosts)
         study = tmp / "variants.toml"
         study.write_text(VARIANTS_STUDY.format(name="server-variants", levels=[2], duration=2, sampling=0.1)
                          + 'postgres = { work_mem = "8MB" }\n')
@@ -369,11 +367,7 @@ def test_a_server_host_profiles_its_server_around_the_measured_point(tmp_path_fa
     tmp = tmp_path_factory.mktemp("server-profile")
     tmp.chmod(0o755)
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
-        base = tmp / "hosts"
-        workdirs = {h.name: base / h.name for h in hosts}
-        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        inv, workdirs = _server_inventory(tmp, hosts)
         study = tmp / "profiled.toml"
         study.write_text(STUDY.format(name="profiled", levels=[2], duration=4, sampling=0.1))
         store = tmp / "profiled.db"
@@ -466,11 +460,7 @@ def test_a_server_outlives_a_killed_controller_by_its_lease_only(tmp_path_factor
     tmp = tmp_path_factory.mktemp("lease")
     tmp.chmod(0o755)
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
-        base = tmp / "hosts"
-        workdirs = {h.name: base / h.name for h in hosts}
-        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        inv, workdirs = _server_inventory(tmp, hosts)
         study = tmp / "lease.toml"
         study.write_text(STUDY.format(name="lease", levels=[2], duration=30, sampling=0.01))
         run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
@@ -518,11 +508,7 @@ def test_fleet_cleanup_stops_what_a_killed_controller_left_at_once(tmp_path_fact
     tmp = tmp_path_factory.mktemp("cleanup")
     tmp.chmod(0o755)
     with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp) as hosts:
-        base = tmp / "hosts"
-        workdirs = {h.name: base / h.name for h in hosts}
-        extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(base)} for h in hosts}
-        extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-        inv = _server_inventory(tmp, hosts, workdirs, extra)
+        inv, workdirs = _server_inventory(tmp, hosts)
         study = tmp / "cleanup.toml"
         study.write_text(STUDY.format(name="cleanup", levels=[2], duration=60, sampling=0.01))
         env = ansible_env(tmp)

@@ -265,3 +265,21 @@ def test_a_percentile_of_too_few_transactions_is_not_judged_and_the_search_stops
     while (rate := search.next_rate()) is not None:
         search.add(capacity.judge(SLO, rate, figures(rate, 50.0, duration=4)))
     assert min(search.tried) >= 250 and "too few transactions for its p99" in (search.done() or "")
+
+
+def test_a_tool_that_takes_whole_rates_is_offered_whole_ones_never_zero():
+    """sysbench --rate takes an integer (it refused "--rate=82.0" of a search halving
+    164 TPS) and 0 means no limit: its search offers whole rates, at least 1; pgbench -R
+    takes a decimal one."""
+    assert capacity.rate_text(82.0) == "82.0" and capacity.rate_text(82.0, whole=True) == "82"
+    assert capacity.rate_text(0.3, whole=True) == "1" and capacity.rate_text(12_345.6, whole=True) == "12346"
+    search = Search(SLO, closed=[327.0 / capacity.FIRST_SHARE], whole_rates=True)
+    offered = []
+    while (rate := search.next_rate()) is not None:
+        offered.append(rate)
+        search.add(capacity.judge(SLO, rate, figures(rate, 50.0)))  # every rate misses
+    assert offered and all(r == int(r) and r >= 1 for r in offered), offered
+    spec = PointSpec(engine="mysql", workload="sysbench-read-only", threads=2, clients=2, duration_s=3, repeat=0,
+                     params=(), options=(("percentile", "95"),))
+    assert dict(searching.with_rate(spec, 82.0, whole=True).options)["rate"] == "82"
+    assert dict(searching.with_rate(spec, 82.0).options)["rate"] == "82.0"

@@ -15,11 +15,13 @@ from dbarena.model import PointResult, PointSpec
 from dbarena.run.runner import Bound, Sweep
 from dbarena.stats import analysis, capacity, rounds
 from dbarena.stats.capacity import Objective, Search
+from dbarena.workloads import WORKLOADS
 
 
-def with_rate(spec: PointSpec, rate: float) -> PointSpec:
-    """The point offered `rate` TPS (the tool's `rate` option, in its configuration key)."""
-    options = {**dict(spec.options), capacity.RATE_OPTION: capacity.rate_text(rate)}
+def with_rate(spec: PointSpec, rate: float, whole: bool = False) -> PointSpec:
+    """The point offered `rate` TPS (the tool's `rate` option, in its configuration key;
+    `whole`: a tool that takes whole TPS only)."""
+    options = {**dict(spec.options), capacity.RATE_OPTION: capacity.rate_text(rate, whole)}
     return replace(spec, options=tuple(sorted(options.items())))
 
 
@@ -69,7 +71,7 @@ class Searches:
                     self.said.add(base)
                     self.on_end(base, search)
                 continue
-            spec = with_rate(base, rate)
+            spec = with_rate(base, rate, search.whole_rates)
             out += [replace(spec, repeat=k) for k in range(self.repeats)]
         return out
 
@@ -96,7 +98,8 @@ def searches(objective: Objective, points: Sequence[PointSpec], repeats: int, bo
     found = Searches(objective=objective, repeats=repeats,
                      closed=[p for p in points if (rounds.base(p), p.repeat) not in stored_ok])
     bases = list(dict.fromkeys(closed_loop(p) for p in points))
-    found.searches = {b: Search(objective, duration_s=float(b.duration_s)) for b in bases}
+    found.searches = {b: Search(objective, duration_s=float(b.duration_s),
+                                whole_rates=WORKLOADS[b.workload].tool.whole_rates) for b in bases}
     if not resumed:
         return found
     of_key = {capacity.search_key(bound[b.variant].config(b)): b for b in bases}

@@ -131,9 +131,13 @@ def parse(text: str) -> Objective:
     return Objective(stat, limit)
 
 
-def rate_text(rate: float) -> str:
+def rate_text(rate: float, whole: bool = False) -> str:
     """An offered rate as the tool option takes it and the configuration key keeps it:
-    a whole number of TPS from 100 on, one decimal below."""
+    a whole number of TPS from 100 on, one decimal below; a whole number, at least 1,
+    for a tool whose option takes no other (`whole`: sysbench --rate, where 0 is no
+    limit at all)."""
+    if whole:
+        return str(max(1, round(rate)))
     return str(round(rate)) if rate >= 100 else f"{rate:.1f}"
 
 
@@ -281,6 +285,7 @@ class Search:
     closed_failed: bool = False
     tried: dict[float, list[Judged]] = field(default_factory=dict)
     duration_s: float | None = None  # a point's; no rate is offered that gives too few transactions to judge
+    whole_rates: bool = False  # the tool's rate option takes whole TPS only (rate_text)
 
     def add(self, judged: Judged) -> None:
         self.tried.setdefault(judged.offered, []).append(judged)
@@ -328,7 +333,7 @@ class Search:
         return self._new(math.sqrt(lo * hi))
 
     def _new(self, rate: float) -> tuple[float | None, str | None]:
-        step = float(rate_text(rate))
+        step = float(rate_text(rate, self.whole_rates))
         if step in self.tried or step <= 0:
             return None, "bracketed as finely as the rate's rounding allows"
         return step, None

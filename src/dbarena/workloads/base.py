@@ -35,6 +35,7 @@ class ToolBase:
     timed = True
     verifies = False  # checks the data after each point (verify)
     open_loop_refusal: str | None = "offers no rate of its own"
+    whole_rates = False
     # Options the tool's command line controls itself (connection, concurrency,
     # duration, dataset size): a study that sets them is refused, naming the key
     # that does it instead.

@@ -415,6 +415,7 @@ class Sysbench(ToolBase):
     # --rate=N: events queued on a schedule, each one's latency counted from its place in
     # the queue (sysbench.c: sb_timer_stop adds the queue_time sb_more_events measured).
     open_loop_refusal: str | None = None
+    whole_rates = True  # --rate=N takes an integer ("Invalid value for the 'rate' option: '82.0'"), 0 is no limit
     params = PARAMS
     reserved = reserved_options()
     passthrough = True
