@@ -49,7 +49,10 @@ def provenance(verified: Verified) -> JSONObject:
     """What an imported run keeps of the bundle it came from (its options' `bundle`)."""
     return {"file": Path(verified.bundle.name).name, "sha256": bundle.sha256(verified.bundle.data),
             "signed": verified.signed, "key": verified.key, "signer": list[JSON](verified.principals) or None,
-            "published_by": verified.bundle.manifest.get("published_by")}
+            "published_by": verified.bundle.manifest.get("published_by"),
+            # The estimator its figures were published with (None: not recorded), and how
+            # many of them this dbarena's recomputation, which is what the store shows, did not give.
+            "estimator_version": verified.published_estimator, "differed": len(verified.differences)}
 
 
 def import_bundle(into: Store, path: Path, allowed_signers: Path | None = None) -> Imported:
