@@ -26,8 +26,7 @@ from inprocess import dbarena
 from dbarena.exchange import bundle, site
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.publish import publish
-from dbarena.exchange.verify import DERIVED, Difference, verify
-from dbarena.report import schemas
+from dbarena.exchange.verify import DERIVED, Difference, json_schema, verify
 from dbarena.stats import analysis
 from dbarena.store.database import Store
 
@@ -127,7 +126,7 @@ def test_an_older_estimators_figure_is_recomputed_said_and_imported_as_recompute
     done = dbarena("verify", "--json", str(path), env=env)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    Draft202012Validator(schemas.schema("verify")).validate(document)
+    Draft202012Validator(json_schema()).validate(document)
     (found,) = document
     assert found["verified"] is True and found["estimator"] == {
         "published": OLDER, "recomputed_with": NOW, "recomputed": True, "figures": checked.derived,

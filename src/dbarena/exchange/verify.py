@@ -65,7 +65,7 @@ from dbarena.store.edge import Edge
 from dbarena.store.verbatim import SeriesRows, ServerRecord, Verbatim, series_columns
 from dbarena.workloads import WORKLOADS
 
-__all__ = ["Verified", "Difference", "refused_json", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES",
+__all__ = ["Verified", "Difference", "refused_json", "json_schema", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES",
            "DERIVED"]
 
 # The figures a tool prints, as a point record names them: what the importer must read
@@ -204,6 +204,36 @@ def refused_json(name: str, error: str) -> JSONObject:
     the reason in `error`, nothing else known."""
     return {"bundle": name, "verified": False, "error": error, "signed": None, "key": None, "principals": [],
             "files": None, "points": None, "runs": None, "estimator": None}
+
+
+def json_schema() -> JSONObject:
+    """The JSON Schema of `verify --json` (docs/schema/verify.schema.json, which a test
+    regenerates): an object per bundle (Verified.as_json, or refused_json), with the
+    estimator its figures were published with and each derived figure that differs from
+    this dbarena's (Difference.as_json)."""
+    from dbarena.report.schemas import BASE, VERSION, of_record
+
+    def maybe(kind: str) -> JSONObject:
+        return {"type": [kind, "null"]}
+
+    estimator: JSONObject = {
+        "type": "object", "additionalProperties": False,
+        "required": ["published", "recomputed_with", "recomputed", "figures", "differ"],
+        "properties": {"published": maybe("integer"), "recomputed_with": {"type": "integer"},
+                       "recomputed": {"type": "boolean"}, "figures": {"type": "integer"},
+                       "differ": {"type": "array", "items": of_record(Difference)}}}
+    item: JSONObject = {
+        "type": "object", "additionalProperties": False,
+        "required": ["bundle", "verified", "error", "signed", "key", "principals", "files", "points", "runs",
+                     "estimator"],
+        "properties": {"bundle": {"type": "string"}, "verified": {"type": "boolean"}, "error": maybe("string"),
+                       "signed": maybe("boolean"), "key": maybe("string"),
+                       "principals": {"type": "array", "items": {"type": "string"}}, "files": maybe("integer"),
+                       "points": maybe("integer"), "runs": maybe("integer"),
+                       "estimator": {"anyOf": [estimator, {"type": "null"}]}}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{BASE}/v{VERSION}/verify.json",
+            "title": f"dbarena verify --json (dbarena export schema version {VERSION})", "type": "array",
+            "items": item}
 
 
 def _list(obj: Mapping[str, JSON], key: str) -> list[JSON]:

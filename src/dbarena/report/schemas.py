@@ -2,8 +2,7 @@
 (records.py), so that the documented shape cannot drift from the code: `results --json`
 (AnalysedPoint.as_json), `results --summary --json` (LevelSummary.as_json), `compare
 --json` (LevelComparison.as_json), `history --json` (stats/history.History.as_dict) and
-the report's JSON (`report -o FILE.json`: report/data.Report.as_json) and `verify --json`
-(exchange/verify.Verified.as_json). docs/schema/ holds
+the report's JSON (`report -o FILE.json`: report/data.Report.as_json). docs/schema/ holds
 them as files; a test regenerates them and checks every export of a real store against them.
 
 A field's JSON type follows its Python annotation: `float | None` is a number or null,
@@ -212,37 +211,9 @@ def _report() -> JSONObject:
 
 
 # Exports that are one JSON object rather than an array of records: name -> (command, schema).
-def _verify() -> JSONObject:
-    """`verify --json`: an object per bundle (exchange/verify.py's Verified.as_json, or
-    refused_json where it did not verify), with the estimator its figures were published
-    with and each derived figure that differs from this dbarena's (Difference.as_json)."""
-    from dbarena.exchange.verify import Difference
-
-    def maybe(kind: str) -> JSONObject:
-        return {"type": [kind, "null"]}
-
-    estimator: JSONObject = {
-        "type": "object", "additionalProperties": False,
-        "required": ["published", "recomputed_with", "recomputed", "figures", "differ"],
-        "properties": {"published": maybe("integer"), "recomputed_with": {"type": "integer"},
-                       "recomputed": {"type": "boolean"}, "figures": {"type": "integer"},
-                       "differ": {"type": "array", "items": of_record(Difference)}}}
-    bundle: JSONObject = {
-        "type": "object", "additionalProperties": False,
-        "required": ["bundle", "verified", "error", "signed", "key", "principals", "files", "points", "runs",
-                     "estimator"],
-        "properties": {"bundle": {"type": "string"}, "verified": {"type": "boolean"}, "error": maybe("string"),
-                       "signed": maybe("boolean"), "key": maybe("string"),
-                       "principals": {"type": "array", "items": {"type": "string"}}, "files": maybe("integer"),
-                       "points": maybe("integer"), "runs": maybe("integer"),
-                       "estimator": {"anyOf": [estimator, {"type": "null"}]}}}
-    return {"type": "array", "items": bundle}
-
-
 DOCUMENTS: dict[str, tuple[str, typing.Callable[[], JSONObject]]] = {
     "history": ("dbarena history --json", _history),
     "report": ("dbarena report -o FILE.json", _report),
-    "verify": ("dbarena verify --json", _verify),
 }
 
 
