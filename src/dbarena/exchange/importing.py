@@ -4,7 +4,9 @@ whether it was signed, the key's fingerprint and the signer the allowed-signers 
 named). The rows are those verify stored in its throwaway store, merged into the store
 as `dbarena merge` merges another store (store/merge.py: new ids, each run once by its
 UUID, every row checked at the store's edge), so that `results --json` of the imported
-runs equals the publishing store's, ids aside.
+runs equals the publishing store's, ids aside. No derived figure is taken from the
+manifest: the store computes them from those rows, so that a bundle of another estimator
+version (verify.py) shows the figures recomputed here, whatever it published.
 """
 
 from __future__ import annotations
