@@ -37,6 +37,7 @@ recomputed figures whatever the manifest says; only the words of `verify` differ
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -65,8 +66,8 @@ from dbarena.store.edge import Edge
 from dbarena.store.verbatim import SeriesRows, ServerRecord, Verbatim, series_columns
 from dbarena.workloads import WORKLOADS
 
-__all__ = ["Verified", "Difference", "refused_json", "json_schema", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES",
-           "DERIVED"]
+__all__ = ["Verified", "Difference", "refused_json", "json_schema", "verify", "read_bundle", "Bundle",
+           "throwaway_store", "FIGURES", "DERIVED"]
 
 # The figures a tool prints, as a point record names them: what the importer must read
 # again from the raw output, exactly.
@@ -96,6 +97,11 @@ class Bundle:
 
     def text(self, member: str) -> str:
         return self.members[member].decode(errors="replace")
+
+    @functools.cached_property
+    def figure_lines(self) -> dict[int, dict[str, int]]:
+        """Each point's record's keys by their line in manifest.json (_figure_lines)."""
+        return _figure_lines(self.text(bundle.MANIFEST))
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,18 +467,35 @@ def _manifest_line(found: Bundle, point_id: JSON, key: str) -> int:
     """The line of manifest.json holding `key` of point `point_id`'s record (json_bytes
     writes a key a line, the records' keys at an indent of four); its point_id line, or
     1, where it holds none."""
-    lines = found.text(bundle.MANIFEST).split("\n")
-    mark = f'    "point_id": {json.dumps(point_id)}'
-    at = next((i for i, line in enumerate(lines) if line.rstrip(",") == mark), None)
-    if at is None:
+    lines = found.figure_lines.get(point_id) if isinstance(point_id, int) and not isinstance(point_id, bool) \
+        else None
+    if lines is None:
         return 1
-    start = next((i for i in range(at, -1, -1) if lines[i] == '   "result": {'), at)
-    for i in range(start + 1, len(lines)):
-        if lines[i].startswith("   }"):
-            break
-        if lines[i].startswith(f'    "{key}": '):
-            return i + 1
-    return at + 1
+    return lines.get(key, lines["point_id"])
+
+
+def _figure_lines(text: str) -> dict[int, dict[str, int]]:
+    """Each point's record's keys by their line in manifest.json (json_bytes' layout: a
+    record opens with `   "result": {`, its keys at an indent of four, and closes at
+    `   }`), by point id; the first record of a point id where two claim it. Made once
+    per bundle: another estimator's bundle may name a line for every figure it holds."""
+    found: dict[int, dict[str, int]] = {}
+    keys: dict[str, int] | None = None  # (inside a record)
+    pid: int | None = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if line == '   "result": {':
+            keys, pid = {}, None
+        elif keys is not None and line.startswith("   }"):
+            if pid is not None:
+                found.setdefault(pid, keys)
+            keys = None
+        elif keys is not None and line.startswith('    "'):
+            name, sep, value = line[5:].partition('": ')
+            if sep and name not in keys:
+                keys[name] = number
+                if name == "point_id" and value.rstrip(",").isdigit():
+                    pid = int(value.rstrip(","))
+    return found
 
 
 def _source_of(key: str, entry: JSONObject) -> str:
