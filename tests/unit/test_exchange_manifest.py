@@ -25,7 +25,7 @@ from inprocess import dbarena
 from dbarena.exchange import bundle, manifest
 from dbarena.exchange.bundle import BundleProblem
 from dbarena.exchange.publish import publish
-from dbarena.exchange.verify import verify
+from dbarena.exchange.verify import json_schema, verify
 from dbarena.records import StoredRun
 from dbarena.store.database import Store
 
@@ -42,6 +42,19 @@ def test_the_shipped_schema_is_what_the_records_make() -> None:
         SHIPPED.write_text(_made())
     assert manifest.shipped() == _made(), f"{SHIPPED} differs from what manifest.py makes of the records"
     Draft202012Validator.check_schema(json.loads(manifest.shipped()))
+
+
+VERIFY_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "schema" / "verify.schema.json"
+
+
+def test_the_schema_of_verify_json_is_what_verify_makes() -> None:
+    """docs/schema/verify.schema.json: `verify --json`'s shape (exchange/verify.json_schema;
+    test_exchange_estimator.py checks real output against it)."""
+    made = json.dumps(json_schema(), indent=2) + "\n"
+    if os.environ.get("DBARENA_UPDATE_GOLDEN"):
+        VERIFY_SCHEMA.write_text(made)
+    assert VERIFY_SCHEMA.read_text() == made, f"{VERIFY_SCHEMA} differs from what verify.json_schema makes"
+    Draft202012Validator.check_schema(json.loads(made))
 
 
 def _at(schema: dict[str, Any], where: str) -> dict[str, Any]:

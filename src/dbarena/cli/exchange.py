@@ -94,23 +94,43 @@ def publish(store: Path | str, labels: tuple[str, ...], run_ids: tuple[int, ...]
 @click.option("--allowed-signers", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Whose keys are trusted, as ssh-keygen reads it (`principal ssh-ed25519 KEY` a line): a bundle "
                    "signed by another key, or unsigned, is refused.")
-def verify(bundles: tuple[Path, ...], allowed_signers: Path | None) -> int | None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array, an object per bundle: verified or the reason it was refused, its signer, "
+                   "and the estimator its figures were published with, with each figure that differs from this "
+                   "dbarena's recomputation (docs/schema/verify.schema.json).")
+def verify(bundles: tuple[Path, ...], allowed_signers: Path | None, as_json: bool) -> int | None:
     """Check bundles: the signature (and whose key), every file's sha256, that no byte
     of the file was changed, that no password is in it, then every figure recomputed
     from the raw outputs (by the importer) and the per-second series, equal to the
     manifest's. A line each; a bundle that fails is refused in one line naming the first
-    thing that does not hold (exit 2)."""
+    thing that does not hold (exit 2). A bundle published by a dbarena of another
+    estimator version (its derived figures: steady state, warnings, bound ...) has those
+    recomputed with this one, and a second line says so and how many differ (exit 0 if
+    nothing else fails; import and site show the recomputed figures)."""
+    import json
+
     from dbarena.exchange.bundle import BundleProblem
-    from dbarena.exchange.verify import verify as check
+    from dbarena.exchange.verify import refused_json, verify as check
 
     check_allowed_signers(allowed_signers)
     failed = False
+    documents = []
     for path in bundles:
         try:
-            _say(check(path, allowed_signers).summary())
+            verified = check(path, allowed_signers)
         except BundleProblem as exc:
-            _say(f"dbarena: error: {' '.join(str(exc).split())}", err=True)
+            line = " ".join(str(exc).split())
+            _say(f"dbarena: error: {line}", err=True)
+            documents.append(refused_json(str(path), line))
             failed = True
+            continue
+        documents.append(verified.as_json())
+        if not as_json:
+            for line in verified.lines():
+                _say(line)
+    if as_json:
+        # (ensure_ascii: a bundle's name or a published value is whatever its writer made it)
+        click.echo(json.dumps(documents, indent=1, ensure_ascii=True))
     return ExitStatus.USAGE if failed else None
 
 

@@ -472,7 +472,8 @@ def _import_bundles(bundles: list[Path], allowed_signers: Path | None, store: Pa
     with Store(store) as db:
         for path in bundles:
             done = import_bundle(db, path, allowed_signers)
-            _say(done.verified.summary())
+            for line in done.verified.lines():
+                _say(line)
             _say(f"{path}: imported {done.runs} run(s), {done.points} point(s) into {store}"
                  + ("" if done.runs else " (all its runs were here already)"))
 

@@ -142,6 +142,8 @@ def run(store: Path | str, no_init: bool, keep: bool, resume: str | None, yes: b
             imported = import_bundle(db, like_path)
             err.print(f"imported {like_path} as the baseline: {imported.runs} run(s), {imported.points} point(s) "
                       "added", markup=False, soft_wrap=True)
+            if (recomputed := imported.verified.recomputed_line()) is not None:  # (another estimator's figures)
+                err.print(recomputed, markup=False, soft_wrap=True)
         outcome = session.run(the_study, store=db, reporter=reporter, keep=keep, init=not no_init,
                               resume=resolved.invocation, system_metrics=not no_system_metrics,
                               server_metrics=not no_server_metrics, host_facts=facts,

@@ -4,7 +4,9 @@ whether it was signed, the key's fingerprint and the signer the allowed-signers 
 named). The rows are those verify stored in its throwaway store, merged into the store
 as `dbarena merge` merges another store (store/merge.py: new ids, each run once by its
 UUID, every row checked at the store's edge), so that `results --json` of the imported
-runs equals the publishing store's, ids aside.
+runs equals the publishing store's, ids aside. No derived figure is taken from the
+manifest: the store computes them from those rows, so that a bundle of another estimator
+version (verify.py) shows the figures recomputed here, whatever it published.
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ def provenance(verified: Verified) -> JSONObject:
     """What an imported run keeps of the bundle it came from (its options' `bundle`)."""
     return {"file": Path(verified.bundle.name).name, "sha256": bundle.sha256(verified.bundle.data),
             "signed": verified.signed, "key": verified.key, "signer": list[JSON](verified.principals) or None,
-            "published_by": verified.bundle.manifest.get("published_by")}
+            "published_by": verified.bundle.manifest.get("published_by"),
+            # The estimator its figures were published with (None: not recorded), and how
+            # many of them this dbarena's recomputation, which is what the store shows, did not give.
+            "estimator_version": verified.published_estimator, "differed": len(verified.differences)}
 
 
 def import_bundle(into: Store, path: Path, allowed_signers: Path | None = None) -> Imported:

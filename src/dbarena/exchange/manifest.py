@@ -11,6 +11,12 @@ file does not say (tests/unit/test_exchange_manifest.py).
 `verify` (and so `import`, `site`, `run --like`) checks every manifest against the
 schema before anything else reads it, and refuses the first field that does not fit in
 one line naming where it is (`check`).
+
+`estimator_version` is the stats.analysis.ESTIMATOR_VERSION the points' derived figures
+(steady state, system view, warnings, bound ...) were computed with: `verify` compares
+them exactly where it is its own, and recomputes them and says how many differ where it
+is another (docs/exchange.md). A bundle published before it was recorded has none: the
+schema holds it optional, so that such a bundle still reads.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ class Manifest:
     points: list[PointEntry]
     files: dict[str, str]  # member name -> sha256
     sha256sums: str  # the sha256 of SHA256SUMS
+    # The estimator the points' derived figures were computed with (analysis.ESTIMATOR_VERSION).
+    estimator_version: int
 
     def as_json(self) -> JSONObject:
         def record(value: Any) -> JSONObject:
@@ -116,7 +124,7 @@ def schema() -> JSONObject:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"{BASE}/bundle/v{bundle.FORMAT_VERSION}/manifest.json",
         "title": f"manifest.json of a dbarena bundle, format version {bundle.FORMAT_VERSION} (docs/exchange.md)",
-        **of_record(Manifest, nested={
+        **of_record(Manifest, optional=frozenset({"estimator_version"}), nested={
             "format": {"const": bundle.FORMAT},
             "format_version": {"const": bundle.FORMAT_VERSION},
             "runs": {"type": "array", "items": of_record(StoredRun)},
@@ -124,7 +132,8 @@ def schema() -> JSONObject:
             "prices": {"type": "array", "items": of_record(Price)},
             "points": {"type": "array", "items": point},
             "files": {"type": "object", "propertyNames": member, "additionalProperties": sha256},
-            "sha256sums": sha256}),
+            "sha256sums": sha256,
+            "estimator_version": {"type": "integer", "minimum": 1}}),
     }
 
 

@@ -244,7 +244,10 @@ def publish(db: Store, *, labels: Sequence[str] = (), run_ids: Sequence[int] = (
         # The dbarena that wrote the bundle; each run keeps the one that measured it.
         published_by=f"dbarena {__version__}", signed=signer is not None, date=newest, runs=runs,
         studies=[studies[k] for k in sorted(studies)], prices=[p for p in map(_price, runs) if p is not None],
-        points=points, files=digests, sha256sums=bundle.sha256(sums))
+        points=points, files=digests, sha256sums=bundle.sha256(sums),
+        # What the points' derived figures were computed with: a verify of another
+        # version recomputes them and says so, rather than call them tampered.
+        estimator_version=analysis.ESTIMATOR_VERSION)
     manifest = _masked_json(made.as_json())
     # No path of this machine (docs/exchange.md): its TMPDIR, home and data directories
     # written as $TMPDIR, $HOME, $DATA_DIR, in the manifest and in every file, before the

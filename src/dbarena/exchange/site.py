@@ -128,12 +128,17 @@ def _managed(run: StoredRun) -> bool:
 
 
 def _trust(verified: Verified) -> JSONObject:
+    # A bundle of another estimator: its figures shown are this one's (the rows are read
+    # from its raw data), and the page says they were recomputed.
+    said = verified.recomputation()
+    also = f"; {said}" if said is not None else ""
     if not verified.signed:
-        return {"signed": False, "key": None, "signer": None, "text": "verified, UNSIGNED (nothing ties it to anyone)"}
+        return {"signed": False, "key": None, "signer": None,
+                "text": f"verified, UNSIGNED (nothing ties it to anyone){also}"}
     who = ", ".join(verified.principals) if verified.principals else None
     return {"signed": True, "key": verified.key, "signer": who,
-            "text": f"verified, signed by {who} (key {verified.key})" if who
-            else f"verified, signed by key {verified.key} (not in the allowed-signers file given)"}
+            "text": (f"verified, signed by {who} (key {verified.key})" if who
+                     else f"verified, signed by key {verified.key} (not in the allowed-signers file given)") + also}
 
 
 def _examine(path: str, allowed_signers: str | None, index: int) -> Examined:

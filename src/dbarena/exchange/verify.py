@@ -20,10 +20,24 @@ refused in one line (BundleProblem).
    from its server series and system samples, and the profile's samples and top
    functions, made again from its folded stacks ...); and each server series file's
    bound and evidence must be the ones derived from its series.
+
+The derived figures (a record's fields that stats.analysis computes, not the point's
+stored ones, and a server series file's bound and evidence) depend on the estimator
+(analysis.ESTIMATOR_VERSION), which the manifest records (`estimator_version`). Where it
+is this dbarena's, any difference refuses the bundle. Where it is another, or none is
+recorded (a bundle published before it was), a difference is no tampering: the figures
+are recomputed with this estimator, the differences kept (`Verified.differences`) and
+said in one line, and the bundle holds if nothing else fails. Everything else is checked
+as for the same version: signature, files, bytes, passwords, the tool's figures read
+again from its output, every stored field. Claiming an old version gains a forger
+nothing: `import`, `site` and `run --like` never read a derived figure from the
+manifest, they read the bundle's raw rows as any store is read, and so show the
+recomputed figures whatever the manifest says; only the words of `verify` differ.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -43,7 +57,7 @@ from dbarena.importers import reading
 from dbarena.lifecycle import state
 from dbarena.limits import name_problem, quoted
 from dbarena.model import StudyRecord
-from dbarena.records import JSON, STORED_FIELDS, JSONObject, StoredPoint, StoredRun
+from dbarena.records import JSON, STORED_FIELDS, AnalysedPoint, JSONObject, StoredPoint, StoredRun
 from dbarena.stats import analysis
 from dbarena.stats.latency import Latencies
 from dbarena.stats.profiles import FoldedProblem
@@ -52,7 +66,8 @@ from dbarena.store.edge import Edge
 from dbarena.store.verbatim import SeriesRows, ServerRecord, Verbatim, series_columns
 from dbarena.workloads import WORKLOADS
 
-__all__ = ["Verified", "verify", "read_bundle", "Bundle", "throwaway_store", "FIGURES"]
+__all__ = ["Verified", "Difference", "refused_json", "json_schema", "verify", "read_bundle", "Bundle",
+           "throwaway_store", "FIGURES", "DERIVED"]
 
 # The figures a tool prints, as a point record names them: what the importer must read
 # again from the raw output, exactly.
@@ -62,6 +77,10 @@ FIGURES = ("tps", "transactions", "qps", "queries", "failed_transactions", "retr
            "initial_connection_ms", "run_avg_s", "run_min_s", "run_max_s")
 _PERCENTILES = {"latency_p50_ms": "p50", "latency_p90_ms": "p90", "latency_p95_ms": "p95",
                 "latency_p99_ms": "p99", "latency_p999_ms": "p999"}
+# The fields of a point's record that stats.analysis derives from what the store keeps
+# (and caches by ESTIMATOR_VERSION): another estimator may give others. The rest of a
+# record is what the store keeps of the point (STORED_FIELDS), the same in every version.
+DERIVED = frozenset(f.name for f in fields(AnalysedPoint)) - frozenset(STORED_FIELDS)
 # The tools whose output the importer reads.
 _READABLE = ("pgbench", "sysbench", "mysqlslap")
 
@@ -79,10 +98,35 @@ class Bundle:
     def text(self, member: str) -> str:
         return self.members[member].decode(errors="replace")
 
+    @functools.cached_property
+    def figure_lines(self) -> dict[int, dict[str, int]]:
+        """Each point's record's keys by their line in manifest.json (_figure_lines)."""
+        return _figure_lines(self.text(bundle.MANIFEST))
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """A derived figure of a bundle published with another estimator that this one's
+    recomputation does not give: the point, the figure, both values and where the
+    published one is (manifest.json:LINE, or a point's server series file)."""
+
+    point: int
+    figure: str
+    published: JSON
+    recomputed: JSON
+    where: str
+
+    def as_json(self) -> JSONObject:
+        return {"point": self.point, "figure": self.figure, "published": self.published,
+                "recomputed": self.recomputed, "where": self.where}
+
 
 @dataclass
 class Verified:
-    """What verify found: the signer (None where unsigned), and how much was checked."""
+    """What verify found: the signer (None where unsigned), and how much was checked;
+    the estimator the manifest says its figures were derived with (None where it says
+    none), how many derived figures were compared, and, where that estimator is another,
+    those that differ from this one's."""
 
     bundle: Bundle
     signed: bool
@@ -92,6 +136,45 @@ class Verified:
     points: int = 0
     from_output: int = 0  # points whose printed figures were read again from their raw output
     not_readable: list[str] = field(default_factory=list)  # workloads whose output the importer cannot read
+    published_estimator: int | None = None
+    derived: int = 0  # derived figures compared
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def recomputed(self) -> bool:
+        """The figures were published with another estimator (or an unrecorded one): they
+        were recomputed with this one, and a difference is said, not refused."""
+        return self.published_estimator != analysis.ESTIMATOR_VERSION
+
+    def recomputation(self) -> str | None:
+        """What was recomputed, None where the estimator is this dbarena's."""
+        if not self.recomputed:
+            return None
+        published = "none recorded" if self.published_estimator is None else str(self.published_estimator)
+        return (f"figures recomputed with estimator {analysis.ESTIMATOR_VERSION}; published with {published}: "
+                f"{len(self.differences)} of {self.derived} differ")
+
+    def recomputed_line(self) -> str | None:
+        """The line saying so, None where the estimator is this dbarena's."""
+        said = self.recomputation()
+        if said is None:
+            return None
+        listed = "; `verify --json` lists them" if self.differences else ""
+        return f"{self.bundle.name}: {said} (the recomputed ones are what import and site show{listed})"
+
+    def lines(self) -> list[str]:
+        """What `verify` and `import` say of the bundle: the summary, and the recomputed
+        line where there is one."""
+        return [self.summary(), *filter(None, [self.recomputed_line()])]
+
+    def as_json(self) -> JSONObject:
+        """The bundle as `verify --json` prints it."""
+        return {"bundle": self.bundle.name, "verified": True, "error": None, "signed": self.signed,
+                "key": self.key, "principals": list[JSON](self.principals), "files": self.files,
+                "points": self.points, "runs": len(self.runs),
+                "estimator": {"published": self.published_estimator, "recomputed_with": analysis.ESTIMATOR_VERSION,
+                              "recomputed": self.recomputed, "figures": self.derived,
+                              "differ": [d.as_json() for d in self.differences]}}
 
     @property
     def runs(self) -> list[JSONObject]:
@@ -115,8 +198,48 @@ class Verified:
         if imported:
             also += (f"; {imported} run(s) imported, not measured by dbarena (a tool's output read by "
                      "`dbarena import`)")
+        equal = "every figure recomputed from the raw outputs and series equals the manifest's" \
+            if not self.recomputed else ("every figure read again from the raw outputs equals the manifest's, the "
+                                         "derived ones recomputed from the series")
         return (f"{self.bundle.name}: verified: {who}; {self.files} file(s) match their sha256; {checked}: "
-                f"every figure recomputed from the raw outputs and series equals the manifest's{also}")
+                f"{equal}{also}")
+
+
+def refused_json(name: str, error: str) -> JSONObject:
+    """A bundle that did not verify as `verify --json` prints it: Verified.as_json's keys,
+    the reason in `error`, nothing else known."""
+    return {"bundle": name, "verified": False, "error": error, "signed": None, "key": None, "principals": [],
+            "files": None, "points": None, "runs": None, "estimator": None}
+
+
+def json_schema() -> JSONObject:
+    """The JSON Schema of `verify --json` (docs/schema/verify.schema.json, which a test
+    regenerates): an object per bundle (Verified.as_json, or refused_json), with the
+    estimator its figures were published with and each derived figure that differs from
+    this dbarena's (Difference.as_json)."""
+    from dbarena.report.schemas import BASE, VERSION, of_record
+
+    def maybe(kind: str) -> JSONObject:
+        return {"type": [kind, "null"]}
+
+    estimator: JSONObject = {
+        "type": "object", "additionalProperties": False,
+        "required": ["published", "recomputed_with", "recomputed", "figures", "differ"],
+        "properties": {"published": maybe("integer"), "recomputed_with": {"type": "integer"},
+                       "recomputed": {"type": "boolean"}, "figures": {"type": "integer"},
+                       "differ": {"type": "array", "items": of_record(Difference)}}}
+    item: JSONObject = {
+        "type": "object", "additionalProperties": False,
+        "required": ["bundle", "verified", "error", "signed", "key", "principals", "files", "points", "runs",
+                     "estimator"],
+        "properties": {"bundle": {"type": "string"}, "verified": {"type": "boolean"}, "error": maybe("string"),
+                       "signed": maybe("boolean"), "key": maybe("string"),
+                       "principals": {"type": "array", "items": {"type": "string"}}, "files": maybe("integer"),
+                       "points": maybe("integer"), "runs": maybe("integer"),
+                       "estimator": {"anyOf": [estimator, {"type": "null"}]}}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{BASE}/v{VERSION}/verify.json",
+            "title": f"dbarena verify --json (dbarena export schema version {VERSION})", "type": "array",
+            "items": item}
 
 
 def _list(obj: Mapping[str, JSON], key: str) -> list[JSON]:
@@ -179,7 +302,9 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
     BundleProblem (or sshsig.SignatureProblem) of one line naming the bundle."""
     found = read_bundle(path)
     name, members, manifest = found.name, found.members, found.manifest
-    result = Verified(found, signed=bool(manifest.get("signed")))
+    estimator = manifest.get("estimator_version")  # (the schema saw to an integer, where there is one)
+    result = Verified(found, signed=bool(manifest.get("signed")),
+                      published_estimator=estimator if isinstance(estimator, int) else None)
     # 2. The signature.
     try:
         _signature(found, result, allowed_signers)
@@ -227,31 +352,43 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
         record = _record(_entry(entry))
         pid = record.get("point_id")
         mine = recomputed.get(pid) if isinstance(pid, int) else None
-        if mine is None:
+        if mine is None or not isinstance(pid, int):
             raise BundleProblem(f"{name}: manifest.json: point {pid} is not one its runs hold")
         for key in sorted(set(mine) | set(record)):
+            derived = key in DERIVED
+            result.derived += derived
             if not _same(record.get(key), mine.get(key)):
                 line = _manifest_line(found, pid, key)
+                if derived and result.recomputed:
+                    # Another estimator's figure: said, not refused (the module's docstring).
+                    result.differences.append(Difference(pid, key, record.get(key), mine.get(key),
+                                                         f"manifest.json:{line}"))
+                    continue
                 source = _source_of(key, _entry(entry))
                 raise BundleProblem(f"{name}: manifest.json:{line}: {key} of point {pid} is "
                                     f"{_shown(record.get(key))}, but {_shown(mine.get(key))} recomputed from "
                                     f"{source}")
-        _server_bound(found, _entry(entry), pid, mine)
+        _server_bound(found, _entry(entry), pid, mine, result)
     result.points = len(points)
     return result
 
 
-def _server_bound(found: Bundle, entry: JSONObject, pid: JSON, mine: JSONObject) -> None:
+def _server_bound(found: Bundle, entry: JSONObject, pid: int, mine: JSONObject, result: Verified) -> None:
     """A point's server series file says the bound (and its evidence) derived again from
     its series: the store keeps no verdict of its own (_add_point), so a file's that
-    differs would be a claim nothing here checked."""
+    differs would be a claim nothing here checked. Derived figures: of another estimator,
+    a difference is said (result.differences), not refused."""
     member = _file(found, entry, "server_series")
     if member is None:
         return
     server = bundle.json_document(member, found.members[member])
     system = _file(found, entry, "system_samples")
     for key, figure in (("bound", "bound"), ("evidence", "bound_evidence")):
+        result.derived += 1
         if not _same(server.get(key), mine.get(figure)):
+            if result.recomputed:
+                result.differences.append(Difference(pid, key, server.get(key), mine.get(figure), member))
+                continue
             raise BundleProblem(f"{found.name}: {member}: {key} of point {pid} is {_shown(server.get(key))}, but "
                                 f"{_shown(mine.get(figure))} recomputed from its record"
                                 + (f" and {system}" if system is not None else ""))
@@ -330,18 +467,35 @@ def _manifest_line(found: Bundle, point_id: JSON, key: str) -> int:
     """The line of manifest.json holding `key` of point `point_id`'s record (json_bytes
     writes a key a line, the records' keys at an indent of four); its point_id line, or
     1, where it holds none."""
-    lines = found.text(bundle.MANIFEST).split("\n")
-    mark = f'    "point_id": {json.dumps(point_id)}'
-    at = next((i for i, line in enumerate(lines) if line.rstrip(",") == mark), None)
-    if at is None:
+    lines = found.figure_lines.get(point_id) if isinstance(point_id, int) and not isinstance(point_id, bool) \
+        else None
+    if lines is None:
         return 1
-    start = next((i for i in range(at, -1, -1) if lines[i] == '   "result": {'), at)
-    for i in range(start + 1, len(lines)):
-        if lines[i].startswith("   }"):
-            break
-        if lines[i].startswith(f'    "{key}": '):
-            return i + 1
-    return at + 1
+    return lines.get(key, lines["point_id"])
+
+
+def _figure_lines(text: str) -> dict[int, dict[str, int]]:
+    """Each point's record's keys by their line in manifest.json (json_bytes' layout: a
+    record opens with `   "result": {`, its keys at an indent of four, and closes at
+    `   }`), by point id; the first record of a point id where two claim it. Made once
+    per bundle: another estimator's bundle may name a line for every figure it holds."""
+    found: dict[int, dict[str, int]] = {}
+    keys: dict[str, int] | None = None  # (inside a record)
+    pid: int | None = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if line == '   "result": {':
+            keys, pid = {}, None
+        elif keys is not None and line.startswith("   }"):
+            if pid is not None:
+                found.setdefault(pid, keys)
+            keys = None
+        elif keys is not None and line.startswith('    "'):
+            name, sep, value = line[5:].partition('": ')
+            if sep and name not in keys:
+                keys[name] = number
+                if name == "point_id" and value.rstrip(",").isdigit():
+                    pid = int(value.rstrip(","))
+    return found
 
 
 def _source_of(key: str, entry: JSONObject) -> str:
