@@ -232,10 +232,7 @@ def test_kills_of_a_together_controller_at_random_moments_lose_nothing(tmp_path_
     began = time.monotonic()
     try:
         with sshd(("127.0.0.2", "127.0.0.3", "127.0.0.4"), tmp, env=env_of) as hosts:
-            workdirs = {h.name: ours.base / h.name for h in hosts}
-            extra: dict[str, dict[str, object]] = {h.name: {"dbarena_workdir_base": str(ours.base)} for h in hosts}
-            extra["alpha"]["dbarena_server_address"] = "127.0.0.1"
-            inv = _server_inventory(tmp, hosts, workdirs, extra)
+            inv, workdirs = _server_inventory(tmp, hosts)  # (under tmp/hosts: ours.base)
             study = tmp / "kill.toml"
             study.write_text(STUDY.format(name="kill", levels=LEVELS, duration=4, sampling=0.1))
             env = {**ansible_env(tmp), "DBARENA_STATE_DIR": str(tmp / "state" / "controller"),
