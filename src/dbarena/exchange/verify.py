@@ -301,7 +301,7 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
     """Every check of the module's docstring, in its order; the first that fails is a
     BundleProblem (or sshsig.SignatureProblem) of one line naming the bundle."""
     found = read_bundle(path)
-    name, members, manifest = found.name, found.members, found.manifest
+    name, manifest = found.name, found.manifest
     estimator = manifest.get("estimator_version")  # (the schema saw to an integer, where there is one)
     result = Verified(found, signed=bool(manifest.get("signed")),
                       published_estimator=estimator if isinstance(estimator, int) else None)
@@ -310,7 +310,16 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
         _signature(found, result, allowed_signers)
     except sshsig.SignatureProblem as exc:
         raise BundleProblem(f"{name}: {exc}") from None
-    # 3. The files.
+    _files(found, result)
+    _bytes(found)
+    _no_password(found)
+    _figures(found, result)
+    return result
+
+
+def _files(found: Bundle, result: Verified) -> None:
+    """Step 3: the files, each as the manifest names it and its sha256, and no other."""
+    name, members, manifest = found.name, found.members, found.manifest
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise BundleProblem(f"{name}: manifest.json: 'files' is not a map of names to sha256")
@@ -329,26 +338,38 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
             or bundle.sha256(members[bundle.SUMS]) != manifest.get("sha256sums"):
         raise BundleProblem(f"{name}: {bundle.SUMS} is not the list of manifest.json's files and sha256")
     result.files = len(files)
-    # 4. Byte for byte as written.
-    canonical = bundle.write_tar(members, bundle.epoch_of(_text(manifest.get("date"))))
+
+
+def _bytes(found: Bundle) -> None:
+    """Step 4: byte for byte as dbarena writes these files."""
+    canonical = bundle.write_tar(found.members, bundle.epoch_of(_text(found.manifest.get("date"))))
     if canonical != found.data:
         at = next((i for i, (a, b) in enumerate(zip(canonical, found.data)) if a != b),
                   min(len(canonical), len(found.data)))
-        raise BundleProblem(f"{name}: byte {at:,} is not what dbarena writes of these files (a tar header, the "
-                            "padding or the file's end was changed)")
-    # 5. No password spelled out.
-    for member in bundle.order(list(members)):
+        raise BundleProblem(f"{found.name}: byte {at:,} is not what dbarena writes of these files (a tar header, "
+                            "the padding or the file's end was changed)")
+
+
+def _no_password(found: Bundle) -> None:
+    """Step 5: no password spelled out in any file."""
+    for member in bundle.order(list(found.members)):
         if (line := first_unmasked_line(found.text(member))) is not None:
-            raise BundleProblem(f"{name}: {member}:{line}: a password is spelled out there")
-    # 6. The figures.
-    points = [p for p in _list(manifest, "points")]
+            raise BundleProblem(f"{found.name}: {member}:{line}: a password is spelled out there")
+
+
+def _figures(found: Bundle, result: Verified) -> None:
+    """Step 6: every figure read again from the tools' outputs, and every record's
+    figures recomputed from the bundle's data as a store holds it; of another estimator,
+    a derived figure that differs is said (result.differences), not refused."""
+    name = found.name
+    points = [p for p in _list(found.manifest, "points")]
     for entry in points:
         _from_output(found, _entry(entry), result)
     with throwaway_store(found) as (db, said):
         recomputed = {p.point_id: json.loads(json.dumps(p.as_json())) for p in analysis.load(db)}
         if said:
             raise BundleProblem(f"{name}: {said[0]}")
-    for index, entry in enumerate(points):
+    for entry in points:
         record = _record(_entry(entry))
         pid = record.get("point_id")
         mine = recomputed.get(pid) if isinstance(pid, int) else None
@@ -370,7 +391,6 @@ def verify(path: Path, allowed_signers: Path | None = None) -> Verified:
                                     f"{source}")
         _server_bound(found, _entry(entry), pid, mine, result)
     result.points = len(points)
-    return result
 
 
 def _server_bound(found: Bundle, entry: JSONObject, pid: int, mine: JSONObject, result: Verified) -> None:
