@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
 
 from dbarena.model import Connection, Measurement, PointResult, PointSpec, Room, RunInfo, Sample, StudyRecord, Tls, ToolParam
-from dbarena.records import JSONObject, LentSession, RunProgress, SessionSummary, StoredPoint, StoredProfile, StoredRun, SystemSums
+from dbarena.records import JSONObject, LentSession, RunProgress, ServerRecord, SessionSummary, StoredPoint, StoredProfile, StoredRun, SystemSums
 
 LineCallback = Callable[[str], None]
 
@@ -350,7 +350,7 @@ class ResultStore(Protocol):
     def point_values(self, *, run_id: int | None = None, labels: tuple[str, ...] = (), warmups: bool = False,
                      study: str | None = None, variants: tuple[str, ...] = (), point_ids: tuple[int, ...] = ()
                      ) -> list[list[Any]]: ...  # points() before each is made a record (analysis.load)
-    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]: ...
+    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, ServerRecord]: ...
     def runs_by_id(self, run_ids: Iterable[int]) -> dict[int, StoredRun]: ...
     def samples_of(self, point_ids: Iterable[int]) -> dict[int, list[Sample]]: ...
     def tps_series(self, point_ids: Iterable[int]) -> dict[int, tuple[Sequence[float], Any]]: ...  # numpy tps

@@ -653,3 +653,16 @@ class LevelComparison:
 
 # A comparison's fields printed only where they hold something.
 _WHERE_SET = _OPEN_LOOP | {"variant"}
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """A point's server series as stored (server_series): the series
+    (serverside.series.ServerSeries.encode; None where it was not read), the figures
+    comparisons read, and the bound and its evidence an older store decided when the
+    point was stored (None since: stats/analysis derives the bound from the series)."""
+
+    bound: JSON  # text (or None) as stored; checked as it is read
+    evidence: JSON
+    record: JSON
+    figures: JSON

@@ -103,7 +103,7 @@ def test_an_older_store_s_verdicts_are_derived_again_from_its_series(tmp_path):
     with Store(tmp_path / "p.db") as db:
         stored = db.server_series([1, 2], records=False)
         found = {p.point_id: (p.bound, p.bound_evidence) for p in analysis.load(db)}
-    assert found == {pid: (s["bound"], s["evidence"]) for pid, s in stored.items()} and len(found) == 2
+    assert found == {pid: (s.bound, s.evidence) for pid, s in stored.items()} and len(found) == 2
 
 
 @pytest.fixture(scope="module")

@@ -57,9 +57,10 @@ def test_the_record_survives_the_store_and_goes_with_its_point(tmp_path):
         got = db.server_series([pid, bare])
     assert list(got) == [pid]
     # The series and its figures; no verdict (stats/analysis derives the bound from the series).
-    assert got[pid]["bound"] is None and got[pid]["evidence"] is None and got[pid]["figures"] == {"wait.CPU": 1.0}
+    assert got[pid].bound is None and got[pid].evidence is None and got[pid].figures == {"wait.CPU": 1.0}
     assert ServerSeries.decode(server.encode()) == ServerSeries(**{**vars(server), "figures": None})
-    assert got[pid]["record"]["series"] == {"wait.CPU": [1.0, None]}
+    record = got[pid].record
+    assert isinstance(record, dict) and record["series"] == {"wait.CPU": [1.0, None]}
 
 
 def test_an_old_store_gains_the_table_empty(tmp_path):

@@ -63,7 +63,8 @@ from dbarena.stats.latency import Latencies
 from dbarena.stats.profiles import FoldedProblem
 from dbarena.store.database import Store
 from dbarena.store.edge import Edge
-from dbarena.store.verbatim import SeriesRows, ServerRecord, Verbatim, series_columns
+from dbarena.records import ServerRecord
+from dbarena.store.verbatim import SeriesRows, Verbatim, series_columns
 from dbarena.workloads import WORKLOADS
 
 __all__ = ["Verified", "Difference", "refused_json", "json_schema", "verify", "read_bundle", "Bundle",

@@ -119,14 +119,13 @@ def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False,
     wanted = [info.point_id for section in report.sections for info in section.series.values() if info]
     series = store.samples_of(wanted)
     # The server's own series of those points, overlaid on their per-second throughput.
-    read = getattr(store, "server_series", None)
-    server = read(wanted) if read is not None else {}
+    server = store.server_series(wanted)
     drawn = Drawn(png={} if png else None)
     for section in report.sections:
         key = (section.engine, section.workload)
         samples = {label: series.get(info.point_id, []) for label, info in section.series.items() if info}
-        overlay = {label: server[info.point_id]["record"] for label, info in section.series.items()
-                   if info and info.point_id in server}
+        overlay = {label: record for label, info in section.series.items()
+                   if info and info.point_id in server and isinstance(record := server[info.point_id].record, dict)}
         raster = drawn.png.setdefault(key, {}) if drawn.png is not None else None
         drawn.svg[key] = charts.charts(section, samples, png=raster, server=overlay)
     if fmt == "html":

@@ -453,7 +453,8 @@ class _Pages:
             raw: tuple[str | None, str | None, str | None] = (stdout, stderr, None)
         except StoreError as exc:
             raw = (None, None, _one_line(exc))
-        server = store.server_series([point_id]).get(point_id, {}).get("record")
+        stored = store.server_series([point_id]).get(point_id)
+        server = stored.record if stored is not None and isinstance(stored.record, dict) else None
         profile = store.profiles([point_id], folded=True).get(point_id)
         return pages.point_page(point, run, analysed, store.samples(point_id), store.point_command(point_id), *raw,
                                 system=store.system_samples(point_id), server=server, profile=profile)

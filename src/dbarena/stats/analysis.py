@@ -38,7 +38,7 @@ from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelSummary, \
-    SessionMember, SessionSummary, StoredPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
+    ServerRecord, SessionMember, SessionSummary, StoredPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
     STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
@@ -243,7 +243,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
     of_run = {run_id: (bool(run.options.get("precision")), run_threads(run), machine_threads(run),
                        slo if isinstance(slo := run.options.get("slo"), dict) else None)
               for run_id, run in runs.items()}
-    no_bound: dict[str, Any] = {}
+    no_bound = ServerRecord(bound=None, evidence=None, record=None, figures=None)
     at = operator.itemgetter(_AT["point_id"], _AT["run_id"], _AT["label"], _AT["tps"], _AT["run_avg_s"])
     out = []
     for row, name in zip(values, names if names is not None else repeat(None)):
@@ -255,6 +255,7 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
                                       else None)
         adaptive, threads, machine, slo = of_run[run_id]
         found = bounds.get(point_id) or no_bound
+        server_figures = found.figures if isinstance(found.figures, dict) else None  # (the edge read an object)
         # The bound derived from the point's series (analyse_point). The verdict a store
         # kept in server_series.bound (before ESTIMATOR_VERSION 8 every point's was
         # decided once, when it was stored) is read only where no series derived one:
@@ -279,25 +280,25 @@ def _analysed(store: ResultStore, values: Sequence[Sequence[Any]], runs: Mapping
             samples=samples if isinstance(samples, int) else 0,
             lower_is_better=metric.lower_is_better(judged_by),
             adaptive=adaptive, hardware_threads_usable=threads, machine_threads=machine,
-            bound=kind, bound_evidence=evidence, server_figures=found.get("figures"),
+            bound=kind, bound_evidence=evidence, server_figures=server_figures,
             series_label=label, target_tps=capacity.offered(options) if isinstance(options := row[_AT["options"]], dict)
             and capacity.RATE_OPTION in options else None, slo=slo,
             context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
             efficiency=efficiency.of_point(
                 steady_tps if steady_tps is not None else tps, server_cpu=server_cpu, loadgen_cpu=loadgen_cpu,
                 context_switches_per_s=switches, disk_read_bytes_per_s=reads, disk_write_bytes_per_s=writes,
-                server_figures=found.get("figures")) if row[_AT["status"]] == "ok" else None,
+                server_figures=server_figures) if row[_AT["status"]] == "ok" else None,
             profile=profile.summary() if (profile := profiled.get(point_id)) is not None else None))
     return out
 
 
-def _bound(derived: JSON, stored: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def _bound(derived: JSON, stored: ServerRecord) -> tuple[str | None, str | None]:
     """(kind, evidence) of a point's bound: the derived one where its series gave one
     (the cache's, text as analyse_point made it), else the stored columns' (text or None)."""
     if isinstance(derived, dict) and isinstance(kind := derived.get("kind"), str):
         evidence = derived.get("evidence")
         return kind, evidence if isinstance(evidence, str) else None
-    kind, evidence = stored.get("bound"), stored.get("evidence")
+    kind, evidence = stored.bound, stored.evidence
     return kind if isinstance(kind, str) else None, evidence if isinstance(evidence, str) else None
 
 
@@ -402,7 +403,8 @@ def _compute(store: ResultStore, missing: Sequence[StoredPoint], runs: Mapping[i
             fresh.update((r.point_id, analyse_point(
                 r, len(series.get(r.point_id, no_series)[1]), steady[r.point_id], system.get(r.point_id),
                 run_threads(runs[r.run_id]), machine_threads(runs[r.run_id]),
-                bound.readings(record) if isinstance(record := servers.get(r.point_id, {}).get("record"), dict)
+                bound.readings(record) if (found := servers.get(r.point_id)) is not None
+                and isinstance(record := found.record, dict)
                 else None)) for r in part)
         store.save_derived(fresh, ESTIMATOR_VERSION)
         derived.update(fresh)

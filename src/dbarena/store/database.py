@@ -35,7 +35,7 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, ServerRecord, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
     SystemSums, stored_point
 from dbarena.store import summaries as summary_rows
 from dbarena.store.pointfiles import FileReads
@@ -720,7 +720,7 @@ class Store:
         """point id -> its stored latency histogram (a JSON document: latency.Latencies.decode)."""
         return self.files.latency_histograms(point_ids)
 
-    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
+    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, ServerRecord]:
         """point id -> its server's figures, bound, and with `records` its series."""
         return self.files.server_series(point_ids, records)
 

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
-from dbarena.records import JSONObject, StoredProfile
+from dbarena.records import JSONObject, ServerRecord, StoredProfile
 from dbarena.store import edge
 from dbarena.store.edge import Edge
 from dbarena.store.encoding import chunks
@@ -45,10 +45,11 @@ class FileReads:
                     out[pid] = record
         return out
 
-    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]:
-        """point id -> {"bound", "evidence", "figures", and with `records` "record" (the
-        decoded ServerSeries JSON)}; points the server was not sampled for are left out."""
-        out: dict[int, dict[str, Any]] = {}
+    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, ServerRecord]:
+        """point id -> its bound, evidence and figures as stored, and with `records` its
+        series (the decoded ServerSeries JSON; None without); points the server was not
+        sampled for are left out."""
+        out: dict[int, ServerRecord] = {}
         names = ("point_id", "bound", "evidence", "figures", *(("record",) if records else ()))
         left_out = "that point's server figures are left out"
         for chunk in chunks(sorted(set(point_ids))):
@@ -61,8 +62,8 @@ class FileReads:
                 if misfit is not None:
                     self.edge.report("server_series", str(row[0]), misfit[0], None, misfit[1], left_out)
                     continue
-                out[row[0]] = {"bound": row[1], "evidence": row[2], "figures": row[3],
-                               **({"record": row[4]} if records else {})}
+                out[row[0]] = ServerRecord(bound=row[1], evidence=row[2], figures=row[3],
+                                           record=row[4] if records else None)
         return out
 
     def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Protocol, Sequence
 from dbarena.errors import StoreError
 from dbarena.interfaces import SqlConnection
 from dbarena.model import StudyRecord
-from dbarena.records import JSON, JSONObject, StoredPoint, StoredProfile, StoredRun
+from dbarena.records import JSON, JSONObject, ServerRecord, StoredPoint, StoredProfile, StoredRun
 from dbarena.store.encoding import pack
 from dbarena.store.schema import TABLES, Column
 
@@ -35,7 +35,7 @@ class _Store(Protocol):
     def location(self) -> str: ...
     def raw_output(self, point_id: int) -> tuple[str, str]: ...
     def latency_histograms(self, point_ids: Iterable[int]) -> dict[int, JSONObject]: ...
-    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, dict[str, Any]]: ...
+    def server_series(self, point_ids: Iterable[int], records: bool = True) -> dict[int, ServerRecord]: ...
     def profiles(self, point_ids: Iterable[int], folded: bool = False) -> dict[int, StoredProfile]: ...
     def add_profile(self, point_id: int, folded: str, frequency_hz: float, symbols: str) -> None: ...
 
@@ -65,18 +65,6 @@ class SeriesRows:
 
     columns: tuple[str, ...]
     rows: Sequence[Sequence[Any]]
-
-
-@dataclass(frozen=True)
-class ServerRecord:
-    """A point's server series as stored: the series (serverside.series.ServerSeries.encode),
-    the figures comparisons read, and the bound and its evidence an older store decided
-    when the point was stored (None since: stats/analysis derives the bound from the series)."""
-
-    bound: JSON  # text (or None) as stored; checked as it is read
-    evidence: JSON
-    record: JSON
-    figures: JSON
 
 
 @dataclass(frozen=True)
@@ -190,9 +178,7 @@ def point_files(store: _Store, point_id: int) -> PointFiles:
                                 (point_id,)).fetchall()
         series[table] = SeriesRows(columns, [tuple(r) for r in rows]) if rows else None
     histogram = store.latency_histograms([point_id]).get(point_id)
-    found = store.server_series([point_id]).get(point_id)
-    server = None if found is None else ServerRecord(bound=found["bound"], evidence=found["evidence"],
-                                                     record=found["record"], figures=found["figures"])
+    server = store.server_series([point_id]).get(point_id)
     profile = store.profiles([point_id], folded=True).get(point_id)
     return PointFiles(command=[str(c) for c in command], exit_code=row[1], stdout=stdout, stderr=stderr,
                       samples=series["samples"], system_samples=series["system_samples"],
