@@ -26,6 +26,8 @@ from dbarena.serverside.series import ServerSeries
 from dbarena.stats import analysis, bound, thresholds
 from dbarena.store.database import Store
 
+from bundles import rewritten
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # A real point's capture (tests/fixtures/serverside/README.md): machine CPU 100 % busy,
 # its waits too few to tell, on a 2-thread machine.
@@ -125,15 +127,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _edited(published: dict[str, Any], path: Path, change: Callable[[dict[str, bytes], dict[str, Any]], None]
             ) -> Path:
     """The bundle changed, its sha256 and SHA256SUMS made consistent again (unsigned)."""
-    members = dict(published["members"])
-    manifest = json.loads(members[bundle.MANIFEST])
-    change(members, manifest)
-    manifest["files"] = {n: bundle.sha256(d) for n, d in sorted(members.items()) if n.startswith("points/")}
-    members[bundle.SUMS] = bundle.sums_text(manifest["files"])
-    manifest["sha256sums"] = bundle.sha256(members[bundle.SUMS])
-    members[bundle.MANIFEST] = bundle.json_bytes(manifest)
-    path.write_bytes(bundle.write_tar(members, bundle.epoch_of(manifest["date"])))
-    return path
+    return rewritten(published["members"], path, change)
 
 
 def test_a_bundle_carries_the_derived_bound_and_verifies(published: dict[str, Any]) -> None:

@@ -30,6 +30,8 @@ from dbarena.exchange.verify import DERIVED, Difference, json_schema, verify
 from dbarena.stats import analysis
 from dbarena.store.database import Store
 
+from bundles import rewritten
+
 STORES = Path(__file__).resolve().parents[1] / "fixtures" / "stores"
 NOW = analysis.ESTIMATOR_VERSION
 OLDER = NOW - 1
@@ -61,15 +63,7 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 def _rewritten(members: dict[str, bytes], path: Path, change: Change) -> Path:
     """The bundle changed as one who rewrites it would: the manifest (and files) edited,
     every sha256 and SHA256SUMS made consistent again (unsigned: no signature to redo)."""
-    members = dict(members)
-    manifest = json.loads(members[bundle.MANIFEST])
-    change(members, manifest)
-    manifest["files"] = {n: bundle.sha256(d) for n, d in sorted(members.items()) if n.startswith("points/")}
-    members[bundle.SUMS] = bundle.sums_text(manifest["files"])
-    manifest["sha256sums"] = bundle.sha256(members[bundle.SUMS])
-    members[bundle.MANIFEST] = bundle.json_bytes(manifest)
-    path.write_bytes(bundle.write_tar(members, bundle.epoch_of(manifest["date"])))
-    return path
+    return rewritten(members, path, change)
 
 
 def _version(version: int | None) -> Change:

@@ -21,6 +21,8 @@ from dbarena.exchange.verify import verify
 from dbarena.stats import profiles
 from dbarena.store.database import Store
 
+from bundles import rewritten
+
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "stores" / "demo-seed-a-quick.db"
 PG = Path(__file__).resolve().parents[1] / "fixtures" / "perf" / "pg15-tpcb-2x8-5s.perf-script.txt"
 SYMBOLS = "perf version 6.1.187; /usr/lib/postgresql/15/bin/postgres: dynamic symbols only"
@@ -71,15 +73,7 @@ def _edited(published: dict[str, Any], path: Path, change: Callable[[dict[str, b
             ) -> Path:
     """The bundle with `change` made to its members and manifest, its sha256 and SHA256SUMS
     made consistent again (unsigned: nothing else ties it together)."""
-    members = dict(published["members"])
-    manifest = json.loads(members[bundle.MANIFEST])
-    change(members, manifest)
-    manifest["files"] = {n: bundle.sha256(d) for n, d in sorted(members.items()) if n.startswith("points/")}
-    members[bundle.SUMS] = bundle.sums_text(manifest["files"])
-    manifest["sha256sums"] = bundle.sha256(members[bundle.SUMS])
-    members[bundle.MANIFEST] = bundle.json_bytes(manifest)
-    path.write_bytes(bundle.write_tar(members, bundle.epoch_of(manifest["date"])))
-    return path
+    return rewritten(published["members"], path, change)
 
 
 def test_a_profile_changed_is_refused_naming_what_it_recomputed(published: dict[str, Any], tmp_path: Path) -> None:
