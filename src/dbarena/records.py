@@ -28,7 +28,7 @@ JSONObject: TypeAlias = dict[str, JSON]
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
            "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
-           "SessionMember", "SessionSummary", "LentSession"]
+           "Summarised", "SummaryPoint", "SUMMARY_POINT_OWN", "SessionSummary", "LentSession"]
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -428,16 +428,165 @@ class SystemSums:
     steady_rows: int
 
 
-@dataclass(frozen=True, slots=True)
-class SessionMember:
-    """A point as its configuration's summary in its session holds it
-    (analysis.session_summaries): the figure summaries pool (analysis.value; None for a
-    failed point or one without a figure), its warnings counted, its bound."""
+class Summarised(Protocol):
+    """What a configuration's summary reads of each of its points (analysis.summaries):
+    an analysed point (AnalysedPoint) has it all, and so has what the store keeps of a
+    point beside its session's summary (SummaryPoint), from which a summary is made
+    without reading the points' rows: one derivation for both."""
+
+    @property
+    def point_id(self) -> int: ...
+    @property
+    def run_id(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def series_label(self) -> str: ...
+    @property
+    def config_key(self) -> str | None: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def clients(self) -> int: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def config(self) -> JSONObject | None: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def adaptive(self) -> bool: ...
+    @property
+    def machine_threads(self) -> int: ...
+    @property
+    def slo(self) -> JSONObject | None: ...
+    @property
+    def target_tps(self) -> float | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def steady_tps(self) -> float | None: ...
+    @property
+    def tps_ci_low(self) -> float | None: ...
+    @property
+    def tps_ci_high(self) -> float | None: ...
+    @property
+    def duration_s(self) -> int: ...
+    @property
+    def details(self) -> JSONObject: ...
+    @property
+    def histogram(self) -> bool: ...
+    @property
+    def tps(self) -> float | None: ...
+    @property
+    def qps(self) -> float | None: ...
+    @property
+    def run_avg_s(self) -> float | None: ...
+    @property
+    def transactions(self) -> int | None: ...
+    @property
+    def failed_transactions(self) -> int | None: ...
+    @property
+    def errors(self) -> int | None: ...
+    @property
+    def latency_min_ms(self) -> float | None: ...
+    @property
+    def latency_avg_ms(self) -> float | None: ...
+    @property
+    def latency_p50_ms(self) -> float | None: ...
+    @property
+    def latency_p90_ms(self) -> float | None: ...
+    @property
+    def latency_p95_ms(self) -> float | None: ...
+    @property
+    def latency_p99_ms(self) -> float | None: ...
+    @property
+    def latency_p999_ms(self) -> float | None: ...
+    @property
+    def latency_max_ms(self) -> float | None: ...
+    @property
+    def warnings(self) -> list[dict[str, str]]: ...
+    @property
+    def bound(self) -> str | None: ...
+    @property
+    def neighbour_cpu(self) -> float | None: ...
+    @property
+    def steal_cpu(self) -> float | None: ...
+    @property
+    def efficiency(self) -> JSONObject | None: ...
+
+
+class SummaryPoint(NamedTuple):
+    """A point as its session's summary keeps it (session_summaries.figures, schema 25):
+    the fields of Summarised, its figure (analysis.value) beside them. The first fields
+    are the point's own; the rest (from `label` on) its session's and configuration's,
+    the same for every point of a session summary (the store keeps them once a row).
+    `details`: of the point's details, those a summary reads (the TPC-C kit's new-order
+    rates that are its figure, the transactions a rate-limited run skipped); `warnings`:
+    its warnings' codes, each with the text of its first appearance in the session (a
+    summary names a code once, by its first appearance among its points)."""
 
     point_id: int
     value: float | None
-    warnings: int
+    status: str
+    error: str | None
+    metric: str
+    steady_tps: float | None
+    tps_ci_low: float | None
+    tps_ci_high: float | None
+    duration_s: int
+    details: JSONObject
+    histogram: bool
+    tps: float | None
+    qps: float | None
+    run_avg_s: float | None
+    transactions: int | None
+    failed_transactions: int | None
+    errors: int | None
+    latency_min_ms: float | None
+    latency_avg_ms: float | None
+    latency_p50_ms: float | None
+    latency_p90_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    latency_p999_ms: float | None
+    latency_max_ms: float | None
+    warnings: list[dict[str, str]]
     bound: str | None
+    neighbour_cpu: float | None
+    steal_cpu: float | None
+    efficiency: JSONObject | None
+    # The session's and its configuration's.
+    run_id: int
+    label: str
+    series_label: str
+    config_key: str | None
+    host: str
+    engine: str
+    workload: str
+    threads: int
+    clients: int
+    variant: str
+    config: JSONObject | None
+    phase: str
+    adaptive: bool
+    machine_threads: int
+    slo: JSONObject | None
+    target_tps: float | None
+
+
+# How many of SummaryPoint's fields are the point's own (the rest its session's).
+SUMMARY_POINT_OWN = SummaryPoint._fields.index("run_id")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -449,7 +598,7 @@ class SessionSummary:
     run_id: int
     label: str
     config_key: str  # "point N" for a point stored without a key, as summaries group it
-    members: tuple[SessionMember, ...]
+    members: tuple[SummaryPoint, ...]
 
     @property
     def values(self) -> list[float]:
@@ -458,6 +607,10 @@ class SessionSummary:
     @property
     def failed(self) -> int:
         return sum(1 for m in self.members if m.value is None)
+
+    @property
+    def warnings(self) -> int:
+        return sum(len(m.warnings) for m in self.members)
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,10 +117,12 @@ def current_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     and a failed writer nothing to migrate first), copied for each example."""
     path = tmp_path_factory.mktemp("fuzz") / "demo.db"
     shutil.copy(DEMO, path)
-    # Today's schema and today's cache of derived figures (ESTIMATOR_VERSION): a read
-    # that finds them computed writes nothing (one that does not, caches them: store.md).
+    # Today's schema and today's cache of derived figures (ESTIMATOR_VERSION) and session
+    # summaries: a read that finds them computed writes nothing (one that does not,
+    # caches them: store.md).
     with Store(path) as db:
         analysis.load(db)
+        analysis.stored_summaries(db)
     return path
 
 

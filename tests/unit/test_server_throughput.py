@@ -294,7 +294,7 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         first = db.execute("SELECT MIN(id) FROM runs").fetchone()[0]
         facts = json.loads(db.execute("SELECT target_facts FROM runs WHERE id = ?", (first,)).fetchone()[0])
         db.execute("UPDATE runs SET target_facts = ? WHERE id = ?", (json.dumps({**facts, "tls": seen}), first))
-        # (Schema 21's, 22's and 23's tables and 24's views gone too: a store of 19 had
+        # (Schema 21's, 22's and 23's tables, 24's views and 25's triggers gone too: a store of 19 had
         # none of them.)
         db.execute("DROP VIEW v_levels")
         db.execute("DROP VIEW v_sessions")
@@ -303,6 +303,8 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         db.execute("DROP TABLE run_origins")
         db.execute("DROP TABLE profiles")
         db.execute("DROP TABLE session_summaries")
+        for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+            db.execute(f"DROP TRIGGER {trigger}")  # (schema 25's)
         db.execute("PRAGMA user_version = 19")
     before = dict(sqlite3.connect(path).execute("SELECT id, config_key FROM points").fetchall())
     with Store(path) as store:

@@ -21,7 +21,7 @@ OLD = Path(__file__).parent.parent / "fixtures" / "stores" / "v11.db"
 def tables_but_the_cache(path: Path) -> list[tuple]:
     with sqlite3.connect(path) as db:
         names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-                 if n != "point_derived"]
+                 if n not in ("point_derived", "session_summaries")]
         return [(n, sorted(db.execute(f"SELECT * FROM {n}").fetchall(), key=repr)) for n in names]
 
 
@@ -31,13 +31,17 @@ def test_a_read_keeps_the_derived_figures_it_computed_and_changes_nothing_else(t
     Store(store).close()  # today's schema: read as it is, not through a copy in memory
     with sqlite3.connect(store) as db:
         db.execute("DELETE FROM point_derived")  # as a merge or a bulk copy may leave a store
+        db.execute("DELETE FROM session_summaries")
     before = tables_but_the_cache(store)
     code, first, err = invoke(["results", "--summary", "--json", "--store", str(store)], capsys)
     assert code == 0, err
     with sqlite3.connect(store) as db:
         cached = db.execute("SELECT COUNT(*) FROM point_derived").fetchone()[0]
         points = db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        # (And the summaries of every session, which the second read makes its summaries from.)
+        summarised = db.execute("SELECT SUM(points) FROM session_summaries WHERE figures IS NOT NULL").fetchone()[0]
     assert cached == points and tables_but_the_cache(store) == before
+    assert summarised == db_measured(store)
     code, second, err = invoke(["results", "--summary", "--json", "--store", str(store)], capsys)
     assert code == 0 and second == first  # the next read, from the cache, says the same
 
@@ -48,3 +52,8 @@ def test_an_older_store_too_big_to_copy_into_memory_asks_for_store_migrate(tmp_p
     monkeypatch.setattr(dialect, "MAX_MEMORY_COPY", 0)
     code, _, err = invoke(["results", "--store", str(store)], capsys)
     assert code != 0 and err.count("\n") == 1 and f"run `dbarena store migrate --store {store}`" in err
+
+
+def db_measured(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM points WHERE phase = 'measured'").fetchone()[0])

@@ -221,13 +221,16 @@ def results(store: Path | str, run_id: int | None, labels: tuple[str, ...], stud
     with open_store(store) as db:
         stored = analysis.check_names(db, run_id=run_id, labels=tuple(labels), study=study_name,
                                       variants=tuple(variants))
-        points = analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name, variants=tuple(variants))
-        groups = analysis.summaries(points, histograms=db.latency_histograms) if summary else []
+        # A summary from the store's summaries of the sessions, not every point's row.
+        groups = analysis.stored_summaries(db, run_id=run_id, labels=tuple(labels), study=study_name,
+                                           variants=tuple(variants)) if summary else []
+        points = [] if summary else analysis.load(db, run_id=run_id, labels=tuple(labels), study=study_name,
+                                                  variants=tuple(variants))
     if as_json or as_csv:
         exported = [s.as_json() for s in groups] if summary else [p.as_json() for p in points]
         click.echo(export.dumps(exported, indent=2) if as_json else export.rows_csv(exported, summary=summary),
                    nl=not as_csv)
-    elif not points:
+    elif not points and not groups:
         # Every name matched something (check_names): only their combination matches nothing.
         click.echo("no points match these filters together" if stored else "no points stored yet", err=True)
     elif parts:

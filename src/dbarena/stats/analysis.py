@@ -38,7 +38,7 @@ from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelSummary, \
-    ServerRecord, SessionMember, SessionSummary, StoredPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
+    ServerRecord, SessionSummary, StoredPoint, Summarised, SummaryPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
     STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
@@ -453,7 +453,7 @@ def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
     summarise_stored(store, run_id, _analysed(store, values, runs, derived))
 
 
-def _value(row: AnalysedPoint) -> float | None:
+def _value(row: Summarised) -> float | None:
     # The steady-state mean where a series exists (warm-up excluded), else the tool's
     # figure in its metric (mysqlslap: its seconds).
     if row.steady_tps is not None and row.metric == metric.TPS:
@@ -461,7 +461,7 @@ def _value(row: AnalysedPoint) -> float | None:
     return metric.figure(row, row.metric)
 
 
-def value(row: AnalysedPoint) -> float | None:
+def value(row: Summarised) -> float | None:
     """A loaded point's figure, as summaries and comparisons use it (None if failed)."""
     return _value(row) if row.status == "ok" else None
 
@@ -480,7 +480,7 @@ def result_value(result: PointResult) -> float | None:
     return metric.figure(m)
 
 
-def summaries(rows: Iterable[AnalysedPoint],
+def summaries(rows: Iterable[Summarised],
               histograms: Histograms | None = None, lent: Sequence[LentSession] = (),
               interleaved: bool = False) -> list[LevelSummary]:
     """One summary per label and configuration key over its repeats, with their latency
@@ -491,7 +491,7 @@ def summaries(rows: Iterable[AnalysedPoint],
     rows'), or `interleaved` with them by their first points (read with the rows, in
     the points' order): the order the spread between sessions is pooled in, to the
     last bit."""
-    groups: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
     for row in rows:
         # A point without a key (none should be) is never pooled with another.
         groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
@@ -505,7 +505,7 @@ def summaries(rows: Iterable[AnalysedPoint],
             for key, members in groups.items()]
 
 
-def _sessions_of_configs(groups: Mapping[tuple[str, str], list[AnalysedPoint]],
+def _sessions_of_configs(groups: Mapping[tuple[str, str], list[Summarised]],
                          by_session: Mapping[tuple[str, str], sessions.Sessions | None],
                          lent: Sequence[LentSession], interleaved: bool) -> dict[str, list[sessions.Sessions]]:
     """Every configuration's groups by session, the rows' and the lent ones, whose spread
@@ -521,7 +521,7 @@ def _sessions_of_configs(groups: Mapping[tuple[str, str], list[AnalysedPoint]],
     return of_config
 
 
-def _summary(key: tuple[str, str], members: list[AnalysedPoint], valued: list[tuple[AnalysedPoint, float]],
+def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple[Summarised, float]],
              found: sessions.Sessions | None, of_config: Mapping[str, list[sessions.Sessions]],
              histograms: Histograms | None, searched: Mapping[tuple[str, str], tuple[capacity.Capacity, Interference | None]]
              ) -> LevelSummary:
@@ -583,7 +583,7 @@ def _interval_words(summary: stats.Summary, adaptive: bool) -> str | None:
     return "between runs, conservative (adaptive repeats)" if adaptive else "between runs"
 
 
-def _group_warnings(summary: stats.Summary, ok: list[AnalysedPoint], label: str) -> list[dict[str, str]]:
+def _group_warnings(summary: stats.Summary, ok: list[Summarised], label: str) -> list[dict[str, str]]:
     """The point-level warnings that matter for the whole group (deduplicated by code,
     after the summary's own), and several hosts under one label."""
     seen = {f.code.value for f in summary.flags}
@@ -632,9 +632,28 @@ def session_summaries(rows: Iterable[AnalysedPoint]) -> list[SessionSummary]:
         if row.phase == "measured":
             groups.setdefault((row.run_id, row.config_key or f"point {row.point_id}"), []).append(row)
     return [SessionSummary(run_id=run_id, label=members[0].series_label, config_key=config_key,
-                           members=tuple(SessionMember(m.point_id, value(m), len(m.warnings), m.bound)
-                                         for m in members))
+                           members=tuple(map(summary_point, members)))
             for (run_id, config_key), members in groups.items()]
+
+
+# Of a point's details, those a summary reads (metric.figure: a TPC-C kit's new-order
+# rate; capacity.of_point: the transactions a rate-limited run skipped).
+SUMMARY_DETAILS = (*metric.DETAIL_KEYS, capacity.SKIPPED)
+
+
+def summary_point(point: AnalysedPoint) -> SummaryPoint:
+    """What a session's summary keeps of an analysed point (records.SummaryPoint)."""
+    details = point.details
+    return SummaryPoint(
+        point.point_id, value(point), point.status, point.error, point.metric, point.steady_tps, point.tps_ci_low,
+        point.tps_ci_high, point.duration_s, {k: details[k] for k in SUMMARY_DETAILS if k in details},
+        point.histogram, point.tps, point.qps, point.run_avg_s, point.transactions, point.failed_transactions,
+        point.errors, point.latency_min_ms, point.latency_avg_ms, point.latency_p50_ms, point.latency_p90_ms,
+        point.latency_p95_ms, point.latency_p99_ms, point.latency_p999_ms, point.latency_max_ms, point.warnings,
+        point.bound, point.neighbour_cpu, point.steal_cpu, point.efficiency,
+        point.run_id, point.series_label, point.series_label, point.config_key, point.host, point.engine,
+        point.workload, point.threads, point.clients, point.variant, point.config, point.phase, point.adaptive,
+        point.machine_threads, point.slo, point.target_tps)
 
 
 def lend(summary: SessionSummary) -> LentSession:
@@ -649,7 +668,7 @@ def folded(kept: Iterable[SessionSummary], fresh: Iterable[AnalysedPoint]) -> li
     """A run's summaries with points just stored (or figured again) folded in: each
     point replaces itself where it was held already. The same as session_summaries of
     all the run's points, without reading the others again."""
-    members: dict[tuple[int, str], dict[int, SessionMember]] = {}
+    members: dict[tuple[int, str], dict[int, SummaryPoint]] = {}
     labels: dict[tuple[int, str], str] = {}
     for summary in [*kept, *session_summaries(fresh)]:
         key = (summary.run_id, summary.config_key)
@@ -703,6 +722,31 @@ def summarise_cached(store: ResultStore, labels: Sequence[str]) -> None:
     store.save_session_summaries(sorted(wanted - missing), made, ESTIMATOR_VERSION)
 
 
+def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
+                     study: str | None = None, variants: tuple[str, ...] = ()) -> list[LevelSummary]:
+    """summaries() of the points load() would read with these filters, made from the
+    summaries the store keeps of their sessions (their points' figures: records.SummaryPoint)
+    rather than from every point's row: the same figures, to the last bit (the same
+    function of the same values in the same order). A run whose summaries are missing,
+    of another estimator version or short of its points is summarised from its points
+    first, and its summaries saved for the next read."""
+    runs = [r for r in store.runs() if (run_id is None or r.id == run_id) and (not labels or r.label in labels)]
+    if study is not None:
+        runs = [r for r in runs if r.study_sha256 and (r.study_sha256.startswith(study) or (
+            (found := store.study(r.study_sha256)) is not None and found.name == study))]
+    kept, stale = store.summarised([r.id for r in runs], ESTIMATOR_VERSION)
+    if stale:
+        wanted = set(stale)
+        points = [p for p in load(store, labels=tuple(dict.fromkeys(r.label for r in runs if r.id in wanted)))
+                  if p.run_id in wanted]
+        made = session_summaries(points)
+        store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
+        kept = [*kept, *made]
+    members = sorted((m for one in kept for m in one.members if not variants or m.variant in variants),
+                     key=operator.attrgetter("point_id"))
+    return summaries(members, histograms=store.latency_histograms)
+
+
 def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:
     """Fold points just stored in a run (with their derived figures) into the summaries
     the store keeps of its configurations (session_summaries)."""
@@ -710,13 +754,13 @@ def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedP
     store.save_session_summaries([run_id], folded(kept, points), ESTIMATOR_VERSION)
 
 
-def _capacities(groups: Mapping[tuple[str, str], list[AnalysedPoint]]
+def _capacities(groups: Mapping[tuple[str, str], list[Summarised]]
                 ) -> dict[tuple[str, str], tuple[capacity.Capacity, Interference | None]]:
     """(label, search key) -> the capacity its open-loop points found (--slo), at the
     objective of the latest run that searched (its runs' objectives may differ: one
     capacity is of one objective, and the newest is what was asked last); and what its
     offered-rate points ran under (stats/interference.py), which its comparisons check."""
-    by_search: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
+    by_search: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
     for (label, _), members in groups.items():
         first = members[0]
         if first.target_tps is not None and first.config is not None:
@@ -765,7 +809,7 @@ class _Statistic:
     printed_median: float | None
 
 
-def _statistic(ok: list[AnalysedPoint]) -> _Statistic:
+def _statistic(ok: list[Summarised]) -> _Statistic:
     steady = [m.steady_tps is not None for m in ok]
     printed = [v for m in ok if (v := metric.figure(m, m.metric)) is not None]
     return _Statistic(
@@ -797,7 +841,7 @@ class PooledLatency:
     latency_pooled: str | None = None
 
 
-def pooled_latency(ok: list[AnalysedPoint], histograms: Histograms | None) -> PooledLatency:
+def pooled_latency(ok: Sequence[Summarised], histograms: Histograms | None) -> PooledLatency:
     """Latency over a group's repeats. Percentiles: of their merged histograms, never an
     average of percentiles; repeats without a histogram each (imports of tools that
     print one percentile, stores older than schema 13) get none, and `latency_pooled`

@@ -34,7 +34,7 @@ from typing import Protocol
 
 from dbarena.errors import UsageError
 from dbarena.model import PointResult
-from dbarena.records import JSON, JSONObject, StoredPoint
+from dbarena.records import JSON, JSONObject
 from dbarena.stats import configkey, sessions
 from dbarena.stats.estimate import Estimate
 
@@ -198,12 +198,38 @@ class _Latencies(Protocol):
     def latency_avg_ms(self) -> float | None: ...
 
 
+class Judgeable(_Latencies, Protocol):
+    """What judging reads of a stored point (a StoredPoint, or a summary's point:
+    records.Summarised)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def duration_s(self) -> int: ...
+    @property
+    def tps(self) -> float | None: ...
+    @property
+    def transactions(self) -> int | None: ...
+    @property
+    def failed_transactions(self) -> int | None: ...
+    @property
+    def details(self) -> JSONObject: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def errors(self) -> int | None: ...
+
+
 def _latency(of: _Latencies) -> dict[str, float | None]:
     return {name: getattr(of, name) for name in STATISTICS.values()}
 
 
+# Where a point's details keep the transactions a rate-limited run skipped (pgbench -L).
+SKIPPED = "skipped_transactions"
+
+
 def _skipped(details: Mapping[str, JSON]) -> int | None:
-    found = details.get("skipped_transactions")
+    found = details.get(SKIPPED)
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
@@ -216,7 +242,7 @@ def of_result(result: PointResult) -> Figures:
                    _skipped(m.details), _latency(m), result.error, m.errors)
 
 
-def of_point(row: StoredPoint) -> Figures:
+def of_point(row: Judgeable) -> Figures:
     """What judging reads of a stored point."""
     return Figures(row.status == "ok", row.duration_s, row.tps, row.transactions, row.failed_transactions,
                    _skipped(row.details), _latency(row), row.error, row.errors)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from dbarena.records import AnalysedPoint, Interference
+from dbarena.records import AnalysedPoint, Interference, Summarised
 from dbarena.stats import thresholds
 
 __all__ = ["Interference", "neighbour_cpu", "steal_cpu", "notable", "of_points", "apart", "differs", "cpus"]
@@ -58,7 +58,7 @@ def cpus(value: float) -> str:
     return f"{value:.1f}"
 
 
-def of_points(points: Sequence[AnalysedPoint]) -> Interference | None:
+def of_points(points: Sequence[Summarised]) -> Interference | None:
     """The interference of a side's ok points that have a neighbour figure; None if none has."""
     found = [p for p in points if p.status == "ok" and p.neighbour_cpu is not None]
     if not found:

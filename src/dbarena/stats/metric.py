@@ -23,6 +23,7 @@ TPS, QPS, SECONDS, NOPM, TPMC = "tps", "qps", "seconds", "nopm", "tpmc"
 FIELD = {TPS: "tps", QPS: "qps", SECONDS: "run_avg_s", NOPM: "details.nopm", TPMC: "details.tpmC"}
 # The details' key of a metric kept there.
 _DETAIL = {NOPM: "nopm", TPMC: "tpmC"}
+DETAIL_KEYS = tuple(_DETAIL.values())  # the details a figure is read from
 
 # Where it is read: what the figure is, and which way is better.
 MEANING = {

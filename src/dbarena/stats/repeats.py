@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Callable, Iterable, Mapping
 
-from dbarena.records import JSONObject, StoredPoint
+from dbarena.records import JSONObject, Summarised
 from dbarena.stats.estimate import exact_stdev
 
 # The stored figures, in the order views show them: (column, its name in a label).
@@ -81,7 +81,7 @@ def source(column: str, from_log: bool) -> str:
     return "computed" if from_log and column in PERCENTILES else "printed"
 
 
-def over_repeats(ok: Iterable[StoredPoint]) -> dict[str, OverRepeats]:
+def over_repeats(ok: Iterable[Summarised]) -> dict[str, OverRepeats]:
     """Each stored figure of these repeats (ok points of one configuration; `histogram`
     is true where the point has a latency histogram) over those that have it. A figure some points printed and others did not is
     over those that did, and its n says so."""
@@ -103,7 +103,7 @@ def over_repeats(ok: Iterable[StoredPoint]) -> dict[str, OverRepeats]:
     return out
 
 
-_FIGURE_VALUES: Callable[[StoredPoint], tuple[float | None, ...]] = attrgetter(*(column for column, _ in FIGURES))
+_FIGURE_VALUES: Callable[[Summarised], tuple[float | None, ...]] = attrgetter(*(column for column, _ in FIGURES))
 
 
 def flat(figures: Mapping[str, JSONObject]) -> JSONObject:

@@ -680,20 +680,42 @@ class Store:
 
     def session_summaries(self, run_ids: Sequence[int], estimator: int) -> list[SessionSummary]:
         """The summaries kept of these runs' configurations (analysis.session_summaries)
-        at this estimator version; a row that does not read is left out (its run is then
-        short of points, and summarised again by the next read that lends it)."""
+        at this estimator version, with their points' figures, in the order of their
+        first points; a row that does not read (or holds no figures: written before
+        schema 25) is left out (its run is then short of points, and summarised again by
+        the next read that needs it)."""
+        if self.version < 25:
+            return []
         out: list[SessionSummary] = []
         for chunk in chunks(sorted(set(run_ids))):
-            out.extend(summary_rows.decoded(self.db.execute(
-                "SELECT s.run_id, r.label, s.config_key, s.members FROM session_summaries s JOIN runs r"
-                f" ON r.id = s.run_id WHERE s.estimator = ? AND s.run_id IN ({', '.join('?' * len(chunk))})"
-                " ORDER BY s.first_point", [estimator, *chunk]).fetchall()))
+            out.extend(summary_rows.with_figures(self.db.execute(
+                "SELECT s.run_id, r.label, s.config_key, s.figures FROM session_summaries s JOIN runs r"
+                f" ON r.id = s.run_id WHERE s.estimator = ? AND s.run_id IN ({', '.join('?' * len(chunk))})",
+                [estimator, *chunk]).fetchall()))
         return sorted(out, key=lambda found: found.members[0].point_id)
+
+    def summarised(self, run_ids: Sequence[int], estimator: int) -> tuple[list[SessionSummary], list[int]]:
+        """session_summaries of the runs that hold one for each of their measured points;
+        and the runs that do not (theirs missing, of another estimator version, short of
+        points, or a row that does not read)."""
+        wanted = sorted(set(run_ids))
+        found = self.session_summaries(wanted, estimator)
+        measured: dict[int, int] = {}
+        for chunk in chunks(wanted):
+            measured.update(self.db.execute(
+                f"SELECT run_id, count(*) FROM points WHERE phase = 'measured' AND run_id IN ({', '.join('?' * len(chunk))})"
+                " GROUP BY run_id", chunk).fetchall())
+        held: dict[int, int] = {}
+        for one in found:
+            held[one.run_id] = held.get(one.run_id, 0) + len(one.members)
+        stale = [run_id for run_id in wanted if held.get(run_id, 0) != measured.get(run_id, 0)]
+        gone = set(stale)
+        return [one for one in found if one.run_id not in gone], stale
 
     def save_session_summaries(self, run_ids: Sequence[int], found: Sequence[SessionSummary], estimator: int) -> None:
         """These runs' summaries replaced by `found` (all of theirs, at this estimator
         version); as the derived figures, a store that cannot be written now is not."""
-        if self.version < 23:
+        if self.version < 25:
             return  # (a store held at an older schema, as the migration tests hold one)
         self.dialect.save_summaries(list(run_ids), [summary_rows.encoded(one, estimator) for one in found])
 

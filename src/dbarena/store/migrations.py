@@ -401,6 +401,43 @@ MIGRATIONS: list[str] = [
     # 24: those summaries as SQL views (views.py: v_sessions, a row a session; v_levels,
     # the sessions of a label's configuration), for dashboards over a team's store.
     views.sessions_sqlite(),
+    # 25: beside each session summary, what a summary reads of each of its points
+    # (store/summaries.py: figures), so that a view summarises a configuration from its
+    # sessions' rows rather than every point's. NULL in the rows written before: each
+    # run's rows are written again by the first read that summarises it.
+    # A point's row changed or deleted, its histogram or server series edited, its run's
+    # host, facts (or its host's) or options changed, by dbarena or by hand: its run's summaries say what
+    # the row said before, so they go, and the next read summarises the run again.
+    # (Not on an insert: new points are folded in as they are stored, and a run whose
+    # rows are short of its points is summarised again by the read that finds it so.)
+    """
+    ALTER TABLE session_summaries ADD COLUMN figures TEXT;
+    CREATE TRIGGER IF NOT EXISTS summaries_point_updated AFTER UPDATE ON points BEGIN
+        DELETE FROM session_summaries WHERE run_id IN (OLD.run_id, NEW.run_id);
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_point_deleted AFTER DELETE ON points BEGIN
+        DELETE FROM session_summaries WHERE run_id = OLD.run_id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_run_updated AFTER UPDATE OF host, host_facts, host_fingerprint, options ON runs BEGIN
+        DELETE FROM session_summaries WHERE run_id = OLD.id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_host_updated AFTER UPDATE ON hosts BEGIN
+        DELETE FROM session_summaries WHERE run_id IN
+            (SELECT id FROM runs WHERE host_fingerprint IN (OLD.fingerprint, NEW.fingerprint));
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_histogram_updated AFTER UPDATE ON latency_histograms BEGIN
+        DELETE FROM session_summaries WHERE run_id IN (SELECT run_id FROM points WHERE id IN (OLD.point_id, NEW.point_id));
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_histogram_deleted AFTER DELETE ON latency_histograms BEGIN
+        DELETE FROM session_summaries WHERE run_id = (SELECT run_id FROM points WHERE id = OLD.point_id);
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_server_updated AFTER UPDATE ON server_series BEGIN
+        DELETE FROM session_summaries WHERE run_id IN (SELECT run_id FROM points WHERE id IN (OLD.point_id, NEW.point_id));
+    END;
+    CREATE TRIGGER IF NOT EXISTS summaries_server_deleted AFTER DELETE ON server_series BEGIN
+        DELETE FROM session_summaries WHERE run_id = (SELECT run_id FROM points WHERE id = OLD.point_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

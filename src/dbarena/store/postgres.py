@@ -53,11 +53,51 @@ def errors() -> tuple[type[Exception], ...]:
 # identity, merged runs' origins) by MIGRATIONS[21]; every store created before 22 (the
 # points' on-CPU profiles) by MIGRATIONS[22]; every store created before 23 (the
 # configurations' summaries by session) by MIGRATIONS[23]; every store created before 24
-# (those summaries' views) by MIGRATIONS[24].
-BASE_VERSION = 24
+# (those summaries' views) by MIGRATIONS[24]; every store created before 25 (the summaries'
+# points' figures, and the triggers that drop a run's summaries when its rows change) by
+# MIGRATIONS[25].
+BASE_VERSION = 25
 SCHEMA = schema.postgresql_ddl()
 # The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
 _IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
+
+# A run's session summaries go when a row they were made from changes (by dbarena or by
+# hand: migrations.py's 25), and the next read summarises the run again.
+SUMMARY_TRIGGERS = """
+    CREATE OR REPLACE FUNCTION dbarena_summaries_of_point() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_TABLE_NAME = 'points' THEN
+            DELETE FROM session_summaries WHERE run_id = OLD.run_id;
+            IF TG_OP = 'UPDATE' THEN DELETE FROM session_summaries WHERE run_id = NEW.run_id; END IF;
+        ELSIF TG_TABLE_NAME = 'runs' THEN
+            DELETE FROM session_summaries WHERE run_id = OLD.id;
+        ELSIF TG_TABLE_NAME = 'hosts' THEN
+            DELETE FROM session_summaries WHERE run_id IN
+                (SELECT id FROM runs WHERE host_fingerprint IN (OLD.fingerprint, NEW.fingerprint));
+        ELSE
+            DELETE FROM session_summaries WHERE run_id IN (SELECT run_id FROM points WHERE id = OLD.point_id);
+            IF TG_OP = 'UPDATE' THEN
+                DELETE FROM session_summaries WHERE run_id IN (SELECT run_id FROM points WHERE id = NEW.point_id);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END $$;
+    DROP TRIGGER IF EXISTS summaries_point_changed ON points;
+    CREATE TRIGGER summaries_point_changed AFTER UPDATE OR DELETE ON points
+        FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+    DROP TRIGGER IF EXISTS summaries_run_updated ON runs;
+    CREATE TRIGGER summaries_run_updated AFTER UPDATE OF host, host_facts, host_fingerprint, options ON runs
+        FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+    DROP TRIGGER IF EXISTS summaries_host_updated ON hosts;
+    CREATE TRIGGER summaries_host_updated AFTER UPDATE ON hosts
+        FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+    DROP TRIGGER IF EXISTS summaries_histogram_changed ON latency_histograms;
+    CREATE TRIGGER summaries_histogram_changed AFTER UPDATE OR DELETE ON latency_histograms
+        FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+    DROP TRIGGER IF EXISTS summaries_server_changed ON server_series;
+    CREATE TRIGGER summaries_server_changed AFTER UPDATE OR DELETE ON server_series
+        FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+"""
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
 # SQLite one). A new store is created at BASE_VERSION and runs none of them.
@@ -151,6 +191,8 @@ MIGRATIONS: dict[int, str] = {
     );
     """,
     24: views.sessions_postgresql(),
+    # (migrations.py's 25: a run's summaries go when a row they were made from changes.)
+    25: "ALTER TABLE session_summaries ADD COLUMN figures text;\n" + SUMMARY_TRIGGERS,
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
@@ -281,6 +323,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(SCHEMA)
             db.raw.execute(_IDENTITY)
             db.raw.execute(views.postgresql(BASE_VERSION))
+            db.raw.execute(SUMMARY_TRIGGERS)
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
         for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 to 17)

@@ -280,6 +280,10 @@ TABLES: tuple[Table, ...] = (
         _nn("warnings", "integer", holds=_N),    # the warnings derived for its points, counted
         _nn("bounds", "text", holds=_J),         # JSON: bound -> its points that the server's figures say so
         _nn("members", "text", holds="json-list"),  # JSON: [[point id, figure or null, warnings, bound], ...]
+        # JSON (schema 25): what a summary reads of each point (records.SummaryPoint), column
+        # by column, the fields its points share once (store/summaries.py); NULL in a row
+        # written before, which the first read that summarises its run writes again.
+        _c("figures", "text", holds=_J),
     ), primary_key=("run_id", "config_key")),
 )
 
