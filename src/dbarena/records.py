@@ -26,7 +26,7 @@ JSON: TypeAlias = Union[None, bool, int, float, str, list["JSON"], dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
-           "relabelled", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
+           "relabelled", "renamed", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
            "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
            "Summarised", "SummaryPoint", "SUMMARY_POINT_OWN", "SessionSummary", "LentSession"]
 
@@ -284,6 +284,15 @@ def relabelled(point: AnalysedPoint, label: str) -> AnalysedPoint:
     return copy
 
 
+def renamed(point: Summarised, label: str) -> Summarised:
+    """A point of a view (an AnalysedPoint, or a session summary's SummaryPoint) under
+    another label: relabelled's copy, or the summary's point with its label replaced."""
+    if isinstance(point, SummaryPoint):
+        return point._replace(label=label)
+    assert isinstance(point, AnalysedPoint)
+    return relabelled(point, label)
+
+
 class Configured(Protocol):
     """What names a point's series in a report (report.data.series_names): its label,
     engine, workload and variant, its configuration and that configuration's key. A
@@ -524,6 +533,26 @@ class Summarised(Protocol):
     def steal_cpu(self) -> float | None: ...
     @property
     def efficiency(self) -> JSONObject | None: ...
+    # What a report shows of a level besides its summary (report/levels.py, data.py): its
+    # points' system view, queries, repeats, steady state and profile.
+    @property
+    def cpu_busy_pct(self) -> float | None: ...
+    @property
+    def cpu_iowait_pct(self) -> float | None: ...
+    @property
+    def server_cpu(self) -> float | None: ...
+    @property
+    def loadgen_cpu(self) -> float | None: ...
+    @property
+    def queries(self) -> int | None: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def steady_start_s(self) -> float | None: ...
+    @property
+    def dips_s(self) -> list[float]: ...
+    @property
+    def profile(self) -> JSONObject | None: ...
 
 
 class SummaryPoint(NamedTuple):
@@ -534,7 +563,8 @@ class SummaryPoint(NamedTuple):
     `details`: of the point's details, those a summary reads (the TPC-C kit's new-order
     rates that are its figure, the transactions a rate-limited run skipped); `warnings`:
     its warnings' codes, each with the text of its first appearance in the session (a
-    summary names a code once, by its first appearance among its points)."""
+    summary names a code once, by its first appearance among its points); `profile`: its
+    on-CPU profile's summary, where it was profiled."""
 
     point_id: int
     value: float | None
@@ -566,6 +596,15 @@ class SummaryPoint(NamedTuple):
     neighbour_cpu: float | None
     steal_cpu: float | None
     efficiency: JSONObject | None
+    cpu_busy_pct: float | None
+    cpu_iowait_pct: float | None
+    server_cpu: float | None
+    loadgen_cpu: float | None
+    queries: int | None
+    repeat: int
+    steady_start_s: float | None
+    dips_s: list[float]
+    profile: JSONObject | None
     # The session's and its configuration's.
     run_id: int
     label: str

@@ -256,3 +256,28 @@ def test_a_row_edited_by_hand_reaches_the_next_summary(tmp_path: Path, edit: str
         # (A failed or deleted point changes what is shown; the others may not: the value
         # is the steady-state mean, not the printed tps, and no figure here is of the host.)
         assert after != before or "points SET status" not in edit and "DELETE" not in edit
+
+
+@pytest.mark.parametrize("name", ["demo-seed-a-quick.db", "capacity-two-labels.db", "profiled-sync-async.db"])
+def test_a_report_made_from_the_session_rows_is_the_one_made_from_every_point(tmp_path: Path, name: str) -> None:
+    """`report` and serve's Decide build their model from what the session rows hold of
+    the points (analysis.stored_points) and read the whole records only of the points a
+    decision's "why" names: the model, decisions and their reasons included, is the one
+    made from every point's record (analysis.load), of every label and of each pair."""
+    from dbarena.report import assemble, data, export
+
+    path = tmp_path / name
+    path.write_bytes((Path(__file__).parents[1] / "fixtures" / "stores" / name).read_bytes())
+    with Store(path) as db:
+        labels = list(dict.fromkeys(r.label for r in db.runs()))
+        choices = [(), *((a, b) for a in labels for b in labels if a != b)]
+        for chosen in choices:
+            selection = assemble.Selection(labels=chosen)
+            from_rows, shown = assemble.build_with_points(db, selection)
+            rows = analysis.load(db, labels=chosen, named=data.series_names)
+            others = tuple(label for label in labels if label not in chosen)
+            lent = analysis.lent_sessions(db, others) if chosen and others else []
+            from_points, points = data.build_named(rows, db.runs(), labels=list(chosen) or None,
+                                                   histograms=db.latency_histograms, named=True, lent=lent)
+            assert export.to_json(from_rows) == export.to_json(from_points), chosen
+            assert [(p.point_id, p.label) for p in shown] == [(p.point_id, p.label) for p in points]

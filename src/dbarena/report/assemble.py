@@ -24,7 +24,7 @@ from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint
+from dbarena.records import Summarised
 
 FORMATS = ("html", "md", "csv", "json")
 CHART_FORMATS = ("html", "md")  # CSV and JSON carry figures only
@@ -66,16 +66,18 @@ def build(store: ResultStore, selection: Selection) -> data.Report:
     return build_with_points(store, selection)[0]
 
 
-def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Report, list[AnalysedPoint]]:
-    """The report model, and the analysed points it shows, each under the name the
-    report gives its series (data.series_labels: "label [config 1a2b3c]"; a view that
-    links each level to its points: `dbarena serve`), read and named once."""
+def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Report, list[Summarised]]:
+    """The report model, and the points it shows, each under the name the report gives
+    its series (data.series_labels: "label [config 1a2b3c]"; a view that links each
+    level to its points: `dbarena serve`), read and named once: what the store's
+    summaries of their sessions hold of them (analysis.stored_points), not their rows;
+    the whole records of those a decision's "why" names are read for it."""
     baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
     # Each point made once, under the name the report gives its series.
-    rows = analysis.load(store, labels=tuple(labels), named=data.series_names)
+    rows = analysis.stored_points(store, labels=tuple(labels), named=data.series_names)
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
     levels = sorted({r.threads for r in rows})
@@ -92,7 +94,8 @@ def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Re
     lent = analysis.lent_sessions(store, others) if labels and others else []
     return data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
                             at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True,
-                            lent=lent, about=selection.about)
+                            lent=lent, about=selection.about,
+                            records=lambda ids: analysis.load(store, point_ids=tuple(ids)))
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:
@@ -106,7 +109,7 @@ def _check_labels(store: ResultStore, selection: Selection) -> None:
 
 
 def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False,
-         points: Iterable[AnalysedPoint] = ()) -> Drawn:
+         points: Iterable[Summarised] = ()) -> Drawn:
     """The charts of the report in format `fmt` (none for CSV and JSON), also as PNG
     with `png`; the per-second series they show are read from the store in one go.
     `points`: the analysed points the report shows (build_with_points), whose profiles

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dbarena.records import AnalysedPoint, JSONObject, LevelSummary
+from dbarena.records import Summarised, JSONObject, LevelSummary
 from dbarena.stats import capacity
 from dbarena.stats.capacity import Objective
 
@@ -119,7 +119,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return statistics.fmean(found) if found else None
 
 
-def _ids(members: Sequence[AnalysedPoint]) -> tuple[int, ...]:
+def _ids(members: Sequence[Summarised]) -> tuple[int, ...]:
     return tuple(m.point_id for m in sorted(members, key=lambda m: (m.status != "ok", m.repeat, m.point_id)))
 
 
@@ -128,7 +128,7 @@ def _statistic(summary: LevelSummary, objective: Objective) -> float | None:
     return float(found) if isinstance(found, (int, float)) else None
 
 
-def _rate(objective: Objective, summary: LevelSummary, members: Sequence[AnalysedPoint]) -> CurvePoint | None:
+def _rate(objective: Objective, summary: LevelSummary, members: Sequence[Summarised]) -> CurvePoint | None:
     measured = [m for m in members if m.phase == "measured" and m.target_tps is not None]
     if not measured or summary.target_tps is None:
         return None
@@ -142,19 +142,19 @@ def _rate(objective: Objective, summary: LevelSummary, members: Sequence[Analyse
                       meets=meets, why=why, n=len(measured), point_ids=_ids(measured))
 
 
-def _closed(objective: Objective, summary: LevelSummary, members: Sequence[AnalysedPoint]) -> ClosedLoop:
+def _closed(objective: Objective, summary: LevelSummary, members: Sequence[Summarised]) -> ClosedLoop:
     ok = [m for m in members if m.status == "ok"]
     return ClosedLoop(tps=_mean(m.tps for m in ok), latency_p50_ms=summary.latency_p50_ms,
                       latency_p95_ms=summary.latency_p95_ms, latency_p99_ms=summary.latency_p99_ms,
                       latency_ms=_statistic(summary, objective), point_ids=_ids(members))
 
 
-def curves(rows: Sequence[AnalysedPoint], summaries: Sequence[LevelSummary]) -> list[Curve]:
+def curves(rows: Sequence[Summarised], summaries: Sequence[LevelSummary]) -> list[Curve]:
     """Every search's curve among the rows (analysis.load points, under the names the
     report gives their series), from their summaries (analysis.summaries of the same
     rows): one per label and closed-loop configuration whose open-loop points were
     searched under an objective, in the rows' order."""
-    members: dict[tuple[str, str], list[AnalysedPoint]] = defaultdict(list)
+    members: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
     for r in rows:
         members[(r.label, r.config_key or f"point {r.point_id}")].append(r)
     # (label, search key) -> its closed-loop summary, and its open-loop ones

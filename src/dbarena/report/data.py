@@ -34,8 +34,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from dbarena.records import JSONObject, AnalysedPoint, Configured, LentSession, LevelSummary, StoredRun, json_object, \
-    relabelled
+from dbarena.records import JSONObject, Summarised, Configured, LentSession, LevelSummary, StoredRun, json_object, \
+    renamed
 from dbarena.stats import capacity
 from dbarena.stats import analysis
 from dbarena.stats import configkey, decision, levelcompare
@@ -200,8 +200,8 @@ def label_prices(runs: list[StoredRun], overrides: dict[str, Price]) -> dict[str
     return prices
 
 
-def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | None, prices: dict[str, Price]
-                  ) -> tuple[list[AnalysedPoint], list[str], str | None, dict[str, Price]]:
+def series_labels(rows: Sequence[Summarised], order: list[str], baseline: str | None, prices: dict[str, Price]
+                  ) -> tuple[list[Summarised], list[str], str | None, dict[str, Price]]:
     """A report draws one series per label in each engine x workload section; where a
     label holds several configurations there (variants, or runs of other parameters
     under one label), each is a series of its own, named "label [variant]" or
@@ -212,7 +212,7 @@ def series_labels(rows: list[AnalysedPoint], order: list[str], baseline: str | N
     # A copy only where the name changes: copying 100 k rows of 70 fields costs more than
     # the rest of this function (records.relabelled: the fast copy; analysis.load names
     # them as it makes them, series_names given as `named`, and none is copied here).
-    out = [r if new == r.label else relabelled(r, new) for r, new in zip(rows, names)]
+    out = [r if new == r.label else renamed(r, new) for r, new in zip(rows, names)]
     return (out, *_renamed(out, order, baseline, prices))
 
 
@@ -220,7 +220,7 @@ def series_names(points: Sequence[Configured], stored: Sequence[str] | None = No
     """The name of each point's series in a report (series_labels): its label, or
     "label [variant]", "label [config 1a2b3c]" where its label holds several
     configurations in its engine x workload. `stored`: each point's label as stored,
-    where its `label` may be a series name already (AnalysedPoint.series_label);
+    where its `label` may be a series name already (Summarised.series_label);
     default: their labels. analysis.load takes it as `named`: each record is then made
     once, under its name."""
     labels = stored if stored is not None else [p.label for p in points]
@@ -268,7 +268,7 @@ def series_names(points: Sequence[Configured], stored: Sequence[str] | None = No
     return [name(r, label, key) for r, label, key in zip(points, labels, row_keys)]
 
 
-def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, prices: dict[str, Price]
+def _renamed(out: list[Summarised], order: list[str], baseline: str | None, prices: dict[str, Price]
              ) -> tuple[list[str], str | None, dict[str, Price]]:
     """The order, baseline and prices of the series the rows (`out`, named by
     series_names) are shown under, from those of their labels as stored."""
@@ -278,7 +278,7 @@ def _renamed(out: list[AnalysedPoint], order: list[str], baseline: str | None, p
     return new_order, new_baseline, new_prices
 
 
-def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
+def build(rows: Sequence[Summarised], runs: list[StoredRun], *, baseline: str | None = None, prices: dict[str, Price] | None = None,
           at_threads: int | None = None, labels: list[str] | None = None,
           histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, about: Sequence[str] = ()) -> Report:
     """rows: analysis.load(...) points (those of labels not shown lend only their spread
@@ -288,12 +288,12 @@ def build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | N
                        histograms=histograms, about=about)[0]
 
 
-def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None = None,
+def build_named(rows: Sequence[Summarised], runs: list[StoredRun], *, baseline: str | None = None,
                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
                 labels: list[str] | None = None,
                 histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-                history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = ()
-                ) -> tuple[Report, list[AnalysedPoint]]:
+                history: Sequence[Summarised] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = (),
+                records: decision.Records | None = None) -> tuple[Report, list[Summarised]]:
     """The report (build), and the points it shows as it names their series
     (series_labels): what a view that links each level to its points needs, without
     naming 100 k points a second time. `named`: the rows carry those names already
@@ -304,17 +304,20 @@ def build_named(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: s
     `compare` makes of its pair, whichever labels the report shows. `lent`: what the
     sessions of those labels lend (analysis.lent_sessions), the same without their points.
     `about`: what else the labels' comparisons are about (configkey.ABOUT's names, as
-    `compare --about`): fields their configurations may differ in besides the host."""
+    `compare --about`): fields their configurations may differ in besides the host.
+    `records`: where the rows are what the store's session summaries hold of the points
+    (analysis.stored_points), the whole records of the points a decision's "why" names."""
     with collector_paused():
         return _build(rows, runs, baseline=baseline, prices=prices, at_threads=at_threads, labels=labels,
-                      histograms=histograms, named=named, history=history, lent=lent, about=about)
+                      histograms=histograms, named=named, history=history, lent=lent, about=about,
+                      records=records)
 
 
-def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
+def _build(rows: Sequence[Summarised], runs: list[StoredRun], *, baseline: str | None, prices: dict[str, Price] | None,
            at_threads: int | None, labels: list[str] | None,
            histograms: Callable[[list[int]], dict[int, JSONObject]] | None = None, named: bool = False,
-           history: Sequence[AnalysedPoint] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = ()
-           ) -> tuple[Report, list[AnalysedPoint]]:
+           history: Sequence[Summarised] = (), lent: Sequence[LentSession] = (), about: Sequence[str] = (),
+           records: decision.Records | None = None) -> tuple[Report, list[Summarised]]:
     # (Checked first: an unknown name is the user's error, before any work.)
     levelcompare.ignoring("label", about)
     prices = label_prices(runs, prices or {})
@@ -352,7 +355,7 @@ def _build(rows: list[AnalysedPoint], runs: list[StoredRun], *, baseline: str | 
     groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in every]
     # (The points under their series' names: analysis.compare and the decision read
     # each one's label as stored, its series_label.)
-    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups, about)
+    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups, about, records)
     picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
     sections = [_section(engine, workload, level_rows, by_series, ok_series, picked, curves)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
@@ -409,8 +412,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
             f"{figure} {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
-def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None, level_rows: list[LevelRow],
-               groups: list[LevelSummary], about: Sequence[str]) -> tuple[list[Decision], list[Decision]]:
+def _decisions(rows: list[Summarised], order: list[str], baseline: str | None, level_rows: list[LevelRow],
+               groups: list[LevelSummary], about: Sequence[str], records: decision.Records | None = None
+               ) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
     analysis.summaries of the rows."""
@@ -423,7 +427,7 @@ def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None
             continue
         # (What bound each side: its closed-loop points; a search's steps are not its levels.)
         decided = decision.decide(analysis.compare(rows, baseline, label, about=about, groups=groups),
-                                  [r for r in rows if r.target_tps is None])
+                                  [r for r in rows if r.target_tps is None], records)
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)
@@ -432,12 +436,12 @@ def _decisions(rows: list[AnalysedPoint], order: list[str], baseline: str | None
     return decisions, overall
 
 
-def _grouped(rows: list[AnalysedPoint]
-             ) -> tuple[dict[tuple[str, str, str, int], list[AnalysedPoint]], dict[tuple[str, str, str], list[AnalysedPoint]]]:
+def _grouped(rows: list[Summarised]
+             ) -> tuple[dict[tuple[str, str, str, int], list[Summarised]], dict[tuple[str, str, str], list[Summarised]]]:
     """The points of each (label, engine, workload, threads), and the ok points of each
     (label, engine, workload)."""
-    members: dict[tuple[str, str, str, int], list[AnalysedPoint]] = defaultdict(list)
-    ok_series: dict[tuple[str, str, str], list[AnalysedPoint]] = defaultdict(list)  # its ok points
+    members: dict[tuple[str, str, str, int], list[Summarised]] = defaultdict(list)
+    ok_series: dict[tuple[str, str, str], list[Summarised]] = defaultdict(list)  # its ok points
     for r in rows:
         members[(r.label, r.engine, r.workload, r.threads)].append(r)
         if r.status == "ok":
@@ -525,7 +529,7 @@ class _Picked:
 
 
 def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: BySeries,
-             ok_series: dict[tuple[str, str, str], list[AnalysedPoint]], picked: _Picked,
+             ok_series: dict[tuple[str, str, str], list[Summarised]], picked: _Picked,
              curves: Sequence[Curve] = ()) -> Section:
     order = picked.order
     sec_rows = sorted((r for r in level_rows if (r.engine, r.workload) == (engine, workload)),
@@ -558,7 +562,7 @@ def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: 
                    cheapest=_cheapest(ranking, picked.at_threads, picked.prices), curves=mine)
 
 
-def _shown_level(ok_points: list[list[AnalysedPoint]], at_threads: int | None) -> int | None:
+def _shown_level(ok_points: list[list[Summarised]], at_threads: int | None) -> int | None:
     """The level of the per-second chart, given each label's ok points."""
     # The per-second chart compares one level: --at-threads, else the highest level
     # every label measured; only when the labels share none, each its own highest.
@@ -605,7 +609,7 @@ def _cheapest(ranking: list[Ranking], at_threads: int | None, prices: dict[str, 
     return None
 
 
-def _provenance(rows: list[AnalysedPoint], order: list[str], runs: list[StoredRun]
+def _provenance(rows: list[Summarised], order: list[str], runs: list[StoredRun]
                 ) -> dict[str, dict[str, StoredRun]]:
     """Each series' runs by engine: those of its label and variant."""
     provenance: dict[str, dict[str, StoredRun]] = {}
@@ -625,7 +629,7 @@ def at_text(report: Report) -> str:
     return f"Price/performance at {report.at_threads} threads (--at-threads), the cheapest label named."
 
 
-def _chosen_series(candidates: list[AnalysedPoint], level: int | None) -> ShownSeries | None:
+def _chosen_series(candidates: list[Summarised], level: int | None) -> ShownSeries | None:
     """The per-second series shown for a label: of its ok points (candidates), the one at
     `level` (first repeat; none if the label has no point there), or without a level
     its highest; samples are attached by the caller."""

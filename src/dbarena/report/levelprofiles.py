@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint, JSONObject
+from dbarena.records import Summarised, JSONObject
 from dbarena.stats import profiles
 
 __all__ = ["Key", "Profiled", "Pool", "LevelProfile", "ProfileDifference", "profiled", "read", "summaries",
@@ -36,7 +36,7 @@ TOP = 10
 CHANGES = 10
 
 
-def profiled(points: Iterable[AnalysedPoint]) -> Profiled:
+def profiled(points: Iterable[Summarised]) -> Profiled:
     """The profiled points of each level that can be pooled: ok, closed-loop, with a
     profile and transactions."""
     found: dict[Key, list[tuple[int, float]]] = {}

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict
 
-from dbarena.records import JSON, AnalysedPoint, JSONObject, LevelSummary, MeanEstimate, StoredRun, json_object
+from dbarena.records import JSON, Summarised, JSONObject, LevelSummary, MeanEstimate, StoredRun, json_object
 from dbarena.stats import bound as point_bound
 from dbarena.stats.price import Price
 from dbarena.workloads import tpcc
@@ -136,7 +136,7 @@ class LevelRow:
     # ok repeats that have it (LevelSummary.efficiency); exported only where known.
     efficiency: JSONObject | None = None
     # Not exported: what comparisons use (the summary's estimate, configuration, variant
-    # and the label its points' series had as stored: AnalysedPoint.series_label).
+    # and the label its points' series had as stored: Summarised.series_label).
     estimate: MeanEstimate | None
     config: JSONObject
     variant: str
@@ -183,7 +183,7 @@ class _Tpcc(TypedDict):
     rollbacks: float | None
 
 
-def _tpcc_figures(ok: list[AnalysedPoint]) -> _Tpcc:
+def _tpcc_figures(ok: list[Summarised]) -> _Tpcc:
     """The TPC-C-like workload's own figures, means over repeats: New-Order transactions
     committed per minute (the tpmC-like figure), the mix of transaction types (% of
     all) and each type's average latency; None for other workloads."""
@@ -213,7 +213,7 @@ def server_is_local(run: StoredRun) -> bool:
     return options.get("target", "throwaway") == "throwaway"
 
 
-def hardware(rows: list[AnalysedPoint], runs_by_id: dict[int, StoredRun]) -> dict[str, Hardware]:
+def hardware(rows: list[Summarised], runs_by_id: dict[int, StoredRun]) -> dict[str, Hardware]:
     """Hardware of each label's server, from its runs (a label is one machine): the
     measured host for a throwaway instance, what --server-cores/--server-threads said
     for a remote target."""
@@ -244,7 +244,7 @@ def _server_hardware(run: StoredRun) -> Hardware | None:
     return None
 
 
-def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: list[AnalysedPoint],
+def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: list[Summarised],
               label_price: Price | None, hw: Hardware) -> LevelRow:
     """The figures of one label x engine x workload x threads, over its repeats."""
     label, engine, workload, threads = key

@@ -47,7 +47,7 @@ from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
+from dbarena.records import AnalysedPoint, LevelComparison, StoredRun, Summarised
 from dbarena.report.data import Report
 from dbarena.report.levelprofiles import Profiled
 from dbarena.report import html as report_html
@@ -550,7 +550,7 @@ def _model(store: Store, baseline: str | None, chosen: list[str], about: Sequenc
         return report, _links(points), levelprofiles.profiled(points)
 
 
-def _links(named: list[AnalysedPoint]) -> Links:
+def _links(named: list[Summarised]) -> Links:
     """(engine, workload) -> (label as the report names its series, threads) -> the ids
     of the points measured there: what a chart's level opens. `named`: the points under
     the report's own names (build_with_points: a label's configurations apart). An

@@ -185,7 +185,8 @@ _run_id = operator.itemgetter(_AT["run_id"])
 
 
 def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (), study: str | None = None,
-         variants: tuple[str, ...] = (), named: Naming | None = None) -> list[AnalysedPoint]:
+         variants: tuple[str, ...] = (), named: Naming | None = None, point_ids: Sequence[int] = ()
+         ) -> list[AnalysedPoint]:
     """Stored points with what is derived from them, once for every view: the figures
     of their series and their bound (stats/bound.py), from the cache where this
     estimator version made them, else computed from the stored series, read in batches,
@@ -194,7 +195,8 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     `label`, the stored one kept as its series_label. Each point is made a record once,
     from its values as the store checked them (Store.point_values), under its name: not
     a StoredPoint first, nor a copy under another name after (50 and 70 fields set one
-    by one, each time; a third of a report's model of 10 k points)."""
+    by one, each time; a third of a report's model of 10 k points). `point_ids`: only
+    these points."""
     # A record and its lists per point, no reference cycle among them: the collector's
     # passes over them were a tenth to a third of this function for 10 k points (and a
     # sixth of a `dbarena serve` Decide of 100 k points, where they ran while the points
@@ -203,7 +205,8 @@ def load(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ..
     # for the whole read, but for figures to compute, which take long and many objects.)
     with contextlib.ExitStack() as paused:
         paused.enter_context(collector_paused())
-        values = store.point_values(run_id=run_id, labels=labels, study=study, variants=variants)
+        values = store.point_values(run_id=run_id, labels=labels, study=study, variants=variants,
+                                    point_ids=tuple(point_ids))
         runs = store.runs_by_id(set(map(_run_id, values)))
         derived = store.derived(map(_point_id, values), ESTIMATOR_VERSION)
         # (Only the points whose figures are not cached yet are made StoredPoints, to compute them.)
@@ -622,12 +625,12 @@ def _lent_groups(lent: Sequence[LentSession], shown: Mapping[tuple[str, str], ob
     return out
 
 
-def session_summaries(rows: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+def session_summaries(rows: Iterable[Summarised]) -> list[SessionSummary]:
     """Each configuration's measured points by session (label, configuration key, run),
     as summaries groups them (a point without a key alone), in the order their first
     points come in `rows` (load's: the points' own): what the store keeps of them as they
     are stored (store.save_session_summaries)."""
-    groups: dict[tuple[int, str], list[AnalysedPoint]] = {}
+    groups: dict[tuple[int, str], list[Summarised]] = {}
     for row in rows:
         if row.phase == "measured":
             groups.setdefault((row.run_id, row.config_key or f"point {row.point_id}"), []).append(row)
@@ -636,13 +639,18 @@ def session_summaries(rows: Iterable[AnalysedPoint]) -> list[SessionSummary]:
             for (run_id, config_key), members in groups.items()]
 
 
-# Of a point's details, those a summary reads (metric.figure: a TPC-C kit's new-order
-# rate; capacity.of_point: the transactions a rate-limited run skipped).
-SUMMARY_DETAILS = (*metric.DETAIL_KEYS, capacity.SKIPPED)
+# Of a point's details, those a summary and a report's level read (metric.figure: a TPC-C
+# kit's new-order rate; capacity.of_point: the transactions a rate-limited run skipped;
+# report/levels.py: the TPC-C-like workload's own figures).
+TPCC_DETAILS = ("tpm_new_order", "per_type", "rollbacks")  # (report/levels._tpcc_figures)
+SUMMARY_DETAILS = (*metric.DETAIL_KEYS, capacity.SKIPPED, *TPCC_DETAILS)
 
 
-def summary_point(point: AnalysedPoint) -> SummaryPoint:
-    """What a session's summary keeps of an analysed point (records.SummaryPoint)."""
+def summary_point(point: Summarised) -> SummaryPoint:
+    """What a session's summary keeps of an analysed point (records.SummaryPoint; a
+    summary's point is one already)."""
+    if isinstance(point, SummaryPoint):
+        return point
     details = point.details
     return SummaryPoint(
         point.point_id, value(point), point.status, point.error, point.metric, point.steady_tps, point.tps_ci_low,
@@ -650,7 +658,9 @@ def summary_point(point: AnalysedPoint) -> SummaryPoint:
         point.histogram, point.tps, point.qps, point.run_avg_s, point.transactions, point.failed_transactions,
         point.errors, point.latency_min_ms, point.latency_avg_ms, point.latency_p50_ms, point.latency_p90_ms,
         point.latency_p95_ms, point.latency_p99_ms, point.latency_p999_ms, point.latency_max_ms, point.warnings,
-        point.bound, point.neighbour_cpu, point.steal_cpu, point.efficiency,
+        point.bound, point.neighbour_cpu, point.steal_cpu, point.efficiency, point.cpu_busy_pct,
+        point.cpu_iowait_pct, point.server_cpu, point.loadgen_cpu, point.queries, point.repeat, point.steady_start_s,
+        point.dips_s, point.profile,
         point.run_id, point.series_label, point.series_label, point.config_key, point.host, point.engine,
         point.workload, point.threads, point.clients, point.variant, point.config, point.phase, point.adaptive,
         point.machine_threads, point.slo, point.target_tps)
@@ -664,7 +674,7 @@ def lend(summary: SessionSummary) -> LentSession:
                        mean=statistics.fmean(values) if values else 0.0)
 
 
-def folded(kept: Iterable[SessionSummary], fresh: Iterable[AnalysedPoint]) -> list[SessionSummary]:
+def folded(kept: Iterable[SessionSummary], fresh: Iterable[Summarised]) -> list[SessionSummary]:
     """A run's summaries with points just stored (or figured again) folded in: each
     point replaces itself where it was held already. The same as session_summaries of
     all the run's points, without reading the others again."""
@@ -722,14 +732,15 @@ def summarise_cached(store: ResultStore, labels: Sequence[str]) -> None:
     store.save_session_summaries(sorted(wanted - missing), made, ESTIMATOR_VERSION)
 
 
-def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
-                     study: str | None = None, variants: tuple[str, ...] = ()) -> list[LevelSummary]:
-    """summaries() of the points load() would read with these filters, made from the
-    summaries the store keeps of their sessions (their points' figures: records.SummaryPoint)
-    rather than from every point's row: the same figures, to the last bit (the same
-    function of the same values in the same order). A run whose summaries are missing,
-    of another estimator version or short of its points is summarised from its points
-    first, and its summaries saved for the next read."""
+def stored_points(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
+                  study: str | None = None, variants: tuple[str, ...] = (), named: Naming | None = None
+                  ) -> list[SummaryPoint]:
+    """What the summaries the store keeps of the sessions hold of the points load() would
+    read with these filters (records.SummaryPoint: what a summary and a report's levels
+    read of each), in the points' order, each under its name where `named` names them
+    (load's `named`): a view's points without reading their rows. A run whose summaries
+    are missing, of another estimator version or short of its points is summarised from
+    its points first, and its summaries saved for the next read."""
     runs = [r for r in store.runs() if (run_id is None or r.id == run_id) and (not labels or r.label in labels)]
     if study is not None:
         runs = [r for r in runs if r.study_sha256 and (r.study_sha256.startswith(study) or (
@@ -742,9 +753,26 @@ def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: t
         made = session_summaries(points)
         store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
         kept = [*kept, *made]
-    members = sorted((m for one in kept for m in one.members if not variants or m.variant in variants),
-                     key=operator.attrgetter("point_id"))
-    return summaries(members, histograms=store.latency_histograms)
+    if variants:
+        kept = [one for one in kept if one.members[0].variant in variants]  # (a session's points share theirs)
+    if named is not None:
+        # A session's points share what names them (records.SeriesKey): named a session at a time.
+        names = named([SeriesKey(one.label, *operator.attrgetter("engine", "workload", "variant", "config",
+                                                                 "config_key")(one.members[0])) for one in kept])
+        kept = [one if name == one.label else dataclasses.replace(
+                    one, members=tuple(m._replace(label=name) for m in one.members))
+                for one, name in zip(kept, names)]
+    return sorted((m for one in kept for m in one.members), key=operator.attrgetter("point_id"))
+
+
+def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
+                     study: str | None = None, variants: tuple[str, ...] = ()) -> list[LevelSummary]:
+    """summaries() of the points load() would read with these filters, made from the
+    summaries the store keeps of their sessions (stored_points) rather than from every
+    point's row: the same figures, to the last bit (the same function of the same values
+    in the same order)."""
+    return summaries(stored_points(store, run_id=run_id, labels=labels, study=study, variants=variants),
+                     histograms=store.latency_histograms)
 
 
 def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:
@@ -888,7 +916,7 @@ def pooled_latency(ok: Sequence[Summarised], histograms: Histograms | None) -> P
                                         "of the percentiles each run printed)")
 
 
-def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
+def sides(rows: Sequence[Summarised], a: str, b: str) -> str:
     """What `compare A B` compares: two labels, or two variants (within each label).
     The labels as stored: a point a report shows under its series' name ("a [config
     1a2b3c]") is still of label "a" (its series_label)."""
@@ -905,8 +933,8 @@ def sides(rows: Sequence[AnalysedPoint], a: str, b: str) -> str:
     raise UsageError(f"{quoted(a)} and {quoted(b)} are not both labels or both variants")
 
 
-def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] = (),
-            groups: list[LevelSummary] | None = None, history: Sequence[AnalysedPoint] = (),
+def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (),
+            groups: list[LevelSummary] | None = None, history: Sequence[Summarised] = (),
             profile_store: ResultStore | None = None, lent: Sequence[LentSession] = (),
             interleaved: bool = True) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
@@ -934,7 +962,7 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]
     right = [s for s in groups if side_of(s) == b and s.target_tps is None]
     out = []
-    pairs: dict[int, tuple[list[AnalysedPoint], list[AnalysedPoint]]] = {}
+    pairs: dict[int, tuple[list[Summarised], list[Summarised]]] = {}
     for sa in sorted(left, key=lambda s: (s.engine, s.workload, s.threads, s.label)):
         same_place = [sb for sb in right if (sb.engine, sb.workload, sb.threads) ==
                       (sa.engine, sa.workload, sa.threads) and (by == "label" or sb.label == sa.label)]
@@ -955,7 +983,7 @@ def compare(rows: Iterable[AnalysedPoint], a: str, b: str, about: Iterable[str] 
     return out
 
 
-def _members(rows: Sequence[AnalysedPoint], group: LevelSummary) -> list[AnalysedPoint]:
+def _members(rows: Sequence[Summarised], group: LevelSummary) -> list[Summarised]:
     """A group's ok points (summaries' key: its label and configuration key)."""
     return [r for r in rows if r.status == "ok" and r.label == group.label
             and (r.config_key or f"point {r.point_id}") == group.config_key]
@@ -965,7 +993,7 @@ def _members(rows: Sequence[AnalysedPoint], group: LevelSummary) -> list[Analyse
 PROFILE_CHANGES = 10
 
 
-def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPoint], Sequence[AnalysedPoint]]],
+def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[Summarised], Sequence[Summarised]]],
                    limit: int = PROFILE_CHANGES) -> list[list[profiles.Change] | None]:
     """For each (A's points, B's points) of a level, the functions whose CPU time per
     transaction changed most from A to B (profiles.pooled_differential: each side's
@@ -976,7 +1004,7 @@ def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[AnalysedPo
     wanted = {p.point_id for a, b in pairs if a and b for p in (*a, *b)}
     stacks = store.profiles(wanted, folded=True) if wanted else {}
 
-    def side(points: Sequence[AnalysedPoint]) -> list[tuple[dict[str, int], float, float]]:
+    def side(points: Sequence[Summarised]) -> list[tuple[dict[str, int], float, float]]:
         out = []
         for p in points:
             found = stacks.get(p.point_id)

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from dbarena.records import AnalysedPoint, JSONObject, LevelComparison
+from dbarena.records import AnalysedPoint, JSONObject, LevelComparison, Summarised
 from dbarena.stats import bound as point_bound
 from dbarena.stats import cpuladder, efficiency, interference, loadgens, metric, sessions, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
@@ -271,16 +271,26 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
     return found.words()
 
 
-def _why(d: Decision, rows: Sequence[LevelComparison], points: Sequence[AnalysedPoint]) -> str | None:
+# Point ids -> their whole records (analysis.load of those points), for what a decision
+# says of the level it names: what a view holds of its points (records.Summarised) lacks
+# their server's figures and load generators.
+Records = Callable[[Sequence[int]], Sequence[AnalysedPoint]]
+
+
+def _why(d: Decision, rows: Sequence[LevelComparison], points: Sequence[Summarised],
+         records: Records | None) -> str | None:
     """At the level whose ratio lies farthest from 1, what bound each side, and the cost
-    per transaction they differ in most (its row's, stats/levelcompare.py)."""
+    per transaction they differ in most (its row's, stats/levelcompare.py). `records`:
+    the whole records of `points` where they are not (None: they are AnalysedPoints)."""
     if d.verdict not in (FASTER, SLOWER) or not d.levels:
         return None
     threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
     workload = d.workload.split(" [", 1)[0] if d.workload else None
     # (Closed-loop points only: an offered rate's is a step of a search, --slo.)
-    here = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
-            and p.target_tps is None]
+    found = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
+             and p.target_tps is None]
+    here = records([p.point_id for p in found]) if records is not None else \
+        [p for p in found if isinstance(p, AnalysedPoint)]
     # (Its stored label: a report may show the point under its series' name, analysis.sides.)
     of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
@@ -310,10 +320,13 @@ def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
             f"{point_bound.figure_text(name, x)} ({label}) against {point_bound.figure_text(name, y)} ({baseline})")
 
 
-def decide(comparisons: Iterable[LevelComparison], points: Sequence[AnalysedPoint] = ()) -> list[Decision]:
+def decide(comparisons: Iterable[LevelComparison], points: Sequence[Summarised] = (),
+           records: Records | None = None) -> list[Decision]:
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
     engine and workload, worst first (lowest ratio; those without a figure last).
-    `points` (analysis.load rows): to say why each significant difference is there."""
+    `points` (analysis.load rows, or what a view holds of them: `records` then reads
+    the whole records of those a "why" names): to say why each significant difference
+    is there."""
     groups: dict[tuple[str, str, str, str, str | None], list[LevelComparison]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
@@ -322,7 +335,7 @@ def decide(comparisons: Iterable[LevelComparison], points: Sequence[AnalysedPoin
         groups.setdefault((r.b, r.a, r.engine, workload, r.slo), []).append(r)
     out = [(_workload(label, baseline, engine, workload, rows), rows)
            for (label, baseline, engine, workload, _), rows in groups.items()]
-    decided = [replace(d, why=_why(d, rows, points)) if points else d for d, rows in out]
+    decided = [replace(d, why=_why(d, rows, points, records)) if points else d for d, rows in out]
     return sorted(decided, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
 
 

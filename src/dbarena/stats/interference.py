@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from dbarena.records import AnalysedPoint, Interference, Summarised
+from dbarena.records import Interference, Summarised
 from dbarena.stats import thresholds
 
 __all__ = ["Interference", "neighbour_cpu", "steal_cpu", "notable", "of_points", "apart", "differs", "cpus"]
@@ -98,7 +98,7 @@ def apart(a: Interference | None, b: Interference | None, a_name: str = "A", b_n
             "threshold (measure both under the same load)")
 
 
-def differs(a: Sequence[AnalysedPoint], b: Sequence[AnalysedPoint], a_name: str = "A",
+def differs(a: Sequence[Summarised], b: Sequence[Summarised], a_name: str = "A",
             b_name: str = "B") -> str | None:
     """Why two sides' points (each side's repeats at one level) ran under different
     interference (apart), or None."""

@@ -60,7 +60,8 @@ _KINDS: dict[str, frozenset[type]] = {
     "point_id": frozenset({int}), "value": _NUMBER, "status": frozenset({str}), "error": _TEXT,
     "metric": frozenset({str}), "duration_s": frozenset({int}), "details": frozenset({dict}),
     "histogram": frozenset({bool}), "transactions": _INT, "failed_transactions": _INT, "errors": _INT,
-    "warnings": frozenset({list}), "bound": _TEXT, "efficiency": frozenset({dict, _NONE})}
+    "warnings": frozenset({list}), "bound": _TEXT, "efficiency": frozenset({dict, _NONE}), "queries": _INT,
+    "repeat": frozenset({int}), "dips_s": frozenset({list}), "profile": frozenset({dict, _NONE})}
 _OBJECT = frozenset({dict, _NONE})
 _SHARED_KINDS = tuple({"config_key": _TEXT, "host": frozenset({str}), "engine": frozenset({str}),
                        "workload": frozenset({str}), "threads": frozenset({int}), "clients": frozenset({int}),
