@@ -24,14 +24,16 @@ def test_a_points_cost_per_transaction_from_its_means_and_the_servers_counters()
 
 
 def test_the_figure_that_differs_most_over_sessions_is_said_as_the_issue_says_it():
-    a = efficiency.by_session([(1, {"server_cpu_us_per_tx": 29.0, "write_kb_per_tx": 1.0}),
-                               (1, {"server_cpu_us_per_tx": 30.4}), (2, {"server_cpu_us_per_tx": 29.7,
-                                                                          "write_kb_per_tx": 1.2}),
-                               (3, {"server_cpu_us_per_tx": 29.8, "write_kb_per_tx": 0.9})])
+    means, a = efficiency.of_group([(1, {"server_cpu_us_per_tx": 29.0, "write_kb_per_tx": 1.0}),
+                                    (1, {"server_cpu_us_per_tx": 30.4}), (2, {"server_cpu_us_per_tx": 29.7,
+                                                                               "write_kb_per_tx": 1.2}),
+                                    (3, {"server_cpu_us_per_tx": 29.8, "write_kb_per_tx": 0.9})])
     assert a["server_cpu_us_per_tx"] == pytest.approx((29.7, 29.7, 29.8))
-    b = efficiency.by_session([(4, {"server_cpu_us_per_tx": 41.0, "write_kb_per_tx": 1.1}),
-                               (5, {"server_cpu_us_per_tx": 40.6, "write_kb_per_tx": 0.8}),
-                               (6, {"server_cpu_us_per_tx": 41.4, "write_kb_per_tx": 1.3})])
+    # (Each figure's mean over the points that have it, beside its means by session.)
+    assert means == pytest.approx({"server_cpu_us_per_tx": 29.725, "write_kb_per_tx": 31 / 30})
+    _, b = efficiency.of_group([(4, {"server_cpu_us_per_tx": 41.0, "write_kb_per_tx": 1.1}),
+                                (5, {"server_cpu_us_per_tx": 40.6, "write_kb_per_tx": 0.8}),
+                                (6, {"server_cpu_us_per_tx": 41.4, "write_kb_per_tx": 1.3})])
     found = efficiency.differs_most(a, b, one_host=True)
     assert found is not None and found.name == "server_cpu_us_per_tx" and found.p_value is not None
     assert found.words("alpha", "beta") == "beta uses 38 % more server CPU per transaction: 41 against 29.7 us"

@@ -457,6 +457,8 @@ def derive(store: ResultStore, run_id: int, point_ids: Iterable[int]) -> None:
 
 
 def _value(row: Summarised) -> float | None:
+    if type(row) is SummaryPoint:
+        return row.value  # (value() of its point, kept when its session was summarised)
     # The steady-state mean where a series exists (warm-up excluded), else the tool's
     # figure in its metric (mysqlslap: its seconds).
     if row.steady_tps is not None and row.metric == metric.TPS:
@@ -541,6 +543,7 @@ def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple
     known = sessions.known_for(key[1], found, of_config) if found is not None else None
     printed = _statistic(ok)
     pooled = pooled_latency(ok, histograms)
+    costs, costs_by_session = efficiency.of_group((m.run_id, m.efficiency) for m in ok)
     # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
     found_capacity, stepped_under = searched.get((key[0], capacity.search_key(first.config)), (None, None)) \
         if searched and first.target_tps is None and first.config is not None else (None, None)
@@ -572,8 +575,8 @@ def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple
         capacity=found_capacity.as_json() if found_capacity is not None else None,
         capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
         capacity_interference=stepped_under,
-        efficiency=dict(efficiency.mean(m.efficiency for m in ok)) or None,
-        efficiency_sessions=efficiency.by_session((m.run_id, m.efficiency) for m in ok) or None,
+        efficiency=dict(costs) or None,
+        efficiency_sessions=costs_by_session or None,
     )
 
 
@@ -745,7 +748,10 @@ def stored_points(store: ResultStore, *, run_id: int | None = None, labels: tupl
     if study is not None:
         runs = [r for r in runs if r.study_sha256 and (r.study_sha256.startswith(study) or (
             (found := store.study(r.study_sha256)) is not None and found.name == study))]
-    kept, stale = store.summarised([r.id for r in runs], ESTIMATOR_VERSION)
+    # (Points made while the collector is paused, as load's: its passes over 100 k new
+    # tuples and their lists cost more than making them.)
+    with collector_paused():
+        kept, stale = store.summarised([r.id for r in runs], ESTIMATOR_VERSION)
     if stale:
         wanted = set(stale)
         points = [p for p in load(store, labels=tuple(dict.fromkeys(r.label for r in runs if r.id in wanted)))
@@ -755,14 +761,20 @@ def stored_points(store: ResultStore, *, run_id: int | None = None, labels: tupl
         kept = [*kept, *made]
     if variants:
         kept = [one for one in kept if one.members[0].variant in variants]  # (a session's points share theirs)
-    if named is not None:
-        # A session's points share what names them (records.SeriesKey): named a session at a time.
-        names = named([SeriesKey(one.label, *operator.attrgetter("engine", "workload", "variant", "config",
-                                                                 "config_key")(one.members[0])) for one in kept])
-        kept = [one if name == one.label else dataclasses.replace(
-                    one, members=tuple(m._replace(label=name) for m in one.members))
-                for one, name in zip(kept, names)]
-    return sorted((m for one in kept for m in one.members), key=operator.attrgetter("point_id"))
+    with collector_paused():
+        if named is not None:
+            # A session's points share what names them (records.SeriesKey): named a session at a time.
+            names = named([SeriesKey(one.label, *_SESSION_KEY(one.members[0])) for one in kept])
+            kept = [one if name == one.label else dataclasses.replace(one, members=tuple(
+                        SummaryPoint._make(m[:_LABEL_AT] + (name,) + m[_LABEL_AT + 1:]) for m in one.members))
+                    for one, name in zip(kept, names)]
+        out = sorted((m for one in kept for m in one.members), key=operator.attrgetter("point_id"))
+    bulk.keep(len(out))  # (what a read command keeps to its end, as load's)
+    return out
+
+
+_SESSION_KEY = operator.attrgetter(*SeriesKey._fields[1:])
+_LABEL_AT = SummaryPoint._fields.index("label")
 
 
 def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),

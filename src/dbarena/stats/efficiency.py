@@ -80,29 +80,27 @@ def of_point(tps: float | None, *, server_cpu: float | None, loadgen_cpu: float 
     return out or None
 
 
-def mean(figures: Iterable[JSONObject | None]) -> dict[str, float]:
-    """Each figure's mean over the points that have it (a side's repeats and sessions)."""
-    sums: dict[str, list[float]] = {}
-    for found in figures:
-        for name, value in (found or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                sums.setdefault(name, []).append(float(value))
-    return {name: sum(values) / len(values) for name, values in sums.items()}
-
-
-def by_session(points: Iterable[tuple[int, JSONObject | None]]) -> dict[str, tuple[float, ...]]:
-    """(session id, a point's figures) pairs -> each figure's mean in each session (over
-    the points that have it), in session order."""
-    pairs: dict[str, list[tuple[int, float]]] = {}
-    for session, found in points:
-        for name, value in (found or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                pairs.setdefault(name, []).append((session, float(value)))
-    out = {}
-    for name, values in pairs.items():
-        if (group := sessions.of(values)) is not None:
-            out[name] = group.means
-    return out
+def of_group(points: Iterable[tuple[int, JSONObject | None]]) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+    """(session id, a point's figures) pairs of a group's points -> each figure's mean
+    over the points that have it, and its mean in each session (in session order): one
+    pass over the points' figures for both (a summary's, analysis._summary)."""
+    found: dict[str, tuple[list[int], list[float]]] = {}
+    for session, figures in points:
+        if not figures:
+            continue
+        for name, value in figures.items():
+            # (A float first: nearly every figure is one.)
+            if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+                if (held := found.get(name)) is None:
+                    found[name] = held = ([], [])
+                held[0].append(session)
+                held[1].append(float(value))
+    means = {name: sum(values) / len(values) for name, (_, values) in found.items()}
+    by_session = {}
+    for name, (of, values) in found.items():
+        if (group := sessions.of(zip(of, values))) is not None:
+            by_session[name] = group.means
+    return means, by_session
 
 
 # The family-wise error rate of the figures tried together (Bonferroni).
