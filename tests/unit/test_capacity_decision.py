@@ -105,3 +105,29 @@ def test_the_views_name_the_objective_of_a_capacity_line() -> None:
     assert "pgbench-select-only (capacity at p99 &lt;= 5 ms)" in page
     plain = decision.decide([replace(r, slo=None) for r in SCENARIOS["faster"]])
     assert "capacity" not in decision_text.change_note(plain)
+
+
+def test_a_side_that_met_the_objective_at_no_rate_is_no_capacity_and_no_throughput_verdict(tmp_path) -> None:
+    """Both labels searched at one objective (the real searches of the fixture store) and
+    one met it at no offered rate: its level row says so, with no ratio, rather than
+    comparing the closed-loop throughputs (what was not asked) as it did."""
+    from pathlib import Path
+
+    from dbarena.stats import analysis
+    from dbarena.store.database import Store
+
+    path = tmp_path / "cap.db"
+    path.write_bytes((Path(__file__).parents[1] / "fixtures" / "stores" / "capacity-two-labels.db").read_bytes())
+    with Store(path) as db:
+        rows = analysis.load(db)
+        groups = analysis.summaries(rows, histograms=db.latency_histograms)
+    why = "no offered rate met the objective (the lowest, 4,000 TPS: p99 8.1 ms > 5 ms)"
+    unmet = [replace(g, capacity={**g.capacity, "tps": None, "reason": why}, capacity_estimate=None)
+             if g.label == "beta" and g.threads == 1 and g.target_tps is None and g.capacity else g for g in groups]
+    found = {r.threads: r for r in analysis.compare(rows, "alpha", "beta", groups=unmet)}
+    assert found[1].slo == SLO and found[1].ratio is None and found[1].verdict is None
+    assert found[1].reason == f"no capacity at {SLO} to compare (beta: {why})"
+    assert found[1].a_mean == pytest.approx(8892.928509) and found[1].b_mean is None
+    assert found[2].slo == SLO and found[2].ratio is not None  # (the other level's capacities, as before)
+    (line,) = decision.decide(found.values())
+    assert line.slo == SLO and line.verdict != decision.FASTER and line.verdict != decision.SLOWER

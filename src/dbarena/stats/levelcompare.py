@@ -65,6 +65,16 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
     # Where both searched for a capacity at one objective (--slo), the capacities are
     # what is compared: the throughput each carries within the objective.
     slo = same_objective(sa, match)
+    if slo is None and (searched := searched_at(sa, match)) is not None:
+        # Both searched at one objective and a side met it at no offered rate: there is no
+        # capacity to divide, and its closed-loop throughput is not what was asked.
+        why = "; ".join(f"{name}: {_text((s.capacity or {}).get('reason')) or 'no capacity found'}"
+                        for name, s in ((a, sa), (b, match)) if s.capacity_estimate is None)
+        reason = f"no capacity at {searched} to compare ({why})"
+        return row(a_mean=_capacity(sa), a_n=_sessions(sa), b_mean=_capacity(match), b_n=_sessions(match),
+                   b_sessions=match.sessions, ratio=None, ratio_ci_low=None, ratio_ci_high=None, p_value=None,
+                   significant=False, differs=[], unverified=configkey.unknown(a_config, b_config, ignore),
+                   verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None, slo=searched)
     a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
     if a_est is None or b_est is None:
         return None
@@ -96,6 +106,31 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
         verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
         log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency,
         cost_difference=cost.as_json() if cost is not None else None)
+
+
+def searched_at(a: LevelSummary, b: LevelSummary) -> str | None:
+    """The objective both groups searched a capacity at (--slo), found or not; None
+    where one did not search, or they searched at different objectives."""
+    if a.capacity is None or b.capacity is None:
+        return None
+    slo = a.capacity.get("slo")
+    return slo if isinstance(slo, str) and slo == b.capacity.get("slo") else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _capacity(group: LevelSummary) -> float | None:
+    """A group's capacity (None where its search met the objective at no rate)."""
+    found = (group.capacity or {}).get("tps")
+    return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else None
+
+
+def _sessions(group: LevelSummary) -> int:
+    """The sessions a group's capacity search ran in."""
+    found = (group.capacity or {}).get("sessions")
+    return len(found) if isinstance(found, list) else 0
 
 
 def same_objective(a: LevelSummary, b: LevelSummary) -> str | None:
