@@ -230,6 +230,14 @@ def test_an_older_store_is_read_through_a_copy_in_memory(path, tmp_path, capsys)
     assert code == 0 and f"schema version {SCHEMA_VERSION}" in out
     with sqlite3.connect(copy) as con:
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # Every run's sessions summarised as this schema keeps them (what the views read first).
+        runs = con.execute("SELECT COUNT(DISTINCT run_id) FROM points WHERE phase = 'measured'").fetchone()[0]
+        summarised = con.execute("SELECT COUNT(DISTINCT run_id), SUM(points) FROM session_summaries"
+                                 " WHERE figures IS NOT NULL").fetchone()
+        measured = con.execute("SELECT COUNT(*) FROM points WHERE phase = 'measured'").fetchone()[0]
+    assert summarised == (runs, measured) and f"the sessions of {runs} run(s) summarised" in out
+    code, out, err = invoke(["store", "migrate", "--store", str(copy)], capsys)
+    assert code == 0 and "summarised" not in out  # (nothing left to summarise)
 
 
 def test_store_migrate_makes_no_store(tmp_path, capsys):

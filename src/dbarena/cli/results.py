@@ -72,11 +72,16 @@ def store_group() -> None:
 def store_migrate(store: Path | str) -> None:
     """Bring a store written by an older dbarena to this one's schema, in place (every
     command that writes does so first; reading commands read an older SQLite store
-    through a copy migrated in memory, and refuse an older PostgreSQL one)."""
+    through a copy migrated in memory, and refuse an older PostgreSQL one); then
+    summarise the sessions of every run that has no summaries at this schema (what the
+    views read first), so that the first read after it need not."""
     if isinstance(store, Path) and not store.exists():
         raise UsageError(f"no results store at {store}")
     with Store(store, create=False) as db:
         _say(f"{store}: schema version {db.version}")
+        stale = analysis.summarise_all(db)
+        if stale:
+            _say(f"{store}: the sessions of {stale} run(s) summarised")
 
 
 @store_group.command("info")

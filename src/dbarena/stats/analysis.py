@@ -777,6 +777,15 @@ _SESSION_KEY = operator.attrgetter(*SeriesKey._fields[1:])
 _LABEL_AT = SummaryPoint._fields.index("label")
 
 
+def summarise_all(store: ResultStore) -> int:
+    """Summarise the sessions of every run whose summaries are missing, stale or short
+    (`store migrate`: after a schema that changed what they hold); the number of runs."""
+    _, stale = store.summarised([r.id for r in store.runs()], ESTIMATOR_VERSION)
+    if stale:
+        stored_points(store)
+    return len(stale)
+
+
 def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
                      study: str | None = None, variants: tuple[str, ...] = ()) -> list[LevelSummary]:
     """summaries() of the points load() would read with these filters, made from the
