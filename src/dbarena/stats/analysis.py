@@ -799,8 +799,13 @@ def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: t
 def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:
     """Fold points just stored in a run (with their derived figures) into the summaries
     the store keeps of its configurations (session_summaries)."""
-    kept = store.session_summaries([run_id], ESTIMATOR_VERSION)
-    store.save_session_summaries([run_id], folded(kept, points), ESTIMATOR_VERSION)
+    # Only the rows of the configurations these points are of: a run's other rows (a
+    # study's other levels and workloads) are neither read nor written again.
+    keys = sorted({one.config_key for one in session_summaries(points)})
+    if not keys:
+        return
+    kept = store.session_summaries([run_id], ESTIMATOR_VERSION, keys)
+    store.save_session_summaries([run_id], folded(kept, points), ESTIMATOR_VERSION, keys)
 
 
 def _capacities(groups: Mapping[tuple[str, str], list[Summarised]]

@@ -678,20 +678,22 @@ class Store:
         self.dialect.save_derived([(pid, estimator, orjson.dumps(f, option=orjson.OPT_SORT_KEYS).decode())
                                    for pid, f in figures.items()])
 
-    def session_summaries(self, run_ids: Sequence[int], estimator: int) -> list[SessionSummary]:
+    def session_summaries(self, run_ids: Sequence[int], estimator: int, keys: Sequence[str] = ()
+                          ) -> list[SessionSummary]:
         """The summaries kept of these runs' configurations (analysis.session_summaries)
         at this estimator version, with their points' figures, in the order of their
         first points; a row that does not read (or holds no figures: written before
         schema 25) is left out (its run is then short of points, and summarised again by
-        the next read that needs it)."""
+        the next read that needs it). `keys`: only those of these configuration keys."""
         if self.version < 25:
             return []
         out: list[SessionSummary] = []
+        of_keys = f" AND s.config_key IN ({', '.join('?' * len(keys))})" if keys else ""
         for chunk in chunks(sorted(set(run_ids))):
             out.extend(summary_rows.with_figures(self.db.execute(
                 "SELECT s.run_id, r.label, s.config_key, s.figures FROM session_summaries s JOIN runs r"
-                f" ON r.id = s.run_id WHERE s.estimator = ? AND s.run_id IN ({', '.join('?' * len(chunk))})",
-                [estimator, *chunk]).fetchall()))
+                f" ON r.id = s.run_id WHERE s.estimator = ? AND s.run_id IN ({', '.join('?' * len(chunk))}){of_keys}",
+                [estimator, *chunk, *keys]).fetchall()))
         return sorted(out, key=lambda found: found.members[0].point_id)
 
     def summarised(self, run_ids: Sequence[int], estimator: int) -> tuple[list[SessionSummary], list[int]]:
@@ -712,12 +714,14 @@ class Store:
         gone = set(stale)
         return [one for one in found if one.run_id not in gone], stale
 
-    def save_session_summaries(self, run_ids: Sequence[int], found: Sequence[SessionSummary], estimator: int) -> None:
+    def save_session_summaries(self, run_ids: Sequence[int], found: Sequence[SessionSummary], estimator: int,
+                               keys: Sequence[str] = ()) -> None:
         """These runs' summaries replaced by `found` (all of theirs, at this estimator
-        version); as the derived figures, a store that cannot be written now is not."""
+        version; with `keys`, those of these configuration keys); as the derived figures,
+        a store that cannot be written now is not."""
         if self.version < 25:
             return  # (a store held at an older schema, as the migration tests hold one)
-        self.dialect.save_summaries(list(run_ids), [summary_rows.encoded(one, estimator) for one in found])
+        self.dialect.save_summaries(list(run_ids), [summary_rows.encoded(one, estimator) for one in found], keys)
 
     def lent_sessions(self, labels: tuple[str, ...], estimator: int) -> tuple[list[LentSession], list[int]]:
         """What the runs of `labels` lend other labels' comparisons, from the summaries

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import quote
 
 from dbarena import atomic
@@ -24,10 +24,13 @@ from dbarena.store.migrations import data_steps_pending, foreign_tables, migrate
 _DERIVED = "INTO point_derived (point_id, estimator, fields) VALUES (?,?,?)"
 
 
-def summaries_replaced(db: Any, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
-    """Every session summary of these runs deleted, these inserted (uncommitted)."""
+def summaries_replaced(db: Any, run_ids: list[int], rows: list[tuple[Any, ...]], keys: Sequence[str] = ()) -> None:
+    """Every session summary of these runs deleted (with `keys`, those of these
+    configuration keys only), these inserted (uncommitted)."""
     for chunk in chunks(run_ids):
-        db.execute(f"DELETE FROM session_summaries WHERE run_id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+        of_keys = f" AND config_key IN ({', '.join('?' * len(keys))})" if keys else ""
+        db.execute(f"DELETE FROM session_summaries WHERE run_id IN ({', '.join('?' * len(chunk))}){of_keys}",
+                   (*chunk, *keys))
     if rows:
         db.executemany("INSERT INTO session_summaries (" + ", ".join(SUMMARY_COLUMNS) + ") VALUES ("
                        + ", ".join("?" * len(SUMMARY_COLUMNS)) + ")", rows)
@@ -216,8 +219,9 @@ class SQLite:
             with self.db:
                 self.db.executemany("INSERT OR REPLACE " + _DERIVED, rows)
 
-    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
-        """Runs' session summaries replaced (summaries.encoded rows), as derived figures
+    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]], keys: Sequence[str] = ()) -> None:
+        """Runs' session summaries replaced (summaries.encoded rows; with `keys`, those of
+        these configuration keys only), as derived figures
         are saved: a copy in memory keeps none, a reader's go through a connection of their
         own, and a busy or unwritable store is not waited for."""
         if self.migrated_from is not None:
@@ -228,14 +232,14 @@ class SQLite:
                 writer = sqlite3.connect(self.path, timeout=0)
                 try:
                     with writer:
-                        summaries_replaced(writer, run_ids, rows)
+                        summaries_replaced(writer, run_ids, rows, keys)
                 finally:
                     writer.close()
             return
         self.db.execute("PRAGMA busy_timeout = 0")
         with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
-                summaries_replaced(self.db, run_ids, rows)
+                summaries_replaced(self.db, run_ids, rows, keys)
 
     def _cache(self, rows: list[tuple[int, int, str]]) -> None:
         """A read's derived figures kept for the next read, in a connection of their own:
@@ -345,16 +349,16 @@ class PostgreSQL:
             finally:
                 writer.close()
 
-    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]]) -> None:
+    def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]], keys: Sequence[str] = ()) -> None:
         if not self.readonly:
             with contextlib.suppress(*self.errors), self.db:
-                summaries_replaced(self.db, run_ids, rows)
+                summaries_replaced(self.db, run_ids, rows, keys)
             return
         with contextlib.suppress(*self.errors):
             writer = pgstore.Connection(self.location)
             try:
                 with writer:
-                    summaries_replaced(writer, run_ids, rows)
+                    summaries_replaced(writer, run_ids, rows, keys)
             finally:
                 writer.close()
 
