@@ -6,6 +6,7 @@ points; and what a report lends from them must give the estimates the points giv
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from dbarena.serve import app as serve_app
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
+from dbarena import records
 from dbarena.errors import UsageError
 from dbarena.stats import analysis, configkey
 from dbarena.stats import gate as gating
@@ -204,9 +206,17 @@ def test_summaries_from_rows_without_figures_are_made_from_the_points_and_kept(t
     with con:
         con.execute("UPDATE session_summaries SET figures = NULL WHERE run_id = 1")
         con.execute("UPDATE session_summaries SET figures = '{\"shared\": 3}' WHERE run_id = 3")
+        # (A figure edited into text, a dip into text: each column's types are checked.)
+        for column, value in (("value", "fast"), ("dips_s", ["x"])):
+            key, found = con.execute("SELECT config_key, figures FROM session_summaries WHERE run_id = 2"
+                                     f" ORDER BY config_key LIMIT 1 OFFSET {column == 'dips_s'}").fetchone()
+            figures = json.loads(found)
+            figures["columns"][records.SummaryPoint._fields.index(column)][0] = value
+            con.execute("UPDATE session_summaries SET figures = ? WHERE run_id = 2 AND config_key = ?",
+                        (json.dumps(figures), key))
     con.close()
     with Store(path) as db:
-        assert db.summarised([1, 2, 3], analysis.ESTIMATOR_VERSION)[1] == [1, 3]
+        assert db.summarised([1, 2, 3], analysis.ESTIMATOR_VERSION)[1] == [1, 2, 3]
         assert analysis.stored_summaries(db) == want
         assert db.summarised([1, 2, 3], analysis.ESTIMATOR_VERSION)[1] == []
         assert analysis.stored_summaries(db) == want

@@ -51,6 +51,8 @@ def encoded(summary: SessionSummary, estimator: int) -> tuple[Any, ...]:
 _SHARED = SummaryPoint._fields[SUMMARY_POINT_OWN + 3:]
 _OWN = SummaryPoint._fields[:SUMMARY_POINT_OWN]
 _WARNINGS = _OWN.index("warnings")
+_DIPS = _OWN.index("dips_s")
+_SECONDS = frozenset({int, float})
 # What each point's own field may hold as JSON reads it (a row otherwise is not read).
 _NONE: type = type(None)
 _NUMBER = frozenset({int, float, _NONE})
@@ -119,6 +121,9 @@ def _members(run_id: int, label: Any, found: Any) -> tuple[SummaryPoint, ...] | 
     if not all(isinstance(t, dict) and all(isinstance(v, str) for v in t.values()) for t in texts.values()):
         return None
     if not all(type(value) in kinds for value, kinds in zip(shared, _SHARED_KINDS)):
+        return None
+    # (The seconds of each point's dips, which a chart marks, numbers too.)
+    if not all(_SECONDS.issuperset(map(type, dips)) for dips in columns[_DIPS] if dips):
         return None
     try:
         columns[_WARNINGS] = [[texts[code] for code in codes] if codes else [] for codes in columns[_WARNINGS]]
