@@ -1,5 +1,5 @@
 """Every view of one real store says one thing about each point: a store of two labels
-on throwaway PostgreSQL servers (tests/fixtures/stores/views-two-cpu-one-cpu.db), one run under `taskset -c 0` (server and pgbench on
+on throwaway PostgreSQL servers (tests/fixtures/stores/agree-two-cpu-one-cpu.db), one run under `taskset -c 0` (server and pgbench on
 one CPU), pgbench select-only at two levels, three repeats. The bound of each point and the reason of each difference are derived
 once (analysis.load, decision.decide); `results --json`, `results --wide`, the report
 and `compare` must show exactly those, never one of their own."""
@@ -28,7 +28,7 @@ LEVELS = (1, 2)
 # tested is that the views of one store agree. Such runs are made live by
 # tests/e2e/test_server_view.py (the bound from the server's view) and
 # tests/e2e/test_history_gate.py (a run confined to one CPU recorded so).
-STORE = Path(__file__).resolve().parents[1] / "fixtures" / "stores" / "views-two-cpu-one-cpu.db"
+STORE = Path(__file__).resolve().parents[1] / "fixtures" / "stores" / "agree-two-cpu-one-cpu.db"
 
 
 @pytest.fixture(scope="module")
