@@ -37,7 +37,12 @@ demo: deps $(STAMP)
 
 # Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite in two parts.
 # First, at the same time, two pytest sessions (pytest-xdist workers):
-# - every test but the fleet's, a test module to a worker (--dist loadfile): a module's
+# - every test but the fleet's, on three workers for the two CPUs: most of an e2e test's
+#   time is its benchmarks' fixed durations (5 s points), which take as long on a third
+#   of the CPU as on a half, so a third worker runs more of them at once (this session
+#   took 21 minutes with three, 24 with two, beside the fleet's and another session's
+#   tests; the figures that need more CPU are marked alone, below). A test module to a
+#   worker (--dist loadfile): a module's
 #   tests often share a fixture of module scope (a server, a store of real runs that
 #   takes a minute to make), made once so. (--dist loadgroup with xdist_group marks would
 #   group finer, but pytest 9.2 and xdist 3.8 ignore the marks: pytest-xdist issue 1386.)
@@ -74,7 +79,7 @@ test: deps $(STAMP)
 	echo "the fleet's tests run meanwhile (marker fleet, -n 3); their output follows this session's"; \
 	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile -m 'fleet and not alone' --durations=15 >$$fleet_log 2>&1 & \
 	fleet=$$!; \
-	$(PYTEST) -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
 	first=$$?; \
 	wait $$fleet; second=$$?; \
 	echo "== the fleet's tests (marker fleet), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
