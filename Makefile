@@ -36,33 +36,54 @@ demo: deps $(STAMP)
 	@echo "Browse them: $(VENV)/bin/dbarena serve, then open http://127.0.0.1:8642/ (docs/serve.md)"
 
 # Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite in two parts.
-# First every test but the fleet's on two CPUs (pytest-xdist), a test module to a worker
-# (--dist loadfile): a module's tests often share a fixture of module scope (a server, a
-# store of real runs that takes a minute to make), made once so. (--dist loadgroup with
-# xdist_group marks would group finer, but pytest 9.2 and xdist 3.8 ignore the marks:
-# pytest-xdist issue 1386.) The modules go out in the order of collection
-# (--no-loadscope-reorder), not those of most tests first: the e2e modules, few tests of
-# up to two minutes each, start first, and the many short unit tests even out the end.
-# Then the fleet's tests (marker fleet: real sshd and Ansible), two modules at a time,
-# apart from the first phase's: their figures (a cgroup-slowed host's probe against its
-# twin's) want the CPU the other worker's database servers would take, and they are
-# mostly Ansible's waits, which two at a time overlap. Each fleet's hosts make what they
-# make in a TMPDIR and a state directory of their own (tests/sshd.py), and a test checks
-# that nothing is left there, not on the whole machine; their sshd listen on free ports.
-# Last, alone on the machine, the tests whose figures depend on an otherwise idle
-# machine (marker alone: a point's bound, decided from the share of clients waiting on
-# a lock, which CPU taken by the other worker's servers lowers past its threshold: seen
-# in CI).
+# First, at the same time, two pytest sessions (pytest-xdist workers):
+# - every test but the fleet's, on three workers for the two CPUs: most of an e2e test's
+#   time is its benchmarks' fixed durations (5 s points), which take as long on a third
+#   of the CPU as on a half, so a third worker runs more of them at once (this session
+#   took 21 minutes with three, 24 with two, beside the fleet's and another session's
+#   tests; the figures that need more CPU are marked alone, below). A test module to a
+#   worker (--dist loadfile): a module's
+#   tests often share a fixture of module scope (a server, a store of real runs that
+#   takes a minute to make), made once so. (--dist loadgroup with xdist_group marks would
+#   group finer, but pytest 9.2 and xdist 3.8 ignore the marks: pytest-xdist issue 1386.)
+#   The modules go out in the order of collection (--no-loadscope-reorder), not those of
+#   most tests first: the e2e modules, few tests of up to two minutes each, start first,
+#   and the many short unit tests even out the end. Its output is shown as it comes;
+# - the fleet's tests (marker fleet: driven by Ansible, on real sshd hosts or a local AWS
+#   API), three modules at a time (test_fleet_together_server.py's ten-odd minutes on one
+#   worker, the other modules' on the other two): they are mostly Ansible's waits (under
+#   one CPU between them), so beside the first session they take their ten-odd minutes
+#   out of the suite's wall time and little CPU from it. Their output goes to a file,
+#   printed once both sessions have ended; the line fails if either session did. (The
+#   modules with most tests go out first, xdist's default: test_fleet_together_server.py
+#   first.) Each fleet's hosts make what they make in a TMPDIR and a
+#   state directory of their own (tests/sshd.py), and a test checks that nothing is left
+#   there, not on the whole machine; their sshd listen on free ports.
 # Every other test that checks what it leaves looks at what it started itself (its
 # TMPDIR, its server's shared memory segments), never at the whole machine.
-# Each phase ends with its 15 slowest tests (--durations): where the suite's time goes.
+# Then, alone on the machine, one at a time, the tests whose figures depend on an
+# otherwise idle machine (marker alone: a point's bound, decided from the share of
+# clients waiting on a lock, which CPU taken by other servers lowers past its threshold,
+# seen in CI; a cgroup-slowed fleet host's probe against its twin's; a capacity search
+# whose lowest offered rate must meet its latency objective; history's change point
+# between two halves of short runs, lost when the load beside it made the first half
+# drift).
+# Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
 # The fleet hosts' shared dependencies (numpy, scipy, ...: most of a minute to install)
-# are kept under .venv, for both fleet parts and the next `make test` (tests/conftest.py).
+# are kept under .venv, for the fleet's tests, the alone ones and the next `make test`
+# (tests/conftest.py).
 FLEET_DEPS := DBARENA_TEST_FLEET_DEPS=$(abspath $(VENV))/fleet-deps
 test: deps $(STAMP)
 	$(MYPY)
-	$(PYTEST) -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15
-	$(FLEET_DEPS) $(PYTEST) -q -n 2 --dist loadfile -m 'fleet and not alone' --durations=15
+	@fleet_log=$$(mktemp); \
+	echo "the fleet's tests run meanwhile (marker fleet, -n 3); their output follows this session's"; \
+	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile -m 'fleet and not alone' --durations=15 >$$fleet_log 2>&1 & \
+	fleet=$$!; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
+	first=$$?; \
+	wait $$fleet; second=$$?; \
+	echo "== the fleet's tests (marker fleet), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
+	test $$first -eq 0 && test $$second -eq 0
 	$(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,

@@ -4,6 +4,8 @@ TMPDIR so that leftovers (directories, server processes) can be checked for."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -99,6 +101,35 @@ def fleet_deps_dir(tmp_path_factory):
     os.environ[DEPS_ENV] = str(base / "fleet-deps")
     yield
     os.environ.pop(DEPS_ENV, None)
+
+
+def session_shared_dir(tmp_path_factory) -> Path:
+    """A directory every pytest-xdist worker of this test session sees (their base
+    directories' parent, the session's; the base directory itself without xdist), for
+    what is made once a session and shared (`built_once`)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def built_once(tmp_path_factory, name: str):
+    """The directory `name` of the session's shared directory, held under an exclusive
+    lock (flock: released by the kernel if the worker dies): yields (directory, made),
+    made True where an earlier holder finished making it (its file `made` exists).
+    The caller makes what is missing and touches `made`; the next worker to come (on
+    another xdist worker, or a later test) waits for the lock and finds it made. So a
+    store of real runs that two modules need the same way is measured once a session,
+    not once a module; each test copies what it will open."""
+    import fcntl
+
+    shared = session_shared_dir(tmp_path_factory) / name
+    shared.mkdir(exist_ok=True)
+    with open(shared.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield shared, (shared / "made").exists()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture
@@ -239,3 +270,62 @@ def rows_of(store: Path, sql: str) -> list[tuple]:
             if "no such table" in str(exc) or "no such column" in str(exc):
                 return []
             raise
+
+
+# Study A's workloads, by engine (src/dbarena/studies/seed-a.toml).
+SEED_A = {
+    "postgres": {"pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update", "sysbench-read-only",
+                 "sysbench-write-only", "sysbench-read-write"},
+    "mysql": {"sysbench-read-only", "sysbench-write-only", "sysbench-read-write", "mysqlslap"},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyRun:
+    """A `dbarena run --study` made once a session (`seed_a_quick`): its store, its exit
+    status and stderr, and what it left in its TMPDIR, looked at as soon as it ended
+    (processes whose command line names it, files in it)."""
+
+    store: Path
+    returncode: int
+    stderr: str
+    left_processes: list[str]
+    left_files: list[str]
+
+    def copy_to(self, path: Path) -> Path:
+        """The store copied to `path` (a test's own, to open): the shared one is never opened."""
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{self.store}{suffix}").exists():
+                shutil.copy(f"{self.store}{suffix}", f"{path}{suffix}")
+        return path
+
+
+@pytest.fixture(scope="session")
+def seed_a_quick(tmp_path_factory) -> StudyRun:
+    """`dbarena run --study seed-a --quick` (both engines, label seed-a-quick) on real
+    throwaway PostgreSQL and MariaDB, run once a session for the two modules that need
+    it: tests/e2e/test_study_run.py (what the run stores, leaves and reports) and
+    tests/e2e/test_exchange_seed.py (its bundle signed, verified, imported). It takes two
+    minutes or more; made once under `built_once`, whichever module's worker comes
+    first runs it and the other finds it made. A run that failed or timed out is kept
+    as such (its status and stderr), for both modules to fail on, not run twice."""
+    with built_once(tmp_path_factory, "seed-a-quick") as (shared, made):
+        record = shared / "run.json"
+        if not made:
+            tmpdir = Path(tempfile.mkdtemp(prefix="dbarena-test-", dir="/tmp"))
+            tmpdir.chmod(0o755)  # (the unprivileged postgres user enters it: public_tmp)
+            try:
+                try:
+                    done = dbarena("run", "--study", "seed-a", "--quick", "--store", str(shared / "r.db"),
+                                   "--label", "seed-a-quick", env=cli_env(tmpdir), timeout=900)
+                    code, stderr = done.returncode, done.stderr
+                except subprocess.TimeoutExpired as exc:
+                    code, stderr = -1, f"timed out after {exc.timeout} s"
+                left = processes_mentioning(str(tmpdir)), sorted(p.name for p in tmpdir.iterdir())
+            finally:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+            record.write_text(json.dumps({"returncode": code, "stderr": stderr, "left_processes": left[0],
+                                          "left_files": left[1]}))
+            (shared / "made").touch()
+        said = json.loads(record.read_text())
+    return StudyRun(store=shared / "r.db", **said)

@@ -14,9 +14,9 @@ import pytest
 
 from conftest import cli_env, dbarena
 
-# alone: each step's verdict is over sessions of a few seconds, which the other worker's
-# servers beside it (make test's first phase runs two) make too noisy to decide within
-# the budget; run alone on the machine in the second phase, as the fleet's tests are.
+# alone: each step's verdict is over sessions of a few seconds, which the other workers'
+# servers beside it (make test runs three, and the fleet's tests) make too noisy to
+# decide within the budget; run last, alone on the machine (Makefile).
 pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 RUN = ("run", "--engine", "postgres", "--workload", "pgbench-tpcb", "--threads", "1", "--duration", "3",

@@ -13,7 +13,10 @@ import pytest
 
 from conftest import cli_env, dbarena
 
-pytestmark = pytest.mark.e2e
+# alone: a search needs its lowest offered rates to meet the latency objective (p99 <= 5 ms,
+# p95 <= 20 ms at 2 threads), which the CPU other tests' servers and tools take from this
+# machine's two can push past it, leaving no capacity to check.
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 STUDY = """schema = 1
 name = "capacity-e2e"

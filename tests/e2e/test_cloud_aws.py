@@ -17,7 +17,9 @@ import pytest
 from conftest import cli_env, dbarena, error_line
 
 boto3 = pytest.importorskip("boto3")
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+# fleet: driven by Ansible, as the fleet's tests are, and mostly its waits: `make test` runs
+# them beside the other tests, not in their session (pyproject's markers).
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet, pytest.mark.timeout(600)]
 
 REGION = "us-east-1"
 STUDY = """

@@ -1,9 +1,9 @@
 """The exchange seeded (docs/exchange.md, "Seeding the exchange"):
 
-- study A run here with --quick (on PostgreSQL only: `--engine postgres`, the study's
-  subset; the whole study, MariaDB's part too, takes about 4 minutes, this about 1),
-  published signed with a key ssh-keygen made, verified against its allowed-signers
-  file, imported into a fresh store, and `results --json` of that store the same;
+- study A run here with --quick (both engines: the session's run, conftest.seed_a_quick,
+  which tests/e2e/test_study_run.py checks as a run), published signed with a key
+  ssh-keygen made, verified against its allowed-signers file, imported into a fresh
+  store, and `results --json` of that store the same;
 - scripts/seed-exchange run as documented on two of the public result repositories
   (tests/fixtures/external-truth: PostgreSQL's pgbench and MariaDB's sysbench), their
   bundles unsigned and said to be imported, and the site of them opened in the system
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import SEED_A, cli_env, dbarena
 
 pytestmark = pytest.mark.e2e
 
@@ -50,12 +50,11 @@ def _results(store: Path, env: dict) -> list[dict]:
     return json.loads(done.stdout)
 
 
-def test_a_seed_a_quick_bundle_signed_verified_imported_gives_the_same_results(base):
+@pytest.mark.timeout(900)  # (with the wait for the session's run, made by test_study_run's worker maybe)
+def test_a_seed_a_quick_bundle_signed_verified_imported_gives_the_same_results(base, seed_a_quick):
     env = cli_env(base / "tmp")
-    store = base / "seed.db"
-    done = dbarena("run", "--study", "seed-a", "--quick", "--engine", "postgres", "--label", "seed-a-quick",
-                   "--store", str(store), env=env, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert seed_a_quick.returncode == 0, seed_a_quick.stderr[-3000:]
+    store = seed_a_quick.copy_to(base / "seed.db")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", ID, "-f", str(base / "key")], check=True)
     kind, key = (base / "key.pub").read_text().split()[:2]
     (base / "allowed_signers").write_text(f"{ID} {kind} {key}\n")
@@ -64,15 +63,15 @@ def test_a_seed_a_quick_bundle_signed_verified_imported_gives_the_same_results(b
                    str(bundle), env=env)
     assert done.returncode == 0, done.stderr
     source = _results(store, env)
-    # Study A's PostgreSQL part: its six workloads at two levels each, every point ok.
-    assert {r["workload"] for r in source} == {"pgbench-tpcb", "pgbench-select-only", "pgbench-simple-update",
-                                               "sysbench-read-only", "sysbench-write-only", "sysbench-read-write"}
+    # Study A: its ten workloads (six on PostgreSQL, four on MariaDB) at two levels each,
+    # every point ok, a run per engine.
+    assert {(r["engine"], r["workload"]) for r in source} == {(e, w) for e, ws in SEED_A.items() for w in ws}
     assert all(r["status"] == "ok" and r["study"] == "seed-a" for r in source), source
-    assert re.search(rf"1 run\(s\), {len(source)} point\(s\), [\d,]+ bytes, signed with ED25519 key", done.stdout)
+    assert re.search(rf"2 run\(s\), {len(source)} point\(s\), [\d,]+ bytes, signed with ED25519 key", done.stdout)
     done = dbarena("verify", str(bundle), "--allowed-signers", str(base / "allowed_signers"), env=env)
     assert done.returncode == 0, done.stderr
     assert f"verified: signed by {ID} (ED25519 key SHA256:" in done.stdout
-    assert f"{len(source)} point(s) of 1 run(s): every figure recomputed" in done.stdout
+    assert f"{len(source)} point(s) of 2 run(s): every figure recomputed" in done.stdout
     assert "imported, not measured" not in done.stdout  # (measured here, by dbarena)
     into = base / "fresh.db"
     done = dbarena("import", str(bundle), "--store", str(into), "--allowed-signers", str(base / "allowed_signers"),

@@ -31,6 +31,10 @@ RUN = ("run", "--workload", "pgbench-tpcb", "--threads", "1", "--duration", "2",
        "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0", "--yes")
 
 
+# alone: the step between the halves is found from their runs' spread, and under the
+# load of a whole `make test` beside it (other workers' servers, the fleet's Ansible) the
+# synchronous_commit=off runs drifted from 2,053 down to 597 TPS: no change point found.
+@pytest.mark.alone
 def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(public_tmp, tmp_path):
     store = str(tmp_path / "h.db")
     env = cli_env(public_tmp)
