@@ -286,6 +286,9 @@ warmup_s = 2
 """
 
 
+# alone: the combined point's QPS against its parts' (within 25 %) needs their tools to
+# start and run at once; beside the rest of make test (load 13) it came out at half.
+@pytest.mark.alone
 def test_two_sysbench_load_generators_against_one_mariadb(together):
     from dbarena import execute
     from dbarena.engines.mariadb import MariaDB
