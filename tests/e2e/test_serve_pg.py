@@ -116,7 +116,7 @@ def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_p
             token = publisher.begin(run_id, spec, "measured", 0, 10)
             for second in range(1, 8):
                 publisher.second(token, float(second), 200.0 + second)
-            publisher.flush()
+            assert publisher.flush(60)
             assert publisher.broken is None
             assert rows() == [(run_id, float(s)) for s in range(1, 8)] and publishers() == 1
             progress = writer.run_progress([run_id])[run_id]
@@ -133,13 +133,13 @@ def test_the_point_being_measured_lives_in_an_unlogged_table_and_goes_with_the_p
             publisher.clear(run_id)
             token = publisher.begin(run_id, spec, "measured", 1, 10)
             publisher.second(token, 1.0, 300.0)
-            publisher.flush()
+            assert publisher.flush(60)
             assert rows() == [(run_id, 1.0)]
             writer.finish_run(run_id, "interrupted")  # (the session's, or cleanup's, mark)
             assert rows() == []
             token = publisher.begin(run_id, spec, "measured", 1, 10)
             publisher.second(token, 1.0, 300.0)
-            publisher.flush()
+            assert publisher.flush(60)
     finally:
         publisher.close()
     assert rows() == [] and publishers() == 0  # (its connection closed with it)

@@ -44,7 +44,7 @@ def publish(publisher: live.Publisher, run_id: int, seconds: range, phase: str =
     token = publisher.begin(run_id, SPEC, phase, stored_before, SPEC.duration_s)
     for s in seconds:
         publisher.second(token, float(s), 1000.0 + s)
-    publisher.flush()
+    assert publisher.flush(60)
     assert publisher.broken is None
     return token
 
@@ -79,7 +79,7 @@ def test_a_point_stored_takes_its_seconds_with_it_the_next_point_starts_afresh(s
             db.add_point(1, storebuild._point(500.0, 1, 0, day=1))
         publisher.clear(1)  # (what the sweep does once the point is stored)
         publisher.second(token, 6.0, 1.0)  # a late second of the point stored: dropped
-        publisher.flush()
+        assert publisher.flush(60)
         assert [r[0] for r in sidecar_rows(store)] == [2, 2]  # the other run's point goes on
         publish(publisher, 1, range(1, 3), stored_before=1)
         assert [(r[0], r[4]) for r in sidecar_rows(store)] == [(1, 1), (1, 1), (2, 0), (2, 0)]
@@ -164,7 +164,7 @@ def _victim(path: Path) -> bytes:
 def _refused(publisher: live.Publisher, run_id: int) -> str:
     token = publisher.begin(run_id, SPEC, "measured", 0, SPEC.duration_s)
     publisher.second(token, 1.0, 1000.0)
-    publisher.flush()
+    assert publisher.flush(60)
     assert publisher.refused is not None and publisher.broken == publisher.refused
     return publisher.refused
 
@@ -191,7 +191,7 @@ def test_a_planted_symlink_to_a_victim_database_is_never_written_through(store: 
         assert _refused(publisher, 1) == refusal
         publish_more = publisher.begin(2, SPEC, "measured", 0, SPEC.duration_s)
         publisher.second(publish_more, 2.0, 1.0)
-        publisher.flush()
+        assert publisher.flush(60)
     finally:
         publisher.close()
     with Store(store) as db:
@@ -299,7 +299,7 @@ def test_a_reader_holding_the_sidecar_costs_seconds_not_the_publishing(store: Pa
         holder.execute("COMMIT")
         holder.close()
         publisher.second(token, 3.0, 3.0)
-        publisher.flush()
+        assert publisher.flush(60)
         assert publisher.broken is None
         assert (2, "measured", 3.0, 3.0, 0) in sidecar_rows(store)
     finally:

@@ -156,7 +156,7 @@ def _measuring(store: Path, run_id: int, seconds: int, repeat: int = 1) -> store
     token = publisher.begin(run_id, spec, "measured", stored, 10)
     for second in range(seconds):
         publisher.second(token, second + 1.0, 100.0 + second)
-    publisher.flush()
+    assert publisher.flush(60)
     assert publisher.broken is None
     return publisher
 

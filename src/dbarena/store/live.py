@@ -290,14 +290,16 @@ class Publisher:
         """A second of the point begun under `token` (from any thread)."""
         self._put(("second", token, float(second), float(tps)))
 
-    def flush(self) -> None:
+    def flush(self, wait_s: float = FLUSH_WAIT_S) -> bool:
         """Wait until what was queued is written (before the point is stored, so that
-        none of its seconds lands after the transaction that removes them)."""
+        none of its seconds lands after the transaction that removes them), at most
+        `wait_s`; whether it was. A run does not wait longer for a publisher at the
+        lowest priority on a loaded machine; a reader that needs the rows may."""
         if self._thread is None or not self._thread.is_alive():
-            return
+            return True
         done = threading.Event()
         self._put(("flush", done))
-        done.wait(FLUSH_WAIT_S)
+        return done.wait(wait_s)
 
     def clear(self, run_id: int) -> None:
         """The run's point was stored (its seconds went in that transaction on
