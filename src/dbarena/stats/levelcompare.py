@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from dbarena.errors import UsageError
 from dbarena.records import LevelComparison, LevelSummary
@@ -55,26 +55,13 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
                             variant=(sa.variant or None) if by == "label" else None,
                             a_sessions=sa.sessions)
     if match is None:
-        sb = same_place[0]
-        fields = configkey.differing(a_config, sb.config or {}, ignore)
-        reason = "not comparable: " + configkey.describe(a_config, sb.config or {}, fields)
-        return row(a_mean=sa.mean, a_n=sa.n, b_mean=sb.mean, b_n=sb.n, b_sessions=sb.sessions, ratio=None,
-                   ratio_ci_low=None, ratio_ci_high=None, p_value=None, significant=False, differs=fields,
-                   unverified=None, verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None)
+        return _not_comparable(row, sa, same_place[0], ignore)
     b_config = match.config or {}
     # Where both searched for a capacity at one objective (--slo), the capacities are
     # what is compared: the throughput each carries within the objective.
     slo = same_objective(sa, match)
     if slo is None and (searched := searched_at(sa, match)) is not None:
-        # Both searched at one objective and a side met it at no offered rate: there is no
-        # capacity to divide, and its closed-loop throughput is not what was asked.
-        why = "; ".join(f"{name}: {_text((s.capacity or {}).get('reason')) or 'no capacity found'}"
-                        for name, s in ((a, sa), (b, match)) if s.capacity_estimate is None)
-        reason = f"no capacity at {searched} to compare ({why})"
-        return row(a_mean=_capacity(sa), a_n=_sessions(sa), b_mean=_capacity(match), b_n=_sessions(match),
-                   b_sessions=match.sessions, ratio=None, ratio_ci_low=None, ratio_ci_high=None, p_value=None,
-                   significant=False, differs=[], unverified=configkey.unknown(a_config, b_config, ignore),
-                   verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None, slo=searched)
+        return _no_capacity(row, sa, match, searched, a=a, b=b, ignore=ignore)
     a_est, b_est = (sa.capacity_estimate, match.capacity_estimate) if slo else (sa.estimate, match.estimate)
     if a_est is None or b_est is None:
         return None
@@ -82,17 +69,7 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
     c = stats.over_sessions(a_est, b_est, of=sa.metric, one_host=one_host)
     # Where the sides differ in their cost per transaction beyond their sessions' spread.
     cost = efficiency.differs_most(sa.efficiency_sessions or {}, match.efficiency_sessions or {}, one_host=one_host)
-    # Sides measured under different interference (other processes' CPU, steal): the
-    # ratio and its interval are shown, but not decided, here nor where the decision
-    # combines levels (no log-scale spread to combine).
-    # Only between sides of one configuration (apart from the host): where what the
-    # comparison is about differs (settings, a variant, the server), so does the
-    # servers' appetite for CPU, and the CPU other processes got then says nothing of
-    # what they took from the server (a server waiting on its commits leaves the CPU
-    # to them: synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2).
-    if configkey.matches(a_config, b_config, configkey.ABOUT["host"]) and \
-            (unlike := interference.apart(*((sa.capacity_interference, match.capacity_interference) if slo
-                                             else (sa.interference, match.interference)), a, b)) is not None:
+    if (unlike := _unlike(sa, match, slo, a=a, b=b)) is not None:
         said = f"inconclusive: {unlike}"
         c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
         # (The machine's context switches and disk bytes include the neighbours'.)
@@ -106,6 +83,47 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
         verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
         log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency,
         cost_difference=cost.as_json() if cost is not None else None)
+
+
+def _not_comparable(row: Callable[..., LevelComparison], sa: LevelSummary, sb: LevelSummary,
+                    ignore: set[str]) -> LevelComparison:
+    """The row of a level whose B side matches A's configuration nowhere: what differs
+    from B's first group there, no ratio."""
+    a_config, b_config = sa.config or {}, sb.config or {}
+    fields = configkey.differing(a_config, b_config, ignore)
+    reason = "not comparable: " + configkey.describe(a_config, b_config, fields)
+    return row(a_mean=sa.mean, a_n=sa.n, b_mean=sb.mean, b_n=sb.n, b_sessions=sb.sessions, ratio=None,
+               ratio_ci_low=None, ratio_ci_high=None, p_value=None, significant=False, differs=fields,
+               unverified=None, verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None)
+
+
+def _no_capacity(row: Callable[..., LevelComparison], sa: LevelSummary, sb: LevelSummary, searched: str, *,
+                 a: str, b: str, ignore: set[str]) -> LevelComparison:
+    """Both searched at one objective and a side met it at no offered rate: there is no
+    capacity to divide, and its closed-loop throughput is not what was asked."""
+    why = "; ".join(f"{name}: {_text((s.capacity or {}).get('reason')) or 'no capacity found'}"
+                    for name, s in ((a, sa), (b, sb)) if s.capacity_estimate is None)
+    reason = f"no capacity at {searched} to compare ({why})"
+    return row(a_mean=_capacity(sa), a_n=_sessions(sa), b_mean=_capacity(sb), b_n=_sessions(sb),
+               b_sessions=sb.sessions, ratio=None, ratio_ci_low=None, ratio_ci_high=None, p_value=None,
+               significant=False, differs=[], unverified=configkey.unknown(sa.config or {}, sb.config or {}, ignore),
+               verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None, slo=searched)
+
+
+def _unlike(sa: LevelSummary, sb: LevelSummary, slo: str | None, *, a: str, b: str) -> str | None:
+    """Why the sides were measured under different interference (other processes' CPU,
+    steal), or None: their ratio and its interval are shown, but not decided, here nor
+    where the decision combines levels (no log-scale spread to combine).
+
+    Only between sides of one configuration (apart from the host): where what the
+    comparison is about differs (settings, a variant, the server), so does the servers'
+    appetite for CPU, and the CPU other processes got then says nothing of what they
+    took from the server (a server waiting on its commits leaves the CPU to them:
+    synchronous_commit on showed neighbours at 1.9 of 2 CPUs, off at 1.2)."""
+    if not configkey.matches(sa.config or {}, sb.config or {}, configkey.ABOUT["host"]):
+        return None
+    return interference.apart(*((sa.capacity_interference, sb.capacity_interference) if slo
+                                else (sa.interference, sb.interference)), a, b)
 
 
 def searched_at(a: LevelSummary, b: LevelSummary) -> str | None:
