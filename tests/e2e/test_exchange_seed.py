@@ -137,6 +137,19 @@ def test_the_site_of_external_truth_bundles_in_chromium(base):
         assert "/r/" in page.url
         text = page.inner_text("body")
         assert "imported, not measured by dbarena" in text and "UNSIGNED" in text
+        # Its decisions, shipped packed (site.packed), unpacked by page.js; the baseline
+        # chosen kept in the URL's fragment, the back button showing the one before.
+        page.wait_for_selector("div.vs:not([hidden]) table.decision")
+        options = page.eval_on_selector_all("#baseline option", "os => os.map(o => o.value)")
+        assert len(options) == 2, options
+        shown = "div.vs:not([hidden])"
+        assert page.locator(shown).count() == 1 and page.get_attribute(shown, "id") == f"vs-{options[0]}"
+        page.select_option("#baseline", options[1])
+        page.wait_for_function("id => !document.getElementById('vs-' + id).hidden", arg=options[1])
+        assert page.url.endswith(f"#vs={options[1]}") and page.locator(shown).count() == 1
+        page.go_back()
+        page.wait_for_function("id => !document.getElementById('vs-' + id).hidden", arg=options[0])
+        assert page.locator(shown).count() == 1
         browser.close()
     assert not errors and not dialogs, (errors, dialogs)
     assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]

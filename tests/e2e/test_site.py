@@ -106,6 +106,9 @@ def test_site_in_chromium_filters_back_views_refused(made, tmp_path):
         # A result's page: its decision against the other as baseline, and how to reproduce it.
         page.click(f"#results tbody tr:has-text('box-a') a")
         assert "/r/" in page.url
+        page.wait_for_selector("div.vs:not([hidden]) table.decision")  # (unpacked by page.js)
+        # Its baseline, the hostile label, put into the page as markup escaped when drawn.
+        assert EVIL in page.inner_text("#baseline") and EVIL in page.inner_text("div.vs:not([hidden])")
         assert page.locator("div.vs:not([hidden]) table.decision").count() == 1
         assert "Against any of the 1 other result(s) of its engine and workload" in page.inner_text("body")
         assert "dbarena run --like bundles/" in page.inner_text("pre")

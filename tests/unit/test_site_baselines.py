@@ -58,14 +58,17 @@ def test_a_page_decides_against_every_other_result_of_its_workload(bundles: list
     built = site.build(bundles, tmp_path / "site", workers=1)
     assert built.results == 3 * 6 and not built.refused  # (six workloads in each)
     page = _page(tmp_path / "site", "c7g.large-0", "pgbench-tpcb")
-    options = re.findall(r'<option value="([^"]+)">([^<]+)</option>', page)
+    options = re.findall(r'<option value="([^"]+)">([^<]+)</option>', site.unpacked(page).options)
     assert [o[1].split(":")[0] for o in options] == ["c7g.large-2.tar", "m7i.large-1.tar"]  # nearest first
     assert all("pgbench-tpcb" in o[0] for o in options)  # only its workload's
     assert "Against any of the 2 other result(s) of its engine and workload" in page
-    assert page.count('<div class="vs"') == 2 and page.count('class="decision"') == 2
+    # The decisions shipped packed (gzip, base64), as page.js unpacks them.
+    decisions = site.unpacked(page).decisions
+    assert decisions.count('<div class="vs"') == 2 and decisions.count('class="decision"') == 2
+    assert '<div class="vs"' not in page and "<option" not in page and 'type="application/x-dbarena-gzip-base64"' in page
     # What a change is, said once on the page, after the decisions, not under each.
-    assert page.count("Change: the geometric mean") == 1
-    assert page.index("Change: the geometric mean") > page.rindex('<div class="vs"')
+    assert page.count("Change: the geometric mean") == 1 and "Change: the geometric mean" not in decisions
+    assert page.index("Change: the geometric mean") > page.index('<script id="packed"')
     # Each is the decision `dbarena compare` makes of the pair (the verdict's words).
     into = tmp_path / "both.db"
     for path in bundles[:2]:
@@ -76,7 +79,7 @@ def test_a_page_decides_against_every_other_result_of_its_workload(bundles: list
     levels = [c for c in json.loads(done.stdout) if c["workload"] == "pgbench-tpcb"]
     assert len(levels) == 2 and all(c["ratio"] == 1.0 and c["verdict_text"] == "inconclusive: 1 session a side" for c in levels)
     m7i = next(o[0] for o in options if o[1].startswith("m7i"))
-    section = page.split(f'<div class="vs" id="vs-{m7i}" hidden>')[1].split('<div class="vs"')[0]
+    section = decisions.split(f'<div class="vs" id="vs-{m7i}" hidden>')[1].split('<div class="vs"')[0]
     assert "inconclusive: one session a side" in section and "+0.0 %" in section, section
 
 
@@ -85,7 +88,7 @@ def test_beyond_the_bound_the_nearest_and_the_page_says_so(bundles: list[Path], 
     monkeypatch.setattr(site, "MAX_BASELINES", 1)
     site.build(bundles, tmp_path / "site", workers=1)
     page = _page(tmp_path / "site", "c7g.large-0", "sysbench-read-only")
-    options = re.findall(r'<option value="([^"]+)">([^<]+)</option>', page)
+    options = re.findall(r'<option value="([^"]+)">([^<]+)</option>', site.unpacked(page).options)
     assert [o[1].split(":")[0] for o in options] == ["c7g.large-2.tar"]  # the same instance type
     assert "Against the 1 nearest of the 2 other results of its engine and workload" in page
     assert "<code>dbarena compare</code>" in page

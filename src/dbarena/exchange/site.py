@@ -19,7 +19,8 @@ out.
 What a browser gets: index.html, site.js (the filters and curves, shipped in the
 package), data.js (every result's figures, as a script: a page opened from file:// may
 not fetch a file), r/ID.html (a page per result, drawn here, its curve drawn by serve's
-charts.js from report/chartspecs.py's spec, as `dbarena serve` draws a sweep), charts.js and
+charts.js from report/chartspecs.py's spec, as `dbarena serve` draws a sweep; its decisions
+shipped packed, unpacked by page.js: `packed`), charts.js and
 bundles/ (the verified bundles, so that a result can be reproduced from the site).
 Nothing is fetched from anywhere else, so it opens from file:// and from any static
 host. Values from bundles are hostile: HTML gets them through escaping.html_text, the
@@ -28,9 +29,11 @@ index's script sets them as text (textContent), never as markup.
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import concurrent.futures.process
 import contextlib
+import gzip
 import json
 import math
 import multiprocessing
@@ -44,6 +47,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 from importlib import resources
 from pathlib import Path
 
@@ -64,7 +68,8 @@ from dbarena.report.chartspecs import html as chart
 from dbarena.stats import analysis, decision
 from dbarena.stats.decision import Decision
 
-__all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "WRITES"]
+__all__ = ["build", "check_output", "Built", "MAX_BASELINES", "MARKER", "PACKED_TYPE", "Packed", "WRITES", "packed",
+           "unpacked"]
 
 # A result's page holds its decision against every other result of its workload key:
 # the same engine and workload, the only others a decision can be made against (a
@@ -333,20 +338,22 @@ def _page(result: Result, decided: list[tuple[Result, str]], of: int, note: str 
                      for c in curve if isinstance(c, list))
     options = "".join(f'<option value="{e(o.id)}">{e(o.label)} ({e(o.figures["instance"] or o.figures["cpu"])})'
                       f"</option>" for o, _ in decided)
-    sections = "".join(f'<div class="vs" id="vs-{e(o.id)}" hidden>{html}</div>' for o, html in decided)
+    shipped = packed(Packed(options=options, decisions="".join(f'<div class="vs" id="vs-{e(o.id)}" hidden>{html}</div>'
+                                                               for o, html in decided)))
     which = (f"any of the {of} other result(s) of its engine and workload" if len(decided) == of else
              f"the {len(decided)} nearest of the {of} other results of its engine and workload (the same machine "
              f"type first); any other: <code>dbarena import</code> both bundles, then <code>dbarena compare</code>")
-    against = (f'<p><label>Baseline: <select id="baseline">{options}</select></label></p>'
+    against = (f'<p><label>Baseline: <select id="baseline"></select></label></p>'
                f"<p>Against {which}: the results a decision can be made against (it compares the levels both "
                f"measured with one configuration), each decided when the site was built, as <code>dbarena "
-               f"compare</code> decides.</p>{sections}"
+               f"compare</code> decides.</p>"
+               f'<div id="decisions"><noscript>The decisions are unpacked by the page\'s script.</noscript></div>'
+               f'<script id="packed" type="{PACKED_TYPE}">{shipped}</script>'
                + (f'<p class="note">{e(note)}</p>' if note else "") if decided
                else "<p>No other result of this engine and workload to decide against.</p>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
-<title>{e(f['label'])}: {e(f['workload'])}</title><style>{_STYLE}
-{_CHART_STYLE}</style></head><body>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src data:">
+<title>{e(f['label'])}: {e(f['workload'])}</title><link rel="stylesheet" href="../site.css"></head><body>
 <p><a href="../index.html">all results</a></p>
 <h1>{e(f['label'])}</h1><h2>{e(f['engine'])} {e(f['workload'])}</h2>
 {_chart(f, curve)}
@@ -362,6 +369,39 @@ dbarena run --like bundles/{e(result.bundle)}    # here; or --target URL for ano
 """
 
 
+# A page's baselines and their decisions, as JSON, gzipped and in base64, in a script
+# element of a type no browser runs (so the page's policy, script-src 'self', allows it),
+# unpacked by page.js (DecompressionStream): a page holds up to MAX_BASELINES decisions
+# drawn in full, 1.4 kB each and alike, so that 1,000 bundles' pages took 150 MiB as
+# HTML and 3.6 kB a page packed. The decisions are the same; only their transport differs.
+PACKED_TYPE = "application/x-dbarena-gzip-base64"
+_PACKED = re.compile(r'<script id="packed" type="' + re.escape(PACKED_TYPE) + r'">([A-Za-z0-9+/=]*)</script>')
+
+
+class Packed(NamedTuple):
+    """What a result's page ships packed: its baselines' <option>s and their decisions
+    (a <div class="vs"> each), both as drawn."""
+
+    options: str
+    decisions: str
+
+
+def packed(shipped: Packed) -> str:
+    """What a page ships, as it ships it (mtime 0: a site built twice from the same
+    bundles is the same bytes)."""
+    text = json.dumps(shipped._asdict(), separators=(",", ":"))
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(page: str) -> Packed:
+    """What a result's page ships, as page.js puts it into the page (empty where it has
+    no baseline): for readers of a site other than a browser."""
+    found = _PACKED.search(page)
+    if found is None:
+        return Packed(options="", decisions="")
+    return Packed(**json.loads(gzip.decompress(base64.b64decode(found.group(1)))))
+
+
 def _fmt(value: JSON) -> str:
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
@@ -372,8 +412,8 @@ def _index(refused: list[tuple[str, str]], count: int, bundles: int) -> str:
     e = html_text
     refusals = "".join(f'<li class="refused">{e(Path(p).name)}: {e(reason)}</li>' for p, reason in refused)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:">
-<title>dbarena results</title><style>{_STYLE}</style></head><body>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src data:">
+<title>dbarena results</title><link rel="stylesheet" href="site.css"></head><body>
 <h1>dbarena results</h1>
 <p>{count} result(s) from {bundles} verified bundle(s). Each was checked by <code>dbarena verify</code> before it
 was shown: its signature, every file's sha256 and every figure recomputed from its raw outputs.</p>
@@ -392,7 +432,7 @@ was shown: its signature, every file's sha256 and every figure recomputed from i
 # bundles themselves under bundles/) is refused rather than emptied; a site is written
 # into STAGING... first, then each entry swapped in by rename, so that a site killed
 # while written leaves the previous one and a STAGING... directory the next one removes.
-WRITES = ("index.html", "data.js", "site.js", "page.js", "charts.js", "r", "bundles")
+WRITES = ("index.html", "data.js", "site.js", "page.js", "charts.js", "site.css", "r", "bundles")
 MARKER = ".dbarena-site"
 STAGING = ".dbarena-site-new-"
 _FOLDERS = ("r", "bundles")
@@ -554,4 +594,7 @@ def _write(output: Path, examined: Sequence[Examined], results: list[Result], re
     for asset in ("site.js", "page.js"):
         (output / asset).write_text(assets.joinpath(asset).read_text())
     (output / "charts.js").write_text(SERVE_STATIC.joinpath("charts.js").read_text())  # (serve's: one chart code)
+    # One style sheet for every page (its chart's look is serve's charts.css): written
+    # in each of a thousand pages it was a seventh of them.
+    (output / "site.css").write_text(f"{_STYLE}\n{_CHART_STYLE}")
     (output / "index.html").write_text(_index(refused, len(results), sum(1 for x in examined if not x.refused)))
