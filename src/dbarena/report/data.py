@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 import math
+import operator
 import statistics
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
@@ -272,9 +273,11 @@ def _renamed(out: list[Summarised], order: list[str], baseline: str | None, pric
              ) -> tuple[list[str], str | None, dict[str, Price]]:
     """The order, baseline and prices of the series the rows (`out`, named by
     series_names) are shown under, from those of their labels as stored."""
-    new_order = list(dict.fromkeys(r.label for label in order for r in out if r.series_label == label))
-    new_prices = {r.label: prices[r.series_label] for r in out if r.series_label in prices}
-    new_baseline = next((r.label for r in out if r.series_label == baseline), baseline)
+    # (Each name with its label as stored, in the order the rows first give it: one pass.)
+    names = list(dict.fromkeys(zip(map(_LABEL, out), map(_SERIES_LABEL, out))))
+    new_order = list(dict.fromkeys(name for label in order for name, stored in names if stored == label))
+    new_prices = {name: prices[stored] for name, stored in names if stored in prices}
+    new_baseline = next((name for name, stored in names if stored == baseline), baseline)
     return new_order, new_baseline, new_prices
 
 
@@ -422,12 +425,13 @@ def _decisions(rows: list[Summarised], order: list[str], baseline: str | None, l
     overall: list[Decision] = []
     if baseline is None:
         return decisions, overall
+    # (What bound each side: its closed-loop points; a search's steps are not its levels.)
+    closed_loop = [r for r in rows if r.target_tps is None]
     for label in order:
         if label == baseline:
             continue
-        # (What bound each side: its closed-loop points; a search's steps are not its levels.)
         decided = decision.decide(analysis.compare(rows, baseline, label, about=about, groups=groups),
-                                  [r for r in rows if r.target_tps is None], records)
+                                  closed_loop, records)
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)
@@ -442,11 +446,17 @@ def _grouped(rows: list[Summarised]
     (label, engine, workload)."""
     members: dict[tuple[str, str, str, int], list[Summarised]] = defaultdict(list)
     ok_series: dict[tuple[str, str, str], list[Summarised]] = defaultdict(list)  # its ok points
-    for r in rows:
-        members[(r.label, r.engine, r.workload, r.threads)].append(r)
+    for key, r in zip(map(_LEVEL, rows), rows):
+        members[key].append(r)
         if r.status == "ok":
-            ok_series[(r.label, r.engine, r.workload)].append(r)
+            ok_series[key[:3]].append(r)
     return members, ok_series
+
+
+# (Read in C over a view's points: a report of 100 k points reads each several times.)
+_LABEL, _SERIES_LABEL = operator.attrgetter("label"), operator.attrgetter("series_label")
+_ORIGIN = operator.attrgetter("series_label", "variant")
+_LEVEL = operator.attrgetter("label", "engine", "workload", "threads")
 
 
 # ------------------------------------------------------------------ comparisons
@@ -613,9 +623,10 @@ def _provenance(rows: list[Summarised], order: list[str], runs: list[StoredRun]
                 ) -> dict[str, dict[str, StoredRun]]:
     """Each series' runs by engine: those of its label and variant."""
     provenance: dict[str, dict[str, StoredRun]] = {}
-    origin = {r.label: (r.series_label, r.variant or "") for r in rows}
+    origin = dict(zip(map(_LABEL, rows), map(_ORIGIN, rows)))  # (the last row's of each name)
     for name in order:
-        label, variant = origin.get(name, (name, ""))
+        label, variant = origin.get(name, (name, None))
+        variant = variant or ""
         for run in runs:
             if run.label == label and run.variant == variant:
                 provenance.setdefault(name, {})[run.engine] = run

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import operator
 import re
 import sqlite3
 import sys
@@ -556,11 +557,15 @@ def _links(named: list[Summarised]) -> Links:
     the report's own names (build_with_points: a label's configurations apart). An
     open-loop point (--slo's search) is no level's: its curve links it (report/curves.py)."""
     out: Links = {}
-    for p in sorted(named, key=lambda p: (p.status != "ok", p.repeat, p.point_id)):
-        if p.target_tps is not None:
-            continue
+    # The ok points first, then by repeat and id (a sort is stable: by repeat and id,
+    # then the ok ones taken before the others).
+    closed = sorted((p for p in named if p.target_tps is None), key=_REPEAT_ID)
+    for p in [*(p for p in closed if p.status == "ok"), *(p for p in closed if p.status != "ok")]:
         out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
     return out
+
+
+_REPEAT_ID = operator.attrgetter("repeat", "point_id")
 
 
 class _Choice(Exception):

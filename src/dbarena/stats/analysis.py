@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import repeat
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -942,12 +942,24 @@ def pooled_latency(ok: Sequence[Summarised], histograms: Histograms | None) -> P
                                         "of the percentiles each run printed)")
 
 
-def sides(rows: Sequence[Summarised], a: str, b: str) -> str:
+class _Sided(Protocol):
+    """What sides() reads of a point, or of a group of points (LevelSummary)."""
+
+    @property
+    def series_label(self) -> str: ...
+
+    @property
+    def variant(self) -> str | None: ...
+
+
+def sides(rows: Iterable[_Sided], a: str, b: str) -> str:
     """What `compare A B` compares: two labels, or two variants (within each label).
     The labels as stored: a point a report shows under its series' name ("a [config
-    1a2b3c]") is still of label "a" (its series_label)."""
-    labels = {r.series_label for r in rows}
-    variants = {r.variant for r in rows if r.variant}
+    1a2b3c]") is still of label "a" (its series_label). `rows`: the points, or their
+    groups (a group's points share its label and variant)."""
+    rows = list(rows)
+    labels = set(map(operator.attrgetter("series_label"), rows))
+    variants = {v for v in map(operator.attrgetter("variant"), rows) if v}
     if a in labels and b in labels:
         return "label"
     if a in variants and b in variants:
@@ -979,7 +991,10 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
     their points would: among the rows' (`interleaved`, the rows read in the points'
     order with them), or after them as `history` (summaries' order)."""
     rows = list(rows)
-    by = sides(rows, a, b)
+    # (From the caller's groups of the rows where it has them: a group a label and
+    # configuration, so the same labels and variants as the rows', a few hundred, not
+    # 100 k points read again for each pair.)
+    by = sides(rows if groups is None else groups, a, b)
     ignore = levelcompare.ignoring(by, about)
     # The caller's, when it compares many pairs; history's groups lend only their spread.
     groups = summaries([*rows, *history], lent=lent, interleaved=interleaved) if groups is None else groups
