@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from inprocess import dbarena
 
 from dbarena.serve import app as serve_app
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
@@ -291,3 +294,37 @@ def test_a_report_made_from_the_session_rows_is_the_one_made_from_every_point(tm
                                                    histograms=db.latency_histograms, named=True, lent=lent)
             assert export.to_json(from_rows) == export.to_json(from_points), chosen
             assert [(p.point_id, p.label) for p in shown] == [(p.point_id, p.label) for p in points]
+
+
+@pytest.mark.parametrize("name", ["capacity-two-labels.db", "profiled-sync-async.db", "report-two-labels.db",
+                                  "report-mysql-two-labels.db", "agree-two-cpu-one-cpu.db", "v11.db"])
+def test_compare_made_from_the_session_rows_is_the_one_made_from_every_point(tmp_path: Path, name: str) -> None:
+    """`dbarena compare A B` of two labels reads what the session rows hold of their
+    points (analysis.stored_points) and the whole records of the points a "why" names:
+    every pair's level rows, decisions and reasons are those made from every point's
+    record, and what the command prints is that decision."""
+    from dbarena.report import decision as decision_text
+    from dbarena.stats import decision
+
+    path = tmp_path / name
+    path.write_bytes((Path(__file__).parents[1] / "fixtures" / "stores" / name).read_bytes())
+    with Store(path) as db:
+        labels = list(dict.fromkeys(r.label for r in db.runs()))
+        pairs = [(a, b) for a in labels for b in labels if a != b]
+        assert pairs
+        for a, b in pairs:
+            lent = analysis.lent_sessions(db, tuple(x for x in labels if x not in (a, b)))
+            points = analysis.load(db, labels=(a, b))
+            want = analysis.compare(points, a, b, profile_store=db, lent=lent)
+            rows = analysis.stored_points(db, labels=(a, b))
+            got = analysis.compare(rows, a, b, profile_store=db, lent=lent)
+            assert got == want, (a, b)
+            decided = decision.decide(got, rows, records=lambda ids: analysis.load(db, point_ids=tuple(ids)))
+            assert decided == decision.decide(want, points), (a, b)
+            done = dbarena("compare", a, b, "--store", str(path), env={**os.environ, "COLUMNS": "100"})
+            if not want:  # (the one line that says why)
+                assert done.returncode == 2 and done.stderr == f"dbarena: error: {a!r} and {b!r} have no point " \
+                                                               f"(engine, workload, threads) in common\n"
+                continue
+            printed = "\n".join(decision_text.lines(decided, [], width=100))
+            assert done.returncode == 0 and printed in done.stdout, (a, b, done.stdout, done.stderr)

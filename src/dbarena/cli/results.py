@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
@@ -22,7 +22,7 @@ from dbarena.report import export, listings, terminal
 from dbarena.stats import analysis, configkey, loadgens, metric
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
-from dbarena.records import LentSession, json_object
+from dbarena.records import LentSession, Summarised, json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
@@ -288,25 +288,28 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         runs = db.runs()
         labels = list(dict.fromkeys(r.label for r in runs))
         lent: list[LentSession] = []
+        rows: Sequence[Summarised]
         if study_name is None and {a, b} <= set(labels) and not {a, b} & {r.variant for r in runs}:
-            # Two labels: their points, and the other labels' session summaries, which
-            # lend only their spread between sessions (not every point of the store).
-            rows = analysis.load(db, labels=(a, b))
+            # Two labels: what the store's summaries of their sessions hold of their
+            # points (as `report` reads them), and the other labels' session summaries,
+            # which lend only their spread between sessions (not every point of the store).
+            rows = analysis.stored_points(db, labels=(a, b))
             lent = analysis.lent_sessions(db, tuple(x for x in labels if x not in (a, b)))
             if not {a, b} <= {r.label for r in rows}:  # (a label without a measured point: said as before)
                 rows, lent = analysis.load(db, study=study_name), []
         else:
             rows = analysis.load(db, study=study_name)
         comparisons = analysis.compare(rows, a, b, about, profile_store=db, lent=lent)
-    if not comparisons:
-        raise UsageError(_nothing_in_common(rows, a, b))
-    from dbarena.report import decision as decision_text
-    from dbarena.stats import decision
+        if not comparisons:
+            raise UsageError(_nothing_in_common(rows, a, b))
+        from dbarena.report import decision as decision_text
+        from dbarena.stats import decision
 
-    if as_json:
-        click.echo(export.dumps([c.as_json() for c in comparisons], indent=2))
-        return
-    decided = decision.decide(comparisons, rows)
+        if as_json:
+            click.echo(export.dumps([c.as_json() for c in comparisons], indent=2))
+            return
+        # (The whole records of the points a "why" names, read for it.)
+        decided = decision.decide(comparisons, rows, records=lambda ids: analysis.load(db, point_ids=tuple(ids)))
     overall = [line for line in (decision.overall(decided),) if line is not None]
     if fmt == "md":
         _say(decision_text.markdown(decided, overall), nl=False)
@@ -320,7 +323,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
         _say(line)
 
 
-def _nothing_in_common(rows: list[AnalysedPoint], a: str, b: str) -> str:
+def _nothing_in_common(rows: Sequence[Summarised], a: str, b: str) -> str:
     """Why `compare a b` has no row: sides judged by different metrics (a pgbench TPS
     against a HammerDB NOPM) are not comparable, whatever their workloads; else they
     share no point."""
