@@ -478,6 +478,8 @@ class Summarised(Protocol):
     @property
     def target_tps(self) -> float | None: ...
     @property
+    def params(self) -> JSONObject: ...
+    @property
     def status(self) -> str: ...
     @property
     def error(self) -> str | None: ...
@@ -622,6 +624,7 @@ class SummaryPoint(NamedTuple):
     machine_threads: int
     slo: JSONObject | None
     target_tps: float | None
+    params: JSONObject  # its dataset's (a configuration's, so its session's: history's series)
 
 
 # How many of SummaryPoint's fields are the point's own (the rest its session's).

@@ -328,3 +328,23 @@ def test_compare_made_from_the_session_rows_is_the_one_made_from_every_point(tmp
                 continue
             printed = "\n".join(decision_text.lines(decided, [], width=100))
             assert done.returncode == 0 and printed in done.stdout, (a, b, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("name", ["capacity-two-labels.db", "profiled-sync-async.db", "report-two-labels.db",
+                                  "demo-seed-a-quick.db", "v11.db"])
+def test_history_made_from_the_session_rows_is_the_one_made_from_every_point(tmp_path: Path, name: str) -> None:
+    """`dbarena history` (and serve's History, the report's section) reads what the
+    session rows hold of the points: every series, its runs' figures, intervals,
+    environments and change points are those made from every point's record."""
+    from dbarena.stats import history
+
+    path = tmp_path / name
+    path.write_bytes((Path(__file__).parents[1] / "fixtures" / "stores" / name).read_bytes())
+    with Store(path) as db:
+        points = analysis.load(db)
+        want = history.History(tuple(history.build(points, db.runs_by_id({p.run_id for p in points}).values())))
+        got = history.of_store(db)
+        assert got.series and got == want
+        labels = list(dict.fromkeys(r.label for r in db.runs()))
+        assert history.of_store(db, history.Filter(labels=(labels[-1],))).series == tuple(
+            s for s in want.series if s.label == labels[-1])

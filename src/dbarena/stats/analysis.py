@@ -666,7 +666,7 @@ def summary_point(point: Summarised) -> SummaryPoint:
         point.dips_s, point.profile,
         point.run_id, point.series_label, point.series_label, point.config_key, point.host, point.engine,
         point.workload, point.threads, point.clients, point.variant, point.config, point.phase, point.adaptive,
-        point.machine_threads, point.slo, point.target_tps)
+        point.machine_threads, point.slo, point.target_tps, point.params)
 
 
 def lend(summary: SessionSummary) -> LentSession:

@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.limits import listed, quoted
 from dbarena.interfaces import ResultStore
-from dbarena.records import AnalysedPoint, JSONObject, StoredRun
+from dbarena.records import JSONObject, StoredRun, Summarised
 from dbarena.stats import analysis, environment, metric
 from dbarena.stats import estimators as stats
 
@@ -194,7 +194,7 @@ def _change_point(runs: Sequence[RunValue], index: int, start: int, end: int, p_
                        text=metric.change_words(change, judged_by) + interval, causes=causes(runs, index))
 
 
-def _run_value(run: StoredRun, points: Sequence[AnalysedPoint]) -> RunValue:
+def _run_value(run: StoredRun, points: Sequence[Summarised]) -> RunValue:
     ok = [p for p in points if analysis.value(p) is not None]
     values = [v for p in ok if (v := analysis.value(p)) is not None]
     low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
@@ -207,18 +207,18 @@ def _run_value(run: StoredRun, points: Sequence[AnalysedPoint]) -> RunValue:
                     interval=interval, environment=environment.of_run(run, points[0].config or {}))
 
 
-def series_key(point: AnalysedPoint) -> tuple[str, str, str, int, int, str, str]:
+def series_key(point: Summarised) -> tuple[str, str, str, int, int, str, str]:
     config = point.config or {}
     dataset = config.get("params") if config.get("params") is not None else point.params or {}
     return (point.label, point.engine, point.workload, point.threads, point.clients,
             json.dumps(dataset, sort_keys=True), point.variant or "")
 
 
-def build(points: Iterable[AnalysedPoint], runs: Iterable[StoredRun]) -> list[Series]:
-    """Every series in these points (analysis.load rows) with the runs they came from
+def build(points: Iterable[Summarised], runs: Iterable[StoredRun]) -> list[Series]:
+    """Every series in these points (analysis.load or stored_points rows) with the runs they came from
     (store.runs()), oldest run first, with its change points."""
     by_id = {r.id: r for r in runs}
-    grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[AnalysedPoint]]] = \
+    grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[Summarised]]] = \
         defaultdict(lambda: defaultdict(list))
     for p in points:
         if p.target_tps is not None:
@@ -275,7 +275,9 @@ def of_store(store: ResultStore, selection: Filter = Filter()) -> History:
     store does not hold is a UsageError naming what it holds (analysis.check_names)."""
     if not analysis.check_names(store, labels=selection.labels):
         return History()
-    rows = analysis.load(store, labels=selection.labels)
+    # (What the store's summaries of the sessions hold of the points: a run's figure at a
+    # level is made of its points' figures, which those rows keep, not of their rows.)
+    rows = analysis.stored_points(store, labels=selection.labels)
     if selection.workloads:
         stored = sorted({r.workload for r in rows})
         for w in selection.workloads:

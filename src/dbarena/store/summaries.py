@@ -69,7 +69,7 @@ _SHARED_KINDS = tuple({"config_key": _TEXT, "host": frozenset({str}), "engine": 
                        "workload": frozenset({str}), "threads": frozenset({int}), "clients": frozenset({int}),
                        "variant": frozenset({str}), "config": _OBJECT, "phase": frozenset({str}),
                        "adaptive": frozenset({bool}), "machine_threads": frozenset({int}), "slo": _OBJECT,
-                       "target_tps": _NUMBER}[name] for name in _SHARED)
+                       "target_tps": _NUMBER, "params": frozenset({dict})}[name] for name in _SHARED)
 
 
 def figures(summary: SessionSummary) -> str | None:
