@@ -147,7 +147,7 @@ class Aws:
                               "storage_type": m.storage_type, "iops": m.iops, "ha": m.ha, "user": MASTER_USER,
                               "password": self.passwords[identifier]})
         try:
-            self._play("aws-up.yml", {
+            made = self._play("aws-up.yml", {
                 "tags": dict(tags), "hosts": [{"name": n, "type": t} for n, t in machines.hosts],
                 "image": machines.image, "key_name": machines.key_name, "disk": machines.disk,
                 "disk_gb": machines.disk_gb, "disk_iops": machines.disk_iops, "databases": databases,
@@ -156,17 +156,22 @@ class Aws:
             if any(code in str(exc) for code in CAPACITY_CODES):
                 raise CapacityError(str(exc), zone) from None
             raise
-        return [r for r in self.describe() if r.run == run]
+        # (What the region holds once they are made, listed by the same play.)
+        return [r for r in _resources(made.get("found", {})) if r.run == run]
 
     def describe(self) -> list[Resource]:
-        found = self._play("aws-describe.yml", {})
-        return [*map(_instance, found.get("hosts", [])), *map(_database, found.get("databases", []))]
+        return _resources(self._play("aws-describe.yml", {}))
 
     def delete(self, resources: Sequence[Resource]) -> None:
         if not resources:
             return
         self._play("aws-delete.yml", {"instance_ids": [r.id for r in resources if r.kind == "instance"],
                                       "database_ids": [r.id for r in resources if r.kind == "database"]})
+
+
+def _resources(found: Mapping[str, Any]) -> list[Resource]:
+    """The instances and databases a play listed (aws-list.yml)."""
+    return [*map(_instance, found.get("hosts", [])), *map(_database, found.get("databases", []))]
 
 
 def _python() -> str:

@@ -151,21 +151,28 @@ class Together:
         return engine_plan
 
     def _run(self, engine_plan: plan.EnginePlan, serving: ServerHost | None) -> int:
+        from dbarena.store import postgres as pgstore
         from dbarena.store.database import Store
 
+        key = run_key(self.study, self.hosts, self.server)
+        specs = engine_plan.points
+        self.go_s: list[float] = []  # how long each point's go play took, over every part (togetherpoint)
+        # A run whose store holds every point already is said so before anything reaches
+        # the hosts: nothing would run there, and the install check alone is a play on
+        # every host (seconds each, more on a busy controller). (A store not made yet
+        # holds nothing: it is made as before, once the hosts are installed.)
+        if pgstore.is_url(self.store_arg) or Path(self.store_arg).exists():
+            with Store(self.store_arg) as store:
+                if not self._todo(store, engine_plan, key, serving):
+                    return 0
         if not self.install():
             return 1
         self.profiles, self.profiling = togetherprofile.for_run(self.study, serving, self.step, self.say)
-        key = run_key(self.study, self.hosts, self.server)
-        specs = engine_plan.points
         with Store(self.store_arg) as store:
             found = {run.variant: run for run in store.invocation_runs(key)}
             stored = sum(p.status == "ok" for run in found.values() for p in store.points(run_id=run.id))
-            parts = [p for p in _parts(engine_plan, serving is not None)
-                     if _left(store, p, found, key, self.study.precision is not None)]
-            if not parts:
-                counted = "" if self.study.precision is not None else f"/{len(specs)}"
-                self.say(f"complete already ({stored}{counted} points stored), not run again")
+            parts = self._todo(store, engine_plan, key, serving)
+            if not parts:  # (another run completed it meanwhile)
                 return 0
             if found:
                 self.say(f"resuming: {stored} of {len(specs)} points stored already")
@@ -182,6 +189,18 @@ class Together:
                      + (f", {self.outcome.failed} failed" if self.outcome.failed else "")
                      + f"; stored in {store.location}")
             return 1 if self.outcome.failed else 0
+
+    def _todo(self, store: ResultStore, engine_plan: plan.EnginePlan, key: str,
+              serving: ServerHost | None) -> list[tuple[PointSpec, ...]]:
+        """The parts with points left to run; none said as "complete already"."""
+        found = {run.variant: run for run in store.invocation_runs(key)}
+        parts = [p for p in _parts(engine_plan, serving is not None)
+                 if _left(store, p, found, key, self.study.precision is not None)]
+        if not parts:
+            stored = sum(p.status == "ok" for run in found.values() for p in store.points(run_id=run.id))
+            counted = "" if self.study.precision is not None else f"/{len(engine_plan.points)}"
+            self.say(f"complete already ({stored}{counted} points stored), not run again")
+        return parts
 
     def _part(self, store: ResultStore, engine_plan: plan.EnginePlan, part: Sequence[PointSpec], key: str,
               found: Mapping[str, StoredRun], deadline: float | None, serving: ServerHost | None) -> bool:
@@ -242,7 +261,8 @@ class Together:
         measure = Measure(step=self.step, hosts=self.hosts, study=self.study, target=target, tls_ca=tls_ca,
                           poll_s=self.fleet.poll_s,
                           sample_server="--no-server-metrics" not in self.run_args,
-                          alive=serving.alive if serving is not None else None, profiles=self.profiles)
+                          alive=serving.alive if serving is not None else None, profiles=self.profiles,
+                          go_s=self.go_s)
         earlier = session.stored(store, bound, part)
         todo = sum((rounds.base(p), p.repeat) not in earlier.ok for p in part)
         reporter = _Said(self.say, "" if self.study.precision is not None else f"/{todo}")

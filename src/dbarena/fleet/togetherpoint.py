@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Protocol, Sequence
 
@@ -40,6 +40,7 @@ from dbarena.stats.latency import Latencies
 from dbarena.study import Study
 
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
+GO_PLAYS_KEPT = 3  # the go plays the lead is taken from: the run's last few (a busy spell passes)
 
 
 class Profiles(Protocol):
@@ -78,6 +79,7 @@ class Together:
     alive: Callable[[], str | None] | None = None  # a [server] host's: None while its server is up, else why not
     profiles: Profiles | None = None  # the [server] host's perf, around each measured part (--profile)
     pending_checkpoint: bool = False
+    go_s: list[float] = field(default_factory=list)  # how long each go play took (_lead)
     warm_up_failed: str | None = None  # why the last warm-up failed, if it did
 
     def measure(self, spec: PointSpec, reporter: Reporter | None, phase: str = "measured") -> PointResult:
@@ -121,9 +123,10 @@ class Together:
                 return _failed(spec, problems, began)
             # Sampling from here: after the first host's checkpoint, before any host's tool starts.
             profiled = profile and self.profiles is not None and self.profiles.start(point_id, spec)
-            # Far enough ahead for the go play to reach every host (it takes about as long as a step).
-            start_at = time.time() + max(GO_LEAD_MIN_S, 1.5 * (time.time() - began) / 2)
+            start_at = time.time() + self._lead(time.time() - began)
+            sent = time.monotonic()
             self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
+            self.go_s.append(time.monotonic() - sent)
             answers: dict[str, Status] = {}
             # Polled while the point runs (not only at its end): a host that fails stops the others at once.
             time.sleep(max(0.0, start_at + 1.0 - time.time()))
@@ -151,6 +154,18 @@ class Together:
         finally:
             if profiled and self.profiles is not None:
                 self.profiles.discard(point_id)
+
+    def _lead(self, ready_s: float) -> float:
+        """How far ahead the start time is sent: far enough for the go play to reach
+        every host. Half as long again as a step, taken as half the wait-ready step
+        (ready_s); but that step also waits for each host to start its share and open
+        the target, and on a busy machine the guess left the hosts idle for 10-16 s at
+        every point where the go play itself took 3-5 s: once the run has timed go
+        plays, at most twice the longest of its last few."""
+        guess = 1.5 * ready_s / 2
+        if self.go_s:
+            guess = min(guess, 2.0 * max(self.go_s[-GO_PLAYS_KEPT:]))
+        return max(GO_LEAD_MIN_S, guess)
 
     def _problems(self, found: dict[str, Status], want: str | None) -> list[str]:
         out = []

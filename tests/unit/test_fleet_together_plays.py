@@ -1,0 +1,93 @@
+"""What a `fleet run --together` controller spends in plays, its hosts replaced: a run
+whose store is complete reaches no host (not even the install check), and a point's
+start time is sent at most twice as far ahead as the go plays take, not as the wait-ready step
+(tests/e2e/test_fleet_together.py drives real hosts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_fleet_together_loop import VARIANTS_STUDY, _controller, _figures
+
+
+def test_a_complete_store_is_said_so_before_anything_reaches_the_hosts(tmp_path, monkeypatch):
+    study = tmp_path / "variants.toml"
+    study.write_text(VARIANTS_STUDY)
+    args = ["--study", str(study), "--target", "postgresql://dbarena@db:5432/dbarena"]
+    said: list[str] = []
+    first = _controller(tmp_path, args, said)
+    _figures(monkeypatch, {"steady": [1000.0], "noisy": [900.0]})
+    assert first.run() == 0, said
+
+    again: list[str] = []
+    second = _controller(tmp_path, args, again)
+
+    def reached(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a complete run reached its hosts")
+
+    second.install = reached
+    second.step = reached
+    assert second.run() == 0, again
+    assert again == ["complete already (2/2 points stored), not run again"], again
+
+
+def test_a_store_not_made_yet_is_made_once_the_hosts_are_installed(tmp_path, monkeypatch):
+    study = tmp_path / "variants.toml"
+    study.write_text(VARIANTS_STUDY)
+    said: list[str] = []
+    run = _controller(tmp_path, ["--study", str(study), "--target", "postgresql://dbarena@db:5432/dbarena"], said)
+    run.install = lambda: False  # (the install failed: said by the fleet)
+    assert run.run() == 1
+    assert not (tmp_path / "r.db").exists()
+
+
+def _measure(step):
+    from dbarena.fleet import togetherpoint
+    from dbarena.fleet.inventory import Host
+    from dbarena.study import arguments
+
+    return togetherpoint.Together(
+        step=step, study=arguments.study_from_args(["--engine", "postgres", "--workload", "pgbench-select-only"]),
+        hosts=[Host(name=n, label=n, price_per_hour=None, price_per_month=None, currency=None, workdir=f"/w/{n}")
+               for n in ("alpha", "beta")],
+        target="postgresql://dbarena@db:5432/dbarena", tls_ca=None, poll_s=0.01)
+
+
+def test_the_start_time_is_sent_as_far_ahead_as_the_go_plays_take():
+    from dbarena.fleet.togetherpoint import GO_LEAD_MIN_S, GO_PLAYS_KEPT
+
+    measure = _measure(lambda *a, **k: {})
+    # Before any go play: half as long again as half the wait-ready step.
+    assert measure._lead(20.0) == pytest.approx(15.0)
+    assert measure._lead(1.0) == GO_LEAD_MIN_S
+    # Then at most twice the longest of the last go plays, whatever the wait-ready took.
+    measure.go_s.extend([9.0, 3.0, 4.0, 2.0])
+    assert GO_PLAYS_KEPT == 3 and measure._lead(20.0) == pytest.approx(8.0)
+    assert measure._lead(8.0) == pytest.approx(6.0)  # (the first guess, where it is the shorter)
+    measure.go_s.extend([0.5, 0.5, 0.5])
+    assert measure._lead(20.0) == GO_LEAD_MIN_S
+
+
+def test_each_go_play_is_timed_into_the_runs_list(monkeypatch):
+    from dbarena.fleet import togetherpoint
+    from dbarena.fleet.togethersteps import Answer
+    from dbarena.model import PointSpec
+
+    sent: list[tuple[str, float]] = []
+
+    def step(hosts, args, **kwargs):
+        if args[-2:-1] == ["--at"]:
+            sent.append(("go", float(args[-1])))
+        if args[-1] == "status":
+            raise KeyboardInterrupt  # (ends the point here: what is looked at is the go)
+        return {h.name: Answer({"state": "ready"}) for h in hosts}
+
+    shared: list[float] = [0.0]
+    measure = _measure(step)
+    measure.go_s = shared
+    monkeypatch.setattr(togetherpoint, "GO_LEAD_MIN_S", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        measure.measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4,
+                                  duration_s=60), None)
+    assert [what for what, _ in sent] == ["go"]
+    assert len(shared) == 2 and shared[1] >= 0.0
