@@ -47,8 +47,10 @@ demo: deps $(STAMP)
 #   takes a minute to make), made once so. (--dist loadgroup with xdist_group marks would
 #   group finer, but pytest 9.2 and xdist 3.8 ignore the marks: pytest-xdist issue 1386.)
 #   The modules go out in the order of collection (--no-loadscope-reorder), not those of
-#   most tests first: the e2e modules, few tests of up to two minutes each, start first,
-#   and the many short unit tests even out the end. Its output is shown as it comes;
+#   most tests first: the slowest modules first (tests/conftest.py SLOWEST_FIRST: the
+#   kill test's five minutes or more, the CI job of docs/history.md, ...), then the other
+#   e2e modules, few tests of up to two minutes each, and the many short unit tests even
+#   out the end. Its output is shown as it comes;
 # - the fleet's tests (marker fleet: driven by Ansible, on real sshd hosts or a local AWS
 #   API), three modules at a time (test_fleet_together_server.py's ten-odd minutes on one
 #   worker, the other modules' on the other two): they are mostly Ansible's waits (under

@@ -47,6 +47,24 @@ def pytest_configure(config):
             os.environ[name] = value
 
 
+# The modules that take longest under `make test` (its --durations), collected first, in
+# this order: pytest-xdist's --dist loadfile hands modules out in the order of collection
+# (--no-loadscope-reorder), so that these start at once, each on a worker, and the many
+# short modules even out the end, instead of one of these starting late (alphabetically,
+# test_kill_anywhere.py, 318 s in CI and 700 s under a loaded make test, came after
+# twenty e2e modules) and the session waiting for it alone. test_exchange_seed.py after
+# test_study_run.py: both need seed_a_quick, which the first makes while the other waits.
+SLOWEST_FIRST = ("test_kill_anywhere.py", "test_history_gate.py", "test_study_run.py", "test_documented_examples.py",
+                 "test_sessions_run.py", "test_provenance_stats.py", "test_efficiency_run.py", "test_exchange_seed.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """SLOWEST_FIRST's modules first (a stable sort: each module's tests, and the other
+    modules, stay in their order)."""
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 FIXTURE_STORES = Path(__file__).parent / "fixtures" / "stores"
 
 
