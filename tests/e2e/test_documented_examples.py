@@ -44,7 +44,7 @@ NOT_HERE = {
     "PGPASSWORD=... .venv/bin/dbarena run --target": "a remote server of its own (db.example)",
     "MYSQL_PWD=...  .venv/bin/dbarena run --target": "a remote server of its own (mydb.rds.example)",
     "dbarena fleet run": "an Ansible inventory of other hosts (tests/e2e/test_fleet.py runs the fleet)",
-    "dbarena fleet cleanup": "an Ansible inventory of other hosts (tests/e2e/test_fleet_together_server.py cleans up after "
+    "dbarena fleet cleanup": "an Ansible inventory of other hosts (tests/e2e/test_fleet_server_killed.py cleans up after "
                              "a killed controller)",
     "dbarena import runs.txt": "another machine's tool output (tests/e2e/test_import.py imports real outputs)",
     "dbarena merge host1.db host2.db": "other hosts' stores (tests/unit/test_merge.py)",
