@@ -300,7 +300,10 @@ def test_a_reading_that_stalls_mid_point_is_cut_when_the_point_ends():
     time.sleep(0.2)
     t0 = time.monotonic()
     series = sampler.stop()
-    assert time.monotonic() - t0 < 0.5 + 2.0 + 1.0  # STOP_WAIT_S + HANGUP_WAIT_S at most
+    # Cut rather than waited out (the stall never ends): STOP_WAIT_S + HANGUP_WAIT_S (2.5 s)
+    # when the machine is idle; the bound leaves room for a loaded one (it failed once at
+    # 3.5 s under make test, load 16), the stall's end being never.
+    assert time.monotonic() - t0 < 30
     assert series.stopped.startswith("stopped at 0 s: the server did not answer a reading for "), series.stopped
     assert series.stopped.endswith("(its connection was cut)")
     assert len(series.seconds) >= 1
