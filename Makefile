@@ -70,7 +70,8 @@ demo: deps $(STAMP)
 # whose lowest offered rate must meet its latency objective; history's change point
 # between two halves of short runs, lost when the load beside it made the first half
 # drift; two fleet load generators' QPS against their combined point's, which needs
-# both tools running at once: half of it at load 13).
+# both tools running at once: half of it at load 13; a cost per transaction that
+# differs between two settings beyond three short sessions' spread).
 # Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
 # The fleet hosts' shared dependencies (numpy, scipy, ...: most of a minute to install)
 # are kept under .venv, for the fleet's tests, the alone ones and the next `make test`

@@ -12,7 +12,10 @@ import pytest
 
 from conftest import cli_env, dbarena
 
-pytestmark = pytest.mark.e2e
+# Alone (make test's last phase): whether a cost per transaction differs beyond the
+# spread of three 4 s sessions a side depends on an otherwise idle machine; beside the
+# rest of make test (load 9) none did (cost_difference absent), seen twice.
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 RUN = ("run", "--engine", "postgres", "--workload", "pgbench-tpcb", "--threads", "2", "--clients-per-thread", "8",
        "--duration", "4", "--scale", "1", "--no-probe", "--yes", "--sessions", "3")
