@@ -11,6 +11,10 @@ from typing import Any
 
 from dbarena.records import JSONObject
 
+# The TPC-C-like workload's transaction types, in the specification's order (its Lua
+# script's and parser's, workloads/tpcc.py; a report's mix, stats/levelmeans.py).
+TPCC_KINDS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+
 
 @dataclass(frozen=True)
 class SystemSample:

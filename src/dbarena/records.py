@@ -27,7 +27,7 @@ JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "renamed", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
-           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
+           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelMeans", "ShownPoint", "StoredGroup", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
            "Summarised", "SummaryPoint", "SUMMARY_POINT_OWN", "SessionSummary", "LentSession"]
 
 
@@ -778,6 +778,67 @@ class LevelSummary:
 
 _SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate",
                               "capacity_interference", "efficiency_sessions"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelMeans:
+    """What a report's level row (report/levels.py) shows of a closed-loop group besides
+    its summary: each figure's mean over its ok repeats (stats/levelmeans.py)."""
+
+    seconds: float | None  # mysqlslap's: the seconds a run of its queries took (where the metric is not tps)
+    printed_tps: float | None  # the figure the tool printed, beside the steady-state mean
+    tpm_new_order: float | None  # the TPC-C-like workload's (None for the others) ...
+    tpcc_mix_pct: dict[str, float | None] | None
+    tpcc_latency_ms: dict[str, float | None] | None
+    rollbacks: float | None
+    cpu_busy_pct: float | None
+    cpu_iowait_pct: float | None
+    server_cpu: float | None
+    loadgen_cpu: float | None
+    bound: str | None  # stats/bound.of_group of its points'
+    bound_kind: str | None  # the most frequent of them
+    qps: float | None
+    transactions: float | None
+    queries: float | None
+    time_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShownPoint:
+    """A group's point a report's per-second chart may show: its ok point of the least
+    repeat (then id), what the chart marks on its series."""
+
+    point_id: int
+    threads: int
+    repeat: int
+    steady_start_s: float | None
+    dips_s: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGroup:
+    """A label's configuration over all its sessions as the store keeps it (table
+    group_summaries, schema 26; store/groups.py): its summary with what it takes from no
+    other group (analysis.summaries' own part: between_sessions, estimate and the capacity
+    fields left None, made at read time from every group read), and its runs' figures'
+    means by session (stats/sessions.Sessions: what the spread between sessions is made
+    of); `first_point` orders the groups as their points would have been read."""
+
+    first_point: int
+    summary: LevelSummary
+    session_means: tuple[float, ...]
+    session_runs: tuple[int, ...]
+    # What a report reads of its points besides the summary (None, empty: none of it, an
+    # offered rate's group): the means its level row shows, its runs with each one's first
+    # point (the order a label's runs are met in), its ok points, the one its chart shows,
+    # every point's id (the ok ones first, each part by repeat and id: what a level links
+    # to), and its profiled ok points with their transactions (a level's pooled profile).
+    level: LevelMeans | None = None
+    runs: tuple[tuple[int, int], ...] = ()
+    ok: int = 0
+    shown: ShownPoint | None = None
+    links: tuple[int, ...] = ()
+    profiled: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

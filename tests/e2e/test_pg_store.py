@@ -364,6 +364,8 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute("DROP VIEW v_levels")
         conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
+        conn.execute("DROP TABLE group_summaries")
+        conn.execute("DROP INDEX points_run_phase")
         conn.execute("DROP TABLE profiles")
         conn.execute("ALTER TABLE points DROP COLUMN latency_p90_ms, DROP COLUMN latency_p999_ms")
         conn.execute(views.postgresql(12))
@@ -415,6 +417,8 @@ def test_a_store_created_at_schema_13_migrates_to_views_with_p90_and_p999(databa
         conn.execute("DROP VIEW v_levels")
         conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
+        conn.execute("DROP TABLE group_summaries")
+        conn.execute("DROP INDEX points_run_phase")
         conn.execute("DROP TABLE profiles")
         conn.execute(views.postgresql(13))
         conn.execute("UPDATE schema_migrations SET version = 13")
@@ -446,6 +450,8 @@ def test_a_store_created_at_schema_21_gains_the_profiles_table(database, monkeyp
         conn.execute("DROP VIEW v_levels")
         conn.execute("DROP VIEW v_sessions")
         conn.execute("DROP TABLE session_summaries")
+        conn.execute("DROP TABLE group_summaries")
+        conn.execute("DROP INDEX points_run_phase")
         conn.execute("DROP TABLE profiles")
         conn.execute("DELETE FROM schema_migrations")
         conn.execute("INSERT INTO schema_migrations VALUES (21, '2026-11-27T00:00:00+00:00')")
@@ -506,3 +512,32 @@ def test_a_postgresql_store_whose_connection_drops_between_points_loses_nothing(
                                 "WHERE r.label = 'rescued'") == [{"threads": len(stored) + 1, "status": "ok"}]
     saved.unlink()
     assert list(public_tmp.iterdir()) == []
+
+
+def test_groups_summarised_in_postgresql_are_kept_and_dropped_as_in_sqlite(database, public_tmp, tmp_path,
+                                                                          monkeypatch):
+    """A team's store keeps each label's configurations summarised over their sessions
+    (schema 26) as SQLite does: made by the first read, the same summaries as every
+    point's, dropped by PostgreSQL's triggers when a session's label changes."""
+    from dbarena.stats import analysis
+
+    url, password = database
+    monkeypatch.setenv("PGPASSWORD", password)
+    source = tmp_path / "two.db"
+    shutil.copy(STORES / "report-two-labels.db", source)
+    done = dbarena("merge", str(source), "--store", url, env=env_for(public_tmp, password))
+    assert done.returncode == 0, done.stderr
+    with Store(url) as db:
+        want = analysis.summaries(analysis.load(db), histograms=db.latency_histograms)
+        assert analysis.stored_summaries(db) == want
+    kept = query(url, password, "SELECT label, config_key FROM group_summaries ORDER BY 1, 2")
+    assert len(kept) == len(want)
+    with Store(url) as db:
+        assert analysis.stored_summaries(db) == want  # (from the kept groups)
+        first = db.runs()[0]
+    with psycopg.connect(url, password=password, autocommit=True) as conn:
+        conn.execute("UPDATE runs SET label = 'renamed' WHERE id = %s", (first.id,))
+    left = query(url, password, "SELECT label FROM group_summaries")
+    assert all(row["label"] not in (first.label, "renamed") for row in left)
+    with Store(url) as db:
+        assert analysis.stored_summaries(db) == analysis.summaries(analysis.load(db), histograms=db.latency_histograms)

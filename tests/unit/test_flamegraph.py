@@ -99,8 +99,8 @@ def test_the_html_report_shows_each_labels_flame_graph_and_the_differential(tmp_
     from dbarena.store.database import Store
 
     with Store(_profiled(tmp_path), readonly=True) as db:
-        report, points = assemble.build_with_points(db, assemble.Selection(labels=("sync", "async"), about=("settings",)))
-        drawn = assemble.draw(db, report, "html", points=points)
+        report, shown = assemble.build_shown(db, assemble.Selection(labels=("sync", "async"), about=("settings",)))
+        drawn = assemble.draw(db, report, "html", profiled=shown.profiled)
     page = assemble.render(report, "html", tmp_path / "r.html", drawn)
     assert '<section id="profiles">' in page and '<a href="#profiles">' in page
     svgs = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph[^"]*".*?</svg>', page, re.S)

@@ -38,8 +38,8 @@ def _expected_us(stacks: dict[str, int], committed: tuple[int, int]) -> dict[str
 
 def test_a_pool_is_its_levels_ok_points_summed_per_transaction(pooled: Path, tmp_path: Path) -> None:
     with Store(pooled, readonly=True) as db:
-        report, points = assemble.build_with_points(db, assemble.Selection(labels=("sync", "async")))
-        chosen = levelprofiles.profiled(points)
+        report, shown = assemble.build_shown(db, assemble.Selection(labels=("sync", "async")))
+        chosen = shown.profiled
         pools = {p.key: p for p in levelprofiles.read(db, chosen)}
     assert sorted(pools) == [("postgres", "pgbench-tpcb", label, n) for label in ("async", "sync") for n in (1, 2)]
     sync = pools[("postgres", "pgbench-tpcb", "sync", 2)]

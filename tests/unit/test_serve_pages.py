@@ -251,13 +251,13 @@ def test_decide_and_its_workloads_share_one_report_model(built: Path, monkeypatc
     """The report model of a choice is derived once (seconds for 100 k points) for Decide
     and each workload page of that choice."""
     calls: list[tuple[str, ...]] = []
-    real = assemble.build_with_points
+    real = assemble.build_shown
 
     def counted(store: Any, selection: assemble.Selection) -> Any:
         calls.append(selection.labels)
         return real(store, selection)
 
-    monkeypatch.setattr(assemble, "build_with_points", counted)
+    monkeypatch.setattr(assemble, "build_shown", counted)
     choice = [("baseline", "a"), ("label", "a"), ("label", "b")]
     with client(built) as c:
         assert c.get("/decide", params=choice).status_code == 200

@@ -294,8 +294,8 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         first = db.execute("SELECT MIN(id) FROM runs").fetchone()[0]
         facts = json.loads(db.execute("SELECT target_facts FROM runs WHERE id = ?", (first,)).fetchone()[0])
         db.execute("UPDATE runs SET target_facts = ? WHERE id = ?", (json.dumps({**facts, "tls": seen}), first))
-        # (Schema 21's, 22's and 23's tables, 24's views and 25's triggers gone too: a store of 19 had
-        # none of them.)
+        # (Schema 21's, 22's, 23's and 26's tables, 24's views, 25's and 26's triggers and 26's index
+        # gone too: a store of 19 had none of them.)
         db.execute("DROP VIEW v_levels")
         db.execute("DROP VIEW v_sessions")
         db.execute("DELETE FROM schema_migrations WHERE version >= 20")
@@ -303,6 +303,8 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         db.execute("DROP TABLE run_origins")
         db.execute("DROP TABLE profiles")
         db.execute("DROP TABLE session_summaries")
+        db.execute("DROP TABLE group_summaries")
+        db.execute("DROP INDEX points_run_phase")
         for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
             db.execute(f"DROP TRIGGER {trigger}")  # (schema 25's)
         db.execute("PRAGMA user_version = 19")

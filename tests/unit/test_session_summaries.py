@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from inprocess import dbarena
 
+from dbarena.report.shown import Shown
 from dbarena.serve import app as serve_app
 from dbarena.model import Measurement, PointResult, PointSpec, RunInfo, Sample
 from dbarena import records
@@ -271,7 +272,8 @@ def test_a_row_edited_by_hand_reaches_the_next_summary(tmp_path: Path, edit: str
         assert after != before or "points SET status" not in edit and "DELETE" not in edit
 
 
-@pytest.mark.parametrize("name", ["demo-seed-a-quick.db", "capacity-two-labels.db", "profiled-sync-async.db"])
+@pytest.mark.parametrize("name", ["demo-seed-a-quick.db", "capacity-two-labels.db", "profiled-sync-async.db",
+                                  "report-two-labels.db", "report-mysql-two-labels.db", "agree-two-cpu-one-cpu.db"])
 def test_a_report_made_from_the_session_rows_is_the_one_made_from_every_point(tmp_path: Path, name: str) -> None:
     """`report` and serve's Decide build their model from what the session rows hold of
     the points (analysis.stored_points) and read the whole records only of the points a
@@ -286,14 +288,15 @@ def test_a_report_made_from_the_session_rows_is_the_one_made_from_every_point(tm
         choices = [(), *((a, b) for a in labels for b in labels if a != b)]
         for chosen in choices:
             selection = assemble.Selection(labels=chosen)
-            from_rows, shown = assemble.build_with_points(db, selection)
+            from_rows, shown = assemble.build_shown(db, selection)
             rows = analysis.load(db, labels=chosen, named=data.series_names)
             others = tuple(label for label in labels if label not in chosen)
             lent = analysis.lent_sessions(db, others) if chosen and others else []
             from_points, points = data.build_named(rows, db.runs(), labels=list(chosen) or None,
                                                    histograms=db.latency_histograms, named=True, lent=lent)
             assert export.to_json(from_rows) == export.to_json(from_points), chosen
-            assert [(p.point_id, p.label) for p in shown] == [(p.point_id, p.label) for p in points]
+            assert from_rows == from_points, chosen
+            assert shown == Shown.of_points(points), chosen
 
 
 @pytest.mark.parametrize("name", ["capacity-two-labels.db", "profiled-sync-async.db", "report-two-labels.db",

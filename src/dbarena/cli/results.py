@@ -543,8 +543,8 @@ def report(store: Path | str, labels: tuple[str, ...], baseline: str | None, pri
     selection = assemble.Selection(labels=tuple(labels), baseline=baseline, prices=prices, at_threads=at_threads,
                                    about=about)
     with open_store(store) as db:
-        built, points = assemble.build_with_points(db, selection)
-        drawn = assemble.draw(db, built, fmt, png=png, points=points)
+        built, shown = assemble.build_shown(db, selection)
+        drawn = assemble.draw(db, built, fmt, png=png, profiled=shown.profiled)
     # Whole or not at all: a report that fails or is killed while written leaves the
     # previous one as it was (atomic.py).
     atomic.write_text(output, assemble.render(built, fmt, output, drawn))

@@ -12,7 +12,7 @@ one line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,8 @@ from dbarena.report.escaping import html_text
 from dbarena.stats import analysis, history
 from dbarena.stats.price import Price
 from dbarena.interfaces import ResultStore
-from dbarena.records import Summarised
+from dbarena.records import AnalysedPoint, LentSession
+from dbarena.report.shown import Shown
 
 FORMATS = ("html", "md", "csv", "json")
 CHART_FORMATS = ("html", "md")  # CSV and JSON carry figures only
@@ -63,39 +64,62 @@ class Drawn:
 
 def build(store: ResultStore, selection: Selection) -> data.Report:
     """The report model of the selection's points in the store."""
-    return build_with_points(store, selection)[0]
+    return build_shown(store, selection)[0]
 
 
-def build_with_points(store: ResultStore, selection: Selection) -> tuple[data.Report, list[Summarised]]:
-    """The report model, and the points it shows, each under the name the report gives
-    its series (data.series_labels: "label [config 1a2b3c]"; a view that links each
-    level to its points: `dbarena serve`), read and named once: what the store's
-    summaries of their sessions hold of them (analysis.stored_points), not their rows;
-    the whole records of those a decision's "why" names are read for it."""
+def build_shown(store: ResultStore, selection: Selection) -> tuple[data.Report, Shown]:
+    """The report model, and what it links each level to (its points, for a view that
+    opens them: `dbarena serve`; the profiled ones it pools), under the names the report
+    gives its series (data.series_labels: "label [config 1a2b3c]"): made from what the
+    store keeps of each shown label's configurations over their sessions
+    (analysis.stored_groups), or where those cannot make it (a search's offered rates, a
+    level two groups hold) from what it keeps of their points by session
+    (analysis.stored_points), each point named once; never from the points' rows but
+    for the whole records of those a decision's "why" names."""
     baseline, labels, at_threads = selection.baseline, selection.labels, selection.at_threads
     _check_labels(store, selection)
     if baseline and labels and baseline not in labels:
         labels = (baseline, *labels)
+    runs = store.runs()
+
+    def lent(order: list[str]) -> list[LentSession]:
+        # The other labels lend the spread between sessions of the shown groups'
+        # configurations, as they do to `compare` (read only where some label is not shown):
+        # from the summaries the store keeps of their sessions, not their points.
+        shown = set(order)
+        others = tuple(dict.fromkeys(r.label for r in runs if r.label not in shown))
+        return analysis.lent_sessions(store, others) if labels and others else []
+
+    def records(ids: Sequence[int]) -> list[AnalysedPoint]:
+        return analysis.load(store, point_ids=tuple(ids))
+
+    groups = analysis.stored_groups(store, tuple(labels))
+    if groups is not None:
+        if not groups:
+            raise UsageError(f"no points to report in {store.location}")
+        _check_level(at_threads, {g.summary.threads for g in groups})
+        order = list(labels) or list(dict.fromkeys(g.summary.label for g in groups))  # (as stored)
+        made = data.build_groups(groups, runs, baseline=baseline, prices=dict(selection.prices),
+                                 at_threads=at_threads, labels=order, lent=lent(order), about=selection.about,
+                                 records=records)
+        if made is not None:
+            return made
     # Each point made once, under the name the report gives its series.
     rows = analysis.stored_points(store, labels=tuple(labels), named=data.series_names)
     if not rows:
         raise UsageError(f"no points to report in {store.location}")
-    levels = sorted({r.threads for r in rows})
-    if at_threads is not None and at_threads not in levels:
-        raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
-                         f"(levels: {', '.join(map(str, levels))})")
+    _check_level(at_threads, {r.threads for r in rows})
     order = list(labels) or list(dict.fromkeys(r.series_label for r in rows))  # (as stored)
-    runs = store.runs()
-    # The other labels lend the spread between sessions of the shown groups'
-    # configurations, as they do to `compare` (read only where some label is not shown):
-    # from the summaries the store keeps of their sessions, not their points.
-    shown = set(order)
-    others = tuple(dict.fromkeys(r.label for r in runs if r.label not in shown))
-    lent = analysis.lent_sessions(store, others) if labels and others else []
-    return data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
-                            at_threads=at_threads, labels=order, histograms=store.latency_histograms, named=True,
-                            lent=lent, about=selection.about,
-                            records=lambda ids: analysis.load(store, point_ids=tuple(ids)))
+    report, named = data.build_named(rows, runs, baseline=baseline, prices=dict(selection.prices),
+                                     at_threads=at_threads, labels=order, histograms=store.latency_histograms,
+                                     named=True, lent=lent(order), about=selection.about, records=records)
+    return report, Shown.of_points(named)
+
+
+def _check_level(at_threads: int | None, measured: set[int]) -> None:
+    if at_threads is not None and at_threads not in measured:
+        raise UsageError(f"--at-threads {at_threads}: no point was measured at {at_threads} threads "
+                         f"(levels: {', '.join(map(str, sorted(measured)))})")
 
 
 def _check_labels(store: ResultStore, selection: Selection) -> None:
@@ -109,12 +133,12 @@ def _check_labels(store: ResultStore, selection: Selection) -> None:
 
 
 def draw(store: ResultStore, report: data.Report, fmt: str, png: bool = False,
-         points: Iterable[Summarised] = ()) -> Drawn:
+         profiled: levelprofiles.Profiled | None = None) -> Drawn:
     """The charts of the report in format `fmt` (none for CSV and JSON), also as PNG
     with `png`; the per-second series they show are read from the store in one go.
-    `points`: the analysed points the report shows (build_with_points), whose profiles
-    the HTML, Markdown and JSON reports pool by level (none given: no profiles)."""
-    profiled = levelprofiles.profiled(points)
+    `profiled`: the report's profiled points by level (build_shown's), whose profiles
+    the HTML, Markdown and JSON reports pool (none given: no profiles)."""
+    profiled = profiled or {}
     if fmt not in CHART_FORMATS:
         if png:
             raise UsageError(f"--png: {fmt} has no charts (give -o FILE.md or FILE.html)")

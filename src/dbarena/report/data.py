@@ -33,18 +33,19 @@ import math
 import operator
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from dbarena.records import JSONObject, Summarised, Configured, LentSession, LevelSummary, StoredRun, json_object, \
-    renamed
+from dbarena.records import JSONObject, Summarised, Configured, LentSession, LevelMeans, LevelSummary, SeriesKey, \
+    ShownPoint, StoredGroup, StoredRun, json_object, renamed
 from dbarena.stats import capacity
 from dbarena.stats import analysis
-from dbarena.stats import configkey, decision, levelcompare
+from dbarena.stats import configkey, decision, levelcompare, levelmeans, steadystate
 from dbarena.stats.decision import Decision
 from dbarena.stats.price import DEFAULT_CURRENCY, Price, with_currency
 from dbarena.bulk import collector_paused
 from dbarena.report import levels as level_figures
 from dbarena.report.curves import Curve
+from dbarena.report.shown import Shown
 from dbarena.report import curves as search_curves
 from dbarena.report.levels import PUBLIC_FIELDS as PUBLIC_FIELDS, LevelRow
 # Also read as data.server_is_local, data.usl, data.USL_MIN_LEVELS ... by tests.
@@ -214,7 +215,7 @@ def series_labels(rows: Sequence[Summarised], order: list[str], baseline: str | 
     # the rest of this function (records.relabelled: the fast copy; analysis.load names
     # them as it makes them, series_names given as `named`, and none is copied here).
     out = [r if new == r.label else renamed(r, new) for r, new in zip(rows, names)]
-    return (out, *_renamed(out, order, baseline, prices))
+    return (out, *_renamed(zip(map(_LABEL, out), map(_SERIES_LABEL, out)), order, baseline, prices))
 
 
 def series_names(points: Sequence[Configured], stored: Sequence[str] | None = None) -> list[str]:
@@ -269,12 +270,13 @@ def series_names(points: Sequence[Configured], stored: Sequence[str] | None = No
     return [name(r, label, key) for r, label, key in zip(points, labels, row_keys)]
 
 
-def _renamed(out: list[Summarised], order: list[str], baseline: str | None, prices: dict[str, Price]
+def _renamed(named: Iterable[tuple[str, str]], order: list[str], baseline: str | None, prices: dict[str, Price]
              ) -> tuple[list[str], str | None, dict[str, Price]]:
-    """The order, baseline and prices of the series the rows (`out`, named by
-    series_names) are shown under, from those of their labels as stored."""
+    """The order, baseline and prices of the series the rows are shown under (`named`:
+    each row's name, series_names', and its label as stored, in the rows' order), from
+    those of their labels as stored."""
     # (Each name with its label as stored, in the order the rows first give it: one pass.)
-    names = list(dict.fromkeys(zip(map(_LABEL, out), map(_SERIES_LABEL, out))))
+    names = list(dict.fromkeys(named))
     new_order = list(dict.fromkeys(name for label in order for name, stored in names if stored == label))
     new_prices = {name: prices[stored] for name, stored in names if stored in prices}
     new_baseline = next((name for name, stored in names if stored == baseline), baseline)
@@ -332,9 +334,9 @@ def _build(rows: Sequence[Summarised], runs: list[StoredRun], *, baseline: str |
     rows = [r for r in rows if r.series_label in shown]
     if baseline is None and order:
         baseline = order[0]
-    stored_order, stored_baseline = order, baseline
+    stored = (order, baseline)
     if named:
-        order, baseline, prices = _renamed(rows, order, baseline, prices)
+        order, baseline, prices = _renamed(zip(map(_LABEL, rows), map(_SERIES_LABEL, rows)), order, baseline, prices)
     else:
         rows, order, baseline, prices = series_labels(rows, order, baseline, prices)
     # The labels not shown lend their sessions' spread (as `compare`'s history does):
@@ -342,28 +344,117 @@ def _build(rows: Sequence[Summarised], runs: list[StoredRun], *, baseline: str |
     # in the order their points would have come.
     borrowed = [*lent, *map(analysis.lend, analysis.session_summaries(history))]
     every = analysis.summaries(rows, histograms=histograms, lent=borrowed)
-    # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
-    # its own: its series' curve shows it (report/curves.py), its level the capacity.
-    curves = search_curves.curves(rows, every)
-    summaries = {(s.label, s.engine, s.workload, s.threads): s for s in every if s.target_tps is None}
     members, ok_series = _grouped([r for r in rows if r.target_tps is None])
-    hardware = level_figures.hardware(rows, runs_by_id)
-    level_rows = _compare([level_figures.level_row(key, summary, members[key], prices.get(key[0]),
-                                                   hardware.get(key[0], level_figures.Hardware()))
-                           for key, summary in summaries.items()], baseline, summaries, about)
+    closed_loop = [r for r in rows if r.target_tps is None]
+    parts = _Parts(
+        order=order, baseline=baseline, prices=prices, stored=stored, every=every,
+        # An open-loop point (--slo: a step of its closed-loop point's search) is no level of
+        # its own: its series' curve shows it (report/curves.py), its level the capacity.
+        curves=search_curves.curves(rows, every),
+        means={key: levelmeans.of_group(s, [m for m in members[key] if m.status == "ok"])
+               for s in every if s.target_tps is None for key in (_LEVEL(s),)},
+        ok_series=defaultdict(list, {key: [_point_shown(p) for p in points] for key, points in ok_series.items()}),
+        hardware=level_figures.hardware(dict.fromkeys(zip(map(_LABEL, rows), map(_RUN_ID, rows))), runs_by_id),
+        # (The last row's of each name: a name's rows share both.)
+        origin=dict(zip(map(_LABEL, rows), map(_ORIGIN, rows))), closed_loop=closed_loop)
+    return _assembled(parts, runs, at_threads, about, records), rows
+
+
+def build_groups(groups: Sequence[StoredGroup], runs: list[StoredRun], *, baseline: str | None = None,
+                 prices: dict[str, Price] | None = None, at_threads: int | None = None,
+                 labels: list[str] | None = None, lent: Sequence[LentSession] = (), about: Sequence[str] = (),
+                 records: decision.Records | None = None) -> tuple[Report, Shown] | None:
+    """The report build_named makes of the groups' points (analysis.stored_groups: what the
+    store keeps of each shown label's configurations, in the order of their first points),
+    made from the groups alone, and what it links each level to (serve's links, the
+    profiles it pools). None where the groups cannot make it as the points would: a level
+    of a series held by two groups, or a several-hosts warning whose text names a label
+    the report shows under another name (build_named then makes it from the points)."""
+    levelcompare.ignoring("label", about)
+    prices = label_prices(runs, prices or {})
+    runs_by_id = {r.id: r for r in runs}
+    order = labels or list(dict.fromkeys(g.summary.label for g in groups))
+    if any(g.summary.label not in order for g in groups):
+        return None
+    if baseline is None and order:
+        baseline = order[0]
+    stored = (order, baseline)
+    names = series_names([SeriesKey(g.summary.label, g.summary.engine, g.summary.workload, g.summary.variant,
+                                    g.summary.config, g.summary.config_key) for g in groups])
+    if any(name != g.summary.label and any(w["code"] == steadystate.Warning_.SEVERAL_HOSTS.value
+                                           for w in g.summary.warnings) for g, name in zip(groups, names)):
+        return None
+    groups = [g if name == g.summary.label else replace(g, summary=replace(g.summary, label=name))
+              for g, name in zip(groups, names)]
+    levels = [(g.summary.label, g.summary.engine, g.summary.workload, g.summary.threads) for g in groups]
+    if len(set(levels)) < len(levels):
+        return None
+    order, baseline, prices = _renamed(((g.summary.label, g.summary.series_label) for g in groups),
+                                       order, baseline, prices)
+    every = analysis.of_groups(groups, lent=lent)
+    ok_series: dict[tuple[str, str, str], list[ShownPoint]] = defaultdict(list)
+    for g in sorted(groups, key=lambda g: g.shown.point_id if g.shown else 0):
+        if g.shown is not None:
+            ok_series[(g.summary.label, g.summary.engine, g.summary.workload)].append(g.shown)
+    met = sorted((first, g.summary.label, run_id) for g in groups for run_id, first in g.runs)
+    parts = _Parts(
+        order=order, baseline=baseline, prices=prices, stored=stored, every=every, curves=[],
+        means={key: g.level for key, g in zip(levels, groups) if g.level is not None},
+        ok_series=ok_series, hardware=level_figures.hardware(dict.fromkeys((name, run) for _, name, run in met),
+                                                             runs_by_id),
+        origin={g.summary.label: (g.summary.series_label, g.summary.variant) for g in groups},
+        located=lambda engine, workload, threads: sorted(
+            i for g in groups if (g.summary.engine, g.summary.workload, g.summary.threads) == (engine, workload, threads)
+            for i in g.links))
+    return _assembled(parts, runs, at_threads, about, records), Shown.of_groups(groups)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What a report is assembled from (_assembled), made from the points (_build) or
+    from what the store keeps of their groups (build_groups): the series' order,
+    baseline and prices under their names, and as stored; every group's summary under
+    its series' name; the searches' curves; each level's means; each series' ok points
+    a chart may show (in the points' order); each series' hardware; each series' label
+    as stored and variant; and the closed-loop points' ids at a level (a "why" reads them)."""
+
+    order: list[str]
+    baseline: str | None
+    prices: dict[str, Price]
+    stored: tuple[list[str], str | None]
+    every: list[LevelSummary]
+    curves: list[Curve]
+    means: dict[tuple[str, str, str, int], LevelMeans]
+    ok_series: dict[tuple[str, str, str], list[ShownPoint]]
+    hardware: dict[str, level_figures.Hardware]
+    origin: dict[str, tuple[str, str]]
+    closed_loop: Sequence[Summarised] = ()  # (the points, where made from them)
+    located: decision.Located | None = None  # (where made from their groups)
+
+
+def _assembled(parts: _Parts, runs: list[StoredRun], at_threads: int | None, about: Sequence[str],
+               records: decision.Records | None) -> Report:
+    summaries = {_LEVEL(s): s for s in parts.every if s.target_tps is None}
+    level_rows = _compare([level_figures.level_row(key, summary, parts.means[key], parts.prices.get(key[0]),
+                                                   parts.hardware.get(key[0], level_figures.Hardware()))
+                           for key, summary in summaries.items()], parts.baseline, summaries, about)
     by_series = _by_series(level_rows)
     # The decisions compare the labels as stored: the same groups of points under their
     # stored labels (a summary's points share one configuration key, so renaming a
     # label's configurations apart changes no group), not a second summaries() pass.
-    groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in every]
-    # (The points under their series' names: analysis.compare and the decision read
-    # each one's label as stored, its series_label.)
-    decisions, overall = _decisions(rows, stored_order, stored_baseline, level_rows, groups, about, records)
-    picked = _Picked(order=order, baseline=baseline, at_threads=at_threads, prices=prices)
-    sections = [_section(engine, workload, level_rows, by_series, ok_series, picked, curves)
+    groups = [s if s.label == s.series_label else replace(s, label=s.series_label) for s in parts.every]
+    decisions, overall = _decisions(*parts.stored, level_rows, groups, about, parts.closed_loop, parts.located,
+                                    records)
+    picked = _Picked(order=parts.order, baseline=parts.baseline, at_threads=at_threads, prices=parts.prices)
+    sections = [_section(engine, workload, level_rows, by_series, parts.ok_series, picked, parts.curves)
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
-    return Report(labels=order, baseline=baseline, at_threads=at_threads, rows=level_rows, sections=sections,
-                  provenance=_provenance(rows, order, runs), decisions=decisions, overall=overall), rows
+    return Report(labels=parts.order, baseline=parts.baseline, at_threads=at_threads, rows=level_rows,
+                  sections=sections, provenance=_provenance(parts.origin, parts.order, runs), decisions=decisions,
+                  overall=overall)
+
+
+def _point_shown(p: Summarised) -> ShownPoint:
+    return ShownPoint(p.point_id, p.threads, p.repeat, p.steady_start_s, tuple(p.dips_s))
 
 
 def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
@@ -415,23 +506,22 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
             f"{figure} {d.label} / {d.baseline} {d.ratio:.3f}")
 
 
-def _decisions(rows: list[Summarised], order: list[str], baseline: str | None, level_rows: list[LevelRow],
-               groups: list[LevelSummary], about: Sequence[str], records: decision.Records | None = None
-               ) -> tuple[list[Decision], list[Decision]]:
+def _decisions(order: list[str], baseline: str | None, level_rows: list[LevelRow], groups: list[LevelSummary],
+               about: Sequence[str], closed_loop: Sequence[Summarised], located: decision.Located | None,
+               records: decision.Records | None = None) -> tuple[list[Decision], list[Decision]]:
     """Each stored label against the baseline (the labels as stored: analysis.compare
     matches configurations itself, apart from the host), with what each costs; groups:
-    analysis.summaries of the rows."""
+    analysis.summaries of the shown points; what bound each side at a level, from the
+    closed-loop points (a search's steps are not its levels), or their ids (`located`)."""
     decisions: list[Decision] = []
     overall: list[Decision] = []
     if baseline is None:
         return decisions, overall
-    # (What bound each side: its closed-loop points; a search's steps are not its levels.)
-    closed_loop = [r for r in rows if r.target_tps is None]
     for label in order:
         if label == baseline:
             continue
-        decided = decision.decide(analysis.compare(rows, baseline, label, about=about, groups=groups),
-                                  closed_loop, records)
+        decided = decision.decide(analysis.compare((), baseline, label, about=about, groups=groups),
+                                  closed_loop, records, located)
         decided = [replace(d, price=_price_note(d, level_rows)) for d in decided]
         decisions.extend(decided)
         line = decision.overall(decided)
@@ -457,6 +547,7 @@ def _grouped(rows: list[Summarised]
 _LABEL, _SERIES_LABEL = operator.attrgetter("label"), operator.attrgetter("series_label")
 _ORIGIN = operator.attrgetter("series_label", "variant")
 _LEVEL = operator.attrgetter("label", "engine", "workload", "threads")
+_RUN_ID = operator.attrgetter("run_id")
 
 
 # ------------------------------------------------------------------ comparisons
@@ -539,7 +630,7 @@ class _Picked:
 
 
 def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: BySeries,
-             ok_series: dict[tuple[str, str, str], list[Summarised]], picked: _Picked,
+             ok_series: dict[tuple[str, str, str], list[ShownPoint]], picked: _Picked,
              curves: Sequence[Curve] = ()) -> Section:
     order = picked.order
     sec_rows = sorted((r for r in level_rows if (r.engine, r.workload) == (engine, workload)),
@@ -572,7 +663,7 @@ def _section(engine: str, workload: str, level_rows: list[LevelRow], by_series: 
                    cheapest=_cheapest(ranking, picked.at_threads, picked.prices), curves=mine)
 
 
-def _shown_level(ok_points: list[list[Summarised]], at_threads: int | None) -> int | None:
+def _shown_level(ok_points: list[list[ShownPoint]], at_threads: int | None) -> int | None:
     """The level of the per-second chart, given each label's ok points."""
     # The per-second chart compares one level: --at-threads, else the highest level
     # every label measured; only when the labels share none, each its own highest.
@@ -619,11 +710,11 @@ def _cheapest(ranking: list[Ranking], at_threads: int | None, prices: dict[str, 
     return None
 
 
-def _provenance(rows: list[Summarised], order: list[str], runs: list[StoredRun]
+def _provenance(origin: dict[str, tuple[str, str]], order: list[str], runs: list[StoredRun]
                 ) -> dict[str, dict[str, StoredRun]]:
-    """Each series' runs by engine: those of its label and variant."""
+    """Each series' runs by engine: those of its label and variant (`origin`: each
+    series' label as stored and its variant)."""
     provenance: dict[str, dict[str, StoredRun]] = {}
-    origin = dict(zip(map(_LABEL, rows), map(_ORIGIN, rows)))  # (the last row's of each name)
     for name in order:
         label, variant = origin.get(name, (name, None))
         variant = variant or ""
@@ -640,7 +731,7 @@ def at_text(report: Report) -> str:
     return f"Price/performance at {report.at_threads} threads (--at-threads), the cheapest label named."
 
 
-def _chosen_series(candidates: list[Summarised], level: int | None) -> ShownSeries | None:
+def _chosen_series(candidates: list[ShownPoint], level: int | None) -> ShownSeries | None:
     """The per-second series shown for a label: of its ok points (candidates), the one at
     `level` (first repeat; none if the label has no point there), or without a level
     its highest; samples are attached by the caller."""
@@ -653,5 +744,5 @@ def _chosen_series(candidates: list[Summarised], level: int | None) -> ShownSeri
         return None
     point = min(chosen, key=lambda r: r.repeat)
     return ShownSeries(point_id=point.point_id, threads=point.threads, steady_start_s=point.steady_start_s,
-                       dips_s=point.dips_s)
+                       dips_s=list(point.dips_s))
 

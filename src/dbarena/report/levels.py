@@ -3,22 +3,14 @@ level row, LevelRow), and the hardware of each label's server they are divided b
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TypedDict
 
-from dbarena.records import JSON, Summarised, JSONObject, LevelSummary, MeanEstimate, StoredRun, json_object
-from dbarena.stats import bound as point_bound
+from dbarena.records import JSON, JSONObject, LevelMeans, LevelSummary, MeanEstimate, StoredRun, json_object
 from dbarena.stats.price import Price
-from dbarena.workloads import tpcc
 
 __all__ = ["LevelRow", "Hardware", "PUBLIC_FIELDS", "CAPACITY_FIELDS", "level_row", "hardware", "server_is_local"]
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
 
 
 def _number(value: JSON) -> float | None:
@@ -176,35 +168,6 @@ class Hardware:
     hardware_threads: int | None = None
 
 
-class _Tpcc(TypedDict):
-    tpm_new_order: float | None
-    tpcc_mix_pct: dict[str, float | None] | None
-    tpcc_latency_ms: dict[str, float | None] | None
-    rollbacks: float | None
-
-
-def _tpcc_figures(ok: list[Summarised]) -> _Tpcc:
-    """The TPC-C-like workload's own figures, means over repeats: New-Order transactions
-    committed per minute (the tpmC-like figure), the mix of transaction types (% of
-    all) and each type's average latency; None for other workloads."""
-    details = [d for m in ok if (d := m.details).get("tpm_new_order") is not None]
-    if not details:
-        return {"tpm_new_order": None, "tpcc_mix_pct": None, "tpcc_latency_ms": None, "rollbacks": None}
-    per_type = [json_object(d.get("per_type")) for d in details]
-    found = {k for types in per_type for k in types}
-    kinds = [k for k in tpcc.KINDS if k in found] + sorted(found - set(tpcc.KINDS))  # the specification's order
-
-    def of_type(kind: str, figure: str) -> float | None:
-        return _mean(_number(json_object(types.get(kind)).get(figure)) for types in per_type)
-
-    return {
-        "tpm_new_order": _mean(_number(d["tpm_new_order"]) for d in details),
-        "tpcc_mix_pct": {k: of_type(k, "share_pct") for k in kinds},
-        "tpcc_latency_ms": {k: of_type(k, "latency_avg_ms") for k in kinds},
-        "rollbacks": _mean(_number(d.get("rollbacks")) for d in details),
-    }
-
-
 def server_is_local(run: StoredRun) -> bool:
     """Did the server run on the measured host (a throwaway instance)?"""
     options = run.options
@@ -213,13 +176,13 @@ def server_is_local(run: StoredRun) -> bool:
     return options.get("target", "throwaway") == "throwaway"
 
 
-def hardware(rows: list[Summarised], runs_by_id: dict[int, StoredRun]) -> dict[str, Hardware]:
+def hardware(met: Iterable[tuple[str, int]], runs_by_id: dict[int, StoredRun]) -> dict[str, Hardware]:
     """Hardware of each label's server, from its runs (a label is one machine): the
     measured host for a throwaway instance, what --server-cores/--server-threads said
-    for a remote target."""
+    for a remote target. `met`: each (label, run) once, in the order the label's points
+    meet its runs (the first run that knows its hardware gives it)."""
     hardware: dict[str, Hardware] = {}
-    # Each run once, in the rows' order (a run holds thousands of points of a big store).
-    for label, run_id in dict.fromkeys((r.label, r.run_id) for r in rows):
+    for label, run_id in met:
         if label not in hardware and (found := _server_hardware(runs_by_id[run_id])) is not None:
             hardware[label] = found
     return hardware
@@ -244,31 +207,27 @@ def _server_hardware(run: StoredRun) -> Hardware | None:
     return None
 
 
-def level_row(key: tuple[str, str, str, int], summary: LevelSummary, members: list[Summarised],
+def level_row(key: tuple[str, str, str, int], summary: LevelSummary, means: LevelMeans,
               label_price: Price | None, hw: Hardware) -> LevelRow:
-    """The figures of one label x engine x workload x threads, over its repeats."""
+    """The figures of one label x engine x workload x threads, over its repeats: its
+    summary's, and the means of its ok points (stats/levelmeans.of_group)."""
     label, engine, workload, threads = key
-    ok = [m for m in members if m.status == "ok"]
     tps = summary.mean if summary.metric == "tps" else None
-    seconds = _mean(m.run_avg_s for m in ok) if summary.metric != "tps" else None
+    seconds = means.seconds
     # Each tool's own figure: mysqlslap's is the seconds it took to run its queries
     # (lower is better), as study A publishes it; the others' their throughput.
     metric = "seconds" if seconds is not None else summary.metric
     return LevelRow(
         label=label, engine=engine, workload=workload, threads=threads, metric=metric, seconds=seconds,
-        printed_tps=_mean(m.tps for m in ok) if tps is not None else None,
-        **_tpcc_figures(ok),
-        cpu_busy_pct=_mean(m.cpu_busy_pct for m in ok), cpu_iowait_pct=_mean(m.cpu_iowait_pct for m in ok),
-        server_cpu=_mean(m.server_cpu for m in ok), loadgen_cpu=_mean(m.loadgen_cpu for m in ok),
-        bound=point_bound.of_group(m.bound for m in ok),  # each point's, from the server's view
-        bound_kind=point_bound.most_frequent(m.bound for m in ok),
+        printed_tps=means.printed_tps, tpm_new_order=means.tpm_new_order, tpcc_mix_pct=means.tpcc_mix_pct,
+        tpcc_latency_ms=means.tpcc_latency_ms, rollbacks=means.rollbacks,
+        cpu_busy_pct=means.cpu_busy_pct, cpu_iowait_pct=means.cpu_iowait_pct,
+        server_cpu=means.server_cpu, loadgen_cpu=means.loadgen_cpu,
+        bound=means.bound, bound_kind=means.bound_kind,
         n=summary.n, failed=summary.failed,
         tps=tps, **_tps_interval(summary, tps),
-        qps=_mean(m.qps for m in ok), value=seconds if metric == "seconds" else summary.mean,
-        # Transactions, queries and time of a point, means over its ok repeats: the time
-        # a run of mysqlslap's queries took where there is no throughput.
-        transactions=_mean(m.transactions for m in ok), queries=_mean(m.queries for m in ok),
-        time_s=_mean(m.duration_s if tps is not None else m.run_avg_s for m in ok),
+        qps=means.qps, value=seconds if metric == "seconds" else summary.mean,
+        transactions=means.transactions, queries=means.queries, time_s=means.time_s,
         latency_p50_ms=summary.latency_p50_ms, latency_p90_ms=summary.latency_p90_ms,
         latency_p95_ms=summary.latency_p95_ms, latency_p99_ms=summary.latency_p99_ms,
         latency_p999_ms=summary.latency_p999_ms, latency_max_ms=summary.latency_max_ms,

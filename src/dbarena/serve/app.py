@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import operator
 import re
 import sqlite3
 import sys
@@ -48,9 +47,10 @@ from dbarena import bulk
 from dbarena.errors import DbarenaError, StoreError, UsageError
 from dbarena.limits import printable
 from dbarena.masking import masked
-from dbarena.records import AnalysedPoint, LevelComparison, StoredRun, Summarised
+from dbarena.records import AnalysedPoint, LevelComparison, StoredRun
 from dbarena.report.data import Report
 from dbarena.report.levelprofiles import Profiled
+from dbarena.report.shown import Links
 from dbarena.report import html as report_html
 from dbarena.serve import live, pages
 from dbarena.store.database import Store
@@ -496,9 +496,8 @@ class _Pages:
         return Response(report_html.STYLE, media_type="text/css")
 
 
-# (engine, workload) -> (label as the report names its series, threads) -> point ids
-Links = dict[tuple[str, str], dict[tuple[str, int], list[int]]]
-# The report, its levels' points, and its profiled points by level (report/levelprofiles.py).
+# The report, its levels' points (report/shown.py), and its profiled points by level
+# (report/levelprofiles.py).
 Model = tuple[Report, Links, Profiled]
 
 
@@ -541,31 +540,11 @@ def _preload() -> None:
 def _model(store: Store, baseline: str | None, chosen: list[str], about: Sequence[str] = ()) -> Model:
     """The report of a choice (as `dbarena report` builds it, `about` as its --about),
     the points of each of its levels, and the profiled ones Decide pools."""
-    from dbarena.report import assemble, levelprofiles  # (its charts' modules load on first use)
+    from dbarena.report import assemble  # (its charts' modules load on first use)
 
-    report, points = assemble.build_with_points(store, assemble.Selection(labels=tuple(chosen), baseline=baseline,
-                                                                          about=tuple(about)))
-    # (The points hold no reference cycle: the collector's passes over them while they
-    # were sorted cost more than the sort.)
-    with bulk.collector_paused():
-        return report, _links(points), levelprofiles.profiled(points)
-
-
-def _links(named: list[Summarised]) -> Links:
-    """(engine, workload) -> (label as the report names its series, threads) -> the ids
-    of the points measured there: what a chart's level opens. `named`: the points under
-    the report's own names (build_with_points: a label's configurations apart). An
-    open-loop point (--slo's search) is no level's: its curve links it (report/curves.py)."""
-    out: Links = {}
-    # The ok points first, then by repeat and id (a sort is stable: by repeat and id,
-    # then the ok ones taken before the others).
-    closed = sorted((p for p in named if p.target_tps is None), key=_REPEAT_ID)
-    for p in [*(p for p in closed if p.status == "ok"), *(p for p in closed if p.status != "ok")]:
-        out.setdefault((p.engine, p.workload), {}).setdefault((p.label, p.threads), []).append(p.point_id)
-    return out
-
-
-_REPEAT_ID = operator.attrgetter("repeat", "point_id")
+    report, shown = assemble.build_shown(store, assemble.Selection(labels=tuple(chosen), baseline=baseline,
+                                                                   about=tuple(about)))
+    return report, shown.links, shown.profiled
 
 
 class _Choice(Exception):

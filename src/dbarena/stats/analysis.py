@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import repeat
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDict
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from dbarena.stats import bound
 from dbarena.stats import configkey
 from dbarena.stats import interference
 from dbarena.stats import levelcompare
+from dbarena.stats import levelmeans
 from dbarena.stats import profiles
 from dbarena.stats import latency
 from dbarena.stats import metric
@@ -37,8 +38,8 @@ from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelSummary, \
-    ServerRecord, SessionSummary, StoredPoint, Summarised, SummaryPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
+from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelMeans, LevelSummary, \
+    ServerRecord, SessionSummary, ShownPoint, StoredGroup, StoredPoint, Summarised, SummaryPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
     STORED_FIELDS, stored_point
 
 # Repeats are pooled per label and configuration key (configkey.py): a summary never
@@ -506,8 +507,62 @@ def summaries(rows: Iterable[Summarised],
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
     of_config = _sessions_of_configs(groups, by_session, lent, interleaved)
     searched = _capacities(groups)
-    return [_summary(key, members, valued_of[key], by_session[key], of_config, histograms, searched)
+    return [completed(_own_summary(key, members, valued_of[key], by_session[key], histograms), by_session[key],
+                      of_config, searched)
             for key, members in groups.items()]
+
+
+def own_summaries(rows: Iterable[Summarised], histograms: Histograms | None = None) -> list[StoredGroup]:
+    """summaries()' groups with what each takes from no other group (what the store keeps
+    of a label's configuration over its sessions: store.save_group_summaries), and their
+    sessions; `completed` makes the rest of each from every group read."""
+    groups: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
+    for row in rows:
+        groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
+    out = []
+    for key, members in groups.items():
+        valued = [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
+        found = sessions.of((m.run_id, v) for m, v in valued)
+        summary = _own_summary(key, members, valued, found, histograms)
+        out.append(StoredGroup(first_point=members[0].point_id, summary=summary,
+                               session_means=found.means if found is not None else (),
+                               session_runs=found.runs if found is not None else (),
+                               **_shown(summary, members)))
+    return out
+
+
+class _Shown(TypedDict):
+    level: LevelMeans | None
+    runs: tuple[tuple[int, int], ...]
+    ok: int
+    shown: ShownPoint | None
+    links: tuple[int, ...]
+    profiled: tuple[tuple[int, float], ...]
+
+
+_REPEAT_ID = operator.attrgetter("repeat", "point_id")
+
+
+def _shown(summary: LevelSummary, members: Sequence[Summarised]) -> _Shown:
+    """What a report reads of a group's points (its points, in their order) besides its
+    summary: records.StoredGroup's fields from `level` on (an offered rate's group is no
+    level of its own: none of them)."""
+    runs: dict[int, int] = {}
+    for m in members:
+        runs.setdefault(m.run_id, m.point_id)
+    ok = [m for m in members if m.status == "ok"]
+    if summary.target_tps is not None:
+        return {"level": None, "runs": tuple(runs.items()), "ok": len(ok), "shown": None, "links": (), "profiled": ()}
+    first = min(ok, key=_REPEAT_ID) if ok else None
+    ordered = sorted(members, key=_REPEAT_ID)
+    return {
+        "level": levelmeans.of_group(summary, ok), "runs": tuple(runs.items()), "ok": len(ok),
+        "shown": None if first is None else ShownPoint(first.point_id, first.threads, first.repeat,
+                                                       first.steady_start_s, tuple(first.dips_s)),
+        # (Serve's links of a level: its ok points first, each part by repeat and id.)
+        "links": tuple(m.point_id for part in (True, False) for m in ordered if (m.status == "ok") is part),
+        "profiled": tuple(sorted((m.point_id, float(m.transactions)) for m in ok if m.profile and m.transactions)),
+    }
 
 
 def _sessions_of_configs(groups: Mapping[tuple[str, str], list[Summarised]],
@@ -526,12 +581,32 @@ def _sessions_of_configs(groups: Mapping[tuple[str, str], list[Summarised]],
     return of_config
 
 
-def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple[Summarised, float]],
-             found: sessions.Sessions | None, of_config: Mapping[str, list[sessions.Sessions]],
-             histograms: Histograms | None, searched: Mapping[tuple[str, str], tuple[capacity.Capacity, Interference | None]]
-             ) -> LevelSummary:
-    """One group's summary: `valued` its ok points with their figures, `found` its
-    sessions, `of_config` every configuration's (summaries)."""
+Searched = Mapping[tuple[str, str], tuple[capacity.Capacity, Interference | None]]
+
+
+def completed(own: LevelSummary, found: sessions.Sessions | None, of_config: Mapping[str, list[sessions.Sessions]],
+              searched: Searched) -> LevelSummary:
+    """A group's own summary (_own_summary) with what it takes from the other groups read:
+    the spread between sessions of its configuration (`of_config`, every configuration's
+    groups by session: summaries'), and, for a closed-loop group, the capacity its label's
+    search found (`searched`: _capacities)."""
+    known = sessions.known_for(own.config_key, found, of_config) if found is not None else None
+    # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
+    found_capacity, stepped_under = searched.get((own.label, capacity.search_key(own.config)), (None, None)) \
+        if searched and own.target_tps is None and own.config is not None else (None, None)
+    return dataclasses.replace(
+        own, between_sessions=_between_words(found, known),
+        # What comparisons use: the mean over sessions, with the spread between them.
+        estimate=sessions.estimate(found, known) if found is not None else None,
+        capacity=found_capacity.as_json() if found_capacity is not None else None,
+        capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
+        capacity_interference=stepped_under)
+
+
+def _own_summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple[Summarised, float]],
+                 found: sessions.Sessions | None, histograms: Histograms | None) -> LevelSummary:
+    """One group's summary but what it takes from other groups (`completed`): `valued`
+    its ok points with their figures, `found` its sessions."""
     ok = [m for m, _ in valued]
     low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
     within = (low, high) if low is not None and high is not None else None
@@ -540,19 +615,15 @@ def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple
                               adaptive=adaptive)
     judged_by = ok[0].metric if ok else members[0].metric
     first = members[0]
-    known = sessions.known_for(key[1], found, of_config) if found is not None else None
     printed = _statistic(ok)
     pooled = pooled_latency(ok, histograms)
     costs, costs_by_session = efficiency.of_group((m.run_id, m.efficiency) for m in ok)
-    # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
-    found_capacity, stepped_under = searched.get((key[0], capacity.search_key(first.config)), (None, None)) \
-        if searched and first.target_tps is None and first.config is not None else (None, None)
     return LevelSummary(
         label=key[0], config_key=key[1], engine=first.engine, workload=first.workload, threads=first.threads,
         clients=first.clients, variant=first.variant, config=first.config,
         metric=judged_by, lower_is_better=metric.lower_is_better(judged_by),
         n=summary.n, failed=summary.failed, sessions=found.count if found is not None else 0,
-        between_sessions=_between_words(found, known), median=summary.median, mean=summary.mean,
+        between_sessions=None, median=summary.median, mean=summary.mean,
         statistic=printed.statistic, printed_median=printed.printed_median,
         stdev=summary.stdev, ci_low=summary.ci_low, ci_high=summary.ci_high, cv=summary.cv,
         interval=_interval_words(summary, adaptive),
@@ -566,15 +637,11 @@ def _summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple
         # Every figure the repeats stored, each over them (median, mean, n, spread) and
         # labelled: what published tables give (a mean of printed p95s), named as such.
         over_repeats={column: figure.as_dict() for column, figure in repeats.over_repeats(ok).items()},
-        # What comparisons use: the mean over sessions, with the spread between them.
-        estimate=sessions.estimate(found, known) if found is not None else None,
+        estimate=None,
         # A group's points share their label, and so the series it was named from.
         series_label=first.series_label,
         interference=interference.of_points(ok),
         target_tps=first.target_tps,
-        capacity=found_capacity.as_json() if found_capacity is not None else None,
-        capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
-        capacity_interference=stepped_under,
         efficiency=dict(costs) or None,
         efficiency_sessions=costs_by_session or None,
     )
@@ -753,12 +820,7 @@ def stored_points(store: ResultStore, *, run_id: int | None = None, labels: tupl
     with collector_paused():
         kept, stale = store.summarised([r.id for r in runs], ESTIMATOR_VERSION)
     if stale:
-        wanted = set(stale)
-        points = [p for p in load(store, labels=tuple(dict.fromkeys(r.label for r in runs if r.id in wanted)))
-                  if p.run_id in wanted]
-        made = session_summaries(points)
-        store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
-        kept = [*kept, *made]
+        kept = [*kept, *_summarised_again(store, stale, runs)]
     if variants:
         kept = [one for one in kept if one.members[0].variant in variants]  # (a session's points share theirs)
     with collector_paused():
@@ -771,6 +833,16 @@ def stored_points(store: ResultStore, *, run_id: int | None = None, labels: tupl
         out = sorted((m for one in kept for m in one.members), key=operator.attrgetter("point_id"))
     bulk.keep(len(out))  # (what a read command keeps to its end, as load's)
     return out
+
+
+def _summarised_again(store: ResultStore, stale: Sequence[int], runs: Sequence[StoredRun]) -> list[SessionSummary]:
+    """The session summaries of these runs made from their points, and saved."""
+    wanted = set(stale)
+    points = [p for p in load(store, labels=tuple(dict.fromkeys(r.label for r in runs if r.id in wanted)))
+              if p.run_id in wanted]
+    made = session_summaries(points)
+    store.save_session_summaries(sorted(wanted), made, ESTIMATOR_VERSION)
+    return made
 
 
 _SESSION_KEY = operator.attrgetter(*SeriesKey._fields[1:])
@@ -789,11 +861,81 @@ def summarise_all(store: ResultStore) -> int:
 def stored_summaries(store: ResultStore, *, run_id: int | None = None, labels: tuple[str, ...] = (),
                      study: str | None = None, variants: tuple[str, ...] = ()) -> list[LevelSummary]:
     """summaries() of the points load() would read with these filters, made from the
-    summaries the store keeps of their sessions (stored_points) rather than from every
-    point's row: the same figures, to the last bit (the same function of the same values
-    in the same order)."""
+    summaries the store keeps of each label's configurations (stored_groups), or where
+    the filters cut groups apart (a run, a study) or a group is a search's offered rate
+    (its capacity is made from its points), of their sessions (stored_points), rather than
+    from every point's row: the same figures, to the last bit (the same function of the
+    same values in the same order)."""
+    if run_id is None and study is None:
+        kept = stored_groups(store, labels)
+        if kept is not None:
+            # (A group's points share their variant: the groups of those variants are the
+            # groups of those variants' points, and lend each other their spread as those would.)
+            return of_groups([g for g in kept if not variants or g.summary.variant in variants])
     return summaries(stored_points(store, run_id=run_id, labels=labels, study=study, variants=variants),
                      histograms=store.latency_histograms)
+
+
+def stored_groups(store: ResultStore, labels: tuple[str, ...] = ()) -> list[StoredGroup] | None:
+    """What the store keeps of these labels' configurations over their sessions (every
+    label's without `labels`), in the order of their first points: the runs whose session
+    summaries are missing, stale or short are summarised first, and a group without a
+    summary kept (a session of it stored, changed or forgotten since) is made from its
+    sessions' summaries and kept for the next read. None where a group is an offered
+    rate's (--slo: its label's capacity is made from the points of its search)."""
+    runs = [r for r in store.runs() if not labels or r.label in labels]
+    stale = store.short_sessions([r.id for r in runs], ESTIMATOR_VERSION)
+    # (Made here, and used as made: a store that cannot keep them, an older one read
+    # through a copy in memory, still answers.)
+    fresh = _summarised_again(store, stale, runs) if stale else []
+    kept, missing = store.group_summaries(labels, ESTIMATOR_VERSION)
+    if fresh:
+        remade = {(one.label, one.config_key) for one in fresh}
+        kept = [g for g in kept if (g.summary.label, g.summary.config_key) not in remade]
+        missing = sorted({*missing, *remade})
+    if missing:
+        made = _groups(store, missing, runs, fresh)
+        store.save_group_summaries(made, ESTIMATOR_VERSION)
+        kept = sorted([*kept, *made], key=operator.attrgetter("first_point"))
+    return None if any(g.summary.target_tps is not None for g in kept) else kept
+
+
+def _groups(store: ResultStore, wanted: Sequence[tuple[str, str]], runs: Sequence[StoredRun],
+            fresh: Sequence[SessionSummary]) -> list[StoredGroup]:
+    """These (label, configuration key) groups made from their sessions' summaries:
+    `fresh` those just made, the others read (a run whose rows do not all read is
+    summarised from its points again first)."""
+    keys: dict[str, set[str]] = defaultdict(set)
+    for label, key in wanted:
+        keys[label].add(key)
+    made = {one.run_id for one in fresh}
+    members: list[SummaryPoint] = []
+    for label, of_label in keys.items():
+        with collector_paused():
+            found, stale = store.summarised([r.id for r in runs if r.label == label and r.id not in made],
+                                            ESTIMATOR_VERSION)
+        if stale:
+            found = [*found, *_summarised_again(store, stale, runs)]
+        found = [*found, *(one for one in fresh if one.label == label)]
+        members.extend(m for one in found if one.config_key in of_label for m in one.members)
+    members.sort(key=operator.attrgetter("point_id"))
+    return own_summaries(members, histograms=store.latency_histograms)
+
+
+def of_groups(groups: Sequence[StoredGroup], lent: Sequence[LentSession] = ()) -> list[LevelSummary]:
+    """summaries() of the groups' points, from what the store keeps of the groups
+    (stored_groups): each group's own summary completed with the spread between sessions
+    the others of its configuration lend it, in the order their points would be read,
+    and then those `lent` lends (summaries' `lent`, not interleaved)."""
+    found = [sessions.Sessions(means=g.session_means, runs=g.session_runs) if g.session_means else None
+             for g in groups]
+    of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
+    for group, of_group in zip(groups, found):
+        if of_group is not None:
+            of_config[group.summary.config_key].append(of_group)
+    for _, config_key, borrowed in _lent_groups(lent, {(g.summary.label, g.summary.config_key): g for g in groups}):
+        of_config[config_key].append(borrowed)
+    return [completed(group.summary, of_group, of_config, {}) for group, of_group in zip(groups, found)]
 
 
 def summarise_stored(store: ResultStore, run_id: int, points: Sequence[AnalysedPoint]) -> None:

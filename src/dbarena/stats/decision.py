@@ -275,22 +275,30 @@ def _machine_bound(points: Sequence[AnalysedPoint]) -> str:
 # says of the level it names: what a view holds of its points (records.Summarised) lacks
 # their server's figures and load generators.
 Records = Callable[[Sequence[int]], Sequence[AnalysedPoint]]
+# (engine, workload, threads) -> the ids of the closed-loop points a view shows there,
+# ascending: where a view holds its points' groups rather than the points (report/data.py).
+Located = Callable[[str | None, str | None, int], Sequence[int]]
 
 
 def _why(d: Decision, rows: Sequence[LevelComparison], points: Sequence[Summarised],
-         records: Records | None) -> str | None:
+         records: Records | None, located: Located | None = None) -> str | None:
     """At the level whose ratio lies farthest from 1, what bound each side, and the cost
     per transaction they differ in most (its row's, stats/levelcompare.py). `records`:
-    the whole records of `points` where they are not (None: they are AnalysedPoints)."""
+    the whole records of `points` (or of those `located` gives) where they are not
+    (None: they are AnalysedPoints)."""
     if d.verdict not in (FASTER, SLOWER) or not d.levels:
         return None
     threads = max(d.levels, key=lambda level: abs(math.log(level.ratio))).threads
     workload = d.workload.split(" [", 1)[0] if d.workload else None
-    # (Closed-loop points only: an offered rate's is a step of a search, --slo.)
-    found = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
-             and p.target_tps is None]
-    here = records([p.point_id for p in found]) if records is not None else \
-        [p for p in found if isinstance(p, AnalysedPoint)]
+    if located is not None:
+        ids = located(d.engine, workload, threads)
+        here: Sequence[AnalysedPoint] = records(ids) if records is not None and ids else []
+    else:
+        # (Closed-loop points only: an offered rate's is a step of a search, --slo.)
+        found = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
+                 and p.target_tps is None]
+        here = records([p.point_id for p in found]) if records is not None else \
+            [p for p in found if isinstance(p, AnalysedPoint)]
     # (Its stored label: a report may show the point under its series' name, analysis.sides.)
     of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
@@ -321,12 +329,12 @@ def _server_difference(label: str, baseline: str, ours: Sequence[AnalysedPoint],
 
 
 def decide(comparisons: Iterable[LevelComparison], points: Sequence[Summarised] = (),
-           records: Records | None = None) -> list[Decision]:
+           records: Records | None = None, located: Located | None = None) -> list[Decision]:
     """Rows of analysis.compare (b against a, level by level) -> one Decision per
     engine and workload, worst first (lowest ratio; those without a figure last).
     `points` (analysis.load rows, or what a view holds of them: `records` then reads
-    the whole records of those a "why" names): to say why each significant difference
-    is there."""
+    the whole records of those a "why" names), or `located` with `records`: to say why
+    each significant difference is there."""
     groups: dict[tuple[str, str, str, str, str | None], list[LevelComparison]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
@@ -335,7 +343,8 @@ def decide(comparisons: Iterable[LevelComparison], points: Sequence[Summarised] 
         groups.setdefault((r.b, r.a, r.engine, workload, r.slo), []).append(r)
     out = [(_workload(label, baseline, engine, workload, rows), rows)
            for (label, baseline, engine, workload, _), rows in groups.items()]
-    decided = [replace(d, why=_why(d, rows, points, records)) if points else d for d, rows in out]
+    decided = [replace(d, why=_why(d, rows, points, records, located)) if points or located is not None else d
+               for d, rows in out]
     return sorted(decided, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
 
 

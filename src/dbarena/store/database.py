@@ -35,8 +35,9 @@ from dbarena.store import verbatim
 from dbarena.store.verbatim import PointFiles, Verbatim
 from dbarena.store.dialect import Dialect, PostgreSQL, SQLite
 from dbarena.store.edge import COLUMNS, Edge
-from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, ServerRecord, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredPoint, StoredRun, \
+from dbarena.records import STORED_FIELDS, JSONObject, ForgottenRun, ServerRecord, StoredProfile, StoredSystemSample, LentSession, RunProgress, SessionSummary, StoredGroup, StoredPoint, StoredRun, \
     SystemSums, stored_point
+from dbarena.store import groups as group_rows
 from dbarena.store import summaries as summary_rows
 from dbarena.store.pointfiles import FileReads
 from dbarena.store.seconds import SAMPLE_COLUMNS, SYSTEM_COLUMNS, Seconds
@@ -722,6 +723,59 @@ class Store:
         if self.version < 25:
             return  # (a store held at an older schema, as the migration tests hold one)
         self.dialect.save_summaries(list(run_ids), [summary_rows.encoded(one, estimator) for one in found], keys)
+
+    def short_sessions(self, run_ids: Sequence[int], estimator: int) -> list[int]:
+        """Of these runs, those whose session summaries at this estimator version do not
+        hold each of their measured points (none kept, of another version, written before
+        schema 25, or short of points): what summarised() finds stale, counted without
+        reading the summaries' figures."""
+        wanted = sorted(set(run_ids))
+        if self.version < 26:
+            return self.summarised(wanted, estimator)[1]
+        measured: dict[int, int] = {}
+        held: dict[int, int] = {}
+        for chunk in chunks(wanted):
+            marks = ", ".join("?" * len(chunk))
+            measured.update(self.db.execute(
+                f"SELECT run_id, count(*) FROM points WHERE phase = 'measured' AND run_id IN ({marks})"
+                " GROUP BY run_id", chunk).fetchall())
+            held.update(self.db.execute(
+                "SELECT run_id, sum(points) FROM session_summaries WHERE estimator = ? AND figures IS NOT NULL"
+                f" AND run_id IN ({marks}) GROUP BY run_id", [estimator, *chunk]).fetchall())
+        return [run_id for run_id in wanted if held.get(run_id, 0) != measured.get(run_id, 0)]
+
+    def group_summaries(self, labels: tuple[str, ...], estimator: int
+                        ) -> tuple[list[StoredGroup], list[tuple[str, str]]]:
+        """The summaries kept of these labels' configurations over their sessions (every
+        label's without `labels`) at this estimator version, in the order of their first
+        points; and the (label, configuration key) groups the labels' session summaries
+        hold that have none kept (or one that does not read: store/groups.py)."""
+        if self.version < 26:
+            return [], []
+        marks = ", ".join("?" * len(labels))
+        of_labels = f" AND label IN ({marks})" if labels else ""
+        held = self.db.execute(
+            "SELECT DISTINCT r.label, s.config_key FROM session_summaries s JOIN runs r ON r.id = s.run_id"
+            " WHERE s.estimator = ?" + (f" AND r.label IN ({marks})" if labels else ""), (estimator, *labels)).fetchall()
+        kept: dict[tuple[str, str], StoredGroup] = {}
+        for label, key, first_point, text in self.db.execute(
+                f"SELECT label, config_key, first_point, summary FROM group_summaries WHERE estimator = ?{of_labels}",
+                (estimator, *labels)).fetchall():
+            found = group_rows.decoded(first_point, text)
+            if found is not None and (found.summary.label, found.summary.config_key) == (label, key):
+                kept[(label, key)] = found
+        wanted = {(label, key) for label, key in held}
+        return (sorted((g for k, g in kept.items() if k in wanted), key=operator.attrgetter("first_point")),
+                sorted(wanted - kept.keys()))
+
+    def save_group_summaries(self, found: Sequence[StoredGroup], estimator: int) -> None:
+        """These groups' summaries kept (those JSON gives back exactly: store/groups.py),
+        as session summaries are."""
+        if self.version < 26:
+            return
+        rows = [row for one in found if (row := group_rows.encoded(one, estimator)) is not None]
+        if rows:
+            self.dialect.save_groups(rows)
 
     def lent_sessions(self, labels: tuple[str, ...], estimator: int) -> tuple[list[LentSession], list[int]]:
         """What the runs of `labels` lend other labels' comparisons, from the summaries

@@ -17,6 +17,7 @@ from dbarena import atomic
 from dbarena.errors import StoreError
 from dbarena.store import postgres as pgstore
 from dbarena.store.encoding import chunks, now_utc, utc
+from dbarena.store.groups import GROUP_COLUMNS
 from dbarena.store.summaries import SUMMARY_COLUMNS
 from dbarena.store.migrations import data_steps_pending, foreign_tables, migrate_sqlite
 
@@ -34,6 +35,15 @@ def summaries_replaced(db: Any, run_ids: list[int], rows: list[tuple[Any, ...]],
     if rows:
         db.executemany("INSERT INTO session_summaries (" + ", ".join(SUMMARY_COLUMNS) + ") VALUES ("
                        + ", ".join("?" * len(SUMMARY_COLUMNS)) + ")", rows)
+
+
+def groups_replaced(db: Any, rows: list[tuple[Any, ...]]) -> None:
+    """These groups' summaries (groups.encoded rows) in place of any kept of the same
+    label and configuration key (uncommitted)."""
+    db.executemany("DELETE FROM group_summaries WHERE label = ? AND config_key = ?", [row[:2] for row in rows])
+    if rows:
+        db.executemany("INSERT INTO group_summaries (" + ", ".join(GROUP_COLUMNS) + ") VALUES ("
+                       + ", ".join("?" * len(GROUP_COLUMNS)) + ")", rows)
 
 
 def _ensure_sqrt(db: sqlite3.Connection) -> None:
@@ -224,6 +234,13 @@ class SQLite:
         these configuration keys only), as derived figures
         are saved: a copy in memory keeps none, a reader's go through a connection of their
         own, and a busy or unwritable store is not waited for."""
+        self._write_cache(lambda db: summaries_replaced(db, run_ids, rows, keys))
+
+    def save_groups(self, rows: list[tuple[Any, ...]]) -> None:
+        """Groups' summaries replaced (groups.encoded rows), as session summaries are."""
+        self._write_cache(lambda db: groups_replaced(db, rows))
+
+    def _write_cache(self, write: Callable[[Any], None]) -> None:
         if self.migrated_from is not None:
             return
         if self.readonly:
@@ -232,14 +249,14 @@ class SQLite:
                 writer = sqlite3.connect(self.path, timeout=0)
                 try:
                     with writer:
-                        summaries_replaced(writer, run_ids, rows, keys)
+                        write(writer)
                 finally:
                     writer.close()
             return
         self.db.execute("PRAGMA busy_timeout = 0")
         with contextlib.suppress(sqlite3.OperationalError), _busy_timeout_restored(self.db):
             with self.db:
-                summaries_replaced(self.db, run_ids, rows, keys)
+                write(self.db)
 
     def _cache(self, rows: list[tuple[int, int, str]]) -> None:
         """A read's derived figures kept for the next read, in a connection of their own:
@@ -350,15 +367,21 @@ class PostgreSQL:
                 writer.close()
 
     def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]], keys: Sequence[str] = ()) -> None:
+        self._write_cache(lambda db: summaries_replaced(db, run_ids, rows, keys))
+
+    def save_groups(self, rows: list[tuple[Any, ...]]) -> None:
+        self._write_cache(lambda db: groups_replaced(db, rows))
+
+    def _write_cache(self, write: Callable[[Any], None]) -> None:
         if not self.readonly:
             with contextlib.suppress(*self.errors), self.db:
-                summaries_replaced(self.db, run_ids, rows, keys)
+                write(self.db)
             return
         with contextlib.suppress(*self.errors):
             writer = pgstore.Connection(self.location)
             try:
                 with writer:
-                    summaries_replaced(writer, run_ids, rows, keys)
+                    write(writer)
             finally:
                 writer.close()
 

@@ -23,6 +23,26 @@ from dbarena.stats import configkey
 from dbarena.store import views
 from dbarena.store.encoding import RUN_NAMESPACE, now_utc, pack, utc
 
+
+# (migrations' 26: what drops a group's summary; PostgreSQL's twin in postgres.py.)
+GROUP_TRIGGERS_SQLITE = """
+    CREATE TRIGGER IF NOT EXISTS groups_session_inserted AFTER INSERT ON session_summaries BEGIN
+        DELETE FROM group_summaries WHERE config_key = NEW.config_key;
+    END;
+    CREATE TRIGGER IF NOT EXISTS groups_session_updated AFTER UPDATE ON session_summaries BEGIN
+        DELETE FROM group_summaries WHERE config_key IN (OLD.config_key, NEW.config_key);
+    END;
+    CREATE TRIGGER IF NOT EXISTS groups_session_deleted AFTER DELETE ON session_summaries BEGIN
+        DELETE FROM group_summaries WHERE config_key = OLD.config_key;
+    END;
+    CREATE TRIGGER IF NOT EXISTS groups_run_relabelled AFTER UPDATE OF label ON runs BEGIN
+        DELETE FROM group_summaries WHERE label IN (OLD.label, NEW.label);
+    END;
+    CREATE TRIGGER IF NOT EXISTS groups_run_deleted AFTER DELETE ON runs BEGIN
+        DELETE FROM group_summaries WHERE label = OLD.label;
+    END;
+"""
+
 MIGRATIONS: list[str] = [
     # 1: runs, points and their per-second samples.
     """
@@ -438,6 +458,23 @@ MIGRATIONS: list[str] = [
         DELETE FROM session_summaries WHERE run_id = (SELECT run_id FROM points WHERE id = OLD.point_id);
     END;
     """,
+    # 26: each label's configuration summarised over its sessions (store/groups.py), made
+    # by the first read that finds it missing. A session's row of its configuration key
+    # written, changed or dropped (the triggers above drop them when a row they came from
+    # changes), or a run's label changed or the run gone: the groups it may have been part
+    # of go too, every label's of that key (a row's label is its run's, which a trigger on
+    # the session's row cannot read once the run is gone), and the next read makes them again.
+    """
+    CREATE TABLE group_summaries (
+        label        TEXT NOT NULL,
+        config_key   TEXT NOT NULL,
+        estimator    INTEGER NOT NULL,
+        first_point  INTEGER NOT NULL,
+        summary      TEXT NOT NULL,
+        PRIMARY KEY (label, config_key)
+    );
+    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
+    """ + GROUP_TRIGGERS_SQLITE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

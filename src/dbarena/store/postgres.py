@@ -55,8 +55,9 @@ def errors() -> tuple[type[Exception], ...]:
 # configurations' summaries by session) by MIGRATIONS[23]; every store created before 24
 # (those summaries' views) by MIGRATIONS[24]; every store created before 25 (the summaries'
 # points' figures, and the triggers that drop a run's summaries when its rows change) by
-# MIGRATIONS[25].
-BASE_VERSION = 25
+# MIGRATIONS[25]; every store created before 26 (each label's configurations summarised
+# over their sessions) by MIGRATIONS[26].
+BASE_VERSION = 26
 SCHEMA = schema.postgresql_ddl()
 # The store's own identity (schema 21, merge.py), made once: random, as SQLite's is.
 _IDENTITY = "INSERT INTO store_identity VALUES (md5(random()::text || clock_timestamp()::text));\n"
@@ -97,6 +98,28 @@ SUMMARY_TRIGGERS = """
     DROP TRIGGER IF EXISTS summaries_server_changed ON server_series;
     CREATE TRIGGER summaries_server_changed AFTER UPDATE OR DELETE ON server_series
         FOR EACH ROW EXECUTE FUNCTION dbarena_summaries_of_point();
+"""
+
+# A label's configuration summarised over its sessions goes when one of those sessions'
+# rows (or the label) changes (migrations.py's 26), and the next read makes it again.
+GROUP_TRIGGERS = """
+    CREATE OR REPLACE FUNCTION dbarena_groups_of_session() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_TABLE_NAME = 'runs' THEN
+            DELETE FROM group_summaries WHERE label = OLD.label;
+            IF TG_OP = 'UPDATE' THEN DELETE FROM group_summaries WHERE label = NEW.label; END IF;
+        ELSE
+            IF TG_OP <> 'INSERT' THEN DELETE FROM group_summaries WHERE config_key = OLD.config_key; END IF;
+            IF TG_OP <> 'DELETE' THEN DELETE FROM group_summaries WHERE config_key = NEW.config_key; END IF;
+        END IF;
+        RETURN NULL;
+    END $$;
+    DROP TRIGGER IF EXISTS groups_session_changed ON session_summaries;
+    CREATE TRIGGER groups_session_changed AFTER INSERT OR UPDATE OR DELETE ON session_summaries
+        FOR EACH ROW EXECUTE FUNCTION dbarena_groups_of_session();
+    DROP TRIGGER IF EXISTS groups_run_changed ON runs;
+    CREATE TRIGGER groups_run_changed AFTER UPDATE OF label OR DELETE ON runs
+        FOR EACH ROW EXECUTE FUNCTION dbarena_groups_of_session();
 """
 
 # Migrations of stores created at an older base: number -> SQL (each paired with the
@@ -193,6 +216,18 @@ MIGRATIONS: dict[int, str] = {
     24: views.sessions_postgresql(),
     # (migrations.py's 25: a run's summaries go when a row they were made from changes.)
     25: "ALTER TABLE session_summaries ADD COLUMN figures text;\n" + SUMMARY_TRIGGERS,
+    # (migrations.py's 26: each label's configuration summarised over its sessions.)
+    26: """
+    CREATE TABLE group_summaries (
+        label        text NOT NULL,
+        config_key   text NOT NULL,
+        estimator    integer NOT NULL,
+        first_point  bigint NOT NULL,
+        summary      text NOT NULL,
+        PRIMARY KEY (label, config_key)
+    );
+    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
+    """ + GROUP_TRIGGERS,
 }
 
 # One lock for every dbarena that opens this database: hosts of a fleet that start at
@@ -279,7 +314,8 @@ def version(db: Connection) -> int:
 # a schema_migrations without `runs` (Rails and golang-migrate keep a table of that
 # name too), is another program's.
 _TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
-           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles", "session_summaries")
+           "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles", "session_summaries",
+           "group_summaries")
 
 
 def foreign(db: Connection) -> str | None:
@@ -324,6 +360,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(_IDENTITY)
             db.raw.execute(views.postgresql(BASE_VERSION))
             db.raw.execute(SUMMARY_TRIGGERS)
+            db.raw.execute(GROUP_TRIGGERS)
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
         for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 to 17)
@@ -337,7 +374,8 @@ def size_bytes(db: Connection) -> int:
         db, "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
         " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
-        " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles', 'session_summaries')"
+        " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles', 'session_summaries',"
+        " 'group_summaries')"
         " AND pg_table_is_visible(c.oid)"))
 
 

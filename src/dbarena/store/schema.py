@@ -285,12 +285,26 @@ TABLES: tuple[Table, ...] = (
         # written before, which the first read that summarises its run writes again.
         _c("figures", "text", holds=_J),
     ), primary_key=("run_id", "config_key")),
+    # Each label's configuration over all its sessions (schema 26): its summary as a view
+    # reads it first (records.StoredGroup, store/groups.py), made from its sessions' rows
+    # by the first read that finds it missing, at that read's estimator version. Triggers
+    # drop a label's rows when one of its sessions' rows changes, or the label does.
+    Table("group_summaries", (
+        _nn("label", "text"),
+        _nn("config_key", "text"),               # session_summaries.config_key
+        _nn("estimator", "integer"),             # analysis.ESTIMATOR_VERSION of its figures
+        _nn("first_point", "bigint"),            # its first point's id: the order groups are read in
+        _nn("summary", "text", holds=_J),        # JSON: store/groups.py
+    ), primary_key=("label", "config_key")),
 )
 
 INDEXES: tuple[Index, ...] = (
     Index("runs_invocation", "runs", ("invocation",)),
     Index("points_run", "points", ("run_id",)),
     Index("points_config", "points", ("config_key",)),
+    # (Schema 26: each run's measured points counted from the index alone, as a read that
+    # checks its summaries against them does first.)
+    Index("points_run_phase", "points", ("run_id", "phase")),
 )
 
 

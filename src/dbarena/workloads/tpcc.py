@@ -16,7 +16,7 @@ from typing import Sequence
 
 from dbarena.errors import DatabaseError, ParseError
 from dbarena.interfaces import Client, ConsistencyCheck, DbApiConnection
-from dbarena.model import Measurement, PointSpec, Sample, ToolParam
+from dbarena.model import TPCC_KINDS, Measurement, PointSpec, Sample, ToolParam
 from dbarena.records import JSONObject
 from dbarena.workloads import sysbench
 from dbarena.workloads.base import ToolBase
@@ -27,7 +27,7 @@ BINARY = "sysbench"
 PARAMS: tuple[ToolParam, ...] = (ToolParam("warehouses", 1, "tpcc-like scale: warehouses (about 100 MB each)", quick=1,
                     bytes_per_unit=100_000_000),)
 SCRIPT = Path(__file__).with_name("tpcc_like.lua")
-KINDS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+KINDS = TPCC_KINDS
 MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
 
 _THREAD_LINE = re.compile(
