@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sqlite3
 from pathlib import Path
 
@@ -225,3 +226,34 @@ def test_a_report_made_from_the_groups_is_the_one_made_from_every_point(
                                             histograms=db.latency_histograms, named=True, lent=lent)
             assert made == want
             assert links == Shown.of_points(points)
+
+
+@pytest.mark.parametrize("name", ["profiled-sync-async.db", "report-two-labels.db", "report-mysql-two-labels.db",
+                                  "agree-two-cpu-one-cpu.db", "demo-seed-a-quick.db"])
+def test_compare_made_from_the_groups_is_the_one_made_from_every_point(tmp_path: Path, name: str) -> None:
+    """`dbarena compare A B` of two labels reads the groups the store keeps (their
+    profiled points' stacks, and the whole records of those a "why" names): its JSON
+    rows, profile changes included, and its decision are those made from every point."""
+    from dbarena.report import decision as decision_text, export
+    from dbarena.stats import decision
+
+    from inprocess import dbarena
+
+    path = tmp_path / name
+    path.write_bytes((FIXTURES / name).read_bytes())
+    with Store(path) as db:
+        labels = list(dict.fromkeys(r.label for r in db.runs()))
+        pairs = [(a, b) for a in labels for b in labels if a != b][:4]
+        want = {pair: analysis.compare(analysis.load(db), *pair, profile_store=db) for pair in pairs}
+        decided = {pair: decision.decide(found, analysis.load(db)) for pair, found in want.items()}
+    for pair in pairs:
+        for _ in range(2):  # (groups made, then read)
+            done = dbarena("compare", *pair, "--json", "--store", str(path))
+            if not want[pair]:
+                assert done.returncode == 2, done.stderr
+                continue
+            assert done.returncode == 0, done.stderr
+            assert done.stdout == export.dumps([c.as_json() for c in want[pair]], indent=2) + "\n"
+            done = dbarena("compare", *pair, "--store", str(path), env={**os.environ, "COLUMNS": "100"})
+            assert done.returncode == 0, done.stderr
+            assert "\n".join(decision_text.lines(decided[pair], [], width=100)) in done.stdout

@@ -55,7 +55,9 @@ def _point(point_id: int, transactions: int, profiled: bool = True) -> Any:
 
 def test_level_profiles_reads_the_profiled_points_once() -> None:
     store = _Store({1: "postgres;f 100\n", 2: "postgres;f 50\n"})
-    pairs = [([_point(1, 1000)], [_point(2, 1000)]), ([_point(3, 10, profiled=False)], [_point(2, 1000)])]
+    pairs = [(analysis.profiled([_point(1, 1000)]), analysis.profiled([_point(2, 1000)])),
+             (analysis.profiled([_point(3, 10, profiled=False)]), analysis.profiled([_point(2, 1000)]))]
+    assert pairs[1][0] == []  # (a point without a profile pools nothing)
     found = analysis.level_profiles(store, pairs)  # type: ignore[arg-type]
     assert store.asked == [[1, 2]]
     assert found[1] is None

@@ -922,19 +922,20 @@ def _groups(store: ResultStore, wanted: Sequence[tuple[str, str]], runs: Sequenc
     return own_summaries(members, histograms=store.latency_histograms)
 
 
-def of_groups(groups: Sequence[StoredGroup], lent: Sequence[LentSession] = ()) -> list[LevelSummary]:
+def of_groups(groups: Sequence[StoredGroup], lent: Sequence[LentSession] = (),
+              interleaved: bool = False) -> list[LevelSummary]:
     """summaries() of the groups' points, from what the store keeps of the groups
     (stored_groups): each group's own summary completed with the spread between sessions
-    the others of its configuration lend it, in the order their points would be read,
-    and then those `lent` lends (summaries' `lent`, not interleaved)."""
+    the others of its configuration lend it, and those `lent` lends, in the order
+    summaries() pools them (`lent` and `interleaved` as its)."""
     found = [sessions.Sessions(means=g.session_means, runs=g.session_runs) if g.session_means else None
              for g in groups]
+    own = [(g.first_point, g.summary.config_key, of_group) for g, of_group in zip(groups, found) if of_group is not None]
+    borrowed = _lent_groups(lent, {(g.summary.label, g.summary.config_key): g for g in groups})
     of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
-    for group, of_group in zip(groups, found):
-        if of_group is not None:
-            of_config[group.summary.config_key].append(of_group)
-    for _, config_key, borrowed in _lent_groups(lent, {(g.summary.label, g.summary.config_key): g for g in groups}):
-        of_config[config_key].append(borrowed)
+    for _, config_key, of_group in sorted([*own, *borrowed], key=operator.itemgetter(0)) if interleaved and borrowed \
+            else [*own, *borrowed]:
+        of_config[config_key].append(of_group)
     return [completed(group.summary, of_group, of_config, {}) for group, of_group in zip(groups, found)]
 
 
@@ -1116,7 +1117,8 @@ def sides(rows: Iterable[_Sided], a: str, b: str) -> str:
 def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (),
             groups: list[LevelSummary] | None = None, history: Sequence[Summarised] = (),
             profile_store: ResultStore | None = None, lent: Sequence[LentSession] = (),
-            interleaved: bool = True) -> list[LevelComparison]:
+            interleaved: bool = True, profiled_groups: Mapping[tuple[str, str], Profiled] | None = None
+            ) -> list[LevelComparison]:
     """B against A at every configuration both measured. A and B are labels (a host
     comparison: keys must match apart from the host) or variants (an A/B: apart
     from the variant and its settings, within each label). `about` names more fields
@@ -1131,7 +1133,9 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
     to read the stacks of levels both sides profiled (profile_changes: level_profiles).
     `lent`: what the sessions of labels not among the rows lend (lent_sessions), as
     their points would: among the rows' (`interleaved`, the rows read in the points'
-    order with them), or after them as `history` (summaries' order)."""
+    order with them), or after them as `history` (summaries' order). `profiled_groups`:
+    each group's profiled points (label, configuration key -> StoredGroup.profiled), where
+    the caller has the groups rather than the rows."""
     rows = list(rows)
     # (From the caller's groups of the rows where it has them: a group a label and
     # configuration, so the same labels and variants as the rows', a few hundred, not
@@ -1145,8 +1149,8 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
     left = [s for s in groups if side_of(s) == a and s.target_tps is None]
     right = [s for s in groups if side_of(s) == b and s.target_tps is None]
     out = []
-    pairs: dict[int, tuple[list[Summarised], list[Summarised]]] = {}
-    members: dict[tuple[str, str], list[Summarised]] | None = None  # (made at the first pair that needs it)
+    pairs: dict[int, tuple[Profiled, Profiled]] = {}
+    members = profiled_groups  # (made from the rows at the first pair that needs it)
     for sa in sorted(left, key=lambda s: (s.engine, s.workload, s.threads, s.label)):
         same_place = [sb for sb in right if (sb.engine, sb.workload, sb.threads) ==
                       (sa.engine, sa.workload, sa.threads) and (by == "label" or sb.label == sa.label)]
@@ -1158,9 +1162,9 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
         out.append(row)
         if row.comparable and profile_store is not None:
             match = next(sb for sb in same_place if configkey.matches(sa.config or {}, sb.config or {}, ignore))
-            members = _members(rows) if members is None else members
-            pairs[len(out) - 1] = (members.get((sa.label, sa.config_key), []),
-                                   members.get((match.label, match.config_key), []))
+            members = _profiled_groups(rows) if members is None else members
+            pairs[len(out) - 1] = (members.get((sa.label, sa.config_key), ()),
+                                   members.get((match.label, match.config_key), ()))
     if profile_store is not None and pairs:
         changed = level_profiles(profile_store, pairs.values())
         for at, found in zip(pairs, changed):
@@ -1169,39 +1173,46 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
     return out
 
 
-def _members(rows: Sequence[Summarised]) -> dict[tuple[str, str], list[Summarised]]:
-    """Each group's ok points, by summaries' key (its label and configuration key): one
-    pass over the rows for every pair of levels (a pass for each was most of `compare`
-    of 50 k points)."""
+def _profiled_groups(rows: Sequence[Summarised]) -> dict[tuple[str, str], Profiled]:
+    """Each group's profiled ok points, by summaries' key (its label and configuration
+    key): one pass over the rows for every pair of levels (a pass for each was most of
+    `compare` of 50 k points)."""
     out: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
     for r in rows:
         if r.status == "ok":
             out[(r.label, r.config_key or f"point {r.point_id}")].append(r)
-    return out
+    return {key: profiled(members) for key, members in out.items()}
 
 
 # How many functions compare names a level's change in time per transaction by.
 PROFILE_CHANGES = 10
 
 
-def level_profiles(store: ResultStore, pairs: Iterable[tuple[Sequence[Summarised], Sequence[Summarised]]],
+# A level's profiled points: (point id, transactions committed), in the points' order.
+Profiled = Sequence[tuple[int, float]]
+
+
+def profiled(points: Iterable[Summarised]) -> list[tuple[int, float]]:
+    """Of these points, those with a profile and transactions: what a level's profile pools."""
+    return [(p.point_id, float(p.transactions)) for p in points if p.profile and p.transactions]
+
+
+def level_profiles(store: ResultStore, pairs: Iterable[tuple[Profiled, Profiled]],
                    limit: int = PROFILE_CHANGES) -> list[list[profiles.Change] | None]:
-    """For each (A's points, B's points) of a level, the functions whose CPU time per
-    transaction changed most from A to B (profiles.pooled_differential: each side's
-    profiled points with transactions pooled), or None where a side has no such point.
-    One read of the store for every pair's stacks, of the profiled points alone."""
-    pairs = [([p for p in a if p.profile and p.transactions], [p for p in b if p.profile and p.transactions])
-             for a, b in pairs]
-    wanted = {p.point_id for a, b in pairs if a and b for p in (*a, *b)}
+    """For each (A's profiled points, B's: `profiled`) of a level, the functions whose CPU
+    time per transaction changed most from A to B (profiles.pooled_differential: each
+    side's points pooled), or None where a side has no such point. One read of the store
+    for every pair's stacks, of the profiled points alone."""
+    pairs = list(pairs)
+    wanted = {point_id for a, b in pairs if a and b for point_id, _ in (*a, *b)}
     stacks = store.profiles(wanted, folded=True) if wanted else {}
 
-    def side(points: Sequence[Summarised]) -> list[tuple[dict[str, int], float, float]]:
+    def side(points: Profiled) -> list[tuple[dict[str, int], float, float]]:
         out = []
-        for p in points:
-            found = stacks.get(p.point_id)
+        for point_id, transactions in points:
+            found = stacks.get(point_id)
             if found is not None and found.folded is not None:
-                out.append((profiles.parse_folded(found.folded), float(found.frequency_hz),
-                            float(p.transactions or 0)))
+                out.append((profiles.parse_folded(found.folded), float(found.frequency_hz), transactions))
         return out
 
     result: list[list[profiles.Change] | None] = []
