@@ -74,6 +74,10 @@ def test_a_run_is_written_to_postgresql_and_every_command_reads_it(database, pub
                    "--repeat", "3", "--label", "pgstore", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert f"Results stored in {url}" in done.stdout
+    # The run ends with its label's configurations summarised over their sessions (schema
+    # 26), which the first view reads.
+    assert query(url, password, "SELECT label, COUNT(*) AS n FROM group_summaries GROUP BY label") == \
+        [{"label": "pgstore", "n": 2}]
     listed = json.loads(dbarena("results", "--json", "--store", url, env=env).stdout)
     assert len(listed) == 6 and {r["status"] for r in listed} == {"ok"}
     summary = json.loads(dbarena("results", "--summary", "--json", "--store", url, env=env).stdout)

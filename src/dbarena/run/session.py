@@ -177,6 +177,11 @@ def run(study: Study, *, store: ResultStore, executor: Executor = execute.LOCAL,
     switch = smt_switch.Switch() if switching else None
     try:
         _run_sessions(ctx, sessions, previous, switch)
+        # The label's configurations summarised over all their sessions (the store's
+        # group_summaries, which its points just stored dropped): the first view after a
+        # nightly run reads them rather than making them from every session's rows.
+        with contextlib.suppress(StoreError):
+            analysis.stored_groups(store, (label,))
     finally:
         # The machine's SMT as it was, whatever ended the parts (Ctrl-C included).
         _restore_smt(ctx, switch)
