@@ -75,8 +75,9 @@ def store_migrate(store: Path | str) -> None:
     """Bring a store written by an older dbarena to this one's schema, in place (every
     command that writes does so first; reading commands read an older SQLite store
     through a copy migrated in memory, and refuse an older PostgreSQL one); then
-    summarise the sessions of every run that has no summaries at this schema (what the
-    views read first), so that the first read after it need not."""
+    summarise the sessions of every run that has no summaries at this schema, and each
+    label's configurations over them (what the views read first), so that the first
+    read after it need not."""
     if isinstance(store, Path) and not store.exists():
         raise UsageError(f"no results store at {store}")
     with Store(store, create=False) as db:

@@ -850,11 +850,12 @@ _LABEL_AT = SummaryPoint._fields.index("label")
 
 
 def summarise_all(store: ResultStore) -> int:
-    """Summarise the sessions of every run whose summaries are missing, stale or short
-    (`store migrate`: after a schema that changed what they hold); the number of runs."""
-    _, stale = store.summarised([r.id for r in store.runs()], ESTIMATOR_VERSION)
-    if stale:
-        stored_points(store)
+    """Summarise the sessions of every run whose summaries are missing, stale or short,
+    and every label's configurations over their sessions where the store keeps none
+    (`store migrate`: after a schema that changed what they hold); the number of runs
+    whose sessions were summarised."""
+    stale = store.short_sessions([r.id for r in store.runs()], ESTIMATOR_VERSION)
+    stored_groups(store)  # (which summarises those runs' sessions first)
     return len(stale)
 
 
