@@ -367,46 +367,62 @@ def build_groups(groups: Sequence[StoredGroup], runs: list[StoredRun], *, baseli
     """The report build_named makes of the groups' points (analysis.stored_groups: what the
     store keeps of each shown label's configurations, in the order of their first points),
     made from the groups alone, and what it links each level to (serve's links, the
-    profiles it pools). None where the groups cannot make it as the points would: a level
-    of a series held by two groups, or a several-hosts warning whose text names a label
-    the report shows under another name (build_named then makes it from the points)."""
+    profiles it pools). None where the groups cannot make it as the points would: a label
+    not shown, a level of a series held by two groups, or a several-hosts warning whose
+    text names a label the report shows under another name (build_named then makes it
+    from the points)."""
     levelcompare.ignoring("label", about)
     prices = label_prices(runs, prices or {})
-    runs_by_id = {r.id: r for r in runs}
     order = labels or list(dict.fromkeys(g.summary.label for g in groups))
     if any(g.summary.label not in order for g in groups):
         return None
     if baseline is None and order:
         baseline = order[0]
     stored = (order, baseline)
+    named = _named(groups)
+    if named is None:
+        return None
+    order, baseline, prices = _renamed(((g.summary.label, g.summary.series_label) for g in named),
+                                       order, baseline, prices)
+    met = sorted((first, g.summary.label, run_id) for g in named for run_id, first in g.runs)
+    runs_by_id = {r.id: r for r in runs}
+    parts = _Parts(
+        order=order, baseline=baseline, prices=prices, stored=stored, every=analysis.of_groups(named, lent=lent),
+        curves=[], means={_LEVEL(g.summary): g.level for g in named if g.level is not None},
+        ok_series=_shown_points(named),
+        hardware=level_figures.hardware(dict.fromkeys((name, run) for _, name, run in met), runs_by_id),
+        origin={g.summary.label: (g.summary.series_label, g.summary.variant) for g in named},
+        located=lambda engine, workload, threads: sorted(
+            i for g in named if (g.summary.engine, g.summary.workload, g.summary.threads) == (engine, workload, threads)
+            for i in g.links))
+    return _assembled(parts, runs, at_threads, about, records), Shown.of_groups(named)
+
+
+def _named(groups: Sequence[StoredGroup]) -> list[StoredGroup] | None:
+    """The groups under the names the report gives their series (series_names); None
+    where a level of a series would be two groups', or a several-hosts warning (whose
+    text names the label) would be of a renamed series."""
     names = series_names([SeriesKey(g.summary.label, g.summary.engine, g.summary.workload, g.summary.variant,
                                     g.summary.config, g.summary.config_key) for g in groups])
-    if any(name != g.summary.label and any(w["code"] == steadystate.Warning_.SEVERAL_HOSTS.value
-                                           for w in g.summary.warnings) for g, name in zip(groups, names)):
+    several = steadystate.Warning_.SEVERAL_HOSTS.value
+    if any(name != g.summary.label and any(w["code"] == several for w in g.summary.warnings)
+           for g, name in zip(groups, names)):
         return None
-    groups = [g if name == g.summary.label else replace(g, summary=replace(g.summary, label=name))
-              for g, name in zip(groups, names)]
-    levels = [(g.summary.label, g.summary.engine, g.summary.workload, g.summary.threads) for g in groups]
-    if len(set(levels)) < len(levels):
-        return None
-    order, baseline, prices = _renamed(((g.summary.label, g.summary.series_label) for g in groups),
-                                       order, baseline, prices)
-    every = analysis.of_groups(groups, lent=lent)
-    ok_series: dict[tuple[str, str, str], list[ShownPoint]] = defaultdict(list)
-    for g in sorted(groups, key=lambda g: g.shown.point_id if g.shown else 0):
-        if g.shown is not None:
-            ok_series[(g.summary.label, g.summary.engine, g.summary.workload)].append(g.shown)
-    met = sorted((first, g.summary.label, run_id) for g in groups for run_id, first in g.runs)
-    parts = _Parts(
-        order=order, baseline=baseline, prices=prices, stored=stored, every=every, curves=[],
-        means={key: g.level for key, g in zip(levels, groups) if g.level is not None},
-        ok_series=ok_series, hardware=level_figures.hardware(dict.fromkeys((name, run) for _, name, run in met),
-                                                             runs_by_id),
-        origin={g.summary.label: (g.summary.series_label, g.summary.variant) for g in groups},
-        located=lambda engine, workload, threads: sorted(
-            i for g in groups if (g.summary.engine, g.summary.workload, g.summary.threads) == (engine, workload, threads)
-            for i in g.links))
-    return _assembled(parts, runs, at_threads, about, records), Shown.of_groups(groups)
+    named = [g if name == g.summary.label else replace(g, summary=replace(g.summary, label=name))
+             for g, name in zip(groups, names)]
+    levels = {_LEVEL(g.summary) for g in named}
+    return named if len(levels) == len(named) else None
+
+
+def _shown_points(groups: Sequence[StoredGroup]) -> dict[tuple[str, str, str], list[ShownPoint]]:
+    """Each series' points its chart may show (a group's own: its ok point of the least
+    repeat), in the points' order."""
+    found = [(g.shown, (g.summary.label, g.summary.engine, g.summary.workload)) for g in groups
+             if g.shown is not None]
+    out: dict[tuple[str, str, str], list[ShownPoint]] = defaultdict(list)
+    for point, series in sorted(found, key=lambda one: one[0].point_id):
+        out[series].append(point)
+    return out
 
 
 @dataclass(frozen=True)

@@ -110,26 +110,34 @@ def _shown(found: dict[str, Any]) -> dict[str, Any] | None:
     """StoredGroup's fields from `level` on, from their JSON (None: they do not read)."""
     level, runs, ok, shown = found["level"], found["runs"], found["ok"], found["shown"]
     links, profiled = found["links"], found["profiled"]
-    if level is not None and not (
-            isinstance(level, dict) and set(level) == _MEANS
-            and all(_text_or_none(level[n]) for n in _MEAN_TEXTS)
-            and all(v is None or (isinstance(v, dict) and all(_number_or_none(x) for x in v.values()))
-                    for v in (level[n] for n in _MEAN_MAPS))
-            and all(_number_or_none(level[n]) for n in _MEANS.difference(_MEAN_TEXTS, _MEAN_MAPS))):
-        return None
-    if not (isinstance(runs, list) and all(isinstance(r, list) and len(r) == 2 and all(map(_int, r)) for r in runs)
-            and _int(ok) and isinstance(links, list) and all(map(_int, links))
-            and isinstance(profiled, list) and all(isinstance(p, list) and len(p) == 2 and _int(p[0])
-                                                   and type(p[1]) is float for p in profiled)):
-        return None
-    if shown is not None and not (isinstance(shown, list) and len(shown) == 5 and all(map(_int, shown[:3]))
-                                  and _number_or_none(shown[3]) and isinstance(shown[4], list)
-                                  and all(type(d) in (int, float) for d in shown[4])):
+    if not (_level(level) and _pairs(runs, _int) and _int(ok) and isinstance(links, list) and all(map(_int, links))
+            and _pairs(profiled, lambda x: type(x) is float) and _shown_point(shown)):
         return None
     return {"level": None if level is None else LevelMeans(**level),
             "runs": tuple((r[0], r[1]) for r in runs), "ok": ok,
             "shown": None if shown is None else ShownPoint(shown[0], shown[1], shown[2], shown[3], tuple(shown[4])),
             "links": tuple(links), "profiled": tuple((p[0], p[1]) for p in profiled)}
+
+
+def _level(v: Any) -> bool:
+    """records.LevelMeans as JSON, or null."""
+    return v is None or (
+        isinstance(v, dict) and set(v) == _MEANS and all(_text_or_none(v[n]) for n in _MEAN_TEXTS)
+        and all(m is None or (isinstance(m, dict) and all(_number_or_none(x) for x in m.values()))
+                for m in (v[n] for n in _MEAN_MAPS))
+        and all(_number_or_none(v[n]) for n in _MEANS.difference(_MEAN_TEXTS, _MEAN_MAPS)))
+
+
+def _pairs(v: Any, second: Callable[[Any], bool]) -> bool:
+    """A list of [id, x] pairs, each x passing `second`."""
+    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and _int(p[0]) and second(p[1])
+                                       for p in v)
+
+
+def _shown_point(v: Any) -> bool:
+    """records.ShownPoint as JSON ([id, threads, repeat, steady start, dips]), or null."""
+    return v is None or (isinstance(v, list) and len(v) == 5 and all(map(_int, v[:3])) and _number_or_none(v[3])
+                         and isinstance(v[4], list) and all(type(d) in (int, float) for d in v[4]))
 
 
 def _text(v: Any) -> bool:
