@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import click
@@ -20,16 +19,15 @@ from dbarena.importers import workloadnames
 from dbarena.lifecycle import state
 from dbarena.limits import MAX_COUNT, MAX_THREADS, listed, printable, quoted
 from dbarena.report import export, listings, terminal
-from dbarena.stats import analysis, configkey, loadgens, metric
+from dbarena.stats import analysis, configkey, loadgens, metric, storedcompare
 from dbarena.store.info import info
 from dbarena.store.merge import merge as merge_stores
-from dbarena.records import LevelComparison, Summarised, json_object
+from dbarena.records import Summarised, json_object
 from dbarena.store.database import Store
 
 if TYPE_CHECKING:  # imported where used (_prices), as before: not at every command's start
     from dbarena.records import AnalysedPoint
     from dbarena.stats.price import Price
-    from dbarena.stats.decision import Located
     from dbarena.importers.storing import ImportOptions
 
 
@@ -288,7 +286,7 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     """
     with open_store(store) as db:
         analysis.check_names(db, study=study_name)
-        found = _compared(db, a, b, about, study_name)
+        found = storedcompare.compared(db, a, b, about, study_name)
         comparisons = found.comparisons
         if not comparisons:
             raise UsageError(_nothing_in_common(analysis.load(db, study=study_name), a, b))
@@ -312,46 +310,6 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
     terminal.show(console, listings.comparison_table(comparisons, wide=wide))
     for line in listings.profile_change_lines(comparisons):
         _say(line)
-
-
-@dataclass(frozen=True)
-class _Compared:
-    """`compare`'s level rows, and what a decision's "why" finds the points of a level
-    in: the points, or (made from the groups) their ids at a level."""
-
-    comparisons: list[LevelComparison]
-    rows: Sequence[Summarised] = ()
-    located: Located | None = None
-
-
-def _compared(db: Store, a: str, b: str, about: tuple[str, ...], study_name: str | None) -> _Compared:
-    """B against A, from what the store keeps of the two labels' configurations over their
-    sessions (analysis.stored_groups), the other labels' sessions lending only their
-    spread between sessions, as `report` reads them; from every point of the study (or
-    store) for two variants, a study, or labels whose groups cannot answer (an offered
-    rate's search, a label without a measured point: said as before)."""
-    runs = db.runs()
-    labels = list(dict.fromkeys(r.label for r in runs))
-    if study_name is None and {a, b} <= set(labels) and not {a, b} & {r.variant for r in runs}:
-        kept = analysis.stored_groups(db, (a, b))
-        if kept is not None and {a, b} <= {g.summary.label for g in kept}:
-            lent = analysis.lent_sessions(db, tuple(x for x in labels if x not in (a, b)))
-            groups = analysis.of_groups(kept, lent=lent, interleaved=True)
-            profiled = {(g.summary.label, g.summary.config_key): g.profiled for g in kept}
-            comparisons = analysis.compare((), a, b, about, groups=groups, profile_store=db, profiled_groups=profiled)
-
-            def located(engine: str | None, workload: str | None, threads: int) -> list[int]:
-                return sorted(i for g in kept if (g.summary.engine, g.summary.workload, g.summary.threads)
-                              == (engine, workload, threads) for i in g.links)
-
-            return _Compared(comparisons, located=located)
-        # What the store's summaries of their sessions hold of their points.
-        rows: Sequence[Summarised] = analysis.stored_points(db, labels=(a, b))
-        if {a, b} <= {r.label for r in rows}:
-            lent = analysis.lent_sessions(db, tuple(x for x in labels if x not in (a, b)))
-            return _Compared(analysis.compare(rows, a, b, about, profile_store=db, lent=lent), rows=rows)
-    rows = analysis.load(db, study=study_name)
-    return _Compared(analysis.compare(rows, a, b, about, profile_store=db), rows=rows)
 
 
 def _nothing_in_common(rows: Sequence[Summarised], a: str, b: str) -> str:
