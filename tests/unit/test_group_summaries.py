@@ -257,3 +257,17 @@ def test_compare_made_from_the_groups_is_the_one_made_from_every_point(tmp_path:
             done = dbarena("compare", *pair, "--store", str(path), env={**os.environ, "COLUMNS": "100"})
             assert done.returncode == 0, done.stderr
             assert "\n".join(decision_text.lines(decided[pair], [], width=100)) in done.stdout
+
+
+def test_an_import_ends_with_its_labels_groups_kept(tmp_path: Path) -> None:
+    """`dbarena import` summarises the labels it imported into over their sessions, as a
+    run does at its end: the first view reads them."""
+    from inprocess import dbarena
+
+    output = Path(__file__).parents[1] / "fixtures" / "pgbench" / "corpus" / "pg14.0-tpcb-progress-P10.txt"
+    store = tmp_path / "i.db"
+    done = dbarena("import", str(output), "--label", "imported", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    assert _kept(store) and {label for label, _ in _kept(store)} == {"imported"}
+    with Store(store) as db:
+        assert analysis.stored_summaries(db) == _full(db)

@@ -407,6 +407,8 @@ def _import_together(files: list[Path], options: ImportOptions, store: Path | st
         raise UsageError("import --together: give the outputs of two or more load generators")
     with Store(store) as db:
         done = import_together(db, files, options)
+        if done.labels:
+            analysis.stored_groups(db, tuple(done.labels))
     if done.error is not None:
         _say(f"dbarena: error: {done.error}", err=True)
         return ExitStatus.USAGE
@@ -430,9 +432,11 @@ def _import_files(files: tuple[Path, ...], options: ImportOptions, store: Path |
     # What the readers noted, said once for the whole import with its counts (an archive
     # of 400 files would say "duration 300 s inferred" 400 times otherwise).
     notes: dict[str, list[int]] = {}
+    labels: dict[str, None] = {}
     with Store(store) as db:
         for path in files:
             done = import_file(db, path, options)
+            labels.update(dict.fromkeys(done.labels))
             for piece in done.skipped:
                 _say(piece, err=True)
             skipped += len(done.skipped)
@@ -452,6 +456,8 @@ def _import_files(files: tuple[Path, ...], options: ImportOptions, store: Path |
                     runs_files = notes.setdefault(note, [0, 0])
                     runs_files[0] += count
                     runs_files[1] += 1
+        if labels:  # (their configurations summarised over their sessions: what the first view reads)
+            analysis.stored_groups(db, tuple(labels))
     for note, (count, in_files) in notes.items():
         _say(f"{files[0]}: {count} run(s): {note}" if len(files) == 1
              else f"dbarena: {count} run(s) in {in_files} file(s): {note}")
