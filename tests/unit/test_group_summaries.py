@@ -271,3 +271,24 @@ def test_an_import_ends_with_its_labels_groups_kept(tmp_path: Path) -> None:
     assert _kept(store) and {label for label, _ in _kept(store)} == {"imported"}
     with Store(store) as db:
         assert analysis.stored_summaries(db) == _full(db)
+
+
+def test_groups_made_from_sessions_a_writer_changed_meanwhile_are_not_kept(tmp_path: Path) -> None:
+    """A reader (serve, during a run) reads the count of session writes, then the sessions,
+    and makes their groups; a run stores a point meanwhile (its sessions' rows written,
+    the groups of their configurations dropped): the reader's groups, which say what the
+    sessions said before, are not kept; made again after the write, they are."""
+    path = tmp_path / "s.db"
+    _three_runs(path)
+    with Store(path) as db:
+        before = db.group_generation()
+        made = analysis.own_summaries(analysis.stored_points(db), db.latency_histograms)
+        _store_run(db, 7, "a", False, [(1, False, 1200.0, 0.1)])  # (the writer, meanwhile)
+        assert db.group_generation() != before
+        db.save_group_summaries(made, analysis.ESTIMATOR_VERSION, before)
+        assert _kept(path) == []
+        now = db.group_generation()
+        made = analysis.own_summaries(analysis.stored_points(db), db.latency_histograms)
+        db.save_group_summaries(made, analysis.ESTIMATOR_VERSION, now)
+        assert len(_kept(path)) == len(made)
+        assert analysis.stored_summaries(db) == _full(db)

@@ -304,6 +304,7 @@ def test_points_of_runs_that_recorded_tls_before_keys_held_it_gain_it(tmp_path):
         db.execute("DROP TABLE profiles")
         db.execute("DROP TABLE session_summaries")
         db.execute("DROP TABLE group_summaries")
+        db.execute("DROP TABLE group_generation")
         db.execute("DROP INDEX points_run_phase")
         for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
             db.execute(f"DROP TRIGGER {trigger}")  # (schema 25's)

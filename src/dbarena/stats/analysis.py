@@ -884,11 +884,15 @@ def stored_groups(store: ResultStore, labels: tuple[str, ...] = ()) -> list[Stor
     summary kept (a session of it stored, changed or forgotten since) is made from its
     sessions' summaries and kept for the next read. None where a group is an offered
     rate's (--slo: its label's capacity is made from the points of its search)."""
+    # (Read first: groups made from sessions a writer changes meanwhile are not kept.)
+    generation = store.group_generation()
     runs = [r for r in store.runs() if not labels or r.label in labels]
     stale = store.short_sessions([r.id for r in runs], ESTIMATOR_VERSION)
     # (Made here, and used as made: a store that cannot keep them, an older one read
     # through a copy in memory, still answers.)
     fresh = _summarised_again(store, stale, runs) if stale else []
+    if fresh:  # (this read's own session rows moved the count on: read after them)
+        generation = store.group_generation()
     kept, missing = store.group_summaries(labels, ESTIMATOR_VERSION)
     if fresh:
         remade = {(one.label, one.config_key) for one in fresh}
@@ -896,7 +900,7 @@ def stored_groups(store: ResultStore, labels: tuple[str, ...] = ()) -> list[Stor
         missing = sorted({*missing, *remade})
     if missing:
         made = _groups(store, missing, runs, fresh)
-        store.save_group_summaries(made, ESTIMATOR_VERSION)
+        store.save_group_summaries(made, ESTIMATOR_VERSION, generation)
         kept = sorted([*kept, *made], key=operator.attrgetter("first_point"))
     return None if any(g.summary.target_tps is not None for g in kept) else kept
 

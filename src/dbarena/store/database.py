@@ -768,14 +768,24 @@ class Store:
         return (sorted((g for k, g in kept.items() if k in wanted), key=operator.attrgetter("first_point")),
                 sorted(wanted - kept.keys()))
 
-    def save_group_summaries(self, found: Sequence[StoredGroup], estimator: int) -> None:
-        """These groups' summaries kept (those JSON gives back exactly: store/groups.py),
-        as session summaries are."""
+    def group_generation(self) -> int | None:
+        """How many times a session's row (or a run's label) was written: what a reader
+        that makes groups reads before the sessions it makes them from (None: a store
+        without group summaries)."""
         if self.version < 26:
+            return None
+        found = self.db.execute("SELECT n FROM group_generation").fetchone()
+        return int(found[0]) if found is not None else None
+
+    def save_group_summaries(self, found: Sequence[StoredGroup], estimator: int, generation: int | None) -> None:
+        """These groups' summaries kept (those JSON gives back exactly: store/groups.py),
+        as session summaries are, unless a session's row was written since `generation`
+        (group_generation, read before the sessions they were made from)."""
+        if self.version < 26 or generation is None:
             return
         rows = [row for one in found if (row := group_rows.encoded(one, estimator)) is not None]
         if rows:
-            self.dialect.save_groups(rows)
+            self.dialect.save_groups(rows, generation)
 
     def lent_sessions(self, labels: tuple[str, ...], estimator: int) -> tuple[list[LentSession], list[int]]:
         """What the runs of `labels` lend other labels' comparisons, from the summaries

@@ -37,13 +37,25 @@ def summaries_replaced(db: Any, run_ids: list[int], rows: list[tuple[Any, ...]],
                        + ", ".join("?" * len(SUMMARY_COLUMNS)) + ")", rows)
 
 
-def groups_replaced(db: Any, rows: list[tuple[Any, ...]]) -> None:
+def groups_replaced(db: Any, rows: list[tuple[Any, ...]], generation: int, locked: str) -> None:
     """These groups' summaries (groups.encoded rows) in place of any kept of the same
-    label and configuration key (uncommitted)."""
+    label and configuration key (uncommitted), unless a session's row was written since
+    the reader that made them began (group_generation moved on from `generation`): they
+    would say what those sessions said before. `locked`: the statement that reads the
+    count and holds it until the transaction ends (each dialect's)."""
+    found = db.execute(locked).fetchone()
+    if found is None or found[0] != generation:
+        return
     db.executemany("DELETE FROM group_summaries WHERE label = ? AND config_key = ?", [row[:2] for row in rows])
     if rows:
         db.executemany("INSERT INTO group_summaries (" + ", ".join(GROUP_COLUMNS) + ") VALUES ("
                        + ", ".join("?" * len(GROUP_COLUMNS)) + ")", rows)
+
+
+# (SQLite: the count read in a transaction begun as a writer's, which no other writer
+# can commit under; PostgreSQL: the count's row locked, as its triggers lock it first.)
+_GENERATION_SQLITE = "SELECT n FROM group_generation"
+_GENERATION_POSTGRESQL = "SELECT n FROM group_generation FOR UPDATE"
 
 
 def _ensure_sqrt(db: sqlite3.Connection) -> None:
@@ -236,9 +248,14 @@ class SQLite:
         own, and a busy or unwritable store is not waited for."""
         self._write_cache(lambda db: summaries_replaced(db, run_ids, rows, keys))
 
-    def save_groups(self, rows: list[tuple[Any, ...]]) -> None:
-        """Groups' summaries replaced (groups.encoded rows), as session summaries are."""
-        self._write_cache(lambda db: groups_replaced(db, rows))
+    def save_groups(self, rows: list[tuple[Any, ...]], generation: int) -> None:
+        """Groups' summaries replaced (groups.encoded rows) as session summaries are,
+        while the sessions they were made from are as they were read (groups_replaced)."""
+        def write(db: Any) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            groups_replaced(db, rows, generation, _GENERATION_SQLITE)
+
+        self._write_cache(write)
 
     def _write_cache(self, write: Callable[[Any], None]) -> None:
         if self.migrated_from is not None:
@@ -369,8 +386,8 @@ class PostgreSQL:
     def save_summaries(self, run_ids: list[int], rows: list[tuple[Any, ...]], keys: Sequence[str] = ()) -> None:
         self._write_cache(lambda db: summaries_replaced(db, run_ids, rows, keys))
 
-    def save_groups(self, rows: list[tuple[Any, ...]]) -> None:
-        self._write_cache(lambda db: groups_replaced(db, rows))
+    def save_groups(self, rows: list[tuple[Any, ...]], generation: int) -> None:
+        self._write_cache(lambda db: groups_replaced(db, rows, generation, _GENERATION_POSTGRESQL))
 
     def _write_cache(self, write: Callable[[Any], None]) -> None:
         if not self.readonly:

@@ -27,18 +27,23 @@ from dbarena.store.encoding import RUN_NAMESPACE, now_utc, pack, utc
 # (migrations' 26: what drops a group's summary; PostgreSQL's twin in postgres.py.)
 GROUP_TRIGGERS_SQLITE = """
     CREATE TRIGGER IF NOT EXISTS groups_session_inserted AFTER INSERT ON session_summaries BEGIN
+        UPDATE group_generation SET n = n + 1;
         DELETE FROM group_summaries WHERE config_key = NEW.config_key;
     END;
     CREATE TRIGGER IF NOT EXISTS groups_session_updated AFTER UPDATE ON session_summaries BEGIN
+        UPDATE group_generation SET n = n + 1;
         DELETE FROM group_summaries WHERE config_key IN (OLD.config_key, NEW.config_key);
     END;
     CREATE TRIGGER IF NOT EXISTS groups_session_deleted AFTER DELETE ON session_summaries BEGIN
+        UPDATE group_generation SET n = n + 1;
         DELETE FROM group_summaries WHERE config_key = OLD.config_key;
     END;
     CREATE TRIGGER IF NOT EXISTS groups_run_relabelled AFTER UPDATE OF label ON runs BEGIN
+        UPDATE group_generation SET n = n + 1;
         DELETE FROM group_summaries WHERE label IN (OLD.label, NEW.label);
     END;
     CREATE TRIGGER IF NOT EXISTS groups_run_deleted AFTER DELETE ON runs BEGIN
+        UPDATE group_generation SET n = n + 1;
         DELETE FROM group_summaries WHERE label = OLD.label;
     END;
 """
@@ -473,6 +478,8 @@ MIGRATIONS: list[str] = [
         summary      TEXT NOT NULL,
         PRIMARY KEY (label, config_key)
     );
+    CREATE TABLE group_generation (n INTEGER NOT NULL);
+    INSERT INTO group_generation VALUES (0);
     CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
     """ + GROUP_TRIGGERS_SQLITE,
 ]

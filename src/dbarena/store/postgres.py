@@ -105,6 +105,8 @@ SUMMARY_TRIGGERS = """
 GROUP_TRIGGERS = """
     CREATE OR REPLACE FUNCTION dbarena_groups_of_session() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+        -- (The count first: a reader keeping groups takes it first too, then the groups' rows.)
+        UPDATE group_generation SET n = n + 1;
         IF TG_TABLE_NAME = 'runs' THEN
             DELETE FROM group_summaries WHERE label = OLD.label;
             IF TG_OP = 'UPDATE' THEN DELETE FROM group_summaries WHERE label = NEW.label; END IF;
@@ -226,6 +228,8 @@ MIGRATIONS: dict[int, str] = {
         summary      text NOT NULL,
         PRIMARY KEY (label, config_key)
     );
+    CREATE TABLE group_generation (n bigint NOT NULL);
+    INSERT INTO group_generation VALUES (0);
     CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
     """ + GROUP_TRIGGERS,
 }
@@ -315,7 +319,7 @@ def version(db: Connection) -> int:
 # name too), is another program's.
 _TABLES = ("runs", "points", "samples", "system_samples", "studies", "hosts", "imports", "point_derived",
            "raw_outputs", "latency_histograms", "server_series", "forgotten_runs", "profiles", "session_summaries",
-           "group_summaries")
+           "group_summaries", "group_generation")
 
 
 def foreign(db: Connection) -> str | None:
@@ -361,6 +365,7 @@ def migrate(db: Connection, target: int, applied_at: str) -> None:
             db.raw.execute(views.postgresql(BASE_VERSION))
             db.raw.execute(SUMMARY_TRIGGERS)
             db.raw.execute(GROUP_TRIGGERS)
+            db.raw.execute("INSERT INTO group_generation VALUES (0);\n")
             db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (BASE_VERSION, applied_at))
             current = BASE_VERSION
         for number in range(current + 1, target + 1):  # (a store created at 12 runs 13 to 17)
@@ -375,7 +380,7 @@ def size_bytes(db: Connection) -> int:
         " WHERE c.relkind = 'r' AND c.relname IN ('runs', 'points', 'samples', 'system_samples', 'studies', 'hosts',"
         " 'imports', 'point_derived', 'raw_outputs', 'schema_migrations',"
         " 'latency_histograms', 'server_series', 'forgotten_runs', 'profiles', 'session_summaries',"
-        " 'group_summaries')"
+        " 'group_summaries', 'group_generation')"
         " AND pg_table_is_visible(c.oid)"))
 
 

@@ -296,6 +296,12 @@ TABLES: tuple[Table, ...] = (
         _nn("first_point", "bigint"),            # its first point's id: the order groups are read in
         _nn("summary", "text", holds=_J),        # JSON: store/groups.py
     ), primary_key=("label", "config_key")),
+    # One row (schema 26): a count every write of a session's row (or a run's label) moves
+    # on; a group made from sessions read at one count is kept only while it still holds
+    # (a run storing points meanwhile: the group would say what they said before).
+    Table("group_generation", (
+        _nn("n", "bigint", holds=_N),
+    )),
 )
 
 INDEXES: tuple[Index, ...] = (
