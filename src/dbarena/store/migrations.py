@@ -480,7 +480,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE group_generation (n INTEGER NOT NULL);
     INSERT INTO group_generation VALUES (0);
-    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
+    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase, status);
     """ + GROUP_TRIGGERS_SQLITE,
 ]
 

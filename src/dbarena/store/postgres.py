@@ -230,7 +230,7 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE TABLE group_generation (n bigint NOT NULL);
     INSERT INTO group_generation VALUES (0);
-    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase);
+    CREATE INDEX IF NOT EXISTS points_run_phase ON points(run_id, phase, status);
     """ + GROUP_TRIGGERS,
 }
 

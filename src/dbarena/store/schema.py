@@ -309,8 +309,9 @@ INDEXES: tuple[Index, ...] = (
     Index("points_run", "points", ("run_id",)),
     Index("points_config", "points", ("config_key",)),
     # (Schema 26: each run's measured points counted from the index alone, as a read that
-    # checks its summaries against them does first.)
-    Index("points_run_phase", "points", ("run_id", "phase")),
+    # checks its summaries against them does first, and its failed ones, as a page that
+    # follows runs asks once a second: store.run_progress.)
+    Index("points_run_phase", "points", ("run_id", "phase", "status")),
 )
 
 
