@@ -59,9 +59,10 @@ demo: deps $(STAMP)
 #   worker, the other modules' on the other two): they are mostly Ansible's waits (under
 #   one CPU between them), so beside the first session they take their ten-odd minutes
 #   out of the suite's wall time and little CPU from it. Their output goes to a file,
-#   printed once both sessions have ended; the line fails if either session did. (The
-#   modules with most tests go out first, xdist's default: test_fleet_together_server.py
-#   first.) Each fleet's hosts make what they make in a TMPDIR and a
+#   printed once both sessions have ended; the line fails if either session did. (Its
+#   modules go out in tests/conftest.py's FLEET_ORDER, not xdist's most tests first,
+#   which left a long one-test module last behind a worker's longest: 19 minutes
+#   where 16 would do, simulated from one session's durations.) Each fleet's hosts make what they make in a TMPDIR and a
 #   state directory of their own (tests/sshd.py), and a test checks that nothing is left
 #   there, not on the whole machine; their sshd listen on free ports.
 # Every other test that checks what it leaves looks at what it started itself (its
@@ -85,7 +86,8 @@ test: deps $(STAMP)
 	$(MYPY) >$$mypy_log 2>&1 & \
 	types=$$!; \
 	echo "mypy and the fleet's tests (marker fleet, -n 3) run meanwhile; their output follows this session's"; \
-	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile -m 'fleet and not alone' --durations=15 >$$fleet_log 2>&1 & \
+	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'fleet and not alone' --durations=15 \
+	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
 	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
 	first=$$?; \
