@@ -35,8 +35,11 @@ demo: deps $(STAMP)
 	$(VENV)/bin/dbarena report -o dbarena-report.html
 	@echo "Browse them: $(VENV)/bin/dbarena serve, then open http://127.0.0.1:8642/ (docs/serve.md)"
 
-# Type checks of src/ (pyproject's [tool.mypy]), then the whole test suite in two parts.
-# First, at the same time, two pytest sessions (pytest-xdist workers):
+# Type checks of src/ (pyproject's [tool.mypy]) and the whole test suite, in two parts.
+# First, at the same time, mypy (one CPU for 40 s or so from an empty cache, as CI's fresh
+# clone has: beside the sessions it costs them some of that, not all 40 s of the suite's
+# wall time before them; its output is printed after theirs, and an error fails the
+# line as a failed test does) and two pytest sessions (pytest-xdist workers):
 # - every test but the fleet's, on three workers for the two CPUs: most of an e2e test's
 #   time is its benchmarks' fixed durations (5 s points), which take as long on a third
 #   of the CPU as on a half, so a third worker runs more of them at once (this session
@@ -56,9 +59,10 @@ demo: deps $(STAMP)
 #   worker, the other modules' on the other two): they are mostly Ansible's waits (under
 #   one CPU between them), so beside the first session they take their ten-odd minutes
 #   out of the suite's wall time and little CPU from it. Their output goes to a file,
-#   printed once both sessions have ended; the line fails if either session did. (The
-#   modules with most tests go out first, xdist's default: test_fleet_together_server.py
-#   first.) Each fleet's hosts make what they make in a TMPDIR and a
+#   printed once both sessions have ended; the line fails if either session did. (Its
+#   modules go out in tests/conftest.py's FLEET_ORDER, not xdist's most tests first,
+#   which left a long one-test module last behind a worker's longest: 19 minutes
+#   where 16 would do, simulated from one session's durations.) Each fleet's hosts make what they make in a TMPDIR and a
 #   state directory of their own (tests/sshd.py), and a test checks that nothing is left
 #   there, not on the whole machine; their sshd listen on free ports.
 # Every other test that checks what it leaves looks at what it started itself (its
@@ -78,16 +82,20 @@ demo: deps $(STAMP)
 # (tests/conftest.py).
 FLEET_DEPS := DBARENA_TEST_FLEET_DEPS=$(abspath $(VENV))/fleet-deps
 test: deps $(STAMP)
-	$(MYPY)
-	@fleet_log=$$(mktemp); \
-	echo "the fleet's tests run meanwhile (marker fleet, -n 3); their output follows this session's"; \
-	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile -m 'fleet and not alone' --durations=15 >$$fleet_log 2>&1 & \
+	@mypy_log=$$(mktemp); fleet_log=$$(mktemp); \
+	$(MYPY) >$$mypy_log 2>&1 & \
+	types=$$!; \
+	echo "mypy and the fleet's tests (marker fleet, -n 3) run meanwhile; their output follows this session's"; \
+	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'fleet and not alone' --durations=15 \
+	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
 	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
 	first=$$?; \
+	wait $$types; typed=$$?; \
 	wait $$fleet; second=$$?; \
+	echo "== mypy, run meanwhile:"; cat $$mypy_log; rm -f $$mypy_log; \
 	echo "== the fleet's tests (marker fleet), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
-	test $$first -eq 0 && test $$second -eq 0
+	test $$typed -eq 0 && test $$first -eq 0 && test $$second -eq 0
 	$(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,

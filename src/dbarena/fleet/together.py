@@ -43,7 +43,7 @@ import socket
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from dbarena import execute
 from dbarena.errors import UsageError
@@ -51,12 +51,12 @@ from dbarena.fleet import togetherprofile, togethersteps
 from dbarena.fleet.controller import Fleet, START_TIMEOUT_S, build_wheel, packages
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.messages import PrepareRequest
-from dbarena.fleet.togetherpoint import Together as Measure, describe, outcome, split_point
+from dbarena.fleet.togetherpoint import Said, Together as Measure, split_point
 from dbarena.fleet.togethersteps import STEP_TIMEOUT_S, Answer
 from dbarena.fleet.togetherserver import ServerHost, server_password
 from dbarena.interfaces import ResultStore
 from dbarena.lifecycle import state
-from dbarena.model import PointResult, PointSpec, RunInfo, Sample, StudyRecord
+from dbarena.model import PointSpec, RunInfo, StudyRecord
 from dbarena.records import JSONObject, StoredRun, json_object
 from dbarena.run import plan, resume, session
 from dbarena.run.runner import Bound, Sweep
@@ -265,7 +265,7 @@ class Together:
                           go_s=self.go_s)
         earlier = session.stored(store, bound, part)
         todo = sum((rounds.base(p), p.repeat) not in earlier.ok for p in part)
-        reporter = _Said(self.say, "" if self.study.precision is not None else f"/{todo}")
+        reporter = Said(self.say, "" if self.study.precision is not None else f"/{todo}")
         sweep = Sweep(targets=bound, store=store, reporter=reporter, executor=execute.LOCAL, init=False,
                       fail_fast=self.study.fail_fast, sample_system=False, sample_server=False,
                       latency_sampling=self.study.latency_sampling, measure=measure)
@@ -333,35 +333,6 @@ class Together:
                           "study": study, "options": options, "target_facts": facts, "variant": variant,
                           "invocation": key,  # (what finds the runs again: invocation_runs)
                           "host": f"{len(self.hosts)} load generators: {', '.join(h.name for h in self.hosts)}"})
-
-
-class _Said:
-    """The sweep's progress as a together run says it (interfaces.Reporter): its stages
-    and one line a point."""
-
-    def __init__(self, say: Callable[[str], None], of: str):
-        self.say, self.of = say, of
-
-    def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
-        pass
-
-    def replan(self, first_index: int, remaining: Sequence[PointSpec]) -> None:
-        pass
-
-    def stage(self, text: str) -> None:
-        self.say(text)
-
-    def point_started(self, index: int, spec: PointSpec) -> None:
-        pass
-
-    def sample(self, spec: PointSpec, sample: Sample) -> None:
-        pass
-
-    def point_finished(self, index: int, result: PointResult) -> None:
-        self.say(f"point {index + 1}{self.of}: {describe(result.spec)}: {outcome(result)}")
-
-    def end(self) -> None:
-        pass
 
 
 def _owner() -> JSONObject:

@@ -32,7 +32,7 @@ from dbarena.fleet.messages import Part, PointRequest, Status
 from dbarena.fleet.togethersteps import Step, statuses
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.interfaces import Reporter
-from dbarena.model import PointResult, PointSpec, Profile
+from dbarena.model import PointResult, PointSpec, Profile, Sample
 from dbarena.records import JSONObject
 from dbarena.run import measure as measure_mod
 from dbarena.serverside.series import ServerSeries
@@ -229,6 +229,35 @@ def outcome(result: PointResult) -> str:
     flag = " (above 1 % of the duration: flagged)" if together.get("start_skew_flagged") else ""
     return (f"{m.tps:.0f} TPS over the common window ({parts}), {m.transactions} transactions, "
             f"start skew {together.get('start_skew_ms', 0):.1f} ms{flag}")
+
+
+class Said:
+    """The sweep's progress as a together run says it (interfaces.Reporter): its stages
+    and one line a point (describe, outcome); together.py's sweep reports to it."""
+
+    def __init__(self, say: Callable[[str], None], of: str):
+        self.say, self.of = say, of
+
+    def begin(self, plan: Sequence[PointSpec], estimate_s: Callable[[PointSpec], float]) -> None:
+        pass
+
+    def replan(self, first_index: int, remaining: Sequence[PointSpec]) -> None:
+        pass
+
+    def stage(self, text: str) -> None:
+        self.say(text)
+
+    def point_started(self, index: int, spec: PointSpec) -> None:
+        pass
+
+    def sample(self, spec: PointSpec, sample: Sample) -> None:
+        pass
+
+    def point_finished(self, index: int, result: PointResult) -> None:
+        self.say(f"point {index + 1}{self.of}: {describe(result.spec)}: {outcome(result)}")
+
+    def end(self) -> None:
+        pass
 
 
 def _cpu(system: Sequence[SystemSample]) -> JSONObject:
