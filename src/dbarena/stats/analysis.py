@@ -497,12 +497,8 @@ def summaries(rows: Iterable[Summarised],
     rows'), or `interleaved` with them by their first points (read with the rows, in
     the points' order): the order the spread between sessions is pooled in, to the
     last bit."""
-    groups: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
-    for row in rows:
-        # A point without a key (none should be) is never pooled with another.
-        groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
-    valued_of = {key: [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
-                 for key, members in groups.items()}
+    groups = _groups_of(rows)
+    valued_of = {key: _valued(members) for key, members in groups.items()}
     # Each group by session (a stored run is one session: stats/sessions.py).
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
     of_config = _sessions_of_configs(groups, by_session, lent, interleaved)
@@ -512,16 +508,27 @@ def summaries(rows: Iterable[Summarised],
             for key, members in groups.items()]
 
 
+def _groups_of(rows: Iterable[Summarised]) -> dict[tuple[str, str], list[Summarised]]:
+    """The rows by summaries' key (label, configuration key), in the order of their first
+    points; a point without a key (none should be) is never pooled with another."""
+    groups: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
+    for row in rows:
+        groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
+    return groups
+
+
+def _valued(members: Sequence[Summarised]) -> list[tuple[Summarised, float]]:
+    """A group's ok points with their figures (those that have one)."""
+    return [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
+
+
 def own_summaries(rows: Iterable[Summarised], histograms: Histograms | None = None) -> list[StoredGroup]:
     """summaries()' groups with what each takes from no other group (what the store keeps
     of a label's configuration over its sessions: store.save_group_summaries), and their
     sessions; `completed` makes the rest of each from every group read."""
-    groups: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
-    for row in rows:
-        groups[(row.label, row.config_key or f"point {row.point_id}")].append(row)
     out = []
-    for key, members in groups.items():
-        valued = [(m, v) for m in members if m.status == "ok" and (v := _value(m)) is not None]
+    for key, members in _groups_of(rows).items():
+        valued = _valued(members)
         found = sessions.of((m.run_id, v) for m, v in valued)
         summary = _own_summary(key, members, valued, found, histograms)
         out.append(StoredGroup(first_point=members[0].point_id, summary=summary,
@@ -1182,11 +1189,7 @@ def _profiled_groups(rows: Sequence[Summarised]) -> dict[tuple[str, str], Profil
     """Each group's profiled ok points, by summaries' key (its label and configuration
     key): one pass over the rows for every pair of levels (a pass for each was most of
     `compare` of 50 k points)."""
-    out: dict[tuple[str, str], list[Summarised]] = defaultdict(list)
-    for r in rows:
-        if r.status == "ok":
-            out[(r.label, r.config_key or f"point {r.point_id}")].append(r)
-    return {key: profiled(members) for key, members in out.items()}
+    return {key: profiled(r for r in members if r.status == "ok") for key, members in _groups_of(rows).items()}
 
 
 # How many functions compare names a level's change in time per transaction by.
