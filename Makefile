@@ -40,7 +40,7 @@ demo: deps $(STAMP)
 # clone has: beside the sessions it costs them some of that, not all 40 s of the suite's
 # wall time before them; its output is printed after theirs, and an error fails the
 # line as a failed test does) and two pytest sessions (pytest-xdist workers):
-# - every test but the fleet's, on three workers for the two CPUs: most of an e2e test's
+# - every test but the fleet's and those run beside them, on three workers for the two CPUs: most of an e2e test's
 #   time is its benchmarks' fixed durations (5 s points), which take as long on a third
 #   of the CPU as on a half, so a third worker runs more of them at once (this session
 #   took 21 minutes with three, 24 with two, beside the fleet's and another session's
@@ -51,7 +51,7 @@ demo: deps $(STAMP)
 #   group finer, but pytest 9.2 and xdist 3.8 ignore the marks: pytest-xdist issue 1386.)
 #   The modules go out in the order of collection (--no-loadscope-reorder), not those of
 #   most tests first: the slowest modules first (tests/conftest.py SLOWEST_FIRST: the
-#   kill test's five minutes or more, the CI job of docs/history.md, ...), then the other
+#   seed studies' runs, the documented examples, ...), then the other
 #   e2e modules, few tests of up to two minutes each, and the many short unit tests even
 #   out the end. Its output is shown as it comes;
 # - the fleet's tests (marker fleet: driven by Ansible, on real sshd hosts or a local AWS
@@ -62,7 +62,11 @@ demo: deps $(STAMP)
 #   printed once both sessions have ended; the line fails if either session did. (Its
 #   modules go out in tests/conftest.py's FLEET_ORDER, not xdist's most tests first,
 #   which left a long one-test module last behind a worker's longest: 19 minutes
-#   where 16 would do, simulated from one session's durations.) Each fleet's hosts make what they make in a TMPDIR and a
+#   where 16 would do, simulated from one session's durations.) Two modules that are no
+#   fleet's run in this session too (marker fleet_session, tests/conftest.py
+#   BESIDE_THE_FLEET: the kill test's 20 kills, the CI job of docs/history.md), so that
+#   both sessions end together: without them the first took 5 minutes longer.
+#   Each fleet's hosts make what they make in a TMPDIR and a
 #   state directory of their own (tests/sshd.py), and a test checks that nothing is left
 #   there, not on the whole machine; their sshd listen on free ports.
 # Every other test that checks what it leaves looks at what it started itself (its
@@ -82,21 +86,23 @@ demo: deps $(STAMP)
 # (tests/conftest.py).
 FLEET_DEPS := DBARENA_TEST_FLEET_DEPS=$(abspath $(VENV))/fleet-deps
 test: deps $(STAMP)
-	@mypy_log=$$(mktemp); fleet_log=$$(mktemp); \
+	@began=$$(date +%s); mypy_log=$$(mktemp); fleet_log=$$(mktemp); \
 	$(MYPY) >$$mypy_log 2>&1 & \
 	types=$$!; \
-	echo "mypy and the fleet's tests (marker fleet, -n 3) run meanwhile; their output follows this session's"; \
-	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'fleet and not alone' --durations=15 \
+	echo "mypy and the fleet's tests (markers fleet, fleet_session; -n 3) run meanwhile; their output follows this session's"; \
+	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m '(fleet or fleet_session) and not alone' --durations=15 \
 	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
-	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not alone' --durations=15; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15; \
 	first=$$?; \
 	wait $$types; typed=$$?; \
 	wait $$fleet; second=$$?; \
 	echo "== mypy, run meanwhile:"; cat $$mypy_log; rm -f $$mypy_log; \
-	echo "== the fleet's tests (marker fleet), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
+	echo "== the fleet's tests (markers fleet, fleet_session), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
+	echo "== both sessions and mypy: $$(( $$(date +%s) - began )) s"; \
 	test $$typed -eq 0 && test $$first -eq 0 && test $$second -eq 0
-	$(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15
+	@began=$$(date +%s); $(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15; ended=$$?; \
+	echo "== the tests marked alone: $$(( $$(date +%s) - began )) s"; exit $$ended
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
 # benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two
