@@ -65,7 +65,8 @@ demo: deps $(STAMP)
 #   where 16 would do, simulated from one session's durations.) Two modules that are no
 #   fleet's run in this session too (marker fleet_session, tests/conftest.py
 #   BESIDE_THE_FLEET: the kill test's 20 kills, the CI job of docs/history.md), so that
-#   both sessions end together: without them the first took 5 minutes longer.
+#   both sessions end nearer together (23:16 and 21:21 against 23:52 and 18:28, one run
+#   each: the two CPUs bound both, so a move of modules gains little).
 #   Each fleet's hosts make what they make in a TMPDIR and a
 #   state directory of their own (tests/sshd.py), and a test checks that nothing is left
 #   there, not on the whole machine; their sshd listen on free ports.
