@@ -71,8 +71,8 @@ BESIDE_THE_FLEET = ("test_kill_anywhere.py", "test_history_gate.py")
 # too), in the order that a simulation of xdist's hand-out (a worker takes the next module
 # when it is free) over that make test's module times finished soonest in (1,208 s; the
 # longest modules first: 1,288 s; the same with each module's time 30 % more or less at
-# random: 1,258 s against 1,284 s on average). The long ones go out first, the two short
-# ones fill the end.
+# random: 1,258 s against 1,284 s on average). The longest module goes out first, the
+# others as they fill the workers' ends best (test_sshd_harness.py's seconds, unlisted, last).
 FLEET_ORDER = ("test_fleet_together_server.py", "test_cloud_local.py", "test_cloud_aws.py",
                "test_fleet_server_killed.py", "test_fleet.py", "test_fleet_kill_anywhere.py", "test_history_gate.py",
                "test_fleet_together.py", "test_kill_anywhere.py", "test_cloud_aws_rds.py")
