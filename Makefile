@@ -42,8 +42,8 @@ demo: deps $(STAMP)
 # line as a failed test does) and two pytest sessions (pytest-xdist workers):
 # - every test but the fleet's and the two modules run beside them, on three workers for
 #   the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
-#   points), which take as long on a third of the CPU as on a half, so a third worker runs more of them at once (this session
-#   took 21 minutes with three, 24 with two, beside the fleet's and another session's
+#   points), which take as long on a third of the CPU as on a half, so a third worker
+#   runs more of them at once (this session took 21 minutes with three, 24 with two, beside the fleet's and another session's
 #   tests; the figures that need more CPU are marked alone, below). A test module to a
 #   worker (--dist loadfile): a module's
 #   tests often share a fixture of module scope (a server, a store of real runs that
