@@ -103,7 +103,11 @@ def manifests(draw: st.DrawFn, original: dict[str, Any]) -> dict[str, Any]:
         elif what == "status":
             run["status"] = draw(st.sampled_from(["running", "interrupted", "finished", "failed", "imported"]) | TEXT)
         elif what == "deep":
-            run["options"]["x"] = _deep(draw(st.integers(1, 400)))  # (deeper than any bundle: 32)
+            # (A "field" draw before this one may have made the options any JSON value: a
+            # value that is no object is replaced by one, or the draw itself would fail.)
+            options = run["options"] if isinstance(run["options"], dict) else {}
+            options["x"] = _deep(draw(st.integers(1, 400)))  # (deeper than any bundle: 32)
+            run["options"] = options
         elif what == "point":
             point = draw(st.sampled_from(manifest["points"]))
             key = draw(st.sampled_from(sorted(point["result"])))
