@@ -56,9 +56,10 @@ demo: deps $(STAMP)
 #   out the end. Its output is shown as it comes;
 # - the fleet's tests (marker fleet: driven by Ansible, on real sshd hosts or a local AWS
 #   API), three modules at a time (test_fleet_together_server.py's ten-odd minutes on one
-#   worker, the other modules' on the other two): they are mostly Ansible's waits (under
-#   one CPU between them), so beside the first session they take their ten-odd minutes
-#   out of the suite's wall time and little CPU from it. Their output goes to a file,
+#   worker, the other modules' on the other two): no less CPU than the first session's
+#   (Ansible, its hosts' modules, their servers and tools: 1,540 s against 1,413 s, each
+#   session alone, 14:02 and 12:42; bench/suite-cpu), so both share the two CPUs and end
+#   after 20 minutes or more together. Their output goes to a file,
 #   printed once both sessions have ended; the line fails if either session did. (Its
 #   modules go out in tests/conftest.py's FLEET_ORDER, not xdist's most tests first,
 #   which left a long one-test module last behind a worker's longest: 19 minutes
