@@ -24,6 +24,26 @@ from dbarena.errors import EnvironmentProblem
 from dbarena.interfaces import Executor
 
 
+# A killed server closes its files (its sockets, the pipe its backends watch) before the
+# kernel makes its exit waitable by its parent: the point's tool can see its connections
+# end, fail and be reaped first, and on a loaded machine the server still looked alive
+# when the failure was explained (seen in make test: "terminating connection due to
+# unexpected postmaster exit", with no word of the server). A failed point waits this
+# long for the server's exit before saying it runs.
+SETTLE_S = 2.0
+
+
+def exit_status(process: subprocess.Popen[bytes] | None, settle_s: float = SETTLE_S) -> int | None:
+    """A throwaway server's exit status, once it has exited or does within `settle_s`;
+    None while it runs (or where there is no process: a target of the user's)."""
+    if process is None:
+        return None
+    try:
+        return process.wait(timeout=settle_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def unprivileged_user(preferred: str) -> str | None:
     """Database servers refuse to run as root: as root, run them as `preferred`
     (e.g. 'postgres', 'mysql') or 'nobody'. None when we are not root."""

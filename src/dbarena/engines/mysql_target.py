@@ -109,10 +109,10 @@ class MyTarget(instance.SavedData):
         return _client_file(self.secrets_dir, self.password)
 
     def problem(self) -> str | None:
-        proc = self.process
-        if proc is None or proc.poll() is None:
+        status = instance.exit_status(self.process)
+        if status is None:
             return None
-        return f"MySQL server exited with status {proc.returncode}: {log_reason(self.log_path)}"
+        return f"MySQL server exited with status {status}: {log_reason(self.log_path)}"
 
     def server_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None

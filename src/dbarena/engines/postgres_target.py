@@ -161,10 +161,10 @@ class PgTarget(instance.SavedData):
 
     def problem(self) -> str | None:
         """Why the server is gone, if it is our instance and it died."""
-        proc = self.process
-        if proc is None or proc.poll() is None:
+        status = instance.exit_status(self.process)
+        if status is None:
             return None
-        return f"PostgreSQL server exited with status {proc.returncode}: {log_reason(self.log_path)}"
+        return f"PostgreSQL server exited with status {status}: {log_reason(self.log_path)}"
 
     def server_pid(self) -> int | None:
         """The postmaster's pid, when the server runs here (our instance)."""
