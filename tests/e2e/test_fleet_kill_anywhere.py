@@ -250,7 +250,7 @@ def test_kills_of_a_together_controller_at_random_moments_lose_nothing(tmp_path_
 
             def command(store: Path) -> list[str]:
                 return [sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study", str(study),
-                        "--together", "--poll", "1", "--store", str(store)]
+                        "--together", "--store", str(store)]
 
             chains, store, kept = 0, Path(), {}
             hit: list[str] = []

@@ -39,7 +39,7 @@ def _killed_mid_point(inv: Path, workdirs: dict, env: dict, name: str, duration:
     study = tmp / f"{name}.toml"
     study.write_text(STUDY.format(name=name, levels=[2], duration=duration, sampling=0.01))
     run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study", str(study),
-                            "--together", "--poll", "1", "--store", str(tmp / f"{name}.db")], env=env,
+                            "--together", "--store", str(tmp / f"{name}.db")], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)

@@ -250,7 +250,7 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         store = tmp / "server.db"
         env = ansible_env(tmp)
         run = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study",
-                                str(study), "--together", "--poll", "1", "--store", str(store)], env=env,
+                                str(study), "--together", "--store", str(store)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         try:
             status = _wait_ready(workdirs["gamma"] / "server" / "status.json", run)
@@ -342,7 +342,7 @@ def test_variants_with_a_warm_up_on_a_server_host_each_measured_part_profiled(tm
         store = tmp / "variants.db"
         env = ansible_env(tmp)
         done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(inv), "--study", str(study),
-                               "--together", "--poll", "1", "--store", str(store),
+                               "--together", "--store", str(store),
                                *(("--", "--profile") if PROFILING else ())], env=env,
                               capture_output=True, text=True, timeout=800, stdin=subprocess.DEVNULL)
         print(done.stdout)

@@ -62,8 +62,9 @@ def test_a_controller_interrupted_mid_point_stops_the_load_generators_shares(mon
     sent: list[tuple[list[str], str]] = []
 
     def step(hosts, args, **kwargs):
-        sent.append(([h.name for h in hosts], args[-1]))
-        if args[-1] == "status":
+        action = next(a for a in args if a in ("wait-ready", "go", "status", "stop"))
+        sent.append(([h.name for h in hosts], action))
+        if action == "status":
             raise KeyboardInterrupt  # the Ctrl-C, while the point runs
         return {h.name: Answer({"state": "ready"}) for h in hosts}
 

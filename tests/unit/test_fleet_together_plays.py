@@ -69,16 +69,23 @@ def test_the_start_time_is_sent_as_far_ahead_as_the_go_plays_take():
 
 
 def test_each_go_play_is_timed_into_the_runs_list(monkeypatch):
+    """Timed to when the hosts had the start time (their go_seen): the go play itself
+    waits on for the point's end (a long poll), which is no measure of how far ahead the
+    start must be sent."""
+    import time
+
     from dbarena.fleet import togetherpoint
     from dbarena.fleet.togethersteps import Answer
     from dbarena.model import PointSpec
 
-    sent: list[tuple[str, float]] = []
+    sent: list[tuple[str, float, float]] = []
 
     def step(hosts, args, **kwargs):
-        if args[-2:-1] == ["--at"]:
-            sent.append(("go", float(args[-1])))
-        if args[-1] == "status":
+        if "--at" in args:
+            at, wait = float(args[args.index("--at") + 1]), float(args[args.index("--wait") + 1])
+            sent.append(("go", at, wait))
+            return {h.name: Answer({"state": "running", "go_seen": time.time() + 0.5}) for h in hosts}
+        if "status" in args:
             raise KeyboardInterrupt  # (ends the point here: what is looked at is the go)
         return {h.name: Answer({"state": "ready"}) for h in hosts}
 
@@ -89,5 +96,57 @@ def test_each_go_play_is_timed_into_the_runs_list(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         measure.measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2, clients=4,
                                   duration_s=60), None)
-    assert [what for what, _ in sent] == ["go"]
-    assert len(shared) == 2 and shared[1] >= 0.0
+    assert [what for what, _, _ in sent] == ["go"]
+    # Waited on until a poll after the start time.
+    assert sent[0][2] == pytest.approx(sent[0][1] - time.time() + measure.poll_s, abs=0.5)
+    assert len(shared) == 2 and shared[1] == pytest.approx(0.5, abs=0.3)
+
+
+def _done(threads: int) -> dict:
+    """A share that ended, as host-point-ctl answers it: its part with a measurement."""
+    return {"state": "done", "id": "p", "part": {
+        "command": ["pgbench"], "exit": 0, "stdout": "", "stderr": "", "launched_at": 1.0, "ended_at": 61.0,
+        "start_at": 1.0, "system": [], "samples": [],
+        "measurement": {"tps": 100.0, "latency_avg_ms": threads * 1.0, "transactions": 6000}}}
+
+
+def test_a_point_that_ends_within_the_go_plays_wait_takes_no_status_play():
+    from dbarena.fleet.togethersteps import Answer
+    from dbarena.model import PointSpec
+
+    asked: list[str] = []
+
+    def step(hosts, args, **kwargs):
+        action = next(a for a in args if a in ("wait-ready", "go", "status", "stop"))
+        asked.append(action)
+        if action == "go":
+            return {h.name: Answer({**_done(1), "go_seen": 1.0}) for h in hosts}
+        return {h.name: Answer({"state": "ready"}) for h in hosts}
+
+    result = _measure(step).measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2,
+                                              clients=2, duration_s=60), None)
+    assert asked == ["wait-ready", "go"], asked
+    assert result.ok, result.error
+
+
+def test_a_host_whose_share_fails_while_the_go_play_waits_stops_the_others():
+    from dbarena.fleet.togethersteps import Answer
+    from dbarena.model import PointSpec
+
+    asked: list[tuple[str, list[str]]] = []
+
+    def step(hosts, args, **kwargs):
+        action = next(a for a in args if a in ("wait-ready", "go", "status", "stop"))
+        asked.append((action, [h.name for h in hosts]))
+        if action == "go":
+            return {"alpha": Answer({"state": "failed", "reason": "pgbench: connection refused", "go_seen": 1.0}),
+                    "beta": Answer({"state": "running", "go_seen": 1.0})}
+        if action == "stop":
+            return {h.name: Answer({"state": "stopped", "reason": "stopped: another load generator failed"})
+                    for h in hosts}
+        return {h.name: Answer({"state": "ready"}) for h in hosts}
+
+    result = _measure(step).measure(PointSpec(engine="postgres", workload="pgbench-select-only", threads=2,
+                                              clients=2, duration_s=60), None)
+    assert asked == [("wait-ready", ["alpha", "beta"]), ("go", ["alpha", "beta"]), ("stop", ["beta"])], asked
+    assert not result.ok and "alpha: pgbench: connection refused" in (result.error or ""), result.error

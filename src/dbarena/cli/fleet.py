@@ -270,11 +270,13 @@ def fleet_host_tls(workdir: Path) -> None:
 @click.argument("action", type=click.Choice(["wait-ready", "go", "status", "stop"]))
 @click.option("--point", "point_id", required=True, help="The point's id, as its request gave it.")
 @click.option("--at", type=float, help="go: the common start time (Unix seconds).")
-def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | None) -> None:
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="go, status: wait up to this many seconds for the point to end.")
+def fleet_host_point_ctl(workdir: Path, action: str, point_id: str, at: float | None, wait_s: float) -> None:
     """On a host of a --together run: the point in flight, asked or told; its status as JSON."""
     from dbarena.fleet import loadgen
 
-    click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at).to_json()))
+    click.echo(json.dumps(loadgen.control(workdir.expanduser(), action, point_id, at, wait_s).to_json()))
 
 
 @fleet_group.command("host-server", hidden=True)

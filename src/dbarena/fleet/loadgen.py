@@ -10,6 +10,7 @@ the host's working directory, through Ansible (playbooks/together.yml):
                       waits for a start time (`go`), sleeps until it, runs the tool,
                       parses its output with the tool's own reader and writes its part
     host-point-ctl    wait-ready | go --at T | status | stop: what the controller asks
+                      (go and status with --wait S: until the point ends, at most S)
     host-tls          before the server starts (a MySQL-family one): this host's client
                       certificate and key for the run, made here; the certificate (public)
                       as JSON, the key left in <workdir>/tls/
@@ -307,11 +308,16 @@ def _stop_when_asked(folder: Path, pid: list[int]) -> None:
 
 # ------------------------------------------------------------------ host-point-ctl
 
-def control(workdir: Path, action: str, point_id: str, at: float | None = None) -> Status:
+def control(workdir: Path, action: str, point_id: str, at: float | None = None, wait_s: float = 0.0) -> Status:
     """What the controller asks of the point in flight (point_id: the one it started;
     the folder may still hold the one before, until host-point replaces it); the
-    point's status (with its part when it has ended)."""
+    point's status (with its part when it has ended). go and status wait up to wait_s
+    for the point to end (a long poll: one play of the controller's for a short point's
+    start and its end, where a poll every few seconds took three or more, each some
+    seconds of CPU on every host while it measured); an answer comes at once when it
+    ends, fails or its process is gone."""
     folder = point_dir(workdir)
+    go_seen = None
 
     def read() -> Status:
         found = _read_status(folder)
@@ -319,6 +325,7 @@ def control(workdir: Path, action: str, point_id: str, at: float | None = None) 
 
     if action == "go":
         write_json(folder / "go.json", {"at": at})
+        go_seen = time.time()
     elif action == "stop":
         (folder / "stop").touch()
     if action in ("wait-ready", "stop"):
@@ -328,7 +335,14 @@ def control(workdir: Path, action: str, point_id: str, at: float | None = None) 
             if state in (("ready",) if action == "wait-ready" else ()) + FINAL:
                 break
             time.sleep(0.05)
-    status = read()
+    elif wait_s > 0:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            found = read()
+            if found.final or found.state == "absent" or not alive(found.pid):
+                break
+            time.sleep(0.1)
+    status = replace(read(), go_seen=go_seen)
     if status.final and (folder / "part.json").exists():
         status = replace(status, part=Part.from_json(json.loads((folder / "part.json").read_text())))
     elif status.state == "absent" and action != "wait-ready":

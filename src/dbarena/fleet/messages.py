@@ -224,6 +224,7 @@ class Status:
     tool_pid: int | None = None
     updated: float | None = None
     part: Part | None = None  # once it has ended, where it got as far as running its tool
+    go_seen: float | None = None  # a go's answer: when the host had the start time (its clock)
 
     @property
     def final(self) -> bool:
@@ -231,7 +232,7 @@ class Status:
 
     def to_json(self) -> JSONObject:
         record: JSONObject = {"state": self.state}
-        for name in ("id", "reason", "pid", "tool_pid", "updated"):
+        for name in ("id", "reason", "pid", "tool_pid", "updated", "go_seen"):
             if getattr(self, name) is not None:
                 record[name] = getattr(self, name)
         if self.part is not None:

@@ -29,7 +29,7 @@ from typing import Callable, Protocol, Sequence
 from dbarena.fleet import combine
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.messages import Part, PointRequest, Status
-from dbarena.fleet.togethersteps import Step, statuses
+from dbarena.fleet.togethersteps import STEP_TIMEOUT_S, Step, statuses
 from dbarena.host.sysmetrics import SystemSample
 from dbarena.interfaces import Reporter
 from dbarena.model import PointResult, PointSpec, Profile, Sample
@@ -123,15 +123,22 @@ class Together:
                 return _failed(spec, problems, began)
             # Sampling from here: after the first host's checkpoint, before any host's tool starts.
             profiled = profile and self.profiles is not None and self.profiles.start(point_id, spec)
-            start_at = time.time() + self._lead(time.time() - began)
-            sent = time.monotonic()
-            self.step(self.hosts, [*ctl, "go", "--at", repr(start_at)])
-            self.go_s.append(time.monotonic() - sent)
+            sent = time.time()
+            start_at = sent + self._lead(sent - began)
+            # The go play waits on each host for its share to end, at most a poll's
+            # time after the start (loadgen.control's long poll); then each status play
+            # does, until every share has ended. A host whose share fails answers at
+            # once and the others at the latest a poll later, when they are stopped.
+            wait = min(self.poll_s, STEP_TIMEOUT_S / 2)
+            polled = statuses(self.step(self.hosts, [*ctl, "go", "--at", repr(start_at),
+                                                     "--wait", repr(start_at - sent + wait)]))
+            seen = [s.go_seen for s in polled.values() if s.go_seen is not None]
+            # How long the go play took to reach the hosts (their clocks, as the
+            # point's start skew is measured by): not the play's whole time, which waited.
+            if len(seen) == len(self.hosts):
+                self.go_s.append(max(seen) - sent)
             answers: dict[str, Status] = {}
-            # Polled while the point runs (not only at its end): a host that fails stops the others at once.
-            time.sleep(max(0.0, start_at + 1.0 - time.time()))
             while True:
-                polled = statuses(self.step([h for h in self.hosts if h.name not in answers], [*ctl, "status"]))
                 problems = self._problems(polled, want=None)
                 answers.update((name, status) for name, status in polled.items() if status.final)
                 if problems:
@@ -140,7 +147,12 @@ class Together:
                     return _failed(spec, problems, began, answers)
                 if len(answers) == len(self.hosts):
                     break
-                time.sleep(self.poll_s)
+                asked = time.monotonic()
+                polled = statuses(self.step([h for h in self.hosts if h.name not in answers],
+                                            [*ctl, "status", "--wait", repr(wait)]))
+                # (Every host that answers without an end waited `wait`; no play is asked
+                # again at once unless one did not.)
+                time.sleep(max(0.0, min(wait, 1.0) - (time.monotonic() - asked)))
             found = None
             if profiled and self.profiles is not None:
                 profiled, found = False, self.profiles.stop(point_id)
