@@ -45,7 +45,8 @@ request_option = click.option("--request", "request_path", required=True,
 @click.option("--quick", is_flag=True, help="The study's --quick trial on every host.")
 @click.option("--serial", is_flag=True, help="One host at a time [default: all hosts at once].")
 @click.option("--poll", "poll_s", type=click.FloatRange(min=0.5), default=10.0, show_default=True, metavar="SECONDS",
-              help="How often the hosts' progress is read.")
+              help="How often the hosts' progress is read (--together: a point's hosts are asked to "
+                   "answer when it ends, or after this long).")
 @click.option("--unreachable-timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               metavar="SECONDS", help="Stop waiting for a host that has been unreachable this long "
                                       "(its run goes on there; run again to collect it).")
