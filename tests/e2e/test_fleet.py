@@ -90,7 +90,7 @@ def study(f: dict, name: str, levels: list[int], duration: int) -> Path:
 
 def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_prices(fleet):
     tiny, store = study(fleet, "tiny", [1, 2], 2), fleet["tmp"] / "all.db"
-    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(store))
+    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--store", str(store))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "alpha (arm): complete; 2/2 points" in done.stdout and "beta (x86): complete; 2/2 points" in done.stdout
     table = done.stdout[done.stdout.index("host "):]
@@ -110,7 +110,7 @@ def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_pr
     assert {(c["threads"], c["verdict"]) for c in json.loads(compared.stdout)} == {(1, None), (2, None)}
 
     # The same command again (one host after the other): both complete, nothing run or added.
-    again = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--serial", "--store", str(store))
+    again = fleet_cmd(fleet, "run", "--study", str(tiny), "--serial", "--store", str(store))
     assert again.returncode == 0, again.stdout + again.stderr
     # Said once per host, with what it holds.
     assert again.stdout.count("complete already (2/2 points stored), not run again") == 2, again.stdout
@@ -181,7 +181,7 @@ def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_comp
     assert any(line.startswith("beta (x86): unreachable; ") and "127.0.0.3" in line
                for line in status.stdout.splitlines()), status.stdout
     fleet["hosts"]["beta"].restart()
-    again = fleet_cmd(fleet, "run", "--study", str(longer), "--poll", "2", "--store", str(store))
+    again = fleet_cmd(fleet, "run", "--study", str(longer), "--store", str(store))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "alpha (arm): complete already (3/3 points stored), not run again" in again.stdout
     rows = db.execute("SELECT p.threads, p.started_at FROM points p JOIN runs r ON r.id = p.run_id "
@@ -203,7 +203,7 @@ def test_with_a_shared_postgresql_store_every_host_writes_there_itself(fleet):
         url = server.url.rsplit("/", 1)[0] + "/results"
         env = {**fleet["env"], "PGPASSWORD": password}
         done = subprocess.run([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(fleet["inventory"]),
-                               "--study", str(tiny), "--poll", "2", "--store", url], env=env, capture_output=True,
+                               "--study", str(tiny), "--store", url], env=env, capture_output=True,
                               text=True, timeout=600, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stdout + done.stderr
         with psycopg.connect(url, password=password) as conn:
@@ -241,7 +241,7 @@ def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
     inv.write_text(inv.read_text().replace("\nalpha ", "\npyenvbox "))
     broken = study(fleet, "broken", [1], 2)
 
-    done = fleet_cmd(fleet, "run", "--study", str(broken), "--poll", "2", "--store", str(fleet["tmp"] / "b.db"),
+    done = fleet_cmd(fleet, "run", "--study", str(broken), "--store", str(fleet["tmp"] / "b.db"),
                      inv=inv)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -280,7 +280,7 @@ def test_a_working_directory_another_user_planted_is_refused_and_nothing_in_it_r
                     extra_vars={"alpha": {"dbarena_workdir": str(planted)}})
     tiny = study(fleet, "planted", [1], 2)
 
-    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--poll", "2", "--store", str(fleet["tmp"] / "p.db"),
+    done = fleet_cmd(fleet, "run", "--study", str(tiny), "--store", str(fleet["tmp"] / "p.db"),
                      inv=inv)
     assert done.returncode == 1, done.stdout + done.stderr
     refusal = f"unsafe working directory: {planted} is owned by nobody, not by root"

@@ -70,3 +70,29 @@ def test_a_run_going_on_when_another_is_asked_for_is_still_running(tmp_path: Pat
     _at(tmp_path / host.OWNER, time.time() - 30)
     (tmp_path / host.ASKED).touch()
     assert host.status(tmp_path) == {"planned": 3, "done": 2, "state": "running"}
+
+
+def test_a_long_poll_answers_when_the_run_ends_and_waits_no_longer_than_asked(tmp_path: Path) -> None:
+    """host-status --wait: the controller's poll of a run that goes on comes back after
+    the wait; one that ends meanwhile (its final status written) comes back then."""
+    import threading
+
+    (tmp_path / host.PROGRESS).write_text(json.dumps({"planned": 2, "done": 1}))
+    (tmp_path / host.OWNER).write_text(json.dumps({"pid": os.getpid(), "start": state.start_time(os.getpid())}))
+    began = time.monotonic()
+    assert host.status_when_ended(tmp_path, 0.5) == {"planned": 2, "done": 1, "state": "running"}
+    assert 0.5 <= time.monotonic() - began < 5
+
+    ends = threading.Timer(0.5, lambda: (tmp_path / host.STATUS).write_text(json.dumps({"state": "complete"})))
+    ends.start()
+    began = time.monotonic()
+    assert host.status_when_ended(tmp_path, 60)["state"] == "complete"
+    assert time.monotonic() - began < 30
+    ends.join()
+
+
+def test_a_long_poll_of_a_host_that_never_ran_answers_at_once(tmp_path: Path) -> None:
+    began = time.monotonic()
+    assert host.status_when_ended(tmp_path / "none", 60) == {"state": "idle"}
+    assert host.status_when_ended(tmp_path, 60) == {"state": "idle"}
+    assert time.monotonic() - began < 5

@@ -138,7 +138,7 @@ def test_a_point_is_profiled_from_ready_in_its_measured_part_only_and_discarded_
     profiles = _Profiles()
 
     def step(hosts, args, **kwargs):
-        if args[-1] == "status":
+        if "status" in args:
             assert profiles.calls == (["start"] if phase == "measured" else [])
             raise KeyboardInterrupt  # the Ctrl-C, while the point runs
         return {h.name: Answer({"state": "ready"}) for h in hosts}

@@ -210,11 +210,13 @@ def fleet_host_run(workdir: Path, run_args: tuple[str, ...]) -> int:
 
 @fleet_group.command("host-status", hidden=True)
 @workdir_option
-def fleet_host_status(workdir: Path) -> None:
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Wait up to this many seconds for the run to end.")
+def fleet_host_status(workdir: Path, wait_s: float) -> None:
     """On a host: its run's state as one JSON line."""
     from dbarena.fleet import host
 
-    click.echo(json.dumps(host.status(workdir.expanduser()), sort_keys=True))
+    click.echo(json.dumps(host.status_when_ended(workdir.expanduser(), wait_s), sort_keys=True))
 
 
 @fleet_group.command("host-snapshot", hidden=True)

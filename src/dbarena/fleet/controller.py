@@ -430,8 +430,12 @@ class Fleet:
 
     # ------------------------------------------------------------ status
 
-    def poll(self, hosts: list[Host]) -> None:
-        results = self.ansible.play("status.yml", hosts, {}, timeout_s=POLL_TIMEOUT_S)
+    def poll(self, hosts: list[Host], wait_s: float = 0.0) -> None:
+        """Each host's status; wait_s: a host whose run goes on answers after that long,
+        one whose run ends meanwhile at once (host.status_when_ended)."""
+        wait_s = min(wait_s, POLL_TIMEOUT_S / 2)
+        results = self.ansible.play("status.yml", hosts, {"dbarena_wait": wait_s},
+                                    timeout_s=POLL_TIMEOUT_S + wait_s)
         now = time.monotonic()
         for h in hosts:
             state, result = self.states[h.name], results[h.name]
@@ -559,7 +563,11 @@ class Fleet:
             pending = [h for h in hosts if not self.states[h.name].final and not self._given_up(h)]
             if not pending:
                 return
-            self.poll(pending)
+            # A long poll: the hosts answer when their runs end, or after poll_s (so a
+            # short run is seen ended at once, not a poll's sleep later, and a long one
+            # costs its hosts no more plays than before).
+            asked = time.monotonic()
+            self.poll(pending, self.poll_s)
             for h in hosts:
                 block = self.states[h.name].block()
                 if shown.get(h.name) != block:
@@ -571,7 +579,8 @@ class Fleet:
                     self.say(self.stopped)
                     return
             if any(not self.states[h.name].final and not self._given_up(h) for h in hosts):
-                time.sleep(self.poll_s)
+                # (Only where no host waited: one unreachable, or refused, answers at once.)
+                time.sleep(max(0.0, self.poll_s - (time.monotonic() - asked)))
 
     def _given_up(self, host: Host) -> bool:
         """Unreachable, or its status unreadable, for --unreachable-timeout: not waited for."""

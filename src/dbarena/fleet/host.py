@@ -190,6 +190,17 @@ def status(workdir: Path) -> JSONObject:
     return {**progress, "state": "stopped"} if progress else {"state": "idle"}
 
 
+def status_when_ended(workdir: Path, wait_s: float) -> JSONObject:
+    """host-status --wait: the status once the run has ended (or never began), at most
+    wait_s from now; its progress then if it goes on."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = status(workdir)
+        if found.get("state") not in ("running", "starting") or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
+
+
 def _owner_alive(workdir: Path) -> bool:
     # Not by taking the lock, even briefly: a host-run starting that moment would
     # think another one is going and not start.
