@@ -38,7 +38,7 @@ scale = 1
 [engines.postgres]
 [[workloads]]
 workload = "pgbench-select-only"
-[machines]
+{options}[machines]
 provider = "local"
 region = "here"
 instance_types = ["small", "large"]
@@ -72,9 +72,13 @@ def _instances(state: Path) -> list[Path]:
     return sorted(folder.glob("local-*")) if folder.is_dir() else []
 
 
-def _study(here: dict, levels: list[int], duration: int) -> Path:
+def _study(here: dict, levels: list[int], duration: int, rate: int | None = None) -> Path:
+    """rate: each point offered that many transactions a second (pgbench -R), for a test
+    that looks at what runs and what is left, not how fast: full speed on both "machines"
+    took both CPUs from the rest of make test while it waited."""
     path = here["tmp"] / "s.toml"
-    path.write_text(STUDY.format(levels=levels, duration=duration))
+    options = f"options = {{ rate = {rate} }}\n" if rate is not None else ""
+    path.write_text(STUDY.format(levels=levels, duration=duration, options=options))
     return path
 
 
@@ -141,7 +145,7 @@ def test_an_interrupted_run_study_leaves_nothing_and_keeps_what_was_measured(her
     """Interrupted once each host has stored a point: the hosts' stores are fetched
     before their machines go (nothing measured is lost), their runs marked interrupted
     with why, and nothing is left."""
-    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 6))
+    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 6, rate=50))
     assert len(_instances(here["state"])) == 2
     assert proc.stdout is not None
     deadline = time.monotonic() + 300
@@ -171,7 +175,7 @@ def test_an_interrupted_run_study_leaves_nothing_and_keeps_what_was_measured(her
 
 
 def test_a_killed_run_study_is_cleaned_up_by_the_next_command(here: dict) -> None:
-    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20))
+    proc, lines = _started(here, _study(here, [1, 2, 3, 4], 20, rate=50))
     proc.kill()
     proc.wait(timeout=30)
     assert len(_instances(here["state"])) == 2  # its hosts run on (a killed controller deletes nothing)
@@ -204,7 +208,7 @@ def test_a_study_as_the_docs_write_it_runs_from_its_own_directory(here: dict) ->
     beside its playbook, and the unpriced hosts' price of 0 was refused by the fleet
     after they were made."""
     study = here["tmp"] / "local.toml"
-    study.write_text(STUDY.format(levels=[1], duration=3).replace('region = "here"\n', "")
+    study.write_text(STUDY.format(levels=[1], duration=3, options="").replace('region = "here"\n', "")
                      .split("[machines.prices]")[0])
     done = subprocess.run([sys.executable, "-m", "dbarena", "run", "--study", "local.toml", "--store", "r.db",
                            "--machines-poll", "2"], env=here["env"], capture_output=True, text=True, timeout=600,
