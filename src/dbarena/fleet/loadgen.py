@@ -36,15 +36,19 @@ import threading
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from dbarena.errors import DatabaseError
 from dbarena.fleet.messages import FINAL, Part, PointRequest, PrepareRequest, Status
 from dbarena.fleet.progress import write_json
 from dbarena.limits import one_line
-from dbarena.run.measure import ToolRun
 from dbarena.model import Tls
 from dbarena.records import JSON, JSONObject
+
+if TYPE_CHECKING:
+    # Only a type here: host-point-ctl, a play's command on every host several times a
+    # point, imports this module and needs none of the run layer (its stores, tools).
+    from dbarena.run.measure import ToolRun
 
 POINT = "point"
 TLS = "tls"
