@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from dbarena.store import postgres as pgstore
-from dbarena.store.dialect import sqlite_copy
 from dbarena.lifecycle import state as state_mod
 from dbarena.fleet.progress import write_json
 from dbarena.limits import one_line
@@ -70,6 +68,7 @@ def plan_state(store: str, args: list[str]) -> tuple[str, int | None]:
     from dbarena import study as study_mod
     from dbarena.errors import UsageError
     from dbarena.run import resume
+    from dbarena.store import postgres as pgstore
     from dbarena.store.database import Store
     from dbarena.study import arguments
 
@@ -229,6 +228,10 @@ def _asked_since(workdir: Path) -> bool:
 
 def snapshot(workdir: Path) -> Path:
     """host-snapshot: a consistent copy of the host's store, even while it is written."""
+    # (Here, not at the top: host-status, every poll's command on every host, imports
+    # this module and needs no store.)
+    from dbarena.store.dialect import sqlite_copy
+
     source, copy = workdir / STORE, workdir / SNAPSHOT
     if not source.is_file():
         raise FileNotFoundError(f"no store at {source}")
