@@ -1,8 +1,8 @@
 """A fleet host's working directory, made safe before anything in it is run.
 
-Run on the host by every playbook (workdir.yml), by the host's own python3, before
-dbarena is installed there: so it uses the standard library only and runs on any
-Python 3 a host may have.
+Run on the host by every playbook (workdir.yml), by the host's own python3 (as
+`python3 -I -S -c <this text>`), before dbarena is installed there: so it uses the
+standard library only and runs on any Python 3 a host may have.
 
     python3 workdir_check.py PATH create|check [DEPS]
 
