@@ -1,7 +1,10 @@
 """The --together steps' playbooks, run by the real ansible-playbook over a local
 connection against a working directory whose venv's `dbarena` is a stand-in that says
 how it was started: step.yml's one task runs the step's command in the checked working
-directory, and nothing in a refused one."""
+directory; together.yml writes the request and the passwords, starts the detached
+command in a session of its own (as Ansible's async jobs did: umask 022, no terminal,
+its output in a private file) and then the step; the passwords are in no result and no
+process's arguments."""
 
 from __future__ import annotations
 
@@ -86,3 +89,46 @@ def test_a_refused_working_directory_runs_no_step(fleet, tmp_path):
     (line,) = results["h1"].failure.output  # (cut at failure.MAX_WIDTH)
     assert line.startswith(f"unsafe working directory: {tmp_path / 'real'} is writable by others")
 
+
+def test_a_points_first_step_writes_the_request_and_starts_the_detached_command_first(fleet):
+    host, w = fleet["host"], fleet["w"]
+    request = json.dumps({"point": "p1", "folder": f"{host.workdir}/point"})
+    results = fleet["ansible"].play("together.yml", [host], {
+        "args": {"h1": ["host-point-ctl", "--workdir", host.workdir, "--point", "p1", "wait-ready"]},
+        "dbarena_request": {"h1": request}, "dbarena_detach": True, "dbarena_detached": "host-point",
+        "dbarena_secrets": True})
+    result = results["h1"]
+    assert not result.failed and not result.unreachable, result.failure
+    step = json.loads(str(result.task("step")["stdout"]).strip())
+    assert step["argv"] == ["fleet", "host-point-ctl", "--workdir", str(w), "--point", "p1", "wait-ready"]
+    detached = json.loads((w / "detached.json").read_text())
+    assert detached["argv"] == ["fleet", "host-point", "--workdir", str(w), "--request", f"{w}/request.json"]
+    # The request as the controller wrote it, the asked directory rewritten; the passwords
+    # in their file, for the detached command to take.
+    assert detached["request"] == request.replace(host.workdir, str(w))
+    assert json.loads(detached["secrets"]) == {"PGPASSWORD": PASSWORD, "MYSQL_PWD": ""}
+    # Detached as an async job was: a session of its own, umask 022, nothing of the step's.
+    assert detached["sid"] == detached["pid"] != step["sid"]
+    assert detached["umask"] == 0o022
+    assert detached["stdin"] == "/dev/null" and detached["stdout"] == str(w / "host-point.out")
+    assert stat.S_IMODE((w / "host-point.out").stat().st_mode) == 0o600
+    assert (w / "host-point.out").read_text() == "the detached command's own output\n"
+    # The passwords: in no task's result and no argument.
+    assert PASSWORD not in json.dumps(result.tasks, default=str)
+    assert PASSWORD not in json.dumps(detached["argv"]) and PASSWORD not in json.dumps(step["argv"])
+    assert not (w / "secrets.json").exists()
+
+
+def test_a_step_with_a_request_and_nothing_detached(fleet):
+    """host-prepare's step: the request written, nothing started before the step."""
+    host, w = fleet["host"], fleet["w"]
+    results = fleet["ansible"].play("together.yml", [host], {
+        "args": {"h1": ["host-prepare", "--workdir", host.workdir, "--request", f"{host.workdir}/request.json"]},
+        "dbarena_request": {"h1": "{}"}, "dbarena_detach": False, "dbarena_secrets": False})
+    result = results["h1"]
+    assert not result.failed, result.failure
+    step = json.loads(str(result.task("step")["stdout"]).strip())
+    assert step["argv"] == ["fleet", "host-prepare", "--workdir", str(w), "--request", f"{w}/request.json"]
+    assert (w / "request.json").read_text() == "{}"
+    assert not (w / "detached.json").exists() and not (w / "host-point.out").exists()
+    assert not (w / "secrets.json").exists()
