@@ -19,9 +19,9 @@ SCRIPT = Path(dbarena.fleet.__file__).parent / "playbooks" / "private_files.py"
 
 
 def _run(directory: Path, files: dict) -> subprocess.CompletedProcess:
-    # As the play runs it: its text as `python3 -c`, the directory its one argument.
-    return subprocess.run([sys.executable, "-c", SCRIPT.read_text(), str(directory)], input=json.dumps(files),
-                          capture_output=True, text=True, timeout=60)
+    # As the play runs it: its text as `python3 -I -S -c`, the directory its one argument.
+    return subprocess.run([sys.executable, "-I", "-S", "-c", SCRIPT.read_text(), str(directory)],
+                          input=json.dumps(files), capture_output=True, text=True, timeout=60)
 
 
 def test_each_file_is_written_whole_for_its_user_only(tmp_path):

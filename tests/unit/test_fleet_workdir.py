@@ -6,6 +6,7 @@ The script runs here as the hosts run it, by python3 with the path and a mode.""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -226,3 +227,49 @@ def test_what_the_venv_imports_from_outside_the_working_directory_is_checked_on_
     assert f"{gone}, which {workdir}/venv imports from, is gone" in line
     # start.yml's check lets it pass: the installer points the venv elsewhere before it runs.
     assert check(workdir, mode="create").returncode == 0
+
+
+def _planted_dbarena(workdir: Path) -> Path:
+    """<workdir>/venv/bin/dbarena: a program that prints the arguments it was given."""
+    program = workdir / "venv" / "bin" / "dbarena"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    program.chmod(0o755)
+    return program
+
+
+def run_mode(asked: str | Path, *args: str) -> subprocess.CompletedProcess:
+    """step.yml's use: `python3 -I -S -c <the script> PATH check --run ARG...`."""
+    return subprocess.run([sys.executable, "-I", "-S", "-c", SCRIPT.read_text(), str(asked), "check", "--run", *args],
+                          capture_output=True, text=True, timeout=30, cwd="/")
+
+
+def test_run_mode_becomes_the_working_directorys_dbarena_with_the_path_rewritten(base):
+    """step.yml: once the directory passed, the step's command (the path as asked
+    rewritten to the checked one in its arguments, as the other playbooks rewrite them)."""
+    real = base / "real"
+    (real / "alpha").mkdir(parents=True)
+    (base / "link").symlink_to(real)
+    _planted_dbarena(real / "alpha")
+    asked = base / "link" / "alpha"
+    done = run_mode(asked, "host-point-ctl", "--workdir", str(asked), "status", "--request", f"{asked}/request.json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["fleet", "host-point-ctl", "--workdir", str(real / "alpha"), "status",
+                                       "--request", f"{real / 'alpha'}/request.json"]
+
+
+def test_run_mode_runs_nothing_in_a_refused_directory(base):
+    planted = base / "planted"
+    _planted_dbarena(planted)
+    for path in (planted, *planted.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+    line = refused(run_mode(planted, "host-status", "--workdir", str(planted)))
+    assert line == f"unsafe working directory: {planted} is owned by nobody, not by root: " \
+                   "another user could plant programs there"
+
+
+def test_run_mode_without_dbarena_says_so_in_one_line(base):
+    (base / "alpha").mkdir()
+    done = run_mode(base / "alpha", "host-status")
+    assert done.returncode == 127 and done.stdout == ""
+    assert done.stderr.strip() == f"{base / 'alpha' / 'venv' / 'bin' / 'dbarena'}: No such file or directory"

@@ -7,7 +7,7 @@ on each host and starts `dbarena fleet host-run` there, detached from the SSH se
 is the reporter that does); fetch.yml brings each host's store back, which is merged
 into the controller's store. A task that fails on a host is shown with the host's own
 last lines of output (failure.py). With --together, every host is a load generator of
-the same point against one server: together.py drives each point (playbooks/together.yml),
+the same point against one server: together.py drives each point (playbooks/together.yml and step.yml),
 loadgen.py is a host's share of it, combine.py makes the parts one stored point.
 dbarena opens no SSH connection of its own.
 """

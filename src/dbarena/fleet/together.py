@@ -6,7 +6,7 @@ The run is the one session's (run/session.py, run/runner.py): its rounds, --prec
 sweep's; what differs is how a point is measured, the sweep's strategy
 (togetherpoint.Together: the point split over the hosts, started at once, combined).
 What is together's own: the controller coordinates; Ansible does every reaching
-(playbooks/together.yml, one short play per step: togethersteps.py), the hosts run the
+(playbooks/together.yml or step.yml, one short play per step: togethersteps.py), the hosts run the
 hidden commands of loadgen.py, and the store is the controller's own (no fetch, no merge):
 
 1. **Install** as `fleet run` does (start.yml, without starting a study there).

@@ -1,5 +1,6 @@
-"""One step of a `fleet run --together`: one short play of playbooks/together.yml that
-runs a hidden `dbarena fleet` command on some hosts, and their answers read."""
+"""One step of a `fleet run --together`: one short play of playbooks/together.yml (or
+step.yml, when it writes nothing and starts nothing first) that runs a hidden `dbarena
+fleet` command on some hosts, and their answers read."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def play(ansible: Ansible, hosts: list[Host], args: list[str], *, request: dict[
                                 "dbarena_detach": detach, "dbarena_detached": detached, "dbarena_secrets": secrets}
     if request is not None:
         extra["dbarena_request"] = request
-    results = ansible.play("together.yml", hosts, extra, timeout_s=timeout_s)
+    # A step with nothing to write or start first (most of them) is one task a host (step.yml).
+    book = "together.yml" if request is not None or detach or secrets else "step.yml"
+    results = ansible.play(book, hosts, extra, timeout_s=timeout_s)
     out: dict[str, Answer] = {}
     for h in hosts:
         result = results[h.name]

@@ -1,5 +1,5 @@
 """Files only the host's user reads, written into a checked working directory in one
-step: a play's `command` task runs this (python3 -c, its text read on the controller)
+step: a play's `command` task runs this (python3 -I -S -c, its text read on the controller)
 with the directory as its argument and, on its stdin, a JSON object of file name ->
 text (null: not written). together.yml writes a step's passwords and request with it:
 as two copy tasks (each a stat, a transfer through the remote temporary directory and

@@ -1,7 +1,8 @@
 """dbarena in a fleet host's working directory, its dependencies installed once per host.
 
-Run on the host by start.yml, by the host's own python3, after workdir_check.py
-checked (and made) both directories below: standard library only.
+Run on the host by start.yml, by the host's own python3 (as `python3 -I -S -c <this
+text>`), after workdir_check.py checked (and made) both directories below: standard
+library only.
 
     python3 venv_install.py WORKDIR DEPS WHEEL SHA256
 

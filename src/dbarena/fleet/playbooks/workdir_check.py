@@ -1,16 +1,21 @@
 """A fleet host's working directory, made safe before anything in it is run.
 
-Run on the host by every playbook (workdir.yml), by the host's own python3, before
-dbarena is installed there: so it uses the standard library only and runs on any
-Python 3 a host may have.
+Run on the host by every playbook (workdir.yml; step.yml with --run), by the host's own
+python3 (as `python3 -I -S -c <this text>`), before dbarena is installed there: so it
+uses the standard library only and runs on any Python 3 a host may have.
 
     python3 workdir_check.py PATH create|check [DEPS]
+    python3 workdir_check.py PATH check --run ARG...
 
 PATH is absolute, or starts with ~ (the login user's home). The answer, on stdout, is
 the absolute path; a refusal is one line on stderr and exit status 1. With DEPS (start.yml
 gives it, in create mode), the directory of the dependencies the hosts' virtual
 environments share (venv_install.py) is checked and made the same way, and its absolute
-path is a second line.
+path is a second line. With --run (step.yml), nothing is printed: once the directory
+passed, this process becomes `<path>/venv/bin/dbarena fleet ARG...` (PATH as given
+replaced by the absolute path in every ARG, as the other playbooks rewrite the hosts'
+arguments), so that a step that needs nothing else is one task and one program start
+on the host; a refusal runs nothing.
 
 Why: the playbooks run `<workdir>/venv/bin/pip` and `<workdir>/venv/bin/dbarena`, as
 the login user (often root), and put the passwords a run needs there. A directory that
@@ -153,14 +158,30 @@ def check_imported(workdir: str, create: bool) -> None:
             _walk(real, me, create=False)
 
 
+def run(workdir: str, asked: str, args: list[str]) -> int:
+    """This process replaced by the working directory's dbarena (or why it cannot be)."""
+    program = os.path.join(workdir, "venv", "bin", "dbarena")
+    try:
+        os.execv(program, [program, "fleet", *(arg.replace(asked, workdir) for arg in args)])
+    except OSError as exc:
+        sys.stderr.write(f"{program}: {exc.strerror or exc}\n")
+    return 127  # as a shell says a program it could not start
+
+
 def main(argv: list[str]) -> int:
+    args: list[str] | None = None  # --run: what the dbarena it becomes is given
+    if len(argv) >= 4 and argv[2] == "check" and argv[3] == "--run":
+        argv, args = argv[:3], argv[4:]
     if len(argv) not in (3, 4) or argv[2] not in ("create", "check"):
-        sys.stderr.write("usage: workdir_check.py PATH create|check [DEPS]\n")
+        sys.stderr.write("usage: workdir_check.py PATH create|check [DEPS]\n"
+                         "       workdir_check.py PATH check --run ARG...\n")
         return 2
     try:
         workdir = settle(argv[1], create=argv[2] == "create")
         check_imported(workdir, create=argv[2] == "create")
         deps = settle(argv[3], create=argv[2] == "create") if len(argv) == 4 else None
+        if args is not None:
+            return run(workdir, argv[1], args)
         print(workdir)
         if deps is not None:
             print(deps)
