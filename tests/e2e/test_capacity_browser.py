@@ -22,7 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# `report` only reads the store and writes its file: run in this process (tests/inprocess.py),
+# not as `python -m dbarena`, half a second of CPU to start. `serve` stays a process.
+from inprocess import dbarena as dbarena_here
 from test_serve_browser import _env, _start, _stop, _wait_listening, free_port
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +55,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _report(stored: Path, tmp_path: Path, fmt: str) -> Path:
     out = tmp_path / f"report.{fmt}"
-    done = dbarena("report", "--store", str(stored), "-o", str(out), env=cli_env(tmp_path))
+    done = dbarena_here("report", "--store", str(stored), "-o", str(out), env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     return out
 

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 import profiledstore
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# `report` only reads the store and writes its file: run in this process (tests/inprocess.py),
+# not as `python -m dbarena`, half a second of CPU to start. `serve` stays a process.
+from inprocess import dbarena as dbarena_here
 from test_serve_browser import _env, _start, _stop, _wait_listening, free_port
 
 pytestmark = pytest.mark.e2e
@@ -92,7 +95,7 @@ def test_the_reports_flame_graphs_and_differential_in_chromium(stored: Path, tmp
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(stored), "-o", str(out), "--about", "settings", env=cli_env(tmp_path))
+    done = dbarena_here("report", "--store", str(stored), "-o", str(out), "--about", "settings", env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     requests, page_errors = [], []
     with sync_playwright() as p:
@@ -143,8 +146,8 @@ def test_the_pooled_flame_graphs_and_their_differential_in_chromium(tmp_path: Pa
 
     pooled = profiledstore.build(tmp_path / "pooled.db")
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(pooled), "-o", str(out), "--at-threads", "1", "--about", "settings",
-                   env=cli_env(tmp_path))
+    done = dbarena_here("report", "--store", str(pooled), "-o", str(out), "--at-threads", "1", "--about", "settings",
+                        env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     port = free_port()
     server, _ = _start(["--store", str(pooled), "--port", str(port)], _env(tmp_path))

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena, with_raw
+from conftest import cli_env, with_raw
+# Every command here only reads and writes files and stores: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +41,7 @@ def test_every_corpus_sample_imports(tool, tmp_path):
     for f in files:
         by_engine.setdefault("postgres" if "pgsql" in f.name or tool == "pgbench" else "mysql", []).append(f)
     for engine, some in by_engine.items():
-        done = dbarena("import", *map(str, some), "--label", "corpus", "--engine", engine, "--store", str(store),
+        done = dbarena_here("import", *map(str, some), "--label", "corpus", "--engine", engine, "--store", str(store),
                        env=ENV)
         assert done.returncode == 0, done.stderr
         said = {line.split(": ", 1)[0]: line.split(": ", 1)[1] for line in done.stdout.splitlines() if ": " in line}
@@ -56,7 +59,7 @@ def test_every_corpus_sample_imports(tool, tmp_path):
 def test_study_a_appended_file_with_command_lines(tmp_path):
     store = tmp_path / "r.db"
     path = FIXTURES / "import" / "study-a-appended-pg15.txt"
-    done = dbarena("import", str(path), "--label", "box", "--store", str(store), env=ENV)
+    done = dbarena_here("import", str(path), "--label", "box", "--store", str(store), env=ENV)
     assert done.returncode == 0, done.stderr
     assert "imported 3 point(s) (3 ok, 0 failed)" in done.stdout
     points = _points(store)
@@ -67,7 +70,7 @@ def test_study_a_appended_file_with_command_lines(tmp_path):
     db = sqlite3.connect(store)
     assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 4  # -P 1 twice x 2 s; none for -N
     # Re-import: nothing added.
-    again = dbarena("import", str(path), "--label", "other", "--store", str(store), env=ENV)
+    again = dbarena_here("import", str(path), "--label", "other", "--store", str(store), env=ENV)
     assert again.returncode == 0 and "already imported" in again.stdout
     assert len(_points(store)) == 3
 
@@ -78,7 +81,7 @@ def test_appended_runs_without_command_lines(tmp_path):
     appended.write_text((corpus / "pg13-tpcb-progress-P60-incl-excl.txt").read_text()
                         + (corpus / "pg11-tpcb-progress-P60-incl-excl.txt").read_text())
     store = tmp_path / "r.db"
-    done = dbarena("import", str(appended), "--label", "old", "--store", str(store), env=ENV)
+    done = dbarena_here("import", str(appended), "--label", "old", "--store", str(store), env=ENV)
     assert done.returncode == 0, done.stderr
     points = _points(store)
     assert [(p["threads"], p["clients"], p["tps"]) for p in points] == [(1, 1, 532.055085), (1, 8, 1608.348409)]
@@ -95,8 +98,8 @@ def test_csv_with_transactions_and_time_gives_the_same_tps(tmp_path):
     derived.write_text("engine,workload,threads,transactions,time_s,queries\n"
                        "mysql,sysbench-read-write,16,150075,300,3001500\n"
                        "mysql,sysbench-read-write,32,210150,300,4203000\n")
-    assert dbarena("import", str(direct), "--label", "ignored", "--store", str(store), env=ENV).returncode == 0
-    done = dbarena("import", str(derived), "--label", "rds-m6g-study-e", "--store", str(store), env=ENV)
+    assert dbarena_here("import", str(direct), "--label", "ignored", "--store", str(store), env=ENV).returncode == 0
+    done = dbarena_here("import", str(derived), "--label", "rds-m6g-study-e", "--store", str(store), env=ENV)
     assert done.returncode == 0, done.stderr
     a, b = _points(store, "rds-m6g"), _points(store, "rds-m6g-study-e")
     assert [p["tps"] for p in a] == pytest.approx([p["tps"] for p in b]) == [500.25, 700.5]
@@ -105,13 +108,14 @@ def test_csv_with_transactions_and_time_gives_the_same_tps(tmp_path):
     run = sqlite3.connect(store).execute("SELECT price_per_hour FROM runs WHERE label = 'rds-m6g'").fetchone()
     assert run == (0.34,)
     # Imported points behave like measured ones.
-    compared = dbarena("compare", "rds-m6g", "rds-m6g-study-e", "--store", str(store), "--json", env=ENV)
+    compared = dbarena_here("compare", "rds-m6g", "rds-m6g-study-e", "--store", str(store), "--json", env=ENV)
     assert compared.returncode == 0 and json.loads(compared.stdout)[0]["ratio"] == pytest.approx(1.0)
     report = tmp_path / "r.json"
-    assert dbarena("report", "--store", str(store), "--at-threads", "16", "-o", str(report), env=ENV).returncode == 0
+    made = dbarena_here("report", "--store", str(store), "--at-threads", "16", "-o", str(report), env=ENV)
+    assert made.returncode == 0, made.stderr
     row = next(r for r in json.loads(report.read_text())["rows"] if r["label"] == "rds-m6g" and r["threads"] == 16)
     assert row["price_per_100_tps"] == pytest.approx(0.34 / 5.0025)
-    listed = json.loads(dbarena("results", "--store", str(store), "--json", env=ENV).stdout)
+    listed = json.loads(dbarena_here("results", "--store", str(store), "--json", env=ENV).stdout)
     assert all(r["source"]["file"] in ("direct.csv", "derived.csv") for r in listed)
 
 
@@ -126,7 +130,7 @@ def test_broken_csv_names_the_line_and_stores_nothing(name, text, where, message
     path = tmp_path / name
     path.write_text(text)
     store = tmp_path / "r.db"
-    done = dbarena("import", str(path), "--label", "x", "--store", str(store), env=ENV)
+    done = dbarena_here("import", str(path), "--label", "x", "--store", str(store), env=ENV)
     assert done.returncode == 2
     assert done.stderr.startswith(f"dbarena: error: {where}") and message in done.stderr
     assert done.stderr.count("\n") == 1
@@ -140,7 +144,7 @@ def test_broken_run_in_an_appended_file_stores_nothing_from_that_file(tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("workload,engine,threads,tps\nmysqlslap,mysql,4,12\n")
     store = tmp_path / "r.db"
-    done = dbarena("import", str(broken), str(good), "--label", "x", "--store", str(store), env=ENV)
+    done = dbarena_here("import", str(broken), str(good), "--label", "x", "--store", str(store), env=ENV)
     assert done.returncode == 2
     assert "broken.txt:36:" in done.stderr and "tps" in done.stderr
     assert [p["workload"] for p in _points(store)] == ["mysqlslap"]  # only the good file
@@ -149,10 +153,10 @@ def test_broken_run_in_an_appended_file_stores_nothing_from_that_file(tmp_path):
 def test_import_usage_errors(tmp_path):
     garbage = tmp_path / "notes.txt"
     garbage.write_text("we ran some benchmarks\nthey were fast\n")
-    done = dbarena("import", str(garbage), "--label", "x", "--store", str(tmp_path / "r.db"), env=ENV)
+    done = dbarena_here("import", str(garbage), "--label", "x", "--store", str(tmp_path / "r.db"), env=ENV)
     assert done.returncode == 2 and "cannot tell which tool wrote this" in done.stderr
     sb = FIXTURES / "sysbench" / "corpus" / "sysbench-1.0.20-oltp-read-only-pgsql.txt"
-    done = dbarena("import", str(sb), "--label", "x", "--store", str(tmp_path / "r.db"), env=ENV)
+    done = dbarena_here("import", str(sb), "--label", "x", "--store", str(tmp_path / "r.db"), env=ENV)
     assert done.returncode == 2 and "pass --engine" in done.stderr
-    missing = dbarena("import", str(tmp_path / "nope.txt"), "--label", "x", env=ENV)
+    missing = dbarena_here("import", str(tmp_path / "nope.txt"), "--label", "x", env=ENV)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1

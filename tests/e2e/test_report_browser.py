@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# `report` only reads the store and writes its file: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -42,8 +45,8 @@ def test_report_in_headless_chromium(stored, tmp_path):
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(stored), "--baseline", "box-a", "--at-threads", "2", "-o", str(out),
-                   env=cli_env("/tmp"))
+    done = dbarena_here("report", "--store", str(stored), "--baseline", "box-a", "--at-threads", "2", "-o", str(out),
+                        env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     console, requests, dialogs, page_errors = [], [], [], []
     with sync_playwright() as p:
@@ -110,7 +113,7 @@ def test_a_label_is_hidden_and_shown_again_in_every_chart(stored, tmp_path):
     from dbarena.report.charts import label_class
 
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(stored), "-o", str(out), env=cli_env("/tmp"))
+    done = dbarena_here("report", "--store", str(stored), "-o", str(out), env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     box_a, evil = label_class("box-a"), label_class(EVIL)
     requests, page_errors = [], []
@@ -146,18 +149,19 @@ def test_a_label_is_hidden_and_shown_again_in_every_chart(stored, tmp_path):
 
 def test_report_formats_from_the_cli(stored, tmp_path):
     md = tmp_path / "article.md"
-    assert dbarena("report", "--store", str(stored), "-o", str(md), env=cli_env("/tmp")).returncode == 0
+    assert dbarena_here("report", "--store", str(stored), "-o", str(md), env=cli_env("/tmp")).returncode == 0
     assert "![postgres pgbench-select-only throughput](article_files/" in md.read_text()
     assert any((tmp_path / "article_files").glob("*.svg"))
     js = tmp_path / "r.json"
-    assert dbarena("report", "--store", str(stored), "--price", "box-a=1.0", "-o", str(js), env=cli_env("/tmp")).returncode == 0
+    assert dbarena_here("report", "--store", str(stored), "--price", "box-a=1.0", "-o", str(js),
+                        env=cli_env("/tmp")).returncode == 0
     rows = json.loads(js.read_text())["rows"]
     box_a = [r for r in rows if r["label"] == "box-a"]
     assert all(r["price_per_hour"] == 1.0 and r["price_per_100_tps"] == pytest.approx(100 / r["tps"]) for r in box_a)
     assert all(r["tps_per_core"] and r["scaling_efficiency"] for r in box_a)
-    bad = dbarena("report", "--store", str(stored), "--baseline", "nope", env=cli_env("/tmp"))
+    bad = dbarena_here("report", "--store", str(stored), "--baseline", "nope", env=cli_env("/tmp"))
     assert bad.returncode == 2 and "no results labelled 'nope'" in bad.stderr
-    bad = dbarena("report", "--store", str(stored), "--price", "box-a=free", env=cli_env("/tmp"))
+    bad = dbarena_here("report", "--store", str(stored), "--price", "box-a=free", env=cli_env("/tmp"))
     assert bad.returncode == 2 and "is not a price" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -167,7 +171,7 @@ def test_the_first_screen_holds_the_decision_above_the_first_chart(stored, tmp_p
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "report.html"
-    done = dbarena("report", "--store", str(stored), "--baseline", "box-a", "-o", str(out), env=cli_env("/tmp"))
+    done = dbarena_here("report", "--store", str(stored), "--baseline", "box-a", "-o", str(out), env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     requests: list[str] = []
     with sync_playwright() as p:

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# report and results only read the store: run in this process (tests/inprocess.py), not
+# as `python -m dbarena`, half a second of CPU each to start.
+from inprocess import dbarena as dbarena_here
 from dbarena.report.tables import num, sig
 
 pytestmark = pytest.mark.e2e
@@ -50,10 +53,10 @@ def rendered(stored, tmp_path_factory):
     texts = {}
     for fmt in ("html", "md", "csv", "json"):
         out = folder / f"report.{fmt}"
-        done = dbarena("report", "--store", str(stored), "--at-threads", "2", "-o", str(out), env=cli_env(folder))
+        done = dbarena_here("report", "--store", str(stored), "--at-threads", "2", "-o", str(out), env=cli_env(folder))
         assert done.returncode == 0, done.stderr
         texts[fmt] = out.read_text()
-    done = dbarena("results", "--store", str(stored), "--json", env=cli_env(folder))
+    done = dbarena_here("results", "--store", str(stored), "--json", env=cli_env(folder))
     assert done.returncode == 0, done.stderr
     points = {(p["label"], p["workload"], p["threads"]): p for p in json.loads(done.stdout)}
     assert len(points) == 8 and all(p["status"] == "ok" for p in points.values())

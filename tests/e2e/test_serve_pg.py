@@ -12,7 +12,10 @@ import psycopg
 import pytest
 
 import storebuild
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# `merge` only reads and writes stores: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU to start.
+from inprocess import dbarena as dbarena_here
 from dbarena.engines import postgres
 from dbarena.model import RunInfo
 from dbarena.report import assemble
@@ -32,7 +35,7 @@ def team_store(tmp_path_factory: pytest.TempPathFactory):
             admin.execute("CREATE DATABASE team")
         url = target.url.rsplit("/", 1)[0] + "/team"
         built = storebuild.build(tmp_path_factory.mktemp("serve-pg") / "built.db")
-        merged = dbarena("merge", str(built), "--store", url, env=cli_env(Path("/tmp"), PGPASSWORD=password))
+        merged = dbarena_here("merge", str(built), "--store", url, env=cli_env(Path("/tmp"), PGPASSWORD=password))
         assert merged.returncode == 0, merged.stderr
         yield url, password
 

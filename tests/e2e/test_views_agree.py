@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import cli_env
+# results, report and compare only read the store: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+from inprocess import dbarena as dbarena_here
 from dbarena.stats import bound
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +42,7 @@ def store(tmp_path_factory):
 
 
 def _points(store) -> list[dict]:
-    done = dbarena("results", "--store", str(store), "--json", env=cli_env("/tmp"))
+    done = dbarena_here("results", "--store", str(store), "--json", env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -56,7 +59,7 @@ def test_the_points_carry_a_bound_from_the_server_s_own_view(store):
 
 def test_results_wide_shows_each_point_s_bound_as_results_json_has_it(store):
     points = {p["point_id"]: p for p in _points(store)}
-    done = dbarena("results", "--store", str(store), "--wide", env=cli_env("/tmp", COLUMNS="400"))
+    done = dbarena_here("results", "--store", str(store), "--wide", env=cli_env("/tmp", COLUMNS="400"))
     assert done.returncode == 0, done.stderr
     seen = set()
     lines = done.stdout.splitlines()
@@ -72,8 +75,8 @@ def test_results_wide_shows_each_point_s_bound_as_results_json_has_it(store):
 def test_the_report_s_levels_and_decision_say_the_points_bounds(store, tmp_path):
     points = _points(store)
     target = tmp_path / "report.json"
-    done = dbarena("report", "--store", str(store), "--baseline", "two-cpu", "--format", "json", "-o", str(target),
-                   env=cli_env("/tmp"))
+    done = dbarena_here("report", "--store", str(store), "--baseline", "two-cpu", "--format", "json", "-o", str(target),
+                        env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     report = json.loads(target.read_text())
     # A level's bound is its repeats' bounds, as stored: one answer per point.
@@ -99,11 +102,11 @@ def test_the_report_s_levels_and_decision_say_the_points_bounds(store, tmp_path)
 
 def test_compare_gives_the_report_s_reasons_for_the_same_differences(store, tmp_path):
     target = tmp_path / "report.json"
-    done = dbarena("report", "--store", str(store), "--baseline", "two-cpu", "--format", "json", "-o", str(target),
-                   env=cli_env("/tmp"))
+    done = dbarena_here("report", "--store", str(store), "--baseline", "two-cpu", "--format", "json", "-o", str(target),
+                        env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     reasons = [d["why"] for d in json.loads(target.read_text())["decisions"] if d["why"]]
-    done = dbarena("compare", "two-cpu", "one-cpu", "--store", str(store), env=cli_env("/tmp", COLUMNS="1000"))
+    done = dbarena_here("compare", "two-cpu", "one-cpu", "--store", str(store), env=cli_env("/tmp", COLUMNS="1000"))
     assert done.returncode == 0, done.stderr
     flat = " ".join(done.stdout.split())
     for why in reasons:
