@@ -20,6 +20,10 @@ import json
 import pytest
 
 from conftest import cli_env, dbarena
+# results and history only read the store: run in this process (tests/inprocess.py), not
+# as `python -m dbarena`, half a second of CPU each to start. The runs and bisects stay
+# processes.
+from inprocess import dbarena as dbarena_here
 
 # alone: each step's verdict is over sessions of a few seconds, which the other workers'
 # servers beside it (make test runs three, and the fleet's tests) make too noisy to
@@ -63,10 +67,10 @@ def test_bisect_names_the_one_setting_that_makes_the_difference(public_tmp, tmp_
     # Its configurations are runs of their own labels, visible like any other.
     labels = answer["labels"]
     assert labels[:2] == ["bisect-1-a", "bisect-1-b"] and all(x.startswith("bisect-1-step") for x in labels[2:])
-    stored = {p["label"] for p in json.loads(dbarena("results", "--store", str(store), "--json", env=env).stdout)}
+    stored = {p["label"] for p in json.loads(dbarena_here("results", "--store", str(store), "--json", env=env).stdout)}
     assert set(labels) <= stored
-    history = json.loads(dbarena("history", "--label", "bisect-1-a", "--store", str(store), "--json",
-                                 env=env).stdout)
+    history = json.loads(dbarena_here("history", "--label", "bisect-1-a", "--store", str(store), "--json",
+                                      env=env).stdout)
     assert history["series"], history
 
     # --resume: every session read back, nothing measured, the same answer in words.

@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# results and compare only read the store: run in this process (tests/inprocess.py), not
+# as `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 
 # alone: a search needs its lowest offered rates to meet the latency objective (p99 <= 5 ms,
 # p95 <= 20 ms at 2 threads), which the CPU other tests' servers and tools take from this
@@ -36,7 +39,7 @@ max_rates = 6
 
 
 def _json(store: Path, env: dict, *args: str) -> list[dict]:
-    done = dbarena("results", "--store", str(store), "--json", *args, env=env)
+    done = dbarena_here("results", "--store", str(store), "--json", *args, env=env)
     assert done.returncode == 0, done.stderr
     found: list[dict] = json.loads(done.stdout)
     return found
@@ -79,7 +82,7 @@ def test_pgbench_capacity_at_p99_is_stored_with_its_bracket_and_compared(public_
     assert "capacity of pgbench-select-only at 2 threads at p99 <= 5 ms:" in done.stderr, done.stderr[-3000:]
     assert "offered=" in done.stdout + done.stderr
     _check_bracket(store, env, 5.0, "latency_p99_ms")
-    shown = dbarena("results", "--store", str(store), "--summary", env=env)
+    shown = dbarena_here("results", "--store", str(store), "--summary", env=env)
     assert "capacity of alpha pgbench-select-only at 2 threads at p99 <= 5 ms:" in " ".join(shown.stdout.split())
 
     # A second label (a quicker search: done once its bracket is within 50 %, about three
@@ -90,7 +93,7 @@ def test_pgbench_capacity_at_p99_is_stored_with_its_bracket_and_compared(public_
     done = dbarena("run", "--study", str(study), "--label", "beta", "--store", str(store), "--no-probe", "--yes",
                    env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(dbarena("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
+    rows = json.loads(dbarena_here("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
     (row,) = rows
     assert row["slo"] == "p99 <= 5 ms"
     summary = {r["label"]: r for r in _json(store, env, "--summary") if "capacity" in r}
@@ -98,7 +101,7 @@ def test_pgbench_capacity_at_p99_is_stored_with_its_bracket_and_compared(public_
     assert row["b_mean"] == pytest.approx(summary["beta"]["capacity"]["tps"])
     assert row["ratio"] == pytest.approx(row["b_mean"] / row["a_mean"])
     assert row["verdict"] is None  # one session a side: never a verdict
-    said = dbarena("compare", "alpha", "beta", "--store", str(store), env=env).stdout
+    said = dbarena_here("compare", "alpha", "beta", "--store", str(store), env=env).stdout
     assert "capacity at p99 <= 5 ms" in " ".join(said.split())
 
 

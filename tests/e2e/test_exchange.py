@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena, error_line
+# publish, verify, import and results only read and write files and stores: run in this
+# process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to
+# start. The run that makes the store stays a process of its own.
+from inprocess import dbarena as dbarena_here
 
 from dbarena.exchange import bundle, sshsig
 from dbarena.exchange.bundle import BundleProblem
@@ -52,7 +56,7 @@ def made():
     (base / "allowed_signers").write_text(f"{ID} {(base / 'key.pub').read_text().split()[0]} "
                                           f"{(base / 'key.pub').read_text().split()[1]}\n")
     out = base / "bundle.tar"
-    done = dbarena("publish", "--store", str(store), "--label", "src", "--key", str(key), "-o", str(out), env=env)
+    done = dbarena_here("publish", "--store", str(store), "--label", "src", "--key", str(key), "-o", str(out), env=env)
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"wrote .+bundle\.tar: 1 run\(s\), 4 point\(s\), [\d,]+ bytes, signed with ED25519 key "
                         r"SHA256:\S+\n", done.stdout), done.stdout
@@ -61,20 +65,20 @@ def made():
 
 
 def _results(store: Path, env: dict, *extra: str) -> list[dict]:
-    done = dbarena("results", "--json", "--store", str(store), *extra, env=env)
+    done = dbarena_here("results", "--json", "--store", str(store), *extra, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def test_round_trip_publish_verify_import_gives_the_same_results_json(made, tmp_path):
     env = made["env"]
-    done = dbarena("verify", str(made["bundle"]), "--allowed-signers", str(made["allowed"]), env=env)
+    done = dbarena_here("verify", str(made["bundle"]), "--allowed-signers", str(made["allowed"]), env=env)
     assert done.returncode == 0, done.stderr
     assert f"verified: signed by {ID} (ED25519 key SHA256:" in done.stdout
     assert "4 point(s) of 1 run(s): every figure recomputed" in done.stdout
     into = tmp_path / "into.db"
-    done = dbarena("import", str(made["bundle"]), "--store", str(into), "--allowed-signers", str(made["allowed"]),
-                   env=env)
+    done = dbarena_here("import", str(made["bundle"]), "--store", str(into), "--allowed-signers", str(made["allowed"]),
+                        env=env)
     assert done.returncode == 0, done.stderr
     assert "imported 1 run(s), 4 point(s)" in done.stdout
     source = _results(made["store"], env)
@@ -85,7 +89,7 @@ def test_round_trip_publish_verify_import_gives_the_same_results_json(made, tmp_
     assert options["bundle"]["key"] == sshsig.fingerprint(sshsig.load_key(made["key"], None).public_blob)
     # Twice, or into the store it came from: nothing added.
     for store in (into, made["store"]):
-        done = dbarena("import", str(made["bundle"]), "--store", str(store), env=env)
+        done = dbarena_here("import", str(made["bundle"]), "--store", str(store), env=env)
         assert done.returncode == 0 and "imported 0 run(s), 0 point(s)" in done.stdout, done.stderr
 
 
@@ -97,10 +101,10 @@ def test_import_beside_other_runs_gives_the_same_records_but_ids(made, tmp_path)
     output = tmp_path / "pgbench.txt"
     (blob,) = sqlite3.connect(made["store"]).execute("SELECT stdout FROM raw_outputs WHERE point_id = 1").fetchone()
     output.write_text(unpack("zlib", blob))
-    done = dbarena("import", str(output), "--label", "theirs", "--tool", "pgbench", "--workload",
-                   "pgbench-select-only", "--store", str(into), env=env)
+    done = dbarena_here("import", str(output), "--label", "theirs", "--tool", "pgbench", "--workload",
+                        "pgbench-select-only", "--store", str(into), env=env)
     assert done.returncode == 0, done.stderr
-    done = dbarena("import", str(made["bundle"]), "--store", str(into), env=env)
+    done = dbarena_here("import", str(made["bundle"]), "--store", str(into), env=env)
     assert done.returncode == 0, done.stderr
 
     def without_ids(records):
@@ -113,19 +117,19 @@ def test_import_beside_other_runs_gives_the_same_records_but_ids(made, tmp_path)
 def test_publishing_again_gives_the_same_bytes_signed_or_not(made, tmp_path):
     env = made["env"]
     again = tmp_path / "again.tar"
-    done = dbarena("publish", "--store", str(made["store"]), "--run", "1", "--key", str(made["key"]), "-o",
-                   str(again), env=env)
+    done = dbarena_here("publish", "--store", str(made["store"]), "--run", "1", "--key", str(made["key"]), "-o",
+                        str(again), env=env)
     assert done.returncode == 0, done.stderr
     assert again.read_bytes() == made["bundle"].read_bytes()
     plain = [tmp_path / "u1.tar", tmp_path / "u2.tar"]
     for path in plain:
-        done = dbarena("publish", "--store", str(made["store"]), "--label", "src", "--unsigned", "-o", str(path),
-                       env=env)
+        done = dbarena_here("publish", "--store", str(made["store"]), "--label", "src", "--unsigned", "-o", str(path),
+                            env=env)
         assert done.returncode == 0 and "UNSIGNED" in done.stdout, done.stderr
     assert plain[0].read_bytes() == plain[1].read_bytes() != again.read_bytes()
-    done = dbarena("verify", str(plain[0]), env=env)
+    done = dbarena_here("verify", str(plain[0]), env=env)
     assert done.returncode == 0 and "verified: UNSIGNED" in done.stdout, done.stderr
-    done = dbarena("verify", str(plain[0]), "--allowed-signers", str(made["allowed"]), env=env)
+    done = dbarena_here("verify", str(plain[0]), "--allowed-signers", str(made["allowed"]), env=env)
     assert done.returncode == 2 and "unsigned" in error_line(done.stderr)
 
 
@@ -201,7 +205,7 @@ def test_one_byte_changed_anywhere_is_refused(made, tmp_path):
     changed = bytearray(data)
     changed[len(data) // 2] ^= 0x01
     (tmp_path / "cli.tar").write_bytes(bytes(changed))
-    done = dbarena("verify", str(tmp_path / "cli.tar"), env=made["env"])
+    done = dbarena_here("verify", str(tmp_path / "cli.tar"), env=made["env"])
     assert done.returncode == 2 and error_line(done.stderr).startswith(f"dbarena: error: {tmp_path / 'cli.tar'}: ")
 
 
@@ -281,14 +285,14 @@ def test_secrets_are_masked_and_a_secret_value_refuses_the_bundle(made, tmp_path
         db.execute("UPDATE raw_outputs SET stderr = ? WHERE point_id = 1",
                    (pack("connecting to postgresql://bench:hunter2@db.example/bench\n"),))
     out = tmp_path / "masked.tar"
-    done = dbarena("publish", "--store", str(store), "--label", "src", "--unsigned", "-o", str(out), env=env)
+    done = dbarena_here("publish", "--store", str(store), "--label", "src", "--unsigned", "-o", str(out), env=env)
     assert done.returncode == 0, done.stderr
     assert b"hunter2" not in out.read_bytes() and b"postgresql://bench:***@db.example" in out.read_bytes()
-    assert dbarena("verify", str(out), env=env).returncode == 0
+    assert dbarena_here("verify", str(out), env=env).returncode == 0
     # The value of a secret of the environment found in what would be written: refused, nothing written.
     refused = tmp_path / "refused.tar"
-    done = dbarena("publish", "--store", str(store), "--label", "src", "--unsigned", "-o", str(refused),
-                   env={**env, "BENCH_PASSWORD": "select only"})
+    done = dbarena_here("publish", "--store", str(store), "--label", "src", "--unsigned", "-o", str(refused),
+                        env={**env, "BENCH_PASSWORD": "select only"})
     assert done.returncode == 2 and not refused.exists()
     assert re.fullmatch(r"dbarena: error: publish: nothing written: the value of \$BENCH_PASSWORD would be in "
                         r"\S+ \(line \d+\)\n", error_line(done.stderr)), done.stderr
@@ -298,14 +302,14 @@ def test_an_encrypted_key_takes_its_passphrase_from_the_environment_never_argv(m
     env = made["env"]
     key = _keygen(tmp_path / "locked", "correct horse")
     out = tmp_path / "locked.tar"
-    done = dbarena("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
-                   env=env)
+    done = dbarena_here("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
+                        env=env)
     assert done.returncode == 2 and "is encrypted: set DBARENA_KEY_PASSPHRASE" in error_line(done.stderr)
-    done = dbarena("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
-                   env={**env, "DBARENA_KEY_PASSPHRASE": "wrong horse"})
+    done = dbarena_here("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
+                        env={**env, "DBARENA_KEY_PASSPHRASE": "wrong horse"})
     assert done.returncode == 2 and "wrong passphrase" in error_line(done.stderr) and not out.exists()
-    done = dbarena("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
-                   env={**env, "DBARENA_KEY_PASSPHRASE": "correct horse"})
+    done = dbarena_here("publish", "--store", str(made["store"]), "--run", "1", "--key", str(key), "-o", str(out),
+                        env={**env, "DBARENA_KEY_PASSPHRASE": "correct horse"})
     assert done.returncode == 0, done.stderr
     assert b"correct horse" not in out.read_bytes()
-    assert dbarena("verify", str(out), env=env).returncode == 0
+    assert dbarena_here("verify", str(out), env=env).returncode == 0

@@ -22,7 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SEED_A, cli_env, dbarena
+from conftest import SEED_A, cli_env
+# results, publish, verify and import only read and write stores and files: run in this
+# process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to
+# start. scripts/seed-exchange runs as documented, its dbarena a program of its own.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +49,7 @@ def base():
 
 
 def _results(store: Path, env: dict) -> list[dict]:
-    done = dbarena("results", "--json", "--store", str(store), env=env)
+    done = dbarena_here("results", "--json", "--store", str(store), env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -59,8 +63,8 @@ def test_a_seed_a_quick_bundle_signed_verified_imported_gives_the_same_results(b
     kind, key = (base / "key.pub").read_text().split()[:2]
     (base / "allowed_signers").write_text(f"{ID} {kind} {key}\n")
     bundle = base / "seed-a-quick.tar"
-    done = dbarena("publish", "--store", str(store), "--label", "seed-a-quick", "--key", str(base / "key"), "-o",
-                   str(bundle), env=env)
+    done = dbarena_here("publish", "--store", str(store), "--label", "seed-a-quick", "--key", str(base / "key"), "-o",
+                        str(bundle), env=env)
     assert done.returncode == 0, done.stderr
     source = _results(store, env)
     # Study A: its ten workloads (six on PostgreSQL, four on MariaDB) at two levels each,
@@ -68,14 +72,14 @@ def test_a_seed_a_quick_bundle_signed_verified_imported_gives_the_same_results(b
     assert {(r["engine"], r["workload"]) for r in source} == {(e, w) for e, ws in SEED_A.items() for w in ws}
     assert all(r["status"] == "ok" and r["study"] == "seed-a" for r in source), source
     assert re.search(rf"2 run\(s\), {len(source)} point\(s\), [\d,]+ bytes, signed with ED25519 key", done.stdout)
-    done = dbarena("verify", str(bundle), "--allowed-signers", str(base / "allowed_signers"), env=env)
+    done = dbarena_here("verify", str(bundle), "--allowed-signers", str(base / "allowed_signers"), env=env)
     assert done.returncode == 0, done.stderr
     assert f"verified: signed by {ID} (ED25519 key SHA256:" in done.stdout
     assert f"{len(source)} point(s) of 2 run(s): every figure recomputed" in done.stdout
     assert "imported, not measured" not in done.stdout  # (measured here, by dbarena)
     into = base / "fresh.db"
-    done = dbarena("import", str(bundle), "--store", str(into), "--allowed-signers", str(base / "allowed_signers"),
-                   env=env)
+    done = dbarena_here("import", str(bundle), "--store", str(into), "--allowed-signers", str(base / "allowed_signers"),
+                        env=env)
     assert done.returncode == 0, done.stderr
     assert _results(into, env) == source
     # The bundle carries the study it was run from, verbatim.
@@ -108,8 +112,8 @@ def test_the_site_of_external_truth_bundles_in_chromium(base):
         assert "verified: UNSIGNED" in line and "imported, not measured by dbarena" in line, line
     # Accepted as unsigned only: whoever asks for a signer gets a refusal.
     (base / "allowed").write_text("")
-    refused = dbarena("verify", str(out / "bundles" / f"{repositories[0]}.tar"), "--allowed-signers",
-                      str(base / "allowed"), env=env)
+    refused = dbarena_here("verify", str(out / "bundles" / f"{repositories[0]}.tar"), "--allowed-signers",
+                           str(base / "allowed"), env=env)
     assert refused.returncode == 2 and "unsigned (published with --unsigned)" in refused.stderr
     assert re.search(r"wrote .+/index\.html: \d+ result\(s\) from 2 bundle\(s\)\n", done.stdout), done.stdout
     requests, errors, dialogs = [], [], []

@@ -26,6 +26,11 @@ import pytest
 import yaml
 
 from conftest import cli_env, dbarena
+# history, results and gate without --confirm only read the store: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs, and gate --confirm (which measures each side again), stay processes; the CI
+# job's steps run in a shell as written.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +55,7 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
                        env=env)
         assert done.returncode == 0, done.stderr
 
-    shown = dbarena("history", "--store", store, "--json", env=env)
+    shown = dbarena_here("history", "--store", store, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     (series,) = json.loads(shown.stdout)["series"]
     assert [r["run"] for r in series["runs"]] == list(range(1, 11))
@@ -61,13 +66,13 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     assert cp["change_pct"] < -50 and "slower" in cp["text"]
     assert {"fact": "setting synchronous_commit", "before": "off", "after": "on", "run": 6} in cp["causes"]
 
-    text = dbarena("history", "--store", store, env=env)
+    text = dbarena_here("history", "--store", store, env=env)
     assert "at run 6: setting synchronous_commit off -> on" in text.stdout
 
-    slower = dbarena("gate", "--store", store, "--baseline", "5", "--candidate", "10", "--format", "md", env=env)
+    slower = dbarena_here("gate", "--store", store, "--baseline", "5", "--candidate", "10", "--format", "md", env=env)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     assert "❌ dbarena gate FAILED" in slower.stdout and "| **fail** | postgres | pgbench-tpcb |" in slower.stdout
-    faster = dbarena("gate", "--store", store, "--baseline", "10", "--candidate", "5", env=env)
+    faster = dbarena_here("gate", "--store", store, "--baseline", "10", "--candidate", "5", env=env)
     assert faster.returncode == 0, faster.stdout + faster.stderr
     assert faster.stdout.startswith("passed: none of 1 judged workload(s)")
 
@@ -84,12 +89,12 @@ def test_history_names_the_setting_at_the_right_run_and_gate_judges_both_ways(pu
     (item,) = said["items"]
     assert item["levels"].startswith("1: ") and "(6) -> " in item["levels"] and item["levels"].endswith("(6)"), item
     assert "confirming with 1 more run(s) of each side" in confirmed.stderr
-    stored = json.loads(dbarena("results", "--store", store, "--json", env=env).stdout)
+    stored = json.loads(dbarena_here("results", "--store", store, "--json", env=env).stdout)
     # Each side's own study: the baseline's settings for run 11, the candidate's for 12.
     sync = {p["run_id"]: (p["label"], p["config"]["settings"].get("synchronous_commit")) for p in stored}
     assert sync[11] == ("h-confirm-1", "off") and sync[12] == ("h-confirm-1", "on"), sync
     # Under a label of their own: the history of `h` is its ten runs still.
-    shown = dbarena("history", "--store", store, "--label", "h", "--json", env=env)
+    shown = dbarena_here("history", "--store", store, "--label", "h", "--json", env=env)
     (series,) = json.loads(shown.stdout)["series"]
     assert [r["run"] for r in series["runs"]] == list(range(1, 11))
 
@@ -182,7 +187,7 @@ def test_real_runs_on_the_whole_machine_and_confined_to_one_cpu_differ_in_their_
     changed = [c.text() for c in environment.changes(first.environment, second.environment)]
     assert changed == ["setting commit_delay default -> 10", "setting commit_siblings default -> 0",
                        "usable CPUs all -> 0"], changed
-    shown = dbarena("history", "--store", store, "--json", env=env)
+    shown = dbarena_here("history", "--store", store, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     (runs,) = [s["runs"] for s in json.loads(shown.stdout)["series"]]
     assert "usable CPUs" not in runs[0]["environment"] and runs[1]["environment"]["usable CPUs"] == "0"

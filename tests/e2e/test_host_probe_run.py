@@ -9,6 +9,10 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
+# `report` only reads the store and writes its file: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs and probes stay processes.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +49,7 @@ def test_run_probes_first_stores_it_and_the_report_shows_it(public_tmp, tmp_path
     assert probe["seconds"] == 3 and probe["cpu_events_per_s"] > 0 and probe["fsync_p99_ms"] is not None
     assert probe["directory"] == str(public_tmp)
     page = tmp_path / "r.md"
-    report = dbarena("report", "--store", str(store), "-o", str(page), env=cli_env(public_tmp))
+    report = dbarena_here("report", "--store", str(store), "-o", str(page), env=cli_env(public_tmp))
     assert report.returncode == 0, report.stderr
     text = page.read_text()
     assert f"probe: CPU events/s | {probe['cpu_events_per_s']:,.0f}" in text

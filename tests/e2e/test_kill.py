@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
+# Only the full disk's test runs a command in this process (tests/inprocess.py): its
+# import and results only read and write stores and files, and a `python -m dbarena`
+# costs half a second of CPU to start. The commands after a kill stay processes: what the
+# next process does of a killed one's leftovers is what those tests test.
+from inprocess import dbarena as dbarena_here
 from test_run import _start, _wait_for_line
 
 pytestmark = pytest.mark.e2e
@@ -201,7 +206,7 @@ def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(
     (saved,) = list(public_tmp.glob("dbarena-unsaved-*.txt"))  # beside the store there was no room
     assert f"saved in {saved}" in lines[0]
     other = tmp_path / "other.db"
-    imported = dbarena("import", str(saved), "--label", "rescued", "--store", str(other), env=env)
+    imported = dbarena_here("import", str(saved), "--label", "rescued", "--store", str(other), env=env)
     assert imported.returncode == 0, imported.stderr
     row = sqlite3.connect(other).execute("SELECT workload, threads, status, tps FROM points").fetchone()
     assert row[:3] == ("pgbench-select-only", 1, "ok") and row[3] > 0
@@ -214,6 +219,6 @@ def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(
     assert lines[0].endswith("; run 1 could not be marked interrupted (the store still cannot be written): "
                              "the next dbarena command marks it once it can"), lines[0]
     (tiny_fs / "filler").unlink()
-    assert dbarena("results", "--store", str(store), env=env).returncode == 0
+    assert dbarena_here("results", "--store", str(store), env=env).returncode == 0
     assert sqlite3.connect(store).execute("SELECT status, status_reason FROM runs").fetchall() == [
         ("interrupted", "store unwritable")]

@@ -17,6 +17,9 @@ import pymysql
 import pytest
 
 from conftest import cli_env, dbarena, error_line, processes_mentioning, store_holds, with_raw
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena import execute
 from dbarena.engines.mariadb import MariaDB
 from dbarena.workloads import mysqlslap, sysbench
@@ -112,10 +115,10 @@ def test_mysqlslap_on_mariadb(public_tmp, tmp_path):
         shown = f"{avg:,.3f} s"
         assert re.search(rf"mysqlslap +{p['threads']} +{shown} ", done.stdout), done.stdout
         for argv in (("results",), ("results", "--wide"), ("results", "--summary")):
-            listed = dbarena(*argv, "--store", str(store), env=cli_env(public_tmp))
+            listed = dbarena_here(*argv, "--store", str(store), env=cli_env(public_tmp))
             assert listed.returncode == 0 and re.search(rf"mysqlslap +{p['threads']} .*{shown}", listed.stdout)
             assert "(lower is better)" in listed.stdout
-        wide = dbarena("results", "--wide", "--store", str(store), env=cli_env(public_tmp)).stdout
+        wide = dbarena_here("results", "--wide", "--store", str(store), env=cli_env(public_tmp)).stdout
         assert re.search(rf"{shown} +{p['qps']:,.2f} ", wide)
 
 
@@ -245,5 +248,5 @@ def test_seed_d_quick_keeps_a_per_second_series(public_tmp, tmp_path):
     assert "--report-interval=1" in point["command"]
     seconds = [s for (s,) in db.execute("SELECT second FROM samples WHERE point_id = ?", (point["id"],))]
     assert len(seconds) >= 4
-    (row,) = json.loads(dbarena("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
+    (row,) = json.loads(dbarena_here("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
     assert row["steady_tps"] is not None

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +40,7 @@ def test_a_point_under_a_neighbour_s_load_gets_the_neighbour_warning(tmp_path: P
             burner.wait()
         shutil.rmtree(public, ignore_errors=True)
     assert done.returncode == 0, done.stderr
-    (row,) = json.loads(dbarena("results", "--json", "--store", str(store), env=cli_env(tmp_path)).stdout)
+    (row,) = json.loads(dbarena_here("results", "--json", "--store", str(store), env=cli_env(tmp_path)).stdout)
     codes = {w["code"] for w in row["warnings"]}
     # The burners alone take most of a CPU of the point's; the server and pgbench are not counted.
     assert row["neighbour_cpu"] is not None and row["neighbour_cpu"] >= 0.5, row
@@ -46,5 +49,5 @@ def test_a_point_under_a_neighbour_s_load_gets_the_neighbour_warning(tmp_path: P
     (said,) = [w["message"] for w in row["warnings"] if w["code"] == "neighbours"]
     assert said.startswith(f"neighbours took {row['neighbour_cpu']:.1f} of {row['machine_threads']} CPUs")
     # The wide table shows the figure.
-    wide = dbarena("results", "--wide", "--store", str(store), env=cli_env(tmp_path, COLUMNS="250")).stdout
+    wide = dbarena_here("results", "--wide", "--store", str(store), env=cli_env(tmp_path, COLUMNS="250")).stdout
     assert "neighbours" in wide and f"{row['neighbour_cpu']:.2f}" in wide

@@ -14,6 +14,11 @@ import psycopg
 import pytest
 
 from conftest import cli_env, dbarena
+# results, report, merge, import and store only read and write stores and files: run in
+# this process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU
+# each to start; PGPASSWORD reaches libpq through the environment the helper sets. The
+# runs stay processes of their own.
+from inprocess import dbarena as dbarena_here
 from dbarena.store import views
 from dbarena.engines import postgres
 from dbarena.model import Measurement, PointResult, PointSpec, Profile, RunInfo
@@ -78,9 +83,9 @@ def test_a_run_is_written_to_postgresql_and_every_command_reads_it(database, pub
     # 26), which the first view reads.
     assert query(url, password, "SELECT label, COUNT(*) AS n FROM group_summaries GROUP BY label") == \
         [{"label": "pgstore", "n": 2}]
-    listed = json.loads(dbarena("results", "--json", "--store", url, env=env).stdout)
+    listed = json.loads(dbarena_here("results", "--json", "--store", url, env=env).stdout)
     assert len(listed) == 6 and {r["status"] for r in listed} == {"ok"}
-    summary = json.loads(dbarena("results", "--summary", "--json", "--store", url, env=env).stdout)
+    summary = json.loads(dbarena_here("results", "--summary", "--json", "--store", url, env=env).stdout)
     assert sorted((s["threads"], s["n"]) for s in summary) == [(1, 3), (2, 3)]
     # Made from the session summaries the store keeps (schema 25: their points' figures),
     # which an edit of a point by hand drops (the table's triggers), so that the next
@@ -90,18 +95,18 @@ def test_a_run_is_written_to_postgresql_and_every_command_reads_it(database, pub
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("UPDATE points SET status = 'failed' WHERE id = %s", (listed[0]["point_id"],))
     assert query(url, password, "SELECT COUNT(*) AS n FROM session_summaries") == [{"n": 0}]
-    edited = json.loads(dbarena("results", "--summary", "--json", "--store", url, env=env).stdout)
+    edited = json.loads(dbarena_here("results", "--summary", "--json", "--store", url, env=env).stdout)
     assert sorted((s["threads"], s["n"], s["failed"]) for s in edited) == \
         sorted((s["threads"], s["n"] - (s["threads"] == listed[0]["threads"]), int(s["threads"] == listed[0]["threads"]))
                for s in summary)
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("UPDATE points SET status = 'ok' WHERE id = %s", (listed[0]["point_id"],))
-    report = dbarena("report", "-o", str(tmp_path / "r.html"), "--store", url, env=env)
+    report = dbarena_here("report", "-o", str(tmp_path / "r.html"), "--store", url, env=env)
     assert report.returncode == 0, report.stderr
     assert "pgstore" in (tmp_path / "r.html").read_text()
-    raw = dbarena("results", "--raw", str(listed[0]["point_id"]), "--store", url, env=env)
+    raw = dbarena_here("results", "--raw", str(listed[0]["point_id"]), "--store", url, env=env)
     assert "number of transactions actually processed" in raw.stdout
-    info = json.loads(dbarena("store", "info", "--json", "--store", url, env=env).stdout)
+    info = json.loads(dbarena_here("store", "info", "--json", "--store", url, env=env).stdout)
     assert (info["backend"], info["schema_version"], info["runs"], info["points"]) == \
         ("postgresql", SCHEMA_VERSION, 1, 6)
     # (2 s points: a whole second or two of the server's commit counter each)
@@ -129,10 +134,10 @@ def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_
     env = env_for(public_tmp, password)
     old = tmp_path / "v9.db"
     shutil.copy(STORES / "v9.db", old)  # schema 9: migrated on the way in
-    first = dbarena("merge", str(old), "--store", url, env=env)
+    first = dbarena_here("merge", str(old), "--store", url, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == f"{old}: 3 run(s), 13 point(s) merged into {url}"
-    again = dbarena("merge", str(old), "--store", url, env=env)
+    again = dbarena_here("merge", str(old), "--store", url, env=env)
     assert again.stdout.strip().endswith("(all its runs were here already)")
     monkeypatch.setenv("PGPASSWORD", password)
     with Store(old) as sqlite, Store(url) as pg:
@@ -147,14 +152,14 @@ def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_
     assert done.returncode == 0, done.stderr
     # And out again, into a new SQLite file: the same counts.
     back = tmp_path / "back.db"
-    out = dbarena("merge", url, "--store", str(back), env=env)
+    out = dbarena_here("merge", url, "--store", str(back), env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"{url}: 4 run(s), 14 point(s) merged into {back}"
-    pg_info = json.loads(dbarena("store", "info", "--json", "--store", url, env=env).stdout)
-    back_info = json.loads(dbarena("store", "info", "--json", "--store", str(back), env=env).stdout)
+    pg_info = json.loads(dbarena_here("store", "info", "--json", "--store", url, env=env).stdout)
+    back_info = json.loads(dbarena_here("store", "info", "--json", "--store", str(back), env=env).stdout)
     for field in ("runs", "points", "samples", "system_samples", "studies", "hosts", "labels"):
         assert pg_info[field] == back_info[field], field
-    compared = dbarena("results", "--summary", "--json", "--store", str(back), env=env)
+    compared = dbarena_here("results", "--summary", "--json", "--store", str(back), env=env)
     assert compared.returncode == 0, compared.stderr
 
 
@@ -165,17 +170,17 @@ def test_a_hostile_sqlite_store_merges_into_postgresql_what_fits(database, publi
     url, password = database
     env = env_for(public_tmp, password)
     source = hostile(build(tmp_path / "base.db"), tmp_path / "hostile.db")
-    done = dbarena("merge", str(source), "--store", url, env=env)
+    done = dbarena_here("merge", str(source), "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{source}: 2 run(s), 11 point(s) merged into {url}"
     assert_said(done.stderr, source)
     back = tmp_path / "back.db"  # (before a read caches the derived figures left out)
-    out = dbarena("merge", url, "--store", str(back), env=env)
+    out = dbarena_here("merge", url, "--store", str(back), env=env)
     assert out.returncode == 0 and out.stderr == "", out.stderr
     assert_merged(source, back)
     for argv in (("results",), ("results", "--summary"), ("compare", "a", "b"),
                  ("report", "-o", str(tmp_path / "r.html"))):
-        read = dbarena(*argv, "--store", url, env=env)
+        read = dbarena_here(*argv, "--store", url, env=env)
         assert read.returncode == 0 and read.stderr == "", (argv, read.stderr)
 
 
@@ -190,7 +195,7 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
     url, password = database
     env = env_for(public_tmp, password)
     base = build(tmp_path / "base.db")
-    assert dbarena("merge", str(base), "--store", url, env=env).returncode == 0
+    assert dbarena_here("merge", str(base), "--store", url, env=env).returncode == 0
     (b,) = query(url, password, "SELECT id, uuid FROM runs WHERE label = 'b'")
     (a_first, a_last) = [r["id"] for r in query(url, password, "SELECT id FROM runs WHERE label = 'a' ORDER BY id")]
 
@@ -214,25 +219,25 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
     kept = keyed(a_first)
     # A member's store that got its runs from this one (before run b is forgotten here).
     member = tmp_path / "member.db"
-    assert dbarena("merge", url, "--store", str(member), env=env).returncode == 0
+    assert dbarena_here("merge", url, "--store", str(member), env=env).returncode == 0
     # A run marked running by a dbarena on another machine: whether it still runs cannot
     # be told from here, and a shared store is where it would be writing.
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("UPDATE runs SET status = 'running', options = %s WHERE id = %s",
                      (json.dumps({"owner": {"host": "elsewhere.example", "pid": 4242, "start": 1}}), a_last))
-    refused = dbarena("store", "forget", "--run", str(b["id"]), "--run", str(a_last), "--store", url, env=env)
+    refused = dbarena_here("store", "forget", "--run", str(b["id"]), "--run", str(a_last), "--store", url, env=env)
     assert refused.returncode == 2 and refused.stderr == (
         f"dbarena: error: run {a_last} is running on elsewhere.example (process 4242), which cannot be checked "
         "from here: forget it once it has ended there\n")
     assert all(keyed(b["id"]).values())
-    done = dbarena("store", "forget", "--run", str(b["id"]), "--store", url, env=env)
+    done = dbarena_here("store", "forget", "--run", str(b["id"]), "--store", url, env=env)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.splitlines()[-1] == f"{url}: 1 run(s), 7 point(s) forgotten; a merge will not bring them back"
     assert keyed(b["id"]) == dict.fromkeys(kept, 0) and keyed(a_first) == kept
     (tomb,) = query(url, password, "SELECT uuid, label, points FROM forgotten_runs")
     assert tomb == {"uuid": b["uuid"], "label": "b", "points": 7}
     # Out into the member's store that holds it from here: forgotten there too.
-    out = dbarena("merge", url, "--store", str(member), env=env)
+    out = dbarena_here("merge", url, "--store", str(member), env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith(f"{url}: run 2 (label b, postgres, started ")
     assert out.stdout.splitlines()[0].endswith(f"forgotten in {member} too (7 point(s) removed)")
@@ -241,13 +246,13 @@ def test_runs_are_forgotten_in_a_postgresql_store_and_merges_carry_it_both_ways(
     # Into a store that holds it of its own (a copy of where it was measured): kept, said.
     holder = tmp_path / "holder.db"
     shutil.copy(base, holder)
-    kept_there = dbarena("merge", url, "--store", str(holder), env=env)
+    kept_there = dbarena_here("merge", url, "--store", str(holder), env=env)
     assert kept_there.returncode == 0, kept_there.stderr
     assert kept_there.stdout.splitlines()[0].endswith(f"but did not come to {holder} from there: kept here")
     with Store(holder, readonly=True) as db:
         assert [r.label for r in db.runs()] == ["a", "b", "a"]
     # And a store that holds it, merged in: not brought back.
-    back = dbarena("merge", str(base), "--store", url, env=env)
+    back = dbarena_here("merge", str(base), "--store", url, env=env)
     assert back.returncode == 0, back.stderr
     (at,) = query(url, password, "SELECT forgotten_at FROM forgotten_runs")
     assert back.stdout.splitlines() == [
@@ -279,36 +284,37 @@ def test_bad_postgresql_stores_are_one_line_errors(database, server, public_tmp)
     url, password = database
     env = env_for(public_tmp, password)
     with_password = url.replace("dbarena@", f"dbarena:{password}@")
-    refused = dbarena("results", "--store", with_password, env=env)
+    refused = dbarena_here("results", "--store", with_password, env=env)
     assert refused.returncode == 2 and "must not contain a password" in refused.stderr
     assert password not in refused.stderr + refused.stdout
-    unreachable = dbarena("store", "info", "--store", "postgresql://dbarena@127.0.0.1:1/results", env=env)
+    unreachable = dbarena_here("store", "info", "--store", "postgresql://dbarena@127.0.0.1:1/results", env=env)
     assert unreachable.returncode != 0 and "cannot connect" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr and len(unreachable.stderr.strip().splitlines()) == 1
     # A database that already has a table of that name is not dbarena's to take.
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("CREATE TABLE runs (x integer)")
-    foreign = dbarena("store", "info", "--store", url, env=env)
+    foreign = dbarena_here("store", "info", "--store", url, env=env)
     assert foreign.returncode != 0 and "did not create" in foreign.stderr and "Traceback" not in foreign.stderr
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("DROP TABLE runs")
         conn.execute("CREATE TABLE schema_migrations (version varchar)")  # Rails' table of that name
-    rails = dbarena("merge", str(public_tmp / "none.db"), "--store", url, env=env)
+    rails = dbarena_here("merge", str(public_tmp / "none.db"), "--store", url, env=env)
     assert rails.returncode == 2 and "is not a dbarena store (its schema_migrations table is another program's" \
         in rails.stderr and len(rails.stderr.strip().splitlines()) == 1
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("DROP TABLE schema_migrations")
     # An empty database: a reader refuses it (and writes nothing), a writer makes a store.
-    empty = dbarena("store", "info", "--store", url, env=env)
+    empty = dbarena_here("store", "info", "--store", url, env=env)
     assert empty.returncode == 2 and "is not a dbarena store (it holds no dbarena schema)" in empty.stderr
     assert query(url, password, "SELECT to_regclass('schema_migrations') IS NULL AS none") == [{"none": True}]
     (public_tmp / "empty.db").touch()
-    assert dbarena("merge", str(public_tmp / "empty.db"), "--store", url, env=env).returncode == 2  # (an empty source)
+    # (an empty source)
+    assert dbarena_here("merge", str(public_tmp / "empty.db"), "--store", url, env=env).returncode == 2
     assert query(url, password, "SELECT to_regclass('schema_migrations') IS NULL AS none") != [{"none": True}]
-    assert dbarena("store", "info", "--store", url, env=env).returncode == 0
+    assert dbarena_here("store", "info", "--store", url, env=env).returncode == 0
     with psycopg.connect(url, password=password, autocommit=True) as conn:
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'later')")
-    newer = dbarena("results", "--store", url, env=env)
+    newer = dbarena_here("results", "--store", url, env=env)
     assert newer.returncode != 0 and "newer than this dbarena" in newer.stderr
     assert len(newer.stderr.strip().splitlines()) == 1
 
@@ -513,7 +519,7 @@ def test_a_postgresql_store_whose_connection_drops_between_points_loses_nothing(
     assert query(url, password, "SELECT status, status_reason FROM runs") == [
         {"status": "interrupted", "status_reason": "store unwritable"}]
     assert _within(10, lambda: not _servers(public_tmp)), _servers(public_tmp)
-    imported = dbarena("import", str(saved), "--label", "rescued", "--store", url, env=env)
+    imported = dbarena_here("import", str(saved), "--label", "rescued", "--store", url, env=env)
     assert imported.returncode == 0, imported.stderr
     assert query(url, password, "SELECT p.threads, p.status FROM points p JOIN runs r ON r.id = p.run_id "
                                 "WHERE r.label = 'rescued'") == [{"threads": len(stored) + 1, "status": "ok"}]
@@ -532,7 +538,7 @@ def test_groups_summarised_in_postgresql_are_kept_and_dropped_as_in_sqlite(datab
     monkeypatch.setenv("PGPASSWORD", password)
     source = tmp_path / "two.db"
     shutil.copy(STORES / "report-two-labels.db", source)
-    done = dbarena("merge", str(source), "--store", url, env=env_for(public_tmp, password))
+    done = dbarena_here("merge", str(source), "--store", url, env=env_for(public_tmp, password))
     assert done.returncode == 0, done.stderr
     with Store(url) as db:
         want = analysis.summaries(analysis.load(db), histograms=db.latency_histograms)

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena.stats import profiles
 from dbarena.store.database import Store
 
@@ -37,7 +40,7 @@ def _exported_functions(binary: str) -> set[str]:
 
 
 def _points(store: Path, env: dict) -> list[dict]:
-    shown = dbarena("results", "--json", "--store", str(store), env=env)
+    shown = dbarena_here("results", "--json", "--store", str(store), env=env)
     assert shown.returncode == 0, shown.stderr
     return json.loads(shown.stdout)
 

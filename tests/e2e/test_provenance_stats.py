@@ -9,6 +9,10 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
+# results and compare only read the store: run in this process (tests/inprocess.py), not
+# as `python -m dbarena`, half a second of CPU each to start. The runs stay processes, and
+# hostinfo (it starts lscpu and the like) too.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +78,7 @@ def test_repeats_are_interleaved_and_system_metrics_kept(store):
 
 
 def test_results_json_carries_steady_state_fields(store):
-    done = dbarena("results", "--store", str(store), "--json", env=cli_env("/tmp"))
+    done = dbarena_here("results", "--store", str(store), "--json", env=cli_env("/tmp"))
     rows = json.loads(done.stdout)
     assert len(rows) == 6
     for r in rows:
@@ -90,7 +94,7 @@ def test_results_json_carries_steady_state_fields(store):
 
 
 def test_summaries_have_intervals_across_repeats(store):
-    done = dbarena("results", "--store", str(store), "--summary", "--json", env=cli_env("/tmp"))
+    done = dbarena_here("results", "--store", str(store), "--summary", "--json", env=cli_env("/tmp"))
     groups = json.loads(done.stdout)
     assert {(g["label"], g["threads"]) for g in groups} == {("box-a", 1), ("box-a", 2), ("box-b", 1)}
     for g in groups:
@@ -98,12 +102,12 @@ def test_summaries_have_intervals_across_repeats(store):
         assert g["ci_low"] < g["mean"] < g["ci_high"] and g["cv"] >= 0
         assert min(g["median"], g["mean"]) > 0
         assert "few-repeats" in {w["code"] for w in g["warnings"]}
-    table = dbarena("results", "--store", str(store), "--summary", env=cli_env("/tmp"))
+    table = dbarena_here("results", "--store", str(store), "--summary", env=cli_env("/tmp"))
     assert "summary over repeats" in table.stdout and "few-repeats (3 rows): only 2 repeat(s)" in table.stdout
 
 
 def test_compare_two_labels(store):
-    done = dbarena("compare", "box-a", "box-b", "--store", str(store), "--json", env=cli_env("/tmp"))
+    done = dbarena_here("compare", "box-a", "box-b", "--store", str(store), "--json", env=cli_env("/tmp"))
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(done.stdout)  # only threads=1 is common
     assert (row["workload"], row["threads"], row["a_n"], row["b_n"]) == ("pgbench-select-only", 1, 2, 2)
@@ -115,10 +119,10 @@ def test_compare_two_labels(store):
     # the verdict back (stats/levelcompare.py).
     unlike = "inconclusive: the sides ran under different interference: "
     assert row["reason"] == "inconclusive: 1 session a side" or row["reason"].startswith(unlike), row["reason"]
-    table = dbarena("compare", "box-a", "box-b", "--store", str(store), env=cli_env("/tmp"))
+    table = dbarena_here("compare", "box-a", "box-b", "--store", str(store), env=cli_env("/tmp"))
     assert "box-b against box-a" in table.stdout and row["reason"].split(":")[1].strip()[:20] in table.stdout
     assert "significant" not in table.stdout
-    missing = dbarena("compare", "box-a", "nope", "--store", str(store), env=cli_env("/tmp"))
+    missing = dbarena_here("compare", "box-a", "nope", "--store", str(store), env=cli_env("/tmp"))
     assert missing.returncode == 2 and "no points labelled 'nope'" in missing.stderr
 
 

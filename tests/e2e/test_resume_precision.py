@@ -10,6 +10,9 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena.stats import estimators as stats
 from test_run import _assert_nothing_left, _start, _wait_for_line
 
@@ -26,7 +29,7 @@ def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public
     assert done.returncode == 0, done.stderr[-3000:]
     _assert_nothing_left(public_tmp)
     assert "precision +-3.0%" in done.stdout and "summary over repeats" in done.stdout
-    rows = json.loads(dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp)).stdout)
+    rows = json.loads(dbarena_here("results", "--store", str(store), "--json", env=cli_env(public_tmp)).stdout)
     by_threads: dict[int, list] = {}
     for row in sorted(rows, key=lambda r: r["repeat"]):
         assert row["status"] == "ok"
@@ -48,7 +51,8 @@ def test_precision_runs_rounds_until_each_point_reaches_it_or_max_repeats(public
         line = next(l for l in done.stdout.splitlines() if "pgbench-select-only" in l and f" {threads} " in l
                     and ("reached" in l))
         assert ("not reached (max repeats)" in line) == (not reached)
-    summary = json.loads(dbarena("results", "--store", str(store), "--summary", "--json", env=cli_env(public_tmp)).stdout)
+    summary = json.loads(dbarena_here("results", "--store", str(store), "--summary", "--json",
+                                      env=cli_env(public_tmp)).stdout)
     assert {(g["threads"], g["n"]) for g in summary} == {(t, len(p)) for t, p in by_threads.items()}
     assert all(g["interval"] == "between runs, conservative (adaptive repeats)" for g in summary)
 

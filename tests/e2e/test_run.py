@@ -14,6 +14,11 @@ import time
 import pytest
 
 from conftest import cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments, with_raw
+# results and study check only read the store and the study: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs stay processes: what they start and leave, their exit statuses and signals are
+# what this module tests.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -91,12 +96,12 @@ def test_run_two_workloads_two_levels(public_tmp, tmp_path):
         assert record["count"] + sum(record["outcomes"].values()) == p["transactions"]
         assert 0.5 * p["latency_avg_ms"] < record["sum_us"] / record["count"] / 1000 <= p["latency_avg_ms"] * 1.02
 
-    listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
+    listed = dbarena_here("results", "--store", str(store), "--json", env=cli_env(public_tmp))
     assert listed.returncode == 0
     rows = json.loads(listed.stdout)
     assert len(rows) == 4 and REQUIRED_JSON_KEYS <= set(rows[0])
     assert {r["label"] for r in rows} == {"e2e"} and {r["engine"] for r in rows} == {"postgres"}
-    table = dbarena("results", "--store", str(store), env=cli_env(public_tmp))
+    table = dbarena_here("results", "--store", str(store), env=cli_env(public_tmp))
     assert table.returncode == 0 and "pgbench-tpcb" in table.stdout
 
 
@@ -154,7 +159,7 @@ def test_unreachable_target_exit_3(public_tmp, tmp_path):
 
 
 def test_results_without_a_store_exit_2(public_tmp, tmp_path):
-    done = dbarena("results", "--store", str(tmp_path / "none.db"), env=cli_env(public_tmp))
+    done = dbarena_here("results", "--store", str(tmp_path / "none.db"), env=cli_env(public_tmp))
     assert done.returncode == 2 and "no results store" in done.stderr
 
 
@@ -251,7 +256,7 @@ def test_a_study_that_cannot_fit_is_refused_before_anything_starts(public_tmp, t
     assert done.returncode == 2 and done.stderr.startswith("dbarena: error: study huge needs about "), done.stderr
     assert not store.exists()
     _assert_nothing_left(public_tmp)
-    checked = dbarena("study", "check", "--study", str(study), env=cli_env(public_tmp))
+    checked = dbarena_here("study", "check", "--study", str(study), env=cli_env(public_tmp))
     assert checked.returncode == 2 and "refused here: study huge needs about" in checked.stdout
 
 

@@ -19,6 +19,9 @@ from datetime import datetime
 import pytest
 
 from conftest import cli_env, dbarena
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena.engines import postgres
 from dbarena.serverside.sampler import CONNECT_WAIT_S, HANGUP_WAIT_S, STOP_WAIT_S
 
@@ -320,7 +323,7 @@ def test_a_sampler_terminated_mid_point_leaves_the_point_pgbenchs_own_figure(ser
     assert "cannot be scaled to pgbench's transactions over the whole" in note
     assert db.execute("SELECT COUNT(*) FROM samples WHERE point_id = ?", (pid,)).fetchone()[0] == 0
     # The figure every comparison uses is the one pgbench printed.
-    shown = dbarena("results", "--json", "--store", str(store), env=env)
+    shown = dbarena_here("results", "--json", "--store", str(store), env=env)
     assert shown.returncode == 0, shown.stderr
     (row,) = json.loads(shown.stdout)
     assert row["steady_tps"] is None and row["tps"] == pytest.approx(point["tps"])

@@ -17,6 +17,9 @@ from datetime import datetime, timezone
 import pytest
 
 from conftest import cli_env, dbarena, store_holds
+# `results` only reads the store: run in this process (tests/inprocess.py), not as
+# `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena.engines import postgres
 from dbarena.stats import analysis, bound
 from dbarena.store.database import Store
@@ -72,7 +75,7 @@ def test_contended_tpcb_on_a_target_is_lock_bound_with_its_wait_events_named(ser
     assert "Lock:transactionid" in point["evidence"] and " active-backend samples" in point["evidence"]
     assert _share(record, "wait.Lock:") >= bound.WAIT_SHARE
     assert not store_holds(store, password)
-    listed = json.loads(dbarena("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
+    listed = json.loads(dbarena_here("results", "--json", "--store", str(store), env=cli_env(public_tmp)).stdout)
     assert listed[0]["bound"] == bound.LOCKS and listed[0]["bound_evidence"] == point["evidence"]
 
 

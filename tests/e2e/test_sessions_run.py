@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# results, compare, report and gate only read the store: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs stay processes of their own.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -41,24 +45,24 @@ def test_one_session_a_side_is_never_a_verdict_and_says_why(public_tmp, tmp_path
         neighbour.kill()
         neighbour.wait()
 
-    compared = dbarena("compare", "alpha", "beta", "--store", str(store), env=env)
+    compared = dbarena_here("compare", "alpha", "beta", "--store", str(store), env=env)
     assert compared.returncode == 0, compared.stderr
     assert " faster than " not in compared.stdout and " slower than " not in compared.stdout
     # Why: one session a side, or (where the neighbour's CPU set the sides apart) that.
     why = " ".join(compared.stdout.split())
     assert "one session a side" in why or "ran under different interference" in why, compared.stdout
     assert "--sessions 2" in why or "measure both under the same load" in why
-    rows = json.loads(dbarena("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
+    rows = json.loads(dbarena_here("compare", "alpha", "beta", "--store", str(store), "--json", env=env).stdout)
     assert rows and all(r["verdict"] is None and r["a_sessions"] == r["b_sessions"] == 1 for r in rows)
 
     report = tmp_path / "r.json"
-    done = dbarena("report", "--store", str(store), "--baseline", "alpha", "-o", str(report), env=env)
+    done = dbarena_here("report", "--store", str(store), "--baseline", "alpha", "-o", str(report), env=env)
     assert done.returncode == 0, done.stderr
     decided = json.loads(report.read_text())["decisions"]
     assert decided and not {d["verdict"] for d in decided} & JUDGED
     assert all("one session a side" in d["text"] or "different interference" in d["text"] for d in decided)
 
-    gated = dbarena("gate", "--store", str(store), "--baseline", "alpha", "--candidate", "beta", "--json", env=env)
+    gated = dbarena_here("gate", "--store", str(store), "--baseline", "alpha", "--candidate", "beta", "--json", env=env)
     assert gated.returncode == 3, gated.stdout + gated.stderr  # inconclusive, never a failure
     (item,) = json.loads(gated.stdout)["items"]
     assert item["status"] == "inconclusive" and item["p_value"] is None
@@ -74,11 +78,11 @@ def test_two_sessions_a_side_decide_a_real_difference(public_tmp, tmp_path):
          "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0")
     _run(store, env, "sync-off", "1,2", "--sessions", "2", "--pg-setting", "synchronous_commit=off",
          "--pg-setting", "commit_delay=10000", "--pg-setting", "commit_siblings=0")
-    runs = json.loads(dbarena("results", "--store", str(store), "--json", env=env).stdout)
+    runs = json.loads(dbarena_here("results", "--store", str(store), "--json", env=env).stdout)
     sessions = {(p["label"], p["run_id"]) for p in runs}
     assert sorted(sessions) == [("sync-off", 3), ("sync-off", 4), ("sync-on", 1), ("sync-on", 2)]
-    compared = dbarena("compare", "sync-on", "sync-off", "--about", "settings", "--format", "md",
-                       "--store", str(store), env=env)
+    compared = dbarena_here("compare", "sync-on", "sync-off", "--about", "settings", "--format", "md",
+                            "--store", str(store), env=env)
     assert compared.returncode == 0, compared.stderr
     assert "sync-off is " in compared.stdout and "% faster than sync-on" in compared.stdout, compared.stdout
     assert "2 sessions a side" in compared.stdout
@@ -98,7 +102,7 @@ def test_each_session_is_a_run_whose_start_is_stated(public_tmp, tmp_path):
     said = [json.loads(o)["session"] for (o,) in db.execute("SELECT options FROM runs ORDER BY id")]
     assert [(s["index"], s["of"]) for s in said] == [(1, 2), (2, 2)]
     assert all("page cache not dropped" in s["start"] for s in said)
-    summary = json.loads(dbarena("results", "--summary", "--json", "--store", str(store), env=env).stdout)
+    summary = json.loads(dbarena_here("results", "--summary", "--json", "--store", str(store), env=env).stdout)
     (group,) = summary
     assert group["n"] == 2 and group["sessions"] == 2 and group["between_sessions"] == "its own 2 sessions"
 

@@ -16,6 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# publish and site only read and write files: run in this process (tests/inprocess.py),
+# not as `python -m dbarena`, half a second of CPU each to start. The runs, and the
+# documented commands (a shell's, its glob expanded), stay processes of their own.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +47,7 @@ def made():
                     str(base / "key")], check=True)
     a, b = base / "a.tar", base / "b.tar"
     for args, out in ((("--label", "box-a", "--key", str(base / "key")), a), (("--label", EVIL, "--unsigned"), b)):
-        done = dbarena("publish", "--store", str(store), *args, "-o", str(out), env=env)
+        done = dbarena_here("publish", "--store", str(store), *args, "-o", str(out), env=env)
         assert done.returncode == 0, done.stderr
     data = bytearray(b.read_bytes())
     at = data.index(b'"tps": ') + 7
@@ -57,7 +61,7 @@ def test_site_in_chromium_filters_back_views_refused(made, tmp_path):
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "site"
-    done = dbarena("site", str(made["a"]), str(made["b"]), str(made["tampered"]), "-o", str(out), env=made["env"])
+    done = dbarena_here("site", str(made["a"]), str(made["b"]), str(made["tampered"]), "-o", str(out), env=made["env"])
     assert done.returncode == 2, done.stderr
     assert "wrote " in done.stdout and "2 result(s) from 2 bundle(s), 1 refused" in done.stdout
     (refusal,) = done.stderr.strip().split("\n")

@@ -19,6 +19,11 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena
+# The commands after a run (results, import) only read and write the store and files:
+# run in this process (tests/inprocess.py), not as `python -m dbarena`, half a second of
+# CPU each to start; what they do to the run left behind (marked interrupted, its records
+# reaped) is done here as in a process of their own. The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from test_kill import _servers, _within
 from test_run import _start, _wait_for_line
 
@@ -97,13 +102,13 @@ def test_a_store_whose_directory_turns_unwritable_between_points_loses_nothing(p
     # Writable again: the next command, whatever it is, marks the run (the watchdog may
     # have done it first: it tries when dbarena exits), and never shows it running.
     _chattr("-i", sealable)
-    shown = dbarena("results", "--store", str(store), env=env)
+    shown = dbarena_here("results", "--store", str(store), env=env)
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
     assert _rows(store, "SELECT status, status_reason FROM runs") == [("interrupted", "store unwritable")]
     assert not list((tmp_path / "state" / "records").glob("*.json"))
 
     # The saved point reads back whole, into the same store once it takes writes.
-    imported = dbarena("import", str(saved), "--label", "rescued", "--store", str(store), env=env)
+    imported = dbarena_here("import", str(saved), "--label", "rescued", "--store", str(store), env=env)
     assert imported.returncode == 0, imported.stderr
     ((threads, status, tps),) = _rows(store, "SELECT p.threads, p.status, p.tps FROM points p JOIN runs r "
                                              "ON r.id = p.run_id WHERE r.label = 'rescued'")
@@ -141,5 +146,5 @@ def test_a_store_file_replaced_during_a_run_is_not_written_into_the_void(public_
     assert _rows(store, "SELECT status, status_reason FROM runs") == [("interrupted", "store unwritable")]
     assert _within(10, lambda: not _servers(public_tmp)) and list(public_tmp.iterdir()) == []
     assert not list((tmp_path / "state" / "records").glob("*.json"))
-    imported = dbarena("import", str(saved), "--label", "rescued", "--store", str(tmp_path / "other.db"), env=env)
+    imported = dbarena_here("import", str(saved), "--label", "rescued", "--store", str(tmp_path / "other.db"), env=env)
     assert imported.returncode == 0, imported.stderr

@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, dbarena, error_line
+# publish and import only read and write stores and files: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs (and the runs refused before anything starts) stay processes.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +75,8 @@ def test_a_bundles_or_a_stored_runs_archive_command_needs_allow_commands_too(pub
     assert marker.exists()
     marker.unlink()
     bundle = tmp_path / "theirs.tar"
-    done = dbarena("publish", "--store", str(theirs), "--label", "theirs", "--unsigned", "-o", str(bundle), env=env)
+    done = dbarena_here("publish", "--store", str(theirs), "--label", "theirs", "--unsigned", "-o", str(bundle),
+                        env=env)
     assert done.returncode == 0, done.stderr
     # (As published: publish writes the machine's temporary directory as $TMPDIR.)
     setting = re.escape("engines.postgres.settings.archive_command = 'touch ") + r"(\$TMPDIR)?[^']*" + \
@@ -86,7 +91,7 @@ def test_a_bundles_or_a_stored_runs_archive_command_needs_allow_commands_too(pub
     assert not marker.exists() and not mine.exists()
 
     # Imported, a point of its run left to do (as an interrupted run leaves one), resumed.
-    done = dbarena("import", str(bundle), "--store", str(mine), env=env)
+    done = dbarena_here("import", str(bundle), "--store", str(mine), env=env)
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(mine) as db:
         db.execute("UPDATE points SET status = 'failed' WHERE id = (SELECT MAX(id) FROM points)")

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SEED_A, cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments
+# results, report, compare and study check only read the store and the study: run in
+# this process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each
+# to start. The runs and cleanups stay processes.
+from inprocess import dbarena as dbarena_here
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +45,13 @@ def test_seed_a_quick_runs_every_workload_of_study_a_in_one_command(seed_a_quick
     slap = db.execute("SELECT params, command FROM points WHERE workload = 'mysqlslap'").fetchone()
     assert json.loads(slap[0])["queries"] == 1000 and "--number-of-queries=1000" in json.loads(slap[1])
     # sysbench datasets were prepared and cleaned up around every point (study A's protocol).
-    listed = dbarena("results", "--store", str(store), "--study", "seed-a", "--json", env=cli_env(public_tmp))
+    listed = dbarena_here("results", "--store", str(store), "--study", "seed-a", "--json", env=cli_env(public_tmp))
     assert listed.returncode == 0 and len(json.loads(listed.stdout)) == db.execute(
         "SELECT COUNT(*) FROM points").fetchone()[0]
     # One report of it all: a section per engine and workload, each with its parameters.
     md, csv_out = tmp_path / "r.md", tmp_path / "r.csv"
     for out in (md, csv_out):
-        assert dbarena("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp)).returncode == 0
+        assert dbarena_here("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp)).returncode == 0
     text = md.read_text()
     # The engine x workload sections, between the page's own (the decision, what differs,
     # how to read it) and the provenance.
@@ -94,7 +98,7 @@ def test_a_two_variant_study_stores_both_and_compare_gives_the_variant_ratio(pub
     study = tmp_path / "v.toml"
     study.write_text(VARIANT_STUDY)
     env = cli_env(public_tmp)
-    checked = dbarena("study", "check", str(study), env=env)
+    checked = dbarena_here("study", "check", str(study), env=env)
     assert checked.returncode == 0, checked.stderr
     assert "variant small: max_connections=50, shared_buffers=16MB" in checked.stdout
     assert "8 points" in checked.stdout  # 2 levels x 2 variants x 2 repeats
@@ -109,12 +113,12 @@ def test_a_two_variant_study_stores_both_and_compare_gives_the_variant_ratio(pub
     assert order == [("small", 0)] * 2 + [("large", 0)] * 2 + [("small", 1)] * 2 + [("large", 1)] * 2
     commands = [json.loads(c) for (c,) in db.execute("SELECT command FROM points")]
     assert all(c[c.index("-M") + 1] == "prepared" for c in commands)
-    compared = dbarena("compare", "small", "large", "--store", str(store), "--json", env=env)
+    compared = dbarena_here("compare", "small", "large", "--store", str(store), "--json", env=env)
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)
     assert [(r["threads"], r["by"], r["a_n"], r["b_n"]) for r in rows] == [(1, "variant", 2, 2), (2, "variant", 2, 2)]
     assert all(r["ratio"] > 0 and r["verdict"] is None and r["reason"] == "inconclusive: 1 session a side" for r in rows)
-    summary = dbarena("results", "--store", str(store), "--summary", "--json", "--variant", "large", env=env)
+    summary = dbarena_here("results", "--store", str(store), "--summary", "--json", "--variant", "large", env=env)
     groups = json.loads(summary.stdout)
     assert {(g["variant"], g["threads"], g["n"]) for g in groups} == {("large", 1, 2), ("large", 2, 2)}
 
@@ -128,12 +132,12 @@ def test_runs_of_other_parameters_are_never_pooled_or_compared(public_tmp, tmp_p
                                                                         "--label", "b")):
         done = dbarena(*common, *args, env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(dbarena("results", "--store", str(store), "--summary", "--json", "--label", "a",
-                                 env=env).stdout)
+    summary = json.loads(dbarena_here("results", "--store", str(store), "--summary", "--json", "--label", "a",
+                                      env=env).stdout)
     # Label a holds two configurations: two repeats of scale 1 / 2 s, one of scale 2 / 3 s.
     assert sorted(g["n"] for g in summary) == [1, 2]
     assert len({g["config_key"] for g in summary}) == 2
-    compared = dbarena("compare", "a", "b", "--store", str(store), "--json", env=env)
+    compared = dbarena_here("compare", "a", "b", "--store", str(store), "--json", env=env)
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)
     matched = [r for r in rows if r["ratio"] is not None]
@@ -142,7 +146,7 @@ def test_runs_of_other_parameters_are_never_pooled_or_compared(public_tmp, tmp_p
     assert len(refused) == 1 and "params.scale" in refused[0]["differs"] and "duration_s" in refused[0]["differs"]
     assert refused[0]["verdict"] is None
     assert "not comparable: duration_s 2 vs 3; params.scale 1 vs 2" == refused[0]["reason"]
-    table = dbarena("compare", "a", "b", "--store", str(store), env=env)
+    table = dbarena_here("compare", "a", "b", "--store", str(store), env=env)
     assert "not comparable" in table.stdout
 
 
@@ -186,7 +190,7 @@ def test_a_variant_pair_of_cluster_options_gets_two_clusters_and_a_ratio(public_
         ("off", "off", {"data_checksums": "off"}), ("on", "on", {"data_checksums": "on"})]
     keys = [json.loads(c)["settings"] for (c,) in db.execute("SELECT config FROM points ORDER BY id")]
     assert keys == [{"cluster.data_checksums": "off"}, {"cluster.data_checksums": "on"}]
-    compared = dbarena("compare", "off", "on", "--store", str(store), "--json", env=env)
+    compared = dbarena_here("compare", "off", "on", "--store", str(store), "--json", env=env)
     assert compared.returncode == 0, compared.stderr
     (row,) = json.loads(compared.stdout)
     assert row["by"] == "variant" and row["ratio"] > 0
@@ -356,7 +360,7 @@ def test_a_cpus_axis_pins_each_variants_server_and_reports_per_core(public_tmp, 
     keys = {json.loads(c)["variant"]: json.loads(c)["settings"] for (c,) in db.execute("SELECT config FROM points")}
     assert keys["1core"] == {"cpus.server": "0", "cpus.load_generator": "1"}
     report = tmp_path / "r.json"
-    assert dbarena("report", "--store", str(store), "-o", str(report), env=env).returncode == 0
+    assert dbarena_here("report", "--store", str(store), "-o", str(report), env=env).returncode == 0
     rows = {r["label"]: r for r in json.loads(report.read_text())["rows"]}
     # Per core: of the cores the variant's server had, not of the machine.
     one, two = rows["box [1core]"], rows["box [2cores]"]

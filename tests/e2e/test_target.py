@@ -10,6 +10,11 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena, error_line, processes_mentioning, store_holds
+# `results` of a run's store runs in this process (tests/inprocess.py): it only reads the
+# store, and a `python -m dbarena` costs half a second of CPU to start. The runs stay
+# processes, and so does the command after a killed run (what the next process does of
+# the killed one's leftovers is what that test tests).
+from inprocess import dbarena as dbarena_here
 from dbarena.engines import postgres
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +40,7 @@ def test_target_with_password_from_pgpassword(server, public_tmp, tmp_path):
     assert row[0] == target.url and json.loads(row[1])["targets"] == {"postgres": target.url}
     facts = json.loads(row[2])
     assert (facts["server_physical_cores"], facts["server_hardware_threads"]) == (2, 4)
-    listed = dbarena("results", "--store", str(store), "--json", env=cli_env(public_tmp))
+    listed = dbarena_here("results", "--store", str(store), "--json", env=cli_env(public_tmp))
     assert json.loads(listed.stdout)[0]["status"] == "ok" and password not in listed.stdout
 
 

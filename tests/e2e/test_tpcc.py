@@ -11,6 +11,10 @@ import sqlite3
 import pytest
 
 from conftest import cli_env, dbarena
+# `report` only reads the store and writes its file: run in this process
+# (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
+# The runs stay processes.
+from inprocess import dbarena as dbarena_here
 from dbarena import execute
 from dbarena.run import runner, session
 from dbarena.engines import postgres
@@ -49,7 +53,7 @@ def test_tpcc_like_on_a_real_server(engine, public_tmp, tmp_path):
     # in Markdown and in the JSON export.
     md, js = tmp_path / "r.md", tmp_path / "r.json"
     for out in (md, js):
-        made = dbarena("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp))
+        made = dbarena_here("report", "--store", str(store), "-o", str(out), env=cli_env(public_tmp))
         assert made.returncode == 0, made.stderr
     text = md.read_text()
     assert "TPC-C-like: New-Order rate, mix and latency per transaction type" in text
