@@ -88,6 +88,8 @@ demo: deps $(STAMP)
 # drift; two fleet load generators' QPS against their combined point's, which needs
 # both tools running at once: half of it at load 13; a cost per transaction that
 # differs between two settings beyond three short sessions' spread).
+# The fleet's session and the alone tests collect tests/e2e only, where all of theirs are
+# (tests/conftest.py refuses a test so marked elsewhere), not the unit modules too.
 # Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
 # The fleet hosts' shared dependencies (numpy, scipy, ...: most of a minute to install)
 # are kept under .venv, for the fleet's tests, the alone ones and the next `make test`
@@ -98,7 +100,7 @@ test: deps $(STAMP)
 	$(MYPY) >$$mypy_log 2>&1 & \
 	types=$$!; \
 	echo "mypy and the fleet's tests (markers fleet, fleet_session; -n 3) run meanwhile; their output follows this session's"; \
-	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m '(fleet or fleet_session) and not alone' --durations=15 \
+	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m '(fleet or fleet_session) and not alone' --durations=15 tests/e2e \
 	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
 	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15; \
@@ -109,7 +111,7 @@ test: deps $(STAMP)
 	echo "== the fleet's tests (markers fleet, fleet_session), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
 	echo "== both sessions and mypy: $$(( $$(date +%s) - began )) s"; \
 	test $$typed -eq 0 && test $$first -eq 0 && test $$second -eq 0
-	@began=$$(date +%s); $(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15; ended=$$?; \
+	@began=$$(date +%s); $(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15 tests/e2e; ended=$$?; \
 	echo "== the tests marked alone: $$(( $$(date +%s) - began )) s"; exit $$ended
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,

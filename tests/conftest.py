@@ -87,8 +87,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in BESIDE_THE_FLEET:
             item.add_marker(pytest.mark.fleet_session)
+        # make test's fleet session and its tests marked alone collect tests/e2e only (the
+        # unit modules' collection, 4 s of CPU in each of their processes, for none of
+        # theirs): a test of theirs elsewhere would run in no session at all.
+        for marker in ("fleet", "fleet_session", "alone"):
+            if item.get_closest_marker(marker) and E2E not in item.path.parents:
+                raise pytest.UsageError(f"{item.nodeid}: marked {marker} outside tests/e2e, which make test's "
+                                        f"{marker} tests are collected from (Makefile)")
 
 
+E2E = Path(__file__).parent / "e2e"
 FIXTURE_STORES = Path(__file__).parent / "fixtures" / "stores"
 
 
