@@ -46,7 +46,7 @@ demo: deps $(STAMP)
 # clone has: beside the sessions it costs them some of that, not all 40 s of the suite's
 # wall time before them; its output is printed after theirs, and an error fails the
 # line as a failed test does) and two pytest sessions (pytest-xdist workers):
-# - every test but the fleet's and the two modules run beside them, on three workers for
+# - every e2e test (tests/e2e) but the fleet's and the two modules run beside them, on three workers for
 #   the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
 #   points), which take as long on a third of the CPU as on a half, so a third worker
 #   runs more of them at once (this session took 21 minutes with three, 24 with two, beside the fleet's and another session's
@@ -58,8 +58,7 @@ demo: deps $(STAMP)
 #   The modules go out in the order of collection (--no-loadscope-reorder), not those of
 #   most tests first: the slowest modules first (tests/conftest.py SLOWEST_FIRST: the
 #   seed studies' runs, the documented examples, ...), then the other
-#   e2e modules, few tests of up to two minutes each, and the many short unit tests even
-#   out the end. Its output is shown as it comes;
+#   e2e modules, few tests of up to two minutes each. Its output is shown as it comes;
 # - the fleet's tests (marker fleet: driven by Ansible, on real sshd hosts or a local AWS
 #   API), three modules at a time (test_fleet_together_server.py's ten-odd minutes on one
 #   worker, the other modules' on the other two): no less CPU than the first session's
@@ -87,7 +86,11 @@ demo: deps $(STAMP)
 # between two halves of short runs, lost when the load beside it made the first half
 # drift; two fleet load generators' QPS against their combined point's, which needs
 # both tools running at once: half of it at load 13; a cost per transaction that
-# differs between two settings beyond three short sessions' spread).
+# differs between two settings beyond three short sessions' spread). Meanwhile the unit
+# tests (tests/unit: no server, tool or sshd; 215 s of CPU on two workers) run at idle
+# priority (scripts/at-idle-priority), on what CPU the alone tests leave: on an idle
+# machine, 262 s beside the alone tests' 315 (which took 317 s without them, all passed),
+# where in the sessions before they took about 100 s of the two CPUs' wall time.
 # The fleet's session and the alone tests collect tests/e2e only, where all of theirs are
 # (tests/conftest.py refuses a test so marked elsewhere), not the unit modules too.
 # Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
@@ -103,7 +106,7 @@ test: deps $(STAMP)
 	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m '(fleet or fleet_session) and not alone' --durations=15 tests/e2e \
 	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
-	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15; \
+	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15 tests/e2e; \
 	first=$$?; \
 	wait $$types; typed=$$?; \
 	wait $$fleet; second=$$?; \
@@ -111,8 +114,18 @@ test: deps $(STAMP)
 	echo "== the fleet's tests (markers fleet, fleet_session), run meanwhile:"; cat $$fleet_log; rm -f $$fleet_log; \
 	echo "== both sessions and mypy: $$(( $$(date +%s) - began )) s"; \
 	test $$typed -eq 0 && test $$first -eq 0 && test $$second -eq 0
-	@began=$$(date +%s); $(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15 tests/e2e; ended=$$?; \
-	echo "== the tests marked alone: $$(( $$(date +%s) - began )) s"; exit $$ended
+	@began=$$(date +%s); unit_log=$$(mktemp); \
+	$(PYC) scripts/at-idle-priority $(VENV)/bin/pytest -q -n 2 -m 'not fleet and not fleet_session and not alone' \
+	    --durations=15 tests/unit >$$unit_log 2>&1 & \
+	unit=$$!; \
+	trap 'kill -TERM -- -'$$unit' 2>/dev/null' INT TERM; \
+	echo "the unit tests (tests/unit, -n 2) run meanwhile at idle priority; their output follows"; \
+	$(FLEET_DEPS) $(PYTEST) -q -m alone --durations=15 tests/e2e; alone=$$?; \
+	echo "== the tests marked alone: $$(( $$(date +%s) - began )) s"; \
+	wait $$unit; units=$$?; \
+	echo "== the unit tests, run meanwhile at idle priority:"; cat $$unit_log; rm -f $$unit_log; \
+	echo "== the tests marked alone and the unit tests: $$(( $$(date +%s) - began )) s"; \
+	test $$alone -eq 0 && test $$units -eq 0
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
 # benchmark tool or sshd (markers e2e, fleet) and takes no more than a second or two

@@ -87,13 +87,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in BESIDE_THE_FLEET:
             item.add_marker(pytest.mark.fleet_session)
-        # make test's fleet session and its tests marked alone collect tests/e2e only (the
-        # unit modules' collection, 4 s of CPU in each of their processes, for none of
-        # theirs): a test of theirs elsewhere would run in no session at all.
-        for marker in ("fleet", "fleet_session", "alone"):
+        # make test's sessions are by directory as well as by marker (Makefile): the unit
+        # tests run beside the alone ones at idle priority, which a server or tool of
+        # theirs would not keep (its backends are sessions of their own), and the other
+        # sessions collect tests/e2e only (the unit modules' collection costs each of
+        # their processes 4 s of CPU). A test so marked elsewhere would run in the wrong
+        # session or in none.
+        for marker in ("e2e", "fleet", "fleet_session", "alone"):
             if item.get_closest_marker(marker) and E2E not in item.path.parents:
-                raise pytest.UsageError(f"{item.nodeid}: marked {marker} outside tests/e2e, which make test's "
-                                        f"{marker} tests are collected from (Makefile)")
+                raise pytest.UsageError(f"{item.nodeid}: marked {marker} outside tests/e2e, where make test "
+                                        f"runs its {marker} tests (Makefile)")
 
 
 E2E = Path(__file__).parent / "e2e"

@@ -504,3 +504,14 @@ def test_ctrl_c_in_a_study_on_a_ram_disk_with_restore_and_pinned_cpus_leaves_not
     db = sqlite3.connect(store)
     assert db.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
     assert [s for (s,) in db.execute("SELECT status FROM points")] == ["ok"]
+
+
+def test_study_check_names_a_variants_unknown_postgres_setting(tmp_path):
+    """Its settings are checked against the server's own list (postgres
+    --describe-config of the installed binaries)."""
+    path = tmp_path / "variant.toml"
+    path.write_text('schema = 1\nname = "bad"\n[variants.x]\npostgres = { no_such_setting = "1" }\n')
+    done = dbarena_here("study", "check", str(path))
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout, done.stderr)
+    line = error_line(done.stderr)
+    assert done.stderr == line and f"{path}: variants.x.postgres: " in line and "no_such_setting" in line

@@ -376,14 +376,6 @@ def test_study_check_of_a_bad_file_is_one_error_line_and_exit_2(case, tmp_path):
         assert fragment in line, (fragment, line)
 
 
-@pytest.mark.e2e
-def test_study_check_names_a_variants_unknown_postgres_setting(tmp_path):
-    path = tmp_path / "variant.toml"
-    path.write_text(HEAD + '[variants.x]\npostgres = { no_such_setting = "1" }\n')
-    line = _one_error_line(cli("study", "check", str(path)))
-    assert f"{path}: variants.x.postgres: " in line and "no_such_setting" in line
-
-
 def test_study_check_of_a_missing_file_is_a_usage_error(tmp_path):
     line = _one_error_line(cli("study", "check", str(tmp_path / "nope.toml")))
     assert "nope.toml" in line and "seed-a" in line  # and the bundled ones it could have meant
