@@ -46,8 +46,8 @@ demo: deps $(STAMP)
 # clone has: beside the sessions it costs them some of that, not all 40 s of the suite's
 # wall time before them; its output is printed after theirs, and an error fails the
 # line as a failed test does) and two pytest sessions (pytest-xdist workers):
-# - every e2e test (tests/e2e) but the fleet's and the two modules run beside them, on three workers for
-#   the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
+# - every e2e test (tests/e2e) but the fleet's and the two modules run beside them, on
+#   three workers for the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
 #   points), which take as long on a third of the CPU as on a half, so a third worker
 #   runs more of them at once (this session took 21 minutes with three, 24 with two, beside the fleet's and another session's
 #   tests; the figures that need more CPU are marked alone, below). A test module to a
@@ -88,9 +88,10 @@ demo: deps $(STAMP)
 # both tools running at once: half of it at load 13; a cost per transaction that
 # differs between two settings beyond three short sessions' spread). Meanwhile the unit
 # tests (tests/unit: no server, tool or sshd; 215 s of CPU on two workers) run at idle
-# priority (scripts/at-idle-priority), on what CPU the alone tests leave: on an idle
-# machine, 262 s beside the alone tests' 315 (which took 317 s without them, all passed),
-# where in the sessions before they took about 100 s of the two CPUs' wall time.
+# priority (scripts/at-idle-priority), on what CPU the alone tests leave: in a fresh
+# clone's make test, 215 s beside the alone tests' 314 (which took 317 s without them),
+# where in the sessions before they took about 100 s of the two CPUs' wall time. (No
+# unit test is marked fleet or alone: tests/conftest.py refuses one outside tests/e2e.)
 # The fleet's session and the alone tests collect tests/e2e only, where all of theirs are
 # (tests/conftest.py refuses a test so marked elsewhere), not the unit modules too.
 # Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
@@ -115,8 +116,7 @@ test: deps $(STAMP)
 	echo "== both sessions and mypy: $$(( $$(date +%s) - began )) s"; \
 	test $$typed -eq 0 && test $$first -eq 0 && test $$second -eq 0
 	@began=$$(date +%s); unit_log=$$(mktemp); \
-	$(PYC) scripts/at-idle-priority $(VENV)/bin/pytest -q -n 2 -m 'not fleet and not fleet_session and not alone' \
-	    --durations=15 tests/unit >$$unit_log 2>&1 & \
+	$(PYC) scripts/at-idle-priority $(VENV)/bin/pytest -q -n 2 --durations=15 tests/unit >$$unit_log 2>&1 & \
 	unit=$$!; \
 	trap 'kill -TERM -- -'$$unit' 2>/dev/null' INT TERM; \
 	echo "the unit tests (tests/unit, -n 2) run meanwhile at idle priority; their output follows"; \
