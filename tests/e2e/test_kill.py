@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
+from conftest import LIGHT, cli_env, dbarena, left_in_ram, processes_mentioning, server_segments
 # Only the full disk's test runs a command in this process (tests/inprocess.py): its
 # import and results only read and write stores and files, and a `python -m dbarena`
 # costs half a second of CPU to start. The commands after a kill stay processes: what the
@@ -51,7 +51,7 @@ def env(public_tmp, tmp_path):
 
 def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finishes(public_tmp, tmp_path, env):
     store = tmp_path / "r.db"
-    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "4", "--scale", "1",
+    proc = _start(["run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1,2", "--duration", "4", "--scale", "1",
                    "--store", str(store)], env)
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     time.sleep(1.0)  # into the second point
@@ -84,7 +84,7 @@ def test_sigkill_during_a_point_stops_the_server_within_seconds_and_resume_finis
 def test_sigkill_of_dbarena_and_its_watchdog_during_preparation_is_reaped_by_the_next_command(
         public_tmp, tmp_path, env):
     store = tmp_path / "r.db"
-    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "30",
+    proc = _start(["run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "2", "--scale", "30",
                    "--store", str(store)], env)
     _wait_for_line(proc, "preparing the pgbench dataset")
     watchdog = _watchdog_of(proc.pid)
@@ -111,7 +111,7 @@ def test_sigkill_of_dbarena_and_its_watchdog_during_preparation_is_reaped_by_the
 
 
 def test_cleanup_lists_and_removes_a_kept_instance(public_tmp, tmp_path, env):
-    kept = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+    kept = dbarena("run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "1", "--scale", "1",
                    "--keep", "--store", str(tmp_path / "r.db"), env=env, timeout=300)
     assert kept.returncode == 0, kept.stderr[-2000:]
     assert _servers(public_tmp)
@@ -194,7 +194,7 @@ def _fill(folder: Path) -> None:
 
 def test_a_store_that_fills_up_stops_the_run_in_one_line_and_the_point_is_saved(public_tmp, tmp_path, env, tiny_fs):
     store = tiny_fs / "r.db"
-    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
+    proc = _start(["run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1,2", "--duration", "3", "--scale", "1",
                    "--store", str(store)], env)
     _wait_for_line(proc, " on postgres: ")  # the plan line: the run is stored; the first point is about to run
     _fill(tiny_fs)

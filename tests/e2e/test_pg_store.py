@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import LIGHT, cli_env, dbarena
 # results, report, merge, import and store only read and write stores and files: run in
 # this process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU
 # each to start; PGPASSWORD reaches libpq through the environment the helper sets. The
@@ -75,7 +75,7 @@ def query(url: str, password: str, sql: str) -> list[dict]:
 def test_a_run_is_written_to_postgresql_and_every_command_reads_it(database, public_tmp, tmp_path, monkeypatch):
     url, password = database
     env = env_for(public_tmp, password)
-    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
+    done = dbarena("run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1,2", "--duration", "2", "--scale", "1",
                    "--repeat", "3", "--label", "pgstore", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert f"Results stored in {url}" in done.stdout
@@ -147,7 +147,7 @@ def test_sqlite_stores_merge_into_postgresql_once_and_back_out(database, public_
         assert sqlite.raw_output(a.point_id) == pg.raw_output(b.point_id)
         assert sqlite.samples(a.point_id) == pg.samples(b.point_id)
     # A run written directly, next to the merged ones: ids never collide.
-    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+    done = dbarena("run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "1", "--scale", "1",
                    "--label", "direct", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     # And out again, into a new SQLite file: the same counts.
@@ -267,7 +267,7 @@ def test_two_runs_write_to_one_new_postgresql_store_at_once(database, public_tmp
     import subprocess
     import sys
 
-    args = ["--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1", "--store", url]
+    args = ["--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "2", "--scale", "1", "--store", url]
     procs = [subprocess.Popen([sys.executable, "-m", "dbarena", "run", *args, "--label", f"host{i}"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               stdin=subprocess.DEVNULL) for i in (1, 2)]
@@ -337,7 +337,7 @@ def store_doc_queries() -> list[str]:
 def test_the_dashboard_queries_of_the_store_docs_run(database, public_tmp):
     url, password = database
     env = env_for(public_tmp, password)
-    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "1", "--scale", "1",
+    done = dbarena("run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "1", "--scale", "1",
                    "--label", "m6i", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     queries = store_doc_queries()
@@ -382,7 +382,7 @@ def test_a_store_created_at_schema_12_migrates_to_the_latency_histograms(databas
         conn.execute(views.postgresql(12))
         conn.execute("UPDATE schema_migrations SET version = 12")
     env = env_for(public_tmp, password)
-    done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1",
+    done = dbarena("run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1", "--duration", "2", "--scale", "1",
                    "--latency-sampling", "1", "--store", url, env=env)
     assert done.returncode == 0, done.stderr
     assert query(url, password, "SELECT version FROM schema_migrations ORDER BY version") == \
@@ -499,7 +499,7 @@ def test_a_postgresql_store_whose_connection_drops_between_points_loses_nothing(
     url, password = database
     target, _ = server
     env = {**env_for(public_tmp, password), "DBARENA_STATE_DIR": str(tmp_path / "state")}
-    proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2,3", "--duration", "3", "--scale", "1",
+    proc = _start(["run", "--workload", "pgbench-select-only", *LIGHT, "--threads", "1,2,3", "--duration", "3", "--scale", "1",
                    "--store", url], env)
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     with psycopg.connect(target.url, password=password, autocommit=True) as admin:

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import LIGHT, cli_env, dbarena
 # `results` only reads the store: run in this process (tests/inprocess.py), not as
 # `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
 from inprocess import dbarena as dbarena_here
@@ -61,7 +61,7 @@ def test_resume_after_ctrl_c_runs_only_what_is_missing_and_refuses_a_changed_pla
     store = tmp_path / "r.db"
     env = cli_env(public_tmp)
     args = ["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2", "--scale", "1",
-            "--repeat", "2", "--store", str(store)]
+            "--repeat", "2", "--store", str(store), *LIGHT]
     proc = _start(args, env)
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     os.killpg(proc.pid, signal.SIGINT)
@@ -102,7 +102,7 @@ def test_a_resume_says_which_stored_points_another_dbarena_measured_with_other_i
 
     store = tmp_path / "r.db"
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "2",
-                   "--scale", "1", "--store", str(store), env=cli_env(public_tmp))
+                   "--scale", "1", "--store", str(store), *LIGHT, env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     db = sqlite3.connect(store)
     (first, config), (second, _) = db.execute("SELECT id, config FROM points WHERE phase = 'measured' "

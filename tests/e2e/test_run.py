@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments, with_raw
+from conftest import LIGHT, cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments, with_raw
 # results and study check only read the store and the study: run in this process
 # (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
 # The runs stay processes: what they start and leave, their exit statuses and signals are
@@ -194,7 +194,7 @@ def _start(args, env):
 def test_ctrl_c_keeps_finished_points_and_removes_the_instance(public_tmp, tmp_path):
     store = tmp_path / "r.db"
     proc = _start(["run", "--workload", "pgbench-tpcb,pgbench-select-only", "--threads", "1,2", "--duration", "2",
-                   "--scale", "1", "--store", str(store)], cli_env(public_tmp))
+                   "--scale", "1", "--store", str(store), *LIGHT], cli_env(public_tmp))
     _wait_for_line(proc, "ok     postgres pgbench-tpcb threads=1")
     time.sleep(1.0)  # into the second point
     os.killpg(proc.pid, signal.SIGINT)
@@ -211,7 +211,7 @@ def test_ctrl_c_keeps_finished_points_and_removes_the_instance(public_tmp, tmp_p
 def test_server_death_fails_the_point_and_the_sweep_goes_on(public_tmp, tmp_path):
     store = tmp_path / "r.db"
     proc = _start(["run", "--workload", "pgbench-select-only", "--threads", "1,2", "--duration", "3",
-                   "--scale", "1", "--store", str(store)], cli_env(public_tmp))
+                   "--scale", "1", "--store", str(store), *LIGHT], cli_env(public_tmp))
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
     time.sleep(1.0)
     postmasters = [line.split(":")[0] for line in processes_mentioning(str(public_tmp)) if " -D " in line]
@@ -349,7 +349,7 @@ def test_a_planted_live_sidecar_link_is_not_followed_and_the_run_is_measured(pub
     sidecar = tmp_path / "r.db.live"
     sidecar.symlink_to(target)
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "3", "--scale", "1",
-                   "--store", str(store), env=cli_env(public_tmp))
+                   "--store", str(store), *LIGHT, env=cli_env(public_tmp))
     assert done.returncode == 0, done.stdout + done.stderr
     said = [line for line in (done.stdout + done.stderr).splitlines() if "no live seconds for serve" in line]
     assert said == [f"no live seconds for serve: {sidecar} is a symbolic link; dbarena writes no file it did not "

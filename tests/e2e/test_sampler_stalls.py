@@ -18,7 +18,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import LIGHT, cli_env, dbarena
 # `results` only reads the store: run in this process (tests/inprocess.py), not as
 # `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
 from inprocess import dbarena as dbarena_here
@@ -141,7 +141,7 @@ def _other_backends(target, password) -> int:
 def _run_through(proxy: StallingProxy, target, password, public_tmp, store, *args: str):
     url = target.url.replace(f":{target.conn.port}/", f":{proxy.port}/")
     return dbarena("run", "--target", url, "--workload", "pgbench-select-only", "--scale", "1", "--store",
-                   str(store), *args, env=cli_env(public_tmp, PGPASSWORD=password), timeout=180)
+                   str(store), *LIGHT, *args, env=cli_env(public_tmp, PGPASSWORD=password), timeout=180)
 
 
 def test_a_sampler_whose_connection_stalls_before_its_first_reading_holds_no_point_up(server, public_tmp, tmp_path):
@@ -234,7 +234,7 @@ def test_a_connection_limit_as_small_as_the_point_leaves_the_point_its_clients(s
         store = tmp_path / f"{name}-{clients}.db"
         done = dbarena("run", "--target", url, "--workload", "pgbench-select-only", "--threads", "1",
                        "--clients-per-thread", str(clients), "--duration", "3", "--scale", "1", "--store",
-                       str(store), env=env)
+                       str(store), *LIGHT, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         (point,) = _points(store)
         assert point["status"] == "ok" and point["tps"] > 0, point["error"]
@@ -266,7 +266,7 @@ def test_a_mariadb_account_limited_to_the_points_clients_leaves_them_their_conne
             store = tmp_path / f"limited-{threads}.db"
             done = dbarena("run", "--target", target.url, "--workload", "sysbench-read-only", "--threads", str(threads),
                            "--duration", "3", "--tables", "1", "--table-size", "1000", "--store", str(store),
-                           env=cli_env(public_tmp, MYSQL_PWD=target.password))
+                           *LIGHT, env=cli_env(public_tmp, MYSQL_PWD=target.password))
             assert done.returncode == 0, done.stdout + done.stderr
             (point,) = _points(store)
             assert point["status"] == "ok" and point["tps"] > 0, point["error"]
@@ -309,7 +309,7 @@ def test_a_sampler_terminated_mid_point_leaves_the_point_pgbenchs_own_figure(ser
     killer = threading.Thread(target=_terminate_sampler, args=(target, password, 4.0, terminated), daemon=True)
     killer.start()
     done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
-                   "--duration", "10", "--scale", "1", "--store", str(store), env=env, timeout=180)
+                   "--duration", "10", "--scale", "1", "--store", str(store), *LIGHT, env=env, timeout=180)
     killer.join(timeout=5)
     assert done.returncode == 0, done.stdout + done.stderr
     assert terminated, "the sampler never connected"

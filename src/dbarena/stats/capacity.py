@@ -50,6 +50,7 @@ FIRST_SHARE = 0.8  # the first offered rate: this share of the closed-loop throu
 STEP_UP = 1.25  # above a rate that met, with nothing missed yet (past the closed-loop figure)
 LOWEST_SHARE = 0.001  # halving below this share of the closed-loop throughput: no rate meets
 RATE_OPTION = "rate"  # the tool option an offered rate is (pgbench -R)
+MIN_RATE = 0.1  # the least offered rate rate_text writes (one decimal: 0.04 would be "0.0")
 # A percentile judged on a point rests on at least this many of its transactions above it
 # (p99 of 1,000: the 10 slowest; p99 of 100 is the slowest one, a single stall).
 TAIL_TRANSACTIONS = 10

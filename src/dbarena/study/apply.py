@@ -242,7 +242,25 @@ def _flagged_workload(w: WorkloadEntry, o: Overrides, note: _Notes) -> WorkloadE
         if k in params:
             note(f"{w.workload} {k}", params[k], v, flag_of(f"params.{k}"))
             params[k] = v
-    return replace(new, params=tuple(sorted(params.items())))
+    return _offered(replace(new, params=tuple(sorted(params.items()))), o, note)
+
+
+def _offered(w: WorkloadEntry, o: Overrides, note: _Notes) -> WorkloadEntry:
+    """--rate: the workload's points offered that rate, in its tool's rate option (as a
+    study's `options.rate` would be); a workload whose tool offers none is refused, not
+    run closed-loop under a flag that says otherwise."""
+    if o.rate is None:
+        return w
+    if o.slo is not None:
+        raise UsageError("--rate with --slo: the search for a capacity offers its own rates; give one of them")
+    tool = workloads.WORKLOADS[w.workload].tool
+    if tool.open_loop_refusal is not None:
+        raise UsageError(f"--rate: {w.workload} cannot be offered a rate: {tool.name} {tool.open_loop_refusal} "
+                         "(leave it out with --workload)")
+    options = dict(w.options)
+    rate = capacity.rate_text(o.rate, tool.whole_rates)
+    note(f"{w.workload} {capacity.RATE_OPTION}", options.get(capacity.RATE_OPTION), rate, "--rate")
+    return replace(w, options=tuple(sorted({**options, capacity.RATE_OPTION: rate}.items())))
 
 
 def _flagged_engine(e: EngineEntry, o: Overrides, note: _Notes) -> EngineEntry:

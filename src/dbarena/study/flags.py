@@ -212,6 +212,12 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "Seconds per point [default: 60] (pgbench, sysbench; mysqlslap runs a number of queries).",
                 "duration_s", study_key="sweep.duration_s", in_key=True, workload_field="duration_s"),
         *_param_flags(),
+        RunFlag("rate", "--rate", Float(min=capacity.MIN_RATE, max=MAX_TOOL_INT),
+                "Offer each point this many transactions per second in all (pgbench -R, sysbench --rate: an "
+                "open-loop point, its latency counted from each transaction's scheduled start) instead of as many "
+                "as the clients can run; refused for a workload whose tool offers no rate (mysqlslap, tpcc-like) "
+                "and with --slo, which searches rates itself.", "rate", metavar="TPS",
+                study_key="workloads[].options.rate", in_key=True),
         RunFlag("repeats", "--repeat", Int(1, MAX_REPEATS),
                 "Run every point this many times, interleaved across points (not back to back) [default: 1].",
                 "repeats", study_key="sweep.repeats"),
@@ -316,6 +322,7 @@ class Overrides:
     max_repeats: int | None = None
     budget_s: int | None = None
     clients_per_thread: int | None = None
+    rate: float | None = None  # an offered rate (TPS) for every point, in its tool's option
     server_cores: int | None = None
     server_threads: int | None = None
     label: str | None = None
