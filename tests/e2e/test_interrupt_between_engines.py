@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 import cgroup
-from conftest import cli_env, dbarena, processes_mentioning
+from conftest import LIGHT, cli_env, dbarena, processes_mentioning
 from test_kill import _watchdog_of, _within
 from test_run import _default_sigint
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 # Both engines, one short point each, tiny datasets.
 STUDY = ["run", "--engine", "postgres,mysql", "--workload", "sysbench-point-select", "--threads", "1",
-         "--duration", "2", "--tables", "1", "--table-size", "100", "--no-probe"]
+         "--duration", "2", "--tables", "1", "--table-size", "100", "--no-probe", *LIGHT]
 
 
 @pytest.fixture

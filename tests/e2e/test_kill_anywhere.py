@@ -39,6 +39,8 @@ from test_run import _default_sigint
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
+# Its pgbench and sysbench points are offered 50 TPS (conftest.LIGHT's reason): what a
+# kill may lose does not depend on how fast they run.
 STUDY = """schema = 1
 name = "kill-anywhere"
 [sweep]
@@ -55,10 +57,12 @@ queries = 200
 flavour = "mariadb"
 [[workloads]]
 workload = "pgbench-select-only"
+options = { rate = 50 }
 [[workloads]]
 workload = "sysbench-read-write"
 engines = ["postgres", "mysql"]
 datasets = "point"
+options = { rate = 50 }
 [[workloads]]
 workload = "mysqlslap"
 engines = ["mysql"]

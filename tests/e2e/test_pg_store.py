@@ -276,6 +276,11 @@ def test_two_runs_write_to_one_new_postgresql_store_at_once(database, public_tmp
         assert proc.returncode == 0, err
     rows = query(url, password, "SELECT label, COUNT(*) AS n FROM v_points GROUP BY label ORDER BY label")
     assert rows == [{"label": "host1", "n": 1}, {"label": "host2", "n": 1}]
+    # Points offered a rate are no closed-loop figures to compare, and compare says so.
+    compared = dbarena_here("compare", "host1", "host2", "--store", url, env=env)
+    assert compared.returncode == 2 and "no closed-loop point (engine, workload, threads) in common: a point " \
+        "offered a rate (--rate, a workload's options.rate) is compared only as a step" in compared.stderr, \
+        compared.stderr
     versions = query(url, password, "SELECT version FROM schema_migrations")
     assert versions == [{"version": SCHEMA_VERSION}]
 

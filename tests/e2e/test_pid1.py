@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import cli_env
+from conftest import LIGHT, cli_env
 from test_kill import _servers, _within
 from test_run import _wait_for_line
 
@@ -114,7 +114,7 @@ def test_a_signal_sent_to_pid_1_reaches_the_command_once(public_tmp, tmp_path, e
     anywhere (its points kept, its server gone, exit 143), and no zombie stays."""
     store = tmp_path / "r.db"
     proc = _start([sys.executable, "-m", "dbarena", "run", "--workload", "pgbench-select-only", "--threads", "1,2",
-                   "--duration", "3", "--scale", "1", "--store", str(store)], env)
+                   "--duration", "3", "--scale", "1", "--store", str(store), *LIGHT], env)
     pid1 = _pid1(proc)
     watch = Watch(pid1)
     _wait_for_line(proc, "ok     postgres pgbench-select-only threads=1")
@@ -160,8 +160,8 @@ def test_under_a_pid_1_that_never_reaps_no_zombie_of_a_run_stays(public_tmp, tmp
     exits, rather than leaving it to PID 1 (before, one zombie watchdog per run)."""
     store = tmp_path / "r.db"
     proc = _start([sys.executable, "-c", NEVER_REAPS, sys.executable, "-m", "dbarena", "run", "--workload",
-                   "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1", "--store", str(store)],
-                  env)
+                   "pgbench-select-only", "--threads", "1", "--duration", "2", "--scale", "1", "--store", str(store),
+                   *LIGHT], env)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     said = json.loads(out.splitlines()[-1].removeprefix("PID1 "))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import LIGHT, cli_env, dbarena
 # results, compare, report and gate only read the store: run in this process
 # (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to start.
 # The runs stay processes of their own.
@@ -95,7 +95,7 @@ def test_each_session_is_a_run_whose_start_is_stated(public_tmp, tmp_path):
     env = cli_env(public_tmp)
     done = dbarena("run", "--engine", "postgres", "--workload", "pgbench-select-only", "--threads", "1",
                    "--duration", "2", "--scale", "1", "--sessions", "2", "--label", "s", "--store", str(store),
-                   "--no-probe", env=env)
+                   "--no-probe", *LIGHT, env=env)
     assert done.returncode == 0, done.stderr
     assert "session 2 of 2: servers started afresh, datasets prepared again" in done.stderr
     db = sqlite3.connect(store)
@@ -119,7 +119,7 @@ def test_a_run_of_two_sessions_interrupted_in_the_second_resumes_the_second(publ
     env = cli_env(public_tmp)
     started = subprocess.Popen([sys.executable, "-m", "dbarena", "run", "--engine", "postgres", "--workload",
                                 "pgbench-select-only", "--threads", "1,2", "--duration", "3", "--scale", "1",
-                                "--sessions", "2", "--label", "rr", "--store", str(store), "--no-probe"],
+                                "--sessions", "2", "--label", "rr", "--store", str(store), "--no-probe", *LIGHT],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert started.stderr is not None
     said = []

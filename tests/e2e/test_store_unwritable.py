@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena
+from conftest import LIGHT, cli_env, dbarena
 # The commands after a run (results, import) only read and write the store and files:
 # run in this process (tests/inprocess.py), not as `python -m dbarena`, half a second of
 # CPU each to start; what they do to the run left behind (marked interrupted, its records
@@ -29,7 +29,7 @@ from test_run import _start, _wait_for_line
 
 pytestmark = pytest.mark.e2e
 
-POINTS = ["--workload", "pgbench-select-only", "--threads", "1,2,3", "--duration", "3", "--scale", "1"]
+POINTS = ["--workload", "pgbench-select-only", "--threads", "1,2,3", "--duration", "3", "--scale", "1", *LIGHT]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SEED_A, cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments
+from conftest import LIGHT, SEED_A, cli_env, dbarena, error_line, left_in_ram, processes_mentioning, server_segments
 # results, report, compare and study check only read the store and the study: run in
 # this process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each
 # to start. The runs and cleanups stay processes.
@@ -226,7 +226,7 @@ def test_data_on_a_ram_disk_is_recorded_and_nothing_is_left_there(public_tmp, tm
     store, study = tmp_path / "r.db", tmp_path / "study.toml"
     study.write_text(CHECKSUMS_STUDY.replace('name = "checksums"', 'name = "ram"').split("[variants.off]")[0]
                      + '[engines.postgres]\ndata_dir = "tmpfs"\n')
-    proc = _start(["run", "--study", str(study), "--store", str(store), "--label", "box"], env)
+    proc = _start(["run", "--study", str(study), "--store", str(store), "--label", "box", *LIGHT], env)
     seen = _wait_for_line(proc, "target: throwaway PostgreSQL")
     top, segments = _own_instance(tmp_path / "state")
     assert top.parent == Path("/dev/shm") and segments, (top, segments)
@@ -263,7 +263,7 @@ def test_restore_puts_the_prepared_dataset_back_before_each_point(public_tmp, tm
     import subprocess
 
     env = cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state"))
-    done, store, _ = _run_study(RESTORE_STUDY, tmp_path, env, "--keep")
+    done, store, _ = _run_study(RESTORE_STUDY, tmp_path, env, "--keep", *LIGHT)
     assert "saved the prepared data directory in" in done.stderr
     assert "restored the prepared data directory in" in done.stderr
     kept = re.search(r"connect with PGPASSFILE=(\S+) psql '([^']+)'", done.stderr)
@@ -489,7 +489,7 @@ def test_ctrl_c_in_a_study_on_a_ram_disk_with_restore_and_pinned_cpus_leaves_not
         pytest.skip("needs 2 CPUs")
     study, store = tmp_path / "c.toml", tmp_path / "r.db"
     study.write_text(CTRL_C_STUDY)
-    proc = _start(["run", "--study", str(study), "--store", str(store)],
+    proc = _start(["run", "--study", str(study), "--store", str(store), *LIGHT],
                   cli_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")))
     seen = _wait_for_line(proc, "restored the prepared data directory in")  # before the second point
     time.sleep(1.5)  # into it

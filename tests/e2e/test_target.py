@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import cli_env, dbarena, error_line, processes_mentioning, store_holds
+from conftest import LIGHT, cli_env, dbarena, error_line, processes_mentioning, store_holds
 # `results` of a run's store runs in this process (tests/inprocess.py): it only reads the
 # store, and a `python -m dbarena` costs half a second of CPU to start. The runs stay
 # processes, and so does the command after a killed run (what the next process does of
@@ -32,7 +32,7 @@ def test_target_with_password_from_pgpassword(server, public_tmp, tmp_path):
     store = tmp_path / "r.db"
     done = dbarena("run", "--target", target.url, "--workload", "pgbench-simple-update", "--threads", "1",
                    "--duration", "1", "--scale", "1", "--server-cores", "2", "--server-threads", "4",
-                   "--store", str(store), env=cli_env(public_tmp, PGPASSWORD=password))
+                   "--store", str(store), *LIGHT, env=cli_env(public_tmp, PGPASSWORD=password))
     assert done.returncode == 0, done.stderr
     assert password not in done.stdout + done.stderr
     assert not store_holds(store, password)
@@ -54,10 +54,10 @@ def test_target_with_password_from_pgpass_and_no_init(server, public_tmp, tmp_pa
     env.pop("PGPASSFILE", None)
     # The dataset from the previous test (or a fresh one) is reused: init it once.
     first = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
-                    "--duration", "1", "--scale", "1", "--store", str(tmp_path / "a.db"), env=env)
+                    "--duration", "1", "--scale", "1", "--store", str(tmp_path / "a.db"), *LIGHT, env=env)
     assert first.returncode == 0, first.stderr
     again = dbarena("run", "--target", target.url, "--no-init", "--workload", "pgbench-select-only",
-                    "--threads", "1", "--duration", "1", "--store", str(tmp_path / "b.db"), env=env)
+                    "--threads", "1", "--duration", "1", "--store", str(tmp_path / "b.db"), *LIGHT, env=env)
     assert again.returncode == 0, again.stderr
     assert "initialising" not in again.stderr
 
@@ -101,7 +101,7 @@ def test_a_killed_run_on_a_target_reports_its_tables_and_leaves_them(server, pub
     store = tmp_path / "r.db"
     env = cli_env(public_tmp, PGPASSWORD=password, DBARENA_STATE_DIR=str(tmp_path / "state"))
     proc = _start(["run", "--target", target.url, "--workload", "sysbench-read-only", "--threads", "1",
-                   "--duration", "30", "--tables", "2", "--table-size", "100", "--store", str(store)], env)
+                   "--duration", "30", "--tables", "2", "--table-size", "100", "--store", str(store), *LIGHT], env)
     _wait_for_line(proc, " on postgres: ")  # the plan line
     time.sleep(3)  # prepared, into the point
     load = f"--pgsql-port={target.conn.port}"
