@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import storebuild
-from conftest import cli_env
+from conftest import LIGHT, cli_env
 from dbarena.model import RunInfo
 from dbarena.serve import live
 from dbarena.store import live as store_live
@@ -229,7 +229,7 @@ def test_a_real_runs_point_in_flight_shows_its_seconds_before_it_is_stored_in_ch
             run = subprocess.Popen(
                 [sys.executable, "-m", "dbarena", "run", "--workload", "pgbench-select-only", "--threads", "1",
                  "--clients-per-thread", "2", "--duration", "8", "--scale", "1", "--repeat", "2", "--no-probe",
-                 "--store", str(path)],
+                 "--store", str(path), *LIGHT],
                 env=_env(public_tmp, DBARENA_STATE_DIR=str(tmp_path / "state")), text=True,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             # The run starts (the page reloads to follow it), then its first point's seconds.
