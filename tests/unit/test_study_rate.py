@@ -62,5 +62,8 @@ def test_a_tool_without_a_rate_is_refused_not_run_closed_loop(workload, said):
 
 
 def test_rate_and_slo_contradict_each_other():
-    with pytest.raises(UsageError, match="--rate with --slo"):
+    with pytest.raises(UsageError, match=r"--rate with a latency objective \(--slo\)"):
         study.apply(_study("pgbench-select-only"), Overrides(rate=50, slo="p99=5ms"))
+    # The study's own objective too, said as such (not as an option the study set).
+    with pytest.raises(UsageError, match=r"--rate with a latency objective \(\[slo\]\)"):
+        study.apply(_study("pgbench-select-only", options='[slo]\nobjective = "p99=5ms"\n'), Overrides(rate=50))

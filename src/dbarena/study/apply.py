@@ -251,8 +251,6 @@ def _offered(w: WorkloadEntry, o: Overrides, note: _Notes) -> WorkloadEntry:
     run closed-loop under a flag that says otherwise."""
     if o.rate is None:
         return w
-    if o.slo is not None:
-        raise UsageError("--rate with --slo: the search for a capacity offers its own rates; give one of them")
     tool = workloads.WORKLOADS[w.workload].tool
     if tool.open_loop_refusal is not None:
         raise UsageError(f"--rate: {w.workload} cannot be offered a rate: {tool.name} {tool.open_loop_refusal} "
@@ -330,6 +328,9 @@ def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry],
     note("slo", study.slo.spec if study.slo else None, slo.spec if slo else None, "--slo")
     if slo is None:
         return None, sampling
+    if o.rate is not None:
+        raise UsageError(f"--rate with a latency objective ({'--slo' if o.slo else '[slo]'}): the search for a "
+                         "capacity offers its own rates; give one of them")
     if precision is not None:
         raise UsageError("--slo with --precision: each offered rate runs --repeat N times; adaptive repeats "
                          "do not search rates yet")

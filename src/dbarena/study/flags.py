@@ -216,8 +216,9 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
                 "Offer each point this many transactions per second in all (pgbench -R, sysbench --rate: an "
                 "open-loop point, its latency counted from each transaction's scheduled start) instead of as many "
                 "as the clients can run; compare and the report's level tables leave such points out (they compare "
-                "closed-loop throughput, and offered rates as a --slo search's steps only). Refused for a workload whose tool offers no rate (mysqlslap, tpcc-like) and with "
-                "--slo, which searches rates itself.", "rate", metavar="TPS",
+                "closed-loop throughput, and offered rates as a --slo search's steps only). Refused for a workload "
+                "whose tool offers no rate (mysqlslap, tpcc-like) and with --slo, which searches rates itself.",
+                "rate", metavar="TPS",
                 study_key="workloads[].options.rate", in_key=True),
         RunFlag("repeats", "--repeat", Int(1, MAX_REPEATS),
                 "Run every point this many times, interleaved across points (not back to back) [default: 1].",
