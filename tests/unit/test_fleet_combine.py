@@ -154,3 +154,13 @@ def test_the_load_generators_or_the_server_bound_a_point_driven_together(capsys)
     assert listings.together_notes([idle, busy]) == [
         "run 3: 2 load generators drove each point at once (alpha, beta); `results --parts` shows each one's "
         "share and whether they were the bound"]
+
+
+def test_an_offered_rate_is_split_in_the_steps_its_tool_takes():
+    assert combine.split_rate(100, 2, whole=False) == ["50.0", "50.0"]
+    assert combine.split_rate(0.3, 2, whole=False) == ["0.2", "0.1"]
+    assert combine.split_rate(333, 2, whole=False) == ["166.5", "166.5"]
+    assert combine.split_rate(7, 3, whole=True) == ["3", "2", "2"]
+    with pytest.raises(ValueError, match=r"^the offered rate 1 TPS cannot be split over 2 load generators "
+                                         r"\(each needs at least 1 TPS\)$"):
+        combine.split_rate(1, 2, whole=True)

@@ -259,3 +259,38 @@ def test_a_warm_up_that_failed_fails_its_point_without_a_measured_run(tmp_path, 
         ("noisy", "measured", "failed", "the warm-up failed: beta: pgbench killed by signal 9 (SIGKILL)")]
     db.close()
     assert "2 point(s) with 2 load generators, 1 failed; stored in" in "\n".join(said)
+
+
+def test_an_offered_rate_is_shared_out_so_that_the_hosts_together_offer_it(tmp_path):
+    """A workload's options.rate (or --rate) is the point's offered rate: each load
+    generator offers its share of it (they each offered all of it, so two hosts offered
+    twice what the point recorded), in the steps its tool's option takes."""
+    import pytest
+
+    from dbarena.errors import UsageError
+    from dbarena.fleet import togetherpoint
+    from dbarena.stats import capacity
+    from dbarena.study import arguments
+
+    study = tmp_path / "rate.toml"
+    study.write_text(VARIANTS_STUDY.replace('"pgbench-select-only"', '"pgbench-select-only"\noptions = { rate = 101 }')
+                     + '[[workloads]]\nworkload = "sysbench-read-only"\noptions = { rate = 7 }\n')
+    run = _controller(tmp_path, ["--study", str(study), "--engine", "postgres"], [])
+    plan = run._plan()
+    for spec in plan.points:
+        shares = togetherpoint.split_point(spec, run.hosts)
+        offered = [capacity.offered(s.options) for s in shares]
+        assert sum(offered) == pytest.approx(capacity.offered(spec.options))
+        if spec.workload.startswith("pgbench"):
+            assert [dict(s.options)["rate"] for s in shares] == ["50.5", "50.5"]
+        else:  # sysbench --rate takes whole TPS: the first host one more
+            assert [dict(s.options)["rate"] for s in shares] == ["4", "3"]
+        assert [s.threads for s in shares] == [1, 1] and all(dict(s.options).keys() == dict(spec.options).keys()
+                                                            for s in shares)
+
+    # A rate too small to give each host a step of it is refused before anything starts.
+    study.write_text(VARIANTS_STUDY.replace('"pgbench-select-only"', '"pgbench-select-only"\noptions = { rate = 0.1 }'))
+    run = _controller(tmp_path, ["--study", str(study)], [])
+    with pytest.raises(UsageError, match=r"^pgbench-select-only at 2 threads: the offered rate 0\.1 TPS cannot be "
+                                         r"split over 2 load generators \(each needs at least 0\.1 TPS\)$"):
+        run._plan()  # (Together.run's first step, before any play)

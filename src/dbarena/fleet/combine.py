@@ -3,7 +3,10 @@ parts each host measured, made into the one point the store keeps. Pure: parts i
 a measurement, a per-second series and the details out.
 
 - **Split**: a level's threads and clients shared out as evenly as whole numbers allow
-  (the first hosts take one more), so that the parts add up to the level.
+  (the first hosts take one more), so that the parts add up to the level; an offered
+  rate (a workload's `options.rate`, `--rate`) too, in the steps its tool's option takes
+  (pgbench -R: tenths of a TPS; sysbench --rate: whole TPS), so that the hosts together
+  offer the point's rate, not each of them all of it.
 - **Skew**: the spread of the moments the hosts' first transactions began (pgbench's
   per-transaction log: completion time minus latency; a tool without such a log:
   the moment it was started), against 1 % of the point's duration.
@@ -62,6 +65,20 @@ def split(total: int, n: int) -> list[int]:
     if n < 1 or total < n:
         raise ValueError(f"{total} cannot be split over {n} load generators (each needs at least 1)")
     return [total // n + (1 if i < total % n else 0) for i in range(n)]
+
+
+def split_rate(rate: float, n: int, whole: bool) -> list[str]:
+    """An offered rate shared out over n hosts as split() shares whole numbers, in the
+    steps the tool's option takes (`whole`: whole TPS, else tenths), as that option's
+    text; ValueError when some host would get none (sysbench --rate=0 is no limit at all)."""
+    step = 1 if whole else 10
+    try:
+        shares = split(round(rate * step), n)
+    except ValueError:
+        least = "1" if whole else "0.1"
+        raise ValueError(f"the offered rate {rate:g} TPS cannot be split over {n} load generators "
+                         f"(each needs at least {least} TPS)") from None
+    return [str(s) if whole else f"{s / step:.1f}" for s in shares]
 
 
 def first_transaction_start(lines: Iterable[str], clients: int | None = None) -> float | None:

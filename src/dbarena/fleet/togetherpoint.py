@@ -36,8 +36,10 @@ from dbarena.model import PointResult, PointSpec, Profile, Sample
 from dbarena.records import JSONObject
 from dbarena.run import measure as measure_mod
 from dbarena.serverside.series import ServerSeries
+from dbarena.stats import capacity
 from dbarena.stats.latency import Latencies
 from dbarena.study import Study
+from dbarena.workloads import WORKLOADS
 
 GO_LEAD_MIN_S = 2.0  # the start time is at least this far ahead of sending it
 GO_PLAYS_KEPT = 3  # the go plays the lead is taken from: the run's last few (a busy spell passes)
@@ -60,9 +62,17 @@ class Profiles(Protocol):
 
 
 def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
+    """Each host's share of the point: its threads, clients and offered rate (each host
+    ran the whole rate before, so N hosts offered N times what the point recorded)."""
     threads = combine.split(spec.threads, len(hosts))
     clients = combine.split(spec.clients, len(hosts))
-    return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
+    rate = capacity.offered(spec.options)
+    if rate is None:
+        return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
+    rates = combine.split_rate(rate, len(hosts), WORKLOADS[spec.workload].tool.whole_rates)
+    return [replace(spec, threads=t, clients=c,
+                    options=tuple(sorted({**dict(spec.options), capacity.RATE_OPTION: r}.items())))
+            for t, c, r in zip(threads, clients, rates)]
 
 
 @dataclass
