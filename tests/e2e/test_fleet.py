@@ -82,9 +82,12 @@ def fleet_cmd(f: dict, *args: str, timeout: float = 600, inv: Path | None = None
                           env=f["env"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def study(f: dict, name: str, levels: list[int], duration: int) -> Path:
+def study(f: dict, name: str, levels: list[int], duration: int, rate: int | None = None) -> Path:
+    """rate: each point offered that many transactions a second (pgbench -R), for a test
+    that looks at what runs, arrives and is left, not how fast (conftest.LIGHT's reason)."""
     path = f["tmp"] / f"{name}.toml"
-    path.write_text(STUDY.format(name=name, levels=levels, duration=duration))
+    path.write_text(STUDY.format(name=name, levels=levels, duration=duration)
+                    + (f"[workloads.options]\nrate = {rate}\n" if rate is not None else ""))
     return path
 
 
@@ -134,7 +137,7 @@ def test_two_hosts_run_a_study_and_their_points_arrive_under_their_labels_and_pr
 
 
 def test_a_host_that_dies_half_way_does_not_stop_the_other_and_a_second_run_completes_it(fleet):
-    longer, store = study(fleet, "longer", [1, 2, 3], 3), fleet["tmp"] / "second.db"
+    longer, store = study(fleet, "longer", [1, 2, 3], 3, rate=50), fleet["tmp"] / "second.db"
     beta_dir = fleet["workdirs"]["beta"]
     proc = subprocess.Popen([sys.executable, "-m", "dbarena", "fleet", "run", "-i", str(fleet["inventory"]),
                              "--study", str(longer), "--poll", "2", "--unreachable-timeout", "4",
@@ -195,7 +198,7 @@ def test_with_a_shared_postgresql_store_every_host_writes_there_itself(fleet):
     from dbarena.engines import postgres
     import psycopg
 
-    tiny = study(fleet, "shared", [1], 2)
+    tiny = study(fleet, "shared", [1], 2, rate=50)
     with postgres.throwaway() as server:
         password = server.passfile.read_text().strip().rsplit(":", 1)[1]
         with psycopg.connect(server.url, password=password, autocommit=True) as admin:

@@ -77,9 +77,14 @@ def _command(f: dict, study: Path, store: Path, *extra: str) -> list[str]:
             "--together", "--target", f["url"], "--store", str(store), *extra]
 
 
-def _study(f: dict, name: str, levels: list[int], duration: int, sampling: float = 0.1) -> Path:
+def _study(f: dict, name: str, levels: list[int], duration: int, sampling: float = 0.1,
+           rate: int | None = None) -> Path:
+    """rate: each point offered that many transactions a second, shared out over the load
+    generators (pgbench -R), for a test that looks at what runs, fails, is merged and
+    resumed, not how fast (conftest.LIGHT's reason)."""
     path = f["tmp"] / f"{name}.toml"
-    path.write_text(STUDY.format(name=name, levels=levels, duration=duration, sampling=sampling))
+    path.write_text(STUDY.format(name=name, levels=levels, duration=duration, sampling=sampling)
+                    + (f"[workloads.options]\nrate = {rate}\n" if rate is not None else ""))
     return path
 
 
@@ -113,7 +118,7 @@ def pair(together):
     the failed one, the resume) needs this one store; each run over the fleet takes
     most of a minute, so it is made once."""
     store = together["tmp"] / "pair.db"
-    study = _study(together, "pair", [2, 4], 8, sampling=1.0)
+    study = _study(together, "pair", [2, 4], 8, sampling=1.0, rate=100)
     beta_point = together["workdirs"]["beta"] / "point"
     # Polled every 3 s (not the default 10): alpha's 8 s share is stopped once beta's
     # failure is seen, well before it would have ended.
@@ -176,6 +181,8 @@ def test_two_load_generators_make_one_point_per_level(together, pair):
         parts = together_["parts"]
         assert [x["host"] for x in parts] == ["alpha", "beta"]
         assert sum(x["threads"] for x in parts) == p["threads"] and sum(x["clients"] for x in parts) == p["clients"]
+        # The study's 100 TPS offered by both together: each host's pgbench -R 50.0.
+        assert all(x["command"][x["command"].index("-R") + 1] == "50.0" for x in parts), parts
         # The merged point's transactions are the sum of its parts'.
         assert p["transactions"] == sum(x["transactions"] for x in parts) > 0
         # Its histogram is the merge of the parts' (each the histogram of that host's

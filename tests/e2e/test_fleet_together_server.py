@@ -283,6 +283,13 @@ def test_a_throwaway_server_on_the_inventorys_server_host(engine, tmp_path_facto
         assert point["status"] == "ok" and point["run_host"] == "2 load generators: alpha, beta"
         assert [x["host"] for x in point["details"]["together"]["parts"]] == ["alpha", "beta"]
         assert point["transactions"] == sum(x["transactions"] for x in point["details"]["together"]["parts"]) > 0
+        # The study's 50 TPS offered by the two load generators together: 25 each (as
+        # their tools' own options say), not 50 each.
+        share = ["-R", "25.0"] if engine == "postgres" else ["--rate=25"]
+        for part in point["details"]["together"]["parts"]:
+            command = part["command"]
+            assert any(command[i:i + len(share)] == share for i in range(len(command))), command
+        assert point["tps"] < 60, point["tps"]
         db = sqlite3.connect(store)
         target, facts = db.execute("SELECT target, target_facts FROM runs").fetchone()
         scheme = "postgresql" if engine == "postgres" else "mysql"
