@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from conftest import cli_env, dbarena, store_holds
+from conftest import LIGHT, cli_env, dbarena, store_holds
 # `results` only reads the store: run in this process (tests/inprocess.py), not as
 # `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
 from inprocess import dbarena as dbarena_here
@@ -138,7 +138,7 @@ def test_select_only_on_a_cached_dataset_is_not_lock_bound(public_tmp, tmp_path)
 def test_no_server_metrics_reads_nothing_of_the_server(public_tmp, tmp_path):
     store = tmp_path / "r.db"
     done = dbarena("run", "--workload", "pgbench-select-only", "--threads", "1", "--duration", "2",
-                   "--scale", "1", "--no-server-metrics", "--store", str(store), env=cli_env(public_tmp))
+                   "--scale", "1", "--no-server-metrics", *LIGHT, "--store", str(store), env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     (point,) = _series(store)
     assert point["record"] is None and point["bound"] is None
@@ -173,7 +173,7 @@ def test_a_target_whose_connections_the_point_fills_is_measured_without_its_serv
         password = target.passfile.read_text().strip().rsplit(":", 1)[1]
         store = tmp_path / "full.db"
         done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "2",
-                       "--clients-per-thread", "4", "--duration", "3", "--scale", "1", "--store", str(store),
+                       "--clients-per-thread", "4", "--duration", "3", "--scale", "1", *LIGHT, "--store", str(store),
                        env=cli_env(public_tmp, PGPASSWORD=password))
         assert done.returncode == 0, done.stdout + done.stderr
         (point,) = _series(store)  # status ok
@@ -184,7 +184,7 @@ def test_a_target_whose_connections_the_point_fills_is_measured_without_its_serv
         # With a slot to spare, the same point is sampled.
         spare = tmp_path / "spare.db"
         done = dbarena("run", "--target", target.url, "--workload", "pgbench-select-only", "--threads", "1",
-                       "--clients-per-thread", "7", "--duration", "3", "--scale", "1", "--store", str(spare),
+                       "--clients-per-thread", "7", "--duration", "3", "--scale", "1", *LIGHT, "--store", str(spare),
                        env=cli_env(public_tmp, PGPASSWORD=password))
         assert done.returncode == 0, done.stdout + done.stderr
         (sampled,) = _series(spare)
@@ -207,7 +207,7 @@ def test_a_role_that_is_no_superuser_leaves_the_superusers_slots_alone(public_tm
         for clients, sampled in ((7, False), (6, True)):
             store = tmp_path / f"plain-{clients}.db"
             done = dbarena("run", "--target", url, "--workload", "pgbench-select-only", "--threads", "1",
-                           "--clients-per-thread", str(clients), "--duration", "3", "--scale", "1", "--store",
+                           "--clients-per-thread", str(clients), "--duration", "3", "--scale", "1", *LIGHT, "--store",
                            str(store), env=env)
             assert done.returncode == 0, done.stdout + done.stderr
             (point,) = _series(store)
