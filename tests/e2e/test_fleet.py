@@ -255,9 +255,11 @@ def test_a_host_whose_python_does_not_start_shows_its_own_error(fleet):
     table = done.stdout[done.stdout.index("host "):]
     assert any(line.startswith("pyenvbox") and " failed " in line for line in table.splitlines()), table
 
+    # `fleet status` runs no module of Ansible's on a host (status.yml: python3 on the
+    # PATH, then the host's own dbarena): it finds nothing started there, which is so.
     status = fleet_cmd(fleet, "status", inv=inv)
-    assert status.returncode == 1, status.stdout + status.stderr
-    assert "pyenv: python3.13: command not found" in status.stdout and 'task "status"' in status.stdout
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "dbarena is not installed there yet" in status.stdout, status.stdout
     for out in (done, status):
         assert "Traceback" not in out.stdout + out.stderr
         assert fleet["env"]["PGPASSWORD"] not in out.stdout + out.stderr

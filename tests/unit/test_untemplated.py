@@ -61,8 +61,10 @@ def test_a_fleet_hosts_label_and_working_directory_are_never_templated(tmp_path:
     ansible = controller.Ansible(inventory, work, forks=1, passwords={})
     results = ansible.play("status.yml", [host], {"args": {"h1": ["--label", host.label]}}, timeout_s=240)
     assert not marker.exists()
-    # The host was handed the directory as written, braces and all.
-    assert f"{tmp_path}/{_lookup(marker)}" in str(results["h1"].task("The working directory").get("stdout"))
+    # The host was handed the directory as written, braces and all (where it found no
+    # dbarena to run, and said so with that path).
+    said = str(results["h1"].task("status").get("stderr"))
+    assert f"{tmp_path}/{_lookup(marker)}/venv/bin/dbarena: No such file or directory" in said, said
 
 
 def test_a_cloud_plays_values_are_never_templated(tmp_path: Path) -> None:

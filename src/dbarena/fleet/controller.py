@@ -444,19 +444,20 @@ class Fleet:
                 state.set_failure(result.failure)
                 continue
             state.unreachable_since = None
-            if result.failed and "status" not in result.tasks:
-                # Its working directory was refused (workdir.yml): nothing there is run.
+            if result.failed:
+                # Its working directory was refused (status.yml's one failure): nothing
+                # there is run.
                 state.status = {"state": "failed"}
                 state.set_failure(result.failure)
                 continue
             state.set_problem(None)
             task = result.task("status")
-            if task.get("rc") == 2 or "No such file" in str(task.get("msg", "")):
+            if task.get("rc") == 127 and "No such file" in str(task.get("stderr", "")):
                 state.status = {"state": "idle", "error": "dbarena is not installed there yet"}
                 continue
             if task.get("rc") not in (0, None) or not task.get("stdout"):
-                # The status task is failed_when: false, so that a host without dbarena
-                # is "idle"; anything else (a Python that does not start) is a problem.
+                # A host without dbarena is "idle" (above); any other exit, or no status
+                # printed (a python3 that does not start), is a problem.
                 state.status = {"state": "unknown"}
                 state.set_failure(failure.failure("status", task, self.ansible.secrets))
                 state.unreadable_since = state.unreadable_since or now
