@@ -62,8 +62,8 @@ class Profiles(Protocol):
 
 
 def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
-    """Each host's share of the point: its threads, clients and offered rate (each host
-    ran the whole rate before, so N hosts offered N times what the point recorded)."""
+    """Each host's share of the point: its threads, clients and offered rate (so that the
+    hosts together offer the rate the point records, not each of them all of it)."""
     threads = combine.split(spec.threads, len(hosts))
     clients = combine.split(spec.clients, len(hosts))
     rate = capacity.offered(spec.options)
