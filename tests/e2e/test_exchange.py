@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, dbarena, error_line
+from conftest import LIGHT, cli_env, dbarena, error_line
 # publish, verify, import and results only read and write files and stores: run in this
 # process (tests/inprocess.py), not as `python -m dbarena`, half a second of CPU each to
 # start. The run that makes the store stays a process of its own.
@@ -49,8 +49,8 @@ def made():
     env = cli_env(tmp)
     store = base / "src.db"
     done = dbarena("run", "--engine", "postgres", "--workload", "pgbench-select-only,sysbench-read-only",
-                   "--threads", "1,2", "--duration", "3", "--scale", "1", "--label", "src", "--store", str(store),
-                   env=env, timeout=600)
+                   "--threads", "1,2", "--duration", "3", "--scale", "1", *LIGHT, "--label", "src",
+                   "--store", str(store), env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     key = _keygen(base / "key")
     (base / "allowed_signers").write_text(f"{ID} {(base / 'key.pub').read_text().split()[0]} "
