@@ -70,8 +70,7 @@ def split_point(spec: PointSpec, hosts: list[Host]) -> list[PointSpec]:
     if rate is None:
         return [replace(spec, threads=t, clients=c) for t, c in zip(threads, clients)]
     rates = combine.split_rate(rate, len(hosts), WORKLOADS[spec.workload].tool.whole_rates)
-    return [replace(spec, threads=t, clients=c,
-                    options=tuple(sorted({**dict(spec.options), capacity.RATE_OPTION: r}.items())))
+    return [replace(spec, threads=t, clients=c, options=capacity.offering(spec.options, r))
             for t, c, r in zip(threads, clients, rates)]
 
 

@@ -21,8 +21,7 @@ from dbarena.workloads import WORKLOADS
 def with_rate(spec: PointSpec, rate: float, whole: bool = False) -> PointSpec:
     """The point offered `rate` TPS (the tool's `rate` option, in its configuration key;
     `whole`: a tool that takes whole TPS only)."""
-    options = {**dict(spec.options), capacity.RATE_OPTION: capacity.rate_text(rate, whole)}
-    return replace(spec, options=tuple(sorted(options.items())))
+    return replace(spec, options=capacity.offering(spec.options, capacity.rate_text(rate, whole)))
 
 
 def closed_loop(spec: PointSpec) -> PointSpec:

@@ -142,6 +142,12 @@ def rate_text(rate: float, whole: bool = False) -> str:
     return str(round(rate)) if rate >= 100 else f"{rate:.1f}"
 
 
+def offering(options: Iterable[tuple[str, str]], rate: str) -> tuple[tuple[str, str], ...]:
+    """A point's options (sorted pairs, as a PointSpec keeps them) with the offered rate
+    `rate` (the tool option's text: rate_text, or a share of it) in place of any other."""
+    return tuple(sorted({**dict(options), RATE_OPTION: rate}.items()))
+
+
 def offered(options: Mapping[str, JSON] | Iterable[tuple[str, str]]) -> float | None:
     """The offered rate of a point's options (None: a closed-loop point)."""
     found = dict(options).get(RATE_OPTION)

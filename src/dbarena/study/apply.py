@@ -255,10 +255,9 @@ def _offered(w: WorkloadEntry, o: Overrides, note: _Notes) -> WorkloadEntry:
     if tool.open_loop_refusal is not None:
         raise UsageError(f"--rate: {w.workload} cannot be offered a rate: {tool.name} {tool.open_loop_refusal} "
                          "(leave it out with --workload)")
-    options = dict(w.options)
     rate = capacity.rate_text(o.rate, tool.whole_rates)
-    note(f"{w.workload} {capacity.RATE_OPTION}", options.get(capacity.RATE_OPTION), rate, "--rate")
-    return replace(w, options=tuple(sorted({**options, capacity.RATE_OPTION: rate}.items())))
+    note(f"{w.workload} {capacity.RATE_OPTION}", dict(w.options).get(capacity.RATE_OPTION), rate, "--rate")
+    return replace(w, options=capacity.offering(w.options, rate))
 
 
 def _flagged_engine(e: EngineEntry, o: Overrides, note: _Notes) -> EngineEntry:
