@@ -16,7 +16,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from conftest import cli_env, dbarena, error_line, processes_mentioning, store_holds, with_raw
+from conftest import LIGHT, cli_env, dbarena, error_line, processes_mentioning, store_holds, with_raw
 # `results` only reads the store: run in this process (tests/inprocess.py), not as
 # `python -m dbarena`, half a second of CPU each to start. The runs stay processes.
 from inprocess import dbarena as dbarena_here
@@ -44,7 +44,7 @@ def test_three_sysbench_workloads_on_both_engines(public_tmp, tmp_path):
     store = tmp_path / "r.db"
     done = dbarena("run", "--engine", "postgres,mysql",
                    "--workload", "sysbench-read-only,sysbench-write-only,sysbench-read-write",
-                   "--threads", "1,2", "--duration", "2", "--tables", "2", "--table-size", "1000",
+                   "--threads", "1,2", "--duration", "2", "--tables", "2", "--table-size", "1000", *LIGHT,
                    "--store", str(store), "--label", "both", env=cli_env(public_tmp))
     assert done.returncode == 0, done.stderr
     assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from dbarena.lifecycle import state
 from dbarena.limits import one_line
 from dbarena.lifecycle.state import temporary
 from dbarena.errors import EnvironmentProblem
-from dbarena.fleet import failure, untemplated
+from dbarena.fleet import failure, playforks, untemplated
 from dbarena.stats import outliers
 from dbarena.fleet.failure import Failure
 from dbarena.fleet.inventory import SERVER_GROUP, Host
@@ -289,6 +288,14 @@ class Ansible:
         # whatever a host echoes.
         self.passwords = dict(passwords)
         self.secrets = [v for v in self.passwords.values() if v]
+        # Plays as forks of one process that has imported Ansible (playforks.py), where
+        # this Python is the one the Ansible found runs in (installed beside it).
+        self.forks_of = playforks.for_playbook(self.playbook)
+
+    def close(self) -> None:
+        """The plays' helper ended (playforks.py); Ansible.play starts another if asked again."""
+        if self.forks_of is not None:
+            self.forks_of.close()
 
     def play(self, name: str, hosts: list[Host], extra: Mapping[str, object],
              timeout_s: float | None = None) -> dict[str, HostResult]:
@@ -313,23 +320,33 @@ class Ansible:
                 resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
             env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
                 p for p in (str(callbacks), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")) if p)
-            proc = subprocess.Popen([self.playbook, "-i", str(self.inventory), "-f", str(self.forks),
-                                     "-e", f"@{vars_file}", str(book)], env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-            try:
-                stdout, stderr = proc.communicate(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # ansible-playbook and its forks
-                proc.communicate()
-                return {h.name: HostResult(unreachable=True,
-                                           failure=failure.Failure(f"no answer within {timeout_s:.0f} s", ()))
-                        for h in hosts}
-            except BaseException:
-                _let_end(proc)
-                raise
-        return self._results(name, hosts, stdout, stderr)
+            argv = [self.playbook, "-i", str(self.inventory), "-f", str(self.forks), "-e", f"@{vars_file}", str(book)]
+            ended = self._run(argv, env, timeout_s)
+        if ended is None:
+            return {h.name: HostResult(unreachable=True,
+                                       failure=failure.Failure(f"no answer within {timeout_s:.0f} s", ()))
+                    for h in hosts}
+        return self._results(name, hosts, *ended)
+
+    def _run(self, argv: list[str], env: dict[str, str], timeout_s: float | None) -> tuple[str, str] | None:
+        """ansible-playbook's output (stdout, stderr), or None where it did not end within
+        timeout_s (then killed with its forks)."""
+        if self.forks_of is not None:
+            secret = frozenset(engines.PASSWORD_VARIABLES) | frozenset(self.passwords)
+            played = self.forks_of.play(argv, env, folder=self.workdir, timeout_s=timeout_s,
+                                        let_end_s=INTERRUPTED_PLAY_S, secret=secret)
+            return None if played is None else (played.stdout, played.stderr)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            return proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            playforks.kill_play(proc.pid)  # ansible-playbook and what it started
+            proc.communicate()
+            return None
+        except BaseException:
+            _let_end(proc)
+            raise
 
     def _environment(self) -> dict[str, str]:
         """ansible-playbook's environment: this process's without the password variables
@@ -385,8 +402,7 @@ def _let_end(proc: "subprocess.Popen[str]") -> None:
     try:
         proc.communicate(timeout=INTERRUPTED_PLAY_S)
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        playforks.kill_play(proc.pid)
         proc.communicate()
 
 
@@ -425,6 +441,7 @@ class Fleet:
         self._scratch = state.scratch(self.workdir)
 
     def close(self) -> None:
+        self.ansible.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
         self._scratch.remove()
 
