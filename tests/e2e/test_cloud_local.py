@@ -163,6 +163,7 @@ def test_an_interrupted_run_study_leaves_nothing_and_keeps_what_was_measured(her
     assert "interrupted: what it made is deleted; what the hosts had measured, if anything, was fetched" in out
     assert "Traceback" not in out and "aborted" not in out
     assert _instances(here["state"]) == [] and not list(here["public"].glob("dbarena-local-*"))
+    assert (here["tmp"] / "r.db").is_file(), out  # the hosts' stores fetched and merged
     db = sqlite3.connect(here["tmp"] / "r.db")
     runs = db.execute("SELECT label, status, status_reason FROM runs ORDER BY label").fetchall()
     why = f"its machine was deleted: {'Ctrl-C' if signum == signal.SIGINT else 'SIGTERM'}"

@@ -517,7 +517,7 @@ def test_a_play_makes_the_fleets_directory_again_if_it_is_gone(tmp_path: Path, m
     work = tmp_path / "dbarena-fleet-x"
     work.mkdir()
     ansible = controller.Ansible(tmp_path / "inventory.json", work, forks=1, passwords={})
-    ansible.forks_of = None  # ansible-playbook as a process (the fake below), not as a fork of the plays' helper
+    ansible.plays.forking = False  # ansible-playbook as a process (the fake below), not as a fork of the plays' helper
     shutil.rmtree(work)
     seen: list[str] = []
 

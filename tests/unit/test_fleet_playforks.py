@@ -128,3 +128,43 @@ def test_an_interrupted_play_is_let_end_before_the_interrupt_goes_on(local):
     assert ended.exists()  # the play had ended when the interrupt went on
     said = play(local, argv(local, book(tmp, "next", "echo next")), environment())
     assert said is not None and "next" in said.stdout
+
+
+def test_an_exchange_cut_short_before_its_first_answer_is_let_end_and_the_next_play_gets_its_own(local, monkeypatch):
+    """An interrupt while waiting for the helper's first answer (the play's process):
+    the play is let end all the same, and its answers, read or not, are never taken
+    for the next play's."""
+    forks, tmp = local["forks"], local["tmp"]
+    ended = tmp / "ended"
+    play(local, argv(local, book(tmp, "warm", "true")), environment())
+    answer = forks._answer
+    cut = []
+
+    def cut_once(field, number, timeout_s):
+        if field == "pid" and not cut:
+            cut.append(number)
+            raise Interrupted()
+        return answer(field, number, timeout_s)
+
+    monkeypatch.setattr(forks, "_answer", cut_once)
+    with pytest.raises(Interrupted):
+        play(local, argv(local, book(tmp, "slow", f"sleep 2; touch {ended}; echo first")), environment())
+    assert cut and ended.exists()
+    said = play(local, argv(local, book(tmp, "second", "echo second")), environment())
+    assert said is not None and "second" in said.stdout and "first" not in said.stdout
+
+
+def test_without_the_helper_each_play_is_a_process_of_its_own(local):
+    local["forks"] = playforks.PlayForks(forking=False)
+    tmp = local["tmp"]
+    said = play(local, argv(local, book(tmp, "echo", "echo process")), environment())
+    assert said is not None and said.returncode == 0 and "process" in said.stdout
+    assert local["forks"].proc is None
+    pidfile = tmp / "sleeper.pid"
+    hanging = argv(local, book(tmp, "hang", f"sh -c 'echo $$ > {pidfile}; exec sleep 120'"))
+    assert play(local, hanging, environment(), timeout_s=5) is None
+    sleeper = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(sleeper)

@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -69,8 +68,7 @@ class Aws:
         self.region = region
         self.endpoint_url = endpoint_url if endpoint_url is not None else os.environ.get(ENDPOINT_ENV, "")
         self.passwords: dict[str, str] = {}  # database identifier -> its master password, made here
-        self.forks: playforks.PlayForks | None = None
-        self.forks_looked = False  # (the plays' helper found where it can be, at the first play)
+        self.plays: playforks.PlayForks | None = None  # (made at the first play)
 
     def _play(self, book: str, variables: Mapping[str, Any]) -> Any:
         """Run one playbook with `variables` (in a private file), return what it wrote
@@ -98,26 +96,16 @@ class Aws:
             return json.loads(out.read_text())
 
     def _run(self, args: list[str], env: dict[str, str], folder: Path) -> tuple[int, str, str]:
-        """ansible-playbook's exit code and output: a fork of the plays' helper where it can
-        be (fleet/playforks.py: Ansible imported once for every play of this command), else
-        a process. Ctrl-C or the timeout: the play stops with us at once, with all it
-        started, and we go on unwinding (the caller deletes what was made)."""
-        if not self.forks_looked:
-            self.forks, self.forks_looked = playforks.for_playbook(args[0]), True
-        if self.forks is not None:
-            played = self.forks.play(args, env, folder=folder, timeout_s=PLAY_TIMEOUT_S, let_end_s=0)
-            if played is None:
-                raise EnvironmentProblem(f"aws: {Path(args[-1]).stem} did not end within {PLAY_TIMEOUT_S} s")
-            return played.returncode, played.stdout, played.stderr
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=PLAY_TIMEOUT_S)
-        except BaseException:
-            playforks.kill_play(proc.pid)
-            proc.communicate()
-            raise
-        return proc.returncode, stdout, stderr
+        """ansible-playbook's exit code and output (fleet/playforks.py: Ansible imported
+        once for every play of this command where it can be). Ctrl-C or the timeout: the
+        play stops with us at once, with all it started, and we go on unwinding (the
+        caller deletes what was made)."""
+        if self.plays is None:
+            self.plays = playforks.for_playbook(args[0])
+        played = self.plays.play(args, env, folder=folder, timeout_s=PLAY_TIMEOUT_S, let_end_s=0)
+        if played is None:
+            raise EnvironmentProblem(f"aws: {Path(args[-1]).stem} did not end within {PLAY_TIMEOUT_S} s")
+        return played.returncode, played.stdout, played.stderr
 
     def _why(self, stdout: str, stderr: str) -> str:
         """The failed task's message, one line, passwords masked."""

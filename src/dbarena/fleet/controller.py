@@ -45,7 +45,7 @@ FINAL = ("complete", "failed", "stopped")
 POLL_TIMEOUT_S = 120.0
 # fleet cleanup: a throwaway server's stop (serverhost.STOP_WAIT_S) and the rest.
 CLEANUP_TIMEOUT_S = 300.0
-# How long an interrupted play may take to end (_let_end): about one step's time.
+# How long an interrupted play may take to end (Ansible.play): about one step's time.
 INTERRUPTED_PLAY_S = 60.0
 FETCH_TIMEOUT_S = 1800.0
 # Starting includes apt-get and pip installs on a fresh host: generous, but not forever.
@@ -290,12 +290,11 @@ class Ansible:
         self.secrets = [v for v in self.passwords.values() if v]
         # Plays as forks of one process that has imported Ansible (playforks.py), where
         # this Python is the one the Ansible found runs in (installed beside it).
-        self.forks_of = playforks.for_playbook(self.playbook)
+        self.plays = playforks.for_playbook(self.playbook)
 
     def close(self) -> None:
         """The plays' helper ended (playforks.py); Ansible.play starts another if asked again."""
-        if self.forks_of is not None:
-            self.forks_of.close()
+        self.plays.close()
 
     def play(self, name: str, hosts: list[Host], extra: Mapping[str, object],
              timeout_s: float | None = None) -> dict[str, HostResult]:
@@ -321,32 +320,19 @@ class Ansible:
             env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
                 p for p in (str(callbacks), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")) if p)
             argv = [self.playbook, "-i", str(self.inventory), "-f", str(self.forks), "-e", f"@{vars_file}", str(book)]
-            ended = self._run(argv, env, timeout_s)
-        if ended is None:
+            # A play interrupted here (Ctrl-C, SIGTERM) is let end, within INTERRUPTED_PLAY_S:
+            # it runs in a session of its own, so the signal did not stop it, and a play
+            # still under way would start what it was asked to (a point's load generator,
+            # detached) after the stop that the interrupted caller sends next had looked
+            # for it. One that takes longer, or a second interrupt, is killed.
+            played = self.plays.play(argv, env, folder=self.workdir, timeout_s=timeout_s,
+                                     let_end_s=INTERRUPTED_PLAY_S,
+                                     secret=frozenset(engines.PASSWORD_VARIABLES) | frozenset(self.passwords))
+        if played is None:
             return {h.name: HostResult(unreachable=True,
                                        failure=failure.Failure(f"no answer within {timeout_s:.0f} s", ()))
                     for h in hosts}
-        return self._results(name, hosts, *ended)
-
-    def _run(self, argv: list[str], env: dict[str, str], timeout_s: float | None) -> tuple[str, str] | None:
-        """ansible-playbook's output (stdout, stderr), or None where it did not end within
-        timeout_s (then killed with its forks)."""
-        if self.forks_of is not None:
-            secret = frozenset(engines.PASSWORD_VARIABLES) | frozenset(self.passwords)
-            played = self.forks_of.play(argv, env, folder=self.workdir, timeout_s=timeout_s,
-                                        let_end_s=INTERRUPTED_PLAY_S, secret=secret)
-            return None if played is None else (played.stdout, played.stderr)
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            return proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            playforks.kill_play(proc.pid)  # ansible-playbook and what it started
-            proc.communicate()
-            return None
-        except BaseException:
-            _let_end(proc)
-            raise
+        return self._results(name, hosts, played.stdout, played.stderr)
 
     def _environment(self) -> dict[str, str]:
         """ansible-playbook's environment: this process's without the password variables
@@ -391,19 +377,6 @@ class Ansible:
             if (entry.unreachable or entry.failed) and host not in said:
                 entry.failure = failure.Failure("unreachable" if entry.unreachable else "failed", ())
         return out
-
-
-def _let_end(proc: "subprocess.Popen[str]") -> None:
-    """A play interrupted (Ctrl-C, SIGTERM) on the controller is let end, within
-    INTERRUPTED_PLAY_S: it runs in a session of its own, so the signal did not stop it,
-    and a play still under way would start what it was asked to (a point's load
-    generator, detached) after the stop that the interrupted caller sends next had
-    looked for it. One that takes longer, or a second interrupt, kills it."""
-    try:
-        proc.communicate(timeout=INTERRUPTED_PLAY_S)
-    except BaseException:
-        playforks.kill_play(proc.pid)
-        proc.communicate()
 
 
 def passwords_from_environment() -> dict[str, str]:

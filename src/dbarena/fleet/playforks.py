@@ -68,10 +68,14 @@ class HelperGone(Exception):
 class PlayForks:
     """The controller's side: one helper at a time, a play at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, forking: bool = True) -> None:
+        # False: each play a new ansible-playbook (Ansible is not importable here, or its
+        # helper did not start).
+        self.forking = forking
         self.proc: subprocess.Popen[bytes] | None = None
         self.key: tuple[tuple[str, str], ...] = ()
         self.buffer = b""
+        self.sequence = 0  # the last exchange's number (0: the helper's "ready")
         # Its helper ended with this process at the latest (the helper's pipe closes
         # then anyway, but a process that makes many, as a test's, lives on).
         atexit.register(self.close)
@@ -86,29 +90,48 @@ class PlayForks:
         then killed."""
         own = {k: v for k, v in env.items() if k not in secret}
         key = tuple(sorted(own.items())) + (("", os.getcwd()),)
-        if self.proc is None or self.proc.poll() is not None or key != self.key:
+        if self.forking and (self.proc is None or self.proc.poll() is not None or key != self.key):
             self.close()
-            self._start(own, key)
-        out, err = folder / "play.out", folder / "play.err"
-        self._send({"argv": argv, "env": dict(env), "stdout": str(out), "stderr": str(err)})
-        pid = self._answer("pid", READY_TIMEOUT_S)
-        try:
             try:
-                code = self._answer("rc", timeout_s)
-            except TimeoutError:
-                kill_play(pid)
-                self._answer("rc", READY_TIMEOUT_S)
-                return None
-            except HelperGone:
-                kill_play(pid)
+                self._start(own, key)
+            except (TimeoutError, HelperGone):
                 self.close()
-                return None
+                self.forking = False
+        if not self.forking:
+            return _process(argv, env, timeout_s, let_end_s)
+        out, err = folder / "play.out", folder / "play.err"
+        # Numbered: the answers of an exchange that an interrupt cut short are known as
+        # such when they come, and skipped.
+        self.sequence += 1
+        number = self.sequence
+        try:
+            self._send({"id": number, "argv": argv, "env": dict(env), "stdout": str(out), "stderr": str(err)})
+        except HelperGone:  # it ended since the last play: this one as a process of its own
+            self.close()
+            return _process(argv, env, timeout_s, let_end_s)
+        except BaseException:  # interrupted as it was sent: the helper may hold half a request
+            self.close()
+            raise
+        pid: int | None = None
+        try:
+            pid = self._answer("pid", number, READY_TIMEOUT_S)
+            code = self._answer("rc", number, timeout_s)
+        except (TimeoutError, HelperGone):
+            if pid is None:  # the helper does not answer: another one for the next play
+                self.close()
+            else:
+                kill_play(pid)
+            return None
         except BaseException:
             # Interrupted: let the play end (its session did not get the signal), then no longer.
+            ends = time.monotonic() + let_end_s
             try:
-                self._answer("rc", let_end_s)
+                if pid is None:
+                    pid = self._answer("pid", number, max(0.0, ends - time.monotonic()))
+                self._answer("rc", number, max(0.0, ends - time.monotonic()))
             except BaseException:
-                kill_play(pid)
+                if pid is not None:
+                    kill_play(pid)
                 self.close()
             raise
         played = Played(code, _read(out), _read(err))
@@ -138,7 +161,8 @@ class PlayForks:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         self.key = key
-        self._answer("ready", READY_TIMEOUT_S)
+        self.sequence = 0
+        self._answer("ready", 0, READY_TIMEOUT_S)
 
     def _send(self, message: Mapping[str, object]) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -148,41 +172,67 @@ class PlayForks:
         except OSError as e:
             raise HelperGone(str(e)) from None
 
-    def _answer(self, field: str, timeout_s: float | None) -> int:
-        """The next line's `field`: waited for up to timeout_s (TimeoutError)."""
+    def _answer(self, field: str, number: int, timeout_s: float | None) -> int:
+        """`field` of the next answer to exchange `number`, waited for up to timeout_s
+        (TimeoutError); the helper gone or saying what is no answer: HelperGone."""
         assert self.proc is not None and self.proc.stdout is not None
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         fd = self.proc.stdout.fileno()
         with selectors.DefaultSelector() as waiting:
             waiting.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buffer:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise TimeoutError(field)
-                if not waiting.select(left):
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise HelperGone("ended")
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            said = json.loads(line)
-            value = said[field]
-        except (ValueError, KeyError, TypeError):
-            raise HelperGone(line.decode(errors="replace")[:200]) from None
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise HelperGone(line.decode(errors="replace")[:200])
-        return value
+            while True:
+                while b"\n" not in self.buffer:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TimeoutError(field)
+                    if not waiting.select(left):
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        raise HelperGone("ended")
+                    self.buffer += chunk
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                try:
+                    said = json.loads(line)
+                    if said["id"] != number:
+                        continue  # an earlier exchange's, cut short
+                    value = said[field]
+                except (ValueError, KeyError, TypeError):
+                    raise HelperGone(line.decode(errors="replace")[:200]) from None
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise HelperGone(line.decode(errors="replace")[:200])
+                return value
 
 
-def for_playbook(playbook: str) -> PlayForks | None:
-    """PlayForks where `playbook` (ansible-playbook's path) is installed beside this
-    Python and the Ansible it runs is importable here; else None (start it per play)."""
+def for_playbook(playbook: str) -> PlayForks:
+    """The plays of `playbook` (ansible-playbook's path): forks of a helper where it is
+    installed beside this Python and the Ansible it runs is importable here, else each
+    a new ansible-playbook."""
     import importlib.util
 
     beside = Path(playbook).parent == Path(sys.executable).parent
-    return PlayForks() if beside and importlib.util.find_spec("ansible") is not None else None
+    return PlayForks(forking=beside and importlib.util.find_spec("ansible") is not None)
+
+
+def _process(argv: list[str], env: Mapping[str, str], timeout_s: float | None, let_end_s: float) -> Played | None:
+    """A play as a new ansible-playbook, in a session of its own: PlayForks.play's way
+    where no helper can be."""
+    proc = subprocess.Popen(argv, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_play(proc.pid)
+        proc.communicate()
+        return None
+    except BaseException:
+        try:
+            proc.communicate(timeout=let_end_s)
+        except BaseException:
+            kill_play(proc.pid)
+            proc.communicate()
+        raise
+    return Played(proc.returncode, stdout, stderr)
 
 
 def kill_play(pid: int) -> None:
@@ -274,9 +324,9 @@ def serve() -> int:
     try:
         _warm()
     except Exception as e:  # noqa: BLE001  (said on the pipe: the controller starts ansible-playbook instead)
-        print(json.dumps({"error": str(e)[:200]}), file=out, flush=True)
+        print(json.dumps({"id": 0, "error": str(e)[:200]}), file=out, flush=True)
         return 1
-    print(json.dumps({"ready": 0}), file=out, flush=True)
+    print(json.dumps({"id": 0, "ready": 0}), file=out, flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
@@ -284,9 +334,9 @@ def serve() -> int:
         pid = os.fork()
         if pid == 0:
             _play(request, out)
-        print(json.dumps({"pid": pid}), file=out, flush=True)
+        print(json.dumps({"id": request["id"], "pid": pid}), file=out, flush=True)
         _, status = os.waitpid(pid, 0)
-        print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), file=out, flush=True)
+        print(json.dumps({"id": request["id"], "rc": os.waitstatus_to_exitcode(status)}), file=out, flush=True)
     return 0
 
 
