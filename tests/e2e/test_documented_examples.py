@@ -3,7 +3,7 @@ from the files (not copied here, so an edited example is the one tested), run in
 temporary directory with the virtualenv's `dbarena` first on PATH.
 
 - The README's run that fits a few minutes ("What a run looks like", 12 points of
-  5 s) and its Python example (12 points of 5 s too) run for real: they must succeed
+  5 s) and its Python example (4 points of 5 s) run for real: they must succeed
   and show progress. They run side by side (the README's in the background while the
   Python example runs), each on its own throwaway PostgreSQL in its own directory:
   one after the other they took over two minutes of mostly waiting out 5 s points.
@@ -206,9 +206,9 @@ def test_the_readme_python_example_runs_as_written_and_shows_progress(user, read
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.fullmatch(r"ExitStatus.OK \[\d+\]|0 \[\d+\]", done.stdout.strip()), done.stdout
     lines = done.stderr.splitlines()
-    assert lines[0].startswith("study seed-a: 12 points, about "), done.stderr
-    assert "study seed-a --quick: 12 points on postgres" in done.stderr
-    assert done.stderr.count("ok     postgres ") == 12, done.stderr
+    assert lines[0].startswith("study seed-a: 4 points, about "), done.stderr
+    assert "study seed-a --quick: 4 points on postgres" in done.stderr
+    assert done.stderr.count("ok     postgres ") == 4, done.stderr
 
     # The everyday commands that read this store, as written.
     ran = []
