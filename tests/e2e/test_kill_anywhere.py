@@ -249,9 +249,10 @@ def test_twenty_kills_at_random_moments_lose_nothing(ram_tmp, tmp_path, env):
         cleaned_at = time.monotonic()
         # A killed dbarena's watchdog may still be reaping as cleanup starts: both end
         # within seconds, and then nothing of the instances is left.
-        assert _within(20, lambda: not _nothing_left(public_tmp, state_dir, segments)), \
-            (f"{how.name} to {whom} at {delay:.1f} s, after: {said}", _nothing_left(public_tmp, state_dir, segments),
-             cleaned.stdout[-2000:], out[-2000:])
+        # (One string, not a tuple: pytest cuts a tuple's repr, and what was left is the point.)
+        assert _within(20, lambda: not _nothing_left(public_tmp, state_dir, segments)), "\n".join(
+            [f"{how.name} to {whom} at {delay:.1f} s, after: {said}", *_nothing_left(public_tmp, state_dir, segments),
+             "cleanup said:", cleaned.stdout[-2000:] + cleaned.stderr[-2000:], "the run said:", out[-2000:]])
         assert _within(20, lambda: not _watchdogs(proc.pid)), _watchdogs(proc.pid)
         assert [r for r in _runs(store) if r[2] == "running"] == [], (_runs(store), out[-3000:])
         points = _ok_points(store)

@@ -6,10 +6,13 @@ importing Ansible (0.5 s) and reading its plugins' documentation (config definit
 YAML: 0.4 s), again at every play. Here one helper process (`python -m
 dbarena.fleet.playforks`, started by PlayForks when the fleet's first play runs) does
 that once; each play then runs as ansible-playbook would, in a fork of it: a process of
-its own, its own session (so that a play that hangs is killed with its forks, and one
-interrupted on the controller ends as before), its output in files of the controller's
+its own in a session of its own (a Ctrl-C on the controller reaches it only as the
+controller decides: let end, then killed), its output in files of the controller's
 private working directory, its exit code answered on the helper's pipe. Nothing of one
 play's state reaches the next: a fork begins from the helper as it was before any play.
+A play killed (no answer in time, or an interrupt it outlasts) is killed with all it
+started (kill_play): Ansible's workers make sessions of their own, so its session alone
+is not all of it.
 
 Ansible reads its configuration (the ANSIBLE_* variables, an ansible.cfg of the working
 directory) when it is imported: a helper serves one such environment, and PlayForks
@@ -18,7 +21,8 @@ that the hosts' runs read through lookup('env')) is sent with the play, over the
 never as an argument.
 
 Where Ansible is not importable by this Python (an ansible-playbook found on PATH, not
-beside it), Ansible.play starts ansible-playbook as before."""
+beside it), or the helper does not start, PlayForks.play starts an ansible-playbook for
+each play, as before."""
 
 from __future__ import annotations
 
@@ -40,7 +44,9 @@ from typing import IO, Mapping
 READY_TIMEOUT_S = 120.0
 
 # The plugins every play of the fleet loads, loaded once in the helper, with their
-# configuration definitions (their documentation's YAML): (loader, name).
+# configuration definitions (their documentation's YAML): (loader, name). Not the vars
+# plugin host_group_vars: loaded as a class beforehand, Ansible 2.19's play then fails
+# ("AnsiblePlugin.get_option() missing 1 required positional argument").
 PLUGINS = (("connection_loader", "ssh"), ("connection_loader", "local"), ("shell_loader", "sh"),
            ("become_loader", "sudo"), ("become_loader", "su"), ("strategy_loader", "linear"),
            ("callback_loader", "dbarena_json"), ("callback_loader", "default"),
@@ -238,19 +244,29 @@ def _process(argv: list[str], env: Mapping[str, str], timeout_s: float | None, l
 def kill_play(pid: int) -> None:
     """A play's process killed with everything it started: its session (pid leads it)
     and its descendants, which are not all in it (Ansible's workers each make a session
-    of their own, and their ssh clients or local commands are in those)."""
+    of their own, and their ssh clients or local commands are in those). Each is stopped
+    as it is found, so that none starts another meanwhile, then all are killed."""
     import psutil
 
-    for _ in range(2):  # again: a worker forked between the list and the kill
-        try:
-            tree = psutil.Process(pid).children(recursive=True)
-        except psutil.Error:
-            tree = []
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        for process in tree:
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        found[pid] = psutil.Process(pid)
+    new = list(found.values())
+    while new:
+        for process in new:
             with contextlib.suppress(psutil.Error):
-                process.kill()
+                process.suspend()
+        below = []
+        for process in new:
+            with contextlib.suppress(psutil.Error):
+                below += [c for c in process.children(recursive=True) if c.pid not in found]
+        found.update((c.pid, c) for c in below)
+        new = below
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for process in found.values():
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def _read(path: Path) -> str:
