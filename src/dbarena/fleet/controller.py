@@ -319,7 +319,8 @@ class Ansible:
                 resources.as_file(resources.files("dbarena.fleet") / "callbacks") as callbacks:
             env["ANSIBLE_CALLBACK_PLUGINS"] = os.pathsep.join(
                 p for p in (str(callbacks), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")) if p)
-            argv = [self.playbook, "-i", str(self.inventory), "-f", str(self.forks), "-e", f"@{vars_file}", str(book)]
+            argv = [self.playbook, "-i", str(self.inventory), "-f", str(self.forks), "-e", f"@{vars_file}",
+                    str(book)]
             # A play interrupted here (Ctrl-C, SIGTERM) is let end, within INTERRUPTED_PLAY_S:
             # it runs in a session of its own, so the signal did not stop it, and a play
             # still under way would start what it was asked to (a point's load generator,

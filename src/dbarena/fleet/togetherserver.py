@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shlex
-import signal
 import subprocess
 import threading
 import uuid
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from dbarena import engines
-from dbarena.fleet import serverhost
+from dbarena.fleet import playforks, serverhost
 from dbarena.fleet.controller import Ansible, ansible_command
 from dbarena.fleet.inventory import Host
 from dbarena.fleet.togethersteps import STEP_TIMEOUT_S, Step
@@ -206,8 +205,7 @@ class Lease:
             try:
                 proc.wait(timeout=2 * RENEW_S)
             except subprocess.TimeoutExpired:  # a connection that hangs: the next renewal tries again
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                playforks.kill_play(proc.pid)  # with its worker, in a session of its own
                 proc.wait()
 
 
