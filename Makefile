@@ -47,10 +47,12 @@ demo: deps $(STAMP)
 # wall time before them; its output is printed after theirs, and an error fails the
 # line as a failed test does) and two pytest sessions (pytest-xdist workers):
 # - every e2e test (tests/e2e) but the fleet's and the two modules run beside them, on
-#   three workers for the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
-#   points), which take as long on a third of the CPU as on a half, so a third worker
-#   runs more of them at once (this session took 21 minutes with three, 24 with two, beside the fleet's and another session's
-#   tests; the figures that need more CPU are marked alone, below). A test module to a
+#   four workers for the two CPUs: most of an e2e test's time is its benchmarks' fixed durations (5 s
+#   points, waits for a signal's effect), which take as long on a quarter of the CPU as on a half, so more
+#   workers run more of them at once (this session took 21 minutes with three, 24 with two, beside the fleet's and another session's
+#   tests; once the fleet's plays took less CPU, 803 s with four against 852 s with three, its
+#   workers each busy 87-97 % of it, the fleet's session 819 s against 794 s beside it; the
+#   figures that need more CPU are marked alone, below). A test module to a
 #   worker (--dist loadfile): a module's
 #   tests often share a fixture of module scope (a server, a store of real runs that
 #   takes a minute to make), made once so. (--dist loadgroup with xdist_group marks would
@@ -94,7 +96,9 @@ demo: deps $(STAMP)
 # unit test is marked fleet or alone: tests/conftest.py refuses one outside tests/e2e.)
 # The fleet's session and the alone tests collect tests/e2e only, where all of theirs are
 # (tests/conftest.py refuses a test so marked elsewhere), not the unit modules too.
-# Each session ends with its 15 slowest tests (--durations): where the suite's time goes.
+# Each session ends with its 15 slowest tests (--durations): where the suite's time goes;
+# the last line is make test's whole time from make's start (its elapsed time, ps), the
+# Debian packages and the virtualenv included: what a fresh clone, CI's, takes.
 # The fleet hosts' shared dependencies (numpy, scipy, ...: most of a minute to install)
 # are kept under .venv, for the fleet's tests, the alone ones and the next `make test`
 # (tests/conftest.py).
@@ -107,7 +111,7 @@ test: deps $(STAMP)
 	$(FLEET_DEPS) $(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m '(fleet or fleet_session) and not alone' --durations=15 tests/e2e \
 	    >$$fleet_log 2>&1 & \
 	fleet=$$!; \
-	$(PYTEST) -q -n 3 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15 tests/e2e; \
+	$(PYTEST) -q -n 4 --dist loadfile --no-loadscope-reorder -m 'not fleet and not fleet_session and not alone' --durations=15 tests/e2e; \
 	first=$$?; \
 	wait $$types; typed=$$?; \
 	wait $$fleet; second=$$?; \
@@ -125,6 +129,7 @@ test: deps $(STAMP)
 	wait $$unit; units=$$?; \
 	echo "== the unit tests, run meanwhile at idle priority:"; cat $$unit_log; rm -f $$unit_log; \
 	echo "== the tests marked alone and the unit tests: $$(( $$(date +%s) - began )) s"; \
+	echo "== make test in all, from its start (Debian packages and the virtualenv included): $$(ps -o etimes= -p $$PPID | tr -d ' ') s"; \
 	test $$alone -eq 0 && test $$units -eq 0
 
 # The fast tier, about a minute: mypy, then every test that starts no database server,
