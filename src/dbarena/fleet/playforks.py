@@ -95,7 +95,7 @@ class PlayForks:
         the helper's own. Interrupted here (Ctrl-C), the play is let end for let_end_s,
         then killed."""
         own = {k: v for k, v in env.items() if k not in secret}
-        key = tuple(sorted(own.items())) + (("", os.getcwd()),)
+        key = tuple(sorted(own.items())) + (("", _cwd()),)
         if self.forking and (self.proc is None or self.proc.poll() is not None or key != self.key):
             self.close()
             try:
@@ -267,6 +267,15 @@ def kill_play(pid: int) -> None:
     for process in found.values():
         with contextlib.suppress(psutil.Error):
             process.kill()
+
+
+def _cwd() -> str:
+    """This process's working directory (whose ansible.cfg a helper read), or "" where it
+    is gone: a play runs there as ansible-playbook would, not a traceback."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
 
 
 def _read(path: Path) -> str:
