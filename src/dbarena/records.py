@@ -27,7 +27,7 @@ JSONObject: TypeAlias = dict[str, JSON]
 
 __all__ = ["JSON", "JSONObject", "json_object", "StoredRun", "StoredPoint", "STORED_FIELDS", "stored_point", "AnalysedPoint", "analysed",
            "relabelled", "renamed", "DERIVED_FIELDS", "Configured", "SeriesKey", "SERIES_KEY_AT",
-           "SystemSums", "MeanEstimate", "Interference", "LevelSummary", "LevelMeans", "ShownPoint", "StoredGroup", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
+           "SystemSums", "MeanEstimate", "AtRate", "Interference", "LevelSummary", "LevelMeans", "ShownPoint", "StoredGroup", "LevelComparison", "RunProgress", "LivePoint", "ForgottenRun",
            "Summarised", "SummaryPoint", "SUMMARY_POINT_OWN", "SessionSummary", "LentSession"]
 
 
@@ -769,6 +769,9 @@ class LevelSummary:
     # Each cost per transaction's mean in each session (stats/efficiency.by_session): what
     # a comparison tests a difference in cost against.
     efficiency_sessions: dict[str, tuple[float, ...]] | None = None
+    # A group offered a rate the user fixed (--rate; not a step of a --slo search): what a
+    # comparison at that rate uses (stats/atrate.py); None for every other group.
+    at_rate: AtRate | None = None
 
     def as_json(self) -> JSONObject:
         """The summary as `results --summary --json` prints it."""
@@ -777,7 +780,18 @@ class LevelSummary:
 
 
 _SUMMARY_PRIVATE = frozenset({"estimate", "series_label", "interference", "capacity_estimate",
-                              "capacity_interference", "efficiency_sessions"})
+                              "capacity_interference", "efficiency_sessions", "at_rate"})
+
+
+@dataclass(frozen=True, slots=True)
+class AtRate:
+    """What a group offered a fixed rate (--rate, not a step of a --slo search) is
+    compared by (stats/atrate.py): its runs' 95th-percentile latency over sessions, and
+    whether every run carried the rate."""
+
+    estimate: MeanEstimate | None  # of the p95 in ms (metric.P95); None: no run gave one on enough transactions
+    runs: int  # the runs it rests on
+    short: str | None  # where a run fell short of the rate, how far (its latency is then a growing queue's)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -894,6 +908,9 @@ class LevelComparison:
     # A's group's variant, where it has one: two labels that hold variants are compared
     # variant by variant, a row each at one level (printed only where there is one).
     variant: str | None = None
+    # The rate both sides were offered (--rate), where the row compares their latency at
+    # it (its means are p95 latencies in ms, metric.P95); None: a closed-loop row.
+    offered_tps: float | None = None
 
     @property
     def comparable(self) -> bool:
@@ -908,7 +925,7 @@ class LevelComparison:
 
 
 # A comparison's fields printed only where they hold something.
-_WHERE_SET = _OPEN_LOOP | {"variant"}
+_WHERE_SET = _OPEN_LOOP | {"variant", "offered_tps"}
 
 
 @dataclass(frozen=True)

@@ -323,11 +323,10 @@ def _nothing_in_common(rows: Sequence[Summarised], a: str, b: str) -> str:
     if of_a and of_b and not of_a & of_b:
         reason = metric.comparable(sorted(of_a)[0], sorted(of_b)[0])
         return f"{a!r} and {b!r} are {reason}"
-    if any(r.target_tps is not None for r in rows if r.status == "ok" and {r.label, r.variant} & {a, b}):
-        # (analysis.compare: an open-loop point is a step of its closed-loop point's search.)
-        return (f"{a!r} and {b!r} have no closed-loop point (engine, workload, threads) in common: a point offered "
-                "a rate (--rate, a workload's options.rate) is compared only as a step of a --slo search, through "
-                "the capacity the search found")
+    if any(r.slo is not None for r in rows if r.status == "ok" and {r.label, r.variant} & {a, b}):
+        # (analysis.compare: an offered rate a search tried is a step of its closed-loop point's search.)
+        return (f"{a!r} and {b!r} have no point (engine, workload, threads) in common: the offered rates a --slo "
+                "search tried are compared only through the capacity the search found, at its closed-loop point")
     return f"{a!r} and {b!r} have no point (engine, workload, threads) in common"
 
 

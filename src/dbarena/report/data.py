@@ -479,8 +479,9 @@ def _price_note(d: Decision, level_rows: list[LevelRow]) -> str | None:
     and each side's price per hour: cost ratio = price ratio / throughput ratio, with the
     interval the throughput's gives it, and those levels named. The cheaper is named only
     where the interval lies on one side of "the same cost". None without a figure or a
-    price for both."""
-    if d.ratio is None or not d.levels:
+    price for both; None too at an offered rate (--rate), where both did the same work and
+    the ratio is of latency."""
+    if d.ratio is None or not d.levels or d.offered_tps is not None:
         return None
     counted = {level.threads for level in d.levels}
     hourly: dict[str, tuple[float, str | None]] = {}

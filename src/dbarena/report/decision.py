@@ -32,7 +32,10 @@ def _interval(d: Decision) -> str:
 def workload_of(d: Decision) -> str:
     """A decision's workload as its line names it: with the objective where its figure is
     the capacity there (--slo), "pgbench-select-only (capacity at p99 <= 5 ms)"."""
-    return (d.workload or "") + (f" (capacity at {d.slo})" if d.slo and d.workload else "")
+    if not d.workload:
+        return ""
+    return d.workload + (f" (capacity at {d.slo})" if d.slo else
+                         f" (p95 latency at {d.offered_tps:,.0f} TPS offered)" if d.offered_tps is not None else "")
 
 
 def _strip(d: Decision) -> str:
@@ -43,14 +46,18 @@ def change_note(decisions: Sequence[Decision]) -> str:
     """What a change is, said under the decision; for mysqlslap, judged by its seconds,
     which way its figure goes; where a line's figure is a capacity at an objective, what
     that is."""
-    seconds = any(d.metric is not None and metric.lower_is_better(d.metric) for d in decisions)
+    seconds = any(d.metric == metric.SECONDS for d in decisions)
     capacities = any(d.slo for d in decisions)
+    latencies = any(d.offered_tps is not None for d in decisions)
     return ("Change: the geometric mean over the thread levels both measured of each level's steady-state "
             "throughput ratio" + ("; for mysqlslap, whose figure is the seconds it took (lower is better), "
                                   "of 1 / seconds, so that + is faster there too" if seconds else "")
             + ("; for a line marked 'capacity at' an objective (--slo), of each level's capacity ratio: the "
                "throughput achieved at the highest offered rate that met the objective, each session's own "
                "search, not the closed-loop throughput" if capacities else "")
+            + ("; for a line marked 'p95 latency at' an offered rate (--rate), of each level's ratio of 1 / its "
+               "p95 latency, each run's p95 one observation, so that + is faster (lower latency) there too"
+               if latencies else "")
             + "; verdicts from a t-test at 95 % on the sessions' means (a session: one stored run, its servers "
               "started once; spreads pooled on one machine, Welch's between machines), needing 2 sessions a side, "
               "or the spread between sessions of the same "

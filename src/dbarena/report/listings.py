@@ -487,7 +487,8 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
     columns: tuple[Column, ...] = (
         *((Column("label", "left", lambda r: escape(r.label or "")),) if by_variant else ()),
         Column("engine", "left", lambda r: r.engine),
-        Column("workload", "left", lambda r: escape(r.workload) + ("§" if r.slo else "")),
+        Column("workload", "left", lambda r: escape(r.workload) + ("§" if r.slo else "")
+               + ("†" if r.offered_tps is not None else "")),
         *((Column("variant", "left", lambda r: escape(r.variant or "")),) if variants else ()),
         Column("threads", "right", lambda r: str(r.threads)),
         Column("metric", "left", lambda r: r.metric, WIDE_ONLY),
@@ -503,6 +504,9 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
     notes += [line for r in rows if (line := _cost_line(r))]
     notes += [f"§ capacity at {escape(slo)}: the highest offered rate that met it (its TPS achieved), each "
               "session's own search; not the closed-loop throughput" for slo in dict.fromkeys(r.slo for r in rows if r.slo)]
+    notes += [f"† p95 latency at {rate:,.0f} TPS offered (ms; lower is better, a ratio below 1 is faster): each "
+              "session's mean of its runs' p95, counted from each transaction's scheduled start"
+              for rate in dict.fromkeys(r.offered_tps for r in rows if r.offered_tps is not None)]
     # Which statistic it shows, said: `results --summary` shows medians, this means.
     return fitted(f"{escape(b)} against {escape(a)} (each side's mean over its sessions, a session's over its "
                   f"runs; ratio = {escape(b)} / {escape(a)}; n: runs of each)", columns, rows, wide, notes)

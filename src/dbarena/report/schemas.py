@@ -122,13 +122,13 @@ EXPORTS: dict[str, tuple[str, JSONObject]] = {
     "results-summary": ("dbarena results --summary --json",
                         of_record(LevelSummary, leave_out=frozenset({"estimate", "series_label", "interference",
                                                                      "capacity_estimate", "capacity_interference",
-                                                                     "efficiency_sessions"}),
+                                                                     "efficiency_sessions", "at_rate"}),
                                   optional=frozenset({"target_tps", "capacity", "efficiency"}))),
     # A level that is not comparable has no ratio, and without one no interval's terms.
     "compare": ("dbarena compare A B --json",
                 of_record(LevelComparison, optional=frozenset({"unverified", "log_se", "log_df", "slo", "a_efficiency",
                                                                "b_efficiency", "profile_changes", "variant",
-                                                               "cost_difference"}),
+                                                               "cost_difference", "offered_tps"}),
                           nested={"profile_changes": PROFILE_CHANGES, "cost_difference": COST_DIFFERENCE})),
 }
 
@@ -172,7 +172,7 @@ def _report() -> JSONObject:
     # (--slo's fields are exported only where they hold something, as in the other exports:
     # a decision of closed-loop throughput has no slo, a level without a search no
     # capacity, a section without one no curves.)
-    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}), optional=frozenset({"slo"}),
+    decision = array(of_record(Decision, leave_out=frozenset({"log_se", "log_df"}), optional=frozenset({"slo", "offered_tps"}),
                                nested={"verdict": {"type": "string", "enum": words},
                                        "levels": array(of_record(LevelRatio))}))
     # A row exports its public figures, its warnings' codes joined by ";" and every figure

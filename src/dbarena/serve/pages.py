@@ -633,7 +633,8 @@ def _change(ratio: float | None) -> str:
 def _compared(c: LevelComparison) -> str:
     """A level of a diff: each run's figure, the change, its 95 % interval and the verdict,
     as `compare` gives them; a level not comparable says why instead."""
-    figure = html_text(c.metric) + (f" (capacity at {html_text(c.slo)})" if c.slo else "")
+    figure = html_text(c.metric) + (f" (capacity at {html_text(c.slo)})" if c.slo else
+                                    f" (at {c.offered_tps:,.0f} TPS offered)" if c.offered_tps is not None else "")
     within = ("-" if c.ratio_ci_low is None or c.ratio_ci_high is None
               else f"{_change(c.ratio_ci_low)} .. {_change(c.ratio_ci_high)}")
     verdict = html_text(c.verdict_text)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypedDi
 
 import numpy as np
 
+from dbarena.stats import atrate
 from dbarena.stats import capacity
 from dbarena.stats import efficiency
 from dbarena.stats import bound
@@ -38,7 +39,7 @@ from dbarena.errors import UsageError
 from dbarena.limits import listed, quoted
 from dbarena.model import PointResult
 from dbarena.interfaces import ResultStore
-from dbarena.records import JSON, JSONObject, AnalysedPoint, Interference, LentSession, LevelComparison, LevelMeans, LevelSummary, \
+from dbarena.records import JSON, JSONObject, AnalysedPoint, AtRate, Interference, LentSession, LevelComparison, LevelMeans, LevelSummary, \
     ServerRecord, SessionSummary, ShownPoint, StoredGroup, StoredPoint, Summarised, SummaryPoint, StoredRun, SystemSums, analysed, SeriesKey, SERIES_KEY_AT, \
     STORED_FIELDS, stored_point
 
@@ -503,8 +504,9 @@ def summaries(rows: Iterable[Summarised],
     by_session = {key: sessions.of((m.run_id, v) for m, v in valued) for key, valued in valued_of.items()}
     of_config = _sessions_of_configs(groups, by_session, lent, interleaved)
     searched = _capacities(groups)
+    at_rate = atrate.of_groups(groups)
     return [completed(_own_summary(key, members, valued_of[key], by_session[key], histograms), by_session[key],
-                      of_config, searched)
+                      of_config, searched, at_rate.get(key))
             for key, members in groups.items()]
 
 
@@ -592,11 +594,12 @@ Searched = Mapping[tuple[str, str], tuple[capacity.Capacity, Interference | None
 
 
 def completed(own: LevelSummary, found: sessions.Sessions | None, of_config: Mapping[str, list[sessions.Sessions]],
-              searched: Searched) -> LevelSummary:
+              searched: Searched, at_rate: AtRate | None = None) -> LevelSummary:
     """A group's own summary (_own_summary) with what it takes from the other groups read:
     the spread between sessions of its configuration (`of_config`, every configuration's
-    groups by session: summaries'), and, for a closed-loop group, the capacity its label's
-    search found (`searched`: _capacities)."""
+    groups by session: summaries'), for a closed-loop group, the capacity its label's
+    search found (`searched`: _capacities), and for a group offered a fixed rate, its
+    latency there (`at_rate`: atrate.of_groups)."""
     known = sessions.known_for(own.config_key, found, of_config) if found is not None else None
     # --slo: an open-loop group's offered rate; a closed-loop group's capacity.
     found_capacity, stepped_under = searched.get((own.label, capacity.search_key(own.config)), (None, None)) \
@@ -607,7 +610,7 @@ def completed(own: LevelSummary, found: sessions.Sessions | None, of_config: Map
         estimate=sessions.estimate(found, known) if found is not None else None,
         capacity=found_capacity.as_json() if found_capacity is not None else None,
         capacity_estimate=found_capacity.estimate if found_capacity is not None else None,
-        capacity_interference=stepped_under)
+        capacity_interference=stepped_under, at_rate=at_rate)
 
 
 def _own_summary(key: tuple[str, str], members: list[Summarised], valued: list[tuple[Summarised, float]],
@@ -1157,9 +1160,10 @@ def compare(rows: Iterable[Summarised], a: str, b: str, about: Iterable[str] = (
     # The caller's, when it compares many pairs; history's groups lend only their spread.
     groups = summaries([*rows, *history], lent=lent, interleaved=interleaved) if groups is None else groups
     side_of: Callable[[LevelSummary], str] = (lambda s: s.label) if by == "label" else (lambda s: s.variant)
-    # (An open-loop group is a step of its closed-loop group's search: its capacity is compared.)
-    left = [s for s in groups if side_of(s) == a and s.target_tps is None]
-    right = [s for s in groups if side_of(s) == b and s.target_tps is None]
+    # (An open-loop group is a step of its closed-loop group's search, whose capacity is
+    # compared; or offered a rate the user fixed: its latency there is, at_rate.)
+    left = [s for s in groups if side_of(s) == a and (s.target_tps is None or s.at_rate is not None)]
+    right = [s for s in groups if side_of(s) == b and (s.target_tps is None or s.at_rate is not None)]
     out = []
     pairs: dict[int, tuple[Profiled, Profiled]] = {}
     members = profiled_groups  # (made from the rows at the first pair that needs it)

@@ -255,6 +255,13 @@ def of_point(row: Judgeable) -> Figures:
                    _skipped(row.details), _latency(row), row.error, row.errors)
 
 
+def carried_floor(rate: float, duration_s: float) -> float:
+    """The least throughput that carried an offered `rate` over `duration_s` seconds:
+    ACHIEVED of it, or short by no more than POISSON_SIGMAS of the schedule's noise."""
+    shortfall = POISSON_SIGMAS * math.sqrt(rate / duration_s) if duration_s > 0 else 0.0
+    return min(ACHIEVED * rate, rate - shortfall)
+
+
 def judge(objective: Objective, rate: float, point: Figures) -> Judged:
     """Whether a point offered `rate` met the objective, and why in a few words."""
     if not point.ok or point.tps is None:
@@ -263,10 +270,8 @@ def judge(objective: Objective, rate: float, point: Figures) -> Judged:
     done = point.transactions or 0
     lost = (point.failed or 0) + (point.skipped or 0) + (point.errors or 0)
     errors = lost / (done + lost) if done + lost else None
-    shortfall = POISSON_SIGMAS * math.sqrt(rate / point.duration_s) if point.duration_s > 0 else 0.0
-    floor = min(ACHIEVED * rate, rate - shortfall)
     missed = []
-    if point.tps < floor:
+    if point.tps < carried_floor(rate, point.duration_s):
         missed.append(f"achieved {point.tps:,.0f} of {rate:,.0f} TPS offered ({point.tps / rate:.1%})")
     if done < needed(objective):
         missed.append(f"{done:,} transactions: too few for a {_name(objective)} (at least {needed(objective):,}; "

@@ -20,7 +20,10 @@ figures are those capacities (analysis.compare's rows with `slo` set): the decis
 of the throughput each carries within the objective, and says so ("beta carries 12.3 %
 more than alpha at p99 <= 5 ms"); a workload's capacities and its closed-loop
 throughputs are never combined into one figure (one line each). The words change, not
-the rules: the same intervals, the same verdicts.
+the rules: the same intervals, the same verdicts. So too where both were offered one
+fixed rate (--rate): the levels' figures are their p95 latencies there (rows with
+`offered_tps` set, stats/atrate.py), combined as speed (1 / latency) like mysqlslap's
+seconds, and said as latency ("beta's p95 latency at 200 TPS offered is 11.0 % lower").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass, replace
 
 from dbarena.records import AnalysedPoint, JSONObject, LevelComparison, Summarised
 from dbarena.stats import bound as point_bound
-from dbarena.stats import cpuladder, efficiency, interference, loadgens, metric, sessions, verdicts
+from dbarena.stats import atrate, cpuladder, efficiency, interference, loadgens, metric, sessions, verdicts
 from dbarena.stats.estimate import CONFIDENCE, t_dist
 
 # The vocabulary's words, here too for the views that read decisions (re-exported).
@@ -77,6 +80,9 @@ class Decision:
     # capacity each side carries within it), None for closed-loop throughput. An overall
     # line has one where every workload's line is of capacities at that one objective.
     slo: str | None = None
+    # --rate: the offered rate whose p95 latencies the levels' ratios are of (as speed,
+    # 1 / latency), None elsewhere; an overall line has one where every line is at it.
+    offered_tps: float | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -90,7 +96,8 @@ class Decision:
                 "verdict": self.verdict, "text": self.text, "why": self.why, "price": self.price,
                 "metric": self.metric,
                 "levels": [level.as_dict() for level in self.levels],
-                **({"slo": self.slo} if self.slo is not None else {})}
+                **({"slo": self.slo} if self.slo is not None else {}),
+                **({"offered_tps": self.offered_tps} if self.offered_tps is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -128,15 +135,39 @@ def combine(parts: Sequence[_Log]) -> tuple[float, float, float, float, _Log]:
 
 # Said of a workload whose ratios are of 1 / seconds (Decision.metric).
 INVERSE = "speed, 1 / seconds: fewer seconds is faster"
+# ... or of 1 / latency at an offered rate.
+INVERSE_LATENCY = "speed, 1 / p95 latency: a lower latency is faster"
+
+
+def _inverse(judged_by: str | None) -> str | None:
+    """What a line's ratios are of where its metric is lower-is-better (they are of speed,
+    its inverse), said after it; None for throughput."""
+    if judged_by is None or not metric.lower_is_better(judged_by):
+        return None
+    return INVERSE_LATENCY if judged_by == metric.P95 else INVERSE
+
+
+def figure_words(slo: str | None, offered_tps: float | None) -> str:
+    """What a decision's figure is where it is not closed-loop throughput, said after
+    "inconclusive": a capacity at an objective (--slo), or the p95 latency at an offered
+    rate (--rate); "" for closed-loop throughput."""
+    if slo is not None:
+        return capacity_words(slo)
+    return f" on the p95 latency at {offered_tps:,.0f} TPS offered" if offered_tps is not None else ""
 
 
 def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
-             inverse: bool = False, said: str | None = None, slo: str | None = None) -> tuple[str, str]:
-    """The verdict of a combined ratio and its words; `said`: the sessions behind it;
-    `slo`: the objective whose capacities the ratio is of (said in the words)."""
+             inverse: str | None = None, said: str | None = None, slo: str | None = None,
+             offered_tps: float | None = None) -> tuple[str, str]:
+    """The verdict of a combined ratio and its words; `inverse`: what the ratio is of
+    where it is the speed of a lower-is-better figure; `said`: the sessions behind it;
+    `slo`: the objective whose capacities the ratio is of, `offered_tps` the rate whose
+    latencies it is of (said in the words)."""
     change = (ratio - 1) * 100
     verdict = verdicts.of_interval(change > 0, low, high, p_value)
-    tail = (f"; {said}" if said else "") + (f"; {INVERSE}" if inverse else "")
+    if offered_tps is not None:
+        return verdict, _latency_verdict(verdict, ratio, low, high, label, baseline, said, offered_tps)
+    tail = (f"; {said}" if said else "") + (f"; {inverse}" if inverse else "")
     if verdict in (FASTER, SLOWER):
         interval = f"95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %" + tail
         if slo is not None:
@@ -151,6 +182,23 @@ def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, 
     return INCONCLUSIVE, f"inconclusive between {label} and {baseline}{within} ({change:+.1f} %, {interval})"
 
 
+def _latency_verdict(verdict: str, ratio: float, low: float, high: float, label: str, baseline: str,
+                     said: str | None, offered_tps: float) -> str:
+    """A verdict on a ratio of speed (1 / p95 latency at an offered rate) in the words of
+    the latency that was measured: its change and interval turned back (1 / ratio)."""
+    latency, lat_low, lat_high = 1 / ratio, 1 / high, 1 / low
+    change = (latency - 1) * 100
+    tail = f"; {said}" if said else ""
+    at = f"p95 latency at {offered_tps:,.0f} TPS offered"
+    if verdict in (FASTER, SLOWER):
+        return (f"{label}'s {at} is {abs(change):.1f} % {'lower' if change < 0 else 'higher'} than {baseline}'s "
+                f"(95 % CI {(lat_low - 1) * 100:+.1f} % to {(lat_high - 1) * 100:+.1f} %{tail})")
+    interval = verdicts.interval_words(lat_low, lat_high) + tail
+    if verdict == SAME:
+        return f"no difference in {at} between {label} and {baseline} ({change:+.1f} % in latency, {interval})"
+    return f"inconclusive between {label} and {baseline} in {at} ({change:+.1f} % in latency, {interval})"
+
+
 def capacity_words(slo: str | None) -> str:
     """What a decision's figure is where it is a capacity (--slo), said after
     "inconclusive": "" for closed-loop throughput."""
@@ -162,15 +210,16 @@ def _geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def _without_interval(counted: list[LevelComparison], point: float, on: str, inverse: bool) -> str | None:
+def _without_interval(counted: list[LevelComparison], point: float, on: str, inverse: str | None) -> str | None:
     """Why a workload's levels give no interval, where some do not: sides that ran under
     different interference (stats/interference.py), or a spread between sessions unknown
     (stats/sessions.py); None where every level has one."""
     short = [r for r in counted if r.log_se is None]
     if not short:
         return None
-    shown = f"({(point - 1) * 100:+.1f} % without an interval{f'; {INVERSE}' if inverse else ''})"
-    unlike = next((r.reason for r in short if r.reason and r.reason.startswith(interference.UNLIKE)), None)
+    shown = f"({(point - 1) * 100:+.1f} % without an interval{f'; {inverse}' if inverse else ''})"
+    unlike = next((r.reason for r in short if r.reason and (r.reason.startswith(interference.UNLIKE)
+                                                            or atrate.QUEUE in r.reason)), None)
     if unlike is not None:
         return f"inconclusive{on} at {len(short)} of {len(counted)} level(s) {shown}: " \
             f"{unlike.removeprefix('inconclusive: ')}"
@@ -182,11 +231,13 @@ def _without_interval(counted: list[LevelComparison], point: float, on: str, inv
 
 def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[LevelComparison]) -> Decision:
     """One engine and workload of the label against the baseline, from its level rows
-    (all of capacities at one objective, or all of closed-loop throughput: decide)."""
+    (all of capacities at one objective, all of latencies at one offered rate, or all of
+    closed-loop throughput: decide)."""
     slo = rows[0].slo if rows else None
-    on = capacity_words(slo)
+    offered = rows[0].offered_tps if rows else None
+    on = figure_words(slo, offered)
     judged_by = next((r.metric for r in rows if r.metric), None)
-    inverse = judged_by is not None and metric.lower_is_better(judged_by)
+    inverse = _inverse(judged_by)
     if inverse:
         # b / a of seconds, turned into b / a of speed; the log-scale spread is the same.
         rows = [replace(r, ratio=1 / r.ratio) if r.ratio else r for r in rows]
@@ -196,26 +247,26 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
     if not counted:
         why = next((r.verdict_text for r in rows if r.verdict_text), "no level measured by both")
         return Decision(label, baseline, engine, workload, None, None, None, None, NOT_COMPARABLE, why, (),
-                        metric=judged_by, slo=slo)
+                        metric=judged_by, slo=slo, offered_tps=offered)
     point = _geomean(ratio for _, ratio in ratios)
     assert point is not None  # every counted ratio is positive
     held = _without_interval(counted, point, on, inverse)
     if held is not None:
         return Decision(label, baseline, engine, workload, point, None, None, None, NO_VERDICT, held, strip,
-                        metric=judged_by, slo=slo)
+                        metric=judged_by, slo=slo, offered_tps=offered)
     ratio, low, high, p_value, log = combine([_Log(math.log(value), r.log_se, r.log_df or math.inf)
                                               for r, value in ratios if r.log_se is not None])
     said = sessions.words(min(r.a_sessions for r in counted), min(r.b_sessions for r in counted))
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse, said, slo)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, inverse, said, slo, offered)
     if verdict in (FASTER, SLOWER) and not any(r.verdict == verdict for r in counted):
         # Its levels share their sessions: a workload none of whose levels alone shows
         # the difference is not shown to differ by their combination either.
         verdict = INCONCLUSIVE
         text = (f"inconclusive between {label} and {baseline}{on}: {(ratio - 1) * 100:+.1f} % (95 % CI "
                 f"{(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %; {said}), but no level alone shows a "
-                f"difference{f'; {INVERSE}' if inverse else ''}")
+                f"difference{f'; {inverse}' if inverse else ''}")
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
-                    log_se=log.se, log_df=log.df, metric=judged_by, slo=slo)
+                    log_se=log.se, log_df=log.df, metric=judged_by, slo=slo, offered_tps=offered)
 
 
 # What bound a side, from its points' once-a-second system samples (means over their
@@ -294,15 +345,17 @@ def _why(d: Decision, rows: Sequence[LevelComparison], points: Sequence[Summaris
         ids = located(d.engine, workload, threads)
         here: Sequence[AnalysedPoint] = records(ids) if records is not None and ids else []
     else:
-        # (Closed-loop points only: an offered rate's is a step of a search, --slo.)
+        # (The line's own points: closed-loop, or offered its fixed rate; a --slo search's
+        # steps are no level's.)
         found = [p for p in points if p.engine == d.engine and p.workload == workload and p.threads == threads
-                 and p.target_tps is None]
+                 and p.target_tps == d.offered_tps and (d.offered_tps is None or p.slo is None)]
         here = records([p.point_id for p in found]) if records is not None else \
             [p for p in found if isinstance(p, AnalysedPoint)]
     # (Its stored label: a report may show the point under its series' name, analysis.sides.)
     of_side = [[p for p in here if name in (p.series_label, p.variant)] for name in (d.label, d.baseline)]
     sides = [f"{name}: {bound(side)}" for name, side in zip((d.label, d.baseline), of_side)]
-    row = next((r for r in rows if r.threads == threads and r.slo is None and r.cost_difference is not None), None)
+    row = next((r for r in rows if r.threads == threads and r.slo is None and r.offered_tps == d.offered_tps
+                and r.cost_difference is not None), None)
     cost = f"; {efficiency.Difference.of_json(row.cost_difference).words(d.baseline, d.label)}" \
         if row is not None and row.cost_difference is not None else ""
     return f"at {threads} thread(s), " + "; ".join(sides) + cost + _server_difference(d.label, d.baseline, *of_side)
@@ -335,26 +388,31 @@ def decide(comparisons: Iterable[LevelComparison], points: Sequence[Summarised] 
     `points` (analysis.load rows, or what a view holds of them: `records` then reads
     the whole records of those a "why" names), or `located` with `records`: to say why
     each significant difference is there."""
-    groups: dict[tuple[str, str, str, str, str | None], list[LevelComparison]] = {}
+    groups: dict[tuple[str, str, str, str, str | None, float | None], list[LevelComparison]] = {}
     for r in comparisons:
         # Two variants are compared within each host label: the label names the workload's line.
         workload = f"{r.workload} [{r.label}]" if r.by == "variant" and r.label else r.workload
-        # Capacities at an objective (--slo) and closed-loop throughputs: a line each.
-        groups.setdefault((r.b, r.a, r.engine, workload, r.slo), []).append(r)
+        # Capacities at an objective (--slo), latencies at an offered rate (--rate) and
+        # closed-loop throughputs: a line each.
+        groups.setdefault((r.b, r.a, r.engine, workload, r.slo, r.offered_tps), []).append(r)
     out = [(_workload(label, baseline, engine, workload, rows), rows)
-           for (label, baseline, engine, workload, _), rows in groups.items()]
+           for (label, baseline, engine, workload, _, _), rows in groups.items()]
     decided = [replace(d, why=_why(d, rows, points, records, located)) if points or located is not None else d
                for d, rows in out]
     return sorted(decided, key=lambda d: (d.ratio is None, d.ratio if d.ratio is not None else 0.0))
 
 
-def _kinds(objectives: Sequence[str | None]) -> str:
+def _kinds(kinds: Sequence[tuple[str | None, float | None]]) -> str:
     """What an overall line's figures are where its workloads' lines differ in kind
-    (capacities at objectives, closed-loop throughput), said after it; "" for one kind."""
-    if len(objectives) <= 1:
+    (capacities at objectives, latencies at offered rates, closed-loop throughput: each
+    line's (slo, offered_tps)), said after it; "" for one kind."""
+    if len(kinds) <= 1:
         return ""
-    what = " and ".join(f"capacity at {o}" for o in objectives if o is not None)
-    return f"; {what} where searched, closed-loop throughput elsewhere" if None in objectives else f"; {what}"
+    what = " and ".join([*(f"capacity at {slo}" for slo, _ in kinds if slo is not None),
+                         *(f"p95 latency at {rate:,.0f} TPS offered" for slo, rate in kinds
+                           if slo is None and rate is not None)])
+    where = "where searched" if all(rate is None for _, rate in kinds) else "where asked"
+    return f"; {what} {where}, closed-loop throughput elsewhere" if (None, None) in kinds else f"; {what}"
 
 
 def overall(decisions: Sequence[Decision]) -> Decision | None:
@@ -367,37 +425,43 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
     n = len(figures)
     point = _geomean(d.ratio for d in figures if d.ratio is not None)
     assert point is not None
-    # --slo: every line of capacities at one objective, the overall line is too; lines of
-    # both kinds (a workload searched, another not) said so after the figure.
-    objectives = list(dict.fromkeys(d.slo for d in figures))
-    slo = objectives[0] if len(objectives) == 1 else None
-    on = capacity_words(slo)
-    kinds = _kinds(objectives)
+    # --slo: every line of capacities at one objective, the overall line is too (and of
+    # latencies at one offered rate, --rate); lines of several kinds (a workload
+    # searched, another not) said so after the figure.
+    kinds = list(dict.fromkeys((d.slo, d.offered_tps) for d in figures))
+    slo, offered = kinds[0] if len(kinds) == 1 else (None, None)
+    on = figure_words(slo, offered)
     if any(d.verdict == NO_VERDICT for d in figures):
         held = [d for d in figures if d.verdict == NO_VERDICT]
-        said = (["some ran under different interference"] if any("interference" in d.text for d in held) else []) \
+        short = [d for d in held if atrate.QUEUE in d.text]
+        unlike = [d for d in held if "interference" in d.text and d not in short]
+        said = (["some ran under different interference"] if unlike else []) \
+            + (["some did not carry their offered rate"] if short else []) \
             + ([f"the spread between sessions is unknown for some (run both with --sessions {sessions.MIN_SESSIONS})"]
-               if any("interference" not in d.text for d in held) else [])
+               if len(unlike) + len(short) < len(held) else [])
         why = "; ".join(said)
-        text = f"inconclusive{on} across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): {why}{kinds}"
-        return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text, slo=slo)
+        text = (f"inconclusive{on} across {n} workload(s) ({(point - 1) * 100:+.1f} % without an interval): "
+                f"{why}{_kinds(kinds)}")
+        return Decision(label, baseline, None, None, point, None, None, None, NO_VERDICT, text, slo=slo,
+                        offered_tps=offered)
     parts = []
     for d in figures:
         assert d.ratio is not None and d.log_se is not None and d.log_df is not None
         parts.append(_Log(math.log(d.ratio), d.log_se, d.log_df))
     ratio, low, high, p_value, log = combine(parts)
-    verdict, text = _overall_verdict(figures, ratio, low, high, p_value, label, baseline, slo)
+    verdict, text = _overall_verdict(figures, ratio, low, high, p_value, label, baseline, slo, offered)
     return Decision(label, baseline, None, None, ratio, low, high, p_value, verdict,
-                    f"across {n} workload(s): {text}{kinds}", log_se=log.se, log_df=log.df, slo=slo)
+                    f"across {n} workload(s): {text}{_kinds(kinds)}", log_se=log.se, log_df=log.df, slo=slo,
+                    offered_tps=offered)
 
 
 def _overall_verdict(figures: list[Decision], ratio: float, low: float, high: float, p_value: float,
-                     label: str, baseline: str, slo: str | None) -> tuple[str, str]:
+                     label: str, baseline: str, slo: str | None, offered: float | None = None) -> tuple[str, str]:
     """The verdict across workloads and its words, held to what the workloads' own
     verdicts support: none that hides a workload that differs, none across workloads
     that differ both ways, and none that no single workload shows."""
-    on = capacity_words(slo)
-    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, slo=slo)
+    on = figure_words(slo, offered)
+    verdict, text = _verdict(ratio, low, high, p_value, label, baseline, slo=slo, offered_tps=offered)
     significant = [d for d in figures if d.verdict in (FASTER, SLOWER)]
     apart = significant or [d for d in figures if d.verdict == INCONCLUSIVE]
     if (verdict == SAME and apart) or (verdict == INCONCLUSIVE and significant):

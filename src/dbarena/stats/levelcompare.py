@@ -7,7 +7,8 @@ is about (configkey.ABOUT: the host for two labels, the variant for two variants
 where asked); else the row names what differs ("not comparable: clients 8 vs 32") and
 has no ratio. Then the ratio of the sides' means over sessions, its interval and verdict
 (estimators.over_sessions: pooled spreads where both ran on one machine); and where both
-searched a capacity at one objective (--slo), of those capacities. Sides of one
+searched a capacity at one objective (--slo), of those capacities; and where both were
+offered one fixed rate (--rate), of their p95 latency there (stats/atrate.py). Sides of one
 configuration measured under different interference keep their ratio and interval but
 no verdict (stats/interference.py).
 """
@@ -20,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 from dbarena.errors import UsageError
 from dbarena.records import LevelComparison, LevelSummary
-from dbarena.stats import configkey, efficiency, interference, metric
+from dbarena.stats import atrate, configkey, efficiency, interference, metric
 from dbarena.stats import estimators as stats
 
 __all__ = ["ignoring", "level", "same_objective"]
@@ -57,6 +58,8 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
     if match is None:
         return _not_comparable(row, sa, same_place[0], ignore)
     b_config = match.config or {}
+    if sa.at_rate is not None and match.at_rate is not None:
+        return _at_rate(row, sa, match, a=a, b=b, ignore=ignore)
     # Where both searched for a capacity at one objective (--slo), the capacities are
     # what is compared: the throughput each carries within the objective.
     slo = same_objective(sa, match)
@@ -83,6 +86,43 @@ def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: st
         verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
         log_se=c.log_se, log_df=c.log_df, slo=slo, a_efficiency=sa.efficiency, b_efficiency=match.efficiency,
         cost_difference=cost.as_json() if cost is not None else None)
+
+
+def _at_rate(row: Callable[..., LevelComparison], sa: LevelSummary, sb: LevelSummary, *, a: str, b: str,
+             ignore: set[str]) -> LevelComparison:
+    """Both offered one fixed rate (their keys match, and the rate is in them): their p95
+    latency there, over sessions (stats/atrate.py); not decided where a side did not
+    carry the rate, or where they ran under different interference."""
+    assert sa.at_rate is not None and sb.at_rate is not None
+    rate = sa.target_tps
+    at = f"{rate:,.0f} TPS offered" if rate is not None else "the offered rate"
+    a_config, b_config = sa.config or {}, sb.config or {}
+    at_row = functools.partial(row, metric=metric.P95, lower_is_better=True, offered_tps=rate,
+                               a_n=sa.at_rate.runs, b_n=sb.at_rate.runs, b_sessions=sb.sessions,
+                               unverified=configkey.unknown(a_config, b_config, ignore),
+                               a_efficiency=sa.efficiency, b_efficiency=sb.efficiency)
+    a_est, b_est = sa.at_rate.estimate, sb.at_rate.estimate
+    if a_est is None or b_est is None:
+        missing = " and ".join(name for name, e in ((a, a_est), (b, b_est)) if e is None)
+        reason = (f"no p95 latency at {at} for {missing} (no run with {atrate.NEEDED:,} transactions or more "
+                  "and a p95: a longer --duration)")
+        return at_row(a_mean=a_est.mean if a_est else None, b_mean=b_est.mean if b_est else None, ratio=None,
+                      ratio_ci_low=None, ratio_ci_high=None, p_value=None, significant=False, differs=[],
+                      verdict=None, reason=reason, verdict_text=reason, log_se=None, log_df=None)
+    one_host = configkey.same_host(a_config, b_config)
+    c = stats.over_sessions(a_est, b_est, of=metric.P95, one_host=one_host)
+    cost = efficiency.differs_most(sa.efficiency_sessions or {}, sb.efficiency_sessions or {}, one_host=one_host)
+    short = [f"{name} {s.at_rate.short}" for name, s in ((a, sa), (b, sb)) if s.at_rate is not None and s.at_rate.short]
+    held = f"{'; '.join(short)} ({atrate.QUEUE})" if short else \
+        _unlike(sa, sb, None, a=a, b=b)
+    if held is not None:
+        said = f"inconclusive: {held}"
+        c = dataclasses.replace(c, verdict=None, reason=said, text=said, log_se=None, log_df=None)
+        cost = None
+    return at_row(a_mean=a_est.mean, b_mean=b_est.mean, ratio=c.ratio, ratio_ci_low=c.ci_low,
+                  ratio_ci_high=c.ci_high, p_value=c.p_value, significant=c.significant, differs=[],
+                  verdict=c.verdict.value if c.verdict else None, reason=c.reason, verdict_text=c.text,
+                  log_se=c.log_se, log_df=c.log_df, cost_difference=cost.as_json() if cost is not None else None)
 
 
 def _not_comparable(row: Callable[..., LevelComparison], sa: LevelSummary, sb: LevelSummary,

@@ -10,6 +10,11 @@ neither (an import of a query rate alone) is judged by its QPS. A TPC-C kit judg
 new-order transactions per minute is judged by that figure, as the kit printed it: HammerDB's
 NOPM and go-tpc's tpmC (in the point's details, `nopm` and `tpmC`): neither is TPS, and a
 comparison of points judged by different metrics is "not comparable" (`comparable`).
+
+A point offered a fixed rate (--rate: an open-loop point) carries the throughput it was
+offered, so what tells two of them apart is how long their transactions took: a
+comparison at an offered rate is of each side's 95th-percentile latency (P95, lower is
+better; stats/levelcompare.py). No point is judged by it alone: its group keeps its TPS.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from __future__ import annotations
 from typing import Any, Mapping, Protocol
 
 TPS, QPS, SECONDS, NOPM, TPMC = "tps", "qps", "seconds", "nopm", "tpmc"
+P95 = "p95_ms"  # a comparison at an offered rate: the latency its runs printed or dbarena computed
 
 # The point's stored column that holds each metric's figure (NOPM and tpmC: a key of
 # its details, which the importers write; the SQL views know only the columns).
-FIELD = {TPS: "tps", QPS: "qps", SECONDS: "run_avg_s", NOPM: "details.nopm", TPMC: "details.tpmC"}
+FIELD = {TPS: "tps", QPS: "qps", SECONDS: "run_avg_s", NOPM: "details.nopm", TPMC: "details.tpmC",
+         P95: "latency_p95_ms"}
 # The details' key of a metric kept there.
 _DETAIL = {NOPM: "nopm", TPMC: "tpmC"}
 DETAIL_KEYS = tuple(_DETAIL.values())  # the details a figure is read from
@@ -32,9 +39,10 @@ MEANING = {
     SECONDS: "seconds to run all of mysqlslap's queries (lower is better)",
     NOPM: "new-order transactions per minute, HammerDB's NOPM (higher is better)",
     TPMC: "new-order transactions per minute, go-tpc's tpmC (higher is better)",
+    P95: "95th-percentile latency in milliseconds at an offered rate (lower is better)",
 }
 # The short name a table or a message says.
-NAME = {TPS: "TPS", QPS: "QPS", SECONDS: "seconds", NOPM: "NOPM", TPMC: "tpmC"}
+NAME = {TPS: "TPS", QPS: "QPS", SECONDS: "seconds", NOPM: "NOPM", TPMC: "tpmC", P95: "p95 ms"}
 
 
 class Printed(Protocol):
@@ -75,7 +83,7 @@ def _number(value: Any) -> float | None:
 
 
 def lower_is_better(metric: str) -> bool:
-    return metric == SECONDS
+    return metric in (SECONDS, P95)
 
 
 def figure(row: Printed, metric: str | None = None) -> float | None:
@@ -105,12 +113,17 @@ def shown(value: float | None, metric: str, digits: int = 1) -> str:
         return "-"
     if metric == SECONDS:
         return f"{value:,.3f} s"
+    if metric == P95:
+        return f"{value:,.2f} ms"
     return f"{value:,.{digits}f}"
 
 
 def change_words(change_pct: float, metric: str) -> str:
     """A significant change of b against a in words, for the metric's direction: more
-    throughput is faster, fewer seconds is faster."""
+    throughput is faster, fewer seconds is faster, a lower latency at one offered rate is faster."""
+    if metric == P95:
+        return f"{abs(change_pct):.1f} % {'lower' if change_pct < 0 else 'higher'} p95 latency: " \
+               f"{'faster' if change_pct < 0 else 'slower'}"
     if lower_is_better(metric):
         return f"{abs(change_pct):.1f} % {'fewer' if change_pct < 0 else 'more'} seconds: " \
                f"{'faster' if change_pct < 0 else 'slower'}"

@@ -25,7 +25,8 @@ __all__ = ["GROUP_COLUMNS", "encoded", "decoded", "CROSS_GROUP"]
 GROUP_COLUMNS = ("label", "config_key", "estimator", "first_point", "summary")
 
 # What a summary takes from other groups (analysis.completed): made at read time, never kept.
-CROSS_GROUP = frozenset({"between_sessions", "estimate", "capacity", "capacity_estimate", "capacity_interference"})
+CROSS_GROUP = frozenset({"between_sessions", "estimate", "capacity", "capacity_estimate", "capacity_interference",
+                         "at_rate"})
 _KEPT = tuple(f.name for f in dataclasses.fields(LevelSummary) if f.name not in CROSS_GROUP)
 
 

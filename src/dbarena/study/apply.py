@@ -130,6 +130,7 @@ def apply(study: Study, o: Overrides) -> Study:
     price, currency, basis, per_month = _price(study, o, note)
     sampling = study.latency_sampling if o.latency_sampling is None else (o.latency_sampling or None)
     slo, sampling = _slo(study, o, note, entries, precision, sampling)
+    sampling = _rate_sampling(o, note, entries, sampling)
     profile = _profile(study, o, note)
     return replace(study, workloads=tuple(entries), engines=tuple(new_engines), variants=variants, repeats=repeats,
                    sessions=sessions,
@@ -351,6 +352,19 @@ def _slo(study: Study, o: Overrides, note: _Notes, entries: list[WorkloadEntry],
         note("latency_sampling", None, 1.0, "--slo: each transaction's latency from its scheduled start")
         sampling = 1.0
     return slo, sampling
+
+
+def _rate_sampling(o: Overrides, note: _Notes, entries: list[WorkloadEntry], sampling: float | None) -> float | None:
+    """The latency sampling of a study whose points are offered a fixed rate: such a
+    point is compared by its p95 latency (stats/atrate.py), which pgbench gives only
+    from its per-transaction log, so every transaction is logged unless
+    --latency-sampling says otherwise (at an offered rate the log's CPU costs no
+    throughput)."""
+    if sampling is not None or o.latency_sampling == 0 or \
+            not any(capacity.RATE_OPTION in dict(w.options) for w in entries):
+        return sampling
+    note("latency_sampling", None, 1.0, "a workload offered a rate: compared by its latency percentiles")
+    return 1.0
 
 
 def _profile(study: Study, o: Overrides, note: _Notes) -> Profiling | None:

@@ -215,8 +215,8 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("rate", "--rate", Float(min=capacity.MIN_RATE, max=MAX_TOOL_INT),
                 "Offer each point this many transactions per second in all (pgbench -R, sysbench --rate: an "
                 "open-loop point, its latency counted from each transaction's scheduled start) instead of as many "
-                "as the clients can run; compare and the report's level tables leave such points out (they compare "
-                "closed-loop throughput, and offered rates as a --slo search's steps only). Refused for a workload "
+                "as the clients can run. Such points are compared by their p95 latency at that rate (every "
+                "transaction logged for it unless --latency-sampling says otherwise). Refused for a workload "
                 "whose tool offers no rate (mysqlslap, tpcc-like) and with --slo, which searches rates itself.",
                 "rate", metavar="TPS",
                 study_key="workloads[].options.rate", in_key=True),
@@ -279,7 +279,8 @@ def run_flags(here: bool = True) -> tuple[RunFlag, ...]:
         RunFlag("latency_sampling", "--latency-sampling", Float(min=0, max=1),
                 "The share of transactions pgbench logs (-l --sampling-rate) for the latency percentiles; 1: every "
                 "transaction; 0: none [default: none, as the bare tool runs: one in ten costs pgbench about 5 % more CPU a "
-                "transaction on a CPU-bound 2-core machine, every one 14.5 % (bench/README.md)].", "latency_sampling",
+                "transaction on a CPU-bound 2-core machine, every one 14.5 % (bench/README.md); 1 with --slo or an "
+                "offered --rate, whose points are judged by their latency].", "latency_sampling",
                 metavar="SHARE", study_key="sweep.latency_sampling"),
         RunFlag("profile", "--profile", Switch(),
                 "The server's on-CPU profile of every point: perf samples the server's processes (new backends "

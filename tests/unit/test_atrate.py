@@ -1,0 +1,107 @@
+"""Two sides offered one fixed rate (--rate, not a --slo search's step) are compared by
+their p95 latency there (stats/atrate.py): each run's p95 one observation, a session's
+mean of its runs' one per session, the verdict over sessions as every other; a side
+that did not carry the rate is not decided; too few transactions for a p95 count for
+nothing; the decision says it in latency; and an A/A pair drawn from one distribution
+is called faster or slower no more often than the test's level allows."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from points import point
+
+from dbarena.records import AnalysedPoint
+from dbarena.stats import analysis, atrate, decision, metric
+
+RATE = 200.0
+CONFIG: dict[str, Any] = {"engine": "postgres", "workload": "pgbench-tpcb", "threads": 2, "clients": 4,
+                          "options": {"rate": "200"}}
+
+
+def _runs(label: str, p95s: list[list[float]], *, first_run: int, tps: float = 200.4, transactions: int = 2000,
+          rate: float | None = RATE, slo: dict[str, Any] | None = None) -> list[AnalysedPoint]:
+    """A label's points at one configuration: a list of each session's runs' p95 (ms)."""
+    out = []
+    for s, session in enumerate(p95s):
+        for r, p95 in enumerate(session):
+            out.append(point(point_id=first_run * 100 + s * 10 + r, run_id=first_run + s, label=label, threads=2,
+                             clients=4, duration_s=10, repeat=r, tps=tps, transactions=transactions,
+                             latency_p95_ms=p95, target_tps=rate, slo=slo, config=CONFIG, config_key="k200"))
+    return out
+
+
+def test_two_labels_offered_one_rate_are_compared_by_their_p95_over_sessions() -> None:
+    rows = [*_runs("a", [[10.0, 10.4], [11.0]], first_run=1), *_runs("b", [[5.0], [5.5, 5.3]], first_run=3)]
+    (row,) = analysis.compare(rows, "a", "b")
+    assert (row.metric, row.lower_is_better, row.offered_tps) == (metric.P95, True, RATE)
+    # Each session's mean of its runs, then the mean of the sessions.
+    assert row.a_mean == (10.2 + 11.0) / 2 and row.b_mean == (5.0 + 5.4) / 2
+    assert (row.a_n, row.b_n, row.a_sessions, row.b_sessions) == (3, 3, 2, 2)
+    assert row.ratio is not None and row.ratio < 0.5 and row.verdict == "faster", row
+    assert "lower p95 latency" in row.verdict_text
+    assert row.as_json()["offered_tps"] == RATE
+    (d,) = decision.decide([row])
+    assert d.offered_tps == RATE and d.verdict == decision.FASTER
+    assert d.text.startswith("b's p95 latency at 200 TPS offered is 5") and "% lower than a's (95 % CI -" in d.text
+    line = decision.overall([d])
+    assert line is not None and line.offered_tps == RATE and "p95 latency at 200 TPS offered" in line.text
+
+
+def test_a_side_that_did_not_carry_the_rate_is_not_decided() -> None:
+    rows = [*_runs("a", [[10.0], [11.0]], first_run=1), *_runs("b", [[50.0], [80.0]], first_run=3, tps=150.0)]
+    (row,) = analysis.compare(rows, "a", "b")
+    assert row.ratio is not None and row.verdict is None
+    assert row.reason == f"inconclusive: b achieved 150 of 200 TPS offered (the least of 2) in 2 of 2 run(s) " \
+                         f"({atrate.QUEUE})"
+    (d,) = decision.decide([row])
+    assert d.verdict == decision.NO_VERDICT and atrate.QUEUE in d.text
+    line = decision.overall([d])
+    assert line is not None and "some did not carry their offered rate" in line.text
+    assert "spread between sessions" not in line.text
+
+
+def test_runs_with_too_few_transactions_for_a_p95_count_for_nothing() -> None:
+    few = atrate.NEEDED - 1
+    rows = [*_runs("a", [[10.0], [11.0]], first_run=1),
+            *_runs("b", [[5.0], [5.5]], first_run=3, transactions=few)]
+    (row,) = analysis.compare(rows, "a", "b")
+    assert row.ratio is None and row.verdict is None and row.b_n == 0
+    assert row.reason is not None and row.reason.startswith("no p95 latency at 200 TPS offered for b (no run with "
+                                                            f"{atrate.NEEDED:,} transactions")
+
+
+def test_a_search_step_is_no_fixed_rate() -> None:
+    """An offered rate of a --slo search is compared through the capacity its search found,
+    never as a level of its own."""
+    slo = {"objective": "p99=5ms"}
+    rows = [*_runs("a", [[10.0], [11.0]], first_run=1, slo=slo), *_runs("b", [[5.0], [5.5]], first_run=3, slo=slo)]
+    assert analysis.compare(rows, "a", "b") == []
+
+
+def test_one_session_a_side_has_no_interval_and_says_so() -> None:
+    rows = [*_runs("a", [[10.0, 10.1]], first_run=1), *_runs("b", [[5.0, 5.1]], first_run=3)]
+    (row,) = analysis.compare(rows, "a", "b")
+    assert row.verdict is None and row.ratio_ci_low is None
+    (d,) = decision.decide([row])
+    assert d.verdict == decision.NO_VERDICT and "one session a side" in d.text
+
+
+def test_an_aa_pair_is_called_faster_or_slower_no_more_often_than_the_tests_level() -> None:
+    """One configuration as two labels, each session's p95 drawn from one log-normal
+    (15 % between sessions, 5 % between its runs), 2 sessions of 2 runs a side: the
+    share of pairs with a verdict of faster or slower stays near the 5 % the test
+    allows (binomial: at 5 %, 400 pairs give more than 8 % with probability 0.005)."""
+    rng = random.Random(52)
+    called = 0
+    pairs = 400
+    for _ in range(pairs):
+        def sessions() -> list[list[float]]:
+            return [[centre * rng.lognormvariate(0, 0.05) for _ in range(2)]
+                    for centre in (10 * rng.lognormvariate(0, 0.15) for _ in range(2))]
+
+        (row,) = analysis.compare([*_runs("a", sessions(), first_run=1), *_runs("b", sessions(), first_run=3)],
+                                  "a", "b")
+        called += row.verdict in ("faster", "slower")
+    assert called / pairs <= 0.08, called
