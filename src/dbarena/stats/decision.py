@@ -262,9 +262,8 @@ def _workload(label: str, baseline: str, engine: str, workload: str, rows: list[
         # Its levels share their sessions: a workload none of whose levels alone shows
         # the difference is not shown to differ by their combination either.
         verdict = INCONCLUSIVE
-        text = (f"inconclusive between {label} and {baseline}{on}: {(ratio - 1) * 100:+.1f} % (95 % CI "
-                f"{(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %; {said}), but no level alone shows a "
-                f"difference{f'; {inverse}' if inverse else ''}")
+        text = (f"inconclusive between {label} and {baseline}{on}: {_change(ratio, low, high, offered, said)}, but "
+                f"no level alone shows a difference{f'; {inverse}' if inverse and offered is None else ''}")
     return Decision(label, baseline, engine, workload, ratio, low, high, p_value, verdict, text, strip,
                     log_se=log.se, log_df=log.df, metric=judged_by, slo=slo, offered_tps=offered)
 
@@ -455,6 +454,27 @@ def overall(decisions: Sequence[Decision]) -> Decision | None:
                     offered_tps=offered)
 
 
+def _change(ratio: float, low: float, high: float, offered_tps: float | None, said: str | None = None) -> str:
+    """A combined change with its interval, "+10.0 % (95 % CI -13.1 % to +39.2 %)"; of
+    the latency it was judged by where the ratio is of speed at an offered rate
+    ("-9.1 % in latency (95 % CI ...)"). `said`: the sessions behind it, added inside."""
+    tail = f"; {said}" if said else ""
+    if offered_tps is None:
+        return f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %{tail})"
+    return (f"{(1 / ratio - 1) * 100:+.1f} % in latency (95 % CI {(1 / high - 1) * 100:+.1f} % to "
+            f"{(1 / low - 1) * 100:+.1f} %{tail})")
+
+
+def _alone(d: Decision) -> str:
+    """A workload's significant change in a few words: of throughput ("12.0 % faster"),
+    or of the latency it was judged by at an offered rate ("19.7 % lower p95 latency:
+    faster")."""
+    if d.offered_tps is not None and d.ratio:
+        latency = (1 / d.ratio - 1) * 100
+        return f"{abs(latency):.1f} % {'lower' if latency < 0 else 'higher'} in p95 latency: {d.verdict}"
+    return f"{abs(d.change_pct or 0):.1f} % {d.verdict}"
+
+
 def _overall_verdict(figures: list[Decision], ratio: float, low: float, high: float, p_value: float,
                      label: str, baseline: str, slo: str | None, offered: float | None = None) -> tuple[str, str]:
     """The verdict across workloads and its words, held to what the workloads' own
@@ -470,16 +490,16 @@ def _overall_verdict(figures: list[Decision], ratio: float, low: float, high: fl
         # workload's own data show: the line names it.
         verdict = INCONCLUSIVE
         worst = min(apart, key=lambda d: (d.verdict != SLOWER, d.verdict != FASTER, d.ratio or 1.0))
-        alone = f"{abs(worst.change_pct or 0):.1f} % {worst.verdict}" if worst in significant else "inconclusive"
-        text = (f"inconclusive{on}: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
-                f"{(high - 1) * 100:+.1f} %), but {worst.engine} {worst.workload} alone is {alone}")
+        alone = _alone(worst) if worst in significant else "inconclusive"
+        text = f"inconclusive{on}: {_change(ratio, low, high, offered)}, but {worst.engine} {worst.workload} alone " \
+            f"is {alone}"
     faster, slower = ([d for d in figures if d.verdict == v] for v in (FASTER, SLOWER))
     if verdict in (FASTER, SLOWER) and faster and slower:
         # Workloads that differ both ways: one figure across them would say the label is
         # faster where the reader's workload may be one that is slower.
         verdict = INCONCLUSIVE
-        text = (f"mixed{on}: {(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to "
-                f"{(high - 1) * 100:+.1f} %), but {', '.join(f'{d.engine} {d.workload}' for d in faster)} faster and "
+        text = (f"mixed{on}: {_change(ratio, low, high, offered)}, but "
+                f"{', '.join(f'{d.engine} {d.workload}' for d in faster)} faster and "
                 f"{', '.join(f'{d.engine} {d.workload}' for d in slower)} slower")
     if verdict in (FASTER, SLOWER) and not any(d.verdict == verdict for d in figures):
         # Combining workloads narrows the interval as if their errors were independent;
@@ -487,6 +507,6 @@ def _overall_verdict(figures: list[Decision], ratio: float, low: float, high: fl
         # machine, a warmer cache), which no workload's own interval sees. An overall
         # verdict that no single workload supports claims more than the data do.
         verdict = NO_VERDICT
-        text = (f"{(ratio - 1) * 100:+.1f} % (95 % CI {(low - 1) * 100:+.1f} % to {(high - 1) * 100:+.1f} %), but "
-                f"no workload alone shows a difference: not a verdict (the labels' sessions may differ in load)")
+        text = (f"{_change(ratio, low, high, offered)}, but no workload alone shows a difference: not a verdict "
+                "(the labels' sessions may differ in load)")
     return verdict, text
