@@ -190,3 +190,43 @@ def test_the_first_screen_holds_the_decision_above_the_first_chart(stored, tmp_p
     # (Or, where the neighbours' CPU set the two runs apart, that reason.)
     assert verdicts == ["inconclusive"] and ("--sessions 2" in why or "different interference" in why), why
     assert requests == [out.as_uri()]
+
+
+FIXED_RATE = Path(__file__).resolve().parents[1] / "fixtures" / "stores" / "fixed-rate-three-labels.db"
+
+
+def test_the_levels_offered_a_fixed_rate_are_a_table_reached_from_the_top(tmp_path):
+    """A store whose points were all offered 200 TPS (no closed-loop level to chart):
+    the decision, then the table of each label's p95 at that rate, which the page's
+    contents link to, with compare's verdicts."""
+    from playwright.sync_api import sync_playwright
+
+    store = tmp_path / "fixed.db"
+    shutil.copy(FIXED_RATE, store)
+    out = tmp_path / "fixed.html"
+    done = dbarena_here("report", "--store", str(store), "--about", "settings", "-o", str(out), env=cli_env("/tmp"))
+    assert done.returncode == 0, done.stderr
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(out.as_uri())
+        page.click("nav a[href='#at-rate']")
+        table = page.locator("#at-rate table")
+        top = table.bounding_box()
+        shown = table.is_visible()
+        headers = page.eval_on_selector_all("#at-rate th", "els => els.map(e => e.textContent)")
+        rows = page.eval_on_selector_all("#at-rate tbody tr",
+                                         "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+        decision_y = page.locator("#decision").bounding_box()
+        browser.close()
+    assert errors == []
+    assert shown and top is not None and 0 <= top["y"] < 900  # scrolled to by its link
+    assert decision_y is not None  # the decision is still the first thing on the page
+    assert headers[:8] == ["label", "engine", "workload", "threads", "offered TPS", "achieved TPS", "p95 ms",
+                           "runs/sessions"]
+    assert len(rows) == 6 and {r[0] for r in rows} == {"a", "b", "async"}
+    (tpcb_async,) = [r for r in rows if r[0] == "async" and r[2] == "pgbench-tpcb"]
+    assert tpcb_async[4] == "200" and tpcb_async[-1].startswith("19.7 % lower p95 latency: faster")

@@ -83,6 +83,14 @@ def test_the_reports_decisions_and_diff_say_what_compare_says(store: Path,
     (line,) = [d for d in report.decisions if d.label == "b" and d.workload == "pgbench-tpcb"]
     assert line.offered_tps == 200.0 and line.verdict not in ("faster", "slower")
     assert "p95 latency at 200 TPS offered" in line.text
+    # Its table of the levels at the rate: compare's ratio, interval and verdict for b.
+    rates = {r.workload: r for r in report.rate_levels if r.label == "b"}
+    for c in printed:
+        row = rates[c["workload"]]
+        assert (row.ratio_to_baseline, row.ratio_ci_low, row.ratio_ci_high, row.verdict_text) == \
+            (pytest.approx(c["ratio"]), pytest.approx(c["ratio_ci_low"]), pytest.approx(c["ratio_ci_high"]),
+             c["verdict_text"])
+        assert row.p95_ms == pytest.approx(c["b_mean"]) and row.offered_tps == 200.0
     # /diff of a's first run against b's first: one session a side, each lent the spread
     # of the other sessions of the configuration; its rows name the rate.
     with client(store) as browser:

@@ -115,6 +115,7 @@ REPORTS: dict[str, tuple[str, list[str]]] = {
     "edge": ("edge", ["--baseline", "b"]),
     "demo-priced": ("demo-seed-a-quick.db", ["--price", "vm=420/month", "--at-threads", "2"]),
     "v11-imported-baseline": ("v11.db", ["--baseline", "imported"]),
+    "fixed-rate": ("fixed-rate-three-labels.db", ["--about", "settings"]),
 }
 
 
@@ -158,6 +159,7 @@ def test_the_reports_cover_every_part_of_the_schema(reports: dict[str, Any]) -> 
     assert any(level for d in decisions for level in d["levels"])
     assert any(doc["overall"] for doc in documents)
     assert any(s["usl"] for s in sections) and all(s["ranking"] for s in sections)
+    assert any(r["verdict"] == "faster" for doc in documents for r in doc.get("rate_levels", ()))
     cheapest = [s["cheapest"] for s in sections if s["cheapest"]]
     assert any(c["label"] and c["others"] for c in cheapest) and any("currencies" in c for c in cheapest)
     assert any(r["metric"] == "seconds" and r["price_per_run"] for doc in documents for r in doc["rows"])

@@ -46,6 +46,7 @@ from dbarena.bulk import collector_paused
 from dbarena.report import levels as level_figures
 from dbarena.report.curves import Curve
 from dbarena.report.shown import Shown
+from dbarena.report.ratelevels import RateLevel, rate_levels
 from dbarena.report import curves as search_curves
 from dbarena.report.levels import PUBLIC_FIELDS as PUBLIC_FIELDS, LevelRow
 # Also read as data.server_is_local, data.usl, data.USL_MIN_LEVELS ... by tests.
@@ -162,6 +163,8 @@ class Report:
     # and each label's line across workloads.
     decisions: list[Decision] = field(default_factory=list)
     overall: list[Decision] = field(default_factory=list)
+    # The levels offered a fixed rate (--rate), compared by their p95 latency there.
+    rate_levels: list[RateLevel] = field(default_factory=list)
 
     def as_json(self) -> JSONObject:
         """The report as its JSON export writes it (export.to_json, which rounds its
@@ -172,7 +175,9 @@ class Report:
                 "decisions": [d.as_dict() for d in self.decisions],
                 "overall": [d.as_dict() for d in self.overall],
                 "rows": [row.as_json() for s in self.sections for row in s.rows],
-                "sections": [s.as_json() for s in self.sections]}
+                "sections": [s.as_json() for s in self.sections],
+                # (Only where there is one: a report without fixed rates as before.)
+                **({"rate_levels": [r.as_json() for r in self.rate_levels]} if self.rate_levels else {})}
 
     def compared(self, engine: str, workload: str, label: str, threads: int) -> bool:
         """Whether the label's level was compared with the baseline's (its row has a
@@ -466,7 +471,7 @@ def _assembled(parts: _Parts, runs: list[StoredRun], at_threads: int | None, abo
                 for engine, workload in dict.fromkeys((r.engine, r.workload) for r in level_rows)]
     return Report(labels=parts.order, baseline=parts.baseline, at_threads=at_threads, rows=level_rows,
                   sections=sections, provenance=_provenance(parts.origin, parts.order, runs), decisions=decisions,
-                  overall=overall)
+                  overall=overall, rate_levels=rate_levels(parts.every, parts.order, parts.baseline, about))
 
 
 def _point_shown(p: Summarised) -> ShownPoint:
@@ -617,11 +622,7 @@ def _against_baseline(row: LevelRow, base: LevelRow | None, summaries: Summaries
     if base.label == row.label:
         # The baseline's own row: 1 by definition, nothing to decide.
         return replace(row, ratio_to_baseline=1.0) if row.value else row
-    by = "label" if row.series_label != base.series_label else "variant"
-    named = [name for name, differs in (("host", by == "label"), ("variant", row.variant != base.variant)) if differs]
-    ignore = {field for name in [*named, *about] for field in configkey.ABOUT[name]}
-    found = levelcompare.level(summaries[_key(base)], [summaries[_key(row)]], a=base.label, b=row.label, by=by,
-                               ignore=ignore)
+    found = levelcompare.against(summaries[_key(base)], summaries[_key(row)], about)
     if found is None:
         return row
     return replace(row, ratio_to_baseline=found.ratio, ratio_ci_low=found.ratio_ci_low,

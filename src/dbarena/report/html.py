@@ -26,7 +26,7 @@ from dbarena.report.decision import html as decision_html
 from dbarena.report.charts import MAX_TOGGLED, label_class
 from dbarena.report.data import Report
 from dbarena.report.escaping import html_text
-from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
+from dbarena.report.tables import TableSpec, how_to_read, provenance, rate_levels, section_tables, what_differs
 
 # A click on a "save as SVG" link: the link gets a blob: URL of its figure's SVG just
 # before the browser follows it (a download, which loads nothing into the page).
@@ -186,6 +186,9 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
         _decision(report), *([after_decision] if after_decision else []), _differs(report), _reading(report), bar,
         "<nav><ul>",
     ]
+    at_rate = rate_levels(report)
+    if at_rate is not None:
+        parts.append('<li><a href="#at-rate">Latency at offered rates</a></li>')
     for s in report.sections:
         parts.append(f'<li><a href="#{html_text(s.engine)}-{html_text(s.workload)}">{html_text(s.engine)} '
                      f"{html_text(s.workload)}</a></li>")
@@ -194,6 +197,8 @@ def body(report: Report, charts: dict[tuple[str, str], dict[str, str]],
     if history:
         parts.append('<li><a href="#history">History</a></li>')
     parts.append('<li><a href="#reading">How to read this</a></li><li><a href="#provenance">Provenance</a></li></ul></nav>')
+    if at_rate is not None:
+        parts.append(f'<section id="at-rate"><h2>Latency at offered rates</h2>{_table(at_rate)}</section>')
     for s in report.sections:
         parts.append(f'<section id="{html_text(s.engine)}-{html_text(s.workload)}"><h2>{html_text(s.engine)} '
                      f'{html_text(s.workload)}</h2>')

@@ -17,7 +17,7 @@ from dbarena.report.decision import markdown as decision_markdown
 from dbarena.report.escaping import md_text
 from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
 from dbarena.report.profiletables import profile_tables
-from dbarena.report.tables import TableSpec, how_to_read, provenance, section_tables, what_differs
+from dbarena.report.tables import TableSpec, how_to_read, provenance, rate_levels, section_tables, what_differs
 
 
 def _table(spec: TableSpec) -> str:
@@ -55,6 +55,9 @@ def render(report: Report, charts: dict[tuple[str, str], dict[str, str]], out: P
     # dbarena's own text (reading.py), written as Markdown: its `code` stays code.
     parts += ["## How to read this", ""]
     parts += [f"**{what}.** {text}\n" for what, text in how_to_read(report)]
+    at_rate = rate_levels(report)
+    if at_rate is not None:
+        parts += ["## Latency at offered rates", "", _table(at_rate)]
     for s in report.sections:
         parts += [f"## {md_text(s.engine)} {md_text(s.workload)}", ""]
         for name, svg in charts.get((s.engine, s.workload), {}).items():

@@ -90,6 +90,16 @@ CAPACITY: Explanation = (
     "objective). Price per 1,000 TPS at the objective = hourly price / (capacity / 1,000): what carrying 1,000 TPS "
     "within the objective costs an hour, beside price per 100 TPS at saturation (the closed-loop throughput).")
 
+RATE_LEVELS: Explanation = (
+    "Latency at offered rates",
+    "Levels offered a fixed rate (--rate, a workload's options.rate; pgbench -R, sysbench --rate): each carried "
+    "about what it was offered, so they are compared by how long their transactions took, counted from each "
+    "one's scheduled start. p95 is each session's mean of its runs' 95th percentile, then the mean of the "
+    "sessions (the figure compared); achieved TPS the mean throughput its runs carried. The ratio is label / "
+    "baseline of that p95 at the same configuration (below 1: faster), its interval and verdict over sessions, as "
+    "`compare` gives them. A label one of whose runs fell short of the rate is not decided: its latency is a "
+    "growing queue's.")
+
 # Said beside the price and per-core views where a level has a capacity (--slo).
 PRICE_AT_OBJECTIVE = ("Price per 1,000 TPS at the objective = hourly price / (capacity / 1,000), the capacity being "
                       "the throughput carried within the latency objective (--slo); beside it, price per 100 TPS at "

@@ -160,6 +160,7 @@ def _report() -> JSONObject:
     from dbarena.report.data import Cheapest, Ranking, Report, Section
     from dbarena.report.levelprofiles import LevelProfile, ProfileDifference
     from dbarena.report.levels import CAPACITY_FIELDS, PUBLIC_FIELDS, LevelRow
+    from dbarena.report.ratelevels import RateLevel
     from dbarena.report.scaling import UslFit
     from dbarena.stats import verdicts
     from dbarena.stats.decision import Decision, LevelRatio
@@ -197,9 +198,11 @@ def _report() -> JSONObject:
         "ranking": array(of_record(Ranking)),
         "usl": {"type": "object", "additionalProperties": of_record(UslFit, renamed={"lambda_": "lambda"})},
         "cheapest": {"anyOf": [cheapest, {"type": "null"}]}})
-    out = of_record(Report, leave_out=frozenset({"provenance"}),
+    # Where a level was offered a fixed rate (--rate): report/ratelevels.py's rows (a
+    # report without one has none).
+    out = of_record(Report, leave_out=frozenset({"provenance"}), optional=frozenset({"rate_levels"}),
                     nested={"decisions": decision, "overall": decision, "rows": array(row),
-                            "sections": array(section)})
+                            "sections": array(section), "rate_levels": array(of_record(RateLevel))})
     # Where a level was profiled (--profile): each label's pooled profile a level and
     # each label's against the baseline's (report/levelprofiles.py); a report without
     # profiles has neither.

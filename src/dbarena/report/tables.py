@@ -480,6 +480,22 @@ def cores_and_smt(section: Section) -> TableSpec | None:
                                       "gain over the SMT step below"], rows, explain=reading.CORES_SMT)
 
 
+def rate_levels(report: Report) -> TableSpec | None:
+    """The levels offered a fixed rate (report/ratelevels.py), each label's p95 there
+    against the baseline's; None where there are none."""
+    if not report.rate_levels:
+        return None
+    rows = [[r.label, r.engine, r.workload, str(r.threads), num(r.offered_tps, 0), num(r.achieved_tps),
+             num(r.p95_ms, 2), f"{r.runs}/{r.sessions}", num(r.ratio_to_baseline, 3),
+             interval(r.ratio_ci_low, r.ratio_ci_high, 3),
+             r.verdict_text or (f"fell short: {r.short}" if r.short else "-")]
+            for r in report.rate_levels]
+    return TableSpec("Each label's p95 at each offered rate", ["label", "engine", "workload", "threads", "offered TPS",
+                                                  "achieved TPS", "p95 ms", "runs/sessions",
+                                                  f"p95 / {report.baseline}", "95 % CI", "verdict"],
+                     rows, explain=reading.RATE_LEVELS)
+
+
 def section_tables(section: Section, report: Report) -> list[TableSpec]:
     return [t for t in (parameters(section, report), results(section), capacity(section), tpcc(section),
                         ranking(section, report), cores_and_smt(section), system(section),
@@ -491,7 +507,8 @@ def section_tables(section: Section, report: Report) -> list[TableSpec]:
 def how_to_read(report: Report) -> list[Explanation]:
     """What the report's tables and charts show, each said once, in the order the report
     first shows them."""
-    kinds = [t.explain for s in report.sections for t in section_tables(s, report)]
+    at_rate = [t.explain for t in (rate_levels(report),) if t is not None]
+    kinds = [*at_rate, *(t.explain for s in report.sections for t in section_tables(s, report))]
     pgbench = [reading.PGBENCH] if any(_tool_of(s.workload) == "pgbench" for s in report.sections) else []
     return list(dict.fromkeys(e for e in [reading.CHARTS, *kinds, *pgbench, reading.PROVENANCE] if e is not None))
 

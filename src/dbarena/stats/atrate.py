@@ -6,8 +6,8 @@ tells nothing apart: what differs is how long its transactions took, counted fro
 one's scheduled start (capacity.py). Each run's 95th-percentile latency (as the tool
 printed it, or as dbarena computed it from the run's per-transaction log) is one
 observation; a session's mean of its runs' is one per session, and the comparison is
-over sessions as every other (stats/sessions.py), with the spread between sessions of
-the same configuration lent to a side of one session.
+over sessions as every other (stats/sessions.py), each side's spread between sessions
+its own (two sessions a side give an interval).
 
 A run that did not carry the rate (its throughput below capacity.carried_floor) has the
 latency of a queue that grows with the run's length, not the rate's: the side says how
@@ -19,7 +19,6 @@ Pure: records in, records out.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
@@ -66,9 +65,11 @@ Key = TypeVar("Key", bound=tuple[str, str])
 
 def of_groups(groups: Mapping[Key, Sequence[_Point]]) -> dict[Key, AtRate]:
     """Each group (a label and configuration key -> its points) offered a fixed rate,
-    with its AtRate; the groups of one configuration key lend each other their spread
-    between sessions, as summaries' estimates do."""
-    own: dict[Key, tuple[sessions.Sessions | None, int, str | None]] = {}
+    with its AtRate, from its own sessions alone. (Throughput's estimates borrow the
+    spread between sessions of other groups of the configuration, where a view reads
+    them; a latency's would then differ with the labels a view reads: `compare a b`
+    against a report of a, b and c. Its own sessions give every view one answer.)"""
+    out: dict[Key, AtRate] = {}
     for key, members in groups.items():
         # (A search's step at the same rate, were there one, is no run of a fixed rate.)
         ok = [m for m in members if fixed(m) and m.status == "ok"]
@@ -76,16 +77,9 @@ def of_groups(groups: Mapping[Key, Sequence[_Point]]) -> dict[Key, AtRate]:
             continue
         counted = [(m.run_id, m.latency_p95_ms) for m in ok if m.latency_p95_ms is not None
                    and m.latency_p95_ms > 0 and (m.transactions or 0) >= NEEDED]
-        own[key] = (sessions.of(counted), len(counted), _short(ok))
-    of_config: dict[str, list[sessions.Sessions]] = defaultdict(list)
-    for key, (found, _, _) in own.items():
-        if found is not None:
-            of_config[key[1]].append(found)
-    out: dict[Key, AtRate] = {}
-    for key, (found, runs, short) in own.items():
-        known = sessions.known_for(key[1], found, of_config) if found is not None else None
-        out[key] = AtRate(estimate=sessions.estimate(found, known) if found is not None else None, runs=runs,
-                          short=short)
+        found = sessions.of(counted)
+        out[key] = AtRate(estimate=sessions.estimate(found) if found is not None else None, runs=len(counted),
+                          short=_short(ok))
     return out
 
 

@@ -24,7 +24,7 @@ from dbarena.records import LevelComparison, LevelSummary
 from dbarena.stats import atrate, configkey, efficiency, interference, metric
 from dbarena.stats import estimators as stats
 
-__all__ = ["ignoring", "level", "same_objective"]
+__all__ = ["against", "ignoring", "level", "same_objective"]
 
 
 def ignoring(by: str, about: Iterable[str] = ()) -> set[str]:
@@ -37,6 +37,17 @@ def ignoring(by: str, about: Iterable[str] = ()) -> set[str]:
             raise UsageError(f"--about {field!r}: expected one of {', '.join(configkey.ABOUT)}")
         ignore.update(configkey.ABOUT[field])
     return ignore
+
+
+def against(base: LevelSummary, other: LevelSummary, about: Iterable[str] = ()) -> LevelComparison | None:
+    """`other`'s group against the baseline's at one level, as a report compares them:
+    about the host where their labels as stored differ, about the variant where their
+    variants do, and about each field of `about` (report --about); any other field of
+    their configurations that differs makes them not comparable, and the row says which."""
+    by = "label" if other.series_label != base.series_label else "variant"
+    named = [name for name, differs in (("host", by == "label"), ("variant", other.variant != base.variant)) if differs]
+    ignore = {field for name in [*named, *about] for field in configkey.ABOUT[name]}
+    return level(base, [other], a=base.label, b=other.label, by=by, ignore=ignore)
 
 
 def level(sa: LevelSummary, same_place: Sequence[LevelSummary], *, a: str, b: str, by: str,
