@@ -102,7 +102,7 @@ def test_pg15_captures_keep_their_classes():
         seen |= {m[len("wait."):] for m in re.findall(r'"(wait\.[^"]+)"', path.read_text())}
     assert {n: wait_class(n) for n in seen} == {
         "CPU": SERVER_CPU, "IO:WALSync": WAL, "Client:ClientRead": LOADGEN, "Lock:tuple": LOCKS,
-        "Lock:transactionid": LOCKS, "LWLock:WALWrite": WAL, "LWLock:LockManager": LOCKS}
+        "Lock:transactionid": LOCKS, "LWLock:WALWrite": WAL, "LWLock:LockManager": LOCKS, "IO:WALInitSync": WAL}
 
 
 def test_pg_stat_lock_is_asked_of_19_only():
