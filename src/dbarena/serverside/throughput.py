@@ -34,6 +34,7 @@ then has no per-second series and its figure is the tool's own (stats/analysis.p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dbarena.model import Sample
@@ -45,6 +46,8 @@ _SCALE_SAID = 0.005
 # 1,000 ms from PostgreSQL 15; the statistics collector's 500 ms before): the reading
 # intervals ending this close to the tool's end may hold its clients' last report.
 FLUSH_S = 1.0
+# How a series derived here begins its note (the point's details' "per_second").
+DERIVED = "per-second throughput from the server's "
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def from_commits(series: ServerSeries, counter: str, *, first_s: float | None, e
         read_to = end
         if begin >= start_s and end <= end_s - FLUSH_S:
             kept.append((end - start_s, rate))
-    source = f"the server's {counter}"
+    source = f"the server's {counter}"  # (DERIVED's words)
     if not kept:
         return Derived((), f"no per-second series: {source} covered no whole second of {tool}'s run")
     if gap or read_from is None or read_to is None or read_from > start_s or read_to < end_s:
@@ -101,6 +104,18 @@ def from_commits(series: ServerSeries, counter: str, *, first_s: float | None, e
     if abs(scale - 1) > _SCALE_SAID:
         note += f"; scaled by {scale:.3f}, {tool}'s transactions over the server's commits"
     return Derived(samples, note + f"), not {tool}'s own per-second report")
+
+
+def settled(seconds: Sequence[float], note: object, duration_s: float) -> int:
+    """How many of a stored series' first seconds are its own: a series derived here
+    (its point's `per_second` note begins with DERIVED) stored before the seconds within
+    FLUSH_S of the tool's end were left out kept them, and a view reads it without them
+    (stats/analysis.py, estimator version 9); every other series whole. `seconds`: its
+    seconds, ascending."""
+    if not (isinstance(note, str) and note.startswith(DERIVED)):
+        return len(seconds)
+    last = duration_s - FLUSH_S
+    return sum(1 for second in seconds if second <= last + 1e-9)
 
 
 def _partial(source: str, tool: str, duration_s: float, start_s: float, end_s: float, read_from: float | None,
