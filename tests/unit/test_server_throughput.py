@@ -375,3 +375,14 @@ def test_an_old_stores_points_read_their_steady_state_without_the_last_report(tm
     for p in points:
         assert p.tps is not None and p.steady_tps is not None and p.samples == 8
         assert p.steady_tps == pytest.approx(p.tps, rel=0.025), p.point_id
+
+
+def test_a_series_whose_last_reading_came_just_before_the_end_says_so_not_ten_of_ten():
+    """Seen once in ten runs: the sampler's last reading at 9.98 s of a point that ended
+    at 10.02 s. Its commits cannot be scaled (the last ones uncounted), and the note said
+    "read for only 10 s of pgbench's 10 s"; it says how far before the end it stopped."""
+    series = _series([1, 2, 3, 4, 5, 6, 7, 8, 9, 9.98], [1000] * 10)
+    derived = throughput.from_commits(series, "xact_commit", first_s=0.0, end_s=10.02, duration_s=10,
+                                      transactions=10000, tool="pgbench")
+    assert derived.samples == ()
+    assert "was last read 0.04 s before pgbench's end" in derived.note, derived.note

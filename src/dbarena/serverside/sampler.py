@@ -192,7 +192,11 @@ class ServerSampler:
                 self._go.wait()
                 self._sample()
         except Exception as exc:  # the drivers' errors differ; none may fail the point
-            if not self._stop.is_set():
+            if self._stop.is_set() and self._final and self._ready.is_set():
+                # The reading at the point's end, which a series from the commit counter
+                # needs (serverside/throughput.py): said, or its refusal would not say why.
+                self._say(f"its reading at the point's end failed: {one_line(exc)}")
+            elif not self._stop.is_set():
                 if self._ready.is_set():
                     since = self._reading_since
                     second = round((since if since is not None else self.clock()) - self.origin)

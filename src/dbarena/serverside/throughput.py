@@ -123,7 +123,9 @@ def _partial(source: str, tool: str, duration_s: float, start_s: float, end_s: f
     """The note of a series that does not cover the tool's run without a gap."""
     if read_to is not None and read_to < end_s:
         covered = max(0.0, min(read_to, end_s) - max(read_from if read_from is not None else start_s, start_s))
-        what = f"was read for only {covered:.0f} s of {tool}'s {duration_s:g} s"
+        # (A last reading just before the end would read "for only 10 s of 10 s".)
+        what = (f"was last read {end_s - read_to:.2f} s before {tool}'s end" if round(covered) >= duration_s
+                else f"was read for only {covered:.0f} s of {tool}'s {duration_s:g} s")
     elif gap:
         what = f"has a gap in its readings within {tool}'s {duration_s:g} s"
     else:
