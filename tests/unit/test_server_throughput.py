@@ -30,7 +30,7 @@ def _series(seconds, rates):
 
 def test_only_the_whole_seconds_of_the_tools_run_are_its_series_numbered_from_its_start():
     # The tool ran from 0.4 s to 5.4 s; readings at 1..6 s: (0.4, 1] and (5, 5.4] are
-    # partial, (6, ...] after its end, and (4, 5] ends within a second of it (its
+    # partial, (6, ...] after its end, and (4, 5] ends within half a second of it (its
     # clients' last report of commits may be in it); the three whole seconds before
     # are its series.
     series = _series([1, 2, 3, 4, 5, 6], [600, 1000, 1010, 990, 1500, 400])

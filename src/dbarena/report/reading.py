@@ -160,7 +160,7 @@ PGBENCH: Explanation = (
     "pgbench's figures",
     "pgbench runs bare unless asked, as the bare command would. Its per-second TPS (steady state, dips, the "
     "per-second charts) then comes from the server's commit counter (pg_stat_database.xact_commit): the seconds "
-    "wholly within its run but its last (which holds its clients' last report of commits), scaled to pgbench's own "
+    "wholly within its run but one ending at its end (which holds its clients' last report of commits), scaled to pgbench's own "
     "transaction count; its latency average is the run's time per "
     "transaction and client, as pgbench prints it without -P. Asked for, -P 1 (--client-progress) gives pgbench's "
     "own per-second report and latency, for about 5-6 % of a CPU-bound point's throughput on a 2-core machine, "
