@@ -274,11 +274,15 @@ def compare(store: Path | str, a: str, b: str, about: tuple[str, ...], study_nam
 
     Only points whose configuration keys match apart from what the comparison is about
     are compared; elsewhere the row names the fields that differ instead of a ratio.
-    The ratio is B / A of the steady-state throughput. With 3 or more repeats on both
-    sides it comes with a 95 % interval and a verdict from Welch's t-test on the run
-    means ("no difference" when the interval lies within ±5 %, "inconclusive" when it
-    reaches past it: the data cannot tell them apart); with fewer, the row
-    says "no verdict" (JSON: verdict null and the reason).
+    The ratio is B / A of the steady-state throughput; of the capacities where both
+    searched one at a latency objective (--slo); of the p95 latency where both were
+    offered one fixed rate (--rate; below 1 is faster). Each side's figure is its mean
+    over sessions (a session: one stored run). With 2 or more sessions a side, or
+    earlier sessions of the same configuration in the store, it comes with a 95 %
+    interval and a verdict from a t-test on the sessions' means ("no difference" when
+    the interval lies within ±5 %, "inconclusive" when it reaches past it: the data
+    cannot tell them apart); without, the row says why (JSON: verdict null and the
+    reason).
 
     First comes the decision: per engine and workload, worst first, the geometric mean
     of the level ratios with its 95 % interval and verdict, and one line across
