@@ -127,3 +127,34 @@ def _installing(parent: int) -> list[int]:
         except psutil.Error:
             continue  # a short-lived tool (mariadbd --version) that has just ended
     return found
+
+
+# A Ctrl-C the moment a run is marked finished: in `finish_run`, once its UPDATE is
+# committed (as the terminal's signal can fall there), through dbarena's own main.
+_CTRL_C_AS_MARKED = """
+import os, signal, sys
+from dbarena.store.database import Store
+real = Store.finish_run
+def finish_run(self, run_id, status, reason=None):
+    real(self, run_id, status, reason)
+    if status == "finished":
+        os.kill(os.getpid(), signal.SIGINT)
+Store.finish_run = finish_run
+from dbarena.cli import main
+sys.argv = ["dbarena", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_ctrl_c_as_a_run_is_marked_finished_leaves_it_finished(public_tmp, tmp_path, env):
+    """Seen in make test: the Ctrl-C between engines fell after PostgreSQL's run was marked
+    finished but before the session counted it done, and the run, every point of it
+    measured, was marked interrupted again. Held until it is counted now."""
+    store = tmp_path / "r.db"
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_MARKED, *STUDY, "--store", str(store)], env=env,
+                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+                          preexec_fn=_default_sigint)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert "continue with: dbarena run --resume" in done.stderr
+    assert _runs(store) == [("postgres", "finished")], done.stderr[-3000:]
+    assert processes_mentioning(str(public_tmp)) == [] and list(public_tmp.iterdir()) == []

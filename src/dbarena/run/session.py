@@ -457,9 +457,12 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
                 for variant in engine_plan.variants:
                     bound[variant] = _bind(ctx, part, variant, stack)
                 next_index = _sweep(ctx, engine_plan, bound, first_index=first_index, later=later)
-                for run_id in part.run_ids:
-                    ctx.store.finish_run(run_id, "finished")
-                    done.append(run_id)
+                # (A Ctrl-C between a run's "finished" and its being counted done would
+                # have it marked interrupted below, every point of it measured: held.)
+                with shield.shielded():
+                    for run_id in part.run_ids:
+                        ctx.store.finish_run(run_id, "finished")
+                        done.append(run_id)
             except StoreUnwritable:
                 # The runs' records outlive the targets' teardown: if the store cannot be
                 # written once the targets are closed, whoever reaps them marks the runs.
@@ -477,7 +480,7 @@ def _run_engine(ctx: _Context, engine_plan: plan.EnginePlan, *, first_index: int
         # An interrupt while its targets close (held until they are: shield.py) stops
         # the study, but leaves runs that finished every point finished.
         if not finished:
-            _end_runs(ctx.store, part.run_ids, "interrupted")
+            _end_runs(ctx.store, [run_id for run_id in part.run_ids if run_id not in done], "interrupted")
         ctx.outcome.exit_status = ExitStatus.TERMINATED if isinstance(exc, Interrupted) else ExitStatus.INTERRUPTED
     except StoreUnwritable as exc:
         if not part.run_ids:
