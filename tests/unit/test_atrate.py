@@ -105,3 +105,16 @@ def test_an_aa_pair_is_called_faster_or_slower_no_more_often_than_the_tests_leve
                                   "a", "b")
         called += row.verdict in ("faster", "slower")
     assert called / pairs <= 0.08, called
+
+
+def test_a_rate_logs_every_pgbench_transaction_unless_told_otherwise() -> None:
+    """pgbench gives percentiles only from its per-transaction log: a point offered a
+    rate, judged by its p95, has it on as --slo's do; --latency-sampling still decides."""
+    from dbarena.study import arguments
+
+    assert arguments.study_from_args(["--workload", "pgbench-tpcb", "--rate", "100"]).latency_sampling == 1.0
+    assert arguments.study_from_args(["--workload", "pgbench-tpcb"]).latency_sampling is None
+    assert arguments.study_from_args(["--workload", "pgbench-tpcb", "--rate", "100", "--latency-sampling",
+                                      "0.1"]).latency_sampling == 0.1
+    assert arguments.study_from_args(["--workload", "pgbench-tpcb", "--rate", "100", "--latency-sampling",
+                                      "0"]).latency_sampling is None
