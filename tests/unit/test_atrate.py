@@ -118,3 +118,43 @@ def test_a_rate_logs_every_pgbench_transaction_unless_told_otherwise() -> None:
                                       "0.1"]).latency_sampling == 0.1
     assert arguments.study_from_args(["--workload", "pgbench-tpcb", "--rate", "100", "--latency-sampling",
                                       "0"]).latency_sampling is None
+
+
+def test_history_follows_a_fixed_rates_p95_and_finds_where_it_rose(tmp_path: Any) -> None:
+    """Eight nightly runs offered 200 TPS: p95 near 1 ms, then near 2 ms from the fifth
+    (a setting changed there). history's series is the p95 at that rate, lower is
+    better, and its change point says the latency rose: slower."""
+    from datetime import datetime, timedelta, timezone
+
+    from dbarena.model import Measurement, PointResult, PointSpec, RunInfo
+    from dbarena.stats import configkey, history
+    from dbarena.store.database import Store
+
+    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    host = {"cpu_model": "x", "hardware_threads": 2}
+    with Store(tmp_path / "h.db") as db:
+        for night in range(8):
+            sync = "off" if night < 4 else "on"
+            run_id = db.begin_run(RunInfo(
+                label="nightly", host="box", engine="postgres", target="postgresql://dbarena@127.0.0.1:1/dbarena",
+                started_at=t0 + timedelta(days=night), server_version="17.2", tool_versions={},
+                options={"targets": {}}, host_facts=host))
+            config = configkey.build(
+                engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=60, warmup_s=0,
+                params={"scale": 1}, options={"rate": "200"}, settings={"synchronous_commit": sync}, variant="",
+                server_version="17.2", flavour="postgresql", host=configkey.host_identity(host))
+            for repeat, wobble in enumerate((0.97, 1.0, 1.03)):
+                p95 = (1.0 if night < 4 else 2.0) * wobble
+                spec = PointSpec(engine="postgres", workload="pgbench-tpcb", threads=2, clients=4, duration_s=60,
+                                 params=(("scale", 1),), options=(("rate", "200"),), repeat=repeat)
+                db.add_point(run_id, PointResult(
+                    spec=spec, status="ok", started_at=t0, ended_at=t0, command=("pgbench",), exit_code=0,
+                    stdout="", stderr="", measurement=Measurement(tps=200.1, transactions=12006,
+                                                                  latency_p95_ms=p95)), config=config)
+            db.finish_run(run_id, "finished")
+        (series,) = history.build(analysis.load(db), db.runs())
+    assert (series.metric, series.offered_tps) == (metric.P95, 200.0)
+    assert "at 200 TPS offered" in series.name and series.as_dict()["offered_tps"] == 200.0
+    assert [round(r.mean or 0, 3) for r in series.runs] == [1.0] * 4 + [2.0] * 4
+    (step,) = series.change_points
+    assert step.index == 4 and step.text.startswith("100.0 % higher p95 latency: slower")

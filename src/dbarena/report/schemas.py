@@ -145,7 +145,7 @@ def _history() -> JSONObject:
                        nested={"causes": {"type": "array", "items": cause}})
     series = of_record(Series, nested={"runs": {"type": "array", "items": run},
                                        "change_points": {"type": "array", "items": change}},
-                       added={"lower_is_better": {"type": "boolean"}})
+                       added={"lower_is_better": {"type": "boolean"}}, optional=frozenset({"offered_tps"}))
     return {"type": "object", "properties": {"series": {"type": "array", "items": series}},
             "required": ["series"], "additionalProperties": False}
 

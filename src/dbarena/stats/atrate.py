@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 from dbarena.records import AtRate, JSONObject
 from dbarena.stats import capacity, sessions
 
-__all__ = ["fixed", "of_groups", "NEEDED", "QUEUE"]
+__all__ = ["fixed", "of_groups", "p95_of", "NEEDED", "QUEUE"]
 
 # Why a comparison of a side that fell short of its offered rate is not decided (its
 # reason says it; the decision's words find it there).
@@ -60,6 +60,15 @@ def fixed(point: _Point) -> bool:
     return point.target_tps is not None and point.slo is None
 
 
+def p95_of(point: _Point) -> float | None:
+    """The p95 (ms) a point offered a fixed rate counts for: an ok run's, on NEEDED
+    transactions or more; None for any other point."""
+    if not fixed(point) or point.status != "ok" or point.latency_p95_ms is None or point.latency_p95_ms <= 0 \
+            or (point.transactions or 0) < NEEDED:
+        return None
+    return point.latency_p95_ms
+
+
 Key = TypeVar("Key", bound=tuple[str, str])
 
 
@@ -75,8 +84,7 @@ def of_groups(groups: Mapping[Key, Sequence[_Point]]) -> dict[Key, AtRate]:
         ok = [m for m in members if fixed(m) and m.status == "ok"]
         if not any(fixed(m) for m in members):
             continue
-        counted = [(m.run_id, m.latency_p95_ms) for m in ok if m.latency_p95_ms is not None
-                   and m.latency_p95_ms > 0 and (m.transactions or 0) >= NEEDED]
+        counted = [(m.run_id, p95) for m in ok if (p95 := p95_of(m)) is not None]
         found = sessions.of(counted)
         out[key] = AtRate(estimate=sessions.estimate(found) if found is not None else None, runs=len(counted),
                           short=_short(ok))

@@ -23,13 +23,13 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from dbarena.errors import ToolMissing, UsageError
 from dbarena.limits import listed, quoted
 from dbarena.interfaces import ResultStore
 from dbarena.records import JSONObject, StoredRun, Summarised
-from dbarena.stats import analysis, environment, metric
+from dbarena.stats import analysis, atrate, environment, metric
 from dbarena.stats import estimators as stats
 
 # Otava's significance for a change point (its own default): on histories simulated with
@@ -123,12 +123,16 @@ class Series:
     runs: tuple[RunValue, ...]
     change_points: tuple[ChangePoint, ...] = ()
     note: str | None = None  # why no change point was looked for
+    # The rate its points were offered (--rate): each run's figure is then its p95
+    # latency there (metric.P95, stats/atrate.py); None: closed-loop throughput.
+    offered_tps: float | None = None
 
     @property
     def name(self) -> str:
         dataset = ", ".join(f"{k} {v}" for k, v in self.dataset.items())
         variant = f" [{self.variant}]" if self.variant else ""
-        return (f"{self.label} {self.engine} {self.workload}{variant} at {self.threads} thread(s)"
+        rate = f" at {self.offered_tps:,.0f} TPS offered" if self.offered_tps is not None else ""
+        return (f"{self.label} {self.engine} {self.workload}{variant} at {self.threads} thread(s){rate}"
                 + (f", {dataset}" if dataset else ""))
 
     def as_dict(self) -> JSONObject:
@@ -136,7 +140,8 @@ class Series:
                 "clients": self.clients, "dataset": dict(self.dataset), "variant": self.variant,
                 "metric": self.metric, "lower_is_better": metric.lower_is_better(self.metric),
                 "runs": [r.as_dict() for r in self.runs],
-                "change_points": [c.as_dict() for c in self.change_points], "note": self.note}
+                "change_points": [c.as_dict() for c in self.change_points], "note": self.note,
+                **({"offered_tps": self.offered_tps} if self.offered_tps is not None else {})}
 
 
 def _diff(before: environment.Environment, after: environment.Environment, run_id: int) -> list[Cause]:
@@ -194,10 +199,13 @@ def _change_point(runs: Sequence[RunValue], index: int, start: int, end: int, p_
                        text=metric.change_words(change, judged_by) + interval, causes=causes(runs, index))
 
 
-def _run_value(run: StoredRun, points: Sequence[Summarised]) -> RunValue:
-    ok = [p for p in points if analysis.value(p) is not None]
-    values = [v for p in ok if (v := analysis.value(p)) is not None]
-    low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 else (None, None)
+def _run_value(run: StoredRun, points: Sequence[Summarised], at_rate: bool = False) -> RunValue:
+    """A run's figure over its points: their throughput, or (`at_rate`: points offered a
+    fixed rate) their p95 latency there, which no interval within one run is of."""
+    figure: Callable[[Summarised], float | None] = atrate.p95_of if at_rate else analysis.value
+    ok = [p for p in points if figure(p) is not None]
+    values = [v for p in ok if (v := figure(p)) is not None]
+    low, high = (ok[0].tps_ci_low, ok[0].tps_ci_high) if len(ok) == 1 and not at_rate else (None, None)
     within = (low, high) if low is not None and high is not None else None
     summary = stats.summarize(values, failed=len(points) - len(ok), within_run=within,
                               adaptive=any(p.adaptive for p in ok))
@@ -207,34 +215,37 @@ def _run_value(run: StoredRun, points: Sequence[Summarised]) -> RunValue:
                     interval=interval, environment=environment.of_run(run, points[0].config or {}))
 
 
-def series_key(point: Summarised) -> tuple[str, str, str, int, int, str, str]:
+SeriesKey = tuple[str, str, str, int, int, str, str, float | None]
+
+
+def series_key(point: Summarised) -> SeriesKey:
     config = point.config or {}
     dataset = config.get("params") if config.get("params") is not None else point.params or {}
     return (point.label, point.engine, point.workload, point.threads, point.clients,
-            json.dumps(dataset, sort_keys=True), point.variant or "")
+            json.dumps(dataset, sort_keys=True), point.variant or "", point.target_tps)
 
 
 def build(points: Iterable[Summarised], runs: Iterable[StoredRun]) -> list[Series]:
     """Every series in these points (analysis.load or stored_points rows) with the runs they came from
     (store.runs()), oldest run first, with its change points."""
     by_id = {r.id: r for r in runs}
-    grouped: dict[tuple[str, str, str, int, int, str, str], dict[int, list[Summarised]]] = \
-        defaultdict(lambda: defaultdict(list))
+    grouped: dict[SeriesKey, dict[int, list[Summarised]]] = defaultdict(lambda: defaultdict(list))
     for p in points:
-        if p.target_tps is not None:
-            continue  # an offered rate (--slo's search): a step, not the run's figure at its level
+        if p.target_tps is not None and not atrate.fixed(p):
+            continue  # an offered rate of --slo's search: a step, not the run's figure at its level
         grouped[series_key(p)][p.run_id].append(p)
     out = []
     for key, of_run in grouped.items():
-        label, engine, workload, threads, clients, dataset, variant = key
+        label, engine, workload, threads, clients, dataset, variant, rate = key
         ordered = sorted(of_run, key=lambda rid: (by_id[rid].started_at, rid))
-        values = tuple(_run_value(by_id[rid], of_run[rid]) for rid in ordered)
-        judged_by = next((p.metric for pts in of_run.values() for p in pts if p.metric), metric.TPS)
+        values = tuple(_run_value(by_id[rid], of_run[rid], at_rate=rate is not None) for rid in ordered)
+        judged_by = metric.P95 if rate is not None else \
+            next((p.metric for pts in of_run.values() for p in pts if p.metric), metric.TPS)
         out.append(_with_change_points(Series(
             label=label, engine=engine, workload=workload, threads=int(threads), clients=int(clients or 0),
-            dataset=json.loads(dataset), variant=variant, metric=judged_by, runs=values)))
+            dataset=json.loads(dataset), variant=variant, metric=judged_by, runs=values, offered_tps=rate)))
     return sorted(out, key=lambda s: (s.label, s.engine, s.workload, s.variant, s.threads, s.clients,
-                                      json.dumps(dict(s.dataset), sort_keys=True)))
+                                      json.dumps(dict(s.dataset), sort_keys=True), s.offered_tps or 0.0))
 
 
 def _with_change_points(series: Series) -> Series:
