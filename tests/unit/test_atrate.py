@@ -158,3 +158,12 @@ def test_history_follows_a_fixed_rates_p95_and_finds_where_it_rose(tmp_path: Any
     assert [round(r.mean or 0, 3) for r in series.runs] == [1.0] * 4 + [2.0] * 4
     (step,) = series.change_points
     assert step.index == 4 and step.text.startswith("100.0 % higher p95 latency: slower")
+
+
+def test_an_offered_rate_is_said_as_the_tool_option_has_it() -> None:
+    """--rate 2.5 is not "3 TPS offered"; from 100 on, whole TPS with a comma."""
+    assert [metric.rate_shown(r) for r in (0.1, 2.5, 50.0, 200.0, 12500.0)] == ["0.1", "2.5", "50", "200", "12,500"]
+    rows = [*_runs("a", [[10.0], [11.0]], first_run=1, rate=2.5), *_runs("b", [[5.0], [5.5]], first_run=3, rate=2.5)]
+    (row,) = analysis.compare(rows, "a", "b")
+    (d,) = decision.decide([row])
+    assert "at 2.5 TPS offered" in d.text, d.text

@@ -35,7 +35,7 @@ def workload_of(d: Decision) -> str:
     if not d.workload:
         return ""
     return d.workload + (f" (capacity at {d.slo})" if d.slo else
-                         f" (p95 latency at {d.offered_tps:,.0f} TPS offered)" if d.offered_tps is not None else "")
+                         f" (p95 latency at {metric.rate_shown(d.offered_tps)} TPS offered)" if d.offered_tps is not None else "")
 
 
 def _strip(d: Decision) -> str:

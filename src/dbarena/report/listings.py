@@ -504,7 +504,7 @@ def comparison_table(rows: Iterable[LevelComparison], wide: bool = False) -> Fit
     notes += [line for r in rows if (line := _cost_line(r))]
     notes += [f"§ capacity at {escape(slo)}: the highest offered rate that met it (its TPS achieved), each "
               "session's own search; not the closed-loop throughput" for slo in dict.fromkeys(r.slo for r in rows if r.slo)]
-    notes += [f"† p95 latency at {rate:,.0f} TPS offered (ms; lower is better, a ratio below 1 is faster): each "
+    notes += [f"† p95 latency at {metric.rate_shown(rate)} TPS offered (ms; lower is better, a ratio below 1 is faster): each "
               "session's mean of its runs' p95, counted from each transaction's scheduled start"
               for rate in dict.fromkeys(r.offered_tps for r in rows if r.offered_tps is not None)]
     # Which statistic it shows, said: `results --summary` shows medians, this means.

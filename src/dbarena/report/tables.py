@@ -14,6 +14,7 @@ from dbarena.report.scaling import CPU_SATURATED_PCT
 from dbarena.records import JSON, JSONObject, StoredRun, json_object
 from dbarena.report.reading import Explanation
 from dbarena.stats import environment
+from dbarena.stats.metric import rate_shown
 
 
 @dataclass(frozen=True)
@@ -485,7 +486,7 @@ def rate_levels(report: Report) -> TableSpec | None:
     against the baseline's; None where there are none."""
     if not report.rate_levels:
         return None
-    rows = [[r.label, r.engine, r.workload, str(r.threads), num(r.offered_tps, 0), num(r.achieved_tps),
+    rows = [[r.label, r.engine, r.workload, str(r.threads), rate_shown(r.offered_tps), num(r.achieved_tps),
              num(r.p95_ms, 2), f"{r.runs}/{r.sessions}", num(r.ratio_to_baseline, 3),
              interval(r.ratio_ci_low, r.ratio_ci_high, 3),
              r.verdict_text or (f"fell short: {r.short}" if r.short else "-")]

@@ -27,7 +27,7 @@ from dbarena.report.data import Report, Section
 from dbarena.report.escaping import html_text
 from dbarena.report import reading, tables
 from dbarena.report.tables import TableSpec, num, run_provenance, section_tables
-from dbarena.stats import configkey
+from dbarena.stats import configkey, metric
 from dbarena.stats.history import History
 from dbarena.report import chartspecs as chart_specs
 from dbarena.serve.live import Plan, progress_text, when as when
@@ -634,7 +634,7 @@ def _compared(c: LevelComparison) -> str:
     """A level of a diff: each run's figure, the change, its 95 % interval and the verdict,
     as `compare` gives them; a level not comparable says why instead."""
     figure = html_text(c.metric) + (f" (capacity at {html_text(c.slo)})" if c.slo else
-                                    f" (at {c.offered_tps:,.0f} TPS offered)" if c.offered_tps is not None else "")
+                                    f" (at {metric.rate_shown(c.offered_tps)} TPS offered)" if c.offered_tps is not None else "")
     within = ("-" if c.ratio_ci_low is None or c.ratio_ci_high is None
               else f"{_change(c.ratio_ci_low)} .. {_change(c.ratio_ci_high)}")
     verdict = html_text(c.verdict_text)

@@ -153,7 +153,7 @@ def figure_words(slo: str | None, offered_tps: float | None) -> str:
     rate (--rate); "" for closed-loop throughput."""
     if slo is not None:
         return capacity_words(slo)
-    return f" on the p95 latency at {offered_tps:,.0f} TPS offered" if offered_tps is not None else ""
+    return f" on the p95 latency at {metric.rate_shown(offered_tps)} TPS offered" if offered_tps is not None else ""
 
 
 def _verdict(ratio: float, low: float, high: float, p_value: float, label: str, baseline: str,
@@ -189,7 +189,7 @@ def _latency_verdict(verdict: str, ratio: float, low: float, high: float, label:
     latency, lat_low, lat_high = 1 / ratio, 1 / high, 1 / low
     change = (latency - 1) * 100
     tail = f"; {said}" if said else ""
-    at = f"p95 latency at {offered_tps:,.0f} TPS offered"
+    at = f"p95 latency at {metric.rate_shown(offered_tps)} TPS offered"
     if verdict in (FASTER, SLOWER):
         return (f"{label}'s {at} is {abs(change):.1f} % {'lower' if change < 0 else 'higher'} than {baseline}'s "
                 f"(95 % CI {(lat_low - 1) * 100:+.1f} % to {(lat_high - 1) * 100:+.1f} %{tail})")
@@ -408,7 +408,7 @@ def _kinds(kinds: Sequence[tuple[str | None, float | None]]) -> str:
     if len(kinds) <= 1:
         return ""
     what = " and ".join([*(f"capacity at {slo}" for slo, _ in kinds if slo is not None),
-                         *(f"p95 latency at {rate:,.0f} TPS offered" for slo, rate in kinds
+                         *(f"p95 latency at {metric.rate_shown(rate)} TPS offered" for slo, rate in kinds
                            if slo is None and rate is not None)])
     where = "where searched" if all(rate is None for _, rate in kinds) else "where asked"
     return f"; {what} {where}, closed-loop throughput elsewhere" if (None, None) in kinds else f"; {what}"

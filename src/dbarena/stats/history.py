@@ -131,7 +131,7 @@ class Series:
     def name(self) -> str:
         dataset = ", ".join(f"{k} {v}" for k, v in self.dataset.items())
         variant = f" [{self.variant}]" if self.variant else ""
-        rate = f" at {self.offered_tps:,.0f} TPS offered" if self.offered_tps is not None else ""
+        rate = f" at {metric.rate_shown(self.offered_tps)} TPS offered" if self.offered_tps is not None else ""
         return (f"{self.label} {self.engine} {self.workload}{variant} at {self.threads} thread(s){rate}"
                 + (f", {dataset}" if dataset else ""))
 

@@ -106,7 +106,7 @@ def _at_rate(row: Callable[..., LevelComparison], sa: LevelSummary, sb: LevelSum
     carry the rate, or where they ran under different interference."""
     assert sa.at_rate is not None and sb.at_rate is not None
     rate = sa.target_tps
-    at = f"{rate:,.0f} TPS offered" if rate is not None else "the offered rate"
+    at = f"{metric.rate_shown(rate)} TPS offered" if rate is not None else "the offered rate"
     a_config, b_config = sa.config or {}, sb.config or {}
     at_row = functools.partial(row, metric=metric.P95, lower_is_better=True, offered_tps=rate,
                                a_n=sa.at_rate.runs, b_n=sb.at_rate.runs, b_sessions=sb.sessions,

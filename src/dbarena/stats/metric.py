@@ -118,6 +118,12 @@ def shown(value: float | None, metric: str, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def rate_shown(rate: float) -> str:
+    """An offered rate in words' figures: whole TPS with a thousands comma from 100 on,
+    as the tool option has it below ("2.5": --rate 2.5 is not "2 TPS")."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:g}"
+
+
 def change_words(change_pct: float, metric: str) -> str:
     """A significant change of b against a in words, for the metric's direction: more
     throughput is faster, fewer seconds is faster, a lower latency at one offered rate is faster."""
