@@ -91,6 +91,11 @@ def test_the_reports_decisions_and_diff_say_what_compare_says(store: Path,
             (pytest.approx(c["ratio"]), pytest.approx(c["ratio_ci_low"]), pytest.approx(c["ratio_ci_high"]),
              c["verdict_text"])
         assert row.p95_ms == pytest.approx(c["b_mean"]) and row.offered_tps == 200.0
+    # What each run carried of the rate, as pgbench and sysbench printed it.
+    points = _json(capsys, "results", "--store", str(store))
+    for row in report.rate_levels:
+        tps = [p["tps"] for p in points if (p["label"], p["workload"]) == (row.label, row.workload)]
+        assert row.achieved_tps == pytest.approx(statistics.fmean(tps)), row
     # /diff of a's first run against b's first: one session a side, each lent the spread
     # of the other sessions of the configuration; its rows name the rate.
     with client(store) as browser:

@@ -20,9 +20,9 @@ Pure: records in, records out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from dbarena.records import AtRate, JSONObject
+from dbarena.records import AtRate, Summarised
 from dbarena.stats import capacity, sessions
 
 __all__ = ["fixed", "of_groups", "p95_of", "NEEDED", "QUEUE"]
@@ -34,33 +34,12 @@ QUEUE = "a latency of a growing queue, not of the rate"
 NEEDED = capacity.needed(capacity.Objective("p95", 1.0))
 
 
-class _Point(Protocol):
-    """What is read of a point (records.Summarised)."""
-
-    @property
-    def run_id(self) -> int: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def target_tps(self) -> float | None: ...
-    @property
-    def slo(self) -> JSONObject | None: ...
-    @property
-    def tps(self) -> float | None: ...
-    @property
-    def transactions(self) -> int | None: ...
-    @property
-    def duration_s(self) -> int: ...
-    @property
-    def latency_p95_ms(self) -> float | None: ...
-
-
-def fixed(point: _Point) -> bool:
+def fixed(point: Summarised) -> bool:
     """Whether a point was offered a rate the user fixed (not a --slo search's step)."""
     return point.target_tps is not None and point.slo is None
 
 
-def p95_of(point: _Point) -> float | None:
+def p95_of(point: Summarised) -> float | None:
     """The p95 (ms) a point offered a fixed rate counts for: an ok run's, on NEEDED
     transactions or more; None for any other point."""
     if not fixed(point) or point.status != "ok" or point.latency_p95_ms is None or point.latency_p95_ms <= 0 \
@@ -72,7 +51,7 @@ def p95_of(point: _Point) -> float | None:
 Key = TypeVar("Key", bound=tuple[str, str])
 
 
-def of_groups(groups: Mapping[Key, Sequence[_Point]]) -> dict[Key, AtRate]:
+def of_groups(groups: Mapping[Key, Sequence[Summarised]]) -> dict[Key, AtRate]:
     """Each group (a label and configuration key -> its points) offered a fixed rate,
     with its AtRate, from its own sessions alone. (Throughput's estimates borrow the
     spread between sessions of other groups of the configuration, where a view reads
@@ -91,7 +70,7 @@ def of_groups(groups: Mapping[Key, Sequence[_Point]]) -> dict[Key, AtRate]:
     return out
 
 
-def _short(ok: Sequence[_Point]) -> str | None:
+def _short(ok: Sequence[Summarised]) -> str | None:
     """How far the runs that did not carry their offered rate fell short, in words
     ("achieved 180 of 200 TPS offered in 1 of 4 runs"); None where every run carried it."""
     short = [m for m in ok if m.target_tps is not None and m.tps is not None
